@@ -1,0 +1,806 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * georeduce-plan: the offline planner.
+ *
+ *   georeduce-plan mtree    --topology FILE [...]   plan a multi-tree AllReduce
+ *   georeduce-plan compare  --topology FILE [...]   every algorithm side by side
+ *   georeduce-plan simulate --topology FILE --plan FILE [...]
+ *   georeduce-plan validate --topology FILE [--plan FILE] [--max-height-ms H]
+ *
+ * Exit status: 0 success, 2 bad options or bad input files, 1 when planning fails on
+ * valid input (for example no tree fits the height limit).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "baselines.h"
+#include "cli.h"
+#include "jsonutil.h"
+#include "mtree.h"
+#include "packing.h"
+#include "plan.h"
+#include "sim.h"
+#include "topo.h"
+
+#define PROG "georeduce-plan"
+#define DEFAULT_BYTES (1ull << 30)
+
+static bool progress;   /* progress lines on stderr (when it is a terminal) */
+
+static void
+note(const char *msg)
+{
+	if (progress)
+		fprintf(stderr, "  .. %s\n", msg);
+}
+
+static void
+usage_main(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " COMMAND [OPTIONS]\n"
+		"\n"
+		"Plan gradient AllReduce over a WAN topology (georeduce-topology/1).\n"
+		"\n"
+		"Commands:\n"
+		"  mtree     plan a multi-tree AllReduce (mTree) and write a georeduce-plan/1 plan\n"
+		"  compare   mTree against ring, single tree, parameter server and the packing bound\n"
+		"  simulate  predict the AllReduce time of a plan, optionally over chunk sizes\n"
+		"  validate  check a topology, and a plan against it\n"
+		"\n"
+		"'" PROG " COMMAND --help' describes each command's options.\n"
+		"Exit status: 0 ok, 1 planning failed on valid input, 2 bad options or input.\n");
+}
+
+/* getopt's '?': one line naming the offending option. */
+static void
+bad_option(const char *cmd, char **argv)
+{
+	cli_error(PROG, "%s: unknown option or missing value in '%s' (try '" PROG " %s --help')",
+		  cmd, argv[optind - 1], cmd);
+}
+
+static struct topo *
+load_topology(const char *path)
+{
+	char err[TOPO_ERR_MAX];
+	struct topo *t;
+
+	if (path == NULL) {
+		cli_error(PROG, "--topology FILE is required");
+		return NULL;
+	}
+	t = topo_load(path, err, sizeof(err));
+	if (t == NULL)
+		fprintf(stderr, "%s: %s\n", PROG, err);
+	return t;
+}
+
+static double
+max_height(const struct topo *t, const struct plan *p)
+{
+	double h = 0;
+
+	for (int i = 0; i < p->n_trees; i++) {
+		double x = plan_tree_height_ms(t, &p->trees[i]);
+
+		h = x > h ? x : h;
+	}
+	return h;
+}
+
+static int
+predict(const struct topo *t, struct plan *p, uint64_t bytes)
+{
+	struct sim_params sp = SIM_PARAMS_DEFAULT;
+	struct sim_result res;
+	int rc = sim_plan(t, p, bytes, &sp, &res);
+
+	if (rc != 0)
+		return rc;
+	p->bytes = bytes;
+	p->allreduce_seconds = res.seconds;
+	return 0;
+}
+
+static void
+fmt_bytes(char *buf, size_t len, double b)
+{
+	if (b >= (1 << 30))
+		snprintf(buf, len, "%.2f GiB", b / (1 << 30));
+	else if (b >= (1 << 20))
+		snprintf(buf, len, "%.2f MiB", b / (1 << 20));
+	else
+		snprintf(buf, len, "%.0f KiB", b / (1 << 10));
+}
+
+static void
+print_trees(FILE *f, const struct topo *t, const struct plan *p)
+{
+	fprintf(f, "  %4s  %-20s %12s %7s %10s %6s %11s\n", "tree", "root", "rate Gbit/s", "share",
+		"height ms", "depth", "chunk");
+	for (int i = 0; i < p->n_trees; i++) {
+		const struct plan_tree *tr = &p->trees[i];
+		char chunk[32];
+
+		fmt_bytes(chunk, sizeof(chunk), (double)tr->chunk_bytes);
+		fprintf(f, "  %4d  %-20s %12.4f %7.4f %10.2f %6d %11s\n", i, t->nodes[tr->root].id,
+			tr->rate_gbps, tr->share, plan_tree_height_ms(t, tr), plan_tree_depth(t, tr),
+			chunk);
+	}
+}
+
+/* The packing bound (exact fractional spanning-tree packing). Negative on failure. */
+static double
+packing_bound(const struct topo *t, struct plan **solution)
+{
+	struct packing_opts po = { 0 };
+	struct packing_result pr;
+	struct plan *pool = plan_create("packing-bound", t, 64);
+	double bound = -1;
+
+	if (pool == NULL)
+		return -1;
+	if (packing_solve(t, pool, &po, &pr) == 0)
+		bound = pr.exact ? pr.rate_gbps : pr.upper_gbps;
+	if (solution != NULL && bound >= 0) {
+		/* Keep only the trees in the LP solution. */
+		struct plan *p = plan_create("packing-bound", t, pool->n_trees);
+
+		for (int i = 0; p != NULL && i < pool->n_trees; i++)
+			if (pool->trees[i].rate_gbps > 1e-12)
+				plan_add_tree(p, pool->trees[i].root, pool->trees[i].rate_gbps,
+					      pool->trees[i].parent);
+		if (p != NULL && plan_shares_from_rates(p) != 0) {
+			plan_free(p);
+			p = NULL;
+		}
+		*solution = p;
+	}
+	plan_free(pool);
+	return bound;
+}
+
+/* ---- mtree ---- */
+
+static void
+usage_mtree(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " mtree --topology FILE [OPTIONS]\n"
+		"\n"
+		"Plan a multi-tree AllReduce: candidate trees (GBST and column generation) under\n"
+		"the height limit, ITH height search, at most K trees chosen by a MILP (GLPK),\n"
+		"shares proportional to rates, chunk sizes from the pipelining model.\n"
+		"\n"
+		"  -t, --topology FILE     georeduce-topology/1 file ('-' for stdin)   [required]\n"
+		"  -k, --max-trees K       at most K trees; 0 = unlimited              [10]\n"
+		"  -H, --max-height-ms H   latency-weighted tree height limit; 0 = none [0]\n"
+		"  -r, --min-rate-gbps R   smallest non-zero tree rate                  [0]\n"
+		"      --rho X             ITH: lower the height limit while at least X\n"
+		"                          of the rate remains (e.g. 0.95); 0 = off     [0]\n"
+		"      --paper             candidates from GBST only (the paper's mTree)\n"
+		"  -b, --bytes N           tensor size for chunk sizes and prediction\n"
+		"                          (suffixes K M G, KiB MiB GiB)               [1GiB]\n"
+		"  -o, --output FILE       write the plan there (default: stdout, and the\n"
+		"                          summary goes to stderr)\n"
+		"      --milp-seconds S    time limit of the MILP                       [5]\n"
+		"  -q, --quiet             no summary\n"
+		"  -h, --help              this text\n");
+}
+
+static int
+cmd_mtree(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "topology", required_argument, NULL, 't' },
+		{ "max-trees", required_argument, NULL, 'k' },
+		{ "max-height-ms", required_argument, NULL, 'H' },
+		{ "min-rate-gbps", required_argument, NULL, 'r' },
+		{ "rho", required_argument, NULL, 'R' },
+		{ "paper", no_argument, NULL, 'P' },
+		{ "bytes", required_argument, NULL, 'b' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "milp-seconds", required_argument, NULL, 'M' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mtree_opts mo = MTREE_OPTS_DEFAULT;
+	const char *topo_path = NULL, *out_path = NULL;
+	struct mtree_stats st;
+	char err[TOPO_ERR_MAX];
+	struct topo *t = NULL;
+	struct plan *p = NULL;
+	bool quiet = false;
+	FILE *out = stdout, *sum = stdout;
+	int c, rc = CLI_EXIT_USAGE;
+	double bound;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "t:k:H:r:b:o:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 't': topo_path = optarg; break;
+		case 'k':
+			if (cli_int(PROG, "max-trees", optarg, 0, PLAN_TREES_MAX, &mo.max_trees))
+				goto out;
+			break;
+		case 'H':
+			if (cli_double(PROG, "max-height-ms", optarg, 0, 1e9, &mo.max_height_ms))
+				goto out;
+			break;
+		case 'r':
+			if (cli_double(PROG, "min-rate-gbps", optarg, 0, 1e9, &mo.min_rate_gbps))
+				goto out;
+			break;
+		case 'R':
+			if (cli_double(PROG, "rho", optarg, 0, 1, &mo.rho))
+				goto out;
+			break;
+		case 'P': mo.paper_only = true; break;
+		case 'b':
+			if (cli_bytes(PROG, "bytes", optarg, 1, &mo.bytes))
+				goto out;
+			break;
+		case 'o': out_path = optarg; break;
+		case 'M':
+			if (cli_double(PROG, "milp-seconds", optarg, 0.01, 3600, &mo.milp_seconds))
+				goto out;
+			break;
+		case 'q': quiet = true; break;
+		case 'h': usage_mtree(stdout); rc = 0; goto out;
+		default: bad_option("mtree", argv); goto out;
+		}
+	}
+	if (optind < argc) {
+		cli_error(PROG, "mtree: unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	t = load_topology(topo_path);
+	if (t == NULL)
+		goto out;
+	note("planning mTree");
+	p = mtree_plan(t, &mo, &st, err, sizeof(err));
+	if (p == NULL) {
+		cli_error(PROG, "mtree: %s", err);
+		rc = CLI_EXIT_FAIL;
+		goto out;
+	}
+	note("simulating");
+	if (predict(t, p, mo.bytes) != 0) {
+		cli_error(PROG, "mtree: the simulator rejected the plan");
+		rc = CLI_EXIT_FAIL;
+		goto out;
+	}
+	if (plan_validate(t, p, mo.max_height_ms, err, sizeof(err)) != 0) {
+		cli_error(PROG, "mtree: internal error, the plan is invalid: %s", err);
+		rc = CLI_EXIT_FAIL;
+		goto out;
+	}
+	if (out_path != NULL && strcmp(out_path, "-") != 0) {
+		out = fopen(out_path, "w");
+		if (out == NULL) {
+			cli_error(PROG, "--output: cannot open '%s': %s", out_path, strerror(errno));
+			goto out;
+		}
+	} else {
+		sum = stderr;
+	}
+	if (plan_write(t, p, out) != 0 || (out != stdout && fclose(out) != 0)) {
+		cli_error(PROG, "--output: write failed: %s", strerror(errno));
+		rc = CLI_EXIT_FAIL;
+		goto out;
+	}
+	if (!quiet) {
+		note("computing the packing bound");
+		bound = packing_bound(t, NULL);
+		fprintf(sum, "%s plan for '%s': %d trees, %.4f Gbit/s aggregate", p->algorithm,
+			t->name, p->n_trees, plan_total_rate(p));
+		if (bound > 0)
+			fprintf(sum, " (%.3f of the packing bound %.4f)", plan_total_rate(p) / bound,
+				bound);
+		fprintf(sum, "\n");
+		print_trees(sum, t, p);
+		fprintf(sum, "predicted AllReduce of %llu bytes: %.4f s\n",
+			(unsigned long long)p->bytes, p->allreduce_seconds);
+		fprintf(sum, "planned in %.3f s: %d candidates (%d from GBST), %d LP solves, "
+			"%d ITH probes, height limit %s, MILP %s\n", st.seconds, st.candidates,
+			st.gbst_trees, st.lp_iterations, st.ith_probes,
+			st.height_limit_ms > 0 ? "set" : "none",
+			st.milp_optimal ? "optimal" : "stopped at its time limit");
+		if (st.height_limit_ms > 0)
+			fprintf(sum, "height limit used: %.0f ms\n", st.height_limit_ms);
+	}
+	rc = 0;
+out:
+	plan_free(p);
+	topo_free(t);
+	return rc;
+}
+
+/* ---- compare ---- */
+
+struct row {
+	const char *name;
+	double rate;            /* algorithm bandwidth, Gbit/s */
+	int trees;
+	double height_ms;
+	double seconds;         /* predicted AllReduce time */
+	double plan_s;          /* planning time */
+};
+
+static void
+usage_compare(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " compare --topology FILE [OPTIONS]\n"
+		"\n"
+		"One row per algorithm on the same topology: aggregate rate (algorithm bandwidth),\n"
+		"its fraction of the optimal tree-packing bound, trees, largest tree height,\n"
+		"predicted AllReduce time (simulator) and speedup over the best ring.\n"
+		"\n"
+		"  -t, --topology FILE     georeduce-topology/1 file                   [required]\n"
+		"  -b, --bytes N           tensor size (suffixes K M G, KiB MiB GiB)  [1GiB]\n"
+		"  -k, --max-trees K       mTree's tree limit                          [10]\n"
+		"  -H, --max-height-ms H   mTree's height limit; 0 = none              [0]\n"
+		"      --json              machine-readable output\n"
+		"  -h, --help              this text\n");
+}
+
+static double
+elapsed_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+static int
+row_from_plan(const struct topo *t, struct plan *p, const char *name, uint64_t bytes,
+	      struct row *r)
+{
+	if (p == NULL)
+		return -1;
+	if (predict(t, p, bytes) != 0)
+		return -1;
+	r->name = name;
+	r->rate = plan_total_rate(p);
+	r->trees = p->n_trees;
+	r->height_ms = max_height(t, p);
+	r->seconds = p->allreduce_seconds;
+	return 0;
+}
+
+static int
+cmd_compare(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "topology", required_argument, NULL, 't' },
+		{ "bytes", required_argument, NULL, 'b' },
+		{ "max-trees", required_argument, NULL, 'k' },
+		{ "max-height-ms", required_argument, NULL, 'H' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mtree_opts mo = MTREE_OPTS_DEFAULT;
+	const char *topo_path = NULL;
+	uint64_t bytes = DEFAULT_BYTES;
+	struct row rows[8];
+	int n_rows = 0, c, rc = CLI_EXIT_USAGE, ring_row = -1;
+	struct sim_params sp = SIM_PARAMS_DEFAULT;
+	struct ring_plan rp = { 0 };
+	struct ps_plan ps;
+	struct topo *t = NULL;
+	struct timespec t0;
+	char err[TOPO_ERR_MAX];
+	bool json = false;
+	double bound;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "t:b:k:H:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 't': topo_path = optarg; break;
+		case 'b':
+			if (cli_bytes(PROG, "bytes", optarg, 1, &bytes))
+				goto out;
+			break;
+		case 'k':
+			if (cli_int(PROG, "max-trees", optarg, 0, PLAN_TREES_MAX, &mo.max_trees))
+				goto out;
+			break;
+		case 'H':
+			if (cli_double(PROG, "max-height-ms", optarg, 0, 1e9, &mo.max_height_ms))
+				goto out;
+			break;
+		case 'j': json = true; break;
+		case 'h': usage_compare(stdout); rc = 0; goto out;
+		default: bad_option("compare", argv); goto out;
+		}
+	}
+	if (optind < argc) {
+		cli_error(PROG, "compare: unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	t = load_topology(topo_path);
+	if (t == NULL)
+		goto out;
+	mo.bytes = bytes;
+	rc = CLI_EXIT_FAIL;
+
+	/* The packing bound, and its solution as a plan (unlimited trees and height). */
+	{
+		struct plan *p = NULL;
+
+		note("packing bound");
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		bound = packing_bound(t, &p);
+		if (bound < 0 || p == NULL) {
+			cli_error(PROG, "compare: the packing LP failed");
+			plan_free(p);
+			goto out;
+		}
+		for (int i = 0; i < p->n_trees; i++)
+			p->trees[i].chunk_bytes = planner_chunk_bytes(
+				(uint64_t)(p->trees[i].share * (double)bytes), p->trees[i].rate_gbps,
+				max_height(t, p), 2 * plan_tree_depth(t, &p->trees[i]));
+		if (row_from_plan(t, p, "packing-bound", bytes, &rows[n_rows]) == 0) {
+			rows[n_rows].rate = bound;
+			rows[n_rows++].plan_s = elapsed_since(&t0);
+		}
+		plan_free(p);
+	}
+	/* mTree with the given K, with K unlimited, and the paper's candidates only. */
+	for (int variant = 0; variant < 3; variant++) {
+		static const char *names[] = { "mtree", "mtree-unlimited", "mtree-paper" };
+		struct mtree_opts v = mo;
+		struct plan *p;
+
+		if (variant == 1 && mo.max_trees == 0)
+			continue;
+		if (variant == 1)
+			v.max_trees = 0;
+		if (variant == 2)
+			v.paper_only = true;
+		note(names[variant]);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		p = mtree_plan(t, &v, NULL, err, sizeof(err));
+		if (p == NULL) {
+			cli_error(PROG, "compare: %s: %s", names[variant], err);
+			goto out;
+		}
+		if (row_from_plan(t, p, names[variant], bytes, &rows[n_rows]) == 0)
+			rows[n_rows++].plan_s = elapsed_since(&t0);
+		plan_free(p);
+	}
+	/* Single best tree. */
+	{
+		struct plan *p;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		p = baseline_single_tree(t, bytes);
+		if (row_from_plan(t, p, "single-tree", bytes, &rows[n_rows]) == 0)
+			rows[n_rows++].plan_s = elapsed_since(&t0);
+		plan_free(p);
+	}
+	/* Ring. */
+	note("ring");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (baseline_ring(t, 2.0, &rp) == 0) {
+		struct sim_result res;
+		uint64_t seg = bytes / (uint64_t)(rp.m > 0 ? rp.m : 1);
+		uint64_t chunk = planner_chunk_bytes(seg, rp.fwd_gbps, rp.step_latency_ms,
+						     2 * (rp.m - 1));
+		struct row *r = &rows[n_rows];
+
+		r->name = "ring";
+		r->rate = rp.rate_gbps;
+		r->trees = 0;
+		r->height_ms = 0;
+		r->plan_s = elapsed_since(&t0);
+		if (sim_ring(t, rp.order, rp.m, rp.fwd_fraction, bytes, chunk, &sp, &res) == 0) {
+			r->seconds = res.seconds;
+			ring_row = n_rows++;
+		}
+	}
+	/* Parameter server. */
+	note("parameter server");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (baseline_ps(t, &ps) == 0) {
+		struct sim_result res;
+		uint64_t chunk = planner_chunk_bytes(bytes, ps.rate_gbps, ps.max_latency_ms, 4);
+		struct row *r = &rows[n_rows];
+
+		r->name = "ps";
+		r->rate = ps.rate_gbps;
+		r->trees = 0;
+		r->height_ms = ps.max_latency_ms;
+		r->plan_s = elapsed_since(&t0);
+		if (sim_ps(t, ps.server, bytes, chunk, &sp, &res) == 0) {
+			r->seconds = res.seconds;
+			n_rows++;
+		}
+	}
+
+	if (json) {
+		json_t *root = json_pack("{s:s, s:I, s:f, s:[]}", "topology", t->name, "bytes",
+					 (json_int_t)bytes, "bound_gbps", bound, "rows");
+		json_t *arr = json_object_get(root, "rows");
+
+		for (int i = 0; i < n_rows; i++) {
+			const struct row *r = &rows[i];
+			json_t *o = json_pack("{s:s, s:f, s:f, s:i, s:f, s:f, s:f}", "algorithm",
+					      r->name, "rate_gbps", r->rate, "fraction_of_bound",
+					      r->rate / bound, "trees", r->trees, "max_height_ms",
+					      r->height_ms, "allreduce_seconds", r->seconds,
+					      "planning_seconds", r->plan_s);
+
+			if (ring_row >= 0)
+				json_object_set_new(o, "speedup_over_ring",
+						    json_real(rows[ring_row].seconds / r->seconds));
+			json_array_append_new(arr, o);
+		}
+		json_util_dump(root, stdout);
+		json_decref(root);
+	} else {
+		printf("topology '%s': %d sites (%d with workers), %d links; AllReduce of %llu "
+		       "bytes\n", t->name, t->n_nodes, topo_worker_sites(t), t->n_links,
+		       (unsigned long long)bytes);
+		printf("%-16s %12s %9s %6s %11s %12s %9s %9s\n", "algorithm", "rate Gbit/s",
+		       "of bound", "trees", "height ms", "allreduce s", "vs ring", "plan s");
+		for (int i = 0; i < n_rows; i++) {
+			const struct row *r = &rows[i];
+			char sp_s[16] = "-", trees[16] = "-";
+
+			if (ring_row >= 0)
+				snprintf(sp_s, sizeof(sp_s), "%.2fx", rows[ring_row].seconds / r->seconds);
+			if (r->trees > 0)
+				snprintf(trees, sizeof(trees), "%d", r->trees);
+			printf("%-16s %12.4f %9.3f %6s %11.1f %12.3f %9s %9.3f\n", r->name, r->rate,
+			       r->rate / bound, trees, r->height_ms, r->seconds, sp_s, r->plan_s);
+		}
+	}
+	rc = 0;
+out:
+	ring_plan_fini(&rp);
+	topo_free(t);
+	return rc;
+}
+
+/* ---- simulate ---- */
+
+static void
+usage_simulate(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " simulate --topology FILE --plan FILE [OPTIONS]\n"
+		"\n"
+		"Predict the AllReduce time of a tree plan with the simulator (alpha-beta,\n"
+		"pipelined chunks, links shared max-min fairly).\n"
+		"\n"
+		"  -t, --topology FILE     georeduce-topology/1 file                   [required]\n"
+		"  -p, --plan FILE         georeduce-plan/1 file                       [required]\n"
+		"  -b, --bytes N           tensor size                    [the plan's, or 1GiB]\n"
+		"  -w, --window W          chunks in flight per hop; 0 = unlimited,\n"
+		"                          1 = one chunk per link (the paper's model)  [0]\n"
+		"  -a, --alpha-us A        per-chunk, per-hop overhead in microseconds [20]\n"
+		"      --pace              cap each tree at its planned rate\n"
+		"      --sweep-chunks      also simulate every tree with 1, 2, 4, ... chunks\n"
+		"                          (up to 4096) and print time against chunk count\n"
+		"  -h, --help              this text\n");
+}
+
+static int
+cmd_simulate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "topology", required_argument, NULL, 't' },
+		{ "plan", required_argument, NULL, 'p' },
+		{ "bytes", required_argument, NULL, 'b' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "alpha-us", required_argument, NULL, 'a' },
+		{ "pace", no_argument, NULL, 'P' },
+		{ "sweep-chunks", no_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *topo_path = NULL, *plan_path = NULL;
+	struct sim_params sp = SIM_PARAMS_DEFAULT;
+	struct sim_result res;
+	char err[TOPO_ERR_MAX];
+	struct topo *t = NULL;
+	struct plan *p = NULL;
+	uint64_t bytes = 0;
+	bool sweep = false;
+	double alpha_us = sp.alpha_s * 1e6;
+	int c, rc = CLI_EXIT_USAGE;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "t:p:b:w:a:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 't': topo_path = optarg; break;
+		case 'p': plan_path = optarg; break;
+		case 'b':
+			if (cli_bytes(PROG, "bytes", optarg, 1, &bytes))
+				goto out;
+			break;
+		case 'w':
+			if (cli_int(PROG, "window", optarg, 0, 1 << 20, &sp.window))
+				goto out;
+			break;
+		case 'a':
+			if (cli_double(PROG, "alpha-us", optarg, 0, 1e9, &alpha_us))
+				goto out;
+			break;
+		case 'P': sp.pace = true; break;
+		case 'S': sweep = true; break;
+		case 'h': usage_simulate(stdout); rc = 0; goto out;
+		default: bad_option("simulate", argv); goto out;
+		}
+	}
+	sp.alpha_s = alpha_us * 1e-6;
+	if (optind < argc) {
+		cli_error(PROG, "simulate: unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	t = load_topology(topo_path);
+	if (t == NULL)
+		goto out;
+	if (plan_path == NULL) {
+		cli_error(PROG, "--plan FILE is required");
+		goto out;
+	}
+	p = plan_load(t, plan_path, err, sizeof(err));
+	if (p == NULL) {
+		fprintf(stderr, "%s: %s\n", PROG, err);
+		goto out;
+	}
+	if (plan_validate(t, p, 0, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s: %s: %s\n", PROG, plan_path, err);
+		goto out;
+	}
+	if (bytes == 0)
+		bytes = p->bytes > 0 ? p->bytes : DEFAULT_BYTES;
+	rc = CLI_EXIT_FAIL;
+	if (sim_plan(t, p, bytes, &sp, &res) != 0) {
+		cli_error(PROG, "simulate: the simulator failed");
+		goto out;
+	}
+	printf("AllReduce of %llu bytes: %.6f s (%llu transfers, window %d, alpha %.1f us%s)\n",
+	       (unsigned long long)bytes, res.seconds, (unsigned long long)res.transfers,
+	       sp.window, alpha_us, sp.pace ? ", paced" : "");
+	if (sweep) {
+		printf("%8s %14s %12s\n", "chunks", "chunk bytes", "seconds");
+		for (uint64_t k = 1; k <= 4096; k *= 2) {
+			for (int i = 0; i < p->n_trees; i++) {
+				uint64_t v = (uint64_t)(p->trees[i].share * (double)bytes);
+
+				p->trees[i].chunk_bytes = (v + k - 1) / k > 0 ? (v + k - 1) / k : 1;
+			}
+			if (sim_plan(t, p, bytes, &sp, &res) != 0)
+				break;
+			printf("%8llu %14llu %12.6f\n", (unsigned long long)k,
+			       (unsigned long long)p->trees[0].chunk_bytes, res.seconds);
+		}
+	}
+	rc = 0;
+out:
+	plan_free(p);
+	topo_free(t);
+	return rc;
+}
+
+/* ---- validate ---- */
+
+static void
+usage_validate(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " validate --topology FILE [--plan FILE] [--max-height-ms H]\n"
+		"\n"
+		"Check a topology file and, if given, a plan against it (trees cover every worker\n"
+		"site, parent pairs are links, link loads within capacity, shares sum to 1,\n"
+		"heights within H). Prints one line; exit status 0 if valid, 2 if not.\n");
+}
+
+static int
+cmd_validate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "topology", required_argument, NULL, 't' },
+		{ "plan", required_argument, NULL, 'p' },
+		{ "max-height-ms", required_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *topo_path = NULL, *plan_path = NULL;
+	char err[TOPO_ERR_MAX];
+	struct topo *t = NULL;
+	struct plan *p = NULL;
+	double h = 0;
+	int c, rc = CLI_EXIT_USAGE;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "t:p:H:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 't': topo_path = optarg; break;
+		case 'p': plan_path = optarg; break;
+		case 'H':
+			if (cli_double(PROG, "max-height-ms", optarg, 0, 1e9, &h))
+				goto out;
+			break;
+		case 'h': usage_validate(stdout); rc = 0; goto out;
+		default: bad_option("validate", argv); goto out;
+		}
+	}
+	if (optind < argc) {
+		cli_error(PROG, "validate: unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	t = load_topology(topo_path);
+	if (t == NULL)
+		goto out;
+	if (plan_path == NULL) {
+		printf("%s: valid topology '%s': %d nodes (%d with workers), %d links\n", topo_path,
+		       t->name, t->n_nodes, topo_worker_sites(t), t->n_links);
+		rc = 0;
+		goto out;
+	}
+	p = plan_load(t, plan_path, err, sizeof(err));
+	if (p == NULL) {
+		fprintf(stderr, "%s: %s\n", PROG, err);
+		goto out;
+	}
+	if (plan_validate(t, p, h, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s: %s: %s\n", PROG, plan_path, err);
+		goto out;
+	}
+	printf("%s: valid plan: %d trees, %.4f Gbit/s\n", plan_path, p->n_trees,
+	       plan_total_rate(p));
+	rc = 0;
+out:
+	plan_free(p);
+	topo_free(t);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+	} cmds[] = {
+		{ "mtree", cmd_mtree },
+		{ "compare", cmd_compare },
+		{ "simulate", cmd_simulate },
+		{ "validate", cmd_validate },
+	};
+
+	progress = isatty(STDERR_FILENO);
+	opterr = 0; /* bad_option() reports */
+	if (argc < 2) {
+		cli_error(PROG, "missing command (try '" PROG " --help')");
+		return CLI_EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage_main(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (strcmp(argv[1], cmds[i].name) == 0)
+			return cmds[i].fn(argc - 1, argv + 1);
+	cli_error(PROG, "unknown command '%s' (try --help)", argv[1]);
+	return CLI_EXIT_USAGE;
+}

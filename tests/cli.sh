@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# georeduce-plan end to end: every subcommand on real topologies, plans checked by the
+# validator, and the exit status and one-line error of every class of bad input.
+# Usage: tests/cli.sh PATH/TO/georeduce-plan
+set -u
+plan=${1:?usage: cli.sh PATH/TO/georeduce-plan}
+cd "$(dirname "$0")/.."
+ex=examples/topologies
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+n=0
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
+
+# expect STATUS DESCRIPTION CMD...: exit status must match; on status 2 the error must be
+# exactly one line on stderr.
+expect() {
+	local want=$1 desc=$2
+	shift 2
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	local got=$?
+	if [ "$got" -ne "$want" ]; then
+		not_ok "$desc (exit $got, want $want): $(head -c 300 "$tmp/err")"
+		return
+	fi
+	if [ "$want" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -ne 1 ]; then
+		not_ok "$desc: want one line on stderr, got $(wc -l <"$tmp/err")"
+		return
+	fi
+	ok "$desc"
+}
+
+expect 0 "--help" "$plan" --help
+for c in mtree compare simulate validate; do
+	expect 0 "$c --help" "$plan" "$c" --help
+done
+expect 2 "no command" "$plan"
+expect 2 "unknown command" "$plan" frobnicate
+expect 2 "missing --topology" "$plan" mtree
+expect 2 "missing file" "$plan" mtree -t "$tmp/nope.json"
+expect 2 "unknown option" "$plan" mtree -t $ex/b4.json --frob
+expect 2 "bad --max-trees" "$plan" mtree -t $ex/b4.json -k -1
+expect 2 "bad --max-trees text" "$plan" mtree -t $ex/b4.json -k ten
+expect 2 "bad --max-height-ms" "$plan" mtree -t $ex/b4.json -H nan
+expect 2 "bad --bytes" "$plan" mtree -t $ex/b4.json -b 12XB
+expect 2 "bad --rho" "$plan" mtree -t $ex/b4.json --rho 1.5
+expect 2 "stray argument" "$plan" compare -t $ex/b4.json extra
+printf '{"format": "georeduce-topology/1", "nodes": [' >"$tmp/trunc.json"
+expect 2 "truncated JSON" "$plan" mtree -t "$tmp/trunc.json"
+grep -q "trunc.json:1:" "$tmp/err" && ok "error names file:line" || not_ok "error names file:line"
+cat >"$tmp/dup.json" <<'J'
+{"format": "georeduce-topology/1", "nodes": [{"id": "a"}, {"id": "b"}],
+ "links": [{"a": "a", "b": "b", "gbps": 1}, {"a": "b", "b": "a", "gbps": 2}]}
+J
+expect 2 "duplicate link" "$plan" validate -t "$tmp/dup.json"
+grep -q "links\[1\]" "$tmp/err" && ok "error names the field" || not_ok "error names the field"
+expect 1 "height limit below any tree" "$plan" mtree -t $ex/aws-10region.json -H 1 -o "$tmp/x.json"
+
+# Plans on every example are valid by the spec's rules, also under a height limit.
+for f in $ex/*.json; do
+	b=$(basename "$f" .json)
+	expect 0 "mtree $b" "$plan" mtree -t "$f" -o "$tmp/$b.plan.json" -q
+	expect 0 "validate $b plan" "$plan" validate -t "$f" -p "$tmp/$b.plan.json"
+done
+expect 0 "mtree with height limit" "$plan" mtree -t $ex/aws-10region.json -H 150 -k 4 \
+	-o "$tmp/h.json" -q
+expect 0 "height-limited plan within 150 ms" "$plan" validate -t $ex/aws-10region.json \
+	-p "$tmp/h.json" -H 150
+expect 0 "mtree --paper" "$plan" mtree -t $ex/b4.json --paper -o "$tmp/p.json" -q
+expect 0 "mtree with ITH" "$plan" mtree -t $ex/aws-10region.json --rho 0.95 -o "$tmp/i.json" -q
+expect 0 "plan to stdout" "$plan" mtree -t $ex/aws-4region.json
+grep -q '"georeduce-plan/1"' "$tmp/out" && ok "stdout holds the plan" || not_ok "stdout holds the plan"
+
+# A plan that breaks a rule is rejected by validate.
+sed 's/"share": [0-9.e-]*/"share": 0.5/' "$tmp/aws-4region.plan.json" >"$tmp/bad-share.json"
+expect 2 "validate rejects wrong shares" "$plan" validate -t $ex/aws-4region.json \
+	-p "$tmp/bad-share.json"
+
+expect 0 "compare" "$plan" compare -t $ex/aws-10region.json -b 256MiB
+for a in packing-bound mtree mtree-unlimited mtree-paper single-tree ring ps; do
+	grep -q "^$a " "$tmp/out" && ok "compare row $a" || not_ok "compare row $a"
+done
+expect 0 "compare --json" "$plan" compare -t $ex/b4.json --json
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["rows"]) >= 6' \
+	"$tmp/out" && ok "compare --json parses" || not_ok "compare --json parses"
+expect 0 "simulate" "$plan" simulate -t $ex/aws-10region.json -p "$tmp/aws-10region.plan.json"
+expect 0 "simulate sweep" "$plan" simulate -t $ex/aws-10region.json \
+	-p "$tmp/aws-10region.plan.json" -w 1 --sweep-chunks -b 64MiB
+[ "$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9.]+$' "$tmp/out")" -ge 10 ] && ok "sweep rows" ||
+	not_ok "sweep rows"
+
+echo "# $((n - fails)) passed, $fails failed"
+[ "$fails" -eq 0 ]
