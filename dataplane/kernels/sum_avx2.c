@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * AVX2 + F16C kernels (fast path), 8 fp32 lanes. Built with -mavx2 -mf16c -ffp-contract=off;
+ * call only through sum_kernels_get()/sum_kernels_select(), which check the CPU first.
+ *
+ * Main loops do 4 vectors (32 elements) per iteration, then single vectors, then a masked tail
+ * (vmaskmovps for fp32; a zero-padded stack copy for the 16-bit side), so the tail goes
+ * through the same instructions as the body. All loads and stores are unaligned.
+ */
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "sum.h"
+
+#define LANES 8
+
+/* tail_mask(k): lanes 0 .. k-1 all-ones, k in 0 .. 8. */
+static const int32_t mask_tbl[2 * LANES] = {
+	-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
+static inline __m256i tail_mask(size_t k)
+{
+	return _mm256_loadu_si256((const __m256i *)(mask_tbl + LANES - k));
+}
+
+static inline __m256 load_f16(const uint16_t *p)
+{
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+static inline __m256 cvt_bf16(__m128i h)
+{
+	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static inline __m256 load_bf16(const uint16_t *p)
+{
+	return cvt_bf16(_mm_loadu_si128((const __m128i *)p));
+}
+
+static inline __m128i to_f16(__m256 a)
+{
+	return _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+static inline __m128i to_bf16(__m256 a)
+{
+	__m256i x = _mm256_castps_si256(a);
+	__m256i hi = _mm256_srli_epi32(x, 16);
+	__m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+	__m256i r = _mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb);
+	__m256i qnan = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
+	__m256i nan = _mm256_castps_si256(_mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+
+	r = _mm256_blendv_epi8(_mm256_srli_epi32(r, 16), qnan, nan);
+	/* Every lane is <= 0xffff, so the unsigned-saturating pack is exact. */
+	return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}
+
+/* Copy k < 8 16-bit elements into a zero-padded vector. */
+static inline __m128i load_u16_tail(const uint16_t *p, size_t k)
+{
+	uint16_t buf[LANES] = {0};
+
+	memcpy(buf, p, k * sizeof(*p));
+	return _mm_loadu_si128((const __m128i *)buf);
+}
+
+static inline void store_u16_tail(uint16_t *p, __m128i v, size_t k)
+{
+	uint16_t buf[LANES];
+
+	_mm_storeu_si128((__m128i *)buf, v);
+	memcpy(p, buf, k * sizeof(*p));
+}
+
+static void sum_f32_avx2(float *acc, const float *src, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 4 * LANES <= n; i += 4 * LANES) {
+		__m256 a0 = _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(src + i));
+		__m256 a1 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 8), _mm256_loadu_ps(src + i + 8));
+		__m256 a2 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 16), _mm256_loadu_ps(src + i + 16));
+		__m256 a3 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 24), _mm256_loadu_ps(src + i + 24));
+
+		_mm256_storeu_ps(acc + i, a0);
+		_mm256_storeu_ps(acc + i + 8, a1);
+		_mm256_storeu_ps(acc + i + 16, a2);
+		_mm256_storeu_ps(acc + i + 24, a3);
+	}
+	for (; i + LANES <= n; i += LANES)
+		_mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i),
+							_mm256_loadu_ps(src + i)));
+	if (i < n) {
+		__m256i m = tail_mask(n - i);
+		__m256 a = _mm256_add_ps(_mm256_maskload_ps(acc + i, m),
+					 _mm256_maskload_ps(src + i, m));
+
+		_mm256_maskstore_ps(acc + i, m, a);
+	}
+}
+
+static void widen_f16_avx2(float *acc, const uint16_t *src, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 4 * LANES <= n; i += 4 * LANES) {
+		__m256 s0 = load_f16(src + i);
+		__m256 s1 = load_f16(src + i + 8);
+		__m256 s2 = load_f16(src + i + 16);
+		__m256 s3 = load_f16(src + i + 24);
+
+		_mm256_storeu_ps(acc + i, s0);
+		_mm256_storeu_ps(acc + i + 8, s1);
+		_mm256_storeu_ps(acc + i + 16, s2);
+		_mm256_storeu_ps(acc + i + 24, s3);
+	}
+	for (; i + LANES <= n; i += LANES)
+		_mm256_storeu_ps(acc + i, load_f16(src + i));
+	if (i < n)
+		_mm256_maskstore_ps(acc + i, tail_mask(n - i),
+				    _mm256_cvtph_ps(load_u16_tail(src + i, n - i)));
+}
+
+static void widen_add_f16_avx2(float *acc, const uint16_t *src, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 4 * LANES <= n; i += 4 * LANES) {
+		__m256 a0 = _mm256_add_ps(_mm256_loadu_ps(acc + i), load_f16(src + i));
+		__m256 a1 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 8), load_f16(src + i + 8));
+		__m256 a2 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 16), load_f16(src + i + 16));
+		__m256 a3 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 24), load_f16(src + i + 24));
+
+		_mm256_storeu_ps(acc + i, a0);
+		_mm256_storeu_ps(acc + i + 8, a1);
+		_mm256_storeu_ps(acc + i + 16, a2);
+		_mm256_storeu_ps(acc + i + 24, a3);
+	}
+	for (; i + LANES <= n; i += LANES)
+		_mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i),
+							load_f16(src + i)));
+	if (i < n) {
+		__m256i m = tail_mask(n - i);
+		__m256 a = _mm256_add_ps(_mm256_maskload_ps(acc + i, m),
+					 _mm256_cvtph_ps(load_u16_tail(src + i, n - i)));
+
+		_mm256_maskstore_ps(acc + i, m, a);
+	}
+}
+
+static void narrow_f16_avx2(uint16_t *dst, const float *acc, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 4 * LANES <= n; i += 4 * LANES) {
+		__m128i h0 = to_f16(_mm256_loadu_ps(acc + i));
+		__m128i h1 = to_f16(_mm256_loadu_ps(acc + i + 8));
+		__m128i h2 = to_f16(_mm256_loadu_ps(acc + i + 16));
+		__m128i h3 = to_f16(_mm256_loadu_ps(acc + i + 24));
+
+		_mm_storeu_si128((__m128i *)(dst + i), h0);
+		_mm_storeu_si128((__m128i *)(dst + i + 8), h1);
+		_mm_storeu_si128((__m128i *)(dst + i + 16), h2);
+		_mm_storeu_si128((__m128i *)(dst + i + 24), h3);
+	}
+	for (; i + LANES <= n; i += LANES)
+		_mm_storeu_si128((__m128i *)(dst + i), to_f16(_mm256_loadu_ps(acc + i)));
+	if (i < n)
+		store_u16_tail(dst + i, to_f16(_mm256_maskload_ps(acc + i, tail_mask(n - i))),
+			       n - i);
+}
+
+static void widen_bf16_avx2(float *acc, const uint16_t *src, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 4 * LANES <= n; i += 4 * LANES) {
+		__m256 s0 = load_bf16(src + i);
+		__m256 s1 = load_bf16(src + i + 8);
+		__m256 s2 = load_bf16(src + i + 16);
+		__m256 s3 = load_bf16(src + i + 24);
+
+		_mm256_storeu_ps(acc + i, s0);
+		_mm256_storeu_ps(acc + i + 8, s1);
+		_mm256_storeu_ps(acc + i + 16, s2);
+		_mm256_storeu_ps(acc + i + 24, s3);
+	}
+	for (; i + LANES <= n; i += LANES)
+		_mm256_storeu_ps(acc + i, load_bf16(src + i));
+	if (i < n)
+		_mm256_maskstore_ps(acc + i, tail_mask(n - i),
+				    cvt_bf16(load_u16_tail(src + i, n - i)));
+}
+
+static void widen_add_bf16_avx2(float *acc, const uint16_t *src, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 4 * LANES <= n; i += 4 * LANES) {
+		__m256 a0 = _mm256_add_ps(_mm256_loadu_ps(acc + i), load_bf16(src + i));
+		__m256 a1 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 8), load_bf16(src + i + 8));
+		__m256 a2 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 16), load_bf16(src + i + 16));
+		__m256 a3 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 24), load_bf16(src + i + 24));
+
+		_mm256_storeu_ps(acc + i, a0);
+		_mm256_storeu_ps(acc + i + 8, a1);
+		_mm256_storeu_ps(acc + i + 16, a2);
+		_mm256_storeu_ps(acc + i + 24, a3);
+	}
+	for (; i + LANES <= n; i += LANES)
+		_mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i),
+							load_bf16(src + i)));
+	if (i < n) {
+		__m256i m = tail_mask(n - i);
+		__m256 a = _mm256_add_ps(_mm256_maskload_ps(acc + i, m),
+					 cvt_bf16(load_u16_tail(src + i, n - i)));
+
+		_mm256_maskstore_ps(acc + i, m, a);
+	}
+}
+
+static void narrow_bf16_avx2(uint16_t *dst, const float *acc, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 4 * LANES <= n; i += 4 * LANES) {
+		__m128i h0 = to_bf16(_mm256_loadu_ps(acc + i));
+		__m128i h1 = to_bf16(_mm256_loadu_ps(acc + i + 8));
+		__m128i h2 = to_bf16(_mm256_loadu_ps(acc + i + 16));
+		__m128i h3 = to_bf16(_mm256_loadu_ps(acc + i + 24));
+
+		_mm_storeu_si128((__m128i *)(dst + i), h0);
+		_mm_storeu_si128((__m128i *)(dst + i + 8), h1);
+		_mm_storeu_si128((__m128i *)(dst + i + 16), h2);
+		_mm_storeu_si128((__m128i *)(dst + i + 24), h3);
+	}
+	for (; i + LANES <= n; i += LANES)
+		_mm_storeu_si128((__m128i *)(dst + i), to_bf16(_mm256_loadu_ps(acc + i)));
+	if (i < n)
+		store_u16_tail(dst + i, to_bf16(_mm256_maskload_ps(acc + i, tail_mask(n - i))),
+			       n - i);
+}
+
+const struct sum_kernels sum_kernels_avx2 = {
+	.name = "avx2",
+	.isa = SUM_ISA_AVX2,
+	.bitwidth = 256,
+	.sum_f32 = sum_f32_avx2,
+	.widen_f16 = widen_f16_avx2,
+	.widen_add_f16 = widen_add_f16_avx2,
+	.narrow_f16 = narrow_f16_avx2,
+	.widen_bf16 = widen_bf16_avx2,
+	.widen_add_bf16 = widen_add_bf16_avx2,
+	.narrow_bf16 = narrow_bf16_avx2,
+};

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * AVX-512 (F, BW) kernels (fast path), 16 fp32 lanes. Built with -mavx512f -mavx512bw
+ * -ffp-contract=off; call only through sum_kernels_get()/sum_kernels_select(), which check the
+ * CPU first. EAL allows 512-bit paths only with --force-max-simd-bitwidth=512.
+ *
+ * Main loops do 4 vectors (64 elements) per iteration, then single vectors, then one masked
+ * vector for the tail (masked-out lanes neither fault nor write). All accesses are unaligned.
+ * The bf16 paths use integer arithmetic, not AVX512_BF16's vcvtneps2bf16, which flushes
+ * subnormals and would differ from the reference.
+ */
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "sum.h"
+
+#define LANES 16
+
+static inline __mmask16 tail_mask(size_t k)
+{
+	return (__mmask16)((1u << k) - 1);
+}
+
+/* Load k <= 16 16-bit elements (the rest zero) without touching memory past them. */
+static inline __m256i load_u16_mask(const uint16_t *p, __mmask16 m)
+{
+	return _mm512_castsi512_si256(_mm512_maskz_loadu_epi16((__mmask32)m, p));
+}
+
+static inline __m512 cvt_f16(__m256i h)
+{
+	return _mm512_cvtph_ps(h);
+}
+
+static inline __m512 cvt_bf16(__m256i h)
+{
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+static inline __m512 load_f16(const uint16_t *p)
+{
+	return cvt_f16(_mm256_loadu_si256((const __m256i *)p));
+}
+
+static inline __m512 load_bf16(const uint16_t *p)
+{
+	return cvt_bf16(_mm256_loadu_si256((const __m256i *)p));
+}
+
+static inline __m256i to_f16(__m512 a)
+{
+	return _mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+/* bf16 bits in the low half of each 32-bit lane. */
+static inline __m512i to_bf16_u32(__m512 a)
+{
+	__m512i x = _mm512_castps_si512(a);
+	__m512i hi = _mm512_srli_epi32(x, 16);
+	__m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+	__m512i r = _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb);
+	__m512i qnan = _mm512_or_si512(hi, _mm512_set1_epi32(0x40));
+	__mmask16 nan = _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+
+	return _mm512_mask_blend_epi32(nan, _mm512_srli_epi32(r, 16), qnan);
+}
+
+static inline void store_f16_mask(uint16_t *p, __mmask16 m, __m256i h)
+{
+	_mm512_mask_storeu_epi16(p, (__mmask32)m, _mm512_zextsi256_si512(h));
+}
+
+static void sum_f32_avx512(float *acc, const float *src, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 4 * LANES <= n; i += 4 * LANES) {
+		__m512 a0 = _mm512_add_ps(_mm512_loadu_ps(acc + i), _mm512_loadu_ps(src + i));
+		__m512 a1 = _mm512_add_ps(_mm512_loadu_ps(acc + i + 16), _mm512_loadu_ps(src + i + 16));
+		__m512 a2 = _mm512_add_ps(_mm512_loadu_ps(acc + i + 32), _mm512_loadu_ps(src + i + 32));
+		__m512 a3 = _mm512_add_ps(_mm512_loadu_ps(acc + i + 48), _mm512_loadu_ps(src + i + 48));
+
+		_mm512_storeu_ps(acc + i, a0);
+		_mm512_storeu_ps(acc + i + 16, a1);
+		_mm512_storeu_ps(acc + i + 32, a2);
+		_mm512_storeu_ps(acc + i + 48, a3);
+	}
+	for (; i + LANES <= n; i += LANES)
+		_mm512_storeu_ps(acc + i, _mm512_add_ps(_mm512_loadu_ps(acc + i),
+							_mm512_loadu_ps(src + i)));
+	if (i < n) {
+		__mmask16 m = tail_mask(n - i);
+		__m512 a = _mm512_add_ps(_mm512_maskz_loadu_ps(m, acc + i),
+					 _mm512_maskz_loadu_ps(m, src + i));
+
+		_mm512_mask_storeu_ps(acc + i, m, a);
+	}
+}
+
+static void widen_f16_avx512(float *acc, const uint16_t *src, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 4 * LANES <= n; i += 4 * LANES) {
+		__m512 s0 = load_f16(src + i);
+		__m512 s1 = load_f16(src + i + 16);
+		__m512 s2 = load_f16(src + i + 32);
+		__m512 s3 = load_f16(src + i + 48);
+
+		_mm512_storeu_ps(acc + i, s0);
+		_mm512_storeu_ps(acc + i + 16, s1);
+		_mm512_storeu_ps(acc + i + 32, s2);
+		_mm512_storeu_ps(acc + i + 48, s3);
+	}
+	for (; i + LANES <= n; i += LANES)
+		_mm512_storeu_ps(acc + i, load_f16(src + i));
+	if (i < n) {
+		__mmask16 m = tail_mask(n - i);
+
+		_mm512_mask_storeu_ps(acc + i, m, cvt_f16(load_u16_mask(src + i, m)));
+	}
+}
+
+static void widen_add_f16_avx512(float *acc, const uint16_t *src, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 4 * LANES <= n; i += 4 * LANES) {
+		__m512 a0 = _mm512_add_ps(_mm512_loadu_ps(acc + i), load_f16(src + i));
+		__m512 a1 = _mm512_add_ps(_mm512_loadu_ps(acc + i + 16), load_f16(src + i + 16));
+		__m512 a2 = _mm512_add_ps(_mm512_loadu_ps(acc + i + 32), load_f16(src + i + 32));
+		__m512 a3 = _mm512_add_ps(_mm512_loadu_ps(acc + i + 48), load_f16(src + i + 48));
+
+		_mm512_storeu_ps(acc + i, a0);
+		_mm512_storeu_ps(acc + i + 16, a1);
+		_mm512_storeu_ps(acc + i + 32, a2);
+		_mm512_storeu_ps(acc + i + 48, a3);
+	}
+	for (; i + LANES <= n; i += LANES)
+		_mm512_storeu_ps(acc + i, _mm512_add_ps(_mm512_loadu_ps(acc + i),
+							load_f16(src + i)));
+	if (i < n) {
+		__mmask16 m = tail_mask(n - i);
+		__m512 a = _mm512_add_ps(_mm512_maskz_loadu_ps(m, acc + i),
+					 cvt_f16(load_u16_mask(src + i, m)));
+
+		_mm512_mask_storeu_ps(acc + i, m, a);
+	}
+}
+
+static void narrow_f16_avx512(uint16_t *dst, const float *acc, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 4 * LANES <= n; i += 4 * LANES) {
+		__m256i h0 = to_f16(_mm512_loadu_ps(acc + i));
+		__m256i h1 = to_f16(_mm512_loadu_ps(acc + i + 16));
+		__m256i h2 = to_f16(_mm512_loadu_ps(acc + i + 32));
+		__m256i h3 = to_f16(_mm512_loadu_ps(acc + i + 48));
+
+		_mm256_storeu_si256((__m256i *)(dst + i), h0);
+		_mm256_storeu_si256((__m256i *)(dst + i + 16), h1);
+		_mm256_storeu_si256((__m256i *)(dst + i + 32), h2);
+		_mm256_storeu_si256((__m256i *)(dst + i + 48), h3);
+	}
+	for (; i + LANES <= n; i += LANES)
+		_mm256_storeu_si256((__m256i *)(dst + i), to_f16(_mm512_loadu_ps(acc + i)));
+	if (i < n) {
+		__mmask16 m = tail_mask(n - i);
+
+		store_f16_mask(dst + i, m, to_f16(_mm512_maskz_loadu_ps(m, acc + i)));
+	}
+}
+
+static void widen_bf16_avx512(float *acc, const uint16_t *src, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 4 * LANES <= n; i += 4 * LANES) {
+		__m512 s0 = load_bf16(src + i);
+		__m512 s1 = load_bf16(src + i + 16);
+		__m512 s2 = load_bf16(src + i + 32);
+		__m512 s3 = load_bf16(src + i + 48);
+
+		_mm512_storeu_ps(acc + i, s0);
+		_mm512_storeu_ps(acc + i + 16, s1);
+		_mm512_storeu_ps(acc + i + 32, s2);
+		_mm512_storeu_ps(acc + i + 48, s3);
+	}
+	for (; i + LANES <= n; i += LANES)
+		_mm512_storeu_ps(acc + i, load_bf16(src + i));
+	if (i < n) {
+		__mmask16 m = tail_mask(n - i);
+
+		_mm512_mask_storeu_ps(acc + i, m, cvt_bf16(load_u16_mask(src + i, m)));
+	}
+}
+
+static void widen_add_bf16_avx512(float *acc, const uint16_t *src, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 4 * LANES <= n; i += 4 * LANES) {
+		__m512 a0 = _mm512_add_ps(_mm512_loadu_ps(acc + i), load_bf16(src + i));
+		__m512 a1 = _mm512_add_ps(_mm512_loadu_ps(acc + i + 16), load_bf16(src + i + 16));
+		__m512 a2 = _mm512_add_ps(_mm512_loadu_ps(acc + i + 32), load_bf16(src + i + 32));
+		__m512 a3 = _mm512_add_ps(_mm512_loadu_ps(acc + i + 48), load_bf16(src + i + 48));
+
+		_mm512_storeu_ps(acc + i, a0);
+		_mm512_storeu_ps(acc + i + 16, a1);
+		_mm512_storeu_ps(acc + i + 32, a2);
+		_mm512_storeu_ps(acc + i + 48, a3);
+	}
+	for (; i + LANES <= n; i += LANES)
+		_mm512_storeu_ps(acc + i, _mm512_add_ps(_mm512_loadu_ps(acc + i),
+							load_bf16(src + i)));
+	if (i < n) {
+		__mmask16 m = tail_mask(n - i);
+		__m512 a = _mm512_add_ps(_mm512_maskz_loadu_ps(m, acc + i),
+					 cvt_bf16(load_u16_mask(src + i, m)));
+
+		_mm512_mask_storeu_ps(acc + i, m, a);
+	}
+}
+
+static void narrow_bf16_avx512(uint16_t *dst, const float *acc, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 4 * LANES <= n; i += 4 * LANES) {
+		__m256i h0 = _mm512_cvtepi32_epi16(to_bf16_u32(_mm512_loadu_ps(acc + i)));
+		__m256i h1 = _mm512_cvtepi32_epi16(to_bf16_u32(_mm512_loadu_ps(acc + i + 16)));
+		__m256i h2 = _mm512_cvtepi32_epi16(to_bf16_u32(_mm512_loadu_ps(acc + i + 32)));
+		__m256i h3 = _mm512_cvtepi32_epi16(to_bf16_u32(_mm512_loadu_ps(acc + i + 48)));
+
+		_mm256_storeu_si256((__m256i *)(dst + i), h0);
+		_mm256_storeu_si256((__m256i *)(dst + i + 16), h1);
+		_mm256_storeu_si256((__m256i *)(dst + i + 32), h2);
+		_mm256_storeu_si256((__m256i *)(dst + i + 48), h3);
+	}
+	for (; i + LANES <= n; i += LANES)
+		_mm256_storeu_si256((__m256i *)(dst + i),
+				    _mm512_cvtepi32_epi16(to_bf16_u32(_mm512_loadu_ps(acc + i))));
+	if (i < n) {
+		__mmask16 m = tail_mask(n - i);
+
+		/* vpmovdw with a mask stores only the first n - i halves. */
+		_mm512_mask_cvtepi32_storeu_epi16(dst + i, m,
+						  to_bf16_u32(_mm512_maskz_loadu_ps(m, acc + i)));
+	}
+}
+
+const struct sum_kernels sum_kernels_avx512 = {
+	.name = "avx512",
+	.isa = SUM_ISA_AVX512,
+	.bitwidth = 512,
+	.sum_f32 = sum_f32_avx512,
+	.widen_f16 = widen_f16_avx512,
+	.widen_add_f16 = widen_add_f16_avx512,
+	.narrow_f16 = narrow_f16_avx512,
+	.widen_bf16 = widen_bf16_avx512,
+	.widen_add_bf16 = widen_add_bf16_avx512,
+	.narrow_bf16 = narrow_bf16_avx512,
+};
