@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@ json_util_read_file(const char *path, char *err, size_t errlen)
 
 	if (f == NULL) {
 		saved = errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(saved));
+		json_util_fail(err, errlen, "%s: cannot open: %s", path, strerror(saved));
 		errno = saved;
 		return NULL;
 	}
@@ -63,9 +64,25 @@ fail:
 }
 
 int
+json_util_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	for (char *c = err; *c != '\0'; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f)
+			*c = '?';
+	return -EINVAL;
+}
+
+int
 json_util_dump(const json_t *v, FILE *out)
 {
-	if (json_dumpf(v, out, JSON_INDENT(2) | JSON_REAL_PRECISION(12)) != 0)
+	if (json_dumpf(v, out, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) != 0)
 		return -EIO;
 	if (fputc('\n', out) == EOF)
 		return -EIO;

@@ -19,7 +19,18 @@
  */
 char *json_util_read_file(const char *path, char *err, size_t errlen);
 
-/** Dump a JSON value to out with two-space indent and a final newline. 0 or -errno. */
+/**
+ * Format a one-line error message into err: control bytes (ids and keys from the input may
+ * hold newlines or escapes) are replaced by '?'. Returns -EINVAL so callers can
+ * `return json_util_fail(...)`.
+ */
+int json_util_fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/**
+ * Dump a JSON value to out with two-space indent and a final newline; reals with 17
+ * significant digits so that they read back identical. 0 or -errno.
+ */
 int json_util_dump(const json_t *v, FILE *out);
 
 #endif

@@ -13,19 +13,6 @@
 #include "jsonutil.h"
 #include "plan.h"
 
-static int
-fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err != NULL && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
 struct plan *
 plan_create(const char *algorithm, const struct topo *t, int cap)
 {
@@ -172,15 +159,15 @@ plan_validate(const struct topo *t, const struct plan *p, double max_height_ms, 
 	int rc = -EINVAL;
 
 	if (p->n_nodes != t->n_nodes)
-		return fail(err, errlen, "plan is for %d nodes, topology has %d", p->n_nodes,
+		return json_util_fail(err, errlen, "plan is for %d nodes, topology has %d", p->n_nodes,
 			    t->n_nodes);
 	if (p->n_trees == 0)
-		return fail(err, errlen, "plan has no trees");
+		return json_util_fail(err, errlen, "plan has no trees");
 	load_ab = calloc((size_t)t->n_links + 1, sizeof(double));
 	load_ba = calloc((size_t)t->n_links + 1, sizeof(double));
 	if (load_ab == NULL || load_ba == NULL) {
 		rc = -ENOMEM;
-		fail(err, errlen, "out of memory");
+		json_util_fail(err, errlen, "out of memory");
 		goto out;
 	}
 	for (int i = 0; i < p->n_trees; i++) {
@@ -188,19 +175,19 @@ plan_validate(const struct topo *t, const struct plan *p, double max_height_ms, 
 		int roots = 0;
 
 		if (tr->root < 0 || tr->root >= t->n_nodes || tr->parent[tr->root] != PLAN_ROOT) {
-			fail(err, errlen, "trees[%d]: root is not mapped to null", i);
+			json_util_fail(err, errlen, "trees[%d]: root is not mapped to null", i);
 			goto out;
 		}
 		if (!(isfinite(tr->rate_gbps) && tr->rate_gbps >= 0)) {
-			fail(err, errlen, "trees[%d].rate_gbps: must be a finite number >= 0", i);
+			json_util_fail(err, errlen, "trees[%d].rate_gbps: must be a finite number >= 0", i);
 			goto out;
 		}
 		if (!(isfinite(tr->share) && tr->share >= 0 && tr->share <= 1 + PLAN_EPS)) {
-			fail(err, errlen, "trees[%d].share: must be in [0, 1]", i);
+			json_util_fail(err, errlen, "trees[%d].share: must be in [0, 1]", i);
 			goto out;
 		}
 		if (tr->chunk_bytes == 0) {
-			fail(err, errlen, "trees[%d].chunk_bytes: must be > 0", i);
+			json_util_fail(err, errlen, "trees[%d].chunk_bytes: must be > 0", i);
 			goto out;
 		}
 		share_sum += tr->share;
@@ -209,7 +196,7 @@ plan_validate(const struct topo *t, const struct plan *p, double max_height_ms, 
 
 			if (u == PLAN_ABSENT) {
 				if (t->nodes[v].workers > 0) {
-					fail(err, errlen, "trees[%d].parent: worker site '%s' is missing",
+					json_util_fail(err, errlen, "trees[%d].parent: worker site '%s' is missing",
 					     i, t->nodes[v].id);
 					goto out;
 				}
@@ -220,26 +207,26 @@ plan_validate(const struct topo *t, const struct plan *p, double max_height_ms, 
 				continue;
 			}
 			if (u < 0 || u >= t->n_nodes || tr->parent[u] == PLAN_ABSENT) {
-				fail(err, errlen, "trees[%d].parent.%s: parent is not in the tree", i,
+				json_util_fail(err, errlen, "trees[%d].parent.%s: parent is not in the tree", i,
 				     t->nodes[v].id);
 				goto out;
 			}
 			l = topo_link_between(t, v, u);
 			if (l < 0) {
-				fail(err, errlen, "trees[%d].parent.%s: '%s' -> '%s' is not a link", i,
+				json_util_fail(err, errlen, "trees[%d].parent.%s: '%s' -> '%s' is not a link", i,
 				     t->nodes[v].id, t->nodes[v].id, t->nodes[u].id);
 				goto out;
 			}
 			load_ab[l] += tr->rate_gbps;
 			load_ba[l] += tr->rate_gbps;
 			if (up_latency(t, tr, v, NULL) < 0) {
-				fail(err, errlen, "trees[%d].parent.%s: does not reach the root "
+				json_util_fail(err, errlen, "trees[%d].parent.%s: does not reach the root "
 				     "(cycle)", i, t->nodes[v].id);
 				goto out;
 			}
 		}
 		if (roots != 1) {
-			fail(err, errlen, "trees[%d].parent: %d nodes map to null, expected 1", i,
+			json_util_fail(err, errlen, "trees[%d].parent: %d nodes map to null, expected 1", i,
 			     roots);
 			goto out;
 		}
@@ -247,14 +234,14 @@ plan_validate(const struct topo *t, const struct plan *p, double max_height_ms, 
 			double h = plan_tree_height_ms(t, tr);
 
 			if (h > max_height_ms * (1 + PLAN_EPS) + 1e-9) {
-				fail(err, errlen, "trees[%d]: height %.3f ms exceeds %.3f ms", i, h,
+				json_util_fail(err, errlen, "trees[%d]: height %.3f ms exceeds %.3f ms", i, h,
 				     max_height_ms);
 				goto out;
 			}
 		}
 	}
 	if (fabs(share_sum - 1) > 1e-6 * p->n_trees + 1e-9) {
-		fail(err, errlen, "trees[].share: shares sum to %.9f, not 1", share_sum);
+		json_util_fail(err, errlen, "trees[].share: shares sum to %.9f, not 1", share_sum);
 		goto out;
 	}
 	for (int l = 0; l < t->n_links; l++) {
@@ -264,7 +251,7 @@ plan_validate(const struct topo *t, const struct plan *p, double max_height_ms, 
 		    load_ba[l] > lk->gbps_ba * (1 + PLAN_EPS) + 1e-9) {
 			bool ab = load_ab[l] > lk->gbps_ab * (1 + PLAN_EPS) + 1e-9;
 
-			fail(err, errlen, "link %s -> %s: trees load %.6g Gbit/s over its capacity "
+			json_util_fail(err, errlen, "link %s -> %s: trees load %.6g Gbit/s over its capacity "
 			     "%.6g", t->nodes[ab ? lk->a : lk->b].id, t->nodes[ab ? lk->b : lk->a].id,
 			     ab ? load_ab[l] : load_ba[l], ab ? lk->gbps_ab : lk->gbps_ba);
 			goto out;
@@ -336,29 +323,65 @@ plan_write(const struct topo *t, const struct plan *p, FILE *out)
 	return rc;
 }
 
+/* The fields of a tree, each type-checked on its own so that errors name the field. */
 static int
 parse_tree(const struct topo *t, struct plan *p, json_t *jt, int i, const char *src, char *err,
 	   size_t errlen)
 {
-	const char *root_id = NULL, *key;
-	double rate = 0, share = 0;
-	json_int_t chunk = 0;
-	json_t *parent = NULL, *val;
-	json_error_t jerr;
+	static const char *const known[] = { "root", "rate_gbps", "share", "chunk_bytes",
+					     "parent" };
+	json_t *jroot, *jrate, *jshare, *jchunk, *parent, *val;
+	const char *root_id, *key;
+	double rate, share;
+	json_int_t chunk;
 	int *par, rc, root, idx;
 
-	if (json_unpack_ex(jt, &jerr, JSON_STRICT, "{s:s, s:F, s:F, s:I, s:o}", "root", &root_id,
-			   "rate_gbps", &rate, "share", &share, "chunk_bytes", &chunk, "parent",
-			   &parent) != 0)
-		return fail(err, errlen, "%s: field 'trees[%d]': %s", src, i, jerr.text);
+	if (!json_is_object(jt))
+		return json_util_fail(err, errlen, "%s: field 'trees[%d]': expected an object", src,
+				      i);
+	json_object_foreach(jt, key, val) {
+		size_t k = 0;
+
+		while (k < sizeof(known) / sizeof(known[0]) && strcmp(key, known[k]) != 0)
+			k++;
+		if (k == sizeof(known) / sizeof(known[0]))
+			return json_util_fail(err, errlen, "%s: field 'trees[%d].%.*s': unknown field",
+					      src, i, TOPO_ID_MAX, key);
+	}
+	jroot = json_object_get(jt, "root");
+	jrate = json_object_get(jt, "rate_gbps");
+	jshare = json_object_get(jt, "share");
+	jchunk = json_object_get(jt, "chunk_bytes");
+	parent = json_object_get(jt, "parent");
+	if (jroot == NULL || jrate == NULL || jshare == NULL || jchunk == NULL || parent == NULL)
+		return json_util_fail(err, errlen, "%s: field 'trees[%d].%s': missing", src, i,
+				      jroot == NULL ? "root" : jrate == NULL ? "rate_gbps" :
+				      jshare == NULL ? "share" : jchunk == NULL ? "chunk_bytes" :
+				      "parent");
+	if (!json_is_string(jroot))
+		return json_util_fail(err, errlen, "%s: field 'trees[%d].root': expected a node id",
+				      src, i);
+	if (!json_is_number(jrate))
+		return json_util_fail(err, errlen, "%s: field 'trees[%d].rate_gbps': expected a "
+				      "number", src, i);
+	if (!json_is_number(jshare))
+		return json_util_fail(err, errlen, "%s: field 'trees[%d].share': expected a number",
+				      src, i);
+	if (!json_is_integer(jchunk))
+		return json_util_fail(err, errlen, "%s: field 'trees[%d].chunk_bytes': expected an "
+				      "integer", src, i);
+	root_id = json_string_value(jroot);
+	rate = json_number_value(jrate);
+	share = json_number_value(jshare);
+	chunk = json_integer_value(jchunk);
 	if (!json_is_object(parent))
-		return fail(err, errlen, "%s: field 'trees[%d].parent': expected an object", src, i);
+		return json_util_fail(err, errlen, "%s: field 'trees[%d].parent': expected an object", src, i);
 	root = topo_node_index(t, root_id);
 	if (root < 0)
-		return fail(err, errlen, "%s: field 'trees[%d].root': unknown node id '%.*s'", src,
+		return json_util_fail(err, errlen, "%s: field 'trees[%d].root': unknown node id '%.*s'", src,
 			    i, TOPO_ID_MAX, root_id);
 	if (chunk <= 0)
-		return fail(err, errlen, "%s: field 'trees[%d].chunk_bytes': must be > 0", src, i);
+		return json_util_fail(err, errlen, "%s: field 'trees[%d].chunk_bytes': must be > 0", src, i);
 	par = malloc(sizeof(int) * (size_t)t->n_nodes);
 	if (par == NULL)
 		return -ENOMEM;
@@ -369,7 +392,7 @@ parse_tree(const struct topo *t, struct plan *p, json_t *jt, int i, const char *
 
 		if (v < 0) {
 			free(par);
-			return fail(err, errlen, "%s: field 'trees[%d].parent': unknown node id "
+			return json_util_fail(err, errlen, "%s: field 'trees[%d].parent': unknown node id "
 				    "'%.*s'", src, i, TOPO_ID_MAX, key);
 		}
 		if (json_is_null(val)) {
@@ -379,13 +402,13 @@ parse_tree(const struct topo *t, struct plan *p, json_t *jt, int i, const char *
 			par[v] = idx;
 		} else {
 			free(par);
-			return fail(err, errlen, "%s: field 'trees[%d].parent.%s': expected a node "
+			return json_util_fail(err, errlen, "%s: field 'trees[%d].parent.%s': expected a node "
 				    "id or null", src, i, key);
 		}
 	}
 	if (par[root] != PLAN_ROOT) {
 		free(par);
-		return fail(err, errlen, "%s: field 'trees[%d].parent.%s': the root must map to "
+		return json_util_fail(err, errlen, "%s: field 'trees[%d].parent.%s': the root must map to "
 			    "null", src, i, root_id);
 	}
 	rc = plan_add_tree(p, root, rate, par);
@@ -400,7 +423,7 @@ parse_tree(const struct topo *t, struct plan *p, json_t *jt, int i, const char *
 struct plan *
 plan_parse(const struct topo *t, const char *text, const char *src, char *err, size_t errlen)
 {
-	json_t *root, *trees = NULL, *pred = NULL, *fmt, *algo;
+	json_t *root, *trees = NULL, *pred = NULL, *fmt, *algo, *name;
 	json_error_t jerr;
 	struct plan *p = NULL;
 	size_t n;
@@ -409,45 +432,56 @@ plan_parse(const struct topo *t, const char *text, const char *src, char *err, s
 		src = "<string>";
 	root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL) {
-		fail(err, errlen, "%s:%d:%d: invalid JSON: %s", src, jerr.line, jerr.column,
+		json_util_fail(err, errlen, "%s:%d:%d: invalid JSON: %s", src, jerr.line, jerr.column,
 		     jerr.text);
 		errno = EINVAL;
 		return NULL;
 	}
 	if (!json_is_object(root)) {
-		fail(err, errlen, "%s: the document is not a JSON object", src);
+		json_util_fail(err, errlen, "%s: the document is not a JSON object", src);
 		goto bad;
 	}
 	fmt = json_object_get(root, "format");
 	if (!json_is_string(fmt) || strcmp(json_string_value(fmt), PLAN_FORMAT) != 0) {
-		fail(err, errlen, "%s: field 'format': expected \"%s\"", src, PLAN_FORMAT);
+		json_util_fail(err, errlen, "%s: field 'format': expected \"%s\"", src, PLAN_FORMAT);
 		goto bad;
 	}
 	algo = json_object_get(root, "algorithm");
-	if (algo != NULL && !json_is_string(algo)) {
-		fail(err, errlen, "%s: field 'algorithm': expected a string", src);
+	if (algo != NULL && (!json_is_string(algo) ||
+			     json_string_length(algo) > PLAN_ALGO_MAX)) {
+		json_util_fail(err, errlen, "%s: field 'algorithm': expected a string of at most "
+			       "%d bytes", src, PLAN_ALGO_MAX);
+		goto bad;
+	}
+	name = json_object_get(root, "topology");
+	if (name != NULL && (!json_is_string(name) ||
+			     json_string_length(name) > TOPO_NAME_MAX)) {
+		json_util_fail(err, errlen, "%s: field 'topology': expected a string of at most "
+			       "%d bytes", src, TOPO_NAME_MAX);
 		goto bad;
 	}
 	trees = json_object_get(root, "trees");
 	if (trees != NULL && !json_is_array(trees)) {
-		fail(err, errlen, "%s: field 'trees': expected an array", src);
+		json_util_fail(err, errlen, "%s: field 'trees': expected an array", src);
 		goto bad;
 	}
 	n = json_array_size(trees);
 	if (n > PLAN_TREES_MAX) {
-		fail(err, errlen, "%s: field 'trees': more than %d trees", src, PLAN_TREES_MAX);
+		json_util_fail(err, errlen, "%s: field 'trees': more than %d trees", src, PLAN_TREES_MAX);
 		goto bad;
 	}
 	p = plan_create(algo != NULL ? json_string_value(algo) : "", t, (int)n);
 	if (p == NULL) {
-		fail(err, errlen, "%s: out of memory", src);
+		json_util_fail(err, errlen, "%s: out of memory", src);
 		goto bad;
 	}
+	if (name != NULL)
+		snprintf(p->topology, sizeof(p->topology), "%s", json_string_value(name));
 	for (size_t i = 0; i < n; i++) {
 		int rc = parse_tree(t, p, json_array_get(trees, i), (int)i, src, err, errlen);
 
 		if (rc == -ENOMEM)
-			fail(err, errlen, "%s: out of memory", src);
+			json_util_fail(err, errlen, "%s: out of memory", src);
 		if (rc != 0)
 			goto bad;
 	}
@@ -458,7 +492,7 @@ plan_parse(const struct topo *t, const char *text, const char *src, char *err, s
 
 		if (json_unpack_ex(pred, &jerr, 0, "{s:I, s:F}", "bytes", &bytes,
 				   "allreduce_seconds", &secs) != 0 || bytes < 0) {
-			fail(err, errlen, "%s: field 'predicted': %s", src,
+			json_util_fail(err, errlen, "%s: field 'predicted': %s", src,
 			     bytes < 0 ? "bytes must be >= 0" : jerr.text);
 			goto bad;
 		}

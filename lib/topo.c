@@ -13,19 +13,6 @@
 #include "jsonutil.h"
 #include "topo.h"
 
-static int
-fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err != NULL && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
 void
 topo_free(struct topo *t)
 {
@@ -100,12 +87,12 @@ topo_finalize(struct topo *t, const char *src, char *err, size_t errlen)
 	int *deg, *seen, *queue, head = 0, tail = 0, first = -1;
 
 	if (t->n_nodes == 0)
-		return fail(err, errlen, "%s: field 'nodes': the topology has no nodes", src);
+		return json_util_fail(err, errlen, "%s: field 'nodes': the topology has no nodes", src);
 	/* Unique ids. Quadratic, but n is bounded by TOPO_NODES_MAX. */
 	for (int i = 0; i < t->n_nodes; i++)
 		for (int j = i + 1; j < t->n_nodes; j++)
 			if (strcmp(t->nodes[i].id, t->nodes[j].id) == 0)
-				return fail(err, errlen,
+				return json_util_fail(err, errlen,
 					    "%s: field 'nodes[%d].id': duplicate node id '%s' "
 					    "(first at nodes[%d])", src, j, t->nodes[j].id, i);
 
@@ -118,7 +105,7 @@ topo_finalize(struct topo *t, const char *src, char *err, size_t errlen)
 		const struct topo_link *lk = &t->links[l];
 
 		if (lk->a == lk->b)
-			return fail(err, errlen, "%s: field 'links[%d]': self-loop on node '%s'",
+			return json_util_fail(err, errlen, "%s: field 'links[%d]': self-loop on node '%s'",
 				    src, l, t->nodes[lk->a].id);
 		deg[lk->a]++;
 		deg[lk->b]++;
@@ -161,7 +148,7 @@ topo_finalize(struct topo *t, const char *src, char *err, size_t errlen)
 						l2 = l;
 				}
 				free(nb);
-				return fail(err, errlen,
+				return json_util_fail(err, errlen,
 					    "%s: field 'links[%d]': duplicate link between '%s' and '%s'",
 					    src, l2, t->nodes[v].id, t->nodes[u].id);
 			}
@@ -174,7 +161,7 @@ topo_finalize(struct topo *t, const char *src, char *err, size_t errlen)
 		if (t->nodes[v].workers > 0)
 			first = v;
 	if (first < 0)
-		return fail(err, errlen, "%s: field 'nodes': no node has workers", src);
+		return json_util_fail(err, errlen, "%s: field 'nodes': no node has workers", src);
 	seen = calloc((size_t)t->n_nodes, sizeof(*seen));
 	queue = malloc(sizeof(*queue) * (size_t)t->n_nodes);
 	if (seen == NULL || queue == NULL) {
@@ -198,7 +185,7 @@ topo_finalize(struct topo *t, const char *src, char *err, size_t errlen)
 	}
 	for (int v = 0; v < t->n_nodes; v++) {
 		if (t->nodes[v].workers > 0 && !seen[v]) {
-			fail(err, errlen,
+			json_util_fail(err, errlen,
 			     "%s: field 'links': worker sites '%s' and '%s' are not connected",
 			     src, t->nodes[first].id, t->nodes[v].id);
 			free(seen);
@@ -217,20 +204,20 @@ check_node(const struct topo_node *nd, int i, const char *src, char *err, size_t
 	size_t len = strlen(nd->id);
 
 	if (len == 0)
-		return fail(err, errlen, "%s: field 'nodes[%d].id': empty id", src, i);
+		return json_util_fail(err, errlen, "%s: field 'nodes[%d].id': empty id", src, i);
 	if (len > TOPO_ID_MAX)
-		return fail(err, errlen, "%s: field 'nodes[%d].id': longer than %d bytes", src, i,
+		return json_util_fail(err, errlen, "%s: field 'nodes[%d].id': longer than %d bytes", src, i,
 			    TOPO_ID_MAX);
 	if (nd->workers < 0)
-		return fail(err, errlen, "%s: field 'nodes[%d].workers': must be >= 0", src, i);
+		return json_util_fail(err, errlen, "%s: field 'nodes[%d].workers': must be >= 0", src, i);
 	if (nd->gateways < 1)
-		return fail(err, errlen, "%s: field 'nodes[%d].gateways': must be >= 1", src, i);
+		return json_util_fail(err, errlen, "%s: field 'nodes[%d].gateways': must be >= 1", src, i);
 	if (!(isfinite(nd->lan_gbps) && nd->lan_gbps > 0))
-		return fail(err, errlen,
+		return json_util_fail(err, errlen,
 			    "%s: field 'nodes[%d].lan_gbps': must be a positive finite number", src,
 			    i);
 	if (!(isfinite(nd->lan_latency_ms) && nd->lan_latency_ms >= 0))
-		return fail(err, errlen,
+		return json_util_fail(err, errlen,
 			    "%s: field 'nodes[%d].lan_latency_ms': must be a finite number >= 0", src,
 			    i);
 	return 0;
@@ -240,13 +227,13 @@ static int
 check_link(const struct topo_link *lk, int l, const char *src, char *err, size_t errlen)
 {
 	if (!(isfinite(lk->gbps_ab) && lk->gbps_ab > 0))
-		return fail(err, errlen, "%s: field 'links[%d].gbps': must be a positive finite number",
+		return json_util_fail(err, errlen, "%s: field 'links[%d].gbps': must be a positive finite number",
 			    src, l);
 	if (!(isfinite(lk->gbps_ba) && lk->gbps_ba > 0))
-		return fail(err, errlen,
+		return json_util_fail(err, errlen,
 			    "%s: field 'links[%d].gbps_ba': must be a positive finite number", src, l);
 	if (!(isfinite(lk->latency_ms) && lk->latency_ms >= 0))
-		return fail(err, errlen,
+		return json_util_fail(err, errlen,
 			    "%s: field 'links[%d].latency_ms': must be a finite number >= 0", src, l);
 	return 0;
 }
@@ -260,7 +247,7 @@ topo_build(const char *name, const char *src, int n_nodes, const struct topo_nod
 	int rc;
 
 	if (n_nodes < 0 || n_nodes > TOPO_NODES_MAX || n_links < 0 || n_links > TOPO_LINKS_MAX) {
-		fail(err, errlen, "%s: %d nodes and %d links exceed the limits (%d, %d)", src,
+		json_util_fail(err, errlen, "%s: %d nodes and %d links exceed the limits (%d, %d)", src,
 		     n_nodes, n_links, TOPO_NODES_MAX, TOPO_LINKS_MAX);
 		errno = EINVAL;
 		return NULL;
@@ -277,7 +264,7 @@ topo_build(const char *name, const char *src, int n_nodes, const struct topo_nod
 	t->n_links = n_links;
 	for (int i = 0; i < n_nodes; i++) {
 		if (strnlen(nodes[i].id, sizeof(nodes[i].id)) == sizeof(nodes[i].id)) {
-			fail(err, errlen, "%s: field 'nodes[%d].id': not terminated", src, i);
+			json_util_fail(err, errlen, "%s: field 'nodes[%d].id': not terminated", src, i);
 			goto inval;
 		}
 		t->nodes[i] = nodes[i];
@@ -288,7 +275,7 @@ topo_build(const char *name, const char *src, int n_nodes, const struct topo_nod
 		t->links[l] = links[l];
 		if (links[l].a < 0 || links[l].a >= n_nodes || links[l].b < 0 ||
 		    links[l].b >= n_nodes) {
-			fail(err, errlen, "%s: field 'links[%d]': node index out of range", src, l);
+			json_util_fail(err, errlen, "%s: field 'links[%d]': node index out of range", src, l);
 			goto inval;
 		}
 		if (check_link(&t->links[l], l, src, err, errlen) != 0)
@@ -305,7 +292,7 @@ inval:
 	errno = EINVAL;
 	return NULL;
 nomem:
-	fail(err, errlen, "%s: out of memory", src);
+	json_util_fail(err, errlen, "%s: out of memory", src);
 	topo_free(t);
 	errno = ENOMEM;
 	return NULL;
@@ -331,7 +318,7 @@ get_number(json_t *obj, const char *key, double dflt, double *out, const char *w
 		return 0;
 	}
 	if (!json_is_number(v))
-		return fail(err, errlen, "%s: field '%s[%d].%s': expected a number", src, what, idx,
+		return json_util_fail(err, errlen, "%s: field '%s[%d].%s': expected a number", src, what, idx,
 			    key);
 	*out = json_number_value(v);
 	return 0;
@@ -349,11 +336,11 @@ get_int(json_t *obj, const char *key, int dflt, int *out, const char *what, int 
 		return 0;
 	}
 	if (!json_is_integer(v))
-		return fail(err, errlen, "%s: field '%s[%d].%s': expected an integer", src, what, idx,
+		return json_util_fail(err, errlen, "%s: field '%s[%d].%s': expected an integer", src, what, idx,
 			    key);
 	x = json_integer_value(v);
 	if (x < -1000000 || x > 1000000)
-		return fail(err, errlen, "%s: field '%s[%d].%s': %lld is out of range", src, what,
+		return json_util_fail(err, errlen, "%s: field '%s[%d].%s': %lld is out of range", src, what,
 			    idx, key, (long long)x);
 	*out = (int)x;
 	return 0;
@@ -366,13 +353,13 @@ get_node_ref(json_t *lk, const char *key, struct topo *t, int l, int *out, const
 	json_t *v = json_object_get(lk, key);
 
 	if (v == NULL)
-		return fail(err, errlen, "%s: field 'links[%d].%s': missing", src, l, key);
+		return json_util_fail(err, errlen, "%s: field 'links[%d].%s': missing", src, l, key);
 	if (!json_is_string(v))
-		return fail(err, errlen, "%s: field 'links[%d].%s': expected a node id string", src,
+		return json_util_fail(err, errlen, "%s: field 'links[%d].%s': expected a node id string", src,
 			    l, key);
 	*out = topo_node_index(t, json_string_value(v));
 	if (*out < 0)
-		return fail(err, errlen, "%s: field 'links[%d].%s': unknown node id '%.*s'", src, l,
+		return json_util_fail(err, errlen, "%s: field 'links[%d].%s': unknown node id '%.*s'", src, l,
 			    key, TOPO_ID_MAX, json_string_value(v));
 	return 0;
 }
@@ -388,54 +375,54 @@ topo_from_json(json_t *root, const char *src, char *err, size_t errlen)
 	size_t n_nodes, n_links;
 
 	if (!json_is_object(root)) {
-		fail(err, errlen, "%s: the document is not a JSON object", src);
+		json_util_fail(err, errlen, "%s: the document is not a JSON object", src);
 		goto out;
 	}
 	fmt = json_object_get(root, "format");
 	if (fmt == NULL) {
-		fail(err, errlen, "%s: field 'format': missing (expected \"%s\")", src, TOPO_FORMAT);
+		json_util_fail(err, errlen, "%s: field 'format': missing (expected \"%s\")", src, TOPO_FORMAT);
 		goto out;
 	}
 	if (!json_is_string(fmt) || strcmp(json_string_value(fmt), TOPO_FORMAT) != 0) {
-		fail(err, errlen, "%s: field 'format': expected \"%s\"", src, TOPO_FORMAT);
+		json_util_fail(err, errlen, "%s: field 'format': expected \"%s\"", src, TOPO_FORMAT);
 		goto out;
 	}
 	name = json_object_get(root, "name");
 	if (name != NULL && !json_is_string(name)) {
-		fail(err, errlen, "%s: field 'name': expected a string", src);
+		json_util_fail(err, errlen, "%s: field 'name': expected a string", src);
 		goto out;
 	}
 	if (name != NULL && strlen(json_string_value(name)) > TOPO_NAME_MAX) {
-		fail(err, errlen, "%s: field 'name': longer than %d bytes", src, TOPO_NAME_MAX);
+		json_util_fail(err, errlen, "%s: field 'name': longer than %d bytes", src, TOPO_NAME_MAX);
 		goto out;
 	}
 	jnodes = json_object_get(root, "nodes");
 	jlinks = json_object_get(root, "links");
 	if (jnodes == NULL || !json_is_array(jnodes)) {
-		fail(err, errlen, "%s: field 'nodes': %s", src,
+		json_util_fail(err, errlen, "%s: field 'nodes': %s", src,
 		     jnodes == NULL ? "missing" : "expected an array");
 		goto out;
 	}
 	if (jlinks == NULL || !json_is_array(jlinks)) {
-		fail(err, errlen, "%s: field 'links': %s", src,
+		json_util_fail(err, errlen, "%s: field 'links': %s", src,
 		     jlinks == NULL ? "missing" : "expected an array");
 		goto out;
 	}
 	n_nodes = json_array_size(jnodes);
 	n_links = json_array_size(jlinks);
 	if (n_nodes == 0) {
-		fail(err, errlen, "%s: field 'nodes': the topology has no nodes", src);
+		json_util_fail(err, errlen, "%s: field 'nodes': the topology has no nodes", src);
 		goto out;
 	}
 	if (n_nodes > TOPO_NODES_MAX || n_links > TOPO_LINKS_MAX) {
-		fail(err, errlen, "%s: %zu nodes and %zu links exceed the limits (%d, %d)", src,
+		json_util_fail(err, errlen, "%s: %zu nodes and %zu links exceed the limits (%d, %d)", src,
 		     n_nodes, n_links, TOPO_NODES_MAX, TOPO_LINKS_MAX);
 		goto out;
 	}
 	nodes = calloc(n_nodes, sizeof(*nodes));
 	links = calloc(n_links + 1, sizeof(*links));
 	if (nodes == NULL || links == NULL) {
-		fail(err, errlen, "%s: out of memory", src);
+		json_util_fail(err, errlen, "%s: out of memory", src);
 		goto out;
 	}
 	for (size_t i = 0; i < n_nodes; i++) {
@@ -443,22 +430,22 @@ topo_from_json(json_t *root, const char *src, char *err, size_t errlen)
 		struct topo_node *nd = &nodes[i];
 
 		if (!json_is_object(jn)) {
-			fail(err, errlen, "%s: field 'nodes[%zu]': expected an object", src, i);
+			json_util_fail(err, errlen, "%s: field 'nodes[%zu]': expected an object", src, i);
 			goto out;
 		}
 		id = json_object_get(jn, "id");
 		if (id == NULL || !json_is_string(id)) {
-			fail(err, errlen, "%s: field 'nodes[%zu].id': %s", src, i,
+			json_util_fail(err, errlen, "%s: field 'nodes[%zu].id': %s", src, i,
 			     id == NULL ? "missing" : "expected a string");
 			goto out;
 		}
 		if (strlen(json_string_value(id)) > TOPO_ID_MAX) {
-			fail(err, errlen, "%s: field 'nodes[%zu].id': longer than %d bytes", src, i,
+			json_util_fail(err, errlen, "%s: field 'nodes[%zu].id': longer than %d bytes", src, i,
 			     TOPO_ID_MAX);
 			goto out;
 		}
 		if (json_string_length(id) != strlen(json_string_value(id))) {
-			fail(err, errlen, "%s: field 'nodes[%zu].id': contains a NUL byte", src, i);
+			json_util_fail(err, errlen, "%s: field 'nodes[%zu].id': contains a NUL byte", src, i);
 			goto out;
 		}
 		snprintf(nd->id, sizeof(nd->id), "%s", json_string_value(id));
@@ -482,14 +469,14 @@ topo_from_json(json_t *root, const char *src, char *err, size_t errlen)
 		struct topo_link *lk = &links[l];
 
 		if (!json_is_object(jl)) {
-			fail(err, errlen, "%s: field 'links[%zu]': expected an object", src, l);
+			json_util_fail(err, errlen, "%s: field 'links[%zu]': expected an object", src, l);
 			goto out;
 		}
 		if (get_node_ref(jl, "a", &tmp, (int)l, &lk->a, src, err, errlen) ||
 		    get_node_ref(jl, "b", &tmp, (int)l, &lk->b, src, err, errlen))
 			goto out;
 		if (json_object_get(jl, "gbps") == NULL) {
-			fail(err, errlen, "%s: field 'links[%zu].gbps': missing", src, l);
+			json_util_fail(err, errlen, "%s: field 'links[%zu].gbps': missing", src, l);
 			goto out;
 		}
 		if (get_number(jl, "gbps", 0, &lk->gbps_ab, "links", (int)l, src, err, errlen))
@@ -521,7 +508,7 @@ topo_parse(const char *text, const char *src, char *err, size_t errlen)
 		src = "<string>";
 	root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL) {
-		fail(err, errlen, "%s:%d:%d: invalid JSON: %s", src, jerr.line, jerr.column,
+		json_util_fail(err, errlen, "%s:%d:%d: invalid JSON: %s", src, jerr.line, jerr.column,
 		     jerr.text);
 		errno = EINVAL;
 		return NULL;
