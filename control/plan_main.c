@@ -98,12 +98,32 @@ max_height(const struct topo *t, const struct plan *p)
 	return h;
 }
 
+/* Predict with the simulator over the transport the chunks were sized for, every tree
+ * paced at its planned rate as the dataplane does. */
 static int
-predict(const struct topo *t, struct plan *p, uint64_t bytes)
+predict(const struct topo *t, struct plan *p, uint64_t bytes, int window)
 {
 	struct sim_params sp = SIM_PARAMS_DEFAULT;
 	struct sim_result res;
-	int rc = sim_plan(t, p, bytes, &sp, &res);
+	int rc;
+
+	sp.window = window;
+	sp.pace = true;
+	/* A schedule too large to simulate is simulated with coarser chunks (a pessimistic
+	 * prediction); the plan keeps its chunk sizes. */
+	for (int coarse = 1;; coarse *= 2) {
+		struct plan tmp = *p;
+		struct plan_tree trees[p->n_trees > 0 ? p->n_trees : 1];
+
+		for (int i = 0; i < p->n_trees; i++) {
+			trees[i] = p->trees[i];
+			trees[i].chunk_bytes *= (uint64_t)coarse;
+		}
+		tmp.trees = trees;
+		rc = sim_plan(t, &tmp, bytes, &sp, &res);
+		if (rc != -E2BIG || coarse > (1 << 20))
+			break;
+	}
 
 	if (rc != 0)
 		return rc;
@@ -157,7 +177,7 @@ packing_bound(const struct topo *t, struct plan **solution)
 		struct plan *p = plan_create("packing-bound", t, pool->n_trees);
 
 		for (int i = 0; p != NULL && i < pool->n_trees; i++)
-			if (pool->trees[i].rate_gbps > 1e-12)
+			if (pool->trees[i].rate_gbps > 1e-4 * pr.rate_gbps)
 				plan_add_tree(p, pool->trees[i].root, pool->trees[i].rate_gbps,
 					      pool->trees[i].parent);
 		if (p != NULL && plan_shares_from_rates(p) != 0) {
@@ -194,6 +214,9 @@ usage_mtree(FILE *f)
 		"  -o, --output FILE       write the plan there (default: stdout, and the\n"
 		"                          summary goes to stderr)\n"
 		"      --milp-seconds S    time limit of the MILP                       [5]\n"
+		"  -w, --window W          transport the chunks are sized and predicted for:\n"
+		"                          0 = windowed (latency hidden), 1 = one chunk\n"
+		"                          per hop at a time (the paper's model)       [0]\n"
 		"  -q, --quiet             no summary\n"
 		"  -h, --help              this text\n");
 }
@@ -211,6 +234,7 @@ cmd_mtree(int argc, char **argv)
 		{ "bytes", required_argument, NULL, 'b' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "milp-seconds", required_argument, NULL, 'M' },
+		{ "window", required_argument, NULL, 'w' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -227,7 +251,7 @@ cmd_mtree(int argc, char **argv)
 	double bound;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:k:H:r:b:o:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:k:H:r:b:o:w:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': topo_path = optarg; break;
 		case 'k':
@@ -256,6 +280,10 @@ cmd_mtree(int argc, char **argv)
 			if (cli_double(PROG, "milp-seconds", optarg, 0.01, 3600, &mo.milp_seconds))
 				goto out;
 			break;
+		case 'w':
+			if (cli_int(PROG, "window", optarg, 0, 1, &mo.window))
+				goto out;
+			break;
 		case 'q': quiet = true; break;
 		case 'h': usage_mtree(stdout); rc = 0; goto out;
 		default: bad_option("mtree", argv); goto out;
@@ -276,7 +304,7 @@ cmd_mtree(int argc, char **argv)
 		goto out;
 	}
 	note("simulating");
-	if (predict(t, p, mo.bytes) != 0) {
+	if (predict(t, p, mo.bytes, mo.window) != 0) {
 		cli_error(PROG, "mtree: the simulator rejected the plan");
 		rc = CLI_EXIT_FAIL;
 		goto out;
@@ -352,6 +380,9 @@ usage_compare(FILE *f)
 		"  -b, --bytes N           tensor size (suffixes K M G, KiB MiB GiB)  [1GiB]\n"
 		"  -k, --max-trees K       mTree's tree limit                          [10]\n"
 		"  -H, --max-height-ms H   mTree's height limit; 0 = none              [0]\n"
+		"  -w, --window W          transport the chunks are sized and predicted for:\n"
+		"                          0 = windowed (latency hidden), 1 = one chunk\n"
+		"                          per hop at a time (the paper's model)       [0]\n"
 		"      --json              machine-readable output\n"
 		"  -h, --help              this text\n");
 }
@@ -367,11 +398,12 @@ elapsed_since(const struct timespec *t0)
 
 static int
 row_from_plan(const struct topo *t, struct plan *p, const char *name, uint64_t bytes,
-	      struct row *r)
+	      int window, double plan_s, struct row *r)
 {
 	if (p == NULL)
 		return -1;
-	if (predict(t, p, bytes) != 0)
+	r->plan_s = plan_s;
+	if (predict(t, p, bytes, window) != 0)
 		return -1;
 	r->name = name;
 	r->rate = plan_total_rate(p);
@@ -390,6 +422,7 @@ cmd_compare(int argc, char **argv)
 		{ "max-trees", required_argument, NULL, 'k' },
 		{ "max-height-ms", required_argument, NULL, 'H' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "window", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -408,7 +441,7 @@ cmd_compare(int argc, char **argv)
 	double bound;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:b:k:H:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:b:k:H:w:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': topo_path = optarg; break;
 		case 'b':
@@ -421,6 +454,10 @@ cmd_compare(int argc, char **argv)
 			break;
 		case 'H':
 			if (cli_double(PROG, "max-height-ms", optarg, 0, 1e9, &mo.max_height_ms))
+				goto out;
+			break;
+		case 'w':
+			if (cli_int(PROG, "window", optarg, 0, 1, &mo.window))
 				goto out;
 			break;
 		case 'j': json = true; break;
@@ -436,6 +473,7 @@ cmd_compare(int argc, char **argv)
 	if (t == NULL)
 		goto out;
 	mo.bytes = bytes;
+	sp.window = mo.window;
 	rc = CLI_EXIT_FAIL;
 
 	/* The packing bound, and its solution as a plan (unlimited trees and height). */
@@ -453,11 +491,11 @@ cmd_compare(int argc, char **argv)
 		for (int i = 0; i < p->n_trees; i++)
 			p->trees[i].chunk_bytes = planner_chunk_bytes(
 				(uint64_t)(p->trees[i].share * (double)bytes), p->trees[i].rate_gbps,
-				max_height(t, p), 2 * plan_tree_depth(t, &p->trees[i]));
-		if (row_from_plan(t, p, "packing-bound", bytes, &rows[n_rows]) == 0) {
-			rows[n_rows].rate = bound;
-			rows[n_rows++].plan_s = elapsed_since(&t0);
-		}
+				mo.window == 1 ? planner_tree_max_latency_ms(t, &p->trees[i]) : 0,
+				2 * plan_tree_depth(t, &p->trees[i]));
+		if (row_from_plan(t, p, "packing-bound", bytes, mo.window, elapsed_since(&t0),
+				  &rows[n_rows]) == 0)
+			rows[n_rows++].rate = bound;
 		plan_free(p);
 	}
 	/* mTree with the given K, with K unlimited, and the paper's candidates only. */
@@ -479,8 +517,9 @@ cmd_compare(int argc, char **argv)
 			cli_error(PROG, "compare: %s: %s", names[variant], err);
 			goto out;
 		}
-		if (row_from_plan(t, p, names[variant], bytes, &rows[n_rows]) == 0)
-			rows[n_rows++].plan_s = elapsed_since(&t0);
+		if (row_from_plan(t, p, names[variant], bytes, mo.window, elapsed_since(&t0),
+				  &rows[n_rows]) == 0)
+			n_rows++;
 		plan_free(p);
 	}
 	/* Single best tree. */
@@ -488,9 +527,10 @@ cmd_compare(int argc, char **argv)
 		struct plan *p;
 
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		p = baseline_single_tree(t, bytes);
-		if (row_from_plan(t, p, "single-tree", bytes, &rows[n_rows]) == 0)
-			rows[n_rows++].plan_s = elapsed_since(&t0);
+		p = baseline_single_tree(t, bytes, mo.window);
+		if (row_from_plan(t, p, "single-tree", bytes, mo.window, elapsed_since(&t0),
+				  &rows[n_rows]) == 0)
+			n_rows++;
 		plan_free(p);
 	}
 	/* Ring. */
@@ -499,7 +539,8 @@ cmd_compare(int argc, char **argv)
 	if (baseline_ring(t, 2.0, &rp) == 0) {
 		struct sim_result res;
 		uint64_t seg = bytes / (uint64_t)(rp.m > 0 ? rp.m : 1);
-		uint64_t chunk = planner_chunk_bytes(seg, rp.fwd_gbps, rp.step_latency_ms,
+		uint64_t chunk = planner_chunk_bytes(seg, rp.fwd_gbps,
+						     mo.window == 1 ? rp.step_latency_ms : 0,
 						     2 * (rp.m - 1));
 		struct row *r = &rows[n_rows];
 
@@ -508,7 +549,12 @@ cmd_compare(int argc, char **argv)
 		r->trees = 0;
 		r->height_ms = 0;
 		r->plan_s = elapsed_since(&t0);
-		if (sim_ring(t, rp.order, rp.m, rp.fwd_fraction, bytes, chunk, &sp, &res) == 0) {
+		int src;
+
+		while ((src = sim_ring(t, rp.order, rp.m, rp.fwd_fraction, bytes, chunk, &sp,
+				       &res)) == -E2BIG && chunk < bytes)
+			chunk *= 2; /* too large to simulate: coarser chunks, pessimistic */
+		if (src == 0) {
 			r->seconds = res.seconds;
 			ring_row = n_rows++;
 		}
@@ -518,7 +564,8 @@ cmd_compare(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (baseline_ps(t, &ps) == 0) {
 		struct sim_result res;
-		uint64_t chunk = planner_chunk_bytes(bytes, ps.rate_gbps, ps.max_latency_ms, 4);
+		uint64_t chunk = planner_chunk_bytes(bytes, ps.rate_gbps,
+						     mo.window == 1 ? ps.max_latency_ms : 0, 4);
 		struct row *r = &rows[n_rows];
 
 		r->name = "ps";
@@ -526,7 +573,12 @@ cmd_compare(int argc, char **argv)
 		r->trees = 0;
 		r->height_ms = ps.max_latency_ms;
 		r->plan_s = elapsed_since(&t0);
-		if (sim_ps(t, ps.server, bytes, chunk, &sp, &res) == 0) {
+		int src;
+
+		while ((src = sim_ps(t, ps.server, bytes, chunk, &sp, &res)) == -E2BIG &&
+		       chunk < bytes)
+			chunk *= 2;
+		if (src == 0) {
 			r->seconds = res.seconds;
 			n_rows++;
 		}

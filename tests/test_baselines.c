@@ -89,7 +89,7 @@ test_single_tree(void)
 {
 	double caps[] = { 4, 2, 9 };
 	struct topo *t = gen_path(4, caps, 3);
-	struct plan *p = baseline_single_tree(t, 1 << 20);
+	struct plan *p = baseline_single_tree(t, 1 << 20, 0);
 	char err[256];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -99,7 +99,7 @@ test_single_tree(void)
 	topo_free(t);
 	/* On a cycle with weak chords it avoids every chord. */
 	t = cycle(6, 3, 0.1);
-	p = baseline_single_tree(t, 1 << 20);
+	p = baseline_single_tree(t, 1 << 20, 0);
 	CU_ASSERT_DOUBLE_EQUAL(p->trees[0].rate_gbps, 3, 1e-12);
 	plan_free(p);
 	topo_free(t);

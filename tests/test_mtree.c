@@ -50,7 +50,9 @@ test_complete_graph_reaches_bound(void)
 		char err[256];
 
 		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-		CU_ASSERT_DOUBLE_EQUAL(plan_total_rate(p), n * 2.0 / 2, 1e-6);
+		/* Trees under 0.1% of the rate may be dropped at a cost of at most 1%. */
+		CU_ASSERT(plan_total_rate(p) >= n * 2.0 / 2 * 0.99);
+		CU_ASSERT(plan_total_rate(p) <= n * 2.0 / 2 * (1 + 1e-9));
 		CU_ASSERT_EQUAL(plan_validate(t, p, 0, err, sizeof(err)), 0);
 		plan_free(p);
 		topo_free(t);
@@ -118,7 +120,7 @@ test_one_tree_matches_best_tree(void)
 {
 	for (uint64_t seed = 1; seed <= 20; seed++) {
 		struct topo *t = gen_random(seed, 10, 12, 0.1, 10, 30, 1, 0);
-		struct plan *p = plan_with(t, 1, 0, 0, 0), *b = baseline_single_tree(t, 1 << 20);
+		struct plan *p = plan_with(t, 1, 0, 0, 0), *b = baseline_single_tree(t, 1 << 20, 0);
 
 		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(b);
@@ -163,9 +165,10 @@ test_random_properties(void)
 				}
 				if (topo_worker_sites(t) == t->n_nodes)
 					CU_ASSERT(plan_total_rate(p) <= z * (1 + 1e-6));
-				/* Unlimited K and H: the column generation reaches the bound. */
+				/* Unlimited K and H: the column generation reaches the bound, less
+				 * at most 1% for dropping negligible trees. */
 				if (ks[ki] == 0 && h == 0 && topo_worker_sites(t) == t->n_nodes)
-					CU_ASSERT(plan_total_rate(p) >= z * (1 - 1e-6));
+					CU_ASSERT(plan_total_rate(p) >= z * 0.99 * (1 - 1e-9));
 				plan_free(p);
 			}
 		}
@@ -196,14 +199,19 @@ test_paper_variant(void)
 static void
 test_chunk_formula(void)
 {
-	/* a = 50 ms, v = 100 MB, l = 4, 1 Gbit/s: mu* = sqrt(0.05 * 1e8 * 1.25e8 / 3). */
+	/* a = 50 ms + alpha, v = 100 MB, l = 4, 1 Gbit/s:
+	 * mu* = sqrt((0.05 + alpha) * 1e8 * 1.25e8 / 3), rounded up to 4 KiB. */
 	uint64_t mu = planner_chunk_bytes(100000000, 1.0, 50, 4);
-	double want = sqrt(0.05 * 1e8 * 1.25e8 / 3);
+	double want = sqrt((0.05 + PLANNER_ALPHA_S) * 1e8 * 1.25e8 / 3);
 
-	CU_ASSERT(fabs((double)mu - want) <= 4096);
+	CU_ASSERT((double)mu >= want && (double)mu < want + 4096);
+	/* Zero latency: only the per-chunk cost alpha remains. */
+	want = sqrt(PLANNER_ALPHA_S * 1e8 * 1.25e8 / 3);
+	mu = planner_chunk_bytes(100000000, 1.0, 0, 4);
+	CU_ASSERT((double)mu >= want && (double)mu < want + 4096);
 	CU_ASSERT_EQUAL(mu % 4096, 0);
 	CU_ASSERT_EQUAL(planner_chunk_bytes(1000, 1.0, 50, 4), PLANNER_MIN_CHUNK);
-	CU_ASSERT(planner_chunk_bytes(1 << 30, 1.0, 0, 4) >= PLANNER_MIN_CHUNK);
+	CU_ASSERT(planner_chunk_bytes(1 << 30, 1.0, 0, 1) == (1u << 30)); /* no pipeline */
 }
 
 int

@@ -338,7 +338,7 @@ out:
 }
 
 struct plan *
-baseline_single_tree(const struct topo *t, uint64_t bytes)
+baseline_single_tree(const struct topo *t, uint64_t bytes, int window)
 {
 	double *w = malloc(sizeof(double) * ((size_t)t->n_links + 1)), max_lat = 0;
 	int *parent = malloc(sizeof(int) * (size_t)t->n_nodes), root = 0;
@@ -361,12 +361,8 @@ baseline_single_tree(const struct topo *t, uint64_t bytes)
 		goto out;
 	}
 	p->trees[0].share = 1;
-	for (int v = 0; v < t->n_nodes; v++)
-		if (parent[v] >= 0) {
-			double l = t->links[topo_link_between(t, v, parent[v])].latency_ms;
-
-			max_lat = l > max_lat ? l : max_lat;
-		}
+	if (window == 1)
+		max_lat = planner_tree_max_latency_ms(t, &p->trees[0]);
 	if (!isfinite(p->trees[0].rate_gbps)) /* a single site: nothing to carry */
 		p->trees[0].rate_gbps = 0;
 	p->trees[0].chunk_bytes = planner_chunk_bytes(bytes, p->trees[0].rate_gbps, max_lat,

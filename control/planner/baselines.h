@@ -37,8 +37,11 @@ int baseline_ring_eval(const struct topo *t, const int *order, int m, struct rin
 
 void ring_plan_fini(struct ring_plan *rp);
 
-/** Maximum-bottleneck spanning tree as a one-tree plan (algorithm "single-tree"). */
-struct plan *baseline_single_tree(const struct topo *t, uint64_t bytes);
+/**
+ * Maximum-bottleneck spanning tree as a one-tree plan (algorithm "single-tree"), its chunk
+ * size planned for bytes over the transport `window` (see mtree_opts.window).
+ */
+struct plan *baseline_single_tree(const struct topo *t, uint64_t bytes, int window);
 
 struct ps_plan {
 	int server;             /* node index */

@@ -20,6 +20,9 @@
 #define MTREE_MILP_MAX_CANDIDATES 80
 /* Default time limit of the MILP, and of the local search after it. */
 #define MTREE_DEFAULT_SECONDS 1.0
+/* Trees below this fraction of the total rate are dropped (drop_negligible()). */
+#define MTREE_NEGLIGIBLE_SHARE 1e-3
+#define MTREE_DROP_MAX_LOSS 0.01
 /* Heights closer than this count as equal (path latencies carry a per-hop tie-break). */
 #define MTREE_HEIGHT_TOL_MS 1e-3
 /* GBST stops after this many trees per run (it also stops when the residual graph no
@@ -56,16 +59,31 @@ planner_chunk_bytes(uint64_t v, double rate_gbps, double max_lat_ms, int hops)
 
 	if (v == 0)
 		return PLANNER_MIN_CHUNK;
-	if (hops < 2 || !(rate_gbps > 0) || !(max_lat_ms > 0))
+	if (hops < 2 || !(rate_gbps > 0) || !(max_lat_ms >= 0))
 		mu = (double)v;
 	else
-		mu = sqrt(max_lat_ms * 1e-3 * (double)v / ((double)(hops - 1) * beta));
+		mu = sqrt((max_lat_ms * 1e-3 + PLANNER_ALPHA_S) * (double)v /
+			  ((double)(hops - 1) * beta));
 	if (mu > (double)v)
 		mu = (double)v;
 	if (mu < PLANNER_MIN_CHUNK)
 		mu = PLANNER_MIN_CHUNK;
 	c = ((uint64_t)mu + 4095) & ~(uint64_t)4095;
 	return c;
+}
+
+double
+planner_tree_max_latency_ms(const struct topo *t, const struct plan_tree *tr)
+{
+	double max_lat = 0;
+
+	for (int v = 0; v < t->n_nodes; v++)
+		if (tr->parent[v] >= 0) {
+			double l = t->links[topo_link_between(t, v, tr->parent[v])].latency_ms;
+
+			max_lat = l > max_lat ? l : max_lat;
+		}
+	return max_lat;
 }
 
 /* ---- Stage 1: GBST with GRTH eccentricity updates ---- */
@@ -524,6 +542,45 @@ out:
 	free(chosen);
 }
 
+/*
+ * Drop trees below MTREE_NEGLIGIBLE_SHARE of the total rate and re-solve the rates of the
+ * rest (they take over most of the freed capacity). A tree that small costs table space,
+ * slots and a pipeline fill of its own for almost nothing: at 1/1000 of the rate, each
+ * chunk of it crosses a hop 1000 times slower than the plan's average.
+ */
+static void
+drop_negligible(const struct topo *t, struct plan *pool, double r_min)
+{
+	bool *chosen = malloc(sizeof(bool) * ((size_t)pool->n_trees + 1));
+	double *saved = malloc(sizeof(double) * ((size_t)pool->n_trees + 1));
+	double before = plan_total_rate(pool);
+
+	if (chosen == NULL || saved == NULL)
+		goto out;
+	for (int i = 0; i < pool->n_trees; i++)
+		saved[i] = pool->trees[i].rate_gbps;
+	for (int round = 0; round < 8; round++) {
+		double total = plan_total_rate(pool);
+		bool drop = false;
+
+		for (int i = 0; i < pool->n_trees; i++) {
+			double r = pool->trees[i].rate_gbps;
+
+			chosen[i] = r > MTREE_NEGLIGIBLE_SHARE * total;
+			drop |= r > 0 && !chosen[i];
+		}
+		if (!drop || lp_fixed(t, pool, chosen, r_min, NULL) < 0)
+			break;
+	}
+	/* Keep the small trees after all if dropping them costs more than 1% of the rate. */
+	if (plan_total_rate(pool) < before * (1 - MTREE_DROP_MAX_LOSS))
+		for (int i = 0; i < pool->n_trees; i++)
+			pool->trees[i].rate_gbps = saved[i];
+out:
+	free(chosen);
+	free(saved);
+}
+
 /* Keep the best max_keep candidates (by LP rate, then bottleneck) and GBST seeds first. */
 static void
 trim_pool(const struct topo *t, struct plan *pool, int max_keep)
@@ -611,6 +668,7 @@ plan_at_height(const struct topo *t, const struct mtree_opts *o, double h, bool 
 	if (!o->paper_only && (o->max_trees > 0 || o->min_rate_gbps > 0))
 		improve_selection(t, pool, o->max_trees, o->min_rate_gbps, h,
 				  o->milp_seconds > 0 ? o->milp_seconds : MTREE_DEFAULT_SECONDS);
+	drop_negligible(t, pool, o->min_rate_gbps);
 	return pool;
 fail:
 	plan_free(pool);
@@ -654,6 +712,7 @@ mtree_plan(const struct topo *t, const struct mtree_opts *o, struct mtree_stats 
 	int rc = 0;
 
 	if (o->max_trees < 0 || o->max_height_ms < 0 || o->min_rate_gbps < 0 || o->rho < 0 ||
+	    o->window < 0 || o->window > 1 ||
 	    o->rho > 1 || !isfinite(o->max_height_ms) || !isfinite(o->min_rate_gbps)) {
 		set_err(err, errlen, "invalid mTree options");
 		errno = EINVAL;
@@ -742,17 +801,11 @@ mtree_plan(const struct topo *t, const struct mtree_opts *o, struct mtree_stats 
 	}
 	for (int i = 0; i < out->n_trees; i++) {
 		struct plan_tree *tr = &out->trees[i];
-		double max_lat = 0;
 
-		for (int v = 0; v < t->n_nodes; v++)
-			if (tr->parent[v] >= 0) {
-				double l = t->links[topo_link_between(t, v, tr->parent[v])].latency_ms;
-
-				max_lat = l > max_lat ? l : max_lat;
-			}
-		tr->chunk_bytes = planner_chunk_bytes((uint64_t)(tr->share * (double)o->bytes),
-						      tr->rate_gbps, max_lat,
-						      2 * plan_tree_depth(t, tr));
+		tr->chunk_bytes = planner_chunk_bytes(
+			(uint64_t)(tr->share * (double)o->bytes), tr->rate_gbps,
+			o->window == 1 ? planner_tree_max_latency_ms(t, tr) : 0,
+			2 * plan_tree_depth(t, tr));
 	}
 	plan_free(pool);
 	st.seconds = now_s() - t0;

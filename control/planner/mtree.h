@@ -29,6 +29,10 @@ struct mtree_opts {
 	bool paper_only;        /* candidates from GBST alone (no column generation) */
 	double milp_seconds;    /* MILP time limit; 0: default 5 s */
 	uint64_t bytes;         /* tensor size the chunk sizes are planned for */
+	int window;             /* transport the chunks are sized for: 0 = windowed (the
+				 * latency is hidden, a chunk costs PLANNER_ALPHA_S per hop),
+				 * 1 = one chunk per hop at a time (the paper's model: a chunk
+				 * costs latency + alpha per hop) */
 };
 
 #define MTREE_OPTS_DEFAULT { .max_trees = 10, .rho = 0, .bytes = 1u << 30 }
@@ -73,10 +77,17 @@ int mtree_select(const struct topo *t, struct plan *pool, int k, double r_min, d
 /**
  * Stage 3: chunk size for v bytes over a round trip of `hops` links whose slowest has
  * latency max_lat_ms, at rate_gbps: mu* = sqrt(a_max * v / ((l - 1) * beta)), clamped to
- * [PLANNER_MIN_CHUNK, v] and rounded to 4 KiB.
+ * [PLANNER_MIN_CHUNK, v] and rounded up to 4 KiB. The per-hop cost a_max is the latency
+ * plus PLANNER_ALPHA_S, the fixed cost of a chunk at a hop, so that zero-latency links
+ * still get a finite optimum.
  */
 uint64_t planner_chunk_bytes(uint64_t v, double rate_gbps, double max_lat_ms, int hops);
 
-#define PLANNER_MIN_CHUNK (64u << 10)
+/** Largest link latency (ms) of a tree: what paces its pipeline in the paper's model. */
+double planner_tree_max_latency_ms(const struct topo *t, const struct plan_tree *tr);
+
+#define PLANNER_MIN_CHUNK 4096u
+/** Fixed per-chunk, per-hop cost of the cost model (seconds): the simulator's default. */
+#define PLANNER_ALPHA_S 20e-6
 
 #endif

@@ -34,6 +34,8 @@ struct sim_params {
 
 /** Defaults: alpha 20 us, unlimited window, no pacing. */
 #define SIM_PARAMS_DEFAULT { .alpha_s = 20e-6, .window = 0, .pace = false }
+/** The model plans are predicted with: one chunk per hop at a time, as stage 3 assumes. */
+#define SIM_PARAMS_PREDICT { .alpha_s = 20e-6, .window = 1, .pace = false }
 
 struct sim_result {
 	double seconds;         /* AllReduce completion time: the latest chunk arrival */
