@@ -1,0 +1,56 @@
+# shellcheck shell=bash
+# Shared by scripts/demo and scripts/test: dependency installation and the build.
+
+GEOREDUCE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# Debian 12 packages the build, the tests and the demo need.
+GEOREDUCE_PACKAGES=(
+	build-essential
+	pkg-config
+	meson
+	ninja-build
+	libdpdk-dev
+	dpdk
+	libnuma-dev
+	libjansson-dev
+	libcunit1-dev
+	libglpk-dev
+	python3
+	iproute2
+	bc
+)
+
+log() { printf '== %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Install whatever is missing (needs root the first time; a no-op afterwards).
+ensure_packages() {
+	local missing=() p
+	for p in "${GEOREDUCE_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	log "installing: ${missing[*]}"
+	[ "$(id -u)" -eq 0 ] || die "missing packages (${missing[*]}): run as root or install them"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null || die "apt-get update failed"
+	apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null ||
+		die "apt-get install failed for: ${missing[*]}"
+}
+
+# build_tree DIR [meson options...]: configure once, then build incrementally.
+build_tree() {
+	local dir=$1
+	shift
+	if [ ! -f "$GEOREDUCE_ROOT/$dir/build.ninja" ]; then
+		log "configuring $dir"
+		meson setup "$GEOREDUCE_ROOT/$dir" "$GEOREDUCE_ROOT" "$@" >/dev/null ||
+			die "meson setup $dir failed"
+	fi
+	log "building $dir"
+	ninja -C "$GEOREDUCE_ROOT/$dir" >/dev/null || {
+		ninja -C "$GEOREDUCE_ROOT/$dir" 2>&1 | tail -40 >&2
+		die "build $dir failed"
+	}
+}
