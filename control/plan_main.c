@@ -33,6 +33,8 @@
 
 #define PROG "georeduce-plan"
 #define DEFAULT_BYTES (1ull << 30)
+/* Predictions simulate at most about this many chunk transfers (about 0.3 s). */
+#define PREDICT_MAX_TRANSFERS 1e6
 
 static bool progress;   /* progress lines on stderr (when it is a terminal) */
 
@@ -109,9 +111,23 @@ predict(const struct topo *t, struct plan *p, uint64_t bytes, int window)
 
 	sp.window = window;
 	sp.pace = true;
-	/* A schedule too large to simulate is simulated with coarser chunks (a pessimistic
-	 * prediction); the plan keeps its chunk sizes. */
-	for (int coarse = 1;; coarse *= 2) {
+	/* A schedule of more than PREDICT_MAX_TRANSFERS chunk transfers is simulated with
+	 * chunks coarser by a power of two (a slightly pessimistic prediction, since only the
+	 * pipeline fill grows); the plan keeps its chunk sizes. */
+	double est = 0;
+	int coarse = 1;
+
+	for (int i = 0; i < p->n_trees; i++) {
+		int nodes = 0;
+
+		for (int v = 0; v < t->n_nodes; v++)
+			nodes += p->trees[i].parent[v] != PLAN_ABSENT;
+		est += ceil(p->trees[i].share * (double)bytes / (double)p->trees[i].chunk_bytes) *
+		       2.0 * (nodes - 1);
+	}
+	while (est / coarse > PREDICT_MAX_TRANSFERS)
+		coarse *= 2;
+	for (;; coarse *= 2) {
 		struct plan tmp = *p;
 		struct plan_tree trees[p->n_trees > 0 ? p->n_trees : 1];
 

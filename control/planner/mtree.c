@@ -18,7 +18,7 @@
 /* Pools larger than this are trimmed before the MILP (best LP values and bottlenecks kept):
  * GLPK's branch and bound handles a few hundred binaries within its time limit. */
 #define MTREE_MILP_MAX_CANDIDATES 80
-/* Default time limit of the MILP, and of the local search after it. */
+/* Default time limit of the MILP. */
 #define MTREE_DEFAULT_SECONDS 1.0
 /* Trees below this fraction of the total rate are dropped (drop_negligible()). */
 #define MTREE_NEGLIGIBLE_SHARE 1e-3
@@ -285,8 +285,7 @@ cmp_desc(const void *a, const void *b)
 /* Rates for a fixed set of trees (chosen[i]): the packing LP restricted to them, with
  * rate >= r_min on each. Returns the total or -1 if infeasible. */
 static double
-lp_fixed(const struct topo *t, struct plan *pool, const bool *chosen, double r_min,
-	 double *duals)
+lp_fixed(const struct topo *t, struct plan *pool, const bool *chosen, double r_min)
 {
 	int *ind = malloc(sizeof(int) * ((size_t)t->n_nodes + 1));
 	double *val = malloc(sizeof(double) * ((size_t)t->n_nodes + 1)), z = -1;
@@ -326,11 +325,7 @@ lp_fixed(const struct topo *t, struct plan *pool, const bool *chosen, double r_m
 	z = glp_get_obj_val(lp);
 	for (int i = 0; i < pool->n_trees; i++)
 		pool->trees[i].rate_gbps = chosen[i] ? glp_get_col_prim(lp, col_of[i]) : 0;
-	for (int l = 0; duals != NULL && l < t->n_links; l++) {
-		double d = glp_get_row_dual(lp, l + 1);
 
-		duals[l] = d > 0 ? d : 0;
-	}
 out:
 	glp_delete_prob(lp);
 	free(ind);
@@ -371,12 +366,12 @@ mtree_select(const struct topo *t, struct plan *pool, int k, double r_min, doubl
 		chosen[(int)order[2 * j + 1]] = true;
 	/* Drop chosen trees one by one while r_min makes the set infeasible. */
 	for (int j = (k <= 0 || k > m ? m : k) - 1; j >= 0; j--) {
-		greedy = lp_fixed(t, pool, chosen, r_min, NULL);
+		greedy = lp_fixed(t, pool, chosen, r_min);
 		if (greedy >= 0)
 			break;
 		chosen[(int)order[2 * j + 1]] = false;
 	}
-	greedy = lp_fixed(t, pool, chosen, r_min, NULL);
+	greedy = lp_fixed(t, pool, chosen, r_min);
 	if (greedy >= 0) {
 		best_z = greedy;
 		for (int i = 0; i < m; i++)
@@ -447,7 +442,7 @@ mtree_select(const struct topo *t, struct plan *pool, int k, double r_min, doubl
 				/* Re-solve the LP on the chosen set: exact rates, no big-M noise. */
 				for (int i = 0; i < m; i++)
 					chosen[i] = glp_mip_col_val(mip, m + i + 1) > 0.5;
-				z = lp_fixed(t, pool, chosen, r_min, NULL);
+				z = lp_fixed(t, pool, chosen, r_min);
 				if (z > best_z) {
 					best_z = z;
 					for (int i = 0; i < m; i++)
@@ -470,76 +465,6 @@ out:
 	free(chosen);
 	free(best);
 	return rc;
-}
-
-/*
- * Local search past the MILP: price a new tree under the duals of the LP restricted to the
- * chosen trees (the tree that would raise that LP most if it could be added) and swap it
- * in for the chosen tree with the smallest rate, while the total rate grows. Each step is
- * one small LP and one pricing; new trees join the pool.
- */
-static void
-improve_selection(const struct topo *t, struct plan *pool, int k, double r_min, double h,
-		  double seconds)
-{
-	double t0 = now_s(), best_z = plan_total_rate(pool);
-	double *y = malloc(sizeof(double) * ((size_t)t->n_links + 1));
-	int *parent = malloc(sizeof(int) * (size_t)t->n_nodes);
-	bool *chosen = NULL;
-
-	if (y == NULL || parent == NULL)
-		goto out;
-	for (int it = 0; it < 200 && now_s() - t0 < seconds; it++) {
-		int count = 0, idx, smallest = -1;
-		bool *nc = realloc(chosen, sizeof(bool) * ((size_t)pool->n_trees + 1));
-		double z;
-
-		if (nc == NULL)
-			break;
-		chosen = nc;
-		for (int i = 0; i < pool->n_trees; i++) {
-			chosen[i] = pool->trees[i].rate_gbps > 0;
-			count += chosen[i];
-			if (chosen[i] && (smallest < 0 || pool->trees[i].rate_gbps <
-							       pool->trees[smallest].rate_gbps))
-				smallest = i;
-		}
-		z = lp_fixed(t, pool, chosen, r_min, y);
-		if (z < 0)
-			break;
-		best_z = z;
-		if (!(packing_price(t, y, h, parent) < 1 - 1e-6))
-			break;
-		idx = tree_in_pool(t, pool, parent);
-		if (idx < 0) {
-			idx = plan_add_tree(pool, graph_center_root(t, parent), 0, parent);
-			if (idx < 0)
-				break;
-			nc = realloc(chosen, sizeof(bool) * ((size_t)pool->n_trees + 1));
-			if (nc == NULL)
-				break;
-			chosen = nc;
-			chosen[idx] = false;
-		}
-		if (chosen[idx])
-			break;
-		chosen[idx] = true;
-		if (k > 0 && count >= k)
-			chosen[smallest] = false;
-		z = lp_fixed(t, pool, chosen, r_min, NULL);
-		if (z <= best_z * (1 + 1e-9)) {
-			/* No gain: restore the previous selection and its rates. */
-			chosen[idx] = false;
-			chosen[smallest] = true;
-			lp_fixed(t, pool, chosen, r_min, NULL);
-			break;
-		}
-		best_z = z;
-	}
-out:
-	free(y);
-	free(parent);
-	free(chosen);
 }
 
 /*
@@ -569,7 +494,7 @@ drop_negligible(const struct topo *t, struct plan *pool, double r_min)
 			chosen[i] = r > MTREE_NEGLIGIBLE_SHARE * total;
 			drop |= r > 0 && !chosen[i];
 		}
-		if (!drop || lp_fixed(t, pool, chosen, r_min, NULL) < 0)
+		if (!drop || lp_fixed(t, pool, chosen, r_min) < 0)
 			break;
 	}
 	/* Keep the small trees after all if dropping them costs more than 1% of the rate. */
@@ -655,7 +580,7 @@ plan_at_height(const struct topo *t, const struct mtree_opts *o, double h, bool 
 		}
 		for (int i = 0; i < pool->n_trees; i++)
 			all[i] = true;
-		st->lp_rate_gbps = lp_fixed(t, pool, all, 0, NULL);
+		st->lp_rate_gbps = lp_fixed(t, pool, all, 0);
 		free(all);
 	}
 	st->candidates = pool->n_trees;
@@ -665,9 +590,6 @@ plan_at_height(const struct topo *t, const struct mtree_opts *o, double h, bool 
 	if (*rc != 0)
 		goto fail;
 	st->milp_optimal = optimal;
-	if (!o->paper_only && (o->max_trees > 0 || o->min_rate_gbps > 0))
-		improve_selection(t, pool, o->max_trees, o->min_rate_gbps, h,
-				  o->milp_seconds > 0 ? o->milp_seconds : MTREE_DEFAULT_SECONDS);
 	drop_negligible(t, pool, o->min_rate_gbps);
 	return pool;
 fail:
