@@ -229,7 +229,7 @@ usage_mtree(FILE *f)
 		"                          (suffixes K M G, KiB MiB GiB)               [1GiB]\n"
 		"  -o, --output FILE       write the plan there (default: stdout, and the\n"
 		"                          summary goes to stderr)\n"
-		"      --milp-seconds S    time limit of the MILP                       [5]\n"
+		"      --milp-seconds S    time limit of the MILP                       [0.5]\n"
 		"  -w, --window W          transport the chunks are sized and predicted for:\n"
 		"                          0 = windowed (latency hidden), 1 = one chunk\n"
 		"                          per hop at a time (the paper's model)       [0]\n"

@@ -19,7 +19,7 @@
  * GLPK's branch and bound handles a few hundred binaries within its time limit. */
 #define MTREE_MILP_MAX_CANDIDATES 80
 /* Default time limit of the MILP. */
-#define MTREE_DEFAULT_SECONDS 1.0
+#define MTREE_DEFAULT_SECONDS 0.5
 /* Trees below this fraction of the total rate are dropped (drop_negligible()). */
 #define MTREE_NEGLIGIBLE_SHARE 1e-3
 #define MTREE_DROP_MAX_LOSS 0.01

@@ -27,7 +27,7 @@ struct mtree_opts {
 	double rho;             /* ITH: lower the height limit while at least rho of the rate
 				 * remains; 0: no ITH search */
 	bool paper_only;        /* candidates from GBST alone (no column generation) */
-	double milp_seconds;    /* MILP time limit; 0: default 5 s */
+	double milp_seconds;    /* MILP time limit; 0: default 0.5 s */
 	uint64_t bytes;         /* tensor size the chunk sizes are planned for */
 	int window;             /* transport the chunks are sized for: 0 = windowed (the
 				 * latency is hidden, a chunk costs PLANNER_ALPHA_S per hop),
