@@ -111,6 +111,11 @@ predict(const struct topo *t, struct plan *p, uint64_t bytes, int window)
 
 	sp.window = window;
 	sp.pace = true;
+	if (topo_worker_sites(t) < 2) { /* nothing crosses the WAN */
+		p->bytes = bytes;
+		p->allreduce_seconds = 0;
+		return 0;
+	}
 	/* A schedule of more than PREDICT_MAX_TRANSFERS chunk transfers is simulated with
 	 * chunks coarser by a power of two (a slightly pessimistic prediction, since only the
 	 * pipeline fill grows); the plan keeps its chunk sizes. */
@@ -186,8 +191,11 @@ packing_bound(const struct topo *t, struct plan **solution)
 
 	if (pool == NULL)
 		return -1;
+	/* Exact pricing proves the LP value optimal; otherwise (relay sites, or a stop at the
+	 * column or time limit) report the proven upper bound if there is one, else the best
+	 * packing found. */
 	if (packing_solve(t, pool, &po, &pr) == 0)
-		bound = pr.exact ? pr.rate_gbps : pr.upper_gbps;
+		bound = pr.exact || !isfinite(pr.upper_gbps) ? pr.rate_gbps : pr.upper_gbps;
 	if (solution != NULL && bound >= 0) {
 		/* Keep only the trees in the LP solution. */
 		struct plan *p = plan_create("packing-bound", t, pool->n_trees);
@@ -488,6 +496,12 @@ cmd_compare(int argc, char **argv)
 	t = load_topology(topo_path);
 	if (t == NULL)
 		goto out;
+	if (topo_worker_sites(t) < 2) {
+		printf("topology '%s' has one worker site: nothing to synchronise over the WAN\n",
+		       t->name);
+		rc = 0;
+		goto out;
+	}
 	mo.bytes = bytes;
 	sp.window = mo.window;
 	rc = CLI_EXIT_FAIL;

@@ -56,6 +56,11 @@ cat >"$tmp/dup.json" <<'J'
 J
 expect 2 "duplicate link" "$plan" validate -t "$tmp/dup.json"
 grep -q "links\[1\]" "$tmp/err" && ok "error names the field" || not_ok "error names the field"
+printf '{"format": "georeduce-topology/1", "name": "one", "nodes": [{"id": "a"}], "links": []}' \
+	>"$tmp/one.json"
+expect 0 "one site: mtree" "$plan" mtree -t "$tmp/one.json" -o "$tmp/one.plan.json" -q
+expect 0 "one site: plan valid" "$plan" validate -t "$tmp/one.json" -p "$tmp/one.plan.json"
+expect 0 "one site: compare" "$plan" compare -t "$tmp/one.json"
 expect 1 "height limit below any tree" "$plan" mtree -t $ex/aws-10region.json -H 1 -o "$tmp/x.json"
 
 # Plans on every example are valid by the spec's rules, also under a height limit.

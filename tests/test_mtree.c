@@ -196,6 +196,64 @@ test_paper_variant(void)
 	}
 }
 
+/* One worker site (plus relays): a valid plan of that site alone; no GBST loop. */
+static void
+test_single_worker_site(void)
+{
+	struct topo_node nodes[3];
+	struct topo_link links[] = { { 0, 1, 1, 1, 1 }, { 1, 2, 1, 1, 1 } };
+	char err[TOPO_ERR_MAX];
+	struct topo *t;
+	struct plan *p;
+
+	gen_names(nodes, 3);
+	nodes[1].workers = 0;
+	nodes[2].workers = 0;
+	t = topo_create("one", 3, nodes, 2, links, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	p = plan_with(t, 10, 0, 0, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_EQUAL(p->n_trees, 1);
+	CU_ASSERT_EQUAL(p->trees[0].parent[0], PLAN_ROOT);
+	CU_ASSERT_EQUAL(p->trees[0].parent[1], PLAN_ABSENT);
+	CU_ASSERT_EQUAL(plan_validate(t, p, 0, err, sizeof(err)), 0);
+	plan_free(p);
+	topo_free(t);
+	/* No links at all. */
+	t = topo_create("alone", 1, nodes, 0, links, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	p = plan_with(t, 0, 0, 0, 1);
+	CU_ASSERT_PTR_NOT_NULL(p);
+	plan_free(p);
+	topo_free(t);
+}
+
+/* Relays on the only paths between worker sites: the trees pass through them. */
+static void
+test_relays_carry_trees(void)
+{
+	struct topo_node nodes[5];
+	struct topo_link links[] = { { 0, 1, 2, 2, 1 }, { 1, 2, 2, 2, 1 }, { 1, 3, 2, 2, 1 },
+				     { 2, 3, 1, 1, 1 } };
+	char err[TOPO_ERR_MAX];
+	struct topo *t;
+	struct plan *p;
+
+	gen_names(nodes, 5);
+	nodes[1].workers = 0;
+	nodes[4].workers = 0; /* isolated relay */
+	t = topo_create("relay", 5, nodes, 4, links, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	p = plan_with(t, 10, 0, 0, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_EQUAL(plan_validate(t, p, 0, err, sizeof(err)), 0);
+	CU_ASSERT_DOUBLE_EQUAL(plan_total_rate(p), 2.0, 1e-9); /* the a-r cut */
+	for (int i = 0; i < p->n_trees; i++)
+		CU_ASSERT_EQUAL(p->trees[i].parent[4], PLAN_ABSENT);
+	plan_free(p);
+	topo_free(t);
+}
+
 static void
 test_chunk_formula(void)
 {
@@ -231,6 +289,8 @@ main(void)
 	CU_add_test(s, "random graphs: validity and limits", test_random_properties);
 	CU_add_test(s, "paper variant", test_paper_variant);
 	CU_add_test(s, "stage 3 chunk size", test_chunk_formula);
+	CU_add_test(s, "a single worker site", test_single_worker_site);
+	CU_add_test(s, "relays carry trees", test_relays_carry_trees);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();

@@ -112,44 +112,71 @@ out:
 	return rc;
 }
 
-/* Evaluate a ring order against precomputed routes. load[] has 2 * n_links entries. */
+struct ring_eval {
+	double fwd, rev;        /* bottleneck rate of each ring direction alone */
+	double rate;            /* algorithm bandwidth with the best split */
+	double frac;            /* share of the tensor on the forward ring */
+	double lat_sum, lat_max;
+};
+
+/* Busiest directed link's time per byte when a fraction f of the tensor takes the forward
+ * ring and 1 - f the reversed one (which loads d ^ 1 wherever the forward ring loads d). */
+static double
+ring_busy(const struct topo *t, const int *load, double f)
+{
+	double worst = 0;
+
+	for (int d = 0; d < 2 * t->n_links; d++) {
+		double x = (f * load[d] + (1 - f) * load[d ^ 1]) / dlink_gbps(t, d);
+
+		worst = x > worst ? x : worst;
+	}
+	return worst;
+}
+
+/*
+ * Evaluate a ring order against precomputed routes. load[] has 2 * n_links entries.
+ * The forward and reversed rings share a directed link wherever a route runs back over
+ * a link the forward ring also uses the other way (always for m = 2, and on paths), so
+ * the split between them is optimised on the combined load: the busiest link's load is
+ * convex and piecewise linear in the split, so a ternary search finds its minimum.
+ */
 static void
 ring_eval(const struct topo *t, const struct routes *r, const int *order, int m, int *load,
-	  double *fwd, double *rev, double *lat_sum, double *lat_max)
+	  struct ring_eval *e)
 {
 	size_t n = (size_t)r->n;
+	double lo = 0, hi = 1;
 
 	memset(load, 0, sizeof(int) * 2 * (size_t)t->n_links);
-	*lat_sum = 0;
-	*lat_max = 0;
+	e->lat_sum = 0;
+	e->lat_max = 0;
 	for (int i = 0; i < m; i++) {
 		size_t u = (size_t)order[i], v = (size_t)order[(i + 1) % m];
 		double l = r->lat[u * n + v];
 
 		for (int k = r->off[u * n + v]; k < r->off[u * n + v + 1]; k++)
 			load[r->hops[k]]++;
-		*lat_sum += l;
-		*lat_max = l > *lat_max ? l : *lat_max;
+		e->lat_sum += l;
+		e->lat_max = l > e->lat_max ? l : e->lat_max;
 	}
-	*fwd = INFINITY;
-	*rev = INFINITY;
-	for (int d = 0; d < 2 * t->n_links; d++) {
-		if (load[d] == 0)
-			continue;
-		/* The reversed ring loads the opposite direction (d ^ 1) as often. */
-		if (dlink_gbps(t, d) / load[d] < *fwd)
-			*fwd = dlink_gbps(t, d) / load[d];
-		if (dlink_gbps(t, d ^ 1) / load[d] < *rev)
-			*rev = dlink_gbps(t, d ^ 1) / load[d];
+	if (m < 2) {
+		e->fwd = e->rev = e->rate = INFINITY;
+		e->frac = 1;
+		return;
 	}
-}
+	e->fwd = 1 / ring_busy(t, load, 1);
+	e->rev = 1 / ring_busy(t, load, 0);
+	for (int it = 0; it < 40; it++) {
+		double a = lo + (hi - lo) / 3, b = hi - (hi - lo) / 3;
 
-static double
-algbw(double fwd, double rev, int m)
-{
-	if (m < 2)
-		return INFINITY;
-	return (fwd + rev) * m / (2.0 * (m - 1));
+		if (ring_busy(t, load, a) <= ring_busy(t, load, b))
+			hi = b;
+		else
+			lo = a;
+	}
+	e->frac = (lo + hi) / 2;
+	e->rate = m / (2.0 * (m - 1)) / ring_busy(t, load, e->frac);
 }
 
 void
@@ -160,16 +187,15 @@ ring_plan_fini(struct ring_plan *rp)
 }
 
 static void
-ring_fill(struct ring_plan *rp, const int *order, int m, double fwd, double rev, double lmax)
+ring_fill(struct ring_plan *rp, const int *order, int m, const struct ring_eval *e)
 {
 	memcpy(rp->order, order, sizeof(int) * (size_t)m);
 	rp->m = m;
-	rp->fwd_gbps = isfinite(fwd) ? fwd : 0;
-	rp->rev_gbps = isfinite(rev) ? rev : 0;
-	rp->fwd_fraction = rp->fwd_gbps + rp->rev_gbps > 0 ?
-				   rp->fwd_gbps / (rp->fwd_gbps + rp->rev_gbps) : 1;
-	rp->rate_gbps = algbw(rp->fwd_gbps, rp->rev_gbps, m);
-	rp->step_latency_ms = lmax;
+	rp->fwd_gbps = isfinite(e->fwd) ? e->fwd : 0;
+	rp->rev_gbps = isfinite(e->rev) ? e->rev : 0;
+	rp->fwd_fraction = e->frac;
+	rp->rate_gbps = e->rate;
+	rp->step_latency_ms = e->lat_max;
 }
 
 int
@@ -177,7 +203,7 @@ baseline_ring_eval(const struct topo *t, const int *order, int m, struct ring_pl
 {
 	struct routes r;
 	int *load = malloc(sizeof(int) * 2 * ((size_t)t->n_links + 1)), rc;
-	double fwd, rev, ls, lm;
+	struct ring_eval e;
 
 	memset(rp, 0, sizeof(*rp));
 	rp->order = malloc(sizeof(int) * ((size_t)m + 1));
@@ -188,8 +214,8 @@ baseline_ring_eval(const struct topo *t, const int *order, int m, struct ring_pl
 	}
 	rc = routes_init(t, &r);
 	if (rc == 0) {
-		ring_eval(t, &r, order, m, load, &fwd, &rev, &ls, &lm);
-		ring_fill(rp, order, m, fwd, rev, lm);
+		ring_eval(t, &r, order, m, load, &e);
+		ring_fill(rp, order, m, &e);
 		routes_fini(&r);
 	}
 	free(load);
@@ -224,8 +250,8 @@ int
 baseline_ring(const struct topo *t, double time_limit_s, struct ring_plan *rp)
 {
 	int m = topo_worker_sites(t), *cur = NULL, *load = NULL, *sites = NULL, rc = -ENOMEM;
-	double t0 = now_s(), best_bw = -1, best_lat = INFINITY, best_lmax = 0;
-	double best_fwd = 0, best_rev = 0;
+	double t0 = now_s();
+	struct ring_eval best = { .rate = -1, .lat_sum = INFINITY };
 	unsigned long long rng = 0x9e3779b97f4a7c15ull;
 	struct routes r = { 0 };
 	int starts;
@@ -247,7 +273,7 @@ baseline_ring(const struct topo *t, double time_limit_s, struct ring_plan *rp)
 			sites[k++] = v;
 	starts = m < 8 ? m : 8;
 	for (int s = 0; s < starts + 4; s++) {
-		double fwd, rev, ls, lm;
+		struct ring_eval cur_e;
 		bool improved = true;
 
 		/* Start: greedy widest next hop from a different site, then random orders. */
@@ -289,23 +315,18 @@ baseline_ring(const struct topo *t, double time_limit_s, struct ring_plan *rp)
 				cur[j] = x;
 			}
 		}
-		ring_eval(t, &r, cur, m, load, &fwd, &rev, &ls, &lm);
+		ring_eval(t, &r, cur, m, load, &cur_e);
 		/* 2-opt: reverse cur[i..j] while it improves. */
 		while (improved && now_s() - t0 < time_limit_s) {
-			double bw = algbw(fwd, rev, m);
-
 			improved = false;
 			for (int i = 1; i < m - 1 && !improved; i++) {
 				for (int j = i + 1; j < m && !improved; j++) {
-					double f2, r2, ls2, lm2;
+					struct ring_eval e2;
 
 					reverse_seg(cur, i, j);
-					ring_eval(t, &r, cur, m, load, &f2, &r2, &ls2, &lm2);
-					if (ring_better(algbw(f2, r2, m), ls2, bw, ls)) {
-						fwd = f2;
-						rev = r2;
-						ls = ls2;
-						lm = lm2;
+					ring_eval(t, &r, cur, m, load, &e2);
+					if (ring_better(e2.rate, e2.lat_sum, cur_e.rate, cur_e.lat_sum)) {
+						cur_e = e2;
 						improved = true;
 					} else {
 						reverse_seg(cur, i, j);
@@ -313,19 +334,15 @@ baseline_ring(const struct topo *t, double time_limit_s, struct ring_plan *rp)
 				}
 			}
 		}
-		if (ring_better(algbw(fwd, rev, m), ls, best_bw, best_lat)) {
-			best_bw = algbw(fwd, rev, m);
-			best_lat = ls;
-			best_lmax = lm;
-			best_fwd = fwd;
-			best_rev = rev;
+		if (ring_better(cur_e.rate, cur_e.lat_sum, best.rate, best.lat_sum)) {
+			best = cur_e;
 			memcpy(rp->order, cur, sizeof(int) * (size_t)m);
 		}
 		if (now_s() - t0 >= time_limit_s)
 			break;
 	}
 	memcpy(cur, rp->order, sizeof(int) * (size_t)m);
-	ring_fill(rp, cur, m, best_fwd, best_rev, best_lmax);
+	ring_fill(rp, cur, m, &best);
 	rc = 0;
 out:
 	routes_fini(&r);

@@ -18,10 +18,13 @@
 struct ring_plan {
 	int m;                  /* ring members (the worker sites) */
 	int *order;             /* m node indices in ring order */
-	double fwd_gbps;        /* bottleneck rate of the forward ring */
-	double rev_gbps;        /* bottleneck rate of the reversed ring */
+	double fwd_gbps;        /* bottleneck rate of the forward ring alone */
+	double rev_gbps;        /* bottleneck rate of the reversed ring alone */
 	double fwd_fraction;    /* share of the tensor on the forward ring */
-	double rate_gbps;       /* algorithm bandwidth: (fwd + rev) * m / (2 (m - 1)) */
+	double rate_gbps;       /* algorithm bandwidth, m / (2 (m - 1)) over the busiest
+				 * link's load per byte with both rings at this split; equal to
+				 * (fwd + rev) * m / (2 (m - 1)) when the rings share no link
+				 * direction */
 	double step_latency_ms; /* largest route latency between consecutive members */
 };
 

@@ -243,7 +243,6 @@ mtree_gbst(const struct topo *t, double max_height_ms, double min_rate_gbps, int
 			misses++;
 			continue;
 		}
-		misses = 0;
 		graph_prune_relay_leaves(t, ws.parent);
 		b = INFINITY;
 		for (int v = 0; v < t->n_nodes; v++)
@@ -255,8 +254,11 @@ mtree_gbst(const struct topo *t, double max_height_ms, double min_rate_gbps, int
 		for (int v = 0; v < t->n_nodes; v++)
 			if (ws.parent[v] >= 0)
 				ws.residual[topo_link_between(t, v, ws.parent[v])] -= b;
-		if (tree_in_pool(t, pool, ws.parent) >= 0)
+		if (tree_in_pool(t, pool, ws.parent) >= 0) {
+			misses++;
 			continue;
+		}
+		misses = 0;
 		rc = plan_add_tree(pool, graph_center_root(t, ws.parent), 0, ws.parent);
 		if (rc < 0)
 			goto out;
@@ -624,6 +626,35 @@ out:
 	return isfinite(best) ? best : 0;
 }
 
+/* One worker site: nothing crosses the WAN. The plan is that site alone, rate 0. */
+static struct plan *
+single_site_plan(const struct topo *t, const struct mtree_opts *o, struct mtree_stats *st)
+{
+	struct plan *p = plan_create(o->paper_only ? "mtree-paper" : "mtree", t, 1);
+	int *parent = malloc(sizeof(int) * (size_t)t->n_nodes);
+
+	if (p == NULL || parent == NULL)
+		goto nomem;
+	for (int v = 0; v < t->n_nodes; v++)
+		parent[v] = t->nodes[v].workers > 0 ? PLAN_ROOT : PLAN_ABSENT;
+	for (int v = 0; v < t->n_nodes; v++)
+		if (parent[v] == PLAN_ROOT && plan_add_tree(p, v, 0, parent) < 0)
+			goto nomem;
+	p->trees[0].share = 1;
+	p->trees[0].chunk_bytes = o->bytes > 0 ? o->bytes : PLANNER_MIN_CHUNK;
+	free(parent);
+	if (st != NULL) {
+		memset(st, 0, sizeof(*st));
+		st->milp_optimal = true;
+	}
+	return p;
+nomem:
+	free(parent);
+	plan_free(p);
+	errno = ENOMEM;
+	return NULL;
+}
+
 struct plan *
 mtree_plan(const struct topo *t, const struct mtree_opts *o, struct mtree_stats *st_out,
 	   char *err, size_t errlen)
@@ -640,6 +671,8 @@ mtree_plan(const struct topo *t, const struct mtree_opts *o, struct mtree_stats 
 		errno = EINVAL;
 		return NULL;
 	}
+	if (topo_worker_sites(t) == 1)
+		return single_site_plan(t, o, st_out);
 	if (h > 0 && h < min_possible_height(t) - MTREE_HEIGHT_TOL_MS) {
 		set_err(err, errlen, "no tree fits: the smallest possible height is %.3f ms, "
 			"above --max-height-ms %.3f", min_possible_height(t), h);

@@ -277,6 +277,10 @@ packing_solve(const struct topo *t, struct plan *pool, const struct packing_opts
 	int rc = 0;
 
 	memset(res, 0, sizeof(*res));
+	if (topo_worker_sites(t) < 2) {
+		rc = -EDOM; /* nothing to carry: the bound is unbounded */
+		goto out;
+	}
 	if (y == NULL || parent == NULL || trees == NULL || costs == NULL) {
 		rc = -ENOMEM;
 		goto out;

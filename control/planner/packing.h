@@ -34,7 +34,9 @@ struct packing_result {
 
 /**
  * Run column generation on the pool. Returns 0, -ENOENT if no tree satisfies the height
- * limit (or the worker sites cannot be spanned), -ENOMEM, or -EIO if the LP solver failed.
+ * limit (or the worker sites cannot be spanned), -EDOM if there are fewer than two worker
+ * sites (nothing crosses a link: no finite bound), -ENOMEM, or -EIO if the LP solver
+ * failed.
  */
 int packing_solve(const struct topo *t, struct plan *pool, const struct packing_opts *opts,
 		  struct packing_result *res);
