@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Forwarding tables: everything ONE gateway needs to aggregate ONE job at ONE plan epoch,
+ * compiled by the control process from a topology, a plan and a deployment
+ * (table_compile()), sent to the dataplane as `georeduce-table/1` JSON (docs/TABLES.md)
+ * and checked there strictly (table_parse() runs table_validate()).
+ *
+ * A table is immutable once built and lives in one allocation (table_free() is one free),
+ * so the dataplane may publish it to its workers with RCU as it is. Every count in it is
+ * bounded by the TABLE_*_MAX caps below and by the table's own `limits`, so the dataplane
+ * sizes all per-job state (tree entries, contributor maps, slot pools) at install time;
+ * nothing grows with traffic.
+ *
+ * Conventions shared with the dataplane and the worker library (docs/TABLES.md):
+ *  - Chunks. The tensor of `elements` elements of `dtype` is cut into chunks of
+ *    `chunk_elements` elements (the last one may be shorter); chunk c covers elements
+ *    [c * chunk_elements, min((c + 1) * chunk_elements, elements)). One chunk is one
+ *    packet payload. Each tree carries one contiguous range of chunk indices; the ranges of
+ *    all trees of a job partition [0, table_n_chunks()).
+ *  - Chunk steering. A sender sends chunk c to the UDP port base_port + (c % ports) of the
+ *    receiving gateway, so that all contributions to one chunk reach the same RX queue
+ *    (RSS or rte_flow on the destination port) and one lcore owns each slot.
+ *  - Contributors. In tree entry e, bit k of a slot's contributor bitmap stands for
+ *    e->workers[k] (k < n_workers) and bit n_workers + j for e->children[j]; a chunk is
+ *    complete when e->expected bits are set. expected <= TABLE_CONTRIB_MAX.
+ *  - Ids. Gateway and worker ids share one 16-bit sender-id space per job, 1 ..
+ *    TABLE_ID_MAX (0 and 0xffff are reserved for "none" here and on the wire); job ids
+ *    and plan epochs are 32-bit; tree ids are the plan's tree indices (16-bit).
+ *  - Addresses. IPv4 addresses are held in host byte order (a.b.c.d is
+ *    a << 24 | b << 16 | c << 8 | d) and written as dotted quads; ports in host order.
+ *
+ * Who may call what: everything here is slow path (it allocates). The control process
+ * calls table_compile() and table_write(); the dataplane's control thread calls
+ * table_parse() and hands the result to its workers read-only.
+ */
+#ifndef GEOREDUCE_TABLE_H
+#define GEOREDUCE_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "plan.h"
+#include "topo.h"
+
+#define TABLE_FORMAT "georeduce-table/1"
+
+/** Longest message the functions below write into their error buffer. */
+#define TABLE_ERR_MAX 512
+
+/*
+ * Hard caps, compiled into the control process and the dataplane alike. A table's
+ * `limits` may be lower, never higher: a dataplane built with smaller caps rejects a
+ * table from a control process built with larger ones at install time.
+ */
+#define TABLE_TREES_MAX 256       /* tree entries in one table */
+#define TABLE_CHILDREN_MAX 64     /* child gateways of one tree entry */
+#define TABLE_WORKERS_MAX 192     /* local workers of one tree entry */
+#define TABLE_CONTRIB_MAX 256     /* expected contributions: the width of a slot bitmap */
+#define TABLE_PORTS_MAX 1024      /* UDP ports of one gateway's steering range */
+#define TABLE_SLOTS_MAX 65536     /* slots of one tree entry (power of two) */
+#define TABLE_SLOTS_MIN 16        /* the slot formula's default floor (power of two) */
+#define TABLE_CHUNK_BYTES_MAX 8192 /* payload of one chunk: fits a 9000-byte jumbo frame */
+#define TABLE_ID_MAX 0xfffe       /* largest gateway or worker id (0, 0xffff: none) */
+
+/** Element types of a tensor. 0 is not a dtype. */
+enum table_dtype {
+	TABLE_DTYPE_FP32 = 1,
+	TABLE_DTYPE_FP16 = 2,
+	TABLE_DTYPE_BF16 = 3,
+};
+
+/** What this gateway is in one tree. */
+enum table_role {
+	TABLE_ROLE_ROOT = 1,      /* no parent: completes chunks and starts the result down */
+	TABLE_ROLE_INTERIOR = 2,  /* a parent and at least one child gateway */
+	TABLE_ROLE_LEAF = 3,      /* a parent, local workers only */
+};
+
+/** A gateway as seen by its peers: where to send chunks of a job to it. */
+struct table_gw {
+	uint16_t id;              /* sender id, 1 .. TABLE_ID_MAX */
+	uint32_t ipv4;            /* host order, unicast */
+	uint16_t base_port;       /* chunk c goes to UDP port base_port + c % ports */
+	uint16_t ports;           /* >= 1, base_port + ports - 1 <= 65535 */
+};
+
+/** A local worker: contributes every chunk of the trees that list it, gets the results. */
+struct table_worker {
+	uint16_t id;              /* sender id, 1 .. TABLE_ID_MAX */
+	uint32_t ipv4;            /* host order, unicast */
+	uint16_t port;            /* the worker's UDP port, >= 1 */
+};
+
+/** Per-table bounds the dataplane sizes its per-job state by (see TABLE_*_MAX). */
+struct table_limits {
+	uint32_t max_trees;       /* 1 .. TABLE_TREES_MAX; n_trees <= max_trees */
+	uint32_t max_children;    /* 1 .. TABLE_CHILDREN_MAX; per tree entry */
+	uint32_t max_workers;     /* 1 .. TABLE_WORKERS_MAX; per tree entry */
+	uint32_t max_slots;       /* power of two, 1 .. TABLE_SLOTS_MAX; per tree entry */
+};
+
+/** This gateway's part in one tree. */
+struct table_tree {
+	uint16_t id;              /* the plan's tree index; unique in a table */
+	enum table_role role;
+	bool has_parent;          /* false exactly at the root */
+	struct table_gw parent;   /* zero at the root */
+	int n_children;
+	int n_workers;
+	struct table_gw *children;     /* n_children entries, inside the table's block */
+	struct table_worker *workers;  /* n_workers entries, inside the table's block */
+	uint32_t expected;        /* contributions per chunk: n_workers + n_children */
+	uint32_t subtree_workers; /* worker contributions summed in a complete partial sum
+				   * of this gateway (every worker of the job at the root) */
+	uint32_t chunk_first;     /* the tree carries chunks chunk_first .. +chunk_count-1 */
+	uint32_t chunk_count;     /* >= 1 */
+	double rate_gbps;         /* planned rate: pace this tree's traffic on each link */
+	uint32_t slots;           /* slot pool: chunks in flight held here (power of two) */
+};
+
+struct table {
+	uint32_t job;
+	uint32_t epoch;
+	struct table_gw gw;       /* this gateway */
+	enum table_dtype dtype;
+	uint64_t elements;        /* tensor elements, >= 1 */
+	uint32_t chunk_elements;  /* elements per chunk; * dtype size <= TABLE_CHUNK_BYTES_MAX */
+	struct table_limits limits;
+	int n_trees;              /* 0 .. limits.max_trees; a gateway in no tree has none */
+	struct table_tree *trees; /* sorted by id, inside the table's block */
+};
+
+/** One topology node of a deployment (table_compile()): its gateway and the job's workers. */
+struct table_deploy_node {
+	uint16_t gateway_id;      /* the site's gateway: unique, 1 .. TABLE_ID_MAX */
+	uint32_t ipv4;            /* host order */
+	uint16_t base_port;
+	uint16_t ports;
+	int n_workers;            /* the job's workers at this site, 0 .. TABLE_WORKERS_MAX */
+	const struct table_worker *workers;
+};
+
+/**
+ * What table_compile() needs besides the topology and the plan: per topology node (same
+ * indices) the gateway and the job's local workers, and the tensor. Worker ids are unique
+ * across the deployment and distinct from every gateway id. A node's worker count need
+ * not equal the topology's `workers` (a job may use part of a site), but a node with
+ * workers must be present in every tree of the plan.
+ */
+struct table_deploy {
+	int n_nodes;              /* == topology n_nodes */
+	const struct table_deploy_node *nodes;
+	uint64_t elements;        /* tensor elements, >= 1 */
+	enum table_dtype dtype;
+	uint32_t chunk_bytes;     /* payload bytes per chunk: a multiple of the dtype size,
+				   * <= TABLE_CHUNK_BYTES_MAX */
+	uint32_t slots_min;       /* floor of the slot formula; 0: TABLE_SLOTS_MIN */
+	uint32_t slots_max;       /* cap of the slot formula, rounded down to a power of
+				   * two: limits.max_slots; 0: TABLE_SLOTS_MAX */
+};
+
+/**
+ * An empty table (every field zero) with room for n_trees tree entries, the i-th with
+ * n_children[i] child gateways and n_workers[i] workers, in one allocation: trees[i] has
+ * its id, n_children, n_workers, children and workers set, the rest is the caller's.
+ * Counts are checked against the TABLE_*_MAX caps.
+ *
+ * @return  The table, or NULL with errno EINVAL (a count out of range) or ENOMEM.
+ */
+struct table *table_create(int n_trees, const int *n_children, const int *n_workers);
+
+/** Free a table and everything in it. NULL is a no-op. */
+void table_free(struct table *tb);
+
+/**
+ * Check the consistency rules of docs/TABLES.md: role against parent and children,
+ * expected == n_workers + n_children, ids unique, addresses unicast dotted IPv4, ports in
+ * range, counts and slot pools within `limits` and `limits` within the caps, tree ranges
+ * disjoint inside [0, n_chunks) and covering it when the gateway has local workers,
+ * every tree listing the same local workers.
+ *
+ * @param err  Receives one line "field 'trees[1].expected': ..." naming the field.
+ * @return     0, or -EINVAL with err filled.
+ */
+int table_validate(const struct table *tb, char *err, size_t errlen);
+
+/**
+ * Parse a `georeduce-table/1` document strictly: every field is required, unknown fields
+ * and duplicate keys are rejected, integers are range-checked, then table_validate().
+ *
+ * @param text  NUL-terminated JSON.
+ * @param src   Name used in messages ("ctl-socket", a path); NULL means "<string>".
+ * @param err   Receives one line: "src:line:column: invalid JSON: ..." for syntax errors,
+ *              "src: field 'trees[0].workers[1].ipv4': ..." for everything else.
+ * @return      The table (free with table_free()), or NULL with err filled and errno
+ *              EINVAL (ENOMEM when out of memory).
+ */
+struct table *table_parse(const char *text, const char *src, char *err, size_t errlen);
+
+/** Read a file ("-": stdin) and table_parse() it. NULL with err on failure. */
+struct table *table_load(const char *path, char *err, size_t errlen);
+
+/** The table as a `georeduce-table/1` JSON object (new reference), NULL on ENOMEM. */
+json_t *table_to_json(const struct table *tb);
+
+/** Write the table as `georeduce-table/1` JSON. Returns 0 or a negative errno. */
+int table_write(const struct table *tb, FILE *out);
+
+/**
+ * Compile the table of the gateway at topology node `node` for job `job` at plan epoch
+ * `epoch`.
+ *
+ * The plan is checked with plan_validate(). Chunks are split among the plan's trees with
+ * table_split_chunks(); trees that get no chunk appear in no table. In each tree, nodes
+ * whose subtree holds no worker of the deployment are pruned (a relay leaf would never
+ * contribute), so a node with no workers appears only as a root or interior with gateway
+ * children. A node absent from (or pruned out of) every tree gets a valid table with no
+ * trees. Slot pools follow table_slots() with hold time table_hold_ms().
+ *
+ * @return  The table, or NULL with a one-line message in err naming the input field and
+ *          errno EINVAL (bad input), E2BIG (a table limit exceeded) or ENOMEM.
+ */
+struct table *table_compile(const struct topo *t, const struct plan *p,
+			    const struct table_deploy *d, int node, uint32_t job,
+			    uint32_t epoch, char *err, size_t errlen);
+
+/**
+ * Split n_chunks chunks among the plan's trees in proportion to their shares: largest
+ * remainder rounding (ties to the lower tree index), then every tree with share > 0 that
+ * got none takes one chunk from the tree holding most (ties: lower index) while there are
+ * at least as many chunks as such trees. Tree i carries chunks first[i] .. first[i] +
+ * count[i] - 1, in tree order, so the ranges partition [0, n_chunks).
+ *
+ * @param first, count  p->n_trees entries each.
+ * @return  0, or -EINVAL if a share is negative or not finite or all shares are zero.
+ */
+int table_split_chunks(const struct plan *p, uint32_t n_chunks, uint32_t *first,
+		       uint32_t *count);
+
+/**
+ * How long a slot of tree tr at node v stays busy (ms), from the first contribution of
+ * a chunk to the result forwarded down: 2 * (up + down), where up is the one-way latency
+ * from v to the root along the tree (the partial sum goes up, the result comes back) and
+ * down the largest one-way latency from v to a contributing node of its subtree plus
+ * that site's LAN latency (the spread of the contributions' arrivals, doubled for a
+ * retransmission). in_tree[u] says which nodes count (NULL: every mapped node);
+ * has_workers[u] whether u's LAN latency applies (NULL: topology workers > 0).
+ *
+ * @return  The hold time, or -1 if v is not in the tree or its parent chain is broken.
+ */
+double table_hold_ms(const struct topo *t, const struct plan_tree *tr, int v,
+		     const bool *in_tree, const bool *has_workers);
+
+/**
+ * The slot pool formula: the bandwidth-delay product of the tree's rate over the hold
+ * time in chunks, ceil(rate_gbps * 1e9 / 8 * hold_ms / 1e3 / chunk_bytes), rounded up to a
+ * power of two and clamped to [slots_min, slots_max]. slots_min is rounded up and
+ * slots_max down to a power of two (0 means 1 and TABLE_SLOTS_MAX; slots_max is at most
+ * TABLE_SLOTS_MAX); if the floor exceeds the cap the cap wins. A rate or hold time that
+ * is not a finite number >= 0, or chunk_bytes 0, gives the cap.
+ */
+uint32_t table_slots(double rate_gbps, double hold_ms, uint32_t chunk_bytes,
+		     uint32_t slots_min, uint32_t slots_max);
+
+/** Number of chunks of the table's tensor: ceil(elements / chunk_elements). */
+uint64_t table_n_chunks(const struct table *tb);
+
+/** The tree entry that carries chunk c, or NULL (not this gateway's, or out of range). */
+const struct table_tree *table_tree_of_chunk(const struct table *tb, uint32_t c);
+
+/** Total bytes of slot buffers the table asks for: sum of slots * chunk payload bytes. */
+uint64_t table_slot_bytes(const struct table *tb);
+
+/** "fp32", "fp16", "bf16", or NULL for a value that is no dtype. */
+const char *table_dtype_name(enum table_dtype dt);
+
+/** The dtype named s, or 0 if none. */
+enum table_dtype table_dtype_from_name(const char *s);
+
+/** Bytes per element: 4 for fp32, 2 for fp16 and bf16, 0 for a value that is no dtype. */
+size_t table_dtype_size(enum table_dtype dt);
+
+/** "root", "interior", "leaf", or NULL. */
+const char *table_role_name(enum table_role r);
+
+/** The role named s, or 0 if none. */
+enum table_role table_role_from_name(const char *s);
+
+/**
+ * Parse a strict dotted quad: four decimal octets 0..255 without leading zeros, signs or
+ * spaces. Any address is accepted here (see table_ipv4_unicast()).
+ * @return  0 with *out in host order, or -EINVAL.
+ */
+int table_ipv4_parse(const char *s, uint32_t *out);
+
+/** Format a host-order address as a dotted quad into buf (at least 16 bytes); returns buf. */
+char *table_ipv4_format(uint32_t ipv4, char *buf);
+
+/** True for an address a gateway or worker may have: not in 0/8, 224/4 or 240/4. */
+bool table_ipv4_unicast(uint32_t ipv4);
+
+#endif
