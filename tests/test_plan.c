@@ -21,6 +21,7 @@
 #include <CUnit/CUnit.h>
 #include <jansson.h>
 
+#include "testutil.h"
 #include "plan.h"
 #include "topo.h"
 
@@ -30,27 +31,6 @@
 /* Helpers                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
-static bool check_at(bool ok, int line, const char *what, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static bool
-check_at(bool ok, int line, const char *what, const char *fmt, ...)
-{
-	CU_assertImplementation(ok ? CU_TRUE : CU_FALSE, (unsigned)line, what, __FILE__, "",
-				CU_FALSE);
-	if (!ok) {
-		va_list ap;
-
-		fprintf(stderr, "\n  %s:%d: %s: ", __FILE__, line, what);
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fputc('\n', stderr);
-	}
-	return ok;
-}
-
-#define CHECK(cond, ...) check_at((cond), __LINE__, #cond, __VA_ARGS__)
 
 /* A copy of s with every ' replaced by ". Caller frees. */
 static char *
@@ -136,7 +116,7 @@ validate_ok_at(int line, const struct topo *t, const struct plan *p, double maxh
 	char err[512] = "";
 	int rc = plan_validate(t, p, maxh, err, sizeof(err));
 
-	check_at(rc == 0, line, "plan_validate accepts", "rc %d: %s", rc, err);
+	check_at(rc == 0, __FILE__, line, "plan_validate accepts", "rc %d: %s", rc, err);
 }
 #define VALIDATE_OK(t, p, h) validate_ok_at(__LINE__, (t), (p), (h))
 
@@ -149,13 +129,13 @@ validate_rejects_at(int line, const struct topo *t, const struct plan *p, double
 	char err[512] = "";
 	int rc = plan_validate(t, p, maxh, err, sizeof(err));
 
-	check_at(rc == -EINVAL, line, "plan_validate rejects", "rc %d", rc);
-	check_at(err[0] != '\0' && strchr(err, '\n') == NULL, line, "one-line message", "'%s'",
+	check_at(rc == -EINVAL, __FILE__, line, "plan_validate rejects", "rc %d", rc);
+	check_at(err[0] != '\0' && strchr(err, '\n') == NULL, __FILE__, line, "one-line message", "'%s'",
 		 err);
-	check_at(strstr(err, needle) != NULL, line, "message names it", "expected '%s' in '%s'",
+	check_at(strstr(err, needle) != NULL, __FILE__, line, "message names it", "expected '%s' in '%s'",
 		 needle, err);
 	if (needle2 != NULL)
-		check_at(strstr(err, needle2) != NULL, line, "message detail",
+		check_at(strstr(err, needle2) != NULL, __FILE__, line, "message detail",
 			 "expected '%s' in '%s'", needle2, err);
 }
 #define VALIDATE_REJECTS(t, p, h, n1, n2) validate_rejects_at(__LINE__, (t), (p), (h), (n1), (n2))
@@ -224,7 +204,7 @@ parse_sq_at(int line, const struct topo *t, const char *sqdoc)
 	char err[512] = "", *doc = sq(sqdoc);
 	struct plan *p = plan_parse(t, doc, SRC, err, sizeof(err));
 
-	check_at(p != NULL, line, "plan_parse accepts", "%s\n  doc: %s", err, doc);
+	check_at(p != NULL, __FILE__, line, "plan_parse accepts", "%s\n  doc: %s", err, doc);
 	free(doc);
 	return p;
 }
@@ -239,20 +219,20 @@ parse_rejects_at(int line, const struct topo *t, const char *sqdoc, bool quote, 
 
 	errno = 0;
 	p = plan_parse(t, doc, SRC, err, sizeof(err));
-	if (!check_at(p == NULL, line, "plan_parse rejects", "accepted: %s", doc)) {
+	if (!check_at(p == NULL, __FILE__, line, "plan_parse rejects", "accepted: %s", doc)) {
 		plan_free(p);
 		free(doc);
 		return; /* the message checks below would only repeat the failure */
 	}
-	check_at(errno == EINVAL, line, "errno EINVAL", "errno %d", errno);
-	check_at(err[0] != '\0' && strchr(err, '\n') == NULL, line, "one-line message", "'%s'",
+	check_at(errno == EINVAL, __FILE__, line, "errno EINVAL", "errno %d", errno);
+	check_at(err[0] != '\0' && strchr(err, '\n') == NULL, __FILE__, line, "one-line message", "'%s'",
 		 err);
-	check_at(strncmp(err, SRC, strlen(SRC)) == 0, line, "message names the source", "'%s'",
+	check_at(strncmp(err, SRC, strlen(SRC)) == 0, __FILE__, line, "message names the source", "'%s'",
 		 err);
-	check_at(strstr(err, needle) != NULL, line, "message names the field",
+	check_at(strstr(err, needle) != NULL, __FILE__, line, "message names the field",
 		 "expected '%s' in '%s'", needle, err);
 	if (needle2 != NULL)
-		check_at(strstr(err, needle2) != NULL, line, "message detail",
+		check_at(strstr(err, needle2) != NULL, __FILE__, line, "message detail",
 			 "expected '%s' in '%s'", needle2, err);
 	free(doc);
 }

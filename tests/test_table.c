@@ -25,6 +25,7 @@
 #include <CUnit/CUnit.h>
 #include <jansson.h>
 
+#include "testutil.h"
 #include "jsonutil.h"
 #include "plan.h"
 #include "table.h"
@@ -41,27 +42,6 @@ static bool quick;
 /* Helpers                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
-static bool check_at(bool ok, int line, const char *what, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static bool
-check_at(bool ok, int line, const char *what, const char *fmt, ...)
-{
-	CU_assertImplementation(ok ? CU_TRUE : CU_FALSE, (unsigned)line, what, __FILE__, "",
-				CU_FALSE);
-	if (!ok) {
-		va_list ap;
-
-		fprintf(stderr, "\n  %s:%d: %s: ", __FILE__, line, what);
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fputc('\n', stderr);
-	}
-	return ok;
-}
-
-#define CHECK(cond, ...) check_at((cond), __LINE__, #cond, __VA_ARGS__)
 
 static uint64_t
 rng_next(uint64_t *s)
@@ -156,13 +136,13 @@ round_trip_at(int line, const struct table *tb)
 	char err[TABLE_ERR_MAX] = "", why[128] = "", *text = table_text(tb), *text2 = NULL;
 	struct table *back;
 
-	if (!check_at(text != NULL, line, "table_write", "failed"))
+	if (!check_at(text != NULL, __FILE__, line, "table_write", "failed"))
 		return;
 	back = table_parse(text, "rt", err, sizeof(err));
-	if (check_at(back != NULL, line, "written table reads back", "%s\n%s", err, text)) {
-		check_at(table_same(tb, back, why, sizeof(why)), line, "same table", "%s", why);
+	if (check_at(back != NULL, __FILE__, line, "written table reads back", "%s\n%s", err, text)) {
+		check_at(table_same(tb, back, why, sizeof(why)), __FILE__, line, "same table", "%s", why);
 		text2 = table_text(back);
-		check_at(text2 != NULL && strcmp(text, text2) == 0, line, "same text", "%s\n---\n%s",
+		check_at(text2 != NULL && strcmp(text, text2) == 0, __FILE__, line, "same text", "%s\n---\n%s",
 			 text, text2 ? text2 : "(null)");
 	}
 	free(text2);
@@ -254,7 +234,7 @@ compile_at(int line, const struct scen *sc, int node)
 	char err[TABLE_ERR_MAX] = "";
 	struct table *tb = table_compile(sc->t, sc->p, &sc->d, node, 7, 3, err, sizeof(err));
 
-	check_at(tb != NULL, line, "table_compile", "node %d: %s", node, err);
+	check_at(tb != NULL, __FILE__, line, "table_compile", "node %d: %s", node, err);
 	return tb;
 }
 #define COMPILE(sc, node) compile_at(__LINE__, (sc), (node))
@@ -267,14 +247,14 @@ compile_rejects_at(int line, const struct scen *sc, int node, int code, const ch
 
 	errno = 0;
 	tb = table_compile(sc->t, sc->p, &sc->d, node, 7, 3, err, sizeof(err));
-	if (!check_at(tb == NULL, line, "table_compile rejects", "accepted node %d", node)) {
+	if (!check_at(tb == NULL, __FILE__, line, "table_compile rejects", "accepted node %d", node)) {
 		table_free(tb);
 		return;
 	}
-	check_at(errno == code, line, "errno", "errno %d, expected %d (%s)", errno, code, err);
-	check_at(err[0] != '\0' && strchr(err, '\n') == NULL, line, "one-line message", "'%s'",
+	check_at(errno == code, __FILE__, line, "errno", "errno %d, expected %d (%s)", errno, code, err);
+	check_at(err[0] != '\0' && strchr(err, '\n') == NULL, __FILE__, line, "one-line message", "'%s'",
 		 err);
-	check_at(strstr(err, needle) != NULL, line, "message names it", "expected '%s' in '%s'",
+	check_at(strstr(err, needle) != NULL, __FILE__, line, "message names it", "expected '%s' in '%s'",
 		 needle, err);
 }
 #define COMPILE_REJECTS(sc, node, code, needle) \
@@ -604,11 +584,11 @@ split_case_at(int line, const struct topo *t, int n, const double *shares, uint3
 	struct plan *p = plan_shares(t, n, shares);
 	uint32_t first[16], count[16], at = 0;
 
-	check_at(table_split_chunks(p, chunks, first, count) == 0, line, "split", "rc");
+	check_at(table_split_chunks(p, chunks, first, count) == 0, __FILE__, line, "split", "rc");
 	for (int i = 0; i < n; i++) {
-		check_at(count[i] == want[i], line, "count", "tree %d: %u, expected %u", i, count[i],
+		check_at(count[i] == want[i], __FILE__, line, "count", "tree %d: %u, expected %u", i, count[i],
 			 want[i]);
-		check_at(first[i] == at, line, "first", "tree %d: %u, expected %u", i, first[i], at);
+		check_at(first[i] == at, __FILE__, line, "first", "tree %d: %u, expected %u", i, first[i], at);
 		at += count[i];
 	}
 	plan_free(p);
@@ -712,7 +692,7 @@ test_split(void)
 static void
 check_gw_at(int line, const struct table_gw *g, uint16_t id, uint32_t ip)
 {
-	check_at(g->id == id && g->ipv4 == ip && g->base_port == 40000 && g->ports == 4, line,
+	check_at(g->id == id && g->ipv4 == ip && g->base_port == 40000 && g->ports == 4, __FILE__, line,
 		 "gateway", "id %u ip %08x port %u+%u, expected %u %08x", g->id, g->ipv4,
 		 g->base_port, g->ports, id, ip);
 }
@@ -1273,19 +1253,19 @@ rejects_text_at(int line, const char *text, const char *needle, const char *need
 
 	errno = 0;
 	tb = table_parse(text, SRC, err, sizeof(err));
-	if (!check_at(tb == NULL, line, "table_parse rejects", "accepted:\n%s", text)) {
+	if (!check_at(tb == NULL, __FILE__, line, "table_parse rejects", "accepted:\n%s", text)) {
 		table_free(tb);
 		return;
 	}
-	check_at(errno == EINVAL, line, "errno EINVAL", "errno %d", errno);
-	check_at(err[0] != '\0' && strchr(err, '\n') == NULL, line, "one-line message", "'%s'",
+	check_at(errno == EINVAL, __FILE__, line, "errno EINVAL", "errno %d", errno);
+	check_at(err[0] != '\0' && strchr(err, '\n') == NULL, __FILE__, line, "one-line message", "'%s'",
 		 err);
-	check_at(strncmp(err, SRC, strlen(SRC)) == 0, line, "message names the source", "'%s'",
+	check_at(strncmp(err, SRC, strlen(SRC)) == 0, __FILE__, line, "message names the source", "'%s'",
 		 err);
-	check_at(strstr(err, needle) != NULL, line, "message names the field",
+	check_at(strstr(err, needle) != NULL, __FILE__, line, "message names the field",
 		 "expected '%s' in '%s'", needle, err);
 	if (needle2 != NULL)
-		check_at(strstr(err, needle2) != NULL, line, "message detail",
+		check_at(strstr(err, needle2) != NULL, __FILE__, line, "message detail",
 			 "expected '%s' in '%s'", needle2, err);
 }
 
@@ -1326,7 +1306,7 @@ accepts_json_at(int line, json_t *j)
 	json_decref(j);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
 	tb = table_parse(text, SRC, err, sizeof(err));
-	check_at(tb != NULL, line, "table_parse accepts", "%s\n%s", err, text);
+	check_at(tb != NULL, __FILE__, line, "table_parse accepts", "%s\n%s", err, text);
 	table_free(tb);
 	free(text);
 }

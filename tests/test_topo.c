@@ -24,6 +24,7 @@
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 
+#include "testutil.h"
 #include "topo.h"
 
 #define SRC "test.json"
@@ -33,27 +34,6 @@
 /* ------------------------------------------------------------------------------------ */
 
 /* Record an assertion at the caller's line, printing context when it fails. */
-static bool check_at(bool ok, int line, const char *what, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static bool
-check_at(bool ok, int line, const char *what, const char *fmt, ...)
-{
-	CU_assertImplementation(ok ? CU_TRUE : CU_FALSE, (unsigned)line, what, __FILE__, "",
-				CU_FALSE);
-	if (!ok) {
-		va_list ap;
-
-		fprintf(stderr, "\n  %s:%d: %s: ", __FILE__, line, what);
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fputc('\n', stderr);
-	}
-	return ok;
-}
-
-#define CHECK(cond, ...) check_at((cond), __LINE__, #cond, __VA_ARGS__)
 
 /* A copy of s with every ' replaced by ". Caller frees. */
 static char *
@@ -136,7 +116,7 @@ parse_ok_at(int line, const char *sqdoc)
 	char err[TOPO_ERR_MAX] = "", *doc = sq(sqdoc);
 	struct topo *t = topo_parse(doc, SRC, err, sizeof(err));
 
-	check_at(t != NULL, line, "topo_parse accepts", "%s\n  doc: %s", err, doc);
+	check_at(t != NULL, __FILE__, line, "topo_parse accepts", "%s\n  doc: %s", err, doc);
 	free(doc);
 	return t;
 }
@@ -147,15 +127,15 @@ parse_ok_at(int line, const char *sqdoc)
 static bool
 check_rejection_at(int line, struct topo *t, const char *doc, const char *err)
 {
-	if (!check_at(t == NULL, line, "rejected", "accepted:\n  doc: %s", doc)) {
+	if (!check_at(t == NULL, __FILE__, line, "rejected", "accepted:\n  doc: %s", doc)) {
 		topo_free(t);
 		return false; /* the message checks would only repeat the failure */
 	}
-	check_at(errno == EINVAL, line, "errno == EINVAL", "errno %d (%s)", errno, strerror(errno));
-	check_at(err[0] != '\0', line, "error message non-empty", "doc: %s", doc);
-	check_at(strncmp(err, SRC, strlen(SRC)) == 0, line, "message names the source", "'%s'",
+	check_at(errno == EINVAL, __FILE__, line, "errno == EINVAL", "errno %d (%s)", errno, strerror(errno));
+	check_at(err[0] != '\0', __FILE__, line, "error message non-empty", "doc: %s", doc);
+	check_at(strncmp(err, SRC, strlen(SRC)) == 0, __FILE__, line, "message names the source", "'%s'",
 		 err != NULL ? err : "(null)");
-	check_at(strchr(err, '\n') == NULL, line, "message is one line", "'%s'", err);
+	check_at(strchr(err, '\n') == NULL, __FILE__, line, "message is one line", "'%s'", err);
 	return true;
 }
 
@@ -173,10 +153,10 @@ reject_at(int line, const char *sqdoc, const char *needle, const char *needle2)
 		free(doc);
 		return;
 	}
-	check_at(strstr(err, needle) != NULL, line, "message names the field",
+	check_at(strstr(err, needle) != NULL, __FILE__, line, "message names the field",
 		 "expected '%s' in '%s'", needle, err);
 	if (needle2 != NULL)
-		check_at(strstr(err, needle2) != NULL, line, "message names the detail",
+		check_at(strstr(err, needle2) != NULL, __FILE__, line, "message names the detail",
 			 "expected '%s' in '%s'", needle2, err);
 	free(doc);
 }
@@ -195,12 +175,12 @@ reject_json_at(int line, const char *doc, int exp_line, int exp_col)
 	t = topo_parse(doc, SRC, err, sizeof(err));
 	if (!check_rejection_at(line, t, doc, err))
 		return;
-	check_at(sscanf(err, SRC ":%d:%d: invalid JSON%n", &l, &c, &n) == 2 && n > 0, line,
+	check_at(sscanf(err, SRC ":%d:%d: invalid JSON%n", &l, &c, &n) == 2 && n > 0, __FILE__, line,
 		 "message is SRC:line:column: invalid JSON", "'%s'", err);
 	if (exp_line > 0)
-		check_at(l == exp_line, line, "line", "expected line %d in '%s'", exp_line, err);
+		check_at(l == exp_line, __FILE__, line, "line", "expected line %d in '%s'", exp_line, err);
 	if (exp_col >= 0)
-		check_at(c == exp_col, line, "column", "expected column %d in '%s'", exp_col, err);
+		check_at(c == exp_col, __FILE__, line, "column", "expected column %d in '%s'", exp_col, err);
 }
 #define REJECT_JSON(doc, l, c) reject_json_at(__LINE__, (doc), (l), (c))
 #define REJECT_JSON_SQ(doc)                                                                 \
@@ -609,18 +589,18 @@ round_trip_at(int line, const char *doc)
 	char err[TOPO_ERR_MAX] = "", why[512] = "", *text1, *text2;
 	struct topo *t1 = topo_parse(doc, SRC, err, sizeof(err)), *t2;
 
-	if (!check_at(t1 != NULL, line, "parse", "%s", err))
+	if (!check_at(t1 != NULL, __FILE__, line, "parse", "%s", err))
 		return;
 	text1 = topo_text(t1);
-	if (check_at(text1 != NULL, line, "topo_write", "failed")) {
+	if (check_at(text1 != NULL, __FILE__, line, "topo_write", "failed")) {
 		t2 = topo_parse(text1, "written", err, sizeof(err));
-		if (check_at(t2 != NULL, line, "parse of the written text", "%s\n%s", err,
+		if (check_at(t2 != NULL, __FILE__, line, "parse of the written text", "%s\n%s", err,
 			     text1)) {
-			check_at(topo_same(t1, t2, why, sizeof(why)), line, "identical model",
+			check_at(topo_same(t1, t2, why, sizeof(why)), __FILE__, line, "identical model",
 				 "%s\n%s", why, text1);
 			/* Writing is deterministic: the same model gives the same text. */
 			text2 = topo_text(t2);
-			check_at(text2 != NULL && strcmp(text1, text2) == 0, line,
+			check_at(text2 != NULL && strcmp(text1, text2) == 0, __FILE__, line,
 				 "stable text", "%s\nvs\n%s", text1, text2 ? text2 : "(null)");
 			free(text2);
 			topo_free(t2);

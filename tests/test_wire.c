@@ -21,6 +21,7 @@
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 
+#include "testutil.h"
 #include "wire.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -29,27 +30,6 @@
 /* Helpers                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
-static bool check_at(bool ok, int line, const char *what, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static bool
-check_at(bool ok, int line, const char *what, const char *fmt, ...)
-{
-	CU_assertImplementation(ok ? CU_TRUE : CU_FALSE, (unsigned int)line, what, __FILE__, "",
-				CU_FALSE);
-	if (!ok) {
-		va_list ap;
-
-		fprintf(stderr, "\n  %s:%d: %s: ", __FILE__, line, what);
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fputc('\n', stderr);
-	}
-	return ok;
-}
-
-#define CHECK(cond, ...) check_at((cond), __LINE__, #cond, __VA_ARGS__)
 
 static uint64_t rng_state;
 
@@ -427,7 +407,7 @@ expect_fail_at(int line, const uint8_t *pkt, size_t len, int e, enum wire_reason
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	check_at(rc == e && why == r, line, what, "got %d %s, want %d %s", rc,
+	check_at(rc == e && why == r, __FILE__, line, what, "got %d %s, want %d %s", rc,
 		 wire_reason_str(why), e, wire_reason_str(r));
 }
 

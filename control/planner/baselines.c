@@ -6,21 +6,12 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "baselines.h"
+#include "clock.h"
 #include "graph.h"
 #include "mtree.h"
 #include "packing.h"
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Directed link id: 2 * link + (0 for a -> b, 1 for b -> a). */
 static int
@@ -250,7 +241,7 @@ int
 baseline_ring(const struct topo *t, double time_limit_s, struct ring_plan *rp)
 {
 	int m = topo_worker_sites(t), *cur = NULL, *load = NULL, *sites = NULL, rc = -ENOMEM;
-	double t0 = now_s();
+	double t0 = clock_now_s();
 	struct ring_eval best = { .rate = -1, .lat_sum = INFINITY };
 	unsigned long long rng = 0x9e3779b97f4a7c15ull;
 	struct routes r = { 0 };
@@ -317,7 +308,7 @@ baseline_ring(const struct topo *t, double time_limit_s, struct ring_plan *rp)
 		}
 		ring_eval(t, &r, cur, m, load, &cur_e);
 		/* 2-opt: reverse cur[i..j] while it improves. */
-		while (improved && now_s() - t0 < time_limit_s) {
+		while (improved && clock_now_s() - t0 < time_limit_s) {
 			improved = false;
 			for (int i = 1; i < m - 1 && !improved; i++) {
 				for (int j = i + 1; j < m && !improved; j++) {
@@ -338,7 +329,7 @@ baseline_ring(const struct topo *t, double time_limit_s, struct ring_plan *rp)
 			best = cur_e;
 			memcpy(rp->order, cur, sizeof(int) * (size_t)m);
 		}
-		if (now_s() - t0 >= time_limit_s)
+		if (clock_now_s() - t0 >= time_limit_s)
 			break;
 	}
 	memcpy(cur, rp->order, sizeof(int) * (size_t)m);

@@ -7,10 +7,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <glpk.h>
 
+#include "clock.h"
 #include "graph.h"
 #include "mtree.h"
 #include "packing.h"
@@ -28,15 +28,6 @@
 /* GBST stops after this many trees per run (it also stops when the residual graph no
  * longer spans the worker sites). */
 #define MTREE_GBST_MAX 256
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void
 set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -660,7 +651,7 @@ mtree_plan(const struct topo *t, const struct mtree_opts *o, struct mtree_stats 
 	   char *err, size_t errlen)
 {
 	struct mtree_stats st = { 0 };
-	double t0 = now_s(), h = o->max_height_ms;
+	double t0 = clock_now_s(), h = o->max_height_ms;
 	struct plan *pool, *out = NULL;
 	int rc = 0;
 
@@ -763,7 +754,7 @@ mtree_plan(const struct topo *t, const struct mtree_opts *o, struct mtree_stats 
 			2 * plan_tree_depth(t, tr));
 	}
 	plan_free(pool);
-	st.seconds = now_s() - t0;
+	st.seconds = clock_now_s() - t0;
 	if (st_out != NULL)
 		*st_out = st;
 	return out;

@@ -15,10 +15,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <glpk.h>
 
+#include "clock.h"
 #include "graph.h"
 #include "packing.h"
 
@@ -27,15 +27,6 @@
 #define PACKING_REL_GAP 1e-6
 /* Improving trees added per LP solve when pricing tries several roots. */
 #define PACKING_COLUMNS_PER_ROUND 8
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 double
 packing_tree_weight(const struct topo *t, const int *parent, const double *w)
@@ -271,7 +262,7 @@ packing_solve(const struct topo *t, struct plan *pool, const struct packing_opts
 	double *costs = malloc(sizeof(double) * (size_t)t->n_nodes);
 	bool relays = topo_worker_sites(t) < t->n_nodes;
 	bool exact_pricing = opts->max_height_ms <= 0 && !relays;
-	double t0 = now_s(), z = 0, upper = INFINITY, last_w = 0;
+	double t0 = clock_now_s(), z = 0, upper = INFINITY, last_w = 0;
 	glp_prob *lp = NULL;
 	glp_smcp smcp;
 	int rc = 0;
@@ -341,7 +332,7 @@ packing_solve(const struct topo *t, struct plan *pool, const struct packing_opts
 			break;
 		if (exact_pricing && z >= upper * (1 - PACKING_REL_GAP))
 			break;
-		if (pool->n_trees >= max_cols || now_s() - t0 > tlim)
+		if (pool->n_trees >= max_cols || clock_now_s() - t0 > tlim)
 			break;
 		/* Add every improving tree the roots found, cheapest first, up to a few per
 		 * round: fewer LP solves than one column at a time. */
