@@ -87,6 +87,26 @@ load_topology(const char *path)
 	return t;
 }
 
+/* Load a plan and check it by the spec's rules (heights within h if h > 0); NULL after a
+ * one-line error. */
+static struct plan *
+load_valid_plan(const struct topo *t, const char *path, double h)
+{
+	char err[TOPO_ERR_MAX];
+	struct plan *p = plan_load(t, path, err, sizeof(err));
+
+	if (p == NULL) {
+		fprintf(stderr, "%s: %s\n", PROG, err);
+		return NULL;
+	}
+	if (plan_validate(t, p, h, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s: %s: %s\n", PROG, path, err);
+		plan_free(p);
+		return NULL;
+	}
+	return p;
+}
+
 static double
 max_height(const struct topo *t, const struct plan *p)
 {
@@ -699,7 +719,6 @@ cmd_simulate(int argc, char **argv)
 	const char *topo_path = NULL, *plan_path = NULL;
 	struct sim_params sp = SIM_PARAMS_DEFAULT;
 	struct sim_result res;
-	char err[TOPO_ERR_MAX];
 	struct topo *t = NULL;
 	struct plan *p = NULL;
 	uint64_t bytes = 0;
@@ -742,15 +761,9 @@ cmd_simulate(int argc, char **argv)
 		cli_error(PROG, "--plan FILE is required");
 		goto out;
 	}
-	p = plan_load(t, plan_path, err, sizeof(err));
-	if (p == NULL) {
-		fprintf(stderr, "%s: %s\n", PROG, err);
+	p = load_valid_plan(t, plan_path, 0);
+	if (p == NULL)
 		goto out;
-	}
-	if (plan_validate(t, p, 0, err, sizeof(err)) != 0) {
-		fprintf(stderr, "%s: %s: %s\n", PROG, plan_path, err);
-		goto out;
-	}
 	if (bytes == 0)
 		bytes = p->bytes > 0 ? p->bytes : DEFAULT_BYTES;
 	rc = CLI_EXIT_FAIL;
@@ -806,7 +819,6 @@ cmd_validate(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *topo_path = NULL, *plan_path = NULL;
-	char err[TOPO_ERR_MAX];
 	struct topo *t = NULL;
 	struct plan *p = NULL;
 	double h = 0;
@@ -838,15 +850,9 @@ cmd_validate(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	p = plan_load(t, plan_path, err, sizeof(err));
-	if (p == NULL) {
-		fprintf(stderr, "%s: %s\n", PROG, err);
+	p = load_valid_plan(t, plan_path, h);
+	if (p == NULL)
 		goto out;
-	}
-	if (plan_validate(t, p, h, err, sizeof(err)) != 0) {
-		fprintf(stderr, "%s: %s: %s\n", PROG, plan_path, err);
-		goto out;
-	}
 	printf("%s: valid plan: %d trees, %.4f Gbit/s\n", plan_path, p->n_trees,
 	       plan_total_rate(p));
 	rc = 0;
