@@ -17,7 +17,6 @@ GEOREDUCE_PACKAGES=(
 	libglpk-dev
 	python3
 	iproute2
-	bc
 )
 
 log() { printf '== %s\n' "$*" >&2; }
