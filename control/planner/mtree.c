@@ -150,15 +150,24 @@ gbst_grow(const struct topo *t, struct gbst_ws *ws, int start, double max_h, dou
 			for (int k = t->adj_off[u]; k < t->adj_off[u + 1]; k++) {
 				int x = t->adj[k].node, l = t->adj[k].link;
 				double cap = ws->residual[l], rad;
+				bool wider;
 
 				if (ws->parent[x] != PLAN_ABSENT || cap < floor)
 					continue;
 				if (bu >= 0 && cap < bcap * (1 - 1e-12))
 					continue;
-				rad = radius_after(t, ws, size, u, t->links[l].latency_ms);
-				if (max_h > 0 && rad > max_h * (1 + 1e-12))
-					continue;
-				if (bu < 0 || cap > bcap * (1 + 1e-12) || rad < brad) {
+				wider = bu < 0 || cap > bcap * (1 + 1e-12);
+				/* The radius (O(size)) is needed for the height limit, or to break
+				 * a tie in capacity; otherwise the wider link wins outright. */
+				rad = INFINITY;
+				if (max_h > 0 || !wider) {
+					rad = radius_after(t, ws, size, u, t->links[l].latency_ms);
+					if (max_h > 0 && rad > max_h * (1 + 1e-12))
+						continue;
+				}
+				if (!wider && !isfinite(brad))
+					brad = radius_after(t, ws, size, bu, t->links[bl].latency_ms);
+				if (wider || rad < brad) {
 					bu = u;
 					bx = x;
 					bl = l;
