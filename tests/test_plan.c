@@ -21,6 +21,7 @@
 #include <CUnit/CUnit.h>
 #include <jansson.h>
 
+#include "fuzzutil.h"
 #include "testutil.h"
 #include "plan.h"
 #include "topo.h"
@@ -1228,22 +1229,6 @@ test_load(void)
 
 static uint64_t fuzz_seed = 0x706c616e66757a7aull; /* "planfuzz" */
 
-static uint64_t
-rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static size_t
-rnd(uint64_t *s, size_t n)
-{
-	return n == 0 ? 0 : (size_t)(rng_next(s) % n);
-}
-
 static const char *const fragments[] = {
 	"{", "}", "[", "]", "\"", ",", ":", "-1", "0", "1e999", "null", "true", "\"a\"", "\"b\"",
 	"\"c\"", "\"r\"", "\"zz\"", "\\u0000", "\\n", "\n", "\"root\"", "\"parent\"", "\"share\"",
@@ -1251,44 +1236,6 @@ static const char *const fragments[] = {
 	"18446744073709551616", "9223372036854775807", "-9223372036854775808", "\xff", "{}",
 	"[]", ",\"x\":1", "\"predicted\":{\"bytes\":1,\"allreduce_seconds\":1},",
 };
-
-static void
-mutate(char **buf, size_t *len, uint64_t *s)
-{
-	size_t pos = rnd(s, *len + 1), n;
-	const char *f;
-	char *b;
-
-	switch (rnd(s, 6)) {
-	case 0:
-		if (*len > 0) {
-			pos = rnd(s, *len);
-			(*buf)[pos] = (char)(1 + rnd(s, 255));
-		}
-		return;
-	case 1: /* delete */
-		n = 1 + rnd(s, 8);
-		if (pos + n > *len)
-			n = *len - pos;
-		memmove(*buf + pos, *buf + pos + n, *len - pos - n + 1);
-		*len -= n;
-		return;
-	case 2: /* truncate */
-		(*buf)[pos] = '\0';
-		*len = pos;
-		return;
-	default: /* splice a fragment */
-		f = fragments[rnd(s, sizeof(fragments) / sizeof(*fragments))];
-		n = strlen(f);
-		b = realloc(*buf, *len + n + 1);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-		memmove(b + pos + n, b + pos, *len - pos + 1);
-		memcpy(b + pos, f, n);
-		*buf = b;
-		*len += n;
-		return;
-	}
-}
 
 static void
 test_fuzz_parse(void)
@@ -1305,14 +1252,15 @@ test_fuzz_parse(void)
 		      "'parent':{'a':'r','b':'a','c':'r','r':null,'s':'c'}}],'groups':[1]}");
 	seeds[2] = sq("{" PFMT ",'algorithm':'ring','trees':[" TREE_C "," TREE_A "," TREE_A "]}");
 	for (unsigned it = 0; it < iters; it++) {
-		char err[512], *doc = strdup(seeds[rnd(&s, 3)]);
-		size_t len = strlen(doc);
+		char err[512], *doc;
+		struct sbuf b = { 0 };
 		unsigned k = 1 + (unsigned)rnd(&s, 2);
 		struct plan *p;
 
-		CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+		sb_set(&b, seeds[rnd(&s, 3)]);
 		for (unsigned m = 0; m < k; m++)
-			mutate(&doc, &len, &s);
+			fuzz_mutate(&b, &s, fragments, sizeof(fragments) / sizeof(*fragments));
+		doc = b.p;
 		memset(err, 0, sizeof(err));
 		errno = 0;
 		p = plan_parse(t, doc, "fuzz.json", err, sizeof(err));

@@ -25,6 +25,7 @@
 #include <CUnit/CUnit.h>
 #include <jansson.h>
 
+#include "fuzzutil.h"
 #include "testutil.h"
 #include "jsonutil.h"
 #include "plan.h"
@@ -42,22 +43,6 @@ static bool quick;
 /* Helpers                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
-
-static uint64_t
-rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static size_t
-rnd(uint64_t *s, size_t n)
-{
-	return n == 0 ? 0 : (size_t)(rng_next(s) % n);
-}
 
 static char *
 table_text(const struct table *tb)
@@ -1787,52 +1772,6 @@ static const char *const fragments[] = {
 	"9223372036854775807", "-9223372036854775808", "18446744073709551616",
 };
 
-static void
-mutate(char **buf, size_t *len, uint64_t *s)
-{
-	size_t pos = rnd(s, *len + 1), n;
-	const char *f;
-	char *b;
-
-	switch (rnd(s, 7)) {
-	case 0: /* overwrite a byte */
-		if (*len > 0)
-			(*buf)[rnd(s, *len)] = (char)(1 + rnd(s, 255));
-		return;
-	case 1: /* change a digit: keeps the JSON valid, moves values around */
-		for (size_t k = 0; k < *len; k++) {
-			size_t at = (pos + k) % (*len ? *len : 1);
-
-			if ((*buf)[at] >= '0' && (*buf)[at] <= '9') {
-				(*buf)[at] = (char)('0' + rnd(s, 10));
-				return;
-			}
-		}
-		return;
-	case 2: /* delete */
-		n = 1 + rnd(s, 8);
-		if (pos + n > *len)
-			n = *len - pos;
-		memmove(*buf + pos, *buf + pos + n, *len - pos - n + 1);
-		*len -= n;
-		return;
-	case 3: /* truncate */
-		(*buf)[pos] = '\0';
-		*len = pos;
-		return;
-	default: /* splice a fragment */
-		f = fragments[rnd(s, sizeof(fragments) / sizeof(*fragments))];
-		n = strlen(f);
-		b = realloc(*buf, *len + n + 1);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-		memmove(b + pos + n, b + pos, *len - pos + 1);
-		memcpy(b + pos, f, n);
-		*buf = b;
-		*len += n;
-		return;
-	}
-}
-
 /* A random value for a structural mutation. */
 static json_t *
 random_value(uint64_t *s)
@@ -1991,13 +1930,14 @@ test_fuzz(void)
 	}
 	/* Byte-level mutations: mostly syntax errors, some changed values. */
 	for (unsigned it = 0; it < iters; it++) {
-		char *doc = strdup(seeds[rnd(&s, N5)]);
-		size_t len = strlen(doc);
+		char *doc;
+		struct sbuf b = { 0 };
 		unsigned k = 1 + (unsigned)rnd(&s, 3);
 
-		CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+		sb_set(&b, seeds[rnd(&s, N5)]);
 		for (unsigned m = 0; m < k; m++)
-			mutate(&doc, &len, &s);
+			fuzz_mutate(&b, &s, fragments, sizeof(fragments) / sizeof(*fragments));
+		doc = b.p;
 		fuzz_one(doc, &st);
 		free(doc);
 	}
