@@ -184,26 +184,6 @@ gbst_grow(const struct topo *t, struct gbst_ws *ws, int start, double max_h, dou
 	return true;
 }
 
-/* Index of the pool tree with the same edge set as parent[], or -1. */
-static int
-tree_in_pool(const struct topo *t, const struct plan *pool, const int *parent)
-{
-	for (int i = 0; i < pool->n_trees; i++) {
-		const int *q = pool->trees[i].parent;
-		bool same = true;
-
-		for (int v = 0; v < t->n_nodes && same; v++) {
-			if ((q[v] == PLAN_ABSENT) != (parent[v] == PLAN_ABSENT))
-				same = false;
-			else if (parent[v] >= 0 && q[v] != parent[v] && q[parent[v]] != v)
-				same = false;
-		}
-		if (same)
-			return i;
-	}
-	return -1;
-}
-
 int
 mtree_gbst(const struct topo *t, double max_height_ms, double min_rate_gbps, int max_trees,
 	   struct plan *pool)
@@ -254,14 +234,14 @@ mtree_gbst(const struct topo *t, double max_height_ms, double min_rate_gbps, int
 		for (int v = 0; v < t->n_nodes; v++)
 			if (ws.parent[v] >= 0)
 				ws.residual[topo_link_between(t, v, ws.parent[v])] -= b;
-		if (tree_in_pool(t, pool, ws.parent) >= 0) {
+		rc = packing_pool_add(t, pool, ws.parent);
+		if (rc == -EEXIST) {
 			misses++;
 			continue;
 		}
-		misses = 0;
-		rc = plan_add_tree(pool, graph_center_root(t, ws.parent), 0, ws.parent);
 		if (rc < 0)
 			goto out;
+		misses = 0;
 		added++;
 	}
 	rc = added;

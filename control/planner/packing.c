@@ -189,41 +189,33 @@ out:
 	return cost;
 }
 
-static bool
-same_tree(const struct topo *t, const int *a, const int *b)
+int
+packing_pool_find(const struct topo *t, const struct plan *pool, const int *parent)
 {
-	/* Same edge set: compare undirected edges via sorted membership. Trees with the same
-	 * node set and the same child->parent relation after rooting differ only by root, so
-	 * compare edge sets through a per-link mark. */
-	int n_a = 0, n_b = 0;
+	/* Two trees on the same node set are equal iff every edge {v, parent[v]} of one is an
+	 * edge of the other, whichever way round the other is rooted. */
+	for (int i = 0; i < pool->n_trees; i++) {
+		const int *q = pool->trees[i].parent;
+		bool same = true;
 
-	for (int v = 0; v < t->n_nodes; v++) {
-		if ((a[v] == PLAN_ABSENT) != (b[v] == PLAN_ABSENT))
-			return false;
-		n_a += a[v] >= 0;
-		n_b += b[v] >= 0;
+		for (int v = 0; v < t->n_nodes && same; v++) {
+			if ((q[v] == PLAN_ABSENT) != (parent[v] == PLAN_ABSENT))
+				same = false;
+			else if (parent[v] >= 0 && q[v] != parent[v] && q[parent[v]] != v)
+				same = false;
+		}
+		if (same)
+			return i;
 	}
-	if (n_a != n_b)
-		return false;
-	for (int v = 0; v < t->n_nodes; v++) {
-		int u = a[v];
-
-		if (u < 0)
-			continue;
-		/* Edge {v, u} must be in b as b[v] == u or b[u] == v. */
-		if (b[v] != u && b[u] != v)
-			return false;
-	}
-	return true;
+	return -1;
 }
 
-static int
-pool_add_unique(const struct topo *t, struct plan *pool, const int *parent)
+int
+packing_pool_add(const struct topo *t, struct plan *pool, int *parent)
 {
-	for (int i = 0; i < pool->n_trees; i++)
-		if (same_tree(t, pool->trees[i].parent, parent))
-			return -EEXIST;
-	return plan_add_tree(pool, graph_center_root(t, (int *)parent), 0, parent);
+	if (packing_pool_find(t, pool, parent) >= 0)
+		return -EEXIST;
+	return plan_add_tree(pool, graph_center_root(t, parent), 0, parent);
 }
 
 static void
@@ -284,7 +276,7 @@ packing_solve(const struct topo *t, struct plan *pool, const struct packing_opts
 			rc = -ENOENT;
 			goto out;
 		}
-		rc = pool_add_unique(t, pool, parent);
+		rc = packing_pool_add(t, pool, parent);
 		if (rc < 0)
 			goto out;
 		rc = 0;
@@ -345,7 +337,7 @@ packing_solve(const struct topo *t, struct plan *pool, const struct packing_opts
 			if (best < 0)
 				break;
 			costs[best] = INFINITY;
-			rc = pool_add_unique(t, pool, trees + (size_t)best * (size_t)t->n_nodes);
+			rc = packing_pool_add(t, pool, trees + (size_t)best * (size_t)t->n_nodes);
 			if (rc == -EEXIST)
 				continue;
 			if (rc < 0)

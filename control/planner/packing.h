@@ -51,6 +51,15 @@ int packing_solve(const struct topo *t, struct plan *pool, const struct packing_
 double packing_price(const struct topo *t, const double *w, double max_height_ms,
 		     int *parent);
 
+/** Index of the pool tree with the same edge set as parent[] (any root), or -1. */
+int packing_pool_find(const struct topo *t, const struct plan *pool, const int *parent);
+
+/**
+ * Add a tree to the pool unless its edge set is already there, re-rooted at its centre
+ * (parent[] is re-rooted in place). Returns the new index, -EEXIST, or -ENOMEM.
+ */
+int packing_pool_add(const struct topo *t, struct plan *pool, int *parent);
+
 /** Sum of w[] over the links of a tree. */
 double packing_tree_weight(const struct topo *t, const int *parent, const double *w);
 
