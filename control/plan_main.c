@@ -139,6 +139,7 @@ predict(const struct topo *t, struct plan *p, uint64_t bytes, int window)
 	/* A schedule of more than PREDICT_MAX_TRANSFERS chunk transfers is simulated with
 	 * chunks coarser by a power of two (a slightly pessimistic prediction, since only the
 	 * pipeline fill grows); the plan keeps its chunk sizes. */
+	uint64_t *orig;
 	double est = 0;
 	int coarse = 1;
 
@@ -152,19 +153,21 @@ predict(const struct topo *t, struct plan *p, uint64_t bytes, int window)
 	}
 	while (est / coarse > PREDICT_MAX_TRANSFERS)
 		coarse *= 2;
+	orig = malloc(sizeof(*orig) * (size_t)(p->n_trees > 0 ? p->n_trees : 1));
+	if (orig == NULL)
+		return -ENOMEM;
+	for (int i = 0; i < p->n_trees; i++)
+		orig[i] = p->trees[i].chunk_bytes;
 	for (;; coarse *= 2) {
-		struct plan tmp = *p;
-		struct plan_tree trees[p->n_trees > 0 ? p->n_trees : 1];
-
-		for (int i = 0; i < p->n_trees; i++) {
-			trees[i] = p->trees[i];
-			trees[i].chunk_bytes *= (uint64_t)coarse;
-		}
-		tmp.trees = trees;
-		rc = sim_plan(t, &tmp, bytes, &sp, &res);
+		for (int i = 0; i < p->n_trees; i++)
+			p->trees[i].chunk_bytes = orig[i] * (uint64_t)coarse;
+		rc = sim_plan(t, p, bytes, &sp, &res);
 		if (rc != -E2BIG || coarse > (1 << 20))
 			break;
 	}
+	for (int i = 0; i < p->n_trees; i++)
+		p->trees[i].chunk_bytes = orig[i];
+	free(orig);
 
 	if (rc != 0)
 		return rc;
