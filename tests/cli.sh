@@ -46,6 +46,10 @@ expect 2 "bad --max-trees text" "$plan" mtree -t $ex/b4.json -k ten
 expect 2 "bad --max-height-ms" "$plan" mtree -t $ex/b4.json -H nan
 expect 2 "bad --bytes" "$plan" mtree -t $ex/b4.json -b 12XB
 expect 2 "bad --rho" "$plan" mtree -t $ex/b4.json --rho 1.5
+expect 2 "bad --window" "$plan" mtree -t $ex/b4.json -w 2
+expect 2 "zero --bytes" "$plan" compare -t $ex/b4.json -b 0
+expect 2 "negative --min-rate-gbps" "$plan" mtree -t $ex/b4.json -r -1
+expect 2 "simulate without --plan" "$plan" simulate -t $ex/b4.json
 expect 2 "stray argument" "$plan" compare -t $ex/b4.json extra
 printf '{"format": "georeduce-topology/1", "nodes": [' >"$tmp/trunc.json"
 expect 2 "truncated JSON" "$plan" mtree -t "$tmp/trunc.json"
@@ -77,6 +81,11 @@ expect 0 "mtree --paper" "$plan" mtree -t $ex/b4.json --paper -o "$tmp/p.json" -
 expect 0 "mtree with ITH" "$plan" mtree -t $ex/aws-10region.json --rho 0.95 -o "$tmp/i.json" -q
 expect 0 "plan to stdout" "$plan" mtree -t $ex/aws-4region.json
 grep -q '"georeduce-plan/1"' "$tmp/out" && ok "stdout holds the plan" || not_ok "stdout holds the plan"
+
+# A plan for another topology names a node this one does not have.
+expect 2 "plan for another topology" "$plan" simulate -t $ex/b4.json -p "$tmp/aws-4region.plan.json"
+grep -q "unknown node id" "$tmp/err" && ok "error names the unknown node" ||
+	not_ok "error names the unknown node"
 
 # A plan that breaks a rule is rejected by validate.
 sed 's/"share": [0-9.e-]*/"share": 0.5/' "$tmp/aws-4region.plan.json" >"$tmp/bad-share.json"
