@@ -8,6 +8,7 @@
  * through the same instructions as the body. All loads and stores are unaligned.
  */
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -25,19 +26,14 @@ static inline __m256i tail_mask(size_t k)
 	return _mm256_loadu_si256((const __m256i *)(mask_tbl + LANES - k));
 }
 
-static inline __m256 load_f16(const uint16_t *p)
+static inline __m256 cvt_f16(__m128i h)
 {
-	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+	return _mm256_cvtph_ps(h);
 }
 
 static inline __m256 cvt_bf16(__m128i h)
 {
 	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-static inline __m256 load_bf16(const uint16_t *p)
-{
-	return cvt_bf16(_mm_loadu_si128((const __m128i *)p));
 }
 
 static inline __m128i to_f16(__m256 a)
@@ -57,6 +53,11 @@ static inline __m128i to_bf16(__m256 a)
 	r = _mm256_blendv_epi8(_mm256_srli_epi32(r, 16), qnan, nan);
 	/* Every lane is <= 0xffff, so the unsigned-saturating pack is exact. */
 	return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}
+
+static inline __m128i load_u16(const uint16_t *p)
+{
+	return _mm_loadu_si128((const __m128i *)p);
 }
 
 /* Copy k < 8 16-bit elements into a zero-padded vector. */
@@ -103,146 +104,107 @@ static void sum_f32_avx2(float *acc, const float *src, size_t n)
 	}
 }
 
-static void widen_f16_avx2(float *acc, const uint16_t *src, size_t n)
+/*
+ * The fp16 and bf16 kernels differ only in the conversion of a vector, so each operation has
+ * one loop, below, taking the conversion as a function pointer (and, for widen, add as a flag).
+ * The loops are always inlined into the one-line kernels after them, with constant arguments:
+ * GCC inlines the converter and drops the dead branch, leaving one specialised loop per kernel,
+ * the same code as a hand-written copy.
+ */
+typedef __m256 (*widen_cvt_t)(__m128i h);
+typedef __m128i (*narrow_cvt_t)(__m256 a);
+
+/* acc[i] = cvt(src[i]), or acc[i] += cvt(src[i]) if add. */
+static inline __attribute__((always_inline)) void
+widen_loop(float *acc, const uint16_t *src, size_t n, widen_cvt_t cvt, bool add)
 {
 	size_t i = 0;
 
 	for (; i + 4 * LANES <= n; i += 4 * LANES) {
-		__m256 s0 = load_f16(src + i);
-		__m256 s1 = load_f16(src + i + 8);
-		__m256 s2 = load_f16(src + i + 16);
-		__m256 s3 = load_f16(src + i + 24);
+		__m256 s0 = cvt(load_u16(src + i));
+		__m256 s1 = cvt(load_u16(src + i + 8));
+		__m256 s2 = cvt(load_u16(src + i + 16));
+		__m256 s3 = cvt(load_u16(src + i + 24));
 
+		if (add) {
+			s0 = _mm256_add_ps(_mm256_loadu_ps(acc + i), s0);
+			s1 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 8), s1);
+			s2 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 16), s2);
+			s3 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 24), s3);
+		}
 		_mm256_storeu_ps(acc + i, s0);
 		_mm256_storeu_ps(acc + i + 8, s1);
 		_mm256_storeu_ps(acc + i + 16, s2);
 		_mm256_storeu_ps(acc + i + 24, s3);
 	}
+	for (; i + LANES <= n; i += LANES) {
+		__m256 s = cvt(load_u16(src + i));
+
+		if (add)
+			s = _mm256_add_ps(_mm256_loadu_ps(acc + i), s);
+		_mm256_storeu_ps(acc + i, s);
+	}
+	if (i < n) {
+		__m256i m = tail_mask(n - i);
+		__m256 s = cvt(load_u16_tail(src + i, n - i));
+
+		if (add)
+			s = _mm256_add_ps(_mm256_maskload_ps(acc + i, m), s);
+		_mm256_maskstore_ps(acc + i, m, s);
+	}
+}
+
+/* dst[i] = cvt(acc[i]). */
+static inline __attribute__((always_inline)) void
+narrow_loop(uint16_t *dst, const float *acc, size_t n, narrow_cvt_t cvt)
+{
+	size_t i = 0;
+
+	for (; i + 4 * LANES <= n; i += 4 * LANES) {
+		__m128i h0 = cvt(_mm256_loadu_ps(acc + i));
+		__m128i h1 = cvt(_mm256_loadu_ps(acc + i + 8));
+		__m128i h2 = cvt(_mm256_loadu_ps(acc + i + 16));
+		__m128i h3 = cvt(_mm256_loadu_ps(acc + i + 24));
+
+		_mm_storeu_si128((__m128i *)(dst + i), h0);
+		_mm_storeu_si128((__m128i *)(dst + i + 8), h1);
+		_mm_storeu_si128((__m128i *)(dst + i + 16), h2);
+		_mm_storeu_si128((__m128i *)(dst + i + 24), h3);
+	}
 	for (; i + LANES <= n; i += LANES)
-		_mm256_storeu_ps(acc + i, load_f16(src + i));
+		_mm_storeu_si128((__m128i *)(dst + i), cvt(_mm256_loadu_ps(acc + i)));
 	if (i < n)
-		_mm256_maskstore_ps(acc + i, tail_mask(n - i),
-				    _mm256_cvtph_ps(load_u16_tail(src + i, n - i)));
+		store_u16_tail(dst + i, cvt(_mm256_maskload_ps(acc + i, tail_mask(n - i))), n - i);
+}
+
+static void widen_f16_avx2(float *acc, const uint16_t *src, size_t n)
+{
+	widen_loop(acc, src, n, cvt_f16, false);
 }
 
 static void widen_add_f16_avx2(float *acc, const uint16_t *src, size_t n)
 {
-	size_t i = 0;
-
-	for (; i + 4 * LANES <= n; i += 4 * LANES) {
-		__m256 a0 = _mm256_add_ps(_mm256_loadu_ps(acc + i), load_f16(src + i));
-		__m256 a1 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 8), load_f16(src + i + 8));
-		__m256 a2 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 16), load_f16(src + i + 16));
-		__m256 a3 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 24), load_f16(src + i + 24));
-
-		_mm256_storeu_ps(acc + i, a0);
-		_mm256_storeu_ps(acc + i + 8, a1);
-		_mm256_storeu_ps(acc + i + 16, a2);
-		_mm256_storeu_ps(acc + i + 24, a3);
-	}
-	for (; i + LANES <= n; i += LANES)
-		_mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i),
-							load_f16(src + i)));
-	if (i < n) {
-		__m256i m = tail_mask(n - i);
-		__m256 a = _mm256_add_ps(_mm256_maskload_ps(acc + i, m),
-					 _mm256_cvtph_ps(load_u16_tail(src + i, n - i)));
-
-		_mm256_maskstore_ps(acc + i, m, a);
-	}
+	widen_loop(acc, src, n, cvt_f16, true);
 }
 
 static void narrow_f16_avx2(uint16_t *dst, const float *acc, size_t n)
 {
-	size_t i = 0;
-
-	for (; i + 4 * LANES <= n; i += 4 * LANES) {
-		__m128i h0 = to_f16(_mm256_loadu_ps(acc + i));
-		__m128i h1 = to_f16(_mm256_loadu_ps(acc + i + 8));
-		__m128i h2 = to_f16(_mm256_loadu_ps(acc + i + 16));
-		__m128i h3 = to_f16(_mm256_loadu_ps(acc + i + 24));
-
-		_mm_storeu_si128((__m128i *)(dst + i), h0);
-		_mm_storeu_si128((__m128i *)(dst + i + 8), h1);
-		_mm_storeu_si128((__m128i *)(dst + i + 16), h2);
-		_mm_storeu_si128((__m128i *)(dst + i + 24), h3);
-	}
-	for (; i + LANES <= n; i += LANES)
-		_mm_storeu_si128((__m128i *)(dst + i), to_f16(_mm256_loadu_ps(acc + i)));
-	if (i < n)
-		store_u16_tail(dst + i, to_f16(_mm256_maskload_ps(acc + i, tail_mask(n - i))),
-			       n - i);
+	narrow_loop(dst, acc, n, to_f16);
 }
 
 static void widen_bf16_avx2(float *acc, const uint16_t *src, size_t n)
 {
-	size_t i = 0;
-
-	for (; i + 4 * LANES <= n; i += 4 * LANES) {
-		__m256 s0 = load_bf16(src + i);
-		__m256 s1 = load_bf16(src + i + 8);
-		__m256 s2 = load_bf16(src + i + 16);
-		__m256 s3 = load_bf16(src + i + 24);
-
-		_mm256_storeu_ps(acc + i, s0);
-		_mm256_storeu_ps(acc + i + 8, s1);
-		_mm256_storeu_ps(acc + i + 16, s2);
-		_mm256_storeu_ps(acc + i + 24, s3);
-	}
-	for (; i + LANES <= n; i += LANES)
-		_mm256_storeu_ps(acc + i, load_bf16(src + i));
-	if (i < n)
-		_mm256_maskstore_ps(acc + i, tail_mask(n - i),
-				    cvt_bf16(load_u16_tail(src + i, n - i)));
+	widen_loop(acc, src, n, cvt_bf16, false);
 }
 
 static void widen_add_bf16_avx2(float *acc, const uint16_t *src, size_t n)
 {
-	size_t i = 0;
-
-	for (; i + 4 * LANES <= n; i += 4 * LANES) {
-		__m256 a0 = _mm256_add_ps(_mm256_loadu_ps(acc + i), load_bf16(src + i));
-		__m256 a1 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 8), load_bf16(src + i + 8));
-		__m256 a2 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 16), load_bf16(src + i + 16));
-		__m256 a3 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 24), load_bf16(src + i + 24));
-
-		_mm256_storeu_ps(acc + i, a0);
-		_mm256_storeu_ps(acc + i + 8, a1);
-		_mm256_storeu_ps(acc + i + 16, a2);
-		_mm256_storeu_ps(acc + i + 24, a3);
-	}
-	for (; i + LANES <= n; i += LANES)
-		_mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i),
-							load_bf16(src + i)));
-	if (i < n) {
-		__m256i m = tail_mask(n - i);
-		__m256 a = _mm256_add_ps(_mm256_maskload_ps(acc + i, m),
-					 cvt_bf16(load_u16_tail(src + i, n - i)));
-
-		_mm256_maskstore_ps(acc + i, m, a);
-	}
+	widen_loop(acc, src, n, cvt_bf16, true);
 }
 
 static void narrow_bf16_avx2(uint16_t *dst, const float *acc, size_t n)
 {
-	size_t i = 0;
-
-	for (; i + 4 * LANES <= n; i += 4 * LANES) {
-		__m128i h0 = to_bf16(_mm256_loadu_ps(acc + i));
-		__m128i h1 = to_bf16(_mm256_loadu_ps(acc + i + 8));
-		__m128i h2 = to_bf16(_mm256_loadu_ps(acc + i + 16));
-		__m128i h3 = to_bf16(_mm256_loadu_ps(acc + i + 24));
-
-		_mm_storeu_si128((__m128i *)(dst + i), h0);
-		_mm_storeu_si128((__m128i *)(dst + i + 8), h1);
-		_mm_storeu_si128((__m128i *)(dst + i + 16), h2);
-		_mm_storeu_si128((__m128i *)(dst + i + 24), h3);
-	}
-	for (; i + LANES <= n; i += LANES)
-		_mm_storeu_si128((__m128i *)(dst + i), to_bf16(_mm256_loadu_ps(acc + i)));
-	if (i < n)
-		store_u16_tail(dst + i, to_bf16(_mm256_maskload_ps(acc + i, tail_mask(n - i))),
-			       n - i);
+	narrow_loop(dst, acc, n, to_bf16);
 }
 
 const struct sum_kernels sum_kernels_avx2 = {

@@ -7,6 +7,7 @@
  * whatever the compiler's vectoriser does. Memory is accessed through memcpy (one unaligned
  * movss/movzwl each), because packet payloads may sit at any byte offset.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -131,40 +132,58 @@ static void sum_f32_scalar(float *acc, const float *src, size_t n)
 		store_f32(&acc[i], load_f32(&acc[i]) + load_f32(&src[i]));
 }
 
-static void widen_f16_scalar(float *acc, const uint16_t *src, size_t n)
+/*
+ * The fp16 and bf16 kernels differ only in the conversion, so each operation has one loop,
+ * taking the conversion as a function pointer (and, for widen, add as a flag). The loops are
+ * always inlined into the one-line kernels after them, with constant arguments: GCC inlines
+ * the converter and drops the dead branch, leaving one specialised loop per kernel.
+ */
+static inline __attribute__((always_inline)) void
+widen_loop(float *acc, const uint16_t *src, size_t n, float (*cvt)(uint16_t h), bool add)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (add)
+			store_f32(&acc[i], load_f32(&acc[i]) + cvt(load_u16(&src[i])));
+		else
+			store_f32(&acc[i], cvt(load_u16(&src[i])));
+	}
+}
+
+static inline __attribute__((always_inline)) void
+narrow_loop(uint16_t *dst, const float *acc, size_t n, uint16_t (*cvt)(float f))
 {
 	for (size_t i = 0; i < n; i++)
-		store_f32(&acc[i], f16_to_f32(load_u16(&src[i])));
+		store_u16(&dst[i], cvt(load_f32(&acc[i])));
+}
+
+static void widen_f16_scalar(float *acc, const uint16_t *src, size_t n)
+{
+	widen_loop(acc, src, n, f16_to_f32, false);
 }
 
 static void widen_add_f16_scalar(float *acc, const uint16_t *src, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		store_f32(&acc[i], load_f32(&acc[i]) + f16_to_f32(load_u16(&src[i])));
+	widen_loop(acc, src, n, f16_to_f32, true);
 }
 
 static void narrow_f16_scalar(uint16_t *dst, const float *acc, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		store_u16(&dst[i], f32_to_f16(load_f32(&acc[i])));
+	narrow_loop(dst, acc, n, f32_to_f16);
 }
 
 static void widen_bf16_scalar(float *acc, const uint16_t *src, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		store_f32(&acc[i], bf16_to_f32(load_u16(&src[i])));
+	widen_loop(acc, src, n, bf16_to_f32, false);
 }
 
 static void widen_add_bf16_scalar(float *acc, const uint16_t *src, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		store_f32(&acc[i], load_f32(&acc[i]) + bf16_to_f32(load_u16(&src[i])));
+	widen_loop(acc, src, n, bf16_to_f32, true);
 }
 
 static void narrow_bf16_scalar(uint16_t *dst, const float *acc, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		store_u16(&dst[i], f32_to_bf16(load_f32(&acc[i])));
+	narrow_loop(dst, acc, n, f32_to_bf16);
 }
 
 const struct sum_kernels sum_kernels_scalar = {
