@@ -28,22 +28,11 @@
 #include "mtree.h"
 #include "packing.h"
 #include "plan.h"
+#include "plan_common.h"
 #include "sim.h"
 #include "topo.h"
 
-#define PROG "georeduce-plan"
 #define DEFAULT_BYTES (1ull << 30)
-/* Predictions simulate at most about this many chunk transfers (about 0.3 s). */
-#define PREDICT_MAX_TRANSFERS 1e6
-
-static bool progress;   /* progress lines on stderr (when it is a terminal) */
-
-static void
-note(const char *msg)
-{
-	if (progress)
-		fprintf(stderr, "  .. %s\n", msg);
-}
 
 static void
 usage_main(FILE *f)
@@ -61,180 +50,6 @@ usage_main(FILE *f)
 		"\n"
 		"'" PROG " COMMAND --help' describes each command's options.\n"
 		"Exit status: 0 ok, 1 planning failed on valid input, 2 bad options or input.\n");
-}
-
-/* getopt's '?': one line naming the offending option. */
-static void
-bad_option(const char *cmd, char **argv)
-{
-	cli_error(PROG, "%s: unknown option or missing value in '%s' (try '" PROG " %s --help')",
-		  cmd, argv[optind - 1], cmd);
-}
-
-static struct topo *
-load_topology(const char *path)
-{
-	char err[TOPO_ERR_MAX];
-	struct topo *t;
-
-	if (path == NULL) {
-		cli_error(PROG, "--topology FILE is required");
-		return NULL;
-	}
-	t = topo_load(path, err, sizeof(err));
-	if (t == NULL)
-		fprintf(stderr, "%s: %s\n", PROG, err);
-	return t;
-}
-
-/* Load a plan and check it by the spec's rules (heights within h if h > 0); NULL after a
- * one-line error. */
-static struct plan *
-load_valid_plan(const struct topo *t, const char *path, double h)
-{
-	char err[TOPO_ERR_MAX];
-	struct plan *p = plan_load(t, path, err, sizeof(err));
-
-	if (p == NULL) {
-		fprintf(stderr, "%s: %s\n", PROG, err);
-		return NULL;
-	}
-	if (plan_validate(t, p, h, err, sizeof(err)) != 0) {
-		fprintf(stderr, "%s: %s: %s\n", PROG, path, err);
-		plan_free(p);
-		return NULL;
-	}
-	return p;
-}
-
-static double
-max_height(const struct topo *t, const struct plan *p)
-{
-	double h = 0;
-
-	for (int i = 0; i < p->n_trees; i++) {
-		double x = plan_tree_height_ms(t, &p->trees[i]);
-
-		h = x > h ? x : h;
-	}
-	return h;
-}
-
-/* Predict with the simulator over the transport the chunks were sized for, every tree
- * paced at its planned rate as the dataplane does. */
-static int
-predict(const struct topo *t, struct plan *p, uint64_t bytes, int window)
-{
-	struct sim_params sp = SIM_PARAMS_DEFAULT;
-	struct sim_result res;
-	int rc;
-
-	sp.window = window;
-	sp.pace = true;
-	if (topo_worker_sites(t) < 2) { /* nothing crosses the WAN */
-		p->bytes = bytes;
-		p->allreduce_seconds = 0;
-		return 0;
-	}
-	/* A schedule of more than PREDICT_MAX_TRANSFERS chunk transfers is simulated with
-	 * chunks coarser by a power of two (a slightly pessimistic prediction, since only the
-	 * pipeline fill grows); the plan keeps its chunk sizes. */
-	uint64_t *orig;
-	double est = 0;
-	int coarse = 1;
-
-	for (int i = 0; i < p->n_trees; i++) {
-		int nodes = 0;
-
-		for (int v = 0; v < t->n_nodes; v++)
-			nodes += p->trees[i].parent[v] != PLAN_ABSENT;
-		est += ceil(p->trees[i].share * (double)bytes / (double)p->trees[i].chunk_bytes) *
-		       2.0 * (nodes - 1);
-	}
-	while (est / coarse > PREDICT_MAX_TRANSFERS)
-		coarse *= 2;
-	orig = malloc(sizeof(*orig) * (size_t)(p->n_trees > 0 ? p->n_trees : 1));
-	if (orig == NULL)
-		return -ENOMEM;
-	for (int i = 0; i < p->n_trees; i++)
-		orig[i] = p->trees[i].chunk_bytes;
-	for (;; coarse *= 2) {
-		for (int i = 0; i < p->n_trees; i++)
-			p->trees[i].chunk_bytes = orig[i] * (uint64_t)coarse;
-		rc = sim_plan(t, p, bytes, &sp, &res);
-		if (rc != -E2BIG || coarse > (1 << 20))
-			break;
-	}
-	for (int i = 0; i < p->n_trees; i++)
-		p->trees[i].chunk_bytes = orig[i];
-	free(orig);
-
-	if (rc != 0)
-		return rc;
-	p->bytes = bytes;
-	p->allreduce_seconds = res.seconds;
-	return 0;
-}
-
-static void
-fmt_bytes(char *buf, size_t len, double b)
-{
-	if (b >= (1 << 30))
-		snprintf(buf, len, "%.2f GiB", b / (1 << 30));
-	else if (b >= (1 << 20))
-		snprintf(buf, len, "%.2f MiB", b / (1 << 20));
-	else
-		snprintf(buf, len, "%.0f KiB", b / (1 << 10));
-}
-
-static void
-print_trees(FILE *f, const struct topo *t, const struct plan *p)
-{
-	fprintf(f, "  %4s  %-20s %12s %7s %10s %6s %11s\n", "tree", "root", "rate Gbit/s", "share",
-		"height ms", "depth", "chunk");
-	for (int i = 0; i < p->n_trees; i++) {
-		const struct plan_tree *tr = &p->trees[i];
-		char chunk[32];
-
-		fmt_bytes(chunk, sizeof(chunk), (double)tr->chunk_bytes);
-		fprintf(f, "  %4d  %-20s %12.4f %7.4f %10.2f %6d %11s\n", i, t->nodes[tr->root].id,
-			tr->rate_gbps, tr->share, plan_tree_height_ms(t, tr), plan_tree_depth(t, tr),
-			chunk);
-	}
-}
-
-/* The packing bound (exact fractional spanning-tree packing). Negative on failure. */
-static double
-packing_bound(const struct topo *t, struct plan **solution)
-{
-	struct packing_opts po = { 0 };
-	struct packing_result pr;
-	struct plan *pool = plan_create("packing-bound", t, 64);
-	double bound = -1;
-
-	if (pool == NULL)
-		return -1;
-	/* Exact pricing proves the LP value optimal; otherwise (relay sites, or a stop at the
-	 * column or time limit) report the proven upper bound if there is one, else the best
-	 * packing found. */
-	if (packing_solve(t, pool, &po, &pr) == 0)
-		bound = pr.exact || !isfinite(pr.upper_gbps) ? pr.rate_gbps : pr.upper_gbps;
-	if (solution != NULL && bound >= 0) {
-		/* Keep only the trees in the LP solution. */
-		struct plan *p = plan_create("packing-bound", t, pool->n_trees);
-
-		for (int i = 0; p != NULL && i < pool->n_trees; i++)
-			if (pool->trees[i].rate_gbps > 1e-4 * pr.rate_gbps)
-				plan_add_tree(p, pool->trees[i].root, pool->trees[i].rate_gbps,
-					      pool->trees[i].parent);
-		if (p != NULL && plan_shares_from_rates(p) != 0) {
-			plan_free(p);
-			p = NULL;
-		}
-		*solution = p;
-	}
-	plan_free(pool);
-	return bound;
 }
 
 /* ---- mtree ---- */
@@ -268,7 +83,7 @@ usage_mtree(FILE *f)
 		"  -h, --help              this text\n");
 }
 
-static int
+int
 cmd_mtree(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -333,25 +148,25 @@ cmd_mtree(int argc, char **argv)
 			break;
 		case 'q': quiet = true; break;
 		case 'h': usage_mtree(stdout); rc = 0; goto out;
-		default: bad_option("mtree", argv); goto out;
+		default: plan_bad_option("mtree", argv); goto out;
 		}
 	}
 	if (optind < argc) {
 		cli_error(PROG, "mtree: unexpected argument '%s'", argv[optind]);
 		goto out;
 	}
-	t = load_topology(topo_path);
+	t = plan_load_topology(topo_path);
 	if (t == NULL)
 		goto out;
-	note("planning mTree");
+	plan_note("planning mTree");
 	p = mtree_plan(t, &mo, &st, err, sizeof(err));
 	if (p == NULL) {
 		cli_error(PROG, "mtree: %s", err);
 		rc = CLI_EXIT_FAIL;
 		goto out;
 	}
-	note("simulating");
-	if (predict(t, p, mo.bytes, mo.window) != 0) {
+	plan_note("simulating");
+	if (plan_predict(t, p, mo.bytes, mo.window) != 0) {
 		cli_error(PROG, "mtree: the simulator rejected the plan");
 		rc = CLI_EXIT_FAIL;
 		goto out;
@@ -376,15 +191,15 @@ cmd_mtree(int argc, char **argv)
 		goto out;
 	}
 	if (!quiet) {
-		note("computing the packing bound");
-		bound = packing_bound(t, NULL);
+		plan_note("computing the packing bound");
+		bound = plan_packing_bound(t, NULL);
 		fprintf(sum, "%s plan for '%s': %d trees, %.4f Gbit/s aggregate", p->algorithm,
 			t->name, p->n_trees, plan_total_rate(p));
 		if (bound > 0)
 			fprintf(sum, " (%.3f of the packing bound %.4f)", plan_total_rate(p) / bound,
 				bound);
 		fprintf(sum, "\n");
-		print_trees(sum, t, p);
+		plan_print_trees(sum, t, p);
 		fprintf(sum, "predicted AllReduce of %llu bytes: %.4f s\n",
 			(unsigned long long)p->bytes, p->allreduce_seconds);
 		fprintf(sum, "planned in %.3f s: %d candidates (%d from GBST), %d LP solves, "
@@ -450,17 +265,17 @@ row_from_plan(const struct topo *t, struct plan *p, const char *name, uint64_t b
 	if (p == NULL)
 		return -1;
 	r->plan_s = plan_s;
-	if (predict(t, p, bytes, window) != 0)
+	if (plan_predict(t, p, bytes, window) != 0)
 		return -1;
 	r->name = name;
 	r->rate = plan_total_rate(p);
 	r->trees = p->n_trees;
-	r->height_ms = max_height(t, p);
+	r->height_ms = plan_max_height(t, p);
 	r->seconds = p->allreduce_seconds;
 	return 0;
 }
 
-static int
+int
 cmd_compare(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -509,14 +324,14 @@ cmd_compare(int argc, char **argv)
 			break;
 		case 'j': json = true; break;
 		case 'h': usage_compare(stdout); rc = 0; goto out;
-		default: bad_option("compare", argv); goto out;
+		default: plan_bad_option("compare", argv); goto out;
 		}
 	}
 	if (optind < argc) {
 		cli_error(PROG, "compare: unexpected argument '%s'", argv[optind]);
 		goto out;
 	}
-	t = load_topology(topo_path);
+	t = plan_load_topology(topo_path);
 	if (t == NULL)
 		goto out;
 	if (topo_worker_sites(t) < 2) {
@@ -533,9 +348,9 @@ cmd_compare(int argc, char **argv)
 	{
 		struct plan *p = NULL;
 
-		note("packing bound");
+		plan_note("packing bound");
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		bound = packing_bound(t, &p);
+		bound = plan_packing_bound(t, &p);
 		if (bound < 0 || p == NULL) {
 			cli_error(PROG, "compare: the packing LP failed");
 			plan_free(p);
@@ -563,7 +378,7 @@ cmd_compare(int argc, char **argv)
 			v.max_trees = 0;
 		if (variant == 2)
 			v.paper_only = true;
-		note(names[variant]);
+		plan_note(names[variant]);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		p = mtree_plan(t, &v, NULL, err, sizeof(err));
 		if (p == NULL) {
@@ -587,7 +402,7 @@ cmd_compare(int argc, char **argv)
 		plan_free(p);
 	}
 	/* Ring. */
-	note("ring");
+	plan_note("ring");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (baseline_ring(t, 2.0, &rp) == 0) {
 		struct sim_result res;
@@ -613,7 +428,7 @@ cmd_compare(int argc, char **argv)
 		}
 	}
 	/* Parameter server. */
-	note("parameter server");
+	plan_note("parameter server");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (baseline_ps(t, &ps) == 0) {
 		struct sim_result res;
@@ -705,7 +520,7 @@ usage_simulate(FILE *f)
 		"  -h, --help              this text\n");
 }
 
-static int
+int
 cmd_simulate(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -749,7 +564,7 @@ cmd_simulate(int argc, char **argv)
 		case 'P': sp.pace = true; break;
 		case 'S': sweep = true; break;
 		case 'h': usage_simulate(stdout); rc = 0; goto out;
-		default: bad_option("simulate", argv); goto out;
+		default: plan_bad_option("simulate", argv); goto out;
 		}
 	}
 	sp.alpha_s = alpha_us * 1e-6;
@@ -757,14 +572,14 @@ cmd_simulate(int argc, char **argv)
 		cli_error(PROG, "simulate: unexpected argument '%s'", argv[optind]);
 		goto out;
 	}
-	t = load_topology(topo_path);
+	t = plan_load_topology(topo_path);
 	if (t == NULL)
 		goto out;
 	if (plan_path == NULL) {
 		cli_error(PROG, "--plan FILE is required");
 		goto out;
 	}
-	p = load_valid_plan(t, plan_path, 0);
+	p = plan_load_valid(t, plan_path, 0);
 	if (p == NULL)
 		goto out;
 	if (bytes == 0)
@@ -811,7 +626,7 @@ usage_validate(FILE *f)
 		"heights within H). Prints one line; exit status 0 if valid, 2 if not.\n");
 }
 
-static int
+int
 cmd_validate(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -837,14 +652,14 @@ cmd_validate(int argc, char **argv)
 				goto out;
 			break;
 		case 'h': usage_validate(stdout); rc = 0; goto out;
-		default: bad_option("validate", argv); goto out;
+		default: plan_bad_option("validate", argv); goto out;
 		}
 	}
 	if (optind < argc) {
 		cli_error(PROG, "validate: unexpected argument '%s'", argv[optind]);
 		goto out;
 	}
-	t = load_topology(topo_path);
+	t = plan_load_topology(topo_path);
 	if (t == NULL)
 		goto out;
 	if (plan_path == NULL) {
@@ -853,7 +668,7 @@ cmd_validate(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	p = load_valid_plan(t, plan_path, h);
+	p = plan_load_valid(t, plan_path, h);
 	if (p == NULL)
 		goto out;
 	printf("%s: valid plan: %d trees, %.4f Gbit/s\n", plan_path, p->n_trees,
@@ -878,8 +693,8 @@ main(int argc, char **argv)
 		{ "validate", cmd_validate },
 	};
 
-	progress = isatty(STDERR_FILENO);
-	opterr = 0; /* bad_option() reports */
+	plan_progress = isatty(STDERR_FILENO);
+	opterr = 0; /* plan_bad_option() reports */
 	if (argc < 2) {
 		cli_error(PROG, "missing command (try '" PROG " --help')");
 		return CLI_EXIT_USAGE;
