@@ -62,6 +62,31 @@ cli_int(const char *prog, const char *opt, const char *s, long min, long max, in
 }
 
 int
+cli_uint(const char *prog, const char *name, const char *s, uint64_t min, uint64_t max,
+	 uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	if (s[0] < '0' || s[0] > '9') {
+		cli_error(prog, "%s: '%s' is not an unsigned integer", name, s);
+		return -1;
+	}
+	v = strtoull(s, &end, 10);
+	if (*end != '\0' || errno != 0 || v < min || v > max) {
+		if (*end != '\0')
+			cli_error(prog, "%s: '%s' is not an unsigned integer", name, s);
+		else
+			cli_error(prog, "%s: %s is out of range [%llu, %llu]", name, s,
+				  (unsigned long long)min, (unsigned long long)max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int
 cli_bytes(const char *prog, const char *opt, const char *s, uint64_t min, uint64_t *out)
 {
 	static const struct {

@@ -23,6 +23,14 @@ int cli_double(const char *prog, const char *opt, const char *s, double min, dou
 int cli_int(const char *prog, const char *opt, const char *s, long min, long max, int *out);
 
 /**
+ * Parse a decimal unsigned integer in [min, max] (no sign, no spaces) for `name`, which is
+ * printed as given: an option with its dashes ("--job") or an argument's name ("JOB").
+ * On error prints "<prog>: <name>: ..." to stderr and returns -1.
+ */
+int cli_uint(const char *prog, const char *name, const char *s, uint64_t min, uint64_t max,
+	     uint64_t *out);
+
+/**
  * Parse a byte count: a non-negative integer with an optional suffix K, M, G, T (powers
  * of 1000) or KiB, MiB, GiB, TiB (powers of 1024); at least min.
  */

@@ -54,5 +54,8 @@ int cmd_mtree(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+int cmd_crew(int argc, char **argv);
+int cmd_blueconnect(int argc, char **argv);
+int cmd_selmcast(int argc, char **argv);
 
 #endif

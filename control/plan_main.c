@@ -47,6 +47,9 @@ usage_main(FILE *f)
 		"  compare   mTree against ring, single tree, parameter server and the packing bound\n"
 		"  simulate  predict the AllReduce time of a plan, optionally over chunk sizes\n"
 		"  validate  check a topology, and a plan against it\n"
+		"  crew      plan a CREW partial reduce, or simulate training progress with it\n"
+		"  blueconnect  decompose a hierarchical AllReduce (workers, gateways, sites)\n"
+		"  selmcast  choose multicast receivers per round (SELMCAST) and write them\n"
 		"\n"
 		"'" PROG " COMMAND --help' describes each command's options.\n"
 		"Exit status: 0 ok, 1 planning failed on valid input, 2 bad options or input.\n");
@@ -691,6 +694,9 @@ main(int argc, char **argv)
 		{ "compare", cmd_compare },
 		{ "simulate", cmd_simulate },
 		{ "validate", cmd_validate },
+		{ "crew", cmd_crew },
+		{ "blueconnect", cmd_blueconnect },
+		{ "selmcast", cmd_selmcast },
 	};
 
 	plan_progress = isatty(STDERR_FILENO);
