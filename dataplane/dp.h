@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * georeduce-dataplane: the state shared by the control thread (slowpath/) and the worker
+ * lcores (fastpath/), and the contract between them.
+ *
+ * Threads:
+ *  - The control thread (the EAL main lcore) owns struct dp: it parses tables, builds one
+ *    struct dp_job per installed (job, epoch), publishes the set of jobs (struct dp_state)
+ *    with a release store, waits for an RCU grace period (rte_rcu_qsbr) before it frees
+ *    anything a worker may still read, resolves neighbours (ARP) and answers the control
+ *    socket. It allocates, locks nothing and may block.
+ *  - Each worker lcore owns one struct dp_lcore: its RX queues, its TX buffers, its
+ *    counters and, in every job, its own slots (chunks are steered to lcores by UDP port,
+ *    so no slot is ever touched by two lcores). Workers never allocate (mbufs come from
+ *    pools sized at start), lock, make syscalls or log above DEBUG. They read the published
+ *    state between two quiescent-state reports of one loop iteration.
+ *
+ * Every field below says who writes it and who reads it ("ctl: rw, workers: ro").
+ */
+#ifndef GEOREDUCE_DP_H
+#define GEOREDUCE_DP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_common.h>
+#include <rte_ether.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "sum.h"
+#include "table.h"
+#include "wire.h"
+
+#define DP_PORTS_MAX 8          /* ethdev ports one dataplane drives */
+#define DP_LCORES_MAX 64        /* worker lcores */
+#define DP_JOBS_MAX 16          /* jobs installed at once */
+#define DP_EPOCHS_MAX 4         /* epochs of one job held at once: live + draining */
+#define DP_NEIGH_MAX 1024       /* neighbour entries (gateways and workers of every job) */
+#define DP_BURST_MAX 64
+#define DP_LEARN_RING 256       /* per-lcore ring of ARP sightings for the control thread */
+#define DP_CTL_TX_RING 64       /* per-port ring of control-thread frames (ARP requests) */
+#define DP_HDR_ROOM 128         /* data room of the header mbufs of multicast copies */
+
+/* Counters of one worker lcore that are not drop reasons (drops use enum wire_reason). */
+enum dp_ctr {
+	DP_CTR_RX_PACKETS = 0,
+	DP_CTR_RX_BYTES,
+	DP_CTR_TX_PACKETS,          /* handed to the TX queue */
+	DP_CTR_TX_BYTES,
+	DP_CTR_TX_DROPPED,          /* the TX queue did not take them */
+	DP_CTR_CHUNKS_COMPLETED,    /* slots that had all their contributions */
+	DP_CTR_PARTIALS_SENT,       /* partial sums sent to a parent */
+	DP_CTR_RESULTS_SENT,        /* result copies sent to children and workers */
+	DP_CTR_CONTRIBS,            /* contributions summed */
+	DP_CTR_ARP_REPLIES,
+	DP_CTR_ICMP_REPLIES,
+	DP_CTR_NOT_FOR_US,          /* other protocols, addresses or ports: dropped */
+	DP_CTR_NO_NEIGHBOUR,        /* a destination's MAC is not resolved yet: dropped */
+	DP_CTR_NO_MBUF,             /* a pool was empty: dropped */
+	DP_CTR_BAD_FRAME,           /* Ethernet/IP/UDP rejected (details in drops[]) */
+	DP_CTR_BAD_HEADER,          /* georeduce header rejected (details in drops[]) */
+	DP_CTR_CTL_TX,              /* control-thread frames sent for it */
+	DP_CTR_COUNT,
+};
+
+/* Slot states (docs/PROTOCOL.md, section 7.3). */
+enum dp_slot_state {
+	DP_SLOT_FREE = 0,
+	DP_SLOT_OPEN,               /* collecting contributions */
+	DP_SLOT_COMPLETE,           /* the partial sum went to the parent; awaiting the RESULT */
+	DP_SLOT_DONE,               /* the RESULT is known (retained until the slot is reused) */
+};
+
+/**
+ * One chunk in flight at one gateway: (job, epoch, tree, round, chunk) on one lcore. Owned
+ * by that lcore alone (workers: rw, ctl: only after the job is unpublished and the grace
+ * period is over).
+ */
+struct dp_slot {
+	uint32_t round;
+	uint32_t chunk;
+	uint8_t state;              /* enum dp_slot_state */
+	uint8_t rsvd;
+	uint16_t n_in;              /* contributions in (bits set in `in`) */
+	uint32_t contrib;           /* worker contributions summed */
+	struct rte_mbuf *acc;       /* OPEN: the first packet, the fp32 accumulator or the
+				     * header template of fp16/bf16 */
+	struct rte_mbuf *result;    /* DONE: the RESULT, one reference held */
+	float *acc32;               /* fp16/bf16: this slot's fp32 accumulator (job arena) */
+	uint64_t in[TABLE_CONTRIB_MAX / 64]; /* contributor bitmap (table.h: bit k) */
+} __rte_cache_aligned;
+
+/** A destination of this gateway's packets: parent, child gateway or local worker. */
+struct dp_dest {
+	uint16_t id;                /* node id */
+	uint16_t port;              /* ethdev port it is reached through */
+	uint16_t nh;                /* neighbour entry of the next hop (itself or a router) */
+	uint16_t udp_base;          /* gateway: base + chunk % count; worker: its port */
+	uint16_t udp_count;         /* gateway: its port count; worker: 1 */
+	uint32_t ipv4;              /* host order */
+};
+
+/** This gateway's part in one tree, runtime form (built from a struct table_tree). */
+struct dp_tree {
+	const struct table_tree *tt; /* slow path only (the table is not NUMA-placed) */
+	uint16_t id;
+	uint16_t expected;          /* contributions per chunk */
+	uint32_t chunk_first;
+	uint32_t chunk_count;
+	uint32_t slot_mask;         /* slots - 1 */
+	uint32_t slot_off;          /* first slot of this tree in each lcore's slot array */
+	uint16_t n_src;             /* contributors: workers then children */
+	bool has_parent;
+	struct dp_dest parent;
+	struct dp_dest *down;       /* children then workers: where results go */
+	uint16_t n_down;
+	/* Contributors sorted by id for lookup: ids[k] has bit bits[k]; is_worker[k]. */
+	uint16_t *src_ids;
+	uint8_t *src_bits;
+	uint8_t *src_worker;
+};
+
+/**
+ * One installed (job, epoch): immutable after dp_job_create() except the slots (each lcore
+ * its own) and the per-lcore open-slot counts. ctl: creates, frees after unpublish + grace
+ * period + drain; workers: ro (slots rw, their own).
+ */
+struct dp_job {
+	uint32_t job;
+	uint32_t epoch;
+	struct table *tb;           /* the parsed table (ctl keeps it for dump) */
+	char *table_json;           /* as installed, for dump */
+	enum wire_dtype dtype;
+	uint32_t chunk_elements;
+	uint64_t n_chunks;
+	uint64_t elements;
+	uint16_t self_id;
+	uint16_t self_port;         /* ethdev port of this gateway's address */
+	uint32_t self_ipv4;
+	uint16_t udp_base, udp_count;
+	uint16_t tree_map_n;        /* tree_map covers ids [0, tree_map_n) */
+	uint16_t *tree_map;         /* tree id -> index in trees[] + 1, 0: none */
+	int n_trees;
+	struct dp_tree *trees;
+	uint32_t slots_per_lcore;   /* sum of the trees' slots */
+	unsigned int n_lcores;
+	struct dp_slot **slots;     /* per lcore index: slots_per_lcore slots (its socket) */
+	float **arena;              /* per lcore index: fp32 accumulators (fp16/bf16 only) */
+	/* Per lcore index: slots OPEN or COMPLETE (workers: wo own, ctl: ro relaxed). */
+	_Atomic uint32_t *busy;
+	uint64_t bytes;             /* memory held by this job (slots, arenas, maps) */
+	uint64_t mbufs_held_max;    /* mbufs its slots can hold at most */
+	uint64_t retire_tsc;        /* ctl only: when it stopped being live (0: live) */
+};
+
+/** The jobs workers see: published whole with RCU (ctl: creates, workers: ro). */
+struct dp_state {
+	int n_jobs;
+	struct {
+		uint32_t job;
+		bool removed;                       /* epochs[0] drains too: no new chunks */
+		int n_epochs;                       /* live first, then draining ones */
+		struct dp_job *epochs[DP_EPOCHS_MAX];
+	} jobs[DP_JOBS_MAX];
+};
+
+/** ARP sighting passed from a worker to the control thread. */
+struct dp_learn {
+	uint32_t ipv4;              /* host order */
+	uint16_t port;
+	uint8_t mac[RTE_ETHER_ADDR_LEN];
+};
+
+/** A neighbour: ipv4 is written once by ctl before the entry is referenced; mac is a
+ * 48-bit MAC in the low bits with DP_NEIGH_VALID set once resolved (ctl: wo, workers: ro,
+ * relaxed loads: one word, never torn). */
+#define DP_NEIGH_VALID (1ull << 63)
+struct dp_neigh {
+	uint32_t ipv4;
+	uint16_t port;
+	bool is_static;
+	_Atomic uint64_t mac;
+	uint64_t last_request_tsc;  /* ctl only */
+};
+
+/** A port's address (ctl: set at start, everyone: ro). */
+struct dp_port {
+	uint16_t port_id;
+	uint32_t ipv4;              /* host order */
+	uint8_t prefix_len;
+	uint32_t gw_ipv4;           /* 0: no router on this port */
+	struct rte_ether_addr mac;
+	uint16_t n_rxq;             /* queues 0 .. n_rxq - 1 polled by lcore indices 0 .. */
+	uint16_t n_txq;             /* one per worker lcore */
+	struct rte_ring *ctl_tx;    /* ctl: SP enqueue; the lcore polling RX queue 0: SC */
+};
+
+/** Per worker lcore context, cache aligned, owned by its lcore. */
+struct dp_lcore {
+	unsigned int idx;           /* 0 .. n_lcores - 1: index into per-lcore arrays */
+	unsigned int lcore_id;
+	struct dp *dp;
+	const struct sum_kernels *k;
+	struct rte_mempool *pool;       /* packets (its socket) */
+	struct rte_mempool *hdr_pool;   /* headers of result copies */
+	struct rte_mempool *clone_pool; /* indirect mbufs of result copies */
+	struct rte_ring *learn;         /* ARP sightings to ctl (SP: this lcore, SC: ctl) */
+	uint16_t n_rxq;
+	struct {
+		uint16_t port;
+		uint16_t queue;
+	} rxq[DP_PORTS_MAX];
+	/* TX staging per port: flushed at the end of each iteration. */
+	uint16_t tx_n[DP_PORTS_MAX];
+	struct rte_mbuf *tx[DP_PORTS_MAX][DP_BURST_MAX];
+	/* Idle backoff. */
+	uint32_t idle_polls;
+	/* Counters (this lcore: wo, plain; readers: relaxed loads, may be a little stale). */
+	uint64_t ctr[DP_CTR_COUNT];
+	uint64_t drops[WIRE_REASON_COUNT_MAX];
+	uint64_t cycles_busy;       /* TSC cycles of iterations that did work */
+	uint64_t iterations;
+} __rte_cache_aligned;
+
+/** Options that shape the fast path. */
+struct dp_params {
+	uint16_t udp_base;          /* this dataplane's UDP port range */
+	uint16_t udp_count;
+	uint16_t burst;             /* 1 .. DP_BURST_MAX */
+	uint32_t idle_spin;         /* empty polls before backing off; 0: never back off */
+	uint32_t idle_sleep_us;     /* longest sleep when idle */
+	uint32_t drain_ms;          /* how long a retired epoch may keep open slots */
+	uint64_t mbufs;             /* packet mbufs per pool */
+	uint16_t mtu;               /* IP MTU */
+};
+
+/** The whole dataplane (ctl: rw; workers: ro except their dp_lcore and job slots). */
+struct dp {
+	struct dp_params prm;
+	unsigned int n_lcores;
+	struct dp_lcore *lcores[DP_LCORES_MAX];
+	unsigned int n_ports;
+	struct dp_port ports[DP_PORTS_MAX];
+	struct rte_rcu_qsbr *rcu;
+	_Atomic(struct dp_state *) state;   /* ctl: release store; workers: acquire load */
+	atomic_bool stop;                   /* ctl: sets; workers: leave their loop */
+	struct dp_neigh neigh[DP_NEIGH_MAX];
+	_Atomic uint32_t n_neigh;           /* ctl: release after filling an entry */
+	/* Control-thread bookkeeping. */
+	struct dp_job *staged[DP_JOBS_MAX]; /* prepared, not yet live */
+	struct dp_job *retired[DP_JOBS_MAX * DP_EPOCHS_MAX]; /* unpublished, awaiting free */
+	uint64_t mbufs_committed;           /* mbufs the installed jobs may hold */
+	uint64_t mbufs_budget;              /* of the packet pools, for slots */
+	uint64_t job_bytes;                 /* memory held by jobs */
+	uint64_t pool_bytes;                /* memory of the mempools */
+};
+
+/* --- Fast path (fastpath/) ---------------------------------------------------------------- */
+
+/**
+ * One iteration of a worker lcore: receive a burst on each of its queues, process it,
+ * flush TX. Returns the number of packets received. Worker lcore (or a test thread that
+ * plays it); reads dp->state under the caller's RCU read-side section.
+ */
+unsigned int dp_worker_poll(struct dp_lcore *lc);
+
+/** The worker lcore main loop (rte_eal_remote_launch): poll, report quiescence, back off
+ * when idle, until dp->stop. arg is the struct dp_lcore. */
+int dp_worker_main(void *arg);
+
+/** Process one received packet (exported for tests): consumes m. */
+void dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
+	       uint16_t port);
+
+/** Hand the staged TX packets of every port to the TX queues. */
+void dp_tx_flush(struct dp_lcore *lc);
+
+/* --- Slow path (slowpath/) ---------------------------------------------------------------- */
+
+/**
+ * Build the runtime form of a table for this dataplane: destinations routed to ports and
+ * neighbour entries (added as needed), per-lcore slots and accumulators on each lcore's
+ * socket. Control thread.
+ *
+ * @return  The job, or NULL with a one-line message naming the table field and errno
+ *          EINVAL (the table does not fit this gateway: address, ports, routes), E2BIG
+ *          (over the dataplane's limits or mbuf budget) or ENOMEM.
+ */
+struct dp_job *dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen);
+
+/** Free a job no worker can see any more (after unpublish and a grace period). */
+void dp_job_free(struct dp *dp, struct dp_job *j);
+
+/** Slots of j that are open or complete (awaiting a result), summed over lcores. */
+uint64_t dp_job_busy(const struct dp_job *j);
+
+#endif

@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Fast path: aggregation of georeduce packets (docs/PROTOCOL.md, sections 7 and 10).
+ * Worker lcores only: no allocation except mbufs from pools sized at start, no locks, no
+ * syscalls, no logging above DEBUG.
+ *
+ * A CONTRIB finds its slot (per lcore, per tree: chunk & (slots - 1)); the first packet of
+ * a chunk becomes the accumulator and every further one is summed into it with the SIMD
+ * kernels and freed (fp16/bf16: summed into the slot's fp32 accumulator, rounded once at
+ * the end). A complete slot sends its partial sum to the parent (the accumulator packet
+ * itself, headers rewritten) or, at the root, becomes the RESULT. A RESULT is retained in
+ * its slot and sent to every child gateway and local worker as a fresh 96-byte header
+ * chained to an indirect mbuf of the payload: no payload is copied.
+ *
+ * Cost (1 worker lcore, net_ring, 1 KiB fp32 payloads, bench/): see BENCHMARKS.md.
+ */
+#include <string.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_mbuf.h>
+
+#include "dp.h"
+#include "fastpath/agg.h"
+#include "fastpath/tx.h"
+
+static inline void
+drop(struct dp_lcore *lc, struct rte_mbuf *m, enum wire_reason why)
+{
+	lc->drops[why]++;
+	rte_pktmbuf_free(m);
+}
+
+static inline struct wire_hdr *
+gr_hdr(struct rte_mbuf *m)
+{
+	return rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF);
+}
+
+static inline void *
+gr_payload(struct rte_mbuf *m)
+{
+	return rte_pktmbuf_mtod_offset(m, void *, WIRE_FRAME_PAYLOAD_OFF);
+}
+
+/* The job entry of (job, epoch), or NULL with *why set. *live tells whether it is the
+ * current epoch (chunks may start) or a draining one (only open slots go on). */
+static inline const struct dp_job *
+find_job(const struct dp_state *st, uint32_t job, uint32_t epoch, bool *live,
+	 enum wire_reason *why)
+{
+	if (st == NULL) {
+		*why = WIRE_REASON_UNKNOWN_JOB;
+		return NULL;
+	}
+	for (int i = 0; i < st->n_jobs; i++) {
+		if (st->jobs[i].job != job)
+			continue;
+		const struct dp_job *cur = st->jobs[i].epochs[0];
+
+		if (epoch == cur->epoch) {
+			*live = !st->jobs[i].removed;
+			return cur;
+		}
+		if ((int32_t)(epoch - cur->epoch) > 0) {
+			*why = WIRE_REASON_EPOCH_AHEAD;
+			return NULL;
+		}
+		for (int e = 1; e < st->jobs[i].n_epochs; e++)
+			if (st->jobs[i].epochs[e]->epoch == epoch) {
+				*live = false;
+				return st->jobs[i].epochs[e];
+			}
+		*why = WIRE_REASON_EPOCH_STALE;
+		return NULL;
+	}
+	*why = WIRE_REASON_UNKNOWN_JOB;
+	return NULL;
+}
+
+/* Index of contributor id in the tree's sorted list, or -1. At most 8 steps (256 ids). */
+static inline int
+find_src(const struct dp_tree *t, uint16_t id)
+{
+	int lo = 0, hi = (int)t->n_src - 1;
+
+	while (lo <= hi) {
+		int mid = (lo + hi) >> 1;
+
+		if (t->src_ids[mid] == id)
+			return mid;
+		if (t->src_ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return -1;
+}
+
+static inline struct dp_slot *
+slot_of(const struct dp_job *j, const struct dp_lcore *lc, const struct dp_tree *t,
+	uint32_t chunk)
+{
+	return &j->slots[lc->idx][t->slot_off + (chunk & t->slot_mask)];
+}
+
+static inline void
+busy_add(const struct dp_job *j, const struct dp_lcore *lc, int d)
+{
+	uint32_t v = atomic_load_explicit(&j->busy[lc->idx], memory_order_relaxed);
+
+	atomic_store_explicit(&j->busy[lc->idx], v + (uint32_t)d, memory_order_relaxed);
+}
+
+/* Release what a slot holds and make it FREE. */
+static inline void
+slot_clear(const struct dp_job *j, const struct dp_lcore *lc, struct dp_slot *s)
+{
+	if (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE)
+		busy_add(j, lc, -1);
+	if (s->acc != NULL)
+		rte_pktmbuf_free(s->acc);
+	if (s->result != NULL)
+		rte_pktmbuf_free(s->result);
+	s->acc = NULL;
+	s->result = NULL;
+	s->state = DP_SLOT_FREE;
+}
+
+/*
+ * Send a copy of the RESULT r (a whole frame, retained by the caller) to d: a header mbuf
+ * with fresh Ethernet/IP/UDP/georeduce headers chained to an indirect mbuf of r's payload.
+ */
+static void
+send_result_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
+		 struct rte_mbuf *r, uint8_t flags, uint32_t tsecr)
+{
+	struct rte_ether_addr mac;
+	struct rte_mbuf *h, *c;
+	uint32_t plen = rte_pktmbuf_data_len(r) - WIRE_FRAME_PAYLOAD_OFF;
+	const struct wire_hdr *rh = gr_hdr(r);
+	struct wire_hdr *wh;
+
+	if (unlikely(!dp_dest_mac(lc->dp, d, &mac))) {
+		lc->ctr[DP_CTR_NO_NEIGHBOUR]++;
+		return;
+	}
+	h = rte_pktmbuf_alloc(lc->hdr_pool);
+	c = rte_pktmbuf_clone(r, lc->clone_pool);
+	if (unlikely(h == NULL || c == NULL)) {
+		rte_pktmbuf_free(h);
+		rte_pktmbuf_free(c);
+		lc->ctr[DP_CTR_NO_MBUF]++;
+		return;
+	}
+	rte_pktmbuf_adj(c, WIRE_FRAME_PAYLOAD_OFF);
+	uint8_t *frame = (uint8_t *)rte_pktmbuf_append(h, WIRE_FRAME_PAYLOAD_OFF);
+
+	dp_write_l2l4(lc->dp, j, d, &mac, rte_be_to_cpu_32(rh->chunk), frame,
+		      WIRE_HDR_LEN + plen);
+	wh = (struct wire_hdr *)(frame + WIRE_FRAME_HDR_OFF);
+	memcpy(wh, rh, WIRE_HDR_LEN);
+	wh->flags = flags;
+	wh->sender = rte_cpu_to_be_16(j->self_id);
+	wh->tsval = rte_cpu_to_be_32(dp_now_us());
+	wh->tsecr = rte_cpu_to_be_32(tsecr);
+	rte_pktmbuf_chain(h, c);
+	lc->ctr[DP_CTR_RESULTS_SENT]++;
+	dp_tx_stage(lc, d->port, h);
+}
+
+/* The slot has its RESULT r: retain it and send it down the tree. */
+static void
+result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+	    struct dp_slot *s, struct rte_mbuf *r)
+{
+	if (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE)
+		busy_add(j, lc, -1);
+	s->state = DP_SLOT_DONE;
+	s->result = r;
+	for (uint16_t i = 0; i < t->n_down; i++)
+		send_result_copy(lc, j, &t->down[i], r, 0, 0);
+}
+
+/* All contributions are in: the partial sum goes up, or at the root the RESULT down. */
+static void
+complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+	 struct dp_slot *s)
+{
+	struct rte_mbuf *m = s->acc;
+	struct wire_hdr *wh = gr_hdr(m);
+	uint32_t n = rte_be_to_cpu_16(wh->count);
+
+	if (j->dtype == WIRE_DTYPE_FP16)
+		lc->k->narrow_f16(gr_payload(m), s->acc32, n);
+	else if (j->dtype == WIRE_DTYPE_BF16)
+		lc->k->narrow_bf16(gr_payload(m), s->acc32, n);
+	s->acc = NULL;
+	lc->ctr[DP_CTR_CHUNKS_COMPLETED]++;
+	wh->sender = rte_cpu_to_be_16(j->self_id);
+	wh->origin = rte_cpu_to_be_16(j->self_id);
+	wh->contrib = rte_cpu_to_be_16((uint16_t)s->contrib);
+	wh->flags = 0;
+	wh->tsval = rte_cpu_to_be_32(dp_now_us());
+	wh->tsecr = 0;
+	if (!t->has_parent) {
+		wh->type = WIRE_TYPE_RESULT;
+		result_down(lc, j, t, s, m);
+		return;
+	}
+	struct rte_ether_addr mac;
+
+	s->state = DP_SLOT_COMPLETE;
+	if (unlikely(!dp_dest_mac(lc->dp, &t->parent, &mac))) {
+		lc->ctr[DP_CTR_NO_NEIGHBOUR]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	wh->type = WIRE_TYPE_CONTRIB;
+	dp_write_l2l4(lc->dp, j, &t->parent, &mac, s->chunk, rte_pktmbuf_mtod(m, uint8_t *),
+		      rte_pktmbuf_data_len(m) - WIRE_FRAME_HDR_OFF);
+	lc->ctr[DP_CTR_PARTIALS_SENT]++;
+	dp_tx_stage(lc, t->parent.port, m);
+}
+
+/* Add contribution m (origin at contributor index k) to slot s, which is OPEN for it. */
+static void
+add(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct dp_slot *s,
+    struct rte_mbuf *m, const struct wire_pkt *p, int k)
+{
+	unsigned int bit = t->src_bits[k];
+
+	s->in[bit >> 6] |= 1ull << (bit & 63);
+	s->n_in++;
+	s->contrib += p->contrib;
+	lc->ctr[DP_CTR_CONTRIBS]++;
+	switch (j->dtype) {
+	case WIRE_DTYPE_FP32:
+		if (s->acc == NULL) {
+			s->acc = m;
+		} else {
+			lc->k->sum_f32(gr_payload(s->acc), gr_payload(m), p->count);
+			rte_pktmbuf_free(m);
+		}
+		break;
+	case WIRE_DTYPE_FP16:
+		if (s->acc == NULL) {
+			lc->k->widen_f16(s->acc32, gr_payload(m), p->count);
+			s->acc = m;
+		} else {
+			lc->k->widen_add_f16(s->acc32, gr_payload(m), p->count);
+			rte_pktmbuf_free(m);
+		}
+		break;
+	default: /* bf16: the dtype matched the job's, which the table limits to three */
+		if (s->acc == NULL) {
+			lc->k->widen_bf16(s->acc32, gr_payload(m), p->count);
+			s->acc = m;
+		} else {
+			lc->k->widen_add_bf16(s->acc32, gr_payload(m), p->count);
+			rte_pktmbuf_free(m);
+		}
+		break;
+	}
+	if (s->n_in == t->expected)
+		complete(lc, j, t, s);
+}
+
+static void
+on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct dp_tree *t,
+	   struct rte_mbuf *m, const struct wire_pkt *p)
+{
+	int k = find_src(t, p->origin);
+
+	if (unlikely(k < 0 || p->sender != p->origin || (t->src_worker[k] && p->contrib != 1))) {
+		drop(lc, m, WIRE_REASON_BAD_SENDER);
+		return;
+	}
+	struct dp_slot *s = slot_of(j, lc, t, p->chunk);
+	unsigned int bit = t->src_bits[k];
+	bool have = s->state != DP_SLOT_FREE && s->chunk == p->chunk &&
+		    (s->in[bit >> 6] >> (bit & 63) & 1);
+
+	if (s->state == DP_SLOT_FREE ||
+	    (s->state == DP_SLOT_DONE &&
+	     (s->chunk != p->chunk || wire_round_before(s->round, p->round)))) {
+		if (!live) { /* a draining epoch finishes its slots, opens none */
+			drop(lc, m, WIRE_REASON_EPOCH_STALE);
+			return;
+		}
+		slot_clear(j, lc, s);
+		s->state = DP_SLOT_OPEN;
+		s->round = p->round;
+		s->chunk = p->chunk;
+		s->n_in = 0;
+		s->contrib = 0;
+		memset(s->in, 0, sizeof(s->in));
+		busy_add(j, lc, 1);
+		add(lc, j, t, s, m, p, k);
+		return;
+	}
+	if (s->chunk != p->chunk) {
+		drop(lc, m, WIRE_REASON_NO_SLOT); /* another chunk holds the slot */
+		return;
+	}
+	if (s->round == p->round) {
+		if (have) {
+			drop(lc, m, WIRE_REASON_DUPLICATE);
+			return;
+		}
+		if (s->state == DP_SLOT_OPEN) {
+			add(lc, j, t, s, m, p, k);
+			return;
+		}
+		drop(lc, m, WIRE_REASON_LATE); /* complete without it */
+		return;
+	}
+	drop(lc, m, wire_round_before(p->round, s->round) ? WIRE_REASON_LATE
+							    : WIRE_REASON_NO_SLOT);
+}
+
+static void
+on_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+	  struct rte_mbuf *m, const struct wire_pkt *p)
+{
+	if (unlikely(!t->has_parent || p->sender != t->parent.id)) {
+		drop(lc, m, WIRE_REASON_BAD_SENDER);
+		return;
+	}
+	struct dp_slot *s = slot_of(j, lc, t, p->chunk);
+
+	if (s->chunk == p->chunk && s->round == p->round) {
+		if (s->state == DP_SLOT_COMPLETE) {
+			result_down(lc, j, t, s, m);
+			return;
+		}
+		drop(lc, m, WIRE_REASON_DUPLICATE);
+		return;
+	}
+	drop(lc, m, s->state == DP_SLOT_FREE || wire_round_before(p->round, s->round) ||
+				s->chunk != p->chunk
+			    ? WIRE_REASON_LATE
+			    : WIRE_REASON_NO_SLOT);
+}
+
+/* NACK_RESULT: answer every chunk of the range whose RESULT this node retains. */
+static void
+on_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+	       struct rte_mbuf *m, const struct wire_pkt *p)
+{
+	const struct dp_dest *to = NULL;
+
+	for (uint16_t i = 0; i < t->n_down; i++)
+		if (t->down[i].id == p->sender)
+			to = &t->down[i];
+	if (to == NULL) {
+		drop(lc, m, WIRE_REASON_BAD_SENDER);
+		return;
+	}
+	uint32_t n = p->count < DP_BURST_MAX ? p->count : DP_BURST_MAX;
+
+	for (uint32_t c = p->chunk; c - p->chunk < n; c++) {
+		struct dp_slot *s;
+
+		if (c - t->chunk_first >= t->chunk_count)
+			break;
+		s = slot_of(j, lc, t, c);
+		if (s->state == DP_SLOT_DONE && s->chunk == c && s->round == p->round)
+			send_result_copy(lc, j, to, s->result, WIRE_F_RETX | WIRE_F_ECHO,
+					 p->tsval);
+	}
+	rte_pktmbuf_free(m);
+}
+
+void
+dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
+	  const struct wire_pkt *p)
+{
+	enum wire_reason why = WIRE_REASON_NONE;
+	bool live = false;
+	const struct dp_job *j = find_job(st, p->job, p->epoch, &live, &why);
+
+	if (unlikely(j == NULL)) {
+		drop(lc, m, why);
+		return;
+	}
+	if (unlikely(p->tree >= j->tree_map_n || j->tree_map[p->tree] == 0)) {
+		drop(lc, m, WIRE_REASON_UNKNOWN_TREE);
+		return;
+	}
+	const struct dp_tree *t = &j->trees[j->tree_map[p->tree] - 1];
+
+	if (unlikely(p->chunk - t->chunk_first >= t->chunk_count)) {
+		drop(lc, m, WIRE_REASON_BAD_CHUNK);
+		return;
+	}
+	switch (p->type) {
+	case WIRE_TYPE_CONTRIB:
+	case WIRE_TYPE_RESULT: {
+		uint32_t want = p->chunk + 1 == j->n_chunks
+					? (uint32_t)(j->elements -
+						     (uint64_t)p->chunk * j->chunk_elements)
+					: j->chunk_elements;
+
+		if (unlikely(p->dtype != j->dtype || p->cset_blocks != 0 || p->count != want)) {
+			drop(lc, m, WIRE_REASON_JOB_MISMATCH);
+			return;
+		}
+		if (p->type == WIRE_TYPE_CONTRIB)
+			on_contrib(lc, j, live, t, m, p);
+		else
+			on_result(lc, j, t, m, p);
+		return;
+	}
+	case WIRE_TYPE_NACK_RESULT:
+		on_nack_result(lc, j, t, m, p);
+		return;
+	default:
+		/* ACK and NACK_CONTRIB concern retransmission timers, which this node keeps
+		 * none of yet: nothing to stop or resend. */
+		lc->ctr[DP_CTR_NOT_FOR_US]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+}

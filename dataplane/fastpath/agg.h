@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Fast path: the aggregation of georeduce packets (fastpath/agg.c). Worker lcores only.
+ */
+#ifndef GEOREDUCE_DP_AGG_H
+#define GEOREDUCE_DP_AGG_H
+
+#include <rte_mbuf.h>
+
+#include "dp.h"
+#include "wire.h"
+
+/**
+ * Handle a georeduce packet whose frame and header passed validation (p is its decoded
+ * header; m a single-segment frame addressed to this gateway): table checks, then the
+ * slot state machine. Consumes m (kept in a slot, sent on, or freed and counted).
+ */
+void dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
+	       const struct wire_pkt *p);
+
+#endif

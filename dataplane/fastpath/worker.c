@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Fast path: the worker lcore loop. Receive a burst per queue, classify each frame (ARP,
+ * ICMP echo, georeduce over UDP, anything else), hand georeduce packets to aggregation,
+ * flush TX, report an RCU quiescent state, back off when idle.
+ *
+ * Worker lcores only: no allocation, no locks; the only syscall is the idle sleep, taken
+ * after the lcore went offline for RCU and only when backoff is enabled.
+ */
+#include <string.h>
+
+#include <rte_arp.h>
+#include <rte_branch_prediction.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_icmp.h>
+#include <rte_ip.h>
+#include <rte_log.h>
+#include <rte_prefetch.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring_elem.h>
+
+#include "dp.h"
+#include "fastpath/agg.h"
+#include "fastpath/tx.h"
+
+void
+dp_tx_flush(struct dp_lcore *lc)
+{
+	for (unsigned int p = 0; p < lc->dp->n_ports; p++) {
+		uint16_t n = lc->tx_n[p], sent;
+
+		if (n == 0)
+			continue;
+		sent = rte_eth_tx_burst(lc->dp->ports[p].port_id, (uint16_t)lc->idx, lc->tx[p], n);
+		for (uint16_t i = 0; i < sent; i++) {
+			lc->ctr[DP_CTR_TX_BYTES] += rte_pktmbuf_pkt_len(lc->tx[p][i]);
+		}
+		lc->ctr[DP_CTR_TX_PACKETS] += sent;
+		if (unlikely(sent < n)) {
+			lc->ctr[DP_CTR_TX_DROPPED] += n - sent;
+			rte_pktmbuf_free_bulk(&lc->tx[p][sent], n - sent);
+		}
+		lc->tx_n[p] = 0;
+	}
+}
+
+/* Tell the control thread that ip is at mac on port (it keeps the neighbour table). */
+static inline void
+learn(struct dp_lcore *lc, uint16_t port, rte_be32_t ip, const struct rte_ether_addr *mac)
+{
+	struct dp_learn l = { .ipv4 = rte_be_to_cpu_32(ip), .port = port };
+
+	memcpy(l.mac, mac->addr_bytes, RTE_ETHER_ADDR_LEN);
+	rte_ring_sp_enqueue_elem(lc->learn, &l, sizeof(l)); /* full: the next one will do */
+}
+
+static void
+on_arp(struct dp_lcore *lc, struct rte_mbuf *m, uint16_t port)
+{
+	const struct dp_port *pt = &lc->dp->ports[port];
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
+
+	if (rte_pktmbuf_data_len(m) < sizeof(*eth) + sizeof(*arp) ||
+	    arp->arp_hardware != rte_cpu_to_be_16(RTE_ARP_HRD_ETHER) ||
+	    arp->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
+	    arp->arp_hlen != RTE_ETHER_ADDR_LEN || arp->arp_plen != 4) {
+		lc->ctr[DP_CTR_NOT_FOR_US]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	struct rte_arp_ipv4 *a = &arp->arp_data;
+	bool for_us = a->arp_tip == rte_cpu_to_be_32(pt->ipv4);
+
+	if (a->arp_sip != 0 && (for_us || arp->arp_opcode == rte_cpu_to_be_16(RTE_ARP_OP_REPLY)))
+		learn(lc, port, a->arp_sip, &a->arp_sha);
+	if (!for_us || arp->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST)) {
+		lc->ctr[DP_CTR_NOT_FOR_US]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	/* Turn the request into the reply in place. */
+	arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
+	a->arp_tha = a->arp_sha;
+	a->arp_tip = a->arp_sip;
+	rte_ether_addr_copy(&pt->mac, &a->arp_sha);
+	a->arp_sip = rte_cpu_to_be_32(pt->ipv4);
+	rte_ether_addr_copy(&eth->src_addr, &eth->dst_addr);
+	rte_ether_addr_copy(&pt->mac, &eth->src_addr);
+	lc->ctr[DP_CTR_ARP_REPLIES]++;
+	dp_tx_stage(lc, port, m);
+}
+
+/* ICMP echo request to this port's address: answered in place. ip is validated. */
+static void
+on_icmp(struct dp_lcore *lc, struct rte_mbuf *m, uint16_t port, struct rte_ipv4_hdr *ip)
+{
+	uint32_t ip_len = rte_be_to_cpu_16(ip->total_length);
+	struct rte_icmp_hdr *icmp = (struct rte_icmp_hdr *)(ip + 1);
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+
+	if (ip_len < WIRE_IPV4_LEN + sizeof(*icmp) || icmp->icmp_type != RTE_IP_ICMP_ECHO_REQUEST ||
+	    icmp->icmp_code != 0 ||
+	    rte_raw_cksum(icmp, ip_len - WIRE_IPV4_LEN) != 0xffff) {
+		lc->ctr[DP_CTR_NOT_FOR_US]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	rte_be32_t a = ip->src_addr;
+
+	ip->src_addr = ip->dst_addr;
+	ip->dst_addr = a;
+	ip->time_to_live = 64;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	icmp->icmp_type = RTE_IP_ICMP_ECHO_REPLY;
+	icmp->icmp_cksum = 0;
+	icmp->icmp_cksum = (uint16_t)~rte_raw_cksum(icmp, ip_len - WIRE_IPV4_LEN);
+	rte_ether_addr_copy(&eth->src_addr, &eth->dst_addr);
+	rte_ether_addr_copy(&lc->dp->ports[port].mac, &eth->src_addr);
+	lc->ctr[DP_CTR_ICMP_REPLIES]++;
+	dp_tx_stage(lc, port, m);
+}
+
+/* PROBE: answered in place to its source (docs/PROTOCOL.md, section 5). */
+static void
+on_probe(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, uint16_t port,
+	 const struct wire_pkt *p)
+{
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	struct wire_hdr *wh = (struct wire_hdr *)(udp + 1);
+	uint16_t self = WIRE_NODE_NONE;
+
+	for (int i = 0; st != NULL && p->job != 0 && i < st->n_jobs; i++)
+		if (st->jobs[i].job == p->job)
+			self = st->jobs[i].epochs[0]->self_id;
+	rte_ether_addr_copy(&eth->src_addr, &eth->dst_addr);
+	rte_ether_addr_copy(&lc->dp->ports[port].mac, &eth->src_addr);
+	rte_be32_t a = ip->src_addr;
+
+	ip->src_addr = ip->dst_addr;
+	ip->dst_addr = a;
+	ip->time_to_live = 64;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	rte_be16_t pt = udp->src_port;
+
+	udp->src_port = udp->dst_port;
+	udp->dst_port = pt;
+	udp->dgram_cksum = 0;
+	wh->type = WIRE_TYPE_PROBE_REPLY;
+	wh->flags = WIRE_F_ECHO;
+	wh->sender = rte_cpu_to_be_16(self);
+	wh->tsecr = wh->tsval;
+	wh->tsval = rte_cpu_to_be_32(dp_now_us());
+	dp_tx_stage(lc, port, m);
+}
+
+void
+dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, uint16_t port)
+{
+	const struct dp *dp = lc->dp;
+	const struct dp_port *pt = &dp->ports[port];
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	uint32_t len = rte_pktmbuf_data_len(m);
+	enum wire_reason why;
+
+	lc->ctr[DP_CTR_RX_PACKETS]++;
+	lc->ctr[DP_CTR_RX_BYTES] += rte_pktmbuf_pkt_len(m);
+	if (unlikely(m->nb_segs != 1)) { /* the mempool holds an MTU-sized frame in one */
+		lc->ctr[DP_CTR_BAD_FRAME]++;
+		lc->drops[WIRE_REASON_OVERSIZE]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (unlikely(len < sizeof(*eth))) {
+		lc->ctr[DP_CTR_BAD_FRAME]++;
+		lc->drops[WIRE_REASON_L2]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
+		on_arp(lc, m, port);
+		return;
+	}
+	if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
+	    len < WIRE_ETH_LEN + WIRE_IPV4_LEN) {
+		lc->ctr[DP_CTR_NOT_FOR_US]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
+
+	if (ip->dst_addr != rte_cpu_to_be_32(pt->ipv4) ||
+	    (ip->next_proto_id != IPPROTO_UDP && ip->next_proto_id != IPPROTO_ICMP)) {
+		lc->ctr[DP_CTR_NOT_FOR_US]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	size_t off, plen;
+
+	if (wire_frame_parse(eth, len, NULL, &off, &plen, &why) != 0 &&
+	    !(why == WIRE_REASON_NOT_UDP && ip->next_proto_id == IPPROTO_ICMP)) {
+		lc->ctr[DP_CTR_BAD_FRAME]++;
+		lc->drops[why]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (ip->next_proto_id == IPPROTO_ICMP) {
+		on_icmp(lc, m, port, ip);
+		return;
+	}
+	const struct rte_udp_hdr *udp = (const struct rte_udp_hdr *)(ip + 1);
+	uint16_t dport = rte_be_to_cpu_16(udp->dst_port);
+
+	if ((uint16_t)(dport - dp->prm.udp_base) >= dp->prm.udp_count) {
+		lc->ctr[DP_CTR_NOT_FOR_US]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	struct wire_pkt p;
+
+	if (unlikely(wire_hdr_decode((uint8_t *)eth + off, plen, &p, &why) != 0)) {
+		lc->ctr[DP_CTR_BAD_HEADER]++;
+		lc->drops[why]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (p.type == WIRE_TYPE_PROBE) {
+		on_probe(lc, st, m, port, &p);
+		return;
+	}
+	if (p.type == WIRE_TYPE_PROBE_REPLY) { /* the control thread sends no probes yet */
+		lc->ctr[DP_CTR_NOT_FOR_US]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	/* Trim Ethernet padding so that the frame is exactly headers + packet. */
+	if (len > off + plen)
+		rte_pktmbuf_trim(m, (uint16_t)(len - off - plen));
+	dp_agg_rx(lc, st, m, &p);
+}
+
+/* Frames the control thread queued for this port (ARP requests): polled by the lcore that
+ * owns RX queue 0 of the port. */
+static void
+drain_ctl_tx(struct dp_lcore *lc, uint16_t port)
+{
+	struct rte_mbuf *m[8];
+	unsigned int n = rte_ring_sc_dequeue_burst(lc->dp->ports[port].ctl_tx, (void **)m, 8, NULL);
+
+	for (unsigned int i = 0; i < n; i++) {
+		lc->ctr[DP_CTR_CTL_TX]++;
+		dp_tx_stage(lc, port, m[i]);
+	}
+}
+
+unsigned int
+dp_worker_poll(struct dp_lcore *lc)
+{
+	struct dp *dp = lc->dp;
+	const struct dp_state *st = atomic_load_explicit(&dp->state, memory_order_acquire);
+	struct rte_mbuf *pkts[DP_BURST_MAX];
+	unsigned int total = 0;
+
+	for (uint16_t q = 0; q < lc->n_rxq; q++) {
+		uint16_t port = lc->rxq[q].port;
+		uint16_t n = rte_eth_rx_burst(dp->ports[port].port_id, lc->rxq[q].queue, pkts,
+					      dp->prm.burst);
+
+		for (uint16_t i = 0; i < n; i++) {
+			if (i + 2 < n) /* about 10% at burst 32: the header line is in L1 */
+				rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 2], void *));
+			dp_rx_one(lc, st, pkts[i], port);
+		}
+		total += n;
+		if (lc->rxq[q].queue == 0)
+			drain_ctl_tx(lc, port);
+	}
+	dp_tx_flush(lc);
+	return total;
+}
+
+int
+dp_worker_main(void *arg)
+{
+	struct dp_lcore *lc = arg;
+	struct dp *dp = lc->dp;
+	uint64_t t0;
+
+	rte_rcu_qsbr_thread_register(dp->rcu, lc->idx);
+	rte_rcu_qsbr_thread_online(dp->rcu, lc->idx);
+	while (!atomic_load_explicit(&dp->stop, memory_order_relaxed)) {
+		t0 = rte_rdtsc();
+		unsigned int n = dp_worker_poll(lc);
+
+		rte_rcu_qsbr_quiescent(dp->rcu, lc->idx);
+		lc->iterations++;
+		if (n != 0) {
+			lc->cycles_busy += rte_rdtsc() - t0;
+			lc->idle_polls = 0;
+			continue;
+		}
+		if (dp->prm.idle_spin == 0 || ++lc->idle_polls < dp->prm.idle_spin) {
+			rte_pause();
+			continue;
+		}
+		/* Idle for a while: sleep, longer the longer it stays idle (up to the limit),
+		 * offline for RCU so the control thread never waits on a sleeping lcore. */
+		uint32_t us = (lc->idle_polls - dp->prm.idle_spin) / 16 + 1;
+
+		if (us > dp->prm.idle_sleep_us)
+			us = dp->prm.idle_sleep_us;
+		rte_rcu_qsbr_thread_offline(dp->rcu, lc->idx);
+		rte_delay_us_sleep(us);
+		rte_rcu_qsbr_thread_online(dp->rcu, lc->idx);
+	}
+	rte_rcu_qsbr_thread_offline(dp->rcu, lc->idx);
+	rte_rcu_qsbr_thread_unregister(dp->rcu, lc->idx);
+	return 0;
+}

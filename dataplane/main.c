@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * georeduce-dataplane: the gateway program. EAL arguments first, then `--` and ours.
+ * The main lcore runs the control thread (control socket, table installs, neighbours,
+ * retirement of old epochs); every other EAL lcore runs the fast path on its queues.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+
+#include "cli.h"
+#include "dp.h"
+#include "slowpath/slowpath.h"
+#include "table.h"
+
+#define CTL_SOCKET_DEFAULT "/run/georeduce/dataplane.sock"
+
+static volatile sig_atomic_t quit;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	quit = 1;
+}
+
+static void
+usage(FILE *f, const struct dp_config *d)
+{
+	fprintf(f,
+		"Usage: " DP_PROGRAM " [EAL options] -- [OPTIONS]\n"
+		"\n"
+		"Aggregate gradient chunks on packet buffers and forward them along the trees of\n"
+		"the tables a control process installs over the control socket (docs/CONTROL.md).\n"
+		"Every DPDK port is used; the main lcore is the control thread, every other lcore\n"
+		"polls one RX queue of each port. Without NICs, for example:\n"
+		"  " DP_PROGRAM " --no-huge -m 256 --no-pci --no-shconf -l 0-1 \\\n"
+		"      --vdev net_af_packet0,iface=veth0 -- --addr 0:10.0.0.1/24 -s /tmp/gw.sock\n"
+		"\n"
+		"  -a, --addr PORT:IP/LEN[,GW]  address of port PORT (0, 1, ... in probe order) and\n"
+		"                          optionally its router for other subnets   [required]\n"
+		"  -s, --ctl-socket PATH   control socket                 [" CTL_SOCKET_DEFAULT "]\n"
+		"  -n, --neigh IP=MAC      a static neighbour (repeatable); others by ARP\n"
+		"      --base-port N       first UDP port of this gateway                [%u]\n"
+		"      --ports N           UDP ports: chunk c arrives on base + c %% N     [%u]\n"
+		"      --mtu N             IP MTU, 576 .. 9000                           [%u]\n"
+		"      --mbufs N           packet buffers per NUMA socket                [%" PRIu64 "]\n"
+		"      --hdr-mbufs N       header and indirect buffers for result copies [%u]\n"
+		"      --rx-desc N, --tx-desc N  descriptors per queue              [%u, %u]\n"
+		"      --burst N           packets per receive burst, 1 .. %d             [%u]\n"
+		"      --idle-spin N       empty polls before an idle lcore sleeps;\n"
+		"                          0 = never sleep (benchmarks)                  [%u]\n"
+		"      --idle-sleep-us N   longest idle sleep                            [%u]\n"
+		"      --drain-ms N        how long an old epoch may keep unfinished chunks [%u]\n"
+		"  -h, --help              this text\n"
+		"  -V, --version           print the version\n"
+		"\n"
+		"Counters: '" "georeduce-dpctl -s PATH stats', or DPDK telemetry\n"
+		"(dpdk-telemetry.py: /georeduce/stats, /georeduce/lcore,<lcore id>).\n",
+		d->prm.udp_base, d->prm.udp_count, d->prm.mtu, d->prm.mbufs, d->hdr_mbufs,
+		d->rx_desc, d->tx_desc, DP_BURST_MAX, d->prm.burst, d->prm.idle_spin,
+		d->prm.idle_sleep_us, d->prm.drain_ms);
+}
+
+static int
+parse_addr(const char *s, struct dp_config *cfg)
+{
+	char buf[64], *colon, *slash, *comma, *end;
+	unsigned long port, len;
+
+	if (strlen(s) >= sizeof(buf))
+		goto bad;
+	strcpy(buf, s);
+	colon = strchr(buf, ':');
+	if (colon == NULL)
+		goto bad;
+	*colon = '\0';
+	port = strtoul(buf, &end, 10);
+	if (*buf == '\0' || *end != '\0' || port >= DP_PORTS_MAX)
+		goto bad;
+	slash = strchr(colon + 1, '/');
+	if (slash == NULL)
+		goto bad;
+	*slash = '\0';
+	comma = strchr(slash + 1, ',');
+	if (comma != NULL)
+		*comma = '\0';
+	len = strtoul(slash + 1, &end, 10);
+	if (slash[1] == '\0' || *end != '\0' || len < 1 || len > 32)
+		goto bad;
+	struct dp_port_addr *a = &cfg->addr[port];
+
+	if (table_ipv4_parse(colon + 1, &a->ipv4) != 0 || !table_ipv4_unicast(a->ipv4))
+		goto bad;
+	a->prefix_len = (uint8_t)len;
+	a->gw_ipv4 = 0;
+	if (comma != NULL && (table_ipv4_parse(comma + 1, &a->gw_ipv4) != 0 ||
+			      !table_ipv4_unicast(a->gw_ipv4)))
+		goto bad;
+	return 0;
+bad:
+	cli_error(DP_PROGRAM, "--addr: expected PORT:IP/LEN[,GW] (e.g. 0:10.0.0.1/24), got '%s'",
+		  s);
+	return -1;
+}
+
+static int
+parse_neigh(const char *s, struct dp_config *cfg)
+{
+	char buf[64], *eq;
+	struct dp_static_neigh *n;
+
+	if (cfg->n_neigh == sizeof(cfg->neigh) / sizeof(cfg->neigh[0])) {
+		cli_error(DP_PROGRAM, "--neigh: at most %zu", sizeof(cfg->neigh) / sizeof(cfg->neigh[0]));
+		return -1;
+	}
+	n = &cfg->neigh[cfg->n_neigh];
+	if (strlen(s) >= sizeof(buf) || (eq = strchr(strcpy(buf, s), '=')) == NULL)
+		goto bad;
+	*eq = '\0';
+	if (table_ipv4_parse(buf, &n->ipv4) != 0 || rte_ether_unformat_addr(eq + 1, &n->mac) != 0)
+		goto bad;
+	cfg->n_neigh++;
+	return 0;
+bad:
+	cli_error(DP_PROGRAM, "--neigh: expected IP=MAC (e.g. 10.0.0.2=02:00:00:00:00:02), got '%s'",
+		  s);
+	return -1;
+}
+
+static int
+u32_opt(const char *opt, const char *s, long min, long max, uint32_t *out)
+{
+	int v;
+
+	if (cli_int(DP_PROGRAM, opt, s, min, max, &v) != 0)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* Our options (after EAL's). Returns 0, 1 for --help/--version (exit 0), -1 on error. */
+static int
+parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
+{
+	enum { O_BASE = 256, O_PORTS, O_MTU, O_MBUFS, O_HDR, O_RXD, O_TXD, O_BURST, O_SPIN,
+	       O_SLEEP, O_DRAIN };
+	static const struct option opts[] = {
+		{ "addr", required_argument, NULL, 'a' },
+		{ "ctl-socket", required_argument, NULL, 's' },
+		{ "neigh", required_argument, NULL, 'n' },
+		{ "base-port", required_argument, NULL, O_BASE },
+		{ "ports", required_argument, NULL, O_PORTS },
+		{ "mtu", required_argument, NULL, O_MTU },
+		{ "mbufs", required_argument, NULL, O_MBUFS },
+		{ "hdr-mbufs", required_argument, NULL, O_HDR },
+		{ "rx-desc", required_argument, NULL, O_RXD },
+		{ "tx-desc", required_argument, NULL, O_TXD },
+		{ "burst", required_argument, NULL, O_BURST },
+		{ "idle-spin", required_argument, NULL, O_SPIN },
+		{ "idle-sleep-us", required_argument, NULL, O_SLEEP },
+		{ "drain-ms", required_argument, NULL, O_DRAIN },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint32_t v;
+	int c, rc = 0;
+
+	opterr = 0;
+	optind = 1;
+	while (rc == 0 && (c = getopt_long(argc, argv, "a:s:n:hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'a': rc = parse_addr(optarg, cfg); break;
+		case 's': *sock = optarg; break;
+		case 'n': rc = parse_neigh(optarg, cfg); break;
+		case O_BASE:
+			rc = u32_opt("base-port", optarg, 1, 65535, &v);
+			cfg->prm.udp_base = (uint16_t)v;
+			break;
+		case O_PORTS:
+			rc = u32_opt("ports", optarg, 1, TABLE_PORTS_MAX, &v);
+			cfg->prm.udp_count = (uint16_t)v;
+			break;
+		case O_MTU:
+			rc = u32_opt("mtu", optarg, WIRE_MTU_MIN, WIRE_MTU_MAX, &v);
+			cfg->prm.mtu = (uint16_t)v;
+			break;
+		case O_MBUFS:
+			rc = u32_opt("mbufs", optarg, 1024, 1 << 24, &v);
+			cfg->prm.mbufs = v;
+			break;
+		case O_HDR: rc = u32_opt("hdr-mbufs", optarg, 256, 1 << 22, &cfg->hdr_mbufs); break;
+		case O_RXD:
+			rc = u32_opt("rx-desc", optarg, 32, 16384, &v);
+			cfg->rx_desc = (uint16_t)v;
+			break;
+		case O_TXD:
+			rc = u32_opt("tx-desc", optarg, 32, 16384, &v);
+			cfg->tx_desc = (uint16_t)v;
+			break;
+		case O_BURST:
+			rc = u32_opt("burst", optarg, 1, DP_BURST_MAX, &v);
+			cfg->prm.burst = (uint16_t)v;
+			break;
+		case O_SPIN: rc = u32_opt("idle-spin", optarg, 0, 1 << 30, &cfg->prm.idle_spin); break;
+		case O_SLEEP:
+			rc = u32_opt("idle-sleep-us", optarg, 1, 1000000, &cfg->prm.idle_sleep_us);
+			break;
+		case O_DRAIN: rc = u32_opt("drain-ms", optarg, 0, 3600000, &cfg->prm.drain_ms); break;
+		case 'h': usage(stdout, cfg); return 1;
+		case 'V': printf(DP_PROGRAM " " DP_VERSION "\n"); return 1;
+		default:
+			cli_error(DP_PROGRAM, "unknown option or missing value in '%s' (try -- --help)",
+				  argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (rc != 0)
+		return -1;
+	if (optind < argc) {
+		cli_error(DP_PROGRAM, "unexpected argument '%s'", argv[optind]);
+		return -1;
+	}
+	if (wire_port_range_check(cfg->prm.udp_base, cfg->prm.udp_count) != 0) {
+		cli_error(DP_PROGRAM, "--base-port %u --ports %u: the range passes 65535",
+			  cfg->prm.udp_base, cfg->prm.udp_count);
+		return -1;
+	}
+	return 0;
+}
+
+/* --help and --version without starting EAL: the options after "--", or alone. */
+static bool
+wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ||
+		    strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+			bool after_dashes = false;
+
+			for (int k = 1; k < i; k++)
+				after_dashes |= strcmp(argv[k], "--") == 0;
+			if (after_dashes || i == 1)
+				return true;
+		}
+	return false;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct dp dp;
+	struct dp_config cfg;
+	const char *sock = CTL_SOCKET_DEFAULT;
+	char err[512];
+	struct dp_ctl *ctl;
+	unsigned int lcore;
+	int rc, n;
+
+	dp_config_defaults(&cfg);
+	if (wants_help(argc, argv)) {
+		int i = 1;
+
+		while (i < argc && strcmp(argv[i], "--") != 0)
+			i++;
+		char **a = i < argc ? argv + i : argv;
+		int na = i < argc ? argc - i : argc;
+
+		return parse_args(na, a, &cfg, &sock) < 0 ? CLI_EXIT_USAGE : 0;
+	}
+	n = rte_eal_init(argc, argv);
+	if (n < 0) {
+		cli_error(DP_PROGRAM, "EAL initialisation failed: %s", rte_strerror(rte_errno));
+		return CLI_EXIT_USAGE;
+	}
+	argv[n] = argv[0];
+	rc = parse_args(argc - n, argv + n, &cfg, &sock);
+	if (rc != 0) {
+		rte_eal_cleanup();
+		return rc < 0 ? CLI_EXIT_USAGE : 0;
+	}
+	RTE_LCORE_FOREACH_WORKER(lcore) {
+		if (cfg.n_lcores < DP_LCORES_MAX)
+			cfg.lcore_ids[cfg.n_lcores++] = lcore;
+	}
+	uint16_t pid;
+
+	RTE_ETH_FOREACH_DEV(pid) {
+		if (cfg.n_ports < DP_PORTS_MAX)
+			cfg.port_ids[cfg.n_ports++] = pid;
+	}
+	if (dp_setup(&dp, &cfg, err, sizeof(err)) != 0) {
+		cli_error(DP_PROGRAM, "%s", err);
+		dp_teardown(&dp);
+		rte_eal_cleanup();
+		return CLI_EXIT_USAGE;
+	}
+	/* The default socket's directory may not exist yet. */
+	if (strcmp(sock, CTL_SOCKET_DEFAULT) == 0)
+		mkdir("/run/georeduce", 0755);
+	ctl = dp_ctl_create(&dp, sock, err, sizeof(err));
+	if (ctl == NULL) {
+		cli_error(DP_PROGRAM, "%s", err);
+		dp_teardown(&dp);
+		rte_eal_cleanup();
+		return CLI_EXIT_USAGE;
+	}
+	if (dp_telemetry_register(&dp) != 0)
+		DP_LOG(WARNING, "telemetry commands not registered\n");
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	for (unsigned int i = 0; i < dp.n_lcores; i++)
+		rte_eal_remote_launch(dp_worker_main, dp.lcores[i], dp.lcores[i]->lcore_id);
+	for (unsigned int p = 0; p < dp.n_ports; p++) {
+		char ip[16], mac[RTE_ETHER_ADDR_FMT_SIZE];
+
+		rte_ether_format_addr(mac, sizeof(mac), &dp.ports[p].mac);
+		DP_LOG(NOTICE, "port %u: %s/%u %s, %u RX queues\n", dp.ports[p].port_id,
+		       table_ipv4_format(dp.ports[p].ipv4, ip), dp.ports[p].prefix_len, mac,
+		       dp.ports[p].n_rxq);
+	}
+	DP_LOG(NOTICE, "%u worker lcores, kernels %s, control socket %s\n", dp.n_lcores,
+	       dp.lcores[0]->k->name, sock);
+	printf(DP_PROGRAM ": ready, control socket %s\n", sock);
+	fflush(stdout);
+	while (!quit) {
+		dp_ctl_poll(ctl, 5);
+		dp_housekeeping(&dp);
+	}
+	DP_LOG(NOTICE, "stopping\n");
+	atomic_store(&dp.stop, true);
+	rte_eal_mp_wait_lcore();
+	dp_ctl_free(ctl);
+	dp_teardown(&dp);
+	rte_eal_cleanup();
+	return 0;
+}

@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Slow path (control thread): the runtime form of an installed table. Everything a worker
+ * reads is allocated on the NUMA socket of the lcores that read it: each lcore's slots and
+ * accumulators on its own socket, the shared trees and destinations on the socket of the
+ * first worker lcore. Memory is fixed at install and reported by the stats.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include "dp.h"
+#include "slowpath/slowpath.h"
+
+static void *
+jalloc(struct dp_job *j, size_t size, int socket)
+{
+	void *p = rte_zmalloc_socket("georeduce-job", size == 0 ? 1 : size, RTE_CACHE_LINE_SIZE,
+				     socket);
+
+	if (p != NULL)
+		j->bytes += size;
+	return p;
+}
+
+static void
+fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static bool
+in_subnet(uint32_t a, uint32_t net, uint8_t len)
+{
+	uint32_t mask = len == 0 ? 0 : ~0u << (32 - len);
+
+	return (a & mask) == (net & mask);
+}
+
+int
+dp_neigh_get(struct dp *dp, uint32_t ipv4, uint16_t port)
+{
+	uint32_t n = atomic_load_explicit(&dp->n_neigh, memory_order_relaxed);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (dp->neigh[i].ipv4 == ipv4 && dp->neigh[i].port == port)
+			return (int)i;
+	if (n == DP_NEIGH_MAX)
+		return -E2BIG;
+	dp->neigh[n].ipv4 = ipv4;
+	dp->neigh[n].port = port;
+	dp->neigh[n].is_static = false;
+	dp->neigh[n].last_request_tsc = 0;
+	atomic_store_explicit(&dp->neigh[n].mac, 0, memory_order_relaxed);
+	atomic_store_explicit(&dp->n_neigh, n + 1, memory_order_release);
+	return (int)n;
+}
+
+/* Route a destination: the port whose subnet holds it, else the first port with a router. */
+static int
+route(struct dp *dp, struct dp_dest *d, const char *field, char *err, size_t errlen)
+{
+	char ip[16];
+	int nh;
+
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		if (!in_subnet(d->ipv4, dp->ports[p].ipv4, dp->ports[p].prefix_len))
+			continue;
+		d->port = (uint16_t)p;
+		nh = dp_neigh_get(dp, d->ipv4, (uint16_t)p);
+		goto found;
+	}
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		if (dp->ports[p].gw_ipv4 == 0)
+			continue;
+		d->port = (uint16_t)p;
+		nh = dp_neigh_get(dp, dp->ports[p].gw_ipv4, (uint16_t)p);
+		goto found;
+	}
+	fail(err, errlen, "field '%s': no route to %s: no port's subnet holds it and no port has "
+	     "a router (--addr PORT:IP/LEN,GW)", field, table_ipv4_format(d->ipv4, ip));
+	errno = EINVAL;
+	return -1;
+found:
+	if (nh < 0) {
+		fail(err, errlen, "field '%s': more than %d neighbours", field, DP_NEIGH_MAX);
+		errno = E2BIG;
+		return -1;
+	}
+	d->nh = (uint16_t)nh;
+	return 0;
+}
+
+static int
+dest_gw(struct dp *dp, struct dp_dest *d, const struct table_gw *g, const char *field, char *err,
+	size_t errlen)
+{
+	d->id = g->id;
+	d->ipv4 = g->ipv4;
+	d->udp_base = g->base_port;
+	d->udp_count = g->ports;
+	return route(dp, d, field, err, errlen);
+}
+
+static int
+dest_worker(struct dp *dp, struct dp_dest *d, const struct table_worker *w, const char *field,
+	    char *err, size_t errlen)
+{
+	d->id = w->id;
+	d->ipv4 = w->ipv4;
+	d->udp_base = w->port;
+	d->udp_count = 1;
+	return route(dp, d, field, err, errlen);
+}
+
+/* Contributors of a tree sorted by id, for the fast path's binary search. */
+static void
+sort_sources(struct dp_tree *t)
+{
+	for (int i = 1; i < t->n_src; i++)
+		for (int k = i; k > 0 && t->src_ids[k - 1] > t->src_ids[k]; k--) {
+			uint16_t id = t->src_ids[k];
+			uint8_t b = t->src_bits[k], w = t->src_worker[k];
+
+			t->src_ids[k] = t->src_ids[k - 1];
+			t->src_bits[k] = t->src_bits[k - 1];
+			t->src_worker[k] = t->src_worker[k - 1];
+			t->src_ids[k - 1] = id;
+			t->src_bits[k - 1] = b;
+			t->src_worker[k - 1] = w;
+		}
+}
+
+static int
+build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t errlen)
+{
+	const struct table_tree *tt = &j->tb->trees[i];
+	struct dp_tree *t = &j->trees[i];
+	char field[64];
+
+	t->tt = tt;
+	t->id = tt->id;
+	t->expected = (uint16_t)tt->expected;
+	t->chunk_first = tt->chunk_first;
+	t->chunk_count = tt->chunk_count;
+	t->slot_mask = tt->slots - 1;
+	t->slot_off = j->slots_per_lcore;
+	j->slots_per_lcore += tt->slots;
+	t->has_parent = tt->has_parent;
+	if (tt->has_parent) {
+		snprintf(field, sizeof(field), "trees[%d].parent.ipv4", i);
+		if (dest_gw(dp, &t->parent, &tt->parent, field, err, errlen) != 0)
+			return -1;
+	}
+	t->n_down = (uint16_t)(tt->n_children + tt->n_workers);
+	t->n_src = t->n_down;
+	t->down = jalloc(j, sizeof(*t->down) * t->n_down, socket);
+	t->src_ids = jalloc(j, sizeof(*t->src_ids) * t->n_src, socket);
+	t->src_bits = jalloc(j, t->n_src, socket);
+	t->src_worker = jalloc(j, t->n_src, socket);
+	if (t->down == NULL || t->src_ids == NULL || t->src_bits == NULL || t->src_worker == NULL) {
+		fail(err, errlen, "out of memory for tree %u", tt->id);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int c = 0; c < tt->n_children; c++) {
+		snprintf(field, sizeof(field), "trees[%d].children[%d].ipv4", i, c);
+		if (dest_gw(dp, &t->down[c], &tt->children[c], field, err, errlen) != 0)
+			return -1;
+		t->src_ids[c] = tt->children[c].id;
+		t->src_bits[c] = (uint8_t)(tt->n_workers + c);
+		t->src_worker[c] = 0;
+	}
+	for (int w = 0; w < tt->n_workers; w++) {
+		int k = tt->n_children + w;
+
+		snprintf(field, sizeof(field), "trees[%d].workers[%d].ipv4", i, w);
+		if (dest_worker(dp, &t->down[k], &tt->workers[w], field, err, errlen) != 0)
+			return -1;
+		t->src_ids[k] = tt->workers[w].id;
+		t->src_bits[k] = (uint8_t)w;
+		t->src_worker[k] = 1;
+	}
+	sort_sources(t);
+	return 0;
+}
+
+/* Check that the table is for this gateway and fits this dataplane. */
+static int
+check_fit(struct dp *dp, struct dp_job *j, char *err, size_t errlen)
+{
+	const struct table *tb = j->tb;
+	char ip[16];
+	unsigned int p;
+
+	for (p = 0; p < dp->n_ports; p++)
+		if (dp->ports[p].ipv4 == tb->gw.ipv4)
+			break;
+	if (p == dp->n_ports) {
+		fail(err, errlen, "field 'gateway.ipv4': %s is not an address of this dataplane",
+		     table_ipv4_format(tb->gw.ipv4, ip));
+		errno = EINVAL;
+		return -1;
+	}
+	j->self_port = (uint16_t)p;
+	if (tb->gw.base_port != dp->prm.udp_base || tb->gw.ports != dp->prm.udp_count) {
+		fail(err, errlen, "field 'gateway.base_port': ports %u+%u differ from this "
+		     "dataplane's --base-port %u --ports %u", tb->gw.base_port, tb->gw.ports,
+		     dp->prm.udp_base, dp->prm.udp_count);
+		errno = EINVAL;
+		return -1;
+	}
+	size_t bytes = (size_t)tb->chunk_elements * table_dtype_size(tb->dtype);
+
+	if (bytes + WIRE_MTU_OVERHEAD > dp->prm.mtu) {
+		fail(err, errlen, "field 'chunk_elements': chunks of %zu bytes need an MTU of %zu, "
+		     "this dataplane runs --mtu %u", bytes, bytes + WIRE_MTU_OVERHEAD, dp->prm.mtu);
+		errno = E2BIG;
+		return -1;
+	}
+	return 0;
+}
+
+struct dp_job *
+dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
+{
+	int socket = (int)rte_lcore_to_socket_id(dp->lcores[0]->lcore_id);
+	struct dp_job *j = calloc(1, sizeof(*j));
+	int max_id = -1;
+
+	if (j == NULL) {
+		fail(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	j->tb = tb;
+	j->job = tb->job;
+	j->epoch = tb->epoch;
+	j->dtype = (enum wire_dtype)tb->dtype; /* the same numbering (docs/TABLES.md) */
+	j->chunk_elements = tb->chunk_elements;
+	j->elements = tb->elements;
+	j->n_chunks = table_n_chunks(tb);
+	j->self_id = tb->gw.id;
+	j->self_ipv4 = tb->gw.ipv4;
+	j->udp_base = tb->gw.base_port;
+	j->udp_count = tb->gw.ports;
+	j->n_lcores = dp->n_lcores;
+	if (check_fit(dp, j, err, errlen) != 0)
+		goto fail;
+	j->n_trees = tb->n_trees;
+	for (int i = 0; i < tb->n_trees; i++)
+		max_id = tb->trees[i].id > max_id ? tb->trees[i].id : max_id;
+	j->tree_map_n = (uint16_t)(max_id + 1);
+	j->tree_map = jalloc(j, sizeof(*j->tree_map) * (size_t)(max_id + 1), socket);
+	j->trees = jalloc(j, sizeof(*j->trees) * (size_t)tb->n_trees, socket);
+	j->slots = calloc(dp->n_lcores, sizeof(*j->slots));
+	j->arena = calloc(dp->n_lcores, sizeof(*j->arena));
+	j->busy = jalloc(j, sizeof(*j->busy) * dp->n_lcores, socket);
+	if (j->tree_map == NULL || j->trees == NULL || j->slots == NULL || j->arena == NULL ||
+	    j->busy == NULL) {
+		fail(err, errlen, "out of memory");
+		errno = ENOMEM;
+		goto fail;
+	}
+	for (int i = 0; i < tb->n_trees; i++) {
+		j->tree_map[tb->trees[i].id] = (uint16_t)(i + 1);
+		if (build_tree(dp, j, i, socket, err, errlen) != 0)
+			goto fail;
+	}
+	j->mbufs_held_max = (uint64_t)j->slots_per_lcore * dp->n_lcores;
+	if (dp->mbufs_committed + j->mbufs_held_max > dp->mbufs_budget) {
+		fail(err, errlen, "field 'trees': the slot pools hold up to %" PRIu64 " packets, "
+		     "this dataplane has %" PRIu64 " of %" PRIu64 " left (raise --mbufs)",
+		     j->mbufs_held_max, dp->mbufs_budget - dp->mbufs_committed, dp->mbufs_budget);
+		errno = E2BIG;
+		goto fail;
+	}
+	bool half = j->dtype != WIRE_DTYPE_FP32;
+
+	for (unsigned int l = 0; l < dp->n_lcores; l++) {
+		int ls = (int)rte_lcore_to_socket_id(dp->lcores[l]->lcore_id);
+
+		j->slots[l] = jalloc(j, sizeof(struct dp_slot) * j->slots_per_lcore, ls);
+		if (half)
+			j->arena[l] = jalloc(j, sizeof(float) * j->chunk_elements *
+						 (size_t)j->slots_per_lcore, ls);
+		if (j->slots[l] == NULL || (half && j->arena[l] == NULL)) {
+			fail(err, errlen, "out of memory for %u slots (lcore %u)",
+			     j->slots_per_lcore, dp->lcores[l]->lcore_id);
+			errno = ENOMEM;
+			goto fail;
+		}
+		for (uint32_t s = 0; half && s < j->slots_per_lcore; s++)
+			j->slots[l][s].acc32 = j->arena[l] + (size_t)s * j->chunk_elements;
+	}
+	dp->mbufs_committed += j->mbufs_held_max;
+	dp->job_bytes += j->bytes;
+	return j;
+fail: {
+		int e = errno;
+
+		j->mbufs_held_max = 0; /* not committed */
+		j->bytes = 0;
+		j->tb = NULL; /* the caller still owns tb */
+		dp_job_free(dp, j);
+		errno = e;
+		return NULL;
+	}
+}
+
+void
+dp_job_free(struct dp *dp, struct dp_job *j)
+{
+	if (j == NULL)
+		return;
+	for (unsigned int l = 0; j->slots != NULL && l < j->n_lcores; l++) {
+		for (uint32_t i = 0; j->slots[l] != NULL && i < j->slots_per_lcore; i++) {
+			rte_pktmbuf_free(j->slots[l][i].acc);
+			rte_pktmbuf_free(j->slots[l][i].result);
+		}
+		rte_free(j->slots[l]);
+		if (j->arena != NULL)
+			rte_free(j->arena[l]);
+	}
+	for (int i = 0; j->trees != NULL && i < j->n_trees; i++) {
+		rte_free(j->trees[i].down);
+		rte_free(j->trees[i].src_ids);
+		rte_free(j->trees[i].src_bits);
+		rte_free(j->trees[i].src_worker);
+	}
+	rte_free(j->trees);
+	rte_free(j->tree_map);
+	rte_free((void *)j->busy);
+	free(j->slots);
+	free(j->arena);
+	dp->mbufs_committed -= j->mbufs_held_max;
+	dp->job_bytes -= j->bytes;
+	table_free(j->tb);
+	free(j->table_json);
+	free(j);
+}
+
+uint64_t
+dp_job_busy(const struct dp_job *j)
+{
+	uint64_t n = 0;
+
+	for (unsigned int l = 0; l < j->n_lcores; l++)
+		n += atomic_load_explicit(&j->busy[l], memory_order_relaxed);
+	return n;
+}

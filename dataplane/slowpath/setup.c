@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Slow path (control thread): ports, mempools, per-lcore contexts, rings and the RCU
+ * variable, set up once at start and torn down at exit.
+ *
+ * Queues: worker lcore i owns TX queue i of every port (any lcore may send on any port)
+ * and polls RX queue i of every port that has more than i RX queues. A port with several
+ * RX queues gets one rte_flow rule per UDP port of the dataplane's range steering it to
+ * queue (port - base) % queues, so that every packet of a chunk reaches the same lcore
+ * (docs/PROTOCOL.md, section 9); ARP, ICMP and the rest arrive on queue 0.
+ *
+ * Memory: one set of mempools per NUMA socket of the worker lcores (packets; header and
+ * indirect mbufs for result copies), each lcore's context and rings on its socket. The
+ * packet pool is split between what the queues and bursts can hold and a budget for the
+ * mbufs that slots keep (accumulators, retained results): installing a table whose slots
+ * could exceed it fails with E2BIG, so traffic can never exhaust the pool.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_ethdev.h>
+#include <rte_flow.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring_elem.h>
+
+#include "dp.h"
+#include "slowpath/slowpath.h"
+
+RTE_LOG_REGISTER_DEFAULT(dp_logtype, INFO)
+
+#define POOL_CACHE 256
+
+static unsigned int instance; /* names of DPDK objects are per process */
+
+void
+dp_config_defaults(struct dp_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->prm.udp_base = WIRE_PORT_BASE_DEFAULT;
+	cfg->prm.udp_count = WIRE_PORT_COUNT_DEFAULT;
+	cfg->prm.burst = 32;
+	cfg->prm.idle_spin = 1000;
+	cfg->prm.idle_sleep_us = 100;
+	cfg->prm.drain_ms = 2000;
+	cfg->prm.mbufs = 32768;
+	cfg->prm.mtu = 1500;
+	cfg->rx_desc = 1024;
+	cfg->tx_desc = 1024;
+	cfg->hdr_mbufs = 8192;
+}
+
+static int
+err_out(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int
+err_out(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* The pools of a socket, created on first use. */
+static int
+socket_pools(struct dp *dp, const struct dp_config *cfg, int socket, struct rte_mempool **pkt,
+	     struct rte_mempool **hdr, struct rte_mempool **clone, char *err, size_t errlen)
+{
+	char name[RTE_MEMPOOL_NAMESIZE];
+	uint32_t room = (uint32_t)cfg->prm.mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+
+	room = RTE_MAX(room, (uint32_t)RTE_MBUF_DEFAULT_DATAROOM);
+	snprintf(name, sizeof(name), "gr%u_pkt_%d", instance, socket);
+	*pkt = rte_mempool_lookup(name);
+	if (*pkt != NULL) {
+		snprintf(name, sizeof(name), "gr%u_hdr_%d", instance, socket);
+		*hdr = rte_mempool_lookup(name);
+		snprintf(name, sizeof(name), "gr%u_cln_%d", instance, socket);
+		*clone = rte_mempool_lookup(name);
+		return 0;
+	}
+	*pkt = rte_pktmbuf_pool_create(name, (unsigned int)cfg->prm.mbufs, POOL_CACHE, 0,
+				       (uint16_t)(room + RTE_PKTMBUF_HEADROOM), socket);
+	snprintf(name, sizeof(name), "gr%u_hdr_%d", instance, socket);
+	*hdr = rte_pktmbuf_pool_create(name, cfg->hdr_mbufs, POOL_CACHE, 0,
+				       DP_HDR_ROOM + RTE_PKTMBUF_HEADROOM, socket);
+	snprintf(name, sizeof(name), "gr%u_cln_%d", instance, socket);
+	*clone = rte_pktmbuf_pool_create(name, cfg->hdr_mbufs, POOL_CACHE, 0, 0, socket);
+	if (*pkt == NULL || *hdr == NULL || *clone == NULL)
+		return err_out(err, errlen, -ENOMEM, "cannot create mempools on socket %d (%s): "
+			       "%" PRIu64 " mbufs of %u bytes; lower --mbufs or give EAL more "
+			       "memory (-m)", socket, rte_strerror(rte_errno), cfg->prm.mbufs,
+			       room + RTE_PKTMBUF_HEADROOM);
+	dp->pool_bytes += (uint64_t)(*pkt)->size * ((*pkt)->elt_size + (*pkt)->header_size +
+						    (*pkt)->trailer_size);
+	dp->pool_bytes += (uint64_t)(*hdr)->size * ((*hdr)->elt_size + (*hdr)->header_size +
+						    (*hdr)->trailer_size);
+	dp->pool_bytes += (uint64_t)(*clone)->size * ((*clone)->elt_size +
+						      (*clone)->header_size +
+						      (*clone)->trailer_size);
+	return 0;
+}
+
+static int
+setup_lcores(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
+{
+	char name[RTE_RING_NAMESIZE];
+
+	dp->n_lcores = cfg->n_lcores;
+	for (unsigned int i = 0; i < cfg->n_lcores; i++) {
+		unsigned int id = cfg->lcore_ids[i];
+		int socket = (int)rte_lcore_to_socket_id(id);
+		struct dp_lcore *lc = rte_zmalloc_socket("georeduce-lcore", sizeof(*lc),
+							 RTE_CACHE_LINE_SIZE, socket);
+		int rc;
+
+		if (lc == NULL)
+			return err_out(err, errlen, -ENOMEM, "out of memory for lcore %u", id);
+		dp->lcores[i] = lc;
+		lc->idx = i;
+		lc->lcore_id = id;
+		lc->dp = dp;
+		lc->k = sum_kernels_select_eal();
+		rc = socket_pools(dp, cfg, socket, &lc->pool, &lc->hdr_pool, &lc->clone_pool, err,
+				  errlen);
+		if (rc != 0)
+			return rc;
+		snprintf(name, sizeof(name), "gr%u_learn_%u", instance, i);
+		lc->learn = rte_ring_create_elem(name, sizeof(struct dp_learn), DP_LEARN_RING,
+						 socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (lc->learn == NULL)
+			return err_out(err, errlen, -ENOMEM, "cannot create ring %s", name);
+	}
+	return 0;
+}
+
+/* Steer each UDP port of the range to its queue. */
+static int
+steer(struct dp *dp, struct dp_port *pt, char *err, size_t errlen)
+{
+	for (unsigned int i = 0; i < dp->prm.udp_count; i++) {
+		struct rte_flow_attr attr = { .ingress = 1 };
+		struct rte_flow_item_udp spec = {
+			.hdr.dst_port = rte_cpu_to_be_16((uint16_t)(dp->prm.udp_base + i)),
+		};
+		struct rte_flow_item_udp mask = { .hdr.dst_port = RTE_BE16(0xffff) };
+		struct rte_flow_item pattern[] = {
+			{ .type = RTE_FLOW_ITEM_TYPE_ETH },
+			{ .type = RTE_FLOW_ITEM_TYPE_IPV4 },
+			{ .type = RTE_FLOW_ITEM_TYPE_UDP, .spec = &spec, .mask = &mask },
+			{ .type = RTE_FLOW_ITEM_TYPE_END },
+		};
+		struct rte_flow_action_queue q = { .index = (uint16_t)(i % pt->n_rxq) };
+		struct rte_flow_action actions[] = {
+			{ .type = RTE_FLOW_ACTION_TYPE_QUEUE, .conf = &q },
+			{ .type = RTE_FLOW_ACTION_TYPE_END },
+		};
+		struct rte_flow_error fe;
+
+		if (rte_flow_create(pt->port_id, &attr, pattern, actions, &fe) == NULL)
+			return err_out(err, errlen, -ENOTSUP, "port %u: cannot steer UDP port %u to "
+				       "queue %u with rte_flow (%s); run one worker lcore per port "
+				       "or use a NIC with flow rules", pt->port_id,
+				       dp->prm.udp_base + i, q.index,
+				       fe.message != NULL ? fe.message : "no reason given");
+	}
+	return 0;
+}
+
+static int
+setup_port(struct dp *dp, const struct dp_config *cfg, unsigned int p, char *err, size_t errlen)
+{
+	struct dp_port *pt = &dp->ports[p];
+	uint16_t id = cfg->port_ids[p];
+	struct rte_eth_dev_info info;
+	struct rte_eth_conf conf = { 0 };
+	uint16_t nrxd = cfg->rx_desc, ntxd = cfg->tx_desc;
+	char name[RTE_RING_NAMESIZE];
+	int rc;
+
+	pt->port_id = id;
+	pt->ipv4 = cfg->addr[p].ipv4;
+	pt->prefix_len = cfg->addr[p].prefix_len;
+	pt->gw_ipv4 = cfg->addr[p].gw_ipv4;
+	if (pt->ipv4 == 0)
+		return err_out(err, errlen, -EINVAL, "port %u has no address (--addr %u:IP/LEN)",
+			       id, p);
+	rc = rte_eth_dev_info_get(id, &info);
+	if (rc != 0)
+		return err_out(err, errlen, rc, "port %u: %s", id, rte_strerror(-rc));
+	if (info.max_tx_queues < dp->n_lcores)
+		return err_out(err, errlen, -EINVAL, "port %u (%s) has %u TX queues, every worker "
+			       "lcore needs one: run at most %u worker lcores", id,
+			       info.driver_name, info.max_tx_queues, info.max_tx_queues);
+	pt->n_txq = (uint16_t)dp->n_lcores;
+	pt->n_rxq = (uint16_t)RTE_MIN(dp->n_lcores, info.max_rx_queues);
+	if (cfg->prm.mtu > 1500) {
+		if (info.max_mtu < cfg->prm.mtu)
+			return err_out(err, errlen, -EINVAL, "port %u (%s) supports an MTU up to %u, "
+				       "not --mtu %u", id, info.driver_name, info.max_mtu,
+				       cfg->prm.mtu);
+		conf.rxmode.mtu = cfg->prm.mtu;
+	}
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	rc = rte_eth_dev_configure(id, pt->n_rxq, pt->n_txq, &conf);
+	if (rc == 0)
+		rc = rte_eth_dev_adjust_nb_rx_tx_desc(id, &nrxd, &ntxd);
+	if (rc != 0)
+		return err_out(err, errlen, rc, "port %u: configure: %s", id, rte_strerror(-rc));
+	for (uint16_t q = 0; q < pt->n_rxq; q++) {
+		struct dp_lcore *lc = dp->lcores[q];
+
+		rc = rte_eth_rx_queue_setup(id, q, nrxd, rte_lcore_to_socket_id(lc->lcore_id),
+					    NULL, lc->pool);
+		if (rc != 0)
+			return err_out(err, errlen, rc, "port %u: RX queue %u: %s", id, q,
+				       rte_strerror(-rc));
+		lc->rxq[lc->n_rxq].port = (uint16_t)p;
+		lc->rxq[lc->n_rxq].queue = q;
+		lc->n_rxq++;
+	}
+	for (uint16_t q = 0; q < pt->n_txq; q++) {
+		rc = rte_eth_tx_queue_setup(id, q, ntxd,
+					    rte_lcore_to_socket_id(dp->lcores[q]->lcore_id), NULL);
+		if (rc != 0)
+			return err_out(err, errlen, rc, "port %u: TX queue %u: %s", id, q,
+				       rte_strerror(-rc));
+	}
+	rc = rte_eth_dev_start(id);
+	if (rc != 0)
+		return err_out(err, errlen, rc, "port %u: start: %s", id, rte_strerror(-rc));
+	rte_eth_macaddr_get(id, &pt->mac);
+	if (pt->n_rxq > 1 && (rc = steer(dp, pt, err, errlen)) != 0)
+		return rc;
+	snprintf(name, sizeof(name), "gr%u_ctltx_%u", instance, p);
+	pt->ctl_tx = rte_ring_create(name, DP_CTL_TX_RING, rte_eth_dev_socket_id(id),
+				     RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (pt->ctl_tx == NULL)
+		return err_out(err, errlen, -ENOMEM, "cannot create ring %s", name);
+	/* Mbufs the queues can hold: not available to slots. */
+	uint64_t queued = (uint64_t)pt->n_rxq * nrxd + (uint64_t)pt->n_txq * ntxd;
+
+	dp->mbufs_budget = dp->mbufs_budget > queued ? dp->mbufs_budget - queued : 0;
+	return 0;
+}
+
+int
+dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
+{
+	int rc;
+
+	memset(dp, 0, sizeof(*dp));
+	dp->prm = cfg->prm;
+	instance++;
+	if (cfg->n_lcores == 0 || cfg->n_lcores > DP_LCORES_MAX)
+		return err_out(err, errlen, -EINVAL, "need 1 to %d worker lcores, not %u (the main "
+			       "lcore runs the control thread: give EAL at least two, e.g. -l 0-1)",
+			       DP_LCORES_MAX, cfg->n_lcores);
+	if (cfg->n_ports == 0 || cfg->n_ports > DP_PORTS_MAX)
+		return err_out(err, errlen, -EINVAL, "need 1 to %d ports, found %u (a NIC bound to "
+			       "DPDK or a --vdev)", DP_PORTS_MAX, cfg->n_ports);
+	rc = setup_lcores(dp, cfg, err, errlen);
+	if (rc != 0)
+		return rc;
+	/* Per socket, what the bursts and caches can hold is not available to slots either. */
+	dp->mbufs_budget = cfg->prm.mbufs;
+	uint64_t transient = (uint64_t)dp->n_lcores * (POOL_CACHE + DP_BURST_MAX * (1 + cfg->n_ports));
+
+	dp->mbufs_budget = dp->mbufs_budget > transient ? dp->mbufs_budget - transient : 0;
+	dp->n_ports = cfg->n_ports;
+	for (unsigned int p = 0; p < cfg->n_ports; p++) {
+		rc = setup_port(dp, cfg, p, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+	for (unsigned int i = 0; i < cfg->n_neigh; i++) {
+		unsigned int p;
+
+		for (p = 0; p < dp->n_ports; p++) {
+			uint32_t mask = dp->ports[p].prefix_len == 0
+						? 0
+						: ~0u << (32 - dp->ports[p].prefix_len);
+
+			if ((cfg->neigh[i].ipv4 & mask) == (dp->ports[p].ipv4 & mask))
+				break;
+		}
+		if (p == dp->n_ports)
+			return err_out(err, errlen, -EINVAL, "--neigh %u: the address is in no "
+				       "port's subnet", i + 1);
+		rc = dp_neigh_get(dp, cfg->neigh[i].ipv4, (uint16_t)p);
+		if (rc < 0)
+			return err_out(err, errlen, rc, "too many neighbours");
+		dp_neigh_set(dp, rc, &cfg->neigh[i].mac, true);
+	}
+	size_t sz = rte_rcu_qsbr_get_memsize(dp->n_lcores);
+
+	dp->rcu = rte_zmalloc("georeduce-rcu", sz, RTE_CACHE_LINE_SIZE);
+	if (dp->rcu == NULL || rte_rcu_qsbr_init(dp->rcu, dp->n_lcores) != 0)
+		return err_out(err, errlen, -ENOMEM, "cannot create the RCU variable");
+	return 0;
+}
+
+void
+dp_teardown(struct dp *dp)
+{
+	struct rte_mempool *pools[3 * DP_LCORES_MAX];
+	int n_pools = 0;
+
+	dp_jobs_free_all(dp);
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		struct rte_mbuf *m;
+		struct rte_flow_error fe;
+
+		rte_flow_flush(dp->ports[p].port_id, &fe);
+		rte_eth_dev_stop(dp->ports[p].port_id);
+		rte_eth_dev_close(dp->ports[p].port_id);
+		while (dp->ports[p].ctl_tx != NULL && rte_ring_dequeue(dp->ports[p].ctl_tx,
+								       (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+		rte_ring_free(dp->ports[p].ctl_tx);
+	}
+	for (unsigned int i = 0; i < dp->n_lcores; i++) {
+		struct dp_lcore *lc = dp->lcores[i];
+
+		if (lc == NULL)
+			continue;
+		rte_ring_free(lc->learn);
+		struct rte_mempool *mine[3] = { lc->pool, lc->hdr_pool, lc->clone_pool };
+
+		for (int k = 0; k < 3; k++) {
+			bool seen = mine[k] == NULL;
+
+			for (int q = 0; q < n_pools && !seen; q++)
+				seen = pools[q] == mine[k];
+			if (!seen)
+				pools[n_pools++] = mine[k];
+		}
+		rte_free(lc);
+		dp->lcores[i] = NULL;
+	}
+	for (int q = 0; q < n_pools; q++)
+		rte_mempool_free(pools[q]);
+	rte_free(dp->rcu);
+	dp->rcu = NULL;
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Slow path of the dataplane: everything the control thread (the EAL main lcore) does.
+ * Nothing here may be called from a worker lcore: these functions allocate, block (RCU
+ * grace periods) and log.
+ */
+#ifndef GEOREDUCE_DP_SLOWPATH_H
+#define GEOREDUCE_DP_SLOWPATH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <rte_log.h>
+
+#include "dp.h"
+
+#define DP_PROGRAM "georeduce-dataplane"
+#define DP_VERSION "0.4.0"
+
+/** The dataplane's log type (RTE_LOG_REGISTER_DEFAULT in slowpath/setup.c). */
+extern int dp_logtype;
+/** Log from the control thread: DP_LOG(INFO, "job %u live\n", job). */
+#define DP_LOG(level, ...) rte_log(RTE_LOG_##level, dp_logtype, DP_PROGRAM ": " __VA_ARGS__)
+
+/** Address of one port (--addr PORT:IP/LEN[,GW]). */
+struct dp_port_addr {
+	uint32_t ipv4;          /* host order; 0: not given */
+	uint8_t prefix_len;
+	uint32_t gw_ipv4;       /* 0: none */
+};
+
+/** A static neighbour (--neigh IP=MAC). */
+struct dp_static_neigh {
+	uint32_t ipv4;
+	struct rte_ether_addr mac;
+};
+
+/** Everything dp_setup() needs. */
+struct dp_config {
+	struct dp_params prm;
+	unsigned int n_lcores;                  /* worker lcores, 1 .. DP_LCORES_MAX */
+	unsigned int lcore_ids[DP_LCORES_MAX];
+	unsigned int n_ports;                   /* ethdev ports used: 0 .. n_ports - 1 */
+	uint16_t port_ids[DP_PORTS_MAX];
+	struct dp_port_addr addr[DP_PORTS_MAX];
+	unsigned int n_neigh;
+	struct dp_static_neigh neigh[64];
+	uint16_t rx_desc, tx_desc;
+	uint32_t hdr_mbufs;                     /* header and clone mbufs per socket */
+};
+
+/** Defaults of every option (the --help text shows them). */
+void dp_config_defaults(struct dp_config *cfg);
+
+/**
+ * Configure and start the ports, create the mempools (one set per NUMA socket of the
+ * worker lcores), the per-lcore contexts, rings and the RCU variable. After rte_eal_init().
+ * Returns 0, or a negative errno with a one-line message in err.
+ */
+int dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen);
+
+/** Stop and close the ports, free everything dp_setup() and the jobs allocated. Workers
+ * must have stopped. */
+void dp_teardown(struct dp *dp);
+
+/* --- Tables (slowpath/state.c) ------------------------------------------------------------ */
+
+/**
+ * Validate a georeduce-table/1 object strictly and build its runtime form, staged for its
+ * (job, epoch) but not live. 0 with *job and *epoch set, or a negative errno (-EINVAL bad
+ * table, -E2BIG over limits, -EEXIST that epoch live or staged, -ESTALE older than the live
+ * epoch, -ENOMEM) with a one-line message naming the field.
+ */
+int dp_prepare(struct dp *dp, const json_t *table, uint32_t *job, uint32_t *epoch, char *err,
+	       size_t errlen);
+
+/**
+ * Make the staged (job, epoch) live: publish it (the previous live epoch drains), wait for
+ * an RCU grace period so that every worker uses it, then return. 0, or -ENOENT.
+ */
+int dp_activate(struct dp *dp, uint32_t job, uint32_t epoch, char *err, size_t errlen);
+
+/** Retire every epoch of a job (open slots drain first). 0, or -ENOENT. */
+int dp_remove(struct dp *dp, uint32_t job, char *err, size_t errlen);
+
+/**
+ * Periodic work: neighbour learning from the workers' rings, ARP requests for unresolved
+ * neighbours (every second), retirement of drained epochs (free after a grace period).
+ * Call often (every few ms) from the control thread.
+ */
+void dp_housekeeping(struct dp *dp);
+
+/** Retire and free every job at once (shutdown; workers stopped). */
+void dp_jobs_free_all(struct dp *dp);
+
+/** The neighbour entry of (ipv4, port index), added unresolved if new; index or -E2BIG. */
+int dp_neigh_get(struct dp *dp, uint32_t ipv4, uint16_t port);
+
+/** Set a neighbour's MAC (ARP learning or static configuration). */
+void dp_neigh_set(struct dp *dp, int idx, const struct rte_ether_addr *mac, bool is_static);
+
+/* --- Reports (slowpath/stats.c) ----------------------------------------------------------- */
+
+/** Counters, memory, ports, neighbours and jobs as a JSON object (the "stats" reply). */
+json_t *dp_stats_json(struct dp *dp);
+
+/** Installed tables with their state ("live", "draining", "prepared"); job 0: all. */
+json_t *dp_dump_json(struct dp *dp, uint32_t job, bool all);
+
+/** Register the /georeduce/... telemetry commands (dpdk-telemetry.py). */
+int dp_telemetry_register(struct dp *dp);
+
+/* --- Control socket (slowpath/ctl.c) ------------------------------------------------------ */
+
+struct dp_ctl;
+
+/** Listen on path (see lib/ctlmsg.h). NULL with err on failure. */
+struct dp_ctl *dp_ctl_create(struct dp *dp, const char *path, char *err, size_t errlen);
+
+/** Serve the control socket for up to timeout_ms: accept, read, answer requests. */
+void dp_ctl_poll(struct dp_ctl *c, int timeout_ms);
+
+/** Handle one request object and return the reply (new reference). For the socket and
+ * for tests. */
+json_t *dp_ctl_handle(struct dp *dp, const json_t *req);
+
+/** Close every connection and the socket, unlink its path. */
+void dp_ctl_free(struct dp_ctl *c);
+
+#endif

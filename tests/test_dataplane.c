@@ -1,0 +1,1126 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * EAL tests of the dataplane (dataplane/fastpath, dataplane/slowpath) through net_ring
+ * ports: crafted frames in, the frames it sends out checked field by field.
+ *
+ * Most tests play the worker lcore on the main thread (dp_worker_poll), so every step is
+ * deterministic; the epoch-swap test runs the real worker loop on lcore 1 while the main
+ * thread injects traffic and swaps tables. No hugepages, no NIC.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <CUnit/Basic.h>
+#include <jansson.h>
+#include <rte_arp.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_icmp.h>
+#include <rte_ip.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "dp.h"
+#include "fuzzutil.h"
+#include "slowpath/slowpath.h"
+#include "table.h"
+#include "wire.h"
+
+#define GW_IP 0x0a000001u               /* 10.0.0.1: the dataplane's port */
+#define PEER_IP(n) (0x0a000000u | (n))  /* 10.0.0.n */
+#define WORKER_PORT 5000
+#define RING_SIZE 8192
+
+static struct dp dp;
+static struct rte_ring *rx_ring, *tx_ring;
+static struct rte_mempool *tpool;
+static int n_setups;
+static struct rte_ether_addr gw_mac;
+
+/* --- Harness -------------------------------------------------------------------------------- */
+
+/* A fresh dataplane on a fresh ring port: lcore is the lcore that plays the worker. */
+static int
+dp_up(unsigned int lcore)
+{
+	struct dp_config cfg;
+	char name[32], err[512];
+
+	dp_config_defaults(&cfg);
+	cfg.prm.mbufs = 16384;
+	cfg.hdr_mbufs = 16384;
+	cfg.rx_desc = 256;
+	cfg.tx_desc = 256;
+	cfg.prm.drain_ms = 200;
+	cfg.n_lcores = 1;
+	cfg.lcore_ids[0] = lcore;
+	snprintf(name, sizeof(name), "t_rx%d", n_setups);
+	rx_ring = rte_ring_create(name, RING_SIZE, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "t_tx%d", n_setups);
+	tx_ring = rte_ring_create(name, RING_SIZE, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "net_ring_t%d", n_setups++);
+	int port = rte_eth_from_rings(name, &rx_ring, 1, &tx_ring, 1, (unsigned)SOCKET_ID_ANY);
+
+	if (rx_ring == NULL || tx_ring == NULL || port < 0)
+		return -1;
+	cfg.n_ports = 1;
+	cfg.port_ids[0] = (uint16_t)port;
+	cfg.addr[0].ipv4 = GW_IP;
+	cfg.addr[0].prefix_len = 24;
+	/* Every peer 10.0.0.2 .. 10.0.0.40 is a static neighbour 02:00:00:00:00:nn. */
+	for (unsigned int n = 2; n <= 40; n++) {
+		struct dp_static_neigh *sn = &cfg.neigh[cfg.n_neigh++];
+
+		sn->ipv4 = PEER_IP(n);
+		memset(&sn->mac, 0, sizeof(sn->mac));
+		sn->mac.addr_bytes[0] = 0x02;
+		sn->mac.addr_bytes[5] = (uint8_t)n;
+	}
+	if (dp_setup(&dp, &cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "dp_setup: %s\n", err);
+		return -1;
+	}
+	gw_mac = dp.ports[0].mac;
+	return 0;
+}
+
+static void
+dp_down(void)
+{
+	struct rte_mbuf *m;
+
+	dp_teardown(&dp);
+	while (rte_ring_dequeue(rx_ring, (void **)&m) == 0)
+		rte_pktmbuf_free(m);
+	while (rte_ring_dequeue(tx_ring, (void **)&m) == 0)
+		rte_pktmbuf_free(m);
+	rte_ring_free(rx_ring);
+	rte_ring_free(tx_ring);
+}
+
+static void
+poll_all(void)
+{
+	while (dp_worker_poll(dp.lcores[0]) != 0)
+		;
+}
+
+static uint64_t
+drops(enum wire_reason r)
+{
+	return dp.lcores[0]->drops[r];
+}
+
+static uint64_t
+ctr(enum dp_ctr c)
+{
+	return dp.lcores[0]->ctr[c];
+}
+
+/* Tables: one gateway (id gw_id at 10.0.0.1) with the given trees. */
+struct tdesc {
+	uint16_t id;
+	int parent;                     /* parent gateway id, 0: root */
+	int n_children;
+	uint16_t children[4];           /* child gateway ids; at 10.0.0.<id> */
+	uint32_t first, count;
+	uint32_t slots;
+};
+
+static struct table *
+mk_table(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt, uint64_t elements,
+	 uint32_t chunk_elements, int n_workers, const uint16_t *workers, int n_trees,
+	 const struct tdesc *td)
+{
+	int nc[8], nw[8];
+
+	for (int i = 0; i < n_trees; i++) {
+		nc[i] = td[i].n_children;
+		nw[i] = n_workers;
+	}
+	struct table *tb = table_create(n_trees, nc, nw);
+
+	tb->job = job;
+	tb->epoch = epoch;
+	tb->gw = (struct table_gw){ gw_id, GW_IP, WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT };
+	tb->dtype = dt;
+	tb->elements = elements;
+	tb->chunk_elements = chunk_elements;
+	tb->limits = (struct table_limits){ 8, 4, 16, 4096 };
+	tb->n_trees = n_trees;
+	for (int i = 0; i < n_trees; i++) {
+		struct table_tree *t = &tb->trees[i];
+
+		t->id = td[i].id;
+		t->has_parent = td[i].parent != 0;
+		if (t->has_parent)
+			t->parent = (struct table_gw){ (uint16_t)td[i].parent,
+						       PEER_IP((uint32_t)td[i].parent),
+						       WIRE_PORT_BASE_DEFAULT,
+						       WIRE_PORT_COUNT_DEFAULT };
+		t->role = !t->has_parent ? TABLE_ROLE_ROOT
+			  : td[i].n_children > 0 ? TABLE_ROLE_INTERIOR : TABLE_ROLE_LEAF;
+		for (int c = 0; c < td[i].n_children; c++)
+			t->children[c] = (struct table_gw){ td[i].children[c],
+							    PEER_IP(td[i].children[c]),
+							    WIRE_PORT_BASE_DEFAULT,
+							    WIRE_PORT_COUNT_DEFAULT };
+		for (int w = 0; w < n_workers; w++)
+			t->workers[w] = (struct table_worker){ workers[w], PEER_IP(workers[w]),
+							       WORKER_PORT };
+		t->expected = (uint32_t)(n_workers + td[i].n_children);
+		t->subtree_workers = t->expected * 4;
+		t->chunk_first = td[i].first;
+		t->chunk_count = td[i].count;
+		t->rate_gbps = 1;
+		t->slots = td[i].slots;
+	}
+	return tb;
+}
+
+/* Install a table through the control handler, as the socket would; returns errno. */
+static int
+install(struct table *tb, const char *op)
+{
+	json_t *req = json_pack("{s:i,s:i,s:s,s:o}", "version", 1, "id", 9, "op", op, "table",
+				table_to_json(tb));
+	json_t *rep = dp_ctl_handle(&dp, req);
+	int e = json_is_true(json_object_get(rep, "ok"))
+			? 0
+			: (int)json_integer_value(json_object_get(rep, "errno"));
+
+	if (e != 0 && getenv("TEST_VERBOSE") != NULL)
+		fprintf(stderr, "install: %s\n", json_string_value(json_object_get(rep, "error")));
+	json_decref(req);
+	json_decref(rep);
+	table_free(tb);
+	return e;
+}
+
+/* Room for len more bytes at the end of m (test mbufs are large enough). */
+static void *
+must_append(struct rte_mbuf *m, size_t len)
+{
+	void *p = m == NULL ? NULL : rte_pktmbuf_append(m, (uint16_t)len);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+struct pkt {
+	enum wire_type type;
+	uint8_t flags;
+	uint32_t job, epoch;
+	uint16_t tree, sender, origin, contrib;
+	uint32_t round, chunk;
+	enum wire_dtype dtype;
+	uint16_t count;
+	uint32_t src_ip;
+};
+
+/* A frame from p.src_ip to the gateway with payload pl (count elements of the dtype). */
+static struct rte_mbuf *
+mk_pkt(const struct pkt *p, const void *pl)
+{
+	struct wire_pkt w = {
+		.type = p->type, .flags = p->flags, .dtype = p->dtype, .job = p->job,
+		.epoch = p->epoch, .tree = p->tree, .sender = p->sender, .origin = p->origin,
+		.contrib = p->contrib, .round = p->round, .chunk = p->chunk, .count = p->count,
+	};
+	size_t len = wire_pkt_len(&w);
+	struct rte_mbuf *m = rte_pktmbuf_alloc(tpool);
+	uint8_t *f = must_append(m, WIRE_FRAME_HDR_OFF + len);
+	struct wire_flow fl = {
+		.src_ip = p->src_ip, .dst_ip = GW_IP,
+		.src_port = (uint16_t)(p->src_ip & 0xff) < 32 ? WORKER_PORT : 17400,
+		.dst_port = wire_udp_port(WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT, p->chunk),
+	};
+
+	memcpy(fl.dst_mac, gw_mac.addr_bytes, 6);
+	fl.src_mac[0] = 0x02;
+	fl.src_mac[5] = (uint8_t)p->src_ip;
+	CU_ASSERT_FATAL(f != NULL);
+	CU_ASSERT_FATAL(wire_hdr_encode(f + WIRE_FRAME_HDR_OFF, len, &w, NULL) == 0);
+	if (pl != NULL)
+		memcpy(f + WIRE_FRAME_PAYLOAD_OFF, pl, len - WIRE_HDR_LEN);
+	CU_ASSERT_FATAL(wire_frame_build(f, WIRE_FRAME_HDR_OFF + len, &fl, len, false) == 0);
+	return m;
+}
+
+static void
+inject(struct rte_mbuf *m)
+{
+	CU_ASSERT_FATAL(rte_ring_enqueue(rx_ring, m) == 0);
+}
+
+/* A frame the dataplane sent, decoded. */
+struct out {
+	struct wire_flow fl;
+	struct wire_pkt p;
+	uint8_t frame[WIRE_MTU_MAX + 64];
+	size_t len;
+};
+
+/* Take every frame sent; returns how many (up to max), decoded into o[]. */
+static int
+collect(struct out *o, int max)
+{
+	struct rte_mbuf *m;
+	int n = 0;
+
+	while (rte_ring_dequeue(tx_ring, (void **)&m) == 0) {
+		if (n < max) {
+			struct out *x = &o[n];
+			size_t off, plen;
+
+			x->len = rte_pktmbuf_pkt_len(m);
+			const void *d = rte_pktmbuf_read(m, 0, (uint32_t)x->len, x->frame);
+
+			if (d != x->frame) /* contiguous: read() only points at it */
+				memcpy(x->frame, d, x->len);
+			memset(&x->p, 0, sizeof(x->p));
+			if (wire_frame_parse(x->frame, x->len, &x->fl, &off, &plen, NULL) == 0)
+				CU_ASSERT(wire_hdr_decode(x->frame + off, plen, &x->p, NULL) == 0);
+		}
+		n++;
+		rte_pktmbuf_free(m);
+	}
+	return n;
+}
+
+static float
+out_f32(const struct out *o, uint32_t i)
+{
+	float v;
+
+	memcpy(&v, o->frame + WIRE_FRAME_PAYLOAD_OFF + 4 * i, 4);
+	return v;
+}
+
+/* Worker w's value for element e of the tensor: small integers, exact in every dtype. */
+static float
+val(uint16_t w, uint64_t e)
+{
+	return (float)((w * 7 + e) % 61);
+}
+
+static uint16_t
+chunk_len(uint64_t elements, uint32_t ce, uint32_t c)
+{
+	return (uint16_t)wire_chunk_len(elements, ce, c);
+}
+
+/* CONTRIB of worker w (at 10.0.0.w) for one chunk of an fp32 tensor. */
+static struct rte_mbuf *
+contrib_f32(uint32_t job, uint32_t epoch, uint16_t tree, uint16_t w, uint32_t round,
+	    uint32_t chunk, uint64_t elements, uint32_t ce)
+{
+	float pl[2048];
+	uint16_t n = chunk_len(elements, ce, chunk);
+	struct pkt p = { WIRE_TYPE_CONTRIB, 0, job, epoch, tree, w, w, 1, round, chunk,
+			 WIRE_DTYPE_FP32, n, PEER_IP(w) };
+
+	for (uint16_t i = 0; i < n; i++)
+		pl[i] = val(w, (uint64_t)chunk * ce + i);
+	return mk_pkt(&p, pl);
+}
+
+
+static json_t *
+call(const char *text)
+{
+	json_error_t je;
+	json_t *req = json_loads(text, 0, &je), *rep;
+
+	CU_ASSERT_FATAL(req != NULL);
+	rep = dp_ctl_handle(&dp, req);
+	json_decref(req);
+	return rep;
+}
+
+static int
+call_errno(const char *text)
+{
+	json_t *rep = call(text);
+	int e = json_is_true(json_object_get(rep, "ok"))
+			? 0
+			: (int)json_integer_value(json_object_get(rep, "errno"));
+
+	CU_ASSERT(e == 0 || json_is_string(json_object_get(rep, "error")));
+	json_decref(rep);
+	return e;
+}
+
+/* --- Tests ---------------------------------------------------------------------------------- */
+
+static const uint16_t W3[] = { 11, 12, 13 };
+
+/* Root with three local workers: every chunk summed exactly, results to each worker. */
+static void
+test_root_three_workers(void)
+{
+	const uint64_t el = 1000;
+	const uint32_t ce = 64, nch = 16;
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16 };
+	static struct out o[64];
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(7, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+				"install") == 0);
+	for (int w = 0; w < 3; w++)
+		for (uint32_t c = 0; c < nch; c++)
+			inject(contrib_f32(7, 1, 0, W3[w], 5, c, el, ce));
+	poll_all();
+	int n = collect(o, 64);
+
+	CU_ASSERT(n == 3 * (int)nch);
+	int bad = 0;
+
+	for (int k = 0; k < n && k < 64; k++) {
+		const struct out *x = &o[k];
+		uint32_t c = x->p.chunk;
+
+		bad += x->p.type != WIRE_TYPE_RESULT || x->p.contrib != 3 || x->p.origin != 1 ||
+		       x->p.sender != 1 || x->p.round != 5 || x->fl.dst_port != WORKER_PORT ||
+		       x->p.count != chunk_len(el, ce, c);
+		bad += x->fl.dst_ip != PEER_IP(11) && x->fl.dst_ip != PEER_IP(12) &&
+		       x->fl.dst_ip != PEER_IP(13);
+		bad += x->fl.dst_mac[5] != (uint8_t)x->fl.dst_ip;
+		for (uint32_t i = 0; i < x->p.count; i++) {
+			uint64_t e = (uint64_t)c * ce + i;
+
+			bad += out_f32(x, i) != val(11, e) + val(12, e) + val(13, e);
+		}
+	}
+	CU_ASSERT(bad == 0);
+	CU_ASSERT(ctr(DP_CTR_CHUNKS_COMPLETED) == nch);
+	CU_ASSERT(ctr(DP_CTR_RESULTS_SENT) == 3 * nch);
+	/* A retransmitted NACK_RESULT from worker 12 for chunks 3..4 gets the results again. */
+	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 7, 1, 0, 12, 12, 0, 5, 3, WIRE_DTYPE_NONE, 2,
+			  PEER_IP(12) };
+
+	inject(mk_pkt(&nk, NULL));
+	poll_all();
+	n = collect(o, 64);
+	CU_ASSERT(n == 2);
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_RESULT && (o[0].p.flags & WIRE_F_RETX) &&
+		  o[0].fl.dst_ip == PEER_IP(12) && o[0].p.chunk == 3);
+	/* The same round again: duplicates, no new results. */
+	inject(contrib_f32(7, 1, 0, 11, 5, 0, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0);
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 1);
+	dp_down();
+}
+
+/* Interior gateway 2: workers 21, 22 and child gateway 3 (contrib 4) up to parent 4; the
+ * parent's RESULT down to the child and both workers. Also a leaf tree and a bad chunk. */
+static void
+test_interior_and_two_trees(void)
+{
+	const uint64_t el = 256;
+	const uint32_t ce = 32;
+	static const uint16_t w2[] = { 21, 22 };
+	struct tdesc td[2] = {
+		{ 0, 4, 1, { 3 }, 0, 4, 16 },   /* interior: parent 4, child 3, chunks 0-3 */
+		{ 1, 4, 0, { 0 }, 4, 4, 16 },   /* leaf: parent 4, chunks 4-7 */
+	};
+	static struct out o[64];
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(8, 1, 2, TABLE_DTYPE_FP32, el, ce, 2, w2, 2, td),
+				"install") == 0);
+	for (uint32_t c = 0; c < 8; c++) {
+		inject(contrib_f32(8, 1, c < 4 ? 0 : 1, 21, 0, c, el, ce));
+		inject(contrib_f32(8, 1, c < 4 ? 0 : 1, 22, 0, c, el, ce));
+	}
+	for (uint32_t c = 0; c < 4; c++) {
+		float pl[32];
+		struct pkt p = { WIRE_TYPE_CONTRIB, 0, 8, 1, 0, 3, 3, 4, 0, c, WIRE_DTYPE_FP32, 32,
+				 PEER_IP(3) };
+
+		for (int i = 0; i < 32; i++)
+			pl[i] = 100;
+		inject(mk_pkt(&p, pl));
+	}
+	poll_all();
+	int n = collect(o, 64), bad = 0;
+
+	CU_ASSERT(n == 8);
+	for (int k = 0; k < n && k < 64; k++) {
+		const struct out *x = &o[k];
+		uint32_t c = x->p.chunk;
+
+		bad += x->p.type != WIRE_TYPE_CONTRIB || x->fl.dst_ip != PEER_IP(4) ||
+		       x->p.sender != 2 || x->p.origin != 2 || x->p.contrib != (c < 4 ? 6 : 2) ||
+		       x->p.tree != (c < 4 ? 0 : 1) ||
+		       x->fl.dst_port != WIRE_PORT_BASE_DEFAULT + c % WIRE_PORT_COUNT_DEFAULT;
+		for (uint32_t i = 0; i < 32; i++) {
+			uint64_t e = (uint64_t)c * ce + i;
+
+			bad += out_f32(x, i) != val(21, e) + val(22, e) + (c < 4 ? 100 : 0);
+		}
+	}
+	CU_ASSERT(bad == 0);
+	/* The parent's RESULT for chunk 2: to child 3 (gateway port) and workers 21, 22. */
+	float res[32];
+	struct pkt r = { WIRE_TYPE_RESULT, 0, 8, 1, 0, 4, 4, 9, 0, 2, WIRE_DTYPE_FP32, 32,
+			 PEER_IP(4) };
+
+	for (int i = 0; i < 32; i++)
+		res[i] = (float)(1000 + i);
+	inject(mk_pkt(&r, res));
+	poll_all();
+	n = collect(o, 64);
+	CU_ASSERT(n == 3);
+	bad = 0;
+	for (int k = 0; k < n && k < 64; k++) {
+		bad += o[k].p.type != WIRE_TYPE_RESULT || o[k].p.contrib != 9 ||
+		       o[k].p.origin != 4 || o[k].p.sender != 2 || o[k].p.chunk != 2;
+		bad += o[k].fl.dst_ip == PEER_IP(3)
+			       ? o[k].fl.dst_port != WIRE_PORT_BASE_DEFAULT + 2
+			       : o[k].fl.dst_port != WORKER_PORT;
+		for (int i = 0; i < 32; i++)
+			bad += out_f32(&o[k], (uint32_t)i) != (float)(1000 + i);
+	}
+	CU_ASSERT(bad == 0);
+	/* The same RESULT again: duplicate. From a non-parent: bad_sender. */
+	inject(mk_pkt(&r, res));
+	r.sender = 3;
+	r.src_ip = PEER_IP(3);
+	inject(mk_pkt(&r, res));
+	/* A chunk of tree 1 sent as tree 0: bad_chunk. */
+	inject(contrib_f32(8, 1, 0, 21, 1, 5, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0);
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 1);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1);
+	CU_ASSERT(drops(WIRE_REASON_BAD_CHUNK) == 1);
+	dp_down();
+}
+
+/* Hundreds of chunks in flight, arriving shuffled with duplicates: exact sums. */
+static void
+test_many_in_flight_shuffled(void)
+{
+	const uint32_t ce = 16, nch = 512;
+	const uint64_t el = (uint64_t)ce * nch - 5;
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 512 };
+	const int n_in = 3 * (int)nch, n_dup = 100;
+	struct rte_mbuf **in = calloc((size_t)(n_in + n_dup), sizeof(*in));
+	static struct out o[2048];
+	uint64_t rng = fuzz_env_ulong("GEOREDUCE_FUZZ_SEED", 42);
+	int k = 0;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(9, 4, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+				"install") == 0);
+	for (int w = 0; w < 3; w++)
+		for (uint32_t c = 0; c < nch; c++)
+			in[k++] = contrib_f32(9, 4, 0, W3[w], 77, c, el, ce);
+	/* Fisher-Yates, then duplicates of random packets placed after their original. */
+	for (int i = n_in - 1; i > 0; i--) {
+		int j = (int)(rng_next(&rng) % (uint64_t)(i + 1));
+		struct rte_mbuf *t = in[i];
+
+		in[i] = in[j];
+		in[j] = t;
+	}
+	for (int d = 0; d < n_dup; d++) {
+		int j = (int)(rng_next(&rng) % (uint64_t)k);
+
+		in[k] = rte_pktmbuf_copy(in[j], tpool, 0, UINT32_MAX);
+		struct rte_mbuf *t = in[k];
+
+		memmove(&in[j + 2], &in[j + 1], sizeof(*in) * (size_t)(k - j - 1));
+		in[j + 1] = t;
+		k++;
+	}
+	/* The first third alone: nothing completes yet, the slots hold it all. */
+	for (int i = 0; i < k; i++) {
+		inject(in[i]);
+		if ((i & 255) == 255)
+			poll_all();
+	}
+	poll_all();
+	int n = collect(o, 2048), bad = 0;
+
+	CU_ASSERT(n == 3 * (int)nch);
+	for (int i = 0; i < n && i < 2048; i++) {
+		uint32_t c = o[i].p.chunk;
+
+		bad += o[i].p.contrib != 3;
+		for (uint32_t e = 0; e < o[i].p.count; e++) {
+			uint64_t x = (uint64_t)c * ce + e;
+
+			bad += out_f32(&o[i], e) != val(11, x) + val(12, x) + val(13, x);
+		}
+	}
+	CU_ASSERT(bad == 0);
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == (uint64_t)n_dup);
+	CU_ASSERT(ctr(DP_CTR_CHUNKS_COMPLETED) == nch);
+	free(in);
+	dp_down();
+}
+
+/* fp16 and bf16: accumulated in fp32, rounded once; integer values are exact. */
+static void
+half_case(enum table_dtype tdt, enum wire_dtype wdt)
+{
+	const uint64_t el = 300;
+	const uint32_t ce = 128;
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 3, 16 };
+	static struct out o[16];
+	const struct sum_kernels *k = sum_kernels_get(SUM_ISA_SCALAR);
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(10, 1, 1, tdt, el, ce, 3, W3, 1, &td), "install") == 0);
+	for (int w = 0; w < 3; w++)
+		for (uint32_t c = 0; c < 3; c++) {
+			uint16_t n = chunk_len(el, ce, c), pl[128];
+			float f[128];
+			struct pkt p = { WIRE_TYPE_CONTRIB, 0, 10, 1, 0, W3[w], W3[w], 1, 2, c, wdt, n,
+					 PEER_IP(W3[w]) };
+
+			for (uint16_t i = 0; i < n; i++)
+				f[i] = val(W3[w], (uint64_t)c * ce + i);
+			if (wdt == WIRE_DTYPE_FP16)
+				k->narrow_f16(pl, f, n);
+			else
+				k->narrow_bf16(pl, f, n);
+			inject(mk_pkt(&p, pl));
+		}
+	poll_all();
+	int n = collect(o, 16), bad = 0;
+
+	CU_ASSERT(n == 9);
+	for (int i = 0; i < n && i < 16; i++) {
+		uint16_t h[128];
+		float f[128];
+		uint32_t c = o[i].p.chunk;
+
+		bad += o[i].p.dtype != wdt;
+		memcpy(h, o[i].frame + WIRE_FRAME_PAYLOAD_OFF, 2u * o[i].p.count);
+		if (wdt == WIRE_DTYPE_FP16)
+			k->widen_f16(f, h, o[i].p.count);
+		else
+			k->widen_bf16(f, h, o[i].p.count);
+		for (uint32_t e = 0; e < o[i].p.count; e++) {
+			uint64_t x = (uint64_t)c * ce + e;
+
+			bad += f[e] != val(11, x) + val(12, x) + val(13, x);
+		}
+	}
+	CU_ASSERT(bad == 0);
+	/* A contribution of the wrong dtype: job_mismatch. */
+	inject(contrib_f32(10, 1, 0, 11, 3, 0, el, ce));
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 1);
+	collect(o, 16);
+	dp_down();
+}
+
+static void
+test_fp16(void)
+{
+	half_case(TABLE_DTYPE_FP16, WIRE_DTYPE_FP16);
+}
+
+static void
+test_bf16(void)
+{
+	half_case(TABLE_DTYPE_BF16, WIRE_DTYPE_BF16);
+}
+
+/* Corrupt one byte of a valid frame at off (XOR x). */
+static struct rte_mbuf *
+corrupt(struct rte_mbuf *m, size_t off, uint8_t x)
+{
+	rte_pktmbuf_mtod(m, uint8_t *)[off] ^= x;
+	return m;
+}
+
+/* Every class of bad packet is counted by its reason; afterwards a round still completes
+ * exactly (no slot was touched). */
+static void
+test_bad_packets(void)
+{
+	const uint64_t el = 64;
+	const uint32_t ce = 64;
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16 };
+	static struct out o[16];
+	struct pkt p;
+	struct rte_mbuf *m;
+	float pl[64] = { 0 };
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(11, 3, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+				"install") == 0);
+	/* One contribution in, so that a corrupted packet would show in the sum. */
+	inject(contrib_f32(11, 3, 0, 11, 1, 0, el, ce));
+	poll_all();
+	const size_t H = WIRE_FRAME_HDR_OFF;
+	struct {
+		size_t off;
+		uint8_t x;
+		enum wire_reason why;
+	} hdr_cases[] = {
+		{ H + 0, 0xff, WIRE_REASON_MAGIC },
+		{ H + 2, 0x03, WIRE_REASON_VERSION },
+		{ H + 3, 0x40, WIRE_REASON_TYPE },
+		{ H + 4, 0x80, WIRE_REASON_FLAGS },
+		{ H + 7, 0x01, WIRE_REASON_RESERVED },
+		{ H + 5, 0x07, WIRE_REASON_DTYPE },
+		{ H + 6, 0x20, WIRE_REASON_CSET_LEN },
+		{ H + 23, 0x01, WIRE_REASON_CONTRIB }, /* contrib 1 -> 0 */
+	};
+
+	for (size_t i = 0; i < sizeof(hdr_cases) / sizeof(hdr_cases[0]); i++) {
+		m = corrupt(contrib_f32(11, 3, 0, 12, 1, 0, el, ce), hdr_cases[i].off, hdr_cases[i].x);
+		inject(m);
+		poll_all();
+		CU_ASSERT(drops(hdr_cases[i].why) == 1);
+		if (drops(hdr_cases[i].why) != 1)
+			fprintf(stderr, "case %zu: reason %s not counted\n", i,
+				wire_reason_str(hdr_cases[i].why));
+	}
+	/* Lower layers: IP checksum, fragment, UDP checksum, UDP length, truncated frame. */
+	inject(corrupt(contrib_f32(11, 3, 0, 12, 1, 0, el, ce), 14 + 8, 0x01)); /* TTL: csum */
+	m = contrib_f32(11, 3, 0, 12, 1, 0, el, ce);
+	{
+		struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
+
+		ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG);
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+	}
+	inject(m);
+	inject(corrupt(contrib_f32(11, 3, 0, 12, 1, 0, el, ce), 14 + 20 + 6, 0x01)); /* UDP csum */
+	m = contrib_f32(11, 3, 0, 12, 1, 0, el, ce);
+	rte_pktmbuf_trim(m, 100); /* IP total length now beyond the frame */
+	inject(m);
+	m = contrib_f32(11, 3, 0, 12, 1, 0, el, ce);
+	rte_pktmbuf_trim(m, rte_pktmbuf_data_len(m) - 10); /* 10 bytes: not even Ethernet+IP */
+	inject(m);
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_IP_CSUM) == 1);
+	CU_ASSERT(drops(WIRE_REASON_IP_FRAG) == 1);
+	CU_ASSERT(drops(WIRE_REASON_UDP_CSUM) == 1);
+	CU_ASSERT(drops(WIRE_REASON_IP_HDR) == 1);
+	/* Table level: unknown job, epoch ahead and stale, unknown tree, chunk out of range,
+	 * count that is not the chunk's, sender not in the table, worker claiming contrib 2. */
+	p = (struct pkt){ WIRE_TYPE_CONTRIB, 0, 99, 3, 0, 12, 12, 1, 1, 0, WIRE_DTYPE_FP32, 64,
+			  PEER_IP(12) };
+	inject(mk_pkt(&p, pl));
+	p.job = 11;
+	p.epoch = 4;
+	inject(mk_pkt(&p, pl));
+	p.epoch = 2;
+	inject(mk_pkt(&p, pl));
+	p.epoch = 3;
+	p.tree = 5;
+	inject(mk_pkt(&p, pl));
+	p.tree = 0;
+	p.chunk = 1;
+	inject(mk_pkt(&p, pl));
+	p.chunk = 0;
+	p.count = 32;
+	inject(mk_pkt(&p, pl));
+	p.count = 64;
+	p.sender = p.origin = 14;
+	inject(mk_pkt(&p, pl));
+	p.sender = p.origin = 12;
+	p.contrib = 2;
+	inject(mk_pkt(&p, pl));
+	/* Not for us: another destination address, another UDP port, an unknown EtherType. */
+	m = contrib_f32(11, 3, 0, 12, 1, 0, el, ce);
+	{
+		struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
+
+		ip->dst_addr = rte_cpu_to_be_32(PEER_IP(99));
+	}
+	inject(m);
+	inject(corrupt(contrib_f32(11, 3, 0, 12, 1, 0, el, ce), 12, 0x55));
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_UNKNOWN_JOB) == 1);
+	CU_ASSERT(drops(WIRE_REASON_EPOCH_AHEAD) == 1);
+	CU_ASSERT(drops(WIRE_REASON_EPOCH_STALE) == 1);
+	CU_ASSERT(drops(WIRE_REASON_UNKNOWN_TREE) == 1);
+	CU_ASSERT(drops(WIRE_REASON_BAD_CHUNK) == 1);
+	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 1);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 2);
+	CU_ASSERT(ctr(DP_CTR_NOT_FOR_US) == 2);
+	CU_ASSERT(collect(o, 16) == 0);
+	/* Random garbage: never a crash, never a result. */
+	uint64_t rng = fuzz_env_ulong("GEOREDUCE_FUZZ_SEED", 7);
+	unsigned long iters = fuzz_env_ulong("GEOREDUCE_FUZZ_ITERS",
+					     getenv("GEOREDUCE_TEST_QUICK") ? 2000 : 20000);
+
+	for (unsigned long i = 0; i < iters; i++) {
+		m = contrib_f32(11, 3, 0, (uint16_t)(12 + i % 2), 1, 0, el, ce);
+		uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+		size_t len = rte_pktmbuf_data_len(m);
+		int flips = 1 + (int)(rng_next(&rng) % 4);
+
+		for (int b = 0; b < flips; b++)
+			f[14 + rng_next(&rng) % (len - 14)] ^= (uint8_t)(1u << (rng_next(&rng) % 8));
+		if (rng_next(&rng) % 4 == 0)
+			rte_pktmbuf_trim(m, (uint16_t)(rng_next(&rng) % (len - 1)));
+		inject(m);
+		if ((i & 127) == 127)
+			poll_all();
+	}
+	poll_all();
+	/* A mutation may leave a valid packet (another round, a flipped payload bit), which
+	 * legitimately opens or fills a slot. What must hold: the next epoch sums exactly, and
+	 * once the job is gone every test mbuf is back in its pool (no slot leaked one). */
+	collect(o, 16);
+	CU_ASSERT(install(mk_table(11, 4, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+			  "install") == 0);
+	for (int w = 0; w < 3; w++)
+		inject(contrib_f32(11, 4, 0, W3[w], 2, 0, el, ce));
+	poll_all();
+	int n = collect(o, 16), bad = 0;
+
+	CU_ASSERT(n == 3);
+	for (int i = 0; i < n && i < 16; i++)
+		for (uint32_t e = 0; e < 64; e++)
+			bad += out_f32(&o[i], e) != val(11, e) + val(12, e) + val(13, e);
+	CU_ASSERT(bad == 0);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"remove\",\"job\":11}") == 0);
+	rte_delay_us_sleep(1000 * (dp.prm.drain_ms + 10));
+	dp_housekeeping(&dp);
+	CU_ASSERT(atomic_load(&dp.state)->n_jobs == 0);
+	CU_ASSERT(rte_mempool_in_use_count(tpool) == 0);
+	dp_down();
+}
+
+/* ARP requests for our address are answered; ICMP echo too; ARP learning resolves a
+ * neighbour that has no static entry, and the control thread's ARP request goes out. */
+static void
+test_arp_icmp(void)
+{
+	static struct out o[16];
+	struct rte_mbuf *m;
+	uint8_t frame[128];
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	/* ARP request from 10.0.0.60 (02:..:3c) for 10.0.0.1. */
+	for (int who = 0; who < 2; who++) {
+		m = rte_pktmbuf_alloc(tpool);
+		struct rte_ether_hdr *eth =
+			(struct rte_ether_hdr *)must_append(m, sizeof(*eth) +
+							     sizeof(struct rte_arp_hdr));
+		struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
+
+		memset(eth->dst_addr.addr_bytes, 0xff, 6);
+		memset(&eth->src_addr, 0, 6);
+		eth->src_addr.addr_bytes[0] = 2;
+		eth->src_addr.addr_bytes[5] = 60;
+		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+		arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
+		arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+		arp->arp_hlen = 6;
+		arp->arp_plen = 4;
+		arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
+		arp->arp_data.arp_sha = eth->src_addr;
+		arp->arp_data.arp_sip = rte_cpu_to_be_32(PEER_IP(60));
+		memset(&arp->arp_data.arp_tha, 0, 6);
+		arp->arp_data.arp_tip = rte_cpu_to_be_32(who == 0 ? GW_IP : PEER_IP(77));
+		inject(m);
+	}
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 1);
+	{
+		const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)o[0].frame;
+		const struct rte_arp_hdr *arp = (const struct rte_arp_hdr *)(eth + 1);
+
+		CU_ASSERT(arp->arp_opcode == rte_cpu_to_be_16(RTE_ARP_OP_REPLY));
+		CU_ASSERT(rte_is_same_ether_addr(&arp->arp_data.arp_sha, &gw_mac));
+		CU_ASSERT(arp->arp_data.arp_sip == rte_cpu_to_be_32(GW_IP));
+		CU_ASSERT(arp->arp_data.arp_tip == rte_cpu_to_be_32(PEER_IP(60)));
+		CU_ASSERT(eth->dst_addr.addr_bytes[5] == 60);
+	}
+	CU_ASSERT(ctr(DP_CTR_ARP_REPLIES) == 1);
+	/* ICMP echo request from 10.0.0.5. */
+	{
+		struct wire_flow fl = { .src_ip = PEER_IP(5), .dst_ip = GW_IP };
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(frame + 14);
+		struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)(ip + 1);
+
+		memset(frame, 0, sizeof(frame));
+		memcpy(fl.dst_mac, gw_mac.addr_bytes, 6);
+		CU_ASSERT(wire_frame_build(frame, sizeof(frame), &fl, 36, false) == 0);
+		ip->next_proto_id = IPPROTO_ICMP;
+		ip->total_length = rte_cpu_to_be_16(20 + 8 + 32);
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
+		ic->icmp_ident = rte_cpu_to_be_16(0x1234);
+		ic->icmp_seq_nb = rte_cpu_to_be_16(1);
+		ic->icmp_cksum = (uint16_t)~rte_raw_cksum(ic, 40);
+		m = rte_pktmbuf_alloc(tpool);
+		memcpy(must_append(m, 14 + 60), frame, 14 + 60);
+		inject(m);
+	}
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 1);
+	{
+		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(o[0].frame + 14);
+		const struct rte_icmp_hdr *ic = (const struct rte_icmp_hdr *)(ip + 1);
+
+		CU_ASSERT(ip->dst_addr == rte_cpu_to_be_32(PEER_IP(5)));
+		CU_ASSERT(ic->icmp_type == RTE_IP_ICMP_ECHO_REPLY);
+		CU_ASSERT(rte_raw_cksum(ic, 40) == 0xffff);
+		CU_ASSERT(rte_ipv4_cksum(ip) == 0);
+	}
+	/* A neighbour with no static entry: the control thread asks for it by ARP. */
+	int nh = dp_neigh_get(&dp, PEER_IP(61), 0);
+
+	CU_ASSERT(nh >= 0);
+	dp_housekeeping(&dp);
+	poll_all(); /* the lcore owning queue 0 sends the control thread's request */
+	dp_worker_poll(dp.lcores[0]);
+	CU_ASSERT(collect(o, 16) == 1);
+	{
+		const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)o[0].frame;
+		const struct rte_arp_hdr *arp = (const struct rte_arp_hdr *)(eth + 1);
+
+		CU_ASSERT(eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP));
+		CU_ASSERT(arp->arp_opcode == rte_cpu_to_be_16(RTE_ARP_OP_REQUEST));
+		CU_ASSERT(arp->arp_data.arp_tip == rte_cpu_to_be_32(PEER_IP(61)));
+	}
+	/* ... and learns the answer. */
+	m = rte_pktmbuf_alloc(tpool);
+	{
+		struct rte_ether_hdr *eth =
+			(struct rte_ether_hdr *)must_append(m, sizeof(*eth) +
+							     sizeof(struct rte_arp_hdr));
+		struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
+
+		eth->dst_addr = gw_mac;
+		memset(&eth->src_addr, 0, 6);
+		eth->src_addr.addr_bytes[0] = 2;
+		eth->src_addr.addr_bytes[5] = 61;
+		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+		arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
+		arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+		arp->arp_hlen = 6;
+		arp->arp_plen = 4;
+		arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
+		arp->arp_data.arp_sha = eth->src_addr;
+		arp->arp_data.arp_sip = rte_cpu_to_be_32(PEER_IP(61));
+		arp->arp_data.arp_tha = gw_mac;
+		arp->arp_data.arp_tip = rte_cpu_to_be_32(GW_IP);
+	}
+	inject(m);
+	poll_all();
+	dp_housekeeping(&dp);
+	uint64_t v = atomic_load(&dp.neigh[nh].mac);
+
+	CU_ASSERT(v == (DP_NEIGH_VALID | 0x02000000003dull));
+	collect(o, 16);
+	dp_down();
+}
+
+/* Control requests: malformed ones get an error and change nothing. */
+static void
+test_control(void)
+{
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 4, 16 };
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"ping\"}") == 0);
+	CU_ASSERT(call_errno("{\"version\":2,\"id\":1,\"op\":\"ping\"}") == EPROTONOSUPPORT);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"fly\"}") == EOPNOTSUPP);
+	CU_ASSERT(call_errno("{\"version\":1,\"op\":\"ping\"}") == EINVAL);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"ping\",\"x\":1}") == EINVAL);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"install\"}") == EINVAL);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"install\",\"table\":{}}") == EINVAL);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"job\":5,\"epoch\":1}") ==
+		  ENOENT);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"remove\",\"job\":5}") == ENOENT);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"dump\",\"job\":-1}") == EINVAL);
+	/* A table for another gateway address, and chunks too big for the MTU. */
+	struct table *tb = mk_table(5, 1, 1, TABLE_DTYPE_FP32, 256, 64, 3, W3, 1, &td);
+
+	tb->gw.ipv4 = PEER_IP(9);
+	CU_ASSERT(install(tb, "install") == EINVAL);
+	tb = mk_table(5, 1, 1, TABLE_DTYPE_FP32, 8192, 2048, 3, W3, 1, &td);
+	CU_ASSERT(install(tb, "install") == E2BIG);
+	/* Slot pools beyond the mbuf budget. */
+	td.slots = 4096;
+	tb = mk_table(5, 1, 1, TABLE_DTYPE_FP32, 256, 64, 3, W3, 1, &td);
+	tb->trees[0].slots = 4096;
+	tb->limits.max_slots = 4096;
+	td.slots = 16;
+	/* 4096 slots fit the budget of 16384 mbufs less what queues and caches hold. */
+	CU_ASSERT(install(tb, "prepare") == 0);
+	CU_ASSERT(dp.mbufs_committed == 4096);
+	/* Nothing live yet: prepared only. */
+	CU_ASSERT(atomic_load(&dp.state) == NULL);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"job\":5,\"epoch\":1}") ==
+		  0);
+	CU_ASSERT(install(mk_table(5, 1, 1, TABLE_DTYPE_FP32, 256, 64, 3, W3, 1, &td), "install") ==
+		  EEXIST);
+	CU_ASSERT(install(mk_table(5, 0, 1, TABLE_DTYPE_FP32, 256, 64, 3, W3, 1, &td), "install") ==
+		  ESTALE);
+	json_t *d = call("{\"version\":1,\"id\":1,\"op\":\"dump\"}");
+
+	CU_ASSERT(json_array_size(json_object_get(d, "tables")) == 1);
+	json_decref(d);
+	/* Epoch 2 goes live, epoch 1 drains (no open slots) and is freed by housekeeping. */
+	CU_ASSERT(install(mk_table(5, 2, 1, TABLE_DTYPE_FP32, 256, 64, 3, W3, 1, &td), "install") ==
+		  0);
+	const struct dp_state *st = atomic_load(&dp.state);
+
+	CU_ASSERT(st->n_jobs == 1 && st->jobs[0].n_epochs == 2);
+	dp_housekeeping(&dp);
+	st = atomic_load(&dp.state);
+	CU_ASSERT(st->n_jobs == 1 && st->jobs[0].n_epochs == 1 && st->jobs[0].epochs[0]->epoch == 2);
+	CU_ASSERT(dp.mbufs_committed == 16);
+	json_t *s = call("{\"version\":1,\"id\":1,\"op\":\"stats\"}");
+
+	CU_ASSERT(json_is_array(json_object_get(s, "lcores")));
+	CU_ASSERT(json_integer_value(json_object_get(json_object_get(s, "memory"),
+						     "mbufs_committed")) == 16);
+	json_decref(s);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"remove\",\"job\":5}") == 0);
+	dp_housekeeping(&dp);
+	st = atomic_load(&dp.state);
+	CU_ASSERT(st != NULL && st->n_jobs == 0);
+	CU_ASSERT(dp.mbufs_committed == 0);
+	dp_down();
+}
+
+/* The real worker loop on lcore 1; the main thread swaps epochs mid-round. */
+static void
+wait_rx(uint64_t n)
+{
+	uint64_t t = rte_get_timer_cycles() + 5 * rte_get_timer_hz();
+
+	while (__atomic_load_n(&dp.lcores[0]->ctr[DP_CTR_RX_PACKETS], __ATOMIC_RELAXED) < n &&
+	       rte_get_timer_cycles() < t)
+		rte_delay_us_sleep(100);
+}
+
+static void
+test_epoch_swap_under_traffic(void)
+{
+	const uint64_t el = 64 * 64;
+	const uint32_t ce = 64, nch = 64;
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 64 };
+	static struct out o[1024];
+	unsigned int worker = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
+	uint64_t sent = 0;
+
+	if (worker >= RTE_MAX_LCORE) {
+		fprintf(stderr, "epoch swap: needs a second lcore, skipped\n");
+		return;
+	}
+	CU_ASSERT_FATAL(dp_up(worker) == 0);
+	CU_ASSERT_FATAL(install(mk_table(12, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+				"install") == 0);
+	CU_ASSERT_FATAL(rte_eal_remote_launch(dp_worker_main, dp.lcores[0], worker) == 0);
+	/* Round 0 under epoch 1: two of three workers. */
+	for (uint32_t c = 0; c < nch; c++) {
+		inject(contrib_f32(12, 1, 0, 11, 0, c, el, ce));
+		inject(contrib_f32(12, 1, 0, 12, 0, c, el, ce));
+		sent += 2;
+	}
+	wait_rx(sent);
+	/* Epoch 2 goes live while round 0 is open under epoch 1. */
+	CU_ASSERT(install(mk_table(12, 2, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td), "install") ==
+		  0);
+	/* The third worker finishes round 0 under epoch 1 (draining); a round-1 chunk under
+	 * epoch 1 opens nothing (stale); round 1 runs under epoch 2. */
+	for (uint32_t c = 0; c < nch; c++) {
+		inject(contrib_f32(12, 1, 0, 13, 0, c, el, ce));
+		sent++;
+	}
+	inject(contrib_f32(12, 1, 0, 11, 1, 0, el, ce));
+	sent++;
+	for (int w = 0; w < 3; w++)
+		for (uint32_t c = 0; c < nch; c++) {
+			inject(contrib_f32(12, 2, 0, W3[w], 1, c, el, ce));
+			sent++;
+		}
+	wait_rx(sent);
+	rte_delay_us_sleep(20000);
+	atomic_store(&dp.stop, true);
+	rte_eal_wait_lcore(worker);
+	int n = collect(o, 1024), bad = 0, per_epoch[3] = { 0 };
+
+	CU_ASSERT(n == 2 * 3 * (int)nch);
+	for (int i = 0; i < n && i < 1024; i++) {
+		uint32_t c = o[i].p.chunk;
+
+		if (o[i].p.epoch <= 2)
+			per_epoch[o[i].p.epoch]++;
+		bad += (o[i].p.round == 0) != (o[i].p.epoch == 1);
+		for (uint32_t e = 0; e < o[i].p.count; e++) {
+			uint64_t x = (uint64_t)c * ce + e;
+
+			bad += out_f32(&o[i], e) != val(11, x) + val(12, x) + val(13, x);
+		}
+	}
+	CU_ASSERT(bad == 0);
+	CU_ASSERT(per_epoch[1] == 3 * (int)nch && per_epoch[2] == 3 * (int)nch);
+	CU_ASSERT(drops(WIRE_REASON_EPOCH_STALE) == 1);
+	/* Epoch 1 has drained: housekeeping retires it. */
+	dp_housekeeping(&dp);
+	const struct dp_state *st = atomic_load(&dp.state);
+
+	CU_ASSERT(st->jobs[0].n_epochs == 1 && st->jobs[0].epochs[0]->epoch == 2);
+	dp_down();
+}
+
+int
+main(int argc, char **argv)
+{
+	char prefix[64];
+	char *eal[] = { argv[0], "--no-huge", "-m", "512", "--no-pci", "--no-shconf", prefix,
+			"-l", "0-1", "--log-level=lib.eal:error", "--log-level=user1:warning",
+			"--log-level=pmd:error", NULL };
+	unsigned int failures;
+
+	(void)argc;
+	snprintf(prefix, sizeof(prefix), "--file-prefix=test_dp_%d", getpid());
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		eal[8] = "0";
+	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])) - 1, eal) < 0) {
+		fprintf(stderr, "test_dataplane: EAL init failed\n");
+		return 1;
+	}
+	rte_log_set_level_pattern("georeduce*", RTE_LOG_WARNING);
+	tpool = rte_pktmbuf_pool_create("t_pool", 32768, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+					SOCKET_ID_ANY);
+	if (tpool == NULL || CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	CU_pSuite s = CU_add_suite("dataplane", NULL, NULL);
+
+	CU_add_test(s, "root with three workers", test_root_three_workers);
+	CU_add_test(s, "interior gateway and two trees", test_interior_and_two_trees);
+	CU_add_test(s, "512 chunks in flight, shuffled, duplicated", test_many_in_flight_shuffled);
+	CU_add_test(s, "fp16", test_fp16);
+	CU_add_test(s, "bf16", test_bf16);
+	CU_add_test(s, "bad packets by reason", test_bad_packets);
+	CU_add_test(s, "ARP, ICMP, neighbour resolution", test_arp_icmp);
+	CU_add_test(s, "control requests", test_control);
+	CU_add_test(s, "epoch swap under traffic", test_epoch_swap_under_traffic);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failures = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	rte_mempool_free(tpool);
+	rte_eal_cleanup();
+	return failures > 255 ? 255 : (int)failures;
+}
