@@ -1088,7 +1088,7 @@ main(int argc, char **argv)
 {
 	char prefix[64];
 	char *eal[] = { argv[0], "--no-huge", "-m", "512", "--no-pci", "--no-shconf", prefix,
-			"-l", "0-1", "--log-level=lib.eal:error", "--log-level=user1:warning",
+			"-l", "0-1", "--log-level=lib.eal:error",
 			"--log-level=pmd:error", NULL };
 	unsigned int failures;
 
@@ -1100,7 +1100,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "test_dataplane: EAL init failed\n");
 		return 1;
 	}
-	rte_log_set_level_pattern("georeduce*", RTE_LOG_WARNING);
+	rte_log_set_level_pattern("georeduce.*", RTE_LOG_WARNING);
 	tpool = rte_pktmbuf_pool_create("t_pool", 32768, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 					SOCKET_ID_ANY);
 	if (tpool == NULL || CU_initialize_registry() != CUE_SUCCESS)

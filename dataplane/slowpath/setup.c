@@ -32,7 +32,7 @@
 #include "dp.h"
 #include "slowpath/slowpath.h"
 
-RTE_LOG_REGISTER_DEFAULT(dp_logtype, INFO)
+RTE_LOG_REGISTER(dp_logtype, georeduce.dataplane, INFO)
 
 #define POOL_CACHE 256
 

@@ -18,7 +18,7 @@
 #define DP_PROGRAM "georeduce-dataplane"
 #define DP_VERSION "0.4.0"
 
-/** The dataplane's log type (RTE_LOG_REGISTER_DEFAULT in slowpath/setup.c). */
+/** The dataplane's log type ("georeduce.dataplane": --log-level=georeduce.dataplane:debug). */
 extern int dp_logtype;
 /** Log from the control thread: DP_LOG(INFO, "job %u live\n", job). */
 #define DP_LOG(level, ...) rte_log(RTE_LOG_##level, dp_logtype, DP_PROGRAM ": " __VA_ARGS__)

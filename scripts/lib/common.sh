@@ -16,7 +16,7 @@ GEOREDUCE_PACKAGES=(
 	libcunit1-dev
 	libglpk-dev
 	python3
-	iproute2
+	iproute2 iputils-ping ethtool
 )
 
 log() { printf '== %s\n' "$*" >&2; }

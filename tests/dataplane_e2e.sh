@@ -1,0 +1,170 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Two real georeduce-dataplane processes over net_af_packet on veth pairs, each in a
+# network namespace this test creates (and removes, also on failure): gateway A
+# (10.99.0.1, root) and gateway B (10.99.0.2, leaf under A). Four workers are addresses of
+# a bridge in a third namespace; they use the kernel's UDP stack (tests/e2e_worker.py,
+# written from docs/PROTOCOL.md). The gateways answer the kernel's ARP and ping, resolve
+# each other and the workers by ARP, take their tables over the control socket
+# (georeduce-dpctl), and every RESULT must be bit-exact.
+#
+#   dataplane_e2e.sh DATAPLANE DPCTL
+set -u
+DP=$1
+CTL=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+fails=0
+
+if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
+	echo "dataplane_e2e: needs root and network namespaces; skipped"
+	exit 77
+fi
+P=gre$$
+NA=${P}a NB=${P}b NW=${P}w
+TMP=$(mktemp -d)
+pids=()
+
+cleanup() {
+	for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done
+	sleep 0.5
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	for n in "$NA" "$NB" "$NW"; do ip netns del "$n" 2>/dev/null; done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ok() { echo "ok - $*"; }
+not_ok() { echo "not ok - $*"; fails=$((fails + 1)); }
+
+for n in "$NA" "$NB" "$NW"; do ip netns add "$n" || exit 1; done
+ip link add vA netns "$NA" type veth peer name pA netns "$NW" || exit 1
+ip link add vB netns "$NB" type veth peer name pB netns "$NW" || exit 1
+ip -n "$NW" link add br0 type bridge
+for l in pA pB br0 lo; do ip -n "$NW" link set "$l" up; done
+ip -n "$NW" link set pA master br0
+ip -n "$NW" link set pB master br0
+for w in 11 12 21 22; do ip -n "$NW" addr add "10.99.0.$w/24" dev br0; done
+ip -n "$NA" link set vA up
+ip -n "$NB" link set vB up
+# The kernel leaves UDP checksums to the NIC (veth: never computed); af_packet hands the
+# frames over before that, so the workers' interfaces must compute them in software.
+for l in br0 pA pB; do ip netns exec "$NW" ethtool -K "$l" tx off >/dev/null || exit 1; done
+
+start_dp() { # ns iface addr name
+	ip netns exec "$1" "$DP" --no-huge -m 256 --no-pci --no-shconf --file-prefix="$P$4" \
+		-l 0-1 --vdev="net_af_packet0,iface=$2" --log-level=lib.eal:error \
+		--log-level=pmd.net.af_packet:error \
+		-- --addr "0:$3/24" -s "$TMP/$4.sock" --mbufs 8192 --hdr-mbufs 2048 \
+		>"$TMP/$4.log" 2>&1 &
+	pids+=($!)
+}
+start_dp "$NA" vA 10.99.0.1 a
+start_dp "$NB" vB 10.99.0.2 b
+for s in a b; do
+	for _ in $(seq 100); do
+		"$CTL" -s "$TMP/$s.sock" ping >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	if "$CTL" -s "$TMP/$s.sock" version >/dev/null 2>&1; then
+		ok "dataplane $s answers on its control socket"
+	else
+		not_ok "dataplane $s did not start:"
+		cat "$TMP/$s.log"
+		exit 1
+	fi
+done
+
+# Tables: tree 0 rooted at A (workers 11, 12, child B), B a leaf (workers 21, 22).
+N=100000 CE=352
+CH=$(((N + CE - 1) / CE))
+gw() { echo "{\"id\": $1, \"ipv4\": \"10.99.0.$1\", \"base_port\": 17400, \"ports\": 16}"; }
+wk() { echo "{\"id\": $1, \"ipv4\": \"10.99.0.$1\", \"port\": 5000}"; }
+table() { # file gw role parent children workers expected subtree
+	cat >"$1" <<JSON
+{"format": "georeduce-table/1", "job": 42, "epoch": 1, "gateway": $(gw "$2"),
+ "dtype": "fp32", "elements": $N, "chunk_elements": $CE,
+ "limits": {"max_trees": 4, "max_children": 4, "max_workers": 4, "max_slots": 512},
+ "trees": [{"id": 0, "role": "$3", "parent": $4, "children": [$5], "workers": [$6],
+            "expected": $7, "subtree_workers": $8, "chunk_first": 0, "chunk_count": $CH,
+            "rate_gbps": 1.0, "slots": 512}]}
+JSON
+}
+table "$TMP/ta.json" 1 root null "$(gw 2)" "$(wk 11), $(wk 12)" 3 4
+table "$TMP/tb.json" 2 leaf "$(gw 1)" "" "$(wk 21), $(wk 22)" 2 2
+"$CTL" -s "$TMP/a.sock" install "$TMP/ta.json" >/dev/null && ok "table installed on A" ||
+	not_ok "table install on A"
+"$CTL" -s "$TMP/b.sock" install "$TMP/tb.json" >/dev/null && ok "table installed on B" ||
+	not_ok "table install on B"
+# A table for another gateway's address is refused and changes nothing.
+sed 's/"epoch": 1/"epoch": 2/' "$TMP/ta.json" >"$TMP/ta2.json"
+if "$CTL" -s "$TMP/b.sock" prepare "$TMP/ta2.json" 2>"$TMP/err"; then
+	not_ok "B accepted A's table"
+else
+	grep -q "gateway.ipv4" "$TMP/err" && ok "B refuses A's table naming the field" ||
+		not_ok "B's refusal: $(cat "$TMP/err")"
+fi
+
+# The kernel reaches both gateways: ARP and ICMP echo answered by the dataplanes.
+for g in 1 2; do
+	if ip netns exec "$NW" ping -c 2 -i 0.2 -W 2 -I 10.99.0.11 "10.99.0.$g" >/dev/null; then
+		ok "ping 10.99.0.$g answered"
+	else
+		not_ok "ping 10.99.0.$g"
+	fi
+done
+
+# Every neighbour resolved by ARP (the gateways ask every second).
+resolved() {
+	"$CTL" -s "$TMP/$1.sock" --json stats | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+sys.exit(0 if s["neighbours"] and all(n["mac"] for n in s["neighbours"]) else 1)'
+}
+for s in a b; do
+	for _ in $(seq 50); do resolved "$s" && break; sleep 0.1; done
+	resolved "$s" && ok "dataplane $s resolved its neighbours" || not_ok "dataplane $s neighbours"
+done
+
+# One AllReduce round, then a second one.
+for r in 0 1; do
+	if ip netns exec "$NW" python3 "$HERE/e2e_worker.py" --job 42 --epoch 1 --round "$r" \
+		--elements $N --chunk-elements $CE --all-workers 11,12,21,22 \
+		--worker 11,10.99.0.11,10.99.0.1 --worker 12,10.99.0.12,10.99.0.1 \
+		--worker 21,10.99.0.21,10.99.0.2 --worker 22,10.99.0.22,10.99.0.2; then
+		ok "round $r: every worker got every result, bit-exact"
+	else
+		not_ok "round $r"
+		for s in a b; do "$CTL" -s "$TMP/$s.sock" stats; done
+	fi
+done
+stat() { # sock field: sum over lcores
+	"$CTL" -s "$TMP/$1.sock" --json stats |
+		python3 -c "import json,sys; print(sum(l['$2'] for l in json.load(sys.stdin)['lcores']))"
+}
+[ "$(stat a chunks_completed)" = $((2 * CH)) ] && ok "A completed $((2 * CH)) chunks" ||
+	not_ok "A chunks_completed $(stat a chunks_completed), want $((2 * CH))"
+[ "$(stat b partials_sent)" = $((2 * CH)) ] && ok "B sent $((2 * CH)) partial sums" ||
+	not_ok "B partials_sent $(stat b partials_sent)"
+[ "$(stat a duplicates)" = 0 ] && ok "no duplicates at A" || not_ok "duplicates at A"
+
+# Garbage on the control socket: an error reply or a closed connection, and the
+# dataplane still serves.
+printf '\x00\x00\x00\x05hello' | ip netns exec "$NA" python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.stdin.buffer.read())
+s.settimeout(2)
+try: s.recv(4096)
+except Exception: pass' "$TMP/a.sock"
+"$CTL" -s "$TMP/a.sock" ping >/dev/null && ok "A serves after garbage on its socket" ||
+	not_ok "A after garbage"
+
+# Clean shutdown on SIGINT.
+for i in 0 1; do
+	kill -INT "${pids[$i]}"
+	if wait "${pids[$i]}"; then ok "dataplane $i exits 0 on SIGINT"; else not_ok "exit of dataplane $i"; fi
+done
+pids=()
+echo "dataplane_e2e: $fails failed"
+[ "$fails" = 0 ]
