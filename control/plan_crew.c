@@ -73,7 +73,8 @@ usage_crew(FILE *f)
 		"      --blocking            CREW without the non-blocking scatter\n"
 		"      --timeline            also print rounds completed every second\n"
 		"Output:\n"
-		"      --json                the summary as JSON on stdout\n"
+		"      --json                the summary as JSON on stdout (a plan is then\n"
+		"                            written only with --output)\n"
 		"  -q, --quiet               no summary\n"
 		"  -h, --help                this text\n");
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
  * CREW partial reduce: the exact share solver and its baselines, rebalancing of the
- * non-blocking scatter, failover, the plan section and bandwidth matrices. The
- * training-progress simulator is in crew_sim.c. docs/CREW.md explains the model.
+ * non-blocking scatter, failover, the plan section, bandwidth matrices, and (at the end)
+ * the training-progress simulator. docs/CREW.md explains the model.
  */
 #include <errno.h>
 #include <math.h>
