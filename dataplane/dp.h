@@ -54,6 +54,7 @@ enum dp_ctr {
 	DP_CTR_PARTIALS_SENT,       /* partial sums sent to a parent */
 	DP_CTR_RESULTS_SENT,        /* result copies sent to children and workers */
 	DP_CTR_CONTRIBS,            /* contributions summed */
+	DP_CTR_ACKS_SENT,           /* answers to retransmitted contributions held here */
 	DP_CTR_ARP_REPLIES,
 	DP_CTR_ICMP_REPLIES,
 	DP_CTR_NOT_FOR_US,          /* other protocols, addresses or ports: dropped */
@@ -120,6 +121,7 @@ struct dp_tree {
 	uint16_t *src_ids;
 	uint8_t *src_bits;
 	uint8_t *src_worker;
+	uint16_t *src_down;         /* the contributor's entry in down[] (answers go there) */
 };
 
 /**

@@ -42,6 +42,7 @@ static struct dp dp;
 static struct rte_ring *rx_ring, *tx_ring;
 static struct rte_mempool *tpool;
 static int n_setups;
+static bool jumbo;                      /* dp_up() with MTU 9000 */
 static struct rte_ether_addr gw_mac;
 
 /* --- Harness -------------------------------------------------------------------------------- */
@@ -59,6 +60,10 @@ dp_up(unsigned int lcore)
 	cfg.rx_desc = 256;
 	cfg.tx_desc = 256;
 	cfg.prm.drain_ms = 200;
+	if (jumbo) {
+		cfg.prm.mtu = 9000;
+		cfg.prm.mbufs = 4096;
+	}
 	cfg.n_lcores = 1;
 	cfg.lcore_ids[0] = lcore;
 	snprintf(name, sizeof(name), "t_rx%d", n_setups);
@@ -323,7 +328,7 @@ static struct rte_mbuf *
 contrib_f32(uint32_t job, uint32_t epoch, uint16_t tree, uint16_t w, uint32_t round,
 	    uint32_t chunk, uint64_t elements, uint32_t ce)
 {
-	float pl[2048];
+	float pl[4096];
 	uint16_t n = chunk_len(elements, ce, chunk);
 	struct pkt p = { WIRE_TYPE_CONTRIB, 0, job, epoch, tree, w, w, 1, round, chunk,
 			 WIRE_DTYPE_FP32, n, PEER_IP(w) };
@@ -931,6 +936,141 @@ test_arp_icmp(void)
 	dp_down();
 }
 
+/* Retransmitted contributions are answered: ACK while the chunk is open (and for a copy
+ * it already holds), the retained RESULT once it is done, also to a late straggler. */
+static void
+test_retx_answers(void)
+{
+	const uint64_t el = 64;
+	const uint32_t ce = 64;
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16 };
+	static struct out o[16];
+	struct rte_mbuf *m;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(13, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+				"install") == 0);
+	/* Worker 11 sends with RETX (tsval 777): held, ACK echoing 777. */
+	m = contrib_f32(13, 1, 0, 11, 4, 0, el, ce);
+	{
+		struct wire_hdr *h = rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF);
+
+		h->flags = WIRE_F_RETX;
+		h->tsval = rte_cpu_to_be_32(777);
+		struct rte_udp_hdr *u = rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34);
+
+		u->dgram_cksum = 0;
+	}
+	inject(m);
+	poll_all();
+	CU_ASSERT_FATAL(collect(o, 16) == 1);
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_ACK && o[0].p.tsecr == 777 && o[0].p.origin == 11 &&
+		  o[0].p.chunk == 0 && o[0].p.round == 4 && o[0].fl.dst_ip == PEER_IP(11) &&
+		  o[0].fl.dst_port == WORKER_PORT && (o[0].p.flags & WIRE_F_ECHO));
+	/* The same again: a duplicate, still answered with an ACK. */
+	m = contrib_f32(13, 1, 0, 11, 4, 0, el, ce);
+	rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->flags = WIRE_F_RETX;
+	rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+	inject(m);
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 1 && o[0].p.type == WIRE_TYPE_ACK);
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 1);
+	CU_ASSERT(ctr(DP_CTR_ACKS_SENT) == 2);
+	/* Workers 12 and 13 complete the chunk: three results. */
+	inject(contrib_f32(13, 1, 0, 12, 4, 0, el, ce));
+	inject(contrib_f32(13, 1, 0, 13, 4, 0, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 3);
+	/* Done: a RETX from 12 gets the retained RESULT (RETX|ECHO) to 12 alone. */
+	m = contrib_f32(13, 1, 0, 12, 4, 0, el, ce);
+	rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->flags = WIRE_F_RETX;
+	rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+	inject(m);
+	poll_all();
+	int n = collect(o, 16);
+
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_RESULT && o[0].fl.dst_ip == PEER_IP(12) &&
+		  o[0].p.flags == (WIRE_F_RETX | WIRE_F_ECHO) && o[0].p.contrib == 3);
+	for (uint32_t e = 0; e < 64; e++)
+		CU_ASSERT(out_f32(&o[0], e) == val(11, e) + val(12, e) + val(13, e));
+	dp_down();
+}
+
+/* Jumbo frames (MTU 9000, 8 KiB chunks: the table's largest), payloads at odd addresses,
+ * and frames in more than one segment (never summed: dropped as oversize). */
+static void
+test_jumbo_misaligned(void)
+{
+	const uint32_t ce = TABLE_CHUNK_BYTES_MAX / 4;
+	const uint64_t el = 3 * ce - 100;
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 3, 16 };
+	static struct out o[16];
+	struct rte_mempool *big = rte_pktmbuf_pool_create("t_big", 256, 0, 0, 9216 + 256,
+							  SOCKET_ID_ANY);
+	struct rte_mempool *small = tpool;
+	struct table *tb;
+
+	CU_ASSERT_FATAL(big != NULL);
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	/* This dataplane runs MTU 1500: jumbo chunks do not fit. */
+	tb = mk_table(14, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td);
+	CU_ASSERT(install(tb, "install") == E2BIG);
+	dp_down();
+	jumbo = true;
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(14, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+				"install") == 0);
+	tpool = big;
+	for (int w = 0; w < 3; w++)
+		for (uint32_t c = 0; c < 3; c++) {
+			struct rte_mbuf *m = contrib_f32(14, 1, 0, W3[w], 0, c, el, ce);
+
+			/* Shift the frame by 1 + w bytes: the payload is no longer aligned. */
+			if (w > 0) {
+				uint16_t len = rte_pktmbuf_data_len(m);
+				uint8_t tmp[9100];
+
+				memcpy(tmp, rte_pktmbuf_mtod(m, void *), len);
+				m->data_off = (uint16_t)(m->data_off + 1 + w);
+				memcpy(rte_pktmbuf_mtod(m, void *), tmp, len);
+			}
+			inject(m);
+		}
+	tpool = small;
+	/* A valid frame split over two segments. */
+	{
+		struct rte_mbuf *a, *b;
+
+		tpool = big;
+		a = contrib_f32(14, 1, 0, 11, 1, 0, el, ce);
+		tpool = small;
+		b = rte_pktmbuf_alloc(small);
+		memcpy(must_append(b, 100), rte_pktmbuf_mtod_offset(a, void *, a->data_len - 100),
+		       100);
+		rte_pktmbuf_trim(a, 100);
+		CU_ASSERT(rte_pktmbuf_chain(a, b) == 0);
+		inject(a);
+	}
+	poll_all();
+	int n = collect(o, 16), bad = 0;
+
+	CU_ASSERT(n == 9);
+	for (int i = 0; i < n && i < 16; i++) {
+		bad += o[i].p.count != wire_chunk_len(el, ce, o[i].p.chunk);
+		for (uint32_t e = 0; e < o[i].p.count; e++) {
+			uint64_t x = (uint64_t)o[i].p.chunk * ce + e;
+
+			bad += out_f32(&o[i], e) != val(11, x) + val(12, x) + val(13, x);
+		}
+	}
+	CU_ASSERT(bad == 0);
+	CU_ASSERT(drops(WIRE_REASON_OVERSIZE) == 1);
+	dp_down();
+	jumbo = false;
+	rte_mempool_free(big);
+}
+
 /* Control requests: malformed ones get an error and change nothing. */
 static void
 test_control(void)
@@ -1114,6 +1254,8 @@ main(int argc, char **argv)
 	CU_add_test(s, "bf16", test_bf16);
 	CU_add_test(s, "bad packets by reason", test_bad_packets);
 	CU_add_test(s, "ARP, ICMP, neighbour resolution", test_arp_icmp);
+	CU_add_test(s, "retransmissions answered", test_retx_answers);
+	CU_add_test(s, "jumbo frames, unaligned payloads, segments", test_jumbo_misaligned);
 	CU_add_test(s, "control requests", test_control);
 	CU_add_test(s, "epoch swap under traffic", test_epoch_swap_under_traffic);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

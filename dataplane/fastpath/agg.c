@@ -129,10 +129,11 @@ slot_clear(const struct dp_job *j, const struct dp_lcore *lc, struct dp_slot *s)
 /*
  * Send a copy of the RESULT r (a whole frame, retained by the caller) to d: a header mbuf
  * with fresh Ethernet/IP/UDP/georeduce headers chained to an indirect mbuf of r's payload.
+ * now_us is the tsval (dp_now_us(), read once per fan-out: rdtsc costs ~40 cycles on AMD).
  */
 static void
 send_result_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
-		 struct rte_mbuf *r, uint8_t flags, uint32_t tsecr)
+		 struct rte_mbuf *r, uint8_t flags, uint32_t tsecr, uint32_t now_us)
 {
 	struct rte_ether_addr mac;
 	struct rte_mbuf *h, *c;
@@ -145,13 +146,15 @@ send_result_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_de
 		return;
 	}
 	h = rte_pktmbuf_alloc(lc->hdr_pool);
-	c = rte_pktmbuf_clone(r, lc->clone_pool);
+	c = rte_pktmbuf_alloc(lc->clone_pool);
 	if (unlikely(h == NULL || c == NULL)) {
 		rte_pktmbuf_free(h);
 		rte_pktmbuf_free(c);
 		lc->ctr[DP_CTR_NO_MBUF]++;
 		return;
 	}
+	/* rte_pktmbuf_clone() of a single-segment r, inline (no call into librte_mbuf). */
+	rte_pktmbuf_attach(c, r);
 	rte_pktmbuf_adj(c, WIRE_FRAME_PAYLOAD_OFF);
 	uint8_t *frame = (uint8_t *)rte_pktmbuf_append(h, WIRE_FRAME_PAYLOAD_OFF);
 
@@ -161,24 +164,62 @@ send_result_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_de
 	memcpy(wh, rh, WIRE_HDR_LEN);
 	wh->flags = flags;
 	wh->sender = rte_cpu_to_be_16(j->self_id);
-	wh->tsval = rte_cpu_to_be_32(dp_now_us());
+	wh->tsval = rte_cpu_to_be_32(now_us);
 	wh->tsecr = rte_cpu_to_be_32(tsecr);
 	rte_pktmbuf_chain(h, c);
 	lc->ctr[DP_CTR_RESULTS_SENT]++;
 	dp_tx_stage(lc, d->port, h);
 }
 
+/*
+ * ACK of the CONTRIB p ("held", docs/PROTOCOL.md section 5) to its contributor d: a fresh
+ * header-only packet. Only RETX contributions are answered, so this is not per packet.
+ */
+static void
+send_ack(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
+	 const struct wire_pkt *p)
+{
+	struct wire_pkt a = {
+		.type = WIRE_TYPE_ACK, .flags = WIRE_F_ECHO, .dtype = WIRE_DTYPE_NONE,
+		.job = p->job, .epoch = p->epoch, .tree = p->tree, .sender = j->self_id,
+		.origin = p->origin, .round = p->round, .chunk = p->chunk, .count = 1,
+		.tsval = dp_now_us(), .tsecr = p->tsval,
+	};
+	struct rte_ether_addr mac;
+	struct rte_mbuf *h;
+	uint8_t *frame;
+
+	if (unlikely(!dp_dest_mac(lc->dp, d, &mac))) {
+		lc->ctr[DP_CTR_NO_NEIGHBOUR]++;
+		return;
+	}
+	h = rte_pktmbuf_alloc(lc->hdr_pool);
+	if (unlikely(h == NULL)) {
+		lc->ctr[DP_CTR_NO_MBUF]++;
+		return;
+	}
+	frame = (uint8_t *)rte_pktmbuf_append(h, WIRE_FRAME_HDR_OFF + WIRE_HDR_LEN);
+	if (unlikely(frame == NULL ||
+		     wire_hdr_encode(frame + WIRE_FRAME_HDR_OFF, WIRE_HDR_LEN, &a, NULL) != 0)) {
+		rte_pktmbuf_free(h);
+		return;
+	}
+	dp_write_l2l4(lc->dp, j, d, &mac, p->chunk, frame, WIRE_HDR_LEN);
+	lc->ctr[DP_CTR_ACKS_SENT]++;
+	dp_tx_stage(lc, d->port, h);
+}
+
 /* The slot has its RESULT r: retain it and send it down the tree. */
 static void
 result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
-	    struct dp_slot *s, struct rte_mbuf *r)
+	    struct dp_slot *s, struct rte_mbuf *r, uint32_t now_us)
 {
 	if (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE)
 		busy_add(j, lc, -1);
 	s->state = DP_SLOT_DONE;
 	s->result = r;
 	for (uint16_t i = 0; i < t->n_down; i++)
-		send_result_copy(lc, j, &t->down[i], r, 0, 0);
+		send_result_copy(lc, j, &t->down[i], r, 0, 0, now_us);
 }
 
 /* All contributions are in: the partial sum goes up, or at the root the RESULT down. */
@@ -189,6 +230,7 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	struct rte_mbuf *m = s->acc;
 	struct wire_hdr *wh = gr_hdr(m);
 	uint32_t n = rte_be_to_cpu_16(wh->count);
+	uint32_t now_us = dp_now_us();
 
 	if (j->dtype == WIRE_DTYPE_FP16)
 		lc->k->narrow_f16(gr_payload(m), s->acc32, n);
@@ -200,11 +242,11 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	wh->origin = rte_cpu_to_be_16(j->self_id);
 	wh->contrib = rte_cpu_to_be_16((uint16_t)s->contrib);
 	wh->flags = 0;
-	wh->tsval = rte_cpu_to_be_32(dp_now_us());
+	wh->tsval = rte_cpu_to_be_32(now_us);
 	wh->tsecr = 0;
 	if (!t->has_parent) {
 		wh->type = WIRE_TYPE_RESULT;
-		result_down(lc, j, t, s, m);
+		result_down(lc, j, t, s, m, now_us);
 		return;
 	}
 	struct rte_ether_addr mac;
@@ -296,6 +338,8 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 		memset(s->in, 0, sizeof(s->in));
 		busy_add(j, lc, 1);
 		add(lc, j, t, s, m, p, k);
+		if ((p->flags & WIRE_F_RETX) && s->state != DP_SLOT_DONE)
+			send_ack(lc, j, &t->down[t->src_down[k]], p);
 		return;
 	}
 	if (s->chunk != p->chunk) {
@@ -303,15 +347,24 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 		return;
 	}
 	if (s->round == p->round) {
-		if (have) {
-			drop(lc, m, WIRE_REASON_DUPLICATE);
-			return;
-		}
-		if (s->state == DP_SLOT_OPEN) {
+		bool retx = p->flags & WIRE_F_RETX;
+		const struct dp_dest *to = &t->down[t->src_down[k]];
+
+		if (!have && s->state == DP_SLOT_OPEN) {
 			add(lc, j, t, s, m, p, k);
+			/* Held: an ACK stops the payload resends, unless the RESULT answered. */
+			if (retx && s->state != DP_SLOT_DONE)
+				send_ack(lc, j, to, p);
 			return;
 		}
-		drop(lc, m, WIRE_REASON_LATE); /* complete without it */
+		/* Known already (duplicate), or complete without it (a straggler: late). The
+		 * RESULT, when retained, answers both; otherwise a RETX gets an ACK. */
+		drop(lc, m, have ? WIRE_REASON_DUPLICATE : WIRE_REASON_LATE);
+		if (s->state == DP_SLOT_DONE && (retx || !have))
+			send_result_copy(lc, j, to, s->result, WIRE_F_RETX | WIRE_F_ECHO, p->tsval,
+					 dp_now_us());
+		else if (retx && have)
+			send_ack(lc, j, to, p);
 		return;
 	}
 	drop(lc, m, wire_round_before(p->round, s->round) ? WIRE_REASON_LATE
@@ -330,7 +383,7 @@ on_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 
 	if (s->chunk == p->chunk && s->round == p->round) {
 		if (s->state == DP_SLOT_COMPLETE) {
-			result_down(lc, j, t, s, m);
+			result_down(lc, j, t, s, m, dp_now_us());
 			return;
 		}
 		drop(lc, m, WIRE_REASON_DUPLICATE);
@@ -357,6 +410,7 @@ on_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 		return;
 	}
 	uint32_t n = p->count < DP_BURST_MAX ? p->count : DP_BURST_MAX;
+	uint32_t now_us = dp_now_us();
 
 	for (uint32_t c = p->chunk; c - p->chunk < n; c++) {
 		struct dp_slot *s;
@@ -366,7 +420,7 @@ on_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 		s = slot_of(j, lc, t, c);
 		if (s->state == DP_SLOT_DONE && s->chunk == c && s->round == p->round)
 			send_result_copy(lc, j, to, s->result, WIRE_F_RETX | WIRE_F_ECHO,
-					 p->tsval);
+					 p->tsval, now_us);
 	}
 	rte_pktmbuf_free(m);
 }

@@ -130,13 +130,16 @@ sort_sources(struct dp_tree *t)
 		for (int k = i; k > 0 && t->src_ids[k - 1] > t->src_ids[k]; k--) {
 			uint16_t id = t->src_ids[k];
 			uint8_t b = t->src_bits[k], w = t->src_worker[k];
+			uint16_t d = t->src_down[k];
 
 			t->src_ids[k] = t->src_ids[k - 1];
 			t->src_bits[k] = t->src_bits[k - 1];
 			t->src_worker[k] = t->src_worker[k - 1];
+			t->src_down[k] = t->src_down[k - 1];
 			t->src_ids[k - 1] = id;
 			t->src_bits[k - 1] = b;
 			t->src_worker[k - 1] = w;
+			t->src_down[k - 1] = d;
 		}
 }
 
@@ -167,7 +170,9 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	t->src_ids = jalloc(j, sizeof(*t->src_ids) * t->n_src, socket);
 	t->src_bits = jalloc(j, t->n_src, socket);
 	t->src_worker = jalloc(j, t->n_src, socket);
-	if (t->down == NULL || t->src_ids == NULL || t->src_bits == NULL || t->src_worker == NULL) {
+	t->src_down = jalloc(j, sizeof(*t->src_down) * t->n_src, socket);
+	if (t->down == NULL || t->src_ids == NULL || t->src_bits == NULL || t->src_worker == NULL ||
+	    t->src_down == NULL) {
 		fail(err, errlen, "out of memory for tree %u", tt->id);
 		errno = ENOMEM;
 		return -1;
@@ -179,6 +184,7 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 		t->src_ids[c] = tt->children[c].id;
 		t->src_bits[c] = (uint8_t)(tt->n_workers + c);
 		t->src_worker[c] = 0;
+		t->src_down[c] = (uint16_t)c;
 	}
 	for (int w = 0; w < tt->n_workers; w++) {
 		int k = tt->n_children + w;
@@ -189,6 +195,7 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 		t->src_ids[k] = tt->workers[w].id;
 		t->src_bits[k] = (uint8_t)w;
 		t->src_worker[k] = 1;
+		t->src_down[k] = (uint16_t)k;
 	}
 	sort_sources(t);
 	return 0;
@@ -234,7 +241,8 @@ struct dp_job *
 dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 {
 	int socket = (int)rte_lcore_to_socket_id(dp->lcores[0]->lcore_id);
-	struct dp_job *j = calloc(1, sizeof(*j));
+	struct dp_job *j = rte_zmalloc_socket("georeduce-job", sizeof(*j), RTE_CACHE_LINE_SIZE,
+					      socket);
 	int max_id = -1;
 
 	if (j == NULL) {
@@ -262,8 +270,8 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->tree_map_n = (uint16_t)(max_id + 1);
 	j->tree_map = jalloc(j, sizeof(*j->tree_map) * (size_t)(max_id + 1), socket);
 	j->trees = jalloc(j, sizeof(*j->trees) * (size_t)tb->n_trees, socket);
-	j->slots = calloc(dp->n_lcores, sizeof(*j->slots));
-	j->arena = calloc(dp->n_lcores, sizeof(*j->arena));
+	j->slots = jalloc(j, sizeof(*j->slots) * dp->n_lcores, socket);
+	j->arena = jalloc(j, sizeof(*j->arena) * dp->n_lcores, socket);
 	j->busy = jalloc(j, sizeof(*j->busy) * dp->n_lcores, socket);
 	if (j->tree_map == NULL || j->trees == NULL || j->slots == NULL || j->arena == NULL ||
 	    j->busy == NULL) {
@@ -336,17 +344,18 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 		rte_free(j->trees[i].src_ids);
 		rte_free(j->trees[i].src_bits);
 		rte_free(j->trees[i].src_worker);
+		rte_free(j->trees[i].src_down);
 	}
 	rte_free(j->trees);
 	rte_free(j->tree_map);
 	rte_free((void *)j->busy);
-	free(j->slots);
-	free(j->arena);
+	rte_free(j->slots);
+	rte_free(j->arena);
 	dp->mbufs_committed -= j->mbufs_held_max;
 	dp->job_bytes -= j->bytes;
 	table_free(j->tb);
 	free(j->table_json);
-	free(j);
+	rte_free(j);
 }
 
 uint64_t

@@ -17,7 +17,9 @@
 
 #include <rte_arp.h>
 #include <rte_cycles.h>
+#include <rte_lcore.h>
 #include <rte_log.h>
+#include <rte_malloc.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring_elem.h>
 
@@ -27,10 +29,12 @@
 
 #define ARP_RETRY_S 1
 
+/* A copy of st (or an empty state) where the workers read it: the first lcore's socket. */
 static struct dp_state *
-state_copy(const struct dp_state *st)
+state_copy(const struct dp *dp, const struct dp_state *st)
 {
-	struct dp_state *n = calloc(1, sizeof(*n));
+	struct dp_state *n = rte_zmalloc_socket("georeduce-state", sizeof(*n), RTE_CACHE_LINE_SIZE,
+						(int)rte_lcore_to_socket_id(dp->lcores[0]->lcore_id));
 
 	if (n != NULL && st != NULL)
 		*n = *st;
@@ -44,7 +48,7 @@ publish(struct dp *dp, struct dp_state *nst, struct dp_job **gone, int n_gone)
 	struct dp_state *old = atomic_exchange_explicit(&dp->state, nst, memory_order_acq_rel);
 
 	rte_rcu_qsbr_synchronize(dp->rcu, RTE_QSBR_THRID_INVALID);
-	free(old);
+	rte_free(old);
 	for (int i = 0; i < n_gone; i++)
 		dp_job_free(dp, gone[i]);
 }
@@ -168,7 +172,7 @@ dp_activate(struct dp *dp, uint32_t job, uint32_t epoch, char *err, size_t errle
 		snprintf(err, errlen, "job %u epoch %u is not prepared", job, epoch);
 		return -ENOENT;
 	}
-	struct dp_state *n = state_copy(st);
+	struct dp_state *n = state_copy(dp, st);
 
 	if (n == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -213,7 +217,7 @@ dp_remove(struct dp *dp, uint32_t job, char *err, size_t errlen)
 		snprintf(err, errlen, "job %u is not installed", job);
 		return -ENOENT;
 	}
-	struct dp_state *n = state_copy(st);
+	struct dp_state *n = state_copy(dp, st);
 
 	if (n == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -361,7 +365,7 @@ retire(struct dp *dp)
 		if (n.jobs[e].n_epochs > 0)
 			n.jobs[keep++] = n.jobs[e];
 	n.n_jobs = keep;
-	struct dp_state *ns = state_copy(&n);
+	struct dp_state *ns = state_copy(dp, &n);
 
 	if (ns == NULL)
 		return; /* try again next time */
@@ -386,7 +390,7 @@ dp_jobs_free_all(struct dp *dp)
 	for (int e = 0; st != NULL && e < st->n_jobs; e++)
 		for (int k = 0; k < st->jobs[e].n_epochs; k++)
 			dp_job_free(dp, st->jobs[e].epochs[k]);
-	free(st);
+	rte_free(st);
 	for (int s = 0; s < DP_JOBS_MAX; s++) {
 		dp_job_free(dp, dp->staged[s]);
 		dp->staged[s] = NULL;

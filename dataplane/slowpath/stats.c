@@ -29,6 +29,7 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_PARTIALS_SENT] = "partials_sent",
 	[DP_CTR_RESULTS_SENT] = "results_sent",
 	[DP_CTR_CONTRIBS] = "contributions",
+	[DP_CTR_ACKS_SENT] = "acks_sent",
 	[DP_CTR_ARP_REPLIES] = "arp_replies",
 	[DP_CTR_ICMP_REPLIES] = "icmp_replies",
 	[DP_CTR_NOT_FOR_US] = "not_for_us",
