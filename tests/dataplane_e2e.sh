@@ -30,7 +30,7 @@ cleanup() {
 	sleep 0.5
 	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
 	for n in "$NA" "$NB" "$NW"; do ip netns del "$n" 2>/dev/null; done
-	rm -rf "$TMP"
+	rm -rf "$TMP" /var/run/dpdk/"$P"a /var/run/dpdk/"$P"b
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

@@ -7,7 +7,9 @@
  * deterministic; the epoch-swap test runs the real worker loop on lcore 1 while the main
  * thread injects traffic and swaps tables. No hugepages, no NIC.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1223,6 +1225,25 @@ test_epoch_swap_under_traffic(void)
 	dp_down();
 }
 
+/* Remove EAL's runtime directory of this process (its telemetry socket and config). */
+static void
+remove_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	char f[PATH_MAX];
+
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(f, sizeof(f), "%s/%s", path, e->d_name);
+		unlink(f);
+	}
+	if (d != NULL)
+		closedir(d);
+	rmdir(path);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1263,6 +1284,8 @@ main(int argc, char **argv)
 	failures = CU_get_number_of_failures();
 	CU_cleanup_registry();
 	rte_mempool_free(tpool);
+	snprintf(prefix, sizeof(prefix), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
+	remove_dir(prefix);
 	return failures > 255 ? 255 : (int)failures;
 }
