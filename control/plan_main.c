@@ -23,12 +23,15 @@
 #include <jansson.h>
 
 #include "baselines.h"
+#include "blueconnect.h"
 #include "cli.h"
+#include "crew.h"
 #include "jsonutil.h"
 #include "mtree.h"
 #include "packing.h"
 #include "plan.h"
 #include "plan_common.h"
+#include "selmcast.h"
 #include "sim.h"
 #include "topo.h"
 
@@ -239,7 +242,11 @@ usage_compare(FILE *f)
 		"\n"
 		"One row per algorithm on the same topology: aggregate rate (algorithm bandwidth),\n"
 		"its fraction of the optimal tree-packing bound, trees, largest tree height,\n"
-		"predicted AllReduce time (simulator) and speedup over the best ring.\n"
+		"predicted AllReduce time (simulator) and speedup over the best ring. Also, where\n"
+		"they apply: CREW's load-balanced all-to-all (every pair of worker sites linked;\n"
+		"bandwidth-only LP) and BlueConnect's hierarchical decomposition (its alpha-beta\n"
+		"model with the LAN stages). SELMCAST solves another problem (multicast to at\n"
+		"least p receivers) and has no row.\n"
 		"\n"
 		"  -t, --topology FILE     georeduce-topology/1 file                   [required]\n"
 		"  -b, --bytes N           tensor size (suffixes K M G, KiB MiB GiB)  [1GiB]\n"
@@ -278,6 +285,67 @@ row_from_plan(const struct topo *t, struct plan *p, const char *name, uint64_t b
 	return 0;
 }
 
+/*
+ * CREW's load-balanced all-to-all over every worker site (the partial reduce with every
+ * site ready): each site aggregates the share the exact LP gives it. Needs a direct link
+ * between every pair of worker sites; bandwidth only (the LP has no latency term).
+ */
+static int
+crew_row(const struct topo *t, uint64_t bytes, struct row *r)
+{
+	int n = t->n_nodes, p = 0, rc = -1;
+	double *gbps = crew_matrix_from_topo(t);
+	int *group = malloc(sizeof(*group) * (size_t)n);
+	uint64_t *share = malloc(sizeof(*share) * (size_t)n);
+	struct crew_times tm;
+	char err[256];
+
+	for (int v = 0; gbps != NULL && group != NULL && v < n; v++)
+		if (t->nodes[v].workers > 0)
+			group[p++] = v;
+	if (gbps != NULL && group != NULL && share != NULL && p >= 2) {
+		struct crew_problem pb = { n, gbps, group, p, bytes };
+
+		if (crew_solve(&pb, CREW_SCHEME_CREW, share, &tm, err, sizeof(err)) == 0 &&
+		    tm.scatter_s + tm.broadcast_s > 0 && isfinite(tm.scatter_s + tm.broadcast_s)) {
+			r->name = "crew-all-to-all";
+			r->seconds = tm.scatter_s + tm.broadcast_s;
+			r->rate = (double)bytes * 8 / r->seconds / 1e9;
+			r->trees = 0;
+			r->height_ms = 0;
+			rc = 0;
+		}
+	}
+	free(gbps);
+	free(group);
+	free(share);
+	return rc;
+}
+
+/* BlueConnect's cheapest decomposition over workers, gateways and sites (its own
+ * alpha-beta model, which also counts the LAN stages). */
+static int
+blueconnect_row(const struct topo *t, uint64_t bytes, int max_trees, struct row *r)
+{
+	struct bc_opts o = BC_OPTS_DEFAULT;
+	struct bc_result res;
+	char err[256];
+	int rc = -1;
+
+	o.bytes = bytes;
+	o.max_trees = max_trees;
+	if (blueconnect_plan(t, &o, &res, err, sizeof(err)) == 0 && res.h.seconds > 0) {
+		r->name = "blueconnect";
+		r->seconds = res.h.seconds;
+		r->rate = res.wan_rate_gbps; /* the WAN stage's trees, as the tree rows */
+		r->trees = res.plan != NULL ? res.plan->n_trees : 0;
+		r->height_ms = res.wan_height_ms;
+		rc = 0;
+	}
+	bc_result_fini(&res);
+	return rc;
+}
+
 int
 cmd_compare(int argc, char **argv)
 {
@@ -294,7 +362,7 @@ cmd_compare(int argc, char **argv)
 	struct mtree_opts mo = MTREE_OPTS_DEFAULT;
 	const char *topo_path = NULL;
 	uint64_t bytes = DEFAULT_BYTES;
-	struct row rows[8];
+	struct row rows[12];
 	int n_rows = 0, c, rc = CLI_EXIT_USAGE, ring_row = -1;
 	struct sim_params sp = SIM_PARAMS_DEFAULT;
 	struct ring_plan rp = { 0 };
@@ -453,6 +521,19 @@ cmd_compare(int argc, char **argv)
 			r->seconds = res.seconds;
 			n_rows++;
 		}
+	}
+	/* The other AllReduce decompositions, where the topology allows them. */
+	plan_note("crew all-to-all");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (crew_row(t, bytes, &rows[n_rows]) == 0) {
+		rows[n_rows].plan_s = elapsed_since(&t0);
+		n_rows++;
+	}
+	plan_note("blueconnect");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (blueconnect_row(t, bytes, mo.max_trees, &rows[n_rows]) == 0) {
+		rows[n_rows].plan_s = elapsed_since(&t0);
+		n_rows++;
 	}
 
 	if (json) {
@@ -629,6 +710,83 @@ usage_validate(FILE *f)
 		"heights within H). Prints one line; exit status 0 if valid, 2 if not.\n");
 }
 
+/*
+ * A plan's trees by the spec's rules (if it has any), and each section of the other
+ * algorithms it carries by that section's parser: "partial_reduce" (CREW), "multicast"
+ * (SELMCAST), "hierarchy" (BlueConnect). A plan needs trees or one of the first two.
+ */
+static int
+validate_plan(const struct topo *t, const char *path, double h)
+{
+	char err[TOPO_ERR_MAX];
+	char *text = json_util_read_file(path, err, sizeof(err));
+	json_t *doc = NULL;
+	json_error_t je;
+	int rc = CLI_EXIT_USAGE, n_trees;
+	struct plan *p = NULL;
+	const char *what = "trees";
+
+	if (text == NULL) {
+		fprintf(stderr, "%s: %s\n", PROG, err);
+		return CLI_EXIT_USAGE;
+	}
+	p = plan_parse(t, text, path, err, sizeof(err));
+	doc = json_loads(text, 0, &je);
+	if (p == NULL || doc == NULL) {
+		fprintf(stderr, "%s: %s\n", PROG, p == NULL ? err : je.text);
+		goto out;
+	}
+	n_trees = p->n_trees;
+	if (n_trees > 0 && plan_validate(t, p, h, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s: %s: %s\n", PROG, path, err);
+		goto out;
+	}
+	if (json_object_get(doc, "partial_reduce") != NULL) {
+		struct crew_section cs = { 0 };
+		int r = crew_section_load(t, path, &cs, err, sizeof(err));
+
+		crew_section_fini(&cs);
+		if (r != 0) {
+			fprintf(stderr, "%s: %s\n", PROG, err);
+			goto out;
+		}
+		what = "partial_reduce";
+	} else if (json_object_get(doc, "multicast") != NULL) {
+		struct selmcast_plan *sp = selmcast_plan_parse(t, text, path, err, sizeof(err));
+
+		if (sp == NULL) {
+			fprintf(stderr, "%s: %s\n", PROG, err);
+			goto out;
+		}
+		selmcast_plan_free(sp);
+		what = "multicast";
+	} else if (n_trees == 0) {
+		fprintf(stderr, "%s: %s: plan has no trees and no partial_reduce or multicast "
+			"section\n", PROG, path);
+		goto out;
+	}
+	if (json_object_get(doc, "hierarchy") != NULL) {
+		struct bc_hierarchy bh;
+
+		memset(&bh, 0, sizeof(bh));
+		if (blueconnect_load(t, path, &bh, err, sizeof(err)) != 0) {
+			bc_hierarchy_fini(&bh);
+			fprintf(stderr, "%s: %s\n", PROG, err);
+			goto out;
+		}
+		bc_hierarchy_fini(&bh);
+		what = "trees and hierarchy";
+	}
+	printf("%s: valid plan (%s): %d trees, %.4f Gbit/s\n", path, what, n_trees,
+	       plan_total_rate(p));
+	rc = 0;
+out:
+	json_decref(doc);
+	plan_free(p);
+	free(text);
+	return rc;
+}
+
 int
 cmd_validate(int argc, char **argv)
 {
@@ -641,7 +799,6 @@ cmd_validate(int argc, char **argv)
 	};
 	const char *topo_path = NULL, *plan_path = NULL;
 	struct topo *t = NULL;
-	struct plan *p = NULL;
 	double h = 0;
 	int c, rc = CLI_EXIT_USAGE;
 
@@ -671,14 +828,8 @@ cmd_validate(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	p = plan_load_valid(t, plan_path, h);
-	if (p == NULL)
-		goto out;
-	printf("%s: valid plan: %d trees, %.4f Gbit/s\n", plan_path, p->n_trees,
-	       plan_total_rate(p));
-	rc = 0;
+	rc = validate_plan(t, plan_path, h);
 out:
-	plan_free(p);
 	topo_free(t);
 	return rc;
 }

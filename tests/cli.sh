@@ -69,17 +69,38 @@ expect 2 "validate rejects wrong shares" "$plan" validate -t $ex/aws-4region.jso
 	-p "$tmp/bad-share.json"
 
 expect 0 "compare" "$plan" compare -t $ex/aws-10region.json -b 256MiB
-for a in packing-bound mtree mtree-unlimited mtree-paper single-tree ring ps; do
+for a in packing-bound mtree mtree-unlimited mtree-paper single-tree ring ps \
+	crew-all-to-all blueconnect; do
 	grep -q "^$a " "$tmp/out" && ok "compare row $a" || not_ok "compare row $a"
 done
 expect 0 "compare --json" "$plan" compare -t $ex/b4.json --json
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["rows"]) >= 6' \
-	"$tmp/out" && ok "compare --json parses" || not_ok "compare --json parses"
+# B4 is no full mesh: no CREW all-to-all row there, but a BlueConnect one.
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); a=[r["algorithm"] for r in d["rows"]]
+assert len(a) >= 6 and "blueconnect" in a and "crew-all-to-all" not in a' \
+	"$tmp/out" && ok "compare --json parses, rows where they apply" ||
+	not_ok "compare --json parses, rows where they apply"
 expect 0 "simulate" "$plan" simulate -t $ex/aws-10region.json -p "$tmp/aws-10region.plan.json"
 expect 0 "simulate sweep" "$plan" simulate -t $ex/aws-10region.json \
 	-p "$tmp/aws-10region.plan.json" -w 1 --sweep-chunks -b 64MiB
 [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9.]+$' "$tmp/out")" -ge 10 ] && ok "sweep rows" ||
 	not_ok "sweep rows"
+
+# validate: plans without trees are checked by their section's parser.
+expect 0 "crew plan" "$plan" crew -t $ex/aws-10region.json --p 4 --seed 1 -q -o "$tmp/crew.json"
+expect 0 "validate a crew plan" "$plan" validate -t $ex/aws-10region.json -p "$tmp/crew.json"
+grep -q "partial_reduce" "$tmp/out" && ok "validate names the section" ||
+	not_ok "validate names the section"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+d["partial_reduce"]["nosuchfield"] = 1; json.dump(d, open(sys.argv[2], "w"))' \
+	"$tmp/crew.json" "$tmp/crew-bad.json"
+expect 2 "validate rejects a bad partial_reduce" "$plan" validate -t $ex/aws-10region.json \
+	-p "$tmp/crew-bad.json"
+expect 0 "selmcast plan" "$plan" selmcast -t $ex/aws-10region.json -p 3 -q -o "$tmp/sel.json"
+expect 0 "validate a selmcast plan" "$plan" validate -t $ex/aws-10region.json -p "$tmp/sel.json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("multicast")
+json.dump(d, open(sys.argv[2], "w"))' "$tmp/sel.json" "$tmp/none.json"
+expect 2 "validate: no trees, no section" "$plan" validate -t $ex/aws-10region.json \
+	-p "$tmp/none.json"
 
 echo "# $((n - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]
