@@ -12,7 +12,12 @@
  * its slot and sent to every child gateway and local worker as a fresh 96-byte header
  * chained to an indirect mbuf of the payload: no payload is copied.
  *
- * Cost (1 worker lcore, net_ring, 1 KiB fp32 payloads, bench/): see BENCHMARKS.md.
+ * Cost (one core, net_ring, root with F local workers, fp32, bench/bench_dataplane.c;
+ * BENCHMARKS.md): about 85-90 ns per packet in at 256 B, 95-105 ns at 1 KiB, 140-180 ns at
+ * 4 KiB, each packet in also being one RESULT copy out. Of that, the result copy (two mbuf
+ * allocations, fresh headers, IPv4 checksum) is about a quarter, frame and header checks
+ * (wire_frame_parse, wire_hdr_decode) about a fifth, the SIMD sum 2.5% at 256 B and a third
+ * at 4 KiB. A nonzero UDP checksum is verified in software: +320 ns at 1 KiB.
  */
 #include <string.h>
 
