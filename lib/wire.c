@@ -589,6 +589,13 @@ int
 wire_frame_parse(const void *frame, size_t len, struct wire_flow *f, size_t *payload_off,
 		 size_t *payload_len, enum wire_reason *why)
 {
+	return wire_frame_parse_flags(frame, len, 0, f, payload_off, payload_len, why);
+}
+
+int
+wire_frame_parse_flags(const void *frame, size_t len, unsigned int flags, struct wire_flow *f,
+		       size_t *payload_off, size_t *payload_len, enum wire_reason *why)
+{
 	const uint8_t *eth = frame, *ip, *udp;
 	uint16_t ip_len, udp_len;
 
@@ -606,7 +613,8 @@ wire_frame_parse(const void *frame, size_t len, struct wire_flow *f, size_t *pay
 		return parse_fail(WIRE_REASON_IP_HDR, why);
 	if ((get16(ip + 6) & 0x3fff) != 0)      /* MF or a fragment offset */
 		return parse_fail(WIRE_REASON_IP_FRAG, why);
-	if (wire_csum_fold(wire_csum_add(0, ip, WIRE_IPV4_LEN)) != 0)
+	if (!(flags & WIRE_PARSE_NO_IP_CSUM) &&
+	    wire_csum_fold(wire_csum_add(0, ip, WIRE_IPV4_LEN)) != 0)
 		return parse_fail(WIRE_REASON_IP_CSUM, why);
 	if (ip[9] != 17)
 		return parse_fail(WIRE_REASON_NOT_UDP, why);
@@ -616,7 +624,8 @@ wire_frame_parse(const void *frame, size_t len, struct wire_flow *f, size_t *pay
 	udp_len = get16(udp + 4);
 	if (udp_len != ip_len - WIRE_IPV4_LEN)
 		return parse_fail(WIRE_REASON_UDP_LEN, why);
-	if (get16(udp + 6) != 0 && udp_csum(get32(ip + 12), get32(ip + 16), udp, udp_len) != 0)
+	if (!(flags & WIRE_PARSE_NO_UDP_CSUM) && get16(udp + 6) != 0 &&
+	    udp_csum(get32(ip + 12), get32(ip + 16), udp, udp_len) != 0)
 		return parse_fail(WIRE_REASON_UDP_CSUM, why);
 
 	if (f != NULL) {

@@ -462,4 +462,17 @@ int wire_frame_build(void *frame, size_t len, const struct wire_flow *f, size_t 
 int wire_frame_parse(const void *frame, size_t len, struct wire_flow *f, size_t *payload_off,
 		     size_t *payload_len, enum wire_reason *why);
 
+/* Flags of wire_frame_parse_flags(): checks the caller makes itself (a NIC's checksum
+ * offload, or a faster routine of its own). */
+#define WIRE_PARSE_NO_IP_CSUM 0x1u      /* do not verify the IPv4 header checksum */
+#define WIRE_PARSE_NO_UDP_CSUM 0x2u     /* do not verify the UDP checksum */
+
+/**
+ * wire_frame_parse() without the checks that flags name; every other rule is applied.
+ * The caller must then make those checks itself to accept exactly what
+ * wire_frame_parse() accepts.
+ */
+int wire_frame_parse_flags(const void *frame, size_t len, unsigned int flags, struct wire_flow *f,
+			   size_t *payload_off, size_t *payload_len, enum wire_reason *why);
+
 #endif

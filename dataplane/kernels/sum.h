@@ -100,7 +100,57 @@ struct sum_kernels {
 	void (*widen_bf16)(float *acc, const uint16_t *src, size_t n);
 	void (*widen_add_bf16)(float *acc, const uint16_t *src, size_t n);
 	void (*narrow_bf16)(uint16_t *dst, const float *acc, size_t n);
+
+	/**
+	 * Internet checksum (RFC 1071) support: the one's-complement sum of init and of the
+	 * 16-bit words of buf[0, n) in native byte order (an odd last byte padded with a zero
+	 * byte after it), folded to 16 bits, not complemented. A datagram with a valid
+	 * checksum folds to 0xffff in either byte order. Integer arithmetic: every variant
+	 * returns the same value. init is a native-order partial sum (e.g. a pseudo-header).
+	 */
+	uint16_t (*csum16)(const void *buf, size_t n, uint64_t init);
 };
+
+/*
+ * The scalar checksum loop and fold, shared by every variant for what its vectors leave
+ * (always-inline, so each file compiles it with its own flags). 64-bit loads split into
+ * 32-bit halves summed into 64 bits: the sum of 16-bit words modulo 0xffff is the same.
+ */
+static inline __attribute__((always_inline)) uint64_t
+sum_csum_tail(uint64_t acc, const uint8_t *p, size_t n)
+{
+	for (; n >= 8; n -= 8, p += 8) {
+		uint64_t w;
+
+		__builtin_memcpy(&w, p, 8);
+		acc += (w & 0xffffffffu) + (w >> 32);
+	}
+	for (; n >= 2; n -= 2, p += 2) {
+		uint16_t w;
+
+		__builtin_memcpy(&w, p, 2);
+		acc += w;
+	}
+	if (n != 0) {
+		uint8_t t[2] = { p[0], 0 };
+		uint16_t w;
+
+		__builtin_memcpy(&w, t, 2);
+		acc += w;
+	}
+	return acc;
+}
+
+static inline __attribute__((always_inline)) uint16_t
+sum_csum_fold(uint64_t acc)
+{
+	acc = (acc & 0xffffffffu) + (acc >> 32);
+	acc = (acc & 0xffffffffu) + (acc >> 32);
+	acc = (acc & 0xffffu) + (acc >> 16);
+	acc = (acc & 0xffffu) + (acc >> 16);
+	acc = (acc & 0xffffu) + (acc >> 16);
+	return (uint16_t)acc;
+}
 
 /**
  * One variant by ISA, for tests and benchmarks.

@@ -201,6 +201,31 @@ static void narrow_bf16_avx512(uint16_t *dst, const float *acc, size_t n)
 	narrow_loop(dst, acc, n, to_bf16);
 }
 
+/* Checksum: 128 bytes per iteration into two vectors of eight 64-bit lanes. */
+static uint16_t
+csum16_avx512(const void *buf, size_t n, uint64_t init)
+{
+	const uint8_t *p = buf;
+	const __m512i lo = _mm512_set1_epi64(0xffffffff);
+	__m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
+	uint64_t acc, l[8];
+
+	for (; n >= 128; n -= 128, p += 128) {
+		__m512i v0 = _mm512_loadu_si512((const void *)p);
+		__m512i v1 = _mm512_loadu_si512((const void *)(p + 64));
+
+		a0 = _mm512_add_epi64(a0, _mm512_and_si512(v0, lo));
+		a0 = _mm512_add_epi64(a0, _mm512_srli_epi64(v0, 32));
+		a1 = _mm512_add_epi64(a1, _mm512_and_si512(v1, lo));
+		a1 = _mm512_add_epi64(a1, _mm512_srli_epi64(v1, 32));
+	}
+	_mm512_storeu_si512((void *)l, _mm512_add_epi64(a0, a1));
+	acc = (init & 0xffffffffu) + (init >> 32);
+	for (int i = 0; i < 8; i++)
+		acc += (l[i] & 0xffffffffu) + (l[i] >> 32);
+	return sum_csum_fold(sum_csum_tail(acc, p, n));
+}
+
 const struct sum_kernels sum_kernels_avx512 = {
 	.name = "avx512",
 	.isa = SUM_ISA_AVX512,
@@ -212,4 +237,5 @@ const struct sum_kernels sum_kernels_avx512 = {
 	.widen_bf16 = widen_bf16_avx512,
 	.widen_add_bf16 = widen_add_bf16_avx512,
 	.narrow_bf16 = narrow_bf16_avx512,
+	.csum16 = csum16_avx512,
 };

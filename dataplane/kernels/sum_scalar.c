@@ -186,6 +186,13 @@ static void narrow_bf16_scalar(uint16_t *dst, const float *acc, size_t n)
 	narrow_loop(dst, acc, n, f32_to_bf16);
 }
 
+static uint16_t
+csum16_scalar(const void *buf, size_t n, uint64_t init)
+{
+	/* The accumulator takes < 2^33 per 8 bytes: no overflow below 2^31 x 8 bytes. */
+	return sum_csum_fold(sum_csum_tail(init & 0xffffffffu, buf, n) + (init >> 32));
+}
+
 const struct sum_kernels sum_kernels_scalar = {
 	.name = "scalar",
 	.isa = SUM_ISA_SCALAR,
@@ -197,4 +204,5 @@ const struct sum_kernels sum_kernels_scalar = {
 	.widen_bf16 = widen_bf16_scalar,
 	.widen_add_bf16 = widen_add_bf16_scalar,
 	.narrow_bf16 = narrow_bf16_scalar,
+	.csum16 = csum16_scalar,
 };
