@@ -212,6 +212,9 @@ setup_port(struct dp *dp, const struct dp_config *cfg, unsigned int p, char *err
 	}
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	/* Checksums verified by the NIC where it can: the fast path reads its verdict. */
+	conf.rxmode.offloads |= info.rx_offload_capa &
+				(RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM);
 	rc = rte_eth_dev_configure(id, pt->n_rxq, pt->n_txq, &conf);
 	if (rc == 0)
 		rc = rte_eth_dev_adjust_nb_rx_tx_desc(id, &nrxd, &ntxd);
