@@ -199,6 +199,16 @@ struct dp_port {
 	struct rte_ring *ctl_tx;    /* ctl: SP enqueue; the lcore polling RX queue 0: SC */
 };
 
+/** A static route (--route): ctl only, used when tables are built. */
+struct dp_route {
+	uint32_t dst;               /* host order */
+	uint8_t prefix_len;
+	uint16_t port;              /* port index */
+	uint32_t via;               /* next hop in the port's subnet; 0: the destination */
+};
+
+#define DP_ROUTES_MAX 64
+
 /** Per worker lcore context, cache aligned, owned by its lcore. */
 struct dp_lcore {
 	unsigned int idx;           /* 0 .. n_lcores - 1: index into per-lcore arrays */
@@ -248,6 +258,8 @@ struct dp {
 	struct rte_rcu_qsbr *rcu;
 	_Atomic(struct dp_state *) state;   /* ctl: release store; workers: acquire load */
 	atomic_bool stop;                   /* ctl: sets; workers: leave their loop */
+	unsigned int n_routes;
+	struct dp_route routes[DP_ROUTES_MAX];
 	struct dp_neigh neigh[DP_NEIGH_MAX];
 	_Atomic uint32_t n_neigh;           /* ctl: release after filling an entry */
 	/* Control-thread bookkeeping. */

@@ -49,6 +49,9 @@ usage(FILE *f, const struct dp_config *d)
 		"                          optionally its router for other subnets   [required]\n"
 		"  -s, --ctl-socket PATH   control socket                 [" CTL_SOCKET_DEFAULT "]\n"
 		"  -n, --neigh IP=MAC      a static neighbour (repeatable); others by ARP\n"
+		"  -r, --route DST/LEN,port=N | DST/LEN,via=IP\n"
+		"                          a static route (repeatable): DST reached directly\n"
+		"                          on port N, or through router IP; longest prefix wins\n"
 		"      --base-port N       first UDP port of this gateway                [%u]\n"
 		"      --ports N           UDP ports: chunk c arrives on base + c %% N     [%u]\n"
 		"      --mtu N             IP MTU, 576 .. 9000                           [%u]\n"
@@ -136,6 +139,49 @@ bad:
 	return -1;
 }
 
+/* --route DST/LEN,port=N or DST/LEN,via=IP */
+static int
+parse_route(const char *s, struct dp_config *cfg)
+{
+	char buf[64], *slash, *comma, *end;
+	struct dp_route *rt;
+	unsigned long v;
+
+	if (cfg->n_routes == DP_ROUTES_MAX) {
+		cli_error(DP_PROGRAM, "--route: at most %d", DP_ROUTES_MAX);
+		return -1;
+	}
+	rt = &cfg->routes[cfg->n_routes];
+	memset(rt, 0, sizeof(*rt));
+	if (strlen(s) >= sizeof(buf))
+		goto bad;
+	strcpy(buf, s);
+	slash = strchr(buf, '/');
+	comma = strchr(buf, ',');
+	if (slash == NULL || comma == NULL || comma < slash)
+		goto bad;
+	*slash = *comma = '\0';
+	v = strtoul(slash + 1, &end, 10);
+	if (slash[1] == '\0' || *end != '\0' || v > 32 || table_ipv4_parse(buf, &rt->dst) != 0)
+		goto bad;
+	rt->prefix_len = (uint8_t)v;
+	if (strncmp(comma + 1, "port=", 5) == 0) {
+		v = strtoul(comma + 6, &end, 10);
+		if (comma[6] == '\0' || *end != '\0' || v >= DP_PORTS_MAX)
+			goto bad;
+		rt->port = (uint16_t)v;
+	} else if (strncmp(comma + 1, "via=", 4) != 0 ||
+		   table_ipv4_parse(comma + 5, &rt->via) != 0 || !table_ipv4_unicast(rt->via)) {
+		goto bad;
+	}
+	cfg->n_routes++;
+	return 0;
+bad:
+	cli_error(DP_PROGRAM, "--route: expected DST/LEN,port=N or DST/LEN,via=IP (e.g. "
+		  "10.2.0.0/16,via=10.255.0.2), got '%s'", s);
+	return -1;
+}
+
 static int
 u32_opt(const char *opt, const char *s, long min, long max, uint32_t *out)
 {
@@ -157,6 +203,7 @@ parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 		{ "addr", required_argument, NULL, 'a' },
 		{ "ctl-socket", required_argument, NULL, 's' },
 		{ "neigh", required_argument, NULL, 'n' },
+		{ "route", required_argument, NULL, 'r' },
 		{ "base-port", required_argument, NULL, O_BASE },
 		{ "ports", required_argument, NULL, O_PORTS },
 		{ "mtu", required_argument, NULL, O_MTU },
@@ -177,11 +224,12 @@ parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 
 	opterr = 0;
 	optind = 1;
-	while (rc == 0 && (c = getopt_long(argc, argv, "a:s:n:hV", opts, NULL)) != -1) {
+	while (rc == 0 && (c = getopt_long(argc, argv, "a:s:n:r:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': rc = parse_addr(optarg, cfg); break;
 		case 's': *sock = optarg; break;
 		case 'n': rc = parse_neigh(optarg, cfg); break;
+		case 'r': rc = parse_route(optarg, cfg); break;
 		case O_BASE:
 			rc = u32_opt("base-port", optarg, 1, 65535, &v);
 			cfg->prm.udp_base = (uint16_t)v;

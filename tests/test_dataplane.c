@@ -45,6 +45,8 @@ static struct rte_ring *rx_ring, *tx_ring;
 static struct rte_mempool *tpool;
 static int n_setups;
 static bool jumbo;                      /* dp_up() with MTU 9000 */
+static unsigned int n_routes;           /* dp_up() with these routes */
+static struct dp_route routes[4];
 static struct rte_ether_addr gw_mac;
 
 /* --- Harness -------------------------------------------------------------------------------- */
@@ -90,6 +92,8 @@ dp_up(unsigned int lcore)
 		sn->mac.addr_bytes[0] = 0x02;
 		sn->mac.addr_bytes[5] = (uint8_t)n;
 	}
+	cfg.n_routes = n_routes;
+	memcpy(cfg.routes, routes, sizeof(routes));
 	if (dp_setup(&dp, &cfg, err, sizeof(err)) != 0) {
 		fprintf(stderr, "dp_setup: %s\n", err);
 		return -1;
@@ -1075,6 +1079,66 @@ test_jumbo_misaligned(void)
 	rte_mempool_free(big);
 }
 
+/* Routes: a worker beyond a router (--route via), one on a directly attached prefix
+ * (--route port, resolved by ARP), the longest prefix winning, no route at all. */
+static void
+test_routes(void)
+{
+	const uint64_t el = 64;
+	const uint32_t ce = 64;
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16 };
+	static const uint16_t wk[] = { 11, 12 };
+	static struct out o[16];
+	struct table *tb;
+
+	routes[0] = (struct dp_route){ .dst = 0x0a050000, .prefix_len = 16, .via = PEER_IP(9) };
+	routes[1] = (struct dp_route){ .dst = 0x0a050700, .prefix_len = 24, .via = PEER_IP(8) };
+	routes[2] = (struct dp_route){ .dst = 0x0a060000, .prefix_len = 16, .port = 0 };
+	n_routes = 3;
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	n_routes = 0;
+	CU_ASSERT(dp.n_routes == 3 && dp.routes[0].port == 0);
+	/* Worker 11 at 10.5.1.1 (via .9), worker 12 at 10.5.7.1 (the /24 wins: via .8). */
+	tb = mk_table(20, 1, 1, TABLE_DTYPE_FP32, el, ce, 2, wk, 1, &td);
+	tb->trees[0].workers[0].ipv4 = 0x0a050101;
+	tb->trees[0].workers[1].ipv4 = 0x0a050701;
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	for (int w = 0; w < 2; w++) {
+		struct rte_mbuf *m = contrib_f32(20, 1, 0, wk[w], 0, 0, el, ce);
+		struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
+
+		ip->src_addr = rte_cpu_to_be_32(w == 0 ? 0x0a050101 : 0x0a050701);
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+		inject(m);
+	}
+	poll_all();
+	int n = collect(o, 16);
+
+	CU_ASSERT_FATAL(n == 2);
+	for (int i = 0; i < n; i++) {
+		bool first = o[i].fl.dst_ip == 0x0a050101;
+
+		CU_ASSERT(o[i].fl.dst_mac[5] == (first ? 9 : 8));
+		CU_ASSERT(o[i].fl.dst_ip == (first ? 0x0a050101u : 0x0a050701u));
+	}
+	/* 10.6.0.5 is on port 0 directly: its own neighbour entry, resolved by ARP. */
+	tb = mk_table(21, 1, 1, TABLE_DTYPE_FP32, el, ce, 2, wk, 1, &td);
+	tb->trees[0].workers[0].ipv4 = 0x0a060005;
+	CU_ASSERT(install(tb, "install") == 0);
+	dp_housekeeping(&dp);
+	poll_all();
+	dp_worker_poll(dp.lcores[0]);
+	n = collect(o, 16);
+	CU_ASSERT(n == 1 && o[0].frame[12] == 0x08 && o[0].frame[13] == 0x06);
+	/* 10.7.0.1: no route. */
+	tb = mk_table(22, 1, 1, TABLE_DTYPE_FP32, el, ce, 2, wk, 1, &td);
+	tb->trees[0].workers[0].ipv4 = 0x0a070001;
+	CU_ASSERT(install(tb, "install") == EINVAL);
+	dp_down();
+}
+
 /* Control requests: malformed ones get an error and change nothing. */
 static void
 test_control(void)
@@ -1279,6 +1343,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "ARP, ICMP, neighbour resolution", test_arp_icmp);
 	CU_add_test(s, "retransmissions answered", test_retx_answers);
 	CU_add_test(s, "jumbo frames, unaligned payloads, segments", test_jumbo_misaligned);
+	CU_add_test(s, "routes", test_routes);
 	CU_add_test(s, "control requests", test_control);
 	CU_add_test(s, "epoch swap under traffic", test_epoch_swap_under_traffic);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -65,32 +65,48 @@ dp_neigh_get(struct dp *dp, uint32_t ipv4, uint16_t port)
 	return (int)n;
 }
 
-/* Route a destination: the port whose subnet holds it, else the first port with a router. */
+/*
+ * Route a destination, longest prefix first: a port's own subnet (the destination is its
+ * own next hop), a static route (--route: next hop the destination on a port, or a router
+ * in a port's subnet), and last a port's router (--addr ...,GW).
+ */
 static int
 route(struct dp *dp, struct dp_dest *d, const char *field, char *err, size_t errlen)
 {
 	char ip[16];
-	int nh;
+	int best_len = -1, port = -1, nh;
+	uint32_t hop = 0;
 
-	for (unsigned int p = 0; p < dp->n_ports; p++) {
-		if (!in_subnet(d->ipv4, dp->ports[p].ipv4, dp->ports[p].prefix_len))
-			continue;
-		d->port = (uint16_t)p;
-		nh = dp_neigh_get(dp, d->ipv4, (uint16_t)p);
-		goto found;
+	for (unsigned int p = 0; p < dp->n_ports; p++)
+		if (in_subnet(d->ipv4, dp->ports[p].ipv4, dp->ports[p].prefix_len) &&
+		    dp->ports[p].prefix_len > best_len) {
+			best_len = dp->ports[p].prefix_len;
+			port = (int)p;
+			hop = d->ipv4;
+		}
+	for (unsigned int r = 0; r < dp->n_routes; r++) {
+		const struct dp_route *rt = &dp->routes[r];
+
+		if (in_subnet(d->ipv4, rt->dst, rt->prefix_len) && rt->prefix_len > best_len) {
+			best_len = rt->prefix_len;
+			port = rt->port;
+			hop = rt->via != 0 ? rt->via : d->ipv4;
+		}
 	}
-	for (unsigned int p = 0; p < dp->n_ports; p++) {
-		if (dp->ports[p].gw_ipv4 == 0)
-			continue;
-		d->port = (uint16_t)p;
-		nh = dp_neigh_get(dp, dp->ports[p].gw_ipv4, (uint16_t)p);
-		goto found;
+	for (unsigned int p = 0; port < 0 && p < dp->n_ports; p++)
+		if (dp->ports[p].gw_ipv4 != 0) {
+			port = (int)p;
+			hop = dp->ports[p].gw_ipv4;
+		}
+	if (port < 0) {
+		fail(err, errlen, "field '%s': no route to %s: in no port's subnet, no --route "
+		     "and no port with a router (--addr PORT:IP/LEN,GW)", field,
+		     table_ipv4_format(d->ipv4, ip));
+		errno = EINVAL;
+		return -1;
 	}
-	fail(err, errlen, "field '%s': no route to %s: no port's subnet holds it and no port has "
-	     "a router (--addr PORT:IP/LEN,GW)", field, table_ipv4_format(d->ipv4, ip));
-	errno = EINVAL;
-	return -1;
-found:
+	d->port = (uint16_t)port;
+	nh = dp_neigh_get(dp, hop, (uint16_t)port);
 	if (nh < 0) {
 		fail(err, errlen, "field '%s': more than %d neighbours", field, DP_NEIGH_MAX);
 		errno = E2BIG;

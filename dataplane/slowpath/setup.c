@@ -305,6 +305,30 @@ dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
 			return err_out(err, errlen, rc, "too many neighbours");
 		dp_neigh_set(dp, rc, &cfg->neigh[i].mac, true);
 	}
+	for (unsigned int i = 0; i < cfg->n_routes; i++) {
+		struct dp_route rt = cfg->routes[i];
+
+		if (rt.via != 0) { /* the port whose subnet holds the router */
+			unsigned int p;
+
+			for (p = 0; p < dp->n_ports; p++) {
+				uint32_t mask = dp->ports[p].prefix_len == 0
+							? 0
+							: ~0u << (32 - dp->ports[p].prefix_len);
+
+				if ((rt.via & mask) == (dp->ports[p].ipv4 & mask))
+					break;
+			}
+			if (p == dp->n_ports)
+				return err_out(err, errlen, -EINVAL, "--route %u: the router is in no "
+					       "port's subnet", i + 1);
+			rt.port = (uint16_t)p;
+		} else if (rt.port >= dp->n_ports) {
+			return err_out(err, errlen, -EINVAL, "--route %u: no port %u (%u ports)",
+				       i + 1, rt.port, dp->n_ports);
+		}
+		dp->routes[dp->n_routes++] = rt;
+	}
 	size_t sz = rte_rcu_qsbr_get_memsize(dp->n_lcores);
 
 	dp->rcu = rte_zmalloc("georeduce-rcu", sz, RTE_CACHE_LINE_SIZE);

@@ -46,6 +46,8 @@ struct dp_config {
 	struct dp_port_addr addr[DP_PORTS_MAX];
 	unsigned int n_neigh;
 	struct dp_static_neigh neigh[64];
+	unsigned int n_routes;
+	struct dp_route routes[DP_ROUTES_MAX]; /* --route; via 0 with port set, or via set */
 	uint16_t rx_desc, tx_desc;
 	uint32_t hdr_mbufs;                     /* header and clone mbufs per socket */
 };
