@@ -63,6 +63,10 @@ enum dp_ctr {
 	DP_CTR_BAD_FRAME,           /* Ethernet/IP/UDP rejected (details in drops[]) */
 	DP_CTR_BAD_HEADER,          /* georeduce header rejected (details in drops[]) */
 	DP_CTR_CTL_TX,              /* control-thread frames sent for it */
+	DP_CTR_FAULT_DROPPED,       /* fault injection: frames dropped on purpose */
+	DP_CTR_FAULT_DUPLICATED,    /* ... duplicated */
+	DP_CTR_FAULT_REORDERED,     /* ... held back behind the next frame */
+	DP_CTR_FAULT_DELAY_FULL,    /* ... dropped because the delay line was full */
 	DP_CTR_COUNT,
 };
 
@@ -187,6 +191,34 @@ struct dp_neigh {
 	uint64_t last_request_tsc;  /* ctl only */
 };
 
+/** Directions of fault injection. */
+enum dp_dir {
+	DP_RX = 0,
+	DP_TX = 1,
+};
+
+/**
+ * Fault injection on one direction of one port (--fault; off unless configured): each
+ * frame is dropped, duplicated or held back behind the next one with these
+ * probabilities (x 2^32), and outgoing frames are delayed by delay_tsc. Set at start,
+ * read-only afterwards.
+ */
+struct dp_fault {
+	bool on;
+	uint32_t loss;
+	uint32_t dup;
+	uint32_t reorder;
+	uint64_t delay_tsc;         /* DP_TX only */
+};
+
+/** An lcore's delay line for one port: a FIFO of frames and their departure times. */
+struct dp_delay_line {
+	struct rte_mbuf **m;
+	uint64_t *t;
+	uint32_t mask;              /* capacity - 1 (a power of two); 0: no delay */
+	uint32_t head, tail;        /* head: next out; tail: next free */
+};
+
 /** A port's address (ctl: set at start, everyone: ro). */
 struct dp_port {
 	uint16_t port_id;
@@ -197,6 +229,7 @@ struct dp_port {
 	uint16_t n_rxq;             /* queues 0 .. n_rxq - 1 polled by lcore indices 0 .. */
 	uint16_t n_txq;             /* one per worker lcore */
 	struct rte_ring *ctl_tx;    /* ctl: SP enqueue; the lcore polling RX queue 0: SC */
+	struct dp_fault fault[2];   /* by enum dp_dir */
 };
 
 /** A static route (--route): ctl only, used when tables are built. */
@@ -229,6 +262,9 @@ struct dp_lcore {
 	struct rte_mbuf *tx[DP_PORTS_MAX][DP_BURST_MAX];
 	/* Idle backoff. */
 	uint32_t idle_polls;
+	/* Fault injection: the generator and, per port, the delay line. */
+	uint64_t rng;
+	struct dp_delay_line delay[DP_PORTS_MAX];
 	/* Counters (this lcore: wo, plain; readers: relaxed loads, may be a little stale). */
 	uint64_t ctr[DP_CTR_COUNT];
 	uint64_t drops[WIRE_REASON_COUNT_MAX];
@@ -246,6 +282,7 @@ struct dp_params {
 	uint32_t drain_ms;          /* how long a retired epoch may keep open slots */
 	uint64_t mbufs;             /* packet mbufs per pool */
 	uint16_t mtu;               /* IP MTU */
+	uint32_t fault_queue;       /* delay line capacity per lcore and port (power of two) */
 };
 
 /** The whole dataplane (ctl: rw; workers: ro except their dp_lcore and job slots). */

@@ -63,6 +63,10 @@ usage(FILE *f, const struct dp_config *d)
 		"                          0 = never sleep (benchmarks)                  [%u]\n"
 		"      --idle-sleep-us N   longest idle sleep                            [%u]\n"
 		"      --drain-ms N        how long an old epoch may keep unfinished chunks [%u]\n"
+		"      --fault PORT,rx|tx,KEY=VALUE,...  inject faults (tests, WAN emulation):\n"
+		"                          loss=P, dup=P, reorder=P (probabilities per frame),\n"
+		"                          delay_ms=D (tx only: every frame leaves D ms later)\n"
+		"      --fault-queue N     frames one lcore may hold delayed per port     [%u]\n"
 		"  -h, --help              this text\n"
 		"  -V, --version           print the version\n"
 		"\n"
@@ -70,7 +74,7 @@ usage(FILE *f, const struct dp_config *d)
 		"(dpdk-telemetry.py: /georeduce/stats, /georeduce/lcore,<lcore id>).\n",
 		d->prm.udp_base, d->prm.udp_count, d->prm.mtu, d->prm.mbufs, d->hdr_mbufs,
 		d->rx_desc, d->tx_desc, DP_BURST_MAX, d->prm.burst, d->prm.idle_spin,
-		d->prm.idle_sleep_us, d->prm.drain_ms);
+		d->prm.idle_sleep_us, d->prm.drain_ms, d->prm.fault_queue);
 }
 
 static int
@@ -182,6 +186,70 @@ bad:
 	return -1;
 }
 
+/* --fault PORT,rx|tx,loss=P,dup=P,reorder=P[,delay_ms=D] (delay: tx only) */
+static int
+parse_fault(const char *s, struct dp_config *cfg)
+{
+	char buf[160], *tok, *save = NULL, *end;
+	unsigned long port = 0;
+	struct dp_fault f = { .on = true };
+	int dir = DP_RX, i = 0;
+
+	if (strlen(s) >= sizeof(buf))
+		goto bad;
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save), i++) {
+		if (i == 0) {
+			port = strtoul(tok, &end, 10);
+			if (*tok == '\0' || *end != '\0' || port >= DP_PORTS_MAX)
+				goto bad;
+			continue;
+		}
+		if (i == 1) {
+			if (strcmp(tok, "rx") != 0 && strcmp(tok, "tx") != 0)
+				goto bad;
+			dir = tok[0] == 'r' ? DP_RX : DP_TX;
+			continue;
+		}
+		char *eq = strchr(tok, '=');
+		double v;
+
+		if (eq == NULL)
+			goto bad;
+		*eq = '\0';
+		v = strtod(eq + 1, &end);
+		if (eq[1] == '\0' || *end != '\0' || !(v >= 0))
+			goto bad;
+		if (strcmp(tok, "delay_ms") == 0) {
+			if (dir != DP_TX || v > 10000)
+				goto bad;
+			f.delay_tsc = (uint64_t)(v * 1e-3 * (double)rte_get_tsc_hz());
+			continue;
+		}
+		if (v > 1)
+			goto bad;
+		uint32_t p32 = (uint32_t)(v * 4294967295.0);
+
+		if (strcmp(tok, "loss") == 0)
+			f.loss = p32;
+		else if (strcmp(tok, "dup") == 0)
+			f.dup = p32;
+		else if (strcmp(tok, "reorder") == 0)
+			f.reorder = p32;
+		else
+			goto bad;
+	}
+	if (i < 3)
+		goto bad;
+	cfg->fault[port][dir] = f;
+	return 0;
+bad:
+	cli_error(DP_PROGRAM, "--fault: expected PORT,rx|tx,KEY=VALUE... with loss, dup, reorder "
+		  "in [0, 1] and delay_ms (tx) up to 10000, e.g. 1,tx,delay_ms=40,loss=0.01; got "
+		  "'%s'", s);
+	return -1;
+}
+
 static int
 u32_opt(const char *opt, const char *s, long min, long max, uint32_t *out)
 {
@@ -198,7 +266,7 @@ static int
 parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 {
 	enum { O_BASE = 256, O_PORTS, O_MTU, O_MBUFS, O_HDR, O_RXD, O_TXD, O_BURST, O_SPIN,
-	       O_SLEEP, O_DRAIN };
+	       O_SLEEP, O_DRAIN, O_FAULT, O_FAULTQ };
 	static const struct option opts[] = {
 		{ "addr", required_argument, NULL, 'a' },
 		{ "ctl-socket", required_argument, NULL, 's' },
@@ -215,6 +283,8 @@ parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 		{ "idle-spin", required_argument, NULL, O_SPIN },
 		{ "idle-sleep-us", required_argument, NULL, O_SLEEP },
 		{ "drain-ms", required_argument, NULL, O_DRAIN },
+		{ "fault", required_argument, NULL, O_FAULT },
+		{ "fault-queue", required_argument, NULL, O_FAULTQ },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -264,6 +334,15 @@ parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 			rc = u32_opt("idle-sleep-us", optarg, 1, 1000000, &cfg->prm.idle_sleep_us);
 			break;
 		case O_DRAIN: rc = u32_opt("drain-ms", optarg, 0, 3600000, &cfg->prm.drain_ms); break;
+		case O_FAULT: rc = parse_fault(optarg, cfg); break;
+		case O_FAULTQ:
+			rc = u32_opt("fault-queue", optarg, 64, 1 << 20, &v);
+			if (rc == 0 && (v & (v - 1)) != 0) {
+				cli_error(DP_PROGRAM, "--fault-queue: %u is not a power of two", v);
+				rc = -1;
+			}
+			cfg->prm.fault_queue = v;
+			break;
 		case 'h': usage(stdout, cfg); return 1;
 		case 'V': printf(DP_PROGRAM " " DP_VERSION "\n"); return 1;
 		default:

@@ -45,6 +45,7 @@ static struct rte_ring *rx_ring, *tx_ring;
 static struct rte_mempool *tpool;
 static int n_setups;
 static bool jumbo;                      /* dp_up() with MTU 9000 */
+static struct dp_fault faults[2];       /* dp_up() with these faults on port 0 */
 static unsigned int n_routes;           /* dp_up() with these routes */
 static struct dp_route routes[4];
 static struct rte_ether_addr gw_mac;
@@ -92,6 +93,8 @@ dp_up(unsigned int lcore)
 		sn->mac.addr_bytes[0] = 0x02;
 		sn->mac.addr_bytes[5] = (uint8_t)n;
 	}
+	cfg.fault[0][DP_RX] = faults[DP_RX];
+	cfg.fault[0][DP_TX] = faults[DP_TX];
 	cfg.n_routes = n_routes;
 	memcpy(cfg.routes, routes, sizeof(routes));
 	if (dp_setup(&dp, &cfg, err, sizeof(err)) != 0) {
@@ -1139,6 +1142,56 @@ test_routes(void)
 	dp_down();
 }
 
+/* Fault injection: TX delay holds frames back, TX duplication doubles them, RX loss
+ * drops them, RX reordering swaps them; each counted. */
+static void
+test_faults(void)
+{
+	const uint64_t el = 64 * 8;
+	const uint32_t ce = 64;
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 8, 16 };
+	static struct out o[64];
+
+	faults[DP_TX] = (struct dp_fault){ .on = true, .dup = UINT32_MAX,
+					   .delay_tsc = rte_get_tsc_hz() / 50 };
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	faults[DP_TX] = (struct dp_fault){ 0 };
+	CU_ASSERT_FATAL(install(mk_table(30, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+				"install") == 0);
+	for (int w = 0; w < 3; w++)
+		inject(contrib_f32(30, 1, 0, W3[w], 0, 0, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0);        /* 20 ms in the delay line */
+	CU_ASSERT(ctr(DP_CTR_FAULT_DUPLICATED) == 3);
+	rte_delay_us_sleep(25000);
+	dp_worker_poll(dp.lcores[0]);
+	int n = collect(o, 64);
+
+	CU_ASSERT(n == 6);                      /* three results, each twice */
+	for (int i = 0; i < n && i < 64; i++)
+		CU_ASSERT(o[i].p.type == WIRE_TYPE_RESULT && out_f32(&o[i], 5) ==
+			  val(11, 5) + val(12, 5) + val(13, 5));
+	dp_down();
+
+	faults[DP_RX] = (struct dp_fault){ .on = true, .loss = UINT32_MAX / 2,
+					   .reorder = UINT32_MAX / 4 };
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	faults[DP_RX] = (struct dp_fault){ 0 };
+	CU_ASSERT_FATAL(install(mk_table(31, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+				"install") == 0);
+	for (uint32_t c = 0; c < 8; c++)
+		for (int w = 0; w < 3; w++)
+			inject(contrib_f32(31, 1, 0, W3[w], 0, c, el, ce));
+	poll_all();
+	uint64_t lost = ctr(DP_CTR_FAULT_DROPPED);
+
+	CU_ASSERT(lost > 0 && lost < 24);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 24 - lost);
+	CU_ASSERT(ctr(DP_CTR_FAULT_REORDERED) > 0);
+	collect(o, 64);
+	dp_down();
+}
+
 /* Control requests: malformed ones get an error and change nothing. */
 static void
 test_control(void)
@@ -1344,6 +1397,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "retransmissions answered", test_retx_answers);
 	CU_add_test(s, "jumbo frames, unaligned payloads, segments", test_jumbo_misaligned);
 	CU_add_test(s, "routes", test_routes);
+	CU_add_test(s, "fault injection", test_faults);
 	CU_add_test(s, "control requests", test_control);
 	CU_add_test(s, "epoch swap under traffic", test_epoch_swap_under_traffic);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

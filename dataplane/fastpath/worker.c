@@ -23,6 +23,7 @@
 #include "dp.h"
 #include "fastpath/agg.h"
 #include "fastpath/csum.h"
+#include "fastpath/fault.h"
 #include "fastpath/tx.h"
 
 void
@@ -31,6 +32,10 @@ dp_tx_flush(struct dp_lcore *lc)
 	for (unsigned int p = 0; p < lc->dp->n_ports; p++) {
 		uint16_t n = lc->tx_n[p], sent;
 
+		if (unlikely(lc->dp->ports[p].fault[DP_TX].on)) {
+			dp_fault_tx_flush(lc, (uint16_t)p);
+			continue;
+		}
 		if (n == 0)
 			continue;
 		sent = rte_eth_tx_burst(lc->dp->ports[p].port_id, (uint16_t)lc->idx, lc->tx[p], n);
@@ -281,13 +286,16 @@ dp_worker_poll(struct dp_lcore *lc)
 {
 	struct dp *dp = lc->dp;
 	const struct dp_state *st = atomic_load_explicit(&dp->state, memory_order_acquire);
-	struct rte_mbuf *pkts[DP_BURST_MAX];
+	struct rte_mbuf *pkts[2 * DP_BURST_MAX]; /* room for injected duplicates */
 	unsigned int total = 0;
 
 	for (uint16_t q = 0; q < lc->n_rxq; q++) {
 		uint16_t port = lc->rxq[q].port;
 		uint16_t n = rte_eth_rx_burst(dp->ports[port].port_id, lc->rxq[q].queue, pkts,
 					      dp->prm.burst);
+
+		if (unlikely(dp->ports[port].fault[DP_RX].on) && n != 0)
+			n = dp_fault_rx(lc, port, pkts, n);
 
 		for (uint16_t i = 0; i < n; i++) {
 			if (i + 2 < n) /* about 10% at burst 32: the header line is in L1 */

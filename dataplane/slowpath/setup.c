@@ -53,6 +53,7 @@ dp_config_defaults(struct dp_config *cfg)
 	cfg->rx_desc = 1024;
 	cfg->tx_desc = 1024;
 	cfg->hdr_mbufs = 8192;
+	cfg->prm.fault_queue = 8192;
 }
 
 static int
@@ -257,6 +258,39 @@ setup_port(struct dp *dp, const struct dp_config *cfg, unsigned int p, char *err
 	return 0;
 }
 
+/* Fault injection: the settings per port, and a delay line per lcore for each port that
+ * delays its TX. Frames in delay lines come out of the slot budget. */
+static int
+setup_faults(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
+{
+	for (unsigned int i = 0; i < dp->n_lcores; i++)
+		dp->lcores[i]->rng = 0x9e3779b97f4a7c15ull * (i + 1) | 1;
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		dp->ports[p].fault[DP_RX] = cfg->fault[p][DP_RX];
+		dp->ports[p].fault[DP_TX] = cfg->fault[p][DP_TX];
+		if (cfg->fault[p][DP_TX].delay_tsc == 0)
+			continue;
+		uint32_t cap = cfg->prm.fault_queue;
+
+		for (unsigned int i = 0; i < dp->n_lcores; i++) {
+			struct dp_lcore *lc = dp->lcores[i];
+			int socket = (int)rte_lcore_to_socket_id(lc->lcore_id);
+			struct dp_delay_line *d = &lc->delay[p];
+
+			d->m = rte_zmalloc_socket("georeduce-delay", sizeof(*d->m) * cap,
+						  RTE_CACHE_LINE_SIZE, socket);
+			d->t = rte_zmalloc_socket("georeduce-delay", sizeof(*d->t) * cap,
+						  RTE_CACHE_LINE_SIZE, socket);
+			if (d->m == NULL || d->t == NULL)
+				return err_out(err, errlen, -ENOMEM, "out of memory for delay lines");
+			d->mask = cap - 1;
+			dp->job_bytes += (sizeof(*d->m) + sizeof(*d->t)) * cap;
+			dp->mbufs_budget = dp->mbufs_budget > cap ? dp->mbufs_budget - cap : 0;
+		}
+	}
+	return 0;
+}
+
 int
 dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
 {
@@ -329,6 +363,9 @@ dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
 		}
 		dp->routes[dp->n_routes++] = rt;
 	}
+	rc = setup_faults(dp, cfg, err, errlen);
+	if (rc != 0)
+		return rc;
 	size_t sz = rte_rcu_qsbr_get_memsize(dp->n_lcores);
 
 	dp->rcu = rte_zmalloc("georeduce-rcu", sz, RTE_CACHE_LINE_SIZE);
@@ -362,6 +399,14 @@ dp_teardown(struct dp *dp)
 		if (lc == NULL)
 			continue;
 		rte_ring_free(lc->learn);
+		for (unsigned int p = 0; p < DP_PORTS_MAX; p++) {
+			struct dp_delay_line *d = &lc->delay[p];
+
+			while (d->m != NULL && d->head != d->tail)
+				rte_pktmbuf_free(d->m[d->head++ & d->mask]);
+			rte_free(d->m);
+			rte_free(d->t);
+		}
 		struct rte_mempool *mine[3] = { lc->pool, lc->hdr_pool, lc->clone_pool };
 
 		for (int k = 0; k < 3; k++) {

@@ -48,6 +48,7 @@ struct dp_config {
 	struct dp_static_neigh neigh[64];
 	unsigned int n_routes;
 	struct dp_route routes[DP_ROUTES_MAX]; /* --route; via 0 with port set, or via set */
+	struct dp_fault fault[DP_PORTS_MAX][2]; /* --fault, by port index and enum dp_dir */
 	uint16_t rx_desc, tx_desc;
 	uint32_t hdr_mbufs;                     /* header and clone mbufs per socket */
 };

@@ -38,6 +38,10 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_BAD_FRAME] = "bad_frame",
 	[DP_CTR_BAD_HEADER] = "bad_header",
 	[DP_CTR_CTL_TX] = "control_tx",
+	[DP_CTR_FAULT_DROPPED] = "fault_dropped",
+	[DP_CTR_FAULT_DUPLICATED] = "fault_duplicated",
+	[DP_CTR_FAULT_REORDERED] = "fault_reordered",
+	[DP_CTR_FAULT_DELAY_FULL] = "fault_delay_full",
 };
 
 static uint64_t

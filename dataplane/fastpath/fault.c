@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Fast path: fault injection. Decisions come from a per-lcore xorshift generator, so a
+ * run is reproducible for a given traffic order. Duplicates are indirect mbufs of the
+ * original (no payload copy); delayed frames wait in the lcore's delay line for the port,
+ * a FIFO sized at start (--fault-queue): every frame of a port gets the same delay, so
+ * the FIFO stays sorted by departure time. A full delay line drops (counted).
+ */
+#include <rte_branch_prediction.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include "dp.h"
+#include "fastpath/fault.h"
+
+static inline uint64_t
+next_rand(struct dp_lcore *lc)
+{
+	uint64_t x = lc->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	lc->rng = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+/* True with probability p / 2^32. */
+static inline bool
+chance(struct dp_lcore *lc, uint32_t p)
+{
+	return p != 0 && (uint32_t)(next_rand(lc) >> 32) < p;
+}
+
+uint16_t
+dp_fault_rx(struct dp_lcore *lc, uint16_t port, struct rte_mbuf **pkts, uint16_t n)
+{
+	const struct dp_fault *f = &lc->dp->ports[port].fault[DP_RX];
+	uint16_t k = 0, extra = n;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+
+		if (chance(lc, f->loss)) {
+			lc->ctr[DP_CTR_FAULT_DROPPED]++;
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		pkts[k++] = m;
+		if (chance(lc, f->dup)) {
+			struct rte_mbuf *c = rte_pktmbuf_clone(m, lc->clone_pool);
+
+			if (c != NULL) {
+				lc->ctr[DP_CTR_FAULT_DUPLICATED]++;
+				pkts[extra++] = c; /* after the burst: room for n more */
+			}
+		}
+	}
+	/* The duplicates follow the survivors. */
+	for (uint16_t i = n; i < extra; i++)
+		pkts[k++] = pkts[i];
+	for (uint16_t i = 0; i + 1 < k; i++)
+		if (chance(lc, f->reorder)) {
+			struct rte_mbuf *t = pkts[i];
+
+			pkts[i] = pkts[i + 1];
+			pkts[i + 1] = t;
+			lc->ctr[DP_CTR_FAULT_REORDERED]++;
+			i++;
+		}
+	return k;
+}
+
+/* Frames ready to go, transmitted in bursts. */
+struct out {
+	uint16_t n;
+	struct rte_mbuf *m[DP_BURST_MAX];
+};
+
+static void
+out_flush(struct dp_lcore *lc, uint16_t port, struct out *o)
+{
+	uint16_t sent = rte_eth_tx_burst(lc->dp->ports[port].port_id, (uint16_t)lc->idx, o->m, o->n);
+
+	for (uint16_t i = 0; i < sent; i++)
+		lc->ctr[DP_CTR_TX_BYTES] += rte_pktmbuf_pkt_len(o->m[i]);
+	lc->ctr[DP_CTR_TX_PACKETS] += sent;
+	if (sent < o->n) {
+		lc->ctr[DP_CTR_TX_DROPPED] += o->n - sent;
+		rte_pktmbuf_free_bulk(&o->m[sent], o->n - sent);
+	}
+	o->n = 0;
+}
+
+static inline void
+out_add(struct dp_lcore *lc, uint16_t port, struct out *o, struct rte_mbuf *m)
+{
+	o->m[o->n++] = m;
+	if (o->n == DP_BURST_MAX)
+		out_flush(lc, port, o);
+}
+
+/* Into the delay line (or straight out without delay). */
+static inline void
+push(struct dp_lcore *lc, uint16_t port, struct out *o, struct rte_mbuf *m, uint64_t due)
+{
+	struct dp_delay_line *d = &lc->delay[port];
+
+	if (d->mask == 0) {
+		out_add(lc, port, o, m);
+		return;
+	}
+	if (d->tail - d->head > d->mask) {
+		lc->ctr[DP_CTR_FAULT_DELAY_FULL]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	d->m[d->tail & d->mask] = m;
+	d->t[d->tail & d->mask] = due;
+	d->tail++;
+}
+
+void
+dp_fault_tx_flush(struct dp_lcore *lc, uint16_t port)
+{
+	const struct dp_fault *f = &lc->dp->ports[port].fault[DP_TX];
+	struct dp_delay_line *d = &lc->delay[port];
+	uint64_t now = rte_rdtsc(), due = now + f->delay_tsc;
+	struct rte_mbuf *held = NULL;
+	struct out o = { .n = 0 };
+
+	for (uint16_t i = 0; i < lc->tx_n[port]; i++) {
+		struct rte_mbuf *m = lc->tx[port][i], *c = NULL;
+
+		if (chance(lc, f->loss)) {
+			lc->ctr[DP_CTR_FAULT_DROPPED]++;
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		if (chance(lc, f->dup)) {
+			c = rte_pktmbuf_clone(m, lc->clone_pool);
+			lc->ctr[DP_CTR_FAULT_DUPLICATED] += c != NULL;
+		}
+		if (held == NULL && chance(lc, f->reorder)) {
+			held = m; /* goes out behind the next frame */
+			lc->ctr[DP_CTR_FAULT_REORDERED]++;
+		} else {
+			push(lc, port, &o, m, due);
+			if (held != NULL) {
+				push(lc, port, &o, held, due);
+				held = NULL;
+			}
+		}
+		if (c != NULL)
+			push(lc, port, &o, c, due);
+	}
+	if (held != NULL)
+		push(lc, port, &o, held, due);
+	lc->tx_n[port] = 0;
+	while (d->head != d->tail && d->t[d->head & d->mask] <= now) {
+		out_add(lc, port, &o, d->m[d->head & d->mask]);
+		d->head++;
+	}
+	if (o.n != 0)
+		out_flush(lc, port, &o);
+}
