@@ -55,6 +55,9 @@ enum dp_ctr {
 	DP_CTR_RESULTS_SENT,        /* result copies sent to children and workers */
 	DP_CTR_CONTRIBS,            /* contributions summed */
 	DP_CTR_ACKS_SENT,           /* answers to retransmitted contributions held here */
+	DP_CTR_RETRANSMITS,         /* partial sums sent again to the parent */
+	DP_CTR_NACKS_SENT,          /* NACK_RESULTs to the parent (partial sum held there) */
+	DP_CTR_RETX_GIVEUP,         /* chunks whose RESULT never came after every retry */
 	DP_CTR_ARP_REPLIES,
 	DP_CTR_ICMP_REPLIES,
 	DP_CTR_NOT_FOR_US,          /* other protocols, addresses or ports: dropped */
@@ -87,11 +90,14 @@ struct dp_slot {
 	uint32_t round;
 	uint32_t chunk;
 	uint8_t state;              /* enum dp_slot_state */
-	uint8_t rsvd;
+	uint8_t retries;            /* COMPLETE: retransmissions towards the parent */
 	uint16_t n_in;              /* contributions in (bits set in `in`) */
 	uint32_t contrib;           /* worker contributions summed */
+	bool held;                  /* COMPLETE: the parent acknowledged the partial sum */
+	uint64_t sent_tsc;          /* COMPLETE: when the partial sum first went up */
 	struct rte_mbuf *acc;       /* OPEN: the first packet, the fp32 accumulator or the
-				     * header template of fp16/bf16 */
+				     * header template of fp16/bf16; COMPLETE: the partial
+				     * sum sent, one reference kept for retransmission */
 	struct rte_mbuf *result;    /* DONE: the RESULT, one reference held */
 	float *acc32;               /* fp16/bf16: this slot's fp32 accumulator (job arena) */
 	uint64_t in[TABLE_CONTRIB_MAX / 64]; /* contributor bitmap (table.h: bit k) */
@@ -105,6 +111,29 @@ struct dp_dest {
 	uint16_t udp_base;          /* gateway: base + chunk % count; worker: its port */
 	uint16_t udp_count;         /* gateway: its port count; worker: 1 */
 	uint32_t ipv4;              /* host order */
+};
+
+/** A pending retransmission check of a COMPLETE slot (a partial sum awaiting its RESULT). */
+struct dp_timer {
+	uint64_t due;               /* TSC */
+	struct dp_slot *s;
+	uint32_t chunk;
+	uint32_t round;
+	uint16_t tree;              /* index in the job's trees[] */
+};
+
+/**
+ * One lcore's loss-recovery state in one job (that lcore: rw; ctl: frees it with the job).
+ * Timers wait in a FIFO, scanned from the head until an entry is not due: timeouts differ
+ * between trees and change slowly, so an entry may be checked a little late, which only
+ * delays a retransmission. At most two entries per slot (a stale one is dropped when it
+ * comes up), so twice the slots never overflow.
+ */
+struct dp_job_lcore {
+	struct dp_timer *q;         /* capacity mask + 1 (power of two) */
+	uint32_t mask, head, tail;
+	uint64_t *srtt;             /* per tree: smoothed CONTRIB-to-RESULT time, TSC; 0: none */
+	uint64_t *rttvar;           /* per tree */
 };
 
 /** This gateway's part in one tree, runtime form (built from a struct table_tree). */
@@ -156,6 +185,7 @@ struct dp_job {
 	float **arena;              /* per lcore index: fp32 accumulators (fp16/bf16 only) */
 	/* Per lcore index: slots OPEN or COMPLETE (workers: wo own, ctl: ro relaxed). */
 	_Atomic uint32_t *busy;
+	struct dp_job_lcore *lj;    /* per lcore index: timers and round-trip estimates */
 	uint64_t bytes;             /* memory held by this job (slots, arenas, maps) */
 	uint64_t mbufs_held_max;    /* mbufs its slots can hold at most */
 	uint64_t retire_tsc;        /* ctl only: when it stopped being live (0: live) */
@@ -283,6 +313,10 @@ struct dp_params {
 	uint64_t mbufs;             /* packet mbufs per pool */
 	uint16_t mtu;               /* IP MTU */
 	uint32_t fault_queue;       /* delay line capacity per lcore and port (power of two) */
+	uint64_t rto_init_tsc;      /* retransmission timeout before any round-trip sample */
+	uint64_t rto_min_tsc;
+	uint64_t rto_max_tsc;
+	uint8_t retries_max;        /* then the chunk is given up (counted) */
 };
 
 /** The whole dataplane (ctl: rw; workers: ro except their dp_lcore and job slots). */

@@ -63,6 +63,9 @@ usage(FILE *f, const struct dp_config *d)
 		"                          0 = never sleep (benchmarks)                  [%u]\n"
 		"      --idle-sleep-us N   longest idle sleep                            [%u]\n"
 		"      --drain-ms N        how long an old epoch may keep unfinished chunks [%u]\n"
+		"      --rto-ms N          retransmission timeout of a partial sum before a\n"
+		"                          round trip to the parent is measured         [%u]\n"
+		"      --retries N         retransmissions of a partial sum, then given up [%u]\n"
 		"      --fault PORT,rx|tx,KEY=VALUE,...  inject faults (tests, WAN emulation):\n"
 		"                          loss=P, dup=P, reorder=P (probabilities per frame),\n"
 		"                          delay_ms=D (tx only: every frame leaves D ms later)\n"
@@ -74,7 +77,8 @@ usage(FILE *f, const struct dp_config *d)
 		"(dpdk-telemetry.py: /georeduce/stats, /georeduce/lcore,<lcore id>).\n",
 		d->prm.udp_base, d->prm.udp_count, d->prm.mtu, d->prm.mbufs, d->hdr_mbufs,
 		d->rx_desc, d->tx_desc, DP_BURST_MAX, d->prm.burst, d->prm.idle_spin,
-		d->prm.idle_sleep_us, d->prm.drain_ms, d->prm.fault_queue);
+		d->prm.idle_sleep_us, d->prm.drain_ms, d->rto_init_ms, d->retries_max,
+		d->prm.fault_queue);
 }
 
 static int
@@ -266,7 +270,7 @@ static int
 parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 {
 	enum { O_BASE = 256, O_PORTS, O_MTU, O_MBUFS, O_HDR, O_RXD, O_TXD, O_BURST, O_SPIN,
-	       O_SLEEP, O_DRAIN, O_FAULT, O_FAULTQ };
+	       O_SLEEP, O_DRAIN, O_FAULT, O_FAULTQ, O_RTO, O_RETRIES };
 	static const struct option opts[] = {
 		{ "addr", required_argument, NULL, 'a' },
 		{ "ctl-socket", required_argument, NULL, 's' },
@@ -285,6 +289,8 @@ parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 		{ "drain-ms", required_argument, NULL, O_DRAIN },
 		{ "fault", required_argument, NULL, O_FAULT },
 		{ "fault-queue", required_argument, NULL, O_FAULTQ },
+		{ "rto-ms", required_argument, NULL, O_RTO },
+		{ "retries", required_argument, NULL, O_RETRIES },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -335,6 +341,11 @@ parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 			break;
 		case O_DRAIN: rc = u32_opt("drain-ms", optarg, 0, 3600000, &cfg->prm.drain_ms); break;
 		case O_FAULT: rc = parse_fault(optarg, cfg); break;
+		case O_RTO: rc = u32_opt("rto-ms", optarg, 1, 60000, &cfg->rto_init_ms); break;
+		case O_RETRIES:
+			rc = u32_opt("retries", optarg, 0, 64, &v);
+			cfg->retries_max = (uint8_t)v;
+			break;
 		case O_FAULTQ:
 			rc = u32_opt("fault-queue", optarg, 64, 1 << 20, &v);
 			if (rc == 0 && (v & (v - 1)) != 0) {

@@ -93,6 +93,7 @@ dp_up(unsigned int lcore)
 		sn->mac.addr_bytes[0] = 0x02;
 		sn->mac.addr_bytes[5] = (uint8_t)n;
 	}
+	cfg.rto_init_ms = 20;
 	cfg.fault[0][DP_RX] = faults[DP_RX];
 	cfg.fault[0][DP_TX] = faults[DP_TX];
 	cfg.n_routes = n_routes;
@@ -1192,6 +1193,79 @@ test_faults(void)
 	dp_down();
 }
 
+/* Loss recovery towards the parent: a partial sum without RESULT is sent again (RETX)
+ * after the timeout; once the parent ACKs it, NACK_RESULT instead; NACK_CONTRIB makes it
+ * go again at once; the RESULT ends it all. */
+static void
+test_retransmit_up(void)
+{
+	const uint64_t el = 64;
+	const uint32_t ce = 64;
+	static const uint16_t w2[] = { 21, 22 };
+	struct tdesc td = { 0, 4, 0, { 0 }, 0, 1, 16 };   /* leaf under gateway 4 */
+	static struct out o[16];
+	struct pkt ctl = { WIRE_TYPE_ACK, WIRE_F_ECHO, 40, 1, 0, 4, 2, 0, 3, 0, WIRE_DTYPE_NONE, 1,
+			   PEER_IP(4) };
+	int n;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(40, 1, 2, TABLE_DTYPE_FP32, el, ce, 2, w2, 1, &td),
+				"install") == 0);
+	inject(contrib_f32(40, 1, 0, 21, 3, 0, el, ce));
+	inject(contrib_f32(40, 1, 0, 22, 3, 0, el, ce));
+	poll_all();
+	CU_ASSERT_FATAL(collect(o, 16) == 1);
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_CONTRIB && o[0].p.flags == 0 && o[0].p.contrib == 2);
+	/* Nothing before the timeout (20 ms), then the same partial sum with RETX. */
+	dp_worker_poll(dp.lcores[0]);
+	CU_ASSERT(collect(o, 16) == 0);
+	rte_delay_us_sleep(25000);
+	dp_worker_poll(dp.lcores[0]);
+	n = collect(o, 16);
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_CONTRIB && o[0].p.flags == WIRE_F_RETX &&
+		  o[0].fl.dst_ip == PEER_IP(4) && o[0].p.contrib == 2 &&
+		  out_f32(&o[0], 7) == val(21, 7) + val(22, 7));
+	CU_ASSERT(ctr(DP_CTR_RETRANSMITS) == 1);
+	/* NACK_CONTRIB from the parent: again at once. */
+	ctl.type = WIRE_TYPE_NACK_CONTRIB;
+	ctl.flags = 0;
+	inject(mk_pkt(&ctl, NULL));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 1 && o[0].p.flags == WIRE_F_RETX);
+	/* The parent ACKs: the next timeout (doubled, 40 ms) sends NACK_RESULT instead. */
+	ctl.type = WIRE_TYPE_ACK;
+	ctl.flags = WIRE_F_ECHO;
+	inject(mk_pkt(&ctl, NULL));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	rte_delay_us_sleep(45000);
+	dp_worker_poll(dp.lcores[0]);
+	n = collect(o, 16);
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_NACK_RESULT && o[0].p.chunk == 0 && o[0].p.round == 3);
+	CU_ASSERT(ctr(DP_CTR_NACKS_SENT) == 1);
+	/* An ACK from another gateway is refused. */
+	ctl.sender = 9;
+	inject(mk_pkt(&ctl, NULL));
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1);
+	/* The RESULT: to both workers; the partial sum is released, no timer fires again. */
+	float res[64];
+	struct pkt r = { WIRE_TYPE_RESULT, 0, 40, 1, 0, 4, 4, 5, 3, 0, WIRE_DTYPE_FP32, 64,
+			 PEER_IP(4) };
+
+	for (int i = 0; i < 64; i++)
+		res[i] = (float)i;
+	inject(mk_pkt(&r, res));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 2);
+	rte_delay_us_sleep(90000);
+	dp_worker_poll(dp.lcores[0]);
+	CU_ASSERT(collect(o, 16) == 0);
+	dp_down();
+}
+
 /* Control requests: malformed ones get an error and change nothing. */
 static void
 test_control(void)
@@ -1398,6 +1472,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "jumbo frames, unaligned payloads, segments", test_jumbo_misaligned);
 	CU_add_test(s, "routes", test_routes);
 	CU_add_test(s, "fault injection", test_faults);
+	CU_add_test(s, "retransmission to the parent", test_retransmit_up);
 	CU_add_test(s, "control requests", test_control);
 	CU_add_test(s, "epoch swap under traffic", test_epoch_swap_under_traffic);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -132,13 +132,14 @@ slot_clear(const struct dp_job *j, const struct dp_lcore *lc, struct dp_slot *s)
 }
 
 /*
- * Send a copy of the RESULT r (a whole frame, retained by the caller) to d: a header mbuf
- * with fresh Ethernet/IP/UDP/georeduce headers chained to an indirect mbuf of r's payload.
- * now_us is the tsval (dp_now_us(), read once per fan-out: rdtsc costs ~40 cycles on AMD).
+ * Send a copy of the packet r (a whole frame, retained by the caller: a RESULT, or a
+ * partial sum sent again) to d: a header mbuf with fresh Ethernet/IP/UDP/georeduce headers
+ * chained to an indirect mbuf of r's payload. now_us is the tsval (dp_now_us(), read once
+ * per fan-out: rdtsc costs ~40 cycles on AMD). Counted in ctr.
  */
 static void
-send_result_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
-		 struct rte_mbuf *r, uint8_t flags, uint32_t tsecr, uint32_t now_us)
+send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
+	  struct rte_mbuf *r, uint8_t flags, uint32_t tsecr, uint32_t now_us, enum dp_ctr ctr)
 {
 	struct rte_ether_addr mac;
 	struct rte_mbuf *h, *c;
@@ -172,24 +173,25 @@ send_result_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_de
 	wh->tsval = rte_cpu_to_be_32(now_us);
 	wh->tsecr = rte_cpu_to_be_32(tsecr);
 	rte_pktmbuf_chain(h, c);
-	lc->ctr[DP_CTR_RESULTS_SENT]++;
+	lc->ctr[ctr]++;
 	dp_tx_stage(lc, d->port, h);
 }
 
+static inline void
+send_result_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
+		 struct rte_mbuf *r, uint8_t flags, uint32_t tsecr, uint32_t now_us)
+{
+	send_copy(lc, j, d, r, flags, tsecr, now_us, DP_CTR_RESULTS_SENT);
+}
+
 /*
- * ACK of the CONTRIB p ("held", docs/PROTOCOL.md section 5) to its contributor d: a fresh
- * header-only packet. Only RETX contributions are answered, so this is not per packet.
+ * A header-only control packet (ACK, NACK_RESULT) to d: fresh, from the header pool.
+ * Sent only in answer to retransmissions or on timeouts, so not per packet.
  */
 static void
-send_ack(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
-	 const struct wire_pkt *p)
+send_ctl(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
+	 const struct wire_pkt *a, enum dp_ctr ctr)
 {
-	struct wire_pkt a = {
-		.type = WIRE_TYPE_ACK, .flags = WIRE_F_ECHO, .dtype = WIRE_DTYPE_NONE,
-		.job = p->job, .epoch = p->epoch, .tree = p->tree, .sender = j->self_id,
-		.origin = p->origin, .round = p->round, .chunk = p->chunk, .count = 1,
-		.tsval = dp_now_us(), .tsecr = p->tsval,
-	};
 	struct rte_ether_addr mac;
 	struct rte_mbuf *h;
 	uint8_t *frame;
@@ -205,13 +207,123 @@ send_ack(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
 	}
 	frame = (uint8_t *)rte_pktmbuf_append(h, WIRE_FRAME_HDR_OFF + WIRE_HDR_LEN);
 	if (unlikely(frame == NULL ||
-		     wire_hdr_encode(frame + WIRE_FRAME_HDR_OFF, WIRE_HDR_LEN, &a, NULL) != 0)) {
+		     wire_hdr_encode(frame + WIRE_FRAME_HDR_OFF, WIRE_HDR_LEN, a, NULL) != 0)) {
 		rte_pktmbuf_free(h);
 		return;
 	}
-	dp_write_l2l4(lc->dp, j, d, &mac, p->chunk, frame, WIRE_HDR_LEN);
-	lc->ctr[DP_CTR_ACKS_SENT]++;
+	dp_write_l2l4(lc->dp, j, d, &mac, a->chunk, frame, WIRE_HDR_LEN);
+	lc->ctr[ctr]++;
 	dp_tx_stage(lc, d->port, h);
+}
+
+/* ACK of the CONTRIB p ("held", docs/PROTOCOL.md section 5) to its contributor d. */
+static void
+send_ack(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
+	 const struct wire_pkt *p)
+{
+	struct wire_pkt a = {
+		.type = WIRE_TYPE_ACK, .flags = WIRE_F_ECHO, .dtype = WIRE_DTYPE_NONE,
+		.job = p->job, .epoch = p->epoch, .tree = p->tree, .sender = j->self_id,
+		.origin = p->origin, .round = p->round, .chunk = p->chunk, .count = 1,
+		.tsval = dp_now_us(), .tsecr = p->tsval,
+	};
+
+	send_ctl(lc, j, d, &a, DP_CTR_ACKS_SENT);
+}
+
+/* --- Loss recovery towards the parent (docs/PROTOCOL.md section 10) ---------------------- */
+
+/* The retransmission timeout of tree index ti after `retries` tries (RFC 6298 style). */
+static inline uint64_t
+rto(const struct dp_lcore *lc, const struct dp_job *j, uint16_t ti, unsigned int retries)
+{
+	const struct dp_params *prm = &lc->dp->prm;
+	const struct dp_job_lcore *lj = &j->lj[lc->idx];
+	uint64_t r = lj->srtt[ti] == 0 ? prm->rto_init_tsc : lj->srtt[ti] + 4 * lj->rttvar[ti];
+
+	r = r < prm->rto_min_tsc ? prm->rto_min_tsc : r;
+	r <<= retries < 16 ? retries : 16;
+	return r > prm->rto_max_tsc ? prm->rto_max_tsc : r;
+}
+
+static inline void
+timer_push(struct dp_lcore *lc, const struct dp_job *j, uint16_t ti, struct dp_slot *s,
+	   uint64_t now)
+{
+	struct dp_job_lcore *lj = &j->lj[lc->idx];
+
+	if (unlikely(lj->tail - lj->head > lj->mask))
+		return; /* cannot happen: two entries per slot at most */
+	lj->q[lj->tail & lj->mask] = (struct dp_timer){
+		.due = now + rto(lc, j, ti, s->retries), .s = s, .chunk = s->chunk,
+		.round = s->round, .tree = ti,
+	};
+	lj->tail++;
+}
+
+/* A RESULT came for a partial sum sent once: a round-trip sample (Karn: not after a
+ * retransmission). */
+static inline void
+rtt_sample(struct dp_lcore *lc, const struct dp_job *j, uint16_t ti, uint64_t sample)
+{
+	struct dp_job_lcore *lj = &j->lj[lc->idx];
+
+	if (lj->srtt[ti] == 0) {
+		lj->srtt[ti] = sample;
+		lj->rttvar[ti] = sample / 2;
+		return;
+	}
+	uint64_t d = sample > lj->srtt[ti] ? sample - lj->srtt[ti] : lj->srtt[ti] - sample;
+
+	lj->rttvar[ti] = (3 * lj->rttvar[ti] + d) / 4;
+	lj->srtt[ti] = (7 * lj->srtt[ti] + sample) / 8;
+}
+
+/* Ask the parent again: the partial sum with RETX, or NACK_RESULT once it holds it. */
+static void
+resend_up(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+	  struct dp_slot *s, uint32_t now_us)
+{
+	if (!s->held) {
+		send_copy(lc, j, &t->parent, s->acc, WIRE_F_RETX, 0, now_us, DP_CTR_RETRANSMITS);
+		return;
+	}
+	struct wire_pkt a = {
+		.type = WIRE_TYPE_NACK_RESULT, .dtype = WIRE_DTYPE_NONE, .job = j->job,
+		.epoch = j->epoch, .tree = t->id, .sender = j->self_id, .origin = j->self_id,
+		.round = s->round, .chunk = s->chunk, .count = 1, .tsval = now_us,
+	};
+
+	send_ctl(lc, j, &t->parent, &a, DP_CTR_NACKS_SENT);
+}
+
+void
+dp_agg_timers(struct dp_lcore *lc, const struct dp_state *st)
+{
+	uint64_t now = rte_rdtsc();
+
+	for (int e = 0; st != NULL && e < st->n_jobs; e++)
+		for (int k = 0; k < st->jobs[e].n_epochs; k++) {
+			const struct dp_job *j = st->jobs[e].epochs[k];
+			struct dp_job_lcore *lj = &j->lj[lc->idx];
+
+			while (lj->head != lj->tail && lj->q[lj->head & lj->mask].due <= now) {
+				struct dp_timer tm = lj->q[lj->head & lj->mask];
+				struct dp_slot *s = tm.s;
+
+				lj->head++;
+				if (s->state != DP_SLOT_COMPLETE || s->chunk != tm.chunk ||
+				    s->round != tm.round)
+					continue; /* answered meanwhile */
+				if (s->retries >= lc->dp->prm.retries_max) {
+					lc->ctr[DP_CTR_RETX_GIVEUP]++;
+					continue;
+				}
+				s->retries++;
+				resend_up(lc, j, &j->trees[tm.tree], s, dp_now_us());
+				timer_push(lc, j, tm.tree, s, now);
+			}
+		}
 }
 
 /* The slot has its RESULT r: retain it and send it down the tree. */
@@ -221,6 +333,12 @@ result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t
 {
 	if (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE)
 		busy_add(j, lc, -1);
+	if (s->state == DP_SLOT_COMPLETE) { /* the partial sum kept for retransmission */
+		if (s->retries == 0)
+			rtt_sample(lc, j, (uint16_t)(t - j->trees), rte_rdtsc() - s->sent_tsc);
+		rte_pktmbuf_free(s->acc);
+		s->acc = NULL;
+	}
 	s->state = DP_SLOT_DONE;
 	s->result = r;
 	for (uint16_t i = 0; i < t->n_down; i++)
@@ -256,16 +374,23 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	}
 	struct rte_ether_addr mac;
 
+	/* COMPLETE: the partial sum goes up and stays here, one reference, until the RESULT
+	 * comes (or a timer sends it again). */
 	s->state = DP_SLOT_COMPLETE;
+	s->acc = m;
+	s->held = false;
+	s->retries = 0;
+	s->sent_tsc = rte_rdtsc();
+	wh->type = WIRE_TYPE_CONTRIB;
+	timer_push(lc, j, (uint16_t)(t - j->trees), s, s->sent_tsc);
 	if (unlikely(!dp_dest_mac(lc->dp, &t->parent, &mac))) {
-		lc->ctr[DP_CTR_NO_NEIGHBOUR]++;
-		rte_pktmbuf_free(m);
+		lc->ctr[DP_CTR_NO_NEIGHBOUR]++; /* the timer retries */
 		return;
 	}
-	wh->type = WIRE_TYPE_CONTRIB;
 	dp_write_l2l4(lc->dp, j, &t->parent, &mac, s->chunk, rte_pktmbuf_mtod(m, uint8_t *),
 		      rte_pktmbuf_data_len(m) - WIRE_FRAME_HDR_OFF);
 	lc->ctr[DP_CTR_PARTIALS_SENT]++;
+	rte_mbuf_refcnt_update(m, 1);
 	dp_tx_stage(lc, t->parent.port, m);
 }
 
@@ -430,6 +555,36 @@ on_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 	rte_pktmbuf_free(m);
 }
 
+/* ACK: the parent holds these partial sums (stop resending them, ask for the RESULT when
+ * it is overdue). NACK_CONTRIB: send them again now. */
+static void
+on_from_parent(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+	       struct rte_mbuf *m, const struct wire_pkt *p)
+{
+	if (unlikely(!t->has_parent || p->sender != t->parent.id || p->origin != j->self_id)) {
+		drop(lc, m, WIRE_REASON_BAD_SENDER);
+		return;
+	}
+	uint32_t n = p->count < DP_BURST_MAX ? p->count : DP_BURST_MAX;
+	uint32_t now_us = dp_now_us();
+
+	for (uint32_t c = p->chunk; c - p->chunk < n; c++) {
+		struct dp_slot *s;
+
+		if (c - t->chunk_first >= t->chunk_count)
+			break;
+		s = slot_of(j, lc, t, c);
+		if (s->state != DP_SLOT_COMPLETE || s->chunk != c || s->round != p->round)
+			continue;
+		if (p->type == WIRE_TYPE_ACK)
+			s->held = true;
+		else
+			send_copy(lc, j, &t->parent, s->acc, WIRE_F_RETX, 0, now_us,
+				  DP_CTR_RETRANSMITS);
+	}
+	rte_pktmbuf_free(m);
+}
+
 void
 dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 	  const struct wire_pkt *p)
@@ -473,11 +628,8 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 	case WIRE_TYPE_NACK_RESULT:
 		on_nack_result(lc, j, t, m, p);
 		return;
-	default:
-		/* ACK and NACK_CONTRIB concern retransmission timers, which this node keeps
-		 * none of yet: nothing to stop or resend. */
-		lc->ctr[DP_CTR_NOT_FOR_US]++;
-		rte_pktmbuf_free(m);
+	default: /* ACK, NACK_CONTRIB: from the parent, about partial sums sent up */
+		on_from_parent(lc, j, t, m, p);
 		return;
 	}
 }

@@ -18,4 +18,10 @@
 void dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 	       const struct wire_pkt *p);
 
+/**
+ * Loss recovery towards the parents: send again the partial sums whose RESULT is
+ * overdue (or a NACK_RESULT once the parent has acknowledged them). Once per iteration.
+ */
+void dp_agg_timers(struct dp_lcore *lc, const struct dp_state *st);
+
 #endif

@@ -306,6 +306,7 @@ dp_worker_poll(struct dp_lcore *lc)
 		if (lc->rxq[q].queue == 0)
 			drain_ctl_tx(lc, port);
 	}
+	dp_agg_timers(lc, st);
 	dp_tx_flush(lc);
 	return total;
 }

@@ -289,8 +289,9 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->slots = jalloc(j, sizeof(*j->slots) * dp->n_lcores, socket);
 	j->arena = jalloc(j, sizeof(*j->arena) * dp->n_lcores, socket);
 	j->busy = jalloc(j, sizeof(*j->busy) * dp->n_lcores, socket);
+	j->lj = jalloc(j, sizeof(*j->lj) * dp->n_lcores, socket);
 	if (j->tree_map == NULL || j->trees == NULL || j->slots == NULL || j->arena == NULL ||
-	    j->busy == NULL) {
+	    j->busy == NULL || j->lj == NULL) {
 		fail(err, errlen, "out of memory");
 		errno = ENOMEM;
 		goto fail;
@@ -325,6 +326,22 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		}
 		for (uint32_t s = 0; half && s < j->slots_per_lcore; s++)
 			j->slots[l][s].acc32 = j->arena[l] + (size_t)s * j->chunk_elements;
+		/* Timers: two entries per slot at most. */
+		struct dp_job_lcore *lj = &j->lj[l];
+		uint32_t cap = 1;
+
+		while (cap < 2 * j->slots_per_lcore)
+			cap <<= 1;
+		lj->q = jalloc(j, sizeof(*lj->q) * cap, ls);
+		lj->srtt = jalloc(j, sizeof(*lj->srtt) * (size_t)j->n_trees, ls);
+		lj->rttvar = jalloc(j, sizeof(*lj->rttvar) * (size_t)j->n_trees, ls);
+		if (lj->q == NULL || lj->srtt == NULL || lj->rttvar == NULL) {
+			fail(err, errlen, "out of memory for timers (lcore %u)",
+			     dp->lcores[l]->lcore_id);
+			errno = ENOMEM;
+			goto fail;
+		}
+		lj->mask = cap - 1;
 	}
 	dp->mbufs_committed += j->mbufs_held_max;
 	dp->job_bytes += j->bytes;
@@ -354,6 +371,11 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 		rte_free(j->slots[l]);
 		if (j->arena != NULL)
 			rte_free(j->arena[l]);
+		if (j->lj != NULL) {
+			rte_free(j->lj[l].q);
+			rte_free(j->lj[l].srtt);
+			rte_free(j->lj[l].rttvar);
+		}
 	}
 	for (int i = 0; j->trees != NULL && i < j->n_trees; i++) {
 		rte_free(j->trees[i].down);
@@ -365,6 +387,7 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 	rte_free(j->trees);
 	rte_free(j->tree_map);
 	rte_free((void *)j->busy);
+	rte_free(j->lj);
 	rte_free(j->slots);
 	rte_free(j->arena);
 	dp->mbufs_committed -= j->mbufs_held_max;

@@ -54,6 +54,10 @@ dp_config_defaults(struct dp_config *cfg)
 	cfg->tx_desc = 1024;
 	cfg->hdr_mbufs = 8192;
 	cfg->prm.fault_queue = 8192;
+	cfg->rto_init_ms = 200;
+	cfg->rto_min_ms = 5;
+	cfg->rto_max_ms = 2000;
+	cfg->retries_max = 12;
 }
 
 static int
@@ -298,6 +302,10 @@ dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
 
 	memset(dp, 0, sizeof(*dp));
 	dp->prm = cfg->prm;
+	dp->prm.rto_init_tsc = rte_get_tsc_hz() / 1000 * cfg->rto_init_ms;
+	dp->prm.rto_min_tsc = rte_get_tsc_hz() / 1000 * cfg->rto_min_ms;
+	dp->prm.rto_max_tsc = rte_get_tsc_hz() / 1000 * cfg->rto_max_ms;
+	dp->prm.retries_max = cfg->retries_max;
 	instance++;
 	if (cfg->n_lcores == 0 || cfg->n_lcores > DP_LCORES_MAX)
 		return err_out(err, errlen, -EINVAL, "need 1 to %d worker lcores, not %u (the main "

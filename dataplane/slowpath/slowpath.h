@@ -50,6 +50,8 @@ struct dp_config {
 	struct dp_route routes[DP_ROUTES_MAX]; /* --route; via 0 with port set, or via set */
 	struct dp_fault fault[DP_PORTS_MAX][2]; /* --fault, by port index and enum dp_dir */
 	uint16_t rx_desc, tx_desc;
+	uint32_t rto_init_ms, rto_min_ms, rto_max_ms; /* loss recovery towards the parent */
+	uint8_t retries_max;
 	uint32_t hdr_mbufs;                     /* header and clone mbufs per socket */
 };
 
