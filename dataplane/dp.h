@@ -58,6 +58,8 @@ enum dp_ctr {
 	DP_CTR_RETRANSMITS,         /* partial sums sent again to the parent */
 	DP_CTR_NACKS_SENT,          /* NACK_RESULTs to the parent (partial sum held there) */
 	DP_CTR_RETX_GIVEUP,         /* chunks whose RESULT never came after every retry */
+	DP_CTR_PACED,               /* frames that waited for their pacer */
+	DP_CTR_PACE_FULL,           /* frames dropped: a pacer's queue was full */
 	DP_CTR_ARP_REPLIES,
 	DP_CTR_ICMP_REPLIES,
 	DP_CTR_NOT_FOR_US,          /* other protocols, addresses or ports: dropped */
@@ -134,6 +136,9 @@ struct dp_job_lcore {
 	uint32_t mask, head, tail;
 	uint64_t *srtt;             /* per tree: smoothed CONTRIB-to-RESULT time, TSC; 0: none */
 	uint64_t *rttvar;           /* per tree */
+	struct dp_pacer *pacers;    /* n_pacers, see struct dp_tree */
+	uint32_t *active;           /* pacers with frames waiting: n_active of n_pacers */
+	uint32_t n_active;
 };
 
 /** This gateway's part in one tree, runtime form (built from a struct table_tree). */
@@ -155,7 +160,29 @@ struct dp_tree {
 	uint8_t *src_bits;
 	uint8_t *src_worker;
 	uint16_t *src_down;         /* the contributor's entry in down[] (answers go there) */
+	/* Pacing: this tree's traffic on each WAN link at the planned rate. The pacer of
+	 * the parent link is pace_first, of child gateway c pace_first + 1 + c (index into
+	 * each lcore's pacers); workers are on the LAN and not paced. */
+	uint32_t pace_first;
+	uint16_t n_children;        /* the first n_children entries of down[] */
 };
+
+/**
+ * A token bucket on the TSC for one (tree, link) of one lcore, with the frames waiting
+ * for their turn (that lcore: rw). A frame may leave when next <= now; it then moves
+ * next on by its length in TSC cycles at the paced rate. Idle credit is capped at
+ * DP_PACE_BURST bytes.
+ */
+struct dp_pacer {
+	uint64_t next;              /* TSC at which the next frame may leave */
+	double tsc_per_byte;        /* 0: not paced */
+	struct rte_mbuf **q;        /* waiting frames: capacity mask + 1 */
+	uint32_t mask, head, tail;
+	uint16_t port;              /* the link's port */
+	bool active;                /* in the lcore's active list */
+};
+
+#define DP_PACE_BURST 16384     /* bytes a paced link may send at once after idling */
 
 /**
  * One installed (job, epoch): immutable after dp_job_create() except the slots (each lcore
@@ -180,6 +207,7 @@ struct dp_job {
 	int n_trees;
 	struct dp_tree *trees;
 	uint32_t slots_per_lcore;   /* sum of the trees' slots */
+	uint32_t n_pacers;          /* per lcore: one per tree link to a gateway */
 	unsigned int n_lcores;
 	struct dp_slot **slots;     /* per lcore index: slots_per_lcore slots (its socket) */
 	float **arena;              /* per lcore index: fp32 accumulators (fp16/bf16 only) */
@@ -317,6 +345,7 @@ struct dp_params {
 	uint64_t rto_min_tsc;
 	uint64_t rto_max_tsc;
 	uint8_t retries_max;        /* then the chunk is given up (counted) */
+	bool pace;                  /* pace trees at their planned rates on WAN links */
 };
 
 /** The whole dataplane (ctl: rw; workers: ro except their dp_lcore and job slots). */

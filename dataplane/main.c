@@ -63,6 +63,8 @@ usage(FILE *f, const struct dp_config *d)
 		"                          0 = never sleep (benchmarks)                  [%u]\n"
 		"      --idle-sleep-us N   longest idle sleep                            [%u]\n"
 		"      --drain-ms N        how long an old epoch may keep unfinished chunks [%u]\n"
+		"      --no-pace           send at once instead of pacing every tree at its\n"
+		"                          planned rate on each link to a gateway\n"
 		"      --rto-ms N          retransmission timeout of a partial sum before a\n"
 		"                          round trip to the parent is measured         [%u]\n"
 		"      --retries N         retransmissions of a partial sum, then given up [%u]\n"
@@ -270,7 +272,7 @@ static int
 parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 {
 	enum { O_BASE = 256, O_PORTS, O_MTU, O_MBUFS, O_HDR, O_RXD, O_TXD, O_BURST, O_SPIN,
-	       O_SLEEP, O_DRAIN, O_FAULT, O_FAULTQ, O_RTO, O_RETRIES };
+	       O_SLEEP, O_DRAIN, O_FAULT, O_FAULTQ, O_RTO, O_RETRIES, O_NOPACE };
 	static const struct option opts[] = {
 		{ "addr", required_argument, NULL, 'a' },
 		{ "ctl-socket", required_argument, NULL, 's' },
@@ -291,6 +293,7 @@ parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 		{ "fault-queue", required_argument, NULL, O_FAULTQ },
 		{ "rto-ms", required_argument, NULL, O_RTO },
 		{ "retries", required_argument, NULL, O_RETRIES },
+		{ "no-pace", no_argument, NULL, O_NOPACE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -341,6 +344,7 @@ parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 			break;
 		case O_DRAIN: rc = u32_opt("drain-ms", optarg, 0, 3600000, &cfg->prm.drain_ms); break;
 		case O_FAULT: rc = parse_fault(optarg, cfg); break;
+		case O_NOPACE: cfg->prm.pace = false; break;
 		case O_RTO: rc = u32_opt("rto-ms", optarg, 1, 60000, &cfg->rto_init_ms); break;
 		case O_RETRIES:
 			rc = u32_opt("retries", optarg, 0, 64, &v);

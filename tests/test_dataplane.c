@@ -1266,6 +1266,46 @@ test_retransmit_up(void)
 	dp_down();
 }
 
+/* Pacing: a leaf whose tree runs at 8 Mbit/s sends its partial sums no faster: after
+ * the burst allowance the rest wait in the pacer and leave as their time comes. */
+static void
+test_pacing(void)
+{
+	const uint32_t ce = 256, nch = 64;          /* 1 KiB payloads, 1.1 KB frames */
+	const uint64_t el = (uint64_t)ce * nch;
+	static const uint16_t w1[] = { 21 };
+	struct tdesc td = { 0, 4, 0, { 0 }, 0, nch, 64 };
+	static struct out o[128];
+	struct table *tb = mk_table(50, 1, 2, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td);
+	int first, total;
+
+	tb->trees[0].rate_gbps = 0.008;             /* 1 MB/s: a 1.1 KB frame per 1.1 ms */
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	uint64_t t0 = rte_get_timer_cycles();
+
+	for (uint32_t c = 0; c < nch; c++)
+		inject(contrib_f32(50, 1, 0, 21, 0, c, el, ce));
+	poll_all();
+	first = collect(o, 128);
+	/* The burst allowance (16 KiB) lets about 14 frames go at once, not 64. */
+	CU_ASSERT(first >= 10 && first <= 20);
+	CU_ASSERT(ctr(DP_CTR_PACED) == nch - (uint64_t)first);
+	total = first;
+	while (total < (int)nch && rte_get_timer_cycles() - t0 < 2 * rte_get_timer_hz()) {
+		dp_worker_poll(dp.lcores[0]);
+		total += collect(o, 128);
+	}
+	double s = (double)(rte_get_timer_cycles() - t0) / (double)rte_get_timer_hz();
+
+	CU_ASSERT(total == (int)nch);
+	/* (64 - 14) frames of ~1.1 KB at 1 MB/s: about 55 ms, surely more than 40. */
+	CU_ASSERT(s > 0.040);
+	if (s <= 0.040 || total != (int)nch)
+		fprintf(stderr, "pacing: %d frames in %.3f s\n", total, s);
+	dp_down();
+}
+
 /* Control requests: malformed ones get an error and change nothing. */
 static void
 test_control(void)
@@ -1473,6 +1513,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "routes", test_routes);
 	CU_add_test(s, "fault injection", test_faults);
 	CU_add_test(s, "retransmission to the parent", test_retransmit_up);
+	CU_add_test(s, "pacing at the planned rate", test_pacing);
 	CU_add_test(s, "control requests", test_control);
 	CU_add_test(s, "epoch swap under traffic", test_epoch_swap_under_traffic);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

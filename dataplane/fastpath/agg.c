@@ -26,6 +26,7 @@
 
 #include "dp.h"
 #include "fastpath/agg.h"
+#include "fastpath/pace.h"
 #include "fastpath/tx.h"
 
 static inline void
@@ -138,7 +139,7 @@ slot_clear(const struct dp_job *j, const struct dp_lcore *lc, struct dp_slot *s)
  * per fan-out: rdtsc costs ~40 cycles on AMD). Counted in ctr.
  */
 static void
-send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
+send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, uint32_t pacer,
 	  struct rte_mbuf *r, uint8_t flags, uint32_t tsecr, uint32_t now_us, enum dp_ctr ctr)
 {
 	struct rte_ether_addr mac;
@@ -174,14 +175,24 @@ send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
 	wh->tsecr = rte_cpu_to_be_32(tsecr);
 	rte_pktmbuf_chain(h, c);
 	lc->ctr[ctr]++;
-	dp_tx_stage(lc, d->port, h);
+	dp_pace_send(lc, j, pacer, d->port, h);
 }
 
-static inline void
-send_result_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
-		 struct rte_mbuf *r, uint8_t flags, uint32_t tsecr, uint32_t now_us)
+/* The pacer of down[i] of tree t: child gateways are paced, local workers are not. */
+static inline uint32_t
+down_pacer(const struct dp_tree *t, unsigned int i)
 {
-	send_copy(lc, j, d, r, flags, tsecr, now_us, DP_CTR_RESULTS_SENT);
+	return i < t->n_children ? t->pace_first + 1 + i : DP_PACE_NONE;
+}
+
+/* A RESULT copy to down[i] of tree t. */
+static inline void
+send_result_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+		 unsigned int i, struct rte_mbuf *r, uint8_t flags, uint32_t tsecr,
+		 uint32_t now_us)
+{
+	send_copy(lc, j, &t->down[i], down_pacer(t, i), r, flags, tsecr, now_us,
+		  DP_CTR_RESULTS_SENT);
 }
 
 /*
@@ -285,7 +296,8 @@ resend_up(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	  struct dp_slot *s, uint32_t now_us)
 {
 	if (!s->held) {
-		send_copy(lc, j, &t->parent, s->acc, WIRE_F_RETX, 0, now_us, DP_CTR_RETRANSMITS);
+		send_copy(lc, j, &t->parent, t->pace_first, s->acc, WIRE_F_RETX, 0, now_us,
+			  DP_CTR_RETRANSMITS);
 		return;
 	}
 	struct wire_pkt a = {
@@ -342,7 +354,7 @@ result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t
 	s->state = DP_SLOT_DONE;
 	s->result = r;
 	for (uint16_t i = 0; i < t->n_down; i++)
-		send_result_copy(lc, j, &t->down[i], r, 0, 0, now_us);
+		send_result_copy(lc, j, t, i, r, 0, 0, now_us);
 }
 
 /* All contributions are in: the partial sum goes up, or at the root the RESULT down. */
@@ -391,7 +403,7 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 		      rte_pktmbuf_data_len(m) - WIRE_FRAME_HDR_OFF);
 	lc->ctr[DP_CTR_PARTIALS_SENT]++;
 	rte_mbuf_refcnt_update(m, 1);
-	dp_tx_stage(lc, t->parent.port, m);
+	dp_pace_send(lc, j, t->pace_first, t->parent.port, m);
 }
 
 /* Add contribution m (origin at contributor index k) to slot s, which is OPEN for it. */
@@ -478,7 +490,8 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 	}
 	if (s->round == p->round) {
 		bool retx = p->flags & WIRE_F_RETX;
-		const struct dp_dest *to = &t->down[t->src_down[k]];
+		unsigned int ti = t->src_down[k];
+		const struct dp_dest *to = &t->down[ti];
 
 		if (!have && s->state == DP_SLOT_OPEN) {
 			add(lc, j, t, s, m, p, k);
@@ -491,8 +504,8 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 		 * RESULT, when retained, answers both; otherwise a RETX gets an ACK. */
 		drop(lc, m, have ? WIRE_REASON_DUPLICATE : WIRE_REASON_LATE);
 		if (s->state == DP_SLOT_DONE && (retx || !have))
-			send_result_copy(lc, j, to, s->result, WIRE_F_RETX | WIRE_F_ECHO, p->tsval,
-					 dp_now_us());
+			send_result_copy(lc, j, t, ti, s->result, WIRE_F_RETX | WIRE_F_ECHO,
+					 p->tsval, dp_now_us());
 		else if (retx && have)
 			send_ack(lc, j, to, p);
 		return;
@@ -530,12 +543,12 @@ static void
 on_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	       struct rte_mbuf *m, const struct wire_pkt *p)
 {
-	const struct dp_dest *to = NULL;
+	unsigned int to = t->n_down;
 
 	for (uint16_t i = 0; i < t->n_down; i++)
 		if (t->down[i].id == p->sender)
-			to = &t->down[i];
-	if (to == NULL) {
+			to = i;
+	if (to == t->n_down) {
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}
@@ -549,7 +562,7 @@ on_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 			break;
 		s = slot_of(j, lc, t, c);
 		if (s->state == DP_SLOT_DONE && s->chunk == c && s->round == p->round)
-			send_result_copy(lc, j, to, s->result, WIRE_F_RETX | WIRE_F_ECHO,
+			send_result_copy(lc, j, t, to, s->result, WIRE_F_RETX | WIRE_F_ECHO,
 					 p->tsval, now_us);
 	}
 	rte_pktmbuf_free(m);
@@ -579,7 +592,7 @@ on_from_parent(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 		if (p->type == WIRE_TYPE_ACK)
 			s->held = true;
 		else
-			send_copy(lc, j, &t->parent, s->acc, WIRE_F_RETX, 0, now_us,
+			send_copy(lc, j, &t->parent, t->pace_first, s->acc, WIRE_F_RETX, 0, now_us,
 				  DP_CTR_RETRANSMITS);
 	}
 	rte_pktmbuf_free(m);
@@ -632,4 +645,34 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 		on_from_parent(lc, j, t, m, p);
 		return;
 	}
+}
+
+void
+dp_pace_run(struct dp_lcore *lc, const struct dp_state *st)
+{
+	uint64_t now = 0;
+
+	for (int e = 0; st != NULL && e < st->n_jobs; e++)
+		for (int k = 0; k < st->jobs[e].n_epochs; k++) {
+			struct dp_job_lcore *lj = &st->jobs[e].epochs[k]->lj[lc->idx];
+
+			for (uint32_t a = 0; a < lj->n_active;) {
+				struct dp_pacer *pc = &lj->pacers[lj->active[a]];
+
+				if (now == 0)
+					now = rte_rdtsc();
+				while (pc->head != pc->tail && pc->next <= now) {
+					struct rte_mbuf *m = pc->q[pc->head++ & pc->mask];
+
+					pc->next += (uint64_t)(rte_pktmbuf_pkt_len(m) * pc->tsc_per_byte);
+					dp_tx_stage(lc, pc->port, m);
+				}
+				if (pc->head == pc->tail) { /* drained: out of the active list */
+					pc->active = false;
+					lj->active[a] = lj->active[--lj->n_active];
+				} else {
+					a++;
+				}
+			}
+		}
 }

@@ -24,6 +24,7 @@
 #include "fastpath/agg.h"
 #include "fastpath/csum.h"
 #include "fastpath/fault.h"
+#include "fastpath/pace.h"
 #include "fastpath/tx.h"
 
 void
@@ -307,6 +308,7 @@ dp_worker_poll(struct dp_lcore *lc)
 			drain_ctl_tx(lc, port);
 	}
 	dp_agg_timers(lc, st);
+	dp_pace_run(lc, st);
 	dp_tx_flush(lc);
 	return total;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 
@@ -180,6 +181,9 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 		if (dest_gw(dp, &t->parent, &tt->parent, field, err, errlen) != 0)
 			return -1;
 	}
+	t->n_children = (uint16_t)tt->n_children;
+	t->pace_first = j->n_pacers;
+	j->n_pacers += 1 + (uint32_t)tt->n_children;
 	t->n_down = (uint16_t)(tt->n_children + tt->n_workers);
 	t->n_src = t->n_down;
 	t->down = jalloc(j, sizeof(*t->down) * t->n_down, socket);
@@ -214,6 +218,37 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 		t->src_down[k] = (uint16_t)k;
 	}
 	sort_sources(t);
+	return 0;
+}
+
+/*
+ * One lcore's pacers of a job: per tree, the parent link then each child gateway's link,
+ * at rate_gbps / lcores (chunks are spread evenly over the lcores), each with a queue as
+ * deep as twice the tree's slot pool. Rate 0 (pacing off) lets every frame go at once.
+ */
+static int
+init_pacers(struct dp *dp, struct dp_job *j, struct dp_job_lcore *lj, int socket)
+{
+	lj->pacers = jalloc(j, sizeof(*lj->pacers) * j->n_pacers, socket);
+	lj->active = jalloc(j, sizeof(*lj->active) * j->n_pacers, socket);
+	if (lj->pacers == NULL || lj->active == NULL)
+		return -ENOMEM;
+	for (int i = 0; i < j->n_trees; i++) {
+		const struct dp_tree *t = &j->trees[i];
+		double bps = t->tt->rate_gbps * 1e9 / 8 / dp->n_lcores;
+		double tpb = dp->prm.pace && bps > 0 ? (double)rte_get_tsc_hz() / bps : 0;
+
+		for (uint32_t k = 0; k <= t->n_children; k++) {
+			struct dp_pacer *pc = &lj->pacers[t->pace_first + k];
+
+			pc->tsc_per_byte = tpb;
+			pc->port = k == 0 ? t->parent.port : t->down[k - 1].port;
+			pc->mask = 2 * (t->slot_mask + 1) - 1;
+			pc->q = jalloc(j, sizeof(*pc->q) * (pc->mask + 1), socket);
+			if (pc->q == NULL)
+				return -ENOMEM;
+		}
+	}
 	return 0;
 }
 
@@ -342,6 +377,12 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 			goto fail;
 		}
 		lj->mask = cap - 1;
+		if (init_pacers(dp, j, lj, ls) != 0) {
+			fail(err, errlen, "out of memory for pacers (lcore %u)",
+			     dp->lcores[l]->lcore_id);
+			errno = ENOMEM;
+			goto fail;
+		}
 	}
 	dp->mbufs_committed += j->mbufs_held_max;
 	dp->job_bytes += j->bytes;
@@ -372,9 +413,20 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 		if (j->arena != NULL)
 			rte_free(j->arena[l]);
 		if (j->lj != NULL) {
-			rte_free(j->lj[l].q);
-			rte_free(j->lj[l].srtt);
-			rte_free(j->lj[l].rttvar);
+			struct dp_job_lcore *lj = &j->lj[l];
+
+			for (uint32_t k = 0; lj->pacers != NULL && k < j->n_pacers; k++) {
+				struct dp_pacer *pc = &lj->pacers[k];
+
+				while (pc->q != NULL && pc->head != pc->tail)
+					rte_pktmbuf_free(pc->q[pc->head++ & pc->mask]);
+				rte_free(pc->q);
+			}
+			rte_free(lj->pacers);
+			rte_free(lj->active);
+			rte_free(lj->q);
+			rte_free(lj->srtt);
+			rte_free(lj->rttvar);
 		}
 	}
 	for (int i = 0; j->trees != NULL && i < j->n_trees; i++) {

@@ -54,6 +54,7 @@ dp_config_defaults(struct dp_config *cfg)
 	cfg->tx_desc = 1024;
 	cfg->hdr_mbufs = 8192;
 	cfg->prm.fault_queue = 8192;
+	cfg->prm.pace = true;
 	cfg->rto_init_ms = 200;
 	cfg->rto_min_ms = 5;
 	cfg->rto_max_ms = 2000;
