@@ -68,15 +68,54 @@ json_util_fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
+	va_start(ap, fmt);
+	json_util_vfail(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+int
+json_util_vfail(char *err, size_t errlen, const char *fmt, va_list ap)
+{
 	if (err == NULL || errlen == 0)
 		return -EINVAL;
-	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
 	for (char *c = err; *c != '\0'; c++)
 		if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f)
 			*c = '?';
 	return -EINVAL;
+}
+
+int
+json_util_field_fail(const struct json_util_src *c, const char *path, const char *key,
+		     const char *fmt, ...)
+{
+	char msg[JSON_UTIL_ERR_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	json_util_vfail(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return json_util_fail(c->err, c->errlen, "%s: field '%s%s%.*s': %s", c->src, path,
+			      path[0] != '\0' && key[0] != '\0' ? "." : "", JSON_UTIL_KEY_MAX, key,
+			      msg);
+}
+
+const char *
+json_util_unknown_key(const json_t *obj, const char *const *known, size_t n)
+{
+	const char *key;
+	json_t *val;
+
+	json_object_foreach((json_t *)obj, key, val) {
+		size_t k = 0;
+
+		while (k < n && strcmp(key, known[k]) != 0)
+			k++;
+		if (k == n)
+			return key;
+	}
+	return NULL;
 }
 
 int

@@ -4,6 +4,7 @@
 #ifndef GEOREDUCE_JSONUTIL_H
 #define GEOREDUCE_JSONUTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -26,6 +27,36 @@ char *json_util_read_file(const char *path, char *err, size_t errlen);
  */
 int json_util_fail(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/** json_util_fail() with a va_list. Returns -EINVAL. */
+int json_util_vfail(char *err, size_t errlen, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+
+/** Longest message json_util_field_vfail() formats, and most bytes of a key it quotes. */
+#define JSON_UTIL_ERR_MAX 512
+#define JSON_UTIL_KEY_MAX 63
+
+/** Where a strict parser reports its errors: the document's name and the error buffer. */
+struct json_util_src {
+	const char *src;         /* a path, "<string>", ... */
+	char *err;
+	size_t errlen;
+};
+
+/**
+ * The strict parsers' message for a field, into c->err: "SRC: field 'PATH.KEY': MESSAGE"
+ * (PATH or KEY may be empty, and then no dot; a key from the input is cut at
+ * JSON_UTIL_KEY_MAX bytes), MESSAGE printf-formatted, one line as json_util_fail() makes
+ * it. Returns -EINVAL.
+ */
+int json_util_field_fail(const struct json_util_src *c, const char *path, const char *key,
+			 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/**
+ * The first key of object obj (in its iteration order) that is none of known[0 .. n), or
+ * NULL if every key is known: the check of strict parsers that refuse unknown fields.
+ */
+const char *json_util_unknown_key(const json_t *obj, const char *const *known, size_t n);
 
 /**
  * Dump a JSON value to out with two-space indent and a final newline; reals with 17

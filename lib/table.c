@@ -722,92 +722,67 @@ table_write(const struct table *tb, FILE *out)
 /* Parsing                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
-struct pctx {
-	const char *src;
-	char *err;
-	size_t errlen;
-};
-
-/* "src: field 'path.key': message". path or key may be empty. */
-static int pfail(struct pctx *c, const char *path, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int
-pfail(struct pctx *c, const char *path, const char *key, const char *fmt, ...)
-{
-	char msg[TABLE_ERR_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return json_util_fail(c->err, c->errlen, "%s: field '%s%s%.*s': %s", c->src, path,
-			      path[0] != '\0' && key[0] != '\0' ? "." : "", TOPO_ID_MAX, key, msg);
-}
-
 /* Every key of obj is one of known[] and every known[] key is present. */
 static int
-check_keys(struct pctx *c, json_t *obj, const char *path, const char *const *known, size_t n)
+check_keys(struct json_util_src *c, json_t *obj, const char *path, const char *const *known, size_t n)
 {
-	const char *key;
-	json_t *val;
+	const char *key = json_util_unknown_key(obj, known, n);
 
-	json_object_foreach(obj, key, val) {
-		size_t k = 0;
-
-		while (k < n && strcmp(key, known[k]) != 0)
-			k++;
-		if (k == n)
-			return pfail(c, path, key, "unknown field");
-	}
+	if (key != NULL)
+		return json_util_field_fail(c, path, key, "unknown field");
 	for (size_t k = 0; k < n; k++)
 		if (json_object_get(obj, known[k]) == NULL)
-			return pfail(c, path, known[k], "missing");
+			return json_util_field_fail(c, path, known[k], "missing");
 	return 0;
 }
 
 static int
-get_uint(struct pctx *c, json_t *obj, const char *path, const char *key, uint64_t min,
+get_uint(struct json_util_src *c, json_t *obj, const char *path, const char *key, uint64_t min,
 	 uint64_t max, uint64_t *out)
 {
 	json_t *v = json_object_get(obj, key);
 	json_int_t x;
 
 	if (!json_is_integer(v))
-		return pfail(c, path, key, "expected an integer in [%" PRIu64 ", %" PRIu64 "]", min,
+		return json_util_field_fail(c, path, key,
+					    "expected an integer in [%" PRIu64 ", %" PRIu64 "]", min,
 			     max);
 	x = json_integer_value(v);
 	if (x < 0 || (uint64_t)x < min || (uint64_t)x > max)
-		return pfail(c, path, key, "%lld is not in [%" PRIu64 ", %" PRIu64 "]", (long long)x,
+		return json_util_field_fail(c, path, key,
+					    "%lld is not in [%" PRIu64 ", %" PRIu64 "]", (long long)x,
 			     min, max);
 	*out = (uint64_t)x;
 	return 0;
 }
 
 static int
-get_ipv4(struct pctx *c, json_t *obj, const char *path, uint32_t *out)
+get_ipv4(struct json_util_src *c, json_t *obj, const char *path, uint32_t *out)
 {
 	json_t *v = json_object_get(obj, "ipv4");
 
 	if (!json_is_string(v))
-		return pfail(c, path, "ipv4", "expected a dotted-quad IPv4 address string");
+		return json_util_field_fail(c, path, "ipv4",
+					    "expected a dotted-quad IPv4 address string");
 	if (table_ipv4_parse(json_string_value(v), out) != 0)
-		return pfail(c, path, "ipv4", "expected a dotted-quad IPv4 address, got '%.32s'",
+		return json_util_field_fail(c, path, "ipv4",
+					    "expected a dotted-quad IPv4 address, got '%.32s'",
 			     json_string_value(v));
 	if (!table_ipv4_unicast(*out))
-		return pfail(c, path, "ipv4", "%s is not a unicast address", json_string_value(v));
+		return json_util_field_fail(c, path, "ipv4",
+					    "%s is not a unicast address", json_string_value(v));
 	return 0;
 }
 
 static int
-parse_gw(struct pctx *c, json_t *obj, const char *path, struct table_gw *g)
+parse_gw(struct json_util_src *c, json_t *obj, const char *path, struct table_gw *g)
 {
 	static const char *const known[] = { "id", "ipv4", "base_port", "ports" };
 	uint64_t id, base, ports;
 	int rc;
 
 	if (!json_is_object(obj))
-		return pfail(c, path, "", "expected an object");
+		return json_util_field_fail(c, path, "", "expected an object");
 	rc = check_keys(c, obj, path, known, ARRAY_SIZE(known));
 	if (rc == 0)
 		rc = get_uint(c, obj, path, "id", 1, TABLE_ID_MAX, &id);
@@ -826,14 +801,14 @@ parse_gw(struct pctx *c, json_t *obj, const char *path, struct table_gw *g)
 }
 
 static int
-parse_worker(struct pctx *c, json_t *obj, const char *path, struct table_worker *w)
+parse_worker(struct json_util_src *c, json_t *obj, const char *path, struct table_worker *w)
 {
 	static const char *const known[] = { "id", "ipv4", "port" };
 	uint64_t id, port;
 	int rc;
 
 	if (!json_is_object(obj))
-		return pfail(c, path, "", "expected an object");
+		return json_util_field_fail(c, path, "", "expected an object");
 	rc = check_keys(c, obj, path, known, ARRAY_SIZE(known));
 	if (rc == 0)
 		rc = get_uint(c, obj, path, "id", 1, TABLE_ID_MAX, &id);
@@ -855,7 +830,7 @@ static const char *const tree_keys[] = { "id", "role", "parent", "children", "wo
 /* First pass over trees[i]: an object with known keys and bounded arrays, so that the
  * table can be allocated before anything is copied. */
 static int
-size_tree(struct pctx *c, json_t *jt, int i, int *n_children, int *n_workers)
+size_tree(struct json_util_src *c, json_t *jt, int i, int *n_children, int *n_workers)
 {
 	char path[32];
 	json_t *ch, *wk;
@@ -863,21 +838,23 @@ size_tree(struct pctx *c, json_t *jt, int i, int *n_children, int *n_workers)
 
 	snprintf(path, sizeof(path), "trees[%d]", i);
 	if (!json_is_object(jt))
-		return pfail(c, path, "", "expected an object");
+		return json_util_field_fail(c, path, "", "expected an object");
 	rc = check_keys(c, jt, path, tree_keys, ARRAY_SIZE(tree_keys));
 	if (rc != 0)
 		return rc;
 	ch = json_object_get(jt, "children");
 	wk = json_object_get(jt, "workers");
 	if (!json_is_array(ch))
-		return pfail(c, path, "children", "expected an array");
+		return json_util_field_fail(c, path, "children", "expected an array");
 	if (json_array_size(ch) > TABLE_CHILDREN_MAX)
-		return pfail(c, path, "children", "%zu entries exceed the limit of %d",
+		return json_util_field_fail(c, path, "children",
+					    "%zu entries exceed the limit of %d",
 			     json_array_size(ch), TABLE_CHILDREN_MAX);
 	if (!json_is_array(wk))
-		return pfail(c, path, "workers", "expected an array");
+		return json_util_field_fail(c, path, "workers", "expected an array");
 	if (json_array_size(wk) > TABLE_WORKERS_MAX)
-		return pfail(c, path, "workers", "%zu entries exceed the limit of %d",
+		return json_util_field_fail(c, path, "workers",
+					    "%zu entries exceed the limit of %d",
 			     json_array_size(wk), TABLE_WORKERS_MAX);
 	*n_children = (int)json_array_size(ch);
 	*n_workers = (int)json_array_size(wk);
@@ -885,7 +862,7 @@ size_tree(struct pctx *c, json_t *jt, int i, int *n_children, int *n_workers)
 }
 
 static int
-parse_tree(struct pctx *c, json_t *jt, int i, struct table_tree *e)
+parse_tree(struct json_util_src *c, json_t *jt, int i, struct table_tree *e)
 {
 	json_t *role = json_object_get(jt, "role"), *parent = json_object_get(jt, "parent");
 	json_t *rate = json_object_get(jt, "rate_gbps");
@@ -898,14 +875,16 @@ parse_tree(struct pctx *c, json_t *jt, int i, struct table_tree *e)
 	if (rc != 0)
 		return rc;
 	if (!json_is_string(role) || table_role_from_name(json_string_value(role)) == 0)
-		return pfail(c, path, "role", "expected \"root\", \"interior\" or \"leaf\"");
+		return json_util_field_fail(c, path, "role",
+					    "expected \"root\", \"interior\" or \"leaf\"");
 	e->role = table_role_from_name(json_string_value(role));
 	if (json_is_null(parent)) {
 		e->has_parent = false;
 	} else {
 		snprintf(path, sizeof(path), "trees[%d].parent", i);
 		if (!json_is_object(parent))
-			return pfail(c, path, "", "expected an object, or null at the root");
+			return json_util_field_fail(c, path, "",
+						    "expected an object, or null at the root");
 		rc = parse_gw(c, parent, path, &e->parent);
 		if (rc != 0)
 			return rc;
@@ -934,7 +913,7 @@ parse_tree(struct pctx *c, json_t *jt, int i, struct table_tree *e)
 	if (rc == 0)
 		rc = get_uint(c, jt, path, "chunk_count", 0, UINT32_MAX, &count);
 	if (rc == 0 && !json_is_number(rate))
-		rc = pfail(c, path, "rate_gbps", "expected a number");
+		rc = json_util_field_fail(c, path, "rate_gbps", "expected a number");
 	if (rc == 0)
 		rc = get_uint(c, jt, path, "slots", 1, TABLE_SLOTS_MAX, &slots);
 	if (rc != 0)
@@ -950,7 +929,7 @@ parse_tree(struct pctx *c, json_t *jt, int i, struct table_tree *e)
 }
 
 static int
-parse_limits(struct pctx *c, json_t *obj, struct table_limits *lim)
+parse_limits(struct json_util_src *c, json_t *obj, struct table_limits *lim)
 {
 	static const char *const known[] = { "max_trees", "max_children", "max_workers",
 					     "max_slots" };
@@ -958,7 +937,7 @@ parse_limits(struct pctx *c, json_t *obj, struct table_limits *lim)
 	int rc;
 
 	if (!json_is_object(obj))
-		return pfail(c, "limits", "", "expected an object");
+		return json_util_field_fail(c, "limits", "", "expected an object");
 	rc = check_keys(c, obj, "limits", known, ARRAY_SIZE(known));
 	if (rc == 0)
 		rc = get_uint(c, obj, "limits", "max_trees", 1, TABLE_TREES_MAX, &t);
@@ -984,7 +963,7 @@ struct table *
 table_parse(const char *text, const char *src, char *err, size_t errlen)
 {
 	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], n = 0, rc;
-	struct pctx c = { .src = src != NULL ? src : "<string>", .err = err, .errlen = errlen };
+	struct json_util_src c = { .src = src != NULL ? src : "<string>", .err = err, .errlen = errlen };
 	json_t *root, *fmt, *trees, *dtype;
 	uint64_t job, epoch, elements, chunk_elements;
 	struct table_limits lim;
@@ -1014,7 +993,7 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 	 * that version added. */
 	fmt = json_object_get(root, "format");
 	if (!json_is_string(fmt) || strcmp(json_string_value(fmt), TABLE_FORMAT) != 0) {
-		pfail(&c, "format", "", "expected \"%s\"", TABLE_FORMAT);
+		json_util_field_fail(&c, "format", "", "expected \"%s\"", TABLE_FORMAT);
 		goto out;
 	}
 	if (check_keys(&c, root, "", table_keys, ARRAY_SIZE(table_keys)) != 0 ||
@@ -1024,7 +1003,7 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 		goto out;
 	dtype = json_object_get(root, "dtype");
 	if (!json_is_string(dtype) || table_dtype_from_name(json_string_value(dtype)) == 0) {
-		pfail(&c, "dtype", "", "expected \"fp32\", \"fp16\" or \"bf16\"");
+		json_util_field_fail(&c, "dtype", "", "expected \"fp32\", \"fp16\" or \"bf16\"");
 		goto out;
 	}
 	if (get_uint(&c, root, "", "elements", 1, INT64_MAX, &elements) != 0 ||
@@ -1034,11 +1013,12 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 		goto out;
 	trees = json_object_get(root, "trees");
 	if (!json_is_array(trees)) {
-		pfail(&c, "trees", "", "expected an array");
+		json_util_field_fail(&c, "trees", "", "expected an array");
 		goto out;
 	}
 	if (json_array_size(trees) > TABLE_TREES_MAX) {
-		pfail(&c, "trees", "", "%zu entries exceed the limit of %d", json_array_size(trees),
+		json_util_field_fail(&c, "trees", "",
+				     "%zu entries exceed the limit of %d", json_array_size(trees),
 		      TABLE_TREES_MAX);
 		goto out;
 	}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Helpers shared by the CUnit suites: an assertion that prints why it failed.
+ * Helpers shared by the CUnit suites: an assertion that prints why it failed, and a runner
+ * for main().
  */
 #ifndef GEOREDUCE_TESTUTIL_H
 #define GEOREDUCE_TESTUTIL_H
@@ -8,6 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 
 static bool check_at(bool ok, const char *file, int line, const char *what, const char *fmt,
@@ -32,5 +34,40 @@ check_at(bool ok, const char *file, int line, const char *what, const char *fmt,
 }
 
 #define CHECK(cond, ...) check_at((cond), __FILE__, __LINE__, #cond, __VA_ARGS__)
+
+/** One test of a suite run by testutil_run(). */
+struct testutil_case {
+	const char *name;
+	CU_TestFunc fn;
+};
+
+static int testutil_run(const char *prog, const char *suite, const struct testutil_case *tests,
+			size_t n) __attribute__((unused));
+
+/* Run n tests as one verbose CUnit suite, for main(): returns the number of failures (at
+ * most 255, an exit status), or 1 if CUnit cannot register them. */
+static int
+testutil_run(const char *prog, const char *suite, const struct testutil_case *tests, size_t n)
+{
+	unsigned int failures;
+	CU_pSuite s;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite(suite, NULL, NULL);
+	for (size_t i = 0; s != NULL && i < n; i++)
+		if (CU_add_test(s, tests[i].name, tests[i].fn) == NULL)
+			s = NULL;
+	if (s == NULL) {
+		fprintf(stderr, "%s: CUnit registry: %s\n", prog, CU_get_error_msg());
+		CU_cleanup_registry();
+		return 1;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failures = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return (int)(failures > 255 ? 255 : failures);
+}
 
 #endif

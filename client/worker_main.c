@@ -1,0 +1,649 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * georeduce-worker: AllReduce a tensor through a gateway with libgeoreduce, round after
+ * round, verify every result bit-exactly and print the time and throughput of each round.
+ *
+ *   georeduce-worker --table FILE --worker-id ID [--worker-id ID ...] [--rounds N]
+ *                    [--first-round R] [--all-workers ID,ID,...] [--input FILE]
+ *                    [--output FILE] [--window N] [--timeout SECONDS] [--json]
+ *
+ * Each --worker-id is one worker with its own client, socket and thread. The generated
+ * tensor is integer-valued so that every sum is exact: element e of worker w is
+ * (7 w + e) mod M, M = 61 (fp32), 31 (fp16), 9 (bf16), with w = 0 for every worker unless
+ * --all-workers names the job's workers (then w is the worker's id, as in
+ * tests/e2e_worker.py). The expected result is contrib x (e mod M), or the sum over the
+ * named workers, rounded once to the dtype.
+ *
+ * Exit status: 0 every round verified, 1 a round failed (wrong result, timeout, socket
+ * error), 2 bad options or input files.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "georeduce.h"
+#include "halffloat.h"
+
+#define PROG "georeduce-worker"
+#define WORKERS_MAX 192         /* the most local workers a table lists */
+#define ALL_WORKERS_MAX 4096
+#define ROUNDS_MAX 1000000
+
+struct opts {
+	const char *table;
+	uint16_t ids[WORKERS_MAX];
+	int n_ids;
+	uint32_t rounds;
+	uint32_t first_round;
+	uint16_t *all;                  /* --all-workers, or NULL */
+	int n_all;
+	const char *input;
+	const char *output;
+	uint32_t window;
+	double timeout_s;
+	bool json;
+};
+
+struct round_res {
+	uint32_t round;
+	double ms;
+	int contrib;                    /* or a negative errno */
+	bool verified;
+};
+
+struct worker {
+	const struct opts *o;
+	uint16_t id;
+	struct gr_client *client;
+	void *buf;
+	const void *input;              /* --input contents, or NULL */
+	struct round_res *res;          /* o->rounds */
+	uint32_t rounds_run;
+	bool ok;
+	char msg[GR_ERR_MAX + 128];     /* the failure, one line */
+	bool show_progress;
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " --table FILE --worker-id ID [--worker-id ID ...] [options]\n"
+		"\n"
+		"AllReduce a tensor through this worker's gateway (the georeduce-table/1 file of\n"
+		"the gateway) and verify every result bit-exactly. Several --worker-id run one\n"
+		"worker each, in threads.\n"
+		"\n"
+		"Options:\n"
+		"  --table FILE          the gateway's forwarding table (docs/TABLES.md)\n"
+		"  --worker-id ID        a local worker of that gateway (repeatable, up to %d)\n"
+		"  --rounds N            AllReduce rounds (default 1)\n"
+		"  --first-round R       number of the first round (default 0)\n"
+		"  --all-workers LIST    every worker of the job, ID,ID,...: worker-specific data\n"
+		"                        (element e of worker w is (7w + e) mod M) and an exact\n"
+		"                        check of the contributor count; without it every worker\n"
+		"                        sends e mod M and the result must be contrib x (e mod M)\n"
+		"  --input FILE          send this tensor instead (raw little-endian elements of\n"
+		"                        the table's dtype); the results are then not verified\n"
+		"  --output FILE         write the last round's result there (one worker only)\n"
+		"  --window N            chunks in flight (default: the gateway's slot pool, at\n"
+		"                        most %d)\n"
+		"  --timeout SECONDS     limit of each round (default %d)\n"
+		"  --json                a JSON summary on stdout instead of lines\n"
+		"  -h, --help            this help\n"
+		"\n"
+		"M is 61 for fp32, 31 for fp16 and 9 for bf16, so that sums stay exact.\n"
+		"Exit status: 0 every round verified, 1 a round failed (wrong result, timeout),\n"
+		"2 bad options or files.\n",
+		WORKERS_MAX, GR_WINDOW_DEFAULT, GR_TIMEOUT_DEFAULT_MS / 1000);
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* --- Patterns ------------------------------------------------------------------------------ */
+
+static uint64_t
+modulus(enum gr_dtype dt)
+{
+	return dt == GR_DTYPE_FP32 ? 61 : (dt == GR_DTYPE_FP16 ? 31 : 9);
+}
+
+/* Element e of worker w as its dtype's bits (a small integer is exact in every dtype). */
+static uint32_t
+encode(enum gr_dtype dt, double v)
+{
+	float f = (float)v;
+	uint32_t u;
+
+	if (dt == GR_DTYPE_FP16)
+		return gr_f32_to_f16(f);
+	if (dt == GR_DTYPE_BF16)
+		return gr_f32_to_bf16(f);
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+static uint32_t
+load(const void *buf, enum gr_dtype dt, uint64_t e)
+{
+	const uint8_t *p = buf;
+	uint32_t u = 0;
+	uint16_t h;
+
+	if (dt == GR_DTYPE_FP32) {
+		memcpy(&u, p + 4 * e, 4);
+		return u;
+	}
+	memcpy(&h, p + 2 * e, 2);
+	return h;
+}
+
+static void
+store(void *buf, enum gr_dtype dt, uint64_t e, uint32_t bits)
+{
+	uint8_t *p = buf;
+	uint16_t h = (uint16_t)bits;
+
+	if (dt == GR_DTYPE_FP32)
+		memcpy(p + 4 * e, &bits, 4);
+	else
+		memcpy(p + 2 * e, &h, 2);
+}
+
+static void
+fill(const struct worker *w, const struct gr_config *cfg)
+{
+	uint64_t m = modulus(cfg->dtype), wid = w->o->all != NULL ? w->id : 0;
+
+	if (w->input != NULL) {
+		memcpy(w->buf, w->input, cfg->elements * gr_dtype_size(cfg->dtype));
+		return;
+	}
+	for (uint64_t e = 0; e < cfg->elements; e++)
+		store(w->buf, cfg->dtype, e, encode(cfg->dtype, (double)((7 * wid + e) % m)));
+}
+
+/* Check the result of a generated tensor; false with w->msg filled. */
+static bool
+verify(struct worker *w, const struct gr_config *cfg, uint32_t round, int contrib)
+{
+	const struct opts *o = w->o;
+	uint64_t m = modulus(cfg->dtype);
+
+	if (o->all != NULL && contrib != o->n_all) {
+		snprintf(w->msg, sizeof(w->msg), "worker %u round %" PRIu32 ": %d contributors, "
+			 "--all-workers names %d", w->id, round, contrib, o->n_all);
+		return false;
+	}
+	for (uint64_t e = 0; e < cfg->elements; e++) {
+		uint64_t sum = 0;
+		uint32_t want, got;
+
+		if (o->all == NULL)
+			sum = (uint64_t)contrib * (e % m);
+		else
+			for (int i = 0; i < o->n_all; i++)
+				sum += (7 * (uint64_t)o->all[i] + e) % m;
+		want = encode(cfg->dtype, (double)sum);
+		got = load(w->buf, cfg->dtype, e);
+		if (got != want) {
+			snprintf(w->msg, sizeof(w->msg), "worker %u round %" PRIu32 ": element %"
+				 PRIu64 " is 0x%" PRIx32 ", want 0x%" PRIx32 " (%" PRIu64 ")",
+				 w->id, round, e, got, want, sum);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* --- Workers ------------------------------------------------------------------------------- */
+
+static void
+progress(void *arg, uint64_t done, uint64_t total)
+{
+	const struct worker *w = arg;
+
+	fprintf(stderr, "\r" PROG ": worker %u: %3u%% of %" PRIu64 " chunks", w->id,
+		(unsigned int)(total != 0 ? done * 100 / total : 100), total);
+	fflush(stderr);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	const struct opts *o = w->o;
+	const struct gr_config *cfg = gr_client_config(w->client);
+	double bytes = (double)cfg->elements * (double)gr_dtype_size(cfg->dtype);
+	struct gr_options go = {
+		.window = o->window,
+		.timeout_ms = (uint32_t)(o->timeout_s * 1000 + 0.5),
+		.progress = w->show_progress ? progress : NULL,
+		.progress_arg = w,
+		.progress_ms = 200,
+	};
+
+	w->ok = true;
+	for (uint32_t i = 0; i < o->rounds; i++) {
+		struct round_res *r = &w->res[i];
+		double t0;
+
+		r->round = o->first_round + i;
+		fill(w, cfg);
+		t0 = now_s();
+		r->contrib = gr_allreduce(w->client, w->buf, cfg->elements, cfg->dtype, r->round,
+					  &go);
+		r->ms = (now_s() - t0) * 1e3;
+		if (w->show_progress)
+			fputs("\r\033[K", stderr);
+		w->rounds_run++;
+		if (r->contrib < 0) {
+			snprintf(w->msg, sizeof(w->msg), "worker %u round %" PRIu32 ": %s", w->id,
+				 r->round, gr_client_error(w->client));
+			w->ok = false;
+			break;
+		}
+		r->verified = w->input == NULL && verify(w, cfg, r->round, r->contrib);
+		if (w->input == NULL && !r->verified) {
+			w->ok = false;
+			break;
+		}
+		if (!o->json)
+			printf("worker %u round %" PRIu32 ": %.3f ms, %.3f Gbit/s, %d contributors, "
+			       "%s\n", w->id, r->round, r->ms, bytes * 8 / (r->ms * 1e6), r->contrib,
+			       r->verified ? "verified" : "not verified (--input)");
+	}
+	return NULL;
+}
+
+/* --- Options ------------------------------------------------------------------------------- */
+
+static int
+parse_u32(const char *name, const char *s, uint64_t min, uint64_t max, uint32_t *out)
+{
+	uint64_t v;
+
+	if (cli_uint(PROG, name, s, min, max, &v) < 0)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int
+parse_id(const char *name, const char *s, uint16_t *out)
+{
+	uint32_t v;
+
+	if (parse_u32(name, s, 1, 0xfffe, &v) < 0)
+		return -1;
+	*out = (uint16_t)v;
+	return 0;
+}
+
+static int
+parse_all(struct opts *o, const char *s)
+{
+	char *copy = strdup(s), *save = NULL;
+	int rc = 0;
+
+	free(o->all);
+	o->all = calloc(ALL_WORKERS_MAX, sizeof(o->all[0]));
+	o->n_all = 0;
+	if (copy == NULL || o->all == NULL) {
+		cli_error(PROG, "out of memory");
+		free(copy);
+		return -1;
+	}
+	if (s[0] == '\0' || s[0] == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,")) {
+		cli_error(PROG, "--all-workers: '%s' is not a list ID,ID,...", s);
+		free(copy);
+		return -1;
+	}
+	for (char *t = strtok_r(copy, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+		uint16_t id;
+
+		if (o->n_all == ALL_WORKERS_MAX) {
+			cli_error(PROG, "--all-workers: more than %d workers", ALL_WORKERS_MAX);
+			rc = -1;
+			break;
+		}
+		if (parse_id("--all-workers", t, &id) < 0) {
+			rc = -1;
+			break;
+		}
+		for (int i = 0; i < o->n_all; i++)
+			if (o->all[i] == id) {
+				cli_error(PROG, "--all-workers: worker %u listed twice", id);
+				rc = -1;
+			}
+		if (rc < 0)
+			break;
+		o->all[o->n_all++] = id;
+	}
+	free(copy);
+	return rc;
+}
+
+/* 0, 1 for --help, or -1 after printing why. */
+static int
+parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "table", required_argument, NULL, 't' },
+		{ "worker-id", required_argument, NULL, 'w' },
+		{ "rounds", required_argument, NULL, 'n' },
+		{ "first-round", required_argument, NULL, 'f' },
+		{ "all-workers", required_argument, NULL, 'a' },
+		{ "input", required_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "window", required_argument, NULL, 'W' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			o->table = optarg;
+			break;
+		case 'w':
+			if (o->n_ids == WORKERS_MAX) {
+				cli_error(PROG, "--worker-id: at most %d workers", WORKERS_MAX);
+				return -1;
+			}
+			if (parse_id("--worker-id", optarg, &o->ids[o->n_ids]) < 0)
+				return -1;
+			for (int i = 0; i < o->n_ids; i++)
+				if (o->ids[i] == o->ids[o->n_ids]) {
+					cli_error(PROG, "--worker-id: %u given twice", o->ids[i]);
+					return -1;
+				}
+			o->n_ids++;
+			break;
+		case 'n':
+			if (parse_u32("--rounds", optarg, 1, ROUNDS_MAX, &o->rounds) < 0)
+				return -1;
+			break;
+		case 'f':
+			if (parse_u32("--first-round", optarg, 0, UINT32_MAX, &o->first_round) < 0)
+				return -1;
+			break;
+		case 'a':
+			if (parse_all(o, optarg) < 0)
+				return -1;
+			break;
+		case 'i':
+			o->input = optarg;
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'W':
+			if (parse_u32("--window", optarg, 1, GR_WINDOW_MAX, &o->window) < 0)
+				return -1;
+			break;
+		case 'T':
+			if (cli_double(PROG, "--timeout", optarg, 0.001, 86400, &o->timeout_s) < 0)
+				return -1;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'h':
+			return 1;
+		case ':':
+			cli_error(PROG, "%s: missing argument (see --help)", argv[optind - 1]);
+			return -1;
+		default:
+			if (optopt != 0)
+				cli_error(PROG, "-%c: unknown option (see --help)", optopt);
+			else
+				cli_error(PROG, "%s: unknown option (see --help)", argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		cli_error(PROG, "'%s': unexpected argument (see --help)", argv[optind]);
+		return -1;
+	}
+	if (o->table == NULL || o->n_ids == 0) {
+		cli_error(PROG, "%s is required (see --help)",
+			  o->table == NULL ? "--table" : "--worker-id");
+		return -1;
+	}
+	if (o->output != NULL && o->n_ids != 1) {
+		cli_error(PROG, "--output: needs exactly one --worker-id, not %d", o->n_ids);
+		return -1;
+	}
+	if (o->input != NULL && o->all != NULL) {
+		cli_error(PROG, "--input and --all-workers exclude each other");
+		return -1;
+	}
+	return 0;
+}
+
+/* The whole file, which must hold exactly `want` bytes; NULL after printing why. */
+static void *
+read_input(const char *path, size_t want)
+{
+	FILE *f = fopen(path, "rb");
+	void *p = NULL;
+	long len;
+
+	if (f == NULL) {
+		cli_error(PROG, "--input %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+		cli_error(PROG, "--input %s: not a regular file", path);
+		goto out;
+	}
+	if ((size_t)len != want) {
+		cli_error(PROG, "--input %s: %ld bytes, the table's tensor has %zu", path, len, want);
+		goto out;
+	}
+	p = malloc(want);
+	if (p == NULL || fread(p, 1, want, f) != want) {
+		cli_error(PROG, "--input %s: %s", path, p == NULL ? "out of memory" : "short read");
+		free(p);
+		p = NULL;
+	}
+out:
+	fclose(f);
+	return p;
+}
+
+static int
+write_output(const char *path, const void *buf, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (f == NULL || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+		cli_error(PROG, "--output %s: %s", path, strerror(errno));
+		if (f != NULL)
+			fclose(f);
+		return -1;
+	}
+	return 0;
+}
+
+/* --- Output -------------------------------------------------------------------------------- */
+
+static json_t *
+stats_json(const struct gr_client *c)
+{
+	struct gr_stats s;
+
+	gr_client_stats(c, &s);
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			 "contribs_sent", (json_int_t)s.contribs_sent,
+			 "contribs_retx", (json_int_t)s.contribs_retx,
+			 "nacks_sent", (json_int_t)s.nacks_sent,
+			 "results", (json_int_t)s.results,
+			 "acks", (json_int_t)s.acks,
+			 "duplicates", (json_int_t)s.duplicates,
+			 "stale", (json_int_t)s.stale,
+			 "invalid", (json_int_t)s.invalid,
+			 "srtt_us", (json_int_t)s.srtt_us,
+			 "t1_us", (json_int_t)s.t1_us);
+}
+
+static int
+print_json(const struct opts *o, const struct gr_config *cfg, struct worker *ws, bool ok)
+{
+	double bytes = (double)cfg->elements * (double)gr_dtype_size(cfg->dtype);
+	json_t *workers = json_array();
+	json_t *doc;
+	int rc;
+
+	for (int i = 0; i < o->n_ids; i++) {
+		struct worker *w = &ws[i];
+		json_t *rounds = json_array();
+
+		for (uint32_t r = 0; r < w->rounds_run; r++) {
+			const struct round_res *x = &w->res[r];
+
+			json_array_append_new(rounds,
+				json_pack("{s:I, s:f, s:f, s:i, s:b}", "round", (json_int_t)x->round,
+					  "ms", x->ms, "gbps", bytes * 8 / (x->ms * 1e6),
+					  "contrib", x->contrib, "verified", x->verified));
+		}
+		json_array_append_new(workers,
+			json_pack("{s:i, s:b, s:s?, s:o, s:o}", "id", w->id, "ok", w->ok, "error",
+				  w->ok ? NULL : w->msg, "rounds", rounds, "stats",
+				  stats_json(w->client)));
+	}
+	doc = json_pack("{s:b, s:I, s:I, s:s, s:I, s:f, s:o}", "ok", ok, "job",
+			(json_int_t)cfg->job, "epoch", (json_int_t)cfg->epoch, "dtype",
+			gr_dtype_name(cfg->dtype), "elements", (json_int_t)cfg->elements,
+			"bytes", bytes, "workers", workers);
+	if (doc == NULL)
+		return -1;
+	rc = json_dumpf(doc, stdout, JSON_INDENT(2));
+	fputc('\n', stdout);
+	json_decref(doc);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o = { .rounds = 1, .timeout_s = GR_TIMEOUT_DEFAULT_MS / 1000.0 };
+	struct worker *ws = NULL;
+	pthread_t *th = NULL;
+	void *input = NULL;
+	const struct gr_config *cfg;
+	char err[GR_ERR_MAX];
+	int rc, status = 0;
+	bool ok = true;
+
+	rc = parse_opts(argc, argv, &o);
+	if (rc != 0) {
+		if (rc > 0)
+			usage(stdout);
+		free(o.all);
+		return rc > 0 ? 0 : CLI_EXIT_USAGE;
+	}
+	ws = calloc((size_t)o.n_ids, sizeof(*ws));
+	th = calloc((size_t)o.n_ids, sizeof(*th));
+	if (ws == NULL || th == NULL) {
+		cli_error(PROG, "out of memory");
+		status = CLI_EXIT_FAIL;
+		goto out;
+	}
+	/* Every client exists before any traffic: a bad table or id fails with nothing sent. */
+	for (int i = 0; i < o.n_ids; i++) {
+		struct gr_config c;
+		struct worker *w = &ws[i];
+
+		w->o = &o;
+		w->id = o.ids[i];
+		rc = gr_config_from_table(&c, o.table, w->id, err, sizeof(err));
+		if (rc < 0) {
+			cli_error(PROG, "%s", err);
+			status = CLI_EXIT_USAGE;
+			goto out;
+		}
+		w->client = gr_client_create(&c, err, sizeof(err));
+		if (w->client == NULL) {
+			cli_error(PROG, "worker %u: %s", w->id, err);
+			status = errno == EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+			goto out;
+		}
+		w->buf = malloc(c.elements * gr_dtype_size(c.dtype));
+		w->res = calloc(o.rounds, sizeof(*w->res));
+		if (w->buf == NULL || w->res == NULL) {
+			cli_error(PROG, "out of memory for a tensor of %" PRIu64 " elements",
+				  c.elements);
+			status = CLI_EXIT_FAIL;
+			goto out;
+		}
+	}
+	cfg = gr_client_config(ws[0].client);
+	if (o.input != NULL) {
+		input = read_input(o.input, cfg->elements * gr_dtype_size(cfg->dtype));
+		if (input == NULL) {
+			status = CLI_EXIT_USAGE;
+			goto out;
+		}
+	}
+	for (int i = 0; i < o.n_ids; i++) {
+		ws[i].input = input;
+		ws[i].show_progress = i == 0 && !o.json && isatty(STDERR_FILENO);
+		if (pthread_create(&th[i], NULL, worker_main, &ws[i]) != 0) {
+			cli_error(PROG, "cannot start a thread for worker %u", ws[i].id);
+			for (int j = 0; j < i; j++)
+				pthread_join(th[j], NULL);
+			status = CLI_EXIT_FAIL;
+			goto out;
+		}
+	}
+	for (int i = 0; i < o.n_ids; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < o.n_ids; i++) {
+		if (!ws[i].ok) {
+			cli_error(PROG, "%s", ws[i].msg);
+			ok = false;
+		}
+	}
+	if (o.json && print_json(&o, cfg, ws, ok) < 0) {
+		cli_error(PROG, "cannot write the JSON summary");
+		ok = false;
+	}
+	if (ok && o.output != NULL &&
+	    write_output(o.output, ws[0].buf, cfg->elements * gr_dtype_size(cfg->dtype)) < 0)
+		ok = false;
+	status = ok ? 0 : CLI_EXIT_FAIL;
+out:
+	for (int i = 0; ws != NULL && i < o.n_ids; i++) {
+		gr_client_free(ws[i].client);
+		free(ws[i].buf);
+		free(ws[i].res);
+	}
+	free(ws);
+	free(th);
+	free(input);
+	free(o.all);
+	return status;
+}

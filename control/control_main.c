@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * georeduce-control: plans the jobs of a deployment and installs them in every gateway
+ * (docs/DEPLOYMENT.md).
+ *
+ *   georeduce-control tables DEPLOYMENT --out DIR [--epoch N]
+ *   georeduce-control run DEPLOYMENT [--socket PATH] [--heartbeat-ms N] [--fail-after N]
+ *                                    [--timeout-ms N]
+ *   georeduce-control status [--socket PATH] [--json] [--timeout-ms N]
+ *   georeduce-control replan [--socket PATH] [--timeout-ms N] [JOB]
+ *
+ * Exit status: 0 success; 1 valid input on which the work failed (no plan fits, the daemon
+ * could not start, the daemon answered with an error); 2 bad options or files, or no
+ * answer from the daemon.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "ctlmsg.h"
+#include "daemon.h"
+#include "deploy.h"
+#include "install.h"
+#include "jobplan.h"
+#include "jsonutil.h"
+
+#define PROG "georeduce-control"
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " COMMAND [OPTIONS]\n"
+		"\n"
+		"  tables DEPLOYMENT --out DIR [--epoch N]\n"
+		"      plan every job and write DIR/job-J-plan.json and one georeduce-table/1\n"
+		"      file per gateway, DIR/job-J-NODE.json, for epoch N               [1]\n"
+		"  run DEPLOYMENT [--socket PATH] [--heartbeat-ms N] [--fail-after N] [--timeout-ms N]\n"
+		"      the daemon: plan, install epochs in two phases, heartbeat the gateways\n"
+		"      every N ms [%d], fail one after N missed heartbeats [%d], re-plan without\n"
+		"      it; calls to a dataplane time out after N ms [%d]. SIGINT/SIGTERM stop it.\n"
+		"  status [--socket PATH] [--json] [--timeout-ms N]\n"
+		"      jobs, epochs, gateways and rates, from the running daemon\n"
+		"  replan [--socket PATH] [--timeout-ms N] [JOB]\n"
+		"      ask the running daemon to plan and install a new epoch of JOB (or all)\n"
+		"\n"
+		"  --socket PATH   the daemon's control socket        [" DAEMON_SOCKET_DEFAULT "]\n"
+		"\n"
+		"docs/DEPLOYMENT.md describes the deployment file.\n",
+		DAEMON_HEARTBEAT_MS_DEFAULT, DAEMON_FAIL_AFTER_DEFAULT, DAEMON_TIMEOUT_MS_DEFAULT);
+}
+
+struct opts {
+	const char *socket;
+	const char *out;
+	uint32_t epoch;
+	int heartbeat_ms, fail_after, timeout_ms;
+	bool json;
+	int n_args;
+	char **args;
+};
+
+/* Options of subcommand cmd; 0, 1 after --help, or -1 after a one-line error. */
+static int
+parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "epoch", required_argument, NULL, 'e' },
+		{ "heartbeat-ms", required_argument, NULL, 'H' },
+		{ "fail-after", required_argument, NULL, 'f' },
+		{ "timeout-ms", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	/* Which options each command takes. */
+	const char *allowed = strcmp(cmd, "tables") == 0 ? "oe" :
+			      strcmp(cmd, "run") == 0 ? "sHft" :
+			      strcmp(cmd, "status") == 0 ? "sjt" : "st";
+	uint64_t v;
+	int c;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":s:o:e:H:f:t:jh", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 1;
+		}
+		if (c == ':') {
+			cli_error(PROG, "%s: %s: missing argument", cmd, argv[optind - 1]);
+			return -1;
+		}
+		if (c == '?' || strchr(allowed, c) == NULL) {
+			cli_error(PROG, "%s: unknown option '%s' (see --help)", cmd,
+				  argv[optind - 1]);
+			return -1;
+		}
+		switch (c) {
+		case 's':
+		case 'o':
+			if (optarg[0] == '\0') {
+				cli_error(PROG, "--%s: empty path", c == 's' ? "socket" : "out");
+				return -1;
+			}
+			*(c == 's' ? &o->socket : &o->out) = optarg;
+			break;
+		case 'e':
+			if (cli_uint(PROG, "--epoch", optarg, 0, UINT32_MAX, &v) < 0)
+				return -1;
+			o->epoch = (uint32_t)v;
+			break;
+		case 'H':
+			if (cli_int(PROG, "heartbeat-ms", optarg, 10, 3600000, &o->heartbeat_ms) < 0)
+				return -1;
+			break;
+		case 'f':
+			if (cli_int(PROG, "fail-after", optarg, 1, 1000000, &o->fail_after) < 0)
+				return -1;
+			break;
+		case 't':
+			if (cli_int(PROG, "timeout-ms", optarg, 1, 3600000, &o->timeout_ms) < 0)
+				return -1;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		}
+	}
+	o->args = argv + optind;
+	o->n_args = argc - optind;
+	return 0;
+}
+
+/* The single DEPLOYMENT argument, loaded; NULL after a one-line error. */
+static struct deploy *
+load_deployment(const char *cmd, const struct opts *o)
+{
+	char err[DEPLOY_ERR_MAX];
+	struct deploy *d;
+
+	if (o->n_args != 1) {
+		cli_error(PROG, "%s: expects one argument, DEPLOYMENT (see --help)", cmd);
+		return NULL;
+	}
+	d = deploy_load(o->args[0], err, sizeof(err));
+	if (d == NULL)
+		cli_error(PROG, "%s", err);
+	return d;
+}
+
+static int
+cmd_tables(const struct opts *o)
+{
+	char err[JOBPLAN_ERR_MAX], summary[2048];
+	struct deploy *d;
+	int status = 0;
+
+	if (o->out == NULL) {
+		cli_error(PROG, "tables: --out DIR is required");
+		return CLI_EXIT_USAGE;
+	}
+	d = load_deployment("tables", o);
+	if (d == NULL)
+		return CLI_EXIT_USAGE;
+	for (int i = 0; i < d->n_jobs; i++) {
+		struct jobplan *jp = NULL;
+		int rc = jobplan_build(d, i, NULL, o->epoch, &jp, err, sizeof(err));
+
+		if (rc == 0)
+			rc = jobplan_write(jp, d, o->out, err, sizeof(err));
+		if (rc != 0) {
+			/* No plan fits (1) and the next job is tried; anything else is the
+			 * input's or the output directory's fault (2). */
+			cli_error(PROG, "%s", err);
+			jobplan_free(jp);
+			status = rc == -ENOENT ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+			if (status == CLI_EXIT_USAGE)
+				break;
+			continue;
+		}
+		printf("job %u epoch %u: %s\n", d->jobs[i].id, o->epoch,
+		       jobplan_summary(jp, summary, sizeof(summary)));
+		printf("  wrote %s/job-%u-plan.json and %d tables\n", o->out, d->jobs[i].id,
+		       jp->n_tables);
+		jobplan_free(jp);
+	}
+	deploy_free(d);
+	return status;
+}
+
+static int
+cmd_run(const struct opts *o)
+{
+	struct daemon_opts dopt = {
+		.socket = o->socket,
+		.heartbeat_ms = o->heartbeat_ms,
+		.fail_after = o->fail_after,
+		.timeout_ms = o->timeout_ms,
+	};
+	struct deploy *d = load_deployment("run", o);
+	int rc;
+
+	if (d == NULL)
+		return CLI_EXIT_USAGE;
+	rc = daemon_run(d, &dopt);
+	deploy_free(d);
+	return rc == 0 ? 0 : CLI_EXIT_FAIL;
+}
+
+/* One call to the daemon; the ok response, or NULL after printing why (*status set). */
+static json_t *
+call_daemon(const struct opts *o, const char *op, json_t *args, int *status)
+{
+	struct install_gw gw;
+	char err[CTL_ERR_MAX + 64];
+	json_t *r;
+	int errnum;
+
+	install_gw_init(&gw, "daemon", o->socket);
+	r = install_call(&gw, op, args, o->timeout_ms, err, sizeof(err));
+	install_gw_close(&gw);
+	if (r == NULL) {
+		cli_error(PROG, "%s", err);
+		*status = CLI_EXIT_USAGE;
+		return NULL;
+	}
+	if (!install_resp_ok(r, op, &errnum, err, sizeof(err))) {
+		cli_error(PROG, "%s", err);
+		json_decref(r);
+		*status = CLI_EXIT_FAIL;
+		return NULL;
+	}
+	*status = 0;
+	return r;
+}
+
+/* A number or "-" for null, into buf. */
+static const char *
+num(const json_t *v, const char *fmt, char *buf, size_t len)
+{
+	if (json_is_number(v))
+		snprintf(buf, len, fmt, json_number_value(v));
+	else
+		snprintf(buf, len, "-");
+	return buf;
+}
+
+static void
+print_status(const json_t *r)
+{
+	const json_t *g, *j, *t, *n;
+	char a[32], b[32], c[32], e[32];
+	size_t i, k;
+
+	printf("deployment %s, topology %s, up %s s, heartbeat %" JSON_INTEGER_FORMAT
+	       " ms, a gateway fails after %" JSON_INTEGER_FORMAT " missed\n",
+	       json_string_value(json_object_get(r, "deployment")),
+	       json_string_value(json_object_get(r, "topology")),
+	       num(json_object_get(r, "uptime_s"), "%.1f", a, sizeof(a)),
+	       json_integer_value(json_object_get(r, "heartbeat_ms")),
+	       json_integer_value(json_object_get(r, "fail_after")));
+	printf("\ngateways\n  %-16s %5s %-15s %-7s %14s %8s %9s %9s\n", "node", "id", "ipv4",
+	       "state", "last heartbeat", "rtt ms", "rx Gbit/s", "tx Gbit/s");
+	json_array_foreach(json_object_get(r, "gateways"), i, g) {
+		n = json_object_get(g, "last_heartbeat_ms_ago");
+		printf("  %-16s %5" JSON_INTEGER_FORMAT " %-15s %-7s %11s ms %8s %9s %9s\n",
+		       json_string_value(json_object_get(g, "node")),
+		       json_integer_value(json_object_get(g, "id")),
+		       json_string_value(json_object_get(g, "ipv4")),
+		       json_string_value(json_object_get(g, "state")),
+		       json_is_integer(n) ? (snprintf(e, sizeof(e), "%" JSON_INTEGER_FORMAT,
+						      json_integer_value(n)), e) : "-",
+		       num(json_object_get(g, "rtt_ms"), "%.1f", a, sizeof(a)),
+		       num(json_object_get(g, "rx_gbps"), "%.4f", b, sizeof(b)),
+		       num(json_object_get(g, "tx_gbps"), "%.4f", c, sizeof(c)));
+		if (json_is_string(json_object_get(g, "error")))
+			printf("    %s\n", json_string_value(json_object_get(g, "error")));
+	}
+	printf("\njobs\n");
+	json_array_foreach(json_object_get(r, "jobs"), i, j) {
+		printf("  job %" JSON_INTEGER_FORMAT " (%s, %s x %" JSON_INTEGER_FORMAT "): ",
+		       json_integer_value(json_object_get(j, "job")),
+		       json_string_value(json_object_get(j, "algorithm")),
+		       json_string_value(json_object_get(j, "dtype")),
+		       json_integer_value(json_object_get(j, "elements")));
+		if (!json_is_integer(json_object_get(j, "epoch"))) {
+			printf("%s\n", json_string_value(json_object_get(j, "state")));
+		} else {
+			printf("epoch %" JSON_INTEGER_FORMAT " %s on",
+			       json_integer_value(json_object_get(j, "epoch")),
+			       json_string_value(json_object_get(j, "state")));
+			json_array_foreach(json_object_get(j, "gateways"), k, n)
+				printf(" %s", json_string_value(n));
+			printf(" (%" JSON_INTEGER_FORMAT " workers), %s Gbit/s planned, predicted "
+			       "%s s\n", json_integer_value(json_object_get(j, "workers")),
+			       num(json_object_get(j, "rate_gbps"), "%.4f", a, sizeof(a)),
+			       num(json_object_get(j, "predicted_seconds"), "%.4f", b, sizeof(b)));
+			printf("    %4s %-16s %12s %7s %10s %12s\n", "tree", "root", "rate Gbit/s",
+			       "share", "height ms", "root rx Gb/s");
+		}
+		json_array_foreach(json_object_get(j, "trees"), k, t)
+			printf("    %4" JSON_INTEGER_FORMAT " %-16s %12s %7s %10s %12s\n",
+			       json_integer_value(json_object_get(t, "tree")),
+			       json_string_value(json_object_get(t, "root")),
+			       num(json_object_get(t, "rate_gbps"), "%.4f", a, sizeof(a)),
+			       num(json_object_get(t, "share"), "%.4f", b, sizeof(b)),
+			       num(json_object_get(t, "height_ms"), "%.2f", c, sizeof(c)),
+			       num(json_object_get(t, "root_rx_gbps"), "%.4f", e, sizeof(e)));
+		if (json_is_string(json_object_get(j, "error")))
+			printf("    last error: %s\n", json_string_value(json_object_get(j, "error")));
+	}
+}
+
+static int
+cmd_status(const struct opts *o)
+{
+	int status;
+	json_t *r;
+
+	if (o->n_args != 0) {
+		cli_error(PROG, "status: takes no arguments, got '%s'", o->args[0]);
+		return CLI_EXIT_USAGE;
+	}
+	r = call_daemon(o, "status", NULL, &status);
+	if (r == NULL)
+		return status;
+	if (o->json) {
+		json_object_del(r, "version");
+		json_object_del(r, "id");
+		json_object_del(r, "ok");
+		json_util_dump(r, stdout);
+	} else {
+		print_status(r);
+	}
+	json_decref(r);
+	return 0;
+}
+
+static int
+cmd_replan(const struct opts *o)
+{
+	json_t *args = NULL, *r, *v;
+	uint64_t job;
+	int status;
+	size_t i;
+
+	if (o->n_args > 1) {
+		cli_error(PROG, "replan: takes at most one argument, JOB");
+		return CLI_EXIT_USAGE;
+	}
+	if (o->n_args == 1) {
+		if (cli_uint(PROG, "JOB", o->args[0], 0, UINT32_MAX, &job) < 0)
+			return CLI_EXIT_USAGE;
+		args = json_pack("{s:I}", "job", (json_int_t)job);
+	}
+	r = call_daemon(o, "replan", args, &status);
+	if (r == NULL)
+		return status;
+	json_array_foreach(json_object_get(r, "jobs"), i, v)
+		printf("job %" JSON_INTEGER_FORMAT ": a new epoch is being planned\n",
+		       json_integer_value(v));
+	json_decref(r);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o = {
+		.socket = DAEMON_SOCKET_DEFAULT,
+		.epoch = 1,
+		.heartbeat_ms = DAEMON_HEARTBEAT_MS_DEFAULT,
+		.fail_after = DAEMON_FAIL_AFTER_DEFAULT,
+		.timeout_ms = DAEMON_TIMEOUT_MS_DEFAULT,
+	};
+	const char *cmd;
+	int rc;
+
+	if (argc < 2) {
+		cli_error(PROG, "no command (see --help)");
+		return CLI_EXIT_USAGE;
+	}
+	cmd = argv[1];
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "tables") != 0 && strcmp(cmd, "run") != 0 &&
+	    strcmp(cmd, "status") != 0 && strcmp(cmd, "replan") != 0) {
+		cli_error(PROG, "unknown command '%s' (see --help)", cmd);
+		return CLI_EXIT_USAGE;
+	}
+	rc = parse_opts(cmd, argc - 1, argv + 1, &o);
+	if (rc != 0)
+		return rc > 0 ? 0 : CLI_EXIT_USAGE;
+	if (strcmp(cmd, "tables") == 0)
+		return cmd_tables(&o);
+	if (strcmp(cmd, "run") == 0)
+		return cmd_run(&o);
+	if (strcmp(cmd, "status") == 0)
+		return cmd_status(&o);
+	return cmd_replan(&o);
+}

@@ -1,0 +1,708 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The georeduce-control daemon (daemon.h): heartbeats, failure detection, re-planning,
+ * two-phase epoch installs and the daemon's own control socket, in one thread around
+ * poll().
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "ctlmsg.h"
+#include "daemon.h"
+#include "install.h"
+#include "jobplan.h"
+#include "jsonutil.h"
+
+#define PROG "georeduce-control"
+#define REASON_MAX 160
+
+enum gw_state {
+	GW_UNKNOWN = 0,          /* not heard from since start, socket present */
+	GW_UP,
+	GW_DOWN,
+};
+
+static const char *const gw_state_names[] = { "unknown", "up", "down" };
+
+/* One gateway as the daemon sees it. */
+struct gw {
+	struct install_gw conn;
+	enum gw_state state;
+	int missed;              /* heartbeats missed in a row */
+	int64_t last_ok;         /* monotonic ms of the last answered heartbeat; -1: never */
+	double rtt_ms;           /* of the last ping */
+	int64_t sample_at;       /* monotonic ms of the last stats sample; -1: none */
+	uint64_t rx_bytes, tx_bytes, chunks;
+	double rx_gbps, tx_gbps; /* between the last two samples; < 0: not known yet */
+	char error[CTL_ERR_MAX]; /* the last failure */
+};
+
+/* One job as the daemon sees it. */
+struct job {
+	uint32_t live_epoch;     /* 0: none installed by this daemon */
+	uint32_t next_epoch;     /* the next epoch to try (never reused) */
+	struct jobplan *live;    /* the plan of live_epoch */
+	int64_t live_since;      /* monotonic ms */
+	bool dirty;              /* plan and install a new epoch */
+	char reason[REASON_MAX]; /* why, for the log */
+	int retry_in;            /* heartbeats until a retry after a rejection; 0: none */
+	int retry_after;         /* the next backoff: doubles after each rejection */
+	char error[JOBPLAN_ERR_MAX]; /* the last failure, "" if the last attempt worked */
+};
+
+struct dmn {
+	const struct deploy *d;
+	const struct daemon_opts *o;
+	struct gw *gws;          /* by topology node */
+	struct job *jobs;
+	int lfd, sfd;
+	int n_clients;
+	struct ctl_conn clients[DAEMON_CLIENTS_MAX];
+	int64_t started;
+	bool stop;
+};
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+control_log(const char *fmt, ...)
+{
+	char stamp[32], msg[2048];
+	struct timespec ts;
+	struct tm tm;
+	va_list ap;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	for (char *c = msg; *c != '\0'; c++)
+		if ((unsigned char)*c < 0x20)
+			*c = '?';
+	fprintf(stderr, "%s.%03ldZ " PROG ": %s\n", stamp, ts.tv_nsec / 1000000, msg);
+	fflush(stderr);
+}
+
+static const char *
+node_id(const struct dmn *m, int v)
+{
+	return m->d->topo->nodes[v].id;
+}
+
+static void
+mark_all_dirty(struct dmn *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+mark_all_dirty(struct dmn *m, const char *fmt, ...)
+{
+	char why[REASON_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	for (int i = 0; i < m->d->n_jobs; i++) {
+		m->jobs[i].dirty = true;
+		m->jobs[i].retry_in = 0;
+		snprintf(m->jobs[i].reason, sizeof(m->jobs[i].reason), "%s", why);
+	}
+}
+
+/* ---- heartbeats ---------------------------------------------------------------------- */
+
+/* Sum of an integer field over the objects of array arr. */
+static uint64_t
+sum_field(const json_t *arr, const char *key)
+{
+	uint64_t s = 0;
+	size_t i;
+	json_t *o;
+
+	json_array_foreach(arr, i, o) {
+		json_t *v = json_object_get(o, key);
+
+		if (json_is_integer(v) && json_integer_value(v) > 0)
+			s += (uint64_t)json_integer_value(v);
+	}
+	return s;
+}
+
+/* Read the counters of a stats response into g (rates from the previous sample). */
+static void
+take_sample(struct gw *g, const json_t *st, int64_t t)
+{
+	const json_t *lc = json_object_get(st, "lcores");
+	uint64_t rx = sum_field(lc, "rx_bytes"), tx = sum_field(lc, "tx_bytes");
+
+	if (g->sample_at >= 0 && t > g->sample_at && rx >= g->rx_bytes && tx >= g->tx_bytes) {
+		double s = (double)(t - g->sample_at) / 1e3;
+
+		g->rx_gbps = (double)(rx - g->rx_bytes) * 8 / s / 1e9;
+		g->tx_gbps = (double)(tx - g->tx_bytes) * 8 / s / 1e9;
+	} else {
+		g->rx_gbps = g->tx_gbps = -1;
+	}
+	g->rx_bytes = rx;
+	g->tx_bytes = tx;
+	g->chunks = sum_field(lc, "chunks_completed");
+	g->sample_at = t;
+}
+
+/* Ping and read the stats of gateway g. True if it answered; *gone if its socket is gone. */
+static bool
+heartbeat(struct dmn *m, struct gw *g, bool *gone)
+{
+	struct timespec t0, t1;
+	json_t *r;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = install_call(&g->conn, "ping", NULL, m->o->timeout_ms, g->error, sizeof(g->error));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	*gone = false;
+	if (r == NULL) {
+		*gone = errno == ENOENT || errno == ECONNREFUSED;
+		g->missed++;
+		return false;
+	}
+	json_decref(r);
+	g->rtt_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	g->missed = 0;
+	g->last_ok = now_ms();
+	r = install_call(&g->conn, "stats", NULL, m->o->timeout_ms, g->error, sizeof(g->error));
+	if (r != NULL && json_is_true(json_object_get(r, "ok")))
+		take_sample(g, r, now_ms());
+	json_decref(r);
+	return true;
+}
+
+/* Raise every job's next epoch above what gateway v holds (live, draining or staged), so
+ * that a restarted daemon never offers an epoch the dataplane has seen. */
+static void
+sync_epochs(struct dmn *m, int v)
+{
+	char err[CTL_ERR_MAX];
+
+	for (int i = 0; i < m->d->n_jobs; i++) {
+		struct job *j = &m->jobs[i];
+		json_t *r = install_call(&m->gws[v].conn, "dump",
+					 json_pack("{s:I}", "job", (json_int_t)m->d->jobs[i].id),
+					 m->o->timeout_ms, err, sizeof(err));
+		json_t *item;
+		size_t k;
+
+		json_array_foreach(json_object_get(r, "tables"), k, item) {
+			json_t *tb = json_object_get(item, "table");
+			json_t *e = json_object_get(json_is_object(tb) ? tb : item, "epoch");
+
+			if (json_is_integer(e) && json_integer_value(e) >= j->next_epoch &&
+			    json_integer_value(e) < UINT32_MAX)
+				j->next_epoch = (uint32_t)json_integer_value(e) + 1;
+		}
+		json_decref(r);
+	}
+}
+
+/* Mark gateway v down (logged with why) and every job for a new epoch without it. */
+static void
+gateway_down(struct dmn *m, int v, const char *why)
+{
+	struct gw *g = &m->gws[v];
+	bool was_up = g->state == GW_UP;
+
+	g->state = GW_DOWN;
+	install_gw_close(&g->conn);
+	control_log("gateway %s (id %u, %s) is down: %s", node_id(m, v),
+		    m->d->gateways[v].id, g->conn.socket, why);
+	if (was_up)
+		mark_all_dirty(m, "gateway %s failed", node_id(m, v));
+}
+
+static void
+heartbeat_all(struct dmn *m)
+{
+	for (int v = 0; v < m->d->topo->n_nodes; v++) {
+		struct gw *g = &m->gws[v];
+		char why[CTL_ERR_MAX + 64];
+		bool gone;
+
+		if (heartbeat(m, g, &gone)) {
+			if (g->state != GW_UP) {
+				control_log("gateway %s (id %u, %s) is up%s, ping %.1f ms",
+					    node_id(m, v), m->d->gateways[v].id, g->conn.socket,
+					    g->state == GW_DOWN ? " again" : "", g->rtt_ms);
+				/* From unknown (at start) the jobs are due anyway: installs
+				 * wait until no gateway is unknown. */
+				if (g->state == GW_DOWN)
+					mark_all_dirty(m, "gateway %s is back", node_id(m, v));
+				g->state = GW_UP;
+				sync_epochs(m, v);
+			}
+			continue;
+		}
+		if (g->state == GW_DOWN)
+			continue;
+		if (gone || g->missed >= m->o->fail_after) {
+			if (gone)
+				snprintf(why, sizeof(why), "%s", g->error);
+			else
+				snprintf(why, sizeof(why), "missed %d heartbeats: %s", g->missed,
+					 g->error);
+			gateway_down(m, v, why);
+		} else if (g->state == GW_UP) {
+			control_log("gateway %s: heartbeat missed (%d of %d): %s", node_id(m, v),
+				    g->missed, m->o->fail_after, g->error);
+		}
+	}
+}
+
+/* ---- installing ---------------------------------------------------------------------- */
+
+/* "a b c": the node ids of the gateways with a table in jp. */
+static void
+member_list(const struct dmn *m, const struct jobplan *jp, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int v = 0; v < jp->n_nodes && off < len; v++)
+		if (jp->tables[v] != NULL)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", off > 0 ? " " : "",
+						node_id(m, v));
+}
+
+static void
+install_job(struct dmn *m, int ji)
+{
+	const struct deploy_job *dj = &m->d->jobs[ji];
+	struct job *j = &m->jobs[ji];
+	int n = m->d->topo->n_nodes, k = 0, rc;
+	struct install_gw *gws = calloc((size_t)n, sizeof(*gws));
+	struct table **tables = calloc((size_t)n, sizeof(*tables));
+	bool *up = calloc((size_t)n, sizeof(*up)), *af = calloc((size_t)n, sizeof(*af));
+	int *idx = calloc((size_t)n, sizeof(*idx));
+	struct install_report rep = { .activate_failed = af };
+	char summary[2048], members[1024];
+	struct jobplan *jp = NULL;
+	uint32_t epoch;
+
+	j->dirty = false;
+	if (gws == NULL || tables == NULL || up == NULL || af == NULL || idx == NULL) {
+		control_log("job %u: out of memory", dj->id);
+		j->dirty = true;
+		goto out;
+	}
+	for (int v = 0; v < n; v++)
+		up[v] = m->gws[v].state == GW_UP;
+	epoch = j->next_epoch++;
+	if (j->next_epoch == 0)
+		j->next_epoch = 1;
+	rc = jobplan_build(m->d, ji, up, epoch, &jp, j->error, sizeof(j->error));
+	if (rc != 0) {
+		control_log("job %u: no epoch %u (%s): %s; it stays on epoch %u", dj->id, epoch,
+			    j->reason, j->error, j->live_epoch);
+		goto out;
+	}
+	member_list(m, jp, members, sizeof(members));
+	control_log("job %u: epoch %u planned (%s): %s", dj->id, epoch, j->reason,
+		    jobplan_summary(jp, summary, sizeof(summary)));
+	for (int v = 0; v < n; v++) {
+		if (jp->tables[v] == NULL)
+			continue;
+		gws[k] = m->gws[v].conn;
+		tables[k] = jp->tables[v];
+		idx[k++] = v;
+	}
+	rc = install_epoch(gws, tables, k, dj->id, epoch, m->o->timeout_ms, &rep);
+	for (int i = 0; i < k; i++) /* connections opened or closed during the install */
+		m->gws[idx[i]].conn.fd = gws[i].fd;
+	if (rc == -ECANCELED) {
+		snprintf(j->error, sizeof(j->error), "%s", rep.error);
+		control_log("job %u: epoch %u not installed: %s; prepared on %d of %d gateways, "
+			    "activated on none; the job stays on epoch %u", dj->id, epoch,
+			    rep.error, rep.n_prepared, k, j->live_epoch);
+		if (rep.no_answer) {
+			gateway_down(m, idx[rep.failed], rep.error);
+			j->dirty = true;
+			snprintf(j->reason, sizeof(j->reason), "gateway %s did not answer",
+				 node_id(m, idx[rep.failed]));
+		} else {
+			if (j->retry_after < DAEMON_RETRY_HEARTBEATS)
+				j->retry_after = DAEMON_RETRY_HEARTBEATS;
+			j->retry_in = j->retry_after;
+			if (j->retry_after < DAEMON_RETRY_MAX_HEARTBEATS / 2)
+				j->retry_after *= 2;
+			snprintf(j->reason, sizeof(j->reason), "retry after a rejected prepare");
+		}
+		goto out;
+	}
+	if (rc != 0 && rc != -EIO) {
+		snprintf(j->error, sizeof(j->error), "install: %s", strerror(-rc));
+		control_log("job %u: epoch %u not installed: %s", dj->id, epoch, j->error);
+		goto out;
+	}
+	jobplan_free(j->live);
+	j->live = jp;
+	jp = NULL;
+	j->live_epoch = epoch;
+	j->live_since = now_ms();
+	if (rc == 0) {
+		j->error[0] = '\0';
+		j->retry_after = 0;
+		control_log("job %u: epoch %u live on %d gateways (%s)", dj->id, epoch, k, members);
+		goto out;
+	}
+	/* Some activates failed: those gateways still run the previous epoch. */
+	snprintf(j->error, sizeof(j->error), "%s", rep.error);
+	control_log("job %u: epoch %u live on %d of %d gateways (%s); %d failed to activate, "
+		    "first %s", dj->id, epoch, rep.n_activated, k, members, rep.n_failed,
+		    rep.error);
+	for (int i = 0; i < k; i++)
+		if (af[i] && m->gws[idx[i]].conn.fd < 0 && m->gws[idx[i]].state == GW_UP)
+			gateway_down(m, idx[i], "no answer to activate");
+	j->dirty = true;
+	snprintf(j->reason, sizeof(j->reason), "activation failed on %d gateways", rep.n_failed);
+out:
+	jobplan_free(jp);
+	free(idx);
+	free(af);
+	free(up);
+	free(tables);
+	free(gws);
+}
+
+/* Install the jobs that need it, once every gateway's state is known. */
+static void
+install_due(struct dmn *m)
+{
+	for (int v = 0; v < m->d->topo->n_nodes; v++)
+		if (m->gws[v].state == GW_UNKNOWN)
+			return;
+	for (int i = 0; i < m->d->n_jobs && !m->stop; i++)
+		if (m->jobs[i].dirty)
+			install_job(m, i);
+}
+
+/* ---- the daemon's own socket --------------------------------------------------------- */
+
+static json_t *
+status_json(const struct dmn *m)
+{
+	json_t *o = json_object(), *gws = json_array(), *jobs = json_array();
+	int64_t t = now_ms();
+	char ip[16];
+
+	json_object_set_new(o, "program", json_string(PROG));
+	json_object_set_new(o, "deployment", json_string(m->d->path));
+	json_object_set_new(o, "topology", json_string(m->d->topo->name));
+	json_object_set_new(o, "heartbeat_ms", json_integer(m->o->heartbeat_ms));
+	json_object_set_new(o, "fail_after", json_integer(m->o->fail_after));
+	json_object_set_new(o, "uptime_s", json_real((double)(t - m->started) / 1e3));
+	for (int v = 0; v < m->d->topo->n_nodes; v++) {
+		const struct gw *g = &m->gws[v];
+		const struct deploy_gateway *dg = &m->d->gateways[v];
+		json_t *go = json_pack("{s:s,s:i,s:s,s:s,s:s,s:i}", "node", node_id(m, v), "id",
+				       dg->id, "ipv4", table_ipv4_format(dg->ipv4, ip), "socket",
+				       dg->socket, "state", gw_state_names[g->state], "missed",
+				       g->missed);
+
+		json_object_set_new(go, "last_heartbeat_ms_ago",
+				    g->last_ok >= 0 ? json_integer(t - g->last_ok) : json_null());
+		json_object_set_new(go, "rtt_ms", g->last_ok >= 0 ? json_real(g->rtt_ms)
+								 : json_null());
+		json_object_set_new(go, "rx_gbps", g->rx_gbps >= 0 ? json_real(g->rx_gbps)
+								   : json_null());
+		json_object_set_new(go, "tx_gbps", g->tx_gbps >= 0 ? json_real(g->tx_gbps)
+								   : json_null());
+		json_object_set_new(go, "chunks_completed", json_integer((json_int_t)g->chunks));
+		if (g->state != GW_UP && g->error[0] != '\0')
+			json_object_set_new(go, "error", json_string(g->error));
+		json_array_append_new(gws, go);
+	}
+	for (int i = 0; i < m->d->n_jobs; i++) {
+		const struct deploy_job *dj = &m->d->jobs[i];
+		const struct job *j = &m->jobs[i];
+		const struct jobplan *jp = j->live;
+		json_t *jo = json_pack("{s:I,s:s,s:s,s:I}", "job", (json_int_t)dj->id, "algorithm",
+				       deploy_algo_name(dj->algo), "dtype",
+				       table_dtype_name(dj->dtype), "elements",
+				       (json_int_t)dj->elements);
+		json_t *trees = json_array(), *members = json_array();
+
+		json_object_set_new(jo, "epoch", jp != NULL ? json_integer(j->live_epoch)
+							    : json_null());
+		json_object_set_new(jo, "state", json_string(jp == NULL ? "not installed" :
+							     j->dirty || j->retry_in > 0 ?
+							     "live, re-planning" : "live"));
+		if (jp != NULL) {
+			for (int v = 0; v < jp->n_nodes; v++)
+				if (jp->tables[v] != NULL)
+					json_array_append_new(members, json_string(node_id(m, v)));
+			json_object_set_new(jo, "live_for_s", json_real((double)(t - j->live_since) /
+									 1e3));
+			json_object_set_new(jo, "workers", json_integer(jp->n_workers));
+			json_object_set_new(jo, "rate_gbps", json_real(plan_total_rate(jp->plan)));
+			json_object_set_new(jo, "predicted_seconds",
+					    json_real(jp->plan->allreduce_seconds));
+			for (int k = 0; k < jp->plan->n_trees; k++) {
+				const struct plan_tree *tr = &jp->plan->trees[k];
+				/* The dataplanes count per lcore, not per tree: the measured
+				 * rate of a tree is not known; the root's receive rate is the
+				 * nearest counter. */
+				const struct gw *rg = &m->gws[jp->node_of[tr->root]];
+
+				json_array_append_new(trees, json_pack(
+					"{s:i,s:s,s:f,s:f,s:f,s:o}", "tree", k, "root",
+					jp->topo->nodes[tr->root].id, "rate_gbps", tr->rate_gbps,
+					"share", tr->share, "height_ms",
+					plan_tree_height_ms(jp->topo, tr), "root_rx_gbps",
+					rg->rx_gbps >= 0 ? json_real(rg->rx_gbps) : json_null()));
+			}
+		}
+		json_object_set_new(jo, "gateways", members);
+		json_object_set_new(jo, "trees", trees);
+		if (j->error[0] != '\0')
+			json_object_set_new(jo, "error", json_string(j->error));
+		json_array_append_new(jobs, jo);
+	}
+	json_object_set_new(o, "gateways", gws);
+	json_object_set_new(o, "jobs", jobs);
+	return o;
+}
+
+static json_t *
+handle(struct dmn *m, const json_t *req)
+{
+	char err[CTL_ERR_MAX];
+	const char *op = NULL;
+	uint32_t id = 0, job = 0;
+	json_t *r;
+	int rc = ctl_request_check(req, &id, &op, err, sizeof(err));
+
+	if (rc != 0)
+		return ctl_reply_error(ctl_request_id(req, &id), id, -rc, "%s", err);
+	if (strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 || strcmp(op, "status") == 0) {
+		json_t *res = strcmp(op, "status") == 0 ? status_json(m) :
+			      strcmp(op, "version") == 0 ?
+			      json_pack("{s:s,s:i}", "program", PROG, "protocol",
+					CTL_PROTOCOL_VERSION) : json_object();
+
+		rc = ctl_args_unpack(req, err, sizeof(err), "{}");
+		r = rc == 0 ? ctl_reply_ok(id) : ctl_reply_error(true, id, EINVAL, "%s", err);
+		if (rc == 0 && r != NULL)
+			json_object_update(r, res);
+		json_decref(res);
+		return r;
+	}
+	if (strcmp(op, "replan") == 0) {
+		bool one = json_object_get(req, "job") != NULL;
+
+		if (ctl_args_unpack(req, err, sizeof(err), "{s?u}", "job", &job) != 0)
+			return ctl_reply_error(true, id, EINVAL, "%s", err);
+		r = json_array();
+		for (int i = 0; i < m->d->n_jobs; i++) {
+			if (one && m->d->jobs[i].id != job)
+				continue;
+			m->jobs[i].dirty = true;
+			snprintf(m->jobs[i].reason, sizeof(m->jobs[i].reason), "replan requested");
+			json_array_append_new(r, json_integer(m->d->jobs[i].id));
+		}
+		if (json_array_size(r) == 0) {
+			json_decref(r);
+			return ctl_reply_error(true, id, ENOENT, "field 'job': no job %u", job);
+		}
+		json_t *ok = ctl_reply_ok(id);
+
+		json_object_set_new(ok, "jobs", r);
+		return ok;
+	}
+	return ctl_reply_error(true, id, EOPNOTSUPP, "field 'op': unknown op '%s'", op);
+}
+
+/* Answer every complete request of client c; false when the connection must close. */
+static bool
+serve_client(struct dmn *m, struct ctl_conn *c)
+{
+	char err[CTL_ERR_MAX];
+	json_t *req, *resp;
+	int rc;
+
+	for (;;) {
+		rc = ctl_conn_read(c, &req, err, sizeof(err));
+		if (rc == 0)
+			return true;
+		if (rc == -EBADMSG) {
+			resp = ctl_reply_error(false, 0, EBADMSG, "invalid message: %s", err);
+		} else if (rc < 0) {
+			return false;
+		} else {
+			resp = handle(m, req);
+			json_decref(req);
+		}
+		rc = resp == NULL ? -ENOMEM : ctl_send(c->fd, resp);
+		json_decref(resp);
+		if (rc != 0)
+			return false;
+	}
+}
+
+static void
+accept_clients(struct dmn *m)
+{
+	for (;;) {
+		int fd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		if (m->n_clients == DAEMON_CLIENTS_MAX) {
+			control_log("control socket: %d clients connected, refusing another",
+				    DAEMON_CLIENTS_MAX);
+			close(fd);
+			continue;
+		}
+		ctl_conn_init(&m->clients[m->n_clients++], fd);
+	}
+}
+
+/* Wait for clients or a signal until deadline (monotonic ms), serving what comes. */
+static void
+wait_until(struct dmn *m, int64_t deadline)
+{
+	struct pollfd pfd[DAEMON_CLIENTS_MAX + 2];
+	int64_t left;
+
+	while (!m->stop && (left = deadline - now_ms()) > 0) {
+		int n = m->n_clients;
+
+		pfd[0] = (struct pollfd){ .fd = m->sfd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = m->lfd, .events = POLLIN };
+		for (int i = 0; i < n; i++)
+			pfd[i + 2] = (struct pollfd){ .fd = m->clients[i].fd, .events = POLLIN };
+		if (poll(pfd, (nfds_t)n + 2, (int)left) <= 0)
+			continue;
+		if (pfd[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(m->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				control_log("stopping on %s", strsignal((int)si.ssi_signo));
+			m->stop = true;
+			return;
+		}
+		for (int i = n - 1; i >= 0; i--) {
+			if (pfd[i + 2].revents == 0 || serve_client(m, &m->clients[i]))
+				continue;
+			ctl_conn_fini(&m->clients[i]);
+			m->clients[i] = m->clients[--m->n_clients];
+		}
+		if (pfd[1].revents & POLLIN)
+			accept_clients(m);
+		install_due(m); /* a replan request */
+	}
+}
+
+/* ---- start and stop ------------------------------------------------------------------ */
+
+static int
+setup(struct dmn *m, sigset_t *old)
+{
+	sigset_t set;
+	int n = m->d->topo->n_nodes, rc;
+
+	m->gws = calloc((size_t)n, sizeof(*m->gws));
+	m->jobs = calloc((size_t)m->d->n_jobs, sizeof(*m->jobs));
+	if (m->gws == NULL || m->jobs == NULL) {
+		control_log("cannot start: out of memory");
+		return -ENOMEM;
+	}
+	for (int v = 0; v < n; v++) {
+		install_gw_init(&m->gws[v].conn, node_id(m, v), m->d->gateways[v].socket);
+		m->gws[v].last_ok = -1;
+		m->gws[v].sample_at = -1;
+		m->gws[v].rx_gbps = m->gws[v].tx_gbps = -1;
+	}
+	for (int i = 0; i < m->d->n_jobs; i++)
+		m->jobs[i].next_epoch = 1;
+	mark_all_dirty(m, "start");
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &set, old) != 0 ||
+	    (m->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+		rc = -errno;
+		control_log("cannot start: signals: %s", strerror(-rc));
+		return rc;
+	}
+	rc = ctl_listen(m->o->socket);
+	if (rc < 0) {
+		control_log("%s: cannot listen: %s", m->o->socket, strerror(-rc));
+		return rc;
+	}
+	m->lfd = rc;
+	return 0;
+}
+
+int
+daemon_run(const struct deploy *d, const struct daemon_opts *o)
+{
+	struct dmn m = { .d = d, .o = o, .lfd = -1, .sfd = -1, .started = now_ms() };
+	sigset_t old;
+	int rc;
+
+	sigprocmask(SIG_BLOCK, NULL, &old);
+	rc = setup(&m, &old);
+
+	if (rc == 0) {
+		control_log("started: deployment %s, topology %s (%d sites), %d job%s, heartbeat "
+			    "%d ms, failed after %d missed, socket %s", d->path, d->topo->name,
+			    d->topo->n_nodes, d->n_jobs, d->n_jobs == 1 ? "" : "s",
+			    o->heartbeat_ms, o->fail_after, o->socket);
+		while (!m.stop) {
+			int64_t next = now_ms() + o->heartbeat_ms;
+
+			heartbeat_all(&m);
+			for (int i = 0; i < d->n_jobs; i++)
+				if (m.jobs[i].retry_in > 0 && --m.jobs[i].retry_in == 0)
+					m.jobs[i].dirty = true;
+			install_due(&m);
+			wait_until(&m, next);
+		}
+		control_log("stopped; the dataplanes keep their live epochs");
+	}
+	for (int i = 0; i < m.n_clients; i++)
+		ctl_conn_fini(&m.clients[i]);
+	if (m.lfd >= 0) {
+		close(m.lfd);
+		unlink(o->socket);
+	}
+	if (m.sfd >= 0)
+		close(m.sfd);
+	for (int v = 0; m.gws != NULL && v < d->topo->n_nodes; v++)
+		install_gw_close(&m.gws[v].conn);
+	for (int i = 0; m.jobs != NULL && i < d->n_jobs; i++)
+		jobplan_free(m.jobs[i].live);
+	free(m.jobs);
+	free(m.gws);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}

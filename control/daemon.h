@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The georeduce-control daemon (docs/DEPLOYMENT.md, docs/CONTROL.md): one thread that
+ *  - heartbeats every gateway (`ping`, then `stats`) every heartbeat interval; a gateway
+ *    whose socket is gone, or that misses fail_after heartbeats in a row, is down; one that
+ *    answers again is up;
+ *  - plans every job over the gateways that are up, compiles their tables and installs a
+ *    new epoch in two phases (install.h) at start and whenever the set of gateways that are
+ *    up changes;
+ *  - answers `status`, `replan`, `ping` and `version` on its own control socket (the
+ *    framing of lib/ctlmsg.h);
+ *  - logs one line per event on stderr, with a timestamp;
+ *  - stops on SIGINT or SIGTERM, leaving every dataplane on its live epoch.
+ * No DPDK.
+ */
+#ifndef GEOREDUCE_DAEMON_H
+#define GEOREDUCE_DAEMON_H
+
+#include "deploy.h"
+
+#define DAEMON_SOCKET_DEFAULT "/run/georeduce/control.sock"
+#define DAEMON_HEARTBEAT_MS_DEFAULT 1000
+#define DAEMON_FAIL_AFTER_DEFAULT 3
+#define DAEMON_TIMEOUT_MS_DEFAULT 2000
+/** After a gateway rejected a table, the job is tried again after this many heartbeats,
+ * twice as many after each further rejection, up to DAEMON_RETRY_MAX_HEARTBEATS. */
+#define DAEMON_RETRY_HEARTBEATS 10
+#define DAEMON_RETRY_MAX_HEARTBEATS 640
+/** Clients of the daemon's socket served at once; more wait in the listen backlog. */
+#define DAEMON_CLIENTS_MAX 16
+
+struct daemon_opts {
+	const char *socket;      /* the daemon's own control socket */
+	int heartbeat_ms;        /* heartbeat interval, >= 10 */
+	int fail_after;          /* missed heartbeats in a row that fail a gateway, >= 1 */
+	int timeout_ms;          /* how long one call to a dataplane may take */
+};
+
+/**
+ * Run the daemon on deployment d until SIGINT or SIGTERM (blocked in the calling thread and
+ * received through a signalfd). Caller: main, once.
+ *
+ * @return  0 after a clean stop, or a negative errno if it could not start (its socket is
+ *          in use, ...), after logging why.
+ */
+int daemon_run(const struct deploy *d, const struct daemon_opts *o);
+
+/** Log one line on stderr: "YYYY-MM-DDTHH:MM:SS.mmmZ georeduce-control: MESSAGE". */
+void control_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

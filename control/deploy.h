@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Deployments: what georeduce-control runs, read from `georeduce-deployment/1` JSON
+ * (docs/DEPLOYMENT.md): a topology, the gateway of every topology node (its sender id,
+ * data-plane address and UDP ports, and the control socket of its dataplane), and the jobs
+ * with their algorithm, tensor and workers.
+ *
+ * The parser is strict like the table parser: unknown fields and duplicate keys are
+ * rejected, integers are range-checked, and every error is one line naming the file and
+ * the field ("deploy.json: field 'jobs[0].workers[2].ipv4': ..."), or the file, line and
+ * column for JSON syntax. A deployment is immutable once loaded. Control side only; no
+ * DPDK.
+ */
+#ifndef GEOREDUCE_DEPLOY_H
+#define GEOREDUCE_DEPLOY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "table.h"
+#include "topo.h"
+
+#define DEPLOY_FORMAT "georeduce-deployment/1"
+/** Longest message deploy_parse() and deploy_load() write into their error buffer. */
+#define DEPLOY_ERR_MAX 768
+/** Jobs of one deployment: what one dataplane holds at once. */
+#define DEPLOY_JOBS_MAX 16
+/** Bytes of a control socket path, without the NUL (sockaddr_un.sun_path holds 108). */
+#define DEPLOY_SOCKET_MAX 107
+/** Longest path of a deployment or topology file. */
+#define DEPLOY_PATH_MAX 4095
+/** Defaults of the optional fields. */
+#define DEPLOY_DEFAULT_MTU 1500
+#define DEPLOY_DEFAULT_MAX_TREES 10
+#define DEPLOY_DEFAULT_RING_SECONDS 0.5
+
+/** How a job's gradients flow. */
+enum deploy_algo {
+	DEPLOY_ALGO_MTREE = 1,       /* mTree: several height-bounded trees (control/planner) */
+	DEPLOY_ALGO_RING = 2,        /* the best ring, run as one chain tree per member */
+	DEPLOY_ALGO_SINGLE_TREE = 3, /* the maximum-bottleneck spanning tree */
+};
+
+/** The gateway of one topology node. */
+struct deploy_gateway {
+	uint16_t id;                 /* sender id, 1 .. TABLE_ID_MAX, unique */
+	uint32_t ipv4;               /* data-plane address, host order, unicast, unique */
+	uint16_t base_port;          /* first UDP port of the steering range */
+	uint16_t ports;              /* ports of the steering range */
+	char socket[DEPLOY_SOCKET_MAX + 1]; /* its dataplane's control socket (resolved) */
+};
+
+/** One worker of a job. */
+struct deploy_worker {
+	int node;                    /* topology node index of its site */
+	struct table_worker w;       /* id, address, UDP port */
+};
+
+/** One job. */
+struct deploy_job {
+	uint32_t id;
+	enum deploy_algo algo;
+	/* mtree options (docs/PLANNER.md) */
+	int max_trees;               /* 0: any number */
+	double max_height_ms;        /* 0: no limit */
+	double min_rate_gbps;        /* 0: none */
+	double rho;                  /* 0: no ITH search */
+	bool paper;                  /* GBST candidates only */
+	/* ring option */
+	double ring_seconds;         /* local search time limit */
+	/* the tensor */
+	enum table_dtype dtype;
+	uint64_t elements;
+	uint32_t mtu;                /* IP MTU of every path of the job */
+	uint32_t chunk_bytes;        /* payload bytes per chunk (default from mtu) */
+	uint32_t slots_min, slots_max; /* slot formula floor and cap (0: the defaults) */
+	int n_workers;
+	struct deploy_worker *workers; /* in file order */
+};
+
+struct deploy {
+	char path[DEPLOY_PATH_MAX + 1];  /* the file it was read from ("<string>" if none) */
+	char topology_src[DEPLOY_PATH_MAX + 1]; /* the topology's file, or "inline" */
+	struct topo *topo;
+	struct deploy_gateway *gateways; /* topo->n_nodes entries, by node index */
+	int n_jobs;
+	struct deploy_job *jobs;
+};
+
+/**
+ * Parse a `georeduce-deployment/1` document.
+ *
+ * @param text  NUL-terminated JSON.
+ * @param src   The file's path: used in messages and as the base of relative topology
+ *              and socket paths (NULL: "<string>", relative to the working directory).
+ * @param err   Receives one line: "SRC:LINE:COLUMN: invalid JSON: ..." for syntax errors,
+ *              "SRC: field 'gateways[1].id': ..." for everything else.
+ * @return      The deployment (free with deploy_free()), or NULL with err filled and errno
+ *              EINVAL (ENOMEM when out of memory).
+ */
+struct deploy *deploy_parse(const char *text, const char *src, char *err, size_t errlen);
+
+/** Read a file and deploy_parse() it. NULL with err on failure. */
+struct deploy *deploy_load(const char *path, char *err, size_t errlen);
+
+/** Free a deployment. NULL is a no-op. */
+void deploy_free(struct deploy *d);
+
+/** "mtree", "ring", "single-tree", or NULL. */
+const char *deploy_algo_name(enum deploy_algo a);
+
+/** Number of workers job j has at node v. */
+int deploy_job_workers_at(const struct deploy_job *j, int v);
+
+#endif

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Talking to the gateways' dataplanes (docs/CONTROL.md) and installing one epoch of one
+ * job on all of them in two phases (docs/DEPLOYMENT.md, "Installing an epoch"):
+ *
+ *  1. `prepare` the gateway's table on every gateway of the epoch, in order. The first
+ *     gateway that rejects its table or does not answer ends the attempt: nothing is
+ *     activated anywhere and the job stays on its previous epoch. Tables already staged on
+ *     other gateways stay staged, unused, until a later `prepare` of a newer epoch of the
+ *     job replaces them (a dataplane holds one staged table per job), so no `remove` is
+ *     needed and a failed attempt never disturbs the live epoch.
+ *  2. Only when every gateway prepared: `activate` on every gateway, in the same order.
+ *     Activation is not atomic across gateways; see the guarantee in docs/DEPLOYMENT.md.
+ *     A gateway that fails to activate is reported; the others still activate, so the
+ *     gateways left on the previous epoch are exactly the failed ones, and the caller
+ *     installs the next epoch without them.
+ *
+ * Control side, one thread per struct install_gw at a time. No DPDK.
+ */
+#ifndef GEOREDUCE_INSTALL_H
+#define GEOREDUCE_INSTALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "ctlmsg.h"
+#include "table.h"
+
+/** A connection to one dataplane's control socket, opened on first use. */
+struct install_gw {
+	const char *name;        /* for messages: the topology node id */
+	const char *socket;      /* the dataplane's control socket */
+	int fd;                  /* the connection, or -1 */
+};
+
+/** Initialise gw for the socket at path (nothing is connected yet). */
+void install_gw_init(struct install_gw *gw, const char *name, const char *path);
+
+/** Close gw's connection, if any. */
+void install_gw_close(struct install_gw *gw);
+
+/**
+ * One call on gw's dataplane: connect if needed, then ctl_call(). On a transport failure
+ * (cannot connect, timeout, broken frame, peer gone) the connection is closed, so that the
+ * next call reconnects.
+ *
+ * @param args  Op arguments or NULL; the reference is stolen.
+ * @param err   Receives one line on failure ("SOCKET: cannot connect: ..." and the like).
+ * @return      The response (a new reference; check "ok"), or NULL with errno set and err
+ *              filled: the dataplane did not answer.
+ */
+json_t *install_call(struct install_gw *gw, const char *op, json_t *args, int timeout_ms,
+		     char *err, size_t errlen);
+
+/**
+ * Whether resp is a success response; if not, err receives "OP: ERROR (strerror)" and
+ * *errnum the response's errno (EBADMSG for a response without one).
+ */
+bool install_resp_ok(const json_t *resp, const char *op, int *errnum, char *err,
+		     size_t errlen);
+
+/** What install_epoch() did. */
+struct install_report {
+	int n_prepared;          /* gateways that acknowledged prepare */
+	int n_activated;         /* gateways that acknowledged activate */
+	int failed;              /* index of the first gateway that failed, -1 if none */
+	int n_failed;            /* gateways that failed (at most one in phase 1) */
+	int phase;               /* 1 prepare, 2 activate, 0 no failure */
+	bool no_answer;          /* the first failure was no answer (not a rejection) */
+	int errnum;              /* its errno */
+	char error[CTL_ERR_MAX + 64]; /* its one-line message */
+	bool *activate_failed;   /* if not NULL (n entries): set for every gateway whose
+				  * activate failed */
+};
+
+/**
+ * Install epoch `epoch` of job `job` on n gateways: tables[i] goes to gws[i] (every table
+ * must carry that job and epoch). Two phases as described above.
+ *
+ * @return  0 (every gateway runs the epoch), -ECANCELED (a prepare failed: no gateway
+ *          activated; the job stays on its previous epoch), -EIO (every gateway prepared
+ *          but some activate failed: rep says which), -EINVAL (bad arguments), -ENOMEM.
+ */
+int install_epoch(struct install_gw *gws, struct table *const *tables, int n, uint32_t job,
+		  uint32_t epoch, int timeout_ms, struct install_report *rep);
+
+#endif

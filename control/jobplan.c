@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Planning one job for one epoch and compiling its tables (jobplan.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "baselines.h"
+#include "graph.h"
+#include "jobplan.h"
+#include "jsonutil.h"
+#include "mtree.h"
+#include "plan_common.h"
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* A one-line message; returns rc (a negative errno). */
+static int
+fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	json_util_vfail(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* ---- the ring as chain trees --------------------------------------------------------- */
+
+/* Fill parent[] with the chain seq[first], seq[first + step], ... (len nodes, indices
+ * modulo n_seq), each node's parent the one before it; relay leaves pruned. */
+static void
+chain(const struct topo *t, const int *seq, int n_seq, int first, int step, int len,
+      int *parent)
+{
+	for (int v = 0; v < t->n_nodes; v++)
+		parent[v] = PLAN_ABSENT;
+	parent[seq[first]] = PLAN_ROOT;
+	for (int k = 1; k < len; k++) {
+		int cur = seq[((first + k * step) % n_seq + n_seq) % n_seq];
+		int prev = seq[((first + (k - 1) * step) % n_seq + n_seq) % n_seq];
+
+		parent[cur] = prev;
+	}
+	graph_prune_relay_leaves(t, parent);
+}
+
+struct plan *
+jobplan_ring_chains(const struct topo *t, double search_seconds, uint64_t bytes, char *err,
+		    size_t errlen)
+{
+	struct ring_plan rp = { 0 };
+	int n = t->n_nodes, n_seq = 0, rc;
+	int *seq = malloc(sizeof(int) * (size_t)n), *path = malloc(sizeof(int) * (size_t)n);
+	int *parents = NULL, *uses = calloc((size_t)(t->n_links > 0 ? t->n_links : 1),
+					    sizeof(int));
+	bool *seen = calloc((size_t)n, sizeof(bool));
+	struct plan *p = NULL;
+
+	errno = ENOMEM;
+	if (seq == NULL || path == NULL || uses == NULL || seen == NULL)
+		goto nomem;
+	rc = baseline_ring(t, search_seconds, &rp);
+	if (rc != 0) {
+		fail(err, errlen, rc, "ring: no ring found: %s", strerror(-rc));
+		errno = -rc;
+		goto out;
+	}
+	if (rp.m < 2) {
+		fail(err, errlen, -EINVAL, "ring: needs at least 2 worker sites");
+		errno = EINVAL;
+		goto out;
+	}
+	/* The ring as a walk of distinct nodes: for two members the route between them (the
+	 * way back is the same path), else the closed walk through every route. */
+	for (int i = 0; i < (rp.m == 2 ? 1 : rp.m); i++) {
+		int a = rp.order[i], b = rp.order[(i + 1) % rp.m];
+		int len = graph_route(t, a, b, path);
+
+		if (len < 2) {
+			fail(err, errlen, -ENOENT, "ring: no route from '%s' to '%s'", t->nodes[a].id,
+			     t->nodes[b].id);
+			errno = ENOENT;
+			goto out;
+		}
+		for (int k = 0; k < (rp.m == 2 ? len : len - 1); k++) {
+			if (seen[path[k]]) {
+				fail(err, errlen, -ENOENT, "ring: the route from '%s' to '%s' passes "
+				     "node '%s' twice, so the ring has no chain form; use mtree or "
+				     "single-tree", t->nodes[a].id, t->nodes[b].id,
+				     t->nodes[path[k]].id);
+				errno = ENOENT;
+				goto out;
+			}
+			seen[path[k]] = true;
+			seq[n_seq++] = path[k];
+		}
+	}
+	/* One chain per member: forward from it round the ring, or (two members) along the
+	 * path in the direction away from it. */
+	parents = malloc(sizeof(int) * (size_t)n * (size_t)rp.m);
+	p = plan_create("ring", t, rp.m);
+	if (parents == NULL || p == NULL)
+		goto nomem;
+	for (int i = 0, tr = 0; i < n_seq; i++) {
+		int *par = parents + (size_t)tr * (size_t)n;
+
+		if (t->nodes[seq[i]].workers == 0)
+			continue;
+		if (rp.m == 2)
+			chain(t, seq, n_seq, i, i == 0 ? 1 : -1, n_seq, par);
+		else
+			chain(t, seq, n_seq, i, 1, n_seq, par);
+		for (int v = 0; v < n; v++)
+			if (par[v] >= 0)
+				uses[topo_link_between(t, v, par[v])]++;
+		tr++;
+	}
+	for (int tr = 0; tr < rp.m; tr++) {
+		const int *par = parents + (size_t)tr * (size_t)n;
+		double rate = INFINITY;
+		int root = -1;
+
+		for (int v = 0; v < n; v++) {
+			if (par[v] == PLAN_ROOT)
+				root = v;
+			if (par[v] >= 0) {
+				int l = topo_link_between(t, v, par[v]);
+				double r = topo_link_duplex_gbps(t, l) / uses[l];
+
+				rate = r < rate ? r : rate;
+			}
+		}
+		rc = plan_add_tree(p, root, rate, par);
+		if (rc < 0) {
+			fail(err, errlen, rc, "ring: %s", strerror(-rc));
+			errno = -rc;
+			goto fail;
+		}
+	}
+	if (plan_shares_from_rates(p) != 0) {
+		fail(err, errlen, -EINVAL, "ring: every chain has rate 0");
+		errno = EINVAL;
+		goto fail;
+	}
+	for (int i = 0; i < p->n_trees; i++) {
+		struct plan_tree *tr = &p->trees[i];
+
+		tr->chunk_bytes = planner_chunk_bytes((uint64_t)(tr->share * (double)bytes),
+						      tr->rate_gbps, 0, 2 * plan_tree_depth(t, tr));
+	}
+	goto out;
+nomem:
+	fail(err, errlen, -ENOMEM, "ring: out of memory");
+	errno = ENOMEM;
+fail:
+	plan_free(p);
+	p = NULL;
+out:
+	ring_plan_fini(&rp);
+	free(parents);
+	free(seen);
+	free(uses);
+	free(path);
+	free(seq);
+	return p;
+}
+
+/* ---- planning a job ------------------------------------------------------------------ */
+
+/* The planning topology: nodes that are up, links between them, the job's worker counts. */
+static int
+planning_topo(const struct deploy *d, const struct deploy_job *j, const bool *up,
+	      struct jobplan *jp, char *err, size_t errlen)
+{
+	const struct topo *t = d->topo;
+	struct topo_node *nodes = malloc(sizeof(*nodes) * (size_t)t->n_nodes);
+	struct topo_link *links = malloc(sizeof(*links) * (size_t)(t->n_links + 1));
+	int *idx = malloc(sizeof(int) * (size_t)t->n_nodes);
+	int n = 0, nl = 0, workers = 0, rc = 0;
+	char terr[TOPO_ERR_MAX];
+
+	jp->node_of = malloc(sizeof(int) * (size_t)t->n_nodes);
+	if (nodes == NULL || links == NULL || idx == NULL || jp->node_of == NULL) {
+		rc = fail(err, errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int v = 0; v < t->n_nodes; v++) {
+		idx[v] = -1;
+		if (up != NULL && !up[v])
+			continue;
+		nodes[n] = t->nodes[v];
+		nodes[n].workers = deploy_job_workers_at(j, v);
+		workers += nodes[n].workers;
+		jp->node_of[n] = v;
+		idx[v] = n++;
+	}
+	for (int l = 0; l < t->n_links; l++) {
+		if (idx[t->links[l].a] < 0 || idx[t->links[l].b] < 0)
+			continue;
+		links[nl] = t->links[l];
+		links[nl].a = idx[t->links[l].a];
+		links[nl].b = idx[t->links[l].b];
+		nl++;
+	}
+	jp->n_workers = workers;
+	if (workers == 0) {
+		rc = fail(err, errlen, -ENOENT, "job %u: no worker at a gateway that is up", j->id);
+		goto out;
+	}
+	jp->topo = topo_create(t->name, n, nodes, nl, links, terr, sizeof(terr));
+	if (jp->topo == NULL)
+		rc = fail(err, errlen, errno == ENOMEM ? -ENOMEM : -EINVAL, "job %u: %s", j->id,
+			  terr);
+out:
+	free(idx);
+	free(links);
+	free(nodes);
+	return rc;
+}
+
+/* A job whose workers are all at one site: one tree of that site alone. */
+static struct plan *
+one_site(const struct topo *t, const struct deploy_job *j, uint64_t bytes)
+{
+	int *parent = malloc(sizeof(int) * (size_t)t->n_nodes);
+	struct plan *p = plan_create(deploy_algo_name(j->algo), t, 1);
+	int root = 0;
+
+	if (parent == NULL || p == NULL)
+		goto fail;
+	for (int v = 0; v < t->n_nodes; v++) {
+		parent[v] = PLAN_ABSENT;
+		if (t->nodes[v].workers > 0)
+			root = v;
+	}
+	parent[root] = PLAN_ROOT;
+	if (plan_add_tree(p, root, t->nodes[root].lan_gbps * t->nodes[root].workers, parent) < 0 ||
+	    plan_shares_from_rates(p) != 0)
+		goto fail;
+	p->trees[0].chunk_bytes = bytes > 0 ? bytes : 1;
+	free(parent);
+	return p;
+fail:
+	free(parent);
+	plan_free(p);
+	errno = ENOMEM;
+	return NULL;
+}
+
+static int
+plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errlen)
+{
+	const struct topo *t = jp->topo;
+	uint64_t bytes = j->elements * table_dtype_size(j->dtype);
+	char perr[JOBPLAN_ERR_MAX];
+	int rc;
+
+	if (topo_worker_sites(t) == 1) {
+		jp->plan = one_site(t, j, bytes);
+	} else if (j->algo == DEPLOY_ALGO_MTREE) {
+		struct mtree_opts o = MTREE_OPTS_DEFAULT;
+
+		o.max_trees = j->max_trees;
+		o.max_height_ms = j->max_height_ms;
+		o.min_rate_gbps = j->min_rate_gbps;
+		o.rho = j->rho;
+		o.paper_only = j->paper;
+		o.bytes = bytes;
+		o.window = 0;
+		jp->plan = mtree_plan(t, &o, NULL, perr, sizeof(perr));
+	} else if (j->algo == DEPLOY_ALGO_RING) {
+		jp->plan = jobplan_ring_chains(t, j->ring_seconds, bytes, perr, sizeof(perr));
+	} else {
+		jp->plan = baseline_single_tree(t, bytes, 0);
+		snprintf(perr, sizeof(perr), "single-tree: %s", strerror(errno));
+	}
+	if (jp->plan == NULL) {
+		rc = errno == ENOMEM ? -ENOMEM : errno == EIO ? -EIO : -ENOENT;
+		return fail(err, errlen, rc, "job %u: %s", j->id, perr);
+	}
+	rc = plan_validate(t, jp->plan, j->algo == DEPLOY_ALGO_MTREE ? j->max_height_ms : 0, perr,
+			   sizeof(perr));
+	if (rc != 0)
+		return fail(err, errlen, rc, "job %u: the %s plan is invalid: %s", j->id,
+			    deploy_algo_name(j->algo), perr);
+	rc = plan_predict(t, jp->plan, bytes, 0);
+	if (rc != 0)
+		return fail(err, errlen, rc, "job %u: prediction failed: %s", j->id, strerror(-rc));
+	return 0;
+}
+
+static int
+compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_job *j,
+	       char *err, size_t errlen)
+{
+	int n = jp->topo->n_nodes, rc = 0;
+	struct table_deploy_node *dn = calloc((size_t)n, sizeof(*dn));
+	struct table_worker *ws = malloc(sizeof(*ws) * (size_t)j->n_workers);
+	struct table_deploy td = {
+		.n_nodes = n,
+		.nodes = dn,
+		.elements = j->elements,
+		.dtype = j->dtype,
+		.chunk_bytes = j->chunk_bytes,
+		.slots_min = j->slots_min,
+		.slots_max = j->slots_max,
+	};
+	char terr[TABLE_ERR_MAX];
+	int k = 0;
+
+	if (dn == NULL || ws == NULL) {
+		rc = fail(err, errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct deploy_gateway *g = &d->gateways[jp->node_of[i]];
+
+		dn[i].gateway_id = g->id;
+		dn[i].ipv4 = g->ipv4;
+		dn[i].base_port = g->base_port;
+		dn[i].ports = g->ports;
+		dn[i].workers = ws + k;
+		for (int w = 0; w < j->n_workers; w++)
+			if (j->workers[w].node == jp->node_of[i])
+				ws[k++] = j->workers[w].w;
+		dn[i].n_workers = (int)(ws + k - dn[i].workers);
+	}
+	for (int i = 0; i < n; i++) {
+		struct table *tb = table_compile(jp->topo, jp->plan, &td, i, j->id, jp->epoch, terr,
+						 sizeof(terr));
+
+		if (tb == NULL) {
+			rc = fail(err, errlen, errno == ENOMEM ? -ENOMEM : errno == E2BIG ? -E2BIG
+				  : -EINVAL, "job %u: gateway of node '%s': %s", j->id,
+				  jp->topo->nodes[i].id, terr);
+			goto out;
+		}
+		jp->tables[jp->node_of[i]] = tb;
+		jp->n_tables++;
+	}
+out:
+	free(ws);
+	free(dn);
+	return rc;
+}
+
+int
+jobplan_build(const struct deploy *d, int ji, const bool *up, uint32_t epoch,
+	      struct jobplan **out, char *err, size_t errlen)
+{
+	const struct deploy_job *j = &d->jobs[ji];
+	struct jobplan *jp = calloc(1, sizeof(*jp));
+	int rc;
+
+	if (jp == NULL)
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	jp->job = j;
+	jp->epoch = epoch;
+	jp->n_nodes = d->topo->n_nodes;
+	jp->tables = calloc((size_t)jp->n_nodes, sizeof(*jp->tables));
+	rc = jp->tables == NULL ? fail(err, errlen, -ENOMEM, "out of memory") : 0;
+	if (rc == 0)
+		rc = planning_topo(d, j, up, jp, err, errlen);
+	if (rc == 0)
+		rc = plan_job(jp, j, err, errlen);
+	if (rc == 0)
+		rc = compile_tables(jp, d, j, err, errlen);
+	if (rc != 0) {
+		jobplan_free(jp);
+		return rc;
+	}
+	*out = jp;
+	return 0;
+}
+
+void
+jobplan_free(struct jobplan *jp)
+{
+	if (jp == NULL)
+		return;
+	for (int v = 0; jp->tables != NULL && v < jp->n_nodes; v++)
+		table_free(jp->tables[v]);
+	free(jp->tables);
+	plan_free(jp->plan);
+	topo_free(jp->topo);
+	free(jp->node_of);
+	free(jp);
+}
+
+char *
+jobplan_summary(const struct jobplan *jp, char *buf, size_t len)
+{
+	const struct plan *p = jp->plan;
+	char size[32];
+	size_t off;
+
+	plan_fmt_bytes(size, sizeof(size), (double)p->bytes);
+	off = (size_t)snprintf(buf, len, "%s: %d tree%s, %.3f Gbit/s, predicted %.3f s for %s, "
+			       "%d workers at %d gateways", deploy_algo_name(jp->job->algo),
+			       p->n_trees, p->n_trees == 1 ? "" : "s", plan_total_rate(p),
+			       p->allreduce_seconds, size, jp->n_workers, jp->n_tables);
+	for (int i = 0; i < p->n_trees && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s tree %d root %s %.3f Gbit/s share "
+					"%.3f height %.1f ms", i == 0 ? ";" : ",", i,
+					jp->topo->nodes[p->trees[i].root].id, p->trees[i].rate_gbps,
+					p->trees[i].share,
+					plan_tree_height_ms(jp->topo, &p->trees[i]));
+	return buf;
+}
+
+/* A node id as a file name part: anything but [A-Za-z0-9._-] becomes '_'. */
+static void
+file_part(const char *id, char *out, size_t len)
+{
+	size_t i;
+
+	for (i = 0; id[i] != '\0' && i + 1 < len; i++) {
+		char ch = id[i];
+
+		out[i] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			 (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' ? ch : '_';
+	}
+	out[i] = '\0';
+	if (strcmp(out, ".") == 0 || strcmp(out, "..") == 0)
+		out[0] = '_';
+}
+
+static int
+write_file(const char *path, const void *obj, bool is_plan, const struct topo *t, char *err,
+	   size_t errlen)
+{
+	FILE *f = fopen(path, "w");
+	int rc;
+
+	if (f == NULL)
+		return fail(err, errlen, -errno, "%s: cannot create: %s", path, strerror(errno));
+	rc = is_plan ? plan_write(t, obj, f) : table_write(obj, f);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	if (rc != 0)
+		return fail(err, errlen, rc, "%s: write error: %s", path, strerror(-rc));
+	return 0;
+}
+
+int
+jobplan_write(const struct jobplan *jp, const struct deploy *d, const char *dir, char *err,
+	      size_t errlen)
+{
+	char path[DEPLOY_PATH_MAX + 1], part[TOPO_ID_MAX + 1];
+	int rc;
+
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+		return fail(err, errlen, -errno, "%s: cannot create: %s", dir, strerror(errno));
+	snprintf(path, sizeof(path), "%s/job-%u-plan.json", dir, jp->job->id);
+	rc = write_file(path, jp->plan, true, jp->topo, err, errlen);
+	for (int v = 0; rc == 0 && v < jp->n_nodes; v++) {
+		if (jp->tables[v] == NULL)
+			continue;
+		file_part(d->topo->nodes[v].id, part, sizeof(part));
+		snprintf(path, sizeof(path), "%s/job-%u-%s.json", dir, jp->job->id, part);
+		rc = write_file(path, jp->tables[v], false, NULL, err, errlen);
+	}
+	return rc;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Planning one job of a deployment for one epoch: the planning topology (the deployment's
+ * topology without the gateways that are down, each site's worker count being the job's
+ * workers there), the plan of the job's algorithm (mTree, the ring run as chain trees, or
+ * the single tree), its predicted AllReduce time, and the compiled georeduce-table/1 of
+ * every gateway that is up.
+ *
+ * Control side, single-threaded: the planner library keeps no global state, so jobs are
+ * planned one after another. No DPDK.
+ */
+#ifndef GEOREDUCE_JOBPLAN_H
+#define GEOREDUCE_JOBPLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "deploy.h"
+#include "plan.h"
+#include "table.h"
+#include "topo.h"
+
+/** Longest message jobplan_build() writes into its error buffer. */
+#define JOBPLAN_ERR_MAX 768
+
+/** One job planned for one epoch. */
+struct jobplan {
+	const struct deploy_job *job;   /* borrowed from the deployment */
+	uint32_t epoch;
+	struct topo *topo;              /* the planning topology */
+	int *node_of;                   /* planning node -> deployment node (topo->n_nodes) */
+	struct plan *plan;              /* over topo; plan->allreduce_seconds predicted */
+	int n_nodes;                    /* the deployment's node count */
+	struct table **tables;          /* by deployment node; NULL where the gateway is down */
+	int n_tables;                   /* gateways in the epoch */
+	int n_workers;                  /* the job's workers at gateways that are up */
+};
+
+/**
+ * Plan job d->jobs[ji] at epoch `epoch` over the nodes whose up[v] is true (NULL: all),
+ * then compile the table of every gateway that is up (nodes in no tree get an empty table).
+ * Workers at nodes that are down leave the job.
+ *
+ * @param out  Receives the plan (free with jobplan_free()).
+ * @param err  Receives one line on failure.
+ * @return     0, -ENOENT (no worker of the job is at a node that is up, or the algorithm
+ *             found no plan; err says why), -EINVAL (the planning topology or the plan is
+ *             rejected, e.g. worker sites not connected), -E2BIG (a table limit), -ENOMEM,
+ *             -EIO (solver failure).
+ */
+int jobplan_build(const struct deploy *d, int ji, const bool *up, uint32_t epoch,
+		  struct jobplan **out, char *err, size_t errlen);
+
+/** Free a job plan and its tables. NULL is a no-op. */
+void jobplan_free(struct jobplan *jp);
+
+/**
+ * One line describing the plan: algorithm, trees, aggregate rate, predicted time, and
+ * per tree its root, rate and share ("mtree: 3 trees, 14.2 Gbit/s, predicted 0.61 s for
+ * 64.00 MiB; tree 0 root a 6.0 Gbit/s share 0.42, ..."). Returns buf.
+ */
+char *jobplan_summary(const struct jobplan *jp, char *buf, size_t len);
+
+/**
+ * Write every table of the plan as DIR/job-J-GATEWAY.json (GATEWAY the topology node id)
+ * and the plan as DIR/job-J-plan.json. Returns 0 or a negative errno with err filled.
+ */
+int jobplan_write(const struct jobplan *jp, const struct deploy *d, const char *dir,
+		  char *err, size_t errlen);
+
+/**
+ * A tree plan for the ring baseline: the best ring over the worker sites (baseline_ring())
+ * as one chain tree per member, rooted at that member and running once round the ring
+ * (routes between consecutive members through relays as latency-shortest paths; relay
+ * leaves pruned). Each tree gets the largest rate such that every link stays within its
+ * duplex capacity when all chains run at once; shares follow rates. This is the ring's
+ * reduce-scatter and all-gather, done by tree aggregation. The plan's algorithm is "ring".
+ *
+ * @return  The plan, or NULL with err filled and errno ENOENT (a route would visit a node
+ *          twice, so the ring has no chain form), EINVAL or ENOMEM.
+ */
+struct plan *jobplan_ring_chains(const struct topo *t, double search_seconds, uint64_t bytes,
+				 char *err, size_t errlen);
+
+#endif

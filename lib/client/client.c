@@ -1,0 +1,1081 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * libgeoreduce: the worker side of docs/PROTOCOL.md over one kernel UDP socket.
+ *
+ * One gr_allreduce() call is a loop of four steps: fill the send window with first
+ * transmissions, run the timers of the chunks in flight (section 10), flush the transmit
+ * batch with one sendmmsg(), read what arrived with one recvmmsg() and apply it. When a pass
+ * did nothing, the loop sleeps in ppoll() until a packet, the earliest timer, the progress
+ * interval or the deadline. Payloads go out straight from the caller's buffer (an iovec
+ * behind a 54-byte header) and results are copied into it once validated; everything else
+ * lives in the client, allocated at creation: one 16-byte record per chunk, the batch
+ * headers and RX_BATCH receive buffers. Nothing is allocated per call or per packet.
+ *
+ * The window is a span: chunk i is sent only once every chunk before i - window has its
+ * result, so the chunks in flight of a tree never collide in the gateway's slot pool
+ * (slot = chunk & (slots - 1)) when the window is at most the pool.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "georeduce.h"
+#include "halffloat.h"
+#include "jsonutil.h"
+#include "table.h"
+#include "wire.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "libgeoreduce sends payloads as they are in memory: little-endian hosts only"
+#endif
+
+static_assert((int)GR_DTYPE_FP32 == (int)WIRE_DTYPE_FP32, "dtype codes agree");
+static_assert((int)GR_DTYPE_FP16 == (int)WIRE_DTYPE_FP16, "dtype codes agree");
+static_assert((int)GR_DTYPE_BF16 == (int)WIRE_DTYPE_BF16, "dtype codes agree");
+static_assert(GR_TREES_MAX == TABLE_TREES_MAX, "a table's trees fit a configuration");
+
+#define TX_BATCH 64                             /* packets per sendmmsg() */
+#define RX_BATCH 32                             /* datagrams per recvmmsg() */
+#define RX_LEN (WIRE_UDP_PAYLOAD_MAX + 1)       /* one more: oversize is detected */
+#define NACK_RUN_MAX 32                         /* chunks per coalesced NACK_RESULT */
+#define RTT_GRANULARITY_US 100                  /* floor of 4 x rttvar in a timer */
+#define RTT_SAMPLE_MAX_US 60000000              /* longer samples are clock noise */
+#define SOCK_BUF_BYTES (8 << 20)                /* asked for; the kernel may cap it */
+
+/* Per chunk, docs/PROTOCOL.md section 10. IDLE: not sent in this call. */
+enum chunk_state {
+	CH_IDLE = 0,
+	CH_SENT,        /* sent once, T1 armed */
+	CH_RETX,        /* sent again with RETX, T1 armed with backoff */
+	CH_HELD,        /* ACKed: the gateway holds it; T2 armed */
+	CH_DONE,        /* result delivered */
+};
+
+struct chunk {
+	uint64_t due_us;        /* expiry of T1 (SENT, RETX) or T2 (HELD) */
+	uint32_t sent_us;       /* clock of the first transmission, for a Karn sample */
+	uint16_t contrib;       /* the result's contributor count */
+	uint8_t state;          /* enum chunk_state */
+	uint8_t backoff;        /* timer doublings so far */
+};
+
+/* RFC 6298 estimator, microseconds. */
+struct rtt {
+	int64_t srtt;
+	int64_t rttvar;
+	bool valid;
+};
+
+struct gr_client {
+	struct gr_config cfg;           /* trees sorted by chunk_first */
+	int fd;
+	uint32_t n_chunks;
+	uint32_t slots_min;             /* smallest known slot pool; 0: none known */
+	struct chunk *ch;               /* n_chunks */
+	struct rtt res;                 /* CONTRIB to RESULT, first transmissions only */
+	struct rtt path;                /* echoed answers (ACK, RESULT to a NACK) */
+	struct gr_stats st;
+	char err[GR_ERR_MAX];
+	/* Transmit batch: header, payload iovec and destination per packet. */
+	unsigned int tx_n;
+	struct mmsghdr txm[TX_BATCH];
+	struct iovec txiov[TX_BATCH][2];
+	struct sockaddr_in txaddr[TX_BATCH];
+	uint8_t txhdr[TX_BATCH][WIRE_HDR_LEN];
+	/* Receive batch. */
+	struct mmsghdr rxm[RX_BATCH];
+	struct iovec rxiov[RX_BATCH];
+	struct sockaddr_in rxaddr[RX_BATCH];
+	uint8_t *rxbuf;                 /* RX_BATCH x RX_LEN */
+};
+
+/* What one gr_allreduce() call works with. */
+struct call {
+	struct gr_client *c;
+	uint8_t *buf;
+	size_t esize;
+	uint32_t round;
+	bool average;
+	uint32_t window;
+	uint64_t rto_min, rto_max, rto_initial;         /* us */
+	uint32_t next;                  /* first chunk never sent */
+	uint32_t oldest;                /* first chunk without its result */
+	uint32_t done;
+	uint64_t next_due;              /* no timer expires before this */
+	uint16_t contrib_min, contrib_max;
+	int fatal;                      /* a send error that ends the call */
+	/* NACK_RESULT coalescing (gateway with one port only). */
+	uint32_t run_first, run_len;
+};
+
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+size_t
+gr_dtype_size(enum gr_dtype dtype)
+{
+	return table_dtype_size((enum table_dtype)dtype);
+}
+
+const char *
+gr_dtype_name(enum gr_dtype dtype)
+{
+	return table_dtype_name((enum table_dtype)dtype);
+}
+
+/* --- Configuration ------------------------------------------------------------------------ */
+
+static int
+cmp_tree_first(const void *a, const void *b)
+{
+	const struct gr_tree *x = a, *y = b;
+
+	return (x->chunk_first > y->chunk_first) - (x->chunk_first < y->chunk_first);
+}
+
+static bool
+id_ok(uint16_t id)
+{
+	return id >= WIRE_NODE_ID_MIN && id <= WIRE_NODE_ID_MAX;
+}
+
+int
+gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
+{
+	struct gr_tree sorted[GR_TREES_MAX];
+	size_t esize;
+	int64_t n_chunks;
+	uint64_t end = 0;
+
+	if (cfg == NULL)
+		return json_util_fail(err, errlen, "no configuration");
+	esize = gr_dtype_size(cfg->dtype);
+	if (esize == 0)
+		return json_util_fail(err, errlen, "dtype: %d is not fp32 (1), fp16 (2) or bf16 (3)",
+				      (int)cfg->dtype);
+	if (cfg->elements == 0)
+		return json_util_fail(err, errlen, "elements: must be at least 1");
+	if (cfg->chunk_elements == 0 || cfg->chunk_elements * esize > TABLE_CHUNK_BYTES_MAX)
+		return json_util_fail(err, errlen,
+				      "chunk_elements: %u elements of %s must be 1 to %u bytes",
+				      cfg->chunk_elements, gr_dtype_name(cfg->dtype),
+				      TABLE_CHUNK_BYTES_MAX);
+	n_chunks = wire_chunk_total(cfg->elements, cfg->chunk_elements);
+	if (n_chunks < 0)
+		return json_util_fail(err, errlen, "elements: %llu elements make 2^32 chunks or more",
+				      (unsigned long long)cfg->elements);
+	if (!id_ok(cfg->worker_id) || !id_ok(cfg->gateway_id) ||
+	    cfg->worker_id == cfg->gateway_id)
+		return json_util_fail(err, errlen,
+				      "worker_id %u, gateway_id %u: ids are 1 to %u and differ",
+				      cfg->worker_id, cfg->gateway_id, WIRE_NODE_ID_MAX);
+	if (!table_ipv4_unicast(cfg->gateway_ipv4))
+		return json_util_fail(err, errlen, "gateway_ipv4: not a unicast address");
+	if (cfg->worker_ipv4 != 0 && !table_ipv4_unicast(cfg->worker_ipv4))
+		return json_util_fail(err, errlen, "worker_ipv4: not a unicast address (0: any)");
+	if (wire_port_range_check(cfg->gateway_base_port, cfg->gateway_ports) < 0)
+		return json_util_fail(err, errlen, "gateway ports: %u from %u leave 1 .. 65535",
+				      cfg->gateway_ports, cfg->gateway_base_port);
+	if (cfg->worker_port == 0)
+		return json_util_fail(err, errlen, "worker_port: must be 1 to 65535");
+	if (cfg->n_trees == 0 || cfg->n_trees > GR_TREES_MAX)
+		return json_util_fail(err, errlen, "n_trees: %u, must be 1 to %u", cfg->n_trees,
+				      GR_TREES_MAX);
+	for (unsigned int i = 0; i < cfg->n_trees; i++) {
+		if (cfg->trees[i].chunk_count == 0)
+			return json_util_fail(err, errlen, "trees[%u].chunk_count: must be at least 1",
+					      i);
+		for (unsigned int j = 0; j < i; j++)
+			if (cfg->trees[j].id == cfg->trees[i].id)
+				return json_util_fail(err, errlen, "trees[%u].id: %u also in trees[%u]",
+						      i, cfg->trees[i].id, j);
+	}
+	memcpy(sorted, cfg->trees, cfg->n_trees * sizeof(sorted[0]));
+	qsort(sorted, cfg->n_trees, sizeof(sorted[0]), cmp_tree_first);
+	for (unsigned int i = 0; i < cfg->n_trees; i++) {
+		if (sorted[i].chunk_first != end)
+			return json_util_fail(err, errlen,
+					      "trees: tree %u starts at chunk %u where chunk %llu "
+					      "was expected (the ranges must partition the %lld "
+					      "chunks)", sorted[i].id, sorted[i].chunk_first,
+					      (unsigned long long)end, (long long)n_chunks);
+		end += sorted[i].chunk_count;
+	}
+	if (end != (uint64_t)n_chunks)
+		return json_util_fail(err, errlen,
+				      "trees: the ranges cover %llu chunks, the tensor has %lld",
+				      (unsigned long long)end, (long long)n_chunks);
+	return 0;
+}
+
+static int
+config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t worker_id,
+	    char *err, size_t errlen)
+{
+	const struct table_tree *t0;
+	int k = -1;
+	int rc;
+
+	if (tb == NULL)
+		return errno == ENOMEM ? -ENOMEM : (errno == ENOENT ? -ENOENT : -EINVAL);
+	if (cfg == NULL) {
+		rc = json_util_fail(err, errlen, "%s: no configuration to fill", src);
+		goto out;
+	}
+	if (tb->n_trees == 0) {
+		rc = json_util_fail(err, errlen, "%s: gateway %u carries no tree of job %u at epoch "
+				    "%u: it has no local workers", src, tb->gw.id, tb->job,
+				    tb->epoch);
+		goto out;
+	}
+	t0 = &tb->trees[0];
+	for (int i = 0; i < t0->n_workers; i++)
+		if (t0->workers[i].id == worker_id)
+			k = i;
+	if (k < 0) {
+		rc = json_util_fail(err, errlen,
+				    "%s: worker %u is not a local worker of gateway %u (%d listed)",
+				    src, worker_id, tb->gw.id, t0->n_workers);
+		goto out;
+	}
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->job = tb->job;
+	cfg->epoch = tb->epoch;
+	cfg->dtype = (enum gr_dtype)tb->dtype;
+	cfg->elements = tb->elements;
+	cfg->chunk_elements = tb->chunk_elements;
+	cfg->worker_id = worker_id;
+	cfg->worker_ipv4 = t0->workers[k].ipv4;
+	cfg->worker_port = t0->workers[k].port;
+	cfg->gateway_id = tb->gw.id;
+	cfg->gateway_ipv4 = tb->gw.ipv4;
+	cfg->gateway_base_port = tb->gw.base_port;
+	cfg->gateway_ports = tb->gw.ports;
+	cfg->n_trees = (unsigned int)tb->n_trees;
+	for (int i = 0; i < tb->n_trees; i++) {
+		cfg->trees[i].id = tb->trees[i].id;
+		cfg->trees[i].chunk_first = tb->trees[i].chunk_first;
+		cfg->trees[i].chunk_count = tb->trees[i].chunk_count;
+		cfg->trees[i].slots = tb->trees[i].slots;
+	}
+	rc = gr_config_check(cfg, err, errlen);
+out:
+	table_free(tb);
+	return rc;
+}
+
+int
+gr_config_from_table(struct gr_config *cfg, const char *path, uint16_t worker_id, char *err,
+		     size_t errlen)
+{
+	char msg[TABLE_ERR_MAX];
+	struct table *tb;
+
+	if (path == NULL)
+		return json_util_fail(err, errlen, "no table file");
+	tb = table_load(path, msg, sizeof(msg));
+	if (tb == NULL)
+		(void)json_util_fail(err, errlen, "%s", msg);
+	return config_from(cfg, tb, path, worker_id, err, errlen);
+}
+
+int
+gr_config_from_table_string(struct gr_config *cfg, const char *json, uint16_t worker_id,
+			    char *err, size_t errlen)
+{
+	char msg[TABLE_ERR_MAX];
+	struct table *tb;
+
+	if (json == NULL)
+		return json_util_fail(err, errlen, "no table");
+	tb = table_parse(json, NULL, msg, sizeof(msg));
+	if (tb == NULL)
+		(void)json_util_fail(err, errlen, "%s", msg);
+	return config_from(cfg, tb, "<string>", worker_id, err, errlen);
+}
+
+/* --- Client ------------------------------------------------------------------------------- */
+
+static int
+open_socket(const struct gr_config *cfg, int *out, char *err, size_t errlen)
+{
+	struct sockaddr_in a = {
+		.sin_family = AF_INET,
+		.sin_port = htons(cfg->worker_port),
+		.sin_addr.s_addr = htonl(cfg->worker_ipv4),
+	};
+	int buf = SOCK_BUF_BYTES, pmtu = IP_PMTUDISC_DO;
+	char ip[16];
+	int fd, rc;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = -errno;
+		(void)json_util_fail(err, errlen, "socket: %s", strerror(-rc));
+		return rc;
+	}
+	/* Larger buffers absorb a window of results; the kernel caps what it grants. DF on
+	 * every packet: georeduce packets are never fragmented (PROTOCOL.md section 2). */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	if (setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)) < 0 ||
+	    bind(fd, (const struct sockaddr *)&a, sizeof(a)) < 0) {
+		rc = -errno;
+		(void)json_util_fail(err, errlen, "bind %s:%u: %s",
+				     table_ipv4_format(cfg->worker_ipv4, ip), cfg->worker_port,
+				     strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	*out = fd;
+	return 0;
+}
+
+/* Check cfg and build what it needs: a sorted copy, the chunk records and (if *fd < 0) the
+ * socket. Nothing of the client changes here. */
+static int
+prepare(const struct gr_config *cfg, struct gr_config *sorted, struct chunk **ch,
+	uint32_t *n_chunks, int *fd, char *err, size_t errlen)
+{
+	int rc = gr_config_check(cfg, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	*sorted = *cfg;
+	qsort(sorted->trees, sorted->n_trees, sizeof(sorted->trees[0]), cmp_tree_first);
+	*n_chunks = (uint32_t)wire_chunk_total(cfg->elements, cfg->chunk_elements);
+	*ch = calloc(*n_chunks, sizeof(**ch));
+	if (*ch == NULL) {
+		(void)json_util_fail(err, errlen, "out of memory for %u chunk records", *n_chunks);
+		return -ENOMEM;
+	}
+	if (*fd < 0) {
+		rc = open_socket(cfg, fd, err, errlen);
+		if (rc < 0) {
+			free(*ch);
+			*ch = NULL;
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static void
+install(struct gr_client *c, const struct gr_config *sorted, struct chunk *ch,
+	uint32_t n_chunks, int fd)
+{
+	free(c->ch);
+	if (c->fd >= 0 && c->fd != fd)
+		close(c->fd);
+	c->cfg = *sorted;
+	c->ch = ch;
+	c->n_chunks = n_chunks;
+	c->fd = fd;
+	c->slots_min = 0;
+	for (unsigned int i = 0; i < c->cfg.n_trees; i++)
+		if (c->cfg.trees[i].slots != 0 &&
+		    (c->slots_min == 0 || c->cfg.trees[i].slots < c->slots_min))
+			c->slots_min = c->cfg.trees[i].slots;
+}
+
+struct gr_client *
+gr_client_create(const struct gr_config *cfg, char *err, size_t errlen)
+{
+	struct gr_client *c = calloc(1, sizeof(*c));
+	struct gr_config sorted;
+	struct chunk *ch = NULL;
+	uint32_t n_chunks = 0;
+	int fd = -1, rc;
+
+	if (c == NULL || (c->rxbuf = malloc((size_t)RX_BATCH * RX_LEN)) == NULL) {
+		(void)json_util_fail(err, errlen, "out of memory for a client");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = prepare(cfg, &sorted, &ch, &n_chunks, &fd, err, errlen);
+	if (rc < 0)
+		goto fail;
+	c->fd = -1;
+	install(c, &sorted, ch, n_chunks, fd);
+	for (unsigned int i = 0; i < RX_BATCH; i++) {
+		c->rxiov[i].iov_base = c->rxbuf + (size_t)i * RX_LEN;
+		c->rxiov[i].iov_len = RX_LEN;
+		c->rxm[i].msg_hdr.msg_iov = &c->rxiov[i];
+		c->rxm[i].msg_hdr.msg_iovlen = 1;
+		c->rxm[i].msg_hdr.msg_name = &c->rxaddr[i];
+	}
+	return c;
+fail:
+	if (c != NULL)
+		free(c->rxbuf);
+	free(c);
+	errno = -rc;
+	return NULL;
+}
+
+int
+gr_client_reconfigure(struct gr_client *c, const struct gr_config *cfg, char *err,
+		      size_t errlen)
+{
+	struct gr_config sorted;
+	struct chunk *ch = NULL;
+	uint32_t n_chunks = 0;
+	int fd, rc;
+
+	if (c == NULL || cfg == NULL)
+		return json_util_fail(err, errlen, "no client or configuration");
+	if (cfg->job != c->cfg.job || cfg->worker_id != c->cfg.worker_id)
+		return json_util_fail(err, errlen,
+				      "job %u, worker %u: the client is worker %u of job %u",
+				      cfg->job, cfg->worker_id, c->cfg.worker_id, c->cfg.job);
+	if (!wire_round_before(c->cfg.epoch, cfg->epoch))
+		return json_util_fail(err, errlen, "epoch %u: not after the current epoch %u",
+				      cfg->epoch, c->cfg.epoch);
+	fd = cfg->worker_ipv4 == c->cfg.worker_ipv4 && cfg->worker_port == c->cfg.worker_port
+		     ? c->fd
+		     : -1;
+	rc = prepare(cfg, &sorted, &ch, &n_chunks, &fd, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (cfg->gateway_ipv4 != c->cfg.gateway_ipv4) {
+		memset(&c->res, 0, sizeof(c->res));
+		memset(&c->path, 0, sizeof(c->path));
+	}
+	install(c, &sorted, ch, n_chunks, fd);
+	return 0;
+}
+
+void
+gr_client_free(struct gr_client *c)
+{
+	if (c == NULL)
+		return;
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->ch);
+	free(c->rxbuf);
+	free(c);
+}
+
+const struct gr_config *
+gr_client_config(const struct gr_client *c)
+{
+	return c != NULL ? &c->cfg : NULL;
+}
+
+const char *
+gr_client_error(const struct gr_client *c)
+{
+	return c != NULL ? c->err : "no client";
+}
+
+/* --- Timers ------------------------------------------------------------------------------- */
+
+static void
+rtt_sample(struct rtt *r, int64_t us)
+{
+	if (!r->valid) {
+		r->srtt = us;
+		r->rttvar = us / 2;
+		r->valid = true;
+		return;
+	}
+	r->rttvar = (3 * r->rttvar + (r->srtt > us ? r->srtt - us : us - r->srtt)) / 4;
+	r->srtt = (7 * r->srtt + us) / 8;
+}
+
+static uint64_t
+rtt_rto(const struct rtt *r)
+{
+	int64_t v = 4 * r->rttvar;
+
+	return (uint64_t)(r->srtt + (v > RTT_GRANULARITY_US ? v : RTT_GRANULARITY_US));
+}
+
+/* T1's base: the result estimate (before any, the initial value), at least the path's RTO,
+ * within [min, max]. T2 uses the same base. */
+static uint64_t
+t1_base(const struct gr_client *c, uint64_t min, uint64_t max, uint64_t initial)
+{
+	uint64_t t = c->res.valid ? rtt_rto(&c->res) : initial;
+
+	if (c->path.valid && rtt_rto(&c->path) > t)
+		t = rtt_rto(&c->path);
+	return t < min ? min : (t > max ? max : t);
+}
+
+static uint64_t
+timer_us(const struct call *k, unsigned int backoff)
+{
+	uint64_t t = t1_base(k->c, k->rto_min, k->rto_max, k->rto_initial);
+
+	for (unsigned int i = 0; i < backoff && t < k->rto_max; i++)
+		t *= 2;
+	return t > k->rto_max ? k->rto_max : t;
+}
+
+/* --- Packets ------------------------------------------------------------------------------ */
+
+/* Index in the sorted trees of the tree carrying chunk (which exists). */
+static unsigned int
+tree_of(const struct gr_client *c, uint32_t chunk)
+{
+	unsigned int lo = 0, hi = c->cfg.n_trees - 1;
+
+	while (lo < hi) {
+		unsigned int mid = (lo + hi + 1) / 2;
+
+		if (c->cfg.trees[mid].chunk_first <= chunk)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+static void
+tx_flush(struct call *k)
+{
+	struct gr_client *c = k->c;
+	unsigned int i = 0;
+
+	while (i < c->tx_n) {
+		int r = sendmmsg(c->fd, c->txm + i, c->tx_n - i, 0);
+
+		if (r > 0) {
+			i += (unsigned int)r;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EMSGSIZE && k->fatal == 0) {
+			k->fatal = -EMSGSIZE;
+			(void)json_util_fail(c->err, sizeof(c->err),
+					     "a packet of %zu bytes exceeds the path MTU to the "
+					     "gateway",
+					     c->txiov[i][0].iov_len + c->txiov[i][1].iov_len);
+		}
+		c->st.send_errors++;    /* this packet is lost; the timers recover it */
+		i++;
+	}
+	c->tx_n = 0;
+}
+
+/* Queue one packet: header p (encoded here), then plen payload bytes, to ipv4:port. */
+static void
+tx_add(struct call *k, const struct wire_pkt *p, const void *payload, size_t plen,
+       uint32_t ipv4, uint16_t port)
+{
+	struct gr_client *c = k->c;
+	unsigned int i;
+
+	if (c->tx_n == TX_BATCH)
+		tx_flush(k);
+	i = c->tx_n;
+	if (wire_hdr_encode(c->txhdr[i], WIRE_HDR_LEN + plen, p, NULL) < 0) {
+		c->st.send_errors++;    /* not reached: every field comes from a checked config */
+		return;
+	}
+	c->txaddr[i] = (struct sockaddr_in){
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+		.sin_addr.s_addr = htonl(ipv4),
+	};
+	c->txiov[i][0] = (struct iovec){ .iov_base = c->txhdr[i], .iov_len = WIRE_HDR_LEN };
+	c->txiov[i][1] = (struct iovec){ .iov_base = (void *)(uintptr_t)payload, .iov_len = plen };
+	c->txm[i].msg_hdr = (struct msghdr){
+		.msg_name = &c->txaddr[i],
+		.msg_namelen = sizeof(c->txaddr[i]),
+		.msg_iov = c->txiov[i],
+		.msg_iovlen = plen != 0 ? 2 : 1,
+	};
+	c->tx_n++;
+}
+
+/* The header fields every packet of this worker about chunk carries. */
+static struct wire_pkt
+pkt_base(const struct call *k, enum wire_type type, uint32_t chunk, uint64_t now)
+{
+	const struct gr_client *c = k->c;
+
+	return (struct wire_pkt){
+		.type = type,
+		.job = c->cfg.job,
+		.epoch = c->cfg.epoch,
+		.tree = c->cfg.trees[tree_of(c, chunk)].id,
+		.sender = c->cfg.worker_id,
+		.origin = c->cfg.worker_id,
+		.round = k->round,
+		.chunk = chunk,
+		.tsval = (uint32_t)now,
+	};
+}
+
+static void
+send_contrib(struct call *k, uint32_t chunk, bool retx, uint64_t now)
+{
+	const struct gr_config *cfg = &k->c->cfg;
+	struct wire_pkt p = pkt_base(k, WIRE_TYPE_CONTRIB, chunk, now);
+	uint32_t n = wire_chunk_len(cfg->elements, cfg->chunk_elements, chunk);
+
+	p.flags = retx ? WIRE_F_RETX : 0;
+	p.dtype = (enum wire_dtype)cfg->dtype;
+	p.contrib = 1;
+	p.count = (uint16_t)n;
+	tx_add(k, &p, k->buf + (size_t)chunk * cfg->chunk_elements * k->esize, n * k->esize,
+	       cfg->gateway_ipv4, wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, chunk));
+}
+
+static void
+send_nack(struct call *k, uint32_t first, uint32_t count, uint64_t now)
+{
+	const struct gr_config *cfg = &k->c->cfg;
+	struct wire_pkt p = pkt_base(k, WIRE_TYPE_NACK_RESULT, first, now);
+
+	p.count = (uint16_t)count;
+	tx_add(k, &p, NULL, 0, cfg->gateway_ipv4,
+	       wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, first));
+	k->c->st.nacks_sent++;
+}
+
+static void
+nack_flush(struct call *k, uint64_t now)
+{
+	if (k->run_len != 0)
+		send_nack(k, k->run_first, k->run_len, now);
+	k->run_len = 0;
+}
+
+/* Ask for chunk's result. A gateway with one port gets coalesced ranges within a tree; with
+ * several, each chunk goes alone to the port (and lcore) that owns it. */
+static void
+nack_add(struct call *k, uint32_t chunk, uint64_t now)
+{
+	const struct gr_client *c = k->c;
+
+	if (k->run_len != 0 && c->cfg.gateway_ports == 1 && k->run_len < NACK_RUN_MAX &&
+	    k->run_first + k->run_len == chunk && tree_of(c, chunk) == tree_of(c, k->run_first)) {
+		k->run_len++;
+		return;
+	}
+	nack_flush(k, now);
+	k->run_first = chunk;
+	k->run_len = 1;
+}
+
+/* Expire the timers of the chunks in flight (section 10): SENT or RETX resends the CONTRIB
+ * with RETX and asks for the result (a gateway that does not answer RETX still answers a
+ * NACK_RESULT from the result it retains); HELD asks for the result. */
+static void
+run_timers(struct call *k, uint64_t now)
+{
+	struct gr_client *c = k->c;
+
+	k->next_due = UINT64_MAX;
+	for (uint32_t i = k->oldest; i < k->next; i++) {
+		struct chunk *h = &c->ch[i];
+
+		if (h->state == CH_DONE || h->state == CH_IDLE)
+			continue;
+		if (h->due_us <= now) {
+			if (h->backoff < 32)
+				h->backoff++;
+			if (h->state != CH_HELD) {
+				send_contrib(k, i, true, now);
+				c->st.contribs_retx++;
+				h->state = CH_RETX;
+			}
+			nack_add(k, i, now);
+			h->due_us = now + timer_us(k, h->backoff);
+		}
+		if (h->due_us < k->next_due)
+			k->next_due = h->due_us;
+	}
+	nack_flush(k, now);
+}
+
+static void
+divide(uint8_t *p, uint32_t n, enum gr_dtype dt, uint16_t contrib)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (dt == GR_DTYPE_FP32) {
+			float v;
+
+			memcpy(&v, p + 4 * (size_t)i, 4);
+			v /= contrib;
+			memcpy(p + 4 * (size_t)i, &v, 4);
+		} else {
+			uint16_t h;
+
+			memcpy(&h, p + 2 * (size_t)i, 2);
+			h = dt == GR_DTYPE_FP16 ? gr_f32_to_f16(gr_f16_to_f32(h) / contrib)
+						: gr_f32_to_bf16(gr_bf16_to_f32(h) / contrib);
+			memcpy(p + 2 * (size_t)i, &h, 2);
+		}
+	}
+}
+
+static void
+on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t now)
+{
+	struct gr_client *c = k->c;
+	struct chunk *h = &c->ch[p->chunk];
+	uint32_t n = wire_chunk_len(c->cfg.elements, c->cfg.chunk_elements, p->chunk);
+	uint8_t *dst;
+
+	if (p->dtype != (enum wire_dtype)c->cfg.dtype || p->cset_blocks != 0 || p->count != n) {
+		c->st.invalid++;
+		return;
+	}
+	if (h->state == CH_DONE) {
+		c->st.duplicates++;
+		return;
+	}
+	if (h->state == CH_IDLE) {      /* not sent in this call: an earlier call's answer */
+		c->st.stale++;
+		return;
+	}
+	if (h->state == CH_SENT && !(p->flags & WIRE_F_RETX))
+		rtt_sample(&c->res, (int32_t)((uint32_t)now - h->sent_us));
+	dst = k->buf + (size_t)p->chunk * c->cfg.chunk_elements * k->esize;
+	memcpy(dst, pkt + p->payload_off, (size_t)n * k->esize);
+	if (k->average)
+		divide(dst, n, c->cfg.dtype, p->contrib);
+	h->state = CH_DONE;
+	h->contrib = p->contrib;
+	if (k->done == 0 || p->contrib < k->contrib_min)
+		k->contrib_min = p->contrib;
+	if (k->done == 0 || p->contrib > k->contrib_max)
+		k->contrib_max = p->contrib;
+	k->done++;
+	c->st.results++;
+}
+
+/* ACK or NACK_CONTRIB for chunks [p->chunk, p->chunk + p->count) of this worker. */
+static void
+on_range(struct call *k, const struct wire_pkt *p, uint64_t now)
+{
+	struct gr_client *c = k->c;
+	bool held = false;
+
+	if (p->origin != c->cfg.worker_id) {
+		c->st.invalid++;
+		return;
+	}
+	if (p->type == WIRE_TYPE_NACK_CONTRIB)
+		c->st.nack_contribs++;
+	for (uint32_t i = p->chunk; i - p->chunk < p->count; i++) {
+		struct chunk *h = &c->ch[i];
+
+		if (p->type == WIRE_TYPE_NACK_CONTRIB) {
+			if (h->state == CH_SENT || h->state == CH_RETX || h->state == CH_HELD) {
+				send_contrib(k, i, true, now);
+				c->st.contribs_retx++;
+			}
+			continue;
+		}
+		if (h->state == CH_SENT || h->state == CH_RETX) {
+			h->state = CH_HELD;
+			h->backoff = 0;
+			h->due_us = now + timer_us(k, 0);
+			if (h->due_us < k->next_due)
+				k->next_due = h->due_us;
+			held = true;
+		}
+	}
+	if (p->type == WIRE_TYPE_ACK) {
+		if (held)
+			c->st.acks++;
+		else
+			c->st.duplicates++;
+	}
+}
+
+/* PROBE: answer at once to its source (section 5), whatever the job. */
+static void
+on_probe(struct call *k, const struct wire_pkt *p, uint8_t *pkt, const struct sockaddr_in *from,
+	 uint64_t now)
+{
+	struct gr_client *c = k->c;
+	struct wire_pkt r = *p;
+	size_t len = WIRE_HDR_LEN + p->payload_len;
+
+	r.type = WIRE_TYPE_PROBE_REPLY;
+	r.flags = WIRE_F_ECHO;
+	r.sender = p->job == c->cfg.job && p->job != 0 ? c->cfg.worker_id : WIRE_NODE_NONE;
+	r.tsval = (uint32_t)now;
+	r.tsecr = p->tsval;
+	if (wire_hdr_encode(pkt, len, &r, NULL) == 0 &&
+	    sendto(c->fd, pkt, len, 0, (const struct sockaddr *)from, sizeof(*from)) ==
+		    (ssize_t)len)
+		c->st.probes++;
+	else
+		c->st.send_errors++;
+}
+
+static void
+rx_one(struct call *k, uint8_t *pkt, size_t len, const struct sockaddr_in *from, uint64_t now)
+{
+	struct gr_client *c = k->c;
+	const struct gr_config *cfg = &c->cfg;
+	struct wire_pkt p;
+	const struct gr_tree *t;
+	uint32_t n;
+
+	if (wire_hdr_decode(pkt, len, &p, NULL) < 0) {
+		c->st.invalid++;
+		return;
+	}
+	if (p.type == WIRE_TYPE_PROBE) {
+		on_probe(k, &p, pkt, from, now);
+		return;
+	}
+	if (ntohl(from->sin_addr.s_addr) != cfg->gateway_ipv4 || p.job != cfg->job ||
+	    p.sender != cfg->gateway_id ||
+	    (p.type != WIRE_TYPE_RESULT && p.type != WIRE_TYPE_ACK &&
+	     p.type != WIRE_TYPE_NACK_CONTRIB)) {
+		c->st.invalid++;
+		return;
+	}
+	if (p.epoch != cfg->epoch || p.round != k->round) {
+		c->st.stale++;
+		return;
+	}
+	n = p.type == WIRE_TYPE_RESULT ? 1 : p.count;
+	if (p.chunk >= c->n_chunks || n > c->n_chunks - p.chunk) {
+		c->st.invalid++;
+		return;
+	}
+	t = &cfg->trees[tree_of(c, p.chunk)];
+	if (t->id != p.tree || p.chunk + n > t->chunk_first + t->chunk_count ||
+	    ntohs(from->sin_port) !=
+		    wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, p.chunk)) {
+		c->st.invalid++;
+		return;
+	}
+	if (p.flags & WIRE_F_ECHO) {
+		int32_t s = (int32_t)((uint32_t)now - p.tsecr);
+
+		if (s >= 0 && s < RTT_SAMPLE_MAX_US)
+			rtt_sample(&c->path, s);
+	}
+	if (p.type == WIRE_TYPE_RESULT)
+		on_result(k, &p, pkt, now);
+	else
+		on_range(k, &p, now);
+}
+
+/* Read and apply what arrived. Returns datagrams read, or a negative errno. */
+static int
+rx_batch(struct call *k)
+{
+	struct gr_client *c = k->c;
+	uint64_t now;
+	int r;
+
+	for (unsigned int i = 0; i < RX_BATCH; i++) {
+		c->rxm[i].msg_hdr.msg_namelen = sizeof(c->rxaddr[i]);
+		c->rxm[i].msg_hdr.msg_flags = 0;
+	}
+	r = recvmmsg(c->fd, c->rxm, RX_BATCH, MSG_DONTWAIT, NULL);
+	if (r < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+	now = now_us();
+	for (int i = 0; i < r; i++) {
+		struct msghdr *m = &c->rxm[i].msg_hdr;
+
+		if ((m->msg_flags & MSG_TRUNC) || c->rxm[i].msg_len > WIRE_UDP_PAYLOAD_MAX ||
+		    m->msg_namelen != sizeof(struct sockaddr_in)) {
+			c->st.invalid++;
+			continue;
+		}
+		rx_one(k, c->rxiov[i].iov_base, c->rxm[i].msg_len, &c->rxaddr[i], now);
+	}
+	return r;
+}
+
+/* Sleep until a packet arrives or until the time `until`. */
+static int
+wait_until(const struct gr_client *c, uint64_t until)
+{
+	uint64_t now = now_us();
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	struct timespec ts;
+
+	if (until <= now)
+		return 0;
+	ts.tv_sec = (time_t)((until - now) / 1000000u);
+	ts.tv_nsec = (long)((until - now) % 1000000u) * 1000;
+	if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR)
+		return -errno;
+	return 0;
+}
+
+/* --- AllReduce ---------------------------------------------------------------------------- */
+
+static int __attribute__((format(printf, 3, 4)))
+fail(struct gr_client *c, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)json_util_vfail(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* Resolve the options into k; 0 or -EINVAL. */
+static int
+call_init(struct call *k, struct gr_client *c, const struct gr_options *o)
+{
+	uint32_t w = o->window;
+
+	if (w == 0)
+		w = c->slots_min != 0 && c->slots_min < GR_WINDOW_DEFAULT ? c->slots_min
+									   : GR_WINDOW_DEFAULT;
+	if (w > GR_WINDOW_MAX)
+		return fail(c, -EINVAL, "window %u: at most %u", w, GR_WINDOW_MAX);
+	if (c->slots_min != 0 && w > c->slots_min)
+		w = c->slots_min;
+	k->window = w;
+	k->rto_min = (uint64_t)(o->rto_min_ms ? o->rto_min_ms : GR_RTO_MIN_DEFAULT_MS) * 1000;
+	k->rto_max = (uint64_t)(o->rto_max_ms ? o->rto_max_ms : GR_RTO_MAX_DEFAULT_MS) * 1000;
+	k->rto_initial =
+		(uint64_t)(o->rto_initial_ms ? o->rto_initial_ms : GR_RTO_INITIAL_DEFAULT_MS) * 1000;
+	if (k->rto_min > k->rto_max)
+		return fail(c, -EINVAL, "rto_min_ms %u above rto_max_ms %u",
+			    (unsigned int)(k->rto_min / 1000), (unsigned int)(k->rto_max / 1000));
+	k->average = o->average;
+	k->next_due = UINT64_MAX;
+	return 0;
+}
+
+int
+gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtype,
+	     uint32_t round, const struct gr_options *opt)
+{
+	static const struct gr_options defaults;
+	const struct gr_options *o = opt != NULL ? opt : &defaults;
+	struct call k = { .c = c, .buf = buf, .round = round };
+	uint64_t start, deadline, progress_us, next_progress;
+	int rc;
+
+	if (c == NULL)
+		return -EINVAL;
+	c->err[0] = '\0';
+	if (buf == NULL)
+		return fail(c, -EINVAL, "no buffer");
+	if (dtype != c->cfg.dtype)
+		return fail(c, -EINVAL, "dtype %s: the job's is %s",
+			    gr_dtype_name(dtype) ? gr_dtype_name(dtype) : "?",
+			    gr_dtype_name(c->cfg.dtype));
+	if (elements != c->cfg.elements)
+		return fail(c, -EINVAL, "%zu elements: the job's tensor has %llu", elements,
+			    (unsigned long long)c->cfg.elements);
+	rc = call_init(&k, c, o);
+	if (rc < 0)
+		return rc;
+	k.esize = gr_dtype_size(dtype);
+	c->st.calls++;
+	memset(c->ch, 0, (size_t)c->n_chunks * sizeof(c->ch[0]));
+	c->tx_n = 0;
+	start = now_us();
+	deadline = start + (uint64_t)(o->timeout_ms ? o->timeout_ms : GR_TIMEOUT_DEFAULT_MS) * 1000;
+	progress_us = (uint64_t)(o->progress_ms ? o->progress_ms : GR_PROGRESS_DEFAULT_MS) * 1000;
+	next_progress = start + progress_us;
+	for (;;) {
+		uint64_t now = now_us(), until;
+		bool busy = false;
+
+		while (k.next < c->n_chunks && k.next - k.oldest < k.window) {
+			struct chunk *h = &c->ch[k.next];
+
+			h->state = CH_SENT;
+			h->sent_us = (uint32_t)now;
+			h->due_us = now + timer_us(&k, 0);
+			if (h->due_us < k.next_due)
+				k.next_due = h->due_us;
+			send_contrib(&k, k.next, false, now);
+			c->st.contribs_sent++;
+			k.next++;
+			busy = true;
+		}
+		if (now >= k.next_due)
+			run_timers(&k, now);
+		tx_flush(&k);
+		rc = rx_batch(&k);
+		if (rc < 0) {
+			fail(c, rc, "receive: %s", strerror(-rc));
+			break;
+		}
+		busy = busy || rc > 0;
+		tx_flush(&k);   /* what the packets asked for (NACK_CONTRIB) */
+		if (k.fatal < 0) {
+			rc = k.fatal;
+			break;
+		}
+		while (k.oldest < k.next && c->ch[k.oldest].state == CH_DONE)
+			k.oldest++;
+		if (k.done == c->n_chunks) {
+			rc = k.contrib_min;
+			break;
+		}
+		now = now_us();
+		if (o->progress != NULL && now >= next_progress) {
+			o->progress(o->progress_arg, k.done, c->n_chunks);
+			next_progress = now + progress_us;
+		}
+		if (now >= deadline) {
+			c->st.timeouts++;
+			rc = fail(c, -ETIMEDOUT,
+				  "round %u: %u of %u chunks without a result after %llu ms", round,
+				  c->n_chunks - k.done, c->n_chunks,
+				  (unsigned long long)((now - start) / 1000));
+			break;
+		}
+		if (busy)
+			continue;
+		until = k.next_due < deadline ? k.next_due : deadline;
+		if (o->progress != NULL && next_progress < until)
+			until = next_progress;
+		rc = wait_until(c, until);
+		if (rc < 0) {
+			fail(c, rc, "poll: %s", strerror(-rc));
+			break;
+		}
+	}
+	if (rc > 0) {
+		c->st.calls_ok++;
+		if (o->progress != NULL)
+			o->progress(o->progress_arg, c->n_chunks, c->n_chunks);
+	}
+	return rc;
+}
+
+void
+gr_client_stats(const struct gr_client *c, struct gr_stats *out)
+{
+	if (c == NULL || out == NULL)
+		return;
+	*out = c->st;
+	out->srtt_us = c->res.valid ? (uint32_t)c->res.srtt : 0;
+	out->rttvar_us = c->res.valid ? (uint32_t)c->res.rttvar : 0;
+	out->path_srtt_us = c->path.valid ? (uint32_t)c->path.srtt : 0;
+	out->t1_us = (uint32_t)t1_base(c, GR_RTO_MIN_DEFAULT_MS * 1000ull,
+				       GR_RTO_MAX_DEFAULT_MS * 1000ull,
+				       GR_RTO_INITIAL_DEFAULT_MS * 1000ull);
+}

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * libgeoreduce: the worker side of georeduce. A training worker sums a gradient tensor with
+ * every other worker of its job through its site's gateway (georeduce-dataplane), over an
+ * ordinary kernel UDP socket: no DPDK, no privileges.
+ *
+ *   struct gr_config cfg;
+ *   char err[GR_ERR_MAX];
+ *
+ *   if (gr_config_from_table(&cfg, "table.json", 301, err, sizeof(err)) < 0) ... // err: why
+ *   struct gr_client *c = gr_client_create(&cfg, err, sizeof(err));
+ *   int contrib = gr_allreduce(c, grad, n, GR_DTYPE_FP32, step, NULL);  // grad = the sum
+ *   ...
+ *   gr_client_free(c);
+ *
+ * gr_allreduce() cuts the tensor into chunks (one UDP packet each, docs/PROTOCOL.md section
+ * 8), keeps a window of them in flight to the gateway, retransmits what the gateway did not
+ * answer (section 10), and writes every chunk's result, the SUM over the job's workers, in
+ * place. docs/CLIENT.md describes the configuration, the timers and an integration.
+ *
+ * Threads: a client is used by one thread at a time (it is not locked); different clients
+ * are independent, so a process may run one client per thread. Nothing here keeps global
+ * state. Payloads are little-endian (docs/PROTOCOL.md section 4): the library builds only
+ * on little-endian hosts.
+ *
+ * Errors: int functions return 0 (or a count) or a negative errno; gr_client_create()
+ * returns NULL and sets errno. Every failure writes one line saying why into the caller's
+ * err buffer, or, for gr_allreduce(), into the client (gr_client_error()).
+ */
+#ifndef GEOREDUCE_CLIENT_H
+#define GEOREDUCE_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Longest message written into an error buffer, with its NUL. */
+#define GR_ERR_MAX 512
+/** Most trees in a configuration (as many as a georeduce-table/1 may hold). */
+#define GR_TREES_MAX 256
+/** Largest send window, in chunks. */
+#define GR_WINDOW_MAX 65536
+/** Default window: the smallest slot pool of the gateway's trees, at most this. */
+#define GR_WINDOW_DEFAULT 256
+/** Default limit of one gr_allreduce() call. */
+#define GR_TIMEOUT_DEFAULT_MS 60000
+/** Default retransmission timer bounds and first value (docs/CLIENT.md, "Timers"). */
+#define GR_RTO_MIN_DEFAULT_MS 10
+#define GR_RTO_MAX_DEFAULT_MS 4000
+#define GR_RTO_INITIAL_DEFAULT_MS 500
+/** Default interval between two progress callbacks. */
+#define GR_PROGRESS_DEFAULT_MS 100
+
+/** Element types; the values are those of the wire header and the tables. */
+enum gr_dtype {
+	GR_DTYPE_FP32 = 1,      /* IEEE 754 binary32 */
+	GR_DTYPE_FP16 = 2,      /* IEEE 754 binary16 */
+	GR_DTYPE_BF16 = 3,      /* bfloat16 */
+};
+
+/** One tree of the job as this worker's gateway carries it: a contiguous chunk range. */
+struct gr_tree {
+	uint16_t id;            /* tree id, written into every packet of its chunks */
+	uint32_t chunk_first;   /* the tree carries chunks chunk_first .. + chunk_count - 1 */
+	uint32_t chunk_count;   /* >= 1 */
+	uint32_t slots;         /* the gateway's slot pool for the tree (bounds the window);
+				 * 0: unknown */
+};
+
+/**
+ * Everything a client needs, as plain data: fill it by hand or with gr_config_from_table().
+ * Addresses are IPv4 in host byte order (a.b.c.d is a << 24 | b << 16 | c << 8 | d), ports
+ * in host order. The trees' ranges must partition the tensor's chunks [0, C), C =
+ * ceil(elements / chunk_elements), in any order.
+ */
+struct gr_config {
+	uint32_t job;
+	uint32_t epoch;                 /* plan epoch of the gateway's table */
+	enum gr_dtype dtype;
+	uint64_t elements;              /* tensor length, >= 1 */
+	uint32_t chunk_elements;        /* elements per packet, 1 .. 65535, at most 8192 bytes */
+	uint16_t worker_id;             /* this worker's node id, 1 .. 65534 */
+	uint32_t worker_ipv4;           /* address to bind; 0: any */
+	uint16_t worker_port;           /* UDP port to bind: the gateway sends results there */
+	uint16_t gateway_id;            /* the gateway's node id, 1 .. 65534 */
+	uint32_t gateway_ipv4;          /* the gateway's data-plane address */
+	uint16_t gateway_base_port;     /* chunk c goes to gateway_base_port + c % gateway_ports */
+	uint16_t gateway_ports;         /* >= 1 */
+	unsigned int n_trees;           /* 1 .. GR_TREES_MAX */
+	struct gr_tree trees[GR_TREES_MAX];
+};
+
+/** Called with the chunks done and the total (see struct gr_options). */
+typedef void (*gr_progress_fn)(void *arg, uint64_t done, uint64_t total);
+
+/**
+ * Options of one gr_allreduce() call. A zeroed struct (or NULL) means every default.
+ */
+struct gr_options {
+	uint32_t window;        /* chunks in flight at most (a span: no chunk is sent before
+				 * every chunk window places earlier has its result); 0: the
+				 * smallest tree slot pool, at most GR_WINDOW_DEFAULT. Always
+				 * capped by the slot pools. */
+	uint32_t timeout_ms;    /* give up with -ETIMEDOUT after this; 0: GR_TIMEOUT_DEFAULT_MS */
+	bool average;           /* divide each result by its contributor count in place */
+	gr_progress_fn progress;        /* NULL: none */
+	void *progress_arg;
+	uint32_t progress_ms;   /* at most one callback per interval (and one at the end);
+				 * 0: GR_PROGRESS_DEFAULT_MS */
+	uint32_t rto_min_ms;    /* retransmission timer floor; 0: GR_RTO_MIN_DEFAULT_MS */
+	uint32_t rto_max_ms;    /* cap of the timer and of its backoff; 0: GR_RTO_MAX_DEFAULT_MS */
+	uint32_t rto_initial_ms; /* before any round trip is measured; 0: the default */
+};
+
+/** Counters of a client since it was created (reconfiguration keeps them). */
+struct gr_stats {
+	uint64_t calls;                 /* gr_allreduce() calls */
+	uint64_t calls_ok;              /* ... that returned every result */
+	uint64_t timeouts;              /* ... that returned -ETIMEDOUT */
+	uint64_t contribs_sent;         /* first transmissions of a CONTRIB */
+	uint64_t contribs_retx;         /* CONTRIBs sent again with RETX */
+	uint64_t nacks_sent;            /* NACK_RESULT packets sent */
+	uint64_t results;               /* RESULTs delivered */
+	uint64_t acks;                  /* ACKs that held at least one chunk */
+	uint64_t nack_contribs;         /* NACK_CONTRIB packets received */
+	uint64_t probes;                /* PROBEs answered */
+	uint64_t duplicates;            /* RESULT or ACK for a chunk already done or held */
+	uint64_t stale;                 /* packets of another round or epoch */
+	uint64_t invalid;               /* dropped: malformed, wrong job, source or field */
+	uint64_t send_errors;           /* packets the kernel refused (counted as lost) */
+	uint32_t srtt_us;               /* smoothed CONTRIB-to-RESULT time; 0: no sample yet */
+	uint32_t rttvar_us;
+	uint32_t path_srtt_us;          /* smoothed round trip of echoed answers; 0: none */
+	uint32_t t1_us;                 /* the retransmission timer the next call starts with */
+};
+
+/**
+ * Fill a configuration from a georeduce-table/1 file of this worker's gateway
+ * (docs/TABLES.md): the job, epoch, dtype and tensor, the gateway's address and ports, the
+ * trees' chunk ranges and slot pools, and this worker's address and port from its entry
+ * among the gateway's local workers.
+ *
+ * @param cfg        Written on success.
+ * @param path       The table file; "-" reads stdin.
+ * @param worker_id  This worker's node id: one of the table's local workers.
+ * @param err        One line on failure: the file and field, or why the worker does not fit.
+ * @return           0; -EINVAL (bad table, unknown worker, a table without trees), -ENOENT
+ *                   or another errno of reading the file, -ENOMEM.
+ */
+int gr_config_from_table(struct gr_config *cfg, const char *path, uint16_t worker_id,
+			 char *err, size_t errlen);
+
+/** gr_config_from_table() of a NUL-terminated JSON document instead of a file. */
+int gr_config_from_table_string(struct gr_config *cfg, const char *json, uint16_t worker_id,
+				char *err, size_t errlen);
+
+/**
+ * Check a configuration: ids, addresses, ports, dtype and chunk size in range, tree ids
+ * unique and the ranges a partition of the tensor's chunks.
+ *
+ * @return  0, or -EINVAL with one line in err naming the field.
+ */
+int gr_config_check(const struct gr_config *cfg, char *err, size_t errlen);
+
+/**
+ * Create a client: check the configuration, open and bind its UDP socket to
+ * worker_ipv4:worker_port and allocate everything gr_allreduce() needs (one state record
+ * per chunk and the batch buffers: no allocation happens per packet or per call).
+ *
+ * @return  The client, or NULL with errno (EINVAL: bad configuration; EADDRINUSE,
+ *          EADDRNOTAVAIL, ...: the socket; ENOMEM) and one line in err.
+ */
+struct gr_client *gr_client_create(const struct gr_config *cfg, char *err, size_t errlen);
+
+/**
+ * Move a client to a new epoch between calls (a failover installed a new table): same job
+ * and worker id, an epoch after the current one (serial arithmetic); anything else may
+ * change. The socket is reopened if the worker's address or port changed, the round-trip
+ * estimates reset if the gateway did. On failure the client keeps its configuration.
+ *
+ * @return  0, or a negative errno with one line in err.
+ */
+int gr_client_reconfigure(struct gr_client *c, const struct gr_config *cfg, char *err,
+			  size_t errlen);
+
+/** Close the socket and free the client. NULL is a no-op. */
+void gr_client_free(struct gr_client *c);
+
+/** The client's current configuration (valid until the next reconfiguration). */
+const struct gr_config *gr_client_config(const struct gr_client *c);
+
+/**
+ * AllReduce (sum) buf in place with every worker of the job.
+ *
+ * Sends one CONTRIB per chunk, at most a window of them unanswered; writes each RESULT
+ * into its chunk of buf as it arrives, ignoring duplicates and packets of other rounds or
+ * epochs; retransmits by docs/PROTOCOL.md section 10 (a CONTRIB without its RESULT after
+ * the timer T1 is sent again with RETX, together with a NACK_RESULT for the chunk; an ACK
+ * stops payload retransmission and arms T2, on whose expiry a NACK_RESULT asks for the
+ * result). The timers follow measured round trips (docs/CLIENT.md).
+ *
+ * @param buf       elements little-endian values of dtype: this worker's contribution on
+ *                  entry, the sum (or the average, with opt->average) on success. On
+ *                  failure each chunk holds either its input or its result.
+ * @param elements  Must equal the configuration's elements.
+ * @param dtype     Must equal the configuration's dtype.
+ * @param round     The AllReduce round: every worker of the job uses the same number for
+ *                  the same tensor, and a later number for the next one.
+ * @param opt       NULL or options (zeroed fields take their defaults).
+ * @return          The number of workers summed (the results' contributor count; if the
+ *                  chunks' counts differ, the smallest, and opt->average divides each chunk
+ *                  by its own); -EINVAL for arguments that do not match the configuration;
+ *                  -ETIMEDOUT if a result is still missing after the timeout; -EMSGSIZE if
+ *                  a packet exceeds the path MTU; another negative errno of the socket.
+ *                  gr_client_error() then says why. The client stays usable.
+ */
+int gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtype,
+		 uint32_t round, const struct gr_options *opt);
+
+/** One line about the last failed call ("" if none). Valid until the next call. */
+const char *gr_client_error(const struct gr_client *c);
+
+/** Copy the client's counters and timer estimates into out. */
+void gr_client_stats(const struct gr_client *c, struct gr_stats *out);
+
+/** Bytes per element of a dtype: 4, 2, 2; 0 for a value that is no dtype. */
+size_t gr_dtype_size(enum gr_dtype dtype);
+
+/** "fp32", "fp16", "bf16", or NULL for a value that is no dtype. */
+const char *gr_dtype_name(enum gr_dtype dtype);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

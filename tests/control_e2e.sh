@@ -1,0 +1,195 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# georeduce-control against three real georeduce-dataplane processes (net_null ports, no
+# traffic) on the 3-site example deployment (examples/deployments/3site.json): every
+# gateway gets the same live epoch of every job; a killed gateway makes the daemon install
+# the next epoch on the other two without it; a restarted one is re-added with a new
+# epoch; garbage on the daemon's socket gets an error; bad deployment files exit 2 with one
+# line naming the field.
+#
+#   control_e2e.sh CONTROL DATAPLANE DPCTL
+set -u
+CONTROL=$1
+DP=$2
+DPCTL=$3
+source "$(dirname "$0")/clilib.sh"
+P=grc$$
+EXAMPLE=examples/deployments/3site.json
+HB=100
+pids=()
+daemon=
+
+cleanup() {
+	for p in "${pids[@]}" $daemon; do kill -TERM "$p" 2>/dev/null; done
+	sleep 0.3
+	for p in "${pids[@]}" $daemon; do kill -KILL "$p" 2>/dev/null; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- bad deployment files: exit 2, one line naming the field --------------------------
+bad() { # description jq-filter expected-text
+	jq "$2" "$EXAMPLE" >"$tmp/bad.json"
+	expect 2 "bad deployment: $1" "$CONTROL" tables "$tmp/bad.json" --out "$tmp/badout"
+	if ! grep -qF -- "$3" "$tmp/err"; then
+		not_ok "bad deployment: $1: message lacks '$3': $(cat "$tmp/err")"
+	fi
+}
+bad "unknown field" '.jobs[0].workres = 1' "field 'jobs[0].workres': unknown field"
+bad "gateway ipv4" '.gateways[1].ipv4 = "10.99.0.256"' "field 'gateways[1].ipv4'"
+bad "worker id of a gateway" '.jobs[1].workers[0].id = 2' "field 'jobs[1].workers[0].id'"
+bad "algorithm" '.jobs[0].algorithm = "tree"' "field 'jobs[0].algorithm'"
+printf '{"format": "georeduce-deployment/1",\n "jobs": [,]}' >"$tmp/syntax.json"
+expect 2 "bad deployment: JSON syntax names line and column" \
+	"$CONTROL" run "$tmp/syntax.json" --socket "$tmp/x.sock"
+grep -q "syntax.json:2:" "$tmp/err" || not_ok "syntax error position: $(cat "$tmp/err")"
+expect 2 "run: bad option value" "$CONTROL" run "$EXAMPLE" --heartbeat-ms 0
+
+# ---- three dataplanes and the daemon ---------------------------------------------------
+jq --arg d "$tmp" '.gateways[].socket |= ($d + "/" + (split("/") | last))' "$EXAMPLE" \
+	>"$tmp/deploy.json"
+start_dp() { # name n
+	"$DP" --no-huge -m 256 --no-pci --no-shconf --file-prefix="$P$1" -l 0-1 \
+		--vdev=net_null0 --log-level=lib.eal:error \
+		-- --addr "0:10.99.0.$2/24" -s "$tmp/$1.sock" --idle-spin 100 \
+		>"$tmp/dp-$1.log" 2>&1 &
+	eval "dp_$1=$!"
+	disown $!
+	pids+=($!)
+}
+wait_dp() { # name
+	for _ in $(seq 100); do
+		"$DPCTL" -s "$tmp/$1.sock" ping >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	not_ok "dataplane $1 did not start: $(tail -3 "$tmp/dp-$1.log")"
+	exit 1
+}
+start_dp a 1
+start_dp b 2
+start_dp c 3
+for s in a b c; do wait_dp $s; done
+ok "three dataplanes answer"
+
+"$CONTROL" run "$tmp/deploy.json" --socket "$tmp/ctl.sock" --heartbeat-ms $HB \
+	--fail-after 3 --timeout-ms 1000 2>"$tmp/daemon.log" &
+daemon=$!
+
+# live_epochs JOB GATEWAYS...: the live epoch of JOB on each gateway, space-separated.
+live_epochs() {
+	local job=$1 s e
+	shift
+	for s in "$@"; do
+		e=$("$DPCTL" -s "$tmp/$s.sock" --json dump "$job" 2>/dev/null |
+			jq -r '[.tables[] | select(.state == "live") | (.table.epoch // .epoch)]
+				| max // "none"')
+		printf '%s ' "${e:-none}"
+	done
+}
+# wait_same JOB GATEWAYS...: wait until all gateways run one epoch (> floor); sets $epoch.
+wait_same() {
+	local job=$1 floor=$2 got first
+	shift 2
+	for _ in $(seq 100); do
+		got=$(live_epochs "$job" "$@")
+		first=${got%% *}
+		if [ "$first" != none ] && [ "$first" -gt "$floor" ] &&
+			[ "$(echo "$got" | tr ' ' '\n' | sort -u | grep -c .)" = 1 ]; then
+			epoch=$first
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "# live epochs of job $job on $*: $got" >&2
+	return 1
+}
+
+for job in 1 2; do
+	if wait_same $job 0 a b c; then
+		ok "job $job: every gateway runs the same live epoch ($epoch)"
+	else
+		not_ok "job $job: gateways never agreed on a live epoch"
+	fi
+done
+e1=$(live_epochs 1 a)
+e1=${e1%% *}
+
+expect 0 "status answers" "$CONTROL" status --socket "$tmp/ctl.sock"
+grep -q "epoch $e1 live on a b c" "$tmp/out" || not_ok "status text: $(head -c 600 "$tmp/out")"
+expect 0 "status --json" "$CONTROL" status --socket "$tmp/ctl.sock" --json
+[ "$(jq -r '[.gateways[].state] | join(",")' "$tmp/out")" = "up,up,up" ] ||
+	not_ok "status --json gateways: $(jq -c .gateways "$tmp/out")"
+[ "$(jq '.jobs[0].trees | length' "$tmp/out")" -ge 1 ] ||
+	not_ok "status --json: no trees for job 1"
+
+# Garbage on the daemon's socket: an error answer with id null, and the daemon goes on.
+resp=$(python3 - "$tmp/ctl.sock" <<'EOF'
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+body = b"this is not json"
+s.sendall(struct.pack(">I", len(body)) + body)
+n, = struct.unpack(">I", s.recv(4))
+buf = b""
+while len(buf) < n:
+    buf += s.recv(n - len(buf))
+print(json.dumps(json.loads(buf), sort_keys=True))
+EOF
+)
+if [ "$(echo "$resp" | jq -r '"\(.ok) \(.errno) \(.id)"')" = "false 74 null" ]; then
+	ok "garbage on the daemon's socket gets EBADMSG"
+else
+	not_ok "garbage on the daemon's socket: $resp"
+fi
+expect 1 "an unknown op is refused" "$DPCTL" -s "$tmp/ctl.sock" raw '{"version":1,"id":5,"op":"frobnicate"}'
+expect 0 "the daemon still answers" "$CONTROL" status --socket "$tmp/ctl.sock"
+
+# ---- kill gateway c: the next epoch goes to a and b without it -------------------------
+kill -KILL "$dp_c"
+if wait_same 1 "$e1" a b; then
+	ok "gateway c killed: job 1 epoch $epoch live on a and b"
+	e2=$epoch
+	tb=$("$DPCTL" -s "$tmp/a.sock" --json dump 1 | jq -c '[.tables[] | select(.state ==
+		"live") | .table.trees[] | [.parent.id, (.children[].id)]] | flatten | unique')
+	if echo "$tb" | grep -q '\b3\b'; then
+		not_ok "epoch $e2 at a still names gateway 3: $tb"
+	else
+		ok "epoch $e2 does not use gateway c"
+	fi
+else
+	not_ok "no new epoch on a and b after c was killed"
+	e2=$e1
+fi
+grep -q "gateway c .* is down" "$tmp/daemon.log" || not_ok "the log does not say c is down"
+expect 0 "status after the failure" "$CONTROL" status --socket "$tmp/ctl.sock" --json
+[ "$(jq -r '.gateways[2].state' "$tmp/out")" = down ] || not_ok "c not down in status"
+
+# ---- c comes back: re-added with a new epoch -------------------------------------------
+start_dp c 3
+wait_dp c
+if wait_same 1 "$e2" a b c; then
+	ok "gateway c back: job 1 epoch $epoch live on a, b and c"
+else
+	not_ok "gateway c was not re-added"
+fi
+
+# ---- SIGTERM stops the daemon cleanly --------------------------------------------------
+kill -TERM "$daemon"
+for _ in $(seq 50); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$daemon" 2>/dev/null; then
+	not_ok "the daemon did not stop on SIGTERM"
+else
+	wait "$daemon"
+	rc=$?
+	daemon=
+	[ "$rc" = 0 ] && [ ! -e "$tmp/ctl.sock" ] && ok "SIGTERM: clean stop" ||
+		not_ok "SIGTERM: exit $rc, socket left: $(ls "$tmp")"
+fi
+if [ "$fails" != 0 ] || [ -n "${CONTROL_E2E_LOG:-}" ]; then
+	echo "# daemon log:"
+	sed 's/^/#   /' "$tmp/daemon.log"
+fi
+echo "$n tests, $fails failed"
+[ "$fails" = 0 ]

@@ -1,0 +1,1188 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * libgeoreduce against a fake gateway: a thread on 127.0.0.1 UDP sockets (one per port of
+ * the steering range) that plays the aggregator of docs/PROTOCOL.md sections 7 and 10 for
+ * the configured workers: it sums their CONTRIBs, sends every worker the RESULT from the
+ * port of the chunk, answers NACK_RESULT from the results it retains (two rounds) and,
+ * depending on the test, RETX CONTRIBs with an ACK or the result. It can drop, duplicate
+ * and reorder packets both ways, stay silent, or inject packets of other rounds and
+ * garbage. It counts every packet of the client that breaks a rule (wrong port, tree,
+ * count, sender), which must stay zero.
+ *
+ * Environment: GEOREDUCE_TEST_QUICK=1 runs fewer rounds on smaller tensors.
+ * main returns the number of failures.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fuzzutil.h"
+#include "georeduce.h"
+#include "halffloat.h"
+#include "testutil.h"
+#include "wire.h"
+
+#define GW_PORTS_MAX 4
+#define WORKERS_MAX 8
+#define TREES_MAX 4
+#define LOCALHOST 0x7f000001u
+
+static bool quick;
+
+/* What a test's job looks like: one gateway (the root of every tree) with local workers. */
+struct job {
+	uint32_t job, epoch;
+	enum gr_dtype dtype;
+	uint64_t elements;
+	uint32_t ce;
+	uint16_t gw_id;
+	uint16_t base, ports;
+	int n_workers;
+	uint16_t wid[WORKERS_MAX];
+	uint16_t wport[WORKERS_MAX];
+	int n_trees;
+	uint16_t tree_id[TREES_MAX];
+	uint32_t first[TREES_MAX], count[TREES_MAX];
+	uint32_t slots;
+};
+
+/* How the fake gateway misbehaves. Probabilities in parts per million. */
+enum retx_mode {
+	RETX_IGNORE,    /* drop RETX duplicates unanswered (today's dataplane) */
+	RETX_SPEC,      /* ACK if the chunk is open, the retained RESULT if done */
+	RETX_ACK,       /* always ACK, never the result */
+};
+
+struct fake_opts {
+	uint32_t loss_rx, loss_tx, dup_tx, reorder;
+	enum retx_mode retx;
+	bool drop_fanout;               /* drop every RESULT that is not an answer */
+	bool drop_first_nack_answer;    /* drop the first NACK answer per chunk and worker */
+	bool nack_needs_ack;            /* answer NACK_RESULT only for chunks ACKed before */
+	bool inject;                    /* stale rounds, other epochs, garbage with results */
+	bool probe;                     /* PROBE each worker once */
+	uint64_t seed;
+};
+
+struct fslot {
+	uint32_t round;
+	int state;                      /* 0 free, 1 open, 2 done */
+	uint32_t in, acked, nack_dropped;
+	uint16_t contrib;
+	float *acc;
+	uint8_t *res;
+};
+
+struct fakegw {
+	struct job j;
+	struct fake_opts o;
+	int fd[GW_PORTS_MAX];
+	uint32_t n_chunks;
+	size_t esize;
+	struct fslot *slots;            /* n_chunks x 2 (round parity) */
+	float *acc;
+	uint8_t *res;
+	uint64_t rng;
+	atomic_bool stop, silent;
+	pthread_t th;
+	/* Reorder: one packet held back until the next one is sent. */
+	uint8_t held[WIRE_UDP_PAYLOAD_MAX];
+	size_t held_len;
+	int held_fd;
+	struct sockaddr_in held_to;
+	/* Window check of first transmissions in the latest round. */
+	uint32_t win_round, lowest, max_span;
+	bool win_seen;
+	/* Counters (read after the thread is joined). */
+	unsigned int bad, contribs, retx, nacks, acks_sent, results, answers, probe_replies;
+};
+
+/* ---- table ------------------------------------------------------------------------------ */
+
+static char *
+table_json(const struct job *j)
+{
+	size_t cap = 16384, n = 0;
+	char *s = malloc(cap), workers[2048];
+	size_t wn = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	for (int i = 0; i < j->n_workers; i++)
+		wn += (size_t)snprintf(workers + wn, sizeof(workers) - wn,
+				       "%s{\"id\": %u, \"ipv4\": \"127.0.0.1\", \"port\": %u}",
+				       i ? ", " : "", j->wid[i], j->wport[i]);
+	n += (size_t)snprintf(s + n, cap - n,
+		"{\"format\": \"georeduce-table/1\", \"job\": %u, \"epoch\": %u,\n"
+		" \"gateway\": {\"id\": %u, \"ipv4\": \"127.0.0.1\", \"base_port\": %u, "
+		"\"ports\": %u},\n \"dtype\": \"%s\", \"elements\": %llu, \"chunk_elements\": %u,\n"
+		" \"limits\": {\"max_trees\": 4, \"max_children\": 4, \"max_workers\": 8, "
+		"\"max_slots\": 4096},\n \"trees\": [", j->job, j->epoch, j->gw_id, j->base,
+		j->ports, gr_dtype_name(j->dtype), (unsigned long long)j->elements, j->ce);
+	for (int t = 0; t < j->n_trees; t++)
+		n += (size_t)snprintf(s + n, cap - n,
+			"%s{\"id\": %u, \"role\": \"root\", \"parent\": null, \"children\": [],\n"
+			"  \"workers\": [%s], \"expected\": %d, \"subtree_workers\": %d,\n"
+			"  \"chunk_first\": %u, \"chunk_count\": %u, \"rate_gbps\": 1.0, "
+			"\"slots\": %u}", t ? ",\n " : "", j->tree_id[t], workers, j->n_workers,
+			j->n_workers, j->first[t], j->count[t], j->slots);
+	snprintf(s + n, cap - n, "]}\n");
+	return s;
+}
+
+/* A job of n workers over `trees` trees splitting the chunks evenly, on free ports. */
+static void
+job_init(struct job *j, int n_workers, int n_trees, int ports, enum gr_dtype dt,
+	 uint64_t elements, uint32_t ce)
+{
+	uint32_t n_chunks = (uint32_t)((elements + ce - 1) / ce), at = 0;
+
+	memset(j, 0, sizeof(*j));
+	j->job = 7;
+	j->epoch = 3;
+	j->dtype = dt;
+	j->elements = elements;
+	j->ce = ce;
+	j->gw_id = 1;
+	j->ports = (uint16_t)ports;
+	j->n_workers = n_workers;
+	for (int i = 0; i < n_workers; i++)
+		j->wid[i] = (uint16_t)(100 + 3 * i);
+	j->n_trees = n_trees;
+	for (int t = 0; t < n_trees; t++) {
+		uint32_t end = (uint32_t)((uint64_t)n_chunks * (t + 1) / n_trees);
+
+		j->tree_id[t] = (uint16_t)(10 * t + 2);
+		j->first[t] = at;
+		j->count[t] = end - at;
+		at = end;
+	}
+	j->slots = 4096;
+}
+
+/* ---- fake gateway ------------------------------------------------------------------------ */
+
+static bool
+chance(struct fakegw *g, uint32_t ppm)
+{
+	return ppm != 0 && rnd(&g->rng, 1000000) < ppm;
+}
+
+static void
+raw_send(int fd, const void *p, size_t len, const struct sockaddr_in *to)
+{
+	(void)!sendto(fd, p, len, 0, (const struct sockaddr *)to, sizeof(*to));
+}
+
+static void
+held_flush(struct fakegw *g)
+{
+	if (g->held_len != 0)
+		raw_send(g->held_fd, g->held, g->held_len, &g->held_to);
+	g->held_len = 0;
+}
+
+/* Send with the configured loss, duplication and reordering. */
+static void
+gw_send(struct fakegw *g, int fd, const void *p, size_t len, const struct sockaddr_in *to)
+{
+	if (chance(g, g->o.loss_tx))
+		return;
+	if (g->held_len == 0 && chance(g, g->o.reorder)) {
+		memcpy(g->held, p, len);
+		g->held_len = len;
+		g->held_fd = fd;
+		g->held_to = *to;
+		return;
+	}
+	raw_send(fd, p, len, to);
+	if (chance(g, g->o.dup_tx))
+		raw_send(fd, p, len, to);
+	held_flush(g);
+}
+
+static struct sockaddr_in
+worker_addr(const struct fakegw *g, int k)
+{
+	return (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(g->j.wport[k]),
+				     .sin_addr.s_addr = htonl(LOCALHOST) };
+}
+
+static int
+tree_index(const struct job *j, uint32_t chunk)
+{
+	for (int t = 0; t < j->n_trees; t++)
+		if (chunk - j->first[t] < j->count[t])
+			return t;
+	return -1;
+}
+
+static uint32_t
+chunk_len(const struct job *j, uint32_t c)
+{
+	return wire_chunk_len(j->elements, j->ce, c);
+}
+
+/* Send slot s's RESULT of chunk c to worker k. answer: RETX|ECHO with tsecr. */
+static void
+send_result(struct fakegw *g, const struct fslot *s, uint32_t c, int k, bool answer,
+	    uint32_t tsecr, uint32_t round_delta, uint32_t epoch_delta)
+{
+	uint8_t pkt[WIRE_UDP_PAYLOAD_MAX];
+	uint32_t n = chunk_len(&g->j, c);
+	struct wire_pkt p = {
+		.type = WIRE_TYPE_RESULT,
+		.flags = answer ? WIRE_F_RETX | WIRE_F_ECHO : 0,
+		.dtype = (enum wire_dtype)g->j.dtype,
+		.job = g->j.job,
+		.epoch = g->j.epoch + epoch_delta,
+		.tree = g->j.tree_id[tree_index(&g->j, c)],
+		.sender = g->j.gw_id,
+		.origin = g->j.gw_id,
+		.contrib = s->contrib,
+		.round = s->round + round_delta,
+		.chunk = c,
+		.count = (uint16_t)n,
+		.tsval = 1,
+		.tsecr = answer ? tsecr : 0,
+	};
+	struct sockaddr_in to = worker_addr(g, k);
+	size_t len = WIRE_HDR_LEN + n * g->esize;
+
+	CU_ASSERT_FATAL(wire_hdr_encode(pkt, len, &p, NULL) == 0);
+	memcpy(pkt + WIRE_HDR_LEN, s->res, n * g->esize);
+	if (!answer && g->o.drop_fanout)
+		return;
+	gw_send(g, g->fd[c % g->j.ports], pkt, len, &to);
+	if (answer)
+		g->answers++;
+	else
+		g->results++;
+}
+
+static void
+send_ack(struct fakegw *g, const struct wire_pkt *q, int k)
+{
+	uint8_t pkt[WIRE_HDR_LEN];
+	struct wire_pkt p = {
+		.type = WIRE_TYPE_ACK, .flags = WIRE_F_ECHO, .job = q->job, .epoch = q->epoch,
+		.tree = q->tree, .sender = g->j.gw_id, .origin = q->origin, .round = q->round,
+		.chunk = q->chunk, .count = 1, .tsval = 1, .tsecr = q->tsval,
+	};
+	struct sockaddr_in to = worker_addr(g, k);
+
+	CU_ASSERT_FATAL(wire_hdr_encode(pkt, sizeof(pkt), &p, NULL) == 0);
+	gw_send(g, g->fd[q->chunk % g->j.ports], pkt, sizeof(pkt), &to);
+	g->acks_sent++;
+}
+
+static void
+inject(struct fakegw *g, const struct fslot *s, uint32_t c, int k)
+{
+	static const char garbage[] = "GR, but not quite a georeduce packet";
+	struct sockaddr_in to = worker_addr(g, k);
+
+	send_result(g, s, c, k, false, 0, (uint32_t)-1, 0);     /* the previous round */
+	send_result(g, s, c, k, false, 0, 0, 1);                /* a future epoch */
+	raw_send(g->fd[0], garbage, sizeof(garbage), &to);
+}
+
+static void
+probe(struct fakegw *g, int k)
+{
+	uint8_t pkt[WIRE_HDR_LEN + 16] = { 0 };
+	struct wire_pkt p = { .type = WIRE_TYPE_PROBE, .job = g->j.job, .epoch = g->j.epoch,
+			      .sender = g->j.gw_id, .origin = g->j.gw_id, .tsval = 5,
+			      .payload_len = 16 };
+	struct sockaddr_in to = worker_addr(g, k);
+
+	CU_ASSERT_FATAL(wire_hdr_encode(pkt, sizeof(pkt), &p, NULL) == 0);
+	raw_send(g->fd[0], pkt, sizeof(pkt), &to);
+}
+
+static float
+elem_get(const uint8_t *p, enum gr_dtype dt, uint32_t i)
+{
+	uint16_t h;
+	float f;
+
+	if (dt == GR_DTYPE_FP32) {
+		memcpy(&f, p + 4 * i, 4);
+		return f;
+	}
+	memcpy(&h, p + 2 * i, 2);
+	return dt == GR_DTYPE_FP16 ? gr_f16_to_f32(h) : gr_bf16_to_f32(h);
+}
+
+static void
+elem_put(uint8_t *p, enum gr_dtype dt, uint32_t i, float f)
+{
+	uint16_t h;
+
+	if (dt == GR_DTYPE_FP32) {
+		memcpy(p + 4 * i, &f, 4);
+		return;
+	}
+	h = dt == GR_DTYPE_FP16 ? gr_f32_to_f16(f) : gr_f32_to_bf16(f);
+	memcpy(p + 2 * i, &h, 2);
+}
+
+static void
+window_check(struct fakegw *g, const struct wire_pkt *p)
+{
+	if (!g->win_seen || wire_round_before(g->win_round, p->round)) {
+		g->win_seen = true;
+		g->win_round = p->round;
+		g->lowest = 0;
+	}
+	if (p->round != g->win_round)
+		return;
+	while (g->lowest < g->n_chunks) {
+		const struct fslot *s = &g->slots[2 * g->lowest + (p->round & 1)];
+
+		if (s->state != 2 || s->round != p->round)
+			break;
+		g->lowest++;
+	}
+	if (p->chunk >= g->lowest && p->chunk - g->lowest + 1 > g->max_span)
+		g->max_span = p->chunk - g->lowest + 1;
+}
+
+static void
+on_contrib(struct fakegw *g, const struct wire_pkt *p, const uint8_t *pkt, int k,
+	   const struct sockaddr_in *from, int fd)
+{
+	struct fslot *s = &g->slots[2 * p->chunk + (p->round & 1)];
+	bool retx = p->flags & WIRE_F_RETX;
+
+	g->contribs++;
+	if (retx)
+		g->retx++;
+	else
+		window_check(g, p);
+	if (s->state == 0 || s->round != p->round) {
+		s->state = 1;
+		s->round = p->round;
+		s->in = s->acked = s->nack_dropped = 0;
+		s->contrib = 0;
+		memset(s->acc, 0, g->j.ce * sizeof(float));
+	}
+	if (s->state == 2) {
+		if (retx && g->o.retx == RETX_SPEC)
+			send_result(g, s, p->chunk, k, true, p->tsval, 0, 0);
+		else if (retx && g->o.retx == RETX_ACK)
+			send_ack(g, p, k);
+		if (retx && g->o.retx == RETX_ACK)
+			s->acked |= 1u << k;
+		return;
+	}
+	if (!(s->in & (1u << k))) {
+		for (uint32_t i = 0; i < p->count; i++)
+			s->acc[i] += elem_get(pkt + p->payload_off, g->j.dtype, i);
+		s->in |= 1u << k;
+		s->contrib++;
+	}
+	if (s->contrib == g->j.n_workers) {
+		s->state = 2;
+		for (uint32_t i = 0; i < p->count; i++)
+			elem_put(s->res, g->j.dtype, i, s->acc[i]);
+		for (int w = 0; w < g->j.n_workers; w++) {
+			send_result(g, s, p->chunk, w, false, 0, 0, 0);
+			if (g->o.inject)
+				inject(g, s, p->chunk, w);
+		}
+	}
+	if (retx && g->o.retx != RETX_IGNORE && (s->state == 1 || g->o.retx == RETX_ACK)) {
+		send_ack(g, p, k);
+		s->acked |= 1u << k;
+	}
+	(void)from;
+	(void)fd;
+}
+
+static void
+on_nack(struct fakegw *g, const struct wire_pkt *p, int k)
+{
+	g->nacks++;
+	for (uint32_t c = p->chunk; c - p->chunk < p->count; c++) {
+		struct fslot *s = &g->slots[2 * c + (p->round & 1)];
+
+		if (s->state != 2 || s->round != p->round)
+			continue;
+		if (g->o.nack_needs_ack && !(s->acked & (1u << k)))
+			continue;
+		if (g->o.drop_first_nack_answer && !(s->nack_dropped & (1u << k))) {
+			s->nack_dropped |= 1u << k;
+			continue;
+		}
+		send_result(g, s, c, k, true, p->tsval, 0, 0);
+	}
+}
+
+static void
+gw_rx(struct fakegw *g, int port_idx, const uint8_t *pkt, size_t len,
+      const struct sockaddr_in *from)
+{
+	struct wire_pkt p;
+	int k = -1, t;
+
+	if (chance(g, g->o.loss_rx))
+		return;
+	if (wire_hdr_decode(pkt, len, &p, NULL) < 0) {
+		g->bad++;
+		return;
+	}
+	if (p.type == WIRE_TYPE_PROBE_REPLY) {
+		g->probe_replies += p.tsecr == 5 && p.origin == g->j.gw_id;
+		return;
+	}
+	for (int i = 0; i < g->j.n_workers; i++)
+		if (g->j.wid[i] == p.origin)
+			k = i;
+	t = p.chunk < g->n_chunks ? tree_index(&g->j, p.chunk) : -1;
+	if (p.job != g->j.job || p.epoch != g->j.epoch || k < 0 || p.sender != p.origin ||
+	    ntohs(from->sin_port) != g->j.wport[k] || t < 0 || p.tree != g->j.tree_id[t] ||
+	    (uint32_t)port_idx != p.chunk % g->j.ports) {
+		g->bad++;
+		return;
+	}
+	if (p.type == WIRE_TYPE_CONTRIB && p.count == chunk_len(&g->j, p.chunk) &&
+	    p.dtype == (enum wire_dtype)g->j.dtype && p.contrib == 1 && p.cset_blocks == 0)
+		on_contrib(g, &p, pkt, k, from, g->fd[port_idx]);
+	else if (p.type == WIRE_TYPE_NACK_RESULT && p.count >= 1 &&
+		 p.chunk + p.count <= g->j.first[t] + g->j.count[t])
+		on_nack(g, &p, k);
+	else
+		g->bad++;
+}
+
+static void *
+gw_main(void *arg)
+{
+	struct fakegw *g = arg;
+	struct pollfd pfd[GW_PORTS_MAX];
+	uint8_t buf[WIRE_UDP_PAYLOAD_MAX + 1];
+	bool probed = false;
+
+	for (int i = 0; i < g->j.ports; i++)
+		pfd[i] = (struct pollfd){ .fd = g->fd[i], .events = POLLIN };
+	while (!atomic_load(&g->stop)) {
+		if (poll(pfd, g->j.ports, 5) <= 0)
+			continue;
+		for (int i = 0; i < g->j.ports; i++) {
+			struct sockaddr_in from;
+			socklen_t fl = sizeof(from);
+			ssize_t n;
+
+			while ((n = recvfrom(g->fd[i], buf, sizeof(buf), MSG_DONTWAIT,
+					     (struct sockaddr *)&from, &fl)) > 0) {
+				if (!atomic_load(&g->silent))
+					gw_rx(g, i, buf, (size_t)n, &from);
+				fl = sizeof(from);
+			}
+		}
+		if (g->o.probe && !probed && g->contribs > 0) {
+			for (int k = 0; k < g->j.n_workers; k++)
+				probe(g, k);
+			probed = true;
+		}
+		held_flush(g);
+	}
+	return NULL;
+}
+
+/* Bind the gateway's ports and pick free worker ports: base + 8 + i. */
+static bool
+bind_ports(struct fakegw *g)
+{
+	for (int attempt = 0; attempt < 50; attempt++) {
+		uint16_t base = (uint16_t)(20000 + rnd(&g->rng, 40000));
+		int probe_fd[WORKERS_MAX];
+		bool ok = true;
+		int i;
+
+		for (i = 0; i < g->j.ports + g->j.n_workers && ok; i++) {
+			struct sockaddr_in a = {
+				.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)(base + (i < g->j.ports ? i : 8 + i))),
+				.sin_addr.s_addr = htonl(LOCALHOST),
+			};
+			int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+			CU_ASSERT_FATAL(fd >= 0);
+			if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+				close(fd);
+				ok = false;
+				break;
+			}
+			if (i < g->j.ports)
+				g->fd[i] = fd;
+			else
+				probe_fd[i - g->j.ports] = fd;
+		}
+		for (int x = 0; x < i; x++)
+			if (!ok || x >= g->j.ports)
+				close(x < g->j.ports ? g->fd[x] : probe_fd[x - g->j.ports]);
+		if (!ok)
+			continue;
+		g->j.base = base;
+		for (int w = 0; w < g->j.n_workers; w++)
+			g->j.wport[w] = (uint16_t)(base + 8 + g->j.ports + w);
+		return true;
+	}
+	return false;
+}
+
+static struct fakegw *
+gw_start(struct job *j, const struct fake_opts *o)
+{
+	struct fakegw *g = calloc(1, sizeof(*g));
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	g->j = *j;
+	g->o = *o;
+	g->rng = o->seed ? o->seed : 0x5eed;
+	g->rng ^= (uint64_t)getpid() << 20 ^ (uint64_t)time(NULL);
+	g->n_chunks = (uint32_t)((j->elements + j->ce - 1) / j->ce);
+	g->esize = gr_dtype_size(j->dtype);
+	g->slots = calloc(2 * (size_t)g->n_chunks, sizeof(*g->slots));
+	g->acc = calloc(2 * (size_t)g->n_chunks * j->ce, sizeof(float));
+	g->res = calloc(2 * (size_t)g->n_chunks * j->ce, g->esize);
+	CU_ASSERT_FATAL(g->slots != NULL && g->acc != NULL && g->res != NULL);
+	for (size_t i = 0; i < 2 * (size_t)g->n_chunks; i++) {
+		g->slots[i].acc = g->acc + i * j->ce;
+		g->slots[i].res = g->res + i * j->ce * g->esize;
+	}
+	CU_ASSERT_FATAL(bind_ports(g));
+	*j = g->j;      /* the ports chosen */
+	CU_ASSERT_FATAL(pthread_create(&g->th, NULL, gw_main, g) == 0);
+	return g;
+}
+
+static void
+gw_stop(struct fakegw *g)
+{
+	atomic_store(&g->stop, true);
+	pthread_join(g->th, NULL);
+	for (int i = 0; i < g->j.ports; i++)
+		close(g->fd[i]);
+}
+
+static void
+gw_free(struct fakegw *g)
+{
+	free(g->slots);
+	free(g->acc);
+	free(g->res);
+	free(g);
+}
+
+/* ---- workers ----------------------------------------------------------------------------- */
+
+struct wrk {
+	struct gr_client *c;
+	struct job *j;
+	int k;                          /* index in the job */
+	uint8_t *buf;
+	struct gr_options opt;
+	uint32_t round0, rounds;
+	int rc;                         /* last gr_allreduce() result */
+	int wrong;                      /* elements that differ from the expected sum */
+	struct gr_stats st;
+	double ms;
+};
+
+static float
+pattern(int k, uint64_t e, uint32_t round)
+{
+	return (float)(((uint64_t)k * 5 + e + round) % 13);
+}
+
+static void *
+wrk_main(void *arg)
+{
+	struct wrk *w = arg;
+	const struct job *j = w->j;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (uint32_t r = w->round0; r < w->round0 + w->rounds; r++) {
+		for (uint64_t e = 0; e < j->elements; e++)
+			elem_put(w->buf, j->dtype, (uint32_t)e, pattern(w->k, e, r));
+		w->rc = gr_allreduce(w->c, w->buf, j->elements, j->dtype, r, &w->opt);
+		if (w->rc < 0)
+			break;
+		for (uint64_t e = 0; e < j->elements; e++) {
+			float sum = 0;
+
+			for (int k = 0; k < j->n_workers; k++)
+				sum += pattern(k, e, r);
+			if (w->opt.average)
+				sum /= (float)j->n_workers;
+			uint8_t want[4], got[4];
+
+			elem_put(want, j->dtype, 0, sum);
+			memcpy(got, w->buf + e * gr_dtype_size(j->dtype), gr_dtype_size(j->dtype));
+			if (memcmp(want, got, gr_dtype_size(j->dtype)) != 0)
+				w->wrong++;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	w->ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	gr_client_stats(w->c, &w->st);
+	return NULL;
+}
+
+static struct gr_client *
+client_for(const struct job *j, int k)
+{
+	char *json = table_json(j), err[GR_ERR_MAX];
+	struct gr_config cfg;
+	struct gr_client *c = NULL;
+
+	if (CHECK(gr_config_from_table_string(&cfg, json, j->wid[k], err, sizeof(err)) == 0,
+		  "%s", err))
+		c = gr_client_create(&cfg, err, sizeof(err));
+	CHECK(c != NULL, "%s", err);
+	free(json);
+	return c;
+}
+
+/* Run every worker of the job for `rounds` rounds with options o; check exact results. */
+static void
+run(struct job *j, const struct gr_options *o, uint32_t rounds, struct wrk *ws)
+{
+	pthread_t th[WORKERS_MAX];
+
+	for (int k = 0; k < j->n_workers; k++) {
+		ws[k] = (struct wrk){ .j = j, .k = k, .opt = *o, .round0 = 40, .rounds = rounds };
+		ws[k].c = client_for(j, k);
+		ws[k].buf = malloc(j->elements * gr_dtype_size(j->dtype));
+		CU_ASSERT_FATAL(ws[k].c != NULL && ws[k].buf != NULL);
+	}
+	for (int k = 0; k < j->n_workers; k++)
+		CU_ASSERT_FATAL(pthread_create(&th[k], NULL, wrk_main, &ws[k]) == 0);
+	for (int k = 0; k < j->n_workers; k++)
+		pthread_join(th[k], NULL);
+	for (int k = 0; k < j->n_workers; k++) {
+		CHECK(ws[k].rc == j->n_workers, "worker %d: %d (%s)", k, ws[k].rc,
+		      gr_client_error(ws[k].c));
+		CHECK(ws[k].wrong == 0, "worker %d: %d elements wrong", k, ws[k].wrong);
+		gr_client_free(ws[k].c);
+		free(ws[k].buf);
+	}
+}
+
+/* Start a gateway with fo, run the job's workers through it, stop it (free it after). */
+static struct fakegw *
+gw_run(struct job *j, const struct fake_opts *fo, const struct gr_options *o, uint32_t rounds,
+       struct wrk *ws)
+{
+	struct fakegw *g = gw_start(j, fo);
+
+	run(j, o, rounds, ws);
+	gw_stop(g);
+	return g;
+}
+
+static uint64_t
+sum_stat(const struct wrk *ws, int n, size_t off)
+{
+	uint64_t s = 0;
+
+	for (int k = 0; k < n; k++)
+		s += *(const uint64_t *)((const char *)&ws[k].st + off);
+	return s;
+}
+
+#define SUM(ws, n, field) sum_stat(ws, n, offsetof(struct gr_stats, field))
+
+/* ---- tests ------------------------------------------------------------------------------- */
+
+static void
+test_config_table(void)
+{
+	struct job j;
+	struct gr_config cfg;
+	char err[GR_ERR_MAX], *json;
+
+	job_init(&j, 3, 2, 4, GR_DTYPE_FP16, 10007, 100);
+	j.base = 30000;
+	for (int k = 0; k < 3; k++)
+		j.wport[k] = (uint16_t)(31000 + k);
+	json = table_json(&j);
+	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, 103, err, sizeof(err)) == 0);
+	CU_ASSERT_EQUAL(cfg.job, 7);
+	CU_ASSERT_EQUAL(cfg.epoch, 3);
+	CU_ASSERT_EQUAL(cfg.dtype, GR_DTYPE_FP16);
+	CU_ASSERT_EQUAL(cfg.elements, 10007);
+	CU_ASSERT_EQUAL(cfg.chunk_elements, 100);
+	CU_ASSERT_EQUAL(cfg.worker_id, 103);
+	CU_ASSERT_EQUAL(cfg.worker_port, 31001);
+	CU_ASSERT_EQUAL(cfg.worker_ipv4, LOCALHOST);
+	CU_ASSERT_EQUAL(cfg.gateway_ipv4, LOCALHOST);
+	CU_ASSERT_EQUAL(cfg.gateway_base_port, 30000);
+	CU_ASSERT_EQUAL(cfg.gateway_ports, 4);
+	CU_ASSERT_EQUAL(cfg.n_trees, 2);
+	CU_ASSERT(cfg.trees[0].id == 2 && cfg.trees[0].chunk_first == 0 &&
+		  cfg.trees[0].chunk_count == 50 && cfg.trees[0].slots == 4096);
+	CU_ASSERT(cfg.trees[1].id == 12 && cfg.trees[1].chunk_first == 50 &&
+		  cfg.trees[1].chunk_count == 51);
+	CU_ASSERT(gr_config_check(&cfg, err, sizeof(err)) == 0);
+
+	/* A worker the table does not list. */
+	CU_ASSERT(gr_config_from_table_string(&cfg, json, 104, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "worker 104") != NULL && strchr(err, '\n') == NULL, "%s", err);
+	/* A broken table names the field. */
+	json[strlen(json) - 3] = '\0';
+	CU_ASSERT(gr_config_from_table_string(&cfg, json, 103, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "<string>") != NULL, "%s", err);
+	free(json);
+	CU_ASSERT(gr_config_from_table(&cfg, "/nonexistent/t.json", 1, err, sizeof(err)) < 0);
+	CHECK(strstr(err, "/nonexistent/t.json") != NULL, "%s", err);
+	/* A gateway that carries no tree. */
+	json = strdup("{\"format\": \"georeduce-table/1\", \"job\": 1, \"epoch\": 1, \"gateway\": "
+		      "{\"id\": 1, \"ipv4\": \"10.0.0.1\", \"base_port\": 17400, \"ports\": 1}, "
+		      "\"dtype\": \"fp32\", \"elements\": 10, \"chunk_elements\": 4, \"limits\": "
+		      "{\"max_trees\": 1, \"max_children\": 1, \"max_workers\": 1, "
+		      "\"max_slots\": 16}, \"trees\": []}");
+	CU_ASSERT(gr_config_from_table_string(&cfg, json, 1, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "carries no tree") != NULL, "%s", err);
+	free(json);
+}
+
+static void
+test_config_check(void)
+{
+	struct job j;
+	struct gr_config good, cfg;
+	char err[GR_ERR_MAX], *json;
+
+	job_init(&j, 2, 3, 2, GR_DTYPE_FP32, 1000, 64);
+	j.base = 30000;
+	j.wport[0] = 31000;
+	j.wport[1] = 31001;
+	json = table_json(&j);
+	CU_ASSERT_FATAL(gr_config_from_table_string(&good, json, 100, err, sizeof(err)) == 0);
+	free(json);
+
+	/* Each change alone must be refused, naming what is wrong. */
+	cfg = good; cfg.dtype = 0;
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "dtype"), "%s", err);
+	cfg = good; cfg.elements = 0;
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "elements"), "%s",
+	      err);
+	cfg = good; cfg.chunk_elements = 2049;
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "chunk_elements"),
+	      "%s", err);
+	cfg = good; cfg.worker_id = cfg.gateway_id;
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "worker_id"), "%s",
+	      err);
+	cfg = good; cfg.worker_id = 0xffff;
+	CU_ASSERT(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL);
+	cfg = good; cfg.gateway_ipv4 = 0xe0000001;
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "gateway_ipv4"),
+	      "%s", err);
+	cfg = good; cfg.gateway_base_port = 65535; cfg.gateway_ports = 2;
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "ports"), "%s",
+	      err);
+	cfg = good; cfg.worker_port = 0;
+	CU_ASSERT(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL);
+	cfg = good; cfg.n_trees = 0;
+	CU_ASSERT(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL);
+	cfg = good; cfg.trees[2].id = cfg.trees[0].id;
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "also in"), "%s",
+	      err);
+	cfg = good; cfg.trees[1].chunk_first++; cfg.trees[1].chunk_count--;    /* a gap */
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "partition"),
+	      "%s", err);
+	cfg = good; cfg.trees[1].chunk_first--;                                  /* an overlap */
+	CU_ASSERT(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL);
+	cfg = good; cfg.trees[2].chunk_count++;                                  /* too long */
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "cover"), "%s",
+	      err);
+	cfg = good; cfg.elements = 2000;                                         /* mismatch */
+	CU_ASSERT(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL);
+	/* Trees may come in any order. */
+	cfg = good;
+	cfg.trees[0] = good.trees[2];
+	cfg.trees[2] = good.trees[0];
+	CU_ASSERT(gr_config_check(&cfg, err, sizeof(err)) == 0);
+	/* A bad configuration creates no client. */
+	cfg = good; cfg.elements = 0;
+	errno = 0;
+	CU_ASSERT(gr_client_create(&cfg, err, sizeof(err)) == NULL && errno == EINVAL);
+}
+
+static void
+test_call_args(void)
+{
+	struct job j;
+	struct gr_client *c;
+	float buf[100];
+	struct gr_options o = { .rto_min_ms = 50, .rto_max_ms = 10 };
+
+	struct fake_opts fo = { 0 };
+	struct fakegw *g;
+
+	job_init(&j, 1, 1, 1, GR_DTYPE_FP32, 100, 10);
+	g = gw_start(&j, &fo);
+
+	c = client_for(&j, 0);
+	CU_ASSERT_FATAL(c != NULL);
+	CU_ASSERT(gr_allreduce(c, buf, 99, GR_DTYPE_FP32, 0, NULL) == -EINVAL);
+	CHECK(strstr(gr_client_error(c), "99 elements") != NULL, "%s", gr_client_error(c));
+	CU_ASSERT(gr_allreduce(c, buf, 100, GR_DTYPE_BF16, 0, NULL) == -EINVAL);
+	CHECK(strstr(gr_client_error(c), "bf16") != NULL, "%s", gr_client_error(c));
+	CU_ASSERT(gr_allreduce(c, NULL, 100, GR_DTYPE_FP32, 0, NULL) == -EINVAL);
+	CU_ASSERT(gr_allreduce(c, buf, 100, GR_DTYPE_FP32, 0, &o) == -EINVAL);
+	CHECK(strstr(gr_client_error(c), "rto_min_ms") != NULL, "%s", gr_client_error(c));
+	/* A second client on the same address and port cannot bind. */
+	char *json = table_json(&j), err[GR_ERR_MAX];
+	struct gr_config cfg;
+
+	CU_ASSERT(gr_config_from_table_string(&cfg, json, j.wid[0], err, sizeof(err)) == 0);
+	errno = 0;
+	CU_ASSERT(gr_client_create(&cfg, err, sizeof(err)) == NULL && errno == EADDRINUSE);
+	CHECK(strstr(err, "bind 127.0.0.1") != NULL, "%s", err);
+	free(json);
+	gr_client_free(c);
+	gr_client_free(NULL);
+	gw_stop(g);
+	gw_free(g);
+}
+
+/* Clean network: every packet valid and steered, exact sums, no retransmission. */
+static void
+clean_run(enum gr_dtype dt, uint64_t elements, uint32_t ce, int workers, int trees, int ports,
+	  bool average)
+{
+	struct job j;
+	struct fake_opts fo = { .retx = RETX_SPEC };
+	struct gr_options o = { .average = average };
+	struct wrk ws[WORKERS_MAX];
+	struct fakegw *g;
+	uint32_t rounds = quick ? 2 : 4;
+	uint64_t n_chunks = (elements + ce - 1) / ce;
+
+	job_init(&j, workers, trees, ports, dt, elements, ce);
+	g = gw_run(&j, &fo, &o, rounds, ws);
+	CHECK(g->bad == 0, "%u packets broke a rule", g->bad);
+	CHECK(SUM(ws, workers, contribs_sent) == workers * rounds * n_chunks, "%llu sent",
+	      (unsigned long long)SUM(ws, workers, contribs_sent));
+	CHECK(SUM(ws, workers, results) == workers * rounds * n_chunks, "%llu results",
+	      (unsigned long long)SUM(ws, workers, results));
+	CU_ASSERT(SUM(ws, workers, invalid) == 0);
+	CU_ASSERT(SUM(ws, workers, calls_ok) == workers * rounds);
+	CU_ASSERT(ws[0].st.srtt_us > 0);
+	gw_free(g);
+}
+
+static void
+test_fp32(void)
+{
+	clean_run(GR_DTYPE_FP32, quick ? 20011 : 100003, 352, 3, 2, 3, false);
+}
+
+static void
+test_fp16_bf16_odd(void)
+{
+	clean_run(GR_DTYPE_FP16, 12345, 704, 2, 1, 2, false);
+	clean_run(GR_DTYPE_BF16, 7, 3, 4, 3, 1, false);        /* 3 chunks, the last of 1 */
+	clean_run(GR_DTYPE_BF16, 1, 4096, 2, 1, 4, false);     /* one element */
+	clean_run(GR_DTYPE_FP32, 4097, 2048, 1, 1, 1, false);  /* one worker, 8 KiB chunks */
+}
+
+static void
+test_average(void)
+{
+	clean_run(GR_DTYPE_FP32, 5000, 100, 4, 2, 2, true);
+	clean_run(GR_DTYPE_FP16, 5000, 100, 2, 1, 2, true);
+}
+
+/* The window bounds the span of chunks in flight, and is used in full. */
+static void
+test_window(void)
+{
+	struct job j;
+	struct fake_opts fo = { .retx = RETX_SPEC };
+	struct gr_options o = { .window = 8 };
+	struct wrk ws[WORKERS_MAX];
+	struct fakegw *g;
+
+	job_init(&j, 2, 1, 2, GR_DTYPE_FP32, 64 * 500, 64);
+	g = gw_run(&j, &fo, &o, 1, ws);
+	CHECK(g->max_span == 8, "span of chunks in flight %u, window 8", g->max_span);
+	gw_free(g);
+
+	/* The slot pool caps the window. */
+	job_init(&j, 2, 2, 2, GR_DTYPE_FP32, 64 * 500, 64);
+	j.slots = 16;
+	o.window = 1000;
+	g = gw_run(&j, &fo, &o, 1, ws);
+	CHECK(g->max_span <= 16 && g->max_span >= 8, "span %u, slot pool 16", g->max_span);
+	gw_free(g);
+}
+
+static void
+lossy_run(enum retx_mode mode, const char *what)
+{
+	struct job j;
+	struct fake_opts fo = { .loss_rx = 50000, .loss_tx = 50000, .dup_tx = 20000,
+				.reorder = 20000, .retx = mode };
+	struct gr_options o = { .rto_min_ms = 5, .rto_initial_ms = 20, .rto_max_ms = 200,
+				.timeout_ms = 20000 };
+	struct wrk ws[WORKERS_MAX];
+	struct fakegw *g;
+	uint32_t rounds = quick ? 3 : 5;
+
+	job_init(&j, 3, 2, 4, GR_DTYPE_FP32, quick ? 20000 : 40000, 256);
+	g = gw_run(&j, &fo, &o, rounds, ws);
+	CHECK(g->bad == 0, "%s: %u packets broke a rule", what, g->bad);
+	CHECK(SUM(ws, 3, contribs_retx) > 0, "%s: no retransmission", what);
+	CHECK(SUM(ws, 3, nacks_sent) > 0 && g->nacks > 0, "%s: no NACK_RESULT", what);
+	CHECK(SUM(ws, 3, duplicates) > 0, "%s: duplicates not seen", what);
+	if (mode == RETX_SPEC)
+		CHECK(g->acks_sent > 0 && SUM(ws, 3, acks) > 0, "%s: no ACK", what);
+	printf("\n    %s: %.0f ms, %llu retx, %llu nacks, %llu acks, %llu dups ", what, ws[0].ms,
+	       (unsigned long long)SUM(ws, 3, contribs_retx),
+	       (unsigned long long)SUM(ws, 3, nacks_sent), (unsigned long long)SUM(ws, 3, acks),
+	       (unsigned long long)SUM(ws, 3, duplicates));
+	gw_free(g);
+}
+
+static void
+test_loss(void)
+{
+	lossy_run(RETX_SPEC, "5% loss, gateway answers RETX");
+	lossy_run(RETX_IGNORE, "5% loss, RETX unanswered");
+}
+
+/* Every fan-out RESULT lost, RETX answered with ACK only, and the first answer to each
+ * NACK_RESULT lost: each chunk's payload is sent again exactly once (the ACK stops it),
+ * and its result comes from a NACK_RESULT sent on T2 in the held state. */
+static void
+test_held(void)
+{
+	struct job j;
+	struct fake_opts fo = { .retx = RETX_ACK, .drop_fanout = true, .nack_needs_ack = true,
+				.drop_first_nack_answer = true };
+	struct gr_options o = { .rto_min_ms = 5, .rto_initial_ms = 10, .rto_max_ms = 50,
+				.timeout_ms = 10000 };
+	struct wrk ws[WORKERS_MAX];
+	struct fakegw *g;
+	uint64_t n_chunks = 40;
+
+	job_init(&j, 2, 1, 1, GR_DTYPE_FP32, 64 * n_chunks, 64);
+	g = gw_run(&j, &fo, &o, 1, ws);
+	CHECK(g->bad == 0, "%u packets broke a rule", g->bad);
+	for (int k = 0; k < 2; k++) {
+		CHECK(ws[k].st.contribs_retx == n_chunks, "worker %d: %llu payloads resent, want %llu",
+		      k, (unsigned long long)ws[k].st.contribs_retx, (unsigned long long)n_chunks);
+		CHECK(ws[k].st.acks > 0, "worker %d: no ACK", k);
+		CHECK(ws[k].st.path_srtt_us > 0, "worker %d: no echoed round trip", k);
+	}
+	CU_ASSERT(g->answers >= 2 * n_chunks);
+	gw_free(g);
+}
+
+static void
+test_timeout(void)
+{
+	struct job j;
+	struct fake_opts fo = { .retx = RETX_SPEC };
+	struct gr_options o = { .timeout_ms = 300, .rto_initial_ms = 20 };
+	struct fakegw *g;
+	struct gr_client *c;
+	struct timespec t0, t1;
+	float *buf;
+	double ms;
+	int rc;
+
+	job_init(&j, 1, 1, 2, GR_DTYPE_FP32, 1000, 100);
+	g = gw_start(&j, &fo);
+	atomic_store(&g->silent, true);
+	c = client_for(&j, 0);
+	buf = calloc(1000, sizeof(float));
+	CU_ASSERT_FATAL(c != NULL && buf != NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = gr_allreduce(c, buf, 1000, GR_DTYPE_FP32, 1, &o);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	CHECK(rc == -ETIMEDOUT, "rc %d", rc);
+	CHECK(ms >= 299 && ms < 1000, "returned after %.0f ms, limit 300", ms);
+	CHECK(strstr(gr_client_error(c), "10 of 10 chunks") != NULL, "%s", gr_client_error(c));
+	/* The client stays usable: the gateway speaks again, the next round completes. */
+	atomic_store(&g->silent, false);
+	o.timeout_ms = 5000;
+	for (int e = 0; e < 1000; e++)
+		buf[e] = (float)e;
+	rc = gr_allreduce(c, buf, 1000, GR_DTYPE_FP32, 2, &o);
+	CHECK(rc == 1, "rc %d: %s", rc, gr_client_error(c));
+	CU_ASSERT(buf[999] == 999.0f);
+	struct gr_stats st;
+
+	gr_client_stats(c, &st);
+	CU_ASSERT(st.timeouts == 1 && st.calls == 2 && st.calls_ok == 1);
+	gr_client_free(c);
+	free(buf);
+	gw_stop(g);
+	gw_free(g);
+}
+
+/* Every packet twice, results of the previous round and of another epoch, garbage and a
+ * PROBE: the sum is exact, the rest is counted and ignored, the PROBE answered. */
+static void
+test_duplicates_and_strays(void)
+{
+	struct job j;
+	struct fake_opts fo = { .retx = RETX_SPEC, .dup_tx = 1000000, .inject = true,
+				.probe = true };
+	struct gr_options o = { 0 };
+	struct wrk ws[WORKERS_MAX];
+	struct fakegw *g;
+	uint64_t n_chunks = 30;
+
+	job_init(&j, 2, 2, 2, GR_DTYPE_BF16, 100 * n_chunks, 100);
+	g = gw_run(&j, &fo, &o, 1, ws);
+	for (int k = 0; k < 2; k++) {
+		CHECK(ws[k].st.duplicates >= n_chunks / 2, "worker %d: %llu duplicates", k,
+		      (unsigned long long)ws[k].st.duplicates);
+		CHECK(ws[k].st.stale >= n_chunks / 2, "worker %d: %llu stale", k,
+		      (unsigned long long)ws[k].st.stale);
+		CHECK(ws[k].st.invalid >= 1, "worker %d: garbage not counted", k);
+	}
+	CHECK(g->probe_replies >= 1, "%u probe replies", g->probe_replies);
+	gw_free(g);
+}
+
+struct prog {
+	uint64_t calls, last_done, total;
+	bool monotonic;
+};
+
+static void
+on_progress(void *arg, uint64_t done, uint64_t total)
+{
+	struct prog *p = arg;
+
+	if (done < p->last_done || done > total)
+		p->monotonic = false;
+	p->calls++;
+	p->last_done = done;
+	p->total = total;
+}
+
+static void
+test_progress(void)
+{
+	struct job j;
+	struct fake_opts fo = { .retx = RETX_SPEC, .drop_fanout = true };
+	struct prog pr = { .monotonic = true };
+	struct gr_options o = { .progress = on_progress, .progress_arg = &pr, .progress_ms = 10,
+				.rto_initial_ms = 30, .rto_min_ms = 30, .window = 4 };
+	struct fakegw *g;
+	struct gr_client *c;
+	float buf[400];
+	int rc;
+
+	/* Every result comes by retransmission after 30 ms, 4 at a time: ~100 ms in all. */
+	job_init(&j, 1, 1, 1, GR_DTYPE_FP32, 400, 40);
+	g = gw_start(&j, &fo);
+	c = client_for(&j, 0);
+	CU_ASSERT_FATAL(c != NULL);
+	memset(buf, 0, sizeof(buf));
+	rc = gr_allreduce(c, buf, 400, GR_DTYPE_FP32, 0, &o);
+	CHECK(rc == 1, "rc %d: %s", rc, gr_client_error(c));
+	CHECK(pr.calls >= 3 && pr.calls <= 40, "%llu progress calls",
+	      (unsigned long long)pr.calls);
+	CU_ASSERT(pr.monotonic);
+	CU_ASSERT(pr.last_done == 10 && pr.total == 10);
+	gr_client_free(c);
+	gw_stop(g);
+	gw_free(g);
+}
+
+/* A new epoch with another tensor and other trees: the old one is refused, the new one
+ * works with a gateway at that epoch. */
+static void
+test_reconfigure(void)
+{
+	struct job j, j2;
+	struct fake_opts fo = { .retx = RETX_SPEC };
+	struct fakegw *g, *g2;
+	struct gr_client *c;
+	struct gr_config cfg;
+	char *json, err[GR_ERR_MAX];
+	float buf[3000];
+	int rc;
+
+	job_init(&j, 1, 1, 2, GR_DTYPE_FP32, 1000, 100);
+	g = gw_start(&j, &fo);
+	c = client_for(&j, 0);
+	CU_ASSERT_FATAL(c != NULL);
+	for (int e = 0; e < 1000; e++)
+		buf[e] = 1.0f;
+	CU_ASSERT(gr_allreduce(c, buf, 1000, GR_DTYPE_FP32, 0, NULL) == 1);
+	gw_stop(g);
+
+	job_init(&j2, 1, 3, 3, GR_DTYPE_FP32, 3000, 64);
+	j2.epoch = 4;
+	g2 = gw_start(&j2, &fo);
+	j2.wport[0] = j.wport[0];       /* same worker port: the socket stays */
+	g2->j.wport[0] = j.wport[0];
+	json = table_json(&j2);
+	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, j2.wid[0], err, sizeof(err)) == 0);
+	free(json);
+	cfg.epoch = 3;
+	CHECK(gr_client_reconfigure(c, &cfg, err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "not after"), "%s", err);
+	cfg.epoch = 4;
+	cfg.job = 8;
+	CU_ASSERT(gr_client_reconfigure(c, &cfg, err, sizeof(err)) == -EINVAL);
+	cfg.job = 7;
+	CHECK(gr_client_reconfigure(c, &cfg, err, sizeof(err)) == 0, "%s", err);
+	CU_ASSERT(gr_client_config(c)->epoch == 4 && gr_client_config(c)->n_trees == 3);
+	for (int e = 0; e < 3000; e++)
+		buf[e] = (float)(e % 7);
+	rc = gr_allreduce(c, buf, 3000, GR_DTYPE_FP32, 1, NULL);
+	CHECK(rc == 1, "rc %d: %s", rc, gr_client_error(c));
+	CU_ASSERT(buf[2999] == (float)(2999 % 7));
+	gr_client_free(c);
+	gw_stop(g2);
+	CU_ASSERT(g2->bad == 0);
+	gw_free(g);
+	gw_free(g2);
+}
+
+int
+main(void)
+{
+	static const struct testutil_case tests[] = {
+		{ "configuration from a table", test_config_table },
+		{ "configuration checks", test_config_check },
+		{ "call arguments", test_call_args },
+		{ "fp32, three workers, two trees", test_fp32 },
+		{ "fp16, bf16, odd sizes", test_fp16_bf16_odd },
+		{ "average", test_average },
+		{ "window", test_window },
+		{ "5% loss both ways", test_loss },
+		{ "ACK stops payload retransmission, T2 asks", test_held },
+		{ "silent gateway: -ETIMEDOUT", test_timeout },
+		{ "duplicates, stale rounds, garbage, probe", test_duplicates_and_strays },
+		{ "progress callback", test_progress },
+		{ "reconfiguration to a new epoch", test_reconfigure },
+	};
+	const char *q = getenv("GEOREDUCE_TEST_QUICK");
+
+	quick = q != NULL && strcmp(q, "0") != 0;
+	return testutil_run("test_client", "client", tests, sizeof(tests) / sizeof(tests[0]));
+}

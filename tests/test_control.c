@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * georeduce-control without dataplanes: the two-phase install (control/install.c) against
+ * fake gateways, threads that serve the control-socket protocol and can reject a prepare,
+ * never answer one, or die after one; and job planning (control/jobplan.c) on the example
+ * deployment, with a gateway down and with the ring as chain trees.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <CUnit/Basic.h>
+#include <jansson.h>
+
+#include "ctlmsg.h"
+#include "deploy.h"
+#include "install.h"
+#include "jobplan.h"
+#include "testutil.h"
+
+#define EXAMPLE "examples/deployments/3site.json"
+#define N_GW 3
+#define OPS_MAX 16
+
+enum behaviour {
+	FAKE_OK,                 /* answer everything ok */
+	FAKE_REJECT_PREPARE,     /* answer prepare with EINVAL */
+	FAKE_SILENT_PREPARE,     /* never answer prepare */
+	FAKE_DIE_AFTER_PREPARE,  /* answer prepare, then close everything and exit */
+};
+
+/* Every op any fake receives gets the next number: the global order of the calls. */
+static atomic_int op_seq;
+
+struct fake {
+	char path[108];
+	enum behaviour how;
+	int lfd;
+	atomic_bool stop;
+	pthread_t th;
+	int n_ops;               /* written by the fake's thread; read after the join */
+	char ops[OPS_MAX][16];
+	int seq[OPS_MAX];
+	uint32_t epoch[OPS_MAX]; /* the table's or the activate's epoch */
+};
+
+/* The answer to req, or NULL for none; *die when the fake must exit after it. */
+static json_t *
+fake_answer(struct fake *f, const json_t *req, bool *die)
+{
+	char err[CTL_ERR_MAX];
+	const char *op;
+	uint32_t id;
+	json_t *e;
+
+	if (ctl_request_check(req, &id, &op, err, sizeof(err)) != 0)
+		return ctl_reply_error(ctl_request_id(req, &id), id, EINVAL, "%s", err);
+	if (f->n_ops < OPS_MAX) {
+		snprintf(f->ops[f->n_ops], sizeof(f->ops[0]), "%s", op);
+		f->seq[f->n_ops] = atomic_fetch_add(&op_seq, 1);
+		e = strcmp(op, "prepare") == 0 ? json_object_get(json_object_get(req, "table"),
+								 "epoch")
+					       : json_object_get(req, "epoch");
+		f->epoch[f->n_ops++] = (uint32_t)json_integer_value(e);
+	}
+	if (strcmp(op, "prepare") == 0) {
+		if (f->how == FAKE_REJECT_PREPARE)
+			return ctl_reply_error(true, id, EINVAL, "field 'table.trees[0].slots': "
+					       "rejected by the test");
+		if (f->how == FAKE_SILENT_PREPARE)
+			return NULL;
+		*die = f->how == FAKE_DIE_AFTER_PREPARE;
+	}
+	return ctl_reply_ok(id);
+}
+
+static void *
+fake_main(void *arg)
+{
+	struct fake *f = arg;
+	struct ctl_conn conns[4];
+	int n = 0;
+	bool die = false;
+
+	while (!atomic_load(&f->stop) && !die) {
+		struct pollfd pfd[5] = { { .fd = f->lfd, .events = POLLIN } };
+
+		for (int i = 0; i < n; i++)
+			pfd[i + 1] = (struct pollfd){ .fd = conns[i].fd, .events = POLLIN };
+		if (poll(pfd, (nfds_t)n + 1, 20) <= 0)
+			continue;
+		for (int i = n - 1; i >= 0 && !die; i--) {
+			char err[CTL_ERR_MAX];
+			json_t *req, *resp;
+			int rc;
+
+			if (pfd[i + 1].revents == 0)
+				continue;
+			while ((rc = ctl_conn_read(&conns[i], &req, err, sizeof(err))) == 1) {
+				resp = fake_answer(f, req, &die);
+				json_decref(req);
+				if (resp != NULL)
+					ctl_send(conns[i].fd, resp);
+				json_decref(resp);
+			}
+			if (rc < 0) {
+				ctl_conn_fini(&conns[i]);
+				conns[i] = conns[--n];
+			}
+		}
+		if ((pfd[0].revents & POLLIN) && n < 4) {
+			int fd = accept4(f->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+			if (fd >= 0)
+				ctl_conn_init(&conns[n++], fd);
+		}
+	}
+	for (int i = 0; i < n; i++)
+		ctl_conn_fini(&conns[i]);
+	close(f->lfd);
+	unlink(f->path);
+	return NULL;
+}
+
+static char dir[] = "/tmp/test_control.XXXXXX";
+
+static void
+fake_start(struct fake *f, int i, enum behaviour how)
+{
+	memset(f, 0, sizeof(*f));
+	snprintf(f->path, sizeof(f->path), "%s/gw%d.sock", dir, i);
+	f->how = how;
+	f->lfd = ctl_listen(f->path);
+	CU_ASSERT_FATAL(f->lfd >= 0);
+	CU_ASSERT_FATAL(pthread_create(&f->th, NULL, fake_main, f) == 0);
+}
+
+static void
+fake_stop(struct fake *f)
+{
+	atomic_store(&f->stop, true);
+	pthread_join(f->th, NULL);
+}
+
+/* The example deployment's job 1 planned for epoch; freed by the caller. */
+static struct jobplan *
+plan_example(struct deploy **d, uint32_t epoch, const bool *up)
+{
+	char err[JOBPLAN_ERR_MAX];
+	struct jobplan *jp = NULL;
+
+	*d = deploy_load(EXAMPLE, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(*d);
+	CHECK(jobplan_build(*d, 0, up, epoch, &jp, err, sizeof(err)) == 0, "%s", err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(jp);
+	return jp;
+}
+
+struct run {
+	struct fake fakes[N_GW];
+	struct install_gw gws[N_GW];
+	bool af[N_GW];
+	struct install_report rep;
+	double seconds;
+	int rc;
+};
+
+/* Install epoch 5 of job 1 on three fakes behaving as how[]. */
+static void
+run_install(struct run *r, const enum behaviour *how, int timeout_ms)
+{
+	struct deploy *d;
+	struct jobplan *jp = plan_example(&d, 5, NULL);
+	struct timespec t0, t1;
+
+	for (int i = 0; i < N_GW; i++) {
+		fake_start(&r->fakes[i], i, how[i]);
+		install_gw_init(&r->gws[i], d->topo->nodes[i].id, r->fakes[i].path);
+	}
+	r->rep.activate_failed = r->af;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r->rc = install_epoch(r->gws, jp->tables, N_GW, 1, 5, timeout_ms, &r->rep);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	r->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	for (int i = 0; i < N_GW; i++) {
+		install_gw_close(&r->gws[i]);
+		fake_stop(&r->fakes[i]);
+	}
+	jobplan_free(jp);
+	deploy_free(d);
+}
+
+static int
+count_op(const struct fake *f, const char *op)
+{
+	int n = 0;
+
+	for (int i = 0; i < f->n_ops; i++)
+		n += strcmp(f->ops[i], op) == 0;
+	return n;
+}
+
+static void
+test_install_all_ok(void)
+{
+	static const enum behaviour how[N_GW] = { FAKE_OK, FAKE_OK, FAKE_OK };
+	struct run r = { 0 };
+	int last_prepare = -1, first_activate = 1 << 30;
+
+	run_install(&r, how, 2000);
+	CHECK(r.rc == 0, "rc %d: %s", r.rc, r.rep.error);
+	CHECK(r.rep.n_prepared == N_GW && r.rep.n_activated == N_GW && r.rep.failed == -1,
+	      "report %d %d %d", r.rep.n_prepared, r.rep.n_activated, r.rep.failed);
+	for (int i = 0; i < N_GW; i++) {
+		const struct fake *f = &r.fakes[i];
+
+		CHECK(f->n_ops == 2 && strcmp(f->ops[0], "prepare") == 0 &&
+		      strcmp(f->ops[1], "activate") == 0 && f->epoch[0] == 5 && f->epoch[1] == 5,
+		      "gateway %d saw %d ops", i, f->n_ops);
+		last_prepare = f->seq[0] > last_prepare ? f->seq[0] : last_prepare;
+		first_activate = f->seq[1] < first_activate ? f->seq[1] : first_activate;
+	}
+	CHECK(last_prepare < first_activate, "an activate (%d) before the last prepare (%d)",
+	      first_activate, last_prepare);
+}
+
+static void
+test_install_rejected(void)
+{
+	static const enum behaviour how[N_GW] = { FAKE_OK, FAKE_REJECT_PREPARE, FAKE_OK };
+	struct run r = { 0 };
+
+	run_install(&r, how, 2000);
+	CHECK(r.rc == -ECANCELED, "rc %d", r.rc);
+	CHECK(r.rep.phase == 1 && r.rep.failed == 1 && !r.rep.no_answer &&
+	      r.rep.errnum == EINVAL && r.rep.n_prepared == 1 && r.rep.n_activated == 0,
+	      "report phase %d failed %d errno %d", r.rep.phase, r.rep.failed, r.rep.errnum);
+	CHECK(strstr(r.rep.error, "gateway b") != NULL &&
+	      strstr(r.rep.error, "table.trees[0].slots") != NULL, "error '%s'", r.rep.error);
+	for (int i = 0; i < N_GW; i++)
+		CHECK(count_op(&r.fakes[i], "activate") == 0, "gateway %d activated", i);
+	CHECK(count_op(&r.fakes[2], "prepare") == 0, "prepare went on after the rejection");
+}
+
+static void
+test_install_silent(void)
+{
+	static const enum behaviour how[N_GW] = { FAKE_OK, FAKE_OK, FAKE_SILENT_PREPARE };
+	struct run r = { 0 };
+
+	run_install(&r, how, 300);
+	CHECK(r.rc == -ECANCELED && r.rep.no_answer && r.rep.failed == 2 &&
+	      r.rep.errnum == ETIMEDOUT, "rc %d no_answer %d errno %d", r.rc, r.rep.no_answer,
+	      r.rep.errnum);
+	CHECK(r.seconds >= 0.25 && r.seconds < 3, "took %.3f s", r.seconds);
+	for (int i = 0; i < N_GW; i++)
+		CHECK(count_op(&r.fakes[i], "activate") == 0, "gateway %d activated", i);
+}
+
+static void
+test_install_dies(void)
+{
+	static const enum behaviour how[N_GW] = { FAKE_DIE_AFTER_PREPARE, FAKE_OK, FAKE_OK };
+	struct run r = { 0 };
+
+	run_install(&r, how, 1000);
+	CHECK(r.rc == -EIO && r.rep.phase == 2 && r.rep.failed == 0 && r.rep.no_answer,
+	      "rc %d phase %d failed %d", r.rc, r.rep.phase, r.rep.failed);
+	CHECK(r.rep.n_prepared == N_GW && r.rep.n_activated == N_GW - 1 && r.af[0] &&
+	      !r.af[1] && !r.af[2], "prepared %d activated %d", r.rep.n_prepared,
+	      r.rep.n_activated);
+	CHECK(count_op(&r.fakes[1], "activate") == 1 && count_op(&r.fakes[2], "activate") == 1,
+	      "the others did not activate");
+}
+
+static void
+test_install_no_socket(void)
+{
+	struct deploy *d;
+	struct jobplan *jp = plan_example(&d, 2, NULL);
+	struct install_gw gws[N_GW];
+	struct install_report rep = { 0 };
+	char path[160];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/none.sock", dir);
+	for (int i = 0; i < N_GW; i++)
+		install_gw_init(&gws[i], d->topo->nodes[i].id, path);
+	rc = install_epoch(gws, jp->tables, N_GW, 1, 2, 500, &rep);
+	CHECK(rc == -ECANCELED && rep.no_answer && rep.errnum == ENOENT && rep.failed == 0,
+	      "rc %d errno %d", rc, rep.errnum);
+	CHECK(strstr(rep.error, "cannot connect") != NULL, "error '%s'", rep.error);
+	/* A table of another epoch than the one named is refused before any call. */
+	rc = install_epoch(gws, jp->tables, N_GW, 1, 3, 500, &rep);
+	CHECK(rc == -EINVAL, "rc %d", rc);
+	jobplan_free(jp);
+	deploy_free(d);
+}
+
+/* Gateway c down: tables for a and b only, naming no gateway 3 and no worker of c. */
+static void
+test_plan_without_node(void)
+{
+	static const bool up[N_GW] = { true, true, false };
+	struct deploy *d;
+	struct jobplan *jp = plan_example(&d, 9, up);
+
+	CHECK(jp->n_tables == 2 && jp->tables[2] == NULL && jp->n_workers == 4,
+	      "%d tables, %d workers", jp->n_tables, jp->n_workers);
+	for (int v = 0; v < 2; v++) {
+		const struct table *tb = jp->tables[v];
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(tb);
+		CHECK(tb->epoch == 9 && tb->job == 1, "job %u epoch %u", tb->job, tb->epoch);
+		for (int k = 0; k < tb->n_trees; k++) {
+			const struct table_tree *e = &tb->trees[k];
+
+			CHECK(!e->has_parent || e->parent.id != 3, "parent 3");
+			for (int c = 0; c < e->n_children; c++)
+				CHECK(e->children[c].id != 3, "child 3");
+			CHECK(e->subtree_workers <= 4, "subtree workers %u", e->subtree_workers);
+		}
+	}
+	jobplan_free(jp);
+	deploy_free(d);
+}
+
+/* The ring as chain trees: one per member, a valid plan, each link within capacity. */
+static void
+test_ring_chains(void)
+{
+	struct topo_node nodes[5] = {
+		{ .id = "a", .workers = 1, .gateways = 1, .lan_gbps = 100 },
+		{ .id = "b", .workers = 1, .gateways = 1, .lan_gbps = 100 },
+		{ .id = "r", .workers = 0, .gateways = 1, .lan_gbps = 100 },
+		{ .id = "c", .workers = 1, .gateways = 1, .lan_gbps = 100 },
+		{ .id = "d", .workers = 1, .gateways = 1, .lan_gbps = 100 },
+	};
+	/* a - b - r - c - d - a: a ring with a relay between b and c. */
+	struct topo_link links[5] = {
+		{ .a = 0, .b = 1, .gbps_ab = 10, .gbps_ba = 10, .latency_ms = 5 },
+		{ .a = 1, .b = 2, .gbps_ab = 10, .gbps_ba = 10, .latency_ms = 5 },
+		{ .a = 2, .b = 3, .gbps_ab = 10, .gbps_ba = 10, .latency_ms = 5 },
+		{ .a = 3, .b = 4, .gbps_ab = 6, .gbps_ba = 6, .latency_ms = 5 },
+		{ .a = 4, .b = 0, .gbps_ab = 10, .gbps_ba = 10, .latency_ms = 5 },
+	};
+	char err[JOBPLAN_ERR_MAX];
+	struct topo *t = topo_create("ring5", 5, nodes, 5, links, err, sizeof(err));
+	struct plan *p;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	p = jobplan_ring_chains(t, 0.2, 1 << 20, err, sizeof(err));
+	CHECK(p != NULL, "%s", err);
+	if (p != NULL) {
+		CHECK(p->n_trees == 4, "%d trees", p->n_trees);
+		CHECK(plan_validate(t, p, 0, err, sizeof(err)) == 0, "%s", err);
+		/* Each link carries 3 of the 4 chains: 4 * c / 3 with the 6 Gbit/s link the
+		 * bottleneck of the chains through it. */
+		CHECK(plan_total_rate(p) > 6.0 && plan_total_rate(p) <= 40.0 / 3 + 1e-9,
+		      "rate %.3f", plan_total_rate(p));
+		for (int i = 0; i < p->n_trees; i++)
+			CHECK(t->nodes[p->trees[i].root].workers > 0, "tree %d rooted at a relay", i);
+	}
+	plan_free(p);
+	topo_free(t);
+}
+
+int
+main(void)
+{
+	CU_pSuite s;
+	unsigned int fails;
+
+	if (mkdtemp(dir) == NULL)
+		return 1;
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("control", NULL, NULL);
+	CU_add_test(s, "two-phase install: every gateway ok", test_install_all_ok);
+	CU_add_test(s, "two-phase install: a prepare rejected", test_install_rejected);
+	CU_add_test(s, "two-phase install: a prepare unanswered", test_install_silent);
+	CU_add_test(s, "two-phase install: a gateway dies between the phases", test_install_dies);
+	CU_add_test(s, "two-phase install: no socket, wrong epoch", test_install_no_socket);
+	CU_add_test(s, "planning without a failed gateway", test_plan_without_node);
+	CU_add_test(s, "the ring as chain trees", test_ring_chains);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	rmdir(dir);
+	return (int)fails;
+}

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The georeduce-deployment/1 parser (control/deploy.c): the example file and its
+ * defaults, a topology file relative to the deployment, and one mutation of the example
+ * per rule, each of which must fail with one line naming the field.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <CUnit/Basic.h>
+#include <jansson.h>
+
+#include "deploy.h"
+#include "testutil.h"
+
+#define EXAMPLE "examples/deployments/3site.json"
+
+static json_t *
+example(void)
+{
+	json_error_t je;
+	json_t *r = json_load_file(EXAMPLE, 0, &je);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	return r;
+}
+
+/*
+ * The value at a path like "jobs[0].workers[1]" under root; with create, the last
+ * object key may be absent. NULL if the path does not exist.
+ */
+static json_t *
+at(json_t *root, const char *path, char *last, size_t lastlen)
+{
+	char buf[256], *save = NULL, *tok;
+	json_t *cur = root;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	last[0] = '\0';
+	for (tok = strtok_r(buf, ".", &save); tok != NULL; tok = strtok_r(NULL, ".", &save)) {
+		char *br = strchr(tok, '[');
+		bool final = save == NULL || *save == '\0';
+
+		if (br != NULL)
+			*br = '\0';
+		if (final && br == NULL) {
+			snprintf(last, lastlen, "%s", tok);
+			return cur;
+		}
+		cur = json_object_get(cur, tok);
+		while (br != NULL && cur != NULL) {
+			cur = json_array_get(cur, strtoul(br + 1, NULL, 10));
+			br = strchr(br + 1, '[');
+		}
+		if (cur == NULL)
+			return NULL;
+	}
+	return cur;
+}
+
+/* Set (or with v NULL delete) the value at path: an object key or an array item. */
+static void
+mutate(json_t *root, const char *path, json_t *v)
+{
+	char last[64];
+	json_t *parent = at(root, path, last, sizeof(last));
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(parent);
+	if (last[0] != '\0') {
+		if (v == NULL)
+			json_object_del(parent, last);
+		else
+			json_object_set_new(parent, last, v);
+		return;
+	}
+	/* path ends with [i]: parent is that item; replace it in its array. */
+	char arr[256];
+	const char *br = strrchr(path, '[');
+
+	snprintf(arr, sizeof(arr), "%.*s", (int)(br - path), path);
+	json_t *a = at(root, arr, last, sizeof(last));
+
+	a = last[0] != '\0' ? json_object_get(a, last) : a;
+	CU_ASSERT_FATAL(json_is_array(a));
+	if (v == NULL)
+		json_array_remove(a, strtoul(br + 1, NULL, 10));
+	else
+		json_array_set_new(a, strtoul(br + 1, NULL, 10), v);
+}
+
+/* Parse a document; the deployment (freed by the caller) or NULL with err. */
+static struct deploy *
+parse_json(const json_t *doc, char *err, size_t errlen)
+{
+	char *text = json_dumps(doc, JSON_INDENT(2));
+	struct deploy *d = deploy_parse(text, "examples/deployments/t.json", err, errlen);
+
+	free(text);
+	return d;
+}
+
+static void
+test_example(void)
+{
+	char err[DEPLOY_ERR_MAX];
+	struct deploy *d = deploy_load(EXAMPLE, err, sizeof(err));
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CHECK(d->topo->n_nodes == 3, "%d nodes", d->topo->n_nodes);
+	CHECK(d->gateways[0].id == 1 && d->gateways[2].id == 3, "gateway ids");
+	CHECK(d->gateways[1].ipv4 == (10u << 24 | 99u << 16 | 2), "ipv4 %08x",
+	      d->gateways[1].ipv4);
+	CHECK(d->gateways[0].base_port == 17400 && d->gateways[0].ports == 16,
+	      "default ports %u %u", d->gateways[0].base_port, d->gateways[0].ports);
+	CHECK(strcmp(d->gateways[0].socket, "/run/georeduce/a.sock") == 0, "socket %s",
+	      d->gateways[0].socket);
+	CU_ASSERT_FATAL(d->n_jobs == 2);
+	CHECK(d->jobs[0].algo == DEPLOY_ALGO_MTREE && d->jobs[0].max_trees == 4 &&
+	      d->jobs[0].max_height_ms == 60, "job 1 options");
+	CHECK(d->jobs[0].mtu == 1500 && d->jobs[0].chunk_bytes == 352 * 4,
+	      "job 1 chunk %u (default from the MTU: 352 fp32)", d->jobs[0].chunk_bytes);
+	CHECK(d->jobs[0].slots_max == 1024 && d->jobs[0].slots_min == 0, "job 1 slots");
+	CHECK(d->jobs[0].n_workers == 6 && deploy_job_workers_at(&d->jobs[0], 1) == 2,
+	      "job 1 workers");
+	CHECK(d->jobs[1].algo == DEPLOY_ALGO_RING && d->jobs[1].dtype == TABLE_DTYPE_BF16 &&
+	      d->jobs[1].chunk_bytes == 704 * 2, "job 2: %u", d->jobs[1].chunk_bytes);
+	CHECK(d->jobs[1].ring_seconds == DEPLOY_DEFAULT_RING_SECONDS, "ring default");
+	deploy_free(d);
+}
+
+/* A topology and sockets named relative to the deployment's directory. */
+static void
+test_relative_paths(void)
+{
+	char dir[] = "/tmp/test_deploy.XXXXXX", path[512], err[DEPLOY_ERR_MAX];
+	json_t *doc = example();
+	struct deploy *d;
+	FILE *f;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/topo.json", dir);
+	CU_ASSERT_FATAL(json_dump_file(json_object_get(doc, "topology"), path, 0) == 0);
+	mutate(doc, "topology", json_string("topo.json"));
+	mutate(doc, "gateways[0].socket", json_string("a.sock"));
+	snprintf(path, sizeof(path), "%s/d.json", dir);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	json_dumpf(doc, f, 0);
+	fclose(f);
+	d = deploy_load(path, err, sizeof(err));
+	CHECK(d != NULL, "%s", err);
+	if (d != NULL) {
+		snprintf(path, sizeof(path), "%s/a.sock", dir);
+		CHECK(strcmp(d->gateways[0].socket, path) == 0, "socket %s",
+		      d->gateways[0].socket);
+		snprintf(path, sizeof(path), "%s/topo.json", dir);
+		CHECK(strcmp(d->topology_src, path) == 0, "topology %s", d->topology_src);
+	}
+	deploy_free(d);
+	snprintf(path, sizeof(path), "%s/topo.json", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/d.json", dir);
+	unlink(path);
+	rmdir(dir);
+	json_decref(doc);
+}
+
+struct bad_case {
+	const char *path;        /* where to change the example */
+	const char *value;       /* the new value as JSON; NULL deletes */
+	const char *want;        /* a substring of the error */
+};
+
+static const struct bad_case bad_cases[] = {
+	{ "format", "\"georeduce-deployment/2\"", "field 'format'" },
+	{ "format", NULL, "field 'format'" },
+	{ "extra", "1", "field 'extra': unknown field" },
+	{ "topology", NULL, "field 'topology': missing" },
+	{ "topology", "\"no-such-topology.json\"", "field 'topology'" },
+	{ "topology", "7", "field 'topology'" },
+	{ "topology.links", "[]", "field 'topology'" },
+	{ "gateways", "{}", "field 'gateways'" },
+	{ "gateways[2]", NULL, "node 'c' has no gateway" },
+	{ "gateways[0].id", "0", "field 'gateways[0].id'" },
+	{ "gateways[0].id", "65535", "field 'gateways[0].id'" },
+	{ "gateways[0].id", "1.5", "field 'gateways[0].id'" },
+	{ "gateways[1].id", "1", "field 'gateways[1].id'" },
+	{ "gateways[1].ipv4", "\"10.99.0.1\"", "field 'gateways[1].ipv4'" },
+	{ "gateways[0].ipv4", "\"224.0.0.1\"", "field 'gateways[0].ipv4'" },
+	{ "gateways[0].ipv4", "\"10.99.0.01\"", "field 'gateways[0].ipv4'" },
+	{ "gateways[0].node", "\"zz\"", "field 'gateways[0].node'" },
+	{ "gateways[1].node", "\"a\"", "field 'gateways[1].node'" },
+	{ "gateways[0].socket", "\"\"", "field 'gateways[0].socket'" },
+	{ "gateways[1].socket", "\"/run/georeduce/a.sock\"", "field 'gateways[1].socket'" },
+	{ "gateways[0].socket",
+	  "\"/tmp/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock\"", "field 'gateways[0].socket'" },
+	{ "gateways[2].base_port", "65530", "field 'gateways[2].ports'" },
+	{ "gateways[2].ports", "0", "field 'gateways[2].ports'" },
+	{ "gateways[0].mac", "\"x\"", "field 'gateways[0].mac': unknown field" },
+	{ "jobs", "[]", "field 'jobs'" },
+	{ "jobs[0].id", "\"x\"", "field 'jobs[0].id'" },
+	{ "jobs[0].id", "4294967296", "field 'jobs[0].id'" },
+	{ "jobs[1].id", "1", "field 'jobs[1].id'" },
+	{ "jobs[0].algorithm", "\"tree\"", "field 'jobs[0].algorithm'" },
+	{ "jobs[0].algorithm", NULL, "field 'jobs[0].algorithm': missing" },
+	{ "jobs[0].options.max_trees", "-1", "field 'jobs[0].options.max_trees'" },
+	{ "jobs[0].options.rho", "2", "field 'jobs[0].options.rho'" },
+	{ "jobs[0].options.paper", "1", "field 'jobs[0].options.paper'" },
+	{ "jobs[0].options.bogus", "1", "field 'jobs[0].options.bogus': unknown field" },
+	{ "jobs[1].options", "{\"max_trees\": 2}", "field 'jobs[1].options.max_trees'" },
+	{ "jobs[0].dtype", "\"fp64\"", "field 'jobs[0].dtype'" },
+	{ "jobs[0].elements", "0", "field 'jobs[0].elements'" },
+	{ "jobs[0].mtu", "100", "field 'jobs[0].mtu'" },
+	{ "jobs[0].chunk_bytes", "1407", "field 'jobs[0].chunk_bytes'" },
+	{ "jobs[0].chunk_bytes", "8192", "field 'jobs[0].chunk_bytes'" },
+	{ "jobs[0].slots.min", "2048", "field 'jobs[0].slots.min'" },
+	{ "jobs[0].slots.max", "0", "field 'jobs[0].slots.max'" },
+	{ "jobs[0].slots.avg", "3", "field 'jobs[0].slots.avg'" },
+	{ "jobs[0].workers", "[]", "field 'jobs[0].workers'" },
+	{ "jobs[0].workers[1].id", "101", "field 'jobs[0].workers[1].id'" },
+	{ "jobs[0].workers[0].id", "3", "field 'jobs[0].workers[0].id'" },
+	{ "jobs[0].workers[0].port", "0", "field 'jobs[0].workers[0].port'" },
+	{ "jobs[0].workers[0].port", NULL, "field 'jobs[0].workers[0].port': missing" },
+	{ "jobs[0].workers[0].node", "\"q\"", "field 'jobs[0].workers[0].node'" },
+	{ "jobs[0].workers[0].ipv4", "\"1.2.3\"", "field 'jobs[0].workers[0].ipv4'" },
+	{ "jobs[0].workers[2]", "\"w\"", "field 'jobs[0].workers[2]'" },
+};
+
+static void
+test_bad_fields(void)
+{
+	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		const struct bad_case *bc = &bad_cases[i];
+		char err[DEPLOY_ERR_MAX] = "";
+		json_t *doc = example(), *v = NULL;
+		struct deploy *d;
+
+		if (bc->value != NULL) {
+			json_error_t je;
+
+			v = json_loads(bc->value, JSON_DECODE_ANY, &je);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+		}
+		mutate(doc, bc->path, v);
+		d = parse_json(doc, err, sizeof(err));
+		CHECK(d == NULL && errno == EINVAL, "%s = %s: accepted", bc->path,
+		      bc->value != NULL ? bc->value : "(deleted)");
+		CHECK(strstr(err, bc->want) != NULL, "%s: error '%s' lacks '%s'", bc->path, err,
+		      bc->want);
+		CHECK(strchr(err, '\n') == NULL && strncmp(err, "examples/deployments/t.json: ",
+							   29) == 0,
+		      "not one line naming the file: '%s'", err);
+		deploy_free(d);
+		json_decref(doc);
+	}
+}
+
+static void
+test_syntax(void)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{ "{\"format\": \"georeduce-deployment/1\",\n  \"jobs\": [,]}", "d.json:2:" },
+		{ "{\"format\": \"a\", \"format\": \"b\"}", "d.json:1:" },
+		{ "[]", "not a JSON object" },
+		{ "", "d.json:" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char err[DEPLOY_ERR_MAX] = "";
+		struct deploy *d = deploy_parse(cases[i].text, "d.json", err, sizeof(err));
+
+		CHECK(d == NULL && strstr(err, cases[i].want) != NULL && strchr(err, '\n') == NULL,
+		      "case %zu: '%s'", i, err);
+		deploy_free(d);
+	}
+}
+
+int
+main(void)
+{
+	CU_pSuite s;
+	unsigned int fails;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("deploy", NULL, NULL);
+	CU_add_test(s, "the example and its defaults", test_example);
+	CU_add_test(s, "paths relative to the deployment", test_relative_paths);
+	CU_add_test(s, "every bad field is named", test_bad_fields);
+	CU_add_test(s, "JSON syntax errors", test_syntax);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return (int)fails;
+}
