@@ -67,6 +67,7 @@ enum dp_ctr {
 	DP_CTR_NO_MBUF,             /* a pool was empty: dropped */
 	DP_CTR_BAD_FRAME,           /* Ethernet/IP/UDP rejected (details in drops[]) */
 	DP_CTR_BAD_HEADER,          /* georeduce header rejected (details in drops[]) */
+	DP_CTR_MISALIGNED,          /* frames at an odd address: dropped */
 	DP_CTR_CTL_TX,              /* control-thread frames sent for it */
 	DP_CTR_FAULT_DROPPED,       /* fault injection: frames dropped on purpose */
 	DP_CTR_FAULT_DUPLICATED,    /* ... duplicated */

@@ -99,8 +99,9 @@ struct fakegw {
 	size_t held_len;
 	int held_fd;
 	struct sockaddr_in held_to;
-	/* Window check of first transmissions in the latest round. */
-	uint32_t win_round, lowest, max_span;
+	/* Window check of first transmissions in the latest round: per tree, the lowest
+	 * chunk without its result and the widest span seen. */
+	uint32_t win_round, lowest[TREES_MAX], max_span;
 	bool win_seen;
 	/* Counters (read after the thread is joined). */
 	unsigned int bad, contribs, retx, nacks, acks_sent, results, answers, probe_replies;
@@ -338,22 +339,27 @@ elem_put(uint8_t *p, enum gr_dtype dt, uint32_t i, float f)
 static void
 window_check(struct fakegw *g, const struct wire_pkt *p)
 {
+	int t = tree_index(&g->j, p->chunk);
+
 	if (!g->win_seen || wire_round_before(g->win_round, p->round)) {
 		g->win_seen = true;
 		g->win_round = p->round;
-		g->lowest = 0;
+		for (int i = 0; i < g->j.n_trees; i++)
+			g->lowest[i] = g->j.first[i];
 	}
-	if (p->round != g->win_round)
+	if (p->round != g->win_round || t < 0)
 		return;
-	while (g->lowest < g->n_chunks) {
-		const struct fslot *s = &g->slots[2 * g->lowest + (p->round & 1)];
+	uint32_t *lo = &g->lowest[t];
+
+	while (*lo < g->j.first[t] + g->j.count[t]) {
+		const struct fslot *s = &g->slots[2 * *lo + (p->round & 1)];
 
 		if (s->state != 2 || s->round != p->round)
 			break;
-		g->lowest++;
+		(*lo)++;
 	}
-	if (p->chunk >= g->lowest && p->chunk - g->lowest + 1 > g->max_span)
-		g->max_span = p->chunk - g->lowest + 1;
+	if (p->chunk >= *lo && p->chunk - *lo + 1 > g->max_span)
+		g->max_span = p->chunk - *lo + 1;
 }
 
 static void
@@ -908,7 +914,7 @@ test_average(void)
 	clean_run(GR_DTYPE_FP16, 5000, 100, 2, 1, 2, true);
 }
 
-/* The window bounds the span of chunks in flight, and is used in full. */
+/* The window bounds the span of chunks in flight of each tree, and is used in full. */
 static void
 test_window(void)
 {

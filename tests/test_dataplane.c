@@ -1009,8 +1009,21 @@ test_retx_answers(void)
 	dp_down();
 }
 
-/* Jumbo frames (MTU 9000, 8 KiB chunks: the table's largest), payloads at odd addresses,
- * and frames in more than one segment (never summed: dropped as oversize). */
+/* Move a frame by `by` bytes inside its buffer. */
+static void
+shift_frame(struct rte_mbuf *m, uint16_t by)
+{
+	uint16_t len = rte_pktmbuf_data_len(m);
+	static uint8_t tmp[9100];
+
+	memcpy(tmp, rte_pktmbuf_mtod(m, void *), len);
+	m->data_off = (uint16_t)(m->data_off + by);
+	memcpy(rte_pktmbuf_mtod(m, void *), tmp, len);
+}
+
+/* Jumbo frames (MTU 9000, 8 KiB chunks: the table's largest), payloads at unaligned
+ * offsets, a frame at an odd address (dropped), and frames in more than one segment
+ * (never summed: dropped as oversize). */
 static void
 test_jumbo_misaligned(void)
 {
@@ -1038,15 +1051,10 @@ test_jumbo_misaligned(void)
 		for (uint32_t c = 0; c < 3; c++) {
 			struct rte_mbuf *m = contrib_f32(14, 1, 0, W3[w], 0, c, el, ce);
 
-			/* Shift the frame by 1 + w bytes: the payload is no longer aligned. */
-			if (w > 0) {
-				uint16_t len = rte_pktmbuf_data_len(m);
-				uint8_t tmp[9100];
-
-				memcpy(tmp, rte_pktmbuf_mtod(m, void *), len);
-				m->data_off = (uint16_t)(m->data_off + 1 + w);
-				memcpy(rte_pktmbuf_mtod(m, void *), tmp, len);
-			}
+			/* Shift the frame by 2 or 6 bytes: the payload is no longer 4- or
+			 * 32-byte aligned. */
+			if (w > 0)
+				shift_frame(m, (uint16_t)(4 * w - 2));
 			inject(m);
 		}
 	tpool = small;
@@ -1064,10 +1072,18 @@ test_jumbo_misaligned(void)
 		CU_ASSERT(rte_pktmbuf_chain(a, b) == 0);
 		inject(a);
 	}
+	/* A frame at an odd address: dropped, counted. */
+	tpool = big;
+	struct rte_mbuf *odd = contrib_f32(14, 1, 0, 11, 1, 1, el, ce);
+
+	tpool = small;
+	shift_frame(odd, 1);
+	inject(odd);
 	poll_all();
 	int n = collect(o, 16), bad = 0;
 
 	CU_ASSERT(n == 9);
+	CU_ASSERT(ctr(DP_CTR_MISALIGNED) == 1);
 	for (int i = 0; i < n && i < 16; i++) {
 		bad += o[i].p.count != wire_chunk_len(el, ce, o[i].p.chunk);
 		for (uint32_t e = 0; e < o[i].p.count; e++) {

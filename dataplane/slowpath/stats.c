@@ -42,6 +42,7 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_NO_MBUF] = "no_mbuf",
 	[DP_CTR_BAD_FRAME] = "bad_frame",
 	[DP_CTR_BAD_HEADER] = "bad_header",
+	[DP_CTR_MISALIGNED] = "misaligned",
 	[DP_CTR_CTL_TX] = "control_tx",
 	[DP_CTR_FAULT_DROPPED] = "fault_dropped",
 	[DP_CTR_FAULT_DUPLICATED] = "fault_duplicated",

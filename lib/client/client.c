@@ -11,9 +11,13 @@
  * lives in the client, allocated at creation: one 16-byte record per chunk, the batch
  * headers and RX_BATCH receive buffers. Nothing is allocated per call or per packet.
  *
- * The window is a span: chunk i is sent only once every chunk before i - window has its
- * result, so the chunks in flight of a tree never collide in the gateway's slot pool
- * (slot = chunk & (slots - 1)) when the window is at most the pool.
+ * Every tree has its own window, a span of its chunk range: chunk i of a tree is sent only
+ * once every chunk of that tree before i - window has its result, so the chunks in flight
+ * of a tree never collide in the gateway's slot pool for it (slot = chunk & (slots - 1))
+ * when the window is at most the pool. First transmissions go round-robin over the trees
+ * with room in their window, so that every tree of the plan runs at once, each at the
+ * rate its gateway paces it to (a single window over the whole tensor would run the
+ * trees, whose ranges are contiguous, one after the other).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -106,8 +110,10 @@ struct call {
 	bool average;
 	uint32_t window;
 	uint64_t rto_min, rto_max, rto_initial;         /* us */
-	uint32_t next;                  /* first chunk never sent */
-	uint32_t oldest;                /* first chunk without its result */
+	uint32_t tnext[GR_TREES_MAX];   /* per tree: first chunk of its range never sent */
+	uint32_t told[GR_TREES_MAX];    /* per tree: first chunk of its range without result */
+	uint32_t tend[GR_TREES_MAX];    /* per tree: end of its range */
+	uint32_t twin[GR_TREES_MAX];    /* per tree: its window */
 	uint32_t done;
 	uint64_t next_due;              /* no timer expires before this */
 	uint16_t contrib_min, contrib_max;
@@ -686,26 +692,28 @@ run_timers(struct call *k, uint64_t now)
 	struct gr_client *c = k->c;
 
 	k->next_due = UINT64_MAX;
-	for (uint32_t i = k->oldest; i < k->next; i++) {
-		struct chunk *h = &c->ch[i];
+	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
+		for (uint32_t i = k->told[t]; i < k->tnext[t]; i++) {
+			struct chunk *h = &c->ch[i];
 
-		if (h->state == CH_DONE || h->state == CH_IDLE)
-			continue;
-		if (h->due_us <= now) {
-			if (h->backoff < 32)
-				h->backoff++;
-			if (h->state != CH_HELD) {
-				send_contrib(k, i, true, now);
-				c->st.contribs_retx++;
-				h->state = CH_RETX;
+			if (h->state == CH_DONE || h->state == CH_IDLE)
+				continue;
+			if (h->due_us <= now) {
+				if (h->backoff < 32)
+					h->backoff++;
+				if (h->state != CH_HELD) {
+					send_contrib(k, i, true, now);
+					c->st.contribs_retx++;
+					h->state = CH_RETX;
+				}
+				nack_add(k, i, now);
+				h->due_us = now + timer_us(k, h->backoff);
 			}
-			nack_add(k, i, now);
-			h->due_us = now + timer_us(k, h->backoff);
+			if (h->due_us < k->next_due)
+				k->next_due = h->due_us;
 		}
-		if (h->due_us < k->next_due)
-			k->next_due = h->due_us;
+		nack_flush(k, now); /* a NACK range never spans two trees */
 	}
-	nack_flush(k, now);
 }
 
 static void
@@ -945,13 +953,17 @@ call_init(struct call *k, struct gr_client *c, const struct gr_options *o)
 	uint32_t w = o->window;
 
 	if (w == 0)
-		w = c->slots_min != 0 && c->slots_min < GR_WINDOW_DEFAULT ? c->slots_min
-									   : GR_WINDOW_DEFAULT;
+		w = GR_WINDOW_DEFAULT;
 	if (w > GR_WINDOW_MAX)
 		return fail(c, -EINVAL, "window %u: at most %u", w, GR_WINDOW_MAX);
-	if (c->slots_min != 0 && w > c->slots_min)
-		w = c->slots_min;
 	k->window = w;
+	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
+		const struct gr_tree *tr = &c->cfg.trees[t];
+
+		k->tnext[t] = k->told[t] = tr->chunk_first;
+		k->tend[t] = tr->chunk_first + tr->chunk_count;
+		k->twin[t] = tr->slots != 0 && tr->slots < w ? tr->slots : w;
+	}
 	k->rto_min = (uint64_t)(o->rto_min_ms ? o->rto_min_ms : GR_RTO_MIN_DEFAULT_MS) * 1000;
 	k->rto_max = (uint64_t)(o->rto_max_ms ? o->rto_max_ms : GR_RTO_MAX_DEFAULT_MS) * 1000;
 	k->rto_initial =
@@ -1001,18 +1013,25 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 		uint64_t now = now_us(), until;
 		bool busy = false;
 
-		while (k.next < c->n_chunks && k.next - k.oldest < k.window) {
-			struct chunk *h = &c->ch[k.next];
+		for (bool more = true; more;) { /* one chunk per tree with room, round-robin */
+			more = false;
+			for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
+				uint32_t i = k.tnext[t];
 
-			h->state = CH_SENT;
-			h->sent_us = (uint32_t)now;
-			h->due_us = now + timer_us(&k, 0);
-			if (h->due_us < k.next_due)
-				k.next_due = h->due_us;
-			send_contrib(&k, k.next, false, now);
-			c->st.contribs_sent++;
-			k.next++;
-			busy = true;
+				if (i == k.tend[t] || i - k.told[t] >= k.twin[t])
+					continue;
+				struct chunk *h = &c->ch[i];
+
+				h->state = CH_SENT;
+				h->sent_us = (uint32_t)now;
+				h->due_us = now + timer_us(&k, 0);
+				if (h->due_us < k.next_due)
+					k.next_due = h->due_us;
+				send_contrib(&k, i, false, now);
+				c->st.contribs_sent++;
+				k.tnext[t]++;
+				busy = more = true;
+			}
 		}
 		if (now >= k.next_due)
 			run_timers(&k, now);
@@ -1028,8 +1047,9 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 			rc = k.fatal;
 			break;
 		}
-		while (k.oldest < k.next && c->ch[k.oldest].state == CH_DONE)
-			k.oldest++;
+		for (unsigned int t = 0; t < c->cfg.n_trees; t++)
+			while (k.told[t] < k.tnext[t] && c->ch[k.told[t]].state == CH_DONE)
+				k.told[t]++;
 		if (k.done == c->n_chunks) {
 			rc = k.contrib_min;
 			break;

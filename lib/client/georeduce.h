@@ -44,7 +44,7 @@ extern "C" {
 #define GR_TREES_MAX 256
 /** Largest send window, in chunks. */
 #define GR_WINDOW_MAX 65536
-/** Default window: the smallest slot pool of the gateway's trees, at most this. */
+/** Default window per tree (capped by the tree's slot pool). */
 #define GR_WINDOW_DEFAULT 256
 /** Default limit of one gr_allreduce() call. */
 #define GR_TIMEOUT_DEFAULT_MS 60000
@@ -101,10 +101,10 @@ typedef void (*gr_progress_fn)(void *arg, uint64_t done, uint64_t total);
  * Options of one gr_allreduce() call. A zeroed struct (or NULL) means every default.
  */
 struct gr_options {
-	uint32_t window;        /* chunks in flight at most (a span: no chunk is sent before
-				 * every chunk window places earlier has its result); 0: the
-				 * smallest tree slot pool, at most GR_WINDOW_DEFAULT. Always
-				 * capped by the slot pools. */
+	uint32_t window;        /* chunks in flight per tree at most (a span of the tree's
+				 * range: no chunk is sent before every chunk of the tree window
+				 * places earlier has its result); 0: GR_WINDOW_DEFAULT. Always
+				 * capped by each tree's slot pool. */
 	uint32_t timeout_ms;    /* give up with -ETIMEDOUT after this; 0: GR_TIMEOUT_DEFAULT_MS */
 	bool average;           /* divide each result by its contributor count in place */
 	gr_progress_fn progress;        /* NULL: none */
