@@ -137,6 +137,7 @@ struct dp_job_lcore {
 	uint32_t mask, head, tail;
 	uint64_t *srtt;             /* per tree: smoothed CONTRIB-to-RESULT time, TSC; 0: none */
 	uint64_t *rttvar;           /* per tree */
+	uint64_t *progress;         /* per tree: TSC of the latest RESULT from the parent */
 	struct dp_pacer *pacers;    /* n_pacers, see struct dp_tree */
 	uint32_t *active;           /* pacers with frames waiting: n_active of n_pacers */
 	uint32_t n_active;

@@ -258,18 +258,24 @@ rto(const struct dp_lcore *lc, const struct dp_job *j, uint16_t ti, unsigned int
 }
 
 static inline void
-timer_push(struct dp_lcore *lc, const struct dp_job *j, uint16_t ti, struct dp_slot *s,
-	   uint64_t now)
+timer_push_at(struct dp_lcore *lc, const struct dp_job *j, uint16_t ti, struct dp_slot *s,
+	      uint64_t due)
 {
 	struct dp_job_lcore *lj = &j->lj[lc->idx];
 
 	if (unlikely(lj->tail - lj->head > lj->mask))
 		return; /* cannot happen: two entries per slot at most */
 	lj->q[lj->tail & lj->mask] = (struct dp_timer){
-		.due = now + rto(lc, j, ti, s->retries), .s = s, .chunk = s->chunk,
-		.round = s->round, .tree = ti,
+		.due = due, .s = s, .chunk = s->chunk, .round = s->round, .tree = ti,
 	};
 	lj->tail++;
+}
+
+static inline void
+timer_push(struct dp_lcore *lc, const struct dp_job *j, uint16_t ti, struct dp_slot *s,
+	   uint64_t now)
+{
+	timer_push_at(lc, j, ti, s, now + rto(lc, j, ti, s->retries));
 }
 
 /* A RESULT came for a partial sum sent once: a round-trip sample (Karn: not after a
@@ -327,6 +333,15 @@ dp_agg_timers(struct dp_lcore *lc, const struct dp_state *st)
 				if (s->state != DP_SLOT_COMPLETE || s->chunk != tm.chunk ||
 				    s->round != tm.round)
 					continue; /* answered meanwhile */
+				/* RESULTs of the tree still coming: this one is most likely
+				 * queued behind them, not lost. Wait an RTO past the latest
+				 * (as TCP restarts its timer on every ACK). */
+				uint64_t quiet = lj->progress[tm.tree] + rto(lc, j, tm.tree, 0);
+
+				if (s->retries == 0 && lj->progress[tm.tree] != 0 && quiet > now) {
+					timer_push_at(lc, j, tm.tree, s, quiet);
+					continue;
+				}
 				if (s->retries >= lc->dp->prm.retries_max) {
 					lc->ctr[DP_CTR_RETX_GIVEUP]++;
 					continue;
@@ -346,8 +361,12 @@ result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t
 	if (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE)
 		busy_add(j, lc, -1);
 	if (s->state == DP_SLOT_COMPLETE) { /* the partial sum kept for retransmission */
+		uint16_t ti = (uint16_t)(t - j->trees);
+		uint64_t now = rte_rdtsc();
+
 		if (s->retries == 0)
-			rtt_sample(lc, j, (uint16_t)(t - j->trees), rte_rdtsc() - s->sent_tsc);
+			rtt_sample(lc, j, ti, now - s->sent_tsc);
+		j->lj[lc->idx].progress[ti] = now;
 		rte_pktmbuf_free(s->acc);
 		s->acc = NULL;
 	}

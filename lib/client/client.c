@@ -114,6 +114,7 @@ struct call {
 	uint32_t told[GR_TREES_MAX];    /* per tree: first chunk of its range without result */
 	uint32_t tend[GR_TREES_MAX];    /* per tree: end of its range */
 	uint32_t twin[GR_TREES_MAX];    /* per tree: its window */
+	uint64_t tprogress[GR_TREES_MAX]; /* per tree: when its latest result came (us) */
 	uint32_t done;
 	uint64_t next_due;              /* no timer expires before this */
 	uint16_t contrib_min, contrib_max;
@@ -693,11 +694,19 @@ run_timers(struct call *k, uint64_t now)
 
 	k->next_due = UINT64_MAX;
 	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
+		/* While results of the tree keep coming, an overdue chunk is most likely
+		 * queued behind them (a full window drains at the tree's paced rate), not
+		 * lost: its timer restarts from the latest result, as TCP restarts its
+		 * retransmission timer on every ACK (RFC 6298, 5.3). */
+		uint64_t quiet = k->tprogress[t] + timer_us(k, 0);
+
 		for (uint32_t i = k->told[t]; i < k->tnext[t]; i++) {
 			struct chunk *h = &c->ch[i];
 
 			if (h->state == CH_DONE || h->state == CH_IDLE)
 				continue;
+			if (h->due_us <= now && quiet > now && h->backoff == 0)
+				h->due_us = quiet;
 			if (h->due_us <= now) {
 				if (h->backoff < 32)
 					h->backoff++;
@@ -764,6 +773,7 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 	if (k->average)
 		divide(dst, n, c->cfg.dtype, p->contrib);
 	h->state = CH_DONE;
+	k->tprogress[tree_of(c, p->chunk)] = now;
 	h->contrib = p->contrib;
 	if (k->done == 0 || p->contrib < k->contrib_min)
 		k->contrib_min = p->contrib;
@@ -952,17 +962,19 @@ call_init(struct call *k, struct gr_client *c, const struct gr_options *o)
 {
 	uint32_t w = o->window;
 
-	if (w == 0)
-		w = GR_WINDOW_DEFAULT;
 	if (w > GR_WINDOW_MAX)
 		return fail(c, -EINVAL, "window %u: at most %u", w, GR_WINDOW_MAX);
 	k->window = w;
+	/* By default a tree's window is its slot pool: the gateway sizes it to the tree's
+	 * bandwidth-delay product (docs/TABLES.md), which is what keeps the tree busy. */
 	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
 		const struct gr_tree *tr = &c->cfg.trees[t];
+		uint32_t tw = w != 0 ? w : tr->slots != 0 ? tr->slots : GR_WINDOW_DEFAULT;
 
 		k->tnext[t] = k->told[t] = tr->chunk_first;
+		k->tprogress[t] = 0;
 		k->tend[t] = tr->chunk_first + tr->chunk_count;
-		k->twin[t] = tr->slots != 0 && tr->slots < w ? tr->slots : w;
+		k->twin[t] = tr->slots != 0 && tr->slots < tw ? tr->slots : tw;
 	}
 	k->rto_min = (uint64_t)(o->rto_min_ms ? o->rto_min_ms : GR_RTO_MIN_DEFAULT_MS) * 1000;
 	k->rto_max = (uint64_t)(o->rto_max_ms ? o->rto_max_ms : GR_RTO_MAX_DEFAULT_MS) * 1000;

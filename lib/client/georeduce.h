@@ -44,14 +44,14 @@ extern "C" {
 #define GR_TREES_MAX 256
 /** Largest send window, in chunks. */
 #define GR_WINDOW_MAX 65536
-/** Default window per tree (capped by the tree's slot pool). */
+/** Window per tree when neither the options nor the table give one. */
 #define GR_WINDOW_DEFAULT 256
 /** Default limit of one gr_allreduce() call. */
 #define GR_TIMEOUT_DEFAULT_MS 60000
 /** Default retransmission timer bounds and first value (docs/CLIENT.md, "Timers"). */
 #define GR_RTO_MIN_DEFAULT_MS 10
 #define GR_RTO_MAX_DEFAULT_MS 4000
-#define GR_RTO_INITIAL_DEFAULT_MS 500
+#define GR_RTO_INITIAL_DEFAULT_MS 1000
 /** Default interval between two progress callbacks. */
 #define GR_PROGRESS_DEFAULT_MS 100
 
@@ -103,8 +103,9 @@ typedef void (*gr_progress_fn)(void *arg, uint64_t done, uint64_t total);
 struct gr_options {
 	uint32_t window;        /* chunks in flight per tree at most (a span of the tree's
 				 * range: no chunk is sent before every chunk of the tree window
-				 * places earlier has its result); 0: GR_WINDOW_DEFAULT. Always
-				 * capped by each tree's slot pool. */
+				 * places earlier has its result); 0: the tree's slot pool (the
+				 * gateway sizes it to the tree's bandwidth-delay product), or
+				 * GR_WINDOW_DEFAULT if unknown. Always capped by the slot pool. */
 	uint32_t timeout_ms;    /* give up with -ETIMEDOUT after this; 0: GR_TIMEOUT_DEFAULT_MS */
 	bool average;           /* divide each result by its contributor count in place */
 	gr_progress_fn progress;        /* NULL: none */

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Describe an emulated multi-datacenter WAN on one machine, from a topology.
+
+Writes into DIR:
+  up.sh            builds it: a network namespace per site, a veth pair per WAN link
+                   (shaped with tc tbf to the link's scaled bandwidth, both directions),
+                   a LAN veth pair per site (the workers' kernel side and the dataplane's
+                   side), and one georeduce-dataplane per site on net_af_packet ports,
+                   its WAN ports delaying their frames by the link's one-way latency
+                   (the dataplane's --fault delay line: these kernels have no netem)
+  down.sh          removes everything up.sh made (safe to run twice, or after a failure)
+  deployment.json  georeduce-deployment/1 for georeduce-control: the scaled topology,
+                   the gateways and one job per algorithm asked for
+  topology.json    the scaled topology the plans are made for
+  sites.json       per site: namespace, gateway, workers (for the scripts that drive it)
+
+Addressing: site i (0-based) is 10.99.i.0/24; its gateway is 10.99.i.1 on every port
+(the WAN ports are unnumbered point-to-point links with a /32 and a route to the peer
+site's /24), its workers 10.99.i.10, .11, ... on the kernel side of the LAN pair.
+Only addresses inside the namespaces it creates are used.
+"""
+import argparse
+import json
+import os
+import shlex
+import sys
+
+BASE_PORT, PORTS, WORKER_PORT = 17400, 16, 5000
+
+
+def fail(msg):
+    print("testbed: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("topology")
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--dataplane", required=True, help="georeduce-dataplane executable")
+    ap.add_argument("--dpctl", required=True, help="georeduce-dpctl executable")
+    ap.add_argument("--scale", type=float, default=0.1,
+                    help="bandwidth scale: emulated Mbit/s = gbps x 1000 x scale [0.1]")
+    ap.add_argument("--latency-scale", type=float, default=1.0,
+                    help="one-way latency scale [1]")
+    ap.add_argument("--workers", type=int, default=1, help="workers per site [1]")
+    ap.add_argument("--jobs", default="mtree", help="algorithms, one job each: "
+                    "mtree, ring, single-tree [mtree]")
+    ap.add_argument("--elements", type=int, default=1 << 24)
+    ap.add_argument("--dtype", default="fp32")
+    ap.add_argument("--max-trees", type=int, default=4)
+    ap.add_argument("--prefix", default="gr%d" % os.getpid(),
+                    help="prefix of namespace and DPDK file names [gr<pid>]")
+    ap.add_argument("--loss", type=float, default=0.0,
+                    help="random loss on every WAN port, each direction [0]")
+    a = ap.parse_args()
+
+    try:
+        topo = json.load(open(a.topology))
+    except (OSError, ValueError) as e:
+        fail("%s: %s" % (a.topology, e))
+    nodes = topo.get("nodes", [])
+    links = topo.get("links", [])
+    if not 2 <= len(nodes) <= 200:
+        fail("%s: need 2 to 200 sites, not %d" % (a.topology, len(nodes)))
+    if a.scale <= 0 or a.workers < 1 or a.workers > 50:
+        fail("--scale must be > 0 and --workers 1 .. 50")
+    algos = a.jobs.split(",")
+    for al in algos:
+        if al not in ("mtree", "ring", "single-tree"):
+            fail("--jobs: unknown algorithm '%s'" % al)
+    index = {n["id"]: i for i, n in enumerate(nodes)}
+    os.makedirs(a.dir, exist_ok=True)
+    d = os.path.abspath(a.dir)
+
+    sites = []
+    for i, n in enumerate(nodes):
+        sites.append({
+            "index": i, "id": n["id"], "ns": "%s-s%d" % (a.prefix, i),
+            "gateway": {"id": i + 1, "ipv4": "10.99.%d.1" % i,
+                        "socket": "%s/gw%d.sock" % (d, i), "log": "%s/gw%d.log" % (d, i)},
+            "workers": [{"id": 1000 + 100 * i + k, "ipv4": "10.99.%d.%d" % (i, 10 + k),
+                         "port": WORKER_PORT} for k in range(a.workers)],
+            "wan": [],
+        })
+    scaled = {"format": "georeduce-topology/1", "name": topo.get("name", "wan") + "-emulated",
+              "notes": "bandwidth x %g (Gbit/s as given x %g), latency x %g, for the "
+                       "emulated WAN" % (a.scale, a.scale, a.latency_scale),
+              "nodes": [{"id": n["id"], "workers": a.workers} for n in nodes],
+              "links": []}
+    for li, l in enumerate(links):
+        x, y = index[l["a"]], index[l["b"]]
+        gab, gba = l["gbps"] * a.scale, l.get("gbps_ba", l["gbps"]) * a.scale
+        lat = l.get("latency_ms", 0) * a.latency_scale
+        scaled["links"].append({"a": l["a"], "b": l["b"], "gbps": round(gab, 6),
+                                "gbps_ba": round(gba, 6), "latency_ms": round(lat, 3)})
+        for s, peer, rate in ((x, y, gab), (y, x, gba)):
+            sites[s]["wan"].append({"link": li, "iface": "wan%d" % li, "peer": peer,
+                                    "mbit": max(rate * 1000, 1.0), "latency_ms": lat})
+
+    deploy = {
+        "format": "georeduce-deployment/1", "name": "emulated " + scaled["name"],
+        "topology": "topology.json",
+        "gateways": [{"node": s["id"], "id": s["gateway"]["id"], "ipv4": s["gateway"]["ipv4"],
+                      "socket": s["gateway"]["socket"]} for s in sites],
+        "jobs": [],
+    }
+    for j, al in enumerate(algos):
+        job = {"id": j + 1, "algorithm": al, "dtype": a.dtype, "elements": a.elements,
+               "slots": {"max": 4096},
+               "workers": [dict(w, node=s["id"]) for s in sites for w in s["workers"]]}
+        if al == "mtree":
+            job["options"] = {"max_trees": a.max_trees}
+        deploy["jobs"].append(job)
+
+    q = shlex.quote
+    up = ["#!/bin/bash", "# Generated by scripts/lib/testbed.py: builds the emulated WAN.",
+          "set -e"]
+    down = ["#!/bin/bash", "# Generated by scripts/lib/testbed.py: removes the emulated WAN."]
+    for s in sites:
+        up.append("ip netns add %s" % s["ns"])
+        up.append("ip -n %s link set lo up" % s["ns"])
+        down.append("ip netns pids %s 2>/dev/null | xargs -r kill -INT 2>/dev/null" % s["ns"])
+    down.append("sleep 1")
+    for s in sites:
+        down.append("ip netns pids %s 2>/dev/null | xargs -r kill -KILL 2>/dev/null" % s["ns"])
+        down.append("ip netns del %s 2>/dev/null" % s["ns"])
+        down.append("rm -rf /var/run/dpdk/%s-gw%d" % (a.prefix, s["index"]))
+    down.append("true")
+    for li, l in enumerate(links):
+        x, y = index[l["a"]], index[l["b"]]
+        up.append("ip link add wan%d netns %s type veth peer name wan%d netns %s"
+                  % (li, sites[x]["ns"], li, sites[y]["ns"]))
+    for s in sites:
+        ns = s["ns"]
+        up.append("ip -n %s link add lan0 type veth peer name wk0" % ns)
+        for dev in ("lan0", "wk0"):
+            up.append("ip -n %s link set %s up" % (ns, dev))
+        for w in s["workers"]:
+            up.append("ip -n %s addr add %s/24 dev wk0" % (ns, w["ipv4"]))
+        # The kernel leaves UDP checksums to the NIC; veth never computes them and
+        # af_packet takes the frame before: compute them in software.
+        up.append("ip netns exec %s ethtool -K wk0 tx off >/dev/null" % ns)
+        for wan in s["wan"]:
+            burst = max(int(wan["mbit"] * 1e6 / 8 / 250), 16000)  # 4 ms of traffic
+            up.append("ip -n %s link set %s up" % (ns, wan["iface"]))
+            up.append("tc -n %s qdisc add dev %s root tbf rate %.3fmbit burst %d latency 400ms"
+                      % (ns, wan["iface"], wan["mbit"], burst))
+        # The dataplane: port 0 the LAN, ports 1.. the WAN links, same address on each.
+        args = [a.dataplane, "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
+                "--file-prefix=%s-gw%d" % (a.prefix, s["index"]), "-l", "0-1",
+                "--log-level=lib.eal:error", "--log-level=pmd.net.af_packet:error",
+                "--vdev=net_af_packet0,iface=lan0"]
+        for p, wan in enumerate(s["wan"], start=1):
+            args.append("--vdev=net_af_packet%d,iface=%s,qdisc_bypass=0" % (p, wan["iface"]))
+        args += ["--", "--addr", "0:%s/24" % s["gateway"]["ipv4"], "-s", s["gateway"]["socket"],
+                 "--mbufs", "32768", "--hdr-mbufs", "8192", "--rx-desc", "512", "--tx-desc",
+                 "512", "--fault-queue", "2048", "--rto-ms", "1000"]
+        for p, wan in enumerate(s["wan"], start=1):
+            args += ["--addr", "%d:%s/32" % (p, s["gateway"]["ipv4"]),
+                     "--route", "10.99.%d.0/24,port=%d" % (wan["peer"], p)]
+            fault = []
+            if wan["latency_ms"] > 0:
+                fault.append("delay_ms=%g" % wan["latency_ms"])
+            if a.loss > 0:
+                fault.append("loss=%g" % a.loss)
+            if fault:
+                args += ["--fault", "%d,tx,%s" % (p, ",".join(fault))]
+        up.append("ip netns exec %s %s > %s 2>&1 &" % (ns, " ".join(q(x) for x in args),
+                                                          q(s["gateway"]["log"])))
+    up.append("for s in %s; do" % " ".join(q(s["gateway"]["socket"]) for s in sites))
+    up.append("  for _ in $(seq 150); do %s -s \"$s\" ping >/dev/null 2>&1 && break; "
+              "sleep 0.2; done" % q(a.dpctl))
+    up.append("  %s -s \"$s\" ping >/dev/null || { echo \"testbed: no dataplane on $s\" >&2; "
+              "exit 1; }" % q(a.dpctl))
+    up.append("done")
+
+    def write(name, text, mode=0o644):
+        path = os.path.join(d, name)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, mode)
+
+    write("up.sh", "\n".join(up) + "\n", 0o755)
+    write("down.sh", "\n".join(down) + "\n", 0o755)
+    write("topology.json", json.dumps(scaled, indent=2) + "\n")
+    write("deployment.json", json.dumps(deploy, indent=2) + "\n")
+    write("sites.json", json.dumps(sites, indent=2) + "\n")
+    print("testbed: %d sites, %d links, %d workers per site in %s"
+          % (len(sites), len(links), a.workers, d))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
