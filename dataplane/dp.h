@@ -102,6 +102,10 @@ struct dp_slot {
 				     * header template of fp16/bf16; COMPLETE: the partial
 				     * sum sent, one reference kept for retransmission */
 	struct rte_mbuf *result;    /* DONE: the RESULT, one reference held */
+	struct rte_mbuf *prev;      /* the RESULT of the round before, kept when a later
+				     * round reopened the slot: a worker one round behind may
+				     * still ask for it (workers are never two rounds apart) */
+	uint32_t prev_round;
 	float *acc32;               /* fp16/bf16: this slot's fp32 accumulator (job arena) */
 	uint64_t in[TABLE_CONTRIB_MAX / 64]; /* contributor bitmap (table.h: bit k) */
 } __rte_cache_aligned;

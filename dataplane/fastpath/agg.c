@@ -127,9 +127,43 @@ slot_clear(const struct dp_job *j, const struct dp_lcore *lc, struct dp_slot *s)
 		rte_pktmbuf_free(s->acc);
 	if (s->result != NULL)
 		rte_pktmbuf_free(s->result);
+	if (s->prev != NULL)
+		rte_pktmbuf_free(s->prev);
 	s->acc = NULL;
 	s->result = NULL;
+	s->prev = NULL;
 	s->state = DP_SLOT_FREE;
+}
+
+/* Reopen slot s (DONE or FREE) for a later round: the RESULT it holds for the same chunk
+ * becomes the previous round's, everything else is released. */
+static void
+slot_reopen(const struct dp_job *j, const struct dp_lcore *lc, struct dp_slot *s,
+	    uint32_t chunk)
+{
+	struct rte_mbuf *keep = NULL;
+	uint32_t keep_round = 0;
+
+	if (s->state == DP_SLOT_DONE && s->chunk == chunk) {
+		keep = s->result;
+		keep_round = s->round;
+		s->result = NULL;
+	}
+	slot_clear(j, lc, s);
+	s->prev = keep;
+	s->prev_round = keep_round;
+}
+
+/* The RESULT of `round` for the chunk s holds, if retained (this round's or the one
+ * before), else NULL. */
+static inline struct rte_mbuf *
+retained(const struct dp_slot *s, uint32_t chunk, uint32_t round)
+{
+	if (s->chunk != chunk)
+		return NULL;
+	if (s->state == DP_SLOT_DONE && s->round == round)
+		return s->result;
+	return s->prev != NULL && s->prev_round == round ? s->prev : NULL;
 }
 
 /*
@@ -490,7 +524,7 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 			drop(lc, m, WIRE_REASON_EPOCH_STALE);
 			return;
 		}
-		slot_clear(j, lc, s);
+		slot_reopen(j, lc, s, p->chunk);
 		s->state = DP_SLOT_OPEN;
 		s->round = p->round;
 		s->chunk = p->chunk;
@@ -529,8 +563,17 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 			send_ack(lc, j, to, p);
 		return;
 	}
-	drop(lc, m, wire_round_before(p->round, s->round) ? WIRE_REASON_LATE
-							    : WIRE_REASON_NO_SLOT);
+	if (wire_round_before(p->round, s->round)) {
+		/* A worker one round behind: the previous RESULT, if kept, answers it. */
+		struct rte_mbuf *r = retained(s, p->chunk, p->round);
+
+		drop(lc, m, WIRE_REASON_LATE);
+		if (r != NULL && (p->flags & WIRE_F_RETX))
+			send_result_copy(lc, j, t, t->src_down[k], r, WIRE_F_RETX | WIRE_F_ECHO,
+					 p->tsval, dp_now_us());
+		return;
+	}
+	drop(lc, m, WIRE_REASON_NO_SLOT);
 }
 
 static void
@@ -580,9 +623,11 @@ on_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 		if (c - t->chunk_first >= t->chunk_count)
 			break;
 		s = slot_of(j, lc, t, c);
-		if (s->state == DP_SLOT_DONE && s->chunk == c && s->round == p->round)
-			send_result_copy(lc, j, t, to, s->result, WIRE_F_RETX | WIRE_F_ECHO,
-					 p->tsval, now_us);
+		struct rte_mbuf *r = retained(s, c, p->round);
+
+		if (r != NULL)
+			send_result_copy(lc, j, t, to, r, WIRE_F_RETX | WIRE_F_ECHO, p->tsval,
+					 now_us);
 	}
 	rte_pktmbuf_free(m);
 }

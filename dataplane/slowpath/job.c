@@ -336,7 +336,9 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		if (build_tree(dp, j, i, socket, err, errlen) != 0)
 			goto fail;
 	}
-	j->mbufs_held_max = (uint64_t)j->slots_per_lcore * dp->n_lcores;
+	/* A slot holds at most two packets: the accumulator, partial sum or RESULT of its
+	 * round, and the RESULT of the round before. */
+	j->mbufs_held_max = 2 * (uint64_t)j->slots_per_lcore * dp->n_lcores;
 	if (dp->mbufs_committed + j->mbufs_held_max > dp->mbufs_budget) {
 		fail(err, errlen, "field 'trees': the slot pools hold up to %" PRIu64 " packets, "
 		     "this dataplane has %" PRIu64 " of %" PRIu64 " left (raise --mbufs)",
@@ -410,6 +412,7 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 		for (uint32_t i = 0; j->slots[l] != NULL && i < j->slots_per_lcore; i++) {
 			rte_pktmbuf_free(j->slots[l][i].acc);
 			rte_pktmbuf_free(j->slots[l][i].result);
+			rte_pktmbuf_free(j->slots[l][i].prev);
 		}
 		rte_free(j->slots[l]);
 		if (j->arena != NULL)
