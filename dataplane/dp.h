@@ -57,7 +57,7 @@ enum dp_ctr {
 	DP_CTR_ACKS_SENT,           /* answers to retransmitted contributions held here */
 	DP_CTR_RETRANSMITS,         /* partial sums sent again to the parent */
 	DP_CTR_NACKS_SENT,          /* NACK_RESULTs to the parent (partial sum held there) */
-	DP_CTR_RETX_GIVEUP,         /* chunks whose RESULT never came after every retry */
+	DP_CTR_RETX_STUCK,          /* chunks still without RESULT after --retries tries */
 	DP_CTR_PACED,               /* frames that waited for their pacer */
 	DP_CTR_PACE_FULL,           /* frames dropped: a pacer's queue was full */
 	DP_CTR_ARP_REPLIES,

@@ -161,9 +161,9 @@ stat() { # sock field: sum over lcores
 [ "$(stat b partials_sent)" = $((2 * CH)) ] && ok "B sent $((2 * CH)) partial sums" ||
 	not_ok "B partials_sent $(stat b partials_sent)"
 # Duplicates at A are legitimate (a partial sum B sent again before its RESULT came back,
-# on a slow machine); a chunk given up is not.
-[ "$(stat b retx_giveup)" = 0 ] && ok "B gave up no chunk ($(stat b retransmits) resent," \
-	"$(stat a duplicates) duplicates at A)" || not_ok "B gave up $(stat b retx_giveup) chunks"
+# on a slow machine); a chunk stuck past every retry is not.
+[ "$(stat b retx_stuck)" = 0 ] && ok "no chunk stuck at B ($(stat b retransmits) resent," \
+	"$(stat a duplicates) duplicates at A)" || not_ok "B has $(stat b retx_stuck) chunks stuck"
 
 # Rounds 2 and on with georeduce-worker (libgeoreduce): the tables give each its gateway.
 # A window of 64 chunks per worker keeps the bursts within the af_packet rings: the

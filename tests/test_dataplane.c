@@ -1352,6 +1352,50 @@ test_pacing(void)
 	dp_down();
 }
 
+/* A child gateway one round behind gets the previous round's RESULT: its NACK_RESULT
+ * and its retransmitted partial sum are answered after the root's workers moved on. */
+static void
+test_prev_round_child(void)
+{
+	const uint64_t el = 64;
+	const uint32_t ce = 64;
+	static const uint16_t w2[] = { 11, 12 };
+	struct tdesc td = { 0, 0, 1, { 3 }, 0, 1, 16 };   /* root, child gateway 3 */
+	static struct out o[16];
+	float pl[64];
+	struct pkt cp = { WIRE_TYPE_CONTRIB, 0, 60, 1, 0, 3, 3, 2, 101, 0, WIRE_DTYPE_FP32, 64,
+			  PEER_IP(3) };
+
+	for (int i = 0; i < 64; i++)
+		pl[i] = 1;
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(60, 1, 1, TABLE_DTYPE_FP32, el, ce, 2, w2, 1, &td),
+				"install") == 0);
+	inject(contrib_f32(60, 1, 0, 11, 101, 0, el, ce));
+	inject(contrib_f32(60, 1, 0, 12, 101, 0, el, ce));
+	inject(mk_pkt(&cp, pl));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 3);         /* to the child and both workers */
+	inject(contrib_f32(60, 1, 0, 11, 102, 0, el, ce));
+	inject(contrib_f32(60, 1, 0, 12, 102, 0, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 60, 1, 0, 3, 3, 0, 101, 0, WIRE_DTYPE_NONE,
+			  1, PEER_IP(3) };
+
+	inject(mk_pkt(&nk, NULL));
+	cp.flags = WIRE_F_RETX;
+	inject(mk_pkt(&cp, pl));
+	poll_all();
+	int n = collect(o, 16);
+
+	CU_ASSERT(n == 2);
+	for (int k = 0; k < n && k < 16; k++)
+		CU_ASSERT(o[k].p.type == WIRE_TYPE_RESULT && o[k].p.round == 101 &&
+			  o[k].fl.dst_ip == PEER_IP(3) && o[k].p.contrib == 4);
+	dp_down();
+}
+
 /* Control requests: malformed ones get an error and change nothing. */
 static void
 test_control(void)
@@ -1560,6 +1604,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "fault injection", test_faults);
 	CU_add_test(s, "retransmission to the parent", test_retransmit_up);
 	CU_add_test(s, "pacing at the planned rate", test_pacing);
+	CU_add_test(s, "previous round's RESULT for a child", test_prev_round_child);
 	CU_add_test(s, "control requests", test_control);
 	CU_add_test(s, "epoch swap under traffic", test_epoch_swap_under_traffic);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -376,11 +376,13 @@ dp_agg_timers(struct dp_lcore *lc, const struct dp_state *st)
 					timer_push_at(lc, j, tm.tree, s, quiet);
 					continue;
 				}
-				if (s->retries >= lc->dp->prm.retries_max) {
-					lc->ctr[DP_CTR_RETX_GIVEUP]++;
-					continue;
-				}
-				s->retries++;
+				/* Past --retries the chunk is reported stuck, once, and still
+				 * asked for every rto_max: a live round is never abandoned (the
+				 * control process re-plans around a dead parent). */
+				if (s->retries == lc->dp->prm.retries_max)
+					lc->ctr[DP_CTR_RETX_STUCK]++;
+				if (s->retries < UINT8_MAX)
+					s->retries++;
 				resend_up(lc, j, &j->trees[tm.tree], s, dp_now_us());
 				timer_push(lc, j, tm.tree, s, now);
 			}

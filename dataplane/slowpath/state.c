@@ -27,7 +27,7 @@
 #include "jsonutil.h"
 #include "slowpath/slowpath.h"
 
-#define ARP_RETRY_S 1
+#define ARP_RETRY_MS 200     /* unresolved neighbours are asked for this often */
 
 /* A copy of st (or an empty state) where the workers read it: the first lcore's socket. */
 static struct dp_state *
@@ -309,7 +309,7 @@ static void
 resolve(struct dp *dp)
 {
 	uint32_t n = atomic_load_explicit(&dp->n_neigh, memory_order_relaxed);
-	uint64_t now = rte_get_tsc_cycles(), every = rte_get_tsc_hz() * ARP_RETRY_S;
+	uint64_t now = rte_get_tsc_cycles(), every = rte_get_tsc_hz() / 1000 * ARP_RETRY_MS;
 
 	for (uint32_t i = 0; i < n; i++) {
 		struct dp_neigh *nb = &dp->neigh[i];
