@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +53,7 @@ struct opts {
 	uint32_t window;
 	double timeout_s;
 	bool json;
+	bool follow;                    /* --follow: reload the table when it changes */
 };
 
 struct round_res {
@@ -72,6 +74,8 @@ struct worker {
 	bool ok;
 	char msg[GR_ERR_MAX + 128];     /* the failure, one line */
 	bool show_progress;
+	struct timespec table_mtime;    /* --follow: the table file as last loaded */
+	ino_t table_ino;
 };
 
 static void
@@ -99,6 +103,10 @@ usage(FILE *f)
 		"  --window N            chunks in flight per tree (default: the tree's slot\n"
 		"                        pool at the gateway, or %d if the table has none)\n"
 		"  --timeout SECONDS     limit of each round (default %d)\n"
+		"  --follow              the table file is rewritten when the control process\n"
+		"                        installs a new epoch (georeduce-control run --out):\n"
+		"                        reload it before each round, and when a round times\n"
+		"                        out, wait for a new epoch and run the round again\n"
 		"  --json                a JSON summary on stdout instead of lines\n"
 		"  -h, --help            this help\n"
 		"\n"
@@ -225,6 +233,47 @@ progress(void *arg, uint64_t done, uint64_t total)
 	fflush(stderr);
 }
 
+/* --follow: if the table file changed since it was loaded, load it and move the client
+ * to its epoch. 1 if it did, 0 if unchanged, -1 after a message in w->msg. */
+static int
+follow_table(struct worker *w)
+{
+	struct stat st;
+	struct gr_config c;
+	char err[GR_ERR_MAX];
+
+	if (stat(w->o->table, &st) != 0 ||
+	    (st.st_ino == w->table_ino && st.st_mtim.tv_sec == w->table_mtime.tv_sec &&
+	     st.st_mtim.tv_nsec == w->table_mtime.tv_nsec))
+		return 0;
+	if (gr_config_from_table(&c, w->o->table, w->id, err, sizeof(err)) != 0 ||
+	    (c.epoch != gr_client_config(w->client)->epoch &&
+	     gr_client_reconfigure(w->client, &c, err, sizeof(err)) != 0)) {
+		snprintf(w->msg, sizeof(w->msg), "worker %u: %s", w->id, err);
+		return -1;
+	}
+	w->table_ino = st.st_ino;
+	w->table_mtime = st.st_mtim;
+	return 1;
+}
+
+/* --follow after a failed round: wait up to the round timeout for a new epoch. */
+static bool
+await_epoch(struct worker *w)
+{
+	uint32_t epoch = gr_client_config(w->client)->epoch;
+	double until = now_s() + w->o->timeout_s;
+
+	while (now_s() < until) {
+		if (follow_table(w) < 0)
+			return false;
+		if (gr_client_config(w->client)->epoch != epoch)
+			return true;
+		usleep(50000);
+	}
+	return false;
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -246,10 +295,28 @@ worker_main(void *arg)
 		double t0;
 
 		r->round = o->first_round + i;
+		if (o->follow && follow_table(w) < 0) {
+			w->ok = false;
+			break;
+		}
+		cfg = gr_client_config(w->client);
 		fill(w, cfg);
 		t0 = now_s();
 		r->contrib = gr_allreduce(w->client, w->buf, cfg->elements, cfg->dtype, r->round,
 					  &go);
+		/* A gateway failed mid-round: the control process installs a new epoch
+		 * without it; run the round again under that epoch. */
+		for (int again = 0; o->follow && r->contrib == -ETIMEDOUT && again < 3; again++) {
+			if (!await_epoch(w))
+				break;
+			cfg = gr_client_config(w->client);
+			if (!o->json)
+				printf("worker %u round %" PRIu32 ": epoch %u installed, round run "
+				       "again\n", w->id, r->round, cfg->epoch);
+			fill(w, cfg);
+			r->contrib = gr_allreduce(w->client, w->buf, cfg->elements, cfg->dtype,
+						  r->round, &go);
+		}
 		r->ms = (now_s() - t0) * 1e3;
 		if (w->show_progress)
 			fputs("\r\033[K", stderr);
@@ -356,6 +423,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "window", required_argument, NULL, 'W' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "follow", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -409,6 +477,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'j':
 			o->json = true;
+			break;
+		case 'F':
+			o->follow = true;
 			break;
 		case 'h':
 			return 1;

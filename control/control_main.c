@@ -43,9 +43,12 @@ usage(FILE *f)
 		"      plan every job and write DIR/job-J-plan.json and one georeduce-table/1\n"
 		"      file per gateway, DIR/job-J-NODE.json, for epoch N               [1]\n"
 		"  run DEPLOYMENT [--socket PATH] [--heartbeat-ms N] [--fail-after N] [--timeout-ms N]\n"
+		"      [--out DIR]\n"
 		"      the daemon: plan, install epochs in two phases, heartbeat the gateways\n"
 		"      every N ms [%d], fail one after N missed heartbeats [%d], re-plan without\n"
-		"      it; calls to a dataplane time out after N ms [%d]. SIGINT/SIGTERM stop it.\n"
+		"      it; calls to a dataplane time out after N ms [%d]; with --out, every live\n"
+		"      epoch's plan and tables are written to DIR (as 'tables' does) for workers\n"
+		"      that follow their gateway's table. SIGINT/SIGTERM stop it.\n"
 		"  status [--socket PATH] [--json] [--timeout-ms N]\n"
 		"      jobs, epochs, gateways and rates, from the running daemon\n"
 		"  replan [--socket PATH] [--timeout-ms N] [JOB]\n"
@@ -84,7 +87,7 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 	};
 	/* Which options each command takes. */
 	const char *allowed = strcmp(cmd, "tables") == 0 ? "oe" :
-			      strcmp(cmd, "run") == 0 ? "sHft" :
+			      strcmp(cmd, "run") == 0 ? "sHfto" :
 			      strcmp(cmd, "status") == 0 ? "sjt" : "st";
 	uint64_t v;
 	int c;
@@ -206,6 +209,7 @@ cmd_run(const struct opts *o)
 		.heartbeat_ms = o->heartbeat_ms,
 		.fail_after = o->fail_after,
 		.timeout_ms = o->timeout_ms,
+		.out = o->out,
 	};
 	struct deploy *d = load_deployment("run", o);
 	int rc;

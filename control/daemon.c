@@ -367,6 +367,12 @@ install_job(struct dmn *m, int ji)
 	jp = NULL;
 	j->live_epoch = epoch;
 	j->live_since = now_ms();
+	if (m->o->out != NULL) {
+		char err[256];
+
+		if (jobplan_write(j->live, m->d, m->o->out, err, sizeof(err)) != 0)
+			control_log("job %u: epoch %u: %s", dj->id, epoch, err);
+	}
 	if (rc == 0) {
 		j->error[0] = '\0';
 		j->retry_after = 0;

@@ -34,6 +34,8 @@ struct daemon_opts {
 	int heartbeat_ms;        /* heartbeat interval, >= 10 */
 	int fail_after;          /* missed heartbeats in a row that fail a gateway, >= 1 */
 	int timeout_ms;          /* how long one call to a dataplane may take */
+	const char *out;         /* if not NULL: write every live epoch's plan and tables
+				  * there (jobplan_write()), for workers that follow them */
 };
 
 /**

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "baselines.h"
 #include "graph.h"
@@ -438,16 +439,25 @@ static int
 write_file(const char *path, const void *obj, bool is_plan, const struct topo *t, char *err,
 	   size_t errlen)
 {
-	FILE *f = fopen(path, "w");
+	char tmp[DEPLOY_PATH_MAX + 8];
+	FILE *f;
 	int rc;
 
+	/* Write aside and rename: a reader (a worker following its table) sees the old file
+	 * or the new one, never half of one. */
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
 	if (f == NULL)
-		return fail(err, errlen, -errno, "%s: cannot create: %s", path, strerror(errno));
+		return fail(err, errlen, -errno, "%s: cannot create: %s", tmp, strerror(errno));
 	rc = is_plan ? plan_write(t, obj, f) : table_write(obj, f);
 	if (fclose(f) != 0 && rc == 0)
 		rc = -errno;
-	if (rc != 0)
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc != 0) {
+		unlink(tmp);
 		return fail(err, errlen, rc, "%s: write error: %s", path, strerror(-rc));
+	}
 	return 0;
 }
 

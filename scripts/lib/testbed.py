@@ -45,6 +45,8 @@ def main():
     ap.add_argument("--latency-scale", type=float, default=1.0,
                     help="one-way latency scale [1]")
     ap.add_argument("--workers", type=int, default=1, help="workers per site [1]")
+    ap.add_argument("--workers-from-topology", action="store_true",
+                    help="workers per site as the topology's nodes say (0: a relay)")
     ap.add_argument("--jobs", default="mtree", help="algorithms, one job each: "
                     "mtree, ring, single-tree [mtree]")
     ap.add_argument("--elements", type=int, default=1 << 24)
@@ -81,13 +83,16 @@ def main():
             "gateway": {"id": i + 1, "ipv4": "10.99.%d.1" % i,
                         "socket": "%s/gw%d.sock" % (d, i), "log": "%s/gw%d.log" % (d, i)},
             "workers": [{"id": 1000 + 100 * i + k, "ipv4": "10.99.%d.%d" % (i, 10 + k),
-                         "port": WORKER_PORT} for k in range(a.workers)],
+                         "port": WORKER_PORT}
+                        for k in range(n.get("workers", 1) if a.workers_from_topology
+                                       else a.workers)],
             "wan": [],
         })
     scaled = {"format": "georeduce-topology/1", "name": topo.get("name", "wan") + "-emulated",
               "notes": "bandwidth x %g (Gbit/s as given x %g), latency x %g, for the "
                        "emulated WAN" % (a.scale, a.scale, a.latency_scale),
-              "nodes": [{"id": n["id"], "workers": a.workers} for n in nodes],
+              "nodes": [{"id": n["id"], "workers": len(s["workers"])}
+                        for n, s in zip(nodes, sites)],
               "links": []}
     for li, l in enumerate(links):
         x, y = index[l["a"]], index[l["b"]]

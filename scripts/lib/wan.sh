@@ -41,6 +41,8 @@ wan_install() {
 	"$build/control/georeduce-control" tables "$dir/deployment.json" --out "$dir/tables" \
 		--epoch "$epoch" >"$dir/plan.log" 2>&1 || { cat "$dir/plan.log" >&2; return 1; }
 	while read -r i id _; do
+		# A relay site in none of the job's trees has no table.
+		[ -e "$dir/tables/job-$job-$id.json" ] || continue
 		"$build/control/georeduce-dpctl" -s "$dir/gw$i.sock" install \
 			"$dir/tables/job-$job-$id.json" >/dev/null || return 1
 	done < <(wan_sites "$dir")
@@ -67,6 +69,7 @@ print(",".join(str(w["id"]) for s in json.load(open(sys.argv[1])) for w in s["wo
 import json, sys
 s = json.load(open(sys.argv[1]))[int(sys.argv[2])]
 print(" ".join("--worker-id %d" % w["id"] for w in s["workers"]))' "$dir/sites.json" "$i")
+		[ -n "$ids" ] || continue # a relay site: no workers
 		# shellcheck disable=SC2086
 		ip netns exec "$ns" "$build/client/georeduce-worker" \
 			--table "$dir/tables/job-$job-$id.json" $ids --all-workers "$all" \

@@ -1,0 +1,163 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The whole system on the emulated WAN (scripts/lib/testbed.py): three sites, a and b
+# with a worker each and c a relay between them, three georeduce-dataplane processes,
+# georeduce-control running the deployment (mTree and ring jobs) and writing each live
+# epoch's tables, georeduce-worker following them. Checked: both plans give bit-exact
+# results; the relay's gateway killed mid-job (the control process re-plans without it,
+# the workers run the round again under the new epoch, every result stays exact); a link
+# shaped down mid-job; garbage on the daemon's socket; a worker that disappears (its peer
+# gets a timeout, not a hang, and the gateways go on serving).
+#
+#   wan_e2e.sh BUILD_DIR
+set -u
+BUILD=$(cd "$1" && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+fails=0
+
+if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
+	echo "wan_e2e: needs root and network namespaces; skipped"
+	exit 77
+fi
+ok() { echo "ok - $*"; }
+not_ok() { echo "not ok - $*"; fails=$((fails + 1)); }
+
+GEOREDUCE_ROOT=$ROOT
+# shellcheck source=../scripts/lib/wan.sh
+. "$ROOT/scripts/lib/wan.sh"
+D=$(mktemp -d /tmp/georeduce-wan-e2e.XXXXXX)
+daemon=
+cleanup() {
+	[ -n "$daemon" ] && kill -INT "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+	wan_down "$D"
+	rm -rf "$D"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+CTL=$BUILD/control/georeduce-control
+WK=$BUILD/client/georeduce-worker
+quick=${GEOREDUCE_TEST_QUICK:-0}
+ROUNDS=$([ "$quick" != 0 ] && echo 20 || echo 40)
+
+cat >"$D/topo.json" <<'JSON'
+{"format": "georeduce-topology/1", "name": "wan-e2e",
+ "nodes": [{"id": "a", "workers": 1}, {"id": "b", "workers": 1}, {"id": "c", "workers": 0}],
+ "links": [{"a": "a", "b": "b", "gbps": 0.02, "latency_ms": 4},
+           {"a": "a", "b": "c", "gbps": 0.05, "latency_ms": 2},
+           {"a": "c", "b": "b", "gbps": 0.05, "latency_ms": 2}]}
+JSON
+if wan_up "$D" "$D/topo.json" "$BUILD" --scale 1 --workers-from-topology \
+	--jobs mtree,ring --elements 131072 --prefix "grw$$"; then
+	ok "3 sites up"
+else
+	not_ok "emulated WAN"
+	cat "$D"/gw*.log
+	exit 1
+fi
+
+# The daemon: heartbeats every 200 ms, tables written where the workers follow them.
+"$CTL" run "$D/deployment.json" --socket "$D/control.sock" --heartbeat-ms 200 \
+	--fail-after 3 --out "$D/tables" 2>"$D/control.log" &
+daemon=$!
+for _ in $(seq 100); do
+	[ -e "$D/tables/job-2-b.json" ] && break
+	sleep 0.1
+done
+[ -e "$D/tables/job-1-a.json" ] && [ -e "$D/tables/job-2-b.json" ] &&
+	ok "georeduce-control installed both jobs" ||
+	{ not_ok "no tables from georeduce-control"; cat "$D/control.log"; exit 1; }
+grep -q '"id": 3' "$D/tables/job-1-a.json" && ok "mTree routes through the relay c" ||
+	not_ok "the mTree plan does not use the relay"
+
+# workers JOB FIRST ROUNDS [extra worker options]: both sites' workers in the background,
+# following their tables; their pids in WPIDS, their output in $D/w-JOB-SITE.out.
+workers() {
+	local job=$1 first=$2 n=$3 s
+	shift 3
+	WPIDS=()
+	for s in 0 1; do
+		local id=$((1000 + 100 * s)) name
+		name=$([ $s = 0 ] && echo a || echo b)
+		ip netns exec "grw$$-s$s" "$WK" --table "$D/tables/job-$job-$name.json" \
+			--worker-id "$id" --first-round "$first" --rounds "$n" --follow "$@" \
+			>"$D/w-$job-$s.out" 2>&1 &
+		WPIDS+=($!)
+	done
+}
+waitall() {
+	local rc=0 p
+	for p in "$@"; do wait "$p" || rc=1; done
+	return $rc
+}
+
+# 1. Both plans, exact.
+workers 1 0 2 --timeout 20
+waitall "${WPIDS[@]}" && r1=0 || r1=1
+workers 2 0 2 --timeout 20
+if waitall "${WPIDS[@]}" && [ $r1 = 0 ]; then
+	ok "mTree and ring: 2 rounds each, every result exact"
+else
+	not_ok "mTree / ring rounds"
+	cat "$D"/w-*.out
+fi
+
+# 2. The relay's gateway dies in the middle of a run of rounds: the control process
+# installs an epoch without it, the workers run the interrupted round again.
+workers 1 10 "$ROUNDS" --timeout 4
+sleep 0.3
+ip netns pids "grw$$-s2" | xargs -r kill -KILL
+if waitall "${WPIDS[@]}"; then
+	ok "relay gateway killed mid-job: $ROUNDS rounds completed, every result exact" \
+		"($(cat "$D"/w-1-*.out | grep -c 'run again') rounds run again)"
+else
+	not_ok "rounds across the gateway failure"
+	cat "$D"/w-1-*.out
+	tail -20 "$D/control.log"
+fi
+grep -q "gateway c (id 3, .*is down" "$D/control.log" && ok "the control process logged the failure" ||
+	not_ok "no failure in the control log"
+ep=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["epoch"])' \
+	"$D/tables/job-1-a.json")
+[ "$ep" -ge 2 ] && ok "job 1 now at epoch $ep, without c" || not_ok "job 1 still at epoch $ep"
+
+# 3. The remaining link shaped down to a quarter in the middle of a round: slower, exact.
+workers 1 20 2 --timeout 30
+sleep 0.3
+for s in 0 1; do
+	ip netns exec "grw$$-s$s" tc qdisc change dev wan0 root tbf rate 5mbit burst 16000 \
+		latency 400ms
+done
+waitall "${WPIDS[@]}" && ok "a link shaped down mid-job: rounds complete, exact" ||
+	{ not_ok "rounds on the shaped link"; cat "$D"/w-1-*.out; }
+
+# 4. Garbage on the daemon's socket: it answers or closes, and still serves status.
+printf '\x00\x00\x00\x05hello' | python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.stdin.buffer.read())
+s.settimeout(2)
+try: s.recv(4096)
+except Exception: pass' "$D/control.sock"
+"$CTL" status --socket "$D/control.sock" >/dev/null && ok "daemon serves after garbage" ||
+	not_ok "daemon after garbage"
+
+# 5. A worker disappears mid-round: its peer's round cannot complete; it must end with a
+# timeout error, not hang, and the gateways go on answering.
+workers 1 30 1 --timeout 3
+sleep 0.2
+kill -KILL "${WPIDS[0]}"
+wait "${WPIDS[0]}" 2>/dev/null
+if wait "${WPIDS[1]}"; then
+	not_ok "the peer of a vanished worker reported success"
+else
+	grep -q "without a result" "$D/w-1-1.out" &&
+		ok "the peer of a vanished worker ends with a timeout" ||
+		{ not_ok "unexpected failure"; cat "$D/w-1-1.out"; }
+fi
+"$BUILD/control/georeduce-dpctl" -s "$D/gw0.sock" ping >/dev/null &&
+	"$BUILD/control/georeduce-dpctl" -s "$D/gw1.sock" ping >/dev/null &&
+	ok "gateways still serve" || not_ok "gateways after a vanished worker"
+
+echo "wan_e2e: $fails failed"
+[ "$fails" = 0 ]
