@@ -17,6 +17,7 @@ GEOREDUCE_PACKAGES=(
 	libglpk-dev
 	python3
 	iproute2 iputils-ping ethtool
+	gnuplot-nox
 )
 
 log() { printf '== %s\n' "$*" >&2; }

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The traffic generator of georeduce-bench: emulated workers of one job on one ethdev
+ * port, driven by one lcore.
+ *
+ * A generator lcore owns one RX and one TX queue of its port and a set of chunks (the
+ * window). Each chunk cycles through rounds independently: its workers' CONTRIB frames go
+ * out, the gateway sums them, and the round ends when every worker has its RESULT copy
+ * (peer GEN_PEER_DATAPLANE) or every frame came back unchanged (GEN_PEER_IO, an
+ * io-forwarder); then the chunk's next round starts at once, or when the pacer allows. A
+ * chunk whose round does not end within the retransmission timeout sends again, with the
+ * RETX flag, the frames of the workers still waiting (doubling the timeout each time).
+ *
+ * Frames are built once per (chunk, worker) with wire_hdr_encode() and wire_frame_build(),
+ * with integer-valued payloads so that every sum is exact in fp32, fp16 and bf16, and sent
+ * by reference (a refcount bump, only the round is rewritten) whenever the port gave the
+ * previous send back. The first frame of a chunk's round always goes as a fresh copy: an
+ * aggregator in the same process keeps it as its accumulator and sums into it.
+ *
+ * Threads: gen_job_*(), gen_arp_resolve() and gen_lcore_create()/gen_lcore_free() on the
+ * main lcore before and after the run; gen_lcore_main() on the generator's lcore (which may
+ * be the main lcore), which runs the whole schedule and returns.
+ */
+#ifndef GEOREDUCE_BENCH_GEN_H
+#define GEOREDUCE_BENCH_GEN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <rte_mbuf.h>
+
+#include "table.h"
+#include "wire.h"
+
+#define GEN_BURST_MAX 64
+#define GEN_HIST_SUB 16                 /* latency buckets per power of two */
+#define GEN_HIST_BUCKETS (48 * GEN_HIST_SUB)
+/* Ethernet bytes on the wire besides the frame: preamble 8, FCS 4, inter-frame gap 12. */
+#define GEN_WIRE_OVERHEAD 24u
+
+/** What answers the generator's frames. */
+enum gen_peer {
+	GEN_PEER_DATAPLANE = 0,         /* a georeduce gateway: RESULT copies, verified */
+	GEN_PEER_IO,                    /* an io-forwarder: the frames themselves come back */
+};
+
+/** One emulated worker. */
+struct gen_worker {
+	uint16_t id;
+	uint32_t ipv4;                  /* host order */
+	uint16_t port;
+};
+
+/**
+ * The part of a job the generator drives, taken from the gateway's table: the gateway, its
+ * local workers, and per tree the first chunks that fit its slot pool.
+ */
+struct gen_job {
+	uint32_t job, epoch;
+	enum wire_dtype dtype;
+	uint32_t elems;                 /* elements per chunk (only full chunks are driven) */
+	uint32_t payload;               /* bytes per chunk */
+	uint32_t frame_len;             /* Ethernet frame without FCS */
+	uint16_t gw_id;
+	uint32_t gw_ipv4;
+	uint16_t base_port, n_ports;
+	unsigned int n_workers;
+	struct gen_worker *workers;     /* sorted by (ipv4, port) */
+	unsigned int n_chunks;
+	uint32_t *chunk;                /* driven chunk indices, ascending */
+	uint16_t *tree;                 /* tree id of each */
+	int amplitude;                  /* inputs are integers in [-amplitude, amplitude] */
+};
+
+/**
+ * Build the driven part of a job from a parsed table. Every tree must be a root with local
+ * workers and no child gateway (the generator plays every contributor). At most `window`
+ * chunks in total, taken from the trees in turn, never two sharing a slot of their tree.
+ *
+ * @return  0, or -EINVAL with a one-line message in err.
+ */
+int gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int window,
+		       char *err, size_t errlen);
+
+/** Free what gen_job_from_table() allocated. */
+void gen_job_fini(struct gen_job *gj);
+
+/** Integer input of worker w (index), chunk index c, element i, in [-a, a]. */
+int gen_value(unsigned int c, unsigned int w, unsigned int i, int a);
+
+/** Latency histogram: GEN_HIST_SUB buckets per power of two of nanoseconds. */
+struct gen_hist {
+	uint64_t n;
+	uint64_t max_ns;
+	uint64_t b[GEN_HIST_BUCKETS];
+};
+
+/** Add a sample. */
+void gen_hist_add(struct gen_hist *h, uint64_t ns);
+
+/** The q-quantile (0 < q <= 1) in ns: the upper edge of its bucket (within 1/16). */
+double gen_hist_quantile(const struct gen_hist *h, double q);
+
+/** Counters of one generator lcore (the lcore: wo, plain stores; readers: relaxed). */
+struct gen_stats {
+	uint64_t tx_pkts, tx_bytes, tx_payload;  /* frames handed to the port */
+	uint64_t tx_refused;            /* frames the TX queue did not take (sent later) */
+	uint64_t tx_copies;             /* frames sent as fresh copies, not by reference */
+	uint64_t rx_pkts, rx_bytes;
+	uint64_t rx_ok, rx_payload;     /* RESULT copies (or echoes) accepted */
+	uint64_t chunks;                /* rounds completed */
+	uint64_t verified;              /* payloads compared with the exact sum */
+	uint64_t verify_fail;           /* wrong payload, contributor count or header */
+	uint64_t duplicates;            /* copies for a worker that already had its own */
+	uint64_t stale;                 /* copies of another round */
+	uint64_t unexpected;            /* frames that are none of the above */
+	uint64_t acks;
+	uint64_t timeouts;              /* chunk rounds whose timer fired */
+	uint64_t retx;                  /* frames sent again with RETX */
+	uint64_t arp_replies;
+	uint64_t no_mbuf;
+	uint64_t busy_cycles;           /* TSC cycles of loop iterations that did work */
+};
+
+/** Options of a generator lcore. */
+struct gen_params {
+	enum gen_peer peer;
+	uint16_t port_id;
+	uint16_t queue;
+	unsigned int burst;
+	double rate_gbps;               /* wire bit rate (frame + GEN_WIRE_OVERHEAD); 0: full */
+	uint64_t rto_tsc;               /* first retransmission timeout */
+	unsigned int verify_every;      /* compare every N-th copy's payload; 1: all */
+	bool first_copy;                /* send the first frame of a round as a copy */
+	bool answer_arp;                /* answer ARP for the workers' addresses */
+	bool progress;                  /* print progress on stderr every second */
+	double progress_s;
+	uint8_t src_mac[6];             /* every worker's MAC */
+	uint8_t dst_mac[6];             /* the gateway's (or the forwarder's) */
+	/* Schedule: warm up, measure, then drain (no new rounds) until every open round
+	 * ended or drain_s passed. */
+	double warmup_s, duration_s, drain_s;
+	/* Called on the generator's lcore when the measurement starts (end false) and ends
+	 * (end true), e.g. to read another lcore's counters at the same moments. */
+	void (*on_mark)(void *arg, bool end);
+	void *mark_arg;
+};
+
+/** What a run measured (valid once gen_lcore_main() returned). */
+struct gen_result {
+	struct gen_stats start, end;    /* counters when the measurement started and ended */
+	struct gen_hist hist;           /* chunk latencies of rounds ended while measuring */
+	uint64_t measured_tsc;          /* length of the measurement */
+	unsigned int open_after_drain;  /* rounds that never ended: lost chunks */
+	char error[256];                /* first verification failure, or "" */
+};
+
+struct gen_lcore;
+
+/**
+ * Create a generator for job gj on a started port. Frames come from pool (room for a
+ * frame). NULL with a message in err on failure.
+ */
+struct gen_lcore *gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm,
+				   struct rte_mempool *pool, char *err, size_t errlen);
+
+/** Free it (after gen_lcore_main() returned). The frames' pool must outlive any holder. */
+void gen_lcore_free(struct gen_lcore *g);
+
+/** The loop (rte_eal_remote_launch, or called on the main lcore): arg is the generator. */
+int gen_lcore_main(void *arg);
+
+/** The result of the run (after gen_lcore_main() returned). */
+const struct gen_result *gen_lcore_result(const struct gen_lcore *g);
+
+/**
+ * Resolve the gateway's MAC before a run (port mode): ARP requests for the gateway's
+ * address from every worker's (which also teach the gateway the workers' MAC), answers to
+ * its requests for a worker, until it replies or timeout_s passes. Main lcore, before the
+ * generator runs on the port. Returns 0 with gw_mac set, or -ETIMEDOUT.
+ */
+int gen_arp_resolve(uint16_t port_id, uint16_t queue, struct rte_mempool *pool,
+		    const struct gen_job *gj, const uint8_t *src_mac, double timeout_s,
+		    uint8_t *gw_mac);
+
+#endif

@@ -1,0 +1,1010 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * georeduce-bench: a DPDK traffic generator that certifies a gateway's line rate
+ * (docs/BENCH.md). It emulates the local workers of one job, sends their contributions at
+ * full speed or at a given rate, verifies every RESULT it gets back and reports offered
+ * and achieved rates, chunk completion latency, losses and retransmissions, per lcore.
+ *
+ *  --mode ring  the real dataplane (dp_setup, dp_prepare, dp_activate, dp_worker_main) on
+ *               one worker lcore of this process, the generator on another lcore (the
+ *               main lcore when there is no third one), connected by two net_ring ports;
+ *               then, in the same run, an io-forwarder (rx_burst -> tx_burst) on the same
+ *               lcore and port instead of the dataplane, for the same frames.
+ *  --mode port  against a gateway on any port (a NIC, or net_memif to a dataplane in
+ *               another process), driven by the gateway's georeduce-table/1 file; with
+ *               --peer io, against an io-forwarder (dpdk-testpmd) on the same port.
+ *
+ * EAL options come first, the bench's after "--"; the bench's options are parsed before
+ * EAL starts, so that a bad option costs nothing.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_eth_ring.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "cli.h"
+#include "dp.h"
+#include "gen.h"
+#include "slowpath/slowpath.h"
+#include "table.h"
+#include "wire.h"
+
+#define PROG "georeduce-bench"
+#define RING_SIZE 4096
+#define GW_ID 1
+#define GW_IP 0x0a000001u                       /* 10.0.0.1/16 */
+#define WORKER_IP0 0x0a000101u                  /* 10.0.1.1, 10.0.1.2, ... */
+#define WORKER_ID0 101
+#define WORKER_PORT0 5000
+#define JOB 1
+#define EPOCH 1
+
+enum mode { MODE_RING, MODE_PORT };
+
+struct opts {
+	enum mode mode;
+	enum gen_peer peer;             /* port mode */
+	const char *table;              /* port mode */
+	uint16_t port;                  /* port mode */
+	bool gw_mac_set;
+	uint8_t gw_mac[6];
+	unsigned int payload, fanin;    /* ring mode */
+	enum wire_dtype dtype;          /* ring mode */
+	unsigned int mtu;               /* ring mode: the dataplane's; 0: by payload */
+	unsigned int window, burst, verify_every, rto_ms;
+	double rate_gbps, duration, warmup;
+	bool baseline, json, csv, quiet;
+};
+
+/* Counters of the lcore that answers the generator (ring mode). */
+struct peer_snap {
+	uint64_t rx, tx, busy, drops;
+};
+
+/* An io-forwarder: rx_burst -> tx_burst on one queue, as testpmd's io mode. */
+struct iofwd {
+	uint16_t port;
+	uint16_t burst;
+	atomic_bool stop;
+	uint64_t rx, tx, busy;          /* this lcore: wo; others: relaxed */
+};
+
+/* One measured phase: the dataplane, or the io-forward baseline. */
+struct phase {
+	const char *name;
+	bool ran;
+	struct gen_result res;
+	unsigned int gen_lcore;
+	bool has_peer;
+	unsigned int peer_lcore;
+	struct peer_snap peer[2];       /* at the start and the end of the measurement */
+	/* Derived. */
+	double secs, offered_gbps, offered_wire_gbps, offered_mpps, achieved_gbps, achieved_mpps;
+	double chunks_s, p50_us, p99_us, p999_us, max_us, gen_busy, peer_busy;
+	double peer_mpps_in;
+	uint64_t lost, retx, timeouts, refused, duplicates, stale, unexpected, verified, bad;
+};
+
+/* The ring mode's set-up. */
+struct ring_bench {
+	struct rte_ring *to_dp, *to_gen;
+	int dp_port, gen_port;          /* -1: not created */
+	struct rte_mempool *pool;
+	struct dp *dp;
+	bool dp_up;
+	struct table *tb;
+	unsigned int dp_lcore;
+	struct iofwd io;
+	struct phase *cur;              /* the phase being measured (for the mark callback) */
+};
+
+/* --- Options ------------------------------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " [EAL options] -- [OPTIONS]\n"
+		"\n"
+		"Emulate the local workers of a georeduce job: send their contributions to a\n"
+		"gateway, verify the RESULTs, report rates, latency and losses (docs/BENCH.md).\n"
+		"  " PROG " --no-huge -m 512 --no-pci --no-shconf --file-prefix=gb -l 0-1 -- "
+		"--mode ring\n"
+		"  " PROG " -l 0-1 -a 0000:3b:00.0 -- --mode port --table gw.json\n"
+		"\n"
+		"  --mode ring|port    ring: the dataplane in this process over net_ring, then\n"
+		"                      io-forwarding on the same lcore and port; port: a gateway\n"
+		"                      on an ethdev port (NIC, net_memif)              [ring]\n"
+		"  --table PATH        port: the gateway's georeduce-table/1 file (required)\n"
+		"  --port N            port: the ethdev port id                        [0]\n"
+		"  --peer dataplane|io port: a gateway (verify RESULTs) or an io-forwarder\n"
+		"                      (count the frames coming back)                  [dataplane]\n"
+		"  --gw-mac MAC        port: the gateway's MAC (default: resolved by ARP)\n"
+		"  --payload BYTES     ring: payload per chunk, 64 .. 8192, a multiple of 64 [1024]\n"
+		"  --fanin N           ring: workers, 1 .. %d                         [4]\n"
+		"  --dtype T           ring: fp32, fp16 or bf16                        [fp32]\n"
+		"  --mtu N             ring: the dataplane's IP MTU (default: 1500 if the chunk\n"
+		"                      fits, else 9000)\n"
+		"  --window N          chunks in flight, 1 .. 65536                    [128]\n"
+		"  --rate-gbps R       offered rate on the wire (frame + 24 bytes), 0: full speed\n"
+		"                      [0]\n"
+		"  --duration S        measured seconds per phase                     [5]\n"
+		"  --warmup S          seconds before measuring                       [0.5]\n"
+		"  --rto-ms N          first retransmission timeout, 1 .. 10000        [50]\n"
+		"  --verify-every N    compare every N-th RESULT's payload with the exact sum\n"
+		"                      (every one's headers and contributor count)     [8]\n"
+		"  --burst N           packets per burst, 1 .. %d                     [32]\n"
+		"  --no-baseline       ring: skip the io-forward phase\n"
+		"  --quick             --duration 0.2 --warmup 0.1 unless given\n"
+		"  --json | --csv      machine-readable report on stdout\n"
+		"  --quiet             no progress lines on stderr\n"
+		"  -h, --help\n"
+		"Exit status 0; 1 if a RESULT was wrong, a chunk was lost or nothing came back; 2\n"
+		"on bad options or when EAL or the ports cannot start.\n",
+		TABLE_WORKERS_MAX, GEN_BURST_MAX);
+}
+
+static int parse_mac(const char *s, uint8_t *mac)
+{
+	unsigned int b[6];
+	int n = 0;
+
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%n", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+		   &n) != 6 || s[n] != '\0')
+		return -1;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)b[i];
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	enum {
+		O_MODE = 256, O_TABLE, O_PORT, O_PEER, O_GWMAC, O_PAYLOAD, O_FANIN, O_DTYPE,
+		O_MTU, O_WINDOW, O_RATE, O_DURATION, O_WARMUP, O_RTO, O_VERIFY, O_BURST,
+		O_NOBASE, O_QUICK, O_JSON, O_CSV, O_QUIET,
+	};
+	static const struct option longopts[] = {
+		{"mode", required_argument, NULL, O_MODE},
+		{"table", required_argument, NULL, O_TABLE},
+		{"port", required_argument, NULL, O_PORT},
+		{"peer", required_argument, NULL, O_PEER},
+		{"gw-mac", required_argument, NULL, O_GWMAC},
+		{"payload", required_argument, NULL, O_PAYLOAD},
+		{"fanin", required_argument, NULL, O_FANIN},
+		{"dtype", required_argument, NULL, O_DTYPE},
+		{"mtu", required_argument, NULL, O_MTU},
+		{"window", required_argument, NULL, O_WINDOW},
+		{"rate-gbps", required_argument, NULL, O_RATE},
+		{"duration", required_argument, NULL, O_DURATION},
+		{"warmup", required_argument, NULL, O_WARMUP},
+		{"rto-ms", required_argument, NULL, O_RTO},
+		{"verify-every", required_argument, NULL, O_VERIFY},
+		{"burst", required_argument, NULL, O_BURST},
+		{"no-baseline", no_argument, NULL, O_NOBASE},
+		{"quick", no_argument, NULL, O_QUICK},
+		{"json", no_argument, NULL, O_JSON},
+		{"csv", no_argument, NULL, O_CSV},
+		{"quiet", no_argument, NULL, O_QUIET},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	bool quick = false, set_d = false, set_w = false, ring_only = false, port_only = false;
+	uint64_t v;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->payload = 1024;
+	o->fanin = 4;
+	o->dtype = WIRE_DTYPE_FP32;
+	o->window = 128;
+	o->burst = 32;
+	o->verify_every = 8;
+	o->rto_ms = 50;
+	o->duration = 5;
+	o->warmup = 0.5;
+	o->baseline = true;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_MODE:
+			if (strcmp(optarg, "ring") != 0 && strcmp(optarg, "port") != 0) {
+				cli_error(PROG, "--mode: '%s' is not ring or port", optarg);
+				return -1;
+			}
+			o->mode = strcmp(optarg, "port") == 0 ? MODE_PORT : MODE_RING;
+			break;
+		case O_TABLE:
+			o->table = optarg;
+			port_only = true;
+			break;
+		case O_PORT:
+			if (cli_uint(PROG, "--port", optarg, 0, RTE_MAX_ETHPORTS - 1, &v) != 0)
+				return -1;
+			o->port = (uint16_t)v;
+			port_only = true;
+			break;
+		case O_PEER:
+			if (strcmp(optarg, "dataplane") != 0 && strcmp(optarg, "io") != 0) {
+				cli_error(PROG, "--peer: '%s' is not dataplane or io", optarg);
+				return -1;
+			}
+			o->peer = strcmp(optarg, "io") == 0 ? GEN_PEER_IO : GEN_PEER_DATAPLANE;
+			port_only = true;
+			break;
+		case O_GWMAC:
+			if (parse_mac(optarg, o->gw_mac) != 0) {
+				cli_error(PROG, "--gw-mac: '%s' is not a MAC address (aa:bb:cc:dd:ee:ff)",
+					  optarg);
+				return -1;
+			}
+			o->gw_mac_set = true;
+			port_only = true;
+			break;
+		case O_PAYLOAD:
+			if (cli_bytes(PROG, "payload", optarg, 64, &v) != 0)
+				return -1;
+			if (v > TABLE_CHUNK_BYTES_MAX || v % 64 != 0) {
+				cli_error(PROG, "--payload: %s is not a multiple of 64 in 64 .. %u",
+					  optarg, TABLE_CHUNK_BYTES_MAX);
+				return -1;
+			}
+			o->payload = (unsigned int)v;
+			ring_only = true;
+			break;
+		case O_FANIN:
+			if (cli_uint(PROG, "--fanin", optarg, 1, TABLE_WORKERS_MAX, &v) != 0)
+				return -1;
+			o->fanin = (unsigned int)v;
+			ring_only = true;
+			break;
+		case O_DTYPE: {
+			int d = table_dtype_from_name(optarg);
+
+			if (d <= 0) {
+				cli_error(PROG, "--dtype: '%s' is not fp32, fp16 or bf16", optarg);
+				return -1;
+			}
+			o->dtype = (enum wire_dtype)d;
+			ring_only = true;
+			break;
+		}
+		case O_MTU:
+			if (cli_uint(PROG, "--mtu", optarg, WIRE_MTU_MIN, WIRE_MTU_MAX, &v) != 0)
+				return -1;
+			o->mtu = (unsigned int)v;
+			ring_only = true;
+			break;
+		case O_WINDOW:
+			if (cli_uint(PROG, "--window", optarg, 1, TABLE_SLOTS_MAX, &v) != 0)
+				return -1;
+			o->window = (unsigned int)v;
+			break;
+		case O_RATE:
+			if (cli_double(PROG, "rate-gbps", optarg, 0, 10000, &o->rate_gbps) != 0)
+				return -1;
+			break;
+		case O_DURATION:
+			if (cli_double(PROG, "duration", optarg, 0.01, 86400, &o->duration) != 0)
+				return -1;
+			set_d = true;
+			break;
+		case O_WARMUP:
+			if (cli_double(PROG, "warmup", optarg, 0, 3600, &o->warmup) != 0)
+				return -1;
+			set_w = true;
+			break;
+		case O_RTO:
+			if (cli_uint(PROG, "--rto-ms", optarg, 1, 10000, &v) != 0)
+				return -1;
+			o->rto_ms = (unsigned int)v;
+			break;
+		case O_VERIFY:
+			if (cli_uint(PROG, "--verify-every", optarg, 1, 1000000, &v) != 0)
+				return -1;
+			o->verify_every = (unsigned int)v;
+			break;
+		case O_BURST:
+			if (cli_uint(PROG, "--burst", optarg, 1, GEN_BURST_MAX, &v) != 0)
+				return -1;
+			o->burst = (unsigned int)v;
+			break;
+		case O_NOBASE:
+			o->baseline = false;
+			ring_only = true;
+			break;
+		case O_QUICK:
+			quick = true;
+			break;
+		case O_JSON:
+			o->json = true;
+			break;
+		case O_CSV:
+			o->csv = true;
+			break;
+		case O_QUIET:
+			o->quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case ':':
+			cli_error(PROG, "%s: a value is required", argv[optind - 1]);
+			return -1;
+		default:
+			cli_error(PROG, "unknown option '%s' (--help lists them)", argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		cli_error(PROG, "unexpected argument '%s'", argv[optind]);
+		return -1;
+	}
+	if (o->json && o->csv) {
+		cli_error(PROG, "--json and --csv exclude each other");
+		return -1;
+	}
+	if (o->mode == MODE_RING && port_only) {
+		cli_error(PROG, "--table, --port, --peer and --gw-mac need --mode port");
+		return -1;
+	}
+	if (o->mode == MODE_PORT && ring_only) {
+		cli_error(PROG, "--payload, --fanin, --dtype, --mtu and --no-baseline need "
+			  "--mode ring (port mode takes them from --table)");
+		return -1;
+	}
+	if (o->mode == MODE_PORT && o->table == NULL) {
+		cli_error(PROG, "--table: required with --mode port");
+		return -1;
+	}
+	if (o->mode == MODE_RING && o->payload % wire_dtype_size(o->dtype) != 0) {
+		cli_error(PROG, "--payload: %u is not a whole number of %s elements", o->payload,
+			  wire_dtype_str(o->dtype));
+		return -1;
+	}
+	if (o->mode == MODE_RING && o->mtu != 0 && o->payload + WIRE_MTU_OVERHEAD > o->mtu) {
+		cli_error(PROG, "--mtu: %u is below the %u bytes a %u-byte chunk needs", o->mtu,
+			  o->payload + WIRE_MTU_OVERHEAD, o->payload);
+		return -1;
+	}
+	if (quick && !set_d)
+		o->duration = 0.2;
+	if (quick && !set_w)
+		o->warmup = 0.1;
+	return 0;
+}
+
+/* --- Generator runs ----------------------------------------------------------------------- */
+
+static void fill_params(const struct opts *o, struct gen_params *p, uint16_t port,
+			enum gen_peer peer)
+{
+	memset(p, 0, sizeof(*p));
+	p->peer = peer;
+	p->port_id = port;
+	p->burst = o->burst;
+	p->rate_gbps = o->rate_gbps;
+	p->rto_tsc = rte_get_tsc_hz() / 1000 * o->rto_ms;
+	p->verify_every = o->verify_every;
+	p->progress = !o->quiet;
+	p->progress_s = 1;
+	p->warmup_s = o->warmup;
+	p->duration_s = o->duration;
+	p->drain_s = RTE_MAX(1.0, 8.0 * o->rto_ms / 1e3);
+}
+
+/* The generator's lcore: the first worker lcore not taken, else the main lcore. */
+static unsigned int pick_lcore(int skip)
+{
+	unsigned int id;
+
+	RTE_LCORE_FOREACH_WORKER(id)
+		if ((int)id != skip)
+			return id;
+	return rte_get_main_lcore();
+}
+
+/* Run one generator to the end of its schedule on lcore `lcore`. */
+static int run_gen(struct gen_lcore *g, unsigned int lcore)
+{
+	if (lcore == rte_get_main_lcore())
+		return gen_lcore_main(g);
+	if (rte_eal_remote_launch(gen_lcore_main, g, lcore) != 0)
+		return -EBUSY;
+	return rte_eal_wait_lcore(lcore);
+}
+
+static void derive(struct phase *ph, unsigned int payload)
+{
+	const struct gen_stats *a = &ph->res.start, *b = &ph->res.end;
+	double s = (double)ph->res.measured_tsc / (double)rte_get_tsc_hz();
+	uint64_t tx = b->tx_pkts - a->tx_pkts, ok = b->rx_ok - a->rx_ok;
+
+	(void)payload;
+	ph->secs = s;
+	if (s <= 0)
+		return;
+	ph->offered_mpps = (double)tx / s / 1e6;
+	ph->offered_gbps = (double)(b->tx_payload - a->tx_payload) * 8 / s / 1e9;
+	ph->offered_wire_gbps = (double)(b->tx_bytes - a->tx_bytes + tx * GEN_WIRE_OVERHEAD) * 8 /
+				s / 1e9;
+	ph->achieved_mpps = (double)ok / s / 1e6;
+	ph->achieved_gbps = (double)(b->rx_payload - a->rx_payload) * 8 / s / 1e9;
+	ph->chunks_s = (double)(b->chunks - a->chunks) / s;
+	ph->p50_us = gen_hist_quantile(&ph->res.hist, 0.5) / 1e3;
+	ph->p99_us = gen_hist_quantile(&ph->res.hist, 0.99) / 1e3;
+	ph->p999_us = gen_hist_quantile(&ph->res.hist, 0.999) / 1e3;
+	ph->max_us = (double)ph->res.hist.max_ns / 1e3;
+	ph->gen_busy = (double)(b->busy_cycles - a->busy_cycles) / (double)ph->res.measured_tsc;
+	ph->lost = ph->res.open_after_drain;
+	ph->retx = ph->res.end.retx;  /* over the whole run, drain included */
+	ph->timeouts = ph->res.end.timeouts;
+	ph->refused = b->tx_refused - a->tx_refused;
+	ph->duplicates = ph->res.end.duplicates;
+	ph->stale = ph->res.end.stale;
+	ph->unexpected = ph->res.end.unexpected;
+	ph->verified = ph->res.end.verified;
+	ph->bad = ph->res.end.verify_fail;
+	if (ph->has_peer) {
+		ph->peer_busy = (double)(ph->peer[1].busy - ph->peer[0].busy) /
+				(double)ph->res.measured_tsc;
+		ph->peer_mpps_in = (double)(ph->peer[1].rx - ph->peer[0].rx) / s / 1e6;
+	}
+}
+
+/* --- Ring mode ---------------------------------------------------------------------------- */
+
+static int iofwd_main(void *arg)
+{
+	struct iofwd *io = arg;
+	struct rte_mbuf *pkts[GEN_BURST_MAX];
+
+	while (!atomic_load_explicit(&io->stop, memory_order_relaxed)) {
+		uint64_t t0 = rte_rdtsc();
+		uint16_t n = rte_eth_rx_burst(io->port, 0, pkts, io->burst), sent;
+
+		if (n == 0)
+			continue;
+		sent = rte_eth_tx_burst(io->port, 0, pkts, n);
+		if (sent < n)
+			rte_pktmbuf_free_bulk(&pkts[sent], n - sent);
+		io->rx += n;
+		io->tx += sent;
+		io->busy += rte_rdtsc() - t0;
+	}
+	return 0;
+}
+
+static void ring_mark(void *arg, bool end)
+{
+	struct ring_bench *rb = arg;
+	struct peer_snap *s = &rb->cur->peer[end ? 1 : 0];
+
+	if (strcmp(rb->cur->name, "io-forward") == 0) {
+		s->rx = rb->io.rx;
+		s->tx = rb->io.tx;
+		s->busy = rb->io.busy;
+		s->drops = 0;
+		return;
+	}
+	const struct dp_lcore *lc = rb->dp->lcores[0];
+
+	s->rx = lc->ctr[DP_CTR_RX_PACKETS];
+	s->tx = lc->ctr[DP_CTR_TX_PACKETS];
+	s->busy = lc->cycles_busy;
+	s->drops = lc->ctr[DP_CTR_TX_DROPPED] + lc->ctr[DP_CTR_NO_MBUF] +
+		   lc->ctr[DP_CTR_NO_NEIGHBOUR] + lc->ctr[DP_CTR_BAD_FRAME] +
+		   lc->ctr[DP_CTR_BAD_HEADER] + lc->ctr[DP_CTR_NOT_FOR_US];
+	for (int i = 0; i < WIRE_REASON_COUNT_MAX; i++)
+		s->drops += lc->drops[i];
+}
+
+/* The table of the ring mode's gateway: root of one tree with F local workers. */
+static struct table *ring_table(const struct opts *o, unsigned int slots)
+{
+	int n_children = 0, n_workers = (int)o->fanin;
+	struct table *tb = table_create(1, &n_children, &n_workers);
+	struct table_tree *tr;
+
+	if (tb == NULL)
+		return NULL;
+	tb->job = JOB;
+	tb->epoch = EPOCH;
+	tb->gw = (struct table_gw){ GW_ID, GW_IP, WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT };
+	tb->dtype = (enum table_dtype)o->dtype;
+	tb->chunk_elements = o->payload / wire_dtype_size(o->dtype);
+	tb->elements = (uint64_t)o->window * tb->chunk_elements;
+	tb->limits = (struct table_limits){ 1, 1, o->fanin, slots };
+	tr = &tb->trees[0];
+	tr->role = TABLE_ROLE_ROOT;
+	tr->expected = o->fanin;
+	tr->subtree_workers = o->fanin;
+	tr->chunk_first = 0;
+	tr->chunk_count = o->window;
+	tr->rate_gbps = 100;
+	tr->slots = slots;
+	for (unsigned int w = 0; w < o->fanin; w++)
+		tr->workers[w] = (struct table_worker){ (uint16_t)(WORKER_ID0 + w), WORKER_IP0 + w,
+							(uint16_t)(WORKER_PORT0 + w) };
+	return tb;
+}
+
+static int port_start(uint16_t port, struct rte_mempool *pool, unsigned int mtu, char *err,
+		      size_t errlen)
+{
+	struct rte_eth_conf conf = { 0 };
+	struct rte_eth_dev_info info;
+	int rc = rte_eth_dev_info_get(port, &info);
+
+	if (rc == 0 && mtu > RTE_ETHER_MTU) {
+		if (info.max_mtu < mtu) {
+			snprintf(err, errlen, "port %u: its largest MTU is %u, %u needed", port,
+				 info.max_mtu, mtu);
+			return -EINVAL;
+		}
+		conf.rxmode.mtu = mtu;
+	}
+	if (rc == 0)
+		rc = rte_eth_dev_configure(port, 1, 1, &conf);
+	if (rc == 0)
+		rc = rte_eth_rx_queue_setup(port, 0, 1024, (unsigned int)rte_eth_dev_socket_id(port),
+					    NULL, pool);
+	if (rc == 0)
+		rc = rte_eth_tx_queue_setup(port, 0, 1024, (unsigned int)rte_eth_dev_socket_id(port),
+					    NULL);
+	if (rc == 0)
+		rc = rte_eth_dev_start(port);
+	if (rc != 0)
+		snprintf(err, errlen, "port %u: cannot start it: %s", port, rte_strerror(-rc));
+	return rc;
+}
+
+static struct rte_mempool *frame_pool(const char *name, unsigned int n, unsigned int frame_len)
+{
+	unsigned int room = RTE_MAX(frame_len, (unsigned int)RTE_MBUF_DEFAULT_DATAROOM);
+
+	room = RTE_ALIGN_CEIL(room, 64);
+	return rte_pktmbuf_pool_create(name, n, 256, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM),
+				       (int)rte_socket_id());
+}
+
+static void ring_teardown(struct ring_bench *rb)
+{
+	if (rb->dp_up)
+		dp_teardown(rb->dp); /* closes the dataplane's port; slots drop their frames */
+	else if (rb->dp_port >= 0)
+		rte_eth_dev_close((uint16_t)rb->dp_port);
+	if (rb->gen_port >= 0) {
+		rte_eth_dev_stop((uint16_t)rb->gen_port);
+		rte_eth_dev_close((uint16_t)rb->gen_port);
+	}
+	for (struct rte_ring *r = rb->to_dp; r != NULL; r = r == rb->to_dp ? rb->to_gen : NULL) {
+		struct rte_mbuf *m;
+
+		while (rte_ring_dequeue(r, (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+	}
+	rte_ring_free(rb->to_dp);
+	rte_ring_free(rb->to_gen);
+	rte_mempool_free(rb->pool);
+	table_free(rb->tb);
+	free(rb->dp);
+}
+
+static int ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_job *gj,
+		      unsigned int mtu, char *err, size_t errlen)
+{
+	unsigned int slots = rte_align32pow2(o->window), socket = rte_socket_id();
+	struct rte_ether_addr gen_mac;
+	struct dp_config cfg;
+	uint32_t job, epoch;
+	json_t *tj;
+	int rc;
+
+	rb->tb = ring_table(o, slots);
+	if (rb->tb == NULL || table_validate(rb->tb, err, errlen) != 0) {
+		if (rb->tb == NULL)
+			snprintf(err, errlen, "cannot build the table: %s", strerror(errno));
+		return -EINVAL;
+	}
+	rc = gen_job_from_table(gj, rb->tb, o->window, err, errlen);
+	if (rc != 0)
+		return rc;
+	rb->to_dp = rte_ring_create("gb_to_dp", RING_SIZE, (int)socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	rb->to_gen = rte_ring_create("gb_to_gen", RING_SIZE, (int)socket,
+				     RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (rb->to_dp == NULL || rb->to_gen == NULL) {
+		snprintf(err, errlen, "cannot create the rings: %s", rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	rb->dp_port = rte_eth_from_rings("gb_dp", &rb->to_dp, 1, &rb->to_gen, 1, socket);
+	rb->gen_port = rb->dp_port < 0 ? -1 :
+		       rte_eth_from_rings("gb_gen", &rb->to_gen, 1, &rb->to_dp, 1, socket);
+	if (rb->dp_port < 0 || rb->gen_port < 0) {
+		snprintf(err, errlen, "rte_eth_from_rings: %s", rte_strerror(rte_errno));
+		return -ENODEV;
+	}
+	/* Frames per worker and chunk, a copy per round in flight and two per slot. */
+	rb->pool = frame_pool("gb_frames", gj->n_chunks * (gj->n_workers + 4) + 4096,
+			      gj->frame_len);
+	rb->dp = calloc(1, sizeof(*rb->dp));
+	if (rb->pool == NULL || rb->dp == NULL) {
+		snprintf(err, errlen, "cannot allocate %u frames of %u bytes (give EAL more "
+			 "memory, -m)", gj->n_chunks * (gj->n_workers + 4) + 4096, gj->frame_len);
+		return -ENOMEM;
+	}
+	if ((rc = port_start((uint16_t)rb->gen_port, rb->pool, 0, err, errlen)) != 0)
+		return rc;
+	rte_eth_macaddr_get((uint16_t)rb->gen_port, &gen_mac);
+	dp_config_defaults(&cfg);
+	cfg.prm.idle_spin = 0;
+	cfg.prm.burst = (uint16_t)o->burst;
+	cfg.prm.mtu = (uint16_t)mtu;
+	cfg.prm.mbufs = 2 * slots + 8192;
+	cfg.hdr_mbufs = RTE_MAX(8192u, 2 * gj->n_chunks * gj->n_workers + 4096);
+	cfg.n_lcores = 1;
+	cfg.lcore_ids[0] = rb->dp_lcore;
+	cfg.n_ports = 1;
+	cfg.port_ids[0] = (uint16_t)rb->dp_port;
+	cfg.addr[0].ipv4 = GW_IP;
+	cfg.addr[0].prefix_len = 16;
+	cfg.n_neigh = RTE_MIN(o->fanin, (unsigned int)RTE_DIM(cfg.neigh));
+	for (unsigned int w = 0; w < cfg.n_neigh; w++) {
+		cfg.neigh[w].ipv4 = WORKER_IP0 + w;
+		cfg.neigh[w].mac = gen_mac;
+	}
+	rb->dp_up = true;
+	if ((rc = dp_setup(rb->dp, &cfg, err, errlen)) != 0)
+		return rc;
+	rte_eal_remote_launch(dp_worker_main, rb->dp->lcores[0], rb->dp_lcore);
+	tj = table_to_json(rb->tb);
+	if (tj == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = dp_prepare(rb->dp, tj, &job, &epoch, err, errlen);
+	json_decref(tj);
+	if (rc == 0)
+		rc = dp_activate(rb->dp, job, epoch, err, errlen);
+	return rc;
+}
+
+static int run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph,
+		    struct gen_job *gj, unsigned int *mtu_out)
+{
+	struct ring_bench rb = { .dp_port = -1, .gen_port = -1 };
+	unsigned int mtu = o->mtu != 0 ? o->mtu :
+			   o->payload + WIRE_MTU_OVERHEAD <= RTE_ETHER_MTU ? RTE_ETHER_MTU : 9000;
+	char err[TABLE_ERR_MAX] = "";
+	struct gen_params prm;
+	struct rte_ether_addr mac;
+	int rc;
+
+	*mtu_out = mtu;
+	if (rte_lcore_count() < 2) {
+		cli_error(PROG, "--mode ring needs two lcores at least (-l 0-1): the dataplane "
+			  "runs on a worker lcore");
+		return CLI_EXIT_USAGE;
+	}
+	rb.dp_lcore = rte_get_next_lcore(-1, 1, 0);
+	rc = ring_setup(o, &rb, gj, mtu, err, sizeof(err));
+	if (rc != 0) {
+		cli_error(PROG, "%s", err);
+		if (rb.dp != NULL)
+			atomic_store(&rb.dp->stop, true);
+		rte_eal_mp_wait_lcore();
+		ring_teardown(&rb);
+		return CLI_EXIT_USAGE;
+	}
+	for (int k = 0; k < (o->baseline ? 2 : 1); k++) {
+		struct phase *p = &ph[(*n_ph)++];
+		struct gen_lcore *g;
+
+		p->name = k == 0 ? "dataplane" : "io-forward";
+		p->gen_lcore = pick_lcore((int)rb.dp_lcore);
+		p->has_peer = true;
+		p->peer_lcore = rb.dp_lcore;
+		rb.cur = p;
+		if (k == 1) {
+			/* The same lcore and port, now forwarding instead of aggregating. */
+			atomic_store(&rb.dp->stop, true);
+			rte_eal_wait_lcore(rb.dp_lcore);
+			rb.io.port = (uint16_t)rb.dp_port;
+			rb.io.burst = (uint16_t)o->burst;
+			atomic_store(&rb.io.stop, false);
+			rte_eal_remote_launch(iofwd_main, &rb.io, rb.dp_lcore);
+		}
+		fill_params(o, &prm, (uint16_t)rb.gen_port,
+			    k == 0 ? GEN_PEER_DATAPLANE : GEN_PEER_IO);
+		prm.first_copy = true;  /* the dataplane sums into the first frame */
+		prm.on_mark = ring_mark;
+		prm.mark_arg = &rb;
+		rte_eth_macaddr_get((uint16_t)rb.gen_port, &mac);
+		memcpy(prm.src_mac, mac.addr_bytes, 6);
+		memcpy(prm.dst_mac, rb.dp->ports[0].mac.addr_bytes, 6);
+		if (!o->quiet)
+			fprintf(stderr, PROG ": %s: %u B x %u workers %s, window %u, generator on "
+				"lcore %u, %s on lcore %u\n", p->name, o->payload, o->fanin,
+				wire_dtype_str(o->dtype), gj->n_chunks, p->gen_lcore, p->name,
+				rb.dp_lcore);
+		g = gen_lcore_create(gj, &prm, rb.pool, err, sizeof(err));
+		if (g == NULL) {
+			cli_error(PROG, "%s", err);
+			rc = -ENOMEM;
+			break;
+		}
+		rc = run_gen(g, p->gen_lcore);
+		p->res = *gen_lcore_result(g);
+		p->ran = rc == 0;
+		gen_lcore_free(g);
+		if (rc != 0)
+			break;
+	}
+	atomic_store(&rb.dp->stop, true);
+	atomic_store(&rb.io.stop, true);
+	rte_eal_mp_wait_lcore();
+	ring_teardown(&rb);
+	return rc == 0 ? 0 : CLI_EXIT_FAIL;
+}
+
+/* --- Port mode ---------------------------------------------------------------------------- */
+
+static int run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph,
+		    struct gen_job *gj, struct table **tbp, unsigned int *mtu_out)
+{
+	char err[TABLE_ERR_MAX] = "";
+	struct rte_mempool *pool = NULL;
+	struct rte_ether_addr mac;
+	struct gen_params prm;
+	struct gen_lcore *g;
+	struct phase *p;
+	int rc;
+
+	*tbp = table_load(o->table, err, sizeof(err));
+	if (*tbp == NULL) {
+		cli_error(PROG, "--table: %s", err);
+		return CLI_EXIT_USAGE;
+	}
+	if (gen_job_from_table(gj, *tbp, o->window, err, sizeof(err)) != 0) {
+		cli_error(PROG, "%s", err);
+		return CLI_EXIT_USAGE;
+	}
+	*mtu_out = RTE_MAX(RTE_ETHER_MTU, gj->frame_len - RTE_ETHER_HDR_LEN);
+	if (!rte_eth_dev_is_valid_port(o->port)) {
+		cli_error(PROG, "--port: no ethdev port %u (%u probed; bind a NIC or add --vdev)",
+			  o->port, rte_eth_dev_count_avail());
+		return CLI_EXIT_USAGE;
+	}
+	pool = frame_pool("gb_frames", gj->n_chunks * (gj->n_workers + 4) + 8192, gj->frame_len);
+	if (pool == NULL) {
+		cli_error(PROG, "cannot allocate the frames (give EAL more memory, -m)");
+		return CLI_EXIT_USAGE;
+	}
+	if (port_start(o->port, pool, gj->frame_len > RTE_ETHER_MAX_LEN - RTE_ETHER_CRC_LEN ?
+		       *mtu_out : 0, err, sizeof(err)) != 0) {
+		cli_error(PROG, "%s", err);
+		rte_mempool_free(pool);
+		return CLI_EXIT_USAGE;
+	}
+	rte_eth_macaddr_get(o->port, &mac);
+	fill_params(o, &prm, o->port, o->peer);
+	prm.answer_arp = true;
+	memcpy(prm.src_mac, mac.addr_bytes, 6);
+	memset(prm.dst_mac, 0xff, 6);
+	if (o->peer == GEN_PEER_DATAPLANE) {
+		rc = gen_arp_resolve(o->port, 0, pool, gj, prm.src_mac, o->gw_mac_set ? 1 : 5,
+				     prm.dst_mac);
+		if (rc != 0 && !o->gw_mac_set) {
+			char ip[16];
+
+			cli_error(PROG, "--table: the gateway %s does not answer ARP on port %u "
+				  "(is the dataplane running with the job installed? --gw-mac "
+				  "skips ARP)", table_ipv4_format(gj->gw_ipv4, ip), o->port);
+			rte_eth_dev_stop(o->port);
+			rte_mempool_free(pool);
+			return CLI_EXIT_FAIL;
+		}
+	}
+	if (o->gw_mac_set)
+		memcpy(prm.dst_mac, o->gw_mac, 6);
+	p = &ph[(*n_ph)++];
+	p->name = o->peer == GEN_PEER_IO ? "io-forward" : "dataplane";
+	p->gen_lcore = pick_lcore(-1);
+	if (!o->quiet)
+		fprintf(stderr, PROG ": %s on port %u: job %u, %u B x %u workers %s, window %u, "
+			"generator on lcore %u\n", p->name, o->port, gj->job, gj->payload,
+			gj->n_workers, wire_dtype_str(gj->dtype), gj->n_chunks, p->gen_lcore);
+	g = gen_lcore_create(gj, &prm, pool, err, sizeof(err));
+	if (g == NULL) {
+		cli_error(PROG, "%s", err);
+		rc = -ENOMEM;
+	} else {
+		rc = run_gen(g, p->gen_lcore);
+		p->res = *gen_lcore_result(g);
+		p->ran = rc == 0;
+		gen_lcore_free(g);
+	}
+	rte_eth_dev_stop(o->port);
+	rte_eth_dev_close(o->port);
+	rte_mempool_free(pool);
+	return rc == 0 ? 0 : CLI_EXIT_FAIL;
+}
+
+/* --- Report ------------------------------------------------------------------------------- */
+
+static void print_text(const struct opts *o, const struct gen_job *gj, unsigned int mtu,
+		       const struct phase *ph, unsigned int n)
+{
+	printf("%s mode, %u B x %u workers %s, MTU %u, window %u chunks, %s, %.2f s measured\n",
+	       o->mode == MODE_RING ? "ring" : "port", gj->payload, gj->n_workers,
+	       wire_dtype_str(gj->dtype), mtu, gj->n_chunks,
+	       o->rate_gbps > 0 ? "paced" : "full speed", n > 0 ? ph[0].secs : 0);
+	printf("%-10s | %8s %7s | %8s %7s %9s | %8s %8s %8s | %4s %5s %5s | %s\n", "phase",
+	       "off Gb/s", "Mpps", "ach Gb/s", "Mpps", "chunks/s", "p50 us", "p99 us",
+	       "p99.9 us", "lost", "retx", "bad", "lcores (busy)");
+	for (unsigned int i = 0; i < n; i++) {
+		const struct phase *p = &ph[i];
+
+		printf("%-10s | %8.2f %7.3f | %8.2f %7.3f %9.0f | %8.1f %8.1f %8.1f | %4" PRIu64
+		       " %5" PRIu64 " %5" PRIu64 " | generator %u (%.0f%%)", p->name,
+		       p->offered_gbps, p->offered_mpps, p->achieved_gbps, p->achieved_mpps,
+		       p->chunks_s, p->p50_us, p->p99_us, p->p999_us, p->lost, p->retx, p->bad,
+		       p->gen_lcore, 100 * p->gen_busy);
+		if (p->has_peer)
+			printf(", %s %u (%.0f%%)", p->name, p->peer_lcore, 100 * p->peer_busy);
+		printf("\n");
+	}
+	if (n == 2 && ph[1].achieved_mpps > 0)
+		printf("dataplane / io-forward packet rate: %.3f\n",
+		       ph[0].achieved_mpps / ph[1].achieved_mpps);
+	for (unsigned int i = 0; i < n; i++)
+		if (ph[i].res.error[0] != '\0')
+			printf("%s: %s\n", ph[i].name, ph[i].res.error);
+}
+
+static json_t *phase_json(const struct phase *p)
+{
+	json_t *lcores = json_array();
+
+	json_array_append_new(lcores, json_pack("{s:i, s:s, s:f, s:f, s:f}", "lcore",
+						(int)p->gen_lcore, "role", "generator", "busy",
+						p->gen_busy, "tx_mpps", p->offered_mpps,
+						"rx_mpps", p->achieved_mpps));
+	if (p->has_peer)
+		json_array_append_new(lcores, json_pack("{s:i, s:s, s:f, s:f, s:I}", "lcore",
+							(int)p->peer_lcore, "role", p->name,
+							"busy", p->peer_busy, "rx_mpps",
+							p->peer_mpps_in, "drops",
+							(json_int_t)(p->peer[1].drops -
+								     p->peer[0].drops)));
+	return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
+			 "s:{s:f, s:f, s:f, s:f, s:I}, "
+			 "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, "
+			 "s:{s:I, s:I}, s:o, s:s?}",
+			 "phase", p->name, "seconds", p->secs,
+			 "offered_gbps", p->offered_gbps, "offered_wire_gbps", p->offered_wire_gbps,
+			 "offered_mpps", p->offered_mpps, "achieved_gbps", p->achieved_gbps,
+			 "achieved_mpps", p->achieved_mpps, "chunks_per_s", p->chunks_s,
+			 "latency_us", "p50", p->p50_us, "p99", p->p99_us, "p999", p->p999_us,
+			 "max", p->max_us, "samples", (json_int_t)p->res.hist.n,
+			 "losses", "lost_chunks", (json_int_t)p->lost,
+			 "timeouts", (json_int_t)p->timeouts, "retransmitted", (json_int_t)p->retx,
+			 "tx_refused", (json_int_t)p->refused,
+			 "duplicates", (json_int_t)p->duplicates, "stale", (json_int_t)p->stale,
+			 "unexpected", (json_int_t)p->unexpected,
+			 "verify", "payloads_checked", (json_int_t)p->verified,
+			 "failures", (json_int_t)p->bad,
+			 "lcores", lcores,
+			 "error", p->res.error[0] != '\0' ? p->res.error : NULL);
+}
+
+static void print_json(const struct opts *o, const struct gen_job *gj, unsigned int mtu,
+		       const struct phase *ph, unsigned int n)
+{
+	json_t *phases = json_array(), *root;
+
+	for (unsigned int i = 0; i < n; i++)
+		json_array_append_new(phases, phase_json(&ph[i]));
+	root = json_pack("{s:s, s:s, s:i, s:i, s:s, s:i, s:i, s:f, s:o}",
+			 "mode", o->mode == MODE_RING ? "ring" : "port",
+			 "peer", o->mode == MODE_RING || o->peer == GEN_PEER_DATAPLANE ?
+			 "dataplane" : "io",
+			 "payload", (int)gj->payload, "workers", (int)gj->n_workers,
+			 "dtype", wire_dtype_str(gj->dtype), "mtu", (int)mtu,
+			 "window", (int)gj->n_chunks, "rate_gbps", o->rate_gbps,
+			 "phases", phases);
+	if (n == 2 && ph[1].achieved_mpps > 0)
+		json_object_set_new(root, "ratio_to_io",
+				    json_real(ph[0].achieved_mpps / ph[1].achieved_mpps));
+	json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+	printf("\n");
+	json_decref(root);
+}
+
+static void print_csv(const struct opts *o, const struct gen_job *gj, const struct phase *ph,
+		      unsigned int n)
+{
+	printf("mode,phase,payload,workers,dtype,window,offered_gbps,offered_mpps,achieved_gbps,"
+	       "achieved_mpps,p50_us,p99_us,p999_us,lost,retx,failures,generator_busy,peer_busy,"
+	       "ratio_to_io\n");
+	for (unsigned int i = 0; i < n; i++) {
+		const struct phase *p = &ph[i];
+		double ratio = n == 2 && ph[1].achieved_mpps > 0 ?
+			       p->achieved_mpps / ph[1].achieved_mpps : 0;
+
+		printf("%s,%s,%u,%u,%s,%u,%.3f,%.4f,%.3f,%.4f,%.2f,%.2f,%.2f,%" PRIu64 ",%" PRIu64
+		       ",%" PRIu64 ",%.3f,%.3f,%.4f\n", o->mode == MODE_RING ? "ring" : "port",
+		       p->name, gj->payload, gj->n_workers, wire_dtype_str(gj->dtype),
+		       gj->n_chunks, p->offered_gbps, p->offered_mpps, p->achieved_gbps,
+		       p->achieved_mpps, p->p50_us, p->p99_us, p->p999_us, p->lost, p->retx,
+		       p->bad, p->gen_busy, p->has_peer ? p->peer_busy : 0, ratio);
+	}
+}
+
+/* --- Main --------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+	struct phase ph[2];
+	struct gen_job gj = { 0 };
+	struct table *tb = NULL;
+	unsigned int n_ph = 0, mtu = 0;
+	struct opts o;
+	int sep = argc, rc;
+
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			sep = i;
+			break;
+		}
+	/* The bench's options first: argv[sep] ("--") stands in for the program name. */
+	if (parse_opts(sep < argc ? argc - sep : 1, sep < argc ? argv + sep : argv, &o) != 0)
+		return CLI_EXIT_USAGE;
+	memset(ph, 0, sizeof(ph));
+	rte_openlog_stream(stderr);
+	if (rte_eal_init(sep, argv) < 0) {
+		cli_error(PROG, "cannot initialise EAL: %s", rte_strerror(rte_errno));
+		return CLI_EXIT_USAGE;
+	}
+	rte_log_set_level(dp_logtype, RTE_LOG_WARNING);
+	if (o.mode == MODE_RING)
+		rc = run_ring(&o, ph, &n_ph, &gj, &mtu);
+	else
+		rc = run_port(&o, ph, &n_ph, &gj, &tb, &mtu);
+	for (unsigned int i = 0; i < n_ph; i++) {
+		derive(&ph[i], gj.payload);
+		if (rc == 0 && (ph[i].bad != 0 || ph[i].lost != 0 || ph[i].achieved_mpps <= 0)) {
+			cli_error(PROG, "%s: %s", ph[i].name,
+				  ph[i].res.error[0] != '\0' ? ph[i].res.error :
+				  ph[i].lost != 0 ? "chunks were lost" : "no chunk completed");
+			rc = CLI_EXIT_FAIL;
+		}
+	}
+	if (n_ph > 0 && gj.payload != 0) {
+		if (o.json)
+			print_json(&o, &gj, mtu, ph, n_ph);
+		else if (o.csv)
+			print_csv(&o, &gj, ph, n_ph);
+		else
+			print_text(&o, &gj, mtu, ph, n_ph);
+	}
+	gen_job_fini(&gj);
+	table_free(tb);
+	rte_eal_cleanup();
+	return rc;
+}
