@@ -14,8 +14,9 @@
  *    gateway's address and port range) and recycled. Each frame carries an extra
  *    reference, so the dataplane's free of a summed contribution only drops it.
  *  - The first contribution of a chunk becomes the accumulator and then the RESULT, which
- *    the slot keeps until the next round's first contribution of that chunk. So worker 0
- *    has two frames per chunk used in alternate rounds; before a round ("refill") the one
+ *    the slot keeps through the next round (a worker a round behind may still ask for
+ *    it) and releases when the round after that reopens it. So worker 0 has three frames
+ *    per chunk used in turn; before a round ("refill") the one
  *    due is restored from its template (a memcpy of the whole frame) and every frame of
  *    the round gets the new round number (4 header bytes; the UDP checksum updated
  *    incrementally with --udp-csum) and its extra reference back.
@@ -112,9 +113,9 @@ struct point {
 	bool dp_up;
 	struct dp_lcore *lc;
 	struct rte_mempool *pool;
-	struct rte_mbuf **acc[2];       /* [parity][chunk]: worker 0's frames */
+	struct rte_mbuf **acc[3];       /* [round % 3][chunk]: worker 0's frames */
 	struct rte_mbuf **shared;       /* [chunk * fanin + w], w >= 1: workers 1 .. F-1 */
-	struct rte_mbuf **seq[2];       /* [parity]: the round's frames in feed order */
+	struct rte_mbuf **seq[3];       /* [round % 3]: the round's frames in feed order */
 	uint8_t *tmpl;                  /* [chunk]: worker 0's frame as built */
 	uint32_t round;                 /* of the last round run; frames built with 0 */
 	const struct sum_kernels *scalar;
@@ -302,17 +303,18 @@ static int build_frames(struct point *x, char *err, size_t errlen)
 	float *vals = calloc(x->elems, sizeof(float));
 	int rc = -ENOMEM;
 
-	x->acc[0] = calloc(W, sizeof(*x->acc[0]));
-	x->acc[1] = calloc(W, sizeof(*x->acc[1]));
+	for (int r = 0; r < 3; r++)
+		x->acc[r] = calloc(W, sizeof(*x->acc[r]));
 	x->shared = calloc((size_t)W * F, sizeof(*x->shared));
-	x->seq[0] = calloc((size_t)W * F, sizeof(*x->seq[0]));
-	x->seq[1] = calloc((size_t)W * F, sizeof(*x->seq[1]));
+	for (int r = 0; r < 3; r++)
+		x->seq[r] = calloc((size_t)W * F, sizeof(*x->seq[r]));
 	x->tmpl = calloc(W, x->frame_len);
 	x->seen = calloc((size_t)W * F, 1);
 	x->scratch = calloc(x->elems, sizeof(float));
 	x->pkt = calloc(1, x->frame_len);
 	if (frame == NULL || vals == NULL || x->acc[0] == NULL || x->acc[1] == NULL ||
-	    x->shared == NULL || x->seq[0] == NULL || x->seq[1] == NULL || x->tmpl == NULL ||
+	    x->acc[2] == NULL || x->shared == NULL || x->seq[0] == NULL || x->seq[1] == NULL ||
+	    x->seq[2] == NULL || x->tmpl == NULL ||
 	    x->seen == NULL || x->scratch == NULL || x->pkt == NULL) {
 		snprintf(err, errlen, "out of memory for %u frames", W * F);
 		goto out;
@@ -326,10 +328,9 @@ static int build_frames(struct point *x, char *err, size_t errlen)
 			}
 			if (w == 0) {
 				memcpy(x->tmpl + (size_t)c * x->frame_len, frame, x->frame_len);
-				x->acc[0][c] = frame_mbuf(x, frame);
-				x->acc[1][c] = frame_mbuf(x, frame);
-				if (x->acc[0][c] == NULL || x->acc[1][c] == NULL)
-					goto nombuf;
+				for (int r = 0; r < 3; r++)
+					if ((x->acc[r][c] = frame_mbuf(x, frame)) == NULL)
+						goto nombuf;
 			} else if ((x->shared[c * F + w] = frame_mbuf(x, frame)) == NULL) {
 				goto nombuf;
 			}
@@ -337,7 +338,7 @@ static int build_frames(struct point *x, char *err, size_t errlen)
 	}
 	/* Feed order: chunk by chunk (workers in lockstep), or worker by worker (every chunk
 	 * of a round open at once). Worker 0 comes first for every chunk either way. */
-	for (int par = 0; par < 2; par++) {
+	for (int par = 0; par < 3; par++) {
 		for (unsigned int a = 0; a < W * F; a++) {
 			unsigned int c = x->worker_order ? a % W : a / F;
 			unsigned int w = x->worker_order ? a / W : a % F;
@@ -360,7 +361,7 @@ static int point_setup(struct point *x, char *err, size_t errlen)
 {
 	char name[RTE_RING_NAMESIZE];
 	int socket = (int)rte_socket_id();
-	unsigned int n_frames = x->window * (x->fanin + 1);
+	unsigned int n_frames = x->window * (x->fanin + 2); /* worker 0 has three per chunk */
 	uint32_t room = x->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
 	struct dp_config cfg;
 	uint32_t job, epoch;
@@ -452,18 +453,18 @@ static void point_teardown(struct point *x)
 		rte_pktmbuf_free(m);
 	while (x->rx != NULL && rte_ring_sc_dequeue(x->rx, (void **)&m) == 0)
 		; /* frames are freed below */
-	free_frames(x->acc[0], x->window);
-	free_frames(x->acc[1], x->window);
+	for (int r = 0; r < 3; r++)
+		free_frames(x->acc[r], x->window);
 	for (size_t i = 0; x->shared != NULL && i < n; i++)
 		rte_pktmbuf_free(x->shared[i]); /* NULL for worker 0 */
 	rte_mempool_free(x->pool);
 	rte_ring_free(x->rx);
 	rte_ring_free(x->tx);
-	free(x->acc[0]);
-	free(x->acc[1]);
+	for (int r = 0; r < 3; r++)
+		free(x->acc[r]);
 	free(x->shared);
-	free(x->seq[0]);
-	free(x->seq[1]);
+	for (int r = 0; r < 3; r++)
+		free(x->seq[r]);
 	free(x->tmpl);
 	free(x->seen);
 	free(x->scratch);
@@ -531,7 +532,7 @@ static int run_round(struct point *x, bool check, struct tally *t, char *err, si
 {
 	unsigned int W = x->window, F = x->fanin, n_all = W * F, pos = 0;
 	uint32_t round = x->round + 1;
-	int par = (int)(round & 1);
+	int par = (int)(round % 3);
 	struct rte_mbuf **seq = x->seq[par];
 	struct rte_mbuf *out[2 * DP_BURST_MAX];
 	uint64_t t0, t1, t2, t3;
