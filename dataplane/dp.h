@@ -118,6 +118,8 @@ struct dp_dest {
 	uint16_t udp_base;          /* gateway: base + chunk % count; worker: its port */
 	uint16_t udp_count;         /* gateway: its port count; worker: 1 */
 	uint32_t ipv4;              /* host order */
+	uint32_t ip_sum;            /* one's-complement sum of this gateway's IPv4 header to
+				     * it without the total length (docs: tx.h) */
 };
 
 /** A pending retransmission check of a COMPLETE slot (a partial sum awaiting its RESULT). */

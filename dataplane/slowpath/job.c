@@ -139,6 +139,15 @@ dest_worker(struct dp *dp, struct dp_dest *d, const struct table_worker *w, cons
 	return route(dp, d, field, err, errlen);
 }
 
+/* The fixed part of the IPv4 header checksum from this gateway to d (tx.h adds the total
+ * length): version/IHL 0x45, DF, TTL 64, UDP, the two addresses; 16-bit words summed. */
+static void
+dest_ip_sum(const struct dp_job *j, struct dp_dest *d)
+{
+	d->ip_sum = 0x4500u + 0x4000u + (64u << 8 | 17u) + (j->self_ipv4 >> 16) +
+		    (j->self_ipv4 & 0xffffu) + (d->ipv4 >> 16) + (d->ipv4 & 0xffffu);
+}
+
 /* Contributors of a tree sorted by id, for the fast path's binary search. */
 static void
 sort_sources(struct dp_tree *t)
@@ -218,6 +227,10 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 		t->src_down[k] = (uint16_t)k;
 	}
 	sort_sources(t);
+	if (t->has_parent)
+		dest_ip_sum(j, &t->parent);
+	for (int k = 0; k < t->n_down; k++)
+		dest_ip_sum(j, &t->down[k]);
 	return 0;
 }
 
