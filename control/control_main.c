@@ -177,7 +177,7 @@ cmd_tables(const struct opts *o)
 		return CLI_EXIT_USAGE;
 	for (int i = 0; i < d->n_jobs; i++) {
 		struct jobplan *jp = NULL;
-		int rc = jobplan_build(d, i, NULL, o->epoch, &jp, err, sizeof(err));
+		int rc = jobplan_build(d, i, NULL, NULL, o->epoch, &jp, err, sizeof(err));
 
 		if (rc == 0)
 			rc = jobplan_write(jp, d, o->out, err, sizeof(err));

@@ -47,6 +47,9 @@ struct gw {
 	uint64_t rx_bytes, tx_bytes, chunks;
 	double rx_gbps, tx_gbps; /* between the last two samples; < 0: not known yet */
 	char error[CTL_ERR_MAX]; /* the last failure */
+	bool peers_sent;         /* its dataplane probes its topology neighbours */
+	json_t *peers;           /* the "peers" of its last stats (owned), or NULL */
+	int64_t peers_age_ms;    /* how long it has probed them */
 };
 
 /* One job as the daemon sees it. */
@@ -66,6 +69,7 @@ struct dmn {
 	const struct deploy *d;
 	const struct daemon_opts *o;
 	struct gw *gws;          /* by topology node */
+	bool *link_up;           /* by topology link: usable for plans */
 	struct job *jobs;
 	int lfd, sfd;
 	int n_clients;
@@ -167,6 +171,9 @@ take_sample(struct gw *g, const json_t *st, int64_t t)
 	g->tx_bytes = tx;
 	g->chunks = sum_field(lc, "chunks_completed");
 	g->sample_at = t;
+	json_decref(g->peers);
+	g->peers = json_incref(json_object_get(st, "peers"));
+	g->peers_age_ms = json_integer_value(json_object_get(st, "peers_age_ms"));
 }
 
 /* Ping and read the stats of gateway g. True if it answered; *gone if its socket is gone. */
@@ -239,6 +246,89 @@ gateway_down(struct dmn *m, int v, const char *why)
 		mark_all_dirty(m, "gateway %s failed", node_id(m, v));
 }
 
+/* Tell gateway v's dataplane to probe the gateways of its topology neighbours. */
+static void
+send_peers(struct dmn *m, int v)
+{
+	const struct topo *t = m->d->topo;
+	json_t *arr = json_array(), *r;
+	char ip[16];
+
+	for (int l = 0; l < t->n_links; l++) {
+		int u = t->links[l].a == v ? t->links[l].b : t->links[l].b == v ? t->links[l].a : -1;
+
+		if (u < 0)
+			continue;
+		json_array_append_new(arr, json_pack("{s:s,s:i,s:i}", "ipv4",
+			table_ipv4_format(m->d->gateways[u].ipv4, ip), "base_port",
+			m->d->gateways[u].base_port, "ports", m->d->gateways[u].ports));
+	}
+	r = install_call(&m->gws[v].conn, "peers", json_pack("{s:o}", "peers", arr),
+			 m->o->timeout_ms, m->gws[v].error, sizeof(m->gws[v].error));
+	m->gws[v].peers_sent = r != NULL && json_is_true(json_object_get(r, "ok"));
+	if (!m->gws[v].peers_sent)
+		control_log("gateway %s: cannot set its probe peers: %s", node_id(m, v),
+			    r != NULL ? json_string_value(json_object_get(r, "error"))
+				      : m->gws[v].error);
+	json_decref(r);
+}
+
+/* How long gateway v has not heard from gateway u: ms since u's last PROBE_REPLY; -1 if
+ * unknown (u never answered v, or is not a probe peer of v). */
+static int64_t
+silence_ms(const struct dmn *m, int v, int u)
+{
+	const struct gw *g = &m->gws[v];
+	char ip[16];
+	size_t i;
+	json_t *p;
+
+	table_ipv4_format(m->d->gateways[u].ipv4, ip);
+	json_array_foreach(g->peers, i, p) {
+		const char *pip = json_string_value(json_object_get(p, "ipv4"));
+
+		if (pip == NULL || strcmp(pip, ip) != 0)
+			continue;
+		/* -1 when u never answered since v started probing it: no evidence either way
+		 * (the path may not carry probes at all, as on test ports without a wire). */
+		return json_integer_value(json_object_get(p, "since_ms"));
+	}
+	return -1;
+}
+
+/* Links: down when an end that had heard from the other (both gateways being up) has not
+ * for --fail-after heartbeats; up again once both hear each other. Plans change with them.
+ * A link whose ends never heard each other keeps its state: silence from the start is no
+ * evidence of a failure (the path may not carry probes, as between test ports). */
+static void
+links_update(struct dmn *m)
+{
+	const struct topo *t = m->d->topo;
+	int64_t limit = (int64_t)m->o->fail_after * m->o->heartbeat_ms;
+
+	for (int l = 0; l < t->n_links; l++) {
+		int a = t->links[l].a, b = t->links[l].b;
+
+		if (m->gws[a].state != GW_UP || m->gws[b].state != GW_UP)
+			continue;
+		int64_t sab = silence_ms(m, a, b), sba = silence_ms(m, b, a);
+		bool quiet = sab > limit || sba > limit;
+		bool heard = sab >= 0 && sab <= limit && sba >= 0 && sba <= limit;
+
+		if (m->link_up[l] && quiet) {
+			m->link_up[l] = false;
+			control_log("link %s-%s is down: no probe answered for %lld ms",
+				    node_id(m, a), node_id(m, b),
+				    (long long)(sab > sba ? sab : sba));
+			mark_all_dirty(m, "link %s-%s failed", node_id(m, a), node_id(m, b));
+		} else if (!m->link_up[l] && heard) {
+			m->link_up[l] = true;
+			control_log("link %s-%s is up again", node_id(m, a), node_id(m, b));
+			mark_all_dirty(m, "link %s-%s is back", node_id(m, a), node_id(m, b));
+		}
+	}
+}
+
 static void
 heartbeat_all(struct dmn *m)
 {
@@ -257,8 +347,11 @@ heartbeat_all(struct dmn *m)
 				if (g->state == GW_DOWN)
 					mark_all_dirty(m, "gateway %s is back", node_id(m, v));
 				g->state = GW_UP;
+				g->peers_sent = false;
 				sync_epochs(m, v);
 			}
+			if (!g->peers_sent)
+				send_peers(m, v);
 			continue;
 		}
 		if (g->state == GW_DOWN)
@@ -318,7 +411,7 @@ install_job(struct dmn *m, int ji)
 	epoch = j->next_epoch++;
 	if (j->next_epoch == 0)
 		j->next_epoch = 1;
-	rc = jobplan_build(m->d, ji, up, epoch, &jp, j->error, sizeof(j->error));
+	rc = jobplan_build(m->d, ji, up, m->link_up, epoch, &jp, j->error, sizeof(j->error));
 	if (rc != 0) {
 		control_log("job %u: no epoch %u (%s): %s; it stays on epoch %u", dj->id, epoch,
 			    j->reason, j->error, j->live_epoch);
@@ -637,7 +730,8 @@ setup(struct dmn *m, sigset_t *old)
 
 	m->gws = calloc((size_t)n, sizeof(*m->gws));
 	m->jobs = calloc((size_t)m->d->n_jobs, sizeof(*m->jobs));
-	if (m->gws == NULL || m->jobs == NULL) {
+	m->link_up = calloc((size_t)m->d->topo->n_links + 1, sizeof(*m->link_up));
+	if (m->gws == NULL || m->jobs == NULL || m->link_up == NULL) {
 		control_log("cannot start: out of memory");
 		return -ENOMEM;
 	}
@@ -647,6 +741,8 @@ setup(struct dmn *m, sigset_t *old)
 		m->gws[v].sample_at = -1;
 		m->gws[v].rx_gbps = m->gws[v].tx_gbps = -1;
 	}
+	for (int l = 0; l < m->d->topo->n_links; l++)
+		m->link_up[l] = true;
 	for (int i = 0; i < m->d->n_jobs; i++)
 		m->jobs[i].next_epoch = 1;
 	mark_all_dirty(m, "start");
@@ -687,6 +783,7 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 			int64_t next = now_ms() + o->heartbeat_ms;
 
 			heartbeat_all(&m);
+			links_update(&m);
 			for (int i = 0; i < d->n_jobs; i++)
 				if (m.jobs[i].retry_in > 0 && --m.jobs[i].retry_in == 0)
 					m.jobs[i].dirty = true;
@@ -703,8 +800,11 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 	}
 	if (m.sfd >= 0)
 		close(m.sfd);
-	for (int v = 0; m.gws != NULL && v < d->topo->n_nodes; v++)
+	for (int v = 0; m.gws != NULL && v < d->topo->n_nodes; v++) {
 		install_gw_close(&m.gws[v].conn);
+		json_decref(m.gws[v].peers);
+	}
+	free(m.link_up);
 	for (int i = 0; m.jobs != NULL && i < d->n_jobs; i++)
 		jobplan_free(m.jobs[i].live);
 	free(m.jobs);

@@ -178,10 +178,11 @@ out:
 
 /* ---- planning a job ------------------------------------------------------------------ */
 
-/* The planning topology: nodes that are up, links between them, the job's worker counts. */
+/* The planning topology: nodes that are up, the links between them that are up, the job's
+ * worker counts. */
 static int
 planning_topo(const struct deploy *d, const struct deploy_job *j, const bool *up,
-	      struct jobplan *jp, char *err, size_t errlen)
+	      const bool *link_up, struct jobplan *jp, char *err, size_t errlen)
 {
 	const struct topo *t = d->topo;
 	struct topo_node *nodes = malloc(sizeof(*nodes) * (size_t)t->n_nodes);
@@ -206,7 +207,8 @@ planning_topo(const struct deploy *d, const struct deploy_job *j, const bool *up
 		idx[v] = n++;
 	}
 	for (int l = 0; l < t->n_links; l++) {
-		if (idx[t->links[l].a] < 0 || idx[t->links[l].b] < 0)
+		if (idx[t->links[l].a] < 0 || idx[t->links[l].b] < 0 ||
+		    (link_up != NULL && !link_up[l]))
 			continue;
 		links[nl] = t->links[l];
 		links[nl].a = idx[t->links[l].a];
@@ -362,8 +364,8 @@ out:
 }
 
 int
-jobplan_build(const struct deploy *d, int ji, const bool *up, uint32_t epoch,
-	      struct jobplan **out, char *err, size_t errlen)
+jobplan_build(const struct deploy *d, int ji, const bool *up, const bool *link_up,
+	      uint32_t epoch, struct jobplan **out, char *err, size_t errlen)
 {
 	const struct deploy_job *j = &d->jobs[ji];
 	struct jobplan *jp = calloc(1, sizeof(*jp));
@@ -377,7 +379,7 @@ jobplan_build(const struct deploy *d, int ji, const bool *up, uint32_t epoch,
 	jp->tables = calloc((size_t)jp->n_nodes, sizeof(*jp->tables));
 	rc = jp->tables == NULL ? fail(err, errlen, -ENOMEM, "out of memory") : 0;
 	if (rc == 0)
-		rc = planning_topo(d, j, up, jp, err, errlen);
+		rc = planning_topo(d, j, up, link_up, jp, err, errlen);
 	if (rc == 0)
 		rc = plan_job(jp, j, err, errlen);
 	if (rc == 0)

@@ -39,7 +39,8 @@ struct jobplan {
 };
 
 /**
- * Plan job d->jobs[ji] at epoch `epoch` over the nodes whose up[v] is true (NULL: all),
+ * Plan job d->jobs[ji] at epoch `epoch` over the nodes whose up[v] is true (NULL: all)
+ * and the links whose link_up[l] is true (topology link index; NULL: all),
  * then compile the table of every gateway that is up (nodes in no tree get an empty table).
  * Workers at nodes that are down leave the job.
  *
@@ -50,7 +51,8 @@ struct jobplan {
  *             rejected, e.g. worker sites not connected), -E2BIG (a table limit), -ENOMEM,
  *             -EIO (solver failure).
  */
-int jobplan_build(const struct deploy *d, int ji, const bool *up, uint32_t epoch,
+int jobplan_build(const struct deploy *d, int ji, const bool *up, const bool *link_up,
+		  uint32_t epoch,
 		  struct jobplan **out, char *err, size_t errlen);
 
 /** Free a job plan and its tables. NULL is a no-op. */

@@ -240,9 +240,30 @@ struct dp_state {
 
 /** ARP sighting passed from a worker to the control thread. */
 struct dp_learn {
-	uint32_t ipv4;              /* host order */
+	uint32_t ipv4;              /* host order: the ARP sender, or the PROBE_REPLY's source */
 	uint16_t port;
-	uint8_t mac[RTE_ETHER_ADDR_LEN];
+	uint8_t mac[RTE_ETHER_ADDR_LEN]; /* ARP only */
+	uint8_t kind;               /* DP_LEARN_ARP or DP_LEARN_PROBE */
+	uint8_t rsvd[3];
+	uint32_t rtt_us;            /* PROBE only: the round trip */
+};
+
+#define DP_LEARN_ARP 0
+#define DP_LEARN_PROBE 1
+
+#define DP_PEERS_MAX 64
+
+/**
+ * A gateway this dataplane probes (ctl "peers"; ctl only): PROBE every --probe-ms, and
+ * when a PROBE_REPLY last came from it, so that the control process can tell a failed
+ * link from a failed gateway.
+ */
+struct dp_peer {
+	uint32_t ipv4;              /* host order */
+	struct dp_dest d;           /* routed like a table's gateway */
+	uint64_t last_reply_tsc;    /* 0: never */
+	uint32_t rtt_us;
+	uint64_t probes, replies;
 };
 
 /** A neighbour: ipv4 is written once by ctl before the entry is referenced; mac is a
@@ -354,6 +375,7 @@ struct dp_params {
 	uint64_t rto_max_tsc;
 	uint8_t retries_max;        /* then the chunk is given up (counted) */
 	bool pace;                  /* pace trees at their planned rates on WAN links */
+	uint32_t probe_ms;          /* PROBE interval to the peers */
 };
 
 /** The whole dataplane (ctl: rw; workers: ro except their dp_lcore and job slots). */
@@ -368,6 +390,10 @@ struct dp {
 	atomic_bool stop;                   /* ctl: sets; workers: leave their loop */
 	unsigned int n_routes;
 	struct dp_route routes[DP_ROUTES_MAX];
+	unsigned int n_peers;               /* ctl only */
+	struct dp_peer peers[DP_PEERS_MAX];
+	uint64_t probe_tsc;                 /* ctl: the last round of probes */
+	uint64_t peers_since_tsc;           /* ctl: when the peer list was set */
 	struct dp_neigh neigh[DP_NEIGH_MAX];
 	_Atomic uint32_t n_neigh;           /* ctl: release after filling an entry */
 	/* Control-thread bookkeeping. */

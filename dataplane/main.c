@@ -63,6 +63,8 @@ usage(FILE *f, const struct dp_config *d)
 		"                          0 = never sleep (benchmarks)                  [%u]\n"
 		"      --idle-sleep-us N   longest idle sleep                            [%u]\n"
 		"      --drain-ms N        how long an old epoch may keep unfinished chunks [%u]\n"
+		"      --probe-ms N        PROBE interval to the peers the control process names\n"
+		"                          (it tells a failed link from a failed gateway) [%u]\n"
 		"      --no-pace           send at once instead of pacing every tree at its\n"
 		"                          planned rate on each link to a gateway\n"
 		"      --rto-ms N          retransmission timeout of a partial sum before a\n"
@@ -80,8 +82,8 @@ usage(FILE *f, const struct dp_config *d)
 		"(dpdk-telemetry.py: /georeduce/stats, /georeduce/lcore,<lcore id>).\n",
 		d->prm.udp_base, d->prm.udp_count, d->prm.mtu, d->prm.mbufs, d->hdr_mbufs,
 		d->rx_desc, d->tx_desc, DP_BURST_MAX, d->prm.burst, d->prm.idle_spin,
-		d->prm.idle_sleep_us, d->prm.drain_ms, d->rto_init_ms, d->retries_max,
-		d->prm.fault_queue);
+		d->prm.idle_sleep_us, d->prm.drain_ms, d->prm.probe_ms, d->rto_init_ms,
+		d->retries_max, d->prm.fault_queue);
 }
 
 static int
@@ -273,7 +275,7 @@ static int
 parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 {
 	enum { O_BASE = 256, O_PORTS, O_MTU, O_MBUFS, O_HDR, O_RXD, O_TXD, O_BURST, O_SPIN,
-	       O_SLEEP, O_DRAIN, O_FAULT, O_FAULTQ, O_RTO, O_RETRIES, O_NOPACE };
+	       O_SLEEP, O_DRAIN, O_FAULT, O_FAULTQ, O_RTO, O_RETRIES, O_NOPACE, O_PROBE };
 	static const struct option opts[] = {
 		{ "addr", required_argument, NULL, 'a' },
 		{ "ctl-socket", required_argument, NULL, 's' },
@@ -295,6 +297,7 @@ parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 		{ "rto-ms", required_argument, NULL, O_RTO },
 		{ "retries", required_argument, NULL, O_RETRIES },
 		{ "no-pace", no_argument, NULL, O_NOPACE },
+		{ "probe-ms", required_argument, NULL, O_PROBE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -346,6 +349,7 @@ parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 		case O_DRAIN: rc = u32_opt("drain-ms", optarg, 0, 3600000, &cfg->prm.drain_ms); break;
 		case O_FAULT: rc = parse_fault(optarg, cfg); break;
 		case O_NOPACE: cfg->prm.pace = false; break;
+		case O_PROBE: rc = u32_opt("probe-ms", optarg, 10, 60000, &cfg->prm.probe_ms); break;
 		case O_RTO: rc = u32_opt("rto-ms", optarg, 1, 60000, &cfg->rto_init_ms); break;
 		case O_RETRIES:
 			rc = u32_opt("retries", optarg, 0, 64, &v);

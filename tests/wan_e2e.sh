@@ -5,10 +5,12 @@
 # with a worker each and c a relay between them, three georeduce-dataplane processes,
 # georeduce-control running the deployment (mTree and ring jobs) and writing each live
 # epoch's tables, georeduce-worker following them. Checked: both plans give bit-exact
-# results; the relay's gateway killed mid-job (the control process re-plans without it,
-# the workers run the round again under the new epoch, every result stays exact); a link
-# shaped down mid-job; garbage on the daemon's socket; a worker that disappears (its peer
-# gets a timeout, not a hang, and the gateways go on serving).
+# results; the link a-c failed mid-job and back (found by the gateways' probes; the
+# control process re-plans without it and with it again); the relay's gateway killed
+# mid-job (the control process re-plans without it, the workers run the round again
+# under the new epoch, every result stays exact); a link shaped down mid-job; garbage on
+# the daemon's socket; a worker that disappears (its peer gets a timeout, not a hang,
+# and the gateways go on serving).
 #
 #   wan_e2e.sh BUILD_DIR
 set -u
@@ -103,7 +105,39 @@ else
 	cat "$D"/w-*.out
 fi
 
-# 2. The relay's gateway dies in the middle of a run of rounds: the control process
+epoch_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["epoch"])' "$1"; }
+
+# 2. The link a-c fails in the middle of a run of rounds: the gateways' probes go
+# unanswered, the control process re-plans without the link, the workers run the
+# interrupted round again. Then the link comes back and the relay is used again.
+e0=$(epoch_of "$D/tables/job-1-a.json")
+workers 1 5 "$ROUNDS" --timeout 4
+sleep 0.3
+ip -n "grw$$-s0" link set wan1 down
+if waitall "${WPIDS[@]}"; then
+	ok "link a-c down mid-job: $ROUNDS rounds completed, every result exact" \
+		"($(cat "$D"/w-1-*.out | grep -c 'run again') rounds run again)"
+else
+	not_ok "rounds across the link failure"
+	cat "$D"/w-1-*.out
+	tail -20 "$D/control.log"
+fi
+grep -q "link a-c is down" "$D/control.log" && ok "the control process saw the link fail" ||
+	not_ok "no link failure in the control log"
+e1=$(epoch_of "$D/tables/job-1-a.json")
+[ "$e1" -gt "$e0" ] && ! grep -q '"id": 3' "$D/tables/job-1-a.json" &&
+	ok "job 1 at epoch $e1, without the relay" || not_ok "job 1 at epoch $e1 after the link failed"
+ip -n "grw$$-s0" link set wan1 up
+for _ in $(seq 100); do
+	grep -q "link a-c is up again" "$D/control.log" &&
+		[ "$(epoch_of "$D/tables/job-1-a.json")" -gt "$e1" ] && break
+	sleep 0.1
+done
+grep -q "link a-c is up again" "$D/control.log" && grep -q '"id": 3' "$D/tables/job-1-a.json" &&
+	ok "the link is back: job 1 at epoch $(epoch_of "$D/tables/job-1-a.json"), through c again" ||
+	not_ok "the link's return"
+
+# 3. The relay's gateway dies in the middle of a run of rounds: the control process
 # installs an epoch without it, the workers run the interrupted round again.
 workers 1 10 "$ROUNDS" --timeout 4
 sleep 0.3
@@ -118,11 +152,11 @@ else
 fi
 grep -q "gateway c (id 3, .*is down" "$D/control.log" && ok "the control process logged the failure" ||
 	not_ok "no failure in the control log"
-ep=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["epoch"])' \
-	"$D/tables/job-1-a.json")
-[ "$ep" -ge 2 ] && ok "job 1 now at epoch $ep, without c" || not_ok "job 1 still at epoch $ep"
+ep=$(epoch_of "$D/tables/job-1-a.json")
+grep -q '"id": 3' "$D/tables/job-1-a.json" && not_ok "job 1 at epoch $ep still uses c" ||
+	ok "job 1 now at epoch $ep, without c"
 
-# 3. The remaining link shaped down to a quarter in the middle of a round: slower, exact.
+# 4. The remaining link shaped down to a quarter in the middle of a round: slower, exact.
 workers 1 20 2 --timeout 30
 sleep 0.3
 for s in 0 1; do
@@ -132,7 +166,7 @@ done
 waitall "${WPIDS[@]}" && ok "a link shaped down mid-job: rounds complete, exact" ||
 	{ not_ok "rounds on the shaped link"; cat "$D"/w-1-*.out; }
 
-# 4. Garbage on the daemon's socket: it answers or closes, and still serves status.
+# 5. Garbage on the daemon's socket: it answers or closes, and still serves status.
 printf '\x00\x00\x00\x05hello' | python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.stdin.buffer.read())
@@ -142,7 +176,7 @@ except Exception: pass' "$D/control.sock"
 "$CTL" status --socket "$D/control.sock" >/dev/null && ok "daemon serves after garbage" ||
 	not_ok "daemon after garbage"
 
-# 5. A worker disappears mid-round: its peer's round cannot complete; it must end with a
+# 6. A worker disappears mid-round: its peer's round cannot complete; it must end with a
 # timeout error, not hang, and the gateways go on answering.
 workers 1 30 1 --timeout 3
 sleep 0.2

@@ -56,7 +56,7 @@ dp_tx_flush(struct dp_lcore *lc)
 static inline void
 learn(struct dp_lcore *lc, uint16_t port, rte_be32_t ip, const struct rte_ether_addr *mac)
 {
-	struct dp_learn l = { .ipv4 = rte_be_to_cpu_32(ip), .port = port };
+	struct dp_learn l = { .ipv4 = rte_be_to_cpu_32(ip), .port = port, .kind = DP_LEARN_ARP };
 
 	memcpy(l.mac, mac->addr_bytes, RTE_ETHER_ADDR_LEN);
 	rte_ring_sp_enqueue_elem(lc->learn, &l, sizeof(l)); /* full: the next one will do */
@@ -260,8 +260,13 @@ dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, ui
 		on_probe(lc, st, m, port, &p);
 		return;
 	}
-	if (p.type == WIRE_TYPE_PROBE_REPLY) { /* the control thread sends no probes yet */
-		lc->ctr[DP_CTR_NOT_FOR_US]++;
+	if (p.type == WIRE_TYPE_PROBE_REPLY) { /* to one of the control thread's probes */
+		struct dp_learn l = {
+			.ipv4 = rte_be_to_cpu_32(ip->src_addr), .port = port, .kind = DP_LEARN_PROBE,
+			.rtt_us = dp_now_us() - p.tsecr,
+		};
+
+		rte_ring_sp_enqueue_elem(lc->learn, &l, sizeof(l));
 		rte_pktmbuf_free(m);
 		return;
 	}

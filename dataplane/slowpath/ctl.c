@@ -138,6 +138,18 @@ dp_ctl_handle(struct dp *dp, const json_t *req)
 			return ctl_reply_error(true, id, -rc, "%s", err);
 		return ctl_reply_ok(id);
 	}
+	if (strcmp(op, "peers") == 0) {
+		json_t *peers = NULL;
+
+		if (ctl_args_unpack(req, err, sizeof(err), "{s:o}", "peers", &peers) != 0)
+			return ctl_reply_error(true, id, EINVAL, "%s", err);
+		rc = dp_peers_set(dp, peers, err, sizeof(err));
+		if (rc != 0)
+			return ctl_reply_error(true, id, -rc, "%s", err);
+		r = ctl_reply_ok(id);
+		json_object_set_new(r, "peers", json_integer(dp->n_peers));
+		return r;
+	}
 	if (strcmp(op, "stats") == 0) {
 		if (ctl_args_unpack(req, err, sizeof(err), "{}") != 0)
 			return ctl_reply_error(true, id, EINVAL, "%s", err);

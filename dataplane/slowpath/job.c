@@ -117,6 +117,12 @@ route(struct dp *dp, struct dp_dest *d, const char *field, char *err, size_t err
 	return 0;
 }
 
+int
+dp_dest_route(struct dp *dp, struct dp_dest *d, const char *field, char *err, size_t errlen)
+{
+	return route(dp, d, field, err, errlen);
+}
+
 static int
 dest_gw(struct dp *dp, struct dp_dest *d, const struct table_gw *g, const char *field, char *err,
 	size_t errlen)

@@ -55,6 +55,7 @@ dp_config_defaults(struct dp_config *cfg)
 	cfg->hdr_mbufs = 8192;
 	cfg->prm.fault_queue = 8192;
 	cfg->prm.pace = true;
+	cfg->prm.probe_ms = 100;
 	cfg->rto_init_ms = 200;
 	cfg->rto_min_ms = 5;
 	cfg->rto_max_ms = 2000;

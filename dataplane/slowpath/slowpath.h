@@ -102,6 +102,16 @@ void dp_jobs_free_all(struct dp *dp);
 /** The neighbour entry of (ipv4, port index), added unresolved if new; index or -E2BIG. */
 int dp_neigh_get(struct dp *dp, uint32_t ipv4, uint16_t port);
 
+/** Route d (ipv4 set) to a port and a neighbour entry; -1 with errno and err on failure. */
+int dp_dest_route(struct dp *dp, struct dp_dest *d, const char *field, char *err,
+		  size_t errlen);
+
+/**
+ * Replace the gateways this dataplane probes (the control socket's "peers"): a JSON array
+ * of {"ipv4", "base_port", "ports"}. 0, or -EINVAL / -E2BIG with err naming the field.
+ */
+int dp_peers_set(struct dp *dp, const json_t *peers, char *err, size_t errlen);
+
 /** Set a neighbour's MAC (ARP learning or static configuration). */
 void dp_neigh_set(struct dp *dp, int idx, const struct rte_ether_addr *mac, bool is_static);
 

@@ -242,6 +242,116 @@ dp_neigh_set(struct dp *dp, int idx, const struct rte_ether_addr *mac, bool is_s
 	atomic_store_explicit(&dp->neigh[idx].mac, v, memory_order_relaxed);
 }
 
+/* A PROBE_REPLY from a peer: when, and the round trip. */
+static void
+peer_reply(struct dp *dp, const struct dp_learn *l)
+{
+	for (unsigned int i = 0; i < dp->n_peers; i++)
+		if (dp->peers[i].ipv4 == l->ipv4) {
+			dp->peers[i].last_reply_tsc = rte_get_tsc_cycles();
+			dp->peers[i].rtt_us = l->rtt_us;
+			dp->peers[i].replies++;
+		}
+}
+
+int
+dp_peers_set(struct dp *dp, const json_t *peers, char *err, size_t errlen)
+{
+	struct dp_peer np[DP_PEERS_MAX];
+	size_t i, n = json_array_size(peers);
+	const json_t *v;
+
+	if (!json_is_array(peers)) {
+		snprintf(err, errlen, "field 'peers': expected an array");
+		return -EINVAL;
+	}
+	if (n > DP_PEERS_MAX) {
+		snprintf(err, errlen, "field 'peers': %zu peers, at most %d", n, DP_PEERS_MAX);
+		return -E2BIG;
+	}
+	memset(np, 0, sizeof(np));
+	json_array_foreach(peers, i, v) {
+		const char *ip = NULL;
+		json_int_t base = 0, ports = 0;
+		json_error_t je;
+		char field[32];
+
+		snprintf(field, sizeof(field), "peers[%zu]", i);
+		if (json_unpack_ex((json_t *)v, &je, JSON_STRICT, "{s:s,s:I,s:I}", "ipv4", &ip,
+				   "base_port", &base, "ports", &ports) != 0 ||
+		    table_ipv4_parse(ip, &np[i].ipv4) != 0 || !table_ipv4_unicast(np[i].ipv4) ||
+		    wire_port_range_check((unsigned int)base, (unsigned int)ports) != 0 ||
+		    base < 1 || base > 65535 || ports < 1 || ports > 65535) {
+			snprintf(err, errlen, "field '%s': expected {\"ipv4\": dotted quad, "
+				 "\"base_port\": 1..65535, \"ports\": >= 1}", field);
+			return -EINVAL;
+		}
+		np[i].d.ipv4 = np[i].ipv4;
+		np[i].d.udp_base = (uint16_t)base;
+		np[i].d.udp_count = (uint16_t)ports;
+		if (dp_dest_route(dp, &np[i].d, field, err, errlen) != 0)
+			return errno == E2BIG ? -E2BIG : -EINVAL;
+		/* Keep what is known of a peer that stays. */
+		for (unsigned int k = 0; k < dp->n_peers; k++)
+			if (dp->peers[k].ipv4 == np[i].ipv4) {
+				np[i].last_reply_tsc = dp->peers[k].last_reply_tsc;
+				np[i].rtt_us = dp->peers[k].rtt_us;
+				np[i].probes = dp->peers[k].probes;
+				np[i].replies = dp->peers[k].replies;
+			}
+	}
+	memcpy(dp->peers, np, sizeof(np));
+	dp->n_peers = (unsigned int)n;
+	dp->peers_since_tsc = rte_get_tsc_cycles();
+	return 0;
+}
+
+/* A PROBE to every peer (job 0, sender none), through the lcore owning the port's queue 0. */
+static void
+probe_peers(struct dp *dp)
+{
+	uint64_t now = rte_get_tsc_cycles();
+
+	if (dp->n_peers == 0 || now - dp->probe_tsc < rte_get_tsc_hz() / 1000 * dp->prm.probe_ms)
+		return;
+	dp->probe_tsc = now;
+	for (unsigned int i = 0; i < dp->n_peers; i++) {
+		struct dp_peer *pr = &dp->peers[i];
+		const struct dp_port *pt = &dp->ports[pr->d.port];
+		uint64_t mac = atomic_load_explicit(&dp->neigh[pr->d.nh].mac, memory_order_relaxed);
+		struct wire_pkt w = {
+			.type = WIRE_TYPE_PROBE, .dtype = WIRE_DTYPE_NONE, .sender = WIRE_NODE_NONE,
+			.origin = WIRE_NODE_NONE,
+			.tsval = (uint32_t)(now / (rte_get_tsc_hz() / 1000000u)),
+		};
+		struct wire_flow f = {
+			.src_ip = pt->ipv4, .dst_ip = pr->ipv4, .src_port = dp->prm.udp_base,
+			.dst_port = pr->d.udp_base,
+		};
+		struct rte_mbuf *m;
+		uint8_t *frame;
+
+		if (!(mac & DP_NEIGH_VALID))
+			continue; /* resolve() is asking for it */
+		for (int b = 0; b < RTE_ETHER_ADDR_LEN; b++)
+			f.dst_mac[b] = (uint8_t)(mac >> (8 * (RTE_ETHER_ADDR_LEN - 1 - b)));
+		memcpy(f.src_mac, pt->mac.addr_bytes, RTE_ETHER_ADDR_LEN);
+		m = rte_pktmbuf_alloc(dp->lcores[0]->hdr_pool);
+		if (m == NULL)
+			return;
+		frame = (uint8_t *)rte_pktmbuf_append(m, WIRE_FRAME_HDR_OFF + WIRE_HDR_LEN);
+		if (frame == NULL ||
+		    wire_hdr_encode(frame + WIRE_FRAME_HDR_OFF, WIRE_HDR_LEN, &w, NULL) != 0 ||
+		    wire_frame_build(frame, WIRE_FRAME_HDR_OFF + WIRE_HDR_LEN, &f, WIRE_HDR_LEN,
+				     false) != 0 ||
+		    rte_ring_sp_enqueue(pt->ctl_tx, m) != 0) {
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		pr->probes++;
+	}
+}
+
 /* Take the workers' ARP sightings: refresh known neighbours (not static ones). */
 static void
 learn(struct dp *dp)
@@ -254,7 +364,11 @@ learn(struct dp *dp)
 
 		while ((n = rte_ring_sc_dequeue_burst_elem(dp->lcores[l]->learn, ls, sizeof(ls[0]),
 							   32, NULL)) != 0) {
-			for (unsigned int i = 0; i < n; i++)
+			for (unsigned int i = 0; i < n; i++) {
+				if (ls[i].kind == DP_LEARN_PROBE) {
+					peer_reply(dp, &ls[i]);
+					continue;
+				}
 				for (uint32_t k = 0; k < n_neigh; k++) {
 					struct dp_neigh *nb = &dp->neigh[k];
 
@@ -266,6 +380,7 @@ learn(struct dp *dp)
 					memcpy(mac.addr_bytes, ls[i].mac, RTE_ETHER_ADDR_LEN);
 					dp_neigh_set(dp, (int)k, &mac, false);
 				}
+			}
 		}
 	}
 }
@@ -377,6 +492,7 @@ dp_housekeeping(struct dp *dp)
 {
 	learn(dp);
 	resolve(dp);
+	probe_peers(dp);
 	retire(dp);
 }
 

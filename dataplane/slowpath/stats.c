@@ -176,6 +176,24 @@ dp_stats_json(struct dp *dp)
 		json_object_set_new(mem, "mbufs_free",
 				    json_integer(rte_mempool_avail_count(dp->lcores[0]->pool)));
 	each_job(dp, add_job, jobs);
+	json_t *peers = json_array();
+	uint64_t now = rte_get_tsc_cycles(), hz = rte_get_tsc_hz();
+
+	for (unsigned int i = 0; i < dp->n_peers; i++) {
+		const struct dp_peer *pr = &dp->peers[i];
+		char ip[16];
+
+		/* since_ms: since the last PROBE_REPLY, -1 if none since the list was set. */
+		json_array_append_new(peers, json_pack("{s:s,s:I,s:f,s:I,s:I}", "ipv4",
+			table_ipv4_format(pr->ipv4, ip), "since_ms",
+			pr->last_reply_tsc == 0 ? (json_int_t)-1
+						: (json_int_t)((now - pr->last_reply_tsc) * 1000 / hz),
+			"rtt_ms", pr->rtt_us / 1e3, "probes", (json_int_t)pr->probes, "replies",
+			(json_int_t)pr->replies));
+	}
+	json_object_set_new(o, "peers", peers);
+	json_object_set_new(o, "peers_age_ms", json_integer(dp->n_peers == 0 ? -1 :
+		(json_int_t)((now - dp->peers_since_tsc) * 1000 / hz)));
 	json_object_set_new(o, "lcores", lcores);
 	json_object_set_new(o, "ports", ports);
 	json_object_set_new(o, "neighbours", neigh);
