@@ -158,7 +158,7 @@ plan_example(struct deploy **d, uint32_t epoch, const bool *up)
 
 	*d = deploy_load(EXAMPLE, err, sizeof(err));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(*d);
-	CHECK(jobplan_build(*d, 0, up, epoch, &jp, err, sizeof(err)) == 0, "%s", err);
+	CHECK(jobplan_build(*d, 0, up, NULL, epoch, &jp, err, sizeof(err)) == 0, "%s", err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(jp);
 	return jp;
 }
