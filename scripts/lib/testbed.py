@@ -54,6 +54,8 @@ def main():
     ap.add_argument("--max-trees", type=int, default=4)
     ap.add_argument("--prefix", default="gr%d" % os.getpid(),
                     help="prefix of namespace and DPDK file names [gr<pid>]")
+    ap.add_argument("--slots-min", type=int, default=0,
+                    help="floor of every tree's slot pool (and so of the workers' windows)")
     ap.add_argument("--loss", type=float, default=0.0,
                     help="random loss on every WAN port, each direction [0]")
     a = ap.parse_args()
@@ -113,7 +115,7 @@ def main():
     }
     for j, al in enumerate(algos):
         job = {"id": j + 1, "algorithm": al, "dtype": a.dtype, "elements": a.elements,
-               "slots": {"max": 4096},
+               "slots": dict({"max": 4096}, **({"min": a.slots_min} if a.slots_min else {})),
                "workers": [dict(w, node=s["id"]) for s in sites for w in s["workers"]]}
         if al == "mtree":
             job["options"] = {"max_trees": a.max_trees}
