@@ -102,10 +102,12 @@ struct dp_slot {
 				     * header template of fp16/bf16; COMPLETE: the partial
 				     * sum sent, one reference kept for retransmission */
 	struct rte_mbuf *result;    /* DONE: the RESULT, one reference held */
-	struct rte_mbuf *prev;      /* the RESULT of the round before, kept when a later
-				     * round reopened the slot: a worker one round behind may
-				     * still ask for it (workers are never two rounds apart) */
+	struct rte_mbuf *prev;      /* the RESULT the slot held before it was reopened (a later
+				     * round of its chunk, or the chunk a pool further): a worker
+				     * a round behind, or a child gateway a pool behind, may
+				     * still ask for it; they are never further behind */
 	uint32_t prev_round;
+	uint32_t prev_chunk;
 	float *acc32;               /* fp16/bf16: this slot's fp32 accumulator (job arena) */
 	uint64_t in[TABLE_CONTRIB_MAX / 64]; /* contributor bitmap (table.h: bit k) */
 } __rte_cache_aligned;
@@ -144,6 +146,7 @@ struct dp_job_lcore {
 	uint64_t *srtt;             /* per tree: smoothed CONTRIB-to-RESULT time, TSC; 0: none */
 	uint64_t *rttvar;           /* per tree */
 	uint64_t *progress;         /* per tree: TSC of the latest RESULT from the parent */
+	uint64_t *progress_sent;    /* per tree: when that RESULT's partial sum went up */
 	struct dp_pacer *pacers;    /* n_pacers, see struct dp_tree */
 	uint32_t *active;           /* pacers with frames waiting: n_active of n_pacers */
 	uint32_t n_active;

@@ -135,35 +135,35 @@ slot_clear(const struct dp_job *j, const struct dp_lcore *lc, struct dp_slot *s)
 	s->state = DP_SLOT_FREE;
 }
 
-/* Reopen slot s (DONE or FREE) for a later round: the RESULT it holds for the same chunk
- * becomes the previous round's, everything else is released. */
+/* Reopen slot s (DONE or FREE) for a later round of its chunk or for the chunk a slot pool
+ * further: the RESULT it holds stays as the previous one, everything else is released. */
 static void
-slot_reopen(const struct dp_job *j, const struct dp_lcore *lc, struct dp_slot *s,
-	    uint32_t chunk)
+slot_reopen(const struct dp_job *j, const struct dp_lcore *lc, struct dp_slot *s)
 {
 	struct rte_mbuf *keep = NULL;
-	uint32_t keep_round = 0;
+	uint32_t keep_round = 0, keep_chunk = 0;
 
-	if (s->state == DP_SLOT_DONE && s->chunk == chunk) {
+	if (s->state == DP_SLOT_DONE) {
 		keep = s->result;
 		keep_round = s->round;
+		keep_chunk = s->chunk;
 		s->result = NULL;
 	}
 	slot_clear(j, lc, s);
 	s->prev = keep;
 	s->prev_round = keep_round;
+	s->prev_chunk = keep_chunk;
 }
 
-/* The RESULT of `round` for the chunk s holds, if retained (this round's or the one
- * before), else NULL. */
+/* The RESULT of (chunk, round), if the slot retains it (as its own or the previous one),
+ * else NULL. */
 static inline struct rte_mbuf *
 retained(const struct dp_slot *s, uint32_t chunk, uint32_t round)
 {
-	if (s->chunk != chunk)
-		return NULL;
-	if (s->state == DP_SLOT_DONE && s->round == round)
+	if (s->state == DP_SLOT_DONE && s->chunk == chunk && s->round == round)
 		return s->result;
-	return s->prev != NULL && s->prev_round == round ? s->prev : NULL;
+	return s->prev != NULL && s->prev_chunk == chunk && s->prev_round == round ? s->prev
+										  : NULL;
 }
 
 /*
@@ -349,6 +349,30 @@ resend_up(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	send_ctl(lc, j, &t->parent, &a, DP_CTR_NACKS_SENT);
 }
 
+/* Whether the partial sum of s (retries 0) was overtaken: a partial sum of its tree sent
+ * more than an eighth of a round trip after it already has its RESULT, so this one was
+ * lost (the tree's chunks travel in order through the pacers and delay lines). */
+static inline bool
+overtaken(const struct dp_job_lcore *lj, uint16_t ti, const struct dp_slot *s)
+{
+	return s->retries == 0 && lj->progress_sent[ti] > s->sent_tsc + lj->srtt[ti] / 8;
+}
+
+/* The head of the timer FIFO can go: due, answered meanwhile (a stale entry must not
+ * hold back the ones behind it), or its partial sum was overtaken. */
+static inline bool
+head_ready(const struct dp_job_lcore *lj, uint64_t now)
+{
+	const struct dp_timer *tm = &lj->q[lj->head & lj->mask];
+
+	if (tm->due <= now)
+		return true;
+	if (tm->s->state != DP_SLOT_COMPLETE || tm->s->chunk != tm->chunk ||
+	    tm->s->round != tm->round)
+		return true;
+	return overtaken(lj, tm->tree, tm->s);
+}
+
 void
 dp_agg_timers(struct dp_lcore *lc, const struct dp_state *st)
 {
@@ -359,7 +383,7 @@ dp_agg_timers(struct dp_lcore *lc, const struct dp_state *st)
 			const struct dp_job *j = st->jobs[e].epochs[k];
 			struct dp_job_lcore *lj = &j->lj[lc->idx];
 
-			while (lj->head != lj->tail && lj->q[lj->head & lj->mask].due <= now) {
+			while (lj->head != lj->tail && head_ready(lj, now)) {
 				struct dp_timer tm = lj->q[lj->head & lj->mask];
 				struct dp_slot *s = tm.s;
 
@@ -367,12 +391,15 @@ dp_agg_timers(struct dp_lcore *lc, const struct dp_state *st)
 				if (s->state != DP_SLOT_COMPLETE || s->chunk != tm.chunk ||
 				    s->round != tm.round)
 					continue; /* answered meanwhile */
-				/* RESULTs of the tree still coming: this one is most likely
-				 * queued behind them, not lost. Wait an RTO past the latest
-				 * (as TCP restarts its timer on every ACK). */
+				/* RESULTs of the tree still coming, and none yet for a partial sum
+				 * sent after this one: this one is most likely queued behind
+				 * them, not lost. Wait an RTO past the latest (as TCP restarts
+				 * its timer on every ACK). A later partial sum answered first
+				 * means this one was lost: resend now (fast retransmit). */
 				uint64_t quiet = lj->progress[tm.tree] + rto(lc, j, tm.tree, 0);
 
-				if (s->retries == 0 && lj->progress[tm.tree] != 0 && quiet > now) {
+				if (s->retries == 0 && lj->progress[tm.tree] != 0 && quiet > now &&
+				    !overtaken(lj, tm.tree, s)) {
 					timer_push_at(lc, j, tm.tree, s, quiet);
 					continue;
 				}
@@ -403,6 +430,8 @@ result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t
 		if (s->retries == 0)
 			rtt_sample(lc, j, ti, now - s->sent_tsc);
 		j->lj[lc->idx].progress[ti] = now;
+		if (s->retries == 0 && s->sent_tsc > j->lj[lc->idx].progress_sent[ti])
+			j->lj[lc->idx].progress_sent[ti] = s->sent_tsc;
 		rte_pktmbuf_free(s->acc);
 		s->acc = NULL;
 	}
@@ -526,7 +555,7 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 			drop(lc, m, WIRE_REASON_EPOCH_STALE);
 			return;
 		}
-		slot_reopen(j, lc, s, p->chunk);
+		slot_reopen(j, lc, s);
 		s->state = DP_SLOT_OPEN;
 		s->round = p->round;
 		s->chunk = p->chunk;
@@ -540,7 +569,15 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 		return;
 	}
 	if (s->chunk != p->chunk) {
-		drop(lc, m, WIRE_REASON_NO_SLOT); /* another chunk holds the slot */
+		/* Another chunk holds the slot. If it took over from this one, whose RESULT it
+		 * keeps, a contributor that lost that RESULT gets it (a child gateway may lag a
+		 * slot pool behind the workers that moved the slot on). */
+		struct rte_mbuf *r = retained(s, p->chunk, p->round);
+
+		drop(lc, m, r != NULL ? WIRE_REASON_LATE : WIRE_REASON_NO_SLOT);
+		if (r != NULL && (p->flags & WIRE_F_RETX))
+			send_result_copy(lc, j, t, t->src_down[k], r, WIRE_F_RETX | WIRE_F_ECHO,
+					 p->tsval, dp_now_us());
 		return;
 	}
 	if (s->round == p->round) {

@@ -392,8 +392,9 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		lj->srtt = jalloc(j, sizeof(*lj->srtt) * (size_t)j->n_trees, ls);
 		lj->rttvar = jalloc(j, sizeof(*lj->rttvar) * (size_t)j->n_trees, ls);
 		lj->progress = jalloc(j, sizeof(*lj->progress) * (size_t)j->n_trees, ls);
+		lj->progress_sent = jalloc(j, sizeof(*lj->progress_sent) * (size_t)j->n_trees, ls);
 		if (lj->q == NULL || lj->srtt == NULL || lj->rttvar == NULL ||
-		    lj->progress == NULL) {
+		    lj->progress == NULL || lj->progress_sent == NULL) {
 			fail(err, errlen, "out of memory for timers (lcore %u)",
 			     dp->lcores[l]->lcore_id);
 			errno = ENOMEM;
@@ -452,6 +453,7 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 			rte_free(lj->srtt);
 			rte_free(lj->rttvar);
 			rte_free(lj->progress);
+			rte_free(lj->progress_sent);
 		}
 	}
 	for (int i = 0; j->trees != NULL && i < j->n_trees; i++) {

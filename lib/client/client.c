@@ -115,6 +115,8 @@ struct call {
 	uint32_t tend[GR_TREES_MAX];    /* per tree: end of its range */
 	uint32_t twin[GR_TREES_MAX];    /* per tree: its window */
 	uint64_t tprogress[GR_TREES_MAX]; /* per tree: when its latest result came (us) */
+	uint32_t tprog_sent[GR_TREES_MAX]; /* per tree: the latest first-sent time (us, mod
+					    * 2^32) of a chunk with its result */
 	uint32_t done;
 	uint64_t next_due;              /* no timer expires before this */
 	uint16_t contrib_min, contrib_max;
@@ -698,14 +700,21 @@ run_timers(struct call *k, uint64_t now)
 		 * queued behind them (a full window drains at the tree's paced rate), not
 		 * lost: its timer restarts from the latest result, as TCP restarts its
 		 * retransmission timer on every ACK (RFC 6298, 5.3). */
-		uint64_t quiet = k->tprogress[t] + timer_us(k, 0);
+		uint64_t base = timer_us(k, 0), quiet = k->tprogress[t] + base;
 
 		for (uint32_t i = k->told[t]; i < k->tnext[t]; i++) {
 			struct chunk *h = &c->ch[i];
 
 			if (h->state == CH_DONE || h->state == CH_IDLE)
 				continue;
-			if (h->due_us <= now && quiet > now && h->backoff == 0)
+			/* ... unless a chunk sent after it already has its result: then it
+			 * was lost, and goes again now (fast retransmit). */
+			bool overtaken = h->backoff == 0 &&
+					 (int32_t)(k->tprog_sent[t] - h->sent_us) > (int32_t)(base / 8);
+
+			if (overtaken)
+				h->due_us = now;
+			else if (h->due_us <= now && quiet > now && h->backoff == 0)
 				h->due_us = quiet;
 			if (h->due_us <= now) {
 				if (h->backoff < 32)
@@ -772,8 +781,12 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 	memcpy(dst, pkt + p->payload_off, (size_t)n * k->esize);
 	if (k->average)
 		divide(dst, n, c->cfg.dtype, p->contrib);
+	unsigned int tr = tree_of(c, p->chunk);
+
+	if (h->state == CH_SENT && (int32_t)(h->sent_us - k->tprog_sent[tr]) > 0)
+		k->tprog_sent[tr] = h->sent_us;
 	h->state = CH_DONE;
-	k->tprogress[tree_of(c, p->chunk)] = now;
+	k->tprogress[tr] = now;
 	h->contrib = p->contrib;
 	if (k->done == 0 || p->contrib < k->contrib_min)
 		k->contrib_min = p->contrib;
@@ -1018,6 +1031,8 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 	memset(c->ch, 0, (size_t)c->n_chunks * sizeof(c->ch[0]));
 	c->tx_n = 0;
 	start = now_us();
+	for (unsigned int t = 0; t < c->cfg.n_trees; t++)
+		k.tprog_sent[t] = (uint32_t)start - 1; /* before every chunk of this call */
 	deadline = start + (uint64_t)(o->timeout_ms ? o->timeout_ms : GR_TIMEOUT_DEFAULT_MS) * 1000;
 	progress_us = (uint64_t)(o->progress_ms ? o->progress_ms : GR_PROGRESS_DEFAULT_MS) * 1000;
 	next_progress = start + progress_us;
@@ -1053,6 +1068,8 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 			fail(c, rc, "receive: %s", strerror(-rc));
 			break;
 		}
+		if (rc > 0) /* results may have overtaken lost chunks: resend those now */
+			run_timers(&k, now_us());
 		busy = busy || rc > 0;
 		tx_flush(&k);   /* what the packets asked for (NACK_CONTRIB) */
 		if (k.fatal < 0) {
