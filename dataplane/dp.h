@@ -401,7 +401,6 @@ struct dp {
 	_Atomic uint32_t n_neigh;           /* ctl: release after filling an entry */
 	/* Control-thread bookkeeping. */
 	struct dp_job *staged[DP_JOBS_MAX]; /* prepared, not yet live */
-	struct dp_job *retired[DP_JOBS_MAX * DP_EPOCHS_MAX]; /* unpublished, awaiting free */
 	uint64_t mbufs_committed;           /* mbufs the installed jobs may hold */
 	uint64_t mbufs_budget;              /* of the packet pools, for slots */
 	uint64_t job_bytes;                 /* memory held by jobs */

@@ -166,9 +166,8 @@ stat() { # sock field: sum over lcores
 	"$(stat a duplicates) duplicates at A)" || not_ok "B has $(stat b retx_stuck) chunks stuck"
 
 # Rounds 2 and on with georeduce-worker (libgeoreduce): the tables give each its gateway.
-# A window of 64 chunks per worker keeps the bursts within the af_packet rings: the
-# gateways do not retransmit partial sums yet, so a partial lost between them stalls its
-# chunk.
+# A window of 64 chunks per worker keeps the bursts within the af_packet rings (the
+# default, the slot pool, is 512 here).
 if [ -n "$WK" ]; then
 	WR=$([ "${GEOREDUCE_TEST_QUICK:-0}" != 0 ] && echo 1 || echo 3)
 	gwk() { # table ids...

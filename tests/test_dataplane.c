@@ -1396,6 +1396,42 @@ test_prev_round_child(void)
 	dp_down();
 }
 
+/* Fast retransmit: a partial sum sent later got its RESULT first, so the earlier one was
+ * lost: it goes again at once, long before its timeout (here 20 ms before any sample). */
+static void
+test_fast_retransmit(void)
+{
+	const uint64_t el = 128;
+	const uint32_t ce = 64;
+	static const uint16_t w1[] = { 21 };
+	struct tdesc td = { 0, 4, 0, { 0 }, 0, 2, 16 };   /* leaf under gateway 4 */
+	static struct out o[16];
+	float res[64] = { 0 };
+	struct pkt r = { WIRE_TYPE_RESULT, 0, 70, 1, 0, 4, 4, 1, 9, 1, WIRE_DTYPE_FP32, 64,
+			 PEER_IP(4) };
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(70, 1, 2, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td),
+				"install") == 0);
+	inject(contrib_f32(70, 1, 0, 21, 9, 0, el, ce));
+	poll_all();
+	rte_delay_us_sleep(3000);
+	inject(contrib_f32(70, 1, 0, 21, 9, 1, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 2);         /* both partial sums up */
+	inject(mk_pkt(&r, res));                /* chunk 1's RESULT, chunk 0's never */
+	poll_all();
+	dp_worker_poll(dp.lcores[0]);
+	int n = collect(o, 16), retx = 0;
+
+	for (int i = 0; i < n && i < 16; i++)
+		retx += o[i].p.type == WIRE_TYPE_CONTRIB && o[i].p.chunk == 0 &&
+			(o[i].p.flags & WIRE_F_RETX);
+	CU_ASSERT(retx == 1);                   /* at once: no 20 ms wait */
+	CU_ASSERT(ctr(DP_CTR_RETRANSMITS) == 1);
+	dp_down();
+}
+
 /* Control requests: malformed ones get an error and change nothing. */
 static void
 test_control(void)
@@ -1604,6 +1640,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "fault injection", test_faults);
 	CU_add_test(s, "retransmission to the parent", test_retransmit_up);
 	CU_add_test(s, "pacing at the planned rate", test_pacing);
+	CU_add_test(s, "fast retransmit", test_fast_retransmit);
 	CU_add_test(s, "previous round's RESULT for a child", test_prev_round_child);
 	CU_add_test(s, "control requests", test_control);
 	CU_add_test(s, "epoch swap under traffic", test_epoch_swap_under_traffic);

@@ -82,7 +82,6 @@ struct gr_client {
 	struct gr_config cfg;           /* trees sorted by chunk_first */
 	int fd;
 	uint32_t n_chunks;
-	uint32_t slots_min;             /* smallest known slot pool; 0: none known */
 	struct chunk *ch;               /* n_chunks */
 	struct rtt res;                 /* CONTRIB to RESULT, first transmissions only */
 	struct rtt path;                /* echoed answers (ACK, RESULT to a NACK) */
@@ -394,11 +393,6 @@ install(struct gr_client *c, const struct gr_config *sorted, struct chunk *ch,
 	c->ch = ch;
 	c->n_chunks = n_chunks;
 	c->fd = fd;
-	c->slots_min = 0;
-	for (unsigned int i = 0; i < c->cfg.n_trees; i++)
-		if (c->cfg.trees[i].slots != 0 &&
-		    (c->slots_min == 0 || c->cfg.trees[i].slots < c->slots_min))
-			c->slots_min = c->cfg.trees[i].slots;
 }
 
 struct gr_client *
