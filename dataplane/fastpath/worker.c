@@ -99,6 +99,22 @@ on_arp(struct dp_lcore *lc, struct rte_mbuf *m, uint16_t port)
 	dp_tx_stage(lc, port, m);
 }
 
+/* Turn a received IPv4 frame around in place: swap the addresses, source them from `port`. */
+static void
+reflect_ipv4(const struct dp_lcore *lc, uint16_t port, struct rte_ether_hdr *eth,
+	     struct rte_ipv4_hdr *ip)
+{
+	rte_be32_t a = ip->src_addr;
+
+	ip->src_addr = ip->dst_addr;
+	ip->dst_addr = a;
+	ip->time_to_live = 64;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	rte_ether_addr_copy(&eth->src_addr, &eth->dst_addr);
+	rte_ether_addr_copy(&lc->dp->ports[port].mac, &eth->src_addr);
+}
+
 /* ICMP echo request to this port's address: answered in place. ip is validated. */
 static void
 on_icmp(struct dp_lcore *lc, struct rte_mbuf *m, uint16_t port, struct rte_ipv4_hdr *ip)
@@ -114,18 +130,10 @@ on_icmp(struct dp_lcore *lc, struct rte_mbuf *m, uint16_t port, struct rte_ipv4_
 		rte_pktmbuf_free(m);
 		return;
 	}
-	rte_be32_t a = ip->src_addr;
-
-	ip->src_addr = ip->dst_addr;
-	ip->dst_addr = a;
-	ip->time_to_live = 64;
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	reflect_ipv4(lc, port, eth, ip);
 	icmp->icmp_type = RTE_IP_ICMP_ECHO_REPLY;
 	icmp->icmp_cksum = 0;
 	icmp->icmp_cksum = (uint16_t)~rte_raw_cksum(icmp, ip_len - WIRE_IPV4_LEN);
-	rte_ether_addr_copy(&eth->src_addr, &eth->dst_addr);
-	rte_ether_addr_copy(&lc->dp->ports[port].mac, &eth->src_addr);
 	lc->ctr[DP_CTR_ICMP_REPLIES]++;
 	dp_tx_stage(lc, port, m);
 }
@@ -144,15 +152,7 @@ on_probe(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, uin
 	for (int i = 0; st != NULL && p->job != 0 && i < st->n_jobs; i++)
 		if (st->jobs[i].job == p->job)
 			self = st->jobs[i].epochs[0]->self_id;
-	rte_ether_addr_copy(&eth->src_addr, &eth->dst_addr);
-	rte_ether_addr_copy(&lc->dp->ports[port].mac, &eth->src_addr);
-	rte_be32_t a = ip->src_addr;
-
-	ip->src_addr = ip->dst_addr;
-	ip->dst_addr = a;
-	ip->time_to_live = 64;
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	reflect_ipv4(lc, port, eth, ip);
 	rte_be16_t pt = udp->src_port;
 
 	udp->src_port = udp->dst_port;
