@@ -639,6 +639,18 @@ on_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 			    : WIRE_REASON_NO_SLOT);
 }
 
+/* How many chunks from p->chunk an ACK or NACK range covers in tree t, at most DP_BURST_MAX. */
+static inline uint32_t
+range_in_tree(const struct dp_tree *t, const struct wire_pkt *p)
+{
+	uint32_t off = p->chunk - t->chunk_first;
+	uint32_t n = p->count < DP_BURST_MAX ? p->count : DP_BURST_MAX;
+
+	if (off >= t->chunk_count)
+		return 0;
+	return n < t->chunk_count - off ? n : t->chunk_count - off;
+}
+
 /* NACK_RESULT: answer every chunk of the range whose RESULT this node retains. */
 static void
 on_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
@@ -653,15 +665,11 @@ on_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}
-	uint32_t n = p->count < DP_BURST_MAX ? p->count : DP_BURST_MAX;
+	uint32_t n = range_in_tree(t, p);
 	uint32_t now_us = dp_now_us();
 
 	for (uint32_t c = p->chunk; c - p->chunk < n; c++) {
-		struct dp_slot *s;
-
-		if (c - t->chunk_first >= t->chunk_count)
-			break;
-		s = slot_of(j, lc, t, c);
+		struct dp_slot *s = slot_of(j, lc, t, c);
 		struct rte_mbuf *r = retained(s, c, p->round);
 
 		if (r != NULL)
@@ -681,15 +689,12 @@ on_from_parent(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}
-	uint32_t n = p->count < DP_BURST_MAX ? p->count : DP_BURST_MAX;
+	uint32_t n = range_in_tree(t, p);
 	uint32_t now_us = dp_now_us();
 
 	for (uint32_t c = p->chunk; c - p->chunk < n; c++) {
-		struct dp_slot *s;
+		struct dp_slot *s = slot_of(j, lc, t, c);
 
-		if (c - t->chunk_first >= t->chunk_count)
-			break;
-		s = slot_of(j, lc, t, c);
 		if (s->state != DP_SLOT_COMPLETE || s->chunk != c || s->round != p->round)
 			continue;
 		if (p->type == WIRE_TYPE_ACK)
