@@ -1448,6 +1448,10 @@ test_control(void)
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"install\",\"table\":{}}") == EINVAL);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"job\":5,\"epoch\":1}") ==
 		  ENOENT);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"job\":5}") == EINVAL);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"table\":{}}") == EINVAL);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"prepare\",\"job\":5,"
+			     "\"epoch\":1}") == EINVAL);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"remove\",\"job\":5}") == ENOENT);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"dump\",\"job\":-1}") == EINVAL);
 	/* A table for another gateway address, and chunks too big for the MTU. */

@@ -63,20 +63,24 @@ dp_ctl_free(struct dp_ctl *c)
 	free(c);
 }
 
+/* prepare {table}, install {table} (prepare and activate) and activate {job, epoch}. */
 static json_t *
 op_table(struct dp *dp, const json_t *req, uint32_t id, bool prepare, bool activate)
 {
 	char err[TABLE_ERR_MAX];
 	json_t *table = NULL, *r;
-	uint32_t job, epoch;
+	uint32_t job = 0, epoch = 0;
 	int rc;
 
-	if (ctl_args_unpack(req, err, sizeof(err), "{s:o}", "table", &table) != 0)
-		return ctl_reply_error(true, id, EINVAL, "%s", err);
 	if (prepare) {
+		if (ctl_args_unpack(req, err, sizeof(err), "{s:o}", "table", &table) != 0)
+			return ctl_reply_error(true, id, EINVAL, "%s", err);
 		rc = dp_prepare(dp, table, &job, &epoch, err, sizeof(err));
 		if (rc != 0)
 			return ctl_reply_error(true, id, -rc, "%s", err);
+	} else if (ctl_args_unpack(req, err, sizeof(err), "{s:u,s:u}", "job", &job, "epoch",
+				   &epoch) != 0) {
+		return ctl_reply_error(true, id, EINVAL, "%s", err);
 	}
 	if (activate) {
 		rc = dp_activate(dp, job, epoch, err, sizeof(err));
@@ -95,7 +99,7 @@ dp_ctl_handle(struct dp *dp, const json_t *req)
 {
 	char err[TABLE_ERR_MAX];
 	const char *op = NULL;
-	uint32_t id = 0, job = 0, epoch = 0;
+	uint32_t id = 0, job = 0;
 	json_t *r;
 	int rc = ctl_request_check(req, &id, &op, err, sizeof(err));
 
@@ -117,19 +121,8 @@ dp_ctl_handle(struct dp *dp, const json_t *req)
 		return op_table(dp, req, id, true, false);
 	if (strcmp(op, "install") == 0)
 		return op_table(dp, req, id, true, true);
-	if (strcmp(op, "activate") == 0) {
-		if (ctl_args_unpack(req, err, sizeof(err), "{s:u,s:u}", "job", &job, "epoch",
-				    &epoch) != 0)
-			return ctl_reply_error(true, id, EINVAL, "%s", err);
-		rc = dp_activate(dp, job, epoch, err, sizeof(err));
-		if (rc != 0)
-			return ctl_reply_error(true, id, -rc, "%s", err);
-		r = ctl_reply_ok(id);
-		json_object_set_new(r, "job", json_integer(job));
-		json_object_set_new(r, "epoch", json_integer(epoch));
-		json_object_set_new(r, "state", json_string("live"));
-		return r;
-	}
+	if (strcmp(op, "activate") == 0)
+		return op_table(dp, req, id, false, true);
 	if (strcmp(op, "remove") == 0) {
 		if (ctl_args_unpack(req, err, sizeof(err), "{s:u}", "job", &job) != 0)
 			return ctl_reply_error(true, id, EINVAL, "%s", err);
