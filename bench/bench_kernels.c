@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "cli.h"
 #include "sum.h"
 
 #define KIB ((size_t)1024)
@@ -69,6 +70,8 @@ struct result {
 	double best_gbps[N_LEVELS];
 	double median_gbps[N_LEVELS];
 };
+
+#define PROG "georeduce-bench-kernels"
 
 struct opts {
 	bool json;
@@ -216,22 +219,6 @@ static void usage(FILE *f)
 		SAMPLES_MAX, SAMPLES_DEFAULT);
 }
 
-static int parse_long(const char *opt, const char *arg, long lo, long hi, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(arg, &end, 10);
-	if (errno != 0 || end == arg || *end != '\0' || v < lo || v > hi) {
-		fprintf(stderr, "georeduce-bench-kernels: %s: '%s' is not an integer in %ld .. %ld\n",
-			opt, arg, lo, hi);
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
@@ -242,7 +229,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	long v;
+	int v;
 	int c;
 
 	o->json = false;
@@ -255,12 +242,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->json = true;
 			break;
 		case 's':
-			if (parse_long("--samples", optarg, 3, SAMPLES_MAX, &v) < 0)
+			if (cli_int(PROG, "samples", optarg, 3, SAMPLES_MAX, &o->samples) < 0)
 				return -EINVAL;
-			o->samples = (int)v;
 			break;
 		case 'o':
-			if (parse_long("--offset", optarg, 0, 63, &v) < 0)
+			if (cli_int(PROG, "offset", optarg, 0, 63, &v) < 0)
 				return -EINVAL;
 			o->offset = (size_t)v;
 			break;
@@ -350,7 +336,7 @@ int main(int argc, char **argv)
 	double t_start = now_ns();
 
 	if (parse_opts(argc, argv, &o) < 0)
-		return 1;
+		return CLI_EXIT_USAGE;
 	for (int isa = 0; isa < SUM_ISA_COUNT; isa++) {
 		variants[n_var] = sum_kernels_get((enum sum_isa)isa);
 		if (variants[n_var] != NULL)
