@@ -116,8 +116,7 @@ write_plan(const struct topo *t, const struct bc_result *r, const char *out_path
 	} else {
 		*sum = stderr;
 	}
-	rc = json_util_dump(doc, out);
-	json_decref(doc);
+	rc = json_util_dump_new(doc, out);
 	if (rc != 0 || (out != stdout && fclose(out) != 0)) {
 		cli_error(PROG, "--output: write failed: %s", strerror(errno));
 		return CLI_EXIT_FAIL;

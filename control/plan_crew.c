@@ -317,8 +317,7 @@ run_plan(const struct crew_cli *c, const struct topo *t, const double *g, int *g
 					  rows[0].rc == 0 ? op_seconds(&rows[s].tm) /
 					  op_seconds(&rows[0].tm) : 0));
 		}
-		json_util_dump(root, stdout);
-		json_decref(root);
+		json_util_dump_new(root, stdout);
 	} else if (!c->quiet) {
 		fprintf(sum, "partial reduce on '%s': %d sites, group of %d (", t->name, t->n_nodes,
 			p);
@@ -443,8 +442,7 @@ run_simulation(const struct crew_cli *c, const struct topo *t, const double *g)
 			json_object_set_new(o, "timeline", tl);
 			json_array_append_new(json_object_get(root, "schemes"), o);
 		}
-		json_util_dump(root, stdout);
-		json_decref(root);
+		json_util_dump_new(root, stdout);
 		rc = 0;
 		goto out;
 	}

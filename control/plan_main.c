@@ -554,8 +554,7 @@ cmd_compare(int argc, char **argv)
 						    json_real(rows[ring_row].seconds / r->seconds));
 			json_array_append_new(arr, o);
 		}
-		json_util_dump(root, stdout);
-		json_decref(root);
+		json_util_dump_new(root, stdout);
 	} else {
 		printf("topology '%s': %d sites (%d with workers), %d links; AllReduce of %llu "
 		       "bytes\n", t->name, t->n_nodes, topo_worker_sites(t), t->n_links,

@@ -241,8 +241,7 @@ compare(const struct sel_input *si, const struct selmcast_inst *in, int rounds,
 				"planning_seconds", e_plan, "time_optimal_rounds", t_opt,
 				"count_optimal_rounds", c_opt, "max_selmcast_over_exact", gap_max,
 				"max_selmcast_over_bound", gap_lb_max));
-		json_util_dump(root, stdout);
-		json_decref(root);
+		json_util_dump_new(root, stdout);
 	} else {
 		printf("'%s': %d sites, %s-layer multicast, p = %d, stale rounds %d, %d round%s\n",
 		       si->t->name, si->n, model_name(in->model), in->p[0], in->stale_rounds,

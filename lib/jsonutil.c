@@ -127,3 +127,15 @@ json_util_dump(const json_t *v, FILE *out)
 		return -EIO;
 	return 0;
 }
+
+int
+json_util_dump_new(json_t *v, FILE *out)
+{
+	int rc;
+
+	if (v == NULL)
+		return -ENOMEM;
+	rc = json_util_dump(v, out);
+	json_decref(v);
+	return rc;
+}

@@ -64,4 +64,10 @@ const char *json_util_unknown_key(const json_t *obj, const char *const *known, s
  */
 int json_util_dump(const json_t *v, FILE *out);
 
+/**
+ * json_util_dump() of a new value that this call owns and releases; v == NULL (a failed
+ * build) returns -ENOMEM.
+ */
+int json_util_dump_new(json_t *v, FILE *out);
+
 #endif

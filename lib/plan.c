@@ -313,14 +313,7 @@ nomem:
 int
 plan_write(const struct topo *t, const struct plan *p, FILE *out)
 {
-	json_t *root = plan_to_json(t, p);
-	int rc;
-
-	if (root == NULL)
-		return -ENOMEM;
-	rc = json_util_dump(root, out);
-	json_decref(root);
-	return rc;
+	return json_util_dump_new(plan_to_json(t, p), out);
 }
 
 /* The fields of a tree, each type-checked on its own so that errors name the field. */

@@ -708,14 +708,7 @@ nomem:
 int
 table_write(const struct table *tb, FILE *out)
 {
-	json_t *root = table_to_json(tb);
-	int rc;
-
-	if (root == NULL)
-		return -ENOMEM;
-	rc = json_util_dump(root, out);
-	json_decref(root);
-	return rc;
+	return json_util_dump_new(table_to_json(tb), out);
 }
 
 /* ------------------------------------------------------------------------------------ */
