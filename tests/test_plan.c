@@ -32,20 +32,6 @@
 /* Helpers                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
-
-/* A copy of s with every ' replaced by ". Caller frees. */
-static char *
-sq(const char *s)
-{
-	char *d = strdup(s);
-
-	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-	for (char *p = d; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	return d;
-}
-
 static struct topo *
 topo_sq(const char *sqdoc)
 {

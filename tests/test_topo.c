@@ -34,20 +34,6 @@
 /* Helpers                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
-/* Record an assertion at the caller's line, printing context when it fails. */
-
-/* A copy of s with every ' replaced by ". Caller frees. */
-static char *
-sq(const char *s)
-{
-	char *d = strdup(s);
-
-	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-	for (char *p = d; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	return d;
-}
 
 /* topo_write() into a malloc'd string, NULL on failure. */
 static char *

@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
@@ -34,6 +36,22 @@ check_at(bool ok, const char *file, int line, const char *what, const char *fmt,
 }
 
 #define CHECK(cond, ...) check_at((cond), __FILE__, __LINE__, #cond, __VA_ARGS__)
+
+static char *sq(const char *s) __attribute__((unused));
+
+/* A copy of s with every ' replaced by ", for JSON written in C strings with single
+ * quotes. Caller frees. */
+static char *
+sq(const char *s)
+{
+	char *d = strdup(s);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	for (char *p = d; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	return d;
+}
 
 /** One test of a suite run by testutil_run(). */
 struct testutil_case {
