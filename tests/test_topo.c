@@ -34,7 +34,6 @@
 /* Helpers                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
-
 /* topo_write() into a malloc'd string, NULL on failure. */
 static char *
 topo_text(const struct topo *t)
