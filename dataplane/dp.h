@@ -333,6 +333,17 @@ struct dp_route {
 #define DP_ROUTES_MAX 64
 
 /** Per worker lcore context, cache aligned, owned by its lcore. */
+/* A stash of mbufs taken ahead from a pool and prefetched (fastpath/mstash.h). */
+#define DP_STASH_REFILL 32                 /* taken from the pool at a time */
+#define DP_STASH_SIZE (2 * DP_STASH_REFILL) /* held at most, per stash */
+
+struct dp_mstash {
+	struct rte_mempool *pool;
+	uint32_t data_off;          /* from the mbuf to its first data byte; 0: no data room */
+	uint32_t head, tail;        /* free-running; tail - head mbufs held */
+	struct rte_mbuf *m[DP_STASH_SIZE];
+};
+
 struct dp_lcore {
 	unsigned int idx;           /* 0 .. n_lcores - 1: index into per-lcore arrays */
 	unsigned int lcore_id;
@@ -342,6 +353,8 @@ struct dp_lcore {
 	struct rte_mempool *hdr_pool;   /* headers of result copies */
 	struct rte_mempool *clone_pool; /* indirect mbufs of result copies */
 	struct rte_ring *learn;         /* ARP sightings to ctl (SP: this lcore, SC: ctl) */
+	struct dp_mstash hdr_stash;     /* from hdr_pool and clone_pool, for result copies */
+	struct dp_mstash clone_stash;
 	uint16_t n_rxq;
 	struct {
 		uint16_t port;

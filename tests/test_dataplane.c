@@ -847,6 +847,15 @@ test_bad_packets(void)
 	dp_housekeeping(&dp);
 	CU_ASSERT(atomic_load(&dp.state)->n_jobs == 0);
 	CU_ASSERT(rte_mempool_in_use_count(tpool) == 0);
+	/* Every header and indirect mbuf of the copies sent is back: what the pools miss
+	 * is what the lcore's stashes hold. */
+	const struct dp_lcore *lc = dp.lcores[0];
+
+	CU_ASSERT(rte_mempool_in_use_count(lc->hdr_pool) ==
+		  lc->hdr_stash.tail - lc->hdr_stash.head);
+	CU_ASSERT(rte_mempool_in_use_count(lc->clone_pool) ==
+		  lc->clone_stash.tail - lc->clone_stash.head);
+	CU_ASSERT(lc->hdr_stash.tail - lc->hdr_stash.head <= DP_STASH_SIZE);
 	dp_down();
 }
 

@@ -26,6 +26,7 @@
 
 #include "dp.h"
 #include "fastpath/agg.h"
+#include "fastpath/mstash.h"
 #include "fastpath/pace.h"
 #include "fastpath/tx.h"
 
@@ -83,23 +84,24 @@ find_job(const struct dp_state *st, uint32_t job, uint32_t epoch, bool *live,
 	return NULL;
 }
 
-/* Index of contributor id in the tree's sorted list, or -1. At most 8 steps (256 ids). */
+/* Index of contributor id in the tree's sorted list, or -1. A branch-free lower bound
+ * (conditional moves: the ids of consecutive packets alternate, so a branching search
+ * mispredicts about every other step), at most 8 steps (256 ids). */
 static inline int
 find_src(const struct dp_tree *t, uint16_t id)
 {
-	int lo = 0, hi = (int)t->n_src - 1;
+	const uint16_t *base = t->src_ids;
+	unsigned int n = t->n_src;
 
-	while (lo <= hi) {
-		int mid = (lo + hi) >> 1;
+	if (unlikely(n == 0))
+		return -1;
+	while (n > 1) {
+		unsigned int half = n / 2;
 
-		if (t->src_ids[mid] == id)
-			return mid;
-		if (t->src_ids[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid - 1;
+		base = base[half - 1] < id ? base + half : base;
+		n -= half;
 	}
-	return -1;
+	return *base == id ? (int)(base - t->src_ids) : -1;
 }
 
 static inline struct dp_slot *
@@ -186,8 +188,8 @@ send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, 
 		lc->ctr[DP_CTR_NO_NEIGHBOUR]++;
 		return;
 	}
-	h = rte_pktmbuf_alloc(lc->hdr_pool);
-	c = rte_pktmbuf_alloc(lc->clone_pool);
+	h = dp_mstash_alloc(&lc->hdr_stash);
+	c = dp_mstash_alloc(&lc->clone_stash);
 	if (unlikely(h == NULL || c == NULL)) {
 		rte_pktmbuf_free(h);
 		rte_pktmbuf_free(c);
@@ -245,7 +247,7 @@ send_ctl(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
 		lc->ctr[DP_CTR_NO_NEIGHBOUR]++;
 		return;
 	}
-	h = rte_pktmbuf_alloc(lc->hdr_pool);
+	h = dp_mstash_alloc(&lc->hdr_stash);
 	if (unlikely(h == NULL)) {
 		lc->ctr[DP_CTR_NO_MBUF]++;
 		return;

@@ -141,6 +141,11 @@ setup_lcores(struct dp *dp, const struct dp_config *cfg, char *err, size_t errle
 				  errlen);
 		if (rc != 0)
 			return rc;
+		lc->hdr_stash.pool = lc->hdr_pool;
+		lc->hdr_stash.data_off = (uint32_t)sizeof(struct rte_mbuf) +
+					 rte_pktmbuf_priv_size(lc->hdr_pool) +
+					 RTE_PKTMBUF_HEADROOM;
+		lc->clone_stash.pool = lc->clone_pool;
 		snprintf(name, sizeof(name), "gr%u_learn_%u", instance, i);
 		lc->learn = rte_ring_create_elem(name, sizeof(struct dp_learn), DP_LEARN_RING,
 						 socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -417,6 +422,12 @@ dp_teardown(struct dp *dp)
 			rte_free(d->m);
 			rte_free(d->t);
 		}
+		struct dp_mstash *stash[2] = { &lc->hdr_stash, &lc->clone_stash };
+
+		for (int k = 0; k < 2; k++)
+			for (; stash[k]->head != stash[k]->tail; stash[k]->head++)
+				rte_mempool_put(stash[k]->pool,
+						stash[k]->m[stash[k]->head & (DP_STASH_SIZE - 1)]);
 		struct rte_mempool *mine[3] = { lc->pool, lc->hdr_pool, lc->clone_pool };
 
 		for (int k = 0; k < 3; k++) {
