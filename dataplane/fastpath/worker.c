@@ -284,6 +284,17 @@ bad_frame:
 	rte_pktmbuf_free(m);
 }
 
+/* The two lines of a frame's headers: Ethernet, IPv4 and UDP end at byte 42, the
+ * georeduce header at 96. */
+static inline void
+prefetch_headers(const struct rte_mbuf *m)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	rte_prefetch0(f);
+	rte_prefetch0(f + RTE_CACHE_LINE_SIZE);
+}
+
 /* Frames the control thread queued for this port (ARP requests): polled by the lcore that
  * owns RX queue 0 of the port. */
 static void
@@ -320,10 +331,10 @@ dp_worker_poll(struct dp_lcore *lc)
 		for (uint16_t i = 0; i < n; i++)
 			rte_prefetch0(pkts[i]);
 		for (uint16_t i = 0; i < n && i < DP_RX_AHEAD; i++)
-			rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
+			prefetch_headers(pkts[i]);
 		for (uint16_t i = 0; i < n; i++) {
 			if (i + DP_RX_AHEAD < n)
-				rte_prefetch0(rte_pktmbuf_mtod(pkts[i + DP_RX_AHEAD], void *));
+				prefetch_headers(pkts[i + DP_RX_AHEAD]);
 			dp_rx_one(lc, st, pkts[i], port);
 		}
 		total += n;
