@@ -97,6 +97,7 @@ struct phase {
 	double secs, offered_gbps, offered_wire_gbps, offered_mpps, achieved_gbps, achieved_mpps;
 	double chunks_s, p50_us, p99_us, p999_us, max_us, gen_busy, peer_busy;
 	double peer_mpps_in;
+	double c2c_ns;                  /* cache-line round trip generator <-> peer lcore */
 	uint64_t lost, retx, timeouts, refused, duplicates, stale, unexpected, verified, bad;
 };
 
@@ -408,6 +409,69 @@ static void fill_params(const struct opts *o, struct gen_params *p, uint16_t por
 	p->drain_s = RTE_MAX(1.0, 8.0 * o->rto_ms / 1e3);
 }
 
+/* --- Core-to-core latency ------------------------------------------------------------------ */
+
+/*
+ * Where the host places the generator's and the peer's cores decides how fast frames move
+ * between them: a cache line's round trip is ~60 ns between cores that share an L3 and
+ * ~300 ns across L3 domains (two vCPUs of a VM can land on either, and move). Measured
+ * before each phase and printed with it, so that runs compare like with like.
+ */
+struct c2c {
+	atomic_uint flag __rte_cache_aligned;
+	unsigned int rounds;
+	uint64_t tsc;
+};
+
+#define C2C_ROUNDS 20000
+
+static int c2c_pong(void *arg)
+{
+	struct c2c *c = arg;
+
+	for (unsigned int i = 0; i < c->rounds; i++) {
+		while (atomic_load_explicit(&c->flag, memory_order_acquire) != 2 * i + 1)
+			;
+		atomic_store_explicit(&c->flag, 2 * i + 2, memory_order_release);
+	}
+	return 0;
+}
+
+static int c2c_ping(void *arg)
+{
+	struct c2c *c = arg;
+	uint64_t t0 = rte_rdtsc();
+
+	for (unsigned int i = 0; i < c->rounds; i++) {
+		atomic_store_explicit(&c->flag, 2 * i + 1, memory_order_release);
+		while (atomic_load_explicit(&c->flag, memory_order_acquire) != 2 * i + 2)
+			;
+	}
+	c->tsc = rte_rdtsc() - t0;
+	return 0;
+}
+
+/* The mean round trip of a cache line between lcores a and b (b a worker lcore, idle) in
+ * ns; 0 if b cannot be launched. */
+static double c2c_rtt_ns(unsigned int a, unsigned int b)
+{
+	static struct c2c c;
+
+	atomic_store(&c.flag, 0);
+	c.rounds = C2C_ROUNDS;
+	c.tsc = 0;
+	if (rte_eal_remote_launch(c2c_pong, &c, b) != 0)
+		return 0;
+	if (a == rte_get_main_lcore())
+		c2c_ping(&c);
+	else if (rte_eal_remote_launch(c2c_ping, &c, a) == 0)
+		rte_eal_wait_lcore(a);
+	else
+		c2c_pong(&c); /* a is busy (cannot happen): let b finish, report nothing */
+	rte_eal_wait_lcore(b);
+	return (double)c.tsc * 1e9 / (double)rte_get_tsc_hz() / C2C_ROUNDS;
+}
+
 /* The generator's lcore: the first worker lcore not taken, else the main lcore. */
 static unsigned int pick_lcore(int skip)
 {
@@ -702,6 +766,7 @@ static int run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph,
 		return CLI_EXIT_USAGE;
 	}
 	rb.dp_lcore = rte_get_next_lcore(-1, 1, 0);
+	ph[0].c2c_ns = c2c_rtt_ns(pick_lcore((int)rb.dp_lcore), rb.dp_lcore);
 	rc = ring_setup(o, &rb, gj, mtu, err, sizeof(err));
 	if (rc != 0) {
 		cli_error(PROG, "%s", err);
@@ -724,6 +789,7 @@ static int run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph,
 			/* The same lcore and port, now forwarding instead of aggregating. */
 			atomic_store(&rb.dp->stop, true);
 			rte_eal_wait_lcore(rb.dp_lcore);
+			p->c2c_ns = c2c_rtt_ns(p->gen_lcore, rb.dp_lcore);
 			rb.io.port = (uint16_t)rb.dp_port;
 			rb.io.burst = (uint16_t)o->burst;
 			atomic_store(&rb.io.stop, false);
@@ -872,6 +938,11 @@ static void print_text(const struct opts *o, const struct gen_job *gj, unsigned 
 	if (n == 2 && ph[1].achieved_mpps > 0)
 		printf("dataplane / io-forward packet rate: %.3f\n",
 		       ph[0].achieved_mpps / ph[1].achieved_mpps);
+	if (ph[0].c2c_ns > 0)
+		printf("cache-line round trip generator <-> %s lcore before each phase: %.0f ns%s",
+		       ph[0].name, ph[0].c2c_ns, n == 2 && ph[1].c2c_ns > 0 ? ", " : "\n");
+	if (n == 2 && ph[1].c2c_ns > 0)
+		printf("%.0f ns\n", ph[1].c2c_ns);
 	for (unsigned int i = 0; i < n; i++)
 		if (ph[i].res.error[0] != '\0')
 			printf("%s: %s\n", ph[i].name, ph[i].res.error);
@@ -895,7 +966,7 @@ static json_t *phase_json(const struct phase *p)
 	return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
 			 "s:{s:f, s:f, s:f, s:f, s:I}, "
 			 "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, "
-			 "s:{s:I, s:I}, s:o, s:s?}",
+			 "s:{s:I, s:I}, s:o, s:f, s:s?}",
 			 "phase", p->name, "seconds", p->secs,
 			 "offered_gbps", p->offered_gbps, "offered_wire_gbps", p->offered_wire_gbps,
 			 "offered_mpps", p->offered_mpps, "achieved_gbps", p->achieved_gbps,
@@ -909,7 +980,7 @@ static json_t *phase_json(const struct phase *p)
 			 "unexpected", (json_int_t)p->unexpected,
 			 "verify", "payloads_checked", (json_int_t)p->verified,
 			 "failures", (json_int_t)p->bad,
-			 "lcores", lcores,
+			 "lcores", lcores, "core_to_core_rtt_ns", p->c2c_ns,
 			 "error", p->res.error[0] != '\0' ? p->res.error : NULL);
 }
 
@@ -941,18 +1012,18 @@ static void print_csv(const struct opts *o, const struct gen_job *gj, const stru
 {
 	printf("mode,phase,payload,workers,dtype,window,offered_gbps,offered_mpps,achieved_gbps,"
 	       "achieved_mpps,p50_us,p99_us,p999_us,lost,retx,failures,generator_busy,peer_busy,"
-	       "ratio_to_io\n");
+	       "ratio_to_io,c2c_rtt_ns\n");
 	for (unsigned int i = 0; i < n; i++) {
 		const struct phase *p = &ph[i];
 		double ratio = n == 2 && ph[1].achieved_mpps > 0 ?
 			       p->achieved_mpps / ph[1].achieved_mpps : 0;
 
 		printf("%s,%s,%u,%u,%s,%u,%.3f,%.4f,%.3f,%.4f,%.2f,%.2f,%.2f,%" PRIu64 ",%" PRIu64
-		       ",%" PRIu64 ",%.3f,%.3f,%.4f\n", o->mode == MODE_RING ? "ring" : "port",
+		       ",%" PRIu64 ",%.3f,%.3f,%.4f,%.0f\n", o->mode == MODE_RING ? "ring" : "port",
 		       p->name, gj->payload, gj->n_workers, wire_dtype_str(gj->dtype),
 		       gj->n_chunks, p->offered_gbps, p->offered_mpps, p->achieved_gbps,
 		       p->achieved_mpps, p->p50_us, p->p99_us, p->p999_us, p->lost, p->retx,
-		       p->bad, p->gen_busy, p->has_peer ? p->peer_busy : 0, ratio);
+		       p->bad, p->gen_busy, p->has_peer ? p->peer_busy : 0, ratio, p->c2c_ns);
 	}
 }
 
