@@ -191,6 +191,8 @@ struct dp_pacer {
 	uint32_t mask, head, tail;
 	uint16_t port;              /* the link's port */
 	bool active;                /* in the lcore's active list */
+	uint64_t bytes, frames;     /* handed to this pacer (sent or queued), paced or not:
+				     * the tree's traffic on the link, for the control process */
 };
 
 #define DP_PACE_BURST 16384     /* bytes a paced link may send at once after idling */

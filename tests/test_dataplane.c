@@ -551,6 +551,29 @@ test_interior_and_two_trees(void)
 	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 1);
 	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1);
 	CU_ASSERT(drops(WIRE_REASON_BAD_CHUNK) == 1);
+	/* Per tree and gateway link, what went out: 4 partial sums up in each tree, one
+	 * RESULT down to child 3 in tree 0; the local workers' copies are not a link's. */
+	json_t *st = dp_stats_json(&dp), *lk;
+	size_t i;
+	int seen = 0;
+	const uint64_t fb = WIRE_FRAME_PAYLOAD_OFF + 32 * 4;
+
+	json_array_foreach(json_object_get(json_array_get(json_object_get(st, "jobs"), 0),
+					   "links"), i, lk) {
+		const char *dir = json_string_value(json_object_get(lk, "dir"));
+		json_int_t tree = json_integer_value(json_object_get(lk, "tree"));
+		json_int_t id = json_integer_value(json_object_get(lk, "id"));
+		json_int_t fr = json_integer_value(json_object_get(lk, "frames"));
+		json_int_t by = json_integer_value(json_object_get(lk, "bytes"));
+
+		seen++;
+		bool up = strcmp(dir, "up") == 0;
+
+		CU_ASSERT(!up || (id == 4 && fr == 4 && (uint64_t)by == 4 * fb));
+		CU_ASSERT(up || (tree == 0 && id == 3 && fr == 1 && (uint64_t)by == fb));
+	}
+	CU_ASSERT(seen == 3);
+	json_decref(st);
 	dp_down();
 }
 

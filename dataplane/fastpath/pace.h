@@ -35,6 +35,8 @@ dp_pace_send(struct dp_lcore *lc, const struct dp_job *j, uint32_t pacer, uint16
 	struct dp_pacer *pc = &lj->pacers[pacer];
 	uint64_t now = rte_rdtsc();
 
+	pc->bytes += rte_pktmbuf_pkt_len(m);
+	pc->frames++;
 	if (pc->head == pc->tail && pc->next <= now) {
 		uint64_t floor = now - (uint64_t)(DP_PACE_BURST * pc->tsc_per_byte);
 
@@ -44,6 +46,8 @@ dp_pace_send(struct dp_lcore *lc, const struct dp_job *j, uint32_t pacer, uint16
 		return;
 	}
 	if (unlikely(pc->tail - pc->head > pc->mask)) {
+		pc->bytes -= rte_pktmbuf_pkt_len(m);
+		pc->frames--;
 		lc->ctr[DP_CTR_PACE_FULL]++;
 		rte_pktmbuf_free(m);
 		return;

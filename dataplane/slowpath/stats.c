@@ -84,6 +84,38 @@ lcore_json(const struct dp_lcore *lc)
 	return o;
 }
 
+/* Per tree and link to a gateway (the parent, each child gateway): the planned rate and
+ * what the tree handed to that link so far, summed over the lcores. The control process
+ * derives each link's measured rate from these (docs/CONTROL.md). */
+static json_t *
+links_json(const struct dp_job *j)
+{
+	json_t *arr = json_array();
+
+	for (int i = 0; i < j->n_trees; i++) {
+		const struct dp_tree *t = &j->trees[i];
+
+		for (uint32_t k = t->has_parent ? 0 : 1; k <= t->n_children; k++) {
+			const struct dp_dest *d = k == 0 ? &t->parent : &t->down[k - 1];
+			uint64_t bytes = 0, frames = 0;
+			char ip[16];
+
+			for (unsigned int l = 0; l < j->n_lcores; l++) {
+				const struct dp_pacer *pc = &j->lj[l].pacers[t->pace_first + k];
+
+				bytes += rd(&pc->bytes);
+				frames += rd(&pc->frames);
+			}
+			json_array_append_new(arr, json_pack("{s:i,s:s,s:s,s:i,s:f,s:I,s:I}",
+				"tree", t->id, "dir", k == 0 ? "up" : "down", "ipv4",
+				table_ipv4_format(d->ipv4, ip), "id", d->id, "rate_gbps",
+				t->tt->rate_gbps, "bytes", (json_int_t)bytes, "frames",
+				(json_int_t)frames));
+		}
+	}
+	return arr;
+}
+
 static json_t *
 job_json(const struct dp_job *j, const char *state)
 {
@@ -97,6 +129,7 @@ job_json(const struct dp_job *j, const char *state)
 	json_object_set_new(o, "chunks_in_flight", json_integer((json_int_t)dp_job_busy(j)));
 	json_object_set_new(o, "memory_bytes", json_integer((json_int_t)j->bytes));
 	json_object_set_new(o, "mbufs_held_max", json_integer((json_int_t)j->mbufs_held_max));
+	json_object_set_new(o, "links", links_json(j));
 	return o;
 }
 
