@@ -193,6 +193,7 @@ struct dp_pacer {
 	bool active;                /* in the lcore's active list */
 	uint64_t bytes, frames;     /* handed to this pacer (sent or queued), paced or not:
 				     * the tree's traffic on the link, for the control process */
+	uint64_t retx_bytes;        /* of which retransmissions */
 };
 
 #define DP_PACE_BURST 16384     /* bytes a paced link may send at once after idling */

@@ -468,6 +468,25 @@ test_root_three_workers(void)
 	dp_down();
 }
 
+/* Counter `key` of the first job's stats entry for (tree, dir, gateway id) in `links`;
+ * -1 if there is none. */
+static json_int_t
+link_ctr(int tree, const char *dir, int id, const char *key)
+{
+	json_t *st = dp_stats_json(&dp), *lk;
+	json_int_t v = -1;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_array_get(json_object_get(st, "jobs"), 0),
+					   "links"), i, lk)
+		if (json_integer_value(json_object_get(lk, "tree")) == tree &&
+		    json_integer_value(json_object_get(lk, "id")) == id &&
+		    strcmp(json_string_value(json_object_get(lk, "dir")), dir) == 0)
+			v = json_integer_value(json_object_get(lk, key));
+	json_decref(st);
+	return v;
+}
+
 /* Interior gateway 2: workers 21, 22 and child gateway 3 (contrib 4) up to parent 4; the
  * parent's RESULT down to the child and both workers. Also a leaf tree and a bad chunk. */
 static void
@@ -551,29 +570,15 @@ test_interior_and_two_trees(void)
 	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 1);
 	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1);
 	CU_ASSERT(drops(WIRE_REASON_BAD_CHUNK) == 1);
-	/* Per tree and gateway link, what went out: 4 partial sums up in each tree, one
+	/* Per tree and gateway link, what went out: 4 partial sums up in each tree to 4, one
 	 * RESULT down to child 3 in tree 0; the local workers' copies are not a link's. */
-	json_t *st = dp_stats_json(&dp), *lk;
-	size_t i;
-	int seen = 0;
-	const uint64_t fb = WIRE_FRAME_PAYLOAD_OFF + 32 * 4;
+	const json_int_t fb = WIRE_FRAME_PAYLOAD_OFF + 32 * 4;
 
-	json_array_foreach(json_object_get(json_array_get(json_object_get(st, "jobs"), 0),
-					   "links"), i, lk) {
-		const char *dir = json_string_value(json_object_get(lk, "dir"));
-		json_int_t tree = json_integer_value(json_object_get(lk, "tree"));
-		json_int_t id = json_integer_value(json_object_get(lk, "id"));
-		json_int_t fr = json_integer_value(json_object_get(lk, "frames"));
-		json_int_t by = json_integer_value(json_object_get(lk, "bytes"));
-
-		seen++;
-		bool up = strcmp(dir, "up") == 0;
-
-		CU_ASSERT(!up || (id == 4 && fr == 4 && (uint64_t)by == 4 * fb));
-		CU_ASSERT(up || (tree == 0 && id == 3 && fr == 1 && (uint64_t)by == fb));
-	}
-	CU_ASSERT(seen == 3);
-	json_decref(st);
+	CU_ASSERT(link_ctr(0, "up", 4, "frames") == 4 && link_ctr(0, "up", 4, "bytes") == 4 * fb);
+	CU_ASSERT(link_ctr(1, "up", 4, "frames") == 4 && link_ctr(1, "up", 4, "bytes") == 4 * fb);
+	CU_ASSERT(link_ctr(0, "down", 3, "frames") == 1 && link_ctr(0, "down", 3, "bytes") == fb);
+	CU_ASSERT(link_ctr(1, "down", 3, "frames") == -1);
+	CU_ASSERT(link_ctr(0, "up", 4, "retx_bytes") == 0);
 	dp_down();
 }
 
@@ -1341,6 +1346,9 @@ test_retransmit_up(void)
 	rte_delay_us_sleep(90000);
 	dp_worker_poll(dp.lcores[0]);
 	CU_ASSERT(collect(o, 16) == 0);
+	/* The parent link carried the partial sum three times, two of them resent. */
+	CU_ASSERT(link_ctr(0, "up", 4, "frames") == 3);
+	CU_ASSERT(link_ctr(0, "up", 4, "retx_bytes") * 3 == link_ctr(0, "up", 4, "bytes") * 2);
 	dp_down();
 }
 

@@ -211,7 +211,7 @@ send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, 
 	wh->tsecr = rte_cpu_to_be_32(tsecr);
 	rte_pktmbuf_chain(h, c);
 	lc->ctr[ctr]++;
-	dp_pace_send(lc, j, pacer, d->port, h);
+	dp_pace_send(lc, j, pacer, d->port, h, flags & WIRE_F_RETX);
 }
 
 /* The pacer of down[i] of tree t: child gateways are paced, local workers are not. */
@@ -489,7 +489,7 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 		      rte_pktmbuf_data_len(m) - WIRE_FRAME_HDR_OFF);
 	lc->ctr[DP_CTR_PARTIALS_SENT]++;
 	rte_mbuf_refcnt_update(m, 1);
-	dp_pace_send(lc, j, t->pace_first, t->parent.port, m);
+	dp_pace_send(lc, j, t->pace_first, t->parent.port, m, false);
 }
 
 /* Add contribution m (origin at contributor index k) to slot s, which is OPEN for it. */

@@ -20,12 +20,13 @@
 #define DP_PACE_NONE UINT32_MAX
 
 /**
- * Send m on port through pacer `pacer` of job j (DP_PACE_NONE: straight to TX staging).
- * Consumes m: staged, queued, or dropped when the pacer's queue is full (counted).
+ * Send m on port through pacer `pacer` of job j (DP_PACE_NONE: straight to TX staging);
+ * retx: m is a retransmission (counted apart). Consumes m: staged, queued, or dropped when
+ * the pacer's queue is full (counted).
  */
 static inline void
 dp_pace_send(struct dp_lcore *lc, const struct dp_job *j, uint32_t pacer, uint16_t port,
-	     struct rte_mbuf *m)
+	     struct rte_mbuf *m, bool retx)
 {
 	if (pacer == DP_PACE_NONE) {
 		dp_tx_stage(lc, port, m);
@@ -34,22 +35,23 @@ dp_pace_send(struct dp_lcore *lc, const struct dp_job *j, uint32_t pacer, uint16
 	struct dp_job_lcore *lj = &j->lj[lc->idx];
 	struct dp_pacer *pc = &lj->pacers[pacer];
 	uint64_t now = rte_rdtsc();
+	uint32_t len = rte_pktmbuf_pkt_len(m);
 
-	pc->bytes += rte_pktmbuf_pkt_len(m);
+	if (unlikely(pc->tail - pc->head > pc->mask)) {
+		lc->ctr[DP_CTR_PACE_FULL]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	pc->bytes += len;
 	pc->frames++;
+	if (retx)
+		pc->retx_bytes += len;
 	if (pc->head == pc->tail && pc->next <= now) {
 		uint64_t floor = now - (uint64_t)(DP_PACE_BURST * pc->tsc_per_byte);
 
 		pc->next = (pc->next > floor ? pc->next : floor) +
-			   (uint64_t)(rte_pktmbuf_pkt_len(m) * pc->tsc_per_byte);
+			   (uint64_t)(len * pc->tsc_per_byte);
 		dp_tx_stage(lc, port, m);
-		return;
-	}
-	if (unlikely(pc->tail - pc->head > pc->mask)) {
-		pc->bytes -= rte_pktmbuf_pkt_len(m);
-		pc->frames--;
-		lc->ctr[DP_CTR_PACE_FULL]++;
-		rte_pktmbuf_free(m);
 		return;
 	}
 	pc->q[pc->tail++ & pc->mask] = m;

@@ -97,7 +97,7 @@ links_json(const struct dp_job *j)
 
 		for (uint32_t k = t->has_parent ? 0 : 1; k <= t->n_children; k++) {
 			const struct dp_dest *d = k == 0 ? &t->parent : &t->down[k - 1];
-			uint64_t bytes = 0, frames = 0;
+			uint64_t bytes = 0, frames = 0, retx = 0;
 			char ip[16];
 
 			for (unsigned int l = 0; l < j->n_lcores; l++) {
@@ -105,12 +105,13 @@ links_json(const struct dp_job *j)
 
 				bytes += rd(&pc->bytes);
 				frames += rd(&pc->frames);
+				retx += rd(&pc->retx_bytes);
 			}
-			json_array_append_new(arr, json_pack("{s:i,s:s,s:s,s:i,s:f,s:I,s:I}",
+			json_array_append_new(arr, json_pack("{s:i,s:s,s:s,s:i,s:f,s:I,s:I,s:I}",
 				"tree", t->id, "dir", k == 0 ? "up" : "down", "ipv4",
 				table_ipv4_format(d->ipv4, ip), "id", d->id, "rate_gbps",
 				t->tt->rate_gbps, "bytes", (json_int_t)bytes, "frames",
-				(json_int_t)frames));
+				(json_int_t)frames, "retx_bytes", (json_int_t)retx));
 		}
 	}
 	return arr;
