@@ -263,7 +263,7 @@ static void
 print_status(const json_t *r)
 {
 	const json_t *g, *j, *t, *n;
-	char a[32], b[32], c[32], e[32];
+	char a[32], b[32], c[32], e[32], f[32];
 	size_t i, k;
 
 	printf("deployment %s, topology %s, up %s s, heartbeat %" JSON_INTEGER_FORMAT
@@ -290,6 +290,24 @@ print_status(const json_t *r)
 		if (json_is_string(json_object_get(g, "error")))
 			printf("    %s\n", json_string_value(json_object_get(g, "error")));
 	}
+	printf("\nlinks\n  %-16s %-16s %11s %11s %9s %9s %11s\n", "from", "to", "plan Gb/s",
+	       "meas. Gb/s", "rtt ms", "min ms", "cap. Gb/s");
+	json_array_foreach(json_object_get(r, "links"), i, n) {
+		json_array_foreach(json_object_get(n, "directions"), k, g) {
+			const json_t *mf = json_object_get(g, "measured_for_s");
+
+			printf("  %-16s %-16s %11s %11s %9s %9s %11s%s%s\n",
+			       json_string_value(json_object_get(g, "from")),
+			       json_string_value(json_object_get(g, "to")),
+			       num(json_object_get(g, "planned_gbps"), "%.4f", a, sizeof(a)),
+			       num(json_object_get(g, "gbps"), "%.4f", b, sizeof(b)),
+			       num(json_object_get(g, "rtt_ms"), "%.1f", c, sizeof(c)),
+			       num(json_object_get(g, "base_rtt_ms"), "%.1f", e, sizeof(e)),
+			       num(json_object_get(g, "capacity_gbps"), "%.4f", f, sizeof(f)),
+			       json_is_true(json_object_get(n, "up")) ? "" : " (down)",
+			       json_is_number(mf) ? " (measured)" : "");
+		}
+	}
 	printf("\njobs\n");
 	json_array_foreach(json_object_get(r, "jobs"), i, j) {
 		printf("  job %" JSON_INTEGER_FORMAT " (%s, %s x %" JSON_INTEGER_FORMAT "): ",
@@ -309,16 +327,17 @@ print_status(const json_t *r)
 			       "%s s\n", json_integer_value(json_object_get(j, "workers")),
 			       num(json_object_get(j, "rate_gbps"), "%.4f", a, sizeof(a)),
 			       num(json_object_get(j, "predicted_seconds"), "%.4f", b, sizeof(b)));
-			printf("    %4s %-16s %12s %7s %10s %12s\n", "tree", "root", "rate Gbit/s",
-			       "share", "height ms", "root rx Gb/s");
+			printf("    %4s %-16s %12s %7s %10s %12s %12s\n", "tree", "root",
+			       "rate Gbit/s", "share", "height ms", "meas. Gb/s", "root rx Gb/s");
 		}
 		json_array_foreach(json_object_get(j, "trees"), k, t)
-			printf("    %4" JSON_INTEGER_FORMAT " %-16s %12s %7s %10s %12s\n",
+			printf("    %4" JSON_INTEGER_FORMAT " %-16s %12s %7s %10s %12s %12s\n",
 			       json_integer_value(json_object_get(t, "tree")),
 			       json_string_value(json_object_get(t, "root")),
 			       num(json_object_get(t, "rate_gbps"), "%.4f", a, sizeof(a)),
 			       num(json_object_get(t, "share"), "%.4f", b, sizeof(b)),
 			       num(json_object_get(t, "height_ms"), "%.2f", c, sizeof(c)),
+			       num(json_object_get(t, "measured_gbps"), "%.4f", f, sizeof(f)),
 			       num(json_object_get(t, "root_rx_gbps"), "%.4f", e, sizeof(e)));
 		if (json_is_string(json_object_get(j, "error")))
 			printf("    last error: %s\n", json_string_value(json_object_get(j, "error")));

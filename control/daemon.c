@@ -49,6 +49,7 @@ struct gw {
 	char error[CTL_ERR_MAX]; /* the last failure */
 	bool peers_sent;         /* its dataplane probes its topology neighbours */
 	json_t *peers;           /* the "peers" of its last stats (owned), or NULL */
+	json_t *jobs;            /* the "jobs" of its last stats (owned), or NULL */
 	int64_t peers_age_ms;    /* how long it has probed them */
 };
 
@@ -63,13 +64,40 @@ struct job {
 	int retry_in;            /* heartbeats until a retry after a rejection; 0: none */
 	int retry_after;         /* the next backoff: doubles after each rejection */
 	char error[JOBPLAN_ERR_MAX]; /* the last failure, "" if the last attempt worked */
+	/* Measured tree rates (tree_rates_update()), for the live epoch. */
+	uint32_t rates_epoch;    /* the epoch they are for; 0: none */
+	int n_rates;             /* trees */
+	uint64_t *tree_bytes;    /* first transmissions over the tree's links, all gateways */
+	int *tree_links;         /* link directions that reported them */
+	double *tree_gbps;       /* mean rate per link direction over the last heartbeat; < 0 */
+	int64_t rates_at;        /* monotonic ms of the last sample; -1: none */
+};
+
+/*
+ * One direction of a topology link as measured (rates_update()): what the sender's trees
+ * handed to it, the plan's rate, the probe round trip, and whether it carries less than
+ * planned behind a standing queue (then plans use what it delivers, for a while).
+ */
+struct lrate {
+	uint64_t bytes;          /* first transmissions since the epochs in `key` went live */
+	uint64_t key;            /* the sender's live (job, epoch) pairs those bytes count */
+	int64_t at;              /* monotonic ms of that sample; -1: none */
+	double gbps;             /* between the last two samples; < 0: not known */
+	double planned_gbps;     /* the sum of the rates of the trees that use it */
+	double rtt_ms;           /* the sender's last probe round trip to the other end; < 0 */
+	double base_rtt_ms;      /* the smallest seen since the link came up; 0: none */
+	int strikes;             /* samples in a row short of the plan behind a queue */
+	double best_gbps;        /* the highest rate during those */
+	double measured_gbps;    /* the capacity plans use now; 0: the topology's */
+	int64_t measured_until;  /* monotonic ms when plans go back to the topology's */
 };
 
 struct dmn {
 	const struct deploy *d;
 	const struct daemon_opts *o;
 	struct gw *gws;          /* by topology node */
-	bool *link_up;           /* by topology link: usable for plans */
+	struct jobplan_link *link; /* by topology link: usable, measured capacity */
+	struct lrate *lr;        /* by topology link, a->b then b->a */
 	struct job *jobs;
 	int lfd, sfd;
 	int n_clients;
@@ -173,6 +201,8 @@ take_sample(struct gw *g, const json_t *st, int64_t t)
 	g->sample_at = t;
 	json_decref(g->peers);
 	g->peers = json_incref(json_object_get(st, "peers"));
+	json_decref(g->jobs);
+	g->jobs = json_incref(json_object_get(st, "jobs"));
 	g->peers_age_ms = json_integer_value(json_object_get(st, "peers_age_ms"));
 }
 
@@ -296,6 +326,217 @@ silence_ms(const struct dmn *m, int v, int u)
 	return -1;
 }
 
+/* ---- measured link rates (docs/CONTROL.md, "Measured rates") ------------------------ */
+
+/* What gateway v's live epochs handed to the link towards gateway u: first transmissions
+ * into *bytes, the sum of the rates of the trees that use it into *planned, a key of v's
+ * live (job, epoch) pairs (the counters start again with each epoch) into *key. False if
+ * no live tree of v uses it. */
+static bool
+link_sent(const struct dmn *m, int v, int u, uint64_t *bytes, double *planned, uint64_t *key)
+{
+	json_int_t id = m->d->gateways[u].id;
+	bool any = false;
+	json_t *jo, *lk;
+	size_t i, k;
+
+	*bytes = 0;
+	*planned = 0;
+	*key = 0;
+	json_array_foreach(m->gws[v].jobs, i, jo) {
+		const char *state = json_string_value(json_object_get(jo, "state"));
+
+		if (state == NULL || strcmp(state, "live") != 0)
+			continue;
+		*key = *key * 1000003u + (uint64_t)json_integer_value(json_object_get(jo, "job")) *
+					 65537u +
+		       (uint64_t)json_integer_value(json_object_get(jo, "epoch"));
+		json_array_foreach(json_object_get(jo, "links"), k, lk) {
+			json_int_t b = json_integer_value(json_object_get(lk, "bytes"));
+			json_int_t r = json_integer_value(json_object_get(lk, "retx_bytes"));
+
+			if (json_integer_value(json_object_get(lk, "id")) != id)
+				continue;
+			*bytes += b > r ? (uint64_t)(b - r) : 0;
+			*planned += json_number_value(json_object_get(lk, "rate_gbps"));
+			any = true;
+		}
+	}
+	return any;
+}
+
+/* Gateway v's last probe round trip to gateway u in ms; -1 if it has none. */
+static double
+probe_rtt_ms(const struct dmn *m, int v, int u)
+{
+	char ip[16];
+	size_t i;
+	json_t *p;
+
+	table_ipv4_format(m->d->gateways[u].ipv4, ip);
+	json_array_foreach(m->gws[v].peers, i, p) {
+		const char *pip = json_string_value(json_object_get(p, "ipv4"));
+
+		if (pip != NULL && strcmp(pip, ip) == 0 &&
+		    json_integer_value(json_object_get(p, "replies")) > 0)
+			return json_number_value(json_object_get(p, "rtt_ms"));
+	}
+	return -1;
+}
+
+/*
+ * Each job's trees: the mean rate over the link directions of the tree (each carries the
+ * tree's rate when the tree runs as planned), from every gateway's counters of the live
+ * epoch. For `status`.
+ */
+static void
+tree_rates_update(struct dmn *m)
+{
+	int64_t now = now_ms();
+
+	for (int i = 0; i < m->d->n_jobs; i++) {
+		struct job *j = &m->jobs[i];
+		int n = j->live != NULL ? j->live->plan->n_trees : 0;
+
+		if (j->rates_epoch != j->live_epoch || j->n_rates != n) {
+			free(j->tree_bytes);
+			free(j->tree_links);
+			free(j->tree_gbps);
+			j->tree_bytes = calloc((size_t)n + 1, sizeof(*j->tree_bytes));
+			j->tree_links = calloc((size_t)n + 1, sizeof(*j->tree_links));
+			j->tree_gbps = calloc((size_t)n + 1, sizeof(*j->tree_gbps));
+			j->n_rates = j->tree_bytes != NULL && j->tree_links != NULL &&
+						     j->tree_gbps != NULL ? n : 0;
+			j->rates_epoch = j->live_epoch;
+			j->rates_at = -1;
+		}
+		for (int k = 0; k < j->n_rates; k++) {
+			uint64_t bytes = 0;
+			int links = 0;
+			json_t *jo, *lk;
+			size_t a, b;
+
+			for (int v = 0; v < m->d->topo->n_nodes; v++)
+				json_array_foreach(m->gws[v].jobs, a, jo) {
+					if (json_integer_value(json_object_get(jo, "job")) !=
+						    m->d->jobs[i].id ||
+					    json_integer_value(json_object_get(jo, "epoch")) !=
+						    j->live_epoch)
+						continue;
+					json_array_foreach(json_object_get(jo, "links"), b, lk) {
+						json_int_t by, rx;
+
+						if (json_integer_value(json_object_get(lk, "tree")) != k)
+							continue;
+						by = json_integer_value(json_object_get(lk, "bytes"));
+						rx = json_integer_value(json_object_get(lk, "retx_bytes"));
+						bytes += by > rx ? (uint64_t)(by - rx) : 0;
+						links++;
+					}
+				}
+			j->tree_gbps[k] = j->rates_at >= 0 && now > j->rates_at && links > 0 &&
+						  links == j->tree_links[k] && bytes >= j->tree_bytes[k]
+						  ? (double)(bytes - j->tree_bytes[k]) * 8 /
+							    ((double)(now - j->rates_at) * 1e6) / links
+						  : -1;
+			j->tree_bytes[k] = bytes;
+			j->tree_links[k] = links;
+		}
+		j->rates_at = now;
+	}
+}
+
+/* Link l came back or changed: what was measured of it no longer holds. */
+static void
+lrate_forget(struct dmn *m, int l)
+{
+	for (int d = 0; d < 2; d++)
+		m->lr[2 * l + d] = (struct lrate){ .at = -1, .rtt_ms = -1, .gbps = -1 };
+	m->link[l].gbps_ab = m->link[l].gbps_ba = 0;
+}
+
+/*
+ * Each direction of each link: its rate over the last heartbeat. A direction that
+ * carries less than DAEMON_RATE_SHORT of its planned rate while the sender's probes see a
+ * standing queue (round trip above the smallest seen by more than DAEMON_RATE_QUEUE_MS
+ * and half of it), for DAEMON_RATE_STRIKES heartbeats in a row, delivers less than the
+ * topology says: plans use the best rate it carried meanwhile, for DAEMON_RATE_HOLD_MS,
+ * then the topology's capacity again (if it is still short, it is found again).
+ */
+static void
+rates_update(struct dmn *m)
+{
+	const struct topo *t = m->d->topo;
+	int64_t now = now_ms();
+
+	for (int l = 0; l < t->n_links; l++)
+		for (int d = 0; d < 2; d++) {
+			int v = d == 0 ? t->links[l].a : t->links[l].b;
+			int u = d == 0 ? t->links[l].b : t->links[l].a;
+			struct lrate *r = &m->lr[2 * l + d];
+			double *cap = d == 0 ? &m->link[l].gbps_ab : &m->link[l].gbps_ba;
+			double nominal = d == 0 ? t->links[l].gbps_ab : t->links[l].gbps_ba;
+			uint64_t bytes, key;
+			double planned;
+
+			if (r->measured_gbps > 0 && now >= r->measured_until) {
+				control_log("link %s-%s: plans use %s->%s's topology capacity of %g "
+					    "Gbit/s again", node_id(m, t->links[l].a),
+					    node_id(m, t->links[l].b), node_id(m, v), node_id(m, u),
+					    nominal);
+				r->measured_gbps = 0;
+				*cap = 0;
+				mark_all_dirty(m, "link %s-%s: measured capacity expired",
+					       node_id(m, t->links[l].a), node_id(m, t->links[l].b));
+			}
+			if (!m->link[l].up || m->gws[v].state != GW_UP ||
+			    !link_sent(m, v, u, &bytes, &planned, &key)) {
+				r->at = -1;
+				r->gbps = -1;
+				r->strikes = 0;
+				continue;
+			}
+			r->gbps = r->at >= 0 && r->key == key && bytes >= r->bytes && now > r->at
+					  ? (double)(bytes - r->bytes) * 8 / ((double)(now - r->at) * 1e6)
+					  : -1;
+			r->bytes = bytes;
+			r->key = key;
+			r->at = now;
+			r->planned_gbps = planned;
+			r->rtt_ms = probe_rtt_ms(m, v, u);
+			if (r->rtt_ms > 0 && (r->base_rtt_ms <= 0 || r->rtt_ms < r->base_rtt_ms))
+				r->base_rtt_ms = r->rtt_ms;
+			double queue = r->rtt_ms > 0 ? r->rtt_ms - r->base_rtt_ms : 0;
+
+			if (r->gbps < 0 || planned <= 0 || r->gbps >= DAEMON_RATE_SHORT * planned ||
+			    queue <= DAEMON_RATE_QUEUE_MS || queue <= r->base_rtt_ms / 2) {
+				r->strikes = 0;
+				r->best_gbps = 0;
+				continue;
+			}
+			if (r->gbps > r->best_gbps)
+				r->best_gbps = r->gbps;
+			if (++r->strikes < DAEMON_RATE_STRIKES)
+				continue;
+			/* A floor: a link that delivered nearly nothing is still not planned at
+			 * zero (the probes decide whether it is down). */
+			r->measured_gbps = r->best_gbps > planned / 100 ? r->best_gbps : planned / 100;
+			r->measured_until = now + DAEMON_RATE_HOLD_MS;
+			*cap = r->measured_gbps;
+			control_log("link %s-%s: %s->%s carries %.4g Gbit/s of the %.4g planned behind "
+				    "%.0f ms of queue (round trip %.0f ms, %.0f ms at best); planning "
+				    "with %.4g Gbit/s for %d s", node_id(m, t->links[l].a),
+				    node_id(m, t->links[l].b), node_id(m, v), node_id(m, u), r->gbps,
+				    planned, queue, r->rtt_ms, r->base_rtt_ms, r->measured_gbps,
+				    DAEMON_RATE_HOLD_MS / 1000);
+			mark_all_dirty(m, "link %s-%s measured at %.4g Gbit/s",
+				       node_id(m, t->links[l].a), node_id(m, t->links[l].b),
+				       r->measured_gbps);
+			r->strikes = 0;
+			r->best_gbps = 0;
+		}
+}
+
 /* Links: down when an end that had heard from the other (both gateways being up) has not
  * for --fail-after heartbeats; up again once both hear each other. Plans change with them.
  * A link whose ends never heard each other keeps its state: silence from the start is no
@@ -315,14 +556,15 @@ links_update(struct dmn *m)
 		bool quiet = sab > limit || sba > limit;
 		bool heard = sab >= 0 && sab <= limit && sba >= 0 && sba <= limit;
 
-		if (m->link_up[l] && quiet) {
-			m->link_up[l] = false;
+		if (m->link[l].up && quiet) {
+			m->link[l].up = false;
 			control_log("link %s-%s is down: no probe answered for %lld ms",
 				    node_id(m, a), node_id(m, b),
 				    (long long)(sab > sba ? sab : sba));
 			mark_all_dirty(m, "link %s-%s failed", node_id(m, a), node_id(m, b));
-		} else if (!m->link_up[l] && heard) {
-			m->link_up[l] = true;
+		} else if (!m->link[l].up && heard) {
+			m->link[l].up = true;
+			lrate_forget(m, l); /* the path may be another now */
 			control_log("link %s-%s is up again", node_id(m, a), node_id(m, b));
 			mark_all_dirty(m, "link %s-%s is back", node_id(m, a), node_id(m, b));
 		}
@@ -411,7 +653,7 @@ install_job(struct dmn *m, int ji)
 	epoch = j->next_epoch++;
 	if (j->next_epoch == 0)
 		j->next_epoch = 1;
-	rc = jobplan_build(m->d, ji, up, m->link_up, epoch, &jp, j->error, sizeof(j->error));
+	rc = jobplan_build(m->d, ji, up, m->link, epoch, &jp, j->error, sizeof(j->error));
 	if (rc != 0) {
 		control_log("job %u: no epoch %u (%s): %s; it stays on epoch %u", dj->id, epoch,
 			    j->reason, j->error, j->live_epoch);
@@ -505,6 +747,43 @@ install_due(struct dmn *m)
 
 /* ---- the daemon's own socket --------------------------------------------------------- */
 
+/* The links for `status`: per direction the planned and measured rates, the probes'
+ * round trip and the capacity plans use. */
+static json_t *
+links_json(const struct dmn *m, int64_t t)
+{
+	const struct topo *tp = m->d->topo;
+	json_t *arr = json_array();
+
+	for (int l = 0; l < tp->n_links; l++) {
+		json_t *dirs = json_array();
+
+		for (int d = 0; d < 2; d++) {
+			const struct lrate *r = &m->lr[2 * l + d];
+			int v = d == 0 ? tp->links[l].a : tp->links[l].b;
+			int u = d == 0 ? tp->links[l].b : tp->links[l].a;
+			double nominal = d == 0 ? tp->links[l].gbps_ab : tp->links[l].gbps_ba;
+
+			json_array_append_new(dirs, json_pack(
+				"{s:s,s:s,s:f,s:o,s:o,s:o,s:f,s:o}", "from", node_id(m, v), "to",
+				node_id(m, u), "planned_gbps", r->at >= 0 ? r->planned_gbps : 0.0,
+				"gbps", r->gbps >= 0 ? json_real(r->gbps) : json_null(),
+				"rtt_ms", r->rtt_ms > 0 ? json_real(r->rtt_ms) : json_null(),
+				"base_rtt_ms", r->base_rtt_ms > 0 ? json_real(r->base_rtt_ms)
+								 : json_null(),
+				"capacity_gbps", r->measured_gbps > 0 ? r->measured_gbps : nominal,
+				"measured_for_s", r->measured_gbps > 0
+					? json_real((double)(r->measured_until - t) / 1e3)
+					: json_null()));
+		}
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:b,s:o}", "a",
+						     node_id(m, tp->links[l].a), "b",
+						     node_id(m, tp->links[l].b), "up",
+						     m->link[l].up, "directions", dirs));
+	}
+	return arr;
+}
+
 static json_t *
 status_json(const struct dmn *m)
 {
@@ -566,16 +845,18 @@ status_json(const struct dmn *m)
 					    json_real(jp->plan->allreduce_seconds));
 			for (int k = 0; k < jp->plan->n_trees; k++) {
 				const struct plan_tree *tr = &jp->plan->trees[k];
-				/* The dataplanes count per lcore, not per tree: the measured
-				 * rate of a tree is not known; the root's receive rate is the
-				 * nearest counter. */
+				/* measured_gbps: the mean over the tree's link directions
+				 * (tree_rates_update()); root_rx_gbps: all the root receives. */
 				const struct gw *rg = &m->gws[jp->node_of[tr->root]];
 
 				json_array_append_new(trees, json_pack(
-					"{s:i,s:s,s:f,s:f,s:f,s:o}", "tree", k, "root",
+					"{s:i,s:s,s:f,s:f,s:f,s:o,s:o}", "tree", k, "root",
 					jp->topo->nodes[tr->root].id, "rate_gbps", tr->rate_gbps,
 					"share", tr->share, "height_ms",
-					plan_tree_height_ms(jp->topo, tr), "root_rx_gbps",
+					plan_tree_height_ms(jp->topo, tr), "measured_gbps",
+					k < j->n_rates && j->tree_gbps[k] >= 0
+						? json_real(j->tree_gbps[k]) : json_null(),
+					"root_rx_gbps",
 					rg->rx_gbps >= 0 ? json_real(rg->rx_gbps) : json_null()));
 			}
 		}
@@ -586,6 +867,7 @@ status_json(const struct dmn *m)
 		json_array_append_new(jobs, jo);
 	}
 	json_object_set_new(o, "gateways", gws);
+	json_object_set_new(o, "links", links_json(m, t));
 	json_object_set_new(o, "jobs", jobs);
 	return o;
 }
@@ -730,8 +1012,9 @@ setup(struct dmn *m, sigset_t *old)
 
 	m->gws = calloc((size_t)n, sizeof(*m->gws));
 	m->jobs = calloc((size_t)m->d->n_jobs, sizeof(*m->jobs));
-	m->link_up = calloc((size_t)m->d->topo->n_links + 1, sizeof(*m->link_up));
-	if (m->gws == NULL || m->jobs == NULL || m->link_up == NULL) {
+	m->link = calloc((size_t)m->d->topo->n_links + 1, sizeof(*m->link));
+	m->lr = calloc(2 * (size_t)m->d->topo->n_links + 1, sizeof(*m->lr));
+	if (m->gws == NULL || m->jobs == NULL || m->link == NULL || m->lr == NULL) {
 		control_log("cannot start: out of memory");
 		return -ENOMEM;
 	}
@@ -742,7 +1025,9 @@ setup(struct dmn *m, sigset_t *old)
 		m->gws[v].rx_gbps = m->gws[v].tx_gbps = -1;
 	}
 	for (int l = 0; l < m->d->topo->n_links; l++)
-		m->link_up[l] = true;
+		m->link[l].up = true;
+	for (int l = 0; l < 2 * m->d->topo->n_links; l++)
+		m->lr[l].at = -1;
 	for (int i = 0; i < m->d->n_jobs; i++)
 		m->jobs[i].next_epoch = 1;
 	mark_all_dirty(m, "start");
@@ -784,6 +1069,8 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 
 			heartbeat_all(&m);
 			links_update(&m);
+			rates_update(&m);
+			tree_rates_update(&m);
 			for (int i = 0; i < d->n_jobs; i++)
 				if (m.jobs[i].retry_in > 0 && --m.jobs[i].retry_in == 0)
 					m.jobs[i].dirty = true;
@@ -803,10 +1090,16 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 	for (int v = 0; m.gws != NULL && v < d->topo->n_nodes; v++) {
 		install_gw_close(&m.gws[v].conn);
 		json_decref(m.gws[v].peers);
+		json_decref(m.gws[v].jobs);
 	}
-	free(m.link_up);
-	for (int i = 0; m.jobs != NULL && i < d->n_jobs; i++)
+	free(m.link);
+	free(m.lr);
+	for (int i = 0; m.jobs != NULL && i < d->n_jobs; i++) {
 		jobplan_free(m.jobs[i].live);
+		free(m.jobs[i].tree_bytes);
+		free(m.jobs[i].tree_links);
+		free(m.jobs[i].tree_gbps);
+	}
 	free(m.jobs);
 	free(m.gws);
 	sigprocmask(SIG_SETMASK, &old, NULL);

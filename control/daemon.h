@@ -26,6 +26,14 @@
  * twice as many after each further rejection, up to DAEMON_RETRY_MAX_HEARTBEATS. */
 #define DAEMON_RETRY_HEARTBEATS 10
 #define DAEMON_RETRY_MAX_HEARTBEATS 640
+/** A link direction carrying less than this share of its planned rate behind a standing
+ * queue (the probes' round trip above its smallest by more than DAEMON_RATE_QUEUE_MS and
+ * by half) for DAEMON_RATE_STRIKES heartbeats in a row is planned at what it delivered, for
+ * DAEMON_RATE_HOLD_MS (docs/CONTROL.md). */
+#define DAEMON_RATE_SHORT 0.8
+#define DAEMON_RATE_QUEUE_MS 5.0
+#define DAEMON_RATE_STRIKES 3
+#define DAEMON_RATE_HOLD_MS 60000
 /** Clients of the daemon's socket served at once; more wait in the listen backlog. */
 #define DAEMON_CLIENTS_MAX 16
 

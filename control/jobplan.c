@@ -178,11 +178,11 @@ out:
 
 /* ---- planning a job ------------------------------------------------------------------ */
 
-/* The planning topology: nodes that are up, the links between them that are up, the job's
- * worker counts. */
+/* The planning topology: nodes that are up, the links between them that are up (at their
+ * measured capacity where that is lower), the job's worker counts. */
 static int
 planning_topo(const struct deploy *d, const struct deploy_job *j, const bool *up,
-	      const bool *link_up, struct jobplan *jp, char *err, size_t errlen)
+	      const struct jobplan_link *lk, struct jobplan *jp, char *err, size_t errlen)
 {
 	const struct topo *t = d->topo;
 	struct topo_node *nodes = malloc(sizeof(*nodes) * (size_t)t->n_nodes);
@@ -207,12 +207,15 @@ planning_topo(const struct deploy *d, const struct deploy_job *j, const bool *up
 		idx[v] = n++;
 	}
 	for (int l = 0; l < t->n_links; l++) {
-		if (idx[t->links[l].a] < 0 || idx[t->links[l].b] < 0 ||
-		    (link_up != NULL && !link_up[l]))
+		if (idx[t->links[l].a] < 0 || idx[t->links[l].b] < 0 || (lk != NULL && !lk[l].up))
 			continue;
 		links[nl] = t->links[l];
 		links[nl].a = idx[t->links[l].a];
 		links[nl].b = idx[t->links[l].b];
+		if (lk != NULL && lk[l].gbps_ab > 0 && lk[l].gbps_ab < links[nl].gbps_ab)
+			links[nl].gbps_ab = lk[l].gbps_ab;
+		if (lk != NULL && lk[l].gbps_ba > 0 && lk[l].gbps_ba < links[nl].gbps_ba)
+			links[nl].gbps_ba = lk[l].gbps_ba;
 		nl++;
 	}
 	jp->n_workers = workers;
@@ -364,7 +367,7 @@ out:
 }
 
 int
-jobplan_build(const struct deploy *d, int ji, const bool *up, const bool *link_up,
+jobplan_build(const struct deploy *d, int ji, const bool *up, const struct jobplan_link *links,
 	      uint32_t epoch, struct jobplan **out, char *err, size_t errlen)
 {
 	const struct deploy_job *j = &d->jobs[ji];
@@ -379,7 +382,7 @@ jobplan_build(const struct deploy *d, int ji, const bool *up, const bool *link_u
 	jp->tables = calloc((size_t)jp->n_nodes, sizeof(*jp->tables));
 	rc = jp->tables == NULL ? fail(err, errlen, -ENOMEM, "out of memory") : 0;
 	if (rc == 0)
-		rc = planning_topo(d, j, up, link_up, jp, err, errlen);
+		rc = planning_topo(d, j, up, links, jp, err, errlen);
 	if (rc == 0)
 		rc = plan_job(jp, j, err, errlen);
 	if (rc == 0)

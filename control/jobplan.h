@@ -38,9 +38,17 @@ struct jobplan {
 	int n_workers;                  /* the job's workers at gateways that are up */
 };
 
+/** What the control process knows of a topology link beyond the topology file. */
+struct jobplan_link {
+	bool up;                        /* usable by plans */
+	double gbps_ab, gbps_ba;        /* measured capacity, used where below the topology's;
+					 * 0: the topology's */
+};
+
 /**
  * Plan job d->jobs[ji] at epoch `epoch` over the nodes whose up[v] is true (NULL: all)
- * and the links whose link_up[l] is true (topology link index; NULL: all),
+ * and the links whose links[l].up is true (topology link index; NULL: all, at the
+ * topology's capacities),
  * then compile the table of every gateway that is up (nodes in no tree get an empty table).
  * Workers at nodes that are down leave the job.
  *
@@ -51,8 +59,8 @@ struct jobplan {
  *             rejected, e.g. worker sites not connected), -E2BIG (a table limit), -ENOMEM,
  *             -EIO (solver failure).
  */
-int jobplan_build(const struct deploy *d, int ji, const bool *up, const bool *link_up,
-		  uint32_t epoch,
+int jobplan_build(const struct deploy *d, int ji, const bool *up,
+		  const struct jobplan_link *links, uint32_t epoch,
 		  struct jobplan **out, char *err, size_t errlen);
 
 /** Free a job plan and its tables. NULL is a no-op. */
