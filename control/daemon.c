@@ -461,7 +461,8 @@ lrate_forget(struct dmn *m, int l)
  * standing queue (round trip above the smallest seen by more than DAEMON_RATE_QUEUE_MS
  * and half of it), for DAEMON_RATE_STRIKES heartbeats in a row, delivers less than the
  * topology says: plans use the best rate it carried meanwhile, for DAEMON_RATE_HOLD_MS,
- * then the topology's capacity again (if it is still short, it is found again).
+ * then the topology's capacity again (if it is still short, it is found again). Found
+ * short again at about the capacity plans use already, it only holds longer.
  */
 static void
 rates_update(struct dmn *m)
@@ -507,8 +508,13 @@ rates_update(struct dmn *m)
 			if (r->rtt_ms > 0 && (r->base_rtt_ms <= 0 || r->rtt_ms < r->base_rtt_ms))
 				r->base_rtt_ms = r->rtt_ms;
 			double queue = r->rtt_ms > 0 ? r->rtt_ms - r->base_rtt_ms : 0;
+			/* What it should carry: the plan's rate, but no more than the capacity
+			 * plans use (jobs are planned one by one, each with the whole link: with
+			 * several, the rates they plan on a link can add up to more). */
+			double in_plans = *cap > 0 ? *cap : nominal;
+			double expect = planned < in_plans ? planned : in_plans;
 
-			if (r->gbps < 0 || planned <= 0 || r->gbps >= DAEMON_RATE_SHORT * planned ||
+			if (r->gbps < 0 || planned <= 0 || r->gbps >= DAEMON_RATE_SHORT * expect ||
 			    queue <= DAEMON_RATE_QUEUE_MS || queue <= r->base_rtt_ms / 2) {
 				r->strikes = 0;
 				r->best_gbps = 0;
@@ -520,20 +526,25 @@ rates_update(struct dmn *m)
 				continue;
 			/* A floor: a link that delivered nearly nothing is still not planned at
 			 * zero (the probes decide whether it is down). */
-			r->measured_gbps = r->best_gbps > planned / 100 ? r->best_gbps : planned / 100;
+			double best = r->best_gbps > expect / 100 ? r->best_gbps : expect / 100;
+
+			r->strikes = 0;
+			r->best_gbps = 0;
 			r->measured_until = now + DAEMON_RATE_HOLD_MS;
-			*cap = r->measured_gbps;
+			if (r->measured_gbps > 0 && best > r->measured_gbps * (1 - DAEMON_RATE_SAME) &&
+			    best < r->measured_gbps * (1 + DAEMON_RATE_SAME))
+				continue; /* what plans use already: it holds longer, no new epoch */
+			r->measured_gbps = best;
+			*cap = best;
 			control_log("link %s-%s: %s->%s carries %.4g Gbit/s of the %.4g planned behind "
 				    "%.0f ms of queue (round trip %.0f ms, %.0f ms at best); planning "
 				    "with %.4g Gbit/s for %d s", node_id(m, t->links[l].a),
 				    node_id(m, t->links[l].b), node_id(m, v), node_id(m, u), r->gbps,
-				    planned, queue, r->rtt_ms, r->base_rtt_ms, r->measured_gbps,
+				    expect, queue, r->rtt_ms, r->base_rtt_ms, r->measured_gbps,
 				    DAEMON_RATE_HOLD_MS / 1000);
 			mark_all_dirty(m, "link %s-%s measured at %.4g Gbit/s",
 				       node_id(m, t->links[l].a), node_id(m, t->links[l].b),
 				       r->measured_gbps);
-			r->strikes = 0;
-			r->best_gbps = 0;
 		}
 }
 

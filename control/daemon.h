@@ -34,6 +34,8 @@
 #define DAEMON_RATE_QUEUE_MS 5.0
 #define DAEMON_RATE_STRIKES 3
 #define DAEMON_RATE_HOLD_MS 60000
+/** A measured capacity within this share of the one plans use changes no plan. */
+#define DAEMON_RATE_SAME 0.2
 /** Clients of the daemon's socket served at once; more wait in the listen backlog. */
 #define DAEMON_CLIENTS_MAX 16
 
