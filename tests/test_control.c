@@ -6,6 +6,7 @@
  * deployment, with a gateway down and with the ring as chain trees.
  */
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -332,6 +333,45 @@ test_plan_without_node(void)
 	deploy_free(d);
 }
 
+/* Measured capacities: where below the topology's the plan uses them, where above it
+ * they change nothing; a link down is left out. */
+static void
+test_plan_measured_links(void)
+{
+	char err[JOBPLAN_ERR_MAX];
+	struct deploy *d;
+	struct jobplan *nominal = plan_example(&d, 3, NULL), *jp = NULL;
+	int nl = d->topo->n_links;
+	struct jobplan_link *lk = calloc((size_t)nl, sizeof(*lk));
+	double before = plan_total_rate(nominal->plan);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(lk);
+	for (int l = 0; l < nl; l++)
+		lk[l] = (struct jobplan_link){ .up = true, .gbps_ab = 1e6, .gbps_ba = 1e6 };
+	CHECK(jobplan_build(d, 0, NULL, lk, 4, &jp, err, sizeof(err)) == 0, "%s", err);
+	CHECK(jp != NULL && fabs(plan_total_rate(jp->plan) - before) < 1e-9 * before,
+	      "%g against %g", jp != NULL ? plan_total_rate(jp->plan) : 0, before);
+	jobplan_free(jp);
+	for (int l = 0; l < nl; l++)
+		lk[l] = (struct jobplan_link){ .up = true,
+					       .gbps_ab = d->topo->links[l].gbps_ab / 4,
+					       .gbps_ba = d->topo->links[l].gbps_ba / 4 };
+	CHECK(jobplan_build(d, 0, NULL, lk, 5, &jp, err, sizeof(err)) == 0, "%s", err);
+	/* Every link at a quarter: the same trees at a quarter of the rate. */
+	CHECK(jp != NULL && fabs(plan_total_rate(jp->plan) - before / 4) < 1e-6 * before,
+	      "%g against %g / 4", jp != NULL ? plan_total_rate(jp->plan) : 0, before);
+	CHECK(jp != NULL && jp->topo->n_links == nl, "%d links", jp != NULL ? jp->topo->n_links : 0);
+	jobplan_free(jp);
+	lk[0].up = false;
+	CHECK(jobplan_build(d, 0, NULL, lk, 6, &jp, err, sizeof(err)) == 0, "%s", err);
+	CHECK(jp != NULL && jp->topo->n_links == nl - 1, "%d links",
+	      jp != NULL ? jp->topo->n_links : 0);
+	jobplan_free(jp);
+	free(lk);
+	jobplan_free(nominal);
+	deploy_free(d);
+}
+
 /* The ring as chain trees: one per member, a valid plan, each link within capacity. */
 static void
 test_ring_chains(void)
@@ -389,6 +429,7 @@ main(void)
 	CU_add_test(s, "two-phase install: a gateway dies between the phases", test_install_dies);
 	CU_add_test(s, "two-phase install: no socket, wrong epoch", test_install_no_socket);
 	CU_add_test(s, "planning without a failed gateway", test_plan_without_node);
+	CU_add_test(s, "planning with measured link capacities", test_plan_measured_links);
 	CU_add_test(s, "the ring as chain trees", test_ring_chains);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
