@@ -23,6 +23,19 @@ GEOREDUCE_PACKAGES=(
 log() { printf '== %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# size_bytes SIZE: the bytes of N with an optional suffix K M G KiB MiB GiB, on stdout;
+# fails on anything else.
+size_bytes() {
+	python3 - "$1" <<'PY'
+import re, sys
+m = re.fullmatch(r"(\d+)\s*(K|M|G|KiB|MiB|GiB)?", sys.argv[1])
+if not m:
+    sys.exit(1)
+mult = {None: 1, "K": 1e3, "M": 1e6, "G": 1e9, "KiB": 1024, "MiB": 1 << 20, "GiB": 1 << 30}
+print(int(int(m.group(1)) * mult[m.group(2)]))
+PY
+}
+
 # Install whatever is missing (needs root the first time; a no-op afterwards).
 ensure_packages() {
 	local missing=() p

@@ -58,6 +58,8 @@ def main():
                     help="floor of every tree's slot pool (and so of the workers' windows)")
     ap.add_argument("--loss", type=float, default=0.0,
                     help="random loss on every WAN port, each direction [0]")
+    ap.add_argument("--no-pace", action="store_true",
+                    help="dataplanes send at once instead of pacing trees at their rates")
     a = ap.parse_args()
 
     try:
@@ -164,6 +166,8 @@ def main():
         args += ["--", "--addr", "0:%s/24" % s["gateway"]["ipv4"], "-s", s["gateway"]["socket"],
                  "--mbufs", "32768", "--hdr-mbufs", "8192", "--rx-desc", "512", "--tx-desc",
                  "512", "--fault-queue", "2048", "--rto-ms", "1000"]
+        if a.no_pace:
+            args.append("--no-pace")
         for p, wan in enumerate(s["wan"], start=1):
             args += ["--addr", "%d:%s/32" % (p, s["gateway"]["ipv4"]),
                      "--route", "10.99.%d.0/24,port=%d" % (wan["peer"], p)]
