@@ -453,6 +453,9 @@ check_tree(const struct table *tb, const struct table_tree *e, int i, uint64_t n
 		return json_util_fail(err, errlen, "field 'trees[%d].slots': %" PRIu32 " is not a "
 				      "power of two in [1, limits.max_slots %" PRIu32 "]", i, e->slots,
 				      lim->max_slots);
+	if (e->window > e->slots)
+		return json_util_fail(err, errlen, "field 'trees[%d].window': %" PRIu32 " is more "
+				      "than the %" PRIu32 " slots", i, e->window, e->slots);
 	return 0;
 }
 
@@ -660,6 +663,8 @@ tree_json(const struct table_tree *e)
 	rc |= set_new(o, "chunk_count", json_integer(e->chunk_count));
 	rc |= set_new(o, "rate_gbps", json_real(e->rate_gbps));
 	rc |= set_new(o, "slots", json_integer(e->slots));
+	if (e->window != 0)
+		rc |= set_new(o, "window", json_integer(e->window));
 	if (rc != 0)
 		goto nomem;
 	return o;
@@ -715,15 +720,16 @@ table_write(const struct table *tb, FILE *out)
 /* Parsing                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
-/* Every key of obj is one of known[] and every known[] key is present. */
+/* Every key of obj is one of the n known[] and the first `required` of them are present. */
 static int
-check_keys(struct json_util_src *c, json_t *obj, const char *path, const char *const *known, size_t n)
+check_keys(struct json_util_src *c, json_t *obj, const char *path, const char *const *known, size_t n,
+	   size_t required)
 {
 	const char *key = json_util_unknown_key(obj, known, n);
 
 	if (key != NULL)
 		return json_util_field_fail(c, path, key, "unknown field");
-	for (size_t k = 0; k < n; k++)
+	for (size_t k = 0; k < required; k++)
 		if (json_object_get(obj, known[k]) == NULL)
 			return json_util_field_fail(c, path, known[k], "missing");
 	return 0;
@@ -776,7 +782,7 @@ parse_gw(struct json_util_src *c, json_t *obj, const char *path, struct table_gw
 
 	if (!json_is_object(obj))
 		return json_util_field_fail(c, path, "", "expected an object");
-	rc = check_keys(c, obj, path, known, ARRAY_SIZE(known));
+	rc = check_keys(c, obj, path, known, ARRAY_SIZE(known), ARRAY_SIZE(known));
 	if (rc == 0)
 		rc = get_uint(c, obj, path, "id", 1, TABLE_ID_MAX, &id);
 	if (rc == 0)
@@ -802,7 +808,7 @@ parse_worker(struct json_util_src *c, json_t *obj, const char *path, struct tabl
 
 	if (!json_is_object(obj))
 		return json_util_field_fail(c, path, "", "expected an object");
-	rc = check_keys(c, obj, path, known, ARRAY_SIZE(known));
+	rc = check_keys(c, obj, path, known, ARRAY_SIZE(known), ARRAY_SIZE(known));
 	if (rc == 0)
 		rc = get_uint(c, obj, path, "id", 1, TABLE_ID_MAX, &id);
 	if (rc == 0)
@@ -818,7 +824,8 @@ parse_worker(struct json_util_src *c, json_t *obj, const char *path, struct tabl
 
 static const char *const tree_keys[] = { "id", "role", "parent", "children", "workers",
 					 "expected", "subtree_workers", "chunk_first",
-					 "chunk_count", "rate_gbps", "slots" };
+					 "chunk_count", "rate_gbps", "slots",
+					 "window" /* optional: the last */ };
 
 /* First pass over trees[i]: an object with known keys and bounded arrays, so that the
  * table can be allocated before anything is copied. */
@@ -832,7 +839,7 @@ size_tree(struct json_util_src *c, json_t *jt, int i, int *n_children, int *n_wo
 	snprintf(path, sizeof(path), "trees[%d]", i);
 	if (!json_is_object(jt))
 		return json_util_field_fail(c, path, "", "expected an object");
-	rc = check_keys(c, jt, path, tree_keys, ARRAY_SIZE(tree_keys));
+	rc = check_keys(c, jt, path, tree_keys, ARRAY_SIZE(tree_keys), ARRAY_SIZE(tree_keys) - 1);
 	if (rc != 0)
 		return rc;
 	ch = json_object_get(jt, "children");
@@ -859,7 +866,7 @@ parse_tree(struct json_util_src *c, json_t *jt, int i, struct table_tree *e)
 {
 	json_t *role = json_object_get(jt, "role"), *parent = json_object_get(jt, "parent");
 	json_t *rate = json_object_get(jt, "rate_gbps");
-	uint64_t id, expected, subtree, first, count, slots;
+	uint64_t id, expected, subtree, first, count, slots, window = 0;
 	char path[48];
 	int rc;
 
@@ -909,6 +916,8 @@ parse_tree(struct json_util_src *c, json_t *jt, int i, struct table_tree *e)
 		rc = json_util_field_fail(c, path, "rate_gbps", "expected a number");
 	if (rc == 0)
 		rc = get_uint(c, jt, path, "slots", 1, TABLE_SLOTS_MAX, &slots);
+	if (rc == 0 && json_object_get(jt, "window") != NULL)
+		rc = get_uint(c, jt, path, "window", 1, TABLE_SLOTS_MAX, &window);
 	if (rc != 0)
 		return rc;
 	e->id = (uint16_t)id;
@@ -918,6 +927,7 @@ parse_tree(struct json_util_src *c, json_t *jt, int i, struct table_tree *e)
 	e->chunk_count = (uint32_t)count;
 	e->rate_gbps = json_number_value(rate);
 	e->slots = (uint32_t)slots;
+	e->window = (uint32_t)window;
 	return 0;
 }
 
@@ -931,7 +941,7 @@ parse_limits(struct json_util_src *c, json_t *obj, struct table_limits *lim)
 
 	if (!json_is_object(obj))
 		return json_util_field_fail(c, "limits", "", "expected an object");
-	rc = check_keys(c, obj, "limits", known, ARRAY_SIZE(known));
+	rc = check_keys(c, obj, "limits", known, ARRAY_SIZE(known), ARRAY_SIZE(known));
 	if (rc == 0)
 		rc = get_uint(c, obj, "limits", "max_trees", 1, TABLE_TREES_MAX, &t);
 	if (rc == 0)
@@ -989,7 +999,7 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 		json_util_field_fail(&c, "format", "", "expected \"%s\"", TABLE_FORMAT);
 		goto out;
 	}
-	if (check_keys(&c, root, "", table_keys, ARRAY_SIZE(table_keys)) != 0 ||
+	if (check_keys(&c, root, "", table_keys, ARRAY_SIZE(table_keys), ARRAY_SIZE(table_keys)) != 0 ||
 	    get_uint(&c, root, "", "job", 0, UINT32_MAX, &job) != 0 ||
 	    get_uint(&c, root, "", "epoch", 0, UINT32_MAX, &epoch) != 0 ||
 	    parse_gw(&c, json_object_get(root, "gateway"), "gateway", &gw) != 0)
@@ -1567,7 +1577,10 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
 		e->chunk_count = count[tree_of[k]];
 		e->rate_gbps = tr->rate_gbps;
 		hold = table_hold_ms(t, tr, node, active, has_workers);
-		e->slots = table_slots(tr->rate_gbps, hold, d->chunk_bytes, smin, smax);
+		/* The window is the formula's pool; the pool is twice that (within the cap),
+		 * so that a lost chunk does not stop the window until it is resent. */
+		e->window = table_slots(tr->rate_gbps, hold, d->chunk_bytes, smin, smax);
+		e->slots = e->window <= smax / 2 ? 2 * e->window : e->window;
 	}
 	if (table_validate(tb, msg, sizeof(msg)) != 0) {
 		/* The deployment checks above should make this unreachable. */

@@ -120,6 +120,9 @@ struct table_tree {
 	uint32_t chunk_count;     /* >= 1 */
 	double rate_gbps;         /* planned rate: pace this tree's traffic on each link */
 	uint32_t slots;           /* slot pool: chunks in flight held here (power of two) */
+	uint32_t window;          /* chunks a worker keeps unanswered in this tree, <= slots:
+				   * the pool's span beyond it lets the window move on past a
+				   * lost chunk until it is resent; 0: slots */
 };
 
 struct table {

@@ -53,6 +53,7 @@ struct job {
 	uint16_t tree_id[TREES_MAX];
 	uint32_t first[TREES_MAX], count[TREES_MAX];
 	uint32_t slots;
+	uint32_t window;                /* 0: none in the table */
 };
 
 /* How the fake gateway misbehaves. Probabilities in parts per million. */
@@ -100,8 +101,9 @@ struct fakegw {
 	int held_fd;
 	struct sockaddr_in held_to;
 	/* Window check of first transmissions in the latest round: per tree, the lowest
-	 * chunk without its result and the widest span seen. */
-	uint32_t win_round, lowest[TREES_MAX], max_span;
+	 * chunk without its result and the widest span seen; the most chunks of one worker
+	 * the gateway had from it without sending their result. */
+	uint32_t win_round, lowest[TREES_MAX], max_span, max_flight;
 	bool win_seen;
 	/* Counters (read after the thread is joined). */
 	unsigned int bad, contribs, retx, nacks, acks_sent, results, answers, probe_replies;
@@ -133,8 +135,9 @@ table_json(const struct job *j)
 			"%s{\"id\": %u, \"role\": \"root\", \"parent\": null, \"children\": [],\n"
 			"  \"workers\": [%s], \"expected\": %d, \"subtree_workers\": %d,\n"
 			"  \"chunk_first\": %u, \"chunk_count\": %u, \"rate_gbps\": 1.0, "
-			"\"slots\": %u}", t ? ",\n " : "", j->tree_id[t], workers, j->n_workers,
-			j->n_workers, j->first[t], j->count[t], j->slots);
+			"\"slots\": %u%s%.0u}", t ? ",\n " : "", j->tree_id[t], workers,
+			j->n_workers, j->n_workers, j->first[t], j->count[t], j->slots,
+			j->window != 0 ? ", \"window\": " : "", j->window);
 	snprintf(s + n, cap - n, "]}\n");
 	return s;
 }
@@ -337,7 +340,7 @@ elem_put(uint8_t *p, enum gr_dtype dt, uint32_t i, float f)
 }
 
 static void
-window_check(struct fakegw *g, const struct wire_pkt *p)
+window_check(struct fakegw *g, const struct wire_pkt *p, int k)
 {
 	int t = tree_index(&g->j, p->chunk);
 
@@ -360,6 +363,16 @@ window_check(struct fakegw *g, const struct wire_pkt *p)
 	}
 	if (p->chunk >= *lo && p->chunk - *lo + 1 > g->max_span)
 		g->max_span = p->chunk - *lo + 1;
+	uint32_t flight = 1; /* this one */
+
+	for (uint32_t c = *lo; c < g->j.first[t] + g->j.count[t]; c++) {
+		const struct fslot *s = &g->slots[2 * c + (p->round & 1)];
+
+		flight += c != p->chunk && s->round == p->round && s->state == 1 &&
+			  (s->in & (1u << k));
+	}
+	if (flight > g->max_flight)
+		g->max_flight = flight;
 }
 
 static void
@@ -373,7 +386,7 @@ on_contrib(struct fakegw *g, const struct wire_pkt *p, const uint8_t *pkt, int k
 	if (retx)
 		g->retx++;
 	else
-		window_check(g, p);
+		window_check(g, p, k);
 	if (s->state == 0 || s->round != p->round) {
 		s->state = 1;
 		s->round = p->round;
@@ -914,7 +927,8 @@ test_average(void)
 	clean_run(GR_DTYPE_FP16, 5000, 100, 2, 1, 2, true);
 }
 
-/* The window bounds the span of chunks in flight of each tree, and is used in full. */
+/* The window bounds the chunks in flight of each tree, and is used in full; the slot pool
+ * bounds their span, which goes past the window when a chunk is lost. */
 static void
 test_window(void)
 {
@@ -926,15 +940,28 @@ test_window(void)
 
 	job_init(&j, 2, 1, 2, GR_DTYPE_FP32, 64 * 500, 64);
 	g = gw_run(&j, &fo, &o, 1, ws);
-	CHECK(g->max_span == 8, "span of chunks in flight %u, window 8", g->max_span);
+	CHECK(g->max_flight == 8, "chunks in flight %u, window 8", g->max_flight);
 	gw_free(g);
 
-	/* The slot pool caps the window. */
+	/* The slot pool caps the window and the span. */
 	job_init(&j, 2, 2, 2, GR_DTYPE_FP32, 64 * 500, 64);
 	j.slots = 16;
 	o.window = 1000;
 	g = gw_run(&j, &fo, &o, 1, ws);
-	CHECK(g->max_span <= 16 && g->max_span >= 8, "span %u, slot pool 16", g->max_span);
+	CHECK(g->max_span <= 16 && g->max_flight >= 8 && g->max_flight <= 16,
+	      "span %u, in flight %u, slot pool 16", g->max_span, g->max_flight);
+	gw_free(g);
+
+	/* The table's window (4 of a pool of 32) by default; lost chunks: the others go on
+	 * past them, up to the pool. */
+	job_init(&j, 2, 1, 2, GR_DTYPE_FP32, 64 * 2000, 64);
+	j.slots = 32;
+	j.window = 4;
+	fo.loss_rx = 20000;
+	o = (struct gr_options){ .rto_min_ms = 5, .rto_initial_ms = 20, .timeout_ms = 20000 };
+	g = gw_run(&j, &fo, &o, 1, ws);
+	CHECK(g->max_flight <= 4 && g->max_span > 4 && g->max_span <= 32,
+	      "in flight %u (window 4), span %u (pool 32)", g->max_flight, g->max_span);
 	gw_free(g);
 }
 

@@ -681,6 +681,14 @@ check_gw_at(int line, const struct table_gw *g, uint16_t id, uint32_t ip)
 		 "gateway", "id %u ip %08x port %u+%u, expected %u %08x", g->id, g->ipv4,
 		 g->base_port, g->ports, id, ip);
 }
+
+/* The window the slot formula gives (ref), and the pool of twice that within the cap. */
+#define CHECK_POOL(e, ref)                                                                 \
+	do {                                                                               \
+		CU_ASSERT_EQUAL((e)->window, (ref));                                       \
+		CU_ASSERT_EQUAL((e)->slots, (ref) <= TABLE_SLOTS_MAX / 2 ? 2 * (ref) : (ref)); \
+	} while (0)
+
 #define CHECK_GW(g, id, ip) check_gw_at(__LINE__, (g), (id), (ip))
 
 static void
@@ -729,8 +737,9 @@ test_compile_scenario(void)
 	CU_ASSERT_EQUAL(e->chunk_count, 24);
 	CU_ASSERT_DOUBLE_EQUAL(e->rate_gbps, 3, 0);
 	/* hold = 2 * (up 0 + down: c is 15 ms below, plus its LAN 0.05 ms). */
-	CU_ASSERT_EQUAL(e->slots, ref_slots(3, 2 * 15.05, 1024, 16, 65536));
-	CU_ASSERT_EQUAL(e->slots, 16384);
+	CHECK_POOL(e, ref_slots(3, 2 * 15.05, 1024, 16, 65536));
+	CU_ASSERT_EQUAL(e->window, 16384);
+	CU_ASSERT_EQUAL(e->slots, 32768);
 	e = &tb[A]->trees[1];
 	CU_ASSERT_EQUAL(e->id, 1);
 	CU_ASSERT_EQUAL(e->role, TABLE_ROLE_LEAF);
@@ -744,7 +753,7 @@ test_compile_scenario(void)
 	CU_ASSERT_EQUAL(e->chunk_count, 16);
 	CU_ASSERT_DOUBLE_EQUAL(e->rate_gbps, 2, 0);
 	/* up: a -> r 1 ms; down: own LAN. */
-	CU_ASSERT_EQUAL(e->slots, ref_slots(2, 2 * (1 + 0.05), 1024, 16, 65536));
+	CHECK_POOL(e, ref_slots(2, 2 * (1 + 0.05), 1024, 16, 65536));
 
 	/* b: interior of tree 0 (parent a, child c), leaf of tree 1 under c. */
 	CU_ASSERT_EQUAL_FATAL(tb[B]->n_trees, 2);
@@ -755,13 +764,13 @@ test_compile_scenario(void)
 	CHECK_GW(&e->children[0], 3, IP(10, 0, 0, 3));
 	CU_ASSERT_EQUAL(e->expected, 2);
 	CU_ASSERT_EQUAL(e->subtree_workers, 2);
-	CU_ASSERT_EQUAL(e->slots, ref_slots(3, 2 * (10 + 5.05), 1024, 16, 65536));
+	CHECK_POOL(e, ref_slots(3, 2 * (10 + 5.05), 1024, 16, 65536));
 	e = &tb[B]->trees[1];
 	CU_ASSERT_EQUAL(e->role, TABLE_ROLE_LEAF);
 	CHECK_GW(&e->parent, 3, IP(10, 0, 0, 3));
 	CU_ASSERT_EQUAL(e->expected, 1);
 	CU_ASSERT_EQUAL(e->subtree_workers, 1);
-	CU_ASSERT_EQUAL(e->slots, ref_slots(2, 2 * (5 + 1 + 0.05), 1024, 16, 65536));
+	CHECK_POOL(e, ref_slots(2, 2 * (5 + 1 + 0.05), 1024, 16, 65536));
 
 	/* c: leaf of tree 0 (the relay s below it is pruned), interior of tree 1. */
 	CU_ASSERT_EQUAL_FATAL(tb[C]->n_trees, 2);
@@ -770,7 +779,7 @@ test_compile_scenario(void)
 	CHECK_GW(&e->parent, 2, IP(10, 0, 0, 2));
 	CU_ASSERT_EQUAL(e->n_children, 0);
 	CU_ASSERT_EQUAL(e->expected, 1);
-	CU_ASSERT_EQUAL(e->slots, ref_slots(3, 2 * (15 + 0.05), 1024, 16, 65536));
+	CHECK_POOL(e, ref_slots(3, 2 * (15 + 0.05), 1024, 16, 65536));
 	e = &tb[C]->trees[1];
 	CU_ASSERT_EQUAL(e->role, TABLE_ROLE_INTERIOR);
 	CHECK_GW(&e->parent, 4, IP(10, 0, 0, 4));
@@ -792,7 +801,7 @@ test_compile_scenario(void)
 	CU_ASSERT_EQUAL(e->expected, 2);
 	CU_ASSERT_EQUAL(e->subtree_workers, 4);
 	/* down: b is 1 + 5 ms below r, plus its LAN. */
-	CU_ASSERT_EQUAL(e->slots, ref_slots(2, 2 * 6.05, 1024, 16, 65536));
+	CHECK_POOL(e, ref_slots(2, 2 * 6.05, 1024, 16, 65536));
 	CU_ASSERT_PTR_EQUAL(table_tree_of_chunk(tb[R], 24), e);
 	CU_ASSERT_PTR_EQUAL(table_tree_of_chunk(tb[R], 39), e);
 	CU_ASSERT_PTR_NULL(table_tree_of_chunk(tb[R], 23));
@@ -841,7 +850,8 @@ test_compile_variants(void)
 	tb[R] = COMPILE(&sc, R);
 	if (tb[R] != NULL) {
 		CU_ASSERT_EQUAL(tb[R]->limits.max_slots, 2048); /* 3000 rounded down */
-		CU_ASSERT_EQUAL(tb[R]->trees[0].slots, 2048);  /* 2955 capped */
+		CU_ASSERT_EQUAL(tb[R]->trees[0].window, 2048); /* 2955 capped */
+		CU_ASSERT_EQUAL(tb[R]->trees[0].slots, 2048);  /* no room for twice that */
 		ROUND_TRIP(tb[R]);
 		table_free(tb[R]);
 	}
@@ -850,7 +860,8 @@ test_compile_variants(void)
 	sc.t->links[3].latency_ms = 0; /* a - r */
 	tb[A] = COMPILE(&sc, A);
 	if (tb[A] != NULL) {
-		CU_ASSERT_EQUAL(tb[A]->trees[1].slots, 1024); /* the floor */
+		CU_ASSERT_EQUAL(tb[A]->trees[1].window, 1024); /* the floor */
+		CU_ASSERT_EQUAL(tb[A]->trees[1].slots, 2048);
 		table_free(tb[A]);
 	}
 	sc.t->links[3].latency_ms = 1;

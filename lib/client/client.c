@@ -11,13 +11,16 @@
  * lives in the client, allocated at creation: one 16-byte record per chunk, the batch
  * headers and RX_BATCH receive buffers. Nothing is allocated per call or per packet.
  *
- * Every tree has its own window, a span of its chunk range: chunk i of a tree is sent only
- * once every chunk of that tree before i - window has its result, so the chunks in flight
- * of a tree never collide in the gateway's slot pool for it (slot = chunk & (slots - 1))
- * when the window is at most the pool. First transmissions go round-robin over the trees
- * with room in their window, so that every tree of the plan runs at once, each at the
- * rate its gateway paces it to (a single window over the whole tensor would run the
- * trees, whose ranges are contiguous, one after the other).
+ * Every tree has its own window: at most `window` of its chunks in flight (sent, without
+ * result), and a span of at most its slot pool: chunk i of a tree is sent only once every
+ * chunk of that tree before i - slots has its result, so the chunks in flight of a tree
+ * never collide in the gateway's slot pool for it (slot = chunk & (slots - 1)). The
+ * gateway's table makes the pool twice the window, so a lost chunk does not stop the
+ * window until it is resent: the others move on past it by up to a window. First
+ * transmissions go round-robin over the trees with room in their window, so that every
+ * tree of the plan runs at once, each at the rate its gateway paces it to (a single
+ * window over the whole tensor would run the trees, whose ranges are contiguous, one
+ * after the other).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -112,7 +115,9 @@ struct call {
 	uint32_t tnext[GR_TREES_MAX];   /* per tree: first chunk of its range never sent */
 	uint32_t told[GR_TREES_MAX];    /* per tree: first chunk of its range without result */
 	uint32_t tend[GR_TREES_MAX];    /* per tree: end of its range */
-	uint32_t twin[GR_TREES_MAX];    /* per tree: its window */
+	uint32_t twin[GR_TREES_MAX];    /* per tree: its window (chunks in flight) */
+	uint32_t tspan[GR_TREES_MAX];   /* per tree: how far past told a chunk may be sent */
+	uint32_t tflight[GR_TREES_MAX]; /* per tree: chunks sent without result */
 	uint64_t tprogress[GR_TREES_MAX]; /* per tree: when its latest result came (us) */
 	uint32_t tprog_sent[GR_TREES_MAX]; /* per tree: the latest first-sent time (us, mod
 					    * 2^32) of a chunk with its result */
@@ -207,6 +212,10 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 		if (cfg->trees[i].chunk_count == 0)
 			return json_util_fail(err, errlen, "trees[%u].chunk_count: must be at least 1",
 					      i);
+		if (cfg->trees[i].window != 0 && cfg->trees[i].slots != 0 &&
+		    cfg->trees[i].window > cfg->trees[i].slots)
+			return json_util_fail(err, errlen, "trees[%u].window: %u is more than its %u "
+					      "slots", i, cfg->trees[i].window, cfg->trees[i].slots);
 		for (unsigned int j = 0; j < i; j++)
 			if (cfg->trees[j].id == cfg->trees[i].id)
 				return json_util_fail(err, errlen, "trees[%u].id: %u also in trees[%u]",
@@ -279,6 +288,7 @@ config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t w
 		cfg->trees[i].chunk_first = tb->trees[i].chunk_first;
 		cfg->trees[i].chunk_count = tb->trees[i].chunk_count;
 		cfg->trees[i].slots = tb->trees[i].slots;
+		cfg->trees[i].window = tb->trees[i].window;
 	}
 	rc = gr_config_check(cfg, err, errlen);
 out:
@@ -780,6 +790,7 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 	if (h->state == CH_SENT && (int32_t)(h->sent_us - k->tprog_sent[tr]) > 0)
 		k->tprog_sent[tr] = h->sent_us;
 	h->state = CH_DONE;
+	k->tflight[tr]--;
 	k->tprogress[tr] = now;
 	h->contrib = p->contrib;
 	if (k->done == 0 || p->contrib < k->contrib_min)
@@ -972,16 +983,20 @@ call_init(struct call *k, struct gr_client *c, const struct gr_options *o)
 	if (w > GR_WINDOW_MAX)
 		return fail(c, -EINVAL, "window %u: at most %u", w, GR_WINDOW_MAX);
 	k->window = w;
-	/* By default a tree's window is its slot pool: the gateway sizes it to the tree's
-	 * bandwidth-delay product (docs/TABLES.md), which is what keeps the tree busy. */
+	/* By default a tree's window is the one its table gives: the gateway sizes it to the
+	 * tree's bandwidth-delay product (docs/TABLES.md), which is what keeps the tree busy,
+	 * and its slot pool to twice that. */
 	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
 		const struct gr_tree *tr = &c->cfg.trees[t];
-		uint32_t tw = w != 0 ? w : tr->slots != 0 ? tr->slots : GR_WINDOW_DEFAULT;
+		uint32_t tw = w != 0 ? w : tr->window != 0 ? tr->window :
+			      tr->slots != 0 ? tr->slots : GR_WINDOW_DEFAULT;
 
 		k->tnext[t] = k->told[t] = tr->chunk_first;
 		k->tprogress[t] = 0;
 		k->tend[t] = tr->chunk_first + tr->chunk_count;
 		k->twin[t] = tr->slots != 0 && tr->slots < tw ? tr->slots : tw;
+		k->tspan[t] = tr->slots != 0 ? tr->slots : k->twin[t];
+		k->tflight[t] = 0;
 	}
 	k->rto_min = (uint64_t)(o->rto_min_ms ? o->rto_min_ms : GR_RTO_MIN_DEFAULT_MS) * 1000;
 	k->rto_max = (uint64_t)(o->rto_max_ms ? o->rto_max_ms : GR_RTO_MAX_DEFAULT_MS) * 1000;
@@ -1039,7 +1054,8 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 			for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
 				uint32_t i = k.tnext[t];
 
-				if (i == k.tend[t] || i - k.told[t] >= k.twin[t])
+				if (i == k.tend[t] || i - k.told[t] >= k.tspan[t] ||
+				    k.tflight[t] >= k.twin[t])
 					continue;
 				struct chunk *h = &c->ch[i];
 
@@ -1051,6 +1067,7 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 				send_contrib(&k, i, false, now);
 				c->st.contribs_sent++;
 				k.tnext[t]++;
+				k.tflight[t]++;
 				busy = more = true;
 			}
 		}

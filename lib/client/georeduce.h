@@ -67,8 +67,10 @@ struct gr_tree {
 	uint16_t id;            /* tree id, written into every packet of its chunks */
 	uint32_t chunk_first;   /* the tree carries chunks chunk_first .. + chunk_count - 1 */
 	uint32_t chunk_count;   /* >= 1 */
-	uint32_t slots;         /* the gateway's slot pool for the tree (bounds the window);
-				 * 0: unknown */
+	uint32_t slots;         /* the gateway's slot pool for the tree (bounds the span of
+				 * the chunks in flight); 0: unknown */
+	uint32_t window;        /* chunks to keep unanswered in the tree (the gateway's
+				 * bandwidth-delay product for it, <= slots); 0: slots */
 };
 
 /**
@@ -101,11 +103,12 @@ typedef void (*gr_progress_fn)(void *arg, uint64_t done, uint64_t total);
  * Options of one gr_allreduce() call. A zeroed struct (or NULL) means every default.
  */
 struct gr_options {
-	uint32_t window;        /* chunks in flight per tree at most (a span of the tree's
-				 * range: no chunk is sent before every chunk of the tree window
-				 * places earlier has its result); 0: the tree's slot pool (the
-				 * gateway sizes it to the tree's bandwidth-delay product), or
-				 * GR_WINDOW_DEFAULT if unknown. Always capped by the slot pool. */
+	uint32_t window;        /* chunks in flight (sent, without result) per tree at most;
+				 * 0: the tree's window from its table (the gateway's
+				 * bandwidth-delay product for it), else its slot pool, else
+				 * GR_WINDOW_DEFAULT. Whatever the window, the chunks in flight of
+				 * a tree span at most its slot pool (no chunk is sent before every
+				 * chunk of the tree a pool earlier has its result). */
 	uint32_t timeout_ms;    /* give up with -ETIMEDOUT after this; 0: GR_TIMEOUT_DEFAULT_MS */
 	bool average;           /* divide each result by its contributor count in place */
 	gr_progress_fn progress;        /* NULL: none */
