@@ -259,6 +259,9 @@ num(const json_t *v, const char *fmt, char *buf, size_t len)
 	return buf;
 }
 
+/* num() of field key of object o into the char array b. */
+#define NUM(o, key, fmt, b) num(json_object_get((o), (key)), (fmt), (b), sizeof(b))
+
 static void
 print_status(const json_t *r)
 {
@@ -270,7 +273,7 @@ print_status(const json_t *r)
 	       " ms, a gateway fails after %" JSON_INTEGER_FORMAT " missed\n",
 	       json_string_value(json_object_get(r, "deployment")),
 	       json_string_value(json_object_get(r, "topology")),
-	       num(json_object_get(r, "uptime_s"), "%.1f", a, sizeof(a)),
+	       NUM(r, "uptime_s", "%.1f", a),
 	       json_integer_value(json_object_get(r, "heartbeat_ms")),
 	       json_integer_value(json_object_get(r, "fail_after")));
 	printf("\ngateways\n  %-16s %5s %-15s %-7s %14s %8s %9s %9s\n", "node", "id", "ipv4",
@@ -284,9 +287,9 @@ print_status(const json_t *r)
 		       json_string_value(json_object_get(g, "state")),
 		       json_is_integer(n) ? (snprintf(e, sizeof(e), "%" JSON_INTEGER_FORMAT,
 						      json_integer_value(n)), e) : "-",
-		       num(json_object_get(g, "rtt_ms"), "%.1f", a, sizeof(a)),
-		       num(json_object_get(g, "rx_gbps"), "%.4f", b, sizeof(b)),
-		       num(json_object_get(g, "tx_gbps"), "%.4f", c, sizeof(c)));
+		       NUM(g, "rtt_ms", "%.1f", a),
+		       NUM(g, "rx_gbps", "%.4f", b),
+		       NUM(g, "tx_gbps", "%.4f", c));
 		if (json_is_string(json_object_get(g, "error")))
 			printf("    %s\n", json_string_value(json_object_get(g, "error")));
 	}
@@ -299,11 +302,11 @@ print_status(const json_t *r)
 			printf("  %-16s %-16s %11s %11s %9s %9s %11s%s%s\n",
 			       json_string_value(json_object_get(g, "from")),
 			       json_string_value(json_object_get(g, "to")),
-			       num(json_object_get(g, "planned_gbps"), "%.4f", a, sizeof(a)),
-			       num(json_object_get(g, "gbps"), "%.4f", b, sizeof(b)),
-			       num(json_object_get(g, "rtt_ms"), "%.1f", c, sizeof(c)),
-			       num(json_object_get(g, "base_rtt_ms"), "%.1f", e, sizeof(e)),
-			       num(json_object_get(g, "capacity_gbps"), "%.4f", f, sizeof(f)),
+			       NUM(g, "planned_gbps", "%.4f", a),
+			       NUM(g, "gbps", "%.4f", b),
+			       NUM(g, "rtt_ms", "%.1f", c),
+			       NUM(g, "base_rtt_ms", "%.1f", e),
+			       NUM(g, "capacity_gbps", "%.4f", f),
 			       json_is_true(json_object_get(n, "up")) ? "" : " (down)",
 			       json_is_number(mf) ? " (measured)" : "");
 		}
@@ -325,8 +328,8 @@ print_status(const json_t *r)
 				printf(" %s", json_string_value(n));
 			printf(" (%" JSON_INTEGER_FORMAT " workers), %s Gbit/s planned, predicted "
 			       "%s s\n", json_integer_value(json_object_get(j, "workers")),
-			       num(json_object_get(j, "rate_gbps"), "%.4f", a, sizeof(a)),
-			       num(json_object_get(j, "predicted_seconds"), "%.4f", b, sizeof(b)));
+			       NUM(j, "rate_gbps", "%.4f", a),
+			       NUM(j, "predicted_seconds", "%.4f", b));
 			printf("    %4s %-16s %12s %7s %10s %12s %12s\n", "tree", "root",
 			       "rate Gbit/s", "share", "height ms", "meas. Gb/s", "root rx Gb/s");
 		}
@@ -334,11 +337,11 @@ print_status(const json_t *r)
 			printf("    %4" JSON_INTEGER_FORMAT " %-16s %12s %7s %10s %12s %12s\n",
 			       json_integer_value(json_object_get(t, "tree")),
 			       json_string_value(json_object_get(t, "root")),
-			       num(json_object_get(t, "rate_gbps"), "%.4f", a, sizeof(a)),
-			       num(json_object_get(t, "share"), "%.4f", b, sizeof(b)),
-			       num(json_object_get(t, "height_ms"), "%.2f", c, sizeof(c)),
-			       num(json_object_get(t, "measured_gbps"), "%.4f", f, sizeof(f)),
-			       num(json_object_get(t, "root_rx_gbps"), "%.4f", e, sizeof(e)));
+			       NUM(t, "rate_gbps", "%.4f", a),
+			       NUM(t, "share", "%.4f", b),
+			       NUM(t, "height_ms", "%.2f", c),
+			       NUM(t, "measured_gbps", "%.4f", f),
+			       NUM(t, "root_rx_gbps", "%.4f", e));
 		if (json_is_string(json_object_get(j, "error")))
 			printf("    last error: %s\n", json_string_value(json_object_get(j, "error")));
 	}
