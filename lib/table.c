@@ -33,21 +33,33 @@ static const char *const role_names[] = {
 	[TABLE_ROLE_LEAF] = "leaf",
 };
 
+/* names[i] of a table of n names indexed from 1, or NULL. */
+static const char *
+name_at(const char *const *names, size_t n, unsigned int i)
+{
+	return i < n ? names[i] : NULL;
+}
+
+/* The index (from 1) of s in a table of n names, 0 if it is none of them. */
+static unsigned int
+index_of(const char *const *names, size_t n, const char *s)
+{
+	for (size_t i = 1; s != NULL && i < n; i++)
+		if (names[i] != NULL && strcmp(s, names[i]) == 0)
+			return (unsigned int)i;
+	return 0;
+}
+
 const char *
 table_dtype_name(enum table_dtype dt)
 {
-	if ((unsigned)dt >= ARRAY_SIZE(dtype_names))
-		return NULL;
-	return dtype_names[dt];
+	return name_at(dtype_names, ARRAY_SIZE(dtype_names), (unsigned int)dt);
 }
 
 enum table_dtype
 table_dtype_from_name(const char *s)
 {
-	for (size_t i = 1; s != NULL && i < ARRAY_SIZE(dtype_names); i++)
-		if (strcmp(s, dtype_names[i]) == 0)
-			return (enum table_dtype)i;
-	return 0;
+	return (enum table_dtype)index_of(dtype_names, ARRAY_SIZE(dtype_names), s);
 }
 
 size_t
@@ -66,18 +78,13 @@ table_dtype_size(enum table_dtype dt)
 const char *
 table_role_name(enum table_role r)
 {
-	if ((unsigned)r >= ARRAY_SIZE(role_names))
-		return NULL;
-	return role_names[r];
+	return name_at(role_names, ARRAY_SIZE(role_names), (unsigned int)r);
 }
 
 enum table_role
 table_role_from_name(const char *s)
 {
-	for (size_t i = 1; s != NULL && i < ARRAY_SIZE(role_names); i++)
-		if (strcmp(s, role_names[i]) == 0)
-			return (enum table_role)i;
-	return 0;
+	return (enum table_role)index_of(role_names, ARRAY_SIZE(role_names), s);
 }
 
 int
