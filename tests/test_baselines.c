@@ -8,6 +8,7 @@
 
 #include "baselines.h"
 #include "plan.h"
+#include "testutil.h"
 #include "topo_gen.h"
 
 /* A cycle s0 - s1 - ... - s(n-1) - s0, capacity c, plus chords of capacity chord. */
@@ -154,21 +155,14 @@ test_parameter_server(void)
 int
 main(void)
 {
-	CU_pSuite s;
-	unsigned int failed;
+	static const struct testutil_case tests[] = {
+		{ "ring on a complete graph", test_ring_complete_graph },
+		{ "ring finds the fast cycle", test_ring_finds_cycle },
+		{ "ring routed over a path", test_ring_routed_on_path },
+		{ "ring of two asymmetric sites", test_ring_two_sites },
+		{ "max-bottleneck tree", test_single_tree },
+		{ "parameter server", test_parameter_server },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("baselines", NULL, NULL);
-	CU_add_test(s, "ring on a complete graph", test_ring_complete_graph);
-	CU_add_test(s, "ring finds the fast cycle", test_ring_finds_cycle);
-	CU_add_test(s, "ring routed over a path", test_ring_routed_on_path);
-	CU_add_test(s, "ring of two asymmetric sites", test_ring_two_sites);
-	CU_add_test(s, "max-bottleneck tree", test_single_tree);
-	CU_add_test(s, "parameter server", test_parameter_server);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed > 0;
+	return testutil_run("test_baselines", "baselines", tests, TESTUTIL_N(tests));
 }

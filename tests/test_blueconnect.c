@@ -497,24 +497,17 @@ test_section_files(void)
 int
 main(void)
 {
-	CU_pSuite s;
-	unsigned int failed;
+	static const struct testutil_case tests[] = {
+		{ "2 sites x 1 gateway x 2 workers by hand", test_two_by_one_by_two },
+		{ "4 sites x 2 gateways x 8 workers by hand", test_four_by_two_by_eight },
+		{ "a slow LAN chooses ring stages", test_slow_lan_chooses_rings },
+		{ "uneven sites", test_uneven_sites },
+		{ "random hierarchies: cheapest, valid", test_random_hierarchies },
+		{ "bad options", test_bad_options },
+		{ "one worker site", test_one_site },
+		{ "section: every bad field rejected", test_section_rejects },
+		{ "section: files, relays, duplicate keys", test_section_files },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("blueconnect", NULL, NULL);
-	CU_add_test(s, "2 sites x 1 gateway x 2 workers by hand", test_two_by_one_by_two);
-	CU_add_test(s, "4 sites x 2 gateways x 8 workers by hand", test_four_by_two_by_eight);
-	CU_add_test(s, "a slow LAN chooses ring stages", test_slow_lan_chooses_rings);
-	CU_add_test(s, "uneven sites", test_uneven_sites);
-	CU_add_test(s, "random hierarchies: cheapest, valid", test_random_hierarchies);
-	CU_add_test(s, "bad options", test_bad_options);
-	CU_add_test(s, "one worker site", test_one_site);
-	CU_add_test(s, "section: every bad field rejected", test_section_rejects);
-	CU_add_test(s, "section: files, relays, duplicate keys", test_section_files);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed > 0;
+	return testutil_run("test_blueconnect", "blueconnect", tests, TESTUTIL_N(tests));
 }

@@ -1222,5 +1222,5 @@ main(void)
 	const char *q = getenv("GEOREDUCE_TEST_QUICK");
 
 	quick = q != NULL && strcmp(q, "0") != 0;
-	return testutil_run("test_client", "client", tests, sizeof(tests) / sizeof(tests[0]));
+	return testutil_run("test_client", "client", tests, TESTUTIL_N(tests));
 }

@@ -10,6 +10,7 @@
 
 #include "graph.h"
 #include "plan.h"
+#include "testutil.h"
 #include "topo_gen.h"
 
 /* A square 0-1-2-3-0 with latencies 1, 1, 1, 5 and a pendant relay 4 on node 2. */
@@ -151,20 +152,13 @@ test_prune_relays(void)
 int
 main(void)
 {
-	CU_pSuite s;
-	unsigned int failed;
+	static const struct testutil_case tests[] = {
+		{ "shortest paths and routes", test_shortest_paths },
+		{ "fewer hops break latency ties", test_hop_tie_break },
+		{ "unreachable nodes", test_unreachable },
+		{ "spanning tree, centre, re-root", test_spanning_tree_and_root },
+		{ "relay leaves pruned", test_prune_relays },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("graph", NULL, NULL);
-	CU_add_test(s, "shortest paths and routes", test_shortest_paths);
-	CU_add_test(s, "fewer hops break latency ties", test_hop_tie_break);
-	CU_add_test(s, "unreachable nodes", test_unreachable);
-	CU_add_test(s, "spanning tree, centre, re-root", test_spanning_tree_and_root);
-	CU_add_test(s, "relay leaves pruned", test_prune_relays);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed > 0;
+	return testutil_run("test_graph", "graph", tests, TESTUTIL_N(tests));
 }

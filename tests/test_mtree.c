@@ -11,6 +11,7 @@
 #include "mtree.h"
 #include "packing.h"
 #include "plan.h"
+#include "testutil.h"
 #include "topo_gen.h"
 
 static double
@@ -275,25 +276,18 @@ test_chunk_formula(void)
 int
 main(void)
 {
-	CU_pSuite s;
-	unsigned int failed;
+	static const struct testutil_case tests[] = {
+		{ "complete graph reaches n c / 2", test_complete_graph_reaches_bound },
+		{ "path: smallest capacity, centred root", test_path_rate_is_smallest_capacity },
+		{ "height limit below the radius is infeasible", test_height_limit_infeasible },
+		{ "bad options", test_bad_options },
+		{ "K = 1 matches the best single tree", test_one_tree_matches_best_tree },
+		{ "random graphs: validity and limits", test_random_properties },
+		{ "paper variant", test_paper_variant },
+		{ "stage 3 chunk size", test_chunk_formula },
+		{ "a single worker site", test_single_worker_site },
+		{ "relays carry trees", test_relays_carry_trees },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("mtree", NULL, NULL);
-	CU_add_test(s, "complete graph reaches n c / 2", test_complete_graph_reaches_bound);
-	CU_add_test(s, "path: smallest capacity, centred root", test_path_rate_is_smallest_capacity);
-	CU_add_test(s, "height limit below the radius is infeasible", test_height_limit_infeasible);
-	CU_add_test(s, "bad options", test_bad_options);
-	CU_add_test(s, "K = 1 matches the best single tree", test_one_tree_matches_best_tree);
-	CU_add_test(s, "random graphs: validity and limits", test_random_properties);
-	CU_add_test(s, "paper variant", test_paper_variant);
-	CU_add_test(s, "stage 3 chunk size", test_chunk_formula);
-	CU_add_test(s, "a single worker site", test_single_worker_site);
-	CU_add_test(s, "relays carry trees", test_relays_carry_trees);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed > 0;
+	return testutil_run("test_mtree", "mtree", tests, TESTUTIL_N(tests));
 }

@@ -8,6 +8,7 @@
 
 #include "packing.h"
 #include "plan.h"
+#include "testutil.h"
 #include "topo_gen.h"
 
 static double
@@ -206,22 +207,15 @@ test_relays(void)
 int
 main(void)
 {
-	CU_pSuite s;
-	unsigned int failed;
+	static const struct testutil_case tests[] = {
+		{ "complete graph: n c / 2", test_complete_graph },
+		{ "path: smallest capacity", test_path },
+		{ "bridge", test_bridge },
+		{ "asymmetric link", test_asymmetric_links_use_smaller_direction },
+		{ "random graphs: feasibility and cut bound", test_random_properties },
+		{ "height limit", test_height_limit },
+		{ "relay sites", test_relays },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("packing", NULL, NULL);
-	CU_add_test(s, "complete graph: n c / 2", test_complete_graph);
-	CU_add_test(s, "path: smallest capacity", test_path);
-	CU_add_test(s, "bridge", test_bridge);
-	CU_add_test(s, "asymmetric link", test_asymmetric_links_use_smaller_direction);
-	CU_add_test(s, "random graphs: feasibility and cut bound", test_random_properties);
-	CU_add_test(s, "height limit", test_height_limit);
-	CU_add_test(s, "relay sites", test_relays);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed > 0;
+	return testutil_run("test_packing", "packing", tests, TESTUTIL_N(tests));
 }

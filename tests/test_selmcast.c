@@ -714,29 +714,22 @@ test_section_fuzz(void)
 int
 main(void)
 {
-	CU_pSuite s;
-	unsigned int failed;
+	static const struct testutil_case tests[] = {
+		{ "completion time by hand", test_completion_time },
+		{ "three sites: T and receivers by hand", test_three_sites },
+		{ "basic selection is least loaded first", test_least_loaded },
+		{ "forced pairs", test_forced },
+		{ "bad instances rejected", test_check_rejects },
+		{ "random instances: invariants over rounds", test_invariants },
+		{ "exact MILP against the heuristic", test_exact_vs_heuristic },
+		{ "greedy against the optimum by hand", test_greedy_gap },
+		{ "multi-round driver, MILP size limit", test_run_and_too_big },
+		{ "sites of a topology", test_sites },
+		{ "generated big-switch instance", test_gen_topology },
+		{ "plan section round trip", test_section_round_trip },
+		{ "plan section rejections", test_section_rejects },
+		{ "plan section fuzz", test_section_fuzz },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("selmcast", NULL, NULL);
-	CU_add_test(s, "completion time by hand", test_completion_time);
-	CU_add_test(s, "three sites: T and receivers by hand", test_three_sites);
-	CU_add_test(s, "basic selection is least loaded first", test_least_loaded);
-	CU_add_test(s, "forced pairs", test_forced);
-	CU_add_test(s, "bad instances rejected", test_check_rejects);
-	CU_add_test(s, "random instances: invariants over rounds", test_invariants);
-	CU_add_test(s, "exact MILP against the heuristic", test_exact_vs_heuristic);
-	CU_add_test(s, "greedy against the optimum by hand", test_greedy_gap);
-	CU_add_test(s, "multi-round driver, MILP size limit", test_run_and_too_big);
-	CU_add_test(s, "sites of a topology", test_sites);
-	CU_add_test(s, "generated big-switch instance", test_gen_topology);
-	CU_add_test(s, "plan section round trip", test_section_round_trip);
-	CU_add_test(s, "plan section rejections", test_section_rejects);
-	CU_add_test(s, "plan section fuzz", test_section_fuzz);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed > 0;
+	return testutil_run("test_selmcast", "selmcast", tests, TESTUTIL_N(tests));
 }

@@ -53,6 +53,9 @@ sq(const char *s)
 	return d;
 }
 
+/** The number of elements of an array. */
+#define TESTUTIL_N(a) (sizeof(a) / sizeof((a)[0]))
+
 /** One test of a suite run by testutil_run(). */
 struct testutil_case {
 	const char *name;
