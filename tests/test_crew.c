@@ -660,28 +660,21 @@ test_simulator(void)
 int
 main(void)
 {
-	CU_pSuite s;
-	unsigned int failed;
+	static const struct testutil_case tests[] = {
+		{ "three sites by hand", test_hand_three_sites },
+		{ "own copy, missing links, bad problems", test_own_copy_and_missing_links },
+		{ "breakpoint solver = GLPK LP", test_lp_against_glpk },
+		{ "rebalancing = GLPK LP", test_rebalance_against_glpk },
+		{ "invariants and failover on random inputs", test_invariants_and_failover },
+		{ "failover on a full mesh", test_failover_full_mesh },
+		{ "section round trip", test_section_roundtrip },
+		{ "section rejects", test_section_rejects },
+		{ "CSV matrices", test_matrix_csv },
+		{ "compute times", test_compute_times },
+		{ "simulator progress", test_simulator },
+	};
 
 	quick = getenv("GEOREDUCE_TEST_QUICK") != NULL &&
 		strcmp(getenv("GEOREDUCE_TEST_QUICK"), "0") != 0;
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("crew", NULL, NULL);
-	CU_add_test(s, "three sites by hand", test_hand_three_sites);
-	CU_add_test(s, "own copy, missing links, bad problems", test_own_copy_and_missing_links);
-	CU_add_test(s, "breakpoint solver = GLPK LP", test_lp_against_glpk);
-	CU_add_test(s, "rebalancing = GLPK LP", test_rebalance_against_glpk);
-	CU_add_test(s, "invariants and failover on random inputs", test_invariants_and_failover);
-	CU_add_test(s, "failover on a full mesh", test_failover_full_mesh);
-	CU_add_test(s, "section round trip", test_section_roundtrip);
-	CU_add_test(s, "section rejects", test_section_rejects);
-	CU_add_test(s, "CSV matrices", test_matrix_csv);
-	CU_add_test(s, "compute times", test_compute_times);
-	CU_add_test(s, "simulator progress", test_simulator);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed > 0;
+	return testutil_run("test_crew", "crew", tests, TESTUTIL_N(tests));
 }

@@ -16,6 +16,7 @@
 
 #include "plan.h"
 #include "sim.h"
+#include "testutil.h"
 #include "topo.h"
 
 #define GBPS 1.0                /* link capacity used throughout */
@@ -549,32 +550,20 @@ test_large(void)
 int
 main(void)
 {
-	unsigned int failures;
-	CU_pSuite s;
+	static const struct testutil_case tests[] = {
+		{ "single link, both directions", test_single_link },
+		{ "single-node tree, empty tensor", test_trivial },
+		{ "pipeline, unlimited window", test_pipeline_unlimited_window },
+		{ "pipeline, window 1", test_pipeline_window_one },
+		{ "window 2", test_window_two },
+		{ "fair sharing and pacing", test_fair_sharing_and_pacing },
+		{ "ring on a 4-cycle", test_ring_cycle },
+		{ "parameter server on a star", test_ps_star },
+		{ "chunk size optimum (mTree)", test_chunk_size_optimum },
+		{ "invalid inputs", test_invalid },
+		{ "too big", test_too_big },
+		{ "1e6 transfers", test_large },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return CU_get_error() != 0 ? (int)CU_get_error() : 1;
-	s = CU_add_suite("sim", NULL, NULL);
-	if (s == NULL ||
-	    CU_add_test(s, "single link, both directions", test_single_link) == NULL ||
-	    CU_add_test(s, "single-node tree, empty tensor", test_trivial) == NULL ||
-	    CU_add_test(s, "pipeline, unlimited window", test_pipeline_unlimited_window) == NULL ||
-	    CU_add_test(s, "pipeline, window 1", test_pipeline_window_one) == NULL ||
-	    CU_add_test(s, "window 2", test_window_two) == NULL ||
-	    CU_add_test(s, "fair sharing and pacing", test_fair_sharing_and_pacing) == NULL ||
-	    CU_add_test(s, "ring on a 4-cycle", test_ring_cycle) == NULL ||
-	    CU_add_test(s, "parameter server on a star", test_ps_star) == NULL ||
-	    CU_add_test(s, "chunk size optimum (mTree)", test_chunk_size_optimum) == NULL ||
-	    CU_add_test(s, "invalid inputs", test_invalid) == NULL ||
-	    CU_add_test(s, "too big", test_too_big) == NULL ||
-	    CU_add_test(s, "1e6 transfers", test_large) == NULL) {
-		CU_cleanup_registry();
-		return 1;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	/* The exit status keeps 8 bits: never let 256 failures read as success. */
-	return failures > 255 ? 255 : (int)failures;
+	return testutil_run("test_sim", "sim", tests, TESTUTIL_N(tests));
 }

@@ -1252,10 +1252,7 @@ test_rounds_and_names(void)
 /* main                                                                                 */
 /* ------------------------------------------------------------------------------------ */
 
-static const struct {
-	const char *name;
-	CU_TestFunc fn;
-} tests[] = {
+static const struct testutil_case tests[] = {
 	{ "layout and static facts", test_layout },
 	{ "PROTOCOL.md worked example, byte for byte", test_example_vector },
 	{ "round trip: every type and dtype", test_roundtrip },
@@ -1280,26 +1277,8 @@ main(void)
 {
 	const char *s = getenv("GEOREDUCE_FUZZ_SEED");
 	uint64_t seed = s != NULL ? strtoull(s, NULL, 0) : 0x6e0e0d0ce;
-	unsigned int failures;
-	CU_pSuite suite;
 
 	rng_state = seed;
 	printf("test_wire: seed 0x%" PRIx64 " (GEOREDUCE_FUZZ_SEED)\n", seed);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	suite = CU_add_suite("wire", NULL, NULL);
-	if (suite == NULL)
-		goto fail;
-	for (size_t i = 0; i < ARRAY_LEN(tests); i++)
-		if (CU_add_test(suite, tests[i].name, tests[i].fn) == NULL)
-			goto fail;
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return (int)(failures > 255 ? 255 : failures);
-fail:
-	fprintf(stderr, "test_wire: CUnit registry: %s\n", CU_get_error_msg());
-	CU_cleanup_registry();
-	return 1;
+	return testutil_run("test_wire", "wire", tests, TESTUTIL_N(tests));
 }
