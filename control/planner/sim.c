@@ -205,12 +205,24 @@ sim_grow_to(size_t cap, size_t need)
 	return n;
 }
 
-static void *
-sim_realloc(void *p, size_t n, size_t size)
+/*
+ * Grow the array that the pointer at pp points to (elements of `size` bytes) to n
+ * elements: 0, or -ENOMEM with the array as it was. pp is the address of any object
+ * pointer (its value is copied in and out as bytes, so its type does not matter).
+ */
+static int
+sim_regrow(void *pp, size_t n, size_t size)
 {
+	void *p;
+
+	memcpy(&p, pp, sizeof(p));
 	if (size != 0 && n > SIZE_MAX / size)
-		return NULL;
-	return realloc(p, n * size);
+		return -ENOMEM;
+	p = realloc(p, n * size);
+	if (p == NULL)
+		return -ENOMEM;
+	memcpy(pp, &p, sizeof(p));
+	return 0;
 }
 
 /**
@@ -227,14 +239,11 @@ sim_flow_add(struct sim *s, int u, int v, double cap)
 		return -EINVAL;
 	if (s->n_flows == s->cap_flows) {
 		size_t n = sim_grow_to(s->cap_flows, (size_t)s->n_flows + 1);
-		struct sim_flow *nf;
 
 		if (n > INT32_MAX)
 			return -E2BIG;
-		nf = sim_realloc(s->flows, n, sizeof(*nf));
-		if (nf == NULL)
+		if (sim_regrow(&s->flows, n, sizeof(*s->flows)) != 0)
 			return -ENOMEM;
-		s->flows = nf;
 		s->cap_flows = (uint32_t)n;
 	}
 	f = &s->flows[s->n_flows];
@@ -255,26 +264,17 @@ sim_xfer_add(struct sim *s, uint32_t flow, double bytes, uint32_t *id)
 {
 	if (s->n_x == s->cap_x) {
 		size_t n = sim_grow_to(s->cap_x, (size_t)s->n_x + 1);
-		double *nb;
-		uint32_t *nf, *nd;
 
 		/* Joins are at most one per link transfer: 2 * SIM_MAX_TRANSFERS bounds all. */
 		if (n > 2 * (size_t)SIM_MAX_TRANSFERS + 2)
 			n = 2 * (size_t)SIM_MAX_TRANSFERS + 2;
 		if (n <= s->n_x)
 			return -E2BIG;
-		nb = sim_realloc(s->x_bytes, n, sizeof(*nb));
-		if (nb == NULL)
+		/* A failure leaves the arrays grown so far bigger: harmless, cap_x is not. */
+		if (sim_regrow(&s->x_bytes, n, sizeof(*s->x_bytes)) != 0 ||
+		    sim_regrow(&s->x_flow, n, sizeof(*s->x_flow)) != 0 ||
+		    sim_regrow(&s->x_deps, n, sizeof(*s->x_deps)) != 0)
 			return -ENOMEM;
-		s->x_bytes = nb;
-		nf = sim_realloc(s->x_flow, n, sizeof(*nf));
-		if (nf == NULL)
-			return -ENOMEM;
-		s->x_flow = nf;
-		nd = sim_realloc(s->x_deps, n, sizeof(*nd));
-		if (nd == NULL)
-			return -ENOMEM;
-		s->x_deps = nd;
 		s->cap_x = (uint32_t)n;
 	}
 	if (flow != SIM_NONE && ++s->n_link_x > SIM_MAX_TRANSFERS)
@@ -292,18 +292,12 @@ sim_dep_add(struct sim *s, uint32_t pred, uint32_t succ)
 {
 	if (s->n_e == s->cap_e) {
 		size_t n = sim_grow_to(s->cap_e, s->n_e + 1);
-		uint32_t *nf, *nt;
 
 		if (n > UINT32_MAX)
 			return -E2BIG;
-		nf = sim_realloc(s->e_from, n, sizeof(*nf));
-		if (nf == NULL)
+		if (sim_regrow(&s->e_from, n, sizeof(*s->e_from)) != 0 ||
+		    sim_regrow(&s->e_to, n, sizeof(*s->e_to)) != 0)
 			return -ENOMEM;
-		s->e_from = nf;
-		nt = sim_realloc(s->e_to, n, sizeof(*nt));
-		if (nt == NULL)
-			return -ENOMEM;
-		s->e_to = nt;
 		s->cap_e = n;
 	}
 	s->e_from[s->n_e] = pred;
@@ -375,11 +369,9 @@ sim_push(struct sim *s, double t, uint32_t id, uint32_t ver)
 
 	if (s->n_heap == s->cap_heap) {
 		size_t n = sim_grow_to(s->cap_heap, s->n_heap + 1);
-		struct sim_event *nh = sim_realloc(s->heap, n, sizeof(*nh));
 
-		if (nh == NULL)
+		if (sim_regrow(&s->heap, n, sizeof(*s->heap)) != 0)
 			return -ENOMEM;
-		s->heap = nh;
 		s->cap_heap = n;
 	}
 	for (i = s->n_heap++; i > 0; i = (i - 1) / 2) {
@@ -455,11 +447,9 @@ sim_ready_add(struct sim *s, uint32_t x)
 {
 	if (s->n_ready == s->cap_ready) {
 		size_t n = sim_grow_to(s->cap_ready, s->n_ready + 1);
-		uint32_t *nr = sim_realloc(s->ready, n, sizeof(*nr));
 
-		if (nr == NULL)
+		if (sim_regrow(&s->ready, n, sizeof(*s->ready)) != 0)
 			return -ENOMEM;
-		s->ready = nr;
 		s->cap_ready = n;
 	}
 	s->ready[s->n_ready++] = x;
@@ -973,16 +963,10 @@ sim_routes_add(struct sim_routes *r, const int *path, int len)
 {
 	if (r->len + (size_t)len > r->cap) {
 		size_t n = sim_grow_to(r->cap, r->len + (size_t)len);
-		int *nn, *nf;
 
-		nn = sim_realloc(r->node, n, sizeof(*nn));
-		if (nn == NULL)
+		if (sim_regrow(&r->node, n, sizeof(*r->node)) != 0 ||
+		    sim_regrow(&r->flow, n, sizeof(*r->flow)) != 0)
 			return -ENOMEM;
-		r->node = nn;
-		nf = sim_realloc(r->flow, n, sizeof(*nf));
-		if (nf == NULL)
-			return -ENOMEM;
-		r->flow = nf;
 		r->cap = n;
 	}
 	memcpy(&r->node[r->len], path, sizeof(*path) * (size_t)len);
