@@ -1016,10 +1016,7 @@ test_fuzz(void)
 /* main                                                                                 */
 /* ------------------------------------------------------------------------------------ */
 
-static const struct {
-	const char *name;
-	CU_TestFunc fn;
-} tests[] = {
+static const struct testutil_case tests[] = {
 	{ "CONTROL.md worked example, byte for byte", test_example },
 	{ "round trips: small, large, CTL_MSG_MAX", test_roundtrip },
 	{ "one byte at a time through ctl_conn_read", test_byte_at_a_time },
@@ -1037,8 +1034,7 @@ int
 main(void)
 {
 	const char *seed = getenv("GEOREDUCE_FUZZ_SEED");
-	unsigned int failures;
-	CU_pSuite suite;
+	int rc;
 
 	fuzz_seed = seed != NULL ? strtoull(seed, NULL, 0) : 0xc7105e5;
 	printf("test_ctlmsg: seed 0x%" PRIx64 " (GEOREDUCE_FUZZ_SEED)\n", fuzz_seed);
@@ -1047,23 +1043,7 @@ main(void)
 		perror("test_ctlmsg: mkdtemp");
 		return 1;
 	}
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	suite = CU_add_suite("ctlmsg", NULL, NULL);
-	if (suite == NULL)
-		goto fail;
-	for (size_t i = 0; i < ARRAY_LEN(tests); i++)
-		if (CU_add_test(suite, tests[i].name, tests[i].fn) == NULL)
-			goto fail;
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
+	rc = testutil_run("test_ctlmsg", "ctlmsg", tests, TESTUTIL_N(tests));
 	rmdir(tmpdir);
-	return (int)(failures > 255 ? 255 : failures);
-fail:
-	fprintf(stderr, "test_ctlmsg: CUnit registry: %s\n", CU_get_error_msg());
-	CU_cleanup_registry();
-	rmdir(tmpdir);
-	return 1;
+	return rc;
 }

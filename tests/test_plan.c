@@ -1516,10 +1516,7 @@ test_fuzz_validate(void)
 int
 main(void)
 {
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} tests[] = {
+	static const struct testutil_case tests[] = {
 		{ "plan_create", test_create },
 		{ "plan_add_tree", test_add_tree },
 		{ "plan_shares_from_rates", test_shares_from_rates },
@@ -1551,27 +1548,8 @@ main(void)
 		{ "fuzz: plan_validate against reference rules", test_fuzz_validate },
 	};
 	const char *seed = getenv("GEOREDUCE_FUZZ_SEED");
-	CU_pSuite suite;
-	unsigned failures;
 
 	if (seed != NULL && *seed != '\0')
 		fuzz_seed = strtoull(seed, NULL, 0);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return (int)CU_get_error();
-	suite = CU_add_suite("plan", NULL, NULL);
-	if (suite == NULL)
-		goto fail;
-	for (size_t i = 0; i < sizeof(tests) / sizeof(*tests); i++)
-		if (CU_add_test(suite, tests[i].name, tests[i].fn) == NULL)
-			goto fail;
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	/* The exit status is the failure count, saturated so that 256 failures do not
-	 * wrap around to "success". */
-	return failures > 255 ? 255 : (int)failures;
-fail:
-	CU_cleanup_registry();
-	return (int)CU_get_error();
+	return testutil_run("test_plan", "plan", tests, TESTUTIL_N(tests));
 }

@@ -2007,10 +2007,7 @@ print_example(void)
 int
 main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} tests[] = {
+	static const struct testutil_case tests[] = {
 		{ "names and addresses", test_names },
 		{ "slot formula", test_slots_formula },
 		{ "chunk split", test_split },
@@ -2026,37 +2023,24 @@ main(int argc, char **argv)
 		{ "fuzz: table_parse mutations", test_fuzz },
 	};
 	const char *seed = getenv("GEOREDUCE_FUZZ_SEED"), *q = getenv("GEOREDUCE_TEST_QUICK");
-	CU_pSuite suite;
-	unsigned failures;
 
 	if (seed != NULL && *seed != '\0')
 		fuzz_seed = strtoull(seed, NULL, 0);
 	quick = q != NULL && *q != '\0' && strcmp(q, "0") != 0;
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return (int)CU_get_error();
-	suite = CU_add_suite("table", NULL, NULL);
-	if (suite == NULL)
-		goto fail;
 	if (argc > 1 && strcmp(argv[1], "--example") == 0) {
-		/* The table of docs/TABLES.md on stdout, nothing else. */
-		if (CU_add_test(suite, "example", print_example) == NULL)
-			goto fail;
-		CU_run_all_tests(); /* no report on stdout */
+		/* The table of docs/TABLES.md on stdout, nothing else (no CUnit report). */
+		unsigned int failures;
+
+		if (CU_initialize_registry() != CUE_SUCCESS)
+			return 1;
+		if (CU_add_test(CU_add_suite("table", NULL, NULL), "example", print_example) == NULL) {
+			CU_cleanup_registry();
+			return 1;
+		}
+		CU_run_all_tests();
 		failures = CU_get_number_of_failures();
 		CU_cleanup_registry();
 		return failures > 0 || example_rc != 0;
 	}
-	for (size_t i = 0; i < sizeof(tests) / sizeof(*tests); i++)
-		if (CU_add_test(suite, tests[i].name, tests[i].fn) == NULL)
-			goto fail;
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	/* The exit status is the failure count, saturated so that 256 failures do not
-	 * wrap around to "success". */
-	return failures > 255 ? 255 : (int)failures;
-fail:
-	CU_cleanup_registry();
-	return (int)CU_get_error();
+	return testutil_run("test_table", "table", tests, TESTUTIL_N(tests));
 }

@@ -1900,10 +1900,7 @@ test_fuzz_create(void)
 int
 main(void)
 {
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} tests[] = {
+	static const struct testutil_case tests[] = {
 		{ "spec example and defaults", test_spec_example },
 		{ "optional fields", test_optional_fields },
 		{ "unknown fields ignored", test_unknown_fields_ignored },
@@ -1940,26 +1937,7 @@ main(void)
 		{ "fuzz: random documents against an oracle", test_fuzz_random_documents },
 		{ "fuzz: topo_create on random arrays", test_fuzz_create },
 	};
-	CU_pSuite suite;
-	unsigned failures;
 
 	fuzz_seed = fuzz_env_ulong("GEOREDUCE_FUZZ_SEED", fuzz_seed);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return (int)CU_get_error();
-	suite = CU_add_suite("topo", NULL, NULL);
-	if (suite == NULL)
-		goto fail;
-	for (size_t i = 0; i < sizeof(tests) / sizeof(*tests); i++)
-		if (CU_add_test(suite, tests[i].name, tests[i].fn) == NULL)
-			goto fail;
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	/* The exit status is the failure count, saturated so that 256 failures do not
-	 * wrap around to "success". */
-	return failures > 255 ? 255 : (int)failures;
-fail:
-	CU_cleanup_registry();
-	return (int)CU_get_error();
+	return testutil_run("test_topo", "topo", tests, TESTUTIL_N(tests));
 }
