@@ -127,23 +127,14 @@ validate_rejects_at(int line, const struct topo *t, const struct plan *p, double
 }
 #define VALIDATE_REJECTS(t, p, h, n1, n2) validate_rejects_at(__LINE__, (t), (p), (h), (n1), (n2))
 
+/* plan_write() into a malloc'd string, NULL on failure. */
 static char *
 plan_text(const struct topo *t, const struct plan *p)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	int rc;
+	struct testutil_mem m;
+	FILE *f = testutil_mem_open(&m);
 
-	if (f == NULL)
-		return NULL;
-	rc = plan_write(t, p, f);
-	fclose(f);
-	if (rc != 0) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
+	return f == NULL ? NULL : testutil_mem_close(&m, plan_write(t, p, f));
 }
 
 static bool

@@ -43,24 +43,14 @@ static bool quick;
 /* Helpers                                                                              */
 /* ------------------------------------------------------------------------------------ */
 
-
+/* table_write() into a malloc'd string, NULL on failure. */
 static char *
 table_text(const struct table *tb)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	int rc;
+	struct testutil_mem m;
+	FILE *f = testutil_mem_open(&m);
 
-	if (f == NULL)
-		return NULL;
-	rc = table_write(tb, f);
-	fclose(f);
-	if (rc != 0) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
+	return f == NULL ? NULL : testutil_mem_close(&m, table_write(tb, f));
 }
 
 static bool

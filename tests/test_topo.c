@@ -38,20 +38,10 @@
 static char *
 topo_text(const struct topo *t)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	int rc;
+	struct testutil_mem m;
+	FILE *f = testutil_mem_open(&m);
 
-	if (f == NULL)
-		return NULL;
-	rc = topo_write(t, f);
-	fclose(f);
-	if (rc != 0) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
+	return f == NULL ? NULL : testutil_mem_close(&m, topo_write(t, f));
 }
 
 /* Exact model comparison; describes the first difference in why. */

@@ -53,6 +53,38 @@ sq(const char *s)
 	return d;
 }
 
+/** A memory stream whose text a writer fills (testutil_mem_open/close). */
+struct testutil_mem {
+	char *buf;
+	size_t len;
+	FILE *f;
+};
+
+static FILE *testutil_mem_open(struct testutil_mem *m) __attribute__((unused));
+static char *testutil_mem_close(struct testutil_mem *m, int rc) __attribute__((unused));
+
+/* Open m for writing; the stream, or NULL. */
+static FILE *
+testutil_mem_open(struct testutil_mem *m)
+{
+	m->buf = NULL;
+	m->len = 0;
+	m->f = open_memstream(&m->buf, &m->len);
+	return m->f;
+}
+
+/* Close m after a writer returned rc: its text (caller frees), or NULL if rc != 0. */
+static char *
+testutil_mem_close(struct testutil_mem *m, int rc)
+{
+	fclose(m->f);
+	if (rc != 0) {
+		free(m->buf);
+		return NULL;
+	}
+	return m->buf;
+}
+
 /** The number of elements of an array. */
 #define TESTUTIL_N(a) (sizeof(a) / sizeof((a)[0]))
 
