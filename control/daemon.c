@@ -1035,10 +1035,10 @@ setup(struct dmn *m, sigset_t *old)
 		m->gws[v].sample_at = -1;
 		m->gws[v].rx_gbps = m->gws[v].tx_gbps = -1;
 	}
-	for (int l = 0; l < m->d->topo->n_links; l++)
+	for (int l = 0; l < m->d->topo->n_links; l++) {
 		m->link[l].up = true;
-	for (int l = 0; l < 2 * m->d->topo->n_links; l++)
-		m->lr[l].at = -1;
+		lrate_forget(m, l); /* nothing measured yet */
+	}
 	for (int i = 0; i < m->d->n_jobs; i++)
 		m->jobs[i].next_epoch = 1;
 	mark_all_dirty(m, "start");
