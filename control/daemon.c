@@ -53,6 +53,13 @@ struct gw {
 	int64_t peers_age_ms;    /* how long it has probed them */
 };
 
+/* One tree's traffic, summed over the gateways' link counters (tree_rates_update()). */
+struct trate {
+	uint64_t bytes, now_bytes; /* first transmissions at the last sample, at this one */
+	int links, now_links;      /* link directions that reported them */
+	double gbps;               /* mean rate per link direction between the two; < 0 */
+};
+
 /* One job as the daemon sees it. */
 struct job {
 	uint32_t live_epoch;     /* 0: none installed by this daemon */
@@ -67,9 +74,7 @@ struct job {
 	/* Measured tree rates (tree_rates_update()), for the live epoch. */
 	uint32_t rates_epoch;    /* the epoch they are for; 0: none */
 	int n_rates;             /* trees */
-	uint64_t *tree_bytes;    /* first transmissions over the tree's links, all gateways */
-	int *tree_links;         /* link directions that reported them */
-	double *tree_gbps;       /* mean rate per link direction over the last heartbeat; < 0 */
+	struct trate *rates;     /* n_rates */
 	int64_t rates_at;        /* monotonic ms of the last sample; -1: none */
 };
 
@@ -326,7 +331,17 @@ silence_ms(const struct dmn *m, int v, int u)
 	return -1;
 }
 
-/* ---- measured link rates (docs/CONTROL.md, "Measured rates") ------------------------ */
+/* ---- measured rates (docs/DEPLOYMENT.md, "Failures") -------------------------------- */
+
+/* The bytes of first transmissions of one 'links' entry of a dataplane's stats. */
+static uint64_t
+first_tx_bytes(const json_t *lk)
+{
+	json_int_t b = json_integer_value(json_object_get(lk, "bytes"));
+	json_int_t r = json_integer_value(json_object_get(lk, "retx_bytes"));
+
+	return b > r ? (uint64_t)(b - r) : 0;
+}
 
 /* What gateway v's live epochs handed to the link towards gateway u: first transmissions
  * into *bytes, the sum of the rates of the trees that use it into *planned, a key of v's
@@ -352,12 +367,9 @@ link_sent(const struct dmn *m, int v, int u, uint64_t *bytes, double *planned, u
 					 65537u +
 		       (uint64_t)json_integer_value(json_object_get(jo, "epoch"));
 		json_array_foreach(json_object_get(jo, "links"), k, lk) {
-			json_int_t b = json_integer_value(json_object_get(lk, "bytes"));
-			json_int_t r = json_integer_value(json_object_get(lk, "retx_bytes"));
-
 			if (json_integer_value(json_object_get(lk, "id")) != id)
 				continue;
-			*bytes += b > r ? (uint64_t)(b - r) : 0;
+			*bytes += first_tx_bytes(lk);
 			*planned += json_number_value(json_object_get(lk, "rate_gbps"));
 			any = true;
 		}
@@ -397,50 +409,44 @@ tree_rates_update(struct dmn *m)
 	for (int i = 0; i < m->d->n_jobs; i++) {
 		struct job *j = &m->jobs[i];
 		int n = j->live != NULL ? j->live->plan->n_trees : 0;
+		json_t *jo, *lk;
+		size_t a, b;
 
 		if (j->rates_epoch != j->live_epoch || j->n_rates != n) {
-			free(j->tree_bytes);
-			free(j->tree_links);
-			free(j->tree_gbps);
-			j->tree_bytes = calloc((size_t)n + 1, sizeof(*j->tree_bytes));
-			j->tree_links = calloc((size_t)n + 1, sizeof(*j->tree_links));
-			j->tree_gbps = calloc((size_t)n + 1, sizeof(*j->tree_gbps));
-			j->n_rates = j->tree_bytes != NULL && j->tree_links != NULL &&
-						     j->tree_gbps != NULL ? n : 0;
+			free(j->rates);
+			j->rates = calloc((size_t)n + 1, sizeof(*j->rates));
+			j->n_rates = j->rates != NULL ? n : 0;
 			j->rates_epoch = j->live_epoch;
 			j->rates_at = -1;
 		}
 		for (int k = 0; k < j->n_rates; k++) {
-			uint64_t bytes = 0;
-			int links = 0;
-			json_t *jo, *lk;
-			size_t a, b;
+			j->rates[k].now_bytes = 0;
+			j->rates[k].now_links = 0;
+		}
+		for (int v = 0; v < m->d->topo->n_nodes; v++)
+			json_array_foreach(m->gws[v].jobs, a, jo) {
+				if (json_integer_value(json_object_get(jo, "job")) != m->d->jobs[i].id ||
+				    json_integer_value(json_object_get(jo, "epoch")) != j->live_epoch)
+					continue;
+				json_array_foreach(json_object_get(jo, "links"), b, lk) {
+					json_int_t k = json_integer_value(json_object_get(lk, "tree"));
 
-			for (int v = 0; v < m->d->topo->n_nodes; v++)
-				json_array_foreach(m->gws[v].jobs, a, jo) {
-					if (json_integer_value(json_object_get(jo, "job")) !=
-						    m->d->jobs[i].id ||
-					    json_integer_value(json_object_get(jo, "epoch")) !=
-						    j->live_epoch)
+					if (k < 0 || k >= j->n_rates)
 						continue;
-					json_array_foreach(json_object_get(jo, "links"), b, lk) {
-						json_int_t by, rx;
-
-						if (json_integer_value(json_object_get(lk, "tree")) != k)
-							continue;
-						by = json_integer_value(json_object_get(lk, "bytes"));
-						rx = json_integer_value(json_object_get(lk, "retx_bytes"));
-						bytes += by > rx ? (uint64_t)(by - rx) : 0;
-						links++;
-					}
+					j->rates[k].now_bytes += first_tx_bytes(lk);
+					j->rates[k].now_links++;
 				}
-			j->tree_gbps[k] = j->rates_at >= 0 && now > j->rates_at && links > 0 &&
-						  links == j->tree_links[k] && bytes >= j->tree_bytes[k]
-						  ? (double)(bytes - j->tree_bytes[k]) * 8 /
-							    ((double)(now - j->rates_at) * 1e6) / links
-						  : -1;
-			j->tree_bytes[k] = bytes;
-			j->tree_links[k] = links;
+			}
+		for (int k = 0; k < j->n_rates; k++) {
+			struct trate *r = &j->rates[k];
+
+			r->gbps = j->rates_at >= 0 && now > j->rates_at && r->now_links > 0 &&
+					  r->now_links == r->links && r->now_bytes >= r->bytes
+					  ? (double)(r->now_bytes - r->bytes) * 8 /
+						    ((double)(now - j->rates_at) * 1e6) / r->links
+					  : -1;
+			r->bytes = r->now_bytes;
+			r->links = r->now_links;
 		}
 		j->rates_at = now;
 	}
@@ -865,8 +871,8 @@ status_json(const struct dmn *m)
 					jp->topo->nodes[tr->root].id, "rate_gbps", tr->rate_gbps,
 					"share", tr->share, "height_ms",
 					plan_tree_height_ms(jp->topo, tr), "measured_gbps",
-					k < j->n_rates && j->tree_gbps[k] >= 0
-						? json_real(j->tree_gbps[k]) : json_null(),
+					k < j->n_rates && j->rates[k].gbps >= 0
+						? json_real(j->rates[k].gbps) : json_null(),
 					"root_rx_gbps",
 					rg->rx_gbps >= 0 ? json_real(rg->rx_gbps) : json_null()));
 			}
@@ -1107,9 +1113,7 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 	free(m.lr);
 	for (int i = 0; m.jobs != NULL && i < d->n_jobs; i++) {
 		jobplan_free(m.jobs[i].live);
-		free(m.jobs[i].tree_bytes);
-		free(m.jobs[i].tree_links);
-		free(m.jobs[i].tree_gbps);
+		free(m.jobs[i].rates);
 	}
 	free(m.jobs);
 	free(m.gws);

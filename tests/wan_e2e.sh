@@ -181,6 +181,13 @@ python3 -c 'import sys; sys.exit(not (int(sys.argv[1]) > int(sys.argv[2]) and fl
 	not_ok "job 1 at epoch $e4 (was $e3), tree rate $rate Gbit/s"
 "$CTL" status --socket "$D/control.sock" | grep -q "(measured)" &&
 	ok "status shows the measured capacity" || not_ok "status without the measured capacity"
+"$CTL" status --socket "$D/control.sock" --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+j = [j for j in s["jobs"] if j["job"] == 1][0]
+sys.exit(not (j["trees"] and all(isinstance(t["measured_gbps"], (int, float)) for t in j["trees"])
+              and any(isinstance(d["gbps"], (int, float)) for l in s["links"] for d in l["directions"])))' &&
+	ok "status has measured rates per tree and link" || not_ok "status without measured rates"
 
 # 5. Garbage on the daemon's socket: it answers or closes, and still serves status.
 printf '\x00\x00\x00\x05hello' | python3 -c '
