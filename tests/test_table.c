@@ -1551,6 +1551,15 @@ test_parse_rejects(void)
 	EDIT_REJECTS2(a, "trees.0.slots", json_integer(3), "field 'trees[0].slots'", "power of two");
 	EDIT_REJECTS(a, "trees.0.slots", json_integer(0), "field 'trees[0].slots'");
 	EDIT_REJECTS(a, "trees.0.slots", json_integer(TABLE_SLOTS_MAX * 2), "field 'trees[0].slots'");
+	/* window: optional, 1 .. slots, an integer. */
+	j = tj(a);
+	jset(j, "trees.0.window", NULL);
+	ACCEPTS(j);
+	EDIT_REJECTS2(a, "trees.0.window", json_integer(a->trees[0].slots + 1),
+		      "field 'trees[0].window'", "more than");
+	EDIT_REJECTS(a, "trees.0.window", json_integer(0), "field 'trees[0].window'");
+	EDIT_REJECTS(a, "trees.0.window", json_real(4.5), "field 'trees[0].window'");
+	EDIT_REJECTS(a, "trees.0.window", json_string("16"), "field 'trees[0].window'");
 	/* Arrays longer than the caps are refused before anything is allocated. */
 	j = tj(a);
 	for (int k = 1; k <= TABLE_CHILDREN_MAX; k++) {
