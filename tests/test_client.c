@@ -820,6 +820,11 @@ test_config_check(void)
 	cfg = good; cfg.trees[2].id = cfg.trees[0].id;
 	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "also in"), "%s",
 	      err);
+	cfg = good; cfg.trees[1].window = cfg.trees[1].slots + 1;
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "window"), "%s",
+	      err);
+	cfg = good; cfg.trees[1].window = cfg.trees[1].slots;                   /* at most: ok */
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == 0, "%s", err);
 	cfg = good; cfg.trees[1].chunk_first++; cfg.trees[1].chunk_count--;    /* a gap */
 	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "partition"),
 	      "%s", err);
