@@ -106,6 +106,19 @@ else
 	cat "$D"/w-*.out
 fi
 
+# rounds_across WHAT FAILURE: job 1's workers (WPIDS) ran $ROUNDS rounds across a failure
+# exactly, some of them again under the new epoch.
+rounds_across() {
+	if waitall "${WPIDS[@]}"; then
+		ok "$1: $ROUNDS rounds completed, every result exact" \
+			"($(cat "$D"/w-1-*.out | grep -c 'run again') rounds run again)"
+	else
+		not_ok "rounds across $2"
+		cat "$D"/w-1-*.out
+		tail -20 "$D/control.log"
+	fi
+}
+
 epoch_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["epoch"])' "$1"; }
 
 # 2. The link a-c fails in the middle of a run of rounds: the gateways' probes go
@@ -115,14 +128,7 @@ e0=$(epoch_of "$D/tables/job-1-a.json")
 workers 1 5 "$ROUNDS" --timeout 4
 sleep 0.3
 ip -n "grw$$-s0" link set wan1 down
-if waitall "${WPIDS[@]}"; then
-	ok "link a-c down mid-job: $ROUNDS rounds completed, every result exact" \
-		"($(cat "$D"/w-1-*.out | grep -c 'run again') rounds run again)"
-else
-	not_ok "rounds across the link failure"
-	cat "$D"/w-1-*.out
-	tail -20 "$D/control.log"
-fi
+rounds_across "link a-c down mid-job" "the link failure"
 grep -q "link a-c is down" "$D/control.log" && ok "the control process saw the link fail" ||
 	not_ok "no link failure in the control log"
 e1=$(epoch_of "$D/tables/job-1-a.json")
@@ -143,14 +149,7 @@ grep -q "link a-c is up again" "$D/control.log" && grep -q '"id": 3' "$D/tables/
 workers 1 10 "$ROUNDS" --timeout 4
 sleep 0.3
 ip netns pids "grw$$-s2" | xargs -r kill -KILL
-if waitall "${WPIDS[@]}"; then
-	ok "relay gateway killed mid-job: $ROUNDS rounds completed, every result exact" \
-		"($(cat "$D"/w-1-*.out | grep -c 'run again') rounds run again)"
-else
-	not_ok "rounds across the gateway failure"
-	cat "$D"/w-1-*.out
-	tail -20 "$D/control.log"
-fi
+rounds_across "relay gateway killed mid-job" "the gateway failure"
 grep -q "gateway c (id 3, .*is down" "$D/control.log" && ok "the control process logged the failure" ||
 	not_ok "no failure in the control log"
 ep=$(epoch_of "$D/tables/job-1-a.json")
@@ -168,7 +167,7 @@ for s in 0 1; do
 		latency 400ms
 done
 waitall "${WPIDS[@]}" && ok "a link shaped down mid-job: rounds complete, exact" ||
-	{ not_ok "rounds on the shaped link"; cat "$D"/w-1-*.out; }
+	{ not_ok "rounds on the shaped link"; cat "$D"/w-1-*.out; tail -20 "$D/control.log"; }
 grep -q "link a-b: [ab]->[ab] carries .* planning with" "$D/control.log" &&
 	ok "the control process found the link short of its plan" ||
 	{ not_ok "no measured rate in the control log"; tail -20 "$D/control.log"; }
