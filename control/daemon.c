@@ -452,7 +452,7 @@ tree_rates_update(struct dmn *m)
 	}
 }
 
-/* Link l came back or changed: what was measured of it no longer holds. */
+/* Link l with nothing measured yet. */
 static void
 lrate_forget(struct dmn *m, int l)
 {
@@ -581,7 +581,6 @@ links_update(struct dmn *m)
 			mark_all_dirty(m, "link %s-%s failed", node_id(m, a), node_id(m, b));
 		} else if (!m->link[l].up && heard) {
 			m->link[l].up = true;
-			lrate_forget(m, l); /* the path may be another now */
 			control_log("link %s-%s is up again", node_id(m, a), node_id(m, b));
 			mark_all_dirty(m, "link %s-%s is back", node_id(m, a), node_id(m, b));
 		}
