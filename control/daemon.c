@@ -92,7 +92,6 @@ struct lrate {
 	double rtt_ms;           /* the sender's last probe round trip to the other end; < 0 */
 	double base_rtt_ms;      /* the smallest seen since the link came up; 0: none */
 	int strikes;             /* samples in a row short of the plan behind a queue */
-	double best_gbps;        /* the highest rate during those */
 	double measured_gbps;    /* the capacity plans use now; 0: the topology's */
 	int64_t measured_until;  /* monotonic ms when plans go back to the topology's */
 };
@@ -466,9 +465,10 @@ lrate_forget(struct dmn *m, int l)
  * carries less than DAEMON_RATE_SHORT of its planned rate while the sender's probes see a
  * standing queue (round trip above the smallest seen by more than DAEMON_RATE_QUEUE_MS
  * and half of it), for DAEMON_RATE_STRIKES heartbeats in a row, delivers less than the
- * topology says: plans use the best rate it carried meanwhile, for DAEMON_RATE_HOLD_MS,
- * then the topology's capacity again (if it is still short, it is found again). Found
- * short again at about the capacity plans use already, it only holds longer.
+ * topology says: plans use the rate it carried in the last of them, for
+ * DAEMON_RATE_HOLD_MS, then the topology's capacity again (if it is still short, it is
+ * found again). Found short again at about the capacity plans use already, it only holds
+ * longer.
  */
 static void
 rates_update(struct dmn *m)
@@ -523,19 +523,17 @@ rates_update(struct dmn *m)
 			if (r->gbps < 0 || planned <= 0 || r->gbps >= DAEMON_RATE_SHORT * expect ||
 			    queue <= DAEMON_RATE_QUEUE_MS || queue <= r->base_rtt_ms / 2) {
 				r->strikes = 0;
-				r->best_gbps = 0;
 				continue;
 			}
-			if (r->gbps > r->best_gbps)
-				r->best_gbps = r->gbps;
 			if (++r->strikes < DAEMON_RATE_STRIKES)
 				continue;
-			/* A floor: a link that delivered nearly nothing is still not planned at
-			 * zero (the probes decide whether it is down). */
-			double best = r->best_gbps > expect / 100 ? r->best_gbps : expect / 100;
+			/* What it carried in the last of those heartbeats, its queue standing all
+			 * along: the earlier ones can include the queue filling up, faster than
+			 * the link. A floor: a link that delivered nearly nothing is still not
+			 * planned at zero (the probes decide whether it is down). */
+			double best = r->gbps > expect / 100 ? r->gbps : expect / 100;
 
 			r->strikes = 0;
-			r->best_gbps = 0;
 			r->measured_until = now + DAEMON_RATE_HOLD_MS;
 			if (r->measured_gbps > 0 && best > r->measured_gbps * (1 - DAEMON_RATE_SAME) &&
 			    best < r->measured_gbps * (1 + DAEMON_RATE_SAME))
