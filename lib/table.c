@@ -463,6 +463,20 @@ check_tree(const struct table *tb, const struct table_tree *e, int i, uint64_t n
 	if (e->window > e->slots)
 		return json_util_fail(err, errlen, "field 'trees[%d].window': %" PRIu32 " is more "
 				      "than the %" PRIu32 " slots", i, e->window, e->slots);
+	if (e->threshold > e->subtree_workers)
+		return json_util_fail(err, errlen, "field 'trees[%d].threshold': %" PRIu32 " is more "
+				      "than the %" PRIu32 " subtree_workers", i, e->threshold,
+				      e->subtree_workers);
+	if (e->threshold != 0 && e->threshold < e->subtree_workers && tb->cset_blocks == 0)
+		return json_util_fail(err, errlen, "field 'trees[%d].threshold': a partial reduce "
+				      "(%" PRIu32 " of %" PRIu32 ") needs contributor sets "
+				      "(cset_blocks >= 1)", i, e->threshold, e->subtree_workers);
+	for (int j = 0; tb->cset_blocks != 0 && j < e->n_workers; j++)
+		if (e->workers[j].id >= 256u * tb->cset_blocks)
+			return json_util_fail(err, errlen, "field 'trees[%d].workers[%d].id': %u "
+					      "is outside the contributor set of %u blocks (ids "
+					      "below %u)", i, j, e->workers[j].id, tb->cset_blocks,
+					      256u * tb->cset_blocks);
 	return 0;
 }
 
@@ -570,6 +584,9 @@ table_validate(const struct table *tb, char *err, size_t errlen)
 				      "for %s (%d bytes per chunk at most)",
 				      TABLE_CHUNK_BYTES_MAX / esize, table_dtype_name(tb->dtype),
 				      TABLE_CHUNK_BYTES_MAX);
+	if (tb->cset_blocks > TABLE_CSET_BLOCKS_MAX)
+		return json_util_fail(err, errlen, "field 'cset_blocks': %u is not in [0, %d]",
+				      tb->cset_blocks, TABLE_CSET_BLOCKS_MAX);
 	n_chunks = table_n_chunks(tb);
 	if (n_chunks > UINT32_MAX)
 		return json_util_fail(err, errlen, "field 'elements': %" PRIu64 " chunks, more than "
@@ -672,6 +689,8 @@ tree_json(const struct table_tree *e)
 	rc |= set_new(o, "slots", json_integer(e->slots));
 	if (e->window != 0)
 		rc |= set_new(o, "window", json_integer(e->window));
+	if (e->threshold != 0)
+		rc |= set_new(o, "threshold", json_integer(e->threshold));
 	if (rc != 0)
 		goto nomem;
 	return o;
@@ -701,6 +720,8 @@ table_to_json(const struct table *tb)
 	rc |= set_new(root, "dtype", json_string(dt != NULL ? dt : "?"));
 	rc |= set_new(root, "elements", json_integer((json_int_t)tb->elements));
 	rc |= set_new(root, "chunk_elements", json_integer(tb->chunk_elements));
+	if (tb->cset_blocks != 0)
+		rc |= set_new(root, "cset_blocks", json_integer(tb->cset_blocks));
 	rc |= set_new(root, "limits",
 		      json_pack("{s:I, s:I, s:I, s:I}", "max_trees", (json_int_t)tb->limits.max_trees,
 				"max_children", (json_int_t)tb->limits.max_children, "max_workers",
@@ -832,7 +853,7 @@ parse_worker(struct json_util_src *c, json_t *obj, const char *path, struct tabl
 static const char *const tree_keys[] = { "id", "role", "parent", "children", "workers",
 					 "expected", "subtree_workers", "chunk_first",
 					 "chunk_count", "rate_gbps", "slots",
-					 "window" /* optional: the last */ };
+					 "window", "threshold" /* optional: the last two */ };
 
 /* First pass over trees[i]: an object with known keys and bounded arrays, so that the
  * table can be allocated before anything is copied. */
@@ -846,7 +867,7 @@ size_tree(struct json_util_src *c, json_t *jt, int i, int *n_children, int *n_wo
 	snprintf(path, sizeof(path), "trees[%d]", i);
 	if (!json_is_object(jt))
 		return json_util_field_fail(c, path, "", "expected an object");
-	rc = check_keys(c, jt, path, tree_keys, ARRAY_SIZE(tree_keys), ARRAY_SIZE(tree_keys) - 1);
+	rc = check_keys(c, jt, path, tree_keys, ARRAY_SIZE(tree_keys), ARRAY_SIZE(tree_keys) - 2);
 	if (rc != 0)
 		return rc;
 	ch = json_object_get(jt, "children");
@@ -873,7 +894,7 @@ parse_tree(struct json_util_src *c, json_t *jt, int i, struct table_tree *e)
 {
 	json_t *role = json_object_get(jt, "role"), *parent = json_object_get(jt, "parent");
 	json_t *rate = json_object_get(jt, "rate_gbps");
-	uint64_t id, expected, subtree, first, count, slots, window = 0;
+	uint64_t id, expected, subtree, first, count, slots, window = 0, threshold = 0;
 	char path[48];
 	int rc;
 
@@ -925,6 +946,8 @@ parse_tree(struct json_util_src *c, json_t *jt, int i, struct table_tree *e)
 		rc = get_uint(c, jt, path, "slots", 1, TABLE_SLOTS_MAX, &slots);
 	if (rc == 0 && json_object_get(jt, "window") != NULL)
 		rc = get_uint(c, jt, path, "window", 1, TABLE_SLOTS_MAX, &window);
+	if (rc == 0 && json_object_get(jt, "threshold") != NULL)
+		rc = get_uint(c, jt, path, "threshold", 1, UINT32_MAX, &threshold);
 	if (rc != 0)
 		return rc;
 	e->id = (uint16_t)id;
@@ -935,6 +958,7 @@ parse_tree(struct json_util_src *c, json_t *jt, int i, struct table_tree *e)
 	e->rate_gbps = json_number_value(rate);
 	e->slots = (uint32_t)slots;
 	e->window = (uint32_t)window;
+	e->threshold = (uint32_t)threshold;
 	return 0;
 }
 
@@ -967,7 +991,8 @@ parse_limits(struct json_util_src *c, json_t *obj, struct table_limits *lim)
 }
 
 static const char *const table_keys[] = { "format", "job", "epoch", "gateway", "dtype",
-					  "elements", "chunk_elements", "limits", "trees" };
+					  "elements", "chunk_elements", "limits", "trees",
+					  "cset_blocks" /* optional: the last */ };
 
 struct table *
 table_parse(const char *text, const char *src, char *err, size_t errlen)
@@ -975,7 +1000,7 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], n = 0, rc;
 	struct json_util_src c = { .src = src != NULL ? src : "<string>", .err = err, .errlen = errlen };
 	json_t *root, *fmt, *trees, *dtype;
-	uint64_t job, epoch, elements, chunk_elements;
+	uint64_t job, epoch, elements, chunk_elements, cset_blocks = 0;
 	struct table_limits lim;
 	struct table_gw gw;
 	char vmsg[TABLE_ERR_MAX];
@@ -1006,7 +1031,8 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 		json_util_field_fail(&c, "format", "", "expected \"%s\"", TABLE_FORMAT);
 		goto out;
 	}
-	if (check_keys(&c, root, "", table_keys, ARRAY_SIZE(table_keys), ARRAY_SIZE(table_keys)) != 0 ||
+	if (check_keys(&c, root, "", table_keys, ARRAY_SIZE(table_keys),
+		       ARRAY_SIZE(table_keys) - 1) != 0 ||
 	    get_uint(&c, root, "", "job", 0, UINT32_MAX, &job) != 0 ||
 	    get_uint(&c, root, "", "epoch", 0, UINT32_MAX, &epoch) != 0 ||
 	    parse_gw(&c, json_object_get(root, "gateway"), "gateway", &gw) != 0)
@@ -1019,7 +1045,9 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 	if (get_uint(&c, root, "", "elements", 1, INT64_MAX, &elements) != 0 ||
 	    get_uint(&c, root, "", "chunk_elements", 1, TABLE_CHUNK_BYTES_MAX,
 		     &chunk_elements) != 0 ||
-	    parse_limits(&c, json_object_get(root, "limits"), &lim) != 0)
+	    parse_limits(&c, json_object_get(root, "limits"), &lim) != 0 ||
+	    (json_object_get(root, "cset_blocks") != NULL &&
+	     get_uint(&c, root, "", "cset_blocks", 0, TABLE_CSET_BLOCKS_MAX, &cset_blocks) != 0))
 		goto out;
 	trees = json_object_get(root, "trees");
 	if (!json_is_array(trees)) {
@@ -1050,6 +1078,7 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 	tb->elements = elements;
 	tb->chunk_elements = (uint32_t)chunk_elements;
 	tb->limits = lim;
+	tb->cset_blocks = (uint8_t)cset_blocks;
 	for (int i = 0; i < n; i++)
 		if (parse_tree(&c, json_array_get(trees, (size_t)i), i, &tb->trees[i]) != 0)
 			goto out;

@@ -22,7 +22,8 @@
  *    (RSS or rte_flow on the destination port) and one lcore owns each slot.
  *  - Contributors. In tree entry e, bit k of a slot's contributor bitmap stands for
  *    e->workers[k] (k < n_workers) and bit n_workers + j for e->children[j]; a chunk is
- *    complete when e->expected bits are set. expected <= TABLE_CONTRIB_MAX.
+ *    complete when e->expected bits are set, or in a partial reduce once the worker
+ *    contributions summed reach e->threshold. expected <= TABLE_CONTRIB_MAX.
  *  - Ids. Gateway and worker ids share one 16-bit sender-id space per job, 1 ..
  *    TABLE_ID_MAX (0 and 0xffff are reserved for "none" here and on the wire); job ids
  *    and plan epochs are 32-bit; tree ids are the plan's tree indices (16-bit).
@@ -65,6 +66,7 @@
 #define TABLE_SLOTS_MIN 16        /* the slot formula's default floor (power of two) */
 #define TABLE_CHUNK_BYTES_MAX 8192 /* payload of one chunk: fits a 9000-byte jumbo frame */
 #define TABLE_ID_MAX 0xfffe       /* largest gateway or worker id (0, 0xffff: none) */
+#define TABLE_CSET_BLOCKS_MAX 16  /* contributor set: worker ids up to 4095 */
 
 /** Element types of a tensor. 0 is not a dtype. */
 enum table_dtype {
@@ -123,6 +125,10 @@ struct table_tree {
 	uint32_t window;          /* chunks a worker keeps unanswered in this tree, <= slots:
 				   * the pool's span beyond it lets the window move on past a
 				   * lost chunk until it is resent; 0: slots */
+	uint32_t threshold;       /* partial reduce: a chunk is complete here once this many
+				   * worker contributions are summed (or every contributor is
+				   * in), 1 .. subtree_workers; 0: subtree_workers (all). Below
+				   * subtree_workers the job must carry contributor sets */
 };
 
 struct table {
@@ -133,6 +139,9 @@ struct table {
 	uint64_t elements;        /* tensor elements, >= 1 */
 	uint32_t chunk_elements;  /* elements per chunk; * dtype size <= TABLE_CHUNK_BYTES_MAX */
 	struct table_limits limits;
+	uint8_t cset_blocks;      /* contributor sets in every CONTRIB and RESULT, in 32-byte
+				   * blocks (docs/PROTOCOL.md section 4), 0 .. TABLE_CSET_BLOCKS_MAX;
+				   * every local worker id < 256 * cset_blocks. 0: none */
 	int n_trees;              /* 0 .. limits.max_trees; a gateway in no tree has none */
 	struct table_tree *trees; /* sorted by id, inside the table's block */
 };

@@ -1560,6 +1560,56 @@ test_parse_rejects(void)
 	EDIT_REJECTS(a, "trees.0.window", json_integer(0), "field 'trees[0].window'");
 	EDIT_REJECTS(a, "trees.0.window", json_real(4.5), "field 'trees[0].window'");
 	EDIT_REJECTS(a, "trees.0.window", json_string("16"), "field 'trees[0].window'");
+	/* Partial reduce: threshold optional, 1 .. subtree_workers, and below it the job
+	 * carries contributor sets (cset_blocks 1 .. 16) covering the local worker ids. */
+	{
+		uint32_t sub = a->trees[0].subtree_workers;
+		char err[TABLE_ERR_MAX] = "", *text;
+		struct table *p = NULL, *q = NULL;
+
+		CU_ASSERT_FATAL(sub >= 2);
+		j = tj(a);
+		jset(j, "cset_blocks", json_integer(1));
+		jset(j, "trees.0.threshold", json_integer(sub - 1));
+		text = json_dumps(j, 0);
+		json_decref(j);
+		p = table_parse(text, SRC, err, sizeof(err));
+		free(text);
+		CHECK(p != NULL, "%s", err);
+		if (p != NULL) {
+			CU_ASSERT_EQUAL(p->cset_blocks, 1);
+			CU_ASSERT_EQUAL(p->trees[0].threshold, sub - 1);
+			CU_ASSERT_EQUAL(p->trees[1].threshold, 0);
+			j = tj(p);
+			text = json_dumps(j, 0);
+			json_decref(j);
+			q = text != NULL ? table_parse(text, SRC, err, sizeof(err)) : NULL;
+			free(text);
+			CHECK(q != NULL && q->cset_blocks == 1 && q->trees[0].threshold == sub - 1 &&
+				      q->trees[1].threshold == 0,
+			      "round trip: %s", err);
+			table_free(q);
+			table_free(p);
+		}
+		j = tj(a);
+		jset(j, "trees.0.threshold", json_integer(sub));
+		ACCEPTS(j); /* every worker: no sets needed */
+		EDIT_REJECTS2(a, "trees.0.threshold", json_integer(sub - 1),
+			      "field 'trees[0].threshold'", "cset_blocks >= 1");
+		j = tj(a);
+		jset(j, "cset_blocks", json_integer(1));
+		jset(j, "trees.0.threshold", json_integer(sub + 1));
+		REJECTS2(j, "field 'trees[0].threshold'", "subtree_workers");
+		EDIT_REJECTS(a, "trees.0.threshold", json_integer(0), "field 'trees[0].threshold'");
+		EDIT_REJECTS(a, "cset_blocks", json_integer(TABLE_CSET_BLOCKS_MAX + 1),
+			     "field 'cset_blocks'");
+		EDIT_REJECTS(a, "cset_blocks", json_string("1"), "field 'cset_blocks'");
+		j = tj(a);
+		jset(j, "cset_blocks", json_integer(1));
+		jset(j, "trees.0.workers.0.id", json_integer(256));
+		jset(j, "trees.1.workers.0.id", json_integer(256));
+		REJECTS2(j, "field 'trees[0].workers[0].id'", "below 256");
+	}
 	/* Arrays longer than the caps are refused before anything is allocated. */
 	j = tj(a);
 	for (int k = 1; k <= TABLE_CHILDREN_MAX; k++) {
