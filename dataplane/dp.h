@@ -157,6 +157,9 @@ struct dp_tree {
 	const struct table_tree *tt; /* slow path only (the table is not NUMA-placed) */
 	uint16_t id;
 	uint16_t expected;          /* contributions per chunk */
+	uint32_t threshold;         /* worker contributions that complete a chunk before
+				     * every contributor is in (partial reduce); UINT32_MAX:
+				     * none, all contributors */
 	uint32_t chunk_first;
 	uint32_t chunk_count;
 	uint32_t slot_mask;         /* slots - 1 */
@@ -209,6 +212,8 @@ struct dp_job {
 	struct table *tb;           /* the parsed table (ctl keeps it for dump) */
 	char *table_json;           /* as installed, for dump */
 	enum wire_dtype dtype;
+	uint8_t cset_blocks;        /* contributor sets on the wire, in 32-byte blocks */
+	uint32_t cset_len;          /* their bytes: where payloads start after the header */
 	uint32_t chunk_elements;
 	uint64_t n_chunks;
 	uint64_t elements;

@@ -241,12 +241,14 @@ struct pkt {
 	uint32_t src_ip;
 };
 
-/* A frame from p.src_ip to the gateway with payload pl (count elements of the dtype). */
+/* A frame from p.src_ip to the gateway with contributor set cset (k blocks; k = 0: none)
+ * and payload pl (count elements of the dtype). */
 static struct rte_mbuf *
-mk_pkt(const struct pkt *p, const void *pl)
+mk_pkt_set(const struct pkt *p, unsigned int k, const uint8_t *cset, const void *pl)
 {
 	struct wire_pkt w = {
-		.type = p->type, .flags = p->flags, .dtype = p->dtype, .job = p->job,
+		.type = p->type, .flags = p->flags, .dtype = p->dtype, .cset_blocks = (uint8_t)k,
+		.job = p->job,
 		.epoch = p->epoch, .tree = p->tree, .sender = p->sender, .origin = p->origin,
 		.contrib = p->contrib, .round = p->round, .chunk = p->chunk, .count = p->count,
 	};
@@ -264,12 +266,21 @@ mk_pkt(const struct pkt *p, const void *pl)
 	fl.src_mac[5] = (uint8_t)p->src_ip;
 	CU_ASSERT_FATAL(f != NULL);
 	CU_ASSERT_FATAL(wire_hdr_encode(f + WIRE_FRAME_HDR_OFF, len, &w, NULL) == 0);
+	if (k != 0)
+		memcpy(f + WIRE_FRAME_PAYLOAD_OFF, cset, k * WIRE_CSET_BLOCK);
 	if (pl != NULL)
-		memcpy(f + WIRE_FRAME_PAYLOAD_OFF, pl, len - WIRE_HDR_LEN);
+		memcpy(f + WIRE_FRAME_PAYLOAD_OFF + k * WIRE_CSET_BLOCK, pl,
+		       len - WIRE_HDR_LEN - k * WIRE_CSET_BLOCK);
 	/* Even senders checksum their datagrams, odd ones leave it to zero: both are valid. */
 	CU_ASSERT_FATAL(wire_frame_build(f, WIRE_FRAME_HDR_OFF + len, &fl, len,
 					 p->sender % 2 == 0) == 0);
 	return m;
+}
+
+static struct rte_mbuf *
+mk_pkt(const struct pkt *p, const void *pl)
+{
+	return mk_pkt_set(p, 0, NULL, pl);
 }
 
 static void
@@ -465,6 +476,194 @@ test_root_three_workers(void)
 						   val(13, 3 * ce + 1));
 	}
 	CU_ASSERT(o[0].fl.dst_ip != o[1].fl.dst_ip);
+	dp_down();
+}
+
+/* An fp32 CONTRIB of one chunk with a one-block contributor set: the sum of the values of
+ * workers ids[0 .. n - 1], from sender (a worker, or a gateway's partial sum). */
+static struct rte_mbuf *
+contrib_set(uint32_t job, uint16_t sender, const uint16_t *ids, int n, uint32_t round,
+	    uint32_t chunk, uint64_t elements, uint32_t ce, uint8_t flags)
+{
+	float pl[4096];
+	uint8_t set[WIRE_CSET_BLOCK] = { 0 };
+	uint16_t len = chunk_len(elements, ce, chunk);
+	struct pkt p = { WIRE_TYPE_CONTRIB, flags, job, 1, 0, sender, sender, (uint16_t)n, round,
+			 chunk, WIRE_DTYPE_FP32, len, PEER_IP(sender) };
+	struct rte_mbuf *m;
+
+	for (uint16_t i = 0; i < len; i++) {
+		pl[i] = 0;
+		for (int k = 0; k < n; k++)
+			pl[i] += val(ids[k], (uint64_t)chunk * ce + i);
+	}
+	for (int k = 0; k < n; k++)
+		CU_ASSERT_FATAL(wire_cset_add(set, 1, ids[k]) == 0);
+	m = mk_pkt_set(&p, 1, set, pl);
+	if (flags & WIRE_F_RETX) /* no UDP checksum: the header changed after it */
+		rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+	return m;
+}
+
+/* The RESULT o holds exactly workers ids[0 .. n - 1]: count, set and every element. */
+static bool
+result_is(const struct out *o, const uint16_t *ids, int n, uint32_t ce)
+{
+	const uint8_t *set = o->frame + WIRE_FRAME_PAYLOAD_OFF;
+	bool ok = o->p.type == WIRE_TYPE_RESULT && o->p.cset_blocks == 1 && o->p.contrib == n &&
+		  wire_cset_count(set, 1) == (unsigned int)n;
+
+	for (int k = 0; k < n; k++)
+		ok = ok && wire_cset_test(set, 1, ids[k]);
+	for (uint32_t i = 0; ok && i < o->p.count; i++) {
+		float want = 0, got;
+		uint64_t e = (uint64_t)o->p.chunk * ce + i;
+
+		for (int k = 0; k < n; k++)
+			want += val(ids[k], e);
+		memcpy(&got, set + WIRE_CSET_BLOCK + 4 * i, 4);
+		ok = got == want;
+	}
+	return ok;
+}
+
+/* Partial reduce at a root: local workers 11, 12, 13 and child gateway 3 (workers 31 and
+ * 32 behind it), complete at 4 of the 5 workers. The RESULT carries who is in it; the
+ * straggler is late and gets that RESULT; overlapping sets and a worker claiming another's
+ * bit are refused; the next round is unaffected. Then a leaf that completes at 1 of 2. */
+static void
+test_partial_reduce(void)
+{
+	const uint64_t el = 128;
+	const uint32_t ce = 64;
+	struct tdesc td = { 0, 0, 1, { 3 }, 0, 2, 16 };
+	static const uint16_t in4[] = { 11, 12, 31, 32 }, w31[] = { 31, 32 }, all[] = {
+		11, 12, 13, 31, 32 };
+	static struct out o[16];
+	struct table *tb;
+	uint64_t late;
+	int n;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	tb = mk_table(14, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td);
+	tb->cset_blocks = 1;
+	tb->trees[0].subtree_workers = 5;
+	tb->trees[0].threshold = 4;
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	/* Round 5, chunk 0: 11, 12 and the child's {31, 32} make 4: complete. */
+	inject(contrib_set(14, 11, &in4[0], 1, 5, 0, el, ce, 0));
+	inject(contrib_set(14, 12, &in4[1], 1, 5, 0, el, ce, 0));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	inject(contrib_set(14, 3, w31, 2, 5, 0, el, ce, 0));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 4); /* the child and the three workers, the straggler too */
+	for (int k = 0; k < n && k < 16; k++)
+		CU_ASSERT(result_is(&o[k], in4, 4, ce));
+	/* The straggler 13: late, answered with that RESULT, which it is not in. */
+	late = drops(WIRE_REASON_LATE);
+	inject(contrib_set(14, 13, &all[2], 1, 5, 0, el, ce, 0));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(drops(WIRE_REASON_LATE) == late + 1);
+	CU_ASSERT(n == 1 && o[0].fl.dst_ip == PEER_IP(13) && result_is(&o[0], in4, 4, ce) &&
+		  (o[0].p.flags & WIRE_F_RETX));
+	/* Chunk 1: the child's set names worker 11, already in: refused, slot unchanged. */
+	inject(contrib_set(14, 11, &in4[0], 1, 5, 1, el, ce, 0));
+	{
+		static const uint16_t bad[] = { 11, 31 };
+
+		inject(contrib_set(14, 3, bad, 2, 5, 1, el, ce, 0));
+	}
+	/* Worker 12 with 13's bit: a worker contributes itself only. */
+	{
+		struct rte_mbuf *m = contrib_set(14, 12, &all[2], 1, 5, 1, el, ce, 0);
+
+		inject(m);
+	}
+	/* No set (cset_blocks 0) where the job carries them. */
+	inject(contrib_f32(14, 1, 0, 12, 5, 1, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(drops(WIRE_REASON_CSET_OVERLAP) == 1);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1);
+	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 1);
+	/* The rest of chunk 1 as it should be: 12, then all of the child: 11, 12, 31, 32. */
+	inject(contrib_set(14, 12, &in4[1], 1, 5, 1, el, ce, 0));
+	inject(contrib_set(14, 3, w31, 2, 5, 1, el, ce, 0));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 4);
+	for (int k = 0; k < n && k < 16; k++)
+		CU_ASSERT(result_is(&o[k], in4, 4, ce));
+	/* Round 6: 13 first this time, then 11 and 12: 3 of 4; the child's two make all five. */
+	inject(contrib_set(14, 13, &all[2], 1, 6, 0, el, ce, 0));
+	inject(contrib_set(14, 11, &all[0], 1, 6, 0, el, ce, 0));
+	inject(contrib_set(14, 12, &all[1], 1, 6, 0, el, ce, 0));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	inject(contrib_set(14, 3, w31, 2, 6, 0, el, ce, 0));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 4);
+	for (int k = 0; k < n && k < 16; k++)
+		CU_ASSERT(result_is(&o[k], all, 5, ce) && o[k].p.round == 6);
+	/* Round 5's straggler again, a round behind now: late, nothing summed. */
+	late = drops(WIRE_REASON_LATE);
+	inject(contrib_set(14, 13, &all[2], 1, 5, 0, el, ce, 0));
+	poll_all();
+	collect(o, 16);
+	CU_ASSERT(drops(WIRE_REASON_LATE) == late + 1);
+	CU_ASSERT(ctr(DP_CTR_CHUNKS_COMPLETED) == 3);
+
+	/* A leaf (gateway 2, parent 4) of workers 21, 22 that sends up at 1 of 2. */
+	{
+		static const uint16_t w2[] = { 21, 22 };
+		struct tdesc tl = { 0, 4, 0, { 0 }, 0, 2, 16 };
+		uint8_t set[WIRE_CSET_BLOCK] = { 0 };
+		float pl[64];
+
+		tb = mk_table(14, 2, 1, TABLE_DTYPE_FP32, el, ce, 2, w2, 1, &tl);
+		tb->cset_blocks = 1;
+		tb->trees[0].subtree_workers = 2;
+		tb->trees[0].threshold = 1;
+		CU_ASSERT_FATAL(install(tb, "install") == 0);
+		struct rte_mbuf *m = contrib_set(14, 21, &w2[0], 1, 7, 0, el, ce, 0);
+
+		rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->epoch =
+			rte_cpu_to_be_32(2);
+		rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+		inject(m);
+		poll_all();
+		n = collect(o, 16);
+		CU_ASSERT_FATAL(n == 1);
+		CU_ASSERT(o[0].p.type == WIRE_TYPE_CONTRIB && o[0].p.contrib == 1 &&
+			  o[0].fl.dst_ip == PEER_IP(4) && o[0].p.origin == 1);
+		/* 22 is late at the complete slot; the parent's RESULT ({21, 40}) reaches both. */
+		m = contrib_set(14, 22, &w2[1], 1, 7, 0, el, ce, 0);
+		rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->epoch =
+			rte_cpu_to_be_32(2);
+		rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+		late = drops(WIRE_REASON_LATE);
+		inject(m);
+		poll_all();
+		CU_ASSERT(collect(o, 16) == 0 && drops(WIRE_REASON_LATE) == late + 1);
+		static const uint16_t r2[] = { 21, 40 };
+		struct pkt rp = { WIRE_TYPE_RESULT, 0, 14, 2, 0, 4, 4, 2, 7, 0, WIRE_DTYPE_FP32,
+				  (uint16_t)ce, PEER_IP(4) };
+
+		for (uint32_t i = 0; i < ce; i++)
+			pl[i] = val(21, i) + val(40, i);
+		wire_cset_add(set, 1, 21);
+		wire_cset_add(set, 1, 40);
+		inject(mk_pkt_set(&rp, 1, set, pl));
+		poll_all();
+		n = collect(o, 16);
+		CU_ASSERT(n == 2);
+		for (int k = 0; k < n && k < 16; k++)
+			CU_ASSERT(result_is(&o[k], r2, 2, ce));
+	}
 	dp_down();
 }
 
@@ -1679,6 +1878,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "bad packets by reason", test_bad_packets);
 	CU_add_test(s, "ARP, ICMP, neighbour resolution", test_arp_icmp);
 	CU_add_test(s, "retransmissions answered", test_retx_answers);
+	CU_add_test(s, "partial reduce", test_partial_reduce);
 	CU_add_test(s, "jumbo frames, unaligned payloads, segments", test_jumbo_misaligned);
 	CU_add_test(s, "routes", test_routes);
 	CU_add_test(s, "fault injection", test_faults);

@@ -43,10 +43,47 @@ gr_hdr(struct rte_mbuf *m)
 	return rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF);
 }
 
-static inline void *
-gr_payload(struct rte_mbuf *m)
+/* The contributor set of a CONTRIB or RESULT frame (j->cset_len bytes). */
+static inline uint8_t *
+gr_cset(struct rte_mbuf *m)
 {
-	return rte_pktmbuf_mtod_offset(m, void *, WIRE_FRAME_PAYLOAD_OFF);
+	return rte_pktmbuf_mtod_offset(m, uint8_t *, WIRE_FRAME_PAYLOAD_OFF);
+}
+
+static inline void *
+gr_payload(const struct dp_job *j, struct rte_mbuf *m)
+{
+	return rte_pktmbuf_mtod_offset(m, void *, WIRE_FRAME_PAYLOAD_OFF + j->cset_len);
+}
+
+/* Merge the contributor set of m into the accumulator acc's (docs/PROTOCOL.md section
+ * 4); false, and nothing merged, if they intersect: summing m would count a worker twice. */
+static inline bool
+cset_merge(const struct dp_job *j, struct rte_mbuf *acc, struct rte_mbuf *m)
+{
+	uint8_t *a = gr_cset(acc);
+	const uint8_t *b = gr_cset(m);
+	uint64_t x = 0;
+
+	/* Frames may sit at any even address: 8-byte words by memcpy. */
+	for (uint32_t i = 0; i < j->cset_len; i += sizeof(uint64_t)) {
+		uint64_t u, v;
+
+		memcpy(&u, a + i, sizeof(u));
+		memcpy(&v, b + i, sizeof(v));
+		x |= u & v;
+	}
+	if (x != 0)
+		return false;
+	for (uint32_t i = 0; i < j->cset_len; i += sizeof(uint64_t)) {
+		uint64_t u, v;
+
+		memcpy(&u, a + i, sizeof(u));
+		memcpy(&v, b + i, sizeof(v));
+		u |= v;
+		memcpy(a + i, &u, sizeof(u));
+	}
+	return true;
 }
 
 /* The job entry of (job, epoch), or NULL with *why set. *live tells whether it is the
@@ -454,9 +491,9 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	uint32_t now_us = dp_now_us();
 
 	if (j->dtype == WIRE_DTYPE_FP16)
-		lc->k->narrow_f16(gr_payload(m), s->acc32, n);
+		lc->k->narrow_f16(gr_payload(j, m), s->acc32, n);
 	else if (j->dtype == WIRE_DTYPE_BF16)
-		lc->k->narrow_bf16(gr_payload(m), s->acc32, n);
+		lc->k->narrow_bf16(gr_payload(j, m), s->acc32, n);
 	s->acc = NULL;
 	lc->ctr[DP_CTR_CHUNKS_COMPLETED]++;
 	wh->sender = rte_cpu_to_be_16(j->self_id);
@@ -492,13 +529,18 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	dp_pace_send(lc, j, t->pace_first, t->parent.port, m, false);
 }
 
-/* Add contribution m (origin at contributor index k) to slot s, which is OPEN for it. */
-static void
+/* Add contribution m (origin at contributor index k) to slot s, which is OPEN for it;
+ * false if m was dropped instead (its contributor set overlaps the slot's). */
+static bool
 add(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct dp_slot *s,
     struct rte_mbuf *m, const struct wire_pkt *p, int k)
 {
 	unsigned int bit = t->src_bits[k];
 
+	if (j->cset_len != 0 && s->acc != NULL && unlikely(!cset_merge(j, s->acc, m))) {
+		drop(lc, m, WIRE_REASON_CSET_OVERLAP);
+		return false;
+	}
 	s->in[bit >> 6] |= 1ull << (bit & 63);
 	s->n_in++;
 	s->contrib += p->contrib;
@@ -508,31 +550,33 @@ add(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct
 		if (s->acc == NULL) {
 			s->acc = m;
 		} else {
-			lc->k->sum_f32(gr_payload(s->acc), gr_payload(m), p->count);
+			lc->k->sum_f32(gr_payload(j, s->acc), gr_payload(j, m), p->count);
 			rte_pktmbuf_free(m);
 		}
 		break;
 	case WIRE_DTYPE_FP16:
 		if (s->acc == NULL) {
-			lc->k->widen_f16(s->acc32, gr_payload(m), p->count);
+			lc->k->widen_f16(s->acc32, gr_payload(j, m), p->count);
 			s->acc = m;
 		} else {
-			lc->k->widen_add_f16(s->acc32, gr_payload(m), p->count);
+			lc->k->widen_add_f16(s->acc32, gr_payload(j, m), p->count);
 			rte_pktmbuf_free(m);
 		}
 		break;
 	default: /* bf16: the dtype matched the job's, which the table limits to three */
 		if (s->acc == NULL) {
-			lc->k->widen_bf16(s->acc32, gr_payload(m), p->count);
+			lc->k->widen_bf16(s->acc32, gr_payload(j, m), p->count);
 			s->acc = m;
 		} else {
-			lc->k->widen_add_bf16(s->acc32, gr_payload(m), p->count);
+			lc->k->widen_add_bf16(s->acc32, gr_payload(j, m), p->count);
 			rte_pktmbuf_free(m);
 		}
 		break;
 	}
-	if (s->n_in == t->expected)
+	/* Every contributor in, or (partial reduce) enough workers summed. */
+	if (s->n_in == t->expected || s->contrib >= t->threshold)
 		complete(lc, j, t, s);
+	return true;
 }
 
 static void
@@ -541,8 +585,11 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 {
 	int k = find_src(t, p->origin);
 
-	if (unlikely(k < 0 || p->sender != p->origin || (t->src_worker[k] && p->contrib != 1))) {
-		drop(lc, m, WIRE_REASON_BAD_SENDER);
+	if (unlikely(k < 0 || p->sender != p->origin ||
+		     (t->src_worker[k] &&
+		      (p->contrib != 1 ||
+		       (j->cset_len != 0 && !(gr_cset(m)[p->origin >> 3] >> (p->origin & 7) & 1)))))) {
+		drop(lc, m, WIRE_REASON_BAD_SENDER); /* a worker sums itself alone, in its set */
 		return;
 	}
 	struct dp_slot *s = slot_of(j, lc, t, p->chunk);
@@ -565,7 +612,7 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 		s->contrib = 0;
 		memset(s->in, 0, sizeof(s->in));
 		busy_add(j, lc, 1);
-		add(lc, j, t, s, m, p, k);
+		add(lc, j, t, s, m, p, k); /* the first: no overlap */
 		if ((p->flags & WIRE_F_RETX) && s->state != DP_SLOT_DONE)
 			send_ack(lc, j, &t->down[t->src_down[k]], p);
 		return;
@@ -588,9 +635,8 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 		const struct dp_dest *to = &t->down[ti];
 
 		if (!have && s->state == DP_SLOT_OPEN) {
-			add(lc, j, t, s, m, p, k);
 			/* Held: an ACK stops the payload resends, unless the RESULT answered. */
-			if (retx && s->state != DP_SLOT_DONE)
+			if (add(lc, j, t, s, m, p, k) && retx && s->state != DP_SLOT_DONE)
 				send_ack(lc, j, to, p);
 			return;
 		}
@@ -605,11 +651,17 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 		return;
 	}
 	if (wire_round_before(p->round, s->round)) {
-		/* A worker one round behind: the previous RESULT, if kept, answers it. */
+		/* A worker one round behind: the previous RESULT, if kept, answers it. In a
+		 * partial reduce a straggler may be further behind: the latest RESULT of the
+		 * chunk tells it where its group is (docs/PROTOCOL.md section 7.3). */
 		struct rte_mbuf *r = retained(s, p->chunk, p->round);
 
+		bool partial = t->threshold != UINT32_MAX;
+
+		if (r == NULL && partial && s->state == DP_SLOT_DONE)
+			r = s->result;
 		drop(lc, m, WIRE_REASON_LATE);
-		if (r != NULL && (p->flags & WIRE_F_RETX))
+		if (r != NULL && ((p->flags & WIRE_F_RETX) || partial))
 			send_result_copy(lc, j, t, t->src_down[k], r, WIRE_F_RETX | WIRE_F_ECHO,
 					 p->tsval, dp_now_us());
 		return;
@@ -738,7 +790,7 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 						     (uint64_t)p->chunk * j->chunk_elements)
 					: j->chunk_elements;
 
-		if (unlikely(p->dtype != j->dtype || p->cset_blocks != 0 || p->count != want)) {
+		if (unlikely(p->dtype != j->dtype || p->cset_blocks != j->cset_blocks || p->count != want)) {
 			drop(lc, m, WIRE_REASON_JOB_MISMATCH);
 			return;
 		}

@@ -185,6 +185,10 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	t->tt = tt;
 	t->id = tt->id;
 	t->expected = (uint16_t)tt->expected;
+	/* A partial reduce completes at its threshold; a full one only when every
+	 * contributor is in (whatever counts a faulty child claims). */
+	t->threshold = tt->threshold != 0 && tt->threshold < tt->subtree_workers ? tt->threshold
+										  : UINT32_MAX;
 	t->chunk_first = tt->chunk_first;
 	t->chunk_count = tt->chunk_count;
 	t->slot_mask = tt->slots - 1;
@@ -325,6 +329,8 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->epoch = tb->epoch;
 	j->dtype = (enum wire_dtype)tb->dtype; /* the same numbering (docs/TABLES.md) */
 	j->chunk_elements = tb->chunk_elements;
+	j->cset_blocks = tb->cset_blocks;
+	j->cset_len = (uint32_t)tb->cset_blocks * WIRE_CSET_BLOCK;
 	j->elements = tb->elements;
 	j->n_chunks = table_n_chunks(tb);
 	j->self_id = tb->gw.id;
