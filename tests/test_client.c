@@ -54,6 +54,8 @@ struct job {
 	uint32_t first[TREES_MAX], count[TREES_MAX];
 	uint32_t slots;
 	uint32_t window;                /* 0: none in the table */
+	uint8_t cset_blocks;            /* contributor sets in the job's packets */
+	int threshold;                  /* partial reduce: complete at this many; 0: all */
 };
 
 /* How the fake gateway misbehaves. Probabilities in parts per million. */
@@ -79,6 +81,7 @@ struct fslot {
 	int state;                      /* 0 free, 1 open, 2 done */
 	uint32_t in, acked, nack_dropped;
 	uint16_t contrib;
+	uint8_t set[WIRE_CSET_BLOCK];   /* contributor set (one block in these tests) */
 	float *acc;
 	uint8_t *res;
 };
@@ -107,6 +110,7 @@ struct fakegw {
 	bool win_seen;
 	/* Counters (read after the thread is joined). */
 	unsigned int bad, contribs, retx, nacks, acks_sent, results, answers, probe_replies;
+	unsigned int late;
 };
 
 /* ---- table ------------------------------------------------------------------------------ */
@@ -128,16 +132,18 @@ table_json(const struct job *j)
 		" \"gateway\": {\"id\": %u, \"ipv4\": \"127.0.0.1\", \"base_port\": %u, "
 		"\"ports\": %u},\n \"dtype\": \"%s\", \"elements\": %llu, \"chunk_elements\": %u,\n"
 		" \"limits\": {\"max_trees\": 4, \"max_children\": 4, \"max_workers\": 8, "
-		"\"max_slots\": 4096},\n \"trees\": [", j->job, j->epoch, j->gw_id, j->base,
-		j->ports, gr_dtype_name(j->dtype), (unsigned long long)j->elements, j->ce);
+		"\"max_slots\": 4096},\n \"cset_blocks\": %u, \"trees\": [", j->job, j->epoch,
+		j->gw_id, j->base, j->ports, gr_dtype_name(j->dtype),
+		(unsigned long long)j->elements, j->ce, j->cset_blocks);
 	for (int t = 0; t < j->n_trees; t++)
 		n += (size_t)snprintf(s + n, cap - n,
 			"%s{\"id\": %u, \"role\": \"root\", \"parent\": null, \"children\": [],\n"
 			"  \"workers\": [%s], \"expected\": %d, \"subtree_workers\": %d,\n"
 			"  \"chunk_first\": %u, \"chunk_count\": %u, \"rate_gbps\": 1.0, "
-			"\"slots\": %u%s%.0u}", t ? ",\n " : "", j->tree_id[t], workers,
+			"\"slots\": %u%s%.0u%s%.0d}", t ? ",\n " : "", j->tree_id[t], workers,
 			j->n_workers, j->n_workers, j->first[t], j->count[t], j->slots,
-			j->window != 0 ? ", \"window\": " : "", j->window);
+			j->window != 0 ? ", \"window\": " : "", j->window,
+			j->threshold != 0 ? ", \"threshold\": " : "", j->threshold);
 	snprintf(s + n, cap - n, "]}\n");
 	return s;
 }
@@ -259,10 +265,12 @@ send_result(struct fakegw *g, const struct fslot *s, uint32_t c, int k, bool ans
 		.tsecr = answer ? tsecr : 0,
 	};
 	struct sockaddr_in to = worker_addr(g, k);
-	size_t len = WIRE_HDR_LEN + n * g->esize;
+	size_t sl = g->j.cset_blocks * WIRE_CSET_BLOCK, len = WIRE_HDR_LEN + sl + n * g->esize;
 
+	p.cset_blocks = g->j.cset_blocks;
 	CU_ASSERT_FATAL(wire_hdr_encode(pkt, len, &p, NULL) == 0);
-	memcpy(pkt + WIRE_HDR_LEN, s->res, n * g->esize);
+	memcpy(pkt + WIRE_HDR_LEN, s->set, sl);
+	memcpy(pkt + WIRE_HDR_LEN + sl, s->res, n * g->esize);
 	if (!answer && g->o.drop_fanout)
 		return;
 	gw_send(g, g->fd[c % g->j.ports], pkt, len, &to);
@@ -387,11 +395,19 @@ on_contrib(struct fakegw *g, const struct wire_pkt *p, const uint8_t *pkt, int k
 		g->retx++;
 	else
 		window_check(g, p, k);
+	/* Partial reduce: a straggler of this round or rounds behind gets the latest RESULT. */
+	if (g->j.threshold != 0 && s->state == 2 && !wire_round_before(s->round, p->round) &&
+	    !(s->in & (1u << k))) {
+		g->late++;
+		send_result(g, s, p->chunk, k, true, p->tsval, 0, 0);
+		return;
+	}
 	if (s->state == 0 || s->round != p->round) {
 		s->state = 1;
 		s->round = p->round;
 		s->in = s->acked = s->nack_dropped = 0;
 		s->contrib = 0;
+		memset(s->set, 0, sizeof(s->set));
 		memset(s->acc, 0, g->j.ce * sizeof(float));
 	}
 	if (s->state == 2) {
@@ -408,8 +424,10 @@ on_contrib(struct fakegw *g, const struct wire_pkt *p, const uint8_t *pkt, int k
 			s->acc[i] += elem_get(pkt + p->payload_off, g->j.dtype, i);
 		s->in |= 1u << k;
 		s->contrib++;
+		if (g->j.cset_blocks != 0)
+			CU_ASSERT(wire_cset_add(s->set, 1, p->origin) == 0);
 	}
-	if (s->contrib == g->j.n_workers) {
+	if (s->contrib == (g->j.threshold != 0 ? g->j.threshold : g->j.n_workers)) {
 		s->state = 2;
 		for (uint32_t i = 0; i < p->count; i++)
 			elem_put(s->res, g->j.dtype, i, s->acc[i]);
@@ -474,7 +492,9 @@ gw_rx(struct fakegw *g, int port_idx, const uint8_t *pkt, size_t len,
 		return;
 	}
 	if (p.type == WIRE_TYPE_CONTRIB && p.count == chunk_len(&g->j, p.chunk) &&
-	    p.dtype == (enum wire_dtype)g->j.dtype && p.contrib == 1 && p.cset_blocks == 0)
+	    p.dtype == (enum wire_dtype)g->j.dtype && p.contrib == 1 &&
+	    p.cset_blocks == g->j.cset_blocks &&
+	    (p.cset_blocks == 0 || wire_cset_test(pkt + WIRE_HDR_LEN, p.cset_blocks, p.origin)))
 		on_contrib(g, &p, pkt, k, from, g->fd[port_idx]);
 	else if (p.type == WIRE_TYPE_NACK_RESULT && p.count >= 1 &&
 		 p.chunk + p.count <= g->j.first[t] + g->j.count[t])
@@ -1107,6 +1127,110 @@ test_duplicates_and_strays(void)
 	gw_free(g);
 }
 
+/* The partial-reduce worker k of job j: rounds r0 .. r0 + n - 1, each result checked
+ * against the contributor set of its chunk (and a superseded one as the later round's). */
+struct pr_wrk {
+	struct job *j;
+	int k;
+	uint32_t r0, n;
+	int rc, wrong, outside;
+	struct gr_stats st;
+};
+
+/* Check buf, the result of round r, against the sets in csets (one block per chunk);
+ * returns the elements that differ. */
+static int
+pr_check(const struct job *j, const uint8_t *buf, const uint8_t *csets, uint32_t r)
+{
+	int wrong = 0;
+
+	for (uint64_t e = 0; e < j->elements; e++) {
+		const uint8_t *set = csets + (e / j->ce) * WIRE_CSET_BLOCK;
+		float sum = 0;
+		uint8_t want[4];
+
+		for (int k = 0; k < j->n_workers; k++)
+			if (wire_cset_test(set, 1, j->wid[k]))
+				sum += pattern(k, e, r);
+		elem_put(want, j->dtype, 0, sum);
+		wrong += memcmp(want, buf + e * gr_dtype_size(j->dtype),
+				gr_dtype_size(j->dtype)) != 0;
+	}
+	return wrong;
+}
+
+static void *
+pr_main(void *arg)
+{
+	struct pr_wrk *w = arg;
+	struct job *j = w->j;
+	struct gr_client *c = client_for(j, w->k);
+	uint8_t *buf = malloc(j->elements * gr_dtype_size(j->dtype));
+	uint8_t *csets = calloc((j->elements + j->ce - 1) / j->ce, WIRE_CSET_BLOCK);
+	struct gr_options o = { .csets = csets, .timeout_ms = 5000 };
+
+	CU_ASSERT_FATAL(c != NULL && buf != NULL && csets != NULL);
+	for (uint32_t r = w->r0; r < w->r0 + w->n; r++) {
+		for (uint64_t e = 0; e < j->elements; e++)
+			elem_put(buf, j->dtype, (uint32_t)e, pattern(w->k, e, r));
+		w->rc = gr_allreduce(c, buf, j->elements, j->dtype, r, &o);
+		if (w->rc < 0)
+			break;
+		gr_client_stats(c, &w->st); /* superseded: every chunk, by latest_round */
+		w->wrong += pr_check(j, buf, csets, w->st.superseded != 0 ? w->st.latest_round : r);
+		for (uint64_t ch = 0; ch * j->ce < j->elements; ch++)
+			w->outside += !wire_cset_test(csets + ch * WIRE_CSET_BLOCK, 1, j->wid[w->k]);
+	}
+	gr_client_stats(c, &w->st);
+	gr_client_free(c);
+	free(buf);
+	free(csets);
+	return NULL;
+}
+
+/* Partial reduce, 2 of 3: workers 0 and 1 sum rounds 40 and 41 without worker 2, whose
+ * round 41 contribution then comes late (it gets the result it is not in) and whose
+ * round 39, two rounds behind, is answered by round 41's result (superseded). */
+static void
+test_partial_reduce(void)
+{
+	struct job j;
+	struct fake_opts fo = { .retx = RETX_SPEC };
+	struct pr_wrk ws[3];
+	pthread_t th[2];
+	struct fakegw *g;
+
+	job_init(&j, 3, 2, 2, GR_DTYPE_FP32, 1000, 64);
+	j.cset_blocks = 1;
+	j.threshold = 2;
+	g = gw_start(&j, &fo);
+	for (int k = 0; k < 2; k++) {
+		ws[k] = (struct pr_wrk){ .j = &j, .k = k, .r0 = 40, .n = 2 };
+		CU_ASSERT_FATAL(pthread_create(&th[k], NULL, pr_main, &ws[k]) == 0);
+	}
+	for (int k = 0; k < 2; k++) {
+		pthread_join(th[k], NULL);
+		CHECK(ws[k].rc == 2, "worker %d: %d", k, ws[k].rc);
+		CU_ASSERT(ws[k].wrong == 0 && ws[k].outside == 0 && ws[k].st.superseded == 0);
+	}
+	/* The straggler, in round 41: late, every chunk answered, itself not in. */
+	ws[2] = (struct pr_wrk){ .j = &j, .k = 2, .r0 = 41, .n = 1 };
+	pr_main(&ws[2]);
+	CHECK(ws[2].rc == 2, "straggler: %d", ws[2].rc);
+	CU_ASSERT(ws[2].wrong == 0);
+	CU_ASSERT(ws[2].outside == 16); /* every chunk of 1000 / 64 */
+	CU_ASSERT(ws[2].st.superseded == 0);
+	/* Two rounds behind: round 41's results answer round 39. */
+	ws[2] = (struct pr_wrk){ .j = &j, .k = 2, .r0 = 39, .n = 1 };
+	pr_main(&ws[2]);
+	CHECK(ws[2].rc == 2, "straggler two rounds behind: %d", ws[2].rc);
+	CU_ASSERT(ws[2].st.superseded == 16 && ws[2].st.latest_round == 41);
+	CU_ASSERT(ws[2].wrong == 0 && ws[2].outside == 16);
+	gw_stop(g);
+	CU_ASSERT(g->bad == 0 && g->late >= 32);
+	gw_free(g);
+}
+
 struct prog {
 	uint64_t calls, last_done, total;
 	bool monotonic;
@@ -1223,6 +1347,7 @@ main(void)
 		{ "duplicates, stale rounds, garbage, probe", test_duplicates_and_strays },
 		{ "progress callback", test_progress },
 		{ "reconfiguration to a new epoch", test_reconfigure },
+		{ "partial reduce: sets, stragglers", test_partial_reduce },
 	};
 	const char *q = getenv("GEOREDUCE_TEST_QUICK");
 

@@ -48,6 +48,8 @@ static_assert((int)GR_DTYPE_FP32 == (int)WIRE_DTYPE_FP32, "dtype codes agree");
 static_assert((int)GR_DTYPE_FP16 == (int)WIRE_DTYPE_FP16, "dtype codes agree");
 static_assert((int)GR_DTYPE_BF16 == (int)WIRE_DTYPE_BF16, "dtype codes agree");
 static_assert(GR_TREES_MAX == TABLE_TREES_MAX, "a table's trees fit a configuration");
+static_assert(GR_CSET_BLOCKS_MAX == WIRE_CSET_BLOCKS_MAX && GR_CSET_BLOCK == WIRE_CSET_BLOCK,
+	      "contributor sets as on the wire");
 
 #define TX_BATCH 64                             /* packets per sendmmsg() */
 #define RX_BATCH 32                             /* datagrams per recvmmsg() */
@@ -95,7 +97,9 @@ struct gr_client {
 	struct mmsghdr txm[TX_BATCH];
 	struct iovec txiov[TX_BATCH][2];
 	struct sockaddr_in txaddr[TX_BATCH];
-	uint8_t txhdr[TX_BATCH][WIRE_HDR_LEN];
+	uint8_t txhdr[TX_BATCH][WIRE_HDR_LEN + WIRE_CSET_BLOCK * WIRE_CSET_BLOCKS_MAX];
+	uint32_t cset_len;              /* bytes of the job's contributor sets */
+	uint8_t cset[WIRE_CSET_BLOCK * WIRE_CSET_BLOCKS_MAX]; /* this worker's own set */
 	/* Receive batch. */
 	struct mmsghdr rxm[RX_BATCH];
 	struct iovec rxiov[RX_BATCH];
@@ -107,6 +111,7 @@ struct gr_client {
 struct call {
 	struct gr_client *c;
 	uint8_t *buf;
+	uint8_t *csets;                 /* the caller's, or NULL */
 	size_t esize;
 	uint32_t round;
 	bool average;
@@ -205,6 +210,13 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 				      cfg->gateway_ports, cfg->gateway_base_port);
 	if (cfg->worker_port == 0)
 		return json_util_fail(err, errlen, "worker_port: must be 1 to 65535");
+	if (cfg->cset_blocks > GR_CSET_BLOCKS_MAX)
+		return json_util_fail(err, errlen, "cset_blocks: %u, must be 0 to %u",
+				      cfg->cset_blocks, GR_CSET_BLOCKS_MAX);
+	if (cfg->cset_blocks != 0 && cfg->worker_id >= 256u * cfg->cset_blocks)
+		return json_util_fail(err, errlen, "worker_id: %u is outside a contributor set of "
+				      "%u blocks (ids below %u)", cfg->worker_id, cfg->cset_blocks,
+				      256u * cfg->cset_blocks);
 	if (cfg->n_trees == 0 || cfg->n_trees > GR_TREES_MAX)
 		return json_util_fail(err, errlen, "n_trees: %u, must be 1 to %u", cfg->n_trees,
 				      GR_TREES_MAX);
@@ -283,6 +295,7 @@ config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t w
 	cfg->gateway_base_port = tb->gw.base_port;
 	cfg->gateway_ports = tb->gw.ports;
 	cfg->n_trees = (unsigned int)tb->n_trees;
+	cfg->cset_blocks = tb->cset_blocks;
 	for (int i = 0; i < tb->n_trees; i++) {
 		cfg->trees[i].id = tb->trees[i].id;
 		cfg->trees[i].chunk_first = tb->trees[i].chunk_first;
@@ -400,6 +413,10 @@ install(struct gr_client *c, const struct gr_config *sorted, struct chunk *ch,
 	if (c->fd >= 0 && c->fd != fd)
 		close(c->fd);
 	c->cfg = *sorted;
+	c->cset_len = sorted->cset_blocks * WIRE_CSET_BLOCK;
+	memset(c->cset, 0, sizeof(c->cset));
+	if (c->cset_len != 0)
+		(void)wire_cset_add(c->cset, sorted->cset_blocks, sorted->worker_id); /* checked */
 	c->ch = ch;
 	c->n_chunks = n_chunks;
 	c->fd = fd;
@@ -588,27 +605,30 @@ tx_flush(struct call *k)
 	c->tx_n = 0;
 }
 
-/* Queue one packet: header p (encoded here), then plen payload bytes, to ipv4:port. */
+/* Queue one packet: header p (encoded here), this worker's contributor set if p has one
+ * (CONTRIB), then plen payload bytes, to ipv4:port. */
 static void
 tx_add(struct call *k, const struct wire_pkt *p, const void *payload, size_t plen,
        uint32_t ipv4, uint16_t port)
 {
 	struct gr_client *c = k->c;
+	size_t hlen = WIRE_HDR_LEN + (size_t)p->cset_blocks * WIRE_CSET_BLOCK;
 	unsigned int i;
 
 	if (c->tx_n == TX_BATCH)
 		tx_flush(k);
 	i = c->tx_n;
-	if (wire_hdr_encode(c->txhdr[i], WIRE_HDR_LEN + plen, p, NULL) < 0) {
+	if (wire_hdr_encode(c->txhdr[i], hlen + plen, p, NULL) < 0) {
 		c->st.send_errors++;    /* not reached: every field comes from a checked config */
 		return;
 	}
+	memcpy(c->txhdr[i] + WIRE_HDR_LEN, c->cset, hlen - WIRE_HDR_LEN);
 	c->txaddr[i] = (struct sockaddr_in){
 		.sin_family = AF_INET,
 		.sin_port = htons(port),
 		.sin_addr.s_addr = htonl(ipv4),
 	};
-	c->txiov[i][0] = (struct iovec){ .iov_base = c->txhdr[i], .iov_len = WIRE_HDR_LEN };
+	c->txiov[i][0] = (struct iovec){ .iov_base = c->txhdr[i], .iov_len = hlen };
 	c->txiov[i][1] = (struct iovec){ .iov_base = (void *)(uintptr_t)payload, .iov_len = plen };
 	c->txm[i].msg_hdr = (struct msghdr){
 		.msg_name = &c->txaddr[i],
@@ -647,6 +667,7 @@ send_contrib(struct call *k, uint32_t chunk, bool retx, uint64_t now)
 
 	p.flags = retx ? WIRE_F_RETX : 0;
 	p.dtype = (enum wire_dtype)cfg->dtype;
+	p.cset_blocks = cfg->cset_blocks;
 	p.contrib = 1;
 	p.count = (uint16_t)n;
 	tx_add(k, &p, k->buf + (size_t)chunk * cfg->chunk_elements * k->esize, n * k->esize,
@@ -767,7 +788,8 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 	uint32_t n = wire_chunk_len(c->cfg.elements, c->cfg.chunk_elements, p->chunk);
 	uint8_t *dst;
 
-	if (p->dtype != (enum wire_dtype)c->cfg.dtype || p->cset_blocks != 0 || p->count != n) {
+	if (p->dtype != (enum wire_dtype)c->cfg.dtype || p->cset_blocks != c->cfg.cset_blocks ||
+	    p->count != n) {
 		c->st.invalid++;
 		return;
 	}
@@ -781,6 +803,13 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 	}
 	if (h->state == CH_SENT && !(p->flags & WIRE_F_RETX))
 		rtt_sample(&c->res, (int32_t)((uint32_t)now - h->sent_us));
+	if (p->round != k->round) { /* a later round's: this worker is a straggler */
+		c->st.superseded++;
+		if (c->st.latest_round == 0 || wire_round_before(c->st.latest_round, p->round))
+			c->st.latest_round = p->round;
+	}
+	if (k->csets != NULL && c->cset_len != 0)
+		memcpy(k->csets + (size_t)p->chunk * c->cset_len, pkt + WIRE_HDR_LEN, c->cset_len);
 	dst = k->buf + (size_t)p->chunk * c->cfg.chunk_elements * k->esize;
 	memcpy(dst, pkt + p->payload_off, (size_t)n * k->esize);
 	if (k->average)
@@ -887,7 +916,12 @@ rx_one(struct call *k, uint8_t *pkt, size_t len, const struct sockaddr_in *from,
 		c->st.invalid++;
 		return;
 	}
-	if (p.epoch != cfg->epoch || p.round != k->round) {
+	/* Another round's packets are stale, except in a partial reduce the RESULT of a
+	 * later round: the group moved on without this worker, and that result answers it. */
+	if (p.epoch != cfg->epoch ||
+	    (p.round != k->round &&
+	     !(cfg->cset_blocks != 0 && p.type == WIRE_TYPE_RESULT &&
+	       wire_round_before(k->round, p.round)))) {
 		c->st.stale++;
 		return;
 	}
@@ -1006,6 +1040,7 @@ call_init(struct call *k, struct gr_client *c, const struct gr_options *o)
 		return fail(c, -EINVAL, "rto_min_ms %u above rto_max_ms %u",
 			    (unsigned int)(k->rto_min / 1000), (unsigned int)(k->rto_max / 1000));
 	k->average = o->average;
+	k->csets = o->csets;
 	k->next_due = UINT64_MAX;
 	return 0;
 }

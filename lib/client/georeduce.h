@@ -52,6 +52,10 @@ extern "C" {
 #define GR_RTO_MIN_DEFAULT_MS 10
 #define GR_RTO_MAX_DEFAULT_MS 4000
 #define GR_RTO_INITIAL_DEFAULT_MS 1000
+/** Longest contributor set, in 32-byte blocks (worker ids up to 4095). */
+#define GR_CSET_BLOCKS_MAX 16
+/** Bytes of one block of a contributor set. */
+#define GR_CSET_BLOCK 32
 /** Default interval between two progress callbacks. */
 #define GR_PROGRESS_DEFAULT_MS 100
 
@@ -94,6 +98,10 @@ struct gr_config {
 	uint16_t gateway_ports;         /* >= 1 */
 	unsigned int n_trees;           /* 1 .. GR_TREES_MAX */
 	struct gr_tree trees[GR_TREES_MAX];
+	uint8_t cset_blocks;            /* the job's contributor sets (docs/PROTOCOL.md section
+					 * 4), 32-byte blocks, 0 .. GR_CSET_BLOCKS_MAX; with sets
+					 * worker_id < 256 x cset_blocks. A partial reduce needs
+					 * them: results then say whose gradients they hold */
 };
 
 /** Called with the chunks done and the total (see struct gr_options). */
@@ -118,6 +126,11 @@ struct gr_options {
 	uint32_t rto_min_ms;    /* retransmission timer floor; 0: GR_RTO_MIN_DEFAULT_MS */
 	uint32_t rto_max_ms;    /* cap of the timer and of its backoff; 0: GR_RTO_MAX_DEFAULT_MS */
 	uint32_t rto_initial_ms; /* before any round trip is measured; 0: the default */
+	uint8_t *csets;         /* NULL, or room for every chunk's contributor set:
+				 * C x GR_CSET_BLOCK x cset_blocks bytes (C chunks). Chunk c's
+				 * result came from the workers whose ids are set in the bitmap
+				 * at c x GR_CSET_BLOCK x cset_blocks: id i is bit i % 8 of byte
+				 * i / 8. Untouched without sets (cset_blocks 0) */
 };
 
 /** Counters of a client since it was created (reconfiguration keeps them). */
@@ -140,6 +153,10 @@ struct gr_stats {
 	uint32_t rttvar_us;
 	uint32_t path_srtt_us;          /* smoothed round trip of echoed answers; 0: none */
 	uint32_t t1_us;                 /* the retransmission timer the next call starts with */
+	uint64_t superseded;            /* partial reduce: chunks answered by the RESULT of a
+					 * later round (this worker was a straggler) */
+	uint32_t latest_round;          /* the latest round of such a RESULT: a straggler
+					 * continues after it; 0 until one came */
 };
 
 /**
@@ -215,6 +232,13 @@ const struct gr_config *gr_client_config(const struct gr_client *c);
  * @param round     The AllReduce round: every worker of the job uses the same number for
  *                  the same tensor, and a later number for the next one.
  * @param opt       NULL or options (zeroed fields take their defaults).
+ * Partial reduce (a job with contributor sets whose gateways complete a chunk at p of n
+ * workers): a result may leave this worker out (it came late: its contribution is dropped,
+ * the result is still delivered); opt->csets says who is in each chunk. A worker more than
+ * a round behind gets, for a chunk, the RESULT of the later round its group has reached:
+ * it is written in place like any other, counted in gr_stats.superseded, and
+ * gr_stats.latest_round says which round to continue after.
+ *
  * @return          The number of workers summed (the results' contributor count; if the
  *                  chunks' counts differ, the smallest, and opt->average divides each chunk
  *                  by its own); -EINVAL for arguments that do not match the configuration;
