@@ -12,7 +12,8 @@
  * (7 w + e) mod M, M = 61 (fp32), 31 (fp16), 9 (bf16), with w = 0 for every worker unless
  * --all-workers names the job's workers (then w is the worker's id, as in
  * tests/e2e_worker.py). The expected result is contrib x (e mod M), or the sum over the
- * named workers, rounded once to the dtype.
+ * named workers, rounded once to the dtype. In a job with contributor sets (a partial
+ * reduce) each chunk's result is checked against the workers its set names.
  *
  * Exit status: 0 every round verified, 1 a round failed (wrong result, timeout, socket
  * error), 2 bad options or input files.
@@ -69,6 +70,8 @@ struct worker {
 	struct gr_client *client;
 	void *buf;
 	const void *input;              /* --input contents, or NULL */
+	uint8_t *csets;                 /* each chunk's contributor set, with sets */
+	size_t csets_len;
 	struct round_res *res;          /* o->rounds */
 	uint32_t rounds_run;
 	bool ok;
@@ -97,6 +100,9 @@ usage(FILE *f)
 		"                        (element e of worker w is (7w + e) mod M) and an exact\n"
 		"                        check of the contributor count; without it every worker\n"
 		"                        sends e mod M and the result must be contrib x (e mod M)\n"
+		"                        (with contributor sets, a partial reduce: each chunk is\n"
+		"                        checked against the workers its result names, and a\n"
+		"                        straggler answered by a later round goes on after it)\n"
 		"  --input FILE          send this tensor instead (raw little-endian elements of\n"
 		"                        the table's dtype); the results are then not verified\n"
 		"  --output FILE         write the last round's result there (one worker only)\n"
@@ -188,14 +194,45 @@ fill(const struct worker *w, const struct gr_config *cfg)
 		store(w->buf, cfg->dtype, e, encode(cfg->dtype, (double)((7 * wid + e) % m)));
 }
 
-/* Check the result of a generated tensor; false with w->msg filled. */
+/* The workers of chunk c's contributor set into ids[] (at most ALL_WORKERS_MAX); their
+ * number, or -1 with w->msg filled if --all-workers does not name one of them. */
+static int
+set_ids(struct worker *w, const struct gr_config *cfg, uint64_t c, uint32_t round,
+	uint16_t *ids)
+{
+	const uint8_t *set = w->csets + c * cfg->cset_blocks * GR_CSET_BLOCK;
+	int n = 0;
+
+	for (uint32_t id = 1; id < 256u * cfg->cset_blocks; id++) {
+		bool known = w->o->all == NULL;
+
+		if (!(set[id / 8] >> (id % 8) & 1))
+			continue;
+		for (int i = 0; !known && i < w->o->n_all; i++)
+			known = w->o->all[i] == id;
+		if (!known) {
+			snprintf(w->msg, sizeof(w->msg), "worker %u round %" PRIu32 ": chunk %" PRIu64
+				 " holds worker %u, which --all-workers does not name", w->id,
+				 round, c, id);
+			return -1;
+		}
+		ids[n++] = (uint16_t)id;
+	}
+	return n;
+}
+
+/* Check the result of a generated tensor; false with w->msg filled. With contributor
+ * sets (a partial reduce may leave workers out) each chunk is checked against its own. */
 static bool
 verify(struct worker *w, const struct gr_config *cfg, uint32_t round, int contrib)
 {
 	const struct opts *o = w->o;
-	uint64_t m = modulus(cfg->dtype);
+	uint64_t m = modulus(cfg->dtype), chunk = UINT64_MAX;
+	size_t slen = (size_t)cfg->cset_blocks * GR_CSET_BLOCK;
+	static _Thread_local uint16_t ids[ALL_WORKERS_MAX];
+	int n_ids = 0;
 
-	if (o->all != NULL && contrib != o->n_all) {
+	if (o->all != NULL && slen == 0 && contrib != o->n_all) {
 		snprintf(w->msg, sizeof(w->msg), "worker %u round %" PRIu32 ": %d contributors, "
 			 "--all-workers names %d", w->id, round, contrib, o->n_all);
 		return false;
@@ -204,11 +241,23 @@ verify(struct worker *w, const struct gr_config *cfg, uint32_t round, int contri
 		uint64_t sum = 0;
 		uint32_t want, got;
 
-		if (o->all == NULL)
+		if (slen != 0 && e / cfg->chunk_elements != chunk) {
+			chunk = e / cfg->chunk_elements;
+			n_ids = set_ids(w, cfg, chunk, round, ids);
+			if (n_ids < 0)
+				return false;
+		}
+		if (slen != 0 && o->all == NULL) {
+			sum = (uint64_t)n_ids * (e % m);
+		} else if (slen != 0) {
+			for (int i = 0; i < n_ids; i++)
+				sum += (7 * (uint64_t)ids[i] + e) % m;
+		} else if (o->all == NULL) {
 			sum = (uint64_t)contrib * (e % m);
-		else
+		} else {
 			for (int i = 0; i < o->n_all; i++)
 				sum += (7 * (uint64_t)o->all[i] + e) % m;
+		}
 		want = encode(cfg->dtype, (double)sum);
 		got = load(w->buf, cfg->dtype, e);
 		if (got != want) {
@@ -274,6 +323,28 @@ await_epoch(struct worker *w)
 	return false;
 }
 
+/* Room for the contributor sets of cfg's chunks (none without sets); 0, or -1 with
+ * w->msg filled. */
+static int
+csets_room(struct worker *w, const struct gr_config *cfg)
+{
+	size_t len = (size_t)((cfg->elements + cfg->chunk_elements - 1) / cfg->chunk_elements) *
+		     cfg->cset_blocks * GR_CSET_BLOCK;
+	uint8_t *p;
+
+	if (len <= w->csets_len)
+		return 0;
+	p = realloc(w->csets, len);
+	if (p == NULL) {
+		snprintf(w->msg, sizeof(w->msg), "worker %u: out of memory for %zu bytes of "
+			 "contributor sets", w->id, len);
+		return -1;
+	}
+	w->csets = p;
+	w->csets_len = len;
+	return 0;
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -289,17 +360,26 @@ worker_main(void *arg)
 		.progress_ms = 200,
 	};
 
+	uint64_t superseded = 0;
+	uint32_t skipped = 0;           /* rounds a partial reduce went on without us */
+	struct gr_stats st;
+
 	w->ok = true;
 	for (uint32_t i = 0; i < o->rounds; i++) {
 		struct round_res *r = &w->res[i];
 		double t0;
 
-		r->round = o->first_round + i;
+		r->round = o->first_round + i + skipped;
 		if (o->follow && follow_table(w) < 0) {
 			w->ok = false;
 			break;
 		}
 		cfg = gr_client_config(w->client);
+		if (csets_room(w, cfg) < 0) {
+			w->ok = false;
+			break;
+		}
+		go.csets = w->csets;
 		fill(w, cfg);
 		t0 = now_s();
 		r->contrib = gr_allreduce(w->client, w->buf, cfg->elements, cfg->dtype, r->round,
@@ -310,6 +390,9 @@ worker_main(void *arg)
 			if (!await_epoch(w))
 				break;
 			cfg = gr_client_config(w->client);
+			if (csets_room(w, cfg) < 0)
+				break;
+			go.csets = w->csets;
 			if (!o->json)
 				printf("worker %u round %" PRIu32 ": epoch %u installed, round run "
 				       "again\n", w->id, r->round, cfg->epoch);
@@ -336,6 +419,18 @@ worker_main(void *arg)
 			printf("worker %u round %" PRIu32 ": %.3f ms, %.3f Gbit/s, %d contributors, "
 			       "%s\n", w->id, r->round, r->ms, bytes * 8 / (r->ms * 1e6), r->contrib,
 			       r->verified ? "verified" : "not verified (--input)");
+		/* A straggler in a partial reduce got a later round's results: go on after it. */
+		gr_client_stats(w->client, &st);
+		if (st.superseded != superseded) {
+			superseded = st.superseded;
+			if ((int32_t)(st.latest_round - r->round) > 0) {
+				if (!o->json)
+					printf("worker %u round %" PRIu32 ": a straggler, answered by "
+					       "round %" PRIu32 "; continuing after it\n", w->id,
+					       r->round, st.latest_round);
+				skipped += st.latest_round - r->round;
+			}
+		}
 	}
 	return NULL;
 }
@@ -710,6 +805,7 @@ out:
 	for (int i = 0; ws != NULL && i < o.n_ids; i++) {
 		gr_client_free(ws[i].client);
 		free(ws[i].buf);
+		free(ws[i].csets);
 		free(ws[i].res);
 	}
 	free(ws);

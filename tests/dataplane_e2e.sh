@@ -10,7 +10,8 @@
 # (georeduce-dpctl), and every RESULT must be bit-exact.
 #
 # With a third argument, four georeduce-worker clients then run more rounds through the
-# same gateways.
+# same gateways, a partial reduce (3 of 4 workers, contributor sets) runs with a
+# straggler, and both gateways run again with 5% loss each way.
 #
 #   dataplane_e2e.sh DATAPLANE DPCTL [WORKER]
 set -u
@@ -185,6 +186,78 @@ if [ -n "$WK" ]; then
 		not_ok "georeduce-worker rounds"
 		cat "$TMP/wk11.log" "$TMP/wk21.log"
 		for s in a b; do "$CTL" -s "$TMP/$s.sock" stats; done
+	fi
+fi
+
+# Partial reduce (job 43, contributor sets): A completes a chunk at 3 of the 4 workers.
+# Workers 12, 21 and 22 run three rounds without 11; every result names them and sums
+# exactly them. Then 11, the straggler, runs the last of those rounds: late at A, it gets
+# the results it is not in. Then 11 from two rounds behind: answered by the latest round's
+# results, it goes on after that round.
+if [ -n "$WK" ]; then
+	ptable() { # file gw role parent children workers expected subtree [threshold]
+		cat >"$1" <<JSON
+{"format": "georeduce-table/1", "job": 43, "epoch": 1, "gateway": $(gw "$2"),
+ "dtype": "fp32", "elements": $N, "chunk_elements": $((CE - 8)), "cset_blocks": 1,
+ "limits": {"max_trees": 4, "max_children": 4, "max_workers": 4, "max_slots": 512},
+ "trees": [{"id": 0, "role": "$3", "parent": $4, "children": [$5], "workers": [$6],
+            "expected": $7, "subtree_workers": $8, "chunk_first": 0, "chunk_count": $PCH,
+            "rate_gbps": 1.0, "slots": 512${9:+, \"threshold\": $9}}]}
+JSON
+	}
+	PCH=$(((N + CE - 9) / (CE - 8))) # 344 elements: a 32-byte set fits MTU 1500
+	# An MTU too small for chunk and set is refused.
+	ptable "$TMP/pa.json" 1 root null "$(gw 2)" "$(wk 11), $(wk 12)" 3 4 3
+	sed -i "s/\"chunk_elements\": $((CE - 8))/\"chunk_elements\": $CE/; s/$PCH/$CH/" \
+		"$TMP/pa.json"
+	if "$CTL" -s "$TMP/a.sock" install "$TMP/pa.json" 2>"$TMP/err" >/dev/null; then
+		not_ok "chunk plus set beyond the MTU accepted"
+	elif grep -q "contributor set" "$TMP/err"; then
+		ok "chunk and set too long for the MTU: refused"
+	else
+		not_ok "chunk plus set beyond the MTU: $(cat "$TMP/err")"
+	fi
+	ptable "$TMP/pa.json" 1 root null "$(gw 2)" "$(wk 11), $(wk 12)" 3 4 3
+	ptable "$TMP/pb.json" 2 leaf "$(gw 1)" "" "$(wk 21), $(wk 22)" 2 2
+	"$CTL" -s "$TMP/a.sock" install "$TMP/pa.json" >/dev/null &&
+		"$CTL" -s "$TMP/b.sock" install "$TMP/pb.json" >/dev/null &&
+		ok "partial-reduce tables (3 of 4 at A) installed" || not_ok "partial-reduce tables"
+	gwp() { # log table first-round rounds ids...
+		local log=$1 t=$2 r=$3 n=$4 a=()
+		shift 4
+		for i in "$@"; do a+=(--worker-id "$i"); done
+		ip netns exec "$NW" "$WK" --table "$t" "${a[@]}" --all-workers 11,12,21,22 \
+			--first-round "$r" --rounds "$n" --window 64 --timeout 10 >"$TMP/$log" 2>&1
+	}
+	late() { # dataplane A's late contributions
+		"$CTL" -s "$TMP/a.sock" --json stats | python3 -c "import json, sys
+print(sum(l['drops'].get('late', 0) for l in json.load(sys.stdin)['lcores']))"
+	}
+	late0=$(late)
+	gwp p12.log "$TMP/pa.json" 10 3 12 & wa=$!
+	gwp p2x.log "$TMP/pb.json" 10 3 21 22 & wb=$!
+	if wait "$wa" && wait "$wb" && [ "$(grep -c '3 contributors, verified' \
+		"$TMP/p12.log" "$TMP/p2x.log" | awk -F: '{s += $2} END {print s}')" = 9 ]; then
+		ok "partial reduce: 3 rounds complete at 3 of 4 workers, each chunk exact for its set"
+	else
+		not_ok "partial-reduce rounds without the straggler"
+		cat "$TMP/p12.log" "$TMP/p2x.log"
+		for s in a b; do "$CTL" -s "$TMP/$s.sock" stats; done
+	fi
+	if gwp p11.log "$TMP/pa.json" 12 1 11 && grep -q "round 12: .*3 contributors, verified" \
+		"$TMP/p11.log" && [ $(($(late) - late0)) -ge "$PCH" ]; then
+		ok "the straggler's round is late at A ($(($(late) - late0)) contributions)" \
+			"and answered with the results it is not in"
+	else
+		not_ok "the straggler's late round"
+		cat "$TMP/p11.log"
+	fi
+	if gwp p11b.log "$TMP/pa.json" 10 1 11 &&
+		grep -q "round 10: a straggler, answered by round 12" "$TMP/p11b.log"; then
+		ok "a straggler two rounds behind is answered by the latest round"
+	else
+		not_ok "the straggler two rounds behind"
+		cat "$TMP/p11b.log"
 	fi
 fi
 

@@ -300,11 +300,14 @@ check_fit(struct dp *dp, struct dp_job *j, char *err, size_t errlen)
 		errno = EINVAL;
 		return -1;
 	}
-	size_t bytes = (size_t)tb->chunk_elements * table_dtype_size(tb->dtype);
+	/* A chunk's payload and its contributor set (if the job carries sets). */
+	size_t bytes = (size_t)tb->chunk_elements * table_dtype_size(tb->dtype) +
+		       (size_t)tb->cset_blocks * WIRE_CSET_BLOCK;
 
 	if (bytes + WIRE_MTU_OVERHEAD > dp->prm.mtu) {
-		fail(err, errlen, "field 'chunk_elements': chunks of %zu bytes need an MTU of %zu, "
-		     "this dataplane runs --mtu %u", bytes, bytes + WIRE_MTU_OVERHEAD, dp->prm.mtu);
+		fail(err, errlen, "field 'chunk_elements': chunks of %zu bytes (with their "
+		     "contributor set) need an MTU of %zu, this dataplane runs --mtu %u", bytes,
+		     bytes + WIRE_MTU_OVERHEAD, dp->prm.mtu);
 		errno = E2BIG;
 		return -1;
 	}
