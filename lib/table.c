@@ -1389,6 +1389,18 @@ check_deploy(struct compile *c)
 	free(seen);
 	if (rc == 0 && total == 0)
 		rc = cfail(c, EINVAL, "deploy.nodes: the job has no workers");
+	if (rc == 0 && d->cset_blocks > TABLE_CSET_BLOCKS_MAX)
+		rc = cfail(c, EINVAL, "deploy.cset_blocks: %u, at most %d", d->cset_blocks,
+			   TABLE_CSET_BLOCKS_MAX);
+	if (rc == 0 && d->min_workers != 0 && d->cset_blocks == 0)
+		rc = cfail(c, EINVAL, "deploy.min_workers: a partial reduce needs contributor sets "
+			   "(cset_blocks >= 1)");
+	for (int v = 0; v < t->n_nodes && rc == 0 && d->cset_blocks != 0; v++)
+		for (int k = 0; k < d->nodes[v].n_workers && rc == 0; k++)
+			if (d->nodes[v].workers[k].id >= 256u * d->cset_blocks)
+				rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').workers[%d].id: %u is "
+					   "outside contributor sets of %u blocks", v, t->nodes[v].id,
+					   k, d->nodes[v].workers[k].id, d->cset_blocks);
 	return rc;
 }
 
@@ -1572,6 +1584,7 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
 	tb->limits = (struct table_limits){ .max_trees = TABLE_TREES_MAX,
 					    .max_children = TABLE_CHILDREN_MAX,
 					    .max_workers = TABLE_WORKERS_MAX, .max_slots = smax };
+	tb->cset_blocks = d->cset_blocks;
 	for (int k = 0; k < n_trees; k++) {
 		const struct plan_tree *tr = &p->trees[tree_of[k]];
 		struct table_tree *e = &tb->trees[k];
@@ -1617,6 +1630,13 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
 		 * so that a lost chunk does not stop the window until it is resent. */
 		e->window = table_slots(tr->rate_gbps, hold, d->chunk_bytes, smin, smax);
 		e->slots = e->window <= smax / 2 ? 2 * e->window : e->window;
+		if (!e->has_parent && d->min_workers != 0 && d->min_workers < e->subtree_workers)
+			e->threshold = d->min_workers;
+		/* A partial reduce holds every chunk of its tree (within the cap), so that the
+		 * RESULTs of a round stay until the next round: a straggler up to a round
+		 * behind gets each of them. */
+		if (d->min_workers != 0 && e->chunk_count > e->slots)
+			e->slots = pow2_ceil(e->chunk_count) < smax ? pow2_ceil(e->chunk_count) : smax;
 	}
 	if (table_validate(tb, msg, sizeof(msg)) != 0) {
 		/* The deployment checks above should make this unreachable. */

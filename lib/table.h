@@ -173,6 +173,10 @@ struct table_deploy {
 	uint32_t slots_min;       /* floor of the slot formula; 0: TABLE_SLOTS_MIN */
 	uint32_t slots_max;       /* cap of the slot formula, rounded down to a power of
 				   * two: limits.max_slots; 0: TABLE_SLOTS_MAX */
+	uint8_t cset_blocks;      /* contributor sets in the job's packets; 0: none */
+	uint32_t min_workers;     /* partial reduce: every root completes a chunk at this
+				   * many worker contributions (its threshold); 0: all.
+				   * Needs cset_blocks >= 1 */
 };
 
 /**
