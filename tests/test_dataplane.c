@@ -663,6 +663,17 @@ test_partial_reduce(void)
 		CU_ASSERT(n == 2);
 		for (int k = 0; k < n && k < 16; k++)
 			CU_ASSERT(result_is(&o[k], r2, 2, ce));
+		/* 22 from round 5, two rounds behind: this leaf (no threshold of its own)
+		 * answers with round 7's RESULT, where its group is. */
+		m = contrib_set(14, 22, &w2[1], 1, 5, 0, el, ce, 0);
+		rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->epoch =
+			rte_cpu_to_be_32(2);
+		rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+		inject(m);
+		poll_all();
+		n = collect(o, 16);
+		CU_ASSERT(n == 1 && o[0].p.round == 7 && o[0].fl.dst_ip == PEER_IP(22) &&
+			  result_is(&o[0], r2, 2, ce));
 	}
 	dp_down();
 }

@@ -652,11 +652,11 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 	}
 	if (wire_round_before(p->round, s->round)) {
 		/* A worker one round behind: the previous RESULT, if kept, answers it. In a
-		 * partial reduce a straggler may be further behind: the latest RESULT of the
-		 * chunk tells it where its group is (docs/PROTOCOL.md section 7.3). */
+		 * partial reduce (a job with contributor sets) a straggler may be further
+		 * behind: the latest RESULT of the chunk tells it where its group is
+		 * (docs/PROTOCOL.md section 7.3), at every gateway on its way. */
 		struct rte_mbuf *r = retained(s, p->chunk, p->round);
-
-		bool partial = t->threshold != UINT32_MAX;
+		bool partial = j->cset_len != 0;
 
 		if (r == NULL && partial && s->state == DP_SLOT_DONE)
 			r = s->result;
