@@ -314,9 +314,10 @@ parse_options(struct dctx *c, const json_t *job, const char *jpath, struct deplo
 	static const char *const mtree_keys[] = { "max_trees", "max_height_ms",
 						  "min_rate_gbps", "rho", "paper" };
 	static const char *const ring_keys[] = { "search_seconds" };
+	static const char *const crew_keys[] = { "min_workers" };
 	json_t *o = json_object_get(job, "options");
 	char path[FIELD_MAX + 32];
-	uint64_t k;
+	uint64_t k = 0;
 	int rc;
 
 	if (o == NULL)
@@ -348,6 +349,12 @@ parse_options(struct dctx *c, const json_t *job, const char *jpath, struct deplo
 		rc = check_keys(c, o, path, ring_keys, N_OF(ring_keys), 0);
 		if (rc == 0)
 			rc = get_real(c, o, path, "search_seconds", 0.001, 60, &j->ring_seconds);
+		return rc;
+	case DEPLOY_ALGO_CREW: /* checked against the workers once they are read */
+		rc = check_keys(c, o, path, crew_keys, N_OF(crew_keys), 0);
+		if (rc == 0)
+			rc = get_uint(c, o, path, "min_workers", 1, TABLE_ID_MAX, 0, &k);
+		j->min_workers = (uint32_t)k;
 		return rc;
 	default:
 		if (json_object_size(o) != 0)
@@ -449,7 +456,7 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 	if (rc != 0)
 		return rc;
 	j->mtu = (uint32_t)v;
-	e = wire_chunk_elems_default(j->mtu, (enum wire_dtype)j->dtype, 0);
+	e = wire_chunk_elems_default(j->mtu, (enum wire_dtype)j->dtype, j->cset_blocks);
 	if (e <= 0)
 		return json_util_field_fail(&c->js, path, "mtu",
 					    "no chunk fits an MTU of %u", j->mtu);
@@ -463,15 +470,50 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 		return json_util_field_fail(&c->js, path, "chunk_bytes",
 					    "%" PRIu64 " is not a multiple of the %s "
 			     "element size %zu", v, dt, esz);
+	v += (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK; /* the set travels with the chunk */
 	if (v + WIRE_MTU_OVERHEAD > j->mtu)
 		return json_util_field_fail(&c->js, path, "chunk_bytes",
-					    "%" PRIu64 " bytes need an MTU of %" PRIu64
-			     ", the job's mtu is %u", v, v + WIRE_MTU_OVERHEAD, j->mtu);
+					    "%" PRIu64 " bytes%s need an MTU of %" PRIu64
+			     ", the job's mtu is %u", v,
+			     j->cset_blocks != 0 ? " (with the contributor set)" : "",
+			     v + WIRE_MTU_OVERHEAD, j->mtu);
+	v -= (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK;
 	j->chunk_bytes = (uint32_t)v;
 	if ((j->elements + v / esz - 1) / (v / esz) > UINT32_MAX)
 		return json_util_field_fail(&c->js, path, "elements",
 					    "more than 2^32-1 chunks of %" PRIu64 " bytes",
 			     v);
+	return 0;
+}
+
+/* A crew job's packets name their workers in contributor sets: the fewest blocks that
+ * hold every worker id, and at most as many workers needed as there are. */
+static int
+crew_sets(struct dctx *c, const char *path, struct deploy_job *j)
+{
+	char wpath[FIELD_MAX + 32];
+	uint16_t top = 0;
+	int at = 0;
+
+	for (int i = 0; i < j->n_workers; i++)
+		if (j->workers[i].w.id > top) {
+			top = j->workers[i].w.id;
+			at = i;
+		}
+	if (top >= WIRE_CSET_BLOCKS_MAX * WIRE_CSET_BLOCK_IDS) {
+		snprintf(wpath, sizeof(wpath), "%s.workers[%d]", path, at);
+		return json_util_field_fail(&c->js, wpath, "id",
+					    "%u: a crew job names its workers in contributor sets, "
+					    "whose ids are below %u", top,
+					    WIRE_CSET_BLOCKS_MAX * WIRE_CSET_BLOCK_IDS);
+	}
+	j->cset_blocks = (uint8_t)(top / WIRE_CSET_BLOCK_IDS + 1);
+	if (j->min_workers > (uint32_t)j->n_workers) {
+		snprintf(wpath, sizeof(wpath), "%s.options", path);
+		return json_util_field_fail(&c->js, wpath, "min_workers",
+					    "%u is more than the job's %d workers",
+					    j->min_workers, j->n_workers);
+	}
 	return 0;
 }
 
@@ -501,18 +543,16 @@ parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d,
 	rc = get_str(c, job, path, "algorithm", &algo);
 	if (rc != 0)
 		return rc;
-	for (int a = DEPLOY_ALGO_MTREE; a <= DEPLOY_ALGO_SINGLE_TREE; a++)
+	for (int a = DEPLOY_ALGO_MTREE; a <= DEPLOY_ALGO_CREW; a++)
 		if (strcmp(algo, deploy_algo_name((enum deploy_algo)a)) == 0)
 			j->algo = (enum deploy_algo)a;
 	if (j->algo == 0)
 		return json_util_field_fail(&c->js, path, "algorithm",
-					    "expected \"mtree\", \"ring\" or "
-			     "\"single-tree\", got '%.32s'", algo);
+					    "expected \"mtree\", \"ring\", "
+			     "\"single-tree\" or \"crew\", got '%.32s'", algo);
 	j->max_trees = DEPLOY_DEFAULT_MAX_TREES;
 	j->ring_seconds = DEPLOY_DEFAULT_RING_SECONDS;
 	rc = parse_options(c, job, path, j);
-	if (rc == 0)
-		rc = parse_tensor(c, job, path, j);
 	if (rc == 0)
 		rc = parse_slots(c, job, path, j);
 	if (rc != 0)
@@ -533,7 +573,12 @@ parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d,
 		if (rc != 0)
 			return rc;
 	}
-	return 0;
+	if (j->algo == DEPLOY_ALGO_CREW) {
+		rc = crew_sets(c, path, j);
+		if (rc != 0)
+			return rc;
+	}
+	return parse_tensor(c, job, path, j); /* its chunk size depends on the sets */
 }
 
 static int
@@ -651,6 +696,7 @@ deploy_algo_name(enum deploy_algo a)
 	case DEPLOY_ALGO_MTREE: return "mtree";
 	case DEPLOY_ALGO_RING: return "ring";
 	case DEPLOY_ALGO_SINGLE_TREE: return "single-tree";
+	case DEPLOY_ALGO_CREW: return "crew";
 	}
 	return NULL;
 }

@@ -40,6 +40,7 @@ enum deploy_algo {
 	DEPLOY_ALGO_MTREE = 1,       /* mTree: several height-bounded trees (control/planner) */
 	DEPLOY_ALGO_RING = 2,        /* the best ring, run as one chain tree per member */
 	DEPLOY_ALGO_SINGLE_TREE = 3, /* the maximum-bottleneck spanning tree */
+	DEPLOY_ALGO_CREW = 4,        /* CREW partial reduce: every site aggregates a range */
 };
 
 /** The gateway of one topology node. */
@@ -69,6 +70,10 @@ struct deploy_job {
 	bool paper;                  /* GBST candidates only */
 	/* ring option */
 	double ring_seconds;         /* local search time limit */
+	/* crew option: a round completes at this many worker contributions (0: all) */
+	uint32_t min_workers;
+	uint8_t cset_blocks;         /* contributor sets of the job's packets (crew: the
+				      * fewest 32-byte blocks that hold every worker id) */
 	/* the tensor */
 	enum table_dtype dtype;
 	uint64_t elements;
@@ -107,7 +112,7 @@ struct deploy *deploy_load(const char *path, char *err, size_t errlen);
 /** Free a deployment. NULL is a no-op. */
 void deploy_free(struct deploy *d);
 
-/** "mtree", "ring", "single-tree", or NULL. */
+/** "mtree", "ring", "single-tree", "crew", or NULL. */
 const char *deploy_algo_name(enum deploy_algo a);
 
 /** Number of workers job j has at node v. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "baselines.h"
+#include "crew.h"
 #include "graph.h"
 #include "jobplan.h"
 #include "jsonutil.h"
@@ -263,6 +264,80 @@ fail:
 	return NULL;
 }
 
+/*
+ * CREW as trees: the shares of crew_solve() with every worker site a member (the group of
+ * a round is whoever is ready first, so every site may be in it), and for each site that
+ * aggregates a share one star rooted there, whose children are the other member sites.
+ * Star i carries S_i bytes at S_i / (X + Y): on the link between member m and aggregator
+ * i, star i's scatter and star m's broadcast (or the reverse) need at most
+ * bw (X + Y), which is what CREW's shares guarantee, so the plan keeps every link within
+ * its capacity. NULL with err and errno (ENOENT: no site can aggregate).
+ */
+static struct plan *
+crew_stars(const struct topo *t, uint64_t bytes, char *err, size_t errlen)
+{
+	int n = t->n_nodes, p = 0;
+	double *bw = crew_matrix_from_topo(t);
+	int *group = malloc(sizeof(int) * (size_t)n), *parent = malloc(sizeof(int) * (size_t)n);
+	uint64_t *share = calloc((size_t)n, sizeof(*share));
+	struct plan *pl = NULL;
+	struct crew_times tm;
+	int rc = -ENOMEM, aggs = 0;
+
+	if (bw == NULL || group == NULL || parent == NULL || share == NULL)
+		goto out;
+	for (int v = 0; v < n; v++)
+		if (t->nodes[v].workers > 0)
+			group[p++] = v;
+	struct crew_problem pb = { .n = n, .gbps = bw, .group = group, .p = p,
+				   .model_bytes = bytes > 0 ? bytes : 1 };
+
+	rc = crew_solve(&pb, CREW_SCHEME_CREW, share, &tm, err, errlen);
+	if (rc == -ENOENT)
+		snprintf(err, errlen, "crew: no site has links to and from every worker site");
+	if (rc != 0)
+		goto out;
+	for (int i = 0; i < n; i++)
+		aggs += share[i] > 0;
+	pl = plan_create("crew", t, aggs);
+	rc = pl == NULL ? -ENOMEM : 0;
+	for (int i = 0; i < n && rc == 0; i++) {
+		double T = tm.scatter_s + tm.broadcast_s, lat;
+		int k;
+
+		if (share[i] == 0)
+			continue;
+		for (int v = 0; v < n; v++)
+			parent[v] = PLAN_ABSENT;
+		for (int m = 0; m < p; m++)
+			parent[group[m]] = i;
+		parent[i] = PLAN_ROOT;
+		k = plan_add_tree(pl, i, (double)share[i] * 8 / 1e9 / T, parent);
+		if (k < 0) {
+			rc = k;
+			break;
+		}
+		lat = planner_tree_max_latency_ms(t, &pl->trees[k]);
+		pl->trees[k].chunk_bytes = planner_chunk_bytes(share[i], pl->trees[k].rate_gbps,
+							       lat, 2);
+	}
+	if (rc == 0)
+		rc = plan_shares_from_rates(pl);
+	if (rc != 0)
+		snprintf(err, errlen, "crew: %s", strerror(-rc));
+out:
+	free(bw);
+	free(group);
+	free(parent);
+	free(share);
+	if (rc != 0) {
+		plan_free(pl);
+		errno = -rc;
+		return NULL;
+	}
+	return pl;
+}
+
 static int
 plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errlen)
 {
@@ -286,6 +361,8 @@ plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errle
 		jp->plan = mtree_plan(t, &o, NULL, perr, sizeof(perr));
 	} else if (j->algo == DEPLOY_ALGO_RING) {
 		jp->plan = jobplan_ring_chains(t, j->ring_seconds, bytes, perr, sizeof(perr));
+	} else if (j->algo == DEPLOY_ALGO_CREW) {
+		jp->plan = crew_stars(t, bytes, perr, sizeof(perr));
 	} else {
 		jp->plan = baseline_single_tree(t, bytes, 0);
 		snprintf(perr, sizeof(perr), "single-tree: %s", strerror(errno));
@@ -302,7 +379,8 @@ plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errle
 	/* Predict what the links carry: every packet of chunk_bytes of payload travels with
 	 * WIRE_FRAME_PAYLOAD_OFF bytes of Ethernet, IPv4, UDP and georeduce header (6.8% at
 	 * 1408 B), which the links' capacities must also carry. */
-	double wire = (double)(j->chunk_bytes + WIRE_FRAME_PAYLOAD_OFF) / (double)j->chunk_bytes;
+	double wire = (double)(j->chunk_bytes + WIRE_FRAME_PAYLOAD_OFF +
+			       j->cset_blocks * WIRE_CSET_BLOCK) / (double)j->chunk_bytes;
 
 	rc = plan_predict(t, jp->plan, (uint64_t)((double)bytes * wire), 0);
 	if (rc != 0)
@@ -326,6 +404,8 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 		.chunk_bytes = j->chunk_bytes,
 		.slots_min = j->slots_min,
 		.slots_max = j->slots_max,
+		.cset_blocks = j->cset_blocks,
+		.min_workers = j->min_workers,
 	};
 	char terr[TABLE_ERR_MAX];
 	int k = 0;

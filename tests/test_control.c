@@ -372,6 +372,60 @@ test_plan_measured_links(void)
 	deploy_free(d);
 }
 
+/* CREW (job 3 of the example, 2 of 3 workers): one star per aggregating site, rooted
+ * there over the other sites, within every link's capacity in both directions; tables with
+ * contributor sets whose roots complete at 2 workers; without a gateway, stars of what is
+ * left. */
+static void
+test_crew_plan(void)
+{
+	char err[JOBPLAN_ERR_MAX];
+	static const bool up[N_GW] = { true, false, true };
+	struct deploy *d = deploy_load(EXAMPLE, err, sizeof(err));
+	struct jobplan *jp = NULL;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CHECK(jobplan_build(d, 2, NULL, NULL, 4, &jp, err, sizeof(err)) == 0, "%s", err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(jp);
+	CHECK(jp->plan->n_trees == 3 && strcmp(jp->plan->algorithm, "crew") == 0,
+	      "%d trees of %s", jp->plan->n_trees, jp->plan->algorithm);
+	for (int k = 0; k < jp->plan->n_trees; k++) {
+		const struct plan_tree *tr = &jp->plan->trees[k];
+
+		for (int v = 0; v < N_GW; v++)
+			CHECK(tr->parent[v] == (v == tr->root ? PLAN_ROOT : tr->root),
+			      "tree %d: node %d's parent %d, root %d", k, v, tr->parent[v],
+			      tr->root);
+	}
+	CHECK(plan_validate(jp->topo, jp->plan, 0, err, sizeof(err)) == 0, "%s", err);
+	for (int v = 0; v < N_GW; v++) {
+		const struct table *tb = jp->tables[v];
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(tb);
+		CHECK(tb->cset_blocks == 2 && tb->n_trees == 3, "node %d: %u blocks, %d trees", v,
+		      tb->cset_blocks, tb->n_trees);
+		for (int k = 0; k < tb->n_trees; k++) {
+			const struct table_tree *e = &tb->trees[k];
+
+			CHECK(e->has_parent ? e->threshold == 0 && e->n_children == 0 &&
+						      e->subtree_workers == 1
+					    : e->threshold == 2 && e->n_children == 2 &&
+						      e->subtree_workers == 3,
+			      "node %d tree %u: threshold %u, %d children, %u workers", v, e->id,
+			      e->threshold, e->n_children, e->subtree_workers);
+		}
+	}
+	jobplan_free(jp);
+	jp = NULL;
+	CHECK(jobplan_build(d, 2, up, NULL, 5, &jp, err, sizeof(err)) == 0, "%s", err);
+	CHECK(jp != NULL && jp->plan->n_trees == 2 && jp->n_workers == 2 &&
+		      jp->tables[1] == NULL,
+	      "without b: %d trees, %d workers", jp != NULL ? jp->plan->n_trees : -1,
+	      jp != NULL ? jp->n_workers : -1);
+	jobplan_free(jp);
+	deploy_free(d);
+}
+
 /* The ring as chain trees: one per member, a valid plan, each link within capacity. */
 static void
 test_ring_chains(void)
@@ -431,6 +485,7 @@ main(void)
 	CU_add_test(s, "planning without a failed gateway", test_plan_without_node);
 	CU_add_test(s, "planning with measured link capacities", test_plan_measured_links);
 	CU_add_test(s, "the ring as chain trees", test_ring_chains);
+	CU_add_test(s, "CREW as stars with a threshold", test_crew_plan);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

@@ -117,7 +117,7 @@ test_example(void)
 	      "default ports %u %u", d->gateways[0].base_port, d->gateways[0].ports);
 	CHECK(strcmp(d->gateways[0].socket, "/run/georeduce/a.sock") == 0, "socket %s",
 	      d->gateways[0].socket);
-	CU_ASSERT_FATAL(d->n_jobs == 2);
+	CU_ASSERT_FATAL(d->n_jobs == 3);
 	CHECK(d->jobs[0].algo == DEPLOY_ALGO_MTREE && d->jobs[0].max_trees == 4 &&
 	      d->jobs[0].max_height_ms == 60, "job 1 options");
 	CHECK(d->jobs[0].mtu == 1500 && d->jobs[0].chunk_bytes == 352 * 4,
@@ -128,6 +128,13 @@ test_example(void)
 	CHECK(d->jobs[1].algo == DEPLOY_ALGO_RING && d->jobs[1].dtype == TABLE_DTYPE_BF16 &&
 	      d->jobs[1].chunk_bytes == 704 * 2, "job 2: %u", d->jobs[1].chunk_bytes);
 	CHECK(d->jobs[1].ring_seconds == DEPLOY_DEFAULT_RING_SECONDS, "ring default");
+	CHECK(d->jobs[1].cset_blocks == 0, "ring: no contributor sets");
+	/* crew: ids up to 321 need two blocks of set, and the chunk leaves room for them. */
+	CHECK(d->jobs[2].algo == DEPLOY_ALGO_CREW && d->jobs[2].min_workers == 2 &&
+	      d->jobs[2].cset_blocks == 2, "job 3: %d %u %u", d->jobs[2].algo,
+	      d->jobs[2].min_workers, d->jobs[2].cset_blocks);
+	CHECK(d->jobs[2].chunk_bytes == 336 * 4, "job 3 chunk %u (338 fp32 fit with 64 bytes "
+	      "of set, rounded to 64 bytes)", d->jobs[2].chunk_bytes);
 	deploy_free(d);
 }
 
@@ -228,6 +235,12 @@ static const struct bad_case bad_cases[] = {
 	{ "jobs[0].workers[0].node", "\"q\"", "field 'jobs[0].workers[0].node'" },
 	{ "jobs[0].workers[0].ipv4", "\"1.2.3\"", "field 'jobs[0].workers[0].ipv4'" },
 	{ "jobs[0].workers[2]", "\"w\"", "field 'jobs[0].workers[2]'" },
+	{ "jobs[2].options.min_workers", "4", "field 'jobs[2].options.min_workers': 4 is more" },
+	{ "jobs[2].options.min_workers", "0", "field 'jobs[2].options.min_workers'" },
+	{ "jobs[2].options.max_trees", "2", "field 'jobs[2].options.max_trees': unknown" },
+	{ "jobs[2].workers[1].id", "4096", "field 'jobs[2].workers[1].id': 4096: a crew job" },
+	{ "jobs[2].chunk_bytes", "1408", "(with the contributor set)" },
+	{ "jobs[0].options.min_workers", "2", "field 'jobs[0].options.min_workers': unknown" },
 };
 
 static void
