@@ -11,7 +11,8 @@
 # under the new epoch, every result stays exact); a link shaped down mid-job (found short
 # of its plan and re-planned at its measured rate); garbage on
 # the daemon's socket; a worker that disappears (its peer gets a timeout, not a hang,
-# and the gateways go on serving).
+# and the gateways go on serving). A CREW job completing at 1 of 2 workers: one worker
+# alone, then the other late and two rounds behind.
 #
 #   wan_e2e.sh BUILD_DIR
 set -u
@@ -52,7 +53,7 @@ cat >"$D/topo.json" <<'JSON'
            {"a": "c", "b": "b", "gbps": 0.05, "latency_ms": 2}]}
 JSON
 if wan_up "$D" "$D/topo.json" "$BUILD" --scale 1 --workers-from-topology \
-	--jobs mtree,ring --elements 131072 --prefix "grw$$"; then
+	--jobs mtree,ring,crew --min-workers 1 --elements 131072 --prefix "grw$$"; then
 	ok "3 sites up"
 else
 	not_ok "emulated WAN"
@@ -68,8 +69,12 @@ for _ in $(seq 100); do
 	[ -e "$D/tables/job-2-b.json" ] && break
 	sleep 0.1
 done
+for _ in $(seq 100); do
+	[ -e "$D/tables/job-3-c.json" ] && break
+	sleep 0.1
+done
 [ -e "$D/tables/job-1-a.json" ] && [ -e "$D/tables/job-2-b.json" ] &&
-	ok "georeduce-control installed both jobs" ||
+	[ -e "$D/tables/job-3-c.json" ] && ok "georeduce-control installed the three jobs" ||
 	{ not_ok "no tables from georeduce-control"; cat "$D/control.log"; exit 1; }
 grep -q '"id": 3' "$D/tables/job-1-a.json" && ok "mTree routes through the relay c" ||
 	not_ok "the mTree plan does not use the relay"
@@ -104,6 +109,38 @@ if waitall "${WPIDS[@]}" && [ $r1 = 0 ]; then
 else
 	not_ok "mTree / ring rounds"
 	cat "$D"/w-*.out
+fi
+
+# 1b. CREW (job 3), complete at 1 of the 2 workers: one star per aggregating site, the
+# relay c included. Worker a runs rounds 0-2 alone; b's round 2 is then late at every
+# aggregator and answered with results that hold a only; b from round 0, two rounds
+# behind, is answered by round 2's results and goes on after it.
+crew() { # site(0|1) first rounds -> its output in $D/c-SITE.out
+	local name
+	name=$([ "$1" = 0 ] && echo a || echo b)
+	ip netns exec "grw$$-s$1" "$WK" --table "$D/tables/job-3-$name.json" \
+		--worker-id $((1000 + 100 * $1)) --all-workers 1000,1100 --first-round "$2" \
+		--rounds "$3" --timeout 20 >"$D/c-$1-$2.out" 2>&1
+}
+n3=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["trees"]))' \
+	"$D/tables/job-3-plan.json")
+if crew 0 0 3 && [ "$(grep -c '1 contributors, verified' "$D/c-0-0.out")" = 3 ]; then
+	ok "CREW at 1 of 2: worker a completes 3 rounds alone ($n3 aggregators)"
+else
+	not_ok "CREW rounds of worker a"
+	cat "$D/c-0-0.out"
+fi
+if crew 1 2 1 && grep -q "round 2: .*1 contributors, verified" "$D/c-1-2.out"; then
+	ok "CREW: worker b's late round is answered with results that hold a only"
+else
+	not_ok "CREW: the late worker"
+	cat "$D/c-1-2.out"
+fi
+if crew 1 0 1 && grep -q "round 0: a straggler, answered by round 2" "$D/c-1-0.out"; then
+	ok "CREW: worker b two rounds behind is answered by round 2"
+else
+	not_ok "CREW: the straggler two rounds behind"
+	cat "$D/c-1-0.out"
 fi
 
 # rounds_across WHAT FAILURE: job 1's workers (WPIDS) ran $ROUNDS rounds across a failure

@@ -48,7 +48,9 @@ def main():
     ap.add_argument("--workers-from-topology", action="store_true",
                     help="workers per site as the topology's nodes say (0: a relay)")
     ap.add_argument("--jobs", default="mtree", help="algorithms, one job each: "
-                    "mtree, ring, single-tree [mtree]")
+                    "mtree, ring, single-tree, crew [mtree]")
+    ap.add_argument("--min-workers", type=int, default=0,
+                    help="crew jobs: a round completes at this many workers [all]")
     ap.add_argument("--elements", type=int, default=1 << 24)
     ap.add_argument("--dtype", default="fp32")
     ap.add_argument("--max-trees", type=int, default=4)
@@ -74,7 +76,7 @@ def main():
         fail("--scale must be > 0 and --workers 1 .. 50")
     algos = a.jobs.split(",")
     for al in algos:
-        if al not in ("mtree", "ring", "single-tree"):
+        if al not in ("mtree", "ring", "single-tree", "crew"):
             fail("--jobs: unknown algorithm '%s'" % al)
     index = {n["id"]: i for i, n in enumerate(nodes)}
     os.makedirs(a.dir, exist_ok=True)
@@ -121,6 +123,8 @@ def main():
                "workers": [dict(w, node=s["id"]) for s in sites for w in s["workers"]]}
         if al == "mtree":
             job["options"] = {"max_trees": a.max_trees}
+        if al == "crew" and a.min_workers > 0:
+            job["options"] = {"min_workers": a.min_workers}
         deploy["jobs"].append(job)
 
     q = shlex.quote
