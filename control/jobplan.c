@@ -264,6 +264,37 @@ fail:
 	return NULL;
 }
 
+/* The largest factor (at most 1) by which the plan's rates fit every link: a tree uses its
+ * rate in both directions of each of its edges. */
+static double
+fit_rates(const struct topo *t, const struct plan *pl)
+{
+	double *load = calloc(2 * (size_t)t->n_links, sizeof(double)), f = 1;
+
+	if (load == NULL)
+		return -1;
+	for (int k = 0; k < pl->n_trees; k++)
+		for (int v = 0; v < t->n_nodes; v++) {
+			int u = pl->trees[k].parent[v], l;
+
+			if (u < 0)
+				continue;
+			l = topo_link_between(t, v, u);
+			if (l < 0)
+				continue; /* plan_validate() reports it */
+			load[2 * l] += pl->trees[k].rate_gbps;
+			load[2 * l + 1] += pl->trees[k].rate_gbps;
+		}
+	for (int l = 0; l < t->n_links; l++) {
+		if (load[2 * l] > t->links[l].gbps_ab * f)
+			f = t->links[l].gbps_ab / load[2 * l];
+		if (load[2 * l + 1] > t->links[l].gbps_ba * f)
+			f = t->links[l].gbps_ba / load[2 * l + 1];
+	}
+	free(load);
+	return f;
+}
+
 /*
  * CREW as trees: the shares of crew_solve() with every worker site a member (the group of
  * a round is whoever is ready first, so every site may be in it), and for each site that
@@ -271,20 +302,30 @@ fail:
  * Star i carries S_i bytes at S_i / (X + Y): on the link between member m and aggregator
  * i, star i's scatter and star m's broadcast (or the reverse) need at most
  * bw (X + Y), which is what CREW's shares guarantee, so the plan keeps every link within
- * its capacity. NULL with err and errno (ENOENT: no site can aggregate).
+ * its capacity.
+ *
+ * Where an aggregator and a member have no link (a failed one), CREW's relay carries the
+ * chunk over two hops (crew_pick_relay(): a member if one has both links): the star
+ * reaches that member through the relay, the shares are solved with the two hops' rate
+ * (the slower hop), and since relayed chunks load links a star would not, every rate is
+ * then scaled down as far as the busiest link needs. NULL with err and errno (ENOENT: no
+ * site can aggregate).
  */
 static struct plan *
 crew_stars(const struct topo *t, uint64_t bytes, char *err, size_t errlen)
 {
 	int n = t->n_nodes, p = 0;
-	double *bw = crew_matrix_from_topo(t);
+	double *bw = crew_matrix_from_topo(t), *eff = malloc(sizeof(double) * (size_t)n * n);
 	int *group = malloc(sizeof(int) * (size_t)n), *parent = malloc(sizeof(int) * (size_t)n);
+	int *via = malloc(sizeof(int) * (size_t)n * n);
 	uint64_t *share = calloc((size_t)n, sizeof(*share));
 	struct plan *pl = NULL;
 	struct crew_times tm;
 	int rc = -ENOMEM, aggs = 0;
+	double f;
 
-	if (bw == NULL || group == NULL || parent == NULL || share == NULL)
+	if (bw == NULL || eff == NULL || group == NULL || parent == NULL || via == NULL ||
+	    share == NULL)
 		goto out;
 	for (int v = 0; v < n; v++)
 		if (t->nodes[v].workers > 0)
@@ -292,9 +333,26 @@ crew_stars(const struct topo *t, uint64_t bytes, char *err, size_t errlen)
 	struct crew_problem pb = { .n = n, .gbps = bw, .group = group, .p = p,
 				   .model_bytes = bytes > 0 ? bytes : 1 };
 
+	/* Relays for the pairs without a link, and the rates the shares are solved with. */
+	memcpy(eff, bw, sizeof(double) * (size_t)n * n);
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < p; k++) {
+			int m = group[k], r;
+
+			via[i * n + m] = -1;
+			if (m == i || (bw[m * n + i] > 0 && bw[i * n + m] > 0))
+				continue;
+			r = crew_pick_relay(&pb, i, m, bytes, NULL, NULL);
+			if (r < 0 || bw[m * n + r] <= 0 || bw[r * n + i] <= 0)
+				continue;
+			via[i * n + m] = r;
+			eff[i * n + m] = fmin(bw[i * n + r], bw[r * n + m]);
+			eff[m * n + i] = fmin(bw[m * n + r], bw[r * n + i]);
+		}
+	pb.gbps = eff;
 	rc = crew_solve(&pb, CREW_SCHEME_CREW, share, &tm, err, errlen);
 	if (rc == -ENOENT)
-		snprintf(err, errlen, "crew: no site has links to and from every worker site");
+		snprintf(err, errlen, "crew: no site reaches every worker site in two hops");
 	if (rc != 0)
 		goto out;
 	for (int i = 0; i < n; i++)
@@ -309,8 +367,13 @@ crew_stars(const struct topo *t, uint64_t bytes, char *err, size_t errlen)
 			continue;
 		for (int v = 0; v < n; v++)
 			parent[v] = PLAN_ABSENT;
-		for (int m = 0; m < p; m++)
-			parent[group[m]] = i;
+		for (int m = 0; m < p; m++) {
+			int r = via[i * n + group[m]];
+
+			parent[group[m]] = r >= 0 ? r : i;
+			if (r >= 0 && parent[r] == PLAN_ABSENT)
+				parent[r] = i;
+		}
 		parent[i] = PLAN_ROOT;
 		k = plan_add_tree(pl, i, (double)share[i] * 8 / 1e9 / T, parent);
 		if (k < 0) {
@@ -319,16 +382,24 @@ crew_stars(const struct topo *t, uint64_t bytes, char *err, size_t errlen)
 		}
 		lat = planner_tree_max_latency_ms(t, &pl->trees[k]);
 		pl->trees[k].chunk_bytes = planner_chunk_bytes(share[i], pl->trees[k].rate_gbps,
-							       lat, 2);
+							       lat, 2 * plan_tree_depth(t,
+											&pl->trees[k]));
 	}
+	f = rc == 0 ? fit_rates(t, pl) : 1;
+	if (f < 0)
+		rc = -ENOMEM;
+	for (int k = 0; rc == 0 && f < 1 && k < pl->n_trees; k++)
+		pl->trees[k].rate_gbps *= f;
 	if (rc == 0)
 		rc = plan_shares_from_rates(pl);
 	if (rc != 0)
 		snprintf(err, errlen, "crew: %s", strerror(-rc));
 out:
 	free(bw);
+	free(eff);
 	free(group);
 	free(parent);
+	free(via);
 	free(share);
 	if (rc != 0) {
 		plan_free(pl);

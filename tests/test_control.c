@@ -423,6 +423,32 @@ test_crew_plan(void)
 	      "without b: %d trees, %d workers", jp != NULL ? jp->plan->n_trees : -1,
 	      jp != NULL ? jp->n_workers : -1);
 	jobplan_free(jp);
+	jp = NULL;
+	/* Link a-c down: a and c reach each other through the member b (CREW's relay), and
+	 * the plan stays within every link's capacity. */
+	{
+		struct jobplan_link lk[3];
+		int ac = topo_link_between(d->topo, 0, 2);
+
+		CU_ASSERT_FATAL(ac >= 0 && d->topo->n_links == 3);
+		for (int l = 0; l < 3; l++)
+			lk[l] = (struct jobplan_link){ .up = l != ac };
+		CHECK(jobplan_build(d, 2, NULL, lk, 6, &jp, err, sizeof(err)) == 0, "%s", err);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(jp);
+		int relayed = 0;
+
+		for (int k = 0; k < jp->plan->n_trees; k++) {
+			const struct plan_tree *tr = &jp->plan->trees[k];
+
+			if (tr->root == 0)
+				relayed += tr->parent[2] == 1 && tr->parent[1] == 0;
+			if (tr->root == 2)
+				relayed += tr->parent[0] == 1 && tr->parent[1] == 2;
+		}
+		CHECK(relayed == 2, "%d stars relayed through b", relayed);
+		CHECK(plan_validate(jp->topo, jp->plan, 0, err, sizeof(err)) == 0, "%s", err);
+		jobplan_free(jp);
+	}
 	deploy_free(d);
 }
 
