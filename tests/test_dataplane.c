@@ -482,14 +482,14 @@ test_root_three_workers(void)
 /* An fp32 CONTRIB of one chunk with a one-block contributor set: the sum of the values of
  * workers ids[0 .. n - 1], from sender (a worker, or a gateway's partial sum). */
 static struct rte_mbuf *
-contrib_set(uint32_t job, uint16_t sender, const uint16_t *ids, int n, uint32_t round,
-	    uint32_t chunk, uint64_t elements, uint32_t ce, uint8_t flags)
+contrib_set(uint32_t job, uint32_t epoch, uint16_t sender, const uint16_t *ids, int n,
+	    uint32_t round, uint32_t chunk, uint64_t elements, uint32_t ce, uint8_t flags)
 {
 	float pl[4096];
 	uint8_t set[WIRE_CSET_BLOCK] = { 0 };
 	uint16_t len = chunk_len(elements, ce, chunk);
-	struct pkt p = { WIRE_TYPE_CONTRIB, flags, job, 1, 0, sender, sender, (uint16_t)n, round,
-			 chunk, WIRE_DTYPE_FP32, len, PEER_IP(sender) };
+	struct pkt p = { WIRE_TYPE_CONTRIB, flags, job, epoch, 0, sender, sender, (uint16_t)n,
+			 round, chunk, WIRE_DTYPE_FP32, len, PEER_IP(sender) };
 	struct rte_mbuf *m;
 
 	for (uint16_t i = 0; i < len; i++) {
@@ -551,11 +551,11 @@ test_partial_reduce(void)
 	tb->trees[0].threshold = 4;
 	CU_ASSERT_FATAL(install(tb, "install") == 0);
 	/* Round 5, chunk 0: 11, 12 and the child's {31, 32} make 4: complete. */
-	inject(contrib_set(14, 11, &in4[0], 1, 5, 0, el, ce, 0));
-	inject(contrib_set(14, 12, &in4[1], 1, 5, 0, el, ce, 0));
+	inject(contrib_set(14, 1, 11, &in4[0], 1, 5, 0, el, ce, 0));
+	inject(contrib_set(14, 1, 12, &in4[1], 1, 5, 0, el, ce, 0));
 	poll_all();
 	CU_ASSERT(collect(o, 16) == 0);
-	inject(contrib_set(14, 3, w31, 2, 5, 0, el, ce, 0));
+	inject(contrib_set(14, 1, 3, w31, 2, 5, 0, el, ce, 0));
 	poll_all();
 	n = collect(o, 16);
 	CU_ASSERT(n == 4); /* the child and the three workers, the straggler too */
@@ -563,22 +563,22 @@ test_partial_reduce(void)
 		CU_ASSERT(result_is(&o[k], in4, 4, ce));
 	/* The straggler 13: late, answered with that RESULT, which it is not in. */
 	late = drops(WIRE_REASON_LATE);
-	inject(contrib_set(14, 13, &all[2], 1, 5, 0, el, ce, 0));
+	inject(contrib_set(14, 1, 13, &all[2], 1, 5, 0, el, ce, 0));
 	poll_all();
 	n = collect(o, 16);
 	CU_ASSERT(drops(WIRE_REASON_LATE) == late + 1);
 	CU_ASSERT(n == 1 && o[0].fl.dst_ip == PEER_IP(13) && result_is(&o[0], in4, 4, ce) &&
 		  (o[0].p.flags & WIRE_F_RETX));
 	/* Chunk 1: the child's set names worker 11, already in: refused, slot unchanged. */
-	inject(contrib_set(14, 11, &in4[0], 1, 5, 1, el, ce, 0));
+	inject(contrib_set(14, 1, 11, &in4[0], 1, 5, 1, el, ce, 0));
 	{
 		static const uint16_t bad[] = { 11, 31 };
 
-		inject(contrib_set(14, 3, bad, 2, 5, 1, el, ce, 0));
+		inject(contrib_set(14, 1, 3, bad, 2, 5, 1, el, ce, 0));
 	}
 	/* Worker 12 with 13's bit: a worker contributes itself only. */
 	{
-		struct rte_mbuf *m = contrib_set(14, 12, &all[2], 1, 5, 1, el, ce, 0);
+		struct rte_mbuf *m = contrib_set(14, 1, 12, &all[2], 1, 5, 1, el, ce, 0);
 
 		inject(m);
 	}
@@ -590,20 +590,20 @@ test_partial_reduce(void)
 	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1);
 	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 1);
 	/* The rest of chunk 1 as it should be: 12, then all of the child: 11, 12, 31, 32. */
-	inject(contrib_set(14, 12, &in4[1], 1, 5, 1, el, ce, 0));
-	inject(contrib_set(14, 3, w31, 2, 5, 1, el, ce, 0));
+	inject(contrib_set(14, 1, 12, &in4[1], 1, 5, 1, el, ce, 0));
+	inject(contrib_set(14, 1, 3, w31, 2, 5, 1, el, ce, 0));
 	poll_all();
 	n = collect(o, 16);
 	CU_ASSERT(n == 4);
 	for (int k = 0; k < n && k < 16; k++)
 		CU_ASSERT(result_is(&o[k], in4, 4, ce));
 	/* Round 6: 13 first this time, then 11 and 12: 3 of 4; the child's two make all five. */
-	inject(contrib_set(14, 13, &all[2], 1, 6, 0, el, ce, 0));
-	inject(contrib_set(14, 11, &all[0], 1, 6, 0, el, ce, 0));
-	inject(contrib_set(14, 12, &all[1], 1, 6, 0, el, ce, 0));
+	inject(contrib_set(14, 1, 13, &all[2], 1, 6, 0, el, ce, 0));
+	inject(contrib_set(14, 1, 11, &all[0], 1, 6, 0, el, ce, 0));
+	inject(contrib_set(14, 1, 12, &all[1], 1, 6, 0, el, ce, 0));
 	poll_all();
 	CU_ASSERT(collect(o, 16) == 0);
-	inject(contrib_set(14, 3, w31, 2, 6, 0, el, ce, 0));
+	inject(contrib_set(14, 1, 3, w31, 2, 6, 0, el, ce, 0));
 	poll_all();
 	n = collect(o, 16);
 	CU_ASSERT(n == 4);
@@ -611,7 +611,7 @@ test_partial_reduce(void)
 		CU_ASSERT(result_is(&o[k], all, 5, ce) && o[k].p.round == 6);
 	/* Round 5's straggler again, a round behind now: late, nothing summed. */
 	late = drops(WIRE_REASON_LATE);
-	inject(contrib_set(14, 13, &all[2], 1, 5, 0, el, ce, 0));
+	inject(contrib_set(14, 1, 13, &all[2], 1, 5, 0, el, ce, 0));
 	poll_all();
 	collect(o, 16);
 	CU_ASSERT(drops(WIRE_REASON_LATE) == late + 1);
@@ -629,11 +629,8 @@ test_partial_reduce(void)
 		tb->trees[0].subtree_workers = 2;
 		tb->trees[0].threshold = 1;
 		CU_ASSERT_FATAL(install(tb, "install") == 0);
-		struct rte_mbuf *m = contrib_set(14, 21, &w2[0], 1, 7, 0, el, ce, 0);
+		struct rte_mbuf *m = contrib_set(14, 2, 21, &w2[0], 1, 7, 0, el, ce, 0);
 
-		rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->epoch =
-			rte_cpu_to_be_32(2);
-		rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
 		inject(m);
 		poll_all();
 		n = collect(o, 16);
@@ -641,10 +638,7 @@ test_partial_reduce(void)
 		CU_ASSERT(o[0].p.type == WIRE_TYPE_CONTRIB && o[0].p.contrib == 1 &&
 			  o[0].fl.dst_ip == PEER_IP(4) && o[0].p.origin == 1);
 		/* 22 is late at the complete slot; the parent's RESULT ({21, 40}) reaches both. */
-		m = contrib_set(14, 22, &w2[1], 1, 7, 0, el, ce, 0);
-		rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->epoch =
-			rte_cpu_to_be_32(2);
-		rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+		m = contrib_set(14, 2, 22, &w2[1], 1, 7, 0, el, ce, 0);
 		late = drops(WIRE_REASON_LATE);
 		inject(m);
 		poll_all();
@@ -665,10 +659,7 @@ test_partial_reduce(void)
 			CU_ASSERT(result_is(&o[k], r2, 2, ce));
 		/* 22 from round 5, two rounds behind: this leaf (no threshold of its own)
 		 * answers with round 7's RESULT, where its group is. */
-		m = contrib_set(14, 22, &w2[1], 1, 5, 0, el, ce, 0);
-		rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->epoch =
-			rte_cpu_to_be_32(2);
-		rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+		m = contrib_set(14, 2, 22, &w2[1], 1, 5, 0, el, ce, 0);
 		inject(m);
 		poll_all();
 		n = collect(o, 16);
