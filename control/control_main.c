@@ -313,11 +313,15 @@ print_status(const json_t *r)
 	}
 	printf("\njobs\n");
 	json_array_foreach(json_object_get(r, "jobs"), i, j) {
-		printf("  job %" JSON_INTEGER_FORMAT " (%s, %s x %" JSON_INTEGER_FORMAT "): ",
+		printf("  job %" JSON_INTEGER_FORMAT " (%s, %s x %" JSON_INTEGER_FORMAT,
 		       json_integer_value(json_object_get(j, "job")),
 		       json_string_value(json_object_get(j, "algorithm")),
 		       json_string_value(json_object_get(j, "dtype")),
 		       json_integer_value(json_object_get(j, "elements")));
+		if (json_is_integer(json_object_get(j, "min_workers")))
+			printf(", complete at %" JSON_INTEGER_FORMAT " workers",
+			       json_integer_value(json_object_get(j, "min_workers")));
+		printf("): ");
 		if (!json_is_integer(json_object_get(j, "epoch"))) {
 			printf("%s\n", json_string_value(json_object_get(j, "state")));
 		} else {

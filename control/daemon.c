@@ -842,6 +842,10 @@ status_json(const struct dmn *m)
 				       (json_int_t)dj->elements);
 		json_t *trees = json_array(), *members = json_array();
 
+		if (dj->algo == DEPLOY_ALGO_CREW) /* a round completes at this many workers */
+			json_object_set_new(jo, "min_workers",
+					    json_integer(dj->min_workers != 0 ? dj->min_workers
+									     : (uint32_t)dj->n_workers));
 		json_object_set_new(jo, "epoch", jp != NULL ? json_integer(j->live_epoch)
 							    : json_null());
 		json_object_set_new(jo, "state", json_string(jp == NULL ? "not installed" :
