@@ -772,6 +772,10 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 		drop(lc, m, why);
 		return;
 	}
+	if (unlikely(p->type == WIRE_TYPE_MCAST)) { /* no multicast streams yet */
+		drop(lc, m, WIRE_REASON_UNKNOWN_TREE);
+		return;
+	}
 	if (unlikely(p->tree >= j->tree_map_n || j->tree_map[p->tree] == 0)) {
 		drop(lc, m, WIRE_REASON_UNKNOWN_TREE);
 		return;
