@@ -614,14 +614,14 @@ stream_table(const struct jobplan *jp, const struct deploy *d, const struct depl
 
 			if (dw->node == src && ts->n_origins < TABLE_WORKERS_MAX)
 				ts->origins[ts->n_origins++] = dw->w.id;
-			/* Receivers' workers get the stream; at the source, the site's other
-			 * workers do too (the dataplane never returns a worker its own). */
+			/* Receivers' workers get the stream; at the source, every worker of
+			 * the site is listed too: the others get it (the dataplane never
+			 * returns a worker its own update), and each worker finds its address
+			 * in the table even when the job has no tree. */
 			if (dw->node == jp->node_of[i] && (js->receiver[i] || i == js->source) &&
 			    ts->n_deliver < TABLE_WORKERS_MAX)
 				ts->deliver[ts->n_deliver++] = dw->w;
 		}
-		if (i == js->source && ts->n_deliver == 1)
-			ts->n_deliver = 0; /* a site of one worker: nothing to deliver locally */
 	}
 	if (table_validate(tb, err, errlen) != 0) {
 		table_free(tb);

@@ -539,7 +539,8 @@ test_selmcast_plan(void)
 
 			if (e->source == 1)
 				CHECK(!e->has_from && e->n_to == 1 && e->to[0].id == 4 &&
-				      e->n_deliver == 0 && e->origins[0] == 101, "a's own stream");
+				      e->n_deliver == 1 && e->deliver[0].id == 101 &&
+				      e->origins[0] == 101, "a's own stream");
 			else
 				CHECK(e->has_from && e->from.id == 4 && e->n_to == 0 &&
 				      e->n_deliver == 1 && e->deliver[0].id == 101,
