@@ -1063,6 +1063,8 @@ main(int argc, char **argv)
 		if (pthread_create(&th[i], NULL, o.multicast ? worker_mcast : worker_main,
 				   &ws[i]) != 0) {
 			cli_error(PROG, "cannot start a thread for worker %u", ws[i].id);
+			if (have_barrier) /* the started ones would wait for it forever */
+				exit(CLI_EXIT_FAIL);
 			for (int j = 0; j < i; j++)
 				pthread_join(th[j], NULL);
 			status = CLI_EXIT_FAIL;
