@@ -630,14 +630,17 @@ worker_mcast(void *arg)
 		w->rounds_run++;
 		if (o->json)
 			continue;
-		printf("worker %u round %" PRIu32 ": %.3f ms, %d chunks sent, %u of %u origins "
-		       "complete, %" PRIu64 " chunks verified", w->id, r->round, r->ms,
-		       r->sent < 0 ? 0 : r->sent, r->complete, cfg->n_origins, r->chunks_ok);
+		char miss[48] = "", wrong[48] = "";
+
 		if (r->chunks_missing != 0)
-			printf(", %" PRIu64 " missing", r->chunks_missing);
+			snprintf(miss, sizeof(miss), ", %" PRIu64 " missing", r->chunks_missing);
 		if (r->chunks_wrong != 0)
-			printf(", %" PRIu64 " WRONG", r->chunks_wrong);
-		printf("%s\n", r->verified ? "" : " (failed)");
+			snprintf(wrong, sizeof(wrong), ", %" PRIu64 " WRONG", r->chunks_wrong);
+		/* One printf per line: the workers' threads share stdout. */
+		printf("worker %u round %" PRIu32 ": %.3f ms, %d chunks sent, %u of %u origins "
+		       "complete, %" PRIu64 " chunks verified%s%s%s\n", w->id, r->round, r->ms,
+		       r->sent < 0 ? 0 : r->sent, r->complete, cfg->n_origins, r->chunks_ok, miss,
+		       wrong, r->verified ? "" : " (failed)");
 	}
 	return NULL;
 }
