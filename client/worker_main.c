@@ -6,6 +6,8 @@
  *   georeduce-worker --table FILE --worker-id ID [--worker-id ID ...] [--rounds N]
  *                    [--first-round R] [--all-workers ID,ID,...] [--input FILE]
  *                    [--output FILE] [--window N] [--timeout SECONDS] [--json]
+ *   georeduce-worker --multicast --table FILE --worker-id ID [...] [--require-all]
+ *                    [--start-at UNIXTIME] [--round-interval SECONDS]
  *
  * Each --worker-id is one worker with its own client, socket and thread. The generated
  * tensor is integer-valued so that every sum is exact: element e of worker w is
@@ -15,10 +17,16 @@
  * named workers, rounded once to the dtype. In a job with contributor sets (a partial
  * reduce) each chunk's result is checked against the workers its set names.
  *
+ * With --multicast (a selmcast job's table: streams, no trees) each worker multicasts its
+ * generated tensor (w = its id) and checks every chunk it receives against the origin's
+ * generated data (w = the origin's id). Loss is not an error unless an expected origin
+ * delivered nothing (or with --require-all, any chunk is missing); wrong data always is.
+ *
  * Exit status: 0 every round verified, 1 a round failed (wrong result, timeout, socket
  * error), 2 bad options or input files.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -55,6 +63,10 @@ struct opts {
 	double timeout_s;
 	bool json;
 	bool follow;                    /* --follow: reload the table when it changes */
+	bool multicast;                 /* --multicast: gr_mcast_send and gr_mcast_recv */
+	bool require_all;               /* --require-all: a missing chunk fails the round */
+	double start_at;                /* --start-at: CLOCK_REALTIME seconds; < 0: now */
+	double interval_s;              /* --round-interval; 0: rounds back to back */
 };
 
 struct round_res {
@@ -62,6 +74,13 @@ struct round_res {
 	double ms;
 	int contrib;                    /* or a negative errno */
 	bool verified;
+	/* --multicast */
+	int sent;                       /* chunks sent, 0 (no stream) or a negative errno */
+	unsigned int complete;          /* origins with every chunk */
+	uint64_t chunks_ok;             /* chunks received and equal to the origin's data */
+	uint64_t chunks_wrong;
+	uint64_t chunks_missing;
+	unsigned int origins_empty;     /* expected origins that delivered no chunk */
 };
 
 struct worker {
@@ -79,6 +98,13 @@ struct worker {
 	bool show_progress;
 	struct timespec table_mtime;    /* --follow: the table file as last loaded */
 	ino_t table_ino;
+	/* --multicast */
+	pthread_barrier_t *barrier;     /* between rounds of the process's workers, or NULL */
+	double start;                   /* CLOCK_REALTIME of the first round */
+	uint32_t *ogot;                 /* chunks received this round, per origin */
+	struct round_res *cur;          /* the round being received */
+	uint32_t cur_round;
+	char wrong[GR_ERR_MAX];         /* the round's first wrong chunk */
 };
 
 static void
@@ -116,9 +142,28 @@ usage(FILE *f)
 		"  --json                a JSON summary on stdout instead of lines\n"
 		"  -h, --help            this help\n"
 		"\n"
+		"Selective multicast (a selmcast job's table: streams, no trees):\n"
+		"  --multicast           each round, every worker that its site's stream carries\n"
+		"                        sends its tensor (element e is (7w + e) mod M, w its id)\n"
+		"                        and every worker receives the updates its streams\n"
+		"                        deliver until all came or the timeout passed, checking\n"
+		"                        each chunk against the origin's data (w = the origin's\n"
+		"                        id). A wrong chunk fails the round, and so does an\n"
+		"                        expected origin that delivered nothing; missing chunks\n"
+		"                        are reported (delivery is best effort)\n"
+		"  --require-all         a missing chunk fails the round too\n"
+		"  --start-at UNIXTIME   start the first round then (CLOCK_REALTIME seconds, as\n"
+		"                        date +%%s.%%N prints; default now)\n"
+		"  --round-interval SECONDS\n"
+		"                        start round i at the start + i x SECONDS and stop\n"
+		"                        receiving it when the next one starts; several\n"
+		"                        processes that share --start-at then keep in step.\n"
+		"                        Default: the workers of this process start a round\n"
+		"                        together when all are done with the previous one\n"
+		"\n"
 		"M is 61 for fp32, 31 for fp16 and 9 for bf16, so that sums stay exact.\n"
-		"Exit status: 0 every round verified, 1 a round failed (wrong result, timeout),\n"
-		"2 bad options or files.\n",
+		"Exit status: 0 every round verified, 1 a round failed (wrong result, timeout,\n"
+		"with --multicast wrong data or an origin without a chunk), 2 bad options or files.\n",
 		WORKERS_MAX, GR_WINDOW_DEFAULT, GR_TIMEOUT_DEFAULT_MS / 1000);
 }
 
@@ -129,6 +174,27 @@ now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The wall clock, which processes on one host (or NTP-synchronised hosts) share. */
+static double
+real_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void
+sleep_until_real(double t)
+{
+	struct timespec ts = { .tv_sec = (time_t)t };
+	long ns = (long)((t - (double)ts.tv_sec) * 1e9);
+
+	ts.tv_nsec = ns < 0 ? 0 : (ns > 999999999 ? 999999999 : ns);
+	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
 }
 
 /* --- Patterns ------------------------------------------------------------------------------ */
@@ -184,7 +250,8 @@ store(void *buf, enum gr_dtype dt, uint64_t e, uint32_t bits)
 static void
 fill(const struct worker *w, const struct gr_config *cfg)
 {
-	uint64_t m = modulus(cfg->dtype), wid = w->o->all != NULL ? w->id : 0;
+	uint64_t m = modulus(cfg->dtype);
+	uint64_t wid = w->o->all != NULL || w->o->multicast ? w->id : 0;
 
 	if (w->input != NULL) {
 		memcpy(w->buf, w->input, cfg->elements * gr_dtype_size(cfg->dtype));
@@ -435,6 +502,149 @@ worker_main(void *arg)
 	return NULL;
 }
 
+/* --- Multicast ----------------------------------------------------------------------------- */
+
+/* gr_mcast_recv() callback: check the chunk against the origin's generated data. */
+static void
+mcast_chunk(void *arg, uint16_t origin, uint32_t round, uint32_t chunk, const void *data,
+	    uint32_t count)
+{
+	struct worker *w = arg;
+	const struct gr_config *cfg = gr_client_config(w->client);
+	uint64_t m = modulus(cfg->dtype), e0 = (uint64_t)chunk * cfg->chunk_elements;
+	unsigned int k = 0;
+
+	(void)round; /* gr_mcast_recv() delivers the round it was asked for only */
+	while (k < cfg->n_origins && cfg->origins[k] != origin)
+		k++;
+	if (k < cfg->n_origins)
+		w->ogot[k]++;
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t want = encode(cfg->dtype, (double)((7 * (uint64_t)origin + e0 + i) % m));
+		uint32_t got = load(data, cfg->dtype, i);
+
+		if (got != want) {
+			if (w->cur->chunks_wrong++ == 0)
+				snprintf(w->wrong, sizeof(w->wrong), "origin %u chunk %" PRIu32
+					 " element %" PRIu64 " is 0x%" PRIx32 ", want 0x%" PRIx32,
+					 origin, chunk, e0 + i, got, want);
+			return;
+		}
+	}
+	w->cur->chunks_ok++;
+}
+
+/* Record a failed round: the worker's first failure is the one it reports. */
+static void
+mcast_fail(struct worker *w, struct round_res *r, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+mcast_fail(struct worker *w, struct round_res *r, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	r->verified = false;
+	if (!w->ok)
+		return;
+	w->ok = false;
+	n = snprintf(w->msg, sizeof(w->msg), "worker %u round %" PRIu32 ": ", w->id, r->round);
+	va_start(ap, fmt);
+	vsnprintf(w->msg + n, sizeof(w->msg) - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+/* --multicast: every round, send this worker's update (if its site's stream carries it)
+ * and receive the others'. Rounds are independent (best effort): a failed one is recorded
+ * and the next one runs, so that the workers of the process stay in step. */
+static void *
+worker_mcast(void *arg)
+{
+	struct worker *w = arg;
+	const struct opts *o = w->o;
+	const struct gr_config *cfg = gr_client_config(w->client);
+	uint64_t n_chunks = (cfg->elements + cfg->chunk_elements - 1) / cfg->chunk_elements;
+	struct gr_mcast_opts mo = { 0 };
+
+	w->ok = true;
+	for (uint32_t i = 0; i < o->rounds; i++) {
+		struct round_res *r = &w->res[i];
+		double t0, until = 0, limit = o->timeout_s;
+		uint64_t expect = (uint64_t)cfg->n_origins * n_chunks;
+		int rc;
+
+		r->round = o->first_round + i;
+		r->verified = true;
+		if (o->interval_s > 0) {
+			sleep_until_real(w->start + i * o->interval_s);
+			until = w->start + (i + 1) * o->interval_s;
+		} else if (i == 0) {
+			sleep_until_real(w->start);
+		} else if (w->barrier != NULL) {
+			pthread_barrier_wait(w->barrier);
+		}
+		t0 = now_s();
+		if (cfg->mcast_send) {
+			fill(w, cfg);
+			r->sent = gr_mcast_send(w->client, w->buf, cfg->elements, cfg->dtype,
+						r->round, NULL);
+			if (r->sent < 0)
+				mcast_fail(w, r, "send: %s", gr_client_error(w->client));
+		}
+		if (cfg->n_origins > 0) {
+			if (until > 0 && until - real_s() < limit)
+				limit = until - real_s();
+			mo.timeout_ms = limit > 0.001 ? (uint32_t)(limit * 1000) : 1;
+			memset(w->ogot, 0, cfg->n_origins * sizeof(w->ogot[0]));
+			w->cur = r;
+			w->wrong[0] = '\0';
+			rc = gr_mcast_recv(w->client, r->round, mcast_chunk, w, &mo);
+			if (rc < 0) {
+				mcast_fail(w, r, "receive: %s", gr_client_error(w->client));
+			} else {
+				r->complete = (unsigned int)rc;
+				r->chunks_missing = expect - r->chunks_ok - r->chunks_wrong;
+			}
+			for (unsigned int k = 0; rc >= 0 && k < cfg->n_origins; k++)
+				r->origins_empty += w->ogot[k] == 0;
+			if (r->chunks_wrong != 0) {
+				mcast_fail(w, r, "%s (%" PRIu64 " wrong chunks)", w->wrong,
+					   r->chunks_wrong);
+			} else if (r->origins_empty != 0) {
+				unsigned int k = 0;
+
+				while (w->ogot[k] != 0)
+					k++;
+				mcast_fail(w, r, "nothing from origin %u in %.0f ms (%u of %u origins "
+					   "complete, %" PRIu64 " chunks missing)", cfg->origins[k],
+					   (now_s() - t0) * 1e3, r->complete, cfg->n_origins,
+					   r->chunks_missing);
+			} else if (o->require_all && r->chunks_missing != 0) {
+				mcast_fail(w, r, "%u of %u origins complete, %" PRIu64 " chunks "
+					   "missing after %.0f ms (--require-all)", r->complete,
+					   cfg->n_origins, r->chunks_missing, (now_s() - t0) * 1e3);
+			}
+		}
+		r->ms = (now_s() - t0) * 1e3;
+		w->rounds_run++;
+		if (o->json)
+			continue;
+		char miss[48] = "", wrong[48] = "";
+
+		if (r->chunks_missing != 0)
+			snprintf(miss, sizeof(miss), ", %" PRIu64 " missing", r->chunks_missing);
+		if (r->chunks_wrong != 0)
+			snprintf(wrong, sizeof(wrong), ", %" PRIu64 " WRONG", r->chunks_wrong);
+		/* One printf per line: the workers' threads share stdout. */
+		printf("worker %u round %" PRIu32 ": %.3f ms, %d chunks sent, %u of %u origins "
+		       "complete, %" PRIu64 " chunks verified%s%s%s\n", w->id, r->round, r->ms,
+		       r->sent < 0 ? 0 : r->sent, r->complete, cfg->n_origins, r->chunks_ok, miss,
+		       wrong, r->verified ? "" : " (failed)");
+	}
+	return NULL;
+}
+
 /* --- Options ------------------------------------------------------------------------------- */
 
 static int
@@ -519,6 +729,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "follow", no_argument, NULL, 'F' },
+		{ "multicast", no_argument, NULL, 'M' },
+		{ "require-all", no_argument, NULL, 'R' },
+		{ "start-at", required_argument, NULL, 'S' },
+		{ "round-interval", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -576,6 +790,21 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case 'F':
 			o->follow = true;
 			break;
+		case 'M':
+			o->multicast = true;
+			break;
+		case 'R':
+			o->require_all = true;
+			break;
+		case 'S':
+			if (cli_double(PROG, "--start-at", optarg, 0, 1e11, &o->start_at) < 0)
+				return -1;
+			break;
+		case 'I':
+			if (cli_double(PROG, "--round-interval", optarg, 0.001, 86400,
+				       &o->interval_s) < 0)
+				return -1;
+			break;
 		case 'h':
 			return 1;
 		case ':':
@@ -604,6 +833,20 @@ parse_opts(int argc, char **argv, struct opts *o)
 	}
 	if (o->input != NULL && o->all != NULL) {
 		cli_error(PROG, "--input and --all-workers exclude each other");
+		return -1;
+	}
+	if (o->multicast) {
+		const char *x = o->input != NULL ? "--input" : o->output != NULL ? "--output" :
+				o->all != NULL ? "--all-workers" : o->window != 0 ? "--window" :
+				o->follow ? "--follow" : NULL;
+
+		if (x != NULL) {
+			cli_error(PROG, "--multicast and %s exclude each other", x);
+			return -1;
+		}
+	} else if (o->require_all || o->start_at >= 0 || o->interval_s > 0) {
+		cli_error(PROG, "%s: needs --multicast", o->require_all ? "--require-all" :
+			  o->start_at >= 0 ? "--start-at" : "--round-interval");
 		return -1;
 	}
 	return 0;
@@ -662,7 +905,7 @@ stats_json(const struct gr_client *c)
 	struct gr_stats s;
 
 	gr_client_stats(c, &s);
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			 "contribs_sent", (json_int_t)s.contribs_sent,
 			 "contribs_retx", (json_int_t)s.contribs_retx,
 			 "nacks_sent", (json_int_t)s.nacks_sent,
@@ -672,7 +915,9 @@ stats_json(const struct gr_client *c)
 			 "stale", (json_int_t)s.stale,
 			 "invalid", (json_int_t)s.invalid,
 			 "srtt_us", (json_int_t)s.srtt_us,
-			 "t1_us", (json_int_t)s.t1_us);
+			 "t1_us", (json_int_t)s.t1_us,
+			 "mcast_sent", (json_int_t)s.mcast_sent,
+			 "mcast_received", (json_int_t)s.mcast_received);
 }
 
 static int
@@ -690,6 +935,19 @@ print_json(const struct opts *o, const struct gr_config *cfg, struct worker *ws,
 		for (uint32_t r = 0; r < w->rounds_run; r++) {
 			const struct round_res *x = &w->res[r];
 
+			if (o->multicast) {
+				json_array_append_new(rounds,
+					json_pack("{s:I, s:f, s:i, s:i, s:i, s:I, s:I, s:I, s:b}",
+						  "round", (json_int_t)x->round, "ms", x->ms,
+						  "sent", x->sent,
+						  "origins", (int)gr_client_config(w->client)->n_origins,
+						  "origins_complete", (int)x->complete,
+						  "chunks_verified", (json_int_t)x->chunks_ok,
+						  "chunks_missing", (json_int_t)x->chunks_missing,
+						  "chunks_wrong", (json_int_t)x->chunks_wrong,
+						  "verified", x->verified));
+				continue;
+			}
 			json_array_append_new(rounds,
 				json_pack("{s:I, s:f, s:f, s:i, s:b}", "round", (json_int_t)x->round,
 					  "ms", x->ms, "gbps", bytes * 8 / (x->ms * 1e6),
@@ -700,9 +958,9 @@ print_json(const struct opts *o, const struct gr_config *cfg, struct worker *ws,
 				  w->ok ? NULL : w->msg, "rounds", rounds, "stats",
 				  stats_json(w->client)));
 	}
-	doc = json_pack("{s:b, s:I, s:I, s:s, s:I, s:f, s:o}", "ok", ok, "job",
-			(json_int_t)cfg->job, "epoch", (json_int_t)cfg->epoch, "dtype",
-			gr_dtype_name(cfg->dtype), "elements", (json_int_t)cfg->elements,
+	doc = json_pack("{s:b, s:b, s:I, s:I, s:s, s:I, s:f, s:o}", "ok", ok, "multicast",
+			o->multicast, "job", (json_int_t)cfg->job, "epoch", (json_int_t)cfg->epoch,
+			"dtype", gr_dtype_name(cfg->dtype), "elements", (json_int_t)cfg->elements,
 			"bytes", bytes, "workers", workers);
 	if (doc == NULL)
 		return -1;
@@ -715,7 +973,11 @@ print_json(const struct opts *o, const struct gr_config *cfg, struct worker *ws,
 int
 main(int argc, char **argv)
 {
-	struct opts o = { .rounds = 1, .timeout_s = GR_TIMEOUT_DEFAULT_MS / 1000.0 };
+	struct opts o = { .rounds = 1, .timeout_s = GR_TIMEOUT_DEFAULT_MS / 1000.0,
+			  .start_at = -1 };
+	pthread_barrier_t barrier;
+	bool have_barrier = false;
+	double start;
 	struct worker *ws = NULL;
 	pthread_t *th = NULL;
 	void *input = NULL;
@@ -751,6 +1013,18 @@ main(int argc, char **argv)
 			status = CLI_EXIT_USAGE;
 			goto out;
 		}
+		if (o.multicast && !c.mcast_send && c.n_origins == 0) {
+			cli_error(PROG, "worker %u neither sends nor receives on a multicast stream "
+				  "of job %u in %s", w->id, c.job, o.table);
+			status = CLI_EXIT_USAGE;
+			goto out;
+		}
+		if (!o.multicast && c.n_trees == 0) {
+			cli_error(PROG, "%s: no trees, only multicast streams (use --multicast)",
+				  o.table);
+			status = CLI_EXIT_USAGE;
+			goto out;
+		}
 		w->client = gr_client_create(&c, err, sizeof(err));
 		if (w->client == NULL) {
 			cli_error(PROG, "worker %u: %s", w->id, err);
@@ -759,7 +1033,8 @@ main(int argc, char **argv)
 		}
 		w->buf = malloc(c.elements * gr_dtype_size(c.dtype));
 		w->res = calloc(o.rounds, sizeof(*w->res));
-		if (w->buf == NULL || w->res == NULL) {
+		w->ogot = calloc(c.n_origins + 1, sizeof(*w->ogot));
+		if (w->buf == NULL || w->res == NULL || w->ogot == NULL) {
 			cli_error(PROG, "out of memory for a tensor of %" PRIu64 " elements",
 				  c.elements);
 			status = CLI_EXIT_FAIL;
@@ -774,11 +1049,25 @@ main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (o.multicast && o.interval_s == 0 && o.n_ids > 1) {
+		if (pthread_barrier_init(&barrier, NULL, (unsigned int)o.n_ids) != 0) {
+			cli_error(PROG, "cannot create a barrier for %d workers", o.n_ids);
+			status = CLI_EXIT_FAIL;
+			goto out;
+		}
+		have_barrier = true;
+	}
+	start = o.start_at >= 0 ? o.start_at : real_s();
 	for (int i = 0; i < o.n_ids; i++) {
 		ws[i].input = input;
 		ws[i].show_progress = i == 0 && !o.json && isatty(STDERR_FILENO);
-		if (pthread_create(&th[i], NULL, worker_main, &ws[i]) != 0) {
+		ws[i].barrier = have_barrier ? &barrier : NULL;
+		ws[i].start = start;
+		if (pthread_create(&th[i], NULL, o.multicast ? worker_mcast : worker_main,
+				   &ws[i]) != 0) {
 			cli_error(PROG, "cannot start a thread for worker %u", ws[i].id);
+			if (have_barrier) /* the started ones would wait for it forever */
+				exit(CLI_EXIT_FAIL);
 			for (int j = 0; j < i; j++)
 				pthread_join(th[j], NULL);
 			status = CLI_EXIT_FAIL;
@@ -807,7 +1096,10 @@ out:
 		free(ws[i].buf);
 		free(ws[i].csets);
 		free(ws[i].res);
+		free(ws[i].ogot);
 	}
+	if (have_barrier)
+		pthread_barrier_destroy(&barrier);
 	free(ws);
 	free(th);
 	free(input);

@@ -315,6 +315,7 @@ parse_options(struct dctx *c, const json_t *job, const char *jpath, struct deplo
 						  "min_rate_gbps", "rho", "paper" };
 	static const char *const ring_keys[] = { "search_seconds" };
 	static const char *const crew_keys[] = { "min_workers" };
+	static const char *const selmcast_keys[] = { "p", "model" };
 	json_t *o = json_object_get(job, "options");
 	char path[FIELD_MAX + 32];
 	uint64_t k = 0;
@@ -356,6 +357,23 @@ parse_options(struct dctx *c, const json_t *job, const char *jpath, struct deplo
 			rc = get_uint(c, o, path, "min_workers", 1, TABLE_ID_MAX, 0, &k);
 		j->min_workers = (uint32_t)k;
 		return rc;
+	case DEPLOY_ALGO_SELMCAST: /* p is checked against the worker sites when planned */
+		rc = check_keys(c, o, path, selmcast_keys, N_OF(selmcast_keys), 0);
+		if (rc == 0)
+			rc = get_uint(c, o, path, "p", 1, TOPO_NODES_MAX, 0, &k);
+		if (rc != 0)
+			return rc;
+		j->mcast_p = (int)k;
+		if (json_object_get(o, "model") != NULL) {
+			const char *m = json_string_value(json_object_get(o, "model"));
+
+			if (m == NULL || (strcmp(m, "network") != 0 && strcmp(m, "application") != 0))
+				return json_util_field_fail(&c->js, path, "model",
+							    "expected \"network\" or "
+							    "\"application\"");
+			j->mcast_application = strcmp(m, "application") == 0;
+		}
+		return 0;
 	default:
 		if (json_object_size(o) != 0)
 			return json_util_field_fail(&c->js, path, json_object_iter_key(json_object_iter(o)),
@@ -543,13 +561,13 @@ parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d,
 	rc = get_str(c, job, path, "algorithm", &algo);
 	if (rc != 0)
 		return rc;
-	for (int a = DEPLOY_ALGO_MTREE; a <= DEPLOY_ALGO_CREW; a++)
+	for (int a = DEPLOY_ALGO_MTREE; a <= DEPLOY_ALGO_SELMCAST; a++)
 		if (strcmp(algo, deploy_algo_name((enum deploy_algo)a)) == 0)
 			j->algo = (enum deploy_algo)a;
 	if (j->algo == 0)
 		return json_util_field_fail(&c->js, path, "algorithm",
 					    "expected \"mtree\", \"ring\", "
-			     "\"single-tree\" or \"crew\", got '%.32s'", algo);
+			     "\"single-tree\", \"crew\" or \"selmcast\", got '%.32s'", algo);
 	j->max_trees = DEPLOY_DEFAULT_MAX_TREES;
 	j->ring_seconds = DEPLOY_DEFAULT_RING_SECONDS;
 	rc = parse_options(c, job, path, j);
@@ -697,6 +715,7 @@ deploy_algo_name(enum deploy_algo a)
 	case DEPLOY_ALGO_RING: return "ring";
 	case DEPLOY_ALGO_SINGLE_TREE: return "single-tree";
 	case DEPLOY_ALGO_CREW: return "crew";
+	case DEPLOY_ALGO_SELMCAST: return "selmcast";
 	}
 	return NULL;
 }

@@ -41,6 +41,7 @@ enum deploy_algo {
 	DEPLOY_ALGO_RING = 2,        /* the best ring, run as one chain tree per member */
 	DEPLOY_ALGO_SINGLE_TREE = 3, /* the maximum-bottleneck spanning tree */
 	DEPLOY_ALGO_CREW = 4,        /* CREW partial reduce: every site aggregates a range */
+	DEPLOY_ALGO_SELMCAST = 5,    /* selective multicast: each site's updates to p others */
 };
 
 /** The gateway of one topology node. */
@@ -72,6 +73,11 @@ struct deploy_job {
 	double ring_seconds;         /* local search time limit */
 	/* crew option: a round completes at this many worker contributions (0: all) */
 	uint32_t min_workers;
+	/* selmcast options: receivers per sender site (0: max(1, 30% of the worker sites)),
+	 * and the selection's cost model */
+	int mcast_p;
+	bool mcast_application;      /* "application": one copy per receiver leaves the
+				      * sender; false: "network" (one copy per tree edge) */
 	uint8_t cset_blocks;         /* contributor sets of the job's packets (crew: the
 				      * fewest 32-byte blocks that hold every worker id) */
 	/* the tensor */
@@ -112,7 +118,7 @@ struct deploy *deploy_load(const char *path, char *err, size_t errlen);
 /** Free a deployment. NULL is a no-op. */
 void deploy_free(struct deploy *d);
 
-/** "mtree", "ring", "single-tree", "crew", or NULL. */
+/** "mtree", "ring", "single-tree", "crew", "selmcast", or NULL. */
 const char *deploy_algo_name(enum deploy_algo a);
 
 /** Number of workers job j has at node v. */

@@ -19,6 +19,7 @@
 #include "jsonutil.h"
 #include "mtree.h"
 #include "plan_common.h"
+#include "selmcast.h"
 #include "wire.h"
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -409,6 +410,227 @@ out:
 	return pl;
 }
 
+/* ---- selective multicast --------------------------------------------------------------- */
+
+/*
+ * A selmcast job (docs/DEPLOYMENT.md): the receivers of one round by the SELMCAST heuristic
+ * from fresh staleness, over the worker sites of the planning topology (ingress and egress
+ * from their links, each site's update = the tensor bytes with headers, times its workers);
+ * for each sender site the union of the latency-shortest paths to its receivers as a
+ * distribution tree (one copy per tree edge); each stream paced at update / T, T the
+ * selection's completion time, scaled down by the largest factor that keeps the sum of
+ * the streams on every link direction within its capacity. The plan has no trees; its
+ * "multicast" section holds the selection.
+ */
+static int
+selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double wire, char *err,
+		 size_t errlen)
+{
+	const struct topo *t = jp->topo;
+	int n_nodes = t->n_nodes, n, p, rc = -ENOMEM;
+	int *site = malloc(sizeof(int) * (size_t)n_nodes), *ps = NULL, *path = NULL;
+	double *in_g = malloc(sizeof(double) * (size_t)n_nodes);
+	double *eg_g = malloc(sizeof(double) * (size_t)n_nodes), *load = NULL, f = 1, secs;
+	uint64_t *bytes = malloc(sizeof(uint64_t) * (size_t)n_nodes);
+	uint64_t tensor = j->elements * table_dtype_size(j->dtype);
+	unsigned char *x = NULL;
+	struct selmcast_inst in = { 0 };
+	struct selmcast_result res;
+	char serr[JOBPLAN_ERR_MAX];
+	json_t *sec;
+
+	if (site == NULL || in_g == NULL || eg_g == NULL || bytes == NULL)
+		goto nomem;
+	n = selmcast_sites(t, NULL, t->name, tensor, site, in_g, eg_g, bytes, serr, sizeof(serr));
+	if (n < 0) {
+		rc = fail(err, errlen, -EINVAL, "job %u: selmcast: %s", j->id, serr);
+		goto out;
+	}
+	if (n < 2) {
+		rc = fail(err, errlen, -ENOENT, "job %u: selmcast: %d worker site up, multicast "
+			  "needs 2", j->id, n);
+		goto out;
+	}
+	if (n > TABLE_STREAMS_MAX) {
+		rc = fail(err, errlen, -E2BIG, "job %u: selmcast: %d worker sites, a table holds at "
+			  "most %d streams", j->id, n, TABLE_STREAMS_MAX);
+		goto out;
+	}
+	/* p: the option, or 30% of the sites; at most the other sites (fewer may be up). */
+	p = j->mcast_p > 0 ? j->mcast_p : (int)fmax(1, floor(0.3 * n + 0.5));
+	if (p > n - 1)
+		p = n - 1;
+	ps = malloc(sizeof(int) * (size_t)n);
+	x = calloc((size_t)n * (size_t)n, 1);
+	path = malloc(sizeof(int) * (size_t)n_nodes);
+	load = calloc(2 * (size_t)(t->n_links > 0 ? t->n_links : 1), sizeof(double));
+	jp->streams = calloc((size_t)n, sizeof(*jp->streams));
+	if (ps == NULL || x == NULL || path == NULL || load == NULL || jp->streams == NULL)
+		goto nomem;
+	for (int i = 0; i < n; i++) {
+		ps[i] = p;
+		bytes[i] = (uint64_t)((double)tensor * wire) * (uint64_t)t->nodes[site[i]].workers;
+	}
+	in = (struct selmcast_inst){ .n = n, .model = j->mcast_application ? SELMCAST_APPLICATION
+									  : SELMCAST_NETWORK,
+				     .ingress_gbps = in_g, .egress_gbps = eg_g, .bytes = bytes,
+				     .p = ps };
+	if (selmcast_check(&in, serr, sizeof(serr)) != 0) {
+		rc = fail(err, errlen, -EINVAL, "job %u: selmcast: %s", j->id, serr);
+		goto out;
+	}
+	rc = selmcast_select(&in, NULL, x, &res);
+	if (rc != 0)
+		goto nomem;
+	secs = res.seconds;
+	for (int i = 0; i < n; i++) {
+		struct jobplan_stream *st = &jp->streams[i];
+
+		jp->n_streams++;
+		st->source = site[i];
+		st->parent = malloc(sizeof(int) * (size_t)n_nodes);
+		st->receiver = calloc((size_t)n_nodes, sizeof(bool));
+		if (st->parent == NULL || st->receiver == NULL)
+			goto nomem;
+		for (int v = 0; v < n_nodes; v++)
+			st->parent[v] = PLAN_ABSENT;
+		st->parent[site[i]] = PLAN_ROOT;
+		st->rate_gbps = secs > 0 ? (double)bytes[i] * 8 / secs / 1e9 : 0;
+		for (int k = 0; k < n; k++) {
+			int len;
+
+			if (!x[(size_t)i * n + k])
+				continue;
+			st->receiver[site[k]] = true;
+			len = graph_route(t, site[i], site[k], path);
+			if (len < 2) {
+				rc = fail(err, errlen, -EINVAL, "job %u: selmcast: no route from '%s' "
+					  "to '%s'", j->id, t->nodes[site[i]].id,
+					  t->nodes[site[k]].id);
+				goto out;
+			}
+			/* Union of shortest paths: a node already on the tree keeps its parent,
+			 * and shortest paths from one source share their prefixes. */
+			for (int h = 1; h < len; h++)
+				if (st->parent[path[h]] == PLAN_ABSENT)
+					st->parent[path[h]] = path[h - 1];
+		}
+		for (int v = 0; v < n_nodes; v++) {
+			int u = st->parent[v], l;
+
+			if (u < 0)
+				continue;
+			l = topo_link_between(t, u, v);
+			if (l >= 0)
+				load[2 * l + (t->links[l].a == u ? 0 : 1)] += st->rate_gbps;
+		}
+	}
+	for (int l = 0; l < t->n_links; l++) {
+		if (load[2 * l] > t->links[l].gbps_ab * f)
+			f = t->links[l].gbps_ab / load[2 * l];
+		if (load[2 * l + 1] > t->links[l].gbps_ba * f)
+			f = t->links[l].gbps_ba / load[2 * l + 1];
+	}
+	for (int i = 0; i < n; i++)
+		jp->streams[i].rate_gbps *= f;
+	jp->plan = plan_create(deploy_algo_name(j->algo), t, 0);
+	if (jp->plan == NULL)
+		goto nomem;
+	jp->plan->bytes = tensor;
+	jp->plan->allreduce_seconds = f > 0 ? secs / f : secs;
+	sec = selmcast_section(t, site, &in, 1, x, &jp->plan->allreduce_seconds);
+	jp->plan->extra = json_object();
+	if (sec == NULL || jp->plan->extra == NULL ||
+	    json_object_set_new(jp->plan->extra, SELMCAST_SECTION, sec) != 0)
+		goto nomem;
+	rc = 0;
+	goto out;
+nomem:
+	rc = fail(err, errlen, -ENOMEM, "out of memory");
+out:
+	free(load);
+	free(path);
+	free(x);
+	free(ps);
+	free(bytes);
+	free(eg_g);
+	free(in_g);
+	free(site);
+	return rc;
+}
+
+/* The table of planning node i of a selmcast job: its part in every stream through it. */
+static struct table *
+stream_table(const struct jobplan *jp, const struct deploy *d, const struct deploy_job *j,
+	     int i, char *err, size_t errlen)
+{
+	const struct topo *t = jp->topo;
+	const struct deploy_gateway *g = &d->gateways[jp->node_of[i]];
+	int n_here = 0, k = 0;
+	struct table *tb;
+
+	for (int s = 0; s < jp->n_streams; s++)
+		n_here += jp->streams[s].parent[i] != PLAN_ABSENT;
+	tb = table_create_streams(0, NULL, NULL, n_here);
+	if (tb == NULL) {
+		fail(err, errlen, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	tb->job = j->id;
+	tb->epoch = jp->epoch;
+	tb->gw = (struct table_gw){ g->id, g->ipv4, g->base_port, g->ports };
+	tb->dtype = j->dtype;
+	tb->elements = j->elements;
+	tb->chunk_elements = j->chunk_bytes / (uint32_t)table_dtype_size(j->dtype);
+	tb->limits = (struct table_limits){ TABLE_TREES_MAX, TABLE_CHILDREN_MAX,
+					    TABLE_WORKERS_MAX,
+					    j->slots_max != 0 ? j->slots_max : TABLE_SLOTS_MAX };
+	for (int s = 0; s < jp->n_streams; s++) {
+		const struct jobplan_stream *js = &jp->streams[s];
+		struct table_stream *ts;
+		int src = jp->node_of[js->source];
+
+		if (js->parent[i] == PLAN_ABSENT)
+			continue;
+		ts = &tb->streams[k++];
+		ts->id = (uint16_t)s;
+		ts->source = d->gateways[src].id;
+		ts->rate_gbps = js->rate_gbps;
+		if (js->parent[i] >= 0) {
+			const struct deploy_gateway *f = &d->gateways[jp->node_of[js->parent[i]]];
+
+			ts->has_from = true;
+			ts->from = (struct table_gw){ f->id, f->ipv4, f->base_port, f->ports };
+		}
+		for (int v = 0; v < t->n_nodes; v++) {
+			const struct deploy_gateway *c = &d->gateways[jp->node_of[v]];
+
+			if (js->parent[v] == i && ts->n_to < TABLE_CHILDREN_MAX)
+				ts->to[ts->n_to++] = (struct table_gw){ c->id, c->ipv4,
+									c->base_port, c->ports };
+		}
+		for (int w = 0; w < j->n_workers; w++) {
+			const struct deploy_worker *dw = &j->workers[w];
+
+			if (dw->node == src && ts->n_origins < TABLE_WORKERS_MAX)
+				ts->origins[ts->n_origins++] = dw->w.id;
+			/* Receivers' workers get the stream; at the source, every worker of
+			 * the site is listed too: the others get it (the dataplane never
+			 * returns a worker its own update), and each worker finds its address
+			 * in the table even when the job has no tree. */
+			if (dw->node == jp->node_of[i] && (js->receiver[i] || i == js->source) &&
+			    ts->n_deliver < TABLE_WORKERS_MAX)
+				ts->deliver[ts->n_deliver++] = dw->w;
+		}
+	}
+	if (table_validate(tb, err, errlen) != 0) {
+		table_free(tb);
+		errno = EINVAL;
+		return NULL;
+	}
+	return tb;
+}
+
 static int
 plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errlen)
 {
@@ -417,6 +639,9 @@ plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errle
 	char perr[JOBPLAN_ERR_MAX];
 	int rc;
 
+	if (j->algo == DEPLOY_ALGO_SELMCAST)
+		return selmcast_streams(jp, j, (double)(j->chunk_bytes + WIRE_FRAME_PAYLOAD_OFF) /
+						  (double)j->chunk_bytes, err, errlen);
 	if (topo_worker_sites(t) == 1) {
 		jp->plan = one_site(t, j, bytes);
 	} else if (j->algo == DEPLOY_ALGO_MTREE) {
@@ -499,8 +724,10 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 		dn[i].n_workers = (int)(ws + k - dn[i].workers);
 	}
 	for (int i = 0; i < n; i++) {
-		struct table *tb = table_compile(jp->topo, jp->plan, &td, i, j->id, jp->epoch, terr,
-						 sizeof(terr));
+		struct table *tb = j->algo == DEPLOY_ALGO_SELMCAST
+					   ? stream_table(jp, d, j, i, terr, sizeof(terr))
+					   : table_compile(jp->topo, jp->plan, &td, i, j->id,
+							   jp->epoch, terr, sizeof(terr));
 
 		if (tb == NULL) {
 			rc = fail(err, errlen, errno == ENOMEM ? -ENOMEM : errno == E2BIG ? -E2BIG
@@ -553,6 +780,11 @@ jobplan_free(struct jobplan *jp)
 		return;
 	for (int v = 0; jp->tables != NULL && v < jp->n_nodes; v++)
 		table_free(jp->tables[v]);
+	for (int s = 0; s < jp->n_streams; s++) {
+		free(jp->streams[s].parent);
+		free(jp->streams[s].receiver);
+	}
+	free(jp->streams);
 	free(jp->tables);
 	plan_free(jp->plan);
 	topo_free(jp->topo);
@@ -572,6 +804,16 @@ jobplan_summary(const struct jobplan *jp, char *buf, size_t len)
 			       "%d workers at %d gateways", deploy_algo_name(jp->job->algo),
 			       p->n_trees, p->n_trees == 1 ? "" : "s", plan_total_rate(p),
 			       p->allreduce_seconds, size, jp->n_workers, jp->n_tables);
+	for (int s = 0; s < jp->n_streams && off < len; s++) {
+		int r = 0;
+
+		for (int v = 0; v < jp->topo->n_nodes; v++)
+			r += jp->streams[s].receiver[v];
+		off += (size_t)snprintf(buf + off, len - off, "%s stream %d from %s to %d site%s "
+					"%.3f Gbit/s", s == 0 ? ";" : ",", s,
+					jp->topo->nodes[jp->streams[s].source].id, r,
+					r == 1 ? "" : "s", jp->streams[s].rate_gbps);
+	}
 	for (int i = 0; i < p->n_trees && off < len; i++)
 		off += (size_t)snprintf(buf + off, len - off, "%s tree %d root %s %.3f Gbit/s share "
 					"%.3f height %.1f ms", i == 0 ? ";" : ",", i,

@@ -25,6 +25,15 @@
 /** Longest message jobplan_build() writes into its error buffer. */
 #define JOBPLAN_ERR_MAX 768
 
+/** A selmcast job's multicast stream: one per sending worker site (planning nodes). */
+struct jobplan_stream {
+	int source;                     /* the sending site */
+	int *parent;                    /* distribution tree: PLAN_ROOT at the source, the
+					 * upstream node, or PLAN_ABSENT off the tree */
+	bool *receiver;                 /* receiver[v]: v's workers get the stream */
+	double rate_gbps;               /* paced on every tree edge */
+};
+
 /** One job planned for one epoch. */
 struct jobplan {
 	const struct deploy_job *job;   /* borrowed from the deployment */
@@ -36,6 +45,9 @@ struct jobplan {
 	struct table **tables;          /* by deployment node; NULL where the gateway is down */
 	int n_tables;                   /* gateways in the epoch */
 	int n_workers;                  /* the job's workers at gateways that are up */
+	int n_streams;                  /* selmcast: one per worker site; 0 otherwise */
+	struct jobplan_stream *streams; /* the plan has no trees then, and a "multicast"
+					 * section (docs/SELMCAST.md) */
 };
 
 /** What the control process knows of a topology link beyond the topology file. */

@@ -58,6 +58,8 @@ enum dp_ctr {
 	DP_CTR_RETRANSMITS,         /* partial sums sent again to the parent */
 	DP_CTR_NACKS_SENT,          /* NACK_RESULTs to the parent (partial sum held there) */
 	DP_CTR_RETX_STUCK,          /* chunks still without RESULT after --retries tries */
+	DP_CTR_MCAST_RX,            /* MCAST packets accepted (docs/PROTOCOL.md section 7.5) */
+	DP_CTR_MCAST_COPIES,        /* MCAST copies sent to next-hop gateways and workers */
 	DP_CTR_PACED,               /* frames that waited for their pacer */
 	DP_CTR_PACE_FULL,           /* frames dropped: a pacer's queue was full */
 	DP_CTR_ARP_REPLIES,
@@ -182,6 +184,25 @@ struct dp_tree {
 };
 
 /**
+ * This gateway's part in one multicast stream, runtime form (built from a struct
+ * table_stream). Immutable after dp_job_create(): workers ro.
+ */
+struct dp_stream {
+	uint16_t id;
+	bool at_source;             /* sent by local workers, not received from `from` */
+	uint16_t from_id;           /* upstream gateway id (not at the source) */
+	uint16_t n_to;              /* the first n_to entries of out[] are gateways */
+	uint16_t n_out;             /* to gateways, then deliver workers */
+	uint16_t n_origins;
+	struct dp_dest *out;        /* where copies go */
+	uint16_t *origins;          /* sorted: the source site's workers */
+	uint32_t pace_first;        /* pacer of out[k] (k < n_to): pace_first + k */
+};
+
+/** Frames a stream's pacer holds per (stream, link) and lcore (no slot pool to size by). */
+#define DP_MCAST_PACE_Q 256
+
+/**
  * A token bucket on the TSC for one (tree, link) of one lcore, with the frames waiting
  * for their turn (that lcore: rw). A frame may leave when next <= now; it then moves
  * next on by its length in TSC cycles at the paced rate. Idle credit is capped at
@@ -225,8 +246,13 @@ struct dp_job {
 	uint16_t *tree_map;         /* tree id -> index in trees[] + 1, 0: none */
 	int n_trees;
 	struct dp_tree *trees;
+	uint16_t stream_map_n;      /* stream_map covers ids [0, stream_map_n) */
+	uint16_t *stream_map;       /* stream id -> index in streams[] + 1, 0: none */
+	int n_streams;
+	struct dp_stream *streams;
 	uint32_t slots_per_lcore;   /* sum of the trees' slots */
-	uint32_t n_pacers;          /* per lcore: one per tree link to a gateway */
+	uint32_t n_pacers;          /* per lcore: one per tree link to a gateway, then one per
+				     * stream link to a `to` gateway */
 	unsigned int n_lcores;
 	struct dp_slot **slots;     /* per lcore index: slots_per_lcore slots (its socket) */
 	float **arena;              /* per lcore index: fp32 accumulators (fp16/bf16 only) */

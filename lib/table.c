@@ -196,12 +196,28 @@ table_slot_bytes(const struct table *tb)
 struct table *
 table_create(int n_trees, const int *n_children, const int *n_workers)
 {
+	return table_create_streams(n_trees, n_children, n_workers, 0);
+}
+
+const struct table_stream *
+table_stream_find(const struct table *tb, uint16_t id)
+{
+	for (int i = 0; i < tb->n_streams; i++)
+		if (tb->streams[i].id == id)
+			return &tb->streams[i];
+	return NULL;
+}
+
+struct table *
+table_create_streams(int n_trees, const int *n_children, const int *n_workers, int n_streams)
+{
 	size_t n_gw = 0, n_wk = 0, size;
 	struct table_gw *gw;
 	struct table_worker *wk;
 	struct table *tb;
 
-	if (n_trees < 0 || n_trees > TABLE_TREES_MAX ||
+	if (n_trees < 0 || n_trees > TABLE_TREES_MAX || n_streams < 0 ||
+	    n_streams > TABLE_STREAMS_MAX ||
 	    (n_trees > 0 && (n_children == NULL || n_workers == NULL))) {
 		errno = EINVAL;
 		return NULL;
@@ -217,8 +233,10 @@ table_create(int n_trees, const int *n_children, const int *n_workers)
 	}
 	/* One block: the table, its tree entries (8-byte aligned: they hold a double), then
 	 * the children and workers arrays (4-byte aligned). Bounded by the caps: at most
-	 * 256 * (64 + 192) peers, about 800 KiB. */
-	size = sizeof(*tb) + sizeof(*tb->trees) * (size_t)n_trees + sizeof(*gw) * n_gw +
+	 * 256 * (64 + 192) peers, about 800 KiB. Streams (8-byte aligned, about 2.7 KiB
+	 * each with their inline arrays) come right after the tree entries. */
+	size = sizeof(*tb) + sizeof(*tb->trees) * (size_t)n_trees +
+	       sizeof(*tb->streams) * (size_t)n_streams + sizeof(*gw) * n_gw +
 	       sizeof(*wk) * n_wk;
 	tb = calloc(1, size);
 	if (tb == NULL) {
@@ -227,7 +245,9 @@ table_create(int n_trees, const int *n_children, const int *n_workers)
 	}
 	tb->n_trees = n_trees;
 	tb->trees = (struct table_tree *)(tb + 1);
-	gw = (struct table_gw *)(tb->trees + n_trees);
+	tb->n_streams = n_streams;
+	tb->streams = (struct table_stream *)(tb->trees + n_trees);
+	gw = (struct table_gw *)(tb->streams + n_streams);
 	wk = (struct table_worker *)(gw + n_gw);
 	for (int i = 0; i < n_trees; i++) {
 		struct table_tree *e = &tb->trees[i];
@@ -519,6 +539,162 @@ check_workers_same(const struct table *tb, char *err, size_t errlen)
 	return 0;
 }
 
+/* A local worker of the table's trees with the same id, address and port as w? */
+static bool
+tree_worker_known(const struct table *tb, const struct table_worker *w)
+{
+	const struct table_tree *e0 = &tb->trees[0];
+
+	for (int k = 0; k < e0->n_workers; k++)
+		if (e0->workers[k].id == w->id && e0->workers[k].ipv4 == w->ipv4 &&
+		    e0->workers[k].port == w->port)
+			return true;
+	return false;
+}
+
+/* Stream entry s = streams[i] (docs/TABLES.md, "Multicast streams"). */
+static int
+check_stream(const struct table *tb, const struct table_stream *s, int i, char *err,
+	     size_t errlen)
+{
+	bool at_source = s->source == tb->gw.id;
+	char path[64];
+	int rc;
+
+	if (s->source == 0 || s->source > TABLE_ID_MAX)
+		return json_util_fail(err, errlen, "field 'streams[%d].source': must be in [1, %d]",
+				      i, TABLE_ID_MAX);
+	if (at_source && s->has_from)
+		return json_util_fail(err, errlen, "field 'streams[%d].from': null at the source "
+				      "gateway (it takes the stream from its local workers)", i);
+	if (!at_source && !s->has_from)
+		return json_util_fail(err, errlen, "field 'streams[%d].from': a gateway other than "
+				      "the source (%u) receives the stream from another gateway",
+				      i, s->source);
+	if (s->has_from) {
+		snprintf(path, sizeof(path), "streams[%d].from", i);
+		rc = check_gw(&s->from, path, err, errlen);
+		if (rc != 0)
+			return rc;
+		if (s->from.id == tb->gw.id)
+			return json_util_fail(err, errlen, "field 'streams[%d].from.id': %u is this "
+					      "gateway", i, s->from.id);
+	}
+	if (s->n_to < 0 || s->n_to > TABLE_CHILDREN_MAX || s->n_to > (int)tb->limits.max_children)
+		return json_util_fail(err, errlen, "field 'streams[%d].to': %d entries, limit %"
+				      PRIu32, i, s->n_to, tb->limits.max_children);
+	if (s->n_deliver < 0 || s->n_deliver > TABLE_WORKERS_MAX ||
+	    s->n_deliver > (int)tb->limits.max_workers)
+		return json_util_fail(err, errlen, "field 'streams[%d].deliver': %d entries, limit %"
+				      PRIu32, i, s->n_deliver, tb->limits.max_workers);
+	if (s->n_to + s->n_deliver == 0)
+		return json_util_fail(err, errlen, "field 'streams[%d].to': the stream goes "
+				      "nowhere (no 'to' gateway and no 'deliver' worker)", i);
+	if (s->n_origins < 1 || s->n_origins > TABLE_WORKERS_MAX)
+		return json_util_fail(err, errlen, "field 'streams[%d].origins': must hold 1 to %d "
+				      "worker ids", i, TABLE_WORKERS_MAX);
+	if (!(isfinite(s->rate_gbps) && s->rate_gbps > 0))
+		return json_util_fail(err, errlen, "field 'streams[%d].rate_gbps': must be a finite "
+				      "number > 0", i);
+	for (int j = 0; j < s->n_to; j++) {
+		const struct table_gw *g = &s->to[j];
+
+		snprintf(path, sizeof(path), "streams[%d].to[%d]", i, j);
+		rc = check_gw(g, path, err, errlen);
+		if (rc != 0)
+			return rc;
+		if (g->id == tb->gw.id || g->id == s->source || (s->has_from && g->id == s->from.id))
+			return json_util_fail(err, errlen, "field 'streams[%d].to[%d].id': %u is "
+					      "this gateway, the source or 'from' (a loop)", i, j,
+					      g->id);
+		for (int k = 0; k < j; k++)
+			if (s->to[k].id == g->id)
+				return json_util_fail(err, errlen, "field 'streams[%d].to[%d].id': "
+						      "duplicate gateway %u (also to[%d]): one copy "
+						      "per next hop", i, j, g->id, k);
+	}
+	for (int j = 0; j < s->n_deliver; j++) {
+		const struct table_worker *w = &s->deliver[j];
+
+		snprintf(path, sizeof(path), "streams[%d].deliver[%d]", i, j);
+		rc = check_worker(w, path, err, errlen);
+		if (rc != 0)
+			return rc;
+		for (int k = 0; k < j; k++)
+			if (s->deliver[k].id == w->id)
+				return json_util_fail(err, errlen, "field 'streams[%d].deliver[%d].id'"
+						      ": duplicate worker %u (also deliver[%d])", i,
+						      j, w->id, k);
+		if (w->id == tb->gw.id || w->id == s->source ||
+		    (s->has_from && w->id == s->from.id))
+			return json_util_fail(err, errlen, "field 'streams[%d].deliver[%d].id': %u "
+					      "is a gateway id", i, j, w->id);
+		for (int k = 0; k < s->n_to; k++)
+			if (s->to[k].id == w->id)
+				return json_util_fail(err, errlen, "field 'streams[%d].deliver[%d].id'"
+						      ": %u is also to[%d], a gateway", i, j, w->id, k);
+		if (tb->n_trees > 0 && !tree_worker_known(tb, w))
+			return json_util_fail(err, errlen, "field 'streams[%d].deliver[%d]': worker "
+					      "%u is not a local worker of this gateway's trees", i,
+					      j, w->id);
+	}
+	for (int j = 0; j < s->n_origins; j++) {
+		uint16_t o = s->origins[j];
+
+		if (o == 0 || o > TABLE_ID_MAX)
+			return json_util_fail(err, errlen, "field 'streams[%d].origins[%d]': must be "
+					      "in [1, %d]", i, j, TABLE_ID_MAX);
+		for (int k = 0; k < j; k++)
+			if (s->origins[k] == o)
+				return json_util_fail(err, errlen, "field 'streams[%d].origins[%d]': "
+						      "duplicate worker %u (also origins[%d])", i, j,
+						      o, k);
+		if (o == tb->gw.id || o == s->source || (s->has_from && o == s->from.id))
+			return json_util_fail(err, errlen, "field 'streams[%d].origins[%d]': %u is a "
+					      "gateway id", i, j, o);
+		for (int k = 0; k < s->n_to; k++)
+			if (s->to[k].id == o)
+				return json_util_fail(err, errlen, "field 'streams[%d].origins[%d]': %u"
+						      " is also to[%d], a gateway", i, j, o, k);
+		/* Away from the source the origins are remote: never delivered back here. */
+		if (!at_source)
+			for (int k = 0; k < s->n_deliver; k++)
+				if (s->deliver[k].id == o)
+					return json_util_fail(err, errlen, "field 'streams[%d]."
+							      "origins[%d]': %u is a local worker "
+							      "(deliver[%d]) but the stream comes "
+							      "from gateway %u", i, j, o, k,
+							      s->source);
+	}
+	return 0;
+}
+
+static int
+check_streams(const struct table *tb, char *err, size_t errlen)
+{
+	if (tb->n_streams < 0 || tb->n_streams > TABLE_STREAMS_MAX)
+		return json_util_fail(err, errlen, "field 'streams': %d entries exceed the limit of "
+				      "%d", tb->n_streams, TABLE_STREAMS_MAX);
+	for (int i = 0; i < tb->n_streams; i++) {
+		int rc;
+
+		if (i > 0 && tb->streams[i].id <= tb->streams[i - 1].id)
+			return json_util_fail(err, errlen, "field 'streams[%d].id': stream ids must "
+					      "be unique and ascending (%u after %u)", i,
+					      tb->streams[i].id, tb->streams[i - 1].id);
+		for (int j = 0; j < i; j++)
+			if (tb->streams[j].source == tb->streams[i].source)
+				return json_util_fail(err, errlen, "field 'streams[%d].source': "
+						      "gateway %u already has streams[%d] (one "
+						      "stream per sending site)", i,
+						      tb->streams[i].source, j);
+		rc = check_stream(tb, &tb->streams[i], i, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* Tree ranges disjoint; covering [0, n_chunks) when the gateway has local workers. */
 static int
 check_ranges(const struct table *tb, uint64_t n_chunks, char *err, size_t errlen)
@@ -624,6 +800,8 @@ table_validate(const struct table *tb, char *err, size_t errlen)
 	rc = check_workers_same(tb, err, errlen);
 	if (rc == 0)
 		rc = check_ranges(tb, n_chunks, err, errlen);
+	if (rc == 0)
+		rc = check_streams(tb, err, errlen);
 	return rc;
 }
 
@@ -701,6 +879,44 @@ nomem:
 	return NULL;
 }
 
+static json_t *
+stream_json(const struct table_stream *st)
+{
+	json_t *o = json_object(), *to = json_array(), *del = json_array(), *org = json_array();
+	int rc = 0;
+
+	if (o == NULL || to == NULL || del == NULL || org == NULL)
+		goto nomem;
+	for (int j = 0; j < st->n_to; j++)
+		if (json_array_append_new(to, gw_json(&st->to[j])) != 0)
+			goto nomem;
+	for (int j = 0; j < st->n_deliver; j++)
+		if (json_array_append_new(del, worker_json(&st->deliver[j])) != 0)
+			goto nomem;
+	for (int j = 0; j < st->n_origins; j++)
+		if (json_array_append_new(org, json_integer(st->origins[j])) != 0)
+			goto nomem;
+	rc |= set_new(o, "id", json_integer(st->id));
+	rc |= set_new(o, "source", json_integer(st->source));
+	rc |= set_new(o, "from", st->has_from ? gw_json(&st->from) : json_null());
+	rc |= set_new(o, "to", to);
+	to = NULL;
+	rc |= set_new(o, "deliver", del);
+	del = NULL;
+	rc |= set_new(o, "rate_gbps", json_real(st->rate_gbps));
+	rc |= set_new(o, "origins", org);
+	org = NULL;
+	if (rc != 0)
+		goto nomem;
+	return o;
+nomem:
+	json_decref(to);
+	json_decref(del);
+	json_decref(org);
+	json_decref(o);
+	return NULL;
+}
+
 json_t *
 table_to_json(const struct table *tb)
 {
@@ -729,6 +945,16 @@ table_to_json(const struct table *tb)
 				(json_int_t)tb->limits.max_slots));
 	rc |= set_new(root, "trees", trees);
 	trees = NULL;
+	if (rc == 0 && tb->n_streams > 0) {
+		json_t *streams = json_array();
+
+		for (int i = 0; streams != NULL && i < tb->n_streams; i++)
+			if (json_array_append_new(streams, stream_json(&tb->streams[i])) != 0) {
+				json_decref(streams);
+				streams = NULL;
+			}
+		rc |= set_new(root, "streams", streams);
+	}
 	if (rc != 0)
 		goto nomem;
 	return root;
@@ -990,16 +1216,101 @@ parse_limits(struct json_util_src *c, json_t *obj, struct table_limits *lim)
 	return 0;
 }
 
+static const char *const stream_keys[] = { "id", "source", "from", "to", "deliver",
+					   "rate_gbps", "origins" };
+
+/* streams[i] into s (inline arrays: bounded here before anything is copied). */
+static int
+parse_stream(struct json_util_src *c, json_t *js, int i, struct table_stream *s)
+{
+	json_t *from, *to, *del, *org, *rate;
+	uint64_t id, source, o;
+	char path[48];
+	int rc;
+
+	snprintf(path, sizeof(path), "streams[%d]", i);
+	if (!json_is_object(js))
+		return json_util_field_fail(c, path, "", "expected an object");
+	rc = check_keys(c, js, path, stream_keys, ARRAY_SIZE(stream_keys),
+			ARRAY_SIZE(stream_keys));
+	if (rc == 0)
+		rc = get_uint(c, js, path, "id", 0, UINT16_MAX, &id);
+	if (rc == 0)
+		rc = get_uint(c, js, path, "source", 1, TABLE_ID_MAX, &source);
+	if (rc != 0)
+		return rc;
+	from = json_object_get(js, "from");
+	to = json_object_get(js, "to");
+	del = json_object_get(js, "deliver");
+	org = json_object_get(js, "origins");
+	rate = json_object_get(js, "rate_gbps");
+	if (!json_is_array(to) || json_array_size(to) > TABLE_CHILDREN_MAX)
+		return json_util_field_fail(c, path, "to", "expected an array of at most %d "
+					    "gateways", TABLE_CHILDREN_MAX);
+	if (!json_is_array(del) || json_array_size(del) > TABLE_WORKERS_MAX)
+		return json_util_field_fail(c, path, "deliver", "expected an array of at most %d "
+					    "workers", TABLE_WORKERS_MAX);
+	if (!json_is_array(org) || json_array_size(org) > TABLE_WORKERS_MAX)
+		return json_util_field_fail(c, path, "origins", "expected an array of at most %d "
+					    "worker ids", TABLE_WORKERS_MAX);
+	if (!json_is_number(rate))
+		return json_util_field_fail(c, path, "rate_gbps", "expected a number");
+	s->id = (uint16_t)id;
+	s->source = (uint16_t)source;
+	s->rate_gbps = json_number_value(rate);
+	if (json_is_null(from)) {
+		s->has_from = false;
+	} else {
+		snprintf(path, sizeof(path), "streams[%d].from", i);
+		if (!json_is_object(from))
+			return json_util_field_fail(c, path, "", "expected an object, or null at the "
+						    "source");
+		rc = parse_gw(c, from, path, &s->from);
+		if (rc != 0)
+			return rc;
+		s->has_from = true;
+	}
+	s->n_to = (int)json_array_size(to);
+	for (int j = 0; j < s->n_to; j++) {
+		snprintf(path, sizeof(path), "streams[%d].to[%d]", i, j);
+		rc = parse_gw(c, json_array_get(to, (size_t)j), path, &s->to[j]);
+		if (rc != 0)
+			return rc;
+	}
+	s->n_deliver = (int)json_array_size(del);
+	for (int j = 0; j < s->n_deliver; j++) {
+		snprintf(path, sizeof(path), "streams[%d].deliver[%d]", i, j);
+		rc = parse_worker(c, json_array_get(del, (size_t)j), path, &s->deliver[j]);
+		if (rc != 0)
+			return rc;
+	}
+	s->n_origins = (int)json_array_size(org);
+	snprintf(path, sizeof(path), "streams[%d]", i);
+	for (int j = 0; j < s->n_origins; j++) {
+		json_t *v = json_array_get(org, (size_t)j);
+		char key[24];
+
+		snprintf(key, sizeof(key), "origins[%d]", j);
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > TABLE_ID_MAX)
+			return json_util_field_fail(c, path, key, "expected a worker id in [1, %d]",
+						    TABLE_ID_MAX);
+		o = (uint64_t)json_integer_value(v);
+		s->origins[j] = (uint16_t)o;
+	}
+	return 0;
+}
+
 static const char *const table_keys[] = { "format", "job", "epoch", "gateway", "dtype",
 					  "elements", "chunk_elements", "limits", "trees",
-					  "cset_blocks" /* optional: the last */ };
+					  "cset_blocks", "streams" /* optional: the last two */ };
 
 struct table *
 table_parse(const char *text, const char *src, char *err, size_t errlen)
 {
-	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], n = 0, rc;
+	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], n = 0, n_streams, rc;
 	struct json_util_src c = { .src = src != NULL ? src : "<string>", .err = err, .errlen = errlen };
-	json_t *root, *fmt, *trees, *dtype;
+	json_t *root, *fmt, *trees, *dtype, *streams;
 	uint64_t job, epoch, elements, chunk_elements, cset_blocks = 0;
 	struct table_limits lim;
 	struct table_gw gw;
@@ -1032,7 +1343,7 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 		goto out;
 	}
 	if (check_keys(&c, root, "", table_keys, ARRAY_SIZE(table_keys),
-		       ARRAY_SIZE(table_keys) - 1) != 0 ||
+		       ARRAY_SIZE(table_keys) - 2) != 0 ||
 	    get_uint(&c, root, "", "job", 0, UINT32_MAX, &job) != 0 ||
 	    get_uint(&c, root, "", "epoch", 0, UINT32_MAX, &epoch) != 0 ||
 	    parse_gw(&c, json_object_get(root, "gateway"), "gateway", &gw) != 0)
@@ -1065,7 +1376,15 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 		if (size_tree(&c, json_array_get(trees, (size_t)i), i, &n_children[i],
 			      &n_workers[i]) != 0)
 			goto out;
-	tb = table_create(n, n_children, n_workers);
+	streams = json_object_get(root, "streams");
+	if (streams != NULL && (!json_is_array(streams) || json_array_size(streams) == 0 ||
+				json_array_size(streams) > TABLE_STREAMS_MAX)) {
+		json_util_field_fail(&c, "streams", "", "expected an array of 1 to %d streams "
+				     "(absent: none)", TABLE_STREAMS_MAX);
+		goto out;
+	}
+	n_streams = streams != NULL ? (int)json_array_size(streams) : 0;
+	tb = table_create_streams(n, n_children, n_workers, n_streams);
 	if (tb == NULL) {
 		rc = -errno;
 		json_util_fail(err, errlen, "%s: %s", c.src, strerror(errno));
@@ -1081,6 +1400,9 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 	tb->cset_blocks = (uint8_t)cset_blocks;
 	for (int i = 0; i < n; i++)
 		if (parse_tree(&c, json_array_get(trees, (size_t)i), i, &tb->trees[i]) != 0)
+			goto out;
+	for (int i = 0; i < n_streams; i++)
+		if (parse_stream(&c, json_array_get(streams, (size_t)i), i, &tb->streams[i]) != 0)
 			goto out;
 	if (table_validate(tb, vmsg, sizeof(vmsg)) != 0) {
 		json_util_fail(err, errlen, "%s: %s", c.src, vmsg);

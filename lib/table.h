@@ -67,6 +67,7 @@
 #define TABLE_CHUNK_BYTES_MAX 8192 /* payload of one chunk: fits a 9000-byte jumbo frame */
 #define TABLE_ID_MAX 0xfffe       /* largest gateway or worker id (0, 0xffff: none) */
 #define TABLE_CSET_BLOCKS_MAX 16  /* contributor set: worker ids up to 4095 */
+#define TABLE_STREAMS_MAX 64      /* multicast streams in one table */
 
 /** Element types of a tensor. 0 is not a dtype. */
 enum table_dtype {
@@ -131,6 +132,28 @@ struct table_tree {
 				   * subtree_workers the job must carry contributor sets */
 };
 
+/**
+ * This gateway's part in one multicast stream (selective multicast, docs/SELMCAST.md): the
+ * MCAST packets of the workers `origins` of the source site, every chunk [0, n_chunks) of
+ * the tensor, copied once to each next-hop gateway `to` of the stream's distribution tree
+ * and to each local worker `deliver`. Arrays are inline and bounded by the caps.
+ */
+struct table_stream {
+	uint16_t id;              /* stream id (the wire header's `tree` of an MCAST); unique
+				   * among the table's streams, independent of tree ids */
+	uint16_t source;          /* gateway id of the sending site */
+	bool has_from;            /* false exactly at the source gateway */
+	struct table_gw from;     /* the gateway the stream arrives from; zero at the source,
+				   * which takes it from its local workers `origins` */
+	int n_to;                 /* 0 .. TABLE_CHILDREN_MAX */
+	int n_deliver;            /* 0 .. TABLE_WORKERS_MAX; n_to + n_deliver >= 1 */
+	int n_origins;            /* 1 .. TABLE_WORKERS_MAX */
+	double rate_gbps;         /* pace the stream at this rate on each link to `to` */
+	struct table_gw to[TABLE_CHILDREN_MAX];         /* one copy each */
+	struct table_worker deliver[TABLE_WORKERS_MAX]; /* local workers, one copy each */
+	uint16_t origins[TABLE_WORKERS_MAX];            /* worker ids of the source site */
+};
+
 struct table {
 	uint32_t job;
 	uint32_t epoch;
@@ -144,6 +167,8 @@ struct table {
 				   * every local worker id < 256 * cset_blocks. 0: none */
 	int n_trees;              /* 0 .. limits.max_trees; a gateway in no tree has none */
 	struct table_tree *trees; /* sorted by id, inside the table's block */
+	int n_streams;            /* 0 .. TABLE_STREAMS_MAX; written only when nonzero */
+	struct table_stream *streams; /* sorted by id, inside the table's block */
 };
 
 /** One topology node of a deployment (table_compile()): its gateway and the job's workers. */
@@ -189,6 +214,18 @@ struct table_deploy {
  */
 struct table *table_create(int n_trees, const int *n_children, const int *n_workers);
 
+/**
+ * table_create() with room for n_streams multicast streams as well (0 .. TABLE_STREAMS_MAX),
+ * zeroed: the caller fills them. Still one allocation.
+ *
+ * @return  The table, or NULL with errno EINVAL or ENOMEM.
+ */
+struct table *table_create_streams(int n_trees, const int *n_children, const int *n_workers,
+				   int n_streams);
+
+/** The stream entry with id `id`, or NULL. */
+const struct table_stream *table_stream_find(const struct table *tb, uint16_t id);
+
 /** Free a table and everything in it. NULL is a no-op. */
 void table_free(struct table *tb);
 
@@ -197,7 +234,9 @@ void table_free(struct table *tb);
  * expected == n_workers + n_children, ids unique, addresses unicast dotted IPv4, ports in
  * range, counts and slot pools within `limits` and `limits` within the caps, tree ranges
  * disjoint inside [0, n_chunks) and covering it when the gateway has local workers,
- * every tree listing the same local workers.
+ * every tree listing the same local workers, and the multicast streams' rules (ids
+ * unique and ascending, `from` null exactly at the source, peers and workers distinct and
+ * valid, deliver workers among the trees' local workers when there are trees).
  *
  * @param err  Receives one line "field 'trees[1].expected': ..." naming the field.
  * @return     0, or -EINVAL with err filled.

@@ -91,6 +91,8 @@ wire_type_str(enum wire_type type)
 		return "probe";
 	case WIRE_TYPE_PROBE_REPLY:
 		return "probe_reply";
+	case WIRE_TYPE_MCAST:
+		return "mcast";
 	}
 	return "?";
 }
@@ -141,10 +143,11 @@ wire_reason_str(enum wire_reason reason)
 
 /* --- Header codec ------------------------------------------------------------------------ */
 
+/* Packets with a payload of elements: CONTRIB, RESULT and MCAST. */
 static inline bool
 type_is_data(enum wire_type t)
 {
-	return t == WIRE_TYPE_CONTRIB || t == WIRE_TYPE_RESULT;
+	return t == WIRE_TYPE_CONTRIB || t == WIRE_TYPE_RESULT || t == WIRE_TYPE_MCAST;
 }
 
 static inline bool
@@ -182,11 +185,13 @@ check_fields(const struct wire_pkt *p)
 {
 	enum wire_type t = p->type;
 	bool data = type_is_data(t), range = type_is_range(t), probe = type_is_probe(t);
+	bool mcast = t == WIRE_TYPE_MCAST;
 	unsigned int allowed;
 
 	if (!data && !range && !probe)
 		return WIRE_REASON_TYPE;
-	allowed = data ? WIRE_F_ALL : WIRE_F_ECHO;
+	/* MCAST is best effort: never retransmitted, never answered, so no flag at all. */
+	allowed = mcast ? 0 : data ? WIRE_F_ALL : WIRE_F_ECHO;
 	if ((p->flags & ~allowed) != 0)
 		return WIRE_REASON_FLAGS;
 	/* PROBE_REPLY and ACK are always answers: they must echo. */
@@ -196,13 +201,13 @@ check_fields(const struct wire_pkt *p)
 		return WIRE_REASON_RESERVED;
 	if (data ? wire_dtype_size(p->dtype) == 0 : p->dtype != WIRE_DTYPE_NONE)
 		return WIRE_REASON_DTYPE;
-	if (data ? p->cset_blocks > WIRE_CSET_BLOCKS_MAX : p->cset_blocks != 0)
+	if (data && !mcast ? p->cset_blocks > WIRE_CSET_BLOCKS_MAX : p->cset_blocks != 0)
 		return WIRE_REASON_CSET_LEN;
 	if (p->sender == 0 || p->origin == 0)
 		return WIRE_REASON_NODE;
 	if (!probe && (p->sender == WIRE_NODE_NONE || p->origin == WIRE_NODE_NONE))
 		return WIRE_REASON_NODE;
-	if (data ? p->contrib == 0 : p->contrib != 0)
+	if (mcast ? p->contrib != 1 : data ? p->contrib == 0 : p->contrib != 0)
 		return WIRE_REASON_CONTRIB;
 	if (data && p->cset_blocks != 0 && p->contrib >= p->cset_blocks * WIRE_CSET_BLOCK_IDS)
 		return WIRE_REASON_CONTRIB;

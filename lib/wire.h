@@ -79,7 +79,8 @@ enum wire_type {
 	WIRE_TYPE_NACK_RESULT = 5,      /* contributor asks its aggregator to resend results */
 	WIRE_TYPE_PROBE = 6,            /* round-trip probe / keepalive */
 	WIRE_TYPE_PROBE_REPLY = 7,      /* echo of a PROBE */
-	WIRE_TYPE_MAX = WIRE_TYPE_PROBE_REPLY,
+	WIRE_TYPE_MCAST = 8,            /* one chunk of one worker's update, selective multicast */
+	WIRE_TYPE_MAX = WIRE_TYPE_MCAST,
 };
 
 /** Element types (header byte 5). WIRE_DTYPE_NONE is the only value of control packets. */

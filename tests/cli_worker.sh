@@ -4,7 +4,10 @@
 # gateway exits 1 with one line; against a stand-in gateway on 127.0.0.1 (Python, stdlib
 # only, written from docs/PROTOCOL.md: it sums fp32 CONTRIBs and sends the RESULTs) rounds
 # verify, --json reports them, --input and --output carry a tensor, and a wrong
-# --all-workers fails the check with exit 1.
+# --all-workers fails the check with exit 1. Then --multicast against a stand-in gateway
+# that forwards MCAST between two local workers and adds the updates of two remote
+# origins: every chunk verified; a corrupted chunk, a lost chunk and a silent origin
+# reported as docs/CLIENT.md says.
 # Usage: tests/cli_worker.sh PATH/TO/georeduce-worker
 set -u
 worker=${1:?usage: cli_worker.sh PATH/TO/georeduce-worker}
@@ -142,6 +145,145 @@ expect 1 "wrong --all-workers fails the check" w --worker-id 11 --worker-id 12 \
 	--all-workers 11,12,13 --first-round 30
 grep -q "2 contributors, --all-workers names 3" "$tmp/err" && ok "says why" ||
 	not_ok "why: $(cat "$tmp/err")"
+
+# ---- --multicast: a selmcast job's table, streams and no trees ----
+kill "$gw_pid" 2>/dev/null
+wait "$gw_pid" 2>/dev/null
+MN=2000 MCE=64
+MC=$(((MN + MCE - 1) / MCE)) # 32 chunks, the last one of 16 elements
+Q=$((P + 100))
+mw() { echo "{\"id\": $1, \"ipv4\": \"127.0.0.1\", \"port\": $2}"; }
+wl() { echo "$(mw 11 $((Q + 1))), $(mw 12 $((Q + 2)))"; }
+cat >"$tmp/m.json" <<JSON
+{"format": "georeduce-table/1", "job": 10, "epoch": 3,
+ "gateway": {"id": 1, "ipv4": "127.0.0.1", "base_port": $Q, "ports": 1},
+ "dtype": "fp32", "elements": $MN, "chunk_elements": $MCE,
+ "limits": {"max_trees": 1, "max_children": 1, "max_workers": 4, "max_slots": 256},
+ "trees": [],
+ "streams": [{"id": 0, "source": 1, "from": null, "to": [], "deliver": [$(wl)],
+              "rate_gbps": 1.0, "origins": [11, 12]},
+             {"id": 1, "source": 2,
+              "from": {"id": 2, "ipv4": "127.0.0.2", "base_port": $Q, "ports": 1}, "to": [], "deliver": [$(wl)], "rate_gbps": 1.0, "origins": [21, 22]}]}
+JSON
+m() { "$worker" --table "$tmp/m.json" --multicast "$@"; }
+expect 2 "streams only, without --multicast" "$worker" --table "$tmp/m.json" --worker-id 11
+grep -q "use --multicast" "$tmp/err" && ok "says to use --multicast" || not_ok "$(cat "$tmp/err")"
+expect 2 "--multicast on a table without streams" w --multicast --worker-id 11
+grep -q "neither sends nor receives" "$tmp/err" && ok "says why" || not_ok "$(cat "$tmp/err")"
+expect 2 "--require-all without --multicast" w --worker-id 11 --require-all
+expect 2 "--round-interval without --multicast" w --worker-id 11 --round-interval 1
+expect 2 "--multicast with --input" m --worker-id 11 --input "$tmp/in.bin"
+expect 2 "--multicast with --all-workers" m --worker-id 11 --all-workers 11,12
+expect 2 "--round-interval 0" m --worker-id 11 --round-interval 0
+expect 2 "--start-at -1" m --worker-id 11 --start-at -1
+
+# The stand-in: MCAST from 11 or 12 goes to the other one; each chunk of 11's also brings
+# that chunk of the remote origins 21 and 22 to both (stream 1, as B's gateway would).
+# Round 41 corrupts one element of 22's chunk 3 to 12, round 42 loses 21's chunk 4 to 11,
+# round 43 loses every chunk of 22 to 12.
+python3 - "$Q" >"$tmp/mgw.log" 2>&1 <<'PY' &
+import socket, struct, sys, time
+HDR = struct.Struct(">HBBBBBBIIHHHHIIHHII10s")   # docs/PROTOCOL.md section 3
+q = int(sys.argv[1])
+port = {11: q + 1, 12: q + 2}
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+s.bind(("127.0.0.1", q))
+s.settimeout(0.5)
+end = time.time() + 60
+def send(stream, origin, rnd, chunk, count, job, epoch, body, to):
+    hdr = HDR.pack(0x4752, 1, 8, 0, 1, 0, 0, job, epoch, stream, 1, origin, 1, rnd, chunk,
+                   count, 0, 0, 0, bytes(10))
+    s.sendto(hdr + body, ("127.0.0.1", port[to]))
+while time.time() < end:
+    try:
+        pkt, addr = s.recvfrom(9000)
+    except socket.timeout:
+        continue
+    f = HDR.unpack_from(pkt)
+    typ, job, epoch, tree, sender, origin = f[2], f[7], f[8], f[9], f[10], f[11]
+    rnd, chunk, count = f[13], f[14], f[15]
+    if typ != 8 or tree != 0 or sender != origin or origin not in port:
+        print("unexpected packet", f, flush=True)
+        continue
+    send(0, origin, rnd, chunk, count, job, epoch, pkt[HDR.size:], 23 - origin)
+    if origin != 11:
+        continue
+    for o in (21, 22):
+        vals = [float((7 * o + chunk * 64 + i) % 61) for i in range(count)]
+        for to in (11, 12):
+            v = list(vals)
+            if rnd == 41 and o == 22 and chunk == 3 and to == 12:
+                v[5] += 1.0
+            if (rnd == 42 and o == 21 and chunk == 4 and to == 11) or \
+               (rnd == 43 and o == 22 and to == 12):
+                continue
+            send(1, o, rnd, chunk, count, job, epoch, struct.pack("<%df" % count, *v), to)
+PY
+gw_pid=$!
+sleep 0.3
+
+expect 0 "--multicast: two workers, two rounds" m --worker-id 11 --worker-id 12 --rounds 2 \
+	--first-round 38 --timeout 5
+[ "$(grep -c "3 of 3 origins complete, $((3 * MC)) chunks verified$" "$tmp/out")" -eq 4 ] &&
+	ok "every round: 3 origins complete, every chunk verified" ||
+	not_ok "multicast rounds: $(cat "$tmp/out")"
+grep -q "worker 12 round 39: .* ms, $MC chunks sent, " "$tmp/out" && ok "says the chunks sent" ||
+	not_ok "multicast line: $(cat "$tmp/out")"
+expect 0 "--multicast --json" m --worker-id 11 --worker-id 12 --first-round 40 --timeout 5 --json
+python3 -c '
+import json, sys
+d, mc = json.load(open(sys.argv[1])), int(sys.argv[2])
+assert d["ok"] and d["multicast"] and len(d["workers"]) == 2
+for w in d["workers"]:
+    r = w["rounds"][0]
+    assert w["ok"] and r["verified"] and r["round"] == 40 and r["sent"] == mc, r
+    assert r["origins"] == 3 and r["origins_complete"] == 3 and r["chunks_verified"] == 3 * mc
+    assert r["chunks_missing"] == 0 and r["chunks_wrong"] == 0
+    assert w["stats"]["mcast_sent"] == mc and w["stats"]["mcast_received"] == 3 * mc
+' "$tmp/out" "$MC" && ok "multicast JSON summary" || not_ok "multicast JSON: $(head -c 600 "$tmp/out")"
+
+# Workers in two processes keep in step by the clock.
+t0=$(python3 -c 'import time; print("%.3f" % (time.time() + 0.3))')
+m --worker-id 12 --rounds 2 --first-round 38 --start-at "$t0" --round-interval 1 \
+	>"$tmp/out12" 2>&1 &
+p12=$!
+expect 0 "--start-at, --round-interval: two processes" m --worker-id 11 --rounds 2 \
+	--first-round 38 --start-at "$t0" --round-interval 1
+if wait $p12 && [ "$(grep -c "3 of 3 origins complete" "$tmp/out" "$tmp/out12" |
+	awk -F: '{s += $2} END {print s}')" = 4 ]; then
+	ok "both processes verified both rounds"
+else
+	not_ok "two processes: $(cat "$tmp/out" "$tmp/out12")"
+fi
+
+expect 1 "a corrupted chunk fails the round" m --worker-id 11 --worker-id 12 --first-round 41 \
+	--timeout 5
+want=$(python3 -c 'import struct
+v = float((7 * 22 + 197) % 61)
+b = lambda x: struct.unpack("<I", struct.pack("<f", x))[0]
+print("0x%x, want 0x%x" % (b(v + 1), b(v)))')
+grep -qx "georeduce-worker: worker 12 round 41: origin 22 chunk 3 element 197 is $want (1 wrong chunks)" \
+	"$tmp/err" && ok "names worker, origin, chunk and element" || not_ok "corrupted: $(cat "$tmp/err")"
+grep -q "worker 12 round 41: .*3 of 3 origins complete, $((3 * MC - 1)) chunks verified, 1 WRONG (failed)" \
+	"$tmp/out" && grep -q "worker 11 round 41: .*$((3 * MC)) chunks verified$" "$tmp/out" &&
+	ok "the round line counts the wrong chunk" || not_ok "corrupted line: $(cat "$tmp/out")"
+
+expect 0 "a lost chunk is reported, not a failure" m --worker-id 11 --worker-id 12 \
+	--first-round 42 --timeout 0.5
+grep -q "worker 11 round 42: .*2 of 3 origins complete, $((3 * MC - 1)) chunks verified, 1 missing$" \
+	"$tmp/out" && ok "says 1 missing" || not_ok "lost chunk: $(cat "$tmp/out")"
+expect 1 "--require-all: a lost chunk fails" m --worker-id 11 --worker-id 12 --first-round 42 \
+	--timeout 0.5 --require-all
+grep -q "worker 11 round 42: 2 of 3 origins complete, 1 chunks missing after .* ms (--require-all)" \
+	"$tmp/err" && ok "says why" || not_ok "--require-all: $(cat "$tmp/err")"
+expect 1 "an origin that sent nothing fails" m --worker-id 11 --worker-id 12 --first-round 43 \
+	--timeout 0.5
+grep -q "worker 12 round 43: nothing from origin 22 in .* ms (2 of 3 origins complete, $MC chunks missing)" \
+	"$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok "names the origin" ||
+	not_ok "silent origin: $(cat "$tmp/err")"
+grep -q "unexpected" "$tmp/mgw.log" && not_ok "stand-in: $(cat "$tmp/mgw.log")" ||
+	ok "the stand-in saw only MCAST of the local origins"
 
 echo "cli_worker: $n tests, $fails failed"
 [ "$fails" -eq 0 ]

@@ -11,7 +11,8 @@
 #
 # With a third argument, four georeduce-worker clients then run more rounds through the
 # same gateways, a partial reduce (3 of 4 workers, contributor sets) runs with a
-# straggler, and both gateways run again with 5% loss each way.
+# straggler, a selective multicast job runs two streams whose copies the gateways' counters
+# must match exactly, and both gateways run again with 5% loss each way.
 #
 #   dataplane_e2e.sh DATAPLANE DPCTL [WORKER]
 set -u
@@ -259,6 +260,87 @@ print(sum(l['drops'].get('late', 0) for l in json.load(sys.stdin)['lcores']))"
 		not_ok "the straggler two rounds behind"
 		cat "$TMP/p11b.log"
 	fi
+fi
+
+# Selective multicast (job 44, streams and no trees): 11 at A multicasts to 12 at A and to
+# 21 and 22 at B; 21 multicasts to 11 and 12. Stream 1 leaves A for B (one copy per chunk
+# on the link) and A delivers it to 12; B delivers it to 21 and 22. Stream 2 leaves B for
+# A, which delivers it to 11 and 12. Both processes start each round on the same clock.
+# With --require-all every receiver got every chunk, so what the gateways received, and
+# so the copies they made, is known exactly:
+#   A: rx = R C (11's, from 11) + R C (21's, from B); copies = 2 R C + 2 R C
+#   B: rx = R C (11's, from A, once) + R C (21's); copies = 2 R C + R C
+# A gateway that sent B a copy per receiver would show at B as rx 3 R C.
+if [ -n "$WK" ]; then
+	MN=8000
+	MCH=$(((MN + CE - 1) / CE)) # 23 chunks, the last one short
+	MR=2
+	mtable() { # file gw streams
+		cat >"$1" <<JSON
+{"format": "georeduce-table/1", "job": 44, "epoch": 1, "gateway": $(gw "$2"),
+ "dtype": "fp32", "elements": $MN, "chunk_elements": $CE,
+ "limits": {"max_trees": 1, "max_children": 4, "max_workers": 4, "max_slots": 512},
+ "trees": [], "streams": [$3]}
+JSON
+	}
+	stream() { # id source from to deliver origins
+		echo "{\"id\": $1, \"source\": $2, \"from\": $3, \"to\": [$4], \"deliver\": [$5],
+		       \"rate_gbps\": 0.2, \"origins\": [$6]}"
+	}
+	mtable "$TMP/ma.json" 1 "$(stream 1 1 null "$(gw 2)" "$(wk 12)" 11),
+		$(stream 2 2 "$(gw 2)" "" "$(wk 11), $(wk 12)" 21)"
+	mtable "$TMP/mb.json" 2 "$(stream 1 1 "$(gw 1)" "" "$(wk 21), $(wk 22)" 11),
+		$(stream 2 2 null "$(gw 1)" "" 21)"
+	"$CTL" -s "$TMP/a.sock" install "$TMP/ma.json" >/dev/null &&
+		"$CTL" -s "$TMP/b.sock" install "$TMP/mb.json" >/dev/null &&
+		ok "multicast tables (two streams) installed" || not_ok "multicast tables"
+	for s in a b; do
+		for _ in $(seq 50); do resolved "$s" && break; sleep 0.1; done
+	done
+	mstat() { # sock: "mcast_rx mcast_copies", summed over lcores
+		"$CTL" -s "$TMP/$1.sock" --json stats | python3 -c "import json, sys
+l = json.load(sys.stdin)['lcores']
+print(sum(x['mcast_rx'] for x in l), sum(x['mcast_copies'] for x in l))"
+	}
+	ma0=$(mstat a) mb0=$(mstat b)
+	t0=$(python3 -c 'import time; print("%.3f" % (time.time() + 1))')
+	gwm() { # log table ids...
+		local log=$1 t=$2 a=()
+		shift 2
+		for i in "$@"; do a+=(--worker-id "$i"); done
+		ip netns exec "$NW" "$WK" --multicast --table "$t" "${a[@]}" --first-round 0 \
+			--rounds "$MR" --start-at "$t0" --round-interval 1.5 --timeout 1.5 \
+			--require-all >"$TMP/$log" 2>&1
+	}
+	gwm mA.log "$TMP/ma.json" 11 12 & wa=$!
+	gwm mB.log "$TMP/mb.json" 21 22 & wb=$!
+	mok=0
+	wait "$wa" || mok=1
+	wait "$wb" || mok=1
+	# Per worker: chunks sent, origins, chunks verified (every round).
+	for x in "11 $MCH 1 $MCH" "12 0 2 $((2 * MCH))" "21 $MCH 1 $MCH" "22 0 1 $MCH"; do
+		read -r id sent no nv <<<"$x"
+		line="^worker $id round [01]: .* ms, $sent chunks sent, $no of $no origins"
+		line+=" complete, $nv chunks verified$"
+		[ "$(grep -c "$line" "$TMP/mA.log" "$TMP/mB.log" |
+			awk -F: '{s += $2} END {print s}')" = "$MR" ] || mok=1
+	done
+	if [ "$mok" = 0 ]; then
+		ok "multicast: $MR rounds, 11 to 12, 21, 22 and 21 to 11, 12, every chunk bit-exact"
+	else
+		not_ok "multicast rounds"
+		cat "$TMP/mA.log" "$TMP/mB.log"
+		for s in a b; do "$CTL" -s "$TMP/$s.sock" stats; done
+	fi
+	read -r rxa cpa <<<"$(mstat a)"
+	read -r rxb cpb <<<"$(mstat b)"
+	read -r rxa0 cpa0 <<<"$ma0"
+	read -r rxb0 cpb0 <<<"$mb0"
+	RC=$((MR * MCH))
+	got="A rx $((rxa - rxa0)) copies $((cpa - cpa0)), B rx $((rxb - rxb0)) copies $((cpb - cpb0))"
+	want="A rx $((2 * RC)) copies $((4 * RC)), B rx $((2 * RC)) copies $((3 * RC))"
+	[ "$got" = "$want" ] && ok "replication counters as planned: $got" ||
+		not_ok "replication counters: $got, want $want"
 fi
 
 # Garbage on the control socket: an error reply or a closed connection, and the

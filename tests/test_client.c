@@ -746,6 +746,215 @@ sum_stat(const struct wrk *ws, int n, size_t off)
 
 /* ---- tests ------------------------------------------------------------------------------- */
 
+/* ---- selective multicast ---------------------------------------------------------------- */
+
+/* A fake gateway of one multicast stream: every MCAST from a worker goes to the other
+ * workers (sender rewritten), except the chunk `drop_chunk` of `drop_origin` towards
+ * `drop_to`. With the first copy to the second worker it also sends a duplicate, the same
+ * chunk of another round and garbage. */
+struct mgw {
+	int fd;
+	uint16_t port, gw_id, wport[3], wid[3];
+	uint16_t drop_origin, drop_to;
+	uint32_t drop_chunk;
+	atomic_bool stop;
+	pthread_t th;
+	unsigned int forwarded, bad;
+};
+
+static void *
+mgw_main(void *arg)
+{
+	struct mgw *g = arg;
+	uint8_t pkt[WIRE_UDP_PAYLOAD_MAX + 1];
+	bool injected = false;
+
+	while (!atomic_load(&g->stop)) {
+		struct pollfd pfd = { .fd = g->fd, .events = POLLIN };
+		struct wire_pkt p;
+		ssize_t len;
+
+		if (poll(&pfd, 1, 20) <= 0)
+			continue;
+		len = recv(g->fd, pkt, sizeof(pkt), 0);
+		if (len <= 0 || wire_hdr_decode(pkt, (size_t)len, &p, NULL) != 0 ||
+		    p.type != WIRE_TYPE_MCAST || p.sender != p.origin) {
+			g->bad++;
+			continue;
+		}
+		pkt[18] = (uint8_t)(g->gw_id >> 8);
+		pkt[19] = (uint8_t)g->gw_id;
+		for (int k = 0; k < 3; k++) {
+			struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(g->wport[k]),
+						  .sin_addr.s_addr = htonl(LOCALHOST) };
+
+			if (g->wid[k] == p.origin ||
+			    (p.origin == g->drop_origin && g->wid[k] == g->drop_to &&
+			     p.chunk == g->drop_chunk))
+				continue;
+			raw_send(g->fd, pkt, (size_t)len, &to);
+			g->forwarded++;
+			if (k == 1 && !injected) {
+				injected = true;
+				raw_send(g->fd, pkt, (size_t)len, &to);         /* duplicate */
+				pkt[27] ^= 1;                                   /* another round */
+				raw_send(g->fd, pkt, (size_t)len, &to);
+				pkt[27] ^= 1;
+				raw_send(g->fd, "garbage", 7, &to);
+			}
+		}
+	}
+	return NULL;
+}
+
+static uint16_t
+ephemeral_port(int *fd_keep)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(LOCALHOST) };
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	CU_ASSERT_FATAL(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+			getsockname(fd, (struct sockaddr *)&a, &al) == 0);
+	if (fd_keep != NULL)
+		*fd_keep = fd;
+	else
+		close(fd);
+	return ntohs(a.sin_port);
+}
+
+struct mwrk {
+	struct gr_client *c;
+	int k;
+	uint32_t timeout_ms;
+	int sent, complete;
+	unsigned int got, wrong;
+	uint8_t done[2];
+};
+
+#define M_ELEMS 1000
+#define M_CE 64
+
+static void
+mcast_cb(void *arg, uint16_t origin, uint32_t round, uint32_t chunk, const void *data,
+	 uint32_t count)
+{
+	struct mwrk *w = arg;
+
+	w->got++;
+	w->wrong += round != 4 || count != wire_chunk_len(M_ELEMS, M_CE, chunk);
+	for (uint32_t i = 0; i < count; i++) {
+		float v;
+
+		memcpy(&v, (const uint8_t *)data + 4 * i, 4);
+		w->wrong += v != (float)((7u * origin + chunk * M_CE + i) % 61);
+	}
+}
+
+static void *
+mwrk_main(void *arg)
+{
+	struct mwrk *w = arg;
+	float buf[M_ELEMS];
+	const struct gr_config *cfg = gr_client_config(w->c);
+	struct gr_mcast_opts mo = { .timeout_ms = w->timeout_ms, .complete = w->done };
+
+	for (uint32_t e = 0; e < M_ELEMS; e++)
+		buf[e] = (float)((7u * cfg->worker_id + e) % 61);
+	w->sent = gr_mcast_send(w->c, buf, M_ELEMS, GR_DTYPE_FP32, 4, NULL);
+	w->complete = gr_mcast_recv(w->c, 4, mcast_cb, w, &mo);
+	return NULL;
+}
+
+static void
+test_mcast(void)
+{
+	struct mgw g = { .gw_id = 1, .wid = { 11, 12, 13 }, .drop_origin = 13, .drop_to = 11,
+			 .drop_chunk = 5 };
+	struct mwrk ws[3];
+	pthread_t th[3];
+	char json[4096], deliver[512], err[GR_ERR_MAX];
+	size_t n = 0;
+	struct gr_config cfg;
+	struct gr_stats st;
+
+	g.port = ephemeral_port(&g.fd);
+	for (int k = 0; k < 3; k++) {
+		g.wport[k] = ephemeral_port(NULL);
+		n += (size_t)snprintf(deliver + n, sizeof(deliver) - n,
+				      "%s{\"id\": %u, \"ipv4\": \"127.0.0.1\", \"port\": %u}",
+				      k ? ", " : "", g.wid[k], g.wport[k]);
+	}
+	/* A multicast-only table: no trees, one stream from this gateway's three workers to
+	 * each other. */
+	snprintf(json, sizeof(json),
+		 "{\"format\": \"georeduce-table/1\", \"job\": 5, \"epoch\": 2,"
+		 " \"gateway\": {\"id\": 1, \"ipv4\": \"127.0.0.1\", \"base_port\": %u, \"ports\": 1},"
+		 " \"dtype\": \"fp32\", \"elements\": %d, \"chunk_elements\": %d,"
+		 " \"limits\": {\"max_trees\": 4, \"max_children\": 4, \"max_workers\": 8,"
+		 " \"max_slots\": 4096}, \"trees\": [], \"streams\": [{\"id\": 3, \"source\": 1,"
+		 " \"from\": null, \"to\": [], \"deliver\": [%s], \"rate_gbps\": 3.0,"
+		 " \"origins\": [11, 12, 13]}]}", g.port, M_ELEMS, M_CE, deliver);
+	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, 12, err, sizeof(err)) == 0);
+	CHECK(cfg.n_trees == 0 && cfg.mcast_send && cfg.mcast_stream == 3 &&
+	      cfg.mcast_rate_gbps == 1.0 && cfg.n_origins == 2 && cfg.origins[0] == 11 &&
+	      cfg.origins[1] == 13 && cfg.origin_streams[1] == 3 && cfg.worker_port == g.wport[1],
+	      "config: %u origins, stream %u", cfg.n_origins, cfg.mcast_stream);
+	CHECK(gr_config_from_table_string(&cfg, json, 14, err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "not a local worker") != NULL, "%s", err);
+	for (int k = 0; k < 3; k++) {
+		CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, g.wid[k], err,
+							    sizeof(err)) == 0);
+		ws[k] = (struct mwrk){ .k = k, .timeout_ms = k == 0 ? 1500 : 10000 };
+		ws[k].c = gr_client_create(&cfg, err, sizeof(err));
+		CU_ASSERT_FATAL(ws[k].c != NULL);
+	}
+	/* No trees: AllReduce is refused with a clear error. */
+	{
+		float b[M_ELEMS] = { 0 };
+
+		CHECK(gr_allreduce(ws[0].c, b, M_ELEMS, GR_DTYPE_FP32, 1, NULL) == -EINVAL &&
+		      strstr(gr_client_error(ws[0].c), "multicast-only") != NULL, "%s",
+		      gr_client_error(ws[0].c));
+		CHECK(gr_mcast_send(ws[0].c, b, 999, GR_DTYPE_FP32, 1, NULL) == -EINVAL, "size");
+	}
+	CU_ASSERT_FATAL(pthread_create(&g.th, NULL, mgw_main, &g) == 0);
+	for (int k = 0; k < 3; k++)
+		CU_ASSERT_FATAL(pthread_create(&th[k], NULL, mwrk_main, &ws[k]) == 0);
+	for (int k = 0; k < 3; k++)
+		pthread_join(th[k], NULL);
+	atomic_store(&g.stop, true);
+	pthread_join(g.th, NULL);
+	for (int k = 0; k < 3; k++) {
+		CHECK(ws[k].sent == 16, "worker %d sent %d", k, ws[k].sent);
+		CHECK(ws[k].wrong == 0, "worker %d: %u wrong", k, ws[k].wrong);
+		gr_client_stats(ws[k].c, &st);
+		CHECK(st.mcast_sent == 16, "worker %d: %llu sent", k,
+		      (unsigned long long)st.mcast_sent);
+		if (k == 0) {
+			/* Chunk 5 of 13 never came: 11 and 12 ... only 12's update complete. */
+			CHECK(ws[k].complete == 1 && ws[k].got == 31 && ws[k].done[0] == 1 &&
+			      ws[k].done[1] == 0 && strstr(gr_client_error(ws[k].c), "1 chunks "
+							   "missing") != NULL,
+			      "worker 11: %d complete, %u chunks: %s", ws[k].complete, ws[k].got,
+			      gr_client_error(ws[k].c));
+		} else {
+			CHECK(ws[k].complete == 2 && ws[k].got == 32 && ws[k].done[0] &&
+			      ws[k].done[1], "worker %d: %d complete, %u chunks (%s)", k,
+			      ws[k].complete, ws[k].got, gr_client_error(ws[k].c));
+		}
+		if (k == 1)
+			CHECK(st.duplicates == 1 && st.stale == 1 && st.invalid == 1,
+			      "worker 12: %llu duplicates, %llu stale, %llu invalid",
+			      (unsigned long long)st.duplicates, (unsigned long long)st.stale,
+			      (unsigned long long)st.invalid);
+		gr_client_free(ws[k].c);
+	}
+	CHECK(g.bad == 0 && g.forwarded == 3 * 2 * 16 - 1, "gateway: %u forwarded, %u bad",
+	      g.forwarded, g.bad);
+	close(g.fd);
+}
+
 static void
 test_config_table(void)
 {
@@ -1336,6 +1545,7 @@ main(void)
 	static const struct testutil_case tests[] = {
 		{ "configuration from a table", test_config_table },
 		{ "configuration checks", test_config_check },
+		{ "selective multicast: send, receive, loss, strays", test_mcast },
 		{ "call arguments", test_call_args },
 		{ "fp32, three workers, two trees", test_fp32 },
 		{ "fp16, bf16, odd sizes", test_fp16_bf16_odd },

@@ -452,6 +452,142 @@ test_crew_plan(void)
 	deploy_free(d);
 }
 
+/*
+ * selmcast: a relay r joins a, b and c (one worker each); a-r carries 4 Gbit/s, the rest
+ * 10. With p = 2 every site sends to both others, so each stream's distribution tree is a
+ * star through r: the link out of the source carries ONE copy that r replicates.
+ */
+static const char selmcast_deploy[] =
+	"{\"format\": \"georeduce-deployment/1\", \"topology\": {"
+	" \"format\": \"georeduce-topology/1\", \"name\": \"star\", \"nodes\": ["
+	" {\"id\": \"a\", \"workers\": 1}, {\"id\": \"b\", \"workers\": 1},"
+	" {\"id\": \"c\", \"workers\": 1}, {\"id\": \"r\", \"workers\": 0}], \"links\": ["
+	" {\"a\": \"a\", \"b\": \"r\", \"gbps\": 4, \"latency_ms\": 5},"
+	" {\"a\": \"b\", \"b\": \"r\", \"gbps\": 10, \"latency_ms\": 5},"
+	" {\"a\": \"c\", \"b\": \"r\", \"gbps\": 10, \"latency_ms\": 5}]},"
+	" \"gateways\": ["
+	" {\"node\": \"a\", \"id\": 1, \"ipv4\": \"10.98.0.1\", \"socket\": \"/tmp/a.sock\"},"
+	" {\"node\": \"b\", \"id\": 2, \"ipv4\": \"10.98.0.2\", \"socket\": \"/tmp/b.sock\"},"
+	" {\"node\": \"c\", \"id\": 3, \"ipv4\": \"10.98.0.3\", \"socket\": \"/tmp/c.sock\"},"
+	" {\"node\": \"r\", \"id\": 4, \"ipv4\": \"10.98.0.4\", \"socket\": \"/tmp/r.sock\"}],"
+	" \"jobs\": [{\"id\": 9, \"algorithm\": \"selmcast\", \"options\": {\"p\": 2},"
+	" \"dtype\": \"fp32\", \"elements\": 100000, \"workers\": ["
+	" {\"node\": \"a\", \"id\": 101, \"ipv4\": \"10.98.1.1\", \"port\": 5000},"
+	" {\"node\": \"b\", \"id\": 201, \"ipv4\": \"10.98.2.1\", \"port\": 5000},"
+	" {\"node\": \"c\", \"id\": 301, \"ipv4\": \"10.98.3.1\", \"port\": 5000}]}]}";
+
+static void
+test_selmcast_plan(void)
+{
+	enum { A, B, C, R };
+	char err[JOBPLAN_ERR_MAX], path[256], sum[1024];
+	struct deploy *d = deploy_parse(selmcast_deploy, "selmcast.json", err, sizeof(err));
+	struct jobplan *jp = NULL;
+	double load[3][2] = { { 0 } };
+
+	if (!CHECK(d != NULL, "%s", err))
+		return;
+	CHECK(d->jobs[0].algo == DEPLOY_ALGO_SELMCAST && d->jobs[0].mcast_p == 2 &&
+	      !d->jobs[0].mcast_application, "parsed options");
+	CHECK(jobplan_build(d, 0, NULL, NULL, 1, &jp, err, sizeof(err)) == 0, "%s", err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(jp);
+	CHECK(jp->plan->n_trees == 0 && jp->n_streams == 3 && jp->n_tables == 4,
+	      "%d trees, %d streams, %d tables", jp->plan->n_trees, jp->n_streams, jp->n_tables);
+	CHECK(json_object_get(jp->plan->extra, "multicast") != NULL, "multicast section");
+	CHECK(jp->plan->allreduce_seconds > 0, "predicted %g s", jp->plan->allreduce_seconds);
+	for (int s = 0; s < jp->n_streams; s++) {
+		const struct jobplan_stream *st = &jp->streams[s];
+		int src = st->source;
+
+		/* Star through r: every site other than the source hangs off r. */
+		for (int v = 0; v < 4; v++)
+			CHECK(st->parent[v] == (v == src ? PLAN_ROOT : v == R ? src : R),
+			      "stream %d: node %d's parent %d", s, v, st->parent[v]);
+		CHECK(st->rate_gbps > 0, "stream %d rate", s);
+		/* Links are (a,r), (b,r), (c,r): index = site. Up from the source, down to the
+		 * other two. */
+		for (int v = 0; v < 3; v++)
+			load[v][v == src ? 0 : 1] += st->rate_gbps;
+	}
+	for (int v = 0; v < 3; v++)
+		for (int dir = 0; dir < 2; dir++)
+			CHECK(load[v][dir] <= d->topo->links[v].gbps_ab * (1 + 1e-9),
+			      "link %d direction %d: %g Gbit/s over %g", v, dir, load[v][dir],
+			      d->topo->links[v].gbps_ab);
+	/* The 4 Gbit/s link into a carries two streams: the binding one. */
+	CHECK(fabs(load[A][1] - 4) < 1e-6, "a's downlink filled: %g", load[A][1]);
+	/* Tables: the relay replicates every stream to the two others, one copy each; a
+	 * receiver delivers to its worker; a source takes its worker's updates. */
+	{
+		const struct table *tr = jp->tables[R], *ta = jp->tables[A];
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(tr);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(ta);
+		CHECK(tr->n_trees == 0 && tr->n_streams == 3, "r: %d streams", tr->n_streams);
+		for (int s = 0; s < tr->n_streams; s++) {
+			const struct table_stream *e = &tr->streams[s];
+
+			CHECK(e->has_from && e->from.id == e->source && e->n_to == 2 &&
+			      e->n_deliver == 0 && e->n_origins == 1 &&
+			      e->origins[0] == 100 * e->source + 1,
+			      "r stream %u: from %u, %d to, %d deliver", e->id, e->from.id, e->n_to,
+			      e->n_deliver);
+		}
+		CHECK(ta->n_streams == 3, "a: %d streams", ta->n_streams);
+		for (int s = 0; s < ta->n_streams; s++) {
+			const struct table_stream *e = &ta->streams[s];
+
+			if (e->source == 1)
+				CHECK(!e->has_from && e->n_to == 1 && e->to[0].id == 4 &&
+				      e->n_deliver == 1 && e->deliver[0].id == 101 &&
+				      e->origins[0] == 101, "a's own stream");
+			else
+				CHECK(e->has_from && e->from.id == 4 && e->n_to == 0 &&
+				      e->n_deliver == 1 && e->deliver[0].id == 101,
+				      "a receives stream %u", e->id);
+		}
+	}
+	jobplan_summary(jp, sum, sizeof(sum));
+	CHECK(strstr(sum, "selmcast: 0 trees") != NULL && strstr(sum, "stream 2 from c") != NULL,
+	      "%s", sum);
+	/* jobplan_write writes the plan and every table. */
+	CHECK(jobplan_write(jp, d, dir, err, sizeof(err)) == 0, "%s", err);
+	snprintf(path, sizeof(path), "%s/job-9-r.json", dir);
+	{
+		struct table *back = table_load(path, err, sizeof(err));
+
+		CHECK(back != NULL && back->n_streams == 3, "%s", err);
+		table_free(back);
+	}
+	unlink(path);
+	for (int v = 0; v < 3; v++) {
+		snprintf(path, sizeof(path), "%s/job-9-%c.json", dir, "abc"[v]);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/job-9-plan.json", dir);
+	CHECK(access(path, R_OK) == 0, "plan written");
+	unlink(path);
+	jobplan_free(jp);
+	jp = NULL;
+	/* Without c: two sites, p clamps to the one other site. */
+	{
+		static const bool up[4] = { true, true, false, true };
+
+		CHECK(jobplan_build(d, 0, up, NULL, 2, &jp, err, sizeof(err)) == 0, "%s", err);
+		CHECK(jp != NULL && jp->n_streams == 2 && jp->tables[C] == NULL, "without c");
+		jobplan_free(jp);
+		jp = NULL;
+	}
+	/* Only one site left: no multicast to plan. */
+	{
+		static const bool up[4] = { true, false, false, true };
+
+		CHECK(jobplan_build(d, 0, up, NULL, 3, &jp, err, sizeof(err)) == -ENOENT &&
+		      strstr(err, "needs 2") != NULL, "one site: %s", err);
+	}
+	deploy_free(d);
+}
+
 /* The ring as chain trees: one per member, a valid plan, each link within capacity. */
 static void
 test_ring_chains(void)
@@ -512,6 +648,7 @@ main(void)
 	CU_add_test(s, "planning with measured link capacities", test_plan_measured_links);
 	CU_add_test(s, "the ring as chain trees", test_ring_chains);
 	CU_add_test(s, "CREW as stars with a threshold", test_crew_plan);
+	CU_add_test(s, "selmcast: streams, one copy per tree edge, rates fit", test_selmcast_plan);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

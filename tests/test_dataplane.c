@@ -479,6 +479,181 @@ test_root_three_workers(void)
 	dp_down();
 }
 
+/*
+ * Selective multicast at gateway 1 (docs/PROTOCOL.md section 7.5). Stream 5 comes from
+ * gateway 2 (the source site's workers 31 and 32) and goes on to gateways 3 and 4 and to
+ * the local workers 21 and 22; stream 6 starts here, from the local workers 21 and 22,
+ * towards gateway 3 (and the other local worker).
+ */
+static struct table *
+mcast_table(void)
+{
+	struct table *tb = table_create_streams(0, NULL, NULL, 2);
+	struct table_stream *a = &tb->streams[0], *b = &tb->streams[1];
+	const struct table_worker w21 = { 21, PEER_IP(21), WORKER_PORT };
+	const struct table_worker w22 = { 22, PEER_IP(22), WORKER_PORT };
+
+	tb->job = 8;
+	tb->epoch = 1;
+	tb->gw = (struct table_gw){ 1, GW_IP, WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT };
+	tb->dtype = TABLE_DTYPE_FP32;
+	tb->elements = 1000;
+	tb->chunk_elements = 64;
+	tb->limits = (struct table_limits){ 8, 4, 16, 4096 };
+	a->id = 5;
+	a->source = 2;
+	a->has_from = true;
+	a->from = (struct table_gw){ 2, PEER_IP(2), WIRE_PORT_BASE_DEFAULT,
+				     WIRE_PORT_COUNT_DEFAULT };
+	a->n_to = 2;
+	a->to[0] = (struct table_gw){ 3, PEER_IP(3), WIRE_PORT_BASE_DEFAULT,
+				      WIRE_PORT_COUNT_DEFAULT };
+	a->to[1] = (struct table_gw){ 4, PEER_IP(4), WIRE_PORT_BASE_DEFAULT,
+				      WIRE_PORT_COUNT_DEFAULT };
+	a->n_deliver = 2;
+	a->deliver[0] = w21;
+	a->deliver[1] = w22;
+	a->n_origins = 2;
+	a->origins[0] = 32;
+	a->origins[1] = 31;
+	a->rate_gbps = 10;
+	b->id = 6;
+	b->source = 1;
+	b->n_to = 1;
+	b->to[0] = a->to[0];
+	b->n_deliver = 2;
+	b->deliver[0] = w21;
+	b->deliver[1] = w22;
+	b->n_origins = 2;
+	b->origins[0] = 21;
+	b->origins[1] = 22;
+	b->rate_gbps = 10;
+	return tb;
+}
+
+/* An MCAST of stream `stream` from sender (at 10.0.0.sender), origin's data. */
+static struct rte_mbuf *
+mcast_f32(uint16_t stream, uint16_t sender, uint16_t origin, uint32_t round, uint32_t chunk,
+	  uint16_t count)
+{
+	float pl[4096];
+	struct pkt p = { WIRE_TYPE_MCAST, 0, 8, 1, stream, sender, origin, 1, round, chunk,
+			 WIRE_DTYPE_FP32, count, PEER_IP(sender) };
+
+	for (uint16_t i = 0; i < count; i++)
+		pl[i] = val(origin, (uint64_t)chunk * 64 + i);
+	return mk_pkt(&p, pl);
+}
+
+static void
+test_mcast(void)
+{
+	static struct out o[16];
+	bool seen[41] = { false };
+	int n, bad = 0;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mcast_table(), "install") == 0);
+	/* One MCAST of the last chunk (40 elements) from upstream: exactly four copies. */
+	inject(mcast_f32(5, 2, 31, 9, 15, 40));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT_FATAL(n == 4);
+	for (int k = 0; k < n; k++) {
+		const struct out *x = &o[k];
+		uint32_t d = x->fl.dst_ip & 0xff;
+		bool gw = d == 3 || d == 4;
+
+		bad += x->p.type != WIRE_TYPE_MCAST || x->p.tree != 5 || x->p.sender != 1 ||
+		       x->p.origin != 31 || x->p.contrib != 1 || x->p.round != 9 ||
+		       x->p.chunk != 15 || x->p.count != 40 || x->p.flags != 0 || x->p.job != 8 ||
+		       x->p.epoch != 1;
+		bad += x->fl.src_ip != GW_IP || x->fl.dst_mac[5] != d;
+		bad += gw ? x->fl.dst_port != wire_udp_port(WIRE_PORT_BASE_DEFAULT,
+							     WIRE_PORT_COUNT_DEFAULT, 15)
+			  : !(d == 21 || d == 22) || x->fl.dst_port != WORKER_PORT;
+		bad += x->len != WIRE_FRAME_PAYLOAD_OFF + 40 * 4;
+		for (uint32_t i = 0; i < 40; i++)
+			bad += out_f32(x, i) != val(31, 15 * 64 + i);
+		if (d <= 40)
+			seen[d] = true;
+	}
+	CU_ASSERT(bad == 0);
+	CU_ASSERT(seen[3] && seen[4] && seen[21] && seen[22]);
+	CU_ASSERT(ctr(DP_CTR_MCAST_RX) == 1);
+	CU_ASSERT(ctr(DP_CTR_MCAST_COPIES) == 4);
+
+	/* Drops, by reason, none answered. */
+	inject(mcast_f32(5, 3, 31, 9, 0, 64));          /* not the upstream gateway */
+	inject(mcast_f32(5, 2, 33, 9, 0, 64));          /* not an origin of the stream */
+	inject(mcast_f32(5, 31, 31, 9, 0, 64));         /* the origin itself, off the source */
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 3);
+	inject(mcast_f32(7, 2, 31, 9, 0, 64));          /* unknown stream */
+	inject(mcast_f32(0, 2, 31, 9, 0, 64));          /* unknown stream (below the ids) */
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_UNKNOWN_TREE) == 2);
+	inject(mcast_f32(5, 2, 31, 9, 16, 64));         /* past the last chunk */
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_BAD_CHUNK) == 1);
+	inject(mcast_f32(5, 2, 31, 9, 15, 64));         /* the last chunk has 40 elements */
+	inject(mcast_f32(5, 2, 31, 9, 3, 40));          /* the others 64 */
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 2);
+	{
+		struct pkt p = { WIRE_TYPE_MCAST, 0, 8, 1, 5, 2, 31, 1, 9, 0, WIRE_DTYPE_FP16, 64,
+				 PEER_IP(2) };
+
+		inject(mk_pkt(&p, NULL));               /* wrong dtype */
+		p.epoch = 2;
+		inject(mk_pkt(&p, NULL));               /* epoch ahead */
+		p.job = 99;
+		inject(mk_pkt(&p, NULL));               /* unknown job */
+	}
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 3);
+	CU_ASSERT(drops(WIRE_REASON_EPOCH_AHEAD) == 1);
+	CU_ASSERT(drops(WIRE_REASON_UNKNOWN_JOB) == 1);
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(ctr(DP_CTR_MCAST_RX) == 1 && ctr(DP_CTR_MCAST_COPIES) == 4);
+
+	/* At the source: worker 21's own update goes to gateway 3 and to worker 22 only. */
+	inject(mcast_f32(6, 21, 21, 4, 2, 64));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT_FATAL(n == 2);
+	bad = 0;
+	for (int k = 0; k < n; k++) {
+		uint32_t d = o[k].fl.dst_ip & 0xff;
+
+		bad += o[k].p.sender != 1 || o[k].p.origin != 21 || o[k].p.tree != 6 ||
+		       !(d == 3 || d == 22) || out_f32(&o[k], 5) != val(21, 2 * 64 + 5);
+	}
+	CU_ASSERT(bad == 0 && (o[0].fl.dst_ip & 0xff) != (o[1].fl.dst_ip & 0xff));
+	CU_ASSERT(ctr(DP_CTR_MCAST_COPIES) == 6);
+	/* ... but not from a worker that is no origin, nor on behalf of another worker, nor
+	 * from the upstream of a stream that starts here. */
+	inject(mcast_f32(6, 23, 23, 4, 2, 64));
+	inject(mcast_f32(6, 21, 22, 4, 2, 64));
+	inject(mcast_f32(6, 2, 21, 4, 2, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 6);
+	/* The stats name the counters. */
+	{
+		json_t *rep = call("{\"version\": 1, \"id\": 1, \"op\": \"stats\"}");
+		char *txt = json_dumps(rep, JSON_COMPACT);
+
+		CU_ASSERT(txt != NULL && strstr(txt, "\"mcast_copies\":6") != NULL &&
+			  strstr(txt, "\"mcast_rx\":2") != NULL);
+		if (txt != NULL && strstr(txt, "\"mcast_copies\":6") == NULL)
+			fprintf(stderr, "%s\n", txt);
+		free(txt);
+		json_decref(rep);
+	}
+	dp_down();
+}
+
 /* An fp32 CONTRIB of one chunk with a one-block contributor set: the sum of the values of
  * workers ids[0 .. n - 1], from sender (a worker, or a gateway's partial sum). */
 static struct rte_mbuf *
@@ -1890,6 +2065,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "previous round's RESULT for a child", test_prev_round_child);
 	CU_add_test(s, "control requests", test_control);
 	CU_add_test(s, "epoch swap under traffic", test_epoch_swap_under_traffic);
+	CU_add_test(s, "selective multicast: copies, drops, source", test_mcast);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failures = CU_get_number_of_failures();

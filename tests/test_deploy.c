@@ -243,6 +243,43 @@ static const struct bad_case bad_cases[] = {
 	{ "jobs[0].options.min_workers", "2", "field 'jobs[0].options.min_workers': unknown" },
 };
 
+/* A selmcast job: options parsed, defaults, and bad options named. */
+static void
+test_selmcast(void)
+{
+	static const struct { const char *opts; const char *want; } bad[] = {
+		{ "{\"p\": 0}", "field 'jobs[1].options.p'" },
+		{ "{\"p\": 1.5}", "field 'jobs[1].options.p'" },
+		{ "{\"model\": \"ip\"}", "field 'jobs[1].options.model': expected \"network\"" },
+		{ "{\"model\": 1}", "field 'jobs[1].options.model'" },
+		{ "{\"min_workers\": 1}", "field 'jobs[1].options.min_workers': unknown" },
+	};
+	char err[DEPLOY_ERR_MAX] = "";
+	json_error_t je;
+	json_t *doc = example();
+	struct deploy *d;
+
+	mutate(doc, "jobs[1].algorithm", json_string("selmcast"));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d != NULL && d->jobs[1].algo == DEPLOY_ALGO_SELMCAST && d->jobs[1].mcast_p == 0 &&
+	      !d->jobs[1].mcast_application, "defaults: %s", err);
+	CHECK(d != NULL && strcmp(deploy_algo_name(d->jobs[1].algo), "selmcast") == 0, "name");
+	deploy_free(d);
+	mutate(doc, "jobs[1].options", json_loads("{\"p\": 2, \"model\": \"application\"}", 0, &je));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d != NULL && d->jobs[1].mcast_p == 2 && d->jobs[1].mcast_application, "options: %s",
+	      err);
+	deploy_free(d);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		mutate(doc, "jobs[1].options", json_loads(bad[i].opts, 0, &je));
+		d = parse_json(doc, err, sizeof(err));
+		CHECK(d == NULL && strstr(err, bad[i].want) != NULL && strchr(err, '\n') == NULL,
+		      "%s: '%s' lacks '%s'", bad[i].opts, err, bad[i].want);
+		deploy_free(d);
+	}
+	json_decref(doc);
+}
+
 static void
 test_bad_fields(void)
 {
@@ -306,6 +343,7 @@ main(void)
 	CU_add_test(s, "the example and its defaults", test_example);
 	CU_add_test(s, "paths relative to the deployment", test_relative_paths);
 	CU_add_test(s, "every bad field is named", test_bad_fields);
+	CU_add_test(s, "selmcast jobs and their options", test_selmcast);
 	CU_add_test(s, "JSON syntax errors", test_syntax);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();

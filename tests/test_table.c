@@ -74,6 +74,7 @@ table_same(const struct table *x, const struct table *y, char *why, size_t n)
 	if (x->job != y->job || x->epoch != y->epoch || !gw_same(&x->gw, &y->gw) ||
 	    x->dtype != y->dtype || x->elements != y->elements ||
 	    x->chunk_elements != y->chunk_elements || x->n_trees != y->n_trees ||
+	    x->n_streams != y->n_streams ||
 	    memcmp(&x->limits, &y->limits, sizeof(x->limits)) != 0) {
 		snprintf(why, n, "header differs");
 		return false;
@@ -100,6 +101,24 @@ table_same(const struct table *x, const struct table *y, char *why, size_t n)
 				snprintf(why, n, "trees[%d].workers[%d] differs", i, j);
 				return false;
 			}
+	}
+	for (int i = 0; i < x->n_streams; i++) {
+		const struct table_stream *a = &x->streams[i], *b = &y->streams[i];
+		bool same = a->id == b->id && a->source == b->source &&
+			    a->has_from == b->has_from && (!a->has_from || gw_same(&a->from, &b->from)) &&
+			    a->n_to == b->n_to && a->n_deliver == b->n_deliver &&
+			    a->n_origins == b->n_origins && a->rate_gbps == b->rate_gbps;
+
+		for (int j = 0; same && j < a->n_to; j++)
+			same = gw_same(&a->to[j], &b->to[j]);
+		for (int j = 0; same && j < a->n_deliver; j++)
+			same = worker_same(&a->deliver[j], &b->deliver[j]);
+		for (int j = 0; same && j < a->n_origins; j++)
+			same = a->origins[j] == b->origins[j];
+		if (!same) {
+			snprintf(why, n, "streams[%d] differs", i);
+			return false;
+		}
 	}
 	return true;
 }
@@ -1649,6 +1668,182 @@ out:
 }
 
 /* Bad JSON: the message gives file:line:column. */
+/*
+ * Multicast streams: gateway c (id 3, worker 301) relays stream 10 of gateway a (id 1,
+ * workers 101 102) from r (4) to b (2) and delivers it to 301; it is the source of
+ * stream 11 (origin 301) towards r. Also a multicast-only table (no trees).
+ */
+static json_t *
+streams_json(void)
+{
+	return json_pack("[{s:i, s:i, s:{s:i, s:s, s:i, s:i}, s:[{s:i, s:s, s:i, s:i}],"
+			 " s:[{s:i, s:s, s:i}], s:f, s:[i, i]},"
+			 " {s:i, s:i, s:n, s:[{s:i, s:s, s:i, s:i}], s:[], s:f, s:[i]}]",
+			 "id", 10, "source", 1,
+			 "from", "id", 4, "ipv4", "10.0.0.4", "base_port", 40000, "ports", 4,
+			 "to", "id", 2, "ipv4", "10.0.0.2", "base_port", 40000, "ports", 4,
+			 "deliver", "id", 301, "ipv4", "10.1.3.1", "port", 5000,
+			 "rate_gbps", 2.5, "origins", 101, 102,
+			 "id", 11, "source", 3, "from",
+			 "to", "id", 4, "ipv4", "10.0.0.4", "base_port", 40000, "ports", 4,
+			 "deliver", "rate_gbps", 1.5, "origins", 301);
+}
+
+/* c's table with the streams above. */
+static json_t *
+with_streams(const struct table *c)
+{
+	json_t *j = tj(c);
+
+	jset(j, "streams", streams_json());
+	return j;
+}
+
+static void
+stream_rejects_at(int line, const struct table *c, const char *path, json_t *val,
+		  const char *needle, const char *needle2)
+{
+	json_t *j = with_streams(c);
+
+	jset(j, path, val);
+	rejects_json_at(line, j, needle, needle2);
+}
+#define STREAM_REJECTS(c, path, val, n1, n2) \
+	stream_rejects_at(__LINE__, (c), (path), (val), (n1), (n2))
+
+static void
+test_streams(void)
+{
+	char err[TABLE_ERR_MAX] = "", *text = NULL, *plain = NULL;
+	struct table *c = NULL, *tb = NULL, *mc = NULL;
+	struct scen sc;
+	json_t *j;
+
+	if (!scen_init(&sc))
+		return;
+	c = COMPILE(&sc, C);
+	if (c == NULL)
+		goto out;
+	/* Without streams nothing is written: existing tables are unchanged. */
+	plain = table_text(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(plain);
+	CU_ASSERT_PTR_NULL(strstr(plain, "streams"));
+	CU_ASSERT_EQUAL(c->n_streams, 0);
+
+	j = with_streams(c);
+	text = json_dumps(j, JSON_INDENT(2));
+	json_decref(j);
+	tb = table_parse(text, SRC, err, sizeof(err));
+	if (!CHECK(tb != NULL, "%s", err))
+		goto out;
+	CU_ASSERT_EQUAL(tb->n_streams, 2);
+	CU_ASSERT_EQUAL(tb->streams[0].id, 10);
+	CU_ASSERT(tb->streams[0].has_from && tb->streams[0].from.id == 4);
+	CU_ASSERT_EQUAL(tb->streams[0].n_to, 1);
+	CU_ASSERT_EQUAL(tb->streams[0].to[0].id, 2);
+	CU_ASSERT_EQUAL(tb->streams[0].n_deliver, 1);
+	CU_ASSERT_EQUAL(tb->streams[0].deliver[0].id, 301);
+	CU_ASSERT_EQUAL(tb->streams[0].n_origins, 2);
+	CU_ASSERT_EQUAL(tb->streams[0].origins[1], 102);
+	CU_ASSERT_DOUBLE_EQUAL(tb->streams[0].rate_gbps, 2.5, 0);
+	CU_ASSERT(!tb->streams[1].has_from && tb->streams[1].source == 3);
+	CU_ASSERT(table_stream_find(tb, 11) == &tb->streams[1]);
+	CU_ASSERT_PTR_NULL(table_stream_find(tb, 12));
+	ROUND_TRIP(tb);
+
+	/* A multicast-only table: no trees, no local worker list to check deliver against;
+	 * no range needs covering. */
+	j = with_streams(c);
+	jset(j, "trees", json_array());
+	ACCEPTS(j);
+	mc = table_create_streams(0, NULL, NULL, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mc);
+	mc->job = 9;
+	mc->gw = tb->gw;
+	mc->dtype = TABLE_DTYPE_FP16;
+	mc->elements = 1000;
+	mc->chunk_elements = 100;
+	mc->limits = tb->limits;
+	mc->streams[0] = tb->streams[0];
+	CHECK(table_validate(mc, err, sizeof(err)) == 0, "%s", err);
+	ROUND_TRIP(mc);
+	mc->n_streams = TABLE_STREAMS_MAX + 1;
+	CU_ASSERT_EQUAL(table_validate(mc, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "field 'streams'"));
+	mc->n_streams = 1;
+	errno = 0;
+	CU_ASSERT_PTR_NULL(table_create_streams(0, NULL, NULL, TABLE_STREAMS_MAX + 1));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+
+	/* Shape. */
+	STREAM_REJECTS(c, "streams", json_array(), "field 'streams'", "1 to 64");
+	STREAM_REJECTS(c, "streams", json_object(), "field 'streams'", "array");
+	STREAM_REJECTS(c, "streams.0.comment", json_string("x"), "field 'streams[0].comment'",
+		       "unknown");
+	STREAM_REJECTS(c, "streams.0.origins", NULL, "field 'streams[0].origins'", "missing");
+	STREAM_REJECTS(c, "streams.1.from", NULL, "field 'streams[1].from'", "missing");
+	STREAM_REJECTS(c, "streams.0.id", json_integer(70000), "field 'streams[0].id'", "65535");
+	STREAM_REJECTS(c, "streams.0.source", json_integer(0), "field 'streams[0].source'", "[1");
+	STREAM_REJECTS(c, "streams.0.rate_gbps", json_string("fast"),
+		       "field 'streams[0].rate_gbps'", "number");
+	STREAM_REJECTS(c, "streams.0.rate_gbps", json_real(0), "field 'streams[0].rate_gbps'",
+		       "> 0");
+	STREAM_REJECTS(c, "streams.0.origins", json_pack("[s]", "w"),
+		       "field 'streams[0].origins[0]'", "worker id");
+	STREAM_REJECTS(c, "streams.0.origins", json_pack("[i]", 0),
+		       "field 'streams[0].origins[0]'", "worker id");
+	STREAM_REJECTS(c, "streams.0.to.0.ipv4", json_string("224.0.0.1"),
+		       "field 'streams[0].to[0].ipv4'", "unicast");
+	STREAM_REJECTS(c, "streams.0.deliver.0.port", json_integer(0),
+		       "field 'streams[0].deliver[0].port'", "[1");
+	/* Consistency. */
+	STREAM_REJECTS(c, "streams.1.id", json_integer(10), "field 'streams[1].id'", "ascending");
+	STREAM_REJECTS(c, "streams.1.source", json_integer(1), "field 'streams[1].source'",
+		       "one stream per sending site");
+	STREAM_REJECTS(c, "streams.0.from", json_null(), "field 'streams[0].from'",
+		       "another gateway");
+	STREAM_REJECTS(c, "streams.1.from", json_pack("{s:i, s:s, s:i, s:i}", "id", 4, "ipv4",
+						      "10.0.0.4", "base_port", 40000, "ports", 4),
+		       "field 'streams[1].from'", "null at the source");
+	STREAM_REJECTS(c, "streams.0.from.id", json_integer(3), "field 'streams[0].from.id'",
+		       "this gateway");
+	STREAM_REJECTS(c, "streams.0.to.0.id", json_integer(4), "field 'streams[0].to[0].id'",
+		       "loop");
+	STREAM_REJECTS(c, "streams.0.to.0.id", json_integer(1), "field 'streams[0].to[0].id'",
+		       "loop");
+	j = with_streams(c);
+	json_array_append_new(json_object_get(json_array_get(json_object_get(j, "streams"), 0),
+					      "to"),
+			      json_pack("{s:i, s:s, s:i, s:i}", "id", 2, "ipv4", "10.0.0.2",
+					"base_port", 40000, "ports", 4));
+	REJECTS2(j, "field 'streams[0].to[1].id'", "one copy per next hop");
+	STREAM_REJECTS(c, "streams.1.to", json_array(), "field 'streams[1].to'", "goes nowhere");
+	STREAM_REJECTS(c, "streams.0.deliver.0.id", json_integer(302),
+		       "field 'streams[0].deliver[0]'", "not a local worker");
+	STREAM_REJECTS(c, "streams.0.deliver.0.id", json_integer(2),
+		       "field 'streams[0].deliver[0].id'", "gateway");
+	STREAM_REJECTS(c, "streams.0.origins", json_pack("[i, i]", 101, 101),
+		       "field 'streams[0].origins[1]'", "duplicate");
+	STREAM_REJECTS(c, "streams.0.origins", json_pack("[i]", 4),
+		       "field 'streams[0].origins[0]'", "gateway");
+	STREAM_REJECTS(c, "streams.0.origins", json_pack("[i]", 301),
+		       "field 'streams[0].origins[0]'", "local worker");
+	j = with_streams(c);
+	jset(j, "limits.max_children", json_integer(1));
+	json_array_append_new(json_object_get(json_array_get(json_object_get(j, "streams"), 0),
+					      "to"),
+			      json_pack("{s:i, s:s, s:i, s:i}", "id", 5, "ipv4", "10.0.0.5",
+					"base_port", 40000, "ports", 4));
+	REJECTS2(j, "field 'streams[0].to'", "limit");
+out:
+	free(plain);
+	free(text);
+	table_free(mc);
+	table_free(tb);
+	table_free(c);
+	scen_fini(&sc);
+}
+
 static void
 test_parse_invalid_json(void)
 {
@@ -2067,6 +2262,7 @@ main(int argc, char **argv)
 		{ "compile: random topologies, union consistent", test_compile_random },
 		{ "parse: every malformed class rejected, field named", test_parse_rejects },
 		{ "parse: invalid JSON with line:column", test_parse_invalid_json },
+		{ "multicast streams: parse, write, reject", test_streams },
 		{ "model: create, validate, load", test_model },
 		{ "docs/TABLES.md example", test_docs_example },
 		{ "fuzz: table_parse mutations", test_fuzz },

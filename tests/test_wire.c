@@ -718,7 +718,9 @@ test_encode_rules(void)
 	} while (0)
 
 	ENC_FAIL(q.type = (enum wire_type)0, WIRE_REASON_TYPE);
-	ENC_FAIL(q.type = (enum wire_type)8, WIRE_REASON_TYPE);
+	ENC_FAIL(q.type = (enum wire_type)9, WIRE_REASON_TYPE);
+	/* The CONTRIB made MCAST: its RETX flag is not allowed there. */
+	ENC_FAIL(q.type = WIRE_TYPE_MCAST, WIRE_REASON_FLAGS);
 	ENC_FAIL(q.flags = 0x04, WIRE_REASON_FLAGS);
 	ENC_FAIL(q.tsecr = 1, WIRE_REASON_RESERVED);
 	ENC_FAIL(q.dtype = WIRE_DTYPE_NONE, WIRE_REASON_DTYPE);
@@ -1249,6 +1251,131 @@ test_rounds_and_names(void)
 }
 
 /* ------------------------------------------------------------------------------------ */
+/* MCAST (type 8)                                                                       */
+/* ------------------------------------------------------------------------------------ */
+
+/* A valid MCAST of `count` elements of dtype d in buf (header + payload), its length
+ * returned. */
+static size_t
+make_mcast(uint8_t *buf, size_t cap, struct wire_pkt *p, enum wire_dtype d, uint16_t count)
+{
+	size_t len;
+
+	memset(p, 0, sizeof(*p));
+	p->type = WIRE_TYPE_MCAST;
+	p->dtype = d;
+	p->job = 77;
+	p->epoch = 3;
+	p->tree = 0x0102;               /* stream id */
+	p->sender = 12;
+	p->origin = 5;
+	p->contrib = 1;
+	p->round = 0x80000001u;
+	p->chunk = 4321;
+	p->count = count;
+	p->tsval = 0xdeadbeef;
+	len = wire_pkt_len(p);
+	CHECK(len == WIRE_HDR_LEN + (size_t)count * wire_dtype_size(d), "mcast length %zu", len);
+	CHECK(len <= cap, "mcast of %zu bytes in %zu", len, cap);
+	memset(buf, 0, len);
+	CHECK(wire_hdr_encode(buf, cap, p, NULL) == 0, "encode mcast");
+	for (size_t i = WIRE_HDR_LEN; i < len; i++)
+		buf[i] = (uint8_t)(i * 7 + 3);
+	return len;
+}
+
+static void
+test_mcast(void)
+{
+	static uint8_t buf[WIRE_UDP_PAYLOAD_MAX + 16];
+	struct wire_pkt p, q;
+	enum wire_reason why;
+	size_t len;
+
+	CHECK(WIRE_TYPE_MCAST == 8 && WIRE_TYPE_MAX == 8, "MCAST is type 8, the last");
+	CHECK(strcmp(wire_type_str(WIRE_TYPE_MCAST), "mcast") == 0, "name");
+
+	/* Round trips, every dtype, 1 element to the jumbo maximum. */
+	for (size_t di = 0; di < ARRAY_LEN(data_dtypes); di++) {
+		enum wire_dtype d = data_dtypes[di];
+		uint16_t counts[] = { 1, 352, (uint16_t)wire_max_elems(WIRE_MTU_MAX, d, 0) };
+
+		for (size_t ci = 0; ci < ARRAY_LEN(counts); ci++) {
+			len = make_mcast(buf, sizeof(buf), &p, d, counts[ci]);
+			CHECK(buf[3] == 8 && buf[4] == 0 && buf[6] == 0, "type byte, no flags, no set");
+			CHECK(decode_exact(buf, len, &q, &why) == 0, "decode %s x %u: %s",
+			      wire_dtype_str(d), counts[ci], wire_reason_str(why));
+			CHECK(pkt_equal(&p, &q), "round trip %s x %u", wire_dtype_str(d), counts[ci]);
+			CHECK(q.payload_off == WIRE_HDR_LEN &&
+			      q.payload_len == counts[ci] * wire_dtype_size(d), "payload at 54");
+		}
+	}
+	/* Too many elements for a jumbo frame. */
+	len = make_mcast(buf, sizeof(buf), &p, WIRE_DTYPE_FP32, 1);
+	p.count = (uint16_t)(wire_max_elems(WIRE_MTU_MAX, WIRE_DTYPE_FP32, 0) + 1);
+	CHECK(wire_hdr_encode(buf, sizeof(buf), &p, &why) == -EINVAL &&
+	      why == WIRE_REASON_OVERSIZE, "encode: oversize");
+
+	/* No flag is allowed: best effort, never retransmitted, never answered. */
+	len = make_mcast(buf, sizeof(buf), &p, WIRE_DTYPE_FP16, 8);
+	for (int bit = 0; bit < 8; bit++) {
+		buf[4] = (uint8_t)(1u << bit);
+		EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_FLAGS, "mcast flag bit %d", bit);
+	}
+	buf[4] = 0;
+	p.flags = WIRE_F_RETX;
+	CHECK(wire_hdr_encode(buf, sizeof(buf), &p, &why) == -EINVAL && why == WIRE_REASON_FLAGS,
+	      "encode: RETX");
+	p.flags = 0;
+	/* tsecr without ECHO, and reserved bytes. */
+	buf[41] = 1;
+	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_RESERVED, "mcast tsecr");
+	buf[41] = 0;
+	buf[50] = 1;
+	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_RESERVED, "mcast reserved byte 50");
+	buf[50] = 0;
+	/* dtype 0 and 4. */
+	buf[5] = 0;
+	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_DTYPE, "mcast dtype 0");
+	buf[5] = 4;
+	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_DTYPE, "mcast dtype 4");
+	buf[5] = WIRE_DTYPE_FP16;
+	/* No contributor set, ever. */
+	buf[6] = 1;
+	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_CSET_LEN, "mcast with a set");
+	buf[6] = 0;
+	/* sender and origin: never 0 nor none. */
+	buf[19] = 0;
+	buf[18] = 0;
+	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_NODE, "mcast sender 0");
+	buf[18] = 0xff;
+	buf[19] = 0xff;
+	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_NODE, "mcast sender none");
+	buf[18] = 0;
+	buf[19] = 12;
+	buf[21] = 0;
+	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_NODE, "mcast origin 0");
+	buf[21] = 5;
+	/* contrib is exactly 1: one worker's update, never a sum. */
+	buf[23] = 0;
+	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_CONTRIB, "mcast contrib 0");
+	buf[23] = 2;
+	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_CONTRIB, "mcast contrib 2");
+	buf[23] = 1;
+	/* count 0, and lengths that do not match count. */
+	buf[32] = 0;
+	buf[33] = 0;
+	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_COUNT, "mcast count 0");
+	buf[33] = 8;
+	EXPECT_FAIL(buf, len - 1, -EBADMSG, WIRE_REASON_LENGTH, "mcast short by one");
+	EXPECT_FAIL(buf, len + 1, -EBADMSG, WIRE_REASON_LENGTH, "mcast long by one");
+	CHECK(decode_exact(buf, len, &q, &why) == 0 && pkt_equal(&p, &q), "restored: valid");
+	/* Type 9 and up still rejected. */
+	buf[3] = 9;
+	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_TYPE, "type 9");
+}
+
+/* ------------------------------------------------------------------------------------ */
 /* main                                                                                 */
 /* ------------------------------------------------------------------------------------ */
 
@@ -1270,6 +1397,7 @@ static const struct testutil_case tests[] = {
 	{ "UDP port formula", test_ports },
 	{ "chunk mapping covers every element once", test_chunk_map },
 	{ "rounds and reason names", test_rounds_and_names },
+	{ "MCAST: round trip and rejections", test_mcast },
 };
 
 int

@@ -760,6 +760,71 @@ on_from_parent(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 	rte_pktmbuf_free(m);
 }
 
+/* --- Selective multicast (docs/PROTOCOL.md section 7.5) -------------------------------- */
+
+/* Is id one of the stream's origins (sorted, at most TABLE_WORKERS_MAX)? */
+static inline bool
+stream_origin(const struct dp_stream *s, uint16_t id)
+{
+	uint32_t lo = 0, hi = s->n_origins;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (s->origins[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->n_origins && s->origins[lo] == id;
+}
+
+/*
+ * An MCAST: one copy to each next-hop gateway of the stream (paced per stream and link)
+ * and each local worker it is delivered to, each a fresh 96-byte header chained to an
+ * indirect mbuf of m's payload (send_copy()); then m's own reference is dropped, the
+ * copies keep the frame alive until they leave. No state per chunk: best effort.
+ */
+static void
+on_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
+	 const struct wire_pkt *p)
+{
+	if (unlikely(p->tree >= j->stream_map_n || j->stream_map[p->tree] == 0)) {
+		drop(lc, m, WIRE_REASON_UNKNOWN_TREE);
+		return;
+	}
+	const struct dp_stream *s = &j->streams[j->stream_map[p->tree] - 1];
+
+	if (unlikely(p->chunk >= j->n_chunks)) {
+		drop(lc, m, WIRE_REASON_BAD_CHUNK);
+		return;
+	}
+	uint32_t want = p->chunk + 1 == j->n_chunks
+				? (uint32_t)(j->elements - (uint64_t)p->chunk * j->chunk_elements)
+				: j->chunk_elements;
+
+	if (unlikely(p->dtype != j->dtype || p->count != want)) {
+		drop(lc, m, WIRE_REASON_JOB_MISMATCH);
+		return;
+	}
+	/* From the upstream gateway, or at the source from the origin worker itself. */
+	if (unlikely((s->at_source ? p->sender != p->origin : p->sender != s->from_id) ||
+		     !stream_origin(s, p->origin))) {
+		drop(lc, m, WIRE_REASON_BAD_SENDER);
+		return;
+	}
+	lc->ctr[DP_CTR_MCAST_RX]++;
+	uint32_t now_us = dp_now_us();
+
+	for (uint16_t k = 0; k < s->n_out; k++) {
+		if (k >= s->n_to && s->out[k].id == p->origin)
+			continue; /* a worker never gets its own update back */
+		send_copy(lc, j, &s->out[k], k < s->n_to ? s->pace_first + k : DP_PACE_NONE, m, 0,
+			  0, now_us, DP_CTR_MCAST_COPIES);
+	}
+	rte_pktmbuf_free(m);
+}
+
 void
 dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 	  const struct wire_pkt *p)
@@ -770,6 +835,10 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 
 	if (unlikely(j == NULL)) {
 		drop(lc, m, why);
+		return;
+	}
+	if (p->type == WIRE_TYPE_MCAST) { /* no slot: any installed epoch will do */
+		on_mcast(lc, j, m, p);
 		return;
 	}
 	if (unlikely(p->tree >= j->tree_map_n || j->tree_map[p->tree] == 0)) {

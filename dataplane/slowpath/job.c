@@ -244,6 +244,53 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	return 0;
 }
 
+/* Stream i of the table: its destinations and sorted origins (NUMA-local like trees). */
+static int
+build_stream(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t errlen)
+{
+	const struct table_stream *ts = &j->tb->streams[i];
+	struct dp_stream *s = &j->streams[i];
+	char field[64];
+
+	s->id = ts->id;
+	s->at_source = !ts->has_from;
+	s->from_id = ts->has_from ? ts->from.id : 0;
+	s->n_to = (uint16_t)ts->n_to;
+	s->n_out = (uint16_t)(ts->n_to + ts->n_deliver);
+	s->n_origins = (uint16_t)ts->n_origins;
+	s->pace_first = j->n_pacers;
+	j->n_pacers += (uint32_t)ts->n_to;
+	s->out = jalloc(j, sizeof(*s->out) * s->n_out, socket);
+	s->origins = jalloc(j, sizeof(*s->origins) * s->n_origins, socket);
+	if (s->out == NULL || s->origins == NULL) {
+		fail(err, errlen, "out of memory for stream %u", ts->id);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int k = 0; k < ts->n_to; k++) {
+		snprintf(field, sizeof(field), "streams[%d].to[%d].ipv4", i, k);
+		if (dest_gw(dp, &s->out[k], &ts->to[k], field, err, errlen) != 0)
+			return -1;
+	}
+	for (int w = 0; w < ts->n_deliver; w++) {
+		snprintf(field, sizeof(field), "streams[%d].deliver[%d].ipv4", i, w);
+		if (dest_worker(dp, &s->out[ts->n_to + w], &ts->deliver[w], field, err, errlen) != 0)
+			return -1;
+	}
+	for (int k = 0; k < s->n_out; k++)
+		dest_ip_sum(j, &s->out[k]);
+	for (int k = 0; k < s->n_origins; k++) {
+		int m = k;
+
+		while (m > 0 && s->origins[m - 1] > ts->origins[k]) {
+			s->origins[m] = s->origins[m - 1];
+			m--;
+		}
+		s->origins[m] = ts->origins[k];
+	}
+	return 0;
+}
+
 /*
  * One lcore's pacers of a job: per tree, the parent link then each child gateway's link,
  * at rate_gbps / lcores (chunks are spread evenly over the lcores), each with a queue as
@@ -268,6 +315,23 @@ init_pacers(struct dp *dp, struct dp_job *j, struct dp_job_lcore *lj, int socket
 			pc->port = k == 0 ? t->parent.port : t->down[k - 1].port;
 			pc->mask = 2 * (t->slot_mask + 1) - 1;
 			pc->q = jalloc(j, sizeof(*pc->q) * (pc->mask + 1), socket);
+			if (pc->q == NULL)
+				return -ENOMEM;
+		}
+	}
+	/* Streams: one pacer per `to` link, at the stream's rate, a fixed queue. */
+	for (int i = 0; i < j->n_streams; i++) {
+		const struct dp_stream *s = &j->streams[i];
+		double bps = j->tb->streams[i].rate_gbps * 1e9 / 8 / dp->n_lcores;
+		double tpb = dp->prm.pace && bps > 0 ? (double)rte_get_tsc_hz() / bps : 0;
+
+		for (uint32_t k = 0; k < s->n_to; k++) {
+			struct dp_pacer *pc = &lj->pacers[s->pace_first + k];
+
+			pc->tsc_per_byte = tpb;
+			pc->port = s->out[k].port;
+			pc->mask = DP_MCAST_PACE_Q - 1;
+			pc->q = jalloc(j, sizeof(*pc->q) * DP_MCAST_PACE_Q, socket);
 			if (pc->q == NULL)
 				return -ENOMEM;
 		}
@@ -364,9 +428,30 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		if (build_tree(dp, j, i, socket, err, errlen) != 0)
 			goto fail;
 	}
+	max_id = -1;
+	for (int i = 0; i < tb->n_streams; i++)
+		max_id = tb->streams[i].id > max_id ? tb->streams[i].id : max_id;
+	j->n_streams = tb->n_streams;
+	j->stream_map_n = (uint16_t)(max_id + 1);
+	j->stream_map = jalloc(j, sizeof(*j->stream_map) * (size_t)(max_id + 1), socket);
+	j->streams = jalloc(j, sizeof(*j->streams) * (size_t)tb->n_streams, socket);
+	if (j->stream_map == NULL || j->streams == NULL) {
+		fail(err, errlen, "out of memory");
+		errno = ENOMEM;
+		goto fail;
+	}
+	for (int i = 0; i < tb->n_streams; i++) {
+		j->stream_map[tb->streams[i].id] = (uint16_t)(i + 1);
+		if (build_stream(dp, j, i, socket, err, errlen) != 0)
+			goto fail;
+	}
 	/* A slot holds at most two packets: the accumulator, partial sum or RESULT of its
 	 * round, and the RESULT of the round before. */
 	j->mbufs_held_max = 2 * (uint64_t)j->slots_per_lcore * dp->n_lcores;
+	/* A copy waiting in a stream's pacer keeps the received frame (packet pool) alive
+	 * through its indirect mbuf: at most one packet per queue entry. */
+	for (int i = 0; i < j->n_streams; i++)
+		j->mbufs_held_max += (uint64_t)DP_MCAST_PACE_Q * j->streams[i].n_to * dp->n_lcores;
 	if (dp->mbufs_committed + j->mbufs_held_max > dp->mbufs_budget) {
 		fail(err, errlen, "field 'trees': the slot pools hold up to %" PRIu64 " packets, "
 		     "this dataplane has %" PRIu64 " of %" PRIu64 " left (raise --mbufs)",
@@ -474,6 +559,12 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 	}
 	rte_free(j->trees);
 	rte_free(j->tree_map);
+	for (int i = 0; j->streams != NULL && i < j->n_streams; i++) {
+		rte_free(j->streams[i].out);
+		rte_free(j->streams[i].origins);
+	}
+	rte_free(j->streams);
+	rte_free(j->stream_map);
 	rte_free((void *)j->busy);
 	rte_free(j->lj);
 	rte_free(j->slots);

@@ -33,6 +33,8 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_RETRANSMITS] = "retransmits",
 	[DP_CTR_NACKS_SENT] = "nacks_sent",
 	[DP_CTR_RETX_STUCK] = "retx_stuck",
+	[DP_CTR_MCAST_RX] = "mcast_rx",
+	[DP_CTR_MCAST_COPIES] = "mcast_copies",
 	[DP_CTR_PACED] = "paced",
 	[DP_CTR_PACE_FULL] = "pace_full",
 	[DP_CTR_ARP_REPLIES] = "arp_replies",
@@ -126,6 +128,7 @@ job_json(const struct dp_job *j, const char *state)
 	json_object_set_new(o, "epoch", json_integer(j->epoch));
 	json_object_set_new(o, "state", json_string(state));
 	json_object_set_new(o, "trees", json_integer(j->n_trees));
+	json_object_set_new(o, "streams", json_integer(j->n_streams));
 	json_object_set_new(o, "slots_per_lcore", json_integer(j->slots_per_lcore));
 	json_object_set_new(o, "chunks_in_flight", json_integer((json_int_t)dp_job_busy(j)));
 	json_object_set_new(o, "memory_bytes", json_integer((json_int_t)j->bytes));

@@ -24,6 +24,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -105,6 +106,11 @@ struct gr_client {
 	struct iovec rxiov[RX_BATCH];
 	struct sockaddr_in rxaddr[RX_BATCH];
 	uint8_t *rxbuf;                 /* RX_BATCH x RX_LEN */
+	/* gr_mcast_recv(): per origin (configuration order) a bitmap of the chunks got and
+	 * their count; allocated by the first call, freed with the configuration. */
+	uint8_t *mbits;                 /* n_origins x mbits_stride bytes */
+	size_t mbits_stride;
+	uint32_t *mgot;                 /* n_origins */
 };
 
 /* What one gr_allreduce() call works with. */
@@ -217,6 +223,24 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 		return json_util_fail(err, errlen, "worker_id: %u is outside a contributor set of "
 				      "%u blocks (ids below %u)", cfg->worker_id, cfg->cset_blocks,
 				      256u * cfg->cset_blocks);
+	if (cfg->n_origins > GR_ORIGINS_MAX)
+		return json_util_fail(err, errlen, "n_origins: %u, at most %u", cfg->n_origins,
+				      GR_ORIGINS_MAX);
+	for (unsigned int i = 0; i < cfg->n_origins; i++) {
+		if (!id_ok(cfg->origins[i]) || cfg->origins[i] == cfg->worker_id ||
+		    cfg->origins[i] == cfg->gateway_id)
+			return json_util_fail(err, errlen, "origins[%u]: %u is not another worker",
+					      i, cfg->origins[i]);
+		for (unsigned int j = 0; j < i; j++)
+			if (cfg->origins[j] == cfg->origins[i])
+				return json_util_fail(err, errlen, "origins[%u]: %u also in "
+						      "origins[%u]", i, cfg->origins[i], j);
+	}
+	if (!(isfinite(cfg->mcast_rate_gbps) && cfg->mcast_rate_gbps >= 0))
+		return json_util_fail(err, errlen, "mcast_rate_gbps: must be a finite number >= 0");
+	/* A multicast-only job (selmcast) has no tree. */
+	if (cfg->n_trees == 0 && (cfg->mcast_send || cfg->n_origins > 0))
+		return 0;
 	if (cfg->n_trees == 0 || cfg->n_trees > GR_TREES_MAX)
 		return json_util_fail(err, errlen, "n_trees: %u, must be 1 to %u", cfg->n_trees,
 				      GR_TREES_MAX);
@@ -256,6 +280,7 @@ config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t w
 	    char *err, size_t errlen)
 {
 	const struct table_tree *t0;
+	const struct table_worker *me;
 	int k = -1;
 	int rc;
 
@@ -265,20 +290,30 @@ config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t w
 		rc = json_util_fail(err, errlen, "%s: no configuration to fill", src);
 		goto out;
 	}
-	if (tb->n_trees == 0) {
+	if (tb->n_trees == 0 && tb->n_streams == 0) {
 		rc = json_util_fail(err, errlen, "%s: gateway %u carries no tree of job %u at epoch "
 				    "%u: it has no local workers", src, tb->gw.id, tb->job,
 				    tb->epoch);
 		goto out;
 	}
-	t0 = &tb->trees[0];
-	for (int i = 0; i < t0->n_workers; i++)
-		if (t0->workers[i].id == worker_id)
-			k = i;
-	if (k < 0) {
-		rc = json_util_fail(err, errlen,
-				    "%s: worker %u is not a local worker of gateway %u (%d listed)",
-				    src, worker_id, tb->gw.id, t0->n_workers);
+	/* This worker's entry: among the trees' workers, or in a multicast-only job among
+	 * the streams' deliver lists (every worker of a site is in its site's stream). */
+	me = NULL;
+	if (tb->n_trees > 0) {
+		t0 = &tb->trees[0];
+		for (int i = 0; i < t0->n_workers; i++)
+			if (t0->workers[i].id == worker_id)
+				k = i;
+		if (k >= 0)
+			me = &t0->workers[k];
+	}
+	for (int i = 0; me == NULL && i < tb->n_streams; i++)
+		for (int w = 0; w < tb->streams[i].n_deliver; w++)
+			if (tb->streams[i].deliver[w].id == worker_id)
+				me = &tb->streams[i].deliver[w];
+	if (me == NULL) {
+		rc = json_util_fail(err, errlen, "%s: worker %u is not a local worker of gateway %u",
+				    src, worker_id, tb->gw.id);
 		goto out;
 	}
 	memset(cfg, 0, sizeof(*cfg));
@@ -288,8 +323,8 @@ config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t w
 	cfg->elements = tb->elements;
 	cfg->chunk_elements = tb->chunk_elements;
 	cfg->worker_id = worker_id;
-	cfg->worker_ipv4 = t0->workers[k].ipv4;
-	cfg->worker_port = t0->workers[k].port;
+	cfg->worker_ipv4 = me->ipv4;
+	cfg->worker_port = me->port;
 	cfg->gateway_id = tb->gw.id;
 	cfg->gateway_ipv4 = tb->gw.ipv4;
 	cfg->gateway_base_port = tb->gw.base_port;
@@ -302,6 +337,37 @@ config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t w
 		cfg->trees[i].chunk_count = tb->trees[i].chunk_count;
 		cfg->trees[i].slots = tb->trees[i].slots;
 		cfg->trees[i].window = tb->trees[i].window;
+	}
+	for (int i = 0; i < tb->n_streams; i++) {
+		const struct table_stream *ts = &tb->streams[i];
+		bool mine = false, origin = false;
+
+		for (int w = 0; w < ts->n_deliver; w++)
+			mine = mine || ts->deliver[w].id == worker_id;
+		for (int o = 0; o < ts->n_origins; o++)
+			origin = origin || ts->origins[o] == worker_id;
+		if (!ts->has_from && origin) {
+			cfg->mcast_send = true;
+			cfg->mcast_stream = ts->id;
+			cfg->mcast_rate_gbps = ts->rate_gbps / ts->n_origins;
+		}
+		for (int o = 0; mine && o < ts->n_origins; o++) {
+			unsigned int j = 0;
+
+			if (ts->origins[o] == worker_id)
+				continue;
+			while (j < cfg->n_origins && cfg->origins[j] != ts->origins[o])
+				j++;
+			if (j < cfg->n_origins)
+				continue;
+			if (cfg->n_origins == GR_ORIGINS_MAX) {
+				rc = json_util_fail(err, errlen, "%s: worker %u receives more than %d "
+						    "origins", src, worker_id, GR_ORIGINS_MAX);
+				goto out;
+			}
+			cfg->origin_streams[cfg->n_origins] = ts->id;
+			cfg->origins[cfg->n_origins++] = ts->origins[o];
+		}
 	}
 	rc = gr_config_check(cfg, err, errlen);
 out:
@@ -420,6 +486,10 @@ install(struct gr_client *c, const struct gr_config *sorted, struct chunk *ch,
 	c->ch = ch;
 	c->n_chunks = n_chunks;
 	c->fd = fd;
+	free(c->mbits);
+	free(c->mgot);
+	c->mbits = NULL;
+	c->mgot = NULL;
 }
 
 struct gr_client *
@@ -498,6 +568,8 @@ gr_client_free(struct gr_client *c)
 		close(c->fd);
 	free(c->ch);
 	free(c->rxbuf);
+	free(c->mbits);
+	free(c->mgot);
 	free(c);
 }
 
@@ -1067,6 +1139,9 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 	if (elements != c->cfg.elements)
 		return fail(c, -EINVAL, "%zu elements: the job's tensor has %llu", elements,
 			    (unsigned long long)c->cfg.elements);
+	if (c->cfg.n_trees == 0)
+		return fail(c, -EINVAL, "job %u has no tree at this gateway (a multicast-only job: "
+			    "gr_mcast_send, gr_mcast_recv)", c->cfg.job);
 	rc = call_init(&k, c, o);
 	if (rc < 0)
 		return rc;
@@ -1159,6 +1234,220 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 			o->progress(o->progress_arg, c->n_chunks, c->n_chunks);
 	}
 	return rc;
+}
+
+/* --- Selective multicast (docs/PROTOCOL.md sections 5 and 7.5) -------------------------- */
+
+int
+gr_mcast_send(struct gr_client *c, const void *buf, size_t elements, enum gr_dtype dtype,
+	      uint32_t round, const struct gr_options *opt)
+{
+	const struct gr_config *cfg;
+	struct call k = { .c = c, .round = round };
+	double rate, ns_per_byte;
+	uint64_t start, bytes = 0;
+
+	if (c == NULL)
+		return -EINVAL;
+	cfg = &c->cfg;
+	c->err[0] = '\0';
+	if (buf == NULL)
+		return fail(c, -EINVAL, "no buffer");
+	if (!cfg->mcast_send)
+		return fail(c, -EINVAL, "worker %u sends on no multicast stream of job %u",
+			    cfg->worker_id, cfg->job);
+	if (dtype != cfg->dtype || elements != cfg->elements)
+		return fail(c, -EINVAL, "%zu elements of %s: the job's tensor is %llu of %s",
+			    elements, gr_dtype_name(dtype) ? gr_dtype_name(dtype) : "?",
+			    (unsigned long long)cfg->elements, gr_dtype_name(cfg->dtype));
+	rate = opt != NULL && opt->rate_gbps > 0 ? opt->rate_gbps : cfg->mcast_rate_gbps;
+	if (!isfinite(rate) || rate < 0)
+		return fail(c, -EINVAL, "rate_gbps: must be a finite number >= 0");
+	ns_per_byte = rate > 0 ? 8 / rate : 0;
+	k.esize = gr_dtype_size(dtype);
+	c->tx_n = 0;
+	start = now_us();
+	for (uint32_t i = 0; i < c->n_chunks; i++) {
+		uint32_t n = wire_chunk_len(cfg->elements, cfg->chunk_elements, i);
+		struct wire_pkt p = {
+			.type = WIRE_TYPE_MCAST, .dtype = (enum wire_dtype)cfg->dtype,
+			.job = cfg->job, .epoch = cfg->epoch, .tree = cfg->mcast_stream,
+			.sender = cfg->worker_id, .origin = cfg->worker_id, .contrib = 1,
+			.round = round, .chunk = i, .count = (uint16_t)n, .tsval = (uint32_t)now_us(),
+		};
+
+		tx_add(&k, &p, (const uint8_t *)buf + (size_t)i * cfg->chunk_elements * k.esize,
+		       n * k.esize, cfg->gateway_ipv4,
+		       wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, i));
+		bytes += WIRE_FRAME_PAYLOAD_OFF + (uint64_t)n * k.esize;
+		if (c->tx_n == TX_BATCH || i + 1 == c->n_chunks) {
+			tx_flush(&k);
+			if (k.fatal < 0)
+				return k.fatal;
+			/* Pace: the batch may leave once its bytes fit the rate since start. */
+			uint64_t due = start + (uint64_t)((double)bytes * ns_per_byte / 1000);
+
+			for (uint64_t now = now_us(); now < due; now = now_us()) {
+				struct timespec ts = { .tv_sec = (time_t)((due - now) / 1000000),
+						       .tv_nsec = (long)((due - now) % 1000000) * 1000 };
+
+				nanosleep(&ts, NULL);
+			}
+		}
+	}
+	c->st.mcast_sent += c->n_chunks;
+	return (int)c->n_chunks;
+}
+
+/* Index of origin id in the configuration, or -1. */
+static int
+origin_index(const struct gr_config *cfg, uint16_t id)
+{
+	for (unsigned int i = 0; i < cfg->n_origins; i++)
+		if (cfg->origins[i] == id)
+			return (int)i;
+	return -1;
+}
+
+struct mcall {
+	struct gr_client *c;
+	uint32_t round;
+	gr_mcast_fn fn;
+	void *arg;
+	unsigned int complete;          /* origins with every chunk */
+};
+
+static void
+mcast_rx_one(struct mcall *m, uint8_t *pkt, size_t len, const struct sockaddr_in *from,
+	     uint64_t now)
+{
+	struct gr_client *c = m->c;
+	const struct gr_config *cfg = &c->cfg;
+	struct wire_pkt p;
+	int o;
+
+	if (wire_hdr_decode(pkt, len, &p, NULL) < 0) {
+		c->st.invalid++;
+		return;
+	}
+	if (p.type == WIRE_TYPE_PROBE) {
+		struct call k = { .c = c };
+
+		on_probe(&k, &p, pkt, from, now);
+		return;
+	}
+	if (p.type != WIRE_TYPE_MCAST || ntohl(from->sin_addr.s_addr) != cfg->gateway_ipv4 ||
+	    p.job != cfg->job || p.sender != cfg->gateway_id ||
+	    ntohs(from->sin_port) !=
+		    wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, p.chunk)) {
+		c->st.invalid++;
+		return;
+	}
+	if (p.epoch != cfg->epoch || p.round != m->round) {
+		c->st.stale++;
+		return;
+	}
+	o = origin_index(cfg, p.origin);
+	if (o < 0 || cfg->origin_streams[o] != p.tree || p.chunk >= c->n_chunks ||
+	    p.dtype != (enum wire_dtype)cfg->dtype ||
+	    p.count != wire_chunk_len(cfg->elements, cfg->chunk_elements, p.chunk)) {
+		c->st.invalid++;
+		return;
+	}
+	uint8_t *bits = c->mbits + (size_t)o * c->mbits_stride;
+
+	if (bits[p.chunk / 8] & (1u << (p.chunk % 8))) {
+		c->st.duplicates++;
+		return;
+	}
+	bits[p.chunk / 8] |= (uint8_t)(1u << (p.chunk % 8));
+	c->st.mcast_received++;
+	if (++c->mgot[o] == c->n_chunks)
+		m->complete++;
+	m->fn(m->arg, p.origin, p.round, p.chunk, pkt + p.payload_off, p.count);
+}
+
+int
+gr_mcast_recv(struct gr_client *c, uint32_t round, gr_mcast_fn fn, void *arg,
+	      const struct gr_mcast_opts *o)
+{
+	static const struct gr_mcast_opts defaults;
+	struct mcall m = { .c = c, .round = round, .fn = fn, .arg = arg };
+	uint64_t start, deadline;
+	unsigned int n;
+
+	if (c == NULL)
+		return -EINVAL;
+	c->err[0] = '\0';
+	if (o == NULL)
+		o = &defaults;
+	if (fn == NULL)
+		return fail(c, -EINVAL, "no callback");
+	n = c->cfg.n_origins;
+	if (n == 0)
+		return fail(c, -EINVAL, "worker %u receives no multicast stream of job %u",
+			    c->cfg.worker_id, c->cfg.job);
+	if (c->mbits == NULL) {
+		c->mbits_stride = ((size_t)c->n_chunks + 7) / 8;
+		c->mbits = malloc(c->mbits_stride * n);
+		c->mgot = malloc(sizeof(*c->mgot) * n);
+		if (c->mbits == NULL || c->mgot == NULL) {
+			free(c->mbits);
+			free(c->mgot);
+			c->mbits = NULL;
+			c->mgot = NULL;
+			return fail(c, -ENOMEM, "out of memory for %u origins of %u chunks", n,
+				    c->n_chunks);
+		}
+	}
+	memset(c->mbits, 0, c->mbits_stride * n);
+	memset(c->mgot, 0, sizeof(*c->mgot) * n);
+	start = now_us();
+	deadline = start + (uint64_t)(o->timeout_ms ? o->timeout_ms : GR_TIMEOUT_DEFAULT_MS) * 1000;
+	while (m.complete < n) {
+		int r;
+
+		for (unsigned int i = 0; i < RX_BATCH; i++) {
+			c->rxm[i].msg_hdr.msg_namelen = sizeof(c->rxaddr[i]);
+			c->rxm[i].msg_hdr.msg_flags = 0;
+		}
+		r = recvmmsg(c->fd, c->rxm, RX_BATCH, MSG_DONTWAIT, NULL);
+		if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return fail(c, -errno, "receive: %s", strerror(errno));
+		uint64_t now = now_us();
+
+		for (int i = 0; i < r; i++) {
+			struct msghdr *h = &c->rxm[i].msg_hdr;
+
+			if ((h->msg_flags & MSG_TRUNC) || c->rxm[i].msg_len > WIRE_UDP_PAYLOAD_MAX ||
+			    h->msg_namelen != sizeof(struct sockaddr_in)) {
+				c->st.invalid++;
+				continue;
+			}
+			mcast_rx_one(&m, c->rxiov[i].iov_base, c->rxm[i].msg_len, &c->rxaddr[i],
+				     now);
+		}
+		if (r > 0)
+			continue;
+		if (now >= deadline)
+			break;
+		r = wait_until(c, deadline);
+		if (r < 0)
+			return fail(c, r, "poll: %s", strerror(-r));
+	}
+	if (o->complete != NULL)
+		for (unsigned int i = 0; i < n; i++)
+			o->complete[i] = c->mgot[i] == c->n_chunks;
+	if (m.complete < n) {
+		uint64_t missing = 0;
+
+		for (unsigned int i = 0; i < n; i++)
+			missing += c->n_chunks - c->mgot[i];
+		(void)fail(c, 0, "round %u: %u of %u origins complete, %llu chunks missing after "
+			   "%llu ms", round, m.complete, n, (unsigned long long)missing,
+			   (unsigned long long)((now_us() - start) / 1000));
+	}
+	return (int)m.complete;
 }
 
 void

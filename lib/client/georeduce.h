@@ -56,6 +56,8 @@ extern "C" {
 #define GR_CSET_BLOCKS_MAX 16
 /** Bytes of one block of a contributor set. */
 #define GR_CSET_BLOCK 32
+/** Most origins (senders) whose updates one worker receives by selective multicast. */
+#define GR_ORIGINS_MAX 1024
 /** Default interval between two progress callbacks. */
 #define GR_PROGRESS_DEFAULT_MS 100
 
@@ -102,6 +104,14 @@ struct gr_config {
 					 * 4), 32-byte blocks, 0 .. GR_CSET_BLOCKS_MAX; with sets
 					 * worker_id < 256 x cset_blocks. A partial reduce needs
 					 * them: results then say whose gradients they hold */
+	/* Selective multicast (a selmcast job: n_trees may then be 0; docs/CLIENT.md). */
+	bool mcast_send;                /* this worker's updates go out on mcast_stream */
+	uint16_t mcast_stream;          /* the stream of this worker's site */
+	double mcast_rate_gbps;         /* gr_mcast_send() pace: this worker's part of the
+					 * stream's planned rate; 0: unpaced */
+	unsigned int n_origins;         /* 0 .. GR_ORIGINS_MAX */
+	uint16_t origins[GR_ORIGINS_MAX];        /* workers whose updates reach this worker */
+	uint16_t origin_streams[GR_ORIGINS_MAX]; /* the stream each of them arrives on */
 };
 
 /** Called with the chunks done and the total (see struct gr_options). */
@@ -131,6 +141,8 @@ struct gr_options {
 				 * result came from the workers whose ids are set in the bitmap
 				 * at c x GR_CSET_BLOCK x cset_blocks: id i is bit i % 8 of byte
 				 * i / 8. Untouched without sets (cset_blocks 0) */
+	double rate_gbps;       /* gr_mcast_send(): pace at this rate; 0: the configuration's
+				 * mcast_rate_gbps */
 };
 
 /** Counters of a client since it was created (reconfiguration keeps them). */
@@ -157,6 +169,20 @@ struct gr_stats {
 					 * later round (this worker was a straggler) */
 	uint32_t latest_round;          /* the latest round of such a RESULT: a straggler
 					 * continues after it; 0 until one came */
+	uint64_t mcast_sent;            /* MCAST packets sent (gr_mcast_send()) */
+	uint64_t mcast_received;        /* MCAST chunks delivered (gr_mcast_recv()) */
+};
+
+/** Called by gr_mcast_recv() with each chunk received: count elements of dtype at data
+ * (valid during the call only), chunk `chunk` of origin's update of `round`. */
+typedef void (*gr_mcast_fn)(void *arg, uint16_t origin, uint32_t round, uint32_t chunk,
+			    const void *data, uint32_t count);
+
+/** Options of gr_mcast_recv(). A zeroed struct (or NULL) means every default. */
+struct gr_mcast_opts {
+	uint32_t timeout_ms;    /* stop waiting after this; 0: GR_TIMEOUT_DEFAULT_MS */
+	uint8_t *complete;      /* NULL, or n_origins bytes: 1 where every chunk of
+				 * origins[i] (the configuration's order) arrived */
 };
 
 /**
@@ -248,6 +274,35 @@ const struct gr_config *gr_client_config(const struct gr_client *c);
  */
 int gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtype,
 		 uint32_t round, const struct gr_options *opt);
+
+/**
+ * Selective multicast: send this worker's update of `round` to the receivers its job's
+ * plan selected, one MCAST per chunk to its gateway, which replicates it (docs/PROTOCOL.md
+ * section 5). Best effort: nothing is acknowledged or retransmitted. Paced at
+ * opt->rate_gbps, or the configuration's mcast_rate_gbps (this worker's share of its
+ * stream's planned rate), so that the gateway's pacer queue is not overrun; unpaced if both
+ * are 0. Of opt only rate_gbps is used.
+ *
+ * @return  The number of chunks sent; -EINVAL (arguments, or no stream carries this
+ *          worker's updates: mcast_send false), -EMSGSIZE or another errno of the socket.
+ */
+int gr_mcast_send(struct gr_client *c, const void *buf, size_t elements, enum gr_dtype dtype,
+		  uint32_t round, const struct gr_options *opt);
+
+/**
+ * Receive the updates of `round` that the gateway delivers to this worker: fn is called
+ * once per (origin, chunk), in arrival order, until every chunk of every expected origin
+ * (the configuration's origins) has arrived or the timeout passes. Duplicates are dropped
+ * (gr_stats.duplicates), as are packets of other rounds or epochs (stale) and anything
+ * malformed or from elsewhere (invalid); PROBEs are answered. A worker then averages over
+ * the origins it got.
+ *
+ * @return  The number of origins complete (0 .. n_origins; fewer after a timeout, with
+ *          gr_client_error() saying how many chunks were missing); -EINVAL (arguments, no
+ *          origin configured) or another errno of the socket.
+ */
+int gr_mcast_recv(struct gr_client *c, uint32_t round, gr_mcast_fn fn, void *arg,
+		  const struct gr_mcast_opts *o);
 
 /** One line about the last failed call ("" if none). Valid until the next call. */
 const char *gr_client_error(const struct gr_client *c);
