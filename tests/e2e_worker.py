@@ -4,7 +4,9 @@
 
 Each worker (an address on this host) sends its CONTRIB for every chunk of one round to
 its gateway over a kernel UDP socket, then collects the RESULTs and checks them
-bit-exactly against the sum of every worker's integer-valued tensor.
+bit-exactly against the sum of every worker's integer-valued tensor. A chunk still without
+its RESULT is sent again with RETX every half second (section 10): the gateway answers with
+an ACK while the chunk is open and with the RESULT once it is done.
 
   e2e_worker.py --job J --epoch E --round R --elements N --chunk-elements C \
       --gateway-port BASE --gateway-ports P --worker ID,IP,GATEWAY_IP [...]
@@ -19,8 +21,10 @@ import time
 
 HDR = struct.Struct(">HBBBBBBIIHHHHIIHHII10s")  # 54 bytes, docs/PROTOCOL.md section 3
 MAGIC, VERSION = 0x4752, 1
-CONTRIB, RESULT = 1, 2
+CONTRIB, RESULT, ACK = 1, 2, 3
+F_RETX = 0x01
 FP32 = 1
+RESEND_S = 0.5
 
 
 def value(worker, element):
@@ -61,26 +65,36 @@ def main():
         s.setblocking(False)
         workers.append((int(wid), s, gw))
 
+    def send(wid, s, gw, c, flags):
+        cnt = chunk_len(n, ce, c)
+        hdr = HDR.pack(MAGIC, VERSION, CONTRIB, flags, FP32, 0, 0, a.job, a.epoch, a.tree,
+                       wid, wid, 1, a.round, c, cnt, 0, 0, 0, bytes(10))
+        body = struct.pack("<%df" % cnt, *(value(wid, c * ce + i) for i in range(cnt)))
+        port = a.gateway_port + c % a.gateway_ports
+        while True:
+            try:
+                s.sendto(hdr + body, (gw, port))
+                return
+            except BlockingIOError:
+                time.sleep(0.001)
+
     for wid, s, gw in workers:
         for c in range(chunks):
-            cnt = chunk_len(n, ce, c)
-            hdr = HDR.pack(MAGIC, VERSION, CONTRIB, 0, FP32, 0, 0, a.job, a.epoch, a.tree,
-                           wid, wid, 1, a.round, c, cnt, 0, 0, 0, bytes(10))
-            body = struct.pack("<%df" % cnt, *(value(wid, c * ce + i) for i in range(cnt)))
-            port = a.gateway_port + c % a.gateway_ports
-            while True:
-                try:
-                    s.sendto(hdr + body, (gw, port))
-                    break
-                except BlockingIOError:
-                    time.sleep(0.001)
+            send(wid, s, gw, c, 0)
 
     got = {wid: set() for wid, _, _ in workers}
+    resend_at = time.time() + RESEND_S
     bad = []
     deadline = time.time() + a.timeout
     socks = {s: wid for wid, s, _ in workers}
     while any(len(g) < chunks for g in got.values()) and time.time() < deadline:
-        ready, _, _ = select.select(list(socks), [], [], 0.2)
+        if time.time() >= resend_at:
+            for wid, s, gw in workers:
+                for c in range(chunks):
+                    if c not in got[wid]:
+                        send(wid, s, gw, c, F_RETX)
+            resend_at = time.time() + RESEND_S
+        ready, _, _ = select.select(list(socks), [], [], 0.1)
         for s in ready:
             wid = socks[s]
             while True:
@@ -91,6 +105,8 @@ def main():
                 f = HDR.unpack_from(pkt)
                 (magic, ver, typ, flags, dtype, cset, _, job, epoch, tree, sender, origin,
                  contrib, rnd, chunk, count) = f[:16]
+                if magic == MAGIC and ver == VERSION and typ == ACK and job == a.job:
+                    continue  # held at the gateway: the RESULT follows
                 if magic != MAGIC or ver != VERSION or typ != RESULT or job != a.job:
                     bad.append("worker %d: unexpected packet type %d" % (wid, typ))
                     continue
