@@ -521,7 +521,8 @@ rates_update(struct dmn *m)
 			double expect = planned < in_plans ? planned : in_plans;
 
 			if (r->gbps < 0 || planned <= 0 || r->gbps >= DAEMON_RATE_SHORT * expect ||
-			    queue <= DAEMON_RATE_QUEUE_MS || queue <= r->base_rtt_ms / 2) {
+			    r->gbps < DAEMON_RATE_IDLE * expect || queue <= DAEMON_RATE_QUEUE_MS ||
+			    queue <= r->base_rtt_ms / 2) {
 				r->strikes = 0;
 				continue;
 			}
@@ -529,9 +530,10 @@ rates_update(struct dmn *m)
 				continue;
 			/* What it carried in the last of those heartbeats, its queue standing all
 			 * along: the earlier ones can include the queue filling up, faster than
-			 * the link. A floor: a link that delivered nearly nothing is still not
-			 * planned at zero (the probes decide whether it is down). */
-			double best = r->gbps > expect / 100 ? r->gbps : expect / 100;
+			 * the link. At least DAEMON_RATE_IDLE of the plan (below that it counted
+			 * as idle): a link that delivers next to nothing is left to the probes,
+			 * which decide whether it is down. */
+			double best = r->gbps;
 
 			r->strikes = 0;
 			r->measured_until = now + DAEMON_RATE_HOLD_MS;

@@ -34,6 +34,10 @@
 #define DAEMON_RATE_QUEUE_MS 5.0
 #define DAEMON_RATE_STRIKES 3
 #define DAEMON_RATE_HOLD_MS 60000
+/** A link direction carrying less than this share of what it should is idle (its jobs are
+ * not sending), not short: with nothing to carry the probes' round trip can still rise,
+ * with the gateways' CPU load alone, and planning at such a rate would compound. */
+#define DAEMON_RATE_IDLE 0.02
 /** A measured capacity within this share of the one plans use changes no plan. */
 #define DAEMON_RATE_SAME 0.2
 /** Clients of the daemon's socket served at once; more wait in the listen backlog. */

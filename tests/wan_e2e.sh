@@ -182,11 +182,26 @@ grep -q "link a-c is up again" "$D/control.log" && grep -q '"id": 3' "$D/tables/
 	not_ok "the link's return"
 
 # 3. The relay's gateway dies in the middle of a run of rounds: the control process
-# installs an epoch without it, the workers run the interrupted round again.
+# installs an epoch without it, the workers run the interrupted round again. The CREW
+# job's worker a runs at the same time: c aggregated a range of it, which the new epoch
+# gives to a and b.
 workers 1 10 "$ROUNDS" --timeout 4
+ip netns exec "grw$$-s0" "$WK" --table "$D/tables/job-3-a.json" --worker-id 1000 \
+	--all-workers 1000,1100 --first-round 10 --rounds "$ROUNDS" --follow --timeout 4 \
+	>"$D/c-0-10.out" 2>&1 &
+cpid=$!
 sleep 0.3
 ip netns pids "grw$$-s2" | xargs -r kill -KILL
 rounds_across "relay gateway killed mid-job" "the gateway failure"
+if wait "$cpid" && [ "$(grep -c '1 contributors, verified' "$D/c-0-10.out")" = "$ROUNDS" ]; then
+	ok "CREW across the loss of aggregator c: $ROUNDS rounds at 1 of 2, exact" \
+		"($(grep -c 'run again' "$D/c-0-10.out") run again)"
+else
+	not_ok "CREW rounds across the loss of an aggregator"
+	cat "$D/c-0-10.out"
+fi
+grep -q '"id": 3' "$D/tables/job-3-a.json" && not_ok "the CREW job still uses c" ||
+	ok "the CREW job's epoch $(epoch_of "$D/tables/job-3-a.json") aggregates at a and b only"
 grep -q "gateway c (id 3, .*is down" "$D/control.log" && ok "the control process logged the failure" ||
 	not_ok "no failure in the control log"
 ep=$(epoch_of "$D/tables/job-1-a.json")
