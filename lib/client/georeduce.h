@@ -131,6 +131,11 @@ struct gr_options {
 				 * result came from the workers whose ids are set in the bitmap
 				 * at c x GR_CSET_BLOCK x cset_blocks: id i is bit i % 8 of byte
 				 * i / 8. Untouched without sets (cset_blocks 0) */
+	bool resume;            /* take up the previous call on this client where it stopped:
+				 * it timed out, had the same round and buffer, and neither the
+				 * buffer nor the client changed since. Results it got are kept
+				 * (not asked for again), chunks it had in flight are asked for
+				 * at once, the rest go as usual. Without such a call: -EINVAL */
 };
 
 /** Counters of a client since it was created (reconfiguration keeps them). */
