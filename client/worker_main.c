@@ -138,7 +138,9 @@ usage(FILE *f)
 		"  --follow              the table file is rewritten when the control process\n"
 		"                        installs a new epoch (georeduce-control run --out):\n"
 		"                        reload it before each round, and when a round times\n"
-		"                        out, wait for a new epoch and run the round again\n"
+		"                        out, run it again under a new epoch, or once go on\n"
+		"                        with it under the same one (a peer may have begun it\n"
+		"                        under the previous epoch)\n"
 		"  --json                a JSON summary on stdout instead of lines\n"
 		"  -h, --help            this help\n"
 		"\n"
@@ -373,20 +375,29 @@ follow_table(struct worker *w)
 	return 1;
 }
 
-/* --follow after a failed round: wait up to the round timeout for a new epoch. */
+/*
+ * --follow after a round timed out under epoch `ran` (`same`: how often the round already
+ * went on without a new epoch): whether to go on with it, under the table file's epoch.
+ * A newer epoch (the control process re-planned around a failure) is taken at once.
+ * Without one, the round goes on under the same epoch once, also at once: the table may
+ * have changed between the round's start at another worker and at this one, so that the
+ * other began it under the previous epoch. That worker times out about when this one
+ * does and runs the round again under this epoch; waiting for yet another epoch instead
+ * would leave it there alone for its whole timeout, and then the roles swap (no result at
+ * all, round after round). After that, wait up to the round timeout for a new epoch.
+ */
 static bool
-await_epoch(struct worker *w)
+await_epoch(struct worker *w, uint32_t ran, int same)
 {
-	uint32_t epoch = gr_client_config(w->client)->epoch;
 	double until = now_s() + w->o->timeout_s;
 
-	while (now_s() < until) {
+	do {
 		if (follow_table(w) < 0)
 			return false;
-		if (gr_client_config(w->client)->epoch != epoch)
+		if (gr_client_config(w->client)->epoch != ran || same == 0)
 			return true;
 		usleep(50000);
-	}
+	} while (now_s() < until);
 	return false;
 }
 
@@ -452,20 +463,33 @@ worker_main(void *arg)
 		r->contrib = gr_allreduce(w->client, w->buf, cfg->elements, cfg->dtype, r->round,
 					  &go);
 		/* A gateway failed mid-round: the control process installs a new epoch
-		 * without it; run the round again under that epoch. */
-		for (int again = 0; o->follow && r->contrib == -ETIMEDOUT && again < 3; again++) {
-			if (!await_epoch(w))
+		 * without it; run the round again under that epoch. Or the workers began
+		 * the round under two epochs: all go on with it under the newer one
+		 * (await_epoch()). */
+		for (int again = 0, same = 0; o->follow && r->contrib == -ETIMEDOUT && again < 3;
+		     again++) {
+			uint32_t ran = cfg->epoch;
+
+			if (!await_epoch(w, ran, same))
 				break;
 			cfg = gr_client_config(w->client);
 			if (csets_room(w, cfg) < 0)
 				break;
 			go.csets = w->csets;
+			/* Under the same epoch the call goes on where it stopped (resume): the
+			 * gateways' slots hold what it sent, and had it started again from the
+			 * first chunk, their pools may have moved on past it meanwhile. */
+			go.resume = cfg->epoch == ran;
+			same += go.resume;
 			if (!o->json)
-				printf("worker %u round %" PRIu32 ": epoch %u installed, round run "
-				       "again\n", w->id, r->round, cfg->epoch);
-			fill(w, cfg);
+				printf("worker %u round %" PRIu32 ": epoch %u %s\n", w->id, r->round,
+				       cfg->epoch, go.resume ? "as before, round taken up again"
+							     : "installed, round run again");
+			if (!go.resume)
+				fill(w, cfg);
 			r->contrib = gr_allreduce(w->client, w->buf, cfg->elements, cfg->dtype,
 						  r->round, &go);
+			go.resume = false;
 		}
 		r->ms = (now_s() - t0) * 1e3;
 		if (w->show_progress)

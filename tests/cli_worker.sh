@@ -3,9 +3,10 @@
 # georeduce-worker end to end: bad options and files exit 2 with one line; a silent
 # gateway exits 1 with one line; against a stand-in gateway on 127.0.0.1 (Python, stdlib
 # only, written from docs/PROTOCOL.md: it sums fp32 CONTRIBs and sends the RESULTs) rounds
-# verify, --json reports them, --input and --output carry a tensor, and a wrong
-# --all-workers fails the check with exit 1. Then --multicast against a stand-in gateway
-# that forwards MCAST between two local workers and adds the updates of two remote
+# verify, --json reports them, --input and --output carry a tensor, a wrong
+# --all-workers fails the check with exit 1, and --follow workers that began a round under
+# two epochs both run it again under the newer one. Then --multicast against a stand-in
+# gateway that forwards MCAST between two local workers and adds the updates of two remote
 # origins: every chunk verified; a corrupted chunk, a lost chunk and a silent origin
 # reported as docs/CLIENT.md says.
 # Usage: tests/cli_worker.sh PATH/TO/georeduce-worker
@@ -80,7 +81,7 @@ s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
 s.bind(("127.0.0.1", port))
 s.settimeout(0.5)
-slots, workers, end = {}, {}, time.time() + 60
+slots, done, workers, end = {}, {}, {}, time.time() + 60
 while time.time() < end:
     try:
         pkt, addr = s.recvfrom(9000)
@@ -88,11 +89,15 @@ while time.time() < end:
         continue
     f = HDR.unpack_from(pkt)
     typ, job, epoch, tree, origin, rnd, chunk, count = f[2], f[7], f[8], f[9], f[11], f[13], f[14], f[15]
-    if typ != 1:        # NACK_RESULT and RETX: this stand-in never loses anything
+    if typ != 1:        # NACK_RESULT: this stand-in never loses anything
         continue
     workers[origin] = addr
+    key = (epoch, rnd, chunk)   # as a gateway: each epoch's slots apart
+    if key in done:             # a worker that runs the round again: the retained RESULT
+        s.sendto(done[key], addr)
+        continue
     vals = struct.unpack_from("<%df" % count, pkt, HDR.size)
-    got, acc = slots.setdefault((rnd, chunk), (set(), [0.0] * count))
+    got, acc = slots.setdefault(key, (set(), [0.0] * count))
     if origin in got:
         continue
     got.add(origin)
@@ -101,10 +106,10 @@ while time.time() < end:
     if len(got) == n:
         hdr = HDR.pack(0x4752, 1, 2, 0, 1, 0, 0, job, epoch, tree, 1, 1, n, rnd, chunk, count,
                        0, 0, 0, bytes(10))
-        body = struct.pack("<%df" % count, *acc)
+        done[key] = hdr + struct.pack("<%df" % count, *acc)
         for o in got:
-            s.sendto(hdr + body, workers[o])
-        del slots[(rnd, chunk)]
+            s.sendto(done[key], workers[o])
+        del slots[key]
 PY
 gw_pid=$!
 sleep 0.3
@@ -145,6 +150,25 @@ expect 1 "wrong --all-workers fails the check" w --worker-id 11 --worker-id 12 \
 	--all-workers 11,12,13 --first-round 30
 grep -q "2 contributors, --all-workers names 3" "$tmp/err" && ok "says why" ||
 	not_ok "why: $(cat "$tmp/err")"
+
+# --follow across a new epoch that came between the two workers' starts of a round: 11
+# begins round 40 under epoch 2, 12 under epoch 3, and the stand-in sums each epoch apart.
+# Both time out; 11 finds epoch 3 in its table by then, 12 has no newer one. 11 runs the
+# round again under epoch 3 and 12 goes on with it there, both at once: had 12 waited for
+# another epoch, 11 would have run it there alone.
+sed 's/"epoch": 2,/"epoch": 3,/' "$tmp/t.json" >"$tmp/t3.json"
+cp "$tmp/t.json" "$tmp/t11.json"
+"$worker" --table "$tmp/t3.json" --worker-id 12 --first-round 40 --follow --timeout 2 \
+	>"$tmp/out12" 2>&1 &
+p12=$!
+(sleep 1 && cp "$tmp/t3.json" "$tmp/t11.new" && mv "$tmp/t11.new" "$tmp/t11.json") &
+expect 0 "--follow: a round begun under two epochs" "$worker" --table "$tmp/t11.json" \
+	--worker-id 11 --first-round 40 --follow --timeout 2
+grep -q "worker 11 round 40: epoch 3 installed, round run again" "$tmp/out" &&
+	grep -q "worker 11 round 40: .* 2 contributors, verified" "$tmp/out" &&
+	ok "run again under the new epoch" || not_ok "worker 11: $(cat "$tmp/out" "$tmp/err")"
+wait $p12 && grep -q "worker 12 round 40: epoch 3 as before, round taken up again" "$tmp/out12" &&
+	ok "its partner went on with it under the same epoch" || not_ok "worker 12: $(cat "$tmp/out12")"
 
 # ---- --multicast: a selmcast job's table, streams and no trees ----
 kill "$gw_pid" 2>/dev/null

@@ -5,9 +5,9 @@
  * the configured workers: it sums their CONTRIBs, sends every worker the RESULT from the
  * port of the chunk, answers NACK_RESULT from the results it retains (two rounds) and,
  * depending on the test, RETX CONTRIBs with an ACK or the result. It can drop, duplicate
- * and reorder packets both ways, stay silent, or inject packets of other rounds and
- * garbage. It counts every packet of the client that breaks a rule (wrong port, tree,
- * count, sender), which must stay zero.
+ * and reorder packets both ways, stay silent (from the start, or after some results), or
+ * inject packets of other rounds and garbage. It counts every packet of the client that
+ * breaks a rule (wrong port, tree, count, sender), which must stay zero.
  *
  * Environment: GEOREDUCE_TEST_QUICK=1 runs fewer rounds on smaller tensors.
  * main returns the number of failures.
@@ -73,6 +73,7 @@ struct fake_opts {
 	bool nack_needs_ack;            /* answer NACK_RESULT only for chunks ACKed before */
 	bool inject;                    /* stale rounds, other epochs, garbage with results */
 	bool probe;                     /* PROBE each worker once */
+	unsigned int silent_after;      /* fall silent after this many RESULTs (0: never) */
 	uint64_t seed;
 };
 
@@ -278,6 +279,8 @@ send_result(struct fakegw *g, const struct fslot *s, uint32_t c, int k, bool ans
 		g->answers++;
 	else
 		g->results++;
+	if (g->o.silent_after != 0 && g->results + g->answers == g->o.silent_after)
+		atomic_store(&g->silent, true);
 }
 
 static void
@@ -1308,6 +1311,65 @@ test_timeout(void)
 	gw_free(g);
 }
 
+/* A call that timed out is taken up where it stopped (gr_options.resume): the results it
+ * got are kept, no chunk goes twice as a first transmission, the rest completes. A call
+ * that starts from the first chunk again would send chunks the gateway's slot pool may
+ * have moved past (georeduce-worker --follow goes on like this under an unchanged epoch). */
+static void
+test_resume(void)
+{
+	const uint32_t n_chunks = 40, ce = 50;
+	struct job j;
+	struct fake_opts fo = { .retx = RETX_SPEC, .silent_after = 12 };
+	struct gr_options o = { .window = 8, .timeout_ms = 300, .rto_initial_ms = 20 };
+	struct fakegw *g;
+	struct gr_client *c;
+	struct gr_stats st;
+	float *buf;
+	int rc;
+
+	job_init(&j, 1, 1, 1, GR_DTYPE_FP32, (uint64_t)n_chunks * ce, ce);
+	g = gw_start(&j, &fo);
+	c = client_for(&j, 0);
+	buf = calloc((size_t)n_chunks * ce, sizeof(float));
+	CU_ASSERT_FATAL(c != NULL && buf != NULL);
+	for (uint32_t e = 0; e < n_chunks * ce; e++)
+		buf[e] = (float)(e % 9);
+	o.resume = true;        /* nothing to take up yet */
+	rc = gr_allreduce(c, buf, n_chunks * ce, GR_DTYPE_FP32, 5, &o);
+	CHECK(rc == -EINVAL, "rc %d", rc);
+	o.resume = false;
+	rc = gr_allreduce(c, buf, n_chunks * ce, GR_DTYPE_FP32, 5, &o);
+	CHECK(rc == -ETIMEDOUT, "rc %d", rc);
+	CHECK(strstr(gr_client_error(c), "28 of 40 chunks") != NULL, "%s", gr_client_error(c));
+	o.resume = true;
+	rc = gr_allreduce(c, buf, n_chunks * ce, GR_DTYPE_FP32, 6, &o);
+	CHECK(rc == -EINVAL, "another round: rc %d", rc);
+	/* The gateway speaks again: the call goes on from where it stopped. */
+	gr_client_stats(c, &st);
+	uint64_t retx = st.contribs_retx;
+
+	atomic_store(&g->silent, false);
+	o.timeout_ms = 5000;
+	rc = gr_allreduce(c, buf, n_chunks * ce, GR_DTYPE_FP32, 5, &o);
+	CHECK(rc == 1, "rc %d: %s", rc, gr_client_error(c));
+	for (uint32_t e = 0; e < n_chunks * ce; e++)
+		if (!CHECK(buf[e] == (float)(e % 9), "element %u: %g", e, buf[e]))
+			break;
+	gr_client_stats(c, &st);
+	CHECK(st.contribs_sent == n_chunks && st.results == n_chunks,
+	      "%llu chunks sent, %llu results", (unsigned long long)st.contribs_sent,
+	      (unsigned long long)st.results);
+	CU_ASSERT(st.contribs_retx > retx);      /* those in flight, asked for again */
+	rc = gr_allreduce(c, buf, n_chunks * ce, GR_DTYPE_FP32, 5, &o);
+	CHECK(rc == -EINVAL, "after a success: rc %d", rc);
+	gr_client_free(c);
+	free(buf);
+	gw_stop(g);
+	CU_ASSERT(g->bad == 0);
+	gw_free(g);
+}
+
 /* Every packet twice, results of the previous round and of another epoch, garbage and a
  * PROBE: the sum is exact, the rest is counted and ignored, the PROBE answered. */
 static void
@@ -1554,6 +1616,7 @@ main(void)
 		{ "5% loss both ways", test_loss },
 		{ "ACK stops payload retransmission, T2 asks", test_held },
 		{ "silent gateway: -ETIMEDOUT", test_timeout },
+		{ "a timed-out call taken up again", test_resume },
 		{ "duplicates, stale rounds, garbage, probe", test_duplicates_and_strays },
 		{ "progress callback", test_progress },
 		{ "reconfiguration to a new epoch", test_reconfigure },

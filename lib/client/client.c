@@ -111,6 +111,10 @@ struct gr_client {
 	uint8_t *mbits;                 /* n_origins x mbits_stride bytes */
 	size_t mbits_stride;
 	uint32_t *mgot;                 /* n_origins */
+	/* The chunk records are those of a call of resume_round that timed out, as it left
+	 * them (gr_options.resume). */
+	bool resumable;
+	uint32_t resume_round;
 };
 
 /* What one gr_allreduce() call works with. */
@@ -490,6 +494,7 @@ install(struct gr_client *c, const struct gr_config *sorted, struct chunk *ch,
 	free(c->mgot);
 	c->mbits = NULL;
 	c->mgot = NULL;
+	c->resumable = false;
 }
 
 struct gr_client *
@@ -1117,6 +1122,46 @@ call_init(struct call *k, struct gr_client *c, const struct gr_options *o)
 	return 0;
 }
 
+/*
+ * gr_options.resume: take up the chunk records where the call that timed out left them.
+ * Chunks with a result keep it (it is in the buffer); those in flight are due at once (a
+ * RETX CONTRIB, or a NACK_RESULT if the gateway holds them), the others go as usual. The
+ * gateways' slots hold what that call sent: had it started again from the first chunk
+ * instead, the slot pools may have moved on past the chunks it sent first.
+ */
+static void
+call_resume(struct call *k, uint64_t now)
+{
+	struct gr_client *c = k->c;
+
+	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
+		uint32_t i;
+
+		/* Chunks of a tree are sent in order: the sent ones are a prefix of its range. */
+		for (i = k->told[t]; i < k->tend[t] && c->ch[i].state != CH_IDLE; i++) {
+			struct chunk *h = &c->ch[i];
+
+			if (h->state == CH_DONE) {
+				if (k->done == 0 || h->contrib < k->contrib_min)
+					k->contrib_min = h->contrib;
+				if (k->done == 0 || h->contrib > k->contrib_max)
+					k->contrib_max = h->contrib;
+				k->done++;
+				continue;
+			}
+			if (h->state == CH_SENT)
+				h->state = CH_RETX; /* Karn: no round-trip sample from its result */
+			h->backoff = 0;
+			h->due_us = now;
+			k->tflight[t]++;
+		}
+		k->tnext[t] = i;
+		while (k->told[t] < k->tnext[t] && c->ch[k->told[t]].state == CH_DONE)
+			k->told[t]++;
+	}
+	k->next_due = now;
+}
+
 int
 gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtype,
 	     uint32_t round, const struct gr_options *opt)
@@ -1145,11 +1190,18 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 	rc = call_init(&k, c, o);
 	if (rc < 0)
 		return rc;
+	if (o->resume && (!c->resumable || c->resume_round != round))
+		return fail(c, -EINVAL, "round %u: no call of it timed out just before to resume",
+			    round);
 	k.esize = gr_dtype_size(dtype);
 	c->st.calls++;
-	memset(c->ch, 0, (size_t)c->n_chunks * sizeof(c->ch[0]));
 	c->tx_n = 0;
 	start = now_us();
+	if (o->resume)
+		call_resume(&k, start);
+	else
+		memset(c->ch, 0, (size_t)c->n_chunks * sizeof(c->ch[0]));
+	c->resumable = false;
 	for (unsigned int t = 0; t < c->cfg.n_trees; t++)
 		k.tprog_sent[t] = (uint32_t)start - 1; /* before every chunk of this call */
 	deadline = start + (uint64_t)(o->timeout_ms ? o->timeout_ms : GR_TIMEOUT_DEFAULT_MS) * 1000;
@@ -1233,6 +1285,8 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 		if (o->progress != NULL)
 			o->progress(o->progress_arg, c->n_chunks, c->n_chunks);
 	}
+	c->resumable = rc == -ETIMEDOUT;
+	c->resume_round = round;
 	return rc;
 }
 

@@ -143,6 +143,11 @@ struct gr_options {
 				 * i / 8. Untouched without sets (cset_blocks 0) */
 	double rate_gbps;       /* gr_mcast_send(): pace at this rate; 0: the configuration's
 				 * mcast_rate_gbps */
+	bool resume;            /* take up the previous call on this client where it stopped:
+				 * it timed out, had the same round and buffer, and neither the
+				 * buffer nor the client changed since. Results it got are kept
+				 * (not asked for again), chunks it had in flight are asked for
+				 * at once, the rest go as usual. Without such a call: -EINVAL */
 };
 
 /** Counters of a client since it was created (reconfiguration keeps them). */
