@@ -120,7 +120,9 @@ def main():
     for j, al in enumerate(algos):
         job = {"id": j + 1, "algorithm": al, "dtype": a.dtype, "elements": a.elements,
                "slots": dict({"max": 4096}, **({"min": a.slots_min} if a.slots_min else {})),
-               "workers": [dict(w, node=s["id"]) for s in sites for w in s["workers"]]}
+               # Each job its own UDP port, so that a worker may run several jobs at once.
+               "workers": [dict(w, node=s["id"], port=w["port"] + j)
+                           for s in sites for w in s["workers"]]}
         if al == "mtree":
             job["options"] = {"max_trees": a.max_trees}
         if al == "crew" and a.min_workers > 0:
