@@ -1452,6 +1452,55 @@ test_retx_answers(void)
 	dp_down();
 }
 
+/* A RETX CONTRIB of worker w (UDP checksum cleared: the header changed after it). */
+static struct rte_mbuf *
+retx_f32(uint32_t job, uint16_t w, uint32_t round, uint32_t chunk, uint64_t el, uint32_t ce)
+{
+	struct rte_mbuf *m = contrib_f32(job, 1, 0, w, round, chunk, el, ce);
+
+	rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->flags = WIRE_F_RETX;
+	rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+	return m;
+}
+
+/* A slot that moved on to chunk c + slots keeps answering for chunk c from the RESULT it
+ * retains, and chunk c never takes the slot back (docs/PROTOCOL.md section 7.3). */
+static void
+test_slot_moved_on(void)
+{
+	const uint64_t el = 32 * 16;
+	const uint32_t ce = 16;
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 32, 16 };
+	static struct out o[16];
+	uint64_t late;
+	int n;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(15, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+				"install") == 0);
+	for (uint32_t c = 3; c <= 19; c += 16)
+		for (int w = 0; w < 3; w++)
+			inject(contrib_f32(15, 1, 0, W3[w], 4, c, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 6);
+	/* Worker 12 lost chunk 3's RESULT: its RETX gets it, the slot still holds 19. */
+	late = drops(WIRE_REASON_LATE);
+	inject(retx_f32(15, 12, 4, 3, el, ce));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_RESULT && o[0].p.chunk == 3 && o[0].p.round == 4 &&
+		  o[0].fl.dst_ip == PEER_IP(12) && out_f32(&o[0], 1) == val(11, 3 * ce + 1) +
+									 val(12, 3 * ce + 1) +
+									 val(13, 3 * ce + 1));
+	CU_ASSERT(drops(WIRE_REASON_LATE) == late + 1);
+	inject(retx_f32(15, 11, 4, 19, el, ce));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 1 && o[0].p.type == WIRE_TYPE_RESULT && o[0].p.chunk == 19);
+	dp_down();
+}
+
 /* Move a frame by `by` bytes inside its buffer. */
 static void
 shift_frame(struct rte_mbuf *m, uint16_t by)
@@ -2056,6 +2105,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "ARP, ICMP, neighbour resolution", test_arp_icmp);
 	CU_add_test(s, "retransmissions answered", test_retx_answers);
 	CU_add_test(s, "partial reduce", test_partial_reduce);
+	CU_add_test(s, "a slot moved on answers for its previous chunk", test_slot_moved_on);
 	CU_add_test(s, "jumbo frames, unaligned payloads, segments", test_jumbo_misaligned);
 	CU_add_test(s, "routes", test_routes);
 	CU_add_test(s, "fault injection", test_faults);

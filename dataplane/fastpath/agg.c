@@ -596,9 +596,14 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 	unsigned int bit = t->src_bits[k];
 	bool have = s->state != DP_SLOT_FREE && s->chunk == p->chunk &&
 		    (s->in[bit >> 6] >> (bit & 63) & 1);
+	/* A chunk the slot has moved on from: an earlier round, or an earlier chunk of the
+	 * slot's round (chunk c when it holds c + slots). It never takes the slot back. */
+	bool older = s->state != DP_SLOT_FREE &&
+		     (wire_round_before(p->round, s->round) ||
+		      (p->round == s->round && p->chunk < s->chunk));
 
 	if (s->state == DP_SLOT_FREE ||
-	    (s->state == DP_SLOT_DONE &&
+	    (s->state == DP_SLOT_DONE && !older &&
 	     (s->chunk != p->chunk || wire_round_before(s->round, p->round)))) {
 		if (!live) { /* a draining epoch finishes its slots, opens none */
 			drop(lc, m, WIRE_REASON_EPOCH_STALE);
@@ -620,11 +625,12 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 	if (s->chunk != p->chunk) {
 		/* Another chunk holds the slot. If it took over from this one, whose RESULT it
 		 * keeps, a contributor that lost that RESULT gets it (a child gateway may lag a
-		 * slot pool behind the workers that moved the slot on). */
+		 * slot pool behind the workers that moved the slot on). A later chunk waits
+		 * for the slot (no_slot: the sender's window is ahead of the pool). */
 		struct rte_mbuf *r = retained(s, p->chunk, p->round);
 
-		drop(lc, m, r != NULL ? WIRE_REASON_LATE : WIRE_REASON_NO_SLOT);
-		if (r != NULL && (p->flags & WIRE_F_RETX))
+		drop(lc, m, r != NULL || older ? WIRE_REASON_LATE : WIRE_REASON_NO_SLOT);
+		if (r != NULL && ((p->flags & WIRE_F_RETX) || j->cset_len != 0))
 			send_result_copy(lc, j, t, t->src_down[k], r, WIRE_F_RETX | WIRE_F_ECHO,
 					 p->tsval, dp_now_us());
 		return;
