@@ -151,7 +151,9 @@ struct dp_job_lcore {
 	uint64_t *progress_sent;    /* per tree: when that RESULT's partial sum went up */
 	struct dp_pacer *pacers;    /* n_pacers, see struct dp_tree */
 	uint32_t *active;           /* pacers with frames waiting: n_active of n_pacers */
-	uint32_t n_active;
+	_Atomic uint32_t n_active;  /* that lcore: rw (relaxed loads and stores, never an
+				     * atomic RMW); ctl: ro relaxed, so that a draining epoch
+				     * is retired only once its pacers sent what they hold */
 };
 
 /** This gateway's part in one tree, runtime form (built from a struct table_tree). */
@@ -492,5 +494,8 @@ void dp_job_free(struct dp *dp, struct dp_job *j);
 
 /** Slots of j that are open or complete (awaiting a result), summed over lcores. */
 uint64_t dp_job_busy(const struct dp_job *j);
+
+/** Pacers of j with frames waiting, over its lcores (ctl; a relaxed snapshot). */
+uint64_t dp_job_pacing(const struct dp_job *j);
 
 #endif

@@ -1817,6 +1817,55 @@ test_pacing(void)
 	dp_down();
 }
 
+/* A draining epoch whose slots are done but whose pacers still hold RESULT copies for a
+ * child gateway is retired only once they have left: they are the only copies. */
+static void
+test_retire_after_pacers(void)
+{
+	const uint32_t ce = 256, nch = 48;          /* 1 KiB payloads */
+	const uint64_t el = (uint64_t)ce * nch;
+	static const uint16_t w1[] = { 21 };
+	struct tdesc td = { 0, 0, 1, { 3 }, 0, nch, 64 };
+	static struct out o[128];
+	struct table *tb = mk_table(51, 1, 1, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td);
+	const struct dp_state *st;
+	int to_child = 0, n;
+
+	tb->trees[0].rate_gbps = 0.008;             /* a 1.1 KB frame per 1.1 ms */
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	for (uint32_t c = 0; c < nch; c++) {
+		inject(contrib_f32(51, 1, 0, 21, 0, c, el, ce));
+		inject(contrib_f32(51, 1, 0, 3, 0, c, el, ce));
+	}
+	poll_all();
+	n = collect(o, 128);
+	for (int k = 0; k < n && k < 128; k++)
+		to_child += o[k].p.type == WIRE_TYPE_RESULT && o[k].fl.dst_ip == PEER_IP(3);
+	CU_ASSERT(to_child < (int)nch);            /* the rest wait in the child's pacer */
+	tb = mk_table(51, 2, 1, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td);
+	tb->trees[0].rate_gbps = 0.008;
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	dp_housekeeping(&dp);
+	st = atomic_load(&dp.state);
+	CU_ASSERT(st->jobs[0].n_epochs == 2);      /* done slots, but frames waiting */
+	uint64_t t0 = rte_get_timer_cycles();
+
+	while (to_child < (int)nch && rte_get_timer_cycles() - t0 < 10 * rte_get_timer_hz()) {
+		dp_worker_poll(dp.lcores[0]);
+		n = collect(o, 128);
+		for (int k = 0; k < n && k < 128; k++)
+			to_child += o[k].p.type == WIRE_TYPE_RESULT &&
+				    o[k].fl.dst_ip == PEER_IP(3);
+	}
+	CU_ASSERT(to_child == (int)nch);
+	dp_worker_poll(dp.lcores[0]);               /* the drained pacer leaves its list */
+	dp_housekeeping(&dp);
+	st = atomic_load(&dp.state);
+	CU_ASSERT(st->jobs[0].n_epochs == 1 && st->jobs[0].epochs[0]->epoch == 2);
+	dp_down();
+}
+
 /* A child gateway one round behind gets the previous round's RESULT: its NACK_RESULT
  * and its retransmitted partial sum are answered after the root's workers moved on. */
 static void
@@ -2111,6 +2160,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "fault injection", test_faults);
 	CU_add_test(s, "retransmission to the parent", test_retransmit_up);
 	CU_add_test(s, "pacing at the planned rate", test_pacing);
+	CU_add_test(s, "a draining epoch waits for its pacers", test_retire_after_pacers);
 	CU_add_test(s, "fast retransmit", test_fast_retransmit);
 	CU_add_test(s, "previous round's RESULT for a child", test_prev_round_child);
 	CU_add_test(s, "control requests", test_control);

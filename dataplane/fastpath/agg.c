@@ -892,8 +892,9 @@ dp_pace_run(struct dp_lcore *lc, const struct dp_state *st)
 	for (int e = 0; st != NULL && e < st->n_jobs; e++)
 		for (int k = 0; k < st->jobs[e].n_epochs; k++) {
 			struct dp_job_lcore *lj = &st->jobs[e].epochs[k]->lj[lc->idx];
+			uint32_t na = atomic_load_explicit(&lj->n_active, memory_order_relaxed);
 
-			for (uint32_t a = 0; a < lj->n_active;) {
+			for (uint32_t a = 0; a < na;) {
 				struct dp_pacer *pc = &lj->pacers[lj->active[a]];
 
 				if (now == 0)
@@ -906,10 +907,11 @@ dp_pace_run(struct dp_lcore *lc, const struct dp_state *st)
 				}
 				if (pc->head == pc->tail) { /* drained: out of the active list */
 					pc->active = false;
-					lj->active[a] = lj->active[--lj->n_active];
+					lj->active[a] = lj->active[--na];
 				} else {
 					a++;
 				}
 			}
+			atomic_store_explicit(&lj->n_active, na, memory_order_relaxed);
 		}
 }

@@ -58,7 +58,10 @@ dp_pace_send(struct dp_lcore *lc, const struct dp_job *j, uint32_t pacer, uint16
 	lc->ctr[DP_CTR_PACED]++;
 	if (!pc->active) {
 		pc->active = true;
-		lj->active[lj->n_active++] = pacer;
+		uint32_t na = atomic_load_explicit(&lj->n_active, memory_order_relaxed);
+
+		lj->active[na] = pacer;
+		atomic_store_explicit(&lj->n_active, na + 1, memory_order_relaxed);
 	}
 }
 

@@ -577,6 +577,16 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 }
 
 uint64_t
+dp_job_pacing(const struct dp_job *j)
+{
+	uint64_t n = 0;
+
+	for (unsigned int l = 0; l < j->n_lcores; l++)
+		n += atomic_load_explicit(&j->lj[l].n_active, memory_order_relaxed);
+	return n;
+}
+
+uint64_t
 dp_job_busy(const struct dp_job *j)
 {
 	uint64_t n = 0;

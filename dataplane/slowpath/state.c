@@ -459,7 +459,10 @@ retire(struct dp *dp)
 			struct dp_job *j = n.jobs[e].epochs[k];
 			bool draining = k > 0 || n.jobs[e].removed;
 
-			if (draining && (dp_job_busy(j) == 0 || now - j->retire_tsc > limit)) {
+			/* Drained: no open slot, and every frame its pacers held has left (a
+			 * RESULT copy waiting there is the only one its receiver gets). */
+			if (draining && ((dp_job_busy(j) == 0 && dp_job_pacing(j) == 0) ||
+					 now - j->retire_tsc > limit)) {
 				if (dp_job_busy(j) != 0)
 					DP_LOG(WARNING, "job %u epoch %u retired with %" PRIu64
 						" chunks unfinished\n", j->job, j->epoch,
