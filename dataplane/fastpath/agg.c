@@ -121,14 +121,13 @@ find_job(const struct dp_state *st, uint32_t job, uint32_t epoch, bool *live,
 	return NULL;
 }
 
-/* Index of contributor id in the tree's sorted list, or -1. A branch-free lower bound
+/* Index of id in the sorted ids[0 .. n - 1], or -1. A branch-free lower bound
  * (conditional moves: the ids of consecutive packets alternate, so a branching search
- * mispredicts about every other step), at most 8 steps (256 ids). */
+ * mispredicts about every other step), at most 8 steps for 256 ids. */
 static inline int
-find_src(const struct dp_tree *t, uint16_t id)
+ids_find(const uint16_t *ids, unsigned int n, uint16_t id)
 {
-	const uint16_t *base = t->src_ids;
-	unsigned int n = t->n_src;
+	const uint16_t *base = ids;
 
 	if (unlikely(n == 0))
 		return -1;
@@ -138,7 +137,22 @@ find_src(const struct dp_tree *t, uint16_t id)
 		base = base[half - 1] < id ? base + half : base;
 		n -= half;
 	}
-	return *base == id ? (int)(base - t->src_ids) : -1;
+	return *base == id ? (int)(base - ids) : -1;
+}
+
+/* Index of contributor id in the tree's sorted list, or -1. */
+static inline int
+find_src(const struct dp_tree *t, uint16_t id)
+{
+	return ids_find(t->src_ids, t->n_src, id);
+}
+
+/* Elements of chunk c of the job's tensor (every chunk is full but the last). */
+static inline uint32_t
+chunk_len(const struct dp_job *j, uint32_t c)
+{
+	return c + 1 == j->n_chunks ? (uint32_t)(j->elements - (uint64_t)c * j->chunk_elements)
+				    : j->chunk_elements;
 }
 
 static inline struct dp_slot *
@@ -768,23 +782,6 @@ on_from_parent(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 
 /* --- Selective multicast (docs/PROTOCOL.md section 7.5) -------------------------------- */
 
-/* Is id one of the stream's origins (sorted, at most TABLE_WORKERS_MAX)? */
-static inline bool
-stream_origin(const struct dp_stream *s, uint16_t id)
-{
-	uint32_t lo = 0, hi = s->n_origins;
-
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-
-		if (s->origins[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < s->n_origins && s->origins[lo] == id;
-}
-
 /*
  * An MCAST: one copy to each next-hop gateway of the stream (paced per stream and link)
  * and each local worker it is delivered to, each a fresh 96-byte header chained to an
@@ -805,17 +802,13 @@ on_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
 		drop(lc, m, WIRE_REASON_BAD_CHUNK);
 		return;
 	}
-	uint32_t want = p->chunk + 1 == j->n_chunks
-				? (uint32_t)(j->elements - (uint64_t)p->chunk * j->chunk_elements)
-				: j->chunk_elements;
-
-	if (unlikely(p->dtype != j->dtype || p->count != want)) {
+	if (unlikely(p->dtype != j->dtype || p->count != chunk_len(j, p->chunk))) {
 		drop(lc, m, WIRE_REASON_JOB_MISMATCH);
 		return;
 	}
 	/* From the upstream gateway, or at the source from the origin worker itself. */
 	if (unlikely((s->at_source ? p->sender != p->origin : p->sender != s->from_id) ||
-		     !stream_origin(s, p->origin))) {
+		     ids_find(s->origins, s->n_origins, p->origin) < 0)) {
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}
@@ -859,13 +852,9 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 	}
 	switch (p->type) {
 	case WIRE_TYPE_CONTRIB:
-	case WIRE_TYPE_RESULT: {
-		uint32_t want = p->chunk + 1 == j->n_chunks
-					? (uint32_t)(j->elements -
-						     (uint64_t)p->chunk * j->chunk_elements)
-					: j->chunk_elements;
-
-		if (unlikely(p->dtype != j->dtype || p->cset_blocks != j->cset_blocks || p->count != want)) {
+	case WIRE_TYPE_RESULT:
+		if (unlikely(p->dtype != j->dtype || p->cset_blocks != j->cset_blocks ||
+			     p->count != chunk_len(j, p->chunk))) {
 			drop(lc, m, WIRE_REASON_JOB_MISMATCH);
 			return;
 		}
@@ -874,7 +863,6 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 		else
 			on_result(lc, j, t, m, p);
 		return;
-	}
 	case WIRE_TYPE_NACK_RESULT:
 		on_nack_result(lc, j, t, m, p);
 		return;
