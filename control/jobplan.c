@@ -265,12 +265,28 @@ fail:
 	return NULL;
 }
 
-/* The largest factor (at most 1) by which the plan's rates fit every link: a tree uses its
- * rate in both directions of each of its edges. */
+/* The largest factor (at most 1) by which loads fit every link direction: load[2 l] a to
+ * b of link l, load[2 l + 1] b to a, in Gbit/s. */
+static double
+link_fit(const struct topo *t, const double *load)
+{
+	double f = 1;
+
+	for (int l = 0; l < t->n_links; l++) {
+		if (load[2 * l] > t->links[l].gbps_ab * f)
+			f = t->links[l].gbps_ab / load[2 * l];
+		if (load[2 * l + 1] > t->links[l].gbps_ba * f)
+			f = t->links[l].gbps_ba / load[2 * l + 1];
+	}
+	return f;
+}
+
+/* link_fit() of a tree plan: a tree uses its rate in both directions of each of its
+ * edges. -1 on ENOMEM. */
 static double
 fit_rates(const struct topo *t, const struct plan *pl)
 {
-	double *load = calloc(2 * (size_t)t->n_links, sizeof(double)), f = 1;
+	double *load = calloc(2 * (size_t)t->n_links, sizeof(double)), f;
 
 	if (load == NULL)
 		return -1;
@@ -286,12 +302,7 @@ fit_rates(const struct topo *t, const struct plan *pl)
 			load[2 * l] += pl->trees[k].rate_gbps;
 			load[2 * l + 1] += pl->trees[k].rate_gbps;
 		}
-	for (int l = 0; l < t->n_links; l++) {
-		if (load[2 * l] > t->links[l].gbps_ab * f)
-			f = t->links[l].gbps_ab / load[2 * l];
-		if (load[2 * l + 1] > t->links[l].gbps_ba * f)
-			f = t->links[l].gbps_ba / load[2 * l + 1];
-	}
+	f = link_fit(t, load);
 	free(load);
 	return f;
 }
@@ -430,7 +441,7 @@ selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double wire, ch
 	int n_nodes = t->n_nodes, n, p, rc = -ENOMEM;
 	int *site = malloc(sizeof(int) * (size_t)n_nodes), *ps = NULL, *path = NULL;
 	double *in_g = malloc(sizeof(double) * (size_t)n_nodes);
-	double *eg_g = malloc(sizeof(double) * (size_t)n_nodes), *load = NULL, f = 1, secs;
+	double *eg_g = malloc(sizeof(double) * (size_t)n_nodes), *load = NULL, f, secs;
 	uint64_t *bytes = malloc(sizeof(uint64_t) * (size_t)n_nodes);
 	uint64_t tensor = j->elements * table_dtype_size(j->dtype);
 	unsigned char *x = NULL;
@@ -525,12 +536,7 @@ selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double wire, ch
 				load[2 * l + (t->links[l].a == u ? 0 : 1)] += st->rate_gbps;
 		}
 	}
-	for (int l = 0; l < t->n_links; l++) {
-		if (load[2 * l] > t->links[l].gbps_ab * f)
-			f = t->links[l].gbps_ab / load[2 * l];
-		if (load[2 * l + 1] > t->links[l].gbps_ba * f)
-			f = t->links[l].gbps_ba / load[2 * l + 1];
-	}
+	f = link_fit(t, load); /* a stream uses each edge one way: down from its source */
 	for (int i = 0; i < n; i++)
 		jp->streams[i].rate_gbps *= f;
 	jp->plan = plan_create(deploy_algo_name(j->algo), t, 0);
