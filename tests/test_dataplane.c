@@ -1866,6 +1866,80 @@ test_retire_after_pacers(void)
 	dp_down();
 }
 
+/* A RESULT's copies share one indirect segment of its payload: each copy is a header mbuf
+ * chained to it, holding one reference. A copy that cannot go (a worker whose neighbour is
+ * unresolved) gives its reference back; once the copies are freed and the job is gone,
+ * every header and indirect mbuf is back in its pool. */
+static void
+test_fanout_shared_segment(void)
+{
+	const uint32_t ce = 64, nch = 8;
+	const uint64_t el = (uint64_t)ce * nch;
+	static const uint16_t w3[] = { 11, 12, 45 }; /* 10.0.0.45: no static neighbour */
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16 };
+	struct rte_mbuf *m[32];
+	int bad = 0;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(52, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, w3, 1, &td),
+				"install") == 0);
+	for (uint32_t c = 0; c < nch; c++)
+		for (int w = 0; w < 3; w++)
+			inject(contrib_f32(52, 1, 0, w3[w], 0, c, el, ce));
+	poll_all();
+	unsigned int n = rte_ring_dequeue_burst(tx_ring, (void **)m, 32, NULL);
+
+	CU_ASSERT(n == 2 * nch);
+	CU_ASSERT(ctr(DP_CTR_RESULTS_SENT) == 2 * nch);
+	CU_ASSERT(ctr(DP_CTR_NO_NEIGHBOUR) == nch);
+	for (unsigned int i = 0; i + 1 < n; i += 2) {
+		struct rte_mbuf *seg = m[i]->next;
+		uint8_t f[2048];
+
+		/* Workers 11 and 12 of one chunk: one segment, two references. */
+		bad += m[i]->nb_segs != 2 || seg == NULL || m[i + 1]->next != seg ||
+		       rte_mbuf_refcnt_read(seg) != 2 || !RTE_MBUF_CLONED(seg) ||
+		       rte_pktmbuf_pkt_len(m[i]) != WIRE_FRAME_PAYLOAD_OFF + 4 * ce;
+		const uint8_t *d = rte_pktmbuf_read(m[i], 0, rte_pktmbuf_pkt_len(m[i]), f);
+		struct wire_pkt p;
+		size_t off, plen;
+
+		if (d == NULL || wire_frame_parse(d, rte_pktmbuf_pkt_len(m[i]), NULL, &off, &plen,
+						  NULL) != 0 ||
+		    wire_hdr_decode(d + off, plen, &p, NULL) != 0) {
+			bad++;
+			continue;
+		}
+		for (uint32_t e = 0; e < ce; e++) {
+			float v;
+			uint64_t x = (uint64_t)p.chunk * ce + e;
+
+			memcpy(&v, d + off + p.payload_off + 4 * e, sizeof(v));
+			bad += v != val(11, x) + val(12, x) + val(45, x);
+		}
+	}
+	CU_ASSERT(bad == 0);
+	rte_pktmbuf_free_bulk(m, n);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"remove\",\"job\":52}") == 0);
+	rte_delay_us_sleep(1000 * (dp.prm.drain_ms + 10));
+	dp_housekeeping(&dp);
+	CU_ASSERT(atomic_load(&dp.state)->n_jobs == 0);
+	CU_ASSERT(rte_mempool_in_use_count(tpool) == 0);
+	poll_all();                 /* the ARP requests for 10.0.0.45 go out: free them too */
+	while (rte_ring_dequeue(tx_ring, (void **)&m[0]) == 0) {
+		CU_ASSERT(rte_pktmbuf_mtod(m[0], struct rte_ether_hdr *)->ether_type ==
+			  rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP));
+		rte_pktmbuf_free(m[0]);
+	}
+	const struct dp_lcore *lc = dp.lcores[0];
+
+	CU_ASSERT(rte_mempool_in_use_count(lc->hdr_pool) ==
+		  lc->hdr_stash.tail - lc->hdr_stash.head);
+	CU_ASSERT(rte_mempool_in_use_count(lc->clone_pool) ==
+		  lc->clone_stash.tail - lc->clone_stash.head);
+	dp_down();
+}
+
 /* A child gateway one round behind gets the previous round's RESULT: its NACK_RESULT
  * and its retransmitted partial sum are answered after the root's workers moved on. */
 static void
@@ -2161,6 +2235,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "retransmission to the parent", test_retransmit_up);
 	CU_add_test(s, "pacing at the planned rate", test_pacing);
 	CU_add_test(s, "a draining epoch waits for its pacers", test_retire_after_pacers);
+	CU_add_test(s, "a RESULT's copies share one payload segment", test_fanout_shared_segment);
 	CU_add_test(s, "fast retransmit", test_fast_retransmit);
 	CU_add_test(s, "previous round's RESULT for a child", test_prev_round_child);
 	CU_add_test(s, "control requests", test_control);

@@ -10,7 +10,8 @@
  * the end). A complete slot sends its partial sum to the parent (the accumulator packet
  * itself, headers rewritten) or, at the root, becomes the RESULT. A RESULT is retained in
  * its slot and sent to every child gateway and local worker as a fresh 96-byte header
- * chained to an indirect mbuf of the payload: no payload is copied.
+ * chained to one indirect mbuf of the payload that all the copies share: no payload is
+ * copied, one mbuf is taken per copy.
  *
  * Cost (one core, net_ring, root with F local workers, fp32, bench/bench_dataplane.c;
  * BENCHMARKS.md): about 85-90 ns per packet in at 256 B, 95-105 ns at 1 KiB, 140-180 ns at
@@ -219,37 +220,56 @@ retained(const struct dp_slot *s, uint32_t chunk, uint32_t round)
 										  : NULL;
 }
 
+/* An indirect mbuf of r's payload: the second segment of a copy (rte_pktmbuf_clone() of a
+ * single-segment r, inline: no call into librte_mbuf), or NULL when the pool is empty. */
+static inline struct rte_mbuf *
+payload_seg(struct dp_lcore *lc, struct rte_mbuf *r)
+{
+	struct rte_mbuf *c = dp_mstash_alloc(&lc->clone_stash);
+
+	if (unlikely(c == NULL))
+		return NULL;
+	rte_pktmbuf_attach(c, r);
+	rte_pktmbuf_adj(c, WIRE_FRAME_PAYLOAD_OFF);
+	return c;
+}
+
 /*
  * Send a copy of the packet r (a whole frame, retained by the caller: a RESULT, or a
  * partial sum sent again) to d: a header mbuf with fresh Ethernet/IP/UDP/georeduce headers
- * chained to an indirect mbuf of r's payload. now_us is the tsval (dp_now_us(), read once
- * per fan-out: rdtsc costs ~40 cycles on AMD). Counted in ctr.
+ * chained to an indirect mbuf of r's payload. seg: that indirect mbuf, shared by every
+ * copy of a fan-out (fanout_begin(); this copy takes a reference), or NULL for one of its
+ * own. now_us is the tsval (dp_now_us(), read once per fan-out: rdtsc costs ~40 cycles on
+ * AMD). Counted in ctr; false if not sent (no neighbour, no mbuf).
  */
-static void
+static bool
 send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, uint32_t pacer,
-	  struct rte_mbuf *r, uint8_t flags, uint32_t tsecr, uint32_t now_us, enum dp_ctr ctr)
+	  struct rte_mbuf *r, struct rte_mbuf *seg, uint8_t flags, uint32_t tsecr,
+	  uint32_t now_us, enum dp_ctr ctr)
 {
 	struct rte_ether_addr mac;
-	struct rte_mbuf *h, *c;
+	struct rte_mbuf *h;
 	uint32_t plen = rte_pktmbuf_data_len(r) - WIRE_FRAME_PAYLOAD_OFF;
 	const struct wire_hdr *rh = gr_hdr(r);
 	struct wire_hdr *wh;
 
 	if (unlikely(!dp_dest_mac(lc->dp, d, &mac))) {
 		lc->ctr[DP_CTR_NO_NEIGHBOUR]++;
-		return;
+		return false;
 	}
 	h = dp_mstash_alloc(&lc->hdr_stash);
-	c = dp_mstash_alloc(&lc->clone_stash);
-	if (unlikely(h == NULL || c == NULL)) {
-		rte_pktmbuf_free(h);
-		rte_pktmbuf_free(c);
+	if (unlikely(h == NULL)) {
 		lc->ctr[DP_CTR_NO_MBUF]++;
-		return;
+		return false;
 	}
-	/* rte_pktmbuf_clone() of a single-segment r, inline (no call into librte_mbuf). */
-	rte_pktmbuf_attach(c, r);
-	rte_pktmbuf_adj(c, WIRE_FRAME_PAYLOAD_OFF);
+	if (seg == NULL) {
+		seg = payload_seg(lc, r);
+		if (unlikely(seg == NULL)) {
+			rte_pktmbuf_free(h);
+			lc->ctr[DP_CTR_NO_MBUF]++;
+			return false;
+		}
+	}
 	uint8_t *frame = (uint8_t *)rte_pktmbuf_append(h, WIRE_FRAME_PAYLOAD_OFF);
 
 	dp_write_l2l4(lc->dp, j, d, &mac, rte_be_to_cpu_32(rh->chunk), frame,
@@ -260,9 +280,41 @@ send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, 
 	wh->sender = rte_cpu_to_be_16(j->self_id);
 	wh->tsval = rte_cpu_to_be_32(now_us);
 	wh->tsecr = rte_cpu_to_be_32(tsecr);
-	rte_pktmbuf_chain(h, c);
+	/* Chained by hand: rte_pktmbuf_chain() would write into a shared seg. */
+	h->next = seg;
+	h->nb_segs = 2;
+	h->pkt_len += plen;
 	lc->ctr[ctr]++;
 	dp_pace_send(lc, j, pacer, d->port, h, flags & WIRE_F_RETX);
+	return true;
+}
+
+/*
+ * A fan-out of up to n copies of r: one payload segment for all of them. Its reference
+ * count is set once, to n plus the caller's own, while nothing else can see it (updates
+ * are atomic once a copy is staged: a TX on another core may free one meanwhile);
+ * fanout_end() drops what was not used. NULL when the pool is empty: the copies then
+ * take one segment each (send_copy()), which fails the same way.
+ */
+static inline struct rte_mbuf *
+fanout_begin(struct dp_lcore *lc, struct rte_mbuf *r, uint16_t n)
+{
+	struct rte_mbuf *seg = payload_seg(lc, r);
+
+	if (likely(seg != NULL))
+		rte_mbuf_refcnt_set(seg, (uint16_t)(n + 1));
+	return seg;
+}
+
+/* The end of a fan-out of n copies of which `sent` went out. */
+static inline void
+fanout_end(struct rte_mbuf *seg, uint16_t n, uint16_t sent)
+{
+	if (unlikely(seg == NULL))
+		return;
+	if (unlikely(sent < n))
+		rte_mbuf_refcnt_update(seg, (int16_t)(sent - n));
+	rte_pktmbuf_free(seg); /* the caller's reference; the last one detaches from r */
 }
 
 /* The pacer of down[i] of tree t: child gateways are paced, local workers are not. */
@@ -273,13 +325,13 @@ down_pacer(const struct dp_tree *t, unsigned int i)
 }
 
 /* A RESULT copy to down[i] of tree t. */
-static inline void
+static inline bool
 send_result_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
-		 unsigned int i, struct rte_mbuf *r, uint8_t flags, uint32_t tsecr,
-		 uint32_t now_us)
+		 unsigned int i, struct rte_mbuf *r, struct rte_mbuf *seg, uint8_t flags,
+		 uint32_t tsecr, uint32_t now_us)
 {
-	send_copy(lc, j, &t->down[i], down_pacer(t, i), r, flags, tsecr, now_us,
-		  DP_CTR_RESULTS_SENT);
+	return send_copy(lc, j, &t->down[i], down_pacer(t, i), r, seg, flags, tsecr, now_us,
+			 DP_CTR_RESULTS_SENT);
 }
 
 /*
@@ -389,7 +441,7 @@ resend_up(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	  struct dp_slot *s, uint32_t now_us)
 {
 	if (!s->held) {
-		send_copy(lc, j, &t->parent, t->pace_first, s->acc, WIRE_F_RETX, 0, now_us,
+		send_copy(lc, j, &t->parent, t->pace_first, s->acc, NULL, WIRE_F_RETX, 0, now_us,
 			  DP_CTR_RETRANSMITS);
 		return;
 	}
@@ -490,8 +542,12 @@ result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t
 	}
 	s->state = DP_SLOT_DONE;
 	s->result = r;
+	struct rte_mbuf *seg = fanout_begin(lc, r, t->n_down);
+	uint16_t sent = 0;
+
 	for (uint16_t i = 0; i < t->n_down; i++)
-		send_result_copy(lc, j, t, i, r, 0, 0, now_us);
+		sent += send_result_copy(lc, j, t, i, r, seg, 0, 0, now_us);
+	fanout_end(seg, t->n_down, sent);
 }
 
 /* All contributions are in: the partial sum goes up, or at the root the RESULT down. */
@@ -645,7 +701,7 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 
 		drop(lc, m, r != NULL || older ? WIRE_REASON_LATE : WIRE_REASON_NO_SLOT);
 		if (r != NULL && ((p->flags & WIRE_F_RETX) || j->cset_len != 0))
-			send_result_copy(lc, j, t, t->src_down[k], r, WIRE_F_RETX | WIRE_F_ECHO,
+			send_result_copy(lc, j, t, t->src_down[k], r, NULL, WIRE_F_RETX | WIRE_F_ECHO,
 					 p->tsval, dp_now_us());
 		return;
 	}
@@ -664,7 +720,7 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 		 * RESULT, when retained, answers both; otherwise a RETX gets an ACK. */
 		drop(lc, m, have ? WIRE_REASON_DUPLICATE : WIRE_REASON_LATE);
 		if (s->state == DP_SLOT_DONE && (retx || !have))
-			send_result_copy(lc, j, t, ti, s->result, WIRE_F_RETX | WIRE_F_ECHO,
+			send_result_copy(lc, j, t, ti, s->result, NULL, WIRE_F_RETX | WIRE_F_ECHO,
 					 p->tsval, dp_now_us());
 		else if (retx && have)
 			send_ack(lc, j, to, p);
@@ -682,7 +738,7 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 			r = s->result;
 		drop(lc, m, WIRE_REASON_LATE);
 		if (r != NULL && ((p->flags & WIRE_F_RETX) || partial))
-			send_result_copy(lc, j, t, t->src_down[k], r, WIRE_F_RETX | WIRE_F_ECHO,
+			send_result_copy(lc, j, t, t->src_down[k], r, NULL, WIRE_F_RETX | WIRE_F_ECHO,
 					 p->tsval, dp_now_us());
 		return;
 	}
@@ -747,7 +803,7 @@ on_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 		struct rte_mbuf *r = retained(s, c, p->round);
 
 		if (r != NULL)
-			send_result_copy(lc, j, t, to, r, WIRE_F_RETX | WIRE_F_ECHO, p->tsval,
+			send_result_copy(lc, j, t, to, r, NULL, WIRE_F_RETX | WIRE_F_ECHO, p->tsval,
 					 now_us);
 	}
 	rte_pktmbuf_free(m);
@@ -774,7 +830,7 @@ on_from_parent(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 		if (p->type == WIRE_TYPE_ACK)
 			s->held = true;
 		else
-			send_copy(lc, j, &t->parent, t->pace_first, s->acc, WIRE_F_RETX, 0, now_us,
+			send_copy(lc, j, &t->parent, t->pace_first, s->acc, NULL, WIRE_F_RETX, 0, now_us,
 				  DP_CTR_RETRANSMITS);
 	}
 	rte_pktmbuf_free(m);
@@ -784,9 +840,10 @@ on_from_parent(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 
 /*
  * An MCAST: one copy to each next-hop gateway of the stream (paced per stream and link)
- * and each local worker it is delivered to, each a fresh 96-byte header chained to an
- * indirect mbuf of m's payload (send_copy()); then m's own reference is dropped, the
- * copies keep the frame alive until they leave. No state per chunk: best effort.
+ * and each local worker it is delivered to, each a fresh 96-byte header chained to the
+ * indirect mbuf of m's payload that they share (fanout_begin()); then m's own reference
+ * is dropped, the copies keep the frame alive until they leave. No state per chunk: best
+ * effort.
  */
 static void
 on_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
@@ -815,12 +872,16 @@ on_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
 	lc->ctr[DP_CTR_MCAST_RX]++;
 	uint32_t now_us = dp_now_us();
 
+	struct rte_mbuf *seg = fanout_begin(lc, m, s->n_out);
+	uint16_t sent = 0;
+
 	for (uint16_t k = 0; k < s->n_out; k++) {
 		if (k >= s->n_to && s->out[k].id == p->origin)
 			continue; /* a worker never gets its own update back */
-		send_copy(lc, j, &s->out[k], k < s->n_to ? s->pace_first + k : DP_PACE_NONE, m, 0,
-			  0, now_us, DP_CTR_MCAST_COPIES);
+		sent += send_copy(lc, j, &s->out[k], k < s->n_to ? s->pace_first + k : DP_PACE_NONE,
+				  m, seg, 0, 0, now_us, DP_CTR_MCAST_COPIES);
 	}
+	fanout_end(seg, s->n_out, sent);
 	rte_pktmbuf_free(m);
 }
 
