@@ -135,7 +135,8 @@ ids_find(const uint16_t *ids, unsigned int n, uint16_t id)
 	while (n > 1) {
 		unsigned int half = n / 2;
 
-		base = base[half - 1] < id ? base + half : base;
+		/* Arithmetic, not ?: which the compiler may turn back into a branch. */
+		base += (size_t)(base[half - 1] < id) * half;
 		n -= half;
 	}
 	return *base == id ? (int)(base - ids) : -1;
@@ -649,20 +650,14 @@ add(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct
 	return true;
 }
 
-static void
-on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct dp_tree *t,
-	   struct rte_mbuf *m, const struct wire_pkt *p)
+/* A CONTRIB from contributor index k for slot s, other than the next contribution to the
+ * open chunk (on_contrib()): the first of a chunk, a duplicate, a straggler, a chunk ahead
+ * of the slot pool. */
+static __rte_noinline void
+on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live,
+		 const struct dp_tree *t, struct dp_slot *s, struct rte_mbuf *m,
+		 const struct wire_pkt *p, int k)
 {
-	int k = find_src(t, p->origin);
-
-	if (unlikely(k < 0 || p->sender != p->origin ||
-		     (t->src_worker[k] &&
-		      (p->contrib != 1 ||
-		       (j->cset_len != 0 && !(gr_cset(m)[p->origin >> 3] >> (p->origin & 7) & 1)))))) {
-		drop(lc, m, WIRE_REASON_BAD_SENDER); /* a worker sums itself alone, in its set */
-		return;
-	}
-	struct dp_slot *s = slot_of(j, lc, t, p->chunk);
 	unsigned int bit = t->src_bits[k];
 	bool have = s->state != DP_SLOT_FREE && s->chunk == p->chunk &&
 		    (s->in[bit >> 6] >> (bit & 63) & 1);
@@ -710,14 +705,9 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 		unsigned int ti = t->src_down[k];
 		const struct dp_dest *to = &t->down[ti];
 
-		if (!have && s->state == DP_SLOT_OPEN) {
-			/* Held: an ACK stops the payload resends, unless the RESULT answered. */
-			if (add(lc, j, t, s, m, p, k) && retx && s->state != DP_SLOT_DONE)
-				send_ack(lc, j, to, p);
-			return;
-		}
-		/* Known already (duplicate), or complete without it (a straggler: late). The
-		 * RESULT, when retained, answers both; otherwise a RETX gets an ACK. */
+		/* Not new to an open slot (on_contrib() adds those): known already
+		 * (duplicate), or complete without it (a straggler: late). The RESULT, when
+		 * retained, answers both; otherwise a RETX gets an ACK. */
 		drop(lc, m, have ? WIRE_REASON_DUPLICATE : WIRE_REASON_LATE);
 		if (s->state == DP_SLOT_DONE && (retx || !have))
 			send_result_copy(lc, j, t, ti, s->result, NULL, WIRE_F_RETX | WIRE_F_ECHO,
@@ -743,6 +733,34 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 		return;
 	}
 	drop(lc, m, WIRE_REASON_NO_SLOT);
+}
+
+static void
+on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct dp_tree *t,
+	   struct rte_mbuf *m, const struct wire_pkt *p)
+{
+	int k = find_src(t, p->origin);
+
+	if (unlikely(k < 0 || p->sender != p->origin ||
+		     (t->src_worker[k] &&
+		      (p->contrib != 1 ||
+		       (j->cset_len != 0 && !(gr_cset(m)[p->origin >> 3] >> (p->origin & 7) & 1)))))) {
+		drop(lc, m, WIRE_REASON_BAD_SENDER); /* a worker sums itself alone, in its set */
+		return;
+	}
+	struct dp_slot *s = slot_of(j, lc, t, p->chunk);
+	uint32_t bit = t->src_bits[k];
+
+	/* Most packets: the next contribution to the chunk the slot has open. Held: an ACK
+	 * stops the payload resends, unless the RESULT answered. */
+	if (likely(s->state == DP_SLOT_OPEN && s->chunk == p->chunk && s->round == p->round &&
+		   !(s->in[bit >> 6] & (1ull << (bit & 63))))) {
+		if (add(lc, j, t, s, m, p, k) && (p->flags & WIRE_F_RETX) &&
+		    s->state != DP_SLOT_DONE)
+			send_ack(lc, j, &t->down[t->src_down[k]], p);
+		return;
+	}
+	on_contrib_other(lc, j, live, t, s, m, p, k);
 }
 
 static void
