@@ -869,6 +869,30 @@ mwrk_main(void *arg)
 	return NULL;
 }
 
+/* A multicast-only table of job 5 at epoch: no trees, one stream (3) from the three workers
+ * wid of gateway 1 (127.0.0.1, one port) to each other, of elements fp32 in chunks of M_CE. */
+static void
+mcast_table(char *json, size_t len, uint32_t epoch, uint16_t gw_port, const uint16_t wid[3],
+	    const uint16_t wport[3], uint32_t elements)
+{
+	char deliver[512];
+	size_t n = 0;
+
+	for (int k = 0; k < 3; k++)
+		n += (size_t)snprintf(deliver + n, sizeof(deliver) - n,
+				      "%s{\"id\": %u, \"ipv4\": \"127.0.0.1\", \"port\": %u}",
+				      k ? ", " : "", wid[k], wport[k]);
+	snprintf(json, len,
+		 "{\"format\": \"georeduce-table/1\", \"job\": 5, \"epoch\": %u,"
+		 " \"gateway\": {\"id\": 1, \"ipv4\": \"127.0.0.1\", \"base_port\": %u, \"ports\": 1},"
+		 " \"dtype\": \"fp32\", \"elements\": %u, \"chunk_elements\": %d,"
+		 " \"limits\": {\"max_trees\": 4, \"max_children\": 4, \"max_workers\": 8,"
+		 " \"max_slots\": 4096}, \"trees\": [], \"streams\": [{\"id\": 3, \"source\": 1,"
+		 " \"from\": null, \"to\": [], \"deliver\": [%s], \"rate_gbps\": 3.0,"
+		 " \"origins\": [%u, %u, %u]}]}", epoch, gw_port, elements, M_CE, deliver, wid[0],
+		 wid[1], wid[2]);
+}
+
 static void
 test_mcast(void)
 {
@@ -876,28 +900,14 @@ test_mcast(void)
 			 .drop_chunk = 5 };
 	struct mwrk ws[3];
 	pthread_t th[3];
-	char json[4096], deliver[512], err[GR_ERR_MAX];
-	size_t n = 0;
+	char json[4096], err[GR_ERR_MAX];
 	struct gr_config cfg;
 	struct gr_stats st;
 
 	g.port = ephemeral_port(&g.fd);
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < 3; k++)
 		g.wport[k] = ephemeral_port(NULL);
-		n += (size_t)snprintf(deliver + n, sizeof(deliver) - n,
-				      "%s{\"id\": %u, \"ipv4\": \"127.0.0.1\", \"port\": %u}",
-				      k ? ", " : "", g.wid[k], g.wport[k]);
-	}
-	/* A multicast-only table: no trees, one stream from this gateway's three workers to
-	 * each other. */
-	snprintf(json, sizeof(json),
-		 "{\"format\": \"georeduce-table/1\", \"job\": 5, \"epoch\": 2,"
-		 " \"gateway\": {\"id\": 1, \"ipv4\": \"127.0.0.1\", \"base_port\": %u, \"ports\": 1},"
-		 " \"dtype\": \"fp32\", \"elements\": %d, \"chunk_elements\": %d,"
-		 " \"limits\": {\"max_trees\": 4, \"max_children\": 4, \"max_workers\": 8,"
-		 " \"max_slots\": 4096}, \"trees\": [], \"streams\": [{\"id\": 3, \"source\": 1,"
-		 " \"from\": null, \"to\": [], \"deliver\": [%s], \"rate_gbps\": 3.0,"
-		 " \"origins\": [11, 12, 13]}]}", g.port, M_ELEMS, M_CE, deliver);
+	mcast_table(json, sizeof(json), 2, g.port, g.wid, g.wport, M_ELEMS);
 	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, 12, err, sizeof(err)) == 0);
 	CHECK(cfg.n_trees == 0 && cfg.mcast_send && cfg.mcast_stream == 3 &&
 	      cfg.mcast_rate_gbps == 1.0 && cfg.n_origins == 2 && cfg.origins[0] == 11 &&
@@ -956,6 +966,121 @@ test_mcast(void)
 	CHECK(g.bad == 0 && g.forwarded == 3 * 2 * 16 - 1, "gateway: %u forwarded, %u bad",
 	      g.forwarded, g.bad);
 	close(g.fd);
+}
+
+/* Send worker `to` chunk `chunk` of origin's update of round 4 in stream 3 of job 5 at epoch
+ * from the gateway's socket fd, as the gateway delivers it. */
+static void
+mcast_deliver(int fd, uint16_t to, uint32_t epoch, uint16_t origin, uint32_t chunk,
+	      uint32_t elements)
+{
+	uint8_t pkt[WIRE_HDR_LEN + 4 * M_CE];
+	uint32_t n = wire_chunk_len(elements, M_CE, chunk);
+	struct wire_pkt p = {
+		.type = WIRE_TYPE_MCAST, .dtype = WIRE_DTYPE_FP32, .job = 5, .epoch = epoch,
+		.tree = 3, .sender = 1, .origin = origin, .contrib = 1, .round = 4,
+		.chunk = chunk, .count = (uint16_t)n, .tsval = 1,
+	};
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(to),
+				 .sin_addr.s_addr = htonl(LOCALHOST) };
+
+	memset(pkt, 0, sizeof(pkt));
+	CU_ASSERT_FATAL(wire_hdr_encode(pkt, WIRE_HDR_LEN + 4 * n, &p, NULL) == 0);
+	raw_send(fd, pkt, WIRE_HDR_LEN + 4 * n, &a);
+}
+
+static void
+count_cb(void *arg, uint16_t origin, uint32_t round, uint32_t chunk, const void *data,
+	 uint32_t count)
+{
+	(*(unsigned int *)arg)++;
+	(void)origin;
+	(void)round;
+	(void)chunk;
+	(void)data;
+	(void)count;
+}
+
+/* The receive state of gr_mcast_recv() comes with the configuration: a client without
+ * origins is refused, one with origins receives from its first call, and a reconfiguration
+ * to a longer tensor, to no origins and back replaces it. */
+static void
+test_mcast_recv_state(void)
+{
+	const uint16_t wid[3] = { 11, 12, 13 };
+	uint16_t wport[3], gw_port;
+	struct gr_mcast_opts mo = { .timeout_ms = 50 };
+	char json[4096], err[GR_ERR_MAX];
+	struct gr_config cfg;
+	struct gr_client *c;
+	struct gr_stats st;
+	unsigned int got = 0;
+	uint8_t done[2];
+	int gw_fd, rc;
+	struct job j;
+
+	/* A job of trees only: no origin, nothing to receive. */
+	job_init(&j, 1, 1, 1, GR_DTYPE_FP32, 100, 10);
+	j.base = 30000;
+	j.wport[0] = ephemeral_port(NULL);
+	c = client_for(&j, 0);
+	CU_ASSERT_FATAL(c != NULL);
+	CHECK(gr_mcast_recv(c, 1, count_cb, &got, &mo) == -EINVAL &&
+	      strstr(gr_client_error(c), "receives no multicast stream") != NULL, "%s",
+	      gr_client_error(c));
+	gr_client_free(c);
+
+	gw_port = ephemeral_port(&gw_fd);
+	for (int k = 0; k < 3; k++)
+		wport[k] = ephemeral_port(NULL);
+	mcast_table(json, sizeof(json), 2, gw_port, wid, wport, M_ELEMS);
+	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, 12, err, sizeof(err)) == 0);
+	c = gr_client_create(&cfg, err, sizeof(err));
+	CU_ASSERT_FATAL(c != NULL);
+	CHECK(gr_mcast_recv(c, 4, NULL, NULL, &mo) == -EINVAL, "no callback");
+	/* The first call receives: every chunk of origin 13, half of 11's. */
+	for (uint32_t ch = 0; ch < 16; ch++) {
+		mcast_deliver(gw_fd, wport[1], 2, 13, ch, M_ELEMS);
+		if (ch % 2 == 0)
+			mcast_deliver(gw_fd, wport[1], 2, 11, ch, M_ELEMS);
+	}
+	mo.complete = done;
+	rc = gr_mcast_recv(c, 4, count_cb, &got, &mo);
+	CHECK(rc == 1 && got == 24 && done[0] == 0 && done[1] == 1 &&
+	      strstr(gr_client_error(c), "8 chunks missing") != NULL, "rc %d, %u chunks: %s", rc,
+	      got, gr_client_error(c));
+	/* A tensor three times as long: its bitmaps came with the new configuration. */
+	mcast_table(json, sizeof(json), 3, gw_port, wid, wport, 3 * M_ELEMS);
+	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, 12, err, sizeof(err)) == 0);
+	CHECK(gr_client_reconfigure(c, &cfg, err, sizeof(err)) == 0, "%s", err);
+	got = 0;
+	for (uint32_t ch = 0; ch < 47; ch++)
+		for (int o = 0; o < 3; o += 2)
+			mcast_deliver(gw_fd, wport[1], 3, wid[o], ch, 3 * M_ELEMS);
+	rc = gr_mcast_recv(c, 4, count_cb, &got, &mo);
+	CHECK(rc == 2 && got == 94 && done[0] == 1 && done[1] == 1, "rc %d, %u chunks: %s", rc,
+	      got, gr_client_error(c));
+	/* No origins any more (the worker still sends), then origins again. */
+	cfg.epoch = 4;
+	cfg.n_origins = 0;
+	CHECK(gr_client_reconfigure(c, &cfg, err, sizeof(err)) == 0, "%s", err);
+	CU_ASSERT(gr_mcast_recv(c, 4, count_cb, &got, &mo) == -EINVAL);
+	mcast_table(json, sizeof(json), 5, gw_port, wid, wport, M_ELEMS);
+	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, 12, err, sizeof(err)) == 0);
+	CHECK(gr_client_reconfigure(c, &cfg, err, sizeof(err)) == 0, "%s", err);
+	got = 0;
+	for (uint32_t ch = 0; ch < 16; ch++)
+		mcast_deliver(gw_fd, wport[1], 5, 11, ch, M_ELEMS);
+	rc = gr_mcast_recv(c, 4, count_cb, &got, &mo);
+	CHECK(rc == 1 && got == 16 && done[0] == 1 && done[1] == 0, "rc %d, %u chunks: %s", rc,
+	      got, gr_client_error(c));
+	gr_client_stats(c, &st);
+	CHECK(st.mcast_received == 24 + 94 + 16 && st.invalid == 0 && st.duplicates == 0,
+	      "%llu received, %llu invalid, %llu duplicates",
+	      (unsigned long long)st.mcast_received, (unsigned long long)st.invalid,
+	      (unsigned long long)st.duplicates);
+	gr_client_free(c);
+	close(gw_fd);
 }
 
 static void
@@ -1608,6 +1733,7 @@ main(void)
 		{ "configuration from a table", test_config_table },
 		{ "configuration checks", test_config_check },
 		{ "selective multicast: send, receive, loss, strays", test_mcast },
+		{ "multicast receive state comes with the configuration", test_mcast_recv_state },
 		{ "call arguments", test_call_args },
 		{ "fp32, three workers, two trees", test_fp32 },
 		{ "fp16, bf16, odd sizes", test_fp16_bf16_odd },
