@@ -73,6 +73,8 @@ struct fake_opts {
 	bool nack_needs_ack;            /* answer NACK_RESULT only for chunks ACKed before */
 	bool inject;                    /* stale rounds, other epochs, garbage with results */
 	bool probe;                     /* PROBE each worker once */
+	bool bad_cset;                  /* before each fan-out RESULT, two with wrong sums and
+					 * a set of the wrong length (none, one block more) */
 	unsigned int silent_after;      /* fall silent after this many RESULTs (0: never) */
 	uint64_t seed;
 };
@@ -111,7 +113,7 @@ struct fakegw {
 	bool win_seen;
 	/* Counters (read after the thread is joined). */
 	unsigned int bad, contribs, retx, nacks, acks_sent, results, answers, probe_replies;
-	unsigned int late;
+	unsigned int late, bad_csets;
 };
 
 /* ---- table ------------------------------------------------------------------------------ */
@@ -350,6 +352,36 @@ elem_put(uint8_t *p, enum gr_dtype dt, uint32_t i, float f)
 	memcpy(p + 2 * i, &h, 2);
 }
 
+/* Send worker k a RESULT of slot s's chunk c whose contributor set is `blocks` blocks long
+ * instead of the job's (s's set, zero beyond it, or none) and whose sums are off by one: a
+ * client that took it would have a wrong result. */
+static void
+send_result_bad_cset(struct fakegw *g, const struct fslot *s, uint32_t c, int k,
+		     uint8_t blocks)
+{
+	uint8_t pkt[WIRE_UDP_PAYLOAD_MAX];
+	uint32_t n = chunk_len(&g->j, c);
+	struct wire_pkt p = {
+		.type = WIRE_TYPE_RESULT, .dtype = (enum wire_dtype)g->j.dtype, .job = g->j.job,
+		.epoch = g->j.epoch, .tree = g->j.tree_id[tree_index(&g->j, c)],
+		.sender = g->j.gw_id, .origin = g->j.gw_id, .contrib = s->contrib,
+		.round = s->round, .chunk = c, .count = (uint16_t)n, .tsval = 1,
+		.cset_blocks = blocks,
+	};
+	struct sockaddr_in to = worker_addr(g, k);
+	size_t sl = (size_t)blocks * WIRE_CSET_BLOCK, len = WIRE_HDR_LEN + sl + n * g->esize;
+
+	CU_ASSERT_FATAL(blocks != g->j.cset_blocks && len <= sizeof(pkt));
+	memset(pkt, 0, WIRE_HDR_LEN + sl);
+	CU_ASSERT_FATAL(wire_hdr_encode(pkt, len, &p, NULL) == 0);
+	memcpy(pkt + WIRE_HDR_LEN, s->set, sl < sizeof(s->set) ? sl : sizeof(s->set));
+	for (uint32_t i = 0; i < n; i++)
+		elem_put(pkt + WIRE_HDR_LEN + sl, g->j.dtype, i,
+			 elem_get(s->res, g->j.dtype, i) + 1);
+	gw_send(g, g->fd[c % g->j.ports], pkt, len, &to);
+	g->bad_csets++;
+}
+
 static void
 window_check(struct fakegw *g, const struct wire_pkt *p, int k)
 {
@@ -435,6 +467,10 @@ on_contrib(struct fakegw *g, const struct wire_pkt *p, const uint8_t *pkt, int k
 		for (uint32_t i = 0; i < p->count; i++)
 			elem_put(s->res, g->j.dtype, i, s->acc[i]);
 		for (int w = 0; w < g->j.n_workers; w++) {
+			if (g->o.bad_cset) {
+				send_result_bad_cset(g, s, p->chunk, w, 0);
+				send_result_bad_cset(g, s, p->chunk, w, g->j.cset_blocks + 1);
+			}
 			send_result(g, s, p->chunk, w, false, 0, 0, 0);
 			if (g->o.inject)
 				inject(g, s, p->chunk, w);
@@ -1523,6 +1559,33 @@ test_duplicates_and_strays(void)
 	gw_free(g);
 }
 
+/* A job with contributor sets: before each RESULT the gateway sends two of the same chunk
+ * whose set has the wrong length (none, and one block more) and whose sums are wrong. The
+ * client counts them invalid and takes the right one that follows: the sums are exact. */
+static void
+test_cset_length(void)
+{
+	const uint32_t n_chunks = 16, rounds = 2;
+	struct job j;
+	struct fake_opts fo = { .retx = RETX_SPEC, .bad_cset = true };
+	struct gr_options o = { 0 };
+	struct wrk ws[WORKERS_MAX];
+	struct fakegw *g;
+
+	job_init(&j, 2, 2, 2, GR_DTYPE_FP32, 64 * n_chunks, 64);
+	j.cset_blocks = 1;
+	g = gw_run(&j, &fo, &o, rounds, ws);    /* checks the sums */
+	CHECK(g->bad == 0 && g->bad_csets == 2 * 2 * rounds * n_chunks,
+	      "%u packets broke a rule, %u RESULTs with a wrong set sent", g->bad, g->bad_csets);
+	for (int k = 0; k < 2; k++)
+		CHECK(ws[k].st.invalid == 2 * rounds * n_chunks &&
+		      ws[k].st.results == rounds * n_chunks,
+		      "worker %d: %llu invalid, %llu results, want %u and %u", k,
+		      (unsigned long long)ws[k].st.invalid, (unsigned long long)ws[k].st.results,
+		      2 * rounds * n_chunks, rounds * n_chunks);
+	gw_free(g);
+}
+
 /* The partial-reduce worker k of job j: rounds r0 .. r0 + n - 1, each result checked
  * against the contributor set of its chunk (and a superseded one as the later round's). */
 struct pr_wrk {
@@ -1747,6 +1810,7 @@ main(void)
 		{ "progress callback", test_progress },
 		{ "reconfiguration to a new epoch", test_reconfigure },
 		{ "partial reduce: sets, stragglers", test_partial_reduce },
+		{ "RESULT with a contributor set of the wrong length", test_cset_length },
 	};
 	const char *q = getenv("GEOREDUCE_TEST_QUICK");
 
