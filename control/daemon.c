@@ -80,15 +80,16 @@ struct job {
 
 /*
  * One direction of a topology link as measured (rates_update()): what the sender's trees
- * handed to it, the plan's rate, the probe round trip, and whether it carries less than
- * planned behind a standing queue (then plans use what it delivers, for a while).
+ * and multicast streams handed to it, the plan's rate, the probe round trip, and whether
+ * it carries less than planned behind a standing queue (then plans use what it delivers,
+ * for a while).
  */
 struct lrate {
 	uint64_t bytes;          /* first transmissions since the epochs in `key` went live */
 	uint64_t key;            /* the sender's live (job, epoch) pairs those bytes count */
 	int64_t at;              /* monotonic ms of that sample; -1: none */
 	double gbps;             /* between the last two samples; < 0: not known */
-	double planned_gbps;     /* the sum of the rates of the trees that use it */
+	double planned_gbps;     /* the sum of the rates of the trees and streams on it */
 	double rtt_ms;           /* the sender's last probe round trip to the other end; < 0 */
 	double base_rtt_ms;      /* the smallest seen since the link came up; 0: none */
 	int strikes;             /* samples in a row short of the plan behind a queue */
@@ -342,14 +343,23 @@ first_tx_bytes(const json_t *lk)
 	return b > r ? (uint64_t)(b - r) : 0;
 }
 
-/* What gateway v's live epochs handed to the link towards gateway u: first transmissions
- * into *bytes, the sum of the rates of the trees that use it into *planned, a key of v's
- * live (job, epoch) pairs (the counters start again with each epoch) into *key. False if
- * no live tree of v uses it. */
-static bool
-link_sent(const struct dmn *m, int v, int u, uint64_t *bytes, double *planned, uint64_t *key)
+int
+daemon_link_tree(const json_t *lk)
 {
-	json_int_t id = m->d->gateways[u].id;
+	const json_t *t = json_object_get(lk, "tree");
+
+	/* A stream's entry has no "tree": json_integer_value() of the missing key would be 0,
+	 * a valid tree id. */
+	if (!json_is_integer(t) || json_integer_value(t) < 0 ||
+	    json_integer_value(t) > UINT16_MAX)
+		return -1;
+	return (int)json_integer_value(t);
+}
+
+bool
+daemon_link_sent(const json_t *jobs, uint16_t peer, uint64_t *bytes, double *planned,
+		 uint64_t *key)
+{
 	bool any = false;
 	json_t *jo, *lk;
 	size_t i, k;
@@ -357,7 +367,7 @@ link_sent(const struct dmn *m, int v, int u, uint64_t *bytes, double *planned, u
 	*bytes = 0;
 	*planned = 0;
 	*key = 0;
-	json_array_foreach(m->gws[v].jobs, i, jo) {
+	json_array_foreach(jobs, i, jo) {
 		const char *state = json_string_value(json_object_get(jo, "state"));
 
 		if (state == NULL || strcmp(state, "live") != 0)
@@ -365,8 +375,9 @@ link_sent(const struct dmn *m, int v, int u, uint64_t *bytes, double *planned, u
 		*key = *key * 1000003u + (uint64_t)json_integer_value(json_object_get(jo, "job")) *
 					 65537u +
 		       (uint64_t)json_integer_value(json_object_get(jo, "epoch"));
+		/* Trees and streams alike: a stream's copies load the link as a tree does. */
 		json_array_foreach(json_object_get(jo, "links"), k, lk) {
-			if (json_integer_value(json_object_get(lk, "id")) != id)
+			if (json_integer_value(json_object_get(lk, "id")) != peer)
 				continue;
 			*bytes += first_tx_bytes(lk);
 			*planned += json_number_value(json_object_get(lk, "rate_gbps"));
@@ -374,6 +385,13 @@ link_sent(const struct dmn *m, int v, int u, uint64_t *bytes, double *planned, u
 		}
 	}
 	return any;
+}
+
+/* What gateway v's live epochs handed to the link towards gateway u (daemon_link_sent()). */
+static bool
+link_sent(const struct dmn *m, int v, int u, uint64_t *bytes, double *planned, uint64_t *key)
+{
+	return daemon_link_sent(m->gws[v].jobs, m->d->gateways[u].id, bytes, planned, key);
 }
 
 /* Gateway v's last probe round trip to gateway u in ms; -1 if it has none. */
@@ -428,7 +446,7 @@ tree_rates_update(struct dmn *m)
 				    json_integer_value(json_object_get(jo, "epoch")) != j->live_epoch)
 					continue;
 				json_array_foreach(json_object_get(jo, "links"), b, lk) {
-					json_int_t k = json_integer_value(json_object_get(lk, "tree"));
+					int k = daemon_link_tree(lk); /* -1: a stream's */
 
 					if (k < 0 || k >= j->n_rates)
 						continue;

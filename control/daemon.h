@@ -16,6 +16,11 @@
 #ifndef GEOREDUCE_DAEMON_H
 #define GEOREDUCE_DAEMON_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
 #include "deploy.h"
 
 #define DAEMON_SOCKET_DEFAULT "/run/georeduce/control.sock"
@@ -60,6 +65,27 @@ struct daemon_opts {
  *          in use, ...), after logging why.
  */
 int daemon_run(const struct deploy *d, const struct daemon_opts *o);
+
+/**
+ * What a dataplane's live epochs handed to its link towards gateway `peer`, from the
+ * `jobs` array of its `stats` (docs/CONTROL.md): the bytes of first transmissions of the
+ * trees and streams on that link into *bytes, the sum of their planned rates into
+ * *planned, and into *key a key of the live (job, epoch) pairs (the counters start again
+ * with each epoch: a changed key means the bytes are not comparable). Caller: the daemon's
+ * thread (and tests).
+ *
+ * @return  false if no live tree or stream uses that link.
+ */
+bool daemon_link_sent(const json_t *jobs, uint16_t peer, uint64_t *bytes, double *planned,
+		      uint64_t *key);
+
+/**
+ * The tree of one entry of a job's `links` in a dataplane's `stats`.
+ *
+ * @return  The tree id; -1 for an entry of a stream (which has "stream" instead of
+ *          "tree") or one without a valid tree id.
+ */
+int daemon_link_tree(const json_t *lk);
 
 /** Log one line on stderr: "YYYY-MM-DDTHH:MM:SS.mmmZ georeduce-control: MESSAGE". */
 void control_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -73,6 +73,8 @@ struct fake_opts {
 	bool nack_needs_ack;            /* answer NACK_RESULT only for chunks ACKed before */
 	bool inject;                    /* stale rounds, other epochs, garbage with results */
 	bool probe;                     /* PROBE each worker once */
+	bool bad_cset;                  /* before each fan-out RESULT, two with wrong sums and
+					 * a set of the wrong length (none, one block more) */
 	unsigned int silent_after;      /* fall silent after this many RESULTs (0: never) */
 	uint64_t seed;
 };
@@ -111,7 +113,7 @@ struct fakegw {
 	bool win_seen;
 	/* Counters (read after the thread is joined). */
 	unsigned int bad, contribs, retx, nacks, acks_sent, results, answers, probe_replies;
-	unsigned int late;
+	unsigned int late, bad_csets;
 };
 
 /* ---- table ------------------------------------------------------------------------------ */
@@ -350,6 +352,36 @@ elem_put(uint8_t *p, enum gr_dtype dt, uint32_t i, float f)
 	memcpy(p + 2 * i, &h, 2);
 }
 
+/* Send worker k a RESULT of slot s's chunk c whose contributor set is `blocks` blocks long
+ * instead of the job's (s's set, zero beyond it, or none) and whose sums are off by one: a
+ * client that took it would have a wrong result. */
+static void
+send_result_bad_cset(struct fakegw *g, const struct fslot *s, uint32_t c, int k,
+		     uint8_t blocks)
+{
+	uint8_t pkt[WIRE_UDP_PAYLOAD_MAX];
+	uint32_t n = chunk_len(&g->j, c);
+	struct wire_pkt p = {
+		.type = WIRE_TYPE_RESULT, .dtype = (enum wire_dtype)g->j.dtype, .job = g->j.job,
+		.epoch = g->j.epoch, .tree = g->j.tree_id[tree_index(&g->j, c)],
+		.sender = g->j.gw_id, .origin = g->j.gw_id, .contrib = s->contrib,
+		.round = s->round, .chunk = c, .count = (uint16_t)n, .tsval = 1,
+		.cset_blocks = blocks,
+	};
+	struct sockaddr_in to = worker_addr(g, k);
+	size_t sl = (size_t)blocks * WIRE_CSET_BLOCK, len = WIRE_HDR_LEN + sl + n * g->esize;
+
+	CU_ASSERT_FATAL(blocks != g->j.cset_blocks && len <= sizeof(pkt));
+	memset(pkt, 0, WIRE_HDR_LEN + sl);
+	CU_ASSERT_FATAL(wire_hdr_encode(pkt, len, &p, NULL) == 0);
+	memcpy(pkt + WIRE_HDR_LEN, s->set, sl < sizeof(s->set) ? sl : sizeof(s->set));
+	for (uint32_t i = 0; i < n; i++)
+		elem_put(pkt + WIRE_HDR_LEN + sl, g->j.dtype, i,
+			 elem_get(s->res, g->j.dtype, i) + 1);
+	gw_send(g, g->fd[c % g->j.ports], pkt, len, &to);
+	g->bad_csets++;
+}
+
 static void
 window_check(struct fakegw *g, const struct wire_pkt *p, int k)
 {
@@ -435,6 +467,10 @@ on_contrib(struct fakegw *g, const struct wire_pkt *p, const uint8_t *pkt, int k
 		for (uint32_t i = 0; i < p->count; i++)
 			elem_put(s->res, g->j.dtype, i, s->acc[i]);
 		for (int w = 0; w < g->j.n_workers; w++) {
+			if (g->o.bad_cset) {
+				send_result_bad_cset(g, s, p->chunk, w, 0);
+				send_result_bad_cset(g, s, p->chunk, w, g->j.cset_blocks + 1);
+			}
 			send_result(g, s, p->chunk, w, false, 0, 0, 0);
 			if (g->o.inject)
 				inject(g, s, p->chunk, w);
@@ -869,6 +905,30 @@ mwrk_main(void *arg)
 	return NULL;
 }
 
+/* A multicast-only table of job 5 at epoch: no trees, one stream (3) from the three workers
+ * wid of gateway 1 (127.0.0.1, one port) to each other, of elements fp32 in chunks of M_CE. */
+static void
+mcast_table(char *json, size_t len, uint32_t epoch, uint16_t gw_port, const uint16_t wid[3],
+	    const uint16_t wport[3], uint32_t elements)
+{
+	char deliver[512];
+	size_t n = 0;
+
+	for (int k = 0; k < 3; k++)
+		n += (size_t)snprintf(deliver + n, sizeof(deliver) - n,
+				      "%s{\"id\": %u, \"ipv4\": \"127.0.0.1\", \"port\": %u}",
+				      k ? ", " : "", wid[k], wport[k]);
+	snprintf(json, len,
+		 "{\"format\": \"georeduce-table/1\", \"job\": 5, \"epoch\": %u,"
+		 " \"gateway\": {\"id\": 1, \"ipv4\": \"127.0.0.1\", \"base_port\": %u, \"ports\": 1},"
+		 " \"dtype\": \"fp32\", \"elements\": %u, \"chunk_elements\": %d,"
+		 " \"limits\": {\"max_trees\": 4, \"max_children\": 4, \"max_workers\": 8,"
+		 " \"max_slots\": 4096}, \"trees\": [], \"streams\": [{\"id\": 3, \"source\": 1,"
+		 " \"from\": null, \"to\": [], \"deliver\": [%s], \"rate_gbps\": 3.0,"
+		 " \"origins\": [%u, %u, %u]}]}", epoch, gw_port, elements, M_CE, deliver, wid[0],
+		 wid[1], wid[2]);
+}
+
 static void
 test_mcast(void)
 {
@@ -876,28 +936,14 @@ test_mcast(void)
 			 .drop_chunk = 5 };
 	struct mwrk ws[3];
 	pthread_t th[3];
-	char json[4096], deliver[512], err[GR_ERR_MAX];
-	size_t n = 0;
+	char json[4096], err[GR_ERR_MAX];
 	struct gr_config cfg;
 	struct gr_stats st;
 
 	g.port = ephemeral_port(&g.fd);
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < 3; k++)
 		g.wport[k] = ephemeral_port(NULL);
-		n += (size_t)snprintf(deliver + n, sizeof(deliver) - n,
-				      "%s{\"id\": %u, \"ipv4\": \"127.0.0.1\", \"port\": %u}",
-				      k ? ", " : "", g.wid[k], g.wport[k]);
-	}
-	/* A multicast-only table: no trees, one stream from this gateway's three workers to
-	 * each other. */
-	snprintf(json, sizeof(json),
-		 "{\"format\": \"georeduce-table/1\", \"job\": 5, \"epoch\": 2,"
-		 " \"gateway\": {\"id\": 1, \"ipv4\": \"127.0.0.1\", \"base_port\": %u, \"ports\": 1},"
-		 " \"dtype\": \"fp32\", \"elements\": %d, \"chunk_elements\": %d,"
-		 " \"limits\": {\"max_trees\": 4, \"max_children\": 4, \"max_workers\": 8,"
-		 " \"max_slots\": 4096}, \"trees\": [], \"streams\": [{\"id\": 3, \"source\": 1,"
-		 " \"from\": null, \"to\": [], \"deliver\": [%s], \"rate_gbps\": 3.0,"
-		 " \"origins\": [11, 12, 13]}]}", g.port, M_ELEMS, M_CE, deliver);
+	mcast_table(json, sizeof(json), 2, g.port, g.wid, g.wport, M_ELEMS);
 	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, 12, err, sizeof(err)) == 0);
 	CHECK(cfg.n_trees == 0 && cfg.mcast_send && cfg.mcast_stream == 3 &&
 	      cfg.mcast_rate_gbps == 1.0 && cfg.n_origins == 2 && cfg.origins[0] == 11 &&
@@ -956,6 +1002,121 @@ test_mcast(void)
 	CHECK(g.bad == 0 && g.forwarded == 3 * 2 * 16 - 1, "gateway: %u forwarded, %u bad",
 	      g.forwarded, g.bad);
 	close(g.fd);
+}
+
+/* Send worker `to` chunk `chunk` of origin's update of round 4 in stream 3 of job 5 at epoch
+ * from the gateway's socket fd, as the gateway delivers it. */
+static void
+mcast_deliver(int fd, uint16_t to, uint32_t epoch, uint16_t origin, uint32_t chunk,
+	      uint32_t elements)
+{
+	uint8_t pkt[WIRE_HDR_LEN + 4 * M_CE];
+	uint32_t n = wire_chunk_len(elements, M_CE, chunk);
+	struct wire_pkt p = {
+		.type = WIRE_TYPE_MCAST, .dtype = WIRE_DTYPE_FP32, .job = 5, .epoch = epoch,
+		.tree = 3, .sender = 1, .origin = origin, .contrib = 1, .round = 4,
+		.chunk = chunk, .count = (uint16_t)n, .tsval = 1,
+	};
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(to),
+				 .sin_addr.s_addr = htonl(LOCALHOST) };
+
+	memset(pkt, 0, sizeof(pkt));
+	CU_ASSERT_FATAL(wire_hdr_encode(pkt, WIRE_HDR_LEN + 4 * n, &p, NULL) == 0);
+	raw_send(fd, pkt, WIRE_HDR_LEN + 4 * n, &a);
+}
+
+static void
+count_cb(void *arg, uint16_t origin, uint32_t round, uint32_t chunk, const void *data,
+	 uint32_t count)
+{
+	(*(unsigned int *)arg)++;
+	(void)origin;
+	(void)round;
+	(void)chunk;
+	(void)data;
+	(void)count;
+}
+
+/* The receive state of gr_mcast_recv() comes with the configuration: a client without
+ * origins is refused, one with origins receives from its first call, and a reconfiguration
+ * to a longer tensor, to no origins and back replaces it. */
+static void
+test_mcast_recv_state(void)
+{
+	const uint16_t wid[3] = { 11, 12, 13 };
+	uint16_t wport[3], gw_port;
+	struct gr_mcast_opts mo = { .timeout_ms = 50 };
+	char json[4096], err[GR_ERR_MAX];
+	struct gr_config cfg;
+	struct gr_client *c;
+	struct gr_stats st;
+	unsigned int got = 0;
+	uint8_t done[2];
+	int gw_fd, rc;
+	struct job j;
+
+	/* A job of trees only: no origin, nothing to receive. */
+	job_init(&j, 1, 1, 1, GR_DTYPE_FP32, 100, 10);
+	j.base = 30000;
+	j.wport[0] = ephemeral_port(NULL);
+	c = client_for(&j, 0);
+	CU_ASSERT_FATAL(c != NULL);
+	CHECK(gr_mcast_recv(c, 1, count_cb, &got, &mo) == -EINVAL &&
+	      strstr(gr_client_error(c), "receives no multicast stream") != NULL, "%s",
+	      gr_client_error(c));
+	gr_client_free(c);
+
+	gw_port = ephemeral_port(&gw_fd);
+	for (int k = 0; k < 3; k++)
+		wport[k] = ephemeral_port(NULL);
+	mcast_table(json, sizeof(json), 2, gw_port, wid, wport, M_ELEMS);
+	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, 12, err, sizeof(err)) == 0);
+	c = gr_client_create(&cfg, err, sizeof(err));
+	CU_ASSERT_FATAL(c != NULL);
+	CHECK(gr_mcast_recv(c, 4, NULL, NULL, &mo) == -EINVAL, "no callback");
+	/* The first call receives: every chunk of origin 13, half of 11's. */
+	for (uint32_t ch = 0; ch < 16; ch++) {
+		mcast_deliver(gw_fd, wport[1], 2, 13, ch, M_ELEMS);
+		if (ch % 2 == 0)
+			mcast_deliver(gw_fd, wport[1], 2, 11, ch, M_ELEMS);
+	}
+	mo.complete = done;
+	rc = gr_mcast_recv(c, 4, count_cb, &got, &mo);
+	CHECK(rc == 1 && got == 24 && done[0] == 0 && done[1] == 1 &&
+	      strstr(gr_client_error(c), "8 chunks missing") != NULL, "rc %d, %u chunks: %s", rc,
+	      got, gr_client_error(c));
+	/* A tensor three times as long: its bitmaps came with the new configuration. */
+	mcast_table(json, sizeof(json), 3, gw_port, wid, wport, 3 * M_ELEMS);
+	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, 12, err, sizeof(err)) == 0);
+	CHECK(gr_client_reconfigure(c, &cfg, err, sizeof(err)) == 0, "%s", err);
+	got = 0;
+	for (uint32_t ch = 0; ch < 47; ch++)
+		for (int o = 0; o < 3; o += 2)
+			mcast_deliver(gw_fd, wport[1], 3, wid[o], ch, 3 * M_ELEMS);
+	rc = gr_mcast_recv(c, 4, count_cb, &got, &mo);
+	CHECK(rc == 2 && got == 94 && done[0] == 1 && done[1] == 1, "rc %d, %u chunks: %s", rc,
+	      got, gr_client_error(c));
+	/* No origins any more (the worker still sends), then origins again. */
+	cfg.epoch = 4;
+	cfg.n_origins = 0;
+	CHECK(gr_client_reconfigure(c, &cfg, err, sizeof(err)) == 0, "%s", err);
+	CU_ASSERT(gr_mcast_recv(c, 4, count_cb, &got, &mo) == -EINVAL);
+	mcast_table(json, sizeof(json), 5, gw_port, wid, wport, M_ELEMS);
+	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, 12, err, sizeof(err)) == 0);
+	CHECK(gr_client_reconfigure(c, &cfg, err, sizeof(err)) == 0, "%s", err);
+	got = 0;
+	for (uint32_t ch = 0; ch < 16; ch++)
+		mcast_deliver(gw_fd, wport[1], 5, 11, ch, M_ELEMS);
+	rc = gr_mcast_recv(c, 4, count_cb, &got, &mo);
+	CHECK(rc == 1 && got == 16 && done[0] == 1 && done[1] == 0, "rc %d, %u chunks: %s", rc,
+	      got, gr_client_error(c));
+	gr_client_stats(c, &st);
+	CHECK(st.mcast_received == 24 + 94 + 16 && st.invalid == 0 && st.duplicates == 0,
+	      "%llu received, %llu invalid, %llu duplicates",
+	      (unsigned long long)st.mcast_received, (unsigned long long)st.invalid,
+	      (unsigned long long)st.duplicates);
+	gr_client_free(c);
+	close(gw_fd);
 }
 
 static void
@@ -1398,6 +1559,33 @@ test_duplicates_and_strays(void)
 	gw_free(g);
 }
 
+/* A job with contributor sets: before each RESULT the gateway sends two of the same chunk
+ * whose set has the wrong length (none, and one block more) and whose sums are wrong. The
+ * client counts them invalid and takes the right one that follows: the sums are exact. */
+static void
+test_cset_length(void)
+{
+	const uint32_t n_chunks = 16, rounds = 2;
+	struct job j;
+	struct fake_opts fo = { .retx = RETX_SPEC, .bad_cset = true };
+	struct gr_options o = { 0 };
+	struct wrk ws[WORKERS_MAX];
+	struct fakegw *g;
+
+	job_init(&j, 2, 2, 2, GR_DTYPE_FP32, 64 * n_chunks, 64);
+	j.cset_blocks = 1;
+	g = gw_run(&j, &fo, &o, rounds, ws);    /* checks the sums */
+	CHECK(g->bad == 0 && g->bad_csets == 2 * 2 * rounds * n_chunks,
+	      "%u packets broke a rule, %u RESULTs with a wrong set sent", g->bad, g->bad_csets);
+	for (int k = 0; k < 2; k++)
+		CHECK(ws[k].st.invalid == 2 * rounds * n_chunks &&
+		      ws[k].st.results == rounds * n_chunks,
+		      "worker %d: %llu invalid, %llu results, want %u and %u", k,
+		      (unsigned long long)ws[k].st.invalid, (unsigned long long)ws[k].st.results,
+		      2 * rounds * n_chunks, rounds * n_chunks);
+	gw_free(g);
+}
+
 /* The partial-reduce worker k of job j: rounds r0 .. r0 + n - 1, each result checked
  * against the contributor set of its chunk (and a superseded one as the later round's). */
 struct pr_wrk {
@@ -1608,6 +1796,7 @@ main(void)
 		{ "configuration from a table", test_config_table },
 		{ "configuration checks", test_config_check },
 		{ "selective multicast: send, receive, loss, strays", test_mcast },
+		{ "multicast receive state comes with the configuration", test_mcast_recv_state },
 		{ "call arguments", test_call_args },
 		{ "fp32, three workers, two trees", test_fp32 },
 		{ "fp16, bf16, odd sizes", test_fp16_bf16_odd },
@@ -1621,6 +1810,7 @@ main(void)
 		{ "progress callback", test_progress },
 		{ "reconfiguration to a new epoch", test_reconfigure },
 		{ "partial reduce: sets, stragglers", test_partial_reduce },
+		{ "RESULT with a contributor set of the wrong length", test_cset_length },
 	};
 	const char *q = getenv("GEOREDUCE_TEST_QUICK");
 

@@ -3,7 +3,8 @@
  * georeduce-control without dataplanes: the two-phase install (control/install.c) against
  * fake gateways, threads that serve the control-socket protocol and can reject a prepare,
  * never answer one, or die after one; and job planning (control/jobplan.c) on the example
- * deployment, with a gateway down and with the ring as chain trees.
+ * deployment, with a gateway down and with the ring as chain trees; and how the daemon
+ * reads a dataplane's per-link counters (control/daemon.c).
  */
 #include <errno.h>
 #include <math.h>
@@ -21,6 +22,7 @@
 #include <jansson.h>
 
 #include "ctlmsg.h"
+#include "daemon.h"
 #include "deploy.h"
 #include "install.h"
 #include "jobplan.h"
@@ -372,6 +374,59 @@ test_plan_measured_links(void)
 	deploy_free(d);
 }
 
+/* A dataplane's `links` counters as the daemon reads them: a link's bytes and planned rate
+ * are those of its trees and streams in live epochs (retransmissions apart); a stream's
+ * entry, which has no "tree", is no tree (its missing key would read as tree 0). */
+static void
+test_link_counters(void)
+{
+	json_error_t je;
+	json_t *jobs = json_loads(
+		"[{\"job\": 1, \"epoch\": 2, \"state\": \"live\", \"links\": ["
+		"  {\"tree\": 0, \"dir\": \"up\", \"ipv4\": \"10.0.0.5\", \"id\": 5,"
+		"   \"rate_gbps\": 1.0, \"bytes\": 1000, \"frames\": 10, \"retx_bytes\": 100},"
+		"  {\"tree\": 1, \"dir\": \"down\", \"ipv4\": \"10.0.0.6\", \"id\": 6,"
+		"   \"rate_gbps\": 2.0, \"bytes\": 500, \"frames\": 5, \"retx_bytes\": 0},"
+		"  {\"stream\": 0, \"dir\": \"down\", \"ipv4\": \"10.0.0.5\", \"id\": 5,"
+		"   \"rate_gbps\": 0.5, \"bytes\": 300, \"frames\": 3, \"retx_bytes\": 0}]},"
+		" {\"job\": 1, \"epoch\": 1, \"state\": \"draining\", \"links\": ["
+		"  {\"tree\": 0, \"dir\": \"up\", \"ipv4\": \"10.0.0.5\", \"id\": 5,"
+		"   \"rate_gbps\": 9.0, \"bytes\": 99999, \"frames\": 99, \"retx_bytes\": 0}]},"
+		" {\"job\": 2, \"epoch\": 1, \"state\": \"live\", \"links\": ["
+		"  {\"stream\": 3, \"dir\": \"down\", \"ipv4\": \"10.0.0.5\", \"id\": 5,"
+		"   \"rate_gbps\": 0.25, \"bytes\": 200, \"frames\": 2, \"retx_bytes\": 0},"
+		"  {\"stream\": 4, \"dir\": \"down\", \"ipv4\": \"10.0.0.7\", \"id\": 7,"
+		"   \"rate_gbps\": 0.25, \"bytes\": 700, \"frames\": 7, \"retx_bytes\": 0}]}]",
+		0, &je);
+	uint64_t bytes, key, key2;
+	double planned;
+	json_t *lk;
+	size_t i;
+	int trees = 0;
+
+	CHECK(jobs != NULL, "line %d: %s", je.line, je.text);
+	CU_ASSERT_FATAL(jobs != NULL);
+	/* Towards 5: tree 0 up (900 first transmissions), job 1's stream 0 and job 2's
+	 * stream 3; the draining epoch not. */
+	CHECK(daemon_link_sent(jobs, 5, &bytes, &planned, &key) && bytes == 900 + 300 + 200 &&
+	      fabs(planned - 1.75) < 1e-12, "%llu bytes, %g planned",
+	      (unsigned long long)bytes, planned);
+	/* Towards 7 a stream only (a multicast-only job): a link all the same. */
+	CHECK(daemon_link_sent(jobs, 7, &bytes, &planned, &key2) && bytes == 700 &&
+	      fabs(planned - 0.25) < 1e-12 && key2 == key, "%llu bytes, %g planned",
+	      (unsigned long long)bytes, planned);
+	CU_ASSERT(!daemon_link_sent(jobs, 8, &bytes, &planned, &key) && bytes == 0);
+	/* Trees: 0 and 1 of job 1; the streams' entries are none. */
+	json_array_foreach(json_object_get(json_array_get(jobs, 0), "links"), i, lk)
+		trees += daemon_link_tree(lk) == (int)i;
+	CU_ASSERT(trees == 2);
+	CU_ASSERT(daemon_link_tree(json_array_get(json_object_get(json_array_get(jobs, 0), "links"),
+						  2)) == -1);
+	json_array_foreach(json_object_get(json_array_get(jobs, 2), "links"), i, lk)
+		CU_ASSERT(daemon_link_tree(lk) == -1);
+	json_decref(jobs);
+}
+
 /* CREW (job 3 of the example, 2 of 3 workers): one star per aggregating site, rooted
  * there over the other sites, within every link's capacity in both directions; tables with
  * contributor sets whose roots complete at 2 workers; without a gateway, stars of what is
@@ -646,6 +701,7 @@ main(void)
 	CU_add_test(s, "two-phase install: no socket, wrong epoch", test_install_no_socket);
 	CU_add_test(s, "planning without a failed gateway", test_plan_without_node);
 	CU_add_test(s, "planning with measured link capacities", test_plan_measured_links);
+	CU_add_test(s, "the daemon's per-link counters: trees and streams", test_link_counters);
 	CU_add_test(s, "the ring as chain trees", test_ring_chains);
 	CU_add_test(s, "CREW as stars with a threshold", test_crew_plan);
 	CU_add_test(s, "selmcast: streams, one copy per tree edge, rates fit", test_selmcast_plan);

@@ -545,6 +545,42 @@ mcast_f32(uint16_t stream, uint16_t sender, uint16_t origin, uint32_t round, uin
 	return mk_pkt(&p, pl);
 }
 
+/* The first job's entry in `links` of stats st for (kind "tree" or "stream", its id n,
+ * dir, gateway id); NULL if there is none. An entry without the kind's key is of the
+ * other kind (json_integer_value() of the missing key would be 0, a valid id). */
+static json_t *
+link_entry(json_t *st, const char *kind, int n, const char *dir, int id)
+{
+	json_t *lk;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_array_get(json_object_get(st, "jobs"), 0),
+					   "links"), i, lk)
+		if (json_is_integer(json_object_get(lk, kind)) &&
+		    json_integer_value(json_object_get(lk, kind)) == n &&
+		    json_integer_value(json_object_get(lk, "id")) == id &&
+		    strcmp(json_string_value(json_object_get(lk, "dir")), dir) == 0)
+			return lk;
+	return NULL;
+}
+
+/* Stream n's entry in `links` towards gateway id: frames, bytes and no retransmission;
+ * its address, the stream's rate. */
+static bool
+stream_link_is(json_t *st, int n, int id, json_int_t frames, json_int_t bytes)
+{
+	json_t *lk = link_entry(st, "stream", n, "down", id);
+	char ip[16];
+
+	return lk != NULL && json_integer_value(json_object_get(lk, "frames")) == frames &&
+	       json_integer_value(json_object_get(lk, "bytes")) == bytes &&
+	       json_integer_value(json_object_get(lk, "retx_bytes")) == 0 &&
+	       json_real_value(json_object_get(lk, "rate_gbps")) == 10.0 &&
+	       json_object_get(lk, "tree") == NULL &&
+	       strcmp(json_string_value(json_object_get(lk, "ipv4")),
+		      table_ipv4_format(PEER_IP((uint32_t)id), ip)) == 0;
+}
+
 static void
 test_mcast(void)
 {
@@ -582,6 +618,18 @@ test_mcast(void)
 	CU_ASSERT(seen[3] && seen[4] && seen[21] && seen[22]);
 	CU_ASSERT(ctr(DP_CTR_MCAST_RX) == 1);
 	CU_ASSERT(ctr(DP_CTR_MCAST_COPIES) == 4);
+	/* Per stream and link to a next-hop gateway, what went out: one frame of stream 5 to
+	 * each of 3 and 4, nothing of stream 6 yet; copies to local workers are no link's. */
+	const json_int_t fb40 = WIRE_FRAME_PAYLOAD_OFF + 40 * 4;
+	const json_int_t fb64 = WIRE_FRAME_PAYLOAD_OFF + 64 * 4;
+	json_t *st = dp_stats_json(&dp);
+
+	CU_ASSERT(stream_link_is(st, 5, 3, 1, fb40) && stream_link_is(st, 5, 4, 1, fb40));
+	CU_ASSERT(stream_link_is(st, 6, 3, 0, 0));
+	CU_ASSERT(json_array_size(json_object_get(json_array_get(json_object_get(st, "jobs"), 0),
+						  "links")) == 3);
+	CU_ASSERT(link_entry(st, "tree", 0, "down", 3) == NULL);
+	json_decref(st);
 
 	/* Drops, by reason, none answered. */
 	inject(mcast_f32(5, 3, 31, 9, 0, 64));          /* not the upstream gateway */
@@ -631,6 +679,9 @@ test_mcast(void)
 	}
 	CU_ASSERT(bad == 0 && (o[0].fl.dst_ip & 0xff) != (o[1].fl.dst_ip & 0xff));
 	CU_ASSERT(ctr(DP_CTR_MCAST_COPIES) == 6);
+	st = dp_stats_json(&dp);
+	CU_ASSERT(stream_link_is(st, 6, 3, 1, fb64) && stream_link_is(st, 5, 3, 1, fb40));
+	json_decref(st);
 	/* ... but not from a worker that is no origin, nor on behalf of another worker, nor
 	 * from the upstream of a stream that starts here. */
 	inject(mcast_f32(6, 23, 23, 4, 2, 64));
@@ -849,16 +900,9 @@ test_partial_reduce(void)
 static json_int_t
 link_ctr(int tree, const char *dir, int id, const char *key)
 {
-	json_t *st = dp_stats_json(&dp), *lk;
-	json_int_t v = -1;
-	size_t i;
+	json_t *st = dp_stats_json(&dp), *lk = link_entry(st, "tree", tree, dir, id);
+	json_int_t v = lk != NULL ? json_integer_value(json_object_get(lk, key)) : -1;
 
-	json_array_foreach(json_object_get(json_array_get(json_object_get(st, "jobs"), 0),
-					   "links"), i, lk)
-		if (json_integer_value(json_object_get(lk, "tree")) == tree &&
-		    json_integer_value(json_object_get(lk, "id")) == id &&
-		    strcmp(json_string_value(json_object_get(lk, "dir")), dir) == 0)
-			v = json_integer_value(json_object_get(lk, key));
 	json_decref(st);
 	return v;
 }

@@ -86,33 +86,60 @@ lcore_json(const struct dp_lcore *lc)
 	return o;
 }
 
-/* Per tree and link to a gateway (the parent, each child gateway): the planned rate and
- * what the tree handed to that link so far, summed over the lcores. The control process
- * derives each link's measured rate from these (docs/CONTROL.md). */
+/* What pacer `pacer` of job j was handed, summed over the lcores. */
+static void
+pacer_sum(const struct dp_job *j, uint32_t pacer, uint64_t *bytes, uint64_t *frames,
+	  uint64_t *retx)
+{
+	*bytes = *frames = *retx = 0;
+	for (unsigned int l = 0; l < j->n_lcores; l++) {
+		const struct dp_pacer *pc = &j->lj[l].pacers[pacer];
+
+		*bytes += rd(&pc->bytes);
+		*frames += rd(&pc->frames);
+		*retx += rd(&pc->retx_bytes);
+	}
+}
+
+/* Per tree and link to a gateway (the parent, each child gateway), then per stream and
+ * link to a next-hop gateway: the planned rate and what the tree or stream handed to that
+ * link so far, summed over the lcores. The control process derives each link's measured
+ * rate from these (docs/CONTROL.md). Stream entries have "stream" where tree entries have
+ * "tree" (tree and stream ids are independent: a reader tells them apart by the key).
+ * Copies to local workers are no link's. */
 static json_t *
 links_json(const struct dp_job *j)
 {
 	json_t *arr = json_array();
+	uint64_t bytes, frames, retx;
+	char ip[16];
 
 	for (int i = 0; i < j->n_trees; i++) {
 		const struct dp_tree *t = &j->trees[i];
 
 		for (uint32_t k = t->has_parent ? 0 : 1; k <= t->n_children; k++) {
 			const struct dp_dest *d = k == 0 ? &t->parent : &t->down[k - 1];
-			uint64_t bytes = 0, frames = 0, retx = 0;
-			char ip[16];
 
-			for (unsigned int l = 0; l < j->n_lcores; l++) {
-				const struct dp_pacer *pc = &j->lj[l].pacers[t->pace_first + k];
-
-				bytes += rd(&pc->bytes);
-				frames += rd(&pc->frames);
-				retx += rd(&pc->retx_bytes);
-			}
+			pacer_sum(j, t->pace_first + k, &bytes, &frames, &retx);
 			json_array_append_new(arr, json_pack("{s:i,s:s,s:s,s:i,s:f,s:I,s:I,s:I}",
 				"tree", t->id, "dir", k == 0 ? "up" : "down", "ipv4",
 				table_ipv4_format(d->ipv4, ip), "id", d->id, "rate_gbps",
 				t->tt->rate_gbps, "bytes", (json_int_t)bytes, "frames",
+				(json_int_t)frames, "retx_bytes", (json_int_t)retx));
+		}
+	}
+	for (int i = 0; i < j->n_streams; i++) {
+		const struct dp_stream *s = &j->streams[i];
+
+		for (uint32_t k = 0; k < s->n_to; k++) {
+			const struct dp_dest *d = &s->out[k];
+
+			/* retx is 0: a stream's copies are never retransmitted. */
+			pacer_sum(j, s->pace_first + k, &bytes, &frames, &retx);
+			json_array_append_new(arr, json_pack("{s:i,s:s,s:s,s:i,s:f,s:I,s:I,s:I}",
+				"stream", s->id, "dir", "down", "ipv4",
+				table_ipv4_format(d->ipv4, ip), "id", d->id, "rate_gbps",
+				j->tb->streams[i].rate_gbps, "bytes", (json_int_t)bytes, "frames",
 				(json_int_t)frames, "retx_bytes", (json_int_t)retx));
 		}
 	}

@@ -107,7 +107,8 @@ struct gr_client {
 	struct sockaddr_in rxaddr[RX_BATCH];
 	uint8_t *rxbuf;                 /* RX_BATCH x RX_LEN */
 	/* gr_mcast_recv(): per origin (configuration order) a bitmap of the chunks got and
-	 * their count; allocated by the first call, freed with the configuration. */
+	 * their count; allocated with the configuration when it has origins (NULL without),
+	 * so that a call allocates nothing. */
 	uint8_t *mbits;                 /* n_origins x mbits_stride bytes */
 	size_t mbits_stride;
 	uint32_t *mgot;                 /* n_origins */
@@ -446,54 +447,92 @@ open_socket(const struct gr_config *cfg, int *out, char *err, size_t errlen)
 	return 0;
 }
 
-/* Check cfg and build what it needs: a sorted copy, the chunk records and (if *fd < 0) the
- * socket. Nothing of the client changes here. */
+/* What a configuration needs, built by prepare() before anything of the client changes,
+ * then moved into it by install(). */
+struct prepared {
+	struct gr_config cfg;           /* trees sorted by chunk_first */
+	struct chunk *ch;               /* n_chunks */
+	uint32_t n_chunks;
+	int fd;
+	uint8_t *mbits;                 /* n_origins x mbits_stride bytes; NULL without origins */
+	size_t mbits_stride;
+	uint32_t *mgot;                 /* n_origins; NULL without origins */
+};
+
+static void
+prepared_free(struct prepared *p)
+{
+	free(p->ch);
+	free(p->mbits);
+	free(p->mgot);
+	p->ch = NULL;
+	p->mbits = NULL;
+	p->mgot = NULL;
+}
+
+/* Check cfg and build what it needs into p: a sorted copy, the chunk records, the
+ * multicast receive bitmaps if it has origins and (if fd < 0) the socket. fd is the socket
+ * to keep, or -1. Nothing of the client changes here. */
 static int
-prepare(const struct gr_config *cfg, struct gr_config *sorted, struct chunk **ch,
-	uint32_t *n_chunks, int *fd, char *err, size_t errlen)
+prepare(const struct gr_config *cfg, int fd, struct prepared *p, char *err, size_t errlen)
 {
 	int rc = gr_config_check(cfg, err, errlen);
 
+	memset(p, 0, sizeof(*p));
+	p->fd = fd;
 	if (rc < 0)
 		return rc;
-	*sorted = *cfg;
-	qsort(sorted->trees, sorted->n_trees, sizeof(sorted->trees[0]), cmp_tree_first);
-	*n_chunks = (uint32_t)wire_chunk_total(cfg->elements, cfg->chunk_elements);
-	*ch = calloc(*n_chunks, sizeof(**ch));
-	if (*ch == NULL) {
-		(void)json_util_fail(err, errlen, "out of memory for %u chunk records", *n_chunks);
+	p->cfg = *cfg;
+	qsort(p->cfg.trees, p->cfg.n_trees, sizeof(p->cfg.trees[0]), cmp_tree_first);
+	p->n_chunks = (uint32_t)wire_chunk_total(cfg->elements, cfg->chunk_elements);
+	p->ch = calloc(p->n_chunks, sizeof(*p->ch));
+	if (p->ch == NULL) {
+		(void)json_util_fail(err, errlen, "out of memory for %u chunk records",
+				     p->n_chunks);
 		return -ENOMEM;
 	}
-	if (*fd < 0) {
-		rc = open_socket(cfg, fd, err, errlen);
+	if (cfg->n_origins > 0) {
+		p->mbits_stride = ((size_t)p->n_chunks + 7) / 8;
+		p->mbits = malloc(p->mbits_stride * cfg->n_origins);
+		p->mgot = malloc(sizeof(*p->mgot) * cfg->n_origins);
+		if (p->mbits == NULL || p->mgot == NULL) {
+			(void)json_util_fail(err, errlen,
+					     "out of memory for %u origins of %u chunks",
+					     cfg->n_origins, p->n_chunks);
+			prepared_free(p);
+			return -ENOMEM;
+		}
+	}
+	if (p->fd < 0) {
+		rc = open_socket(cfg, &p->fd, err, errlen);
 		if (rc < 0) {
-			free(*ch);
-			*ch = NULL;
+			prepared_free(p);
 			return rc;
 		}
 	}
 	return 0;
 }
 
+/* Replace the client's configuration by p, which it takes over. */
 static void
-install(struct gr_client *c, const struct gr_config *sorted, struct chunk *ch,
-	uint32_t n_chunks, int fd)
+install(struct gr_client *c, struct prepared *p)
 {
 	free(c->ch);
-	if (c->fd >= 0 && c->fd != fd)
-		close(c->fd);
-	c->cfg = *sorted;
-	c->cset_len = sorted->cset_blocks * WIRE_CSET_BLOCK;
-	memset(c->cset, 0, sizeof(c->cset));
-	if (c->cset_len != 0)
-		(void)wire_cset_add(c->cset, sorted->cset_blocks, sorted->worker_id); /* checked */
-	c->ch = ch;
-	c->n_chunks = n_chunks;
-	c->fd = fd;
 	free(c->mbits);
 	free(c->mgot);
-	c->mbits = NULL;
-	c->mgot = NULL;
+	if (c->fd >= 0 && c->fd != p->fd)
+		close(c->fd);
+	c->cfg = p->cfg;
+	c->cset_len = p->cfg.cset_blocks * WIRE_CSET_BLOCK;
+	memset(c->cset, 0, sizeof(c->cset));
+	if (c->cset_len != 0)
+		(void)wire_cset_add(c->cset, p->cfg.cset_blocks, p->cfg.worker_id); /* checked */
+	c->ch = p->ch;
+	c->n_chunks = p->n_chunks;
+	c->fd = p->fd;
+	c->mbits = p->mbits;
+	c->mbits_stride = p->mbits_stride;
+	c->mgot = p->mgot;
 	c->resumable = false;
 }
 
@@ -501,21 +540,19 @@ struct gr_client *
 gr_client_create(const struct gr_config *cfg, char *err, size_t errlen)
 {
 	struct gr_client *c = calloc(1, sizeof(*c));
-	struct gr_config sorted;
-	struct chunk *ch = NULL;
-	uint32_t n_chunks = 0;
-	int fd = -1, rc;
+	struct prepared p;
+	int rc;
 
 	if (c == NULL || (c->rxbuf = malloc((size_t)RX_BATCH * RX_LEN)) == NULL) {
 		(void)json_util_fail(err, errlen, "out of memory for a client");
 		rc = -ENOMEM;
 		goto fail;
 	}
-	rc = prepare(cfg, &sorted, &ch, &n_chunks, &fd, err, errlen);
+	rc = prepare(cfg, -1, &p, err, errlen);
 	if (rc < 0)
 		goto fail;
 	c->fd = -1;
-	install(c, &sorted, ch, n_chunks, fd);
+	install(c, &p);
 	for (unsigned int i = 0; i < RX_BATCH; i++) {
 		c->rxiov[i].iov_base = c->rxbuf + (size_t)i * RX_LEN;
 		c->rxiov[i].iov_len = RX_LEN;
@@ -536,9 +573,7 @@ int
 gr_client_reconfigure(struct gr_client *c, const struct gr_config *cfg, char *err,
 		      size_t errlen)
 {
-	struct gr_config sorted;
-	struct chunk *ch = NULL;
-	uint32_t n_chunks = 0;
+	struct prepared p;
 	int fd, rc;
 
 	if (c == NULL || cfg == NULL)
@@ -553,14 +588,14 @@ gr_client_reconfigure(struct gr_client *c, const struct gr_config *cfg, char *er
 	fd = cfg->worker_ipv4 == c->cfg.worker_ipv4 && cfg->worker_port == c->cfg.worker_port
 		     ? c->fd
 		     : -1;
-	rc = prepare(cfg, &sorted, &ch, &n_chunks, &fd, err, errlen);
+	rc = prepare(cfg, fd, &p, err, errlen);
 	if (rc < 0)
 		return rc;
 	if (cfg->gateway_ipv4 != c->cfg.gateway_ipv4) {
 		memset(&c->res, 0, sizeof(c->res));
 		memset(&c->path, 0, sizeof(c->path));
 	}
-	install(c, &sorted, ch, n_chunks, fd);
+	install(c, &p);
 	return 0;
 }
 
@@ -1441,19 +1476,7 @@ gr_mcast_recv(struct gr_client *c, uint32_t round, gr_mcast_fn fn, void *arg,
 	if (n == 0)
 		return fail(c, -EINVAL, "worker %u receives no multicast stream of job %u",
 			    c->cfg.worker_id, c->cfg.job);
-	if (c->mbits == NULL) {
-		c->mbits_stride = ((size_t)c->n_chunks + 7) / 8;
-		c->mbits = malloc(c->mbits_stride * n);
-		c->mgot = malloc(sizeof(*c->mgot) * n);
-		if (c->mbits == NULL || c->mgot == NULL) {
-			free(c->mbits);
-			free(c->mgot);
-			c->mbits = NULL;
-			c->mgot = NULL;
-			return fail(c, -ENOMEM, "out of memory for %u origins of %u chunks", n,
-				    c->n_chunks);
-		}
-	}
+	/* The bitmaps came with the configuration (prepare()): nothing is allocated here. */
 	memset(c->mbits, 0, c->mbits_stride * n);
 	memset(c->mgot, 0, sizeof(*c->mgot) * n);
 	start = now_us();

@@ -220,8 +220,9 @@ int gr_config_check(const struct gr_config *cfg, char *err, size_t errlen);
 
 /**
  * Create a client: check the configuration, open and bind its UDP socket to
- * worker_ipv4:worker_port and allocate everything gr_allreduce() needs (one state record
- * per chunk and the batch buffers: no allocation happens per packet or per call).
+ * worker_ipv4:worker_port and allocate everything gr_allreduce() and gr_mcast_recv() need
+ * (one state record per chunk, the batch buffers and, with origins, a bitmap of the chunks
+ * received per origin: no allocation happens per packet or per call).
  *
  * @return  The client, or NULL with errno (EINVAL: bad configuration; EADDRINUSE,
  *          EADDRNOTAVAIL, ...: the socket; ENOMEM) and one line in err.
