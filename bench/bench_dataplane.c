@@ -30,7 +30,9 @@
  * descriptors, no mbuf allocation or free. As a second reference the same run measures
  * io-forward on a net_null port, which allocates every packet on RX and frees it on TX like
  * a NIC driver (testpmd's NIC-less figure), against the dataplane's cost including the free
- * of the copies it sent.
+ * of the copies it sent. A third, "io+sum", is ring io-forward that also adds every payload
+ * into one accumulator with the dataplane's kernels: what the sum alone costs from where
+ * the frames are, a floor under any gateway that sums.
  *
  * Checks, so that a broken path cannot be measured: two rounds before and after every
  * measurement inspect every RESULT copy (addresses, header fields, and every payload
@@ -120,6 +122,7 @@ struct point {
 	uint32_t round;                 /* of the last round run; frames built with 0 */
 	const struct sum_kernels *scalar;
 	float *scratch;                 /* result payload widened to fp32 */
+	float *sink;                    /* io-forward + sum: the fp32 accumulator */
 	uint8_t *pkt;                   /* a result copy made contiguous */
 	uint8_t *seen;                  /* [chunk * fanin + w]: result copies of a round */
 };
@@ -134,6 +137,7 @@ struct result {
 	double e2e_mpps_in, io_e2e_mpps;
 	double mpps_free;               /* with the free of the copies sent (a NIC's TX does it) */
 	double null_mpps, ratio_null;   /* io-forward on a net_null port; mpps_free / null_mpps */
+	double iosum_ns_pkt;            /* ring io-forward with each payload summed */
 };
 
 /* A net_null port: io-forward on it allocates on RX and frees on TX, as testpmd measures
@@ -311,11 +315,12 @@ static int build_frames(struct point *x, char *err, size_t errlen)
 	x->tmpl = calloc(W, x->frame_len);
 	x->seen = calloc((size_t)W * F, 1);
 	x->scratch = calloc(x->elems, sizeof(float));
+	x->sink = calloc(x->elems, sizeof(float));
 	x->pkt = calloc(1, x->frame_len);
 	if (frame == NULL || vals == NULL || x->acc[0] == NULL || x->acc[1] == NULL ||
 	    x->acc[2] == NULL || x->shared == NULL || x->seq[0] == NULL || x->seq[1] == NULL ||
 	    x->seq[2] == NULL || x->tmpl == NULL ||
-	    x->seen == NULL || x->scratch == NULL || x->pkt == NULL) {
+	    x->seen == NULL || x->scratch == NULL || x->sink == NULL || x->pkt == NULL) {
 		snprintf(err, errlen, "out of memory for %u frames", W * F);
 		goto out;
 	}
@@ -468,6 +473,7 @@ static void point_teardown(struct point *x)
 	free(x->tmpl);
 	free(x->seen);
 	free(x->scratch);
+	free(x->sink);
 	free(x->pkt);
 	free(x->dp);
 }
@@ -653,8 +659,28 @@ static int measure_dp(struct point *x, double seconds, struct tally *t, char *er
 	return 0;
 }
 
-/* io-forward of the same frames on the same port: rx_burst -> tx_burst, untouched. */
-static int measure_io(struct point *x, double seconds, struct tally *t, char *err,
+/* Add the payload of every frame of a burst into x->sink with the dataplane's kernels:
+ * the least a gateway that sums must do with a packet beyond forwarding it. */
+static void sum_burst(struct point *x, struct rte_mbuf **pkts, unsigned int n)
+{
+	const struct sum_kernels *k = x->lc->k;
+
+	for (unsigned int i = 0; i < n; i++) {
+		const void *pl = rte_pktmbuf_mtod_offset(pkts[i], const void *,
+							 WIRE_FRAME_PAYLOAD_OFF);
+
+		if (x->dtype == WIRE_DTYPE_FP32)
+			k->sum_f32(x->sink, pl, x->elems);
+		else if (x->dtype == WIRE_DTYPE_FP16)
+			k->widen_add_f16(x->sink, pl, x->elems);
+		else
+			k->widen_add_bf16(x->sink, pl, x->elems);
+	}
+}
+
+/* io-forward of the same frames on the same port: rx_burst -> tx_burst, untouched, or
+ * with `sum` each payload added into one accumulator in between (sum_burst()). */
+static int measure_io(struct point *x, bool sum, double seconds, struct tally *t, char *err,
 		      size_t errlen)
 {
 	struct rte_mbuf **all = x->seq[0], *pkts[DP_BURST_MAX], *out[2 * DP_BURST_MAX];
@@ -675,6 +701,8 @@ static int measure_io(struct point *x, double seconds, struct tally *t, char *er
 			return -1;
 		}
 		got = rte_eth_rx_burst(x->port_id, 0, pkts, (uint16_t)x->burst);
+		if (sum)
+			sum_burst(x, pkts, got);
 		sent = rte_eth_tx_burst(x->port_id, 0, pkts, got);
 		t2 = rte_rdtsc();
 		while ((k = rte_ring_sc_dequeue_burst(x->tx, (void **)out, RTE_DIM(out), NULL)) != 0)
@@ -791,7 +819,7 @@ static int run_point(const struct opts *o, const struct null_port *np, unsigned 
 {
 	enum {
 		M_IN, M_OUT, M_NS, M_IO, M_IO_NS, M_SINK, M_FEED, M_REFILL, M_E2E, M_IO_E2E,
-		M_FREE, M_NULL, M_N
+		M_FREE, M_NULL, M_IOSUM, M_N
 	};
 	double v[M_N][REPEAT_MAX];
 	struct point x = {
@@ -804,7 +832,7 @@ static int run_point(const struct opts *o, const struct null_port *np, unsigned 
 		.burst = o->burst,
 	};
 	char err[TABLE_ERR_MAX] = "";
-	struct tally t, tio, tnull, scratch;
+	struct tally t, tio, tsum, tnull, scratch;
 	int rc;
 
 	x.slots = (unsigned int)rte_align32pow2(x.window);
@@ -829,7 +857,9 @@ static int run_point(const struct opts *o, const struct null_port *np, unsigned 
 		if (rc == 0)
 			rc = run_round(&x, true, &scratch, err, sizeof(err));
 		if (rc == 0)
-			rc = measure_io(&x, o->seconds, &tio, err, sizeof(err));
+			rc = measure_io(&x, false, o->seconds, &tio, err, sizeof(err));
+		if (rc == 0)
+			rc = measure_io(&x, true, o->seconds, &tsum, err, sizeof(err));
 		if (rc != 0)
 			break;
 		measure_null(np, o->burst, o->seconds, &tnull);
@@ -845,6 +875,7 @@ static int run_point(const struct opts *o, const struct null_port *np, unsigned 
 		v[M_IO_E2E][rep] = mpps(tio.pkts_in, tio.wall);
 		v[M_FREE][rep] = mpps(t.pkts_in, t.worker + t.sink);
 		v[M_NULL][rep] = mpps(tnull.pkts_in, tnull.worker);
+		v[M_IOSUM][rep] = per_ns(tsum.worker, tsum.pkts_in);
 		fprintf(stderr, "%s: %u B x %u %s, %u/%u: %.2f Mpps in (%.1f Gbit/s summed), "
 			"io-forward ring %.2f Mpps, null %.2f Mpps; %" PRIu64 " rounds\n", PROG,
 			payload, fanin, wire_dtype_str(dtype), rep + 1, o->repeat, v[M_IN][rep],
@@ -871,6 +902,7 @@ static int run_point(const struct opts *o, const struct null_port *np, unsigned 
 		r->mpps_free = median(v[M_FREE], o->repeat);
 		r->null_mpps = median(v[M_NULL], o->repeat);
 		r->ratio_null = r->mpps_free / r->null_mpps;
+		r->iosum_ns_pkt = median(v[M_IOSUM], o->repeat);
 	} else {
 		cli_error(PROG, "%u B x %u %s: %s", payload, fanin, wire_dtype_str(dtype), err);
 	}
@@ -887,24 +919,25 @@ static void print_table(const struct opts *o, const struct result *res, size_t n
 	       n > 0 ? res[0].kernels : "?", o->window, o->burst,
 	       o->worker_order ? "worker" : "chunk", o->udp_csum ? "on" : "off", o->repeat,
 	       o->seconds);
-	printf("%7s %6s %5s %5s | %7s %7s %6s %6s | %8s %5s | %7s %7s %5s | %8s %7s\n",
+	printf("%7s %6s %5s %5s | %7s %7s %6s %6s | %8s %5s | %7s %7s %5s | %6s | %8s %7s\n",
 	       "payload", "fan-in", "dtype", "mtu", "Mpps in", "Gbit/s", "ns/pkt", "free",
-	       "ring io", "ratio", "+free", "null io", "ratio", "refill", "e2e");
+	       "ring io", "ratio", "+free", "null io", "ratio", "io+sum", "refill", "e2e");
 	for (size_t i = 0; i < n; i++) {
 		const struct result *r = &res[i];
 
 		printf("%7u %6u %5s %5u | %7.2f %7.1f %6.1f %6.1f | %8.1f %5.3f | %7.2f %7.2f "
-		       "%5.2f | %8.1f %7.2f\n", r->payload, r->fanin, wire_dtype_str(r->dtype),
-		       r->mtu, r->mpps_in, r->gbps, r->ns_pkt, r->sink_ns_out, r->io_mpps,
-		       r->ratio, r->mpps_free, r->null_mpps, r->ratio_null, r->refill_ns_chunk,
-		       r->e2e_mpps_in);
+		       "%5.2f | %6.1f | %8.1f %7.2f\n", r->payload, r->fanin,
+		       wire_dtype_str(r->dtype), r->mtu, r->mpps_in, r->gbps, r->ns_pkt,
+		       r->sink_ns_out, r->io_mpps, r->ratio, r->mpps_free, r->null_mpps,
+		       r->ratio_null, r->iosum_ns_pkt, r->refill_ns_chunk, r->e2e_mpps_in);
 	}
 	printf("Mpps in (= out), Gbit/s of input payload summed and ns/pkt: cycles inside "
 	       "dp_worker_poll. free: ns per copy sent to\nfree it (TX ring drain + "
 	       "rte_pktmbuf_free). ring io: Mpps of rx_burst -> tx_burst on the same port and "
 	       "frames; ratio: Mpps in / ring io.\n+free: Mpps in counting the free too; null "
 	       "io: io-forward on a net_null port (RX allocates, TX frees); ratio: +free / null "
-	       "io.\nrefill: ns per chunk to restore the accumulator frame and renumber the round "
+	       "io.\nio+sum: ns per packet of ring io-forward that also adds each payload into "
+	       "one accumulator (the SIMD sum alone, from where the frames are).\nrefill: ns per chunk to restore the accumulator frame and renumber the round "
 	       "(outside the rates); e2e: Mpps in of the\nwhole loop on one core (feed, worker, "
 	       "free, refill).\n");
 }
@@ -923,13 +956,14 @@ static void print_json(const struct opts *o, const struct result *res, size_t n)
 		       "\"mpps_in\": %.3f, \"mpps_out\": %.3f, \"gbps_summed\": %.2f, "
 		       "\"ns_per_pkt\": %.2f, \"free_ns_per_out\": %.2f, \"mpps_in_with_free\": "
 		       "%.3f, \"ring_io_mpps\": %.3f, \"ring_io_ns_per_pkt\": %.2f, \"ratio\": %.4f, "
-		       "\"null_io_mpps\": %.3f, \"ratio_null\": %.3f, \"feed_ns_per_in\": %.2f, "
+		       "\"null_io_mpps\": %.3f, \"ratio_null\": %.3f, \"io_sum_ns_per_pkt\": %.2f, "
+		       "\"feed_ns_per_in\": %.2f, "
 		       "\"refill_ns_per_chunk\": %.2f, \"e2e_mpps_in\": %.3f, "
 		       "\"ring_io_e2e_mpps\": %.3f}",
 		       i == 0 ? "" : ",", r->payload, r->fanin, wire_dtype_str(r->dtype), r->mtu,
 		       r->mpps_in, r->mpps_out, r->gbps, r->ns_pkt, r->sink_ns_out, r->mpps_free,
 		       r->io_mpps, r->io_ns_pkt, r->ratio, r->null_mpps, r->ratio_null,
-		       r->feed_ns_in, r->refill_ns_chunk, r->e2e_mpps_in, r->io_e2e_mpps);
+		       r->iosum_ns_pkt, r->feed_ns_in, r->refill_ns_chunk, r->e2e_mpps_in, r->io_e2e_mpps);
 	}
 	printf("\n  ]\n}\n");
 }
