@@ -248,13 +248,14 @@ send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, 
 	  struct rte_mbuf *r, struct rte_mbuf *seg, uint8_t flags, uint32_t tsecr,
 	  uint32_t now_us, enum dp_ctr ctr)
 {
-	struct rte_ether_addr mac;
+	uint64_t nb;
 	struct rte_mbuf *h;
 	uint32_t plen = rte_pktmbuf_data_len(r) - WIRE_FRAME_PAYLOAD_OFF;
 	const struct wire_hdr *rh = gr_hdr(r);
 	struct wire_hdr *wh;
 
-	if (unlikely(!dp_dest_mac(lc->dp, d, &mac))) {
+	nb = dp_dest_neigh(lc->dp, d);
+	if (unlikely(!(nb & DP_NEIGH_VALID))) {
 		lc->ctr[DP_CTR_NO_NEIGHBOUR]++;
 		return false;
 	}
@@ -273,7 +274,7 @@ send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, 
 	}
 	uint8_t *frame = (uint8_t *)rte_pktmbuf_append(h, WIRE_FRAME_PAYLOAD_OFF);
 
-	dp_write_l2l4(lc->dp, j, d, &mac, rte_be_to_cpu_32(rh->chunk), frame,
+	dp_write_l2l4(lc->dp, j, d, nb, rte_be_to_cpu_32(rh->chunk), frame,
 		      WIRE_HDR_LEN + plen);
 	wh = (struct wire_hdr *)(frame + WIRE_FRAME_HDR_OFF);
 	memcpy(wh, rh, WIRE_HDR_LEN);
@@ -343,11 +344,12 @@ static void
 send_ctl(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
 	 const struct wire_pkt *a, enum dp_ctr ctr)
 {
-	struct rte_ether_addr mac;
+	uint64_t nb;
 	struct rte_mbuf *h;
 	uint8_t *frame;
 
-	if (unlikely(!dp_dest_mac(lc->dp, d, &mac))) {
+	nb = dp_dest_neigh(lc->dp, d);
+	if (unlikely(!(nb & DP_NEIGH_VALID))) {
 		lc->ctr[DP_CTR_NO_NEIGHBOUR]++;
 		return;
 	}
@@ -362,7 +364,7 @@ send_ctl(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
 		rte_pktmbuf_free(h);
 		return;
 	}
-	dp_write_l2l4(lc->dp, j, d, &mac, a->chunk, frame, WIRE_HDR_LEN);
+	dp_write_l2l4(lc->dp, j, d, nb, a->chunk, frame, WIRE_HDR_LEN);
 	lc->ctr[ctr]++;
 	dp_tx_stage(lc, d->port, h);
 }
@@ -578,7 +580,7 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 		result_down(lc, j, t, s, m, now_us);
 		return;
 	}
-	struct rte_ether_addr mac;
+	uint64_t nb;
 
 	/* COMPLETE: the partial sum goes up and stays here, one reference, until the RESULT
 	 * comes (or a timer sends it again). */
@@ -589,11 +591,12 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	s->sent_tsc = rte_rdtsc();
 	wh->type = WIRE_TYPE_CONTRIB;
 	timer_push(lc, j, (uint16_t)(t - j->trees), s, s->sent_tsc);
-	if (unlikely(!dp_dest_mac(lc->dp, &t->parent, &mac))) {
+	nb = dp_dest_neigh(lc->dp, &t->parent);
+	if (unlikely(!(nb & DP_NEIGH_VALID))) {
 		lc->ctr[DP_CTR_NO_NEIGHBOUR]++; /* the timer retries */
 		return;
 	}
-	dp_write_l2l4(lc->dp, j, &t->parent, &mac, s->chunk, rte_pktmbuf_mtod(m, uint8_t *),
+	dp_write_l2l4(lc->dp, j, &t->parent, nb, s->chunk, rte_pktmbuf_mtod(m, uint8_t *),
 		      rte_pktmbuf_data_len(m) - WIRE_FRAME_HDR_OFF);
 	lc->ctr[DP_CTR_PARTIALS_SENT]++;
 	rte_mbuf_refcnt_update(m, 1);

@@ -6,6 +6,8 @@
 #ifndef GEOREDUCE_DP_TX_H
 #define GEOREDUCE_DP_TX_H
 
+#include <string.h>
+
 #include <rte_byteorder.h>
 #include <rte_cycles.h>
 #include <rte_ether.h>
@@ -32,37 +34,34 @@ dp_now_us(void)
 }
 
 /**
- * The resolved MAC of a destination's next hop into *mac; false if not resolved yet
- * (counted by the caller as no_neighbour).
+ * The neighbour word of a destination's next hop (struct dp_neigh: the MAC in the low 48
+ * bits, first byte highest), DP_NEIGH_VALID set once resolved; without it the caller
+ * counts no_neighbour. One word: dp_write_l2l4() stores it as bytes with one store (a
+ * MAC built byte by byte on the stack and read back as words stalls the store forward).
  */
-static inline bool
-dp_dest_mac(const struct dp *dp, const struct dp_dest *d, struct rte_ether_addr *mac)
+static inline uint64_t
+dp_dest_neigh(const struct dp *dp, const struct dp_dest *d)
 {
-	uint64_t v = atomic_load_explicit(&dp->neigh[d->nh].mac, memory_order_relaxed);
-
-	if (!(v & DP_NEIGH_VALID))
-		return false;
-	for (int i = 0; i < RTE_ETHER_ADDR_LEN; i++)
-		mac->addr_bytes[i] = (uint8_t)(v >> (8 * (RTE_ETHER_ADDR_LEN - 1 - i)));
-	return true;
+	return atomic_load_explicit(&dp->neigh[d->nh].mac, memory_order_relaxed);
 }
 
 /**
  * Write Ethernet, IPv4 and UDP headers at frame for a georeduce packet of udp_payload
- * bytes from this gateway (job j, chunk selects the UDP ports) to d. The georeduce header
+ * bytes from this gateway (job j, chunk selects the UDP ports) to d, whose next hop has
+ * the neighbour word neigh (dp_dest_neigh(), resolved). The georeduce header
  * behind them is the caller's. The IPv4 checksum is d->ip_sum, computed at install from
  * every field that does not change, plus the total length: two adds and a fold.
  */
 static inline void
 dp_write_l2l4(const struct dp *dp, const struct dp_job *j, const struct dp_dest *d,
-	      const struct rte_ether_addr *dmac, uint32_t chunk, uint8_t *frame,
-	      uint32_t udp_payload)
+	      uint64_t neigh, uint32_t chunk, uint8_t *frame, uint32_t udp_payload)
 {
 	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)frame;
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(frame + WIRE_ETH_LEN);
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(frame + WIRE_ETH_LEN + WIRE_IPV4_LEN);
+	uint64_t dmac = rte_cpu_to_be_64(neigh << 16); /* the MAC's 6 bytes, then 2 zeros */
 
-	rte_ether_addr_copy(dmac, &eth->dst_addr);
+	memcpy(eth, &dmac, sizeof(dmac)); /* its last 2 bytes: the source MAC's, next */
 	rte_ether_addr_copy(&dp->ports[d->port].mac, &eth->src_addr);
 	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
 	ip->version_ihl = RTE_IPV4_VHL_DEF;
