@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * Fast path: checks of the Internet checksums (RFC 1071) of received frames, with the
- * selected kernel's csum16 (dataplane/kernels/sum.h: SIMD, native byte order; a valid
- * header or datagram folds to 0xffff in either order). With AVX2 a 1 KiB datagram costs
- * about 15 ns, against some 300 ns for the byte-wise reference in lib/wire.c. Worker
- * lcores.
+ * Fast path: checks of the Internet checksums (RFC 1071) of received frames: the IPv4
+ * header's inline, the UDP datagram's with the selected kernel's csum16
+ * (dataplane/kernels/sum.h: SIMD). Both sum in native byte order: a valid header or
+ * datagram folds to 0xffff in either order. With AVX2 a 1 KiB datagram costs about 15 ns,
+ * against some 300 ns for the byte-wise reference in lib/wire.c. Worker lcores.
  */
 #ifndef GEOREDUCE_DP_CSUM_H
 #define GEOREDUCE_DP_CSUM_H
@@ -35,11 +35,24 @@ dp_udp_csum_ok(const struct sum_kernels *k, const uint8_t *ip, const uint8_t *ud
 	return k->csum16(udp, udp_len, sum_csum_tail(0, pseudo, sizeof(pseudo))) == 0xffff;
 }
 
-/** Whether an IPv4 header without options has a valid checksum. */
+/**
+ * Whether an IPv4 header without options has a valid checksum. Five 32-bit words added
+ * inline and folded (end-around carries make that the sum of the ten 16-bit words): for
+ * 20 bytes a call through the kernel table costs more than the sum.
+ */
 static inline bool
-dp_ipv4_csum_ok(const struct sum_kernels *k, const uint8_t *ip)
+dp_ipv4_csum_ok(const uint8_t *ip)
 {
-	return k->csum16(ip, 20, 0) == 0xffff;
+	uint32_t w[5];
+	uint64_t s;
+
+	memcpy(w, ip, sizeof(w));
+	s = (uint64_t)w[0] + w[1] + w[2] + w[3] + w[4];
+	s = (s & 0xffffffffu) + (s >> 32);
+	s = (s & 0xffffu) + (s >> 16);
+	s = (s & 0xffffu) + (s >> 16);
+	s = (s & 0xffffu) + (s >> 16);
+	return s == 0xffff;
 }
 
 #endif

@@ -231,7 +231,7 @@ dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, ui
 		goto bad_frame;
 	why = WIRE_REASON_IP_CSUM;
 	if (ipck == RTE_MBUF_F_RX_IP_CKSUM_BAD ||
-	    (ipck != RTE_MBUF_F_RX_IP_CKSUM_GOOD && !dp_ipv4_csum_ok(lc->k, (const uint8_t *)ip)))
+	    (ipck != RTE_MBUF_F_RX_IP_CKSUM_GOOD && !dp_ipv4_csum_ok((const uint8_t *)ip)))
 		goto bad_frame;
 	if (ip->next_proto_id == IPPROTO_ICMP) {
 		on_icmp(lc, m, port, ip);
