@@ -149,18 +149,29 @@ struct tdesc {
 	uint32_t slots;
 };
 
+/* With contributor sets, the workers below the children of a tree entry: ids ascending per
+ * child, id[k] under children[child[k]]. */
+struct tbelow {
+	int n;
+	uint16_t id[8];
+	uint8_t child[8];
+};
+
+/* mk_table() of a job with contributor sets of one block: bl[i] lists the workers below the
+ * children of tree i (NULL: none, and no sets). */
 static struct table *
-mk_table(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt, uint64_t elements,
-	 uint32_t chunk_elements, int n_workers, const uint16_t *workers, int n_trees,
-	 const struct tdesc *td)
+mk_table_sets(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt,
+	      uint64_t elements, uint32_t chunk_elements, int n_workers, const uint16_t *workers,
+	      int n_trees, const struct tdesc *td, const struct tbelow *bl)
 {
-	int nc[8], nw[8];
+	int nc[8], nw[8], nb[8];
 
 	for (int i = 0; i < n_trees; i++) {
 		nc[i] = td[i].n_children;
 		nw[i] = n_workers;
+		nb[i] = bl != NULL ? bl[i].n : 0;
 	}
-	struct table *tb = table_create(n_trees, nc, nw);
+	struct table *tb = table_create_full(n_trees, nc, nw, nb, 0);
 
 	tb->job = job;
 	tb->epoch = epoch;
@@ -190,6 +201,10 @@ mk_table(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt, uint
 		for (int w = 0; w < n_workers; w++)
 			t->workers[w] = (struct table_worker){ workers[w], PEER_IP(workers[w]),
 							       WORKER_PORT };
+		for (int k = 0; k < nb[i]; k++) {
+			t->below[k] = bl[i].id[k];
+			t->below_child[k] = bl[i].child[k];
+		}
 		t->expected = (uint32_t)(n_workers + td[i].n_children);
 		t->subtree_workers = t->expected * 4;
 		t->chunk_first = td[i].first;
@@ -197,7 +212,17 @@ mk_table(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt, uint
 		t->rate_gbps = 1;
 		t->slots = td[i].slots;
 	}
+	tb->cset_blocks = bl != NULL ? 1 : 0;
 	return tb;
+}
+
+static struct table *
+mk_table(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt, uint64_t elements,
+	 uint32_t chunk_elements, int n_workers, const uint16_t *workers, int n_trees,
+	 const struct tdesc *td)
+{
+	return mk_table_sets(job, epoch, gw_id, dt, elements, chunk_elements, n_workers, workers,
+			     n_trees, td, NULL);
 }
 
 /* Install a table through the control handler, as the socket would; returns errno. */
@@ -763,6 +788,7 @@ test_partial_reduce(void)
 	const uint64_t el = 128;
 	const uint32_t ce = 64;
 	struct tdesc td = { 0, 0, 1, { 3 }, 0, 2, 16 };
+	struct tbelow bl = { 2, { 31, 32 }, { 0, 0 } }; /* both below child 3 */
 	static const uint16_t in4[] = { 11, 12, 31, 32 }, w31[] = { 31, 32 }, all[] = {
 		11, 12, 13, 31, 32 };
 	static struct out o[16];
@@ -771,8 +797,7 @@ test_partial_reduce(void)
 	int n;
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	tb = mk_table(14, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td);
-	tb->cset_blocks = 1;
+	tb = mk_table_sets(14, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td, &bl);
 	tb->trees[0].subtree_workers = 5;
 	tb->trees[0].threshold = 4;
 	CU_ASSERT_FATAL(install(tb, "install") == 0);
