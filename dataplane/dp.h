@@ -178,6 +178,10 @@ struct dp_tree {
 	uint8_t *src_bits;
 	uint8_t *src_worker;
 	uint16_t *src_down;         /* the contributor's entry in down[] (answers go there) */
+	/* Contributor sets (the job's cset_len != 0): the workers below child gateway c, as a
+	 * set of cset_len bytes at child_sets + c * cset_len; NULL without sets or children.
+	 * A child's CONTRIB may name no other worker. */
+	uint8_t *child_sets;
 	/* Pacing: this tree's traffic on each WAN link at the planned rate. The pacer of
 	 * the parent link is pace_first, of child gateway c pace_first + 1 + c (index into
 	 * each lcore's pacers); workers are on the LAN and not paced. */

@@ -211,9 +211,18 @@ table_stream_find(const struct table *tb, uint16_t id)
 struct table *
 table_create_streams(int n_trees, const int *n_children, const int *n_workers, int n_streams)
 {
-	size_t n_gw = 0, n_wk = 0, size;
+	return table_create_full(n_trees, n_children, n_workers, NULL, n_streams);
+}
+
+struct table *
+table_create_full(int n_trees, const int *n_children, const int *n_workers, const int *n_below,
+		  int n_streams)
+{
+	size_t n_gw = 0, n_wk = 0, n_bl = 0, size;
 	struct table_gw *gw;
 	struct table_worker *wk;
+	uint16_t *bl;
+	uint8_t *blc;
 	struct table *tb;
 
 	if (n_trees < 0 || n_trees > TABLE_TREES_MAX || n_streams < 0 ||
@@ -228,16 +237,23 @@ table_create_streams(int n_trees, const int *n_children, const int *n_workers, i
 			errno = EINVAL;
 			return NULL;
 		}
+		if (n_below != NULL && (n_below[i] < 0 || n_below[i] > TABLE_BELOW_MAX)) {
+			errno = EINVAL;
+			return NULL;
+		}
 		n_gw += (size_t)n_children[i];
 		n_wk += (size_t)n_workers[i];
+		n_bl += n_below != NULL ? (size_t)n_below[i] : 0;
 	}
 	/* One block: the table, its tree entries (8-byte aligned: they hold a double), then
-	 * the children and workers arrays (4-byte aligned). Bounded by the caps: at most
-	 * 256 * (64 + 192) peers, about 800 KiB. Streams (8-byte aligned, about 2.7 KiB
+	 * the children and workers arrays (4-byte aligned), then the workers below the
+	 * children (ids, then child indices). Bounded by the caps: at most 256 * (64 + 192)
+	 * peers, about 800 KiB, and 256 * 4095 workers below, 3 MiB, which only a job with
+	 * sets of 16 blocks in 256 trees could reach. Streams (8-byte aligned, about 2.7 KiB
 	 * each with their inline arrays) come right after the tree entries. */
 	size = sizeof(*tb) + sizeof(*tb->trees) * (size_t)n_trees +
 	       sizeof(*tb->streams) * (size_t)n_streams + sizeof(*gw) * n_gw +
-	       sizeof(*wk) * n_wk;
+	       sizeof(*wk) * n_wk + (sizeof(*bl) + sizeof(*blc)) * n_bl;
 	tb = calloc(1, size);
 	if (tb == NULL) {
 		errno = ENOMEM;
@@ -249,6 +265,8 @@ table_create_streams(int n_trees, const int *n_children, const int *n_workers, i
 	tb->streams = (struct table_stream *)(tb->trees + n_trees);
 	gw = (struct table_gw *)(tb->streams + n_streams);
 	wk = (struct table_worker *)(gw + n_gw);
+	bl = (uint16_t *)(wk + n_wk);
+	blc = (uint8_t *)(bl + n_bl);
 	for (int i = 0; i < n_trees; i++) {
 		struct table_tree *e = &tb->trees[i];
 
@@ -256,8 +274,13 @@ table_create_streams(int n_trees, const int *n_children, const int *n_workers, i
 		e->n_workers = n_workers[i];
 		e->children = n_children[i] > 0 ? gw : NULL;
 		e->workers = n_workers[i] > 0 ? wk : NULL;
+		e->n_below = n_below != NULL ? n_below[i] : 0;
+		e->below = e->n_below > 0 ? bl : NULL;
+		e->below_child = e->n_below > 0 ? blc : NULL;
 		gw += n_children[i];
 		wk += n_workers[i];
+		bl += e->n_below;
+		blc += e->n_below;
 	}
 	return tb;
 }
@@ -312,8 +335,21 @@ check_worker(const struct table_worker *w, const char *path, char *err, size_t e
 	return 0;
 }
 
-/* The sender id at position k of tree entry e: 0 this gateway, 1 the parent, then the
- * children, then the workers. Writes the field path of that id into path. */
+/* The position of below[k] in the workers_below list of its child (entries are sorted
+ * by child). */
+static int
+below_pos(const struct table_tree *e, int k)
+{
+	int m = k;
+
+	while (m > 0 && e->below_child[m - 1] == e->below_child[k])
+		m--;
+	return k - m;
+}
+
+/* The id at position k of tree entry e: 0 this gateway, 1 the parent, then the children,
+ * the workers and the workers below the children. Writes the field path of that id into
+ * path. */
 static uint16_t
 tree_sender(const struct table *tb, const struct table_tree *e, int i, int k, char *path,
 	    size_t n)
@@ -332,17 +368,24 @@ tree_sender(const struct table *tb, const struct table_tree *e, int i, int k, ch
 		return e->children[k].id;
 	}
 	k -= e->n_children;
-	snprintf(path, n, "trees[%d].workers[%d].id", i, k);
-	return e->workers[k].id;
+	if (k < e->n_workers) {
+		snprintf(path, n, "trees[%d].workers[%d].id", i, k);
+		return e->workers[k].id;
+	}
+	k -= e->n_workers;
+	snprintf(path, n, "trees[%d].children[%u].workers_below[%d]", i, e->below_child[k],
+		 below_pos(e, k));
+	return e->below[k];
 }
 
-/* Sender ids unique in a tree entry: this gateway, its parent, children and workers. */
+/* Ids unique in a tree entry: this gateway, its parent, children, workers and the workers
+ * below the children (a worker is below one child only). */
 static int
 check_tree_ids(const struct table *tb, const struct table_tree *e, int i, char *err,
 	       size_t errlen)
 {
 	uint64_t seen[65536 / 64];
-	int n = 2 + e->n_children + e->n_workers;
+	int n = 2 + e->n_children + e->n_workers + e->n_below;
 	char path[64], first[64];
 
 	memset(seen, 0, sizeof(seen));
@@ -393,6 +436,68 @@ check_tree_gw_addrs(const struct table *tb, const struct table_tree *e, int i, c
 		return json_util_fail(err, errlen, "field 'trees[%d].parent.ipv4': %s is also the "
 				      "address of the gateway", i,
 				      table_ipv4_format(e->parent.ipv4, ip));
+	return 0;
+}
+
+/*
+ * The workers below the child gateways: only with contributor sets, and then for every
+ * child, sorted by (child, id), inside the set, and with the local workers making
+ * subtree_workers. Their ids are checked against the entry's other ids by
+ * check_tree_ids().
+ */
+static int
+check_tree_below(const struct table *tb, const struct table_tree *e, int i, char *err,
+		 size_t errlen)
+{
+	uint32_t lim = 256u * tb->cset_blocks;
+	int k = 0;
+
+	if (e->n_below < 0 || e->n_below > TABLE_BELOW_MAX)
+		return json_util_fail(err, errlen, "field 'trees[%d].children': %d workers below "
+				      "the child gateways, more than %d", i, e->n_below,
+				      TABLE_BELOW_MAX);
+	for (k = 0; k < e->n_below; k++) {
+		if (e->below_child[k] >= e->n_children)
+			return json_util_fail(err, errlen, "field 'trees[%d].children': worker %u "
+					      "is below child %u of %d", i, e->below[k],
+					      e->below_child[k], e->n_children);
+		if (k > 0 && e->below_child[k] < e->below_child[k - 1])
+			return json_util_fail(err, errlen, "field 'trees[%d].children': the "
+					      "workers below them are not in child order", i);
+	}
+	if (tb->cset_blocks == 0 && e->n_below > 0)
+		return json_util_fail(err, errlen, "field 'trees[%d].children[%u].workers_below': "
+				      "only with contributor sets (cset_blocks >= 1)", i,
+				      e->below_child[0]);
+	if (tb->cset_blocks == 0)
+		return 0;
+	k = 0;
+	for (int j = 0; j < e->n_children; j++) {
+		int first = k;
+
+		for (; k < e->n_below && e->below_child[k] == j; k++) {
+			if (e->below[k] == 0 || e->below[k] >= lim)
+				return json_util_fail(err, errlen, "field 'trees[%d].children[%d]."
+						      "workers_below[%d]': %u is outside the "
+						      "contributor set of %u blocks (ids 1 to %u)",
+						      i, j, k - first, e->below[k], tb->cset_blocks,
+						      lim - 1);
+			if (k > first && e->below[k] <= e->below[k - 1])
+				return json_util_fail(err, errlen, "field 'trees[%d].children[%d]."
+						      "workers_below[%d]': ids must be ascending "
+						      "(%u after %u)", i, j, k - first, e->below[k],
+						      e->below[k - 1]);
+		}
+		if (k == first)
+			return json_util_fail(err, errlen, "field 'trees[%d].children[%d]."
+					      "workers_below': missing: with contributor sets every "
+					      "child gateway lists the workers of its subtree", i, j);
+	}
+	if (e->subtree_workers != (uint32_t)(e->n_workers + e->n_below))
+		return json_util_fail(err, errlen, "field 'trees[%d].subtree_workers': %" PRIu32
+				      ", but %d local workers and %d below the child gateways "
+				      "make %d", i, e->subtree_workers, e->n_workers, e->n_below,
+				      e->n_workers + e->n_below);
 	return 0;
 }
 
@@ -460,7 +565,9 @@ check_tree(const struct table *tb, const struct table_tree *e, int i, uint64_t n
 		if (rc != 0)
 			return rc;
 	}
-	rc = check_tree_ids(tb, e, i, err, errlen);
+	rc = check_tree_below(tb, e, i, err, errlen);
+	if (rc == 0)
+		rc = check_tree_ids(tb, e, i, err, errlen);
 	if (rc == 0)
 		rc = check_tree_gw_addrs(tb, e, i, err, errlen);
 	if (rc != 0)
@@ -837,6 +944,31 @@ set_new(json_t *obj, const char *key, json_t *v)
 	return json_object_set_new(obj, key, v) == 0 ? 0 : -ENOMEM;
 }
 
+/* Child gateway j of tree entry e, with the workers below it if the entry lists them. */
+static json_t *
+child_json(const struct table_tree *e, int j)
+{
+	json_t *o = gw_json(&e->children[j]), *below;
+	int n = 0;
+
+	for (int k = 0; k < e->n_below; k++)
+		n += e->below_child[k] == j;
+	if (o == NULL || n == 0)
+		return o;
+	below = json_array();
+	for (int k = 0; below != NULL && k < e->n_below; k++)
+		if (e->below_child[k] == j &&
+		    json_array_append_new(below, json_integer(e->below[k])) != 0) {
+			json_decref(below);
+			below = NULL;
+		}
+	if (set_new(o, "workers_below", below) != 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 static json_t *
 tree_json(const struct table_tree *e)
 {
@@ -847,7 +979,7 @@ tree_json(const struct table_tree *e)
 	if (o == NULL || children == NULL || workers == NULL)
 		goto nomem;
 	for (int j = 0; j < e->n_children; j++)
-		if (json_array_append_new(children, gw_json(&e->children[j])) != 0)
+		if (json_array_append_new(children, child_json(e, j)) != 0)
 			goto nomem;
 	for (int j = 0; j < e->n_workers; j++)
 		if (json_array_append_new(workers, worker_json(&e->workers[j])) != 0)
@@ -1027,16 +1159,20 @@ get_ipv4(struct json_util_src *c, json_t *obj, const char *path, uint32_t *out)
 	return 0;
 }
 
+/* A gateway object; a child gateway's may list the workers below it as well (its ids are
+ * read by parse_tree()). */
 static int
-parse_gw(struct json_util_src *c, json_t *obj, const char *path, struct table_gw *g)
+parse_gw_as(struct json_util_src *c, json_t *obj, const char *path, struct table_gw *g,
+	    bool child)
 {
-	static const char *const known[] = { "id", "ipv4", "base_port", "ports" };
+	static const char *const known[] = { "id", "ipv4", "base_port", "ports",
+					     "workers_below" /* optional: children only */ };
 	uint64_t id, base, ports;
 	int rc;
 
 	if (!json_is_object(obj))
 		return json_util_field_fail(c, path, "", "expected an object");
-	rc = check_keys(c, obj, path, known, ARRAY_SIZE(known), ARRAY_SIZE(known));
+	rc = check_keys(c, obj, path, known, ARRAY_SIZE(known) - !child, ARRAY_SIZE(known) - 1);
 	if (rc == 0)
 		rc = get_uint(c, obj, path, "id", 1, TABLE_ID_MAX, &id);
 	if (rc == 0)
@@ -1051,6 +1187,12 @@ parse_gw(struct json_util_src *c, json_t *obj, const char *path, struct table_gw
 	g->base_port = (uint16_t)base;
 	g->ports = (uint16_t)ports;
 	return 0;
+}
+
+static int
+parse_gw(struct json_util_src *c, json_t *obj, const char *path, struct table_gw *g)
+{
+	return parse_gw_as(c, obj, path, g, false);
 }
 
 static int
@@ -1084,10 +1226,12 @@ static const char *const tree_keys[] = { "id", "role", "parent", "children", "wo
 /* First pass over trees[i]: an object with known keys and bounded arrays, so that the
  * table can be allocated before anything is copied. */
 static int
-size_tree(struct json_util_src *c, json_t *jt, int i, int *n_children, int *n_workers)
+size_tree(struct json_util_src *c, json_t *jt, int i, int *n_children, int *n_workers,
+	  int *n_below)
 {
-	char path[32];
+	char path[64];
 	json_t *ch, *wk;
+	size_t nb = 0;
 	int rc;
 
 	snprintf(path, sizeof(path), "trees[%d]", i);
@@ -1110,8 +1254,49 @@ size_tree(struct json_util_src *c, json_t *jt, int i, int *n_children, int *n_wo
 		return json_util_field_fail(c, path, "workers",
 					    "%zu entries exceed the limit of %d",
 			     json_array_size(wk), TABLE_WORKERS_MAX);
+	for (size_t j = 0; j < json_array_size(ch); j++) {
+		json_t *b = json_object_get(json_array_get(ch, j), "workers_below");
+
+		if (b == NULL)
+			continue;
+		snprintf(path, sizeof(path), "trees[%d].children[%zu]", i, j);
+		if (!json_is_array(b) || json_array_size(b) == 0)
+			return json_util_field_fail(c, path, "workers_below",
+						    "expected an array of 1 to %d worker ids",
+						    TABLE_BELOW_MAX);
+		nb += json_array_size(b);
+		if (nb > TABLE_BELOW_MAX)
+			return json_util_field_fail(c, path, "workers_below",
+						    "more than %d workers below the child "
+						    "gateways of the tree entry", TABLE_BELOW_MAX);
+	}
 	*n_children = (int)json_array_size(ch);
 	*n_workers = (int)json_array_size(wk);
+	*n_below = (int)nb;
+	return 0;
+}
+
+/* The workers below child gateway j of tree entry e (optional), from *k on in below[]. */
+static int
+parse_below(struct json_util_src *c, json_t *obj, const char *path, struct table_tree *e, int j,
+	    int *k)
+{
+	json_t *b = json_object_get(obj, "workers_below"), *v;
+	char key[32];
+	size_t m;
+
+	json_array_foreach(b, m, v) {
+		json_int_t x = json_integer_value(v);
+
+		if (!json_is_integer(v) || x < 1 || x > TABLE_ID_MAX) {
+			snprintf(key, sizeof(key), "workers_below[%zu]", m);
+			return json_util_field_fail(c, path, key, "expected a worker id in [1, %d]",
+						    TABLE_ID_MAX);
+		}
+		e->below[*k] = (uint16_t)x;
+		e->below_child[*k] = (uint8_t)j;
+		(*k)++;
+	}
 	return 0;
 }
 
@@ -1144,10 +1329,13 @@ parse_tree(struct json_util_src *c, json_t *jt, int i, struct table_tree *e)
 			return rc;
 		e->has_parent = true;
 	}
-	for (int j = 0; j < e->n_children; j++) {
+	for (int j = 0, k = 0; j < e->n_children; j++) {
+		json_t *cj = json_array_get(json_object_get(jt, "children"), (size_t)j);
+
 		snprintf(path, sizeof(path), "trees[%d].children[%d]", i, j);
-		rc = parse_gw(c, json_array_get(json_object_get(jt, "children"), (size_t)j), path,
-			      &e->children[j]);
+		rc = parse_gw_as(c, cj, path, &e->children[j], true);
+		if (rc == 0)
+			rc = parse_below(c, cj, path, e, j, &k);
 		if (rc != 0)
 			return rc;
 	}
@@ -1308,7 +1496,8 @@ static const char *const table_keys[] = { "format", "job", "epoch", "gateway", "
 struct table *
 table_parse(const char *text, const char *src, char *err, size_t errlen)
 {
-	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], n = 0, n_streams, rc;
+	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], n_below[TABLE_TREES_MAX];
+	int n = 0, n_streams, rc;
 	struct json_util_src c = { .src = src != NULL ? src : "<string>", .err = err, .errlen = errlen };
 	json_t *root, *fmt, *trees, *dtype, *streams;
 	uint64_t job, epoch, elements, chunk_elements, cset_blocks = 0;
@@ -1374,7 +1563,7 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 	n = (int)json_array_size(trees);
 	for (int i = 0; i < n; i++)
 		if (size_tree(&c, json_array_get(trees, (size_t)i), i, &n_children[i],
-			      &n_workers[i]) != 0)
+			      &n_workers[i], &n_below[i]) != 0)
 			goto out;
 	streams = json_object_get(root, "streams");
 	if (streams != NULL && (!json_is_array(streams) || json_array_size(streams) == 0 ||
@@ -1384,7 +1573,7 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 		goto out;
 	}
 	n_streams = streams != NULL ? (int)json_array_size(streams) : 0;
-	tb = table_create_streams(n, n_children, n_workers, n_streams);
+	tb = table_create_full(n, n_children, n_workers, n_below, n_streams);
 	if (tb == NULL) {
 		rc = -errno;
 		json_util_fail(err, errlen, "%s: %s", c.src, strerror(errno));
@@ -1755,12 +1944,41 @@ prune_tree(struct compile *c, int i, bool *active, uint32_t *below)
 	return 0;
 }
 
+/* With contributor sets: the workers below child gateway u of tree tr (the workers of
+ * u's subtree), ascending, into e's entries from *k on as those of children[j]. Worker
+ * ids are below 256 * cset_blocks (check_deploy()). */
+static void
+fill_below(const struct compile *c, const struct plan_tree *tr, int u, struct table_tree *e,
+	   int j, int *k)
+{
+	uint64_t ids[(TABLE_BELOW_MAX + 1) / 64] = { 0 };
+
+	for (int w = 0; w < c->t->n_nodes; w++) {
+		const struct table_deploy_node *dn = &c->d->nodes[w];
+		int v = w;
+
+		if (dn->n_workers == 0)
+			continue;
+		while (v >= 0 && v != u)
+			v = tr->parent[v];
+		for (int m = 0; v == u && m < dn->n_workers; m++)
+			ids[dn->workers[m].id / 64] |= 1ull << (dn->workers[m].id % 64);
+	}
+	for (int id = 1; id <= TABLE_BELOW_MAX; id++)
+		if (ids[id / 64] >> (id % 64) & 1) {
+			e->below[*k] = (uint16_t)id;
+			e->below_child[*k] = (uint8_t)j;
+			(*k)++;
+		}
+}
+
 struct table *
 table_compile(const struct topo *t, const struct plan *p, const struct table_deploy *d,
 	      int node, uint32_t job, uint32_t epoch, char *err, size_t errlen)
 {
 	struct compile c = { .t = t, .p = p, .d = d, .err = err, .errlen = errlen };
 	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], tree_of[TABLE_TREES_MAX];
+	int n_below[TABLE_TREES_MAX];
 	uint32_t *first = NULL, *count = NULL, *below = NULL, chunk_elements, smin, smax;
 	bool *active = NULL, *has_workers = NULL;
 	int *kids_of = NULL;
@@ -1888,9 +2106,11 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
 		tree_of[n_trees] = i;
 		n_children[n_trees] = ch;
 		n_workers[n_trees] = d->nodes[node].n_workers;
+		/* With sets, every worker of the subtree is local or below a child. */
+		n_below[n_trees] = d->cset_blocks != 0 ? (int)below[node] - n_workers[n_trees] : 0;
 		n_trees++;
 	}
-	tb = table_create(n_trees, n_children, n_workers);
+	tb = table_create_full(n_trees, n_children, n_workers, n_below, 0);
 	if (tb == NULL) {
 		rc = cfail(&c, errno, "out of memory");
 		goto out;
@@ -1910,7 +2130,7 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
 	for (int k = 0; k < n_trees; k++) {
 		const struct plan_tree *tr = &p->trees[tree_of[k]];
 		struct table_tree *e = &tb->trees[k];
-		int par = tr->parent[node], j = 0;
+		int par = tr->parent[node], j = 0, nb = 0;
 		double hold;
 
 		(void)prune_tree(&c, tree_of[k], active, below); /* succeeded above */
@@ -1928,6 +2148,8 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
 
 			if (!active[u] || tr->parent[u] != node)
 				continue;
+			if (e->n_below > 0)
+				fill_below(&c, tr, u, e, j, &nb);
 			e->children[j++] = (struct table_gw){ .id = cn->gateway_id, .ipv4 = cn->ipv4,
 							      .base_port = cn->base_port,
 							      .ports = cn->ports };

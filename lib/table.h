@@ -67,6 +67,9 @@
 #define TABLE_CHUNK_BYTES_MAX 8192 /* payload of one chunk: fits a 9000-byte jumbo frame */
 #define TABLE_ID_MAX 0xfffe       /* largest gateway or worker id (0, 0xffff: none) */
 #define TABLE_CSET_BLOCKS_MAX 16  /* contributor set: worker ids up to 4095 */
+/* Workers below the child gateways of one tree entry (contributor sets only): distinct
+ * ids of a set, 1 .. 4095. */
+#define TABLE_BELOW_MAX (TABLE_CSET_BLOCKS_MAX * 256 - 1)
 #define TABLE_STREAMS_MAX 64      /* multicast streams in one table */
 
 /** Element types of a tensor. 0 is not a dtype. */
@@ -130,6 +133,14 @@ struct table_tree {
 				   * worker contributions are summed (or every contributor is
 				   * in), 1 .. subtree_workers; 0: subtree_workers (all). Below
 				   * subtree_workers the job must carry contributor sets */
+	/* With contributor sets (cset_blocks >= 1): the workers below each child gateway
+	 * (in its subtree), which are all the workers its partial sums may name. Entry k
+	 * is worker below[k] under children[below_child[k]], sorted by (child, id); every
+	 * child has at least one, and n_workers + n_below == subtree_workers. Without
+	 * sets n_below is 0. Both arrays are inside the table's block. */
+	int n_below;              /* 0 .. TABLE_BELOW_MAX */
+	uint16_t *below;          /* worker ids */
+	uint8_t *below_child;     /* index in children[] */
 };
 
 /**
@@ -223,6 +234,17 @@ struct table *table_create(int n_trees, const int *n_children, const int *n_work
 struct table *table_create_streams(int n_trees, const int *n_children, const int *n_workers,
 				   int n_streams);
 
+/**
+ * table_create_streams() with room for n_below[i] (0 .. TABLE_BELOW_MAX) workers below
+ * the child gateways of tree entry i as well: trees[i].n_below, below and below_child
+ * are set, the entries are the caller's. n_below may be NULL (none). Still one
+ * allocation.
+ *
+ * @return  The table, or NULL with errno EINVAL or ENOMEM.
+ */
+struct table *table_create_full(int n_trees, const int *n_children, const int *n_workers,
+				const int *n_below, int n_streams);
+
 /** The stream entry with id `id`, or NULL. */
 const struct table_stream *table_stream_find(const struct table *tb, uint16_t id);
 
@@ -236,7 +258,10 @@ void table_free(struct table *tb);
  * disjoint inside [0, n_chunks) and covering it when the gateway has local workers,
  * every tree listing the same local workers, and the multicast streams' rules (ids
  * unique and ascending, `from` null exactly at the source, peers and workers distinct and
- * valid, deliver workers among the trees' local workers when there are trees).
+ * valid, deliver workers among the trees' local workers when there are trees). With
+ * contributor sets every child gateway lists the workers below it (ids inside the set,
+ * distinct from every other id of the entry, with the local workers making
+ * subtree_workers); without, none does.
  *
  * @param err  Receives one line "field 'trees[1].expected': ..." naming the field.
  * @return     0, or -EINVAL with err filled.
@@ -274,7 +299,8 @@ int table_write(const struct table *tb, FILE *out);
  * whose subtree holds no worker of the deployment are pruned (a relay leaf would never
  * contribute), so a node with no workers appears only as a root or interior with gateway
  * children. A node absent from (or pruned out of) every tree gets a valid table with no
- * trees. Slot pools follow table_slots() with hold time table_hold_ms().
+ * trees. Slot pools follow table_slots() with hold time table_hold_ms(). With contributor
+ * sets (d->cset_blocks >= 1) each child gateway's entry lists the workers of its subtree.
  *
  * @return  The table, or NULL with a one-line message in err naming the input field and
  *          errno EINVAL (bad input), E2BIG (a table limit exceeded) or ENOMEM.

@@ -207,8 +207,10 @@ if [ -n "$WK" ]; then
 JSON
 	}
 	PCH=$(((N + CE - 9) / (CE - 8))) # 344 elements: a 32-byte set fits MTU 1500
+	# B as A's child, with the workers below it (every child lists them with sets).
+	gwb() { gw 2 | sed 's/}$/, "workers_below": [21, 22]}/'; }
 	# An MTU too small for chunk and set is refused.
-	ptable "$TMP/pa.json" 1 root null "$(gw 2)" "$(wk 11), $(wk 12)" 3 4 3
+	ptable "$TMP/pa.json" 1 root null "$(gwb)" "$(wk 11), $(wk 12)" 3 4 3
 	sed -i "s/\"chunk_elements\": $((CE - 8))/\"chunk_elements\": $CE/; s/$PCH/$CH/" \
 		"$TMP/pa.json"
 	if "$CTL" -s "$TMP/a.sock" install "$TMP/pa.json" 2>"$TMP/err" >/dev/null; then
@@ -218,7 +220,7 @@ JSON
 	else
 		not_ok "chunk plus set beyond the MTU: $(cat "$TMP/err")"
 	fi
-	ptable "$TMP/pa.json" 1 root null "$(gw 2)" "$(wk 11), $(wk 12)" 3 4 3
+	ptable "$TMP/pa.json" 1 root null "$(gwb)" "$(wk 11), $(wk 12)" 3 4 3
 	ptable "$TMP/pb.json" 2 leaf "$(gw 1)" "" "$(wk 21), $(wk 22)" 2 2
 	"$CTL" -s "$TMP/a.sock" install "$TMP/pa.json" >/dev/null &&
 		"$CTL" -s "$TMP/b.sock" install "$TMP/pb.json" >/dev/null &&

@@ -149,18 +149,29 @@ struct tdesc {
 	uint32_t slots;
 };
 
+/* With contributor sets, the workers below the children of a tree entry: ids ascending per
+ * child, id[k] under children[child[k]]. */
+struct tbelow {
+	int n;
+	uint16_t id[8];
+	uint8_t child[8];
+};
+
+/* mk_table() of a job with contributor sets of one block: bl[i] lists the workers below the
+ * children of tree i (NULL: none, and no sets). */
 static struct table *
-mk_table(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt, uint64_t elements,
-	 uint32_t chunk_elements, int n_workers, const uint16_t *workers, int n_trees,
-	 const struct tdesc *td)
+mk_table_sets(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt,
+	      uint64_t elements, uint32_t chunk_elements, int n_workers, const uint16_t *workers,
+	      int n_trees, const struct tdesc *td, const struct tbelow *bl)
 {
-	int nc[8], nw[8];
+	int nc[8], nw[8], nb[8];
 
 	for (int i = 0; i < n_trees; i++) {
 		nc[i] = td[i].n_children;
 		nw[i] = n_workers;
+		nb[i] = bl != NULL ? bl[i].n : 0;
 	}
-	struct table *tb = table_create(n_trees, nc, nw);
+	struct table *tb = table_create_full(n_trees, nc, nw, nb, 0);
 
 	tb->job = job;
 	tb->epoch = epoch;
@@ -190,6 +201,10 @@ mk_table(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt, uint
 		for (int w = 0; w < n_workers; w++)
 			t->workers[w] = (struct table_worker){ workers[w], PEER_IP(workers[w]),
 							       WORKER_PORT };
+		for (int k = 0; k < nb[i]; k++) {
+			t->below[k] = bl[i].id[k];
+			t->below_child[k] = bl[i].child[k];
+		}
 		t->expected = (uint32_t)(n_workers + td[i].n_children);
 		t->subtree_workers = t->expected * 4;
 		t->chunk_first = td[i].first;
@@ -197,7 +212,17 @@ mk_table(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt, uint
 		t->rate_gbps = 1;
 		t->slots = td[i].slots;
 	}
+	tb->cset_blocks = bl != NULL ? 1 : 0;
 	return tb;
+}
+
+static struct table *
+mk_table(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt, uint64_t elements,
+	 uint32_t chunk_elements, int n_workers, const uint16_t *workers, int n_trees,
+	 const struct tdesc *td)
+{
+	return mk_table_sets(job, epoch, gw_id, dt, elements, chunk_elements, n_workers, workers,
+			     n_trees, td, NULL);
 }
 
 /* Install a table through the control handler, as the socket would; returns errno. */
@@ -755,14 +780,16 @@ result_is(const struct out *o, const uint16_t *ids, int n, uint32_t ce)
 
 /* Partial reduce at a root: local workers 11, 12, 13 and child gateway 3 (workers 31 and
  * 32 behind it), complete at 4 of the 5 workers. The RESULT carries who is in it; the
- * straggler is late and gets that RESULT; overlapping sets and a worker claiming another's
- * bit are refused; the next round is unaffected. Then a leaf that completes at 1 of 2. */
+ * straggler is late and gets that RESULT; a child's set naming a worker that is not below
+ * it and a worker claiming another's bit are refused; the next round is unaffected. Then
+ * a leaf that completes at 1 of 2. */
 static void
 test_partial_reduce(void)
 {
 	const uint64_t el = 128;
 	const uint32_t ce = 64;
 	struct tdesc td = { 0, 0, 1, { 3 }, 0, 2, 16 };
+	struct tbelow bl = { 2, { 31, 32 }, { 0, 0 } }; /* both below child 3 */
 	static const uint16_t in4[] = { 11, 12, 31, 32 }, w31[] = { 31, 32 }, all[] = {
 		11, 12, 13, 31, 32 };
 	static struct out o[16];
@@ -771,8 +798,7 @@ test_partial_reduce(void)
 	int n;
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	tb = mk_table(14, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td);
-	tb->cset_blocks = 1;
+	tb = mk_table_sets(14, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td, &bl);
 	tb->trees[0].subtree_workers = 5;
 	tb->trees[0].threshold = 4;
 	CU_ASSERT_FATAL(install(tb, "install") == 0);
@@ -795,7 +821,8 @@ test_partial_reduce(void)
 	CU_ASSERT(drops(WIRE_REASON_LATE) == late + 1);
 	CU_ASSERT(n == 1 && o[0].fl.dst_ip == PEER_IP(13) && result_is(&o[0], in4, 4, ce) &&
 		  (o[0].p.flags & WIRE_F_RETX));
-	/* Chunk 1: the child's set names worker 11, already in: refused, slot unchanged. */
+	/* Chunk 1: the child's set names worker 11, already in and not below the child:
+	 * refused, slot unchanged. */
 	inject(contrib_set(14, 1, 11, &in4[0], 1, 5, 1, el, ce, 0));
 	{
 		static const uint16_t bad[] = { 11, 31 };
@@ -812,8 +839,8 @@ test_partial_reduce(void)
 	inject(contrib_f32(14, 1, 0, 12, 5, 1, el, ce));
 	poll_all();
 	CU_ASSERT(collect(o, 16) == 0);
-	CU_ASSERT(drops(WIRE_REASON_CSET_OVERLAP) == 1);
-	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1);
+	CU_ASSERT(drops(WIRE_REASON_CSET_OVERLAP) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 2);
 	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 1);
 	/* The rest of chunk 1 as it should be: 12, then all of the child: 11, 12, 31, 32. */
 	inject(contrib_set(14, 1, 12, &in4[1], 1, 5, 1, el, ce, 0));
@@ -892,6 +919,90 @@ test_partial_reduce(void)
 		CU_ASSERT(n == 1 && o[0].p.round == 7 && o[0].fl.dst_ip == PEER_IP(22) &&
 			  result_is(&o[0], r2, 2, ce));
 	}
+	dp_down();
+}
+
+/* contrib_set() with the header's contrib changed to `contrib`, the set left as it is (the
+ * UDP checksum is dropped: the header changed after it). */
+static struct rte_mbuf *
+contrib_set_count(uint32_t job, uint32_t epoch, uint16_t sender, const uint16_t *ids, int n,
+		  uint32_t round, uint32_t chunk, uint64_t elements, uint32_t ce, uint16_t contrib)
+{
+	struct rte_mbuf *m = contrib_set(job, epoch, sender, ids, n, round, chunk, elements, ce, 0);
+
+	rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->contrib =
+		rte_cpu_to_be_16(contrib);
+	rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+	return m;
+}
+
+/* Contributor sets of child gateways, at a root of workers 11 and 12 and children 3
+ * (workers 31, 32 below it) and 4 (worker 41), every contributor needed. A child's set may
+ * name only workers below it: child 3 claiming 41, who has not contributed yet, is
+ * refused (bad_sender) without touching the slot, and 41's own sum through child 4 still
+ * counts. A set whose population is not its contrib is malformed (bad_cset). */
+static void
+test_partial_reduce_child_sets(void)
+{
+	const uint64_t el = 128;
+	const uint32_t ce = 64;
+	struct tdesc td = { 0, 0, 2, { 3, 4 }, 0, 2, 16 };
+	struct tbelow bl = { 3, { 31, 32, 41 }, { 0, 0, 1 } };
+	static const uint16_t w[] = { 11, 12 }, w3[] = { 31, 32 }, w4[] = { 41 },
+			      forged[] = { 31, 32, 41 }, all[] = { 11, 12, 31, 32, 41 };
+	static struct out o[16];
+	struct table *tb;
+	uint64_t contribs;
+	int n;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	tb = mk_table_sets(16, 1, 1, TABLE_DTYPE_FP32, el, ce, 2, w, 1, &td, &bl);
+	tb->trees[0].subtree_workers = 5;
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	inject(contrib_set(16, 1, 11, &w[0], 1, 1, 0, el, ce, 0));
+	poll_all();
+	contribs = ctr(DP_CTR_CONTRIBS);
+	CU_ASSERT(contribs == 1);
+	/* Child 3 names 41, below child 4: dropped, nothing summed or marked. */
+	inject(contrib_set(16, 1, 3, forged, 3, 1, 0, el, ce, 0));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == contribs);
+	/* Child 4 names 12, a local worker of this gateway: dropped as well. */
+	{
+		static const uint16_t bad4[] = { 12, 41 };
+
+		inject(contrib_set(16, 1, 4, bad4, 2, 1, 0, el, ce, 0));
+	}
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 2);
+	/* Child 3's own workers with contrib 3 (or 1): the count is not the set's. Dropped
+	 * as malformed before the tables are looked at. */
+	inject(contrib_set_count(16, 1, 3, w3, 2, 1, 0, el, ce, 3));
+	inject(contrib_set_count(16, 1, 3, w3, 2, 1, 0, el, ce, 1));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(drops(WIRE_REASON_CSET) == 2);
+	CU_ASSERT(ctr(DP_CTR_BAD_HEADER) == 2);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == contribs);
+	/* The real contributions: 12, child 3's {31, 32}, then child 4's {41} completes the
+	 * chunk with every worker exactly once. */
+	inject(contrib_set(16, 1, 12, &w[1], 1, 1, 0, el, ce, 0));
+	inject(contrib_set(16, 1, 3, w3, 2, 1, 0, el, ce, 0));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	inject(contrib_set(16, 1, 4, w4, 1, 1, 0, el, ce, 0));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 4); /* children 3 and 4, workers 11 and 12 */
+	for (int k = 0; k < n && k < 16; k++)
+		CU_ASSERT(result_is(&o[k], all, 5, ce));
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 4);
+	CU_ASSERT(ctr(DP_CTR_CHUNKS_COMPLETED) == 1);
+	CU_ASSERT(drops(WIRE_REASON_CSET_OVERLAP) == 0);
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 0);
 	dp_down();
 }
 
@@ -2272,6 +2383,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "ARP, ICMP, neighbour resolution", test_arp_icmp);
 	CU_add_test(s, "retransmissions answered", test_retx_answers);
 	CU_add_test(s, "partial reduce", test_partial_reduce);
+	CU_add_test(s, "partial reduce: sets of child gateways", test_partial_reduce_child_sets);
 	CU_add_test(s, "a slot moved on answers for its previous chunk", test_slot_moved_on);
 	CU_add_test(s, "jumbo frames, unaligned payloads, segments", test_jumbo_misaligned);
 	CU_add_test(s, "routes", test_routes);

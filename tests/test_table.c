@@ -74,7 +74,7 @@ table_same(const struct table *x, const struct table *y, char *why, size_t n)
 	if (x->job != y->job || x->epoch != y->epoch || !gw_same(&x->gw, &y->gw) ||
 	    x->dtype != y->dtype || x->elements != y->elements ||
 	    x->chunk_elements != y->chunk_elements || x->n_trees != y->n_trees ||
-	    x->n_streams != y->n_streams ||
+	    x->n_streams != y->n_streams || x->cset_blocks != y->cset_blocks ||
 	    memcmp(&x->limits, &y->limits, sizeof(x->limits)) != 0) {
 		snprintf(why, n, "header differs");
 		return false;
@@ -94,6 +94,15 @@ table_same(const struct table *x, const struct table *y, char *why, size_t n)
 		for (int j = 0; j < a->n_children; j++)
 			if (!gw_same(&a->children[j], &b->children[j])) {
 				snprintf(why, n, "trees[%d].children[%d] differs", i, j);
+				return false;
+			}
+		if (a->n_below != b->n_below) {
+			snprintf(why, n, "trees[%d].n_below differs", i);
+			return false;
+		}
+		for (int k = 0; k < a->n_below; k++)
+			if (a->below[k] != b->below[k] || a->below_child[k] != b->below_child[k]) {
+				snprintf(why, n, "trees[%d].below[%d] differs", i, k);
 				return false;
 			}
 		for (int j = 0; j < a->n_workers; j++)
@@ -295,6 +304,31 @@ gw_is_node(const struct table_gw *g, const struct table_deploy_node *dn)
 	       g->ports == dn->ports;
 }
 
+/* With sets, the workers entry e lists below its child k are those of the child's own
+ * entry ce: its local workers and the workers below its children, each once; without,
+ * none. */
+static bool
+below_is_subtree(const struct table_tree *e, int k, const struct table_tree *ce, bool sets)
+{
+	uint64_t want[65536 / 64] = { 0 };
+	int n = 0, got = 0;
+
+	if (!sets)
+		return e->n_below == 0 && ce->n_below == 0;
+	for (int w = 0; w < ce->n_workers; w++, n++)
+		want[ce->workers[w].id / 64] |= 1ull << (ce->workers[w].id % 64);
+	for (int b = 0; b < ce->n_below; b++, n++)
+		want[ce->below[b] / 64] |= 1ull << (ce->below[b] % 64);
+	for (int b = 0; b < e->n_below; b++) {
+		if (e->below_child[b] != k)
+			continue;
+		if (!(want[e->below[b] / 64] >> (e->below[b] % 64) & 1))
+			return false;
+		got++;
+	}
+	return got == n;
+}
+
 /*
  * tables[v] is the compiled table of node v. Checks, for every tree of the plan that got
  * chunks (counts from table_split_chunks, checked on its own elsewhere):
@@ -303,7 +337,9 @@ gw_is_node(const struct table_gw *g, const struct table_deploy_node *dn)
  *  - the entry's role, parent, children (in node order), workers, expected, subtree
  *    workers, range and rate are what the plan and the deployment say;
  *  - across gateways: each child's parent lists it as a child and each listed child
- *    names this gateway as its parent; one root per tree, holding every worker;
+ *    names this gateway as its parent; one root per tree, holding every worker; with
+ *    contributor sets, the workers listed below a child are the child's own and those
+ *    below its children;
  *  - the ranges of the trees partition [0, n_chunks); every table validates.
  * Returns the number of problems (each printed once).
  */
@@ -336,6 +372,7 @@ check_union(const struct topo *t, const struct plan *p, const struct table_deplo
 		if (table_validate(tables[v], err, sizeof(err)) != 0)
 			BAD("node %d: %s", v, err);
 		if (tables[v]->job != 7 || tables[v]->epoch != 3 ||
+		    tables[v]->cset_blocks != d->cset_blocks ||
 		    !gw_is_node(&tables[v]->gw, &d->nodes[v]) || tables[v]->dtype != d->dtype ||
 		    tables[v]->elements != d->elements ||
 		    tables[v]->chunk_elements * (uint32_t)esize != d->chunk_bytes ||
@@ -431,6 +468,9 @@ check_union(const struct topo *t, const struct plan *p, const struct table_deplo
 				if (ce == NULL || !ce->has_parent ||
 				    !gw_same(&ce->parent, &tables[v]->gw))
 					BAD("tree %d node %d: child %d does not name it", i, v, cv);
+				else if (!below_is_subtree(e, k, ce, d->cset_blocks != 0))
+					BAD("tree %d node %d: the workers below child %d are not "
+					    "its own and those below it", i, v, cv);
 			}
 		}
 		if (count[i] > 0 && roots != 1)
@@ -831,6 +871,66 @@ out:
 	scen_fini(&sc);
 }
 
+/* The workers below a child gateway, listed only with contributor sets, in the child's
+ * entry, ascending. */
+#define CHECK_BELOW(e, n, ...)                                                           \
+	do {                                                                             \
+		static const uint16_t want_[][2] = { __VA_ARGS__ };                      \
+		bool ok_ = (e)->n_below == (n);                                          \
+                                                                                         \
+		for (int k_ = 0; ok_ && k_ < (n); k_++)                                  \
+			ok_ = (e)->below_child[k_] == want_[k_][0] &&                    \
+			      (e)->below[k_] == want_[k_][1];                            \
+		CHECK(ok_, "tree %u: %d workers below the children", (e)->id,           \
+		      (e)->n_below);                                                     \
+	} while (0)
+
+/* With contributor sets each child gateway lists the workers of its subtree: in tree 0,
+ * b (201, and 301 through c) under a and c (301) under b; in tree 1, a (101, 102) and c
+ * (301, and 201 through b) under r and b (201) under c. Leaves list none. */
+static void
+test_compile_below(void)
+{
+	struct table *tb[N5] = { NULL };
+	struct scen sc;
+
+	if (!scen_init(&sc))
+		return;
+	for (int v = 0; v < N5; v++) {
+		tb[v] = COMPILE(&sc, v);
+		for (int i = 0; tb[v] != NULL && i < tb[v]->n_trees; i++)
+			CU_ASSERT_EQUAL(tb[v]->trees[i].n_below, 0); /* no sets */
+		table_free(tb[v]);
+		tb[v] = NULL;
+	}
+	sc.d.cset_blocks = 2; /* ids below 512 */
+	for (int v = 0; v < N5; v++) {
+		tb[v] = COMPILE(&sc, v);
+		if (tb[v] == NULL)
+			goto out;
+	}
+	CHECK_BELOW(&tb[A]->trees[0], 2, { 0, 201 }, { 0, 301 });
+	CU_ASSERT_EQUAL(tb[A]->trees[1].n_below, 0);
+	CHECK_BELOW(&tb[B]->trees[0], 1, { 0, 301 });
+	CU_ASSERT_EQUAL(tb[B]->trees[1].n_below, 0);
+	CU_ASSERT_EQUAL(tb[C]->trees[0].n_below, 0);
+	CHECK_BELOW(&tb[C]->trees[1], 1, { 0, 201 });
+	CHECK_BELOW(&tb[R]->trees[0], 4, { 0, 101 }, { 0, 102 }, { 1, 201 }, { 1, 301 });
+	CU_ASSERT_EQUAL(check_union(sc.t, sc.p, &sc.d, tb), 0);
+	for (int v = 0; v < N5; v++)
+		ROUND_TRIP(tb[v]);
+	{
+		char *text = table_text(tb[R]);
+
+		CHECK(text != NULL && strstr(text, "\"workers_below\": [\n") != NULL, "%s", text);
+		free(text);
+	}
+out:
+	for (int v = 0; v < N5; v++)
+		table_free(tb[v]);
+	scen_fini(&sc);
+}
+
 /* Deployment variants: fp16, slot bounds, a worker site used by no worker of the job,
  * workers at a relay that all trees reach. */
 static void
@@ -1157,7 +1257,8 @@ test_compile_random(void)
 		}
 		d = (struct table_deploy){ .n_nodes = n, .nodes = dn,
 					   .elements = 1 + rnd(&s, it % 3 ? 5000 : 8),
-					   .dtype = (enum table_dtype)(1 + rnd(&s, 3)) };
+					   .dtype = (enum table_dtype)(1 + rnd(&s, 3)),
+					   .cset_blocks = it % 2 == 0 ? 5 : 0 }; /* ids < 1280 */
 		d.chunk_bytes = (uint32_t)(table_dtype_size(d.dtype) * (1 + rnd(&s, 64)));
 		for (int v = 0; v < n; v++) {
 			char err[TABLE_ERR_MAX] = "";
@@ -1320,7 +1421,7 @@ accepts_json_at(int line, json_t *j)
 static void
 test_parse_rejects(void)
 {
-	struct table *a, *c;
+	struct table *a, *c, *ps, *rs;
 	struct scen sc;
 	json_t *j;
 
@@ -1328,7 +1429,12 @@ test_parse_rejects(void)
 		return;
 	a = COMPILE(&sc, A); /* root of tree 0 (child b, workers 101 102), leaf of tree 1 */
 	c = COMPILE(&sc, C); /* leaf of tree 0, interior of tree 1 (child b) */
-	if (a == NULL || c == NULL)
+	sc.d.cset_blocks = 2; /* the same with sets (ids below 512): the children list the
+			       * workers below them */
+	ps = COMPILE(&sc, A);
+	rs = COMPILE(&sc, R); /* root of tree 1: children a (101 102), c (201 301) */
+	sc.d.cset_blocks = 0;
+	if (a == NULL || c == NULL || ps == NULL || rs == NULL)
 		goto out;
 	ACCEPTS(tj(a));
 	ACCEPTS(tj(c));
@@ -1587,8 +1693,7 @@ test_parse_rejects(void)
 		struct table *p = NULL, *q = NULL;
 
 		CU_ASSERT_FATAL(sub >= 2);
-		j = tj(a);
-		jset(j, "cset_blocks", json_integer(1));
+		j = tj(ps);
 		jset(j, "trees.0.threshold", json_integer(sub - 1));
 		text = json_dumps(j, 0);
 		json_decref(j);
@@ -1596,7 +1701,7 @@ test_parse_rejects(void)
 		free(text);
 		CHECK(p != NULL, "%s", err);
 		if (p != NULL) {
-			CU_ASSERT_EQUAL(p->cset_blocks, 1);
+			CU_ASSERT_EQUAL(p->cset_blocks, 2);
 			CU_ASSERT_EQUAL(p->trees[0].threshold, sub - 1);
 			CU_ASSERT_EQUAL(p->trees[1].threshold, 0);
 			j = tj(p);
@@ -1604,7 +1709,7 @@ test_parse_rejects(void)
 			json_decref(j);
 			q = text != NULL ? table_parse(text, SRC, err, sizeof(err)) : NULL;
 			free(text);
-			CHECK(q != NULL && q->cset_blocks == 1 && q->trees[0].threshold == sub - 1 &&
+			CHECK(q != NULL && q->cset_blocks == 2 && q->trees[0].threshold == sub - 1 &&
 				      q->trees[1].threshold == 0,
 			      "round trip: %s", err);
 			table_free(q);
@@ -1615,20 +1720,77 @@ test_parse_rejects(void)
 		ACCEPTS(j); /* every worker: no sets needed */
 		EDIT_REJECTS2(a, "trees.0.threshold", json_integer(sub - 1),
 			      "field 'trees[0].threshold'", "cset_blocks >= 1");
-		j = tj(a);
-		jset(j, "cset_blocks", json_integer(1));
+		j = tj(ps);
 		jset(j, "trees.0.threshold", json_integer(sub + 1));
 		REJECTS2(j, "field 'trees[0].threshold'", "subtree_workers");
 		EDIT_REJECTS(a, "trees.0.threshold", json_integer(0), "field 'trees[0].threshold'");
 		EDIT_REJECTS(a, "cset_blocks", json_integer(TABLE_CSET_BLOCKS_MAX + 1),
 			     "field 'cset_blocks'");
 		EDIT_REJECTS(a, "cset_blocks", json_string("1"), "field 'cset_blocks'");
-		j = tj(a);
-		jset(j, "cset_blocks", json_integer(1));
-		jset(j, "trees.0.workers.0.id", json_integer(256));
-		jset(j, "trees.1.workers.0.id", json_integer(256));
-		REJECTS2(j, "field 'trees[0].workers[0].id'", "below 256");
+		j = tj(ps);
+		jset(j, "trees.0.workers.0.id", json_integer(512));
+		jset(j, "trees.1.workers.0.id", json_integer(512));
+		REJECTS2(j, "field 'trees[0].workers[0].id'", "below 512");
 	}
+	/* The workers below a child gateway: with sets, every child lists them (ids of the
+	 * set, ascending, each id once in the entry, making subtree_workers with the local
+	 * workers); without sets, none does; only children have them. */
+	ACCEPTS(tj(ps));
+	ACCEPTS(tj(rs));
+	EDIT_REJECTS2(a, "trees.0.children.0.workers_below", json_pack("[i, i]", 201, 301),
+		      "field 'trees[0].children[0].workers_below'", "only with contributor sets");
+	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below", NULL,
+		      "field 'trees[0].children[0].workers_below'", "missing");
+	EDIT_REJECTS2(rs, "trees.0.children.1.workers_below", NULL,
+		      "field 'trees[0].children[1].workers_below'", "missing");
+	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below", json_array(),
+		      "field 'trees[0].children[0].workers_below'", "expected an array");
+	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below", json_integer(201),
+		      "field 'trees[0].children[0].workers_below'", "expected an array");
+	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below.0", json_integer(0),
+		      "field 'trees[0].children[0].workers_below[0]'", "expected a worker id");
+	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below.1", json_integer(65535),
+		      "field 'trees[0].children[0].workers_below[1]'", "expected a worker id");
+	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below.1", json_string("301"),
+		      "field 'trees[0].children[0].workers_below[1]'", "expected a worker id");
+	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below.1", json_real(301),
+		      "field 'trees[0].children[0].workers_below[1]'", "expected a worker id");
+	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below.1", json_integer(512),
+		      "field 'trees[0].children[0].workers_below[1]'",
+		      "outside the contributor set");
+	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below.1", json_integer(200),
+		      "field 'trees[0].children[0].workers_below[1]'", "ascending (200 after 201)");
+	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below.1", json_integer(201),
+		      "field 'trees[0].children[0].workers_below[1]'", "ascending (201 after 201)");
+	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below.0", json_integer(102),
+		      "field 'trees[0].children[0].workers_below[0]'",
+		      "duplicate id 102 (also 'trees[0].workers[1].id')");
+	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below.0", json_integer(1),
+		      "field 'trees[0].children[0].workers_below[0]'", "(also 'gateway.id')");
+	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below.0", json_integer(2),
+		      "field 'trees[0].children[0].workers_below[0]'",
+		      "(also 'trees[0].children[0].id')");
+	EDIT_REJECTS2(rs, "trees.0.children.1.workers_below.0", json_integer(102),
+		      "field 'trees[0].children[1].workers_below[0]'",
+		      "duplicate id 102 (also 'trees[0].children[0].workers_below[1]')");
+	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below.2", json_integer(302),
+		      "field 'trees[0].subtree_workers'",
+		      "2 local workers and 3 below the child gateways make 5");
+	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below.1", NULL,
+		      "field 'trees[0].subtree_workers'",
+		      "2 local workers and 1 below the child gateways make 3");
+	EDIT_REJECTS2(ps, "trees.1.parent.workers_below", json_pack("[i]", 201),
+		      "field 'trees[1].parent.workers_below'", "unknown field");
+	EDIT_REJECTS2(ps, "gateway.workers_below", json_pack("[i]", 201),
+		      "field 'gateway.workers_below'", "unknown field");
+	/* At most 4095 below the children of one entry, refused before allocating. */
+	j = tj(rs);
+	for (int k = 0; k < 2048; k++) {
+		json_array_append_new(jat(j, "trees.0.children.0.workers_below"), json_integer(1));
+		json_array_append_new(jat(j, "trees.0.children.1.workers_below"), json_integer(1));
+	}
+	REJECTS2(j, "field 'trees[0].children[1].workers_below'",
+		 "more than 4095 workers below the child gateways");
 	/* Arrays longer than the caps are refused before anything is allocated. */
 	j = tj(a);
 	for (int k = 1; k <= TABLE_CHILDREN_MAX; k++) {
@@ -1664,6 +1826,8 @@ test_parse_rejects(void)
 out:
 	table_free(a);
 	table_free(c);
+	table_free(ps);
+	table_free(rs);
 	scen_fini(&sc);
 }
 
@@ -1932,6 +2096,24 @@ test_model(void)
 	CU_ASSERT_PTR_NULL(table_create(TABLE_TREES_MAX + 1, NULL, NULL));
 	CU_ASSERT_PTR_NULL(table_create(-1, NULL, NULL));
 	CU_ASSERT_PTR_NULL(table_create(1, NULL, NULL));
+	/* Room for the workers below the children, per tree entry. */
+	{
+		const int nb[] = { 3, 0 }, nb_big[] = { TABLE_BELOW_MAX + 1, 0 };
+
+		tb = table_create_full(2, kids, wk, nb, 1);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(tb);
+		CU_ASSERT_EQUAL(tb->trees[0].n_below, 3);
+		CU_ASSERT_PTR_NOT_NULL(tb->trees[0].below);
+		CU_ASSERT_PTR_NOT_NULL(tb->trees[0].below_child);
+		CU_ASSERT(tb->trees[0].below[2] == 0 && tb->trees[0].below_child[2] == 0);
+		CU_ASSERT(tb->trees[1].n_below == 0 && tb->trees[1].below == NULL &&
+			  tb->trees[1].below_child == NULL);
+		CU_ASSERT_EQUAL(tb->n_streams, 1);
+		table_free(tb);
+		errno = 0;
+		CU_ASSERT_PTR_NULL(table_create_full(2, kids, wk, nb_big, 0));
+		CU_ASSERT_EQUAL(errno, EINVAL);
+	}
 
 	if (!scen_init(&sc))
 		return;
@@ -1952,6 +2134,31 @@ test_model(void)
 	CHECK(strstr(err, "field 'trees[1].rate_gbps'") != NULL, "'%s'", err);
 	a->trees[1].rate_gbps = 2;
 	CU_ASSERT_EQUAL(table_validate(a, err, sizeof(err)), 0);
+	/* The workers below the children: each below a child, in child order. */
+	sc.d.cset_blocks = 2;
+	tb = COMPILE(&sc, R); /* children a (101 102) and c (201 301) */
+	sc.d.cset_blocks = 0;
+	if (tb != NULL) {
+		struct table_tree *e = &tb->trees[0];
+
+		CU_ASSERT_EQUAL(table_validate(tb, err, sizeof(err)), 0);
+		e->below_child[3] = 2;
+		CU_ASSERT_EQUAL(table_validate(tb, err, sizeof(err)), -EINVAL);
+		CHECK(strstr(err, "field 'trees[0].children': worker 301 is below child 2 of 2") !=
+			      NULL, "'%s'", err);
+		e->below_child[3] = 1;
+		e->below_child[1] = 1;
+		e->below_child[2] = 0;
+		CU_ASSERT_EQUAL(table_validate(tb, err, sizeof(err)), -EINVAL);
+		CHECK(strstr(err, "not in child order") != NULL, "'%s'", err);
+		e->below_child[1] = 0;
+		e->below_child[2] = 1;
+		tb->cset_blocks = 0;
+		CU_ASSERT_EQUAL(table_validate(tb, err, sizeof(err)), -EINVAL);
+		CHECK(strstr(err, "field 'trees[0].children[0].workers_below': only with") != NULL,
+		      "'%s'", err);
+		table_free(tb);
+	}
 	/* table_load. */
 	fd = mkstemp(path);
 	CU_ASSERT_FATAL(fd >= 0);
@@ -2176,8 +2383,10 @@ test_fuzz(void)
 	if (!scen_init(&sc))
 		return;
 	for (int v = 0; v < N5; v++) {
-		struct table *tb = COMPILE(&sc, v);
+		struct table *tb;
 
+		sc.d.cset_blocks = v % 2 ? 2 : 0; /* b and r with sets: workers below children */
+		tb = COMPILE(&sc, v);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(tb);
 		seeds[v] = table_text(tb);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(seeds[v]);
@@ -2257,6 +2466,7 @@ main(int argc, char **argv)
 		{ "chunk split", test_split },
 		{ "compile: every gateway of the scenario", test_compile_scenario },
 		{ "compile: deployment variants", test_compile_variants },
+		{ "compile: workers below the children with sets", test_compile_below },
 		{ "compile: bad inputs rejected", test_compile_rejects },
 		{ "compile: children over the limit", test_compile_too_many_children },
 		{ "compile: random topologies, union consistent", test_compile_random },

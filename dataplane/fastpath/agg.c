@@ -87,6 +87,26 @@ cset_merge(const struct dp_job *j, struct rte_mbuf *acc, struct rte_mbuf *m)
 	return true;
 }
 
+/* Whether the contributor set of m, from child gateway c of tree t, names only workers
+ * below that child (docs/TABLES.md, workers_below): four 8-byte words per 32-byte block,
+ * on the CONTRIBs of child gateways only. */
+static inline bool
+cset_below(const struct dp_job *j, const struct dp_tree *t, unsigned int c, struct rte_mbuf *m)
+{
+	const uint8_t *a = t->child_sets + (size_t)c * j->cset_len;
+	const uint8_t *b = gr_cset(m);
+	uint64_t x = 0;
+
+	for (uint32_t i = 0; i < j->cset_len; i += sizeof(uint64_t)) {
+		uint64_t u, v;
+
+		memcpy(&u, a + i, sizeof(u));
+		memcpy(&v, b + i, sizeof(v));
+		x |= v & ~u;
+	}
+	return x == 0;
+}
+
 /* The job entry of (job, epoch), or NULL with *why set. *live tells whether it is the
  * current epoch (chunks may start) or a draining one (only open slots go on). */
 static inline const struct dp_job *
@@ -744,11 +764,14 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 {
 	int k = find_src(t, p->origin);
 
+	/* A worker sums itself alone, in its set; a child gateway only workers below it (and
+	 * contrib is the set's population: wire_hdr_decode()). */
 	if (unlikely(k < 0 || p->sender != p->origin ||
 		     (t->src_worker[k] &&
 		      (p->contrib != 1 ||
-		       (j->cset_len != 0 && !(gr_cset(m)[p->origin >> 3] >> (p->origin & 7) & 1)))))) {
-		drop(lc, m, WIRE_REASON_BAD_SENDER); /* a worker sums itself alone, in its set */
+		       (j->cset_len != 0 && !(gr_cset(m)[p->origin >> 3] >> (p->origin & 7) & 1)))) ||
+		     (!t->src_worker[k] && j->cset_len != 0 && !cset_below(j, t, t->src_down[k], m)))) {
+		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}
 	struct dp_slot *s = slot_of(j, lc, t, p->chunk);

@@ -237,6 +237,29 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 		t->src_down[k] = (uint16_t)k;
 	}
 	sort_sources(t);
+	/* The workers below each child gateway, as sets (the table checked that they are
+	 * inside the job's sets). */
+	if (j->cset_len != 0 && tt->n_children > 0) {
+		t->child_sets = jalloc(j, (size_t)tt->n_children * j->cset_len, socket);
+		if (t->child_sets == NULL) {
+			fail(err, errlen, "out of memory for tree %u", tt->id);
+			errno = ENOMEM;
+			return -1;
+		}
+		for (int k = 0; k < tt->n_below; k++) {
+			uint16_t id = tt->below[k];
+
+			if (id >= j->cset_len * 8 || tt->below_child[k] >= tt->n_children) {
+				fail(err, errlen, "field 'trees[%d].children': worker %u below "
+				     "child %u does not fit the job's contributor sets", i, id,
+				     tt->below_child[k]);
+				errno = EINVAL;
+				return -1;
+			}
+			t->child_sets[(size_t)tt->below_child[k] * j->cset_len + id / 8] |=
+				(uint8_t)(1u << (id % 8));
+		}
+	}
 	if (t->has_parent)
 		dest_ip_sum(j, &t->parent);
 	for (int k = 0; k < t->n_down; k++)
@@ -556,6 +579,7 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 		rte_free(j->trees[i].src_bits);
 		rte_free(j->trees[i].src_worker);
 		rte_free(j->trees[i].src_down);
+		rte_free(j->trees[i].child_sets);
 	}
 	rte_free(j->trees);
 	rte_free(j->tree_map);
