@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
  * Fast path: a per-lcore stash of mbufs taken from a mempool ahead of use and prefetched
- * for writing, for the header and indirect mbufs of every RESULT copy (two per copy, one
- * copy per packet in at a root). Worker lcores only.
+ * for writing, for the header mbuf of every RESULT copy (one copy per packet in at a root)
+ * and the indirect mbuf of the payload each fan-out shares. Worker lcores only.
  *
  * Why: an mbuf that comes back to the pool was last written by whichever core freed it
  * (a NIC's TX completion on this lcore, but another lcore or process over net_ring and
