@@ -57,6 +57,24 @@ gr_payload(const struct dp_job *j, struct rte_mbuf *m)
 	return rte_pktmbuf_mtod_offset(m, void *, WIRE_FRAME_PAYLOAD_OFF + j->cset_len);
 }
 
+/* The OR over the words of two contributor sets of len bytes of (a & b), or with `outside`
+ * of (~a & b): nonzero if b meets a, or names a worker a does not. Frames may sit at any
+ * even address: 8-byte words by memcpy. */
+static inline uint64_t
+cset_words(const uint8_t *a, const uint8_t *b, uint32_t len, bool outside)
+{
+	uint64_t x = 0;
+
+	for (uint32_t i = 0; i < len; i += sizeof(uint64_t)) {
+		uint64_t u, v;
+
+		memcpy(&u, a + i, sizeof(u));
+		memcpy(&v, b + i, sizeof(v));
+		x |= (outside ? ~u : u) & v;
+	}
+	return x;
+}
+
 /* Merge the contributor set of m into the accumulator acc's (docs/PROTOCOL.md section
  * 4); false, and nothing merged, if they intersect: summing m would count a worker twice. */
 static inline bool
@@ -64,17 +82,8 @@ cset_merge(const struct dp_job *j, struct rte_mbuf *acc, struct rte_mbuf *m)
 {
 	uint8_t *a = gr_cset(acc);
 	const uint8_t *b = gr_cset(m);
-	uint64_t x = 0;
 
-	/* Frames may sit at any even address: 8-byte words by memcpy. */
-	for (uint32_t i = 0; i < j->cset_len; i += sizeof(uint64_t)) {
-		uint64_t u, v;
-
-		memcpy(&u, a + i, sizeof(u));
-		memcpy(&v, b + i, sizeof(v));
-		x |= u & v;
-	}
-	if (x != 0)
+	if (cset_words(a, b, j->cset_len, false) != 0)
 		return false;
 	for (uint32_t i = 0; i < j->cset_len; i += sizeof(uint64_t)) {
 		uint64_t u, v;
@@ -88,23 +97,13 @@ cset_merge(const struct dp_job *j, struct rte_mbuf *acc, struct rte_mbuf *m)
 }
 
 /* Whether the contributor set of m, from child gateway c of tree t, names only workers
- * below that child (docs/TABLES.md, workers_below): four 8-byte words per 32-byte block,
- * on the CONTRIBs of child gateways only. */
+ * below that child (docs/TABLES.md, workers_below): on the CONTRIBs of child gateways
+ * only. */
 static inline bool
 cset_below(const struct dp_job *j, const struct dp_tree *t, unsigned int c, struct rte_mbuf *m)
 {
-	const uint8_t *a = t->child_sets + (size_t)c * j->cset_len;
-	const uint8_t *b = gr_cset(m);
-	uint64_t x = 0;
-
-	for (uint32_t i = 0; i < j->cset_len; i += sizeof(uint64_t)) {
-		uint64_t u, v;
-
-		memcpy(&u, a + i, sizeof(u));
-		memcpy(&v, b + i, sizeof(v));
-		x |= v & ~u;
-	}
-	return x == 0;
+	return cset_words(t->child_sets + (size_t)c * j->cset_len, gr_cset(m), j->cset_len,
+			  true) == 0;
 }
 
 /* The job entry of (job, epoch), or NULL with *why set. *live tells whether it is the
