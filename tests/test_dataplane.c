@@ -147,6 +147,9 @@ struct tdesc {
 	uint16_t children[4];           /* child gateway ids; at 10.0.0.<id> */
 	uint32_t first, count;
 	uint32_t slots;
+	uint16_t below[4];              /* without sets: the workers below each child (the
+					 * contrib of its partial sums); with sets, counted
+					 * from the struct tbelow */
 };
 
 /* With contributor sets, the workers below the children of a tree entry: ids ascending per
@@ -193,11 +196,17 @@ mk_table_sets(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt,
 						       WIRE_PORT_COUNT_DEFAULT };
 		t->role = !t->has_parent ? TABLE_ROLE_ROOT
 			  : td[i].n_children > 0 ? TABLE_ROLE_INTERIOR : TABLE_ROLE_LEAF;
-		for (int c = 0; c < td[i].n_children; c++)
+		t->subtree_workers = (uint32_t)n_workers;
+		for (int c = 0; c < td[i].n_children; c++) {
 			t->children[c] = (struct table_gw){ td[i].children[c],
 							    PEER_IP(td[i].children[c]),
 							    WIRE_PORT_BASE_DEFAULT,
 							    WIRE_PORT_COUNT_DEFAULT };
+			t->child_workers[c] = bl != NULL ? 0 : td[i].below[c];
+			for (int k = 0; k < nb[i]; k++)
+				t->child_workers[c] += bl[i].child[k] == c;
+			t->subtree_workers += t->child_workers[c];
+		}
 		for (int w = 0; w < n_workers; w++)
 			t->workers[w] = (struct table_worker){ workers[w], PEER_IP(workers[w]),
 							       WORKER_PORT };
@@ -206,7 +215,6 @@ mk_table_sets(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt,
 			t->below_child[k] = bl[i].child[k];
 		}
 		t->expected = (uint32_t)(n_workers + td[i].n_children);
-		t->subtree_workers = t->expected * 4;
 		t->chunk_first = td[i].first;
 		t->chunk_count = td[i].count;
 		t->rate_gbps = 1;
@@ -422,7 +430,7 @@ test_root_three_workers(void)
 {
 	const uint64_t el = 1000;
 	const uint32_t ce = 64, nch = 16;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16, { 0 } };
 	static struct out o[64];
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
@@ -788,7 +796,7 @@ test_partial_reduce(void)
 {
 	const uint64_t el = 128;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 1, { 3 }, 0, 2, 16 };
+	struct tdesc td = { 0, 0, 1, { 3 }, 0, 2, 16, { 0 } };
 	struct tbelow bl = { 2, { 31, 32 }, { 0, 0 } }; /* both below child 3 */
 	static const uint16_t in4[] = { 11, 12, 31, 32 }, w31[] = { 31, 32 }, all[] = {
 		11, 12, 13, 31, 32 };
@@ -873,7 +881,7 @@ test_partial_reduce(void)
 	/* A leaf (gateway 2, parent 4) of workers 21, 22 that sends up at 1 of 2. */
 	{
 		static const uint16_t w2[] = { 21, 22 };
-		struct tdesc tl = { 0, 4, 0, { 0 }, 0, 2, 16 };
+		struct tdesc tl = { 0, 4, 0, { 0 }, 0, 2, 16, { 0 } };
 		uint8_t set[WIRE_CSET_BLOCK] = { 0 };
 		float pl[64];
 
@@ -946,7 +954,7 @@ test_partial_reduce_child_sets(void)
 {
 	const uint64_t el = 128;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 2, { 3, 4 }, 0, 2, 16 };
+	struct tdesc td = { 0, 0, 2, { 3, 4 }, 0, 2, 16, { 0 } };
 	struct tbelow bl = { 3, { 31, 32, 41 }, { 0, 0, 1 } };
 	static const uint16_t w[] = { 11, 12 }, w3[] = { 31, 32 }, w4[] = { 41 },
 			      forged[] = { 31, 32, 41 }, all[] = { 11, 12, 31, 32, 41 };
@@ -1027,8 +1035,9 @@ test_interior_and_two_trees(void)
 	const uint32_t ce = 32;
 	static const uint16_t w2[] = { 21, 22 };
 	struct tdesc td[2] = {
-		{ 0, 4, 1, { 3 }, 0, 4, 16 },   /* interior: parent 4, child 3, chunks 0-3 */
-		{ 1, 4, 0, { 0 }, 4, 4, 16 },   /* leaf: parent 4, chunks 4-7 */
+		{ 0, 4, 1, { 3 }, 0, 4, 16, { 4 } }, /* interior: parent 4, child 3 (4 workers
+						      * below), chunks 0-3 */
+		{ 1, 4, 0, { 0 }, 4, 4, 16, { 0 } }, /* leaf: parent 4, chunks 4-7 */
 	};
 	static struct out o[64];
 
@@ -1119,7 +1128,7 @@ test_many_in_flight_shuffled(void)
 {
 	const uint32_t ce = 16, nch = 512;
 	const uint64_t el = (uint64_t)ce * nch - 5;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 512 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 512, { 0 } };
 	const int n_in = 3 * (int)nch, n_dup = 100;
 	struct rte_mbuf **in = calloc((size_t)(n_in + n_dup), sizeof(*in));
 	static struct out o[2048];
@@ -1183,7 +1192,7 @@ half_case(enum table_dtype tdt, enum wire_dtype wdt)
 {
 	const uint64_t el = 300;
 	const uint32_t ce = 128;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 3, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 3, 16, { 0 } };
 	static struct out o[16];
 	const struct sum_kernels *k = sum_kernels_get(SUM_ISA_SCALAR);
 
@@ -1261,7 +1270,7 @@ test_bad_packets(void)
 {
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16, { 0 } };
 	static struct out o[16];
 	struct pkt p;
 	struct rte_mbuf *m;
@@ -1553,7 +1562,7 @@ test_retx_answers(void)
 {
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16, { 0 } };
 	static struct out o[16];
 	struct rte_mbuf *m;
 
@@ -1625,7 +1634,7 @@ test_slot_moved_on(void)
 {
 	const uint64_t el = 32 * 16;
 	const uint32_t ce = 16;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 32, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 32, 16, { 0 } };
 	static struct out o[16];
 	uint64_t late;
 	int n;
@@ -1676,7 +1685,7 @@ test_jumbo_misaligned(void)
 {
 	const uint32_t ce = TABLE_CHUNK_BYTES_MAX / 4;
 	const uint64_t el = 3 * ce - 100;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 3, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 3, 16, { 0 } };
 	static struct out o[16];
 	struct rte_mempool *big = rte_pktmbuf_pool_create("t_big", 256, 0, 0, 9216 + 256,
 							  SOCKET_ID_ANY);
@@ -1753,7 +1762,7 @@ test_routes(void)
 {
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16, { 0 } };
 	static const uint16_t wk[] = { 11, 12 };
 	static struct out o[16];
 	struct table *tb;
@@ -1813,7 +1822,7 @@ test_faults(void)
 {
 	const uint64_t el = 64 * 8;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 8, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 8, 16, { 0 } };
 	static struct out o[64];
 
 	faults[DP_TX] = (struct dp_fault){ .on = true, .dup = UINT32_MAX,
@@ -1865,7 +1874,7 @@ test_retransmit_up(void)
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
 	static const uint16_t w2[] = { 21, 22 };
-	struct tdesc td = { 0, 4, 0, { 0 }, 0, 1, 16 };   /* leaf under gateway 4 */
+	struct tdesc td = { 0, 4, 0, { 0 }, 0, 1, 16, { 0 } };   /* leaf under gateway 4 */
 	static struct out o[16];
 	struct pkt ctl = { WIRE_TYPE_ACK, WIRE_F_ECHO, 40, 1, 0, 4, 2, 0, 3, 0, WIRE_DTYPE_NONE, 1,
 			   PEER_IP(4) };
@@ -1940,7 +1949,7 @@ test_pacing(void)
 	const uint32_t ce = 256, nch = 64;          /* 1 KiB payloads, 1.1 KB frames */
 	const uint64_t el = (uint64_t)ce * nch;
 	static const uint16_t w1[] = { 21 };
-	struct tdesc td = { 0, 4, 0, { 0 }, 0, nch, 64 };
+	struct tdesc td = { 0, 4, 0, { 0 }, 0, nch, 64, { 0 } };
 	static struct out o[128];
 	struct table *tb = mk_table(50, 1, 2, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td);
 	int first, total;
@@ -1986,7 +1995,7 @@ test_retire_after_pacers(void)
 	const uint32_t ce = 256, nch = 48;          /* 1 KiB payloads */
 	const uint64_t el = (uint64_t)ce * nch;
 	static const uint16_t w1[] = { 21 };
-	struct tdesc td = { 0, 0, 1, { 3 }, 0, nch, 64 };
+	struct tdesc td = { 0, 0, 1, { 3 }, 0, nch, 64, { 1 } };
 	static struct out o[128];
 	struct table *tb = mk_table(51, 1, 1, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td);
 	const struct dp_state *st;
@@ -2037,7 +2046,7 @@ test_fanout_shared_segment(void)
 	const uint32_t ce = 64, nch = 8;
 	const uint64_t el = (uint64_t)ce * nch;
 	static const uint16_t w3[] = { 11, 12, 45 }; /* 10.0.0.45: no static neighbour */
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16, { 0 } };
 	struct rte_mbuf *m[32];
 	int bad = 0;
 
@@ -2109,7 +2118,7 @@ test_prev_round_child(void)
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
 	static const uint16_t w2[] = { 11, 12 };
-	struct tdesc td = { 0, 0, 1, { 3 }, 0, 1, 16 };   /* root, child gateway 3 */
+	struct tdesc td = { 0, 0, 1, { 3 }, 0, 1, 16, { 2 } }; /* root, child gateway 3 */
 	static struct out o[16];
 	float pl[64];
 	struct pkt cp = { WIRE_TYPE_CONTRIB, 0, 60, 1, 0, 3, 3, 2, 101, 0, WIRE_DTYPE_FP32, 64,
@@ -2153,7 +2162,7 @@ test_fast_retransmit(void)
 	const uint64_t el = 128;
 	const uint32_t ce = 64;
 	static const uint16_t w1[] = { 21 };
-	struct tdesc td = { 0, 4, 0, { 0 }, 0, 2, 16 };   /* leaf under gateway 4 */
+	struct tdesc td = { 0, 4, 0, { 0 }, 0, 2, 16, { 0 } };   /* leaf under gateway 4 */
 	static struct out o[16];
 	float res[64] = { 0 };
 	struct pkt r = { WIRE_TYPE_RESULT, 0, 70, 1, 0, 4, 4, 1, 9, 1, WIRE_DTYPE_FP32, 64,
@@ -2185,7 +2194,7 @@ test_fast_retransmit(void)
 static void
 test_control(void)
 {
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 4, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 4, 16, { 0 } };
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"ping\"}") == 0);
@@ -2271,7 +2280,7 @@ test_epoch_swap_under_traffic(void)
 {
 	const uint64_t el = 64 * 64;
 	const uint32_t ce = 64, nch = 64;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 64 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 64, { 0 } };
 	static struct out o[1024];
 	unsigned int worker = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
 	uint64_t sent = 0;
