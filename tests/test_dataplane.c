@@ -1014,6 +1014,141 @@ test_partial_reduce_child_sets(void)
 	dp_down();
 }
 
+/* An fp32 CONTRIB of one chunk without a contributor set, from sender: the sum of the
+ * values of workers ids[0 .. n - 1], claiming `contrib` worker contributions. */
+static struct rte_mbuf *
+contrib_sum(uint32_t job, uint32_t epoch, uint16_t sender, uint16_t contrib, const uint16_t *ids,
+	    int n, uint32_t round, uint32_t chunk, uint64_t elements, uint32_t ce)
+{
+	float pl[4096];
+	uint16_t len = chunk_len(elements, ce, chunk);
+	struct pkt p = { WIRE_TYPE_CONTRIB, 0, job, epoch, 0, sender, sender, contrib, round,
+			 chunk, WIRE_DTYPE_FP32, len, PEER_IP(sender) };
+
+	for (uint16_t i = 0; i < len; i++) {
+		pl[i] = 0;
+		for (int k = 0; k < n; k++)
+			pl[i] += val(ids[k], (uint64_t)chunk * ce + i);
+	}
+	return mk_pkt(&p, pl);
+}
+
+/* The RESULT o (no contributor set) of chunk `chunk` sums exactly workers ids[0 .. n - 1]
+ * and says so in its contrib. */
+static bool
+sum_is(const struct out *o, uint32_t chunk, const uint16_t *ids, int n, uint32_t ce)
+{
+	bool ok = o->p.type == WIRE_TYPE_RESULT && o->p.cset_blocks == 0 && o->p.contrib == n &&
+		  o->p.chunk == chunk && o->p.count == ce;
+
+	for (uint32_t i = 0; ok && i < o->p.count; i++) {
+		float want = 0;
+
+		for (int k = 0; k < n; k++)
+			want += val(ids[k], (uint64_t)chunk * ce + i);
+		ok = out_f32(o, i) == want;
+	}
+	return ok;
+}
+
+/*
+ * Without contributor sets a child gateway's partial sum holds every worker below it, so
+ * its contrib is their number (the table's subtree_workers of the child). Root 1 with
+ * workers 11, 12 and child gateways 3 (workers 31, 32, 33 below it) and 4 (41). A child
+ * claiming another count, more, fewer, or the other child's, is refused (bad_sender)
+ * before the slot is touched, open or not; the right counts complete the chunk with all
+ * six workers in the RESULT's contrib. With sets, a child's count is its set's population
+ * and may be below the workers under it (a partial sum sent at a threshold).
+ */
+static void
+test_child_contrib_count(void)
+{
+	const uint64_t el = 128;
+	const uint32_t ce = 64;
+	struct tdesc td = { 0, 0, 2, { 3, 4 }, 0, 2, 16, { 3, 1 } };
+	static const uint16_t w[] = { 11, 12 }, w3[] = { 31, 32, 33 }, w4[] = { 41 },
+			      all[] = { 11, 12, 31, 32, 33, 41 };
+	static struct out o[16];
+	struct table *tb;
+	int n, bad = 0;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	tb = mk_table(17, 1, 1, TABLE_DTYPE_FP32, el, ce, 2, w, 1, &td);
+	CU_ASSERT_FATAL(tb->trees[0].subtree_workers == 6);
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	/* Chunk 1, no slot open for it: child 3 claiming 1000 workers opens none. */
+	inject(contrib_sum(17, 1, 3, 1000, w3, 3, 1, 1, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 0);
+	/* Chunk 0, open with both workers: too many, too few, and child 3's count from 4. */
+	inject(contrib_f32(17, 1, 0, 11, 1, 0, el, ce));
+	inject(contrib_f32(17, 1, 0, 12, 1, 0, el, ce));
+	inject(contrib_sum(17, 1, 3, 1000, w3, 3, 1, 0, el, ce));
+	inject(contrib_sum(17, 1, 3, 2, w3, 3, 1, 0, el, ce));
+	inject(contrib_sum(17, 1, 4, 3, w4, 1, 1, 0, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 4);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 2);
+	/* The right counts complete it: nothing of the refused ones was summed or marked (a
+	 * mark would make child 3's real sum a duplicate). */
+	inject(contrib_sum(17, 1, 4, 1, w4, 1, 1, 0, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	inject(contrib_sum(17, 1, 3, 3, w3, 3, 1, 0, el, ce));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 4); /* children 3 and 4, workers 11 and 12 */
+	for (int k = 0; k < n && k < 16; k++)
+		bad += !sum_is(&o[k], 0, all, 6, ce);
+	CU_ASSERT(bad == 0);
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 0);
+	/* Chunk 1 as well: the refused claim left no slot behind. */
+	inject(contrib_sum(17, 1, 3, 3, w3, 3, 1, 1, el, ce));
+	inject(contrib_f32(17, 1, 0, 11, 1, 1, el, ce));
+	inject(contrib_f32(17, 1, 0, 12, 1, 1, el, ce));
+	inject(contrib_sum(17, 1, 4, 1, w4, 1, 1, 1, el, ce));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 4);
+	bad = 0;
+	for (int k = 0; k < n && k < 16; k++)
+		bad += !sum_is(&o[k], 1, all, 6, ce);
+	CU_ASSERT(bad == 0);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 8);
+	CU_ASSERT(ctr(DP_CTR_CHUNKS_COMPLETED) == 2);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 4);
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 0 && drops(WIRE_REASON_LATE) == 0);
+	dp_down();
+
+	/* With sets (job 18), child 3 (31, 32 below it) sends 31 alone: taken, and the
+	 * threshold of 3 completes the chunk. */
+	{
+		struct tdesc ts = { 0, 0, 1, { 3 }, 0, 2, 16, { 0 } };
+		struct tbelow bl = { 2, { 31, 32 }, { 0, 0 } };
+		static const uint16_t in3[] = { 11, 12, 31 };
+
+		CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+		tb = mk_table_sets(18, 1, 1, TABLE_DTYPE_FP32, el, ce, 2, w, 1, &ts, &bl);
+		CU_ASSERT_FATAL(tb->trees[0].child_workers[0] == 2 &&
+				tb->trees[0].subtree_workers == 4);
+		tb->trees[0].threshold = 3;
+		CU_ASSERT_FATAL(install(tb, "install") == 0);
+		inject(contrib_set(18, 1, 11, &in3[0], 1, 1, 0, el, ce, 0));
+		inject(contrib_set(18, 1, 12, &in3[1], 1, 1, 0, el, ce, 0));
+		inject(contrib_set(18, 1, 3, &in3[2], 1, 1, 0, el, ce, 0));
+		poll_all();
+		n = collect(o, 16);
+		CU_ASSERT(n == 3);
+		for (int k = 0; k < n && k < 16; k++)
+			CU_ASSERT(result_is(&o[k], in3, 3, ce));
+		CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 0);
+		dp_down();
+	}
+}
+
 /* Counter `key` of the first job's stats entry for (tree, dir, gateway id) in `links`;
  * -1 if there is none. */
 static json_int_t
@@ -2399,6 +2534,8 @@ main(int argc, char **argv)
 	CU_add_test(s, "retransmissions answered", test_retx_answers);
 	CU_add_test(s, "partial reduce", test_partial_reduce);
 	CU_add_test(s, "partial reduce: sets of child gateways", test_partial_reduce_child_sets);
+	CU_add_test(s, "a child gateway's contrib counts the workers below it",
+		    test_child_contrib_count);
 	CU_add_test(s, "a slot moved on answers for its previous chunk", test_slot_moved_on);
 	CU_add_test(s, "jumbo frames, unaligned payloads, segments", test_jumbo_misaligned);
 	CU_add_test(s, "routes", test_routes);
