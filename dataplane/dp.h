@@ -178,6 +178,10 @@ struct dp_tree {
 	uint8_t *src_bits;
 	uint8_t *src_worker;
 	uint16_t *src_down;         /* the contributor's entry in down[] (answers go there) */
+	/* The contrib of the contributor's CONTRIBs: 1 for a worker, the workers below it
+	 * (table: child_workers) for a child gateway. Checked for child gateways in jobs
+	 * without contributor sets, where every partial sum holds all of them. */
+	uint16_t *src_contrib;
 	/* Contributor sets (the job's cset_len != 0): the workers below child gateway c, as a
 	 * set of cset_len bytes at child_sets + c * cset_len; NULL without sets or children.
 	 * A child's CONTRIB may name no other worker. */

@@ -221,6 +221,7 @@ table_create_full(int n_trees, const int *n_children, const int *n_workers, cons
 	size_t n_gw = 0, n_wk = 0, n_bl = 0, size;
 	struct table_gw *gw;
 	struct table_worker *wk;
+	uint32_t *cw;
 	uint16_t *bl;
 	uint8_t *blc;
 	struct table *tb;
@@ -246,13 +247,14 @@ table_create_full(int n_trees, const int *n_children, const int *n_workers, cons
 		n_bl += n_below != NULL ? (size_t)n_below[i] : 0;
 	}
 	/* One block: the table, its tree entries (8-byte aligned: they hold a double), then
-	 * the children and workers arrays (4-byte aligned), then the workers below the
-	 * children (ids, then child indices). Bounded by the caps: at most 256 * (64 + 192)
-	 * peers, about 800 KiB, and 256 * 4095 workers below, 3 MiB, which only a job with
-	 * sets of 16 blocks in 256 trees could reach. Streams (8-byte aligned, about 2.7 KiB
-	 * each with their inline arrays) come right after the tree entries. */
+	 * the children, workers and children's worker counts (4-byte aligned), then the
+	 * workers below the children (ids, then child indices). Bounded by the caps: at most
+	 * 256 * (64 + 192) peers, about 850 KiB, and 256 * 4095 workers below, 3 MiB, which
+	 * only a job with sets of 16 blocks in 256 trees could reach. Streams (8-byte
+	 * aligned, about 2.7 KiB each with their inline arrays) come right after the tree
+	 * entries. */
 	size = sizeof(*tb) + sizeof(*tb->trees) * (size_t)n_trees +
-	       sizeof(*tb->streams) * (size_t)n_streams + sizeof(*gw) * n_gw +
+	       sizeof(*tb->streams) * (size_t)n_streams + (sizeof(*gw) + sizeof(*cw)) * n_gw +
 	       sizeof(*wk) * n_wk + (sizeof(*bl) + sizeof(*blc)) * n_bl;
 	tb = calloc(1, size);
 	if (tb == NULL) {
@@ -265,7 +267,8 @@ table_create_full(int n_trees, const int *n_children, const int *n_workers, cons
 	tb->streams = (struct table_stream *)(tb->trees + n_trees);
 	gw = (struct table_gw *)(tb->streams + n_streams);
 	wk = (struct table_worker *)(gw + n_gw);
-	bl = (uint16_t *)(wk + n_wk);
+	cw = (uint32_t *)(wk + n_wk);
+	bl = (uint16_t *)(cw + n_gw);
 	blc = (uint8_t *)(bl + n_bl);
 	for (int i = 0; i < n_trees; i++) {
 		struct table_tree *e = &tb->trees[i];
@@ -273,11 +276,13 @@ table_create_full(int n_trees, const int *n_children, const int *n_workers, cons
 		e->n_children = n_children[i];
 		e->n_workers = n_workers[i];
 		e->children = n_children[i] > 0 ? gw : NULL;
+		e->child_workers = n_children[i] > 0 ? cw : NULL;
 		e->workers = n_workers[i] > 0 ? wk : NULL;
 		e->n_below = n_below != NULL ? n_below[i] : 0;
 		e->below = e->n_below > 0 ? bl : NULL;
 		e->below_child = e->n_below > 0 ? blc : NULL;
 		gw += n_children[i];
+		cw += n_children[i];
 		wk += n_workers[i];
 		bl += e->n_below;
 		blc += e->n_below;
@@ -501,6 +506,44 @@ check_tree_below(const struct table *tb, const struct table_tree *e, int i, char
 	return 0;
 }
 
+/*
+ * The workers below each child gateway, counted (child_workers): at least one each (a
+ * child whose subtree holds no worker is pruned), at most every worker id, and with the
+ * local workers they make subtree_workers. With contributor sets, a child's count is the
+ * length of its workers_below (check_tree_below() checked those lists first).
+ */
+static int
+check_tree_counts(const struct table *tb, const struct table_tree *e, int i, char *err,
+		  size_t errlen)
+{
+	uint64_t sum = 0;
+	int k = 0;
+
+	for (int j = 0; j < e->n_children; j++) {
+		uint32_t n = e->child_workers[j];
+		int first = k;
+
+		if (n == 0 || n > TABLE_ID_MAX)
+			return json_util_fail(err, errlen, "field 'trees[%d].children[%d]."
+					      "subtree_workers': %" PRIu32 " is not in [1, %d]", i,
+					      j, n, TABLE_ID_MAX);
+		while (k < e->n_below && e->below_child[k] == j)
+			k++;
+		if (tb->cset_blocks != 0 && n != (uint32_t)(k - first))
+			return json_util_fail(err, errlen, "field 'trees[%d].children[%d]."
+					      "subtree_workers': %" PRIu32 ", but its workers_below "
+					      "lists %d workers", i, j, n, k - first);
+		sum += n;
+	}
+	if ((uint64_t)e->subtree_workers != (uint64_t)e->n_workers + sum)
+		return json_util_fail(err, errlen, "field 'trees[%d].subtree_workers': %" PRIu32
+				      ", but %d local workers and %" PRIu64 " below the child "
+				      "gateways (their subtree_workers) make %" PRIu64, i,
+				      e->subtree_workers, e->n_workers, sum,
+				      (uint64_t)e->n_workers + sum);
+	return 0;
+}
+
 static int
 check_tree(const struct table *tb, const struct table_tree *e, int i, uint64_t n_chunks,
 	   char *err, size_t errlen)
@@ -566,6 +609,8 @@ check_tree(const struct table *tb, const struct table_tree *e, int i, uint64_t n
 			return rc;
 	}
 	rc = check_tree_below(tb, e, i, err, errlen);
+	if (rc == 0)
+		rc = check_tree_counts(tb, e, i, err, errlen);
 	if (rc == 0)
 		rc = check_tree_ids(tb, e, i, err, errlen);
 	if (rc == 0)
@@ -944,7 +989,8 @@ set_new(json_t *obj, const char *key, json_t *v)
 	return json_object_set_new(obj, key, v) == 0 ? 0 : -ENOMEM;
 }
 
-/* Child gateway j of tree entry e, with the workers below it if the entry lists them. */
+/* Child gateway j of tree entry e: with the count of the workers below it, and the
+ * workers themselves if the entry lists them. */
 static json_t *
 child_json(const struct table_tree *e, int j)
 {
@@ -953,6 +999,10 @@ child_json(const struct table_tree *e, int j)
 
 	for (int k = 0; k < e->n_below; k++)
 		n += e->below_child[k] == j;
+	if (o != NULL && set_new(o, "subtree_workers", json_integer(e->child_workers[j])) != 0) {
+		json_decref(o);
+		return NULL;
+	}
 	if (o == NULL || n == 0)
 		return o;
 	below = json_array();
@@ -1159,20 +1209,24 @@ get_ipv4(struct json_util_src *c, json_t *obj, const char *path, uint32_t *out)
 	return 0;
 }
 
-/* A gateway object; a child gateway's may list the workers below it as well (its ids are
- * read by parse_tree()). */
+/* A gateway object; a child gateway's counts the workers below it and may list them as
+ * well (both read by parse_tree()). */
 static int
 parse_gw_as(struct json_util_src *c, json_t *obj, const char *path, struct table_gw *g,
 	    bool child)
 {
 	static const char *const known[] = { "id", "ipv4", "base_port", "ports",
+					     "subtree_workers" /* children only */,
 					     "workers_below" /* optional: children only */ };
 	uint64_t id, base, ports;
 	int rc;
 
 	if (!json_is_object(obj))
 		return json_util_field_fail(c, path, "", "expected an object");
-	rc = check_keys(c, obj, path, known, ARRAY_SIZE(known) - !child, ARRAY_SIZE(known) - 1);
+	/* Every gateway has the first four keys; a child has the count too and may have the
+	 * list. */
+	rc = check_keys(c, obj, path, known, child ? ARRAY_SIZE(known) : 4,
+			child ? ARRAY_SIZE(known) - 1 : 4);
 	if (rc == 0)
 		rc = get_uint(c, obj, path, "id", 1, TABLE_ID_MAX, &id);
 	if (rc == 0)
@@ -1331,13 +1385,17 @@ parse_tree(struct json_util_src *c, json_t *jt, int i, struct table_tree *e)
 	}
 	for (int j = 0, k = 0; j < e->n_children; j++) {
 		json_t *cj = json_array_get(json_object_get(jt, "children"), (size_t)j);
+		uint64_t below;
 
 		snprintf(path, sizeof(path), "trees[%d].children[%d]", i, j);
 		rc = parse_gw_as(c, cj, path, &e->children[j], true);
 		if (rc == 0)
+			rc = get_uint(c, cj, path, "subtree_workers", 1, TABLE_ID_MAX, &below);
+		if (rc == 0)
 			rc = parse_below(c, cj, path, e, j, &k);
 		if (rc != 0)
 			return rc;
+		e->child_workers[j] = (uint32_t)below;
 	}
 	for (int j = 0; j < e->n_workers; j++) {
 		snprintf(path, sizeof(path), "trees[%d].workers[%d]", i, j);
@@ -2150,6 +2208,7 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
 				continue;
 			if (e->n_below > 0)
 				fill_below(&c, tr, u, e, j, &nb);
+			e->child_workers[j] = below[u];
 			e->children[j++] = (struct table_gw){ .id = cn->gateway_id, .ipv4 = cn->ipv4,
 							      .base_port = cn->base_port,
 							      .ports = cn->ports };

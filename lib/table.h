@@ -119,9 +119,14 @@ struct table_tree {
 	int n_workers;
 	struct table_gw *children;     /* n_children entries, inside the table's block */
 	struct table_worker *workers;  /* n_workers entries, inside the table's block */
+	uint32_t *child_workers;  /* n_children entries, inside the table's block: the
+				   * workers of children[j]'s subtree (its own subtree_workers,
+				   * 1 .. TABLE_ID_MAX), which is the contrib of each of its
+				   * partial sums in a job without contributor sets */
 	uint32_t expected;        /* contributions per chunk: n_workers + n_children */
 	uint32_t subtree_workers; /* worker contributions summed in a complete partial sum
-				   * of this gateway (every worker of the job at the root) */
+				   * of this gateway (every worker of the job at the root):
+				   * n_workers + the sum of child_workers[] */
 	uint32_t chunk_first;     /* the tree carries chunks chunk_first .. +chunk_count-1 */
 	uint32_t chunk_count;     /* >= 1 */
 	double rate_gbps;         /* planned rate: pace this tree's traffic on each link */
@@ -218,8 +223,8 @@ struct table_deploy {
 /**
  * An empty table (every field zero) with room for n_trees tree entries, the i-th with
  * n_children[i] child gateways and n_workers[i] workers, in one allocation: trees[i] has
- * its id, n_children, n_workers, children and workers set, the rest is the caller's.
- * Counts are checked against the TABLE_*_MAX caps.
+ * its id, n_children, n_workers, children, child_workers and workers set, the rest is
+ * the caller's. Counts are checked against the TABLE_*_MAX caps.
  *
  * @return  The table, or NULL with errno EINVAL (a count out of range) or ENOMEM.
  */
@@ -258,10 +263,11 @@ void table_free(struct table *tb);
  * disjoint inside [0, n_chunks) and covering it when the gateway has local workers,
  * every tree listing the same local workers, and the multicast streams' rules (ids
  * unique and ascending, `from` null exactly at the source, peers and workers distinct and
- * valid, deliver workers among the trees' local workers when there are trees). With
- * contributor sets every child gateway lists the workers below it (ids inside the set,
- * distinct from every other id of the entry, with the local workers making
- * subtree_workers); without, none does.
+ * valid, deliver workers among the trees' local workers when there are trees). Every
+ * child gateway counts the workers below it (child_workers, >= 1), and the local workers
+ * and those counts make subtree_workers. With contributor sets every child gateway lists
+ * the workers below it as well (ids inside the set, distinct from every other id of the
+ * entry, as many as its count); without, none does.
  *
  * @param err  Receives one line "field 'trees[1].expected': ..." naming the field.
  * @return     0, or -EINVAL with err filled.
@@ -299,8 +305,9 @@ int table_write(const struct table *tb, FILE *out);
  * whose subtree holds no worker of the deployment are pruned (a relay leaf would never
  * contribute), so a node with no workers appears only as a root or interior with gateway
  * children. A node absent from (or pruned out of) every tree gets a valid table with no
- * trees. Slot pools follow table_slots() with hold time table_hold_ms(). With contributor
- * sets (d->cset_blocks >= 1) each child gateway's entry lists the workers of its subtree.
+ * trees. Slot pools follow table_slots() with hold time table_hold_ms(). Each child
+ * gateway's entry counts the workers of its subtree; with contributor sets
+ * (d->cset_blocks >= 1) it lists them as well.
  *
  * @return  The table, or NULL with a one-line message in err naming the input field and
  *          errno EINVAL (bad input), E2BIG (a table limit exceeded) or ENOMEM.

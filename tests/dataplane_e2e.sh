@@ -96,6 +96,8 @@ N=100000 CE=352
 CH=$(((N + CE - 1) / CE))
 gw() { echo "{\"id\": $1, \"ipv4\": \"10.99.0.$1\", \"base_port\": 17400, \"ports\": 16}"; }
 wk() { echo "{\"id\": $1, \"ipv4\": \"10.99.0.$1\", \"port\": 5000}"; }
+# A child gateway, with the number of workers below it (its partial sums carry them all).
+child() { gw "$1" | sed "s/}\$/, \"subtree_workers\": $2}/"; }
 table() { # file gw role parent children workers expected subtree
 	cat >"$1" <<JSON
 {"format": "georeduce-table/1", "job": 42, "epoch": 1, "gateway": $(gw "$2"),
@@ -106,7 +108,7 @@ table() { # file gw role parent children workers expected subtree
             "rate_gbps": 1.0, "slots": 512}]}
 JSON
 }
-table "$TMP/ta.json" 1 root null "$(gw 2)" "$(wk 11), $(wk 12)" 3 4
+table "$TMP/ta.json" 1 root null "$(child 2 2)" "$(wk 11), $(wk 12)" 3 4
 table "$TMP/tb.json" 2 leaf "$(gw 1)" "" "$(wk 21), $(wk 22)" 2 2
 "$CTL" -s "$TMP/a.sock" install "$TMP/ta.json" >/dev/null && ok "table installed on A" ||
 	not_ok "table install on A"
@@ -208,7 +210,7 @@ JSON
 	}
 	PCH=$(((N + CE - 9) / (CE - 8))) # 344 elements: a 32-byte set fits MTU 1500
 	# B as A's child, with the workers below it (every child lists them with sets).
-	gwb() { gw 2 | sed 's/}$/, "workers_below": [21, 22]}/'; }
+	gwb() { child 2 2 | sed 's/}$/, "workers_below": [21, 22]}/'; }
 	# An MTU too small for chunk and set is refused.
 	ptable "$TMP/pa.json" 1 root null "$(gwb)" "$(wk 11), $(wk 12)" 3 4 3
 	sed -i "s/\"chunk_elements\": $((CE - 8))/\"chunk_elements\": $CE/; s/$PCH/$CH/" \

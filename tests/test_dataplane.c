@@ -147,6 +147,9 @@ struct tdesc {
 	uint16_t children[4];           /* child gateway ids; at 10.0.0.<id> */
 	uint32_t first, count;
 	uint32_t slots;
+	uint16_t below[4];              /* without sets: the workers below each child (the
+					 * contrib of its partial sums); with sets, counted
+					 * from the struct tbelow */
 };
 
 /* With contributor sets, the workers below the children of a tree entry: ids ascending per
@@ -193,11 +196,17 @@ mk_table_sets(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt,
 						       WIRE_PORT_COUNT_DEFAULT };
 		t->role = !t->has_parent ? TABLE_ROLE_ROOT
 			  : td[i].n_children > 0 ? TABLE_ROLE_INTERIOR : TABLE_ROLE_LEAF;
-		for (int c = 0; c < td[i].n_children; c++)
+		t->subtree_workers = (uint32_t)n_workers;
+		for (int c = 0; c < td[i].n_children; c++) {
 			t->children[c] = (struct table_gw){ td[i].children[c],
 							    PEER_IP(td[i].children[c]),
 							    WIRE_PORT_BASE_DEFAULT,
 							    WIRE_PORT_COUNT_DEFAULT };
+			t->child_workers[c] = bl != NULL ? 0 : td[i].below[c];
+			for (int k = 0; k < nb[i]; k++)
+				t->child_workers[c] += bl[i].child[k] == c;
+			t->subtree_workers += t->child_workers[c];
+		}
 		for (int w = 0; w < n_workers; w++)
 			t->workers[w] = (struct table_worker){ workers[w], PEER_IP(workers[w]),
 							       WORKER_PORT };
@@ -206,7 +215,6 @@ mk_table_sets(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt,
 			t->below_child[k] = bl[i].child[k];
 		}
 		t->expected = (uint32_t)(n_workers + td[i].n_children);
-		t->subtree_workers = t->expected * 4;
 		t->chunk_first = td[i].first;
 		t->chunk_count = td[i].count;
 		t->rate_gbps = 1;
@@ -422,7 +430,7 @@ test_root_three_workers(void)
 {
 	const uint64_t el = 1000;
 	const uint32_t ce = 64, nch = 16;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16, { 0 } };
 	static struct out o[64];
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
@@ -788,7 +796,7 @@ test_partial_reduce(void)
 {
 	const uint64_t el = 128;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 1, { 3 }, 0, 2, 16 };
+	struct tdesc td = { 0, 0, 1, { 3 }, 0, 2, 16, { 0 } };
 	struct tbelow bl = { 2, { 31, 32 }, { 0, 0 } }; /* both below child 3 */
 	static const uint16_t in4[] = { 11, 12, 31, 32 }, w31[] = { 31, 32 }, all[] = {
 		11, 12, 13, 31, 32 };
@@ -873,7 +881,7 @@ test_partial_reduce(void)
 	/* A leaf (gateway 2, parent 4) of workers 21, 22 that sends up at 1 of 2. */
 	{
 		static const uint16_t w2[] = { 21, 22 };
-		struct tdesc tl = { 0, 4, 0, { 0 }, 0, 2, 16 };
+		struct tdesc tl = { 0, 4, 0, { 0 }, 0, 2, 16, { 0 } };
 		uint8_t set[WIRE_CSET_BLOCK] = { 0 };
 		float pl[64];
 
@@ -946,7 +954,7 @@ test_partial_reduce_child_sets(void)
 {
 	const uint64_t el = 128;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 2, { 3, 4 }, 0, 2, 16 };
+	struct tdesc td = { 0, 0, 2, { 3, 4 }, 0, 2, 16, { 0 } };
 	struct tbelow bl = { 3, { 31, 32, 41 }, { 0, 0, 1 } };
 	static const uint16_t w[] = { 11, 12 }, w3[] = { 31, 32 }, w4[] = { 41 },
 			      forged[] = { 31, 32, 41 }, all[] = { 11, 12, 31, 32, 41 };
@@ -1006,6 +1014,141 @@ test_partial_reduce_child_sets(void)
 	dp_down();
 }
 
+/* An fp32 CONTRIB of one chunk without a contributor set, from sender: the sum of the
+ * values of workers ids[0 .. n - 1], claiming `contrib` worker contributions. */
+static struct rte_mbuf *
+contrib_sum(uint32_t job, uint32_t epoch, uint16_t sender, uint16_t contrib, const uint16_t *ids,
+	    int n, uint32_t round, uint32_t chunk, uint64_t elements, uint32_t ce)
+{
+	float pl[4096];
+	uint16_t len = chunk_len(elements, ce, chunk);
+	struct pkt p = { WIRE_TYPE_CONTRIB, 0, job, epoch, 0, sender, sender, contrib, round,
+			 chunk, WIRE_DTYPE_FP32, len, PEER_IP(sender) };
+
+	for (uint16_t i = 0; i < len; i++) {
+		pl[i] = 0;
+		for (int k = 0; k < n; k++)
+			pl[i] += val(ids[k], (uint64_t)chunk * ce + i);
+	}
+	return mk_pkt(&p, pl);
+}
+
+/* The RESULT o (no contributor set) of chunk `chunk` sums exactly workers ids[0 .. n - 1]
+ * and says so in its contrib. */
+static bool
+sum_is(const struct out *o, uint32_t chunk, const uint16_t *ids, int n, uint32_t ce)
+{
+	bool ok = o->p.type == WIRE_TYPE_RESULT && o->p.cset_blocks == 0 && o->p.contrib == n &&
+		  o->p.chunk == chunk && o->p.count == ce;
+
+	for (uint32_t i = 0; ok && i < o->p.count; i++) {
+		float want = 0;
+
+		for (int k = 0; k < n; k++)
+			want += val(ids[k], (uint64_t)chunk * ce + i);
+		ok = out_f32(o, i) == want;
+	}
+	return ok;
+}
+
+/*
+ * Without contributor sets a child gateway's partial sum holds every worker below it, so
+ * its contrib is their number (the table's subtree_workers of the child). Root 1 with
+ * workers 11, 12 and child gateways 3 (workers 31, 32, 33 below it) and 4 (41). A child
+ * claiming another count, more, fewer, or the other child's, is refused (bad_sender)
+ * before the slot is touched, open or not; the right counts complete the chunk with all
+ * six workers in the RESULT's contrib. With sets, a child's count is its set's population
+ * and may be below the workers under it (a partial sum sent at a threshold).
+ */
+static void
+test_child_contrib_count(void)
+{
+	const uint64_t el = 128;
+	const uint32_t ce = 64;
+	struct tdesc td = { 0, 0, 2, { 3, 4 }, 0, 2, 16, { 3, 1 } };
+	static const uint16_t w[] = { 11, 12 }, w3[] = { 31, 32, 33 }, w4[] = { 41 },
+			      all[] = { 11, 12, 31, 32, 33, 41 };
+	static struct out o[16];
+	struct table *tb;
+	int n, bad = 0;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	tb = mk_table(17, 1, 1, TABLE_DTYPE_FP32, el, ce, 2, w, 1, &td);
+	CU_ASSERT_FATAL(tb->trees[0].subtree_workers == 6);
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	/* Chunk 1, no slot open for it: child 3 claiming 1000 workers opens none. */
+	inject(contrib_sum(17, 1, 3, 1000, w3, 3, 1, 1, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 0);
+	/* Chunk 0, open with both workers: too many, too few, and child 3's count from 4. */
+	inject(contrib_f32(17, 1, 0, 11, 1, 0, el, ce));
+	inject(contrib_f32(17, 1, 0, 12, 1, 0, el, ce));
+	inject(contrib_sum(17, 1, 3, 1000, w3, 3, 1, 0, el, ce));
+	inject(contrib_sum(17, 1, 3, 2, w3, 3, 1, 0, el, ce));
+	inject(contrib_sum(17, 1, 4, 3, w4, 1, 1, 0, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 4);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 2);
+	/* The right counts complete it: nothing of the refused ones was summed or marked (a
+	 * mark would make child 3's real sum a duplicate). */
+	inject(contrib_sum(17, 1, 4, 1, w4, 1, 1, 0, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	inject(contrib_sum(17, 1, 3, 3, w3, 3, 1, 0, el, ce));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 4); /* children 3 and 4, workers 11 and 12 */
+	for (int k = 0; k < n && k < 16; k++)
+		bad += !sum_is(&o[k], 0, all, 6, ce);
+	CU_ASSERT(bad == 0);
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 0);
+	/* Chunk 1 as well: the refused claim left no slot behind. */
+	inject(contrib_sum(17, 1, 3, 3, w3, 3, 1, 1, el, ce));
+	inject(contrib_f32(17, 1, 0, 11, 1, 1, el, ce));
+	inject(contrib_f32(17, 1, 0, 12, 1, 1, el, ce));
+	inject(contrib_sum(17, 1, 4, 1, w4, 1, 1, 1, el, ce));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 4);
+	bad = 0;
+	for (int k = 0; k < n && k < 16; k++)
+		bad += !sum_is(&o[k], 1, all, 6, ce);
+	CU_ASSERT(bad == 0);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 8);
+	CU_ASSERT(ctr(DP_CTR_CHUNKS_COMPLETED) == 2);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 4);
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 0 && drops(WIRE_REASON_LATE) == 0);
+	dp_down();
+
+	/* With sets (job 18), child 3 (31, 32 below it) sends 31 alone: taken, and the
+	 * threshold of 3 completes the chunk. */
+	{
+		struct tdesc ts = { 0, 0, 1, { 3 }, 0, 2, 16, { 0 } };
+		struct tbelow bl = { 2, { 31, 32 }, { 0, 0 } };
+		static const uint16_t in3[] = { 11, 12, 31 };
+
+		CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+		tb = mk_table_sets(18, 1, 1, TABLE_DTYPE_FP32, el, ce, 2, w, 1, &ts, &bl);
+		CU_ASSERT_FATAL(tb->trees[0].child_workers[0] == 2 &&
+				tb->trees[0].subtree_workers == 4);
+		tb->trees[0].threshold = 3;
+		CU_ASSERT_FATAL(install(tb, "install") == 0);
+		inject(contrib_set(18, 1, 11, &in3[0], 1, 1, 0, el, ce, 0));
+		inject(contrib_set(18, 1, 12, &in3[1], 1, 1, 0, el, ce, 0));
+		inject(contrib_set(18, 1, 3, &in3[2], 1, 1, 0, el, ce, 0));
+		poll_all();
+		n = collect(o, 16);
+		CU_ASSERT(n == 3);
+		for (int k = 0; k < n && k < 16; k++)
+			CU_ASSERT(result_is(&o[k], in3, 3, ce));
+		CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 0);
+		dp_down();
+	}
+}
+
 /* Counter `key` of the first job's stats entry for (tree, dir, gateway id) in `links`;
  * -1 if there is none. */
 static json_int_t
@@ -1027,8 +1170,9 @@ test_interior_and_two_trees(void)
 	const uint32_t ce = 32;
 	static const uint16_t w2[] = { 21, 22 };
 	struct tdesc td[2] = {
-		{ 0, 4, 1, { 3 }, 0, 4, 16 },   /* interior: parent 4, child 3, chunks 0-3 */
-		{ 1, 4, 0, { 0 }, 4, 4, 16 },   /* leaf: parent 4, chunks 4-7 */
+		{ 0, 4, 1, { 3 }, 0, 4, 16, { 4 } }, /* interior: parent 4, child 3 (4 workers
+						      * below), chunks 0-3 */
+		{ 1, 4, 0, { 0 }, 4, 4, 16, { 0 } }, /* leaf: parent 4, chunks 4-7 */
 	};
 	static struct out o[64];
 
@@ -1119,7 +1263,7 @@ test_many_in_flight_shuffled(void)
 {
 	const uint32_t ce = 16, nch = 512;
 	const uint64_t el = (uint64_t)ce * nch - 5;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 512 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 512, { 0 } };
 	const int n_in = 3 * (int)nch, n_dup = 100;
 	struct rte_mbuf **in = calloc((size_t)(n_in + n_dup), sizeof(*in));
 	static struct out o[2048];
@@ -1183,7 +1327,7 @@ half_case(enum table_dtype tdt, enum wire_dtype wdt)
 {
 	const uint64_t el = 300;
 	const uint32_t ce = 128;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 3, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 3, 16, { 0 } };
 	static struct out o[16];
 	const struct sum_kernels *k = sum_kernels_get(SUM_ISA_SCALAR);
 
@@ -1261,7 +1405,7 @@ test_bad_packets(void)
 {
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16, { 0 } };
 	static struct out o[16];
 	struct pkt p;
 	struct rte_mbuf *m;
@@ -1553,7 +1697,7 @@ test_retx_answers(void)
 {
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16, { 0 } };
 	static struct out o[16];
 	struct rte_mbuf *m;
 
@@ -1625,7 +1769,7 @@ test_slot_moved_on(void)
 {
 	const uint64_t el = 32 * 16;
 	const uint32_t ce = 16;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 32, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 32, 16, { 0 } };
 	static struct out o[16];
 	uint64_t late;
 	int n;
@@ -1676,7 +1820,7 @@ test_jumbo_misaligned(void)
 {
 	const uint32_t ce = TABLE_CHUNK_BYTES_MAX / 4;
 	const uint64_t el = 3 * ce - 100;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 3, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 3, 16, { 0 } };
 	static struct out o[16];
 	struct rte_mempool *big = rte_pktmbuf_pool_create("t_big", 256, 0, 0, 9216 + 256,
 							  SOCKET_ID_ANY);
@@ -1753,7 +1897,7 @@ test_routes(void)
 {
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16, { 0 } };
 	static const uint16_t wk[] = { 11, 12 };
 	static struct out o[16];
 	struct table *tb;
@@ -1813,7 +1957,7 @@ test_faults(void)
 {
 	const uint64_t el = 64 * 8;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 8, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 8, 16, { 0 } };
 	static struct out o[64];
 
 	faults[DP_TX] = (struct dp_fault){ .on = true, .dup = UINT32_MAX,
@@ -1865,7 +2009,7 @@ test_retransmit_up(void)
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
 	static const uint16_t w2[] = { 21, 22 };
-	struct tdesc td = { 0, 4, 0, { 0 }, 0, 1, 16 };   /* leaf under gateway 4 */
+	struct tdesc td = { 0, 4, 0, { 0 }, 0, 1, 16, { 0 } };   /* leaf under gateway 4 */
 	static struct out o[16];
 	struct pkt ctl = { WIRE_TYPE_ACK, WIRE_F_ECHO, 40, 1, 0, 4, 2, 0, 3, 0, WIRE_DTYPE_NONE, 1,
 			   PEER_IP(4) };
@@ -1940,7 +2084,7 @@ test_pacing(void)
 	const uint32_t ce = 256, nch = 64;          /* 1 KiB payloads, 1.1 KB frames */
 	const uint64_t el = (uint64_t)ce * nch;
 	static const uint16_t w1[] = { 21 };
-	struct tdesc td = { 0, 4, 0, { 0 }, 0, nch, 64 };
+	struct tdesc td = { 0, 4, 0, { 0 }, 0, nch, 64, { 0 } };
 	static struct out o[128];
 	struct table *tb = mk_table(50, 1, 2, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td);
 	int first, total;
@@ -1986,7 +2130,7 @@ test_retire_after_pacers(void)
 	const uint32_t ce = 256, nch = 48;          /* 1 KiB payloads */
 	const uint64_t el = (uint64_t)ce * nch;
 	static const uint16_t w1[] = { 21 };
-	struct tdesc td = { 0, 0, 1, { 3 }, 0, nch, 64 };
+	struct tdesc td = { 0, 0, 1, { 3 }, 0, nch, 64, { 1 } };
 	static struct out o[128];
 	struct table *tb = mk_table(51, 1, 1, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td);
 	const struct dp_state *st;
@@ -2037,7 +2181,7 @@ test_fanout_shared_segment(void)
 	const uint32_t ce = 64, nch = 8;
 	const uint64_t el = (uint64_t)ce * nch;
 	static const uint16_t w3[] = { 11, 12, 45 }; /* 10.0.0.45: no static neighbour */
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16, { 0 } };
 	struct rte_mbuf *m[32];
 	int bad = 0;
 
@@ -2109,7 +2253,7 @@ test_prev_round_child(void)
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
 	static const uint16_t w2[] = { 11, 12 };
-	struct tdesc td = { 0, 0, 1, { 3 }, 0, 1, 16 };   /* root, child gateway 3 */
+	struct tdesc td = { 0, 0, 1, { 3 }, 0, 1, 16, { 2 } }; /* root, child gateway 3 */
 	static struct out o[16];
 	float pl[64];
 	struct pkt cp = { WIRE_TYPE_CONTRIB, 0, 60, 1, 0, 3, 3, 2, 101, 0, WIRE_DTYPE_FP32, 64,
@@ -2153,7 +2297,7 @@ test_fast_retransmit(void)
 	const uint64_t el = 128;
 	const uint32_t ce = 64;
 	static const uint16_t w1[] = { 21 };
-	struct tdesc td = { 0, 4, 0, { 0 }, 0, 2, 16 };   /* leaf under gateway 4 */
+	struct tdesc td = { 0, 4, 0, { 0 }, 0, 2, 16, { 0 } };   /* leaf under gateway 4 */
 	static struct out o[16];
 	float res[64] = { 0 };
 	struct pkt r = { WIRE_TYPE_RESULT, 0, 70, 1, 0, 4, 4, 1, 9, 1, WIRE_DTYPE_FP32, 64,
@@ -2185,7 +2329,7 @@ test_fast_retransmit(void)
 static void
 test_control(void)
 {
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 4, 16 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 4, 16, { 0 } };
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"ping\"}") == 0);
@@ -2271,7 +2415,7 @@ test_epoch_swap_under_traffic(void)
 {
 	const uint64_t el = 64 * 64;
 	const uint32_t ce = 64, nch = 64;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 64 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 64, { 0 } };
 	static struct out o[1024];
 	unsigned int worker = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
 	uint64_t sent = 0;
@@ -2390,6 +2534,8 @@ main(int argc, char **argv)
 	CU_add_test(s, "retransmissions answered", test_retx_answers);
 	CU_add_test(s, "partial reduce", test_partial_reduce);
 	CU_add_test(s, "partial reduce: sets of child gateways", test_partial_reduce_child_sets);
+	CU_add_test(s, "a child gateway's contrib counts the workers below it",
+		    test_child_contrib_count);
 	CU_add_test(s, "a slot moved on answers for its previous chunk", test_slot_moved_on);
 	CU_add_test(s, "jumbo frames, unaligned payloads, segments", test_jumbo_misaligned);
 	CU_add_test(s, "routes", test_routes);

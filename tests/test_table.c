@@ -92,7 +92,8 @@ table_same(const struct table *x, const struct table *y, char *why, size_t n)
 			return false;
 		}
 		for (int j = 0; j < a->n_children; j++)
-			if (!gw_same(&a->children[j], &b->children[j])) {
+			if (!gw_same(&a->children[j], &b->children[j]) ||
+			    a->child_workers[j] != b->child_workers[j]) {
 				snprintf(why, n, "trees[%d].children[%d] differs", i, j);
 				return false;
 			}
@@ -334,10 +335,12 @@ below_is_subtree(const struct table_tree *e, int k, const struct table_tree *ce,
  * chunks (counts from table_split_chunks, checked on its own elsewhere):
  *  - node v has an entry iff it is in the tree and its subtree holds a worker (computed
  *    here by fixed-point iteration over the plan, not by walking up like the compiler);
- *  - the entry's role, parent, children (in node order), workers, expected, subtree
- *    workers, range and rate are what the plan and the deployment say;
+ *  - the entry's role, parent, children (in node order) with the workers below each,
+ *    workers, expected, subtree workers, range and rate are what the plan and the
+ *    deployment say;
  *  - across gateways: each child's parent lists it as a child and each listed child
- *    names this gateway as its parent; one root per tree, holding every worker; with
+ *    names this gateway as its parent and counts the workers below it as the child
+ *    does (its subtree_workers); one root per tree, holding every worker; with
  *    contributor sets, the workers listed below a child are the child's own and those
  *    below its children;
  *  - the ranges of the trees partition [0, n_chunks); every table validates.
@@ -429,6 +432,9 @@ check_union(const struct topo *t, const struct plan *p, const struct table_deplo
 				kids++;
 				if (j >= e->n_children || !gw_is_node(&e->children[j], &d->nodes[u]))
 					BAD("tree %d node %d: children[%d] is not node %d", i, v, j, u);
+				else if (e->child_workers[j] != below[u])
+					BAD("tree %d node %d: %u workers below children[%d], expected "
+					    "%u", i, v, e->child_workers[j], j, below[u]);
 				j++;
 			}
 			if (kids != e->n_children)
@@ -468,6 +474,10 @@ check_union(const struct topo *t, const struct plan *p, const struct table_deplo
 				if (ce == NULL || !ce->has_parent ||
 				    !gw_same(&ce->parent, &tables[v]->gw))
 					BAD("tree %d node %d: child %d does not name it", i, v, cv);
+				else if (e->child_workers[k] != ce->subtree_workers)
+					BAD("tree %d node %d: counts %u workers below child %d, which "
+					    "has %u", i, v, e->child_workers[k], cv,
+					    ce->subtree_workers);
 				else if (!below_is_subtree(e, k, ce, d->cset_blocks != 0))
 					BAD("tree %d node %d: the workers below child %d are not "
 					    "its own and those below it", i, v, cv);
@@ -776,6 +786,7 @@ test_compile_scenario(void)
 	CU_ASSERT(!e->has_parent);
 	CU_ASSERT_EQUAL_FATAL(e->n_children, 1);
 	CHECK_GW(&e->children[0], 2, IP(10, 0, 0, 2));
+	CU_ASSERT_EQUAL(e->child_workers[0], 2); /* b's 201 and c's 301 */
 	CU_ASSERT_EQUAL_FATAL(e->n_workers, 2);
 	CU_ASSERT_EQUAL(e->workers[0].id, 101);
 	CU_ASSERT_EQUAL(e->workers[1].ipv4, IP(10, 1, 1, 2));
@@ -811,6 +822,7 @@ test_compile_scenario(void)
 	CHECK_GW(&e->parent, 1, IP(10, 0, 0, 1));
 	CU_ASSERT_EQUAL_FATAL(e->n_children, 1);
 	CHECK_GW(&e->children[0], 3, IP(10, 0, 0, 3));
+	CU_ASSERT_EQUAL(e->child_workers[0], 1); /* 301; s below c is pruned */
 	CU_ASSERT_EQUAL(e->expected, 2);
 	CU_ASSERT_EQUAL(e->subtree_workers, 2);
 	CHECK_POOL(e, ref_slots(3, 2 * (10 + 5.05), 1024, 16, 65536));
@@ -834,6 +846,7 @@ test_compile_scenario(void)
 	CHECK_GW(&e->parent, 4, IP(10, 0, 0, 4));
 	CU_ASSERT_EQUAL_FATAL(e->n_children, 1);
 	CHECK_GW(&e->children[0], 2, IP(10, 0, 0, 2));
+	CU_ASSERT_EQUAL(e->child_workers[0], 1); /* 201 */
 	CU_ASSERT_EQUAL(e->expected, 2);
 	CU_ASSERT_EQUAL(e->subtree_workers, 2);
 
@@ -847,6 +860,8 @@ test_compile_scenario(void)
 	CU_ASSERT_EQUAL_FATAL(e->n_children, 2);
 	CHECK_GW(&e->children[0], 1, IP(10, 0, 0, 1));
 	CHECK_GW(&e->children[1], 3, IP(10, 0, 0, 3));
+	CU_ASSERT_EQUAL(e->child_workers[0], 2); /* 101 102 */
+	CU_ASSERT_EQUAL(e->child_workers[1], 2); /* 301, and 201 through b */
 	CU_ASSERT_EQUAL(e->expected, 2);
 	CU_ASSERT_EQUAL(e->subtree_workers, 4);
 	/* down: b is 1 + 5 ms below r, plus its LAN. */
@@ -1648,6 +1663,7 @@ test_parse_rejects(void)
 	j = tj(a);
 	jset(j, "trees.1.workers.1", NULL);
 	jset(j, "trees.1.expected", json_integer(1));
+	jset(j, "trees.1.subtree_workers", json_integer(1));
 	REJECTS2(j, "field 'trees[1].workers'", "trees[0] has 2");
 
 	/* Over the limits: declared limits above the caps, counts above the limits, slots. */
@@ -1732,6 +1748,52 @@ test_parse_rejects(void)
 		jset(j, "trees.1.workers.0.id", json_integer(512));
 		REJECTS2(j, "field 'trees[0].workers[0].id'", "below 512");
 	}
+	/* The count of the workers below a child gateway (its subtree_workers): on every
+	 * child, 1 .. 65534, with the local workers making the entry's subtree_workers;
+	 * with sets, as many as the child's workers_below lists; only children have it. */
+	j = tj(a);
+	CU_ASSERT_EQUAL(json_integer_value(jat(j, "trees.0.children.0.subtree_workers")), 2);
+	json_decref(j);
+	EDIT_REJECTS2(a, "trees.0.children.0.subtree_workers", NULL,
+		      "field 'trees[0].children[0].subtree_workers'", "missing");
+	EDIT_REJECTS2(rs, "trees.0.children.1.subtree_workers", NULL,
+		      "field 'trees[0].children[1].subtree_workers'", "missing");
+	EDIT_REJECTS2(a, "trees.0.children.0.subtree_workers", json_integer(0),
+		      "field 'trees[0].children[0].subtree_workers'", "0 is not in [1, 65534]");
+	EDIT_REJECTS2(a, "trees.0.children.0.subtree_workers", json_integer(65535),
+		      "field 'trees[0].children[0].subtree_workers'", "65535 is not in [1, 65534]");
+	EDIT_REJECTS2(a, "trees.0.children.0.subtree_workers", json_integer(-2),
+		      "field 'trees[0].children[0].subtree_workers'", "not in [1, 65534]");
+	EDIT_REJECTS2(a, "trees.0.children.0.subtree_workers", json_string("2"),
+		      "field 'trees[0].children[0].subtree_workers'", "expected an integer");
+	EDIT_REJECTS2(a, "trees.0.children.0.subtree_workers", json_real(2),
+		      "field 'trees[0].children[0].subtree_workers'", "expected an integer");
+	EDIT_REJECTS2(a, "trees.0.children.0.subtree_workers", json_integer(3),
+		      "field 'trees[0].subtree_workers'",
+		      "4, but 2 local workers and 3 below the child gateways (their "
+		      "subtree_workers) make 5");
+	EDIT_REJECTS2(a, "trees.0.children.0.subtree_workers", json_integer(1),
+		      "field 'trees[0].subtree_workers'",
+		      "4, but 2 local workers and 1 below the child gateways");
+	EDIT_REJECTS2(c, "trees.1.children.0.subtree_workers", json_integer(1000),
+		      "field 'trees[1].subtree_workers'",
+		      "2, but 1 local workers and 1000 below the child gateways");
+	EDIT_REJECTS2(c, "trees.1.subtree_workers", json_integer(3),
+		      "field 'trees[1].subtree_workers'",
+		      "3, but 1 local workers and 1 below the child gateways");
+	EDIT_REJECTS2(ps, "trees.0.children.0.subtree_workers", json_integer(3),
+		      "field 'trees[0].children[0].subtree_workers'",
+		      "3, but its workers_below lists 2 workers");
+	j = tj(rs); /* the right sum, split wrongly between the children */
+	jset(j, "trees.0.children.0.subtree_workers", json_integer(1));
+	jset(j, "trees.0.children.1.subtree_workers", json_integer(3));
+	REJECTS2(j, "field 'trees[0].children[0].subtree_workers'",
+		 "1, but its workers_below lists 2 workers");
+	EDIT_REJECTS2(a, "trees.1.parent.subtree_workers", json_integer(4),
+		      "field 'trees[1].parent.subtree_workers'", "unknown field");
+	EDIT_REJECTS2(a, "gateway.subtree_workers", json_integer(2),
+		      "field 'gateway.subtree_workers'", "unknown field");
+
 	/* The workers below a child gateway: with sets, every child lists them (ids of the
 	 * set, ascending, each id once in the entry, making subtree_workers with the local
 	 * workers); without sets, none does; only children have them. */
@@ -2079,6 +2141,9 @@ test_model(void)
 	CU_ASSERT_EQUAL(tb->trees[0].n_children, 1);
 	CU_ASSERT_PTR_NOT_NULL(tb->trees[0].children);
 	CU_ASSERT_PTR_NULL(tb->trees[1].children);
+	CU_ASSERT_PTR_NOT_NULL(tb->trees[0].child_workers);
+	CU_ASSERT_EQUAL(tb->trees[0].child_workers[0], 0);
+	CU_ASSERT_PTR_NULL(tb->trees[1].child_workers);
 	CU_ASSERT_PTR_NOT_NULL(tb->trees[1].workers);
 	CU_ASSERT_PTR_NOT_EQUAL(tb->trees[0].workers, tb->trees[1].workers);
 	CU_ASSERT_EQUAL(tb->trees[1].workers[1].id, 0);
@@ -2133,6 +2198,15 @@ test_model(void)
 	CU_ASSERT_EQUAL(table_validate(a, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "field 'trees[1].rate_gbps'") != NULL, "'%s'", err);
 	a->trees[1].rate_gbps = 2;
+	CU_ASSERT_EQUAL(table_validate(a, err, sizeof(err)), 0);
+	/* A child's count beyond what the wire's contrib could carry. */
+	a->trees[0].child_workers[0] = 65536 + 2;
+	a->trees[0].subtree_workers = 65536 + 4;
+	CU_ASSERT_EQUAL(table_validate(a, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "field 'trees[0].children[0].subtree_workers': 65538 is not in") != NULL,
+	      "'%s'", err);
+	a->trees[0].child_workers[0] = 2;
+	a->trees[0].subtree_workers = 4;
 	CU_ASSERT_EQUAL(table_validate(a, err, sizeof(err)), 0);
 	/* The workers below the children: each below a child, in child order. */
 	sc.d.cset_blocks = 2;

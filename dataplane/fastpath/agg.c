@@ -763,13 +763,16 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 {
 	int k = find_src(t, p->origin);
 
-	/* A worker sums itself alone, in its set; a child gateway only workers below it (and
-	 * contrib is the set's population: wire_hdr_decode()). */
+	/* A worker sums itself alone, in its set. A child gateway sums only workers below it:
+	 * with sets, those its set names (and contrib is the set's population:
+	 * wire_hdr_decode()); without, every one of them, so its contrib is their number
+	 * (one compare, on the CONTRIBs of child gateways only). */
 	if (unlikely(k < 0 || p->sender != p->origin ||
 		     (t->src_worker[k] &&
 		      (p->contrib != 1 ||
 		       (j->cset_len != 0 && !(gr_cset(m)[p->origin >> 3] >> (p->origin & 7) & 1)))) ||
-		     (!t->src_worker[k] && j->cset_len != 0 && !cset_below(j, t, t->src_down[k], m)))) {
+		     (!t->src_worker[k] && (j->cset_len != 0 ? !cset_below(j, t, t->src_down[k], m)
+							     : p->contrib != t->src_contrib[k])))) {
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}

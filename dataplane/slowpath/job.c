@@ -162,16 +162,18 @@ sort_sources(struct dp_tree *t)
 		for (int k = i; k > 0 && t->src_ids[k - 1] > t->src_ids[k]; k--) {
 			uint16_t id = t->src_ids[k];
 			uint8_t b = t->src_bits[k], w = t->src_worker[k];
-			uint16_t d = t->src_down[k];
+			uint16_t d = t->src_down[k], n = t->src_contrib[k];
 
 			t->src_ids[k] = t->src_ids[k - 1];
 			t->src_bits[k] = t->src_bits[k - 1];
 			t->src_worker[k] = t->src_worker[k - 1];
 			t->src_down[k] = t->src_down[k - 1];
+			t->src_contrib[k] = t->src_contrib[k - 1];
 			t->src_ids[k - 1] = id;
 			t->src_bits[k - 1] = b;
 			t->src_worker[k - 1] = w;
 			t->src_down[k - 1] = d;
+			t->src_contrib[k - 1] = n;
 		}
 }
 
@@ -210,8 +212,9 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	t->src_bits = jalloc(j, t->n_src, socket);
 	t->src_worker = jalloc(j, t->n_src, socket);
 	t->src_down = jalloc(j, sizeof(*t->src_down) * t->n_src, socket);
+	t->src_contrib = jalloc(j, sizeof(*t->src_contrib) * t->n_src, socket);
 	if (t->down == NULL || t->src_ids == NULL || t->src_bits == NULL || t->src_worker == NULL ||
-	    t->src_down == NULL) {
+	    t->src_down == NULL || t->src_contrib == NULL) {
 		fail(err, errlen, "out of memory for tree %u", tt->id);
 		errno = ENOMEM;
 		return -1;
@@ -224,6 +227,8 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 		t->src_bits[c] = (uint8_t)(tt->n_workers + c);
 		t->src_worker[c] = 0;
 		t->src_down[c] = (uint16_t)c;
+		/* table_validate(): 1 .. TABLE_ID_MAX, a uint16_t like the wire's contrib. */
+		t->src_contrib[c] = (uint16_t)tt->child_workers[c];
 	}
 	for (int w = 0; w < tt->n_workers; w++) {
 		int k = tt->n_children + w;
@@ -235,6 +240,7 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 		t->src_bits[k] = (uint8_t)w;
 		t->src_worker[k] = 1;
 		t->src_down[k] = (uint16_t)k;
+		t->src_contrib[k] = 1;
 	}
 	sort_sources(t);
 	/* The workers below each child gateway, as sets (the table checked that they are
@@ -579,6 +585,7 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 		rte_free(j->trees[i].src_bits);
 		rte_free(j->trees[i].src_worker);
 		rte_free(j->trees[i].src_down);
+		rte_free(j->trees[i].src_contrib);
 		rte_free(j->trees[i].child_sets);
 	}
 	rte_free(j->trees);
