@@ -586,6 +586,11 @@ check_tree(const struct table *tb, const struct table_tree *e, int i, uint64_t n
 		return json_util_fail(err, errlen, "field 'trees[%d].expected': %" PRIu32
 				      " exceeds the contributor bitmap (%d)", i, e->expected,
 				      TABLE_CONTRIB_MAX);
+	/* Distinct worker ids, and the wire's contrib is 16 bits (PROTOCOL.md section 4). */
+	if (e->subtree_workers > TABLE_ID_MAX)
+		return json_util_fail(err, errlen, "field 'trees[%d].subtree_workers': %" PRIu32
+				      " is more workers than there are ids (%d)", i,
+				      e->subtree_workers, TABLE_ID_MAX);
 	if (e->subtree_workers < e->expected)
 		return json_util_fail(err, errlen, "field 'trees[%d].subtree_workers': %" PRIu32
 				      " is less than the %" PRIu32 " contributions (each carries at "

@@ -1501,6 +1501,8 @@ test_parse_rejects(void)
 	EDIT_REJECTS(a, "trees.0.rate_gbps", json_real(-1), "field 'trees[0].rate_gbps'");
 	EDIT_REJECTS(a, "trees.0.subtree_workers", json_integer(2),
 		     "field 'trees[0].subtree_workers'");
+	EDIT_REJECTS(a, "trees.0.subtree_workers", json_integer(65535),
+		     "field 'trees[0].subtree_workers'");
 	EDIT_REJECTS(a, "trees", json_object(), "field 'trees'");
 	EDIT_REJECTS(a, "trees.0", json_array(), "field 'trees[0]'");
 	EDIT_REJECTS(a, "trees.0.children", json_object(), "field 'trees[0].children'");
@@ -2199,11 +2201,15 @@ test_model(void)
 	CHECK(strstr(err, "field 'trees[1].rate_gbps'") != NULL, "'%s'", err);
 	a->trees[1].rate_gbps = 2;
 	CU_ASSERT_EQUAL(table_validate(a, err, sizeof(err)), 0);
-	/* A child's count beyond what the wire's contrib could carry. */
+	/* A child's count, or the entry's, beyond what the wire's contrib could carry. */
 	a->trees[0].child_workers[0] = 65536 + 2;
-	a->trees[0].subtree_workers = 65536 + 4;
 	CU_ASSERT_EQUAL(table_validate(a, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "field 'trees[0].children[0].subtree_workers': 65538 is not in") != NULL,
+	      "'%s'", err);
+	a->trees[0].child_workers[0] = 65534;
+	a->trees[0].subtree_workers = 65534 + 2;
+	CU_ASSERT_EQUAL(table_validate(a, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "field 'trees[0].subtree_workers': 65536 is more workers") != NULL,
 	      "'%s'", err);
 	a->trees[0].child_workers[0] = 2;
 	a->trees[0].subtree_workers = 4;
