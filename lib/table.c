@@ -1341,7 +1341,7 @@ parse_below(struct json_util_src *c, json_t *obj, const char *path, struct table
 	    int *k)
 {
 	json_t *b = json_object_get(obj, "workers_below"), *v;
-	char key[32];
+	char key[48]; /* "workers_below[" + a size_t + "]" */
 	size_t m;
 
 	json_array_foreach(b, m, v) {
