@@ -73,6 +73,26 @@ start_dp c 3
 for s in a b c; do wait_dp $s; done
 ok "three dataplanes answer"
 
+# The counters through DPDK telemetry, read with DPDK's own client (package dpdk-dev):
+# the sum over worker lcores, and lcore 1's with its drop reasons. net_null hands the
+# dataplane empty frames, counted as not for us.
+if printf '/georeduce/stats\n/georeduce/lcore,1\n/georeduce/lcore,7\n' |
+	timeout 30 dpdk-telemetry.py -f "${P}a" >"$tmp/tel.out" 2>&1 &&
+	python3 - "$tmp/tel.out" 2>"$tmp/tel.err" <<'PY'
+import json, sys
+docs = [json.loads(l[l.index("{"):]) for l in open(sys.argv[1]) if "{" in l]
+st, lc = docs[0]["/georeduce/stats"], docs[1]["/georeduce/lcore"]
+assert st["lcores"] == 1 and st["rx_packets"] > 0, st
+assert st["not_for_us"] > 0 and st["chunks_completed"] == 0, st
+assert lc["rx_packets"] > 0 and "bad_sender" in lc and "duplicate" in lc, lc
+assert len(docs) == 3 and docs[2]["/georeduce/lcore"] is None, docs[2]  # no lcore 7
+PY
+then
+	ok "telemetry: /georeduce/stats and /georeduce/lcore through dpdk-telemetry.py"
+else
+	not_ok "telemetry: $(tail -c 300 "$tmp/tel.out") $(tail -c 300 "$tmp/tel.err")"
+fi
+
 # Requests may wait 3 s: an activation waits for an RCU grace period, which on a loaded
 # 2-core machine (other tests in parallel) can take over a second; a dataplane that took
 # that long would be marked down and the epochs would churn. A killed one is seen at once

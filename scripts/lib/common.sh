@@ -11,6 +11,7 @@ GEOREDUCE_PACKAGES=(
 	ninja-build
 	libdpdk-dev
 	dpdk
+	dpdk-dev
 	libnuma-dev
 	libjansson-dev
 	libcunit1-dev
