@@ -1533,9 +1533,11 @@ gr_client_stats(const struct gr_client *c, struct gr_stats *out)
 	if (c == NULL || out == NULL)
 		return;
 	*out = c->st;
-	out->srtt_us = c->res.valid ? (uint32_t)c->res.srtt : 0;
+	/* 0 means "no sample yet" (georeduce.h): an estimate that rounds down to 0 us (an
+	 * answer within the microsecond, as on loopback) is reported as 1. */
+	out->srtt_us = c->res.valid ? (uint32_t)(c->res.srtt > 1 ? c->res.srtt : 1) : 0;
 	out->rttvar_us = c->res.valid ? (uint32_t)c->res.rttvar : 0;
-	out->path_srtt_us = c->path.valid ? (uint32_t)c->path.srtt : 0;
+	out->path_srtt_us = c->path.valid ? (uint32_t)(c->path.srtt > 1 ? c->path.srtt : 1) : 0;
 	out->t1_us = (uint32_t)t1_base(c, GR_RTO_MIN_DEFAULT_MS * 1000ull,
 				       GR_RTO_MAX_DEFAULT_MS * 1000ull,
 				       GR_RTO_INITIAL_DEFAULT_MS * 1000ull);
