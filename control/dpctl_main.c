@@ -390,8 +390,14 @@ print_table(const json_t *item)
 		       first, first + count - 1, rate, slots, expected,
 		       json_array_size(json_object_get(tree, "workers")),
 		       gw_text(json_object_get(tree, "parent"), gw, sizeof(gw)));
-		json_array_foreach(json_object_get(tree, "children"), j, child)
+		json_array_foreach(json_object_get(tree, "children"), j, child) {
+			json_int_t below;
+
 			printf("%s%s", j ? ", " : "", gw_text(child, gw, sizeof(gw)));
+			if (json_unpack((json_t *)child, "{s:I}", "subtree_workers", &below) == 0)
+				printf(" (%" JSON_INTEGER_FORMAT " worker%s below)", below,
+				       below == 1 ? "" : "s");
+		}
 		printf("]\n");
 	}
 }

@@ -224,7 +224,8 @@ STDIN=$tmp/table.json expect 0 "install from stdin" d install -
 grep -q "job 7 epoch 3: live" "$tmp/out" && ok "install output" || not_ok "install output"
 expect 0 "dump" d dump
 grep -q "job 7 epoch 3 (live): gateway 3 10.0.0.3:40000+4" "$tmp/out" &&
-	grep -q "tree 1 interior: chunks 24..39" "$tmp/out" && ok "dump output" ||
+	grep -q "tree 1 interior: chunks 24..39" "$tmp/out" &&
+	grep -q "children \[2 10.0.0.2:40000+4 (1 worker below)\]" "$tmp/out" && ok "dump output" ||
 	not_ok "dump output: $(cat "$tmp/out")"
 expect 0 "dump JOB --json" d --json dump 7
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["tables"][0]["state"] == "live"' \
