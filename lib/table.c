@@ -446,9 +446,8 @@ check_tree_gw_addrs(const struct table *tb, const struct table_tree *e, int i, c
 
 /*
  * The workers below the child gateways: only with contributor sets, and then for every
- * child, sorted by (child, id), inside the set, and with the local workers making
- * subtree_workers. Their ids are checked against the entry's other ids by
- * check_tree_ids().
+ * child, sorted by (child, id), inside the set. check_tree_counts() checks their number
+ * against each child's count, check_tree_ids() their ids against the entry's other ids.
  */
 static int
 check_tree_below(const struct table *tb, const struct table_tree *e, int i, char *err,
@@ -498,11 +497,6 @@ check_tree_below(const struct table *tb, const struct table_tree *e, int i, char
 					      "workers_below': missing: with contributor sets every "
 					      "child gateway lists the workers of its subtree", i, j);
 	}
-	if (e->subtree_workers != (uint32_t)(e->n_workers + e->n_below))
-		return json_util_fail(err, errlen, "field 'trees[%d].subtree_workers': %" PRIu32
-				      ", but %d local workers and %d below the child gateways "
-				      "make %d", i, e->subtree_workers, e->n_workers, e->n_below,
-				      e->n_workers + e->n_below);
 	return 0;
 }
 

@@ -1838,11 +1838,11 @@ test_parse_rejects(void)
 		      "field 'trees[0].children[1].workers_below[0]'",
 		      "duplicate id 102 (also 'trees[0].children[0].workers_below[1]')");
 	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below.2", json_integer(302),
-		      "field 'trees[0].subtree_workers'",
-		      "2 local workers and 3 below the child gateways make 5");
+		      "field 'trees[0].children[0].subtree_workers'",
+		      "2, but its workers_below lists 3 workers");
 	EDIT_REJECTS2(ps, "trees.0.children.0.workers_below.1", NULL,
-		      "field 'trees[0].subtree_workers'",
-		      "2 local workers and 1 below the child gateways make 3");
+		      "field 'trees[0].children[0].subtree_workers'",
+		      "2, but its workers_below lists 1 workers");
 	EDIT_REJECTS2(ps, "trees.1.parent.workers_below", json_pack("[i]", 201),
 		      "field 'trees[1].parent.workers_below'", "unknown field");
 	EDIT_REJECTS2(ps, "gateway.workers_below", json_pack("[i]", 201),
