@@ -1527,17 +1527,24 @@ gr_mcast_recv(struct gr_client *c, uint32_t round, gr_mcast_fn fn, void *arg,
 	return (int)m.complete;
 }
 
+/* A smoothed round trip for gr_stats, where 0 means "no sample yet" (georeduce.h): an
+ * estimate that rounds down to 0 us (answers within the microsecond, as on loopback) is
+ * reported as 1. */
+static uint32_t
+srtt_report(const struct rtt *r)
+{
+	return !r->valid ? 0 : r->srtt > 1 ? (uint32_t)r->srtt : 1;
+}
+
 void
 gr_client_stats(const struct gr_client *c, struct gr_stats *out)
 {
 	if (c == NULL || out == NULL)
 		return;
 	*out = c->st;
-	/* 0 means "no sample yet" (georeduce.h): an estimate that rounds down to 0 us (an
-	 * answer within the microsecond, as on loopback) is reported as 1. */
-	out->srtt_us = c->res.valid ? (uint32_t)(c->res.srtt > 1 ? c->res.srtt : 1) : 0;
+	out->srtt_us = srtt_report(&c->res);
 	out->rttvar_us = c->res.valid ? (uint32_t)c->res.rttvar : 0;
-	out->path_srtt_us = c->path.valid ? (uint32_t)(c->path.srtt > 1 ? c->path.srtt : 1) : 0;
+	out->path_srtt_us = srtt_report(&c->path);
 	out->t1_us = (uint32_t)t1_base(c, GR_RTO_MIN_DEFAULT_MS * 1000ull,
 				       GR_RTO_MAX_DEFAULT_MS * 1000ull,
 				       GR_RTO_INITIAL_DEFAULT_MS * 1000ull);
