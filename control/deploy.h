@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plan.h"
 #include "table.h"
 #include "topo.h"
 

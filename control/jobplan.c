@@ -20,6 +20,7 @@
 #include "mtree.h"
 #include "plan_common.h"
 #include "selmcast.h"
+#include "table_compile.h"
 #include "wire.h"
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)

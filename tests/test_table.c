@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * Unit tests for lib/table.{h,c}: the forwarding-table compiler (every gateway of a
+ * Unit tests for the forwarding tables, lib/table*.c and control/table_compile.c: the compiler (every gateway of a
  * hand-made topology under a two-tree plan, then random topologies, plans and
  * deployments, checked against an independent reading of the plan and for consistency
  * across gateways), the chunk split and slot formula, the strict `georeduce-table/1`
@@ -30,6 +30,7 @@
 #include "jsonutil.h"
 #include "plan.h"
 #include "table.h"
+#include "table_compile.h"
 #include "topo.h"
 #include "topo_gen.h"
 

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The table compiler of the control side: from a topology, a plan and a deployment, the
+ * forwarding table (lib/table.h) of each gateway for one job at one epoch, with the chunk
+ * split among the plan's trees and the slot pools sized from each tree's rate and hold
+ * time. Only the control process and the offline tools link it; the dataplane parses the
+ * tables it produces and knows nothing of plans.
+ */
+#ifndef GEOREDUCE_TABLE_COMPILE_H
+#define GEOREDUCE_TABLE_COMPILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plan.h"
+#include "table.h"
+#include "topo.h"
+
+/** One topology node of a deployment (table_compile()): its gateway and the job's workers. */
+struct table_deploy_node {
+	uint16_t gateway_id;      /* the site's gateway: unique, 1 .. TABLE_ID_MAX */
+	uint32_t ipv4;            /* host order */
+	uint16_t base_port;
+	uint16_t ports;
+	int n_workers;            /* the job's workers at this site, 0 .. TABLE_WORKERS_MAX */
+	const struct table_worker *workers;
+};
+
+/**
+ * What table_compile() needs besides the topology and the plan: per topology node (same
+ * indices) the gateway and the job's local workers, and the tensor. Worker ids are unique
+ * across the deployment and distinct from every gateway id. A node's worker count need
+ * not equal the topology's `workers` (a job may use part of a site), but a node with
+ * workers must be present in every tree of the plan.
+ */
+struct table_deploy {
+	int n_nodes;              /* == topology n_nodes */
+	const struct table_deploy_node *nodes;
+	uint64_t elements;        /* tensor elements, >= 1 */
+	enum table_dtype dtype;
+	uint32_t chunk_bytes;     /* payload bytes per chunk: a multiple of the dtype size,
+				   * <= TABLE_CHUNK_BYTES_MAX */
+	uint32_t slots_min;       /* floor of the slot formula; 0: TABLE_SLOTS_MIN */
+	uint32_t slots_max;       /* cap of the slot formula, rounded down to a power of
+				   * two: limits.max_slots; 0: TABLE_SLOTS_MAX */
+	uint8_t cset_blocks;      /* contributor sets in the job's packets; 0: none */
+	uint32_t min_workers;     /* partial reduce: every root completes a chunk at this
+				   * many worker contributions (its threshold); 0: all.
+				   * Needs cset_blocks >= 1 */
+};
+
+/**
+ * Compile the table of the gateway at topology node `node` for job `job` at plan epoch
+ * `epoch`.
+ *
+ * The plan is checked with plan_validate(). Chunks are split among the plan's trees with
+ * table_split_chunks(); trees that get no chunk appear in no table. In each tree, nodes
+ * whose subtree holds no worker of the deployment are pruned (a relay leaf would never
+ * contribute), so a node with no workers appears only as a root or interior with gateway
+ * children. A node absent from (or pruned out of) every tree gets a valid table with no
+ * trees. Slot pools follow table_slots() with hold time table_hold_ms(). Each child
+ * gateway's entry counts the workers of its subtree; with contributor sets
+ * (d->cset_blocks >= 1) it lists them as well.
+ *
+ * @return  The table, or NULL with a one-line message in err naming the input field and
+ *          errno EINVAL (bad input), E2BIG (a table limit exceeded) or ENOMEM.
+ */
+struct table *table_compile(const struct topo *t, const struct plan *p,
+			    const struct table_deploy *d, int node, uint32_t job,
+			    uint32_t epoch, char *err, size_t errlen);
+
+/**
+ * Split n_chunks chunks among the plan's trees in proportion to their shares: largest
+ * remainder rounding (ties to the lower tree index), then every tree with share > 0 that
+ * got none takes one chunk from the tree holding most (ties: lower index) while there are
+ * at least as many chunks as such trees. Tree i carries chunks first[i] .. first[i] +
+ * count[i] - 1, in tree order, so the ranges partition [0, n_chunks).
+ *
+ * @param first, count  p->n_trees entries each.
+ * @return  0, or -EINVAL if a share is negative or not finite or all shares are zero.
+ */
+int table_split_chunks(const struct plan *p, uint32_t n_chunks, uint32_t *first,
+		       uint32_t *count);
+
+/**
+ * How long a slot of tree tr at node v stays busy (ms), from the first contribution of
+ * a chunk to the result forwarded down: 2 * (up + down), where up is the one-way latency
+ * from v to the root along the tree (the partial sum goes up, the result comes back) and
+ * down the largest one-way latency from v to a contributing node of its subtree plus
+ * that site's LAN latency (the spread of the contributions' arrivals, doubled for a
+ * retransmission). in_tree[u] says which nodes count (NULL: every mapped node);
+ * has_workers[u] whether u's LAN latency applies (NULL: topology workers > 0).
+ *
+ * @return  The hold time, or -1 if v is not in the tree or its parent chain is broken.
+ */
+double table_hold_ms(const struct topo *t, const struct plan_tree *tr, int v,
+		     const bool *in_tree, const bool *has_workers);
+
+/**
+ * The slot pool formula: the bandwidth-delay product of the tree's rate over the hold
+ * time in chunks, ceil(rate_gbps * 1e9 / 8 * hold_ms / 1e3 / chunk_bytes), rounded up to a
+ * power of two and clamped to [slots_min, slots_max]. slots_min is rounded up and
+ * slots_max down to a power of two (0 means 1 and TABLE_SLOTS_MAX; slots_max is at most
+ * TABLE_SLOTS_MAX); if the floor exceeds the cap the cap wins. A rate or hold time that
+ * is not a finite number >= 0, or chunk_bytes 0, gives the cap.
+ */
+uint32_t table_slots(double rate_gbps, double hold_ms, uint32_t chunk_bytes,
+		     uint32_t slots_min, uint32_t slots_max);
+
+#endif

@@ -1,0 +1,676 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Forwarding tables: the consistency rules of docs/TABLES.md (table_validate()), which
+ * every table passes before a dataplane installs it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonutil.h"
+#include "table.h"
+
+static bool
+is_pow2(uint64_t x)
+{
+	return x != 0 && (x & (x - 1)) == 0;
+}
+
+/* A peer gateway (or this one) at field path `path`. */
+static int
+check_gw(const struct table_gw *g, const char *path, char *err, size_t errlen)
+{
+	char ip[16];
+
+	if (g->id == 0 || g->id > TABLE_ID_MAX)
+		return json_util_fail(err, errlen, "field '%s.id': must be in [1, %d] (0 and "
+				      "65535 mean none)", path, TABLE_ID_MAX);
+	if (!table_ipv4_unicast(g->ipv4))
+		return json_util_fail(err, errlen, "field '%s.ipv4': %s is not a unicast address",
+				      path, table_ipv4_format(g->ipv4, ip));
+	if (g->base_port == 0)
+		return json_util_fail(err, errlen, "field '%s.base_port': must be in [1, 65535]",
+				      path);
+	if (g->ports == 0 || g->ports > TABLE_PORTS_MAX)
+		return json_util_fail(err, errlen, "field '%s.ports': must be in [1, %d]", path,
+				      TABLE_PORTS_MAX);
+	if ((uint32_t)g->base_port + g->ports - 1 > 65535)
+		return json_util_fail(err, errlen, "field '%s.ports': base_port %u + %u ports "
+				      "run past port 65535", path, g->base_port, g->ports);
+	return 0;
+}
+
+static int
+check_worker(const struct table_worker *w, const char *path, char *err, size_t errlen)
+{
+	char ip[16];
+
+	if (w->id == 0 || w->id > TABLE_ID_MAX)
+		return json_util_fail(err, errlen, "field '%s.id': must be in [1, %d] (0 and "
+				      "65535 mean none)", path, TABLE_ID_MAX);
+	if (!table_ipv4_unicast(w->ipv4))
+		return json_util_fail(err, errlen, "field '%s.ipv4': %s is not a unicast address",
+				      path, table_ipv4_format(w->ipv4, ip));
+	if (w->port == 0)
+		return json_util_fail(err, errlen, "field '%s.port': must be in [1, 65535]", path);
+	return 0;
+}
+
+/* The position of below[k] in the workers_below list of its child (entries are sorted
+ * by child). */
+static int
+below_pos(const struct table_tree *e, int k)
+{
+	int m = k;
+
+	while (m > 0 && e->below_child[m - 1] == e->below_child[k])
+		m--;
+	return k - m;
+}
+
+/* The id at position k of tree entry e: 0 this gateway, 1 the parent, then the children,
+ * the workers and the workers below the children. Writes the field path of that id into
+ * path. */
+static uint16_t
+tree_sender(const struct table *tb, const struct table_tree *e, int i, int k, char *path,
+	    size_t n)
+{
+	if (k == 0) {
+		snprintf(path, n, "gateway.id");
+		return tb->gw.id;
+	}
+	if (k == 1) {
+		snprintf(path, n, "trees[%d].parent.id", i);
+		return e->parent.id;
+	}
+	k -= 2;
+	if (k < e->n_children) {
+		snprintf(path, n, "trees[%d].children[%d].id", i, k);
+		return e->children[k].id;
+	}
+	k -= e->n_children;
+	if (k < e->n_workers) {
+		snprintf(path, n, "trees[%d].workers[%d].id", i, k);
+		return e->workers[k].id;
+	}
+	k -= e->n_workers;
+	snprintf(path, n, "trees[%d].children[%u].workers_below[%d]", i, e->below_child[k],
+		 below_pos(e, k));
+	return e->below[k];
+}
+
+/* Ids unique in a tree entry: this gateway, its parent, children, workers and the workers
+ * below the children (a worker is below one child only). */
+static int
+check_tree_ids(const struct table *tb, const struct table_tree *e, int i, char *err,
+	       size_t errlen)
+{
+	uint64_t seen[65536 / 64];
+	int n = 2 + e->n_children + e->n_workers + e->n_below;
+	char path[64], first[64];
+
+	memset(seen, 0, sizeof(seen));
+	for (int k = 0; k < n; k++) {
+		uint16_t id;
+
+		if (k == 1 && !e->has_parent)
+			continue;
+		id = tree_sender(tb, e, i, k, path, sizeof(path));
+		if (seen[id / 64] & (1ull << (id % 64))) {
+			for (int j = 0; j < k; j++) {
+				if (j == 1 && !e->has_parent)
+					continue;
+				if (tree_sender(tb, e, i, j, first, sizeof(first)) == id)
+					break;
+			}
+			return json_util_fail(err, errlen, "field '%s': duplicate id %u (also '%s')",
+					      path, id, first);
+		}
+		seen[id / 64] |= 1ull << (id % 64);
+	}
+	return 0;
+}
+
+/* Gateway addresses unique in a tree entry (this gateway, parent, children). */
+static int
+check_tree_gw_addrs(const struct table *tb, const struct table_tree *e, int i, char *err,
+		    size_t errlen)
+{
+	char ip[16];
+
+	for (int j = 0; j < e->n_children; j++) {
+		uint32_t a = e->children[j].ipv4;
+
+		if (a == tb->gw.ipv4 || (e->has_parent && a == e->parent.ipv4))
+			return json_util_fail(err, errlen, "field 'trees[%d].children[%d].ipv4': "
+					      "%s is also the address of the %s", i, j,
+					      table_ipv4_format(a, ip),
+					      a == tb->gw.ipv4 ? "gateway" : "parent");
+		for (int k = 0; k < j; k++)
+			if (e->children[k].ipv4 == a)
+				return json_util_fail(err, errlen,
+						      "field 'trees[%d].children[%d].ipv4': %s is "
+						      "also the address of children[%d]", i, j,
+						      table_ipv4_format(a, ip), k);
+	}
+	if (e->has_parent && e->parent.ipv4 == tb->gw.ipv4)
+		return json_util_fail(err, errlen, "field 'trees[%d].parent.ipv4': %s is also the "
+				      "address of the gateway", i,
+				      table_ipv4_format(e->parent.ipv4, ip));
+	return 0;
+}
+
+/*
+ * The workers below the child gateways: only with contributor sets, and then for every
+ * child, sorted by (child, id), inside the set. check_tree_counts() checks their number
+ * against each child's count, check_tree_ids() their ids against the entry's other ids.
+ */
+static int
+check_tree_below(const struct table *tb, const struct table_tree *e, int i, char *err,
+		 size_t errlen)
+{
+	uint32_t lim = 256u * tb->cset_blocks;
+	int k = 0;
+
+	if (e->n_below < 0 || e->n_below > TABLE_BELOW_MAX)
+		return json_util_fail(err, errlen, "field 'trees[%d].children': %d workers below "
+				      "the child gateways, more than %d", i, e->n_below,
+				      TABLE_BELOW_MAX);
+	for (k = 0; k < e->n_below; k++) {
+		if (e->below_child[k] >= e->n_children)
+			return json_util_fail(err, errlen, "field 'trees[%d].children': worker %u "
+					      "is below child %u of %d", i, e->below[k],
+					      e->below_child[k], e->n_children);
+		if (k > 0 && e->below_child[k] < e->below_child[k - 1])
+			return json_util_fail(err, errlen, "field 'trees[%d].children': the "
+					      "workers below them are not in child order", i);
+	}
+	if (tb->cset_blocks == 0 && e->n_below > 0)
+		return json_util_fail(err, errlen, "field 'trees[%d].children[%u].workers_below': "
+				      "only with contributor sets (cset_blocks >= 1)", i,
+				      e->below_child[0]);
+	if (tb->cset_blocks == 0)
+		return 0;
+	k = 0;
+	for (int j = 0; j < e->n_children; j++) {
+		int first = k;
+
+		for (; k < e->n_below && e->below_child[k] == j; k++) {
+			if (e->below[k] == 0 || e->below[k] >= lim)
+				return json_util_fail(err, errlen, "field 'trees[%d].children[%d]."
+						      "workers_below[%d]': %u is outside the "
+						      "contributor set of %u blocks (ids 1 to %u)",
+						      i, j, k - first, e->below[k], tb->cset_blocks,
+						      lim - 1);
+			if (k > first && e->below[k] <= e->below[k - 1])
+				return json_util_fail(err, errlen, "field 'trees[%d].children[%d]."
+						      "workers_below[%d]': ids must be ascending "
+						      "(%u after %u)", i, j, k - first, e->below[k],
+						      e->below[k - 1]);
+		}
+		if (k == first)
+			return json_util_fail(err, errlen, "field 'trees[%d].children[%d]."
+					      "workers_below': missing: with contributor sets every "
+					      "child gateway lists the workers of its subtree", i, j);
+	}
+	return 0;
+}
+
+/*
+ * The workers below each child gateway, counted (child_workers): at least one each (a
+ * child whose subtree holds no worker is pruned), at most every worker id, and with the
+ * local workers they make subtree_workers. With contributor sets, a child's count is the
+ * length of its workers_below (check_tree_below() checked those lists first).
+ */
+static int
+check_tree_counts(const struct table *tb, const struct table_tree *e, int i, char *err,
+		  size_t errlen)
+{
+	uint64_t sum = 0;
+	int k = 0;
+
+	for (int j = 0; j < e->n_children; j++) {
+		uint32_t n = e->child_workers[j];
+		int first = k;
+
+		if (n == 0 || n > TABLE_ID_MAX)
+			return json_util_fail(err, errlen, "field 'trees[%d].children[%d]."
+					      "subtree_workers': %" PRIu32 " is not in [1, %d]", i,
+					      j, n, TABLE_ID_MAX);
+		while (k < e->n_below && e->below_child[k] == j)
+			k++;
+		if (tb->cset_blocks != 0 && n != (uint32_t)(k - first))
+			return json_util_fail(err, errlen, "field 'trees[%d].children[%d]."
+					      "subtree_workers': %" PRIu32 ", but its workers_below "
+					      "lists %d workers", i, j, n, k - first);
+		sum += n;
+	}
+	if ((uint64_t)e->subtree_workers != (uint64_t)e->n_workers + sum)
+		return json_util_fail(err, errlen, "field 'trees[%d].subtree_workers': %" PRIu32
+				      ", but %d local workers and %" PRIu64 " below the child "
+				      "gateways (their subtree_workers) make %" PRIu64, i,
+				      e->subtree_workers, e->n_workers, sum,
+				      (uint64_t)e->n_workers + sum);
+	return 0;
+}
+
+static int
+check_tree(const struct table *tb, const struct table_tree *e, int i, uint64_t n_chunks,
+	   char *err, size_t errlen)
+{
+	const struct table_limits *lim = &tb->limits;
+	char path[64];
+	int rc;
+
+	if (table_role_name(e->role) == NULL)
+		return json_util_fail(err, errlen, "field 'trees[%d].role': not a role", i);
+	if (e->role == TABLE_ROLE_ROOT && e->has_parent)
+		return json_util_fail(err, errlen, "field 'trees[%d].parent': a root has no parent "
+				      "(null)", i);
+	if (e->role != TABLE_ROLE_ROOT && !e->has_parent)
+		return json_util_fail(err, errlen, "field 'trees[%d].parent': a %s needs a parent",
+				      i, table_role_name(e->role));
+	if (e->role == TABLE_ROLE_LEAF && e->n_children > 0)
+		return json_util_fail(err, errlen, "field 'trees[%d].role': a leaf has no child "
+				      "gateways, this one has %d (interior)", i, e->n_children);
+	if (e->role == TABLE_ROLE_INTERIOR && e->n_children == 0)
+		return json_util_fail(err, errlen, "field 'trees[%d].role': an interior has child "
+				      "gateways, this one has none (leaf)", i);
+	if (e->n_children < 0 || (uint32_t)e->n_children > lim->max_children)
+		return json_util_fail(err, errlen, "field 'trees[%d].children': %d entries exceed "
+				      "limits.max_children %" PRIu32, i, e->n_children,
+				      lim->max_children);
+	if (e->n_workers < 0 || (uint32_t)e->n_workers > lim->max_workers)
+		return json_util_fail(err, errlen, "field 'trees[%d].workers': %d entries exceed "
+				      "limits.max_workers %" PRIu32, i, e->n_workers,
+				      lim->max_workers);
+	if (e->expected != (uint32_t)(e->n_workers + e->n_children))
+		return json_util_fail(err, errlen, "field 'trees[%d].expected': %" PRIu32 ", but "
+				      "%d workers + %d children make %d contributions", i,
+				      e->expected, e->n_workers, e->n_children,
+				      e->n_workers + e->n_children);
+	if (e->expected == 0)
+		return json_util_fail(err, errlen, "field 'trees[%d].expected': a tree entry needs "
+				      "at least one contribution", i);
+	if (e->expected > TABLE_CONTRIB_MAX)
+		return json_util_fail(err, errlen, "field 'trees[%d].expected': %" PRIu32
+				      " exceeds the contributor bitmap (%d)", i, e->expected,
+				      TABLE_CONTRIB_MAX);
+	/* Distinct worker ids, and the wire's contrib is 16 bits (PROTOCOL.md section 4). */
+	if (e->subtree_workers > TABLE_ID_MAX)
+		return json_util_fail(err, errlen, "field 'trees[%d].subtree_workers': %" PRIu32
+				      " is more workers than there are ids (%d)", i,
+				      e->subtree_workers, TABLE_ID_MAX);
+	if (e->subtree_workers < e->expected)
+		return json_util_fail(err, errlen, "field 'trees[%d].subtree_workers': %" PRIu32
+				      " is less than the %" PRIu32 " contributions (each carries at "
+				      "least one worker)", i, e->subtree_workers, e->expected);
+	if (e->has_parent) {
+		snprintf(path, sizeof(path), "trees[%d].parent", i);
+		rc = check_gw(&e->parent, path, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+	for (int j = 0; j < e->n_children; j++) {
+		snprintf(path, sizeof(path), "trees[%d].children[%d]", i, j);
+		rc = check_gw(&e->children[j], path, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+	for (int j = 0; j < e->n_workers; j++) {
+		snprintf(path, sizeof(path), "trees[%d].workers[%d]", i, j);
+		rc = check_worker(&e->workers[j], path, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+	rc = check_tree_below(tb, e, i, err, errlen);
+	if (rc == 0)
+		rc = check_tree_counts(tb, e, i, err, errlen);
+	if (rc == 0)
+		rc = check_tree_ids(tb, e, i, err, errlen);
+	if (rc == 0)
+		rc = check_tree_gw_addrs(tb, e, i, err, errlen);
+	if (rc != 0)
+		return rc;
+	if (e->chunk_count == 0)
+		return json_util_fail(err, errlen, "field 'trees[%d].chunk_count': must be >= 1 (a "
+				      "tree without chunks has no entry)", i);
+	if ((uint64_t)e->chunk_first + e->chunk_count > n_chunks)
+		return json_util_fail(err, errlen, "field 'trees[%d].chunk_count': chunks %" PRIu32
+				      "..%" PRIu64 " run past the %" PRIu64 " chunks of the tensor",
+				      i, e->chunk_first, (uint64_t)e->chunk_first + e->chunk_count - 1,
+				      n_chunks);
+	if (!(isfinite(e->rate_gbps) && e->rate_gbps > 0))
+		return json_util_fail(err, errlen, "field 'trees[%d].rate_gbps': must be a finite "
+				      "number > 0", i);
+	if (!is_pow2(e->slots) || e->slots > lim->max_slots)
+		return json_util_fail(err, errlen, "field 'trees[%d].slots': %" PRIu32 " is not a "
+				      "power of two in [1, limits.max_slots %" PRIu32 "]", i, e->slots,
+				      lim->max_slots);
+	if (e->window > e->slots)
+		return json_util_fail(err, errlen, "field 'trees[%d].window': %" PRIu32 " is more "
+				      "than the %" PRIu32 " slots", i, e->window, e->slots);
+	if (e->threshold > e->subtree_workers)
+		return json_util_fail(err, errlen, "field 'trees[%d].threshold': %" PRIu32 " is more "
+				      "than the %" PRIu32 " subtree_workers", i, e->threshold,
+				      e->subtree_workers);
+	if (e->threshold != 0 && e->threshold < e->subtree_workers && tb->cset_blocks == 0)
+		return json_util_fail(err, errlen, "field 'trees[%d].threshold': a partial reduce "
+				      "(%" PRIu32 " of %" PRIu32 ") needs contributor sets "
+				      "(cset_blocks >= 1)", i, e->threshold, e->subtree_workers);
+	for (int j = 0; tb->cset_blocks != 0 && j < e->n_workers; j++)
+		if (e->workers[j].id >= 256u * tb->cset_blocks)
+			return json_util_fail(err, errlen, "field 'trees[%d].workers[%d].id': %u "
+					      "is outside the contributor set of %u blocks (ids "
+					      "below %u)", i, j, e->workers[j].id, tb->cset_blocks,
+					      256u * tb->cset_blocks);
+	return 0;
+}
+
+/* Workers must be the same list, in the same order, in every tree entry: every local
+ * worker contributes to every chunk, and bit k of the bitmap means the same worker in
+ * every tree. Within the list, ids (checked per tree) and (ipv4, port) are unique. */
+static int
+check_workers_same(const struct table *tb, char *err, size_t errlen)
+{
+	const struct table_tree *e0;
+	char ip[16];
+
+	if (tb->n_trees == 0)
+		return 0;
+	e0 = &tb->trees[0];
+	for (int i = 1; i < tb->n_trees; i++) {
+		const struct table_tree *e = &tb->trees[i];
+
+		if (e->n_workers != e0->n_workers)
+			return json_util_fail(err, errlen, "field 'trees[%d].workers': %d workers, "
+					      "trees[0] has %d (every tree lists the same local "
+					      "workers)", i, e->n_workers, e0->n_workers);
+		for (int k = 0; k < e->n_workers; k++) {
+			const struct table_worker *a = &e->workers[k], *b = &e0->workers[k];
+
+			if (a->id != b->id || a->ipv4 != b->ipv4 || a->port != b->port)
+				return json_util_fail(err, errlen, "field 'trees[%d].workers[%d]': "
+						      "differs from trees[0].workers[%d] (every tree "
+						      "lists the same local workers)", i, k, k);
+		}
+	}
+	for (int k = 0; k < e0->n_workers; k++)
+		for (int j = 0; j < k; j++)
+			if (e0->workers[j].ipv4 == e0->workers[k].ipv4 &&
+			    e0->workers[j].port == e0->workers[k].port)
+				return json_util_fail(err, errlen, "field 'trees[0].workers[%d].port': "
+						      "%s:%u is also workers[%d]", k,
+						      table_ipv4_format(e0->workers[k].ipv4, ip),
+						      e0->workers[k].port, j);
+	return 0;
+}
+
+/* A local worker of the table's trees with the same id, address and port as w? */
+static bool
+tree_worker_known(const struct table *tb, const struct table_worker *w)
+{
+	const struct table_tree *e0 = &tb->trees[0];
+
+	for (int k = 0; k < e0->n_workers; k++)
+		if (e0->workers[k].id == w->id && e0->workers[k].ipv4 == w->ipv4 &&
+		    e0->workers[k].port == w->port)
+			return true;
+	return false;
+}
+
+/* Stream entry s = streams[i] (docs/TABLES.md, "Multicast streams"). */
+static int
+check_stream(const struct table *tb, const struct table_stream *s, int i, char *err,
+	     size_t errlen)
+{
+	bool at_source = s->source == tb->gw.id;
+	char path[64];
+	int rc;
+
+	if (s->source == 0 || s->source > TABLE_ID_MAX)
+		return json_util_fail(err, errlen, "field 'streams[%d].source': must be in [1, %d]",
+				      i, TABLE_ID_MAX);
+	if (at_source && s->has_from)
+		return json_util_fail(err, errlen, "field 'streams[%d].from': null at the source "
+				      "gateway (it takes the stream from its local workers)", i);
+	if (!at_source && !s->has_from)
+		return json_util_fail(err, errlen, "field 'streams[%d].from': a gateway other than "
+				      "the source (%u) receives the stream from another gateway",
+				      i, s->source);
+	if (s->has_from) {
+		snprintf(path, sizeof(path), "streams[%d].from", i);
+		rc = check_gw(&s->from, path, err, errlen);
+		if (rc != 0)
+			return rc;
+		if (s->from.id == tb->gw.id)
+			return json_util_fail(err, errlen, "field 'streams[%d].from.id': %u is this "
+					      "gateway", i, s->from.id);
+	}
+	if (s->n_to < 0 || s->n_to > TABLE_CHILDREN_MAX || s->n_to > (int)tb->limits.max_children)
+		return json_util_fail(err, errlen, "field 'streams[%d].to': %d entries, limit %"
+				      PRIu32, i, s->n_to, tb->limits.max_children);
+	if (s->n_deliver < 0 || s->n_deliver > TABLE_WORKERS_MAX ||
+	    s->n_deliver > (int)tb->limits.max_workers)
+		return json_util_fail(err, errlen, "field 'streams[%d].deliver': %d entries, limit %"
+				      PRIu32, i, s->n_deliver, tb->limits.max_workers);
+	if (s->n_to + s->n_deliver == 0)
+		return json_util_fail(err, errlen, "field 'streams[%d].to': the stream goes "
+				      "nowhere (no 'to' gateway and no 'deliver' worker)", i);
+	if (s->n_origins < 1 || s->n_origins > TABLE_WORKERS_MAX)
+		return json_util_fail(err, errlen, "field 'streams[%d].origins': must hold 1 to %d "
+				      "worker ids", i, TABLE_WORKERS_MAX);
+	if (!(isfinite(s->rate_gbps) && s->rate_gbps > 0))
+		return json_util_fail(err, errlen, "field 'streams[%d].rate_gbps': must be a finite "
+				      "number > 0", i);
+	for (int j = 0; j < s->n_to; j++) {
+		const struct table_gw *g = &s->to[j];
+
+		snprintf(path, sizeof(path), "streams[%d].to[%d]", i, j);
+		rc = check_gw(g, path, err, errlen);
+		if (rc != 0)
+			return rc;
+		if (g->id == tb->gw.id || g->id == s->source || (s->has_from && g->id == s->from.id))
+			return json_util_fail(err, errlen, "field 'streams[%d].to[%d].id': %u is "
+					      "this gateway, the source or 'from' (a loop)", i, j,
+					      g->id);
+		for (int k = 0; k < j; k++)
+			if (s->to[k].id == g->id)
+				return json_util_fail(err, errlen, "field 'streams[%d].to[%d].id': "
+						      "duplicate gateway %u (also to[%d]): one copy "
+						      "per next hop", i, j, g->id, k);
+	}
+	for (int j = 0; j < s->n_deliver; j++) {
+		const struct table_worker *w = &s->deliver[j];
+
+		snprintf(path, sizeof(path), "streams[%d].deliver[%d]", i, j);
+		rc = check_worker(w, path, err, errlen);
+		if (rc != 0)
+			return rc;
+		for (int k = 0; k < j; k++)
+			if (s->deliver[k].id == w->id)
+				return json_util_fail(err, errlen, "field 'streams[%d].deliver[%d].id'"
+						      ": duplicate worker %u (also deliver[%d])", i,
+						      j, w->id, k);
+		if (w->id == tb->gw.id || w->id == s->source ||
+		    (s->has_from && w->id == s->from.id))
+			return json_util_fail(err, errlen, "field 'streams[%d].deliver[%d].id': %u "
+					      "is a gateway id", i, j, w->id);
+		for (int k = 0; k < s->n_to; k++)
+			if (s->to[k].id == w->id)
+				return json_util_fail(err, errlen, "field 'streams[%d].deliver[%d].id'"
+						      ": %u is also to[%d], a gateway", i, j, w->id, k);
+		if (tb->n_trees > 0 && !tree_worker_known(tb, w))
+			return json_util_fail(err, errlen, "field 'streams[%d].deliver[%d]': worker "
+					      "%u is not a local worker of this gateway's trees", i,
+					      j, w->id);
+	}
+	for (int j = 0; j < s->n_origins; j++) {
+		uint16_t o = s->origins[j];
+
+		if (o == 0 || o > TABLE_ID_MAX)
+			return json_util_fail(err, errlen, "field 'streams[%d].origins[%d]': must be "
+					      "in [1, %d]", i, j, TABLE_ID_MAX);
+		for (int k = 0; k < j; k++)
+			if (s->origins[k] == o)
+				return json_util_fail(err, errlen, "field 'streams[%d].origins[%d]': "
+						      "duplicate worker %u (also origins[%d])", i, j,
+						      o, k);
+		if (o == tb->gw.id || o == s->source || (s->has_from && o == s->from.id))
+			return json_util_fail(err, errlen, "field 'streams[%d].origins[%d]': %u is a "
+					      "gateway id", i, j, o);
+		for (int k = 0; k < s->n_to; k++)
+			if (s->to[k].id == o)
+				return json_util_fail(err, errlen, "field 'streams[%d].origins[%d]': %u"
+						      " is also to[%d], a gateway", i, j, o, k);
+		/* Away from the source the origins are remote: never delivered back here. */
+		if (!at_source)
+			for (int k = 0; k < s->n_deliver; k++)
+				if (s->deliver[k].id == o)
+					return json_util_fail(err, errlen, "field 'streams[%d]."
+							      "origins[%d]': %u is a local worker "
+							      "(deliver[%d]) but the stream comes "
+							      "from gateway %u", i, j, o, k,
+							      s->source);
+	}
+	return 0;
+}
+
+static int
+check_streams(const struct table *tb, char *err, size_t errlen)
+{
+	if (tb->n_streams < 0 || tb->n_streams > TABLE_STREAMS_MAX)
+		return json_util_fail(err, errlen, "field 'streams': %d entries exceed the limit of "
+				      "%d", tb->n_streams, TABLE_STREAMS_MAX);
+	for (int i = 0; i < tb->n_streams; i++) {
+		int rc;
+
+		if (i > 0 && tb->streams[i].id <= tb->streams[i - 1].id)
+			return json_util_fail(err, errlen, "field 'streams[%d].id': stream ids must "
+					      "be unique and ascending (%u after %u)", i,
+					      tb->streams[i].id, tb->streams[i - 1].id);
+		for (int j = 0; j < i; j++)
+			if (tb->streams[j].source == tb->streams[i].source)
+				return json_util_fail(err, errlen, "field 'streams[%d].source': "
+						      "gateway %u already has streams[%d] (one "
+						      "stream per sending site)", i,
+						      tb->streams[i].source, j);
+		rc = check_stream(tb, &tb->streams[i], i, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Tree ranges disjoint; covering [0, n_chunks) when the gateway has local workers. */
+static int
+check_ranges(const struct table *tb, uint64_t n_chunks, char *err, size_t errlen)
+{
+	int order[TABLE_TREES_MAX], n = tb->n_trees;
+	uint64_t next = 0;
+	bool cover = n > 0 && tb->trees[0].n_workers > 0;
+
+	/* Insertion sort by chunk_first: n <= TABLE_TREES_MAX. */
+	for (int i = 0; i < n; i++) {
+		int j = i;
+
+		while (j > 0 && tb->trees[order[j - 1]].chunk_first > tb->trees[i].chunk_first) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+	for (int k = 0; k < n; k++) {
+		const struct table_tree *e = &tb->trees[order[k]];
+
+		if (k > 0 && e->chunk_first < next) {
+			const struct table_tree *p = &tb->trees[order[k - 1]];
+
+			return json_util_fail(err, errlen, "field 'trees[%d].chunk_first': chunks %"
+					      PRIu32 "..%" PRIu64 " overlap trees[%d] (chunks %" PRIu32
+					      "..%" PRIu64 ")", order[k], e->chunk_first,
+					      (uint64_t)e->chunk_first + e->chunk_count - 1,
+					      order[k - 1], p->chunk_first,
+					      (uint64_t)p->chunk_first + p->chunk_count - 1);
+		}
+		if (cover && e->chunk_first > next)
+			return json_util_fail(err, errlen, "field 'trees': chunks %" PRIu64 "..%" PRIu32
+					      " are in no tree, but the gateway's local workers "
+					      "contribute every chunk", next, e->chunk_first - 1);
+		next = (uint64_t)e->chunk_first + e->chunk_count;
+	}
+	if (cover && next < n_chunks)
+		return json_util_fail(err, errlen, "field 'trees': chunks %" PRIu64 "..%" PRIu64
+				      " are in no tree, but the gateway's local workers contribute "
+				      "every chunk", next, n_chunks - 1);
+	return 0;
+}
+
+int
+table_validate(const struct table *tb, char *err, size_t errlen)
+{
+	const struct table_limits *lim = &tb->limits;
+	size_t esize = table_dtype_size(tb->dtype);
+	uint64_t n_chunks;
+	int rc;
+
+	rc = check_gw(&tb->gw, "gateway", err, errlen);
+	if (rc != 0)
+		return rc;
+	if (esize == 0)
+		return json_util_fail(err, errlen, "field 'dtype': not a dtype (fp32, fp16, bf16)");
+	if (tb->elements == 0 || tb->elements > INT64_MAX)
+		return json_util_fail(err, errlen, "field 'elements': must be in [1, %" PRId64 "]",
+				      INT64_MAX);
+	if (tb->chunk_elements == 0 || tb->chunk_elements * esize > TABLE_CHUNK_BYTES_MAX)
+		return json_util_fail(err, errlen, "field 'chunk_elements': must be in [1, %zu] "
+				      "for %s (%d bytes per chunk at most)",
+				      TABLE_CHUNK_BYTES_MAX / esize, table_dtype_name(tb->dtype),
+				      TABLE_CHUNK_BYTES_MAX);
+	if (tb->cset_blocks > TABLE_CSET_BLOCKS_MAX)
+		return json_util_fail(err, errlen, "field 'cset_blocks': %u is not in [0, %d]",
+				      tb->cset_blocks, TABLE_CSET_BLOCKS_MAX);
+	n_chunks = table_n_chunks(tb);
+	if (n_chunks > UINT32_MAX)
+		return json_util_fail(err, errlen, "field 'elements': %" PRIu64 " chunks, more than "
+				      "the %" PRIu32 " a 32-bit chunk index addresses", n_chunks,
+				      UINT32_MAX);
+	if (lim->max_trees < 1 || lim->max_trees > TABLE_TREES_MAX)
+		return json_util_fail(err, errlen, "field 'limits.max_trees': %" PRIu32 " is not in "
+				      "[1, %d]", lim->max_trees, TABLE_TREES_MAX);
+	if (lim->max_children < 1 || lim->max_children > TABLE_CHILDREN_MAX)
+		return json_util_fail(err, errlen, "field 'limits.max_children': %" PRIu32 " is not "
+				      "in [1, %d]", lim->max_children, TABLE_CHILDREN_MAX);
+	if (lim->max_workers < 1 || lim->max_workers > TABLE_WORKERS_MAX)
+		return json_util_fail(err, errlen, "field 'limits.max_workers': %" PRIu32 " is not "
+				      "in [1, %d]", lim->max_workers, TABLE_WORKERS_MAX);
+	if (!is_pow2(lim->max_slots) || lim->max_slots > TABLE_SLOTS_MAX)
+		return json_util_fail(err, errlen, "field 'limits.max_slots': %" PRIu32 " is not a "
+				      "power of two in [1, %d]", lim->max_slots, TABLE_SLOTS_MAX);
+	if (tb->n_trees < 0 || (uint32_t)tb->n_trees > lim->max_trees)
+		return json_util_fail(err, errlen, "field 'trees': %d entries exceed "
+				      "limits.max_trees %" PRIu32, tb->n_trees, lim->max_trees);
+	for (int i = 0; i < tb->n_trees; i++) {
+		for (int j = 0; j < i; j++)
+			if (tb->trees[j].id == tb->trees[i].id)
+				return json_util_fail(err, errlen, "field 'trees[%d].id': duplicate "
+						      "tree id %u (also trees[%d])", i,
+						      tb->trees[i].id, j);
+		if (i > 0 && tb->trees[i].id < tb->trees[i - 1].id)
+			return json_util_fail(err, errlen, "field 'trees[%d].id': tree ids must be "
+					      "ascending (%u after %u)", i, tb->trees[i].id,
+					      tb->trees[i - 1].id);
+		rc = check_tree(tb, &tb->trees[i], i, n_chunks, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+	rc = check_workers_same(tb, err, errlen);
+	if (rc == 0)
+		rc = check_ranges(tb, n_chunks, err, errlen);
+	if (rc == 0)
+		rc = check_streams(tb, err, errlen);
+	return rc;
+}
