@@ -554,14 +554,17 @@ static int find_worker_ip(const struct gen_job *gj, uint32_t ipv4)
 	return -1;
 }
 
-/* Build an ARP frame in m: op 1 (request) or 2 (reply). */
-static void arp_frame(struct rte_mbuf *m, uint16_t op, const uint8_t *src_mac, uint32_t sip,
+/* Build an ARP frame in the empty mbuf m: op 1 (request) or 2 (reply). False if m has no
+ * room for it. */
+static bool arp_frame(struct rte_mbuf *m, uint16_t op, const uint8_t *src_mac, uint32_t sip,
 		      const uint8_t *dst_mac, uint32_t tip)
 {
 	static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 	uint8_t *d = (uint8_t *)rte_pktmbuf_append(m, 60);
 	uint32_t be;
 
+	if (d == NULL)
+		return false;
 	memset(d, 0, 60);
 	memcpy(d, op == 1 ? bcast : dst_mac, 6);
 	memcpy(d + 6, src_mac, 6);
@@ -577,6 +580,7 @@ static void arp_frame(struct rte_mbuf *m, uint16_t op, const uint8_t *src_mac, u
 		memcpy(d + 32, dst_mac, 6);
 	be = rte_cpu_to_be_32(tip);
 	memcpy(d + 38, &be, 4);
+	return true;
 }
 
 static uint32_t get_be32(const uint8_t *p)
@@ -599,8 +603,8 @@ static void rx_arp(struct gen_lcore *g, const uint8_t *d, uint32_t len)
 	tip = get_be32(d + 38);
 	if (find_worker_ip(g->gj, tip) < 0 || (m = rte_pktmbuf_alloc(g->pool)) == NULL)
 		return;
-	arp_frame(m, 2, g->prm.src_mac, tip, d + 22, sip);
-	if (rte_eth_tx_burst(g->prm.port_id, g->prm.queue, &m, 1) == 1)
+	if (arp_frame(m, 2, g->prm.src_mac, tip, d + 22, sip) &&
+	    rte_eth_tx_burst(g->prm.port_id, g->prm.queue, &m, 1) == 1)
 		g->st.arp_replies++;
 	else
 		rte_pktmbuf_free(m);
@@ -841,8 +845,9 @@ int gen_arp_resolve(uint16_t port_id, uint16_t queue, struct rte_mempool *pool,
 
 				if (m == NULL)
 					break;
-				arp_frame(m, 1, src_mac, gj->workers[w].ipv4, NULL, gj->gw_ipv4);
-				if (rte_eth_tx_burst(port_id, queue, &m, 1) != 1)
+				if (!arp_frame(m, 1, src_mac, gj->workers[w].ipv4, NULL,
+					       gj->gw_ipv4) ||
+				    rte_eth_tx_burst(port_id, queue, &m, 1) != 1)
 					rte_pktmbuf_free(m);
 			}
 			next_req = rte_rdtsc() + hz / 4;

@@ -82,10 +82,9 @@ get_uint(struct dctx *c, const json_t *obj, const char *path, const char *key, u
 	json_t *v = json_object_get(obj, key);
 	json_int_t x;
 
-	if (v == NULL) {
-		*out = dflt;
+	*out = dflt; /* defined on every path: callers read it only on success */
+	if (v == NULL)
 		return 0;
-	}
 	if (!json_is_integer(v))
 		return json_util_field_fail(&c->js, path, key,
 					    "expected an integer in [%" PRIu64 ", %" PRIu64 "]", min,
@@ -127,6 +126,7 @@ get_str(struct dctx *c, const json_t *obj, const char *path, const char *key, co
 	json_t *v = json_object_get(obj, key);
 	const char *s;
 
+	*out = NULL;
 	if (!json_is_string(v))
 		return json_util_field_fail(&c->js, path, key, "expected a string");
 	s = json_string_value(v);
@@ -147,6 +147,7 @@ get_ipv4(struct dctx *c, const json_t *obj, const char *path, uint32_t *out)
 	const char *s;
 	int rc = get_str(c, obj, path, "ipv4", &s);
 
+	*out = 0;
 	if (rc != 0)
 		return rc;
 	if (table_ipv4_parse(s, out) != 0)

@@ -302,7 +302,7 @@ parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint32_t v;
+	uint32_t v = 0;
 	int c, rc = 0;
 
 	opterr = 0;

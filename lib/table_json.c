@@ -234,6 +234,7 @@ get_uint(struct json_util_src *c, json_t *obj, const char *path, const char *key
 	json_t *v = json_object_get(obj, key);
 	json_int_t x;
 
+	*out = 0; /* defined on every path: callers read it only on success */
 	if (!json_is_integer(v))
 		return json_util_field_fail(c, path, key,
 					    "expected an integer in [%" PRIu64 ", %" PRIu64 "]", min,
@@ -252,6 +253,7 @@ get_ipv4(struct json_util_src *c, json_t *obj, const char *path, uint32_t *out)
 {
 	json_t *v = json_object_get(obj, "ipv4");
 
+	*out = 0;
 	if (!json_is_string(v))
 		return json_util_field_fail(c, path, "ipv4",
 					    "expected a dotted-quad IPv4 address string");

@@ -147,11 +147,17 @@ cost_candidate(const struct bc_ctx *c, const unsigned *blocks, int nb, unsigned 
 	name_of(st, out->n_stages, out->name, sizeof(out->name));
 }
 
-/* Every ordered partition of `rest` into ring stages after blocks[0..nb-1]. */
+/* Ring stages of one decomposition at most: each takes at least one in-site level. */
+#define BC_RING_STAGES_MAX 2
+
+/* Every ordered partition of `rest` into ring stages after blocks[0..nb-1]
+ * (BC_RING_STAGES_MAX entries). */
 static void
 enumerate(const struct bc_ctx *c, unsigned present, unsigned rings, unsigned rest,
 	  unsigned *blocks, int nb, struct bc_result *r)
 {
+	if (nb == BC_RING_STAGES_MAX && rest != 0)
+		return; /* not reached: rest is a subset of the in-site levels left */
 	if (rest == 0) {
 		if (r->n_candidates < BC_CANDIDATES_MAX)
 			cost_candidate(c, blocks, nb, present & ~rings, &r->cand[r->n_candidates++]);
@@ -255,7 +261,7 @@ blueconnect_plan(const struct topo *t, const struct bc_opts *o, struct bc_result
 {
 	struct mtree_opts mo = MTREE_OPTS_DEFAULT;
 	struct bc_ctx c = { .t = t };
-	unsigned present = 0, blocks[2];
+	unsigned present = 0, blocks[BC_RING_STAGES_MAX];
 	double rate;
 	int rc;
 

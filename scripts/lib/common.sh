@@ -6,6 +6,7 @@ GEOREDUCE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # Debian 12 packages the build, the tests and the demo need.
 GEOREDUCE_PACKAGES=(
 	build-essential
+	dpkg-dev
 	pkg-config
 	meson
 	ninja-build
