@@ -790,7 +790,7 @@ sum_stat(const struct wrk *ws, int n, size_t off)
 /* A fake gateway of one multicast stream: every MCAST from a worker goes to the other
  * workers (sender rewritten), except the chunk `drop_chunk` of `drop_origin` towards
  * `drop_to`. With the first copy to the second worker it also sends a duplicate, the same
- * chunk of another round and garbage. */
+ * chunk of an earlier round and of another epoch, and garbage. */
 struct mgw {
 	int fd;
 	uint16_t port, gw_id, wport[3], wid[3];
@@ -836,9 +836,12 @@ mgw_main(void *arg)
 			if (k == 1 && !injected) {
 				injected = true;
 				raw_send(g->fd, pkt, (size_t)len, &to);         /* duplicate */
-				pkt[27] ^= 1;                                   /* another round */
+				pkt[27] ^= 4;                                   /* round 0: late */
 				raw_send(g->fd, pkt, (size_t)len, &to);
-				pkt[27] ^= 1;
+				pkt[27] ^= 4;
+				pkt[15] ^= 1;                                   /* another epoch */
+				raw_send(g->fd, pkt, (size_t)len, &to);
+				pkt[15] ^= 1;
 				raw_send(g->fd, "garbage", 7, &to);
 			}
 		}
@@ -993,9 +996,10 @@ test_mcast(void)
 			      ws[k].complete, ws[k].got, gr_client_error(ws[k].c));
 		}
 		if (k == 1)
-			CHECK(st.duplicates == 1 && st.stale == 1 && st.invalid == 1,
-			      "worker 12: %llu duplicates, %llu stale, %llu invalid",
-			      (unsigned long long)st.duplicates, (unsigned long long)st.stale,
+			CHECK(st.duplicates == 1 && st.stale == 1 && st.mcast_late == 1 &&
+			      st.invalid == 1, "worker 12: %llu duplicates, %llu stale, %llu late, "
+			      "%llu invalid", (unsigned long long)st.duplicates,
+			      (unsigned long long)st.stale, (unsigned long long)st.mcast_late,
 			      (unsigned long long)st.invalid);
 		gr_client_free(ws[k].c);
 	}
