@@ -929,7 +929,8 @@ stats_json(const struct gr_client *c)
 	struct gr_stats s;
 
 	gr_client_stats(c, &s);
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+			 "s:I}",
 			 "contribs_sent", (json_int_t)s.contribs_sent,
 			 "contribs_retx", (json_int_t)s.contribs_retx,
 			 "nacks_sent", (json_int_t)s.nacks_sent,
@@ -941,7 +942,10 @@ stats_json(const struct gr_client *c)
 			 "srtt_us", (json_int_t)s.srtt_us,
 			 "t1_us", (json_int_t)s.t1_us,
 			 "mcast_sent", (json_int_t)s.mcast_sent,
-			 "mcast_received", (json_int_t)s.mcast_received);
+			 "mcast_received", (json_int_t)s.mcast_received,
+			 "mcast_late", (json_int_t)s.mcast_late,
+			 "mcast_too_far", (json_int_t)s.mcast_too_far,
+			 "mcast_skipped", (json_int_t)s.mcast_skipped);
 }
 
 static int

@@ -81,7 +81,8 @@ s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
 s.bind(("127.0.0.1", port))
 s.settimeout(0.5)
-slots, done, workers, end = {}, {}, {}, time.time() + 60
+print("ready", flush=True)
+slots, done, workers, seen, end = {}, {}, {}, set(), time.time() + 600
 while time.time() < end:
     try:
         pkt, addr = s.recvfrom(9000)
@@ -92,6 +93,9 @@ while time.time() < end:
     if typ != 1:        # NACK_RESULT: this stand-in never loses anything
         continue
     workers[origin] = addr
+    if (epoch, rnd, origin) not in seen:    # the test waits for these
+        seen.add((epoch, rnd, origin))
+        print("contrib epoch %d round %d origin %d" % (epoch, rnd, origin), flush=True)
     key = (epoch, rnd, chunk)   # as a gateway: each epoch's slots apart
     if key in done:             # a worker that runs the round again: the retained RESULT
         s.sendto(done[key], addr)
@@ -112,7 +116,8 @@ while time.time() < end:
         del slots[key]
 PY
 gw_pid=$!
-sleep 0.3
+wait_for_line "$tmp/gw.log" '^ready$' 60 "$gw_pid" && ok "stand-in gateway ready" ||
+	not_ok "stand-in gateway: $(cat "$tmp/gw.log")"
 
 expect 0 "two workers, three rounds" w --worker-id 11 --worker-id 12 --rounds 3 --first-round 5
 [ "$(grep -c "verified" "$tmp/out")" -eq 6 ] && ok "six rounds verified" ||
@@ -155,15 +160,19 @@ grep -q "2 contributors, --all-workers names 3" "$tmp/err" && ok "says why" ||
 # begins round 40 under epoch 2, 12 under epoch 3, and the stand-in sums each epoch apart.
 # Both time out; 11 finds epoch 3 in its table by then, 12 has no newer one. 11 runs the
 # round again under epoch 3 and 12 goes on with it there, both at once: had 12 waited for
-# another epoch, 11 would have run it there alone.
+# another epoch, 11 would have run it there alone. 11 starts once the stand-in has 12's
+# first chunk, and its table changes once the stand-in has 11's.
 sed 's/"epoch": 2,/"epoch": 3,/' "$tmp/t.json" >"$tmp/t3.json"
 cp "$tmp/t.json" "$tmp/t11.json"
-"$worker" --table "$tmp/t3.json" --worker-id 12 --first-round 40 --follow --timeout 2 \
+"$worker" --table "$tmp/t3.json" --worker-id 12 --first-round 40 --follow --timeout 3 \
 	>"$tmp/out12" 2>&1 &
 p12=$!
-(sleep 1 && cp "$tmp/t3.json" "$tmp/t11.new" && mv "$tmp/t11.new" "$tmp/t11.json") &
+wait_for_line "$tmp/gw.log" '^contrib epoch 3 round 40 origin 12$' 60 "$p12" ||
+	not_ok "worker 12 sent nothing under epoch 3: $(cat "$tmp/out12")"
+(wait_for_line "$tmp/gw.log" '^contrib epoch 2 round 40 origin 11$' 60 &&
+	cp "$tmp/t3.json" "$tmp/t11.new" && mv "$tmp/t11.new" "$tmp/t11.json") &
 expect 0 "--follow: a round begun under two epochs" "$worker" --table "$tmp/t11.json" \
-	--worker-id 11 --first-round 40 --follow --timeout 2
+	--worker-id 11 --first-round 40 --follow --timeout 3
 grep -q "worker 11 round 40: epoch 3 installed, round run again" "$tmp/out" &&
 	grep -q "worker 11 round 40: .* 2 contributors, verified" "$tmp/out" &&
 	ok "run again under the new epoch" || not_ok "worker 11: $(cat "$tmp/out" "$tmp/err")"
@@ -214,7 +223,8 @@ s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
 s.bind(("127.0.0.1", q))
 s.settimeout(0.5)
-end = time.time() + 60
+print("ready", flush=True)
+end = time.time() + 600
 def send(stream, origin, rnd, chunk, count, job, epoch, body, to):
     hdr = HDR.pack(0x4752, 1, 8, 0, 1, 0, 0, job, epoch, stream, 1, origin, 1, rnd, chunk,
                    count, 0, 0, 0, bytes(10))
@@ -245,7 +255,8 @@ while time.time() < end:
             send(1, o, rnd, chunk, count, job, epoch, struct.pack("<%df" % count, *v), to)
 PY
 gw_pid=$!
-sleep 0.3
+wait_for_line "$tmp/mgw.log" '^ready$' 60 "$gw_pid" && ok "multicast stand-in ready" ||
+	not_ok "multicast stand-in: $(cat "$tmp/mgw.log")"
 
 expect 0 "--multicast: two workers, two rounds" m --worker-id 11 --worker-id 12 --rounds 2 \
 	--first-round 38 --timeout 5
@@ -267,13 +278,15 @@ for w in d["workers"]:
     assert w["stats"]["mcast_sent"] == mc and w["stats"]["mcast_received"] == 3 * mc
 ' "$tmp/out" "$MC" && ok "multicast JSON summary" || not_ok "multicast JSON: $(head -c 600 "$tmp/out")"
 
-# Workers in two processes keep in step by the clock.
-t0=$(python3 -c 'import time; print("%.3f" % (time.time() + 0.3))')
-m --worker-id 12 --rounds 2 --first-round 38 --start-at "$t0" --round-interval 1 \
+# Workers in two processes keep in step by the clock. A process that starts late still
+# sends round 38 while the other receives it, if it is less than the interval late: the
+# start leaves a second for both to start, the interval two more.
+t0=$(python3 -c 'import time; print("%.3f" % (time.time() + 1))')
+m --worker-id 12 --rounds 2 --first-round 38 --start-at "$t0" --round-interval 2 \
 	>"$tmp/out12" 2>&1 &
 p12=$!
 expect 0 "--start-at, --round-interval: two processes" m --worker-id 11 --rounds 2 \
-	--first-round 38 --start-at "$t0" --round-interval 1
+	--first-round 38 --start-at "$t0" --round-interval 2
 if wait $p12 && [ "$(grep -c "3 of 3 origins complete" "$tmp/out" "$tmp/out12" |
 	awk -F: '{s += $2} END {print s}')" = 4 ]; then
 	ok "both processes verified both rounds"
@@ -294,15 +307,15 @@ grep -q "worker 12 round 41: .*3 of 3 origins complete, $((3 * MC - 1)) chunks v
 	ok "the round line counts the wrong chunk" || not_ok "corrupted line: $(cat "$tmp/out")"
 
 expect 0 "a lost chunk is reported, not a failure" m --worker-id 11 --worker-id 12 \
-	--first-round 42 --timeout 0.5
+	--first-round 42 --timeout 2
 grep -q "worker 11 round 42: .*2 of 3 origins complete, $((3 * MC - 1)) chunks verified, 1 missing$" \
 	"$tmp/out" && ok "says 1 missing" || not_ok "lost chunk: $(cat "$tmp/out")"
 expect 1 "--require-all: a lost chunk fails" m --worker-id 11 --worker-id 12 --first-round 42 \
-	--timeout 0.5 --require-all
+	--timeout 2 --require-all
 grep -q "worker 11 round 42: 2 of 3 origins complete, 1 chunks missing after .* ms (--require-all)" \
 	"$tmp/err" && ok "says why" || not_ok "--require-all: $(cat "$tmp/err")"
 expect 1 "an origin that sent nothing fails" m --worker-id 11 --worker-id 12 --first-round 43 \
-	--timeout 0.5
+	--timeout 2
 grep -q "worker 12 round 43: nothing from origin 22 in .* ms (2 of 3 origins complete, $MC chunks missing)" \
 	"$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok "names the origin" ||
 	not_ok "silent origin: $(cat "$tmp/err")"

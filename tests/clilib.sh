@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Shared by the command-line tests (sourced after cd to the source root): a scratch
-# directory removed on exit, TAP-style ok / not_ok counters in n and fails, and expect.
+# directory removed on exit, TAP-style ok / not_ok counters in n and fails, expect, and
+# wait_for_line.
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -26,4 +27,19 @@ expect() {
 		return
 	fi
 	ok "$desc"
+}
+
+# wait_for_line FILE REGEX SECONDS [PID]: wait until a line of FILE matches REGEX (grep -E),
+# as a process writes it to say it is ready; 1 if none did within SECONDS or PID exited
+# first.
+wait_for_line() {
+	local end=$((SECONDS + $3))
+	until grep -Eq -- "$2" "$1" 2>/dev/null; do
+		if [ "$SECONDS" -ge "$end" ] ||
+			{ [ -n "${4:-}" ] && ! kill -0 "$4" 2>/dev/null; }; then
+			grep -Eq -- "$2" "$1" 2>/dev/null
+			return
+		fi
+		sleep 0.02
+	done
 }

@@ -790,7 +790,7 @@ sum_stat(const struct wrk *ws, int n, size_t off)
 /* A fake gateway of one multicast stream: every MCAST from a worker goes to the other
  * workers (sender rewritten), except the chunk `drop_chunk` of `drop_origin` towards
  * `drop_to`. With the first copy to the second worker it also sends a duplicate, the same
- * chunk of another round and garbage. */
+ * chunk of an earlier round and of another epoch, and garbage. */
 struct mgw {
 	int fd;
 	uint16_t port, gw_id, wport[3], wid[3];
@@ -836,9 +836,12 @@ mgw_main(void *arg)
 			if (k == 1 && !injected) {
 				injected = true;
 				raw_send(g->fd, pkt, (size_t)len, &to);         /* duplicate */
-				pkt[27] ^= 1;                                   /* another round */
+				pkt[27] ^= 4;                                   /* round 0: late */
 				raw_send(g->fd, pkt, (size_t)len, &to);
-				pkt[27] ^= 1;
+				pkt[27] ^= 4;
+				pkt[15] ^= 1;                                   /* another epoch */
+				raw_send(g->fd, pkt, (size_t)len, &to);
+				pkt[15] ^= 1;
 				raw_send(g->fd, "garbage", 7, &to);
 			}
 		}
@@ -993,9 +996,10 @@ test_mcast(void)
 			      ws[k].complete, ws[k].got, gr_client_error(ws[k].c));
 		}
 		if (k == 1)
-			CHECK(st.duplicates == 1 && st.stale == 1 && st.invalid == 1,
-			      "worker 12: %llu duplicates, %llu stale, %llu invalid",
-			      (unsigned long long)st.duplicates, (unsigned long long)st.stale,
+			CHECK(st.duplicates == 1 && st.stale == 1 && st.mcast_late == 1 &&
+			      st.invalid == 1, "worker 12: %llu duplicates, %llu stale, %llu late, "
+			      "%llu invalid", (unsigned long long)st.duplicates,
+			      (unsigned long long)st.stale, (unsigned long long)st.mcast_late,
 			      (unsigned long long)st.invalid);
 		gr_client_free(ws[k].c);
 	}
@@ -1004,25 +1008,44 @@ test_mcast(void)
 	close(g.fd);
 }
 
-/* Send worker `to` chunk `chunk` of origin's update of round 4 in stream 3 of job 5 at epoch
+/* Element i of chunk `chunk` of origin's update of round, as mcast_send_round() sends it. */
+static float
+mcast_value(uint16_t origin, uint32_t round, uint32_t chunk, uint32_t i)
+{
+	return (float)((7u * origin + 3u * round + chunk * M_CE + i) % 61);
+}
+
+/* Send worker `to` chunk `chunk` of origin's update of round in stream 3 of job 5 at epoch
  * from the gateway's socket fd, as the gateway delivers it. */
 static void
-mcast_deliver(int fd, uint16_t to, uint32_t epoch, uint16_t origin, uint32_t chunk,
-	      uint32_t elements)
+mcast_send_round(int fd, uint16_t to, uint32_t epoch, uint32_t round, uint16_t origin,
+		 uint32_t chunk, uint32_t elements)
 {
 	uint8_t pkt[WIRE_HDR_LEN + 4 * M_CE];
 	uint32_t n = wire_chunk_len(elements, M_CE, chunk);
 	struct wire_pkt p = {
 		.type = WIRE_TYPE_MCAST, .dtype = WIRE_DTYPE_FP32, .job = 5, .epoch = epoch,
-		.tree = 3, .sender = 1, .origin = origin, .contrib = 1, .round = 4,
+		.tree = 3, .sender = 1, .origin = origin, .contrib = 1, .round = round,
 		.chunk = chunk, .count = (uint16_t)n, .tsval = 1,
 	};
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(to),
 				 .sin_addr.s_addr = htonl(LOCALHOST) };
 
-	memset(pkt, 0, sizeof(pkt));
 	CU_ASSERT_FATAL(wire_hdr_encode(pkt, WIRE_HDR_LEN + 4 * n, &p, NULL) == 0);
+	for (uint32_t i = 0; i < n; i++) {
+		float v = mcast_value(origin, round, chunk, i);
+
+		memcpy(pkt + WIRE_HDR_LEN + 4 * i, &v, 4);
+	}
 	raw_send(fd, pkt, WIRE_HDR_LEN + 4 * n, &a);
+}
+
+/* mcast_send_round() of round 4. */
+static void
+mcast_deliver(int fd, uint16_t to, uint32_t epoch, uint16_t origin, uint32_t chunk,
+	      uint32_t elements)
+{
+	mcast_send_round(fd, to, epoch, 4, origin, chunk, elements);
 }
 
 static void
@@ -1115,6 +1138,205 @@ test_mcast_recv_state(void)
 	      "%llu received, %llu invalid, %llu duplicates",
 	      (unsigned long long)st.mcast_received, (unsigned long long)st.invalid,
 	      (unsigned long long)st.duplicates);
+	gr_client_free(c);
+	close(gw_fd);
+}
+
+/* What one gr_mcast_recv() call of the window test delivered. */
+struct wcall {
+	uint32_t round;                 /* the round asked for */
+	unsigned int got, wrong;        /* chunks; of another round, count or content */
+	unsigned int disorder;          /* chunks after one of a later (origin, chunk) */
+	int64_t last;                   /* origin index x 2^32 + chunk of the previous one */
+	void (*first)(struct wcall *);  /* run at the first chunk (packets during the call) */
+	int fd;
+	uint16_t to;
+};
+
+static void
+wcall_cb(void *arg, uint16_t origin, uint32_t round, uint32_t chunk, const void *data,
+	 uint32_t count)
+{
+	struct wcall *w = arg;
+	int64_t at = (int64_t)(origin == 13) << 32 | chunk;
+
+	if (w->got++ == 0 && w->first != NULL)
+		w->first(w);
+	w->disorder += at < w->last;
+	w->last = at;
+	w->wrong += round != w->round || count != wire_chunk_len(M_ELEMS, M_CE, chunk);
+	for (uint32_t i = 0; i < count && round == w->round; i++) {
+		float v;
+
+		memcpy(&v, (const uint8_t *)data + 4 * i, 4);
+		w->wrong += v != mcast_value(origin, round, chunk, i);
+	}
+}
+
+/* During the call of round 4: the rest of origin 13's round 5, last chunk first, then the
+ * chunk of round 4 that completes it. */
+static void
+wcall_during4(struct wcall *w)
+{
+	for (uint32_t ch = 15; ch >= 8; ch--)
+		mcast_send_round(w->fd, w->to, 2, 5, 13, ch, M_ELEMS);
+	mcast_send_round(w->fd, w->to, 2, 4, 13, 15, M_ELEMS);
+}
+
+/* One gr_mcast_recv() of round into w; its return value, *ms its duration. */
+static int
+wcall_run(struct gr_client *c, struct wcall *w, uint32_t round, uint32_t timeout_ms,
+	  double *ms)
+{
+	struct gr_mcast_opts mo = { .timeout_ms = timeout_ms };
+	struct timespec t0, t1;
+	int rc;
+
+	w->round = round;
+	w->got = w->wrong = w->disorder = 0;
+	w->last = -1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = gr_mcast_recv(c, round, wcall_cb, w, &mo);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	*ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	w->first = NULL;
+	return rc;
+}
+
+/* Every chunk of round of origins 11 and 13 to worker 12, except chunk `but` of 13 (-1:
+ * none). */
+static void
+wsend_all(int fd, uint16_t to, uint32_t epoch, uint32_t round, int but)
+{
+	for (uint32_t ch = 0; ch < 16; ch++) {
+		mcast_send_round(fd, to, epoch, round, 11, ch, M_ELEMS);
+		if ((int)ch != but)
+			mcast_send_round(fd, to, epoch, round, 13, ch, M_ELEMS);
+	}
+}
+
+/* gr_mcast_recv()'s window of rounds: chunks of the next round that come before or during
+ * the call of a round are delivered whole by the next call without waiting, first (by
+ * origin, then chunk); a round beyond the window and a late one are dropped and counted;
+ * what was kept for a round the caller skips, or across a reconfiguration, is discarded and
+ * counted; two rounds ahead when so configured. The callback sees the asked round only. */
+static void
+test_mcast_window(void)
+{
+	const uint16_t wid[3] = { 11, 12, 13 };
+	uint16_t wport[3], gw_port;
+	char json[4096], err[GR_ERR_MAX];
+	struct gr_config cfg;
+	struct gr_client *c;
+	struct gr_stats st;
+	struct wcall w = { 0 };
+	double ms;
+	int gw_fd, rc;
+
+	gw_port = ephemeral_port(&gw_fd);
+	for (int k = 0; k < 3; k++)
+		wport[k] = ephemeral_port(NULL);
+	mcast_table(json, sizeof(json), 2, gw_port, wid, wport, M_ELEMS);
+	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, 12, err, sizeof(err)) == 0);
+	CHECK(cfg.mcast_rounds_ahead == 0, "from a table: %u", cfg.mcast_rounds_ahead);
+	cfg.mcast_rounds_ahead = GR_MCAST_AHEAD_MAX + 1;
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "mcast_rounds_ahead") != NULL, "%s", err);
+	CU_ASSERT(gr_client_create(&cfg, err, sizeof(err)) == NULL && errno == EINVAL);
+	cfg.mcast_rounds_ahead = GR_MCAST_AHEAD_MAX;
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == 0, "%s", err);
+	cfg.mcast_rounds_ahead = 0;
+	c = gr_client_create(&cfg, err, sizeof(err));
+	CU_ASSERT_FATAL(c != NULL);
+	w.fd = gw_fd;
+	w.to = wport[1];
+
+	/* Before the call of round 4: all of 11's round 5 (chunk 3 twice), half of 13's, and
+	 * round 4 but its last chunk of 13; the rest of round 5 comes during the call. */
+	for (uint32_t ch = 0; ch < 16; ch++)
+		mcast_send_round(gw_fd, wport[1], 2, 5, 11, ch, M_ELEMS);
+	mcast_send_round(gw_fd, wport[1], 2, 5, 11, 3, M_ELEMS);
+	for (uint32_t ch = 0; ch < 8; ch++)
+		mcast_send_round(gw_fd, wport[1], 2, 5, 13, ch, M_ELEMS);
+	wsend_all(gw_fd, wport[1], 2, 4, 15);
+	w.first = wcall_during4;
+	rc = wcall_run(c, &w, 4, 30000, &ms);
+	CHECK(rc == 2 && w.got == 32 && w.wrong == 0, "round 4: rc %d, %u chunks, %u wrong: %s",
+	      rc, w.got, w.wrong, gr_client_error(c));
+	/* Round 5 came whole meanwhile: delivered at once, origin by origin, chunk by chunk. */
+	rc = wcall_run(c, &w, 5, 30000, &ms);
+	CHECK(rc == 2 && w.got == 32 && w.wrong == 0 && w.disorder == 0 && ms < 10000,
+	      "round 5: rc %d, %u chunks, %u wrong, %u out of order, %.0f ms: %s", rc, w.got,
+	      w.wrong, w.disorder, ms, gr_client_error(c));
+	gr_client_stats(c, &st);
+	CHECK(st.mcast_received == 64 && st.duplicates == 1 && st.stale == 0 &&
+	      st.mcast_late == 0 && st.mcast_too_far == 0 && st.mcast_skipped == 0 &&
+	      st.invalid == 0, "%llu received, %llu duplicates, %llu stale, %llu late",
+	      (unsigned long long)st.mcast_received, (unsigned long long)st.duplicates,
+	      (unsigned long long)st.stale, (unsigned long long)st.mcast_late);
+
+	/* During round 6: round 8 is beyond the window, round 5 late, epoch 3 stale; five
+	 * chunks of round 7 are kept, and a copy of one of them is a duplicate. */
+	for (uint32_t ch = 0; ch < 16; ch++)
+		mcast_send_round(gw_fd, wport[1], 2, 8, 11, ch, M_ELEMS);
+	mcast_send_round(gw_fd, wport[1], 2, 5, 11, 0, M_ELEMS);
+	mcast_send_round(gw_fd, wport[1], 3, 6, 11, 0, M_ELEMS);
+	for (uint32_t ch = 0; ch < 5; ch++)
+		mcast_send_round(gw_fd, wport[1], 2, 7, 13, ch, M_ELEMS);
+	mcast_send_round(gw_fd, wport[1], 2, 7, 13, 2, M_ELEMS);
+	wsend_all(gw_fd, wport[1], 2, 6, -1);
+	rc = wcall_run(c, &w, 6, 30000, &ms);
+	CHECK(rc == 2 && w.got == 32 && w.wrong == 0, "round 6: rc %d, %u chunks: %s", rc, w.got,
+	      gr_client_error(c));
+	gr_client_stats(c, &st);
+	CHECK(st.mcast_too_far == 16 && st.mcast_late == 1 && st.stale == 1 &&
+	      st.duplicates == 2 && st.mcast_skipped == 0, "%llu too far, %llu late, %llu stale, "
+	      "%llu duplicates", (unsigned long long)st.mcast_too_far,
+	      (unsigned long long)st.mcast_late, (unsigned long long)st.stale,
+	      (unsigned long long)st.duplicates);
+	/* Round 7 skipped: its five chunks are discarded; round 8's were dropped. */
+	rc = wcall_run(c, &w, 8, 50, &ms);
+	gr_client_stats(c, &st);
+	CHECK(rc == 0 && w.got == 0 && st.mcast_skipped == 5 &&
+	      strstr(gr_client_error(c), "32 chunks missing") != NULL,
+	      "round 8: rc %d, %u chunks, %llu skipped: %s", rc, w.got,
+	      (unsigned long long)st.mcast_skipped, gr_client_error(c));
+
+	/* A reconfiguration resets the window: six chunks kept of round 10 are discarded. */
+	for (uint32_t ch = 0; ch < 6; ch++)
+		mcast_send_round(gw_fd, wport[1], 2, 10, 11, ch, M_ELEMS);
+	wsend_all(gw_fd, wport[1], 2, 9, -1);
+	rc = wcall_run(c, &w, 9, 30000, &ms);
+	CHECK(rc == 2 && w.got == 32, "round 9: rc %d, %u chunks: %s", rc, w.got,
+	      gr_client_error(c));
+	cfg.epoch = 3;
+	cfg.mcast_rounds_ahead = 2;
+	CHECK(gr_client_reconfigure(c, &cfg, err, sizeof(err)) == 0, "%s", err);
+	rc = wcall_run(c, &w, 10, 50, &ms);
+	gr_client_stats(c, &st);
+	CHECK(rc == 0 && w.got == 0 && st.mcast_skipped == 5 + 6, "round 10: rc %d, %u chunks, "
+	      "%llu skipped", rc, w.got, (unsigned long long)st.mcast_skipped);
+
+	/* Two rounds ahead: during round 11, rounds 12 and 13 are kept, 14 is too far. A call
+	 * of round 13 discards round 12 and delivers 13 at once. */
+	wsend_all(gw_fd, wport[1], 3, 12, -1);
+	wsend_all(gw_fd, wport[1], 3, 13, -1);
+	for (uint32_t ch = 0; ch < 3; ch++)
+		mcast_send_round(gw_fd, wport[1], 3, 14, 13, ch, M_ELEMS);
+	wsend_all(gw_fd, wport[1], 3, 11, -1);
+	rc = wcall_run(c, &w, 11, 30000, &ms);
+	CHECK(rc == 2 && w.got == 32 && w.wrong == 0, "round 11: rc %d, %u chunks: %s", rc,
+	      w.got, gr_client_error(c));
+	rc = wcall_run(c, &w, 13, 30000, &ms);
+	gr_client_stats(c, &st);
+	CHECK(rc == 2 && w.got == 32 && w.wrong == 0 && w.disorder == 0 && ms < 10000 &&
+	      st.mcast_skipped == 11 + 32 && st.mcast_too_far == 16 + 3,
+	      "round 13: rc %d, %u chunks, %.0f ms, %llu skipped, %llu too far: %s", rc, w.got, ms,
+	      (unsigned long long)st.mcast_skipped, (unsigned long long)st.mcast_too_far,
+	      gr_client_error(c));
+	/* Rounds 4, 5, 6, 9, 11 and 13 delivered. */
+	CHECK(st.mcast_received == 32 * 6 && st.invalid == 0, "%llu received, %llu invalid",
+	      (unsigned long long)st.mcast_received, (unsigned long long)st.invalid);
 	gr_client_free(c);
 	close(gw_fd);
 }
@@ -1797,6 +2019,7 @@ main(void)
 		{ "configuration checks", test_config_check },
 		{ "selective multicast: send, receive, loss, strays", test_mcast },
 		{ "multicast receive state comes with the configuration", test_mcast_recv_state },
+		{ "multicast window: rounds ahead, too far, late, skipped", test_mcast_window },
 		{ "call arguments", test_call_args },
 		{ "fp32, three workers, two trees", test_fp32 },
 		{ "fp16, bf16, odd sizes", test_fp16_bf16_odd },

@@ -77,6 +77,12 @@ struct chunk {
 	uint8_t backoff;        /* timer doublings so far */
 };
 
+/* A slot of gr_mcast_recv()'s window: the chunks kept of one round ahead. */
+struct mslot {
+	uint32_t round;                 /* the round kept; meaningless while held is 0 */
+	uint32_t held;                  /* chunks kept; 0: the slot is free (bitmaps clear) */
+};
+
 /* RFC 6298 estimator, microseconds. */
 struct rtt {
 	int64_t srtt;
@@ -106,12 +112,19 @@ struct gr_client {
 	struct iovec rxiov[RX_BATCH];
 	struct sockaddr_in rxaddr[RX_BATCH];
 	uint8_t *rxbuf;                 /* RX_BATCH x RX_LEN */
-	/* gr_mcast_recv(): per origin (configuration order) a bitmap of the chunks got and
-	 * their count; allocated with the configuration when it has origins (NULL without),
-	 * so that a call allocates nothing. */
-	uint8_t *mbits;                 /* n_origins x mbits_stride bytes */
+	/* gr_mcast_recv(): the round being received and mahead rounds after it. Per round
+	 * and origin (configuration order) a bitmap of the chunks got and their count: set 0
+	 * is the round of the call, set 1 + s that of window slot s. Slot s keeps the chunks
+	 * of a round ahead with round % mahead == s, copied into its part of mdata, until
+	 * the call of that round delivers them. Allocated with the configuration when it has
+	 * origins (NULL without), so that a call allocates nothing. */
+	uint8_t *mbits;                 /* (1 + mahead) x n_origins x mbits_stride bytes */
 	size_t mbits_stride;
-	uint32_t *mgot;                 /* n_origins */
+	uint32_t *mgot;                 /* (1 + mahead) x n_origins */
+	struct mslot *mslot;            /* mahead */
+	uint8_t *mdata;                 /* mahead x n_origins x mtensor bytes */
+	size_t mtensor;                 /* bytes of one tensor */
+	uint32_t mahead;
 	/* The chunk records are those of a call of resume_round that timed out, as it left
 	 * them (gr_options.resume). */
 	bool resumable;
@@ -241,6 +254,10 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 				return json_util_fail(err, errlen, "origins[%u]: %u also in "
 						      "origins[%u]", i, cfg->origins[i], j);
 	}
+	if (cfg->mcast_rounds_ahead > GR_MCAST_AHEAD_MAX)
+		return json_util_fail(err, errlen, "mcast_rounds_ahead: %u, at most %u (0: %u)",
+				      cfg->mcast_rounds_ahead, GR_MCAST_AHEAD_MAX,
+				      GR_MCAST_AHEAD_DEFAULT);
 	if (!(isfinite(cfg->mcast_rate_gbps) && cfg->mcast_rate_gbps >= 0))
 		return json_util_fail(err, errlen, "mcast_rate_gbps: must be a finite number >= 0");
 	/* A multicast-only job (selmcast) has no tree. */
@@ -454,9 +471,14 @@ struct prepared {
 	struct chunk *ch;               /* n_chunks */
 	uint32_t n_chunks;
 	int fd;
-	uint8_t *mbits;                 /* n_origins x mbits_stride bytes; NULL without origins */
+	/* gr_mcast_recv()'s window (struct gr_client); all NULL without origins. */
+	uint8_t *mbits;
 	size_t mbits_stride;
-	uint32_t *mgot;                 /* n_origins; NULL without origins */
+	uint32_t *mgot;
+	struct mslot *mslot;
+	uint8_t *mdata;
+	size_t mtensor;
+	uint32_t mahead;
 };
 
 static void
@@ -465,14 +487,48 @@ prepared_free(struct prepared *p)
 	free(p->ch);
 	free(p->mbits);
 	free(p->mgot);
+	free(p->mslot);
+	free(p->mdata);
 	p->ch = NULL;
 	p->mbits = NULL;
 	p->mgot = NULL;
+	p->mslot = NULL;
+	p->mdata = NULL;
+}
+
+/* Allocate gr_mcast_recv()'s bitmaps, counts and window into p (cfg has origins). */
+static int
+prepare_mcast(const struct gr_config *cfg, struct prepared *p, char *err, size_t errlen)
+{
+	uint32_t ahead = cfg->mcast_rounds_ahead ? cfg->mcast_rounds_ahead : GR_MCAST_AHEAD_DEFAULT;
+	size_t sets = (size_t)(1 + ahead) * cfg->n_origins, tensor, data;
+
+	if (__builtin_mul_overflow(cfg->elements, gr_dtype_size(cfg->dtype), &tensor) ||
+	    __builtin_mul_overflow(tensor, (size_t)ahead * cfg->n_origins, &data)) {
+		(void)json_util_fail(err, errlen, "%u rounds ahead of %u origins of %llu "
+				     "elements: more bytes than memory has", ahead, cfg->n_origins,
+				     (unsigned long long)cfg->elements);
+		return -ENOMEM;
+	}
+	p->mahead = ahead;
+	p->mtensor = tensor;
+	p->mbits_stride = ((size_t)p->n_chunks + 7) / 8;
+	p->mbits = calloc(sets, p->mbits_stride);
+	p->mgot = calloc(sets, sizeof(*p->mgot));
+	p->mslot = calloc(ahead, sizeof(*p->mslot));
+	p->mdata = malloc(data);
+	if (p->mbits == NULL || p->mgot == NULL || p->mslot == NULL || p->mdata == NULL) {
+		(void)json_util_fail(err, errlen, "out of memory for %u origins of %u chunks and "
+				     "%zu bytes for %u rounds ahead (mcast_rounds_ahead)",
+				     cfg->n_origins, p->n_chunks, data, ahead);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /* Check cfg and build what it needs into p: a sorted copy, the chunk records, the
- * multicast receive bitmaps if it has origins and (if fd < 0) the socket. fd is the socket
- * to keep, or -1. Nothing of the client changes here. */
+ * multicast receive bitmaps and window if it has origins and (if fd < 0) the socket. fd is
+ * the socket to keep, or -1. Nothing of the client changes here. */
 static int
 prepare(const struct gr_config *cfg, int fd, struct prepared *p, char *err, size_t errlen)
 {
@@ -492,15 +548,10 @@ prepare(const struct gr_config *cfg, int fd, struct prepared *p, char *err, size
 		return -ENOMEM;
 	}
 	if (cfg->n_origins > 0) {
-		p->mbits_stride = ((size_t)p->n_chunks + 7) / 8;
-		p->mbits = malloc(p->mbits_stride * cfg->n_origins);
-		p->mgot = malloc(sizeof(*p->mgot) * cfg->n_origins);
-		if (p->mbits == NULL || p->mgot == NULL) {
-			(void)json_util_fail(err, errlen,
-					     "out of memory for %u origins of %u chunks",
-					     cfg->n_origins, p->n_chunks);
+		rc = prepare_mcast(cfg, p, err, errlen);
+		if (rc < 0) {
 			prepared_free(p);
-			return -ENOMEM;
+			return rc;
 		}
 	}
 	if (p->fd < 0) {
@@ -513,13 +564,18 @@ prepare(const struct gr_config *cfg, int fd, struct prepared *p, char *err, size
 	return 0;
 }
 
-/* Replace the client's configuration by p, which it takes over. */
+/* Replace the client's configuration by p, which it takes over; what the old one kept
+ * for multicast rounds ahead is discarded. */
 static void
 install(struct gr_client *c, struct prepared *p)
 {
+	for (uint32_t s = 0; s < c->mahead; s++)
+		c->st.mcast_skipped += c->mslot[s].held;
 	free(c->ch);
 	free(c->mbits);
 	free(c->mgot);
+	free(c->mslot);
+	free(c->mdata);
 	if (c->fd >= 0 && c->fd != p->fd)
 		close(c->fd);
 	c->cfg = p->cfg;
@@ -533,6 +589,10 @@ install(struct gr_client *c, struct prepared *p)
 	c->mbits = p->mbits;
 	c->mbits_stride = p->mbits_stride;
 	c->mgot = p->mgot;
+	c->mslot = p->mslot;
+	c->mdata = p->mdata;
+	c->mtensor = p->mtensor;
+	c->mahead = p->mahead;
 	c->resumable = false;
 }
 
@@ -610,6 +670,8 @@ gr_client_free(struct gr_client *c)
 	free(c->rxbuf);
 	free(c->mbits);
 	free(c->mgot);
+	free(c->mslot);
+	free(c->mdata);
 	free(c);
 }
 
@@ -1406,6 +1468,116 @@ struct mcall {
 	unsigned int complete;          /* origins with every chunk */
 };
 
+/* Bitmap and count of origin o in set k (0: the call's round, 1 + s: window slot s). */
+static uint8_t *
+mcast_bits(const struct gr_client *c, uint32_t k, unsigned int o)
+{
+	return c->mbits + ((size_t)k * c->cfg.n_origins + o) * c->mbits_stride;
+}
+
+static uint32_t *
+mcast_got(const struct gr_client *c, uint32_t k, unsigned int o)
+{
+	return c->mgot + (size_t)k * c->cfg.n_origins + o;
+}
+
+/* Where window slot s keeps chunk `chunk` of origin o. */
+static uint8_t *
+mcast_data(const struct gr_client *c, uint32_t s, unsigned int o, uint32_t chunk)
+{
+	return c->mdata + ((size_t)s * c->cfg.n_origins + o) * c->mtensor +
+	       (size_t)chunk * c->cfg.chunk_elements * gr_dtype_size(c->cfg.dtype);
+}
+
+/* Empty window slot s; its chunks not delivered are counted as skipped. */
+static void
+mcast_slot_clear(struct gr_client *c, uint32_t s, bool skipped)
+{
+	if (skipped)
+		c->st.mcast_skipped += c->mslot[s].held;
+	c->mslot[s].held = 0;
+	memset(mcast_bits(c, 1 + s, 0), 0, c->mbits_stride * c->cfg.n_origins);
+	memset(mcast_got(c, 1 + s, 0), 0, sizeof(*c->mgot) * c->cfg.n_origins);
+}
+
+/* Mark chunk of origin o in set k; false if it was there already (a duplicate). */
+static bool
+mcast_mark(struct gr_client *c, uint32_t k, unsigned int o, uint32_t chunk)
+{
+	uint8_t *bits = mcast_bits(c, k, o);
+
+	if (bits[chunk / 8] & (1u << (chunk % 8)))
+		return false;
+	bits[chunk / 8] |= (uint8_t)(1u << (chunk % 8));
+	++*mcast_got(c, k, o);
+	return true;
+}
+
+/* Deliver chunk of origin o to the caller, counting it. */
+static void
+mcast_deliver(struct mcall *m, unsigned int o, uint32_t chunk, const void *data)
+{
+	struct gr_client *c = m->c;
+
+	c->st.mcast_received++;
+	if (*mcast_got(c, 0, o) == c->n_chunks)
+		m->complete++;
+	m->fn(m->arg, c->cfg.origins[o], m->round, chunk, data,
+	      wire_chunk_len(c->cfg.elements, c->cfg.chunk_elements, chunk));
+}
+
+/* Start the call of m->round on the window: the slot that kept this round is delivered
+ * (origin by origin, chunks in ascending order) and freed; a slot of a round outside the
+ * window from m->round (one the caller passed over) is freed, its chunks counted as
+ * skipped. */
+static void
+mcast_window_start(struct mcall *m)
+{
+	struct gr_client *c = m->c;
+	unsigned int n = c->cfg.n_origins;
+
+	memset(mcast_bits(c, 0, 0), 0, c->mbits_stride * n);
+	memset(mcast_got(c, 0, 0), 0, sizeof(*c->mgot) * n);
+	for (uint32_t s = 0; s < c->mahead; s++) {
+		uint32_t d = c->mslot[s].round - m->round;
+
+		if (c->mslot[s].held == 0 || (d >= 1 && d <= c->mahead))
+			continue;
+		if (d != 0) {
+			mcast_slot_clear(c, s, true);
+			continue;
+		}
+		for (unsigned int o = 0; o < n; o++) {
+			const uint8_t *bits = mcast_bits(c, 1 + s, o);
+
+			for (uint32_t i = 0; i < c->n_chunks; i++)
+				if ((bits[i / 8] & (1u << (i % 8))) && mcast_mark(c, 0, o, i))
+					mcast_deliver(m, o, i, mcast_data(c, s, o, i));
+		}
+		mcast_slot_clear(c, s, false);
+	}
+}
+
+/* Keep chunk p (of origin o, payload at data) of a round in the window ahead. */
+static void
+mcast_keep(struct gr_client *c, const struct wire_pkt *p, unsigned int o, const uint8_t *data)
+{
+	uint32_t s = p->round % c->mahead;
+	struct mslot *sl = &c->mslot[s];
+
+	/* The window's rounds have slots of their own and mcast_window_start() freed the
+	 * others, so a slot holds this round or none. */
+	if (sl->held != 0 && sl->round != p->round)
+		mcast_slot_clear(c, s, true);
+	if (!mcast_mark(c, 1 + s, o, p->chunk)) {
+		c->st.duplicates++;
+		return;
+	}
+	sl->round = p->round;
+	sl->held++;
+	memcpy(mcast_data(c, s, o, p->chunk), data, (size_t)p->count * gr_dtype_size(c->cfg.dtype));
+}
+
 static void
 mcast_rx_one(struct mcall *m, uint8_t *pkt, size_t len, const struct sockaddr_in *from,
 	     uint64_t now)
@@ -1413,6 +1585,7 @@ mcast_rx_one(struct mcall *m, uint8_t *pkt, size_t len, const struct sockaddr_in
 	struct gr_client *c = m->c;
 	const struct gr_config *cfg = &c->cfg;
 	struct wire_pkt p;
+	uint32_t ahead;
 	int o;
 
 	if (wire_hdr_decode(pkt, len, &p, NULL) < 0) {
@@ -1432,7 +1605,7 @@ mcast_rx_one(struct mcall *m, uint8_t *pkt, size_t len, const struct sockaddr_in
 		c->st.invalid++;
 		return;
 	}
-	if (p.epoch != cfg->epoch || p.round != m->round) {
+	if (p.epoch != cfg->epoch) {
 		c->st.stale++;
 		return;
 	}
@@ -1443,17 +1616,18 @@ mcast_rx_one(struct mcall *m, uint8_t *pkt, size_t len, const struct sockaddr_in
 		c->st.invalid++;
 		return;
 	}
-	uint8_t *bits = c->mbits + (size_t)o * c->mbits_stride;
-
-	if (bits[p.chunk / 8] & (1u << (p.chunk % 8))) {
+	ahead = p.round - m->round;
+	if (wire_round_before(p.round, m->round)) {
+		c->st.mcast_late++;
+	} else if (ahead > c->mahead) {
+		c->st.mcast_too_far++;
+	} else if (ahead > 0) {
+		mcast_keep(c, &p, (unsigned int)o, pkt + p.payload_off);
+	} else if (!mcast_mark(c, 0, (unsigned int)o, p.chunk)) {
 		c->st.duplicates++;
-		return;
+	} else {
+		mcast_deliver(m, (unsigned int)o, p.chunk, pkt + p.payload_off);
 	}
-	bits[p.chunk / 8] |= (uint8_t)(1u << (p.chunk % 8));
-	c->st.mcast_received++;
-	if (++c->mgot[o] == c->n_chunks)
-		m->complete++;
-	m->fn(m->arg, p.origin, p.round, p.chunk, pkt + p.payload_off, p.count);
 }
 
 int
@@ -1476,11 +1650,11 @@ gr_mcast_recv(struct gr_client *c, uint32_t round, gr_mcast_fn fn, void *arg,
 	if (n == 0)
 		return fail(c, -EINVAL, "worker %u receives no multicast stream of job %u",
 			    c->cfg.worker_id, c->cfg.job);
-	/* The bitmaps came with the configuration (prepare()): nothing is allocated here. */
-	memset(c->mbits, 0, c->mbits_stride * n);
-	memset(c->mgot, 0, sizeof(*c->mgot) * n);
+	/* The bitmaps and the window came with the configuration (prepare()): nothing is
+	 * allocated here. */
 	start = now_us();
 	deadline = start + (uint64_t)(o->timeout_ms ? o->timeout_ms : GR_TIMEOUT_DEFAULT_MS) * 1000;
+	mcast_window_start(&m);
 	while (m.complete < n) {
 		int r;
 
@@ -1514,12 +1688,12 @@ gr_mcast_recv(struct gr_client *c, uint32_t round, gr_mcast_fn fn, void *arg,
 	}
 	if (o->complete != NULL)
 		for (unsigned int i = 0; i < n; i++)
-			o->complete[i] = c->mgot[i] == c->n_chunks;
+			o->complete[i] = *mcast_got(c, 0, i) == c->n_chunks;
 	if (m.complete < n) {
 		uint64_t missing = 0;
 
 		for (unsigned int i = 0; i < n; i++)
-			missing += c->n_chunks - c->mgot[i];
+			missing += c->n_chunks - *mcast_got(c, 0, i);
 		(void)fail(c, 0, "round %u: %u of %u origins complete, %llu chunks missing after "
 			   "%llu ms", round, m.complete, n, (unsigned long long)missing,
 			   (unsigned long long)((now_us() - start) / 1000));

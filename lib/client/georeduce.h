@@ -60,6 +60,10 @@ extern "C" {
 #define GR_ORIGINS_MAX 1024
 /** Default interval between two progress callbacks. */
 #define GR_PROGRESS_DEFAULT_MS 100
+/** Rounds after the one being received whose multicast chunks gr_mcast_recv() keeps, when
+ * gr_config.mcast_rounds_ahead is 0, and the most it may be. */
+#define GR_MCAST_AHEAD_DEFAULT 1
+#define GR_MCAST_AHEAD_MAX 8
 
 /** Element types; the values are those of the wire header and the tables. */
 enum gr_dtype {
@@ -112,6 +116,11 @@ struct gr_config {
 	unsigned int n_origins;         /* 0 .. GR_ORIGINS_MAX */
 	uint16_t origins[GR_ORIGINS_MAX];        /* workers whose updates reach this worker */
 	uint16_t origin_streams[GR_ORIGINS_MAX]; /* the stream each of them arrives on */
+	uint32_t mcast_rounds_ahead;    /* gr_mcast_recv(r) keeps the chunks of rounds r + 1 ..
+					 * r + this for the calls of those rounds (a sender that
+					 * is ahead); 0: GR_MCAST_AHEAD_DEFAULT; at most
+					 * GR_MCAST_AHEAD_MAX. With origins, each round kept costs
+					 * n_origins x the tensor's bytes (gr_client_create()) */
 };
 
 /** Called with the chunks done and the total (see struct gr_options). */
@@ -176,6 +185,14 @@ struct gr_stats {
 					 * continues after it; 0 until one came */
 	uint64_t mcast_sent;            /* MCAST packets sent (gr_mcast_send()) */
 	uint64_t mcast_received;        /* MCAST chunks delivered (gr_mcast_recv()) */
+	uint64_t mcast_late;            /* MCAST chunks of a round before the one received:
+					 * dropped (it came after its call) */
+	uint64_t mcast_too_far;         /* MCAST chunks of a round more than
+					 * mcast_rounds_ahead after the one received: dropped */
+	uint64_t mcast_skipped;         /* MCAST chunks kept for a round ahead and discarded
+					 * undelivered: a call of another round left that round
+					 * outside the window (the caller skipped it), or a
+					 * reconfiguration reset the rounds kept */
 };
 
 /** Called by gr_mcast_recv() with each chunk received: count elements of dtype at data
@@ -220,9 +237,12 @@ int gr_config_check(const struct gr_config *cfg, char *err, size_t errlen);
 
 /**
  * Create a client: check the configuration, open and bind its UDP socket to
- * worker_ipv4:worker_port and allocate everything gr_allreduce() and gr_mcast_recv() need
- * (one state record per chunk, the batch buffers and, with origins, a bitmap of the chunks
- * received per origin: no allocation happens per packet or per call).
+ * worker_ipv4:worker_port and allocate everything gr_allreduce() and gr_mcast_recv() need:
+ * one state record per chunk, the batch buffers and, with origins, what gr_mcast_recv()
+ * keeps: A = mcast_rounds_ahead (or its default) rounds of A x n_origins x elements x
+ * gr_dtype_size(dtype) bytes for the chunks of rounds ahead, and (A + 1) x n_origins x
+ * (ceil(C / 8) + 4) bytes of bitmaps and counts (C chunks). No allocation happens per
+ * packet or per call.
  *
  * @return  The client, or NULL with errno (EINVAL: bad configuration; EADDRINUSE,
  *          EADDRNOTAVAIL, ...: the socket; ENOMEM) and one line in err.
@@ -233,7 +253,8 @@ struct gr_client *gr_client_create(const struct gr_config *cfg, char *err, size_
  * Move a client to a new epoch between calls (a failover installed a new table): same job
  * and worker id, an epoch after the current one (serial arithmetic); anything else may
  * change. The socket is reopened if the worker's address or port changed, the round-trip
- * estimates reset if the gateway did. On failure the client keeps its configuration.
+ * estimates reset if the gateway did. The multicast chunks kept for rounds ahead are
+ * discarded (gr_stats.mcast_skipped). On failure the client keeps its configuration.
  *
  * @return  0, or a negative errno with one line in err.
  */
@@ -297,11 +318,16 @@ int gr_mcast_send(struct gr_client *c, const void *buf, size_t elements, enum gr
 
 /**
  * Receive the updates of `round` that the gateway delivers to this worker: fn is called
- * once per (origin, chunk), in arrival order, until every chunk of every expected origin
- * (the configuration's origins) has arrived or the timeout passes. Duplicates are dropped
- * (gr_stats.duplicates), as are packets of other rounds or epochs (stale) and anything
- * malformed or from elsewhere (invalid); PROBEs are answered. A worker then averages over
- * the origins it got.
+ * once per (origin, chunk) of `round` and of no other round, until every chunk of every
+ * expected origin (the configuration's origins) has arrived or the timeout passes. First
+ * come the chunks of `round` that an earlier call kept (origin by origin in the
+ * configuration's order, each in ascending chunk order), then those that arrive, in
+ * arrival order. Chunks of the rounds after `round`, up to mcast_rounds_ahead of them, are
+ * kept for their own calls; a call discards what was kept for a round outside its window,
+ * as a round it passed over (gr_stats.mcast_skipped). Dropped and counted: duplicates (also of a kept
+ * chunk), chunks of an earlier round (mcast_late) or of a round beyond those kept
+ * (mcast_too_far), packets of another epoch (stale), anything malformed or from elsewhere
+ * (invalid). PROBEs are answered. A worker then averages over the origins it got.
  *
  * @return  The number of origins complete (0 .. n_origins; fewer after a timeout, with
  *          gr_client_error() saying how many chunks were missing); -EINVAL (arguments, no
