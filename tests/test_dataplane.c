@@ -28,6 +28,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
+#include <xmmintrin.h>
 
 #include "dp.h"
 #include "fuzzutil.h"
@@ -1390,6 +1391,88 @@ test_bf16(void)
 	half_case(TABLE_DTYPE_BF16, WIRE_DTYPE_BF16);
 }
 
+/* MXCSR of the lcore that runs it, into *arg: what the EAL left for worker lcores. */
+static int
+read_mxcsr(void *arg)
+{
+	*(unsigned int *)arg = _mm_getcsr();
+	return 0;
+}
+
+/* FTZ (bit 15) and DAZ (bit 6) clear, rounding to nearest (bits 13-14 zero). */
+static bool
+mxcsr_ieee(unsigned int csr)
+{
+	return (csr & (0x8000u | 0x0040u | 0x6000u)) == 0;
+}
+
+#define ANY_NAN 0xffffffffu /* an expected value: any NaN */
+
+/*
+ * The arithmetic docs/PROTOCOL.md section 4 promises, through a root with three workers:
+ * IEEE binary32 adds in arrival order, subnormals kept (no FTZ/DAZ on the main thread or
+ * on an EAL worker lcore), signed zeros and infinities as IEEE, NaN stays NaN.
+ */
+static void
+test_ieee_sums(void)
+{
+	enum { N = 8 };
+	static const uint32_t in[3][N] = { /* workers 11, 12, 13 */
+		{ 0x00000001, 0x80000000, 0x00000000, 0x7f800000, 0x7f800000, 0x4cbebc20,
+		  0x7f7fffff, 0x80000001 },
+		{ 0x00000001, 0x80000000, 0x80000000, 0x3f800000, 0xff800000, 0x3f800000,
+		  0x7f7fffff, 0x00000000 },
+		{ 0x00000001, 0x80000000, 0x80000000, 0x3f800000, 0x3f800000, 0xccbebc20,
+		  0xff7fffff, 0x00000000 },
+	};
+	/* Arrival 11, 12, 13: (1e8 + 1) - 1e8 = 0 and (max + max) - max = inf; arrival 11,
+	 * 13, 12: (1e8 - 1e8) + 1 = 1 and (max - max) + max = max. */
+	static const uint32_t want[2][N] = {
+		{ 0x00000003, 0x80000000, 0x00000000, 0x7f800000, ANY_NAN, 0x00000000, 0x7f800000,
+		  0x80000001 },
+		{ 0x00000003, 0x80000000, 0x00000000, 0x7f800000, ANY_NAN, 0x3f800000, 0x7f7fffff,
+		  0x80000001 },
+	};
+	static const int order[2][3] = { { 0, 1, 2 }, { 0, 2, 1 } };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16, { 0 } };
+	static struct out o[8];
+	unsigned int csr = _mm_getcsr(), lcore = rte_get_next_lcore(-1, 1, 0);
+
+	CU_ASSERT(mxcsr_ieee(csr));
+	if (lcore < RTE_MAX_LCORE) {
+		csr = 0xffffffffu;
+		CU_ASSERT_FATAL(rte_eal_remote_launch(read_mxcsr, &csr, lcore) == 0);
+		rte_eal_wait_lcore(lcore);
+		CU_ASSERT(mxcsr_ieee(csr));
+	}
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(8, 1, 1, TABLE_DTYPE_FP32, N, N, 3, W3, 1, &td),
+				"install") == 0);
+	for (int r = 0; r < 2; r++) {
+		for (int k = 0; k < 3; k++) {
+			int w = order[r][k];
+			struct pkt p = { WIRE_TYPE_CONTRIB, 0, 8, 1, 0, W3[w], W3[w], 1,
+					 (uint32_t)(5 + r), 0, WIRE_DTYPE_FP32, N, PEER_IP(W3[w]) };
+
+			inject(mk_pkt(&p, in[w]));
+			poll_all(); /* one at a time: the arrival order is the injection order */
+		}
+		int n = collect(o, 8), bad = 0;
+
+		CU_ASSERT_FATAL(n == 3);
+		for (int k = 0; k < n; k++)
+			for (int i = 0; i < N; i++) {
+				uint32_t got;
+
+				memcpy(&got, o[k].frame + WIRE_FRAME_PAYLOAD_OFF + 4 * i, 4);
+				bad += want[r][i] != ANY_NAN ? got != want[r][i]
+							     : (got & 0x7fffffffu) <= 0x7f800000u;
+			}
+		CU_ASSERT(bad == 0);
+	}
+	dp_down();
+}
+
 /* Corrupt one byte of a valid frame at off (XOR x). */
 static struct rte_mbuf *
 corrupt(struct rte_mbuf *m, size_t off, uint8_t x)
@@ -2529,6 +2612,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "512 chunks in flight, shuffled, duplicated", test_many_in_flight_shuffled);
 	CU_add_test(s, "fp16", test_fp16);
 	CU_add_test(s, "bf16", test_bf16);
+	CU_add_test(s, "IEEE sums in arrival order, no FTZ/DAZ", test_ieee_sums);
 	CU_add_test(s, "bad packets by reason", test_bad_packets);
 	CU_add_test(s, "ARP, ICMP, neighbour resolution", test_arp_icmp);
 	CU_add_test(s, "retransmissions answered", test_retx_answers);
