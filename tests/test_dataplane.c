@@ -1813,11 +1813,19 @@ test_retx_answers(void)
 	CU_ASSERT(collect(o, 16) == 1 && o[0].p.type == WIRE_TYPE_ACK);
 	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 1);
 	CU_ASSERT(ctr(DP_CTR_ACKS_SENT) == 2);
-	/* Workers 12 and 13 complete the chunk: three results. */
+	/* Workers 12 and 13 complete the chunk, 13 with a RETX: the RESULT's ordinary copies
+	 * answer it (flags 0, no echo, to every worker), no ACK, no copy of its own. */
 	inject(contrib_f32(13, 1, 0, 12, 4, 0, el, ce));
-	inject(contrib_f32(13, 1, 0, 13, 4, 0, el, ce));
+	m = contrib_f32(13, 1, 0, 13, 4, 0, el, ce);
+	rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->flags = WIRE_F_RETX;
+	rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+	inject(m);
 	poll_all();
-	CU_ASSERT(collect(o, 16) == 3);
+	CU_ASSERT_FATAL(collect(o, 16) == 3);
+	for (int k = 0; k < 3; k++)
+		CU_ASSERT(o[k].p.type == WIRE_TYPE_RESULT && o[k].p.flags == 0 &&
+			  o[k].p.tsecr == 0 && o[k].fl.dst_ip == PEER_IP(W3[k]));
+	CU_ASSERT(ctr(DP_CTR_ACKS_SENT) == 2);
 	/* Done: a RETX from 12 gets the retained RESULT (RETX|ECHO) to 12 alone. */
 	m = contrib_f32(13, 1, 0, 12, 4, 0, el, ce);
 	rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->flags = WIRE_F_RETX;
