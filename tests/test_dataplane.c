@@ -475,6 +475,13 @@ test_root_three_workers(void)
 	CU_ASSERT(n == 2);
 	CU_ASSERT(o[0].p.type == WIRE_TYPE_RESULT && (o[0].p.flags & WIRE_F_RETX) &&
 		  o[0].fl.dst_ip == PEER_IP(12) && o[0].p.chunk == 3);
+	/* A range that runs past the tree's chunks is dropped whole, as bad_chunk. */
+	nk.chunk = nch - 1;
+	inject(mk_pkt(&nk, NULL));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_CHUNK) == 1);
+	nk.chunk = 3;
 	/* The same round again: duplicates, no new results. */
 	inject(contrib_f32(7, 1, 0, 11, 5, 0, el, ce));
 	poll_all();

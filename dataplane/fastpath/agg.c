@@ -953,7 +953,10 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 	}
 	const struct dp_tree *t = &j->trees[j->tree_map[p->tree] - 1];
 
-	if (unlikely(p->chunk - t->chunk_first >= t->chunk_count)) {
+	/* The chunk, and for ACK and NACKs every chunk of the range (count chunks). */
+	if (unlikely(p->chunk - t->chunk_first >= t->chunk_count ||
+		     (p->type != WIRE_TYPE_CONTRIB && p->type != WIRE_TYPE_RESULT &&
+		      p->count > t->chunk_count - (p->chunk - t->chunk_first)))) {
 		drop(lc, m, WIRE_REASON_BAD_CHUNK);
 		return;
 	}
