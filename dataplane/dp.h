@@ -64,12 +64,11 @@ enum dp_ctr {
 	DP_CTR_PACE_FULL,           /* frames dropped: a pacer's queue was full */
 	DP_CTR_ARP_REPLIES,
 	DP_CTR_ICMP_REPLIES,
-	DP_CTR_NOT_FOR_US,          /* other protocols, addresses or ports: dropped */
+	DP_CTR_NOT_FOR_US,          /* dropped: another host, protocol or port (drops[]) */
 	DP_CTR_NO_NEIGHBOUR,        /* a destination's MAC is not resolved yet: dropped */
 	DP_CTR_NO_MBUF,             /* a pool was empty: dropped */
 	DP_CTR_BAD_FRAME,           /* Ethernet/IP/UDP rejected (details in drops[]) */
 	DP_CTR_BAD_HEADER,          /* georeduce header rejected (details in drops[]) */
-	DP_CTR_MISALIGNED,          /* frames at an odd address: dropped */
 	DP_CTR_CTL_TX,              /* control-thread frames sent for it */
 	DP_CTR_FAULT_DROPPED,       /* fault injection: frames dropped on purpose */
 	DP_CTR_FAULT_DUPLICATED,    /* ... duplicated */
@@ -454,6 +453,7 @@ struct dp {
 	struct dp_peer peers[DP_PEERS_MAX];
 	uint64_t probe_tsc;                 /* ctl: the last round of probes */
 	uint64_t peers_since_tsc;           /* ctl: when the peer list was set */
+	uint64_t probe_replies_unsolicited; /* ctl: PROBE_REPLYs from no peer, dropped */
 	struct dp_neigh neigh[DP_NEIGH_MAX];
 	_Atomic uint32_t n_neigh;           /* ctl: release after filling an entry */
 	/* Control-thread bookkeeping. */

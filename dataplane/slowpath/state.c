@@ -242,16 +242,21 @@ dp_neigh_set(struct dp *dp, int idx, const struct rte_ether_addr *mac, bool is_s
 	atomic_store_explicit(&dp->neigh[idx].mac, v, memory_order_relaxed);
 }
 
-/* A PROBE_REPLY from a peer: when, and the round trip. */
+/* A PROBE_REPLY from a peer: when, and the round trip. From no peer: counted, dropped. */
 static void
 peer_reply(struct dp *dp, const struct dp_learn *l)
 {
+	bool peer = false;
+
 	for (unsigned int i = 0; i < dp->n_peers; i++)
 		if (dp->peers[i].ipv4 == l->ipv4) {
 			dp->peers[i].last_reply_tsc = rte_get_tsc_cycles();
 			dp->peers[i].rtt_us = l->rtt_us;
 			dp->peers[i].replies++;
+			peer = true;
 		}
+	if (!peer)
+		dp->probe_replies_unsolicited++;
 }
 
 int
