@@ -1662,6 +1662,29 @@ test_bad_packets(void)
 		total += drops((enum wire_reason)r);
 	CU_ASSERT(total == 8 + 5 + 8 + 6);
 	CU_ASSERT(ctr(DP_CTR_BAD_FRAME) == 5 && ctr(DP_CTR_BAD_HEADER) == 8);
+	/* stats (docs/CONTROL.md): every counter, zeros included; drops only where not 0. */
+	{
+		json_t *st = dp_stats_json(&dp);
+		json_t *lj = json_array_get(json_object_get(st, "lcores"), 0);
+		json_t *dj = json_object_get(lj, "drops");
+		size_t nz = 0;
+
+		for (int r = 1; r < WIRE_REASON_COUNT_MAX; r++) {
+			json_t *v = json_object_get(dj, wire_reason_str((enum wire_reason)r));
+
+			nz += drops((enum wire_reason)r) != 0;
+			CU_ASSERT(drops((enum wire_reason)r) != 0
+					  ? json_integer_value(v) == (json_int_t)drops((enum wire_reason)r)
+					  : v == NULL);
+		}
+		CU_ASSERT(json_object_size(dj) == nz);
+		CU_ASSERT(json_integer_value(json_object_get(lj, "dropped")) == (json_int_t)total);
+		CU_ASSERT(json_integer_value(json_object_get(lj, "not_for_us")) == 6);
+		CU_ASSERT(json_is_integer(json_object_get(lj, "no_mbuf")) &&
+			  json_integer_value(json_object_get(lj, "no_mbuf")) == 0);
+		CU_ASSERT(json_integer_value(json_object_get(st, "probe_replies_unsolicited")) == 1);
+		json_decref(st);
+	}
 	/* Random garbage: never a crash, never a result. */
 	uint64_t rng = fuzz_env_ulong("GEOREDUCE_FUZZ_SEED", 7);
 	unsigned long iters = fuzz_env_ulong("GEOREDUCE_FUZZ_ITERS",
