@@ -1738,39 +1738,50 @@ test_bad_packets(void)
 	dp_down();
 }
 
+/* An ARP request (broadcast) or reply (to the gateway) from 10.0.0.n, MAC 02:00:00:00:00:n,
+ * about the address tip. */
+static struct rte_mbuf *
+mk_arp(uint16_t op, uint8_t n, uint32_t tip)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(tpool);
+	struct rte_ether_hdr *eth =
+		(struct rte_ether_hdr *)must_append(m, sizeof(*eth) + sizeof(struct rte_arp_hdr));
+	struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
+
+	if (op == RTE_ARP_OP_REQUEST)
+		memset(eth->dst_addr.addr_bytes, 0xff, 6);
+	else
+		eth->dst_addr = gw_mac;
+	memset(&eth->src_addr, 0, 6);
+	eth->src_addr.addr_bytes[0] = 2;
+	eth->src_addr.addr_bytes[5] = n;
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+	arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
+	arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	arp->arp_hlen = 6;
+	arp->arp_plen = 4;
+	arp->arp_opcode = rte_cpu_to_be_16(op);
+	arp->arp_data.arp_sha = eth->src_addr;
+	arp->arp_data.arp_sip = rte_cpu_to_be_32(PEER_IP(n));
+	if (op == RTE_ARP_OP_REQUEST)
+		memset(&arp->arp_data.arp_tha, 0, 6);
+	else
+		arp->arp_data.arp_tha = gw_mac;
+	arp->arp_data.arp_tip = rte_cpu_to_be_32(tip);
+	return m;
+}
+
 /* ARP requests for our address are answered; ICMP echo too; ARP learning resolves a
  * neighbour that has no static entry, and the control thread's ARP request goes out. */
 static void
 test_arp_icmp(void)
 {
 	static struct out o[16];
-	struct rte_mbuf *m;
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	/* ARP request from 10.0.0.60 (02:..:3c) for 10.0.0.1. */
-	for (int who = 0; who < 2; who++) {
-		m = rte_pktmbuf_alloc(tpool);
-		struct rte_ether_hdr *eth =
-			(struct rte_ether_hdr *)must_append(m, sizeof(*eth) +
-							     sizeof(struct rte_arp_hdr));
-		struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
-
-		memset(eth->dst_addr.addr_bytes, 0xff, 6);
-		memset(&eth->src_addr, 0, 6);
-		eth->src_addr.addr_bytes[0] = 2;
-		eth->src_addr.addr_bytes[5] = 60;
-		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
-		arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
-		arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
-		arp->arp_hlen = 6;
-		arp->arp_plen = 4;
-		arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
-		arp->arp_data.arp_sha = eth->src_addr;
-		arp->arp_data.arp_sip = rte_cpu_to_be_32(PEER_IP(60));
-		memset(&arp->arp_data.arp_tha, 0, 6);
-		arp->arp_data.arp_tip = rte_cpu_to_be_32(who == 0 ? GW_IP : PEER_IP(77));
-		inject(m);
-	}
+	/* ARP request from 10.0.0.60 (02:..:3c) for 10.0.0.1, and one for 10.0.0.77. */
+	inject(mk_arp(RTE_ARP_OP_REQUEST, 60, GW_IP));
+	inject(mk_arp(RTE_ARP_OP_REQUEST, 60, PEER_IP(77)));
 	poll_all();
 	CU_ASSERT(collect(o, 16) == 1);
 	{
@@ -1815,35 +1826,69 @@ test_arp_icmp(void)
 		CU_ASSERT(arp->arp_data.arp_tip == rte_cpu_to_be_32(PEER_IP(61)));
 	}
 	/* ... and learns the answer. */
-	m = rte_pktmbuf_alloc(tpool);
-	{
-		struct rte_ether_hdr *eth =
-			(struct rte_ether_hdr *)must_append(m, sizeof(*eth) +
-							     sizeof(struct rte_arp_hdr));
-		struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
-
-		eth->dst_addr = gw_mac;
-		memset(&eth->src_addr, 0, 6);
-		eth->src_addr.addr_bytes[0] = 2;
-		eth->src_addr.addr_bytes[5] = 61;
-		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
-		arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
-		arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
-		arp->arp_hlen = 6;
-		arp->arp_plen = 4;
-		arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
-		arp->arp_data.arp_sha = eth->src_addr;
-		arp->arp_data.arp_sip = rte_cpu_to_be_32(PEER_IP(61));
-		arp->arp_data.arp_tha = gw_mac;
-		arp->arp_data.arp_tip = rte_cpu_to_be_32(GW_IP);
-	}
-	inject(m);
+	inject(mk_arp(RTE_ARP_OP_REPLY, 61, GW_IP));
 	poll_all();
 	dp_housekeeping(&dp);
 	uint64_t v = atomic_load(&dp.neigh[nh].mac);
 
 	CU_ASSERT(v == (DP_NEIGH_VALID | 0x02000000003dull));
 	collect(o, 16);
+	dp_down();
+}
+
+/* Frame m as if it had come through a NAT: source address 10.0.0.99, so that it says
+ * nothing about where its sender is (checksums fixed). */
+static struct rte_mbuf *
+from_elsewhere(struct rte_mbuf *m)
+{
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
+
+	ip->src_addr = rte_cpu_to_be_32(PEER_IP(99));
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+	return m;
+}
+
+/*
+ * A worker that has ARPed for the gateway, or sent it a packet, is a known neighbour by the
+ * time its first RESULT leaves, with no turn of the control thread in between. Worker 61
+ * ARPed before the table existed, 62 ARPs after the install (both send their CONTRIB
+ * from another address, so that only the ARP tells where they are); 63 does not ARP (its
+ * kernel knew the gateway's MAC already) and sends its CONTRIB itself. None of them has a
+ * static entry.
+ */
+static void
+test_neighbours_known(void)
+{
+	static const uint16_t ws[] = { 11, 61, 62, 63 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16, { 0 } };
+	static struct out o[16];
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	inject(mk_arp(RTE_ARP_OP_REQUEST, 61, GW_IP));
+	poll_all();
+	dp_housekeeping(&dp); /* the sighting reaches the control thread: no table uses it */
+	CU_ASSERT(collect(o, 16) == 1); /* the ARP reply */
+	CU_ASSERT_FATAL(install(mk_table(9, 1, 1, TABLE_DTYPE_FP32, 64, 64, 4, ws, 1, &td),
+				"install") == 0);
+	inject(mk_arp(RTE_ARP_OP_REQUEST, 62, GW_IP));
+	for (int w = 0; w < 4; w++) {
+		struct rte_mbuf *x = contrib_f32(9, 1, 0, ws[w], 1, 0, 64, 64);
+
+		inject(ws[w] == 61 || ws[w] == 62 ? from_elsewhere(x) : x);
+	}
+	poll_all();
+	int n = collect(o, 16), results = 0;
+
+	for (int k = 0; k < n; k++) {
+		if (o[k].p.type != WIRE_TYPE_RESULT)
+			continue;
+		results++;
+		CU_ASSERT(o[k].fl.dst_mac[0] == 2 && o[k].fl.dst_mac[5] == (uint8_t)o[k].fl.dst_ip);
+	}
+	CU_ASSERT(n == 5 && results == 4); /* the ARP reply to 62 and four results */
+	CU_ASSERT(ctr(DP_CTR_NO_NEIGHBOUR) == 0);
 	dp_down();
 }
 
@@ -2354,8 +2399,12 @@ test_fanout_shared_segment(void)
 	CU_ASSERT_FATAL(install(mk_table(52, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, w3, 1, &td),
 				"install") == 0);
 	for (uint32_t c = 0; c < nch; c++)
-		for (int w = 0; w < 3; w++)
-			inject(contrib_f32(52, 1, 0, w3[w], 0, c, el, ce));
+		for (int w = 0; w < 3; w++) {
+			struct rte_mbuf *x = contrib_f32(52, 1, 0, w3[w], 0, c, el, ce);
+
+			/* 45's frames tell nothing about where 45 is: it stays unresolved. */
+			inject(w3[w] == 45 ? from_elsewhere(x) : x);
+		}
 	poll_all();
 	unsigned int n = rte_ring_dequeue_burst(tx_ring, (void **)m, 32, NULL);
 
@@ -2697,6 +2746,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "IEEE sums in arrival order, no FTZ/DAZ", test_ieee_sums);
 	CU_add_test(s, "bad packets by reason", test_bad_packets);
 	CU_add_test(s, "ARP, ICMP, neighbour resolution", test_arp_icmp);
+	CU_add_test(s, "a worker that ARPed or sent is a known neighbour", test_neighbours_known);
 	CU_add_test(s, "retransmissions answered", test_retx_answers);
 	CU_add_test(s, "partial reduce", test_partial_reduce);
 	CU_add_test(s, "partial reduce: sets of child gateways", test_partial_reduce_child_sets);

@@ -55,12 +55,22 @@ dp_tx_flush(struct dp_lcore *lc)
 	}
 }
 
-/* Tell the control thread that ip is at mac on port (it keeps the neighbour table). */
-static inline void
+/* ip is at mac on port: resolve its neighbour entry now, before the ARP is answered (so
+ * that the results of the CONTRIBs that follow find it), and tell the control thread,
+ * which keeps addresses no entry has yet for the tables to come. ARP is rare: a scan of
+ * the entries costs nothing per packet. */
+static void
 learn(struct dp_lcore *lc, uint16_t port, rte_be32_t ip, const struct rte_ether_addr *mac)
 {
+	struct dp *dp = lc->dp;
 	struct dp_learn l = { .ipv4 = rte_be_to_cpu_32(ip), .port = port, .kind = DP_LEARN_ARP };
+	uint32_t n = atomic_load_explicit(&dp->n_neigh, memory_order_acquire);
 
+	for (uint32_t i = 0; i < n; i++)
+		if (dp->neigh[i].ipv4 == l.ipv4 && dp->neigh[i].port == port &&
+		    !dp->neigh[i].is_static)
+			atomic_store_explicit(&dp->neigh[i].mac, dp_neigh_word(mac->addr_bytes),
+					      memory_order_relaxed);
 	memcpy(l.mac, mac->addr_bytes, RTE_ETHER_ADDR_LEN);
 	rte_ring_sp_enqueue_elem(lc->learn, &l, sizeof(l)); /* full: the next one will do */
 }
@@ -289,7 +299,7 @@ dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, ui
 	/* Trim Ethernet padding so that the frame is exactly headers + packet. */
 	if (len > off + plen)
 		rte_pktmbuf_trim(m, (uint16_t)(len - off - plen));
-	dp_agg_rx(lc, st, m, &p);
+	dp_agg_rx(lc, st, m, &p, port);
 	return;
 bad_frame:
 	reject(lc, m, DP_CTR_BAD_FRAME, why);
