@@ -38,6 +38,7 @@
 #define DP_JOBS_MAX 16          /* jobs installed at once */
 #define DP_EPOCHS_MAX 4         /* epochs of one job held at once: live + draining */
 #define DP_NEIGH_MAX 1024       /* neighbour entries (gateways and workers of every job) */
+#define DP_SEEN_MAX 256         /* ARP sightings kept for neighbours no table names yet */
 #define DP_BURST_MAX 64
 #define DP_LEARN_RING 256       /* per-lcore ring of ARP sightings for the control thread */
 #define DP_CTL_TX_RING 64       /* per-port ring of control-thread frames (ARP requests) */
@@ -64,12 +65,11 @@ enum dp_ctr {
 	DP_CTR_PACE_FULL,           /* frames dropped: a pacer's queue was full */
 	DP_CTR_ARP_REPLIES,
 	DP_CTR_ICMP_REPLIES,
-	DP_CTR_NOT_FOR_US,          /* other protocols, addresses or ports: dropped */
+	DP_CTR_NOT_FOR_US,          /* dropped: another host, protocol or port (drops[]) */
 	DP_CTR_NO_NEIGHBOUR,        /* a destination's MAC is not resolved yet: dropped */
 	DP_CTR_NO_MBUF,             /* a pool was empty: dropped */
 	DP_CTR_BAD_FRAME,           /* Ethernet/IP/UDP rejected (details in drops[]) */
 	DP_CTR_BAD_HEADER,          /* georeduce header rejected (details in drops[]) */
-	DP_CTR_MISALIGNED,          /* frames at an odd address: dropped */
 	DP_CTR_CTL_TX,              /* control-thread frames sent for it */
 	DP_CTR_FAULT_DROPPED,       /* fault injection: frames dropped on purpose */
 	DP_CTR_FAULT_DUPLICATED,    /* ... duplicated */
@@ -313,9 +313,11 @@ struct dp_peer {
 	uint64_t probes, replies;
 };
 
-/** A neighbour: ipv4 is written once by ctl before the entry is referenced; mac is a
- * 48-bit MAC in the low bits with DP_NEIGH_VALID set once resolved (ctl: wo, workers: ro,
- * relaxed loads: one word, never torn). */
+/** A neighbour: ipv4, port and is_static are written by ctl before the entry is published
+ * (n_neigh); mac is a 48-bit MAC in the low bits with DP_NEIGH_VALID set once resolved,
+ * written with relaxed stores of the whole word by ctl and, for entries that are not
+ * static, by the worker that sees the neighbour's ARP or CONTRIB; read with relaxed loads
+ * (one word, never torn). */
 #define DP_NEIGH_VALID (1ull << 63)
 struct dp_neigh {
 	uint32_t ipv4;
@@ -323,6 +325,25 @@ struct dp_neigh {
 	bool is_static;
 	_Atomic uint64_t mac;
 	uint64_t last_request_tsc;  /* ctl only */
+};
+
+/** The mac word of a resolved neighbour (struct dp_neigh) from the 6 bytes of its MAC. */
+static inline uint64_t
+dp_neigh_word(const uint8_t *mac)
+{
+	uint64_t v = DP_NEIGH_VALID;
+
+	for (int i = 0; i < 6; i++)
+		v |= (uint64_t)mac[i] << (8 * (5 - i));
+	return v;
+}
+
+/** An address seen in ARP that no neighbour entry had yet (ctl only): a table installed
+ * later finds its MAC here. */
+struct dp_seen {
+	uint32_t ipv4;
+	uint16_t port;
+	uint64_t mac;               /* as struct dp_neigh's, DP_NEIGH_VALID set */
 };
 
 /** Directions of fault injection. */
@@ -454,8 +475,11 @@ struct dp {
 	struct dp_peer peers[DP_PEERS_MAX];
 	uint64_t probe_tsc;                 /* ctl: the last round of probes */
 	uint64_t peers_since_tsc;           /* ctl: when the peer list was set */
+	uint64_t probe_replies_unsolicited; /* ctl: PROBE_REPLYs from no peer, dropped */
 	struct dp_neigh neigh[DP_NEIGH_MAX];
 	_Atomic uint32_t n_neigh;           /* ctl: release after filling an entry */
+	struct dp_seen seen[DP_SEEN_MAX];   /* ctl only: the latest, oldest replaced first */
+	unsigned int n_seen, seen_next;
 	/* Control-thread bookkeeping. */
 	struct dp_job *staged[DP_JOBS_MAX]; /* prepared, not yet live */
 	uint64_t mbufs_committed;           /* mbufs the installed jobs may hold */

@@ -104,8 +104,8 @@ struct table_worker {
 /** Per-table bounds the dataplane sizes its per-job state by (see TABLE_*_MAX). */
 struct table_limits {
 	uint32_t max_trees;       /* 1 .. TABLE_TREES_MAX; n_trees <= max_trees */
-	uint32_t max_children;    /* 1 .. TABLE_CHILDREN_MAX; per tree entry */
-	uint32_t max_workers;     /* 1 .. TABLE_WORKERS_MAX; per tree entry */
+	uint32_t max_children;    /* 0 .. TABLE_CHILDREN_MAX; per tree entry */
+	uint32_t max_workers;     /* 0 .. TABLE_WORKERS_MAX; per tree entry */
 	uint32_t max_slots;       /* power of two, 1 .. TABLE_SLOTS_MAX; per tree entry */
 };
 

@@ -641,12 +641,12 @@ table_validate(const struct table *tb, char *err, size_t errlen)
 	if (lim->max_trees < 1 || lim->max_trees > TABLE_TREES_MAX)
 		return json_util_fail(err, errlen, "field 'limits.max_trees': %" PRIu32 " is not in "
 				      "[1, %d]", lim->max_trees, TABLE_TREES_MAX);
-	if (lim->max_children < 1 || lim->max_children > TABLE_CHILDREN_MAX)
+	if (lim->max_children > TABLE_CHILDREN_MAX)
 		return json_util_fail(err, errlen, "field 'limits.max_children': %" PRIu32 " is not "
-				      "in [1, %d]", lim->max_children, TABLE_CHILDREN_MAX);
-	if (lim->max_workers < 1 || lim->max_workers > TABLE_WORKERS_MAX)
+				      "in [0, %d]", lim->max_children, TABLE_CHILDREN_MAX);
+	if (lim->max_workers > TABLE_WORKERS_MAX)
 		return json_util_fail(err, errlen, "field 'limits.max_workers': %" PRIu32 " is not "
-				      "in [1, %d]", lim->max_workers, TABLE_WORKERS_MAX);
+				      "in [0, %d]", lim->max_workers, TABLE_WORKERS_MAX);
 	if (!is_pow2(lim->max_slots) || lim->max_slots > TABLE_SLOTS_MAX)
 		return json_util_fail(err, errlen, "field 'limits.max_slots': %" PRIu32 " is not a "
 				      "power of two in [1, %d]", lim->max_slots, TABLE_SLOTS_MAX);

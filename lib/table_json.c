@@ -506,9 +506,9 @@ parse_limits(struct json_util_src *c, json_t *obj, struct table_limits *lim)
 	if (rc == 0)
 		rc = get_uint(c, obj, "limits", "max_trees", 1, TABLE_TREES_MAX, &t);
 	if (rc == 0)
-		rc = get_uint(c, obj, "limits", "max_children", 1, TABLE_CHILDREN_MAX, &ch);
+		rc = get_uint(c, obj, "limits", "max_children", 0, TABLE_CHILDREN_MAX, &ch);
 	if (rc == 0)
-		rc = get_uint(c, obj, "limits", "max_workers", 1, TABLE_WORKERS_MAX, &w);
+		rc = get_uint(c, obj, "limits", "max_workers", 0, TABLE_WORKERS_MAX, &w);
 	if (rc == 0)
 		rc = get_uint(c, obj, "limits", "max_slots", 1, TABLE_SLOTS_MAX, &s);
 	if (rc != 0)

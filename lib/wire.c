@@ -131,6 +131,13 @@ static const char *const reason_names[WIRE_REASON_COUNT_MAX] = {
 	[WIRE_REASON_DUPLICATE] = "duplicate",
 	[WIRE_REASON_LATE] = "late",
 	[WIRE_REASON_NO_SLOT] = "no_slot",
+	[WIRE_REASON_MISALIGNED] = "misaligned",
+	[WIRE_REASON_OTHER_DST] = "other_ipv4_dst",
+	[WIRE_REASON_OTHER_PORT] = "other_udp_port",
+	[WIRE_REASON_ICMP_NOT_ECHO] = "icmp_not_echo",
+	[WIRE_REASON_ARP_UNANSWERED] = "arp_unanswered",
+	[WIRE_REASON_PROBE_REPLY] = "unsolicited_probe_reply",
+	[WIRE_REASON_CTL_RING_FULL] = "ctl_ring_full",
 };
 
 const char *

@@ -140,6 +140,14 @@ enum wire_reason {
 	WIRE_REASON_DUPLICATE,          /* contributor already counted / result already had */
 	WIRE_REASON_LATE,               /* round older than the slot's round */
 	WIRE_REASON_NO_SLOT,            /* slot still busy with an older round */
+	/* Frames a gateway receives and has no use for (the dataplane's receive path). */
+	WIRE_REASON_MISALIGNED,         /* frame at an odd address in its buffer */
+	WIRE_REASON_OTHER_DST,          /* IPv4 to an address that is not the port's */
+	WIRE_REASON_OTHER_PORT,         /* UDP to a port outside the gateway's range */
+	WIRE_REASON_ICMP_NOT_ECHO,      /* ICMP other than a well-formed echo request */
+	WIRE_REASON_ARP_UNANSWERED,     /* ARP other than a request for the port's address */
+	WIRE_REASON_PROBE_REPLY,        /* PROBE_REPLY that answers no probe of this gateway */
+	WIRE_REASON_CTL_RING_FULL,      /* PROBE_REPLY for the control thread, its ring full */
 	WIRE_REASON_COUNT_MAX,          /* number of reasons, not a reason */
 };
 

@@ -124,7 +124,7 @@ def answer(req):
     if op == "stats":
         lc = lambda n, rx: {"lcore": n, "rx_packets": rx, "rx_bytes": rx * 1100,
                             "tx_packets": rx // 2, "tx_bytes": rx * 550,
-                            "chunks_completed": 5, "results_forwarded": 4,
+                            "chunks_completed": 5, "results_sent": 4,
                             "duplicates": 1, "drops": {"bad_magic": n, "unknown_job": 2}}
         return ok(lcores=[lc(1, 100), lc(2, 50)], ports=[{"port": 0, "rx_missed": 0}],
                   memory={"slot_bytes": 4096, "mempool": {"free": 10, "used": 2}}, jobs=[])

@@ -28,6 +28,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
+#include <xmmintrin.h>
 
 #include "dp.h"
 #include "fuzzutil.h"
@@ -474,6 +475,13 @@ test_root_three_workers(void)
 	CU_ASSERT(n == 2);
 	CU_ASSERT(o[0].p.type == WIRE_TYPE_RESULT && (o[0].p.flags & WIRE_F_RETX) &&
 		  o[0].fl.dst_ip == PEER_IP(12) && o[0].p.chunk == 3);
+	/* A range that runs past the tree's chunks is dropped whole, as bad_chunk. */
+	nk.chunk = nch - 1;
+	inject(mk_pkt(&nk, NULL));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_CHUNK) == 1);
+	nk.chunk = 3;
 	/* The same round again: duplicates, no new results. */
 	inject(contrib_f32(7, 1, 0, 11, 5, 0, el, ce));
 	poll_all();
@@ -1390,11 +1398,117 @@ test_bf16(void)
 	half_case(TABLE_DTYPE_BF16, WIRE_DTYPE_BF16);
 }
 
+/* MXCSR of the lcore that runs it, into *arg: what the EAL left for worker lcores. */
+static int
+read_mxcsr(void *arg)
+{
+	*(unsigned int *)arg = _mm_getcsr();
+	return 0;
+}
+
+/* FTZ (bit 15) and DAZ (bit 6) clear, rounding to nearest (bits 13-14 zero). */
+static bool
+mxcsr_ieee(unsigned int csr)
+{
+	return (csr & (0x8000u | 0x0040u | 0x6000u)) == 0;
+}
+
+#define ANY_NAN 0xffffffffu /* an expected value: any NaN */
+
+/*
+ * The arithmetic docs/PROTOCOL.md section 4 promises, through a root with three workers:
+ * IEEE binary32 adds in arrival order, subnormals kept (no FTZ/DAZ on the main thread or
+ * on an EAL worker lcore), signed zeros and infinities as IEEE, NaN stays NaN.
+ */
+static void
+test_ieee_sums(void)
+{
+	enum { N = 8 };
+	static const uint32_t in[3][N] = { /* workers 11, 12, 13 */
+		{ 0x00000001, 0x80000000, 0x00000000, 0x7f800000, 0x7f800000, 0x4cbebc20,
+		  0x7f7fffff, 0x80000001 },
+		{ 0x00000001, 0x80000000, 0x80000000, 0x3f800000, 0xff800000, 0x3f800000,
+		  0x7f7fffff, 0x00000000 },
+		{ 0x00000001, 0x80000000, 0x80000000, 0x3f800000, 0x3f800000, 0xccbebc20,
+		  0xff7fffff, 0x00000000 },
+	};
+	/* Arrival 11, 12, 13: (1e8 + 1) - 1e8 = 0 and (max + max) - max = inf; arrival 11,
+	 * 13, 12: (1e8 - 1e8) + 1 = 1 and (max - max) + max = max. */
+	static const uint32_t want[2][N] = {
+		{ 0x00000003, 0x80000000, 0x00000000, 0x7f800000, ANY_NAN, 0x00000000, 0x7f800000,
+		  0x80000001 },
+		{ 0x00000003, 0x80000000, 0x00000000, 0x7f800000, ANY_NAN, 0x3f800000, 0x7f7fffff,
+		  0x80000001 },
+	};
+	static const int order[2][3] = { { 0, 1, 2 }, { 0, 2, 1 } };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16, { 0 } };
+	static struct out o[8];
+	unsigned int csr = _mm_getcsr(), lcore = rte_get_next_lcore(-1, 1, 0);
+
+	CU_ASSERT(mxcsr_ieee(csr));
+	if (lcore < RTE_MAX_LCORE) {
+		csr = 0xffffffffu;
+		CU_ASSERT_FATAL(rte_eal_remote_launch(read_mxcsr, &csr, lcore) == 0);
+		rte_eal_wait_lcore(lcore);
+		CU_ASSERT(mxcsr_ieee(csr));
+	}
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(8, 1, 1, TABLE_DTYPE_FP32, N, N, 3, W3, 1, &td),
+				"install") == 0);
+	for (int r = 0; r < 2; r++) {
+		for (int k = 0; k < 3; k++) {
+			int w = order[r][k];
+			struct pkt p = { WIRE_TYPE_CONTRIB, 0, 8, 1, 0, W3[w], W3[w], 1,
+					 (uint32_t)(5 + r), 0, WIRE_DTYPE_FP32, N, PEER_IP(W3[w]) };
+
+			inject(mk_pkt(&p, in[w]));
+			poll_all(); /* one at a time: the arrival order is the injection order */
+		}
+		int n = collect(o, 8), bad = 0;
+
+		CU_ASSERT_FATAL(n == 3);
+		for (int k = 0; k < n; k++)
+			for (int i = 0; i < N; i++) {
+				uint32_t got;
+
+				memcpy(&got, o[k].frame + WIRE_FRAME_PAYLOAD_OFF + 4 * i, 4);
+				bad += want[r][i] != ANY_NAN ? got != want[r][i]
+							     : (got & 0x7fffffffu) <= 0x7f800000u;
+			}
+		CU_ASSERT(bad == 0);
+	}
+	dp_down();
+}
+
 /* Corrupt one byte of a valid frame at off (XOR x). */
 static struct rte_mbuf *
 corrupt(struct rte_mbuf *m, size_t off, uint8_t x)
 {
 	rte_pktmbuf_mtod(m, uint8_t *)[off] ^= x;
+	return m;
+}
+
+/* An ICMP message of type `type` (32 bytes of data) from 10.0.0.5 to the gateway. */
+static struct rte_mbuf *
+mk_icmp(uint8_t type)
+{
+	uint8_t frame[14 + 60] = { 0 };
+	struct wire_flow fl = { .src_ip = PEER_IP(5), .dst_ip = GW_IP };
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(frame + 14);
+	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)(ip + 1);
+	struct rte_mbuf *m = rte_pktmbuf_alloc(tpool);
+
+	memcpy(fl.dst_mac, gw_mac.addr_bytes, 6);
+	CU_ASSERT(wire_frame_build(frame, sizeof(frame), &fl, 36, false) == 0);
+	ip->next_proto_id = IPPROTO_ICMP;
+	ip->total_length = rte_cpu_to_be_16(20 + 8 + 32);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	ic->icmp_type = type;
+	ic->icmp_ident = rte_cpu_to_be_16(0x1234);
+	ic->icmp_seq_nb = rte_cpu_to_be_16(1);
+	ic->icmp_cksum = (uint16_t)~rte_raw_cksum(ic, 40);
+	memcpy(must_append(m, sizeof(frame)), frame, sizeof(frame));
 	return m;
 }
 
@@ -1490,7 +1604,9 @@ test_bad_packets(void)
 	p.sender = p.origin = 12;
 	p.contrib = 2;
 	inject(mk_pkt(&p, pl));
-	/* Not for us: another destination address, another UDP port, an unknown EtherType. */
+	/* Not for us, each frame under a reason of its own: another destination address,
+	 * an unknown EtherType, another UDP port, another IP protocol, ICMP other than an
+	 * echo request, a PROBE_REPLY to no probe of this gateway (it probes outside jobs). */
 	m = contrib_f32(11, 3, 0, 12, 1, 0, el, ce);
 	{
 		struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
@@ -1499,7 +1615,37 @@ test_bad_packets(void)
 	}
 	inject(m);
 	inject(corrupt(contrib_f32(11, 3, 0, 12, 1, 0, el, ce), 12, 0x55));
+	m = contrib_f32(11, 3, 0, 12, 1, 0, el, ce);
+	rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dst_port = rte_cpu_to_be_16(9999);
+	inject(m);
+	m = contrib_f32(11, 3, 0, 12, 1, 0, el, ce);
+	{
+		struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
+
+		ip->next_proto_id = IPPROTO_TCP;
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+	}
+	inject(m);
+	inject(mk_icmp(RTE_IP_ICMP_ECHO_REPLY));
+	p = (struct pkt){ WIRE_TYPE_PROBE_REPLY, WIRE_F_ECHO, 11, 3, 0, 12, 12, 0, 0, 0,
+			  WIRE_DTYPE_NONE, 0, PEER_IP(12) };
+	inject(mk_pkt(&p, NULL));
+	/* ... and one that looks like an answer to this gateway's probes, from an address
+	 * that is no peer: the control thread counts it. */
+	p = (struct pkt){ WIRE_TYPE_PROBE_REPLY, WIRE_F_ECHO, 0, 0, 0, WIRE_NODE_NONE,
+			  WIRE_NODE_NONE, 0, 0, 0, WIRE_DTYPE_NONE, 0, PEER_IP(12) };
+	inject(mk_pkt(&p, NULL));
 	poll_all();
+	dp_housekeeping(&dp);
+	CU_ASSERT(dp.probe_replies_unsolicited == 1);
+	CU_ASSERT(drops(WIRE_REASON_OTHER_DST) == 1);
+	CU_ASSERT(drops(WIRE_REASON_L2) == 2); /* and the runt of 10 bytes, a bad frame */
+	CU_ASSERT(drops(WIRE_REASON_OTHER_PORT) == 1);
+	CU_ASSERT(drops(WIRE_REASON_NOT_UDP) == 1);
+	CU_ASSERT(drops(WIRE_REASON_ICMP_NOT_ECHO) == 1);
+	CU_ASSERT(drops(WIRE_REASON_PROBE_REPLY) == 1);
+	CU_ASSERT(ctr(DP_CTR_NOT_FOR_US) == 6);
 	CU_ASSERT(drops(WIRE_REASON_UNKNOWN_JOB) == 1);
 	CU_ASSERT(drops(WIRE_REASON_EPOCH_AHEAD) == 1);
 	CU_ASSERT(drops(WIRE_REASON_EPOCH_STALE) == 1);
@@ -1507,8 +1653,38 @@ test_bad_packets(void)
 	CU_ASSERT(drops(WIRE_REASON_BAD_CHUNK) == 1);
 	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 1);
 	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 2);
-	CU_ASSERT(ctr(DP_CTR_NOT_FOR_US) == 2);
 	CU_ASSERT(collect(o, 16) == 0);
+	/* Every frame dropped so far is under exactly one reason: 8 header cases, 5 lower
+	 * layers, 8 table-level, 6 not for us. */
+	uint64_t total = 0;
+
+	for (int r = 1; r < WIRE_REASON_COUNT_MAX; r++)
+		total += drops((enum wire_reason)r);
+	CU_ASSERT(total == 8 + 5 + 8 + 6);
+	CU_ASSERT(ctr(DP_CTR_BAD_FRAME) == 5 && ctr(DP_CTR_BAD_HEADER) == 8);
+	/* stats (docs/CONTROL.md): every counter, zeros included; drops only where not 0. */
+	{
+		json_t *st = dp_stats_json(&dp);
+		json_t *lj = json_array_get(json_object_get(st, "lcores"), 0);
+		json_t *dj = json_object_get(lj, "drops");
+		size_t nz = 0;
+
+		for (int r = 1; r < WIRE_REASON_COUNT_MAX; r++) {
+			json_t *v = json_object_get(dj, wire_reason_str((enum wire_reason)r));
+
+			nz += drops((enum wire_reason)r) != 0;
+			CU_ASSERT(drops((enum wire_reason)r) != 0
+					  ? json_integer_value(v) == (json_int_t)drops((enum wire_reason)r)
+					  : v == NULL);
+		}
+		CU_ASSERT(json_object_size(dj) == nz);
+		CU_ASSERT(json_integer_value(json_object_get(lj, "dropped")) == (json_int_t)total);
+		CU_ASSERT(json_integer_value(json_object_get(lj, "not_for_us")) == 6);
+		CU_ASSERT(json_is_integer(json_object_get(lj, "no_mbuf")) &&
+			  json_integer_value(json_object_get(lj, "no_mbuf")) == 0);
+		CU_ASSERT(json_integer_value(json_object_get(st, "probe_replies_unsolicited")) == 1);
+		json_decref(st);
+	}
 	/* Random garbage: never a crash, never a result. */
 	uint64_t rng = fuzz_env_ulong("GEOREDUCE_FUZZ_SEED", 7);
 	unsigned long iters = fuzz_env_ulong("GEOREDUCE_FUZZ_ITERS",
@@ -1562,40 +1738,50 @@ test_bad_packets(void)
 	dp_down();
 }
 
+/* An ARP request (broadcast) or reply (to the gateway) from 10.0.0.n, MAC 02:00:00:00:00:n,
+ * about the address tip. */
+static struct rte_mbuf *
+mk_arp(uint16_t op, uint8_t n, uint32_t tip)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(tpool);
+	struct rte_ether_hdr *eth =
+		(struct rte_ether_hdr *)must_append(m, sizeof(*eth) + sizeof(struct rte_arp_hdr));
+	struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
+
+	if (op == RTE_ARP_OP_REQUEST)
+		memset(eth->dst_addr.addr_bytes, 0xff, 6);
+	else
+		eth->dst_addr = gw_mac;
+	memset(&eth->src_addr, 0, 6);
+	eth->src_addr.addr_bytes[0] = 2;
+	eth->src_addr.addr_bytes[5] = n;
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+	arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
+	arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	arp->arp_hlen = 6;
+	arp->arp_plen = 4;
+	arp->arp_opcode = rte_cpu_to_be_16(op);
+	arp->arp_data.arp_sha = eth->src_addr;
+	arp->arp_data.arp_sip = rte_cpu_to_be_32(PEER_IP(n));
+	if (op == RTE_ARP_OP_REQUEST)
+		memset(&arp->arp_data.arp_tha, 0, 6);
+	else
+		arp->arp_data.arp_tha = gw_mac;
+	arp->arp_data.arp_tip = rte_cpu_to_be_32(tip);
+	return m;
+}
+
 /* ARP requests for our address are answered; ICMP echo too; ARP learning resolves a
  * neighbour that has no static entry, and the control thread's ARP request goes out. */
 static void
 test_arp_icmp(void)
 {
 	static struct out o[16];
-	struct rte_mbuf *m;
-	uint8_t frame[128];
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	/* ARP request from 10.0.0.60 (02:..:3c) for 10.0.0.1. */
-	for (int who = 0; who < 2; who++) {
-		m = rte_pktmbuf_alloc(tpool);
-		struct rte_ether_hdr *eth =
-			(struct rte_ether_hdr *)must_append(m, sizeof(*eth) +
-							     sizeof(struct rte_arp_hdr));
-		struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
-
-		memset(eth->dst_addr.addr_bytes, 0xff, 6);
-		memset(&eth->src_addr, 0, 6);
-		eth->src_addr.addr_bytes[0] = 2;
-		eth->src_addr.addr_bytes[5] = 60;
-		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
-		arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
-		arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
-		arp->arp_hlen = 6;
-		arp->arp_plen = 4;
-		arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
-		arp->arp_data.arp_sha = eth->src_addr;
-		arp->arp_data.arp_sip = rte_cpu_to_be_32(PEER_IP(60));
-		memset(&arp->arp_data.arp_tha, 0, 6);
-		arp->arp_data.arp_tip = rte_cpu_to_be_32(who == 0 ? GW_IP : PEER_IP(77));
-		inject(m);
-	}
+	/* ARP request from 10.0.0.60 (02:..:3c) for 10.0.0.1, and one for 10.0.0.77. */
+	inject(mk_arp(RTE_ARP_OP_REQUEST, 60, GW_IP));
+	inject(mk_arp(RTE_ARP_OP_REQUEST, 60, PEER_IP(77)));
 	poll_all();
 	CU_ASSERT(collect(o, 16) == 1);
 	{
@@ -1609,27 +1795,9 @@ test_arp_icmp(void)
 		CU_ASSERT(eth->dst_addr.addr_bytes[5] == 60);
 	}
 	CU_ASSERT(ctr(DP_CTR_ARP_REPLIES) == 1);
+	CU_ASSERT(drops(WIRE_REASON_ARP_UNANSWERED) == 1); /* the one for 10.0.0.77 */
 	/* ICMP echo request from 10.0.0.5. */
-	{
-		struct wire_flow fl = { .src_ip = PEER_IP(5), .dst_ip = GW_IP };
-		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(frame + 14);
-		struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)(ip + 1);
-
-		memset(frame, 0, sizeof(frame));
-		memcpy(fl.dst_mac, gw_mac.addr_bytes, 6);
-		CU_ASSERT(wire_frame_build(frame, sizeof(frame), &fl, 36, false) == 0);
-		ip->next_proto_id = IPPROTO_ICMP;
-		ip->total_length = rte_cpu_to_be_16(20 + 8 + 32);
-		ip->hdr_checksum = 0;
-		ip->hdr_checksum = rte_ipv4_cksum(ip);
-		ic->icmp_type = RTE_IP_ICMP_ECHO_REQUEST;
-		ic->icmp_ident = rte_cpu_to_be_16(0x1234);
-		ic->icmp_seq_nb = rte_cpu_to_be_16(1);
-		ic->icmp_cksum = (uint16_t)~rte_raw_cksum(ic, 40);
-		m = rte_pktmbuf_alloc(tpool);
-		memcpy(must_append(m, 14 + 60), frame, 14 + 60);
-		inject(m);
-	}
+	inject(mk_icmp(RTE_IP_ICMP_ECHO_REQUEST));
 	poll_all();
 	CU_ASSERT(collect(o, 16) == 1);
 	{
@@ -1658,35 +1826,69 @@ test_arp_icmp(void)
 		CU_ASSERT(arp->arp_data.arp_tip == rte_cpu_to_be_32(PEER_IP(61)));
 	}
 	/* ... and learns the answer. */
-	m = rte_pktmbuf_alloc(tpool);
-	{
-		struct rte_ether_hdr *eth =
-			(struct rte_ether_hdr *)must_append(m, sizeof(*eth) +
-							     sizeof(struct rte_arp_hdr));
-		struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
-
-		eth->dst_addr = gw_mac;
-		memset(&eth->src_addr, 0, 6);
-		eth->src_addr.addr_bytes[0] = 2;
-		eth->src_addr.addr_bytes[5] = 61;
-		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
-		arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
-		arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
-		arp->arp_hlen = 6;
-		arp->arp_plen = 4;
-		arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
-		arp->arp_data.arp_sha = eth->src_addr;
-		arp->arp_data.arp_sip = rte_cpu_to_be_32(PEER_IP(61));
-		arp->arp_data.arp_tha = gw_mac;
-		arp->arp_data.arp_tip = rte_cpu_to_be_32(GW_IP);
-	}
-	inject(m);
+	inject(mk_arp(RTE_ARP_OP_REPLY, 61, GW_IP));
 	poll_all();
 	dp_housekeeping(&dp);
 	uint64_t v = atomic_load(&dp.neigh[nh].mac);
 
 	CU_ASSERT(v == (DP_NEIGH_VALID | 0x02000000003dull));
 	collect(o, 16);
+	dp_down();
+}
+
+/* Frame m as if it had come through a NAT: source address 10.0.0.99, so that it says
+ * nothing about where its sender is (checksums fixed). */
+static struct rte_mbuf *
+from_elsewhere(struct rte_mbuf *m)
+{
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
+
+	ip->src_addr = rte_cpu_to_be_32(PEER_IP(99));
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+	return m;
+}
+
+/*
+ * A worker that has ARPed for the gateway, or sent it a packet, is a known neighbour by the
+ * time its first RESULT leaves, with no turn of the control thread in between. Worker 61
+ * ARPed before the table existed, 62 ARPs after the install (both send their CONTRIB
+ * from another address, so that only the ARP tells where they are); 63 does not ARP (its
+ * kernel knew the gateway's MAC already) and sends its CONTRIB itself. None of them has a
+ * static entry.
+ */
+static void
+test_neighbours_known(void)
+{
+	static const uint16_t ws[] = { 11, 61, 62, 63 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16, { 0 } };
+	static struct out o[16];
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	inject(mk_arp(RTE_ARP_OP_REQUEST, 61, GW_IP));
+	poll_all();
+	dp_housekeeping(&dp); /* the sighting reaches the control thread: no table uses it */
+	CU_ASSERT(collect(o, 16) == 1); /* the ARP reply */
+	CU_ASSERT_FATAL(install(mk_table(9, 1, 1, TABLE_DTYPE_FP32, 64, 64, 4, ws, 1, &td),
+				"install") == 0);
+	inject(mk_arp(RTE_ARP_OP_REQUEST, 62, GW_IP));
+	for (int w = 0; w < 4; w++) {
+		struct rte_mbuf *x = contrib_f32(9, 1, 0, ws[w], 1, 0, 64, 64);
+
+		inject(ws[w] == 61 || ws[w] == 62 ? from_elsewhere(x) : x);
+	}
+	poll_all();
+	int n = collect(o, 16), results = 0;
+
+	for (int k = 0; k < n; k++) {
+		if (o[k].p.type != WIRE_TYPE_RESULT)
+			continue;
+		results++;
+		CU_ASSERT(o[k].fl.dst_mac[0] == 2 && o[k].fl.dst_mac[5] == (uint8_t)o[k].fl.dst_ip);
+	}
+	CU_ASSERT(n == 5 && results == 4); /* the ARP reply to 62 and four results */
+	CU_ASSERT(ctr(DP_CTR_NO_NEIGHBOUR) == 0);
 	dp_down();
 }
 
@@ -1730,11 +1932,19 @@ test_retx_answers(void)
 	CU_ASSERT(collect(o, 16) == 1 && o[0].p.type == WIRE_TYPE_ACK);
 	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 1);
 	CU_ASSERT(ctr(DP_CTR_ACKS_SENT) == 2);
-	/* Workers 12 and 13 complete the chunk: three results. */
+	/* Workers 12 and 13 complete the chunk, 13 with a RETX: the RESULT's ordinary copies
+	 * answer it (flags 0, no echo, to every worker), no ACK, no copy of its own. */
 	inject(contrib_f32(13, 1, 0, 12, 4, 0, el, ce));
-	inject(contrib_f32(13, 1, 0, 13, 4, 0, el, ce));
+	m = contrib_f32(13, 1, 0, 13, 4, 0, el, ce);
+	rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->flags = WIRE_F_RETX;
+	rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+	inject(m);
 	poll_all();
-	CU_ASSERT(collect(o, 16) == 3);
+	CU_ASSERT_FATAL(collect(o, 16) == 3);
+	for (int k = 0; k < 3; k++)
+		CU_ASSERT(o[k].p.type == WIRE_TYPE_RESULT && o[k].p.flags == 0 &&
+			  o[k].p.tsecr == 0 && o[k].fl.dst_ip == PEER_IP(W3[k]));
+	CU_ASSERT(ctr(DP_CTR_ACKS_SENT) == 2);
 	/* Done: a RETX from 12 gets the retained RESULT (RETX|ECHO) to 12 alone. */
 	m = contrib_f32(13, 1, 0, 12, 4, 0, el, ce);
 	rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->flags = WIRE_F_RETX;
@@ -1874,7 +2084,7 @@ test_jumbo_misaligned(void)
 	int n = collect(o, 16), bad = 0;
 
 	CU_ASSERT(n == 9);
-	CU_ASSERT(ctr(DP_CTR_MISALIGNED) == 1);
+	CU_ASSERT(drops(WIRE_REASON_MISALIGNED) == 1);
 	for (int i = 0; i < n && i < 16; i++) {
 		bad += o[i].p.count != wire_chunk_len(el, ce, o[i].p.chunk);
 		for (uint32_t e = 0; e < o[i].p.count; e++) {
@@ -2189,8 +2399,12 @@ test_fanout_shared_segment(void)
 	CU_ASSERT_FATAL(install(mk_table(52, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, w3, 1, &td),
 				"install") == 0);
 	for (uint32_t c = 0; c < nch; c++)
-		for (int w = 0; w < 3; w++)
-			inject(contrib_f32(52, 1, 0, w3[w], 0, c, el, ce));
+		for (int w = 0; w < 3; w++) {
+			struct rte_mbuf *x = contrib_f32(52, 1, 0, w3[w], 0, c, el, ce);
+
+			/* 45's frames tell nothing about where 45 is: it stays unresolved. */
+			inject(w3[w] == 45 ? from_elsewhere(x) : x);
+		}
 	poll_all();
 	unsigned int n = rte_ring_dequeue_burst(tx_ring, (void **)m, 32, NULL);
 
@@ -2529,8 +2743,10 @@ main(int argc, char **argv)
 	CU_add_test(s, "512 chunks in flight, shuffled, duplicated", test_many_in_flight_shuffled);
 	CU_add_test(s, "fp16", test_fp16);
 	CU_add_test(s, "bf16", test_bf16);
+	CU_add_test(s, "IEEE sums in arrival order, no FTZ/DAZ", test_ieee_sums);
 	CU_add_test(s, "bad packets by reason", test_bad_packets);
 	CU_add_test(s, "ARP, ICMP, neighbour resolution", test_arp_icmp);
+	CU_add_test(s, "a worker that ARPed or sent is a known neighbour", test_neighbours_known);
 	CU_add_test(s, "retransmissions answered", test_retx_answers);
 	CU_add_test(s, "partial reduce", test_partial_reduce);
 	CU_add_test(s, "partial reduce: sets of child gateways", test_partial_reduce_child_sets);

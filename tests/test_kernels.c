@@ -11,7 +11,9 @@
  *  - fp32 -> fp16/bf16 narrow over every fp32 bit pattern against the scalar reference (SIMD
  *    suites), and against an independent round-to-nearest-even oracle in double precision
  *    (scalar suite, on a sample of every exponent and the tie patterns);
- *  - hand-picked rounding cases, NaN propagation of adds, exact sums of integer data.
+ *  - hand-picked rounding cases, NaN propagation of adds, subnormals, signed zeros and
+ *    infinities through the adds (exact IEEE bits: no flush-to-zero), exact sums of integer
+ *    data.
  * Plus a suite for variant selection. main returns the number of failures.
  */
 #include <inttypes.h>
@@ -721,6 +723,91 @@ static void test_nan_adds(void)
 	CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* --- IEEE 754 without flush-to-zero ---------------------------------------------------- */
+
+/*
+ * Subnormals, signed zeros, infinities and overflow through the adds, with the exact bits
+ * IEEE 754 (round to nearest even, no FTZ, no DAZ) gives, written out by hand. Under FTZ
+ * or DAZ the subnormal cases come out as zeros; the kernels and the C expression would
+ * still agree with each other, which is why the expected bits are not computed here.
+ */
+static void test_ieee_adds(void)
+{
+	enum { K = 16, REP = 5 };
+	static const struct {
+		uint32_t acc, src, want;
+	} f32[] = {
+		{0x00000001, 0x00000001, 0x00000002}, /* 2^-149 + 2^-149 */
+		{0x00800000, 0x80000001, 0x007fffff}, /* a normal minus a subnormal: subnormal */
+		{0x007fffff, 0x00000001, 0x00800000}, /* subnormals up to the smallest normal */
+		{0x80000003, 0x00000001, 0x80000002},
+		{0x80000001, 0x00000000, 0x80000001}, /* a subnormal input is not taken as 0 */
+		{0x00000001, 0x80000001, 0x00000000}, /* x + (-x) = +0 */
+		{0x3f800000, 0xbf800000, 0x00000000},
+		{0x80000000, 0x80000000, 0x80000000}, /* -0 + -0 = -0 */
+		{0x00000000, 0x80000000, 0x00000000}, /* +0 + -0 = +0 */
+		{0x80000000, 0x00000000, 0x00000000},
+		{0x80000000, 0x3f800000, 0x3f800000},
+		{0x7f800000, 0x3f800000, 0x7f800000}, /* inf + 1 */
+		{0xff800000, 0x7f7fffff, 0xff800000}, /* -inf + max */
+		{0x7f7fffff, 0x7f7fffff, 0x7f800000}, /* overflow to inf */
+		{0xff7fffff, 0xff7fffff, 0xff800000},
+		{0x7f800000, 0x7f800000, 0x7f800000},
+	};
+	static const struct {
+		uint32_t acc;
+		uint16_t h;
+		uint32_t want;
+	} f16[] = {
+		{0x00000000, 0x0001, 0x33800000}, /* 2^-24, the smallest fp16 subnormal */
+		{0x00000000, 0x83ff, 0xb87fc000}, /* the largest negative subnormal */
+		{0x33800000, 0x0001, 0x34000000},
+		{0x00000001, 0x0000, 0x00000001}, /* fp32 subnormal acc kept */
+		{0x80000000, 0x8000, 0x80000000}, /* -0 + -0 */
+		{0x00000000, 0x8000, 0x00000000},
+		{0x3f800000, 0x7c00, 0x7f800000},
+		{0x3f800000, 0xfc00, 0xff800000},
+		{0x7f7fffff, 0x7bff, 0x7f7fffff}, /* max + 65504: rounds back to max */
+	}, bf16[] = {
+		{0x00010000, 0x0001, 0x00020000}, /* bf16 subnormals are fp32 subnormals */
+		{0x00800000, 0x8001, 0x007f0000},
+		{0x00000000, 0x807f, 0x807f0000},
+		{0x80000000, 0x8000, 0x80000000},
+		{0x00000000, 0x8000, 0x00000000},
+		{0x3f800000, 0x7f80, 0x7f800000},
+		{0x7f7fffff, 0x7f7f, 0x7f800000}, /* overflow to inf */
+		{0xbf800000, 0xff80, 0xff800000},
+	};
+	float acc[REP * K], s32[REP * K];
+	uint16_t s16[REP * K];
+	unsigned int bad = 0;
+
+	for (size_t i = 0; i < REP * K; i++) {
+		acc[i] = u2f(f32[i % ARRAY_LEN(f32)].acc);
+		s32[i] = u2f(f32[i % ARRAY_LEN(f32)].src);
+	}
+	cur->sum_f32(acc, s32, REP * K);
+	for (size_t i = 0; i < REP * K; i++)
+		if (f2u(acc[i]) != f32[i % ARRAY_LEN(f32)].want && bad++ < MAX_REPORT)
+			printf("\n  %s sum_f32 element %zu = 0x%08" PRIx32, cur->name, i,
+			       f2u(acc[i]));
+	for (int bf = 0; bf < 2; bf++) {
+		size_t n = bf ? ARRAY_LEN(bf16) : ARRAY_LEN(f16);
+
+		for (size_t i = 0; i < REP * K; i++) {
+			acc[i] = u2f(bf ? bf16[i % n].acc : f16[i % n].acc);
+			s16[i] = bf ? bf16[i % n].h : f16[i % n].h;
+		}
+		(bf ? cur->widen_add_bf16 : cur->widen_add_f16)(acc, s16, REP * K);
+		for (size_t i = 0; i < REP * K; i++)
+			if (f2u(acc[i]) != (bf ? bf16[i % n].want : f16[i % n].want) &&
+			    bad++ < MAX_REPORT)
+				printf("\n  %s widen_add_%s element %zu = 0x%08" PRIx32, cur->name,
+				       bf ? "bf16" : "f16", i, f2u(acc[i]));
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* --- exact sums of integer data -------------------------------------------------------- */
 
 static int rand_int(int lim)
@@ -921,6 +1008,7 @@ static const struct {
 	{"fp16 narrow cases", test_f16_cases},
 	{"bf16 narrow cases", test_bf16_cases},
 	{"NaN through adds", test_nan_adds},
+	{"subnormals, signed zeros, infinities: IEEE, no FTZ/DAZ", test_ieee_adds},
 	{"integer sums are exact", test_integer_sums_exact},
 	{"csum16 matches the byte-wise reference", test_csum16},
 };

@@ -1672,7 +1672,12 @@ test_parse_rejects(void)
 	/* Over the limits: declared limits above the caps, counts above the limits, slots. */
 	EDIT_REJECTS(a, "limits.max_trees", json_integer(TABLE_TREES_MAX + 1),
 		     "field 'limits.max_trees'");
-	EDIT_REJECTS(a, "limits.max_children", json_integer(0), "field 'limits.max_children'");
+	EDIT_REJECTS(a, "limits.max_children", json_integer(TABLE_CHILDREN_MAX + 1),
+		     "field 'limits.max_children'");
+	EDIT_REJECTS2(a, "limits.max_children", json_integer(0), "field 'trees[0].children'",
+		      "exceed limits.max_children 0");
+	EDIT_REJECTS2(a, "limits.max_workers", json_integer(0), "field 'trees[0].workers'",
+		      "exceed limits.max_workers 0");
 	EDIT_REJECTS(a, "limits.max_workers", json_integer(TABLE_WORKERS_MAX + 1),
 		     "field 'limits.max_workers'");
 	EDIT_REJECTS2(a, "limits.max_slots", json_integer(1000), "field 'limits.max_slots'",
@@ -2538,6 +2543,52 @@ print_example(void)
 	scen_fini(&sc);
 }
 
+/*
+ * A lone root (one site, two workers, no child gateway) written by hand: its limits may
+ * say 0 children per tree entry (as a gateway without local workers may say 0 workers);
+ * a table over its limits is still refused.
+ */
+static void
+test_lone_root_limits(void)
+{
+	static const char text[] =
+		"{\"format\": \"georeduce-table/1\", \"job\": 1, \"epoch\": 1,"
+		" \"gateway\": {\"id\": 1, \"ipv4\": \"10.0.0.1\", \"base_port\": 17400,"
+		" \"ports\": 16}, \"dtype\": \"fp32\", \"elements\": 1000,"
+		" \"chunk_elements\": 352,"
+		" \"limits\": {\"max_trees\": 1, \"max_children\": 0, \"max_workers\": 2,"
+		" \"max_slots\": 16},"
+		" \"trees\": [{\"id\": 0, \"role\": \"root\", \"parent\": null,"
+		" \"children\": [], \"workers\": [{\"id\": 11, \"ipv4\": \"10.0.0.11\","
+		" \"port\": 5000}, {\"id\": 12, \"ipv4\": \"10.0.0.12\", \"port\": 5000}],"
+		" \"expected\": 2, \"subtree_workers\": 2, \"chunk_first\": 0,"
+		" \"chunk_count\": 3, \"rate_gbps\": 1.0, \"slots\": 16}]}";
+	char err[TABLE_ERR_MAX] = "";
+	struct table *tb = table_parse(text, SRC, err, sizeof(err));
+
+	check_at(tb != NULL, __FILE__, __LINE__, "a lone root with max_children 0", "%s", err);
+	if (tb == NULL)
+		return;
+	CU_ASSERT(tb->limits.max_children == 0);
+	CU_ASSERT(table_validate(tb, err, sizeof(err)) == 0);
+	table_free(tb);
+	/* Over the limits: one worker too many, a child gateway too many. */
+	json_t *j = json_loads(text, 0, NULL);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	jset(j, "limits.max_workers", json_integer(1));
+	REJECTS2(j, "field 'trees[0].workers'", "exceed limits.max_workers 1");
+	j = json_loads(text, 0, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	json_array_append_new(json_object_get(json_array_get(json_object_get(j, "trees"), 0),
+					      "children"),
+			      json_pack("{s:i,s:s,s:i,s:i,s:i}", "id", 2, "ipv4", "10.0.0.2",
+					"base_port", 17400, "ports", 16, "subtree_workers", 1));
+	jset(j, "trees.0.expected", json_integer(3));
+	jset(j, "trees.0.subtree_workers", json_integer(3));
+	REJECTS2(j, "field 'trees[0].children'", "exceed limits.max_children 0");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2552,6 +2603,7 @@ main(int argc, char **argv)
 		{ "compile: children over the limit", test_compile_too_many_children },
 		{ "compile: random topologies, union consistent", test_compile_random },
 		{ "parse: every malformed class rejected, field named", test_parse_rejects },
+		{ "parse: a lone root's limits may be 0 children", test_lone_root_limits },
 		{ "parse: invalid JSON with line:column", test_parse_invalid_json },
 		{ "multicast streams: parse, write, reject", test_streams },
 		{ "model: create, validate, load", test_model },

@@ -757,9 +757,26 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live,
 	drop(lc, m, WIRE_REASON_NO_SLOT);
 }
 
+/* A contributor whose MAC is not known yet sends (its kernel knew the gateway's already,
+ * so it did not ARP): if the frame came straight from it, on the port that reaches it,
+ * the frame says where it is, before its RESULT has to go there. */
+static __rte_noinline void
+learn_contributor(struct dp_lcore *lc, const struct dp_dest *d, const struct rte_mbuf *m,
+		  uint16_t port)
+{
+	struct dp_neigh *nb = &lc->dp->neigh[d->nh];
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(eth + 1);
+
+	if (nb->is_static || port != d->port || rte_be_to_cpu_32(ip->src_addr) != nb->ipv4)
+		return;
+	atomic_store_explicit(&nb->mac, dp_neigh_word(eth->src_addr.addr_bytes),
+			      memory_order_relaxed);
+}
+
 static void
 on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct dp_tree *t,
-	   struct rte_mbuf *m, const struct wire_pkt *p)
+	   struct rte_mbuf *m, const struct wire_pkt *p, uint16_t port)
 {
 	int k = find_src(t, p->origin);
 
@@ -776,6 +793,10 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}
+	const struct dp_dest *from = &t->down[t->src_down[k]];
+
+	if (unlikely(!(dp_dest_neigh(lc->dp, from) & DP_NEIGH_VALID)))
+		learn_contributor(lc, from, m, port);
 	struct dp_slot *s = slot_of(j, lc, t, p->chunk);
 	uint32_t bit = t->src_bits[k];
 
@@ -933,7 +954,7 @@ on_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
 
 void
 dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
-	  const struct wire_pkt *p)
+	  const struct wire_pkt *p, uint16_t port)
 {
 	enum wire_reason why = WIRE_REASON_NONE;
 	bool live = false;
@@ -953,7 +974,10 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 	}
 	const struct dp_tree *t = &j->trees[j->tree_map[p->tree] - 1];
 
-	if (unlikely(p->chunk - t->chunk_first >= t->chunk_count)) {
+	/* The chunk, and for ACK and NACKs every chunk of the range (count chunks). */
+	if (unlikely(p->chunk - t->chunk_first >= t->chunk_count ||
+		     (p->type != WIRE_TYPE_CONTRIB && p->type != WIRE_TYPE_RESULT &&
+		      p->count > t->chunk_count - (p->chunk - t->chunk_first)))) {
 		drop(lc, m, WIRE_REASON_BAD_CHUNK);
 		return;
 	}
@@ -966,7 +990,7 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 			return;
 		}
 		if (p->type == WIRE_TYPE_CONTRIB)
-			on_contrib(lc, j, live, t, m, p);
+			on_contrib(lc, j, live, t, m, p, port);
 		else
 			on_result(lc, j, t, m, p);
 		return;

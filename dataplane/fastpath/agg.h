@@ -12,11 +12,12 @@
 
 /**
  * Handle a georeduce packet whose frame and header passed validation (p is its decoded
- * header; m a single-segment frame addressed to this gateway): table checks, then the
- * slot state machine. Consumes m (kept in a slot, sent on, or freed and counted).
+ * header; m a single-segment frame addressed to this gateway, received on port index
+ * port): table checks, then the slot state machine. Consumes m (kept in a slot, sent on,
+ * or freed and counted).
  */
 void dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
-	       const struct wire_pkt *p);
+	       const struct wire_pkt *p, uint16_t port);
 
 /**
  * Loss recovery towards the parents: send again the partial sums whose RESULT is

@@ -55,14 +55,35 @@ dp_tx_flush(struct dp_lcore *lc)
 	}
 }
 
-/* Tell the control thread that ip is at mac on port (it keeps the neighbour table). */
-static inline void
+/* ip is at mac on port: resolve its neighbour entry now, before the ARP is answered (so
+ * that the results of the CONTRIBs that follow find it), and tell the control thread,
+ * which keeps addresses no entry has yet for the tables to come. ARP is rare: a scan of
+ * the entries costs nothing per packet. */
+static void
 learn(struct dp_lcore *lc, uint16_t port, rte_be32_t ip, const struct rte_ether_addr *mac)
 {
+	struct dp *dp = lc->dp;
 	struct dp_learn l = { .ipv4 = rte_be_to_cpu_32(ip), .port = port, .kind = DP_LEARN_ARP };
+	uint32_t n = atomic_load_explicit(&dp->n_neigh, memory_order_acquire);
 
+	for (uint32_t i = 0; i < n; i++)
+		if (dp->neigh[i].ipv4 == l.ipv4 && dp->neigh[i].port == port &&
+		    !dp->neigh[i].is_static)
+			atomic_store_explicit(&dp->neigh[i].mac, dp_neigh_word(mac->addr_bytes),
+					      memory_order_relaxed);
 	memcpy(l.mac, mac->addr_bytes, RTE_ETHER_ADDR_LEN);
 	rte_ring_sp_enqueue_elem(lc->learn, &l, sizeof(l)); /* full: the next one will do */
+}
+
+/* Drop a received frame: counted once under its reason, and under its class counter
+ * (DP_CTR_NOT_FOR_US, DP_CTR_BAD_FRAME, DP_CTR_BAD_HEADER) unless cls is DP_CTR_COUNT. */
+static inline void
+reject(struct dp_lcore *lc, struct rte_mbuf *m, enum dp_ctr cls, enum wire_reason why)
+{
+	if (cls != DP_CTR_COUNT)
+		lc->ctr[cls]++;
+	lc->drops[why]++;
+	rte_pktmbuf_free(m);
 }
 
 static void
@@ -76,8 +97,7 @@ on_arp(struct dp_lcore *lc, struct rte_mbuf *m, uint16_t port)
 	    arp->arp_hardware != rte_cpu_to_be_16(RTE_ARP_HRD_ETHER) ||
 	    arp->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
 	    arp->arp_hlen != RTE_ETHER_ADDR_LEN || arp->arp_plen != 4) {
-		lc->ctr[DP_CTR_NOT_FOR_US]++;
-		rte_pktmbuf_free(m);
+		reject(lc, m, DP_CTR_NOT_FOR_US, WIRE_REASON_ARP_UNANSWERED);
 		return;
 	}
 	struct rte_arp_ipv4 *a = &arp->arp_data;
@@ -86,8 +106,7 @@ on_arp(struct dp_lcore *lc, struct rte_mbuf *m, uint16_t port)
 	if (a->arp_sip != 0 && (for_us || arp->arp_opcode == rte_cpu_to_be_16(RTE_ARP_OP_REPLY)))
 		learn(lc, port, a->arp_sip, &a->arp_sha);
 	if (!for_us || arp->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST)) {
-		lc->ctr[DP_CTR_NOT_FOR_US]++;
-		rte_pktmbuf_free(m);
+		reject(lc, m, DP_CTR_NOT_FOR_US, WIRE_REASON_ARP_UNANSWERED);
 		return;
 	}
 	/* Turn the request into the reply in place. */
@@ -129,8 +148,7 @@ on_icmp(struct dp_lcore *lc, struct rte_mbuf *m, uint16_t port, struct rte_ipv4_
 	if (ip_len < WIRE_IPV4_LEN + sizeof(*icmp) || icmp->icmp_type != RTE_IP_ICMP_ECHO_REQUEST ||
 	    icmp->icmp_code != 0 ||
 	    rte_raw_cksum(icmp, ip_len - WIRE_IPV4_LEN) != 0xffff) {
-		lc->ctr[DP_CTR_NOT_FOR_US]++;
-		rte_pktmbuf_free(m);
+		reject(lc, m, DP_CTR_NOT_FOR_US, WIRE_REASON_ICMP_NOT_ECHO);
 		return;
 	}
 	reflect_ipv4(lc, port, eth, ip);
@@ -181,41 +199,40 @@ dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, ui
 	lc->ctr[DP_CTR_RX_PACKETS]++;
 	lc->ctr[DP_CTR_RX_BYTES] += rte_pktmbuf_pkt_len(m);
 	if (unlikely(m->nb_segs != 1)) { /* the mempool holds an MTU-sized frame in one */
-		lc->ctr[DP_CTR_BAD_FRAME]++;
-		lc->drops[WIRE_REASON_OVERSIZE]++;
-		rte_pktmbuf_free(m);
+		reject(lc, m, DP_CTR_BAD_FRAME, WIRE_REASON_OVERSIZE);
 		return;
 	}
 	if (unlikely(len < sizeof(*eth))) {
-		lc->ctr[DP_CTR_BAD_FRAME]++;
-		lc->drops[WIRE_REASON_L2]++;
-		rte_pktmbuf_free(m);
+		reject(lc, m, DP_CTR_BAD_FRAME, WIRE_REASON_L2);
 		return;
 	}
 	/* A frame at an odd address (no NIC does that; a broken vdev or test could): the
 	 * Ethernet header's 16-bit fields would be misaligned. Payloads at any even offset
 	 * are fine: the kernels take any alignment. */
 	if (unlikely((uintptr_t)eth & 1)) {
-		lc->ctr[DP_CTR_MISALIGNED]++;
-		rte_pktmbuf_free(m);
+		reject(lc, m, DP_CTR_BAD_FRAME, WIRE_REASON_MISALIGNED);
 		return;
 	}
 	if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
 		on_arp(lc, m, port);
 		return;
 	}
-	if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
-	    len < WIRE_ETH_LEN + WIRE_IPV4_LEN) {
-		lc->ctr[DP_CTR_NOT_FOR_US]++;
-		rte_pktmbuf_free(m);
+	if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
+		reject(lc, m, DP_CTR_NOT_FOR_US, WIRE_REASON_L2);
+		return;
+	}
+	if (len < WIRE_ETH_LEN + WIRE_IPV4_LEN) {
+		reject(lc, m, DP_CTR_BAD_FRAME, WIRE_REASON_IP_HDR);
 		return;
 	}
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
 
-	if (ip->dst_addr != rte_cpu_to_be_32(pt->ipv4) ||
-	    (ip->next_proto_id != IPPROTO_UDP && ip->next_proto_id != IPPROTO_ICMP)) {
-		lc->ctr[DP_CTR_NOT_FOR_US]++;
-		rte_pktmbuf_free(m);
+	if (ip->dst_addr != rte_cpu_to_be_32(pt->ipv4)) {
+		reject(lc, m, DP_CTR_NOT_FOR_US, WIRE_REASON_OTHER_DST);
+		return;
+	}
+	if (ip->next_proto_id != IPPROTO_UDP && ip->next_proto_id != IPPROTO_ICMP) {
+		reject(lc, m, DP_CTR_NOT_FOR_US, WIRE_REASON_NOT_UDP);
 		return;
 	}
 	size_t off, plen;
@@ -241,8 +258,7 @@ dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, ui
 	uint16_t dport = rte_be_to_cpu_16(udp->dst_port);
 
 	if ((uint16_t)(dport - dp->prm.udp_base) >= dp->prm.udp_count) {
-		lc->ctr[DP_CTR_NOT_FOR_US]++;
-		rte_pktmbuf_free(m);
+		reject(lc, m, DP_CTR_NOT_FOR_US, WIRE_REASON_OTHER_PORT);
 		return;
 	}
 	why = WIRE_REASON_UDP_CSUM;
@@ -254,9 +270,7 @@ dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, ui
 	struct wire_pkt p;
 
 	if (unlikely(wire_hdr_decode((uint8_t *)eth + off, plen, &p, &why) != 0)) {
-		lc->ctr[DP_CTR_BAD_HEADER]++;
-		lc->drops[why]++;
-		rte_pktmbuf_free(m);
+		reject(lc, m, DP_CTR_BAD_HEADER, why);
 		return;
 	}
 	if (p.type == WIRE_TYPE_PROBE) {
@@ -269,19 +283,26 @@ dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, ui
 			.rtt_us = dp_now_us() - p.tsecr,
 		};
 
-		rte_ring_sp_enqueue_elem(lc->learn, &l, sizeof(l));
+		/* Those probes have no job and no origin; the control thread matches the
+		 * source against its peers (and counts the others). */
+		if (p.job != 0 || p.origin != WIRE_NODE_NONE) {
+			reject(lc, m, DP_CTR_NOT_FOR_US, WIRE_REASON_PROBE_REPLY);
+			return;
+		}
+		if (rte_ring_sp_enqueue_elem(lc->learn, &l, sizeof(l)) != 0) {
+			reject(lc, m, DP_CTR_COUNT, WIRE_REASON_CTL_RING_FULL);
+			return;
+		}
 		rte_pktmbuf_free(m);
 		return;
 	}
 	/* Trim Ethernet padding so that the frame is exactly headers + packet. */
 	if (len > off + plen)
 		rte_pktmbuf_trim(m, (uint16_t)(len - off - plen));
-	dp_agg_rx(lc, st, m, &p);
+	dp_agg_rx(lc, st, m, &p, port);
 	return;
 bad_frame:
-	lc->ctr[DP_CTR_BAD_FRAME]++;
-	lc->drops[why]++;
-	rte_pktmbuf_free(m);
+	reject(lc, m, DP_CTR_BAD_FRAME, why);
 }
 
 /* The two lines of a frame's headers: Ethernet, IPv4 and UDP end at byte 42, the

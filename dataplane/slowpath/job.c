@@ -61,7 +61,9 @@ dp_neigh_get(struct dp *dp, uint32_t ipv4, uint16_t port)
 	dp->neigh[n].port = port;
 	dp->neigh[n].is_static = false;
 	dp->neigh[n].last_request_tsc = 0;
-	atomic_store_explicit(&dp->neigh[n].mac, 0, memory_order_relaxed);
+	/* Resolved already if it ARPed before any table named it. */
+	atomic_store_explicit(&dp->neigh[n].mac, dp_seen_mac(dp, ipv4, port),
+			      memory_order_relaxed);
 	atomic_store_explicit(&dp->n_neigh, n + 1, memory_order_release);
 	return (int)n;
 }

@@ -233,25 +233,27 @@ dp_remove(struct dp *dp, uint32_t job, char *err, size_t errlen)
 void
 dp_neigh_set(struct dp *dp, int idx, const struct rte_ether_addr *mac, bool is_static)
 {
-	uint64_t v = DP_NEIGH_VALID;
-
-	for (int i = 0; i < RTE_ETHER_ADDR_LEN; i++)
-		v |= (uint64_t)mac->addr_bytes[i] << (8 * (RTE_ETHER_ADDR_LEN - 1 - i));
 	if (is_static)
 		dp->neigh[idx].is_static = true;
-	atomic_store_explicit(&dp->neigh[idx].mac, v, memory_order_relaxed);
+	atomic_store_explicit(&dp->neigh[idx].mac, dp_neigh_word(mac->addr_bytes),
+			      memory_order_relaxed);
 }
 
-/* A PROBE_REPLY from a peer: when, and the round trip. */
+/* A PROBE_REPLY from a peer: when, and the round trip. From no peer: counted, dropped. */
 static void
 peer_reply(struct dp *dp, const struct dp_learn *l)
 {
+	bool peer = false;
+
 	for (unsigned int i = 0; i < dp->n_peers; i++)
 		if (dp->peers[i].ipv4 == l->ipv4) {
 			dp->peers[i].last_reply_tsc = rte_get_tsc_cycles();
 			dp->peers[i].rtt_us = l->rtt_us;
 			dp->peers[i].replies++;
+			peer = true;
 		}
+	if (!peer)
+		dp->probe_replies_unsolicited++;
 }
 
 int
@@ -352,7 +354,38 @@ probe_peers(struct dp *dp)
 	}
 }
 
-/* Take the workers' ARP sightings: refresh known neighbours (not static ones). */
+/* Keep the sighting l of an address that no neighbour entry has (yet). */
+static void
+seen_add(struct dp *dp, const struct dp_learn *l)
+{
+	unsigned int i;
+
+	for (i = 0; i < dp->n_seen; i++)
+		if (dp->seen[i].ipv4 == l->ipv4 && dp->seen[i].port == l->port)
+			break;
+	if (i == dp->n_seen) {
+		if (dp->n_seen < DP_SEEN_MAX) {
+			i = dp->n_seen++;
+		} else {
+			i = dp->seen_next;
+			dp->seen_next = (dp->seen_next + 1) % DP_SEEN_MAX;
+		}
+	}
+	dp->seen[i] = (struct dp_seen){ .ipv4 = l->ipv4, .port = l->port,
+					.mac = dp_neigh_word(l->mac) };
+}
+
+uint64_t
+dp_seen_mac(const struct dp *dp, uint32_t ipv4, uint16_t port)
+{
+	for (unsigned int i = 0; i < dp->n_seen; i++)
+		if (dp->seen[i].ipv4 == ipv4 && dp->seen[i].port == port)
+			return dp->seen[i].mac;
+	return 0;
+}
+
+/* Take the workers' ARP sightings: refresh known neighbours (not static ones), and keep
+ * the others for the tables to come. */
 static void
 learn(struct dp *dp)
 {
@@ -365,6 +398,8 @@ learn(struct dp *dp)
 		while ((n = rte_ring_sc_dequeue_burst_elem(dp->lcores[l]->learn, ls, sizeof(ls[0]),
 							   32, NULL)) != 0) {
 			for (unsigned int i = 0; i < n; i++) {
+				bool known = false;
+
 				if (ls[i].kind == DP_LEARN_PROBE) {
 					peer_reply(dp, &ls[i]);
 					continue;
@@ -372,14 +407,15 @@ learn(struct dp *dp)
 				for (uint32_t k = 0; k < n_neigh; k++) {
 					struct dp_neigh *nb = &dp->neigh[k];
 
-					if (nb->ipv4 != ls[i].ipv4 || nb->port != ls[i].port ||
-					    nb->is_static)
+					if (nb->ipv4 != ls[i].ipv4 || nb->port != ls[i].port)
 						continue;
-					struct rte_ether_addr mac;
-
-					memcpy(mac.addr_bytes, ls[i].mac, RTE_ETHER_ADDR_LEN);
-					dp_neigh_set(dp, (int)k, &mac, false);
+					known = true;
+					if (!nb->is_static)
+						atomic_store_explicit(&nb->mac, dp_neigh_word(ls[i].mac),
+								      memory_order_relaxed);
 				}
+				if (!known)
+					seen_add(dp, &ls[i]);
 			}
 		}
 	}

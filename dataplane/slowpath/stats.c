@@ -44,7 +44,6 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_NO_MBUF] = "no_mbuf",
 	[DP_CTR_BAD_FRAME] = "bad_frame",
 	[DP_CTR_BAD_HEADER] = "bad_header",
-	[DP_CTR_MISALIGNED] = "misaligned",
 	[DP_CTR_CTL_TX] = "control_tx",
 	[DP_CTR_FAULT_DROPPED] = "fault_dropped",
 	[DP_CTR_FAULT_DUPLICATED] = "fault_duplicated",
@@ -256,6 +255,8 @@ dp_stats_json(struct dp *dp)
 			(json_int_t)pr->replies));
 	}
 	json_object_set_new(o, "peers", peers);
+	json_object_set_new(o, "probe_replies_unsolicited",
+			    json_integer((json_int_t)dp->probe_replies_unsolicited));
 	json_object_set_new(o, "peers_age_ms", json_integer(dp->n_peers == 0 ? -1 :
 		(json_int_t)((now - dp->peers_since_tsc) * 1000 / hz)));
 	json_object_set_new(o, "lcores", lcores);
