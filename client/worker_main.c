@@ -48,6 +48,7 @@
 #define WORKERS_MAX 192         /* the most local workers a table lists */
 #define ALL_WORKERS_MAX 4096
 #define ROUNDS_MAX 1000000
+#define FOLLOW_RUNS_MAX 16      /* --follow: new runs of one round across re-plans */
 
 struct opts {
 	const char *table;
@@ -137,10 +138,11 @@ usage(FILE *f)
 		"  --timeout SECONDS     limit of each round (default %d)\n"
 		"  --follow              the table file is rewritten when the control process\n"
 		"                        installs a new epoch (georeduce-control run --out):\n"
-		"                        reload it before each round, and when a round times\n"
-		"                        out, run it again under a new epoch, or once go on\n"
-		"                        with it under the same one (a peer may have begun it\n"
-		"                        under the previous epoch)\n"
+		"                        reload it before each round; when it changes during a\n"
+		"                        round, stop the round and run it again under the new\n"
+		"                        epoch; when a round times out, run it again under a\n"
+		"                        new epoch, or once go on with it under the same one (a\n"
+		"                        peer may have begun it under the previous epoch)\n"
 		"  --json                a JSON summary on stdout instead of lines\n"
 		"  -h, --help            this help\n"
 		"\n"
@@ -375,6 +377,20 @@ follow_table(struct worker *w)
 	return 1;
 }
 
+/* gr_options.cancel under --follow: stop the round as soon as the table file changes (the
+ * control process installed a new epoch, for instance around a failed gateway) instead of
+ * waiting for the round's timeout. A stat() every progress interval, never per packet. */
+static int
+table_changed(void *arg)
+{
+	const struct worker *w = arg;
+	struct stat st;
+
+	return stat(w->o->table, &st) == 0 &&
+	       (st.st_ino != w->table_ino || st.st_mtim.tv_sec != w->table_mtime.tv_sec ||
+		st.st_mtim.tv_nsec != w->table_mtime.tv_nsec);
+}
+
 /*
  * --follow after a round timed out under epoch `ran` (`same`: how often the round already
  * went on without a new epoch): whether to go on with it, under the table file's epoch.
@@ -436,6 +452,8 @@ worker_main(void *arg)
 		.progress = w->show_progress ? progress : NULL,
 		.progress_arg = w,
 		.progress_ms = 200,
+		.cancel = o->follow ? table_changed : NULL,
+		.cancel_arg = w,
 	};
 
 	uint64_t superseded = 0;
@@ -463,14 +481,19 @@ worker_main(void *arg)
 		r->contrib = gr_allreduce(w->client, w->buf, cfg->elements, cfg->dtype, r->round,
 					  &go);
 		/* A gateway failed mid-round: the control process installs a new epoch
-		 * without it; run the round again under that epoch. Or the workers began
-		 * the round under two epochs: all go on with it under the newer one
-		 * (await_epoch()). */
-		for (int again = 0, same = 0; o->follow && r->contrib == -ETIMEDOUT && again < 3;
+		 * without it, the table file changes and the call stops (table_changed());
+		 * run the round again under that epoch. Or the round timed out: the
+		 * workers began it under two epochs, and all go on with it under the newer
+		 * one (await_epoch()). A re-plan may follow a re-plan (a link found short
+		 * of its rate while a gateway fails): follow up to FOLLOW_RUNS_MAX. */
+		for (int again = 0, same = 0;
+		     o->follow && (r->contrib == -ETIMEDOUT || r->contrib == -ECANCELED) &&
+		     again < FOLLOW_RUNS_MAX;
 		     again++) {
 			uint32_t ran = cfg->epoch;
 
-			if (!await_epoch(w, ran, same))
+			if (r->contrib == -ECANCELED ? follow_table(w) < 0
+						     : !await_epoch(w, ran, same))
 				break;
 			cfg = gr_client_config(w->client);
 			if (csets_room(w, cfg) < 0)
@@ -930,7 +953,9 @@ stats_json(const struct gr_client *c)
 
 	gr_client_stats(c, &s);
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-			 "s:I}",
+			 "s:I, s:I, s:I}",
+			 "timeouts", (json_int_t)s.timeouts,
+			 "cancels", (json_int_t)s.cancels,
 			 "contribs_sent", (json_int_t)s.contribs_sent,
 			 "contribs_retx", (json_int_t)s.contribs_retx,
 			 "nacks_sent", (json_int_t)s.nacks_sent,

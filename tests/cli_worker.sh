@@ -158,26 +158,33 @@ grep -q "2 contributors, --all-workers names 3" "$tmp/err" && ok "says why" ||
 
 # --follow across a new epoch that came between the two workers' starts of a round: 11
 # begins round 40 under epoch 2, 12 under epoch 3, and the stand-in sums each epoch apart.
-# Both time out; 11 finds epoch 3 in its table by then, 12 has no newer one. 11 runs the
-# round again under epoch 3 and 12 goes on with it there, both at once: had 12 waited for
-# another epoch, 11 would have run it there alone. 11 starts once the stand-in has 12's
-# first chunk, and its table changes once the stand-in has 11's.
+# 11's table changes while its round runs: it stops the round at once and runs it again
+# under epoch 3, where 12 is, and both complete without a timeout (were the change only
+# seen when 11's round timed out, 12 would time out too and go on with the round).
+# 11 starts once the stand-in has 12's first chunk, and its table changes once the
+# stand-in has 11's.
 sed 's/"epoch": 2,/"epoch": 3,/' "$tmp/t.json" >"$tmp/t3.json"
 cp "$tmp/t.json" "$tmp/t11.json"
-"$worker" --table "$tmp/t3.json" --worker-id 12 --first-round 40 --follow --timeout 3 \
-	>"$tmp/out12" 2>&1 &
+"$worker" --table "$tmp/t3.json" --worker-id 12 --first-round 40 --follow --timeout 60 \
+	--json >"$tmp/out12" 2>&1 &
 p12=$!
 wait_for_line "$tmp/gw.log" '^contrib epoch 3 round 40 origin 12$' 60 "$p12" ||
 	not_ok "worker 12 sent nothing under epoch 3: $(cat "$tmp/out12")"
 (wait_for_line "$tmp/gw.log" '^contrib epoch 2 round 40 origin 11$' 60 &&
 	cp "$tmp/t3.json" "$tmp/t11.new" && mv "$tmp/t11.new" "$tmp/t11.json") &
 expect 0 "--follow: a round begun under two epochs" "$worker" --table "$tmp/t11.json" \
-	--worker-id 11 --first-round 40 --follow --timeout 3
+	--worker-id 11 --first-round 40 --follow --timeout 60
 grep -q "worker 11 round 40: epoch 3 installed, round run again" "$tmp/out" &&
 	grep -q "worker 11 round 40: .* 2 contributors, verified" "$tmp/out" &&
-	ok "run again under the new epoch" || not_ok "worker 11: $(cat "$tmp/out" "$tmp/err")"
-wait $p12 && grep -q "worker 12 round 40: epoch 3 as before, round taken up again" "$tmp/out12" &&
-	ok "its partner went on with it under the same epoch" || not_ok "worker 12: $(cat "$tmp/out12")"
+	ok "stopped at the table's change, run again under the new epoch" ||
+	not_ok "worker 11: $(cat "$tmp/out" "$tmp/err")"
+wait $p12 && python3 -c '
+import json, sys
+w = json.load(open(sys.argv[1]))["workers"][0]
+assert w["ok"] and w["rounds"][0]["contrib"] == 2, w
+assert w["stats"]["timeouts"] == 0 and w["stats"]["cancels"] == 0, w["stats"]
+' "$tmp/out12" && ok "its partner completed the round under epoch 3, no timeout" ||
+	not_ok "worker 12: $(cat "$tmp/out12")"
 
 # ---- --multicast: a selmcast job's table, streams and no trees ----
 kill "$gw_pid" 2>/dev/null

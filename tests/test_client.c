@@ -1753,6 +1753,79 @@ test_resume(void)
 	gw_free(g);
 }
 
+/* gr_options.cancel: asked while the call waits; once it says stop, the call ends with
+ * -ECANCELED long before its timeout, resumable: taken up again it completes exactly. */
+struct cancel_arg {
+	struct fakegw *g;
+	unsigned int asked;
+	unsigned int stop_after;        /* asked this often while the gateway is silent */
+};
+
+static int
+cancel_when_silent(void *arg)
+{
+	struct cancel_arg *a = arg;
+
+	a->asked++;
+	return atomic_load(&a->g->silent) && --a->stop_after == 0;
+}
+
+static void
+test_cancel(void)
+{
+	const uint32_t n_chunks = 40, ce = 50;
+	struct job j;
+	struct fake_opts fo = { .retx = RETX_SPEC, .silent_after = 12 };
+	struct gr_options o = { .window = 8, .timeout_ms = 120000, .rto_initial_ms = 20,
+				.progress_ms = 5, .cancel = cancel_when_silent };
+	struct timespec t0, t1;
+	struct cancel_arg ca;
+	struct fakegw *g;
+	struct gr_client *c;
+	struct gr_stats st;
+	float *buf;
+	int rc;
+
+	job_init(&j, 1, 1, 1, GR_DTYPE_FP32, (uint64_t)n_chunks * ce, ce);
+	g = gw_start(&j, &fo);
+	c = client_for(&j, 0);
+	buf = calloc((size_t)n_chunks * ce, sizeof(float));
+	CU_ASSERT_FATAL(c != NULL && buf != NULL);
+	for (uint32_t e = 0; e < n_chunks * ce; e++)
+		buf[e] = (float)(e % 7);
+	ca = (struct cancel_arg){ .g = g, .stop_after = 3 };
+	o.cancel_arg = &ca;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = gr_allreduce(c, buf, n_chunks * ce, GR_DTYPE_FP32, 5, &o);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	CHECK(rc == -ECANCELED, "rc %d: %s", rc, gr_client_error(c));
+	CHECK(strstr(gr_client_error(c), "cancelled with 28 of 40 chunks") != NULL, "%s",
+	      gr_client_error(c));
+	/* Well before the two-minute timeout, however busy the machine. */
+	CHECK(t1.tv_sec - t0.tv_sec < 60, "cancelled after %ld s", (long)(t1.tv_sec - t0.tv_sec));
+	gr_client_stats(c, &st);
+	CHECK(st.cancels == 1 && st.timeouts == 0, "%llu cancels, %llu timeouts",
+	      (unsigned long long)st.cancels, (unsigned long long)st.timeouts);
+	/* Taken up again with a callback that never stops it: exact. */
+	atomic_store(&g->silent, false);
+	ca.stop_after = 0; /* decrements only while silent: never reaches 0 again */
+	o.resume = true;
+	rc = gr_allreduce(c, buf, n_chunks * ce, GR_DTYPE_FP32, 5, &o);
+	CHECK(rc == 1, "rc %d: %s", rc, gr_client_error(c));
+	for (uint32_t e = 0; e < n_chunks * ce; e++)
+		if (!CHECK(buf[e] == (float)(e % 7), "element %u: %g", e, buf[e]))
+			break;
+	gr_client_stats(c, &st);
+	CHECK(st.cancels == 1 && st.results == n_chunks && ca.asked >= 3, "%llu cancels, %llu "
+	      "results, asked %u times", (unsigned long long)st.cancels,
+	      (unsigned long long)st.results, ca.asked);
+	gr_client_free(c);
+	free(buf);
+	gw_stop(g);
+	CU_ASSERT(g->bad == 0);
+	gw_free(g);
+}
+
 /* Every packet twice, results of the previous round and of another epoch, garbage and a
  * PROBE: the sum is exact, the rest is counted and ignored, the PROBE answered. */
 static void
@@ -2029,6 +2102,7 @@ main(void)
 		{ "ACK stops payload retransmission, T2 asks", test_held },
 		{ "silent gateway: -ETIMEDOUT", test_timeout },
 		{ "a timed-out call taken up again", test_resume },
+		{ "a call cancelled by its callback, taken up again", test_cancel },
 		{ "duplicates, stale rounds, garbage, probe", test_duplicates_and_strays },
 		{ "progress callback", test_progress },
 		{ "reconfiguration to a new epoch", test_reconfigure },

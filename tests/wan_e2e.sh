@@ -162,7 +162,7 @@ epoch_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ep
 # unanswered, the control process re-plans without the link, the workers run the
 # interrupted round again. Then the link comes back and the relay is used again.
 e0=$(epoch_of "$D/tables/job-1-a.json")
-workers 1 5 "$ROUNDS" --timeout 4
+workers 1 5 "$ROUNDS" --timeout 30
 sleep 0.3
 ip -n "grw$$-s0" link set wan1 down
 rounds_across "link a-c down mid-job" "the link failure"
@@ -185,9 +185,9 @@ grep -q "link a-c is up again" "$D/control.log" && grep -q '"id": 3' "$D/tables/
 # installs an epoch without it, the workers run the interrupted round again. The CREW
 # job's worker a runs at the same time: c aggregated a range of it, which the new epoch
 # gives to a and b.
-workers 1 10 "$ROUNDS" --timeout 4
+workers 1 10 "$ROUNDS" --timeout 30
 ip netns exec "grw$$-s0" "$WK" --table "$D/tables/job-3-a.json" --worker-id 1000 \
-	--all-workers 1000,1100 --first-round 10 --rounds "$ROUNDS" --follow --timeout 4 \
+	--all-workers 1000,1100 --first-round 10 --rounds "$ROUNDS" --follow --timeout 30 \
 	>"$D/c-0-10.out" 2>&1 &
 cpid=$!
 sleep 0.3

@@ -1288,8 +1288,8 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 	if (rc < 0)
 		return rc;
 	if (o->resume && (!c->resumable || c->resume_round != round))
-		return fail(c, -EINVAL, "round %u: no call of it timed out just before to resume",
-			    round);
+		return fail(c, -EINVAL, "round %u: no call of it timed out or was cancelled just "
+			    "before to resume", round);
 	k.esize = gr_dtype_size(dtype);
 	c->st.calls++;
 	c->tx_n = 0;
@@ -1354,9 +1354,18 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 			break;
 		}
 		now = now_us();
-		if (o->progress != NULL && now >= next_progress) {
-			o->progress(o->progress_arg, k.done, c->n_chunks);
+		if (now >= next_progress) {
+			if (o->progress != NULL)
+				o->progress(o->progress_arg, k.done, c->n_chunks);
 			next_progress = now + progress_us;
+			if (o->cancel != NULL && o->cancel(o->cancel_arg) != 0) {
+				c->st.cancels++;
+				rc = fail(c, -ECANCELED, "round %u: cancelled with %u of %u chunks "
+					  "without a result after %llu ms", round,
+					  c->n_chunks - k.done, c->n_chunks,
+					  (unsigned long long)((now - start) / 1000));
+				break;
+			}
 		}
 		if (now >= deadline) {
 			c->st.timeouts++;
@@ -1369,7 +1378,7 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 		if (busy)
 			continue;
 		until = k.next_due < deadline ? k.next_due : deadline;
-		if (o->progress != NULL && next_progress < until)
+		if ((o->progress != NULL || o->cancel != NULL) && next_progress < until)
 			until = next_progress;
 		rc = wait_until(c, until);
 		if (rc < 0) {
@@ -1382,7 +1391,7 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 		if (o->progress != NULL)
 			o->progress(o->progress_arg, c->n_chunks, c->n_chunks);
 	}
-	c->resumable = rc == -ETIMEDOUT;
+	c->resumable = rc == -ETIMEDOUT || rc == -ECANCELED;
 	c->resume_round = round;
 	return rc;
 }

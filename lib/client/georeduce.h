@@ -126,6 +126,9 @@ struct gr_config {
 /** Called with the chunks done and the total (see struct gr_options). */
 typedef void (*gr_progress_fn)(void *arg, uint64_t done, uint64_t total);
 
+/** Asked while a call waits whether to stop it (see struct gr_options): nonzero stops. */
+typedef int (*gr_cancel_fn)(void *arg);
+
 /**
  * Options of one gr_allreduce() call. A zeroed struct (or NULL) means every default.
  */
@@ -153,10 +156,17 @@ struct gr_options {
 	double rate_gbps;       /* gr_mcast_send(): pace at this rate; 0: the configuration's
 				 * mcast_rate_gbps */
 	bool resume;            /* take up the previous call on this client where it stopped:
-				 * it timed out, had the same round and buffer, and neither the
-				 * buffer nor the client changed since. Results it got are kept
-				 * (not asked for again), chunks it had in flight are asked for
-				 * at once, the rest go as usual. Without such a call: -EINVAL */
+				 * it timed out or was cancelled, had the same round and buffer,
+				 * and neither the buffer nor the client changed since. Results
+				 * it got are kept (not asked for again), chunks it had in flight
+				 * are asked for at once, the rest go as usual. Without such a
+				 * call: -EINVAL */
+	gr_cancel_fn cancel;    /* NULL, or asked at least every progress_ms while the call
+				 * waits (never per packet): nonzero ends the call with
+				 * -ECANCELED, which leaves it resumable as a timeout does. A
+				 * caller that learns of a new epoch (a re-plan) stops the round
+				 * at once this way instead of waiting for its timeout */
+	void *cancel_arg;
 };
 
 /** Counters of a client since it was created (reconfiguration keeps them). */
@@ -193,6 +203,8 @@ struct gr_stats {
 					 * undelivered: a call of another round left that round
 					 * outside the window (the caller skipped it), or a
 					 * reconfiguration reset the rounds kept */
+	uint64_t cancels;               /* gr_allreduce() calls that returned -ECANCELED
+					 * (gr_options.cancel) */
 };
 
 /** Called by gr_mcast_recv() with each chunk received: count elements of dtype at data
@@ -295,7 +307,8 @@ const struct gr_config *gr_client_config(const struct gr_client *c);
  * @return          The number of workers summed (the results' contributor count; if the
  *                  chunks' counts differ, the smallest, and opt->average divides each chunk
  *                  by its own); -EINVAL for arguments that do not match the configuration;
- *                  -ETIMEDOUT if a result is still missing after the timeout; -EMSGSIZE if
+ *                  -ETIMEDOUT if a result is still missing after the timeout; -ECANCELED
+ *                  if opt->cancel asked to stop (resumable, as a timeout); -EMSGSIZE if
  *                  a packet exceeds the path MTU; another negative errno of the socket.
  *                  gr_client_error() then says why. The client stays usable.
  */
