@@ -80,6 +80,15 @@ class_name(int k)
 						   ? "local" : ctltls_role_name(k);
 }
 
+/* The most connections of class k at once. */
+static int
+class_max(const struct ctlsrv *s, int k)
+{
+	if (k == CLASS_HANDSHAKE)
+		return s->o.max_handshakes;
+	return s->o.role_max[k] > 0 ? s->o.role_max[k] : s->o.max_per_role;
+}
+
 static int
 class_of(const struct ctlsrv_client *c)
 {
@@ -161,7 +170,14 @@ ctlsrv_create(const struct ctlsrv_opts *o, char *err, size_t errlen)
 		json_util_fail(err, errlen, "bad server options");
 		goto fail;
 	}
-	s->n_slots = o->max_per_role * CTLTLS_ROLE_N + o->max_handshakes;
+	s->n_slots = o->max_handshakes;
+	for (int r = 0; r < CTLTLS_ROLE_N; r++) {
+		if (o->role_max[r] < 0 || o->role_max[r] > CTLSRV_CLASS_MAX) {
+			json_util_fail(err, errlen, "bad server options");
+			goto fail;
+		}
+		s->n_slots += class_max(s, r);
+	}
 	s->slots = calloc((size_t)s->n_slots, sizeof(*s->slots));
 	s->pfd = calloc((size_t)s->n_slots + 3, sizeof(*s->pfd));
 	s->pslot = calloc((size_t)s->n_slots + 3, sizeof(*s->pslot));
@@ -220,7 +236,7 @@ static struct ctlsrv_client *
 slot_for(struct ctlsrv *s, int k, const char *peer)
 {
 	struct ctlsrv_client *free_slot = NULL, *quiet = NULL;
-	int n = 0, max = k == CLASS_HANDSHAKE ? s->o.max_handshakes : s->o.max_per_role;
+	int n = 0, max = class_max(s, k);
 
 	for (int i = 0; i < s->n_slots; i++) {
 		struct ctlsrv_client *c = &s->slots[i];
@@ -298,7 +314,7 @@ admit(struct ctlsrv *s, struct ctlsrv_client *c, struct ctl_conn *cc, enum ctltl
 	c->st = SLOT_READY;
 	if (to == NULL) {
 		refuse_close(s, c, CTLSRV_REF_EVICTED, "%d %s connections open, all owed a "
-			     "reply", s->o.max_per_role, ctltls_role_name(role));
+			     "reply", class_max(s, (int)role), ctltls_role_name(role));
 		return;
 	}
 	if (to != c) {

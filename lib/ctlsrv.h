@@ -67,6 +67,7 @@ struct ctlsrv_opts {
 	struct ctltls_ctx *tls;  /* a server context; required with tls_listen */
 	unsigned int roles;      /* the TLS roles admitted: bits (1u << enum ctltls_role) */
 	int max_per_role;        /* authenticated connections per role, 1..CTLSRV_CLASS_MAX */
+	int role_max[CTLTLS_ROLE_N]; /* per role instead, where > 0 (..CTLSRV_CLASS_MAX) */
 	int max_handshakes;      /* TLS handshakes at once, 1..CTLSRV_CLASS_MAX */
 	int handshake_ms;        /* >= 1 */
 	int idle_ms;             /* >= 1 */
