@@ -105,6 +105,7 @@ struct worker {
 	char msg[GR_ERR_MAX + 128];     /* the failure, one line */
 	bool show_progress;
 	struct gr_join *join;           /* --control: this worker's connection to it */
+	bool control_away;              /* --control: the last call to it failed */
 	struct timespec table_mtime;    /* --follow: the table file as last loaded */
 	ino_t table_ino;
 	/* --multicast */
@@ -392,11 +393,23 @@ follow_control(struct worker *w, int wait_ms)
 			      sizeof(err));
 
 	if (rc == 1 && gr_client_reconfigure(w->client, &c, err, sizeof(err)) != 0)
-		rc = -1;
-	if (rc < 0) {
+		rc = -EINVAL;
+	if (rc == -EPERM || rc == -ENOENT || rc == -EINVAL) {
 		snprintf(w->msg, sizeof(w->msg), "worker %u: %s", w->id, err);
 		return -1;
 	}
+	if (rc < 0) {
+		/* The control process is away (restarting): the gateways keep the live epoch,
+		 * so go on with it and ask again later. */
+		if (!w->control_away)
+			fprintf(stderr, PROG ": worker %u: %s; going on under epoch %u\n", w->id, err,
+				gr_client_config(w->client)->epoch);
+		w->control_away = true;
+		if (wait_ms > 0)
+			usleep((useconds_t)(wait_ms < 200 ? wait_ms : 200) * 1000);
+		return 0;
+	}
+	w->control_away = false;
 	return rc;
 }
 
