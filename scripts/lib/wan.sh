@@ -18,6 +18,8 @@
 #   wan_control_stop DIR [SIGNAL]
 #   wan_dpctl DIR SITE_INDEX COMMAND [ARGS]                     georeduce-dpctl over TLS
 #                                                               from the control namespace
+#   wan_endpoints DIR          per gateway, the tls:// endpoint through which it was
+#                              installed and its jobs' live epochs (from the daemon)
 
 wan_up() {
 	local dir=$1 topology=$2 build=$3
@@ -96,6 +98,20 @@ print(s["gateway"]["endpoint"], s["id"])' "$dir/sites.json" "$i")
 	ip netns exec "$(wan_ctl "$dir" ns)" "$build/control/georeduce-dpctl" -s "$ep" \
 		--cert "$pki/control.pem" --key "$pki/control.key" --ca "$pki/ca.pem" \
 		--server-name "$id" "$@"
+}
+
+wan_endpoints() {
+	local dir=$1 build
+	build=$(cat "$dir/build")
+	"$build/control/georeduce-control" status --socket "$dir/control.sock" --json |
+		python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+for g in s["gateways"]:
+    jobs = ["job %d epoch %s" % (j["job"], j["epoch"]) for j in s["jobs"]
+            if g["node"] in j["gateways"]]
+    print("  gateway %-12s installed through %-22s %s" % (g["node"], g["socket"],
+          ", ".join(jobs) if jobs else "(no job: not on any plan)"))'
 }
 
 # Sites as "index id namespace" lines.
