@@ -237,6 +237,14 @@ heartbeat(struct dmn *m, struct gw *g, bool *gone)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = install_call(&g->conn, "ping", NULL, m->o->timeout_ms, g->error, sizeof(g->error));
+	/* A connection that broke (the peer closed or reset it) is tried again at once on a
+	 * new one: a dataplane that is gone then refuses, and is seen down now rather than
+	 * at the next heartbeat. */
+	if (r == NULL && (errno == EPIPE || errno == ECONNRESET || errno == EPROTO)) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		r = install_call(&g->conn, "ping", NULL, m->o->timeout_ms, g->error,
+				 sizeof(g->error));
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	*gone = false;
 	if (r == NULL) {

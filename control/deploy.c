@@ -641,14 +641,23 @@ parse_tls(struct dctx *c, const json_t *root, struct deploy *d)
 	const char *v;
 	int rc;
 
-	if (t == NULL) {
-		for (int g = 0; g < d->topo->n_nodes; g++)
-			if (ctltls_is_endpoint(d->gateways[g].socket))
-				return json_util_field_fail(&c->js, "", "tls", "missing: gateway "
-							    "'%s' has a tls:// endpoint",
-							    d->topo->nodes[g].id);
-		return 0;
+	for (int g = 0; g < d->topo->n_nodes; g++) {
+		const char *id = d->topo->nodes[g].id;
+
+		if (!ctltls_is_endpoint(d->gateways[g].socket))
+			continue;
+		if (t == NULL)
+			return json_util_field_fail(&c->js, "", "tls", "missing: gateway '%s' has a "
+						    "tls:// endpoint", id);
+		/* Its certificate names it: the node id must be a DNS name. */
+		if (strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
+		    strlen(id) || id[0] == '-' || id[0] == '.')
+			return json_util_field_fail(&c->js, "", "tls", "gateway '%s' has a tls:// "
+						    "endpoint, so its node id must be a DNS name "
+						    "(letters, digits, '-', '.')", id);
 	}
+	if (t == NULL)
+		return 0;
 	rc = check_keys(c, t, "tls", known, N_OF(known), 3);
 	for (size_t k = 0; rc == 0 && k < 3; k++) {
 		rc = get_str(c, t, "tls", known[k], &v);
