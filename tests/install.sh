@@ -14,8 +14,16 @@ if ! meson install -C "$BUILD" --destdir "$D" --no-rebuild --quiet >"$tmp/out" 2
 	not_ok "meson install: $(tail -5 "$tmp/out")"
 	exit 1
 fi
-prefix=$(meson introspect "$BUILD" --buildoptions |
-	python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"][0])')
+option() { # NAME: a build option's value
+	meson introspect "$BUILD" --buildoptions | python3 -c '
+import json, sys
+print([o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1]][0])' "$1"
+}
+prefix=$(option prefix)
+# A sanitized build's library needs its runtime in the program too.
+san=$(option b_sanitize)
+sanflags=()
+[ "$san" != none ] && sanflags=(-fsanitize="$san")
 P=$D$prefix
 for f in bin/georeduce-dataplane bin/georeduce-control bin/georeduce-dpctl bin/georeduce-worker \
 	bin/georeduce-plan bin/georeduce-pki include/georeduce.h \
@@ -38,7 +46,7 @@ cat >"$tmp/prog.c" <<'C'
 int main(void) { printf("%s\n", gr_dtype_name(GR_DTYPE_FP32)); return 0; }
 C
 flags=$(PKG_CONFIG_SYSROOT_DIR=$D PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs georeduce)
-if cc "$tmp/prog.c" -o "$tmp/prog" $flags -Wl,-rpath,"$(dirname "$(find "$D" -name 'libgeoreduce.so' | head -1)")" \
+if cc "${sanflags[@]}" "$tmp/prog.c" -o "$tmp/prog" $flags -Wl,-rpath,"$(dirname "$(find "$D" -name 'libgeoreduce.so' | head -1)")" \
 	2>"$tmp/cc" && [ "$("$tmp/prog")" = fp32 ]; then
 	ok "a program builds against the installed libgeoreduce (pkg-config)"
 else
