@@ -106,6 +106,8 @@ struct worker {
 	bool show_progress;
 	struct gr_join *join;           /* --control: this worker's connection to it */
 	bool control_away;              /* --control: the last call to it failed */
+	bool pending;                   /* --control: pending_cfg holds a newer epoch */
+	struct gr_config pending_cfg;
 	struct timespec table_mtime;    /* --follow: the table file as last loaded */
 	ino_t table_ino;
 	/* --multicast */
@@ -389,8 +391,16 @@ follow_control(struct worker *w, int wait_ms)
 {
 	char err[GR_ERR_MAX];
 	struct gr_config c;
-	int rc = gr_join_wait(w->join, gr_client_config(w->client)->epoch, wait_ms, &c, err,
-			      sizeof(err));
+	int rc;
+
+	if (w->pending) { /* control_changed() saw it during a round */
+		c = w->pending_cfg;
+		w->pending = false;
+		rc = 1;
+	} else {
+		rc = gr_join_wait(w->join, gr_client_config(w->client)->epoch, wait_ms, &c, err,
+				  sizeof(err));
+	}
 
 	if (rc == 1 && gr_client_reconfigure(w->client, &c, err, sizeof(err)) != 0)
 		rc = -EINVAL;
@@ -452,6 +462,22 @@ table_changed(void *arg)
 	return stat(w->o->table, &st) == 0 &&
 	       (st.st_ino != w->table_ino || st.st_mtim.tv_sec != w->table_mtime.tv_sec ||
 		st.st_mtim.tv_nsec != w->table_mtime.tv_nsec);
+}
+
+/* gr_options.cancel with --control: stop the round as soon as the control process has
+ * another epoch (asked every progress interval, without waiting), keeping it for
+ * follow_control(). */
+static int
+control_changed(void *arg)
+{
+	struct worker *w = arg;
+	char err[GR_ERR_MAX];
+
+	if (!w->pending &&
+	    gr_join_wait(w->join, gr_client_config(w->client)->epoch, 0, &w->pending_cfg, err,
+			 sizeof(err)) == 1)
+		w->pending = true;
+	return w->pending;
 }
 
 /*
@@ -518,7 +544,7 @@ worker_main(void *arg)
 		.progress = w->show_progress ? progress : NULL,
 		.progress_arg = w,
 		.progress_ms = 200,
-		.cancel = o->follow ? table_changed : NULL,
+		.cancel = !o->follow ? NULL : o->control != NULL ? control_changed : table_changed,
 		.cancel_arg = w,
 	};
 
