@@ -472,11 +472,16 @@ control_changed(void *arg)
 {
 	struct worker *w = arg;
 	char err[GR_ERR_MAX];
+	int rc;
 
-	if (!w->pending &&
-	    gr_join_wait(w->join, gr_client_config(w->client)->epoch, 0, &w->pending_cfg, err,
-			 sizeof(err)) == 1)
-		w->pending = true;
+	/* While the control process cannot be reached, a connect attempt could stall the
+	 * round: only the calls between rounds (follow_control()) try again. */
+	if (w->pending || w->control_away)
+		return w->pending;
+	rc = gr_join_wait(w->join, gr_client_config(w->client)->epoch, 0, &w->pending_cfg, err,
+			  sizeof(err));
+	w->pending = rc == 1;
+	w->control_away = rc < 0;
 	return w->pending;
 }
 
