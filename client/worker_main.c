@@ -8,6 +8,9 @@
  *                    [--output FILE] [--window N] [--timeout SECONDS] [--json]
  *   georeduce-worker --multicast --table FILE --worker-id ID [...] [--require-all]
  *                    [--start-at UNIXTIME] [--round-interval SECONDS]
+ *   georeduce-worker --control tls://HOST:PORT --job J --cert F --key F --ca F
+ *                    --worker-id ID [...]  (instead of --table: join through the control
+ *                    process, fetch the table and follow every new epoch from it)
  *
  * Each --worker-id is one worker with its own client, socket and thread. The generated
  * tensor is integer-valued so that every sum is exact: element e of worker w is
@@ -52,6 +55,10 @@
 
 struct opts {
 	const char *table;
+	const char *control;            /* --control: join through the control process */
+	const char *cert, *key, *ca, *server_name;
+	uint32_t job;
+	bool has_job;
 	uint16_t ids[WORKERS_MAX];
 	int n_ids;
 	uint32_t rounds;
@@ -97,6 +104,10 @@ struct worker {
 	bool ok;
 	char msg[GR_ERR_MAX + 128];     /* the failure, one line */
 	bool show_progress;
+	struct gr_join *join;           /* --control: this worker's connection to it */
+	bool control_away;              /* --control: the last call to it failed */
+	bool pending;                   /* --control: pending_cfg holds a newer epoch */
+	struct gr_config pending_cfg;
 	struct timespec table_mtime;    /* --follow: the table file as last loaded */
 	ino_t table_ino;
 	/* --multicast */
@@ -120,6 +131,15 @@ usage(FILE *f)
 		"\n"
 		"Options:\n"
 		"  --table FILE          the gateway's forwarding table (docs/TABLES.md)\n"
+		"  --control ENDPOINT    instead of --table: join the job through the control\n"
+		"                        process (tls://HOST:PORT of its API, or its socket):\n"
+		"                        each worker fetches its table and follows every new\n"
+		"                        epoch from it (--follow is implied)\n"
+		"  --job J               with --control: the job\n"
+		"  --cert FILE, --key FILE, --ca FILE  with tls://: the worker certificate\n"
+		"                        (it names worker-ID for each --worker-id), its key,\n"
+		"                        the deployment's CA\n"
+		"  --server-name NAME    the control process's certificate name   [control]\n"
 		"  --worker-id ID        a local worker of that gateway (repeatable, up to %d)\n"
 		"  --rounds N            AllReduce rounds (default 1)\n"
 		"  --first-round R       number of the first round (default 0)\n"
@@ -144,7 +164,9 @@ usage(FILE *f)
 		"                        new epoch, or once go on with it under the same one (a\n"
 		"                        peer may have begun it under the previous epoch)\n"
 		"  --json                a JSON summary on stdout instead of lines\n"
-		"  -h, --help            this help\n"
+		"  -h, --help            this help\n",
+		WORKERS_MAX, GR_WINDOW_DEFAULT, GR_TIMEOUT_DEFAULT_MS / 1000);
+	fprintf(f,
 		"\n"
 		"Selective multicast (a selmcast job's table: streams, no trees):\n"
 		"  --multicast           each round, every worker that its site's stream carries\n"
@@ -167,8 +189,7 @@ usage(FILE *f)
 		"\n"
 		"M is 61 for fp32, 31 for fp16 and 9 for bf16, so that sums stay exact.\n"
 		"Exit status: 0 every round verified, 1 a round failed (wrong result, timeout,\n"
-		"with --multicast wrong data or an origin without a chunk), 2 bad options or files.\n",
-		WORKERS_MAX, GR_WINDOW_DEFAULT, GR_TIMEOUT_DEFAULT_MS / 1000);
+		"with --multicast wrong data or an origin without a chunk), 2 bad options or files.\n");
 }
 
 static double
@@ -353,15 +374,67 @@ progress(void *arg, uint64_t done, uint64_t total)
 	fflush(stderr);
 }
 
-/* --follow: if the table file changed since it was loaded, load it and move the client
- * to its epoch. 1 if it did, 0 if unchanged, -1 after a message in w->msg. */
+static int follow_epoch(struct worker *w, int wait_ms);
+
+/* --follow: the epoch of the table file or the control process, now. */
 static int
 follow_table(struct worker *w)
+{
+	return follow_epoch(w, 0);
+}
+
+/* --control: an epoch other than the client's, waiting up to wait_ms for it (a long poll
+ * at the control process); the client moved to it. 1 if it did, 0 if none came, -1 after
+ * a message in w->msg. */
+static int
+follow_control(struct worker *w, int wait_ms)
+{
+	char err[GR_ERR_MAX];
+	struct gr_config c;
+	int rc;
+
+	if (w->pending) { /* control_changed() saw it during a round */
+		c = w->pending_cfg;
+		w->pending = false;
+		rc = 1;
+	} else {
+		rc = gr_join_wait(w->join, gr_client_config(w->client)->epoch, wait_ms, &c, err,
+				  sizeof(err));
+	}
+
+	if (rc == 1 && gr_client_reconfigure(w->client, &c, err, sizeof(err)) != 0)
+		rc = -EINVAL;
+	if (rc == -EPERM || rc == -ENOENT || rc == -EINVAL) {
+		snprintf(w->msg, sizeof(w->msg), "worker %u: %s", w->id, err);
+		return -1;
+	}
+	if (rc < 0) {
+		/* The control process is away (restarting): the gateways keep the live epoch,
+		 * so go on with it and ask again later. */
+		if (!w->control_away)
+			fprintf(stderr, PROG ": worker %u: %s; going on under epoch %u\n", w->id, err,
+				gr_client_config(w->client)->epoch);
+		w->control_away = true;
+		if (wait_ms > 0)
+			usleep((useconds_t)(wait_ms < 200 ? wait_ms : 200) * 1000);
+		return 0;
+	}
+	w->control_away = false;
+	return rc;
+}
+
+/* --follow: if the table file changed since it was loaded, load it and move the client
+ * to its epoch; with --control, ask the control process (waiting up to wait_ms). 1 if it
+ * did, 0 if unchanged, -1 after a message in w->msg. */
+static int
+follow_epoch(struct worker *w, int wait_ms)
 {
 	struct stat st;
 	struct gr_config c;
 	char err[GR_ERR_MAX];
 
+	if (w->o->control != NULL)
+		return follow_control(w, wait_ms);
 	if (stat(w->o->table, &st) != 0 ||
 	    (st.st_ino == w->table_ino && st.st_mtim.tv_sec == w->table_mtime.tv_sec &&
 	     st.st_mtim.tv_nsec == w->table_mtime.tv_nsec))
@@ -391,6 +464,27 @@ table_changed(void *arg)
 		st.st_mtim.tv_nsec != w->table_mtime.tv_nsec);
 }
 
+/* gr_options.cancel with --control: stop the round as soon as the control process has
+ * another epoch (asked every progress interval, without waiting), keeping it for
+ * follow_control(). */
+static int
+control_changed(void *arg)
+{
+	struct worker *w = arg;
+	char err[GR_ERR_MAX];
+	int rc;
+
+	/* While the control process cannot be reached, a connect attempt could stall the
+	 * round: only the calls between rounds (follow_control()) try again. */
+	if (w->pending || w->control_away)
+		return w->pending;
+	rc = gr_join_wait(w->join, gr_client_config(w->client)->epoch, 0, &w->pending_cfg, err,
+			  sizeof(err));
+	w->pending = rc == 1;
+	w->control_away = rc < 0;
+	return w->pending;
+}
+
 /*
  * --follow after a round timed out under epoch `ran` (`same`: how often the round already
  * went on without a new epoch): whether to go on with it, under the table file's epoch.
@@ -412,7 +506,10 @@ await_epoch(struct worker *w, uint32_t ran, int same)
 			return false;
 		if (gr_client_config(w->client)->epoch != ran || same == 0)
 			return true;
-		usleep(50000);
+		if (w->o->control == NULL)
+			usleep(50000);
+		else if (follow_epoch(w, (int)((until - now_s()) * 1000) + 1) < 0)
+			return false;
 	} while (now_s() < until);
 	return false;
 }
@@ -452,7 +549,7 @@ worker_main(void *arg)
 		.progress = w->show_progress ? progress : NULL,
 		.progress_arg = w,
 		.progress_ms = 200,
-		.cancel = o->follow ? table_changed : NULL,
+		.cancel = !o->follow ? NULL : o->control != NULL ? control_changed : table_changed,
 		.cancel_arg = w,
 	};
 
@@ -766,6 +863,12 @@ parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
 		{ "table", required_argument, NULL, 't' },
+		{ "control", required_argument, NULL, 'c' },
+		{ "job", required_argument, NULL, 'J' },
+		{ "cert", required_argument, NULL, 'C' },
+		{ "key", required_argument, NULL, 'K' },
+		{ "ca", required_argument, NULL, 'A' },
+		{ "server-name", required_argument, NULL, 'N' },
 		{ "worker-id", required_argument, NULL, 'w' },
 		{ "rounds", required_argument, NULL, 'n' },
 		{ "first-round", required_argument, NULL, 'f' },
@@ -790,6 +893,26 @@ parse_opts(int argc, char **argv, struct opts *o)
 		switch (c) {
 		case 't':
 			o->table = optarg;
+			break;
+		case 'c':
+			o->control = optarg;
+			break;
+		case 'J':
+			if (parse_u32("--job", optarg, 0, UINT32_MAX, &o->job) < 0)
+				return -1;
+			o->has_job = true;
+			break;
+		case 'C':
+			o->cert = optarg;
+			break;
+		case 'K':
+			o->key = optarg;
+			break;
+		case 'A':
+			o->ca = optarg;
+			break;
+		case 'N':
+			o->server_name = optarg;
 			break;
 		case 'w':
 			if (o->n_ids == WORKERS_MAX) {
@@ -869,11 +992,26 @@ parse_opts(int argc, char **argv, struct opts *o)
 		cli_error(PROG, "'%s': unexpected argument (see --help)", argv[optind]);
 		return -1;
 	}
-	if (o->table == NULL || o->n_ids == 0) {
+	if ((o->table == NULL && o->control == NULL) || o->n_ids == 0) {
 		cli_error(PROG, "%s is required (see --help)",
-			  o->table == NULL ? "--table" : "--worker-id");
+			  o->n_ids == 0 ? "--worker-id" : "--table or --control");
 		return -1;
 	}
+	if (o->table != NULL && o->control != NULL) {
+		cli_error(PROG, "--table and --control exclude each other");
+		return -1;
+	}
+	if (o->control != NULL && !o->has_job) {
+		cli_error(PROG, "--control needs --job");
+		return -1;
+	}
+	if (o->control == NULL && (o->has_job || o->cert != NULL || o->key != NULL ||
+				   o->ca != NULL || o->server_name != NULL)) {
+		cli_error(PROG, "--job, --cert, --key, --ca and --server-name need --control");
+		return -1;
+	}
+	if (o->control != NULL)
+		o->follow = true;
 	if (o->output != NULL && o->n_ids != 1) {
 		cli_error(PROG, "--output: needs exactly one --worker-id, not %d", o->n_ids);
 		return -1;
@@ -1023,6 +1161,27 @@ print_json(const struct opts *o, const struct gr_config *cfg, struct worker *ws,
 	return rc;
 }
 
+/* --control: join as worker w and wait up to the round timeout for its configuration. */
+static int
+join_config(const struct opts *o, struct worker *w, struct gr_config *c, char *err,
+	    size_t errlen)
+{
+	struct gr_join_opts jo = {
+		.control = o->control,
+		.cert = o->cert,
+		.key = o->key,
+		.ca = o->ca,
+		.server_name = o->server_name,
+		.job = o->job,
+		.worker_id = w->id,
+	};
+
+	w->join = gr_join_open(&jo, err, errlen);
+	if (w->join == NULL)
+		return -errno;
+	return gr_join_config(w->join, c, (int)(o->timeout_s * 1000), err, errlen);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1054,27 +1213,31 @@ main(int argc, char **argv)
 		goto out;
 	}
 	/* Every client exists before any traffic: a bad table or id fails with nothing sent. */
+	const char *src = o.table != NULL ? o.table : o.control;
+
 	for (int i = 0; i < o.n_ids; i++) {
 		struct gr_config c;
 		struct worker *w = &ws[i];
 
 		w->o = &o;
 		w->id = o.ids[i];
-		rc = gr_config_from_table(&c, o.table, w->id, err, sizeof(err));
+		rc = o.control != NULL ? join_config(&o, w, &c, err, sizeof(err))
+				       : gr_config_from_table(&c, o.table, w->id, err, sizeof(err));
 		if (rc < 0) {
 			cli_error(PROG, "%s", err);
-			status = CLI_EXIT_USAGE;
+			status = rc == -ETIMEDOUT || rc == -ECONNREFUSED ? CLI_EXIT_FAIL
+									  : CLI_EXIT_USAGE;
 			goto out;
 		}
 		if (o.multicast && !c.mcast_send && c.n_origins == 0) {
 			cli_error(PROG, "worker %u neither sends nor receives on a multicast stream "
-				  "of job %u in %s", w->id, c.job, o.table);
+				  "of job %u in %s", w->id, c.job, src);
 			status = CLI_EXIT_USAGE;
 			goto out;
 		}
 		if (!o.multicast && c.n_trees == 0) {
 			cli_error(PROG, "%s: no trees, only multicast streams (use --multicast)",
-				  o.table);
+				  src);
 			status = CLI_EXIT_USAGE;
 			goto out;
 		}
@@ -1146,6 +1309,7 @@ main(int argc, char **argv)
 out:
 	for (int i = 0; ws != NULL && i < o.n_ids; i++) {
 		gr_client_free(ws[i].client);
+		gr_join_close(ws[i].join);
 		free(ws[i].buf);
 		free(ws[i].csets);
 		free(ws[i].res);

@@ -4,10 +4,11 @@
  * (docs/DEPLOYMENT.md).
  *
  *   georeduce-control tables DEPLOYMENT --out DIR [--epoch N]
- *   georeduce-control run DEPLOYMENT [--socket PATH] [--heartbeat-ms N] [--fail-after N]
- *                                    [--timeout-ms N]
- *   georeduce-control status [--socket PATH] [--json] [--timeout-ms N]
- *   georeduce-control replan [--socket PATH] [--timeout-ms N] [JOB]
+ *   georeduce-control run DEPLOYMENT [--socket PATH] [--listen HOST:PORT]
+ *                                    [--heartbeat-ms N] [--fail-after N] [--timeout-ms N]
+ *   georeduce-control status [--socket PATH|tls://HOST:PORT] [--json] [--timeout-ms N]
+ *   georeduce-control replan [--socket PATH|tls://HOST:PORT] [--timeout-ms N] [JOB]
+ * (with a tls:// endpoint: --cert FILE --key FILE --ca FILE [--server-name NAME])
  *
  * Exit status: 0 success; 1 valid input on which the work failed (no plan fits, the daemon
  * could not start, the daemon answered with an error); 2 bad options or files, or no
@@ -25,6 +26,7 @@
 
 #include "cli.h"
 #include "ctlmsg.h"
+#include "ctltls.h"
 #include "daemon.h"
 #include "deploy.h"
 #include "install.h"
@@ -42,19 +44,24 @@ usage(FILE *f)
 		"  tables DEPLOYMENT --out DIR [--epoch N]\n"
 		"      plan every job and write DIR/job-J-plan.json and one georeduce-table/1\n"
 		"      file per gateway, DIR/job-J-NODE.json, for epoch N               [1]\n"
-		"  run DEPLOYMENT [--socket PATH] [--heartbeat-ms N] [--fail-after N] [--timeout-ms N]\n"
-		"      [--out DIR]\n"
+		"  run DEPLOYMENT [--socket PATH] [--listen HOST:PORT] [--heartbeat-ms N]\n"
+		"      [--fail-after N] [--timeout-ms N] [--out DIR]\n"
 		"      the daemon: plan, install epochs in two phases, heartbeat the gateways\n"
 		"      every N ms [%d], fail one after N missed heartbeats [%d], re-plan without\n"
 		"      it; calls to a dataplane time out after N ms [%d]; with --out, every live\n"
 		"      epoch's plan and tables are written to DIR (as 'tables' does) for workers\n"
-		"      that follow their gateway's table. SIGINT/SIGTERM stop it.\n"
+		"      that follow their gateway's table. --listen serves the API over TLS\n"
+		"      (default: the deployment's tls.listen). SIGINT/SIGTERM stop it.\n"
 		"  status [--socket PATH] [--json] [--timeout-ms N]\n"
 		"      jobs, epochs, gateways and rates, from the running daemon\n"
 		"  replan [--socket PATH] [--timeout-ms N] [JOB]\n"
 		"      ask the running daemon to plan and install a new epoch of JOB (or all)\n"
 		"\n"
 		"  --socket PATH   the daemon's control socket        [" DAEMON_SOCKET_DEFAULT "]\n"
+		"                  or, for status and replan, tls://HOST:PORT (its --listen)\n"
+		"  --cert FILE, --key FILE, --ca FILE  with tls://: a certificate of role\n"
+		"                  control (monitor: status only), its key, the CA\n"
+		"  --server-name NAME  the name the daemon's certificate carries  [control]\n"
 		"\n"
 		"docs/DEPLOYMENT.md describes the deployment file.\n",
 		DAEMON_HEARTBEAT_MS_DEFAULT, DAEMON_FAIL_AFTER_DEFAULT, DAEMON_TIMEOUT_MS_DEFAULT);
@@ -62,6 +69,8 @@ usage(FILE *f)
 
 struct opts {
 	const char *socket;
+	const char *listen;
+	const char *cert, *key, *ca, *server_name;
 	const char *out;
 	uint32_t epoch;
 	int heartbeat_ms, fail_after, timeout_ms;
@@ -82,19 +91,24 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		{ "fail-after", required_argument, NULL, 'f' },
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "cert", required_argument, NULL, 'C' },
+		{ "key", required_argument, NULL, 'K' },
+		{ "ca", required_argument, NULL, 'A' },
+		{ "server-name", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	/* Which options each command takes. */
 	const char *allowed = strcmp(cmd, "tables") == 0 ? "oe" :
-			      strcmp(cmd, "run") == 0 ? "sHfto" :
-			      strcmp(cmd, "status") == 0 ? "sjt" : "st";
+			      strcmp(cmd, "run") == 0 ? "sHftol" :
+			      strcmp(cmd, "status") == 0 ? "sjtCKAN" : "stCKAN";
 	uint64_t v;
 	int c;
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":s:o:e:H:f:t:jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:o:e:H:f:t:l:jh", longopts, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
 			return 1;
@@ -136,6 +150,21 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 			break;
 		case 'j':
 			o->json = true;
+			break;
+		case 'l':
+			o->listen = optarg;
+			break;
+		case 'C':
+			o->cert = optarg;
+			break;
+		case 'K':
+			o->key = optarg;
+			break;
+		case 'A':
+			o->ca = optarg;
+			break;
+		case 'N':
+			o->server_name = optarg;
 			break;
 		}
 	}
@@ -206,6 +235,7 @@ cmd_run(const struct opts *o)
 {
 	struct daemon_opts dopt = {
 		.socket = o->socket,
+		.listen = o->listen,
 		.heartbeat_ms = o->heartbeat_ms,
 		.fail_after = o->fail_after,
 		.timeout_ms = o->timeout_ms,
@@ -225,14 +255,24 @@ cmd_run(const struct opts *o)
 static json_t *
 call_daemon(const struct opts *o, const char *op, json_t *args, int *status)
 {
+	struct ctltls_ctx *tls = NULL;
 	struct install_gw gw;
 	char err[CTL_ERR_MAX + 64];
 	json_t *r;
 	int errnum;
 
+	if (ctltls_client_ctx(o->socket, o->cert, o->key, o->ca, &tls, err, sizeof(err)) != 0) {
+		cli_error(PROG, "%s", err);
+		json_decref(args);
+		*status = CLI_EXIT_USAGE;
+		return NULL;
+	}
 	install_gw_init(&gw, "daemon", o->socket);
+	install_gw_tls(&gw, tls, o->server_name != NULL ? o->server_name : "control",
+		       CTLTLS_ROLE_CONTROL);
 	r = install_call(&gw, op, args, o->timeout_ms, err, sizeof(err));
 	install_gw_close(&gw);
+	ctltls_ctx_free(tls);
 	if (r == NULL) {
 		cli_error(PROG, "%s", err);
 		*status = CLI_EXIT_USAGE;

@@ -20,6 +20,8 @@
 #include <jansson.h>
 
 #include "ctlmsg.h"
+#include "ctlsrv.h"
+#include "ctltls.h"
 #include "daemon.h"
 #include "install.h"
 #include "jobplan.h"
@@ -50,6 +52,8 @@ struct gw {
 	bool peers_sent;         /* its dataplane probes its topology neighbours */
 	json_t *peers;           /* the "peers" of its last stats (owned), or NULL */
 	json_t *jobs;            /* the "jobs" of its last stats (owned), or NULL */
+	json_t **live;           /* per job: the live table it reported when it came up
+				  * (owned), or NULL */
 	int64_t peers_age_ms;    /* how long it has probed them */
 };
 
@@ -60,6 +64,16 @@ struct trate {
 	double gbps;               /* mean rate per link direction between the two; < 0 */
 };
 
+/* A worker's long poll: answered when its job's epoch passes `after`, or at `deadline`. */
+struct waiter {
+	struct ctlsrv_ref ref;
+	uint32_t id;             /* the request's id */
+	int job;                 /* index in the deployment */
+	int worker;              /* index in the job's workers */
+	uint32_t after;
+	int64_t deadline;        /* monotonic ms */
+};
+
 /* One job as the daemon sees it. */
 struct job {
 	uint32_t live_epoch;     /* 0: none installed by this daemon */
@@ -67,6 +81,7 @@ struct job {
 	struct jobplan *live;    /* the plan of live_epoch */
 	int64_t live_since;      /* monotonic ms */
 	bool dirty;              /* plan and install a new epoch */
+	bool adopt_tried;        /* looked for a live epoch to take over (at start) */
 	char reason[REASON_MAX]; /* why, for the log */
 	int retry_in;            /* heartbeats until a retry after a rejection; 0: none */
 	int retry_after;         /* the next backoff: doubles after each rejection */
@@ -104,9 +119,11 @@ struct dmn {
 	struct jobplan_link *link; /* by topology link: usable, measured capacity */
 	struct lrate *lr;        /* by topology link, a->b then b->a */
 	struct job *jobs;
-	int lfd, sfd;
-	int n_clients;
-	struct ctl_conn clients[DAEMON_CLIENTS_MAX];
+	int sfd;
+	struct ctlsrv *srv;      /* its own API: the unix socket and TLS */
+	struct ctltls_ctx *tls_client, *tls_server; /* from the deployment's "tls" */
+	struct waiter *waiters;  /* workers' long polls, DAEMON_WAITERS_MAX */
+	int n_waiters;
 	int64_t started;
 	bool stop;
 };
@@ -220,6 +237,14 @@ heartbeat(struct dmn *m, struct gw *g, bool *gone)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = install_call(&g->conn, "ping", NULL, m->o->timeout_ms, g->error, sizeof(g->error));
+	/* A connection that broke (the peer closed or reset it) is tried again at once on a
+	 * new one: a dataplane that is gone then refuses, and is seen down now rather than
+	 * at the next heartbeat. */
+	if (r == NULL && (errno == EPIPE || errno == ECONNRESET || errno == EPROTO)) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		r = install_call(&g->conn, "ping", NULL, m->o->timeout_ms, g->error,
+				 sizeof(g->error));
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	*gone = false;
 	if (r == NULL) {
@@ -240,7 +265,8 @@ heartbeat(struct dmn *m, struct gw *g, bool *gone)
 }
 
 /* Raise every job's next epoch above what gateway v holds (live, draining or staged), so
- * that a restarted daemon never offers an epoch the dataplane has seen. */
+ * that a restarted daemon never offers an epoch the dataplane has seen; keep the live
+ * tables, which a restarted daemon may take over (adopt()). */
 static void
 sync_epochs(struct dmn *m, int v)
 {
@@ -254,9 +280,17 @@ sync_epochs(struct dmn *m, int v)
 		json_t *item;
 		size_t k;
 
+		json_decref(m->gws[v].live[i]);
+		m->gws[v].live[i] = NULL;
 		json_array_foreach(json_object_get(r, "tables"), k, item) {
 			json_t *tb = json_object_get(item, "table");
 			json_t *e = json_object_get(json_is_object(tb) ? tb : item, "epoch");
+			const char *st = json_string_value(json_object_get(item, "state"));
+
+			if (st != NULL && strcmp(st, "live") == 0 && json_is_object(tb)) {
+				json_decref(m->gws[v].live[i]);
+				m->gws[v].live[i] = json_incref(tb);
+			}
 
 			if (json_is_integer(e) && json_integer_value(e) >= j->next_epoch &&
 			    json_integer_value(e) < UINT32_MAX)
@@ -661,6 +695,69 @@ member_list(const struct dmn *m, const struct jobplan *jp, char *buf, size_t len
 						node_id(m, v));
 }
 
+/*
+ * At start: if the gateways already run an epoch of job ji (a restarted control process),
+ * plan that epoch again over the gateways that are up; when every gateway's live table is
+ * exactly what the plan compiles to (the planner is deterministic), take it over as the
+ * live epoch, installing nothing. True if it did.
+ */
+static bool
+adopt(struct dmn *m, int ji, const bool *up)
+{
+	const struct deploy_job *dj = &m->d->jobs[ji];
+	struct job *j = &m->jobs[ji];
+	int n = m->d->topo->n_nodes, k = 0;
+	char err[JOBPLAN_ERR_MAX], members[1024];
+	struct jobplan *jp = NULL;
+	json_int_t e = -1;
+	bool same = true;
+
+	for (int v = 0; v < n; v++) {
+		json_t *lt = m->gws[v].live[ji];
+
+		if (up[v] && lt != NULL && json_integer_value(json_object_get(lt, "epoch")) > e)
+			e = json_integer_value(json_object_get(lt, "epoch"));
+	}
+	if (e <= 0)
+		return false;
+	if (jobplan_build(m->d, ji, up, m->link, (uint32_t)e, &jp, err, sizeof(err)) != 0) {
+		control_log("job %u: epoch %lld runs on the gateways but cannot be planned again "
+			    "(%s): a new epoch replaces it", dj->id, (long long)e, err);
+		return false;
+	}
+	for (int v = 0; v < n && same; v++) {
+		json_t *lt = up[v] ? m->gws[v].live[ji] : NULL;
+		bool has_e = lt != NULL && json_integer_value(json_object_get(lt, "epoch")) == e;
+
+		if (jp->tables[v] == NULL) {
+			same = !has_e;
+			continue;
+		}
+		json_t *mine = table_to_json(jp->tables[v]);
+
+		same = has_e && mine != NULL && json_equal(mine, lt);
+		json_decref(mine);
+		k++;
+	}
+	if (!same) {
+		control_log("job %u: epoch %lld on the gateways is not what this deployment plans "
+			    "now: a new epoch replaces it", dj->id, (long long)e);
+		jobplan_free(jp);
+		return false;
+	}
+	member_list(m, jp, members, sizeof(members));
+	jobplan_free(j->live);
+	j->live = jp;
+	j->live_epoch = (uint32_t)e;
+	j->live_since = now_ms();
+	j->error[0] = '\0';
+	if (m->o->out != NULL && jobplan_write(j->live, m->d, m->o->out, err, sizeof(err)) != 0)
+		control_log("job %u: epoch %u: %s", dj->id, j->live_epoch, err);
+	control_log("job %u: epoch %u found live on %d gateways (%s): carried on, nothing "
+		    "installed", dj->id, j->live_epoch, k, members);
+	return true;
+}
+
 static void
 install_job(struct dmn *m, int ji)
 {
@@ -684,6 +781,11 @@ install_job(struct dmn *m, int ji)
 	}
 	for (int v = 0; v < n; v++)
 		up[v] = m->gws[v].state == GW_UP;
+	if (!j->adopt_tried) {
+		j->adopt_tried = true;
+		if (j->live == NULL && adopt(m, ji, up))
+			goto out;
+	}
 	epoch = j->next_epoch++;
 	if (j->next_epoch == 0)
 		j->next_epoch = 1;
@@ -705,7 +807,7 @@ install_job(struct dmn *m, int ji)
 	}
 	rc = install_epoch(gws, tables, k, dj->id, epoch, m->o->timeout_ms, &rep);
 	for (int i = 0; i < k; i++) /* connections opened or closed during the install */
-		m->gws[idx[i]].conn.fd = gws[i].fd;
+		m->gws[idx[i]].conn = gws[i];
 	if (rc == -ECANCELED) {
 		snprintf(j->error, sizeof(j->error), "%s", rep.error);
 		control_log("job %u: epoch %u not installed: %s; prepared on %d of %d gateways, "
@@ -754,7 +856,7 @@ install_job(struct dmn *m, int ji)
 		    "first %s", dj->id, epoch, rep.n_activated, k, members, rep.n_failed,
 		    rep.error);
 	for (int i = 0; i < k; i++)
-		if (af[i] && m->gws[idx[i]].conn.fd < 0 && m->gws[idx[i]].state == GW_UP)
+		if (af[i] && !m->gws[idx[i]].conn.open && m->gws[idx[i]].state == GW_UP)
 			gateway_down(m, idx[i], "no answer to activate");
 	j->dirty = true;
 	snprintf(j->reason, sizeof(j->reason), "activation failed on %d gateways", rep.n_failed);
@@ -905,22 +1007,200 @@ status_json(const struct dmn *m)
 		json_array_append_new(jobs, jo);
 	}
 	json_object_set_new(o, "gateways", gws);
+	json_object_set_new(o, "api", ctlsrv_json(m->srv));
 	json_object_set_new(o, "links", links_json(m, t));
 	json_object_set_new(o, "jobs", jobs);
 	return o;
 }
 
-static json_t *
-handle(struct dmn *m, const json_t *req)
+/* ---- workers joining through the control process ---------------------------------- */
+
+/* The index of worker id w in job i, or -1. */
+static int
+worker_index(const struct dmn *m, int i, uint32_t w)
 {
+	const struct deploy_job *dj = &m->d->jobs[i];
+
+	for (int k = 0; k < dj->n_workers; k++)
+		if (dj->workers[k].w.id == w)
+			return k;
+	return -1;
+}
+
+/* Job i's live table for the gateway of its worker k, or NULL (no live epoch, or one
+ * without that worker's site). */
+static const struct table *
+worker_table(const struct dmn *m, int i, int k)
+{
+	const struct jobplan *jp = m->jobs[i].live;
+	int v = m->d->jobs[i].workers[k].node;
+
+	return jp != NULL && v >= 0 && v < jp->n_nodes ? jp->tables[v] : NULL;
+}
+
+/* The answer to a worker's request: its table if the live epoch is not `after` (or
+ * has_after is false); else {"changed": false}. NULL with *errnum when nothing fits. */
+static json_t *
+worker_answer(const struct dmn *m, uint32_t id, int i, int k, bool has_after, uint32_t after)
+{
+	const struct table *tb = worker_table(m, i, k);
+	const struct job *j = &m->jobs[i];
+	json_t *r;
+
+	if (tb != NULL && (!has_after || j->live_epoch != after)) {
+		r = ctl_reply_ok(id);
+		json_object_set_new(r, "job", json_integer(m->d->jobs[i].id));
+		json_object_set_new(r, "epoch", json_integer(j->live_epoch));
+		json_object_set_new(r, "gateway", json_string(node_id(m, m->d->jobs[i].workers[k]
+								       .node)));
+		json_object_set_new(r, "table", table_to_json(tb));
+		return r;
+	}
+	if (has_after) {
+		r = ctl_reply_ok(id);
+		json_object_set_new(r, "job", json_integer(m->d->jobs[i].id));
+		json_object_set_new(r, "epoch", tb != NULL ? json_integer(j->live_epoch)
+							   : json_null());
+		json_object_set_new(r, "changed", json_false());
+		return r;
+	}
+	return ctl_reply_error(true, id, EAGAIN, "job %u has no live epoch through the gateway "
+			       "of worker %u (%s) yet", m->d->jobs[i].id,
+			       m->d->jobs[i].workers[k].w.id,
+			       node_id(m, m->d->jobs[i].workers[k].node));
+}
+
+/* Answer the long polls whose epoch came or whose time is up. */
+static void
+waiters_service(struct dmn *m)
+{
+	int64_t t = now_ms();
+
+	for (int n = m->n_waiters - 1; n >= 0; n--) {
+		struct waiter *w = &m->waiters[n];
+		const struct table *tb = worker_table(m, w->job, w->worker);
+		bool due = tb != NULL && m->jobs[w->job].live_epoch != w->after;
+
+		if (!due && t < w->deadline)
+			continue;
+		ctlsrv_reply(m->srv, &w->ref, worker_answer(m, w->id, w->job, w->worker, true,
+							    w->after));
+		m->waiters[n] = m->waiters[--m->n_waiters];
+	}
+}
+
+/* The ms until the first long poll's deadline, or -1. */
+static int64_t
+waiters_next_ms(const struct dmn *m)
+{
+	int64_t next = -1, t = now_ms();
+
+	for (int n = 0; n < m->n_waiters; n++) {
+		int64_t left = m->waiters[n].deadline - t;
+
+		if (next < 0 || left < next)
+			next = left < 0 ? 0 : left;
+	}
+	return next;
+}
+
+/*
+ * "worker": {job, worker, after?, wait_ms?}. A worker's certificate must name it
+ * ("worker-ID") and the deployment must list it in that job. Without `after`: the table
+ * of its gateway in the live epoch. With `after`: that table once the live epoch is
+ * another, waiting up to wait_ms (a long poll), else {"changed": false}.
+ */
+static json_t *
+op_worker(struct dmn *m, struct ctlsrv_client *cl, const json_t *req, uint32_t id)
+{
+	char err[CTL_ERR_MAX], name[32];
+	uint32_t job = 0, wid = 0, after = 0, wait_ms = 0;
+	int i, k;
+
+	if (ctl_args_unpack(req, err, sizeof(err), "{s:u,s:u,s?u,s?u}", "job", &job, "worker",
+			    &wid, "after", &after, "wait_ms", &wait_ms) != 0)
+		return ctl_reply_error(true, id, EINVAL, "%s", err);
+	if (wait_ms > DAEMON_WAIT_MS_MAX)
+		return ctl_reply_error(true, id, EINVAL, "field 'wait_ms': at most %d",
+				       DAEMON_WAIT_MS_MAX);
+	snprintf(name, sizeof(name), "worker-%u", wid);
+	if (ctlsrv_client_role(cl) == CTLTLS_ROLE_WORKER && !ctlsrv_client_named(cl, name)) {
+		ctlsrv_refuse(m->srv, cl, CTLSRV_REF_FORBIDDEN, "the certificate does not name "
+			      "%s", name);
+		return ctl_reply_error(true, id, EPERM, "field 'worker': this certificate does "
+				       "not name %s", name);
+	}
+	for (i = 0; i < m->d->n_jobs && m->d->jobs[i].id != job; i++)
+		;
+	k = i < m->d->n_jobs ? worker_index(m, i, wid) : -1;
+	if (k < 0) {
+		ctlsrv_refuse(m->srv, cl, CTLSRV_REF_FORBIDDEN, "the deployment has no worker %u "
+			      "in job %u", wid, job);
+		return ctl_reply_error(true, id, ENOENT, i < m->d->n_jobs
+				       ? "field 'worker': job %u has no worker %u"
+				       : "field 'job': no job %u (worker %u)", job, wid);
+	}
+	bool has_after = json_object_get(req, "after") != NULL;
+	const struct table *tb = worker_table(m, i, k);
+
+	if (has_after && wait_ms > 0 && (tb == NULL || m->jobs[i].live_epoch == after) &&
+	    m->n_waiters < DAEMON_WAITERS_MAX) {
+		struct waiter *w = &m->waiters[m->n_waiters++];
+
+		ctlsrv_defer(cl, &w->ref);
+		w->id = id;
+		w->job = i;
+		w->worker = k;
+		w->after = after;
+		w->deadline = now_ms() + wait_ms;
+		return NULL;
+	}
+	return worker_answer(m, id, i, k, has_after, after);
+}
+
+/* ---- the daemon's own API ------------------------------------------------------------ */
+
+/* Whether role may call op: a worker joins, a monitor reads, control and the unix
+ * socket may do everything. */
+static bool
+role_may(enum ctltls_role role, const char *op)
+{
+	bool reads = strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 ||
+		     strcmp(op, "status") == 0;
+
+	switch (role) {
+	case CTLTLS_ROLE_WORKER:
+		return strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 ||
+		       strcmp(op, "worker") == 0;
+	case CTLTLS_ROLE_MONITOR:
+		return reads;
+	default:
+		return true;
+	}
+}
+
+static json_t *
+handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
+{
+	struct dmn *m = arg;
 	char err[CTL_ERR_MAX];
 	const char *op = NULL;
 	uint32_t id = 0, job = 0;
 	json_t *r;
 	int rc = ctl_request_check(req, &id, &op, err, sizeof(err));
 
-	if (rc != 0)
-		return ctl_reply_error(ctl_request_id(req, &id), id, -rc, "%s", err);
+	if (rc != 0) {
+		bool has_id = ctl_request_id(req, &id);
+
+		return ctl_reply_error(has_id, id, -rc, "%s", err);
+	}
+	if (!role_may(ctlsrv_client_role(cl), op)) {
+		ctlsrv_refuse(m->srv, cl, CTLSRV_REF_FORBIDDEN, "op '%s' is not for the role '%s'",
+			      op, ctltls_role_name(ctlsrv_client_role(cl)));
+		return ctl_reply_error(true, id, EPERM, "field 'op': '%s' is not for a "
+				       "certificate of role '%s'", op,
+				       ctltls_role_name(ctlsrv_client_role(cl)));
+	}
 	if (strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 || strcmp(op, "status") == 0) {
 		json_t *res = strcmp(op, "status") == 0 ? status_json(m) :
 			      strcmp(op, "version") == 0 ?
@@ -934,6 +1214,8 @@ handle(struct dmn *m, const json_t *req)
 		json_decref(res);
 		return r;
 	}
+	if (strcmp(op, "worker") == 0)
+		return op_worker(m, cl, req, id);
 	if (strcmp(op, "replan") == 0) {
 		bool one = json_object_get(req, "job") != NULL;
 
@@ -959,68 +1241,26 @@ handle(struct dmn *m, const json_t *req)
 	return ctl_reply_error(true, id, EOPNOTSUPP, "field 'op': unknown op '%s'", op);
 }
 
-/* Answer every complete request of client c; false when the connection must close. */
-static bool
-serve_client(struct dmn *m, struct ctl_conn *c)
-{
-	char err[CTL_ERR_MAX];
-	json_t *req, *resp;
-	int rc;
-
-	for (;;) {
-		rc = ctl_conn_read(c, &req, err, sizeof(err));
-		if (rc == 0)
-			return true;
-		if (rc == -EBADMSG) {
-			resp = ctl_reply_error(false, 0, EBADMSG, "invalid message: %s", err);
-		} else if (rc < 0) {
-			return false;
-		} else {
-			resp = handle(m, req);
-			json_decref(req);
-		}
-		rc = resp == NULL ? -ENOMEM : ctl_send(c->fd, resp);
-		json_decref(resp);
-		if (rc != 0)
-			return false;
-	}
-}
-
 static void
-accept_clients(struct dmn *m)
+api_log(void *arg, const char *line)
 {
-	for (;;) {
-		int fd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (fd < 0)
-			return;
-		if (m->n_clients == DAEMON_CLIENTS_MAX) {
-			control_log("control socket: %d clients connected, refusing another",
-				    DAEMON_CLIENTS_MAX);
-			close(fd);
-			continue;
-		}
-		ctl_conn_init(&m->clients[m->n_clients++], fd);
-	}
+	(void)arg;
+	control_log("%s", line);
 }
 
 /* Wait for clients or a signal until deadline (monotonic ms), serving what comes. */
 static void
 wait_until(struct dmn *m, int64_t deadline)
 {
-	struct pollfd pfd[DAEMON_CLIENTS_MAX + 2];
 	int64_t left;
 
+	waiters_service(m); /* epochs installed since the last round */
 	while (!m->stop && (left = deadline - now_ms()) > 0) {
-		int n = m->n_clients;
+		int64_t w = waiters_next_ms(m);
 
-		pfd[0] = (struct pollfd){ .fd = m->sfd, .events = POLLIN };
-		pfd[1] = (struct pollfd){ .fd = m->lfd, .events = POLLIN };
-		for (int i = 0; i < n; i++)
-			pfd[i + 2] = (struct pollfd){ .fd = m->clients[i].fd, .events = POLLIN };
-		if (poll(pfd, (nfds_t)n + 2, (int)left) <= 0)
-			continue;
-		if (pfd[0].revents & POLLIN) {
+		if (w >= 0 && w < left)
+			left = w;
+		if (ctlsrv_poll(m->srv, (int)left, m->sfd) == 1) {
 			struct signalfd_siginfo si;
 
 			if (read(m->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
@@ -1028,19 +1268,73 @@ wait_until(struct dmn *m, int64_t deadline)
 			m->stop = true;
 			return;
 		}
-		for (int i = n - 1; i >= 0; i--) {
-			if (pfd[i + 2].revents == 0 || serve_client(m, &m->clients[i]))
-				continue;
-			ctl_conn_fini(&m->clients[i]);
-			m->clients[i] = m->clients[--m->n_clients];
-		}
-		if (pfd[1].revents & POLLIN)
-			accept_clients(m);
 		install_due(m); /* a replan request */
+		waiters_service(m);
 	}
 }
 
 /* ---- start and stop ------------------------------------------------------------------ */
+
+/* The TLS contexts of the deployment, the gateways' certificates expected, and the API. */
+static int
+api_setup(struct dmn *m)
+{
+	const struct deploy_tls *t = &m->d->tls;
+	const char *listen = m->o->listen != NULL ? m->o->listen
+				: t->listen[0] != '\0' ? t->listen : NULL;
+	char err[CTL_ERR_MAX];
+	struct ctlsrv_opts so = {
+		.unix_path = m->o->socket,
+		.roles = 1u << CTLTLS_ROLE_CONTROL | 1u << CTLTLS_ROLE_MONITOR |
+			 1u << CTLTLS_ROLE_WORKER,
+		.max_per_role = CTLSRV_PER_ROLE_DEFAULT,
+		.role_max = { [CTLTLS_ROLE_WORKER] = DAEMON_WAITERS_MAX },
+		.max_handshakes = CTLSRV_HANDSHAKES_DEFAULT,
+		.handshake_ms = CTLSRV_HANDSHAKE_MS_DEFAULT,
+		.idle_ms = CTLSRV_IDLE_MS_DEFAULT,
+		.handle = handle,
+		.log = api_log,
+		.arg = m,
+	};
+
+	m->waiters = calloc(DAEMON_WAITERS_MAX, sizeof(*m->waiters));
+	if (m->waiters == NULL) {
+		control_log("cannot start: out of memory");
+		return -ENOMEM;
+	}
+	if (t->on) {
+		m->tls_client = ctltls_ctx_new(false, t->cert, t->key, t->ca, err, sizeof(err));
+		if (m->tls_client == NULL) {
+			control_log("cannot start: tls: %s", err);
+			return -EINVAL;
+		}
+		for (int v = 0; v < m->d->topo->n_nodes; v++)
+			install_gw_tls(&m->gws[v].conn, m->tls_client, node_id(m, v),
+				       CTLTLS_ROLE_GATEWAY);
+	}
+	if (listen != NULL) {
+		if (!t->on) {
+			control_log("cannot start: --listen %s needs the deployment's \"tls\"",
+				    listen);
+			return -EINVAL;
+		}
+		m->tls_server = ctltls_ctx_new(true, t->cert, t->key, t->ca, err, sizeof(err));
+		if (m->tls_server == NULL) {
+			control_log("cannot start: tls: %s", err);
+			return -EINVAL;
+		}
+		so.tls_listen = listen;
+		so.tls = m->tls_server;
+	}
+	m->srv = ctlsrv_create(&so, err, sizeof(err));
+	if (m->srv == NULL) {
+		control_log("cannot listen: %s", err);
+		return -EADDRINUSE;
+	}
+	if (listen != NULL)
+		control_log("API over TLS on %s", listen);
+	return 0;
+}
 
 static int
 setup(struct dmn *m, sigset_t *old)
@@ -1057,6 +1351,11 @@ setup(struct dmn *m, sigset_t *old)
 		return -ENOMEM;
 	}
 	for (int v = 0; v < n; v++) {
+		m->gws[v].live = calloc((size_t)m->d->n_jobs, sizeof(*m->gws[v].live));
+		if (m->gws[v].live == NULL) {
+			control_log("cannot start: out of memory");
+			return -ENOMEM;
+		}
 		install_gw_init(&m->gws[v].conn, node_id(m, v), m->d->gateways[v].socket);
 		m->gws[v].last_ok = -1;
 		m->gws[v].sample_at = -1;
@@ -1078,19 +1377,13 @@ setup(struct dmn *m, sigset_t *old)
 		control_log("cannot start: signals: %s", strerror(-rc));
 		return rc;
 	}
-	rc = ctl_listen(m->o->socket);
-	if (rc < 0) {
-		control_log("%s: cannot listen: %s", m->o->socket, strerror(-rc));
-		return rc;
-	}
-	m->lfd = rc;
-	return 0;
+	return api_setup(m);
 }
 
 int
 daemon_run(const struct deploy *d, const struct daemon_opts *o)
 {
-	struct dmn m = { .d = d, .o = o, .lfd = -1, .sfd = -1, .started = now_ms() };
+	struct dmn m = { .d = d, .o = o, .sfd = -1, .started = now_ms() };
 	sigset_t old;
 	int rc;
 
@@ -1117,16 +1410,15 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 		}
 		control_log("stopped; the dataplanes keep their live epochs");
 	}
-	for (int i = 0; i < m.n_clients; i++)
-		ctl_conn_fini(&m.clients[i]);
-	if (m.lfd >= 0) {
-		close(m.lfd);
-		unlink(o->socket);
-	}
+	ctlsrv_free(m.srv);
+	free(m.waiters);
 	if (m.sfd >= 0)
 		close(m.sfd);
 	for (int v = 0; m.gws != NULL && v < d->topo->n_nodes; v++) {
 		install_gw_close(&m.gws[v].conn);
+		for (int i = 0; m.gws[v].live != NULL && i < d->n_jobs; i++)
+			json_decref(m.gws[v].live[i]);
+		free(m.gws[v].live);
 		json_decref(m.gws[v].peers);
 		json_decref(m.gws[v].jobs);
 	}
@@ -1138,6 +1430,8 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 	}
 	free(m.jobs);
 	free(m.gws);
+	ctltls_ctx_free(m.tls_client);
+	ctltls_ctx_free(m.tls_server);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }

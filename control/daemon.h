@@ -7,8 +7,11 @@
  *  - plans every job over the gateways that are up, compiles their tables and installs a
  *    new epoch in two phases (install.h) at start and whenever the set of gateways that are
  *    up changes;
- *  - answers `status`, `replan`, `ping` and `version` on its own control socket (the
- *    framing of lib/ctlmsg.h);
+ *  - answers `status`, `replan`, `ping`, `version` and the workers' `worker` (their
+ *    table, and a long poll for the next epoch) on its own control socket and, with the
+ *    deployment's "tls", over TLS (lib/ctlsrv.h; roles from the client certificates);
+ *  - reaches gateways at tls:// endpoints with the deployment's certificate, and at
+ *    start takes over the epochs the gateways run when they are what it would plan;
  *  - logs one line per event on stderr, with a timestamp;
  *  - stops on SIGINT or SIGTERM, leaving every dataplane on its live epoch.
  * No DPDK.
@@ -45,11 +48,14 @@
 #define DAEMON_RATE_IDLE 0.02
 /** A measured capacity within this share of the one plans use changes no plan. */
 #define DAEMON_RATE_SAME 0.2
-/** Clients of the daemon's socket served at once; more wait in the listen backlog. */
-#define DAEMON_CLIENTS_MAX 16
+/** Workers connected at once (their long polls among them). */
+#define DAEMON_WAITERS_MAX 1024
+/** The longest a worker's long poll may wait (its "wait_ms"). */
+#define DAEMON_WAIT_MS_MAX 60000
 
 struct daemon_opts {
 	const char *socket;      /* the daemon's own control socket */
+	const char *listen;      /* its API over TLS, "HOST:PORT"; NULL: the deployment's */
 	int heartbeat_ms;        /* heartbeat interval, >= 10 */
 	int fail_after;          /* missed heartbeats in a row that fail a gateway, >= 1 */
 	int timeout_ms;          /* how long one call to a dataplane may take */

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "ctltls.h"
 #include "deploy.h"
 #include "jsonutil.h"
 #include "wire.h"
@@ -228,15 +229,24 @@ parse_topology(struct dctx *c, const json_t *root, struct deploy *d)
 static int
 parse_gateway(struct dctx *c, const json_t *g, const char *path, struct deploy *d, int i)
 {
-	static const char *const known[] = { "node", "id", "ipv4", "socket", "base_port",
-					     "ports" };
+	static const char *const known[] = { "node", "id", "ipv4", "socket", "endpoint",
+					     "base_port", "ports" };
+	const char *ekey;
 	struct deploy_gateway *gw;
 	uint64_t id, base, ports;
 	const char *sock;
 	int node, rc;
 
 	(void)i;
-	rc = check_keys(c, g, path, known, N_OF(known), 4);
+	rc = check_keys(c, g, path, known, N_OF(known), 3);
+	ekey = json_object_get(g, "endpoint") != NULL ? "endpoint" : "socket";
+	if (rc == 0 && json_object_get(g, "endpoint") != NULL &&
+	    json_object_get(g, "socket") != NULL)
+		rc = json_util_field_fail(&c->js, path, "endpoint", "give either an endpoint or "
+					  "a socket");
+	if (rc == 0 && json_object_get(g, ekey) == NULL)
+		rc = json_util_field_fail(&c->js, path, "endpoint", "missing (tls://HOST:PORT or "
+					  "a socket path)");
 	if (rc == 0)
 		rc = get_node(c, d->topo, g, path, "node", &node);
 	if (rc != 0)
@@ -249,7 +259,7 @@ parse_gateway(struct dctx *c, const json_t *g, const char *path, struct deploy *
 	if (rc == 0)
 		rc = get_ipv4(c, g, path, &gw->ipv4);
 	if (rc == 0)
-		rc = get_str(c, g, path, "socket", &sock);
+		rc = get_str(c, g, path, ekey, &sock);
 	if (rc == 0)
 		rc = get_uint(c, g, path, "base_port", 1, UINT16_MAX, WIRE_PORT_BASE_DEFAULT, &base);
 	if (rc == 0)
@@ -261,10 +271,18 @@ parse_gateway(struct dctx *c, const json_t *g, const char *path, struct deploy *
 		return json_util_field_fail(&c->js, path, "ports",
 					    "base_port %" PRIu64 " + %" PRIu64 " ports passes "
 			     "65535", base, ports);
-	if (resolve(c, sock, gw->socket, DEPLOY_SOCKET_MAX) != 0)
-		return json_util_field_fail(&c->js, path, "socket",
+	if (ctltls_is_endpoint(sock)) {
+		char host[CTLTLS_HOST_MAX + 1], why[256];
+		unsigned int port;
+
+		if (ctltls_split(sock, host, &port, why, sizeof(why)) != 0)
+			return json_util_field_fail(&c->js, path, ekey, "%s", why);
+		snprintf(gw->socket, sizeof(gw->socket), "%s", sock);
+	} else if (resolve(c, sock, gw->socket, DEPLOY_SOCKET_MAX) != 0) {
+		return json_util_field_fail(&c->js, path, ekey,
 					    "longer than %d bytes (a unix socket path)",
 			     DEPLOY_SOCKET_MAX);
+	}
 	for (int v = 0; v < d->topo->n_nodes; v++) {
 		const struct deploy_gateway *o = &d->gateways[v];
 		char ip[16];
@@ -280,8 +298,8 @@ parse_gateway(struct dctx *c, const json_t *g, const char *path, struct deploy *
 						    "%s is also the gateway of node '%s'",
 				     table_ipv4_format(gw->ipv4, ip), d->topo->nodes[v].id);
 		if (strcmp(o->socket, gw->socket) == 0)
-			return json_util_field_fail(&c->js, path, "socket",
-						    "also the socket of node '%s'",
+			return json_util_field_fail(&c->js, path, ekey,
+						    "also the endpoint of node '%s'",
 				     d->topo->nodes[v].id);
 	}
 	gw->id = (uint16_t)id;
@@ -611,12 +629,64 @@ parse_jobs(struct dctx *c, const json_t *root, struct deploy *d)
 	return each_item(c, root, "jobs", DEPLOY_JOBS_MAX, true, d, parse_job);
 }
 
+/* ---- the control process's TLS ------------------------------------------------------ */
+
+/* "tls": {"ca", "cert", "key", "listen"?}: files resolved like the topology's. */
+static int
+parse_tls(struct dctx *c, const json_t *root, struct deploy *d)
+{
+	static const char *const known[] = { "ca", "cert", "key", "listen" };
+	char *const outs[] = { d->tls.ca, d->tls.cert, d->tls.key };
+	const json_t *t = json_object_get(root, "tls");
+	const char *v;
+	int rc;
+
+	for (int g = 0; g < d->topo->n_nodes; g++) {
+		const char *id = d->topo->nodes[g].id;
+
+		if (!ctltls_is_endpoint(d->gateways[g].socket))
+			continue;
+		if (t == NULL)
+			return json_util_field_fail(&c->js, "", "tls", "missing: gateway '%s' has a "
+						    "tls:// endpoint", id);
+		/* Its certificate names it: the node id must be a DNS name. */
+		if (strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
+		    strlen(id) || id[0] == '-' || id[0] == '.')
+			return json_util_field_fail(&c->js, "", "tls", "gateway '%s' has a tls:// "
+						    "endpoint, so its node id must be a DNS name "
+						    "(letters, digits, '-', '.')", id);
+	}
+	if (t == NULL)
+		return 0;
+	rc = check_keys(c, t, "tls", known, N_OF(known), 3);
+	for (size_t k = 0; rc == 0 && k < 3; k++) {
+		rc = get_str(c, t, "tls", known[k], &v);
+		if (rc == 0 && resolve(c, v, outs[k], DEPLOY_PATH_MAX) != 0)
+			rc = json_util_field_fail(&c->js, "tls", known[k], "path longer than %d "
+						  "bytes", DEPLOY_PATH_MAX);
+	}
+	if (rc == 0 && json_object_get(t, "listen") != NULL) {
+		char host[CTLTLS_HOST_MAX + 1], why[256];
+		unsigned int port;
+
+		rc = get_str(c, t, "tls", "listen", &v);
+		if (rc == 0 && ctltls_split(v, host, &port, why, sizeof(why)) != 0)
+			rc = json_util_field_fail(&c->js, "tls", "listen", "%s", why);
+		if (rc == 0)
+			snprintf(d->tls.listen, sizeof(d->tls.listen), "%s",
+				 ctltls_is_endpoint(v) ? v + strlen(CTLTLS_SCHEME) : v);
+	}
+	d->tls.on = rc == 0;
+	return rc;
+}
+
 /* ---- entry points -------------------------------------------------------------------- */
 
 struct deploy *
 deploy_parse(const char *text, const char *src, char *err, size_t errlen)
 {
-	static const char *const known[] = { "format", "topology", "gateways", "jobs", "name" };
+	static const char *const known[] = { "format", "topology", "gateways", "jobs", "name",
+					     "tls" };
 	struct dctx c = { .js = { .src = src != NULL ? src : "<string>", .err = err,
 				  .errlen = errlen } };
 	struct deploy *d = NULL;
@@ -669,6 +739,8 @@ deploy_parse(const char *text, const char *src, char *err, size_t errlen)
 	rc = parse_topology(&c, root, d);
 	if (rc == 0)
 		rc = parse_gateways(&c, root, d);
+	if (rc == 0)
+		rc = parse_tls(&c, root, d);
 	if (rc == 0)
 		rc = parse_jobs(&c, root, d);
 out:

@@ -2,7 +2,8 @@
  *
  * Deployments: what georeduce-control runs, read from `georeduce-deployment/1` JSON
  * (docs/DEPLOYMENT.md): a topology, the gateway of every topology node (its sender id,
- * data-plane address and UDP ports, and the control socket of its dataplane), and the jobs
+ * data-plane address and UDP ports, and the control endpoint of its dataplane: a unix
+ * socket or tls://HOST:PORT), the control process's TLS files and address, and the jobs
  * with their algorithm, tensor and workers.
  *
  * The parser is strict like the table parser: unknown fields and duplicate keys are
@@ -29,6 +30,8 @@
 #define DEPLOY_JOBS_MAX 16
 /** Bytes of a control socket path, without the NUL (sockaddr_un.sun_path holds 108). */
 #define DEPLOY_SOCKET_MAX 107
+/** Bytes of a control endpoint: a socket path or "tls://HOST:PORT". */
+#define DEPLOY_ENDPOINT_MAX 280
 /** Longest path of a deployment or topology file. */
 #define DEPLOY_PATH_MAX 4095
 /** Defaults of the optional fields. */
@@ -51,7 +54,9 @@ struct deploy_gateway {
 	uint32_t ipv4;               /* data-plane address, host order, unicast, unique */
 	uint16_t base_port;          /* first UDP port of the steering range */
 	uint16_t ports;              /* ports of the steering range */
-	char socket[DEPLOY_SOCKET_MAX + 1]; /* its dataplane's control socket (resolved) */
+	/* its dataplane's control endpoint: a socket path (resolved) or "tls://HOST:PORT",
+	 * whose certificate must name the gateway's topology node id */
+	char socket[DEPLOY_ENDPOINT_MAX + 1];
 };
 
 /** One worker of a job. */
@@ -91,8 +96,18 @@ struct deploy_job {
 	struct deploy_worker *workers; /* in file order */
 };
 
+/** The control process's TLS (docs/DEPLOYMENT.md, "Certificates"); files resolved. */
+struct deploy_tls {
+	bool on;                         /* the deployment has a "tls" object */
+	char ca[DEPLOY_PATH_MAX + 1];    /* the CA every certificate chains to */
+	char cert[DEPLOY_PATH_MAX + 1];  /* the control process's certificate (role control) */
+	char key[DEPLOY_PATH_MAX + 1];
+	char listen[DEPLOY_ENDPOINT_MAX + 1]; /* its own API, "HOST:PORT"; "" for none */
+};
+
 struct deploy {
 	char path[DEPLOY_PATH_MAX + 1];  /* the file it was read from ("<string>" if none) */
+	struct deploy_tls tls;
 	char topology_src[DEPLOY_PATH_MAX + 1]; /* the topology's file, or "inline" */
 	struct topo *topo;
 	struct deploy_gateway *gateways; /* topo->n_nodes entries, by node index */

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * georeduce-dpctl: talk to one dataplane over its control socket (docs/CONTROL.md).
+ * georeduce-dpctl: talk to one dataplane over its control socket or, on its management
+ * address, over TLS (docs/CONTROL.md).
  *
- *   georeduce-dpctl [--socket PATH] [--timeout-ms N] [--json] COMMAND [ARGS]
+ *   georeduce-dpctl [--socket PATH | --socket tls://HOST:PORT --cert F --key F --ca F
+ *                   [--server-name NAME]] [--timeout-ms N] [--json] COMMAND [ARGS]
  *
  * Exit status: 0 the dataplane answered ok, 1 it answered with an error, 2 bad options,
  * arguments or files, or no answer (cannot connect, timeout, broken protocol).
@@ -21,6 +23,7 @@
 
 #include "cli.h"
 #include "ctlmsg.h"
+#include "ctltls.h"
 #include "jsonutil.h"
 #include "table.h"
 
@@ -33,6 +36,9 @@ static const char *const envelope[] = { "version", "id", "ok", "errno", "error" 
 
 struct opts {
 	const char *socket;
+	const char *cert, *key, *ca;    /* for a tls:// endpoint */
+	const char *server_name;        /* the name the gateway's certificate must carry */
+	struct ctltls_ctx *tls;
 	int timeout_ms;
 	bool json;
 };
@@ -521,7 +527,13 @@ usage(FILE *f)
 		"\n"
 		"Options:\n"
 		"  -s, --socket PATH     the dataplane's control socket\n"
-		"                        (default " DEFAULT_SOCKET ")\n"
+		"                        (default " DEFAULT_SOCKET "), or\n"
+		"                        tls://HOST:PORT, its management address over TLS 1.3\n"
+		"      --cert FILE, --key FILE, --ca FILE  with tls://: this client's\n"
+		"                        certificate (role control or monitor) and key, and\n"
+		"                        the deployment's CA\n"
+		"      --server-name NAME  the name the gateway's certificate must carry\n"
+		"                        (default: HOST)\n"
 		"  -t, --timeout-ms N    wait at most N ms to connect and for the answer, 1 .. "
 		"3600000\n"
 		"                        (default %d)\n"
@@ -558,15 +570,22 @@ elapsed_ms(const struct timespec *t0)
 
 /* Connect, or print one line naming the socket and return -1. */
 static int
-connect_or_say(const struct opts *o)
+connect_or_say(const struct opts *o, struct ctl_conn *c)
 {
-	int fd = ctl_connect(o->socket, o->timeout_ms);
+	char err[CTL_ERR_MAX];
+	int r;
 
-	if (fd == -ENAMETOOLONG)
+	if (!ctltls_is_endpoint(o->socket) && strlen(o->socket) >= 108) {
 		cli_error(PROG, "--socket: '%s' is too long for a unix socket path", o->socket);
-	else if (fd < 0)
-		cli_error(PROG, "%s: cannot connect: %s", o->socket, strerror(-fd));
-	return fd;
+		return -1;
+	}
+	r = ctltls_dial(o->tls, o->socket, o->server_name, CTLTLS_ROLE_GATEWAY, o->timeout_ms,
+			c, err, sizeof(err));
+	if (r < 0) {
+		cli_error(PROG, "%s", err);
+		return -1;
+	}
+	return 0;
 }
 
 /* Print an ok:false response's error line; the exit status. */
@@ -591,8 +610,9 @@ run_raw(const struct opts *o, const char *text)
 	char err[CTL_ERR_MAX];
 	json_error_t jerr;
 	json_t *req, *resp = NULL;
+	struct ctl_conn c;
 	const char *op;
-	int fd, r;
+	int r;
 
 	req = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
 	if (req == NULL) {
@@ -606,20 +626,19 @@ run_raw(const struct opts *o, const char *text)
 	}
 	op = json_is_string(json_object_get(req, "op")) ?
 		json_string_value(json_object_get(req, "op")) : "raw";
-	fd = connect_or_say(o);
-	if (fd < 0) {
+	if (connect_or_say(o, &c) < 0) {
 		json_decref(req);
 		return CLI_EXIT_USAGE;
 	}
-	r = ctl_send(fd, req);
+	r = ctl_conn_send(&c, req, CTL_SEND_TIMEOUT_MS);
 	if (r < 0) {
 		cli_error(PROG, "%s: %s: send: %s", o->socket, op, strerror(-r));
 	} else {
-		r = ctl_recv(fd, o->timeout_ms, &resp, err, sizeof(err));
+		r = ctl_conn_recv(&c, o->timeout_ms, &resp, err, sizeof(err));
 		if (r < 0)
 			cli_error(PROG, "%s: %s: %s", o->socket, op, err);
 	}
-	close(fd);
+	ctl_conn_fini(&c);
 	if (r < 0) {
 		json_decref(req);
 		return CLI_EXIT_USAGE;
@@ -637,19 +656,19 @@ run(const struct opts *o, const struct command *cmd, char **argv, int argc)
 	char err[CTL_ERR_MAX];
 	struct timespec t0;
 	json_t *args = NULL, *resp;
-	int fd, r;
+	struct ctl_conn c;
+	int r;
 
 	r = cmd->build(cmd, argv, argc, &args);
 	if (r != 0)
 		return r;
-	fd = connect_or_say(o);
-	if (fd < 0) {
+	if (connect_or_say(o, &c) < 0) {
 		json_decref(args);
 		return CLI_EXIT_USAGE;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	resp = ctl_call(fd, cmd->name, args, o->timeout_ms, err, sizeof(err));
-	close(fd);
+	resp = ctl_conn_call(&c, cmd->name, args, o->timeout_ms, err, sizeof(err));
+	ctl_conn_fini(&c);
 	if (resp == NULL) {
 		cli_error(PROG, "%s: %s", o->socket, err);
 		return CLI_EXIT_USAGE;
@@ -663,6 +682,8 @@ run(const struct opts *o, const struct command *cmd, char **argv, int argc)
 	return r;
 }
 
+static int dispatch(const struct opts *o, const char *name, char **args, int nargs);
+
 int
 main(int argc, char **argv)
 {
@@ -670,12 +691,17 @@ main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "cert", required_argument, NULL, 'C' },
+		{ "key", required_argument, NULL, 'K' },
+		{ "ca", required_argument, NULL, 'A' },
+		{ "server-name", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .socket = DEFAULT_SOCKET, .timeout_ms = DEFAULT_TIMEOUT_MS };
+	char err[CTL_ERR_MAX];
 	const char *name;
-	int c, nargs;
+	int c, nargs, rc;
 
 	opterr = 0;
 	/* '+': options end at the command, so that a command's arguments are never options. */
@@ -694,6 +720,18 @@ main(int argc, char **argv)
 			break;
 		case 'j':
 			o.json = true;
+			break;
+		case 'C':
+			o.cert = optarg;
+			break;
+		case 'K':
+			o.key = optarg;
+			break;
+		case 'A':
+			o.ca = optarg;
+			break;
+		case 'N':
+			o.server_name = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -714,14 +752,27 @@ main(int argc, char **argv)
 		cli_error(PROG, "no command (see --help)");
 		return CLI_EXIT_USAGE;
 	}
+	if (ctltls_client_ctx(o.socket, o.cert, o.key, o.ca, &o.tls, err, sizeof(err)) != 0) {
+		cli_error(PROG, "%s", err);
+		return CLI_EXIT_USAGE;
+	}
 	name = argv[optind++];
 	nargs = argc - optind;
+	rc = dispatch(&o, name, argv + optind, nargs);
+	ctltls_ctx_free(o.tls);
+	return rc;
+}
+
+/* The command name with its nargs arguments: the exit status. */
+static int
+dispatch(const struct opts *o, const char *name, char **args, int nargs)
+{
 	if (strcmp(name, "raw") == 0) {
 		if (nargs != 1) {
 			cli_error(PROG, "raw: expects one argument, JSON_OBJECT");
 			return CLI_EXIT_USAGE;
 		}
-		return run_raw(&o, argv[optind]);
+		return run_raw(o, args[0]);
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		const struct command *cmd = &commands[i];
@@ -734,7 +785,7 @@ main(int argc, char **argv)
 				  cmd->args_help);
 			return CLI_EXIT_USAGE;
 		}
-		return run(&o, cmd, argv + optind, nargs);
+		return run(o, cmd, args, nargs);
 	}
 	cli_error(PROG, "'%s': unknown command (see --help)", name);
 	return CLI_EXIT_USAGE;

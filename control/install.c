@@ -13,17 +13,29 @@
 void
 install_gw_init(struct install_gw *gw, const char *name, const char *path)
 {
+	memset(gw, 0, sizeof(*gw));
 	gw->name = name;
 	gw->socket = path;
-	gw->fd = -1;
+	gw->expect = name;
+	gw->role = CTLTLS_ROLE_GATEWAY;
+	ctl_conn_init(&gw->conn, -1);
+}
+
+void
+install_gw_tls(struct install_gw *gw, struct ctltls_ctx *tls, const char *expect,
+	       enum ctltls_role role)
+{
+	gw->tls = tls;
+	gw->expect = expect;
+	gw->role = role;
 }
 
 void
 install_gw_close(struct install_gw *gw)
 {
-	if (gw->fd >= 0)
-		close(gw->fd);
-	gw->fd = -1;
+	if (gw->open)
+		ctl_conn_fini(&gw->conn);
+	gw->open = false;
 }
 
 json_t *
@@ -32,21 +44,20 @@ install_call(struct install_gw *gw, const char *op, json_t *args, int timeout_ms
 {
 	char cerr[CTL_ERR_MAX];
 	json_t *resp;
-	int saved;
+	int saved, r;
 
-	if (gw->fd < 0) {
-		int fd = ctl_connect(gw->socket, timeout_ms);
-
-		if (fd < 0) {
+	if (!gw->open) {
+		r = ctltls_dial(gw->tls, gw->socket, gw->expect, gw->role, timeout_ms, &gw->conn,
+				cerr, sizeof(cerr));
+		if (r < 0) {
 			json_decref(args);
-			json_util_fail(err, errlen, "%s: cannot connect: %s", gw->socket,
-				       strerror(-fd));
-			errno = -fd;
+			json_util_fail(err, errlen, "%s", cerr);
+			errno = -r;
 			return NULL;
 		}
-		gw->fd = fd;
+		gw->open = true;
 	}
-	resp = ctl_call(gw->fd, op, args, timeout_ms, cerr, sizeof(cerr));
+	resp = ctl_conn_call(&gw->conn, op, args, timeout_ms, cerr, sizeof(cerr));
 	if (resp == NULL) {
 		saved = errno;
 		json_util_fail(err, errlen, "%s: %s", gw->socket, cerr);

@@ -27,17 +27,28 @@
 #include <jansson.h>
 
 #include "ctlmsg.h"
+#include "ctltls.h"
 #include "table.h"
 
-/** A connection to one dataplane's control socket, opened on first use. */
+/** A connection to one dataplane's control endpoint, opened on first use. */
 struct install_gw {
 	const char *name;        /* for messages: the topology node id */
-	const char *socket;      /* the dataplane's control socket */
-	int fd;                  /* the connection, or -1 */
+	const char *socket;      /* the endpoint: a socket path or tls://HOST:PORT */
+	struct ctltls_ctx *tls;  /* for a tls:// endpoint: the client context */
+	const char *expect;      /* the name the server's certificate must carry */
+	enum ctltls_role role;   /* and its role */
+	bool open;               /* conn is connected */
+	struct ctl_conn conn;
 };
 
-/** Initialise gw for the socket at path (nothing is connected yet). */
+/** Initialise gw for the endpoint at path (nothing is connected yet); a tls:// endpoint
+ * needs install_gw_tls() too. */
 void install_gw_init(struct install_gw *gw, const char *name, const char *path);
+
+/** The TLS client context for gw's tls:// endpoint, and the certificate the server must
+ * present: its name and role (the context is borrowed and must outlive gw's use). */
+void install_gw_tls(struct install_gw *gw, struct ctltls_ctx *tls, const char *expect,
+		    enum ctltls_role role);
 
 /** Close gw's connection, if any. */
 void install_gw_close(struct install_gw *gw);

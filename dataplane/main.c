@@ -17,6 +17,7 @@
 #include <rte_lcore.h>
 
 #include "cli.h"
+#include "ctlsrv.h"
 #include "dp.h"
 #include "slowpath/slowpath.h"
 #include "table.h"
@@ -48,6 +49,13 @@ usage(FILE *f, const struct dp_config *d)
 		"  -a, --addr PORT:IP/LEN[,GW]  address of port PORT (0, 1, ... in probe order) and\n"
 		"                          optionally its router for other subnets   [required]\n"
 		"  -s, --ctl-socket PATH   control socket                 [" CTL_SOCKET_DEFAULT "]\n"
+		"      --ctl-listen HOST:PORT  also serve the control protocol there over TLS 1.3\n"
+		"                          (the management address; never a DPDK port)\n"
+		"      --ctl-cert FILE, --ctl-key FILE, --ctl-ca FILE  this gateway's certificate\n"
+		"                          and key, and the CA its clients' certificates chain to\n"
+		"      --ctl-handshake-ms N    limit of a TLS handshake                  [%d]\n"
+		"      --ctl-idle-ms N     a connection without requests is closed after  [%d]\n"
+		"      --ctl-conns N       connections per role (control, monitor, local) [%d]\n"
 		"  -n, --neigh IP=MAC      a static neighbour (repeatable); others by ARP\n"
 		"  -r, --route DST/LEN,port=N | DST/LEN,via=IP\n"
 		"                          a static route (repeatable): DST reached directly\n"
@@ -80,6 +88,7 @@ usage(FILE *f, const struct dp_config *d)
 		"\n"
 		"Counters: '" "georeduce-dpctl -s PATH stats', or DPDK telemetry\n"
 		"(dpdk-telemetry.py: /georeduce/stats, /georeduce/lcore,<lcore id>).\n",
+		CTLSRV_HANDSHAKE_MS_DEFAULT, CTLSRV_IDLE_MS_DEFAULT, CTLSRV_PER_ROLE_DEFAULT,
 		d->prm.udp_base, d->prm.udp_count, d->prm.mtu, d->prm.mbufs, d->hdr_mbufs,
 		d->rx_desc, d->tx_desc, DP_BURST_MAX, d->prm.burst, d->prm.idle_spin,
 		d->prm.idle_sleep_us, d->prm.drain_ms, d->prm.probe_ms, d->rto_init_ms,
@@ -272,10 +281,11 @@ u32_opt(const char *opt, const char *s, long min, long max, uint32_t *out)
 
 /* Our options (after EAL's). Returns 0, 1 for --help/--version (exit 0), -1 on error. */
 static int
-parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
+parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl)
 {
 	enum { O_BASE = 256, O_PORTS, O_MTU, O_MBUFS, O_HDR, O_RXD, O_TXD, O_BURST, O_SPIN,
-	       O_SLEEP, O_DRAIN, O_FAULT, O_FAULTQ, O_RTO, O_RETRIES, O_NOPACE, O_PROBE };
+	       O_SLEEP, O_DRAIN, O_FAULT, O_FAULTQ, O_RTO, O_RETRIES, O_NOPACE, O_PROBE,
+	       O_LISTEN, O_CERT, O_KEY, O_CA, O_HSMS, O_IDLEMS, O_CONNS };
 	static const struct option opts[] = {
 		{ "addr", required_argument, NULL, 'a' },
 		{ "ctl-socket", required_argument, NULL, 's' },
@@ -298,6 +308,13 @@ parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 		{ "retries", required_argument, NULL, O_RETRIES },
 		{ "no-pace", no_argument, NULL, O_NOPACE },
 		{ "probe-ms", required_argument, NULL, O_PROBE },
+		{ "ctl-listen", required_argument, NULL, O_LISTEN },
+		{ "ctl-cert", required_argument, NULL, O_CERT },
+		{ "ctl-key", required_argument, NULL, O_KEY },
+		{ "ctl-ca", required_argument, NULL, O_CA },
+		{ "ctl-handshake-ms", required_argument, NULL, O_HSMS },
+		{ "ctl-idle-ms", required_argument, NULL, O_IDLEMS },
+		{ "ctl-conns", required_argument, NULL, O_CONNS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -310,7 +327,22 @@ parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 	while (rc == 0 && (c = getopt_long(argc, argv, "a:s:n:r:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': rc = parse_addr(optarg, cfg); break;
-		case 's': *sock = optarg; break;
+		case 's': ctl->socket = optarg; break;
+		case O_LISTEN: ctl->listen = optarg; break;
+		case O_CERT: ctl->cert = optarg; break;
+		case O_KEY: ctl->key = optarg; break;
+		case O_CA: ctl->ca = optarg; break;
+		case O_HSMS:
+			rc = cli_int(DP_PROGRAM, "ctl-handshake-ms", optarg, 1, 600000,
+				     &ctl->handshake_ms);
+			break;
+		case O_IDLEMS:
+			rc = cli_int(DP_PROGRAM, "ctl-idle-ms", optarg, 1, 86400000, &ctl->idle_ms);
+			break;
+		case O_CONNS:
+			rc = cli_int(DP_PROGRAM, "ctl-conns", optarg, 1, CTLSRV_CLASS_MAX / 2,
+				     &ctl->conns);
+			break;
 		case 'n': rc = parse_neigh(optarg, cfg); break;
 		case 'r': rc = parse_route(optarg, cfg); break;
 		case O_BASE:
@@ -377,6 +409,14 @@ parse_args(int argc, char **argv, struct dp_config *cfg, const char **sock)
 		cli_error(DP_PROGRAM, "unexpected argument '%s'", argv[optind]);
 		return -1;
 	}
+	if (ctl->listen != NULL && (ctl->cert == NULL || ctl->key == NULL || ctl->ca == NULL)) {
+		cli_error(DP_PROGRAM, "--ctl-listen needs --ctl-cert, --ctl-key and --ctl-ca");
+		return -1;
+	}
+	if (ctl->listen == NULL && (ctl->cert != NULL || ctl->key != NULL || ctl->ca != NULL)) {
+		cli_error(DP_PROGRAM, "--ctl-cert, --ctl-key and --ctl-ca need --ctl-listen");
+		return -1;
+	}
 	if (wire_port_range_check(cfg->prm.udp_base, cfg->prm.udp_count) != 0) {
 		cli_error(DP_PROGRAM, "--base-port %u --ports %u: the range passes 65535",
 			  cfg->prm.udp_base, cfg->prm.udp_count);
@@ -407,7 +447,13 @@ main(int argc, char **argv)
 {
 	static struct dp dp;
 	struct dp_config cfg;
-	const char *sock = CTL_SOCKET_DEFAULT;
+	struct dp_ctl_opts ctlo = {
+		.socket = CTL_SOCKET_DEFAULT,
+		.handshake_ms = CTLSRV_HANDSHAKE_MS_DEFAULT,
+		.idle_ms = CTLSRV_IDLE_MS_DEFAULT,
+		.conns = CTLSRV_PER_ROLE_DEFAULT,
+	};
+	const char *sock;
 	char err[512];
 	struct dp_ctl *ctl;
 	unsigned int lcore;
@@ -422,7 +468,7 @@ main(int argc, char **argv)
 		char **a = i < argc ? argv + i : argv;
 		int na = i < argc ? argc - i : argc;
 
-		return parse_args(na, a, &cfg, &sock) < 0 ? CLI_EXIT_USAGE : 0;
+		return parse_args(na, a, &cfg, &ctlo) < 0 ? CLI_EXIT_USAGE : 0;
 	}
 	n = rte_eal_init(argc, argv);
 	if (n < 0) {
@@ -430,7 +476,8 @@ main(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	argv[n] = argv[0];
-	rc = parse_args(argc - n, argv + n, &cfg, &sock);
+	rc = parse_args(argc - n, argv + n, &cfg, &ctlo);
+	sock = ctlo.socket;
 	if (rc != 0) {
 		rte_eal_cleanup();
 		return rc < 0 ? CLI_EXIT_USAGE : 0;
@@ -454,7 +501,7 @@ main(int argc, char **argv)
 	/* The default socket's directory may not exist yet. */
 	if (strcmp(sock, CTL_SOCKET_DEFAULT) == 0)
 		mkdir("/run/georeduce", 0755);
-	ctl = dp_ctl_create(&dp, sock, err, sizeof(err));
+	ctl = dp_ctl_create(&dp, &ctlo, err, sizeof(err));
 	if (ctl == NULL) {
 		cli_error(DP_PROGRAM, "%s", err);
 		dp_teardown(&dp);
@@ -478,7 +525,10 @@ main(int argc, char **argv)
 	}
 	DP_LOG(NOTICE, "%u worker lcores, kernels %s, control socket %s\n", dp.n_lcores,
 	       dp.lcores[0]->k->name, sock);
-	printf(DP_PROGRAM ": ready, control socket %s\n", sock);
+	if (ctlo.listen != NULL)
+		DP_LOG(NOTICE, "control protocol over TLS on %s\n", ctlo.listen);
+	printf(DP_PROGRAM ": ready, control socket %s%s%s\n", sock,
+	       ctlo.listen != NULL ? ", tls://" : "", ctlo.listen != NULL ? ctlo.listen : "");
 	fflush(stdout);
 	while (!quit) {
 		dp_ctl_poll(ctl, 5);

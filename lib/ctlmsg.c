@@ -282,6 +282,70 @@ ctl_send(int fd, const json_t *msg)
 	return ctl_send_timeout(fd, msg, CTL_SEND_TIMEOUT_MS);
 }
 
+/* Write all of buf through c's transport, waiting for room until deadline. */
+static int
+io_write_all(struct ctl_conn *c, const uint8_t *buf, size_t len, int64_t deadline)
+{
+	while (len > 0) {
+		short want = POLLOUT;
+		long n = c->ops->write(c->io, buf, len, &want);
+		struct pollfd pfd = { .fd = c->fd, .events = want };
+		int p;
+
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n != -EAGAIN)
+			return n < 0 ? (int)n : -EPIPE;
+		p = poll(&pfd, 1, ms_left(deadline));
+		if (p < 0 && errno != EINTR)
+			return -errno;
+		if (p == 0)
+			return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+int
+ctl_conn_send(struct ctl_conn *c, const json_t *msg, int timeout_ms)
+{
+	int64_t deadline = deadline_of(timeout_ms);
+	uint8_t *frame;
+	size_t len;
+	char *text;
+	int r;
+
+	if (c->ops == NULL)
+		return ctl_send_timeout(c->fd, msg, timeout_ms);
+	if (!json_is_object(msg))
+		return -EINVAL;
+	text = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	if (text == NULL)
+		return -ENOMEM;
+	len = strlen(text);
+	if (len == 0 || len > CTL_MSG_MAX) {
+		free(text);
+		return -EMSGSIZE;
+	}
+	/* One buffer: the length and the text go out in as few records as they fit. */
+	frame = malloc(CTL_HDR_BYTES + len);
+	if (frame == NULL) {
+		free(text);
+		return -ENOMEM;
+	}
+	frame[0] = (uint8_t)(len >> 24);
+	frame[1] = (uint8_t)(len >> 16);
+	frame[2] = (uint8_t)(len >> 8);
+	frame[3] = (uint8_t)len;
+	memcpy(frame + CTL_HDR_BYTES, text, len);
+	free(text);
+	r = io_write_all(c, frame, CTL_HDR_BYTES + len, deadline);
+	free(frame);
+	return r;
+}
+
 /* ---- receiving ----------------------------------------------------------------------- */
 
 void
@@ -289,6 +353,15 @@ ctl_conn_init(struct ctl_conn *c, int fd)
 {
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
+	c->want = POLLIN;
+}
+
+void
+ctl_conn_init_io(struct ctl_conn *c, int fd, const struct ctl_io_ops *ops, void *io)
+{
+	ctl_conn_init(c, fd);
+	c->ops = ops;
+	c->io = io;
 }
 
 /* Free the buffer; keep the fd. */
@@ -304,6 +377,8 @@ void
 ctl_conn_fini(struct ctl_conn *c)
 {
 	conn_release(c);
+	if (c->ops != NULL && c->ops->close != NULL)
+		c->ops->close(c->io);
 	if (c->fd >= 0)
 		close(c->fd);
 	ctl_conn_init(c, -1);
@@ -420,6 +495,22 @@ conn_grow(struct ctl_conn *c)
 	return 0;
 }
 
+/* Read up to n bytes from c without blocking: as recv(), with errno set on -1. */
+static ssize_t
+conn_recv(struct ctl_conn *c, void *buf, size_t n)
+{
+	long r;
+
+	c->want = POLLIN;
+	if (c->ops == NULL)
+		return recv(c->fd, buf, n, MSG_DONTWAIT);
+	r = c->ops->read(c->io, buf, n, &c->want);
+	if (r >= 0)
+		return r;
+	errno = (int)-r;
+	return -1;
+}
+
 int
 ctl_conn_read(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 {
@@ -433,8 +524,7 @@ ctl_conn_read(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 	}
 	for (;;) {
 		if (c->hdr_got < CTL_HDR_BYTES) {
-			n = recv(c->fd, c->hdr + c->hdr_got, CTL_HDR_BYTES - c->hdr_got,
-				 MSG_DONTWAIT);
+			n = conn_recv(c, c->hdr + c->hdr_got, CTL_HDR_BYTES - c->hdr_got);
 		} else {
 			/* A buffer kept from a longer frame is used up to this frame's end. */
 			size_t end = c->cap < c->len ? c->cap : c->len;
@@ -446,7 +536,7 @@ ctl_conn_read(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 							   c->len);
 				end = c->cap < c->len ? c->cap : c->len;
 			}
-			n = recv(c->fd, c->buf + c->got, end - c->got, MSG_DONTWAIT);
+			n = conn_recv(c, c->buf + c->got, end - c->got);
 		}
 		if (n < 0) {
 			if (errno == EINTR)
@@ -454,6 +544,9 @@ ctl_conn_read(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return 0;
 			r = -errno;
+			if (c->ops != NULL && c->ops->why != NULL && c->ops->why(c->io) != NULL)
+				return conn_broken(c, r, err, errlen, "receive: %s",
+						   c->ops->why(c->io));
 			return conn_broken(c, r, err, errlen, "receive: %s", strerror(-r));
 		}
 		if (n == 0) {
@@ -495,19 +588,18 @@ ctl_conn_read(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 }
 
 int
-ctl_recv(int fd, int timeout_ms, json_t **msg, char *err, size_t errlen)
+ctl_conn_recv(struct ctl_conn *c, int timeout_ms, json_t **msg, char *err, size_t errlen)
 {
 	int64_t deadline = deadline_of(timeout_ms);
-	struct ctl_conn c;
 	int r, p;
 
-	ctl_conn_init(&c, fd);
 	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct pollfd pfd = { .fd = c->fd };
 
-		r = ctl_conn_read(&c, msg, err, errlen);
+		r = ctl_conn_read(c, msg, err, errlen);
 		if (r != 0)
 			break;
+		pfd.events = c->want;
 		p = poll(&pfd, 1, ms_left(deadline));
 		if (p < 0 && errno != EINTR) {
 			r = -errno;
@@ -520,8 +612,19 @@ ctl_recv(int fd, int timeout_ms, json_t **msg, char *err, size_t errlen)
 			break;
 		}
 	}
-	conn_release(&c);
 	return r == 1 ? 0 : r;
+}
+
+int
+ctl_recv(int fd, int timeout_ms, json_t **msg, char *err, size_t errlen)
+{
+	struct ctl_conn c;
+	int r;
+
+	ctl_conn_init(&c, fd);
+	r = ctl_conn_recv(&c, timeout_ms, msg, err, errlen);
+	conn_release(&c);
+	return r;
 }
 
 /* ---- requests and responses ---------------------------------------------------------- */
@@ -937,6 +1040,19 @@ response_match(const json_t *resp, uint32_t id, char *err, size_t errlen)
 json_t *
 ctl_call(int fd, const char *op, json_t *args, int timeout_ms, char *err, size_t errlen)
 {
+	struct ctl_conn c;
+	json_t *r;
+
+	ctl_conn_init(&c, fd);
+	r = ctl_conn_call(&c, op, args, timeout_ms, err, errlen);
+	conn_release(&c);
+	return r;
+}
+
+json_t *
+ctl_conn_call(struct ctl_conn *c, const char *op, json_t *args, int timeout_ms, char *err,
+	      size_t errlen)
+{
 	int64_t deadline = deadline_of(timeout_ms);
 	json_t *req = NULL, *resp = NULL;
 	uint32_t id;
@@ -968,7 +1084,7 @@ ctl_call(int fd, const char *op, json_t *args, int timeout_ms, char *err, size_t
 		r = -ENOMEM;
 		goto out;
 	}
-	r = ctl_send(fd, req);
+	r = ctl_conn_send(c, req, CTL_SEND_TIMEOUT_MS);
 	if (r < 0) {
 		json_util_fail(err, errlen, "%s: send: %s", op,
 			       r == -EMSGSIZE ? "request larger than 16 MiB" : strerror(-r));
@@ -978,7 +1094,7 @@ ctl_call(int fd, const char *op, json_t *args, int timeout_ms, char *err, size_t
 		char why[CTL_ERR_MAX];
 		int left = ms_left(deadline);
 
-		r = ctl_recv(fd, left, &resp, why, sizeof(why));
+		r = ctl_conn_recv(c, left, &resp, why, sizeof(why));
 		if (r == -ETIMEDOUT) {
 			json_util_fail(err, errlen, "%s: no response within %d ms", op, timeout_ms);
 			goto out;

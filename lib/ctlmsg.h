@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
  * The control-socket protocol between a control process and a dataplane
- * (docs/CONTROL.md): length-prefixed JSON frames over a unix stream socket, versioned
+ * (docs/CONTROL.md): length-prefixed JSON frames over a unix stream socket or a TLS
+ * stream (ctltls.h, through struct ctl_io_ops), versioned
  * requests with an id and an op, responses that echo the id with "ok" and, on failure, a
  * positive errno and a one-line error naming the field.
  *
@@ -100,8 +101,27 @@ int ctl_recv(int fd, int timeout_ms, json_t **msg, char *err, size_t errlen);
  * buffer grows with the bytes actually received, to at most CTL_MSG_MAX.
  * Owned by the dataplane's control thread; fields are private to ctl_conn_*().
  */
+/**
+ * A transport under the frames other than a plain socket (the TLS streams of ctltls.h).
+ * Both calls never block: they move what they can and say what to poll for.
+ */
+struct ctl_io_ops {
+	/* Up to n bytes: > 0 read, 0 end of stream, -EAGAIN (*want: POLLIN or POLLOUT), or
+	 * another negative errno. */
+	long (*read)(void *io, void *buf, size_t n, short *want);
+	/* Up to n bytes: > 0 written, -EAGAIN (*want as above) or a negative errno. */
+	long (*write)(void *io, const void *buf, size_t n, short *want);
+	/* Free the transport's state (not the fd). */
+	void (*close)(void *io);
+	/* What the last failed read or write meant, one line; NULL: strerror() says it. */
+	const char *(*why)(void *io);
+};
+
 struct ctl_conn {
 	int fd;                            /* the connection; closed by ctl_conn_fini() */
+	const struct ctl_io_ops *ops;      /* NULL: recv()/send() on fd */
+	void *io;                          /* the transport's state, for ops */
+	short want;                        /* what to poll for after ctl_conn_read() gave 0 */
 	uint8_t hdr[CTL_HDR_BYTES];        /* the length prefix being read */
 	size_t hdr_got;                    /* bytes of hdr read */
 	uint32_t len;                      /* payload length once hdr is complete, else 0 */
@@ -113,6 +133,25 @@ struct ctl_conn {
 
 /** Initialise c for the connected socket fd (an accept()ed fd). Never fails. */
 void ctl_conn_init(struct ctl_conn *c, int fd);
+
+/** Initialise c for a transport io with ops over the socket fd (ctltls.h does this). */
+void ctl_conn_init_io(struct ctl_conn *c, int fd, const struct ctl_io_ops *ops, void *io);
+
+/**
+ * ctl_send_timeout() on the connection c, whatever its transport.
+ * Caller: either side.
+ */
+int ctl_conn_send(struct ctl_conn *c, const json_t *msg, int timeout_ms);
+
+/**
+ * ctl_recv() on the connection c, whatever its transport: waits up to timeout_ms for the
+ * rest of a frame (a partial frame from an earlier call is kept). Returns as ctl_recv().
+ */
+int ctl_conn_recv(struct ctl_conn *c, int timeout_ms, json_t **msg, char *err, size_t errlen);
+
+/** ctl_call() on the connection c, whatever its transport. Caller: clients. */
+json_t *ctl_conn_call(struct ctl_conn *c, const char *op, json_t *args, int timeout_ms,
+		      char *err, size_t errlen);
 
 /**
  * Read what the socket has, without ever blocking (MSG_DONTWAIT), and stop at the end of
@@ -131,7 +170,8 @@ void ctl_conn_init(struct ctl_conn *c, int fd);
  */
 int ctl_conn_read(struct ctl_conn *c, json_t **msg, char *err, size_t errlen);
 
-/** Free c's buffer and close its fd (if >= 0). c may then be initialised again. */
+/** Free c's buffer and transport, and close its fd (if >= 0). c may then be initialised
+ * again. */
 void ctl_conn_fini(struct ctl_conn *c);
 
 /**

@@ -205,6 +205,17 @@ static const struct bad_case bad_cases[] = {
 	{ "gateways[0].socket",
 	  "\"/tmp/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 	  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock\"", "field 'gateways[0].socket'" },
+	{ "gateways[0].socket", "\"tls://10.0.0.1\"", "field 'gateways[0].socket': "
+	  "tls://10.0.0.1: expected HOST:PORT" },
+	{ "gateways[0].socket", "\"tls://10.0.0.1:0\"", "the port must be 1..65535" },
+	{ "gateways[0].socket", "\"tls://10.0.0.1:7300\"", "field 'tls': missing: gateway 'a'" },
+	{ "gateways[0].endpoint", "\"tls://10.0.0.1:7300\"", "field 'gateways[0].endpoint': "
+	  "give either an endpoint or a socket" },
+	{ "tls", "{\"ca\": \"ca.pem\", \"cert\": \"c.pem\"}", "field 'tls.key': missing" },
+	{ "tls", "{\"ca\": \"ca.pem\", \"cert\": \"c.pem\", \"key\": \"c.key\", \"listen\": "
+	  "\"0.0.0.0\"}", "field 'tls.listen'" },
+	{ "tls", "{\"ca\": \"ca.pem\", \"cert\": \"c.pem\", \"key\": \"k\", \"crl\": \"x\"}",
+	  "field 'tls.crl': unknown field" },
 	{ "gateways[2].base_port", "65530", "field 'gateways[2].ports'" },
 	{ "gateways[2].ports", "0", "field 'gateways[2].ports'" },
 	{ "gateways[0].mac", "\"x\"", "field 'gateways[0].mac': unknown field" },

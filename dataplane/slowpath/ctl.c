@@ -1,52 +1,77 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * Slow path (control thread): the control socket (docs/CONTROL.md). Requests are framed
- * JSON (lib/ctlmsg.h), answered in order, one connection at a time served to the end of
- * what it has sent. A malformed request gets an error reply and changes nothing; broken
- * framing closes the connection.
+ * Slow path (control thread): the control protocol (docs/CONTROL.md) on the unix socket
+ * and, with --ctl-listen, on the management address over TLS 1.3 (lib/ctlsrv.h: bounded
+ * connections, timeouts, refusals logged and counted). Requests are framed JSON
+ * (lib/ctlmsg.h), answered in order. A malformed request gets an error reply and changes
+ * nothing; broken framing closes the connection. A `monitor` certificate may only read.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "ctlmsg.h"
+#include "ctlsrv.h"
+#include "ctltls.h"
 #include "dp.h"
 #include "slowpath/slowpath.h"
 
-#define CTL_CONNS_MAX 16
-
 struct dp_ctl {
 	struct dp *dp;
-	char *path;
-	int lfd;
-	int n_conns;
-	struct ctl_conn conns[CTL_CONNS_MAX];
+	struct ctltls_ctx *tls;
+	struct ctlsrv *srv;
 };
 
+static json_t *ctl_serve_request(void *arg, struct ctlsrv_client *cl, const json_t *req);
+
+static void
+ctl_log(void *arg, const char *line)
+{
+	(void)arg;
+	DP_LOG(WARNING, "%s\n", line);
+}
+
 struct dp_ctl *
-dp_ctl_create(struct dp *dp, const char *path, char *err, size_t errlen)
+dp_ctl_create(struct dp *dp, const struct dp_ctl_opts *o, char *err, size_t errlen)
 {
 	struct dp_ctl *c = calloc(1, sizeof(*c));
-	int fd;
+	char why[CTL_ERR_MAX];
+	struct ctlsrv_opts so = {
+		.unix_path = o->socket,
+		.tls_listen = o->listen,
+		.roles = 1u << CTLTLS_ROLE_CONTROL | 1u << CTLTLS_ROLE_MONITOR,
+		.max_per_role = o->conns,
+		.max_handshakes = 2 * o->conns,
+		.handshake_ms = o->handshake_ms,
+		.idle_ms = o->idle_ms,
+		.handle = ctl_serve_request,
+		.log = ctl_log,
+	};
 
 	if (c == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	fd = ctl_listen(path);
-	if (fd < 0) {
-		snprintf(err, errlen, "--ctl-socket %s: %s", path, strerror(-fd));
-		free(c);
-		return NULL;
-	}
 	c->dp = dp;
-	c->lfd = fd;
-	c->path = strdup(path);
+	so.arg = c;
+	if (o->listen != NULL) {
+		c->tls = ctltls_ctx_new(true, o->cert, o->key, o->ca, why, sizeof(why));
+		if (c->tls == NULL) {
+			snprintf(err, errlen, "--ctl-listen %s: %s", o->listen, why);
+			goto fail;
+		}
+		so.tls = c->tls;
+	}
+	c->srv = ctlsrv_create(&so, why, sizeof(why));
+	if (c->srv == NULL) {
+		snprintf(err, errlen, "control: %s", why);
+		goto fail;
+	}
 	return c;
+fail:
+	dp_ctl_free(c);
+	return NULL;
 }
 
 void
@@ -54,12 +79,8 @@ dp_ctl_free(struct dp_ctl *c)
 {
 	if (c == NULL)
 		return;
-	for (int i = 0; i < c->n_conns; i++)
-		ctl_conn_fini(&c->conns[i]);
-	close(c->lfd);
-	if (c->path != NULL)
-		unlink(c->path);
-	free(c->path);
+	ctlsrv_free(c->srv);
+	ctltls_ctx_free(c->tls);
 	free(c);
 }
 
@@ -171,63 +192,45 @@ dp_ctl_handle(struct dp *dp, const json_t *req)
 	return ctl_reply_error(true, id, EOPNOTSUPP, "field 'op': unknown op '%s'", op);
 }
 
-/* Serve one connection's complete requests; false when it must be closed. */
+/* The ops a `monitor` certificate may call: those that change nothing. */
 static bool
-serve(struct dp_ctl *c, struct ctl_conn *cn)
+op_reads_only(const char *op)
 {
-	char err[256];
-	json_t *msg, *reply;
-	int rc;
+	static const char *const ro[] = { "version", "ping", "stats", "dump" };
 
-	while ((rc = ctl_conn_read(cn, &msg, err, sizeof(err))) != 0) {
-		if (rc == -EBADMSG) {
-			reply = ctl_reply_error(false, 0, EBADMSG, "invalid message: %s", err);
-		} else if (rc < 0) {
-			return false;
-		} else {
-			reply = dp_ctl_handle(c->dp, msg);
-			json_decref(msg);
-		}
-		rc = reply != NULL ? ctl_send(cn->fd, reply) : -ENOMEM;
-		json_decref(reply);
-		if (rc != 0)
-			return false;
+	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++)
+		if (strcmp(op, ro[i]) == 0)
+			return true;
+	return false;
+}
+
+/* A request from the unix socket or a TLS client: its role's rights, then the op. */
+static json_t *
+ctl_serve_request(void *arg, struct ctlsrv_client *cl, const json_t *req)
+{
+	struct dp_ctl *c = arg;
+	const json_t *opv = json_object_get(req, "op");
+	const char *op = json_is_string(opv) ? json_string_value(opv) : NULL;
+	uint32_t id = 0;
+	json_t *r;
+
+	if (op != NULL && ctlsrv_client_role(cl) == CTLTLS_ROLE_MONITOR && !op_reads_only(op)) {
+		bool has_id = ctl_request_id(req, &id);
+
+		ctlsrv_refuse(c->srv, cl, CTLSRV_REF_FORBIDDEN, "op '%s' needs the role 'control'",
+			      op);
+		return ctl_reply_error(has_id, id, EPERM, "field 'op': '%s' needs a certificate "
+				       "of role 'control', this one is 'monitor'", op);
 	}
-	return true;
+	r = dp_ctl_handle(c->dp, req);
+	if (r != NULL && op != NULL && strcmp(op, "stats") == 0 &&
+	    json_is_true(json_object_get(r, "ok")))
+		json_object_set_new(r, "control", ctlsrv_json(c->srv));
+	return r;
 }
 
 void
 dp_ctl_poll(struct dp_ctl *c, int timeout_ms)
 {
-	struct pollfd pfd[CTL_CONNS_MAX + 1];
-
-	pfd[0].fd = c->lfd;
-	pfd[0].events = POLLIN;
-	for (int i = 0; i < c->n_conns; i++) {
-		pfd[i + 1].fd = c->conns[i].fd;
-		pfd[i + 1].events = POLLIN;
-	}
-	if (poll(pfd, (nfds_t)c->n_conns + 1, timeout_ms) <= 0)
-		return;
-	for (int i = c->n_conns - 1; i >= 0; i--) {
-		if (pfd[i + 1].revents == 0)
-			continue;
-		if (!serve(c, &c->conns[i])) {
-			ctl_conn_fini(&c->conns[i]);
-			c->conns[i] = c->conns[--c->n_conns];
-		}
-	}
-	if (pfd[0].revents & POLLIN) {
-		int fd = accept4(c->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (fd < 0)
-			return;
-		if (c->n_conns == CTL_CONNS_MAX) {
-			DP_LOG(WARNING, "control socket: %d connections open, refusing another\n",
-			       CTL_CONNS_MAX);
-			close(fd);
-			return;
-		}
-		ctl_conn_init(&c->conns[c->n_conns++], fd);
-	}
+	ctlsrv_poll(c->srv, timeout_ms, -1);
 }

@@ -135,8 +135,19 @@ int dp_telemetry_register(struct dp *dp);
 
 struct dp_ctl;
 
-/** Listen on path (see lib/ctlmsg.h). NULL with err on failure. */
-struct dp_ctl *dp_ctl_create(struct dp *dp, const char *path, char *err, size_t errlen);
+/** Where and how the control protocol is served (docs/CONTROL.md, "Transport"). */
+struct dp_ctl_opts {
+	const char *socket;          /* the unix socket */
+	const char *listen;          /* the management address "HOST:PORT" for TLS, or NULL */
+	const char *cert, *key, *ca; /* PEM files, required with listen */
+	int handshake_ms;            /* a TLS handshake's limit */
+	int idle_ms;                 /* a connection without requests is closed after it */
+	int conns;                   /* connections per role (and on the unix socket) */
+};
+
+/** Listen as o says (see lib/ctlsrv.h). NULL with err on failure. */
+struct dp_ctl *dp_ctl_create(struct dp *dp, const struct dp_ctl_opts *o, char *err,
+			     size_t errlen);
 
 /** Serve the control socket for up to timeout_ms: accept, read, answer requests. */
 void dp_ctl_poll(struct dp_ctl *c, int timeout_ms);

@@ -239,6 +239,62 @@ int gr_config_from_table(struct gr_config *cfg, const char *path, uint16_t worke
 int gr_config_from_table_string(struct gr_config *cfg, const char *json, uint16_t worker_id,
 				char *err, size_t errlen);
 
+/** Where and as whom a worker joins its job through the control process (gr_join_open()). */
+struct gr_join_opts {
+	const char *control;     /* "tls://HOST:PORT" (its API), or its unix socket path */
+	const char *cert;        /* for tls://: this worker's certificate (role worker,
+				  * naming "worker-ID"), its key and the deployment's CA */
+	const char *key;
+	const char *ca;
+	const char *server_name; /* the name the control process's certificate carries;
+				  * NULL: "control" */
+	uint32_t job;
+	uint16_t worker_id;
+	int timeout_ms;          /* connecting and each answer; 0: GR_JOIN_TIMEOUT_MS */
+};
+
+/** A connection to the control process for one worker of one job. */
+struct gr_join;
+
+#define GR_JOIN_TIMEOUT_MS 10000
+/** The longest one gr_join_wait() waits for the control process (longer waits repeat). */
+#define GR_JOIN_WAIT_MAX_MS 60000
+
+/**
+ * Connect to the control process (TLS 1.3 with the worker's certificate for tls://) and
+ * check that it knows this worker in this job: it answers with the worker's table once an
+ * epoch is live, which gr_join_config() returns. Links OpenSSL; no other thread is used.
+ *
+ * @return  The connection (gr_join_close()), or NULL with errno and one line in err:
+ *          EPERM (the certificate does not name this worker), ENOENT (the deployment has
+ *          no such worker in that job), EPROTO (TLS: a certificate refused), ECONNREFUSED,
+ *          ETIMEDOUT, EINVAL (options), ...
+ */
+struct gr_join *gr_join_open(const struct gr_join_opts *o, char *err, size_t errlen);
+
+/**
+ * The configuration of the job's live epoch at this worker's gateway, waiting up to
+ * wait_ms for one if none is live yet.
+ *
+ * @return  0 with cfg filled; -ETIMEDOUT (no live epoch in time), or another negative
+ *          errno with err filled (after a broken connection the next call reconnects).
+ */
+int gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err,
+		   size_t errlen);
+
+/**
+ * Wait up to wait_ms (a long poll at the control process) for an epoch other than
+ * `epoch`: the re-plan after a failure reaches the worker this way, without any file.
+ *
+ * @return  1 with cfg filled for the new epoch; 0 if none came within wait_ms; or a
+ *          negative errno with err filled.
+ */
+int gr_join_wait(struct gr_join *j, uint32_t epoch, int wait_ms, struct gr_config *cfg,
+		 char *err, size_t errlen);
+
+/** Close the connection and free j. NULL is a no-op. */
+void gr_join_close(struct gr_join *j);
+
 /**
  * Check a configuration: ids, addresses, ports, dtype and chunk size in range, tree ids
  * unique and the ranges a partition of the tensor's chunks.

@@ -15,6 +15,7 @@ GEOREDUCE_PACKAGES=(
 	dpdk-dev
 	libnuma-dev
 	libjansson-dev
+	libssl-dev openssl
 	libcunit1-dev
 	libglpk-dev
 	python3

@@ -9,6 +9,17 @@
 #
 # wan_run keeps each site's worker summary in DIR/run-JOB-SITE.json and prints, for each
 # round, the time of the slowest worker (ms) on stdout.
+#
+# With testbed.py --tls (DIR/control.json): the control process runs in a namespace of
+# its own and reaches the gateways over the management network with TLS; workers join
+# through it.
+#   wan_control_start DIR [georeduce-control run options...]   start it (pid in DIR/control.pid)
+#   wan_control_wait DIR                                        until every job is live
+#   wan_control_stop DIR [SIGNAL]
+#   wan_dpctl DIR SITE_INDEX COMMAND [ARGS]                     georeduce-dpctl over TLS
+#                                                               from the control namespace
+#   wan_endpoints DIR          per gateway, the tls:// endpoint through which it was
+#                              installed and its jobs' live epochs (from the daemon)
 
 wan_up() {
 	local dir=$1 topology=$2 build=$3
@@ -16,7 +27,8 @@ wan_up() {
 	mkdir -p "$dir"
 	python3 "$GEOREDUCE_ROOT/scripts/lib/testbed.py" "$topology" --dir "$dir" \
 		--dataplane "$build/dataplane/georeduce-dataplane" \
-		--dpctl "$build/control/georeduce-dpctl" "$@" >/dev/null || return 2
+		--dpctl "$build/control/georeduce-dpctl" \
+		--pki "$GEOREDUCE_ROOT/scripts/georeduce-pki" "$@" >/dev/null || return 2
 	echo "$build" >"$dir/build"
 	bash "$dir/up.sh"
 }
@@ -25,6 +37,81 @@ wan_down() {
 	local dir=$1
 	[ -x "$dir/down.sh" ] && bash "$dir/down.sh" >/dev/null 2>&1
 	return 0
+}
+
+wan_tls() { [ -e "$1/control.json" ]; }
+
+# A field of DIR/control.json.
+wan_ctl() {
+	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
+		"$1/control.json" "$2"
+}
+
+wan_control_start() {
+	local dir=$1 build
+	shift
+	build=$(cat "$dir/build")
+	ip netns exec "$(wan_ctl "$dir" ns)" "$build/control/georeduce-control" run \
+		"$dir/deployment.json" --socket "$dir/control.sock" --out "$dir/tables" "$@" \
+		2>>"$dir/control.log" &
+	echo $! >"$dir/control.pid"
+	disown $!
+}
+
+wan_control_stop() {
+	local dir=$1 sig=${2:-INT} pid
+	[ -e "$dir/control.pid" ] || return 0
+	pid=$(cat "$dir/control.pid")
+	kill "-$sig" "$pid" 2>/dev/null
+	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	rm -f "$dir/control.pid"
+}
+
+wan_control_wait() {
+	local dir=$1 build
+	build=$(cat "$dir/build")
+	for _ in $(seq 300); do
+		"$build/control/georeduce-control" status --socket "$dir/control.sock" --json \
+			2>/dev/null | python3 -c '
+import json, sys
+try:
+    s = json.load(sys.stdin)
+except ValueError:
+    sys.exit(1)
+sys.exit(not all(j["epoch"] is not None and j["state"] == "live" for j in s["jobs"]))' &&
+			return 0
+		sleep 0.2
+	done
+	echo "the control process installed no epoch of every job (see $dir/control.log)" >&2
+	return 1
+}
+
+wan_dpctl() {
+	local dir=$1 i=$2 build pki ep id
+	shift 2
+	build=$(cat "$dir/build")
+	pki=$(wan_ctl "$dir" pki)
+	read -r ep id < <(python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))[int(sys.argv[2])]
+print(s["gateway"]["endpoint"], s["id"])' "$dir/sites.json" "$i")
+	ip netns exec "$(wan_ctl "$dir" ns)" "$build/control/georeduce-dpctl" -s "$ep" \
+		--cert "$pki/control.pem" --key "$pki/control.key" --ca "$pki/ca.pem" \
+		--server-name "$id" "$@"
+}
+
+wan_endpoints() {
+	local dir=$1 build
+	build=$(cat "$dir/build")
+	"$build/control/georeduce-control" status --socket "$dir/control.sock" --json |
+		python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+for g in s["gateways"]:
+    jobs = ["job %d epoch %s" % (j["job"], j["epoch"]) for j in s["jobs"]
+            if g["node"] in j["gateways"]]
+    print("  gateway %-12s installed through %-22s %s" % (g["node"], g["socket"],
+          ", ".join(jobs) if jobs else "(no job: not on any plan)"))'
 }
 
 # Sites as "index id namespace" lines.
@@ -70,9 +157,16 @@ import json, sys
 s = json.load(open(sys.argv[1]))[int(sys.argv[2])]
 print(" ".join("--worker-id %d" % w["id"] for w in s["workers"]))' "$dir/sites.json" "$i")
 		[ -n "$ids" ] || continue # a relay site: no workers
+		local src=(--table "$dir/tables/job-$job-$id.json") pki
+		if wan_tls "$dir"; then
+			pki=$(wan_ctl "$dir" pki)
+			src=(--control "$(wan_ctl "$dir" api)" --job "$job"
+				--cert "$pki/workers-site$i.pem" --key "$pki/workers-site$i.key"
+				--ca "$pki/ca.pem")
+		fi
 		# shellcheck disable=SC2086
 		ip netns exec "$ns" "$build/client/georeduce-worker" \
-			--table "$dir/tables/job-$job-$id.json" $ids --all-workers "$all" \
+			"${src[@]}" $ids --all-workers "$all" \
 			--rounds "$rounds" --first-round "$first" --timeout 120 --json \
 			>"$dir/run-$job-$i.json" 2>"$dir/run-$job-$i.err" &
 		pids+=($!)

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Joining a job through the control process (georeduce.h, docs/CLIENT.md): the worker's
+ * table over the control protocol (lib/ctlmsg.h), on TLS 1.3 (lib/ctltls.h) or a unix
+ * socket, and a long poll for each next epoch.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "ctlmsg.h"
+#include "ctltls.h"
+#include "georeduce.h"
+#include "jsonutil.h"
+
+struct gr_join {
+	char *control;
+	char *server_name;
+	struct ctltls_ctx *tls;
+	uint32_t job;
+	uint16_t worker_id;
+	int timeout_ms;
+	bool open;
+	struct ctl_conn conn;
+};
+
+void
+gr_join_close(struct gr_join *j)
+{
+	if (j == NULL)
+		return;
+	if (j->open)
+		ctl_conn_fini(&j->conn);
+	ctltls_ctx_free(j->tls);
+	free(j->control);
+	free(j->server_name);
+	free(j);
+}
+
+/* One "worker" request, reconnecting once if the connection broke (the control process
+ * restarted). The ok response (a new reference), or NULL with *rc and err. */
+static json_t *
+join_call(struct gr_join *j, bool has_after, uint32_t after, int wait_ms, int *rc, char *err,
+	  size_t errlen)
+{
+	char why[CTL_ERR_MAX];
+	json_t *r = NULL;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		json_t *args = json_pack("{s:I,s:i}", "job", (json_int_t)j->job, "worker",
+					 (int)j->worker_id);
+
+		if (args == NULL) {
+			*rc = -ENOMEM;
+			json_util_fail(err, errlen, "out of memory");
+			return NULL;
+		}
+		if (has_after) {
+			json_object_set_new(args, "after", json_integer(after));
+			json_object_set_new(args, "wait_ms", json_integer(wait_ms));
+		}
+		if (!j->open) {
+			*rc = ctltls_dial(j->tls, j->control, j->server_name, CTLTLS_ROLE_CONTROL,
+					  j->timeout_ms, &j->conn, why, sizeof(why));
+			if (*rc < 0) {
+				json_decref(args);
+				json_util_fail(err, errlen, "%s", why);
+				return NULL;
+			}
+			j->open = true;
+		}
+		r = ctl_conn_call(&j->conn, "worker", args, j->timeout_ms + wait_ms, why,
+				  sizeof(why));
+		if (r != NULL)
+			break;
+		*rc = -errno;
+		json_util_fail(err, errlen, "%s: %s", j->control, why);
+		ctl_conn_fini(&j->conn);
+		j->open = false;
+	}
+	if (r == NULL)
+		return NULL;
+	if (!json_is_true(json_object_get(r, "ok"))) {
+		json_int_t e = json_integer_value(json_object_get(r, "errno"));
+
+		*rc = e > 0 && e < 4096 ? -(int)e : -EPROTO;
+		json_util_fail(err, errlen, "%s: job %u worker %u: %s", j->control, j->job,
+			       j->worker_id, json_string_value(json_object_get(r, "error")));
+		json_decref(r);
+		return NULL;
+	}
+	*rc = 0;
+	return r;
+}
+
+/* cfg from a response that carries a table: 0 or -EINVAL. */
+static int
+config_of(struct gr_join *j, const json_t *r, struct gr_config *cfg, char *err,
+	  size_t errlen)
+{
+	char *text = json_dumps(json_object_get(r, "table"), JSON_COMPACT);
+	int rc;
+
+	if (text == NULL)
+		return json_util_fail(err, errlen, "%s: an answer without a table", j->control);
+	rc = gr_config_from_table_string(cfg, text, j->worker_id, err, errlen);
+	free(text);
+	return rc;
+}
+
+struct gr_join *
+gr_join_open(const struct gr_join_opts *o, char *err, size_t errlen)
+{
+	struct gr_join *j = calloc(1, sizeof(*j));
+	json_t *r;
+	int rc;
+
+	if (j == NULL) {
+		json_util_fail(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (o->control == NULL || o->control[0] == '\0') {
+		rc = json_util_fail(err, errlen, "no control endpoint");
+		goto fail;
+	}
+	j->job = o->job;
+	j->worker_id = o->worker_id;
+	j->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : GR_JOIN_TIMEOUT_MS;
+	j->control = strdup(o->control);
+	j->server_name = strdup(o->server_name != NULL ? o->server_name : "control");
+	if (j->control == NULL || j->server_name == NULL) {
+		rc = -ENOMEM;
+		json_util_fail(err, errlen, "out of memory");
+		goto fail;
+	}
+	rc = ctltls_client_ctx(o->control, o->cert, o->key, o->ca, &j->tls, err, errlen);
+	if (rc != 0)
+		goto fail;
+	/* The worker is known (or refused) at once; a missing epoch is not an error here. */
+	r = join_call(j, false, 0, 0, &rc, err, errlen);
+	json_decref(r);
+	if (rc != 0 && rc != -EAGAIN)
+		goto fail;
+	return j;
+fail:
+	gr_join_close(j);
+	errno = -rc;
+	return NULL;
+}
+
+int
+gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err,
+	       size_t errlen)
+{
+	int rc;
+
+	/* Epoch 0 is never live: "after 0" answers with the first live epoch. */
+	rc = gr_join_wait(j, 0, wait_ms, cfg, err, errlen);
+	if (rc == 0) {
+		json_util_fail(err, errlen, "%s: job %u has no live epoch for worker %u after "
+			       "%d ms", j->control, j->job, j->worker_id, wait_ms);
+		return -ETIMEDOUT;
+	}
+	return rc < 0 ? rc : 0;
+}
+
+int
+gr_join_wait(struct gr_join *j, uint32_t epoch, int wait_ms, struct gr_config *cfg,
+	     char *err, size_t errlen)
+{
+	json_t *r;
+	int rc;
+
+	if (wait_ms < 0)
+		wait_ms = 0;
+	if (wait_ms > GR_JOIN_WAIT_MAX_MS)
+		wait_ms = GR_JOIN_WAIT_MAX_MS;
+	r = join_call(j, true, epoch, wait_ms, &rc, err, errlen);
+	if (r == NULL)
+		return rc;
+	if (json_object_get(r, "table") == NULL) {
+		json_decref(r);
+		return 0;
+	}
+	rc = config_of(j, r, cfg, err, errlen);
+	json_decref(r);
+	return rc == 0 ? 1 : rc;
+}

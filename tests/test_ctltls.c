@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The control protocol over TLS 1.3 (lib/ctltls.h) and the bounded server (lib/ctlsrv.h),
+ * with certificates made by scripts/georeduce-pki: mutual authentication, roles and
+ * names; refusals of no client certificate, another CA, an expired certificate, TLS 1.2,
+ * plain TCP and a role the server does not admit, each logged and counted; 64 idle TCP
+ * and 64 idle unix connections that do not lock a client out; handshake and idle
+ * timeouts; a deferred reply (a long poll).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "ctlmsg.h"
+#include "ctlsrv.h"
+#include "ctltls.h"
+#include "testutil.h"
+
+static char dir[64];
+static char sock_path[128];
+static char endpoint[64];
+static struct ctlsrv *srv;
+static struct ctltls_ctx *server_ctx;
+static pthread_t thr;
+static int stop_pipe[2];
+static atomic_int log_lines;
+static char last_log[1024];
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct ctlsrv_ref parked; /* the deferred "wait" request */
+static bool have_parked;
+static uint32_t parked_id;
+
+static const char *
+path_of(const char *name, const char *ext)
+{
+	static char buf[8][192];
+	static int k;
+
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s.%s", dir, name, ext);
+	return buf[k];
+}
+
+static void
+on_log(void *arg, const char *line)
+{
+	(void)arg;
+	pthread_mutex_lock(&log_mu);
+	snprintf(last_log, sizeof(last_log), "%s", line);
+	pthread_mutex_unlock(&log_mu);
+	atomic_fetch_add(&log_lines, 1);
+}
+
+/* ping: the caller's role and whether it is named worker-7; wait: deferred until kick;
+ * counters: the server's counters. */
+static json_t *
+handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
+{
+	const char *op = json_string_value(json_object_get(req, "op"));
+	uint32_t id = 0;
+	json_t *r;
+
+	(void)arg;
+	ctl_request_id(req, &id);
+	if (op != NULL && strcmp(op, "wait") == 0) {
+		ctlsrv_defer(cl, &parked);
+		parked_id = id;
+		have_parked = true;
+		return NULL;
+	}
+	r = ctl_reply_ok(id);
+	if (op != NULL && strcmp(op, "kick") == 0 && have_parked) {
+		json_t *w = ctl_reply_ok(parked_id);
+
+		json_object_set_new(w, "woken", json_true());
+		json_object_set_new(r, "sent", json_integer(ctlsrv_reply(srv, &parked, w)));
+		have_parked = false;
+	}
+	if (op != NULL && strcmp(op, "counters") == 0)
+		json_object_set_new(r, "counters", ctlsrv_json(srv));
+	json_object_set_new(r, "role", json_string(ctltls_role_name(ctlsrv_client_role(cl))));
+	json_object_set_new(r, "worker7", json_boolean(ctlsrv_client_named(cl, "worker-7")));
+	json_object_set_new(r, "peer", json_string(ctlsrv_client_peer(cl)));
+	return r;
+}
+
+static void *
+serve_main(void *arg)
+{
+	(void)arg;
+	while (ctlsrv_poll(srv, 1000, stop_pipe[0]) == 0)
+		;
+	return NULL;
+}
+
+static int
+sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int
+sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+/* Certificates, and a server admitting control and monitor on 127.0.0.1 and a unix
+ * socket; handshake 300 ms, idle 1500 ms, 4 per role, 8 handshakes. */
+static int
+suite_init(void)
+{
+	char err[CTL_ERR_MAX];
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+	struct ctlsrv_opts o = {
+		.roles = 1u << CTLTLS_ROLE_CONTROL | 1u << CTLTLS_ROLE_MONITOR,
+		.max_per_role = 4,
+		.max_handshakes = 8,
+		.handshake_ms = 300,
+		.idle_ms = 1500,
+		.handle = handle,
+		.log = on_log,
+		.unix_path = sock_path,
+		.tls_listen = "127.0.0.1:0",
+	};
+	int fd;
+
+	snprintf(dir, sizeof(dir), "/tmp/test_ctltls.%d", (int)getpid());
+	snprintf(sock_path, sizeof(sock_path), "%s/ctl.sock", dir);
+	if (sh("P=scripts/georeduce-pki D=%s; $P ca $D && $P cert $D gw gateway --dns gw "
+	       "--ip 127.0.0.1 && $P cert $D control control && $P cert $D monitor monitor && "
+	       "$P cert $D worker worker --dns worker-7 --dns worker-8 && "
+	       "$P cert $D old control --days -1 && $P ca $D/other && "
+	       "$P cert $D/other control control", dir) != 0)
+		return 1;
+	server_ctx = ctltls_ctx_new(true, path_of("gw", "pem"), path_of("gw", "key"),
+				    path_of("ca", "pem"), err, sizeof(err));
+	if (server_ctx == NULL) {
+		fprintf(stderr, "server context: %s\n", err);
+		return 1;
+	}
+	o.tls = server_ctx;
+	srv = ctlsrv_create(&o, err, sizeof(err));
+	if (srv == NULL) {
+		fprintf(stderr, "server: %s\n", err);
+		return 1;
+	}
+	/* The port the kernel chose: the listener is the server's only TCP socket, found
+	 * by asking each fd (the test process has few). */
+	for (fd = 3; fd < 64; fd++)
+		if (getsockname(fd, (struct sockaddr *)&a, &al) == 0 && a.sin_family == AF_INET &&
+		    a.sin_port != 0)
+			break;
+	if (fd == 64)
+		return 1;
+	snprintf(endpoint, sizeof(endpoint), "tls://127.0.0.1:%u", ntohs(a.sin_port));
+	if (pipe(stop_pipe) != 0 || pthread_create(&thr, NULL, serve_main, NULL) != 0)
+		return 1;
+	return 0;
+}
+
+static int
+suite_fini(void)
+{
+	if (write(stop_pipe[1], "x", 1) == 1)
+		pthread_join(thr, NULL);
+	ctlsrv_free(srv);
+	ctltls_ctx_free(server_ctx);
+	sh("rm -rf %s", dir);
+	return 0;
+}
+
+static struct ctltls_ctx *
+client_ctx(const char *name, const char *ca)
+{
+	char err[CTL_ERR_MAX];
+	struct ctltls_ctx *c = ctltls_ctx_new(false, path_of(name, "pem"), path_of(name, "key"),
+					      ca, err, sizeof(err));
+
+	CHECK(c != NULL, "client context %s: %s", name, err);
+	return c;
+}
+
+/* One call over a new connection with the named certificate: the response or NULL. */
+static json_t *
+call_as(const char *name, const char *op, char *err, size_t errlen)
+{
+	struct ctltls_ctx *cx = client_ctx(name, path_of("ca", "pem"));
+	struct ctl_conn c;
+	json_t *r = NULL;
+
+	if (cx == NULL)
+		return NULL;
+	if (ctltls_connect(cx, endpoint, "gw", CTLTLS_ROLE_GATEWAY, 3000, &c, err, errlen) == 0) {
+		r = ctl_conn_call(&c, op, NULL, 3000, err, errlen);
+		ctl_conn_fini(&c);
+	}
+	ctltls_ctx_free(cx);
+	return r;
+}
+
+/* The server's refusal counter `why`, asked over the unix socket. */
+static long
+refused(const char *why)
+{
+	char err[CTL_ERR_MAX];
+	int fd = ctl_connect(sock_path, 3000);
+	json_t *r = fd >= 0 ? ctl_call(fd, "counters", NULL, 3000, err, sizeof(err)) : NULL;
+	long n = -1;
+
+	if (r != NULL)
+		n = (long)json_integer_value(json_object_get(json_object_get(json_object_get(
+			r, "counters"), "refused"), why));
+	json_decref(r);
+	if (fd >= 0)
+		close(fd);
+	return n;
+}
+
+/* Wait up to 10 s for refusal counter why to reach at least n. */
+static bool
+wait_refused(const char *why, long n)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (refused(why) >= n)
+			return true;
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	}
+	return false;
+}
+
+static void
+test_roles_and_names(void)
+{
+	char err[CTL_ERR_MAX];
+	json_t *r = call_as("control", "ping", err, sizeof(err));
+
+	CHECK(r != NULL && json_is_true(json_object_get(r, "ok")), "control ping: %s", err);
+	CHECK(r != NULL && strcmp(json_string_value(json_object_get(r, "role")), "control") == 0,
+	      "role");
+	CHECK(r != NULL && strncmp(json_string_value(json_object_get(r, "peer")), "127.0.0.1:",
+				  10) == 0, "peer");
+	json_decref(r);
+	r = call_as("monitor", "ping", err, sizeof(err));
+	CHECK(r != NULL && strcmp(json_string_value(json_object_get(r, "role")), "monitor") == 0,
+	      "monitor: %s", err);
+	json_decref(r);
+
+	/* The client checks the server's name and role. */
+	struct ctltls_ctx *cx = client_ctx("control", path_of("ca", "pem"));
+	struct ctl_conn c;
+
+	CHECK(ctltls_connect(cx, endpoint, "other-gw", CTLTLS_ROLE_GATEWAY, 3000, &c, err,
+			     sizeof(err)) == -EPROTO, "a gateway of another name");
+	CHECK(strstr(err, "hostname mismatch") != NULL, "why: %s", err);
+	CHECK(ctltls_connect(cx, endpoint, "gw", CTLTLS_ROLE_CONTROL, 3000, &c, err,
+			     sizeof(err)) == -EPROTO, "a server of the wrong role");
+	CHECK(strstr(err, "role 'gateway', not 'control'") != NULL, "why: %s", err);
+	/* An IP literal is checked against the certificate's IP entries. */
+	CHECK(ctltls_connect(cx, endpoint, NULL, CTLTLS_ROLE_GATEWAY, 3000, &c, err,
+			     sizeof(err)) == 0, "by address: %s", err);
+	ctl_conn_fini(&c);
+	ctltls_ctx_free(cx);
+
+	/* Endpoints. */
+	char host[CTLTLS_HOST_MAX + 1];
+	unsigned int port;
+
+	CHECK(ctltls_split("tls://[::1]:7300", host, &port, err, sizeof(err)) == 0 &&
+	      strcmp(host, "::1") == 0 && port == 7300, "ipv6");
+	CHECK(ctltls_split("tls://h:0", host, &port, err, sizeof(err)) == -EINVAL, "port 0");
+	CHECK(ctltls_split("tls://h", host, &port, err, sizeof(err)) == -EINVAL, "no port");
+	CHECK(ctltls_split("tls://:1", host, &port, err, sizeof(err)) == -EINVAL, "no host");
+	CHECK(ctltls_split("tls://h:70000", host, &port, err, sizeof(err)) == -EINVAL, "big");
+	CHECK(ctltls_client_ctx("/tmp/x.sock", "a", NULL, NULL, &cx, err, sizeof(err)) ==
+	      -EINVAL && strstr(err, "--cert") != NULL, "cert for a socket");
+	CHECK(ctltls_client_ctx(endpoint, path_of("control", "pem"), NULL, NULL, &cx, err,
+				sizeof(err)) == -EINVAL && strstr(err, "--key") != NULL, "no key");
+	CHECK(ctltls_ctx_new(false, path_of("control", "pem"), path_of("monitor", "key"),
+			     path_of("ca", "pem"), err, sizeof(err)) == NULL &&
+	      strstr(err, "mismatch") != NULL, "a key of another certificate: %s", err);
+	CHECK(ctltls_ctx_new(false, "/nonexistent.pem", path_of("monitor", "key"),
+			     path_of("ca", "pem"), err, sizeof(err)) == NULL &&
+	      strstr(err, "/nonexistent.pem") != NULL, "no such file: %s", err);
+}
+
+static void
+test_refusals(void)
+{
+	char err[CTL_ERR_MAX];
+	long hs = refused("handshake"), role = refused("role");
+	int lines = atomic_load(&log_lines);
+	json_t *r;
+
+	/* Another CA's certificate, an expired one. */
+	struct ctltls_ctx *cx = ctltls_ctx_new(false, path_of("other/control", "pem"),
+					       path_of("other/control", "key"),
+					       path_of("ca", "pem"), err, sizeof(err));
+	struct ctl_conn c;
+
+	CHECK(cx != NULL, "%s", err);
+	r = NULL;
+	if (cx != NULL && ctltls_connect(cx, endpoint, "gw", CTLTLS_ROLE_GATEWAY, 3000, &c, err,
+					 sizeof(err)) == 0) {
+		r = ctl_conn_call(&c, "ping", NULL, 3000, err, sizeof(err));
+		ctl_conn_fini(&c);
+	}
+	CHECK(r == NULL, "another CA");
+	json_decref(r);
+	ctltls_ctx_free(cx);
+	CHECK(wait_refused("handshake", hs + 1), "counted");
+	pthread_mutex_lock(&log_mu);
+	CHECK(strstr(last_log, "refused 127.0.0.1:") != NULL &&
+	      strstr(last_log, "unable to get local issuer certificate") != NULL, "log: %s",
+	      last_log);
+	pthread_mutex_unlock(&log_mu);
+	r = call_as("old", "ping", err, sizeof(err));
+	CHECK(r == NULL, "expired");
+	json_decref(r);
+	CHECK(wait_refused("handshake", hs + 2), "counted");
+	pthread_mutex_lock(&log_mu);
+	CHECK(strstr(last_log, "certificate has expired") != NULL, "log: %s", last_log);
+	pthread_mutex_unlock(&log_mu);
+
+	/* A role this server does not admit. */
+	r = call_as("worker", "ping", err, sizeof(err));
+	CHECK(r == NULL, "a worker certificate is refused");
+	json_decref(r);
+	CHECK(wait_refused("role", role + 1), "counted");
+
+	/* No client certificate, and TLS 1.2, with OpenSSL directly. */
+	for (int k = 0; k < 2; k++) {
+		SSL_CTX *sc = SSL_CTX_new(TLS_client_method());
+		SSL *s;
+		struct sockaddr_in a = { .sin_family = AF_INET };
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		char buf[16];
+		const char *port = strrchr(endpoint, ':') + 1;
+
+		a.sin_port = htons((uint16_t)atoi(port));
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		SSL_CTX_load_verify_locations(sc, path_of("ca", "pem"), NULL);
+		if (k == 1) {
+			SSL_CTX_set_max_proto_version(sc, TLS1_2_VERSION);
+			SSL_CTX_use_certificate_file(sc, path_of("control", "pem"), SSL_FILETYPE_PEM);
+			SSL_CTX_use_PrivateKey_file(sc, path_of("control", "key"), SSL_FILETYPE_PEM);
+		}
+		CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0, "connect");
+		s = SSL_new(sc);
+		SSL_set_fd(s, fd);
+		int hsr = SSL_connect(s);
+		/* TLS 1.3 without a certificate: the refusal comes with the first read. */
+		if (hsr == 1)
+			hsr = SSL_read(s, buf, sizeof(buf));
+		CHECK(hsr <= 0, "%s: no stream", k == 0 ? "no certificate" : "TLS 1.2");
+		SSL_free(s);
+		SSL_CTX_free(sc);
+		close(fd);
+		ERR_clear_error();
+		CHECK(wait_refused("handshake", hs + 3 + k), "counted %d", k);
+		pthread_mutex_lock(&log_mu);
+		CHECK(strstr(last_log, k == 0 ? "did not return a certificate"
+					      : "unsupported protocol") != NULL, "log: %s",
+		      last_log);
+		pthread_mutex_unlock(&log_mu);
+	}
+
+	/* Plain TCP: a frame without TLS. */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	json_t *ping = json_pack("{s:i,s:i,s:s}", "version", 1, "id", 1, "op", "ping");
+
+	a.sin_port = htons((uint16_t)atoi(strrchr(endpoint, ':') + 1));
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0, "connect");
+	ctl_send(fd, ping);
+	CHECK(ctl_recv(fd, 3000, &r, err, sizeof(err)) < 0, "no answer in plain TCP");
+	json_decref(ping);
+	close(fd);
+	CHECK(wait_refused("handshake", hs + 5), "counted");
+	CHECK(atomic_load(&log_lines) >= lines + 6, "one line per refusal: %d",
+	      atomic_load(&log_lines) - lines);
+}
+
+/* 64 TCP connections and 64 unix connections that say nothing, held open: a client with
+ * a certificate and a local one still get answers; the quiet ones were evicted. */
+static void
+test_idle_flood(void)
+{
+	char err[CTL_ERR_MAX];
+	int tcp[64], ux[64], n = 0;
+	long ev = refused("evicted");
+	json_t *r;
+
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_in a = { .sin_family = AF_INET };
+
+		a.sin_port = htons((uint16_t)atoi(strrchr(endpoint, ':') + 1));
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		tcp[i] = socket(AF_INET, SOCK_STREAM, 0);
+		n += connect(tcp[i], (struct sockaddr *)&a, sizeof(a)) == 0;
+		ux[i] = ctl_connect(sock_path, 3000);
+		n += ux[i] >= 0;
+	}
+	CHECK(n == 128, "%d of 128 connections", n);
+	r = call_as("control", "ping", err, sizeof(err));
+	CHECK(r != NULL && json_is_true(json_object_get(r, "ok")), "TLS client: %s", err);
+	json_decref(r);
+	CHECK(refused("evicted") > ev, "evictions counted");
+	for (int i = 0; i < 64; i++) {
+		close(tcp[i]);
+		if (ux[i] >= 0)
+			close(ux[i]);
+	}
+}
+
+/* A TCP connection without a handshake is closed after handshake_ms; a connection
+ * without requests after idle_ms. */
+static void
+test_timeouts(void)
+{
+	long hto = refused("handshake_timeout"), idle = refused("idle");
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), u = ctl_connect(sock_path, 3000);
+	char c;
+
+	a.sin_port = htons((uint16_t)atoi(strrchr(endpoint, ':') + 1));
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0, "connect");
+	CHECK(wait_refused("handshake_timeout", hto + 1), "handshake timeout");
+	CHECK(recv(fd, &c, 1, 0) == 0, "closed");
+	CHECK(wait_refused("idle", idle + 1), "idle timeout");
+	CHECK(u >= 0 && recv(u, &c, 1, 0) == 0, "closed");
+	close(fd);
+	close(u);
+}
+
+/* A deferred request is answered when another request says so; the connection is not
+ * idle meanwhile. */
+static void
+test_deferred(void)
+{
+	char err[CTL_ERR_MAX];
+	int w = ctl_connect(sock_path, 3000), k;
+	json_t *req = json_pack("{s:i,s:i,s:s}", "version", 1, "id", 9, "op", "wait"), *r;
+
+	CHECK(ctl_send(w, req) == 0, "send wait");
+	CHECK(ctl_recv(w, 2000, &r, err, sizeof(err)) == -ETIMEDOUT, "parked past idle_ms");
+	k = ctl_connect(sock_path, 3000);
+	r = ctl_call(k, "kick", NULL, 3000, err, sizeof(err));
+	CHECK(r != NULL && json_integer_value(json_object_get(r, "sent")) == 0, "kick: %s", err);
+	json_decref(r);
+	CHECK(ctl_recv(w, 3000, &r, err, sizeof(err)) == 0 &&
+	      json_is_true(json_object_get(r, "woken")), "woken: %s", err);
+	json_decref(r);
+	json_decref(req);
+	/* The parked connection reads requests again. */
+	r = ctl_call(w, "ping", NULL, 3000, err, sizeof(err));
+	CHECK(r != NULL && json_is_true(json_object_get(r, "ok")), "after: %s", err);
+	json_decref(r);
+	close(w);
+	close(k);
+}
+
+int
+main(void)
+{
+	static const struct testutil_case tests[] = {
+		{ "mutual TLS: roles, names, endpoints, files", test_roles_and_names },
+		{ "refusals: CA, expired, role, no certificate, TLS 1.2, plain TCP",
+		  test_refusals },
+		{ "64 idle TCP and 64 idle unix connections lock nobody out", test_idle_flood },
+		{ "handshake and idle timeouts", test_timeouts },
+		{ "a deferred reply", test_deferred },
+	};
+	int rc;
+
+	if (suite_init() != 0) {
+		fprintf(stderr, "test_ctltls: setup failed\n");
+		suite_fini();
+		return 1;
+	}
+	rc = testutil_run("test_ctltls", "ctltls", tests, TESTUTIL_N(tests));
+	suite_fini();
+	return rc;
+}
