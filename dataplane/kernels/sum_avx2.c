@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "mx_impl.h"
 #include "sum.h"
 
 #define LANES 8
@@ -246,4 +247,5 @@ const struct sum_kernels sum_kernels_avx2 = {
 	.widen_add_bf16 = widen_add_bf16_avx2,
 	.narrow_bf16 = narrow_bf16_avx2,
 	.csum16 = csum16_avx2,
+	MX_TABLE(avx2),
 };
