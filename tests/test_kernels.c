@@ -1435,6 +1435,42 @@ static void test_mx_cases(void)
 	CU_ASSERT(e[0] == (0x7 | 0x4 << 4) && e[1] == (0x6 | 0x8 << 4) && e[16] == 127);
 }
 
+/* The worked example of docs/PROTOCOL.md section 4, byte for byte. */
+static void test_mx_protocol_example(void)
+{
+	static const uint8_t want[SUM_MX_COUNT][33] = {
+		{ 0xd0, 0xd4, 0xd8, 0xdc, 0xe0, 0xe4, 0xe8, 0xec, 0xf0, 0xf4, 0xf8, 0xfc, 0x00,
+		  0x04, 0x08, 0x0c, 0x10, 0x14, 0x18, 0x1c, 0x20, 0x24, 0x28, 0x2c, 0x30, 0x34,
+		  0x38, 0x3c, 0x40, 0x44, 0x48, 0x4c, 0x80 },
+		{ 0xf4, 0xf3, 0xf2, 0xf1, 0xf0, 0xee, 0xec, 0xea, 0xe8, 0xe4, 0xe0, 0xd8, 0x00,
+		  0x58, 0x60, 0x64, 0x68, 0x6a, 0x6c, 0x6e, 0x70, 0x71, 0x72, 0x73, 0x74, 0x75,
+		  0x76, 0x77, 0x78, 0x78, 0x79, 0x7a, 0x78 },
+		{ 0xdd, 0xcc, 0xcc, 0xab, 0xaa, 0x89, 0x00, 0x21, 0x22, 0x43, 0x44, 0x54, 0x55,
+		  0x66, 0x66, 0x66, 0x7e },
+	};
+	float v[32], d[32];
+	uint8_t got[33], r[33];
+
+	for (int i = 0; i < 32; i++)
+		v[i] = (float)(i - 12) / 8.0f;
+	for (int f = 0; f < SUM_MX_COUNT; f++) {
+		size_t len = sum_mx_elem_bytes((enum sum_mx)f) + 1;
+
+		cur->mx_narrow[f](got, v, 1);
+		ref_encode((enum sum_mx)f, v, 1, r);
+		CU_ASSERT(memcmp(got, want[f], len) == 0);
+		CU_ASSERT(memcmp(r, want[f], len) == 0);
+		cur->mx_widen[f](d, want[f], 1);
+		if (f == SUM_MX_INT8)
+			for (int i = 0; i < 32; i++)
+				CU_ASSERT(d[i] == v[i]);
+	}
+	cur->mx_widen[SUM_MX_FP8](d, want[SUM_MX_FP8], 1);
+	CU_ASSERT(d[29] == 2.0f && d[31] == 2.5f);
+	cur->mx_widen[SUM_MX_FP4](d, want[SUM_MX_FP4], 1);
+	CU_ASSERT(d[0] == -1.5f && d[1] == -1.5f && f2u(d[11]) == 0x80000000u && d[31] == 2.0f);
+}
+
 static const struct {
 	const char *name;
 	CU_TestFunc fn;
@@ -1462,6 +1498,7 @@ static const struct {
 	{"mx: every code round-trips", test_mx_round_trip},
 	{"mx: odd block counts and offsets match scalar", test_mx_lengths},
 	{"mx: zeros, NaN, infinity, extreme scales, ties", test_mx_cases},
+	{"PROTOCOL.md MX worked example", test_mx_protocol_example},
 };
 
 int main(void)
