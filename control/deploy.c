@@ -622,7 +622,12 @@ parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d,
 		if (rc != 0)
 			return rc;
 	}
-	return parse_tensor(c, job, path, j); /* its chunk size depends on the sets */
+	rc = parse_tensor(c, job, path, j); /* its chunk size depends on the sets */
+	if (rc == 0 && j->algo == DEPLOY_ALGO_SELMCAST && table_dtype_granule(j->dtype) > 1)
+		return json_util_field_fail(&c->js, path, "dtype",
+					    "a selmcast job's updates are not summed: fp32, fp16 "
+					    "or bf16, not %s", table_dtype_name(j->dtype));
+	return rc;
 }
 
 static int

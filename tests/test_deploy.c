@@ -314,6 +314,13 @@ test_mx(void)
 	CHECK(d == NULL && strstr(err, "block size 33") != NULL, "1024 bytes: '%s'", err);
 	deploy_free(d);
 	mutate(doc, "jobs[0].chunk_bytes", json_integer(330));
+	mutate(doc, "jobs[1].algorithm", json_string("selmcast"));
+	mutate(doc, "jobs[1].dtype", json_string("mxfp8"));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d == NULL && strstr(err, "jobs[1].dtype") != NULL, "selmcast mxfp8: '%s'", err);
+	deploy_free(d);
+	mutate(doc, "jobs[1].dtype", json_string("bf16"));
+	mutate(doc, "jobs[0].chunk_bytes", json_integer(330));
 	mutate(doc, "jobs[0].elements", json_integer(1048577));
 	d = parse_json(doc, err, sizeof(err));
 	CHECK(d == NULL && strstr(err, "whole number of mxint8 blocks") != NULL &&
