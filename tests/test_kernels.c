@@ -1412,6 +1412,13 @@ static void test_mx_cases(void)
 	e[32] = 127;
 	cur->mx_widen[SUM_MX_INT8](d, e, 1);
 	CU_ASSERT(d[0] == -2.0f);
+	/* -2 x 2^127 overflows to -infinity before the add, as the product is rounded
+	 * first (a fused add would give -2^128 + 3e38, finite). */
+	e[32] = 254;
+	for (int i = 0; i < 32; i++)
+		d[i] = 3e38f;
+	cur->mx_widen_add[SUM_MX_INT8](d, e, 1);
+	CU_ASSERT(f2u(d[0]) == 0xff800000u && d[1] == 3e38f);
 	e[0] = 0x7f;
 	e[1] = 0xff;
 	e[2] = 0x7e;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
  * AVX2 + F16C MX kernels (fast path), one block (32 elements, four vectors) per iteration.
- * Built with -mavx2 -mf16c -ffp-contract=off; reached only through sum_kernels_get() and
+ * Built with -mavx2 -mf16c -mfma -ffp-contract=off (FMA only where written out); reached only through sum_kernels_get() and
  * sum_kernels_select(), which check the CPU first. Every load and store is unaligned.
  *
  * Decode computes the same fp32 products as the scalar reference, X x P_i, in forms that
@@ -42,12 +42,19 @@ decode_int8(float *acc, const uint8_t *src, size_t n_blocks, bool add)
 
 	for (size_t b = 0; b < n_blocks; b++, acc += 32, src += 32) {
 		__m256 f = splat_bits(int8_factor_bits(scales[b]));
+		/* n x f is exact below the scale 254 (|n x f| < 2^128): the add may take it
+		 * fused, one FP operation fewer, with the same bits. */
+		bool fuse = add && scales[b] < 254;
 
 		for (int j = 0; j < 4; j++) {
 			__m128i c = _mm_loadl_epi64((const __m128i *)(src + 8 * j));
 			__m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c));
 
-			put(acc + 8 * j, _mm256_mul_ps(v, f), add);
+			if (fuse)
+				_mm256_storeu_ps(acc + 8 * j,
+						 _mm256_fmadd_ps(v, f, _mm256_loadu_ps(acc + 8 * j)));
+			else
+				put(acc + 8 * j, _mm256_mul_ps(v, f), add);
 		}
 	}
 }

@@ -40,12 +40,17 @@ decode_int8(float *acc, const uint8_t *src, size_t n_blocks, bool add)
 
 	for (size_t b = 0; b < n_blocks; b++, acc += 32, src += 32) {
 		__m512 f = splat_bits(int8_factor_bits(scales[b]));
+		bool fuse = add && scales[b] < 254;     /* exact product: as mx_avx2.c */
 
 		for (int j = 0; j < 2; j++) {
 			__m128i c = _mm_loadu_si128((const __m128i *)(src + 16 * j));
 			__m512 v = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c));
 
-			put(acc + 16 * j, _mm512_mul_ps(v, f), add);
+			if (fuse)
+				_mm512_storeu_ps(acc + 16 * j,
+						 _mm512_fmadd_ps(v, f, _mm512_loadu_ps(acc + 16 * j)));
+			else
+				put(acc + 16 * j, _mm512_mul_ps(v, f), add);
 		}
 	}
 }

@@ -72,7 +72,7 @@
 /** Instruction-set variants of the kernels, in increasing order of preference. */
 enum sum_isa {
 	SUM_ISA_SCALAR = 0,     /* portable C, the reference in tests; always available */
-	SUM_ISA_AVX2,           /* AVX2 + F16C, 256-bit vectors */
+	SUM_ISA_AVX2,           /* AVX2 + F16C + FMA, 256-bit vectors */
 	SUM_ISA_AVX512,         /* AVX-512 F + BW, 512-bit vectors */
 	SUM_ISA_COUNT,
 };
@@ -132,7 +132,9 @@ struct sum_kernels {
 	 *
 	 * Decode: element i of a block is X x P_i, the exact product rounded to fp32 (it is
 	 * exact unless |X x P_i| >= 2^128, which gives infinity; the encoder never produces
-	 * such a block). A scale 0xff (NaN) decodes every element of its block to NaN, and so
+	 * such a block). Decode-add is acc + X x P_i rounded once: since the product is
+	 * exact, a variant may fuse it into the add (the SIMD MXINT8 kernels do, below the
+	 * scale 254, where the product could overflow); the bits are the same. A scale 0xff (NaN) decodes every element of its block to NaN, and so
 	 * does an E4M3 element S.1111.111; every NaN decoded is 0x7fc00000. MXINT8 0x80
 	 * decodes to -2 x X (the encoder never produces it).
 	 *
@@ -205,7 +207,7 @@ sum_csum_fold(uint64_t acc)
  * One variant by ISA, for tests and benchmarks.
  *
  * @param isa  SUM_ISA_SCALAR, SUM_ISA_AVX2 or SUM_ISA_AVX512.
- * @return     The table; NULL if the CPU lacks a required feature (AVX2 and F16C; AVX512F
+ * @return     The table; NULL if the CPU lacks a required feature (AVX2, F16C and FMA; AVX512F
  *             and AVX512BW), if the variant was not compiled in (non-x86 builds), or if isa
  *             is out of range. Ignores the EAL SIMD bitwidth limit. Any thread, no EAL needed.
  */

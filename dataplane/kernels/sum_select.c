@@ -13,7 +13,8 @@
 static bool cpu_avx2(void)
 {
 	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+	       __builtin_cpu_supports("fma");
 }
 #endif
 
