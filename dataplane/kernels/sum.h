@@ -7,16 +7,19 @@
  * (sum_f32). Chunks of fp16 or bf16 gradients are summed into an fp32 accumulator that the
  * aggregation slot owns: the first contribution is widened into it (widen_*), each further one
  * is widened and added (widen_add_*), and the result is rounded once, to nearest even, when
- * the chunk is complete (narrow_*).
+ * the chunk is complete (narrow_*). MX chunks (OCP Microscaling blocks) are decoded into that
+ * accumulator and the sum encoded once (mx_widen*, mx_narrow, below).
  *
- * Every kernel exists as a scalar reference (always) and as AVX2 (+F16C) and AVX-512 (F, BW)
+ * Every kernel exists as a scalar reference (always) and as AVX2 (+F16C, FMA) and AVX-512 (F, BW)
  * variants, compiled in separate files with their own -m flags. A variant is chosen once at
  * start (sum_kernels_select*) and used through the function pointers of struct sum_kernels.
  *
  * Contract common to every kernel of every variant:
  *  - Results are bit-identical across variants. Each element gets exactly one fp32 add,
  *    acc[i] + src[i], one rounding, never fused (FMA) or reassociated (the kernel files are
- *    built with -ffp-contract=off); element-wise adds do not depend on the vector width. The
+ *    built with -ffp-contract=off; the one written-out FMA, of MXINT8's decode-add, fuses
+ *    an exact product and so rounds as the add alone); element-wise adds do not depend on
+ *    the vector width. The
  *    rounding of fp32 adds follows MXCSR, which DPDK and this project leave at its default
  *    (round to nearest even, no FTZ/DAZ).
  *  - NaN: an add with exactly one NaN operand returns that NaN, quieted, in every variant (the
