@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * AVX2 + F16C kernels (fast path), 8 fp32 lanes. Built with -mavx2 -mf16c -ffp-contract=off;
+ * AVX2 + F16C kernels (fast path), 8 fp32 lanes. Built with -mavx2 -mf16c -mfma -ffp-contract=off (no FMA here);
  * call only through sum_kernels_get()/sum_kernels_select(), which check the CPU first.
  *
  * Main loops do 4 vectors (32 elements) per iteration, then single vectors, then a masked tail
