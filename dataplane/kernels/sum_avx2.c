@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * AVX2 + F16C kernels (fast path), 8 fp32 lanes. Built with -mavx2 -mf16c -mfma -ffp-contract=off (no FMA here);
- * call only through sum_kernels_get()/sum_kernels_select(), which check the CPU first.
+ * AVX2 + F16C kernels (fast path), 8 fp32 lanes. Built with -mavx2 -mf16c -mfma
+ * -ffp-contract=off (no FMA in this file); call only through sum_kernels_get() and
+ * sum_kernels_select(), which check the CPU first.
  *
  * Main loops do 4 vectors (32 elements) per iteration, then single vectors, then a masked tail
  * (vmaskmovps for fp32; a zero-padded stack copy for the 16-bit side), so the tail goes
