@@ -7,9 +7,9 @@
  * MX chunk: 33 bytes per block of 32, 17 for mxfp4), or the fp32 accumulator for narrow
  * (and MX encode). Every row also gives the GB/s of fp32 output elements (4 bytes per
  * element of the accumulator read or written), the unit in which an MX decode-add compares
- * with sum_f32: the same elements summed, from fewer input bytes. Each row is measured with input buffers of 16 KiB (L1),
- * 512 KiB (L2) and 256 MiB (DRAM); the output buffer (fp32 acc, or the 16-bit result of narrow)
- * comes on top. A sample times a batch of calls long enough for clock_gettime to be exact
+ * with sum_f32: the same elements summed, from fewer input bytes. Each row is measured with
+ * input buffers of 16 KiB (L1), 512 KiB (L2) and 256 MiB (DRAM; MX decode 64 MiB); the
+ * output buffer (fp32 acc, or the 16-bit result of narrow) comes on top. A sample times a batch of calls long enough for clock_gettime to be exact
  * (at least one call); the best and the median sample are reported.
  *
  * No EAL: variants are taken with sum_kernels_get(). The dataplane itself uses

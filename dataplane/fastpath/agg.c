@@ -7,8 +7,9 @@
  * A CONTRIB finds its slot (per lcore, per tree: chunk & (slots - 1)); the first packet of
  * a chunk becomes the accumulator and every further one is summed into it with the SIMD
  * kernels and freed (fp16/bf16: summed into the slot's fp32 accumulator, rounded once at
- * the end; MX: each contribution decoded into that accumulator, the sum encoded once). A complete slot sends its partial sum to the parent (the accumulator packet
- * itself, headers rewritten) or, at the root, becomes the RESULT. A RESULT is retained in
+ * the end; MX: each contribution decoded into that accumulator, the sum encoded once). A
+ * complete slot sends its partial sum to the parent (the accumulator packet itself, headers
+ * rewritten) or, at the root, becomes the RESULT. A RESULT is retained in
  * its slot and sent to every child gateway and local worker as a fresh 96-byte header
  * chained to one indirect mbuf of the payload that all the copies share: no payload is
  * copied, one mbuf is taken per copy.

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
  * AVX2 + F16C MX kernels (fast path), one block (32 elements, four vectors) per iteration.
- * Built with -mavx2 -mf16c -mfma -ffp-contract=off (FMA only where written out); reached only through sum_kernels_get() and
- * sum_kernels_select(), which check the CPU first. Every load and store is unaligned.
+ * Built with -mavx2 -mf16c -mfma -ffp-contract=off (FMA only where written out); reached
+ * only through sum_kernels_get() and sum_kernels_select(), which check the CPU first. Every
+ * load and store is unaligned.
  *
  * Decode computes the same fp32 products as the scalar reference, X x P_i, in forms that
  * vectorise: MXINT8 as n x 2^(s - 133) (the same exact real as (n / 64) x 2^(s - 127));

@@ -137,9 +137,10 @@ struct sum_kernels {
 	 * exact unless |X x P_i| >= 2^128, which gives infinity; the encoder never produces
 	 * such a block). Decode-add is acc + X x P_i rounded once: since the product is
 	 * exact, a variant may fuse it into the add (the SIMD MXINT8 kernels do, below the
-	 * scale 254, where the product could overflow); the bits are the same. A scale 0xff (NaN) decodes every element of its block to NaN, and so
-	 * does an E4M3 element S.1111.111; every NaN decoded is 0x7fc00000. MXINT8 0x80
-	 * decodes to -2 x X (the encoder never produces it).
+	 * scale 254, where the product could overflow); the bits are the same. A scale 0xff
+	 * (NaN) decodes every element of its block to NaN, and so does an E4M3 element
+	 * S.1111.111; every NaN decoded is 0x7fc00000. MXINT8 0x80 decodes to -2 x X (the
+	 * encoder never produces it).
 	 *
 	 * Encode (the specification's conversion, with the choices it leaves made): a block
 	 * holding a NaN or an infinity gets the scale 0xff and all-zero elements. Otherwise
