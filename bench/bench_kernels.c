@@ -9,8 +9,9 @@
  * element of the accumulator read or written), the unit in which an MX decode-add compares
  * with sum_f32: the same elements summed, from fewer input bytes. Each row is measured with
  * input buffers of 16 KiB (L1), 512 KiB (L2) and 256 MiB (DRAM; MX decode 64 MiB); the
- * output buffer (fp32 acc, or the 16-bit result of narrow) comes on top. A sample times a batch of calls long enough for clock_gettime to be exact
- * (at least one call); the best and the median sample are reported.
+ * output buffer (fp32 acc, or the 16-bit result of narrow) comes on top. A sample times a
+ * batch of calls long enough for clock_gettime to be exact (at least one call); the best and
+ * the median sample are reported.
  *
  * No EAL: variants are taken with sum_kernels_get(). The dataplane itself uses
  * sum_kernels_select_eal(), which honours EAL's SIMD limit (256 bits by default on x86;

@@ -143,7 +143,8 @@ static int load_plan(const char *path, struct plan *p)
 				site_index(p, json_string_value(v)) : -1;
 
 			if (json_is_string(v) && q < 0) {
-				cli_error(PROG, "%s: trees[%zu]: parent of %s is no site", path, ti, k);
+				cli_error(PROG, "%s: trees[%zu]: parent of %s is no site", path,
+					  ti, k);
 				goto out;
 			}
 			tr->parent[s] = q;
@@ -202,10 +203,11 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " --plan FILE [--workers N] [--elements N] [--seed S] [--json]\n"
 		"\n"
-		"Error of an AllReduce in mxint8, mxfp8 and mxfp4 summed as georeduce gateways sum it\n"
-		"(fp32 at every gateway, one encode per hop) over the plan's trees, against the same\n"
-		"quantisation summed in an endpoint ring (encode, add, encode at every hop), both\n"
-		"against the exact sum of the unquantised fp32 inputs.\n"
+		"Error of an AllReduce in mxint8, mxfp8 and mxfp4 summed as georeduce\n"
+		"gateways sum it (fp32 at every gateway, one encode per hop) over the plan's\n"
+		"trees, against the same quantisation summed in an endpoint ring (encode, add,\n"
+		"encode at every hop), both against the exact sum of the unquantised fp32\n"
+		"inputs.\n"
 		"\n"
 		"  --plan FILE     a georeduce-plan/1 plan (georeduce-plan mtree --out)\n"
 		"  --workers N     workers per site, 1 .. %d (default 1)\n"
@@ -353,8 +355,8 @@ int main(int argc, char **argv)
 				 * encodes once. */
 				for (int w = 0; w < nw; w++)
 					k->mx_narrow[f](enc[w], in + (size_t)w * CHUNK_ELEMS, nb);
-				tree_sum(k, (enum sum_mx)f, &p, tr, tr->root, enc, o.workers, nb, acc,
-					 out, tmp);
+				tree_sum(k, (enum sum_mx)f, &p, tr, tr->root, enc, o.workers, nb,
+					 acc, out, tmp);
 				k->mx_widen[f](res, out, nb);
 				add_err(&tree_e[f], res, exact, n);
 				/* Ring from worker chunk mod nw: decode, add own fp32, encode. */

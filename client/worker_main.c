@@ -980,8 +980,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'D':
 			if (!is_dtype_name(optarg)) {
-				cli_error(PROG, "--dtype: '%s' is not fp32, fp16, bf16, mxint8, mxfp8 "
-					  "or mxfp4", optarg);
+				cli_error(PROG, "--dtype: '%s' is not fp32, fp16, bf16, mxint8, "
+					  "mxfp8 or mxfp4", optarg);
 				return -1;
 			}
 			o->dtype = optarg;

@@ -301,8 +301,9 @@ test_mx(void)
 
 	mutate(doc, "jobs[0].dtype", json_string("mxfp4"));
 	d = parse_json(doc, err, sizeof(err));
-	CHECK(d != NULL && d->jobs[0].dtype == TABLE_DTYPE_MXFP4 && d->jobs[0].chunk_bytes == 83 * 17,
-	      "mxfp4 default chunk: %s %u", err, d != NULL ? d->jobs[0].chunk_bytes : 0);
+	CHECK(d != NULL && d->jobs[0].dtype == TABLE_DTYPE_MXFP4 &&
+	      d->jobs[0].chunk_bytes == 83 * 17, "mxfp4 default chunk: %s %u", err,
+	      d != NULL ? d->jobs[0].chunk_bytes : 0);
 	deploy_free(d);
 	mutate(doc, "jobs[0].dtype", json_string("mxint8"));
 	mutate(doc, "jobs[0].chunk_bytes", json_integer(33 * 10));

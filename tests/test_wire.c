@@ -1036,7 +1036,8 @@ test_max_elems(void)
 	CHECK(wire_payload_bytes(WIRE_DTYPE_MXFP8, 33) == 0, "a partial block");
 	CHECK(wire_payload_bytes(WIRE_DTYPE_BF16, 3) == 6, "bf16");
 	CHECK(wire_payload_bytes((enum wire_dtype)7, 32) == 0, "no dtype");
-	CHECK(wire_dtype_granule(WIRE_DTYPE_MXFP4) == 32 && wire_dtype_granule(WIRE_DTYPE_FP16) == 1 &&
+	CHECK(wire_dtype_granule(WIRE_DTYPE_MXFP4) == 32 &&
+	      wire_dtype_granule(WIRE_DTYPE_FP16) == 1 &&
 	      wire_dtype_granule(WIRE_DTYPE_NONE) == 0, "granules");
 	CHECK(strcmp(wire_dtype_str(WIRE_DTYPE_MXFP8), "mxfp8") == 0, "name");
 	CHECK(wire_max_elems(575, WIRE_DTYPE_FP32, 0) == -EINVAL, "mtu too small");

@@ -51,11 +51,12 @@ decode_int8(float *acc, const uint8_t *src, size_t n_blocks, bool add)
 			__m128i c = _mm_loadl_epi64((const __m128i *)(src + 8 * j));
 			__m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c));
 
+			float *a = acc + 8 * j;
+
 			if (fuse)
-				_mm256_storeu_ps(acc + 8 * j,
-						 _mm256_fmadd_ps(v, f, _mm256_loadu_ps(acc + 8 * j)));
+				_mm256_storeu_ps(a, _mm256_fmadd_ps(v, f, _mm256_loadu_ps(a)));
 			else
-				put(acc + 8 * j, _mm256_mul_ps(v, f), add);
+				put(a, _mm256_mul_ps(v, f), add);
 		}
 	}
 }
@@ -175,14 +176,15 @@ encode(uint8_t *dst, const float *acc, size_t n_blocks, enum sum_mx f)
 								      inv));
 			__m256i mag = round_mag(_mm256_and_si256(y, absm), ft);
 
+			/* The sign: two's complement (INT8) or the top bit of the code. */
 			if (f == SUM_MX_INT8)
 				c[j] = _mm256_and_si256(_mm256_sign_epi32(mag, y), ff);
 			else if (f == SUM_MX_FP8)
-				c[j] = _mm256_or_si256(mag, _mm256_and_si256(_mm256_srli_epi32(y, 24),
-									     _mm256_set1_epi32(0x80)));
+				c[j] = _mm256_or_si256(mag, _mm256_and_si256(
+					_mm256_srli_epi32(y, 24), _mm256_set1_epi32(0x80)));
 			else
-				c[j] = _mm256_or_si256(mag, _mm256_and_si256(_mm256_srli_epi32(y, 28),
-									     _mm256_set1_epi32(0x8)));
+				c[j] = _mm256_or_si256(mag, _mm256_and_si256(
+					_mm256_srli_epi32(y, 28), _mm256_set1_epi32(0x8)));
 		}
 		bytes = _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]),
 					    _mm256_packus_epi32(c[2], c[3]));

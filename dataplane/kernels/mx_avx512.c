@@ -46,11 +46,12 @@ decode_int8(float *acc, const uint8_t *src, size_t n_blocks, bool add)
 			__m128i c = _mm_loadu_si128((const __m128i *)(src + 16 * j));
 			__m512 v = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c));
 
+			float *a = acc + 16 * j;
+
 			if (fuse)
-				_mm512_storeu_ps(acc + 16 * j,
-						 _mm512_fmadd_ps(v, f, _mm512_loadu_ps(acc + 16 * j)));
+				_mm512_storeu_ps(a, _mm512_fmadd_ps(v, f, _mm512_loadu_ps(a)));
 			else
-				put(acc + 16 * j, _mm512_mul_ps(v, f), add);
+				put(a, _mm512_mul_ps(v, f), add);
 		}
 	}
 }
@@ -94,8 +95,8 @@ decode_fp4(float *acc, const uint8_t *src, size_t n_blocks, bool add)
 		for (int j = 0; j < 2; j++) {
 			__m128i c = _mm_loadl_epi64((const __m128i *)(src + 8 * j));
 			/* Each byte twice, then its low nibble in the even lane, high in the odd. */
-			__m512i nib = _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(c, c)),
-							shifts);
+			__m512i twice = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(c, c));
+			__m512i nib = _mm512_srlv_epi32(twice, shifts);
 
 			put(acc + 16 * j, _mm512_mul_ps(_mm512_permutexvar_ps(nib, tbl), x), add);
 		}
@@ -156,16 +157,18 @@ encode(uint8_t *dst, const float *acc, size_t n_blocks, enum sum_mx f)
 			__m512i mag = round_mag(_mm512_and_si512(y, absm), ft);
 			__m512i code;
 
-			if (f == SUM_MX_INT8)
-				code = _mm512_mask_sub_epi32(mag, _mm512_cmplt_epi32_mask(y, _mm512_setzero_si512()),
-							     _mm512_setzero_si512(), mag);
+			const __m512i zero = _mm512_setzero_si512();
+
+			if (f == SUM_MX_INT8)   /* negated where y < 0: two's complement */
+				code = _mm512_mask_sub_epi32(mag, _mm512_cmplt_epi32_mask(y, zero),
+							     zero, mag);
 			else if (f == SUM_MX_FP8)
-				code = _mm512_or_si512(mag, _mm512_and_si512(_mm512_srli_epi32(y, 24),
-									     _mm512_set1_epi32(0x80)));
+				code = _mm512_or_si512(mag, _mm512_and_si512(
+					_mm512_srli_epi32(y, 24), _mm512_set1_epi32(0x80)));
 			else
-				code = _mm512_or_si512(mag, _mm512_and_si512(_mm512_srli_epi32(y, 28),
-									     _mm512_set1_epi32(0x8)));
-			c[j] = _mm512_cvtepi32_epi8(code);       /* truncates: INT8 two's complement */
+				code = _mm512_or_si512(mag, _mm512_and_si512(
+					_mm512_srli_epi32(y, 28), _mm512_set1_epi32(0x8)));
+			c[j] = _mm512_cvtepi32_epi8(code);      /* INT8: truncated, two's complement */
 		}
 		if (f != SUM_MX_FP4) {
 			_mm_storeu_si128((__m128i *)dst, c[0]);

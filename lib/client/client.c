@@ -1030,7 +1030,8 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 	dst = k->buf + (size_t)p->chunk * c->cfg.chunk_elements * k->esize;
 	if (c->mxbuf != NULL)           /* MX: decoded into the caller's fp32 */
 		c->k->mx_widen[p->dtype - WIRE_DTYPE_MXINT8]((float *)(void *)dst,
-							     pkt + p->payload_off, n / WIRE_MX_BLOCK);
+							     pkt + p->payload_off,
+							     n / WIRE_MX_BLOCK);
 	else
 		memcpy(dst, pkt + p->payload_off, (size_t)n * k->esize);
 	if (k->average)
