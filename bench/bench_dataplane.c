@@ -1093,7 +1093,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			     tok = strtok_r(NULL, ",", &save)) {
 				int d = table_dtype_from_name(tok);
 
-				if (d <= 0 || o->n_dtype == 3) {
+				if (d <= 0 || wire_dtype_is_mx((enum wire_dtype)d) ||
+				    o->n_dtype == 3) {
 					cli_error(PROG, "--dtype: '%s' is not fp32, fp16 or bf16", tok);
 					return -1;
 				}

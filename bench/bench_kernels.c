@@ -3,11 +3,15 @@
  * georeduce-bench-kernels: throughput of the summation kernels (dataplane/kernels/sum.h) for
  * every variant the CPU supports, in GB/s of input, next to memcpy of the same bytes.
  *
- * Input is the src operand of a kernel (fp32: 4 bytes per element; fp16/bf16: 2 bytes), or
- * the fp32 accumulator for narrow. Each row is measured with input buffers of 16 KiB (L1),
- * 512 KiB (L2) and 256 MiB (DRAM); the output buffer (fp32 acc, or the 16-bit result of narrow)
- * comes on top. A sample times a batch of calls long enough for clock_gettime to be exact
- * (at least one call); the best and the median sample are reported.
+ * Input is the src operand of a kernel (fp32: 4 bytes per element; fp16/bf16: 2 bytes; an
+ * MX chunk: 33 bytes per block of 32, 17 for mxfp4), or the fp32 accumulator for narrow
+ * (and MX encode). Every row also gives the GB/s of fp32 output elements (4 bytes per
+ * element of the accumulator read or written), the unit in which an MX decode-add compares
+ * with sum_f32: the same elements summed, from fewer input bytes. Each row is measured with
+ * input buffers of 16 KiB (L1), 512 KiB (L2) and 256 MiB (DRAM; MX decode 64 MiB); the
+ * output buffer (fp32 acc, or the 16-bit result of narrow) comes on top. A sample times a
+ * batch of calls long enough for clock_gettime to be exact (at least one call); the best and
+ * the median sample are reported.
  *
  * No EAL: variants are taken with sum_kernels_get(). The dataplane itself uses
  * sum_kernels_select_eal(), which honours EAL's SIMD limit (256 bits by default on x86;
@@ -43,12 +47,21 @@ enum kern {
 	K_WIDEN_ADD_BF16,
 	K_WIDEN_BF16,
 	K_NARROW_BF16,
+	K_MX_WIDEN_ADD_INT8,
+	K_MX_WIDEN_ADD_FP8,
+	K_MX_WIDEN_ADD_FP4,
+	K_MX_WIDEN_INT8,
+	K_MX_NARROW_INT8,
+	K_MX_NARROW_FP8,
+	K_MX_NARROW_FP4,
 	K_COUNT,
 };
 
 static const char *const kern_names[K_COUNT] = {
 	"memcpy", "sum_f32", "widen_add_f16", "widen_f16", "narrow_f16",
 	"widen_add_bf16", "widen_bf16", "narrow_bf16",
+	"mx_widen_add_int8", "mx_widen_add_fp8", "mx_widen_add_fp4", "mx_widen_int8",
+	"mx_narrow_int8", "mx_narrow_fp8", "mx_narrow_fp4",
 };
 
 struct level {
@@ -69,6 +82,7 @@ struct result {
 	const char *variant;
 	double best_gbps[N_LEVELS];
 	double median_gbps[N_LEVELS];
+	double best_out_gbps[N_LEVELS];         /* fp32 elements of the acc, 4 bytes each */
 };
 
 #define PROG "georeduce-bench-kernels"
@@ -91,11 +105,41 @@ static double now_ns(void)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static size_t src_elem_size(enum kern k)
+/* The MX format of an MX kernel, SUM_MX_COUNT for the others; decode or encode. */
+static enum sum_mx mx_fmt(enum kern k)
 {
 	switch (k) {
+	case K_MX_WIDEN_ADD_INT8:
+	case K_MX_WIDEN_INT8:
+	case K_MX_NARROW_INT8:
+		return SUM_MX_INT8;
+	case K_MX_WIDEN_ADD_FP8:
+	case K_MX_NARROW_FP8:
+		return SUM_MX_FP8;
+	case K_MX_WIDEN_ADD_FP4:
+	case K_MX_NARROW_FP4:
+		return SUM_MX_FP4;
+	default:
+		return SUM_MX_COUNT;
+	}
+}
+
+static bool mx_encode(enum kern k)
+{
+	return k == K_MX_NARROW_INT8 || k == K_MX_NARROW_FP8 || k == K_MX_NARROW_FP4;
+}
+
+/* Input bytes of one unit (an element, or an MX block) and the elements it holds. */
+static size_t src_unit(enum kern k, size_t *elems)
+{
+	*elems = 1;
+	if (mx_fmt(k) != SUM_MX_COUNT) {
+		*elems = SUM_MX_BLOCK;
+		return mx_encode(k) ? 4 * SUM_MX_BLOCK : sum_mx_elem_bytes(mx_fmt(k)) + 1;
+	}
+	switch (k) {
 	case K_MEMCPY:
-		return 1;
+		return 4;       /* counted as fp32 elements for the output column */
 	case K_SUM_F32:
 	case K_NARROW_F16:
 	case K_NARROW_BF16:
@@ -108,8 +152,18 @@ static size_t src_elem_size(enum kern k)
 static void run(const struct sum_kernels *ks, enum kern k, void *dst, const void *src,
 		size_t bytes)
 {
-	size_t n = bytes / src_elem_size(k);
+	size_t per, unit = src_unit(k, &per), n = bytes / unit;
 
+	if (mx_fmt(k) != SUM_MX_COUNT) {
+		if (k == K_MX_WIDEN_INT8)
+			ks->mx_widen[SUM_MX_INT8](dst, src, n);
+		else if (mx_encode(k))
+			ks->mx_narrow[mx_fmt(k)](dst, src, n);
+		else
+			ks->mx_widen_add[mx_fmt(k)](dst, src, n);
+		return;
+	}
+	n = k == K_MEMCPY ? bytes : n;
 	switch (k) {
 	case K_MEMCPY:
 		memcpy_fn(dst, src, bytes);
@@ -135,7 +189,7 @@ static void run(const struct sum_kernels *ks, enum kern k, void *dst, const void
 	case K_NARROW_BF16:
 		ks->narrow_bf16(dst, src, n);
 		break;
-	case K_COUNT:
+	default:
 		break;
 	}
 }
@@ -147,10 +201,13 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Time one (kernel, variant, size): best and median GB/s over `samples` samples. */
+/* Time one (kernel, variant, size): best and median GB/s over `samples` samples, and the
+ * best GB/s of fp32 output elements. */
 static void measure(const struct sum_kernels *ks, enum kern k, void *dst, const void *src,
-		    size_t bytes, int samples, double *best, double *median)
+		    size_t bytes, int samples, double *best, double *median, double *best_out)
 {
+	size_t per, unit = src_unit(k, &per);
+
 	double t[SAMPLES_MAX], t0, one;
 	long iters;
 
@@ -168,6 +225,34 @@ static void measure(const struct sum_kernels *ks, enum kern k, void *dst, const 
 	qsort(t, (size_t)samples, sizeof(t[0]), cmp_double);
 	*best = (double)bytes / t[0];           /* bytes per ns = GB/s */
 	*median = (double)bytes / t[samples / 2];
+	*best_out = (double)(bytes / unit * per * 4) / t[0];
+}
+
+/* Input bytes of a kernel at a level: MX decode reads a quarter of the DRAM level (its
+ * output is up to 7.5 times its input), still far beyond the caches. */
+static size_t in_bytes(enum kern k, size_t l)
+{
+	bool mx_decode = mx_fmt(k) != SUM_MX_COUNT && !mx_encode(k);
+
+	return mx_decode && l == N_LEVELS - 1 ? levels[l].bytes / 4 : levels[l].bytes;
+}
+
+/* MX decode input: random element bytes (E4M3 NaN codes made 448), the scales of a chunk
+ * of `bytes` bytes all 2^-7: normal values, as a chunk of gradients would be. */
+static void fill_mx(enum kern k, uint8_t *mx, size_t bytes)
+{
+	size_t eb = sum_mx_elem_bytes(mx_fmt(k)), nb = bytes / (eb + 1);
+	uint64_t x = 0x2545f4914f6cdd1dull;
+
+	for (size_t i = 0; i < nb * eb; i++) {
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		mx[i] = (uint8_t)(x >> 32);
+		if (mx_fmt(k) == SUM_MX_FP8 && (mx[i] & 0x7f) == 0x7f)
+			mx[i] = (uint8_t)(mx[i] - 1);
+	}
+	memset(mx + nb * eb, 120, nb);
 }
 
 /*
@@ -273,7 +358,7 @@ static void print_table(const struct opts *o, const struct result *res, size_t n
 	printf("GB/s of input (src bytes; fp32 acc bytes for narrow), best / median of %d samples"
 	       " (DRAM: %d), buffers at +%zu bytes from a 64-byte boundary\n",
 	       o->samples, o->samples / levels[N_LEVELS - 1].samples_div, o->offset);
-	printf("%-15s %-7s", "kernel", "variant");
+	printf("%-17s %-7s", "kernel", "variant");
 	for (size_t l = 0; l < N_LEVELS; l++) {
 		char head[32];
 
@@ -284,9 +369,9 @@ static void print_table(const struct opts *o, const struct result *res, size_t n
 			 levels[l].bytes >= MIB ? "MiB" : "KiB");
 		printf("  %-15s", head);
 	}
-	printf("\n");
+	printf("  %s\n", "fp32 out GB/s L1 / L2 (best)");
 	for (size_t r = 0; r < n_res; r++) {
-		printf("%-15s %-7s", kern_names[res[r].k], res[r].variant);
+		printf("%-17s %-7s", kern_names[res[r].k], res[r].variant);
 		for (size_t l = 0; l < N_LEVELS; l++) {
 			char cell[32];
 
@@ -296,7 +381,7 @@ static void print_table(const struct opts *o, const struct result *res, size_t n
 				 res[r].median_gbps[l]);
 			printf("  %-15s", cell);
 		}
-		printf("\n");
+		printf("  %6.1f / %6.1f\n", res[r].best_out_gbps[0], res[r].best_out_gbps[1]);
 	}
 }
 
@@ -315,10 +400,11 @@ static void print_json(const struct opts *o, const struct result *res, size_t n_
 			if (o->no_dram && l == N_LEVELS - 1)
 				continue;
 			printf("%s\n    {\"kernel\": \"%s\", \"variant\": \"%s\", \"level\": \"%s\", "
-			       "\"input_bytes\": %zu, \"gbps_best\": %.3f, \"gbps_median\": %.3f}",
+			       "\"input_bytes\": %zu, \"gbps_best\": %.3f, \"gbps_median\": %.3f, "
+			       "\"out_elem_gbps_best\": %.3f}",
 			       r == 0 && l == 0 ? "" : ",", kern_names[res[r].k], res[r].variant,
-			       levels[l].name, levels[l].bytes, res[r].best_gbps[l],
-			       res[r].median_gbps[l]);
+			       levels[l].name, in_bytes(res[r].k, l), res[r].best_gbps[l],
+			       res[r].median_gbps[l], res[r].best_out_gbps[l]);
 		}
 	}
 	printf("\n  ]\n}\n");
@@ -330,8 +416,10 @@ int main(int argc, char **argv)
 	struct result res[1 + SUM_ISA_COUNT * (K_COUNT - 1)];
 	size_t n_var = 0, n_res = 0;
 	size_t src_bytes = levels[N_LEVELS - 1].bytes + SRC_SKEW + 64;
-	size_t dst_bytes = 2 * levels[N_LEVELS - 1].bytes + 64;   /* fp32 acc of fp16 input */
-	uint8_t *src_buf, *dst_buf;
+	/* fp32 acc of fp16 input; MX decode reads a quarter of the DRAM level's bytes, so
+	 * that its acc (128 bytes per 17 of mxfp4) fits too. */
+	size_t dst_bytes = 2 * levels[N_LEVELS - 1].bytes + 64;
+	uint8_t *src_buf, *dst_buf, *mx_buf;
 	struct opts o;
 	double t_start = now_ns();
 
@@ -344,7 +432,8 @@ int main(int argc, char **argv)
 	}
 	src_buf = alloc_big(src_bytes);
 	dst_buf = alloc_big(dst_bytes);
-	if (src_buf == NULL || dst_buf == NULL) {
+	mx_buf = alloc_big(src_bytes);
+	if (src_buf == NULL || dst_buf == NULL || mx_buf == NULL) {
 		fprintf(stderr, "georeduce-bench-kernels: cannot map %zu MiB of buffers\n",
 			(src_bytes + dst_bytes) / MIB);
 		return 1;
@@ -372,10 +461,16 @@ int main(int argc, char **argv)
 				r->best_gbps[l] = r->median_gbps[l] = 0;
 				if (o.no_dram && l == N_LEVELS - 1)
 					continue;
-				measure(variants[v], k, dst_buf + o.offset,
-					src_buf + SRC_SKEW + o.offset, levels[l].bytes,
+				uint8_t *src = src_buf + SRC_SKEW + o.offset;
+				size_t in = in_bytes(k, l);
+
+				if (mx_fmt(k) != SUM_MX_COUNT && !mx_encode(k)) {
+					src = mx_buf + SRC_SKEW + o.offset;
+					fill_mx(k, src, in);
+				}
+				measure(variants[v], k, dst_buf + o.offset, src, in,
 					samples < 3 ? 3 : samples, &r->best_gbps[l],
-					&r->median_gbps[l]);
+					&r->median_gbps[l], &r->best_out_gbps[l]);
 			}
 		}
 	}
@@ -388,5 +483,6 @@ int main(int argc, char **argv)
 	}
 	munmap(src_buf, src_bytes);
 	munmap(dst_buf, dst_bytes);
+	munmap(mx_buf, src_bytes);
 	return 0;
 }

@@ -277,7 +277,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_DTYPE: {
 			int d = table_dtype_from_name(optarg);
 
-			if (d <= 0) {
+			if (d <= 0 || wire_dtype_is_mx((enum wire_dtype)d)) {
 				cli_error(PROG, "--dtype: '%s' is not fp32, fp16 or bf16", optarg);
 				return -1;
 			}

@@ -75,6 +75,7 @@ struct opts {
 	bool require_all;               /* --require-all: a missing chunk fails the round */
 	double start_at;                /* --start-at: CLOCK_REALTIME seconds; < 0: now */
 	double interval_s;              /* --round-interval; 0: rounds back to back */
+	const char *dtype;              /* --dtype: the table's must be this one, or NULL */
 };
 
 struct round_res {
@@ -151,7 +152,10 @@ usage(FILE *f)
 		"                        checked against the workers its result names, and a\n"
 		"                        straggler answered by a later round goes on after it)\n"
 		"  --input FILE          send this tensor instead (raw little-endian elements of\n"
-		"                        the table's dtype); the results are then not verified\n"
+		"                        the table's dtype, fp32 for the MX dtypes); the results\n"
+		"                        are then not verified\n"
+		"  --dtype NAME          refuse a table whose job sends another dtype (fp32, fp16,\n"
+		"                        bf16, mxint8, mxfp8, mxfp4)\n"
 		"  --output FILE         write the last round's result there (one worker only)\n"
 		"  --window N            chunks in flight per tree (default: the tree's slot\n"
 		"                        pool at the gateway, or %d if the table has none)\n"
@@ -187,7 +191,10 @@ usage(FILE *f)
 		"                        Default: the workers of this process start a round\n"
 		"                        together when all are done with the previous one\n"
 		"\n"
-		"M is 61 for fp32, 31 for fp16 and 9 for bf16, so that sums stay exact.\n"
+		"M is 61 for fp32, 31 for fp16 and 9 for bf16, so that sums stay exact. The MX\n"
+		"dtypes (OCP Microscaling blocks on the wire, fp32 in memory) send\n"
+		"((7w + e) mod 3) - 1, whose sums every gateway's encode keeps exact up to 127\n"
+		"workers (mxint8), 14 (mxfp8) or 4 (mxfp4).\n"
 		"Exit status: 0 every round verified, 1 a round failed (wrong result, timeout,\n"
 		"with --multicast wrong data or an origin without a chunk), 2 bad options or files.\n");
 }
@@ -224,13 +231,30 @@ sleep_until_real(double t)
 
 /* --- Patterns ------------------------------------------------------------------------------ */
 
+static bool
+is_mx(enum gr_dtype dt)
+{
+	return dt >= GR_DTYPE_MXINT8 && dt <= GR_DTYPE_MXFP4;
+}
+
 static uint64_t
 modulus(enum gr_dtype dt)
 {
+	if (is_mx(dt))
+		return 3;
 	return dt == GR_DTYPE_FP32 ? 61 : (dt == GR_DTYPE_FP16 ? 31 : 9);
 }
 
-/* Element e of worker w as its dtype's bits (a small integer is exact in every dtype). */
+/* The value of pattern x in [0, M): x, or x - 1 (-1, 0, 1) for the MX dtypes, whose sums
+ * of up to 127 (mxint8), 14 (mxfp8) or 4 (mxfp4) contributions every encode keeps exact. */
+static double
+value(enum gr_dtype dt, uint64_t x)
+{
+	return is_mx(dt) ? (double)x - 1 : (double)x;
+}
+
+/* Element e of worker w as its dtype's bits (a small integer is exact in every dtype; the
+ * MX dtypes take and give fp32). */
 static uint32_t
 encode(enum gr_dtype dt, double v)
 {
@@ -252,7 +276,7 @@ load(const void *buf, enum gr_dtype dt, uint64_t e)
 	uint32_t u = 0;
 	uint16_t h;
 
-	if (dt == GR_DTYPE_FP32) {
+	if (dt == GR_DTYPE_FP32 || is_mx(dt)) {
 		memcpy(&u, p + 4 * e, 4);
 		return u;
 	}
@@ -266,7 +290,7 @@ store(void *buf, enum gr_dtype dt, uint64_t e, uint32_t bits)
 	uint8_t *p = buf;
 	uint16_t h = (uint16_t)bits;
 
-	if (dt == GR_DTYPE_FP32)
+	if (dt == GR_DTYPE_FP32 || is_mx(dt))
 		memcpy(p + 4 * e, &bits, 4);
 	else
 		memcpy(p + 2 * e, &h, 2);
@@ -283,7 +307,8 @@ fill(const struct worker *w, const struct gr_config *cfg)
 		return;
 	}
 	for (uint64_t e = 0; e < cfg->elements; e++)
-		store(w->buf, cfg->dtype, e, encode(cfg->dtype, (double)((7 * wid + e) % m)));
+		store(w->buf, cfg->dtype, e,
+		      encode(cfg->dtype, value(cfg->dtype, (7 * wid + e) % m)));
 }
 
 /* The workers of chunk c's contributor set into ids[] (at most ALL_WORKERS_MAX); their
@@ -330,7 +355,7 @@ verify(struct worker *w, const struct gr_config *cfg, uint32_t round, int contri
 		return false;
 	}
 	for (uint64_t e = 0; e < cfg->elements; e++) {
-		uint64_t sum = 0;
+		double sum = 0;
 		uint32_t want, got;
 
 		if (slen != 0 && e / cfg->chunk_elements != chunk) {
@@ -340,21 +365,21 @@ verify(struct worker *w, const struct gr_config *cfg, uint32_t round, int contri
 				return false;
 		}
 		if (slen != 0 && o->all == NULL) {
-			sum = (uint64_t)n_ids * (e % m);
+			sum = n_ids * value(cfg->dtype, e % m);
 		} else if (slen != 0) {
 			for (int i = 0; i < n_ids; i++)
-				sum += (7 * (uint64_t)ids[i] + e) % m;
+				sum += value(cfg->dtype, (7 * (uint64_t)ids[i] + e) % m);
 		} else if (o->all == NULL) {
-			sum = (uint64_t)contrib * (e % m);
+			sum = contrib * value(cfg->dtype, e % m);
 		} else {
 			for (int i = 0; i < o->n_all; i++)
-				sum += (7 * (uint64_t)o->all[i] + e) % m;
+				sum += value(cfg->dtype, (7 * (uint64_t)o->all[i] + e) % m);
 		}
-		want = encode(cfg->dtype, (double)sum);
+		want = encode(cfg->dtype, sum);
 		got = load(w->buf, cfg->dtype, e);
 		if (got != want) {
 			snprintf(w->msg, sizeof(w->msg), "worker %u round %" PRIu32 ": element %"
-				 PRIu64 " is 0x%" PRIx32 ", want 0x%" PRIx32 " (%" PRIu64 ")",
+				 PRIu64 " is 0x%" PRIx32 ", want 0x%" PRIx32 " (%.0f)",
 				 w->id, round, e, got, want, sum);
 			return false;
 		}
@@ -857,6 +882,15 @@ parse_all(struct opts *o, const char *s)
 	return rc;
 }
 
+static bool
+is_dtype_name(const char *s)
+{
+	for (int d = GR_DTYPE_FP32; d <= GR_DTYPE_MXFP4; d++)
+		if (strcmp(s, gr_dtype_name((enum gr_dtype)d)) == 0)
+			return true;
+	return false;
+}
+
 /* 0, 1 for --help, or -1 after printing why. */
 static int
 parse_opts(int argc, char **argv, struct opts *o)
@@ -883,6 +917,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "require-all", no_argument, NULL, 'R' },
 		{ "start-at", required_argument, NULL, 'S' },
 		{ "round-interval", required_argument, NULL, 'I' },
+		{ "dtype", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -942,6 +977,14 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'i':
 			o->input = optarg;
+			break;
+		case 'D':
+			if (!is_dtype_name(optarg)) {
+				cli_error(PROG, "--dtype: '%s' is not fp32, fp16, bf16, mxint8, "
+					  "mxfp8 or mxfp4", optarg);
+				return -1;
+			}
+			o->dtype = optarg;
 			break;
 		case 'o':
 			o->output = optarg;
@@ -1232,6 +1275,12 @@ main(int argc, char **argv)
 		if (o.multicast && !c.mcast_send && c.n_origins == 0) {
 			cli_error(PROG, "worker %u neither sends nor receives on a multicast stream "
 				  "of job %u in %s", w->id, c.job, src);
+			status = CLI_EXIT_USAGE;
+			goto out;
+		}
+		if (o.dtype != NULL && strcmp(o.dtype, gr_dtype_name(c.dtype)) != 0) {
+			cli_error(PROG, "--dtype %s: the job of %s sends %s", o.dtype, o.table,
+				  gr_dtype_name(c.dtype));
 			status = CLI_EXIT_USAGE;
 			goto out;
 		}

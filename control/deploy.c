@@ -475,6 +475,7 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 	const char *dt;
 	uint64_t v;
 	size_t esz;
+	unsigned int gran;
 	int rc, e;
 
 	rc = get_str(c, job, path, "dtype", &dt);
@@ -483,9 +484,11 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 	j->dtype = table_dtype_from_name(dt);
 	if (j->dtype == 0)
 		return json_util_field_fail(&c->js, path, "dtype",
-					    "expected \"fp32\", \"fp16\" or \"bf16\", got '%.16s'",
-			     dt);
-	esz = table_dtype_size(j->dtype);
+					    "expected \"fp32\", \"fp16\", \"bf16\", \"mxint8\", "
+					    "\"mxfp8\" or \"mxfp4\", got '%.16s'", dt);
+	/* The unit of a chunk: an element, or an MX block of 32 with its scale. */
+	esz = table_dtype_unit_bytes(j->dtype);
+	gran = table_dtype_granule(j->dtype);
 	rc = get_uint(c, job, path, "elements", 1, UINT64_MAX >> 12, 0, &j->elements);
 	if (rc == 0)
 		rc = get_uint(c, job, path, "mtu", WIRE_MTU_MIN, WIRE_MTU_MAX, DEPLOY_DEFAULT_MTU,
@@ -497,16 +500,16 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 	if (e <= 0)
 		return json_util_field_fail(&c->js, path, "mtu",
 					    "no chunk fits an MTU of %u", j->mtu);
-	if ((size_t)e * esz > TABLE_CHUNK_BYTES_MAX)
-		e = (int)(TABLE_CHUNK_BYTES_MAX / esz);
+	if ((size_t)e / gran * esz > TABLE_CHUNK_BYTES_MAX)
+		e = (int)(TABLE_CHUNK_BYTES_MAX / esz * gran);
 	rc = get_uint(c, job, path, "chunk_bytes", esz, TABLE_CHUNK_BYTES_MAX,
-		      (uint64_t)e * esz, &v);
+		      (uint64_t)e / gran * esz, &v);
 	if (rc != 0)
 		return rc;
 	if (v % esz != 0)
 		return json_util_field_fail(&c->js, path, "chunk_bytes",
 					    "%" PRIu64 " is not a multiple of the %s "
-			     "element size %zu", v, dt, esz);
+			     "%s size %zu", v, dt, gran > 1 ? "block" : "element", esz);
 	v += (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK; /* the set travels with the chunk */
 	if (v + WIRE_MTU_OVERHEAD > j->mtu)
 		return json_util_field_fail(&c->js, path, "chunk_bytes",
@@ -516,7 +519,11 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 			     v + WIRE_MTU_OVERHEAD, j->mtu);
 	v -= (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK;
 	j->chunk_bytes = (uint32_t)v;
-	if ((j->elements + v / esz - 1) / (v / esz) > UINT32_MAX)
+	if (j->elements % gran != 0)
+		return json_util_field_fail(&c->js, path, "elements",
+					    "%" PRIu64 " is not a whole number of %s blocks of %u "
+					    "elements", j->elements, dt, gran);
+	if ((j->elements + v / esz * gran - 1) / (v / esz * gran) > UINT32_MAX)
 		return json_util_field_fail(&c->js, path, "elements",
 					    "more than 2^32-1 chunks of %" PRIu64 " bytes",
 			     v);
@@ -615,7 +622,12 @@ parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d,
 		if (rc != 0)
 			return rc;
 	}
-	return parse_tensor(c, job, path, j); /* its chunk size depends on the sets */
+	rc = parse_tensor(c, job, path, j); /* its chunk size depends on the sets */
+	if (rc == 0 && j->algo == DEPLOY_ALGO_SELMCAST && table_dtype_granule(j->dtype) > 1)
+		return json_util_field_fail(&c->js, path, "dtype",
+					    "a selmcast job's updates are not summed: fp32, fp16 "
+					    "or bf16, not %s", table_dtype_name(j->dtype));
+	return rc;
 }
 
 static int

@@ -444,7 +444,7 @@ selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double wire, ch
 	double *in_g = malloc(sizeof(double) * (size_t)n_nodes);
 	double *eg_g = malloc(sizeof(double) * (size_t)n_nodes), *load = NULL, f, secs;
 	uint64_t *bytes = malloc(sizeof(uint64_t) * (size_t)n_nodes);
-	uint64_t tensor = j->elements * table_dtype_size(j->dtype);
+	uint64_t tensor = table_dtype_bytes(j->dtype, j->elements);
 	unsigned char *x = NULL;
 	struct selmcast_inst in = { 0 };
 	struct selmcast_result res;
@@ -588,7 +588,8 @@ stream_table(const struct jobplan *jp, const struct deploy *d, const struct depl
 	tb->gw = (struct table_gw){ g->id, g->ipv4, g->base_port, g->ports };
 	tb->dtype = j->dtype;
 	tb->elements = j->elements;
-	tb->chunk_elements = j->chunk_bytes / (uint32_t)table_dtype_size(j->dtype);
+	tb->chunk_elements = j->chunk_bytes / (uint32_t)table_dtype_unit_bytes(j->dtype) *
+			     table_dtype_granule(j->dtype);
 	tb->limits = (struct table_limits){ TABLE_TREES_MAX, TABLE_CHILDREN_MAX,
 					    TABLE_WORKERS_MAX,
 					    j->slots_max != 0 ? j->slots_max : TABLE_SLOTS_MAX };
@@ -642,7 +643,7 @@ static int
 plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errlen)
 {
 	const struct topo *t = jp->topo;
-	uint64_t bytes = j->elements * table_dtype_size(j->dtype);
+	uint64_t bytes = table_dtype_bytes(j->dtype, j->elements);
 	char perr[JOBPLAN_ERR_MAX];
 	int rc;
 

@@ -417,7 +417,7 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
 		rc = cfail(&c, EINVAL, "plan: %s", msg);
 		goto out;
 	}
-	esize = table_dtype_size(d->dtype);
+	esize = table_dtype_unit_bytes(d->dtype); /* an element, or an MX block */
 	if (esize == 0) {
 		rc = cfail(&c, EINVAL, "deploy.dtype: %d is not a dtype", (int)d->dtype);
 		goto out;
@@ -429,7 +429,12 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
 			   esize, TABLE_CHUNK_BYTES_MAX);
 		goto out;
 	}
-	chunk_elements = d->chunk_bytes / (uint32_t)esize;
+	chunk_elements = d->chunk_bytes / (uint32_t)esize * table_dtype_granule(d->dtype);
+	if (d->elements % table_dtype_granule(d->dtype) != 0) {
+		rc = cfail(&c, EINVAL, "deploy.elements: %" PRIu64 " is not a whole number of %s "
+			   "blocks", d->elements, table_dtype_name(d->dtype));
+		goto out;
+	}
 	n_chunks = d->elements / chunk_elements + (d->elements % chunk_elements != 0);
 	if (d->elements == 0 || d->elements > INT64_MAX || n_chunks > UINT32_MAX) {
 		rc = cfail(&c, EINVAL, "deploy.elements: %" PRIu64 " elements must be >= 1 and make "

@@ -26,6 +26,9 @@ static const char *const dtype_names[] = {
 	[TABLE_DTYPE_FP32] = "fp32",
 	[TABLE_DTYPE_FP16] = "fp16",
 	[TABLE_DTYPE_BF16] = "bf16",
+	[TABLE_DTYPE_MXINT8] = "mxint8",
+	[TABLE_DTYPE_MXFP8] = "mxfp8",
+	[TABLE_DTYPE_MXFP4] = "mxfp4",
 };
 
 static const char *const role_names[] = {
@@ -72,8 +75,36 @@ table_dtype_size(enum table_dtype dt)
 	case TABLE_DTYPE_FP16:
 	case TABLE_DTYPE_BF16:
 		return 2;
+	case TABLE_DTYPE_MXINT8:
+	case TABLE_DTYPE_MXFP8:
+	case TABLE_DTYPE_MXFP4:
+		break;
 	}
 	return 0;
+}
+
+unsigned int
+table_dtype_granule(enum table_dtype dt)
+{
+	if (dt >= TABLE_DTYPE_MXINT8 && dt <= TABLE_DTYPE_MXFP4)
+		return 32;
+	return table_dtype_size(dt) != 0 ? 1 : 0;
+}
+
+size_t
+table_dtype_unit_bytes(enum table_dtype dt)
+{
+	if (dt == TABLE_DTYPE_MXINT8 || dt == TABLE_DTYPE_MXFP8)
+		return 33;
+	return dt == TABLE_DTYPE_MXFP4 ? 17 : table_dtype_size(dt);
+}
+
+uint64_t
+table_dtype_bytes(enum table_dtype dt, uint64_t elements)
+{
+	unsigned int g = table_dtype_granule(dt);
+
+	return g == 0 ? 0 : (elements + g - 1) / g * table_dtype_unit_bytes(dt);
 }
 
 const char *
@@ -156,7 +187,7 @@ table_tree_of_chunk(const struct table *tb, uint32_t c)
 uint64_t
 table_slot_bytes(const struct table *tb)
 {
-	uint64_t chunk = (uint64_t)tb->chunk_elements * table_dtype_size(tb->dtype), sum = 0;
+	uint64_t chunk = table_dtype_bytes(tb->dtype, tb->chunk_elements), sum = 0;
 
 	for (int i = 0; i < tb->n_trees; i++)
 		sum += (uint64_t)tb->trees[i].slots * chunk;

@@ -77,6 +77,9 @@ enum table_dtype {
 	TABLE_DTYPE_FP32 = 1,
 	TABLE_DTYPE_FP16 = 2,
 	TABLE_DTYPE_BF16 = 3,
+	TABLE_DTYPE_MXINT8 = 4,   /* OCP MX blocks of 32 elements (docs/PROTOCOL.md section 4) */
+	TABLE_DTYPE_MXFP8 = 5,
+	TABLE_DTYPE_MXFP4 = 6,
 };
 
 /** What this gateway is in one tree. */
@@ -272,14 +275,27 @@ const struct table_tree *table_tree_of_chunk(const struct table *tb, uint32_t c)
 /** Total bytes of slot buffers the table asks for: sum of slots * chunk payload bytes. */
 uint64_t table_slot_bytes(const struct table *tb);
 
-/** "fp32", "fp16", "bf16", or NULL for a value that is no dtype. */
+/** "fp32", "fp16", "bf16", "mxint8", "mxfp8", "mxfp4", or NULL for a value that is no
+ * dtype. */
 const char *table_dtype_name(enum table_dtype dt);
 
 /** The dtype named s, or 0 if none. */
 enum table_dtype table_dtype_from_name(const char *s);
 
-/** Bytes per element: 4 for fp32, 2 for fp16 and bf16, 0 for a value that is no dtype. */
+/** Bytes per element: 4 for fp32, 2 for fp16 and bf16, 0 for an MX dtype (whose elements
+ * come in blocks: table_dtype_unit_bytes()) or a value that is no dtype. */
 size_t table_dtype_size(enum table_dtype dt);
+
+/** Elements of the smallest whole unit of a dtype's payload: 1, or 32 (one MX block), of
+ * which chunk_elements and elements are multiples; 0 for a value that is no dtype. */
+unsigned int table_dtype_granule(enum table_dtype dt);
+
+/** Bytes of that unit: the element size, or 33 (MXINT8, MXFP8) or 17 (MXFP4) for a block
+ * with its scale; 0 for a value that is no dtype. */
+size_t table_dtype_unit_bytes(enum table_dtype dt);
+
+/** Bytes of `elements` elements on the wire (a partial MX block counts whole). */
+uint64_t table_dtype_bytes(enum table_dtype dt, uint64_t elements);
 
 /** "root", "interior", "leaf", or NULL. */
 const char *table_role_name(enum table_role r);

@@ -613,23 +613,34 @@ int
 table_validate(const struct table *tb, char *err, size_t errlen)
 {
 	const struct table_limits *lim = &tb->limits;
-	size_t esize = table_dtype_size(tb->dtype);
+	unsigned int gran = table_dtype_granule(tb->dtype);
+	uint64_t max_elems;
 	uint64_t n_chunks;
 	int rc;
 
 	rc = check_gw(&tb->gw, "gateway", err, errlen);
 	if (rc != 0)
 		return rc;
-	if (esize == 0)
-		return json_util_fail(err, errlen, "field 'dtype': not a dtype (fp32, fp16, bf16)");
+	if (gran == 0)
+		return json_util_fail(err, errlen, "field 'dtype': not a dtype (fp32, fp16, bf16, "
+				      "mxint8, mxfp8, mxfp4)");
 	if (tb->elements == 0 || tb->elements > INT64_MAX)
 		return json_util_fail(err, errlen, "field 'elements': must be in [1, %" PRId64 "]",
 				      INT64_MAX);
-	if (tb->chunk_elements == 0 || tb->chunk_elements * esize > TABLE_CHUNK_BYTES_MAX)
-		return json_util_fail(err, errlen, "field 'chunk_elements': must be in [1, %zu] "
-				      "for %s (%d bytes per chunk at most)",
-				      TABLE_CHUNK_BYTES_MAX / esize, table_dtype_name(tb->dtype),
-				      TABLE_CHUNK_BYTES_MAX);
+	max_elems = TABLE_CHUNK_BYTES_MAX / table_dtype_unit_bytes(tb->dtype) * gran;
+	if (tb->chunk_elements == 0 || tb->chunk_elements > max_elems)
+		return json_util_fail(err, errlen, "field 'chunk_elements': must be in [1, %" PRIu64
+				      "] for %s (%d bytes per chunk at most)", max_elems,
+				      table_dtype_name(tb->dtype), TABLE_CHUNK_BYTES_MAX);
+	/* MX: every chunk, the last one too, is a whole number of blocks. */
+	if (tb->chunk_elements % gran != 0)
+		return json_util_fail(err, errlen, "field 'chunk_elements': %" PRIu32 " is not a "
+				      "whole number of %s blocks of %u elements", tb->chunk_elements,
+				      table_dtype_name(tb->dtype), gran);
+	if (tb->elements % gran != 0)
+		return json_util_fail(err, errlen, "field 'elements': %" PRIu64 " is not a whole "
+				      "number of %s blocks of %u elements (the last chunk would "
+				      "not be)", tb->elements, table_dtype_name(tb->dtype), gran);
 	if (tb->cset_blocks > TABLE_CSET_BLOCKS_MAX)
 		return json_util_fail(err, errlen, "field 'cset_blocks': %u is not in [0, %d]",
 				      tb->cset_blocks, TABLE_CSET_BLOCKS_MAX);

@@ -655,12 +655,12 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 		goto out;
 	dtype = json_object_get(root, "dtype");
 	if (!json_is_string(dtype) || table_dtype_from_name(json_string_value(dtype)) == 0) {
-		json_util_field_fail(&c, "dtype", "", "expected \"fp32\", \"fp16\" or \"bf16\"");
+		json_util_field_fail(&c, "dtype", "", "expected \"fp32\", \"fp16\", \"bf16\", "
+				     "\"mxint8\", \"mxfp8\" or \"mxfp4\"");
 		goto out;
 	}
 	if (get_uint(&c, root, "", "elements", 1, INT64_MAX, &elements) != 0 ||
-	    get_uint(&c, root, "", "chunk_elements", 1, TABLE_CHUNK_BYTES_MAX,
-		     &chunk_elements) != 0 ||
+	    get_uint(&c, root, "", "chunk_elements", 1, UINT16_MAX, &chunk_elements) != 0 ||
 	    parse_limits(&c, json_object_get(root, "limits"), &lim) != 0 ||
 	    (json_object_get(root, "cset_blocks") != NULL &&
 	     get_uint(&c, root, "", "cset_blocks", 0, TABLE_CSET_BLOCKS_MAX, &cset_blocks) != 0))

@@ -51,10 +51,35 @@ wire_dtype_size(enum wire_dtype dtype)
 	case WIRE_DTYPE_FP16:
 	case WIRE_DTYPE_BF16:
 		return 2;
+	case WIRE_DTYPE_MXINT8:
+	case WIRE_DTYPE_MXFP8:
+	case WIRE_DTYPE_MXFP4:
 	case WIRE_DTYPE_NONE:
 		break;
 	}
 	return 0;
+}
+
+/* Bytes of one MX block: the elements and the scale. */
+static unsigned int
+mx_block_bytes(enum wire_dtype dtype)
+{
+	return dtype == WIRE_DTYPE_MXFP4 ? 17 : 33;
+}
+
+size_t
+wire_payload_bytes(enum wire_dtype dtype, uint32_t count)
+{
+	if (wire_dtype_is_mx(dtype))
+		return count % WIRE_MX_BLOCK != 0 ? 0 :
+		       (size_t)(count / WIRE_MX_BLOCK) * mx_block_bytes(dtype);
+	return (size_t)count * wire_dtype_size(dtype);
+}
+
+unsigned int
+wire_dtype_granule(enum wire_dtype dtype)
+{
+	return wire_dtype_is_mx(dtype) ? WIRE_MX_BLOCK : wire_dtype_size(dtype) != 0 ? 1 : 0;
 }
 
 const char *
@@ -69,6 +94,12 @@ wire_dtype_str(enum wire_dtype dtype)
 		return "fp16";
 	case WIRE_DTYPE_BF16:
 		return "bf16";
+	case WIRE_DTYPE_MXINT8:
+		return "mxint8";
+	case WIRE_DTYPE_MXFP8:
+		return "mxfp8";
+	case WIRE_DTYPE_MXFP4:
+		return "mxfp4";
 	}
 	return "?";
 }
@@ -174,7 +205,7 @@ wire_pkt_len(const struct wire_pkt *pkt)
 {
 	if (type_is_data(pkt->type))
 		return WIRE_HDR_LEN + (size_t)pkt->cset_blocks * WIRE_CSET_BLOCK +
-		       (size_t)pkt->count * wire_dtype_size(pkt->dtype);
+		       wire_payload_bytes(pkt->dtype, pkt->count);
 	if (type_is_range(pkt->type))
 		return WIRE_HDR_LEN;
 	if (type_is_probe(pkt->type))
@@ -206,7 +237,7 @@ check_fields(const struct wire_pkt *p)
 		return WIRE_REASON_FLAGS;
 	if (!(p->flags & WIRE_F_ECHO) && p->tsecr != 0)
 		return WIRE_REASON_RESERVED;
-	if (data ? wire_dtype_size(p->dtype) == 0 : p->dtype != WIRE_DTYPE_NONE)
+	if (data ? wire_dtype_granule(p->dtype) == 0 : p->dtype != WIRE_DTYPE_NONE)
 		return WIRE_REASON_DTYPE;
 	if (data && !mcast ? p->cset_blocks > WIRE_CSET_BLOCKS_MAX : p->cset_blocks != 0)
 		return WIRE_REASON_CSET_LEN;
@@ -219,7 +250,7 @@ check_fields(const struct wire_pkt *p)
 	if (data && p->cset_blocks != 0 && p->contrib >= p->cset_blocks * WIRE_CSET_BLOCK_IDS)
 		return WIRE_REASON_CONTRIB;
 	if (data || range) {
-		if (p->count == 0)
+		if (p->count == 0 || (data && p->count % wire_dtype_granule(p->dtype) != 0))
 			return WIRE_REASON_COUNT;
 		if (range && (uint64_t)p->chunk + p->count > (1ull << 32))
 			return WIRE_REASON_COUNT;
@@ -385,7 +416,7 @@ wire_hdr_decode(const void *buf, size_t len, struct wire_pkt *out, enum wire_rea
 		return decode_fail(WIRE_REASON_LENGTH, why);
 	if (type_is_data(out->type)) {
 		out->payload_off = WIRE_HDR_LEN + (uint32_t)out->cset_blocks * WIRE_CSET_BLOCK;
-		out->payload_len = (uint32_t)out->count * wire_dtype_size(out->dtype);
+		out->payload_len = (uint32_t)wire_payload_bytes(out->dtype, out->count);
 		if (out->cset_blocks != 0 &&
 		    ((b[WIRE_HDR_LEN] & 1) != 0 ||
 		     wire_cset_count(b + WIRE_HDR_LEN, out->cset_blocks) != out->contrib))
@@ -399,15 +430,17 @@ wire_hdr_decode(const void *buf, size_t len, struct wire_pkt *out, enum wire_rea
 int
 wire_max_elems(unsigned int mtu, enum wire_dtype dtype, unsigned int cset_blocks)
 {
-	unsigned int size = wire_dtype_size(dtype), overhead;
+	unsigned int granule = wire_dtype_granule(dtype), size, overhead;
 
-	if (mtu < WIRE_MTU_MIN || mtu > WIRE_MTU_MAX || size == 0 ||
+	if (mtu < WIRE_MTU_MIN || mtu > WIRE_MTU_MAX || granule == 0 ||
 	    cset_blocks > WIRE_CSET_BLOCKS_MAX)
 		return -EINVAL;
+	/* Bytes of the smallest unit: one element, or one MX block. */
+	size = (unsigned int)wire_payload_bytes(dtype, granule);
 	overhead = WIRE_MTU_OVERHEAD + cset_blocks * WIRE_CSET_BLOCK;
 	if (mtu < overhead + size)
 		return -EINVAL;
-	return (int)((mtu - overhead) / size);
+	return (int)((mtu - overhead) / size * granule);
 }
 
 int
@@ -416,7 +449,7 @@ wire_chunk_elems_default(unsigned int mtu, enum wire_dtype dtype, unsigned int c
 	int max = wire_max_elems(mtu, dtype, cset_blocks);
 	int per64;
 
-	if (max < 0)
+	if (max < 0 || wire_dtype_is_mx(dtype))
 		return max;
 	per64 = (int)(64 / wire_dtype_size(dtype));
 	return max >= per64 ? max - max % per64 : max;

@@ -89,8 +89,15 @@ enum wire_dtype {
 	WIRE_DTYPE_FP32 = 1,            /* IEEE 754 binary32, little-endian */
 	WIRE_DTYPE_FP16 = 2,            /* IEEE 754 binary16, little-endian */
 	WIRE_DTYPE_BF16 = 3,            /* bfloat16 (top half of a binary32), little-endian */
-	WIRE_DTYPE_MAX = WIRE_DTYPE_BF16,
+	/* OCP Microscaling v1.0: blocks of WIRE_MX_BLOCK elements sharing an E8M0 scale
+	 * (docs/PROTOCOL.md section 4); count is then a multiple of WIRE_MX_BLOCK. */
+	WIRE_DTYPE_MXINT8 = 4,          /* MXINT8: 33 bytes a block */
+	WIRE_DTYPE_MXFP8 = 5,           /* MXFP8, E4M3 elements: 33 bytes a block */
+	WIRE_DTYPE_MXFP4 = 6,           /* MXFP4, E2M1 elements: 17 bytes a block */
+	WIRE_DTYPE_MAX = WIRE_DTYPE_MXFP4,
 };
+
+#define WIRE_MX_BLOCK 32u               /* elements per MX block */
 
 /* Flags (header byte 4). Bits not listed are reserved, zero in version 1. */
 #define WIRE_F_RETX 0x01u       /* CONTRIB, RESULT: a retransmission (CONTRIB: reply wanted) */
@@ -240,14 +247,38 @@ struct wire_pkt {
 /* --- Functions ---------------------------------------------------------------------------- */
 
 /**
- * Size in bytes of one element of a dtype.
+ * Size in bytes of one element of an element-wise dtype.
  *
  * @param dtype  Any value.
- * @return       4 (fp32), 2 (fp16, bf16), 0 for WIRE_DTYPE_NONE or an unknown value.
+ * @return       4 (fp32), 2 (fp16, bf16); 0 for the MX dtypes (their elements come in
+ *               blocks: wire_payload_bytes()), WIRE_DTYPE_NONE or an unknown value.
  */
 unsigned int wire_dtype_size(enum wire_dtype dtype);
 
-/** Short lower-case name of a dtype ("fp32", "fp16", "bf16", "none"), "?" if unknown. */
+/** Whether dtype is one of the MX dtypes (WIRE_DTYPE_MXINT8, _MXFP8, _MXFP4). */
+static inline bool
+wire_dtype_is_mx(enum wire_dtype dtype)
+{
+	return dtype >= WIRE_DTYPE_MXINT8 && dtype <= WIRE_DTYPE_MXFP4;
+}
+
+/**
+ * Bytes of the payload of `count` elements of a dtype: count x element size, or for an MX
+ * dtype count / 32 blocks of 33 bytes (MXINT8, MXFP8) or 17 bytes (MXFP4).
+ *
+ * @return  The length; 0 for an unknown dtype, WIRE_DTYPE_NONE, or an MX count that is not
+ *          a whole number of blocks. Fast path.
+ */
+size_t wire_payload_bytes(enum wire_dtype dtype, uint32_t count);
+
+/**
+ * Elements of a dtype that the smallest unit of its payload holds: 1, or WIRE_MX_BLOCK for
+ * the MX dtypes (a chunk is a whole number of blocks); 0 for no dtype.
+ */
+unsigned int wire_dtype_granule(enum wire_dtype dtype);
+
+/** Short lower-case name of a dtype ("fp32", "fp16", "bf16", "mxint8", "mxfp8", "mxfp4",
+ * "none"), "?" if unknown. */
 const char *wire_dtype_str(enum wire_dtype dtype);
 
 /** Name of a packet type ("contrib", "result", "ack", ...), "?" if unknown. */
@@ -305,8 +336,9 @@ int wire_hdr_decode(const void *buf, size_t len, struct wire_pkt *out, enum wire
  * @param mtu          IP MTU in bytes, [WIRE_MTU_MIN, WIRE_MTU_MAX] (1500, 9000, ...).
  * @param dtype        Element type.
  * @param cset_blocks  Contributor set length the job uses, [0, WIRE_CSET_BLOCKS_MAX].
- * @return             floor((mtu - 82 - 32 x cset_blocks) / dtype size), at least 1;
- *                     -EINVAL if an argument is out of range or not even one element fits.
+ * @return             floor((mtu - 82 - 32 x cset_blocks) / dtype size), at least 1; for an
+ *                     MX dtype the whole blocks that fit, times 32; -EINVAL if an argument
+ *                     is out of range or not even one element (block) fits.
  */
 int wire_max_elems(unsigned int mtu, enum wire_dtype dtype, unsigned int cset_blocks);
 
@@ -315,6 +347,8 @@ int wire_max_elems(unsigned int mtu, enum wire_dtype dtype, unsigned int cset_bl
  * chunk's payload is a multiple of 64 bytes (16 fp32 or 32 fp16/bf16 elements), which the
  * SIMD kernels process without a scalar tail. 1500 MTU: fp32 352, fp16/bf16 704; 9000 MTU:
  * fp32 2224, fp16/bf16 4448 (no contributor set).
+ *
+ * MX dtypes: wire_max_elems(), whole blocks (1500 MTU: 1344 MXINT8 or MXFP8, 2656 MXFP4).
  *
  * @return  Elements (> 0), or -EINVAL as wire_max_elems(); if fewer than 64 bytes fit,
  *          wire_max_elems() unchanged.

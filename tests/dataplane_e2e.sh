@@ -192,6 +192,53 @@ if [ -n "$WK" ]; then
 	fi
 fi
 
+# MX (jobs 44-46): the same trees with mxint8, mxfp8 and mxfp4 on the wire, fp32 in the
+# workers; every gateway decodes, sums in fp32 and encodes once, and the generated values'
+# sums stay exact through every encode (georeduce-worker --help), so results are bit-exact.
+if [ -n "$WK" ]; then
+	MXN=99968 mxjob=44
+	for dt in mxint8 mxfp8 mxfp4; do
+		ce=$([ $dt = mxfp4 ] && echo 2656 || echo 1344)
+		ch=$(((MXN + ce - 1) / ce))
+		for g in a b; do
+			sed -e "s/\"job\": 42/\"job\": $mxjob/" -e "s/\"dtype\": \"fp32\"/\"dtype\": \"$dt\"/" \
+				-e "s/\"elements\": $N/\"elements\": $MXN/" \
+				-e "s/\"chunk_elements\": $CE/\"chunk_elements\": $ce/" \
+				-e "s/\"chunk_count\": $CH/\"chunk_count\": $ch/" \
+				"$TMP/t$g.json" >"$TMP/mx$g.json"
+			"$CTL" -s "$TMP/$g.sock" install "$TMP/mx$g.json" >/dev/null ||
+				not_ok "$dt table install on $g"
+		done
+		mxw() { # table ids...
+			local t=$1 a=()
+			shift
+			for i in "$@"; do a+=(--worker-id "$i"); done
+			ip netns exec "$NW" "$WK" --table "$t" "${a[@]}" --all-workers 11,12,21,22 \
+				--dtype $dt --rounds 2 --window 64 --timeout 10 >"$TMP/mx$1.log" 2>&1
+		}
+		mxw "$TMP/mxa.json" 11 12 & wa=$!
+		mxw "$TMP/mxb.json" 21 22 & wb=$!
+		if wait "$wa" && wait "$wb"; then
+			ok "$dt: 2 rounds of 4 workers over both gateways, bit-exact"
+		else
+			not_ok "$dt rounds"
+			cat "$TMP/mx11.log" "$TMP/mx21.log"
+		fi
+		for g in a b; do
+			"$CTL" -s "$TMP/$g.sock" remove $mxjob >/dev/null 2>&1 || true
+		done
+		mxjob=$((mxjob + 1))
+	done
+	# A worker told another dtype refuses the table.
+	if ip netns exec "$NW" "$WK" --table "$TMP/mxa.json" --worker-id 11 --dtype fp32 \
+		>/dev/null 2>"$TMP/err"; then
+		not_ok "georeduce-worker --dtype fp32 ran an mxfp4 job"
+	else
+		grep -q 'sends mxfp4' "$TMP/err" && ok "georeduce-worker --dtype refuses another dtype" ||
+			not_ok "--dtype refusal: $(cat "$TMP/err")"
+	fi
+fi
+
 # Partial reduce (job 43, contributor sets): A completes a chunk at 3 of the 4 workers.
 # Workers 12, 21 and 22 run three rounds without 11; every result names them and sums
 # exactly them. Then 11, the straggler, runs the last of those rounds: late at A, it gets

@@ -1420,6 +1420,19 @@ test_config_check(void)
 	cfg = good; cfg.worker_id = cfg.gateway_id;
 	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "worker_id"), "%s",
 	      err);
+	/* MX: fp32 in the caller's buffer; chunks and the tensor are whole blocks of 32. */
+	CU_ASSERT(gr_dtype_size(GR_DTYPE_MXFP4) == 4 && gr_dtype_size(GR_DTYPE_MXINT8) == 4);
+	CU_ASSERT_STRING_EQUAL(gr_dtype_name(GR_DTYPE_MXFP8), "mxfp8");
+	cfg = good; cfg.dtype = GR_DTYPE_MXINT8; cfg.elements = 992;
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == 0, "%s", err);
+	cfg = good; cfg.dtype = GR_DTYPE_MXFP4;
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "whole blocks"),
+	      "%s", err);
+	cfg = good; cfg.dtype = GR_DTYPE_MXFP8; cfg.elements = 992; cfg.chunk_elements = 48;
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "whole blocks"),
+	      "%s", err);
+	cfg = good; cfg.dtype = (enum gr_dtype)7;
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "dtype"), "%s", err);
 	cfg = good; cfg.worker_id = 0xffff;
 	CU_ASSERT(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL);
 	cfg = good; cfg.gateway_ipv4 = 0xe0000001;

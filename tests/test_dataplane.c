@@ -1480,6 +1480,97 @@ test_ieee_sums(void)
 	dp_down();
 }
 
+/*
+ * MX: each contribution decoded into the slot's fp32 accumulator in arrival order, the sum
+ * encoded once as it leaves; the RESULT is bit for bit the reference computation of
+ * docs/PROTOCOL.md section 4 (scalar kernels, the same order): acc = decode(c_1), acc +=
+ * decode(c_i), encode(acc). Random data, the arrival order varying by chunk.
+ */
+static void
+mx_case(enum table_dtype tdt, enum wire_dtype wdt)
+{
+	const uint64_t el = 320;
+	const uint32_t ce = 128;        /* 4 blocks; the last chunk has 2 */
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 3, 16, { 0 } };
+	static struct out o[16];
+	static uint8_t enc[3][3][4 * 33], want[3][4 * 33];
+	const struct sum_kernels *k = sum_kernels_get(SUM_ISA_SCALAR);
+	enum sum_mx f = (enum sum_mx)(wdt - WIRE_DTYPE_MXINT8);
+	static const int order[3][3] = { { 0, 1, 2 }, { 2, 0, 1 }, { 1, 2, 0 } };
+	uint64_t seed = 0x6d78u + (uint64_t)wdt;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(10, 1, 1, tdt, el, ce, 3, W3, 1, &td), "install") == 0);
+	for (uint32_t c = 0; c < 3; c++) {
+		uint16_t n = chunk_len(el, ce, c);
+		float acc[128], v[128];
+
+		for (int w = 0; w < 3; w++) {
+			for (uint16_t i = 0; i < n; i++) {
+				seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+				/* magnitudes over 2^-20 .. 2^12, either sign */
+				v[i] = (float)((double)(int32_t)(seed >> 32) * 0x1p-31 *
+					       (double)(1u << ((seed >> 8) % 32)) * 0x1p-20);
+			}
+			k->mx_narrow[f](enc[c][w], v, n / 32u);
+		}
+		for (int j = 0; j < 3; j++) {
+			int w = order[c][j];
+			struct pkt p = { WIRE_TYPE_CONTRIB, 0, 10, 1, 0, W3[w], W3[w], 1, 2, c, wdt,
+					 n, PEER_IP(W3[w]) };
+
+			if (j == 0)
+				k->mx_widen[f](acc, enc[c][w], n / 32u);
+			else
+				k->mx_widen_add[f](acc, enc[c][w], n / 32u);
+			inject(mk_pkt(&p, enc[c][w]));
+			poll_all();     /* this arrival order at the gateway */
+		}
+		k->mx_narrow[f](want[c], acc, n / 32u);
+	}
+	int n = collect(o, 16), bad = 0;
+
+	CU_ASSERT(n == 9);
+	for (int i = 0; i < n && i < 16; i++) {
+		uint32_t c = o[i].p.chunk;
+		size_t len = wire_payload_bytes(wdt, o[i].p.count);
+
+		bad += o[i].p.dtype != wdt || o[i].p.type != WIRE_TYPE_RESULT || c >= 3 ||
+		       len != wire_payload_bytes(wdt, chunk_len(el, ce, c));
+		if (c < 3 && len != 0)
+			bad += memcmp(o[i].frame + WIRE_FRAME_PAYLOAD_OFF, want[c], len) != 0;
+	}
+	CU_ASSERT(bad == 0);
+	/* A contribution of another dtype: job_mismatch. */
+	inject(contrib_f32(10, 1, 0, 11, 3, 0, el, ce));
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 1);
+	collect(o, 16);
+	dp_down();
+	/* Chunks that are not whole blocks: the table is refused. */
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT(install(mk_table(10, 1, 1, tdt, el, 100, 3, W3, 1, &td), "install") != 0);
+	dp_down();
+}
+
+static void
+test_mxint8(void)
+{
+	mx_case(TABLE_DTYPE_MXINT8, WIRE_DTYPE_MXINT8);
+}
+
+static void
+test_mxfp8(void)
+{
+	mx_case(TABLE_DTYPE_MXFP8, WIRE_DTYPE_MXFP8);
+}
+
+static void
+test_mxfp4(void)
+{
+	mx_case(TABLE_DTYPE_MXFP4, WIRE_DTYPE_MXFP4);
+}
+
 /* Corrupt one byte of a valid frame at off (XOR x). */
 static struct rte_mbuf *
 corrupt(struct rte_mbuf *m, size_t off, uint8_t x)
@@ -1542,7 +1633,7 @@ test_bad_packets(void)
 		{ H + 3, 0x40, WIRE_REASON_TYPE },
 		{ H + 4, 0x80, WIRE_REASON_FLAGS },
 		{ H + 7, 0x01, WIRE_REASON_RESERVED },
-		{ H + 5, 0x07, WIRE_REASON_DTYPE },
+		{ H + 5, 0x0f, WIRE_REASON_DTYPE }, /* fp32 -> 14 */
 		{ H + 6, 0x20, WIRE_REASON_CSET_LEN },
 		{ H + 23, 0x01, WIRE_REASON_CONTRIB }, /* contrib 1 -> 0 */
 	};
@@ -2742,6 +2833,9 @@ main(int argc, char **argv)
 	CU_add_test(s, "interior gateway and two trees", test_interior_and_two_trees);
 	CU_add_test(s, "512 chunks in flight, shuffled, duplicated", test_many_in_flight_shuffled);
 	CU_add_test(s, "fp16", test_fp16);
+	CU_add_test(s, "mxint8: decoded in arrival order, encoded once", test_mxint8);
+	CU_add_test(s, "mxfp8: decoded in arrival order, encoded once", test_mxfp8);
+	CU_add_test(s, "mxfp4: decoded in arrival order, encoded once", test_mxfp4);
 	CU_add_test(s, "bf16", test_bf16);
 	CU_add_test(s, "IEEE sums in arrival order, no FTZ/DAZ", test_ieee_sums);
 	CU_add_test(s, "bad packets by reason", test_bad_packets);

@@ -291,6 +291,45 @@ test_selmcast(void)
 	json_decref(doc);
 }
 
+/* MX jobs: chunk_bytes in whole blocks (default from the MTU), elements whole blocks. */
+static void
+test_mx(void)
+{
+	char err[DEPLOY_ERR_MAX] = "";
+	json_t *doc = example();
+	struct deploy *d;
+
+	mutate(doc, "jobs[0].dtype", json_string("mxfp4"));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d != NULL && d->jobs[0].dtype == TABLE_DTYPE_MXFP4 &&
+	      d->jobs[0].chunk_bytes == 83 * 17, "mxfp4 default chunk: %s %u", err,
+	      d != NULL ? d->jobs[0].chunk_bytes : 0);
+	deploy_free(d);
+	mutate(doc, "jobs[0].dtype", json_string("mxint8"));
+	mutate(doc, "jobs[0].chunk_bytes", json_integer(33 * 10));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d != NULL && d->jobs[0].chunk_bytes == 330, "mxint8 10 blocks: %s", err);
+	deploy_free(d);
+	mutate(doc, "jobs[0].chunk_bytes", json_integer(1024));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d == NULL && strstr(err, "block size 33") != NULL, "1024 bytes: '%s'", err);
+	deploy_free(d);
+	mutate(doc, "jobs[0].chunk_bytes", json_integer(330));
+	mutate(doc, "jobs[1].algorithm", json_string("selmcast"));
+	mutate(doc, "jobs[1].dtype", json_string("mxfp8"));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d == NULL && strstr(err, "jobs[1].dtype") != NULL, "selmcast mxfp8: '%s'", err);
+	deploy_free(d);
+	mutate(doc, "jobs[1].dtype", json_string("bf16"));
+	mutate(doc, "jobs[0].chunk_bytes", json_integer(330));
+	mutate(doc, "jobs[0].elements", json_integer(1048577));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d == NULL && strstr(err, "whole number of mxint8 blocks") != NULL &&
+	      strstr(err, "jobs[0].elements") != NULL, "elements: '%s'", err);
+	deploy_free(d);
+	json_decref(doc);
+}
+
 static void
 test_bad_fields(void)
 {
@@ -354,6 +393,7 @@ main(void)
 	CU_add_test(s, "the example and its defaults", test_example);
 	CU_add_test(s, "paths relative to the deployment", test_relative_paths);
 	CU_add_test(s, "every bad field is named", test_bad_fields);
+	CU_add_test(s, "MX jobs: whole blocks", test_mx);
 	CU_add_test(s, "selmcast jobs and their options", test_selmcast);
 	CU_add_test(s, "JSON syntax errors", test_syntax);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -13,7 +13,11 @@
  *    (scalar suite, on a sample of every exponent and the tie patterns);
  *  - hand-picked rounding cases, NaN propagation of adds, subnormals, signed zeros and
  *    infinities through the adds (exact IEEE bits: no flush-to-zero), exact sums of integer
- *    data.
+ *    data;
+ *  - MX: every code under every scale decoded, and encoding, against a reference written
+ *    from the OCP MX text (element values from their definitions, nearest code by search);
+ *    round trips of every code; odd block counts at odd offsets; zero, NaN and infinity
+ *    blocks, the largest and smallest scales, ties and saturation.
  * Plus a suite for variant selection. main returns the number of failures.
  */
 #include <inttypes.h>
@@ -989,6 +993,494 @@ static void test_csum16(void)
 	CU_ASSERT(bad == 0);
 }
 
+/* --- MX formats ------------------------------------------------------------------------ */
+
+/*
+ * A reference written from the OCP MX v1.0 text, independent of the kernels' bit tricks:
+ * element values from their definitions, X x P in double (exact) rounded once to fp32, and
+ * encoding by a search over every code of the element type for the one nearest to V / X
+ * (ties to the even code, which is the even mantissa, or the even integer for INT8),
+ * saturating at the largest magnitude.
+ */
+static const char *const mx_names[SUM_MX_COUNT] = {"mxint8", "mxfp8", "mxfp4"};
+static const int mx_emax[SUM_MX_COUNT] = {0, 8, 2};
+
+/* Element value of a code; NaN for E4M3 S.1111.111. */
+static double ref_p(enum sum_mx f, unsigned int c)
+{
+	if (f == SUM_MX_INT8)
+		return (double)(int8_t)c / 64.0;
+	if (f == SUM_MX_FP8) {
+		unsigned int e = (c >> 3) & 15, m = c & 7;
+		double v = e == 0 ? m / 8.0 * pow2(-6) : (1.0 + m / 8.0) * pow2((int)e - 7);
+
+		if ((c & 0x7f) == 0x7f)
+			return NAN;
+		return (c & 0x80) ? -v : v;
+	}
+	unsigned int e = (c >> 1) & 3, m = c & 1;
+	double v = e == 0 ? m * 0.5 : (1.0 + m / 2.0) * pow2((int)e - 1);
+
+	return (c & 8) ? -v : v;
+}
+
+static unsigned int ref_code(enum sum_mx f, const uint8_t *elems, unsigned int i)
+{
+	return f == SUM_MX_FP4 ? (elems[i / 2] >> (4 * (i & 1))) & 0xf : elems[i];
+}
+
+/* Decode n_blocks of a chunk in the wire layout. */
+static void ref_decode(enum sum_mx f, const uint8_t *src, size_t n_blocks, uint32_t *out)
+{
+	const size_t eb = sum_mx_elem_bytes(f);
+
+	for (size_t b = 0; b < n_blocks; b++) {
+		unsigned int sc = src[n_blocks * eb + b];
+
+		for (unsigned int i = 0; i < SUM_MX_BLOCK; i++) {
+			double p = ref_p(f, ref_code(f, src + b * eb, i));
+			uint32_t *o = &out[b * SUM_MX_BLOCK + i];
+
+			if (sc == 255 || p != p)
+				*o = 0x7fc00000u;
+			else
+				*o = f2u((float)(p * pow2((int)sc - 127)));
+		}
+	}
+}
+
+static unsigned int ref_round(enum sum_mx f, double t)
+{
+	unsigned int best = 0, top = f == SUM_MX_INT8 ? 128 : f == SUM_MX_FP8 ? 0x7f : 8;
+	double bd = t;
+
+	for (unsigned int c = 1; c < top; c++) {
+		double d = fabs(ref_p(f, c) - t);
+
+		if (d < bd || (d == bd && (c & 1) == 0)) {
+			bd = d;
+			best = c;
+		}
+	}
+	return best;
+}
+
+static void ref_encode(enum sum_mx f, const float *v, size_t n_blocks, uint8_t *dst)
+{
+	const size_t eb = sum_mx_elem_bytes(f);
+
+	memset(dst, 0, n_blocks * (eb + 1));
+	for (size_t b = 0; b < n_blocks; b++) {
+		const float *blk = v + b * SUM_MX_BLOCK;
+		double amax = 0;
+		bool special = false;
+		int sc = 0;
+
+		for (unsigned int i = 0; i < SUM_MX_BLOCK; i++) {
+			double a = fabs((double)blk[i]);
+
+			special |= a != a || a == INFINITY;
+			amax = a > amax ? a : amax;
+		}
+		if (special)
+			sc = 255;
+		else if (amax > 0)
+			sc = ilog2(amax) - mx_emax[f] + 127;
+		sc = sc < 0 ? 0 : sc;
+		dst[n_blocks * eb + b] = (uint8_t)sc;
+		if (sc == 255)
+			continue;
+		for (unsigned int i = 0; i < SUM_MX_BLOCK; i++) {
+			bool neg = (f2u(blk[i]) >> 31) != 0;
+			unsigned int mag = ref_round(f, fabs((double)blk[i]) / pow2(sc - 127)), c;
+
+			if (f == SUM_MX_INT8)
+				c = neg ? (256 - mag) & 0xff : mag;
+			else
+				c = mag | (neg ? (f == SUM_MX_FP8 ? 0x80 : 0x8) : 0);
+			if (f == SUM_MX_FP4)
+				dst[b * eb + i / 2] |= (uint8_t)(c << (4 * (i & 1)));
+			else
+				dst[b * eb + i] = (uint8_t)c;
+		}
+	}
+}
+
+/* Compare decoded fp32 words, both NaN counting as equal only if both are 0x7fc00000. */
+static int cmp_words(const char *what, enum sum_mx f, const uint32_t *got, const uint32_t *want,
+		     size_t n)
+{
+	int bad = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (got[i] == want[i])
+			continue;
+		if (bad++ < MAX_REPORT && reported++ < MAX_REPORT)
+			printf("\n  %s %s %s [%zu]: got 0x%08x want 0x%08x", cur->name, mx_names[f],
+			       what, i, got[i], want[i]);
+	}
+	return bad;
+}
+
+static int cmp_bytes(const char *what, enum sum_mx f, const uint8_t *got, const uint8_t *want,
+		     size_t n)
+{
+	int bad = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (got[i] == want[i])
+			continue;
+		if (bad++ < MAX_REPORT && reported++ < MAX_REPORT)
+			printf("\n  %s %s %s byte %zu: got 0x%02x want 0x%02x", cur->name,
+			       mx_names[f], what, i, got[i], want[i]);
+	}
+	return bad;
+}
+
+/* Every code point under every scale: decode and decode-add against the reference. */
+static void test_mx_decode_all(void)
+{
+	enum { NB = 16 };               /* 256 bytes: 8 blocks of 8-bit codes, 16 of fp4 */
+	static uint8_t src[NB * 33];
+	static uint32_t want[NB * 32], got[NB * 32], acc0[NB * 32];
+	int bad = 0;
+
+	reported = 0;
+	for (int f = 0; f < SUM_MX_COUNT; f++) {
+		const size_t eb = sum_mx_elem_bytes((enum sum_mx)f);
+		size_t nb = f == SUM_MX_FP4 ? 16 : 8;
+
+		for (size_t i = 0; i < nb * eb; i++)       /* every byte value */
+			src[i] = (uint8_t)i;
+		for (unsigned int sc = 0; sc < 256; sc++) {
+			for (size_t b = 0; b < nb; b++)
+				src[nb * eb + b] = (uint8_t)((sc + b * 37) % 256);
+			ref_decode((enum sum_mx)f, src, nb, want);
+			memset(got, 0x55, sizeof(got));
+			cur->mx_widen[f]((float *)got, src, nb);
+			bad += cmp_words("widen", (enum sum_mx)f, got, want, nb * 32);
+			/* decode-add onto finite values: acc + (the reference's value), in fp32 */
+			for (size_t i = 0; i < nb * 32; i++) {
+				acc0[i] = f2u(rand_f32_normal());
+				got[i] = acc0[i];
+				if (!f32_is_nan(want[i]))
+					want[i] = f2u(u2f(acc0[i]) + u2f(want[i]));
+			}
+			cur->mx_widen_add[f]((float *)got, src, nb);
+			bad += cmp_words("widen_add", (enum sum_mx)f, got, want, nb * 32);
+		}
+	}
+	CU_ASSERT(bad == 0);
+}
+
+/* Values that test the rounding: code values, midpoints (ties), midpoints +- one ulp, and
+ * values past the largest magnitude, each times a scale, in blocks whose largest element
+ * pins the scale. */
+static float mx_hard_value(enum sum_mx f, int sc)
+{
+	uint64_t r = rng();
+	unsigned int top = f == SUM_MX_INT8 ? 127 : f == SUM_MX_FP8 ? 0x7e : 7;
+	unsigned int c = (unsigned int)(r % top);
+	double lo = ref_p(f, c), hi = ref_p(f, c + 1), t;
+	float v;
+
+	switch ((r >> 16) % 5) {
+	case 0:
+		t = lo;
+		break;
+	case 1:
+		t = (lo + hi) / 2;
+		break;
+	case 2:
+		t = hi * (1 + pow2(-20)) + ref_p(f, top) * ((r >> 24) % 3); /* past the top */
+		break;
+	default:
+		t = (lo + hi) / 2;
+		break;
+	}
+	v = (float)(t * pow2(sc - 127));
+	if ((r >> 16) % 5 == 3)
+		v = u2f(f2u(v) + 1);
+	else if ((r >> 16) % 5 == 4 && f2u(v) != 0)
+		v = u2f(f2u(v) - 1);
+	return (r >> 40) & 1 ? -v : v;
+}
+
+static void fill_mx_block(enum sum_mx f, float *blk, uint64_t kind)
+{
+	int sc = (int)(rng() % 255);
+
+	for (unsigned int i = 0; i < SUM_MX_BLOCK; i++) {
+		switch (kind % 6) {
+		case 0:
+			blk[i] = rand_f32_normal();
+			break;
+		case 1:
+			blk[i] = u2f(rand_f32_bits());
+			break;
+		case 2:
+			blk[i] = mx_hard_value(f, sc);
+			break;
+		case 3:                 /* every element rounds to zero but one */
+			blk[i] = (float)(pow2(sc - 127) * ref_p(f, 1) * 0.49);
+			break;
+		case 4:                 /* fp32 subnormals and zeros: the smallest scale */
+			blk[i] = u2f((uint32_t)(rng() & 0x807fffff) >> ((rng() % 4) * 8));
+			break;
+		default:                /* the largest scales */
+			blk[i] = u2f((uint32_t)(0x7e000000 + (rng() % 0x1800000)) |
+				     (uint32_t)(rng() & 1) << 31);
+			break;
+		}
+	}
+	if (kind % 6 == 3)
+		blk[rng() % SUM_MX_BLOCK] = (float)(pow2(sc - 127) * ref_p(f, 5));
+	if (kind % 6 == 2)              /* the top magnitude pins the scale to sc */
+		blk[rng() % SUM_MX_BLOCK] = (float)(pow2(sc - 127) * (f == SUM_MX_INT8 ? 1.5 :
+								      f == SUM_MX_FP8 ? 300 : 5));
+}
+
+/* Encode against the reference: random, hard, zero-rounding, subnormal, huge blocks. */
+static void test_mx_encode_ref(void)
+{
+	enum { NB = 64 };
+	static float v[NB * 32];
+	static uint8_t want[NB * 33], got[NB * 33];
+	int bad = 0;
+
+	reported = 0;
+	for (int f = 0; f < SUM_MX_COUNT; f++) {
+		const size_t bytes = NB * (sum_mx_elem_bytes((enum sum_mx)f) + 1);
+
+		for (int rep = 0; rep < 60; rep++) {
+			for (size_t b = 0; b < NB; b++)
+				fill_mx_block((enum sum_mx)f, v + b * 32, rng());
+			ref_encode((enum sum_mx)f, v, NB, want);
+			memset(got, 0x55, sizeof(got));
+			cur->mx_narrow[f](got, v, NB);
+			bad += cmp_bytes("narrow", (enum sum_mx)f, got, want, bytes);
+		}
+	}
+	CU_ASSERT(bad == 0);
+}
+
+/* Every code under every scale that keeps the block finite encodes back to itself, in a
+ * block that holds the largest magnitude (which fixes the scale). */
+static void test_mx_round_trip(void)
+{
+	static uint8_t src[8 * 33], got[8 * 33];
+	static float v[8 * 32];
+	int bad = 0;
+
+	reported = 0;
+	for (int f = 0; f < SUM_MX_COUNT; f++) {
+		const size_t eb = sum_mx_elem_bytes((enum sum_mx)f);
+		unsigned int top = f == SUM_MX_INT8 ? 0x7f : f == SUM_MX_FP8 ? 0x7e : 0x7;
+		size_t nb = f == SUM_MX_FP4 ? 1 : 8;    /* every code (fp4: all 16 twice) */
+		unsigned int smax = f == SUM_MX_INT8 ? 254 : f == SUM_MX_FP8 ? 246 : 252;
+
+		for (unsigned int sc = 0; sc <= smax; sc++) {
+			for (size_t i = 0; i < nb * eb; i++) {
+				unsigned int c = (unsigned int)i, c2;
+
+				if (f == SUM_MX_FP4) {
+					c = (unsigned int)(2 * i) % 16;
+					c2 = (c + 1) % 16;
+					src[i] = (uint8_t)(c | c2 << 4);
+					continue;
+				}
+				/* neither NaN, nor INT8's -2, nor INT8's -0 (none) */
+				if ((f == SUM_MX_FP8 && (c & 0x7f) == 0x7f) ||
+				    (f == SUM_MX_INT8 && c == 0x80))
+					c = top;
+				src[i] = (uint8_t)c;
+			}
+			if (f == SUM_MX_FP4)
+				src[0] = (uint8_t)(top | (src[0] & 0xf0));
+			for (size_t b = 0; b < nb; b++) {
+				if (f != SUM_MX_FP4)
+					src[b * eb] = (uint8_t)top;     /* pins the scale */
+				src[nb * eb + b] = (uint8_t)sc;
+			}
+			ref->mx_widen[f](v, src, nb);
+			cur->mx_narrow[f](got, v, nb);
+			bad += cmp_bytes("round trip", (enum sum_mx)f, got, src, nb * (eb + 1));
+		}
+	}
+	CU_ASSERT(bad == 0);
+}
+
+/* One block count at one pair of offsets: narrow, widen_add and widen against the reference,
+ * canaries intact; returns the mismatches. */
+static int mx_length_case(enum sum_mx f, size_t nb, size_t off, size_t soff)
+{
+	const size_t eb = sum_mx_elem_bytes(f) + 1;
+	struct gbuf acc, acc_ref, enc, enc_ref;
+	int bad = 0;
+
+	gbuf_init(&acc, nb * 128, off);
+	gbuf_init(&acc_ref, nb * 128, 0);
+	gbuf_init(&enc, nb * eb, soff);
+	gbuf_init(&enc_ref, nb * eb, 0);
+	for (size_t b = 0; b < nb; b++)
+		fill_mx_block(f, (float *)acc_ref.p + b * 32, rng());
+	memcpy(acc.p, acc_ref.p, nb * 128);
+	cur->mx_narrow[f](enc.p, (const float *)acc.p, nb);
+	ref->mx_narrow[f](enc_ref.p, (const float *)acc_ref.p, nb);
+	bad += cmp_bytes("narrow", f, enc.p, enc_ref.p, nb * eb);
+	bad += !gbuf_canaries_ok(&enc);
+	cur->mx_widen_add[f]((float *)acc.p, enc.p, nb);
+	ref->mx_widen_add[f]((float *)acc_ref.p, enc_ref.p, nb);
+	/* NaN + NaN may keep either payload (sum.h): compare classes there */
+	for (size_t i = 0; i < nb * 32; i++) {
+		uint32_t a, r;
+
+		memcpy(&a, acc.p + 4 * i, 4);
+		memcpy(&r, acc_ref.p + 4 * i, 4);
+		bad += a != r && !(f32_is_nan(a) && f32_is_nan(r));
+	}
+	cur->mx_widen[f]((float *)acc.p, enc.p, nb);
+	ref->mx_widen[f]((float *)acc_ref.p, enc_ref.p, nb);
+	bad += memcmp(acc.p, acc_ref.p, nb * 128) != 0;
+	bad += !gbuf_canaries_ok(&acc);
+	gbuf_fini(&acc);
+	gbuf_fini(&acc_ref);
+	gbuf_fini(&enc);
+	gbuf_fini(&enc_ref);
+	return bad;
+}
+
+/* Odd block counts at odd offsets: the same bytes as the reference, nothing outside. */
+static void test_mx_lengths(void)
+{
+	static const size_t counts[] = {0, 1, 2, 3, 5, 7, 13, 43, 139};
+	int bad = 0;
+
+	reported = 0;
+	for (int f = 0; f < SUM_MX_COUNT; f++)
+		for (size_t ci = 0; ci < ARRAY_LEN(counts); ci++)
+			for (size_t oi = 0; oi < ARRAY_LEN(dst_offsets); oi++)
+				bad += mx_length_case((enum sum_mx)f, counts[ci], dst_offsets[oi],
+						      src_offsets[oi % 4]);
+	CU_ASSERT(bad == 0);
+}
+
+/* The cases the specification names, spelled out. */
+static void test_mx_cases(void)
+{
+	static float v[64];
+	static uint8_t e[66];
+	static float d[64];
+
+	for (int f = 0; f < SUM_MX_COUNT; f++) {
+		const size_t eb = sum_mx_elem_bytes((enum sum_mx)f);
+
+		/* All zeros: the smallest scale, zero elements, zeros back. */
+		memset(v, 0, sizeof(v));
+		cur->mx_narrow[f](e, v, 2);
+		CU_ASSERT(e[2 * eb] == 0 && e[2 * eb + 1] == 0);
+		for (size_t i = 0; i < 2 * eb; i++)
+			CU_ASSERT(e[i] == 0);
+		cur->mx_widen[f](d, e, 2);
+		for (int i = 0; i < 64; i++)
+			CU_ASSERT(f2u(d[i]) == 0);
+		/* A NaN or an infinity in a block: scale NaN, the whole block NaN, not the
+		 * other block. */
+		for (int i = 0; i < 64; i++)
+			v[i] = (float)(i + 1);
+		v[3] = u2f(0x7f800000);
+		v[40] = u2f(0xffc00001);
+		cur->mx_narrow[f](e, v, 2);
+		CU_ASSERT(e[2 * eb] == 0xff && e[2 * eb + 1] == 0xff);
+		v[40] = 33.0f;
+		cur->mx_narrow[f](e, v, 2);
+		CU_ASSERT(e[2 * eb] == 0xff && e[2 * eb + 1] != 0xff);
+		cur->mx_widen[f](d, e, 2);
+		for (int i = 0; i < 32; i++)
+			CU_ASSERT(f2u(d[i]) == 0x7fc00000u);
+		for (int i = 32; i < 64; i++)
+			CU_ASSERT(!f32_is_nan(f2u(d[i])));
+		/* The largest fp32 values: scale 254 (INT8), finite back, saturated. */
+		for (int i = 0; i < 32; i++)
+			v[i] = u2f(0x7f7fffff);
+		cur->mx_narrow[f](e, v, 1);
+		CU_ASSERT(e[eb] == (f == SUM_MX_INT8 ? 254 : f == SUM_MX_FP8 ? 246 : 252));
+		cur->mx_widen[f](d, e, 1);
+		for (int i = 0; i < 32; i++)
+			CU_ASSERT(d[i] > 1e38f && d[i] < u2f(0x7f800000));
+	}
+	/* MXINT8 0x80 is -2 x X; E4M3 0x7f and 0xff are NaN; E2M1 has every code finite. */
+	memset(e, 0, sizeof(e));
+	e[0] = 0x80;
+	e[32] = 127;
+	cur->mx_widen[SUM_MX_INT8](d, e, 1);
+	CU_ASSERT(d[0] == -2.0f);
+	/* -2 x 2^127 overflows to -infinity before the add, as the product is rounded
+	 * first (a fused add would give -2^128 + 3e38, finite). */
+	e[32] = 254;
+	for (int i = 0; i < 32; i++)
+		d[i] = 3e38f;
+	cur->mx_widen_add[SUM_MX_INT8](d, e, 1);
+	CU_ASSERT(f2u(d[0]) == 0xff800000u && d[1] == 3e38f);
+	e[0] = 0x7f;
+	e[1] = 0xff;
+	e[2] = 0x7e;
+	e[32] = 127;
+	cur->mx_widen[SUM_MX_FP8](d, e, 1);
+	CU_ASSERT(f2u(d[0]) == 0x7fc00000u && f2u(d[1]) == 0x7fc00000u && d[2] == 448.0f);
+	e[0] = 0xf7;            /* -6 then 6 */
+	e[16] = 127;
+	cur->mx_widen[SUM_MX_FP4](d, e, 1);
+	CU_ASSERT(d[0] == 6.0f && d[1] == -6.0f);
+	/* Saturation and ties: 1.99 -> 127/64 in INT8; 2.5 -> 2 and 3.5 -> 4 in E2M1 (X = 1). */
+	memset(v, 0, sizeof(v));
+	v[0] = 1.99f;
+	cur->mx_narrow[SUM_MX_INT8](e, v, 1);
+	CU_ASSERT(e[0] == 127 && e[32] == 127);
+	v[0] = 6.0f;
+	v[1] = 2.5f;
+	v[2] = 3.5f;
+	v[3] = -0.25f;          /* a tie between 0 and 0.5: -0 */
+	cur->mx_narrow[SUM_MX_FP4](e, v, 1);
+	CU_ASSERT(e[0] == (0x7 | 0x4 << 4) && e[1] == (0x6 | 0x8 << 4) && e[16] == 127);
+}
+
+/* The worked example of docs/PROTOCOL.md section 4, byte for byte. */
+static void test_mx_protocol_example(void)
+{
+	static const uint8_t want[SUM_MX_COUNT][33] = {
+		{ 0xd0, 0xd4, 0xd8, 0xdc, 0xe0, 0xe4, 0xe8, 0xec, 0xf0, 0xf4, 0xf8, 0xfc, 0x00,
+		  0x04, 0x08, 0x0c, 0x10, 0x14, 0x18, 0x1c, 0x20, 0x24, 0x28, 0x2c, 0x30, 0x34,
+		  0x38, 0x3c, 0x40, 0x44, 0x48, 0x4c, 0x80 },
+		{ 0xf4, 0xf3, 0xf2, 0xf1, 0xf0, 0xee, 0xec, 0xea, 0xe8, 0xe4, 0xe0, 0xd8, 0x00,
+		  0x58, 0x60, 0x64, 0x68, 0x6a, 0x6c, 0x6e, 0x70, 0x71, 0x72, 0x73, 0x74, 0x75,
+		  0x76, 0x77, 0x78, 0x78, 0x79, 0x7a, 0x78 },
+		{ 0xdd, 0xcc, 0xcc, 0xab, 0xaa, 0x89, 0x00, 0x21, 0x22, 0x43, 0x44, 0x54, 0x55,
+		  0x66, 0x66, 0x66, 0x7e },
+	};
+	float v[32], d[32];
+	uint8_t got[33], r[33];
+
+	for (int i = 0; i < 32; i++)
+		v[i] = (float)(i - 12) / 8.0f;
+	for (int f = 0; f < SUM_MX_COUNT; f++) {
+		size_t len = sum_mx_elem_bytes((enum sum_mx)f) + 1;
+
+		cur->mx_narrow[f](got, v, 1);
+		ref_encode((enum sum_mx)f, v, 1, r);
+		CU_ASSERT(memcmp(got, want[f], len) == 0);
+		CU_ASSERT(memcmp(r, want[f], len) == 0);
+		cur->mx_widen[f](d, want[f], 1);
+		if (f == SUM_MX_INT8)
+			for (int i = 0; i < 32; i++)
+				CU_ASSERT(d[i] == v[i]);
+	}
+	cur->mx_widen[SUM_MX_FP8](d, want[SUM_MX_FP8], 1);
+	CU_ASSERT(d[29] == 2.0f && d[31] == 2.5f);
+	cur->mx_widen[SUM_MX_FP4](d, want[SUM_MX_FP4], 1);
+	CU_ASSERT(d[0] == -1.5f && d[1] == -1.5f && f2u(d[11]) == 0x80000000u && d[31] == 2.0f);
+}
+
 static const struct {
 	const char *name;
 	CU_TestFunc fn;
@@ -1011,6 +1503,12 @@ static const struct {
 	{"subnormals, signed zeros, infinities: IEEE, no FTZ/DAZ", test_ieee_adds},
 	{"integer sums are exact", test_integer_sums_exact},
 	{"csum16 matches the byte-wise reference", test_csum16},
+	{"mx: every code under every scale decodes as specified", test_mx_decode_all},
+	{"mx: encode matches the specification's conversion", test_mx_encode_ref},
+	{"mx: every code round-trips", test_mx_round_trip},
+	{"mx: odd block counts and offsets match scalar", test_mx_lengths},
+	{"mx: zeros, NaN, infinity, extreme scales, ties", test_mx_cases},
+	{"PROTOCOL.md MX worked example", test_mx_protocol_example},
 };
 
 int main(void)

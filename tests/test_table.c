@@ -356,7 +356,7 @@ check_union(const struct topo *t, const struct plan *p, const struct table_deplo
 	uint32_t *below = calloc((size_t)t->n_nodes, sizeof(*below)), total = 0;
 	uint64_t n_chunks, covered = 0;
 	char err[TABLE_ERR_MAX];
-	int bad = 0, esize = (int)table_dtype_size(d->dtype);
+	int bad = 0, esize = (int)table_dtype_unit_bytes(d->dtype);
 
 #define BAD(...)                                           \
 	do {                                               \
@@ -379,7 +379,8 @@ check_union(const struct topo *t, const struct plan *p, const struct table_deplo
 		    tables[v]->cset_blocks != d->cset_blocks ||
 		    !gw_is_node(&tables[v]->gw, &d->nodes[v]) || tables[v]->dtype != d->dtype ||
 		    tables[v]->elements != d->elements ||
-		    tables[v]->chunk_elements * (uint32_t)esize != d->chunk_bytes ||
+		    tables[v]->chunk_elements / table_dtype_granule(d->dtype) * (uint32_t)esize !=
+			    d->chunk_bytes ||
 		    table_n_chunks(tables[v]) != n_chunks)
 			BAD("node %d: header", v);
 	}
@@ -530,6 +531,17 @@ test_names(void)
 	CU_ASSERT_EQUAL(table_dtype_size(TABLE_DTYPE_FP16), 2);
 	CU_ASSERT_EQUAL(table_dtype_size(TABLE_DTYPE_BF16), 2);
 	CU_ASSERT_EQUAL(table_dtype_size(0), 0);
+	CU_ASSERT_EQUAL(table_dtype_from_name("mxfp4"), TABLE_DTYPE_MXFP4);
+	CU_ASSERT_STRING_EQUAL(table_dtype_name(TABLE_DTYPE_MXINT8), "mxint8");
+	CU_ASSERT_EQUAL(table_dtype_size(TABLE_DTYPE_MXFP8), 0);
+	CU_ASSERT_EQUAL(table_dtype_granule(TABLE_DTYPE_MXFP8), 32);
+	CU_ASSERT_EQUAL(table_dtype_granule(TABLE_DTYPE_FP32), 1);
+	CU_ASSERT_EQUAL(table_dtype_granule(0), 0);
+	CU_ASSERT_EQUAL(table_dtype_unit_bytes(TABLE_DTYPE_MXINT8), 33);
+	CU_ASSERT_EQUAL(table_dtype_unit_bytes(TABLE_DTYPE_MXFP4), 17);
+	CU_ASSERT_EQUAL(table_dtype_bytes(TABLE_DTYPE_MXFP4, 64), 34);
+	CU_ASSERT_EQUAL(table_dtype_bytes(TABLE_DTYPE_MXINT8, 33), 66);
+	CU_ASSERT_EQUAL(table_dtype_bytes(TABLE_DTYPE_BF16, 33), 66);
 	CU_ASSERT_STRING_EQUAL(table_role_name(TABLE_ROLE_ROOT), "root");
 	CU_ASSERT_STRING_EQUAL(table_role_name(TABLE_ROLE_INTERIOR), "interior");
 	CU_ASSERT_STRING_EQUAL(table_role_name(TABLE_ROLE_LEAF), "leaf");
@@ -968,6 +980,20 @@ test_compile_variants(void)
 		ROUND_TRIP(tb[A]);
 		table_free(tb[A]);
 	}
+	/* mxint8: chunk_bytes in whole blocks of 33 bytes, 32 elements each. */
+	sc.d.dtype = TABLE_DTYPE_MXINT8;
+	sc.d.chunk_bytes = 33 * 31;
+	sc.d.elements -= sc.d.elements % 32;
+	tb[A] = COMPILE(&sc, A);
+	if (tb[A] != NULL) {
+		CU_ASSERT_EQUAL(tb[A]->chunk_elements, 31 * 32);
+		ROUND_TRIP(tb[A]);
+		table_free(tb[A]);
+	}
+	sc.d.elements += 16;    /* half a block more: refused */
+	COMPILE_REJECTS(&sc, A, EINVAL, "whole number of mxint8 blocks");
+	sc.d.elements -= 16;
+	sc.d.chunk_bytes = 1024;
 	/* Slot floor and cap from the deployment; the cap is limits.max_slots. */
 	sc.d.dtype = TABLE_DTYPE_BF16;
 	sc.d.slots_min = 100;
@@ -1495,6 +1521,30 @@ test_parse_rejects(void)
 	EDIT_REJECTS(a, "elements", json_integer(0), "field 'elements'");
 	EDIT_REJECTS(a, "chunk_elements", json_integer(0), "field 'chunk_elements'");
 	EDIT_REJECTS(a, "chunk_elements", json_integer(2049), "field 'chunk_elements'");
+	/* MX: a chunk is a whole number of blocks of 32, the last chunk too. */
+	if (a->chunk_elements % 32 == 0) {
+		json_int_t whole = (json_int_t)a->chunk_elements * (json_int_t)table_n_chunks(a);
+		json_t *j = tj(a);
+
+		jset(j, "dtype", json_string("mxint8"));
+		jset(j, "elements", json_integer(whole));
+		ACCEPTS(j);
+		j = tj(a);
+		jset(j, "dtype", json_string("mxfp4"));
+		jset(j, "elements", json_integer(whole - 16));
+		REJECTS2(j, "field 'elements'", "whole number of mxfp4 blocks");
+		j = tj(a);
+		jset(j, "dtype", json_string("mxfp8"));
+		jset(j, "elements", json_integer(whole));
+		jset(j, "chunk_elements", json_integer(a->chunk_elements + 1));
+		REJECTS2(j, "field 'chunk_elements'", "whole number of mxfp8 blocks");
+		j = tj(a);
+		jset(j, "dtype", json_string("mxfp4"));
+		jset(j, "chunk_elements", json_integer(15456));  /* 483 blocks: 8211 bytes */
+		REJECTS2(j, "field 'chunk_elements'", "8192 bytes per chunk");
+	} else {
+		CU_FAIL("the base table's chunks are not whole MX blocks: the MX cases need them");
+	}
 	EDIT_REJECTS(a, "trees.0.id", json_integer(65536), "field 'trees[0].id'");
 	EDIT_REJECTS(a, "trees.0.role", json_string("branch"), "field 'trees[0].role'");
 	EDIT_REJECTS(a, "trees.0.rate_gbps", json_string("fast"), "field 'trees[0].rate_gbps'");

@@ -524,9 +524,12 @@ test_bad_fields(void)
 		if (d == WIRE_DTYPE_FP32)
 			continue;
 		buf[5] = (uint8_t)d;
-		/* fp16/bf16 with the same count make a 2-byte element: a length error. */
+		/* fp16/bf16 with the same count make a 2-byte element: a length error; 4
+		 * elements are no whole MX block: a count error. */
 		if (d == WIRE_DTYPE_FP16 || d == WIRE_DTYPE_BF16)
 			EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_LENGTH, "dtype %u", d);
+		else if (wire_dtype_is_mx((enum wire_dtype)d))
+			EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_COUNT, "dtype %u", d);
 		else
 			EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_DTYPE, "dtype %u", d);
 	}
@@ -724,7 +727,7 @@ test_encode_rules(void)
 	ENC_FAIL(q.flags = 0x04, WIRE_REASON_FLAGS);
 	ENC_FAIL(q.tsecr = 1, WIRE_REASON_RESERVED);
 	ENC_FAIL(q.dtype = WIRE_DTYPE_NONE, WIRE_REASON_DTYPE);
-	ENC_FAIL(q.dtype = (enum wire_dtype)4, WIRE_REASON_DTYPE);
+	ENC_FAIL(q.dtype = (enum wire_dtype)7, WIRE_REASON_DTYPE);
 	ENC_FAIL(q.cset_blocks = WIRE_CSET_BLOCKS_MAX + 1, WIRE_REASON_CSET_LEN);
 	ENC_FAIL(q.sender = WIRE_NODE_NONE, WIRE_REASON_NODE);
 	ENC_FAIL(q.contrib = 0, WIRE_REASON_CONTRIB);
@@ -1022,6 +1025,21 @@ test_max_elems(void)
 	CHECK(wire_chunk_elems_default(1500, WIRE_DTYPE_FP16, 0) == 704, "default 1500 fp16");
 	CHECK(wire_chunk_elems_default(9000, WIRE_DTYPE_FP32, 0) == 2224, "default 9000 fp32");
 	CHECK(wire_chunk_elems_default(9000, WIRE_DTYPE_BF16, 0) == 4448, "default 9000 bf16");
+	/* MX: whole blocks of 33 (17) bytes. */
+	CHECK(wire_max_elems(1500, WIRE_DTYPE_MXINT8, 0) == 1344, "1500 mxint8");
+	CHECK(wire_max_elems(1500, WIRE_DTYPE_MXFP8, 2) == 1312, "1500 mxfp8, 2 set blocks");
+	CHECK(wire_max_elems(1500, WIRE_DTYPE_MXFP4, 0) == 2656, "1500 mxfp4");
+	CHECK(wire_max_elems(9000, WIRE_DTYPE_MXFP4, 0) == 16768, "9000 mxfp4");
+	CHECK(wire_chunk_elems_default(1500, WIRE_DTYPE_MXINT8, 0) == 1344, "default mxint8");
+	CHECK(wire_payload_bytes(WIRE_DTYPE_MXINT8, 64) == 66, "2 mxint8 blocks");
+	CHECK(wire_payload_bytes(WIRE_DTYPE_MXFP4, 64) == 34, "2 mxfp4 blocks");
+	CHECK(wire_payload_bytes(WIRE_DTYPE_MXFP8, 33) == 0, "a partial block");
+	CHECK(wire_payload_bytes(WIRE_DTYPE_BF16, 3) == 6, "bf16");
+	CHECK(wire_payload_bytes((enum wire_dtype)7, 32) == 0, "no dtype");
+	CHECK(wire_dtype_granule(WIRE_DTYPE_MXFP4) == 32 &&
+	      wire_dtype_granule(WIRE_DTYPE_FP16) == 1 &&
+	      wire_dtype_granule(WIRE_DTYPE_NONE) == 0, "granules");
+	CHECK(strcmp(wire_dtype_str(WIRE_DTYPE_MXFP8), "mxfp8") == 0, "name");
 	CHECK(wire_max_elems(575, WIRE_DTYPE_FP32, 0) == -EINVAL, "mtu too small");
 	CHECK(wire_max_elems(9001, WIRE_DTYPE_FP32, 0) == -EINVAL, "mtu too big");
 	CHECK(wire_max_elems(1500, WIRE_DTYPE_NONE, 0) == -EINVAL, "no dtype");
@@ -1334,11 +1352,29 @@ test_mcast(void)
 	buf[50] = 1;
 	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_RESERVED, "mcast reserved byte 50");
 	buf[50] = 0;
-	/* dtype 0 and 4. */
+	/* MX: whole blocks only. */
+	{
+		struct wire_pkt mp;
+		uint8_t mb[200];
+		size_t ml = make_pkt(mb, sizeof(mb), &mp, WIRE_TYPE_CONTRIB, WIRE_DTYPE_MXFP4, 0, 1,
+				     64);
+		struct wire_pkt out;
+
+		CHECK(ml == WIRE_HDR_LEN + 34, "mxfp4 length %zu", ml);
+		CHECK(wire_hdr_decode(mb, ml, &out, NULL) == 0 && out.payload_len == 34 &&
+		      out.dtype == WIRE_DTYPE_MXFP4, "mxfp4 decodes");
+		mb[33] = 48;    /* count 48: one block and a half */
+		EXPECT_FAIL(mb, ml, -EBADMSG, WIRE_REASON_COUNT, "mxfp4 count 48");
+		mb[33] = 96;
+		EXPECT_FAIL(mb, ml, -EBADMSG, WIRE_REASON_LENGTH, "mxfp4 count 96, 2 blocks");
+		mp.count = 33;
+		CHECK(wire_hdr_encode(mb, sizeof(mb), &mp, NULL) == -EINVAL, "encode count 33");
+	}
+	/* dtype 0 and 7. */
 	buf[5] = 0;
 	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_DTYPE, "mcast dtype 0");
-	buf[5] = 4;
-	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_DTYPE, "mcast dtype 4");
+	buf[5] = 7;
+	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_DTYPE, "mcast dtype 7");
 	buf[5] = WIRE_DTYPE_FP16;
 	/* No contributor set, ever. */
 	buf[6] = 1;

@@ -7,8 +7,9 @@
  * A CONTRIB finds its slot (per lcore, per tree: chunk & (slots - 1)); the first packet of
  * a chunk becomes the accumulator and every further one is summed into it with the SIMD
  * kernels and freed (fp16/bf16: summed into the slot's fp32 accumulator, rounded once at
- * the end). A complete slot sends its partial sum to the parent (the accumulator packet
- * itself, headers rewritten) or, at the root, becomes the RESULT. A RESULT is retained in
+ * the end; MX: each contribution decoded into that accumulator, the sum encoded once). A
+ * complete slot sends its partial sum to the parent (the accumulator packet itself, headers
+ * rewritten) or, at the root, becomes the RESULT. A RESULT is retained in
  * its slot and sent to every child gateway and local worker as a fresh 96-byte header
  * chained to one indirect mbuf of the payload that all the copies share: no payload is
  * copied, one mbuf is taken per copy.
@@ -572,6 +573,13 @@ result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t
 	fanout_end(seg, t->n_down, sent);
 }
 
+/* The kernels' MX format of an MX job's dtype (the same order). */
+static inline enum sum_mx
+mx_of(const struct dp_job *j)
+{
+	return (enum sum_mx)(j->dtype - WIRE_DTYPE_MXINT8);
+}
+
 /* All contributions are in: the partial sum goes up, or at the root the RESULT down. */
 static void
 complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
@@ -586,6 +594,8 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 		lc->k->narrow_f16(gr_payload(j, m), s->acc32, n);
 	else if (j->dtype == WIRE_DTYPE_BF16)
 		lc->k->narrow_bf16(gr_payload(j, m), s->acc32, n);
+	else if (wire_dtype_is_mx(j->dtype)) /* encoded once, as it leaves */
+		lc->k->mx_narrow[mx_of(j)](gr_payload(j, m), s->acc32, n / WIRE_MX_BLOCK);
 	s->acc = NULL;
 	lc->ctr[DP_CTR_CHUNKS_COMPLETED]++;
 	wh->sender = rte_cpu_to_be_16(j->self_id);
@@ -656,12 +666,23 @@ add(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct
 			rte_pktmbuf_free(m);
 		}
 		break;
-	default: /* bf16: the dtype matched the job's, which the table limits to three */
+	case WIRE_DTYPE_BF16:
 		if (s->acc == NULL) {
 			lc->k->widen_bf16(s->acc32, gr_payload(j, m), p->count);
 			s->acc = m;
 		} else {
 			lc->k->widen_add_bf16(s->acc32, gr_payload(j, m), p->count);
+			rte_pktmbuf_free(m);
+		}
+		break;
+	default: /* MX: the dtype matched the job's, whose table admits no other */
+		if (s->acc == NULL) {
+			lc->k->mx_widen[mx_of(j)](s->acc32, gr_payload(j, m),
+						  p->count / WIRE_MX_BLOCK);
+			s->acc = m;
+		} else {
+			lc->k->mx_widen_add[mx_of(j)](s->acc32, gr_payload(j, m),
+						      p->count / WIRE_MX_BLOCK);
 			rte_pktmbuf_free(m);
 		}
 		break;

@@ -7,16 +7,19 @@
  * (sum_f32). Chunks of fp16 or bf16 gradients are summed into an fp32 accumulator that the
  * aggregation slot owns: the first contribution is widened into it (widen_*), each further one
  * is widened and added (widen_add_*), and the result is rounded once, to nearest even, when
- * the chunk is complete (narrow_*).
+ * the chunk is complete (narrow_*). MX chunks (OCP Microscaling blocks) are decoded into that
+ * accumulator and the sum encoded once (mx_widen*, mx_narrow, below).
  *
- * Every kernel exists as a scalar reference (always) and as AVX2 (+F16C) and AVX-512 (F, BW)
+ * Every kernel exists as a scalar reference (always) and as AVX2 (+F16C, FMA) and AVX-512 (F, BW)
  * variants, compiled in separate files with their own -m flags. A variant is chosen once at
  * start (sum_kernels_select*) and used through the function pointers of struct sum_kernels.
  *
  * Contract common to every kernel of every variant:
  *  - Results are bit-identical across variants. Each element gets exactly one fp32 add,
  *    acc[i] + src[i], one rounding, never fused (FMA) or reassociated (the kernel files are
- *    built with -ffp-contract=off); element-wise adds do not depend on the vector width. The
+ *    built with -ffp-contract=off; the one written-out FMA, of MXINT8's decode-add, fuses
+ *    an exact product and so rounds as the add alone); element-wise adds do not depend on
+ *    the vector width. The
  *    rounding of fp32 adds follows MXCSR, which DPDK and this project leave at its default
  *    (round to nearest even, no FTZ/DAZ).
  *  - NaN: an add with exactly one NaN operand returns that NaN, quieted, in every variant (the
@@ -72,10 +75,33 @@
 /** Instruction-set variants of the kernels, in increasing order of preference. */
 enum sum_isa {
 	SUM_ISA_SCALAR = 0,     /* portable C, the reference in tests; always available */
-	SUM_ISA_AVX2,           /* AVX2 + F16C, 256-bit vectors */
+	SUM_ISA_AVX2,           /* AVX2 + F16C + FMA, 256-bit vectors */
 	SUM_ISA_AVX512,         /* AVX-512 F + BW, 512-bit vectors */
 	SUM_ISA_COUNT,
 };
+
+/**
+ * OCP Microscaling (MX v1.0) element formats of the wire's MX dtypes: blocks of SUM_MX_BLOCK
+ * elements sharing one E8M0 scale. The kernels take a chunk of n_blocks whole blocks in the
+ * wire's payload layout (docs/PROTOCOL.md section 4): the elements of every block in order
+ * (32 bytes a block for MXINT8 and MXFP8, 16 for MXFP4, two elements a byte, the first in the
+ * low nibble), then the n_blocks scale bytes.
+ */
+enum sum_mx {
+	SUM_MX_INT8 = 0,        /* MXINT8: two's complement, value n / 64 */
+	SUM_MX_FP8,             /* MXFP8 with E4M3 elements (bias 7, no infinity) */
+	SUM_MX_FP4,             /* MXFP4 with E2M1 elements (bias 1, no infinity, no NaN) */
+	SUM_MX_COUNT,
+};
+
+#define SUM_MX_BLOCK 32u        /* elements per block */
+
+/** Element bytes of one block of a format (the scale byte comes on top); 0 if unknown. */
+static inline unsigned int
+sum_mx_elem_bytes(enum sum_mx f)
+{
+	return f == SUM_MX_FP4 ? 16u : f < SUM_MX_FP4 ? 32u : 0u;
+}
 
 /**
  * One variant of every kernel. Tables are immutable and live for the whole process; select
@@ -100,6 +126,35 @@ struct sum_kernels {
 	void (*widen_bf16)(float *acc, const uint16_t *src, size_t n);
 	void (*widen_add_bf16)(float *acc, const uint16_t *src, size_t n);
 	void (*narrow_bf16)(uint16_t *dst, const float *acc, size_t n);
+
+	/**
+	 * MX chunks, indexed by enum sum_mx; src and dst are whole chunks in the wire layout
+	 * (above), n_blocks blocks. The first contribution is decoded into the fp32 accumulator
+	 * (mx_widen), each further one decoded and added (mx_widen_add), and the sum encoded
+	 * once, when it leaves (mx_narrow).
+	 *
+	 * Decode: element i of a block is X x P_i, the exact product rounded to fp32 (it is
+	 * exact unless |X x P_i| >= 2^128, which gives infinity; the encoder never produces
+	 * such a block). Decode-add is acc + X x P_i rounded once: since the product is
+	 * exact, a variant may fuse it into the add (the SIMD MXINT8 kernels do, below the
+	 * scale 254, where the product could overflow); the bits are the same. A scale 0xff
+	 * (NaN) decodes every element of its block to NaN, and so does an E4M3 element
+	 * S.1111.111; every NaN decoded is 0x7fc00000. MXINT8 0x80 decodes to -2 x X (the
+	 * encoder never produces it).
+	 *
+	 * Encode (the specification's conversion, with the choices it leaves made): a block
+	 * holding a NaN or an infinity gets the scale 0xff and all-zero elements. Otherwise
+	 * its scale is 2^(floor(log2(max |V_i|)) - emax) with emax the exponent of the
+	 * element's largest normal (INT8 0, E4M3 8, E2M1 2), clamped to the smallest scale
+	 * 2^-127 (also the scale of an all-zero block); each P_i = V_i / X is rounded to the
+	 * element type, to nearest with ties to even, saturating at its largest magnitude
+	 * (INT8 +-127/64: never 0x80; E4M3 448; E2M1 6); a negative value that rounds to
+	 * zero keeps its sign in E4M3 and E2M1 (-0), not in INT8. Integer arithmetic on the
+	 * fp32 bits: independent of MXCSR.
+	 */
+	void (*mx_widen[SUM_MX_COUNT])(float *acc, const uint8_t *src, size_t n_blocks);
+	void (*mx_widen_add[SUM_MX_COUNT])(float *acc, const uint8_t *src, size_t n_blocks);
+	void (*mx_narrow[SUM_MX_COUNT])(uint8_t *dst, const float *acc, size_t n_blocks);
 
 	/**
 	 * Internet checksum (RFC 1071) support: the one's-complement sum of init and of the
@@ -156,7 +211,7 @@ sum_csum_fold(uint64_t acc)
  * One variant by ISA, for tests and benchmarks.
  *
  * @param isa  SUM_ISA_SCALAR, SUM_ISA_AVX2 or SUM_ISA_AVX512.
- * @return     The table; NULL if the CPU lacks a required feature (AVX2 and F16C; AVX512F
+ * @return     The table; NULL if the CPU lacks a required feature (AVX2, F16C and FMA; AVX512F
  *             and AVX512BW), if the variant was not compiled in (non-x86 builds), or if isa
  *             is out of range. Ignores the EAL SIMD bitwidth limit. Any thread, no EAL needed.
  */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * AVX2 + F16C kernels (fast path), 8 fp32 lanes. Built with -mavx2 -mf16c -ffp-contract=off;
- * call only through sum_kernels_get()/sum_kernels_select(), which check the CPU first.
+ * AVX2 + F16C kernels (fast path), 8 fp32 lanes. Built with -mavx2 -mf16c -mfma
+ * -ffp-contract=off (no FMA in this file); call only through sum_kernels_get() and
+ * sum_kernels_select(), which check the CPU first.
  *
  * Main loops do 4 vectors (32 elements) per iteration, then single vectors, then a masked tail
  * (vmaskmovps for fp32; a zero-padded stack copy for the 16-bit side), so the tail goes
@@ -12,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "mx_impl.h"
 #include "sum.h"
 
 #define LANES 8
@@ -246,4 +248,5 @@ const struct sum_kernels sum_kernels_avx2 = {
 	.widen_add_bf16 = widen_add_bf16_avx2,
 	.narrow_bf16 = narrow_bf16_avx2,
 	.csum16 = csum16_avx2,
+	MX_TABLE(avx2),
 };

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "mx_impl.h"
 #include "sum.h"
 
 #define LANES 16
@@ -238,4 +239,5 @@ const struct sum_kernels sum_kernels_avx512 = {
 	.widen_add_bf16 = widen_add_bf16_avx512,
 	.narrow_bf16 = narrow_bf16_avx512,
 	.csum16 = csum16_avx512,
+	MX_TABLE(avx512),
 };

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "mx_impl.h"
 #include "sum.h"
 
 static inline float load_f32(const float *p)
@@ -205,4 +206,5 @@ const struct sum_kernels sum_kernels_scalar = {
 	.widen_add_bf16 = widen_add_bf16_scalar,
 	.narrow_bf16 = narrow_bf16_scalar,
 	.csum16 = csum16_scalar,
+	MX_TABLE(scalar),
 };

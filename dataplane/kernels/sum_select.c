@@ -1,20 +1,30 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * Choice of the kernel variant (slow path, once at start), from CPU flags and the SIMD width
- * limit, as DPDK's lib/net/rte_net_crc.c does. rte_cpu_get_flag_enabled() reads CPUID and
- * needs no EAL. Variants compiled in are announced by meson: SUM_HAVE_AVX2, SUM_HAVE_AVX512.
+ * Choice of the kernel variant (slow path, once at start), from CPU flags and a SIMD width
+ * limit. No DPDK: the worker library links the kernels too; the dataplane's EAL limit is
+ * applied in sum_select_eal.c. GCC's CPU builtins read CPUID. Variants compiled in are
+ * announced by meson: SUM_HAVE_AVX2, SUM_HAVE_AVX512.
  */
 #include <stdbool.h>
 
-#include <rte_cpuflags.h>
-#include <rte_vect.h>
-
 #include "sum.h"
 
-static bool cpu_has(enum rte_cpu_flag_t flag)
+#ifdef SUM_HAVE_AVX2
+static bool cpu_avx2(void)
 {
-	return rte_cpu_get_flag_enabled(flag) > 0;
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+	       __builtin_cpu_supports("fma");
 }
+#endif
+
+#ifdef SUM_HAVE_AVX512
+static bool cpu_avx512(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+}
+#endif
 
 const struct sum_kernels *sum_kernels_get(enum sum_isa isa)
 {
@@ -23,13 +33,13 @@ const struct sum_kernels *sum_kernels_get(enum sum_isa isa)
 		return &sum_kernels_scalar;
 	case SUM_ISA_AVX2:
 #ifdef SUM_HAVE_AVX2
-		if (cpu_has(RTE_CPUFLAG_AVX2) && cpu_has(RTE_CPUFLAG_F16C))
+		if (cpu_avx2())
 			return &sum_kernels_avx2;
 #endif
 		return NULL;
 	case SUM_ISA_AVX512:
 #ifdef SUM_HAVE_AVX512
-		if (cpu_has(RTE_CPUFLAG_AVX512F) && cpu_has(RTE_CPUFLAG_AVX512BW))
+		if (cpu_avx512())
 			return &sum_kernels_avx512;
 #endif
 		return NULL;
@@ -49,14 +59,4 @@ const struct sum_kernels *sum_kernels_select(unsigned int max_bitwidth)
 			return k;
 	}
 	return &sum_kernels_scalar;
-}
-
-const struct sum_kernels *sum_kernels_select_eal(void)
-{
-	unsigned int bw = rte_vect_get_max_simd_bitwidth();
-
-	/* 0 before rte_eal_init(); EAL would then set its default. */
-	if (bw == 0)
-		bw = RTE_VECT_DEFAULT_SIMD_BITWIDTH;
-	return sum_kernels_select(bw);
 }

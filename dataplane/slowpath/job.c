@@ -396,7 +396,7 @@ check_fit(struct dp *dp, struct dp_job *j, char *err, size_t errlen)
 		return -1;
 	}
 	/* A chunk's payload and its contributor set (if the job carries sets). */
-	size_t bytes = (size_t)tb->chunk_elements * table_dtype_size(tb->dtype) +
+	size_t bytes = (size_t)table_dtype_bytes(tb->dtype, tb->chunk_elements) +
 		       (size_t)tb->cset_blocks * WIRE_CSET_BLOCK;
 
 	if (bytes + WIRE_MTU_OVERHEAD > dp->prm.mtu) {

@@ -24,6 +24,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -38,6 +39,7 @@
 #include "georeduce.h"
 #include "halffloat.h"
 #include "jsonutil.h"
+#include "sum.h"
 #include "table.h"
 #include "wire.h"
 
@@ -48,6 +50,9 @@
 static_assert((int)GR_DTYPE_FP32 == (int)WIRE_DTYPE_FP32, "dtype codes agree");
 static_assert((int)GR_DTYPE_FP16 == (int)WIRE_DTYPE_FP16, "dtype codes agree");
 static_assert((int)GR_DTYPE_BF16 == (int)WIRE_DTYPE_BF16, "dtype codes agree");
+static_assert((int)GR_DTYPE_MXINT8 == (int)WIRE_DTYPE_MXINT8, "dtype codes agree");
+static_assert((int)GR_DTYPE_MXFP8 == (int)WIRE_DTYPE_MXFP8, "dtype codes agree");
+static_assert((int)GR_DTYPE_MXFP4 == (int)WIRE_DTYPE_MXFP4, "dtype codes agree");
 static_assert(GR_TREES_MAX == TABLE_TREES_MAX, "a table's trees fit a configuration");
 static_assert(GR_CSET_BLOCKS_MAX == WIRE_CSET_BLOCKS_MAX && GR_CSET_BLOCK == WIRE_CSET_BLOCK,
 	      "contributor sets as on the wire");
@@ -125,6 +130,11 @@ struct gr_client {
 	uint8_t *mdata;                 /* mahead x n_origins x mtensor bytes */
 	size_t mtensor;                 /* bytes of one tensor */
 	uint32_t mahead;
+	/* MX jobs: the caller's fp32 tensor encoded for the wire, chunk after chunk (each
+	 * chunk_wire bytes, the last one shorter), with the kernels the dataplane uses. */
+	const struct sum_kernels *k;
+	uint8_t *mxbuf;
+	size_t chunk_wire;
 	/* The chunk records are those of a call of resume_round that timed out, as it left
 	 * them (gr_options.resume). */
 	bool resumable;
@@ -170,6 +180,9 @@ now_us(void)
 size_t
 gr_dtype_size(enum gr_dtype dtype)
 {
+	/* MX jobs take and give fp32: the caller's buffer has 4 bytes an element. */
+	if (wire_dtype_is_mx((enum wire_dtype)dtype))
+		return 4;
 	return table_dtype_size((enum table_dtype)dtype);
 }
 
@@ -200,18 +213,24 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 {
 	struct gr_tree sorted[GR_TREES_MAX];
 	size_t esize;
+	unsigned int gran;
 	int64_t n_chunks;
 	uint64_t end = 0;
 
 	if (cfg == NULL)
 		return json_util_fail(err, errlen, "no configuration");
-	esize = gr_dtype_size(cfg->dtype);
+	esize = table_dtype_unit_bytes((enum table_dtype)cfg->dtype);
+	gran = table_dtype_granule((enum table_dtype)cfg->dtype);
 	if (esize == 0)
-		return json_util_fail(err, errlen, "dtype: %d is not fp32 (1), fp16 (2) or bf16 (3)",
-				      (int)cfg->dtype);
+		return json_util_fail(err, errlen, "dtype: %d is not fp32 (1), fp16 (2), bf16 (3), "
+				      "mxint8 (4), mxfp8 (5) or mxfp4 (6)", (int)cfg->dtype);
 	if (cfg->elements == 0)
 		return json_util_fail(err, errlen, "elements: must be at least 1");
-	if (cfg->chunk_elements == 0 || cfg->chunk_elements * esize > TABLE_CHUNK_BYTES_MAX)
+	if (cfg->chunk_elements % gran != 0 || cfg->elements % gran != 0)
+		return json_util_fail(err, errlen, "elements %llu, chunk_elements %u: %s chunks are "
+				      "whole blocks of %u", (unsigned long long)cfg->elements,
+				      cfg->chunk_elements, gr_dtype_name(cfg->dtype), gran);
+	if (cfg->chunk_elements == 0 || cfg->chunk_elements / gran * esize > TABLE_CHUNK_BYTES_MAX)
 		return json_util_fail(err, errlen,
 				      "chunk_elements: %u elements of %s must be 1 to %u bytes",
 				      cfg->chunk_elements, gr_dtype_name(cfg->dtype),
@@ -479,6 +498,7 @@ struct prepared {
 	uint8_t *mdata;
 	size_t mtensor;
 	uint32_t mahead;
+	uint8_t *mxbuf;                 /* MX jobs: the encoded tensor; NULL otherwise */
 };
 
 static void
@@ -489,11 +509,13 @@ prepared_free(struct prepared *p)
 	free(p->mgot);
 	free(p->mslot);
 	free(p->mdata);
+	free(p->mxbuf);
 	p->ch = NULL;
 	p->mbits = NULL;
 	p->mgot = NULL;
 	p->mslot = NULL;
 	p->mdata = NULL;
+	p->mxbuf = NULL;
 }
 
 /* Allocate gr_mcast_recv()'s bitmaps, counts and window into p (cfg has origins). */
@@ -554,6 +576,16 @@ prepare(const struct gr_config *cfg, int fd, struct prepared *p, char *err, size
 			return rc;
 		}
 	}
+	if (wire_dtype_is_mx((enum wire_dtype)cfg->dtype)) {
+		p->mxbuf = malloc(wire_payload_bytes((enum wire_dtype)cfg->dtype,
+						     (uint32_t)cfg->chunk_elements) * p->n_chunks);
+		if (p->mxbuf == NULL) {
+			(void)json_util_fail(err, errlen, "out of memory for %u encoded chunks",
+					     p->n_chunks);
+			prepared_free(p);
+			return -ENOMEM;
+		}
+	}
 	if (p->fd < 0) {
 		rc = open_socket(cfg, &p->fd, err, errlen);
 		if (rc < 0) {
@@ -576,6 +608,7 @@ install(struct gr_client *c, struct prepared *p)
 	free(c->mgot);
 	free(c->mslot);
 	free(c->mdata);
+	free(c->mxbuf);
 	if (c->fd >= 0 && c->fd != p->fd)
 		close(c->fd);
 	c->cfg = p->cfg;
@@ -593,6 +626,8 @@ install(struct gr_client *c, struct prepared *p)
 	c->mdata = p->mdata;
 	c->mtensor = p->mtensor;
 	c->mahead = p->mahead;
+	c->mxbuf = p->mxbuf;
+	c->chunk_wire = wire_payload_bytes((enum wire_dtype)c->cfg.dtype, c->cfg.chunk_elements);
 	c->resumable = false;
 }
 
@@ -612,6 +647,7 @@ gr_client_create(const struct gr_config *cfg, char *err, size_t errlen)
 	if (rc < 0)
 		goto fail;
 	c->fd = -1;
+	c->k = sum_kernels_select(UINT_MAX);    /* bit-identical whichever the CPU has */
 	install(c, &p);
 	for (unsigned int i = 0; i < RX_BATCH; i++) {
 		c->rxiov[i].iov_base = c->rxbuf + (size_t)i * RX_LEN;
@@ -672,6 +708,7 @@ gr_client_free(struct gr_client *c)
 	free(c->mgot);
 	free(c->mslot);
 	free(c->mdata);
+	free(c->mxbuf);
 	free(c);
 }
 
@@ -844,8 +881,14 @@ send_contrib(struct call *k, uint32_t chunk, bool retx, uint64_t now)
 	p.cset_blocks = cfg->cset_blocks;
 	p.contrib = 1;
 	p.count = (uint16_t)n;
-	tx_add(k, &p, k->buf + (size_t)chunk * cfg->chunk_elements * k->esize, n * k->esize,
-	       cfg->gateway_ipv4, wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, chunk));
+	if (k->c->mxbuf != NULL)        /* MX: the chunk as gr_allreduce() encoded it */
+		tx_add(k, &p, k->c->mxbuf + (size_t)chunk * k->c->chunk_wire,
+		       wire_payload_bytes(p.dtype, n), cfg->gateway_ipv4,
+		       wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, chunk));
+	else
+		tx_add(k, &p, k->buf + (size_t)chunk * cfg->chunk_elements * k->esize,
+		       n * k->esize, cfg->gateway_ipv4,
+		       wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, chunk));
 }
 
 static void
@@ -937,7 +980,7 @@ static void
 divide(uint8_t *p, uint32_t n, enum gr_dtype dt, uint16_t contrib)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		if (dt == GR_DTYPE_FP32) {
+		if (dt == GR_DTYPE_FP32 || wire_dtype_is_mx((enum wire_dtype)dt)) {
 			float v;
 
 			memcpy(&v, p + 4 * (size_t)i, 4);
@@ -985,7 +1028,12 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 	if (k->csets != NULL && c->cset_len != 0)
 		memcpy(k->csets + (size_t)p->chunk * c->cset_len, pkt + WIRE_HDR_LEN, c->cset_len);
 	dst = k->buf + (size_t)p->chunk * c->cfg.chunk_elements * k->esize;
-	memcpy(dst, pkt + p->payload_off, (size_t)n * k->esize);
+	if (c->mxbuf != NULL)           /* MX: decoded into the caller's fp32 */
+		c->k->mx_widen[p->dtype - WIRE_DTYPE_MXINT8]((float *)(void *)dst,
+							     pkt + p->payload_off,
+							     n / WIRE_MX_BLOCK);
+	else
+		memcpy(dst, pkt + p->payload_off, (size_t)n * k->esize);
 	if (k->average)
 		divide(dst, n, c->cfg.dtype, p->contrib);
 	unsigned int tr = tree_of(c, p->chunk);
@@ -1259,6 +1307,21 @@ call_resume(struct call *k, uint64_t now)
 	k->next_due = now;
 }
 
+/* An MX job's fp32 tensor buf encoded, chunk by chunk, into c->mxbuf. */
+static void
+mx_encode_all(struct gr_client *c, const void *buf)
+{
+	enum sum_mx f = (enum sum_mx)(c->cfg.dtype - GR_DTYPE_MXINT8);
+
+	for (uint32_t i = 0; i < c->n_chunks; i++) {
+		uint32_t n = wire_chunk_len(c->cfg.elements, c->cfg.chunk_elements, i);
+
+		c->k->mx_narrow[f](c->mxbuf + (size_t)i * c->chunk_wire,
+				   (const float *)buf + (size_t)i * c->cfg.chunk_elements,
+				   n / WIRE_MX_BLOCK);
+	}
+}
+
 int
 gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtype,
 	     uint32_t round, const struct gr_options *opt)
@@ -1298,6 +1361,8 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 		call_resume(&k, start);
 	else
 		memset(c->ch, 0, (size_t)c->n_chunks * sizeof(c->ch[0]));
+	if (c->mxbuf != NULL && !o->resume)     /* encode once; a resume sends the same bytes */
+		mx_encode_all(c, buf);
 	c->resumable = false;
 	for (unsigned int t = 0; t < c->cfg.n_trees; t++)
 		k.tprog_sent[t] = (uint32_t)start - 1; /* before every chunk of this call */
@@ -1416,6 +1481,9 @@ gr_mcast_send(struct gr_client *c, const void *buf, size_t elements, enum gr_dty
 	if (!cfg->mcast_send)
 		return fail(c, -EINVAL, "worker %u sends on no multicast stream of job %u",
 			    cfg->worker_id, cfg->job);
+	if (c->mxbuf != NULL)
+		return fail(c, -EINVAL, "%s: selective multicast carries element-wise dtypes only",
+			    gr_dtype_name(cfg->dtype));
 	if (dtype != cfg->dtype || elements != cfg->elements)
 		return fail(c, -EINVAL, "%zu elements of %s: the job's tensor is %llu of %s",
 			    elements, gr_dtype_name(dtype) ? gr_dtype_name(dtype) : "?",

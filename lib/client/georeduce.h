@@ -70,6 +70,13 @@ enum gr_dtype {
 	GR_DTYPE_FP32 = 1,      /* IEEE 754 binary32 */
 	GR_DTYPE_FP16 = 2,      /* IEEE 754 binary16 */
 	GR_DTYPE_BF16 = 3,      /* bfloat16 */
+	/* OCP Microscaling blocks of 32 on the wire, summed in fp32 at every gateway
+	 * (docs/PROTOCOL.md section 4). The caller's buffer is fp32, in and out: the library
+	 * encodes each chunk when it sends it and decodes each result into the buffer.
+	 * elements and chunk_elements are multiples of 32. Allreduce only (no multicast). */
+	GR_DTYPE_MXINT8 = 4,    /* MXINT8 */
+	GR_DTYPE_MXFP8 = 5,     /* MXFP8, E4M3 elements */
+	GR_DTYPE_MXFP4 = 6,     /* MXFP4, E2M1 elements */
 };
 
 /** One tree of the job as this worker's gateway carries it: a contiguous chunk range. */
@@ -345,8 +352,9 @@ const struct gr_config *gr_client_config(const struct gr_client *c);
  * stops payload retransmission and arms T2, on whose expiry a NACK_RESULT asks for the
  * result). The timers follow measured round trips (docs/CLIENT.md).
  *
- * @param buf       elements little-endian values of dtype: this worker's contribution on
- *                  entry, the sum (or the average, with opt->average) on success. On
+ * @param buf       elements little-endian values of dtype (fp32 for the MX dtypes): this
+ *                  worker's contribution on entry, the sum (or the average, with
+ *                  opt->average) on success. On
  *                  failure each chunk holds either its input or its result.
  * @param elements  Must equal the configuration's elements.
  * @param dtype     Must equal the configuration's dtype.
@@ -411,10 +419,12 @@ const char *gr_client_error(const struct gr_client *c);
 /** Copy the client's counters and timer estimates into out. */
 void gr_client_stats(const struct gr_client *c, struct gr_stats *out);
 
-/** Bytes per element of a dtype: 4, 2, 2; 0 for a value that is no dtype. */
+/** Bytes per element of the caller's buffer for a dtype: 4, 2, 2, and 4 for the MX dtypes
+ * (fp32 in and out); 0 for a value that is no dtype. */
 size_t gr_dtype_size(enum gr_dtype dtype);
 
-/** "fp32", "fp16", "bf16", or NULL for a value that is no dtype. */
+/** "fp32", "fp16", "bf16", "mxint8", "mxfp8", "mxfp4", or NULL for a value that is no
+ * dtype. */
 const char *gr_dtype_name(enum gr_dtype dtype);
 
 #ifdef __cplusplus
