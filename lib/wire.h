@@ -97,6 +97,11 @@ enum wire_dtype {
 #define WIRE_F_ECHO 0x02u       /* any type: tsecr echoes the tsval of the packet answered */
 #define WIRE_F_ALL (WIRE_F_RETX | WIRE_F_ECHO)
 
+/* The longest range of a NACK_CONTRIB or NACK_RESULT, in chunks (docs/PROTOCOL.md section
+ * 3, `count`): a longer one is dropped as WIRE_REASON_COUNT. It bounds what one request
+ * may ask for (section 7.6). */
+#define WIRE_NACK_RANGE_MAX 32
+
 /**
  * Why a packet was rejected: by wire_hdr_decode() and wire_frame_parse() (below), and the
  * table-level reasons the dataplane counts (docs/PROTOCOL.md, "Receiver rules"), so that all
@@ -148,6 +153,7 @@ enum wire_reason {
 	WIRE_REASON_ARP_UNANSWERED,     /* ARP other than a request for the port's address */
 	WIRE_REASON_PROBE_REPLY,        /* PROBE_REPLY that answers no probe of this gateway */
 	WIRE_REASON_CTL_RING_FULL,      /* PROBE_REPLY for the control thread, its ring full */
+	WIRE_REASON_BAD_PORT,           /* UDP destination port not the chunk's */
 	WIRE_REASON_COUNT_MAX,          /* number of reasons, not a reason */
 };
 
