@@ -63,6 +63,8 @@ enum dp_ctr {
 	DP_CTR_MCAST_COPIES,        /* MCAST copies sent to next-hop gateways and workers */
 	DP_CTR_PACED,               /* frames that waited for their pacer */
 	DP_CTR_PACE_FULL,           /* frames dropped: a pacer's queue was full */
+	DP_CTR_ANSWER_BUDGET,       /* NACK_RESULT answers withheld: the sender's budget was
+				     * spent (docs/PROTOCOL.md section 7.6) */
 	DP_CTR_ARP_REPLIES,
 	DP_CTR_ICMP_REPLIES,
 	DP_CTR_NOT_FOR_US,          /* dropped: another host, protocol or port (drops[]) */
@@ -124,7 +126,16 @@ struct dp_dest {
 	uint32_t ipv4;              /* host order */
 	uint32_t ip_sum;            /* one's-complement sum of this gateway's IPv4 header to
 				     * it without the total length (docs: tx.h) */
+	uint64_t src_key;           /* ipv4 << 16 | udp_base: what its packets must come from
+				     * (fastpath/validate.h) */
 };
+
+/** The source key of a sender at ipv4 (host order) whose UDP ports start at port. */
+static inline uint64_t
+dp_src_key_of(uint32_t ipv4, uint16_t port)
+{
+	return (uint64_t)ipv4 << 16 | port;
+}
 
 /** A pending retransmission check of a COMPLETE slot (a partial sum awaiting its RESULT). */
 struct dp_timer {
@@ -134,6 +145,20 @@ struct dp_timer {
 	uint32_t round;
 	uint16_t tree;              /* index in the job's trees[] */
 };
+
+/**
+ * What NACK_RESULT answers to one sender may still send from one lcore, in bytes
+ * (docs/PROTOCOL.md section 7.6): every CONTRIB frame received from the sender adds its
+ * length, time adds DP_BUDGET_REFILL_BPS, both up to DP_BUDGET_CAP full frames of the job;
+ * every RESULT frame answered takes its length. That lcore: rw.
+ */
+struct dp_budget {
+	uint32_t bytes;
+	uint64_t tsc;               /* the last time refill */
+};
+
+#define DP_BUDGET_CAP WIRE_NACK_RANGE_MAX  /* full frames of the job */
+#define DP_BUDGET_REFILL_BPS 1000000       /* bytes per second and sender, per lcore */
 
 /**
  * One lcore's loss-recovery state in one job (that lcore: rw; ctl: frees it with the job).
@@ -151,6 +176,8 @@ struct dp_job_lcore {
 	uint64_t *progress_sent;    /* per tree: when that RESULT's partial sum went up */
 	struct dp_pacer *pacers;    /* n_pacers, see struct dp_tree */
 	uint32_t *active;           /* pacers with frames waiting: n_active of n_pacers */
+	struct dp_budget *budget;   /* per tree down[] entry (dp_tree.budget_off + i): what
+				     * NACK_RESULT answers to that sender may still cost */
 	_Atomic uint32_t n_active;  /* that lcore: rw (relaxed loads and stores, never an
 				     * atomic RMW); ctl: ro relaxed, so that a draining epoch
 				     * is retired only once its pacers sent what they hold */
@@ -191,6 +218,7 @@ struct dp_tree {
 	 * each lcore's pacers); workers are on the LAN and not paced. */
 	uint32_t pace_first;
 	uint16_t n_children;        /* the first n_children entries of down[] */
+	uint32_t budget_off;        /* first answer budget of down[] in dp_job_lcore.budget */
 };
 
 /**
@@ -206,6 +234,13 @@ struct dp_stream {
 	uint16_t n_origins;
 	struct dp_dest *out;        /* where copies go */
 	uint16_t *origins;          /* sorted: the source site's workers */
+	/* Where its packets must come from (fastpath/validate.h): src_key and udp_count of
+	 * the `from` gateway, or at the source of origins[k] (origin_count[k] 0: the table
+	 * gives that worker no address, its id alone is checked). */
+	uint64_t from_key;
+	uint16_t from_count;
+	uint64_t *origin_key;
+	uint16_t *origin_count;
 	uint32_t pace_first;        /* pacer of out[k] (k < n_to): pace_first + k */
 };
 
@@ -263,6 +298,9 @@ struct dp_job {
 	uint32_t slots_per_lcore;   /* sum of the trees' slots */
 	uint32_t n_pacers;          /* per lcore: one per tree link to a gateway, then one per
 				     * stream link to a `to` gateway */
+	uint32_t n_budgets;         /* per lcore: one per down[] entry of every tree */
+	uint32_t budget_cap;        /* bytes: DP_BUDGET_CAP frames of a full chunk */
+	uint64_t budget_tsc_per_byte; /* TSC cycles per byte of refill */
 	unsigned int n_lcores;
 	struct dp_slot **slots;     /* per lcore index: slots_per_lcore slots (its socket) */
 	float **arena;              /* per lcore index: fp32 accumulators (fp16/bf16 only) */

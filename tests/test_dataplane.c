@@ -275,6 +275,14 @@ struct pkt {
 	uint32_t src_ip;
 };
 
+/* While on, mk_pkt_set() sends from ip:sport (whatever the sender id) to dport (0: the
+ * chunk's port). */
+static struct {
+	bool on;
+	uint32_t ip;
+	uint16_t sport, dport;
+} spoof;
+
 /* A frame from p.src_ip to the gateway with contributor set cset (k blocks; k = 0: none)
  * and payload pl (count elements of the dtype). */
 static struct rte_mbuf *
@@ -291,10 +299,18 @@ mk_pkt_set(const struct pkt *p, unsigned int k, const uint8_t *cset, const void 
 	uint8_t *f = must_append(m, WIRE_FRAME_HDR_OFF + len);
 	struct wire_flow fl = {
 		.src_ip = p->src_ip, .dst_ip = GW_IP,
-		.src_port = (uint16_t)(p->src_ip & 0xff) < 32 ? WORKER_PORT : 17400,
+		/* Gateways have ids below 10 and send from their range, workers from theirs. */
+		.src_port = (p->src_ip & 0xff) >= 10 ? WORKER_PORT
+						     : wire_udp_port(WIRE_PORT_BASE_DEFAULT,
+								     WIRE_PORT_COUNT_DEFAULT, p->chunk),
 		.dst_port = wire_udp_port(WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT, p->chunk),
 	};
 
+	if (spoof.on) {
+		fl.src_ip = spoof.ip;
+		fl.src_port = spoof.sport;
+		fl.dst_port = spoof.dport != 0 ? spoof.dport : fl.dst_port;
+	}
 	memcpy(fl.dst_mac, gw_mac.addr_bytes, 6);
 	fl.src_mac[0] = 0x02;
 	fl.src_mac[5] = (uint8_t)p->src_ip;
@@ -1836,17 +1852,13 @@ test_arp_icmp(void)
 	dp_down();
 }
 
-/* Frame m as if it had come through a NAT: source address 10.0.0.99, so that it says
- * nothing about where its sender is (checksums fixed). */
+/* Frame m as if a bridge had rewritten its source MAC (to 02:00:00:00:00:ee): from its
+ * sender's address, as the sender rules want, but its MAC says nothing about where the
+ * sender is. */
 static struct rte_mbuf *
-from_elsewhere(struct rte_mbuf *m)
+from_other_mac(struct rte_mbuf *m)
 {
-	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, 14);
-
-	ip->src_addr = rte_cpu_to_be_32(PEER_IP(99));
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+	rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->src_addr.addr_bytes[5] = 0xee;
 	return m;
 }
 
@@ -1854,7 +1866,7 @@ from_elsewhere(struct rte_mbuf *m)
  * A worker that has ARPed for the gateway, or sent it a packet, is a known neighbour by the
  * time its first RESULT leaves, with no turn of the control thread in between. Worker 61
  * ARPed before the table existed, 62 ARPs after the install (both send their CONTRIB
- * from another address, so that only the ARP tells where they are); 63 does not ARP (its
+ * with another source MAC, so that only the ARP tells where they are); 63 does not ARP (its
  * kernel knew the gateway's MAC already) and sends its CONTRIB itself. None of them has a
  * static entry.
  */
@@ -1876,7 +1888,7 @@ test_neighbours_known(void)
 	for (int w = 0; w < 4; w++) {
 		struct rte_mbuf *x = contrib_f32(9, 1, 0, ws[w], 1, 0, 64, 64);
 
-		inject(ws[w] == 61 || ws[w] == 62 ? from_elsewhere(x) : x);
+		inject(ws[w] == 61 || ws[w] == 62 ? from_other_mac(x) : x);
 	}
 	poll_all();
 	int n = collect(o, 16), results = 0;
@@ -1958,6 +1970,152 @@ test_retx_answers(void)
 		  o[0].p.flags == (WIRE_F_RETX | WIRE_F_ECHO) && o[0].p.contrib == 3);
 	for (uint32_t e = 0; e < 64; e++)
 		CU_ASSERT(out_f32(&o[0], e) == val(11, e) + val(12, e) + val(13, e));
+	dp_down();
+}
+
+/* The NACK_RESULT of worker w for chunks [first, first + count) of round r. */
+static struct rte_mbuf *
+nack_result(uint32_t job, uint16_t w, uint32_t r, uint32_t first, uint16_t count)
+{
+	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, job, 1, 0, w, w, 0, r, first,
+			  WIRE_DTYPE_NONE, count, PEER_IP(w) };
+
+	return mk_pkt(&nk, NULL);
+}
+
+/* m with a payload no worker sent (its first element 1e6; UDP checksum cleared). */
+static struct rte_mbuf *
+poisoned(struct rte_mbuf *m)
+{
+	float v = 1e6f;
+
+	memcpy(rte_pktmbuf_mtod_offset(m, uint8_t *, WIRE_FRAME_PAYLOAD_OFF), &v, sizeof(v));
+	rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+	return m;
+}
+
+/* One round of workers W3 on every chunk; true if each RESULT is exact and came once per
+ * worker and chunk. */
+static bool
+round_exact(uint32_t job, uint32_t r, uint64_t el, uint32_t ce, uint32_t nch)
+{
+	static struct out o[64];
+	int bad = 0;
+
+	for (int w = 0; w < 3; w++)
+		for (uint32_t c = 0; c < nch; c++)
+			inject(contrib_f32(job, 1, 0, W3[w], r, c, el, ce));
+	poll_all();
+	int n = collect(o, 64);
+
+	for (int k = 0; k < n && k < 64; k++) {
+		bad += o[k].p.type != WIRE_TYPE_RESULT || o[k].p.round != r || o[k].p.contrib != 3;
+		for (uint32_t i = 0; i < o[k].p.count; i++) {
+			uint64_t e = (uint64_t)o[k].p.chunk * ce + i;
+
+			bad += out_f32(&o[k], i) != val(11, e) + val(12, e) + val(13, e);
+		}
+	}
+	return n == 3 * (int)nch && bad == 0;
+}
+
+/*
+ * Hostile senders (docs/PROTOCOL.md sections 7.2 and 7.6): contributions under a worker's
+ * id from another address or port, or to another port of the range, are dropped and sum
+ * nothing; NACK_RESULTs past the tree, longer than the cap, from other addresses or past
+ * the sender's budget get nothing. Every round after a barrage is still exact.
+ */
+static void
+test_hostile_senders(void)
+{
+	const uint64_t el = 4 * 64;
+	const uint32_t ce = 64, nch = 4;
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16, { 0 } };
+	static struct out o[512];
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(16, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+				"install") == 0);
+	/* Worker 11's id from 10.213.0.66:5000 and from its address with port 5999; worker
+	 * 12's from its own address and port, to the port of the next chunk. */
+	spoof = (typeof(spoof)){ true, 0x0ad50042, WORKER_PORT, 0 };
+	for (uint32_t c = 0; c < nch; c++)
+		inject(poisoned(contrib_f32(16, 1, 0, 11, 1, c, el, ce)));
+	spoof.ip = PEER_IP(11);
+	spoof.sport = 5999;
+	for (uint32_t c = 0; c < nch; c++)
+		inject(poisoned(contrib_f32(16, 1, 0, 11, 1, c, el, ce)));
+	spoof.ip = PEER_IP(12);
+	spoof.sport = WORKER_PORT;
+	for (uint32_t c = 0; c < nch; c++) {
+		spoof.dport = wire_udp_port(WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT, c + 1);
+		inject(poisoned(contrib_f32(16, 1, 0, 12, 1, c, el, ce)));
+	}
+	spoof.on = false;
+	poll_all();
+	CU_ASSERT(collect(o, 512) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 2 * nch);
+	CU_ASSERT(drops(WIRE_REASON_BAD_PORT) == nch);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 0);
+	/* The real workers are summed, not taken for duplicates. */
+	CU_ASSERT(round_exact(16, 1, el, ce, nch));
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 0);
+
+	/* A NACK_RESULT running past the tree's 4 chunks: bad_chunk, no answer. */
+	inject(nack_result(16, 11, 1, 2, 3));
+	poll_all();
+	CU_ASSERT(collect(o, 512) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_CHUNK) == 1);
+	/* A range longer than WIRE_NACK_RANGE_MAX (the tree made long enough is not needed:
+	 * the header rule comes first): bad_count. */
+	struct rte_mbuf *m = nack_result(16, 11, 1, 0, WIRE_NACK_RANGE_MAX);
+	struct wire_hdr *h = rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF);
+
+	h->count = rte_cpu_to_be_16(WIRE_NACK_RANGE_MAX + 1); /* odd sender: no UDP checksum */
+	inject(m);
+	poll_all();
+	CU_ASSERT(collect(o, 512) == 0);
+	CU_ASSERT(drops(WIRE_REASON_COUNT) == 1);
+
+	/* A flood of NACK_RESULTs naming worker 12 from 200 other addresses: nothing sent. */
+	spoof = (typeof(spoof)){ true, 0, WORKER_PORT, 0 };
+	for (uint32_t k = 0; k < 200; k++) {
+		spoof.ip = 0x0a010000u | k;
+		inject(nack_result(16, 12, 1, 0, nch));
+	}
+	spoof.on = false;
+	poll_all();
+	CU_ASSERT(collect(o, 512) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 2 * nch + 200);
+
+	/* Worker 13 asks again and again from its own address: answered while its budget
+	 * lasts (the bytes it contributed, and time), then counted. */
+	uint64_t t0 = rte_rdtsc();
+	int answered = 0;
+
+	for (int k = 0; k < 100; k++) {
+		inject(nack_result(16, 13, 1, 0, nch));
+		if (k % 16 == 15) {
+			poll_all();
+			answered += collect(o, 512);
+		}
+	}
+	poll_all();
+	answered += collect(o, 512);
+	double secs = (double)(rte_rdtsc() - t0) / (double)rte_get_tsc_hz() + 0.01;
+	uint32_t frame = WIRE_FRAME_PAYLOAD_OFF + 4 * ce;
+	/* Install to now refills at most the cap; the 4 contributions add 4 frames. */
+	double bound = DP_BUDGET_CAP + nch + secs * DP_BUDGET_REFILL_BPS / frame;
+
+	CU_ASSERT(answered >= (int)nch);
+	CU_ASSERT(answered <= bound);
+	CU_ASSERT(answered < 100 * (int)nch);
+	CU_ASSERT(ctr(DP_CTR_ANSWER_BUDGET) > 0);
+	for (int k = 0; k < 16 && k < answered; k++)
+		CU_ASSERT(o[k].fl.dst_ip == PEER_IP(13) && o[k].fl.dst_port == WORKER_PORT);
+
+	/* After every barrage the next round is exact. */
+	CU_ASSERT(round_exact(16, 2, el, ce, nch));
 	dp_down();
 }
 
@@ -2390,21 +2548,28 @@ test_fanout_shared_segment(void)
 {
 	const uint32_t ce = 64, nch = 8;
 	const uint64_t el = (uint64_t)ce * nch;
-	static const uint16_t w3[] = { 11, 12, 45 }; /* 10.0.0.45: no static neighbour */
+	static const uint16_t w3[] = { 11, 12, 45 };
 	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16, { 0 } };
 	struct rte_mbuf *m[32];
 	int bad = 0;
 
+	/* 45 at 10.0.5.45, behind router 10.0.0.50 (no static neighbour, never answers):
+	 * its frames come from its own address but its RESULTs go through the router, which
+	 * stays unresolved. */
+	n_routes = 1;
+	routes[0] = (struct dp_route){ .dst = 0x0a000500u, .prefix_len = 24, .via = PEER_IP(50) };
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	CU_ASSERT_FATAL(install(mk_table(52, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, w3, 1, &td),
-				"install") == 0);
+	n_routes = 0;
+	struct table *tb = mk_table(52, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, w3, 1, &td);
+
+	tb->trees[0].workers[2].ipv4 = 0x0a00052du;
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
 	for (uint32_t c = 0; c < nch; c++)
 		for (int w = 0; w < 3; w++) {
-			struct rte_mbuf *x = contrib_f32(52, 1, 0, w3[w], 0, c, el, ce);
-
-			/* 45's frames tell nothing about where 45 is: it stays unresolved. */
-			inject(w3[w] == 45 ? from_elsewhere(x) : x);
+			spoof = (typeof(spoof)){ w3[w] == 45, 0x0a00052du, WORKER_PORT, 0 };
+			inject(contrib_f32(52, 1, 0, w3[w], 0, c, el, ce));
 		}
+	spoof.on = false;
 	poll_all();
 	unsigned int n = rte_ring_dequeue_burst(tx_ring, (void **)m, 32, NULL);
 
@@ -2444,7 +2609,7 @@ test_fanout_shared_segment(void)
 	dp_housekeeping(&dp);
 	CU_ASSERT(atomic_load(&dp.state)->n_jobs == 0);
 	CU_ASSERT(rte_mempool_in_use_count(tpool) == 0);
-	poll_all();                 /* the ARP requests for 10.0.0.45 go out: free them too */
+	poll_all();                 /* the ARP requests for the router go out: free them */
 	while (rte_ring_dequeue(tx_ring, (void **)&m[0]) == 0) {
 		CU_ASSERT(rte_pktmbuf_mtod(m[0], struct rte_ether_hdr *)->ether_type ==
 			  rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP));
@@ -2748,6 +2913,8 @@ main(int argc, char **argv)
 	CU_add_test(s, "ARP, ICMP, neighbour resolution", test_arp_icmp);
 	CU_add_test(s, "a worker that ARPed or sent is a known neighbour", test_neighbours_known);
 	CU_add_test(s, "retransmissions answered", test_retx_answers);
+	CU_add_test(s, "hostile senders: addresses, ports, NACK ranges and budgets",
+		    test_hostile_senders);
 	CU_add_test(s, "partial reduce", test_partial_reduce);
 	CU_add_test(s, "partial reduce: sets of child gateways", test_partial_reduce_child_sets);
 	CU_add_test(s, "a child gateway's contrib counts the workers below it",

@@ -133,6 +133,7 @@ dest_gw(struct dp *dp, struct dp_dest *d, const struct table_gw *g, const char *
 	d->ipv4 = g->ipv4;
 	d->udp_base = g->base_port;
 	d->udp_count = g->ports;
+	d->src_key = dp_src_key_of(g->ipv4, g->base_port);
 	return route(dp, d, field, err, errlen);
 }
 
@@ -144,6 +145,7 @@ dest_worker(struct dp *dp, struct dp_dest *d, const struct table_worker *w, cons
 	d->ipv4 = w->ipv4;
 	d->udp_base = w->port;
 	d->udp_count = 1;
+	d->src_key = dp_src_key_of(w->ipv4, w->port);
 	return route(dp, d, field, err, errlen);
 }
 
@@ -205,6 +207,8 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 			return -1;
 	}
 	t->n_children = (uint16_t)tt->n_children;
+	t->budget_off = j->n_budgets;
+	j->n_budgets += (uint32_t)(tt->n_children + tt->n_workers);
 	t->pace_first = j->n_pacers;
 	j->n_pacers += 1 + (uint32_t)tt->n_children;
 	t->n_down = (uint16_t)(tt->n_children + tt->n_workers);
@@ -275,6 +279,22 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	return 0;
 }
 
+/* A worker of the table with id `id` (in a tree entry or a stream's deliver list), or NULL:
+ * where its packets come from. */
+static const struct table_worker *
+job_worker(const struct table *tb, uint16_t id)
+{
+	for (int i = 0; i < tb->n_trees; i++)
+		for (int w = 0; w < tb->trees[i].n_workers; w++)
+			if (tb->trees[i].workers[w].id == id)
+				return &tb->trees[i].workers[w];
+	for (int i = 0; i < tb->n_streams; i++)
+		for (int w = 0; w < tb->streams[i].n_deliver; w++)
+			if (tb->streams[i].deliver[w].id == id)
+				return &tb->streams[i].deliver[w];
+	return NULL;
+}
+
 /* Stream i of the table: its destinations and sorted origins (NUMA-local like trees). */
 static int
 build_stream(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t errlen)
@@ -293,7 +313,10 @@ build_stream(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size
 	j->n_pacers += (uint32_t)ts->n_to;
 	s->out = jalloc(j, sizeof(*s->out) * s->n_out, socket);
 	s->origins = jalloc(j, sizeof(*s->origins) * s->n_origins, socket);
-	if (s->out == NULL || s->origins == NULL) {
+	s->origin_key = jalloc(j, sizeof(*s->origin_key) * s->n_origins, socket);
+	s->origin_count = jalloc(j, sizeof(*s->origin_count) * s->n_origins, socket);
+	if (s->out == NULL || s->origins == NULL || s->origin_key == NULL ||
+	    s->origin_count == NULL) {
 		fail(err, errlen, "out of memory for stream %u", ts->id);
 		errno = ENOMEM;
 		return -1;
@@ -318,6 +341,18 @@ build_stream(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size
 			m--;
 		}
 		s->origins[m] = ts->origins[k];
+	}
+	if (ts->has_from) {
+		s->from_key = dp_src_key_of(ts->from.ipv4, ts->from.base_port);
+		s->from_count = ts->from.ports;
+	}
+	for (int k = 0; k < s->n_origins; k++) {
+		const struct table_worker *w = job_worker(j->tb, s->origins[k]);
+
+		if (w != NULL) {
+			s->origin_key[k] = dp_src_key_of(w->ipv4, w->port);
+			s->origin_count[k] = 1;
+		}
 	}
 	return 0;
 }
@@ -492,6 +527,11 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	}
 	bool half = j->dtype != WIRE_DTYPE_FP32;
 
+	/* NACK_RESULT answers: DP_BUDGET_CAP full RESULT frames, refilled with time. */
+	j->budget_cap = DP_BUDGET_CAP * (uint32_t)(WIRE_FRAME_PAYLOAD_OFF + j->cset_len +
+						   (size_t)j->chunk_elements *
+							   table_dtype_size(tb->dtype));
+	j->budget_tsc_per_byte = rte_get_tsc_hz() / DP_BUDGET_REFILL_BPS;
 	for (unsigned int l = 0; l < dp->n_lcores; l++) {
 		int ls = (int)rte_lcore_to_socket_id(dp->lcores[l]->lcore_id);
 
@@ -518,14 +558,17 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		lj->rttvar = jalloc(j, sizeof(*lj->rttvar) * (size_t)j->n_trees, ls);
 		lj->progress = jalloc(j, sizeof(*lj->progress) * (size_t)j->n_trees, ls);
 		lj->progress_sent = jalloc(j, sizeof(*lj->progress_sent) * (size_t)j->n_trees, ls);
+		lj->budget = jalloc(j, sizeof(*lj->budget) * j->n_budgets, ls);
 		if (lj->q == NULL || lj->srtt == NULL || lj->rttvar == NULL ||
-		    lj->progress == NULL || lj->progress_sent == NULL) {
+		    lj->progress == NULL || lj->progress_sent == NULL || lj->budget == NULL) {
 			fail(err, errlen, "out of memory for timers (lcore %u)",
 			     dp->lcores[l]->lcore_id);
 			errno = ENOMEM;
 			goto fail;
 		}
 		lj->mask = cap - 1;
+		for (uint32_t b = 0; b < j->n_budgets; b++) /* empty; time refills it */
+			lj->budget[b].tsc = rte_rdtsc();
 		if (init_pacers(dp, j, lj, ls) != 0) {
 			fail(err, errlen, "out of memory for pacers (lcore %u)",
 			     dp->lcores[l]->lcore_id);
@@ -579,6 +622,7 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 			rte_free(lj->rttvar);
 			rte_free(lj->progress);
 			rte_free(lj->progress_sent);
+			rte_free(lj->budget);
 		}
 	}
 	for (int i = 0; j->trees != NULL && i < j->n_trees; i++) {
@@ -595,6 +639,8 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 	for (int i = 0; j->streams != NULL && i < j->n_streams; i++) {
 		rte_free(j->streams[i].out);
 		rte_free(j->streams[i].origins);
+		rte_free(j->streams[i].origin_key);
+		rte_free(j->streams[i].origin_count);
 	}
 	rte_free(j->streams);
 	rte_free(j->stream_map);

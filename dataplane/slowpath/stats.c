@@ -37,6 +37,7 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_MCAST_COPIES] = "mcast_copies",
 	[DP_CTR_PACED] = "paced",
 	[DP_CTR_PACE_FULL] = "pace_full",
+	[DP_CTR_ANSWER_BUDGET] = "answer_budget",
 	[DP_CTR_ARP_REPLIES] = "arp_replies",
 	[DP_CTR_ICMP_REPLIES] = "icmp_replies",
 	[DP_CTR_NOT_FOR_US] = "not_for_us",
