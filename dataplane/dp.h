@@ -65,6 +65,10 @@ enum dp_ctr {
 	DP_CTR_PACE_FULL,           /* frames dropped: a pacer's queue was full */
 	DP_CTR_ANSWER_BUDGET,       /* NACK_RESULT answers withheld: the sender's budget was
 				     * spent (docs/PROTOCOL.md section 7.6) */
+	DP_CTR_SEALED,              /* frames sealed for a protected link (section 14) */
+	DP_CTR_OPENED,              /* sealed frames opened and authenticated */
+	DP_CTR_SEAL_BYTES,          /* bytes of the georeduce packets sealed */
+	DP_CTR_OPEN_BYTES,          /* ... opened */
 	DP_CTR_ARP_REPLIES,
 	DP_CTR_ICMP_REPLIES,
 	DP_CTR_NOT_FOR_US,          /* dropped: another host, protocol or port (drops[]) */
@@ -126,8 +130,9 @@ struct dp_dest {
 	uint32_t ipv4;              /* host order */
 	uint32_t ip_sum;            /* one's-complement sum of this gateway's IPv4 header to
 				     * it without the total length (docs: tx.h) */
-	uint64_t src_key;           /* ipv4 << 16 | udp_base: what its packets must come from
-				     * (fastpath/validate.h) */
+	uint64_t src_key;           /* ipv4 << 16 | udp_base, and DP_SRC_SEALED on a protected
+				     * link: what its packets must come from (validate.h) */
+	const struct dp_seal *seal; /* protected link: its key; NULL: plain */
 };
 
 /** The source key of a sender at ipv4 (host order) whose UDP ports start at port. */
@@ -136,6 +141,60 @@ dp_src_key_of(uint32_t ipv4, uint16_t port)
 {
 	return (uint64_t)ipv4 << 16 | port;
 }
+
+/* In a source key: the packet was sealed (received) or must be (a protected link). */
+#define DP_SRC_SEALED (1ull << 48)
+
+/* --- Protected links (docs/PROTOCOL.md section 14; fastpath/seal.c) ---------------------- */
+
+#define DP_SEAL_MAGIC 0x4753u       /* "GS" */
+#define DP_SEAL_VERSION 1
+#define DP_SEAL_HDR_LEN 32          /* between UDP and the encrypted georeduce packet */
+#define DP_SEAL_TAG_LEN 16
+#define DP_SEAL_OVERHEAD (DP_SEAL_HDR_LEN + DP_SEAL_TAG_LEN)
+#define DP_SEAL_IV_LEN 12
+#define DP_SEAL_LANES DP_LCORES_MAX /* sender lcores a receiver keeps a window for */
+#define DP_REPLAY_WINDOW 64         /* sequence numbers a receiver accepts out of order */
+
+/** A receiver's replay window for one (key, sender lane) on one lcore (that lcore: rw). */
+struct dp_replay {
+	uint64_t top;               /* highest sequence number accepted; 0: none */
+	uint64_t bits;              /* bit k: top - k accepted */
+};
+
+/**
+ * One protected link of one (job, epoch): its key as two cryptodev sessions (created and
+ * freed by ctl), per lcore the sequence numbers it sent and the windows of what it
+ * received. The key bytes stay in the table (ctl only).
+ */
+struct dp_seal {
+	uint16_t peer;              /* gateway id */
+	uint32_t key_id;
+	uint8_t aead;               /* enum table_aead */
+	void *enc;                  /* sessions (ctl: creates; workers: use) */
+	void *dec;
+	uint64_t *tx_seq;           /* per lcore index: the last sequence number sent */
+	struct dp_replay *rx;       /* per lcore index x DP_SEAL_LANES */
+};
+
+/**
+ * The cryptodev of protected links (--crypto): set up by ctl at start, one queue pair per
+ * worker lcore (queue pair = lcore index), sessions from one pool, crypto operations and
+ * sealed frames from pools on the worker lcores' socket.
+ */
+struct dp_crypto {
+	bool on;
+	bool created;               /* dp_setup() created the vdev (and removes it) */
+	uint8_t dev_id;
+	char name[64];              /* the vdev, e.g. crypto_aesni_gcm0 */
+	const char *driver;         /* its PMD */
+	struct rte_mempool *sess_pool;
+	struct rte_mempool *op_pool;
+	struct rte_mempool *seal_pool; /* sealed frames on their way out */
+	uint32_t sessions_max;      /* two per protected link of every installed table */
+	uint32_t sessions_used;     /* ctl only */
+	uint64_t bytes;             /* memory of the three pools */
+};
 
 /** A pending retransmission check of a COMPLETE slot (a partial sum awaiting its RESULT). */
 struct dp_timer {
@@ -299,6 +358,8 @@ struct dp_job {
 	uint32_t n_pacers;          /* per lcore: one per tree link to a gateway, then one per
 				     * stream link to a `to` gateway */
 	uint32_t n_budgets;         /* per lcore: one per down[] entry of every tree */
+	int n_seals;                /* protected links, sorted by peer */
+	struct dp_seal *seals;
 	uint32_t budget_cap;        /* bytes: DP_BUDGET_CAP frames of a full chunk */
 	uint64_t budget_tsc_per_byte; /* TSC cycles per byte of refill */
 	unsigned int n_lcores;
@@ -457,6 +518,8 @@ struct dp_lcore {
 	struct rte_mempool *clone_pool; /* indirect mbufs of result copies */
 	struct rte_ring *learn;         /* ARP sightings to ctl (SP: this lcore, SC: ctl) */
 	struct dp_mstash hdr_stash;     /* from hdr_pool and clone_pool, for result copies */
+	struct rte_mempool *op_pool;    /* crypto operations (NULL: no --crypto) */
+	struct rte_mempool *seal_pool;  /* sealed frames */
 	struct dp_mstash clone_stash;
 	uint16_t n_rxq;
 	struct {
@@ -518,6 +581,7 @@ struct dp {
 	_Atomic uint32_t n_neigh;           /* ctl: release after filling an entry */
 	struct dp_seen seen[DP_SEEN_MAX];   /* ctl only: the latest, oldest replaced first */
 	unsigned int n_seen, seen_next;
+	struct dp_crypto crypto;
 	/* Control-thread bookkeeping. */
 	struct dp_job *staged[DP_JOBS_MAX]; /* prepared, not yet live */
 	uint64_t mbufs_committed;           /* mbufs the installed jobs may hold */

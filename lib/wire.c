@@ -139,6 +139,10 @@ static const char *const reason_names[WIRE_REASON_COUNT_MAX] = {
 	[WIRE_REASON_PROBE_REPLY] = "unsolicited_probe_reply",
 	[WIRE_REASON_CTL_RING_FULL] = "ctl_ring_full",
 	[WIRE_REASON_BAD_PORT] = "bad_port",
+	[WIRE_REASON_BAD_SEAL] = "bad_seal",
+	[WIRE_REASON_UNKNOWN_KEY] = "unknown_key",
+	[WIRE_REASON_REPLAY] = "replay",
+	[WIRE_REASON_BAD_TAG] = "bad_tag",
 };
 
 const char *

@@ -154,6 +154,11 @@ enum wire_reason {
 	WIRE_REASON_PROBE_REPLY,        /* PROBE_REPLY that answers no probe of this gateway */
 	WIRE_REASON_CTL_RING_FULL,      /* PROBE_REPLY for the control thread, its ring full */
 	WIRE_REASON_BAD_PORT,           /* UDP destination port not the chunk's */
+	/* Protected links (docs/PROTOCOL.md section 14). */
+	WIRE_REASON_BAD_SEAL,           /* sealed frame malformed, or sealed where none is kept */
+	WIRE_REASON_UNKNOWN_KEY,        /* no installed key of that job, id and sender */
+	WIRE_REASON_REPLAY,             /* sequence number seen, or older than the window */
+	WIRE_REASON_BAD_TAG,            /* authentication failed: forged or altered */
 	WIRE_REASON_COUNT_MAX,          /* number of reasons, not a reason */
 };
 

@@ -17,6 +17,7 @@
 
 #include <CUnit/Basic.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 #include <rte_arp.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -28,6 +29,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
+#include <rte_udp.h>
 #include <xmmintrin.h>
 
 #include "dp.h"
@@ -49,6 +51,7 @@ static bool jumbo;                      /* dp_up() with MTU 9000 */
 static struct dp_fault faults[2];       /* dp_up() with these faults on port 0 */
 static unsigned int n_routes;           /* dp_up() with these routes */
 static struct dp_route routes[4];
+static const char *crypto_dev = "";     /* dp_up() with this --crypto */
 static struct rte_ether_addr gw_mac;
 
 /* --- Harness -------------------------------------------------------------------------------- */
@@ -99,6 +102,7 @@ dp_up(unsigned int lcore)
 	cfg.fault[0][DP_TX] = faults[DP_TX];
 	cfg.n_routes = n_routes;
 	memcpy(cfg.routes, routes, sizeof(routes));
+	snprintf(cfg.crypto_dev, sizeof(cfg.crypto_dev), "%s", crypto_dev);
 	if (dp_setup(&dp, &cfg, err, sizeof(err)) != 0) {
 		fprintf(stderr, "dp_setup: %s\n", err);
 		return -1;
@@ -365,7 +369,9 @@ collect(struct out *o, int max)
 			if (d != x->frame) /* contiguous: read() only points at it */
 				memcpy(x->frame, d, x->len);
 			memset(&x->p, 0, sizeof(x->p));
-			if (wire_frame_parse(x->frame, x->len, &x->fl, &off, &plen, NULL) == 0)
+			/* A sealed frame ("GS") is for open_out() to decode. */
+			if (wire_frame_parse(x->frame, x->len, &x->fl, &off, &plen, NULL) == 0 &&
+			    !(plen >= 2 && x->frame[off] == 0x47 && x->frame[off + 1] == 0x53))
 				CU_ASSERT(wire_hdr_decode(x->frame + off, plen, &x->p, NULL) == 0);
 		}
 		n++;
@@ -2119,6 +2125,284 @@ test_hostile_senders(void)
 	dp_down();
 }
 
+/* --- Protected links: sealed frames built and opened with OpenSSL, independently of the
+ * dataplane's cryptodev (docs/PROTOCOL.md section 14). */
+
+#define SEAL_HDR 32
+#define SEAL_TAG 16
+
+static const uint8_t key1[16] = { 0x10, 0x21, 0x32, 0x43, 0x54, 0x65, 0x76, 0x87,
+				  0x98, 0xa9, 0xba, 0xcb, 0xdc, 0xed, 0xfe, 0x0f };
+static const uint8_t key2[32] = { 0x5a, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
+				  0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
+				  0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17,
+				  0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f };
+
+/* AES-GCM of len bytes at in into out with a 12-byte iv and 32 bytes of aad; enc: seal
+ * (tag written), else open (tag checked). True on success. */
+static bool
+gcm(bool enc, const uint8_t *key, size_t klen, const uint8_t *iv, const uint8_t *aad,
+    const uint8_t *in, int len, uint8_t *out, uint8_t *tag)
+{
+	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+	const EVP_CIPHER *ci = klen == 16 ? EVP_aes_128_gcm() : EVP_aes_256_gcm();
+	int n = 0, ok;
+
+	ok = EVP_CipherInit_ex(c, ci, NULL, NULL, NULL, enc) == 1 &&
+	     EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) == 1 &&
+	     EVP_CipherInit_ex(c, NULL, NULL, key, iv, enc) == 1 &&
+	     EVP_CipherUpdate(c, NULL, &n, aad, SEAL_HDR) == 1 &&
+	     EVP_CipherUpdate(c, out, &n, in, len) == 1 &&
+	     (enc || EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, SEAL_TAG, tag) == 1) &&
+	     EVP_CipherFinal_ex(c, out + n, &n) == 1 &&
+	     (!enc || EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, SEAL_TAG, tag) == 1);
+	EVP_CIPHER_CTX_free(c);
+	return ok;
+}
+
+/* The plain frame m sealed as gateway `sender` would on its lane with sequence seq (the
+ * seal header byte for byte as PROTOCOL.md section 14 gives it). Consumes m. */
+static struct rte_mbuf *
+seal_frame(struct rte_mbuf *m, uint32_t job, const uint8_t *key, size_t klen, uint32_t key_id,
+	   uint16_t sender, uint16_t lane, uint64_t seq)
+{
+	uint32_t len = rte_pktmbuf_pkt_len(m) - WIRE_FRAME_HDR_OFF;
+	struct rte_mbuf *s = rte_pktmbuf_alloc(tpool);
+	uint8_t *f = must_append(s, WIRE_FRAME_HDR_OFF + SEAL_HDR + len + SEAL_TAG);
+	const uint8_t *in = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint8_t *sh = f + WIRE_FRAME_HDR_OFF;
+
+	memcpy(f, in, WIRE_FRAME_HDR_OFF);
+	memset(sh, 0, SEAL_HDR);
+	sh[0] = 0x47;
+	sh[1] = 0x53;
+	sh[2] = 1;
+	sh[3] = klen == 16 ? 1 : 2;
+	for (int i = 0; i < 4; i++) {
+		sh[4 + i] = (uint8_t)(job >> (24 - 8 * i));
+		sh[8 + i] = (uint8_t)(key_id >> (24 - 8 * i));
+	}
+	sh[12] = (uint8_t)(sender >> 8);
+	sh[13] = (uint8_t)sender;
+	sh[14] = (uint8_t)(lane >> 8);
+	sh[15] = (uint8_t)lane;
+	for (int i = 0; i < 8; i++)
+		sh[16 + i] = (uint8_t)(seq >> (56 - 8 * i));
+	CU_ASSERT_FATAL(gcm(true, key, klen, sh + 12, sh, in + WIRE_FRAME_HDR_OFF, (int)len,
+			    sh + SEAL_HDR, sh + SEAL_HDR + len));
+	rte_pktmbuf_free(m);
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + WIRE_ETH_LEN);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(28 + SEAL_HDR + len + SEAL_TAG));
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(8 + SEAL_HDR + len + SEAL_TAG));
+	udp->dgram_cksum = 0;
+	return s;
+}
+
+/* Open a sealed frame the dataplane sent (o->frame): decrypt it in place into a plain frame
+ * and decode it into o->p. True if it was sealed with key (key_id) by sender 1. */
+static bool
+open_out(struct out *o, const uint8_t *key, size_t klen, uint32_t key_id)
+{
+	uint8_t *sh = o->frame + WIRE_FRAME_HDR_OFF, pt[WIRE_MTU_MAX];
+	size_t len = o->len - WIRE_FRAME_HDR_OFF - SEAL_HDR - SEAL_TAG, off, plen;
+
+	if (o->len < WIRE_FRAME_HDR_OFF + SEAL_HDR + SEAL_TAG || sh[0] != 0x47 || sh[1] != 0x53 ||
+	    sh[2] != 1 || sh[3] != (klen == 16 ? 1 : 2) ||
+	    (uint32_t)(sh[8] << 24 | sh[9] << 16 | sh[10] << 8 | sh[11]) != key_id ||
+	    sh[12] != 0 || sh[13] != 1)
+		return false;
+	if (!gcm(false, key, klen, sh + 12, sh, sh + SEAL_HDR, (int)len, pt, sh + SEAL_HDR + len))
+		return false;
+	memcpy(sh, pt, len);
+	o->len = WIRE_FRAME_HDR_OFF + len;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(o->frame + WIRE_ETH_LEN);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(28 + len));
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(8 + len));
+	udp->dgram_cksum = 0;
+	return wire_frame_parse(o->frame, o->len, &o->fl, &off, &plen, NULL) == 0 &&
+	       wire_hdr_decode(o->frame + off, plen, &o->p, NULL) == 0;
+}
+
+/* Child gateway 3's partial sum of chunk c (its two workers below: contrib 2; values
+ * val(3, e)), plain. */
+static struct rte_mbuf *
+child_sum(uint32_t job, uint32_t epoch, uint32_t round, uint32_t c, uint64_t el, uint32_t ce)
+{
+	float pl[64];
+	uint16_t n = chunk_len(el, ce, c);
+	struct pkt p = { WIRE_TYPE_CONTRIB, 0, job, epoch, 0, 3, 3, 2, round, c,
+			 WIRE_DTYPE_FP32, n, PEER_IP(3) };
+
+	for (uint16_t i = 0; i < n; i++)
+		pl[i] = val(3, (uint64_t)c * ce + i);
+	return mk_pkt(&p, pl);
+}
+
+/* A root with workers 11, 12 and child gateway 3 over a protected link: key key (key_id)
+ * for epoch `epoch`. */
+static int
+install_sealed(uint32_t epoch, const uint8_t *key, size_t klen, uint32_t key_id, uint64_t el,
+	       uint32_t ce, uint32_t nch)
+{
+	static const uint16_t w[] = { 11, 12 };
+	struct tdesc td = { 0, 0, 1, { 3 }, 0, nch, 16, { 2 } };
+	struct table *tb = mk_table(60, epoch, 1, TABLE_DTYPE_FP32, el, ce, 2, w, 1, &td);
+
+	tb->n_seals = 1;
+	tb->seals[0] = (struct table_seal){ .peer = 3, .key_id = key_id,
+					    .aead = klen == 16 ? TABLE_AEAD_AES128_GCM
+							       : TABLE_AEAD_AES256_GCM };
+	memcpy(tb->seals[0].key, key, klen);
+	return install(tb, "install");
+}
+
+/* Round r of epoch `epoch`: workers 11, 12 plain, child 3 sealed (key, key_id, from seq);
+ * true if every RESULT is exact: plain to the workers, sealed to the child. */
+static bool
+sealed_round_exact(uint32_t epoch, uint32_t r, const uint8_t *key, size_t klen,
+		   uint32_t key_id, uint64_t *seq, uint64_t el, uint32_t ce, uint32_t nch)
+{
+	static struct out o[64];
+	int bad = 0, sealed = 0;
+
+	for (uint32_t c = 0; c < nch; c++) {
+		inject(contrib_f32(60, epoch, 0, 11, r, c, el, ce));
+		inject(contrib_f32(60, epoch, 0, 12, r, c, el, ce));
+		inject(seal_frame(child_sum(60, epoch, r, c, el, ce), 60, key, klen, key_id, 3, 0,
+				  ++*seq));
+	}
+	poll_all();
+	int n = collect(o, 64);
+
+	for (int k = 0; k < n && k < 64; k++) {
+		if (o[k].fl.dst_ip == PEER_IP(3)) {
+			bad += !open_out(&o[k], key, klen, key_id);
+			sealed++;
+		}
+		bad += o[k].p.type != WIRE_TYPE_RESULT || o[k].p.round != r ||
+		       o[k].p.contrib != 4;
+		for (uint32_t i = 0; i < o[k].p.count; i++) {
+			uint64_t e = (uint64_t)o[k].p.chunk * ce + i;
+
+			bad += out_f32(&o[k], i) != val(11, e) + val(12, e) + val(3, e);
+		}
+	}
+	return n == 3 * (int)nch && sealed == (int)nch && bad == 0;
+}
+
+/* A frame sealed by child 3 for chunk 0 of round r with byte `at` (from the UDP payload)
+ * XORed with x. */
+static struct rte_mbuf *
+sealed_flipped(uint32_t epoch, uint32_t r, uint64_t seq, size_t at, uint8_t x, uint64_t el,
+	       uint32_t ce)
+{
+	struct rte_mbuf *m = seal_frame(child_sum(60, epoch, r, 0, el, ce), 60, key1, 16, 1, 3, 0,
+					seq);
+
+	rte_pktmbuf_mtod(m, uint8_t *)[WIRE_FRAME_HDR_OFF + at] ^= x;
+	return m;
+}
+
+/*
+ * A protected link to child gateway 3: forged, altered, replayed, unknown-key and plain
+ * frames from it are dropped by reason before any slot sees them, and every round stays
+ * exact; after a key rotation (epoch 2, a new key) a frame under the old key is unknown.
+ */
+static void
+test_protected_link(void)
+{
+	const uint64_t el = 4 * 64;
+	const uint32_t ce = 64, nch = 4;
+	uint64_t seq = 0;
+	static struct out o[64];
+
+	crypto_dev = "crypto_aesni_gcm0";
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	crypto_dev = "";
+	CU_ASSERT(dp.crypto.on);
+	CU_ASSERT_FATAL(install_sealed(1, key1, 16, 1, el, ce, nch) == 0);
+	/* Forged tag; a bit flipped in the seal header (the AAD: its sequence number), in
+	 * the encrypted georeduce header and in the encrypted payload; an unknown key id; the
+	 * child's partial sum unsealed. Nothing may reach the slot. */
+	struct rte_mbuf *forged = sealed_flipped(1, 1, 1000, 0, 0, el, ce);
+	size_t tag_at = rte_pktmbuf_pkt_len(forged) - WIRE_FRAME_HDR_OFF - 1;
+
+	rte_pktmbuf_mtod(forged, uint8_t *)[WIRE_FRAME_HDR_OFF + tag_at] ^= 0x01;
+	inject(forged);
+	inject(sealed_flipped(1, 1, 1001, 23, 0x04, el, ce));          /* seq, in the AAD */
+	inject(sealed_flipped(1, 1, 1002, SEAL_HDR + 22, 0x01, el, ce)); /* contrib */
+	inject(sealed_flipped(1, 1, 1003, SEAL_HDR + 96 + 8, 0x80, el, ce)); /* a float */
+	inject(seal_frame(child_sum(60, 1, 1, 0, el, ce), 60, key1, 16, 77, 3, 0, 1004));
+	inject(seal_frame(child_sum(60, 1, 1, 0, el, ce), 60, key2, 32, 1, 3, 0, 1005));
+	inject(child_sum(60, 1, 1, 0, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_TAG) == 4);
+	CU_ASSERT(drops(WIRE_REASON_UNKNOWN_KEY) == 2); /* key id 77; AES-256 under id 1 */
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 0);
+	CU_ASSERT(sealed_round_exact(1, 1, key1, 16, 1, &seq, el, ce, nch));
+	CU_ASSERT(ctr(DP_CTR_OPENED) == nch && ctr(DP_CTR_SEALED) == nch);
+
+	/* Replayed: a frame seen, and one older than the window. The next round is exact. */
+	inject(seal_frame(child_sum(60, 1, 1, 0, el, ce), 60, key1, 16, 1, 3, 0, seq));
+	inject(seal_frame(child_sum(60, 1, 1, 0, el, ce), 60, key1, 16, 1, 3, 0, 0));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0);
+	CU_ASSERT(drops(WIRE_REASON_REPLAY) == 1);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SEAL) == 1); /* sequence 0 */
+	seq += DP_REPLAY_WINDOW + 8;
+	CU_ASSERT(sealed_round_exact(1, 2, key1, 16, 1, &seq, el, ce, nch));
+	inject(seal_frame(child_sum(60, 1, 2, 0, el, ce), 60, key1, 16, 1, 3, 0,
+			  seq - DP_REPLAY_WINDOW - 1));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0);
+	CU_ASSERT(drops(WIRE_REASON_REPLAY) == 2);
+
+	/* Key rotation: epoch 2 with a new key (AES-256, id 2); epoch 1 drains and retires. */
+	CU_ASSERT_FATAL(install_sealed(2, key2, 32, 2, el, ce, nch) == 0);
+	uint64_t t0 = rte_rdtsc(), hz = rte_get_tsc_hz();
+
+	while (atomic_load(&dp.state)->jobs[0].n_epochs > 1 && rte_rdtsc() - t0 < 30 * hz) {
+		dp_housekeeping(&dp);
+		rte_delay_us_sleep(1000);
+	}
+	CU_ASSERT_FATAL(atomic_load(&dp.state)->jobs[0].n_epochs == 1);
+	/* A frame of round 3 sealed under the old key, for either epoch: unknown. */
+	inject(seal_frame(child_sum(60, 1, 3, 0, el, ce), 60, key1, 16, 1, 3, 0, seq + 100));
+	inject(seal_frame(child_sum(60, 2, 3, 0, el, ce), 60, key1, 16, 1, 3, 0, seq + 101));
+	/* The new key with the old epoch inside: unknown too. */
+	inject(seal_frame(child_sum(60, 1, 3, 0, el, ce), 60, key2, 32, 2, 3, 0, 1));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0);
+	CU_ASSERT(drops(WIRE_REASON_UNKNOWN_KEY) == 5);
+	seq = 1;
+	CU_ASSERT(sealed_round_exact(2, 3, key2, 32, 2, &seq, el, ce, nch));
+	/* Keys never leave: not in dump, not in stats. */
+	json_t *rep = call("{\"version\":1,\"id\":2,\"op\":\"dump\",\"job\":60}");
+	char *text = json_dumps(rep, 0);
+
+	CU_ASSERT(text != NULL && strstr(text, "\"key_id\": 2") != NULL &&
+		  strstr(text, "\"key\"") == NULL && strstr(text, "5a0102") == NULL);
+	free(text);
+	json_decref(rep);
+	rep = call("{\"version\":1,\"id\":3,\"op\":\"stats\"}");
+	text = json_dumps(rep, 0);
+	CU_ASSERT(text != NULL && strstr(text, "crypto_aesni_gcm0") != NULL &&
+		  strstr(text, "5a0102") == NULL);
+	free(text);
+	json_decref(rep);
+	dp_down();
+}
+
 /* A RETX CONTRIB of worker w (UDP checksum cleared: the header changed after it). */
 static struct rte_mbuf *
 retx_f32(uint32_t job, uint16_t w, uint32_t round, uint32_t chunk, uint64_t el, uint32_t ce)
@@ -2915,6 +3199,8 @@ main(int argc, char **argv)
 	CU_add_test(s, "retransmissions answered", test_retx_answers);
 	CU_add_test(s, "hostile senders: addresses, ports, NACK ranges and budgets",
 		    test_hostile_senders);
+	CU_add_test(s, "a protected link: forged, altered, replayed, rotated keys",
+		    test_protected_link);
 	CU_add_test(s, "partial reduce", test_partial_reduce);
 	CU_add_test(s, "partial reduce: sets of child gateways", test_partial_reduce_child_sets);
 	CU_add_test(s, "a child gateway's contrib counts the workers below it",

@@ -29,6 +29,7 @@
 #include "fastpath/agg.h"
 #include "fastpath/mstash.h"
 #include "fastpath/pace.h"
+#include "fastpath/seal.h"
 #include "fastpath/tx.h"
 #include "fastpath/validate.h"
 
@@ -241,6 +242,16 @@ retained(const struct dp_slot *s, uint32_t chunk, uint32_t round)
 										  : NULL;
 }
 
+/* The frame m to d as it goes on the wire: sealed if the link to d is protected. Consumes
+ * m; NULL if sealing failed (counted). */
+static inline struct rte_mbuf *
+to_wire(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, struct rte_mbuf *m)
+{
+	if (likely(d->seal == NULL))
+		return m;
+	return dp_seal(lc, j, d->seal, m);
+}
+
 /* An indirect mbuf of r's payload: the second segment of a copy (rte_pktmbuf_clone() of a
  * single-segment r, inline: no call into librte_mbuf), or NULL when the pool is empty. */
 static inline struct rte_mbuf *
@@ -307,7 +318,10 @@ send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, 
 	h->nb_segs = 2;
 	h->pkt_len += plen;
 	lc->ctr[ctr]++;
-	dp_pace_send(lc, j, pacer, d->port, h, flags & WIRE_F_RETX);
+	/* Sealed or not, h's reference to seg is gone: the copy counts as sent. */
+	h = to_wire(lc, j, d, h);
+	if (likely(h != NULL))
+		dp_pace_send(lc, j, pacer, d->port, h, flags & WIRE_F_RETX);
 	return true;
 }
 
@@ -386,7 +400,9 @@ send_ctl(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
 	}
 	dp_write_l2l4(lc->dp, j, d, nb, a->chunk, frame, WIRE_HDR_LEN);
 	lc->ctr[ctr]++;
-	dp_tx_stage(lc, d->port, h);
+	h = to_wire(lc, j, d, h);
+	if (likely(h != NULL))
+		dp_tx_stage(lc, d->port, h);
 }
 
 /* ACK of the CONTRIB p ("held", docs/PROTOCOL.md section 5) to its contributor d. */
@@ -620,7 +636,9 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 		      rte_pktmbuf_data_len(m) - WIRE_FRAME_HDR_OFF);
 	lc->ctr[DP_CTR_PARTIALS_SENT]++;
 	rte_mbuf_refcnt_update(m, 1);
-	dp_pace_send(lc, j, t->pace_first, t->parent.port, m, false);
+	m = to_wire(lc, j, &t->parent, m); /* sealed: a copy, the slot keeps the plain one */
+	if (likely(m != NULL))
+		dp_pace_send(lc, j, t->pace_first, t->parent.port, m, false);
 }
 
 /* Add contribution m (origin at contributor index k) to slot s, which is OPEN for it;

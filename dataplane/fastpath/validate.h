@@ -17,6 +17,7 @@
 #ifndef GEOREDUCE_FASTPATH_VALIDATE_H
 #define GEOREDUCE_FASTPATH_VALIDATE_H
 
+#include <assert.h>
 #include <string.h>
 
 #include <rte_byteorder.h>
@@ -30,7 +31,10 @@
 #define DP_OFF_UDP_SPORT (WIRE_ETH_LEN + WIRE_IPV4_LEN)
 #define DP_OFF_UDP_DPORT (WIRE_ETH_LEN + WIRE_IPV4_LEN + 2)
 
-/* The source key of a received frame: its IPv4 source address and UDP source port. */
+/* The source key of a received frame: its IPv4 source address and UDP source port, and
+ * DP_SRC_SEALED if it came sealed (dp_open() marks it with RTE_MBUF_F_RX_SEC_OFFLOAD), so
+ * that a plain packet from a protected peer, or a sealed one from a plain peer, fails the
+ * same compare. */
 static inline uint64_t
 dp_rx_src_key(const struct rte_mbuf *m)
 {
@@ -40,8 +44,12 @@ dp_rx_src_key(const struct rte_mbuf *m)
 
 	memcpy(&ip, f + DP_OFF_IP_SRC, sizeof(ip));
 	memcpy(&port, f + DP_OFF_UDP_SPORT, sizeof(port));
-	return dp_src_key_of(rte_be_to_cpu_32(ip), rte_be_to_cpu_16(port));
+	return dp_src_key_of(rte_be_to_cpu_32(ip), rte_be_to_cpu_16(port)) |
+	       (m->ol_flags & RTE_MBUF_F_RX_SEC_OFFLOAD) << (48 - 18);
 }
+
+static_assert(RTE_MBUF_F_RX_SEC_OFFLOAD == 1ull << 18 && DP_SRC_SEALED == 1ull << 48,
+	      "dp_rx_src_key() moves the one bit onto the other");
 
 /* Whether m comes from the address and a port the table gives sender d. */
 static inline bool

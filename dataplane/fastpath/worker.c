@@ -25,6 +25,7 @@
 #include "fastpath/csum.h"
 #include "fastpath/fault.h"
 #include "fastpath/pace.h"
+#include "fastpath/seal.h"
 #include "fastpath/tx.h"
 
 /* How many packets ahead of the one handled the header line of a frame is prefetched. */
@@ -269,6 +270,21 @@ dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, ui
 		goto bad_frame;
 	struct wire_pkt p;
 
+	/* Trim Ethernet padding so that the frame is exactly headers + packet. */
+	if (len > off + plen)
+		rte_pktmbuf_trim(m, (uint16_t)(len - off - plen));
+	/* A sealed frame (a protected link, docs/PROTOCOL.md section 14) is opened in place. */
+	if (unlikely(plen >= 2 && dp_is_sealed((const uint8_t *)eth + off))) {
+		why = dp_open(lc, st, m, &plen);
+		if (why != WIRE_REASON_NONE) {
+			lc->ctr[DP_CTR_BAD_HEADER]++;
+			lc->drops[why]++;
+			rte_pktmbuf_free(m);
+			return;
+		}
+		eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+		ip = (struct rte_ipv4_hdr *)(eth + 1);
+	}
 	if (unlikely(wire_hdr_decode((uint8_t *)eth + off, plen, &p, &why) != 0)) {
 		reject(lc, m, DP_CTR_BAD_HEADER, why);
 		return;
@@ -296,9 +312,6 @@ dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, ui
 		rte_pktmbuf_free(m);
 		return;
 	}
-	/* Trim Ethernet padding so that the frame is exactly headers + packet. */
-	if (len > off + plen)
-		rte_pktmbuf_trim(m, (uint16_t)(len - off - plen));
 	dp_agg_rx(lc, st, m, &p, port);
 	return;
 bad_frame:

@@ -125,15 +125,17 @@ dp_dest_route(struct dp *dp, struct dp_dest *d, const char *field, char *err, si
 	return route(dp, d, field, err, errlen);
 }
 
+/* A gateway of job j's table: its packets are sealed if the table protects the link. */
 static int
-dest_gw(struct dp *dp, struct dp_dest *d, const struct table_gw *g, const char *field, char *err,
-	size_t errlen)
+dest_gw(struct dp *dp, const struct dp_job *j, struct dp_dest *d, const struct table_gw *g,
+	const char *field, char *err, size_t errlen)
 {
 	d->id = g->id;
 	d->ipv4 = g->ipv4;
 	d->udp_base = g->base_port;
 	d->udp_count = g->ports;
-	d->src_key = dp_src_key_of(g->ipv4, g->base_port);
+	d->seal = dp_job_seal(j, g->id);
+	d->src_key = dp_src_key_of(g->ipv4, g->base_port) | (d->seal != NULL ? DP_SRC_SEALED : 0);
 	return route(dp, d, field, err, errlen);
 }
 
@@ -203,7 +205,7 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	t->has_parent = tt->has_parent;
 	if (tt->has_parent) {
 		snprintf(field, sizeof(field), "trees[%d].parent.ipv4", i);
-		if (dest_gw(dp, &t->parent, &tt->parent, field, err, errlen) != 0)
+		if (dest_gw(dp, j, &t->parent, &tt->parent, field, err, errlen) != 0)
 			return -1;
 	}
 	t->n_children = (uint16_t)tt->n_children;
@@ -227,7 +229,7 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	}
 	for (int c = 0; c < tt->n_children; c++) {
 		snprintf(field, sizeof(field), "trees[%d].children[%d].ipv4", i, c);
-		if (dest_gw(dp, &t->down[c], &tt->children[c], field, err, errlen) != 0)
+		if (dest_gw(dp, j, &t->down[c], &tt->children[c], field, err, errlen) != 0)
 			return -1;
 		t->src_ids[c] = tt->children[c].id;
 		t->src_bits[c] = (uint8_t)(tt->n_workers + c);
@@ -323,7 +325,7 @@ build_stream(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size
 	}
 	for (int k = 0; k < ts->n_to; k++) {
 		snprintf(field, sizeof(field), "streams[%d].to[%d].ipv4", i, k);
-		if (dest_gw(dp, &s->out[k], &ts->to[k], field, err, errlen) != 0)
+		if (dest_gw(dp, j, &s->out[k], &ts->to[k], field, err, errlen) != 0)
 			return -1;
 	}
 	for (int w = 0; w < ts->n_deliver; w++) {
@@ -343,7 +345,8 @@ build_stream(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size
 		s->origins[m] = ts->origins[k];
 	}
 	if (ts->has_from) {
-		s->from_key = dp_src_key_of(ts->from.ipv4, ts->from.base_port);
+		s->from_key = dp_src_key_of(ts->from.ipv4, ts->from.base_port) |
+			      (dp_job_seal(j, ts->from.id) != NULL ? DP_SRC_SEALED : 0);
 		s->from_count = ts->from.ports;
 	}
 	for (int k = 0; k < s->n_origins; k++) {
@@ -471,7 +474,8 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->udp_base = tb->gw.base_port;
 	j->udp_count = tb->gw.ports;
 	j->n_lcores = dp->n_lcores;
-	if (check_fit(dp, j, err, errlen) != 0)
+	if (check_fit(dp, j, err, errlen) != 0 ||
+	    dp_job_seals_create(dp, j, socket, err, errlen) != 0)
 		goto fail;
 	j->n_trees = tb->n_trees;
 	for (int i = 0; i < tb->n_trees; i++)
@@ -644,6 +648,7 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 	}
 	rte_free(j->streams);
 	rte_free(j->stream_map);
+	dp_job_seals_free(dp, j);
 	rte_free((void *)j->busy);
 	rte_free(j->lj);
 	rte_free(j->slots);
@@ -651,6 +656,8 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 	dp->mbufs_committed -= j->mbufs_held_max;
 	dp->job_bytes -= j->bytes;
 	table_free(j->tb);
+	if (j->table_json != NULL) /* holds the link keys */
+		explicit_bzero(j->table_json, strlen(j->table_json));
 	free(j->table_json);
 	rte_free(j);
 }

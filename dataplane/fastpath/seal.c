@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Fast path: sealing and opening the frames of protected links (docs/PROTOCOL.md section
+ * 14) with a cryptodev AEAD (AES-GCM; crypto_aesni_gcm or crypto_aesni_mb on machines
+ * without a crypto NIC). Each worker lcore owns queue pair lc->idx of the device and its
+ * own sequence numbers and replay windows in every key; sessions are the control
+ * thread's. Operations are enqueued and dequeued one frame at a time: the software PMDs
+ * complete an operation within the enqueue call.
+ *
+ * Sealed frame: Ethernet | IPv4 | UDP | seal header (32) | georeduce packet, encrypted |
+ * tag (16). The seal header is the AAD; the IV is its bytes 12-23 (sender, lane, sequence).
+ */
+#include <string.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_byteorder.h>
+#include <rte_crypto.h>
+#include <rte_cryptodev.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+#include <rte_pause.h>
+#include <rte_udp.h>
+
+#include "dp.h"
+#include "fastpath/seal.h"
+
+#define IV_OFFSET (sizeof(struct rte_crypto_op) + sizeof(struct rte_crypto_sym_op))
+#define SEAL_OFF WIRE_FRAME_HDR_OFF                  /* seal header in the frame */
+#define INNER_OFF (WIRE_FRAME_HDR_OFF + DP_SEAL_HDR_LEN) /* the georeduce packet */
+#define SPIN_MAX (1u << 20)                          /* dequeue polls for one operation */
+
+static inline uint16_t
+rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t
+rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint64_t
+rd64(const uint8_t *p)
+{
+	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
+}
+
+static inline void
+wr32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* Whether seq may be accepted by window w (RFC 4303 style, DP_REPLAY_WINDOW wide). */
+static inline bool
+replay_fresh(const struct dp_replay *w, uint64_t seq)
+{
+	if (seq > w->top)
+		return true;
+	uint64_t d = w->top - seq;
+
+	return d < DP_REPLAY_WINDOW && !(w->bits >> d & 1);
+}
+
+/* seq authenticated: remember it. */
+static inline void
+replay_mark(struct dp_replay *w, uint64_t seq)
+{
+	if (seq > w->top) {
+		uint64_t d = seq - w->top;
+
+		w->bits = d >= DP_REPLAY_WINDOW ? 1 : w->bits << d | 1;
+		w->top = seq;
+		return;
+	}
+	w->bits |= 1ull << (w->top - seq);
+}
+
+/* The AEAD operation on m: the georeduce packet of len bytes at off, the seal header at
+ * SEAL_OFF-relative aad (in the same mbuf), the tag right after the packet. True if the
+ * device did it and it verified. */
+static bool
+aead_run(struct dp_lcore *lc, void *sess, struct rte_mbuf *m, uint32_t aad_off, uint32_t off,
+	 uint32_t len)
+{
+	uint8_t dev = lc->dp->crypto.dev_id;
+	uint16_t qp = (uint16_t)lc->idx;
+	struct rte_crypto_op *op = rte_crypto_op_alloc(lc->op_pool, RTE_CRYPTO_OP_TYPE_SYMMETRIC);
+	struct rte_crypto_op *done = NULL;
+	bool ok = false;
+
+	if (unlikely(op == NULL)) {
+		lc->ctr[DP_CTR_NO_MBUF]++;
+		return false;
+	}
+	struct rte_crypto_sym_op *sym = op->sym;
+
+	memcpy(rte_crypto_op_ctod_offset(op, uint8_t *, IV_OFFSET),
+	       rte_pktmbuf_mtod_offset(m, uint8_t *, aad_off + 12), DP_SEAL_IV_LEN);
+	sym->m_src = m;
+	sym->m_dst = NULL;
+	sym->aead.data.offset = off;
+	sym->aead.data.length = len;
+	sym->aead.digest.data = rte_pktmbuf_mtod_offset(m, uint8_t *, off + len);
+	sym->aead.digest.phys_addr = rte_pktmbuf_iova_offset(m, off + len);
+	sym->aead.aad.data = rte_pktmbuf_mtod_offset(m, uint8_t *, aad_off);
+	sym->aead.aad.phys_addr = rte_pktmbuf_iova_offset(m, aad_off);
+	rte_crypto_op_attach_sym_session(op, sess);
+	if (likely(rte_cryptodev_enqueue_burst(dev, qp, &op, 1) == 1)) {
+		for (uint32_t i = 0; i < SPIN_MAX; i++) {
+			if (rte_cryptodev_dequeue_burst(dev, qp, &done, 1) == 1)
+				break;
+			rte_pause();
+		}
+		if (unlikely(done == NULL))
+			return false; /* still in the device: the op and m stay with it */
+		ok = done->status == RTE_CRYPTO_OP_STATUS_SUCCESS;
+	}
+	rte_crypto_op_free(op);
+	return ok;
+}
+
+/* The key of (job, key id, sender) among the job's installed epochs, and its epoch. */
+static const struct dp_seal *
+find_key(const struct dp_state *st, uint32_t job, uint32_t key_id, uint16_t sender,
+	 uint8_t aead, const struct dp_job **jo)
+{
+	for (int i = 0; st != NULL && i < st->n_jobs; i++) {
+		if (st->jobs[i].job != job)
+			continue;
+		for (int e = 0; e < st->jobs[i].n_epochs; e++) {
+			const struct dp_job *j = st->jobs[i].epochs[e];
+
+			for (int k = 0; k < j->n_seals; k++)
+				if (j->seals[k].peer == sender && j->seals[k].key_id == key_id &&
+				    j->seals[k].aead == aead) {
+					*jo = j;
+					return &j->seals[k];
+				}
+		}
+	}
+	return NULL;
+}
+
+enum wire_reason
+dp_open(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, size_t *plen)
+{
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	const uint8_t *sh = f + SEAL_OFF;
+	size_t n = *plen;
+	const struct dp_job *j = NULL;
+
+	if (unlikely(!lc->dp->crypto.on || n < DP_SEAL_OVERHEAD + WIRE_HDR_LEN ||
+		     sh[2] != DP_SEAL_VERSION || rd64(sh + 24) != 0))
+		return WIRE_REASON_BAD_SEAL;
+	uint32_t job = rd32(sh + 4), key_id = rd32(sh + 8);
+	uint16_t sender = rd16(sh + 12), lane = rd16(sh + 14);
+	uint64_t seq = rd64(sh + 16);
+
+	if (unlikely(lane >= DP_SEAL_LANES || seq == 0))
+		return WIRE_REASON_BAD_SEAL;
+	const struct dp_seal *k = find_key(st, job, key_id, sender, sh[3], &j);
+
+	if (unlikely(k == NULL))
+		return WIRE_REASON_UNKNOWN_KEY;
+	struct dp_replay *w = &k->rx[lc->idx * DP_SEAL_LANES + lane];
+	uint32_t len = (uint32_t)(n - DP_SEAL_OVERHEAD);
+
+	if (unlikely(!replay_fresh(w, seq)))
+		return WIRE_REASON_REPLAY;
+	if (unlikely(!aead_run(lc, k->dec, m, SEAL_OFF, INNER_OFF, len)))
+		return WIRE_REASON_BAD_TAG;
+	/* Authentic: the packet inside must be the key's job, epoch and sender. */
+	const uint8_t *g = f + INNER_OFF;
+
+	if (unlikely(rd32(g + 8) != job || rd32(g + 12) != j->epoch || rd16(g + 18) != sender))
+		return WIRE_REASON_UNKNOWN_KEY;
+	replay_mark(w, seq);
+	lc->ctr[DP_CTR_OPENED]++;
+	lc->ctr[DP_CTR_OPEN_BYTES] += len;
+	/* The plain frame: its Ethernet, IPv4 and UDP headers move up to the packet. */
+	memmove(f + DP_SEAL_HDR_LEN, f, WIRE_FRAME_HDR_OFF);
+	rte_pktmbuf_adj(m, DP_SEAL_HDR_LEN);
+	rte_pktmbuf_trim(m, DP_SEAL_TAG_LEN);
+	f = rte_pktmbuf_mtod(m, uint8_t *);
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + WIRE_ETH_LEN);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(f + WIRE_ETH_LEN + WIRE_IPV4_LEN);
+
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(WIRE_IPV4_LEN + WIRE_UDP_LEN + len));
+	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(WIRE_UDP_LEN + len));
+	udp->dgram_cksum = 0;
+	m->ol_flags |= RTE_MBUF_F_RX_SEC_OFFLOAD;
+	*plen = len;
+	return WIRE_REASON_NONE;
+}
+
+struct rte_mbuf *
+dp_seal(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal *k,
+	struct rte_mbuf *m)
+{
+	uint32_t len = rte_pktmbuf_pkt_len(m) - WIRE_FRAME_HDR_OFF;
+	struct rte_mbuf *s = rte_pktmbuf_alloc(lc->seal_pool);
+	uint8_t *f = s == NULL ? NULL
+			       : (uint8_t *)rte_pktmbuf_append(s, (uint16_t)(INNER_OFF + len +
+									 DP_SEAL_TAG_LEN));
+
+	if (unlikely(f == NULL)) {
+		rte_pktmbuf_free(s);
+		rte_pktmbuf_free(m);
+		lc->ctr[DP_CTR_NO_MBUF]++;
+		return NULL;
+	}
+	/* The plain frame's headers and packet, gathered from its segments. */
+	const uint8_t *h = rte_pktmbuf_read(m, 0, WIRE_FRAME_HDR_OFF, f);
+	const uint8_t *g = rte_pktmbuf_read(m, WIRE_FRAME_HDR_OFF, len, f + INNER_OFF);
+
+	if (h != f)
+		memcpy(f, h, WIRE_FRAME_HDR_OFF);
+	if (g != f + INNER_OFF)
+		memcpy(f + INNER_OFF, g, len);
+	rte_pktmbuf_free(m);
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + WIRE_ETH_LEN);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(f + WIRE_ETH_LEN + WIRE_IPV4_LEN);
+	uint16_t udp_len = (uint16_t)(WIRE_UDP_LEN + DP_SEAL_OVERHEAD + len);
+
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(WIRE_IPV4_LEN + udp_len));
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	udp->dgram_len = rte_cpu_to_be_16(udp_len);
+	udp->dgram_cksum = 0; /* the tag covers more than a checksum would */
+	/* The seal header (the AAD; bytes 12-23 the IV). */
+	uint8_t *sh = f + SEAL_OFF;
+	uint64_t seq = ++k->tx_seq[lc->idx];
+
+	sh[0] = DP_SEAL_MAGIC >> 8;
+	sh[1] = DP_SEAL_MAGIC & 0xff;
+	sh[2] = DP_SEAL_VERSION;
+	sh[3] = k->aead;
+	wr32(sh + 4, j->job);
+	wr32(sh + 8, k->key_id);
+	sh[12] = (uint8_t)(j->self_id >> 8);
+	sh[13] = (uint8_t)j->self_id;
+	sh[14] = (uint8_t)(lc->idx >> 8);
+	sh[15] = (uint8_t)lc->idx;
+	wr32(sh + 16, (uint32_t)(seq >> 32));
+	wr32(sh + 20, (uint32_t)seq);
+	memset(sh + 24, 0, 8);
+	if (unlikely(!aead_run(lc, k->enc, s, SEAL_OFF, INNER_OFF, len))) {
+		rte_pktmbuf_free(s);
+		lc->ctr[DP_CTR_NO_MBUF]++;
+		return NULL;
+	}
+	lc->ctr[DP_CTR_SEALED]++;
+	lc->ctr[DP_CTR_SEAL_BYTES] += len;
+	return s;
+}
