@@ -618,6 +618,68 @@ parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d,
 	return parse_tensor(c, job, path, j); /* its chunk size depends on the sets */
 }
 
+/*
+ * "protected": {"links": "all" | [["A", "B"], ...], "aead": "aes-128-gcm"}: the gateway
+ * links whose frames are sealed (docs/DEPLOYMENT.md). Optional; absent: none.
+ */
+static int
+parse_protected(struct dctx *c, const json_t *root, struct deploy *d)
+{
+	static const char *const known[] = { "links", "aead" };
+	const json_t *pr = json_object_get(root, "protected"), *links, *aead;
+	const struct topo *t = d->topo;
+	int rc;
+
+	if (pr == NULL)
+		return 0;
+	rc = check_keys(c, pr, "protected", known, N_OF(known), 1);
+	if (rc != 0)
+		return rc;
+	d->seal_aead = TABLE_AEAD_AES128_GCM;
+	aead = json_object_get(pr, "aead");
+	if (aead != NULL) {
+		d->seal_aead = json_is_string(aead) ? table_aead_from_name(json_string_value(aead))
+						    : 0;
+		if (d->seal_aead == 0)
+			return json_util_field_fail(&c->js, "protected", "aead", "expected "
+						    "\"aes-128-gcm\" or \"aes-256-gcm\"");
+	}
+	d->sealed_links = calloc(t->n_links > 0 ? (size_t)t->n_links : 1, sizeof(bool));
+	if (d->sealed_links == NULL)
+		return json_util_field_fail(&c->js, "", "protected", "out of memory");
+	links = json_object_get(pr, "links");
+	if (json_is_string(links) && strcmp(json_string_value(links), "all") == 0) {
+		for (int l = 0; l < t->n_links; l++)
+			d->sealed_links[l] = true;
+		return 0;
+	}
+	if (!json_is_array(links) || json_array_size(links) == 0)
+		return json_util_field_fail(&c->js, "protected", "links", "expected \"all\" or "
+					    "a nonempty array of [node, node] pairs");
+	for (size_t i = 0; i < json_array_size(links); i++) {
+		const json_t *pair = json_array_get(links, i);
+		char path[FIELD_MAX];
+		int u, v, l;
+
+		snprintf(path, sizeof(path), "protected.links[%zu]", i);
+		if (!json_is_array(pair) || json_array_size(pair) != 2 ||
+		    !json_is_string(json_array_get(pair, 0)) ||
+		    !json_is_string(json_array_get(pair, 1)))
+			return json_util_field_fail(&c->js, path, "", "expected two node ids");
+		u = topo_node_index(t, json_string_value(json_array_get(pair, 0)));
+		v = topo_node_index(t, json_string_value(json_array_get(pair, 1)));
+		l = u < 0 || v < 0 ? -1 : topo_link_between(t, u, v);
+		if (l < 0)
+			return json_util_field_fail(&c->js, path, "", "no topology link between "
+						    "'%.*s' and '%.*s'", TOPO_ID_MAX,
+						    json_string_value(json_array_get(pair, 0)),
+						    TOPO_ID_MAX,
+						    json_string_value(json_array_get(pair, 1)));
+		d->sealed_links[l] = true;
+	}
+	return 0;
+}
+
 static int
 parse_jobs(struct dctx *c, const json_t *root, struct deploy *d)
 {
@@ -686,7 +748,7 @@ struct deploy *
 deploy_parse(const char *text, const char *src, char *err, size_t errlen)
 {
 	static const char *const known[] = { "format", "topology", "gateways", "jobs", "name",
-					     "tls" };
+					     "tls", "protected" };
 	struct dctx c = { .js = { .src = src != NULL ? src : "<string>", .err = err,
 				  .errlen = errlen } };
 	struct deploy *d = NULL;
@@ -743,6 +805,8 @@ deploy_parse(const char *text, const char *src, char *err, size_t errlen)
 		rc = parse_tls(&c, root, d);
 	if (rc == 0)
 		rc = parse_jobs(&c, root, d);
+	if (rc == 0)
+		rc = parse_protected(&c, root, d);
 out:
 	json_decref(root);
 	if (rc != 0) {
@@ -776,6 +840,7 @@ deploy_free(struct deploy *d)
 		free(d->jobs[i].workers);
 	free(d->jobs);
 	free(d->gateways);
+	free(d->sealed_links);
 	topo_free(d->topo);
 	free(d);
 }

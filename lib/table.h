@@ -295,9 +295,14 @@ struct table *table_load(const char *path, char *err, size_t errlen);
  * the link keys: send it only over the control socket or its TLS channel. */
 json_t *table_to_json(const struct table *tb);
 
-/** table_to_json() without the link keys (each protected link's `key` left out), for
- * dumps, logs and replies. NULL on ENOMEM. */
+/** table_to_json() without the protected links and their keys: a valid table for a
+ * worker's file, a dump or a log (the worker library needs no link key). NULL on ENOMEM.
+ * table_seals_json() describes the links without their keys. */
 json_t *table_to_json_public(const struct table *tb);
+
+/** The protected links as {"peer", "key_id", "aead"} objects, never a key (new reference;
+ * NULL on ENOMEM). */
+json_t *table_seals_json(const struct table *tb);
 
 /** Write the table as `georeduce-table/1` JSON. Returns 0 or a negative errno. */
 int table_write(const struct table *tb, FILE *out);

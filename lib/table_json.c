@@ -182,6 +182,25 @@ seal_json(const struct table_seal *sl, bool with_key)
 }
 
 static json_t *
+seals_json(const struct table *tb, bool with_keys)
+{
+	json_t *seals = json_array();
+
+	for (int i = 0; seals != NULL && i < tb->n_seals; i++)
+		if (json_array_append_new(seals, seal_json(&tb->seals[i], with_keys)) != 0) {
+			json_decref(seals);
+			seals = NULL;
+		}
+	return seals;
+}
+
+json_t *
+table_seals_json(const struct table *tb)
+{
+	return seals_json(tb, false);
+}
+
+static json_t *
 to_json(const struct table *tb, bool with_keys)
 {
 	json_t *root = json_object(), *trees = json_array();
@@ -219,16 +238,8 @@ to_json(const struct table *tb, bool with_keys)
 			}
 		rc |= set_new(root, "streams", streams);
 	}
-	if (rc == 0 && tb->n_seals > 0) {
-		json_t *seals = json_array();
-
-		for (int i = 0; seals != NULL && i < tb->n_seals; i++)
-			if (json_array_append_new(seals, seal_json(&tb->seals[i], with_keys)) != 0) {
-				json_decref(seals);
-				seals = NULL;
-			}
-		rc |= set_new(root, "sealed", seals);
-	}
+	if (rc == 0 && tb->n_seals > 0 && with_keys)
+		rc |= set_new(root, "sealed", seals_json(tb, true));
 	if (rc != 0)
 		goto nomem;
 	return root;

@@ -2573,6 +2573,14 @@ test_seals(void)
 		pub = json_dumps(pj, 0);
 		json_decref(pj);
 	}
+	CU_ASSERT(pub != NULL && strstr(pub, "sealed") == NULL && strstr(pub, "00112233") == NULL);
+	free(pub);
+	{
+		json_t *sj = table_seals_json(c);
+
+		pub = json_dumps(sj, 0);
+		json_decref(sj);
+	}
 	CU_ASSERT(pub != NULL && strstr(pub, "\"key_id\": 7") != NULL &&
 		  strstr(pub, "\"key\"") == NULL && strstr(pub, "00112233") == NULL);
 	CU_ASSERT(table_aead_key_len(TABLE_AEAD_AES256_GCM) == 32 &&

@@ -300,7 +300,8 @@ add_table(const struct dp_job *j, const char *state, void *arg)
 	t = table_to_json_public(j->tb); /* never the link keys */
 	if (t == NULL)
 		return;
-	json_array_append_new(a->arr, json_pack("{s:s,s:o}", "state", state, "table", t));
+	json_array_append_new(a->arr, json_pack("{s:s,s:o,s:o}", "state", state, "table", t,
+						"sealed", table_seals_json(j->tb)));
 }
 
 json_t *
