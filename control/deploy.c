@@ -26,6 +26,7 @@
 struct dctx {
 	struct json_util_src js;        /* the file's name and the error buffer */
 	char base[DEPLOY_PATH_MAX + 1]; /* directory relative paths start from, "" for cwd */
+	uint32_t seal_room;             /* bytes of a frame sealing takes (protected links) */
 };
 
 /* obj is an object whose keys are all in known[]; its first n_required are present. */
@@ -493,7 +494,9 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 	if (rc != 0)
 		return rc;
 	j->mtu = (uint32_t)v;
-	e = wire_chunk_elems_default(j->mtu, (enum wire_dtype)j->dtype, j->cset_blocks);
+	/* With protected links a chunk leaves room for sealing (docs/PROTOCOL.md 14.2). */
+	e = wire_chunk_elems_default(j->mtu - c->seal_room, (enum wire_dtype)j->dtype,
+				     j->cset_blocks);
 	if (e <= 0)
 		return json_util_field_fail(&c->js, path, "mtu",
 					    "no chunk fits an MTU of %u", j->mtu);
@@ -508,12 +511,12 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 					    "%" PRIu64 " is not a multiple of the %s "
 			     "element size %zu", v, dt, esz);
 	v += (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK; /* the set travels with the chunk */
-	if (v + WIRE_MTU_OVERHEAD > j->mtu)
+	if (v + WIRE_MTU_OVERHEAD + c->seal_room > j->mtu)
 		return json_util_field_fail(&c->js, path, "chunk_bytes",
 					    "%" PRIu64 " bytes%s need an MTU of %" PRIu64
 			     ", the job's mtu is %u", v,
 			     j->cset_blocks != 0 ? " (with the contributor set)" : "",
-			     v + WIRE_MTU_OVERHEAD, j->mtu);
+			     v + WIRE_MTU_OVERHEAD + c->seal_room, j->mtu);
 	v -= (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK;
 	j->chunk_bytes = (uint32_t)v;
 	if ((j->elements + v / esz - 1) / (v / esz) > UINT32_MAX)
@@ -644,6 +647,7 @@ parse_protected(struct dctx *c, const json_t *root, struct deploy *d)
 			return json_util_field_fail(&c->js, "protected", "aead", "expected "
 						    "\"aes-128-gcm\" or \"aes-256-gcm\"");
 	}
+	c->seal_room = WIRE_SEAL_OVERHEAD;
 	d->sealed_links = calloc(t->n_links > 0 ? (size_t)t->n_links : 1, sizeof(bool));
 	if (d->sealed_links == NULL)
 		return json_util_field_fail(&c->js, "", "protected", "out of memory");
@@ -804,9 +808,9 @@ deploy_parse(const char *text, const char *src, char *err, size_t errlen)
 	if (rc == 0)
 		rc = parse_tls(&c, root, d);
 	if (rc == 0)
-		rc = parse_jobs(&c, root, d);
-	if (rc == 0)
 		rc = parse_protected(&c, root, d);
+	if (rc == 0)
+		rc = parse_jobs(&c, root, d);
 out:
 	json_decref(root);
 	if (rc != 0) {

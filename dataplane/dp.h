@@ -152,6 +152,7 @@ dp_src_key_of(uint32_t ipv4, uint16_t port)
 #define DP_SEAL_HDR_LEN 32          /* between UDP and the encrypted georeduce packet */
 #define DP_SEAL_TAG_LEN 16
 #define DP_SEAL_OVERHEAD (DP_SEAL_HDR_LEN + DP_SEAL_TAG_LEN)
+_Static_assert(DP_SEAL_OVERHEAD == WIRE_SEAL_OVERHEAD, "one sealed frame format");
 #define DP_SEAL_IV_LEN 12
 #define DP_SEAL_LANES DP_LCORES_MAX /* sender lcores a receiver keeps a window for */
 #define DP_REPLAY_WINDOW 64         /* sequence numbers a receiver accepts out of order */

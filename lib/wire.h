@@ -44,6 +44,9 @@
 #define WIRE_FRAME_PAYLOAD_OFF (WIRE_FRAME_HDR_OFF + WIRE_HDR_LEN)              /* 96 */
 /* IP + UDP + georeduce header: MTU overhead of every packet before the set and payload. */
 #define WIRE_MTU_OVERHEAD (WIRE_IPV4_LEN + WIRE_UDP_LEN + WIRE_HDR_LEN)         /* 82 */
+/* What a sealed frame of a protected link adds (docs/PROTOCOL.md section 14): the seal
+ * header and the tag. */
+#define WIRE_SEAL_OVERHEAD (32 + 16)
 
 /* Payload alignment the format guarantees relative to the start of the Ethernet frame. */
 #define WIRE_PAYLOAD_ALIGN 32u

@@ -2097,17 +2097,20 @@ test_hostile_senders(void)
 	/* Worker 13 asks again and again from its own address: answered while its budget
 	 * lasts (the bytes it contributed, and time), then counted. */
 	uint64_t t0 = rte_rdtsc();
-	int answered = 0;
+	int answered = 0, elsewhere = 0;
 
 	for (int k = 0; k < 100; k++) {
 		inject(nack_result(16, 13, 1, 0, nch));
-		if (k % 16 == 15) {
+		if (k % 16 == 15 || k == 99) {
 			poll_all();
-			answered += collect(o, 512);
+			int n = collect(o, 512);
+
+			for (int i = 0; i < n; i++)
+				elsewhere += o[i].fl.dst_ip != PEER_IP(13) ||
+					     o[i].fl.dst_port != WORKER_PORT;
+			answered += n;
 		}
 	}
-	poll_all();
-	answered += collect(o, 512);
 	double secs = (double)(rte_rdtsc() - t0) / (double)rte_get_tsc_hz() + 0.01;
 	uint32_t frame = WIRE_FRAME_PAYLOAD_OFF + 4 * ce;
 	/* Install to now refills at most the cap; the 4 contributions add 4 frames. */
@@ -2117,8 +2120,7 @@ test_hostile_senders(void)
 	CU_ASSERT(answered <= bound);
 	CU_ASSERT(answered < 100 * (int)nch);
 	CU_ASSERT(ctr(DP_CTR_ANSWER_BUDGET) > 0);
-	for (int k = 0; k < 16 && k < answered; k++)
-		CU_ASSERT(o[k].fl.dst_ip == PEER_IP(13) && o[k].fl.dst_port == WORKER_PORT);
+	CU_ASSERT(elsewhere == 0);
 
 	/* After every barrage the next round is exact. */
 	CU_ASSERT(round_exact(16, 2, el, ce, nch));
@@ -2401,6 +2403,48 @@ test_protected_link(void)
 	free(text);
 	json_decref(rep);
 	dp_down();
+}
+
+/* docs/PROTOCOL.md section 14.4: section 11's RESULT sealed by gateway 9 (key 00 .. 0f, id
+ * 42, lane 0, sequence 1, job 7) is byte for byte the document's, and opens back. */
+static void
+test_sealed_example(void)
+{
+	static const uint8_t plain[102] = {
+		0x47, 0x52, 0x01, 0x02, 0x00, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00,
+		0x00, 0x03, 0x00, 0x02, 0x00, 0x09, 0x00, 0x08, 0x00, 0x03, 0x00, 0x00, 0x00, 0x29,
+		0x00, 0x00, 0x03, 0xe8, 0x00, 0x04, 0x00, 0x00, 0x00, 0xab, 0xcd, 0xef, [54] = 0x26,
+		[86] = 0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0xc0, 0x00, 0x00, 0x60, 0x40, 0x00,
+		0x00, 0x80, 0x3e,
+	};
+	static const uint8_t sealed[150] = {
+		0x47, 0x53, 0x01, 0x01, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x2a, 0x00, 0x09,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x48, 0xa6, 0x29, 0xaa, 0xfa, 0x06, 0xa1, 0xbf, 0xff, 0x0a,
+		0x44, 0x6c, 0xfe, 0xf8, 0x20, 0x8a, 0xd3, 0x55, 0x29, 0x79, 0x2a, 0xb0, 0x4f, 0x0c,
+		0x93, 0x2d, 0x9d, 0x99, 0x7d, 0xae, 0x6b, 0x90, 0x8f, 0xd7, 0x65, 0x64, 0x69, 0x18,
+		0xca, 0xb4, 0x15, 0xd2, 0xbc, 0xed, 0xa6, 0xc1, 0xea, 0x12, 0x6a, 0x0c, 0xed, 0xad,
+		0xb1, 0xec, 0xb1, 0x10, 0xdc, 0x1f, 0x83, 0x9b, 0xc2, 0xa7, 0x60, 0xcf, 0xd4, 0xf7,
+		0xab, 0x26, 0xfb, 0x44, 0x9d, 0xae, 0x61, 0x02, 0xf0, 0x09, 0xb3, 0x50, 0x12, 0x2f,
+		0x3d, 0xc7, 0x37, 0xe3, 0xfc, 0xfa, 0x1a, 0x52, 0x9d, 0x4c, 0x38, 0x6d, 0xab, 0xa9,
+		0x05, 0x5d, 0x06, 0x7a, 0xf7, 0x26, 0x31, 0x25, 0xe9, 0x82, 0x32, 0x2b, 0xd0, 0x19,
+		0x06, 0xa0, 0xcc, 0x63, 0x39, 0x7e, 0xfa, 0x8b, 0xe7, 0xc7,
+	};
+	uint8_t key[16], pt[102];
+	struct rte_mbuf *m = rte_pktmbuf_alloc(tpool);
+	uint8_t *f = must_append(m, WIRE_FRAME_HDR_OFF + sizeof(plain));
+
+	for (int i = 0; i < 16; i++)
+		key[i] = (uint8_t)i;
+	memset(f, 0, WIRE_FRAME_HDR_OFF);
+	memcpy(f + WIRE_FRAME_HDR_OFF, plain, sizeof(plain));
+	m = seal_frame(m, 7, key, 16, 42, 9, 0, 1);
+	CU_ASSERT_FATAL(rte_pktmbuf_pkt_len(m) == WIRE_FRAME_HDR_OFF + sizeof(sealed));
+	CU_ASSERT(memcmp(rte_pktmbuf_mtod_offset(m, uint8_t *, WIRE_FRAME_HDR_OFF), sealed,
+			 sizeof(sealed)) == 0);
+	rte_pktmbuf_free(m);
+	CU_ASSERT(gcm(false, key, 16, sealed + 12, sealed, sealed + 32, 102, pt, (uint8_t *)
+		      sealed + 134) && memcmp(pt, plain, sizeof(plain)) == 0);
 }
 
 /* A RETX CONTRIB of worker w (UDP checksum cleared: the header changed after it). */
@@ -3201,6 +3245,7 @@ main(int argc, char **argv)
 		    test_hostile_senders);
 	CU_add_test(s, "a protected link: forged, altered, replayed, rotated keys",
 		    test_protected_link);
+	CU_add_test(s, "PROTOCOL.md sealed example", test_sealed_example);
 	CU_add_test(s, "partial reduce", test_partial_reduce);
 	CU_add_test(s, "partial reduce: sets of child gateways", test_partial_reduce_child_sets);
 	CU_add_test(s, "a child gateway's contrib counts the workers below it",

@@ -435,7 +435,8 @@ check_fit(struct dp *dp, struct dp_job *j, char *err, size_t errlen)
 	}
 	/* A chunk's payload and its contributor set (if the job carries sets). */
 	size_t bytes = (size_t)tb->chunk_elements * table_dtype_size(tb->dtype) +
-		       (size_t)tb->cset_blocks * WIRE_CSET_BLOCK;
+		       (size_t)tb->cset_blocks * WIRE_CSET_BLOCK +
+		       (tb->n_seals > 0 ? WIRE_SEAL_OVERHEAD : 0); /* sealed frames */
 
 	if (bytes + WIRE_MTU_OVERHEAD > dp->prm.mtu) {
 		fail(err, errlen, "field 'chunk_elements': chunks of %zu bytes (with their "
