@@ -497,6 +497,33 @@ struct dp_route {
 
 #define DP_ROUTES_MAX 64
 
+/* Sealed frames an lcore collects before one cryptodev burst (fastpath/seal.c). */
+#define DP_SEAL_BATCH DP_BURST_MAX
+
+struct rte_crypto_op;
+
+/** A sealed frame received, its operation prepared, waiting for the burst (that lcore). */
+struct dp_open_op {
+	struct rte_mbuf *m;
+	struct rte_crypto_op *op;
+	const struct dp_job *j;     /* the key's epoch */
+	const struct dp_seal *k;
+	uint64_t seq;
+	uint32_t len;               /* of the georeduce packet */
+	uint16_t lane, port;
+};
+
+/** A frame sealed for a protected link, waiting for the burst, then its pacer. */
+struct dp_seal_op {
+	struct rte_mbuf *s;         /* the sealed frame (its packet still plain) */
+	struct rte_crypto_op *op;
+	const struct dp_job *j;
+	uint32_t pacer;
+	uint32_t len;
+	uint16_t port;
+	bool retx;
+};
+
 /** Per worker lcore context, cache aligned, owned by its lcore. */
 /* A stash of mbufs taken ahead from a pool and prefetched (fastpath/mstash.h). */
 #define DP_STASH_REFILL 32                 /* taken from the pool at a time */
@@ -521,6 +548,9 @@ struct dp_lcore {
 	struct dp_mstash hdr_stash;     /* from hdr_pool and clone_pool, for result copies */
 	struct rte_mempool *op_pool;    /* crypto operations (NULL: no --crypto) */
 	struct rte_mempool *seal_pool;  /* sealed frames */
+	uint16_t n_open, n_seal;        /* waiting in open_q, seal_q */
+	struct dp_open_op open_q[2 * DP_BURST_MAX]; /* a burst, with injected duplicates */
+	struct dp_seal_op seal_q[DP_SEAL_BATCH];
 	struct dp_mstash clone_stash;
 	uint16_t n_rxq;
 	struct {

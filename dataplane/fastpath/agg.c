@@ -242,14 +242,16 @@ retained(const struct dp_slot *s, uint32_t chunk, uint32_t round)
 										  : NULL;
 }
 
-/* The frame m to d as it goes on the wire: sealed if the link to d is protected. Consumes
- * m; NULL if sealing failed (counted). */
-static inline struct rte_mbuf *
-to_wire(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, struct rte_mbuf *m)
+/* Send the frame m to d through pacer `pacer` (DP_PACE_NONE: none): as it is, or on a
+ * protected link sealed first (queued for the lcore's next cryptodev burst). Consumes m. */
+static inline void
+to_wire(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, uint32_t pacer,
+	struct rte_mbuf *m, bool retx)
 {
 	if (likely(d->seal == NULL))
-		return m;
-	return dp_seal(lc, j, d->seal, m);
+		dp_pace_send(lc, j, pacer, d->port, m, retx);
+	else
+		dp_seal_queue(lc, j, d->seal, m, pacer, d->port, retx);
 }
 
 /* An indirect mbuf of r's payload: the second segment of a copy (rte_pktmbuf_clone() of a
@@ -319,9 +321,7 @@ send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, 
 	h->pkt_len += plen;
 	lc->ctr[ctr]++;
 	/* Sealed or not, h's reference to seg is gone: the copy counts as sent. */
-	h = to_wire(lc, j, d, h);
-	if (likely(h != NULL))
-		dp_pace_send(lc, j, pacer, d->port, h, flags & WIRE_F_RETX);
+	to_wire(lc, j, d, pacer, h, flags & WIRE_F_RETX);
 	return true;
 }
 
@@ -400,9 +400,7 @@ send_ctl(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
 	}
 	dp_write_l2l4(lc->dp, j, d, nb, a->chunk, frame, WIRE_HDR_LEN);
 	lc->ctr[ctr]++;
-	h = to_wire(lc, j, d, h);
-	if (likely(h != NULL))
-		dp_tx_stage(lc, d->port, h);
+	to_wire(lc, j, d, DP_PACE_NONE, h, false);
 }
 
 /* ACK of the CONTRIB p ("held", docs/PROTOCOL.md section 5) to its contributor d. */
@@ -636,9 +634,8 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 		      rte_pktmbuf_data_len(m) - WIRE_FRAME_HDR_OFF);
 	lc->ctr[DP_CTR_PARTIALS_SENT]++;
 	rte_mbuf_refcnt_update(m, 1);
-	m = to_wire(lc, j, &t->parent, m); /* sealed: a copy, the slot keeps the plain one */
-	if (likely(m != NULL))
-		dp_pace_send(lc, j, t->pace_first, t->parent.port, m, false);
+	/* Sealed: into a frame of its own, the slot keeps the plain one. */
+	to_wire(lc, j, &t->parent, t->pace_first, m, false);
 }
 
 /* Add contribution m (origin at contributor index k) to slot s, which is OPEN for it;

@@ -22,6 +22,7 @@
 #include <rte_udp.h>
 
 #include "dp.h"
+#include "fastpath/pace.h"
 #include "fastpath/seal.h"
 
 #define IV_OFFSET (sizeof(struct rte_crypto_op) + sizeof(struct rte_crypto_sym_op))
@@ -81,48 +82,74 @@ replay_mark(struct dp_replay *w, uint64_t seq)
 	w->bits |= 1ull << (w->top - seq);
 }
 
-/* The AEAD operation on m: the georeduce packet of len bytes at off, the seal header at
- * SEAL_OFF-relative aad (in the same mbuf), the tag right after the packet. True if the
- * device did it and it verified. */
-static bool
-aead_run(struct dp_lcore *lc, void *sess, struct rte_mbuf *m, uint32_t aad_off, uint32_t off,
-	 uint32_t len)
+/* A crypto operation on m: AES-GCM over the len bytes of the georeduce packet at INNER_OFF,
+ * the seal header at SEAL_OFF the AAD (and its bytes 12-23 the IV), the tag right after
+ * the packet; sess seals or opens. NULL if the pool is empty (counted). */
+static struct rte_crypto_op *
+aead_op(struct dp_lcore *lc, void *sess, struct rte_mbuf *m, uint32_t len)
 {
-	uint8_t dev = lc->dp->crypto.dev_id;
-	uint16_t qp = (uint16_t)lc->idx;
 	struct rte_crypto_op *op = rte_crypto_op_alloc(lc->op_pool, RTE_CRYPTO_OP_TYPE_SYMMETRIC);
-	struct rte_crypto_op *done = NULL;
-	bool ok = false;
 
 	if (unlikely(op == NULL)) {
 		lc->ctr[DP_CTR_NO_MBUF]++;
-		return false;
+		return NULL;
 	}
 	struct rte_crypto_sym_op *sym = op->sym;
 
 	memcpy(rte_crypto_op_ctod_offset(op, uint8_t *, IV_OFFSET),
-	       rte_pktmbuf_mtod_offset(m, uint8_t *, aad_off + 12), DP_SEAL_IV_LEN);
+	       rte_pktmbuf_mtod_offset(m, uint8_t *, SEAL_OFF + 12), DP_SEAL_IV_LEN);
 	sym->m_src = m;
 	sym->m_dst = NULL;
-	sym->aead.data.offset = off;
+	sym->aead.data.offset = INNER_OFF;
 	sym->aead.data.length = len;
-	sym->aead.digest.data = rte_pktmbuf_mtod_offset(m, uint8_t *, off + len);
-	sym->aead.digest.phys_addr = rte_pktmbuf_iova_offset(m, off + len);
-	sym->aead.aad.data = rte_pktmbuf_mtod_offset(m, uint8_t *, aad_off);
-	sym->aead.aad.phys_addr = rte_pktmbuf_iova_offset(m, aad_off);
+	sym->aead.digest.data = rte_pktmbuf_mtod_offset(m, uint8_t *, INNER_OFF + len);
+	sym->aead.digest.phys_addr = rte_pktmbuf_iova_offset(m, INNER_OFF + len);
+	sym->aead.aad.data = rte_pktmbuf_mtod_offset(m, uint8_t *, SEAL_OFF);
+	sym->aead.aad.phys_addr = rte_pktmbuf_iova_offset(m, SEAL_OFF);
 	rte_crypto_op_attach_sym_session(op, sess);
-	if (likely(rte_cryptodev_enqueue_burst(dev, qp, &op, 1) == 1)) {
-		for (uint32_t i = 0; i < SPIN_MAX; i++) {
-			if (rte_cryptodev_dequeue_burst(dev, qp, &done, 1) == 1)
-				break;
-			rte_pause();
+	return op;
+}
+
+/*
+ * Run the n operations ops[] on the lcore's queue pair: one enqueue burst, then dequeue
+ * until every one has come back (the software PMDs complete them within the enqueue
+ * call). ok[i] tells whether ops[i] succeeded. Operations the device did not take fail.
+ * A device that does not return an operation within SPIN_MAX polls is taken to have failed
+ * it (never with the software PMDs).
+ */
+static void
+aead_burst(struct dp_lcore *lc, struct rte_crypto_op **ops, uint16_t n, bool *ok)
+{
+	uint8_t dev = lc->dp->crypto.dev_id;
+	uint16_t qp = (uint16_t)lc->idx;
+	uint16_t in = rte_cryptodev_enqueue_burst(dev, qp, ops, n), out = 0;
+	struct rte_crypto_op *done[2 * DP_BURST_MAX];
+
+	for (uint16_t i = 0; i < n; i++)
+		ok[i] = false;
+	for (uint32_t spin = 0; out < in && spin < SPIN_MAX; spin++) {
+		uint16_t k = rte_cryptodev_dequeue_burst(dev, qp, done, (uint16_t)(in - out));
+
+		for (uint16_t d = 0; d < k; d++) {
+			uint32_t idx = *rte_crypto_op_ctod_offset(done[d], uint32_t *,
+								  IV_OFFSET + DP_SEAL_IV_LEN);
+
+			if (idx < n && ops[idx] == done[d])
+				ok[idx] = done[d]->status == RTE_CRYPTO_OP_STATUS_SUCCESS;
 		}
-		if (unlikely(done == NULL))
-			return false; /* still in the device: the op and m stay with it */
-		ok = done->status == RTE_CRYPTO_OP_STATUS_SUCCESS;
+		out = (uint16_t)(out + k);
+		if (k == 0)
+			rte_pause();
 	}
-	rte_crypto_op_free(op);
-	return ok;
+	for (uint16_t i = 0; i < n; i++)
+		rte_crypto_op_free(ops[i]);
+}
+
+/* Number op i of a burst (aead_burst() matches what comes back by it). */
+static inline void
+op_index(struct rte_crypto_op *op, uint32_t i)
+{
+	*rte_crypto_op_ctod_offset(op, uint32_t *, IV_OFFSET + DP_SEAL_IV_LEN) = i;
 }
 
 /* The key of (job, key id, sender) among the job's installed epochs, and its epoch. */
@@ -147,15 +174,22 @@ find_key(const struct dp_state *st, uint32_t job, uint32_t key_id, uint16_t send
 	return NULL;
 }
 
-enum wire_reason
-dp_open(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, size_t *plen)
+static inline void
+drop(struct dp_lcore *lc, struct rte_mbuf *m, enum wire_reason why)
 {
-	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
-	const uint8_t *sh = f + SEAL_OFF;
-	size_t n = *plen;
+	lc->ctr[DP_CTR_BAD_HEADER]++;
+	lc->drops[why]++;
+	rte_pktmbuf_free(m);
+}
+
+enum wire_reason
+dp_open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
+	      uint16_t port, size_t plen)
+{
+	const uint8_t *sh = rte_pktmbuf_mtod_offset(m, const uint8_t *, SEAL_OFF);
 	const struct dp_job *j = NULL;
 
-	if (unlikely(!lc->dp->crypto.on || n < DP_SEAL_OVERHEAD + WIRE_HDR_LEN ||
+	if (unlikely(!lc->dp->crypto.on || plen < DP_SEAL_OVERHEAD + WIRE_HDR_LEN ||
 		     sh[2] != DP_SEAL_VERSION || rd64(sh + 24) != 0))
 		return WIRE_REASON_BAD_SEAL;
 	uint32_t job = rd32(sh + 4), key_id = rd32(sh + 8);
@@ -168,40 +202,81 @@ dp_open(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, size
 
 	if (unlikely(k == NULL))
 		return WIRE_REASON_UNKNOWN_KEY;
-	struct dp_replay *w = &k->rx[lc->idx * DP_SEAL_LANES + lane];
-	uint32_t len = (uint32_t)(n - DP_SEAL_OVERHEAD);
-
-	if (unlikely(!replay_fresh(w, seq)))
+	if (unlikely(!replay_fresh(&k->rx[lc->idx * DP_SEAL_LANES + lane], seq)))
 		return WIRE_REASON_REPLAY;
-	if (unlikely(!aead_run(lc, k->dec, m, SEAL_OFF, INNER_OFF, len)))
-		return WIRE_REASON_BAD_TAG;
-	/* Authentic: the packet inside must be the key's job, epoch and sender. */
-	const uint8_t *g = f + INNER_OFF;
+	if (lc->n_open == RTE_DIM(lc->open_q))
+		dp_open_flush(lc, st);
+	uint32_t len = (uint32_t)(plen - DP_SEAL_OVERHEAD);
+	struct rte_crypto_op *op = aead_op(lc, k->dec, m, len);
 
-	if (unlikely(rd32(g + 8) != job || rd32(g + 12) != j->epoch || rd16(g + 18) != sender))
-		return WIRE_REASON_UNKNOWN_KEY;
-	replay_mark(w, seq);
-	lc->ctr[DP_CTR_OPENED]++;
-	lc->ctr[DP_CTR_OPEN_BYTES] += len;
-	/* The plain frame: its Ethernet, IPv4 and UDP headers move up to the packet. */
-	memmove(f + DP_SEAL_HDR_LEN, f, WIRE_FRAME_HDR_OFF);
-	rte_pktmbuf_adj(m, DP_SEAL_HDR_LEN);
-	rte_pktmbuf_trim(m, DP_SEAL_TAG_LEN);
-	f = rte_pktmbuf_mtod(m, uint8_t *);
-	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + WIRE_ETH_LEN);
-	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(f + WIRE_ETH_LEN + WIRE_IPV4_LEN);
-
-	ip->total_length = rte_cpu_to_be_16((uint16_t)(WIRE_IPV4_LEN + WIRE_UDP_LEN + len));
-	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(WIRE_UDP_LEN + len));
-	udp->dgram_cksum = 0;
-	m->ol_flags |= RTE_MBUF_F_RX_SEC_OFFLOAD;
-	*plen = len;
+	if (unlikely(op == NULL))
+		return WIRE_REASON_BAD_SEAL; /* counted as no_mbuf too */
+	op_index(op, lc->n_open);
+	lc->open_q[lc->n_open++] = (struct dp_open_op){
+		.m = m, .op = op, .j = j, .k = k, .seq = seq, .len = len, .lane = lane,
+		.port = port,
+	};
 	return WIRE_REASON_NONE;
 }
 
-struct rte_mbuf *
-dp_seal(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal *k,
-	struct rte_mbuf *m)
+void
+dp_open_flush(struct dp_lcore *lc, const struct dp_state *st)
+{
+	struct rte_crypto_op *ops[RTE_DIM(lc->open_q)];
+	bool ok[RTE_DIM(lc->open_q)];
+	uint16_t n = lc->n_open;
+
+	if (n == 0)
+		return;
+	for (uint16_t i = 0; i < n; i++)
+		ops[i] = lc->open_q[i].op;
+	aead_burst(lc, ops, n, ok);
+	lc->n_open = 0;
+	for (uint16_t i = 0; i < n; i++) {
+		const struct dp_open_op *q = &lc->open_q[i];
+		struct rte_mbuf *m = q->m;
+		uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+		const uint8_t *sh = f + SEAL_OFF, *g = f + INNER_OFF;
+		struct dp_replay *w = &q->k->rx[lc->idx * DP_SEAL_LANES + q->lane];
+
+		if (unlikely(!ok[i])) {
+			drop(lc, m, WIRE_REASON_BAD_TAG);
+			continue;
+		}
+		/* Authentic: the packet inside must be the key's job, epoch and sender; a frame
+		 * of the same sequence number earlier in the burst took it first. */
+		if (unlikely(rd32(g + 8) != rd32(sh + 4) || rd32(g + 12) != q->j->epoch ||
+			     rd16(g + 18) != rd16(sh + 12))) {
+			drop(lc, m, WIRE_REASON_UNKNOWN_KEY);
+			continue;
+		}
+		if (unlikely(!replay_fresh(w, q->seq))) {
+			drop(lc, m, WIRE_REASON_REPLAY);
+			continue;
+		}
+		replay_mark(w, q->seq);
+		lc->ctr[DP_CTR_OPENED]++;
+		lc->ctr[DP_CTR_OPEN_BYTES] += q->len;
+		/* The plain frame: its Ethernet, IPv4 and UDP headers move up to the packet. */
+		memmove(f + DP_SEAL_HDR_LEN, f, WIRE_FRAME_HDR_OFF);
+		rte_pktmbuf_adj(m, DP_SEAL_HDR_LEN);
+		rte_pktmbuf_trim(m, DP_SEAL_TAG_LEN);
+		f = rte_pktmbuf_mtod(m, uint8_t *);
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + WIRE_ETH_LEN);
+		struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(f + WIRE_ETH_LEN + WIRE_IPV4_LEN);
+
+		ip->total_length = rte_cpu_to_be_16((uint16_t)(WIRE_IPV4_LEN + WIRE_UDP_LEN +
+							       q->len));
+		udp->dgram_len = rte_cpu_to_be_16((uint16_t)(WIRE_UDP_LEN + q->len));
+		udp->dgram_cksum = 0;
+		m->ol_flags |= RTE_MBUF_F_RX_SEC_OFFLOAD;
+		dp_rx_packet(lc, st, m, q->port, q->len);
+	}
+}
+
+void
+dp_seal_queue(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal *k,
+	      struct rte_mbuf *m, uint32_t pacer, uint16_t port, bool retx)
 {
 	uint32_t len = rte_pktmbuf_pkt_len(m) - WIRE_FRAME_HDR_OFF;
 	struct rte_mbuf *s = rte_pktmbuf_alloc(lc->seal_pool);
@@ -213,7 +288,7 @@ dp_seal(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal *k,
 		rte_pktmbuf_free(s);
 		rte_pktmbuf_free(m);
 		lc->ctr[DP_CTR_NO_MBUF]++;
-		return NULL;
+		return;
 	}
 	/* The plain frame's headers and packet, gathered from its segments. */
 	const uint8_t *h = rte_pktmbuf_read(m, 0, WIRE_FRAME_HDR_OFF, f);
@@ -250,12 +325,43 @@ dp_seal(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal *k,
 	wr32(sh + 16, (uint32_t)(seq >> 32));
 	wr32(sh + 20, (uint32_t)seq);
 	memset(sh + 24, 0, 8);
-	if (unlikely(!aead_run(lc, k->enc, s, SEAL_OFF, INNER_OFF, len))) {
+	if (lc->n_seal == DP_SEAL_BATCH)
+		dp_seal_flush(lc);
+	struct rte_crypto_op *op = aead_op(lc, k->enc, s, len);
+
+	if (unlikely(op == NULL)) {
 		rte_pktmbuf_free(s);
-		lc->ctr[DP_CTR_NO_MBUF]++;
-		return NULL;
+		return;
 	}
-	lc->ctr[DP_CTR_SEALED]++;
-	lc->ctr[DP_CTR_SEAL_BYTES] += len;
-	return s;
+	op_index(op, lc->n_seal);
+	lc->seal_q[lc->n_seal++] = (struct dp_seal_op){
+		.s = s, .op = op, .j = j, .pacer = pacer, .len = len, .port = port, .retx = retx,
+	};
+}
+
+void
+dp_seal_flush(struct dp_lcore *lc)
+{
+	struct rte_crypto_op *ops[DP_SEAL_BATCH];
+	bool ok[DP_SEAL_BATCH];
+	uint16_t n = lc->n_seal;
+
+	if (n == 0)
+		return;
+	for (uint16_t i = 0; i < n; i++)
+		ops[i] = lc->seal_q[i].op;
+	aead_burst(lc, ops, n, ok);
+	lc->n_seal = 0;
+	for (uint16_t i = 0; i < n; i++) {
+		const struct dp_seal_op *q = &lc->seal_q[i];
+
+		if (unlikely(!ok[i])) {
+			rte_pktmbuf_free(q->s);
+			lc->ctr[DP_CTR_NO_MBUF]++;
+			continue;
+		}
+		lc->ctr[DP_CTR_SEALED]++;
+		lc->ctr[DP_CTR_SEAL_BYTES] += q->len;
+		dp_pace_send(lc, q->j, q->pacer, q->port, q->s, q->retx);
+	}
 }

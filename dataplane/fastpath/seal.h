@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
  * Fast path: sealed frames of protected links (docs/PROTOCOL.md section 14), AES-GCM on
- * the lcore's own cryptodev queue pair. Worker lcores only: no allocation except mbufs and
- * crypto operations from pools sized at start, no locks, no syscalls, no logging.
+ * the lcore's own cryptodev queue pair, a burst at a time. Worker lcores only: no
+ * allocation except mbufs and crypto operations from pools sized at start, no locks, no
+ * syscalls, no logging.
  */
 #ifndef GEOREDUCE_FASTPATH_SEAL_H
 #define GEOREDUCE_FASTPATH_SEAL_H
@@ -22,22 +23,39 @@ dp_is_sealed(const uint8_t *p)
 }
 
 /**
- * Open the sealed frame m, whose UDP payload (*plen bytes, Ethernet padding trimmed) is a
- * sealed frame: find the key (job, key id, sender) among the installed epochs, check the
- * replay window, authenticate and decrypt in place, check that the packet inside is of
- * that job, epoch and sender, then turn m into the plain frame (the seal header and tag
- * removed, lengths updated, marked RTE_MBUF_F_RX_SEC_OFFLOAD) and set *plen to its UDP
- * payload. Returns WIRE_REASON_NONE, or the reason to drop m with (m not freed).
+ * Take the sealed frame m, received on port, whose UDP payload (plen bytes, Ethernet
+ * padding trimmed) is a sealed frame: check its seal header, find the key (job, key id,
+ * sender) among the installed epochs, check the replay window, and queue its decryption
+ * for dp_open_flush(). Returns WIRE_REASON_NONE (m queued), or the reason to drop m with
+ * (m not freed).
  */
-enum wire_reason dp_open(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
-			 size_t *plen);
+enum wire_reason dp_open_queue(struct dp_lcore *lc, const struct dp_state *st,
+			       struct rte_mbuf *m, uint16_t port, size_t plen);
 
 /**
- * The frame m (Ethernet to payload, one or more segments) sealed for the protected link
- * k of job j: a new frame from the lcore's seal pool. Consumes m. NULL if a pool was empty
- * or the cryptodev failed (counted).
+ * Decrypt and authenticate the queued frames in one cryptodev burst; each that verifies,
+ * holds a packet of its key's job, epoch and sender and is still fresh for the replay
+ * window becomes the plain frame (seal header and tag removed, lengths updated, marked
+ * RTE_MBUF_F_RX_SEC_OFFLOAD) and goes on to dp_rx_packet(); the others are dropped and
+ * counted (bad_tag, unknown_key, replay).
  */
-struct rte_mbuf *dp_seal(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal *k,
-			 struct rte_mbuf *m);
+void dp_open_flush(struct dp_lcore *lc, const struct dp_state *st);
+
+/**
+ * Seal the frame m (Ethernet to payload, one or more segments; consumed) for the protected
+ * link k of job j into a fresh frame of the seal pool and queue its encryption; after
+ * dp_seal_flush() it goes to pacer `pacer` of j on port (DP_PACE_NONE: straight to TX). A
+ * full queue is flushed first. Counted; nothing sent if a pool is empty.
+ */
+void dp_seal_queue(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal *k,
+		   struct rte_mbuf *m, uint32_t pacer, uint16_t port, bool retx);
+
+/** Encrypt the queued frames in one cryptodev burst and hand them to their pacers. */
+void dp_seal_flush(struct dp_lcore *lc);
+
+/** The rest of dp_rx_one() for a plain georeduce packet of plen bytes at frame offset 42
+ * (fastpath/worker.c): decode, PROBEs, then aggregation. Consumes m. */
+void dp_rx_packet(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
+		  uint16_t port, size_t plen);
 
 #endif
