@@ -320,6 +320,8 @@ struct dp_pacer {
 	uint32_t mask, head, tail;
 	uint16_t port;              /* the link's port */
 	bool active;                /* in the lcore's active list */
+	const struct dp_seal *seal; /* a protected link: frames are sealed as they leave, so
+				     * that sequence numbers follow the order on the wire */
 	uint64_t bytes, frames;     /* handed to this pacer (sent or queued), paced or not:
 				     * the tree's traffic on the link, for the control process */
 	uint64_t retx_bytes;        /* of which retransmissions */
@@ -513,15 +515,12 @@ struct dp_open_op {
 	uint16_t lane, port;
 };
 
-/** A frame sealed for a protected link, waiting for the burst, then its pacer. */
+/** A frame sealed for a protected link, waiting for the burst, then TX staging. */
 struct dp_seal_op {
 	struct rte_mbuf *s;         /* the sealed frame (its packet still plain) */
 	struct rte_crypto_op *op;
-	const struct dp_job *j;
-	uint32_t pacer;
 	uint32_t len;
 	uint16_t port;
-	bool retx;
 };
 
 /** Per worker lcore context, cache aligned, owned by its lcore. */

@@ -242,16 +242,16 @@ retained(const struct dp_slot *s, uint32_t chunk, uint32_t round)
 										  : NULL;
 }
 
-/* Send the frame m to d through pacer `pacer` (DP_PACE_NONE: none): as it is, or on a
- * protected link sealed first (queued for the lcore's next cryptodev burst). Consumes m. */
+/* Send the frame m to d through pacer `pacer` (DP_PACE_NONE: none). On a protected link
+ * it is sealed as it leaves: at once, or when its pacer releases it. Consumes m. */
 static inline void
 to_wire(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, uint32_t pacer,
 	struct rte_mbuf *m, bool retx)
 {
-	if (likely(d->seal == NULL))
-		dp_pace_send(lc, j, pacer, d->port, m, retx);
+	if (pacer == DP_PACE_NONE)
+		dp_wire_out(lc, j, d->seal, d->port, m);
 	else
-		dp_seal_queue(lc, j, d->seal, m, pacer, d->port, retx);
+		dp_pace_send(lc, j, pacer, d->port, m, retx);
 }
 
 /* An indirect mbuf of r's payload: the second segment of a copy (rte_pktmbuf_clone() of a
@@ -1056,7 +1056,7 @@ dp_pace_run(struct dp_lcore *lc, const struct dp_state *st)
 					struct rte_mbuf *m = pc->q[pc->head++ & pc->mask];
 
 					pc->next += (uint64_t)(rte_pktmbuf_pkt_len(m) * pc->tsc_per_byte);
-					dp_tx_stage(lc, pc->port, m);
+					dp_wire_out(lc, st->jobs[e].epochs[k], pc->seal, pc->port, m);
 				}
 				if (pc->head == pc->tail) { /* drained: out of the active list */
 					pc->active = false;

@@ -22,7 +22,6 @@
 #include <rte_udp.h>
 
 #include "dp.h"
-#include "fastpath/pace.h"
 #include "fastpath/seal.h"
 
 #define IV_OFFSET (sizeof(struct rte_crypto_op) + sizeof(struct rte_crypto_sym_op))
@@ -276,7 +275,7 @@ dp_open_flush(struct dp_lcore *lc, const struct dp_state *st)
 
 void
 dp_seal_queue(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal *k,
-	      struct rte_mbuf *m, uint32_t pacer, uint16_t port, bool retx)
+	      struct rte_mbuf *m, uint16_t port)
 {
 	uint32_t len = rte_pktmbuf_pkt_len(m) - WIRE_FRAME_HDR_OFF;
 	struct rte_mbuf *s = rte_pktmbuf_alloc(lc->seal_pool);
@@ -335,7 +334,7 @@ dp_seal_queue(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal 
 	}
 	op_index(op, lc->n_seal);
 	lc->seal_q[lc->n_seal++] = (struct dp_seal_op){
-		.s = s, .op = op, .j = j, .pacer = pacer, .len = len, .port = port, .retx = retx,
+		.s = s, .op = op, .len = len, .port = port,
 	};
 }
 
@@ -362,6 +361,6 @@ dp_seal_flush(struct dp_lcore *lc)
 		}
 		lc->ctr[DP_CTR_SEALED]++;
 		lc->ctr[DP_CTR_SEAL_BYTES] += q->len;
-		dp_pace_send(lc, q->j, q->pacer, q->port, q->s, q->retx);
+		dp_tx_stage(lc, q->port, q->s);
 	}
 }

@@ -14,6 +14,7 @@
 #include <rte_mbuf.h>
 
 #include "dp.h"
+#include "fastpath/tx.h"
 
 /* Whether the UDP payload at p (at least 2 bytes) is a sealed frame. */
 static inline bool
@@ -43,15 +44,28 @@ void dp_open_flush(struct dp_lcore *lc, const struct dp_state *st);
 
 /**
  * Seal the frame m (Ethernet to payload, one or more segments; consumed) for the protected
- * link k of job j into a fresh frame of the seal pool and queue its encryption; after
- * dp_seal_flush() it goes to pacer `pacer` of j on port (DP_PACE_NONE: straight to TX). A
- * full queue is flushed first. Counted; nothing sent if a pool is empty.
+ * link k of job j into a fresh frame of the seal pool, with the lcore's next sequence
+ * number of k, and queue its encryption; after dp_seal_flush() it is staged for TX on
+ * port. Frames leave in the order they were sealed in: pacers seal what they release
+ * (fastpath/pace.h), so that the receiver's replay window sees sequence numbers in order.
+ * A full queue is flushed first. Counted; nothing sent if a pool is empty.
  */
 void dp_seal_queue(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal *k,
-		   struct rte_mbuf *m, uint32_t pacer, uint16_t port, bool retx);
+		   struct rte_mbuf *m, uint16_t port);
 
-/** Encrypt the queued frames in one cryptodev burst and hand them to their pacers. */
+/** Encrypt the queued frames in one cryptodev burst and stage them for TX. */
 void dp_seal_flush(struct dp_lcore *lc);
+
+/** m out on port: staged, or on a protected link (k) sealed first. Consumes m. */
+static inline void
+dp_wire_out(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal *k,
+	    uint16_t port, struct rte_mbuf *m)
+{
+	if (likely(k == NULL))
+		dp_tx_stage(lc, port, m);
+	else
+		dp_seal_queue(lc, j, k, m, port);
+}
 
 /** The rest of dp_rx_one() for a plain georeduce packet of plen bytes at frame offset 42
  * (fastpath/worker.c): decode, PROBEs, then aggregation. Consumes m. */

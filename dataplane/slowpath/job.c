@@ -382,6 +382,7 @@ init_pacers(struct dp *dp, struct dp_job *j, struct dp_job_lcore *lj, int socket
 
 			pc->tsc_per_byte = tpb;
 			pc->port = k == 0 ? t->parent.port : t->down[k - 1].port;
+			pc->seal = k == 0 ? t->parent.seal : t->down[k - 1].seal;
 			pc->mask = 2 * (t->slot_mask + 1) - 1;
 			pc->q = jalloc(j, sizeof(*pc->q) * (pc->mask + 1), socket);
 			if (pc->q == NULL)
@@ -399,6 +400,7 @@ init_pacers(struct dp *dp, struct dp_job *j, struct dp_job_lcore *lj, int socket
 
 			pc->tsc_per_byte = tpb;
 			pc->port = s->out[k].port;
+			pc->seal = s->out[k].seal;
 			pc->mask = DP_MCAST_PACE_Q - 1;
 			pc->q = jalloc(j, sizeof(*pc->q) * DP_MCAST_PACE_Q, socket);
 			if (pc->q == NULL)
