@@ -189,6 +189,8 @@ struct dp_crypto {
 	uint8_t dev_id;
 	char name[64];              /* the vdev, e.g. crypto_aesni_gcm0 */
 	const char *driver;         /* its PMD */
+	bool oop_lb, oop_sgl;       /* it seals out of place from one segment, from several:
+				     * a frame is sealed from where it is, without a copy */
 	struct rte_mempool *sess_pool;
 	struct rte_mempool *op_pool;
 	struct rte_mempool *seal_pool; /* sealed frames on their way out */
@@ -517,7 +519,9 @@ struct dp_open_op {
 
 /** A frame sealed for a protected link, waiting for the burst, then TX staging. */
 struct dp_seal_op {
-	struct rte_mbuf *s;         /* the sealed frame (its packet still plain) */
+	struct rte_mbuf *s;         /* the sealed frame (its packet still plain, or out of
+				     * place: not yet written, data 32 bytes on) */
+	struct rte_mbuf *m;         /* out of place: the plain frame, freed after the burst */
 	struct rte_crypto_op *op;
 	uint32_t len;
 	uint16_t port;

@@ -81,12 +81,15 @@ replay_mark(struct dp_replay *w, uint64_t seq)
 	w->bits |= 1ull << (w->top - seq);
 }
 
-/* A crypto operation on m: AES-GCM over the len bytes of the georeduce packet at INNER_OFF,
- * the seal header at SEAL_OFF the AAD (and its bytes 12-23 the IV), the tag right after
- * the packet; sess seals or opens. NULL if the pool is empty (counted). */
+/* A crypto operation: AES-GCM over the len bytes of the georeduce packet at offset off of
+ * src, written in place or (dst not NULL) at the same offset of dst; the seal header at
+ * aad_off of the output the AAD (its bytes 12-23 the IV), the tag right after the output
+ * packet; sess seals or opens. NULL if the pool is empty (counted). */
 static struct rte_crypto_op *
-aead_op(struct dp_lcore *lc, void *sess, struct rte_mbuf *m, uint32_t len)
+aead_op(struct dp_lcore *lc, void *sess, struct rte_mbuf *src, struct rte_mbuf *dst,
+	uint32_t off, uint32_t aad_off, uint32_t len)
 {
+	struct rte_mbuf *m = dst != NULL ? dst : src;
 	struct rte_crypto_op *op = rte_crypto_op_alloc(lc->op_pool, RTE_CRYPTO_OP_TYPE_SYMMETRIC);
 
 	if (unlikely(op == NULL)) {
@@ -96,15 +99,15 @@ aead_op(struct dp_lcore *lc, void *sess, struct rte_mbuf *m, uint32_t len)
 	struct rte_crypto_sym_op *sym = op->sym;
 
 	memcpy(rte_crypto_op_ctod_offset(op, uint8_t *, IV_OFFSET),
-	       rte_pktmbuf_mtod_offset(m, uint8_t *, SEAL_OFF + 12), DP_SEAL_IV_LEN);
-	sym->m_src = m;
-	sym->m_dst = NULL;
-	sym->aead.data.offset = INNER_OFF;
+	       rte_pktmbuf_mtod_offset(m, uint8_t *, aad_off + 12), DP_SEAL_IV_LEN);
+	sym->m_src = src;
+	sym->m_dst = dst;
+	sym->aead.data.offset = off;
 	sym->aead.data.length = len;
-	sym->aead.digest.data = rte_pktmbuf_mtod_offset(m, uint8_t *, INNER_OFF + len);
-	sym->aead.digest.phys_addr = rte_pktmbuf_iova_offset(m, INNER_OFF + len);
-	sym->aead.aad.data = rte_pktmbuf_mtod_offset(m, uint8_t *, SEAL_OFF);
-	sym->aead.aad.phys_addr = rte_pktmbuf_iova_offset(m, SEAL_OFF);
+	sym->aead.digest.data = rte_pktmbuf_mtod_offset(m, uint8_t *, off + len);
+	sym->aead.digest.phys_addr = rte_pktmbuf_iova_offset(m, off + len);
+	sym->aead.aad.data = rte_pktmbuf_mtod_offset(m, uint8_t *, aad_off);
+	sym->aead.aad.phys_addr = rte_pktmbuf_iova_offset(m, aad_off);
 	rte_crypto_op_attach_sym_session(op, sess);
 	return op;
 }
@@ -206,7 +209,7 @@ dp_open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m
 	if (lc->n_open == RTE_DIM(lc->open_q))
 		dp_open_flush(lc, st);
 	uint32_t len = (uint32_t)(plen - DP_SEAL_OVERHEAD);
-	struct rte_crypto_op *op = aead_op(lc, k->dec, m, len);
+	struct rte_crypto_op *op = aead_op(lc, k->dec, m, NULL, INNER_OFF, SEAL_OFF, len);
 
 	if (unlikely(op == NULL))
 		return WIRE_REASON_BAD_SEAL; /* counted as no_mbuf too */
@@ -278,26 +281,36 @@ dp_seal_queue(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal 
 	      struct rte_mbuf *m, uint16_t port)
 {
 	uint32_t len = rte_pktmbuf_pkt_len(m) - WIRE_FRAME_HDR_OFF;
+	/* Out of place where the device can: the packet is encrypted from where it is (a
+	 * RESULT copy's two segments, a partial sum the slot keeps) into the sealed frame.
+	 * The operation's offsets are the same in both mbufs, so the sealed frame's data
+	 * starts DP_SEAL_HDR_LEN bytes on until the burst is done (its packet then lands at
+	 * INNER_OFF of the frame). Otherwise the packet is gathered and sealed in place. */
+	bool oop = m->nb_segs == 1 ? lc->dp->crypto.oop_lb : lc->dp->crypto.oop_sgl;
+	uint32_t shift = oop ? DP_SEAL_HDR_LEN : 0;
 	struct rte_mbuf *s = rte_pktmbuf_alloc(lc->seal_pool);
-	uint8_t *f = s == NULL ? NULL
-			       : (uint8_t *)rte_pktmbuf_append(s, (uint16_t)(INNER_OFF + len +
-									 DP_SEAL_TAG_LEN));
+	uint8_t *f = NULL;
 
+	if (likely(s != NULL)) {
+		s->data_off = (uint16_t)(s->data_off + shift);
+		f = (uint8_t *)rte_pktmbuf_append(s, (uint16_t)(INNER_OFF - shift + len +
+								DP_SEAL_TAG_LEN));
+	}
 	if (unlikely(f == NULL)) {
 		rte_pktmbuf_free(s);
 		rte_pktmbuf_free(m);
 		lc->ctr[DP_CTR_NO_MBUF]++;
 		return;
 	}
-	/* The plain frame's headers and packet, gathered from its segments. */
-	const uint8_t *h = rte_pktmbuf_read(m, 0, WIRE_FRAME_HDR_OFF, f);
-	const uint8_t *g = rte_pktmbuf_read(m, WIRE_FRAME_HDR_OFF, len, f + INNER_OFF);
+	f -= shift; /* the frame's first byte */
+	memcpy(f, rte_pktmbuf_mtod(m, const uint8_t *), WIRE_FRAME_HDR_OFF);
+	if (!oop) {
+		const uint8_t *g = rte_pktmbuf_read(m, WIRE_FRAME_HDR_OFF, len, f + INNER_OFF);
 
-	if (h != f)
-		memcpy(f, h, WIRE_FRAME_HDR_OFF);
-	if (g != f + INNER_OFF)
-		memcpy(f + INNER_OFF, g, len);
-	rte_pktmbuf_free(m);
+		if (g != f + INNER_OFF)
+			memcpy(f + INNER_OFF, g, len);
+		rte_pktmbuf_free(m);
+	}
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + WIRE_ETH_LEN);
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(f + WIRE_ETH_LEN + WIRE_IPV4_LEN);
 	uint16_t udp_len = (uint16_t)(WIRE_UDP_LEN + DP_SEAL_OVERHEAD + len);
@@ -326,15 +339,19 @@ dp_seal_queue(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal 
 	memset(sh + 24, 0, 8);
 	if (lc->n_seal == DP_SEAL_BATCH)
 		dp_seal_flush(lc);
-	struct rte_crypto_op *op = aead_op(lc, k->enc, s, len);
+	struct rte_crypto_op *op =
+		oop ? aead_op(lc, k->enc, m, s, WIRE_FRAME_HDR_OFF, SEAL_OFF - shift, len)
+		    : aead_op(lc, k->enc, s, NULL, INNER_OFF, SEAL_OFF, len);
 
 	if (unlikely(op == NULL)) {
 		rte_pktmbuf_free(s);
+		if (oop)
+			rte_pktmbuf_free(m);
 		return;
 	}
 	op_index(op, lc->n_seal);
 	lc->seal_q[lc->n_seal++] = (struct dp_seal_op){
-		.s = s, .op = op, .len = len, .port = port,
+		.s = s, .m = oop ? m : NULL, .op = op, .len = len, .port = port,
 	};
 }
 
@@ -354,6 +371,10 @@ dp_seal_flush(struct dp_lcore *lc)
 	for (uint16_t i = 0; i < n; i++) {
 		const struct dp_seal_op *q = &lc->seal_q[i];
 
+		if (q->m != NULL) { /* out of place: the plain frame is done with */
+			rte_pktmbuf_free(q->m);
+			rte_pktmbuf_prepend(q->s, DP_SEAL_HDR_LEN);
+		}
 		if (unlikely(!ok[i])) {
 			rte_pktmbuf_free(q->s);
 			lc->ctr[DP_CTR_NO_MBUF]++;

@@ -80,6 +80,8 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 
 		rte_cryptodev_info_get(c->dev_id, &info);
 		c->driver = info.driver_name;
+		c->oop_lb = info.feature_flags & RTE_CRYPTODEV_FF_OOP_LB_IN_LB_OUT;
+		c->oop_sgl = info.feature_flags & RTE_CRYPTODEV_FF_OOP_SGL_IN_LB_OUT;
 		if (info.max_nb_queue_pairs < dp->n_lcores) {
 			snprintf(msg, sizeof(msg), "%s has %u queue pairs, %u worker lcores need one "
 				 "each", c->name, info.max_nb_queue_pairs, dp->n_lcores);

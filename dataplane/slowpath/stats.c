@@ -247,8 +247,9 @@ dp_stats_json(struct dp *dp)
 		const struct dp_crypto *c = &dp->crypto;
 
 		json_object_set_new(mem, "crypto", json_pack(
-			"{s:s,s:s,s:i,s:I,s:I,s:I,s:I,s:I}", "device", c->name, "driver",
-			c->driver != NULL ? c->driver : "?", "queue_pairs", (int)dp->n_lcores,
+			"{s:s,s:s,s:b,s:i,s:I,s:I,s:I,s:I,s:I}", "device", c->name, "driver",
+			c->driver != NULL ? c->driver : "?", "out_of_place", c->oop_lb && c->oop_sgl,
+			"queue_pairs", (int)dp->n_lcores,
 			"sessions_used", (json_int_t)c->sessions_used, "sessions_max",
 			(json_int_t)c->sessions_max, "seal_mbufs", (json_int_t)c->seal_pool->size,
 			"seal_mbufs_free", (json_int_t)rte_mempool_avail_count(c->seal_pool),
