@@ -88,8 +88,9 @@ def total(name):
                 n += v[name]
     return n
 assert total("sealed") > 0 and total("opened") > 0, (total("sealed"), total("opened"))
-for r in ("replay", "bad_tag", "unknown_key", "bad_seal"):
+for r in ("replay", "bad_tag", "unknown_key", "bad_seal", "no_mbuf"):
     assert total(r) == 0, (r, total(r))
+print("  sealed %d opened %d" % (total("sealed"), total("opened")), file=sys.stderr)
 assert st["memory"]["crypto"]["driver"].startswith("crypto_aesni_mb"), st["memory"]["crypto"]
 assert '"key":' not in text and not re.search(r'"key"\s*:', text), "a key in stats or dump"
 PY
