@@ -2506,6 +2506,30 @@ test_sealed_pacing_order(void)
 	dp_down();
 }
 
+/* Every frame duplicated on receive (an indirect copy sharing its buffer): a sealed frame is
+ * opened in place, so its duplicate must not be decrypted over it; the duplicates are
+ * replays, and every round stays exact. */
+static void
+test_protected_link_duplicates(void)
+{
+	const uint64_t el = 4 * 64;
+	const uint32_t ce = 64, nch = 4;
+	uint64_t seq = 0;
+
+	faults[DP_RX] = (struct dp_fault){ .on = true, .dup = UINT32_MAX };
+	crypto_dev = "crypto_aesni_gcm0";
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	crypto_dev = "";
+	faults[DP_RX] = (struct dp_fault){ 0 };
+	CU_ASSERT_FATAL(install_sealed(1, key1, 16, 1, el, ce, nch) == 0);
+	CU_ASSERT(sealed_round_exact(1, 1, key1, 16, 1, &seq, el, ce, nch));
+	CU_ASSERT(sealed_round_exact(1, 2, key1, 16, 1, &seq, el, ce, nch));
+	CU_ASSERT(ctr(DP_CTR_FAULT_DUPLICATED) > 0);
+	CU_ASSERT(drops(WIRE_REASON_REPLAY) == 2 * nch);
+	CU_ASSERT(drops(WIRE_REASON_BAD_TAG) == 0);
+	dp_down();
+}
+
 /* A RETX CONTRIB of worker w (UDP checksum cleared: the header changed after it). */
 static struct rte_mbuf *
 retx_f32(uint32_t job, uint16_t w, uint32_t round, uint32_t chunk, uint64_t el, uint32_t ce)
@@ -3305,6 +3329,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "a protected link: forged, altered, replayed, rotated keys",
 		    test_protected_link);
 	CU_add_test(s, "PROTOCOL.md sealed example", test_sealed_example);
+	CU_add_test(s, "a protected link under duplication", test_protected_link_duplicates);
 	CU_add_test(s, "sealed frames leave in sequence, paced or not", test_sealed_pacing_order);
 	CU_add_test(s, "partial reduce", test_partial_reduce);
 	CU_add_test(s, "partial reduce: sets of child gateways", test_partial_reduce_child_sets);

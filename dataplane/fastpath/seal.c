@@ -184,10 +184,13 @@ drop(struct dp_lcore *lc, struct rte_mbuf *m, enum wire_reason why)
 	rte_pktmbuf_free(m);
 }
 
-enum wire_reason
-dp_open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
-	      uint16_t port, size_t plen)
+/* dp_open_queue() up to the reason to drop m, or WIRE_REASON_NONE with m (perhaps a
+ * private copy of it, *mp) queued. */
+static enum wire_reason
+open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf **mp,
+	   uint16_t port, size_t plen)
 {
+	struct rte_mbuf *m = *mp;
 	const uint8_t *sh = rte_pktmbuf_mtod_offset(m, const uint8_t *, SEAL_OFF);
 	const struct dp_job *j = NULL;
 
@@ -208,6 +211,18 @@ dp_open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m
 		return WIRE_REASON_REPLAY;
 	if (lc->n_open == RTE_DIM(lc->open_q))
 		dp_open_flush(lc, st);
+	/* Opened in place: a frame whose buffer another mbuf shares (a duplicate of fault
+	 * injection) is copied first, or the two decryptions would write over each other. */
+	if (unlikely(!RTE_MBUF_DIRECT(m) || rte_mbuf_refcnt_read(m) != 1)) {
+		struct rte_mbuf *c = rte_pktmbuf_copy(m, lc->pool, 0, UINT32_MAX);
+
+		if (c == NULL) {
+			lc->ctr[DP_CTR_NO_MBUF]++;
+			return WIRE_REASON_BAD_SEAL;
+		}
+		rte_pktmbuf_free(m);
+		*mp = m = c;
+	}
 	uint32_t len = (uint32_t)(plen - DP_SEAL_OVERHEAD);
 	struct rte_crypto_op *op = aead_op(lc, k->dec, m, NULL, INNER_OFF, SEAL_OFF, len);
 
@@ -219,6 +234,16 @@ dp_open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m
 		.port = port,
 	};
 	return WIRE_REASON_NONE;
+}
+
+void
+dp_open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
+	      uint16_t port, size_t plen)
+{
+	enum wire_reason why = open_queue(lc, st, &m, port, plen);
+
+	if (unlikely(why != WIRE_REASON_NONE))
+		drop(lc, m, why);
 }
 
 void

@@ -27,11 +27,11 @@ dp_is_sealed(const uint8_t *p)
  * Take the sealed frame m, received on port, whose UDP payload (plen bytes, Ethernet
  * padding trimmed) is a sealed frame: check its seal header, find the key (job, key id,
  * sender) among the installed epochs, check the replay window, and queue its decryption
- * for dp_open_flush(). Returns WIRE_REASON_NONE (m queued), or the reason to drop m with
- * (m not freed).
+ * for dp_open_flush() (a frame whose buffer is shared is copied first: it is opened in
+ * place). Consumes m: queued, or dropped and counted (bad_seal, unknown_key, replay).
  */
-enum wire_reason dp_open_queue(struct dp_lcore *lc, const struct dp_state *st,
-			       struct rte_mbuf *m, uint16_t port, size_t plen);
+void dp_open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
+		   uint16_t port, size_t plen);
 
 /**
  * Decrypt and authenticate the queued frames in one cryptodev burst; each that verifies,

@@ -274,9 +274,7 @@ dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, ui
 	/* A sealed frame (a protected link, docs/PROTOCOL.md section 14) is opened in place
 	 * with the others of its burst (dp_open_flush()), then goes on as a plain one. */
 	if (unlikely(plen >= 2 && dp_is_sealed((const uint8_t *)eth + off))) {
-		why = dp_open_queue(lc, st, m, port, plen);
-		if (why != WIRE_REASON_NONE)
-			reject(lc, m, DP_CTR_BAD_HEADER, why);
+		dp_open_queue(lc, st, m, port, plen);
 		return;
 	}
 	dp_rx_packet(lc, st, m, port, plen);
