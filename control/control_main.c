@@ -223,11 +223,20 @@ install_tables(const struct deploy *d, const struct jobplan *jp, int timeout_ms,
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (int v = 0; v < jp->n_nodes; v++)
-		if (jp->tables[v] != NULL) {
-			install_gw_init(&gws[n], d->topo->nodes[v].id, d->gateways[v].socket);
-			tables[n++] = jp->tables[v];
+	for (int v = 0; v < jp->n_nodes; v++) {
+		if (jp->tables[v] == NULL)
+			continue;
+		if (strncmp(d->gateways[v].socket, "tls://", 6) == 0) {
+			snprintf(err, errlen, "--install: the gateway of node '%s' has a tls:// "
+				 "endpoint; the daemon (run) installs over TLS",
+				 d->topo->nodes[v].id);
+			free(gws);
+			free(tables);
+			return -EINVAL;
 		}
+		install_gw_init(&gws[n], d->topo->nodes[v].id, d->gateways[v].socket);
+		tables[n++] = jp->tables[v];
+	}
 	rc = install_epoch(gws, tables, n, jp->job->id, jp->epoch, timeout_ms, &rep);
 	for (int k = 0; k < n; k++)
 		install_gw_close(&gws[k]);
