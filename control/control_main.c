@@ -3,7 +3,7 @@
  * georeduce-control: plans the jobs of a deployment and installs them in every gateway
  * (docs/DEPLOYMENT.md).
  *
- *   georeduce-control tables DEPLOYMENT --out DIR [--epoch N]
+ *   georeduce-control tables DEPLOYMENT --out DIR [--epoch N] [--job J] [--install]
  *   georeduce-control run DEPLOYMENT [--socket PATH] [--listen HOST:PORT]
  *                                    [--heartbeat-ms N] [--fail-after N] [--timeout-ms N]
  *   georeduce-control status [--socket PATH|tls://HOST:PORT] [--json] [--timeout-ms N]
@@ -41,9 +41,12 @@ usage(FILE *f)
 	fprintf(f,
 		"Usage: " PROG " COMMAND [OPTIONS]\n"
 		"\n"
-		"  tables DEPLOYMENT --out DIR [--epoch N]\n"
-		"      plan every job and write DIR/job-J-plan.json and one georeduce-table/1\n"
-		"      file per gateway, DIR/job-J-NODE.json, for epoch N               [1]\n"
+		"  tables DEPLOYMENT --out DIR [--epoch N] [--job J] [--install]\n"
+		"      plan every job (or job J) and write DIR/job-J-plan.json and one\n"
+		"      georeduce-table/1 file per gateway, DIR/job-J-NODE.json, for epoch N [1];\n"
+		"      the files hold no link key. With --install, also install the epoch\n"
+		"      (keys and all) on every gateway over its local control socket, in two\n"
+		"      phases; calls time out after --timeout-ms\n"
 		"  run DEPLOYMENT [--socket PATH] [--listen HOST:PORT] [--heartbeat-ms N]\n"
 		"      [--fail-after N] [--timeout-ms N] [--out DIR]\n"
 		"      the daemon: plan, install epochs in two phases, heartbeat the gateways\n"
@@ -75,6 +78,9 @@ struct opts {
 	uint32_t epoch;
 	int heartbeat_ms, fail_after, timeout_ms;
 	bool json;
+	bool install;                   /* tables: install each epoch as well */
+	bool has_job;
+	uint32_t job;                   /* tables: this job only */
 	int n_args;
 	char **args;
 };
@@ -96,11 +102,13 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		{ "key", required_argument, NULL, 'K' },
 		{ "ca", required_argument, NULL, 'A' },
 		{ "server-name", required_argument, NULL, 'N' },
+		{ "install", no_argument, NULL, 'i' },
+		{ "job", required_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	/* Which options each command takes. */
-	const char *allowed = strcmp(cmd, "tables") == 0 ? "oe" :
+	const char *allowed = strcmp(cmd, "tables") == 0 ? "oeiJt" :
 			      strcmp(cmd, "run") == 0 ? "sHftol" :
 			      strcmp(cmd, "status") == 0 ? "sjtCKAN" : "stCKAN";
 	uint64_t v;
@@ -108,7 +116,7 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":s:o:e:H:f:t:l:jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:o:e:H:f:t:l:jhiJ:", longopts, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
 			return 1;
@@ -166,6 +174,15 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		case 'N':
 			o->server_name = optarg;
 			break;
+		case 'i':
+			o->install = true;
+			break;
+		case 'J':
+			if (cli_uint(PROG, "--job", optarg, 0, UINT32_MAX, &v) < 0)
+				return -1;
+			o->job = (uint32_t)v;
+			o->has_job = true;
+			break;
 		}
 	}
 	o->args = argv + optind;
@@ -190,6 +207,47 @@ load_deployment(const char *cmd, const struct opts *o)
 	return d;
 }
 
+/* Install jp's epoch on the gateways that have a table, over their control sockets. */
+static int
+install_tables(const struct deploy *d, const struct jobplan *jp, int timeout_ms, char *err,
+	       size_t errlen)
+{
+	struct install_gw *gws = calloc((size_t)jp->n_nodes, sizeof(*gws));
+	struct table **tables = calloc((size_t)jp->n_nodes, sizeof(*tables));
+	struct install_report rep = { 0 };
+	int n = 0, rc;
+
+	if (gws == NULL || tables == NULL) {
+		free(gws);
+		free(tables);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (int v = 0; v < jp->n_nodes; v++) {
+		if (jp->tables[v] == NULL)
+			continue;
+		if (strncmp(d->gateways[v].socket, "tls://", 6) == 0) {
+			snprintf(err, errlen, "--install: the gateway of node '%s' has a tls:// "
+				 "endpoint; the daemon (run) installs over TLS",
+				 d->topo->nodes[v].id);
+			free(gws);
+			free(tables);
+			return -EINVAL;
+		}
+		install_gw_init(&gws[n], d->topo->nodes[v].id, d->gateways[v].socket);
+		tables[n++] = jp->tables[v];
+	}
+	rc = install_epoch(gws, tables, n, jp->job->id, jp->epoch, timeout_ms, &rep);
+	for (int k = 0; k < n; k++)
+		install_gw_close(&gws[k]);
+	if (rc != 0)
+		snprintf(err, errlen, "job %u epoch %u: install failed (phase %d): %s",
+			 jp->job->id, jp->epoch, rep.phase, rep.error);
+	free(gws);
+	free(tables);
+	return rc == 0 ? 0 : -EIO;
+}
+
 static int
 cmd_tables(const struct opts *o)
 {
@@ -206,16 +264,21 @@ cmd_tables(const struct opts *o)
 		return CLI_EXIT_USAGE;
 	for (int i = 0; i < d->n_jobs; i++) {
 		struct jobplan *jp = NULL;
-		int rc = jobplan_build(d, i, NULL, NULL, o->epoch, &jp, err, sizeof(err));
+		int rc;
 
+		if (o->has_job && d->jobs[i].id != o->job)
+			continue;
+		rc = jobplan_build(d, i, NULL, NULL, o->epoch, &jp, err, sizeof(err));
 		if (rc == 0)
 			rc = jobplan_write(jp, d, o->out, err, sizeof(err));
+		if (rc == 0 && o->install)
+			rc = install_tables(d, jp, o->timeout_ms, err, sizeof(err));
 		if (rc != 0) {
 			/* No plan fits (1) and the next job is tried; anything else is the
 			 * input's or the output directory's fault (2). */
 			cli_error(PROG, "%s", err);
 			jobplan_free(jp);
-			status = rc == -ENOENT ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+			status = rc == -ENOENT || rc == -EIO ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
 			if (status == CLI_EXIT_USAGE)
 				break;
 			continue;

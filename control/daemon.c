@@ -733,9 +733,11 @@ adopt(struct dmn *m, int ji, const bool *up)
 			same = !has_e;
 			continue;
 		}
-		json_t *mine = table_to_json(jp->tables[v]);
+		/* A gateway's dump holds no link key: an epoch with protected links is never
+		 * taken over, a new one brings fresh keys. */
+		json_t *mine = table_to_json_public(jp->tables[v]);
 
-		same = has_e && mine != NULL && json_equal(mine, lt);
+		same = has_e && jp->tables[v]->n_seals == 0 && mine != NULL && json_equal(mine, lt);
 		json_decref(mine);
 		k++;
 	}
@@ -1053,7 +1055,8 @@ worker_answer(const struct dmn *m, uint32_t id, int i, int k, bool has_after, ui
 		json_object_set_new(r, "epoch", json_integer(j->live_epoch));
 		json_object_set_new(r, "gateway", json_string(node_id(m, m->d->jobs[i].workers[k]
 								       .node)));
-		json_object_set_new(r, "table", table_to_json(tb));
+		/* A worker gets its gateway's table without the link keys. */
+		json_object_set_new(r, "table", table_to_json_public(tb));
 		return r;
 	}
 	if (has_after) {

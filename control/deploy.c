@@ -26,6 +26,7 @@
 struct dctx {
 	struct json_util_src js;        /* the file's name and the error buffer */
 	char base[DEPLOY_PATH_MAX + 1]; /* directory relative paths start from, "" for cwd */
+	uint32_t seal_room;             /* bytes of a frame sealing takes (protected links) */
 };
 
 /* obj is an object whose keys are all in known[]; its first n_required are present. */
@@ -496,7 +497,9 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 	if (rc != 0)
 		return rc;
 	j->mtu = (uint32_t)v;
-	e = wire_chunk_elems_default(j->mtu, (enum wire_dtype)j->dtype, j->cset_blocks);
+	/* With protected links a chunk leaves room for sealing (docs/PROTOCOL.md 14.2). */
+	e = wire_chunk_elems_default(j->mtu - c->seal_room, (enum wire_dtype)j->dtype,
+				     j->cset_blocks);
 	if (e <= 0)
 		return json_util_field_fail(&c->js, path, "mtu",
 					    "no chunk fits an MTU of %u", j->mtu);
@@ -511,12 +514,12 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 					    "%" PRIu64 " is not a multiple of the %s "
 			     "%s size %zu", v, dt, gran > 1 ? "block" : "element", esz);
 	v += (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK; /* the set travels with the chunk */
-	if (v + WIRE_MTU_OVERHEAD > j->mtu)
+	if (v + WIRE_MTU_OVERHEAD + c->seal_room > j->mtu)
 		return json_util_field_fail(&c->js, path, "chunk_bytes",
 					    "%" PRIu64 " bytes%s need an MTU of %" PRIu64
 			     ", the job's mtu is %u", v,
 			     j->cset_blocks != 0 ? " (with the contributor set)" : "",
-			     v + WIRE_MTU_OVERHEAD, j->mtu);
+			     v + WIRE_MTU_OVERHEAD + c->seal_room, j->mtu);
 	v -= (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK;
 	j->chunk_bytes = (uint32_t)v;
 	if (j->elements % gran != 0)
@@ -630,6 +633,69 @@ parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d,
 	return rc;
 }
 
+/*
+ * "protected": {"links": "all" | [["A", "B"], ...], "aead": "aes-128-gcm"}: the gateway
+ * links whose frames are sealed (docs/DEPLOYMENT.md). Optional; absent: none.
+ */
+static int
+parse_protected(struct dctx *c, const json_t *root, struct deploy *d)
+{
+	static const char *const known[] = { "links", "aead" };
+	const json_t *pr = json_object_get(root, "protected"), *links, *aead;
+	const struct topo *t = d->topo;
+	int rc;
+
+	if (pr == NULL)
+		return 0;
+	rc = check_keys(c, pr, "protected", known, N_OF(known), 1);
+	if (rc != 0)
+		return rc;
+	d->seal_aead = TABLE_AEAD_AES128_GCM;
+	aead = json_object_get(pr, "aead");
+	if (aead != NULL) {
+		d->seal_aead = json_is_string(aead) ? table_aead_from_name(json_string_value(aead))
+						    : 0;
+		if (d->seal_aead == 0)
+			return json_util_field_fail(&c->js, "protected", "aead", "expected "
+						    "\"aes-128-gcm\" or \"aes-256-gcm\"");
+	}
+	c->seal_room = WIRE_SEAL_OVERHEAD;
+	d->sealed_links = calloc(t->n_links > 0 ? (size_t)t->n_links : 1, sizeof(bool));
+	if (d->sealed_links == NULL)
+		return json_util_field_fail(&c->js, "", "protected", "out of memory");
+	links = json_object_get(pr, "links");
+	if (json_is_string(links) && strcmp(json_string_value(links), "all") == 0) {
+		for (int l = 0; l < t->n_links; l++)
+			d->sealed_links[l] = true;
+		return 0;
+	}
+	if (!json_is_array(links) || json_array_size(links) == 0)
+		return json_util_field_fail(&c->js, "protected", "links", "expected \"all\" or "
+					    "a nonempty array of [node, node] pairs");
+	for (size_t i = 0; i < json_array_size(links); i++) {
+		const json_t *pair = json_array_get(links, i);
+		char path[FIELD_MAX];
+		int u, v, l;
+
+		snprintf(path, sizeof(path), "protected.links[%zu]", i);
+		if (!json_is_array(pair) || json_array_size(pair) != 2 ||
+		    !json_is_string(json_array_get(pair, 0)) ||
+		    !json_is_string(json_array_get(pair, 1)))
+			return json_util_field_fail(&c->js, path, "", "expected two node ids");
+		u = topo_node_index(t, json_string_value(json_array_get(pair, 0)));
+		v = topo_node_index(t, json_string_value(json_array_get(pair, 1)));
+		l = u < 0 || v < 0 ? -1 : topo_link_between(t, u, v);
+		if (l < 0)
+			return json_util_field_fail(&c->js, path, "", "no topology link between "
+						    "'%.*s' and '%.*s'", TOPO_ID_MAX,
+						    json_string_value(json_array_get(pair, 0)),
+						    TOPO_ID_MAX,
+						    json_string_value(json_array_get(pair, 1)));
+		d->sealed_links[l] = true;
+	}
+	return 0;
+}
+
 static int
 parse_jobs(struct dctx *c, const json_t *root, struct deploy *d)
 {
@@ -698,7 +764,7 @@ struct deploy *
 deploy_parse(const char *text, const char *src, char *err, size_t errlen)
 {
 	static const char *const known[] = { "format", "topology", "gateways", "jobs", "name",
-					     "tls" };
+					     "tls", "protected" };
 	struct dctx c = { .js = { .src = src != NULL ? src : "<string>", .err = err,
 				  .errlen = errlen } };
 	struct deploy *d = NULL;
@@ -754,6 +820,8 @@ deploy_parse(const char *text, const char *src, char *err, size_t errlen)
 	if (rc == 0)
 		rc = parse_tls(&c, root, d);
 	if (rc == 0)
+		rc = parse_protected(&c, root, d);
+	if (rc == 0)
 		rc = parse_jobs(&c, root, d);
 out:
 	json_decref(root);
@@ -788,6 +856,7 @@ deploy_free(struct deploy *d)
 		free(d->jobs[i].workers);
 	free(d->jobs);
 	free(d->gateways);
+	free(d->sealed_links);
 	topo_free(d->topo);
 	free(d);
 }

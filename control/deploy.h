@@ -113,6 +113,10 @@ struct deploy {
 	struct deploy_gateway *gateways; /* topo->n_nodes entries, by node index */
 	int n_jobs;
 	struct deploy_job *jobs;
+	/* Protected links (docs/DEPLOYMENT.md, "protected"): the AEAD their frames are
+	 * sealed with, 0 if none is protected, and per topology link whether it is. */
+	enum table_aead seal_aead;
+	bool *sealed_links;          /* topo->n_links entries, NULL if none is protected */
 };
 
 /**

@@ -693,6 +693,34 @@ plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errle
 	return 0;
 }
 
+/* Whether the deployment protects the topology link between deployment nodes u and v. */
+static bool
+link_sealed(void *arg, int u, int v)
+{
+	const struct deploy *d = arg;
+	int l = topo_link_between(d->topo, u, v);
+
+	return l >= 0 && d->sealed_links[l];
+}
+
+/* Fresh keys for the protected links between the epoch's tables (docs/DEPLOYMENT.md). */
+static int
+seal_tables(struct jobplan *jp, const struct deploy *d, char *err, size_t errlen)
+{
+	uint16_t *ids = malloc(sizeof(*ids) * (size_t)jp->n_nodes);
+	char terr[TABLE_ERR_MAX];
+	int rc;
+
+	if (ids == NULL)
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	for (int v = 0; v < jp->n_nodes; v++)
+		ids[v] = d->gateways[v].id;
+	rc = table_seal_links(jp->tables, jp->n_nodes, ids, link_sealed, (void *)d,
+			      d->seal_aead, terr, sizeof(terr));
+	free(ids);
+	return rc == 0 ? 0 : fail(err, errlen, rc, "job %u: %s", jp->job->id, terr);
+}
+
 static int
 compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_job *j,
 	       char *err, size_t errlen)
@@ -746,6 +774,8 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 		jp->tables[jp->node_of[i]] = tb;
 		jp->n_tables++;
 	}
+	if (d->seal_aead != 0)
+		rc = seal_tables(jp, d, err, errlen);
 out:
 	free(ws);
 	free(dn);
@@ -862,7 +892,8 @@ write_file(const char *path, const void *obj, bool is_plan, const struct topo *t
 	f = fopen(tmp, "w");
 	if (f == NULL)
 		return fail(err, errlen, -errno, "%s: cannot create: %s", tmp, strerror(errno));
-	rc = is_plan ? plan_write(t, obj, f) : table_write(obj, f);
+	/* A table file is for the workers and people: without the link keys. */
+	rc = is_plan ? plan_write(t, obj, f) : json_util_dump_new(table_to_json_public(obj), f);
 	if (fclose(f) != 0 && rc == 0)
 		rc = -errno;
 	if (rc == 0 && rename(tmp, path) != 0)

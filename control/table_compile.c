@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "jsonutil.h"
 #include "table_compile.h"
@@ -619,4 +620,102 @@ out:
 		return NULL;
 	}
 	return tb;
+}
+
+/* n random bytes from the kernel's CSPRNG. */
+static int
+random_bytes(void *buf, size_t n)
+{
+	uint8_t *p = buf;
+
+	while (n > 0) {
+		ssize_t r = getrandom(p, n, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -EIO;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Whether gateway id is a parent, child, `from` or `to` of table tb. */
+static bool
+names_gateway(const struct table *tb, uint16_t id)
+{
+	for (int i = 0; i < tb->n_trees; i++) {
+		const struct table_tree *e = &tb->trees[i];
+
+		if (e->has_parent && e->parent.id == id)
+			return true;
+		for (int c = 0; c < e->n_children; c++)
+			if (e->children[c].id == id)
+				return true;
+	}
+	for (int i = 0; i < tb->n_streams; i++) {
+		const struct table_stream *s = &tb->streams[i];
+
+		if (s->has_from && s->from.id == id)
+			return true;
+		for (int k = 0; k < s->n_to; k++)
+			if (s->to[k].id == id)
+				return true;
+	}
+	return false;
+}
+
+/* Put sl into tb's sealed entries, which stay sorted by peer. */
+static int
+seal_insert(struct table *tb, const struct table_seal *sl)
+{
+	int k = tb->n_seals;
+
+	if (k >= TABLE_SEALS_MAX)
+		return -E2BIG;
+	while (k > 0 && tb->seals[k - 1].peer > sl->peer) {
+		tb->seals[k] = tb->seals[k - 1];
+		k--;
+	}
+	tb->seals[k] = *sl;
+	tb->n_seals++;
+	return 0;
+}
+
+int
+table_seal_links(struct table **tables, int n, const uint16_t *gw_ids,
+		 bool (*is_protected)(void *arg, int u, int v), void *arg,
+		 enum table_aead aead, char *err, size_t errlen)
+{
+	for (int u = 0; u < n; u++)
+		for (int v = u + 1; tables[u] != NULL && v < n; v++) {
+			struct table_seal sl = { .peer = gw_ids[v], .aead = aead };
+			int rc = 0;
+
+			if (tables[v] == NULL || !names_gateway(tables[u], gw_ids[v]) ||
+			    !names_gateway(tables[v], gw_ids[u]) || !is_protected(arg, u, v))
+				continue;
+			while (rc == 0 && sl.key_id == 0)
+				rc = random_bytes(&sl.key_id, sizeof(sl.key_id));
+			if (rc == 0)
+				rc = random_bytes(sl.key, table_aead_key_len(aead));
+			if (rc != 0) {
+				explicit_bzero(&sl, sizeof(sl));
+				json_util_fail(err, errlen, "no randomness for a link key "
+					       "(getrandom: %s)", strerror(errno));
+				return -EIO;
+			}
+			rc = seal_insert(tables[u], &sl);
+			sl.peer = gw_ids[u];
+			if (rc == 0)
+				rc = seal_insert(tables[v], &sl);
+			explicit_bzero(&sl, sizeof(sl));
+			if (rc != 0) {
+				json_util_fail(err, errlen, "more than %d protected links at one "
+					       "gateway", TABLE_SEALS_MAX);
+				return rc;
+			}
+		}
+	return 0;
 }

@@ -107,4 +107,19 @@ double table_hold_ms(const struct topo *t, const struct plan_tree *tr, int v,
 uint32_t table_slots(double rate_gbps, double hold_ms, uint32_t chunk_bytes,
 		     uint32_t slots_min, uint32_t slots_max);
 
+/**
+ * Protect links between the gateways of one job's epoch: tables[] holds the tables of
+ * that epoch by node (NULL: no table), gw_ids[] the gateway id of each node. For every
+ * pair of nodes u, v whose tables name each other as parent, child, `from` or `to` and for
+ * which is_protected(arg, u, v) holds, a fresh key of `aead` and a fresh key id (nonzero),
+ * both from getrandom(2), go into the `sealed` entries of both tables (docs/TABLES.md,
+ * "Protected links"): a new key per link and epoch. Nothing is logged.
+ *
+ * @return  0, or -E2BIG (more than TABLE_SEALS_MAX links at one gateway), or -EIO (no
+ *          randomness) with err.
+ */
+int table_seal_links(struct table **tables, int n, const uint16_t *gw_ids,
+		     bool (*is_protected)(void *arg, int u, int v), void *arg,
+		     enum table_aead aead, char *err, size_t errlen);
+
 #endif

@@ -63,6 +63,12 @@ enum dp_ctr {
 	DP_CTR_MCAST_COPIES,        /* MCAST copies sent to next-hop gateways and workers */
 	DP_CTR_PACED,               /* frames that waited for their pacer */
 	DP_CTR_PACE_FULL,           /* frames dropped: a pacer's queue was full */
+	DP_CTR_ANSWER_BUDGET,       /* NACK_RESULT answers withheld: the sender's budget was
+				     * spent (docs/PROTOCOL.md section 7.6) */
+	DP_CTR_SEALED,              /* frames sealed for a protected link (section 14) */
+	DP_CTR_OPENED,              /* sealed frames opened and authenticated */
+	DP_CTR_SEAL_BYTES,          /* bytes of the georeduce packets sealed */
+	DP_CTR_OPEN_BYTES,          /* ... opened */
 	DP_CTR_ARP_REPLIES,
 	DP_CTR_ICMP_REPLIES,
 	DP_CTR_NOT_FOR_US,          /* dropped: another host, protocol or port (drops[]) */
@@ -124,6 +130,73 @@ struct dp_dest {
 	uint32_t ipv4;              /* host order */
 	uint32_t ip_sum;            /* one's-complement sum of this gateway's IPv4 header to
 				     * it without the total length (docs: tx.h) */
+	uint64_t src_key;           /* ipv4 << 16 | udp_base, and DP_SRC_SEALED on a protected
+				     * link: what its packets must come from (validate.h) */
+	const struct dp_seal *seal; /* protected link: its key; NULL: plain */
+};
+
+/** The source key of a sender at ipv4 (host order) whose UDP ports start at port. */
+static inline uint64_t
+dp_src_key_of(uint32_t ipv4, uint16_t port)
+{
+	return (uint64_t)ipv4 << 16 | port;
+}
+
+/* In a source key: the packet was sealed (received) or must be (a protected link). */
+#define DP_SRC_SEALED (1ull << 48)
+
+/* --- Protected links (docs/PROTOCOL.md section 14; fastpath/seal.c) ---------------------- */
+
+#define DP_SEAL_MAGIC 0x4753u       /* "GS" */
+#define DP_SEAL_VERSION 1
+#define DP_SEAL_HDR_LEN 32          /* between UDP and the encrypted georeduce packet */
+#define DP_SEAL_TAG_LEN 16
+#define DP_SEAL_OVERHEAD (DP_SEAL_HDR_LEN + DP_SEAL_TAG_LEN)
+_Static_assert(DP_SEAL_OVERHEAD == WIRE_SEAL_OVERHEAD, "one sealed frame format");
+#define DP_SEAL_IV_LEN 12
+#define DP_SEAL_LANES DP_LCORES_MAX /* sender lcores a receiver keeps a window for */
+#define DP_REPLAY_WINDOW 64         /* sequence numbers a receiver accepts out of order */
+
+/** A receiver's replay window for one (key, sender lane) on one lcore (that lcore: rw). */
+struct dp_replay {
+	uint64_t top;               /* highest sequence number accepted; 0: none */
+	uint64_t bits;              /* bit k: top - k accepted */
+};
+
+/**
+ * One protected link of one (job, epoch): its key as two cryptodev sessions (created and
+ * freed by ctl), per lcore the sequence numbers it sent and the windows of what it
+ * received. The key bytes stay in the table (ctl only).
+ */
+struct dp_seal {
+	uint16_t peer;              /* gateway id */
+	uint32_t key_id;
+	uint8_t aead;               /* enum table_aead */
+	void *enc;                  /* sessions (ctl: creates; workers: use) */
+	void *dec;
+	uint64_t *tx_seq;           /* per lcore index: the last sequence number sent */
+	struct dp_replay *rx;       /* per lcore index x DP_SEAL_LANES */
+};
+
+/**
+ * The cryptodev of protected links (--crypto): set up by ctl at start, one queue pair per
+ * worker lcore (queue pair = lcore index), sessions from one pool, crypto operations and
+ * sealed frames from pools on the worker lcores' socket.
+ */
+struct dp_crypto {
+	bool on;
+	bool created;               /* dp_setup() created the vdev (and removes it) */
+	uint8_t dev_id;
+	char name[64];              /* the vdev, e.g. crypto_aesni_gcm0 */
+	const char *driver;         /* its PMD */
+	bool oop_lb, oop_sgl;       /* it seals out of place from one segment, from several:
+				     * a frame is sealed from where it is, without a copy */
+	struct rte_mempool *sess_pool;
+	struct rte_mempool *op_pool;
+	struct rte_mempool *seal_pool; /* sealed frames on their way out */
+	uint32_t sessions_max;      /* two per protected link of every installed table */
+	uint32_t sessions_used;     /* ctl only */
+	uint64_t bytes;             /* memory of the three pools */
 };
 
 /** A pending retransmission check of a COMPLETE slot (a partial sum awaiting its RESULT). */
@@ -134,6 +207,20 @@ struct dp_timer {
 	uint32_t round;
 	uint16_t tree;              /* index in the job's trees[] */
 };
+
+/**
+ * What NACK_RESULT answers to one sender may still send from one lcore, in bytes
+ * (docs/PROTOCOL.md section 7.6): every CONTRIB frame received from the sender adds its
+ * length, time adds DP_BUDGET_REFILL_BPS, both up to DP_BUDGET_CAP full frames of the job;
+ * every RESULT frame answered takes its length. That lcore: rw.
+ */
+struct dp_budget {
+	uint32_t bytes;
+	uint64_t tsc;               /* the last time refill */
+};
+
+#define DP_BUDGET_CAP WIRE_NACK_RANGE_MAX  /* full frames of the job */
+#define DP_BUDGET_REFILL_BPS 1000000       /* bytes per second and sender, per lcore */
 
 /**
  * One lcore's loss-recovery state in one job (that lcore: rw; ctl: frees it with the job).
@@ -151,6 +238,8 @@ struct dp_job_lcore {
 	uint64_t *progress_sent;    /* per tree: when that RESULT's partial sum went up */
 	struct dp_pacer *pacers;    /* n_pacers, see struct dp_tree */
 	uint32_t *active;           /* pacers with frames waiting: n_active of n_pacers */
+	struct dp_budget *budget;   /* per tree down[] entry (dp_tree.budget_off + i): what
+				     * NACK_RESULT answers to that sender may still cost */
 	_Atomic uint32_t n_active;  /* that lcore: rw (relaxed loads and stores, never an
 				     * atomic RMW); ctl: ro relaxed, so that a draining epoch
 				     * is retired only once its pacers sent what they hold */
@@ -191,6 +280,7 @@ struct dp_tree {
 	 * each lcore's pacers); workers are on the LAN and not paced. */
 	uint32_t pace_first;
 	uint16_t n_children;        /* the first n_children entries of down[] */
+	uint32_t budget_off;        /* first answer budget of down[] in dp_job_lcore.budget */
 };
 
 /**
@@ -206,6 +296,13 @@ struct dp_stream {
 	uint16_t n_origins;
 	struct dp_dest *out;        /* where copies go */
 	uint16_t *origins;          /* sorted: the source site's workers */
+	/* Where its packets must come from (fastpath/validate.h): src_key and udp_count of
+	 * the `from` gateway, or at the source of origins[k] (origin_count[k] 0: the table
+	 * gives that worker no address, its id alone is checked). */
+	uint64_t from_key;
+	uint16_t from_count;
+	uint64_t *origin_key;
+	uint16_t *origin_count;
 	uint32_t pace_first;        /* pacer of out[k] (k < n_to): pace_first + k */
 };
 
@@ -225,6 +322,8 @@ struct dp_pacer {
 	uint32_t mask, head, tail;
 	uint16_t port;              /* the link's port */
 	bool active;                /* in the lcore's active list */
+	const struct dp_seal *seal; /* a protected link: frames are sealed as they leave, so
+				     * that sequence numbers follow the order on the wire */
 	uint64_t bytes, frames;     /* handed to this pacer (sent or queued), paced or not:
 				     * the tree's traffic on the link, for the control process */
 	uint64_t retx_bytes;        /* of which retransmissions */
@@ -263,6 +362,11 @@ struct dp_job {
 	uint32_t slots_per_lcore;   /* sum of the trees' slots */
 	uint32_t n_pacers;          /* per lcore: one per tree link to a gateway, then one per
 				     * stream link to a `to` gateway */
+	uint32_t n_budgets;         /* per lcore: one per down[] entry of every tree */
+	int n_seals;                /* protected links, sorted by peer */
+	struct dp_seal *seals;
+	uint32_t budget_cap;        /* bytes: DP_BUDGET_CAP frames of a full chunk */
+	uint64_t budget_tsc_per_byte; /* TSC cycles per byte of refill */
 	unsigned int n_lcores;
 	struct dp_slot **slots;     /* per lcore index: slots_per_lcore slots (its socket) */
 	float **arena;              /* per lcore index: fp32 accumulators (fp16/bf16 only) */
@@ -397,6 +501,32 @@ struct dp_route {
 
 #define DP_ROUTES_MAX 64
 
+/* Sealed frames an lcore collects before one cryptodev burst (fastpath/seal.c). */
+#define DP_SEAL_BATCH DP_BURST_MAX
+
+struct rte_crypto_op;
+
+/** A sealed frame received, its operation prepared, waiting for the burst (that lcore). */
+struct dp_open_op {
+	struct rte_mbuf *m;
+	struct rte_crypto_op *op;
+	const struct dp_job *j;     /* the key's epoch */
+	const struct dp_seal *k;
+	uint64_t seq;
+	uint32_t len;               /* of the georeduce packet */
+	uint16_t lane, port;
+};
+
+/** A frame sealed for a protected link, waiting for the burst, then TX staging. */
+struct dp_seal_op {
+	struct rte_mbuf *s;         /* the sealed frame (its packet still plain, or out of
+				     * place: not yet written, data 32 bytes on) */
+	struct rte_mbuf *m;         /* out of place: the plain frame, freed after the burst */
+	struct rte_crypto_op *op;
+	uint32_t len;
+	uint16_t port;
+};
+
 /** Per worker lcore context, cache aligned, owned by its lcore. */
 /* A stash of mbufs taken ahead from a pool and prefetched (fastpath/mstash.h). */
 #define DP_STASH_REFILL 32                 /* taken from the pool at a time */
@@ -419,6 +549,11 @@ struct dp_lcore {
 	struct rte_mempool *clone_pool; /* indirect mbufs of result copies */
 	struct rte_ring *learn;         /* ARP sightings to ctl (SP: this lcore, SC: ctl) */
 	struct dp_mstash hdr_stash;     /* from hdr_pool and clone_pool, for result copies */
+	struct rte_mempool *op_pool;    /* crypto operations (NULL: no --crypto) */
+	struct rte_mempool *seal_pool;  /* sealed frames */
+	uint16_t n_open, n_seal;        /* waiting in open_q, seal_q */
+	struct dp_open_op open_q[2 * DP_BURST_MAX]; /* a burst, with injected duplicates */
+	struct dp_seal_op seal_q[DP_SEAL_BATCH];
 	struct dp_mstash clone_stash;
 	uint16_t n_rxq;
 	struct {
@@ -480,6 +615,7 @@ struct dp {
 	_Atomic uint32_t n_neigh;           /* ctl: release after filling an entry */
 	struct dp_seen seen[DP_SEEN_MAX];   /* ctl only: the latest, oldest replaced first */
 	unsigned int n_seen, seen_next;
+	struct dp_crypto crypto;
 	/* Control-thread bookkeeping. */
 	struct dp_job *staged[DP_JOBS_MAX]; /* prepared, not yet live */
 	uint64_t mbufs_committed;           /* mbufs the installed jobs may hold */

@@ -83,6 +83,12 @@ usage(FILE *f, const struct dp_config *d)
 		"                          loss=P, dup=P, reorder=P (probabilities per frame),\n"
 		"                          delay_ms=D (tx only: every frame leaves D ms later)\n"
 		"      --fault-queue N     frames one lcore may hold delayed per port     [%u]\n"
+		"      --crypto NAME       the cryptodev of protected links (sealed with AES-GCM,\n"
+		"                          docs/PROTOCOL.md section 14): a vdev such as\n"
+		"                          crypto_aesni_gcm0 or crypto_aesni_mb0, created unless\n"
+		"                          EAL has it; without it tables with keys are refused\n"
+		"      --seal-mbufs N      sealed frames in flight                       [%u]\n"
+		"      --seal-links N      protected links of all installed tables       [%u]\n"
 		"  -h, --help              this text\n"
 		"  -V, --version           print the version\n"
 		"\n"
@@ -92,7 +98,7 @@ usage(FILE *f, const struct dp_config *d)
 		d->prm.udp_base, d->prm.udp_count, d->prm.mtu, d->prm.mbufs, d->hdr_mbufs,
 		d->rx_desc, d->tx_desc, DP_BURST_MAX, d->prm.burst, d->prm.idle_spin,
 		d->prm.idle_sleep_us, d->prm.drain_ms, d->prm.probe_ms, d->rto_init_ms,
-		d->retries_max, d->prm.fault_queue);
+		d->retries_max, d->prm.fault_queue, d->seal_mbufs, d->seal_links);
 }
 
 static int
@@ -285,7 +291,8 @@ parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl
 {
 	enum { O_BASE = 256, O_PORTS, O_MTU, O_MBUFS, O_HDR, O_RXD, O_TXD, O_BURST, O_SPIN,
 	       O_SLEEP, O_DRAIN, O_FAULT, O_FAULTQ, O_RTO, O_RETRIES, O_NOPACE, O_PROBE,
-	       O_LISTEN, O_CERT, O_KEY, O_CA, O_HSMS, O_IDLEMS, O_CONNS };
+	       O_LISTEN, O_CERT, O_KEY, O_CA, O_HSMS, O_IDLEMS, O_CONNS, O_CRYPTO, O_SEAL_MBUFS,
+	       O_SEAL_LINKS };
 	static const struct option opts[] = {
 		{ "addr", required_argument, NULL, 'a' },
 		{ "ctl-socket", required_argument, NULL, 's' },
@@ -315,6 +322,9 @@ parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl
 		{ "ctl-handshake-ms", required_argument, NULL, O_HSMS },
 		{ "ctl-idle-ms", required_argument, NULL, O_IDLEMS },
 		{ "ctl-conns", required_argument, NULL, O_CONNS },
+		{ "crypto", required_argument, NULL, O_CRYPTO },
+		{ "seal-mbufs", required_argument, NULL, O_SEAL_MBUFS },
+		{ "seal-links", required_argument, NULL, O_SEAL_LINKS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -362,6 +372,21 @@ parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl
 			cfg->prm.mbufs = v;
 			break;
 		case O_HDR: rc = u32_opt("hdr-mbufs", optarg, 256, 1 << 22, &cfg->hdr_mbufs); break;
+		case O_CRYPTO:
+			if (strlen(optarg) == 0 || strlen(optarg) >= sizeof(cfg->crypto_dev)) {
+				fprintf(stderr, DP_PROGRAM ": --crypto: a device name of 1 to %zu "
+					"characters\n", sizeof(cfg->crypto_dev) - 1);
+				rc = -1;
+				break;
+			}
+			strcpy(cfg->crypto_dev, optarg);
+			break;
+		case O_SEAL_MBUFS:
+			rc = u32_opt("seal-mbufs", optarg, 256, 1 << 22, &cfg->seal_mbufs);
+			break;
+		case O_SEAL_LINKS:
+			rc = u32_opt("seal-links", optarg, 1, 1 << 16, &cfg->seal_links);
+			break;
 		case O_RXD:
 			rc = u32_opt("rx-desc", optarg, 32, 16384, &v);
 			cfg->rx_desc = (uint16_t)v;

@@ -298,5 +298,37 @@ table_create_full(int n_trees, const int *n_children, const int *n_workers, cons
 void
 table_free(struct table *tb)
 {
+	if (tb == NULL)
+		return;
+	explicit_bzero(tb->seals, sizeof(tb->seals));
 	free(tb);
+}
+
+const struct table_seal *
+table_seal_find(const struct table *tb, uint16_t peer)
+{
+	for (int i = 0; i < tb->n_seals; i++)
+		if (tb->seals[i].peer == peer)
+			return &tb->seals[i];
+	return NULL;
+}
+
+static const char *const aead_names[] = { NULL, "aes-128-gcm", "aes-256-gcm" };
+
+size_t
+table_aead_key_len(enum table_aead a)
+{
+	return a == TABLE_AEAD_AES128_GCM ? 16 : a == TABLE_AEAD_AES256_GCM ? 32 : 0;
+}
+
+const char *
+table_aead_name(enum table_aead a)
+{
+	return name_at(aead_names, ARRAY_SIZE(aead_names), (unsigned int)a);
+}
+
+enum table_aead
+table_aead_from_name(const char *s)
+{
+	return (enum table_aead)index_of(aead_names, ARRAY_SIZE(aead_names), s);
 }

@@ -71,6 +71,8 @@
  * ids of a set, 1 .. 4095. */
 #define TABLE_BELOW_MAX (TABLE_CSET_BLOCKS_MAX * 256 - 1)
 #define TABLE_STREAMS_MAX 64      /* multicast streams in one table */
+#define TABLE_SEALS_MAX 128       /* protected links of one table (one per peer gateway) */
+#define TABLE_KEY_MAX 32          /* bytes of a link key (AES-256) */
 
 /** Element types of a tensor. 0 is not a dtype. */
 enum table_dtype {
@@ -80,6 +82,24 @@ enum table_dtype {
 	TABLE_DTYPE_MXINT8 = 4,   /* OCP MX blocks of 32 elements (docs/PROTOCOL.md section 4) */
 	TABLE_DTYPE_MXFP8 = 5,
 	TABLE_DTYPE_MXFP4 = 6,
+};
+
+/** The AEAD of a protected link (docs/PROTOCOL.md section 14). 0 is none. */
+enum table_aead {
+	TABLE_AEAD_AES128_GCM = 1,
+	TABLE_AEAD_AES256_GCM = 2,
+};
+
+/**
+ * A protected link: every georeduce packet between this gateway and gateway `peer` is
+ * sealed with this key (docs/PROTOCOL.md section 14, docs/TABLES.md "Protected links").
+ * The key is secret: never logged, never in a stats or dump reply (table_to_json_public()).
+ */
+struct table_seal {
+	uint16_t peer;            /* gateway id of the other end, a neighbour in the table */
+	uint32_t key_id;          /* >= 1; names the key on the wire */
+	enum table_aead aead;
+	uint8_t key[TABLE_KEY_MAX]; /* table_aead_key_len(aead) bytes, the rest zero */
 };
 
 /** What this gateway is in one tree. */
@@ -188,6 +208,8 @@ struct table {
 	struct table_tree *trees; /* sorted by id, inside the table's block */
 	int n_streams;            /* 0 .. TABLE_STREAMS_MAX; written only when nonzero */
 	struct table_stream *streams; /* sorted by id, inside the table's block */
+	int n_seals;              /* 0 .. TABLE_SEALS_MAX; written only when nonzero */
+	struct table_seal seals[TABLE_SEALS_MAX]; /* sorted by peer */
 };
 
 /**
@@ -223,7 +245,19 @@ struct table *table_create_full(int n_trees, const int *n_children, const int *n
 /** The stream entry with id `id`, or NULL. */
 const struct table_stream *table_stream_find(const struct table *tb, uint16_t id);
 
-/** Free a table and everything in it. NULL is a no-op. */
+/** The protected link to gateway `peer`, or NULL (not protected). */
+const struct table_seal *table_seal_find(const struct table *tb, uint16_t peer);
+
+/** Key bytes of an AEAD: 16 (AES-128-GCM), 32 (AES-256-GCM), 0 for a value that is none. */
+size_t table_aead_key_len(enum table_aead a);
+
+/** "aes-128-gcm", "aes-256-gcm", or NULL. */
+const char *table_aead_name(enum table_aead a);
+
+/** The AEAD named s, or 0 if none. */
+enum table_aead table_aead_from_name(const char *s);
+
+/** Free a table and everything in it, its keys wiped first. NULL is a no-op. */
 void table_free(struct table *tb);
 
 /**
@@ -260,8 +294,18 @@ struct table *table_parse(const char *text, const char *src, char *err, size_t e
 /** Read a file ("-": stdin) and table_parse() it. NULL with err on failure. */
 struct table *table_load(const char *path, char *err, size_t errlen);
 
-/** The table as a `georeduce-table/1` JSON object (new reference), NULL on ENOMEM. */
+/** The table as a `georeduce-table/1` JSON object (new reference), NULL on ENOMEM. It holds
+ * the link keys: send it only over the control socket or its TLS channel. */
 json_t *table_to_json(const struct table *tb);
+
+/** table_to_json() without the protected links and their keys: a valid table for a
+ * worker's file, a dump or a log (the worker library needs no link key). NULL on ENOMEM.
+ * table_seals_json() describes the links without their keys. */
+json_t *table_to_json_public(const struct table *tb);
+
+/** The protected links as {"peer", "key_id", "aead"} objects, never a key (new reference;
+ * NULL on ENOMEM). */
+json_t *table_seals_json(const struct table *tb);
 
 /** Write the table as `georeduce-table/1` JSON. Returns 0 or a negative errno. */
 int table_write(const struct table *tb, FILE *out);

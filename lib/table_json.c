@@ -155,8 +155,53 @@ nomem:
 	return NULL;
 }
 
+/* A protected link; with_key: its key as lowercase hex too. */
+static json_t *
+seal_json(const struct table_seal *sl, bool with_key)
+{
+	static const char hex[] = "0123456789abcdef";
+	char key[2 * TABLE_KEY_MAX + 1];
+	size_t n = table_aead_key_len(sl->aead);
+	const char *an = table_aead_name(sl->aead);
+	json_t *o = json_pack("{s:i, s:I, s:s}", "peer", sl->peer, "key_id",
+			      (json_int_t)sl->key_id, "aead", an != NULL ? an : "?");
+
+	if (o == NULL || !with_key)
+		return o;
+	for (size_t i = 0; i < n; i++) {
+		key[2 * i] = hex[sl->key[i] >> 4];
+		key[2 * i + 1] = hex[sl->key[i] & 15];
+	}
+	key[2 * n] = '\0';
+	if (set_new(o, "key", json_string(key)) != 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	explicit_bzero(key, sizeof(key));
+	return o;
+}
+
+static json_t *
+seals_json(const struct table *tb, bool with_keys)
+{
+	json_t *seals = json_array();
+
+	for (int i = 0; seals != NULL && i < tb->n_seals; i++)
+		if (json_array_append_new(seals, seal_json(&tb->seals[i], with_keys)) != 0) {
+			json_decref(seals);
+			seals = NULL;
+		}
+	return seals;
+}
+
 json_t *
-table_to_json(const struct table *tb)
+table_seals_json(const struct table *tb)
+{
+	return seals_json(tb, false);
+}
+
+static json_t *
+to_json(const struct table *tb, bool with_keys)
 {
 	json_t *root = json_object(), *trees = json_array();
 	const char *dt = table_dtype_name(tb->dtype);
@@ -193,6 +238,8 @@ table_to_json(const struct table *tb)
 			}
 		rc |= set_new(root, "streams", streams);
 	}
+	if (rc == 0 && tb->n_seals > 0 && with_keys)
+		rc |= set_new(root, "sealed", seals_json(tb, true));
 	if (rc != 0)
 		goto nomem;
 	return root;
@@ -200,6 +247,18 @@ nomem:
 	json_decref(trees);
 	json_decref(root);
 	return NULL;
+}
+
+json_t *
+table_to_json(const struct table *tb)
+{
+	return to_json(tb, true);
+}
+
+json_t *
+table_to_json_public(const struct table *tb)
+{
+	return to_json(tb, false);
 }
 
 int
@@ -605,9 +664,64 @@ parse_stream(struct json_util_src *c, json_t *js, int i, struct table_stream *s)
 	return 0;
 }
 
+static const char *const seal_keys[] = { "peer", "key_id", "aead", "key" };
+
+static int
+hex_nibble(char ch)
+{
+	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* sealed[i] into sl. The key is checked for its form only; no message quotes it. */
+static int
+parse_seal(struct json_util_src *c, json_t *js, int i, struct table_seal *sl)
+{
+	json_t *aead, *key;
+	uint64_t peer, key_id;
+	char path[32];
+	size_t n;
+	int rc;
+
+	snprintf(path, sizeof(path), "sealed[%d]", i);
+	if (!json_is_object(js))
+		return json_util_field_fail(c, path, "", "expected an object");
+	rc = check_keys(c, js, path, seal_keys, ARRAY_SIZE(seal_keys), ARRAY_SIZE(seal_keys));
+	if (rc == 0)
+		rc = get_uint(c, js, path, "peer", 1, TABLE_ID_MAX, &peer);
+	if (rc == 0)
+		rc = get_uint(c, js, path, "key_id", 1, UINT32_MAX, &key_id);
+	if (rc != 0)
+		return rc;
+	aead = json_object_get(js, "aead");
+	sl->aead = json_is_string(aead) ? table_aead_from_name(json_string_value(aead)) : 0;
+	if (sl->aead == 0)
+		return json_util_field_fail(c, path, "aead", "expected \"aes-128-gcm\" or "
+					    "\"aes-256-gcm\"");
+	n = table_aead_key_len(sl->aead);
+	key = json_object_get(js, "key");
+	if (!json_is_string(key) || json_string_length(key) != 2 * n)
+		return json_util_field_fail(c, path, "key", "expected %zu lowercase hex digits",
+					    2 * n);
+	for (size_t k = 0; k < n; k++) {
+		int hi = hex_nibble(json_string_value(key)[2 * k]);
+		int lo = hex_nibble(json_string_value(key)[2 * k + 1]);
+
+		if (hi < 0 || lo < 0) {
+			explicit_bzero(sl->key, sizeof(sl->key));
+			return json_util_field_fail(c, path, "key", "expected %zu lowercase hex "
+						    "digits", 2 * n);
+		}
+		sl->key[k] = (uint8_t)(hi << 4 | lo);
+	}
+	sl->peer = (uint16_t)peer;
+	sl->key_id = (uint32_t)key_id;
+	return 0;
+}
+
 static const char *const table_keys[] = { "format", "job", "epoch", "gateway", "dtype",
 					  "elements", "chunk_elements", "limits", "trees",
-					  "cset_blocks", "streams" /* optional: the last two */ };
+					  "cset_blocks", "streams", "sealed" /* optional: the last
+									      * three */ };
 
 struct table *
 table_parse(const char *text, const char *src, char *err, size_t errlen)
@@ -615,7 +729,7 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], n_below[TABLE_TREES_MAX];
 	int n = 0, n_streams, rc;
 	struct json_util_src c = { .src = src != NULL ? src : "<string>", .err = err, .errlen = errlen };
-	json_t *root, *fmt, *trees, *dtype, *streams;
+	json_t *root, *fmt, *trees, *dtype, *streams, *seals;
 	uint64_t job, epoch, elements, chunk_elements, cset_blocks = 0;
 	struct table_limits lim;
 	struct table_gw gw;
@@ -648,7 +762,7 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 		goto out;
 	}
 	if (check_keys(&c, root, "", table_keys, ARRAY_SIZE(table_keys),
-		       ARRAY_SIZE(table_keys) - 2) != 0 ||
+		       ARRAY_SIZE(table_keys) - 3) != 0 ||
 	    get_uint(&c, root, "", "job", 0, UINT32_MAX, &job) != 0 ||
 	    get_uint(&c, root, "", "epoch", 0, UINT32_MAX, &epoch) != 0 ||
 	    parse_gw(&c, json_object_get(root, "gateway"), "gateway", &gw) != 0)
@@ -689,6 +803,13 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 		goto out;
 	}
 	n_streams = streams != NULL ? (int)json_array_size(streams) : 0;
+	seals = json_object_get(root, "sealed");
+	if (seals != NULL && (!json_is_array(seals) || json_array_size(seals) == 0 ||
+			      json_array_size(seals) > TABLE_SEALS_MAX)) {
+		json_util_field_fail(&c, "sealed", "", "expected an array of 1 to %d protected "
+				     "links (absent: none)", TABLE_SEALS_MAX);
+		goto out;
+	}
 	tb = table_create_full(n, n_children, n_workers, n_below, n_streams);
 	if (tb == NULL) {
 		rc = -errno;
@@ -708,6 +829,10 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 			goto out;
 	for (int i = 0; i < n_streams; i++)
 		if (parse_stream(&c, json_array_get(streams, (size_t)i), i, &tb->streams[i]) != 0)
+			goto out;
+	tb->n_seals = seals != NULL ? (int)json_array_size(seals) : 0;
+	for (int i = 0; i < tb->n_seals; i++)
+		if (parse_seal(&c, json_array_get(seals, (size_t)i), i, &tb->seals[i]) != 0)
 			goto out;
 	if (table_validate(tb, vmsg, sizeof(vmsg)) != 0) {
 		json_util_fail(err, errlen, "%s: %s", c.src, vmsg);

@@ -169,6 +169,11 @@ static const char *const reason_names[WIRE_REASON_COUNT_MAX] = {
 	[WIRE_REASON_ARP_UNANSWERED] = "arp_unanswered",
 	[WIRE_REASON_PROBE_REPLY] = "unsolicited_probe_reply",
 	[WIRE_REASON_CTL_RING_FULL] = "ctl_ring_full",
+	[WIRE_REASON_BAD_PORT] = "bad_port",
+	[WIRE_REASON_BAD_SEAL] = "bad_seal",
+	[WIRE_REASON_UNKNOWN_KEY] = "unknown_key",
+	[WIRE_REASON_REPLAY] = "replay",
+	[WIRE_REASON_BAD_TAG] = "bad_tag",
 };
 
 const char *
@@ -253,6 +258,9 @@ check_fields(const struct wire_pkt *p)
 		if (p->count == 0 || (data && p->count % wire_dtype_granule(p->dtype) != 0))
 			return WIRE_REASON_COUNT;
 		if (range && (uint64_t)p->chunk + p->count > (1ull << 32))
+			return WIRE_REASON_COUNT;
+		if ((p->type == WIRE_TYPE_NACK_CONTRIB || p->type == WIRE_TYPE_NACK_RESULT) &&
+		    p->count > WIRE_NACK_RANGE_MAX)
 			return WIRE_REASON_COUNT;
 	} else if (p->count != 0) {
 		return WIRE_REASON_COUNT;

@@ -44,6 +44,9 @@
 #define WIRE_FRAME_PAYLOAD_OFF (WIRE_FRAME_HDR_OFF + WIRE_HDR_LEN)              /* 96 */
 /* IP + UDP + georeduce header: MTU overhead of every packet before the set and payload. */
 #define WIRE_MTU_OVERHEAD (WIRE_IPV4_LEN + WIRE_UDP_LEN + WIRE_HDR_LEN)         /* 82 */
+/* What a sealed frame of a protected link adds (docs/PROTOCOL.md section 14): the seal
+ * header and the tag. */
+#define WIRE_SEAL_OVERHEAD (32 + 16)
 
 /* Payload alignment the format guarantees relative to the start of the Ethernet frame. */
 #define WIRE_PAYLOAD_ALIGN 32u
@@ -104,6 +107,11 @@ enum wire_dtype {
 #define WIRE_F_ECHO 0x02u       /* any type: tsecr echoes the tsval of the packet answered */
 #define WIRE_F_ALL (WIRE_F_RETX | WIRE_F_ECHO)
 
+/* The longest range of a NACK_CONTRIB or NACK_RESULT, in chunks (docs/PROTOCOL.md section
+ * 3, `count`): a longer one is dropped as WIRE_REASON_COUNT. It bounds what one request
+ * may ask for (section 7.6). */
+#define WIRE_NACK_RANGE_MAX 32
+
 /**
  * Why a packet was rejected: by wire_hdr_decode() and wire_frame_parse() (below), and the
  * table-level reasons the dataplane counts (docs/PROTOCOL.md, "Receiver rules"), so that all
@@ -155,6 +163,12 @@ enum wire_reason {
 	WIRE_REASON_ARP_UNANSWERED,     /* ARP other than a request for the port's address */
 	WIRE_REASON_PROBE_REPLY,        /* PROBE_REPLY that answers no probe of this gateway */
 	WIRE_REASON_CTL_RING_FULL,      /* PROBE_REPLY for the control thread, its ring full */
+	WIRE_REASON_BAD_PORT,           /* UDP destination port not the chunk's */
+	/* Protected links (docs/PROTOCOL.md section 14). */
+	WIRE_REASON_BAD_SEAL,           /* sealed frame malformed, or sealed where none is kept */
+	WIRE_REASON_UNKNOWN_KEY,        /* no installed key of that job, id and sender */
+	WIRE_REASON_REPLAY,             /* sequence number seen, or older than the window */
+	WIRE_REASON_BAD_TAG,            /* authentication failed: forged or altered */
 	WIRE_REASON_COUNT_MAX,          /* number of reasons, not a reason */
 };
 

@@ -683,6 +683,86 @@ test_ring_chains(void)
 	topo_free(t);
 }
 
+/* The example deployment with its links protected: each pair of neighbouring gateways gets
+ * one key, the same at both ends, a new one every epoch; table files carry none. */
+static void
+test_protected_links(void)
+{
+	char err[JOBPLAN_ERR_MAX];
+	json_error_t je;
+	json_t *doc = json_load_file(EXAMPLE, 0, &je);
+	struct jobplan *jp = NULL, *jp2 = NULL;
+	struct deploy *d;
+	char *text;
+	int pairs = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+	json_object_set_new(doc, "protected", json_pack("{s:s,s:s}", "links", "all", "aead",
+							 "aes-256-gcm"));
+	text = json_dumps(doc, 0);
+	d = deploy_parse(text, EXAMPLE, err, sizeof(err));
+	free(text);
+	CHECK(d != NULL, "%s", err);
+	CU_ASSERT_FATAL(d != NULL && d->seal_aead == TABLE_AEAD_AES256_GCM);
+	CHECK(jobplan_build(d, 0, NULL, NULL, 7, &jp, err, sizeof(err)) == 0, "%s", err);
+	CHECK(jobplan_build(d, 0, NULL, NULL, 8, &jp2, err, sizeof(err)) == 0, "%s", err);
+	CU_ASSERT_FATAL(jp != NULL && jp2 != NULL);
+	for (int u = 0; u < jp->n_nodes; u++) {
+		const struct table *a = jp->tables[u];
+
+		CU_ASSERT_FATAL(a != NULL);
+		for (int k = 0; k < a->n_seals; k++) {
+			const struct table_seal *s = &a->seals[k];
+			int v = 0;
+
+			while (v < jp->n_nodes && d->gateways[v].id != s->peer)
+				v++;
+			CU_ASSERT_FATAL(v < jp->n_nodes);
+			const struct table_seal *back = table_seal_find(jp->tables[v], a->gw.id);
+			const struct table_seal *next = table_seal_find(jp2->tables[u], s->peer);
+			uint8_t zero[32] = { 0 };
+
+			CU_ASSERT(back != NULL && back->key_id == s->key_id &&
+				  memcmp(back->key, s->key, 32) == 0);
+			CU_ASSERT(s->aead == TABLE_AEAD_AES256_GCM && s->key_id != 0 &&
+				  memcmp(s->key, zero, 32) != 0);
+			CU_ASSERT(next != NULL && memcmp(next->key, s->key, 32) != 0);
+			pairs++;
+		}
+	}
+	CHECK(pairs >= 4, "%d protected link ends", pairs); /* at least two links, both ends */
+	/* Two different links never share a key. */
+	const struct table *a = jp->tables[0];
+
+	if (a->n_seals >= 2)
+		CU_ASSERT(memcmp(a->seals[0].key, a->seals[1].key, 32) != 0);
+	/* The table files: no key. */
+	char dir[] = "/tmp/georeduce-seal-XXXXXX";
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	CHECK(jobplan_write(jp, d, dir, err, sizeof(err)) == 0, "%s", err);
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "! grep -rq -e sealed -e '\"key\"' %s && rm -r %s", dir, dir);
+	CU_ASSERT(system(cmd) == 0);
+	/* A link that is not in the topology is refused, naming it. */
+	json_object_set_new(doc, "protected", json_pack("{s:[[s,s]]}", "links", "a", "q"));
+	text = json_dumps(doc, 0);
+	CU_ASSERT_PTR_NULL(deploy_parse(text, EXAMPLE, err, sizeof(err)));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "protected.links[0]"));
+	free(text);
+	json_object_set_new(doc, "protected", json_pack("{s:s,s:s}", "links", "all", "aead",
+							 "des"));
+	text = json_dumps(doc, 0);
+	CU_ASSERT_PTR_NULL(deploy_parse(text, EXAMPLE, err, sizeof(err)));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "protected"));
+	free(text);
+	json_decref(doc);
+	jobplan_free(jp);
+	jobplan_free(jp2);
+	deploy_free(d);
+}
+
 int
 main(void)
 {
@@ -705,6 +785,7 @@ main(void)
 	CU_add_test(s, "the ring as chain trees", test_ring_chains);
 	CU_add_test(s, "CREW as stars with a threshold", test_crew_plan);
 	CU_add_test(s, "selmcast: streams, one copy per tree edge, rates fit", test_selmcast_plan);
+	CU_add_test(s, "protected links: a key per link and epoch", test_protected_links);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

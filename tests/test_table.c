@@ -131,6 +131,12 @@ table_same(const struct table *x, const struct table *y, char *why, size_t n)
 			return false;
 		}
 	}
+	if (x->n_seals != y->n_seals ||
+	    (x->n_seals > 0 && memcmp(x->seals, y->seals, sizeof(x->seals[0]) *
+				      (size_t)x->n_seals) != 0)) {
+		snprintf(why, n, "sealed differs");
+		return false;
+	}
 	return true;
 }
 
@@ -2576,6 +2582,99 @@ test_fuzz(void)
 
 /* ------------------------------------------------------------------------------------ */
 
+/* Protected links: parse, write, the public form without keys, and every malformed entry
+ * rejected without the key in the message. */
+static void
+test_seals(void)
+{
+	static const char hex[] = "00112233445566778899aabbccddeeff";
+	char err[TABLE_ERR_MAX] = "", *text = NULL, *pub = NULL;
+	struct table *c = NULL;
+	struct scen sc;
+	uint16_t peer = 0;
+
+	if (!scen_init(&sc))
+		return;
+	c = COMPILE(&sc, C);
+	if (c == NULL)
+		goto out;
+	text = table_text(c);
+	CU_ASSERT_PTR_NULL(strstr(text, "sealed")); /* none: nothing written */
+	free(text);
+	text = NULL;
+	for (int i = 0; i < c->n_trees && peer == 0; i++)
+		peer = c->trees[i].has_parent ? c->trees[i].parent.id
+		       : c->trees[i].n_children > 0 ? c->trees[i].children[0].id : 0;
+	CU_ASSERT_FATAL(peer != 0);
+	c->n_seals = 1;
+	c->seals[0] = (struct table_seal){ .peer = peer, .key_id = 7,
+					   .aead = TABLE_AEAD_AES128_GCM };
+	for (int i = 0; i < 16; i++)
+		c->seals[0].key[i] = (uint8_t)(i * 0x11);
+	CU_ASSERT(table_validate(c, err, sizeof(err)) == 0);
+	CU_ASSERT(table_seal_find(c, peer) == &c->seals[0]);
+	CU_ASSERT_PTR_NULL(table_seal_find(c, (uint16_t)(peer + 1000)));
+	ROUND_TRIP(c);
+	text = table_text(c);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, hex));
+	{
+		json_t *pj = table_to_json_public(c);
+
+		pub = json_dumps(pj, 0);
+		json_decref(pj);
+	}
+	CU_ASSERT(pub != NULL && strstr(pub, "sealed") == NULL && strstr(pub, "00112233") == NULL);
+	free(pub);
+	{
+		json_t *sj = table_seals_json(c);
+
+		pub = json_dumps(sj, 0);
+		json_decref(sj);
+	}
+	CU_ASSERT(pub != NULL && strstr(pub, "\"key_id\": 7") != NULL &&
+		  strstr(pub, "\"key\"") == NULL && strstr(pub, "00112233") == NULL);
+	CU_ASSERT(table_aead_key_len(TABLE_AEAD_AES256_GCM) == 32 &&
+		  table_aead_key_len((enum table_aead)0) == 0 &&
+		  table_aead_from_name("aes-256-gcm") == TABLE_AEAD_AES256_GCM &&
+		  table_aead_from_name("aes-gcm") == 0);
+
+	EDIT_REJECTS(c, "sealed", json_array(), "field 'sealed'");
+	EDIT_REJECTS(c, "sealed.0.comment", json_string("x"), "field 'sealed[0].comment'");
+	EDIT_REJECTS(c, "sealed.0.peer", json_integer(4000), "field 'sealed[0].peer'");
+	EDIT_REJECTS(c, "sealed.0.key_id", json_integer(0), "field 'sealed[0].key_id'");
+	EDIT_REJECTS(c, "sealed.0.aead", json_string("chacha20"), "field 'sealed[0].aead'");
+	EDIT_REJECTS(c, "sealed.0.aead", json_string("aes-256-gcm"), "field 'sealed[0].key'");
+	EDIT_REJECTS(c, "sealed.0.key", json_string("0011"), "field 'sealed[0].key'");
+	EDIT_REJECTS(c, "sealed.0.key", json_string("00112233445566778899AABBCCDDEEFF"),
+		     "field 'sealed[0].key'");
+	/* The message names the field, never the key. */
+	{
+		json_t *j = tj(c);
+
+		jset(j, "sealed.0.key", json_string("00112233445566778899aabbccddeefg"));
+		text = json_dumps(j, 0);
+		json_decref(j);
+		struct table *bad = table_parse(text, SRC, err, sizeof(err));
+
+		CU_ASSERT_PTR_NULL(bad);
+		CU_ASSERT(strstr(err, "sealed[0].key") != NULL && strstr(err, "0011") == NULL);
+		free(text);
+		text = NULL;
+	}
+	c->n_seals = 2;
+	c->seals[1] = c->seals[0];
+	CU_ASSERT(table_validate(c, err, sizeof(err)) == -EINVAL && strstr(err, "ascending"));
+	c->n_seals = 1;
+	c->seals[0].peer = c->gw.id;
+	CU_ASSERT(table_validate(c, err, sizeof(err)) == -EINVAL &&
+		  strstr(err, "sealed[0].peer"));
+out:
+	free(text);
+	free(pub);
+	table_free(c);
+	scen_fini(&sc);
+}
+
 static int example_rc = 1;
 
 static void
@@ -2656,6 +2755,7 @@ main(int argc, char **argv)
 		{ "parse: a lone root's limits may be 0 children", test_lone_root_limits },
 		{ "parse: invalid JSON with line:column", test_parse_invalid_json },
 		{ "multicast streams: parse, write, reject", test_streams },
+		{ "protected links: parse, write, public form, reject", test_seals },
 		{ "model: create, validate, load", test_model },
 		{ "docs/TABLES.md example", test_docs_example },
 		{ "fuzz: table_parse mutations", test_fuzz },

@@ -115,6 +115,9 @@ make_pkt(uint8_t *buf, size_t cap, struct wire_pkt *p, enum wire_type t, enum wi
 		}
 	} else {
 		p->count = count != 0 ? count : 1;
+		if ((t == WIRE_TYPE_NACK_CONTRIB || t == WIRE_TYPE_NACK_RESULT) &&
+		    p->count > WIRE_NACK_RANGE_MAX)
+			p->count = WIRE_NACK_RANGE_MAX;
 		if (t == WIRE_TYPE_ACK) {
 			p->flags = WIRE_F_ECHO;
 			p->tsecr = 0x89abcdef;
@@ -594,6 +597,15 @@ test_bad_fields(void)
 			CHECK(decode_exact(buf, len, &p, NULL) == 0, "range ending at 2^32");
 			buf[33] = 2;
 			EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_COUNT, "range wraps");
+			/* NACK ranges: at most WIRE_NACK_RANGE_MAX chunks (ACK ranges any). */
+			buf[28] = buf[29] = buf[30] = buf[31] = 0;
+			buf[33] = WIRE_NACK_RANGE_MAX;
+			CHECK(decode_exact(buf, len, &p, NULL) == 0, "the longest NACK range");
+			buf[33] = WIRE_NACK_RANGE_MAX + 1;
+			if (buf[3] == WIRE_TYPE_ACK)
+				CHECK(decode_exact(buf, len, &p, NULL) == 0, "a long ACK range");
+			else
+				EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_COUNT, "NACK range too long");
 		}
 	}
 

@@ -30,7 +30,9 @@
 #include "fastpath/agg.h"
 #include "fastpath/mstash.h"
 #include "fastpath/pace.h"
+#include "fastpath/seal.h"
 #include "fastpath/tx.h"
+#include "fastpath/validate.h"
 
 static inline void
 drop(struct dp_lcore *lc, struct rte_mbuf *m, enum wire_reason why)
@@ -241,6 +243,18 @@ retained(const struct dp_slot *s, uint32_t chunk, uint32_t round)
 										  : NULL;
 }
 
+/* Send the frame m to d through pacer `pacer` (DP_PACE_NONE: none). On a protected link
+ * it is sealed as it leaves: at once, or when its pacer releases it. Consumes m. */
+static inline void
+to_wire(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, uint32_t pacer,
+	struct rte_mbuf *m, bool retx)
+{
+	if (pacer == DP_PACE_NONE)
+		dp_wire_out(lc, j, d->seal, d->port, m);
+	else
+		dp_pace_send(lc, j, pacer, d->port, m, retx);
+}
+
 /* An indirect mbuf of r's payload: the second segment of a copy (rte_pktmbuf_clone() of a
  * single-segment r, inline: no call into librte_mbuf), or NULL when the pool is empty. */
 static inline struct rte_mbuf *
@@ -307,7 +321,8 @@ send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, 
 	h->nb_segs = 2;
 	h->pkt_len += plen;
 	lc->ctr[ctr]++;
-	dp_pace_send(lc, j, pacer, d->port, h, flags & WIRE_F_RETX);
+	/* Sealed or not, h's reference to seg is gone: the copy counts as sent. */
+	to_wire(lc, j, d, pacer, h, flags & WIRE_F_RETX);
 	return true;
 }
 
@@ -386,7 +401,7 @@ send_ctl(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
 	}
 	dp_write_l2l4(lc->dp, j, d, nb, a->chunk, frame, WIRE_HDR_LEN);
 	lc->ctr[ctr]++;
-	dp_tx_stage(lc, d->port, h);
+	to_wire(lc, j, d, DP_PACE_NONE, h, false);
 }
 
 /* ACK of the CONTRIB p ("held", docs/PROTOCOL.md section 5) to its contributor d. */
@@ -629,7 +644,8 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 		      rte_pktmbuf_data_len(m) - WIRE_FRAME_HDR_OFF);
 	lc->ctr[DP_CTR_PARTIALS_SENT]++;
 	rte_mbuf_refcnt_update(m, 1);
-	dp_pace_send(lc, j, t->pace_first, t->parent.port, m, false);
+	/* Sealed: into a frame of its own, the slot keeps the plain one. */
+	to_wire(lc, j, &t->parent, t->pace_first, m, false);
 }
 
 /* Add contribution m (origin at contributor index k) to slot s, which is OPEN for it;
@@ -801,11 +817,12 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 {
 	int k = find_src(t, p->origin);
 
-	/* A worker sums itself alone, in its set. A child gateway sums only workers below it:
+	/* From the table's address and port of the contributor (validate.h). A worker sums itself alone, in its set. A child gateway sums only workers below it:
 	 * with sets, those its set names (and contrib is the set's population:
 	 * wire_hdr_decode()); without, every one of them, so its contrib is their number
 	 * (one compare, on the CONTRIBs of child gateways only). */
 	if (unlikely(k < 0 || p->sender != p->origin ||
+		     !dp_src_ok(m, &t->down[t->src_down[k]]) ||
 		     (t->src_worker[k] &&
 		      (p->contrib != 1 ||
 		       (j->cset_len != 0 && !(gr_cset(m)[p->origin >> 3] >> (p->origin & 7) & 1)))) ||
@@ -820,6 +837,10 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 		learn_contributor(lc, from, m, port);
 	struct dp_slot *s = slot_of(j, lc, t, p->chunk);
 	uint32_t bit = t->src_bits[k];
+
+	/* What it sent is what a NACK_RESULT of it may have answered (section 7.6). */
+	dp_budget_earn(&j->lj[lc->idx].budget[t->budget_off + t->src_down[k]], j->budget_cap,
+		       rte_pktmbuf_data_len(m));
 
 	/* Most packets: the next contribution to the chunk the slot has open. Held: an ACK
 	 * stops the payload resends, unless the RESULT answered. */
@@ -837,7 +858,7 @@ static void
 on_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	  struct rte_mbuf *m, const struct wire_pkt *p)
 {
-	if (unlikely(!t->has_parent || p->sender != t->parent.id)) {
+	if (unlikely(!t->has_parent || p->sender != t->parent.id || !dp_src_ok(m, &t->parent))) {
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}
@@ -857,19 +878,11 @@ on_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 			    : WIRE_REASON_NO_SLOT);
 }
 
-/* How many chunks from p->chunk an ACK or NACK range covers in tree t, at most DP_BURST_MAX. */
-static inline uint32_t
-range_in_tree(const struct dp_tree *t, const struct wire_pkt *p)
-{
-	uint32_t off = p->chunk - t->chunk_first;
-	uint32_t n = p->count < DP_BURST_MAX ? p->count : DP_BURST_MAX;
-
-	if (off >= t->chunk_count)
-		return 0;
-	return n < t->chunk_count - off ? n : t->chunk_count - off;
-}
-
-/* NACK_RESULT: answer every chunk of the range whose RESULT this node retains. */
+/*
+ * NACK_RESULT: answer every chunk of the range (dp_agg_rx() checked that it lies in the
+ * tree, wire_hdr_decode() that it is at most WIRE_NACK_RANGE_MAX long) whose RESULT this
+ * node retains, to the table's address of the requester, while its budget lasts.
+ */
 static void
 on_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	       struct rte_mbuf *m, const struct wire_pkt *p)
@@ -879,20 +892,25 @@ on_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 	for (uint16_t i = 0; i < t->n_down; i++)
 		if (t->down[i].id == p->sender)
 			to = i;
-	if (to == t->n_down) {
+	if (to == t->n_down || !dp_src_ok(m, &t->down[to])) {
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}
-	uint32_t n = range_in_tree(t, p);
+	struct dp_budget *b = &j->lj[lc->idx].budget[t->budget_off + to];
 	uint32_t now_us = dp_now_us();
 
-	for (uint32_t c = p->chunk; c - p->chunk < n; c++) {
+	dp_budget_refill(b, j, rte_rdtsc());
+	for (uint32_t c = p->chunk; c - p->chunk < p->count; c++) {
 		struct dp_slot *s = slot_of(j, lc, t, c);
 		struct rte_mbuf *r = retained(s, c, p->round);
 
-		if (r != NULL)
-			send_result_copy(lc, j, t, to, r, NULL, WIRE_F_RETX | WIRE_F_ECHO, p->tsval,
-					 now_us);
+		if (r == NULL)
+			continue;
+		if (!dp_budget_spend(b, rte_pktmbuf_data_len(r))) {
+			lc->ctr[DP_CTR_ANSWER_BUDGET]++;
+			continue;
+		}
+		send_result_copy(lc, j, t, to, r, NULL, WIRE_F_RETX | WIRE_F_ECHO, p->tsval, now_us);
 	}
 	rte_pktmbuf_free(m);
 }
@@ -903,12 +921,16 @@ static void
 on_from_parent(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	       struct rte_mbuf *m, const struct wire_pkt *p)
 {
-	if (unlikely(!t->has_parent || p->sender != t->parent.id || p->origin != j->self_id)) {
+	if (unlikely(!t->has_parent || p->sender != t->parent.id || p->origin != j->self_id ||
+		     !dp_src_ok(m, &t->parent))) {
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}
-	uint32_t n = range_in_tree(t, p);
 	uint32_t now_us = dp_now_us();
+
+	/* At most the first DP_BURST_MAX chunks of the range: a bound on the work of one
+	 * packet (PROTOCOL.md section 9, Ranges). */
+	uint32_t n = p->count < DP_BURST_MAX ? p->count : DP_BURST_MAX;
 
 	for (uint32_t c = p->chunk; c - p->chunk < n; c++) {
 		struct dp_slot *s = slot_of(j, lc, t, c);
@@ -951,9 +973,14 @@ on_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
 		drop(lc, m, WIRE_REASON_JOB_MISMATCH);
 		return;
 	}
-	/* From the upstream gateway, or at the source from the origin worker itself. */
-	if (unlikely((s->at_source ? p->sender != p->origin : p->sender != s->from_id) ||
-		     ids_find(s->origins, s->n_origins, p->origin) < 0)) {
+	/* From the upstream gateway, or at the source from the origin worker itself, each
+	 * from its address and ports in the table. */
+	int o = ids_find(s->origins, s->n_origins, p->origin);
+
+	if (unlikely(o < 0 || (s->at_source ? p->sender != p->origin : p->sender != s->from_id) ||
+		     (s->at_source ? dp_rx_src_key(m) - s->origin_key[o] >= s->origin_count[o] &&
+					     s->origin_count[o] != 0
+				   : dp_rx_src_key(m) - s->from_key >= s->from_count))) {
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}
@@ -979,6 +1006,13 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 {
 	enum wire_reason why = WIRE_REASON_NONE;
 	bool live = false;
+
+	/* Every packet about a chunk goes to the chunk's port (section 9): the port picks the
+	 * lcore that owns the chunk's slots. */
+	if (unlikely(!dp_dport_ok(lc->dp, m, p->chunk))) {
+		drop(lc, m, WIRE_REASON_BAD_PORT);
+		return;
+	}
 	const struct dp_job *j = find_job(st, p->job, p->epoch, &live, &why);
 
 	if (unlikely(j == NULL)) {
@@ -1043,7 +1077,7 @@ dp_pace_run(struct dp_lcore *lc, const struct dp_state *st)
 					struct rte_mbuf *m = pc->q[pc->head++ & pc->mask];
 
 					pc->next += (uint64_t)(rte_pktmbuf_pkt_len(m) * pc->tsc_per_byte);
-					dp_tx_stage(lc, pc->port, m);
+					dp_wire_out(lc, st->jobs[e].epochs[k], pc->seal, pc->port, m);
 				}
 				if (pc->head == pc->tail) { /* drained: out of the active list */
 					pc->active = false;

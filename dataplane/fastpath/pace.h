@@ -14,6 +14,7 @@
 #include <rte_mbuf.h>
 
 #include "dp.h"
+#include "fastpath/seal.h"
 #include "fastpath/tx.h"
 
 /** No pacer: the frame leaves at once (a local worker, or pacing off). */
@@ -51,7 +52,7 @@ dp_pace_send(struct dp_lcore *lc, const struct dp_job *j, uint32_t pacer, uint16
 
 		pc->next = (pc->next > floor ? pc->next : floor) +
 			   (uint64_t)(len * pc->tsc_per_byte);
-		dp_tx_stage(lc, port, m);
+		dp_wire_out(lc, j, pc->seal, port, m);
 		return;
 	}
 	pc->q[pc->tail++ & pc->mask] = m;

@@ -25,6 +25,7 @@
 #include "fastpath/csum.h"
 #include "fastpath/fault.h"
 #include "fastpath/pace.h"
+#include "fastpath/seal.h"
 #include "fastpath/tx.h"
 
 /* How many packets ahead of the one handled the header line of a frame is prefetched. */
@@ -267,9 +268,31 @@ dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, ui
 	     !dp_udp_csum_ok(lc->k, (const uint8_t *)ip, (const uint8_t *)udp,
 			     rte_be_to_cpu_16(udp->dgram_len))))
 		goto bad_frame;
+	/* Trim Ethernet padding so that the frame is exactly headers + packet. */
+	if (len > off + plen)
+		rte_pktmbuf_trim(m, (uint16_t)(len - off - plen));
+	/* A sealed frame (a protected link, docs/PROTOCOL.md section 14) is opened in place
+	 * with the others of its burst (dp_open_flush()), then goes on as a plain one. */
+	if (unlikely(plen >= 2 && dp_is_sealed((const uint8_t *)eth + off))) {
+		dp_open_queue(lc, st, m, port, plen);
+		return;
+	}
+	dp_rx_packet(lc, st, m, port, plen);
+	return;
+bad_frame:
+	reject(lc, m, DP_CTR_BAD_FRAME, why);
+}
+
+void
+dp_rx_packet(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, uint16_t port,
+	     size_t plen)
+{
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(f + WIRE_ETH_LEN);
+	enum wire_reason why;
 	struct wire_pkt p;
 
-	if (unlikely(wire_hdr_decode((uint8_t *)eth + off, plen, &p, &why) != 0)) {
+	if (unlikely(wire_hdr_decode(f + WIRE_FRAME_HDR_OFF, plen, &p, &why) != 0)) {
 		reject(lc, m, DP_CTR_BAD_HEADER, why);
 		return;
 	}
@@ -296,13 +319,7 @@ dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, ui
 		rte_pktmbuf_free(m);
 		return;
 	}
-	/* Trim Ethernet padding so that the frame is exactly headers + packet. */
-	if (len > off + plen)
-		rte_pktmbuf_trim(m, (uint16_t)(len - off - plen));
 	dp_agg_rx(lc, st, m, &p, port);
-	return;
-bad_frame:
-	reject(lc, m, DP_CTR_BAD_FRAME, why);
 }
 
 /* The two lines of a frame's headers: Ethernet, IPv4 and UDP end at byte 42, the
@@ -358,11 +375,13 @@ dp_worker_poll(struct dp_lcore *lc)
 				prefetch_headers(pkts[i + DP_RX_AHEAD]);
 			dp_rx_one(lc, st, pkts[i], port);
 		}
+		dp_open_flush(lc, st); /* the burst's sealed frames */
 		total += n;
 		if (lc->rxq[q].queue == 0)
 			drain_ctl_tx(lc, port);
 	}
 	dp_agg_timers(lc, st);
+	dp_seal_flush(lc); /* what this iteration sealed, before the pacers and TX */
 	dp_pace_run(lc, st);
 	dp_tx_flush(lc);
 	return total;

@@ -125,14 +125,17 @@ dp_dest_route(struct dp *dp, struct dp_dest *d, const char *field, char *err, si
 	return route(dp, d, field, err, errlen);
 }
 
+/* A gateway of job j's table: its packets are sealed if the table protects the link. */
 static int
-dest_gw(struct dp *dp, struct dp_dest *d, const struct table_gw *g, const char *field, char *err,
-	size_t errlen)
+dest_gw(struct dp *dp, const struct dp_job *j, struct dp_dest *d, const struct table_gw *g,
+	const char *field, char *err, size_t errlen)
 {
 	d->id = g->id;
 	d->ipv4 = g->ipv4;
 	d->udp_base = g->base_port;
 	d->udp_count = g->ports;
+	d->seal = dp_job_seal(j, g->id);
+	d->src_key = dp_src_key_of(g->ipv4, g->base_port) | (d->seal != NULL ? DP_SRC_SEALED : 0);
 	return route(dp, d, field, err, errlen);
 }
 
@@ -144,6 +147,7 @@ dest_worker(struct dp *dp, struct dp_dest *d, const struct table_worker *w, cons
 	d->ipv4 = w->ipv4;
 	d->udp_base = w->port;
 	d->udp_count = 1;
+	d->src_key = dp_src_key_of(w->ipv4, w->port);
 	return route(dp, d, field, err, errlen);
 }
 
@@ -201,10 +205,12 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	t->has_parent = tt->has_parent;
 	if (tt->has_parent) {
 		snprintf(field, sizeof(field), "trees[%d].parent.ipv4", i);
-		if (dest_gw(dp, &t->parent, &tt->parent, field, err, errlen) != 0)
+		if (dest_gw(dp, j, &t->parent, &tt->parent, field, err, errlen) != 0)
 			return -1;
 	}
 	t->n_children = (uint16_t)tt->n_children;
+	t->budget_off = j->n_budgets;
+	j->n_budgets += (uint32_t)(tt->n_children + tt->n_workers);
 	t->pace_first = j->n_pacers;
 	j->n_pacers += 1 + (uint32_t)tt->n_children;
 	t->n_down = (uint16_t)(tt->n_children + tt->n_workers);
@@ -223,7 +229,7 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	}
 	for (int c = 0; c < tt->n_children; c++) {
 		snprintf(field, sizeof(field), "trees[%d].children[%d].ipv4", i, c);
-		if (dest_gw(dp, &t->down[c], &tt->children[c], field, err, errlen) != 0)
+		if (dest_gw(dp, j, &t->down[c], &tt->children[c], field, err, errlen) != 0)
 			return -1;
 		t->src_ids[c] = tt->children[c].id;
 		t->src_bits[c] = (uint8_t)(tt->n_workers + c);
@@ -275,6 +281,22 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	return 0;
 }
 
+/* A worker of the table with id `id` (in a tree entry or a stream's deliver list), or NULL:
+ * where its packets come from. */
+static const struct table_worker *
+job_worker(const struct table *tb, uint16_t id)
+{
+	for (int i = 0; i < tb->n_trees; i++)
+		for (int w = 0; w < tb->trees[i].n_workers; w++)
+			if (tb->trees[i].workers[w].id == id)
+				return &tb->trees[i].workers[w];
+	for (int i = 0; i < tb->n_streams; i++)
+		for (int w = 0; w < tb->streams[i].n_deliver; w++)
+			if (tb->streams[i].deliver[w].id == id)
+				return &tb->streams[i].deliver[w];
+	return NULL;
+}
+
 /* Stream i of the table: its destinations and sorted origins (NUMA-local like trees). */
 static int
 build_stream(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t errlen)
@@ -293,14 +315,17 @@ build_stream(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size
 	j->n_pacers += (uint32_t)ts->n_to;
 	s->out = jalloc(j, sizeof(*s->out) * s->n_out, socket);
 	s->origins = jalloc(j, sizeof(*s->origins) * s->n_origins, socket);
-	if (s->out == NULL || s->origins == NULL) {
+	s->origin_key = jalloc(j, sizeof(*s->origin_key) * s->n_origins, socket);
+	s->origin_count = jalloc(j, sizeof(*s->origin_count) * s->n_origins, socket);
+	if (s->out == NULL || s->origins == NULL || s->origin_key == NULL ||
+	    s->origin_count == NULL) {
 		fail(err, errlen, "out of memory for stream %u", ts->id);
 		errno = ENOMEM;
 		return -1;
 	}
 	for (int k = 0; k < ts->n_to; k++) {
 		snprintf(field, sizeof(field), "streams[%d].to[%d].ipv4", i, k);
-		if (dest_gw(dp, &s->out[k], &ts->to[k], field, err, errlen) != 0)
+		if (dest_gw(dp, j, &s->out[k], &ts->to[k], field, err, errlen) != 0)
 			return -1;
 	}
 	for (int w = 0; w < ts->n_deliver; w++) {
@@ -318,6 +343,19 @@ build_stream(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size
 			m--;
 		}
 		s->origins[m] = ts->origins[k];
+	}
+	if (ts->has_from) {
+		s->from_key = dp_src_key_of(ts->from.ipv4, ts->from.base_port) |
+			      (dp_job_seal(j, ts->from.id) != NULL ? DP_SRC_SEALED : 0);
+		s->from_count = ts->from.ports;
+	}
+	for (int k = 0; k < s->n_origins; k++) {
+		const struct table_worker *w = job_worker(j->tb, s->origins[k]);
+
+		if (w != NULL) {
+			s->origin_key[k] = dp_src_key_of(w->ipv4, w->port);
+			s->origin_count[k] = 1;
+		}
 	}
 	return 0;
 }
@@ -344,6 +382,7 @@ init_pacers(struct dp *dp, struct dp_job *j, struct dp_job_lcore *lj, int socket
 
 			pc->tsc_per_byte = tpb;
 			pc->port = k == 0 ? t->parent.port : t->down[k - 1].port;
+			pc->seal = k == 0 ? t->parent.seal : t->down[k - 1].seal;
 			pc->mask = 2 * (t->slot_mask + 1) - 1;
 			pc->q = jalloc(j, sizeof(*pc->q) * (pc->mask + 1), socket);
 			if (pc->q == NULL)
@@ -361,6 +400,7 @@ init_pacers(struct dp *dp, struct dp_job *j, struct dp_job_lcore *lj, int socket
 
 			pc->tsc_per_byte = tpb;
 			pc->port = s->out[k].port;
+			pc->seal = s->out[k].seal;
 			pc->mask = DP_MCAST_PACE_Q - 1;
 			pc->q = jalloc(j, sizeof(*pc->q) * DP_MCAST_PACE_Q, socket);
 			if (pc->q == NULL)
@@ -397,7 +437,8 @@ check_fit(struct dp *dp, struct dp_job *j, char *err, size_t errlen)
 	}
 	/* A chunk's payload and its contributor set (if the job carries sets). */
 	size_t bytes = (size_t)table_dtype_bytes(tb->dtype, tb->chunk_elements) +
-		       (size_t)tb->cset_blocks * WIRE_CSET_BLOCK;
+		       (size_t)tb->cset_blocks * WIRE_CSET_BLOCK +
+		       (tb->n_seals > 0 ? WIRE_SEAL_OVERHEAD : 0); /* sealed frames */
 
 	if (bytes + WIRE_MTU_OVERHEAD > dp->prm.mtu) {
 		fail(err, errlen, "field 'chunk_elements': chunks of %zu bytes (with their "
@@ -436,7 +477,8 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->udp_base = tb->gw.base_port;
 	j->udp_count = tb->gw.ports;
 	j->n_lcores = dp->n_lcores;
-	if (check_fit(dp, j, err, errlen) != 0)
+	if (check_fit(dp, j, err, errlen) != 0 ||
+	    dp_job_seals_create(dp, j, socket, err, errlen) != 0)
 		goto fail;
 	j->n_trees = tb->n_trees;
 	for (int i = 0; i < tb->n_trees; i++)
@@ -492,6 +534,11 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	}
 	bool half = j->dtype != WIRE_DTYPE_FP32;
 
+	/* NACK_RESULT answers: DP_BUDGET_CAP full RESULT frames, refilled with time. */
+	j->budget_cap = DP_BUDGET_CAP * (uint32_t)(WIRE_FRAME_PAYLOAD_OFF + j->cset_len +
+						   (size_t)j->chunk_elements *
+							   table_dtype_size(tb->dtype));
+	j->budget_tsc_per_byte = rte_get_tsc_hz() / DP_BUDGET_REFILL_BPS;
 	for (unsigned int l = 0; l < dp->n_lcores; l++) {
 		int ls = (int)rte_lcore_to_socket_id(dp->lcores[l]->lcore_id);
 
@@ -518,14 +565,17 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		lj->rttvar = jalloc(j, sizeof(*lj->rttvar) * (size_t)j->n_trees, ls);
 		lj->progress = jalloc(j, sizeof(*lj->progress) * (size_t)j->n_trees, ls);
 		lj->progress_sent = jalloc(j, sizeof(*lj->progress_sent) * (size_t)j->n_trees, ls);
+		lj->budget = jalloc(j, sizeof(*lj->budget) * j->n_budgets, ls);
 		if (lj->q == NULL || lj->srtt == NULL || lj->rttvar == NULL ||
-		    lj->progress == NULL || lj->progress_sent == NULL) {
+		    lj->progress == NULL || lj->progress_sent == NULL || lj->budget == NULL) {
 			fail(err, errlen, "out of memory for timers (lcore %u)",
 			     dp->lcores[l]->lcore_id);
 			errno = ENOMEM;
 			goto fail;
 		}
 		lj->mask = cap - 1;
+		for (uint32_t b = 0; b < j->n_budgets; b++) /* empty; time refills it */
+			lj->budget[b].tsc = rte_rdtsc();
 		if (init_pacers(dp, j, lj, ls) != 0) {
 			fail(err, errlen, "out of memory for pacers (lcore %u)",
 			     dp->lcores[l]->lcore_id);
@@ -579,6 +629,7 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 			rte_free(lj->rttvar);
 			rte_free(lj->progress);
 			rte_free(lj->progress_sent);
+			rte_free(lj->budget);
 		}
 	}
 	for (int i = 0; j->trees != NULL && i < j->n_trees; i++) {
@@ -595,9 +646,12 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 	for (int i = 0; j->streams != NULL && i < j->n_streams; i++) {
 		rte_free(j->streams[i].out);
 		rte_free(j->streams[i].origins);
+		rte_free(j->streams[i].origin_key);
+		rte_free(j->streams[i].origin_count);
 	}
 	rte_free(j->streams);
 	rte_free(j->stream_map);
+	dp_job_seals_free(dp, j);
 	rte_free((void *)j->busy);
 	rte_free(j->lj);
 	rte_free(j->slots);
@@ -605,6 +659,8 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 	dp->mbufs_committed -= j->mbufs_held_max;
 	dp->job_bytes -= j->bytes;
 	table_free(j->tb);
+	if (j->table_json != NULL) /* holds the link keys */
+		explicit_bzero(j->table_json, strlen(j->table_json));
 	free(j->table_json);
 	rte_free(j);
 }

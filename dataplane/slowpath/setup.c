@@ -53,6 +53,8 @@ dp_config_defaults(struct dp_config *cfg)
 	cfg->rx_desc = 1024;
 	cfg->tx_desc = 1024;
 	cfg->hdr_mbufs = 8192;
+	cfg->seal_mbufs = 8192;
+	cfg->seal_links = 256;
 	cfg->prm.fault_queue = 8192;
 	cfg->prm.pace = true;
 	cfg->prm.probe_ms = 100;
@@ -386,7 +388,7 @@ dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
 	dp->rcu = rte_zmalloc("georeduce-rcu", sz, RTE_CACHE_LINE_SIZE);
 	if (dp->rcu == NULL || rte_rcu_qsbr_init(dp->rcu, dp->n_lcores) != 0)
 		return err_out(err, errlen, -ENOMEM, "cannot create the RCU variable");
-	return 0;
+	return dp_crypto_setup(dp, cfg, err, errlen);
 }
 
 void
@@ -396,6 +398,7 @@ dp_teardown(struct dp *dp)
 	int n_pools = 0;
 
 	dp_jobs_free_all(dp);
+	dp_crypto_teardown(dp);
 	for (unsigned int p = 0; p < dp->n_ports; p++) {
 		struct rte_mbuf *m;
 		struct rte_flow_error fe;

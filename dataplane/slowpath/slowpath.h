@@ -53,6 +53,9 @@ struct dp_config {
 	uint32_t rto_init_ms, rto_min_ms, rto_max_ms; /* loss recovery towards the parent */
 	uint8_t retries_max;
 	uint32_t hdr_mbufs;                     /* header and clone mbufs per socket */
+	char crypto_dev[64];                    /* --crypto: a cryptodev vdev; "": none */
+	uint32_t seal_mbufs;                    /* sealed frames in flight at most */
+	uint32_t seal_links;                    /* protected links of all tables at most */
 };
 
 /** Defaults of every option (the --help text shows them). */
@@ -68,6 +71,31 @@ int dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errle
 /** Stop and close the ports, free everything dp_setup() and the jobs allocated. Workers
  * must have stopped. */
 void dp_teardown(struct dp *dp);
+
+/* --- Protected links (slowpath/crypto.c) ------------------------------------------------- */
+
+/**
+ * The cryptodev of --crypto: create the vdev unless EAL has it already, one queue pair per
+ * worker lcore, the session, operation and sealed-frame pools on the lcores' socket.
+ * Nothing without --crypto. 0, or a negative errno with err.
+ */
+int dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen);
+
+/** Stop the cryptodev and free its pools (after every job is freed). */
+void dp_crypto_teardown(struct dp *dp);
+
+/**
+ * The protected links of job j's table: two sessions per key, the per-lcore sequence
+ * numbers and replay windows. 0, or -1 with errno (EINVAL: no --crypto; E2BIG: sessions
+ * exhausted; ENOMEM) and err naming the field.
+ */
+int dp_job_seals_create(struct dp *dp, struct dp_job *j, int socket, char *err, size_t errlen);
+
+/** Free what dp_job_seals_create() made (the sessions back to the pool). */
+void dp_job_seals_free(struct dp *dp, struct dp_job *j);
+
+/** The protected link of job j to gateway peer, or NULL. */
+const struct dp_seal *dp_job_seal(const struct dp_job *j, uint16_t peer);
 
 /* --- Tables (slowpath/state.c) ------------------------------------------------------------ */
 

@@ -37,6 +37,11 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_MCAST_COPIES] = "mcast_copies",
 	[DP_CTR_PACED] = "paced",
 	[DP_CTR_PACE_FULL] = "pace_full",
+	[DP_CTR_ANSWER_BUDGET] = "answer_budget",
+	[DP_CTR_SEALED] = "sealed",
+	[DP_CTR_OPENED] = "opened",
+	[DP_CTR_SEAL_BYTES] = "sealed_bytes",
+	[DP_CTR_OPEN_BYTES] = "opened_bytes",
 	[DP_CTR_ARP_REPLIES] = "arp_replies",
 	[DP_CTR_ICMP_REPLIES] = "icmp_replies",
 	[DP_CTR_NOT_FOR_US] = "not_for_us",
@@ -238,6 +243,18 @@ dp_stats_json(struct dp *dp)
 	if (dp->n_lcores > 0)
 		json_object_set_new(mem, "mbufs_free",
 				    json_integer(rte_mempool_avail_count(dp->lcores[0]->pool)));
+	if (dp->crypto.on) { /* the device and its pools; never a key */
+		const struct dp_crypto *c = &dp->crypto;
+
+		json_object_set_new(mem, "crypto", json_pack(
+			"{s:s,s:s,s:b,s:i,s:I,s:I,s:I,s:I,s:I}", "device", c->name, "driver",
+			c->driver != NULL ? c->driver : "?", "out_of_place", c->oop_lb && c->oop_sgl,
+			"queue_pairs", (int)dp->n_lcores,
+			"sessions_used", (json_int_t)c->sessions_used, "sessions_max",
+			(json_int_t)c->sessions_max, "seal_mbufs", (json_int_t)c->seal_pool->size,
+			"seal_mbufs_free", (json_int_t)rte_mempool_avail_count(c->seal_pool),
+			"pool_bytes", (json_int_t)c->bytes));
+	}
 	each_job(dp, add_job, jobs);
 	json_t *peers = json_array();
 	uint64_t now = rte_get_tsc_cycles(), hz = rte_get_tsc_hz();
@@ -277,15 +294,15 @@ static void
 add_table(const struct dp_job *j, const char *state, void *arg)
 {
 	struct dump_arg *a = arg;
-	json_error_t je;
 	json_t *t;
 
 	if (!a->all && j->job != a->job)
 		return;
-	t = json_loads(j->table_json, 0, &je);
+	t = table_to_json_public(j->tb); /* never the link keys */
 	if (t == NULL)
 		return;
-	json_array_append_new(a->arr, json_pack("{s:s,s:o}", "state", state, "table", t));
+	json_array_append_new(a->arr, json_pack("{s:s,s:o,s:o}", "state", state, "table", t,
+						"sealed", table_seals_json(j->tb)));
 }
 
 json_t *

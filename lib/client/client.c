@@ -60,7 +60,7 @@ static_assert(GR_CSET_BLOCKS_MAX == WIRE_CSET_BLOCKS_MAX && GR_CSET_BLOCK == WIR
 #define TX_BATCH 64                             /* packets per sendmmsg() */
 #define RX_BATCH 32                             /* datagrams per recvmmsg() */
 #define RX_LEN (WIRE_UDP_PAYLOAD_MAX + 1)       /* one more: oversize is detected */
-#define NACK_RUN_MAX 32                         /* chunks per coalesced NACK_RESULT */
+#define NACK_RUN_MAX WIRE_NACK_RANGE_MAX        /* chunks per coalesced NACK_RESULT */
 #define RTT_GRANULARITY_US 100                  /* floor of 4 x rttvar in a timer */
 #define RTT_SAMPLE_MAX_US 60000000              /* longer samples are clock noise */
 #define SOCK_BUF_BYTES (8 << 20)                /* asked for; the kernel may cap it */

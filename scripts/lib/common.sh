@@ -11,6 +11,7 @@ GEOREDUCE_PACKAGES=(
 	meson
 	ninja-build
 	libdpdk-dev
+	librte-crypto-ipsec-mb23
 	dpdk
 	dpdk-dev
 	libnuma-dev

@@ -80,6 +80,9 @@ def main():
     ap.add_argument("--tls", action="store_true",
                     help="a control namespace and a management network with TLS")
     ap.add_argument("--pki", help="scripts/georeduce-pki (with --tls)")
+    ap.add_argument("--protect", metavar="CRYPTODEV", default="",
+                    help="protect every WAN link (sealed frames, docs/PROTOCOL.md section "
+                         "14): the dataplanes run --crypto CRYPTODEV, e.g. crypto_aesni_mb0")
     a = ap.parse_args()
 
     try:
@@ -146,6 +149,8 @@ def main():
             g["endpoint"] = s["gateway"]["endpoint"]
         deploy["tls"] = {"ca": "pki/ca.pem", "cert": "pki/control.pem", "key": "pki/control.key",
                          "listen": "%s:%d" % (CONTROL_IP, API_PORT)}
+    if a.protect:
+        deploy["protected"] = {"links": "all"}
     for j, al in enumerate(algos):
         job = {"id": j + 1, "algorithm": al, "dtype": a.dtype, "elements": a.elements,
                "slots": dict({"max": 4096}, **({"min": a.slots_min} if a.slots_min else {})),
@@ -222,6 +227,8 @@ def main():
                      "--ctl-cert", "%s/gw-%s.pem" % (pki, s["id"]),
                      "--ctl-key", "%s/gw-%s.key" % (pki, s["id"]),
                      "--ctl-ca", "%s/ca.pem" % pki]
+        if a.protect:
+            args += ["--crypto", a.protect]
         for p, wan in enumerate(s["wan"], start=1):
             args += ["--addr", "%d:%s/32" % (p, s["gateway"]["ipv4"]),
                      "--route", "10.99.%d.0/24,port=%d" % (wan["peer"], p)]
@@ -269,6 +276,8 @@ def main():
                                     "worker"] + names)
         if r.returncode != 0:
             fail("the certificates of the run could not be made")
+    if a.protect:  # wan_install then installs over the control sockets, keys and all
+        write("protected", a.protect + "\n")
     print("testbed: %d sites, %d links, %d workers per site in %s"
           % (len(sites), len(links), a.workers, d))
     return 0

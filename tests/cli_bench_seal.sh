@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# georeduce-bench-seal: bad values exit 2 naming the option; a short run with each software
+# AES-GCM PMD exits 0 with one JSON row per payload. The program opens every sealed copy
+# it measures with OpenSSL and checks the exact sums and the lcore's counters, and exits 1
+# if any check fails, so a broken protected link fails this test.
+# Usage: tests/cli_bench_seal.sh PATH/TO/georeduce-bench-seal
+set -u
+bench=${1:?usage: cli_bench_seal.sh PATH/TO/georeduce-bench-seal}
+cd "$(dirname "$0")/.."
+# shellcheck source=tests/clilib.sh
+. tests/clilib.sh
+
+eal=(--no-huge -m 768 --no-pci --no-shconf --file-prefix="bseal$$" -l 0 --log-level=error)
+expect 0 "--help" "$bench" "${eal[@]}" -- --help
+expect 2 "payload not a multiple of 64" "$bench" "${eal[@]}" -- --payload 100
+grep -q -- "--payload" "$tmp/err" && ok "names --payload" || not_ok "names --payload"
+expect 2 "window 0" "$bench" "${eal[@]}" -- --window 0
+grep -q -- "--window" "$tmp/err" && ok "names --window" || not_ok "names --window"
+expect 1 "no such cryptodev" "$bench" "${eal[@]}" -- --crypto crypto_none0 --payload 1024 \
+	--window 8 --rounds 2 --repeat 1
+for pmd in crypto_aesni_gcm0 crypto_aesni_mb0; do
+	expect 0 "short run, $pmd" "$bench" "${eal[@]}" -- --crypto "$pmd" --payload 1024,8192 \
+		--window 16 --rounds 2 --repeat 1 --json
+	if python3 - "$tmp/out" 2>"$tmp/err" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+assert [r["payload"] for r in rows] == [1024, 8192], rows
+for r in rows:
+    assert r["plain_gbps"] > 0 and r["sealed_gbps"] > 0 and r["pmd"].startswith("crypto_"), r
+PY
+	then
+		ok "$pmd: one JSON row per payload"
+	else
+		not_ok "$pmd JSON: $(tail -c 300 "$tmp/err")"
+	fi
+done
+
+echo "1..$n"
+[ "$fails" -eq 0 ]
