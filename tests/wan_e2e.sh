@@ -79,6 +79,30 @@ done
 grep -q '"id": 3' "$D/tables/job-1-a.json" && ok "mTree routes through the relay c" ||
 	not_ok "the mTree plan does not use the relay"
 
+# gw_state: every gateway's counters that explain a stuck round (drops by reason, slots,
+# answers withheld), for the log of a failed check.
+gw_state() {
+	python3 - "$D/sites.json" "$BUILD/control/georeduce-dpctl" <<'PY' || true
+import json, subprocess, sys
+for s in json.load(open(sys.argv[1])):
+    g = s["gateway"]
+    r = subprocess.run([sys.argv[2], "-s", g["socket"], "--json", "stats"],
+                       capture_output=True, text=True, timeout=10)
+    if r.returncode != 0:
+        print("# gateway %s: %s" % (s["id"], r.stderr.strip()))
+        continue
+    st = json.loads(r.stdout)
+    tot = {}
+    for lc in st.get("lcores", [st]):
+        for k, v in lc.get("drops", {}).items():
+            tot[k] = tot.get(k, 0) + v
+    print("# gateway %s drops: %s" % (s["id"], json.dumps(tot, sort_keys=True)))
+    for k in ("jobs", "slots"):
+        if k in st:
+            print("# gateway %s %s: %s" % (s["id"], k, json.dumps(st[k])[:2000]))
+PY
+}
+
 # workers JOB FIRST ROUNDS [extra worker options]: both sites' workers in the background,
 # following their tables; their pids in WPIDS, their output in $D/w-JOB-SITE.out.
 workers() {
@@ -129,6 +153,7 @@ if crew 0 0 3 && [ "$(grep -c '1 contributors, verified' "$D/c-0-0.out")" = 3 ];
 else
 	not_ok "CREW rounds of worker a"
 	cat "$D/c-0-0.out"
+	gw_state
 fi
 if crew 1 2 1 && grep -q "round 2: .*1 contributors, verified" "$D/c-1-2.out"; then
 	ok "CREW: worker b's late round is answered with results that hold a only"
@@ -152,6 +177,7 @@ rounds_across() {
 	else
 		not_ok "rounds across $2"
 		cat "$D"/w-1-*.out
+		gw_state
 		tail -20 "$D/control.log"
 	fi
 }
@@ -217,7 +243,7 @@ for s in 0 1; do
 		latency 400ms
 done
 waitall "${WPIDS[@]}" && ok "a link shaped down mid-job: rounds complete, exact" ||
-	{ not_ok "rounds on the shaped link"; cat "$D"/w-1-*.out; tail -20 "$D/control.log"; }
+	{ not_ok "rounds on the shaped link"; cat "$D"/w-1-*.out; tail -20 "$D/control.log"; gw_state; }
 # Rounds go on over the shaped link: the gateways' counters show it carrying less than
 # planned while their probes queue behind the data, and the control process plans the
 # job at what the link delivers. (The load is stopped once that is seen: whether rounds
