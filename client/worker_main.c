@@ -52,6 +52,8 @@
 #define ALL_WORKERS_MAX 4096
 #define ROUNDS_MAX 1000000
 #define FOLLOW_RUNS_MAX 16      /* --follow: new runs of one round across re-plans */
+#define FOLLOW_STALL_S 2.0      /* --follow: a round stops for a new epoch only after
+				 * this long without a result */
 
 struct opts {
 	const char *table;
@@ -111,6 +113,8 @@ struct worker {
 	struct gr_config pending_cfg;
 	struct timespec table_mtime;    /* --follow: the table file as last loaded */
 	ino_t table_ino;
+	uint64_t prog_done;             /* --follow: chunks done at the latest progress */
+	double prog_at;                 /* ... and when that count last grew (now_s()) */
 	/* --multicast */
 	pthread_barrier_t *barrier;     /* between rounds of the process's workers, or NULL */
 	double start;                   /* CLOCK_REALTIME of the first round */
@@ -163,8 +167,10 @@ usage(FILE *f)
 		"  --follow              the table file is rewritten when the control process\n"
 		"                        installs a new epoch (georeduce-control run --out):\n"
 		"                        reload it before each round; when it changes during a\n"
-		"                        round, stop the round and run it again under the new\n"
-		"                        epoch; when a round times out, run it again under a\n"
+		"                        round that has had no result for 2 s, stop the round\n"
+		"                        and run it again under the new epoch (a round still\n"
+		"                        completing finishes under its epoch); when a round\n"
+		"                        times out, run it again under a\n"
 		"                        new epoch, or once go on with it under the same one (a\n"
 		"                        peer may have begun it under the previous epoch)\n"
 		"  --json                a JSON summary on stdout instead of lines\n"
@@ -475,22 +481,49 @@ follow_epoch(struct worker *w, int wait_ms)
 	return 1;
 }
 
-/* gr_options.cancel under --follow: stop the round as soon as the table file changes (the
- * control process installed a new epoch, for instance around a failed gateway) instead of
- * waiting for the round's timeout. A stat() every progress interval, never per packet. */
+/* gr_options.progress: the progress line on a terminal, and under --follow when the
+ * round's results last came (stalled()). */
+static void
+round_progress(void *arg, uint64_t done, uint64_t total)
+{
+	struct worker *w = arg;
+
+	if (done != w->prog_done) {
+		w->prog_done = done;
+		w->prog_at = now_s();
+	}
+	if (w->show_progress)
+		progress(arg, done, total);
+}
+
+/* Whether the round has had no result for FOLLOW_STALL_S. A new epoch stops only such a
+ * round: one still completing under its epoch finishes there (a re-plan for a link's
+ * measured rate leaves the old trees working), since a round some workers complete
+ * under the old epoch and others run again under the new one could never complete for
+ * the latter. */
+static bool
+stalled(const struct worker *w)
+{
+	return now_s() - w->prog_at >= FOLLOW_STALL_S;
+}
+
+/* gr_options.cancel under --follow: stop a stalled round as soon as the table file
+ * changes (the control process installed a new epoch, for instance around a failed
+ * gateway) instead of waiting for the round's timeout. A stat() every progress interval,
+ * never per packet. */
 static int
 table_changed(void *arg)
 {
 	const struct worker *w = arg;
 	struct stat st;
 
-	return stat(w->o->table, &st) == 0 &&
+	return stalled(w) && stat(w->o->table, &st) == 0 &&
 	       (st.st_ino != w->table_ino || st.st_mtim.tv_sec != w->table_mtime.tv_sec ||
 		st.st_mtim.tv_nsec != w->table_mtime.tv_nsec);
 }
 
-/* gr_options.cancel with --control: stop the round as soon as the control process has
- * another epoch (asked every progress interval, without waiting), keeping it for
+/* gr_options.cancel with --control: stop a stalled round as soon as the control process
+ * has another epoch (asked every progress interval, without waiting), keeping it for
  * follow_control(). */
 static int
 control_changed(void *arg)
@@ -501,6 +534,8 @@ control_changed(void *arg)
 
 	/* While the control process cannot be reached, a connect attempt could stall the
 	 * round: only the calls between rounds (follow_control()) try again. */
+	if (!stalled(w))
+		return 0;
 	if (w->pending || w->control_away)
 		return w->pending;
 	rc = gr_join_wait(w->join, gr_client_config(w->client)->epoch, 0, &w->pending_cfg, err,
@@ -571,7 +606,7 @@ worker_main(void *arg)
 	struct gr_options go = {
 		.window = o->window,
 		.timeout_ms = (uint32_t)(o->timeout_s * 1000 + 0.5),
-		.progress = w->show_progress ? progress : NULL,
+		.progress = w->show_progress || o->follow ? round_progress : NULL,
 		.progress_arg = w,
 		.progress_ms = 200,
 		.cancel = !o->follow ? NULL : o->control != NULL ? control_changed : table_changed,
@@ -600,6 +635,8 @@ worker_main(void *arg)
 		go.csets = w->csets;
 		fill(w, cfg);
 		t0 = now_s();
+		w->prog_done = 0;
+		w->prog_at = t0;
 		r->contrib = gr_allreduce(w->client, w->buf, cfg->elements, cfg->dtype, r->round,
 					  &go);
 		/* A gateway failed mid-round: the control process installs a new epoch
@@ -632,6 +669,8 @@ worker_main(void *arg)
 							     : "installed, round run again");
 			if (!go.resume)
 				fill(w, cfg);
+			w->prog_done = 0;
+			w->prog_at = now_s();
 			r->contrib = gr_allreduce(w->client, w->buf, cfg->elements, cfg->dtype,
 						  r->round, &go);
 			go.resume = false;

@@ -158,9 +158,10 @@ grep -q "2 contributors, --all-workers names 3" "$tmp/err" && ok "says why" ||
 
 # --follow across a new epoch that came between the two workers' starts of a round: 11
 # begins round 40 under epoch 2, 12 under epoch 3, and the stand-in sums each epoch apart.
-# 11's table changes while its round runs: it stops the round at once and runs it again
-# under epoch 3, where 12 is, and both complete without a timeout (were the change only
-# seen when 11's round timed out, 12 would time out too and go on with the round).
+# 11's table changes while its round runs, which gets no result (11 is alone in epoch 2):
+# 2 s later it stops the round and runs it again under epoch 3, where 12 is, and both
+# complete without a timeout (were the change only seen when 11's round timed out, 12
+# would time out too and go on with the round).
 # 11 starts once the stand-in has 12's first chunk, and its table changes once the
 # stand-in has 11's.
 sed 's/"epoch": 2,/"epoch": 3,/' "$tmp/t.json" >"$tmp/t3.json"
