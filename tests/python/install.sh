@@ -78,5 +78,5 @@ case "$out" in
 	ok "no library: the error says what to do" ;;
 *) not_ok "no library: $out" ;;
 esac
-echo "$((n - fails)) passed, $fails failed"
+echo "# $((n - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]
