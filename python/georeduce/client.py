@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import collections
 import concurrent.futures
 import ctypes
 import errno as _errno
@@ -11,7 +12,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, Optional, Tuple
 
 from . import _lib
 from .dtypes import DType, RAW_FORMATS, BY_TORCH, by_code
@@ -275,6 +276,21 @@ def _region(obj: Any, dtype: DType) -> _Region:
 # --- The client ----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class CallTiming:
+    """Where the time of one call went (time.perf_counter() seconds): asked for, taken up
+    by the client's thread, inside libgeoreduce (every gr_allreduce() of the call, also a
+    run again after a re-plan), and done (its future about to be completed)."""
+
+    round: int
+    elements: int
+    submitted: float
+    started: float
+    in_library: float   # seconds
+    finished: float
+    contributors: int   # or the negative errno of a failed call
+
+
 class Client:
     """One worker of a georeduce job: AllReduce (sum) of tensors through its gateway.
 
@@ -328,6 +344,9 @@ class Client:
         self._round_lock = threading.Lock()
         self._follow_error = ""
         self._backup: Optional[ctypes.Array] = None
+        #: The latest calls' timings, oldest first (at most 4096).
+        self.timings: Deque[CallTiming] = collections.deque(maxlen=4096)
+        self._in_library = 0.0
         lb = _lib.lib()
         cfg = source.load(worker_id)
         err = _err_buf()
@@ -438,13 +457,23 @@ class Client:
         with self._round_lock:
             r = self._next_round if round is None else _check_round(round)
             self._next_round = (r + 1) & _U32
-            fut = self._pool.submit(self._run, region, r, average, t)
+            fut = self._pool.submit(self._run, region, r, average, t, time.perf_counter())
         return fut
 
-    def _run(self, region: _Region, rnd: int, average: bool, timeout: float) -> int:
+    def _run(self, region: _Region, rnd: int, average: bool, timeout: float,
+             submitted: float) -> int:
+        started = time.perf_counter()
+        self._in_library = 0.0
+        rc = -_errno.EINVAL
         try:
-            return self._run_following(region, rnd, average, timeout)
+            rc = self._run_following(region, rnd, average, timeout)
+            return rc
+        except GeoreduceError as e:
+            rc = -e.errno
+            raise
         finally:
+            self.timings.append(CallTiming(rnd, region.elements, submitted, started,
+                                           self._in_library, time.perf_counter(), rc))
             region.release()
 
     def _run_following(self, region: _Region, rnd: int, average: bool,
@@ -477,8 +506,11 @@ class Client:
               resume: bool) -> int:
         opt = _lib.GrOptions(window=self.window, timeout_ms=max(1, int(timeout * 1000 + 0.5)),
                              average=average, resume=resume)
-        return _lib.lib().gr_allreduce(self._live(), region.ptr, region.elements,
-                                       self._config.dtype.code, rnd, ctypes.byref(opt))
+        t = time.perf_counter()
+        rc = _lib.lib().gr_allreduce(self._live(), region.ptr, region.elements,
+                                     self._config.dtype.code, rnd, ctypes.byref(opt))
+        self._in_library += time.perf_counter() - t
+        return rc
 
     def _error(self, rc: int, rnd: int) -> GeoreduceError:
         msg = "worker %d round %d: %s" % (self.worker_id, rnd, _lib.lib().gr_client_error(

@@ -42,7 +42,10 @@ class BucketRecord:
     elements: int
     dtype: str          # as sent: the job's dtype
     submitted: float    # time.perf_counter() when the hook was called
-    done: float         # ... when its future was completed
+    started: float      # ... when the client's thread took the call up
+    in_library: float   # seconds inside libgeoreduce
+    finished: float     # ... when the call returned in the client's thread
+    done: float         # ... when its future was completed (after the copy back)
     contributors: int
     epoch: int          # the epoch it completed under
 
@@ -91,10 +94,13 @@ def _reduce(state: HookState, bucket: dist.GradBucket, send: torch.Tensor, out: 
             if send is not out:
                 out.copy_(send)
             if state.record:
+                tm = next((t for t in reversed(state.client.timings) if t.round == rnd), None)
                 with state._lock:
                     state.records.append(BucketRecord(
                         step, index, rnd, send.numel(), state.client.dtype.name, submitted,
-                        time.perf_counter(), contributors, state.client.epoch))
+                        tm.started if tm else submitted, tm.in_library if tm else 0.0,
+                        tm.finished if tm else submitted, time.perf_counter(), contributors,
+                        state.client.epoch))
             fut.set_result(out)
         except BaseException as e:  # the backward pass raises it from DDP's wait
             fut.set_exception(e)
