@@ -8,7 +8,9 @@ HOOK is "gloo" (DDP's own allreduce over the Gloo process group) or one of "fp32
 through the gateway of TABLE), or "gloo-fp16" (torch's fp16_compress_hook). Writes the
 losses, the final parameters (hex of their fp32 bytes) and the hook's records to OUT.
 """
+import faulthandler
 import json
+import os
 import sys
 
 import torch
@@ -29,6 +31,7 @@ def model() -> torch.nn.Module:
 def main() -> int:
     rank, world, port, hook, steps, out = sys.argv[1:7]
     rank, world, steps = int(rank), int(world), int(steps)
+    faulthandler.dump_traceback_later(200, exit=True)  # a hang shows where it is
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%s" % port, rank=rank,
                             world_size=world)
@@ -67,7 +70,10 @@ def main() -> int:
     with open(out, "w") as f:
         json.dump(doc, f)
     dist.destroy_process_group()
-    return 0
+    # Out now: torch 1.13 now and then hangs tearing DDP's reducer down after a run with
+    # a communication hook over Gloo (everything is written by now).
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -154,11 +154,17 @@ def ddp_run(tmp_path, name, hook, steps, gw=None, world=2):
                 str(port), hook, str(steps), str(tmp_path / ("%s-%d.json" % (name, rank)))]
         if gw is not None:
             args += [str(tmp_path / "gw.json"), str(gw.workers[rank])]
-        procs.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True, env=ENV))
-    for p in procs:
-        out, _ = p.communicate(timeout=300)
-        assert p.returncode == 0, out
+        log = open(tmp_path / ("%s-%d.log" % (name, rank)), "w")
+        procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=ENV))
+        log.close()
+    for rank, p in enumerate(procs):
+        try:
+            p.wait(timeout=240)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+        out = (tmp_path / ("%s-%d.log" % (name, rank))).read_text()
+        assert p.wait() == 0, out
     docs = []
     for rank in range(world):
         with open(tmp_path / ("%s-%d.json" % (name, rank))) as f:
