@@ -10,12 +10,14 @@ For DistributedDataParallel, georeduce.torch has the communication hooks.
 docs/PYTHON.md describes the package.
 """
 from .client import (AllreduceTimeout, ArgumentError, CallTiming, Client, Config, ConfigError,
-                     ConfigSource, GeoreduceError, TableFile, TableString, Tree)
+                     ConfigSource, ControlSource, GeoreduceError, TableFile, TableString,
+                     Tree)
 from .dtypes import DTYPES, DType
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AllreduceTimeout", "ArgumentError", "CallTiming", "Client", "Config", "ConfigError", "ConfigSource",
-    "DTYPES", "DType", "GeoreduceError", "TableFile", "TableString", "Tree",
+    "AllreduceTimeout", "ArgumentError", "CallTiming", "Client", "Config", "ConfigError",
+    "ConfigSource", "ControlSource", "DTYPES", "DType", "GeoreduceError", "TableFile",
+    "TableString", "Tree",
 ]

@@ -60,6 +60,8 @@ class GrConfig(ctypes.Structure):
 
 
 PROGRESS_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64)
+CANCEL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+JOIN_WAIT_MAX_MS = 60000
 
 
 class GrOptions(ctypes.Structure):
@@ -78,6 +80,23 @@ class GrOptions(ctypes.Structure):
         ("csets", ctypes.c_void_p),
         ("rate_gbps", ctypes.c_double),
         ("resume", ctypes.c_bool),
+        ("cancel", CANCEL_FN),
+        ("cancel_arg", ctypes.c_void_p),
+    ]
+
+
+class GrJoinOpts(ctypes.Structure):
+    """struct gr_join_opts."""
+
+    _fields_ = [
+        ("control", ctypes.c_char_p),
+        ("cert", ctypes.c_char_p),
+        ("key", ctypes.c_char_p),
+        ("ca", ctypes.c_char_p),
+        ("server_name", ctypes.c_char_p),
+        ("job", ctypes.c_uint32),
+        ("worker_id", ctypes.c_uint16),
+        ("timeout_ms", ctypes.c_int),
     ]
 
 
@@ -107,6 +126,7 @@ STATS_FIELDS = [
     ("mcast_late", ctypes.c_uint64),
     ("mcast_too_far", ctypes.c_uint64),
     ("mcast_skipped", ctypes.c_uint64),
+    ("cancels", ctypes.c_uint64),
 ]
 
 
@@ -155,6 +175,10 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
                                    c.POINTER(GrOptions)]),
         "gr_client_error": (c.c_char_p, [cli_p]),
         "gr_client_stats": (None, [cli_p, c.POINTER(GrStats)]),
+        "gr_join_open": (c.c_void_p, [c.POINTER(GrJoinOpts), err, c.c_size_t]),
+        "gr_join_config": (c.c_int, [c.c_void_p, cfg_p, c.c_int, err, c.c_size_t]),
+        "gr_join_wait": (c.c_int, [c.c_void_p, c.c_uint32, c.c_int, cfg_p, err, c.c_size_t]),
+        "gr_join_close": (None, [c.c_void_p]),
         "gr_dtype_size": (c.c_size_t, [c.c_int]),
         "gr_dtype_name": (c.c_char_p, [c.c_int]),
     }

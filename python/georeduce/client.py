@@ -18,6 +18,7 @@ from . import _lib
 from .dtypes import DType, RAW_FORMATS, BY_TORCH, by_code
 
 _U32 = 0xFFFFFFFF
+FOLLOW_RUNS_MAX = 16  # runs of one call across re-plans (georeduce-worker --follow's)
 
 
 class GeoreduceError(Exception):
@@ -105,8 +106,23 @@ class ConfigSource(abc.ABC):
         """The current configuration of worker_id; ConfigError if there is none."""
 
     def changed(self) -> bool:
-        """Whether load() may now give something else than it last did."""
+        """Whether load() may now give something else than it last did (cheap: asked
+        between calls, and every 200 ms while a call waits)."""
         return False
+
+    def changed_during_call(self) -> bool:
+        """changed(), asked while a call waits: a yes stops the call at once (it runs
+        again under the new epoch) instead of at its timeout. Must not block."""
+        return self.changed()
+
+    def wait_changed(self, seconds: float) -> None:
+        """Return once changed() may say yes, or after seconds."""
+        until = time.monotonic() + seconds
+        while not self.changed() and time.monotonic() < until:
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        """Release what the source holds (the client closes its source)."""
 
     @abc.abstractmethod
     def describe(self) -> str:
@@ -129,6 +145,7 @@ class TableFile(ConfigSource):
     def __init__(self, path: "os.PathLike[str] | str") -> None:
         self.path = os.fspath(path)
         self._stamp: Optional[Tuple[int, int, int]] = None
+        self._failed: Optional[Tuple[int, int, int]] = None  # a version that did not load
 
     def _stat(self) -> Optional[Tuple[int, int, int]]:
         try:
@@ -144,12 +161,14 @@ class TableFile(ConfigSource):
         rc = _lib.lib().gr_config_from_table(ctypes.byref(cfg), os.fsencode(self.path),
                                              worker_id, err, _lib.ERR_MAX)
         if rc < 0:
+            self._failed = stamp
             raise ConfigError(err.value.decode(errors="replace"), -rc)
         self._stamp = stamp
         return cfg
 
     def changed(self) -> bool:
-        return self._stat() != self._stamp
+        st = self._stat()
+        return st != self._stamp and st != self._failed
 
     def describe(self) -> str:
         return self.path
@@ -172,6 +191,108 @@ class TableString(ConfigSource):
 
     def describe(self) -> str:
         return "a table string"
+
+
+class ControlSource(ConfigSource):
+    """The worker's configuration from the control process (libgeoreduce's gr_join_*,
+    docs/CLIENT.md "Joining through the control process"): TLS 1.3 with the worker's
+    certificate to tls://HOST:PORT, or the control process's unix socket path. Each new
+    epoch the control process installs for the job is learnt by asking it (a long poll
+    while a call waits for one).
+
+    Args:
+        control: "tls://HOST:PORT" or a unix socket path.
+        job: the job id.
+        cert, key, ca: for tls://, the worker's certificate and key and the deployment's CA.
+        server_name: the name the control process's certificate carries (None: "control").
+        timeout: seconds to wait for a live epoch when loading, and for connecting.
+    """
+
+    dynamic = True
+
+    def __init__(self, control: str, job: int, *, cert: Optional[str] = None,
+                 key: Optional[str] = None, ca: Optional[str] = None,
+                 server_name: Optional[str] = None, timeout: float = 60.0) -> None:
+        if not 0 <= job <= _U32:
+            raise ValueError("job %r: 0 .. 2^32 - 1" % (job,))
+        if not timeout > 0:
+            raise ValueError("timeout %r: must be > 0 seconds" % (timeout,))
+        self.control, self.job, self.timeout = control, job, float(timeout)
+        self._strings = [None if v is None else os.fsencode(v)
+                         for v in (control, cert, key, ca, server_name)]
+        self._join: Optional[int] = None
+        self._epoch: Optional[int] = None
+        self._pending: Optional[_lib.GrConfig] = None
+        self._away_until = 0.0      # the control process did not answer: ask after this
+
+    def _open(self, worker_id: int) -> int:
+        if self._join is None:
+            ctl, cert, key, ca, name = self._strings
+            o = _lib.GrJoinOpts(control=ctl, cert=cert, key=key, ca=ca, server_name=name,
+                                job=self.job, worker_id=worker_id,
+                                timeout_ms=int(min(self.timeout, 10.0) * 1000))
+            err = _err_buf()
+            j = _lib.lib().gr_join_open(ctypes.byref(o), err, _lib.ERR_MAX)
+            if not j:
+                raise ConfigError(err.value.decode(errors="replace"), ctypes.get_errno())
+            self._join = j
+        return self._join
+
+    def load(self, worker_id: int) -> _lib.GrConfig:
+        j = self._open(worker_id)
+        if self._pending is not None:
+            cfg, self._pending = self._pending, None
+        else:
+            cfg = _lib.GrConfig()
+            err = _err_buf()
+            rc = _lib.lib().gr_join_config(j, ctypes.byref(cfg), int(self.timeout * 1000),
+                                           err, _lib.ERR_MAX)
+            if rc < 0:
+                raise ConfigError(err.value.decode(errors="replace"), -rc)
+        self._epoch = cfg.epoch
+        return cfg
+
+    def _ask(self, wait_ms: int) -> bool:
+        if self._pending is not None:
+            return True
+        if self._join is None or self._epoch is None or time.monotonic() < self._away_until:
+            return False
+        cfg = _lib.GrConfig()
+        err = _err_buf()
+        rc = _lib.lib().gr_join_wait(self._join, self._epoch, wait_ms, ctypes.byref(cfg),
+                                     err, _lib.ERR_MAX)
+        if rc < 0:
+            # Away (restarting): the gateways keep the live epoch; go on with it, and
+            # ask again in a while, never while a call waits on a reconnect.
+            self._away_until = time.monotonic() + 1.0
+            return False
+        if rc == 1:
+            self._pending = cfg
+        return rc == 1
+
+    def changed(self) -> bool:
+        return self._ask(0)
+
+    def changed_during_call(self) -> bool:
+        return self._pending is not None or (time.monotonic() >= self._away_until and
+                                             self._ask(0))
+
+    def wait_changed(self, seconds: float) -> None:
+        until = time.monotonic() + seconds
+        while True:
+            left = until - time.monotonic()
+            if left <= 0 or self._ask(int(min(left, _lib.JOIN_WAIT_MAX_MS / 1000) * 1000)):
+                return
+            if time.monotonic() < self._away_until:
+                time.sleep(min(max(left, 0), 0.2))
+
+    def close(self) -> None:
+        j, self._join = self._join, None
+        if j is not None:
+            _lib.lib().gr_join_close(j)
+
+    def describe(self) -> str:
+        return "%s (job %d)" % (self.control, self.job)
 
 
 # --- Tensors -------------------------------------------------------------------------------
@@ -359,6 +480,9 @@ class Client:
         self._config = Config.from_c(cfg)
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="georeduce-%d" % worker_id)
+        # gr_options.cancel: a call that waits stops as soon as its source has another
+        # epoch (asked every 200 ms in the client's thread, never per packet).
+        self._cancel_fn = _lib.CANCEL_FN(self._source_moved)
 
     @classmethod
     def from_table(cls, path: "os.PathLike[str] | str", worker_id: int,
@@ -370,6 +494,23 @@ class Client:
     def from_table_string(cls, json: str, worker_id: int, **kwargs: Any) -> "Client":
         """A client configured from a table held in a string (it never changes)."""
         return cls(TableString(json), worker_id, **kwargs)
+
+    @classmethod
+    def from_control(cls, control: str, job: int, worker_id: int, *,
+                     cert: Optional[str] = None, key: Optional[str] = None,
+                     ca: Optional[str] = None, server_name: Optional[str] = None,
+                     join_timeout: float = 60.0, **kwargs: Any) -> "Client":
+        """A client that joins its job through the control process (ControlSource) and
+        follows each epoch it installs: "tls://HOST:PORT" with the worker's certificate,
+        key and the deployment's CA, or the control process's unix socket path. Waits up
+        to join_timeout seconds for a live epoch. Other arguments: see __init__."""
+        src = ControlSource(control, job, cert=cert, key=key, ca=ca,
+                            server_name=server_name, timeout=join_timeout)
+        try:
+            return cls(src, worker_id, **kwargs)
+        except BaseException:
+            src.close()
+            raise
 
     # --- state ---
 
@@ -484,13 +625,18 @@ class Client:
             self._save(region)
         rc = self._call(region, rnd, average, timeout, False)
         # A gateway failed mid-round: the control process installs a new epoch without
-        # it, and the round runs again under it from its input. Or the workers began the
-        # round under two epochs: every one goes on with it under the newer one; under
-        # the same epoch once, taken up where it stopped (docs/CLIENT.md, resume).
+        # it, the source changes and the call stops; the round runs again under the new
+        # epoch from its input. Or the round timed out: the workers began it under two
+        # epochs, and every one goes on with it under the newer one (under the same
+        # epoch once, taken up where it stopped: docs/CLIENT.md, resume). A re-plan may
+        # follow a re-plan: up to FOLLOW_RUNS_MAX runs, as georeduce-worker --follow.
         again, same = 0, 0
-        while following and rc == -_errno.ETIMEDOUT and again < 3:
+        while (following and rc in (-_errno.ETIMEDOUT, -_errno.ECANCELED)
+               and again < FOLLOW_RUNS_MAX):
             ran = self._config.epoch
-            if not self._await_epoch(ran, same, timeout):
+            if rc == -_errno.ECANCELED:
+                self._take_new_epoch()
+            elif not self._await_epoch(ran, same, timeout):
                 break
             resume = self._config.epoch == ran
             same += resume
@@ -505,7 +651,9 @@ class Client:
     def _call(self, region: _Region, rnd: int, average: bool, timeout: float,
               resume: bool) -> int:
         opt = _lib.GrOptions(window=self.window, timeout_ms=max(1, int(timeout * 1000 + 0.5)),
-                             average=average, resume=resume)
+                             average=average, resume=resume, progress_ms=200)
+        if self.follow and self.source.dynamic:
+            opt.cancel = self._cancel_fn
         t = time.perf_counter()
         rc = _lib.lib().gr_allreduce(self._live(), region.ptr, region.elements,
                                      self._config.dtype.code, rnd, ctypes.byref(opt))
@@ -579,15 +727,22 @@ class Client:
         self._follow_error = ""
         return True
 
+    def _source_moved(self, _arg: Any) -> int:
+        try:
+            return 1 if self.source.changed_during_call() else 0
+        except Exception:  # never raise into libgeoreduce
+            return 0
+
     def _await_epoch(self, ran: int, same: int, timeout: float) -> bool:
         until = time.monotonic() + timeout
         while True:
             self._take_new_epoch()
             if self._config.epoch != ran or same == 0:
                 return True
-            if time.monotonic() >= until:
+            left = until - time.monotonic()
+            if left <= 0:
                 return False
-            time.sleep(0.05)
+            self.source.wait_changed(left)
 
     # --- life ---
 
@@ -599,6 +754,7 @@ class Client:
         h, self._handle = self._handle, None
         if h is not None:
             _lib.lib().gr_client_free(h)
+            self.source.close()
 
     def __enter__(self) -> "Client":
         return self

@@ -66,6 +66,18 @@ main(void)
 	FIELD(gr_options, csets);
 	FIELD(gr_options, rate_gbps);
 	FIELD(gr_options, resume);
+	FIELD(gr_options, cancel);
+	FIELD(gr_options, cancel_arg);
+	END();
+	BEGIN(gr_join_opts);
+	FIELD(gr_join_opts, control);
+	FIELD(gr_join_opts, cert);
+	FIELD(gr_join_opts, key);
+	FIELD(gr_join_opts, ca);
+	FIELD(gr_join_opts, server_name);
+	FIELD(gr_join_opts, job);
+	FIELD(gr_join_opts, worker_id);
+	FIELD(gr_join_opts, timeout_ms);
 	END();
 	BEGIN(gr_stats);
 	FIELD(gr_stats, calls);
@@ -93,6 +105,7 @@ main(void)
 	FIELD(gr_stats, mcast_late);
 	FIELD(gr_stats, mcast_too_far);
 	FIELD(gr_stats, mcast_skipped);
+	FIELD(gr_stats, cancels);
 	END();
 	printf("}\n");
 	return 0;

@@ -190,7 +190,7 @@ def test_partial_reduce_count():
                 assert np.all(b == 1.5)
         finally:
             close_all(cs)
-        assert gw.bad == 0 and gw.late == 4 * 10 // 2
+        assert gw.bad == 0 and gw.late >= 10  # the third worker came late
 
 
 def test_replan_mid_step(tmp_path):
@@ -214,10 +214,11 @@ def test_replan_mid_step(tmp_path):
                 assert np.array_equal(b, sum(vals))
             assert [c.epoch for c in cs] == [4, 4]
             assert (3, 0) in gw.rounds_seen and (4, 0) in gw.rounds_seen
+            # The new table stopped the calls at once (gr_options.cancel), no timeout.
+            assert all(c.stats()["cancels"] == 1 and c.stats()["timeouts"] == 0 for c in cs)
             # The next round runs under epoch 4 at once.
             bufs = [v.copy() for v in vals]
             assert run_all(cs, bufs) == [2, 2]
-            assert all(c.stats()["timeouts"] == 1 for c in cs)
         finally:
             close_all(cs)
         assert gw.bad == 0
@@ -265,7 +266,8 @@ def test_layout():
         pytest.skip("GEOREDUCE_LAYOUT (tests/python/layout, built by meson) not set")
     c = json.loads(subprocess.run([exe], check=True, capture_output=True, text=True).stdout)
     for name, cls in (("gr_tree", _lib.GrTree), ("gr_config", _lib.GrConfig),
-                      ("gr_options", _lib.GrOptions), ("gr_stats", _lib.GrStats)):
+                      ("gr_options", _lib.GrOptions), ("gr_stats", _lib.GrStats),
+                      ("gr_join_opts", _lib.GrJoinOpts)):
         fields = {f[0]: getattr(cls, f[0]).offset for f in cls._fields_}
         assert ctypes.sizeof(cls) == c[name]["size"], name
         assert fields == c[name]["fields"], name
@@ -277,3 +279,40 @@ def test_fake_gateway_rounding():
     v = np.array([1.0, 1 + 2 ** -8, 1 + 3 * 2 ** -8, 65504.0, -0.0], np.float32)
     assert list(decode(np.frombuffer(encode(v, "bf16"), np.uint8), "bf16")) == \
         [1.0, 1.0, 1 + 2 ** -6, 65536.0, -0.0]
+
+
+def test_replan_by_timeout(tmp_path):
+    """Without a new table the cut round times out, goes on once under the same epoch
+    (resumed), and then waits for the table of epoch 4, written a second later."""
+    table = str(tmp_path / "gw.json")
+
+    def fail(g):
+        threading.Timer(1.5, lambda: (g.write_table(table, epoch=4), g.set_epoch(4))).start()
+
+    with FakeGateway([1, 2], 3000, 100, fail_after=10, on_fail=fail) as gw:
+        gw.write_table(table)
+        cs = [georeduce.Client.from_table(table, w, timeout=0.5) for w in gw.workers]
+        try:
+            vals = inputs(3000, gw.workers, "fp32")
+            bufs = [v.copy() for v in vals]
+            assert run_all(cs, bufs) == [2, 2]
+            for b in bufs:
+                assert np.array_equal(b, sum(vals))
+            assert [c.epoch for c in cs] == [4, 4]
+            assert all(c.stats()["timeouts"] >= 2 for c in cs)
+        finally:
+            close_all(cs)
+        assert gw.bad == 0
+
+
+def test_from_control_refused(tmp_path):
+    """Joining through a control process that is not there: ConfigError with the
+    socket's errno; bad arguments before any connection."""
+    with pytest.raises(georeduce.ConfigError) as e:
+        georeduce.Client.from_control(str(tmp_path / "no-control.sock"), 1, 11,
+                                      join_timeout=2)
+    assert e.value.errno in (2, 111) and "no-control.sock" in str(e.value)
+    with pytest.raises(ValueError, match="job"):
+        georeduce.ControlSource("tls://127.0.0.1:1", -1)
+    with pytest.raises(ValueError, match="timeout"):
+        georeduce.ControlSource("tls://127.0.0.1:1", 1, timeout=0)
