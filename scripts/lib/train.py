@@ -137,7 +137,7 @@ def cmd_allreduce(a):
     import georeduce
 
     c = georeduce.Client.from_table(a.table, a.worker_id, timeout=a.timeout,
-                                    first_round=a.first_round)
+                                    first_round=a.first_round, follow=not a.no_follow)
     buf = np.ones(c.elements, np.float32)
     times = []
     for _ in range(a.rounds):
@@ -235,6 +235,7 @@ def main():
     r.add_argument("--rounds", type=int, default=5)
     r.add_argument("--timeout", type=float, default=120.0)
     r.add_argument("--first-round", type=int, default=0)
+    r.add_argument("--no-follow", action="store_true", help="Client(follow=False)")
     r.add_argument("--out", required=True)
     rp = sub.add_parser("report")
     rp.add_argument("--georeduce", required=True)
