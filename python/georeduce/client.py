@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Deque, Dict, Optional, Tuple
 
 from . import _lib
-from .dtypes import DType, RAW_FORMATS, BY_TORCH, by_code
+from .dtypes import DType, RAW_FORMATS, by_code
 
 _U32 = 0xFFFFFFFF
 FOLLOW_RUNS_MAX = 16  # runs of one call across re-plans (georeduce-worker --follow's)
@@ -327,7 +327,7 @@ def _torch_region(t: Any, dtype: DType) -> _Region:
         raise ValueError("a tensor on %s: georeduce reduces CPU tensors (copy it with "
                          ".cpu(), and the result back)" % t.device)
     name = str(t.dtype).rsplit(".", 1)[-1]
-    if BY_TORCH.get(name) is not dtype:
+    if name != dtype.torch:
         raise TypeError("a tensor of %s: the job's dtype is %s (torch.%s)" % (
             t.dtype, dtype.name, dtype.torch))
     if t.requires_grad:

@@ -18,11 +18,15 @@ class DType:
     Attributes:
         name: the table's and georeduce-worker's name ("fp32").
         code: the value of enum gr_dtype and of the wire header's dtype field.
-        size: bytes per element.
+        size: bytes per element of the caller's buffer (gr_dtype_size()).
         formats: buffer-protocol format characters taken as this type (struct module
             codes, native or little-endian). Raw byte buffers ("B", "b", "c") are taken
             for every type, as little-endian elements.
-        torch: the name of the torch dtype (an attribute of the torch module).
+        torch: the name of the torch dtype of the caller's tensor (an attribute of the
+            torch module).
+        wire: how the elements travel: "element" (as in the buffer), or "mx" (OCP
+            microscaling blocks of 32, encoded and decoded by libgeoreduce: the caller
+            holds fp32).
     """
 
     name: str
@@ -30,6 +34,7 @@ class DType:
     size: int
     formats: Tuple[str, ...]
     torch: Optional[str]
+    wire: str = "element"
 
 
 DTYPES: Tuple[DType, ...] = (
@@ -37,13 +42,19 @@ DTYPES: Tuple[DType, ...] = (
     # "H": the bits of a half-precision value held as uint16 (numpy has no bfloat16).
     DType("fp16", 2, 2, ("e", "H"), "float16"),
     DType("bf16", 3, 2, ("H",), "bfloat16"),
+    # OCP microscaling: the caller's tensor is fp32, quantised on the wire.
+    DType("mxint8", 4, 4, ("f",), "float32", "mx"),
+    DType("mxfp8", 5, 4, ("f",), "float32", "mx"),
+    DType("mxfp4", 6, 4, ("f",), "float32", "mx"),
 )
 
 RAW_FORMATS: Tuple[str, ...] = ("B", "b", "c")
 
 BY_NAME: Dict[str, DType] = {d.name: d for d in DTYPES}
 BY_CODE: Dict[int, DType] = {d.code: d for d in DTYPES}
-BY_TORCH: Dict[str, DType] = {d.torch: d for d in DTYPES if d.torch is not None}
+# The element type of each torch dtype (the MX types share fp32's).
+BY_TORCH: Dict[str, DType] = {d.torch: d for d in DTYPES
+                              if d.torch is not None and d.wire == "element"}
 
 
 def by_code(code: int) -> DType:

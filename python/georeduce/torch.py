@@ -115,7 +115,8 @@ def ddp_comm_hook(state: HookState, bucket: dist.GradBucket
 
     A bucket of the job's dtype is reduced in place, without a copy. Of another dtype
     (fp32 gradients and an fp16 or bf16 job), it is cast to the job's dtype, reduced, and
-    cast back into the bucket, as the compression hooks do.
+    cast back into the bucket, as the compression hooks do. An MX job (mxint8, mxfp8,
+    mxfp4) takes fp32 buckets in place: libgeoreduce quantises them on the wire.
     """
     buf = bucket.buffer()
     want = _torch_dtype(state.client.dtype)
