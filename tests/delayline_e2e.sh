@@ -80,7 +80,8 @@ done
 
 # ---- delay: ping's round trip is two one-way delays ----
 out=$(ip netns exec "$NA" ping -c 10 -i 0.1 -q 10.99.1.10 2>&1)
-read -r min avg max < <(echo "$out" | sed -n 's|.*= \([0-9.]*\)/\([0-9.]*\)/\([0-9.]*\)/.*|\1 \2 \3|p')
+read -r min avg max < <(echo "$out" |
+	sed -n 's|.*= \([0-9.]*\)/\([0-9.]*\)/\([0-9.]*\)/.*|\1 \2 \3|p')
 if [ -n "${min:-}" ] && awk -v m="$min" -v a="$avg" -v d=$DELAY \
 	'BEGIN { exit !(m >= 2 * d && a < 2 * d + 5) }'; then
 	ok "ping round trip ${min}/${avg}/${max} ms for 2 x $DELAY ms"

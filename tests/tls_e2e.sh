@@ -286,7 +286,8 @@ pyw() { # SITE CERT WORKER-ID FIRST-ROUND: join job 1, two rounds, exact sums
 import sys
 import numpy as np
 import georeduce
-api, cert, ca, wid, first = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+api, cert, ca = sys.argv[1:4]
+wid, first = int(sys.argv[4]), int(sys.argv[5])
 try:
     c = georeduce.Client.from_control(api, 1, wid, cert=cert + ".pem", key=cert + ".key",
                                       ca=ca, join_timeout=20, first_round=first, timeout=10)
