@@ -19,6 +19,7 @@ from .dtypes import DType, RAW_FORMATS, by_code
 
 _U32 = 0xFFFFFFFF
 FOLLOW_RUNS_MAX = 16  # runs of one call across re-plans (georeduce-worker --follow's)
+FOLLOW_STALL_S = 2.0  # a call stops for a new epoch only after this long without a result
 
 
 class GeoreduceError(Exception):
@@ -480,9 +481,13 @@ class Client:
         self._config = Config.from_c(cfg)
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="georeduce-%d" % worker_id)
-        # gr_options.cancel: a call that waits stops as soon as its source has another
-        # epoch (asked every 200 ms in the client's thread, never per packet).
+        # gr_options.cancel: a call that has had no result for FOLLOW_STALL_S stops as
+        # soon as its source has another epoch (asked every 200 ms in the client's
+        # thread, never per packet); gr_options.progress says when results last came.
         self._cancel_fn = _lib.CANCEL_FN(self._source_moved)
+        self._progress_fn = _lib.PROGRESS_FN(self._on_progress)
+        self._prog_done = 0
+        self._prog_at = 0.0
 
     @classmethod
     def from_table(cls, path: "os.PathLike[str] | str", worker_id: int,
@@ -654,6 +659,8 @@ class Client:
                              average=average, resume=resume, progress_ms=200)
         if self.follow and self.source.dynamic:
             opt.cancel = self._cancel_fn
+            opt.progress = self._progress_fn
+            self._prog_done, self._prog_at = -1, time.monotonic()
         t = time.perf_counter()
         rc = _lib.lib().gr_allreduce(self._live(), region.ptr, region.elements,
                                      self._config.dtype.code, rnd, ctypes.byref(opt))
@@ -727,7 +734,17 @@ class Client:
         self._follow_error = ""
         return True
 
+    def _on_progress(self, _arg: Any, done: int, _total: int) -> None:
+        if done != self._prog_done:
+            self._prog_done, self._prog_at = done, time.monotonic()
+
     def _source_moved(self, _arg: Any) -> int:
+        # Only a call that stalled: one still getting results finishes under its epoch
+        # (a re-plan for a link's measured rate leaves the old trees working), since a
+        # round some workers complete under the old epoch and others run again under
+        # the new one could never complete for the latter (georeduce-worker --follow).
+        if time.monotonic() - self._prog_at < FOLLOW_STALL_S:
+            return 0
         try:
             return 1 if self.source.changed_during_call() else 0
         except Exception:  # never raise into libgeoreduce

@@ -195,8 +195,9 @@ def test_partial_reduce_count():
 
 def test_replan_mid_step(tmp_path):
     """The gateway falls silent for epoch 3 halfway through a round, and a table of epoch
-    4 is installed: both workers, following the table file, run the round again from its
-    input under epoch 4, and the sums are right."""
+    4 is installed: both workers, following the table file, stop the stalled call (2 s
+    without a result, before its timeout), run the round again from its input under epoch
+    4, and the sums are right."""
     table = str(tmp_path / "gw.json")
 
     def fail(g):
@@ -205,7 +206,7 @@ def test_replan_mid_step(tmp_path):
 
     with FakeGateway([1, 2], 5000, 100, fail_after=25, on_fail=fail) as gw:
         gw.write_table(table)
-        cs = [georeduce.Client.from_table(table, w, timeout=1.0) for w in gw.workers]
+        cs = [georeduce.Client.from_table(table, w, timeout=10.0) for w in gw.workers]
         try:
             vals = inputs(5000, gw.workers, "fp32")
             bufs = [v.copy() for v in vals]
