@@ -114,6 +114,7 @@ struct fakegw {
 	/* Counters (read after the thread is joined). */
 	unsigned int bad, contribs, retx, nacks, acks_sent, results, answers, probe_replies;
 	unsigned int late, bad_csets;
+	unsigned int tree_contribs[TREES_MAX]; /* first transmissions per tree */
 };
 
 /* ---- table ------------------------------------------------------------------------------ */
@@ -426,10 +427,12 @@ on_contrib(struct fakegw *g, const struct wire_pkt *p, const uint8_t *pkt, int k
 	bool retx = p->flags & WIRE_F_RETX;
 
 	g->contribs++;
-	if (retx)
+	if (retx) {
 		g->retx++;
-	else
+	} else {
 		window_check(g, p, k);
+		g->tree_contribs[tree_index(&g->j, p->chunk)]++;
+	}
 	/* Partial reduce: a straggler of this round or rounds behind gets the latest RESULT. */
 	if (g->j.threshold != 0 && s->state == 2 && !wire_round_before(s->round, p->round) &&
 	    !(s->in & (1u << k))) {
@@ -670,6 +673,7 @@ struct wrk {
 	struct job *j;
 	int k;                          /* index in the job */
 	uint8_t *buf;
+	uint64_t n;                     /* elements of the tensor: 0, the job's */
 	struct gr_options opt;
 	uint32_t round0, rounds;
 	int rc;                         /* last gr_allreduce() result */
@@ -691,14 +695,24 @@ wrk_main(void *arg)
 	const struct job *j = w->j;
 	struct timespec t0, t1;
 
+	uint64_t n = w->n != 0 ? w->n : j->elements;
+
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (uint32_t r = w->round0; r < w->round0 + w->rounds; r++) {
-		for (uint64_t e = 0; e < j->elements; e++)
+		for (uint64_t e = 0; e < j->elements; e++) /* past n: a canary */
 			elem_put(w->buf, j->dtype, (uint32_t)e, pattern(w->k, e, r));
-		w->rc = gr_allreduce(w->c, w->buf, j->elements, j->dtype, r, &w->opt);
+		w->rc = gr_allreduce(w->c, w->buf, n, j->dtype, r, &w->opt);
 		if (w->rc < 0)
 			break;
-		for (uint64_t e = 0; e < j->elements; e++) {
+		for (uint64_t e = n; e < j->elements; e++) {
+			uint8_t want[4];
+
+			elem_put(want, j->dtype, 0, pattern(w->k, e, r));
+			if (memcmp(want, w->buf + e * gr_dtype_size(j->dtype),
+				   gr_dtype_size(j->dtype)) != 0)
+				w->wrong++;
+		}
+		for (uint64_t e = 0; e < n; e++) {
 			float sum = 0;
 
 			for (int k = 0; k < j->n_workers; k++)
@@ -734,14 +748,16 @@ client_for(const struct job *j, int k)
 	return c;
 }
 
-/* Run every worker of the job for `rounds` rounds with options o; check exact results. */
+/* Run every worker of the job for `rounds` rounds with options o on tensors of n elements
+ * (0: the job's); check exact results. */
 static void
-run(struct job *j, const struct gr_options *o, uint32_t rounds, struct wrk *ws)
+run_n(struct job *j, const struct gr_options *o, uint32_t rounds, uint64_t n, struct wrk *ws)
 {
 	pthread_t th[WORKERS_MAX];
 
 	for (int k = 0; k < j->n_workers; k++) {
-		ws[k] = (struct wrk){ .j = j, .k = k, .opt = *o, .round0 = 40, .rounds = rounds };
+		ws[k] = (struct wrk){ .j = j, .k = k, .n = n, .opt = *o, .round0 = 40,
+				      .rounds = rounds };
 		ws[k].c = client_for(j, k);
 		ws[k].buf = malloc(j->elements * gr_dtype_size(j->dtype));
 		CU_ASSERT_FATAL(ws[k].c != NULL && ws[k].buf != NULL);
@@ -757,6 +773,12 @@ run(struct job *j, const struct gr_options *o, uint32_t rounds, struct wrk *ws)
 		gr_client_free(ws[k].c);
 		free(ws[k].buf);
 	}
+}
+
+static void
+run(struct job *j, const struct gr_options *o, uint32_t rounds, struct wrk *ws)
+{
+	run_n(j, o, rounds, 0, ws);
 }
 
 /* Start a gateway with fo, run the job's workers through it, stop it (free it after). */
@@ -1490,8 +1512,11 @@ test_call_args(void)
 
 	c = client_for(&j, 0);
 	CU_ASSERT_FATAL(c != NULL);
-	CU_ASSERT(gr_allreduce(c, buf, 99, GR_DTYPE_FP32, 0, NULL) == -EINVAL);
-	CHECK(strstr(gr_client_error(c), "99 elements") != NULL, "%s", gr_client_error(c));
+	CU_ASSERT(gr_allreduce(c, buf, 101, GR_DTYPE_FP32, 0, NULL) == -EINVAL);
+	CHECK(strstr(gr_client_error(c), "101 elements: the job's tensor has 100, a tensor may "
+		     "have no more") != NULL, "%s", gr_client_error(c));
+	CU_ASSERT(gr_allreduce(c, buf, 0, GR_DTYPE_FP32, 0, NULL) == -EINVAL);
+	CHECK(strstr(gr_client_error(c), "0 elements") != NULL, "%s", gr_client_error(c));
 	CU_ASSERT(gr_allreduce(c, buf, 100, GR_DTYPE_BF16, 0, NULL) == -EINVAL);
 	CHECK(strstr(gr_client_error(c), "bf16") != NULL, "%s", gr_client_error(c));
 	CU_ASSERT(gr_allreduce(c, NULL, 100, GR_DTYPE_FP32, 0, NULL) == -EINVAL);
@@ -1558,6 +1583,64 @@ test_average(void)
 {
 	clean_run(GR_DTYPE_FP32, 5000, 100, 4, 2, 2, true);
 	clean_run(GR_DTYPE_FP16, 5000, 100, 2, 1, 2, true);
+}
+
+/*
+ * A tensor shorter than the job's: its chunks spread over the trees in proportion to their
+ * ranges, the last one padded with zeros to the chunk the wire carries; nothing past the
+ * tensor is touched, and the sums are exact. The job's short last chunk is left out until
+ * the tensor reaches into it. Trees of 30, 30 and 41 chunks (the last of 3 elements).
+ */
+static void
+test_shorter(void)
+{
+	static const struct {
+		uint64_t n;
+		unsigned int per_tree[3]; /* first transmissions per worker and round */
+	} cases[] = {
+		{ 1, { 0, 0, 1 } },             /* one chunk: the largest share's */
+		{ 50, { 0, 0, 1 } },
+		{ 51, { 1, 0, 1 } },            /* a tie: the lower tree */
+		{ 100 * 50 + 2, { 30, 30, 41 } }, /* reaches into the job's last chunk */
+		{ 100 * 50, { 30, 30, 40 } },   /* every full chunk */
+		{ 60 * 50 + 1, { 18, 18, 25 } },
+		{ 10 * 50 - 1, { 3, 3, 4 } },
+	};
+	struct job j;
+	struct fake_opts fo = { .retx = RETX_SPEC };
+	struct gr_options o = { 0 };
+	struct wrk ws[WORKERS_MAX];
+
+	job_init(&j, 3, 3, 2, GR_DTYPE_FP32, 100 * 50 + 3, 50);
+	j.first[0] = 0, j.count[0] = 30;
+	j.first[1] = 30, j.count[1] = 30;
+	j.first[2] = 60, j.count[2] = 41;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fakegw *g = gw_start(&j, &fo);
+
+		run_n(&j, &o, 2, cases[i].n, ws);
+		gw_stop(g);
+		CHECK(g->bad == 0, "%llu elements: %u packets broke a rule",
+		      (unsigned long long)cases[i].n, g->bad);
+		for (int t = 0; t < 3; t++)
+			CHECK(g->tree_contribs[t] == 3 * 2 * cases[i].per_tree[t],
+			      "%llu elements: tree %d carried %u chunks, not %u",
+			      (unsigned long long)cases[i].n, t, g->tree_contribs[t],
+			      3 * 2 * cases[i].per_tree[t]);
+		gw_free(g);
+	}
+	/* fp16 and bf16 with averaging, and one tree. */
+	o.average = true;
+	job_init(&j, 2, 1, 1, GR_DTYPE_BF16, 1000, 64);
+	for (int k = 0; k < 2; k++) {
+		struct fakegw *g = gw_start(&j, &fo);
+
+		run_n(&j, &o, 2, k == 0 ? 999 : 65, ws);
+		gw_stop(g);
+		CU_ASSERT(g->bad == 0);
+		gw_free(g);
+		j.dtype = GR_DTYPE_FP16;
+	}
 }
 
 /* The window bounds the chunks in flight of each tree, and is used; the slot pool bounds
@@ -2110,6 +2193,7 @@ main(void)
 		{ "fp32, three workers, two trees", test_fp32 },
 		{ "fp16, bf16, odd sizes", test_fp16_bf16_odd },
 		{ "average", test_average },
+		{ "a tensor shorter than the job's", test_shorter },
 		{ "window", test_window },
 		{ "5% loss both ways", test_loss },
 		{ "ACK stops payload retransmission, T2 asks", test_held },

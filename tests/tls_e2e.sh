@@ -12,7 +12,8 @@
 # one the deployment does not name refused; the control process killed and restarted
 # mid-job (the job goes on, no epoch is installed, the next re-plan works); workers that
 # joined through the control process follow a re-plan after a gateway failure, every
-# result exact.
+# result exact; Python clients (georeduce.Client.from_control) join the new epoch, and
+# one with another worker's certificate is refused.
 #
 #   tls_e2e.sh BUILD_DIR
 set -u
@@ -275,6 +276,50 @@ e2=$(live_epoch 0)
 	grep -q "gateway c (id 3, tls://10.98.0.4:7300) is down" "$D/control.log" &&
 	ok "the workers learnt epoch $e2 (without c) from the control process" ||
 	not_ok "epoch after the failure: $e2 (was $e)"
+
+# ---- 7. Python clients join through the control process (georeduce.Client) ----------
+# Debian's /usr/bin/python3 (numpy); the package from python/, the library just built.
+pyw() { # SITE CERT WORKER-ID FIRST-ROUND: join job 1, two rounds, exact sums
+	ip netns exec "grt$$-s$1" env PYTHONPATH="$ROOT/python" \
+		GEOREDUCE_LIBRARY="$BUILD/lib/client/libgeoreduce.so" /usr/bin/python3 - "$API" \
+		"$2" "$CERTS/ca.pem" "$3" "$4" <<'PY'
+import sys
+import numpy as np
+import georeduce
+api, cert, ca = sys.argv[1:4]
+wid, first = int(sys.argv[4]), int(sys.argv[5])
+try:
+    c = georeduce.Client.from_control(api, 1, wid, cert=cert + ".pem", key=cert + ".key",
+                                      ca=ca, join_timeout=20, first_round=first, timeout=10)
+except georeduce.ConfigError as e:
+    print("refused errno %d: %s" % (e.errno, e))
+    sys.exit(3)
+for _ in range(2):
+    b = np.full(c.elements, wid // 100 % 10 + 1, np.float32)   # 1000: 1, 1100: 2
+    n = c.allreduce(b)
+    assert n == 2 and np.all(b == 3), (n, b[:4])
+print("joined: epoch %d, %d rounds exact" % (c.epoch, 2))
+c.close()
+PY
+}
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+	pyw 0 "$CERTS/workers-site0" 1000 500 >"$D/py-0.out" 2>&1 &
+	p0=$!
+	pyw 1 "$CERTS/workers-site1" 1100 500 >"$D/py-1.out" 2>&1
+	r1=$?
+	wait "$p0"
+	r0=$?
+	[ $r0 = 0 ] && [ $r1 = 0 ] && grep -q "epoch $e2, 2 rounds exact" "$D/py-0.out" &&
+		ok "Python clients joined through the control process: $(cat "$D/py-0.out")" ||
+		not_ok "Python clients: $(cat "$D"/py-*.out)"
+	pyw 0 "$CERTS/workers-site0" 1100 600 >"$D/py.out" 2>&1
+	rc=$?
+	[ $rc = 3 ] && grep -q "refused errno 1: .*does not name worker-1100" "$D/py.out" &&
+		ok "Python: refused with worker 1000's certificate (EPERM)" ||
+		not_ok "Python, wrong certificate: exit $rc: $(cat "$D/py.out")"
+else
+	echo "# no numpy for /usr/bin/python3: the Python clients' part skipped"
+fi
 
 wan_control_stop "$D"
 echo "tls_e2e: $fails failed"

@@ -107,7 +107,7 @@ struct gr_client {
 	/* Transmit batch: header, payload iovec and destination per packet. */
 	unsigned int tx_n;
 	struct mmsghdr txm[TX_BATCH];
-	struct iovec txiov[TX_BATCH][2];
+	struct iovec txiov[TX_BATCH][3]; /* header (and set), payload, zeros padding it */
 	struct sockaddr_in txaddr[TX_BATCH];
 	uint8_t txhdr[TX_BATCH][WIRE_HDR_LEN + WIRE_CSET_BLOCK * WIRE_CSET_BLOCKS_MAX];
 	uint32_t cset_len;              /* bytes of the job's contributor sets */
@@ -139,6 +139,7 @@ struct gr_client {
 	 * them (gr_options.resume). */
 	bool resumable;
 	uint32_t resume_round;
+	size_t resume_elements;
 };
 
 /* What one gr_allreduce() call works with. */
@@ -148,6 +149,12 @@ struct call {
 	uint8_t *csets;                 /* the caller's, or NULL */
 	size_t esize;
 	uint32_t round;
+	/* The tensor on the job's chunk grid (call_layout()): it fills chunks
+	 * [chunk_first, tend) of each tree, the tree's first one being the tensor's chunk
+	 * tbase; its last chunk, `last`, holds `tail` elements of it (zeros pad the rest). */
+	uint32_t n_used;                /* chunks the call sends */
+	uint32_t tbase[GR_TREES_MAX];
+	uint32_t last, tail;
 	bool average;
 	uint32_t window;
 	uint64_t rto_min, rto_max, rto_initial;         /* us */
@@ -548,6 +555,20 @@ prepare_mcast(const struct gr_config *cfg, struct prepared *p, char *err, size_t
 	return 0;
 }
 
+/* MX jobs: behind the encoded tensor in mxbuf, room for one chunk of fp32 (the padded
+ * last chunk of a tensor shorter than the job's), aligned. */
+static size_t
+mx_tail_off(size_t chunk_wire, uint32_t n_chunks)
+{
+	return (chunk_wire * n_chunks + 15) & ~(size_t)15;
+}
+
+static float *
+mx_tail(const struct gr_client *c)
+{
+	return (float *)(void *)(c->mxbuf + mx_tail_off(c->chunk_wire, c->n_chunks));
+}
+
 /* Check cfg and build what it needs into p: a sorted copy, the chunk records, the
  * multicast receive bitmaps and window if it has origins and (if fd < 0) the socket. fd is
  * the socket to keep, or -1. Nothing of the client changes here. */
@@ -577,8 +598,10 @@ prepare(const struct gr_config *cfg, int fd, struct prepared *p, char *err, size
 		}
 	}
 	if (wire_dtype_is_mx((enum wire_dtype)cfg->dtype)) {
-		p->mxbuf = malloc(wire_payload_bytes((enum wire_dtype)cfg->dtype,
-						     (uint32_t)cfg->chunk_elements) * p->n_chunks);
+		p->mxbuf = malloc(mx_tail_off(wire_payload_bytes((enum wire_dtype)cfg->dtype,
+								 (uint32_t)cfg->chunk_elements),
+					      p->n_chunks) +
+				  (size_t)cfg->chunk_elements * sizeof(float));
 		if (p->mxbuf == NULL) {
 			(void)json_util_fail(err, errlen, "out of memory for %u encoded chunks",
 					     p->n_chunks);
@@ -808,7 +831,8 @@ tx_flush(struct call *k)
 			(void)json_util_fail(c->err, sizeof(c->err),
 					     "a packet of %zu bytes exceeds the path MTU to the "
 					     "gateway",
-					     c->txiov[i][0].iov_len + c->txiov[i][1].iov_len);
+					     c->txiov[i][0].iov_len + c->txiov[i][1].iov_len +
+					     c->txiov[i][2].iov_len);
 		}
 		c->st.send_errors++;    /* this packet is lost; the timers recover it */
 		i++;
@@ -816,10 +840,13 @@ tx_flush(struct call *k)
 	c->tx_n = 0;
 }
 
+/* Zeros that pad the last chunk of a tensor shorter than the job's. */
+static const uint8_t zeros[TABLE_CHUNK_BYTES_MAX];
+
 /* Queue one packet: header p (encoded here), this worker's contributor set if p has one
- * (CONTRIB), then plen payload bytes, to ipv4:port. */
+ * (CONTRIB), then plen payload bytes and pad zeros, to ipv4:port. */
 static void
-tx_add(struct call *k, const struct wire_pkt *p, const void *payload, size_t plen,
+tx_add(struct call *k, const struct wire_pkt *p, const void *payload, size_t plen, size_t pad,
        uint32_t ipv4, uint16_t port)
 {
 	struct gr_client *c = k->c;
@@ -829,7 +856,7 @@ tx_add(struct call *k, const struct wire_pkt *p, const void *payload, size_t ple
 	if (c->tx_n == TX_BATCH)
 		tx_flush(k);
 	i = c->tx_n;
-	if (wire_hdr_encode(c->txhdr[i], hlen + plen, p, NULL) < 0) {
+	if (wire_hdr_encode(c->txhdr[i], hlen + plen + pad, p, NULL) < 0) {
 		c->st.send_errors++;    /* not reached: every field comes from a checked config */
 		return;
 	}
@@ -841,11 +868,12 @@ tx_add(struct call *k, const struct wire_pkt *p, const void *payload, size_t ple
 	};
 	c->txiov[i][0] = (struct iovec){ .iov_base = c->txhdr[i], .iov_len = hlen };
 	c->txiov[i][1] = (struct iovec){ .iov_base = (void *)(uintptr_t)payload, .iov_len = plen };
+	c->txiov[i][2] = (struct iovec){ .iov_base = (void *)(uintptr_t)zeros, .iov_len = pad };
 	c->txm[i].msg_hdr = (struct msghdr){
 		.msg_name = &c->txaddr[i],
 		.msg_namelen = sizeof(c->txaddr[i]),
 		.msg_iov = c->txiov[i],
-		.msg_iovlen = plen != 0 ? 2 : 1,
+		.msg_iovlen = pad != 0 ? 3 : plen != 0 ? 2 : 1,
 	};
 	c->tx_n++;
 }
@@ -869,12 +897,24 @@ pkt_base(const struct call *k, enum wire_type type, uint32_t chunk, uint64_t now
 	};
 }
 
+/* Where job chunk `chunk` (one of the call's) is in the caller's buffer. */
+static uint8_t *
+chunk_data(const struct call *k, uint32_t chunk)
+{
+	const struct gr_client *c = k->c;
+	unsigned int t = tree_of(c, chunk);
+	size_t i = k->tbase[t] + (chunk - c->cfg.trees[t].chunk_first);
+
+	return k->buf + i * c->cfg.chunk_elements * k->esize;
+}
+
 static void
 send_contrib(struct call *k, uint32_t chunk, bool retx, uint64_t now)
 {
 	const struct gr_config *cfg = &k->c->cfg;
 	struct wire_pkt p = pkt_base(k, WIRE_TYPE_CONTRIB, chunk, now);
 	uint32_t n = wire_chunk_len(cfg->elements, cfg->chunk_elements, chunk);
+	uint32_t have = chunk == k->last ? k->tail : n;
 
 	p.flags = retx ? WIRE_F_RETX : 0;
 	p.dtype = (enum wire_dtype)cfg->dtype;
@@ -883,11 +923,11 @@ send_contrib(struct call *k, uint32_t chunk, bool retx, uint64_t now)
 	p.count = (uint16_t)n;
 	if (k->c->mxbuf != NULL)        /* MX: the chunk as gr_allreduce() encoded it */
 		tx_add(k, &p, k->c->mxbuf + (size_t)chunk * k->c->chunk_wire,
-		       wire_payload_bytes(p.dtype, n), cfg->gateway_ipv4,
+		       wire_payload_bytes(p.dtype, n), 0, cfg->gateway_ipv4,
 		       wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, chunk));
 	else
-		tx_add(k, &p, k->buf + (size_t)chunk * cfg->chunk_elements * k->esize,
-		       n * k->esize, cfg->gateway_ipv4,
+		tx_add(k, &p, chunk_data(k, chunk), have * k->esize, (n - have) * k->esize,
+		       cfg->gateway_ipv4,
 		       wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, chunk));
 }
 
@@ -898,7 +938,7 @@ send_nack(struct call *k, uint32_t first, uint32_t count, uint64_t now)
 	struct wire_pkt p = pkt_base(k, WIRE_TYPE_NACK_RESULT, first, now);
 
 	p.count = (uint16_t)count;
-	tx_add(k, &p, NULL, 0, cfg->gateway_ipv4,
+	tx_add(k, &p, NULL, 0, 0, cfg->gateway_ipv4,
 	       wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, first));
 	k->c->st.nacks_sent++;
 }
@@ -1002,7 +1042,7 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 {
 	struct gr_client *c = k->c;
 	struct chunk *h = &c->ch[p->chunk];
-	uint32_t n = wire_chunk_len(c->cfg.elements, c->cfg.chunk_elements, p->chunk);
+	uint32_t n = wire_chunk_len(c->cfg.elements, c->cfg.chunk_elements, p->chunk), have;
 	uint8_t *dst;
 
 	if (p->dtype != (enum wire_dtype)c->cfg.dtype || p->cset_blocks != c->cfg.cset_blocks ||
@@ -1027,15 +1067,20 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 	}
 	if (k->csets != NULL && c->cset_len != 0)
 		memcpy(k->csets + (size_t)p->chunk * c->cset_len, pkt + WIRE_HDR_LEN, c->cset_len);
-	dst = k->buf + (size_t)p->chunk * c->cfg.chunk_elements * k->esize;
-	if (c->mxbuf != NULL)           /* MX: decoded into the caller's fp32 */
-		c->k->mx_widen[p->dtype - WIRE_DTYPE_MXINT8]((float *)(void *)dst,
-							     pkt + p->payload_off,
+	dst = chunk_data(k, p->chunk);
+	have = p->chunk == k->last ? k->tail : n; /* the rest pads a shorter tensor */
+	if (c->mxbuf != NULL) {         /* MX: decoded into the caller's fp32 */
+		float *to = have < n ? mx_tail(c) : (float *)(void *)dst;
+
+		c->k->mx_widen[p->dtype - WIRE_DTYPE_MXINT8](to, pkt + p->payload_off,
 							     n / WIRE_MX_BLOCK);
-	else
-		memcpy(dst, pkt + p->payload_off, (size_t)n * k->esize);
+		if (have < n)
+			memcpy(dst, to, (size_t)have * sizeof(float));
+	} else {
+		memcpy(dst, pkt + p->payload_off, (size_t)have * k->esize);
+	}
 	if (k->average)
-		divide(dst, n, c->cfg.dtype, p->contrib);
+		divide(dst, have, c->cfg.dtype, p->contrib);
 	unsigned int tr = tree_of(c, p->chunk);
 
 	if (h->state == CH_SENT && (int32_t)(h->sent_us - k->tprog_sent[tr]) > 0)
@@ -1249,7 +1294,6 @@ call_init(struct call *k, struct gr_client *c, const struct gr_options *o)
 
 		k->tnext[t] = k->told[t] = tr->chunk_first;
 		k->tprogress[t] = 0;
-		k->tend[t] = tr->chunk_first + tr->chunk_count;
 		k->twin[t] = tr->slots != 0 && tr->slots < tw ? tr->slots : tw;
 		k->tspan[t] = tr->slots != 0 ? tr->slots : k->twin[t];
 		k->tflight[t] = 0;
@@ -1265,6 +1309,55 @@ call_init(struct call *k, struct gr_client *c, const struct gr_options *o)
 	k->csets = o->csets;
 	k->next_due = UINT64_MAX;
 	return 0;
+}
+
+/*
+ * Lay a tensor of `elements` (1 .. the job's) on the job's chunk grid. The whole tensor is
+ * the job's grid as it is. A shorter one of m chunks takes the first chunks of every tree,
+ * as many as its share of the m (largest remainders, ties to the lower tree), so that
+ * every tree of the plan carries it at once, each its planned part; the job's last chunk
+ * is left out if it is short. The tensor's chunks are in tree order: tree 0's, tree 1's...
+ * Every worker lays the same tensor the same way (the trees' ranges are the job's).
+ */
+static void
+call_layout(struct call *k, size_t elements)
+{
+	const struct gr_client *c = k->c;
+	const struct gr_config *cfg = &c->cfg;
+	uint32_t ce = cfg->chunk_elements, m = (uint32_t)((elements + ce - 1) / ce);
+	uint32_t cap[GR_TREES_MAX], take[GR_TREES_MAX], short_last = cfg->elements % ce != 0;
+	uint64_t rem[GR_TREES_MAX], usable = c->n_chunks - short_last, given = 0;
+	unsigned int n = cfg->n_trees, last_tree = 0;
+
+	for (unsigned int t = 0; t < n; t++) {
+		const struct gr_tree *tr = &cfg->trees[t];
+		bool holds_last = tr->chunk_first + tr->chunk_count == c->n_chunks;
+
+		cap[t] = m == c->n_chunks ? tr->chunk_count : tr->chunk_count - (holds_last &&
+										  short_last);
+		take[t] = m == c->n_chunks ? cap[t] : (uint32_t)((uint64_t)m * cap[t] / usable);
+		rem[t] = m == c->n_chunks ? 0 : (uint64_t)m * cap[t] % usable;
+		given += take[t];
+	}
+	for (; given < m; given++) { /* fewer than n trees are short by one */
+		unsigned int best = n;
+
+		for (unsigned int t = 0; t < n; t++)
+			if (take[t] < cap[t] && (best == n || rem[t] > rem[best]))
+				best = t;
+		take[best]++;
+		rem[best] = 0;
+	}
+	k->n_used = m;
+	for (unsigned int t = 0, at = 0; t < n; t++) {
+		k->tbase[t] = at;
+		k->tend[t] = cfg->trees[t].chunk_first + take[t];
+		at += take[t];
+		if (take[t] != 0)
+			last_tree = t;
+	}
+	k->last = k->tend[last_tree] - 1;
+	k->tail = (uint32_t)(elements - (size_t)(m - 1) * ce);
 }
 
 /*
@@ -1307,18 +1400,29 @@ call_resume(struct call *k, uint64_t now)
 	k->next_due = now;
 }
 
-/* An MX job's fp32 tensor buf encoded, chunk by chunk, into c->mxbuf. */
+/* An MX job's fp32 tensor encoded into c->mxbuf, the call's chunks each at its place;
+ * the last one of a shorter tensor padded with zeros first. */
 static void
-mx_encode_all(struct gr_client *c, const void *buf)
+mx_encode_all(struct call *k)
 {
+	struct gr_client *c = k->c;
 	enum sum_mx f = (enum sum_mx)(c->cfg.dtype - GR_DTYPE_MXINT8);
 
-	for (uint32_t i = 0; i < c->n_chunks; i++) {
-		uint32_t n = wire_chunk_len(c->cfg.elements, c->cfg.chunk_elements, i);
+	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
+		for (uint32_t i = c->cfg.trees[t].chunk_first; i < k->tend[t]; i++) {
+			uint32_t n = wire_chunk_len(c->cfg.elements, c->cfg.chunk_elements, i);
+			const float *src = (const float *)(const void *)chunk_data(k, i);
 
-		c->k->mx_narrow[f](c->mxbuf + (size_t)i * c->chunk_wire,
-				   (const float *)buf + (size_t)i * c->cfg.chunk_elements,
-				   n / WIRE_MX_BLOCK);
+			if (i == k->last && k->tail < n) {
+				float *tail = mx_tail(c);
+
+				memcpy(tail, src, (size_t)k->tail * sizeof(float));
+				memset(tail + k->tail, 0, (size_t)(n - k->tail) * sizeof(float));
+				src = tail;
+			}
+			c->k->mx_narrow[f](c->mxbuf + (size_t)i * c->chunk_wire, src,
+					   n / WIRE_MX_BLOCK);
+		}
 	}
 }
 
@@ -1341,18 +1445,21 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 		return fail(c, -EINVAL, "dtype %s: the job's is %s",
 			    gr_dtype_name(dtype) ? gr_dtype_name(dtype) : "?",
 			    gr_dtype_name(c->cfg.dtype));
-	if (elements != c->cfg.elements)
-		return fail(c, -EINVAL, "%zu elements: the job's tensor has %llu", elements,
-			    (unsigned long long)c->cfg.elements);
+	if (elements == 0 || elements > c->cfg.elements)
+		return fail(c, -EINVAL, "%zu elements: the job's tensor has %llu%s", elements,
+			    (unsigned long long)c->cfg.elements,
+			    elements == 0 ? "" : ", a tensor may have no more");
 	if (c->cfg.n_trees == 0)
 		return fail(c, -EINVAL, "job %u has no tree at this gateway (a multicast-only job: "
 			    "gr_mcast_send, gr_mcast_recv)", c->cfg.job);
 	rc = call_init(&k, c, o);
 	if (rc < 0)
 		return rc;
-	if (o->resume && (!c->resumable || c->resume_round != round))
+	if (o->resume && (!c->resumable || c->resume_round != round ||
+			  c->resume_elements != elements))
 		return fail(c, -EINVAL, "round %u: no call of it timed out or was cancelled just "
 			    "before to resume", round);
+	call_layout(&k, elements);
 	k.esize = gr_dtype_size(dtype);
 	c->st.calls++;
 	c->tx_n = 0;
@@ -1362,7 +1469,7 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 	else
 		memset(c->ch, 0, (size_t)c->n_chunks * sizeof(c->ch[0]));
 	if (c->mxbuf != NULL && !o->resume)     /* encode once; a resume sends the same bytes */
-		mx_encode_all(c, buf);
+		mx_encode_all(&k);
 	c->resumable = false;
 	for (unsigned int t = 0; t < c->cfg.n_trees; t++)
 		k.tprog_sent[t] = (uint32_t)start - 1; /* before every chunk of this call */
@@ -1414,20 +1521,20 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 		for (unsigned int t = 0; t < c->cfg.n_trees; t++)
 			while (k.told[t] < k.tnext[t] && c->ch[k.told[t]].state == CH_DONE)
 				k.told[t]++;
-		if (k.done == c->n_chunks) {
+		if (k.done == k.n_used) {
 			rc = k.contrib_min;
 			break;
 		}
 		now = now_us();
 		if (now >= next_progress) {
 			if (o->progress != NULL)
-				o->progress(o->progress_arg, k.done, c->n_chunks);
+				o->progress(o->progress_arg, k.done, k.n_used);
 			next_progress = now + progress_us;
 			if (o->cancel != NULL && o->cancel(o->cancel_arg) != 0) {
 				c->st.cancels++;
 				rc = fail(c, -ECANCELED, "round %u: cancelled with %u of %u chunks "
 					  "without a result after %llu ms", round,
-					  c->n_chunks - k.done, c->n_chunks,
+					  k.n_used - k.done, k.n_used,
 					  (unsigned long long)((now - start) / 1000));
 				break;
 			}
@@ -1436,7 +1543,7 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 			c->st.timeouts++;
 			rc = fail(c, -ETIMEDOUT,
 				  "round %u: %u of %u chunks without a result after %llu ms", round,
-				  c->n_chunks - k.done, c->n_chunks,
+				  k.n_used - k.done, k.n_used,
 				  (unsigned long long)((now - start) / 1000));
 			break;
 		}
@@ -1454,10 +1561,11 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 	if (rc > 0) {
 		c->st.calls_ok++;
 		if (o->progress != NULL)
-			o->progress(o->progress_arg, c->n_chunks, c->n_chunks);
+			o->progress(o->progress_arg, k.n_used, k.n_used);
 	}
 	c->resumable = rc == -ETIMEDOUT || rc == -ECANCELED;
 	c->resume_round = round;
+	c->resume_elements = elements;
 	return rc;
 }
 
@@ -1505,7 +1613,7 @@ gr_mcast_send(struct gr_client *c, const void *buf, size_t elements, enum gr_dty
 		};
 
 		tx_add(&k, &p, (const uint8_t *)buf + (size_t)i * cfg->chunk_elements * k.esize,
-		       n * k.esize, cfg->gateway_ipv4,
+		       n * k.esize, 0, cfg->gateway_ipv4,
 		       wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, i));
 		bytes += WIRE_FRAME_PAYLOAD_OFF + (uint64_t)n * k.esize;
 		if (c->tx_n == TX_BATCH || i + 1 == c->n_chunks) {

@@ -356,7 +356,12 @@ const struct gr_config *gr_client_config(const struct gr_client *c);
  *                  worker's contribution on entry, the sum (or the average, with
  *                  opt->average) on success. On
  *                  failure each chunk holds either its input or its result.
- * @param elements  Must equal the configuration's elements.
+ * @param elements  1 .. the configuration's elements. A shorter tensor (every worker's the
+ *                  same length in a round) takes the first chunks of every tree, each tree
+ *                  as many as its share of the job's chunks, so that all trees carry it;
+ *                  its last chunk is padded with zeros on the wire, and nothing past
+ *                  buf[elements] is read or written. Contributor sets (opt->csets) stay
+ *                  indexed by the job's chunks. docs/CLIENT.md, "One call".
  * @param dtype     Must equal the configuration's dtype.
  * @param round     The AllReduce round: every worker of the job uses the same number for
  *                  the same tensor, and a later number for the next one.
@@ -370,7 +375,8 @@ const struct gr_config *gr_client_config(const struct gr_client *c);
  *
  * @return          The number of workers summed (the results' contributor count; if the
  *                  chunks' counts differ, the smallest, and opt->average divides each chunk
- *                  by its own); -EINVAL for arguments that do not match the configuration;
+ *                  by its own); -EINVAL for arguments that do not match the configuration
+ *                  (another dtype, 0 elements or more than the job's);
  *                  -ETIMEDOUT if a result is still missing after the timeout; -ECANCELED
  *                  if opt->cancel asked to stop (resumable, as a timeout); -EMSGSIZE if
  *                  a packet exceeds the path MTU; another negative errno of the socket.

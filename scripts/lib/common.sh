@@ -22,6 +22,9 @@ GEOREDUCE_PACKAGES=(
 	python3
 	iproute2 iputils-ping ethtool
 	gnuplot-nox
+	# The Python package's tests and the training demo, through /usr/bin/python3 (a
+	# python3 earlier on PATH may be another interpreter, without Debian's packages).
+	python3-torch python3-numpy python3-pytest python3-pip python3-setuptools
 )
 
 log() { printf '== %s\n' "$*" >&2; }

@@ -6,6 +6,9 @@
 #   wan_down DIR                                        remove it
 #   wan_install DIR JOB [EPOCH]                         plan job JOB, install its tables
 #   wan_run DIR JOB ROUNDS [FIRST]                      every site's workers, in parallel
+#   wan_kernel DIR                                      the dataplanes out, delay lines in
+#   wan_kernel_stop DIR                                 the delay lines out (counters)
+#   wan_train DIR MODE NAME [train.py worker options]   one training worker per site
 #
 # wan_run keeps each site's worker summary in DIR/run-JOB-SITE.json and prints, for each
 # round, the time of the slowest worker (ms) on stdout.
@@ -193,4 +196,53 @@ for f in sorted(glob.glob("%s/run-%s-*.json" % (d, job))):
 for r in sorted(rounds):
     print("%.1f" % max(rounds[r]))
 PY
+}
+
+# The kernel's traffic over the same links (wan_up with --delayline): for Gloo.
+wan_kernel() {
+	bash "$1/kernel-wan.sh"
+}
+
+# Stop the delay lines, which then write their counters into DIR/dl*.log.
+wan_kernel_stop() {
+	local f p
+	for f in "$1"/dl*.pid; do
+		[ -e "$f" ] || continue
+		p=$(cat "$f")
+		kill -INT "$p" 2>/dev/null || continue
+		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+		rm -f "$f"
+	done
+}
+
+# wan_train DIR MODE NAME [OPTIONS...]: scripts/lib/train.py worker in every site's
+# namespace at once, rank = the site's index, with Debian's /usr/bin/python3 (its
+# site-packages have python3-torch), the package from python/ and the library from the
+# build. MODE georeduce: each worker's table of job 1; gloo: rendezvous at site 0's
+# worker. Writes DIR/train-NAME-RANK.json (and .log).
+wan_train() {
+	local dir=$1 mode=$2 name=$3 build pids=() rc=0 world master
+	shift 3
+	build=$(cat "$dir/build")
+	world=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))))' \
+		"$dir/sites.json")
+	master=$(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))[0]["workers"][0]["ipv4"])' "$dir/sites.json"):29500
+	while read -r i id ns; do
+		local wid opts=()
+		wid=$(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))[int(sys.argv[2])]["workers"][0]["id"])' "$dir/sites.json" "$i")
+		case $mode in
+		georeduce) opts=(--table "$dir/tables/job-1-$id.json" --worker-id "$wid") ;;
+		gloo) opts=(--master "$master") ;;
+		esac
+		ip netns exec "$ns" env PYTHONPATH="$GEOREDUCE_ROOT/python" \
+			GEOREDUCE_LIBRARY="$build/lib/client/libgeoreduce.so" GLOO_SOCKET_IFNAME=wk0 \
+			/usr/bin/python3 "$GEOREDUCE_ROOT/scripts/lib/train.py" worker --mode "$mode" \
+			--rank "$i" --world "$world" "${opts[@]}" "$@" \
+			--out "$dir/train-$name-$i.json" >"$dir/train-$name-$i.log" 2>&1 &
+		pids+=($!)
+	done < <(wan_sites "$dir")
+	for p in "${pids[@]}"; do wait "$p" || rc=1; done
+	[ $rc -eq 0 ] || { tail -n 20 "$dir"/train-"$name"-*.log >&2; return 1; }
 }

@@ -1,0 +1,10 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Shared by the Python package's tests (run with /usr/bin/python3 -m pytest, whose
+site-packages hold Debian's python3-torch, numpy and pytest; meson test sets
+GEOREDUCE_LIBRARY to the built libgeoreduce.so and PYTHONPATH to python/)."""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
