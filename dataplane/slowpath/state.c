@@ -474,7 +474,9 @@ resolve(struct dp *dp)
 	}
 }
 
-/* Retire draining epochs whose slots have drained (or that drained too long). */
+/* Retire draining epochs whose slots have drained and that lingered --linger-ms since
+ * they were replaced, keeping their RESULTs for result recovery (or that drained too
+ * long). A removed job's epochs do not linger. */
 static void
 retire(struct dp *dp)
 {
@@ -482,6 +484,7 @@ retire(struct dp *dp)
 	struct dp_job *gone[DP_JOBS_MAX * DP_EPOCHS_MAX];
 	uint64_t now = rte_get_tsc_cycles();
 	uint64_t limit = rte_get_tsc_hz() / 1000 * dp->prm.drain_ms;
+	uint64_t linger = rte_get_tsc_hz() / 1000 * dp->prm.linger_ms;
 	int n_gone = 0;
 
 	if (st == NULL)
@@ -497,8 +500,11 @@ retire(struct dp *dp)
 
 			/* Drained: no open slot, and every frame its pacers held has left (a
 			 * RESULT copy waiting there is the only one its receiver gets). */
-			if (draining && ((dp_job_busy(j) == 0 && dp_job_pacing(j) == 0) ||
-					 now - j->retire_tsc > limit)) {
+			bool idle = dp_job_busy(j) == 0 && dp_job_pacing(j) == 0;
+
+			bool lingered = n.jobs[e].removed || now - j->retire_tsc >= linger;
+
+			if (draining && ((idle && lingered) || (!idle && now - j->retire_tsc > limit))) {
 				if (dp_job_busy(j) != 0)
 					DP_LOG(WARNING, "job %u epoch %u retired with %" PRIu64
 						" chunks unfinished\n", j->job, j->epoch,
