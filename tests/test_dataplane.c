@@ -3387,6 +3387,37 @@ test_recovery_answers(void)
 	dp_down();
 }
 
+/* Epochs lingering for result recovery keep the mbufs their slot pools may hold; an epoch
+ * that needs them gets them: the drained lingering epochs retire first. */
+static void
+test_recovery_linger_room(void)
+{
+	static const uint16_t w11[] = { 11 };
+	struct tdesc big = { 0, 0, 0, { 0 }, 0, 1, 4096, { 0 } };
+	struct tdesc small = { 0, 0, 0, { 0 }, 0, 1, 1024, { 0 } };
+	const struct dp_state *st;
+
+	linger_ms = 60000;
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	linger_ms = 0;
+	CU_ASSERT_FATAL(install(mk_table(62, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &big),
+				"install") == 0);
+	CU_ASSERT_FATAL(install(mk_table(62, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &small),
+				"install") == 0);
+	dp_housekeeping(&dp);
+	st = atomic_load(&dp.state);
+	CU_ASSERT(st->jobs[0].n_epochs == 2); /* epoch 1 lingers, drained */
+	CHECK(dp.mbufs_committed + 2 * 4096 > dp.mbufs_budget, "%" PRIu64 " of %" PRIu64
+	      " committed: the test needs a budget that cannot hold three epochs",
+	      dp.mbufs_committed, dp.mbufs_budget);
+	CU_ASSERT(install(mk_table(62, 3, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &big),
+			  "install") == 0);
+	st = atomic_load(&dp.state);
+	CU_ASSERT(st->jobs[0].n_epochs == 2 && st->jobs[0].epochs[0]->epoch == 3 &&
+		  st->jobs[0].epochs[1]->epoch == 2);
+	dp_down();
+}
+
 /* Fast retransmit: a partial sum sent later got its RESULT first, so the earlier one was
  * lost: it goes again at once, long before its timeout (here 20 ms before any sample). */
 static void
@@ -3662,6 +3693,8 @@ main(int argc, char **argv)
 		    test_recovery_asks_child);
 	CU_add_test(s, "result recovery: answers from an older epoch, and once retired none",
 		    test_recovery_answers);
+	CU_add_test(s, "result recovery: lingering epochs give way to a new one",
+		    test_recovery_linger_room);
 	CU_add_test(s, "control requests", test_control);
 	CU_add_test(s, "epoch swap under traffic", test_epoch_swap_under_traffic);
 	CU_add_test(s, "selective multicast: copies, drops, source", test_mcast);
