@@ -65,6 +65,12 @@ enum dp_ctr {
 	DP_CTR_PACE_FULL,           /* frames dropped: a pacer's queue was full */
 	DP_CTR_ANSWER_BUDGET,       /* NACK_RESULT answers withheld: the sender's budget was
 				     * spent (docs/PROTOCOL.md section 7.6) */
+	DP_CTR_RECOVER_ASKED,       /* result recovery (docs/PROTOCOL.md 10.1): NACK_RESULTs
+				     * sent to neighbour gateways for a RESULT held nowhere here */
+	DP_CTR_RECOVER_ANSWERED,    /* ... RESULTs sent from an older epoch or relayed */
+	DP_CTR_RECOVERED,           /* ... RESULTs that came back and completed a slot or
+				     * went on to whoever asked */
+	DP_CTR_RECOVER_FULL,        /* ... requests not recorded: the lcore's table was full */
 	DP_CTR_SEALED,              /* frames sealed for a protected link (section 14) */
 	DP_CTR_OPENED,              /* sealed frames opened and authenticated */
 	DP_CTR_SEAL_BYTES,          /* bytes of the georeduce packets sealed */
@@ -220,6 +226,26 @@ struct dp_budget {
 };
 
 #define DP_BUDGET_CAP WIRE_NACK_RANGE_MAX  /* full frames of the job */
+
+/**
+ * A RESULT this gateway asked its neighbour gateways for (result recovery,
+ * docs/PROTOCOL.md section 10.1): (tree, chunk, round) and who is waiting for it. That
+ * lcore: rw. An entry is free once `until` (TSC) has passed.
+ */
+struct dp_recover {
+	uint64_t until;
+	uint32_t chunk;
+	uint32_t round;
+	uint16_t tree;              /* index in the job's trees[] */
+	uint16_t to;                /* DP_RECOVER_SLOT: this gateway's own open slot;
+				     * DP_RECOVER_PARENT: the parent asked; else the down[]
+				     * entry that asked (a child gateway, or a local worker:
+				     * then every local worker of the tree gets it) */
+};
+
+#define DP_RECOVER_MAX 32           /* requests pending per job and lcore */
+#define DP_RECOVER_SLOT 0xffff
+#define DP_RECOVER_PARENT 0xfffe
 #define DP_BUDGET_REFILL_BPS 1000000       /* bytes per second and sender, per lcore */
 
 /**
@@ -238,8 +264,11 @@ struct dp_job_lcore {
 	uint64_t *progress_sent;    /* per tree: when that RESULT's partial sum went up */
 	struct dp_pacer *pacers;    /* n_pacers, see struct dp_tree */
 	uint32_t *active;           /* pacers with frames waiting: n_active of n_pacers */
-	struct dp_budget *budget;   /* per tree down[] entry (dp_tree.budget_off + i): what
-				     * NACK_RESULT answers to that sender may still cost */
+	struct dp_budget *budget;   /* per tree down[] entry (dp_tree.budget_off + i), then
+				     * one per tree for its parent (dp_job.parent_budget_off +
+				     * tree index): what NACK_RESULT answers to that sender may
+				     * still cost */
+	struct dp_recover recover[DP_RECOVER_MAX];
 	_Atomic uint32_t n_active;  /* that lcore: rw (relaxed loads and stores, never an
 				     * atomic RMW); ctl: ro relaxed, so that a draining epoch
 				     * is retired only once its pacers sent what they hold */
@@ -362,7 +391,9 @@ struct dp_job {
 	uint32_t slots_per_lcore;   /* sum of the trees' slots */
 	uint32_t n_pacers;          /* per lcore: one per tree link to a gateway, then one per
 				     * stream link to a `to` gateway */
-	uint32_t n_budgets;         /* per lcore: one per down[] entry of every tree */
+	uint32_t n_budgets;         /* per lcore: one per down[] entry of every tree, then
+				     * one per tree for its parent */
+	uint32_t parent_budget_off; /* the first of those per-tree parent budgets */
 	int n_seals;                /* protected links, sorted by peer */
 	struct dp_seal *seals;
 	uint32_t budget_cap;        /* bytes: DP_BUDGET_CAP frames of a full chunk */
@@ -571,6 +602,8 @@ struct dp_lcore {
 	/* Counters (this lcore: wo, plain; readers: relaxed loads, may be a little stale). */
 	uint64_t ctr[DP_CTR_COUNT];
 	uint64_t drops[WIRE_REASON_COUNT_MAX];
+	const struct dp_state *rx_st; /* the state dp_agg_rx() works under (its other epochs:
+				       * result recovery) */
 	uint64_t cycles_busy;       /* TSC cycles of iterations that did work */
 	uint64_t iterations;
 } __rte_cache_aligned;
@@ -583,6 +616,8 @@ struct dp_params {
 	uint32_t idle_spin;         /* empty polls before backing off; 0: never back off */
 	uint32_t idle_sleep_us;     /* longest sleep when idle */
 	uint32_t drain_ms;          /* how long a retired epoch may keep open slots */
+	uint32_t linger_ms;         /* how long a replaced epoch keeps its RESULTs after it
+				     * drained, for result recovery (PROTOCOL.md 10.1) */
 	uint64_t mbufs;             /* packet mbufs per pool */
 	uint16_t mtu;               /* IP MTU */
 	uint32_t fault_queue;       /* delay line capacity per lcore and port (power of two) */

@@ -62,7 +62,10 @@ usage(FILE *f, const struct dp_config *d)
 		"                          on port N, or through router IP; longest prefix wins\n"
 		"      --base-port N       first UDP port of this gateway                [%u]\n"
 		"      --ports N           UDP ports: chunk c arrives on base + c %% N     [%u]\n"
-		"      --mtu N             IP MTU, 576 .. 9000                           [%u]\n"
+		"      --mtu N             IP MTU, 576 .. 9000                           [%u]\n",
+		CTLSRV_HANDSHAKE_MS_DEFAULT, CTLSRV_IDLE_MS_DEFAULT, CTLSRV_PER_ROLE_DEFAULT,
+		d->prm.udp_base, d->prm.udp_count, d->prm.mtu);
+	fprintf(f,
 		"      --mbufs N           packet buffers per NUMA socket                [%" PRIu64 "]\n"
 		"      --hdr-mbufs N       header and indirect buffers for result copies [%u]\n"
 		"      --rx-desc N, --tx-desc N  descriptors per queue              [%u, %u]\n"
@@ -71,6 +74,8 @@ usage(FILE *f, const struct dp_config *d)
 		"                          0 = never sleep (benchmarks)                  [%u]\n"
 		"      --idle-sleep-us N   longest idle sleep                            [%u]\n"
 		"      --drain-ms N        how long an old epoch may keep unfinished chunks [%u]\n"
+		"      --linger-ms N       how long an old epoch keeps its results once drained,\n"
+		"                          for the workers a re-plan left without one     [%u]\n"
 		"      --probe-ms N        PROBE interval to the peers the control process names\n"
 		"                          (it tells a failed link from a failed gateway) [%u]\n"
 		"      --no-pace           send at once instead of pacing every tree at its\n"
@@ -94,10 +99,10 @@ usage(FILE *f, const struct dp_config *d)
 		"\n"
 		"Counters: '" "georeduce-dpctl -s PATH stats', or DPDK telemetry\n"
 		"(dpdk-telemetry.py: /georeduce/stats, /georeduce/lcore,<lcore id>).\n",
-		CTLSRV_HANDSHAKE_MS_DEFAULT, CTLSRV_IDLE_MS_DEFAULT, CTLSRV_PER_ROLE_DEFAULT,
-		d->prm.udp_base, d->prm.udp_count, d->prm.mtu, d->prm.mbufs, d->hdr_mbufs,
+		d->prm.mbufs, d->hdr_mbufs,
 		d->rx_desc, d->tx_desc, DP_BURST_MAX, d->prm.burst, d->prm.idle_spin,
-		d->prm.idle_sleep_us, d->prm.drain_ms, d->prm.probe_ms, d->rto_init_ms,
+		d->prm.idle_sleep_us, d->prm.drain_ms, d->prm.linger_ms, d->prm.probe_ms,
+		d->rto_init_ms,
 		d->retries_max, d->prm.fault_queue, d->seal_mbufs, d->seal_links);
 }
 
@@ -290,7 +295,7 @@ static int
 parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl)
 {
 	enum { O_BASE = 256, O_PORTS, O_MTU, O_MBUFS, O_HDR, O_RXD, O_TXD, O_BURST, O_SPIN,
-	       O_SLEEP, O_DRAIN, O_FAULT, O_FAULTQ, O_RTO, O_RETRIES, O_NOPACE, O_PROBE,
+	       O_SLEEP, O_DRAIN, O_LINGER, O_FAULT, O_FAULTQ, O_RTO, O_RETRIES, O_NOPACE, O_PROBE,
 	       O_LISTEN, O_CERT, O_KEY, O_CA, O_HSMS, O_IDLEMS, O_CONNS, O_CRYPTO, O_SEAL_MBUFS,
 	       O_SEAL_LINKS };
 	static const struct option opts[] = {
@@ -309,6 +314,7 @@ parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl
 		{ "idle-spin", required_argument, NULL, O_SPIN },
 		{ "idle-sleep-us", required_argument, NULL, O_SLEEP },
 		{ "drain-ms", required_argument, NULL, O_DRAIN },
+		{ "linger-ms", required_argument, NULL, O_LINGER },
 		{ "fault", required_argument, NULL, O_FAULT },
 		{ "fault-queue", required_argument, NULL, O_FAULTQ },
 		{ "rto-ms", required_argument, NULL, O_RTO },
@@ -404,6 +410,9 @@ parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl
 			rc = u32_opt("idle-sleep-us", optarg, 1, 1000000, &cfg->prm.idle_sleep_us);
 			break;
 		case O_DRAIN: rc = u32_opt("drain-ms", optarg, 0, 3600000, &cfg->prm.drain_ms); break;
+		case O_LINGER:
+			rc = u32_opt("linger-ms", optarg, 0, 3600000, &cfg->prm.linger_ms);
+			break;
 		case O_FAULT: rc = parse_fault(optarg, cfg); break;
 		case O_NOPACE: cfg->prm.pace = false; break;
 		case O_PROBE: rc = u32_opt("probe-ms", optarg, 10, 60000, &cfg->prm.probe_ms); break;

@@ -59,8 +59,8 @@ start_dp() { # name n
 	disown $!
 	pids+=($!)
 }
-wait_dp() { # name
-	for _ in $(seq 100); do
+wait_dp() { # name: it answers its socket within 60 s, however busy the machine
+	for _ in $(seq 600); do
 		"$DPCTL" -s "$tmp/$1.sock" ping >/dev/null 2>&1 && return 0
 		sleep 0.1
 	done
@@ -116,7 +116,7 @@ live_epochs() {
 wait_same() {
 	local job=$1 floor=$2 got first
 	shift 2
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do
 		got=$(live_epochs "$job" "$@")
 		first=${got%% *}
 		if [ "$first" != none ] && [ "$first" -gt "$floor" ] &&

@@ -34,6 +34,7 @@
 
 #include "dp.h"
 #include "fuzzutil.h"
+#include "testutil.h"
 #include "slowpath/slowpath.h"
 #include "table.h"
 #include "wire.h"
@@ -56,6 +57,10 @@ static struct rte_ether_addr gw_mac;
 
 /* --- Harness -------------------------------------------------------------------------------- */
 
+/* --linger-ms of the next dp_up(): drained epochs retire at once but in the tests of
+ * result recovery, which keep them. */
+static uint32_t linger_ms;
+
 /* A fresh dataplane on a fresh ring port: lcore is the lcore that plays the worker. */
 static int
 dp_up(unsigned int lcore)
@@ -69,6 +74,7 @@ dp_up(unsigned int lcore)
 	cfg.rx_desc = 256;
 	cfg.tx_desc = 256;
 	cfg.prm.drain_ms = 200;
+	cfg.prm.linger_ms = linger_ms;
 	if (jumbo) {
 		cfg.prm.mtu = 9000;
 		cfg.prm.mbufs = 4096;
@@ -3170,6 +3176,248 @@ test_prev_round_child(void)
 	dp_down();
 }
 
+/* --- Result recovery across epochs (docs/PROTOCOL.md section 10.1) ----------------------- */
+
+/* A RESULT of job 61 round `round`, chunk 0 (64 fp32 elements, each `v`), from gateway
+ * `from` (at 10.0.0.from, origin 2) under `epoch` with `flags`. */
+static struct rte_mbuf *
+result_f32(uint32_t epoch, uint32_t round, uint16_t from, uint8_t flags, float v)
+{
+	float pl[64];
+	struct pkt p = { WIRE_TYPE_RESULT, flags, 61, epoch, 0, from, 2, 2, round, 0,
+			 WIRE_DTYPE_FP32, 64, PEER_IP(from) };
+
+	for (int i = 0; i < 64; i++)
+		pl[i] = v;
+	return mk_pkt(&p, pl);
+}
+
+/* Child gateway 2's partial sum (contrib 1) of job 61 chunk 0, each element `v`. */
+static struct rte_mbuf *
+child2_sum(uint32_t epoch, uint32_t round, uint8_t flags, float v)
+{
+	float pl[64];
+	struct pkt p = { WIRE_TYPE_CONTRIB, flags, 61, epoch, 0, 2, 2, 1, round, 0,
+			 WIRE_DTYPE_FP32, 64, PEER_IP(2) };
+
+	for (int i = 0; i < 64; i++)
+		pl[i] = v;
+	return mk_pkt(&p, pl);
+}
+
+/* Whether o is a RESULT of epoch 2, tree 0, round `round` to 10.0.0.to whose every element
+ * is v (v < 0: worker 11's value + 1, the sum with child 2's ones). */
+static bool
+recovered_is(const struct out *o, uint32_t round, uint16_t to, float v)
+{
+	if (o->p.type != WIRE_TYPE_RESULT || o->p.epoch != 2 || o->p.tree != 0 ||
+	    o->p.round != round || o->p.chunk != 0 || o->fl.dst_ip != PEER_IP(to))
+		return false;
+	for (uint32_t i = 0; i < 64; i++)
+		if (out_f32(o, i) != (v < 0 ? val(11, i) + 1 : v))
+			return false;
+	return true;
+}
+
+/* Epoch 1: this gateway (1) is a leaf under gateway 2 with worker 11; round 6 goes up, and
+ * with `answered` the parent's RESULT (every element 5) comes back and goes to worker 11.
+ * Then epoch 2 makes it the root, with child gateway 2: the re-plan of a link failure. */
+static void
+recovery_two_epochs(bool answered)
+{
+	static const uint16_t w11[] = { 11 };
+	struct tdesc leaf = { 0, 2, 0, { 0 }, 0, 1, 16, { 0 } };
+	struct tdesc root = { 0, 0, 1, { 2 }, 0, 1, 16, { 1 } };
+	static struct out o[8];
+
+	CU_ASSERT_FATAL(install(mk_table(61, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &leaf),
+				"install") == 0);
+	inject(contrib_f32(61, 1, 0, 11, 6, 0, 64, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 1 && o[0].p.type == WIRE_TYPE_CONTRIB &&
+		  o[0].fl.dst_ip == PEER_IP(2));
+	if (answered) {
+		inject(result_f32(1, 6, 2, 0, 5));
+		poll_all();
+		CU_ASSERT(collect(o, 8) == 1 && o[0].p.type == WIRE_TYPE_RESULT &&
+			  o[0].fl.dst_ip == PEER_IP(11));
+	}
+	CU_ASSERT_FATAL(install(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root),
+				"install") == 0);
+}
+
+/* Worker 11 lost its round 6 RESULT to the re-plan and runs the round again under epoch 2,
+ * while gateway 2's side has moved on to round 7: the RESULT this gateway retains from
+ * epoch 1 completes the slot, and round 7 then completes as usual. */
+static void
+test_recovery_from_older_epoch(void)
+{
+	static struct out o[8];
+
+	linger_ms = 60000;
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	linger_ms = 0;
+	recovery_two_epochs(true);
+	inject(contrib_f32(61, 2, 0, 11, 6, 0, 64, 64)); /* opens the slot for round 6 */
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0);
+	inject(child2_sum(2, 7, 0, 1)); /* the other side is at round 7 */
+	poll_all();
+	int n = collect(o, 8);
+
+	CHECK(n == 2 && ((recovered_is(&o[0], 6, 2, 5) && recovered_is(&o[1], 6, 11, 5)) ||
+			 (recovered_is(&o[0], 6, 11, 5) && recovered_is(&o[1], 6, 2, 5))),
+	      "%d frames sent, the first type %d round %u", n, n > 0 ? (int)o[0].p.type : -1,
+	      n > 0 ? o[0].p.round : 0);
+	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1 && ctr(DP_CTR_RECOVER_ASKED) == 0);
+	/* Round 7 from both: exact. */
+	inject(contrib_f32(61, 2, 0, 11, 7, 0, 64, 64));
+	inject(child2_sum(2, 7, WIRE_F_RETX, 1));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(n == 2 && recovered_is(&o[0], 7, o[0].fl.dst_ip == PEER_IP(2) ? 2 : 11, -1) &&
+		      recovered_is(&o[1], 7, o[1].fl.dst_ip == PEER_IP(2) ? 2 : 11, -1),
+	      "round 7: %d frames", n);
+	dp_down();
+}
+
+/* As above, but this gateway never got round 6's RESULT (lost on the failed link): it asks
+ * gateway 2, which moved on and so has it, and completes the slot with the answer. A
+ * RESULT from a child that nobody asked for, or without RETX, changes nothing. */
+static void
+test_recovery_asks_child(void)
+{
+	static struct out o[8];
+
+	linger_ms = 60000;
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	linger_ms = 0;
+	recovery_two_epochs(false);
+	inject(result_f32(2, 9, 2, WIRE_F_RETX, 3)); /* asked for by nobody */
+	inject(result_f32(2, 9, 2, 0, 3));           /* not an answer */
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0 && drops(WIRE_REASON_BAD_SENDER) == 1 &&
+		  drops(WIRE_REASON_LATE) == 1);
+	inject(contrib_f32(61, 2, 0, 11, 6, 0, 64, 64));
+	inject(child2_sum(2, 7, 0, 1));
+	poll_all();
+	int n = collect(o, 8);
+
+	CHECK(n == 1 && o[0].p.type == WIRE_TYPE_NACK_RESULT && o[0].p.epoch == 2 &&
+		      o[0].p.round == 6 && o[0].p.chunk == 0 && o[0].p.count == 1 &&
+		      o[0].p.sender == 1 && o[0].fl.dst_ip == PEER_IP(2),
+	      "%d frames, type %d", n, n > 0 ? (int)o[0].p.type : -1);
+	inject(child2_sum(2, 7, WIRE_F_RETX, 1)); /* asked already: not again */
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0 && ctr(DP_CTR_RECOVER_ASKED) == 1);
+	inject(result_f32(2, 6, 2, WIRE_F_RETX | WIRE_F_ECHO, 5));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(n == 2 && ((recovered_is(&o[0], 6, 2, 5) && recovered_is(&o[1], 6, 11, 5)) ||
+			 (recovered_is(&o[0], 6, 11, 5) && recovered_is(&o[1], 6, 2, 5))),
+	      "the answer: %d frames", n);
+	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1);
+	dp_down();
+}
+
+/* The other end: a gateway that completed round 6 under epoch 1 (root of worker 11 and
+ * child 2) answers under epoch 2, from epoch 1, its new parent's request for that RESULT
+ * and worker 11's late CONTRIB of that round; once epoch 1 is retired, it cannot. */
+static void
+test_recovery_answers(void)
+{
+	static const uint16_t w11[] = { 11 };
+	struct tdesc root = { 0, 0, 1, { 2 }, 0, 1, 16, { 1 } };
+	struct tdesc leaf = { 0, 2, 0, { 0 }, 0, 1, 16, { 0 } };
+	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 61, 2, 0, 2, 2, 0, 6, 0, WIRE_DTYPE_NONE,
+			  1, PEER_IP(2) };
+	static struct out o[8];
+
+	linger_ms = 60000;
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	linger_ms = 0;
+	CU_ASSERT_FATAL(install(mk_table(61, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root),
+				"install") == 0);
+	inject(contrib_f32(61, 1, 0, 11, 6, 0, 64, 64));
+	inject(child2_sum(1, 6, 0, 1));
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 2);
+	CU_ASSERT_FATAL(install(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &leaf),
+				"install") == 0);
+	/* Room in the parent's answer budget: it starts empty and fills at 1 MB/s. */
+	rte_delay_us_sleep(2000);
+	inject(mk_pkt(&nk, NULL));
+	poll_all();
+	int n = collect(o, 8);
+
+	CHECK(n == 1 && recovered_is(&o[0], 6, 2, -1) &&
+		      o[0].p.flags == (WIRE_F_RETX | WIRE_F_ECHO) && o[0].p.sender == 1,
+	      "%d frames, type %d epoch %u", n, n > 0 ? (int)o[0].p.type : -1,
+	      n > 0 ? o[0].p.epoch : 0);
+	/* Round 7 under epoch 2 goes up; then worker 11's late round 6 gets its RESULT. */
+	inject(contrib_f32(61, 2, 0, 11, 7, 0, 64, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 1 && o[0].p.type == WIRE_TYPE_CONTRIB && o[0].p.round == 7);
+	inject(contrib_f32(61, 2, 0, 11, 6, 0, 64, 64));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(n == 1 && recovered_is(&o[0], 6, 11, -1), "late CONTRIB: %d frames", n);
+	CU_ASSERT(ctr(DP_CTR_RECOVER_ANSWERED) == 2);
+	dp_down();
+
+	/* Without lingering epochs the RESULT is gone with epoch 1: only the neighbours
+	 * could still have it, and the leaf asks its parent. */
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(61, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root),
+				"install") == 0);
+	inject(contrib_f32(61, 1, 0, 11, 6, 0, 64, 64));
+	inject(child2_sum(1, 6, 0, 1));
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 2);
+	CU_ASSERT_FATAL(install(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &leaf),
+				"install") == 0);
+	dp_housekeeping(&dp); /* epoch 1 drained: it retires at once */
+	CU_ASSERT(atomic_load(&dp.state)->jobs[0].n_epochs == 1);
+	inject(contrib_f32(61, 2, 0, 11, 7, 0, 64, 64));
+	inject(contrib_f32(61, 2, 0, 11, 6, 0, 64, 64));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(n == 2 && o[1].p.type == WIRE_TYPE_NACK_RESULT && o[1].fl.dst_ip == PEER_IP(2) &&
+		      o[1].p.round == 6, "%d frames", n);
+	dp_down();
+}
+
+/* Epochs lingering for result recovery keep the mbufs their slot pools may hold; an epoch
+ * that needs them gets them: the drained lingering epochs retire first. */
+static void
+test_recovery_linger_room(void)
+{
+	static const uint16_t w11[] = { 11 };
+	struct tdesc big = { 0, 0, 0, { 0 }, 0, 1, 4096, { 0 } };
+	struct tdesc small = { 0, 0, 0, { 0 }, 0, 1, 1024, { 0 } };
+	const struct dp_state *st;
+
+	linger_ms = 60000;
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	linger_ms = 0;
+	CU_ASSERT_FATAL(install(mk_table(62, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &big),
+				"install") == 0);
+	CU_ASSERT_FATAL(install(mk_table(62, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &small),
+				"install") == 0);
+	dp_housekeeping(&dp);
+	st = atomic_load(&dp.state);
+	CU_ASSERT(st->jobs[0].n_epochs == 2); /* epoch 1 lingers, drained */
+	CHECK(dp.mbufs_committed + 2 * 4096 > dp.mbufs_budget, "%" PRIu64 " of %" PRIu64
+	      " committed: the test needs a budget that cannot hold three epochs",
+	      dp.mbufs_committed, dp.mbufs_budget);
+	CU_ASSERT(install(mk_table(62, 3, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &big),
+			  "install") == 0);
+	st = atomic_load(&dp.state);
+	CU_ASSERT(st->jobs[0].n_epochs == 2 && st->jobs[0].epochs[0]->epoch == 3 &&
+		  st->jobs[0].epochs[1]->epoch == 2);
+	dp_down();
+}
+
 /* Fast retransmit: a partial sum sent later got its RESULT first, so the earlier one was
  * lost: it goes again at once, long before its timeout (here 20 ms before any sample). */
 static void
@@ -3439,6 +3687,14 @@ main(int argc, char **argv)
 	CU_add_test(s, "a RESULT's copies share one payload segment", test_fanout_shared_segment);
 	CU_add_test(s, "fast retransmit", test_fast_retransmit);
 	CU_add_test(s, "previous round's RESULT for a child", test_prev_round_child);
+	CU_add_test(s, "result recovery: an older epoch's RESULT completes the slot",
+		    test_recovery_from_older_epoch);
+	CU_add_test(s, "result recovery: a RESULT held nowhere here asked of the child",
+		    test_recovery_asks_child);
+	CU_add_test(s, "result recovery: answers from an older epoch, and once retired none",
+		    test_recovery_answers);
+	CU_add_test(s, "result recovery: lingering epochs give way to a new one",
+		    test_recovery_linger_room);
 	CU_add_test(s, "control requests", test_control);
 	CU_add_test(s, "epoch swap under traffic", test_epoch_swap_under_traffic);
 	CU_add_test(s, "selective multicast: copies, drops, source", test_mcast);

@@ -275,12 +275,14 @@ payload_seg(struct dp_lcore *lc, struct rte_mbuf *r)
  * chained to an indirect mbuf of r's payload. seg: that indirect mbuf, shared by every
  * copy of a fan-out (fanout_begin(); this copy takes a reference), or NULL for one of its
  * own. now_us is the tsval (dp_now_us(), read once per fan-out: rdtsc costs ~40 cycles on
- * AMD). Counted in ctr; false if not sent (no neighbour, no mbuf).
+ * AMD). Counted in ctr; false if not sent (no neighbour, no mbuf). tree >= 0 relabels the
+ * copy as j's epoch and that tree id: a RESULT an older epoch retained, sent in answer
+ * under j (result recovery, docs/PROTOCOL.md section 10.1); -1 keeps r's header.
  */
 static bool
-send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, uint32_t pacer,
-	  struct rte_mbuf *r, struct rte_mbuf *seg, uint8_t flags, uint32_t tsecr,
-	  uint32_t now_us, enum dp_ctr ctr)
+send_copy_as(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
+	     uint32_t pacer, struct rte_mbuf *r, struct rte_mbuf *seg, uint8_t flags,
+	     uint32_t tsecr, uint32_t now_us, enum dp_ctr ctr, int tree)
 {
 	uint64_t nb;
 	struct rte_mbuf *h;
@@ -312,6 +314,10 @@ send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, 
 		      WIRE_HDR_LEN + plen);
 	wh = (struct wire_hdr *)(frame + WIRE_FRAME_HDR_OFF);
 	memcpy(wh, rh, WIRE_HDR_LEN);
+	if (tree >= 0) {
+		wh->epoch = rte_cpu_to_be_32(j->epoch);
+		wh->tree = rte_cpu_to_be_16((uint16_t)tree);
+	}
 	wh->flags = flags;
 	wh->sender = rte_cpu_to_be_16(j->self_id);
 	wh->tsval = rte_cpu_to_be_32(now_us);
@@ -324,6 +330,15 @@ send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, 
 	/* Sealed or not, h's reference to seg is gone: the copy counts as sent. */
 	to_wire(lc, j, d, pacer, h, flags & WIRE_F_RETX);
 	return true;
+}
+
+/* A copy of r with r's own header fields (send_copy_as(), tree -1). */
+static inline bool
+send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, uint32_t pacer,
+	  struct rte_mbuf *r, struct rte_mbuf *seg, uint8_t flags, uint32_t tsecr,
+	  uint32_t now_us, enum dp_ctr ctr)
+{
+	return send_copy_as(lc, j, d, pacer, r, seg, flags, tsecr, now_us, ctr, -1);
 }
 
 /*
@@ -709,6 +724,256 @@ add(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct
 	return true;
 }
 
+/* --- Result recovery across epochs (docs/PROTOCOL.md section 10.1) ----------------------
+ *
+ * A re-plan can cut a round after some workers got its RESULT under the old epoch and
+ * others did not: the latter run it again under the new epoch while the former have moved
+ * on, and the round could never complete. Every worker that got the RESULT got it from its
+ * own gateway, which retains it in the old epoch (replaced epochs linger, --linger-ms). So
+ * a gateway asked for a RESULT of a round it did not complete under its current epoch
+ * answers from the epoch that holds it, or asks its neighbour gateways in the tree, which
+ * answer or ask theirs; the RESULT comes back and goes to whoever asked. Nothing here runs
+ * per packet of a working round: only late requests, and partial sums of a round after
+ * the one a slot is open for, lead here.
+ */
+
+/* The RESULT of (chunk, round) that another installed epoch of j's job retains on this
+ * lcore, or NULL. Only epochs whose packets are j's shape (dtype, chunking, contributor
+ * sets) qualify. A walk over the job's epochs and their trees: rare path. */
+static struct rte_mbuf *
+retained_elsewhere(const struct dp_lcore *lc, const struct dp_job *j, uint32_t chunk,
+		   uint32_t round)
+{
+	const struct dp_state *st = lc->rx_st;
+
+	for (int e = 0; st != NULL && e < st->n_jobs; e++) {
+		if (st->jobs[e].job != j->job)
+			continue;
+		for (int k = 0; k < st->jobs[e].n_epochs; k++) {
+			const struct dp_job *o = st->jobs[e].epochs[k];
+
+			if (o == j || o->dtype != j->dtype || o->elements != j->elements ||
+			    o->chunk_elements != j->chunk_elements || o->cset_len != j->cset_len)
+				continue;
+			for (int i = 0; i < o->n_trees; i++) {
+				const struct dp_tree *t = &o->trees[i];
+
+				if (chunk - t->chunk_first >= t->chunk_count)
+					continue;
+				struct rte_mbuf *r = retained(slot_of(o, lc, t, chunk), chunk, round);
+
+				if (r != NULL)
+					return r;
+				break;
+			}
+		}
+		break;
+	}
+	return NULL;
+}
+
+enum recover_add {
+	RECOVER_ASK,            /* recorded, and nobody asked for it yet: ask */
+	RECOVER_WAIT,           /* recorded; asked already */
+	RECOVER_NONE,           /* not recorded: the table is full */
+};
+
+/* Record that `to` waits for the RESULT of (tree ti, chunk, round). */
+static enum recover_add
+recover_add(struct dp_lcore *lc, const struct dp_job *j, uint16_t ti, uint32_t chunk,
+	    uint32_t round, uint16_t to, uint64_t now)
+{
+	struct dp_recover *rq = j->lj[lc->idx].recover, *free_rq = NULL;
+	bool asked = false;
+
+	for (unsigned int i = 0; i < DP_RECOVER_MAX; i++) {
+		if (rq[i].until <= now) {
+			free_rq = free_rq != NULL ? free_rq : &rq[i];
+			continue;
+		}
+		if (rq[i].tree != ti || rq[i].chunk != chunk || rq[i].round != round)
+			continue;
+		if (rq[i].to == to)
+			return RECOVER_WAIT;
+		asked = true;
+	}
+	if (free_rq == NULL) {
+		lc->ctr[DP_CTR_RECOVER_FULL]++;
+		return RECOVER_NONE;
+	}
+	/* Long enough for a few round trips to the neighbours; the asker asks again after. */
+	*free_rq = (struct dp_recover){ .until = now + 4 * rto(lc, j, ti, 0), .chunk = chunk,
+					.round = round, .tree = ti, .to = to };
+	return asked ? RECOVER_WAIT : RECOVER_ASK;
+}
+
+/* Ask tree t's neighbour gateways (its parent and child gateways) for the RESULT of
+ * (chunk, round), all of them or (only >= 0) one child, but never `except` (a down[]
+ * index, or DP_RECOVER_PARENT). False if there was none to ask. */
+static bool
+recover_ask(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+	    uint32_t chunk, uint32_t round, int only, int except)
+{
+	struct wire_pkt a = {
+		.type = WIRE_TYPE_NACK_RESULT, .dtype = WIRE_DTYPE_NONE, .job = j->job,
+		.epoch = j->epoch, .tree = t->id, .sender = j->self_id, .origin = j->self_id,
+		.round = round, .chunk = chunk, .count = 1, .tsval = dp_now_us(),
+	};
+	bool any = false;
+
+	if (only < 0 && t->has_parent && except != DP_RECOVER_PARENT) {
+		send_ctl(lc, j, &t->parent, &a, DP_CTR_RECOVER_ASKED);
+		any = true;
+	}
+	for (int i = 0; i < t->n_children; i++)
+		if ((only < 0 || i == only) && i != except) {
+			send_ctl(lc, j, &t->down[i], &a, DP_CTR_RECOVER_ASKED);
+			any = true;
+		}
+	return any;
+}
+
+/* Record `to`'s wait for the RESULT of (chunk, round) and ask the neighbours if nobody
+ * did yet: all of them but `except`, or the one child `only`. */
+static void
+recover_request(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+		uint32_t chunk, uint32_t round, uint16_t to, int only, int except)
+{
+	uint16_t ti = (uint16_t)(t - j->trees);
+	uint64_t now = rte_rdtsc();
+	struct dp_recover *rq = j->lj[lc->idx].recover;
+
+	if (recover_add(lc, j, ti, chunk, round, to, now) != RECOVER_ASK ||
+	    recover_ask(lc, j, t, chunk, round, only, except))
+		return;
+	for (unsigned int i = 0; i < DP_RECOVER_MAX; i++) /* none to ask: forget it */
+		if (rq[i].until > now && rq[i].tree == ti && rq[i].chunk == chunk &&
+		    rq[i].round == round && rq[i].to == to)
+			rq[i].until = 0;
+}
+
+/* A frame of our own for slot s from the RESULT r an older epoch retains, relabelled as
+ * j's epoch and tree t; NULL when the pool is empty. */
+static struct rte_mbuf *
+result_adopt(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+	     struct rte_mbuf *r)
+{
+	struct rte_mbuf *c = rte_pktmbuf_copy(r, lc->pool, 0, UINT32_MAX);
+
+	if (unlikely(c == NULL)) {
+		lc->ctr[DP_CTR_NO_MBUF]++;
+		return NULL;
+	}
+	gr_hdr(c)->epoch = rte_cpu_to_be_32(j->epoch);
+	gr_hdr(c)->tree = rte_cpu_to_be_16(t->id);
+	return c;
+}
+
+/* The slot, open or complete for the round of RESULT r (j's epoch and tree t: ours),
+ * is done with it: what it held goes, the RESULT goes down the tree (result_down()). */
+static void
+recover_complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+		 struct dp_slot *s, struct rte_mbuf *r)
+{
+	if (s->state == DP_SLOT_OPEN && s->acc != NULL) {
+		rte_pktmbuf_free(s->acc);
+		s->acc = NULL;
+	}
+	lc->ctr[DP_CTR_RECOVERED]++;
+	result_down(lc, j, t, s, r, dp_now_us());
+}
+
+/* Contributor down[di] asks, late, for the RESULT of (chunk, round), which this epoch
+ * does not retain (its slot is elsewhere): answer from an older epoch, or ask the
+ * neighbours. tsval: the request's, echoed. */
+static void
+recover_late(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+	     uint16_t di, uint32_t chunk, uint32_t round, uint32_t tsval)
+{
+	struct rte_mbuf *r = retained_elsewhere(lc, j, chunk, round);
+
+	if (r != NULL) {
+		send_copy_as(lc, j, &t->down[di], down_pacer(t, di), r, NULL,
+			     WIRE_F_RETX | WIRE_F_ECHO, tsval, dp_now_us(),
+			     DP_CTR_RECOVER_ANSWERED, t->id);
+		return;
+	}
+	recover_request(lc, j, t, chunk, round, di, -1, di < t->n_children ? di : -1);
+}
+
+/* Contributor k sends chunk c of a round after the one slot s is open (or complete) for:
+ * it has moved on, so it has that round's RESULT, as has this gateway in an older epoch
+ * if the contributor is a local worker. Complete the slot with it, or ask the child
+ * gateway for it. */
+static void
+recover_moved_on(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+		 struct dp_slot *s, int k)
+{
+	struct rte_mbuf *r = retained_elsewhere(lc, j, s->chunk, s->round);
+
+	if (r != NULL) {
+		r = result_adopt(lc, j, t, r);
+		if (r != NULL)
+			recover_complete(lc, j, t, s, r);
+		return;
+	}
+	if (!t->src_worker[k])
+		recover_request(lc, j, t, s->chunk, s->round, DP_RECOVER_SLOT, t->src_down[k], -1);
+}
+
+/* A RESULT (j's epoch, tree t) in answer to what this gateway asked, from a neighbour
+ * gateway (`from`: a down[] index, or DP_RECOVER_PARENT). It completes the slot if that is
+ * still open for its round, and goes on to every other asker. Consumes m. */
+static void
+recover_answer(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+	       struct rte_mbuf *m, const struct wire_pkt *p, uint16_t from)
+{
+	uint16_t ti = (uint16_t)(t - j->trees);
+	struct dp_slot *s = slot_of(j, lc, t, p->chunk);
+	struct dp_recover *rq = j->lj[lc->idx].recover;
+	uint64_t now = rte_rdtsc();
+	uint32_t now_us = dp_now_us();
+	bool kept = false, workers = false, used = false;
+
+	if (s->chunk == p->chunk && s->round == p->round &&
+	    (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE)) {
+		recover_complete(lc, j, t, s, m); /* the slot keeps m; workers have it */
+		kept = workers = used = true;
+	}
+	for (unsigned int i = 0; i < DP_RECOVER_MAX; i++) {
+		struct dp_recover *q = &rq[i];
+
+		if (q->until <= now || q->tree != ti || q->chunk != p->chunk ||
+		    q->round != p->round)
+			continue;
+		q->until = 0;
+		used = true;
+		/* The slot's RESULT went to every child and worker already. */
+		if (q->to == DP_RECOVER_SLOT || q->to == from || (kept && q->to != DP_RECOVER_PARENT))
+			continue;
+		if (q->to == DP_RECOVER_PARENT)
+			send_copy(lc, j, &t->parent, t->pace_first, m, NULL, WIRE_F_RETX, 0,
+				  now_us, DP_CTR_RECOVER_ANSWERED);
+		else if (q->to < t->n_children)
+			send_copy(lc, j, &t->down[q->to], down_pacer(t, q->to), m, NULL,
+				  WIRE_F_RETX, 0, now_us, DP_CTR_RECOVER_ANSWERED);
+		else if (!workers) { /* a local worker asked: every one that may lack it */
+			for (uint16_t w = t->n_children; w < t->n_down; w++)
+				send_copy(lc, j, &t->down[w], DP_PACE_NONE, m, NULL, WIRE_F_RETX,
+					  0, now_us, DP_CTR_RECOVER_ANSWERED);
+			workers = true;
+		}
+	}
+	if (!used) {
+		drop(lc, m, WIRE_REASON_LATE);
+		return;
+	}
+	if (!kept) {
+		lc->ctr[DP_CTR_RECOVERED]++;
+		rte_pktmbuf_free(m);
+	}
+}
+
 /* A CONTRIB from contributor index k for slot s, other than the next contribution to the
  * open chunk (on_contrib()): the first of a chunk, a duplicate, a straggler, a chunk ahead
  * of the slot pool. */
@@ -757,6 +1022,8 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live,
 		if (r != NULL && ((p->flags & WIRE_F_RETX) || j->cset_len != 0))
 			send_result_copy(lc, j, t, t->src_down[k], r, NULL, WIRE_F_RETX | WIRE_F_ECHO,
 					 p->tsval, dp_now_us());
+		else if (r == NULL && older)
+			recover_late(lc, j, t, t->src_down[k], p->chunk, p->round, p->tsval);
 		return;
 	}
 	if (s->round == p->round) {
@@ -789,9 +1056,14 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live,
 		if (r != NULL && ((p->flags & WIRE_F_RETX) || partial))
 			send_result_copy(lc, j, t, t->src_down[k], r, NULL, WIRE_F_RETX | WIRE_F_ECHO,
 					 p->tsval, dp_now_us());
+		else if (r == NULL)
+			recover_late(lc, j, t, t->src_down[k], p->chunk, p->round, p->tsval);
 		return;
 	}
+	/* Open or complete with an earlier round, which this contributor has left behind
+	 * (it can only have done so with that round's RESULT: a re-plan came between). */
 	drop(lc, m, WIRE_REASON_NO_SLOT);
+	recover_moved_on(lc, j, t, s, k);
 }
 
 /* A contributor whose MAC is not known yet sends (its kernel knew the gateway's already,
@@ -854,11 +1126,31 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 	on_contrib_other(lc, j, live, t, s, m, p, k);
 }
 
+/* A RESULT from a child gateway: only in answer to a recovery request (RETX), from the
+ * child's table address. */
+static __rte_noinline void
+on_result_from_child(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+		     struct rte_mbuf *m, const struct wire_pkt *p)
+{
+	int k = find_src(t, p->sender);
+
+	if (k < 0 || t->src_worker[k] || !(p->flags & WIRE_F_RETX) ||
+	    !dp_src_ok(m, &t->down[t->src_down[k]])) {
+		drop(lc, m, WIRE_REASON_BAD_SENDER);
+		return;
+	}
+	recover_answer(lc, j, t, m, p, t->src_down[k]);
+}
+
 static void
 on_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	  struct rte_mbuf *m, const struct wire_pkt *p)
 {
-	if (unlikely(!t->has_parent || p->sender != t->parent.id || !dp_src_ok(m, &t->parent))) {
+	if (unlikely(!t->has_parent || p->sender != t->parent.id)) {
+		on_result_from_child(lc, j, t, m, p);
+		return;
+	}
+	if (unlikely(!dp_src_ok(m, &t->parent))) {
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}
@@ -869,7 +1161,15 @@ on_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 			result_down(lc, j, t, s, m, dp_now_us());
 			return;
 		}
+		if (s->state == DP_SLOT_OPEN && (p->flags & WIRE_F_RETX)) {
+			recover_answer(lc, j, t, m, p, DP_RECOVER_PARENT);
+			return;
+		}
 		drop(lc, m, WIRE_REASON_DUPLICATE);
+		return;
+	}
+	if (p->flags & WIRE_F_RETX) { /* perhaps what this gateway asked for */
+		recover_answer(lc, j, t, m, p, DP_RECOVER_PARENT);
 		return;
 	}
 	drop(lc, m, s->state == DP_SLOT_FREE || wire_round_before(p->round, s->round) ||
@@ -881,36 +1181,65 @@ on_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 /*
  * NACK_RESULT: answer every chunk of the range (dp_agg_rx() checked that it lies in the
  * tree, wire_hdr_decode() that it is at most WIRE_NACK_RANGE_MAX long) whose RESULT this
- * node retains, to the table's address of the requester, while its budget lasts.
+ * node retains, in this epoch or an older one, to the table's address of the requester,
+ * while its budget lasts. The requester is a contributor, or a neighbour gateway asking
+ * for a RESULT it lacks (result recovery, section 10.1; the parent too). A chunk whose
+ * RESULT is held nowhere here, and which this gateway is not working on for that round,
+ * is asked for from the other neighbours.
  */
 static void
 on_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	       struct rte_mbuf *m, const struct wire_pkt *p)
 {
 	unsigned int to = t->n_down;
+	const struct dp_dest *d = NULL;
+	struct dp_budget *b = NULL;
+	uint32_t pacer = DP_PACE_NONE;
 
 	for (uint16_t i = 0; i < t->n_down; i++)
 		if (t->down[i].id == p->sender)
 			to = i;
-	if (to == t->n_down || !dp_src_ok(m, &t->down[to])) {
+	if (to < t->n_down) {
+		d = &t->down[to];
+		pacer = down_pacer(t, to);
+		b = &j->lj[lc->idx].budget[t->budget_off + to];
+	} else if (t->has_parent && p->sender == t->parent.id) {
+		to = DP_RECOVER_PARENT;
+		d = &t->parent;
+		pacer = t->pace_first;
+		b = &j->lj[lc->idx].budget[j->parent_budget_off + (uint32_t)(t - j->trees)];
+	}
+	if (d == NULL || !dp_src_ok(m, d)) {
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}
-	struct dp_budget *b = &j->lj[lc->idx].budget[t->budget_off + to];
 	uint32_t now_us = dp_now_us();
 
 	dp_budget_refill(b, j, rte_rdtsc());
 	for (uint32_t c = p->chunk; c - p->chunk < p->count; c++) {
 		struct dp_slot *s = slot_of(j, lc, t, c);
 		struct rte_mbuf *r = retained(s, c, p->round);
+		int tree = -1;
 
-		if (r == NULL)
+		if (r == NULL) {
+			r = retained_elsewhere(lc, j, c, p->round);
+			tree = t->id;
+		}
+		if (r == NULL) {
+			if (!(s->chunk == c && s->round == p->round &&
+			      (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE)))
+				recover_request(lc, j, t, c, p->round, (uint16_t)to, -1,
+						to < t->n_children || to == DP_RECOVER_PARENT
+							? (int)to
+							: -1);
 			continue;
+		}
 		if (!dp_budget_spend(b, rte_pktmbuf_data_len(r))) {
 			lc->ctr[DP_CTR_ANSWER_BUDGET]++;
 			continue;
 		}
-		send_result_copy(lc, j, t, to, r, NULL, WIRE_F_RETX | WIRE_F_ECHO, p->tsval, now_us);
+		send_copy_as(lc, j, d, pacer, r, NULL, WIRE_F_RETX | WIRE_F_ECHO, p->tsval, now_us,
+			     tree < 0 ? DP_CTR_RESULTS_SENT : DP_CTR_RECOVER_ANSWERED, tree);
 	}
 	rte_pktmbuf_free(m);
 }
@@ -1015,6 +1344,7 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 	}
 	const struct dp_job *j = find_job(st, p->job, p->epoch, &live, &why);
 
+	lc->rx_st = st;
 	if (unlikely(j == NULL)) {
 		drop(lc, m, why);
 		return;

@@ -501,6 +501,9 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		if (build_tree(dp, j, i, socket, err, errlen) != 0)
 			goto fail;
 	}
+	/* Each tree's parent may ask for RESULTs too (result recovery, PROTOCOL.md 10.1). */
+	j->parent_budget_off = j->n_budgets;
+	j->n_budgets += (uint32_t)tb->n_trees;
 	max_id = -1;
 	for (int i = 0; i < tb->n_streams; i++)
 		max_id = tb->streams[i].id > max_id ? tb->streams[i].id : max_id;
@@ -536,8 +539,8 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 
 	/* NACK_RESULT answers: DP_BUDGET_CAP full RESULT frames, refilled with time. */
 	j->budget_cap = DP_BUDGET_CAP * (uint32_t)(WIRE_FRAME_PAYLOAD_OFF + j->cset_len +
-						   (size_t)j->chunk_elements *
-							   table_dtype_size(tb->dtype));
+						   table_dtype_bytes(tb->dtype,
+								     j->chunk_elements));
 	j->budget_tsc_per_byte = rte_get_tsc_hz() / DP_BUDGET_REFILL_BPS;
 	for (unsigned int l = 0; l < dp->n_lcores; l++) {
 		int ls = (int)rte_lcore_to_socket_id(dp->lcores[l]->lcore_id);

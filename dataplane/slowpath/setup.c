@@ -48,6 +48,7 @@ dp_config_defaults(struct dp_config *cfg)
 	cfg->prm.idle_spin = 1000;
 	cfg->prm.idle_sleep_us = 100;
 	cfg->prm.drain_ms = 2000;
+	cfg->prm.linger_ms = 10000;
 	cfg->prm.mbufs = 32768;
 	cfg->prm.mtu = 1500;
 	cfg->rx_desc = 1024;

@@ -71,6 +71,8 @@ find_staged(const struct dp *dp, uint32_t job)
 	return -1;
 }
 
+static int retire(struct dp *dp, bool now_lingering);
+
 int
 dp_prepare(struct dp *dp, const json_t *table, uint32_t *job, uint32_t *epoch, char *err,
 	   size_t errlen)
@@ -140,6 +142,10 @@ dp_prepare(struct dp *dp, const json_t *table, uint32_t *job, uint32_t *epoch, c
 		}
 	}
 	j = dp_job_create(dp, tb, err, errlen);
+	/* Out of room (mbufs, sessions): what drained epochs keep for result recovery is the
+	 * first to go. */
+	if (j == NULL && errno == E2BIG && retire(dp, true) > 0)
+		j = dp_job_create(dp, tb, err, errlen);
 	if (j == NULL) {
 		int rc = -errno;
 
@@ -474,18 +480,22 @@ resolve(struct dp *dp)
 	}
 }
 
-/* Retire draining epochs whose slots have drained (or that drained too long). */
-static void
-retire(struct dp *dp)
+/* Retire draining epochs whose slots have drained and that lingered --linger-ms since
+ * they were replaced, keeping their RESULTs for result recovery (or that drained too
+ * long); with `now_lingering`, every drained one at once. A removed job's epochs do not
+ * linger. Returns how many it retired. */
+static int
+retire(struct dp *dp, bool now_lingering)
 {
 	const struct dp_state *st = atomic_load_explicit(&dp->state, memory_order_relaxed);
 	struct dp_job *gone[DP_JOBS_MAX * DP_EPOCHS_MAX];
 	uint64_t now = rte_get_tsc_cycles();
 	uint64_t limit = rte_get_tsc_hz() / 1000 * dp->prm.drain_ms;
+	uint64_t linger = rte_get_tsc_hz() / 1000 * dp->prm.linger_ms;
 	int n_gone = 0;
 
 	if (st == NULL)
-		return;
+		return 0;
 	struct dp_state n = *st;
 
 	for (int e = 0; e < n.n_jobs; e++) {
@@ -497,8 +507,12 @@ retire(struct dp *dp)
 
 			/* Drained: no open slot, and every frame its pacers held has left (a
 			 * RESULT copy waiting there is the only one its receiver gets). */
-			if (draining && ((dp_job_busy(j) == 0 && dp_job_pacing(j) == 0) ||
-					 now - j->retire_tsc > limit)) {
+			bool idle = dp_job_busy(j) == 0 && dp_job_pacing(j) == 0;
+
+			bool lingered = now_lingering || n.jobs[e].removed ||
+					now - j->retire_tsc >= linger;
+
+			if (draining && ((idle && lingered) || (!idle && now - j->retire_tsc > limit))) {
 				if (dp_job_busy(j) != 0)
 					DP_LOG(WARNING, "job %u epoch %u retired with %" PRIu64
 						" chunks unfinished\n", j->job, j->epoch,
@@ -511,7 +525,7 @@ retire(struct dp *dp)
 		n.jobs[e].n_epochs = keep;
 	}
 	if (n_gone == 0)
-		return;
+		return 0;
 	/* Drop job entries with no epoch left. */
 	int keep = 0;
 
@@ -522,8 +536,9 @@ retire(struct dp *dp)
 	struct dp_state *ns = state_copy(dp, &n);
 
 	if (ns == NULL)
-		return; /* try again next time */
+		return 0; /* try again next time */
 	publish(dp, ns, gone, n_gone);
+	return n_gone;
 }
 
 void
@@ -532,7 +547,7 @@ dp_housekeeping(struct dp *dp)
 	learn(dp);
 	resolve(dp);
 	probe_peers(dp);
-	retire(dp);
+	(void)retire(dp, false);
 }
 
 void
