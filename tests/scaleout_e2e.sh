@@ -46,10 +46,10 @@ ROUNDS=$([ "$quick" != 0 ] && echo 12 || echo 24)
 cat >"$D/topo.json" <<'JSON'
 {"format": "georeduce-topology/1", "name": "scaleout-e2e",
  "nodes": [{"id": "a", "workers": 2}, {"id": "b", "workers": 2}],
- "links": [{"a": "a", "b": "b", "gbps": 0.1, "latency_ms": 4}]}
+ "links": [{"a": "a", "b": "b", "gbps": 0.03, "latency_ms": 4}]}
 JSON
 if wan_up "$D/wan" "$D/topo.json" "$BUILD" --scale 1 --workers 2 --jobs mtree,blueconnect \
-	--elements 131072 --prefix "$P" --gateways-per-site 2,1 --gateway-mbit 60; then
+	--elements 131072 --prefix "$P" --gateways-per-site 2,1 --gateway-mbit 200; then
 	ok "2 sites up: a with 2 gateways, b with 1"
 else
 	not_ok "emulated WAN"
@@ -130,9 +130,12 @@ x2=$(stat a-2 wrong_shard)
 	not_ok "wrong_shard at a-1 $w1 -> $x1, at a-2 $w2 -> $x2"
 
 # 3. georeduce-control runs the deployment; a-2 is killed while the workers run rounds,
-# following their sites' tables.
+# following their sites' tables. The WAN link is the bottleneck (the gateways' ports are
+# faster): the link carries what its trees are planned at, and no measured rate re-plans
+# the job under the rounds. A dataplane that is gone refuses its socket, which fails it at
+# once; --fail-after only keeps a loaded machine's late answers from looking like failures.
 "$CTL" run "$W/deployment.json" --socket "$D/control.sock" --heartbeat-ms 200 \
-	--fail-after 3 --out "$D/tables" 2>"$D/control.log" &
+	--fail-after 10 --out "$D/tables" 2>"$D/control.log" &
 daemon=$!
 epoch_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["epoch"])' "$1"; }
 for _ in $(seq 150); do
