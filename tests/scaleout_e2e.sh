@@ -7,8 +7,9 @@
 # three dataplanes, bit-exact, both of a's gateways summing their shards; a worker whose
 # table names the wrong gateway for each shard refused by both gateways (wrong_shard) and
 # getting no result; georeduce-control running the deployment with a-2 killed in the middle
-# of a run of rounds: the next epoch moves its shard to a-1, the workers run the cut round
-# again and every round completes exactly.
+# of a run of rounds, a's workers joined through it and b's following their table: the
+# next epoch moves its shard to a-1, the workers run the cut round again and every round
+# completes exactly.
 #
 #   scaleout_e2e.sh BUILD_DIR
 set -u
@@ -148,11 +149,15 @@ done
 e0=$(epoch_of "$D/tables/job-1-a.json")
 all=1000,1001,1100,1101
 pids=()
+# Site a's workers join through the control process (its socket: the worker op hands them
+# their site's table, shards and all, and its long poll the next epoch); b's follow their
+# table file.
 for s in 0 1; do
-	name=$([ $s = 0 ] && echo a || echo b)
-	ip netns exec "$P-s$s" "$WK" --table "$D/tables/job-1-$name.json" \
+	src=(--table "$D/tables/job-1-b.json" --follow)
+	[ $s = 0 ] && src=(--control "$D/control.sock" --job 1)
+	ip netns exec "$P-s$s" "$WK" "${src[@]}" \
 		--worker-id $((1000 + 100 * s)) --worker-id $((1001 + 100 * s)) --all-workers "$all" \
-		--first-round 100 --rounds "$ROUNDS" --follow --timeout 30 >"$D/w-$s.out" 2>&1 &
+		--first-round 100 --rounds "$ROUNDS" --timeout 30 >"$D/w-$s.out" 2>&1 &
 	pids+=($!)
 done
 # Kill a-2 once the rounds are going: after it completed three rounds of its shard.

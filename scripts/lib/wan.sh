@@ -137,7 +137,7 @@ for s in json.load(open(sys.argv[1])):
 }
 
 wan_install() {
-	local dir=$1 job=$2 epoch=${3:-1} build
+	local dir=$1 job=$2 epoch=${3:-1} build name sock
 	build=$(cat "$dir/build")
 	# Protected links: the tables hold keys, which travel only over the control sockets
 	# (the table files have none): georeduce-control installs them itself.
