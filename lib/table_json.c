@@ -194,6 +194,27 @@ seals_json(const struct table *tb, bool with_keys)
 	return seals;
 }
 
+/* The n items (of `size` bytes each) of an array as JSON, each made by fn; NULL if one
+ * fails. */
+static json_t *
+array_of(int n, json_t *(*fn)(const void *), const void *items, size_t size)
+{
+	json_t *arr = json_array();
+
+	for (int i = 0; arr != NULL && i < n; i++)
+		if (json_array_append_new(arr, fn((const char *)items + (size_t)i * size)) != 0) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	return arr;
+}
+
+static json_t *
+stream_item(const void *st)
+{
+	return stream_json(st);
+}
+
 /* shards[j]: the gateway and its trees as a worker sees them. */
 static json_t *
 shard_json(const struct table_shard *sh)
@@ -226,6 +247,12 @@ nomem:
 	json_decref(trees);
 	json_decref(o);
 	return NULL;
+}
+
+static json_t *
+shard_item(const void *sh)
+{
+	return shard_json(sh);
 }
 
 json_t *
@@ -262,28 +289,14 @@ to_json(const struct table *tb, bool with_keys)
 				(json_int_t)tb->limits.max_slots));
 	rc |= set_new(root, "trees", trees);
 	trees = NULL;
-	if (rc == 0 && tb->n_streams > 0) {
-		json_t *streams = json_array();
-
-		for (int i = 0; streams != NULL && i < tb->n_streams; i++)
-			if (json_array_append_new(streams, stream_json(&tb->streams[i])) != 0) {
-				json_decref(streams);
-				streams = NULL;
-			}
-		rc |= set_new(root, "streams", streams);
-	}
+	if (rc == 0 && tb->n_streams > 0)
+		rc |= set_new(root, "streams", array_of(tb->n_streams, stream_item, tb->streams,
+							sizeof(*tb->streams)));
 	if (rc == 0 && tb->n_seals > 0 && with_keys)
 		rc |= set_new(root, "sealed", seals_json(tb, true));
-	if (rc == 0 && tb->n_shards > 0) {
-		json_t *shards = json_array();
-
-		for (int j = 0; shards != NULL && j < tb->n_shards; j++)
-			if (json_array_append_new(shards, shard_json(&tb->shards[j])) != 0) {
-				json_decref(shards);
-				shards = NULL;
-			}
-		rc |= set_new(root, "shards", shards);
-	}
+	if (rc == 0 && tb->n_shards > 0)
+		rc |= set_new(root, "shards", array_of(tb->n_shards, shard_item, tb->shards,
+						       sizeof(*tb->shards)));
 	if (rc != 0)
 		goto nomem;
 	return root;
