@@ -212,8 +212,8 @@ static int
 install_tables(const struct deploy *d, const struct jobplan *jp, int timeout_ms, char *err,
 	       size_t errlen)
 {
-	struct install_gw *gws = calloc((size_t)jp->n_nodes, sizeof(*gws));
-	struct table **tables = calloc((size_t)jp->n_nodes, sizeof(*tables));
+	struct install_gw *gws = calloc((size_t)jp->n_gateways, sizeof(*gws));
+	struct table **tables = calloc((size_t)jp->n_gateways, sizeof(*tables));
 	struct install_report rep = { 0 };
 	int n = 0, rc;
 
@@ -223,18 +223,17 @@ install_tables(const struct deploy *d, const struct jobplan *jp, int timeout_ms,
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (int v = 0; v < jp->n_nodes; v++) {
+	for (int v = 0; v < jp->n_gateways; v++) {
 		if (jp->tables[v] == NULL)
 			continue;
 		if (strncmp(d->gateways[v].socket, "tls://", 6) == 0) {
-			snprintf(err, errlen, "--install: the gateway of node '%s' has a tls:// "
-				 "endpoint; the daemon (run) installs over TLS",
-				 d->topo->nodes[v].id);
+			snprintf(err, errlen, "--install: gateway %s has a tls:// endpoint; the "
+				 "daemon (run) installs over TLS", d->gateways[v].name);
 			free(gws);
 			free(tables);
 			return -EINVAL;
 		}
-		install_gw_init(&gws[n], d->topo->nodes[v].id, d->gateways[v].socket);
+		install_gw_init(&gws[n], d->gateways[v].name, d->gateways[v].socket);
 		tables[n++] = jp->tables[v];
 	}
 	rc = install_epoch(gws, tables, n, jp->job->id, jp->epoch, timeout_ms, &rep);
@@ -379,12 +378,12 @@ print_status(const json_t *r)
 	       NUM(r, "uptime_s", "%.1f", a),
 	       json_integer_value(json_object_get(r, "heartbeat_ms")),
 	       json_integer_value(json_object_get(r, "fail_after")));
-	printf("\ngateways\n  %-16s %5s %-15s %-7s %14s %8s %9s %9s\n", "node", "id", "ipv4",
+	printf("\ngateways\n  %-16s %5s %-15s %-7s %14s %8s %9s %9s\n", "gateway", "id", "ipv4",
 	       "state", "last heartbeat", "rtt ms", "rx Gbit/s", "tx Gbit/s");
 	json_array_foreach(json_object_get(r, "gateways"), i, g) {
 		n = json_object_get(g, "last_heartbeat_ms_ago");
 		printf("  %-16s %5" JSON_INTEGER_FORMAT " %-15s %-7s %11s ms %8s %9s %9s\n",
-		       json_string_value(json_object_get(g, "node")),
+		       json_string_value(json_object_get(g, "name")),
 		       json_integer_value(json_object_get(g, "id")),
 		       json_string_value(json_object_get(g, "ipv4")),
 		       json_string_value(json_object_get(g, "state")),

@@ -61,6 +61,8 @@ struct gw {
 struct trate {
 	uint64_t bytes, now_bytes; /* first transmissions at the last sample, at this one */
 	int links, now_links;      /* link directions that reported them */
+	int copies;                /* its copies in the tables (one per segment of the sites'
+				    * shards that it carries; 1 with one gateway per site) */
 	double gbps;               /* mean rate per link direction between the two; < 0 */
 };
 
@@ -115,7 +117,7 @@ struct lrate {
 struct dmn {
 	const struct deploy *d;
 	const struct daemon_opts *o;
-	struct gw *gws;          /* by topology node */
+	struct gw *gws;          /* by deployment gateway (with one per site, by node) */
 	struct jobplan_link *link; /* by topology link: usable, measured capacity */
 	struct lrate *lr;        /* by topology link, a->b then b->a */
 	struct job *jobs;
@@ -163,6 +165,17 @@ node_id(const struct dmn *m, int v)
 {
 	return m->d->topo->nodes[v].id;
 }
+
+/* Gateway g's name: its node's id where the node has one gateway. */
+static const char *
+gw_name(const struct dmn *m, int g)
+{
+	return m->d->gateways[g].name;
+}
+
+/* The first and the end of the gateways of node v. */
+#define NODE_GWS(m, v, g) \
+	for (int g = (m)->d->node_gw[v]; g < (m)->d->node_gw[v] + (m)->d->node_ngw[v]; g++)
 
 static void
 mark_all_dirty(struct dmn *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -309,34 +322,38 @@ gateway_down(struct dmn *m, int v, const char *why)
 
 	g->state = GW_DOWN;
 	install_gw_close(&g->conn);
-	control_log("gateway %s (id %u, %s) is down: %s", node_id(m, v),
+	control_log("gateway %s (id %u, %s) is down: %s", gw_name(m, v),
 		    m->d->gateways[v].id, g->conn.socket, why);
 	if (was_up)
-		mark_all_dirty(m, "gateway %s failed", node_id(m, v));
+		mark_all_dirty(m, "gateway %s failed", gw_name(m, v));
 }
 
-/* Tell gateway v's dataplane to probe the gateways of its topology neighbours. */
+/* Tell gateway v's dataplane to probe the gateways of its topology neighbours (every
+ * gateway of each neighbouring site). */
 static void
 send_peers(struct dmn *m, int v)
 {
 	const struct topo *t = m->d->topo;
 	json_t *arr = json_array(), *r;
+	int nv = m->d->gateways[v].node;
 	char ip[16];
 
 	for (int l = 0; l < t->n_links; l++) {
-		int u = t->links[l].a == v ? t->links[l].b : t->links[l].b == v ? t->links[l].a : -1;
+		int u = t->links[l].a == nv ? t->links[l].b
+			: t->links[l].b == nv ? t->links[l].a : -1;
 
 		if (u < 0)
 			continue;
-		json_array_append_new(arr, json_pack("{s:s,s:i,s:i}", "ipv4",
-			table_ipv4_format(m->d->gateways[u].ipv4, ip), "base_port",
-			m->d->gateways[u].base_port, "ports", m->d->gateways[u].ports));
+		NODE_GWS(m, u, h)
+			json_array_append_new(arr, json_pack("{s:s,s:i,s:i}", "ipv4",
+				table_ipv4_format(m->d->gateways[h].ipv4, ip), "base_port",
+				m->d->gateways[h].base_port, "ports", m->d->gateways[h].ports));
 	}
 	r = install_call(&m->gws[v].conn, "peers", json_pack("{s:o}", "peers", arr),
 			 m->o->timeout_ms, m->gws[v].error, sizeof(m->gws[v].error));
 	m->gws[v].peers_sent = r != NULL && json_is_true(json_object_get(r, "ok"));
 	if (!m->gws[v].peers_sent)
-		control_log("gateway %s: cannot set its probe peers: %s", node_id(m, v),
+		control_log("gateway %s: cannot set its probe peers: %s", gw_name(m, v),
 			    r != NULL ? json_string_value(json_object_get(r, "error"))
 				      : m->gws[v].error);
 	json_decref(r);
@@ -421,16 +438,37 @@ daemon_link_sent(const json_t *jobs, uint16_t peer, uint64_t *bytes, double *pla
 	return any;
 }
 
-/* What gateway v's live epochs handed to the link towards gateway u (daemon_link_sent()). */
+/* What the gateways of node v that are up handed to the link towards node u in their live
+ * epochs (daemon_link_sent(), summed over the pairs of gateways). False if none did. */
 static bool
 link_sent(const struct dmn *m, int v, int u, uint64_t *bytes, double *planned, uint64_t *key)
 {
-	return daemon_link_sent(m->gws[v].jobs, m->d->gateways[u].id, bytes, planned, key);
+	bool any = false;
+
+	*bytes = 0;
+	*planned = 0;
+	*key = 0;
+	NODE_GWS(m, v, g) {
+		if (m->gws[g].state != GW_UP)
+			continue;
+		NODE_GWS(m, u, h) {
+			uint64_t b, k;
+			double pl;
+
+			if (!daemon_link_sent(m->gws[g].jobs, m->d->gateways[h].id, &b, &pl, &k))
+				continue;
+			*bytes += b;
+			*planned += pl;
+			*key = *key * 31u + k;
+			any = true;
+		}
+	}
+	return any;
 }
 
 /* Gateway v's last probe round trip to gateway u in ms; -1 if it has none. */
 static double
-probe_rtt_ms(const struct dmn *m, int v, int u)
+gw_probe_rtt_ms(const struct dmn *m, int v, int u)
 {
 	char ip[16];
 	size_t i;
@@ -445,6 +483,53 @@ probe_rtt_ms(const struct dmn *m, int v, int u)
 			return json_number_value(json_object_get(p, "rtt_ms"));
 	}
 	return -1;
+}
+
+/* The probe round trip from node v to node u: of the first pair of their gateways (v's
+ * up) that has one; -1 if none has. The pairs share the link and its queue. */
+static double
+probe_rtt_ms(const struct dmn *m, int v, int u)
+{
+	NODE_GWS(m, v, g) {
+		if (m->gws[g].state != GW_UP)
+			continue;
+		NODE_GWS(m, u, h) {
+			double r = gw_probe_rtt_ms(m, g, h);
+
+			if (r >= 0)
+				return r;
+		}
+	}
+	return -1;
+}
+
+/* Is some gateway of node v up? */
+static bool
+node_up(const struct dmn *m, int v)
+{
+	NODE_GWS(m, v, g)
+		if (m->gws[g].state == GW_UP)
+			return true;
+	return false;
+}
+
+/* How many copies of each plan tree the live epoch's tables hold (distinct tree ids
+ * congruent to it). */
+static void
+copies_count(const struct jobplan *jp, struct trate *r, int n)
+{
+	uint64_t *seen = n > 0 ? calloc(65536 / 64, sizeof(*seen)) : NULL;
+
+	for (int g = 0; jp != NULL && seen != NULL && g < jp->n_gateways; g++)
+		for (int e = 0; jp->tables[g] != NULL && e < jp->tables[g]->n_trees; e++) {
+			uint16_t id = jp->tables[g]->trees[e].id;
+
+			if (seen[id / 64] >> (id % 64) & 1)
+				continue;
+			seen[id / 64] |= 1ull << (id % 64);
+			r[id % n].copies++;
+		}
+	free(seen);
 }
 
 /*
@@ -469,12 +554,13 @@ tree_rates_update(struct dmn *m)
 			j->n_rates = j->rates != NULL ? n : 0;
 			j->rates_epoch = j->live_epoch;
 			j->rates_at = -1;
+			copies_count(j->live, j->rates, j->n_rates);
 		}
 		for (int k = 0; k < j->n_rates; k++) {
 			j->rates[k].now_bytes = 0;
 			j->rates[k].now_links = 0;
 		}
-		for (int v = 0; v < m->d->topo->n_nodes; v++)
+		for (int v = 0; v < m->d->n_gateways; v++)
 			json_array_foreach(m->gws[v].jobs, a, jo) {
 				if (json_integer_value(json_object_get(jo, "job")) != m->d->jobs[i].id ||
 				    json_integer_value(json_object_get(jo, "epoch")) != j->live_epoch)
@@ -482,8 +568,11 @@ tree_rates_update(struct dmn *m)
 				json_array_foreach(json_object_get(jo, "links"), b, lk) {
 					int k = daemon_link_tree(lk); /* -1: a stream's */
 
-					if (k < 0 || k >= j->n_rates)
+					/* A tree's copy in a segment of the shards has an id
+					 * congruent to the plan tree's (docs/TABLES.md). */
+					if (k < 0 || j->n_rates == 0)
 						continue;
+					k %= j->n_rates;
 					j->rates[k].now_bytes += first_tx_bytes(lk);
 					j->rates[k].now_links++;
 				}
@@ -494,7 +583,8 @@ tree_rates_update(struct dmn *m)
 			r->gbps = j->rates_at >= 0 && now > j->rates_at && r->now_links > 0 &&
 					  r->now_links == r->links && r->now_bytes >= r->bytes
 					  ? (double)(r->now_bytes - r->bytes) * 8 /
-						    ((double)(now - j->rates_at) * 1e6) / r->links
+						    ((double)(now - j->rates_at) * 1e6) / r->links *
+						    (r->copies > 0 ? r->copies : 1)
 					  : -1;
 			r->bytes = r->now_bytes;
 			r->links = r->now_links;
@@ -548,7 +638,7 @@ rates_update(struct dmn *m)
 				mark_all_dirty(m, "link %s-%s: measured capacity expired",
 					       node_id(m, t->links[l].a), node_id(m, t->links[l].b));
 			}
-			if (!m->link[l].up || m->gws[v].state != GW_UP ||
+			if (!m->link[l].up || !node_up(m, v) ||
 			    !link_sent(m, v, u, &bytes, &planned, &key)) {
 				r->at = -1;
 				r->gbps = -1;
@@ -617,13 +707,31 @@ links_update(struct dmn *m)
 	int64_t limit = (int64_t)m->o->fail_after * m->o->heartbeat_ms;
 
 	for (int l = 0; l < t->n_links; l++) {
-		int a = t->links[l].a, b = t->links[l].b;
+		int a = t->links[l].a, b = t->links[l].b, pairs = 0;
+		int64_t sab = -1, sba = -1;
+		bool quiet = false, heard = true;
 
-		if (m->gws[a].state != GW_UP || m->gws[b].state != GW_UP)
+		/* Every pair of their gateways that are up: one that had heard the other and
+		 * no longer does is a link that fails; back once every pair hears. */
+		NODE_GWS(m, a, x) {
+			if (m->gws[x].state != GW_UP)
+				continue;
+			NODE_GWS(m, b, y) {
+				int64_t xy, yx;
+
+				if (m->gws[y].state != GW_UP)
+					continue;
+				xy = silence_ms(m, x, y);
+				yx = silence_ms(m, y, x);
+				quiet |= xy > limit || yx > limit;
+				heard &= xy >= 0 && xy <= limit && yx >= 0 && yx <= limit;
+				sab = xy > sab ? xy : sab;
+				sba = yx > sba ? yx : sba;
+				pairs++;
+			}
+		}
+		if (pairs == 0)
 			continue;
-		int64_t sab = silence_ms(m, a, b), sba = silence_ms(m, b, a);
-		bool quiet = sab > limit || sba > limit;
-		bool heard = sab >= 0 && sab <= limit && sba >= 0 && sba <= limit;
 
 		if (m->link[l].up && quiet) {
 			m->link[l].up = false;
@@ -642,7 +750,7 @@ links_update(struct dmn *m)
 static void
 heartbeat_all(struct dmn *m)
 {
-	for (int v = 0; v < m->d->topo->n_nodes; v++) {
+	for (int v = 0; v < m->d->n_gateways; v++) {
 		struct gw *g = &m->gws[v];
 		char why[CTL_ERR_MAX + 64];
 		bool gone;
@@ -650,12 +758,12 @@ heartbeat_all(struct dmn *m)
 		if (heartbeat(m, g, &gone)) {
 			if (g->state != GW_UP) {
 				control_log("gateway %s (id %u, %s) is up%s, ping %.1f ms",
-					    node_id(m, v), m->d->gateways[v].id, g->conn.socket,
+					    gw_name(m, v), m->d->gateways[v].id, g->conn.socket,
 					    g->state == GW_DOWN ? " again" : "", g->rtt_ms);
 				/* From unknown (at start) the jobs are due anyway: installs
 				 * wait until no gateway is unknown. */
 				if (g->state == GW_DOWN)
-					mark_all_dirty(m, "gateway %s is back", node_id(m, v));
+					mark_all_dirty(m, "gateway %s is back", gw_name(m, v));
 				g->state = GW_UP;
 				g->peers_sent = false;
 				sync_epochs(m, v);
@@ -674,7 +782,7 @@ heartbeat_all(struct dmn *m)
 					 g->error);
 			gateway_down(m, v, why);
 		} else if (g->state == GW_UP) {
-			control_log("gateway %s: heartbeat missed (%d of %d): %s", node_id(m, v),
+			control_log("gateway %s: heartbeat missed (%d of %d): %s", gw_name(m, v),
 				    g->missed, m->o->fail_after, g->error);
 		}
 	}
@@ -682,17 +790,17 @@ heartbeat_all(struct dmn *m)
 
 /* ---- installing ---------------------------------------------------------------------- */
 
-/* "a b c": the node ids of the gateways with a table in jp. */
+/* "a b c": the names of the gateways with a table in jp. */
 static void
 member_list(const struct dmn *m, const struct jobplan *jp, char *buf, size_t len)
 {
 	size_t off = 0;
 
 	buf[0] = '\0';
-	for (int v = 0; v < jp->n_nodes && off < len; v++)
+	for (int v = 0; v < jp->n_gateways && off < len; v++)
 		if (jp->tables[v] != NULL)
 			off += (size_t)snprintf(buf + off, len - off, "%s%s", off > 0 ? " " : "",
-						node_id(m, v));
+						gw_name(m, v));
 }
 
 /*
@@ -706,7 +814,7 @@ adopt(struct dmn *m, int ji, const bool *up)
 {
 	const struct deploy_job *dj = &m->d->jobs[ji];
 	struct job *j = &m->jobs[ji];
-	int n = m->d->topo->n_nodes, k = 0;
+	int n = m->d->n_gateways, k = 0;
 	char err[JOBPLAN_ERR_MAX], members[1024];
 	struct jobplan *jp = NULL;
 	json_int_t e = -1;
@@ -765,7 +873,7 @@ install_job(struct dmn *m, int ji)
 {
 	const struct deploy_job *dj = &m->d->jobs[ji];
 	struct job *j = &m->jobs[ji];
-	int n = m->d->topo->n_nodes, k = 0, rc;
+	int n = m->d->n_gateways, k = 0, rc;
 	struct install_gw *gws = calloc((size_t)n, sizeof(*gws));
 	struct table **tables = calloc((size_t)n, sizeof(*tables));
 	bool *up = calloc((size_t)n, sizeof(*up)), *af = calloc((size_t)n, sizeof(*af));
@@ -819,7 +927,7 @@ install_job(struct dmn *m, int ji)
 			gateway_down(m, idx[rep.failed], rep.error);
 			j->dirty = true;
 			snprintf(j->reason, sizeof(j->reason), "gateway %s did not answer",
-				 node_id(m, idx[rep.failed]));
+				 gw_name(m, idx[rep.failed]));
 		} else {
 			if (j->retry_after < DAEMON_RETRY_HEARTBEATS)
 				j->retry_after = DAEMON_RETRY_HEARTBEATS;
@@ -875,7 +983,7 @@ out:
 static void
 install_due(struct dmn *m)
 {
-	for (int v = 0; v < m->d->topo->n_nodes; v++)
+	for (int v = 0; v < m->d->n_gateways; v++)
 		if (m->gws[v].state == GW_UNKNOWN)
 			return;
 	for (int i = 0; i < m->d->n_jobs && !m->stop; i++)
@@ -935,13 +1043,14 @@ status_json(const struct dmn *m)
 	json_object_set_new(o, "heartbeat_ms", json_integer(m->o->heartbeat_ms));
 	json_object_set_new(o, "fail_after", json_integer(m->o->fail_after));
 	json_object_set_new(o, "uptime_s", json_real((double)(t - m->started) / 1e3));
-	for (int v = 0; v < m->d->topo->n_nodes; v++) {
+	for (int v = 0; v < m->d->n_gateways; v++) {
 		const struct gw *g = &m->gws[v];
 		const struct deploy_gateway *dg = &m->d->gateways[v];
-		json_t *go = json_pack("{s:s,s:i,s:s,s:s,s:s,s:i}", "node", node_id(m, v), "id",
-				       dg->id, "ipv4", table_ipv4_format(dg->ipv4, ip), "socket",
-				       dg->socket, "state", gw_state_names[g->state], "missed",
-				       g->missed);
+		json_t *go = json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:s,s:i}", "node",
+				       node_id(m, dg->node), "name", dg->name, "shard", dg->shard,
+				       "id", dg->id, "ipv4", table_ipv4_format(dg->ipv4, ip),
+				       "socket", dg->socket, "state", gw_state_names[g->state],
+				       "missed", g->missed);
 
 		json_object_set_new(go, "last_heartbeat_ms_ago",
 				    g->last_ok >= 0 ? json_integer(t - g->last_ok) : json_null());
@@ -976,9 +1085,9 @@ status_json(const struct dmn *m)
 							     j->dirty || j->retry_in > 0 ?
 							     "live, re-planning" : "live"));
 		if (jp != NULL) {
-			for (int v = 0; v < jp->n_nodes; v++)
+			for (int v = 0; v < jp->n_gateways; v++)
 				if (jp->tables[v] != NULL)
-					json_array_append_new(members, json_string(node_id(m, v)));
+					json_array_append_new(members, json_string(gw_name(m, v)));
 			json_object_set_new(jo, "live_for_s", json_real((double)(t - j->live_since) /
 									 1e3));
 			json_object_set_new(jo, "workers", json_integer(jp->n_workers));
@@ -988,8 +1097,13 @@ status_json(const struct dmn *m)
 			for (int k = 0; k < jp->plan->n_trees; k++) {
 				const struct plan_tree *tr = &jp->plan->trees[k];
 				/* measured_gbps: the mean over the tree's link directions
-				 * (tree_rates_update()); root_rx_gbps: all the root receives. */
-				const struct gw *rg = &m->gws[jp->node_of[tr->root]];
+				 * (tree_rates_update()); root_rx_gbps: all the root site's
+				 * gateways receive. */
+				double rx = -1;
+
+				NODE_GWS(m, jp->node_of[tr->root], g)
+					if (m->gws[g].state == GW_UP && m->gws[g].rx_gbps >= 0)
+						rx = (rx > 0 ? rx : 0) + m->gws[g].rx_gbps;
 
 				json_array_append_new(trees, json_pack(
 					"{s:i,s:s,s:f,s:f,s:f,s:o,s:o}", "tree", k, "root",
@@ -998,8 +1112,7 @@ status_json(const struct dmn *m)
 					plan_tree_height_ms(jp->topo, tr), "measured_gbps",
 					k < j->n_rates && j->rates[k].gbps >= 0
 						? json_real(j->rates[k].gbps) : json_null(),
-					"root_rx_gbps",
-					rg->rx_gbps >= 0 ? json_real(rg->rx_gbps) : json_null()));
+					"root_rx_gbps", rx >= 0 ? json_real(rx) : json_null()));
 			}
 		}
 		json_object_set_new(jo, "gateways", members);
@@ -1029,15 +1142,17 @@ worker_index(const struct dmn *m, int i, uint32_t w)
 	return -1;
 }
 
-/* Job i's live table for the gateway of its worker k, or NULL (no live epoch, or one
- * without that worker's site). */
+/* Job i's live table for its worker k: its site's gateway's (with several, the one of
+ * them whose table the site's workers read: jobplan.site_table), or NULL (no live epoch,
+ * or one without that worker's site). */
 static const struct table *
 worker_table(const struct dmn *m, int i, int k)
 {
 	const struct jobplan *jp = m->jobs[i].live;
 	int v = m->d->jobs[i].workers[k].node;
 
-	return jp != NULL && v >= 0 && v < jp->n_nodes ? jp->tables[v] : NULL;
+	return jp != NULL && v >= 0 && v < jp->n_nodes && jp->site_table[v] >= 0
+		       ? jp->tables[jp->site_table[v]] : NULL;
 }
 
 /* The answer to a worker's request: its table if the live epoch is not `after` (or
@@ -1053,8 +1168,9 @@ worker_answer(const struct dmn *m, uint32_t id, int i, int k, bool has_after, ui
 		r = ctl_reply_ok(id);
 		json_object_set_new(r, "job", json_integer(m->d->jobs[i].id));
 		json_object_set_new(r, "epoch", json_integer(j->live_epoch));
-		json_object_set_new(r, "gateway", json_string(node_id(m, m->d->jobs[i].workers[k]
-								       .node)));
+		json_object_set_new(r, "gateway",
+				    json_string(gw_name(m, j->live->site_table[m->d->jobs[i]
+										  .workers[k].node])));
 		/* A worker gets its gateway's table without the link keys. */
 		json_object_set_new(r, "table", table_to_json_public(tb));
 		return r;
@@ -1311,8 +1427,8 @@ api_setup(struct dmn *m)
 			control_log("cannot start: tls: %s", err);
 			return -EINVAL;
 		}
-		for (int v = 0; v < m->d->topo->n_nodes; v++)
-			install_gw_tls(&m->gws[v].conn, m->tls_client, node_id(m, v),
+		for (int v = 0; v < m->d->n_gateways; v++)
+			install_gw_tls(&m->gws[v].conn, m->tls_client, gw_name(m, v),
 				       CTLTLS_ROLE_GATEWAY);
 	}
 	if (listen != NULL) {
@@ -1343,7 +1459,7 @@ static int
 setup(struct dmn *m, sigset_t *old)
 {
 	sigset_t set;
-	int n = m->d->topo->n_nodes, rc;
+	int n = m->d->n_gateways, rc;
 
 	m->gws = calloc((size_t)n, sizeof(*m->gws));
 	m->jobs = calloc((size_t)m->d->n_jobs, sizeof(*m->jobs));
@@ -1359,7 +1475,7 @@ setup(struct dmn *m, sigset_t *old)
 			control_log("cannot start: out of memory");
 			return -ENOMEM;
 		}
-		install_gw_init(&m->gws[v].conn, node_id(m, v), m->d->gateways[v].socket);
+		install_gw_init(&m->gws[v].conn, gw_name(m, v), m->d->gateways[v].socket);
 		m->gws[v].last_ok = -1;
 		m->gws[v].sample_at = -1;
 		m->gws[v].rx_gbps = m->gws[v].tx_gbps = -1;
@@ -1417,7 +1533,7 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 	free(m.waiters);
 	if (m.sfd >= 0)
 		close(m.sfd);
-	for (int v = 0; m.gws != NULL && v < d->topo->n_nodes; v++) {
+	for (int v = 0; m.gws != NULL && v < d->n_gateways; v++) {
 		install_gw_close(&m.gws[v].conn);
 		for (int i = 0; m.gws[v].live != NULL && i < d->n_jobs; i++)
 			json_decref(m.gws[v].live[i]);

@@ -227,18 +227,29 @@ parse_topology(struct dctx *c, const json_t *root, struct deploy *d)
 
 /* ---- gateways ------------------------------------------------------------------------ */
 
+/* A name for a gateway: letters, digits, '-' and '.', not starting with either of the
+ * last two (a DNS name, which a tls:// gateway's certificate carries). */
+static bool
+dns_name(const char *s)
+{
+	return s[0] != '\0' && s[0] != '-' && s[0] != '.' &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") ==
+		       strlen(s);
+}
+
+/* gateways[i] of the file into d->gateways[i]: checked on its own and against the
+ * gateways before it; names and shards are given once all are read. */
 static int
 parse_gateway(struct dctx *c, const json_t *g, const char *path, struct deploy *d, int i)
 {
 	static const char *const known[] = { "node", "id", "ipv4", "socket", "endpoint",
-					     "base_port", "ports" };
+					     "base_port", "ports", "name" };
 	const char *ekey;
-	struct deploy_gateway *gw;
+	struct deploy_gateway *gw = &d->gateways[i];
 	uint64_t id, base, ports;
-	const char *sock;
+	const char *sock, *name = NULL;
 	int node, rc;
 
-	(void)i;
 	rc = check_keys(c, g, path, known, N_OF(known), 3);
 	ekey = json_object_get(g, "endpoint") != NULL ? "endpoint" : "socket";
 	if (rc == 0 && json_object_get(g, "endpoint") != NULL &&
@@ -252,10 +263,7 @@ parse_gateway(struct dctx *c, const json_t *g, const char *path, struct deploy *
 		rc = get_node(c, d->topo, g, path, "node", &node);
 	if (rc != 0)
 		return rc;
-	gw = &d->gateways[node];
-	if (gw->id != 0)
-		return json_util_field_fail(&c->js, path, "node", "node '%s' already has a gateway",
-			     d->topo->nodes[node].id);
+	gw->node = node;
 	rc = get_uint(c, g, path, "id", 1, TABLE_ID_MAX, 0, &id);
 	if (rc == 0)
 		rc = get_ipv4(c, g, path, &gw->ipv4);
@@ -266,6 +274,15 @@ parse_gateway(struct dctx *c, const json_t *g, const char *path, struct deploy *
 	if (rc == 0)
 		rc = get_uint(c, g, path, "ports", 1, TABLE_PORTS_MAX, WIRE_PORT_COUNT_DEFAULT,
 			      &ports);
+	if (rc == 0 && json_object_get(g, "name") != NULL) {
+		rc = get_str(c, g, path, "name", &name);
+		if (rc == 0 && (strlen(name) > DEPLOY_NAME_MAX || !dns_name(name)))
+			rc = json_util_field_fail(&c->js, path, "name", "'%.*s' is not a name of at "
+						  "most %d letters, digits, '-' and '.'",
+						  DEPLOY_NAME_MAX, name, DEPLOY_NAME_MAX);
+		if (rc == 0)
+			snprintf(gw->name, sizeof(gw->name), "%s", name);
+	}
 	if (rc != 0)
 		return rc;
 	if (base + ports - 1 > UINT16_MAX)
@@ -284,24 +301,25 @@ parse_gateway(struct dctx *c, const json_t *g, const char *path, struct deploy *
 					    "longer than %d bytes (a unix socket path)",
 			     DEPLOY_SOCKET_MAX);
 	}
-	for (int v = 0; v < d->topo->n_nodes; v++) {
-		const struct deploy_gateway *o = &d->gateways[v];
+	for (int k = 0; k < i; k++) {
+		const struct deploy_gateway *o = &d->gateways[k];
 		char ip[16];
 
-		if (v == node || o->id == 0)
-			continue;
 		if (o->id == id)
 			return json_util_field_fail(&c->js, path, "id",
 						    "%" PRIu64 " is also the gateway of node '%s'",
-				     id, d->topo->nodes[v].id);
+				     id, d->topo->nodes[o->node].id);
 		if (o->ipv4 == gw->ipv4)
 			return json_util_field_fail(&c->js, path, "ipv4",
 						    "%s is also the gateway of node '%s'",
-				     table_ipv4_format(gw->ipv4, ip), d->topo->nodes[v].id);
+				     table_ipv4_format(gw->ipv4, ip), d->topo->nodes[o->node].id);
 		if (strcmp(o->socket, gw->socket) == 0)
 			return json_util_field_fail(&c->js, path, ekey,
 						    "also the endpoint of node '%s'",
-				     d->topo->nodes[v].id);
+				     d->topo->nodes[o->node].id);
+		if (name != NULL && strcmp(o->name, name) == 0)
+			return json_util_field_fail(&c->js, path, "name",
+						    "'%s' is also the name of gateways[%d]", name, k);
 	}
 	gw->id = (uint16_t)id;
 	gw->base_port = (uint16_t)base;
@@ -310,20 +328,82 @@ parse_gateway(struct dctx *c, const json_t *g, const char *path, struct deploy *
 }
 
 static int
+cmp_gw_node(const void *a, const void *b)
+{
+	const struct deploy_gateway *x = a, *y = b;
+
+	/* shard holds the file position until the gateways are ordered. */
+	if (x->node != y->node)
+		return (x->node > y->node) - (x->node < y->node);
+	return (x->shard > y->shard) - (x->shard < y->shard);
+}
+
+static int
 parse_gateways(struct dctx *c, const json_t *root, struct deploy *d)
 {
-	int rc;
+	const json_t *arr = json_object_get(root, "gateways");
+	size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
+	int rc, nn = d->topo->n_nodes;
 
-	d->gateways = calloc((size_t)d->topo->n_nodes, sizeof(*d->gateways));
-	if (d->gateways == NULL)
+	d->gateways = calloc(n > 0 ? n : 1, sizeof(*d->gateways));
+	d->node_gw = calloc((size_t)nn, sizeof(*d->node_gw));
+	d->node_ngw = calloc((size_t)nn, sizeof(*d->node_ngw));
+	if (d->gateways == NULL || d->node_gw == NULL || d->node_ngw == NULL)
 		return json_util_field_fail(&c->js, "", "gateways", "out of memory");
-	rc = each_item(c, root, "gateways", TOPO_NODES_MAX, false, d, parse_gateway);
-	for (int v = 0; rc == 0 && v < d->topo->n_nodes; v++)
-		if (d->gateways[v].id == 0)
-			rc = json_util_field_fail(&c->js, "", "gateways",
-						  "topology node '%s' has no gateway",
-				   d->topo->nodes[v].id);
-	return rc;
+	rc = each_item(c, root, "gateways", DEPLOY_GATEWAYS_MAX, false, d, parse_gateway);
+	if (rc != 0)
+		return rc;
+	d->n_gateways = (int)n;
+	for (int i = 0; i < d->n_gateways; i++) {
+		struct deploy_gateway *gw = &d->gateways[i];
+
+		if (++d->node_ngw[gw->node] > DEPLOY_SITE_GATEWAYS_MAX)
+			return json_util_field_fail(&c->js, "", "gateways", "node '%s' has more "
+						    "than %d gateways", d->topo->nodes[gw->node].id,
+						    DEPLOY_SITE_GATEWAYS_MAX);
+		gw->shard = i;
+	}
+	for (int v = 0; v < nn; v++)
+		if (d->node_ngw[v] == 0)
+			return json_util_field_fail(&c->js, "", "gateways",
+						    "topology node '%s' has no gateway",
+						    d->topo->nodes[v].id);
+	/* By node, in file order within a node (a stable order: shard is the position). */
+	qsort(d->gateways, n, sizeof(*d->gateways), cmp_gw_node);
+	for (int i = 0, v = -1, k = 0; i < d->n_gateways; i++) {
+		struct deploy_gateway *gw = &d->gateways[i];
+		const char *id = d->topo->nodes[gw->node].id;
+
+		if (gw->node != v) {
+			v = gw->node;
+			k = 0;
+			d->node_gw[v] = i;
+		}
+		gw->shard = k++;
+		if (gw->name[0] == '\0' && d->node_ngw[v] == 1)
+			snprintf(gw->name, sizeof(gw->name), "%s", id);
+		else if (gw->name[0] == '\0')
+			snprintf(gw->name, sizeof(gw->name), "%s-%d", id, gw->shard + 1);
+	}
+	/* Names are unique, and a gateway is named after no node but its own. */
+	for (int i = 0; i < d->n_gateways; i++) {
+		const struct deploy_gateway *gw = &d->gateways[i];
+		int v = topo_node_index(d->topo, gw->name);
+
+		for (int k = 0; k < i; k++)
+			if (strcmp(d->gateways[k].name, gw->name) == 0)
+				return json_util_field_fail(&c->js, "", "gateways", "two gateways "
+							    "are named '%s'", gw->name);
+		/* The site's own name is its workers' table (jobplan_write()) when it has
+		 * several gateways. */
+		if (v >= 0 && (v != gw->node || d->node_ngw[v] > 1))
+			return json_util_field_fail(&c->js, "", "gateways", "a gateway of node "
+						    "'%s' is named '%s', %s",
+						    d->topo->nodes[gw->node].id, gw->name,
+						    v != gw->node ? "another node"
+								  : "its site of several gateways");
+	}
+	return 0;
 }
 
 /* ---- jobs ---------------------------------------------------------------------------- */
@@ -336,6 +416,7 @@ parse_options(struct dctx *c, const json_t *job, const char *jpath, struct deplo
 	static const char *const ring_keys[] = { "search_seconds" };
 	static const char *const crew_keys[] = { "min_workers" };
 	static const char *const selmcast_keys[] = { "p", "model" };
+	static const char *const bc_keys[] = { "max_trees" };
 	json_t *o = json_object_get(job, "options");
 	char path[FIELD_MAX + 32];
 	uint64_t k = 0;
@@ -366,6 +447,13 @@ parse_options(struct dctx *c, const json_t *job, const char *jpath, struct deplo
 			j->paper = json_is_true(json_object_get(o, "paper"));
 		}
 		return 0;
+	case DEPLOY_ALGO_BLUECONNECT: /* the WAN stage's K */
+		rc = check_keys(c, o, path, bc_keys, N_OF(bc_keys), 0);
+		if (rc == 0)
+			rc = get_uint(c, o, path, "max_trees", 0, PLAN_TREES_MAX,
+				      DEPLOY_DEFAULT_MAX_TREES, &k);
+		j->max_trees = (int)k;
+		return rc;
 	case DEPLOY_ALGO_RING:
 		rc = check_keys(c, o, path, ring_keys, N_OF(ring_keys), 0);
 		if (rc == 0)
@@ -425,12 +513,12 @@ parse_worker(struct dctx *c, const json_t *w, const char *path, const struct dep
 		return rc;
 	dw->w.id = (uint16_t)id;
 	dw->w.port = (uint16_t)port;
-	for (int v = 0; v < d->topo->n_nodes; v++)
-		if (d->gateways[v].id == id)
+	for (int g = 0; g < d->n_gateways; g++)
+		if (d->gateways[g].id == id)
 			return json_util_field_fail(&c->js, path, "id",
 						    "%" PRIu64 " is the gateway id of node '%s' "
 				     "(workers and gateways share one id space)", id,
-				     d->topo->nodes[v].id);
+				     d->topo->nodes[d->gateways[g].node].id);
 	for (int i = 0; i < k; i++)
 		if (j->workers[i].w.id == id)
 			return json_util_field_fail(&c->js, path, "id",
@@ -590,13 +678,14 @@ parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d,
 	rc = get_str(c, job, path, "algorithm", &algo);
 	if (rc != 0)
 		return rc;
-	for (int a = DEPLOY_ALGO_MTREE; a <= DEPLOY_ALGO_SELMCAST; a++)
+	for (int a = DEPLOY_ALGO_MTREE; a <= DEPLOY_ALGO_BLUECONNECT; a++)
 		if (strcmp(algo, deploy_algo_name((enum deploy_algo)a)) == 0)
 			j->algo = (enum deploy_algo)a;
 	if (j->algo == 0)
 		return json_util_field_fail(&c->js, path, "algorithm",
 					    "expected \"mtree\", \"ring\", "
-			     "\"single-tree\", \"crew\" or \"selmcast\", got '%.32s'", algo);
+			     "\"single-tree\", \"crew\", \"selmcast\" or \"blueconnect\", got "
+			     "'%.32s'", algo);
 	j->max_trees = DEPLOY_DEFAULT_MAX_TREES;
 	j->ring_seconds = DEPLOY_DEFAULT_RING_SECONDS;
 	rc = parse_options(c, job, path, j);
@@ -719,17 +808,17 @@ parse_tls(struct dctx *c, const json_t *root, struct deploy *d)
 	const char *v;
 	int rc;
 
-	for (int g = 0; g < d->topo->n_nodes; g++) {
-		const char *id = d->topo->nodes[g].id;
+	for (int g = 0; g < d->n_gateways; g++) {
+		const char *id = d->gateways[g].name;
 
 		if (!ctltls_is_endpoint(d->gateways[g].socket))
 			continue;
 		if (t == NULL)
 			return json_util_field_fail(&c->js, "", "tls", "missing: gateway '%s' has a "
 						    "tls:// endpoint", id);
-		/* Its certificate names it: the node id must be a DNS name. */
-		if (strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
-		    strlen(id) || id[0] == '-' || id[0] == '.')
+		/* Its certificate names it: the name (by default the node id) must be a DNS
+		 * name. */
+		if (!dns_name(id))
 			return json_util_field_fail(&c->js, "", "tls", "gateway '%s' has a tls:// "
 						    "endpoint, so its node id must be a DNS name "
 						    "(letters, digits, '-', '.')", id);
@@ -857,6 +946,8 @@ deploy_free(struct deploy *d)
 	free(d->jobs);
 	free(d->gateways);
 	free(d->sealed_links);
+	free(d->node_gw);
+	free(d->node_ngw);
 	topo_free(d->topo);
 	free(d);
 }
@@ -870,6 +961,7 @@ deploy_algo_name(enum deploy_algo a)
 	case DEPLOY_ALGO_SINGLE_TREE: return "single-tree";
 	case DEPLOY_ALGO_CREW: return "crew";
 	case DEPLOY_ALGO_SELMCAST: return "selmcast";
+	case DEPLOY_ALGO_BLUECONNECT: return "blueconnect";
 	}
 	return NULL;
 }

@@ -28,6 +28,11 @@
 #define DEPLOY_ERR_MAX 768
 /** Jobs of one deployment: what one dataplane holds at once. */
 #define DEPLOY_JOBS_MAX 16
+/** Gateways of one deployment, and of one site (each holds a shard of the tensor). */
+#define DEPLOY_GATEWAYS_MAX 4096
+#define DEPLOY_SITE_GATEWAYS_MAX 16
+/** Bytes of a gateway's name (without the NUL): a node id, "-" and a number. */
+#define DEPLOY_NAME_MAX (TOPO_ID_MAX + 11)
 /** Bytes of a control socket path, without the NUL (sockaddr_un.sun_path holds 108). */
 #define DEPLOY_SOCKET_MAX 107
 /** Bytes of a control endpoint: a socket path or "tls://HOST:PORT". */
@@ -46,17 +51,25 @@ enum deploy_algo {
 	DEPLOY_ALGO_SINGLE_TREE = 3, /* the maximum-bottleneck spanning tree */
 	DEPLOY_ALGO_CREW = 4,        /* CREW partial reduce: every site aggregates a range */
 	DEPLOY_ALGO_SELMCAST = 5,    /* selective multicast: each site's updates to p others */
+	DEPLOY_ALGO_BLUECONNECT = 6, /* BlueConnect's decomposition: the sites' gateways sum
+				      * their shards, an mTree per shard over the WAN */
 };
 
-/** The gateway of one topology node. */
+/** A gateway of one topology node (a site has one or several). */
 struct deploy_gateway {
 	uint16_t id;                 /* sender id, 1 .. TABLE_ID_MAX, unique */
 	uint32_t ipv4;               /* data-plane address, host order, unicast, unique */
 	uint16_t base_port;          /* first UDP port of the steering range */
 	uint16_t ports;              /* ports of the steering range */
 	/* its dataplane's control endpoint: a socket path (resolved) or "tls://HOST:PORT",
-	 * whose certificate must name the gateway's topology node id */
+	 * whose certificate must name the gateway (`name`) */
 	char socket[DEPLOY_ENDPOINT_MAX + 1];
+	int node;                    /* its topology node */
+	int shard;                   /* its position among the node's gateways: it holds the
+				      * shard-th of the node's equal parts of every tensor */
+	/* The name in logs, files and its certificate: the node id when the node has one
+	 * gateway, else the file's "name" or NODE-K (K = shard + 1). Unique. */
+	char name[DEPLOY_NAME_MAX + 1];
 };
 
 /** One worker of a job. */
@@ -110,7 +123,12 @@ struct deploy {
 	struct deploy_tls tls;
 	char topology_src[DEPLOY_PATH_MAX + 1]; /* the topology's file, or "inline" */
 	struct topo *topo;
-	struct deploy_gateway *gateways; /* topo->n_nodes entries, by node index */
+	/* Every gateway, by node and, within a node, in file order (its shards): with one
+	 * gateway per node, gateways[v] is node v's. */
+	struct deploy_gateway *gateways;
+	int n_gateways;
+	int *node_gw;                    /* by node: the index of its first gateway */
+	int *node_ngw;                   /* by node: how many it has, 1 .. 16 */
 	int n_jobs;
 	struct deploy_job *jobs;
 	/* Protected links (docs/DEPLOYMENT.md, "protected"): the AEAD their frames are
@@ -138,7 +156,7 @@ struct deploy *deploy_load(const char *path, char *err, size_t errlen);
 /** Free a deployment. NULL is a no-op. */
 void deploy_free(struct deploy *d);
 
-/** "mtree", "ring", "single-tree", "crew", "selmcast", or NULL. */
+/** "mtree", "ring", "single-tree", "crew", "selmcast", "blueconnect", or NULL. */
 const char *deploy_algo_name(enum deploy_algo a);
 
 /** Number of workers job j has at node v. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "baselines.h"
+#include "blueconnect.h"
 #include "crew.h"
 #include "graph.h"
 #include "jobplan.h"
@@ -181,8 +182,28 @@ out:
 
 /* ---- planning a job ------------------------------------------------------------------ */
 
-/* The planning topology: nodes that are up, the links between them that are up (at their
- * measured capacity where that is lower), the job's worker counts. */
+/* What the links carry of a tensor of `bytes`: every packet of chunk_bytes of payload
+ * travels with WIRE_FRAME_PAYLOAD_OFF bytes of Ethernet, IPv4, UDP and georeduce header
+ * (6.8% at 1408 B) and the job's contributor set, which the capacities must also carry. */
+static uint64_t
+wire_bytes(const struct deploy_job *j, uint64_t bytes)
+{
+	double wire = (double)(j->chunk_bytes + WIRE_FRAME_PAYLOAD_OFF +
+			       j->cset_blocks * WIRE_CSET_BLOCK) / (double)j->chunk_bytes;
+
+	return (uint64_t)((double)bytes * wire);
+}
+
+/* Gateway g of the deployment is up (up: by gateway, NULL: all). */
+static bool
+gw_up(const bool *up, int g)
+{
+	return up == NULL || up[g];
+}
+
+/* The planning topology: nodes with a gateway that is up (as many gateways as are up), the
+ * links between them that are up (at their measured capacity where that is lower), the
+ * job's worker counts. */
 static int
 planning_topo(const struct deploy *d, const struct deploy_job *j, const bool *up,
 	      const struct jobplan_link *lk, struct jobplan *jp, char *err, size_t errlen)
@@ -200,10 +221,15 @@ planning_topo(const struct deploy *d, const struct deploy_job *j, const bool *up
 		goto out;
 	}
 	for (int v = 0; v < t->n_nodes; v++) {
+		int g = 0;
+
 		idx[v] = -1;
-		if (up != NULL && !up[v])
+		for (int k = 0; k < d->node_ngw[v]; k++)
+			g += gw_up(up, d->node_gw[v] + k);
+		if (g == 0)
 			continue;
 		nodes[n] = t->nodes[v];
+		nodes[n].gateways = g;
 		nodes[n].workers = deploy_job_workers_at(j, v);
 		workers += nodes[n].workers;
 		jp->node_of[n] = v;
@@ -566,17 +592,29 @@ out:
 	return rc;
 }
 
-/* The table of planning node i of a selmcast job: its part in every stream through it. */
+/* The first gateway of deployment node v that is in the epoch (v has one). */
+static const struct deploy_gateway *
+lead_gw(const struct jobplan *jp, const struct deploy *d, int v)
+{
+	int g = d->node_gw[v];
+
+	while (!jp->gw_up[g] && g < d->node_gw[v] + d->node_ngw[v] - 1)
+		g++;
+	return &d->gateways[g];
+}
+
+/* The table of gateway g at planning node i of a selmcast job: its part in every stream
+ * through it. A site's streams go through its first gateway that is up; the others get
+ * none. */
 static struct table *
 stream_table(const struct jobplan *jp, const struct deploy *d, const struct deploy_job *j,
-	     int i, char *err, size_t errlen)
+	     int i, const struct deploy_gateway *g, char *err, size_t errlen)
 {
 	const struct topo *t = jp->topo;
-	const struct deploy_gateway *g = &d->gateways[jp->node_of[i]];
 	int n_here = 0, k = 0;
 	struct table *tb;
 
-	for (int s = 0; s < jp->n_streams; s++)
+	for (int s = 0; s < jp->n_streams && g == lead_gw(jp, d, jp->node_of[i]); s++)
 		n_here += jp->streams[s].parent[i] != PLAN_ABSENT;
 	tb = table_create_streams(0, NULL, NULL, n_here);
 	if (tb == NULL) {
@@ -593,7 +631,7 @@ stream_table(const struct jobplan *jp, const struct deploy *d, const struct depl
 	tb->limits = (struct table_limits){ TABLE_TREES_MAX, TABLE_CHILDREN_MAX,
 					    TABLE_WORKERS_MAX,
 					    j->slots_max != 0 ? j->slots_max : TABLE_SLOTS_MAX };
-	for (int s = 0; s < jp->n_streams; s++) {
+	for (int s = 0; s < jp->n_streams && n_here > 0; s++) {
 		const struct jobplan_stream *js = &jp->streams[s];
 		struct table_stream *ts;
 		int src = jp->node_of[js->source];
@@ -602,16 +640,16 @@ stream_table(const struct jobplan *jp, const struct deploy *d, const struct depl
 			continue;
 		ts = &tb->streams[k++];
 		ts->id = (uint16_t)s;
-		ts->source = d->gateways[src].id;
+		ts->source = lead_gw(jp, d, src)->id;
 		ts->rate_gbps = js->rate_gbps;
 		if (js->parent[i] >= 0) {
-			const struct deploy_gateway *f = &d->gateways[jp->node_of[js->parent[i]]];
+			const struct deploy_gateway *f = lead_gw(jp, d, jp->node_of[js->parent[i]]);
 
 			ts->has_from = true;
 			ts->from = (struct table_gw){ f->id, f->ipv4, f->base_port, f->ports };
 		}
 		for (int v = 0; v < t->n_nodes; v++) {
-			const struct deploy_gateway *c = &d->gateways[jp->node_of[v]];
+			const struct deploy_gateway *c = lead_gw(jp, d, jp->node_of[v]);
 
 			if (js->parent[v] == i && ts->n_to < TABLE_CHILDREN_MAX)
 				ts->to[ts->n_to++] = (struct table_gw){ c->id, c->ipv4,
@@ -637,6 +675,41 @@ stream_table(const struct jobplan *jp, const struct deploy *d, const struct depl
 		return NULL;
 	}
 	return tb;
+}
+
+/*
+ * BlueConnect (docs/BLUECONNECT.md) over the planning topology, whose sites have the job's
+ * workers and the gateways that are up: the WAN stage's mTree and every decomposition
+ * costed for `bytes` (what the links carry). The gateways run the decomposition without
+ * ring stages (every in-site level summed at them, each taking its shard), which becomes
+ * the plan's; when the planner's cheapest has ring stages among the workers, jp->note says
+ * so. NULL with errno and perr.
+ */
+static struct plan *
+blueconnect_job(struct jobplan *jp, const struct deploy_job *j, uint64_t bytes, char *perr,
+		size_t len)
+{
+	struct bc_opts o = BC_OPTS_DEFAULT;
+	struct bc_result r;
+	struct plan *p = NULL;
+	int rc;
+
+	o.bytes = bytes;
+	o.max_trees = j->max_trees;
+	rc = blueconnect_plan(jp->topo, &o, &r, perr, len);
+	if (rc == 0 && r.chosen != 0)
+		snprintf(jp->note, sizeof(jp->note), "; the planner's cheapest, %s at %.3f s, has "
+			 "ring stages among the workers, which the gateways do not run",
+			 r.cand[r.chosen].name, r.cand[r.chosen].seconds);
+	if (rc == 0)
+		rc = blueconnect_choose(jp->topo, &r, 0, perr, len);
+	if (rc == 0) {
+		p = r.plan;
+		r.plan = NULL;
+	}
+	bc_result_fini(&r);
+	errno = rc == -ENOMEM ? ENOMEM : rc == -EIO ? EIO : rc == -EINVAL ? EINVAL : ENOENT;
+	return p;
 }
 
 static int
@@ -667,6 +740,8 @@ plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errle
 		jp->plan = jobplan_ring_chains(t, j->ring_seconds, bytes, perr, sizeof(perr));
 	} else if (j->algo == DEPLOY_ALGO_CREW) {
 		jp->plan = crew_stars(t, bytes, perr, sizeof(perr));
+	} else if (j->algo == DEPLOY_ALGO_BLUECONNECT) {
+		jp->plan = blueconnect_job(jp, j, wire_bytes(j, bytes), perr, sizeof(perr));
 	} else {
 		jp->plan = baseline_single_tree(t, bytes, 0);
 		snprintf(perr, sizeof(perr), "single-tree: %s", strerror(errno));
@@ -680,25 +755,22 @@ plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errle
 	if (rc != 0)
 		return fail(err, errlen, rc, "job %u: the %s plan is invalid: %s", j->id,
 			    deploy_algo_name(j->algo), perr);
-	/* Predict what the links carry: every packet of chunk_bytes of payload travels with
-	 * WIRE_FRAME_PAYLOAD_OFF bytes of Ethernet, IPv4, UDP and georeduce header (6.8% at
-	 * 1408 B), which the links' capacities must also carry. */
-	double wire = (double)(j->chunk_bytes + WIRE_FRAME_PAYLOAD_OFF +
-			       j->cset_blocks * WIRE_CSET_BLOCK) / (double)j->chunk_bytes;
-
-	rc = plan_predict(t, jp->plan, (uint64_t)((double)bytes * wire), 0);
+	/* BlueConnect's prediction is its own model's, of the LAN hand-off and the WAN. */
+	rc = j->algo == DEPLOY_ALGO_BLUECONNECT && topo_worker_sites(t) > 1
+		     ? 0 : plan_predict(t, jp->plan, wire_bytes(j, bytes), 0);
 	if (rc != 0)
 		return fail(err, errlen, rc, "job %u: prediction failed: %s", j->id, strerror(-rc));
 	jp->plan->bytes = bytes;
 	return 0;
 }
 
-/* Whether the deployment protects the topology link between deployment nodes u and v. */
+/* Whether the deployment protects the topology link between the nodes of deployment
+ * gateways u and v. */
 static bool
 link_sealed(void *arg, int u, int v)
 {
 	const struct deploy *d = arg;
-	int l = topo_link_between(d->topo, u, v);
+	int l = topo_link_between(d->topo, d->gateways[u].node, d->gateways[v].node);
 
 	return l >= 0 && d->sealed_links[l];
 }
@@ -707,15 +779,15 @@ link_sealed(void *arg, int u, int v)
 static int
 seal_tables(struct jobplan *jp, const struct deploy *d, char *err, size_t errlen)
 {
-	uint16_t *ids = malloc(sizeof(*ids) * (size_t)jp->n_nodes);
+	uint16_t *ids = malloc(sizeof(*ids) * (size_t)jp->n_gateways);
 	char terr[TABLE_ERR_MAX];
 	int rc;
 
 	if (ids == NULL)
 		return fail(err, errlen, -ENOMEM, "out of memory");
-	for (int v = 0; v < jp->n_nodes; v++)
-		ids[v] = d->gateways[v].id;
-	rc = table_seal_links(jp->tables, jp->n_nodes, ids, link_sealed, (void *)d,
+	for (int g = 0; g < jp->n_gateways; g++)
+		ids[g] = d->gateways[g].id;
+	rc = table_seal_links(jp->tables, jp->n_gateways, ids, link_sealed, (void *)d,
 			      d->seal_aead, terr, sizeof(terr));
 	free(ids);
 	return rc == 0 ? 0 : fail(err, errlen, rc, "job %u: %s", jp->job->id, terr);
@@ -728,6 +800,8 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 	int n = jp->topo->n_nodes, rc = 0;
 	struct table_deploy_node *dn = calloc((size_t)n, sizeof(*dn));
 	struct table_worker *ws = malloc(sizeof(*ws) * (size_t)j->n_workers);
+	struct table_gw *gws = malloc(sizeof(*gws) * (size_t)d->n_gateways);
+	int *gw_of = malloc(sizeof(int) * (size_t)d->n_gateways);
 	struct table_deploy td = {
 		.n_nodes = n,
 		.nodes = dn,
@@ -740,43 +814,63 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 		.min_workers = j->min_workers,
 	};
 	char terr[TABLE_ERR_MAX];
-	int k = 0;
+	int k = 0, m = 0;
 
-	if (dn == NULL || ws == NULL) {
+	if (dn == NULL || ws == NULL || gws == NULL || gw_of == NULL) {
 		rc = fail(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
+	/* Each planning node: its gateways that are up, in shard order, and its workers. */
 	for (int i = 0; i < n; i++) {
-		const struct deploy_gateway *g = &d->gateways[jp->node_of[i]];
+		int v = jp->node_of[i];
 
-		dn[i].gateway_id = g->id;
-		dn[i].ipv4 = g->ipv4;
-		dn[i].base_port = g->base_port;
-		dn[i].ports = g->ports;
+		dn[i].gateways = gws + m;
+		for (int g = d->node_gw[v]; g < d->node_gw[v] + d->node_ngw[v]; g++) {
+			const struct deploy_gateway *dg = &d->gateways[g];
+
+			if (!jp->gw_up[g])
+				continue;
+			gw_of[m] = g;
+			gws[m++] = (struct table_gw){ dg->id, dg->ipv4, dg->base_port, dg->ports };
+		}
+		dn[i].n_gateways = (int)(gws + m - dn[i].gateways);
 		dn[i].workers = ws + k;
 		for (int w = 0; w < j->n_workers; w++)
-			if (j->workers[w].node == jp->node_of[i])
+			if (j->workers[w].node == v)
 				ws[k++] = j->workers[w].w;
 		dn[i].n_workers = (int)(ws + k - dn[i].workers);
 	}
-	for (int i = 0; i < n; i++) {
-		struct table *tb = j->algo == DEPLOY_ALGO_SELMCAST
-					   ? stream_table(jp, d, j, i, terr, sizeof(terr))
-					   : table_compile(jp->topo, jp->plan, &td, i, j->id,
-							   jp->epoch, terr, sizeof(terr));
+	for (int i = 0; i < n; i++)
+		for (int s = 0; s < dn[i].n_gateways; s++) {
+			int g = gw_of[dn[i].gateways + s - gws];
+			struct table *tb = j->algo == DEPLOY_ALGO_SELMCAST
+						   ? stream_table(jp, d, j, i, &d->gateways[g], terr,
+								  sizeof(terr))
+						   : table_compile_gateway(jp->topo, jp->plan, &td, i, s,
+									   j->id, jp->epoch, terr,
+									   sizeof(terr));
 
-		if (tb == NULL) {
-			rc = fail(err, errlen, errno == ENOMEM ? -ENOMEM : errno == E2BIG ? -E2BIG
-				  : -EINVAL, "job %u: gateway of node '%s': %s", j->id,
-				  jp->topo->nodes[i].id, terr);
-			goto out;
+			if (tb == NULL) {
+				rc = fail(err, errlen, errno == ENOMEM ? -ENOMEM : errno == E2BIG ?
+					  -E2BIG : -EINVAL, "job %u: gateway %s: %s", j->id,
+					  d->gateways[g].name, terr);
+				goto out;
+			}
+			jp->tables[g] = tb;
+			jp->n_tables++;
+			/* The site's workers read the first table that carries chunks. */
+			if (jp->site_table[jp->node_of[i]] < 0 ||
+			    (tb->n_trees + tb->n_streams > 0 &&
+			     jp->tables[jp->site_table[jp->node_of[i]]]->n_trees +
+					     jp->tables[jp->site_table[jp->node_of[i]]]->n_streams ==
+				     0))
+				jp->site_table[jp->node_of[i]] = g;
 		}
-		jp->tables[jp->node_of[i]] = tb;
-		jp->n_tables++;
-	}
 	if (d->seal_aead != 0)
 		rc = seal_tables(jp, d, err, errlen);
 out:
+	free(gw_of);
+	free(gws);
 	free(ws);
 	free(dn);
 	return rc;
@@ -795,8 +889,16 @@ jobplan_build(const struct deploy *d, int ji, const bool *up, const struct jobpl
 	jp->job = j;
 	jp->epoch = epoch;
 	jp->n_nodes = d->topo->n_nodes;
-	jp->tables = calloc((size_t)jp->n_nodes, sizeof(*jp->tables));
-	rc = jp->tables == NULL ? fail(err, errlen, -ENOMEM, "out of memory") : 0;
+	jp->n_gateways = d->n_gateways;
+	jp->tables = calloc((size_t)jp->n_gateways, sizeof(*jp->tables));
+	jp->gw_up = calloc((size_t)jp->n_gateways, sizeof(*jp->gw_up));
+	jp->site_table = malloc(sizeof(*jp->site_table) * (size_t)jp->n_nodes);
+	rc = jp->tables == NULL || jp->gw_up == NULL || jp->site_table == NULL
+		     ? fail(err, errlen, -ENOMEM, "out of memory") : 0;
+	for (int g = 0; rc == 0 && g < jp->n_gateways; g++)
+		jp->gw_up[g] = gw_up(up, g);
+	for (int v = 0; rc == 0 && v < jp->n_nodes; v++)
+		jp->site_table[v] = -1;
 	if (rc == 0)
 		rc = planning_topo(d, j, up, links, jp, err, errlen);
 	if (rc == 0)
@@ -816,14 +918,16 @@ jobplan_free(struct jobplan *jp)
 {
 	if (jp == NULL)
 		return;
-	for (int v = 0; jp->tables != NULL && v < jp->n_nodes; v++)
-		table_free(jp->tables[v]);
+	for (int g = 0; jp->tables != NULL && g < jp->n_gateways; g++)
+		table_free(jp->tables[g]);
 	for (int s = 0; s < jp->n_streams; s++) {
 		free(jp->streams[s].parent);
 		free(jp->streams[s].receiver);
 	}
 	free(jp->streams);
 	free(jp->tables);
+	free(jp->gw_up);
+	free(jp->site_table);
 	plan_free(jp->plan);
 	topo_free(jp->topo);
 	free(jp->node_of);
@@ -839,9 +943,9 @@ jobplan_summary(const struct jobplan *jp, char *buf, size_t len)
 
 	plan_fmt_bytes(size, sizeof(size), (double)p->bytes);
 	off = (size_t)snprintf(buf, len, "%s: %d tree%s, %.3f Gbit/s, predicted %.3f s for %s, "
-			       "%d workers at %d gateways", deploy_algo_name(jp->job->algo),
+			       "%d workers at %d gateways%s", deploy_algo_name(jp->job->algo),
 			       p->n_trees, p->n_trees == 1 ? "" : "s", plan_total_rate(p),
-			       p->allreduce_seconds, size, jp->n_workers, jp->n_tables);
+			       p->allreduce_seconds, size, jp->n_workers, jp->n_tables, jp->note);
 	for (int s = 0; s < jp->n_streams && off < len; s++) {
 		int r = 0;
 
@@ -909,19 +1013,27 @@ int
 jobplan_write(const struct jobplan *jp, const struct deploy *d, const char *dir, char *err,
 	      size_t errlen)
 {
-	char path[DEPLOY_PATH_MAX + 1], part[TOPO_ID_MAX + 1];
+	char path[DEPLOY_PATH_MAX + 1], part[DEPLOY_NAME_MAX + 1];
 	int rc;
 
 	if (mkdir(dir, 0777) != 0 && errno != EEXIST)
 		return fail(err, errlen, -errno, "%s: cannot create: %s", dir, strerror(errno));
 	snprintf(path, sizeof(path), "%s/job-%u-plan.json", dir, jp->job->id);
 	rc = write_file(path, jp->plan, true, jp->topo, err, errlen);
+	for (int g = 0; rc == 0 && g < jp->n_gateways; g++) {
+		if (jp->tables[g] == NULL)
+			continue;
+		file_part(d->gateways[g].name, part, sizeof(part));
+		snprintf(path, sizeof(path), "%s/job-%u-%s.json", dir, jp->job->id, part);
+		rc = write_file(path, jp->tables[g], false, NULL, err, errlen);
+	}
+	/* A site with several gateways: the table its workers read, under the site's name. */
 	for (int v = 0; rc == 0 && v < jp->n_nodes; v++) {
-		if (jp->tables[v] == NULL)
+		if (d->node_ngw[v] == 1 || jp->site_table[v] < 0)
 			continue;
 		file_part(d->topo->nodes[v].id, part, sizeof(part));
 		snprintf(path, sizeof(path), "%s/job-%u-%s.json", dir, jp->job->id, part);
-		rc = write_file(path, jp->tables[v], false, NULL, err, errlen);
+		rc = write_file(path, jp->tables[jp->site_table[v]], false, NULL, err, errlen);
 	}
 	return rc;
 }

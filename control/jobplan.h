@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
  * Planning one job of a deployment for one epoch: the planning topology (the deployment's
- * topology without the gateways that are down, each site's worker count being the job's
- * workers there), the plan of the job's algorithm (mTree, the ring run as chain trees, or
- * the single tree), its predicted AllReduce time, and the compiled georeduce-table/1 of
- * every gateway that is up.
+ * topology without the sites whose gateways are all down, each site's worker count being
+ * the job's workers there and its gateways those that are up), the plan of the job's
+ * algorithm (mTree, the ring run as chain trees, the single tree, CREW's stars, selective
+ * multicast streams or BlueConnect's WAN stage), its predicted AllReduce time, and the
+ * compiled georeduce-table/1 of every gateway that is up: where a site has several, each
+ * holds a shard of the tensor (docs/TABLES.md, "Several gateways per site").
  *
  * Control side, single-threaded: the planner library keeps no global state, so jobs are
  * planned one after another. No DPDK.
@@ -42,12 +44,20 @@ struct jobplan {
 	int *node_of;                   /* planning node -> deployment node (topo->n_nodes) */
 	struct plan *plan;              /* over topo; plan->allreduce_seconds predicted */
 	int n_nodes;                    /* the deployment's node count */
-	struct table **tables;          /* by deployment node; NULL where the gateway is down */
+	int n_gateways;                 /* the deployment's gateway count */
+	struct table **tables;          /* by deployment gateway (with one gateway per site,
+					 * by node); NULL where the gateway is down */
+	int *site_table;                /* by deployment node: the gateway whose table the
+					 * site's workers read (the first that is up and carries
+					 * chunks, or else the first that is up); -1: none */
 	int n_tables;                   /* gateways in the epoch */
+	bool *gw_up;                    /* by deployment gateway: in the epoch */
 	int n_workers;                  /* the job's workers at gateways that are up */
 	int n_streams;                  /* selmcast: one per worker site; 0 otherwise */
 	struct jobplan_stream *streams; /* the plan has no trees then, and a "multicast"
 					 * section (docs/SELMCAST.md) */
+	char note[256];                 /* blueconnect: what the planner would choose beyond
+					 * what the gateways run, for the summary; "" */
 };
 
 /** What the control process knows of a topology link beyond the topology file. */
@@ -58,11 +68,12 @@ struct jobplan_link {
 };
 
 /**
- * Plan job d->jobs[ji] at epoch `epoch` over the nodes whose up[v] is true (NULL: all)
- * and the links whose links[l].up is true (topology link index; NULL: all, at the
- * topology's capacities),
- * then compile the table of every gateway that is up (nodes in no tree get an empty table).
- * Workers at nodes that are down leave the job.
+ * Plan job d->jobs[ji] at epoch `epoch` over the gateways whose up[g] is true (deployment
+ * gateway index; NULL: all) and the links whose links[l].up is true (topology link index;
+ * NULL: all, at the topology's capacities), then compile the table of every gateway that
+ * is up (gateways in no tree get an empty table). A site is in the plan while one of its
+ * gateways is up; its shards are cut among those that are. Workers at sites whose
+ * gateways are all down leave the job.
  *
  * @param out  Receives the plan (free with jobplan_free()).
  * @param err  Receives one line on failure.
@@ -86,8 +97,10 @@ void jobplan_free(struct jobplan *jp);
 char *jobplan_summary(const struct jobplan *jp, char *buf, size_t len);
 
 /**
- * Write every table of the plan as DIR/job-J-GATEWAY.json (GATEWAY the topology node id)
- * and the plan as DIR/job-J-plan.json. Returns 0 or a negative errno with err filled.
+ * Write every table of the plan as DIR/job-J-GATEWAY.json (GATEWAY the gateway's name: the
+ * topology node id for a site with one gateway) and the plan as DIR/job-J-plan.json; for a
+ * site with several gateways also DIR/job-J-NODE.json, the table its workers read
+ * (site_table). Returns 0 or a negative errno with err filled.
  */
 int jobplan_write(const struct jobplan *jp, const struct deploy *d, const char *dir,
 		  char *err, size_t errlen);

@@ -230,6 +230,78 @@ cfail(struct compile *c, int code, const char *fmt, ...)
 	return -code;
 }
 
+/* The number of gateways of a node and its j-th gateway. */
+static int
+node_ngw(const struct table_deploy_node *dn)
+{
+	return dn->n_gateways > 0 ? dn->n_gateways : 1;
+}
+
+static struct table_gw
+node_gw(const struct table_deploy_node *dn, int j)
+{
+	if (dn->n_gateways > 0)
+		return dn->gateways[j];
+	return (struct table_gw){ .id = dn->gateway_id, .ipv4 = dn->ipv4,
+				  .base_port = dn->base_port, .ports = dn->ports };
+}
+
+/* "deploy.nodes[1] ('b')" and the gateway field's prefix: ".gateway_id"-style names for a
+ * node with its one gateway in the node's fields, ".gateways[j]." for a list. */
+static void
+gw_field(const struct compile *c, int v, int j, const char *one, const char *many, char *buf,
+	 size_t len)
+{
+	if (c->d->nodes[v].n_gateways > 0)
+		snprintf(buf, len, "deploy.nodes[%d] ('%s').gateways[%d].%s", v, c->t->nodes[v].id,
+			 j, many);
+	else
+		snprintf(buf, len, "deploy.nodes[%d] ('%s').%s", v, c->t->nodes[v].id, one);
+}
+
+/* Gateway j of node v: its id, address and ports; ids in seen[] so far are taken. */
+static int
+check_gateway(struct compile *c, int v, int j, uint64_t *seen)
+{
+	const struct table_gw g = node_gw(&c->d->nodes[v], j);
+	char f[160], ip[16];
+
+	if (g.id == 0 || g.id > TABLE_ID_MAX) {
+		gw_field(c, v, j, "gateway_id", "id", f, sizeof(f));
+		return cfail(c, EINVAL, "%s: must be in [1, %d]", f, TABLE_ID_MAX);
+	}
+	if (seen[g.id / 64] & (1ull << (g.id % 64))) {
+		gw_field(c, v, j, "gateway_id", "id", f, sizeof(f));
+		return cfail(c, EINVAL, "%s: id %u is used twice", f, g.id);
+	}
+	if (!table_ipv4_unicast(g.ipv4)) {
+		gw_field(c, v, j, "ipv4", "ipv4", f, sizeof(f));
+		return cfail(c, EINVAL, "%s: %s is not a unicast address", f,
+			     table_ipv4_format(g.ipv4, ip));
+	}
+	if (g.base_port == 0 || g.ports == 0 || g.ports > TABLE_PORTS_MAX ||
+	    (uint32_t)g.base_port + g.ports - 1 > 65535) {
+		gw_field(c, v, j, "ports", "ports", f, sizeof(f));
+		return cfail(c, EINVAL, "%s: base_port %u and %u ports must make a range inside "
+			     "[1, 65535] of at most %d ports", f, g.base_port, g.ports,
+			     TABLE_PORTS_MAX);
+	}
+	seen[g.id / 64] |= 1ull << (g.id % 64);
+	for (int u = 0; u <= v; u++)
+		for (int k = 0; k < (u < v ? node_ngw(&c->d->nodes[u]) : j); k++) {
+			if (node_gw(&c->d->nodes[u], k).ipv4 != g.ipv4)
+				continue;
+			gw_field(c, v, j, "ipv4", "ipv4", f, sizeof(f));
+			if (c->d->nodes[u].n_gateways > 0)
+				return cfail(c, EINVAL, "%s: %s is also gateways[%d] of nodes[%d] "
+					     "('%s')", f, table_ipv4_format(g.ipv4, ip), k, u,
+					     c->t->nodes[u].id);
+			return cfail(c, EINVAL, "%s: %s is also the gateway of nodes[%d] ('%s')", f,
+				     table_ipv4_format(g.ipv4, ip), u, c->t->nodes[u].id);
+		}
+	return 0;
+}
+
 /* The deployment's own rules, checked for every node so that every gateway's compile
  * gives the same verdict. */
 static int
@@ -248,36 +320,22 @@ check_deploy(struct compile *c)
 		const struct table_deploy_node *dn = &d->nodes[v];
 		const char *id = t->nodes[v].id;
 
-		if (dn->gateway_id == 0 || dn->gateway_id > TABLE_ID_MAX)
-			rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').gateway_id: must be in [1, %d]",
-				   v, id, TABLE_ID_MAX);
-		else if (seen[dn->gateway_id / 64] & (1ull << (dn->gateway_id % 64)))
-			rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').gateway_id: id %u is used twice",
-				   v, id, dn->gateway_id);
-		else if (!table_ipv4_unicast(dn->ipv4))
-			rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').ipv4: %s is not a unicast "
-				   "address", v, id, table_ipv4_format(dn->ipv4, ip));
-		else if (dn->base_port == 0 || dn->ports == 0 || dn->ports > TABLE_PORTS_MAX ||
-			 (uint32_t)dn->base_port + dn->ports - 1 > 65535)
-			rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').ports: base_port %u and %u "
-				   "ports must make a range inside [1, 65535] of at most %d ports", v,
-				   id, dn->base_port, dn->ports, TABLE_PORTS_MAX);
-		else if (dn->n_workers < 0 || (dn->n_workers > 0 && dn->workers == NULL))
+		if (dn->n_gateways < 0 || dn->n_gateways > TABLE_SITE_GATEWAYS_MAX ||
+		    (dn->n_gateways > 0 && dn->gateways == NULL)) {
+			rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').gateways: %d gateways, a site "
+				   "has 1 to %d", v, id, dn->n_gateways, TABLE_SITE_GATEWAYS_MAX);
+			break;
+		}
+		for (int j = 0; j < node_ngw(dn) && rc == 0; j++)
+			rc = check_gateway(c, v, j, seen);
+		if (rc != 0)
+			break;
+		if (dn->n_workers < 0 || (dn->n_workers > 0 && dn->workers == NULL))
 			rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').workers: bad worker array", v,
 				   id);
 		else if (dn->n_workers > TABLE_WORKERS_MAX)
 			rc = cfail(c, E2BIG, "deploy.nodes[%d] ('%s').workers: %d workers, more than "
 				   "the table limit %d", v, id, dn->n_workers, TABLE_WORKERS_MAX);
-		if (rc != 0)
-			break;
-		seen[dn->gateway_id / 64] |= 1ull << (dn->gateway_id % 64);
-		for (int u = 0; u < v; u++)
-			if (d->nodes[u].ipv4 == dn->ipv4) {
-				rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').ipv4: %s is also the "
-					   "gateway of nodes[%d] ('%s')", v, id,
-					   table_ipv4_format(dn->ipv4, ip), u, t->nodes[u].id);
-				break;
-			}
 		total += dn->n_workers;
 	}
 	/* Worker ids: unique in the deployment and distinct from every gateway id. */
@@ -384,21 +442,104 @@ fill_below(const struct compile *c, const struct plan_tree *tr, int u, struct ta
 		}
 }
 
+int
+table_shard_of(uint64_t c, uint64_t n_chunks, int g)
+{
+	for (int j = g - 1; j > 0; j--)
+		if ((uint64_t)j * n_chunks / (uint64_t)g <= c)
+			return j;
+	return 0;
+}
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The segments of the chunks [0, n): cut at every boundary floor(j n / g) of every node
+ * with g > 1 gateways. bounds[0 .. *n_seg] ascending, bounds[0] = 0, bounds[*n_seg] = n.
+ * One segment when every node has one gateway. -ENOMEM.
+ */
+static int
+segments(const struct table_deploy *d, uint32_t n, uint32_t **bounds, int *n_seg)
+{
+	size_t cap = 2;
+	uint32_t *b;
+	int k = 0, m = 0;
+
+	for (int v = 0; v < d->n_nodes; v++)
+		cap += (size_t)node_ngw(&d->nodes[v]) - 1;
+	b = malloc(sizeof(*b) * cap);
+	if (b == NULL)
+		return -ENOMEM;
+	b[k++] = 0;
+	b[k++] = n;
+	for (int v = 0; v < d->n_nodes; v++) {
+		int g = node_ngw(&d->nodes[v]);
+
+		for (int j = 1; j < g; j++)
+			b[k++] = (uint32_t)((uint64_t)j * n / (uint64_t)g);
+	}
+	qsort(b, (size_t)k, sizeof(*b), cmp_u32);
+	for (int i = 0; i < k; i++)
+		if (m == 0 || b[i] != b[m - 1])
+			b[m++] = b[i];
+	*bounds = b;
+	*n_seg = m - 1;
+	return 0;
+}
+
+/* The window and slot pool of a tree entry (or a shard's tree): the formula's window, the
+ * pool twice that within the cap; a partial reduce holds every chunk of the tree. */
+static void
+pool_of(const struct table_deploy *d, double rate, double hold, uint32_t chunk_count,
+	uint32_t smin, uint32_t smax, uint32_t *window, uint32_t *slots)
+{
+	/* The window is the formula's pool; the pool is twice that (within the cap), so that a
+	 * lost chunk does not stop the window until it is resent. */
+	*window = table_slots(rate, hold, d->chunk_bytes, smin, smax);
+	*slots = *window <= smax / 2 ? 2 * *window : *window;
+	/* A partial reduce holds every chunk of its tree (within the cap), so that the
+	 * RESULTs of a round stay until the next round: a straggler up to a round behind gets
+	 * each of them. */
+	if (d->min_workers != 0 && chunk_count > *slots)
+		*slots = pow2_ceil(chunk_count) < smax ? pow2_ceil(chunk_count) : smax;
+}
+
+/* One copy of a plan tree in one segment: what it carries. */
+struct pair {
+	uint32_t first, count;  /* chunks */
+	double rate;            /* the plan tree's rate times the segment's part of the chunks */
+};
+
 struct table *
 table_compile(const struct topo *t, const struct plan *p, const struct table_deploy *d,
 	      int node, uint32_t job, uint32_t epoch, char *err, size_t errlen)
 {
+	return table_compile_gateway(t, p, d, node, 0, job, epoch, err, errlen);
+}
+
+struct table *
+table_compile_gateway(const struct topo *t, const struct plan *p, const struct table_deploy *d,
+		      int node, int gwi, uint32_t job, uint32_t epoch, char *err, size_t errlen)
+{
 	struct compile c = { .t = t, .p = p, .d = d, .err = err, .errlen = errlen };
-	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], tree_of[TABLE_TREES_MAX];
-	int n_below[TABLE_TREES_MAX];
-	uint32_t *first = NULL, *count = NULL, *below = NULL, chunk_elements, smin, smax;
-	bool *active = NULL, *has_workers = NULL;
-	int *kids_of = NULL;
+	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], pair_of[TABLE_TREES_MAX];
+	int n_below[TABLE_TREES_MAX], n_shard_trees[TABLE_SHARDS_MAX], shard_gw[TABLE_SHARDS_MAX];
+	uint32_t *first = NULL, *count = NULL, *below = NULL, *bounds = NULL, chunk_elements;
+	uint32_t smin, smax;
+	bool *active = NULL, *has_workers = NULL, *carries = NULL;
+	int *kids_of = NULL, *kids = NULL;
+	struct pair *pairs = NULL;
 	char msg[TABLE_ERR_MAX];
 	struct table *tb = NULL;
 	uint64_t n_chunks;
 	size_t esize;
-	int rc, n_trees = 0, carrying = 0;
+	int rc, n_trees = 0, carrying = 0, n_seg = 0, n_pairs, n_shards = 0;
 
 	if (t == NULL || p == NULL || d == NULL) {
 		rc = cfail(&c, EINVAL, "table_compile: no topology, plan or deployment");
@@ -454,37 +595,75 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
 	rc = check_deploy(&c);
 	if (rc != 0)
 		goto out;
+	if (gwi < 0 || gwi >= node_ngw(&d->nodes[node])) {
+		rc = cfail(&c, EINVAL, "node '%s': no gateway %d (it has %d)", t->nodes[node].id, gwi,
+			   node_ngw(&d->nodes[node]));
+		goto out;
+	}
+	rc = segments(d, (uint32_t)n_chunks, &bounds, &n_seg);
+	if (rc != 0) {
+		rc = cfail(&c, ENOMEM, "out of memory");
+		goto out;
+	}
+	n_pairs = n_seg * p->n_trees;
+	if (n_pairs > UINT16_MAX + 1) {
+		rc = cfail(&c, E2BIG, "plan: %d trees in %d segments of the site's shards: more "
+			   "tree ids than 16 bits hold", p->n_trees, n_seg);
+		goto out;
+	}
 	first = calloc((size_t)p->n_trees, sizeof(*first));
 	count = calloc((size_t)p->n_trees, sizeof(*count));
+	pairs = calloc((size_t)n_pairs, sizeof(*pairs));
+	carries = calloc((size_t)p->n_trees, sizeof(*carries));
 	below = calloc((size_t)t->n_nodes, sizeof(*below));
 	active = calloc((size_t)t->n_nodes, sizeof(*active));
 	has_workers = calloc((size_t)t->n_nodes, sizeof(*has_workers));
 	kids_of = calloc((size_t)t->n_nodes, sizeof(*kids_of));
-	if (first == NULL || count == NULL || below == NULL || active == NULL ||
-	    has_workers == NULL || kids_of == NULL) {
+	kids = calloc((size_t)p->n_trees, sizeof(*kids));
+	if (first == NULL || count == NULL || pairs == NULL || carries == NULL || below == NULL ||
+	    active == NULL || has_workers == NULL || kids_of == NULL || kids == NULL) {
 		rc = cfail(&c, ENOMEM, "out of memory");
 		goto out;
 	}
 	for (int v = 0; v < t->n_nodes; v++)
 		has_workers[v] = d->nodes[v].n_workers > 0;
-	rc = table_split_chunks(p, (uint32_t)n_chunks, first, count);
-	if (rc != 0) {
-		rc = cfail(&c, -rc, "plan: trees[].share: cannot split %" PRIu64 " chunks by these "
-			   "shares", n_chunks);
-		goto out;
-	}
-	/* Which trees carry chunks and hold this node; the shape of its entry in each. */
-	for (int i = 0; i < p->n_trees; i++) {
-		const struct plan_tree *tr = &p->trees[i];
-		int ch = 0;
+	/* Every segment split among the plan's trees by their shares. */
+	for (int k = 0; k < n_seg; k++) {
+		uint32_t seg = bounds[k + 1] - bounds[k];
 
-		if (count[i] == 0)
-			continue;
-		if (++carrying > TABLE_TREES_MAX) {
-			rc = cfail(&c, E2BIG, "plan: more than %d trees carry chunks (the table "
-				   "limit)", TABLE_TREES_MAX);
+		rc = table_split_chunks(p, seg, first, count);
+		if (rc != 0) {
+			rc = cfail(&c, -rc, "plan: trees[].share: cannot split %" PRIu64 " chunks by "
+				   "these shares", n_seg == 1 ? n_chunks : (uint64_t)seg);
 			goto out;
 		}
+		for (int i = 0; i < p->n_trees; i++) {
+			struct pair *pr = &pairs[k * p->n_trees + i];
+
+			pr->first = bounds[k] + first[i];
+			pr->count = count[i];
+			pr->rate = p->trees[i].rate_gbps * ((double)seg / (double)n_chunks);
+			carries[i] |= count[i] > 0;
+			carrying += count[i] > 0;
+		}
+	}
+	if (carrying > TABLE_TREES_MAX) {
+		if (n_seg == 1)
+			rc = cfail(&c, E2BIG, "plan: more than %d trees carry chunks (the table "
+				   "limit)", TABLE_TREES_MAX);
+		else
+			rc = cfail(&c, E2BIG, "plan: %d trees in the %d segments of the sites' shards "
+				   "carry chunks, more than the table limit %d (fewer trees or "
+				   "gateways)", carrying, n_seg, TABLE_TREES_MAX);
+		goto out;
+	}
+	/* Which trees carry chunks; the shape of this node's entry in each. */
+	for (int i = 0; i < p->n_trees; i++) {
+		const struct plan_tree *tr = &p->trees[i];
+
+		kids[i] = -1; /* not at this node */
+		if (!carries[i])
+			continue;
 		if (!(isfinite(tr->rate_gbps) && tr->rate_gbps > 0)) {
 			rc = cfail(&c, EINVAL, "plan: trees[%d].rate_gbps: a tree that carries "
 				   "chunks needs a rate > 0", i);
@@ -498,45 +677,84 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
 			if (active[w] && tr->parent[w] >= 0)
 				kids_of[tr->parent[w]]++;
 		for (int u = 0; u < t->n_nodes; u++) {
-			int kids = kids_of[u];
-
 			if (!active[u])
 				continue;
-			if (kids > TABLE_CHILDREN_MAX) {
+			if (kids_of[u] > TABLE_CHILDREN_MAX) {
 				rc = cfail(&c, E2BIG, "plan: trees[%d]: node '%s' has %d child "
 					   "gateways, more than the table limit %d", i,
-					   t->nodes[u].id, kids, TABLE_CHILDREN_MAX);
+					   t->nodes[u].id, kids_of[u], TABLE_CHILDREN_MAX);
 				goto out;
 			}
-			if (kids + d->nodes[u].n_workers > TABLE_CONTRIB_MAX) {
+			if (kids_of[u] + d->nodes[u].n_workers > TABLE_CONTRIB_MAX) {
 				rc = cfail(&c, E2BIG, "plan: trees[%d]: node '%s' expects %d "
 					   "contributions, more than the table limit %d", i,
-					   t->nodes[u].id, kids + d->nodes[u].n_workers,
+					   t->nodes[u].id, kids_of[u] + d->nodes[u].n_workers,
 					   TABLE_CONTRIB_MAX);
 				goto out;
 			}
-			if (u == node)
-				ch = kids;
 		}
 		if (!active[node])
 			continue;
-		tree_of[n_trees] = i;
-		n_children[n_trees] = ch;
-		n_workers[n_trees] = d->nodes[node].n_workers;
-		/* With sets, every worker of the subtree is local or below a child. */
-		n_below[n_trees] = d->cset_blocks != 0 ? (int)below[node] - n_workers[n_trees] : 0;
-		n_trees++;
+		kids[i] = kids_of[node];
+		/* Its copies in the segments this gateway holds; shards count the others. */
+		for (int k = 0; k < n_seg; k++) {
+			const struct pair *pr = &pairs[k * p->n_trees + i];
+			int h = table_shard_of(bounds[k], n_chunks, node_ngw(&d->nodes[node]));
+
+			if (pr->count == 0 || h == gwi)
+				continue;
+			for (int s = 0; s <= n_shards; s++) {
+				if (s == n_shards) {
+					shard_gw[n_shards] = h;
+					n_shard_trees[n_shards++] = 0;
+				}
+				if (shard_gw[s] == h) {
+					n_shard_trees[s]++;
+					break;
+				}
+			}
+		}
 	}
-	tb = table_create_full(n_trees, n_children, n_workers, n_below, 0);
+	/* This gateway's entries, by id: segment k's copy of tree i is k * n_trees + i. */
+	for (int k = 0; k < n_seg; k++)
+		for (int i = 0; i < p->n_trees; i++) {
+			const struct pair *pr = &pairs[k * p->n_trees + i];
+
+			if (kids[i] < 0 || pr->count == 0 ||
+			    table_shard_of(bounds[k], n_chunks, node_ngw(&d->nodes[node])) != gwi)
+				continue;
+			(void)prune_tree(&c, i, active, below); /* succeeded above */
+			pair_of[n_trees] = k * p->n_trees + i;
+			n_children[n_trees] = kids[i];
+			n_workers[n_trees] = d->nodes[node].n_workers;
+			/* With sets, every worker of the subtree is local or below a child. */
+			n_below[n_trees] = d->cset_blocks != 0 ? (int)below[node] - n_workers[n_trees]
+							       : 0;
+			n_trees++;
+		}
+	/* The other gateways of the site matter to the local workers only, and only when
+	 * this gateway carries something of the tensor for them too. */
+	if (d->nodes[node].n_workers == 0 || n_trees == 0)
+		n_shards = 0;
+	/* In shard order (the order of the node's gateways). */
+	for (int s = 1; s < n_shards; s++)
+		for (int r = s; r > 0 && shard_gw[r - 1] > shard_gw[r]; r--) {
+			int g = shard_gw[r], n = n_shard_trees[r];
+
+			shard_gw[r] = shard_gw[r - 1];
+			n_shard_trees[r] = n_shard_trees[r - 1];
+			shard_gw[r - 1] = g;
+			n_shard_trees[r - 1] = n;
+		}
+	tb = table_create_sharded(n_trees, n_children, n_workers, n_below, 0, n_shards,
+				  n_shard_trees);
 	if (tb == NULL) {
 		rc = cfail(&c, errno, "out of memory");
 		goto out;
 	}
 	tb->job = job;
 	tb->epoch = epoch;
-	tb->gw = (struct table_gw){ .id = d->nodes[node].gateway_id, .ipv4 = d->nodes[node].ipv4,
-				    .base_port = d->nodes[node].base_port,
-				    .ports = d->nodes[node].ports };
+	tb->gw = node_gw(&d->nodes[node], gwi);
 	tb->dtype = d->dtype;
 	tb->elements = d->elements;
 	tb->chunk_elements = chunk_elements;
@@ -544,33 +762,30 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
 					    .max_children = TABLE_CHILDREN_MAX,
 					    .max_workers = TABLE_WORKERS_MAX, .max_slots = smax };
 	tb->cset_blocks = d->cset_blocks;
-	for (int k = 0; k < n_trees; k++) {
-		const struct plan_tree *tr = &p->trees[tree_of[k]];
-		struct table_tree *e = &tb->trees[k];
+	for (int e_i = 0; e_i < n_trees; e_i++) {
+		int i = pair_of[e_i] % p->n_trees, k = pair_of[e_i] / p->n_trees;
+		const struct plan_tree *tr = &p->trees[i];
+		const struct pair *pr = &pairs[pair_of[e_i]];
+		struct table_tree *e = &tb->trees[e_i];
 		int par = tr->parent[node], j = 0, nb = 0;
 		double hold;
 
-		(void)prune_tree(&c, tree_of[k], active, below); /* succeeded above */
-		e->id = (uint16_t)tree_of[k];
+		(void)prune_tree(&c, i, active, below); /* succeeded above */
+		e->id = (uint16_t)pair_of[e_i];
 		e->has_parent = par != PLAN_ROOT;
-		if (e->has_parent) {
-			const struct table_deploy_node *pn = &d->nodes[par];
-
-			e->parent = (struct table_gw){ .id = pn->gateway_id, .ipv4 = pn->ipv4,
-						       .base_port = pn->base_port,
-						       .ports = pn->ports };
-		}
+		if (e->has_parent)
+			e->parent = node_gw(&d->nodes[par],
+					    table_shard_of(bounds[k], n_chunks,
+							   node_ngw(&d->nodes[par])));
 		for (int u = 0; u < t->n_nodes; u++) {
-			const struct table_deploy_node *cn = &d->nodes[u];
-
 			if (!active[u] || tr->parent[u] != node)
 				continue;
 			if (e->n_below > 0)
 				fill_below(&c, tr, u, e, j, &nb);
 			e->child_workers[j] = below[u];
-			e->children[j++] = (struct table_gw){ .id = cn->gateway_id, .ipv4 = cn->ipv4,
-							      .base_port = cn->base_port,
-							      .ports = cn->ports };
+			e->children[j++] = node_gw(&d->nodes[u],
+						   table_shard_of(bounds[k], n_chunks,
+								  node_ngw(&d->nodes[u])));
 		}
 		for (int w = 0; w < e->n_workers; w++) {
 			const struct table_worker *src = &d->nodes[node].workers[w];
@@ -584,21 +799,39 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
 			  e->n_children > 0 ? TABLE_ROLE_INTERIOR : TABLE_ROLE_LEAF;
 		e->expected = (uint32_t)(e->n_workers + e->n_children);
 		e->subtree_workers = below[node];
-		e->chunk_first = first[tree_of[k]];
-		e->chunk_count = count[tree_of[k]];
-		e->rate_gbps = tr->rate_gbps;
+		e->chunk_first = pr->first;
+		e->chunk_count = pr->count;
+		e->rate_gbps = pr->rate;
 		hold = table_hold_ms(t, tr, node, active, has_workers);
-		/* The window is the formula's pool; the pool is twice that (within the cap),
-		 * so that a lost chunk does not stop the window until it is resent. */
-		e->window = table_slots(tr->rate_gbps, hold, d->chunk_bytes, smin, smax);
-		e->slots = e->window <= smax / 2 ? 2 * e->window : e->window;
+		pool_of(d, pr->rate, hold, e->chunk_count, smin, smax, &e->window, &e->slots);
 		if (!e->has_parent && d->min_workers != 0 && d->min_workers < e->subtree_workers)
 			e->threshold = d->min_workers;
-		/* A partial reduce holds every chunk of its tree (within the cap), so that the
-		 * RESULTs of a round stay until the next round: a straggler up to a round
-		 * behind gets each of them. */
-		if (d->min_workers != 0 && e->chunk_count > e->slots)
-			e->slots = pow2_ceil(e->chunk_count) < smax ? pow2_ceil(e->chunk_count) : smax;
+	}
+	/* The site's other gateways, with their trees as the local workers send to them. */
+	for (int s = 0; s < n_shards; s++) {
+		struct table_shard *sh = &tb->shards[s];
+		int m = 0;
+
+		sh->gw = node_gw(&d->nodes[node], shard_gw[s]);
+		for (int k = 0; k < n_seg; k++)
+			for (int i = 0; i < p->n_trees; i++) {
+				const struct pair *pr = &pairs[k * p->n_trees + i];
+				struct table_shard_tree *st;
+				double hold;
+
+				if (kids[i] < 0 || pr->count == 0 ||
+				    table_shard_of(bounds[k], n_chunks,
+						   node_ngw(&d->nodes[node])) != shard_gw[s])
+					continue;
+				(void)prune_tree(&c, i, active, below); /* succeeded above */
+				st = &sh->trees[m++];
+				st->id = (uint16_t)(k * p->n_trees + i);
+				st->chunk_first = pr->first;
+				st->chunk_count = pr->count;
+				hold = table_hold_ms(t, &p->trees[i], node, active, has_workers);
+				pool_of(d, pr->rate, hold, pr->count, smin, smax, &st->window,
+					&st->slots);
+			}
 	}
 	if (table_validate(tb, msg, sizeof(msg)) != 0) {
 		/* The deployment checks above should make this unreachable. */
@@ -610,10 +843,14 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
 out:
 	free(first);
 	free(count);
+	free(pairs);
+	free(carries);
+	free(bounds);
 	free(below);
 	free(active);
 	free(has_workers);
 	free(kids_of);
+	free(kids);
 	if (rc != 0) {
 		table_free(tb);
 		errno = -rc;

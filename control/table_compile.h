@@ -16,7 +16,15 @@
 #include "table.h"
 #include "topo.h"
 
-/** One topology node of a deployment (table_compile()): its gateway and the job's workers. */
+/** Most gateways of one site (table_deploy_node.n_gateways). */
+#define TABLE_SITE_GATEWAYS_MAX (TABLE_SHARDS_MAX + 1)
+
+/**
+ * One topology node of a deployment (table_compile()): its gateway or gateways and the
+ * job's workers. With several gateways, gateway j of g holds the j-th of g equal parts of
+ * the tensor's chunks (its shard: chunks floor(j C / g) .. floor((j + 1) C / g) - 1), and
+ * the site's workers send each chunk to the gateway that holds it.
+ */
 struct table_deploy_node {
 	uint16_t gateway_id;      /* the site's gateway: unique, 1 .. TABLE_ID_MAX */
 	uint32_t ipv4;            /* host order */
@@ -24,6 +32,10 @@ struct table_deploy_node {
 	uint16_t ports;
 	int n_workers;            /* the job's workers at this site, 0 .. TABLE_WORKERS_MAX */
 	const struct table_worker *workers;
+	/* Several gateways: 0 means the one above; 1 .. TABLE_SITE_GATEWAYS_MAX, the site's
+	 * gateways in shard order (the fields above are then unused). */
+	int n_gateways;
+	const struct table_gw *gateways;
 };
 
 /**
@@ -68,6 +80,32 @@ struct table_deploy {
 struct table *table_compile(const struct topo *t, const struct plan *p,
 			    const struct table_deploy *d, int node, uint32_t job,
 			    uint32_t epoch, char *err, size_t errlen);
+
+/**
+ * table_compile() of gateway `gw` (0 .. n_gateways - 1) of topology node `node`; gateway 0
+ * of a node is what table_compile() compiles.
+ *
+ * Where a node has several gateways, the chunks are cut into segments at every boundary of
+ * every node's shards (docs/TABLES.md, "Several gateways per site"), and every plan tree
+ * runs in every segment: segment k's copy of plan tree i has tree id k * p->n_trees + i,
+ * carries the segment's chunks that table_split_chunks() gives tree i within it, at rate
+ * rate_gbps * (the segment's chunks / all chunks), and at every node runs through the
+ * gateway holding the segment there. With one gateway per node there is one segment and
+ * the tables are exactly those of a single gateway per site. A gateway with local workers
+ * at a node with several gateways lists the others with their trees (`shards`).
+ *
+ * @return  As table_compile(); E2BIG also when a site's gateways together carry more than
+ *          TABLE_TREES_MAX trees.
+ */
+struct table *table_compile_gateway(const struct topo *t, const struct plan *p,
+				    const struct table_deploy *d, int node, int gw, uint32_t job,
+				    uint32_t epoch, char *err, size_t errlen);
+
+/**
+ * The gateway (index in the node's gateways) of node `node` that holds chunk c of n_chunks
+ * when the node has g gateways: the j with floor(j n / g) <= c < floor((j + 1) n / g).
+ */
+int table_shard_of(uint64_t c, uint64_t n_chunks, int g);
 
 /**
  * Split n_chunks chunks among the plan's trees in proportion to their shares: largest

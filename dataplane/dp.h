@@ -42,6 +42,7 @@
 #define DP_BURST_MAX 64
 #define DP_LEARN_RING 256       /* per-lcore ring of ARP sightings for the control thread */
 #define DP_CTL_TX_RING 64       /* per-port ring of control-thread frames (ARP requests) */
+#define DP_TREE_SHARD UINT16_MAX /* tree_map: a tree of another gateway of this site */
 #define DP_HDR_ROOM 128         /* data room of the header mbufs of multicast copies */
 
 /* Counters of one worker lcore that are not drop reasons (drops use enum wire_reason). */
@@ -381,7 +382,8 @@ struct dp_job {
 	uint32_t self_ipv4;
 	uint16_t udp_base, udp_count;
 	uint16_t tree_map_n;        /* tree_map covers ids [0, tree_map_n) */
-	uint16_t *tree_map;         /* tree id -> index in trees[] + 1, 0: none */
+	uint16_t *tree_map;         /* tree id -> index in trees[] + 1, 0: none, DP_TREE_SHARD:
+				     * a tree of another gateway of this site */
 	int n_trees;
 	struct dp_tree *trees;
 	uint16_t stream_map_n;      /* stream_map covers ids [0, stream_map_n) */

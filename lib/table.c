@@ -223,19 +223,35 @@ struct table *
 table_create_full(int n_trees, const int *n_children, const int *n_workers, const int *n_below,
 		  int n_streams)
 {
-	size_t n_gw = 0, n_wk = 0, n_bl = 0, size;
+	return table_create_sharded(n_trees, n_children, n_workers, n_below, n_streams, 0, NULL);
+}
+
+struct table *
+table_create_sharded(int n_trees, const int *n_children, const int *n_workers,
+		     const int *n_below, int n_streams, int n_shards, const int *n_shard_trees)
+{
+	size_t n_gw = 0, n_wk = 0, n_bl = 0, n_st = 0, size;
 	struct table_gw *gw;
 	struct table_worker *wk;
 	uint32_t *cw;
 	uint16_t *bl;
 	uint8_t *blc;
+	struct table_shard_tree *st;
 	struct table *tb;
 
 	if (n_trees < 0 || n_trees > TABLE_TREES_MAX || n_streams < 0 ||
-	    n_streams > TABLE_STREAMS_MAX ||
-	    (n_trees > 0 && (n_children == NULL || n_workers == NULL))) {
+	    n_streams > TABLE_STREAMS_MAX || n_shards < 0 || n_shards > TABLE_SHARDS_MAX ||
+	    (n_trees > 0 && (n_children == NULL || n_workers == NULL)) ||
+	    (n_shards > 0 && n_shard_trees == NULL)) {
 		errno = EINVAL;
 		return NULL;
+	}
+	for (int j = 0; j < n_shards; j++) {
+		if (n_shard_trees[j] < 1 || n_shard_trees[j] > TABLE_TREES_MAX) {
+			errno = EINVAL;
+			return NULL;
+		}
+		n_st += (size_t)n_shard_trees[j];
 	}
 	for (int i = 0; i < n_trees; i++) {
 		if (n_children[i] < 0 || n_children[i] > TABLE_CHILDREN_MAX || n_workers[i] < 0 ||
@@ -257,10 +273,11 @@ table_create_full(int n_trees, const int *n_children, const int *n_workers, cons
 	 * 256 * (64 + 192) peers, about 850 KiB, and 256 * 4095 workers below, 3 MiB, which
 	 * only a job with sets of 16 blocks in 256 trees could reach. Streams (8-byte
 	 * aligned, about 2.7 KiB each with their inline arrays) come right after the tree
-	 * entries. */
+	 * entries, then the shards and their trees (4-byte aligned, 20 bytes a tree). */
 	size = sizeof(*tb) + sizeof(*tb->trees) * (size_t)n_trees +
-	       sizeof(*tb->streams) * (size_t)n_streams + (sizeof(*gw) + sizeof(*cw)) * n_gw +
-	       sizeof(*wk) * n_wk + (sizeof(*bl) + sizeof(*blc)) * n_bl;
+	       sizeof(*tb->streams) * (size_t)n_streams + sizeof(*tb->shards) * (size_t)n_shards +
+	       sizeof(*st) * n_st + (sizeof(*gw) + sizeof(*cw)) * n_gw + sizeof(*wk) * n_wk +
+	       (sizeof(*bl) + sizeof(*blc)) * n_bl;
 	tb = calloc(1, size);
 	if (tb == NULL) {
 		errno = ENOMEM;
@@ -270,7 +287,15 @@ table_create_full(int n_trees, const int *n_children, const int *n_workers, cons
 	tb->trees = (struct table_tree *)(tb + 1);
 	tb->n_streams = n_streams;
 	tb->streams = (struct table_stream *)(tb->trees + n_trees);
-	gw = (struct table_gw *)(tb->streams + n_streams);
+	tb->n_shards = n_shards;
+	tb->shards = (struct table_shard *)(tb->streams + n_streams);
+	st = (struct table_shard_tree *)(tb->shards + n_shards);
+	for (int j = 0; j < n_shards; j++) {
+		tb->shards[j].n_trees = n_shard_trees[j];
+		tb->shards[j].trees = st;
+		st += n_shard_trees[j];
+	}
+	gw = (struct table_gw *)st;
 	wk = (struct table_worker *)(gw + n_gw);
 	cw = (uint32_t *)(wk + n_wk);
 	bl = (uint16_t *)(cw + n_gw);

@@ -73,6 +73,7 @@
 #define TABLE_STREAMS_MAX 64      /* multicast streams in one table */
 #define TABLE_SEALS_MAX 128       /* protected links of one table (one per peer gateway) */
 #define TABLE_KEY_MAX 32          /* bytes of a link key (AES-256) */
+#define TABLE_SHARDS_MAX 15       /* other gateways of this site in one table: 16 a site */
 
 /** Element types of a tensor. 0 is not a dtype. */
 enum table_dtype {
@@ -193,6 +194,26 @@ struct table_stream {
 	uint16_t origins[TABLE_WORKERS_MAX];            /* worker ids of the source site */
 };
 
+/** One tree of another gateway of this site, as a worker sees it: where its chunks go. */
+struct table_shard_tree {
+	uint16_t id;              /* the tree id of that gateway's entry */
+	uint32_t chunk_first;     /* it carries chunks chunk_first .. + chunk_count - 1 */
+	uint32_t chunk_count;     /* >= 1 */
+	uint32_t slots;           /* that gateway's slot pool for the tree (power of two) */
+	uint32_t window;          /* chunks a worker keeps unanswered in it, <= slots; 0: slots */
+};
+
+/**
+ * Another gateway of this gateway's site and the chunk ranges it carries (its shard of the
+ * tensor): the site's workers send every chunk of those ranges to it, not here. The
+ * gateway itself carries none of them (docs/TABLES.md, `shards`).
+ */
+struct table_shard {
+	struct table_gw gw;       /* where the shard's chunks go */
+	int n_trees;              /* 1 .. TABLE_TREES_MAX */
+	struct table_shard_tree *trees; /* ids ascending, inside the table's block */
+};
+
 struct table {
 	uint32_t job;
 	uint32_t epoch;
@@ -210,6 +231,10 @@ struct table {
 	struct table_stream *streams; /* sorted by id, inside the table's block */
 	int n_seals;              /* 0 .. TABLE_SEALS_MAX; written only when nonzero */
 	struct table_seal seals[TABLE_SEALS_MAX]; /* sorted by peer */
+	/* Several gateways at this site: the other ones with their trees, for the workers
+	 * (every local worker contributes every chunk, each to the gateway that holds it). */
+	int n_shards;             /* 0 .. TABLE_SHARDS_MAX; written only when nonzero */
+	struct table_shard *shards; /* inside the table's block */
 };
 
 /**
@@ -242,6 +267,17 @@ struct table *table_create_streams(int n_trees, const int *n_children, const int
 struct table *table_create_full(int n_trees, const int *n_children, const int *n_workers,
 				const int *n_below, int n_streams);
 
+/**
+ * table_create_full() with room for n_shards (0 .. TABLE_SHARDS_MAX) other gateways of this
+ * site as well, the j-th with n_shard_trees[j] (1 .. TABLE_TREES_MAX) trees: shards[j].n_trees
+ * and trees are set, the rest is the caller's. Still one allocation.
+ *
+ * @return  The table, or NULL with errno EINVAL or ENOMEM.
+ */
+struct table *table_create_sharded(int n_trees, const int *n_children, const int *n_workers,
+				   const int *n_below, int n_streams, int n_shards,
+				   const int *n_shard_trees);
+
 /** The stream entry with id `id`, or NULL. */
 const struct table_stream *table_stream_find(const struct table *tb, uint16_t id);
 
@@ -267,7 +303,9 @@ void table_free(struct table *tb);
  * disjoint inside [0, n_chunks) and covering it when the gateway has local workers,
  * every tree listing the same local workers, and the multicast streams' rules (ids
  * unique and ascending, `from` null exactly at the source, peers and workers distinct and
- * valid, deliver workers among the trees' local workers when there are trees). Every
+ * valid, deliver workers among the trees' local workers when there are trees), and the
+ * shards' rules (other gateways of the site, tree ids unique across the table, their
+ * ranges and this gateway's together covering the tensor exactly). Every
  * child gateway counts the workers below it (child_workers, >= 1), and the local workers
  * and those counts make subtree_workers. With contributor sets every child gateway lists
  * the workers below it as well (ids inside the set, distinct from every other id of the

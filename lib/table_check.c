@@ -565,47 +565,167 @@ check_streams(const struct table *tb, char *err, size_t errlen)
 	return 0;
 }
 
-/* Tree ranges disjoint; covering [0, n_chunks) when the gateway has local workers. */
+/* A chunk range of the table, its own tree's or a shard's, for check_ranges(). */
+struct range {
+	uint32_t first, count;
+	int tree;               /* index in trees[], or -1 for a shard's */
+	int shard, k;           /* shards[shard].trees[k] */
+};
+
+/* The field path of range r ("trees[2]", "shards[0].trees[1]"). */
+static const char *
+range_path(const struct range *r, char *buf, size_t len)
+{
+	if (r->tree >= 0)
+		snprintf(buf, len, "trees[%d]", r->tree);
+	else
+		snprintf(buf, len, "shards[%d].trees[%d]", r->shard, r->k);
+	return buf;
+}
+
+/* The ranges of the trees and of the shards' trees disjoint; covering [0, n_chunks) when
+ * the gateway has local workers (they contribute every chunk: here, or to the gateway of
+ * its shard). */
 static int
 check_ranges(const struct table *tb, uint64_t n_chunks, char *err, size_t errlen)
 {
-	int order[TABLE_TREES_MAX], n = tb->n_trees;
+	struct range *r;
+	int n = 0, rc = 0;
 	uint64_t next = 0;
-	bool cover = n > 0 && tb->trees[0].n_workers > 0;
+	bool cover = tb->n_trees > 0 && tb->trees[0].n_workers > 0;
+	char pa[48], pb[48];
 
-	/* Insertion sort by chunk_first: n <= TABLE_TREES_MAX. */
-	for (int i = 0; i < n; i++) {
+	r = malloc(sizeof(*r) * TABLE_TREES_MAX * (TABLE_SHARDS_MAX + 1));
+	if (r == NULL)
+		return json_util_fail(err, errlen, "out of memory");
+	for (int i = 0; i < tb->n_trees; i++)
+		r[n++] = (struct range){ tb->trees[i].chunk_first, tb->trees[i].chunk_count, i, 0,
+					 0 };
+	for (int j = 0; j < tb->n_shards; j++)
+		for (int k = 0; k < tb->shards[j].n_trees; k++)
+			r[n++] = (struct range){ tb->shards[j].trees[k].chunk_first,
+						 tb->shards[j].trees[k].chunk_count, -1, j, k };
+	/* Insertion sort by first chunk: at most 16 x 256 ranges, already ascending within
+	 * each gateway. */
+	for (int i = 1; i < n; i++) {
+		struct range x = r[i];
 		int j = i;
 
-		while (j > 0 && tb->trees[order[j - 1]].chunk_first > tb->trees[i].chunk_first) {
-			order[j] = order[j - 1];
+		while (j > 0 && r[j - 1].first > x.first) {
+			r[j] = r[j - 1];
 			j--;
 		}
-		order[j] = i;
+		r[j] = x;
 	}
-	for (int k = 0; k < n; k++) {
-		const struct table_tree *e = &tb->trees[order[k]];
+	for (int k = 0; k < n && rc == 0; k++) {
+		const struct range *e = &r[k];
 
-		if (k > 0 && e->chunk_first < next) {
-			const struct table_tree *p = &tb->trees[order[k - 1]];
+		if (k > 0 && e->first < next)
+			rc = json_util_fail(err, errlen, "field '%s.chunk_first': chunks %" PRIu32
+					    "..%" PRIu64 " overlap %s (chunks %" PRIu32 "..%" PRIu64
+					    ")", range_path(e, pa, sizeof(pa)), e->first,
+					    (uint64_t)e->first + e->count - 1,
+					    range_path(&r[k - 1], pb, sizeof(pb)), r[k - 1].first,
+					    (uint64_t)r[k - 1].first + r[k - 1].count - 1);
+		else if (cover && e->first > next)
+			rc = json_util_fail(err, errlen, "field 'trees': chunks %" PRIu64 "..%" PRIu32
+					    " are in no tree, but the gateway's local workers "
+					    "contribute every chunk", next, e->first - 1);
+		next = (uint64_t)e->first + e->count;
+	}
+	if (rc == 0 && cover && next < n_chunks)
+		rc = json_util_fail(err, errlen, "field 'trees': chunks %" PRIu64 "..%" PRIu64
+				    " are in no tree, but the gateway's local workers contribute "
+				    "every chunk", next, n_chunks - 1);
+	free(r);
+	return rc;
+}
 
-			return json_util_fail(err, errlen, "field 'trees[%d].chunk_first': chunks %"
-					      PRIu32 "..%" PRIu64 " overlap trees[%d] (chunks %" PRIu32
-					      "..%" PRIu64 ")", order[k], e->chunk_first,
-					      (uint64_t)e->chunk_first + e->chunk_count - 1,
-					      order[k - 1], p->chunk_first,
-					      (uint64_t)p->chunk_first + p->chunk_count - 1);
+/* Is tree id `id` one of this table's own trees or of shards[0 .. before_shard - 1], or
+ * of shards[before_shard].trees[0 .. before_k - 1]? */
+static bool
+tree_id_used(const struct table *tb, uint16_t id, int before_shard, int before_k)
+{
+	for (int i = 0; i < tb->n_trees; i++)
+		if (tb->trees[i].id == id)
+			return true;
+	for (int j = 0; j <= before_shard && j < tb->n_shards; j++)
+		for (int k = 0; k < (j < before_shard ? tb->shards[j].n_trees : before_k); k++)
+			if (tb->shards[j].trees[k].id == id)
+				return true;
+	return false;
+}
+
+/* shards (docs/TABLES.md): the site's other gateways, each with its trees as the workers
+ * see them. */
+static int
+check_shards(const struct table *tb, uint64_t n_chunks, char *err, size_t errlen)
+{
+	int total = tb->n_trees;
+	char path[48];
+
+	if (tb->n_shards < 0 || tb->n_shards > TABLE_SHARDS_MAX)
+		return json_util_fail(err, errlen, "field 'shards': %d entries, at most %d",
+				      tb->n_shards, TABLE_SHARDS_MAX);
+	if (tb->n_shards > 0 && (tb->n_trees == 0 || tb->trees[0].n_workers == 0))
+		return json_util_fail(err, errlen, "field 'shards': only a gateway with local "
+				      "workers names the other gateways of its site");
+	for (int j = 0; j < tb->n_shards; j++) {
+		const struct table_shard *sh = &tb->shards[j];
+		int rc;
+
+		snprintf(path, sizeof(path), "shards[%d].gateway", j);
+		rc = check_gw(&sh->gw, path, err, errlen);
+		if (rc != 0)
+			return rc;
+		if (sh->gw.id == tb->gw.id || sh->gw.ipv4 == tb->gw.ipv4)
+			return json_util_fail(err, errlen, "field 'shards[%d].gateway': the id or "
+					      "address of this gateway", j);
+		for (int k = 0; k < j; k++)
+			if (tb->shards[k].gw.id == sh->gw.id || tb->shards[k].gw.ipv4 == sh->gw.ipv4)
+				return json_util_fail(err, errlen, "field 'shards[%d].gateway': the "
+						      "id or address of shards[%d]", j, k);
+		for (int k = 0; k < tb->trees[0].n_workers; k++)
+			if (tb->trees[0].workers[k].id == sh->gw.id)
+				return json_util_fail(err, errlen, "field 'shards[%d].gateway.id': %u "
+						      "is a local worker", j, sh->gw.id);
+		if (sh->n_trees < 1 || sh->n_trees > TABLE_TREES_MAX)
+			return json_util_fail(err, errlen, "field 'shards[%d].trees': must hold 1 to "
+					      "%d trees", j, TABLE_TREES_MAX);
+		total += sh->n_trees;
+		if (total > TABLE_TREES_MAX)
+			return json_util_fail(err, errlen, "field 'shards[%d].trees': this gateway "
+					      "and its shards carry more than %d trees", j,
+					      TABLE_TREES_MAX);
+		for (int k = 0; k < sh->n_trees; k++) {
+			const struct table_shard_tree *t = &sh->trees[k];
+
+			if (k > 0 && t->id <= sh->trees[k - 1].id)
+				return json_util_fail(err, errlen, "field 'shards[%d].trees[%d].id': "
+						      "ids must be unique and ascending (%u after "
+						      "%u)", j, k, t->id, sh->trees[k - 1].id);
+			if (tree_id_used(tb, t->id, j, k))
+				return json_util_fail(err, errlen, "field 'shards[%d].trees[%d].id': "
+						      "tree %u is also a tree of this table", j, k,
+						      t->id);
+			if (t->chunk_count == 0 ||
+			    (uint64_t)t->chunk_first + t->chunk_count > n_chunks)
+				return json_util_fail(err, errlen, "field 'shards[%d].trees[%d]."
+						      "chunk_count': chunks %" PRIu32 " + %" PRIu32
+						      " must be at least one and end inside the %"
+						      PRIu64 " chunks", j, k, t->chunk_first,
+						      t->chunk_count, n_chunks);
+			if (!is_pow2(t->slots) || t->slots > tb->limits.max_slots)
+				return json_util_fail(err, errlen, "field 'shards[%d].trees[%d].slots': "
+						      "%" PRIu32 " is not a power of two in [1, %"
+						      PRIu32 "]", j, k, t->slots,
+						      tb->limits.max_slots);
+			if (t->window > t->slots)
+				return json_util_fail(err, errlen, "field 'shards[%d].trees[%d]."
+						      "window': %" PRIu32 " is more than its %" PRIu32
+						      " slots", j, k, t->window, t->slots);
 		}
-		if (cover && e->chunk_first > next)
-			return json_util_fail(err, errlen, "field 'trees': chunks %" PRIu64 "..%" PRIu32
-					      " are in no tree, but the gateway's local workers "
-					      "contribute every chunk", next, e->chunk_first - 1);
-		next = (uint64_t)e->chunk_first + e->chunk_count;
 	}
-	if (cover && next < n_chunks)
-		return json_util_fail(err, errlen, "field 'trees': chunks %" PRIu64 "..%" PRIu64
-				      " are in no tree, but the gateway's local workers contribute "
-				      "every chunk", next, n_chunks - 1);
 	return 0;
 }
 
@@ -733,6 +853,8 @@ table_validate(const struct table *tb, char *err, size_t errlen)
 			return rc;
 	}
 	rc = check_workers_same(tb, err, errlen);
+	if (rc == 0)
+		rc = check_shards(tb, n_chunks, err, errlen);
 	if (rc == 0)
 		rc = check_ranges(tb, n_chunks, err, errlen);
 	if (rc == 0)

@@ -194,6 +194,67 @@ seals_json(const struct table *tb, bool with_keys)
 	return seals;
 }
 
+/* The n items (of `size` bytes each) of an array as JSON, each made by fn; NULL if one
+ * fails. */
+static json_t *
+array_of(int n, json_t *(*fn)(const void *), const void *items, size_t size)
+{
+	json_t *arr = json_array();
+
+	for (int i = 0; arr != NULL && i < n; i++)
+		if (json_array_append_new(arr, fn((const char *)items + (size_t)i * size)) != 0) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	return arr;
+}
+
+static json_t *
+stream_item(const void *st)
+{
+	return stream_json(st);
+}
+
+/* shards[j]: the gateway and its trees as a worker sees them. */
+static json_t *
+shard_json(const struct table_shard *sh)
+{
+	json_t *o = json_object(), *trees = json_array();
+	int rc = 0;
+
+	if (o == NULL || trees == NULL)
+		goto nomem;
+	for (int k = 0; k < sh->n_trees; k++) {
+		const struct table_shard_tree *t = &sh->trees[k];
+		json_t *e = json_pack("{s:i, s:I, s:I, s:I}", "id", (int)t->id, "chunk_first",
+				      (json_int_t)t->chunk_first, "chunk_count",
+				      (json_int_t)t->chunk_count, "slots", (json_int_t)t->slots);
+
+		if (e != NULL && t->window != 0 && set_new(e, "window", json_integer(t->window)) != 0) {
+			json_decref(e);
+			e = NULL;
+		}
+		if (json_array_append_new(trees, e) != 0)
+			goto nomem;
+	}
+	rc |= set_new(o, "gateway", gw_json(&sh->gw));
+	rc |= set_new(o, "trees", trees);
+	trees = NULL;
+	if (rc != 0)
+		goto nomem;
+	return o;
+nomem:
+	json_decref(trees);
+	json_decref(o);
+	return NULL;
+}
+
+static json_t *
+shard_item(const void *sh)
+{
+	return shard_json(sh);
+}
+
 json_t *
 table_seals_json(const struct table *tb)
 {
@@ -228,18 +289,14 @@ to_json(const struct table *tb, bool with_keys)
 				(json_int_t)tb->limits.max_slots));
 	rc |= set_new(root, "trees", trees);
 	trees = NULL;
-	if (rc == 0 && tb->n_streams > 0) {
-		json_t *streams = json_array();
-
-		for (int i = 0; streams != NULL && i < tb->n_streams; i++)
-			if (json_array_append_new(streams, stream_json(&tb->streams[i])) != 0) {
-				json_decref(streams);
-				streams = NULL;
-			}
-		rc |= set_new(root, "streams", streams);
-	}
+	if (rc == 0 && tb->n_streams > 0)
+		rc |= set_new(root, "streams", array_of(tb->n_streams, stream_item, tb->streams,
+							sizeof(*tb->streams)));
 	if (rc == 0 && tb->n_seals > 0 && with_keys)
 		rc |= set_new(root, "sealed", seals_json(tb, true));
+	if (rc == 0 && tb->n_shards > 0)
+		rc |= set_new(root, "shards", array_of(tb->n_shards, shard_item, tb->shards,
+						       sizeof(*tb->shards)));
 	if (rc != 0)
 		goto nomem;
 	return root;
@@ -718,18 +775,81 @@ parse_seal(struct json_util_src *c, json_t *js, int i, struct table_seal *sl)
 	return 0;
 }
 
+static const char *const shard_keys[] = { "gateway", "trees" };
+static const char *const shard_tree_keys[] = { "id", "chunk_first", "chunk_count", "slots",
+					       "window" /* optional */ };
+
+/* First pass over shards[j]: known keys and a bounded array of trees. */
+static int
+size_shard(struct json_util_src *c, json_t *js, int j, int *n_trees)
+{
+	char path[32];
+	json_t *tr;
+	int rc;
+
+	snprintf(path, sizeof(path), "shards[%d]", j);
+	if (!json_is_object(js))
+		return json_util_field_fail(c, path, "", "expected an object");
+	rc = check_keys(c, js, path, shard_keys, ARRAY_SIZE(shard_keys), ARRAY_SIZE(shard_keys));
+	if (rc != 0)
+		return rc;
+	tr = json_object_get(js, "trees");
+	if (!json_is_array(tr) || json_array_size(tr) == 0 ||
+	    json_array_size(tr) > TABLE_TREES_MAX)
+		return json_util_field_fail(c, path, "trees", "expected an array of 1 to %d trees",
+					    TABLE_TREES_MAX);
+	*n_trees = (int)json_array_size(tr);
+	return 0;
+}
+
+static int
+parse_shard(struct json_util_src *c, json_t *js, int j, struct table_shard *sh)
+{
+	char path[48];
+	int rc;
+
+	snprintf(path, sizeof(path), "shards[%d].gateway", j);
+	rc = parse_gw(c, json_object_get(js, "gateway"), path, &sh->gw);
+	for (int k = 0; rc == 0 && k < sh->n_trees; k++) {
+		json_t *jt = json_array_get(json_object_get(js, "trees"), (size_t)k);
+		struct table_shard_tree *t = &sh->trees[k];
+		uint64_t id, first, count, slots, window = 0;
+
+		snprintf(path, sizeof(path), "shards[%d].trees[%d]", j, k);
+		if (!json_is_object(jt))
+			return json_util_field_fail(c, path, "", "expected an object");
+		rc = check_keys(c, jt, path, shard_tree_keys, ARRAY_SIZE(shard_tree_keys),
+				ARRAY_SIZE(shard_tree_keys) - 1);
+		if (rc == 0)
+			rc = get_uint(c, jt, path, "id", 0, UINT16_MAX, &id);
+		if (rc == 0)
+			rc = get_uint(c, jt, path, "chunk_first", 0, UINT32_MAX, &first);
+		if (rc == 0)
+			rc = get_uint(c, jt, path, "chunk_count", 0, UINT32_MAX, &count);
+		if (rc == 0)
+			rc = get_uint(c, jt, path, "slots", 1, TABLE_SLOTS_MAX, &slots);
+		if (rc == 0 && json_object_get(jt, "window") != NULL)
+			rc = get_uint(c, jt, path, "window", 1, TABLE_SLOTS_MAX, &window);
+		if (rc != 0)
+			return rc;
+		*t = (struct table_shard_tree){ (uint16_t)id, (uint32_t)first, (uint32_t)count,
+						(uint32_t)slots, (uint32_t)window };
+	}
+	return rc;
+}
+
 static const char *const table_keys[] = { "format", "job", "epoch", "gateway", "dtype",
 					  "elements", "chunk_elements", "limits", "trees",
-					  "cset_blocks", "streams", "sealed" /* optional: the last
-									      * three */ };
+					  "cset_blocks", "streams", "sealed",
+					  "shards" /* optional: the last four */ };
 
 struct table *
 table_parse(const char *text, const char *src, char *err, size_t errlen)
 {
 	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], n_below[TABLE_TREES_MAX];
-	int n = 0, n_streams, rc;
+	int n_shard_trees[TABLE_SHARDS_MAX], n = 0, n_streams, n_shards, rc;
 	struct json_util_src c = { .src = src != NULL ? src : "<string>", .err = err, .errlen = errlen };
-	json_t *root, *fmt, *trees, *dtype, *streams, *seals;
+	json_t *root, *fmt, *trees, *dtype, *streams, *seals, *shards;
 	uint64_t job, epoch, elements, chunk_elements, cset_blocks = 0;
 	struct table_limits lim;
 	struct table_gw gw;
@@ -762,7 +882,7 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 		goto out;
 	}
 	if (check_keys(&c, root, "", table_keys, ARRAY_SIZE(table_keys),
-		       ARRAY_SIZE(table_keys) - 3) != 0 ||
+		       ARRAY_SIZE(table_keys) - 4) != 0 ||
 	    get_uint(&c, root, "", "job", 0, UINT32_MAX, &job) != 0 ||
 	    get_uint(&c, root, "", "epoch", 0, UINT32_MAX, &epoch) != 0 ||
 	    parse_gw(&c, json_object_get(root, "gateway"), "gateway", &gw) != 0)
@@ -810,7 +930,19 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 				     "links (absent: none)", TABLE_SEALS_MAX);
 		goto out;
 	}
-	tb = table_create_full(n, n_children, n_workers, n_below, n_streams);
+	shards = json_object_get(root, "shards");
+	if (shards != NULL && (!json_is_array(shards) || json_array_size(shards) == 0 ||
+			       json_array_size(shards) > TABLE_SHARDS_MAX)) {
+		json_util_field_fail(&c, "shards", "", "expected an array of 1 to %d gateways "
+				     "(absent: none)", TABLE_SHARDS_MAX);
+		goto out;
+	}
+	n_shards = shards != NULL ? (int)json_array_size(shards) : 0;
+	for (int j = 0; j < n_shards; j++)
+		if (size_shard(&c, json_array_get(shards, (size_t)j), j, &n_shard_trees[j]) != 0)
+			goto out;
+	tb = table_create_sharded(n, n_children, n_workers, n_below, n_streams, n_shards,
+				  n_shard_trees);
 	if (tb == NULL) {
 		rc = -errno;
 		json_util_fail(err, errlen, "%s: %s", c.src, strerror(errno));
@@ -833,6 +965,9 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 	tb->n_seals = seals != NULL ? (int)json_array_size(seals) : 0;
 	for (int i = 0; i < tb->n_seals; i++)
 		if (parse_seal(&c, json_array_get(seals, (size_t)i), i, &tb->seals[i]) != 0)
+			goto out;
+	for (int j = 0; j < n_shards; j++)
+		if (parse_shard(&c, json_array_get(shards, (size_t)j), j, &tb->shards[j]) != 0)
 			goto out;
 	if (table_validate(tb, vmsg, sizeof(vmsg)) != 0) {
 		json_util_fail(err, errlen, "%s: %s", c.src, vmsg);

@@ -174,6 +174,7 @@ static const char *const reason_names[WIRE_REASON_COUNT_MAX] = {
 	[WIRE_REASON_UNKNOWN_KEY] = "unknown_key",
 	[WIRE_REASON_REPLAY] = "replay",
 	[WIRE_REASON_BAD_TAG] = "bad_tag",
+	[WIRE_REASON_WRONG_SHARD] = "wrong_shard",
 };
 
 const char *

@@ -169,6 +169,7 @@ enum wire_reason {
 	WIRE_REASON_UNKNOWN_KEY,        /* no installed key of that job, id and sender */
 	WIRE_REASON_REPLAY,             /* sequence number seen, or older than the window */
 	WIRE_REASON_BAD_TAG,            /* authentication failed: forged or altered */
+	WIRE_REASON_WRONG_SHARD,        /* a tree of another gateway of this site (its shard) */
 	WIRE_REASON_COUNT_MAX,          /* number of reasons, not a reason */
 };
 

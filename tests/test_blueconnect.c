@@ -494,6 +494,65 @@ test_section_files(void)
 	topo_free(t);
 }
 
+/* The WAN stage each shard may use (docs/BLUECONNECT.md): mTree over the topology with every
+ * capacity times f gives the same trees at f times the rates, so the copies of the trees a
+ * site's g gateways run at 1/g of the rates are that stage planned for each shard. */
+static void
+test_shard_capacity(void)
+{
+	static const char *const files[] = { "examples/topologies/aws-4region.json",
+					     "examples/topologies/b4.json",
+					     "examples/topologies/abilene-sndlib.json" };
+	static const double f[] = { 0.5, 1.0 / 3 };
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char err[TOPO_ERR_MAX];
+		struct topo *t = topo_load(files[i], err, sizeof(err));
+		struct mtree_opts mo = MTREE_OPTS_DEFAULT;
+		struct plan *p;
+
+		CHECK(t != NULL, "%s", err);
+		if (t == NULL)
+			continue;
+		mo.max_trees = 4;
+		p = mtree_plan(t, &mo, NULL, err, sizeof(err));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+		for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
+			struct topo_link *links = malloc(sizeof(*links) * (size_t)t->n_links);
+			struct topo *ts;
+			struct plan *q;
+			bool same;
+
+			CU_ASSERT_PTR_NOT_NULL_FATAL(links);
+			memcpy(links, t->links, sizeof(*links) * (size_t)t->n_links);
+			for (int l = 0; l < t->n_links; l++) {
+				links[l].gbps_ab *= f[k];
+				links[l].gbps_ba *= f[k];
+			}
+			ts = topo_create(t->name, t->n_nodes, t->nodes, t->n_links, links, err,
+					 sizeof(err));
+			CU_ASSERT_PTR_NOT_NULL_FATAL(ts);
+			q = mtree_plan(ts, &mo, NULL, err, sizeof(err));
+			CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+			same = q->n_trees == p->n_trees;
+			for (int j = 0; same && j < p->n_trees; j++) {
+				same = q->trees[j].root == p->trees[j].root &&
+				       close_to(q->trees[j].rate_gbps, f[k] * p->trees[j].rate_gbps) &&
+				       close_to(q->trees[j].share, p->trees[j].share);
+				for (int v = 0; same && v < t->n_nodes; v++)
+					same = q->trees[j].parent[v] == p->trees[j].parent[v];
+			}
+			CHECK(same, "%s x %g: %d trees (%d unscaled), not the same trees at the "
+			      "scaled rates", files[i], f[k], q->n_trees, p->n_trees);
+			plan_free(q);
+			topo_free(ts);
+			free(links);
+		}
+		plan_free(p);
+		topo_free(t);
+	}
+}
+
 int
 main(void)
 {
@@ -507,6 +566,7 @@ main(void)
 		{ "one worker site", test_one_site },
 		{ "section: every bad field rejected", test_section_rejects },
 		{ "section: files, relays, duplicate keys", test_section_files },
+		{ "a shard's WAN stage: the trees at its part of the capacity", test_shard_capacity },
 	};
 
 	return testutil_run("test_blueconnect", "blueconnect", tests, TESTUTIL_N(tests));

@@ -56,7 +56,25 @@ struct job {
 	uint32_t window;                /* 0: none in the table */
 	uint8_t cset_blocks;            /* contributor sets in the job's packets */
 	int threshold;                  /* partial reduce: complete at this many; 0: all */
+	uint32_t addr;                  /* the gateway's address; 0: 127.0.0.1 */
+	bool keep_wports;               /* bind_ports(): the workers' ports are set already */
+	const struct job *shard;        /* another gateway of the site and its trees, listed
+					 * in the table's `shards`; NULL: none */
 };
+
+/* The gateway's address of a job. */
+static uint32_t
+job_addr(const struct job *j)
+{
+	return j->addr != 0 ? j->addr : LOCALHOST;
+}
+
+static const char *
+ip_str(uint32_t a, char *buf)
+{
+	snprintf(buf, 16, "%u.%u.%u.%u", a >> 24, (a >> 16) & 0xff, (a >> 8) & 0xff, a & 0xff);
+	return buf;
+}
 
 /* How the fake gateway misbehaves. Probabilities in parts per million. */
 enum retx_mode {
@@ -126,6 +144,8 @@ table_json(const struct job *j)
 	char *s = malloc(cap), workers[2048];
 	size_t wn = 0;
 
+	char ip[16];
+
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
 	for (int i = 0; i < j->n_workers; i++)
 		wn += (size_t)snprintf(workers + wn, sizeof(workers) - wn,
@@ -133,11 +153,11 @@ table_json(const struct job *j)
 				       i ? ", " : "", j->wid[i], j->wport[i]);
 	n += (size_t)snprintf(s + n, cap - n,
 		"{\"format\": \"georeduce-table/1\", \"job\": %u, \"epoch\": %u,\n"
-		" \"gateway\": {\"id\": %u, \"ipv4\": \"127.0.0.1\", \"base_port\": %u, "
+		" \"gateway\": {\"id\": %u, \"ipv4\": \"%s\", \"base_port\": %u, "
 		"\"ports\": %u},\n \"dtype\": \"%s\", \"elements\": %llu, \"chunk_elements\": %u,\n"
 		" \"limits\": {\"max_trees\": 4, \"max_children\": 4, \"max_workers\": 8, "
 		"\"max_slots\": 4096},\n \"cset_blocks\": %u, \"trees\": [", j->job, j->epoch,
-		j->gw_id, j->base, j->ports, gr_dtype_name(j->dtype),
+		j->gw_id, ip_str(job_addr(j), ip), j->base, j->ports, gr_dtype_name(j->dtype),
 		(unsigned long long)j->elements, j->ce, j->cset_blocks);
 	for (int t = 0; t < j->n_trees; t++)
 		n += (size_t)snprintf(s + n, cap - n,
@@ -148,7 +168,21 @@ table_json(const struct job *j)
 			j->n_workers, j->n_workers, j->first[t], j->count[t], j->slots,
 			j->window != 0 ? ", \"window\": " : "", j->window,
 			j->threshold != 0 ? ", \"threshold\": " : "", j->threshold);
-	snprintf(s + n, cap - n, "]}\n");
+	n += (size_t)snprintf(s + n, cap - n, "]");
+	if (j->shard != NULL) {
+		const struct job *o = j->shard;
+
+		n += (size_t)snprintf(s + n, cap - n, ",\n \"shards\": [{\"gateway\": {\"id\": %u, "
+				      "\"ipv4\": \"%s\", \"base_port\": %u, \"ports\": %u}, "
+				      "\"trees\": [", o->gw_id, ip_str(job_addr(o), ip), o->base,
+				      o->ports);
+		for (int t = 0; t < o->n_trees; t++)
+			n += (size_t)snprintf(s + n, cap - n, "%s{\"id\": %u, \"chunk_first\": %u, "
+					      "\"chunk_count\": %u, \"slots\": %u}", t ? ", " : "",
+					      o->tree_id[t], o->first[t], o->count[t], o->slots);
+		n += (size_t)snprintf(s + n, cap - n, "]}]");
+	}
+	snprintf(s + n, cap - n, "}\n");
 	return s;
 }
 
@@ -590,11 +624,11 @@ bind_ports(struct fakegw *g)
 		bool ok = true;
 		int i;
 
-		for (i = 0; i < g->j.ports + g->j.n_workers && ok; i++) {
+		for (i = 0; i < g->j.ports + (g->j.keep_wports ? 0 : g->j.n_workers) && ok; i++) {
 			struct sockaddr_in a = {
 				.sin_family = AF_INET,
 				.sin_port = htons((uint16_t)(base + (i < g->j.ports ? i : 8 + i))),
-				.sin_addr.s_addr = htonl(LOCALHOST),
+				.sin_addr.s_addr = htonl(i < g->j.ports ? job_addr(&g->j) : LOCALHOST),
 			};
 			int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
@@ -615,7 +649,7 @@ bind_ports(struct fakegw *g)
 		if (!ok)
 			continue;
 		g->j.base = base;
-		for (int w = 0; w < g->j.n_workers; w++)
+		for (int w = 0; w < g->j.n_workers && !g->j.keep_wports; w++)
 			g->j.wport[w] = (uint16_t)(base + 8 + g->j.ports + w);
 		return true;
 	}
@@ -2130,6 +2164,97 @@ test_progress(void)
 
 /* A new epoch with another tensor and other trees: the old one is refused, the new one
  * works with a gateway at that epoch. */
+/* Two gateways at the site, each holding half of the chunks (at 127.0.0.1 and 127.0.0.2):
+ * the workers' table names the other one in `shards`. Every chunk and every NACK_RESULT
+ * goes to the gateway of its tree and every result is taken from it only; the sums are
+ * exact under loss. Then what the configuration checks about the trees' gateways. */
+static void
+test_two_gateways(void)
+{
+	struct job ja, jb;
+	struct fake_opts fo = { .loss_rx = 20000, .retx = RETX_SPEC };
+	struct gr_options o = { .rto_min_ms = 5, .rto_initial_ms = 20, .timeout_ms = 20000 };
+	struct wrk ws[WORKERS_MAX];
+	struct fakegw *ga, *gb;
+	struct gr_config cfg, bad;
+	char *json, err[GR_ERR_MAX];
+
+	job_init(&ja, 3, 2, 2, GR_DTYPE_FP32, quick ? 20000 : 60000, 256);
+	jb = ja;
+	ja.n_trees = 1;                  /* a: the first tree's chunks */
+	jb.gw_id = 2;                    /* b: the second's */
+	jb.addr = LOCALHOST + 1;
+	jb.ports = 3;
+	jb.n_trees = 1;
+	jb.tree_id[0] = ja.tree_id[1];
+	jb.first[0] = ja.first[1];
+	jb.count[0] = ja.count[1];
+	ga = gw_start(&ja, &fo);
+	memcpy(jb.wport, ja.wport, sizeof(jb.wport));
+	jb.keep_wports = true;
+	gb = gw_start(&jb, &fo);
+	ja.shard = &jb;
+	json = table_json(&ja);
+	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, ja.wid[0], err, sizeof(err)) == 0);
+	CU_ASSERT(cfg.n_trees == 2 && cfg.gateway_id == 1 && cfg.tree_gateways[0].id == 1 &&
+		  cfg.tree_gateways[1].id == 2 && cfg.tree_gateways[1].ipv4 == LOCALHOST + 1 &&
+		  cfg.tree_gateways[1].ports == 3 && cfg.trees[1].chunk_first == ja.first[1]);
+	run(&ja, &o, quick ? 2 : 3, ws);
+	gw_stop(ga);
+	gw_stop(gb);
+	CHECK(ga->bad == 0 && gb->bad == 0, "packets to the wrong gateway: %u at a, %u at b",
+	      ga->bad, gb->bad);
+	CHECK(ga->contribs > 0 && gb->contribs > 0 && ga->nacks + gb->nacks > 0,
+	      "contributions %u and %u, NACK_RESULTs %u and %u", ga->contribs, gb->contribs,
+	      ga->nacks, gb->nacks);
+	gw_free(ga);
+	gw_free(gb);
+	/* The configuration's checks. */
+	bad = cfg;
+	bad.tree_gateways[1].id = cfg.worker_id;
+	CHECK(gr_config_check(&bad, err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "tree_gateways[1].id") != NULL, "%s", err);
+	bad = cfg;
+	bad.tree_gateways[1].ipv4 = 0xe0000001u;
+	CHECK(gr_config_check(&bad, err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "tree_gateways[1].ipv4") != NULL, "%s", err);
+	bad = cfg;
+	bad.tree_gateways[1].base_port = 65535;
+	CHECK(gr_config_check(&bad, err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "tree_gateways[1] ports") != NULL, "%s", err);
+	bad = cfg;
+	bad.tree_gateways[1].ipv4 = LOCALHOST; /* gateway 2 at gateway 1's address */
+	CHECK(gr_config_check(&bad, err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "one id and address per gateway") != NULL, "%s", err);
+	/* 17 gateways of 17 trees: one too many. */
+	bad = cfg;
+	bad.n_trees = GR_GATEWAYS_MAX + 1;
+	for (unsigned int i = 0; i < bad.n_trees; i++) {
+		bad.trees[i] = (struct gr_tree){ .id = (uint16_t)i, .chunk_first = i,
+						 .chunk_count = 1 };
+		bad.tree_gateways[i] = (struct gr_gateway){ (uint16_t)(500 + i), 0x0a000001u + i,
+							    17400, 1 };
+	}
+	bad.trees[bad.n_trees - 1].chunk_count = (uint32_t)((bad.elements + bad.chunk_elements - 1) /
+							   bad.chunk_elements) - (bad.n_trees - 1);
+	CHECK(gr_config_check(&bad, err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "tree_gateways: 17 gateways") != NULL, "%s", err);
+	bad.tree_gateways[GR_GATEWAYS_MAX] = bad.tree_gateways[0];
+	CHECK(gr_config_check(&bad, err, sizeof(err)) == 0, "%s", err);
+	/* One gateway: no shards, nothing in tree_gateways. */
+	ja.shard = NULL;
+	free(json);
+	json = table_json(&ja);
+	CU_ASSERT(gr_config_from_table_string(&cfg, json, ja.wid[0], err, sizeof(err)) == -EINVAL);
+	ja.n_trees = 2;
+	free(json);
+	json = table_json(&ja);
+	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, ja.wid[0], err, sizeof(err)) == 0);
+	for (unsigned int i = 0; i < GR_TREES_MAX; i++)
+		CU_ASSERT(cfg.tree_gateways[i].id == 0 && cfg.tree_gateways[i].ipv4 == 0);
+	free(json);
+}
+
 static void
 test_reconfigure(void)
 {
@@ -2203,6 +2328,7 @@ main(void)
 		{ "duplicates, stale rounds, garbage, probe", test_duplicates_and_strays },
 		{ "progress callback", test_progress },
 		{ "reconfiguration to a new epoch", test_reconfigure },
+		{ "two gateways at the site, each a shard", test_two_gateways },
 		{ "partial reduce: sets, stragglers", test_partial_reduce },
 		{ "RESULT with a contributor set of the wrong length", test_cset_length },
 	};

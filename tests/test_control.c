@@ -335,6 +335,119 @@ test_plan_without_node(void)
 	deploy_free(d);
 }
 
+/* The example deployment with a second gateway at site a (file order: last). */
+static struct deploy *
+example_two_at_a(const char *algorithm)
+{
+	char err[DEPLOY_ERR_MAX], *text;
+	json_error_t je;
+	json_t *doc = json_load_file(EXAMPLE, 0, &je);
+	struct deploy *d;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+	json_array_append_new(json_object_get(doc, "gateways"),
+			      json_loads("{\"node\": \"a\", \"id\": 4, \"ipv4\": \"10.99.0.4\","
+					 " \"socket\": \"/run/georeduce/a2.sock\"}", 0, &je));
+	if (algorithm != NULL) {
+		json_t *j0 = json_array_get(json_object_get(doc, "jobs"), 0);
+
+		json_object_set_new(j0, "algorithm", json_string(algorithm));
+		json_object_del(j0, "options");
+	}
+	text = json_dumps(doc, 0);
+	d = deploy_parse(text, EXAMPLE, err, sizeof(err));
+	CHECK(d != NULL, "%s", err);
+	free(text);
+	json_decref(doc);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	return d;
+}
+
+/* Which of the tables holds chunk c in its own trees: a bit per table. */
+static unsigned
+holders(struct table *const *tb, int n, uint32_t c)
+{
+	unsigned m = 0;
+
+	for (int i = 0; i < n; i++)
+		if (tb[i] != NULL && table_tree_of_chunk(tb[i], c) != NULL)
+			m |= 1u << i;
+	return m;
+}
+
+/* Two gateways at a: each holds half of every chunk range and names the other; one of
+ * them down moves its shard to the other in the next epoch; both down, the site leaves.
+ * BlueConnect plans the same shards with its hierarchy. */
+static void
+test_plan_two_gateways(void)
+{
+	static const bool a2_down[4] = { true, false, true, true };
+	static const bool a_down[4] = { false, false, true, true };
+	char err[JOBPLAN_ERR_MAX], path[200];
+	struct deploy *d = example_two_at_a(NULL);
+	struct jobplan *jp = NULL;
+	uint32_t n;
+
+	CU_ASSERT_FATAL(jobplan_build(d, 0, NULL, NULL, 4, &jp, err, sizeof(err)) == 0);
+	CHECK(jp->n_tables == 4 && jp->n_gateways == 4 && jp->n_workers == 6 &&
+	      jp->site_table[0] == 0, "%d tables, %d workers", jp->n_tables, jp->n_workers);
+	CU_ASSERT(jp->tables[0]->n_shards == 1 && jp->tables[0]->shards[0].gw.id == 4 &&
+		  jp->tables[1]->n_shards == 1 && jp->tables[1]->shards[0].gw.id == 1 &&
+		  jp->tables[2]->n_shards == 0);
+	n = (uint32_t)table_n_chunks(jp->tables[0]);
+	for (uint32_t c = 0; c < n; c++) {
+		unsigned h = holders(jp->tables, 2, c);
+
+		if (!CHECK(h == (c < n / 2 ? 1u : 2u), "chunk %u held by %x", c, h))
+			break;
+	}
+	/* The files: each gateway's under its name, the site's under the node's. */
+	CU_ASSERT(jobplan_write(jp, d, dir, err, sizeof(err)) == 0);
+	snprintf(path, sizeof(path), "%s/job-1-a-2.json", dir);
+	CU_ASSERT(access(path, R_OK) == 0);
+	snprintf(path, sizeof(path), "%s/job-1-a.json", dir);
+	struct table *site = table_load(path, err, sizeof(err));
+
+	CHECK(site != NULL && site->gw.id == 1 && site->n_shards == 1, "%s", err);
+	table_free(site);
+	jobplan_free(jp);
+	/* a-2 down: a-1 holds every chunk of the next epoch. */
+	CU_ASSERT_FATAL(jobplan_build(d, 0, a2_down, NULL, 5, &jp, err, sizeof(err)) == 0);
+	CHECK(jp->n_tables == 3 && jp->tables[1] == NULL && jp->n_workers == 6 &&
+	      jp->tables[0]->n_shards == 0 && jp->site_table[0] == 0, "%d tables", jp->n_tables);
+	for (uint32_t c = 0; c < n; c++)
+		if (!CHECK(holders(jp->tables, 2, c) == 1u, "chunk %u", c))
+			break;
+	jobplan_free(jp);
+	/* Both down: the site and its workers leave the job. */
+	CU_ASSERT_FATAL(jobplan_build(d, 0, a_down, NULL, 6, &jp, err, sizeof(err)) == 0);
+	CHECK(jp->n_tables == 2 && jp->n_workers == 4 && jp->site_table[0] == -1,
+	      "%d tables %d workers", jp->n_tables, jp->n_workers);
+	jobplan_free(jp);
+	deploy_free(d);
+	/* BlueConnect: the WAN stage's trees, sharded the same way, and its hierarchy with
+	 * a's two gateways; the decomposition the gateways run has no ring stage. */
+	d = example_two_at_a("blueconnect");
+	CU_ASSERT_FATAL(jobplan_build(d, 0, NULL, NULL, 4, &jp, err, sizeof(err)) == 0);
+	json_t *h = json_object_get(jp->plan->extra, "hierarchy");
+	const char *fact = json_string_value(json_object_get(h, "factorisation"));
+
+	CHECK(h != NULL && fact != NULL && strstr(fact, "][") == NULL && fact[0] == '[' &&
+	      json_integer_value(json_object_get(json_array_get(json_object_get(h, "sites"), 0),
+						 "gateways")) == 2,
+	      "hierarchy %s", fact != NULL ? fact : "(none)");
+	CHECK(strcmp(jp->plan->algorithm, "blueconnect") == 0 && jp->plan->allreduce_seconds > 0 &&
+	      fabs(jp->plan->allreduce_seconds -
+		   json_number_value(json_object_get(h, "seconds"))) < 1e-9,
+	      "predicted %g", jp->plan->allreduce_seconds);
+	CU_ASSERT(jp->tables[0]->n_shards == 1 && jp->tables[1]->n_shards == 1);
+	for (uint32_t c = 0; c < n; c++)
+		if (!CHECK(holders(jp->tables, 2, c) == (c < n / 2 ? 1u : 2u), "chunk %u", c))
+			break;
+	jobplan_free(jp);
+	deploy_free(d);
+}
+
 /* Measured capacities: where below the topology's the plan uses them, where above it
  * they change nothing; a link down is left out. */
 static void
@@ -780,6 +893,7 @@ main(void)
 	CU_add_test(s, "two-phase install: a gateway dies between the phases", test_install_dies);
 	CU_add_test(s, "two-phase install: no socket, wrong epoch", test_install_no_socket);
 	CU_add_test(s, "planning without a failed gateway", test_plan_without_node);
+	CU_add_test(s, "planning with two gateways at a site", test_plan_two_gateways);
 	CU_add_test(s, "planning with measured link capacities", test_plan_measured_links);
 	CU_add_test(s, "the daemon's per-link counters: trees and streams", test_link_counters);
 	CU_add_test(s, "the ring as chain trees", test_ring_chains);

@@ -453,6 +453,53 @@ call_errno(const char *text)
 
 static const uint16_t W3[] = { 11, 12, 13 };
 
+/* Two gateways at this site: this one holds chunks 0 .. 7 (tree 0), the other 8 .. 15
+ * (tree 1, in `shards`). A CONTRIB of tree 1 sent here is refused as `wrong_shard`, one of
+ * a tree no gateway of the site has as `unknown_tree`; the shard's own chunks complete. */
+static void
+test_wrong_shard(void)
+{
+	const uint64_t el = 1000;
+	const uint32_t ce = 64;
+	static struct out o[64];
+	char text[2048], err[TABLE_ERR_MAX] = "";
+	struct table *tb;
+
+	snprintf(text, sizeof(text),
+		 "{\"format\": \"georeduce-table/1\", \"job\": 9, \"epoch\": 1,"
+		 " \"gateway\": {\"id\": 1, \"ipv4\": \"10.0.0.1\", \"base_port\": %d,"
+		 " \"ports\": %d}, \"dtype\": \"fp32\", \"elements\": 1000,"
+		 " \"chunk_elements\": 64, \"limits\": {\"max_trees\": 8,"
+		 " \"max_children\": 4, \"max_workers\": 16, \"max_slots\": 64},"
+		 " \"trees\": [{\"id\": 0, \"role\": \"root\", \"parent\": null,"
+		 " \"children\": [], \"workers\": [{\"id\": 11, \"ipv4\": \"10.0.0.11\","
+		 " \"port\": %d}, {\"id\": 12, \"ipv4\": \"10.0.0.12\", \"port\": %d}],"
+		 " \"expected\": 2, \"subtree_workers\": 2, \"chunk_first\": 0,"
+		 " \"chunk_count\": 8, \"rate_gbps\": 1.0, \"slots\": 16}],"
+		 " \"shards\": [{\"gateway\": {\"id\": 2, \"ipv4\": \"10.0.0.2\","
+		 " \"base_port\": %d, \"ports\": %d}, \"trees\": [{\"id\": 1,"
+		 " \"chunk_first\": 8, \"chunk_count\": 8, \"slots\": 16}]}]}",
+		 WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT, WORKER_PORT, WORKER_PORT,
+		 WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT);
+	tb = table_parse(text, "shards", err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tb);
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	for (uint32_t c = 0; c < 8; c++)
+		for (int w = 11; w <= 12; w++)
+			inject(contrib_f32(9, 1, 0, (uint16_t)w, 1, c, el, ce));
+	/* Worker 11 takes this gateway for the other one's shard; then a tree of nobody. */
+	inject(contrib_f32(9, 1, 1, 11, 1, 8, el, ce));
+	inject(contrib_f32(9, 1, 1, 12, 1, 9, el, ce));
+	inject(contrib_f32(9, 1, 5, 11, 1, 9, el, ce));
+	poll_all();
+	CU_ASSERT_EQUAL(collect(o, 64), 2 * 8);
+	CU_ASSERT_EQUAL(ctr(DP_CTR_CHUNKS_COMPLETED), 8);
+	CU_ASSERT_EQUAL(drops(WIRE_REASON_WRONG_SHARD), 2);
+	CU_ASSERT_EQUAL(drops(WIRE_REASON_UNKNOWN_TREE), 1);
+	dp_down();
+}
+
 /* Root with three local workers: every chunk summed exactly, results to each worker. */
 static void
 test_root_three_workers(void)
@@ -3663,6 +3710,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "bf16", test_bf16);
 	CU_add_test(s, "IEEE sums in arrival order, no FTZ/DAZ", test_ieee_sums);
 	CU_add_test(s, "bad packets by reason", test_bad_packets);
+	CU_add_test(s, "a tree of the site's other gateway: wrong_shard", test_wrong_shard);
 	CU_add_test(s, "ARP, ICMP, neighbour resolution", test_arp_icmp);
 	CU_add_test(s, "a worker that ARPed or sent is a known neighbour", test_neighbours_known);
 	CU_add_test(s, "retransmissions answered", test_retx_answers);

@@ -199,7 +199,7 @@ static const struct bad_case bad_cases[] = {
 	{ "gateways[0].ipv4", "\"224.0.0.1\"", "field 'gateways[0].ipv4'" },
 	{ "gateways[0].ipv4", "\"10.99.0.01\"", "field 'gateways[0].ipv4'" },
 	{ "gateways[0].node", "\"zz\"", "field 'gateways[0].node'" },
-	{ "gateways[1].node", "\"a\"", "field 'gateways[1].node'" },
+	{ "gateways[1].node", "\"a\"", "field 'gateways': topology node 'b' has no gateway" },
 	{ "gateways[0].socket", "\"\"", "field 'gateways[0].socket'" },
 	{ "gateways[1].socket", "\"/run/georeduce/a.sock\"", "field 'gateways[1].socket'" },
 	{ "gateways[0].socket",
@@ -330,6 +330,137 @@ test_mx(void)
 	json_decref(doc);
 }
 
+/* The example with a second gateway at node a (listed last) and the third at c named. */
+static json_t *
+two_at_a(void)
+{
+	json_error_t je;
+	json_t *doc = example();
+
+	json_array_append_new(json_object_get(doc, "gateways"),
+			      json_loads("{\"node\": \"a\", \"id\": 4, \"ipv4\": \"10.99.0.4\","
+					 " \"socket\": \"/run/georeduce/a2.sock\"}", 0, &je));
+	return doc;
+}
+
+/* Several gateways at a site: ordered by node and, within one, by the file; their names and
+ * shards; every rule about them, named. */
+static void
+test_gateways_per_site(void)
+{
+	static const struct {
+		const char *path, *value, *want;
+	} bad[] = {
+		{ "gateways[3].id", "1", "field 'gateways[3].id': 1 is also the gateway of node 'a'" },
+		{ "gateways[3].ipv4", "\"10.99.0.2\"", "field 'gateways[3].ipv4'" },
+		{ "gateways[3].socket", "\"/run/georeduce/a.sock\"", "field 'gateways[3].socket'" },
+		{ "gateways[3].name", "\"b\"", "named 'b', another node" },
+		{ "gateways[3].name", "\"a\"", "named 'a', its site of several gateways" },
+		{ "gateways[3].name", "\"a_2\"", "field 'gateways[3].name'" },
+		{ "gateways[3].name", "\"-a\"", "field 'gateways[3].name'" },
+		{ "gateways[3].name", "7", "field 'gateways[3].name'" },
+		{ "gateways[0].name", "\"a-2\"", "two gateways are named 'a-2'" },
+		{ "jobs[0].workers[0].id", "4", "4 is the gateway id of node 'a'" },
+	};
+	char err[DEPLOY_ERR_MAX] = "";
+	json_error_t je;
+	json_t *doc = two_at_a();
+	struct deploy *d = parse_json(doc, err, sizeof(err));
+
+	CHECK(d != NULL, "%s", err);
+	if (d != NULL) {
+		CU_ASSERT_EQUAL(d->n_gateways, 4);
+		CU_ASSERT(d->node_gw[0] == 0 && d->node_ngw[0] == 2 && d->node_gw[1] == 2 &&
+			  d->node_ngw[1] == 1 && d->node_gw[2] == 3 && d->node_ngw[2] == 1);
+		CU_ASSERT(d->gateways[0].id == 1 && d->gateways[1].id == 4 &&
+			  d->gateways[2].id == 2 && d->gateways[3].id == 3);
+		CU_ASSERT(d->gateways[0].shard == 0 && d->gateways[1].shard == 1 &&
+			  d->gateways[1].node == 0 && d->gateways[3].node == 2);
+		CHECK(strcmp(d->gateways[0].name, "a-1") == 0 &&
+		      strcmp(d->gateways[1].name, "a-2") == 0 &&
+		      strcmp(d->gateways[2].name, "b") == 0, "names %s %s %s", d->gateways[0].name,
+		      d->gateways[1].name, d->gateways[2].name);
+	}
+	deploy_free(d);
+	/* One gateway per site: every gateway named after its node, in node order. */
+	json_decref(doc);
+	doc = example();
+	d = parse_json(doc, err, sizeof(err));
+	CU_ASSERT_FATAL(d != NULL);
+	for (int v = 0; v < 3; v++)
+		CU_ASSERT(d->node_gw[v] == v && d->node_ngw[v] == 1 && d->gateways[v].node == v &&
+			  strcmp(d->gateways[v].name, d->topo->nodes[v].id) == 0);
+	deploy_free(d);
+	json_decref(doc);
+	/* Names given; a tls:// gateway's name is the one its certificate carries. */
+	doc = two_at_a();
+	mutate(doc, "gateways[3].name", json_string("a-east"));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d != NULL && strcmp(d->gateways[1].name, "a-east") == 0 &&
+	      strcmp(d->gateways[0].name, "a-1") == 0, "%s", err);
+	deploy_free(d);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *v = json_loads(bad[i].value, JSON_DECODE_ANY, &je);
+
+		json_decref(doc);
+		doc = two_at_a();
+		CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+		mutate(doc, bad[i].path, v);
+		d = parse_json(doc, err, sizeof(err));
+		CHECK(d == NULL && strstr(err, bad[i].want) != NULL && strchr(err, '\n') == NULL,
+		      "%s = %s: '%s' lacks '%s'", bad[i].path, bad[i].value, err, bad[i].want);
+		deploy_free(d);
+	}
+	/* At most 16 gateways at a site. */
+	json_decref(doc);
+	doc = example();
+	for (int k = 0; k < 16; k++) {
+		char g[160];
+
+		snprintf(g, sizeof(g), "{\"node\": \"b\", \"id\": %d, \"ipv4\": \"10.99.1.%d\", "
+			 "\"socket\": \"/run/georeduce/b%d.sock\"}", 40 + k, 10 + k, k);
+		json_array_append_new(json_object_get(doc, "gateways"), json_loads(g, 0, &je));
+	}
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d == NULL && strstr(err, "node 'b' has more than 16 gateways") != NULL, "%s", err);
+	deploy_free(d);
+	json_decref(doc);
+}
+
+/* A blueconnect job: its one option, the WAN stage's K. */
+static void
+test_blueconnect(void)
+{
+	char err[DEPLOY_ERR_MAX] = "";
+	json_t *doc = example();
+	struct deploy *d;
+
+	mutate(doc, "jobs[1].algorithm", json_string("blueconnect"));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d != NULL && d->jobs[1].algo == DEPLOY_ALGO_BLUECONNECT &&
+	      d->jobs[1].max_trees == DEPLOY_DEFAULT_MAX_TREES &&
+	      strcmp(deploy_algo_name(d->jobs[1].algo), "blueconnect") == 0, "%s", err);
+	deploy_free(d);
+	mutate(doc, "jobs[1].options", json_pack("{s:i}", "max_trees", 3));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d != NULL && d->jobs[1].max_trees == 3, "%s", err);
+	deploy_free(d);
+	mutate(doc, "jobs[1].options", json_pack("{s:i}", "rho", 1));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d == NULL && strstr(err, "field 'jobs[1].options.rho': unknown field") != NULL, "%s",
+	      err);
+	deploy_free(d);
+	mutate(doc, "jobs[1].options", json_pack("{s:i}", "max_trees", -2));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d == NULL && strstr(err, "field 'jobs[1].options.max_trees'") != NULL, "%s", err);
+	deploy_free(d);
+	mutate(doc, "jobs[1].algorithm", json_string("blue-connect"));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d == NULL && strstr(err, "\"blueconnect\"") != NULL, "%s", err);
+	deploy_free(d);
+	json_decref(doc);
+}
+
 static void
 test_bad_fields(void)
 {
@@ -395,6 +526,8 @@ main(void)
 	CU_add_test(s, "every bad field is named", test_bad_fields);
 	CU_add_test(s, "MX jobs: whole blocks", test_mx);
 	CU_add_test(s, "selmcast jobs and their options", test_selmcast);
+	CU_add_test(s, "several gateways at a site", test_gateways_per_site);
+	CU_add_test(s, "blueconnect jobs", test_blueconnect);
 	CU_add_test(s, "JSON syntax errors", test_syntax);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();

@@ -1181,7 +1181,7 @@ test_compile_too_many_children(void)
 		parent[v] = v == 0 ? PLAN_ROOT : 0;
 		wk[v] = (struct table_worker){ (uint16_t)(1000 + v), IP(10, 1, v / 256, v % 256), 5000 };
 		dn[v] = (struct table_deploy_node){ (uint16_t)(v + 1), IP(10, 0, v / 256, v % 256 + 1),
-						    40000, 1, 1, &wk[v] };
+						    40000, 1, 1, &wk[v], 0, NULL };
 	}
 	p = plan_create("star", t, 1);
 	CU_ASSERT_FATAL(p != NULL);
@@ -1292,7 +1292,7 @@ test_compile_random(void)
 								       (uint16_t)(5000 + j) };
 			dn[v] = (struct table_deploy_node){ (uint16_t)(7 * v + 3), IP(10, 0, v, 1),
 							    (uint16_t)(1024 + rnd(&s, 60000)),
-							    (uint16_t)(1 + rnd(&s, 8)), k, &wk[v * 3] };
+							    (uint16_t)(1 + rnd(&s, 8)), k, &wk[v * 3], 0, NULL };
 			total += k;
 		}
 		if (total == 0) { /* the first worker site gets one */

@@ -339,26 +339,8 @@ blueconnect_plan(const struct topo *t, const struct bc_opts *o, struct bc_result
 		json_util_fail(err, errlen, "the flat ring baseline failed: %s", strerror(-rc));
 		goto out;
 	}
-	{
-		const struct bc_candidate *b = &r->cand[r->chosen];
-		json_t *sec;
-
-		memcpy(r->h.factorisation, b->name, sizeof(r->h.factorisation));
-		r->h.n_stages = b->n_stages;
-		memcpy(r->h.stages, b->stages, sizeof(b->stages));
-		r->h.seconds = b->seconds;
-		r->plan->bytes = o->bytes;
-		r->plan->allreduce_seconds = b->seconds;
-		sec = bc_hierarchy_to_json(t, &r->h);
-		if (sec == NULL) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		json_decref(r->plan->extra);
-		r->plan->extra = json_pack("{s:o}", "hierarchy", sec);
-		if (r->plan->extra == NULL)
-			rc = -ENOMEM;
-	}
+	r->plan->bytes = o->bytes;
+	rc = blueconnect_choose(t, r, r->chosen, err, errlen);
 out:
 	if (rc == -ENOMEM)
 		json_util_fail(err, errlen, "out of memory");
@@ -366,6 +348,31 @@ out:
 	free(c.beta);
 	free(c.d);
 	return rc;
+}
+
+int
+blueconnect_choose(const struct topo *t, struct bc_result *r, int i, char *err, size_t errlen)
+{
+	const struct bc_candidate *b;
+	json_t *sec;
+
+	if (i < 0 || i >= r->n_candidates || r->plan == NULL)
+		return json_util_fail(err, errlen, "no decomposition %d of %d", i, r->n_candidates);
+	b = &r->cand[i];
+	r->chosen = i;
+	memcpy(r->h.factorisation, b->name, sizeof(r->h.factorisation));
+	r->h.n_stages = b->n_stages;
+	memcpy(r->h.stages, b->stages, sizeof(b->stages));
+	r->h.seconds = b->seconds;
+	r->plan->allreduce_seconds = b->seconds;
+	sec = bc_hierarchy_to_json(t, &r->h);
+	json_decref(r->plan->extra);
+	r->plan->extra = sec != NULL ? json_pack("{s:o}", "hierarchy", sec) : NULL;
+	if (r->plan->extra == NULL) {
+		json_util_fail(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 void

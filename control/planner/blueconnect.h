@@ -114,6 +114,16 @@ int blueconnect_plan(const struct topo *t, const struct bc_opts *o, struct bc_re
 
 void bc_result_fini(struct bc_result *r);
 
+/**
+ * Make candidate i (0 .. n_candidates - 1) the plan's decomposition: the hierarchy section,
+ * r->h and the plan's predicted time become its own (the trees are every candidate's).
+ * Candidate 0 is the one without ring stages: every in-site level summed at the gateways,
+ * each gateway of a site taking an equal byte range, which is what the dataplanes run
+ * (docs/BLUECONNECT.md). Returns 0, -EINVAL (no such candidate) or -ENOMEM.
+ */
+int blueconnect_choose(const struct topo *t, struct bc_result *r, int i, char *err,
+		       size_t errlen);
+
 /** The hierarchy section (the value of the plan's "hierarchy" key), NULL on ENOMEM. */
 json_t *bc_hierarchy_to_json(const struct topo *t, const struct bc_hierarchy *h);
 

@@ -1353,8 +1353,12 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 		on_mcast(lc, j, m, p);
 		return;
 	}
-	if (unlikely(p->tree >= j->tree_map_n || j->tree_map[p->tree] == 0)) {
-		drop(lc, m, WIRE_REASON_UNKNOWN_TREE);
+	if (unlikely(p->tree >= j->tree_map_n || j->tree_map[p->tree] == 0 ||
+		     j->tree_map[p->tree] == DP_TREE_SHARD)) {
+		/* A tree the table gives another gateway of this site: a sender that takes
+		 * this gateway for that shard's. */
+		drop(lc, m, p->tree < j->tree_map_n && j->tree_map[p->tree] == DP_TREE_SHARD
+				    ? WIRE_REASON_WRONG_SHARD : WIRE_REASON_UNKNOWN_TREE);
 		return;
 	}
 	const struct dp_tree *t = &j->trees[j->tree_map[p->tree] - 1];

@@ -483,6 +483,10 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->n_trees = tb->n_trees;
 	for (int i = 0; i < tb->n_trees; i++)
 		max_id = tb->trees[i].id > max_id ? tb->trees[i].id : max_id;
+	for (int s = 0; s < tb->n_shards; s++)
+		for (int k = 0; k < tb->shards[s].n_trees; k++)
+			max_id = tb->shards[s].trees[k].id > max_id ? tb->shards[s].trees[k].id
+								    : max_id;
 	j->tree_map_n = (uint16_t)(max_id + 1);
 	j->tree_map = jalloc(j, sizeof(*j->tree_map) * (size_t)(max_id + 1), socket);
 	j->trees = jalloc(j, sizeof(*j->trees) * (size_t)tb->n_trees, socket);
@@ -496,6 +500,10 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		errno = ENOMEM;
 		goto fail;
 	}
+	/* The trees of the site's other gateways: their chunks are not for this one. */
+	for (int s = 0; s < tb->n_shards; s++)
+		for (int k = 0; k < tb->shards[s].n_trees; k++)
+			j->tree_map[tb->shards[s].trees[k].id] = DP_TREE_SHARD;
 	for (int i = 0; i < tb->n_trees; i++) {
 		j->tree_map[tb->trees[i].id] = (uint16_t)(i + 1);
 		if (build_tree(dp, j, i, socket, err, errlen) != 0)

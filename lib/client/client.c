@@ -97,6 +97,9 @@ struct rtt {
 
 struct gr_client {
 	struct gr_config cfg;           /* trees sorted by chunk_first */
+	struct gr_gateway tgw[GR_TREES_MAX]; /* the gateway of each tree (cfg.trees order) */
+	unsigned int n_gws;             /* the distinct gateways among them */
+	struct gr_gateway gws[GR_GATEWAYS_MAX];
 	int fd;
 	uint32_t n_chunks;
 	struct chunk *ch;               /* n_chunks */
@@ -215,6 +218,83 @@ id_ok(uint16_t id)
 	return id >= WIRE_NODE_ID_MIN && id <= WIRE_NODE_ID_MAX;
 }
 
+/* The gateway of trees[i]: its own in tree_gateways, or the configuration's. */
+static struct gr_gateway
+tree_gateway(const struct gr_config *cfg, unsigned int i)
+{
+	if (cfg->tree_gateways[i].id != 0)
+		return cfg->tree_gateways[i];
+	return (struct gr_gateway){ .id = cfg->gateway_id, .ipv4 = cfg->gateway_ipv4,
+				    .base_port = cfg->gateway_base_port,
+				    .ports = cfg->gateway_ports };
+}
+
+static bool
+gateway_same(const struct gr_gateway *a, const struct gr_gateway *b)
+{
+	return a->id == b->id && a->ipv4 == b->ipv4 && a->base_port == b->base_port &&
+	       a->ports == b->ports;
+}
+
+/* The distinct gateways of cfg's trees into out[] (at most max); returns how many there
+ * are, possibly more than max. */
+static unsigned int
+distinct_gateways(const struct gr_config *cfg, struct gr_gateway *out, unsigned int max)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < cfg->n_trees && i < GR_TREES_MAX; i++) {
+		struct gr_gateway g = tree_gateway(cfg, i);
+		unsigned int k = 0;
+
+		while (k < n && k < max && !gateway_same(&out[k], &g))
+			k++;
+		if (k < n)
+			continue;
+		if (n < max)
+			out[n] = g;
+		n++;
+	}
+	return n;
+}
+
+/* The trees' gateways: valid, other than the worker, one address and ports per id, at
+ * most GR_GATEWAYS_MAX. */
+static int
+check_tree_gateways(const struct gr_config *cfg, char *err, size_t errlen)
+{
+	struct gr_gateway gws[GR_GATEWAYS_MAX];
+	unsigned int n;
+
+	for (unsigned int i = 0; i < cfg->n_trees; i++) {
+		const struct gr_gateway *g = &cfg->tree_gateways[i];
+
+		if (g->id == 0)
+			continue;
+		if (!id_ok(g->id) || g->id == cfg->worker_id)
+			return json_util_fail(err, errlen, "tree_gateways[%u].id: %u, ids are 1 to %u "
+					      "and not the worker's", i, g->id, WIRE_NODE_ID_MAX);
+		if (!table_ipv4_unicast(g->ipv4))
+			return json_util_fail(err, errlen, "tree_gateways[%u].ipv4: not a unicast "
+					      "address", i);
+		if (wire_port_range_check(g->base_port, g->ports) < 0)
+			return json_util_fail(err, errlen, "tree_gateways[%u] ports: %u from %u leave "
+					      "1 .. 65535", i, g->ports, g->base_port);
+	}
+	n = distinct_gateways(cfg, gws, GR_GATEWAYS_MAX);
+	if (n > GR_GATEWAYS_MAX)
+		return json_util_fail(err, errlen, "tree_gateways: %u gateways, at most %u", n,
+				      GR_GATEWAYS_MAX);
+	for (unsigned int a = 0; a < n; a++)
+		for (unsigned int b = 0; b < a; b++)
+			if (gws[a].id == gws[b].id || gws[a].ipv4 == gws[b].ipv4)
+				return json_util_fail(err, errlen, "tree_gateways: gateway %u at %u "
+						      "ports from %u and gateway %u: one id and "
+						      "address per gateway", gws[a].id, gws[a].ports,
+						      gws[a].base_port, gws[b].id);
+	return 0;
+}
+
 int
 gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 {
@@ -305,6 +385,8 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 				return json_util_fail(err, errlen, "trees[%u].id: %u also in trees[%u]",
 						      i, cfg->trees[i].id, j);
 	}
+	if (check_tree_gateways(cfg, err, errlen) != 0)
+		return -EINVAL;
 	memcpy(sorted, cfg->trees, cfg->n_trees * sizeof(sorted[0]));
 	qsort(sorted, cfg->n_trees, sizeof(sorted[0]), cmp_tree_first);
 	for (unsigned int i = 0; i < cfg->n_trees; i++) {
@@ -386,6 +468,28 @@ config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t w
 		cfg->trees[i].slots = tb->trees[i].slots;
 		cfg->trees[i].window = tb->trees[i].window;
 	}
+	/* The site's other gateways: their trees too, each with its gateway (the table's rule
+	 * keeps them within GR_TREES_MAX together). */
+	for (int s = 0; s < tb->n_shards; s++) {
+		const struct table_shard *sh = &tb->shards[s];
+
+		for (int k = 0; k < sh->n_trees && cfg->n_trees < GR_TREES_MAX; k++) {
+			struct gr_tree *t = &cfg->trees[cfg->n_trees];
+
+			t->id = sh->trees[k].id;
+			t->chunk_first = sh->trees[k].chunk_first;
+			t->chunk_count = sh->trees[k].chunk_count;
+			t->slots = sh->trees[k].slots;
+			t->window = sh->trees[k].window;
+			cfg->tree_gateways[cfg->n_trees++] = (struct gr_gateway){
+				.id = sh->gw.id, .ipv4 = sh->gw.ipv4, .base_port = sh->gw.base_port,
+				.ports = sh->gw.ports };
+		}
+	}
+	for (int i = 0; tb->n_shards > 0 && i < tb->n_trees; i++)
+		cfg->tree_gateways[i] = (struct gr_gateway){ .id = tb->gw.id, .ipv4 = tb->gw.ipv4,
+							     .base_port = tb->gw.base_port,
+							     .ports = tb->gw.ports };
 	for (int i = 0; i < tb->n_streams; i++) {
 		const struct table_stream *ts = &tb->streams[i];
 		bool mine = false, origin = false;
@@ -494,6 +598,9 @@ open_socket(const struct gr_config *cfg, int *out, char *err, size_t errlen)
  * then moved into it by install(). */
 struct prepared {
 	struct gr_config cfg;           /* trees sorted by chunk_first */
+	struct gr_gateway tgw[GR_TREES_MAX]; /* struct gr_client */
+	unsigned int n_gws;
+	struct gr_gateway gws[GR_GATEWAYS_MAX];
 	struct chunk *ch;               /* n_chunks */
 	uint32_t n_chunks;
 	int fd;
@@ -569,6 +676,33 @@ mx_tail(const struct gr_client *c)
 	return (float *)(void *)(c->mxbuf + mx_tail_off(c->chunk_wire, c->n_chunks));
 }
 
+/* A tree with its gateway, for sort_trees(). */
+struct tree_gw {
+	struct gr_tree t;
+	struct gr_gateway g;
+};
+
+static int
+cmp_tree_gw_first(const void *a, const void *b)
+{
+	return cmp_tree_first(&((const struct tree_gw *)a)->t, &((const struct tree_gw *)b)->t);
+}
+
+/* Sort cfg's trees by their first chunk, each keeping its entry of tree_gateways. */
+static void
+sort_trees(struct gr_config *cfg)
+{
+	struct tree_gw tg[GR_TREES_MAX];
+
+	for (unsigned int i = 0; i < cfg->n_trees; i++)
+		tg[i] = (struct tree_gw){ cfg->trees[i], cfg->tree_gateways[i] };
+	qsort(tg, cfg->n_trees, sizeof(tg[0]), cmp_tree_gw_first);
+	for (unsigned int i = 0; i < cfg->n_trees; i++) {
+		cfg->trees[i] = tg[i].t;
+		cfg->tree_gateways[i] = tg[i].g;
+	}
+}
+
 /* Check cfg and build what it needs into p: a sorted copy, the chunk records, the
  * multicast receive bitmaps and window if it has origins and (if fd < 0) the socket. fd is
  * the socket to keep, or -1. Nothing of the client changes here. */
@@ -582,7 +716,10 @@ prepare(const struct gr_config *cfg, int fd, struct prepared *p, char *err, size
 	if (rc < 0)
 		return rc;
 	p->cfg = *cfg;
-	qsort(p->cfg.trees, p->cfg.n_trees, sizeof(p->cfg.trees[0]), cmp_tree_first);
+	sort_trees(&p->cfg);
+	for (unsigned int i = 0; i < p->cfg.n_trees; i++)
+		p->tgw[i] = tree_gateway(&p->cfg, i);
+	p->n_gws = distinct_gateways(&p->cfg, p->gws, GR_GATEWAYS_MAX); /* checked */
 	p->n_chunks = (uint32_t)wire_chunk_total(cfg->elements, cfg->chunk_elements);
 	p->ch = calloc(p->n_chunks, sizeof(*p->ch));
 	if (p->ch == NULL) {
@@ -635,6 +772,9 @@ install(struct gr_client *c, struct prepared *p)
 	if (c->fd >= 0 && c->fd != p->fd)
 		close(c->fd);
 	c->cfg = p->cfg;
+	memcpy(c->tgw, p->tgw, sizeof(c->tgw));
+	memcpy(c->gws, p->gws, sizeof(c->gws));
+	c->n_gws = p->n_gws;
 	c->cset_len = p->cfg.cset_blocks * WIRE_CSET_BLOCK;
 	memset(c->cset, 0, sizeof(c->cset));
 	if (c->cset_len != 0)
@@ -710,7 +850,12 @@ gr_client_reconfigure(struct gr_client *c, const struct gr_config *cfg, char *er
 	rc = prepare(cfg, fd, &p, err, errlen);
 	if (rc < 0)
 		return rc;
-	if (cfg->gateway_ipv4 != c->cfg.gateway_ipv4) {
+	/* Other gateways, other paths: the estimates start again. */
+	bool moved = cfg->gateway_ipv4 != c->cfg.gateway_ipv4 || p.n_gws != c->n_gws;
+
+	for (unsigned int i = 0; i < p.n_gws && !moved; i++)
+		moved = p.gws[i].ipv4 != c->gws[i].ipv4;
+	if (moved) {
 		memset(&c->res, 0, sizeof(c->res));
 		memset(&c->path, 0, sizeof(c->path));
 	}
@@ -915,6 +1060,7 @@ send_contrib(struct call *k, uint32_t chunk, bool retx, uint64_t now)
 	struct wire_pkt p = pkt_base(k, WIRE_TYPE_CONTRIB, chunk, now);
 	uint32_t n = wire_chunk_len(cfg->elements, cfg->chunk_elements, chunk);
 	uint32_t have = chunk == k->last ? k->tail : n;
+	const struct gr_gateway *g = &k->c->tgw[tree_of(k->c, chunk)];
 
 	p.flags = retx ? WIRE_F_RETX : 0;
 	p.dtype = (enum wire_dtype)cfg->dtype;
@@ -923,23 +1069,21 @@ send_contrib(struct call *k, uint32_t chunk, bool retx, uint64_t now)
 	p.count = (uint16_t)n;
 	if (k->c->mxbuf != NULL)        /* MX: the chunk as gr_allreduce() encoded it */
 		tx_add(k, &p, k->c->mxbuf + (size_t)chunk * k->c->chunk_wire,
-		       wire_payload_bytes(p.dtype, n), 0, cfg->gateway_ipv4,
-		       wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, chunk));
+		       wire_payload_bytes(p.dtype, n), 0, g->ipv4,
+		       wire_udp_port(g->base_port, g->ports, chunk));
 	else
 		tx_add(k, &p, chunk_data(k, chunk), have * k->esize, (n - have) * k->esize,
-		       cfg->gateway_ipv4,
-		       wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, chunk));
+		       g->ipv4, wire_udp_port(g->base_port, g->ports, chunk));
 }
 
 static void
 send_nack(struct call *k, uint32_t first, uint32_t count, uint64_t now)
 {
-	const struct gr_config *cfg = &k->c->cfg;
+	const struct gr_gateway *g = &k->c->tgw[tree_of(k->c, first)];
 	struct wire_pkt p = pkt_base(k, WIRE_TYPE_NACK_RESULT, first, now);
 
 	p.count = (uint16_t)count;
-	tx_add(k, &p, NULL, 0, 0, cfg->gateway_ipv4,
-	       wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, first));
+	tx_add(k, &p, NULL, 0, 0, g->ipv4, wire_udp_port(g->base_port, g->ports, first));
 	k->c->st.nacks_sent++;
 }
 
@@ -958,7 +1102,7 @@ nack_add(struct call *k, uint32_t chunk, uint64_t now)
 {
 	const struct gr_client *c = k->c;
 
-	if (k->run_len != 0 && c->cfg.gateway_ports == 1 && k->run_len < NACK_RUN_MAX &&
+	if (k->run_len != 0 && c->tgw[tree_of(c, chunk)].ports == 1 && k->run_len < NACK_RUN_MAX &&
 	    k->run_first + k->run_len == chunk && tree_of(c, chunk) == tree_of(c, k->run_first)) {
 		k->run_len++;
 		return;
@@ -1137,6 +1281,16 @@ on_range(struct call *k, const struct wire_pkt *p, uint64_t now)
 	}
 }
 
+/* Is ipv4 with sender id `id` one of the client's gateways? */
+static bool
+from_gateway(const struct gr_client *c, uint32_t ipv4, uint16_t id)
+{
+	for (unsigned int i = 0; i < c->n_gws; i++)
+		if (c->gws[i].ipv4 == ipv4 && c->gws[i].id == id)
+			return true;
+	return false;
+}
+
 /* PROBE: answer at once to its source (section 5), whatever the job. */
 static void
 on_probe(struct call *k, const struct wire_pkt *p, uint8_t *pkt, const struct sockaddr_in *from,
@@ -1166,6 +1320,7 @@ rx_one(struct call *k, uint8_t *pkt, size_t len, const struct sockaddr_in *from,
 	const struct gr_config *cfg = &c->cfg;
 	struct wire_pkt p;
 	const struct gr_tree *t;
+	const struct gr_gateway *g;
 	uint32_t n;
 
 	if (wire_hdr_decode(pkt, len, &p, NULL) < 0) {
@@ -1176,8 +1331,7 @@ rx_one(struct call *k, uint8_t *pkt, size_t len, const struct sockaddr_in *from,
 		on_probe(k, &p, pkt, from, now);
 		return;
 	}
-	if (ntohl(from->sin_addr.s_addr) != cfg->gateway_ipv4 || p.job != cfg->job ||
-	    p.sender != cfg->gateway_id ||
+	if (!from_gateway(c, ntohl(from->sin_addr.s_addr), p.sender) || p.job != cfg->job ||
 	    (p.type != WIRE_TYPE_RESULT && p.type != WIRE_TYPE_ACK &&
 	     p.type != WIRE_TYPE_NACK_CONTRIB)) {
 		c->st.invalid++;
@@ -1198,9 +1352,11 @@ rx_one(struct call *k, uint8_t *pkt, size_t len, const struct sockaddr_in *from,
 		return;
 	}
 	t = &cfg->trees[tree_of(c, p.chunk)];
+	g = &c->tgw[tree_of(c, p.chunk)];
+	/* From the gateway of the chunk's tree, from the port of the chunk. */
 	if (t->id != p.tree || p.chunk + n > t->chunk_first + t->chunk_count ||
-	    ntohs(from->sin_port) !=
-		    wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, p.chunk)) {
+	    ntohl(from->sin_addr.s_addr) != g->ipv4 || p.sender != g->id ||
+	    ntohs(from->sin_port) != wire_udp_port(g->base_port, g->ports, p.chunk)) {
 		c->st.invalid++;
 		return;
 	}

@@ -42,6 +42,8 @@ extern "C" {
 #define GR_ERR_MAX 512
 /** Most trees in a configuration (as many as a georeduce-table/1 may hold). */
 #define GR_TREES_MAX 256
+/** Most gateways of one site that a configuration sends to (gr_config.tree_gateways). */
+#define GR_GATEWAYS_MAX 16
 /** Largest send window, in chunks. */
 #define GR_WINDOW_MAX 65536
 /** Window per tree when neither the options nor the table give one. */
@@ -90,6 +92,14 @@ struct gr_tree {
 				 * bandwidth-delay product for it, <= slots); 0: slots */
 };
 
+/** A gateway of this worker's site: where the chunks of a tree go (gr_config.tree_gateways). */
+struct gr_gateway {
+	uint16_t id;            /* its node id, 1 .. 65534; 0: the configuration's gateway_* */
+	uint32_t ipv4;          /* its data-plane address */
+	uint16_t base_port;     /* chunk c goes to base_port + c % ports */
+	uint16_t ports;         /* >= 1 */
+};
+
 /**
  * Everything a client needs, as plain data: fill it by hand or with gr_config_from_table().
  * Addresses are IPv4 in host byte order (a.b.c.d is a << 24 | b << 16 | c << 8 | d), ports
@@ -128,6 +138,13 @@ struct gr_config {
 					 * is ahead); 0: GR_MCAST_AHEAD_DEFAULT; at most
 					 * GR_MCAST_AHEAD_MAX. With origins, each round kept costs
 					 * n_origins x the tensor's bytes (gr_client_create()) */
+	/* Several gateways at this worker's site, each holding a shard of the tensor
+	 * (docs/CLIENT.md): trees[i]'s chunks go to tree_gateways[i], and its results come
+	 * from there; an entry with id 0 means the gateway_* fields above. At most
+	 * GR_GATEWAYS_MAX distinct gateways. gr_config_from_table() fills every tree's from a
+	 * table with `shards` and leaves them zero for a site with one gateway. (Last in the
+	 * structure: the fields above keep their offsets.) */
+	struct gr_gateway tree_gateways[GR_TREES_MAX];
 };
 
 /** Called with the chunks done and the total (see struct gr_options). */
@@ -230,7 +247,9 @@ struct gr_mcast_opts {
  * Fill a configuration from a georeduce-table/1 file of this worker's gateway
  * (docs/TABLES.md): the job, epoch, dtype and tensor, the gateway's address and ports, the
  * trees' chunk ranges and slot pools, and this worker's address and port from its entry
- * among the gateway's local workers.
+ * among the gateway's local workers. A site with several gateways: the table of any of
+ * them lists the others with their trees (`shards`), which are added to the trees, each
+ * with its gateway in tree_gateways.
  *
  * @param cfg        Written on success.
  * @param path       The table file; "-" reads stdin.
@@ -304,7 +323,8 @@ void gr_join_close(struct gr_join *j);
 
 /**
  * Check a configuration: ids, addresses, ports, dtype and chunk size in range, tree ids
- * unique and the ranges a partition of the tensor's chunks.
+ * unique and the ranges a partition of the tensor's chunks, the trees' gateways valid and
+ * at most GR_GATEWAYS_MAX.
  *
  * @return  0, or -EINVAL with one line in err naming the field.
  */

@@ -30,6 +30,17 @@ class GrTree(ctypes.Structure):
     ]
 
 
+class GrGateway(ctypes.Structure):
+    """struct gr_gateway: a gateway of the site, where a tree's chunks go."""
+
+    _fields_ = [
+        ("id", ctypes.c_uint16),
+        ("ipv4", ctypes.c_uint32),
+        ("base_port", ctypes.c_uint16),
+        ("ports", ctypes.c_uint16),
+    ]
+
+
 class GrConfig(ctypes.Structure):
     """struct gr_config."""
 
@@ -56,6 +67,7 @@ class GrConfig(ctypes.Structure):
         ("origins", ctypes.c_uint16 * ORIGINS_MAX),
         ("origin_streams", ctypes.c_uint16 * ORIGINS_MAX),
         ("mcast_rounds_ahead", ctypes.c_uint32),
+        ("tree_gateways", GrGateway * TREES_MAX),
     ]
 
 

@@ -27,6 +27,16 @@ Addressing: site i (0-based) is 10.99.i.0/24; its gateway is 10.99.i.1 on every 
 site's /24), its workers 10.99.i.10, .11, ... on the kernel side of the LAN pair.
 Only addresses inside the namespaces it creates are used.
 
+With --gateways-per-site G (one number, or one per site: 2,1,...) site i has G
+georeduce-dataplane processes in its namespace, gateway k at 10.99.i.(k+1), each holding a
+shard of every job's tensor: the workers' addresses are on a bridge (lanbr) to which each
+gateway has a veth of its own (glK on the dataplane's side), and each WAN link's veth is
+on a bridge (wbL) to which each gateway has a veth (gKwL), so that the site's gateways
+share the site's shaped links. --gateway-mbit R shapes each gateway's LAN veth to R
+Mbit/s each way (tbf on both ends), so that a gateway, not the WAN, can be the
+bottleneck; the topology's lan_gbps is then R. Either option selects this layout, also
+with G = 1, so that runs with one and with several gateways differ in nothing else.
+
 With --tls, a namespace of its own for the control process (CTL) and a management
 network of veths (not the shaped WAN): a bridge 10.98.0.1/24 in CTL and, per site i, a
 veth to it, 10.98.0.(i+2) in the site's namespace. Each dataplane serves the control
@@ -45,8 +55,9 @@ BASE_PORT, PORTS, WORKER_PORT = 17400, 16, 5000
 MGMT_PORT, API_PORT, CONTROL_IP = 7300, 7310, "10.98.0.1"
 
 
-def mgmt_ip(i):
-    return "10.98.0.%d" % (i + 2)
+def mgmt_ip(i, k=0):
+    """The management address of gateway k of site i."""
+    return "10.98.%d.%d" % (k, i + 2)
 
 
 def fail(msg):
@@ -88,7 +99,12 @@ def main():
     ap.add_argument("--protect", metavar="CRYPTODEV", default="",
                     help="protect every WAN link (sealed frames, docs/PROTOCOL.md section "
                          "14): the dataplanes run --crypto CRYPTODEV, e.g. crypto_aesni_mb0")
-    ap.add_argument("--delayline", help="wan_delayline executable: write kernel-wan.sh")
+    ap.add_argument("--delayline", help="wan_delayline executable: write kernel-wan.sh "
+                    "(one gateway per site, the layout without --gateways-per-site)")
+    ap.add_argument("--gateways-per-site", metavar="G[,G...]",
+                    help="gateways of each site: one number, or one per site [1]")
+    ap.add_argument("--gateway-mbit", type=float, default=0.0,
+                    help="shape each gateway's LAN port to this rate, each way [off]")
     a = ap.parse_args()
 
     try:
@@ -105,18 +121,43 @@ def main():
         fail("--scale must be > 0 and --workers 1 .. 50")
     algos = a.jobs.split(",")
     for al in algos:
-        if al not in ("mtree", "ring", "single-tree", "crew"):
+        if al not in ("mtree", "ring", "single-tree", "crew", "blueconnect"):
             fail("--jobs: unknown algorithm '%s'" % al)
+    bridged = a.gateways_per_site is not None or a.gateway_mbit > 0
+    try:
+        per = [int(x) for x in (a.gateways_per_site or "1").split(",")]
+    except ValueError:
+        fail("--gateways-per-site: expected G or G,G,... (integers)")
+    if len(per) == 1:
+        per = per * len(nodes)
+    if len(per) != len(nodes) or not all(1 <= g <= 8 for g in per):
+        fail("--gateways-per-site: one count of 1 .. 8, or one per site (%d sites)"
+             % len(nodes))
+    if a.gateway_mbit < 0:
+        fail("--gateway-mbit must be >= 0")
+    if a.delayline and bridged:
+        fail("--delayline takes the layout of one gateway per site (no --gateways-per-site "
+             "or --gateway-mbit)")
     index = {n["id"]: i for i, n in enumerate(nodes)}
     os.makedirs(a.dir, exist_ok=True)
     d = os.path.abspath(a.dir)
 
     sites = []
     for i, n in enumerate(nodes):
+        gws = []
+        for k in range(per[i]):
+            # The first gateway of a site is as with one per site; names as the deployment
+            # gives them (docs/DEPLOYMENT.md): the node id, or NODE-K.
+            sfx = "" if per[i] == 1 else "-%d" % (k + 1)
+            gws.append({"id": i + 1 if k == 0 else 30000 + 16 * i + k,
+                        "ipv4": "10.99.%d.%d" % (i, k + 1),
+                        "name": n["id"] + sfx, "shard": k,
+                        "socket": "%s/gw%d%s.sock" % (d, i, sfx),
+                        "log": "%s/gw%d%s.log" % (d, i, sfx),
+                        "prefix": "%s-gw%d%s" % (a.prefix, i, sfx)})
         sites.append({
             "index": i, "id": n["id"], "ns": "%s-s%d" % (a.prefix, i),
-            "gateway": {"id": i + 1, "ipv4": "10.99.%d.1" % i,
-                        "socket": "%s/gw%d.sock" % (d, i), "log": "%s/gw%d.log" % (d, i)},
+            "gateway": gws[0], "gateways": gws,
             "workers": [{"id": 1000 + 100 * i + k, "ipv4": "10.99.%d.%d" % (i, 10 + k),
                          "port": WORKER_PORT}
                         for k in range(n.get("workers", 1) if a.workers_from_topology
@@ -126,7 +167,10 @@ def main():
     scaled = {"format": "georeduce-topology/1", "name": topo.get("name", "wan") + "-emulated",
               "notes": "bandwidth x %g (Gbit/s as given x %g), latency x %g, for the "
                        "emulated WAN" % (a.scale, a.scale, a.latency_scale),
-              "nodes": [{"id": n["id"], "workers": len(s["workers"])}
+              "nodes": [dict({"id": n["id"], "workers": len(s["workers"])},
+                             **({"gateways": len(s["gateways"])} if bridged else {}),
+                             **({"lan_gbps": a.gateway_mbit / 1000.0}
+                                if a.gateway_mbit > 0 else {}))
                         for n, s in zip(nodes, sites)],
               "links": []}
     for li, l in enumerate(links):
@@ -142,17 +186,17 @@ def main():
     deploy = {
         "format": "georeduce-deployment/1", "name": "emulated " + scaled["name"],
         "topology": "topology.json",
-        "gateways": [{"node": s["id"], "id": s["gateway"]["id"], "ipv4": s["gateway"]["ipv4"],
-                      "socket": s["gateway"]["socket"]} for s in sites],
+        "gateways": [{"node": s["id"], "id": g["id"], "ipv4": g["ipv4"],
+                      "socket": g["socket"]} for s in sites for g in s["gateways"]],
         "jobs": [],
     }
     ctl_ns = "%s-ctl" % a.prefix
     if a.tls:
-        for s, g in zip(sites, deploy["gateways"]):
-            s["gateway"]["mgmt"] = mgmt_ip(s["index"])
-            s["gateway"]["endpoint"] = "tls://%s:%d" % (mgmt_ip(s["index"]), MGMT_PORT)
-            del g["socket"]
-            g["endpoint"] = s["gateway"]["endpoint"]
+        for g, dg in zip([g for s in sites for g in s["gateways"]], deploy["gateways"]):
+            g["mgmt"] = mgmt_ip(sites[index[dg["node"]]]["index"], g["shard"])
+            g["endpoint"] = "tls://%s:%d" % (g["mgmt"], MGMT_PORT)
+            del dg["socket"]
+            dg["endpoint"] = g["endpoint"]
         deploy["tls"] = {"ca": "pki/ca.pem", "cert": "pki/control.pem", "key": "pki/control.key",
                          "listen": "%s:%d" % (CONTROL_IP, API_PORT)}
     if a.protect:
@@ -163,7 +207,7 @@ def main():
                # Each job its own UDP port, so that a worker may run several jobs at once.
                "workers": [dict(w, node=s["id"], port=w["port"] + j)
                            for s in sites for w in s["workers"]]}
-        if al == "mtree":
+        if al in ("mtree", "blueconnect"):
             job["options"] = {"max_trees": a.max_trees}
         if al == "crew" and a.min_workers > 0:
             job["options"] = {"min_workers": a.min_workers}
@@ -183,60 +227,58 @@ def main():
         down.append("ip netns pids %s 2>/dev/null | xargs -r kill -KILL 2>/dev/null" % ns)
         down.append("ip netns del %s 2>/dev/null" % ns)
     for s in sites:
-        down.append("rm -rf /var/run/dpdk/%s-gw%d" % (a.prefix, s["index"]))
+        for g in s["gateways"]:
+            down.append("rm -rf /var/run/dpdk/%s" % g["prefix"])
     if a.tls:
         # The management network: a bridge in the control namespace, a veth per site.
         up.append("ip -n %s link add mgbr type bridge" % ctl_ns)
         up.append("ip -n %s addr add %s/24 dev mgbr" % (ctl_ns, CONTROL_IP))
+        # Gateway k > 0 of a site is on 10.98.k.0/24: the control process is there too.
+        for k in range(1, max(per)):
+            up.append("ip -n %s addr add 10.98.%d.1/24 dev mgbr" % (ctl_ns, k))
         up.append("ip -n %s link set mgbr up" % ctl_ns)
         for s in sites:
             up.append("ip link add mg%d netns %s type veth peer name mgmt netns %s"
                       % (s["index"], ctl_ns, s["ns"]))
             up.append("ip -n %s link set mg%d master mgbr up" % (ctl_ns, s["index"]))
-            up.append("ip -n %s addr add %s/24 dev mgmt" % (s["ns"], mgmt_ip(s["index"])))
+            for g in s["gateways"]:
+                up.append("ip -n %s addr add %s/24 dev mgmt" % (s["ns"], g["mgmt"]))
             up.append("ip -n %s link set mgmt up" % s["ns"])
     down.append("true")
     for li, l in enumerate(links):
         x, y = index[l["a"]], index[l["b"]]
         up.append("ip link add wan%d netns %s type veth peer name wan%d netns %s"
                   % (li, sites[x]["ns"], li, sites[y]["ns"]))
-    for s in sites:
-        ns = s["ns"]
-        up.append("ip -n %s link add lan0 type veth peer name wk0" % ns)
-        for dev in ("lan0", "wk0"):
-            up.append("ip -n %s link set %s up" % (ns, dev))
-        for w in s["workers"]:
-            up.append("ip -n %s addr add %s/24 dev wk0" % (ns, w["ipv4"]))
-        # The kernel leaves UDP checksums to the NIC; veth never computes them and
-        # af_packet takes the frame before: compute them in software.
-        up.append("ip netns exec %s ethtool -K wk0 tx off >/dev/null" % ns)
-        for wan in s["wan"]:
-            burst = max(int(wan["mbit"] * 1e6 / 8 / 250), 16000)  # 4 ms of traffic
-            up.append("ip -n %s link set %s up" % (ns, wan["iface"]))
-            up.append("tc -n %s qdisc add dev %s root tbf rate %.3fmbit burst %d latency 400ms"
-                      % (ns, wan["iface"], wan["mbit"], burst))
-        # The dataplane: port 0 the LAN, ports 1.. the WAN links, same address on each.
+    def tbf(ns, dev, mbit):
+        burst = max(int(mbit * 1e6 / 8 / 250), 16000)  # 4 ms of traffic
+        up.append("tc -n %s qdisc add dev %s root tbf rate %.3fmbit burst %d latency 400ms"
+                  % (ns, dev, mbit, burst))
+
+    def dataplane(s, g, lan, wans):
+        """Start gateway g of site s: port 0 on interface lan, ports 1.. on wans (one per
+        WAN link of the site, in s["wan"] order), its address on each."""
         args = [a.dataplane, "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
-                "--file-prefix=%s-gw%d" % (a.prefix, s["index"]), "-l", "0-1",
+                "--file-prefix=%s" % g["prefix"], "-l", "0-1",
                 "--log-level=lib.eal:error", "--log-level=pmd.net.af_packet:error",
-                "--vdev=net_af_packet0,iface=lan0"]
-        for p, wan in enumerate(s["wan"], start=1):
-            args.append("--vdev=net_af_packet%d,iface=%s,qdisc_bypass=0" % (p, wan["iface"]))
-        args += ["--", "--addr", "0:%s/24" % s["gateway"]["ipv4"], "-s", s["gateway"]["socket"],
+                "--vdev=net_af_packet0,iface=%s%s" % (lan, ",qdisc_bypass=0"
+                                                      if a.gateway_mbit > 0 else "")]
+        for p, dev in enumerate(wans, start=1):
+            args.append("--vdev=net_af_packet%d,iface=%s,qdisc_bypass=0" % (p, dev))
+        args += ["--", "--addr", "0:%s/24" % g["ipv4"], "-s", g["socket"],
                  "--mbufs", "32768", "--hdr-mbufs", "8192", "--rx-desc", "512", "--tx-desc",
                  "512", "--fault-queue", "2048", "--rto-ms", "1000"]
         if a.no_pace:
             args.append("--no-pace")
         if a.tls:
             pki = os.path.join(d, "pki")
-            args += ["--ctl-listen", "%s:%d" % (mgmt_ip(s["index"]), MGMT_PORT),
-                     "--ctl-cert", "%s/gw-%s.pem" % (pki, s["id"]),
-                     "--ctl-key", "%s/gw-%s.key" % (pki, s["id"]),
+            args += ["--ctl-listen", "%s:%d" % (g["mgmt"], MGMT_PORT),
+                     "--ctl-cert", "%s/gw-%s.pem" % (pki, g["name"]),
+                     "--ctl-key", "%s/gw-%s.key" % (pki, g["name"]),
                      "--ctl-ca", "%s/ca.pem" % pki]
         if a.protect:
             args += ["--crypto", a.protect]
         for p, wan in enumerate(s["wan"], start=1):
-            args += ["--addr", "%d:%s/32" % (p, s["gateway"]["ipv4"]),
+            args += ["--addr", "%d:%s/32" % (p, g["ipv4"]),
                      "--route", "10.99.%d.0/24,port=%d" % (wan["peer"], p)]
             fault = []
             if wan["latency_ms"] > 0:
@@ -245,10 +287,59 @@ def main():
                 fault.append("loss=%g" % a.loss)
             if fault:
                 args += ["--fault", "%d,tx,%s" % (p, ",".join(fault))]
-        up.append("ip netns exec %s %s > %s 2>&1 &" % (ns, " ".join(q(x) for x in args),
-                                                          q(s["gateway"]["log"])))
-        up.append("echo $! > %s" % q("%s/gw%d.pid" % (d, s["index"])))
-    up.append("for s in %s; do" % " ".join(q(s["gateway"]["socket"]) for s in sites))
+        up.append("ip netns exec %s %s > %s 2>&1 &" % (s["ns"], " ".join(q(x) for x in args),
+                                                          q(g["log"])))
+        up.append("echo $! > %s" % q(g["log"][:-len(".log")] + ".pid"))
+
+    for s in sites:
+        ns = s["ns"]
+        wk = "lanbr" if bridged else "wk0"
+        if bridged:
+            up.append("ip -n %s link add lanbr type bridge" % ns)
+            up.append("ip -n %s link set lanbr up" % ns)
+        else:
+            up.append("ip -n %s link add lan0 type veth peer name wk0" % ns)
+            for dev in ("lan0", "wk0"):
+                up.append("ip -n %s link set %s up" % (ns, dev))
+        for w in s["workers"]:
+            up.append("ip -n %s addr add %s/24 dev %s" % (ns, w["ipv4"], wk))
+        # The kernel leaves UDP checksums to the NIC; veth never computes them and
+        # af_packet takes the frame before: compute them in software.
+        up.append("ip netns exec %s ethtool -K %s tx off >/dev/null" % (ns, wk))
+        for wan in s["wan"]:
+            up.append("ip -n %s link set %s up" % (ns, wan["iface"]))
+            tbf(ns, wan["iface"], wan["mbit"])
+            if bridged:
+                # The link is the site's: each gateway reaches it through the bridge.
+                up.append("ip -n %s link add wb%d type bridge" % (ns, wan["link"]))
+                up.append("ip -n %s link set wan%d master wb%d" % (ns, wan["link"], wan["link"]))
+                up.append("ip -n %s link set wb%d up" % (ns, wan["link"]))
+        if not bridged:
+            dataplane(s, s["gateway"], "lan0", [wan["iface"] for wan in s["wan"]])
+            continue
+        for g in s["gateways"]:
+            k = g["shard"]
+            up.append("ip -n %s link add gl%d type veth peer name bl%d" % (ns, k, k))
+            up.append("ip -n %s link set bl%d master lanbr" % (ns, k))
+            for dev in ("gl%d" % k, "bl%d" % k):
+                up.append("ip -n %s link set %s up" % (ns, dev))
+            # The namespace's kernel also sees the dataplane's interfaces: it must not
+            # answer the other gateways' ARP requests for the workers' addresses there.
+            up.append("ip -n %s link set gl%d arp off" % (ns, k))
+            up.append("ip netns exec %s ethtool -K bl%d tx off >/dev/null" % (ns, k))
+            if a.gateway_mbit > 0:
+                tbf(ns, "bl%d" % k, a.gateway_mbit)   # the workers to the gateway
+                tbf(ns, "gl%d" % k, a.gateway_mbit)   # the gateway to the workers
+            for wan in s["wan"]:
+                gd, bd = "g%dw%d" % (k, wan["link"]), "b%dw%d" % (k, wan["link"])
+                up.append("ip -n %s link add %s type veth peer name %s" % (ns, gd, bd))
+                up.append("ip -n %s link set %s master wb%d" % (ns, bd, wan["link"]))
+                for dev in (gd, bd):
+                    up.append("ip -n %s link set %s up" % (ns, dev))
+                up.append("ip -n %s link set %s arp off" % (ns, gd))
+            dataplane(s, g, "gl%d" % k, ["g%dw%d" % (k, wan["link"]) for wan in s["wan"]])
+    up.append("for s in %s; do" % " ".join(q(g["socket"]) for s in sites
+                                           for g in s["gateways"]))
     up.append("  for _ in $(seq 150); do %s -s \"$s\" ping >/dev/null 2>&1 && break; "
               "sleep 0.2; done" % q(a.dpctl))
     up.append("  %s -s \"$s\" ping >/dev/null || { echo \"testbed: no dataplane on $s\" >&2; "
@@ -287,8 +378,8 @@ def main():
             fail("the certificates of the run could not be made")
     if a.protect:  # wan_install then installs over the control sockets, keys and all
         write("protected", a.protect + "\n")
-    print("testbed: %d sites, %d links, %d workers per site in %s"
-          % (len(sites), len(links), a.workers, d))
+    print("testbed: %d sites, %d links, %d workers per site, %s gateways in %s"
+          % (len(sites), len(links), a.workers, ",".join(str(g) for g in per), d))
     return 0
 
 

@@ -21,6 +21,7 @@
 #   wan_control_stop DIR [SIGNAL]
 #   wan_dpctl DIR SITE_INDEX COMMAND [ARGS]                     georeduce-dpctl over TLS
 #                                                               from the control namespace
+#                                                               (the site's first gateway)
 #   wan_endpoints DIR          per gateway, the tls:// endpoint through which it was
 #                              installed and its jobs' live epochs (from the daemon)
 
@@ -97,7 +98,7 @@ wan_dpctl() {
 	read -r ep id < <(python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))[int(sys.argv[2])]
-print(s["gateway"]["endpoint"], s["id"])' "$dir/sites.json" "$i")
+print(s["gateway"]["endpoint"], s["gateway"].get("name", s["id"]))' "$dir/sites.json" "$i")
 	ip netns exec "$(wan_ctl "$dir" ns)" "$build/control/georeduce-dpctl" -s "$ep" \
 		--cert "$pki/control.pem" --key "$pki/control.key" --ca "$pki/ca.pem" \
 		--server-name "$id" "$@"
@@ -111,9 +112,10 @@ wan_endpoints() {
 import json, sys
 s = json.load(sys.stdin)
 for g in s["gateways"]:
+    name = g.get("name", g["node"])
     jobs = ["job %d epoch %s" % (j["job"], j["epoch"]) for j in s["jobs"]
-            if g["node"] in j["gateways"]]
-    print("  gateway %-12s installed through %-22s %s" % (g["node"], g["socket"],
+            if name in j["gateways"]]
+    print("  gateway %-12s installed through %-22s %s" % (name, g["socket"],
           ", ".join(jobs) if jobs else "(no job: not on any plan)"))'
 }
 
@@ -125,8 +127,17 @@ for s in json.load(open(sys.argv[1])):
     print(s["index"], s["id"], s["ns"])' "$1/sites.json"
 }
 
+# Gateways as "site_index name socket" lines (a site with several has a line for each).
+wan_gateways() {
+	python3 -c '
+import json, sys
+for s in json.load(open(sys.argv[1])):
+    for g in s.get("gateways", [s["gateway"]]):
+        print(s["index"], g.get("name", s["id"]), g["socket"])' "$1/sites.json"
+}
+
 wan_install() {
-	local dir=$1 job=$2 epoch=${3:-1} build
+	local dir=$1 job=$2 epoch=${3:-1} build name sock
 	build=$(cat "$dir/build")
 	# Protected links: the tables hold keys, which travel only over the control sockets
 	# (the table files have none): georeduce-control installs them itself.
@@ -138,12 +149,12 @@ wan_install() {
 	fi
 	"$build/control/georeduce-control" tables "$dir/deployment.json" --out "$dir/tables" \
 		--epoch "$epoch" >"$dir/plan.log" 2>&1 || { cat "$dir/plan.log" >&2; return 1; }
-	while read -r i id _; do
+	while read -r _ name sock; do
 		# A relay site in none of the job's trees has no table.
-		[ -e "$dir/tables/job-$job-$id.json" ] || continue
-		"$build/control/georeduce-dpctl" -s "$dir/gw$i.sock" install \
-			"$dir/tables/job-$job-$id.json" >/dev/null || return 1
-	done < <(wan_sites "$dir")
+		[ -e "$dir/tables/job-$job-$name.json" ] || continue
+		"$build/control/georeduce-dpctl" -s "$sock" install \
+			"$dir/tables/job-$job-$name.json" >/dev/null || return 1
+	done < <(wan_gateways "$dir")
 }
 
 # The predicted AllReduce seconds of a job, from the plan georeduce-control wrote.

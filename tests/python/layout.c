@@ -52,6 +52,13 @@ main(void)
 	FIELD(gr_config, origins);
 	FIELD(gr_config, origin_streams);
 	FIELD(gr_config, mcast_rounds_ahead);
+	FIELD(gr_config, tree_gateways);
+	END();
+	BEGIN(gr_gateway);
+	FIELD(gr_gateway, id);
+	FIELD(gr_gateway, ipv4);
+	FIELD(gr_gateway, base_port);
+	FIELD(gr_gateway, ports);
 	END();
 	BEGIN(gr_options);
 	FIELD(gr_options, window);

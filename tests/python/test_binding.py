@@ -266,7 +266,8 @@ def test_layout():
     if not exe:
         pytest.skip("GEOREDUCE_LAYOUT (tests/python/layout, built by meson) not set")
     c = json.loads(subprocess.run([exe], check=True, capture_output=True, text=True).stdout)
-    for name, cls in (("gr_tree", _lib.GrTree), ("gr_config", _lib.GrConfig),
+    for name, cls in (("gr_tree", _lib.GrTree), ("gr_gateway", _lib.GrGateway),
+                      ("gr_config", _lib.GrConfig),
                       ("gr_options", _lib.GrOptions), ("gr_stats", _lib.GrStats),
                       ("gr_join_opts", _lib.GrJoinOpts)):
         fields = {f[0]: getattr(cls, f[0]).offset for f in cls._fields_}
