@@ -382,8 +382,12 @@ parse_gateways(struct dctx *c, const json_t *root, struct deploy *d)
 		gw->shard = k++;
 		if (gw->name[0] == '\0' && d->node_ngw[v] == 1)
 			snprintf(gw->name, sizeof(gw->name), "%s", id);
-		else if (gw->name[0] == '\0')
-			snprintf(gw->name, sizeof(gw->name), "%s-%d", id, gw->shard + 1);
+		else if (gw->name[0] == '\0' &&
+			 snprintf(gw->name, sizeof(gw->name), "%s-%d", id, gw->shard + 1) >=
+				 (int)sizeof(gw->name))
+			return json_util_field_fail(&c->js, "", "gateways",
+						    "site '%s' has a name too long to number its "
+						    "gateways: give each a \"name\"", id);
 	}
 	/* Names are unique, and a gateway is named after no node but its own. */
 	for (int i = 0; i < d->n_gateways; i++) {
