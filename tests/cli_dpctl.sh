@@ -172,7 +172,7 @@ while True:
 PY
 python3 "$tmp/server.py" "$sock" "$tmp/requests.log" &
 server_pid=$!
-for _ in $(seq 100); do
+for _ in $(seq 1200); do
 	[ -S "$sock" ] && break
 	sleep 0.05
 done

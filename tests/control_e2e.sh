@@ -201,7 +201,7 @@ fi
 
 # ---- SIGTERM stops the daemon cleanly --------------------------------------------------
 kill -TERM "$daemon"
-for _ in $(seq 50); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 600); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$daemon" 2>/dev/null; then
 	not_ok "the daemon did not stop on SIGTERM"
 else

@@ -69,7 +69,7 @@ start_dp() { # ns iface addr name [dataplane options...]
 	pids+=($!)
 }
 wait_dp() { # name
-	for _ in $(seq 100); do
+	for _ in $(seq 300); do
 		"$CTL" -s "$TMP/$1.sock" ping >/dev/null 2>&1 && return 0
 		sleep 0.2
 	done
@@ -78,7 +78,7 @@ wait_dp() { # name
 start_dp "$NA" vA 10.99.0.1 a
 start_dp "$NB" vB 10.99.0.2 b
 for s in a b; do
-	for _ in $(seq 100); do
+	for _ in $(seq 300); do
 		"$CTL" -s "$TMP/$s.sock" ping >/dev/null 2>&1 && break
 		sleep 0.2
 	done
@@ -140,7 +140,7 @@ s = json.load(sys.stdin)
 sys.exit(0 if s["neighbours"] and all(n["mac"] for n in s["neighbours"]) else 1)'
 }
 for s in a b; do
-	for _ in $(seq 50); do resolved "$s" && break; sleep 0.1; done
+	for _ in $(seq 600); do resolved "$s" && break; sleep 0.1; done
 	resolved "$s" && ok "dataplane $s resolved its neighbours" || not_ok "dataplane $s neighbours"
 done
 
@@ -346,7 +346,7 @@ JSON
 		"$CTL" -s "$TMP/b.sock" install "$TMP/mb.json" >/dev/null &&
 		ok "multicast tables (two streams) installed" || not_ok "multicast tables"
 	for s in a b; do
-		for _ in $(seq 50); do resolved "$s" && break; sleep 0.1; done
+		for _ in $(seq 600); do resolved "$s" && break; sleep 0.1; done
 	done
 	mstat() { # sock: "mcast_rx mcast_copies", summed over lcores
 		"$CTL" -s "$TMP/$1.sock" --json stats | python3 -c "import json, sys

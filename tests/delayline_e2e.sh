@@ -73,7 +73,7 @@ for ns in "$NA" "$NB"; do
 	i=$((i + 1))
 done
 for i in 0 1; do
-	for _ in $(seq 500); do grep -q '^ready$' "$TMP/dl$i.log" && break; sleep 0.02; done
+	for _ in $(seq 3000); do grep -q '^ready$' "$TMP/dl$i.log" && break; sleep 0.02; done
 	grep -q '^ready$' "$TMP/dl$i.log" && ok "delay line $i ready" ||
 		not_ok "delay line $i: $(cat "$TMP/dl$i.log")"
 done
@@ -112,7 +112,7 @@ print("bytes %d seconds %.3f" % (n, t1 - t0), flush=True)
 PY
 rx=$!
 pids+=($rx)
-for _ in $(seq 500); do grep -q listening "$TMP/rx.log" && break; sleep 0.02; done
+for _ in $(seq 3000); do grep -q listening "$TMP/rx.log" && break; sleep 0.02; done
 ip netns exec "$NA" "$PY" - <<'PY'
 import socket, time
 s = socket.create_connection(("10.99.1.10", 5201))

@@ -139,7 +139,7 @@ x2=$(stat a-2 wrong_shard)
 	--fail-after 10 --out "$D/tables" 2>"$D/control.log" &
 daemon=$!
 epoch_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["epoch"])' "$1"; }
-for _ in $(seq 150); do
+for _ in $(seq 600); do
 	[ -e "$D/tables/job-1-a.json" ] && [ -e "$D/tables/job-1-b.json" ] && break
 	sleep 0.1
 done
@@ -166,7 +166,7 @@ import json, sys
 print(sum(e["chunk_count"] for e in json.load(open(sys.argv[1]))["trees"]))' \
 	"$D/tables/job-1-a-2.json")
 base=$(stat a-2 chunks_completed)
-for _ in $(seq 300); do
+for _ in $(seq 1200); do
 	[ "$(stat a-2 chunks_completed)" -ge $((base + 3 * per)) ] && break
 	sleep 0.05
 done

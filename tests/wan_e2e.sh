@@ -65,11 +65,11 @@ fi
 "$CTL" run "$D/deployment.json" --socket "$D/control.sock" --heartbeat-ms 200 \
 	--fail-after 3 --out "$D/tables" 2>"$D/control.log" &
 daemon=$!
-for _ in $(seq 100); do
+for _ in $(seq 600); do
 	[ -e "$D/tables/job-2-b.json" ] && break
 	sleep 0.1
 done
-for _ in $(seq 100); do
+for _ in $(seq 600); do
 	[ -e "$D/tables/job-3-c.json" ] && break
 	sleep 0.1
 done
@@ -198,7 +198,7 @@ e1=$(epoch_of "$D/tables/job-1-a.json")
 [ "$e1" -gt "$e0" ] && ! grep -q '"id": 3' "$D/tables/job-1-a.json" &&
 	ok "job 1 at epoch $e1, without the relay" || not_ok "job 1 at epoch $e1 after the link failed"
 ip -n "grw$$-s0" link set wan1 up
-for _ in $(seq 100); do
+for _ in $(seq 600); do
 	grep -q "link a-c is up again" "$D/control.log" &&
 		[ "$(epoch_of "$D/tables/job-1-a.json")" -gt "$e1" ] && break
 	sleep 0.1
@@ -249,7 +249,7 @@ waitall "${WPIDS[@]}" && ok "a link shaped down mid-job: rounds complete, exact"
 # job at what the link delivers. (The load is stopped once that is seen: whether rounds
 # cut by that epoch all complete on the full link is not asserted here.)
 workers 1 22 8 --timeout 30
-for _ in $(seq 200); do
+for _ in $(seq 600); do
 	grep -q "link a-b: [ab]->[ab] carries .* planning with" "$D/control.log" &&
 		[ "$(epoch_of "$D/tables/job-1-a.json")" -gt "$e3" ] && break
 	sleep 0.1

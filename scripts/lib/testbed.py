@@ -340,7 +340,7 @@ def main():
             dataplane(s, g, "gl%d" % k, ["g%dw%d" % (k, wan["link"]) for wan in s["wan"]])
     up.append("for s in %s; do" % " ".join(q(g["socket"]) for s in sites
                                            for g in s["gateways"]))
-    up.append("  for _ in $(seq 150); do %s -s \"$s\" ping >/dev/null 2>&1 && break; "
+    up.append("  for _ in $(seq 300); do %s -s \"$s\" ping >/dev/null 2>&1 && break; "
               "sleep 0.2; done" % q(a.dpctl))
     up.append("  %s -s \"$s\" ping >/dev/null || { echo \"testbed: no dataplane on $s\" >&2; "
               "exit 1; }" % q(a.dpctl))
@@ -416,7 +416,7 @@ def kernel_wan(a, d, sites, links, index):
           "# The dataplanes leave the WAN veths (their delay lines go with them).",
           "for f in %s/gw*.pid; do kill -INT \"$(cat \"$f\")\" 2>/dev/null || true; done" % q(d),
           "for f in %s/gw*.pid; do" % q(d),
-          "  for _ in $(seq 100); do kill -0 \"$(cat \"$f\")\" 2>/dev/null || break; "
+          "  for _ in $(seq 600); do kill -0 \"$(cat \"$f\")\" 2>/dev/null || break; "
           "sleep 0.1; done",
           "  kill -KILL \"$(cat \"$f\")\" 2>/dev/null || true; rm -f \"$f\"",
           "done"]
@@ -439,7 +439,7 @@ def kernel_wan(a, d, sites, links, index):
             ns, " ".join(x if "$(" in x else q(x) for x in args), q(log)))
         sh.append("echo $! > %s" % q("%s/dl%d.pid" % (d, i)))
     sh.append("for i in %s; do" % " ".join(str(s["index"]) for s in sites))
-    sh.append("  for _ in $(seq 250); do grep -q '^ready$' %s/dl$i.log 2>/dev/null && break; "
+    sh.append("  for _ in $(seq 3000); do grep -q '^ready$' %s/dl$i.log 2>/dev/null && break; "
               "sleep 0.02; done" % q(d))
     sh.append("  grep -q '^ready$' %s/dl$i.log || { echo \"testbed: delay line $i: "
               "$(cat %s/dl$i.log)\" >&2; exit 1; }" % (q(d), q(d)))

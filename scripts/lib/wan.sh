@@ -67,7 +67,7 @@ wan_control_stop() {
 	[ -e "$dir/control.pid" ] || return 0
 	pid=$(cat "$dir/control.pid")
 	kill "-$sig" "$pid" 2>/dev/null
-	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	rm -f "$dir/control.pid"
 }
 
@@ -221,7 +221,7 @@ wan_kernel_stop() {
 		[ -e "$f" ] || continue
 		p=$(cat "$f")
 		kill -INT "$p" 2>/dev/null || continue
-		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+		for _ in $(seq 1200); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
 		rm -f "$f"
 	done
 }
