@@ -878,31 +878,6 @@ random_bytes(void *buf, size_t n)
 	return 0;
 }
 
-/* Whether gateway id is a parent, child, `from` or `to` of table tb. */
-static bool
-names_gateway(const struct table *tb, uint16_t id)
-{
-	for (int i = 0; i < tb->n_trees; i++) {
-		const struct table_tree *e = &tb->trees[i];
-
-		if (e->has_parent && e->parent.id == id)
-			return true;
-		for (int c = 0; c < e->n_children; c++)
-			if (e->children[c].id == id)
-				return true;
-	}
-	for (int i = 0; i < tb->n_streams; i++) {
-		const struct table_stream *s = &tb->streams[i];
-
-		if (s->has_from && s->from.id == id)
-			return true;
-		for (int k = 0; k < s->n_to; k++)
-			if (s->to[k].id == id)
-				return true;
-	}
-	return false;
-}
-
 /* Put sl into tb's sealed entries, which stay sorted by peer. */
 static int
 seal_insert(struct table *tb, const struct table_seal *sl)
@@ -930,8 +905,8 @@ table_seal_links(struct table **tables, int n, const uint16_t *gw_ids,
 			struct table_seal sl = { .peer = gw_ids[v], .aead = aead };
 			int rc = 0;
 
-			if (tables[v] == NULL || !names_gateway(tables[u], gw_ids[v]) ||
-			    !names_gateway(tables[v], gw_ids[u]) || !is_protected(arg, u, v))
+			if (tables[v] == NULL || !table_is_neighbour(tables[u], gw_ids[v]) ||
+			    !table_is_neighbour(tables[v], gw_ids[u]) || !is_protected(arg, u, v))
 				continue;
 			while (rc == 0 && sl.key_id == 0)
 				rc = random_bytes(&sl.key_id, sizeof(sl.key_id));

@@ -338,6 +338,30 @@ table_seal_find(const struct table *tb, uint16_t peer)
 	return NULL;
 }
 
+bool
+table_is_neighbour(const struct table *tb, uint16_t id)
+{
+	for (int i = 0; i < tb->n_trees; i++) {
+		const struct table_tree *t = &tb->trees[i];
+
+		if (t->has_parent && t->parent.id == id)
+			return true;
+		for (int c = 0; c < t->n_children; c++)
+			if (t->children[c].id == id)
+				return true;
+	}
+	for (int i = 0; i < tb->n_streams; i++) {
+		const struct table_stream *s = &tb->streams[i];
+
+		if (s->has_from && s->from.id == id)
+			return true;
+		for (int k = 0; k < s->n_to; k++)
+			if (s->to[k].id == id)
+				return true;
+	}
+	return false;
+}
+
 static const char *const aead_names[] = { NULL, "aes-128-gcm", "aes-256-gcm" };
 
 size_t

@@ -284,6 +284,10 @@ const struct table_stream *table_stream_find(const struct table *tb, uint16_t id
 /** The protected link to gateway `peer`, or NULL (not protected). */
 const struct table_seal *table_seal_find(const struct table *tb, uint16_t peer);
 
+/** Whether gateway `id` is a neighbour in table tb: a tree's parent or child, or a
+ * stream's `from` or `to`. */
+bool table_is_neighbour(const struct table *tb, uint16_t id);
+
 /** Key bytes of an AEAD: 16 (AES-128-GCM), 32 (AES-256-GCM), 0 for a value that is none. */
 size_t table_aead_key_len(enum table_aead a);
 

@@ -729,32 +729,6 @@ check_shards(const struct table *tb, uint64_t n_chunks, char *err, size_t errlen
 	return 0;
 }
 
-/* Whether gateway id is a neighbour of this gateway in the table: a parent, a child, or a
- * stream's `from` or `to`. */
-static bool
-is_neighbour(const struct table *tb, uint16_t id)
-{
-	for (int i = 0; i < tb->n_trees; i++) {
-		const struct table_tree *t = &tb->trees[i];
-
-		if (t->has_parent && t->parent.id == id)
-			return true;
-		for (int c = 0; c < t->n_children; c++)
-			if (t->children[c].id == id)
-				return true;
-	}
-	for (int i = 0; i < tb->n_streams; i++) {
-		const struct table_stream *s = &tb->streams[i];
-
-		if (s->has_from && s->from.id == id)
-			return true;
-		for (int k = 0; k < s->n_to; k++)
-			if (s->to[k].id == id)
-				return true;
-	}
-	return false;
-}
-
 /* Protected links (docs/TABLES.md): one per neighbour gateway, ascending, known AEADs. */
 static int
 check_seals(const struct table *tb, char *err, size_t errlen)
@@ -769,7 +743,7 @@ check_seals(const struct table *tb, char *err, size_t errlen)
 			return json_util_fail(err, errlen, "field 'sealed[%d].peer': peers must be "
 					      "ascending and unique (%u after %u)", i, sl->peer,
 					      tb->seals[i - 1].peer);
-		if (!is_neighbour(tb, sl->peer))
+		if (!table_is_neighbour(tb, sl->peer))
 			return json_util_fail(err, errlen, "field 'sealed[%d].peer': gateway %u is "
 					      "no parent, child, `from` or `to` of this table", i,
 					      sl->peer);
