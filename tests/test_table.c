@@ -2617,6 +2617,8 @@ test_seals(void)
 	ROUND_TRIP(c);
 	text = table_text(c);
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, hex));
+	free(text);
+	text = NULL;
 	{
 		json_t *pj = table_to_json_public(c);
 

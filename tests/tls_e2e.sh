@@ -281,7 +281,8 @@ e2=$(live_epoch 0)
 # Debian's /usr/bin/python3 (numpy); the package from python/, the library just built.
 pyw() { # SITE CERT WORKER-ID FIRST-ROUND: join job 1, two rounds, exact sums
 	ip netns exec "grt$$-s$1" env PYTHONPATH="$ROOT/python" \
-		GEOREDUCE_LIBRARY="$BUILD/lib/client/libgeoreduce.so" /usr/bin/python3 - "$API" \
+		GEOREDUCE_LIBRARY="$BUILD/lib/client/libgeoreduce.so" \
+		LD_PRELOAD="${GEOREDUCE_PY_PRELOAD:-}" ASAN_OPTIONS=detect_leaks=0 /usr/bin/python3 - "$API" \
 		"$2" "$CERTS/ca.pem" "$3" "$4" <<'PY'
 import sys
 import numpy as np

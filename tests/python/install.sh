@@ -10,6 +10,8 @@ build=${1:?usage: install.sh BUILD_DIR PYTHON}
 py=${2:?usage: install.sh BUILD_DIR PYTHON}
 cd "$(dirname "$0")/../.."
 . tests/clilib.sh
+# The interpreter with what a sanitizer build of the library needs preloaded (tests/meson.build).
+pyrun() { LD_PRELOAD=${GEOREDUCE_PY_PRELOAD:-} ASAN_OPTIONS=detect_leaks=0 "$py" "$@"; }
 
 probe='
 import socket, georeduce
@@ -51,7 +53,7 @@ else
 fi
 # The DESTDIR is not the root the record names: point at the library there.
 out=$(cd "$tmp" && PYTHONPATH=$dest$site GEOREDUCE_LIBRARY=$dest$libdir/libgeoreduce.so.0 \
-	"$py" -c "$probe" 2>&1)
+	pyrun -c "$probe" 2>&1)
 case "$out" in
 "$pkg/__init__.py bf16 3") ok "the meson-installed package makes a client" ;;
 *) not_ok "meson-installed package: $out" ;;
@@ -66,13 +68,13 @@ else
 	not_ok "pip install: $(tail -5 "$tmp/pip.log")"
 fi
 out=$(cd "$tmp" && PYTHONPATH=$tmp/pip GEOREDUCE_LIBRARY=$dest$libdir/libgeoreduce.so.0 \
-	"$py" -c "$probe" 2>&1)
+	pyrun -c "$probe" 2>&1)
 case "$out" in
 "$tmp/pip/georeduce/__init__.py bf16 3") ok "the pip-installed package makes a client" ;;
 *) not_ok "pip-installed package: $out" ;;
 esac
 # Without the library: an ImportError that says what to do, on first use.
-out=$(cd "$tmp" && PYTHONPATH=$tmp/pip GEOREDUCE_LIBRARY=$tmp/none.so "$py" -c "$probe" 2>&1)
+out=$(cd "$tmp" && PYTHONPATH=$tmp/pip GEOREDUCE_LIBRARY=$tmp/none.so pyrun -c "$probe" 2>&1)
 case "$out" in
 *"libgeoreduce not found; install it (meson install) or name it in GEOREDUCE_LIBRARY"*)
 	ok "no library: the error says what to do" ;;
