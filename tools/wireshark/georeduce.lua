@@ -15,7 +15,8 @@
 -- the default base and count of section 9); workers listen on ports their tables give,
 -- which the heuristic dissector (on by default, georeduce.heuristic) finds by the magic.
 
-local bit = bit32 or bit
+-- Bits of a byte without a bit library (Lua 5.2's bit32 is gone from 5.4).
+local function has(byte, mask) return math.floor(byte / mask) % 2 == 1 end
 
 local p = Proto("georeduce", "georeduce gradient aggregation protocol")
 
@@ -80,7 +81,6 @@ local f = {
 	value = ProtoField.float("georeduce.value", "Element"),
 	mx_block = ProtoField.uint32("georeduce.mx.block", "MX block", base.DEC),
 	mx_scale = ProtoField.uint8("georeduce.mx.scale", "MX scale (E8M0)", base.HEX),
-	mx_elem = ProtoField.uint8("georeduce.mx.element", "MX element code", base.HEX),
 	probe_payload = ProtoField.bytes("georeduce.probe_payload", "Probe payload"),
 	-- Validation (section 6): the first rule broken, by the reference decoder's name.
 	reason = ProtoField.string("georeduce.reason", "Malformed: reason"),
@@ -176,8 +176,8 @@ local function payload_bytes(dtype, count)
 	local es = elem_size(dtype)
 	if es then return count * es end
 	if count % MX_BLOCK ~= 0 then return nil end
-	if dtype == 4 or dtype == 5 then return count / MX_BLOCK * 33 end
-	if dtype == 6 then return count / MX_BLOCK * 17 end
+	if dtype == 4 or dtype == 5 then return math.floor(count / MX_BLOCK) * 33 end
+	if dtype == 6 then return math.floor(count / MX_BLOCK) * 17 end
 	return nil
 end
 
@@ -205,10 +205,10 @@ local function validate(tvb, len)
 	if not types[t] then return "bad_type" end
 	local fl_ = tvb(4, 1):uint()
 	if fl_ >= 4 then return "bad_flags" end
-	if bit.band(fl_, F_RETX) ~= 0 and t ~= T_CONTRIB and t ~= T_RESULT then
+	if has(fl_, F_RETX) and t ~= T_CONTRIB and t ~= T_RESULT then
 		return "bad_flags"
 	end
-	local echo = bit.band(fl_, F_ECHO) ~= 0
+	local echo = has(fl_, F_ECHO)
 	if not echo and (t == T_ACK or t == T_PROBE_REPLY) then return "bad_flags" end
 	if t == T_MCAST and fl_ ~= 0 then return "bad_flags" end
 	if tvb(7, 1):uint() ~= 0 or tvb(34, 2):uint() ~= 0 then return "reserved_nonzero" end
@@ -260,7 +260,7 @@ local function validate(tvb, len)
 	end
 	if k > 0 and (t == T_CONTRIB or t == T_RESULT) then
 		if tvb:len() < HDR_LEN + CSET_BLOCK * k then return nil end -- not captured
-		if bit.band(tvb(HDR_LEN, 1):uint(), 1) ~= 0 then return "bad_cset" end
+		if has(tvb(HDR_LEN, 1):uint(), 1) then return "bad_cset" end
 		local n = 0
 		for i = 0, CSET_BLOCK * k - 1 do n = n + popcount8(tvb(HDR_LEN + i, 1):uint()) end
 		if n ~= contrib then return "bad_cset" end
@@ -294,7 +294,7 @@ local function dissect_cset(tvb, tree, k)
 	for i = 0, bytes - 1 do
 		local b = tvb(HDR_LEN + i, 1):uint()
 		for j = 0, 7 do
-			if bit.band(b, bit.lshift(1, j)) ~= 0 then
+			if has(b, 2 ^ j) then
 				local id = i * 8 + j
 				ids[#ids + 1] = id
 				st:add(f.cset_id, tvb(HDR_LEN + i, 1), id)
@@ -328,7 +328,7 @@ local function dissect_payload(tvb, tree, off, dtype, count)
 		return
 	end
 	-- MX: elements of every block first, then one scale byte per block (section 4).
-	local blocks = count / MX_BLOCK
+	local blocks = math.floor(count / MX_BLOCK)
 	local eb = dtype == 6 and 16 or 32
 	local scales = off + blocks * eb
 	for b = 0, blocks - 1 do
@@ -340,7 +340,7 @@ local function dissect_payload(tvb, tree, off, dtype, count)
 		bt:set_text(string.format("Block %d: scale 0x%02x (%s)", b, e,
 			e == 255 and "NaN" or ("2^" .. (e - 127))))
 		bt:add(f.mx_scale, sr)
-		for i = 0, MX_BLOCK - 1 do
+		for i = 0, math.min(MX_BLOCK, max - b * MX_BLOCK) - 1 do
 			local bo = off + b * eb + (dtype == 6 and math.floor(i / 2) or i)
 			local r = tvb(bo, 1)
 			local code, p_
@@ -449,8 +449,8 @@ local function dissect_plain(tvb, pinfo, tree)
 	ft:add(f.flag_echo, tvb(4, 1))
 	if flags >= 4 then ft:add(f.flag_rsvd, tvb(4, 1)) end
 	local names = {}
-	if bit.band(flags, F_RETX) ~= 0 then names[#names + 1] = "RETX" end
-	if bit.band(flags, F_ECHO) ~= 0 then names[#names + 1] = "ECHO" end
+	if has(flags, F_RETX) then names[#names + 1] = "RETX" end
+	if has(flags, F_ECHO) then names[#names + 1] = "ECHO" end
 	if flags >= 4 then names[#names + 1] = string.format("reserved 0x%02x", flags - flags % 4) end
 	ft:append_text(#names > 0 and (" (" .. table.concat(names, ", ") .. ")") or " (none)")
 	t:add(f.dtype, tvb(5, 1))
