@@ -11,6 +11,9 @@ A and 21 and 22 at B are addresses of this host, speaking over kernel UDP socket
                                         gateways must have sent one another) to LOG
   wireshark_traffic.py check LOG FIELDS every line of LOG in FIELDS, tshark's decoding of
                                         the capture (FIELD_NAMES below, tab-separated)
+  wireshark_traffic.py crafted HEX WANT packets against each rule of section 6 and
+                                        of section 14.3, as text2pcap input, and the
+                                        reason of each with "plain" or "sealed"
 
 Jobs: 1 fp32 with contributor sets over a protected link (sealed frames between A and B),
 2 fp16, 3 bf16, 4 mxint8, 5 mxfp8, 6 mxfp4 (no sets, plain), 7 a multicast stream from
@@ -542,7 +545,92 @@ def check(logfile, fieldsfile):
     return 0 if ok else 1
 
 
+def crafted(hexfile, wantfile):
+    """Packets against each rule of section 6 (and rule 1 of section 14.3), as text2pcap
+    input, and the reason the dissector must give each ('-' for a valid one)."""
+    def hdr(typ=CONTRIB, flags=0, dtype=1, k=0, rsvd7=0, job=2, sender=11, origin=11,
+            contrib=1, chunk=0, count=4, tsecr=0, tail=bytes(10), magic=MAGIC, ver=VERSION):
+        return HDR.pack(magic, ver, typ, flags, dtype, k, rsvd7, job, EPOCH, 0, sender,
+                        origin, contrib, 0, chunk, count, 0, 7, tsecr, tail)
+    ctl = dict(dtype=0, contrib=0, count=1)
+    probe = dict(typ=PROBE, dtype=0, contrib=0, count=0, sender=NONE, origin=NONE)
+    fp32 = bytes(16)
+    one = cset_bytes(1, [11])
+    cases = [
+        # valid, one of each type
+        (hdr() + fp32, "-"),
+        (hdr(typ=RESULT, flags=F_RETX | F_ECHO, tsecr=5, k=1, contrib=1) + one + fp32, "-"),
+        (hdr(typ=ACK, flags=F_ECHO, tsecr=9, **ctl), "-"),
+        (hdr(typ=NACK_CONTRIB, chunk=3, **dict(ctl, count=32)), "-"),
+        (hdr(typ=NACK_RESULT, **ctl), "-"),
+        (hdr(**probe) + b"opaque", "-"),
+        (hdr(flags=F_ECHO, tsecr=3, **dict(probe, typ=PROBE_REPLY)), "-"),
+        (hdr(typ=MCAST, dtype=6, count=64) + bytes(34), "-"),
+        (hdr(dtype=2, count=3) + bytes(6), "-"),
+        (hdr(typ=ACK, flags=F_ECHO, tsecr=1, chunk=0xffffffff, **ctl), "-"),
+        # 1-14 in order
+        (hdr()[:53], "truncated"),
+        (b"GR", "truncated"),
+        (hdr(magic=0x4750) + fp32, "bad_magic"),
+        (hdr(ver=2) + fp32, "bad_version"),
+        (hdr(typ=0) + fp32, "bad_type"),
+        (hdr(typ=9) + fp32, "bad_type"),
+        (hdr(flags=0x04) + fp32, "bad_flags"),
+        (hdr(typ=ACK, flags=F_RETX | F_ECHO, tsecr=1, **ctl), "bad_flags"),
+        (hdr(typ=ACK, **ctl), "bad_flags"),
+        (hdr(typ=MCAST, flags=F_ECHO, tsecr=1) + fp32, "bad_flags"),
+        (hdr(rsvd7=1) + fp32, "reserved_nonzero"),
+        (hdr(tail=bytes(9) + b"\x01") + fp32, "reserved_nonzero"),
+        (hdr(tsecr=1) + fp32, "reserved_nonzero"),
+        (hdr(dtype=7) + fp32, "bad_dtype"),
+        (hdr(typ=NACK_RESULT, **dict(ctl, dtype=1)), "bad_dtype"),
+        (hdr(k=17) + fp32, "bad_cset_len"),
+        (hdr(typ=MCAST, k=1) + one + fp32, "bad_cset_len"),
+        (hdr(sender=0) + fp32, "bad_node_id"),
+        (hdr(origin=NONE) + fp32, "bad_node_id"),
+        (hdr(contrib=0) + fp32, "bad_contrib"),
+        (hdr(k=1, contrib=256) + one + fp32, "bad_contrib"),
+        (hdr(typ=MCAST, contrib=2) + fp32, "bad_contrib"),
+        (hdr(typ=ACK, flags=F_ECHO, tsecr=1, **dict(ctl, contrib=1)), "bad_contrib"),
+        (hdr(count=0), "bad_count"),
+        (hdr(dtype=4, count=31) + bytes(33), "bad_count"),
+        (hdr(typ=NACK_RESULT, **dict(ctl, count=33)), "bad_count"),
+        (hdr(typ=ACK, flags=F_ECHO, tsecr=1, chunk=0xffffffff, **dict(ctl, count=2)),
+         "bad_count"),
+        (hdr(**dict(probe, count=1)), "bad_count"),
+        (hdr(count=2300), "oversize"),
+        (hdr(**probe) + bytes(8972 - 53), "oversize"),
+        (hdr() + bytes(15), "bad_length"),
+        (hdr(typ=ACK, flags=F_ECHO, tsecr=1, **ctl) + b"x", "bad_length"),
+        (hdr(k=1, contrib=2) + one + fp32, "bad_cset"),
+        (hdr(k=1, contrib=2) + cset_bytes(1, [0, 11]) + fp32, "bad_cset"),
+    ]
+    sealed = []
+    seal = struct.Struct(">HBBIIHHQ8s")
+    inner = bytes(54 + 16 + 16)
+    for lane, seq, ver, aead, rsvd, body, why in (
+            (0, 1, 1, 1, bytes(8), inner, "-"), (63, 2 ** 64 - 1, 1, 2, bytes(8), inner, "-"),
+            (0, 1, 1, 1, bytes(8), inner[:69], "bad_seal"),
+            (0, 1, 2, 1, bytes(8), inner, "bad_seal"), (0, 1, 1, 3, bytes(8), inner, "bad_seal"),
+            (64, 1, 1, 1, bytes(8), inner, "bad_seal"), (0, 0, 1, 1, bytes(8), inner, "bad_seal"),
+            (0, 1, 1, 1, b"\x01" + bytes(7), inner, "bad_seal")):
+        sealed.append((seal.pack(0x4753, ver, aead, 1, KEY_ID, 2, lane, seq, rsvd) + body,
+                       why))
+    sealed.append((b"GS\x01\x01" + bytes(10), "bad_seal"))
+    with open(hexfile, "w") as f:
+        for pkt, _ in cases + sealed:
+            for i in range(0, len(pkt), 16):
+                f.write("%06x  %s\n" % (i, " ".join("%02x" % b for b in pkt[i:i + 16])))
+            f.write("\n")
+    with open(wantfile, "w") as f:
+        f.write("".join("%s\tplain\n" % w for _, w in cases))
+        f.write("".join("%s\tsealed\n" % w for _, w in sealed))
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "crafted":
+        crafted(sys.argv[2], sys.argv[3])
+        sys.exit(0)
     if len(sys.argv) == 3 and sys.argv[1] == "tables":
         tables(sys.argv[2])
         sys.exit(0)
