@@ -202,7 +202,12 @@ sealed() {
 l = json.load(sys.stdin)['lcores']
 print(sum(x.get('$2', 0) for x in l))"
 }
-sleep 1 # the last frames reach the capture's ring buffer
+# The last packet sent (a broken sealed frame to A) in the file before the capture stops.
+for _ in $(seq 120); do
+	[ "$(tshark -X lua_script:"$LUA" -r "$TMP/run.pcapng" -Y 'georeduce.reason == "bad_seal"' \
+		2>/dev/null | wc -l)" -gt 0 ] && break
+	sleep 0.5
+done
 kill -INT "$cap_pid"
 for _ in $(seq 300); do kill -0 "$cap_pid" 2>/dev/null || break; sleep 0.2; done
 wait "$cap_pid" 2>/dev/null
