@@ -66,7 +66,7 @@ want="1 1 7 42 9 0 1 102 e982322bd01906a0cc63397efa8be7c7 "
 [ "$got" = "$want" ] && ok "section 14.4's sealed frame: clear header, 102 bytes encrypted" ||
 	not_ok "section 14.4's sealed frame: '$got', want '$want'"
 python3 "$HERE/wireshark_traffic.py" crafted "$EX/crafted.txt" "$EX/want" &&
-	text2pcap -q -4 10.99.0.11,10.99.0.1 -u 5000,17400 "$EX/crafted.txt" "$EX/crafted.pcap" \
+	text2pcap -q -4 10.99.0.11,10.99.0.1 -u 17401,17400 "$EX/crafted.txt" "$EX/crafted.pcap" \
 	>/dev/null ||
 	not_ok "crafted packets"
 tshark -X lua_script:"$LUA" -r "$EX/crafted.pcap" -T fields -e georeduce.reason 2>/dev/null |
@@ -85,6 +85,19 @@ if [ -s "$EX/diff" ] || [ "$(wc -l <"$EX/got")" != "$(wc -l <"$EX/want")" ]; the
 else
 	ok "$(wc -l <"$EX/want") crafted packets: each rule of section 6 given the reference" \
 		"decoder's reason, broken sealed frames bad_seal"
+fi
+# Random bytes behind the magic: every frame decoded (as malformed, mostly), no Lua error.
+python3 "$HERE/wireshark_traffic.py" fuzz "$EX/fuzz.txt" &&
+	text2pcap -q -4 10.99.0.11,10.99.0.1 -u 17401,17400 "$EX/fuzz.txt" "$EX/fuzz.pcap" \
+	>/dev/null || not_ok "fuzz packets"
+tshark -X lua_script:"$LUA" -r "$EX/fuzz.pcap" -V >"$EX/fuzz.out" 2>&1
+nf=$(tshark -X lua_script:"$LUA" -r "$EX/fuzz.pcap" -Y georeduce 2>/dev/null | wc -l)
+nm=$(tshark -X lua_script:"$LUA" -r "$EX/fuzz.pcap" -Y georeduce.malformed 2>/dev/null |
+	wc -l)
+if grep -qi "lua error" "$EX/fuzz.out" || [ "$nf" != 400 ]; then
+	not_ok "random packets: $nf of 400 decoded; $(grep -i -m2 "lua error" "$EX/fuzz.out")"
+else
+	ok "400 random packets behind the magic decoded without a Lua error ($nm malformed)"
 fi
 rm -rf "$EX"
 
@@ -182,13 +195,15 @@ if ! grep -q "Capturing on" "$TMP/dumpcap.err"; then
 	not_ok "dumpcap did not start: $(cat "$TMP/dumpcap.err")"
 	exit 1
 fi
-# dumpcap says so before its capture filter is attached: a ping it must see.
+# The capture runs once a ping to A is in the file.
+seen=0
 for _ in $(seq 60); do
 	ip netns exec "$NW" ping -c 1 -W 1 -I 10.99.0.11 10.99.0.1 >/dev/null 2>&1
 	[ -s "$TMP/run.pcapng" ] && [ "$(tshark -r "$TMP/run.pcapng" -Y icmp 2>/dev/null |
-		wc -l)" -gt 0 ] && break
+		wc -l)" -gt 0 ] && seen=1 && break
 	sleep 0.5
 done
+[ "$seen" = 1 ] || not_ok "a ping to A never reached the capture"
 
 if ip netns exec "$NW" python3 "$HERE/wireshark_traffic.py" run "$TMP/sent.log"; then
 	ok "every packet type sent and answered (ACK, RESULT RETX|ECHO, PROBE_REPLY, MCAST copies)"

@@ -14,6 +14,7 @@ A and 21 and 22 at B are addresses of this host, speaking over kernel UDP socket
   wireshark_traffic.py crafted HEX WANT packets against each rule of section 6 and
                                         of section 14.3, as text2pcap input, and the
                                         reason of each with "plain" or "sealed"
+  wireshark_traffic.py fuzz HEX         random packets behind the magic, as text2pcap input
 
 Jobs: 1 fp32 with contributor sets over a protected link (sealed frames between A and B),
 2 fp16, 3 bf16, 4 mxint8, 5 mxfp8, 6 mxfp4 (no sets, plain), 7 a multicast stream from
@@ -614,7 +615,41 @@ def crafted(hexfile, wantfile):
         f.write("".join("%s\tsealed\n" % w for _, w in sealed))
 
 
+def fuzz(hexfile, n=400):
+    """n packets of random bytes behind the magic and version (seeded: every run the same),
+    as text2pcap input: headers of every length up to 54 and beyond, any type, flags, dtype
+    and set length, sealed frames of any length."""
+    import random
+    rnd = random.Random(20)
+    with open(hexfile, "w") as f:
+        for i in range(n):
+            kind = rnd.randrange(4)
+            if kind == 0:    # a header cut anywhere
+                pkt = b"GR\x01" + bytes(rnd.randrange(256) for _ in range(rnd.randrange(60)))
+            elif kind == 1:  # a whole header, random fields, a random tail
+                h = bytearray(rnd.randrange(256) for _ in range(54))
+                h[0:3] = b"GR\x01"
+                h[3] = rnd.randrange(10)
+                h[5] = rnd.randrange(8)
+                h[6] = rnd.choice([0, 1, 2, 16, 17, 255])
+                pkt = bytes(h) + bytes(rnd.randrange(256) for _ in range(rnd.randrange(700)))
+            elif kind == 2:  # a valid-looking data header, any count, short payloads
+                pkt = HDR.pack(MAGIC, VERSION, rnd.choice([CONTRIB, RESULT, MCAST]), 0,
+                               rnd.randrange(1, 7), rnd.randrange(3), 0, 1, 1, 0, 11, 11,
+                               rnd.randrange(1, 4), 0, 0, rnd.randrange(1, 400), 0, 0, 0,
+                               bytes(10))
+                pkt += bytes(rnd.randrange(256) for _ in range(rnd.randrange(800)))
+            else:            # a sealed frame of any length
+                pkt = b"GS\x01" + bytes(rnd.randrange(256) for _ in range(rnd.randrange(200)))
+            for j in range(0, len(pkt), 16):
+                f.write("%06x  %s\n" % (j, " ".join("%02x" % b for b in pkt[j:j + 16])))
+            f.write("\n")
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "fuzz":
+        fuzz(sys.argv[2])
+        sys.exit(0)
     if len(sys.argv) == 4 and sys.argv[1] == "crafted":
         crafted(sys.argv[2], sys.argv[3])
         sys.exit(0)

@@ -480,7 +480,7 @@ local function dissect_plain(tvb, pinfo, tree)
 	else
 		info = info .. string.format(" chunk %d", chunk)
 	end
-	info = info .. string.format(" %d -> origin %d", tvb(18, 2):uint(), tvb(20, 2):uint())
+	info = info .. string.format(" sender %d origin %d", tvb(18, 2):uint(), tvb(20, 2):uint())
 	if #names > 0 then info = info .. " [" .. table.concat(names, ",") .. "]" end
 	pinfo.cols.info = info
 	t:append_text(", " .. name)
