@@ -39,6 +39,26 @@ fi
 ok() { echo "ok - $*"; }
 not_ok() { echo "not ok - $*"; fails=$((fails + 1)); }
 
+# tshark with the tree's dissector and Wireshark's defaults: a HOME of its own keeps the
+# personal preferences and plugins out. A copy installed in the global plugin folder
+# would clash with -X (a second protocol of the same name): an identical one is used as
+# it is, another one stops the test.
+WSHOME=$(mktemp -d /tmp/georeduce-wireshark-home.XXXXXX)
+export HOME=$WSHOME
+trap 'rm -rf "$WSHOME" "${EX:-}"' EXIT
+global=$(tshark -G folders 2>/dev/null | sed -n 's/^Global Lua Plugins:[[:space:]]*//p')
+TSX=(-X lua_script:"$LUA")
+if [ -n "$global" ] && [ -f "$global/georeduce.lua" ]; then
+	if cmp -s "$global/georeduce.lua" "$LUA"; then
+		TSX=()
+	else
+		echo "not ok - $global/georeduce.lua is another version of the dissector; remove it"
+		rm -rf "$WSHOME"
+		exit 1
+	fi
+fi
+ts() { tshark "${TSX[@]}" "$@"; }
+
 # First the worked examples of docs/PROTOCOL.md (sections 11 and 14.4), byte for byte from
 # the text, through text2pcap.
 EX=$(mktemp -d /tmp/georeduce-wireshark-ex.XXXXXX)
@@ -48,7 +68,7 @@ sed -n '/^0000  47 53 01 01/,/^0090/p' "$HERE/../docs/PROTOCOL.md" >"$EX/14.txt"
 text2pcap -q "$EX/11.txt" "$EX/11.pcap" >/dev/null &&
 	text2pcap -q -4 10.0.1.1,10.0.2.1 -u 17408,17408 "$EX/14.txt" "$EX/14.pcap" >/dev/null ||
 	not_ok "text2pcap on the worked examples"
-got=$(tshark -X lua_script:"$LUA" -r "$EX/11.pcap" -T fields -E separator=' ' \
+got=$(ts -r "$EX/11.pcap" -T fields -E separator=' ' \
 	-e georeduce.type -e georeduce.flags -e georeduce.dtype -e georeduce.cset_blocks \
 	-e georeduce.job -e georeduce.epoch -e georeduce.tree -e georeduce.sender \
 	-e georeduce.origin -e georeduce.contrib -e georeduce.round -e georeduce.chunk \
@@ -57,7 +77,7 @@ got=$(tshark -X lua_script:"$LUA" -r "$EX/11.pcap" -T fields -E separator=' ' \
 want="2 0x00 1 1 7 3 2 9 8 3 41 1000 4 11259375 0 1,2,5 1,-2,3.5,0.25 "
 [ "$got" = "$want" ] && ok "section 11's RESULT decoded field by field" ||
 	not_ok "section 11's RESULT: '$got', want '$want'"
-got=$(tshark -X lua_script:"$LUA" -r "$EX/14.pcap" -T fields -E separator=' ' \
+got=$(ts -r "$EX/14.pcap" -T fields -E separator=' ' \
 	-e georeduce.sealed -e georeduce.seal.aead -e georeduce.seal.job \
 	-e georeduce.seal.key_id -e georeduce.seal.sender -e georeduce.seal.lane \
 	-e georeduce.seal.seq -e georeduce.seal.length -e georeduce.seal.tag \
@@ -69,7 +89,7 @@ python3 "$HERE/wireshark_traffic.py" crafted "$EX/crafted.txt" "$EX/want" &&
 	text2pcap -q -4 10.99.0.11,10.99.0.1 -u 17401,17400 "$EX/crafted.txt" "$EX/crafted.pcap" \
 	>/dev/null ||
 	not_ok "crafted packets"
-tshark -X lua_script:"$LUA" -r "$EX/crafted.pcap" -T fields -e georeduce.reason 2>/dev/null |
+ts -r "$EX/crafted.pcap" -T fields -e georeduce.reason 2>/dev/null |
 	sed 's/^$/-/' >"$EX/got"
 "$VERDICTS" "$EX/crafted.txt" >"$EX/ref"
 # The reference decoder knows no sealed frames ("GS" is a bad magic to it): for those the
@@ -90,9 +110,9 @@ fi
 python3 "$HERE/wireshark_traffic.py" fuzz "$EX/fuzz.txt" &&
 	text2pcap -q -4 10.99.0.11,10.99.0.1 -u 17401,17400 "$EX/fuzz.txt" "$EX/fuzz.pcap" \
 	>/dev/null || not_ok "fuzz packets"
-tshark -X lua_script:"$LUA" -r "$EX/fuzz.pcap" -V >"$EX/fuzz.out" 2>&1
-nf=$(tshark -X lua_script:"$LUA" -r "$EX/fuzz.pcap" -Y georeduce 2>/dev/null | wc -l)
-nm=$(tshark -X lua_script:"$LUA" -r "$EX/fuzz.pcap" -Y georeduce.malformed 2>/dev/null |
+ts -r "$EX/fuzz.pcap" -V >"$EX/fuzz.out" 2>&1
+nf=$(ts -r "$EX/fuzz.pcap" -Y georeduce 2>/dev/null | wc -l)
+nm=$(ts -r "$EX/fuzz.pcap" -Y georeduce.malformed 2>/dev/null |
 	wc -l)
 if grep -qi "lua error" "$EX/fuzz.out" || [ "$nf" != 400 ]; then
 	not_ok "random packets: $nf of 400 decoded; $(grep -i -m2 "lua error" "$EX/fuzz.out")"
@@ -103,6 +123,7 @@ rm -rf "$EX"
 
 if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
 	echo "wireshark_e2e: the capture of a run needs root and network namespaces; skipped"
+	rm -rf "$WSHOME"
 	exit 77
 fi
 P=grws$$
@@ -117,7 +138,7 @@ cleanup() {
 	sleep 0.5
 	for p in "${pids[@]}" $cap_pid; do kill -KILL "$p" 2>/dev/null; done
 	for n in "$NA" "$NB" "$NW"; do ip netns del "$n" 2>/dev/null; done
-	rm -rf "$TMP" /var/run/dpdk/"$P"a /var/run/dpdk/"$P"b
+	rm -rf "$TMP" "$WSHOME" /var/run/dpdk/"$P"a /var/run/dpdk/"$P"b
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -219,7 +240,7 @@ print(sum(x.get('$2', 0) for x in l))"
 }
 # The last packet sent (a broken sealed frame to A) in the file before the capture stops.
 for _ in $(seq 120); do
-	[ "$(tshark -X lua_script:"$LUA" -r "$TMP/run.pcapng" -Y 'georeduce.reason == "bad_seal"' \
+	[ "$(ts -r "$TMP/run.pcapng" -Y 'georeduce.reason == "bad_seal"' \
 		2>/dev/null | wc -l)" -gt 0 ] && break
 	sleep 0.5
 done
@@ -232,7 +253,7 @@ fields=()
 while read -r f; do fields+=(-e "$f"); done < <(python3 -c "
 import sys; sys.path.insert(0, '$HERE')
 import wireshark_traffic as w; print('\n'.join(w.FIELD_NAMES))")
-if tshark -X lua_script:"$LUA" -o georeduce.max_elements:4 -r "$TMP/run.pcapng" \
+if ts -o georeduce.max_elements:4 -r "$TMP/run.pcapng" \
 	-Y 'georeduce' -T fields -E separator=/t "${fields[@]}" >"$TMP/fields" 2>"$TMP/tshark.err"
 then
 	ok "tshark decoded the capture ($(wc -l <"$TMP/fields") georeduce frames)"
@@ -250,14 +271,14 @@ fi
 
 # The summary and the full tree decode without a Lua error, the malformed packets
 # marked as such (expert info, group Malformed).
-tshark -X lua_script:"$LUA" -r "$TMP/run.pcapng" -V >"$TMP/verbose" 2>&1
+ts -r "$TMP/run.pcapng" -V >"$TMP/verbose" 2>&1
 if grep -qi "lua error" "$TMP/verbose"; then
 	not_ok "a Lua error in the verbose decoding: $(grep -i -m3 "lua error" "$TMP/verbose")"
 else
 	ok "full decoding of $(tshark -r "$TMP/run.pcapng" 2>/dev/null | wc -l) frames," \
 		"no Lua error"
 fi
-mal=$(tshark -X lua_script:"$LUA" -r "$TMP/run.pcapng" -Y georeduce.malformed -T fields \
+mal=$(ts -r "$TMP/run.pcapng" -Y georeduce.malformed -T fields \
 	-e georeduce.reason 2>/dev/null | sort | tr '\n' ' ')
 [ "$mal" = "bad_length bad_seal bad_type truncated " ] &&
 	ok "malformed packets shown as malformed: $mal" || not_ok "malformed packets: '$mal'"
@@ -265,7 +286,7 @@ mal=$(tshark -X lua_script:"$LUA" -r "$TMP/run.pcapng" -Y georeduce.malformed -T
 # (on its own bridge port, interface 0 for A and 1 for B).
 for x in "a 10.99.0.1 0" "b 10.99.0.2 1"; do
 	read -r s ip ifc <<<"$x"
-	n=$(tshark -X lua_script:"$LUA" -r "$TMP/run.pcapng" -T fields -e frame.number \
+	n=$(ts -r "$TMP/run.pcapng" -T fields -e frame.number \
 		-Y "georeduce.sealed && ip.src == $ip && frame.interface_id == $ifc" 2>/dev/null |
 		wc -l)
 	c=$(sealed "$s" sealed)
