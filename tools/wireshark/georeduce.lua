@@ -75,7 +75,7 @@ local f = {
 	-- Contributor set (section 4).
 	cset = ProtoField.bytes("georeduce.cset", "Contributor set"),
 	cset_id = ProtoField.uint16("georeduce.cset.id", "Contributor", base.DEC),
-	cset_n = ProtoField.uint16("georeduce.cset.ids", "Contributors in the set", base.DEC),
+	cset_n = ProtoField.uint16("georeduce.cset.count", "Contributors in the set", base.DEC),
 	-- Payload.
 	payload = ProtoField.bytes("georeduce.payload", "Payload"),
 	value = ProtoField.float("georeduce.value", "Element"),
