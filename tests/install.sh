@@ -32,6 +32,30 @@ for f in bin/georeduce-dataplane bin/georeduce-control bin/georeduce-dpctl bin/g
 	share/doc/georeduce/examples/deployments/3site-tls.json; do
 	[ -e "$P/$f" ] || not_ok "not installed: $f"
 done
+# The Wireshark dissector in the plugin folder of the build option (LIBDIR/wireshark/plugins
+# by default), loadable by tshark where it is installed.
+plugdir=$(option wireshark_plugindir)
+[ -n "$plugdir" ] || plugdir=$(option libdir)/wireshark/plugins
+case $plugdir in /*) ;; *) plugdir=$prefix/$plugdir ;; esac
+if [ -f "$D$plugdir/georeduce.lua" ]; then
+	ok "Wireshark dissector installed in $plugdir"
+	if command -v tshark >/dev/null; then
+		# From the personal Lua plugin folder (docs/PROTOCOL.md section 15).
+		mkdir -p "$tmp/home/.local/lib/wireshark/plugins"
+		cp "$D$plugdir/georeduce.lua" "$tmp/home/.local/lib/wireshark/plugins/"
+		HOME=$tmp/home tshark -G protocols 2>/dev/null | grep -q '^georeduce' &&
+			ok "tshark loads the installed dissector from ~/.local/lib/wireshark/plugins" ||
+			not_ok "tshark does not load georeduce.lua from the personal plugin folder"
+		# With the prefix /usr the default folder is the one Wireshark reads itself.
+		global=$(tshark -G folders 2>/dev/null | sed -n 's/^Global Lua Plugins:[[:space:]]*//p')
+		if [ "$prefix" = /usr ] && [ -z "$(option wireshark_plugindir)" ]; then
+			[ "$plugdir" = "$global" ] && ok "the default folder is Wireshark's: $global" ||
+				not_ok "installed in $plugdir, Wireshark reads $global"
+		fi
+	fi
+else
+	not_ok "dissector not installed in $plugdir: $(find "$D" -name georeduce.lua)"
+fi
 units=$(find "$D" -name 'georeduce-*.service' | sort)
 [ "$(echo "$units" | grep -c .)" = 2 ] && ok "two systemd units installed" ||
 	not_ok "systemd units: $units"

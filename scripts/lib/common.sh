@@ -22,6 +22,8 @@ GEOREDUCE_PACKAGES=(
 	python3
 	iproute2 iputils-ping ethtool
 	gnuplot-nox
+	# Reading captures with the Wireshark dissector (tools/wireshark) and its test.
+	tshark
 	# The Python package's tests and the training demo, through /usr/bin/python3 (a
 	# python3 earlier on PATH may be another interpreter, without Debian's packages).
 	python3-torch python3-numpy python3-pytest python3-pip python3-setuptools
@@ -54,6 +56,9 @@ ensure_packages() {
 	log "installing: ${missing[*]}"
 	[ "$(id -u)" -eq 0 ] || die "missing packages (${missing[*]}): run as root or install them"
 	export DEBIAN_FRONTEND=noninteractive
+	# wireshark-common (with tshark) asks whether non-root users may capture: no.
+	echo "wireshark-common wireshark-common/install-setuid boolean false" |
+		debconf-set-selections
 	apt-get update -q >/dev/null || die "apt-get update failed"
 	apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null ||
 		die "apt-get install failed for: ${missing[*]}"
