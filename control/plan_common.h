@@ -57,5 +57,6 @@ int cmd_validate(int argc, char **argv);
 int cmd_crew(int argc, char **argv);
 int cmd_blueconnect(int argc, char **argv);
 int cmd_selmcast(int argc, char **argv);
+int cmd_draw(int argc, char **argv);
 
 #endif

@@ -6,6 +6,7 @@
  *   georeduce-plan compare  --topology FILE [...]   every algorithm side by side
  *   georeduce-plan simulate --topology FILE --plan FILE [...]
  *   georeduce-plan validate --topology FILE [--plan FILE] [--max-height-ms H]
+ *   georeduce-plan draw     --topology FILE --plan FILE --output FILE.svg|.png|.dot
  *
  * Exit status: 0 success, 2 bad options or bad input files, 1 when planning fails on
  * valid input (for example no tree fits the height limit).
@@ -53,6 +54,7 @@ usage_main(FILE *f)
 		"  crew      plan a CREW partial reduce, or simulate training progress with it\n"
 		"  blueconnect  decompose a hierarchical AllReduce (workers, gateways, sites)\n"
 		"  selmcast  choose multicast receivers per round (SELMCAST) and write them\n"
+		"  draw      draw a plan on its topology (SVG, PNG or DOT, with Graphviz)\n"
 		"\n"
 		"'" PROG " COMMAND --help' describes each command's options.\n"
 		"Exit status: 0 ok, 1 planning failed on valid input, 2 bad options or input.\n");
@@ -847,6 +849,7 @@ main(int argc, char **argv)
 		{ "crew", cmd_crew },
 		{ "blueconnect", cmd_blueconnect },
 		{ "selmcast", cmd_selmcast },
+		{ "draw", cmd_draw },
 	};
 
 	plan_progress = isatty(STDERR_FILENO);
