@@ -7,6 +7,7 @@
  *   georeduce-control run DEPLOYMENT [--socket PATH] [--listen HOST:PORT]
  *                                    [--heartbeat-ms N] [--fail-after N] [--timeout-ms N]
  *   georeduce-control status [--socket PATH|tls://HOST:PORT] [--json] [--timeout-ms N]
+ *                            [--watch [--interval S] [--count N]]
  *   georeduce-control replan [--socket PATH|tls://HOST:PORT] [--timeout-ms N] [JOB]
  * (with a tls:// endpoint: --cert FILE --key FILE --ca FILE [--server-name NAME])
  *
@@ -17,10 +18,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -56,7 +61,12 @@ usage(FILE *f)
 		"      that follow their gateway's table. --listen serves the API over TLS\n"
 		"      (default: the deployment's tls.listen). SIGINT/SIGTERM stop it.\n"
 		"  status [--socket PATH] [--json] [--timeout-ms N]\n"
-		"      jobs, epochs, gateways and rates, from the running daemon\n"
+		"         [--watch [--interval S] [--count N]]\n"
+		"      jobs, epochs, gateways and rates, from the running daemon; --watch\n"
+		"      refreshes every S seconds [1] (N times, 0 = until SIGINT [0]): jobs,\n"
+		"      rounds in flight, per-link planned against measured rate, drops; redrawn\n"
+		"      in place on a terminal, successive snapshots otherwise (with --json, one\n"
+		"      JSON document a line)\n"
 		"  replan [--socket PATH] [--timeout-ms N] [JOB]\n"
 		"      ask the running daemon to plan and install a new epoch of JOB (or all)\n"
 		"\n"
@@ -78,6 +88,9 @@ struct opts {
 	uint32_t epoch;
 	int heartbeat_ms, fail_after, timeout_ms;
 	bool json;
+	bool watch;                     /* status: refresh until count or SIGINT */
+	double interval_s;              /* status --watch: seconds between refreshes */
+	int count;                      /* status --watch: refreshes; 0 = no limit */
 	bool install;                   /* tables: install each epoch as well */
 	bool has_job;
 	uint32_t job;                   /* tables: this job only */
@@ -104,13 +117,17 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		{ "server-name", required_argument, NULL, 'N' },
 		{ "install", no_argument, NULL, 'i' },
 		{ "job", required_argument, NULL, 'J' },
+		{ "watch", no_argument, NULL, 'w' },
+		{ "interval", required_argument, NULL, 'I' },
+		{ "count", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	/* Which options each command takes. */
 	const char *allowed = strcmp(cmd, "tables") == 0 ? "oeiJt" :
 			      strcmp(cmd, "run") == 0 ? "sHftol" :
-			      strcmp(cmd, "status") == 0 ? "sjtCKAN" : "stCKAN";
+			      strcmp(cmd, "status") == 0 ? "sjtCKANwIc" : "stCKAN";
+	bool watch_opts = false;
 	uint64_t v;
 	int c;
 
@@ -177,6 +194,19 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		case 'i':
 			o->install = true;
 			break;
+		case 'w':
+			o->watch = true;
+			break;
+		case 'I':
+			if (cli_double(PROG, "interval", optarg, 0.05, 3600, &o->interval_s) < 0)
+				return -1;
+			watch_opts = true;
+			break;
+		case 'c':
+			if (cli_int(PROG, "count", optarg, 0, 1000000000, &o->count) < 0)
+				return -1;
+			watch_opts = true;
+			break;
 		case 'J':
 			if (cli_uint(PROG, "--job", optarg, 0, UINT32_MAX, &v) < 0)
 				return -1;
@@ -187,6 +217,10 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 	}
 	o->args = argv + optind;
 	o->n_args = argc - optind;
+	if (!o->watch && watch_opts) {
+		cli_error(PROG, "%s: --interval and --count go with --watch", cmd);
+		return -1;
+	}
 	return 0;
 }
 
@@ -313,40 +347,77 @@ cmd_run(const struct opts *o)
 	return rc == 0 ? 0 : CLI_EXIT_FAIL;
 }
 
-/* One call to the daemon; the ok response, or NULL after printing why (*status set). */
-static json_t *
-call_daemon(const struct opts *o, const char *op, json_t *args, int *status)
-{
-	struct ctltls_ctx *tls = NULL;
+/* A connection to the daemon: its endpoint and, for tls://, the client context. */
+struct dconn {
+	struct ctltls_ctx *tls;
 	struct install_gw gw;
+};
+
+/* Set up c for o's endpoint (nothing connects yet); 0, or CLI_EXIT_USAGE after a line. */
+static int
+dconn_open(const struct opts *o, struct dconn *c)
+{
 	char err[CTL_ERR_MAX + 64];
-	json_t *r;
+
+	c->tls = NULL;
+	if (ctltls_client_ctx(o->socket, o->cert, o->key, o->ca, &c->tls, err, sizeof(err)) != 0) {
+		cli_error(PROG, "%s", err);
+		return CLI_EXIT_USAGE;
+	}
+	install_gw_init(&c->gw, "daemon", o->socket);
+	install_gw_tls(&c->gw, c->tls, o->server_name != NULL ? o->server_name : "control",
+		       CTLTLS_ROLE_CONTROL);
+	return 0;
+}
+
+static void
+dconn_close(struct dconn *c)
+{
+	install_gw_close(&c->gw);
+	ctltls_ctx_free(c->tls);
+	c->tls = NULL;
+}
+
+/* One call on c (connecting if needed); the ok response, or NULL with err filled and
+ * *status set: CLI_EXIT_USAGE when the daemon did not answer, CLI_EXIT_FAIL when it
+ * answered with an error. */
+static json_t *
+dconn_call(const struct opts *o, struct dconn *c, const char *op, json_t *args, int *status,
+	   char *err, size_t errlen)
+{
+	json_t *r = install_call(&c->gw, op, args, o->timeout_ms, err, errlen);
 	int errnum;
 
-	if (ctltls_client_ctx(o->socket, o->cert, o->key, o->ca, &tls, err, sizeof(err)) != 0) {
-		cli_error(PROG, "%s", err);
-		json_decref(args);
-		*status = CLI_EXIT_USAGE;
-		return NULL;
-	}
-	install_gw_init(&gw, "daemon", o->socket);
-	install_gw_tls(&gw, tls, o->server_name != NULL ? o->server_name : "control",
-		       CTLTLS_ROLE_CONTROL);
-	r = install_call(&gw, op, args, o->timeout_ms, err, sizeof(err));
-	install_gw_close(&gw);
-	ctltls_ctx_free(tls);
 	if (r == NULL) {
-		cli_error(PROG, "%s", err);
 		*status = CLI_EXIT_USAGE;
 		return NULL;
 	}
-	if (!install_resp_ok(r, op, &errnum, err, sizeof(err))) {
-		cli_error(PROG, "%s", err);
+	if (!install_resp_ok(r, op, &errnum, err, errlen)) {
 		json_decref(r);
 		*status = CLI_EXIT_FAIL;
 		return NULL;
 	}
 	*status = 0;
+	return r;
+}
+
+/* One call to the daemon; the ok response, or NULL after printing why (*status set). */
+static json_t *
+call_daemon(const struct opts *o, const char *op, json_t *args, int *status)
+{
+	char err[CTL_ERR_MAX + 64];
+	struct dconn c;
+	json_t *r;
+
+	*status = dconn_open(o, &c);
+	if (*status != 0) {
+		json_decref(args);
+		return NULL;
+	}
+	r = dconn_call(o, &c, op, args, status, err, sizeof(err));
+	dconn_close(&c);
+	if (r == NULL)
+		cli_error(PROG, "%s", err);
 	return r;
 }
 
@@ -453,6 +524,279 @@ print_status(const json_t *r)
 	}
 }
 
+/* ---- status --watch ---- */
+
+#define WATCH_BAR 20
+
+static volatile sig_atomic_t watch_stop;
+
+static void
+watch_signal(int sig)
+{
+	(void)sig;
+	watch_stop = 1;
+}
+
+/* A bar of WATCH_BAR cells, the fraction f (clamped to [0, 1]) of them filled. */
+static const char *
+bar(double f, char buf[WATCH_BAR + 3])
+{
+	int k = !isfinite(f) || f < 0 ? 0 : f > 1 ? WATCH_BAR : (int)(f * WATCH_BAR + 0.5);
+
+	buf[0] = '[';
+	for (int i = 0; i < WATCH_BAR; i++)
+		buf[1 + i] = i < k ? '#' : '-';
+	buf[WATCH_BAR + 1] = ']';
+	buf[WATCH_BAR + 2] = '\0';
+	return buf;
+}
+
+/* The number of field key of o, or def where it is not a number. */
+static double
+numv(const json_t *o, const char *key, double def)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_number(v) ? json_number_value(v) : def;
+}
+
+static const char *
+strv(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s != NULL ? s : "?";
+}
+
+/* One screen of the watch: each line ends with eol (clear to its end on a terminal). */
+static void
+print_watch(FILE *f, const json_t *r, const struct opts *o, int refresh, const char *eol)
+{
+	const json_t *g, *j, *t, *n, *d, *rd;
+	char a[32], b[32], c[32], e[32], br[WATCH_BAR + 3], when[32];
+	size_t i, k;
+	int up = 0, down = 0, other = 0;
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%H:%M:%S UTC", &tm);
+	fprintf(f, "georeduce-control status --watch: %s, refresh %d every %g s, %s%s\n",
+	       o->socket, refresh, o->interval_s, when, eol);
+	fprintf(f, "deployment %s, topology %s, control process up %s s%s\n", strv(r, "deployment"),
+	       strv(r, "topology"), NUM(r, "uptime_s", "%.1f", a), eol);
+	json_array_foreach(json_object_get(r, "gateways"), i, g) {
+		const char *st = strv(g, "state");
+
+		if (strcmp(st, "up") == 0)
+			up++;
+		else if (strcmp(st, "down") == 0)
+			down++;
+		else
+			other++;
+	}
+	fprintf(f, "%s\n", eol);
+	fprintf(f, "gateways: %d up, %d down, %d not heard from yet%s\n", up, down, other, eol);
+	fprintf(f, "  %-16s %-7s %8s %10s %10s %10s %9s  %s%s\n", "gateway", "state", "rtt ms",
+	       "rx Gbit/s", "tx Gbit/s", "dropped", "drops/s", "top drop reasons", eol);
+	json_array_foreach(json_object_get(r, "gateways"), i, g) {
+		const char *reason, *top[2] = { NULL, NULL };
+		json_int_t topn[2] = { 0, 0 };
+		char why[160] = "";
+		json_t *v;
+
+		json_object_foreach(json_object_get(g, "drops"), reason, v) {
+			json_int_t x = json_integer_value(v);
+
+			if (x > topn[0]) {
+				top[1] = top[0];
+				topn[1] = topn[0];
+				top[0] = reason;
+				topn[0] = x;
+			} else if (x > topn[1]) {
+				top[1] = reason;
+				topn[1] = x;
+			}
+		}
+		if (top[0] != NULL && snprintf(why, sizeof(why), "%.60s %" JSON_INTEGER_FORMAT
+					       "%s%.60s%s", top[0], topn[0], top[1] != NULL ? ", " : "",
+					       top[1] != NULL ? top[1] : "", top[1] != NULL ? " ..." : "")
+				      >= (int)sizeof(why))
+			why[sizeof(why) - 1] = '\0';
+		fprintf(f, "  %-16s %-7s %8s %10s %10s %10s %9s  %s%s\n", strv(g, "name"),
+		       strv(g, "state"), NUM(g, "rtt_ms", "%.1f", a), NUM(g, "rx_gbps", "%.4f", b),
+		       NUM(g, "tx_gbps", "%.4f", c), NUM(g, "dropped", "%.0f", e),
+		       num(json_object_get(g, "drops_per_s"), "%.1f", br, sizeof(br)), why, eol);
+	}
+	fprintf(f, "%s\n", eol);
+	fprintf(f, "jobs%s\n", eol);
+	json_array_foreach(json_object_get(r, "jobs"), i, j) {
+		double planned = 0, measured = 0;
+		bool any_measured = false;
+
+		if (!json_is_integer(json_object_get(j, "epoch"))) {
+			fprintf(f, "  job %" JSON_INTEGER_FORMAT " (%s): %s%s\n",
+			       json_integer_value(json_object_get(j, "job")), strv(j, "algorithm"),
+			       strv(j, "state"), eol);
+			if (json_is_string(json_object_get(j, "error")))
+				fprintf(f, "    last error: %s%s\n", strv(j, "error"), eol);
+			continue;
+		}
+		json_array_foreach(json_object_get(j, "trees"), k, t) {
+			planned += numv(t, "rate_gbps", 0);
+			if (json_is_number(json_object_get(t, "measured_gbps"))) {
+				measured += numv(t, "measured_gbps", 0);
+				any_measured = true;
+			}
+		}
+		fprintf(f, "  job %" JSON_INTEGER_FORMAT " (%s, %s): epoch %" JSON_INTEGER_FORMAT
+		       " %s for %s s, %" JSON_INTEGER_FORMAT " workers, %s Gbit/s planned, "
+		       "%s measured%s\n", json_integer_value(json_object_get(j, "job")),
+		       strv(j, "algorithm"), strv(j, "dtype"),
+		       json_integer_value(json_object_get(j, "epoch")), strv(j, "state"),
+		       NUM(j, "live_for_s", "%.1f", a),
+		       json_integer_value(json_object_get(j, "workers")),
+		       NUM(j, "rate_gbps", "%.4f", b),
+		       any_measured ? (snprintf(c, sizeof(c), "%.4f", measured), c) : "-", eol);
+		(void)planned;
+		rd = json_object_get(j, "rounds");
+		if (json_is_object(rd)) {
+			double done = numv(rd, "completed", 0);
+			double whole = floor(done + 1e-9);
+
+			fprintf(f, "    rounds: %.0f done, round %.0f %s %3.0f%%, %" JSON_INTEGER_FORMAT
+			       " chunks in flight (of %" JSON_INTEGER_FORMAT " a round)%s\n", whole,
+			       whole + 1, bar(done - whole, br), 100 * (done - whole),
+			       json_integer_value(json_object_get(rd, "chunks_in_flight")),
+			       json_integer_value(json_object_get(rd, "chunks_per_round")), eol);
+		} else {
+			fprintf(f, "    rounds: -%s\n", eol);
+		}
+		json_array_foreach(json_object_get(j, "trees"), k, t) {
+			double p = numv(t, "rate_gbps", 0), m = numv(t, "measured_gbps", -1);
+
+			fprintf(f, "    tree %-3" JSON_INTEGER_FORMAT " root %-16s %10s planned %10s "
+			       "measured %s%s\n", json_integer_value(json_object_get(t, "tree")),
+			       strv(t, "root"), NUM(t, "rate_gbps", "%.4f", a),
+			       NUM(t, "measured_gbps", "%.4f", b), m >= 0 && p > 0 ? bar(m / p, br) : "",
+			       eol);
+		}
+		if (json_is_string(json_object_get(j, "error")))
+			fprintf(f, "    last error: %s%s\n", strv(j, "error"), eol);
+	}
+	fprintf(f, "%s\n", eol);
+	fprintf(f, "links (Gbit/s, measured against planned)%s\n", eol);
+	fprintf(f, "  %-16s %-16s %10s %10s %10s  %-*s%s\n", "from", "to", "planned", "measured",
+	       "capacity", WATCH_BAR + 2, "", eol);
+	json_array_foreach(json_object_get(r, "links"), i, n) {
+		json_array_foreach(json_object_get(n, "directions"), k, d) {
+			double p = numv(d, "planned_gbps", 0), m = numv(d, "gbps", -1);
+
+			fprintf(f, "  %-16s %-16s %10s %10s %10s  %s%s%s%s\n", strv(d, "from"),
+			       strv(d, "to"), NUM(d, "planned_gbps", "%.4f", a),
+			       NUM(d, "gbps", "%.4f", b), NUM(d, "capacity_gbps", "%.4f", c),
+			       p > 0 && m >= 0 ? bar(m / p, br) : "",
+			       json_is_true(json_object_get(n, "up")) ? "" : " down",
+			       json_is_number(json_object_get(d, "measured_for_s")) ? " measured" : "",
+			       eol);
+		}
+	}
+}
+
+/*
+ * status --watch: a status call every interval until count refreshes or SIGINT/SIGTERM.
+ * On a terminal each refresh redraws the screen in place (cursor home, every line
+ * cleared to its end, the rest of the screen cleared); otherwise refreshes follow each
+ * other, each a complete snapshot, so the output can be read by a program.
+ */
+static int
+cmd_watch(const struct opts *o)
+{
+	struct sigaction sa = { .sa_handler = watch_signal }, old_int, old_term;
+	char err[CTL_ERR_MAX + 64];
+	bool tty = !o->json && isatty(STDOUT_FILENO);
+	struct dconn c;
+	int status, refresh = 0, rc = 0;
+
+	status = dconn_open(o, &c);
+	if (status != 0)
+		return status;
+	sigemptyset(&sa.sa_mask); /* no SA_RESTART: a signal ends the wait at once */
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	if (tty)
+		printf("\033[?25l\033[H\033[2J"); /* hide the cursor, clear the screen */
+	while (!watch_stop && (o->count == 0 || refresh < o->count)) {
+		struct timespec ts;
+		json_t *r = dconn_call(o, &c, "status", NULL, &status, err, sizeof(err));
+
+		if (r == NULL) {
+			if (watch_stop)
+				break;
+			if (tty)
+				printf("\033[?25h\n");
+			fflush(stdout);
+			if (refresh == 0)
+				cli_error(PROG, "%s", err);
+			else
+				cli_error(PROG, "status --watch: the control process stopped answering "
+					  "after %d refreshes: %s", refresh, err);
+			rc = status;
+			goto out;
+		}
+		refresh++;
+		if (o->json) {
+			char *text;
+
+			json_object_del(r, "version");
+			json_object_del(r, "id");
+			json_object_del(r, "ok");
+			json_object_set_new(r, "refresh", json_integer(refresh));
+			text = json_dumps(r, JSON_COMPACT);
+			if (text != NULL)
+				printf("%s\n", text);
+			free(text);
+		} else {
+			/* Each refresh is written whole: a reader never sees half of one. */
+			char *text = NULL;
+			size_t len = 0;
+			FILE *f = open_memstream(&text, &len);
+
+			if (f != NULL) {
+				if (tty)
+					fprintf(f, "\033[H");
+				else if (refresh > 1)
+					fprintf(f, "\n");
+				print_watch(f, r, o, refresh, tty ? "\033[K" : "");
+				if (tty)
+					fprintf(f, "\033[J");
+				if (fclose(f) == 0)
+					fwrite(text, 1, len, stdout);
+			}
+			free(text);
+		}
+		json_decref(r);
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			rc = CLI_EXIT_FAIL;
+			goto out;
+		}
+		if (o->count != 0 && refresh >= o->count)
+			break;
+		ts.tv_sec = (time_t)o->interval_s;
+		ts.tv_nsec = (long)((o->interval_s - (double)ts.tv_sec) * 1e9);
+		while (!watch_stop && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+	}
+	if (tty)
+		printf("\033[?25h\n"); /* the cursor back */
+	fflush(stdout);
+out:
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	dconn_close(&c);
+	return rc;
+}
+
 static int
 cmd_status(const struct opts *o)
 {
@@ -463,6 +807,8 @@ cmd_status(const struct opts *o)
 		cli_error(PROG, "status: takes no arguments, got '%s'", o->args[0]);
 		return CLI_EXIT_USAGE;
 	}
+	if (o->watch)
+		return cmd_watch(o);
 	r = call_daemon(o, "status", NULL, &status);
 	if (r == NULL)
 		return status;
@@ -514,6 +860,7 @@ main(int argc, char **argv)
 		.heartbeat_ms = DAEMON_HEARTBEAT_MS_DEFAULT,
 		.fail_after = DAEMON_FAIL_AFTER_DEFAULT,
 		.timeout_ms = DAEMON_TIMEOUT_MS_DEFAULT,
+		.interval_s = 1,
 	};
 	const char *cmd;
 	int rc;

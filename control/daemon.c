@@ -55,6 +55,9 @@ struct gw {
 	json_t **live;           /* per job: the live table it reported when it came up
 				  * (owned), or NULL */
 	int64_t peers_age_ms;    /* how long it has probed them */
+	uint64_t dropped;        /* frames its lcores dropped, all reasons */
+	double drops_per_s;      /* between the last two samples; < 0: not known yet */
+	json_t *drops;           /* its drops by reason, summed over lcores (owned), or NULL */
 };
 
 /* One tree's traffic, summed over the gateways' link counters (tree_rates_update()). */
@@ -215,6 +218,31 @@ sum_field(const json_t *arr, const char *key)
 	return s;
 }
 
+/* The drops of g's lcores: in all, per second since the previous sample, by reason. */
+static void
+drops_sample(struct gw *g, const json_t *lc, int64_t t)
+{
+	uint64_t n = sum_field(lc, "dropped");
+	json_t *by = json_object(), *o, *v;
+	const char *reason;
+	size_t i;
+
+	g->drops_per_s = g->sample_at >= 0 && t > g->sample_at && n >= g->dropped
+				 ? (double)(n - g->dropped) * 1e3 / (double)(t - g->sample_at)
+				 : -1;
+	g->dropped = n;
+	json_array_foreach(lc, i, o)
+		json_object_foreach(json_object_get(o, "drops"), reason, v) {
+			json_int_t had = json_integer_value(json_object_get(by, reason));
+
+			if (json_is_integer(v) && json_integer_value(v) > 0)
+				json_object_set_new(by, reason,
+						    json_integer(had + json_integer_value(v)));
+		}
+	json_decref(g->drops);
+	g->drops = by;
+}
+
 /* Read the counters of a stats response into g (rates from the previous sample). */
 static void
 take_sample(struct gw *g, const json_t *st, int64_t t)
@@ -233,6 +261,7 @@ take_sample(struct gw *g, const json_t *st, int64_t t)
 	g->rx_bytes = rx;
 	g->tx_bytes = tx;
 	g->chunks = sum_field(lc, "chunks_completed");
+	drops_sample(g, lc, t);
 	g->sample_at = t;
 	json_decref(g->peers);
 	g->peers = json_incref(json_object_get(st, "peers"));
@@ -1030,6 +1059,56 @@ links_json(const struct dmn *m, int64_t t)
 	return arr;
 }
 
+/*
+ * How far job i's live epoch is: at each of its gateways that reported the epoch, the
+ * chunks whose RESULT it has had over the chunks a round has there (its trees' chunk
+ * ranges); "completed" is the least of these, so its integer part is the rounds every
+ * gateway has finished since the epoch went live and its fraction how far the slowest is
+ * into the next. null without trees or before a gateway reported.
+ */
+static json_t *
+rounds_json(const struct dmn *m, int i)
+{
+	const struct job *j = &m->jobs[i];
+	const struct jobplan *jp = j->live;
+	uint64_t per_max = 0, in_flight = 0;
+	double least = -1;
+	bool any = false;
+	json_t *jo;
+	size_t a;
+
+	for (int v = 0; jp != NULL && v < jp->n_gateways; v++) {
+		const struct table *tb = jp->tables[v];
+		uint64_t per = 0;
+
+		if (tb == NULL || m->gws[v].state != GW_UP)
+			continue;
+		for (int k = 0; k < tb->n_trees; k++)
+			per += tb->trees[k].chunk_count;
+		json_array_foreach(m->gws[v].jobs, a, jo) {
+			double r;
+
+			if (json_integer_value(json_object_get(jo, "job")) != m->d->jobs[i].id ||
+			    json_integer_value(json_object_get(jo, "epoch")) != j->live_epoch ||
+			    !json_is_integer(json_object_get(jo, "chunks_done")))
+				continue;
+			in_flight += (uint64_t)json_integer_value(json_object_get(jo,
+								      "chunks_in_flight"));
+			if (per == 0)
+				continue;
+			r = (double)json_integer_value(json_object_get(jo, "chunks_done")) /
+			    (double)per;
+			least = any && least < r ? least : r;
+			per_max = per > per_max ? per : per_max;
+			any = true;
+		}
+	}
+	if (!any)
+		return json_null();
+	return json_pack("{s:f,s:I,s:I}", "completed", least, "chunks_per_round",
+			 (json_int_t)per_max, "chunks_in_flight", (json_int_t)in_flight);
+}
+
 static json_t *
 status_json(const struct dmn *m)
 {
@@ -1061,6 +1140,11 @@ status_json(const struct dmn *m)
 		json_object_set_new(go, "tx_gbps", g->tx_gbps >= 0 ? json_real(g->tx_gbps)
 								   : json_null());
 		json_object_set_new(go, "chunks_completed", json_integer((json_int_t)g->chunks));
+		json_object_set_new(go, "dropped", json_integer((json_int_t)g->dropped));
+		json_object_set_new(go, "drops_per_s", g->drops_per_s >= 0
+				    ? json_real(g->drops_per_s) : json_null());
+		json_object_set_new(go, "drops", g->drops != NULL ? json_copy(g->drops)
+								  : json_object());
 		if (g->state != GW_UP && g->error[0] != '\0')
 			json_object_set_new(go, "error", json_string(g->error));
 		json_array_append_new(gws, go);
@@ -1117,6 +1201,7 @@ status_json(const struct dmn *m)
 		}
 		json_object_set_new(jo, "gateways", members);
 		json_object_set_new(jo, "trees", trees);
+		json_object_set_new(jo, "rounds", rounds_json(m, i));
 		if (j->error[0] != '\0')
 			json_object_set_new(jo, "error", json_string(j->error));
 		json_array_append_new(jobs, jo);
@@ -1479,6 +1564,7 @@ setup(struct dmn *m, sigset_t *old)
 		m->gws[v].last_ok = -1;
 		m->gws[v].sample_at = -1;
 		m->gws[v].rx_gbps = m->gws[v].tx_gbps = -1;
+		m->gws[v].drops_per_s = -1;
 	}
 	for (int l = 0; l < m->d->topo->n_links; l++) {
 		m->link[l].up = true;
@@ -1540,6 +1626,7 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 		free(m.gws[v].live);
 		json_decref(m.gws[v].peers);
 		json_decref(m.gws[v].jobs);
+		json_decref(m.gws[v].drops);
 	}
 	free(m.link);
 	free(m.lr);

@@ -405,6 +405,10 @@ struct dp_job {
 	float **arena;              /* per lcore index: fp32 accumulators (fp16/bf16 only) */
 	/* Per lcore index: slots OPEN or COMPLETE (workers: wo own, ctl: ro relaxed). */
 	_Atomic uint32_t *busy;
+	/* Per lcore index: chunks of this epoch whose RESULT the gateway has had, made at the
+	 * root or received from the parent, each counted once (workers: wo own, ctl: ro
+	 * relaxed). Rounds done = this over the chunks a round has here. */
+	_Atomic uint64_t *done;
 	struct dp_job_lcore *lj;    /* per lcore index: timers and round-trip estimates */
 	uint64_t bytes;             /* memory held by this job (slots, arenas, maps) */
 	uint64_t mbufs_held_max;    /* mbufs its slots can hold at most */
@@ -699,6 +703,9 @@ void dp_job_free(struct dp *dp, struct dp_job *j);
 
 /** Slots of j that are open or complete (awaiting a result), summed over lcores. */
 uint64_t dp_job_busy(const struct dp_job *j);
+
+/** Chunks of j whose RESULT this gateway has had (each once), summed over lcores. */
+uint64_t dp_job_done(const struct dp_job *j);
 
 /** Pacers of j with frames waiting, over its lcores (ctl; a relaxed snapshot). */
 uint64_t dp_job_pacing(const struct dp_job *j);

@@ -579,8 +579,12 @@ static void
 result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	    struct dp_slot *s, struct rte_mbuf *r, uint32_t now_us)
 {
-	if (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE)
+	if (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE) {
+		uint64_t d = atomic_load_explicit(&j->done[lc->idx], memory_order_relaxed);
+
 		busy_add(j, lc, -1);
+		atomic_store_explicit(&j->done[lc->idx], d + 1, memory_order_relaxed);
+	}
 	if (s->state == DP_SLOT_COMPLETE) { /* the partial sum kept for retransmission */
 		uint16_t ti = (uint16_t)(t - j->trees);
 		uint64_t now = rte_rdtsc();

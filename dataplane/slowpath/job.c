@@ -493,9 +493,10 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->slots = jalloc(j, sizeof(*j->slots) * dp->n_lcores, socket);
 	j->arena = jalloc(j, sizeof(*j->arena) * dp->n_lcores, socket);
 	j->busy = jalloc(j, sizeof(*j->busy) * dp->n_lcores, socket);
+	j->done = jalloc(j, sizeof(*j->done) * dp->n_lcores, socket);
 	j->lj = jalloc(j, sizeof(*j->lj) * dp->n_lcores, socket);
 	if (j->tree_map == NULL || j->trees == NULL || j->slots == NULL || j->arena == NULL ||
-	    j->busy == NULL || j->lj == NULL) {
+	    j->busy == NULL || j->done == NULL || j->lj == NULL) {
 		fail(err, errlen, "out of memory");
 		errno = ENOMEM;
 		goto fail;
@@ -664,6 +665,7 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 	rte_free(j->stream_map);
 	dp_job_seals_free(dp, j);
 	rte_free((void *)j->busy);
+	rte_free((void *)j->done);
 	rte_free(j->lj);
 	rte_free(j->slots);
 	rte_free(j->arena);
@@ -683,6 +685,16 @@ dp_job_pacing(const struct dp_job *j)
 
 	for (unsigned int l = 0; l < j->n_lcores; l++)
 		n += atomic_load_explicit(&j->lj[l].n_active, memory_order_relaxed);
+	return n;
+}
+
+uint64_t
+dp_job_done(const struct dp_job *j)
+{
+	uint64_t n = 0;
+
+	for (unsigned int l = 0; l < j->n_lcores; l++)
+		n += atomic_load_explicit(&j->done[l], memory_order_relaxed);
 	return n;
 }
 
