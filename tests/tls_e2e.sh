@@ -253,6 +253,22 @@ wait_for 20 grep -q "job 1: epoch $e found live on 3 gateways (a b c): carried o
 	"$D/control.log" && all_live "$e" 0 1 2 &&
 	ok "the restarted control process carried on with epoch $e (nothing installed)" ||
 	{ not_ok "no carry-on after the restart"; tail -8 "$D/control.log"; }
+# status --watch over TLS with a monitor certificate: epoch $e has run the workers'
+# $ROUNDS rounds and nothing else, so every gateway has had every chunk's RESULT that
+# many times.
+wait_for 30 bash -o pipefail -c "'$CTL' status --socket '$D/control.sock' --json |
+	jq -e '.jobs[0].rounds.completed == $ROUNDS' >/dev/null"
+as_ctl "$CTL" status --watch --count 2 --interval 0.3 --socket "$API" \
+	--cert "$CERTS/monitor.pem" --key "$CERTS/monitor.key" --ca "$CERTS/ca.pem" \
+	>"$D/watch.out" 2>"$D/watch.err"
+rc=$?
+[ $rc = 0 ] && [ "$(grep -c '^georeduce-control status --watch: tls://' "$D/watch.out")" = 2 ] &&
+	[ "$(grep -c "^    rounds: $ROUNDS done, round $((ROUNDS + 1)) \[-*\]   0%, 0 chunks in flight" \
+		"$D/watch.out")" = 2 ] &&
+	grep -q "^  job 1 (mtree, fp32): epoch $e live" "$D/watch.out" &&
+	grep -q '^gateways: 3 up, 0 down' "$D/watch.out" &&
+	ok "status --watch over TLS (monitor): epoch $e, $ROUNDS rounds done on every gateway" ||
+	{ not_ok "status --watch over TLS: exit $rc: $(cat "$D/watch.err")"; head -30 "$D/watch.out"; }
 as_ctl "$CTL" replan --socket "$API" --cert "$CERTS/control.pem" --key "$CERTS/control.key" \
 	--ca "$CERTS/ca.pem" 1 >/dev/null &&
 	wait_for 30 all_live $((e + 1)) 0 1 2 &&
