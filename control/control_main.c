@@ -631,7 +631,7 @@ print_watch(FILE *f, const json_t *r, const struct opts *o, int refresh, const c
 	fprintf(f, "%s\n", eol);
 	fprintf(f, "jobs%s\n", eol);
 	json_array_foreach(json_object_get(r, "jobs"), i, j) {
-		double planned = 0, measured = 0;
+		double measured = 0;
 		bool any_measured = false;
 
 		if (!json_is_integer(json_object_get(j, "epoch"))) {
@@ -643,7 +643,6 @@ print_watch(FILE *f, const json_t *r, const struct opts *o, int refresh, const c
 			continue;
 		}
 		json_array_foreach(json_object_get(j, "trees"), k, t) {
-			planned += numv(t, "rate_gbps", 0);
 			if (json_is_number(json_object_get(t, "measured_gbps"))) {
 				measured += numv(t, "measured_gbps", 0);
 				any_measured = true;
@@ -658,7 +657,6 @@ print_watch(FILE *f, const json_t *r, const struct opts *o, int refresh, const c
 		       json_integer_value(json_object_get(j, "workers")),
 		       NUM(j, "rate_gbps", "%.4f", b),
 		       any_measured ? (snprintf(c, sizeof(c), "%.4f", measured), c) : "-", eol);
-		(void)planned;
 		rd = json_object_get(j, "rounds");
 		if (json_is_object(rd)) {
 			double done = numv(rd, "completed", 0);

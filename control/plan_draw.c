@@ -41,7 +41,7 @@ extern char **environ;
 
 /* A link is drawn "near capacity" from this utilisation on. */
 #define DRAW_NEAR 0.9
-/* Pen widths: the lightest and the heaviest tree, scaled linearly by rate. */
+/* Pen widths: from the thinnest to the heaviest tree's, in proportion to rate. */
 #define DRAW_PEN_MIN 1.5
 #define DRAW_PEN_MAX 8.0
 /* Pen width of topology links. */
@@ -143,6 +143,13 @@ gb(double v, char *buf, size_t len)
 	return buf;
 }
 
+/* The pen width of v against the largest, vmax: in proportion, at least DRAW_PEN_MIN. */
+static double
+pen(double v, double vmax)
+{
+	return vmax > 0 ? fmax(DRAW_PEN_MIN, DRAW_PEN_MAX * v / vmax) : DRAW_PEN_MIN;
+}
+
 struct draw_opts {
 	const char *layout;     /* Graphviz layout engine */
 	int round;              /* selmcast: the round drawn */
@@ -154,7 +161,7 @@ static void
 dot_begin(FILE *f, const struct topo *t, const struct draw_opts *o)
 {
 	fputs("graph georeduce {\n", f);
-	fprintf(f, "\tlayout=%s; overlap=false; splines=true; sep=\"+12\"; outputorder=edgesfirst;\n",
+	fprintf(f, "\tlayout=%s; overlap=false; overlap_shrink=false; splines=true; sep=\"+12\"; outputorder=edgesfirst;\n",
 		o->layout);
 	fputs("\tnode [shape=ellipse, fontname=\"Helvetica\", fontsize=11, style=filled, "
 	      "fillcolor=\"#ffffff\"];\n", f);
@@ -183,6 +190,16 @@ dot_node(FILE *f, const struct topo *t, int v, const char *extra, const char *at
 	fprintf(f, ", tooltip=");
 	qstr(f, n->id);
 	fprintf(f, "%s%s];\n", attrs[0] != '\0' ? ", " : "", attrs);
+}
+
+/* The length neato aims at for the edges between u and v (inches): longer with latency.
+ * Every edge between the pair gets it, or the shorter default would pull them together. */
+static double
+pair_len(const struct topo *t, int u, int v)
+{
+	int l = topo_link_between(t, u, v);
+
+	return 2.0 + (l >= 0 ? fmin(t->links[l].latency_ms, 200) / 100 : 1);
 }
 
 /*
@@ -217,7 +234,7 @@ dot_link(FILE *f, const struct topo *t, int l, double load, double cap)
 	fprintf(f, "\tn%d -- n%d [class=\"link\", color=\"%s\", penwidth=%.1f, fontcolor=\"%s\", "
 		"label=\"%s\", tooltip=\"%s\", len=%.2f%s];\n", k->a, k->b, col,
 		u > 1 + PLAN_EPS ? 3.0 : DRAW_PEN_LINK, load >= 0 && u >= DRAW_NEAR ? col : "#606060",
-		lbl, lbl, 2.0 + fmin(k->latency_ms, 200) / 100, load == 0 ? ", style=dashed" : "");
+		lbl, lbl, pair_len(t, k->a, k->b), load == 0 ? ", style=dashed" : "");
 }
 
 /* The legend: one row per item, its colour and its text (HTML-like label). */
@@ -301,7 +318,7 @@ draw_trees(FILE *f, const struct topo *t, const struct plan *p, const struct bc_
 	char (*fills)[512] = calloc((size_t)t->n_nodes + 1, sizeof(*fills));
 	int *n_roots = calloc((size_t)t->n_nodes + 1, sizeof(*n_roots));
 	struct legend_row *rows = calloc((size_t)p->n_trees + 1, sizeof(*rows));
-	double rmax = 0, rmin = INFINITY;
+	double rmax = 0;
 	char title[512], a[32], b[32];
 	int k;
 
@@ -309,7 +326,6 @@ draw_trees(FILE *f, const struct topo *t, const struct plan *p, const struct bc_
 		goto out;
 	for (int i = 0; i < p->n_trees; i++) {
 		rmax = fmax(rmax, p->trees[i].rate_gbps);
-		rmin = fmin(rmin, p->trees[i].rate_gbps);
 		for (int v = 0; v < t->n_nodes; v++)
 			if (p->trees[i].parent[v] >= 0)
 				load[topo_link_between(t, v, p->trees[i].parent[v])] +=
@@ -363,18 +379,16 @@ draw_trees(FILE *f, const struct topo *t, const struct plan *p, const struct bc_
 		dot_link(f, t, l, load[l], topo_link_duplex_gbps(t, l));
 	for (int i = 0; i < p->n_trees; i++) {
 		const struct plan_tree *tr = &p->trees[i];
-		double w = rmax > rmin ? DRAW_PEN_MIN + (DRAW_PEN_MAX - DRAW_PEN_MIN) *
-						 (tr->rate_gbps - rmin) / (rmax - rmin)
-				       : (DRAW_PEN_MIN + DRAW_PEN_MAX) / 2;
+		double w = pen(tr->rate_gbps, rmax);
 		char c[8];
 
 		colour(i, c);
 		for (int v = 0; v < t->n_nodes; v++)
 			if (tr->parent[v] >= 0)
 				fprintf(f, "\tn%d -- n%d [class=\"tree-%d\", color=\"%s\", "
-					"penwidth=%.2f, dir=forward, arrowsize=0.6, tooltip=\"T%d "
-					"%s Gbit/s\"];\n", v, tr->parent[v], i, c, w, i,
-					gb(tr->rate_gbps, a, sizeof(a)));
+					"penwidth=%.3f, dir=forward, arrowsize=0.6, tooltip=\"T%d "
+					"%s Gbit/s\", len=%.2f];\n", v, tr->parent[v], i, c, w, i,
+					gb(tr->rate_gbps, a, sizeof(a)), pair_len(t, v, tr->parent[v]));
 		snprintf(rows[i].colour, sizeof(rows[i].colour), "%s", c);
 		snprintf(rows[i].text, sizeof(rows[i].text), "T%d root %.63s, %s Gbit/s, share %.3f",
 			 i, t->nodes[tr->root].id, gb(tr->rate_gbps, b, sizeof(b)), tr->share);
@@ -421,7 +435,7 @@ draw_crew(FILE *f, const struct topo *t, const struct plan *p, const struct crew
 	double *bload = calloc((size_t)t->n_links * 2 + 1, sizeof(double));
 	struct legend_row *rows = calloc((size_t)n + 1, sizeof(*rows));
 	bool *member = calloc((size_t)n + 1, sizeof(bool));
-	uint64_t smax = 0, smin = UINT64_MAX;
+	uint64_t smax = 0;
 	int n_agg = 0;
 	char title[512], a[32];
 	bool timed = s->scatter_s > 0 && s->broadcast_s > 0;
@@ -435,7 +449,6 @@ draw_crew(FILE *f, const struct topo *t, const struct plan *p, const struct crew
 		if (s->bytes[v] > 0) {
 			agg_idx[v] = n_agg++;
 			smax = s->bytes[v] > smax ? s->bytes[v] : smax;
-			smin = s->bytes[v] < smin ? s->bytes[v] : smin;
 		}
 	}
 	/* Per link direction: the scatter (member to aggregator) at share / scatter time, the
@@ -500,9 +513,7 @@ draw_crew(FILE *f, const struct topo *t, const struct plan *p, const struct crew
 
 		if (agg_idx[v] < 0)
 			continue;
-		w = smax > smin ? DRAW_PEN_MIN + (DRAW_PEN_MAX - DRAW_PEN_MIN) *
-						 (double)(s->bytes[v] - smin) / (double)(smax - smin)
-				: (DRAW_PEN_MIN + DRAW_PEN_MAX) / 2;
+		w = pen((double)s->bytes[v], (double)smax);
 		colour(agg_idx[v], c);
 		for (int k = 0; k < s->p; k++) {
 			int m = s->group[k], r = s->relay[(size_t)v * (size_t)s->p + (size_t)k];
@@ -510,8 +521,8 @@ draw_crew(FILE *f, const struct topo *t, const struct plan *p, const struct crew
 			if (m == v)
 				continue;
 			fprintf(f, "\tn%d -- n%d [class=\"aggregator-%d\", color=\"%s\", "
-				"penwidth=%.2f, dir=forward, arrowsize=0.6];\n", m, v, agg_idx[v],
-				c, w);
+				"penwidth=%.3f, dir=forward, arrowsize=0.6, len=%.2f];\n", m, v,
+				agg_idx[v], c, w, pair_len(t, m, v));
 			if (r >= 0 && o->failover)
 				fprintf(f, "\tn%d -- n%d -- n%d [class=\"relay-%d\", color=\"%s\", "
 					"style=dashed, penwidth=0.8, dir=forward, arrowsize=0.5, "
@@ -550,7 +561,7 @@ draw_selmcast(FILE *f, const struct topo *t, const struct selmcast_plan *sp,
 	const struct selmcast_round *rd = &sp->rounds[o->round];
 	struct legend_row *rows = calloc((size_t)rd->n_senders + 1, sizeof(*rows));
 	int *sender_of = calloc((size_t)t->n_nodes + 1, sizeof(int));
-	uint64_t bmax = 0, bmin = UINT64_MAX;
+	uint64_t bmax = 0;
 	char title[512], a[32];
 
 	if (rows == NULL || sender_of == NULL)
@@ -560,7 +571,6 @@ draw_selmcast(FILE *f, const struct topo *t, const struct selmcast_plan *sp,
 	for (int i = 0; i < rd->n_senders; i++) {
 		sender_of[rd->senders[i].site] = i;
 		bmax = rd->senders[i].bytes > bmax ? rd->senders[i].bytes : bmax;
-		bmin = rd->senders[i].bytes < bmin ? rd->senders[i].bytes : bmin;
 	}
 	if (snprintf(title, sizeof(title), "selmcast plan on %s (%s multicast, p = %d): round "
 		     "%d of %d, completes in %s s; links: capacity Gbit/s", t->name,
@@ -589,16 +599,14 @@ draw_selmcast(FILE *f, const struct topo *t, const struct selmcast_plan *sp,
 		dot_link(f, t, l, -1, topo_link_duplex_gbps(t, l));
 	for (int i = 0; i < rd->n_senders; i++) {
 		const struct selmcast_sender *s = &rd->senders[i];
-		double w = bmax > bmin ? DRAW_PEN_MIN + (DRAW_PEN_MAX - DRAW_PEN_MIN) *
-						 (double)(s->bytes - bmin) / (double)(bmax - bmin)
-				       : DRAW_PEN_MIN + 0.5;
+		double w = pen((double)s->bytes, (double)bmax) / 2;
 		char c[8];
 
 		colour(i, c);
 		/* Receivers need not be neighbours: the update reaches them over the network,
 		 * so these edges are drawn without pulling the layout. */
 		for (int r = 0; r < s->n_receivers; r++)
-			fprintf(f, "\tn%d -- n%d [class=\"sender-%d\", color=\"%s\", penwidth=%.2f, "
+			fprintf(f, "\tn%d -- n%d [class=\"sender-%d\", color=\"%s\", penwidth=%.3f, "
 				"dir=forward, arrowsize=0.6, len=3, weight=0];\n", s->site,
 				s->receivers[r], i, c, w);
 		snprintf(rows[i].colour, sizeof(rows[0].colour), "%s", c);

@@ -80,10 +80,14 @@ for k, tr in enumerate(trees):
     assert ("T%d" % k) in root["label"], root["label"]
     assert colours[k] in root["fillcolor"].split(":"), (colours[k], root["fillcolor"])
 assert len(set(colours.values())) == len(trees), colours
+# widths in proportion to rate (the thinnest at the floor of 1.5)
+wmax = max(widths.values()); rmax = max(t["rate_gbps"] for t in trees)
+for k, t in enumerate(trees):
+    assert abs(widths[k] - max(1.5, 8 * t["rate_gbps"] / rmax)) < 0.002, (k, widths[k])
 for i in range(len(trees)):
     for j in range(len(trees)):
-        if trees[i]["rate_gbps"] > trees[j]["rate_gbps"] * 1.001:
-            assert widths[i] > widths[j], (i, j, widths)
+        if trees[i]["rate_gbps"] > trees[j]["rate_gbps"] * 1.01:
+            assert widths[i] > widths[j] or widths[i] == widths[j] == 1.5, (i, j, widths)
 roots = {ids.index(t["root"]) for t in trees}
 for v, a in nodes.items():
     assert (a.get("class") == "root") == (v in roots), (v, a)
@@ -182,8 +186,8 @@ assert len(colours) == len(pr["aggregators"]), colours
 ags = pr["aggregators"]
 for i in range(len(ags)):
     for j in range(len(ags)):
-        if ags[i]["bytes"] > ags[j]["bytes"] * 1.001:
-            assert width[i] > width[j], (i, j, width)
+        if ags[i]["bytes"] > ags[j]["bytes"] * 1.01:
+            assert width[i] > width[j] or width[i] == width[j] == 1.5, (i, j, width)
 backups = [e for e, a in edges if a.get("class") == "backup"]
 assert len(backups) == sum(1 for a in ags if "backup" in a), backups
 PY
