@@ -19,6 +19,8 @@ GEOREDUCE_PACKAGES=(
 	libssl-dev openssl
 	libcunit1-dev
 	libglpk-dev
+	# The metrics endpoints (libmicrohttpd) and their tests (promtool, a Prometheus server).
+	libmicrohttpd-dev prometheus
 	python3
 	iproute2 iputils-ping ethtool
 	gnuplot-nox
