@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "ctlsrv.h"
 #include "dp.h"
+#include "promsrv.h"
 #include "slowpath/slowpath.h"
 #include "table.h"
 
@@ -56,6 +57,8 @@ usage(FILE *f, const struct dp_config *d)
 		"      --ctl-handshake-ms N    limit of a TLS handshake                  [%d]\n"
 		"      --ctl-idle-ms N     a connection without requests is closed after  [%d]\n"
 		"      --ctl-conns N       connections per role (control, monitor, local) [%d]\n"
+		"      --metrics ADDR:PORT serve Prometheus metrics at http://ADDR:PORT/metrics\n"
+		"                          from the control thread (docs/METRICS.md)   [off]\n"
 		"  -n, --neigh IP=MAC      a static neighbour (repeatable); others by ARP\n"
 		"  -r, --route DST/LEN,port=N | DST/LEN,via=IP\n"
 		"                          a static route (repeatable): DST reached directly\n"
@@ -97,7 +100,7 @@ usage(FILE *f, const struct dp_config *d)
 		"  -h, --help              this text\n"
 		"  -V, --version           print the version\n"
 		"\n"
-		"Counters: '" "georeduce-dpctl -s PATH stats', or DPDK telemetry\n"
+		"Counters: '" "georeduce-dpctl -s PATH stats', --metrics, or DPDK telemetry\n"
 		"(dpdk-telemetry.py: /georeduce/stats, /georeduce/lcore,<lcore id>).\n",
 		d->prm.mbufs, d->hdr_mbufs,
 		d->rx_desc, d->tx_desc, DP_BURST_MAX, d->prm.burst, d->prm.idle_spin,
@@ -292,12 +295,13 @@ u32_opt(const char *opt, const char *s, long min, long max, uint32_t *out)
 
 /* Our options (after EAL's). Returns 0, 1 for --help/--version (exit 0), -1 on error. */
 static int
-parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl)
+parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl,
+	   const char **metrics)
 {
 	enum { O_BASE = 256, O_PORTS, O_MTU, O_MBUFS, O_HDR, O_RXD, O_TXD, O_BURST, O_SPIN,
 	       O_SLEEP, O_DRAIN, O_LINGER, O_FAULT, O_FAULTQ, O_RTO, O_RETRIES, O_NOPACE, O_PROBE,
 	       O_LISTEN, O_CERT, O_KEY, O_CA, O_HSMS, O_IDLEMS, O_CONNS, O_CRYPTO, O_SEAL_MBUFS,
-	       O_SEAL_LINKS };
+	       O_SEAL_LINKS, O_METRICS };
 	static const struct option opts[] = {
 		{ "addr", required_argument, NULL, 'a' },
 		{ "ctl-socket", required_argument, NULL, 's' },
@@ -331,6 +335,7 @@ parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl
 		{ "crypto", required_argument, NULL, O_CRYPTO },
 		{ "seal-mbufs", required_argument, NULL, O_SEAL_MBUFS },
 		{ "seal-links", required_argument, NULL, O_SEAL_LINKS },
+		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -348,6 +353,18 @@ parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl
 		case O_CERT: ctl->cert = optarg; break;
 		case O_KEY: ctl->key = optarg; break;
 		case O_CA: ctl->ca = optarg; break;
+		case O_METRICS: {
+			struct sockaddr_storage sa;
+			socklen_t salen;
+			char why[200];
+
+			if (promsrv_parse_addr(optarg, &sa, &salen, why, sizeof(why)) != 0) {
+				cli_error(DP_PROGRAM, "--metrics: %s", why);
+				rc = -1;
+			}
+			*metrics = optarg;
+			break;
+		}
 		case O_HSMS:
 			rc = cli_int(DP_PROGRAM, "ctl-handshake-ms", optarg, 1, 600000,
 				     &ctl->handshake_ms);
@@ -459,6 +476,20 @@ parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl
 	return 0;
 }
 
+/* The metrics endpoint's renderer and log, on the control thread (promsrv_run()). */
+static char *
+metrics_render(void *arg, size_t *len)
+{
+	return dp_metrics_text(arg, len);
+}
+
+static void
+metrics_log(void *arg, const char *line)
+{
+	(void)arg;
+	DP_LOG(WARNING, "metrics: %s\n", line);
+}
+
 /* --help and --version without starting EAL: the options after "--", or alone. */
 static bool
 wants_help(int argc, char **argv)
@@ -487,9 +518,10 @@ main(int argc, char **argv)
 		.idle_ms = CTLSRV_IDLE_MS_DEFAULT,
 		.conns = CTLSRV_PER_ROLE_DEFAULT,
 	};
-	const char *sock;
+	const char *sock, *metrics = NULL;
 	char err[512];
 	struct dp_ctl *ctl;
+	struct promsrv *msrv = NULL;
 	unsigned int lcore;
 	int rc, n;
 
@@ -502,7 +534,7 @@ main(int argc, char **argv)
 		char **a = i < argc ? argv + i : argv;
 		int na = i < argc ? argc - i : argc;
 
-		return parse_args(na, a, &cfg, &ctlo) < 0 ? CLI_EXIT_USAGE : 0;
+		return parse_args(na, a, &cfg, &ctlo, &metrics) < 0 ? CLI_EXIT_USAGE : 0;
 	}
 	n = rte_eal_init(argc, argv);
 	if (n < 0) {
@@ -510,7 +542,7 @@ main(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	argv[n] = argv[0];
-	rc = parse_args(argc - n, argv + n, &cfg, &ctlo);
+	rc = parse_args(argc - n, argv + n, &cfg, &ctlo, &metrics);
 	sock = ctlo.socket;
 	if (rc != 0) {
 		rte_eal_cleanup();
@@ -542,6 +574,23 @@ main(int argc, char **argv)
 		rte_eal_cleanup();
 		return CLI_EXIT_USAGE;
 	}
+	if (metrics != NULL) {
+		struct promsrv_opts mo = {
+			.listen = metrics,
+			.render = metrics_render,
+			.arg = &dp,
+			.log = metrics_log,
+		};
+
+		msrv = promsrv_create(&mo, err, sizeof(err));
+		if (msrv == NULL) {
+			cli_error(DP_PROGRAM, "%s", err);
+			dp_ctl_free(ctl);
+			dp_teardown(&dp);
+			rte_eal_cleanup();
+			return CLI_EXIT_USAGE;
+		}
+	}
 	if (dp_telemetry_register(&dp) != 0)
 		DP_LOG(WARNING, "telemetry commands not registered\n");
 	signal(SIGINT, on_signal);
@@ -561,16 +610,21 @@ main(int argc, char **argv)
 	       dp.lcores[0]->k->name, sock);
 	if (ctlo.listen != NULL)
 		DP_LOG(NOTICE, "control protocol over TLS on %s\n", ctlo.listen);
+	if (metrics != NULL)
+		DP_LOG(NOTICE, "metrics on http://%s/metrics\n", metrics);
 	printf(DP_PROGRAM ": ready, control socket %s%s%s\n", sock,
 	       ctlo.listen != NULL ? ", tls://" : "", ctlo.listen != NULL ? ctlo.listen : "");
 	fflush(stdout);
 	while (!quit) {
 		dp_ctl_poll(ctl, 5);
 		dp_housekeeping(&dp);
+		if (msrv != NULL)
+			promsrv_run(msrv); /* never blocks; scrapes are rendered here */
 	}
 	DP_LOG(NOTICE, "stopping\n");
 	atomic_store(&dp.stop, true);
 	rte_eal_mp_wait_lcore();
+	promsrv_free(msrv);
 	dp_ctl_free(ctl);
 	dp_teardown(&dp);
 	rte_eal_cleanup();

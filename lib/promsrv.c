@@ -189,6 +189,7 @@ promsrv_create(const struct promsrv_opts *o, char *err, size_t errlen)
 	s->mhd = MHD_start_daemon(
 		MHD_USE_EPOLL | MHD_USE_ERROR_LOG | (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 		0, NULL, NULL, on_request, s,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
 		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 		MHD_OPTION_CONNECTION_LIMIT,
 		(unsigned int)(o->conns > 0 ? o->conns : PROMSRV_CONNS_DEFAULT),
@@ -196,7 +197,6 @@ promsrv_create(const struct promsrv_opts *o, char *err, size_t errlen)
 		(unsigned int)(o->timeout_s > 0 ? o->timeout_s : PROMSRV_TIMEOUT_S_DEFAULT),
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 		(size_t)(o->request_max > 0 ? o->request_max : PROMSRV_REQUEST_MAX_DEFAULT),
-		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
 		MHD_OPTION_END);
 	if (s->mhd == NULL) {
 		snprintf(err, errlen, "--metrics %s: the HTTP server did not start", o->listen);

@@ -156,6 +156,10 @@ json_t *dp_stats_json(struct dp *dp);
 /** Installed tables with their state ("live", "draining", "prepared"); job 0: all. */
 json_t *dp_dump_json(struct dp *dp, uint32_t job, bool all);
 
+/** The counters, memory, jobs and peers in the Prometheus text format (docs/METRICS.md),
+ * malloc'd, *len bytes; NULL (logged) on failure. Control thread only: --metrics. */
+char *dp_metrics_text(struct dp *dp, size_t *len);
+
 /** Register the /georeduce/... telemetry commands (dpdk-telemetry.py). */
 int dp_telemetry_register(struct dp *dp);
 

@@ -17,6 +17,7 @@
 #include <rte_telemetry.h>
 
 #include "dp.h"
+#include "prom.h"
 #include "slowpath/slowpath.h"
 
 static const char *const ctr_names[DP_CTR_COUNT] = {
@@ -58,6 +59,48 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_FAULT_DUPLICATED] = "fault_duplicated",
 	[DP_CTR_FAULT_REORDERED] = "fault_reordered",
 	[DP_CTR_FAULT_DELAY_FULL] = "fault_delay_full",
+};
+
+/* The HELP text of each counter's metric (georeduce_dataplane_<name>_total). */
+static const char *const ctr_help[DP_CTR_COUNT] = {
+	[DP_CTR_RX_PACKETS] = "Frames received from every port by this worker lcore",
+	[DP_CTR_RX_BYTES] = "Bytes of the frames received by this worker lcore",
+	[DP_CTR_TX_PACKETS] = "Frames handed to a TX queue by this worker lcore",
+	[DP_CTR_TX_BYTES] = "Bytes of the frames handed to a TX queue",
+	[DP_CTR_TX_DROPPED] = "Frames a TX queue did not take",
+	[DP_CTR_CHUNKS_COMPLETED] = "Slots that had all their contributions (chunks summed)",
+	[DP_CTR_PARTIALS_SENT] = "Partial sums sent to a parent gateway",
+	[DP_CTR_RESULTS_SENT] = "Result copies sent to children and workers",
+	[DP_CTR_CONTRIBS] = "Contributions summed",
+	[DP_CTR_ACKS_SENT] = "Answers to retransmitted contributions held here",
+	[DP_CTR_RETRANSMITS] = "Partial sums sent again to the parent (retransmissions)",
+	[DP_CTR_NACKS_SENT] = "NACK_RESULTs sent to the parent",
+	[DP_CTR_RETX_STUCK] = "Chunks still without a RESULT after the retries",
+	[DP_CTR_MCAST_RX] = "MCAST packets accepted",
+	[DP_CTR_MCAST_COPIES] = "MCAST copies sent to next-hop gateways and workers",
+	[DP_CTR_PACED] = "Frames that waited for their pacer",
+	[DP_CTR_PACE_FULL] = "Frames dropped because a pacer queue was full",
+	[DP_CTR_ANSWER_BUDGET] = "NACK_RESULT answers withheld for the sender's budget",
+	[DP_CTR_RECOVER_ASKED] = "Result recovery: NACK_RESULTs asked of older epochs",
+	[DP_CTR_RECOVER_ANSWERED] = "Result recovery: RESULTs sent from an older epoch or relayed",
+	[DP_CTR_RECOVERED] = "Result recovery: RESULTs that came back and completed a slot",
+	[DP_CTR_RECOVER_FULL] = "Result recovery: requests not recorded, the table was full",
+	[DP_CTR_SEALED] = "Frames sealed for a protected link",
+	[DP_CTR_OPENED] = "Sealed frames opened and authenticated",
+	[DP_CTR_SEAL_BYTES] = "Bytes of the georeduce packets sealed",
+	[DP_CTR_OPEN_BYTES] = "Bytes of the georeduce packets opened",
+	[DP_CTR_ARP_REPLIES] = "ARP replies sent",
+	[DP_CTR_ICMP_REPLIES] = "ICMP echo replies sent",
+	[DP_CTR_NOT_FOR_US] = "Frames dropped: another host, protocol or port",
+	[DP_CTR_NO_NEIGHBOUR] = "Frames dropped: the destination's MAC was not resolved",
+	[DP_CTR_NO_MBUF] = "Frames dropped: a buffer pool was empty",
+	[DP_CTR_BAD_FRAME] = "Frames dropped: Ethernet, IP or UDP rejected",
+	[DP_CTR_BAD_HEADER] = "Frames dropped: georeduce header rejected",
+	[DP_CTR_CTL_TX] = "Control-thread frames sent by this lcore",
+	[DP_CTR_FAULT_DROPPED] = "Fault injection: frames dropped on purpose",
+	[DP_CTR_FAULT_DUPLICATED] = "Fault injection: frames duplicated",
+	[DP_CTR_FAULT_REORDERED] = "Fault injection: frames held back behind the next",
+	[DP_CTR_FAULT_DELAY_FULL] = "Fault injection: frames dropped, the delay line was full",
 };
 
 static uint64_t
@@ -317,6 +360,322 @@ dp_dump_json(struct dp *dp, uint32_t job, bool all)
 
 	each_job(dp, add_table, &a);
 	return a.arr;
+}
+
+/* --- Prometheus metrics (--metrics; docs/METRICS.md) ------------------------------------ */
+
+#define M(name) "georeduce_dataplane_" name
+
+/* Label values as text. */
+struct mlabels {
+	char job[12], epoch[12], tree[12], lcore[12], peer[12], link[16];
+};
+
+static void
+fmt_u(char *b, size_t n, uint64_t v)
+{
+	snprintf(b, n, "%llu", (unsigned long long)v);
+}
+
+static void
+job_labels(const struct dp_job *j, struct mlabels *ml)
+{
+	fmt_u(ml->job, sizeof(ml->job), j->job);
+	fmt_u(ml->epoch, sizeof(ml->epoch), j->epoch);
+}
+
+/* The job-level gauges of one family, for every job. */
+struct mjob_arg {
+	struct dp *dp;
+	struct prom *p;
+	int what;
+};
+
+enum { MJ_SLOTS, MJ_BUSY, MJ_MEM, MJ_MBUFS, MJ_TREES };
+
+static void
+mjob(const struct dp_job *j, const char *state, void *arg)
+{
+	struct mjob_arg *a = arg;
+	struct mlabels ml;
+	struct prom_label l[] = { { "job", ml.job }, { "epoch", ml.epoch }, { "state", state } };
+	uint64_t v = 0;
+
+	job_labels(j, &ml);
+	switch (a->what) {
+	case MJ_SLOTS: v = (uint64_t)j->slots_per_lcore * j->n_lcores; break;
+	case MJ_BUSY: v = dp_job_busy(j); break;
+	case MJ_MEM: v = j->bytes; break;
+	case MJ_MBUFS: v = j->mbufs_held_max; break;
+	case MJ_TREES: v = (uint64_t)j->n_trees; break;
+	}
+	prom_sample_u64(a->p, l, 3, v);
+}
+
+/* Per tree and link to a gateway (or stream and next hop): one family's samples. */
+enum { ML_BYTES, ML_FRAMES, ML_RETX, ML_PLANNED, ML_QUEUED, ML_SBYTES, ML_SFRAMES,
+       ML_SPLANNED, ML_SQUEUED };
+
+/* Frames waiting in pacer `pacer` of job j, summed over the lcores (each lcore's head
+ * and tail, read as they are: a reading may lag, the pacers are not stopped). */
+static uint64_t
+pacer_queued(const struct dp_job *j, uint32_t pacer)
+{
+	uint64_t n = 0;
+
+	for (unsigned int l = 0; l < j->n_lcores; l++) {
+		const struct dp_pacer *pc = &j->lj[l].pacers[pacer];
+		uint32_t h = __atomic_load_n(&pc->head, __ATOMIC_RELAXED);
+		uint32_t t = __atomic_load_n(&pc->tail, __ATOMIC_RELAXED);
+
+		n += (uint32_t)(t - h) <= pc->mask + 1 ? (uint32_t)(t - h) : 0;
+	}
+	return n;
+}
+
+static void
+mlink_one(struct prom *p, int what, const struct dp_job *j, const char *kind, int id,
+	  const char *dir, const struct dp_dest *d, uint32_t pacer, double rate_gbps)
+{
+	struct mlabels ml;
+	struct prom_label l[] = { { "job", ml.job }, { "epoch", ml.epoch }, { kind, ml.tree },
+				  { "dir", dir }, { "link", ml.link }, { "peer", ml.peer } };
+	uint64_t bytes, frames, retx;
+
+	job_labels(j, &ml);
+	fmt_u(ml.tree, sizeof(ml.tree), (uint64_t)id);
+	table_ipv4_format(d->ipv4, ml.link);
+	fmt_u(ml.peer, sizeof(ml.peer), d->id);
+	pacer_sum(j, pacer, &bytes, &frames, &retx);
+	switch (what) {
+	case ML_BYTES: case ML_SBYTES: prom_sample_u64(p, l, 6, bytes); break;
+	case ML_FRAMES: case ML_SFRAMES: prom_sample_u64(p, l, 6, frames); break;
+	case ML_RETX: prom_sample_u64(p, l, 6, retx); break;
+	case ML_PLANNED: case ML_SPLANNED: prom_sample(p, l, 6, rate_gbps * 1e9 / 8); break;
+	case ML_QUEUED: case ML_SQUEUED: prom_sample_u64(p, l, 6, pacer_queued(j, pacer)); break;
+	}
+}
+
+static void
+mlinks(const struct dp_job *j, const char *state, void *arg)
+{
+	struct mjob_arg *a = arg;
+	bool streams = a->what >= ML_SBYTES;
+
+	(void)state;
+	for (int i = 0; !streams && i < j->n_trees; i++) {
+		const struct dp_tree *t = &j->trees[i];
+
+		for (uint32_t k = t->has_parent ? 0 : 1; k <= t->n_children; k++)
+			mlink_one(a->p, a->what, j, "tree", t->id, k == 0 ? "up" : "down",
+				  k == 0 ? &t->parent : &t->down[k - 1], t->pace_first + k,
+				  t->tt->rate_gbps);
+	}
+	for (int i = 0; streams && i < j->n_streams; i++) {
+		const struct dp_stream *s = &j->streams[i];
+
+		for (uint32_t k = 0; k < s->n_to; k++)
+			mlink_one(a->p, a->what, j, "stream", s->id, "down", &s->out[k],
+				  s->pace_first + k, j->tb->streams[i].rate_gbps);
+	}
+}
+
+/* Per tree and lcore: the smoothed CONTRIB-to-RESULT round trip towards the parent. */
+static void
+mrtt(const struct dp_job *j, const char *state, void *arg)
+{
+	struct mjob_arg *a = arg;
+	double hz = (double)rte_get_tsc_hz();
+
+	(void)state;
+	for (int i = 0; i < j->n_trees; i++) {
+		if (!j->trees[i].has_parent)
+			continue;
+		for (unsigned int l = 0; l < j->n_lcores; l++) {
+			uint64_t v = rd(&j->lj[l].srtt[i]);
+			struct mlabels ml;
+			struct prom_label lb[] = { { "job", ml.job }, { "epoch", ml.epoch },
+						   { "tree", ml.tree }, { "lcore", ml.lcore } };
+
+			if (v == 0 || l >= a->dp->n_lcores)
+				continue;
+			job_labels(j, &ml);
+			fmt_u(ml.tree, sizeof(ml.tree), j->trees[i].id);
+			fmt_u(ml.lcore, sizeof(ml.lcore), a->dp->lcores[l]->lcore_id);
+			prom_sample(a->p, lb, 4, (double)v / hz);
+		}
+	}
+}
+
+static void
+mfamily_jobs(struct dp *dp, struct prom *p, const char *name, enum prom_type type,
+	     const char *help, void (*fn)(const struct dp_job *, const char *, void *), int what)
+{
+	struct mjob_arg a = { .dp = dp, .p = p, .what = what };
+
+	prom_family(p, name, type, help);
+	each_job(dp, fn, &a);
+}
+
+char *
+dp_metrics_text(struct dp *dp, size_t *len)
+{
+	struct prom p;
+	char name[PROM_NAME_MAX + 1], lc[12], why[200];
+	struct prom_label l[2] = { { "lcore", lc }, { "reason", NULL } };
+	double hz = (double)rte_get_tsc_hz();
+	uint64_t now = rte_get_tsc_cycles();
+	char *text;
+	int err = 0;
+
+	prom_init(&p);
+	for (int c = 0; c < DP_CTR_COUNT; c++) {
+		/* "us" would read as microseconds (promtool's lint): not_for_gateway. */
+		snprintf(name, sizeof(name), M("%s_total"),
+			 c == DP_CTR_NOT_FOR_US ? "not_for_gateway" : ctr_names[c]);
+		prom_family(&p, name, PROM_COUNTER, ctr_help[c]);
+		for (unsigned int i = 0; i < dp->n_lcores; i++) {
+			fmt_u(lc, sizeof(lc), dp->lcores[i]->lcore_id);
+			prom_sample_u64(&p, l, 1, rd(&dp->lcores[i]->ctr[c]));
+		}
+	}
+	prom_family(&p, M("drops_total"), PROM_COUNTER,
+		    "Frames and packets dropped, by reason (duplicates among them)");
+	for (unsigned int i = 0; i < dp->n_lcores; i++) {
+		fmt_u(lc, sizeof(lc), dp->lcores[i]->lcore_id);
+		for (int r = 1; r < WIRE_REASON_COUNT_MAX; r++) {
+			l[1].value = wire_reason_str((enum wire_reason)r);
+			prom_sample_u64(&p, l, 2, rd(&dp->lcores[i]->drops[r]));
+		}
+	}
+	prom_family(&p, M("busy_seconds_total"), PROM_COUNTER,
+		    "Time a worker lcore spent on work (not idle polls)");
+	for (unsigned int i = 0; i < dp->n_lcores; i++) {
+		fmt_u(lc, sizeof(lc), dp->lcores[i]->lcore_id);
+		prom_sample(&p, l, 1, (double)rd(&dp->lcores[i]->cycles_busy) / hz);
+	}
+	prom_family(&p, M("iterations_total"), PROM_COUNTER, "Poll loop iterations of a worker lcore");
+	for (unsigned int i = 0; i < dp->n_lcores; i++) {
+		fmt_u(lc, sizeof(lc), dp->lcores[i]->lcore_id);
+		prom_sample_u64(&p, l, 1, rd(&dp->lcores[i]->iterations));
+	}
+
+	/* Ports, as the ethdev counts them. */
+	static const char *const port_m[][2] = {
+		{ M("port_rx_packets_total"), "Frames the port received (ethdev ipackets)" },
+		{ M("port_tx_packets_total"), "Frames the port sent (ethdev opackets)" },
+		{ M("port_rx_missed_total"), "Frames the port dropped, its RX queue full (imissed)" },
+		{ M("port_rx_errors_total"), "Erroneous frames the port received (ierrors)" },
+		{ M("port_rx_nombuf_total"), "RX buffer allocation failures (rx_nombuf)" },
+	};
+	for (size_t m = 0; m < sizeof(port_m) / sizeof(port_m[0]); m++) {
+		prom_family(&p, port_m[m][0], PROM_COUNTER, port_m[m][1]);
+		for (unsigned int i = 0; i < dp->n_ports; i++) {
+			struct rte_eth_stats es;
+			char pn[12];
+			struct prom_label pl = { "port", pn };
+			uint64_t v[] = { 0, 0, 0, 0, 0 };
+
+			if (rte_eth_stats_get(dp->ports[i].port_id, &es) != 0)
+				continue;
+			v[0] = es.ipackets, v[1] = es.opackets, v[2] = es.imissed;
+			v[3] = es.ierrors, v[4] = es.rx_nombuf;
+			fmt_u(pn, sizeof(pn), dp->ports[i].port_id);
+			prom_sample_u64(&p, &pl, 1, v[m]);
+		}
+	}
+
+	/* Memory: the pools and what the jobs' slots hold of them. */
+	prom_family(&p, M("mempool_bytes"), PROM_GAUGE, "Bytes of the packet buffer pools");
+	prom_sample_u64(&p, NULL, 0, dp->pool_bytes);
+	prom_family(&p, M("jobs_memory_bytes"), PROM_GAUGE,
+		    "Bytes of the installed jobs' state, every epoch");
+	prom_sample_u64(&p, NULL, 0, dp->job_bytes);
+	prom_family(&p, M("mbufs_per_pool"), PROM_GAUGE, "Packet buffers per NUMA socket");
+	prom_sample_u64(&p, NULL, 0, dp->prm.mbufs);
+	prom_family(&p, M("mbufs_slot_budget"), PROM_GAUGE,
+		    "Packet buffers the jobs' slots may hold at most (the pool for slots)");
+	prom_sample_u64(&p, NULL, 0, dp->mbufs_budget);
+	prom_family(&p, M("mbufs_committed"), PROM_GAUGE,
+		    "Packet buffers the installed jobs' slots may hold");
+	prom_sample_u64(&p, NULL, 0, dp->mbufs_committed);
+	if (dp->n_lcores > 0) {
+		prom_family(&p, M("mbufs_free"), PROM_GAUGE, "Packet buffers free in the pool");
+		prom_sample_u64(&p, NULL, 0, rte_mempool_avail_count(dp->lcores[0]->pool));
+	}
+
+	/* Jobs: slots in use against the slots there are, per (job, epoch, state). */
+	mfamily_jobs(dp, &p, M("job_slots"), PROM_GAUGE,
+		     "Aggregation slots of a job's epoch, over every worker lcore", mjob, MJ_SLOTS);
+	mfamily_jobs(dp, &p, M("job_slots_in_use"), PROM_GAUGE,
+		     "Aggregation slots holding a chunk in flight", mjob, MJ_BUSY);
+	mfamily_jobs(dp, &p, M("job_memory_bytes"), PROM_GAUGE,
+		     "Bytes of one job epoch's state", mjob, MJ_MEM);
+	mfamily_jobs(dp, &p, M("job_mbufs_held_max"), PROM_GAUGE,
+		     "Packet buffers one job epoch's slots may hold", mjob, MJ_MBUFS);
+	mfamily_jobs(dp, &p, M("job_trees"), PROM_GAUGE, "Trees of a job's epoch on this gateway",
+		     mjob, MJ_TREES);
+	mfamily_jobs(dp, &p, M("tree_link_bytes_total"), PROM_COUNTER,
+		     "Bytes a tree handed to its link to a gateway (parent: up, child: down), "
+		     "retransmissions included", mlinks, ML_BYTES);
+	mfamily_jobs(dp, &p, M("tree_link_frames_total"), PROM_COUNTER,
+		     "Frames a tree handed to its link to a gateway", mlinks, ML_FRAMES);
+	mfamily_jobs(dp, &p, M("tree_link_retransmitted_bytes_total"), PROM_COUNTER,
+		     "Bytes of retransmissions among tree_link_bytes_total", mlinks, ML_RETX);
+	mfamily_jobs(dp, &p, M("tree_link_planned_bytes_per_second"), PROM_GAUGE,
+		     "The tree's planned rate on the link", mlinks, ML_PLANNED);
+	mfamily_jobs(dp, &p, M("tree_link_pacer_queued_frames"), PROM_GAUGE,
+		     "Frames waiting in the tree's pacer of the link", mlinks, ML_QUEUED);
+	mfamily_jobs(dp, &p, M("stream_link_bytes_total"), PROM_COUNTER,
+		     "Bytes a multicast stream handed to its link to a next-hop gateway",
+		     mlinks, ML_SBYTES);
+	mfamily_jobs(dp, &p, M("stream_link_frames_total"), PROM_COUNTER,
+		     "Frames a multicast stream handed to its link", mlinks, ML_SFRAMES);
+	mfamily_jobs(dp, &p, M("stream_link_planned_bytes_per_second"), PROM_GAUGE,
+		     "The stream's planned rate on the link", mlinks, ML_SPLANNED);
+	mfamily_jobs(dp, &p, M("stream_link_pacer_queued_frames"), PROM_GAUGE,
+		     "Frames waiting in the stream's pacer of the link", mlinks, ML_SQUEUED);
+	mfamily_jobs(dp, &p, M("tree_round_trip_seconds"), PROM_GAUGE,
+		     "Smoothed time from a partial sum sent up to its RESULT, per tree and lcore",
+		     mrtt, 0);
+
+	/* The gateways it probes: round trips and answers. */
+	static const char *const peer_m[][3] = {
+		{ M("peer_round_trip_seconds"), "g", "Round trip of the last PROBE answered" },
+		{ M("peer_probes_total"), "c", "PROBEs sent to the gateway" },
+		{ M("peer_replies_total"), "c", "PROBE_REPLYs from the gateway" },
+		{ M("peer_since_reply_seconds"), "g", "Time since the last PROBE_REPLY" },
+	};
+	for (size_t m = 0; m < sizeof(peer_m) / sizeof(peer_m[0]); m++) {
+		prom_family(&p, peer_m[m][0], peer_m[m][1][0] == 'c' ? PROM_COUNTER : PROM_GAUGE,
+			    peer_m[m][2]);
+		for (unsigned int i = 0; i < dp->n_peers; i++) {
+			const struct dp_peer *pr = &dp->peers[i];
+			char ip[16];
+			struct prom_label pl = { "peer", table_ipv4_format(pr->ipv4, ip) };
+
+			if (m == 0 && pr->replies > 0)
+				prom_sample(&p, &pl, 1, pr->rtt_us / 1e6);
+			else if (m == 1)
+				prom_sample_u64(&p, &pl, 1, pr->probes);
+			else if (m == 2)
+				prom_sample_u64(&p, &pl, 1, pr->replies);
+			else if (m == 3 && pr->last_reply_tsc != 0)
+				prom_sample(&p, &pl, 1, (double)(now - pr->last_reply_tsc) / hz);
+		}
+	}
+	prom_family(&p, M("probe_replies_unsolicited_total"), PROM_COUNTER,
+		    "PROBE_REPLYs that answered no probe of this gateway");
+	prom_sample_u64(&p, NULL, 0, dp->probe_replies_unsolicited);
+	prom_family(&p, M("lcores"), PROM_GAUGE, "Worker lcores");
+	prom_sample_u64(&p, NULL, 0, dp->n_lcores);
+	text = prom_finish(&p, len, &err);
+	if (text == NULL) {
+		snprintf(why, sizeof(why), "%s", p.why);
+		DP_LOG(ERR, "metrics: %s\n", why);
+	}
+	prom_free(&p);
+	return text;
 }
 
 /* --- Telemetry: read-only, from DPDK's telemetry thread ---------------------------------- */
