@@ -37,6 +37,7 @@
 #include "install.h"
 #include "jobplan.h"
 #include "jsonutil.h"
+#include "promsrv.h"
 
 #define PROG "georeduce-control"
 
@@ -53,13 +54,15 @@ usage(FILE *f)
 		"      (keys and all) on every gateway over its local control socket, in two\n"
 		"      phases; calls time out after --timeout-ms\n"
 		"  run DEPLOYMENT [--socket PATH] [--listen HOST:PORT] [--heartbeat-ms N]\n"
-		"      [--fail-after N] [--timeout-ms N] [--out DIR]\n"
+		"      [--fail-after N] [--timeout-ms N] [--out DIR] [--metrics ADDR:PORT]\n"
 		"      the daemon: plan, install epochs in two phases, heartbeat the gateways\n"
 		"      every N ms [%d], fail one after N missed heartbeats [%d], re-plan without\n"
 		"      it; calls to a dataplane time out after N ms [%d]; with --out, every live\n"
 		"      epoch's plan and tables are written to DIR (as 'tables' does) for workers\n"
 		"      that follow their gateway's table. --listen serves the API over TLS\n"
-		"      (default: the deployment's tls.listen). SIGINT/SIGTERM stop it.\n"
+		"      (default: the deployment's tls.listen). --metrics serves Prometheus\n"
+		"      metrics at http://ADDR:PORT/metrics (docs/METRICS.md) [off].\n"
+		"      SIGINT/SIGTERM stop it.\n"
 		"  status [--socket PATH] [--json] [--timeout-ms N]\n"
 		"         [--watch [--interval S] [--count N]]\n"
 		"      jobs, epochs, gateways and rates, from the running daemon; --watch\n"
@@ -83,6 +86,7 @@ usage(FILE *f)
 struct opts {
 	const char *socket;
 	const char *listen;
+	const char *metrics;
 	const char *cert, *key, *ca, *server_name;
 	const char *out;
 	uint32_t epoch;
@@ -120,12 +124,13 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		{ "watch", no_argument, NULL, 'w' },
 		{ "interval", required_argument, NULL, 'I' },
 		{ "count", required_argument, NULL, 'c' },
+		{ "metrics", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	/* Which options each command takes. */
 	const char *allowed = strcmp(cmd, "tables") == 0 ? "oeiJt" :
-			      strcmp(cmd, "run") == 0 ? "sHftol" :
+			      strcmp(cmd, "run") == 0 ? "sHftolM" :
 			      strcmp(cmd, "status") == 0 ? "sjtCKANwIc" : "stCKAN";
 	bool watch_opts = false;
 	uint64_t v;
@@ -207,6 +212,18 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 				return -1;
 			watch_opts = true;
 			break;
+		case 'M': {
+			struct sockaddr_storage sa;
+			socklen_t salen;
+			char why[200];
+
+			if (promsrv_parse_addr(optarg, &sa, &salen, why, sizeof(why)) != 0) {
+				cli_error(PROG, "--metrics: %s", why);
+				return -1;
+			}
+			o->metrics = optarg;
+			break;
+		}
 		case 'J':
 			if (cli_uint(PROG, "--job", optarg, 0, UINT32_MAX, &v) < 0)
 				return -1;
@@ -332,6 +349,7 @@ cmd_run(const struct opts *o)
 	struct daemon_opts dopt = {
 		.socket = o->socket,
 		.listen = o->listen,
+		.metrics = o->metrics,
 		.heartbeat_ms = o->heartbeat_ms,
 		.fail_after = o->fail_after,
 		.timeout_ms = o->timeout_ms,

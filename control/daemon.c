@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -26,6 +27,8 @@
 #include "install.h"
 #include "jobplan.h"
 #include "jsonutil.h"
+#include "prom.h"
+#include "promsrv.h"
 
 #define PROG "georeduce-control"
 #define REASON_MAX 160
@@ -37,6 +40,36 @@ enum gw_state {
 };
 
 static const char *const gw_state_names[] = { "unknown", "up", "down" };
+
+/* Why a job is planned again (the label "cause" of georeduce_control_replans_total). */
+enum cause {
+	CAUSE_START,
+	CAUSE_GATEWAY_DOWN,
+	CAUSE_GATEWAY_UP,
+	CAUSE_GATEWAY_NO_ANSWER,
+	CAUSE_LINK_DOWN,
+	CAUSE_LINK_UP,
+	CAUSE_LINK_SHORT,
+	CAUSE_LINK_RESTORED,
+	CAUSE_REJECTED,
+	CAUSE_ACTIVATION,
+	CAUSE_REQUESTED,
+	CAUSE_COUNT,
+};
+
+static const char *const cause_names[CAUSE_COUNT] = {
+	[CAUSE_START] = "start",
+	[CAUSE_GATEWAY_DOWN] = "gateway_down",
+	[CAUSE_GATEWAY_UP] = "gateway_up",
+	[CAUSE_GATEWAY_NO_ANSWER] = "gateway_no_answer",
+	[CAUSE_LINK_DOWN] = "link_down",
+	[CAUSE_LINK_UP] = "link_up",
+	[CAUSE_LINK_SHORT] = "link_short",
+	[CAUSE_LINK_RESTORED] = "link_capacity_restored",
+	[CAUSE_REJECTED] = "retry_after_rejection",
+	[CAUSE_ACTIVATION] = "activation_failed",
+	[CAUSE_REQUESTED] = "requested",
+};
 
 /* One gateway as the daemon sees it. */
 struct gw {
@@ -88,6 +121,10 @@ struct job {
 	bool dirty;              /* plan and install a new epoch */
 	bool adopt_tried;        /* looked for a live epoch to take over (at start) */
 	char reason[REASON_MAX]; /* why, for the log */
+	enum cause cause;        /* why, for the metrics */
+	uint64_t replans[CAUSE_COUNT]; /* epochs planned, by cause (metrics) */
+	uint64_t plan_failures;  /* plans that gave no epoch (metrics) */
+	uint64_t epochs;         /* epochs that went live or were taken over (metrics) */
 	int retry_in;            /* heartbeats until a retry after a rejection; 0: none */
 	int retry_after;         /* the next backoff: doubles after each rejection */
 	char error[JOBPLAN_ERR_MAX]; /* the last failure, "" if the last attempt worked */
@@ -131,6 +168,9 @@ struct dmn {
 	int n_waiters;
 	int64_t started;
 	bool stop;
+	struct promsrv *msrv;    /* --metrics, or NULL */
+	int wfd;                 /* with --metrics: epoll of sfd and the metrics server */
+	uint64_t heartbeats;     /* rounds of heartbeats (metrics) */
 };
 
 static int64_t
@@ -181,10 +221,11 @@ gw_name(const struct dmn *m, int g)
 	for (int g = (m)->d->node_gw[v]; g < (m)->d->node_gw[v] + (m)->d->node_ngw[v]; g++)
 
 static void
-mark_all_dirty(struct dmn *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+mark_all_dirty(struct dmn *m, enum cause cause, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 static void
-mark_all_dirty(struct dmn *m, const char *fmt, ...)
+mark_all_dirty(struct dmn *m, enum cause cause, const char *fmt, ...)
 {
 	char why[REASON_MAX];
 	va_list ap;
@@ -195,6 +236,7 @@ mark_all_dirty(struct dmn *m, const char *fmt, ...)
 	for (int i = 0; i < m->d->n_jobs; i++) {
 		m->jobs[i].dirty = true;
 		m->jobs[i].retry_in = 0;
+		m->jobs[i].cause = cause;
 		snprintf(m->jobs[i].reason, sizeof(m->jobs[i].reason), "%s", why);
 	}
 }
@@ -354,7 +396,7 @@ gateway_down(struct dmn *m, int v, const char *why)
 	control_log("gateway %s (id %u, %s) is down: %s", gw_name(m, v),
 		    m->d->gateways[v].id, g->conn.socket, why);
 	if (was_up)
-		mark_all_dirty(m, "gateway %s failed", gw_name(m, v));
+		mark_all_dirty(m, CAUSE_GATEWAY_DOWN, "gateway %s failed", gw_name(m, v));
 }
 
 /* Tell gateway v's dataplane to probe the gateways of its topology neighbours (every
@@ -664,7 +706,7 @@ rates_update(struct dmn *m)
 					    nominal);
 				r->measured_gbps = 0;
 				*cap = 0;
-				mark_all_dirty(m, "link %s-%s: measured capacity expired",
+				mark_all_dirty(m, CAUSE_LINK_RESTORED, "link %s-%s: measured capacity expired",
 					       node_id(m, t->links[l].a), node_id(m, t->links[l].b));
 			}
 			if (!m->link[l].up || !node_up(m, v) ||
@@ -719,7 +761,7 @@ rates_update(struct dmn *m)
 				    node_id(m, t->links[l].b), node_id(m, v), node_id(m, u), r->gbps,
 				    expect, queue, r->rtt_ms, r->base_rtt_ms, r->measured_gbps,
 				    DAEMON_RATE_HOLD_MS / 1000);
-			mark_all_dirty(m, "link %s-%s measured at %.4g Gbit/s",
+			mark_all_dirty(m, CAUSE_LINK_SHORT, "link %s-%s measured at %.4g Gbit/s",
 				       node_id(m, t->links[l].a), node_id(m, t->links[l].b),
 				       r->measured_gbps);
 		}
@@ -767,11 +809,11 @@ links_update(struct dmn *m)
 			control_log("link %s-%s is down: no probe answered for %lld ms",
 				    node_id(m, a), node_id(m, b),
 				    (long long)(sab > sba ? sab : sba));
-			mark_all_dirty(m, "link %s-%s failed", node_id(m, a), node_id(m, b));
+			mark_all_dirty(m, CAUSE_LINK_DOWN, "link %s-%s failed", node_id(m, a), node_id(m, b));
 		} else if (!m->link[l].up && heard) {
 			m->link[l].up = true;
 			control_log("link %s-%s is up again", node_id(m, a), node_id(m, b));
-			mark_all_dirty(m, "link %s-%s is back", node_id(m, a), node_id(m, b));
+			mark_all_dirty(m, CAUSE_LINK_UP, "link %s-%s is back", node_id(m, a), node_id(m, b));
 		}
 	}
 }
@@ -792,7 +834,7 @@ heartbeat_all(struct dmn *m)
 				/* From unknown (at start) the jobs are due anyway: installs
 				 * wait until no gateway is unknown. */
 				if (g->state == GW_DOWN)
-					mark_all_dirty(m, "gateway %s is back", gw_name(m, v));
+					mark_all_dirty(m, CAUSE_GATEWAY_UP, "gateway %s is back", gw_name(m, v));
 				g->state = GW_UP;
 				g->peers_sent = false;
 				sync_epochs(m, v);
@@ -887,6 +929,7 @@ adopt(struct dmn *m, int ji, const bool *up)
 	member_list(m, jp, members, sizeof(members));
 	jobplan_free(j->live);
 	j->live = jp;
+	j->epochs++;
 	j->live_epoch = (uint32_t)e;
 	j->live_since = now_ms();
 	j->error[0] = '\0';
@@ -928,8 +971,10 @@ install_job(struct dmn *m, int ji)
 	epoch = j->next_epoch++;
 	if (j->next_epoch == 0)
 		j->next_epoch = 1;
+	j->replans[j->cause < CAUSE_COUNT ? j->cause : CAUSE_START]++;
 	rc = jobplan_build(m->d, ji, up, m->link, epoch, &jp, j->error, sizeof(j->error));
 	if (rc != 0) {
+		j->plan_failures++;
 		control_log("job %u: no epoch %u (%s): %s; it stays on epoch %u", dj->id, epoch,
 			    j->reason, j->error, j->live_epoch);
 		goto out;
@@ -955,6 +1000,7 @@ install_job(struct dmn *m, int ji)
 		if (rep.no_answer) {
 			gateway_down(m, idx[rep.failed], rep.error);
 			j->dirty = true;
+			j->cause = CAUSE_GATEWAY_NO_ANSWER;
 			snprintf(j->reason, sizeof(j->reason), "gateway %s did not answer",
 				 gw_name(m, idx[rep.failed]));
 		} else {
@@ -963,6 +1009,7 @@ install_job(struct dmn *m, int ji)
 			j->retry_in = j->retry_after;
 			if (j->retry_after < DAEMON_RETRY_MAX_HEARTBEATS / 2)
 				j->retry_after *= 2;
+			j->cause = CAUSE_REJECTED;
 			snprintf(j->reason, sizeof(j->reason), "retry after a rejected prepare");
 		}
 		goto out;
@@ -975,6 +1022,7 @@ install_job(struct dmn *m, int ji)
 	jobplan_free(j->live);
 	j->live = jp;
 	jp = NULL;
+	j->epochs++;
 	j->live_epoch = epoch;
 	j->live_since = now_ms();
 	if (m->o->out != NULL) {
@@ -998,6 +1046,7 @@ install_job(struct dmn *m, int ji)
 		if (af[i] && !m->gws[idx[i]].conn.open && m->gws[idx[i]].state == GW_UP)
 			gateway_down(m, idx[i], "no answer to activate");
 	j->dirty = true;
+	j->cause = CAUSE_ACTIVATION;
 	snprintf(j->reason, sizeof(j->reason), "activation failed on %d gateways", rep.n_failed);
 out:
 	jobplan_free(jp);
@@ -1211,6 +1260,314 @@ status_json(const struct dmn *m)
 	json_object_set_new(o, "links", links_json(m, t));
 	json_object_set_new(o, "jobs", jobs);
 	return o;
+}
+
+/* ---- Prometheus metrics (--metrics; docs/METRICS.md) ------------------------------- */
+
+#define M(name) "georeduce_control_" name
+#define GBPS_BYTES(g) ((g) * 1e9 / 8) /* Gbit/s in bytes per second, the metrics' unit */
+
+static void
+fmt_u(char *b, size_t n, uint64_t v)
+{
+	snprintf(b, n, "%llu", (unsigned long long)v);
+}
+
+/* A link's label: "a-b" by the topology's node ids (truncated names are still unique
+ * enough for a label, and the deployment limits ids to DEPLOY_NAME_MAX). */
+static void
+link_label(const struct dmn *m, int l, char *b, size_t n)
+{
+	const struct topo *t = m->d->topo;
+	int k = snprintf(b, n, "%s-%s", node_id(m, t->links[l].a), node_id(m, t->links[l].b));
+
+	if (k < 0 || (size_t)k >= n)
+		b[n - 1] = '\0';
+}
+
+static void
+metrics_jobs(const struct dmn *m, struct prom *p)
+{
+	char job[12], epoch[12], tree[12];
+	struct prom_label l[4] = { { "job", job }, { "epoch", epoch } };
+	int nj = m->d->n_jobs;
+
+	prom_family(p, M("jobs"), PROM_GAUGE, "Jobs of the deployment");
+	prom_sample_u64(p, NULL, 0, (uint64_t)nj);
+	prom_family(p, M("job_info"), PROM_GAUGE, "A job's algorithm and element type (always 1)");
+	for (int i = 0; i < nj; i++) {
+		struct prom_label il[] = { { "job", job },
+			{ "algorithm", deploy_algo_name(m->d->jobs[i].algo) },
+			{ "dtype", table_dtype_name(m->d->jobs[i].dtype) } };
+
+		fmt_u(job, sizeof(job), m->d->jobs[i].id);
+		prom_sample(p, il, 3, 1);
+	}
+	prom_family(p, M("job_live"), PROM_GAUGE, "1 if the job has a live epoch");
+	for (int i = 0; i < nj; i++) {
+		fmt_u(job, sizeof(job), m->d->jobs[i].id);
+		prom_sample(p, l, 1, m->jobs[i].live != NULL);
+	}
+	prom_family(p, M("job_epoch"), PROM_GAUGE, "The job's live epoch (0: none)");
+	for (int i = 0; i < nj; i++) {
+		fmt_u(job, sizeof(job), m->d->jobs[i].id);
+		prom_sample_u64(p, l, 1, m->jobs[i].live != NULL ? m->jobs[i].live_epoch : 0);
+	}
+	prom_family(p, M("job_replanning"), PROM_GAUGE,
+		    "1 while a new epoch of the job is due (or waits for a retry)");
+	for (int i = 0; i < nj; i++) {
+		fmt_u(job, sizeof(job), m->d->jobs[i].id);
+		prom_sample(p, l, 1, m->jobs[i].dirty || m->jobs[i].retry_in > 0);
+	}
+	prom_family(p, M("epochs_total"), PROM_COUNTER,
+		    "Epochs of the job that went live (or were taken over at start)");
+	for (int i = 0; i < nj; i++) {
+		fmt_u(job, sizeof(job), m->d->jobs[i].id);
+		prom_sample_u64(p, l, 1, m->jobs[i].epochs);
+	}
+	prom_family(p, M("replans_total"), PROM_COUNTER,
+		    "Epochs planned for the job, by cause (the first plan's cause is start)");
+	for (int i = 0; i < nj; i++) {
+		struct prom_label cl[] = { { "job", job }, { "cause", NULL } };
+
+		fmt_u(job, sizeof(job), m->d->jobs[i].id);
+		for (int c = 0; c < CAUSE_COUNT; c++) {
+			cl[1].value = cause_names[c];
+			prom_sample_u64(p, cl, 2, m->jobs[i].replans[c]);
+		}
+	}
+	prom_family(p, M("plan_failures_total"), PROM_COUNTER,
+		    "Plans of the job that gave no epoch (nothing to plan over, solver failure)");
+	for (int i = 0; i < nj; i++) {
+		fmt_u(job, sizeof(job), m->d->jobs[i].id);
+		prom_sample_u64(p, l, 1, m->jobs[i].plan_failures);
+	}
+
+	/* The live plans: rate, bound, prediction, and per tree planned against measured. */
+	static const char *const plan_m[][2] = {
+		{ M("plan_rate_bytes_per_second"), "The live plan's aggregate rate" },
+		{ M("plan_bound_bytes_per_second"),
+		  "The packing bound over the topology the live plan was made on" },
+		{ M("plan_bound_ratio"), "The live plan's rate as a fraction of the packing bound" },
+		{ M("plan_predicted_seconds"), "The live plan's predicted AllReduce time" },
+	};
+	for (size_t k = 0; k < sizeof(plan_m) / sizeof(plan_m[0]); k++) {
+		prom_family(p, plan_m[k][0], PROM_GAUGE, plan_m[k][1]);
+		for (int i = 0; i < nj; i++) {
+			const struct jobplan *jp = m->jobs[i].live;
+			double rate, b;
+
+			if (jp == NULL)
+				continue;
+			fmt_u(job, sizeof(job), m->d->jobs[i].id);
+			fmt_u(epoch, sizeof(epoch), m->jobs[i].live_epoch);
+			rate = plan_total_rate(jp->plan);
+			b = jp->bound_gbps;
+			if (k == 0)
+				prom_sample(p, l, 2, GBPS_BYTES(rate));
+			else if (k == 1 && b > 0)
+				prom_sample(p, l, 2, GBPS_BYTES(b));
+			else if (k == 2 && b > 0)
+				prom_sample(p, l, 2, rate / b);
+			else if (k == 3)
+				prom_sample(p, l, 2, jp->plan->allreduce_seconds);
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		prom_family(p, k == 0 ? M("tree_planned_bytes_per_second")
+				      : M("tree_measured_bytes_per_second"), PROM_GAUGE,
+			    k == 0 ? "A live tree's planned rate"
+				   : "A live tree's rate over the last heartbeat, the mean over "
+				     "its link directions");
+		for (int i = 0; i < nj; i++) {
+			const struct job *j = &m->jobs[i];
+			const struct jobplan *jp = j->live;
+
+			for (int t = 0; jp != NULL && t < jp->plan->n_trees; t++) {
+				struct prom_label tl[] = { { "job", job }, { "epoch", epoch },
+					{ "tree", tree },
+					{ "root", jp->topo->nodes[jp->plan->trees[t].root].id } };
+
+				fmt_u(job, sizeof(job), m->d->jobs[i].id);
+				fmt_u(epoch, sizeof(epoch), j->live_epoch);
+				fmt_u(tree, sizeof(tree), (uint64_t)t);
+				if (k == 0)
+					prom_sample(p, tl, 4, GBPS_BYTES(jp->plan->trees[t].rate_gbps));
+				else if (t < j->n_rates && j->rates[t].gbps >= 0)
+					prom_sample(p, tl, 4, GBPS_BYTES(j->rates[t].gbps));
+			}
+		}
+	}
+}
+
+static void
+metrics_gateways(const struct dmn *m, struct prom *p)
+{
+	int64_t t = now_ms();
+	static const char *const gw_m[][3] = {
+		{ M("gateway_up"), "g", "1 if the gateway answers its heartbeats" },
+		{ M("gateway_heartbeats_missed"), "g", "Heartbeats the gateway missed in a row" },
+		{ M("gateway_heartbeat_round_trip_seconds"), "g", "Round trip of the last ping" },
+		{ M("gateway_since_heartbeat_seconds"), "g", "Time since the last heartbeat answered" },
+		{ M("gateway_rx_bytes_per_second"), "g", "What the gateway received over the last heartbeat" },
+		{ M("gateway_tx_bytes_per_second"), "g", "What the gateway sent over the last heartbeat" },
+	};
+	int up = 0;
+
+	for (int v = 0; v < m->d->n_gateways; v++)
+		up += m->gws[v].state == GW_UP;
+	prom_family(p, M("gateways"), PROM_GAUGE, "Gateways of the deployment");
+	prom_sample_u64(p, NULL, 0, (uint64_t)m->d->n_gateways);
+	prom_family(p, M("gateways_up"), PROM_GAUGE, "Gateways that answer their heartbeats");
+	prom_sample_u64(p, NULL, 0, (uint64_t)up);
+	for (size_t k = 0; k < sizeof(gw_m) / sizeof(gw_m[0]); k++) {
+		prom_family(p, gw_m[k][0], PROM_GAUGE, gw_m[k][2]);
+		for (int v = 0; v < m->d->n_gateways; v++) {
+			const struct gw *g = &m->gws[v];
+			struct prom_label gl[] = { { "gateway", gw_name(m, v) },
+				{ "site", node_id(m, m->d->gateways[v].node) } };
+
+			if (k == 0)
+				prom_sample(p, gl, 2, g->state == GW_UP);
+			else if (k == 1)
+				prom_sample_u64(p, gl, 2, (uint64_t)g->missed);
+			else if (k == 2 && g->last_ok >= 0)
+				prom_sample(p, gl, 2, g->rtt_ms / 1e3);
+			else if (k == 3 && g->last_ok >= 0)
+				prom_sample(p, gl, 2, (double)(t - g->last_ok) / 1e3);
+			else if (k == 4 && g->rx_gbps >= 0)
+				prom_sample(p, gl, 2, GBPS_BYTES(g->rx_gbps));
+			else if (k == 5 && g->tx_gbps >= 0)
+				prom_sample(p, gl, 2, GBPS_BYTES(g->tx_gbps));
+		}
+	}
+}
+
+static void
+metrics_links(const struct dmn *m, struct prom *p)
+{
+	const struct topo *tp = m->d->topo;
+	char link[2 * DEPLOY_NAME_MAX + 2];
+	struct prom_label ll = { "link", link };
+	int up = 0;
+	static const char *const dir_m[][2] = {
+		{ M("link_planned_bytes_per_second"),
+		  "What the live trees and streams on the link direction are planned to carry" },
+		{ M("link_measured_bytes_per_second"),
+		  "What the sender handed to the link direction over the last heartbeat" },
+		{ M("link_capacity_bytes_per_second"),
+		  "The capacity plans use for the link direction (topology's or measured)" },
+		{ M("link_round_trip_seconds"), "The sender's last probe round trip to the other end" },
+		{ M("link_capacity_measured"),
+		  "1 while plans use a measured capacity below the topology's" },
+	};
+
+	for (int l = 0; l < tp->n_links; l++)
+		up += m->link[l].up;
+	prom_family(p, M("links"), PROM_GAUGE, "Links of the topology");
+	prom_sample_u64(p, NULL, 0, (uint64_t)tp->n_links);
+	prom_family(p, M("links_up"), PROM_GAUGE, "Links that plans may use");
+	prom_sample_u64(p, NULL, 0, (uint64_t)up);
+	prom_family(p, M("link_up"), PROM_GAUGE, "1 if plans may use the link");
+	for (int l = 0; l < tp->n_links; l++) {
+		link_label(m, l, link, sizeof(link));
+		prom_sample(p, &ll, 1, m->link[l].up);
+	}
+	for (size_t k = 0; k < sizeof(dir_m) / sizeof(dir_m[0]); k++) {
+		prom_family(p, dir_m[k][0], PROM_GAUGE, dir_m[k][1]);
+		for (int l = 0; l < tp->n_links; l++)
+			for (int d = 0; d < 2; d++) {
+				const struct lrate *r = &m->lr[2 * l + d];
+				int v = d == 0 ? tp->links[l].a : tp->links[l].b;
+				int u = d == 0 ? tp->links[l].b : tp->links[l].a;
+				double nominal = d == 0 ? tp->links[l].gbps_ab : tp->links[l].gbps_ba;
+				struct prom_label dl[] = { { "link", link },
+							   { "from", node_id(m, v) },
+							   { "to", node_id(m, u) } };
+
+				link_label(m, l, link, sizeof(link));
+				if (k == 0)
+					prom_sample(p, dl, 3,
+						    GBPS_BYTES(r->at >= 0 ? r->planned_gbps : 0.0));
+				else if (k == 1 && r->gbps >= 0)
+					prom_sample(p, dl, 3, GBPS_BYTES(r->gbps));
+				else if (k == 2)
+					prom_sample(p, dl, 3, GBPS_BYTES(r->measured_gbps > 0
+									 ? r->measured_gbps
+									 : nominal));
+				else if (k == 3 && r->rtt_ms > 0)
+					prom_sample(p, dl, 3, r->rtt_ms / 1e3);
+				else if (k == 4)
+					prom_sample(p, dl, 3, r->measured_gbps > 0);
+			}
+	}
+}
+
+/* The exposition, rendered on the daemon's thread when a scrape comes (promsrv_run()). */
+static char *
+metrics_render(void *arg, size_t *len)
+{
+	const struct dmn *m = arg;
+	struct prom p;
+	char *text;
+	int err = 0;
+
+	prom_init(&p);
+	prom_family(&p, M("uptime_seconds"), PROM_GAUGE, "Time since the daemon started");
+	prom_sample(&p, NULL, 0, (double)(now_ms() - m->started) / 1e3);
+	prom_family(&p, M("heartbeats_total"), PROM_COUNTER, "Rounds of heartbeats to the gateways");
+	prom_sample_u64(&p, NULL, 0, m->heartbeats);
+	metrics_jobs(m, &p);
+	metrics_gateways(m, &p);
+	metrics_links(m, &p);
+	prom_family(&p, M("metrics_scrapes_total"), PROM_COUNTER,
+		    "Scrapes of this endpoint answered before this one");
+	prom_sample_u64(&p, NULL, 0, m->msrv != NULL ? promsrv_scrapes(m->msrv) : 0);
+	text = prom_finish(&p, len, &err);
+	if (text == NULL)
+		control_log("metrics: %s", p.why);
+	prom_free(&p);
+	return text;
+}
+
+static void
+metrics_log(void *arg, const char *line)
+{
+	(void)arg;
+	control_log("metrics: %s", line);
+}
+
+/* --metrics: the endpoint, and one descriptor for poll() that is readable on a signal or
+ * when the endpoint has work. */
+static int
+metrics_setup(struct dmn *m)
+{
+	struct promsrv_opts mo = {
+		.listen = m->o->metrics,
+		.render = metrics_render,
+		.arg = m,
+		.log = metrics_log,
+	};
+	struct epoll_event ev = { .events = EPOLLIN };
+	char err[256];
+	int rc;
+
+	if (m->o->metrics == NULL)
+		return 0;
+	m->msrv = promsrv_create(&mo, err, sizeof(err));
+	if (m->msrv == NULL) {
+		control_log("cannot start: %s", err);
+		return -EADDRINUSE;
+	}
+	m->wfd = epoll_create1(EPOLL_CLOEXEC);
+	if (m->wfd < 0 || epoll_ctl(m->wfd, EPOLL_CTL_ADD, m->sfd, &ev) != 0 ||
+	    epoll_ctl(m->wfd, EPOLL_CTL_ADD, promsrv_fd(m->msrv), &ev) != 0) {
+		rc = -errno;
+		control_log("cannot start: metrics: epoll: %s", strerror(-rc));
+		return rc;
+	}
+	control_log("metrics on http://%s/metrics", m->o->metrics);
+	return 0;
 }
 
 /* ---- workers joining through the control process ---------------------------------- */
@@ -1430,6 +1787,7 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 			if (one && m->d->jobs[i].id != job)
 				continue;
 			m->jobs[i].dirty = true;
+			m->jobs[i].cause = CAUSE_REQUESTED;
 			snprintf(m->jobs[i].reason, sizeof(m->jobs[i].reason), "replan requested");
 			json_array_append_new(r, json_integer(m->d->jobs[i].id));
 		}
@@ -1461,16 +1819,28 @@ wait_until(struct dmn *m, int64_t deadline)
 	waiters_service(m); /* epochs installed since the last round */
 	while (!m->stop && (left = deadline - now_ms()) > 0) {
 		int64_t w = waiters_next_ms(m);
+		int ready;
 
 		if (w >= 0 && w < left)
 			left = w;
-		if (ctlsrv_poll(m->srv, (int)left, m->sfd) == 1) {
+		if (m->msrv != NULL && (w = promsrv_timeout_ms(m->msrv)) >= 0 && w < left)
+			left = w;
+		/* With --metrics, m->wfd: the signalfd or the endpoint is readable. */
+		ready = ctlsrv_poll(m->srv, (int)left, m->msrv != NULL ? m->wfd : m->sfd);
+		if (m->msrv != NULL)
+			promsrv_run(m->msrv);
+		if (ready == 1) {
 			struct signalfd_siginfo si;
 
-			if (read(m->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			if (read(m->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 				control_log("stopping on %s", strsignal((int)si.ssi_signo));
-			m->stop = true;
-			return;
+				m->stop = true;
+				return;
+			}
+			if (m->msrv == NULL) { /* readable and nothing to read: stop all the same */
+				m->stop = true;
+				return;
+			}
 		}
 		install_due(m); /* a replan request */
 		waiters_service(m);
@@ -1572,7 +1942,7 @@ setup(struct dmn *m, sigset_t *old)
 	}
 	for (int i = 0; i < m->d->n_jobs; i++)
 		m->jobs[i].next_epoch = 1;
-	mark_all_dirty(m, "start");
+	mark_all_dirty(m, CAUSE_START, "start");
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
@@ -1582,13 +1952,14 @@ setup(struct dmn *m, sigset_t *old)
 		control_log("cannot start: signals: %s", strerror(-rc));
 		return rc;
 	}
-	return api_setup(m);
+	rc = api_setup(m);
+	return rc == 0 ? metrics_setup(m) : rc;
 }
 
 int
 daemon_run(const struct deploy *d, const struct daemon_opts *o)
 {
-	struct dmn m = { .d = d, .o = o, .sfd = -1, .started = now_ms() };
+	struct dmn m = { .d = d, .o = o, .sfd = -1, .wfd = -1, .started = now_ms() };
 	sigset_t old;
 	int rc;
 
@@ -1604,6 +1975,7 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 			int64_t next = now_ms() + o->heartbeat_ms;
 
 			heartbeat_all(&m);
+			m.heartbeats++;
 			links_update(&m);
 			rates_update(&m);
 			tree_rates_update(&m);
@@ -1616,6 +1988,9 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 		control_log("stopped; the dataplanes keep their live epochs");
 	}
 	ctlsrv_free(m.srv);
+	promsrv_free(m.msrv);
+	if (m.wfd >= 0)
+		close(m.wfd);
 	free(m.waiters);
 	if (m.sfd >= 0)
 		close(m.sfd);

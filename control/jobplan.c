@@ -720,6 +720,7 @@ plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errle
 	char perr[JOBPLAN_ERR_MAX];
 	int rc;
 
+	jp->bound_gbps = -1;
 	if (j->algo == DEPLOY_ALGO_SELMCAST)
 		return selmcast_streams(jp, j, (double)(j->chunk_bytes + WIRE_FRAME_PAYLOAD_OFF) /
 						  (double)j->chunk_bytes, err, errlen);
@@ -761,6 +762,8 @@ plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errle
 	if (rc != 0)
 		return fail(err, errlen, rc, "job %u: prediction failed: %s", j->id, strerror(-rc));
 	jp->plan->bytes = bytes;
+	/* What the plan reaches of the most any set of trees could carry here (metrics). */
+	jp->bound_gbps = topo_worker_sites(t) > 1 ? plan_packing_bound(t, NULL) : -1;
 	return 0;
 }
 

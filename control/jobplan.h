@@ -56,6 +56,9 @@ struct jobplan {
 	int n_streams;                  /* selmcast: one per worker site; 0 otherwise */
 	struct jobplan_stream *streams; /* the plan has no trees then, and a "multicast"
 					 * section (docs/SELMCAST.md) */
+	double bound_gbps;              /* the packing bound of the planning topology (the
+					 * most any tree plan can reach there); < 0: none (one
+					 * worker site, multicast) */
 	char note[256];                 /* blueconnect: what the planner would choose beyond
 					 * what the gateways run, for the summary; "" */
 };

@@ -213,8 +213,16 @@ prom_sample(struct prom *p, const struct prom_label *labels, int n, double v)
 		snprintf(num, sizeof(num), "NaN\n");
 	else if (isinf(v))
 		snprintf(num, sizeof(num), v > 0 ? "+Inf\n" : "-Inf\n");
-	else if ((k = snprintf(num, sizeof(num), "%.17g\n", v)) < 0 || (size_t)k >= sizeof(num))
-		return fail(p, -EINVAL, "metric '%s': value not printable", p->family);
+	else {
+		/* The shortest of 15 or 17 digits that reads back as v. */
+		k = snprintf(num, sizeof(num), "%.15g", v);
+		if (k > 0 && (size_t)k < sizeof(num) && strtod(num, NULL) != v)
+			k = snprintf(num, sizeof(num), "%.17g", v);
+		if (k < 0 || (size_t)k + 1 >= sizeof(num))
+			return fail(p, -EINVAL, "metric '%s': value not printable", p->family);
+		num[k] = '\n';
+		num[k + 1] = '\0';
+	}
 	return puts_(p, num);
 }
 

@@ -35,6 +35,8 @@ test_text(void)
 	CU_ASSERT_EQUAL(prom_sample_u64(&p, l, 2, 18446744073709551615ull), 0);
 	CU_ASSERT_EQUAL(prom_family(&p, "georeduce_x_rate", PROM_GAUGE, "A rate"), 0);
 	CU_ASSERT_EQUAL(prom_sample(&p, NULL, 0, 0.25), 0);
+	CU_ASSERT_EQUAL(prom_sample(&p, NULL, 0, 8.022), 0);
+	CU_ASSERT_EQUAL(prom_sample(&p, NULL, 0, 0.1 + 0.2), 0);
 	CU_ASSERT_EQUAL(prom_sample(&p, l, 1, NAN), 0);
 	CU_ASSERT_EQUAL(prom_sample(&p, l + 1, 1, INFINITY), 0);
 	CU_ASSERT_EQUAL(prom_sample(&p, l, 1, -INFINITY), 0);
@@ -46,6 +48,8 @@ test_text(void)
 		     "# HELP georeduce_x_rate A rate\n"
 		     "# TYPE georeduce_x_rate gauge\n"
 		     "georeduce_x_rate 0.25\n"
+		     "georeduce_x_rate 8.022\n"
+		     "georeduce_x_rate 0.30000000000000004\n"
 		     "georeduce_x_rate{job=\"1\"} NaN\n"
 		     "georeduce_x_rate{reason=\"no_slot\"} +Inf\n"
 		     "georeduce_x_rate{job=\"1\"} -Inf\n") == 0, "got:\n%s", t);
