@@ -103,6 +103,9 @@ def main():
                     "(one gateway per site, the layout without --gateways-per-site)")
     ap.add_argument("--gateways-per-site", metavar="G[,G...]",
                     help="gateways of each site: one number, or one per site [1]")
+    ap.add_argument("--metrics-port", type=int, default=0,
+                    help="every dataplane serves Prometheus metrics on 127.0.0.1:PORT of "
+                    "its site's namespace (docs/METRICS.md) [off]")
     ap.add_argument("--gateway-mbit", type=float, default=0.0,
                     help="shape each gateway's LAN port to this rate, each way [off]")
     a = ap.parse_args()
@@ -275,6 +278,11 @@ def main():
                      "--ctl-cert", "%s/gw-%s.pem" % (pki, g["name"]),
                      "--ctl-key", "%s/gw-%s.key" % (pki, g["name"]),
                      "--ctl-ca", "%s/ca.pem" % pki]
+        if a.metrics_port:
+            # Each site's namespace has its own loopback; several gateways of one site
+            # take consecutive ports.
+            g["metrics"] = "127.0.0.1:%d" % (a.metrics_port + g.get("shard", 0))
+            args += ["--metrics", g["metrics"]]
         if a.protect:
             args += ["--crypto", a.protect]
         for p, wan in enumerate(s["wan"], start=1):
