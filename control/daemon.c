@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -152,6 +153,8 @@ struct lrate {
 	int strikes;             /* samples in a row short of the plan behind a queue */
 	double measured_gbps;    /* the capacity plans use now; 0: the topology's */
 	int64_t measured_until;  /* monotonic ms when plans go back to the topology's */
+	int heard;               /* (a->b entry) heartbeats in a row that the ends of a link
+				  * that is down heard each other */
 };
 
 struct dmn {
@@ -431,21 +434,26 @@ send_peers(struct dmn *m, int v)
 }
 
 /* How long gateway v has not heard from gateway u: ms since u's last PROBE_REPLY; -1 if
- * unknown (u never answered v, or is not a probe peer of v). */
+ * unknown (u never answered v, or is not a probe peer of v). *unanswered: the PROBEs v
+ * sent u since then (-1 from a dataplane that does not say). */
 static int64_t
-silence_ms(const struct dmn *m, int v, int u)
+silence_ms(const struct dmn *m, int v, int u, json_int_t *unanswered)
 {
 	const struct gw *g = &m->gws[v];
 	char ip[16];
 	size_t i;
 	json_t *p;
 
+	*unanswered = -1;
 	table_ipv4_format(m->d->gateways[u].ipv4, ip);
 	json_array_foreach(g->peers, i, p) {
 		const char *pip = json_string_value(json_object_get(p, "ipv4"));
+		json_t *un = json_object_get(p, "unanswered");
 
 		if (pip == NULL || strcmp(pip, ip) != 0)
 			continue;
+		if (json_is_integer(un))
+			*unanswered = json_integer_value(un);
 		/* -1 when u never answered since v started probing it: no evidence either way
 		 * (the path may not carry probes at all, as on test ports without a wire). */
 		return json_integer_value(json_object_get(p, "since_ms"));
@@ -746,7 +754,8 @@ rates_update(struct dmn *m)
 			 * the link. At least DAEMON_RATE_IDLE of the plan (below that it counted
 			 * as idle): a link that delivers next to nothing is left to the probes,
 			 * which decide whether it is down. */
-			double best = r->gbps;
+			double best = r->gbps > DAEMON_RATE_FLOOR * nominal ? r->gbps
+									    : DAEMON_RATE_FLOOR * nominal;
 
 			r->strikes = 0;
 			r->measured_until = now + DAEMON_RATE_HOLD_MS;
@@ -768,7 +777,10 @@ rates_update(struct dmn *m)
 }
 
 /* Links: down when an end that had heard from the other (both gateways being up) has not
- * for --fail-after heartbeats; up again once both hear each other. Plans change with them.
+ * for --fail-after heartbeats plus twice the last probe round trip between them, and has
+ * sent it at least --fail-after PROBEs meanwhile (a
+ * dataplane whose control thread was busy, or starved of CPU, sent none: its silence says
+ * nothing of the link); up again once both hear each other. Plans change with them.
  * A link whose ends never heard each other keeps its state: silence from the start is no
  * evidence of a failure (the path may not carry probes, as between test ports). */
 static void
@@ -788,14 +800,20 @@ links_update(struct dmn *m)
 			if (m->gws[x].state != GW_UP)
 				continue;
 			NODE_GWS(m, b, y) {
-				int64_t xy, yx;
+				json_int_t uxy, uyx;
+				int64_t xy, yx, lxy, lyx;
 
 				if (m->gws[y].state != GW_UP)
 					continue;
-				xy = silence_ms(m, x, y);
-				yx = silence_ms(m, y, x);
-				quiet |= xy > limit || yx > limit;
-				heard &= xy >= 0 && xy <= limit && yx >= 0 && yx <= limit;
+				xy = silence_ms(m, x, y, &uxy);
+				yx = silence_ms(m, y, x, &uyx);
+				/* A queue on the link delays the replies as it does the data: the
+				 * silence allowed grows by twice the last round trip seen. */
+				lxy = limit + 2 * (int64_t)fmax(gw_probe_rtt_ms(m, x, y), 0);
+				lyx = limit + 2 * (int64_t)fmax(gw_probe_rtt_ms(m, y, x), 0);
+				quiet |= (xy > lxy && (uxy < 0 || uxy >= m->o->fail_after)) ||
+					 (yx > lyx && (uyx < 0 || uyx >= m->o->fail_after));
+				heard &= xy >= 0 && xy <= lxy && yx >= 0 && yx <= lyx;
 				sab = xy > sab ? xy : sab;
 				sba = yx > sba ? yx : sba;
 				pairs++;
@@ -804,13 +822,17 @@ links_update(struct dmn *m)
 		if (pairs == 0)
 			continue;
 
+		/* Back after --fail-after heartbeats in a row of both ends hearing each other,
+		 * not at the first answer: a link that flaps is planned without until it holds. */
+		m->lr[2 * l].heard = !m->link[l].up && heard ? m->lr[2 * l].heard + 1 : 0;
 		if (m->link[l].up && quiet) {
 			m->link[l].up = false;
 			control_log("link %s-%s is down: no probe answered for %lld ms",
 				    node_id(m, a), node_id(m, b),
 				    (long long)(sab > sba ? sab : sba));
-			mark_all_dirty(m, CAUSE_LINK_DOWN, "link %s-%s failed", node_id(m, a), node_id(m, b));
-		} else if (!m->link[l].up && heard) {
+			mark_all_dirty(m, CAUSE_LINK_DOWN, "link %s-%s failed", node_id(m, a),
+				       node_id(m, b));
+		} else if (!m->link[l].up && m->lr[2 * l].heard >= m->o->fail_after) {
 			m->link[l].up = true;
 			control_log("link %s-%s is up again", node_id(m, a), node_id(m, b));
 			mark_all_dirty(m, CAUSE_LINK_UP, "link %s-%s is back", node_id(m, a), node_id(m, b));

@@ -46,6 +46,11 @@
  * not sending), not short: with nothing to carry the probes' round trip can still rise,
  * with the gateways' CPU load alone, and planning at such a rate would compound. */
 #define DAEMON_RATE_IDLE 0.02
+/** Plans use no less than this share of a link direction's topology capacity however
+ * little it was found to carry: a link that is up and carries less is either down (the
+ * probes tell) or has gateways starved of CPU for a while, and a plan at what such a
+ * moment carried would be found short again, and lower, heartbeat after heartbeat. */
+#define DAEMON_RATE_FLOOR 0.1
 /** A measured capacity within this share of the one plans use changes no plan. */
 #define DAEMON_RATE_SAME 0.2
 /** Workers connected at once (their long polls among them). */

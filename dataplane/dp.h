@@ -451,6 +451,7 @@ struct dp_peer {
 	struct dp_dest d;           /* routed like a table's gateway */
 	uint64_t last_reply_tsc;    /* 0: never */
 	uint32_t rtt_us;
+	uint32_t unanswered;        /* PROBEs sent since the last PROBE_REPLY */
 	uint64_t probes, replies;
 };
 

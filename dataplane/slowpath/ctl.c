@@ -167,6 +167,7 @@ dp_ctl_handle(struct dp *dp, const json_t *req)
 	if (strcmp(op, "stats") == 0) {
 		if (ctl_args_unpack(req, err, sizeof(err), "{}") != 0)
 			return ctl_reply_error(true, id, EINVAL, "%s", err);
+		dp_peers_update(dp);
 		json_t *st = dp_stats_json(dp);
 
 		r = ctl_reply_ok(id);

@@ -124,6 +124,13 @@ int dp_remove(struct dp *dp, uint32_t job, char *err, size_t errlen);
  */
 void dp_housekeeping(struct dp *dp);
 
+/**
+ * Take in what the workers learnt (PROBE_REPLYs among it), so that a `stats` reply
+ * answered after the control thread was busy does not report replies that came meanwhile
+ * as silence. Control thread only.
+ */
+void dp_peers_update(struct dp *dp);
+
 /** Retire and free every job at once (shutdown; workers stopped). */
 void dp_jobs_free_all(struct dp *dp);
 

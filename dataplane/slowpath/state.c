@@ -255,6 +255,7 @@ peer_reply(struct dp *dp, const struct dp_learn *l)
 		if (dp->peers[i].ipv4 == l->ipv4) {
 			dp->peers[i].last_reply_tsc = rte_get_tsc_cycles();
 			dp->peers[i].rtt_us = l->rtt_us;
+			dp->peers[i].unanswered = 0;
 			dp->peers[i].replies++;
 			peer = true;
 		}
@@ -304,6 +305,7 @@ dp_peers_set(struct dp *dp, const json_t *peers, char *err, size_t errlen)
 			if (dp->peers[k].ipv4 == np[i].ipv4) {
 				np[i].last_reply_tsc = dp->peers[k].last_reply_tsc;
 				np[i].rtt_us = dp->peers[k].rtt_us;
+				np[i].unanswered = dp->peers[k].unanswered;
 				np[i].probes = dp->peers[k].probes;
 				np[i].replies = dp->peers[k].replies;
 			}
@@ -357,6 +359,7 @@ probe_peers(struct dp *dp)
 			continue;
 		}
 		pr->probes++;
+		pr->unanswered++;
 	}
 }
 
@@ -539,6 +542,12 @@ retire(struct dp *dp, bool now_lingering)
 		return 0; /* try again next time */
 	publish(dp, ns, gone, n_gone);
 	return n_gone;
+}
+
+void
+dp_peers_update(struct dp *dp)
+{
+	learn(dp);
 }
 
 void

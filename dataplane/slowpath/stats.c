@@ -311,11 +311,13 @@ dp_stats_json(struct dp *dp)
 		const struct dp_peer *pr = &dp->peers[i];
 		char ip[16];
 
-		/* since_ms: since the last PROBE_REPLY, -1 if none since the list was set. */
-		json_array_append_new(peers, json_pack("{s:s,s:I,s:f,s:I,s:I}", "ipv4",
+		/* since_ms: since the last PROBE_REPLY, -1 if none since the list was set;
+		 * unanswered: PROBEs sent since then. */
+		json_array_append_new(peers, json_pack("{s:s,s:I,s:I,s:f,s:I,s:I}", "ipv4",
 			table_ipv4_format(pr->ipv4, ip), "since_ms",
 			pr->last_reply_tsc == 0 ? (json_int_t)-1
 						: (json_int_t)((now - pr->last_reply_tsc) * 1000 / hz),
+			"unanswered", (json_int_t)pr->unanswered,
 			"rtt_ms", pr->rtt_us / 1e3, "probes", (json_int_t)pr->probes, "replies",
 			(json_int_t)pr->replies));
 	}
