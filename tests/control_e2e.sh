@@ -15,19 +15,8 @@ DP=$2
 DPCTL=$3
 source "$(dirname "$0")/clilib.sh"
 P=grc$$
-EXAMPLE=examples/deployments/3site.json
 HB=100
-pids=()
-daemon=
-
-cleanup() {
-	for p in "${pids[@]}" $daemon; do kill -TERM "$p" 2>/dev/null; done
-	sleep 0.3
-	for p in "${pids[@]}" $daemon; do kill -KILL "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+source "$(dirname "$0")/nulldp.sh"
 
 # ---- bad deployment files: exit 2, one line naming the field --------------------------
 bad() { # description jq-filter expected-text
@@ -48,30 +37,7 @@ grep -q "syntax.json:2:" "$tmp/err" || not_ok "syntax error position: $(cat "$tm
 expect 2 "run: bad option value" "$CONTROL" run "$EXAMPLE" --heartbeat-ms 0
 
 # ---- three dataplanes and the daemon ---------------------------------------------------
-jq --arg d "$tmp" '.gateways[].socket |= ($d + "/" + (split("/") | last))' "$EXAMPLE" \
-	>"$tmp/deploy.json"
-start_dp() { # name n
-	"$DP" --no-huge -m 256 --no-pci --no-shconf --file-prefix="$P$1" -l 0-1 \
-		--vdev=net_null0 --log-level=lib.eal:error \
-		-- --addr "0:10.99.0.$2/24" -s "$tmp/$1.sock" --idle-spin 100 \
-		>"$tmp/dp-$1.log" 2>&1 &
-	eval "dp_$1=$!"
-	disown $!
-	pids+=($!)
-}
-wait_dp() { # name: it answers its socket within 60 s, however busy the machine
-	for _ in $(seq 600); do
-		"$DPCTL" -s "$tmp/$1.sock" ping >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	not_ok "dataplane $1 did not start: $(tail -3 "$tmp/dp-$1.log")"
-	exit 1
-}
-start_dp a 1
-start_dp b 2
-start_dp c 3
-for s in a b c; do wait_dp $s; done
-ok "three dataplanes answer"
+start_dps
 
 # The counters through DPDK telemetry, read with DPDK's own client (package dpdk-dev):
 # the sum over worker lcores, and lcore 1's with its drop reasons. net_null hands the

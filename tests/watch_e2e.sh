@@ -17,18 +17,7 @@ DP=$2
 DPCTL=$3
 source "$(dirname "$0")/clilib.sh"
 P=grw$$
-EXAMPLE=examples/deployments/3site.json
-pids=()
-daemon=
-
-cleanup() {
-	for p in "${pids[@]}" $daemon; do kill -TERM "$p" 2>/dev/null; done
-	sleep 0.3
-	for p in "${pids[@]}" $daemon; do kill -KILL "$p" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+source "$(dirname "$0")/nulldp.sh"
 
 # ---- bad options: status 2, one line ---------------------------------------------------
 expect 2 "--interval without --watch" "$CONTROL" status --interval 2 --socket "$tmp/none.sock"
@@ -42,29 +31,7 @@ expect 2 "--watch and no control process" "$CONTROL" status --watch --count 1 \
 grep -q "none.sock" "$tmp/err" || not_ok "the error names the socket: $(cat "$tmp/err")"
 
 # ---- three dataplanes and the control process ------------------------------------------
-jq --arg d "$tmp" '.gateways[].socket |= ($d + "/" + (split("/") | last))' "$EXAMPLE" \
-	>"$tmp/deploy.json"
-start_dp() { # name n
-	"$DP" --no-huge -m 256 --no-pci --no-shconf --file-prefix="$P$1" -l 0-1 \
-		--vdev=net_null0 --log-level=lib.eal:error \
-		-- --addr "0:10.99.0.$2/24" -s "$tmp/$1.sock" --idle-spin 100 \
-		>"$tmp/dp-$1.log" 2>&1 &
-	disown $!
-	pids+=($!)
-}
-wait_dp() { # name: it answers its socket within 60 s, however busy the machine
-	for _ in $(seq 600); do
-		"$DPCTL" -s "$tmp/$1.sock" ping >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	not_ok "dataplane $1 did not start: $(tail -3 "$tmp/dp-$1.log")"
-	exit 1
-}
-start_dp a 1
-start_dp b 2
-start_dp c 3
-for s in a b c; do wait_dp $s; done
-ok "three dataplanes answer"
+start_dps
 
 start_daemon() {
 	"$CONTROL" run "$tmp/deploy.json" --socket "$tmp/ctl.sock" --heartbeat-ms 100 \
