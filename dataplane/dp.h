@@ -499,12 +499,21 @@ enum dp_dir {
  * frame is dropped, duplicated or held back behind the next one with these
  * probabilities (x 2^32), and outgoing frames are delayed by delay_tsc. Set at start,
  * read-only afterwards.
+ *
+ * With ge set, loss follows a Gilbert-Elliott channel instead of loss: a two-state Markov
+ * chain per lcore, port and direction, stepped once per frame. In the good state a frame
+ * is lost with probability ge_k, in the bad state with ge_h; the chain goes from good to
+ * bad with probability ge_p and back with ge_r (all x 2^32). The mean loss is
+ * (ge_p x ge_h + ge_r x ge_k) / (ge_p + ge_r), the mean stay in the bad state 1 / ge_r
+ * frames.
  */
 struct dp_fault {
 	bool on;
+	bool ge;
 	uint32_t loss;
 	uint32_t dup;
 	uint32_t reorder;
+	uint32_t ge_p, ge_r, ge_h, ge_k;
 	uint64_t delay_tsc;         /* DP_TX only */
 };
 
@@ -603,8 +612,10 @@ struct dp_lcore {
 	struct rte_mbuf *tx[DP_PORTS_MAX][DP_BURST_MAX];
 	/* Idle backoff. */
 	uint32_t idle_polls;
-	/* Fault injection: the generator and, per port, the delay line. */
+	/* Fault injection: the generator, per port and direction the Gilbert-Elliott
+	 * state (true: bad), and per port the delay line. */
 	uint64_t rng;
+	bool ge_bad[DP_PORTS_MAX][2];
 	struct dp_delay_line delay[DP_PORTS_MAX];
 	/* Counters (this lcore: wo, plain; readers: relaxed loads, may be a little stale). */
 	uint64_t ctr[DP_CTR_COUNT];
@@ -628,6 +639,7 @@ struct dp_params {
 	uint64_t mbufs;             /* packet mbufs per pool */
 	uint16_t mtu;               /* IP MTU */
 	uint32_t fault_queue;       /* delay line capacity per lcore and port (power of two) */
+	uint64_t fault_seed;        /* seeds the lcores' fault generators (--fault-seed) */
 	uint64_t rto_init_tsc;      /* retransmission timeout before any round-trip sample */
 	uint64_t rto_min_tsc;
 	uint64_t rto_max_tsc;

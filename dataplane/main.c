@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,7 +90,12 @@ usage(FILE *f, const struct dp_config *d)
 		"                          reported stuck (it is still resent every 2 s) [%u]\n"
 		"      --fault PORT,rx|tx,KEY=VALUE,...  inject faults (tests, WAN emulation):\n"
 		"                          loss=P, dup=P, reorder=P (probabilities per frame),\n"
-		"                          delay_ms=D (tx only: every frame leaves D ms later)\n"
+		"                          delay_ms=D (tx only: every frame leaves D ms later);\n"
+		"                          bursty loss: burst=L with loss=P (mean loss P in\n"
+		"                          runs of L frames on average), or the Gilbert-Elliott\n"
+		"                          ge_p=P (good->bad), ge_r=R (bad->good), ge_h=H (loss\n"
+		"                          when bad) [1], ge_k=K (loss when good) [0]\n"
+		"      --fault-seed N      seed of the fault generators (runs repeat)     [0]\n"
 		"      --fault-queue N     frames one lcore may hold delayed per port     [%u]\n"
 		"      --crypto NAME       the cryptodev of protected links (sealed with AES-GCM,\n"
 		"                          docs/PROTOCOL.md section 14): a vdev such as\n"
@@ -218,7 +224,9 @@ bad:
 	return -1;
 }
 
-/* --fault PORT,rx|tx,loss=P,dup=P,reorder=P[,delay_ms=D] (delay: tx only) */
+/* --fault PORT,rx|tx,loss=P,dup=P,reorder=P[,delay_ms=D] (delay: tx only), and bursty
+ * loss: burst=L with loss=P (a Gilbert channel of mean loss P and bad runs of L frames on
+ * average), or the four Gilbert-Elliott parameters ge_p, ge_r, ge_h, ge_k. */
 static int
 parse_fault(const char *s, struct dp_config *cfg)
 {
@@ -226,6 +234,8 @@ parse_fault(const char *s, struct dp_config *cfg)
 	unsigned long port = 0;
 	struct dp_fault f = { .on = true };
 	int dir = DP_RX, i = 0;
+	double loss = 0, burst = 0, ge[4] = { 0, 0, 1, 0 }; /* p, r, h, k */
+	bool ge_set = false;
 
 	if (strlen(s) >= sizeof(buf))
 		goto bad;
@@ -258,27 +268,61 @@ parse_fault(const char *s, struct dp_config *cfg)
 			f.delay_tsc = (uint64_t)(v * 1e-3 * (double)rte_get_tsc_hz());
 			continue;
 		}
+		if (strcmp(tok, "burst") == 0) {
+			if (!(v >= 1 && v <= 1e6))
+				goto bad;
+			burst = v;
+			continue;
+		}
 		if (v > 1)
 			goto bad;
 		uint32_t p32 = (uint32_t)(v * 4294967295.0);
 
-		if (strcmp(tok, "loss") == 0)
+		if (strcmp(tok, "loss") == 0) {
 			f.loss = p32;
-		else if (strcmp(tok, "dup") == 0)
+			loss = v;
+		} else if (strcmp(tok, "dup") == 0) {
 			f.dup = p32;
-		else if (strcmp(tok, "reorder") == 0)
+		} else if (strcmp(tok, "reorder") == 0) {
 			f.reorder = p32;
-		else
+		} else if (strncmp(tok, "ge_", 3) == 0 && tok[3] != '\0' && tok[4] == '\0' &&
+			   strchr("prhk", tok[3]) != NULL) {
+			ge[strchr("prhk", tok[3]) - "prhk"] = v;
+			ge_set = true;
+		} else {
 			goto bad;
+		}
 	}
 	if (i < 3)
 		goto bad;
+	if (burst > 0 && ge_set)
+		goto bad; /* one way of saying it */
+	if (burst > 0) {
+		if (!(loss > 0 && loss < 1))
+			goto bad;
+		ge[1] = 1 / burst;
+		ge[0] = loss * ge[1] / (1 - loss);
+		if (ge[0] > 1)
+			goto bad;
+		ge_set = true;
+	}
+	if (ge_set) {
+		if (ge[1] == 0 && ge[0] != 0)
+			goto bad; /* a bad state never left */
+		f.ge = true;
+		f.loss = 0;
+		f.ge_p = (uint32_t)(ge[0] * 4294967295.0);
+		f.ge_r = (uint32_t)(ge[1] * 4294967295.0);
+		f.ge_h = (uint32_t)(ge[2] * 4294967295.0);
+		f.ge_k = (uint32_t)(ge[3] * 4294967295.0);
+	}
 	cfg->fault[port][dir] = f;
 	return 0;
 bad:
 	cli_error(DP_PROGRAM, "--fault: expected PORT,rx|tx,KEY=VALUE... with loss, dup, reorder "
-		  "in [0, 1] and delay_ms (tx) up to 10000, e.g. 1,tx,delay_ms=40,loss=0.01; got "
-		  "'%s'", s);
+		  "in [0, 1], delay_ms (tx) up to 10000, and for bursty loss either burst=L "
+		  "(frames, >= 1) with loss in (0, 1) or ge_p, ge_r (> 0 if ge_p is), ge_h, ge_k "
+		  "in [0, 1], e.g. 1,tx,delay_ms=40,loss=0.01,burst=4; got '%s'", s);
 	return -1;
 }
 
@@ -299,7 +343,7 @@ parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl
 	   const char **metrics)
 {
 	enum { O_BASE = 256, O_PORTS, O_MTU, O_MBUFS, O_HDR, O_RXD, O_TXD, O_BURST, O_SPIN,
-	       O_SLEEP, O_DRAIN, O_LINGER, O_FAULT, O_FAULTQ, O_RTO, O_RETRIES, O_NOPACE, O_PROBE,
+	       O_SLEEP, O_DRAIN, O_LINGER, O_FAULT, O_FAULTQ, O_FAULTSEED, O_RTO, O_RETRIES, O_NOPACE, O_PROBE,
 	       O_LISTEN, O_CERT, O_KEY, O_CA, O_HSMS, O_IDLEMS, O_CONNS, O_CRYPTO, O_SEAL_MBUFS,
 	       O_SEAL_LINKS, O_METRICS };
 	static const struct option opts[] = {
@@ -321,6 +365,7 @@ parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl
 		{ "linger-ms", required_argument, NULL, O_LINGER },
 		{ "fault", required_argument, NULL, O_FAULT },
 		{ "fault-queue", required_argument, NULL, O_FAULTQ },
+		{ "fault-seed", required_argument, NULL, O_FAULTSEED },
 		{ "rto-ms", required_argument, NULL, O_RTO },
 		{ "retries", required_argument, NULL, O_RETRIES },
 		{ "no-pace", no_argument, NULL, O_NOPACE },
@@ -431,6 +476,10 @@ parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl
 			rc = u32_opt("linger-ms", optarg, 0, 3600000, &cfg->prm.linger_ms);
 			break;
 		case O_FAULT: rc = parse_fault(optarg, cfg); break;
+		case O_FAULTSEED:
+			rc = u32_opt("fault-seed", optarg, 0, INT_MAX, &v);
+			cfg->prm.fault_seed = v;
+			break;
 		case O_NOPACE: cfg->prm.pace = false; break;
 		case O_PROBE: rc = u32_opt("probe-ms", optarg, 10, 60000, &cfg->prm.probe_ms); break;
 		case O_RTO: rc = u32_opt("rto-ms", optarg, 1, 60000, &cfg->rto_init_ms); break;

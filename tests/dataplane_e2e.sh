@@ -44,6 +44,20 @@ trap 'exit 130' INT TERM
 ok() { echo "ok - $*"; }
 not_ok() { echo "not ok - $*"; fails=$((fails + 1)); }
 
+# Bad fault settings are refused with the reason, before any port is set up.
+for f in 0,tx,burst=4 0,tx,loss=0.01,burst=0.5 0,tx,loss=1,burst=4 0,tx,ge_p=0.1 \
+	0,tx,ge_x=0.1 0,tx,loss=0.01,burst=4,ge_r=0.5 0,tx,ge_h=1.5; do
+	"$DP" --no-huge -m 64 --no-pci --no-shconf --file-prefix="${P}f" -l 0-1 \
+		--log-level=lib.eal:error -- --fault "$f" -s "$TMP/f.sock" >"$TMP/f.log" 2>&1
+	rc=$?
+	if [ "$rc" = 2 ] && grep -q "^georeduce-dataplane: --fault: .*got '$f'" "$TMP/f.log"; then
+		ok "--fault $f: refused"
+	else
+		not_ok "--fault $f: exit $rc, $(head -c 300 "$TMP/f.log")"
+	fi
+done
+rm -rf /var/run/dpdk/"$P"f
+
 for n in "$NA" "$NB" "$NW"; do ip netns add "$n" || exit 1; done
 ip link add vA netns "$NA" type veth peer name pA netns "$NW" || exit 1
 ip link add vB netns "$NB" type veth peer name pB netns "$NW" || exit 1

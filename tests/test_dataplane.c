@@ -60,6 +60,7 @@ static struct rte_ether_addr gw_mac;
 /* --linger-ms of the next dp_up(): drained epochs retire at once but in the tests of
  * result recovery, which keep them. */
 static uint32_t linger_ms;
+static uint64_t fault_seed;             /* --fault-seed of the next dp_up() */
 
 /* A fresh dataplane on a fresh ring port: lcore is the lcore that plays the worker. */
 static int
@@ -75,6 +76,7 @@ dp_up(unsigned int lcore)
 	cfg.tx_desc = 256;
 	cfg.prm.drain_ms = 200;
 	cfg.prm.linger_ms = linger_ms;
+	cfg.prm.fault_seed = fault_seed;
 	if (jumbo) {
 		cfg.prm.mtu = 9000;
 		cfg.prm.mbufs = 4096;
@@ -2923,6 +2925,75 @@ test_faults(void)
 	dp_down();
 }
 
+/* One run of 512 single-worker chunks through RX faults f with fault seed `seed`: which
+ * chunks were lost (their RESULT never came), and the number of runs of losses. */
+static unsigned int
+ge_run(const struct dp_fault *f, uint64_t seed, bool lost[512], unsigned int *runs)
+{
+	const uint64_t el = 64 * 512;
+	const uint32_t ce = 64;
+	static const uint16_t w1[] = { 11 };
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 512, 512, { 0 } };
+	static struct out o[64];
+	unsigned int n_lost = 0;
+
+	faults[DP_RX] = *f;
+	fault_seed = seed;
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	faults[DP_RX] = (struct dp_fault){ 0 };
+	fault_seed = 0;
+	CU_ASSERT_FATAL(install(mk_table(32, 1, 1, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td),
+				"install") == 0);
+	for (uint32_t c = 0; c < 512; c++)
+		lost[c] = true;
+	for (uint32_t c = 0; c < 512; c += 32) {
+		for (uint32_t i = c; i < c + 32; i++)
+			inject(contrib_f32(32, 1, 0, 11, 0, i, el, ce));
+		poll_all();
+		int n = collect(o, 64);
+
+		for (int i = 0; i < n && i < 64; i++) {
+			CU_ASSERT(o[i].p.type == WIRE_TYPE_RESULT &&
+				  out_f32(&o[i], 3) == val(11, (uint64_t)o[i].p.chunk * ce + 3));
+			if (o[i].p.chunk < 512)
+				lost[o[i].p.chunk] = false;
+		}
+	}
+	*runs = 0;
+	for (uint32_t c = 0; c < 512; c++) {
+		n_lost += lost[c];
+		*runs += lost[c] && (c == 0 || !lost[c - 1]);
+	}
+	CU_ASSERT(ctr(DP_CTR_FAULT_DROPPED) == n_lost);
+	dp_down();
+	return n_lost;
+}
+
+/* Bursty loss (a Gilbert-Elliott channel): losses come in runs, at about the mean the
+ * parameters give, and the same seed loses the same frames. */
+static void
+test_faults_bursty(void)
+{
+	/* Good -> bad 2%, bad -> good 25%: mean loss 0.02 / 0.27 = 7.4%, runs of 4. */
+	struct dp_fault ge = { .on = true, .ge = true, .ge_p = UINT32_MAX / 50,
+			       .ge_r = UINT32_MAX / 4, .ge_h = UINT32_MAX, .ge_k = 0 };
+	static bool a[512], b[512], c[512];
+	unsigned int ra, rb, rc;
+	unsigned int na = ge_run(&ge, 7, a, &ra);
+	unsigned int nb = ge_run(&ge, 7, b, &rb);
+	unsigned int nc = ge_run(&ge, 8, c, &rc);
+
+	/* 38 expected of 512: far from 0 and from a third. */
+	CU_ASSERT(na > 8 && na < 170);
+	CU_ASSERT(nc > 8 && nc < 170);
+	/* In runs: independent losses at 7.4% would give about 0.93 runs per loss. */
+	CU_ASSERT(ra * 3 < na * 2);
+	CU_ASSERT(rc * 3 < nc * 2);
+	CU_ASSERT(na == nb && ra == rb && memcmp(a, b, sizeof(a)) == 0);
+	CU_ASSERT(memcmp(a, c, sizeof(a)) != 0);
+	(void)nb;
+}
+
 /* Loss recovery towards the parent: a partial sum without RESULT is sent again (RETX)
  * after the timeout; once the parent ACKs it, NACK_RESULT instead; NACK_CONTRIB makes it
  * go again at once; the RESULT ends it all. */
@@ -3729,6 +3800,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "jumbo frames, unaligned payloads, segments", test_jumbo_misaligned);
 	CU_add_test(s, "routes", test_routes);
 	CU_add_test(s, "fault injection", test_faults);
+	CU_add_test(s, "fault injection: bursty loss from a seed", test_faults_bursty);
 	CU_add_test(s, "retransmission to the parent", test_retransmit_up);
 	CU_add_test(s, "pacing at the planned rate", test_pacing);
 	CU_add_test(s, "a draining epoch waits for its pacers", test_retire_after_pacers);

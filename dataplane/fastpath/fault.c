@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * Fast path: fault injection. Decisions come from a per-lcore xorshift generator, so a
- * run is reproducible for a given traffic order. Duplicates are indirect mbufs of the
+ * Fast path: fault injection. Decisions come from a per-lcore xorshift generator seeded
+ * from --fault-seed, so a run is reproducible for a given traffic order. Bursty loss is a
+ * Gilbert-Elliott channel (E. N. Gilbert, "Capacity of a burst-noise channel", 1960;
+ * E. O. Elliott, "Estimates of error rates for codes on burst-noise channels", 1963): a
+ * good and a bad state with a loss probability each, stepped once per frame. Duplicates are indirect mbufs of the
  * original (no payload copy); delayed frames wait in the lcore's delay line for the port,
  * a FIFO sized at start (--fault-queue): every frame of a port gets the same delay, so
  * the FIFO stays sorted by departure time. A full delay line drops (counted).
@@ -33,6 +36,25 @@ chance(struct dp_lcore *lc, uint32_t p)
 	return p != 0 && (uint32_t)(next_rand(lc) >> 32) < p;
 }
 
+/* Whether this frame is lost: plain random loss, or one step of the port and direction's
+ * Gilbert-Elliott chain (the frame's fate is drawn in the state the step leads to). */
+static inline bool
+lost(struct dp_lcore *lc, const struct dp_fault *f, uint16_t port, int dir)
+{
+	bool *bad;
+
+	if (likely(!f->ge))
+		return chance(lc, f->loss);
+	bad = &lc->ge_bad[port][dir];
+	if (*bad) {
+		if (chance(lc, f->ge_r))
+			*bad = false;
+	} else if (chance(lc, f->ge_p)) {
+		*bad = true;
+	}
+	return chance(lc, *bad ? f->ge_h : f->ge_k);
+}
+
 uint16_t
 dp_fault_rx(struct dp_lcore *lc, uint16_t port, struct rte_mbuf **pkts, uint16_t n)
 {
@@ -42,7 +64,7 @@ dp_fault_rx(struct dp_lcore *lc, uint16_t port, struct rte_mbuf **pkts, uint16_t
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 
-		if (chance(lc, f->loss)) {
+		if (lost(lc, f, port, DP_RX)) {
 			lc->ctr[DP_CTR_FAULT_DROPPED]++;
 			rte_pktmbuf_free(m);
 			continue;
@@ -133,7 +155,7 @@ dp_fault_tx_flush(struct dp_lcore *lc, uint16_t port)
 	for (uint16_t i = 0; i < lc->tx_n[port]; i++) {
 		struct rte_mbuf *m = lc->tx[port][i], *c = NULL;
 
-		if (chance(lc, f->loss)) {
+		if (lost(lc, f, port, DP_TX)) {
 			lc->ctr[DP_CTR_FAULT_DROPPED]++;
 			rte_pktmbuf_free(m);
 			continue;

@@ -278,7 +278,8 @@ static int
 setup_faults(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
 {
 	for (unsigned int i = 0; i < dp->n_lcores; i++)
-		dp->lcores[i]->rng = 0x9e3779b97f4a7c15ull * (i + 1) | 1;
+		dp->lcores[i]->rng = (0x9e3779b97f4a7c15ull * (i + 1) ^
+				      cfg->prm.fault_seed * 0xbf58476d1ce4e5b9ull) | 1;
 	for (unsigned int p = 0; p < dp->n_ports; p++) {
 		dp->ports[p].fault[DP_RX] = cfg->fault[p][DP_RX];
 		dp->ports[p].fault[DP_TX] = cfg->fault[p][DP_TX];

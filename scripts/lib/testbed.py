@@ -89,8 +89,19 @@ def main():
                     help="prefix of namespace and DPDK file names [gr<pid>]")
     ap.add_argument("--slots-min", type=int, default=0,
                     help="floor of every tree's slot pool (and so of the workers' windows)")
+    ap.add_argument("--slots-max", type=int, default=4096,
+                    help="cap of every tree's slot pool (a power of two) [4096]")
+    ap.add_argument("--fault-queue", type=int, default=2048,
+                    help="the dataplanes' delay line per lcore and WAN port, frames (a "
+                    "power of two; a link's rate times its latency must fit) [2048]")
     ap.add_argument("--loss", type=float, default=0.0,
                     help="random loss on every WAN port, each direction [0]")
+    ap.add_argument("--loss-burst", type=float, default=0.0,
+                    help="with --loss: lose frames in runs of this many on average (a "
+                    "Gilbert-Elliott channel of mean loss --loss, the dataplanes' "
+                    "--fault burst=) [0: independent losses]")
+    ap.add_argument("--fault-seed", type=int, default=0,
+                    help="seed of the dataplanes' fault generators [0]")
     ap.add_argument("--no-pace", action="store_true",
                     help="dataplanes send at once instead of pacing trees at their rates")
     ap.add_argument("--tls", action="store_true",
@@ -206,7 +217,8 @@ def main():
         deploy["protected"] = {"links": "all"}
     for j, al in enumerate(algos):
         job = {"id": j + 1, "algorithm": al, "dtype": a.dtype, "elements": a.elements,
-               "slots": dict({"max": 4096}, **({"min": a.slots_min} if a.slots_min else {})),
+               "slots": dict({"max": a.slots_max},
+                             **({"min": a.slots_min} if a.slots_min else {})),
                # Each job its own UDP port, so that a worker may run several jobs at once.
                "workers": [dict(w, node=s["id"], port=w["port"] + j)
                            for s in sites for w in s["workers"]]}
@@ -269,9 +281,11 @@ def main():
             args.append("--vdev=net_af_packet%d,iface=%s,qdisc_bypass=0" % (p, dev))
         args += ["--", "--addr", "0:%s/24" % g["ipv4"], "-s", g["socket"],
                  "--mbufs", "32768", "--hdr-mbufs", "8192", "--rx-desc", "512", "--tx-desc",
-                 "512", "--fault-queue", "2048", "--rto-ms", "1000"]
+                 "512", "--fault-queue", str(a.fault_queue), "--rto-ms", "1000"]
         if a.no_pace:
             args.append("--no-pace")
+        if a.fault_seed:
+            args += ["--fault-seed", str(a.fault_seed)]
         if a.tls:
             pki = os.path.join(d, "pki")
             args += ["--ctl-listen", "%s:%d" % (g["mgmt"], MGMT_PORT),
@@ -293,6 +307,8 @@ def main():
                 fault.append("delay_ms=%g" % wan["latency_ms"])
             if a.loss > 0:
                 fault.append("loss=%g" % a.loss)
+                if a.loss_burst > 0:
+                    fault.append("burst=%g" % a.loss_burst)
             if fault:
                 args += ["--fault", "%d,tx,%s" % (p, ",".join(fault))]
         up.append("ip netns exec %s %s > %s 2>&1 &" % (s["ns"], " ".join(q(x) for x in args),
