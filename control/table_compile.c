@@ -494,15 +494,20 @@ segments(const struct table_deploy *d, uint32_t n, uint32_t **bounds, int *n_seg
 }
 
 /* The window and slot pool of a tree entry (or a shard's tree): the formula's window, the
- * pool twice that within the cap; a partial reduce holds every chunk of the tree. */
+ * pool TABLE_POOL_WINDOWS times that within the cap; a partial reduce holds every chunk of
+ * the tree. */
 static void
 pool_of(const struct table_deploy *d, double rate, double hold, uint32_t chunk_count,
 	uint32_t smin, uint32_t smax, uint32_t *window, uint32_t *slots)
 {
-	/* The window is the formula's pool; the pool is twice that (within the cap), so that a
-	 * lost chunk does not stop the window until it is resent. */
+	/* The window is the formula's pool; the pool is four windows (within the cap), so
+	 * that the window moves on past a lost chunk for the two round trips or so its
+	 * repair takes (one until a later chunk's RESULT tells of the loss, one for the
+	 * resent chunk), and past several at once. */
 	*window = table_slots(rate, hold, d->chunk_bytes, smin, smax);
-	*slots = *window <= smax / 2 ? 2 * *window : *window;
+	*slots = *window;
+	while (*slots < TABLE_POOL_WINDOWS * *window && *slots <= pow2_floor(smax) / 2)
+		*slots *= 2;
 	/* A partial reduce holds every chunk of its tree (within the cap), so that the
 	 * RESULTs of a round stay until the next round: a straggler up to a round behind gets
 	 * each of them. */

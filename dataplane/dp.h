@@ -112,7 +112,8 @@ struct dp_slot {
 	uint16_t n_in;              /* contributions in (bits set in `in`) */
 	uint32_t contrib;           /* worker contributions summed */
 	bool held;                  /* COMPLETE: the parent acknowledged the partial sum */
-	uint64_t sent_tsc;          /* COMPLETE: when the partial sum first went up */
+	uint64_t sent_tsc;          /* COMPLETE: when the partial sum last went up (first
+				     * while retries is 0) */
 	struct rte_mbuf *acc;       /* OPEN: the first packet, the fp32 accumulator or the
 				     * header template of fp16/bf16; COMPLETE: the partial
 				     * sum sent, one reference kept for retransmission */

@@ -64,6 +64,7 @@
 #define TABLE_PORTS_MAX 1024      /* UDP ports of one gateway's steering range */
 #define TABLE_SLOTS_MAX 65536     /* slots of one tree entry (power of two) */
 #define TABLE_SLOTS_MIN 16        /* the slot formula's default floor (power of two) */
+#define TABLE_POOL_WINDOWS 4      /* a tree's slot pool: this many windows, within the cap */
 #define TABLE_CHUNK_BYTES_MAX 8192 /* payload of one chunk: fits a 9000-byte jumbo frame */
 #define TABLE_ID_MAX 0xfffe       /* largest gateway or worker id (0, 0xffff: none) */
 #define TABLE_CSET_BLOCKS_MAX 16  /* contributor set: worker ids up to 4095 */

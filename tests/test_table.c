@@ -760,11 +760,23 @@ check_gw_at(int line, const struct table_gw *g, uint16_t id, uint32_t ip)
 		 g->base_port, g->ports, id, ip);
 }
 
-/* The window the slot formula gives (ref), and the pool of twice that within the cap. */
+/* The pool of window w under the cap: TABLE_POOL_WINDOWS windows, or as many as fit. */
+static uint32_t
+ref_pool(uint32_t w, uint32_t cap)
+{
+	uint32_t s = w;
+
+	while (s < TABLE_POOL_WINDOWS * w && 2 * s <= cap)
+		s *= 2;
+	return s;
+}
+
+/* The window the slot formula gives (ref), and the pool of four times that within the
+ * cap. */
 #define CHECK_POOL(e, ref)                                                                 \
 	do {                                                                               \
 		CU_ASSERT_EQUAL((e)->window, (ref));                                       \
-		CU_ASSERT_EQUAL((e)->slots, (ref) <= TABLE_SLOTS_MAX / 2 ? 2 * (ref) : (ref)); \
+		CU_ASSERT_EQUAL((e)->slots, ref_pool((ref), TABLE_SLOTS_MAX));             \
 	} while (0)
 
 #define CHECK_GW(g, id, ip) check_gw_at(__LINE__, (g), (id), (ip))
@@ -818,7 +830,7 @@ test_compile_scenario(void)
 	/* hold = 2 * (up 0 + down: c is 15 ms below, plus its LAN 0.05 ms). */
 	CHECK_POOL(e, ref_slots(3, 2 * 15.05, 1024, 16, 65536));
 	CU_ASSERT_EQUAL(e->window, 16384);
-	CU_ASSERT_EQUAL(e->slots, 32768);
+	CU_ASSERT_EQUAL(e->slots, 65536);
 	e = &tb[A]->trees[1];
 	CU_ASSERT_EQUAL(e->id, 1);
 	CU_ASSERT_EQUAL(e->role, TABLE_ROLE_LEAF);
@@ -1008,7 +1020,7 @@ test_compile_variants(void)
 	if (tb[R] != NULL) {
 		CU_ASSERT_EQUAL(tb[R]->limits.max_slots, 2048); /* 3000 rounded down */
 		CU_ASSERT_EQUAL(tb[R]->trees[0].window, 2048); /* 2955 capped */
-		CU_ASSERT_EQUAL(tb[R]->trees[0].slots, 2048);  /* no room for twice that */
+		CU_ASSERT_EQUAL(tb[R]->trees[0].slots, 2048);  /* no room for more */
 		ROUND_TRIP(tb[R]);
 		table_free(tb[R]);
 	}
@@ -1018,7 +1030,7 @@ test_compile_variants(void)
 	tb[A] = COMPILE(&sc, A);
 	if (tb[A] != NULL) {
 		CU_ASSERT_EQUAL(tb[A]->trees[1].window, 1024); /* the floor */
-		CU_ASSERT_EQUAL(tb[A]->trees[1].slots, 2048);
+		CU_ASSERT_EQUAL(tb[A]->trees[1].slots, 4096);  /* four windows */
 		table_free(tb[A]);
 	}
 	sc.t->links[3].latency_ms = 1;
@@ -1760,8 +1772,9 @@ test_parse_rejects(void)
 	j = tj(a);
 	jset(j, "trees.0.window", NULL);
 	ACCEPTS(j);
-	EDIT_REJECTS2(a, "trees.0.window", json_integer(a->trees[0].slots + 1),
-		      "field 'trees[0].window'", "more than");
+	CU_ASSERT_FATAL(a->n_trees > 1 && a->trees[1].slots < TABLE_SLOTS_MAX);
+	EDIT_REJECTS2(a, "trees.1.window", json_integer(a->trees[1].slots + 1),
+		      "field 'trees[1].window'", "more than");
 	EDIT_REJECTS(a, "trees.0.window", json_integer(0), "field 'trees[0].window'");
 	EDIT_REJECTS(a, "trees.0.window", json_real(4.5), "field 'trees[0].window'");
 	EDIT_REJECTS(a, "trees.0.window", json_string("16"), "field 'trees[0].window'");

@@ -243,16 +243,17 @@ retained(const struct dp_slot *s, uint32_t chunk, uint32_t round)
 										  : NULL;
 }
 
-/* Send the frame m to d through pacer `pacer` (DP_PACE_NONE: none). On a protected link
- * it is sealed as it leaves: at once, or when its pacer releases it. Consumes m. */
+/* Send the frame m to d through pacer `pacer` (DP_PACE_NONE: none); a frame that
+ * repairs a loss goes ahead of the pacer's queue (dp_pace_send(), first). On a protected
+ * link it is sealed as it leaves: at once, or when its pacer releases it. Consumes m. */
 static inline void
 to_wire(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, uint32_t pacer,
-	struct rte_mbuf *m, bool retx)
+	struct rte_mbuf *m, bool retx, bool first)
 {
 	if (pacer == DP_PACE_NONE)
 		dp_wire_out(lc, j, d->seal, d->port, m);
 	else
-		dp_pace_send(lc, j, pacer, d->port, m, retx);
+		dp_pace_send(lc, j, pacer, d->port, m, retx, first);
 }
 
 /* An indirect mbuf of r's payload: the second segment of a copy (rte_pktmbuf_clone() of a
@@ -277,12 +278,14 @@ payload_seg(struct dp_lcore *lc, struct rte_mbuf *r)
  * own. now_us is the tsval (dp_now_us(), read once per fan-out: rdtsc costs ~40 cycles on
  * AMD). Counted in ctr; false if not sent (no neighbour, no mbuf). tree >= 0 relabels the
  * copy as j's epoch and that tree id: a RESULT an older epoch retained, sent in answer
- * under j (result recovery, docs/PROTOCOL.md section 10.1); -1 keeps r's header.
+ * under j (result recovery, docs/PROTOCOL.md section 10.1); -1 keeps r's header. A copy
+ * with RETX, or one with `repair` set (a RESULT that a retransmission completed), goes
+ * ahead of its pacer's queue.
  */
 static bool
 send_copy_as(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
 	     uint32_t pacer, struct rte_mbuf *r, struct rte_mbuf *seg, uint8_t flags,
-	     uint32_t tsecr, uint32_t now_us, enum dp_ctr ctr, int tree)
+	     uint32_t tsecr, uint32_t now_us, enum dp_ctr ctr, int tree, bool repair)
 {
 	uint64_t nb;
 	struct rte_mbuf *h;
@@ -328,7 +331,7 @@ send_copy_as(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *
 	h->pkt_len += plen;
 	lc->ctr[ctr]++;
 	/* Sealed or not, h's reference to seg is gone: the copy counts as sent. */
-	to_wire(lc, j, d, pacer, h, flags & WIRE_F_RETX);
+	to_wire(lc, j, d, pacer, h, flags & WIRE_F_RETX, repair || (flags & WIRE_F_RETX));
 	return true;
 }
 
@@ -338,7 +341,7 @@ send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, 
 	  struct rte_mbuf *r, struct rte_mbuf *seg, uint8_t flags, uint32_t tsecr,
 	  uint32_t now_us, enum dp_ctr ctr)
 {
-	return send_copy_as(lc, j, d, pacer, r, seg, flags, tsecr, now_us, ctr, -1);
+	return send_copy_as(lc, j, d, pacer, r, seg, flags, tsecr, now_us, ctr, -1, false);
 }
 
 /*
@@ -416,7 +419,7 @@ send_ctl(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
 	}
 	dp_write_l2l4(lc->dp, j, d, nb, a->chunk, frame, WIRE_HDR_LEN);
 	lc->ctr[ctr]++;
-	to_wire(lc, j, d, DP_PACE_NONE, h, false);
+	to_wire(lc, j, d, DP_PACE_NONE, h, false, false);
 }
 
 /* ACK of the CONTRIB p ("held", docs/PROTOCOL.md section 5) to its contributor d. */
@@ -507,13 +510,17 @@ resend_up(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	send_ctl(lc, j, &t->parent, &a, DP_CTR_NACKS_SENT);
 }
 
-/* Whether the partial sum of s (retries 0) was overtaken: a partial sum of its tree sent
- * more than an eighth of a round trip after it already has its RESULT, so this one was
- * lost (the tree's chunks travel in order through the pacers and delay lines). */
+/* Whether the partial sum of s, as last sent, was overtaken: a partial sum of its tree
+ * first sent more than an eighth of a round trip after it already has its RESULT, so this
+ * one, or its RESULT, was lost (the tree's chunks travel in order through the pacers and
+ * delay lines, and a resent one goes ahead of the pacer's queue, so it cannot be behind
+ * one sent after it). Also after a retransmission: a resent partial sum lost again is
+ * resent as soon as a later one is answered, not a timeout later. Not once the parent
+ * holds it (ACK): its RESULT may wait for others. */
 static inline bool
 overtaken(const struct dp_job_lcore *lj, uint16_t ti, const struct dp_slot *s)
 {
-	return s->retries == 0 && lj->progress_sent[ti] > s->sent_tsc + lj->srtt[ti] / 8;
+	return !s->held && lj->progress_sent[ti] > s->sent_tsc + lj->srtt[ti] / 8;
 }
 
 /* The head of the timer FIFO can go: due, answered meanwhile (a stale entry must not
@@ -569,15 +576,18 @@ dp_agg_timers(struct dp_lcore *lc, const struct dp_state *st)
 				if (s->retries < UINT8_MAX)
 					s->retries++;
 				resend_up(lc, j, &j->trees[tm.tree], s, dp_now_us());
+				s->sent_tsc = now;
 				timer_push(lc, j, tm.tree, s, now);
 			}
 		}
 }
 
-/* The slot has its RESULT r: retain it and send it down the tree. */
+/* The slot has its RESULT r: retain it and send it down the tree; a RESULT that repairs
+ * a loss (a retransmission completed it, or it answers one) goes ahead of the pacers'
+ * queues. */
 static void
 result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
-	    struct dp_slot *s, struct rte_mbuf *r, uint32_t now_us)
+	    struct dp_slot *s, struct rte_mbuf *r, uint32_t now_us, bool repair)
 {
 	if (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE) {
 		uint64_t d = atomic_load_explicit(&j->done[lc->idx], memory_order_relaxed);
@@ -603,7 +613,8 @@ result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t
 	uint16_t sent = 0;
 
 	for (uint16_t i = 0; i < t->n_down; i++)
-		sent += send_result_copy(lc, j, t, i, r, seg, 0, 0, now_us);
+		sent += send_copy_as(lc, j, &t->down[i], down_pacer(t, i), r, seg, 0, 0, now_us,
+				     DP_CTR_RESULTS_SENT, -1, repair);
 	fanout_end(seg, t->n_down, sent);
 }
 
@@ -614,10 +625,11 @@ mx_of(const struct dp_job *j)
 	return (enum sum_mx)(j->dtype - WIRE_DTYPE_MXINT8);
 }
 
-/* All contributions are in: the partial sum goes up, or at the root the RESULT down. */
+/* All contributions are in: the partial sum goes up, or at the root the RESULT down;
+ * ahead of the pacer's queue if the last contribution was a retransmission (repair). */
 static void
 complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
-	 struct dp_slot *s)
+	 struct dp_slot *s, bool repair)
 {
 	struct rte_mbuf *m = s->acc;
 	struct wire_hdr *wh = gr_hdr(m);
@@ -640,7 +652,7 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	wh->tsecr = 0;
 	if (!t->has_parent) {
 		wh->type = WIRE_TYPE_RESULT;
-		result_down(lc, j, t, s, m, now_us);
+		result_down(lc, j, t, s, m, now_us, repair);
 		return;
 	}
 	uint64_t nb;
@@ -664,7 +676,7 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	lc->ctr[DP_CTR_PARTIALS_SENT]++;
 	rte_mbuf_refcnt_update(m, 1);
 	/* Sealed: into a frame of its own, the slot keeps the plain one. */
-	to_wire(lc, j, &t->parent, t->pace_first, m, false);
+	to_wire(lc, j, &t->parent, t->pace_first, m, false, repair);
 }
 
 /* Add contribution m (origin at contributor index k) to slot s, which is OPEN for it;
@@ -724,7 +736,7 @@ add(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct
 	}
 	/* Every contributor in, or (partial reduce) enough workers summed. */
 	if (s->n_in == t->expected || s->contrib >= t->threshold)
-		complete(lc, j, t, s);
+		complete(lc, j, t, s, p->flags & WIRE_F_RETX);
 	return true;
 }
 
@@ -884,7 +896,7 @@ recover_complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tr
 		s->acc = NULL;
 	}
 	lc->ctr[DP_CTR_RECOVERED]++;
-	result_down(lc, j, t, s, r, dp_now_us());
+	result_down(lc, j, t, s, r, dp_now_us(), true);
 }
 
 /* Contributor down[di] asks, late, for the RESULT of (chunk, round), which this epoch
@@ -899,7 +911,7 @@ recover_late(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *
 	if (r != NULL) {
 		send_copy_as(lc, j, &t->down[di], down_pacer(t, di), r, NULL,
 			     WIRE_F_RETX | WIRE_F_ECHO, tsval, dp_now_us(),
-			     DP_CTR_RECOVER_ANSWERED, t->id);
+			     DP_CTR_RECOVER_ANSWERED, t->id, false);
 		return;
 	}
 	recover_request(lc, j, t, chunk, round, di, -1, di < t->n_children ? di : -1);
@@ -1162,7 +1174,8 @@ on_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 
 	if (s->chunk == p->chunk && s->round == p->round) {
 		if (s->state == DP_SLOT_COMPLETE) {
-			result_down(lc, j, t, s, m, dp_now_us());
+			result_down(lc, j, t, s, m, dp_now_us(),
+				    s->retries != 0 || (p->flags & WIRE_F_RETX));
 			return;
 		}
 		if (s->state == DP_SLOT_OPEN && (p->flags & WIRE_F_RETX)) {
@@ -1243,7 +1256,7 @@ on_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 			continue;
 		}
 		send_copy_as(lc, j, d, pacer, r, NULL, WIRE_F_RETX | WIRE_F_ECHO, p->tsval, now_us,
-			     tree < 0 ? DP_CTR_RESULTS_SENT : DP_CTR_RECOVER_ANSWERED, tree);
+			     tree < 0 ? DP_CTR_RESULTS_SENT : DP_CTR_RECOVER_ANSWERED, tree, false);
 	}
 	rte_pktmbuf_free(m);
 }

@@ -22,12 +22,15 @@
 
 /**
  * Send m on port through pacer `pacer` of job j (DP_PACE_NONE: straight to TX staging);
- * retx: m is a retransmission (counted apart). Consumes m: staged, queued, or dropped when
- * the pacer's queue is full (counted).
+ * retx: m is a retransmission (counted apart); first: m repairs a loss (a retransmission,
+ * an answer to one, or what a repaired chunk completed), so it waits ahead of the frames
+ * queued, at the pacer's rate still: a chunk that holds its tree's window back does not
+ * wait for the window's queue too. Consumes m: staged, queued, or dropped when the
+ * pacer's queue is full (counted).
  */
 static inline void
 dp_pace_send(struct dp_lcore *lc, const struct dp_job *j, uint32_t pacer, uint16_t port,
-	     struct rte_mbuf *m, bool retx)
+	     struct rte_mbuf *m, bool retx, bool first)
 {
 	if (pacer == DP_PACE_NONE) {
 		dp_tx_stage(lc, port, m);
@@ -55,7 +58,10 @@ dp_pace_send(struct dp_lcore *lc, const struct dp_job *j, uint32_t pacer, uint16
 		dp_wire_out(lc, j, pc->seal, port, m);
 		return;
 	}
-	pc->q[pc->tail++ & pc->mask] = m;
+	if (first) /* head and tail are free-running: head - 1 wraps like tail + 1 */
+		pc->q[--pc->head & pc->mask] = m;
+	else
+		pc->q[pc->tail++ & pc->mask] = m;
 	lc->ctr[DP_CTR_PACED]++;
 	if (!pc->active) {
 		pc->active = true;
