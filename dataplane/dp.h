@@ -264,6 +264,7 @@ struct dp_job_lcore {
 	uint64_t *rttvar;           /* per tree */
 	uint64_t *progress;         /* per tree: TSC of the latest RESULT from the parent */
 	uint64_t *progress_sent;    /* per tree: when that RESULT's partial sum went up */
+	uint32_t *progress_round;   /* per tree: the round of that RESULT */
 	struct dp_pacer *pacers;    /* n_pacers, see struct dp_tree */
 	uint32_t *active;           /* pacers with frames waiting: n_active of n_pacers */
 	struct dp_budget *budget;   /* per tree down[] entry (dp_tree.budget_off + i), then

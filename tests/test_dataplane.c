@@ -3017,10 +3017,11 @@ test_retransmit_up(void)
 	poll_all();
 	CU_ASSERT_FATAL(collect(o, 16) == 1);
 	CU_ASSERT(o[0].p.type == WIRE_TYPE_CONTRIB && o[0].p.flags == 0 && o[0].p.contrib == 2);
-	/* Nothing before the timeout (20 ms), then the same partial sum with RETX. */
+	/* Nothing before the timeout (20 ms, twice that before the tree's first RESULT of
+	 * the round), then the same partial sum with RETX. */
 	dp_worker_poll(dp.lcores[0]);
 	CU_ASSERT(collect(o, 16) == 0);
-	rte_delay_us_sleep(25000);
+	rte_delay_us_sleep(45000);
 	dp_worker_poll(dp.lcores[0]);
 	n = collect(o, 16);
 	CU_ASSERT_FATAL(n == 1);

@@ -602,6 +602,7 @@ result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t
 		if (s->retries == 0)
 			rtt_sample(lc, j, ti, now - s->sent_tsc);
 		j->lj[lc->idx].progress[ti] = now;
+		j->lj[lc->idx].progress_round[ti] = s->round;
 		if (s->retries == 0 && s->sent_tsc > j->lj[lc->idx].progress_sent[ti])
 			j->lj[lc->idx].progress_sent[ti] = s->sent_tsc;
 		rte_pktmbuf_free(s->acc);
@@ -665,7 +666,17 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	s->retries = 0;
 	s->sent_tsc = rte_rdtsc();
 	wh->type = WIRE_TYPE_CONTRIB;
-	timer_push(lc, j, (uint16_t)(t - j->trees), s, s->sent_tsc);
+	/* Until the tree's first RESULT of this round, twice the timeout: the round's first
+	 * chunks also wait at the root for the contributors that started the round later
+	 * (they got their last RESULT of the round before up to a round trip after this
+	 * gateway's workers). */
+	uint16_t ti = (uint16_t)(t - j->trees);
+	const struct dp_job_lcore *lj = &j->lj[lc->idx];
+
+	if (lj->progress[ti] == 0 || lj->progress_round[ti] != s->round)
+		timer_push_at(lc, j, ti, s, s->sent_tsc + 2 * rto(lc, j, ti, 0));
+	else
+		timer_push(lc, j, ti, s, s->sent_tsc);
 	nb = dp_dest_neigh(lc->dp, &t->parent);
 	if (unlikely(!(nb & DP_NEIGH_VALID))) {
 		lc->ctr[DP_CTR_NO_NEIGHBOUR]++; /* the timer retries */

@@ -1648,7 +1648,11 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 
 				h->state = CH_SENT;
 				h->sent_us = (uint32_t)now;
-				h->due_us = now + timer_us(&k, 0);
+				/* Until the tree's first result of this call, twice T1: the
+				 * round's first chunks also wait for the peers that started
+				 * it later (they got their last result of the round before
+				 * up to a round trip after this worker). */
+				h->due_us = now + timer_us(&k, 0) * (k.tprogress[t] == 0 ? 2 : 1);
 				if (h->due_us < k.next_due)
 					k.next_due = h->due_us;
 				send_contrib(&k, i, false, now);

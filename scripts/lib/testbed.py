@@ -91,6 +91,11 @@ def main():
                     help="floor of every tree's slot pool (and so of the workers' windows)")
     ap.add_argument("--slots-max", type=int, default=4096,
                     help="cap of every tree's slot pool (a power of two) [4096]")
+    ap.add_argument("--mbufs", type=int, default=32768,
+                    help="the dataplanes' packet mbufs (their memory grows with it) [32768]")
+    ap.add_argument("--desc", type=int, default=512,
+                    help="the dataplanes' RX and TX descriptors per queue, and the frames of "
+                    "their af_packet rings [512]")
     ap.add_argument("--fault-queue", type=int, default=2048,
                     help="the dataplanes' delay line per lcore and WAN port, frames (a "
                     "power of two; a link's rate times its latency must fit) [2048]")
@@ -272,16 +277,21 @@ def main():
     def dataplane(s, g, lan, wans):
         """Start gateway g of site s: port 0 on interface lan, ports 1.. on wans (one per
         WAN link of the site, in s["wan"] order), its address on each."""
-        args = [a.dataplane, "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
+        # The af_packet rings hold --desc frames (the PMD's own default is 512).
+        ring = ",framecnt=%d" % a.desc if a.desc != 512 else ""
+        # EAL memory: the mempools (about 2.5 KiB a packet mbuf) and room for the rest.
+        mem = max(256, (a.mbufs * 5 // 2 + a.desc * 16) // 1024 + 160)
+        args = [a.dataplane, "--no-huge", "-m", str(mem), "--no-pci", "--no-shconf",
                 "--file-prefix=%s" % g["prefix"], "-l", "0-1",
                 "--log-level=lib.eal:error", "--log-level=pmd.net.af_packet:error",
-                "--vdev=net_af_packet0,iface=%s%s" % (lan, ",qdisc_bypass=0"
-                                                      if a.gateway_mbit > 0 else "")]
+                "--vdev=net_af_packet0,iface=%s%s%s" % (lan, ",qdisc_bypass=0"
+                                                        if a.gateway_mbit > 0 else "", ring)]
         for p, dev in enumerate(wans, start=1):
-            args.append("--vdev=net_af_packet%d,iface=%s,qdisc_bypass=0" % (p, dev))
+            args.append("--vdev=net_af_packet%d,iface=%s,qdisc_bypass=0%s" % (p, dev, ring))
         args += ["--", "--addr", "0:%s/24" % g["ipv4"], "-s", g["socket"],
-                 "--mbufs", "32768", "--hdr-mbufs", "8192", "--rx-desc", "512", "--tx-desc",
-                 "512", "--fault-queue", str(a.fault_queue), "--rto-ms", "1000"]
+                 "--mbufs", str(a.mbufs), "--hdr-mbufs", "8192", "--rx-desc", str(a.desc),
+                 "--tx-desc", str(a.desc), "--fault-queue", str(a.fault_queue),
+                 "--rto-ms", "1000"]
         if a.no_pace:
             args.append("--no-pace")
         if a.fault_seed:
