@@ -3573,6 +3573,267 @@ test_fast_retransmit(void)
 	dp_down();
 }
 
+/* Poll until pred(o[0 .. n - 1]) over everything sent so far holds, or 60 s: the frames
+ * are appended to o (at most max); returns how many there are. */
+static int
+poll_until(struct out *o, int have, int max, bool (*pred)(const struct out *, int))
+{
+	uint64_t t0 = rte_get_timer_cycles();
+
+	while (!pred(o, have) && rte_get_timer_cycles() - t0 < 60 * rte_get_timer_hz()) {
+		dp_worker_poll(dp.lcores[0]);
+		have += collect(o + have, max - have);
+		if (have >= max)
+			break;
+	}
+	return have;
+}
+
+/* The index in o[0 .. n - 1] of the first CONTRIB of chunk c with RETX (to the parent),
+ * or -1. */
+static int
+find_retx(const struct out *o, int n, uint32_t c)
+{
+	for (int i = 0; i < n; i++)
+		if (o[i].p.type == WIRE_TYPE_CONTRIB && o[i].p.chunk == c &&
+		    (o[i].p.flags & WIRE_F_RETX))
+			return i;
+	return -1;
+}
+
+static bool
+has_retx0(const struct out *o, int n)
+{
+	return find_retx(o, n, 0) >= 0;
+}
+
+/* First transmissions of partial sums of chunks 1 .. 63 in o[0 .. n - 1] (each once). */
+static int
+first_sums(const struct out *o, int n)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		k += o[i].p.type == WIRE_TYPE_CONTRIB && !(o[i].p.flags & WIRE_F_RETX) &&
+		     o[i].p.chunk >= 1 && o[i].p.chunk < 64;
+	return k;
+}
+
+static bool
+all_sums(const struct out *o, int n)
+{
+	return first_sums(o, n) == 63;
+}
+
+/*
+ * Selective repeat at a leaf: the partial sum of chunk 0, the first of a round, is lost
+ * on its way up. The chunks behind it keep going up (all 63 of the pool while chunk 0 is
+ * missing), and once a later chunk's RESULT shows the loss chunk 0 is resent ahead of the
+ * partial sums still waiting in the pacer. Its RESULT then reaches the worker bit-exact.
+ */
+static void
+test_selective_leaf(void)
+{
+	const uint32_t ce = 256, nch = 64;          /* 1 KiB payloads, 1.1 KB frames */
+	const uint64_t el = (uint64_t)ce * nch;
+	static const uint16_t w1[] = { 21 };
+	struct tdesc td = { 0, 4, 0, { 0 }, 0, nch, 64, { 0 } };   /* leaf under gateway 4 */
+	static struct out o[512];
+	struct table *tb = mk_table(80, 1, 2, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td);
+	float res[256];
+	struct pkt r = { WIRE_TYPE_RESULT, 0, 80, 1, 0, 4, 4, 1, 2, 1, WIRE_DTYPE_FP32, 256,
+			 PEER_IP(4) };
+	int n, at, later = 0, bad = 0;
+
+	tb->trees[0].rate_gbps = 0.0008;            /* 100 KB/s: a frame per 11 ms */
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	inject(contrib_f32(80, 1, 0, 21, 2, 0, el, ce));
+	poll_all();
+	CU_ASSERT_FATAL(collect(o, 512) == 1);      /* chunk 0 up: lost */
+	rte_delay_us_sleep(3000);
+	for (uint32_t c = 1; c < nch; c++)
+		inject(contrib_f32(80, 1, 0, 21, 2, c, el, ce));
+	poll_all();
+	n = collect(o, 512);                        /* the burst allowance's worth */
+	CU_ASSERT(n >= 10 && n <= 20);
+	/* Chunk 1's RESULT: chunk 0 was lost. */
+	for (int i = 0; i < 256; i++)
+		res[i] = (float)(3 * i + 1);
+	inject(mk_pkt(&r, res));
+	int n0 = n;
+
+	n = poll_until(o, n0, 512, has_retx0);
+	at = find_retx(o, n, 0);
+	CU_ASSERT_FATAL(at >= n0);
+	/* Ahead of the queue: at most the frame the pacer was releasing went before it. */
+	for (int i = n0; i < at; i++)
+		later += o[i].p.type == WIRE_TYPE_CONTRIB && !(o[i].p.flags & WIRE_F_RETX);
+	CU_ASSERT(later <= 1);
+	CU_ASSERT(o[at].fl.dst_ip == PEER_IP(4) && o[at].p.contrib == 1 &&
+		  out_f32(&o[at], 9) == val(21, 9));
+	/* The RESULT of chunk 1 went to the worker as the parent sent it. */
+	for (int i = 0; i < n; i++)
+		if (o[i].p.type == WIRE_TYPE_RESULT && o[i].p.chunk == 1)
+			for (uint32_t e = 0; e < 256; e++)
+				bad += o[i].fl.dst_ip != PEER_IP(21) || out_f32(&o[i], e) != res[e];
+	CU_ASSERT(bad == 0);
+	/* Every other chunk of the pool went up while chunk 0 was missing. */
+	n = poll_until(o, n, 512, all_sums);
+	CU_ASSERT(first_sums(o, n) == 63);
+	/* Chunk 0's RESULT ends it: to the worker, bit-exact; nothing more is resent for
+	 * it, whatever else the timers still do. */
+	r.chunk = 0;
+	for (int i = 0; i < 256; i++)
+		res[i] = -(float)i / 8;
+	inject(mk_pkt(&r, res));
+	poll_all();
+	n = collect(o, 512);
+	int got = 0;
+
+	for (int i = 0; i < n; i++)
+		if (o[i].p.type == WIRE_TYPE_RESULT && o[i].p.chunk == 0) {
+			got++;
+			for (uint32_t e = 0; e < 256; e++)
+				bad += out_f32(&o[i], e) != res[e];
+		}
+	CU_ASSERT(got == 1 && bad == 0);
+	rte_delay_us_sleep(100000);
+	dp_worker_poll(dp.lcores[0]);
+	n = collect(o, 512);
+	CU_ASSERT(find_retx(o, n, 0) < 0);
+	dp_down();
+}
+
+/* contrib_f32() with RETX: a contributor's retransmission. */
+static struct rte_mbuf *
+contrib_f32_retx(uint32_t job, uint16_t w, uint32_t round, uint32_t chunk, uint64_t elements,
+		 uint32_t ce)
+{
+	float pl[4096];
+	uint16_t n = chunk_len(elements, ce, chunk);
+	struct pkt p = { WIRE_TYPE_CONTRIB, WIRE_F_RETX, job, 1, 0, w, w, 1, round, chunk,
+			 WIRE_DTYPE_FP32, n, PEER_IP(w) };
+
+	for (uint16_t i = 0; i < n; i++)
+		pl[i] = val(w, (uint64_t)chunk * ce + i);
+	return mk_pkt(&p, pl);
+}
+
+/* The root of a tree with local worker 11 and child gateway 2 (one worker below it). */
+static struct table *
+root_with_child(uint32_t job, uint64_t el, uint32_t ce, uint32_t nch)
+{
+	static const uint16_t w1[] = { 11 };
+	struct tdesc td = { 0, 0, 1, { 2 }, 0, nch, 64, { 1 } };
+	struct table *tb = mk_table(job, 1, 1, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td);
+
+	tb->trees[0].rate_gbps = 0.0008;            /* copies to the child: a frame per 11 ms */
+	return tb;
+}
+
+/* A RESULT of chunk c to gateway 2 in o[0 .. n - 1], with the sum of 11 and 2 bit-exact:
+ * its index, or -1. */
+static int
+find_result_to_child(const struct out *o, int n, uint32_t c, uint32_t ce, uint8_t flags)
+{
+	for (int i = 0; i < n; i++) {
+		if (o[i].p.type != WIRE_TYPE_RESULT || o[i].p.chunk != c ||
+		    o[i].fl.dst_ip != PEER_IP(2) || o[i].p.flags != flags)
+			continue;
+		for (uint32_t e = 0; e < ce; e++) {
+			uint64_t x = (uint64_t)c * ce + e;
+
+			if (out_f32(&o[i], e) != val(11, x) + val(2, x))
+				return -2;
+		}
+		return i;
+	}
+	return -1;
+}
+
+static uint32_t want_chunk;
+static uint8_t want_flags;
+
+static bool
+has_child_result(const struct out *o, int n)
+{
+	return find_result_to_child(o, n, want_chunk, 256, want_flags) != -1;
+}
+
+/* RESULT copies to the child in o[0 .. n - 1] other than of chunk c. */
+static int
+other_copies(const struct out *o, int n, uint32_t c)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		k += o[i].p.type == WIRE_TYPE_RESULT && o[i].fl.dst_ip == PEER_IP(2) &&
+		     o[i].p.chunk != c;
+	return k;
+}
+
+/*
+ * At the root: a child gateway's partial sum of chunk 0 is lost on its way up. The
+ * later chunks complete meanwhile (their RESULTs reach the local worker at once and
+ * queue in the pacer towards the child); when the child resends chunk 0 (RETX), its
+ * RESULT goes to the child ahead of the queued copies. Then a RESULT lost on its way down:
+ * the child's RETX partial sum gets the retained RESULT (RETX, ECHO), ahead of the queue
+ * too. Every sum bit-exact.
+ */
+static void
+test_lost_partial_and_result(void)
+{
+	const uint32_t ce = 256, nch = 48;
+	const uint64_t el = (uint64_t)ce * nch;
+	static struct out o[512];
+	int n, at;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(root_with_child(81, el, ce, nch), "install") == 0);
+	for (uint32_t c = 0; c < nch; c++) {
+		inject(contrib_f32(81, 1, 0, 11, 0, c, el, ce));
+		if (c != 0)     /* the child's chunk 0 is lost */
+			inject(contrib_f32(81, 1, 0, 2, 0, c, el, ce));
+	}
+	poll_all();
+	n = collect(o, 512);
+	/* Chunks 1 .. 47 complete: all their RESULTs to the worker, some to the child. */
+	int to_worker = 0, bad = 0;
+
+	for (int i = 0; i < n; i++)
+		if (o[i].p.type == WIRE_TYPE_RESULT && o[i].fl.dst_ip == PEER_IP(11)) {
+			to_worker += o[i].p.chunk != 0;
+			bad += o[i].p.chunk == 0 ||
+			       out_f32(&o[i], 7) != val(11, (uint64_t)o[i].p.chunk * ce + 7) +
+							val(2, (uint64_t)o[i].p.chunk * ce + 7);
+		}
+	CU_ASSERT(to_worker == (int)nch - 1 && bad == 0);
+	CU_ASSERT(other_copies(o, n, 0) < (int)nch - 10);   /* the rest wait in the pacer */
+	/* The child's repair: chunk 0 with RETX. Its RESULT leaves ahead of the queue. */
+	inject(contrib_f32_retx(81, 2, 0, 0, el, ce));
+	int before = n;
+
+	want_chunk = 0;
+	want_flags = 0;
+	n = poll_until(o, n, 512, has_child_result);
+	at = find_result_to_child(o, n, 0, ce, 0);
+	CU_ASSERT_FATAL(at >= before);
+	CU_ASSERT(other_copies(o + before, at - before, 0) <= 1);
+	/* A RESULT lost on its way down: the copy of chunk 20 never reached the child, which
+	 * resends its partial sum (RETX) and gets the retained RESULT, ahead of the queue. */
+	inject(contrib_f32_retx(81, 2, 0, 20, el, ce));
+	before = n;
+	want_chunk = 20;
+	want_flags = WIRE_F_RETX | WIRE_F_ECHO;
+	n = poll_until(o, n, 512, has_child_result);
+	at = find_result_to_child(o, n, 20, ce, WIRE_F_RETX | WIRE_F_ECHO);
+	CU_ASSERT_FATAL(at >= before);
+	CU_ASSERT(other_copies(o + before, at - before, 20) <= 1);
+	CU_ASSERT(ctr(DP_CTR_PACED) > 0);
+	dp_down();
+}
+
 /* Control requests: malformed ones get an error and change nothing. */
 static void
 test_control(void)
@@ -3807,6 +4068,10 @@ main(int argc, char **argv)
 	CU_add_test(s, "a draining epoch waits for its pacers", test_retire_after_pacers);
 	CU_add_test(s, "a RESULT's copies share one payload segment", test_fanout_shared_segment);
 	CU_add_test(s, "fast retransmit", test_fast_retransmit);
+	CU_add_test(s, "selective repeat: a lost partial sum does not stop the pool",
+		    test_selective_leaf);
+	CU_add_test(s, "a lost partial sum up and a lost RESULT down, repaired ahead of the queue",
+		    test_lost_partial_and_result);
 	CU_add_test(s, "previous round's RESULT for a child", test_prev_round_child);
 	CU_add_test(s, "result recovery: an older epoch's RESULT completes the slot",
 		    test_recovery_from_older_epoch);
