@@ -562,9 +562,10 @@ dp_agg_timers(struct dp_lcore *lc, const struct dp_state *st)
 				 * its timer on every ACK). A later partial sum answered first
 				 * means this one was lost: resend now (fast retransmit). */
 				uint64_t quiet = lj->progress[tm.tree] + rto(lc, j, tm.tree, 0);
+				bool fast = overtaken(lj, tm.tree, s);
 
 				if (s->retries == 0 && lj->progress[tm.tree] != 0 && quiet > now &&
-				    !overtaken(lj, tm.tree, s)) {
+				    !fast) {
 					timer_push_at(lc, j, tm.tree, s, quiet);
 					continue;
 				}
@@ -577,7 +578,12 @@ dp_agg_timers(struct dp_lcore *lc, const struct dp_state *st)
 					s->retries++;
 				resend_up(lc, j, &j->trees[tm.tree], s, dp_now_us());
 				s->sent_tsc = now;
-				timer_push(lc, j, tm.tree, s, now);
+				/* A timeout doubles the next one (the path may be slower than
+				 * measured); a fast retransmit does not: the path was answering,
+				 * and the resent chunk, lost again, must not wait longer for it
+				 * (at a round's end no later chunk tells of that loss). */
+				timer_push_at(lc, j, tm.tree, s,
+					      now + rto(lc, j, tm.tree, fast ? 0 : s->retries));
 			}
 		}
 }
