@@ -76,7 +76,8 @@ enum chunk_state {
 
 struct chunk {
 	uint64_t due_us;        /* expiry of T1 (SENT, RETX) or T2 (HELD) */
-	uint32_t sent_us;       /* clock of the first transmission, for a Karn sample */
+	uint32_t sent_us;       /* clock of the latest transmission (the first while SENT: a
+				 * Karn sample) */
 	uint16_t contrib;       /* the result's contributor count */
 	uint8_t state;          /* enum chunk_state */
 	uint8_t backoff;        /* timer doublings so far */
@@ -1133,9 +1134,11 @@ run_timers(struct call *k, uint64_t now)
 
 			if (h->state == CH_DONE || h->state == CH_IDLE)
 				continue;
-			/* ... unless a chunk sent after it already has its result: then it
-			 * was lost, and goes again now (fast retransmit). */
-			bool overtaken = h->backoff == 0 &&
+			/* ... unless a chunk first sent after it (as last sent) already has
+			 * its result: then it, or its result, was lost, and goes again now
+			 * (fast retransmit, also after a resend); not once the gateway holds
+			 * it (HELD: its result may wait for others). */
+			bool overtaken = h->state != CH_HELD &&
 					 (int32_t)(k->tprog_sent[t] - h->sent_us) > (int32_t)(base / 8);
 
 			if (overtaken)
@@ -1143,12 +1146,14 @@ run_timers(struct call *k, uint64_t now)
 			else if (h->due_us <= now && quiet > now && h->backoff == 0)
 				h->due_us = quiet;
 			if (h->due_us <= now) {
-				if (h->backoff < 32)
+				/* A timeout doubles the next one; a fast retransmit does not. */
+				if (h->backoff < 32 && !overtaken)
 					h->backoff++;
 				if (h->state != CH_HELD) {
 					send_contrib(k, i, true, now);
 					c->st.contribs_retx++;
 					h->state = CH_RETX;
+					h->sent_us = (uint32_t)now;
 				}
 				nack_add(k, i, now);
 				h->due_us = now + timer_us(k, h->backoff);
