@@ -426,11 +426,13 @@ for i in 0 1; do
 done
 pids=()
 
-# Loss: both gateways drop 5% of the frames they receive and of those they send, and
-# duplicate and reorder some; workers and gateways retransmit (docs/PROTOCOL.md section
-# 10) and every result must still be exact.
+# Loss: both gateways drop 5% of the frames they receive (independently) and of those they
+# send (in runs of three on average: a Gilbert-Elliott channel), and duplicate and reorder
+# some; workers and gateways retransmit (docs/PROTOCOL.md section 10) and every result
+# must still be exact.
 if [ -n "$WK" ]; then
-	lossy=(--fault "0,rx,loss=0.05,dup=0.01,reorder=0.02" --fault "0,tx,loss=0.05" --rto-ms 100)
+	lossy=(--fault "0,rx,loss=0.05,dup=0.01,reorder=0.02" --fault "0,tx,loss=0.05,burst=3"
+		--fault-seed 19 --rto-ms 100)
 	start_dp "$NA" vA 10.99.0.1 a "${lossy[@]}"
 	start_dp "$NB" vB 10.99.0.2 b "${lossy[@]}"
 	if wait_dp a && wait_dp b && "$CTL" -s "$TMP/a.sock" install "$TMP/ta.json" >/dev/null &&
@@ -449,7 +451,8 @@ if [ -n "$WK" ]; then
 	gwl "$TMP/ta.json" 11 12 & wa=$!
 	gwl "$TMP/tb.json" 21 22 & wb=$!
 	if wait "$wa" && wait "$wb"; then
-		ok "5% loss each way at both gateways, duplicates, reordering: $WR rounds bit-exact" \
+		ok "5% loss each way at both gateways (bursty on TX), duplicates, reordering:" \
+			"$WR rounds bit-exact" \
 			"($(stat a fault_dropped) + $(stat b fault_dropped) frames dropped," \
 			"$(stat b retransmits) partial sums resent)"
 	else

@@ -91,8 +91,9 @@ def main():
                     help="floor of every tree's slot pool (and so of the workers' windows)")
     ap.add_argument("--slots-max", type=int, default=4096,
                     help="cap of every tree's slot pool (a power of two) [4096]")
-    ap.add_argument("--mbufs", type=int, default=32768,
-                    help="the dataplanes' packet mbufs (their memory grows with it) [32768]")
+    ap.add_argument("--mbufs", type=int, default=65536,
+                    help="the dataplanes' packet mbufs (their memory grows with it); every "
+                    "tree entry of the installed tables commits two per slot [65536]")
     ap.add_argument("--desc", type=int, default=512,
                     help="the dataplanes' RX and TX descriptors per queue, and the frames of "
                     "their af_packet rings [512]")
