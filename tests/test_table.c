@@ -585,6 +585,17 @@ test_names(void)
 	CU_ASSERT(!table_ipv4_unicast(0xffffffffu));
 }
 
+/* The pool of window w under the cap: TABLE_POOL_WINDOWS windows, or as many as fit. */
+static uint32_t
+ref_pool(uint32_t w, uint32_t cap)
+{
+	uint32_t s = w;
+
+	while (s < TABLE_POOL_WINDOWS * w && 2 * s <= cap)
+		s *= 2;
+	return s;
+}
+
 static void
 test_slots_formula(void)
 {
@@ -594,6 +605,11 @@ test_slots_formula(void)
 	 * 15625 bytes; a hair more doubles. */
 	CU_ASSERT_EQUAL(table_slots(2, 64, 15625, 1, 0), 1024);
 	CU_ASSERT_EQUAL(table_slots(2, 64.01, 15625, 1, 0), 2048);
+	/* The long fat link of bench-loss: 200 Mbit/s, 100 ms each way plus a LAN: 5 MB in
+	 * flight, 3553 chunks of 1408 bytes -> a window of 4096, a pool of four windows. */
+	CU_ASSERT_EQUAL(table_slots(0.2, 2 * (100 + 0.05), 1408, 16, 0), 4096);
+	CU_ASSERT_EQUAL(ref_pool(4096, TABLE_SLOTS_MAX), 16384);
+	CU_ASSERT_EQUAL(ref_pool(4096, 8192), 8192);
 	/* The floor: rate 0, no latency. */
 	CU_ASSERT_EQUAL(table_slots(0, 10, 1024, 16, 0), 16);
 	CU_ASSERT_EQUAL(table_slots(5, 0, 1024, 16, 0), 16);
@@ -760,16 +776,6 @@ check_gw_at(int line, const struct table_gw *g, uint16_t id, uint32_t ip)
 		 g->base_port, g->ports, id, ip);
 }
 
-/* The pool of window w under the cap: TABLE_POOL_WINDOWS windows, or as many as fit. */
-static uint32_t
-ref_pool(uint32_t w, uint32_t cap)
-{
-	uint32_t s = w;
-
-	while (s < TABLE_POOL_WINDOWS * w && 2 * s <= cap)
-		s *= 2;
-	return s;
-}
 
 /* The window the slot formula gives (ref), and the pool of four times that within the
  * cap. */
