@@ -343,9 +343,9 @@ parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl
 	   const char **metrics)
 {
 	enum { O_BASE = 256, O_PORTS, O_MTU, O_MBUFS, O_HDR, O_RXD, O_TXD, O_BURST, O_SPIN,
-	       O_SLEEP, O_DRAIN, O_LINGER, O_FAULT, O_FAULTQ, O_FAULTSEED, O_RTO, O_RETRIES, O_NOPACE, O_PROBE,
-	       O_LISTEN, O_CERT, O_KEY, O_CA, O_HSMS, O_IDLEMS, O_CONNS, O_CRYPTO, O_SEAL_MBUFS,
-	       O_SEAL_LINKS, O_METRICS };
+	       O_SLEEP, O_DRAIN, O_LINGER, O_FAULT, O_FAULTQ, O_FAULTSEED, O_RTO, O_RETRIES,
+	       O_NOPACE, O_PROBE, O_LISTEN, O_CERT, O_KEY, O_CA, O_HSMS, O_IDLEMS, O_CONNS,
+	       O_CRYPTO, O_SEAL_MBUFS, O_SEAL_LINKS, O_METRICS };
 	static const struct option opts[] = {
 		{ "addr", required_argument, NULL, 'a' },
 		{ "ctl-socket", required_argument, NULL, 's' },

@@ -4,10 +4,11 @@
  * from --fault-seed, so a run is reproducible for a given traffic order. Bursty loss is a
  * Gilbert-Elliott channel (E. N. Gilbert, "Capacity of a burst-noise channel", 1960;
  * E. O. Elliott, "Estimates of error rates for codes on burst-noise channels", 1963): a
- * good and a bad state with a loss probability each, stepped once per frame. Duplicates are indirect mbufs of the
- * original (no payload copy); delayed frames wait in the lcore's delay line for the port,
- * a FIFO sized at start (--fault-queue): every frame of a port gets the same delay, so
- * the FIFO stays sorted by departure time. A full delay line drops (counted).
+ * good and a bad state with a loss probability each, stepped once per frame. Duplicates
+ * are indirect mbufs of the original (no payload copy); delayed frames wait in the lcore's
+ * delay line for the port, a FIFO sized at start (--fault-queue): every frame of a port
+ * gets the same delay, so the FIFO stays sorted by departure time. A full delay line
+ * drops (counted).
  */
 #include <rte_branch_prediction.h>
 #include <rte_cycles.h>
