@@ -39,13 +39,13 @@
  * by half) for DAEMON_RATE_STRIKES heartbeats in a row is planned at what it delivered, for
  * DAEMON_RATE_HOLD_MS (docs/CONTROL.md). */
 #define DAEMON_RATE_SHORT 0.8
-#define DAEMON_RATE_QUEUE_MS 5.0
+#define DAEMON_RATE_QUEUE_MS 20.0
 #define DAEMON_RATE_STRIKES 3
 #define DAEMON_RATE_HOLD_MS 60000
 /** A link direction carrying less than this share of what it should is idle (its jobs are
  * not sending), not short: with nothing to carry the probes' round trip can still rise,
  * with the gateways' CPU load alone, and planning at such a rate would compound. */
-#define DAEMON_RATE_IDLE 0.02
+#define DAEMON_RATE_IDLE 0.1
 /** Plans use no less than this share of a link direction's topology capacity however
  * little it was found to carry: a link that is up and carries less is either down (the
  * probes tell) or has gateways starved of CPU for a while, and a plan at what such a
