@@ -7,12 +7,14 @@
  * Both are measured against the exact (double) sum of the unquantised fp32 inputs, with the
  * dataplane's own kernels (the scalar variant: every variant gives the same bits).
  *
- *   georeduce-bench-mx-error --plan FILE [--workers N] [--elements N] [--seed S] [--json]
+ *   georeduce-bench-mx-error --plan FILE [--workers N] [--elements N] [--lan DTYPE]
+ *                            [--seed S] [--json]
  *
  * Each site of the plan has N workers (the emulated WAN runs 1). A chunk of a tree is summed
- * up that tree: each site's gateway decodes its local workers' encoded chunks, then its
- * children's partial sums (in site order), and encodes the sum once; the root's encoding is
- * the result every worker decodes. The ring has every worker of every site in site order and
+ * up that tree: each site's gateway decodes its local workers' chunks (encoded in the MX
+ * format, or with --lan fp32 or bf16 sent as the table's lan_dtype says: fp32 as they are,
+ * or rounded to bf16), then its children's partial sums (in site order), and encodes the
+ * sum once; the root's encoding is the result every worker decodes. The ring has every worker of every site in site order and
  * starts chunk c at worker c mod (workers): it is the endpoint-quantised ring AllReduce of
  * the systems that reduce quantised gradients between sites today.
  *
@@ -59,7 +61,16 @@ struct opts {
 	int workers;
 	uint64_t elements;
 	uint64_t seed;
+	int lan;                /* 0: the MX format; 1 fp32; 3 bf16 (the dtype codes) */
 	bool json;
+};
+
+/* A chunk's inputs as the local workers send them to their gateway. */
+struct lan_in {
+	int lan;                /* as in struct opts */
+	const float *in;        /* fp32, CHUNK_ELEMS apart per worker */
+	const uint16_t *bf;     /* bf16, likewise */
+	size_t n;               /* elements */
 };
 
 /* Error of one method over the whole tensor. */
@@ -164,15 +175,24 @@ out:
 
 /* The sum of site s's subtree in tree tr, encoded into out (bytes of one chunk). */
 static void tree_sum(const struct sum_kernels *k, enum sum_mx f, const struct plan *p,
-		     const struct tree *tr, int s, uint8_t *const *enc, int workers,
-		     size_t nb, float *acc, uint8_t *out, uint8_t *tmp)
+		     const struct tree *tr, int s, uint8_t *const *enc, const struct lan_in *li,
+		     int workers, size_t nb, float *acc, uint8_t *out, uint8_t *tmp)
 {
 	bool first = true;
 
 	for (int w = 0; w < workers; w++, first = false) {
+		size_t at = (size_t)(s * workers + w) * CHUNK_ELEMS;
 		const uint8_t *e = enc[s * workers + w];
 
-		if (first)
+		if (li->lan == 1 && first)
+			memcpy(acc, li->in + at, sizeof(float) * li->n);
+		else if (li->lan == 1)
+			k->sum_f32(acc, li->in + at, li->n);
+		else if (li->lan == 3 && first)
+			k->widen_bf16(acc, li->bf + at, li->n);
+		else if (li->lan == 3)
+			k->widen_add_bf16(acc, li->bf + at, li->n);
+		else if (first)
 			k->mx_widen[f](acc, e, nb);
 		else
 			k->mx_widen_add[f](acc, e, nb);
@@ -182,7 +202,7 @@ static void tree_sum(const struct sum_kernels *k, enum sum_mx f, const struct pl
 			continue;
 		float *sub = acc + nb * SUM_MX_BLOCK;   /* the child's own accumulator */
 
-		tree_sum(k, f, p, tr, c, enc, workers, nb, sub, tmp, tmp + nb * 33);
+		tree_sum(k, f, p, tr, c, enc, li, workers, nb, sub, tmp, tmp + nb * 33);
 		k->mx_widen_add[f](acc, tmp, nb);
 	}
 	k->mx_narrow[f](out, acc, nb);
@@ -201,7 +221,8 @@ static void add_err(struct err *e, const float *got, const double *exact, size_t
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: " PROG " --plan FILE [--workers N] [--elements N] [--seed S] [--json]\n"
+		"usage: " PROG " --plan FILE [--workers N] [--elements N] [--lan DTYPE] [--seed S]\n"
+		"       [--json]\n"
 		"\n"
 		"Error of an AllReduce in mxint8, mxfp8 and mxfp4 summed as georeduce\n"
 		"gateways sum it (fp32 at every gateway, one encode per hop) over the plan's\n"
@@ -212,6 +233,8 @@ static void usage(FILE *f)
 		"  --plan FILE     a georeduce-plan/1 plan (georeduce-plan mtree --out)\n"
 		"  --workers N     workers per site, 1 .. %d (default 1)\n"
 		"  --elements N    tensor elements, a multiple of 32 (default 1048576)\n"
+		"  --lan DTYPE     what the workers send their gateway: mx (the MX format, the\n"
+		"                  default), fp32 or bf16 (a table's lan_dtype)\n"
 		"  --seed S        input seed (default 1)\n"
 		"  --json          one JSON document instead of the table\n",
 		WORKERS_MAX);
@@ -224,6 +247,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"workers", required_argument, NULL, 'w'},
 		{"elements", required_argument, NULL, 'e'},
 		{"seed", required_argument, NULL, 's'},
+		{"lan", required_argument, NULL, 'l'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -254,6 +278,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (cli_uint(PROG, "--seed", optarg, 0, UINT64_MAX, &o->seed) < 0)
 				return -1;
 			break;
+		case 'l':
+			if (strcmp(optarg, "mx") == 0) {
+				o->lan = 0;
+			} else if (strcmp(optarg, "fp32") == 0) {
+				o->lan = 1;
+			} else if (strcmp(optarg, "bf16") == 0) {
+				o->lan = 3;
+			} else {
+				cli_error(PROG, "--lan: '%s' is not mx, fp32 or bf16", optarg);
+				return -1;
+			}
+			break;
 		case 'j':
 			o->json = true;
 			break;
@@ -276,6 +312,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 int main(int argc, char **argv)
 {
 	static const char *const names[SUM_MX_COUNT] = {"mxint8", "mxfp8", "mxfp4"};
+	static const char *const lan_names[4] = {"mx", "fp32", "", "bf16"};
 	const struct sum_kernels *k = sum_kernels_get(SUM_ISA_SCALAR);
 	struct opts o;
 	struct plan p;
@@ -285,6 +322,7 @@ int main(int argc, char **argv)
 	float *in, *acc, *res;
 	double *exact;
 	uint8_t *enc_mem, *enc[SITES_MAX * WORKERS_MAX], *out, *tmp;
+	uint16_t *bf;
 	uint64_t n_chunks, chunk = 0;
 
 	if (rc != 0)
@@ -303,9 +341,10 @@ int main(int argc, char **argv)
 	exact = malloc(sizeof(double) * CHUNK_ELEMS);
 	enc_mem = malloc((size_t)CHUNK_ELEMS / 32 * 33 * (size_t)nw);
 	out = malloc((size_t)CHUNK_ELEMS / 32 * 33);
+	bf = malloc(sizeof(uint16_t) * CHUNK_ELEMS * (size_t)nw);
 	tmp = malloc((size_t)CHUNK_ELEMS / 32 * 33 * (size_t)(p.n_sites + 1) * 2);
 	if (in == NULL || acc == NULL || res == NULL || exact == NULL || enc_mem == NULL ||
-	    out == NULL || tmp == NULL) {
+	    out == NULL || tmp == NULL || bf == NULL) {
 		cli_error(PROG, "out of memory");
 		return CLI_EXIT_FAIL;
 	}
@@ -350,13 +389,19 @@ int main(int argc, char **argv)
 				res[i] = s;
 			}
 			add_err(&f32_e, res, exact, n);
+			struct lan_in li = { .lan = o.lan, .in = in, .bf = bf, .n = n };
+
+			if (o.lan == 3)
+				for (int w = 0; w < nw; w++)
+					k->narrow_bf16(bf + (size_t)w * CHUNK_ELEMS,
+						       in + (size_t)w * CHUNK_ELEMS, n);
 			for (int f = 0; f < SUM_MX_COUNT; f++) {
 				/* georeduce: endpoints encode, every gateway sums in fp32 and
 				 * encodes once. */
 				for (int w = 0; w < nw; w++)
 					k->mx_narrow[f](enc[w], in + (size_t)w * CHUNK_ELEMS, nb);
-				tree_sum(k, (enum sum_mx)f, &p, tr, tr->root, enc, o.workers, nb,
-					 acc, out, tmp);
+				tree_sum(k, (enum sum_mx)f, &p, tr, tr->root, enc, &li, o.workers,
+					 nb, acc, out, tmp);
 				k->mx_widen[f](res, out, nb);
 				add_err(&tree_e[f], res, exact, n);
 				/* Ring from worker chunk mod nw: decode, add own fp32, encode. */
@@ -378,8 +423,9 @@ int main(int argc, char **argv)
 	norm = sqrt(norm);
 	if (o.json) {
 		printf("{\"plan\": \"%s\", \"sites\": %d, \"workers\": %d, \"elements\": %" PRIu64
-		       ", \"trees\": %d, \"fp32_rel_l2\": %.6g, \"formats\": [", o.plan, p.n_sites,
-		       nw, o.elements, p.n_trees, sqrt(f32_e.sq) / norm);
+		       ", \"trees\": %d, \"lan\": \"%s\", \"fp32_rel_l2\": %.6g, \"formats\": [",
+		       o.plan, p.n_sites, nw, o.elements, p.n_trees, lan_names[o.lan],
+		       sqrt(f32_e.sq) / norm);
 		for (int f = 0; f < SUM_MX_COUNT; f++)
 			printf("%s{\"dtype\": \"%s\", \"georeduce_rel_l2\": %.6g, "
 			       "\"ring_rel_l2\": %.6g, \"ring_over_georeduce\": %.4f, "
@@ -389,8 +435,9 @@ int main(int argc, char **argv)
 			       tree_e[f].max, ring_e[f].max);
 		printf("]}\n");
 	} else {
-		printf("%s: %d sites, %d workers, %" PRIu64 " elements, %d trees\n", o.plan,
-		       p.n_sites, nw, o.elements, p.n_trees);
+		printf("%s: %d sites, %d workers, %" PRIu64 " elements, %d trees, workers to "
+		       "gateways in %s\n", o.plan, p.n_sites, nw, o.elements, p.n_trees,
+		       lan_names[o.lan]);
 		printf("relative L2 error against the exact sum of the fp32 inputs "
 		       "(fp32 summed in a tree: %.3g)\n", sqrt(f32_e.sq) / norm);
 		printf("%-8s %14s %14s %12s\n", "dtype", "georeduce", "ring", "ring / geo");
@@ -405,5 +452,6 @@ int main(int argc, char **argv)
 	free(enc_mem);
 	free(out);
 	free(tmp);
+	free(bf);
 	return 0;
 }

@@ -562,6 +562,46 @@ parse_slots(struct dctx *c, const json_t *job, const char *jpath, struct deploy_
 	return 0;
 }
 
+/* "lan_dtype" (fp32 or bf16, an MX job only; absent: the dtype) and "lan_mtu" (absent:
+ * mtu): the hop from the workers to their gateway. */
+static int
+parse_lan(struct dctx *c, const json_t *job, const char *path, struct deploy_job *j)
+{
+	const char *lan;
+	uint64_t v;
+	int rc;
+
+	j->lan_dtype = 0;
+	j->lan_mtu = j->mtu;
+	if (json_object_get(job, "lan_dtype") == NULL) {
+		if (json_object_get(job, "lan_mtu") != NULL)
+			return json_util_field_fail(&c->js, path, "lan_mtu",
+						    "only with a lan_dtype");
+		return 0;
+	}
+	rc = get_str(c, job, path, "lan_dtype", &lan);
+	if (rc != 0)
+		return rc;
+	j->lan_dtype = table_dtype_from_name(lan);
+	if (j->lan_dtype != TABLE_DTYPE_FP32 && j->lan_dtype != TABLE_DTYPE_BF16 &&
+	    j->lan_dtype != j->dtype)
+		return json_util_field_fail(&c->js, path, "lan_dtype",
+					    "expected \"fp32\" or \"bf16\", got '%.16s'", lan);
+	if (j->lan_dtype == j->dtype) {
+		j->lan_dtype = 0;
+	} else if (table_dtype_granule(j->dtype) == 1) {
+		return json_util_field_fail(&c->js, path, "lan_dtype",
+					    "%s differs from the dtype %s: only an MX job sends "
+					    "its workers' hop wider", lan,
+					    table_dtype_name(j->dtype));
+	}
+	rc = get_uint(c, job, path, "lan_mtu", WIRE_MTU_MIN, WIRE_MTU_MAX, j->mtu, &v);
+	if (rc != 0)
+		return rc;
+	j->lan_mtu = (uint32_t)v;
+	return 0;
+}
+
 static int
 parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_job *j)
 {
@@ -589,12 +629,32 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 	if (rc != 0)
 		return rc;
 	j->mtu = (uint32_t)v;
+	rc = parse_lan(c, job, path, j);
+	if (rc != 0)
+		return rc;
 	/* With protected links a chunk leaves room for sealing (docs/PROTOCOL.md 14.2). */
 	e = wire_chunk_elems_default(j->mtu - c->seal_room, (enum wire_dtype)j->dtype,
 				     j->cset_blocks);
 	if (e <= 0)
 		return json_util_field_fail(&c->js, path, "mtu",
 					    "no chunk fits an MTU of %u", j->mtu);
+	if (j->lan_dtype != 0) {
+		/* The workers' wider CONTRIBs fit the LAN's MTU (never sealed), in whole
+		 * blocks of the WAN dtype. */
+		int l = wire_chunk_elems_default(j->lan_mtu, (enum wire_dtype)j->lan_dtype,
+						 j->cset_blocks);
+
+		l -= l % (int)gran;
+		if ((uint64_t)l * table_dtype_size(j->lan_dtype) > TABLE_CHUNK_BYTES_MAX)
+			l = (int)(TABLE_CHUNK_BYTES_MAX / table_dtype_size(j->lan_dtype) / gran *
+				  gran);
+		if (l <= 0)
+			return json_util_field_fail(&c->js, path, "lan_mtu",
+						    "no chunk of %s fits an MTU of %u",
+						    table_dtype_name(j->lan_dtype), j->lan_mtu);
+		if (l < e)
+			e = l;
+	}
 	if ((size_t)e / gran * esz > TABLE_CHUNK_BYTES_MAX)
 		e = (int)(TABLE_CHUNK_BYTES_MAX / esz * gran);
 	rc = get_uint(c, job, path, "chunk_bytes", esz, TABLE_CHUNK_BYTES_MAX,
@@ -612,6 +672,20 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 			     ", the job's mtu is %u", v,
 			     j->cset_blocks != 0 ? " (with the contributor set)" : "",
 			     v + WIRE_MTU_OVERHEAD + c->seal_room, j->mtu);
+	if (j->lan_dtype != 0) {
+		uint64_t lan = (v - (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK) / esz * gran *
+			       table_dtype_size(j->lan_dtype);
+
+		if (lan > TABLE_CHUNK_BYTES_MAX ||
+		    lan + (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK + WIRE_MTU_OVERHEAD > j->lan_mtu)
+			return json_util_field_fail(&c->js, path, "chunk_bytes",
+						    "%" PRIu64 " bytes of %s make %" PRIu64 " bytes "
+						    "of the lan_dtype %s: more than %d, or than the "
+						    "lan_mtu %u holds", v - (uint64_t)j->cset_blocks *
+						    WIRE_CSET_BLOCK, dt, lan,
+						    table_dtype_name(j->lan_dtype),
+						    TABLE_CHUNK_BYTES_MAX, j->lan_mtu);
+	}
 	v -= (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK;
 	j->chunk_bytes = (uint32_t)v;
 	if (j->elements % gran != 0)
@@ -660,7 +734,8 @@ static int
 parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d, int ji)
 {
 	static const char *const known[] = { "id", "algorithm", "dtype", "elements", "workers",
-					     "options", "mtu", "chunk_bytes", "slots" };
+					     "options", "mtu", "chunk_bytes", "slots", "lan_dtype",
+					     "lan_mtu" };
 	struct deploy_job *j = &d->jobs[ji];
 	char wpath[FIELD_MAX + 32];
 	const char *algo;
@@ -719,6 +794,9 @@ parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d,
 			return rc;
 	}
 	rc = parse_tensor(c, job, path, j); /* its chunk size depends on the sets */
+	if (rc == 0 && j->algo == DEPLOY_ALGO_SELMCAST && j->lan_dtype != 0)
+		return json_util_field_fail(&c->js, path, "lan_dtype",
+					    "a selmcast job has one dtype on every hop");
 	if (rc == 0 && j->algo == DEPLOY_ALGO_SELMCAST && table_dtype_granule(j->dtype) > 1)
 		return json_util_field_fail(&c->js, path, "dtype",
 					    "a selmcast job's updates are not summed: fp32, fp16 "

@@ -102,7 +102,10 @@ struct deploy_job {
 	/* the tensor */
 	enum table_dtype dtype;
 	uint64_t elements;
-	uint32_t mtu;                /* IP MTU of every path of the job */
+	uint32_t mtu;                /* IP MTU of every path of the job (the LAN's: lan_mtu) */
+	enum table_dtype lan_dtype;  /* the workers' CONTRIBs to their gateway (fp32 or bf16
+				      * for an MX dtype); 0: dtype */
+	uint32_t lan_mtu;            /* IP MTU between the workers and their gateway */
 	uint32_t chunk_bytes;        /* payload bytes per chunk (default from mtu) */
 	uint32_t slots_min, slots_max; /* slot formula floor and cap (0: the defaults) */
 	int n_workers;

@@ -810,6 +810,7 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 		.nodes = dn,
 		.elements = j->elements,
 		.dtype = j->dtype,
+		.lan_dtype = j->lan_dtype,
 		.chunk_bytes = j->chunk_bytes,
 		.slots_min = j->slots_min,
 		.slots_max = j->slots_max,

@@ -761,6 +761,7 @@ table_compile_gateway(const struct topo *t, const struct plan *p, const struct t
 	tb->epoch = epoch;
 	tb->gw = node_gw(&d->nodes[node], gwi);
 	tb->dtype = d->dtype;
+	tb->lan_dtype = d->lan_dtype != d->dtype ? d->lan_dtype : 0;
 	tb->elements = d->elements;
 	tb->chunk_elements = chunk_elements;
 	tb->limits = (struct table_limits){ .max_trees = TABLE_TREES_MAX,

@@ -50,6 +50,7 @@ struct table_deploy {
 	const struct table_deploy_node *nodes;
 	uint64_t elements;        /* tensor elements, >= 1 */
 	enum table_dtype dtype;
+	enum table_dtype lan_dtype; /* the local workers' CONTRIBs (table.lan_dtype); 0: dtype */
 	uint32_t chunk_bytes;     /* payload bytes per chunk: a multiple of the dtype size,
 				   * <= TABLE_CHUNK_BYTES_MAX */
 	uint32_t slots_min;       /* floor of the slot formula; 0: TABLE_SLOTS_MIN */

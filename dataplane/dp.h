@@ -374,6 +374,8 @@ struct dp_job {
 	struct table *tb;           /* the parsed table (ctl keeps it for dump) */
 	char *table_json;           /* as installed, for dump */
 	enum wire_dtype dtype;
+	enum wire_dtype lan_dtype;  /* the local workers' CONTRIBs: dtype, or fp32 or bf16 for
+				     * an MX dtype (summed into the same fp32 accumulator) */
 	uint8_t cset_blocks;        /* contributor sets on the wire, in 32-byte blocks */
 	uint32_t cset_len;          /* their bytes: where payloads start after the header */
 	uint32_t chunk_elements;

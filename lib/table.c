@@ -184,10 +184,21 @@ table_tree_of_chunk(const struct table *tb, uint32_t c)
 	return NULL;
 }
 
+enum table_dtype
+table_lan_dtype(const struct table *tb)
+{
+	return tb->lan_dtype != 0 ? tb->lan_dtype : tb->dtype;
+}
+
 uint64_t
 table_slot_bytes(const struct table *tb)
 {
 	uint64_t chunk = table_dtype_bytes(tb->dtype, tb->chunk_elements), sum = 0;
+
+	/* A slot's buffer is the frame that came first: a local worker's, in the LAN dtype,
+	 * may be the larger. */
+	if (table_dtype_bytes(table_lan_dtype(tb), tb->chunk_elements) > chunk)
+		chunk = table_dtype_bytes(table_lan_dtype(tb), tb->chunk_elements);
 
 	for (int i = 0; i < tb->n_trees; i++)
 		sum += (uint64_t)tb->trees[i].slots * chunk;

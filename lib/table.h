@@ -222,6 +222,11 @@ struct table {
 	enum table_dtype dtype;
 	uint64_t elements;        /* tensor elements, >= 1 */
 	uint32_t chunk_elements;  /* elements per chunk; * dtype size <= TABLE_CHUNK_BYTES_MAX */
+	/* The local workers' CONTRIBs to this gateway (the LAN hop) in another dtype than the
+	 * WAN's: fp32 or bf16 for an MX dtype, so that a worker's gradient is first rounded
+	 * where its gateway's sum leaves; RESULTs stay in dtype. 0: dtype (table_lan_dtype()).
+	 * chunk_elements of it fit TABLE_CHUNK_BYTES_MAX too. */
+	enum table_dtype lan_dtype;
 	struct table_limits limits;
 	uint8_t cset_blocks;      /* contributor sets in every CONTRIB and RESULT, in 32-byte
 				   * blocks (docs/PROTOCOL.md section 4), 0 .. TABLE_CSET_BLOCKS_MAX;
@@ -358,6 +363,9 @@ uint64_t table_n_chunks(const struct table *tb);
 
 /** The tree entry that carries chunk c, or NULL (not this gateway's, or out of range). */
 const struct table_tree *table_tree_of_chunk(const struct table *tb, uint32_t c);
+
+/** The dtype of the local workers' CONTRIBs: lan_dtype, or dtype when that is 0. */
+enum table_dtype table_lan_dtype(const struct table *tb);
 
 /** Total bytes of slot buffers the table asks for: sum of slots * chunk payload bytes. */
 uint64_t table_slot_bytes(const struct table *tb);

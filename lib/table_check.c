@@ -789,6 +789,27 @@ table_validate(const struct table *tb, char *err, size_t errlen)
 		return json_util_fail(err, errlen, "field 'elements': %" PRIu64 " is not a whole "
 				      "number of %s blocks of %u elements (the last chunk would "
 				      "not be)", tb->elements, table_dtype_name(tb->dtype), gran);
+	if (tb->lan_dtype != 0) {
+		/* A wider LAN hop for a narrow WAN dtype: the gateway's fp32 accumulator takes
+		 * either (docs/TABLES.md, "lan_dtype"). */
+		if (tb->lan_dtype != TABLE_DTYPE_FP32 && tb->lan_dtype != TABLE_DTYPE_BF16 &&
+		    tb->lan_dtype != tb->dtype)
+			return json_util_fail(err, errlen, "field 'lan_dtype': must be fp32 or bf16 "
+					      "(or the dtype)");
+		if (tb->lan_dtype != tb->dtype && table_dtype_granule(tb->dtype) == 1)
+			return json_util_fail(err, errlen, "field 'lan_dtype': %s differs from the "
+					      "dtype %s, which is no MX dtype (only an MX job sends "
+					      "its LAN hop wider)", table_dtype_name(tb->lan_dtype),
+					      table_dtype_name(tb->dtype));
+		if (tb->lan_dtype != tb->dtype && tb->n_streams > 0)
+			return json_util_fail(err, errlen, "field 'lan_dtype': a job with multicast "
+					      "streams has one dtype on every hop");
+		if (table_dtype_bytes(tb->lan_dtype, tb->chunk_elements) > TABLE_CHUNK_BYTES_MAX)
+			return json_util_fail(err, errlen, "field 'chunk_elements': %" PRIu32 " "
+					      "elements of the lan_dtype %s exceed %d bytes per chunk",
+					      tb->chunk_elements, table_dtype_name(tb->lan_dtype),
+					      TABLE_CHUNK_BYTES_MAX);
+	}
 	if (tb->cset_blocks > TABLE_CSET_BLOCKS_MAX)
 		return json_util_fail(err, errlen, "field 'cset_blocks': %u is not in [0, %d]",
 				      tb->cset_blocks, TABLE_CSET_BLOCKS_MAX);

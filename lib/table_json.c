@@ -280,6 +280,8 @@ to_json(const struct table *tb, bool with_keys)
 	rc |= set_new(root, "dtype", json_string(dt != NULL ? dt : "?"));
 	rc |= set_new(root, "elements", json_integer((json_int_t)tb->elements));
 	rc |= set_new(root, "chunk_elements", json_integer(tb->chunk_elements));
+	if (tb->lan_dtype != 0 && tb->lan_dtype != tb->dtype)
+		rc |= set_new(root, "lan_dtype", json_string(table_dtype_name(tb->lan_dtype)));
 	if (tb->cset_blocks != 0)
 		rc |= set_new(root, "cset_blocks", json_integer(tb->cset_blocks));
 	rc |= set_new(root, "limits",
@@ -840,8 +842,8 @@ parse_shard(struct json_util_src *c, json_t *js, int j, struct table_shard *sh)
 
 static const char *const table_keys[] = { "format", "job", "epoch", "gateway", "dtype",
 					  "elements", "chunk_elements", "limits", "trees",
-					  "cset_blocks", "streams", "sealed",
-					  "shards" /* optional: the last four */ };
+					  "cset_blocks", "streams", "sealed", "shards",
+					  "lan_dtype" /* optional: the last five */ };
 
 struct table *
 table_parse(const char *text, const char *src, char *err, size_t errlen)
@@ -849,7 +851,7 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], n_below[TABLE_TREES_MAX];
 	int n_shard_trees[TABLE_SHARDS_MAX], n = 0, n_streams, n_shards, rc;
 	struct json_util_src c = { .src = src != NULL ? src : "<string>", .err = err, .errlen = errlen };
-	json_t *root, *fmt, *trees, *dtype, *streams, *seals, *shards;
+	json_t *root, *fmt, *trees, *dtype, *lan, *streams, *seals, *shards;
 	uint64_t job, epoch, elements, chunk_elements, cset_blocks = 0;
 	struct table_limits lim;
 	struct table_gw gw;
@@ -882,7 +884,7 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 		goto out;
 	}
 	if (check_keys(&c, root, "", table_keys, ARRAY_SIZE(table_keys),
-		       ARRAY_SIZE(table_keys) - 4) != 0 ||
+		       ARRAY_SIZE(table_keys) - 5) != 0 ||
 	    get_uint(&c, root, "", "job", 0, UINT32_MAX, &job) != 0 ||
 	    get_uint(&c, root, "", "epoch", 0, UINT32_MAX, &epoch) != 0 ||
 	    parse_gw(&c, json_object_get(root, "gateway"), "gateway", &gw) != 0)
@@ -891,6 +893,13 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 	if (!json_is_string(dtype) || table_dtype_from_name(json_string_value(dtype)) == 0) {
 		json_util_field_fail(&c, "dtype", "", "expected \"fp32\", \"fp16\", \"bf16\", "
 				     "\"mxint8\", \"mxfp8\" or \"mxfp4\"");
+		goto out;
+	}
+	lan = json_object_get(root, "lan_dtype");
+	if (lan != NULL && (!json_is_string(lan) ||
+			    table_dtype_from_name(json_string_value(lan)) == 0)) {
+		json_util_field_fail(&c, "lan_dtype", "", "expected \"fp32\" or \"bf16\" "
+				     "(absent: the dtype)");
 		goto out;
 	}
 	if (get_uint(&c, root, "", "elements", 1, INT64_MAX, &elements) != 0 ||
@@ -954,6 +963,8 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 	tb->dtype = table_dtype_from_name(json_string_value(dtype));
 	tb->elements = elements;
 	tb->chunk_elements = (uint32_t)chunk_elements;
+	if (lan != NULL && table_dtype_from_name(json_string_value(lan)) != tb->dtype)
+		tb->lan_dtype = table_dtype_from_name(json_string_value(lan));
 	tb->limits = lim;
 	tb->cset_blocks = (uint8_t)cset_blocks;
 	for (int i = 0; i < n; i++)

@@ -243,6 +243,35 @@ if [ -n "$WK" ]; then
 		done
 		mxjob=$((mxjob + 1))
 	done
+	# An MX job with a LAN dtype (jobs 47, 48): the workers send fp32 (bf16) to their
+	# gateway, which adds it to its fp32 sum unrounded; partial sums and results are MX.
+	# Chunks of 352 (704) elements, whose LAN frames fit the MTU of 1500.
+	for dl in mxint8:fp32:352 mxfp4:bf16:704; do
+		IFS=: read -r dt lan ce <<<"$dl"
+		ch=$(((MXN + ce - 1) / ce))
+		for g in a b; do
+			sed -e "s/\"job\": 42/\"job\": $mxjob/" \
+				-e "s/\"dtype\": \"fp32\"/\"dtype\": \"$dt\", \"lan_dtype\": \"$lan\"/" \
+				-e "s/\"elements\": $N/\"elements\": $MXN/" \
+				-e "s/\"chunk_elements\": $CE/\"chunk_elements\": $ce/" \
+				-e "s/\"chunk_count\": $CH/\"chunk_count\": $ch/" \
+				"$TMP/t$g.json" >"$TMP/mx$g.json"
+			"$CTL" -s "$TMP/$g.sock" install "$TMP/mx$g.json" >/dev/null ||
+				not_ok "$dt table with lan_dtype $lan: install on $g"
+		done
+		mxw "$TMP/mxa.json" 11 12 & wa=$!
+		mxw "$TMP/mxb.json" 21 22 & wb=$!
+		if wait "$wa" && wait "$wb"; then
+			ok "$dt with lan_dtype $lan: 2 rounds of 4 workers over both gateways, bit-exact"
+		else
+			not_ok "$dt with lan_dtype $lan rounds"
+			cat "$TMP/mx11.log" "$TMP/mx21.log"
+		fi
+		for g in a b; do
+			"$CTL" -s "$TMP/$g.sock" remove $mxjob >/dev/null 2>&1 || true
+		done
+		mxjob=$((mxjob + 1))
+	done
 	# A worker told another dtype refuses the table.
 	if ip netns exec "$NW" "$WK" --table "$TMP/mxa.json" --worker-id 11 --dtype fp32 \
 		>/dev/null 2>"$TMP/err"; then

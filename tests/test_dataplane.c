@@ -1648,6 +1648,110 @@ test_mxfp4(void)
 	mx_case(TABLE_DTYPE_MXFP4, WIRE_DTYPE_MXFP4);
 }
 
+/*
+ * An MX job whose table has a lan_dtype: the local workers' CONTRIBs come in fp32 or bf16
+ * and go into the fp32 accumulator as they are (bf16 widened), the child gateway's in the
+ * MX format, decoded; the sum is encoded once, and the RESULT leaves in the MX format,
+ * also when the frame that holds it came from a worker (trimmed to the MX length). Bit for
+ * bit the reference computation in the arrival order; a worker in the WAN dtype and a child
+ * in the LAN dtype are job_mismatch.
+ */
+static void
+mx_lan_case(enum table_dtype tdt, enum wire_dtype wdt, enum table_dtype lan)
+{
+	const uint64_t el = 320;
+	const uint32_t ce = 128;        /* 4 blocks; the last chunk has 2 */
+	struct tdesc td = { 0, 0, 1, { 2 }, 0, 3, 16, { 1 } };
+	static struct out o[16];
+	static float v[3][3][128];
+	static uint16_t bf[3][3][128];
+	static uint8_t enc[3][4 * 33], want[3][4 * 33];
+	const struct sum_kernels *k = sum_kernels_get(SUM_ISA_SCALAR);
+	enum sum_mx f = (enum sum_mx)(wdt - WIRE_DTYPE_MXINT8);
+	/* 0, 1: the workers W3[0], W3[1]; 2: the child gateway 2 */
+	static const int order[3][3] = { { 0, 2, 1 }, { 2, 1, 0 }, { 1, 0, 2 } };
+	uint64_t seed = 0x6c616eu + (uint64_t)wdt + (uint64_t)lan;
+	struct table *tb = mk_table(10, 1, 1, tdt, el, ce, 2, W3, 1, &td);
+
+	tb->lan_dtype = lan;
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	for (uint32_t c = 0; c < 3; c++) {
+		uint16_t n = chunk_len(el, ce, c);
+		float acc[128], x[128];
+
+		for (int w = 0; w < 3; w++) {
+			for (uint16_t i = 0; i < n; i++) {
+				seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+				v[c][w][i] = (float)((double)(int32_t)(seed >> 32) * 0x1p-31 *
+						     (double)(1u << ((seed >> 8) % 24)) * 0x1p-12);
+			}
+			k->narrow_bf16(bf[c][w], v[c][w], n);
+		}
+		k->mx_narrow[f](enc[c], v[c][2], n / 32u);
+		for (int j = 0; j < 3; j++) {
+			int w = order[c][j];
+			bool child = w == 2;
+			uint16_t id = child ? 2 : W3[w];
+			struct pkt p = { WIRE_TYPE_CONTRIB, 0, 10, 1, 0, id, id, 1, 2, c,
+					 child ? wdt : (enum wire_dtype)lan, n, PEER_IP(id) };
+			const void *pl = child ? (const void *)enc[c]
+				       : lan == TABLE_DTYPE_BF16 ? (const void *)bf[c][w]
+								 : (const void *)v[c][w];
+
+			if (child)
+				k->mx_widen[f](x, enc[c], n / 32u);
+			else if (lan == TABLE_DTYPE_BF16)
+				k->widen_bf16(x, bf[c][w], n);
+			else
+				memcpy(x, v[c][w], sizeof(float) * n);
+			if (j == 0)
+				memcpy(acc, x, sizeof(float) * n);
+			else
+				k->sum_f32(acc, x, n);
+			inject(mk_pkt(&p, pl));
+			poll_all();     /* this arrival order at the gateway */
+		}
+		k->mx_narrow[f](want[c], acc, n / 32u);
+	}
+	int n = collect(o, 16), bad = 0;
+
+	CU_ASSERT(n == 9);      /* 3 chunks to the 2 workers and the child */
+	for (int i = 0; i < n && i < 16; i++) {
+		uint32_t c = o[i].p.chunk;
+		size_t len = wire_payload_bytes(wdt, o[i].p.count);
+
+		bad += o[i].p.dtype != wdt || o[i].p.type != WIRE_TYPE_RESULT || c >= 3 ||
+		       o[i].p.contrib != 3 ||
+		       len != wire_payload_bytes(wdt, chunk_len(el, ce, c)) ||
+		       o[i].len != WIRE_FRAME_PAYLOAD_OFF + len;
+		if (c < 3 && len != 0)
+			bad += memcmp(o[i].frame + WIRE_FRAME_PAYLOAD_OFF, want[c], len) != 0;
+	}
+	CU_ASSERT(bad == 0);
+	/* The next round: a worker in the WAN dtype, the child in the LAN dtype. */
+	struct pkt pw = { WIRE_TYPE_CONTRIB, 0, 10, 1, 0, W3[0], W3[0], 1, 3, 0, wdt, ce,
+			  PEER_IP(W3[0]) };
+	struct pkt pc = { WIRE_TYPE_CONTRIB, 0, 10, 1, 0, 2, 2, 1, 3, 0, (enum wire_dtype)lan, ce,
+			  PEER_IP(2) };
+
+	inject(mk_pkt(&pw, enc[0]));
+	inject(mk_pkt(&pc, lan == TABLE_DTYPE_BF16 ? (const void *)bf[0][0]
+						   : (const void *)v[0][0]));
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 2);
+	CU_ASSERT(collect(o, 16) == 0);
+	dp_down();
+}
+
+static void
+test_mx_lan(void)
+{
+	mx_lan_case(TABLE_DTYPE_MXINT8, WIRE_DTYPE_MXINT8, TABLE_DTYPE_FP32);
+	mx_lan_case(TABLE_DTYPE_MXFP4, WIRE_DTYPE_MXFP4, TABLE_DTYPE_BF16);
+	mx_lan_case(TABLE_DTYPE_MXFP8, WIRE_DTYPE_MXFP8, TABLE_DTYPE_FP32);
+}
+
 /* Corrupt one byte of a valid frame at off (XOR x). */
 static struct rte_mbuf *
 corrupt(struct rte_mbuf *m, size_t off, uint8_t x)
@@ -4040,6 +4144,8 @@ main(int argc, char **argv)
 	CU_add_test(s, "mxint8: decoded in arrival order, encoded once", test_mxint8);
 	CU_add_test(s, "mxfp8: decoded in arrival order, encoded once", test_mxfp8);
 	CU_add_test(s, "mxfp4: decoded in arrival order, encoded once", test_mxfp4);
+	CU_add_test(s, "MX with a lan_dtype: workers in fp32 or bf16, the sum encoded once",
+		    test_mx_lan);
 	CU_add_test(s, "bf16", test_bf16);
 	CU_add_test(s, "IEEE sums in arrival order, no FTZ/DAZ", test_ieee_sums);
 	CU_add_test(s, "bad packets by reason", test_bad_packets);

@@ -330,6 +330,66 @@ test_mx(void)
 	json_decref(doc);
 }
 
+/* An MX job's LAN hop: lan_dtype fp32 or bf16, its chunks fitting lan_mtu too. */
+static void
+test_mx_lan(void)
+{
+	char err[DEPLOY_ERR_MAX] = "";
+	json_t *doc = example();
+	struct deploy *d;
+
+	mutate(doc, "jobs[0].dtype", json_string("mxint8"));
+	mutate(doc, "jobs[0].lan_dtype", json_string("fp32"));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d != NULL && d->jobs[0].lan_dtype == TABLE_DTYPE_FP32 &&
+	      d->jobs[0].lan_mtu == 1500 && d->jobs[0].chunk_bytes == 11 * 33,
+	      "fp32 on a 1500 LAN, 352 elements: %s %u", err,
+	      d != NULL ? d->jobs[0].chunk_bytes : 0);
+	deploy_free(d);
+	mutate(doc, "jobs[0].lan_mtu", json_integer(9000));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d != NULL && d->jobs[0].lan_mtu == 9000 && d->jobs[0].chunk_bytes == 42 * 33,
+	      "fp32 on a jumbo LAN, the WAN's 1344: %s %u", err,
+	      d != NULL ? d->jobs[0].chunk_bytes : 0);
+	deploy_free(d);
+	mutate(doc, "jobs[0].dtype", json_string("mxfp4"));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d != NULL && d->jobs[0].chunk_bytes == 64 * 17,
+	      "mxfp4 with fp32: 2048 elements, 8192 bytes: %s %u", err,
+	      d != NULL ? d->jobs[0].chunk_bytes : 0);
+	deploy_free(d);
+	mutate(doc, "jobs[0].lan_dtype", json_string("bf16"));
+	mutate(doc, "jobs[0].lan_mtu", json_integer(1500));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d != NULL && d->jobs[0].lan_dtype == TABLE_DTYPE_BF16 &&
+	      d->jobs[0].chunk_bytes == 22 * 17, "mxfp4 with bf16, 704 elements: %s %u", err,
+	      d != NULL ? d->jobs[0].chunk_bytes : 0);
+	deploy_free(d);
+	mutate(doc, "jobs[0].dtype", json_string("mxint8"));
+	mutate(doc, "jobs[0].lan_dtype", json_string("fp32"));
+	mutate(doc, "jobs[0].chunk_bytes", json_integer(42 * 33));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d == NULL && strstr(err, "jobs[0].chunk_bytes") != NULL &&
+	      strstr(err, "lan_mtu 1500") != NULL, "1344 fp32 on a 1500 LAN: '%s'", err);
+	deploy_free(d);
+	mutate(doc, "jobs[0].chunk_bytes", NULL);
+	mutate(doc, "jobs[0].lan_dtype", json_string("fp16"));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d == NULL && strstr(err, "jobs[0].lan_dtype") != NULL, "fp16: '%s'", err);
+	deploy_free(d);
+	mutate(doc, "jobs[0].dtype", json_string("fp32"));
+	mutate(doc, "jobs[0].lan_dtype", json_string("bf16"));
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d == NULL && strstr(err, "only an MX job") != NULL, "fp32 job: '%s'", err);
+	deploy_free(d);
+	mutate(doc, "jobs[0].lan_dtype", NULL);
+	d = parse_json(doc, err, sizeof(err));
+	CHECK(d == NULL && strstr(err, "jobs[0].lan_mtu") != NULL &&
+	      strstr(err, "only with a lan_dtype") != NULL, "lan_mtu alone: '%s'", err);
+	deploy_free(d);
+	json_decref(doc);
+}
+
 /* The example with a second gateway at node a (listed last) and the third at c named. */
 static json_t *
 two_at_a(void)
@@ -525,6 +585,7 @@ main(void)
 	CU_add_test(s, "paths relative to the deployment", test_relative_paths);
 	CU_add_test(s, "every bad field is named", test_bad_fields);
 	CU_add_test(s, "MX jobs: whole blocks", test_mx);
+	CU_add_test(s, "MX jobs: a LAN dtype and its MTU", test_mx_lan);
 	CU_add_test(s, "selmcast jobs and their options", test_selmcast);
 	CU_add_test(s, "several gateways at a site", test_gateways_per_site);
 	CU_add_test(s, "blueconnect jobs", test_blueconnect);

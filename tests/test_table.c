@@ -1484,6 +1484,17 @@ accepts_json_at(int line, json_t *j)
 }
 #define ACCEPTS(j) accepts_json_at(__LINE__, (j))
 
+/* A table's JSON as text (free it). */
+static char *
+jdump(const struct table *tb)
+{
+	json_t *j = table_to_json(tb);
+	char *s = j != NULL ? json_dumps(j, 0) : NULL;
+
+	json_decref(j);
+	return s;
+}
+
 static void
 test_parse_rejects(void)
 {
@@ -1566,6 +1577,48 @@ test_parse_rejects(void)
 		jset(j, "dtype", json_string("mxfp4"));
 		jset(j, "chunk_elements", json_integer(15456));  /* 483 blocks: 8211 bytes */
 		REJECTS2(j, "field 'chunk_elements'", "8192 bytes per chunk");
+		/* lan_dtype: fp32 or bf16 for an MX dtype only, within the chunk bytes too. */
+		j = tj(a);
+		jset(j, "dtype", json_string("mxint8"));
+		jset(j, "elements", json_integer(whole));
+		jset(j, "lan_dtype", json_string("fp32"));
+		{
+			char *text = json_dumps(j, 0), msg[TABLE_ERR_MAX];
+			struct table *l = table_parse(text, "lan", msg, sizeof(msg));
+			char *back = l != NULL ? jdump(l) : NULL;
+
+			CU_ASSERT_FATAL(l != NULL);
+			CU_ASSERT(l->lan_dtype == TABLE_DTYPE_FP32 &&
+				  table_lan_dtype(l) == TABLE_DTYPE_FP32);
+			CU_ASSERT(back != NULL && strstr(back, "\"lan_dtype\": \"fp32\"") != NULL);
+			/* The dtype itself as lan_dtype is no lan_dtype: written without it. */
+			l->lan_dtype = TABLE_DTYPE_MXINT8;
+			free(back);
+			back = jdump(l);
+			CU_ASSERT(back != NULL && strstr(back, "lan_dtype") == NULL);
+			CU_ASSERT(table_lan_dtype(l) == TABLE_DTYPE_MXINT8);
+			free(back);
+			free(text);
+			table_free(l);
+		}
+		jset(j, "lan_dtype", json_string("bf16"));
+		ACCEPTS(j);
+		j = tj(a);
+		jset(j, "lan_dtype", json_string("bf16"));
+		REJECTS2(j, "field 'lan_dtype'", "no MX dtype");
+		j = tj(a);
+		jset(j, "dtype", json_string("mxint8"));
+		jset(j, "elements", json_integer(whole));
+		jset(j, "lan_dtype", json_string("fp16"));
+		REJECTS2(j, "field 'lan_dtype'", "fp32 or bf16");
+		EDIT_REJECTS(a, "lan_dtype", json_string("fp64"), "field 'lan_dtype'");
+		EDIT_REJECTS(a, "lan_dtype", json_integer(1), "field 'lan_dtype'");
+		j = tj(a);
+		jset(j, "dtype", json_string("mxfp4"));
+		jset(j, "elements", json_integer(4160));
+		jset(j, "chunk_elements", json_integer(2080));   /* 8320 bytes of fp32 */
+		jset(j, "lan_dtype", json_string("fp32"));
+		REJECTS2(j, "field 'chunk_elements'", "lan_dtype fp32");
 	} else {
 		CU_FAIL("the base table's chunks are not whole MX blocks: the MX cases need them");
 	}

@@ -649,6 +649,16 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 		lc->k->narrow_bf16(gr_payload(j, m), s->acc32, n);
 	else if (wire_dtype_is_mx(j->dtype)) /* encoded once, as it leaves */
 		lc->k->mx_narrow[mx_of(j)](gr_payload(j, m), s->acc32, n / WIRE_MX_BLOCK);
+	if (unlikely(wh->dtype != j->dtype)) {
+		/* The frame that came first was a local worker's, in the wider LAN dtype: the
+		 * sum leaves in the job's, shorter. */
+		uint32_t len = WIRE_FRAME_PAYLOAD_OFF + j->cset_len +
+			       (uint32_t)wire_payload_bytes(j->dtype, n);
+
+		wh->dtype = j->dtype;
+		if (rte_pktmbuf_data_len(m) > len)
+			rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - len));
+	}
 	s->acc = NULL;
 	lc->ctr[DP_CTR_CHUNKS_COMPLETED]++;
 	wh->sender = rte_cpu_to_be_16(j->self_id);
@@ -712,9 +722,18 @@ add(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct
 	s->n_in++;
 	s->contrib += p->contrib;
 	lc->ctr[DP_CTR_CONTRIBS]++;
-	switch (j->dtype) {
+	switch (p->dtype) { /* the job's, or a local worker's LAN dtype (on_contrib()) */
 	case WIRE_DTYPE_FP32:
-		if (s->acc == NULL) {
+		if (j->dtype != WIRE_DTYPE_FP32) {
+			/* An MX job's local worker in fp32: into the fp32 accumulator. */
+			if (s->acc == NULL) {
+				memcpy(s->acc32, gr_payload(j, m), sizeof(float) * p->count);
+				s->acc = m;
+			} else {
+				lc->k->sum_f32(s->acc32, gr_payload(j, m), p->count);
+				rte_pktmbuf_free(m);
+			}
+		} else if (s->acc == NULL) {
 			s->acc = m;
 		} else {
 			lc->k->sum_f32(gr_payload(j, s->acc), gr_payload(j, m), p->count);
@@ -739,7 +758,7 @@ add(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct
 			rte_pktmbuf_free(m);
 		}
 		break;
-	default: /* MX: the dtype matched the job's, whose table admits no other */
+	default: /* MX: the job's dtype (a LAN dtype is fp32 or bf16) */
 		if (s->acc == NULL) {
 			lc->k->mx_widen[mx_of(j)](s->acc32, gr_payload(j, m),
 						  p->count / WIRE_MX_BLOCK);
@@ -1136,6 +1155,11 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}
+	/* A local worker sends in the LAN dtype, a child gateway in the job's. */
+	if (unlikely(p->dtype != (t->src_worker[k] ? j->lan_dtype : j->dtype))) {
+		drop(lc, m, WIRE_REASON_JOB_MISMATCH);
+		return;
+	}
 	const struct dp_dest *from = &t->down[t->src_down[k]];
 
 	if (unlikely(!(dp_dest_neigh(lc->dp, from) & DP_NEIGH_VALID)))
@@ -1407,7 +1431,10 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 	switch (p->type) {
 	case WIRE_TYPE_CONTRIB:
 	case WIRE_TYPE_RESULT:
-		if (unlikely(p->dtype != j->dtype || p->cset_blocks != j->cset_blocks ||
+		/* A CONTRIB may come in the LAN dtype: only from a local worker (on_contrib()). */
+		if (unlikely((p->dtype != j->dtype &&
+			      (p->type != WIRE_TYPE_CONTRIB || p->dtype != j->lan_dtype)) ||
+			     p->cset_blocks != j->cset_blocks ||
 			     p->count != chunk_len(j, p->chunk))) {
 			drop(lc, m, WIRE_REASON_JOB_MISMATCH);
 			return;

@@ -439,6 +439,12 @@ check_fit(struct dp *dp, struct dp_job *j, char *err, size_t errlen)
 	size_t bytes = (size_t)table_dtype_bytes(tb->dtype, tb->chunk_elements) +
 		       (size_t)tb->cset_blocks * WIRE_CSET_BLOCK +
 		       (tb->n_seals > 0 ? WIRE_SEAL_OVERHEAD : 0); /* sealed frames */
+	/* A local worker's CONTRIB in the LAN dtype (never sealed) may be the larger. */
+	size_t lan = (size_t)table_dtype_bytes(table_lan_dtype(tb), tb->chunk_elements) +
+		     (size_t)tb->cset_blocks * WIRE_CSET_BLOCK;
+
+	if (lan > bytes)
+		bytes = lan;
 
 	if (bytes + WIRE_MTU_OVERHEAD > dp->prm.mtu) {
 		fail(err, errlen, "field 'chunk_elements': chunks of %zu bytes (with their "
@@ -467,6 +473,7 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->job = tb->job;
 	j->epoch = tb->epoch;
 	j->dtype = (enum wire_dtype)tb->dtype; /* the same numbering (docs/TABLES.md) */
+	j->lan_dtype = (enum wire_dtype)table_lan_dtype(tb);
 	j->chunk_elements = tb->chunk_elements;
 	j->cset_blocks = tb->cset_blocks;
 	j->cset_len = (uint32_t)tb->cset_blocks * WIRE_CSET_BLOCK;

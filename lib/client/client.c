@@ -135,10 +135,13 @@ struct gr_client {
 	size_t mtensor;                 /* bytes of one tensor */
 	uint32_t mahead;
 	/* MX jobs: the caller's fp32 tensor encoded for the wire, chunk after chunk (each
-	 * chunk_wire bytes, the last one shorter), with the kernels the dataplane uses. */
+	 * chunk_wire bytes, the last one shorter), with the kernels the dataplane uses; in
+	 * the LAN dtype (lan) if the job has one, 0 bytes when that is fp32 (the CONTRIBs
+	 * then carry the caller's buffer). */
 	const struct sum_kernels *k;
 	uint8_t *mxbuf;
 	size_t chunk_wire;
+	enum wire_dtype lan;            /* the dtype of this worker's CONTRIBs */
 	/* The chunk records are those of a call of resume_round that timed out, as it left
 	 * them (gr_options.resume). */
 	bool resumable;
@@ -341,6 +344,19 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 				      cfg->gateway_ports, cfg->gateway_base_port);
 	if (cfg->worker_port == 0)
 		return json_util_fail(err, errlen, "worker_port: must be 1 to 65535");
+	if (cfg->lan_dtype != 0 && cfg->lan_dtype != cfg->dtype) {
+		if ((cfg->lan_dtype != GR_DTYPE_FP32 && cfg->lan_dtype != GR_DTYPE_BF16) ||
+		    !wire_dtype_is_mx((enum wire_dtype)cfg->dtype))
+			return json_util_fail(err, errlen, "lan_dtype: %d, must be 0, the dtype, or "
+					      "fp32 (1) or bf16 (3) for an MX dtype",
+					      (int)cfg->lan_dtype);
+		if ((size_t)cfg->chunk_elements * gr_dtype_size(cfg->lan_dtype) >
+		    TABLE_CHUNK_BYTES_MAX)
+			return json_util_fail(err, errlen, "chunk_elements: %u elements of the "
+					      "lan_dtype %s must be at most %u bytes",
+					      cfg->chunk_elements, gr_dtype_name(cfg->lan_dtype),
+					      TABLE_CHUNK_BYTES_MAX);
+	}
 	if (cfg->cset_blocks > GR_CSET_BLOCKS_MAX)
 		return json_util_fail(err, errlen, "cset_blocks: %u, must be 0 to %u",
 				      cfg->cset_blocks, GR_CSET_BLOCKS_MAX);
@@ -451,6 +467,7 @@ config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t w
 	cfg->job = tb->job;
 	cfg->epoch = tb->epoch;
 	cfg->dtype = (enum gr_dtype)tb->dtype;
+	cfg->lan_dtype = (enum gr_dtype)tb->lan_dtype;
 	cfg->elements = tb->elements;
 	cfg->chunk_elements = tb->chunk_elements;
 	cfg->worker_id = worker_id;
@@ -663,6 +680,22 @@ prepare_mcast(const struct gr_config *cfg, struct prepared *p, char *err, size_t
 	return 0;
 }
 
+/* The CONTRIBs' dtype of a configuration. */
+static enum wire_dtype
+lan_of(const struct gr_config *cfg)
+{
+	return (enum wire_dtype)(cfg->lan_dtype != 0 ? cfg->lan_dtype : cfg->dtype);
+}
+
+/* MX jobs: bytes of a chunk encoded in mxbuf, in the LAN dtype; 0 for fp32, sent from
+ * the caller's buffer. */
+static size_t
+enc_bytes(const struct gr_config *cfg)
+{
+	return lan_of(cfg) == WIRE_DTYPE_FP32 ? 0 : wire_payload_bytes(lan_of(cfg),
+								       cfg->chunk_elements);
+}
+
 /* MX jobs: behind the encoded tensor in mxbuf, room for one chunk of fp32 (the padded
  * last chunk of a tensor shorter than the job's), aligned. */
 static size_t
@@ -736,9 +769,7 @@ prepare(const struct gr_config *cfg, int fd, struct prepared *p, char *err, size
 		}
 	}
 	if (wire_dtype_is_mx((enum wire_dtype)cfg->dtype)) {
-		p->mxbuf = malloc(mx_tail_off(wire_payload_bytes((enum wire_dtype)cfg->dtype,
-								 (uint32_t)cfg->chunk_elements),
-					      p->n_chunks) +
+		p->mxbuf = malloc(mx_tail_off(enc_bytes(cfg), p->n_chunks) +
 				  (size_t)cfg->chunk_elements * sizeof(float));
 		if (p->mxbuf == NULL) {
 			(void)json_util_fail(err, errlen, "out of memory for %u encoded chunks",
@@ -791,7 +822,8 @@ install(struct gr_client *c, struct prepared *p)
 	c->mtensor = p->mtensor;
 	c->mahead = p->mahead;
 	c->mxbuf = p->mxbuf;
-	c->chunk_wire = wire_payload_bytes((enum wire_dtype)c->cfg.dtype, c->cfg.chunk_elements);
+	c->chunk_wire = wire_dtype_is_mx((enum wire_dtype)c->cfg.dtype) ? enc_bytes(&c->cfg) : 0;
+	c->lan = lan_of(&c->cfg);
 	c->resumable = false;
 }
 
@@ -1064,11 +1096,11 @@ send_contrib(struct call *k, uint32_t chunk, bool retx, uint64_t now)
 	const struct gr_gateway *g = &k->c->tgw[tree_of(k->c, chunk)];
 
 	p.flags = retx ? WIRE_F_RETX : 0;
-	p.dtype = (enum wire_dtype)cfg->dtype;
+	p.dtype = k->c->lan;
 	p.cset_blocks = cfg->cset_blocks;
 	p.contrib = 1;
 	p.count = (uint16_t)n;
-	if (k->c->mxbuf != NULL)        /* MX: the chunk as gr_allreduce() encoded it */
+	if (k->c->chunk_wire != 0)      /* MX: the chunk as gr_allreduce() encoded it */
 		tx_add(k, &p, k->c->mxbuf + (size_t)chunk * k->c->chunk_wire,
 		       wire_payload_bytes(p.dtype, n), 0, g->ipv4,
 		       wire_udp_port(g->base_port, g->ports, chunk));
@@ -1569,6 +1601,8 @@ mx_encode_all(struct call *k)
 	struct gr_client *c = k->c;
 	enum sum_mx f = (enum sum_mx)(c->cfg.dtype - GR_DTYPE_MXINT8);
 
+	if (c->chunk_wire == 0)         /* a LAN dtype of fp32: the caller's buffer as it is */
+		return;
 	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
 		for (uint32_t i = c->cfg.trees[t].chunk_first; i < k->tend[t]; i++) {
 			uint32_t n = wire_chunk_len(c->cfg.elements, c->cfg.chunk_elements, i);
@@ -1581,8 +1615,13 @@ mx_encode_all(struct call *k)
 				memset(tail + k->tail, 0, (size_t)(n - k->tail) * sizeof(float));
 				src = tail;
 			}
-			c->k->mx_narrow[f](c->mxbuf + (size_t)i * c->chunk_wire, src,
-					   n / WIRE_MX_BLOCK);
+			if (c->lan == WIRE_DTYPE_BF16)
+				c->k->narrow_bf16((uint16_t *)(void *)(c->mxbuf +
+								       (size_t)i * c->chunk_wire),
+						  src, n);
+			else
+				c->k->mx_narrow[f](c->mxbuf + (size_t)i * c->chunk_wire, src,
+						   n / WIRE_MX_BLOCK);
 		}
 	}
 }

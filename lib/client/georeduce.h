@@ -145,6 +145,12 @@ struct gr_config {
 	 * table with `shards` and leaves them zero for a site with one gateway. (Last in the
 	 * structure: the fields above keep their offsets.) */
 	struct gr_gateway tree_gateways[GR_TREES_MAX];
+	/* The dtype of this worker's CONTRIBs to its gateway (the table's lan_dtype): 0 or
+	 * dtype for the same; GR_DTYPE_FP32 or GR_DTYPE_BF16 for an MX dtype, so that the
+	 * gradient is first rounded where the gateway's sum leaves for the WAN (results come
+	 * in dtype). chunk_elements of it at most 8192 bytes. (After tree_gateways, for the
+	 * same reason.) */
+	enum gr_dtype lan_dtype;
 };
 
 /** Called with the chunks done and the total (see struct gr_options). */

@@ -68,6 +68,7 @@ class GrConfig(ctypes.Structure):
         ("origin_streams", ctypes.c_uint16 * ORIGINS_MAX),
         ("mcast_rounds_ahead", ctypes.c_uint32),
         ("tree_gateways", GrGateway * TREES_MAX),
+        ("lan_dtype", ctypes.c_int),
     ]
 
 

@@ -70,6 +70,7 @@ class Config:
     gateway_ports: int
     trees: Tuple[Tree, ...]
     cset_blocks: int
+    lan_dtype: Optional[DType] = None   # an MX job's CONTRIBs to the gateway (fp32, bf16)
 
     @property
     def chunks(self) -> int:
@@ -87,7 +88,8 @@ class Config:
             gateway_base_port=c.gateway_base_port, gateway_ports=c.gateway_ports,
             trees=tuple(Tree(t.id, t.chunk_first, t.chunk_count, t.slots, t.window)
                         for t in c.trees[:c.n_trees]),
-            cset_blocks=c.cset_blocks)
+            cset_blocks=c.cset_blocks,
+            lan_dtype=by_code(c.lan_dtype) if c.lan_dtype not in (0, c.dtype) else None)
 
 
 class ConfigSource(abc.ABC):

@@ -148,3 +148,24 @@ def _compress_hook(name: str, dtype: str) -> Callable[..., Any]:
 
 fp16_compress_hook = _compress_hook("fp16_compress_hook", "fp16")
 bf16_compress_hook = _compress_hook("bf16_compress_hook", "bf16")
+
+
+def mx_compress_hook(state: HookState, bucket: dist.GradBucket
+                     ) -> torch.futures.Future[torch.Tensor]:
+    """Send the bucket as OCP microscaling blocks (the job's mxint8, mxfp8 or mxfp4), as
+    fp16_compress_hook sends fp16: libgeoreduce encodes each chunk of the fp32 bucket (or,
+    with the table's lan_dtype, sends it to the gateway in fp32 or bf16), the gateways sum
+    in fp32 and encode once per hop, and the decoded sum, divided by each chunk's
+    contributor count, lands in the bucket in place. A bucket of another float dtype is
+    cast to fp32 and back. The job's dtype must be an MX one.
+    """
+    d = state.client.dtype
+    if d.wire != "mx":
+        raise ValueError("mx_compress_hook: the job's dtype is %s; this hook needs a job of "
+                         "mxint8, mxfp8 or mxfp4 (its table's dtype)" % d.name)
+    buf = bucket.buffer()
+    if not buf.is_floating_point():
+        raise TypeError("mx_compress_hook: a bucket of %s, not floating point" % buf.dtype)
+    if buf.dtype == torch.float32:
+        return _reduce(state, bucket, buf, buf)
+    return _reduce(state, bucket, buf.to(torch.float32), buf)

@@ -83,7 +83,10 @@ def main():
     ap.add_argument("--min-workers", type=int, default=0,
                     help="crew jobs: a round completes at this many workers [all]")
     ap.add_argument("--elements", type=int, default=1 << 24)
-    ap.add_argument("--dtype", default="fp32")
+    ap.add_argument("--dtype", default="fp32",
+                    help="the jobs' dtype, or one per job (comma-separated) [fp32]")
+    ap.add_argument("--lan-dtype", default="",
+                    help="the MX jobs' lan_dtype: fp32 or bf16 (docs/DEPLOYMENT.md) [none]")
     ap.add_argument("--max-trees", type=int, default=4)
     ap.add_argument("--prefix", default="gr%d" % os.getpid(),
                     help="prefix of namespace and DPDK file names [gr<pid>]")
@@ -221,8 +224,15 @@ def main():
                          "listen": "%s:%d" % (CONTROL_IP, API_PORT)}
     if a.protect:
         deploy["protected"] = {"links": "all"}
+    dtypes = a.dtype.split(",")
+    if len(dtypes) == 1:
+        dtypes *= len(algos)
+    if len(dtypes) != len(algos):
+        fail("--dtype: %d dtypes for %d jobs (one, or one per job)" % (len(dtypes), len(algos)))
+    if a.lan_dtype not in ("", "fp32", "bf16"):
+        fail("--lan-dtype: fp32 or bf16, not '%s'" % a.lan_dtype)
     for j, al in enumerate(algos):
-        job = {"id": j + 1, "algorithm": al, "dtype": a.dtype, "elements": a.elements,
+        job = {"id": j + 1, "algorithm": al, "dtype": dtypes[j], "elements": a.elements,
                "slots": dict({"max": a.slots_max},
                              **({"min": a.slots_min} if a.slots_min else {})),
                # Each job its own UDP port, so that a worker may run several jobs at once.
@@ -232,6 +242,8 @@ def main():
             job["options"] = {"max_trees": a.max_trees}
         if al == "crew" and a.min_workers > 0:
             job["options"] = {"min_workers": a.min_workers}
+        if a.lan_dtype and dtypes[j].startswith("mx"):
+            job["lan_dtype"] = a.lan_dtype
         deploy["jobs"].append(job)
 
     q = shlex.quote

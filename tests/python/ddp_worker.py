@@ -4,8 +4,9 @@
     python3 ddp_worker.py RANK WORLD STORE_PORT HOOK STEPS OUT [TABLE WORKER_ID]
 
 HOOK is "gloo" (DDP's own allreduce over the Gloo process group) or one of "fp32",
-"fp16", "bf16" (georeduce.torch's ddp_comm_hook, fp16_compress_hook, bf16_compress_hook
-through the gateway of TABLE), or "gloo-fp16" (torch's fp16_compress_hook). Writes the
+"fp16", "bf16", "mx" (georeduce.torch's ddp_comm_hook, fp16_compress_hook,
+bf16_compress_hook, mx_compress_hook through the gateway of TABLE), or "gloo-fp16"
+(torch's fp16_compress_hook). Writes the
 losses, the final parameters (hex of their fp32 bytes) and the hook's records to OUT.
 """
 import faulthandler
@@ -47,7 +48,7 @@ def main() -> int:
         client = georeduce.Client.from_table(table, wid, timeout=2.0)
         state = grt.HookState(client, record=True)
         fn = {"fp32": grt.ddp_comm_hook, "fp16": grt.fp16_compress_hook,
-              "bf16": grt.bf16_compress_hook}[hook]
+              "bf16": grt.bf16_compress_hook, "mx": grt.mx_compress_hook}[hook]
         net.register_comm_hook(state, fn)
     opt = torch.optim.SGD(net.parameters(), lr=0.05)
     gen = torch.Generator().manual_seed(99 + rank)

@@ -3,7 +3,9 @@
 
 One thread serves UDP sockets on 127.0.0.1 (one per port of the steering range) and plays
 the root aggregator of every tree for the job's local workers: it sums their CONTRIBs in
-fp32, rounds once to the job's dtype, sends each worker the RESULT from the port of the
+fp32, rounds once to the job's dtype (mxint8: encodes the sum once, the OCP MX rules of
+docs/PROTOCOL.md section 4; with a lan_dtype, takes the workers' CONTRIBs in it), sends
+each worker the RESULT from the port of the
 chunk, answers RETX CONTRIBs (the RESULT if done, else an ACK) and NACK_RESULTs from the
 results it keeps. With a threshold (partial reduce, contributor sets) it completes a chunk
 at that many workers and answers late ones with the result. It can fall silent for its
@@ -28,12 +30,44 @@ HDR = struct.Struct(">HBBBBBBIIHHHHIIHHII10s")
 MAGIC, VERSION = 0x4752, 1
 CONTRIB, RESULT, ACK, NACK_CONTRIB, NACK_RESULT = 1, 2, 3, 4, 5
 F_RETX, F_ECHO = 1, 2
-DTYPES = {"fp32": (1, 4), "fp16": (2, 2), "bf16": (3, 2)}
+DTYPES = {"fp32": (1, 4), "fp16": (2, 2), "bf16": (3, 2), "mxint8": (4, 0)}
+
+
+def payload_len(dtype: str, count: int) -> int:
+    """Bytes of count elements: the element size, or 33 bytes per MXINT8 block of 32."""
+    return count // 32 * 33 if dtype == "mxint8" else count * DTYPES[dtype][1]
+
+
+def mx_decode(data: np.ndarray) -> np.ndarray:
+    """MXINT8 chunk bytes (elements first, then one E8M0 scale per block) to fp32."""
+    nb = len(data) // 33
+    n = data[:32 * nb].view(np.int8).astype(np.float64).reshape(nb, 32)
+    e = data[32 * nb:].astype(np.int64)
+    v = n / 64.0 * np.ldexp(1.0, e - 127)[:, None]
+    v[e == 255] = np.nan
+    return v.reshape(-1).astype(np.float32)
+
+
+def mx_encode(v: np.ndarray) -> bytes:
+    """fp32 to MXINT8: per block the scale of the largest magnitude, elements rounded to
+    nearest even in 1/64 and saturated at 127/64; a non-finite block gets scale 255."""
+    b = v.astype(np.float64).reshape(-1, 32)
+    amax = np.max(np.abs(b), axis=1)
+    bad = ~np.isfinite(amax)
+    _, k = np.frexp(np.where(bad, 1.0, amax))     # amax = m 2^k, m in [0.5, 1)
+    e = np.where(amax > 0, np.clip(k - 1 + 127, 0, 254), 0)
+    q = np.rint(np.where(bad[:, None], 0.0, b) / np.ldexp(1.0, e - 127)[:, None] * 64)
+    q = np.clip(q, -127, 127)
+    e = np.where(bad, 255, e)
+    q[bad] = 0
+    return q.astype(np.int8).tobytes() + e.astype(np.uint8).tobytes()
 LOCALHOST = "127.0.0.1"
 
 
 def decode(data: np.ndarray, dtype: str) -> np.ndarray:
     """Little-endian payload bytes to fp32 values."""
+    if dtype == "mxint8":
+        return mx_decode(data)
     if dtype == "fp32":
         return data.view("<f4").astype(np.float32)
     if dtype == "fp16":
@@ -44,6 +78,8 @@ def decode(data: np.ndarray, dtype: str) -> np.ndarray:
 def encode(v: np.ndarray, dtype: str) -> bytes:
     """fp32 values to payload bytes, rounded to nearest even."""
     v = v.astype(np.float32)
+    if dtype == "mxint8":
+        return mx_encode(v)
     if dtype == "fp32":
         return v.astype("<f4").tobytes()
     if dtype == "fp16":
@@ -91,14 +127,17 @@ class FakeGateway:
         threshold: partial reduce: complete a chunk at this many workers (needs sets).
         fail_after: fall silent for the epoch after this many chunks completed in it,
             then call on_fail (in the gateway's thread).
+        lan_dtype: the workers' CONTRIBs in this dtype (fp32 or bf16 for mxint8).
     """
 
     def __init__(self, workers: Sequence[int], elements: int, chunk_elements: int,
                  dtype: str = "fp32", trees: Optional[Sequence[Tuple[int, int, int]]] = None,
                  ports: int = 1, job: int = 7, epoch: int = 3, gw_id: int = 900,
                  threshold: int = 0, fail_after: int = 0,
-                 on_fail: Optional[Callable[["FakeGateway"], None]] = None) -> None:
+                 on_fail: Optional[Callable[["FakeGateway"], None]] = None,
+                 lan_dtype: Optional[str] = None) -> None:
         self.workers = list(workers)
+        self.lan_dtype = lan_dtype
         self.elements, self.ce, self.dtype = elements, chunk_elements, dtype
         self.n_chunks = -(-elements // chunk_elements)
         self.trees = list(trees) if trees else [(0, 0, self.n_chunks)]
@@ -152,6 +191,8 @@ class FakeGateway:
                "trees": trees}
         if self.cset_blocks:
             doc["cset_blocks"] = self.cset_blocks
+        if self.lan_dtype:
+            doc["lan_dtype"] = self.lan_dtype
         return json.dumps(doc, indent=1)
 
     def write_table(self, path: str, epoch: Optional[int] = None) -> None:
@@ -237,10 +278,12 @@ class FakeGateway:
     def _contrib(self, pkt: bytes, flags: int, dt: int, cset_blocks: int, epoch: int,
                  t: Tuple[int, int, int], origin: int, contrib: int, rnd: int, chunk: int,
                  count: int, tsval: int) -> None:
-        code, esize = DTYPES[self.dtype]
+        lan = self.lan_dtype or self.dtype
+        code = DTYPES[lan][0]
+        plen = payload_len(lan, count)
         off = HDR.size + 32 * cset_blocks
         if (dt != code or cset_blocks != self.cset_blocks or contrib != 1
-                or count != self._chunk_len(chunk) or len(pkt) != off + count * esize):
+                or count != self._chunk_len(chunk) or len(pkt) != off + plen):
             self.bad += 1
             return
         self.contribs += 1
@@ -260,7 +303,7 @@ class FakeGateway:
         if origin not in s.workers:
             s.workers.add(origin)
             s.contrib += 1
-            s.acc += decode(np.frombuffer(pkt, np.uint8, count * esize, off), self.dtype)
+            s.acc += decode(np.frombuffer(pkt, np.uint8, plen, off), lan)
         elif retx:
             self._send(chunk, self._hdr(ACK, F_ECHO, epoch, t[0], origin, 0, rnd, chunk, 1,
                                         tsecr=tsval), origin)

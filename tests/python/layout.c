@@ -53,6 +53,7 @@ main(void)
 	FIELD(gr_config, origin_streams);
 	FIELD(gr_config, mcast_rounds_ahead);
 	FIELD(gr_config, tree_gateways);
+	FIELD(gr_config, lan_dtype);
 	END();
 	BEGIN(gr_gateway);
 	FIELD(gr_gateway, id);

@@ -1,0 +1,248 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""DiLoCo-style training through georeduce gateways: each site trains its replica alone
+for H inner steps, then the sites average their pseudo-gradients (the change of the
+parameters over those steps) through the gateways, in one AllReduce, and every site
+applies the same outer step to the global parameters.
+
+Run with Debian's /usr/bin/python3 (python3-torch); examples/diloco/run starts one worker
+per site of the emulated WAN and compares an mxint8 job with an fp32 one.
+
+  diloco.py params [--hidden N]                   the model's parameter count
+  diloco.py worker --table T --worker-id W --rank R --out F [--compare-table T2] ...
+  diloco.py report --runs NAME=GLOB [NAME=GLOB...] [--data F]
+
+The algorithm is DiLoCo's (Douillard et al., "DiLoCo: Distributed Low-Communication
+Training of Language Models", 2023): AdamW as the inner optimizer, kept by each site
+across outer steps; SGD with Nesterov momentum as the outer optimizer (lr 0.7, momentum
+0.9), whose gradient is the average pseudo-gradient theta - theta_site. Every site gets
+the same bits of that average from the gateways, so every site's global parameters stay
+bit for bit the same.
+
+The task (as scripts/lib/train.py's): an MLP 512 -> HIDDEN -> HIDDEN -> 4 classifying
+inputs drawn from N(0, 1) by the argmax of a fixed random linear teacher of the first 8
+inputs; each site draws its own batches (its rank in the seed), and every site evaluates
+the global model on the same held-out set after every outer step.
+
+--compare-table T2 (a second job, fp32): the same pseudo-gradient is also averaged through
+T2's job, and the relative L2 error of the job's average against it is recorded per outer
+step (the quantisation error the training saw).
+"""
+import argparse
+import glob
+import hashlib
+import json
+import math
+import sys
+import time
+
+IN, CLASSES, LATENT = 512, 4, 8
+
+
+def model(seed, hidden):
+    import torch
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(IN, hidden), torch.nn.ReLU(),
+                               torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
+                               torch.nn.Linear(hidden, CLASSES))
+
+
+def teacher(seed):
+    import torch
+    t = torch.nn.Linear(IN, CLASSES)
+    g = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        t.weight.copy_(torch.randn(CLASSES, IN, generator=g))
+        t.weight[:, LATENT:] = 0
+        t.bias.zero_()
+    return t
+
+
+def draw(t, g, n):
+    import torch
+    x = torch.randn(n, IN, generator=g)
+    with torch.no_grad():
+        y = t(x).argmax(dim=1)
+    return x, y
+
+
+def cmd_params(a):
+    print(sum(p.numel() for p in model(a.seed, a.hidden).parameters()))
+    return 0
+
+
+def cmd_worker(a):
+    import torch
+    import georeduce
+
+    torch.set_num_threads(1)
+    net = model(a.seed, a.hidden)
+    params = list(net.parameters())
+    sizes = [p.numel() for p in params]
+    n = sum(sizes)
+    tch = teacher(a.seed)
+    data = torch.Generator().manual_seed(a.seed * 1000 + a.rank)
+    held = draw(tch, torch.Generator().manual_seed(a.seed * 1000 + 999), 1024)
+    glob_p = [p.detach().clone().requires_grad_(True) for p in params]
+    inner = torch.optim.AdamW(params, lr=a.inner_lr)
+    outer = torch.optim.SGD(glob_p, lr=a.outer_lr, momentum=a.momentum, nesterov=True)
+    client = georeduce.Client.from_table(a.table, a.worker_id, timeout=a.timeout,
+                                         first_round=a.first_round)
+    ref = None
+    if a.compare_table:
+        ref = georeduce.Client.from_table(a.compare_table, a.worker_id, timeout=a.timeout,
+                                          first_round=a.first_round)
+    if client.elements < n:
+        raise SystemExit("the job's tensor has %d elements, the model %d parameters"
+                         % (client.elements, n))
+
+    def evaluate():
+        with torch.no_grad():
+            return torch.nn.functional.cross_entropy(net(held[0]), held[1]).item()
+
+    outer_steps = [{"outer": 0, "eval": evaluate(), "inner": None, "t": 0.0}]
+    t0 = time.perf_counter()
+    for k in range(1, a.outer + 1):
+        losses = []
+        for _ in range(a.inner):
+            x, y = draw(tch, data, a.batch)
+            inner.zero_grad()
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+            loss.backward()
+            inner.step()
+            losses.append(loss.item())
+        with torch.no_grad():
+            delta = torch.cat([(g - p).reshape(-1) for g, p in zip(glob_p, params)])
+        plain = delta.clone() if ref is not None else None
+        t1 = time.perf_counter()
+        contributors = client.allreduce(delta, average=True)
+        t_ar = time.perf_counter() - t1
+        rec = {"outer": k, "inner": sum(losses) / len(losses), "allreduce_s": t_ar,
+               "contributors": contributors}
+        if ref is not None:
+            ref.allreduce(plain, average=True)
+            rec["pseudo_grad_rel_err"] = (torch.linalg.vector_norm(delta - plain) /
+                                          torch.linalg.vector_norm(plain)).item()
+        with torch.no_grad():
+            for g, d in zip(glob_p, torch.split(delta, sizes)):
+                g.grad = d.view_as(g).clone()
+        outer.step()
+        outer.zero_grad()
+        with torch.no_grad():
+            for p, g in zip(params, glob_p):
+                p.copy_(g)
+        rec["eval"] = evaluate()
+        rec["t"] = time.perf_counter() - t0
+        outer_steps.append(rec)
+        print("outer %d: inner loss %.4f, eval loss %.4f, allreduce %.3f s" % (
+            k, rec["inner"], rec["eval"], t_ar), flush=True)
+    flat = torch.cat([g.detach().reshape(-1) for g in glob_p])
+    doc = {"rank": a.rank, "params": n, "dtype": client.dtype.name,
+           "lan_dtype": client.config.lan_dtype.name if client.config.lan_dtype else None,
+           "inner_steps": a.inner, "outer": outer_steps,
+           "params_sha256": hashlib.sha256(flat.numpy().tobytes()).hexdigest(),
+           "stats": client.stats()}
+    client.close()
+    if ref is not None:
+        ref.close()
+    with open(a.out, "w") as f:
+        json.dump(doc, f)
+    return 0
+
+
+def load(pattern):
+    docs = [json.load(open(p)) for p in sorted(glob.glob(pattern))]
+    if not docs:
+        raise SystemExit("report: no file matches %s" % pattern)
+    return docs
+
+
+def cmd_report(a):
+    runs = []
+    for spec in a.runs:
+        name, _, pattern = spec.partition("=")
+        if not pattern:
+            raise SystemExit("report: --runs NAME=GLOB, not '%s'" % spec)
+        runs.append((name, load(pattern)))
+    k = min(len(d["outer"]) for _, docs in runs for d in docs)
+    head = "  %5s" % "outer"
+    for name, _ in runs:
+        head += "  %12s  %12s" % ("eval " + name, "inner " + name)
+    print(head)
+    curves = {}
+    for name, docs in runs:
+        if len({d["params_sha256"] for d in docs}) != 1:
+            raise SystemExit("report: the %s sites ended with different parameters" % name)
+        curves[name] = [docs[0]["outer"][i]["eval"] for i in range(k)]
+    for i in range(k):
+        line = "  %5d" % i
+        for name, docs in runs:
+            inner = [d["outer"][i]["inner"] for d in docs]
+            line += "  %12.5f  %12s" % (curves[name][i], "-" if inner[0] is None
+                                        else "%.5f" % (sum(inner) / len(inner)))
+        print(line)
+    for name, docs in runs:
+        # The site that came last waits for no other: its call is the transfer alone.
+        ar = [min(d["outer"][i]["allreduce_s"] for d in docs) for i in range(1, k)]
+        err = [d["outer"][i].get("pseudo_grad_rel_err") for d in docs for i in range(1, k)]
+        err = [e for e in err if e is not None]
+        print("%s: %d sites, %s%s, final eval loss %.5f, AllReduce of the pseudo-gradient "
+              "%.3f s (median; at the site that came last)%s" % (
+                  name, len(docs), docs[0]["dtype"],
+                  " (LAN %s)" % docs[0]["lan_dtype"] if docs[0]["lan_dtype"] else "",
+                  curves[name][-1], sorted(ar)[len(ar) // 2] if ar else float("nan"),
+                  ", its error against fp32: %.3g relative L2 (mean)" %
+                  (sum(err) / len(err)) if err else ""))
+    if len(runs) >= 2:
+        a_name, b_name = runs[0][0], runs[1][0]
+        d = max(abs(x - y) for x, y in zip(curves[a_name], curves[b_name]))
+        print("diloco: %d outer steps of %d inner, eval loss %s %.5f, %s %.5f, "
+              "max difference %.2e" % (k - 1, runs[0][1][0]["inner_steps"], a_name,
+                                       curves[a_name][-1], b_name, curves[b_name][-1], d))
+    if a.data:
+        with open(a.data, "w") as f:
+            f.write("# outer step, eval loss; one block per run: %s\n"
+                    % ", ".join(n for n, _ in runs))
+            for name, _ in runs:
+                for i, v in enumerate(curves[name]):
+                    f.write("%d %.6f\n" % (i, v))
+                f.write("\n\n")
+    bad = [n for n, c in curves.items() if not all(math.isfinite(v) for v in c)]
+    return 1 if bad else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("params")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--hidden", type=int, default=1024)
+    w = sub.add_parser("worker")
+    w.add_argument("--table", required=True)
+    w.add_argument("--compare-table")
+    w.add_argument("--worker-id", type=int, required=True)
+    w.add_argument("--rank", type=int, required=True)
+    w.add_argument("--outer", type=int, default=20, help="outer steps [20]")
+    w.add_argument("--inner", type=int, default=20, help="inner steps H per outer step [20]")
+    w.add_argument("--hidden", type=int, default=1024)
+    w.add_argument("--batch", type=int, default=64)
+    w.add_argument("--inner-lr", type=float, default=1e-3)
+    w.add_argument("--outer-lr", type=float, default=0.7)
+    w.add_argument("--momentum", type=float, default=0.9)
+    w.add_argument("--seed", type=int, default=7)
+    w.add_argument("--timeout", type=float, default=120.0)
+    w.add_argument("--first-round", type=int, default=0)
+    w.add_argument("--out", required=True)
+    r = sub.add_parser("report")
+    r.add_argument("--runs", nargs="+", required=True, metavar="NAME=GLOB")
+    r.add_argument("--data", help="write eval loss against outer step for gnuplot here")
+    a = ap.parse_args()
+    if a.cmd in ("params", "worker") and a.hidden < 1:
+        ap.error("--hidden must be at least 1")
+    if a.cmd == "worker" and (a.outer < 1 or a.inner < 1):
+        ap.error("--outer and --inner must be at least 1")
+    return {"params": cmd_params, "worker": cmd_worker, "report": cmd_report}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
