@@ -45,7 +45,7 @@
 /** A link direction carrying less than this share of what it should is idle (its jobs are
  * not sending), not short: with nothing to carry the probes' round trip can still rise,
  * with the gateways' CPU load alone, and planning at such a rate would compound. */
-#define DAEMON_RATE_IDLE 0.1
+#define DAEMON_RATE_IDLE 0.05
 /** Plans use no less than this share of a link direction's topology capacity however
  * little it was found to carry: a link that is up and carries less is either down (the
  * probes tell) or has gateways starved of CPU for a while, and a plan at what such a
