@@ -211,67 +211,47 @@ fi
 # sums stay exact through every encode (georeduce-worker --help), so results are bit-exact.
 if [ -n "$WK" ]; then
 	MXN=99968 mxjob=44
-	for dt in mxint8 mxfp8 mxfp4; do
-		ce=$([ $dt = mxfp4 ] && echo 2656 || echo 1344)
-		ch=$(((MXN + ce - 1) / ce))
+	mxw() { # table ids...
+		local t=$1 a=()
+		shift
+		for i in "$@"; do a+=(--worker-id "$i"); done
+		ip netns exec "$NW" "$WK" --table "$t" "${a[@]}" --all-workers 11,12,21,22 \
+			--dtype $dt --rounds 2 --window 64 --timeout 10 >"$TMP/mx$1.log" 2>&1
+	}
+	mx_job() { # DTYPE CHUNK-ELEMENTS DESCRIPTION [LAN-DTYPE]: job $mxjob on both
+		local dt=$1 ce=$2 what=$3 ch=$((($MXN + $2 - 1) / $2)) d wa wb
+		d="\"dtype\": \"$1\"${4:+, \"lan_dtype\": \"$4\"}"
 		for g in a b; do
-			sed -e "s/\"job\": 42/\"job\": $mxjob/" -e "s/\"dtype\": \"fp32\"/\"dtype\": \"$dt\"/" \
+			sed -e "s/\"job\": 42/\"job\": $mxjob/" -e "s/\"dtype\": \"fp32\"/$d/" \
 				-e "s/\"elements\": $N/\"elements\": $MXN/" \
 				-e "s/\"chunk_elements\": $CE/\"chunk_elements\": $ce/" \
 				-e "s/\"chunk_count\": $CH/\"chunk_count\": $ch/" \
 				"$TMP/t$g.json" >"$TMP/mx$g.json"
 			"$CTL" -s "$TMP/$g.sock" install "$TMP/mx$g.json" >/dev/null ||
-				not_ok "$dt table install on $g"
+				not_ok "$what: table install on $g"
 		done
-		mxw() { # table ids...
-			local t=$1 a=()
-			shift
-			for i in "$@"; do a+=(--worker-id "$i"); done
-			ip netns exec "$NW" "$WK" --table "$t" "${a[@]}" --all-workers 11,12,21,22 \
-				--dtype $dt --rounds 2 --window 64 --timeout 10 >"$TMP/mx$1.log" 2>&1
-		}
 		mxw "$TMP/mxa.json" 11 12 & wa=$!
 		mxw "$TMP/mxb.json" 21 22 & wb=$!
 		if wait "$wa" && wait "$wb"; then
-			ok "$dt: 2 rounds of 4 workers over both gateways, bit-exact"
+			ok "$what: 2 rounds of 4 workers over both gateways, bit-exact"
 		else
-			not_ok "$dt rounds"
+			not_ok "$what rounds"
 			cat "$TMP/mx11.log" "$TMP/mx21.log"
 		fi
 		for g in a b; do
 			"$CTL" -s "$TMP/$g.sock" remove $mxjob >/dev/null 2>&1 || true
 		done
 		mxjob=$((mxjob + 1))
+	}
+	for dt in mxint8 mxfp8 mxfp4; do
+		mx_job $dt "$([ $dt = mxfp4 ] && echo 2656 || echo 1344)" "$dt"
 	done
 	# An MX job with a LAN dtype (jobs 47, 48): the workers send fp32 (bf16) to their
 	# gateway, which adds it to its fp32 sum unrounded; partial sums and results are MX.
-	# Chunks of 352 (704) elements, whose LAN frames fit the MTU of 1500.
-	for dl in mxint8:fp32:352 mxfp4:bf16:704; do
-		IFS=: read -r dt lan ce <<<"$dl"
-		ch=$(((MXN + ce - 1) / ce))
-		for g in a b; do
-			sed -e "s/\"job\": 42/\"job\": $mxjob/" \
-				-e "s/\"dtype\": \"fp32\"/\"dtype\": \"$dt\", \"lan_dtype\": \"$lan\"/" \
-				-e "s/\"elements\": $N/\"elements\": $MXN/" \
-				-e "s/\"chunk_elements\": $CE/\"chunk_elements\": $ce/" \
-				-e "s/\"chunk_count\": $CH/\"chunk_count\": $ch/" \
-				"$TMP/t$g.json" >"$TMP/mx$g.json"
-			"$CTL" -s "$TMP/$g.sock" install "$TMP/mx$g.json" >/dev/null ||
-				not_ok "$dt table with lan_dtype $lan: install on $g"
-		done
-		mxw "$TMP/mxa.json" 11 12 & wa=$!
-		mxw "$TMP/mxb.json" 21 22 & wb=$!
-		if wait "$wa" && wait "$wb"; then
-			ok "$dt with lan_dtype $lan: 2 rounds of 4 workers over both gateways, bit-exact"
-		else
-			not_ok "$dt with lan_dtype $lan rounds"
-			cat "$TMP/mx11.log" "$TMP/mx21.log"
-		fi
-		for g in a b; do
-			"$CTL" -s "$TMP/$g.sock" remove $mxjob >/dev/null 2>&1 || true
-		done
-		mxjob=$((mxjob + 1))
-	done
+	# Chunks of 352 (704) elements, whose LAN frames fit the MTU of 1500. The tables stay
+	# in mxa.json and mxb.json for the refusals below.
+	mx_job mxint8 352 "mxint8 with lan_dtype fp32" fp32
+	mx_job mxfp4 704 "mxfp4 with lan_dtype bf16" bf16
 	# A worker told another dtype refuses the table.
 	if ip netns exec "$NW" "$WK" --table "$TMP/mxa.json" --worker-id 11 --dtype fp32 \
 		>/dev/null 2>"$TMP/err"; then
