@@ -529,6 +529,7 @@ parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl
 static char *
 metrics_render(void *arg, size_t *len)
 {
+	dp_peers_update(arg); /* replies already in count, as for `stats` */
 	return dp_metrics_text(arg, len);
 }
 
