@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """One rank of a small DistributedDataParallel training, for tests/python/test_torch.py.
 
-    python3 ddp_worker.py RANK WORLD STORE_PORT HOOK STEPS OUT [TABLE WORKER_ID]
+    python3 ddp_worker.py RANK WORLD STORE_FILE HOOK STEPS OUT [TABLE WORKER_ID]
+
+The ranks meet through STORE_FILE (torch's file rendezvous), not a TCP port: a port
+chosen free by the test can be taken by any outgoing connection before rank 0 binds it.
 
 HOOK is "gloo" (DDP's own allreduce over the Gloo process group) or one of "fp32",
 "fp16", "bf16", "mx" (georeduce.torch's ddp_comm_hook, fp16_compress_hook,
@@ -30,11 +33,11 @@ def model() -> torch.nn.Module:
 
 
 def main() -> int:
-    rank, world, port, hook, steps, out = sys.argv[1:7]
+    rank, world, store, hook, steps, out = sys.argv[1:7]
     rank, world, steps = int(rank), int(world), int(steps)
     faulthandler.dump_traceback_later(200, exit=True)  # a hang shows where it is
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%s" % port, rank=rank,
+    dist.init_process_group("gloo", init_method="file://" + os.path.abspath(store), rank=rank,
                             world_size=world)
     # Several buckets of a small model: DDP's first bucket (1 MiB by default) too.
     dist._DEFAULT_FIRST_BUCKET_BYTES = 4096

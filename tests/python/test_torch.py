@@ -15,7 +15,7 @@ import torch
 
 import georeduce
 import georeduce.torch as grt
-from fakegw import FakeGateway, decode, encode, free_ports
+from fakegw import FakeGateway, decode, encode
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = os.path.normpath(os.path.join(HERE, "..", "..", "python"))
@@ -216,11 +216,13 @@ def test_hook_errors():
 
 
 def ddp_run(tmp_path, name, hook, steps, gw=None, world=2):
-    port = free_ports(1)
+    store = tmp_path / ("%s.store" % name)
+    if store.exists():
+        store.unlink()
     procs = []
     for rank in range(world):
         args = [sys.executable, os.path.join(HERE, "ddp_worker.py"), str(rank), str(world),
-                str(port), hook, str(steps), str(tmp_path / ("%s-%d.json" % (name, rank)))]
+                str(store), hook, str(steps), str(tmp_path / ("%s-%d.json" % (name, rank)))]
         if gw is not None:
             args += [str(tmp_path / "gw.json"), str(gw.workers[rank])]
         log = open(tmp_path / ("%s-%d.log" % (name, rank)), "w")
