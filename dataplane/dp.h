@@ -263,7 +263,9 @@ struct dp_job_lcore {
 	uint64_t *srtt;             /* per tree: smoothed CONTRIB-to-RESULT time, TSC; 0: none */
 	uint64_t *rttvar;           /* per tree */
 	uint64_t *progress;         /* per tree: TSC of the latest RESULT from the parent */
-	uint64_t *progress_sent;    /* per tree: when that RESULT's partial sum went up */
+	uint64_t *progress_sent;    /* per tree: the latest send time of a partial sum that
+				     * has its RESULT (sent once) */
+	uint64_t *progress_rtt;     /* per tree: that partial sum's round trip */
 	uint32_t *progress_round;   /* per tree: the round of that RESULT */
 	struct dp_pacer *pacers;    /* n_pacers, see struct dp_tree */
 	uint32_t *active;           /* pacers with frames waiting: n_active of n_pacers */

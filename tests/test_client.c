@@ -94,6 +94,7 @@ struct fake_opts {
 	bool bad_cset;                  /* before each fan-out RESULT, two with wrong sums and
 					 * a set of the wrong length (none, one block more) */
 	unsigned int silent_after;      /* fall silent after this many RESULTs (0: never) */
+	bool lose_chunk0;               /* lose the first CONTRIB of chunk 0 */
 	uint64_t seed;
 };
 
@@ -551,6 +552,10 @@ gw_rx(struct fakegw *g, int port_idx, const uint8_t *pkt, size_t len,
 		return;
 	if (wire_hdr_decode(pkt, len, &p, NULL) < 0) {
 		g->bad++;
+		return;
+	}
+	if (g->o.lose_chunk0 && p.type == WIRE_TYPE_CONTRIB && p.chunk == 0) {
+		g->o.lose_chunk0 = false;
 		return;
 	}
 	if (p.type == WIRE_TYPE_PROBE_REPLY) {
@@ -1780,6 +1785,32 @@ test_held(void)
 	gw_free(g);
 }
 
+/* A loss among a round's last chunks: the first CONTRIB of chunk 0 of two is lost, chunk
+ * 1's result comes at once. No chunk is sent long after chunk 0, but once the time chunk
+ * 1's result took (and an eighth of the timeout) has passed since chunk 0 went, chunk 0
+ * goes again: after about 0.6 s here, where its timer (5 s, doubled before the round's
+ * first result) would have waited 10 s. */
+static void
+test_tail_loss(void)
+{
+	struct job j;
+	struct fake_opts fo = { .retx = RETX_SPEC, .lose_chunk0 = true };
+	struct gr_options o = { .rto_min_ms = 5000, .rto_initial_ms = 5000, .rto_max_ms = 10000,
+				.timeout_ms = 30000 };
+	struct wrk ws[WORKERS_MAX];
+	struct fakegw *g;
+
+	job_init(&j, 1, 1, 1, GR_DTYPE_FP32, 64 * 2, 64);
+	g = gw_run(&j, &fo, &o, 1, ws);
+	CHECK(ws[0].rc == 1 && ws[0].wrong == 0, "rc %d, %d elements wrong", ws[0].rc,
+	      ws[0].wrong);
+	CHECK(ws[0].st.contribs_retx == 1, "%llu payloads resent, want 1",
+	      (unsigned long long)ws[0].st.contribs_retx);
+	CHECK(ws[0].ms < 4000, "took %.0f ms: the lost chunk waited for its timer", ws[0].ms);
+	CU_ASSERT(g->bad == 0);
+	gw_free(g);
+}
+
 static void
 test_timeout(void)
 {
@@ -2322,6 +2353,7 @@ main(void)
 		{ "window", test_window },
 		{ "5% loss both ways", test_loss },
 		{ "ACK stops payload retransmission, T2 asks", test_held },
+		{ "a loss among a round's last chunks", test_tail_loss },
 		{ "silent gateway: -ETIMEDOUT", test_timeout },
 		{ "a timed-out call taken up again", test_resume },
 		{ "a call cancelled by its callback, taken up again", test_cancel },

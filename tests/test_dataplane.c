@@ -3677,6 +3677,54 @@ test_fast_retransmit(void)
 	dp_down();
 }
 
+/*
+ * A loss among a round's last chunks: the partial sums of chunks 0 and 1 go up back to
+ * back, chunk 1's RESULT comes after a round trip and chunk 0's never. No chunk was sent
+ * long after chunk 0, so only the time tells: once the round trip chunk 1 took (plus an
+ * eighth) has passed since chunk 0 went, chunk 0 is resent, long before its timer (which
+ * would restart from chunk 1's RESULT and wait a whole timeout more).
+ */
+static void
+test_tail_loss(void)
+{
+	const uint64_t el = 128;
+	const uint32_t ce = 64;
+	static const uint16_t w1[] = { 21 };
+	struct tdesc td = { 0, 4, 0, { 0 }, 0, 2, 16, { 0 } };   /* leaf under gateway 4 */
+	static struct out o[16];
+	float res[64] = { 0 };
+	struct pkt r = { WIRE_TYPE_RESULT, 0, 71, 1, 0, 4, 4, 1, 9, 1, WIRE_DTYPE_FP32, 64,
+			 PEER_IP(4) };
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(71, 1, 2, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td),
+				"install") == 0);
+	uint64_t t0 = rte_get_timer_cycles();
+
+	inject(contrib_f32(71, 1, 0, 21, 9, 0, el, ce));
+	inject(contrib_f32(71, 1, 0, 21, 9, 1, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 2);         /* both partial sums up; chunk 0 is lost */
+	rte_delay_us_sleep(20000);
+	inject(mk_pkt(&r, res));                /* chunk 1's RESULT */
+	poll_all();
+	/* The round trip chunk 1 took is at most t1 - t0; wait until a quarter more has
+	 * passed since chunk 0 went (at most t0), then one poll must resend it. */
+	uint64_t t1 = rte_get_timer_cycles();
+
+	while (rte_get_timer_cycles() - t0 < (t1 - t0) * 5 / 4)
+		rte_delay_us_sleep(500);
+	dp_worker_poll(dp.lcores[0]);
+	int n = collect(o, 16), retx = 0;
+
+	for (int i = 0; i < n && i < 16; i++)
+		retx += o[i].p.type == WIRE_TYPE_CONTRIB && o[i].p.chunk == 0 &&
+			(o[i].p.flags & WIRE_F_RETX);
+	CU_ASSERT(retx == 1);
+	CU_ASSERT(ctr(DP_CTR_RETRANSMITS) == 1);
+	dp_down();
+}
+
 /* Poll until pred(o[0 .. n - 1]) over everything sent so far holds, or 60 s: the frames
  * are appended to o (at most max); returns how many there are. */
 static int
@@ -4174,6 +4222,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "a draining epoch waits for its pacers", test_retire_after_pacers);
 	CU_add_test(s, "a RESULT's copies share one payload segment", test_fanout_shared_segment);
 	CU_add_test(s, "fast retransmit", test_fast_retransmit);
+	CU_add_test(s, "a loss among a round's last chunks", test_tail_loss);
 	CU_add_test(s, "selective repeat: a lost partial sum does not stop the pool",
 		    test_selective_leaf);
 	CU_add_test(s, "a lost partial sum up and a lost RESULT down, repaired ahead of the queue",

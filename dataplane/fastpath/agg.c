@@ -510,17 +510,21 @@ resend_up(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	send_ctl(lc, j, &t->parent, &a, DP_CTR_NACKS_SENT);
 }
 
-/* Whether the partial sum of s, as last sent, was overtaken: a partial sum of its tree
- * first sent more than an eighth of a round trip after it already has its RESULT, so this
- * one, or its RESULT, was lost (the tree's chunks travel in order through the pacers and
- * delay lines, and a resent one goes ahead of the pacer's queue, so it cannot be behind
- * one sent after it). Also after a retransmission: a resent partial sum lost again is
- * resent as soon as a later one is answered, not a timeout later. Not once the parent
- * holds it (ACK): its RESULT may wait for others. */
+/* Whether the partial sum of s, as last sent, was lost (or its RESULT was): a partial sum
+ * of its tree sent after it already has its RESULT, and the time that one took has passed
+ * since s went, plus an eighth of the smoothed round trip for the spread between chunks
+ * (as RACK does, RFC 8985). The tree's chunks travel in order through the pacers and delay
+ * lines, and a resent one goes ahead of the pacer's queue, so s cannot be behind one sent
+ * after it. This tells of a loss among a round's last chunks too, where no chunk is sent
+ * long after them: only the very last one waits for its timer. Also after a
+ * retransmission: a resent partial sum lost again is resent as soon as a later one is
+ * answered, not a timeout later. Not once the parent holds it (ACK): its RESULT may wait
+ * for others. */
 static inline bool
-overtaken(const struct dp_job_lcore *lj, uint16_t ti, const struct dp_slot *s)
+overtaken(const struct dp_job_lcore *lj, uint16_t ti, const struct dp_slot *s, uint64_t now)
 {
-	return !s->held && lj->progress_sent[ti] > s->sent_tsc + lj->srtt[ti] / 8;
+	return !s->held && lj->progress_sent[ti] > s->sent_tsc &&
+	       now >= s->sent_tsc + lj->progress_rtt[ti] + lj->srtt[ti] / 8;
 }
 
 /* The head of the timer FIFO can go: due, answered meanwhile (a stale entry must not
@@ -535,7 +539,7 @@ head_ready(const struct dp_job_lcore *lj, uint64_t now)
 	if (tm->s->state != DP_SLOT_COMPLETE || tm->s->chunk != tm->chunk ||
 	    tm->s->round != tm->round)
 		return true;
-	return overtaken(lj, tm->tree, tm->s);
+	return overtaken(lj, tm->tree, tm->s, now);
 }
 
 void
@@ -562,7 +566,7 @@ dp_agg_timers(struct dp_lcore *lc, const struct dp_state *st)
 				 * its timer on every ACK). A later partial sum answered first
 				 * means this one was lost: resend now (fast retransmit). */
 				uint64_t quiet = lj->progress[tm.tree] + rto(lc, j, tm.tree, 0);
-				bool fast = overtaken(lj, tm.tree, s);
+				bool fast = overtaken(lj, tm.tree, s, now);
 
 				if (s->retries == 0 && lj->progress[tm.tree] != 0 && quiet > now &&
 				    !fast) {
@@ -609,8 +613,10 @@ result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t
 			rtt_sample(lc, j, ti, now - s->sent_tsc);
 		j->lj[lc->idx].progress[ti] = now;
 		j->lj[lc->idx].progress_round[ti] = s->round;
-		if (s->retries == 0 && s->sent_tsc > j->lj[lc->idx].progress_sent[ti])
+		if (s->retries == 0 && s->sent_tsc > j->lj[lc->idx].progress_sent[ti]) {
 			j->lj[lc->idx].progress_sent[ti] = s->sent_tsc;
+			j->lj[lc->idx].progress_rtt[ti] = now - s->sent_tsc;
+		}
 		rte_pktmbuf_free(s->acc);
 		s->acc = NULL;
 	}

@@ -174,6 +174,8 @@ struct call {
 	uint64_t tprogress[GR_TREES_MAX]; /* per tree: when its latest result came (us) */
 	uint32_t tprog_sent[GR_TREES_MAX]; /* per tree: the latest first-sent time (us, mod
 					    * 2^32) of a chunk with its result */
+	uint32_t tprog_rtt[GR_TREES_MAX];  /* per tree: the time that chunk's result took */
+	uint32_t tprog_chunk[GR_TREES_MAX]; /* per tree: that chunk (a burst shares a time) */
 	uint32_t done;
 	uint64_t next_due;              /* no timer expires before this */
 	uint16_t contrib_min, contrib_max;
@@ -1167,16 +1169,25 @@ run_timers(struct call *k, uint64_t now)
 			if (h->state == CH_DONE || h->state == CH_IDLE)
 				continue;
 			/* ... unless a chunk first sent after it (as last sent) already has
-			 * its result: then it, or its result, was lost, and goes again now
-			 * (fast retransmit, also after a resend); not once the gateway holds
-			 * it (HELD: its result may wait for others). */
-			bool overtaken = h->state != CH_HELD &&
-					 (int32_t)(k->tprog_sent[t] - h->sent_us) > (int32_t)(base / 8);
+			 * its result, and the time that one took (plus an eighth of the
+			 * timeout, for the spread) has passed since this one went: then it,
+			 * or its result, was lost, and goes again now (fast retransmit, as
+			 * RACK, RFC 8985; also after a resend, and among a round's last
+			 * chunks, where none goes long after them); not once the gateway
+			 * holds it (HELD: its result may wait for others). */
+			int32_t d = (int32_t)(k->tprog_sent[t] - h->sent_us);
+			bool after = d > 0 || (d == 0 && i < k->tprog_chunk[t]);
+			int32_t age = (int32_t)((uint32_t)now - h->sent_us);
+			int32_t lost_at = (int32_t)(k->tprog_rtt[t] + base / 8);
+			bool overtaken = h->state != CH_HELD && after && age >= lost_at;
 
 			if (overtaken)
 				h->due_us = now;
 			else if (h->due_us <= now && quiet > now && h->backoff == 0)
 				h->due_us = quiet;
+			if (h->state != CH_HELD && after && !overtaken &&
+			    now + (uint64_t)(lost_at - age) < k->next_due)
+				k->next_due = now + (uint64_t)(lost_at - age);
 			if (h->due_us <= now) {
 				/* A timeout doubles the next one; a fast retransmit does not. */
 				if (h->backoff < 32 && !overtaken)
@@ -1264,8 +1275,12 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 		divide(dst, have, c->cfg.dtype, p->contrib);
 	unsigned int tr = tree_of(c, p->chunk);
 
-	if (h->state == CH_SENT && (int32_t)(h->sent_us - k->tprog_sent[tr]) > 0)
+	if (h->state == CH_SENT && ((int32_t)(h->sent_us - k->tprog_sent[tr]) > 0 ||
+				    (h->sent_us == k->tprog_sent[tr] && p->chunk > k->tprog_chunk[tr]))) {
 		k->tprog_sent[tr] = h->sent_us;
+		k->tprog_rtt[tr] = (uint32_t)now - h->sent_us;
+		k->tprog_chunk[tr] = p->chunk;
+	}
 	h->state = CH_DONE;
 	k->tflight[tr]--;
 	k->tprogress[tr] = now;
@@ -1671,8 +1686,11 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 	if (c->mxbuf != NULL && !o->resume)     /* encode once; a resume sends the same bytes */
 		mx_encode_all(&k);
 	c->resumable = false;
-	for (unsigned int t = 0; t < c->cfg.n_trees; t++)
+	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
 		k.tprog_sent[t] = (uint32_t)start - 1; /* before every chunk of this call */
+		k.tprog_rtt[t] = 0;
+		k.tprog_chunk[t] = 0;
+	}
 	deadline = start + (uint64_t)(o->timeout_ms ? o->timeout_ms : GR_TIMEOUT_DEFAULT_MS) * 1000;
 	progress_us = (uint64_t)(o->progress_ms ? o->progress_ms : GR_PROGRESS_DEFAULT_MS) * 1000;
 	next_progress = start + progress_us;
