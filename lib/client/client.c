@@ -74,6 +74,15 @@ enum chunk_state {
 	CH_DONE,        /* result delivered */
 };
 
+/* What a tree's latest answered chunk through one gateway port tells of the chunks sent
+ * before it through that port (the results of one port come back in order: one lcore of
+ * the gateway; of different ports, not). */
+struct rack {
+	uint32_t sent;          /* its first transmission (us, mod 2^32) */
+	uint32_t rtt;           /* the time its result took (us) */
+	uint32_t chunk;         /* its index (the chunks of a burst share a time) */
+};
+
 struct chunk {
 	uint64_t due_us;        /* expiry of T1 (SENT, RETX) or T2 (HELD) */
 	uint32_t sent_us;       /* clock of the latest transmission (the first while SENT: a
@@ -104,6 +113,8 @@ struct gr_client {
 	int fd;
 	uint32_t n_chunks;
 	struct chunk *ch;               /* n_chunks */
+	struct rack *rack;              /* per tree and gateway port, from rack_off[tree] */
+	uint32_t rack_off[GR_TREES_MAX];
 	struct rtt res;                 /* CONTRIB to RESULT, first transmissions only */
 	struct rtt path;                /* echoed answers (ACK, RESULT to a NACK) */
 	struct gr_stats st;
@@ -172,10 +183,6 @@ struct call {
 	uint32_t tspan[GR_TREES_MAX];   /* per tree: how far past told a chunk may be sent */
 	uint32_t tflight[GR_TREES_MAX]; /* per tree: chunks sent without result */
 	uint64_t tprogress[GR_TREES_MAX]; /* per tree: when its latest result came (us) */
-	uint32_t tprog_sent[GR_TREES_MAX]; /* per tree: the latest first-sent time (us, mod
-					    * 2^32) of a chunk with its result */
-	uint32_t tprog_rtt[GR_TREES_MAX];  /* per tree: the time that chunk's result took */
-	uint32_t tprog_chunk[GR_TREES_MAX]; /* per tree: that chunk (a burst shares a time) */
 	uint32_t done;
 	uint64_t next_due;              /* no timer expires before this */
 	uint16_t contrib_min, contrib_max;
@@ -622,6 +629,8 @@ struct prepared {
 	unsigned int n_gws;
 	struct gr_gateway gws[GR_GATEWAYS_MAX];
 	struct chunk *ch;               /* n_chunks */
+	struct rack *rack;              /* struct gr_client */
+	uint32_t rack_off[GR_TREES_MAX];
 	uint32_t n_chunks;
 	int fd;
 	/* gr_mcast_recv()'s window (struct gr_client); all NULL without origins. */
@@ -639,12 +648,14 @@ static void
 prepared_free(struct prepared *p)
 {
 	free(p->ch);
+	free(p->rack);
 	free(p->mbits);
 	free(p->mgot);
 	free(p->mslot);
 	free(p->mdata);
 	free(p->mxbuf);
 	p->ch = NULL;
+	p->rack = NULL;
 	p->mbits = NULL;
 	p->mgot = NULL;
 	p->mslot = NULL;
@@ -763,6 +774,19 @@ prepare(const struct gr_config *cfg, int fd, struct prepared *p, char *err, size
 				     p->n_chunks);
 		return -ENOMEM;
 	}
+	uint32_t n_rack = 0;
+
+	for (unsigned int i = 0; i < p->cfg.n_trees; i++) {
+		p->rack_off[i] = n_rack;
+		n_rack += p->tgw[i].ports;
+	}
+	p->rack = calloc(n_rack, sizeof(*p->rack));
+	if (p->rack == NULL) {
+		prepared_free(p);
+		(void)json_util_fail(err, errlen, "out of memory for %u loss references",
+				     n_rack);
+		return -ENOMEM;
+	}
 	if (cfg->n_origins > 0) {
 		rc = prepare_mcast(cfg, p, err, errlen);
 		if (rc < 0) {
@@ -798,6 +822,7 @@ install(struct gr_client *c, struct prepared *p)
 	for (uint32_t s = 0; s < c->mahead; s++)
 		c->st.mcast_skipped += c->mslot[s].held;
 	free(c->ch);
+	free(c->rack);
 	free(c->mbits);
 	free(c->mgot);
 	free(c->mslot);
@@ -814,6 +839,8 @@ install(struct gr_client *c, struct prepared *p)
 	if (c->cset_len != 0)
 		(void)wire_cset_add(c->cset, p->cfg.cset_blocks, p->cfg.worker_id); /* checked */
 	c->ch = p->ch;
+	c->rack = p->rack;
+	memcpy(c->rack_off, p->rack_off, sizeof(c->rack_off));
 	c->n_chunks = p->n_chunks;
 	c->fd = p->fd;
 	c->mbits = p->mbits;
@@ -906,6 +933,7 @@ gr_client_free(struct gr_client *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->ch);
+	free(c->rack);
 	free(c->rxbuf);
 	free(c->mbits);
 	free(c->mgot);
@@ -989,6 +1017,13 @@ tree_of(const struct gr_client *c, uint32_t chunk)
 			hi = mid - 1;
 	}
 	return lo;
+}
+
+/* The loss reference of chunk's gateway port in tree t (sorted index). */
+static inline struct rack *
+rack_of(const struct gr_client *c, unsigned int t, uint32_t chunk)
+{
+	return &c->rack[c->rack_off[t] + chunk % c->tgw[t].ports];
 }
 
 static void
@@ -1175,10 +1210,11 @@ run_timers(struct call *k, uint64_t now)
 			 * RACK, RFC 8985; also after a resend, and among a round's last
 			 * chunks, where none goes long after them); not once the gateway
 			 * holds it (HELD: its result may wait for others). */
-			int32_t d = (int32_t)(k->tprog_sent[t] - h->sent_us);
-			bool after = d > 0 || (d == 0 && i < k->tprog_chunk[t]);
+			const struct rack *rk = rack_of(c, t, i);
+			int32_t d = (int32_t)(rk->sent - h->sent_us);
+			bool after = d > 0 || (d == 0 && i < rk->chunk);
 			int32_t age = (int32_t)((uint32_t)now - h->sent_us);
-			int32_t lost_at = (int32_t)(k->tprog_rtt[t] + base / 8);
+			int32_t lost_at = (int32_t)(rk->rtt + base / 8);
 			bool overtaken = h->state != CH_HELD && after && age >= lost_at;
 
 			if (overtaken)
@@ -1275,11 +1311,13 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 		divide(dst, have, c->cfg.dtype, p->contrib);
 	unsigned int tr = tree_of(c, p->chunk);
 
-	if (h->state == CH_SENT && ((int32_t)(h->sent_us - k->tprog_sent[tr]) > 0 ||
-				    (h->sent_us == k->tprog_sent[tr] && p->chunk > k->tprog_chunk[tr]))) {
-		k->tprog_sent[tr] = h->sent_us;
-		k->tprog_rtt[tr] = (uint32_t)now - h->sent_us;
-		k->tprog_chunk[tr] = p->chunk;
+	struct rack *rk = rack_of(c, tr, p->chunk);
+
+	if (h->state == CH_SENT && ((int32_t)(h->sent_us - rk->sent) > 0 ||
+				    (h->sent_us == rk->sent && p->chunk > rk->chunk))) {
+		rk->sent = h->sent_us;
+		rk->rtt = (uint32_t)now - h->sent_us;
+		rk->chunk = p->chunk;
 	}
 	h->state = CH_DONE;
 	k->tflight[tr]--;
@@ -1686,11 +1724,9 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 	if (c->mxbuf != NULL && !o->resume)     /* encode once; a resume sends the same bytes */
 		mx_encode_all(&k);
 	c->resumable = false;
-	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
-		k.tprog_sent[t] = (uint32_t)start - 1; /* before every chunk of this call */
-		k.tprog_rtt[t] = 0;
-		k.tprog_chunk[t] = 0;
-	}
+	for (unsigned int t = 0; t < c->cfg.n_trees; t++)
+		for (unsigned int q = 0; q < c->tgw[t].ports; q++) /* before every chunk of it */
+			c->rack[c->rack_off[t] + q] = (struct rack){ .sent = (uint32_t)start - 1 };
 	deadline = start + (uint64_t)(o->timeout_ms ? o->timeout_ms : GR_TIMEOUT_DEFAULT_MS) * 1000;
 	progress_us = (uint64_t)(o->progress_ms ? o->progress_ms : GR_PROGRESS_DEFAULT_MS) * 1000;
 	next_progress = start + progress_us;
