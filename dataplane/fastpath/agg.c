@@ -521,10 +521,16 @@ resend_up(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
  * answered, not a timeout later. Not once the parent holds it (ACK): its RESULT may wait
  * for others. */
 static inline bool
-overtaken(const struct dp_job_lcore *lj, uint16_t ti, const struct dp_slot *s, uint64_t now)
+overtaken(const struct dp_lcore *lc, const struct dp_job_lcore *lj, uint16_t ti,
+	  const struct dp_slot *s, uint64_t now)
 {
+	uint64_t reo = lj->srtt[ti] / 8, floor = lc->dp->prm.rto_min_tsc / 4;
+
+	/* At least a quarter of the minimum timeout: on a short path the RESULTs of the
+	 * parent's lcores may pass each other by more than an eighth of the round trip. */
+	reo = reo < floor ? floor : reo;
 	return !s->held && lj->progress_sent[ti] > s->sent_tsc &&
-	       now >= s->sent_tsc + lj->progress_rtt[ti] + lj->srtt[ti] / 8;
+	       now >= s->sent_tsc + lj->progress_rtt[ti] + reo;
 }
 
 /* Whether the partial sum of s is lost at a round's end, where no partial sum sent after
@@ -566,7 +572,7 @@ head_ready(const struct dp_lcore *lc, const struct dp_job *j, uint64_t now)
 	if (tm->s->state != DP_SLOT_COMPLETE || tm->s->chunk != tm->chunk ||
 	    tm->s->round != tm->round)
 		return true;
-	return overtaken(lj, tm->tree, tm->s, now) || tail_lost(lc, j, tm->tree, tm->s, now);
+	return overtaken(lc, lj, tm->tree, tm->s, now) || tail_lost(lc, j, tm->tree, tm->s, now);
 }
 
 void
@@ -601,7 +607,7 @@ dp_agg_timers(struct dp_lcore *lc, const struct dp_state *st)
 				const struct dp_pacer *pc = &lj->pacers[j->trees[tm.tree].pace_first];
 				uint64_t quiet = lj->progress[tm.tree] + rto(lc, j, tm.tree, 0);
 				uint64_t again = lj->progress_rtt[tm.tree] + lj->srtt[tm.tree] / 4;
-				bool tail = false, fast = overtaken(lj, tm.tree, s, now);
+				bool tail = false, fast = overtaken(lc, lj, tm.tree, s, now);
 
 				if (s->dup) {
 					/* The second copy of a repair that went into an idle link:
