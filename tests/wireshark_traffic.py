@@ -35,7 +35,8 @@ import time
 
 HDR = struct.Struct(">HBBBBBBIIHHHHIIHHII10s")  # 54 bytes, section 3
 MAGIC, VERSION = 0x4752, 1
-CONTRIB, RESULT, ACK, NACK_CONTRIB, NACK_RESULT, PROBE, PROBE_REPLY, MCAST = range(1, 9)
+CONTRIB, RESULT, ACK, NACK_CONTRIB, NACK_RESULT, PROBE, PROBE_REPLY, MCAST, NACK_MCAST = \
+    range(1, 10)
 F_RETX, F_ECHO = 0x01, 0x02
 DTYPES = {"fp32": 1, "fp16": 2, "bf16": 3, "mxint8": 4, "mxfp8": 5, "mxfp4": 6}
 NONE = 0xffff
@@ -554,6 +555,8 @@ def crafted(hexfile, wantfile):
         (hdr(**probe) + b"opaque", "-"),
         (hdr(flags=F_ECHO, tsecr=3, **dict(probe, typ=PROBE_REPLY)), "-"),
         (hdr(typ=MCAST, dtype=6, count=64) + bytes(34), "-"),
+        (hdr(typ=MCAST, flags=F_RETX) + fp32, "-"),
+        (hdr(typ=NACK_MCAST, chunk=5, **dict(ctl, count=32)), "-"),
         (hdr(dtype=2, count=3) + bytes(6), "-"),
         (hdr(typ=ACK, flags=F_ECHO, tsecr=1, chunk=0xffffffff, **ctl), "-"),
         # 1-14 in order
@@ -562,11 +565,12 @@ def crafted(hexfile, wantfile):
         (hdr(magic=0x4750) + fp32, "bad_magic"),
         (hdr(ver=2) + fp32, "bad_version"),
         (hdr(typ=0) + fp32, "bad_type"),
-        (hdr(typ=9) + fp32, "bad_type"),
+        (hdr(typ=10) + fp32, "bad_type"),
         (hdr(flags=0x04) + fp32, "bad_flags"),
         (hdr(typ=ACK, flags=F_RETX | F_ECHO, tsecr=1, **ctl), "bad_flags"),
         (hdr(typ=ACK, **ctl), "bad_flags"),
         (hdr(typ=MCAST, flags=F_ECHO, tsecr=1) + fp32, "bad_flags"),
+        (hdr(typ=NACK_MCAST, flags=F_RETX, **ctl), "bad_flags"),
         (hdr(rsvd7=1) + fp32, "reserved_nonzero"),
         (hdr(tail=bytes(9) + b"\x01") + fp32, "reserved_nonzero"),
         (hdr(tsecr=1) + fp32, "reserved_nonzero"),
@@ -583,6 +587,7 @@ def crafted(hexfile, wantfile):
         (hdr(count=0), "bad_count"),
         (hdr(dtype=4, count=31) + bytes(33), "bad_count"),
         (hdr(typ=NACK_RESULT, **dict(ctl, count=33)), "bad_count"),
+        (hdr(typ=NACK_MCAST, **dict(ctl, count=33)), "bad_count"),
         (hdr(typ=ACK, flags=F_ECHO, tsecr=1, chunk=0xffffffff, **dict(ctl, count=2)),
          "bad_count"),
         (hdr(**dict(probe, count=1)), "bad_count"),
