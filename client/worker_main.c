@@ -1173,7 +1173,7 @@ stats_json(const struct gr_client *c)
 
 	gr_client_stats(c, &s);
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-			 "s:I, s:I, s:I}",
+			 "s:I, s:I, s:I, s:I, s:I}",
 			 "timeouts", (json_int_t)s.timeouts,
 			 "cancels", (json_int_t)s.cancels,
 			 "contribs_sent", (json_int_t)s.contribs_sent,
@@ -1190,7 +1190,9 @@ stats_json(const struct gr_client *c)
 			 "mcast_received", (json_int_t)s.mcast_received,
 			 "mcast_late", (json_int_t)s.mcast_late,
 			 "mcast_too_far", (json_int_t)s.mcast_too_far,
-			 "mcast_skipped", (json_int_t)s.mcast_skipped);
+			 "mcast_skipped", (json_int_t)s.mcast_skipped,
+			 "mcast_nacks_sent", (json_int_t)s.mcast_nacks_sent,
+			 "mcast_repaired", (json_int_t)s.mcast_repaired);
 }
 
 static int

@@ -235,6 +235,9 @@ struct gr_stats {
 					 * reconfiguration reset the rounds kept */
 	uint64_t cancels;               /* gr_allreduce() calls that returned -ECANCELED
 					 * (gr_options.cancel) */
+	uint64_t mcast_nacks_sent;      /* NACK_MCAST packets sent (gr_mcast_recv(): chunks
+					 * missing) */
+	uint64_t mcast_repaired;        /* MCAST chunks delivered from a repair (RETX) */
 };
 
 /** Called by gr_mcast_recv() with each chunk received: count elements of dtype at data
