@@ -361,10 +361,13 @@ struct dp_stream {
  * the copies it forwarded, per (stream, lcore), origin by origin in a ring indexed by
  * chunk: DP_MCAST_KEEP_CHUNKS per origin (fewer when the tensor has fewer chunks; the
  * ring of a stream at most DP_MCAST_KEEP_MAX copies), so that a copy stays retained for
- * the time a few stream windows (DP_MCAST_PACE_Q) take to pass.
+ * the time a few stream windows (DP_MCAST_PACE_Q) take to pass. A job whose rings would
+ * not fit what is left of the packet budget for slots gets them halved until it fits (to
+ * DP_MCAST_KEEP_MIN per origin).
  */
 #define DP_MCAST_KEEP_CHUNKS 1024u
 #define DP_MCAST_KEEP_MAX 4096u
+#define DP_MCAST_KEEP_MIN 16u       /* rings are halved to fit the slot budget, not below */
 #define DP_MCAST_ASK_MAX 32u        /* chunks asked of `from`, pending per stream and lcore */
 #define DP_MCAST_ASK_WORDS ((TABLE_CHILDREN_MAX + TABLE_WORKERS_MAX + 63) / 64)
 #define DP_MCAST_REASK_US 20000u    /* a chunk asked of `from` is asked again, at the next
@@ -452,6 +455,7 @@ struct dp_job {
 	struct dp_stream *streams;
 	uint32_t slots_per_lcore;   /* sum of the trees' slots */
 	uint32_t mcast_keep_per_lcore; /* MCAST copies the streams retain per lcore, at most */
+	unsigned int mcast_keep_shift; /* their rings halved this often to fit the budget */
 	uint64_t mcast_reask_tsc;   /* DP_MCAST_REASK_US and DP_MCAST_ASK_LIFE_US in TSC */
 	uint64_t mcast_ask_life_tsc;
 	uint32_t n_pacers;          /* per lcore: one per tree link to a gateway, then one per

@@ -1504,7 +1504,6 @@ on_mcast_repair(struct dp_lcore *lc, const struct dp_job *j, const struct dp_str
 		rte_pktmbuf_free(m);
 		return;
 	}
-	lc->ctr[DP_CTR_MCAST_RX]++;
 	uint32_t now_us = dp_now_us();
 
 	for (uint16_t k = 0; k < s->n_out; k++)

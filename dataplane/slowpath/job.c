@@ -416,15 +416,29 @@ init_pacers(struct dp *dp, struct dp_job *j, struct dp_job_lcore *lj, int socket
 
 /* Copies of one origin that stream s retains per lcore: a power of two, at most
  * DP_MCAST_KEEP_CHUNKS, no more than the tensor has chunks (rounded up), and the stream's
- * ring at most DP_MCAST_KEEP_MAX copies. */
+ * ring at most DP_MCAST_KEEP_MAX copies; then halved `shift` times, to no fewer than
+ * DP_MCAST_KEEP_MIN (or the first length). */
 static uint32_t
-mcast_keep_len(const struct dp_job *j, const struct dp_stream *s)
+mcast_keep_len(const struct dp_job *j, const struct dp_stream *s, unsigned int shift)
 {
 	uint32_t n = 1;
 
 	while (n < DP_MCAST_KEEP_CHUNKS && n < j->n_chunks &&
 	       (uint64_t)2 * n * s->n_origins <= DP_MCAST_KEEP_MAX)
 		n <<= 1;
+	while (shift-- > 0 && n > DP_MCAST_KEEP_MIN)
+		n >>= 1;
+	return n;
+}
+
+/* The copies the job's streams retain per lcore with their rings halved `shift` times. */
+static uint32_t
+mcast_keep_total(const struct dp_job *j, unsigned int shift)
+{
+	uint32_t n = 0;
+
+	for (int i = 0; i < j->n_streams; i++)
+		n += mcast_keep_len(j, &j->streams[i], shift) * j->streams[i].n_origins;
 	return n;
 }
 
@@ -441,7 +455,7 @@ init_mstreams(struct dp_job *j, struct dp_job_lcore *lj, int socket)
 	for (int i = 0; i < j->n_streams; i++) {
 		const struct dp_stream *s = &j->streams[i];
 		struct dp_mstream *ms = &lj->mstreams[i];
-		uint32_t n = mcast_keep_len(j, s);
+		uint32_t n = mcast_keep_len(j, s, j->mcast_keep_shift);
 
 		ms->keep_mask = n - 1;
 		ms->keep = jalloc(j, sizeof(*ms->keep) * n * s->n_origins, socket);
@@ -588,10 +602,16 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	 * through its indirect mbuf: at most one packet per queue entry. */
 	for (int i = 0; i < j->n_streams; i++)
 		j->mbufs_held_max += (uint64_t)DP_MCAST_PACE_Q * j->streams[i].n_to * dp->n_lcores;
-	/* Every stream retains the copies it forwarded (one packet each), per lcore. */
-	j->mcast_keep_per_lcore = 0;
-	for (int i = 0; i < j->n_streams; i++)
-		j->mcast_keep_per_lcore += mcast_keep_len(j, &j->streams[i]) * j->streams[i].n_origins;
+	/* Every stream retains the copies it forwarded (one packet each), per lcore: rings
+	 * halved until the job fits what is left of the budget, while they can be. */
+	j->mcast_keep_shift = 0;
+	while (mcast_keep_total(j, j->mcast_keep_shift + 1) <
+		       mcast_keep_total(j, j->mcast_keep_shift) &&
+	       dp->mbufs_committed + j->mbufs_held_max +
+			       (uint64_t)mcast_keep_total(j, j->mcast_keep_shift) * dp->n_lcores >
+		       dp->mbufs_budget)
+		j->mcast_keep_shift++;
+	j->mcast_keep_per_lcore = mcast_keep_total(j, j->mcast_keep_shift);
 	j->mbufs_held_max += (uint64_t)j->mcast_keep_per_lcore * dp->n_lcores;
 	if (dp->mbufs_committed + j->mbufs_held_max > dp->mbufs_budget) {
 		fail(err, errlen, "field 'trees': the slot pools hold up to %" PRIu64 " packets, "

@@ -197,7 +197,7 @@ links_json(const struct dp_job *j)
 		for (uint32_t k = 0; k < s->n_to; k++) {
 			const struct dp_dest *d = &s->out[k];
 
-			/* retx is 0: a stream's copies are never retransmitted. */
+			/* retx: the repairs sent on the link (NACK_MCAST answers). */
 			pacer_sum(j, s->pace_first + k, &bytes, &frames, &retx);
 			json_array_append_new(arr, json_pack("{s:i,s:s,s:s,s:i,s:f,s:I,s:I,s:I}",
 				"stream", s->id, "dir", "down", "ipv4",
