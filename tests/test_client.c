@@ -1048,13 +1048,45 @@ mcast_table(char *json, size_t len, uint32_t epoch, uint16_t gw_port, const uint
 		 wid[1], wid[2]);
 }
 
+/* Clients of the workers of fake gateway g for table json, worker 11 with timeout t0, the
+ * others t. */
+static void
+mcast_clients(const struct mgw *g, struct mwrk ws[3], const char *json, uint32_t t0,
+	      uint32_t t)
+{
+	char err[GR_ERR_MAX];
+	struct gr_config cfg;
+
+	for (int k = 0; k < 3; k++) {
+		CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, g->wid[k], err,
+							    sizeof(err)) == 0);
+		ws[k] = (struct mwrk){ .k = k, .timeout_ms = k == 0 ? t0 : t };
+		ws[k].c = gr_client_create(&cfg, err, sizeof(err));
+		CU_ASSERT_FATAL(ws[k].c != NULL);
+	}
+}
+
+/* Round 4 of the three workers through fake gateway g, to its end. */
+static void
+mcast_run(struct mgw *g, struct mwrk ws[3])
+{
+	pthread_t th[3];
+
+	CU_ASSERT_FATAL(pthread_create(&g->th, NULL, mgw_main, g) == 0);
+	for (int k = 0; k < 3; k++)
+		CU_ASSERT_FATAL(pthread_create(&th[k], NULL, mwrk_main, &ws[k]) == 0);
+	for (int k = 0; k < 3; k++)
+		pthread_join(th[k], NULL);
+	atomic_store(&g->stop, true);
+	pthread_join(g->th, NULL);
+}
+
 static void
 test_mcast(void)
 {
 	struct mgw g = { .gw_id = 1, .wid = { 11, 12, 13 }, .drop_origin = 13, .drop_to = 11,
 			 .drop_chunks = 1u << 5, .drop_repair = -1 };
 	struct mwrk ws[3];
-	pthread_t th[3];
 	char json[4096], err[GR_ERR_MAX];
 	struct gr_config cfg;
 	struct gr_stats st;
@@ -1070,13 +1102,7 @@ test_mcast(void)
 	      "config: %u origins, stream %u", cfg.n_origins, cfg.mcast_stream);
 	CHECK(gr_config_from_table_string(&cfg, json, 14, err, sizeof(err)) == -EINVAL &&
 	      strstr(err, "not a local worker") != NULL, "%s", err);
-	for (int k = 0; k < 3; k++) {
-		CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, g.wid[k], err,
-							    sizeof(err)) == 0);
-		ws[k] = (struct mwrk){ .k = k, .timeout_ms = k == 0 ? 1500 : 10000 };
-		ws[k].c = gr_client_create(&cfg, err, sizeof(err));
-		CU_ASSERT_FATAL(ws[k].c != NULL);
-	}
+	mcast_clients(&g, ws, json, 1500, 10000);
 	/* No trees: AllReduce is refused with a clear error. */
 	{
 		float b[M_ELEMS] = { 0 };
@@ -1086,13 +1112,7 @@ test_mcast(void)
 		      gr_client_error(ws[0].c));
 		CHECK(gr_mcast_send(ws[0].c, b, 999, GR_DTYPE_FP32, 1, NULL) == -EINVAL, "size");
 	}
-	CU_ASSERT_FATAL(pthread_create(&g.th, NULL, mgw_main, &g) == 0);
-	for (int k = 0; k < 3; k++)
-		CU_ASSERT_FATAL(pthread_create(&th[k], NULL, mwrk_main, &ws[k]) == 0);
-	for (int k = 0; k < 3; k++)
-		pthread_join(th[k], NULL);
-	atomic_store(&g.stop, true);
-	pthread_join(g.th, NULL);
+	mcast_run(&g, ws);
 	for (int k = 0; k < 3; k++) {
 		CHECK(ws[k].sent == 16, "worker %d sent %d", k, ws[k].sent);
 		CHECK(ws[k].wrong == 0, "worker %d: %u wrong", k, ws[k].wrong);
@@ -1140,29 +1160,15 @@ test_mcast_repair(void)
 			 .drop_chunks = 1u << 0 | 1u << 5 | 1u << 6 | 1u << 7 | 1u << 15,
 			 .answer = true, .drop_repair = 6 };
 	struct mwrk ws[3];
-	pthread_t th[3];
-	char json[4096], err[GR_ERR_MAX];
-	struct gr_config cfg;
+	char json[4096];
 	struct gr_stats st;
 
 	g.port = ephemeral_port(&g.fd);
 	for (int k = 0; k < 3; k++)
 		g.wport[k] = ephemeral_port(NULL);
 	mcast_table(json, sizeof(json), 2, g.port, g.wid, g.wport, M_ELEMS);
-	for (int k = 0; k < 3; k++) {
-		CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, g.wid[k], err,
-							    sizeof(err)) == 0);
-		ws[k] = (struct mwrk){ .k = k, .timeout_ms = 20000 };
-		ws[k].c = gr_client_create(&cfg, err, sizeof(err));
-		CU_ASSERT_FATAL(ws[k].c != NULL);
-	}
-	CU_ASSERT_FATAL(pthread_create(&g.th, NULL, mgw_main, &g) == 0);
-	for (int k = 0; k < 3; k++)
-		CU_ASSERT_FATAL(pthread_create(&th[k], NULL, mwrk_main, &ws[k]) == 0);
-	for (int k = 0; k < 3; k++)
-		pthread_join(th[k], NULL);
-	atomic_store(&g.stop, true);
-	pthread_join(g.th, NULL);
+	mcast_clients(&g, ws, json, 20000, 20000);
+	mcast_run(&g, ws);
 	for (int k = 0; k < 3; k++) {
 		gr_client_stats(ws[k].c, &st);
 		CHECK(ws[k].complete == 2 && ws[k].got == 32 && ws[k].done[0] && ws[k].done[1] &&

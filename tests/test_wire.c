@@ -1462,28 +1462,33 @@ test_nack_mcast(void)
 	      wire_reason_str(why));
 	CHECK(memcmp(buf, want, WIRE_HDR_LEN) == 0, "bytes as PROTOCOL.md");
 	CHECK(decode_exact(buf, WIRE_HDR_LEN, &q, &why) == 0 && pkt_equal(&p, &q), "round trip");
-	/* ECHO is allowed, as on every request; RETX is not. */
+	/* ECHO is allowed, as on every request. */
 	buf[4] = WIRE_F_ECHO;
 	CHECK(decode_exact(buf, WIRE_HDR_LEN, &q, &why) == 0, "ECHO: %s", wire_reason_str(why));
-	buf[4] = WIRE_F_RETX;
-	EXPECT_FAIL(buf, WIRE_HDR_LEN, -EBADMSG, WIRE_REASON_FLAGS, "RETX");
 	buf[4] = 0;
-	/* No dtype, no set, no contrib, no payload. */
-	buf[5] = WIRE_DTYPE_FP32;
-	EXPECT_FAIL(buf, WIRE_HDR_LEN, -EBADMSG, WIRE_REASON_DTYPE, "dtype");
-	buf[5] = 0;
-	buf[6] = 1;
-	EXPECT_FAIL(buf, WIRE_HDR_LEN, -EBADMSG, WIRE_REASON_CSET_LEN, "set");
-	buf[6] = 0;
-	buf[23] = 1;
-	EXPECT_FAIL(buf, WIRE_HDR_LEN, -EBADMSG, WIRE_REASON_CONTRIB, "contrib 1");
-	buf[23] = 0;
+	/* One byte changed at a time: RETX, a dtype, a set, a contrib, count 33 and 0. */
+	{
+		static const struct {
+			unsigned int off;
+			uint8_t v;
+			enum wire_reason why;
+		} bad[] = {
+			{ 4, WIRE_F_RETX, WIRE_REASON_FLAGS }, { 5, WIRE_DTYPE_FP32, WIRE_REASON_DTYPE },
+			{ 6, 1, WIRE_REASON_CSET_LEN }, { 23, 1, WIRE_REASON_CONTRIB },
+			{ 33, WIRE_NACK_RANGE_MAX + 1, WIRE_REASON_COUNT }, { 33, 0, WIRE_REASON_COUNT },
+		};
+
+		for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+			uint8_t keep = buf[bad[i].off];
+
+			buf[bad[i].off] = bad[i].v;
+			EXPECT_FAIL(buf, WIRE_HDR_LEN, -EBADMSG, bad[i].why, "byte %u = %u",
+				    bad[i].off, bad[i].v);
+			buf[bad[i].off] = keep;
+		}
+	}
 	EXPECT_FAIL(buf, WIRE_HDR_LEN + 4, -EBADMSG, WIRE_REASON_LENGTH, "with a payload");
-	/* count: 1 .. 32, and the range within 2^32 chunks. */
-	buf[33] = WIRE_NACK_RANGE_MAX + 1;
-	EXPECT_FAIL(buf, WIRE_HDR_LEN, -EBADMSG, WIRE_REASON_COUNT, "count 33");
-	buf[33] = 0;
-	EXPECT_FAIL(buf, WIRE_HDR_LEN, -EBADMSG, WIRE_REASON_COUNT, "count 0");
+	/* The range within 2^32 chunks. */
 	buf[33] = 2;
 	memset(buf + 28, 0xff, 4);
 	EXPECT_FAIL(buf, WIRE_HDR_LEN, -EBADMSG, WIRE_REASON_COUNT, "past chunk 2^32 - 1");
