@@ -358,14 +358,16 @@ struct dp_stream {
 
 /*
  * Loss recovery of MCAST (docs/PROTOCOL.md section 7.5): each gateway of a stream retains
- * the copies it forwarded, per (stream, lcore), origin by origin in a ring indexed by
- * chunk: DP_MCAST_KEEP_CHUNKS per origin (fewer when the tensor has fewer chunks; the
- * ring of a stream at most DP_MCAST_KEEP_MAX copies), so that a copy stays retained for
- * the time a few stream windows (DP_MCAST_PACE_Q) take to pass. A job whose rings would
+ * the copies it forwarded, per (stream, lcore), origin by origin in a ring of the latest
+ * chunks in the order the origin sends them (round x chunks + chunk):
+ * DP_MCAST_KEEP_CHUNKS per origin (fewer when two rounds of the tensor have fewer chunks;
+ * the ring of a stream at most DP_MCAST_KEEP_MAX copies), so that a copy stays retained
+ * for the time many stream windows (DP_MCAST_PACE_Q) take to pass, and a small tensor's
+ * round while its origin sends the next one. A job whose rings would
  * not fit what is left of the packet budget for slots gets them halved until it fits (to
  * DP_MCAST_KEEP_MIN per origin).
  */
-#define DP_MCAST_KEEP_CHUNKS 1024u
+#define DP_MCAST_KEEP_CHUNKS 2048u
 #define DP_MCAST_KEEP_MAX 4096u
 #define DP_MCAST_KEEP_MIN 16u       /* rings are halved to fit the slot budget, not below */
 #define DP_MCAST_ASK_MAX 32u        /* chunks asked of `from`, pending per stream and lcore */
@@ -396,6 +398,9 @@ struct dp_mstream {
 	struct dp_mcopy *keep;      /* n_origins x (keep_mask + 1), origin index major */
 	uint32_t keep_mask;         /* copies kept per origin - 1 (a power of two) */
 	struct dp_budget *budget;   /* per out[] entry: what NACK_MCAST answers may cost */
+	uint32_t budget_cap;        /* bytes: a full frame of the job per copy the ring holds
+				     * (an output may have lost them all), at least the job's
+				     * budget_cap */
 	uint32_t n_ask;             /* entries of ask[] in use (until != 0) */
 	struct dp_mask ask[DP_MCAST_ASK_MAX];
 };

@@ -1357,11 +1357,16 @@ mstream_of(const struct dp_lcore *lc, const struct dp_job *j, const struct dp_st
 	return &j->lj[lc->idx].mstreams[s - j->streams];
 }
 
-/* Where the copy of chunk `chunk` of origin index o is retained (or its ring entry). */
+/* Where the copy of (round, chunk) of origin index o is retained, or its ring entry: the
+ * origin's chunks in the order it sends them, round after round (round x chunks + chunk,
+ * modulo 2^32, then the ring's length), so that the ring holds its latest copies. */
 static inline struct dp_mcopy *
-mcopy_at(const struct dp_mstream *ms, int o, uint32_t chunk)
+mcopy_at(const struct dp_job *j, const struct dp_mstream *ms, int o, uint32_t round,
+	 uint32_t chunk)
 {
-	return &ms->keep[(size_t)o * (ms->keep_mask + 1) + (chunk & ms->keep_mask)];
+	uint32_t seq = round * (uint32_t)j->n_chunks + chunk;
+
+	return &ms->keep[(size_t)o * (ms->keep_mask + 1) + (seq & ms->keep_mask)];
 }
 
 static inline bool
@@ -1487,7 +1492,7 @@ on_mcast_repair(struct dp_lcore *lc, const struct dp_job *j, const struct dp_str
 		int o, struct rte_mbuf *m, const struct wire_pkt *p)
 {
 	struct dp_mstream *ms = mstream_of(lc, j, s);
-	struct dp_mcopy *c = mcopy_at(ms, o, p->chunk);
+	struct dp_mcopy *c = mcopy_at(j, ms, o, p->round, p->chunk);
 	uint64_t now = rte_rdtsc();
 	struct dp_mask *a = mask_find(ms, p->origin, p->round, p->chunk, now);
 
@@ -1508,7 +1513,7 @@ on_mcast_repair(struct dp_lcore *lc, const struct dp_job *j, const struct dp_str
 
 	for (uint16_t k = 0; k < s->n_out; k++)
 		if (a->askers[k >> 6] >> (k & 63) & 1) {
-			dp_budget_refill(&ms->budget[k], j, now);
+			dp_budget_refill_cap(&ms->budget[k], j, ms->budget_cap, now);
 			mcast_answer(lc, j, s, ms, k, r, now_us);
 		}
 	mask_free(ms, a);
@@ -1558,7 +1563,7 @@ on_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
 		return;
 	}
 	struct dp_mstream *ms = mstream_of(lc, j, s);
-	struct dp_mcopy *c = mcopy_at(ms, o, p->chunk);
+	struct dp_mcopy *c = mcopy_at(j, ms, o, p->round, p->chunk);
 
 	if (unlikely(mcopy_is(c, p->round, p->chunk))) {
 		drop(lc, m, WIRE_REASON_DUPLICATE);
@@ -1574,7 +1579,7 @@ on_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
 	for (uint16_t k = 0; k < s->n_out; k++) {
 		if (k >= s->n_to && s->out[k].id == p->origin)
 			continue; /* a worker never gets its own update back */
-		dp_budget_earn(&ms->budget[k], j->budget_cap, len);
+		dp_budget_earn(&ms->budget[k], ms->budget_cap, len);
 		sent += send_copy(lc, j, &s->out[k], mcast_pacer(s, k), m, seg, 0, 0, now_us,
 				  DP_CTR_MCAST_COPIES);
 	}
@@ -1629,11 +1634,11 @@ on_nack_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
 	uint32_t now_us = dp_now_us();
 
 	lc->ctr[DP_CTR_MCAST_NACKS]++;
-	dp_budget_refill(&ms->budget[k], j, now);
+	dp_budget_refill_cap(&ms->budget[k], j, ms->budget_cap, now);
 	for (uint32_t c = p->chunk; c - p->chunk < p->count; c++) {
 		if (!dp_dport_ok(lc->dp, m, c))
 			continue;
-		struct dp_mcopy *r = mcopy_at(ms, o, c);
+		struct dp_mcopy *r = mcopy_at(j, ms, o, p->round, c);
 
 		if (mcopy_is(r, p->round, c))
 			mcast_answer(lc, j, s, ms, k, r->m, now_us);

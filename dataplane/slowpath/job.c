@@ -415,15 +415,16 @@ init_pacers(struct dp *dp, struct dp_job *j, struct dp_job_lcore *lj, int socket
 }
 
 /* Copies of one origin that stream s retains per lcore: a power of two, at most
- * DP_MCAST_KEEP_CHUNKS, no more than the tensor has chunks (rounded up), and the stream's
- * ring at most DP_MCAST_KEEP_MAX copies; then halved `shift` times, to no fewer than
- * DP_MCAST_KEEP_MIN (or the first length). */
+ * DP_MCAST_KEEP_CHUNKS, no more than two rounds of the tensor's chunks (rounded up: a
+ * receiver may still ask for a round while its origin sends the next one), and the
+ * stream's ring at most DP_MCAST_KEEP_MAX copies; then halved `shift` times, to no fewer
+ * than DP_MCAST_KEEP_MIN (or the first length). */
 static uint32_t
 mcast_keep_len(const struct dp_job *j, const struct dp_stream *s, unsigned int shift)
 {
 	uint32_t n = 1;
 
-	while (n < DP_MCAST_KEEP_CHUNKS && n < j->n_chunks &&
+	while (n < DP_MCAST_KEEP_CHUNKS && n < 2 * j->n_chunks &&
 	       (uint64_t)2 * n * s->n_origins <= DP_MCAST_KEEP_MAX)
 		n <<= 1;
 	while (shift-- > 0 && n > DP_MCAST_KEEP_MIN)
@@ -458,6 +459,12 @@ init_mstreams(struct dp_job *j, struct dp_job_lcore *lj, int socket)
 		uint32_t n = mcast_keep_len(j, s, j->mcast_keep_shift);
 
 		ms->keep_mask = n - 1;
+		/* Repairs for up to every copy the ring holds (what the copies earn, below
+		 * that; fastpath/agg.c), never less than a NACK_RESULT budget. */
+		uint64_t cap = (uint64_t)n * s->n_origins * (j->budget_cap / DP_BUDGET_CAP);
+
+		ms->budget_cap = cap > j->budget_cap ? (uint32_t)(cap < UINT32_MAX ? cap : UINT32_MAX)
+						     : j->budget_cap;
 		ms->keep = jalloc(j, sizeof(*ms->keep) * n * s->n_origins, socket);
 		ms->budget = jalloc(j, sizeof(*ms->budget) * s->n_out, socket);
 		if (ms->keep == NULL || ms->budget == NULL)
