@@ -103,6 +103,8 @@ struct morigin {
 #define MCAST_REPAIR_MAX_US 1000000     /* ... and the longest */
 #define MCAST_TAIL_MIN_US 2000          /* an origin silent this long (at least) while
 					 * chunks of it are missing has lost its last ones */
+#define MCAST_SILENT_US 100000          /* nothing of an origin this long into a call:
+					 * its first chunk is asked for (all may be lost) */
 
 /* A slot of gr_mcast_recv()'s window: the chunks kept of one round ahead. */
 struct mslot {
@@ -2095,9 +2097,21 @@ mcast_nack_scan(struct mcall *m, uint64_t now)
 		const uint8_t *bits = mcast_bits(c, 0, o);
 		uint32_t run_first = 0, run_len = 0;
 
-		if (*mcast_got(c, 0, o) == c->n_chunks || mo->last == 0)
+		if (*mcast_got(c, 0, o) == c->n_chunks)
 			continue;
-		if (mo->hi < c->n_chunks) {
+		/* Nothing of it yet: its first chunk is asked for once the call has waited
+		 * MCAST_SILENT_US (its repair, if the gateway has it, shows what else is
+		 * missing); before, the origin may just not have sent. */
+		if (mo->last == 0 && mcast_miss(c, o, 0)->when == 0) {
+			uint64_t silent = MCAST_SILENT_US + 16 * c->mgap_us;
+
+			if (now - m->start < silent) {
+				mcast_due(m, m->start + silent);
+				continue;
+			}
+			mcast_miss(c, o, 0)->when = t;
+		}
+		if (mo->last != 0 && mo->hi < c->n_chunks) {
 			if (now - mo->last >= mcast_tail(c)) {
 				for (uint32_t i = mo->hi; i < c->n_chunks; i++)
 					if (mcast_miss(c, o, i)->when == 0)
@@ -2107,8 +2121,10 @@ mcast_nack_scan(struct mcall *m, uint64_t now)
 				mcast_due(m, mo->last + mcast_tail(c));
 			}
 		}
-		for (uint32_t i = 0; i <= mo->hi; i++) {
-			struct mmiss *mm = i < mo->hi ? mcast_miss(c, o, i) : NULL;
+		uint32_t end = mo->last == 0 ? 1 : mo->hi;
+
+		for (uint32_t i = 0; i <= end; i++) {
+			struct mmiss *mm = i < end ? mcast_miss(c, o, i) : NULL;
 			bool ask = false;
 
 			if (mm != NULL && !(bits[i / 8] & (1u << (i % 8))) && mm->when != 0 &&
@@ -2253,6 +2269,10 @@ mcast_rx_one(struct mcall *m, uint8_t *pkt, size_t len, const struct sockaddr_in
 			if (mm->tries == 1)
 				rtt_sample(&c->mrep, (int64_t)(now - (m->start + mm->when - 1)));
 			c->st.mcast_repaired++;
+			/* Past the latest chunk of its origin (its first, say): the chunks
+			 * before it are missing too. */
+			if (c->morig[o].last == 0 || p.chunk >= c->morig[o].hi)
+				mcast_arrived(m, (unsigned int)o, p.chunk, now, false);
 		} else {
 			mcast_arrived(m, (unsigned int)o, p.chunk, now, true);
 		}
