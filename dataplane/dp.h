@@ -58,6 +58,9 @@ enum dp_ctr {
 	DP_CTR_CONTRIBS,            /* contributions summed */
 	DP_CTR_ACKS_SENT,           /* answers to retransmitted contributions held here */
 	DP_CTR_RETRANSMITS,         /* partial sums sent again to the parent */
+	DP_CTR_RETX_FAST,           /* ... of them, because a later one was answered */
+	DP_CTR_RETX_TAIL,           /* ... of them, overdue once the tree's RESULTs stopped */
+	DP_CTR_RETX_COPY,           /* ... of them, second copies of a repair (idle link) */
 	DP_CTR_NACKS_SENT,          /* NACK_RESULTs to the parent (partial sum held there) */
 	DP_CTR_RETX_STUCK,          /* chunks still without RESULT after --retries tries */
 	DP_CTR_MCAST_RX,            /* MCAST packets accepted (docs/PROTOCOL.md section 7.5) */
@@ -122,6 +125,11 @@ struct dp_slot {
 	uint16_t n_in;              /* contributions in (bits set in `in`) */
 	uint32_t contrib;           /* worker contributions summed */
 	bool held;                  /* COMPLETE: the parent acknowledged the partial sum */
+	bool resent_clear;          /* COMPLETE: resent with nothing of its tree waiting in
+				     * the pacer to the parent (so it left after every
+				     * partial sum sent before it) */
+	bool dup;                   /* COMPLETE: a second copy of the resend is due */
+	uint32_t sent_us;           /* COMPLETE: the tsval of its latest transmission */
 	uint64_t sent_tsc;          /* COMPLETE: when the partial sum last went up (first
 				     * while retries is 0) */
 	struct rte_mbuf *acc;       /* OPEN: the first packet, the fp32 accumulator or the
@@ -276,6 +284,7 @@ struct dp_job_lcore {
 	uint64_t *progress_sent;    /* per tree: the latest send time of a partial sum that
 				     * has its RESULT (sent once) */
 	uint64_t *progress_rtt;     /* per tree: that partial sum's round trip */
+	uint64_t *tail_probe;       /* per tree: TSC of the latest resend of a silent tail */
 	uint32_t *progress_round;   /* per tree: the round of that RESULT */
 	struct dp_pacer *pacers;    /* n_pacers, see struct dp_tree */
 	uint32_t *active;           /* pacers with frames waiting: n_active of n_pacers */

@@ -2413,17 +2413,24 @@ test_retx_answers(void)
 	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 1);
 	CU_ASSERT(ctr(DP_CTR_ACKS_SENT) == 2);
 	/* Workers 12 and 13 complete the chunk, 13 with a RETX: the RESULT's ordinary copies
-	 * answer it (flags 0, no echo, to every worker), no ACK, no copy of its own. */
+	 * answer it (to every worker), no ACK, no copy of its own; the copy to 13 echoes its
+	 * RETX (ECHO, tsecr its tsval: that RESULT answers it), the others flags 0, no echo. */
 	inject(contrib_f32(13, 1, 0, 12, 4, 0, el, ce));
 	m = contrib_f32(13, 1, 0, 13, 4, 0, el, ce);
 	rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->flags = WIRE_F_RETX;
+	rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->tsval =
+		rte_cpu_to_be_32(777);
 	rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
 	inject(m);
 	poll_all();
 	CU_ASSERT_FATAL(collect(o, 16) == 3);
-	for (int k = 0; k < 3; k++)
-		CU_ASSERT(o[k].p.type == WIRE_TYPE_RESULT && o[k].p.flags == 0 &&
-			  o[k].p.tsecr == 0 && o[k].fl.dst_ip == PEER_IP(W3[k]));
+	for (int k = 0; k < 3; k++) {
+		bool echo = W3[k] == 13;
+
+		CU_ASSERT(o[k].p.type == WIRE_TYPE_RESULT && o[k].fl.dst_ip == PEER_IP(W3[k]));
+		CU_ASSERT(o[k].p.flags == (echo ? WIRE_F_ECHO : 0) &&
+			  o[k].p.tsecr == (echo ? 777u : 0u));
+	}
 	CU_ASSERT(ctr(DP_CTR_ACKS_SENT) == 2);
 	/* Done: a RETX from 12 gets the retained RESULT (RETX|ECHO) to 12 alone. */
 	m = contrib_f32(13, 1, 0, 12, 4, 0, el, ce);
@@ -3937,6 +3944,55 @@ test_tail_loss(void)
 	dp_down();
 }
 
+/*
+ * The last partial sum of a round lost: chunks 0 and 1 go up, chunk 0's RESULT comes and
+ * chunk 1's never. No partial sum after chunk 1 can tell of its loss; once the round trip
+ * chunk 0 took has passed since chunk 1 went, and the tree's RESULTs have stopped for an
+ * eighth of it, chunk 1 is resent (a tail probe), where its timer would have restarted
+ * from chunk 0's RESULT and waited a whole timeout more.
+ */
+static void
+test_tail_probe(void)
+{
+	const uint64_t el = 128;
+	const uint32_t ce = 64;
+	static const uint16_t w1[] = { 21 };
+	struct tdesc td = { 0, 4, 0, { 0 }, 0, 2, 16, { 0 } };   /* leaf under gateway 4 */
+	static struct out o[16];
+	float res[64] = { 0 };
+	struct pkt r = { WIRE_TYPE_RESULT, 0, 72, 1, 0, 4, 4, 1, 9, 0, WIRE_DTYPE_FP32, 64,
+			 PEER_IP(4) };
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(72, 1, 2, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td),
+				"install") == 0);
+	uint64_t t0 = rte_get_timer_cycles();
+
+	inject(contrib_f32(72, 1, 0, 21, 9, 0, el, ce));
+	inject(contrib_f32(72, 1, 0, 21, 9, 1, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 2);         /* both partial sums up; chunk 1 is lost */
+	rte_delay_us_sleep(20000);
+	inject(mk_pkt(&r, res));                /* chunk 0's RESULT */
+	poll_all();
+	/* That round trip is at most t1 - t0: a quarter of it past t1, chunk 1 is overdue
+	 * and the RESULTs have stopped long enough. */
+	uint64_t t1 = rte_get_timer_cycles();
+
+	while (rte_get_timer_cycles() - t1 < (t1 - t0) / 4)
+		rte_delay_us_sleep(500);
+	dp_worker_poll(dp.lcores[0]);
+	int n = collect(o, 16), retx = 0;
+
+	for (int i = 0; i < n && i < 16; i++)
+		retx += o[i].p.type == WIRE_TYPE_CONTRIB && o[i].p.chunk == 1 &&
+			(o[i].p.flags & WIRE_F_RETX);
+	CU_ASSERT(retx == 1);
+	CU_ASSERT(ctr(DP_CTR_RETRANSMITS) == 1 && ctr(DP_CTR_RETX_TAIL) == 1);
+	CU_ASSERT(ctr(DP_CTR_RETX_FAST) == 0);
+	dp_down();
+}
+
 /* Poll until pred(o[0 .. n - 1]) over everything sent so far holds, or 60 s: the frames
  * are appended to o (at most max); returns how many there are. */
 static int
@@ -4141,7 +4197,7 @@ other_copies(const struct out *o, int n, uint32_t c)
  * At the root: a child gateway's partial sum of chunk 0 is lost on its way up. The
  * later chunks complete meanwhile (their RESULTs reach the local worker at once and
  * queue in the pacer towards the child); when the child resends chunk 0 (RETX), its
- * RESULT goes to the child ahead of the queued copies. Then a RESULT lost on its way down:
+ * RESULT goes to the child ahead of the queued copies, echoing the RETX. Then a RESULT lost on its way down:
  * the child's RETX partial sum gets the retained RESULT (RETX, ECHO), ahead of the queue
  * too. Every sum bit-exact.
  */
@@ -4179,9 +4235,9 @@ test_lost_partial_and_result(void)
 	int before = n;
 
 	want_chunk = 0;
-	want_flags = 0;
+	want_flags = WIRE_F_ECHO;       /* it answers the child's RETX, and says so */
 	n = poll_until(o, n, 512, has_child_result);
-	at = find_result_to_child(o, n, 0, ce, 0);
+	at = find_result_to_child(o, n, 0, ce, WIRE_F_ECHO);
 	CU_ASSERT_FATAL(at >= before);
 	CU_ASSERT(other_copies(o + before, at - before, 0) <= 1);
 	/* A RESULT lost on its way down: the copy of chunk 20 never reached the child, which
@@ -4435,6 +4491,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "a RESULT's copies share one payload segment", test_fanout_shared_segment);
 	CU_add_test(s, "fast retransmit", test_fast_retransmit);
 	CU_add_test(s, "a loss among a round's last chunks", test_tail_loss);
+	CU_add_test(s, "the last partial sum of a round lost: a tail probe", test_tail_probe);
 	CU_add_test(s, "selective repeat: a lost partial sum does not stop the pool",
 		    test_selective_leaf);
 	CU_add_test(s, "a lost partial sum up and a lost RESULT down, repaired ahead of the queue",

@@ -527,11 +527,38 @@ overtaken(const struct dp_job_lcore *lj, uint16_t ti, const struct dp_slot *s, u
 	       now >= s->sent_tsc + lj->progress_rtt[ti] + lj->srtt[ti] / 8;
 }
 
-/* The head of the timer FIFO can go: due, answered meanwhile (a stale entry must not
- * hold back the ones behind it), or its partial sum was overtaken. */
+/* Whether the partial sum of s is lost at a round's end, where no partial sum sent after
+ * it can be answered (it was the last, or those after it were lost too, or it is a resend
+ * and every first transmission went before it): the tree already had a RESULT of this
+ * round, the time the latest answered one took has passed since s went, nothing of the
+ * tree waits in the pacer towards the parent (s left), the tree's RESULTs have stopped
+ * (none for an eighth of the smoothed round trip, at least --rto-min: s is not queued
+ * behind them on the way), and no partial sum of the tree was resent so in that time
+ * either. That last rule makes it a probe, one frame per such interval per tree at
+ * most, whatever stopped the RESULTs (a contributor elsewhere that paused, whose
+ * partial sum the parent then ACKs, as TCP's tail-loss probe is answered). Without it, a
+ * loss among the last chunks waited for its timer restarted from the tree's latest
+ * RESULT: on a long link, two round trips and more. */
 static inline bool
-head_ready(const struct dp_job_lcore *lj, uint64_t now)
+tail_lost(const struct dp_lcore *lc, const struct dp_job *j, uint16_t ti,
+	  const struct dp_slot *s, uint64_t now)
 {
+	const struct dp_job_lcore *lj = &j->lj[lc->idx];
+	const struct dp_pacer *pc = &lj->pacers[j->trees[ti].pace_first];
+	uint64_t reo = lj->srtt[ti] / 8;
+
+	reo = reo < lc->dp->prm.rto_min_tsc ? lc->dp->prm.rto_min_tsc : reo;
+	return !s->held && lj->progress[ti] != 0 && lj->progress_round[ti] == s->round &&
+	       pc->head == pc->tail && now >= s->sent_tsc + lj->progress_rtt[ti] + reo &&
+	       now >= lj->progress[ti] + reo && now >= lj->tail_probe[ti] + reo;
+}
+
+/* The head of the timer FIFO can go: due, answered meanwhile (a stale entry must not
+ * hold back the ones behind it), or its partial sum was overtaken or is a lost tail. */
+static inline bool
+head_ready(const struct dp_lcore *lc, const struct dp_job *j, uint64_t now)
+{
+	const struct dp_job_lcore *lj = &j->lj[lc->idx];
 	const struct dp_timer *tm = &lj->q[lj->head & lj->mask];
 
 	if (tm->due <= now)
@@ -539,7 +566,7 @@ head_ready(const struct dp_job_lcore *lj, uint64_t now)
 	if (tm->s->state != DP_SLOT_COMPLETE || tm->s->chunk != tm->chunk ||
 	    tm->s->round != tm->round)
 		return true;
-	return overtaken(lj, tm->tree, tm->s, now);
+	return overtaken(lj, tm->tree, tm->s, now) || tail_lost(lc, j, tm->tree, tm->s, now);
 }
 
 void
@@ -552,27 +579,59 @@ dp_agg_timers(struct dp_lcore *lc, const struct dp_state *st)
 			const struct dp_job *j = st->jobs[e].epochs[k];
 			struct dp_job_lcore *lj = &j->lj[lc->idx];
 
-			while (lj->head != lj->tail && head_ready(lj, now)) {
-				struct dp_timer tm = lj->q[lj->head & lj->mask];
+			while (lj->head != lj->tail && head_ready(lc, j, now)) {
+				struct dp_timer *hd = &lj->q[lj->head & lj->mask];
+				struct dp_timer tm = *hd;
 				struct dp_slot *s = tm.s;
 
-				lj->head++;
 				if (s->state != DP_SLOT_COMPLETE || s->chunk != tm.chunk ||
-				    s->round != tm.round)
+				    s->round != tm.round) {
+					lj->head++;
 					continue; /* answered meanwhile */
+				}
 				/* RESULTs of the tree still coming, and none yet for a partial sum
 				 * sent after this one: this one is most likely queued behind
 				 * them, not lost. Wait an RTO past the latest (as TCP restarts
-				 * its timer on every ACK). A later partial sum answered first
-				 * means this one was lost: resend now (fast retransmit). */
+				 * its timer on every ACK), at the head of the FIFO still: the
+				 * entries behind it are of partial sums sent after it, which
+				 * cannot be found lost before it is (were it pushed behind
+				 * them, its own loss would be found only once they are
+				 * answered). A later partial sum answered first means this one
+				 * was lost: resend now (fast retransmit). */
+				const struct dp_pacer *pc = &lj->pacers[j->trees[tm.tree].pace_first];
 				uint64_t quiet = lj->progress[tm.tree] + rto(lc, j, tm.tree, 0);
-				bool fast = overtaken(lj, tm.tree, s, now);
+				uint64_t again = lj->progress_rtt[tm.tree] + lj->srtt[tm.tree] / 4;
+				bool tail = false, fast = overtaken(lj, tm.tree, s, now);
+
+				if (s->dup) {
+					/* The second copy of a repair that went into an idle link:
+					 * a repair lost again costs its chunk two more round
+					 * trips, and so, at a round's end, the round. */
+					lj->head++;
+					s->dup = false;
+					if (!s->held) {
+						s->sent_us = dp_now_us();
+						resend_up(lc, j, &j->trees[tm.tree], s, s->sent_us);
+						s->sent_tsc = now;
+						lc->ctr[DP_CTR_RETX_COPY]++;
+					}
+					again = again < rto(lc, j, tm.tree, 0) ? again
+									     : rto(lc, j, tm.tree, 0);
+					timer_push_at(lc, j, tm.tree, s, now + again);
+					continue;
+				}
+
+				if (!fast && tail_lost(lc, j, tm.tree, s, now)) {
+					fast = tail = true;
+					lj->tail_probe[tm.tree] = now;
+				}
 
 				if (s->retries == 0 && lj->progress[tm.tree] != 0 && quiet > now &&
 				    !fast) {
-					timer_push_at(lc, j, tm.tree, s, quiet);
-					continue;
+					hd->due = quiet;
+					break;
 				}
+				lj->head++;
 				/* Past --retries the chunk is reported stuck, once, and still
 				 * asked for every rto_max: a live round is never abandoned (the
 				 * control process re-plans around a dead parent). */
@@ -580,24 +639,48 @@ dp_agg_timers(struct dp_lcore *lc, const struct dp_state *st)
 					lc->ctr[DP_CTR_RETX_STUCK]++;
 				if (s->retries < UINT8_MAX)
 					s->retries++;
-				resend_up(lc, j, &j->trees[tm.tree], s, dp_now_us());
+				lc->ctr[DP_CTR_RETX_FAST] += fast && !tail;
+				lc->ctr[DP_CTR_RETX_TAIL] += tail;
+				s->resent_clear = pc->head == pc->tail;
+				s->sent_us = dp_now_us();
+				resend_up(lc, j, &j->trees[tm.tree], s, s->sent_us);
 				s->sent_tsc = now;
 				/* A timeout doubles the next one (the path may be slower than
-				 * measured); a fast retransmit does not: the path was answering,
-				 * and the resent chunk, lost again, must not wait longer for it
-				 * (at a round's end no later chunk tells of that loss). */
-				timer_push_at(lc, j, tm.tree, s,
-					      now + rto(lc, j, tm.tree, fast ? 0 : s->retries));
+				 * measured). A fast retransmit does not: the path was answering.
+				 * Its resend goes ahead of the queues here and at the parent, so
+				 * its answer is due within the round trip the latest answered
+				 * partial sum took (queues included) and a quarter of the
+				 * smoothed one, often well before the timeout: a resend lost
+				 * again goes once more then (no later partial sum tells of that
+				 * loss: only first transmissions are compared), and only a
+				 * timeout after that doubles. */
+				uint64_t next = rto(lc, j, tm.tree, fast ? 0 : s->retries);
+
+				if (fast && again < next)
+					next = again;
+				/* Into an idle link (nothing of the tree waiting in the pacer),
+				 * a fast repair goes twice, the copy an eighth of a round trip
+				 * later (apart from a burst of losses): it costs a frame of a
+				 * link that has room, and a repair lost again is what ends a
+				 * round late on a long link. */
+				if (fast && s->resent_clear && !s->held) {
+					s->dup = true;
+					next = lj->srtt[tm.tree] / 8;
+				}
+				timer_push_at(lc, j, tm.tree, s, now + next);
 			}
 		}
 }
 
 /* The slot has its RESULT r: retain it and send it down the tree; a RESULT that repairs
  * a loss (a retransmission completed it, or it answers one) goes ahead of the pacers'
- * queues. */
+ * queues. At the root, the copy to down[echo_to] (-1: none), whose retransmission
+ * completed the slot, echoes it (tsecr): the RESULT answers that transmission, and the
+ * child knows it (section 10, fast retransmit). */
 static void
 result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
-	    struct dp_slot *s, struct rte_mbuf *r, uint32_t now_us, bool repair)
+	    struct dp_slot *s, struct rte_mbuf *r, uint32_t now_us, bool repair, int echo_to,
+	    uint32_t tsecr)
 {
 	if (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE) {
 		uint64_t d = atomic_load_explicit(&j->done[lc->idx], memory_order_relaxed);
@@ -609,11 +692,20 @@ result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t
 		uint16_t ti = (uint16_t)(t - j->trees);
 		uint64_t now = rte_rdtsc();
 
+		const struct wire_hdr *rh = gr_hdr(r);
+		/* The partial sum as last sent is what this RESULT answers: sent once, or
+		 * resent when nothing waited in the pacer before it (so it left in the
+		 * order of sending) and echoed. A resend that jumped a queue is no measure
+		 * of the partial sums behind it in the queue. */
+		bool answers = s->retries == 0 ||
+			       (s->resent_clear && (rh->flags & WIRE_F_ECHO) &&
+				rte_be_to_cpu_32(rh->tsecr) == s->sent_us);
+
 		if (s->retries == 0)
 			rtt_sample(lc, j, ti, now - s->sent_tsc);
 		j->lj[lc->idx].progress[ti] = now;
 		j->lj[lc->idx].progress_round[ti] = s->round;
-		if (s->retries == 0 && s->sent_tsc > j->lj[lc->idx].progress_sent[ti]) {
+		if (answers && s->sent_tsc > j->lj[lc->idx].progress_sent[ti]) {
 			j->lj[lc->idx].progress_sent[ti] = s->sent_tsc;
 			j->lj[lc->idx].progress_rtt[ti] = now - s->sent_tsc;
 		}
@@ -626,8 +718,9 @@ result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t
 	uint16_t sent = 0;
 
 	for (uint16_t i = 0; i < t->n_down; i++)
-		sent += send_copy_as(lc, j, &t->down[i], down_pacer(t, i), r, seg, 0, 0, now_us,
-				     DP_CTR_RESULTS_SENT, -1, repair);
+		sent += send_copy_as(lc, j, &t->down[i], down_pacer(t, i), r, seg,
+				     i == echo_to ? WIRE_F_ECHO : 0, i == echo_to ? tsecr : 0,
+				     now_us, DP_CTR_RESULTS_SENT, -1, repair);
 	fanout_end(seg, t->n_down, sent);
 }
 
@@ -639,10 +732,11 @@ mx_of(const struct dp_job *j)
 }
 
 /* All contributions are in: the partial sum goes up, or at the root the RESULT down;
- * ahead of the pacer's queue if the last contribution was a retransmission (repair). */
+ * ahead of the pacer's queue if the last contribution was a retransmission (repair),
+ * and then, to down[echo_to], echoing that retransmission's tsval (tsecr). */
 static void
 complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
-	 struct dp_slot *s, bool repair)
+	 struct dp_slot *s, bool repair, int echo_to, uint32_t tsecr)
 {
 	struct rte_mbuf *m = s->acc;
 	struct wire_hdr *wh = gr_hdr(m);
@@ -675,7 +769,7 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	wh->tsecr = 0;
 	if (!t->has_parent) {
 		wh->type = WIRE_TYPE_RESULT;
-		result_down(lc, j, t, s, m, now_us, repair);
+		result_down(lc, j, t, s, m, now_us, repair, echo_to, tsecr);
 		return;
 	}
 	uint64_t nb;
@@ -687,6 +781,9 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	s->held = false;
 	s->retries = 0;
 	s->sent_tsc = rte_rdtsc();
+	s->sent_us = now_us;
+	s->resent_clear = false;
+	s->dup = false;
 	wh->type = WIRE_TYPE_CONTRIB;
 	/* Until the tree's first RESULT of this round, twice the timeout: the round's first
 	 * chunks also wait at the root for the contributors that started the round later
@@ -778,7 +875,8 @@ add(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct
 	}
 	/* Every contributor in, or (partial reduce) enough workers summed. */
 	if (s->n_in == t->expected || s->contrib >= t->threshold)
-		complete(lc, j, t, s, p->flags & WIRE_F_RETX);
+		complete(lc, j, t, s, p->flags & WIRE_F_RETX,
+			 (p->flags & WIRE_F_RETX) ? t->src_down[k] : -1, p->tsval);
 	return true;
 }
 
@@ -938,7 +1036,7 @@ recover_complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tr
 		s->acc = NULL;
 	}
 	lc->ctr[DP_CTR_RECOVERED]++;
-	result_down(lc, j, t, s, r, dp_now_us(), true);
+	result_down(lc, j, t, s, r, dp_now_us(), true, -1, 0);
 }
 
 /* Contributor down[di] asks, late, for the RESULT of (chunk, round), which this epoch
@@ -1222,7 +1320,7 @@ on_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	if (s->chunk == p->chunk && s->round == p->round) {
 		if (s->state == DP_SLOT_COMPLETE) {
 			result_down(lc, j, t, s, m, dp_now_us(),
-				    s->retries != 0 || (p->flags & WIRE_F_RETX));
+				    s->retries != 0 || (p->flags & WIRE_F_RETX), -1, 0);
 			return;
 		}
 		if (s->state == DP_SLOT_OPEN && (p->flags & WIRE_F_RETX)) {

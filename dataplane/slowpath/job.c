@@ -663,11 +663,13 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		lj->progress = jalloc(j, sizeof(*lj->progress) * (size_t)j->n_trees, ls);
 		lj->progress_sent = jalloc(j, sizeof(*lj->progress_sent) * (size_t)j->n_trees, ls);
 		lj->progress_rtt = jalloc(j, sizeof(*lj->progress_rtt) * (size_t)j->n_trees, ls);
+		lj->tail_probe = jalloc(j, sizeof(*lj->tail_probe) * (size_t)j->n_trees, ls);
 		lj->progress_round = jalloc(j, sizeof(*lj->progress_round) * (size_t)j->n_trees,
 					    ls);
 		lj->budget = jalloc(j, sizeof(*lj->budget) * j->n_budgets, ls);
 		if (lj->q == NULL || lj->srtt == NULL || lj->rttvar == NULL ||
 		    lj->progress == NULL || lj->progress_sent == NULL || lj->progress_rtt == NULL ||
+		    lj->tail_probe == NULL ||
 		    lj->progress_round == NULL || lj->budget == NULL) {
 			fail(err, errlen, "out of memory for timers (lcore %u)",
 			     dp->lcores[l]->lcore_id);
@@ -731,6 +733,7 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 			rte_free(lj->progress);
 			rte_free(lj->progress_sent);
 			rte_free(lj->progress_rtt);
+			rte_free(lj->tail_probe);
 			rte_free(lj->progress_round);
 			rte_free(lj->budget);
 			for (int i = 0; lj->mstreams != NULL && i < j->n_streams; i++) {
