@@ -273,7 +273,8 @@ class Net:
             ip__src="10.99.0.%d" % w, udp__srcport=WPORT, ip__dst=dst, udp__dstport=dport,
             georeduce__type=typ, georeduce__flags="0x%02x" % flags, georeduce__dtype=0,
             georeduce__cset_blocks=0, georeduce__job=job, georeduce__epoch=EPOCH,
-            georeduce__tree=tree, georeduce__sender=sender, georeduce__origin=origin,
+            georeduce__sender=sender, georeduce__origin=origin,
+            **({"georeduce__stream": tree} if typ == NACK_MCAST else {"georeduce__tree": tree}),
             georeduce__contrib=0, georeduce__round=rnd, georeduce__chunk=chunk,
             georeduce__count=count, georeduce__tsval=ts, georeduce__tsecr=tsecr,
             georeduce__probe_payload=payload.hex() if payload else "-"))
@@ -476,11 +477,19 @@ def run(logfile):
             sum(1 for r in net.received if r[1] == MCAST), want), file=sys.stderr)
         return 1
 
+    # NACK_MCAST: 12 lacks chunk 0 of 11's update; A answers with the copy it retained,
+    # RETX, to 12's address.
+    n0 = len(net.received)
+    net.control(12, NACK_MCAST, MJOB, 3, 0, 1, origin=11, tree=MSTREAM)
+    if not net.poll(lambda: any(r[1] == MCAST and r[2] == F_RETX for r in net.received[n0:])):
+        print("wireshark_traffic: no answer to the NACK_MCAST", file=sys.stderr)
+        return 1
+
     # Malformed packets, each to A, which drops them: the dissector must say why.
     good = HDR.pack(MAGIC, VERSION, PROBE, 0, 0, 0, 0, 0, 0, 0, NONE, NONE, 0, 0, 9, 0, 0,
                     0, 0, bytes(10))
     net.raw(11, 9, good[:20], "truncated", typ=PROBE)
-    net.raw(11, 9, good[:3] + b"\x09" + good[4:], "bad_type", typ=9)
+    net.raw(11, 9, good[:3] + b"\x0a" + good[4:], "bad_type", typ=10)
     bad_len = HDR.pack(MAGIC, VERSION, CONTRIB, 0, 1, 0, 0, 2, EPOCH, 0, 11, 11, 1, 0, 9, 4,
                        0, 0, 0, bytes(10)) + bytes(12)
     net.raw(11, 9, bad_len, "bad_length", typ=CONTRIB)
@@ -523,7 +532,7 @@ def check(logfile, fieldsfile):
         len(frames), ", ".join("%s: %d" % kv for kv in sorted(types.items())), sealed,
         len(want) - missing, len(want)))
     ok = missing == 0
-    for t in range(1, 9):
+    for t in range(1, 10):
         if types.get(str(t), 0) == 0:
             print("no frame of type %d" % t)
             ok = False
