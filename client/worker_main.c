@@ -185,8 +185,8 @@ usage(FILE *f)
 		"                        deliver until all came or the timeout passed, checking\n"
 		"                        each chunk against the origin's data (w = the origin's\n"
 		"                        id). A wrong chunk fails the round, and so does an\n"
-		"                        expected origin that delivered nothing; missing chunks\n"
-		"                        are reported (delivery is best effort)\n"
+		"                        expected origin that delivered nothing; chunks still\n"
+		"                        missing after their repairs (NACK_MCAST) are reported\n"
 		"  --require-all         a missing chunk fails the round too\n"
 		"  --start-at UNIXTIME   start the first round then (CLOCK_REALTIME seconds, as\n"
 		"                        date +%%s.%%N prints; default now)\n"
@@ -764,8 +764,9 @@ mcast_fail(struct worker *w, struct round_res *r, const char *fmt, ...)
 }
 
 /* --multicast: every round, send this worker's update (if its site's stream carries it)
- * and receive the others'. Rounds are independent (best effort): a failed one is recorded
- * and the next one runs, so that the workers of the process stay in step. */
+ * and receive the others' (gr_mcast_recv() asks for what is lost). Rounds are
+ * independent: a failed one is recorded and the next one runs, so that the workers of
+ * the process stay in step. */
 static void *
 worker_mcast(void *arg)
 {
@@ -1173,7 +1174,7 @@ stats_json(const struct gr_client *c)
 
 	gr_client_stats(c, &s);
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-			 "s:I, s:I, s:I}",
+			 "s:I, s:I, s:I, s:I, s:I}",
 			 "timeouts", (json_int_t)s.timeouts,
 			 "cancels", (json_int_t)s.cancels,
 			 "contribs_sent", (json_int_t)s.contribs_sent,
@@ -1190,7 +1191,9 @@ stats_json(const struct gr_client *c)
 			 "mcast_received", (json_int_t)s.mcast_received,
 			 "mcast_late", (json_int_t)s.mcast_late,
 			 "mcast_too_far", (json_int_t)s.mcast_too_far,
-			 "mcast_skipped", (json_int_t)s.mcast_skipped);
+			 "mcast_skipped", (json_int_t)s.mcast_skipped,
+			 "mcast_nacks_sent", (json_int_t)s.mcast_nacks_sent,
+			 "mcast_repaired", (json_int_t)s.mcast_repaired);
 }
 
 static int

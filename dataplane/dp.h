@@ -65,6 +65,16 @@ enum dp_ctr {
 	DP_CTR_RETX_STUCK,          /* chunks still without RESULT after --retries tries */
 	DP_CTR_MCAST_RX,            /* MCAST packets accepted (docs/PROTOCOL.md section 7.5) */
 	DP_CTR_MCAST_COPIES,        /* MCAST copies sent to next-hop gateways and workers */
+	DP_CTR_MCAST_NACKS,         /* NACK_MCASTs accepted (docs/PROTOCOL.md section 7.5) */
+	DP_CTR_MCAST_REPAIRS,       /* MCAST copies sent again (RETX) to a requester: from
+				     * the retained copies, or a repair relayed to who asked */
+	DP_CTR_MCAST_ASKED,         /* NACK_MCASTs sent to a stream's `from` gateway for a
+				     * chunk not retained here */
+	DP_CTR_MCAST_NOT_HELD,      /* chunks asked for that are neither retained nor can be
+				     * asked for upstream (the stream's source gateway) */
+	DP_CTR_MCAST_ASK_FULL,      /* ... not asked for: the pending table was full */
+	DP_CTR_MCAST_BUDGET,        /* NACK_MCAST answers withheld: the requester's budget
+				     * was spent (docs/PROTOCOL.md section 7.6) */
 	DP_CTR_PACED,               /* frames that waited for their pacer */
 	DP_CTR_PACE_FULL,           /* frames dropped: a pacer's queue was full */
 	DP_CTR_ANSWER_BUDGET,       /* NACK_RESULT answers withheld: the sender's budget was
@@ -283,6 +293,7 @@ struct dp_job_lcore {
 				     * tree index): what NACK_RESULT answers to that sender may
 				     * still cost */
 	struct dp_recover recover[DP_RECOVER_MAX];
+	struct dp_mstream *mstreams; /* per stream index: retained MCAST copies */
 	_Atomic uint32_t n_active;  /* that lcore: rw (relaxed loads and stores, never an
 				     * atomic RMW); ctl: ro relaxed, so that a draining epoch
 				     * is retired only once its pacers sent what they hold */
@@ -347,10 +358,61 @@ struct dp_stream {
 	uint64_t *origin_key;
 	uint16_t *origin_count;
 	uint32_t pace_first;        /* pacer of out[k] (k < n_to): pace_first + k */
+	struct dp_dest from;        /* the `from` gateway (not at the source): where
+				     * NACK_MCASTs for chunks not retained go */
 };
 
 /** Frames a stream's pacer holds per (stream, link) and lcore (no slot pool to size by). */
 #define DP_MCAST_PACE_Q 256
+
+/*
+ * Loss recovery of MCAST (docs/PROTOCOL.md section 7.5): each gateway of a stream retains
+ * the copies it forwarded, per (stream, lcore), origin by origin in a ring of the latest
+ * chunks in the order the origin sends them (round x chunks + chunk):
+ * DP_MCAST_KEEP_CHUNKS per origin (fewer when two rounds of the tensor have fewer chunks;
+ * the ring of a stream at most DP_MCAST_KEEP_MAX copies), so that a copy stays retained
+ * for the time many stream windows (DP_MCAST_PACE_Q) take to pass, and a small tensor's
+ * round while its origin sends the next one. A job whose rings would
+ * not fit what is left of the packet budget for slots gets them halved until it fits (to
+ * DP_MCAST_KEEP_MIN per origin).
+ */
+#define DP_MCAST_KEEP_CHUNKS 2048u
+#define DP_MCAST_KEEP_MAX 4096u
+#define DP_MCAST_KEEP_MIN 16u       /* rings are halved to fit the slot budget, not below */
+#define DP_MCAST_ASK_MAX 32u        /* chunks asked of `from`, pending per stream and lcore */
+#define DP_MCAST_ASK_WORDS ((TABLE_CHILDREN_MAX + TABLE_WORKERS_MAX + 63) / 64)
+#define DP_MCAST_REASK_US 20000u    /* a chunk asked of `from` is asked again, at the next
+				     * request for it, after this long */
+#define DP_MCAST_ASK_LIFE_US 2000000u /* ... and forgotten after this long */
+
+/** One copy retained: the received frame (one reference), its round and chunk. */
+struct dp_mcopy {
+	struct rte_mbuf *m;         /* NULL: empty */
+	uint32_t round;
+	uint32_t chunk;
+};
+
+/** A chunk of one origin's round asked of the stream's `from` gateway, and who waits. */
+struct dp_mask {
+	uint64_t until;             /* TSC: free once passed (0: free) */
+	uint64_t asked;             /* TSC of the last NACK_MCAST sent upstream for it */
+	uint32_t round;
+	uint32_t chunk;
+	uint16_t origin;
+	uint64_t askers[DP_MCAST_ASK_WORDS]; /* bit k: out[k] asked for it */
+};
+
+/** One lcore's loss-recovery state of one stream (that lcore: rw; ctl: frees it). */
+struct dp_mstream {
+	struct dp_mcopy *keep;      /* n_origins x (keep_mask + 1), origin index major */
+	uint32_t keep_mask;         /* copies kept per origin - 1 (a power of two) */
+	struct dp_budget *budget;   /* per out[] entry: what NACK_MCAST answers may cost */
+	uint32_t budget_cap;        /* bytes: a full frame of the job per copy the ring holds
+				     * (an output may have lost them all), at least the job's
+				     * budget_cap */
+	uint32_t n_ask;             /* entries of ask[] in use (until != 0) */
+	struct dp_mask ask[DP_MCAST_ASK_MAX];
+};
 
 /**
  * A token bucket on the TSC for one (tree, link) of one lcore, with the frames waiting
@@ -406,6 +468,10 @@ struct dp_job {
 	int n_streams;
 	struct dp_stream *streams;
 	uint32_t slots_per_lcore;   /* sum of the trees' slots */
+	uint32_t mcast_keep_per_lcore; /* MCAST copies the streams retain per lcore, at most */
+	unsigned int mcast_keep_shift; /* their rings halved this often to fit the budget */
+	uint64_t mcast_reask_tsc;   /* DP_MCAST_REASK_US and DP_MCAST_ASK_LIFE_US in TSC */
+	uint64_t mcast_ask_life_tsc;
 	uint32_t n_pacers;          /* per lcore: one per tree link to a gateway, then one per
 				     * stream link to a `to` gateway */
 	uint32_t n_budgets;         /* per lcore: one per down[] entry of every tree, then

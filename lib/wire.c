@@ -124,6 +124,8 @@ wire_type_str(enum wire_type type)
 		return "probe_reply";
 	case WIRE_TYPE_MCAST:
 		return "mcast";
+	case WIRE_TYPE_NACK_MCAST:
+		return "nack_mcast";
 	}
 	return "?";
 }
@@ -197,7 +199,8 @@ type_is_data(enum wire_type t)
 static inline bool
 type_is_range(enum wire_type t)
 {
-	return t == WIRE_TYPE_ACK || t == WIRE_TYPE_NACK_CONTRIB || t == WIRE_TYPE_NACK_RESULT;
+	return t == WIRE_TYPE_ACK || t == WIRE_TYPE_NACK_CONTRIB || t == WIRE_TYPE_NACK_RESULT ||
+	       t == WIRE_TYPE_NACK_MCAST;
 }
 
 static inline bool
@@ -234,8 +237,9 @@ check_fields(const struct wire_pkt *p)
 
 	if (!data && !range && !probe)
 		return WIRE_REASON_TYPE;
-	/* MCAST is best effort: never retransmitted, never answered, so no flag at all. */
-	allowed = mcast ? 0 : data ? WIRE_F_ALL : WIRE_F_ECHO;
+	/* MCAST answers no request, so it never echoes; RETX marks a copy that answers a
+	 * NACK_MCAST. */
+	allowed = mcast ? WIRE_F_RETX : data ? WIRE_F_ALL : WIRE_F_ECHO;
 	if ((p->flags & ~allowed) != 0)
 		return WIRE_REASON_FLAGS;
 	/* PROBE_REPLY and ACK are always answers: they must echo. */
@@ -260,8 +264,7 @@ check_fields(const struct wire_pkt *p)
 			return WIRE_REASON_COUNT;
 		if (range && (uint64_t)p->chunk + p->count > (1ull << 32))
 			return WIRE_REASON_COUNT;
-		if ((p->type == WIRE_TYPE_NACK_CONTRIB || p->type == WIRE_TYPE_NACK_RESULT) &&
-		    p->count > WIRE_NACK_RANGE_MAX)
+		if (range && p->type != WIRE_TYPE_ACK && p->count > WIRE_NACK_RANGE_MAX)
 			return WIRE_REASON_COUNT;
 	} else if (p->count != 0) {
 		return WIRE_REASON_COUNT;

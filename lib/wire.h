@@ -83,7 +83,8 @@ enum wire_type {
 	WIRE_TYPE_PROBE = 6,            /* round-trip probe / keepalive */
 	WIRE_TYPE_PROBE_REPLY = 7,      /* echo of a PROBE */
 	WIRE_TYPE_MCAST = 8,            /* one chunk of one worker's update, selective multicast */
-	WIRE_TYPE_MAX = WIRE_TYPE_MCAST,
+	WIRE_TYPE_NACK_MCAST = 9,       /* a receiver asks for MCAST chunks it lacks */
+	WIRE_TYPE_MAX = WIRE_TYPE_NACK_MCAST,
 };
 
 /** Element types (header byte 5). WIRE_DTYPE_NONE is the only value of control packets. */
@@ -103,11 +104,13 @@ enum wire_dtype {
 #define WIRE_MX_BLOCK 32u               /* elements per MX block */
 
 /* Flags (header byte 4). Bits not listed are reserved, zero in version 1. */
-#define WIRE_F_RETX 0x01u       /* CONTRIB, RESULT: a retransmission (CONTRIB: reply wanted) */
-#define WIRE_F_ECHO 0x02u       /* any type: tsecr echoes the tsval of the packet answered */
+#define WIRE_F_RETX 0x01u       /* CONTRIB, RESULT: a retransmission (CONTRIB: reply wanted);
+				 * MCAST: a copy sent again in answer to a NACK_MCAST */
+#define WIRE_F_ECHO 0x02u       /* any type but MCAST: tsecr echoes the tsval of the packet
+				 * answered */
 #define WIRE_F_ALL (WIRE_F_RETX | WIRE_F_ECHO)
 
-/* The longest range of a NACK_CONTRIB or NACK_RESULT, in chunks (docs/PROTOCOL.md section
+/* The longest range of a NACK_CONTRIB, NACK_RESULT or NACK_MCAST, in chunks (docs/PROTOCOL.md section
  * 3, `count`): a longer one is dropped as WIRE_REASON_COUNT. It bounds what one request
  * may ask for (section 7.6). */
 #define WIRE_NACK_RANGE_MAX 32

@@ -221,7 +221,8 @@ expect 2 "--start-at -1" m --worker-id 11 --start-at -1
 # The stand-in: MCAST from 11 or 12 goes to the other one; each chunk of 11's also brings
 # that chunk of the remote origins 21 and 22 to both (stream 1, as B's gateway would).
 # Round 41 corrupts one element of 22's chunk 3 to 12, round 42 loses 21's chunk 4 to 11,
-# round 43 loses every chunk of 22 to 12.
+# round 43 loses every chunk of 22 to 12. The workers' NACK_MCASTs for what was lost get
+# no answer here (gateways' repairs: dataplane_e2e.sh).
 python3 - "$Q" >"$tmp/mgw.log" 2>&1 <<'PY' &
 import socket, struct, sys, time
 HDR = struct.Struct(">HBBBBBBIIHHHHIIHHII10s")   # docs/PROTOCOL.md section 3
@@ -245,6 +246,8 @@ while time.time() < end:
     f = HDR.unpack_from(pkt)
     typ, job, epoch, tree, sender, origin = f[2], f[7], f[8], f[9], f[10], f[11]
     rnd, chunk, count = f[13], f[14], f[15]
+    if typ == 9 and sender in port:
+        continue    # NACK_MCAST: this stand-in retains nothing and answers none
     if typ != 8 or tree != 0 or sender != origin or origin not in port:
         print("unexpected packet", f, flush=True)
         continue
@@ -328,7 +331,7 @@ grep -q "worker 12 round 43: nothing from origin 22 in .* ms (2 of 3 origins com
 	"$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok "names the origin" ||
 	not_ok "silent origin: $(cat "$tmp/err")"
 grep -q "unexpected" "$tmp/mgw.log" && not_ok "stand-in: $(cat "$tmp/mgw.log")" ||
-	ok "the stand-in saw only MCAST of the local origins"
+	ok "the stand-in saw only MCAST and NACK_MCAST of the local workers"
 
 echo "cli_worker: $n tests, $fails failed"
 [ "$fails" -eq 0 ]

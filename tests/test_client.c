@@ -849,18 +849,62 @@ sum_stat(const struct wrk *ws, int n, size_t off)
 /* ---- selective multicast ---------------------------------------------------------------- */
 
 /* A fake gateway of one multicast stream: every MCAST from a worker goes to the other
- * workers (sender rewritten), except the chunk `drop_chunk` of `drop_origin` towards
- * `drop_to`. With the first copy to the second worker it also sends a duplicate, the same
- * chunk of an earlier round and of another epoch, and garbage. */
+ * workers (sender rewritten), except the chunks of `drop_origin` towards `drop_to` whose
+ * bit is set in drop_chunks. With the first copy to the second worker it also sends a
+ * duplicate, the same chunk of an earlier round and of another epoch, and garbage. With
+ * `answer` it retains what it forwarded and answers NACK_MCASTs with it (RETX), to the
+ * table's address of the requester, except the first answer of chunk `drop_repair` (-1:
+ * none); without, it only counts them. */
 struct mgw {
 	int fd;
 	uint16_t port, gw_id, wport[3], wid[3];
 	uint16_t drop_origin, drop_to;
-	uint32_t drop_chunk;
+	uint32_t drop_chunks;
+	uint16_t silent_origin, silent_to; /* every chunk of one origin to one worker lost */
+	bool answer;
+	int drop_repair;
 	atomic_bool stop;
 	pthread_t th;
-	unsigned int forwarded, bad;
+	unsigned int forwarded, bad, nacks, repairs;
+	unsigned int nacks_from[3];
+	uint8_t kept[3][16][WIRE_HDR_LEN + 4 * 64];
+	size_t kept_len[3][16];
 };
+
+/* A NACK_MCAST p to fake gateway g: each chunk of the range that g retains of its origin,
+ * again with RETX, to the requester's port (never to where the request came from). */
+static void
+mgw_nack(struct mgw *g, const struct wire_pkt *p)
+{
+	int o = -1, r = -1;
+
+	for (int k = 0; k < 3; k++) {
+		o = g->wid[k] == p->origin ? k : o;
+		r = g->wid[k] == p->sender ? k : r;
+	}
+	if (o < 0 || r < 0 || r == o || p->tree != 3 || p->round != 4 ||
+	    p->chunk + p->count > 16) {
+		g->bad++;
+		return;
+	}
+	g->nacks++;
+	g->nacks_from[r]++;
+	for (uint32_t c = p->chunk; g->answer && c < p->chunk + p->count; c++) {
+		struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(g->wport[r]),
+					  .sin_addr.s_addr = htonl(LOCALHOST) };
+		uint8_t *q = g->kept[o][c];
+
+		if (g->kept_len[o][c] == 0)
+			continue;
+		if ((int)c == g->drop_repair) {
+			g->drop_repair = -1;
+			continue;
+		}
+		q[4] = WIRE_F_RETX;
+		raw_send(g->fd, q, g->kept_len[o][c], &to);
+		g->repairs++;
+	}
+}
 
 static void *
 mgw_main(void *arg)
@@ -877,20 +921,33 @@ mgw_main(void *arg)
 		if (poll(&pfd, 1, 20) <= 0)
 			continue;
 		len = recv(g->fd, pkt, sizeof(pkt), 0);
+		if (len > 0 && wire_hdr_decode(pkt, (size_t)len, &p, NULL) == 0 &&
+		    p.type == WIRE_TYPE_NACK_MCAST) {
+			mgw_nack(g, &p);
+			continue;
+		}
 		if (len <= 0 || wire_hdr_decode(pkt, (size_t)len, &p, NULL) != 0 ||
-		    p.type != WIRE_TYPE_MCAST || p.sender != p.origin) {
+		    p.type != WIRE_TYPE_MCAST || p.sender != p.origin || p.chunk >= 16 ||
+		    (size_t)len > sizeof(g->kept[0][0])) {
 			g->bad++;
 			continue;
 		}
 		pkt[18] = (uint8_t)(g->gw_id >> 8);
 		pkt[19] = (uint8_t)g->gw_id;
 		for (int k = 0; k < 3; k++) {
+			if (g->wid[k] == p.origin) {
+				memcpy(g->kept[k][p.chunk], pkt, (size_t)len);
+				g->kept_len[k][p.chunk] = (size_t)len;
+			}
+		}
+		for (int k = 0; k < 3; k++) {
 			struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(g->wport[k]),
 						  .sin_addr.s_addr = htonl(LOCALHOST) };
 
 			if (g->wid[k] == p.origin ||
 			    (p.origin == g->drop_origin && g->wid[k] == g->drop_to &&
-			     p.chunk == g->drop_chunk))
+			     (g->drop_chunks >> p.chunk & 1)) ||
+			    (p.origin == g->silent_origin && g->wid[k] == g->silent_to))
 				continue;
 			raw_send(g->fd, pkt, (size_t)len, &to);
 			g->forwarded++;
@@ -993,13 +1050,45 @@ mcast_table(char *json, size_t len, uint32_t epoch, uint16_t gw_port, const uint
 		 wid[1], wid[2]);
 }
 
+/* Clients of the workers of fake gateway g for table json, worker 11 with timeout t0, the
+ * others t. */
+static void
+mcast_clients(const struct mgw *g, struct mwrk ws[3], const char *json, uint32_t t0,
+	      uint32_t t)
+{
+	char err[GR_ERR_MAX];
+	struct gr_config cfg;
+
+	for (int k = 0; k < 3; k++) {
+		CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, g->wid[k], err,
+							    sizeof(err)) == 0);
+		ws[k] = (struct mwrk){ .k = k, .timeout_ms = k == 0 ? t0 : t };
+		ws[k].c = gr_client_create(&cfg, err, sizeof(err));
+		CU_ASSERT_FATAL(ws[k].c != NULL);
+	}
+}
+
+/* Round 4 of the three workers through fake gateway g, to its end. */
+static void
+mcast_run(struct mgw *g, struct mwrk ws[3])
+{
+	pthread_t th[3];
+
+	CU_ASSERT_FATAL(pthread_create(&g->th, NULL, mgw_main, g) == 0);
+	for (int k = 0; k < 3; k++)
+		CU_ASSERT_FATAL(pthread_create(&th[k], NULL, mwrk_main, &ws[k]) == 0);
+	for (int k = 0; k < 3; k++)
+		pthread_join(th[k], NULL);
+	atomic_store(&g->stop, true);
+	pthread_join(g->th, NULL);
+}
+
 static void
 test_mcast(void)
 {
 	struct mgw g = { .gw_id = 1, .wid = { 11, 12, 13 }, .drop_origin = 13, .drop_to = 11,
-			 .drop_chunk = 5 };
+			 .drop_chunks = 1u << 5, .drop_repair = -1 };
 	struct mwrk ws[3];
-	pthread_t th[3];
 	char json[4096], err[GR_ERR_MAX];
 	struct gr_config cfg;
 	struct gr_stats st;
@@ -1015,13 +1104,7 @@ test_mcast(void)
 	      "config: %u origins, stream %u", cfg.n_origins, cfg.mcast_stream);
 	CHECK(gr_config_from_table_string(&cfg, json, 14, err, sizeof(err)) == -EINVAL &&
 	      strstr(err, "not a local worker") != NULL, "%s", err);
-	for (int k = 0; k < 3; k++) {
-		CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, g.wid[k], err,
-							    sizeof(err)) == 0);
-		ws[k] = (struct mwrk){ .k = k, .timeout_ms = k == 0 ? 1500 : 10000 };
-		ws[k].c = gr_client_create(&cfg, err, sizeof(err));
-		CU_ASSERT_FATAL(ws[k].c != NULL);
-	}
+	mcast_clients(&g, ws, json, 1500, 10000);
 	/* No trees: AllReduce is refused with a clear error. */
 	{
 		float b[M_ELEMS] = { 0 };
@@ -1031,13 +1114,7 @@ test_mcast(void)
 		      gr_client_error(ws[0].c));
 		CHECK(gr_mcast_send(ws[0].c, b, 999, GR_DTYPE_FP32, 1, NULL) == -EINVAL, "size");
 	}
-	CU_ASSERT_FATAL(pthread_create(&g.th, NULL, mgw_main, &g) == 0);
-	for (int k = 0; k < 3; k++)
-		CU_ASSERT_FATAL(pthread_create(&th[k], NULL, mwrk_main, &ws[k]) == 0);
-	for (int k = 0; k < 3; k++)
-		pthread_join(th[k], NULL);
-	atomic_store(&g.stop, true);
-	pthread_join(g.th, NULL);
+	mcast_run(&g, ws);
 	for (int k = 0; k < 3; k++) {
 		CHECK(ws[k].sent == 16, "worker %d sent %d", k, ws[k].sent);
 		CHECK(ws[k].wrong == 0, "worker %d: %u wrong", k, ws[k].wrong);
@@ -1045,12 +1122,18 @@ test_mcast(void)
 		CHECK(st.mcast_sent == 16, "worker %d: %llu sent", k,
 		      (unsigned long long)st.mcast_sent);
 		if (k == 0) {
-			/* Chunk 5 of 13 never came: 11 and 12 ... only 12's update complete. */
+			/* Chunk 5 of 13 never came, not even when asked for (this gateway
+			 * does not answer): only 12's update complete. Asked for a few times,
+			 * never more than 8. */
 			CHECK(ws[k].complete == 1 && ws[k].got == 31 && ws[k].done[0] == 1 &&
 			      ws[k].done[1] == 0 && strstr(gr_client_error(ws[k].c), "1 chunks "
 							   "missing") != NULL,
 			      "worker 11: %d complete, %u chunks: %s", ws[k].complete, ws[k].got,
 			      gr_client_error(ws[k].c));
+			CHECK(st.mcast_nacks_sent >= 1 && st.mcast_nacks_sent <= 8 &&
+			      st.mcast_nacks_sent == g.nacks_from[0] && st.mcast_repaired == 0,
+			      "worker 11: %llu NACK_MCAST sent, %u got",
+			      (unsigned long long)st.mcast_nacks_sent, g.nacks_from[0]);
 		} else {
 			CHECK(ws[k].complete == 2 && ws[k].got == 32 && ws[k].done[0] &&
 			      ws[k].done[1], "worker %d: %d complete, %u chunks (%s)", k,
@@ -1066,6 +1149,52 @@ test_mcast(void)
 	}
 	CHECK(g.bad == 0 && g.forwarded == 3 * 2 * 16 - 1, "gateway: %u forwarded, %u bad",
 	      g.forwarded, g.bad);
+	close(g.fd);
+}
+
+/* Multicast with chunks lost: the first, the last and a run of 13's to 11, the first
+ * repair of one of them too, and every chunk of 12's to 13; every origin is still
+ * complete at every worker, bit-exact, through NACK_MCAST and the gateway's retained
+ * copies. */
+static void
+test_mcast_repair(void)
+{
+	struct mgw g = { .gw_id = 1, .wid = { 11, 12, 13 }, .drop_origin = 13, .drop_to = 11,
+			 .drop_chunks = 1u << 0 | 1u << 5 | 1u << 6 | 1u << 7 | 1u << 15,
+			 .silent_origin = 12, .silent_to = 13, .answer = true, .drop_repair = 6 };
+	struct mwrk ws[3];
+	char json[4096];
+	struct gr_stats st;
+
+	g.port = ephemeral_port(&g.fd);
+	for (int k = 0; k < 3; k++)
+		g.wport[k] = ephemeral_port(NULL);
+	mcast_table(json, sizeof(json), 2, g.port, g.wid, g.wport, M_ELEMS);
+	mcast_clients(&g, ws, json, 20000, 20000);
+	mcast_run(&g, ws);
+	for (int k = 0; k < 3; k++) {
+		gr_client_stats(ws[k].c, &st);
+		CHECK(ws[k].complete == 2 && ws[k].got == 32 && ws[k].done[0] && ws[k].done[1] &&
+		      ws[k].wrong == 0, "worker %d: %d complete, %u chunks, %u wrong (%s)", k,
+		      ws[k].complete, ws[k].got, ws[k].wrong, gr_client_error(ws[k].c));
+		CHECK(st.mcast_received == 32 && st.mcast_nacks_sent == g.nacks_from[k],
+		      "worker %d: %llu received, %llu NACK_MCAST sent, %u got", k,
+		      (unsigned long long)st.mcast_received,
+		      (unsigned long long)st.mcast_nacks_sent, g.nacks_from[k]);
+		if (k == 0)
+			/* The five chunks lost came as repairs; chunk 6 asked for again. */
+			CHECK(st.mcast_repaired >= 5 && st.mcast_nacks_sent >= 2,
+			      "worker 11: %llu repaired, %llu NACK_MCAST sent",
+			      (unsigned long long)st.mcast_repaired,
+			      (unsigned long long)st.mcast_nacks_sent);
+		if (k == 2)
+			/* Nothing of 12 came: its first chunk asked for, then the rest. */
+			CHECK(st.mcast_repaired >= 16, "worker 13: %llu repaired",
+			      (unsigned long long)st.mcast_repaired);
+		gr_client_free(ws[k].c);
+	}
+	CHECK(g.bad == 0 && g.forwarded == 3 * 2 * 16 - 5 - 16 && g.repairs >= 5 + 16,
+	      "gateway: %u forwarded, %u bad, %u repairs", g.forwarded, g.bad, g.repairs);
 	close(g.fd);
 }
 
@@ -2343,6 +2472,7 @@ main(void)
 		{ "configuration from a table", test_config_table },
 		{ "configuration checks", test_config_check },
 		{ "selective multicast: send, receive, loss, strays", test_mcast },
+		{ "selective multicast: lost chunks repaired (NACK_MCAST)", test_mcast_repair },
 		{ "multicast receive state comes with the configuration", test_mcast_recv_state },
 		{ "multicast window: rounds ahead, too far, late, skipped", test_mcast_window },
 		{ "call arguments", test_call_args },

@@ -823,6 +823,218 @@ test_mcast(void)
 	dp_down();
 }
 
+/* A NACK_MCAST of stream `stream` from sender (at 10.0.0.sender) for origin's chunks
+ * [chunk, chunk + count) of round. */
+static struct rte_mbuf *
+nack_mcast(uint16_t stream, uint16_t sender, uint16_t origin, uint32_t round, uint32_t chunk,
+	   uint16_t count)
+{
+	struct pkt p = { WIRE_TYPE_NACK_MCAST, 0, 8, 1, stream, sender, origin, 0, round, chunk,
+			 WIRE_DTYPE_NONE, count, PEER_IP(sender) };
+
+	return mk_pkt(&p, NULL);
+}
+
+/* mcast_f32() sent again in answer (RETX). */
+static struct rte_mbuf *
+mcast_repair(uint16_t stream, uint16_t sender, uint16_t origin, uint32_t round,
+	     uint32_t chunk)
+{
+	float pl[64];
+	struct pkt p = { WIRE_TYPE_MCAST, WIRE_F_RETX, 8, 1, stream, sender, origin, 1, round,
+			 chunk, WIRE_DTYPE_FP32, 64, PEER_IP(sender) };
+
+	for (uint16_t i = 0; i < 64; i++)
+		pl[i] = val(origin, (uint64_t)chunk * 64 + i);
+	return mk_pkt(&p, pl);
+}
+
+/* One MCAST repair in o: RETX, from this gateway, origin's chunk of round 9 of stream 5,
+ * to d at the table's address and port (a gateway's port of the chunk, a worker's). */
+static bool
+is_mcast_repair(const struct out *o, uint32_t d, uint16_t origin, uint32_t chunk)
+{
+	bool ok = o->p.type == WIRE_TYPE_MCAST && o->p.flags == WIRE_F_RETX && o->p.tree == 5 &&
+		  o->p.sender == 1 && o->p.origin == origin && o->p.round == 9 &&
+		  o->p.chunk == chunk && o->p.count == 64 && o->fl.dst_ip == PEER_IP(d) &&
+		  o->fl.dst_port == (d < 10 ? wire_udp_port(WIRE_PORT_BASE_DEFAULT,
+							    WIRE_PORT_COUNT_DEFAULT, chunk)
+					    : WORKER_PORT);
+
+	for (uint32_t i = 0; ok && i < 64; i++)
+		ok = out_f32(o, i) == val(origin, chunk * 64 + i);
+	return ok;
+}
+
+/*
+ * MCAST loss recovery at gateway 1 (docs/PROTOCOL.md sections 7.5 and 7.6), with the
+ * table of test_mcast(): a NACK_MCAST is answered from the copies retained, to the table's
+ * address of the requester; a chunk not retained is asked of the stream's `from` gateway
+ * and its repair goes to who asked only; bad requests are dropped by reason; answers are
+ * bounded by the requester's budget.
+ */
+static void
+test_mcast_recovery(void)
+{
+	static struct out o[64];
+	int n;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mcast_table(), "install") == 0);
+	/* Retained copies: two rounds of 16 chunks of each of the 2 origins of each of the 2
+	 * streams, one packet each, counted in what the job may hold. */
+	{
+		json_t *st = dp_stats_json(&dp);
+		json_t *jb = json_array_get(json_object_get(st, "jobs"), 0);
+
+		CU_ASSERT(json_integer_value(json_object_get(jb, "mcast_keep_per_lcore")) == 128);
+		CU_ASSERT(json_integer_value(json_object_get(jb, "mbufs_held_max")) >= 128);
+		json_decref(st);
+	}
+	/* Chunks 0-3 of origin 31 arrive from upstream: four copies each. */
+	for (uint32_t c = 0; c < 4; c++)
+		inject(mcast_f32(5, 2, 31, 9, c, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 16);
+
+	/* Worker 21 lost chunk 2: the retained copy, to its table address alone. */
+	inject(nack_mcast(5, 21, 31, 9, 2, 1));
+	poll_all();
+	n = collect(o, 64);
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(is_mcast_repair(&o[0], 21, 31, 2));
+	CU_ASSERT(ctr(DP_CTR_MCAST_NACKS) == 1 && ctr(DP_CTR_MCAST_REPAIRS) == 1);
+	/* Gateway 3 (a `to` of the stream) lost chunk 1: to its port of chunk 1, paced. */
+	inject(nack_mcast(5, 3, 31, 9, 1, 1));
+	poll_all();
+	n = collect(o, 64);
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(is_mcast_repair(&o[0], 3, 31, 1));
+	CU_ASSERT(ctr(DP_CTR_MCAST_REPAIRS) == 2);
+
+	/* Bad requests: dropped by reason, none answered, nothing asked upstream. */
+	inject(nack_mcast(5, 23, 31, 9, 2, 1));         /* no receiver of the stream */
+	inject(nack_mcast(5, 2, 31, 9, 2, 1));          /* the upstream gateway */
+	inject(nack_mcast(5, 21, 33, 9, 2, 1));         /* not an origin of the stream */
+	inject(nack_mcast(6, 21, 21, 4, 2, 1));         /* its own update */
+	spoof.on = true;                                /* 21's id from 22's address */
+	spoof.ip = PEER_IP(22);
+	spoof.sport = WORKER_PORT;
+	inject(nack_mcast(5, 21, 31, 9, 2, 1));
+	spoof.on = false;
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 5);
+	inject(nack_mcast(7, 21, 31, 9, 2, 1));         /* unknown stream */
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_UNKNOWN_TREE) == 1);
+	inject(nack_mcast(5, 21, 31, 9, 15, 2));        /* runs past the last chunk */
+	inject(nack_mcast(5, 21, 31, 9, 16, 1));        /* past the last chunk */
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_BAD_CHUNK) == 2);
+	CU_ASSERT(collect(o, 64) == 0);
+	CU_ASSERT(ctr(DP_CTR_MCAST_NACKS) == 2 && ctr(DP_CTR_MCAST_ASKED) == 0);
+
+	/* Chunk 5 was lost upstream of this gateway: asked of gateway 2 (count 1) ... */
+	inject(nack_mcast(5, 21, 31, 9, 5, 1));
+	poll_all();
+	n = collect(o, 64);
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_NACK_MCAST && o[0].p.tree == 5 &&
+		  o[0].p.sender == 1 && o[0].p.origin == 31 && o[0].p.round == 9 &&
+		  o[0].p.chunk == 5 && o[0].p.count == 1 && o[0].p.flags == 0 &&
+		  o[0].fl.dst_ip == PEER_IP(2) &&
+		  o[0].fl.dst_port == wire_udp_port(WIRE_PORT_BASE_DEFAULT,
+						    WIRE_PORT_COUNT_DEFAULT, 5));
+	CU_ASSERT(ctr(DP_CTR_MCAST_ASKED) == 1);
+	/* ... the repair from a gateway other than `from` is no answer ... */
+	inject(mcast_repair(5, 3, 31, 9, 5));
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 6 && collect(o, 64) == 0);
+	/* ... the one from gateway 2 goes to worker 21 only, which asked. */
+	inject(mcast_repair(5, 2, 31, 9, 5));
+	poll_all();
+	n = collect(o, 64);
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(is_mcast_repair(&o[0], 21, 31, 5));
+	CU_ASSERT(ctr(DP_CTR_MCAST_REPAIRS) == 3);
+	/* Retained: worker 22's request for it is answered here, not asked again. */
+	inject(nack_mcast(5, 22, 31, 9, 5, 1));
+	poll_all();
+	n = collect(o, 64);
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(is_mcast_repair(&o[0], 22, 31, 5));
+	CU_ASSERT(ctr(DP_CTR_MCAST_ASKED) == 1);
+	/* A repair nobody waits for is late (and retained). */
+	inject(mcast_repair(5, 2, 32, 9, 6));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0 && drops(WIRE_REASON_LATE) == 1);
+	inject(nack_mcast(5, 4, 32, 9, 6, 1));
+	poll_all();
+	n = collect(o, 64);
+	CU_ASSERT(n == 1 && is_mcast_repair(&o[0], 4, 32, 6));
+	/* Asked for, then the original arrives after all: it goes to every receiver, and
+	 * the repair after it is late. */
+	inject(nack_mcast(5, 21, 31, 9, 7, 1));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 1 && ctr(DP_CTR_MCAST_ASKED) == 2);
+	inject(mcast_f32(5, 2, 31, 9, 7, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 4);
+	inject(mcast_repair(5, 2, 31, 9, 7));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0 && drops(WIRE_REASON_LATE) == 2);
+	/* A copy already retained is a duplicate: not forwarded again. */
+	inject(mcast_f32(5, 2, 31, 9, 0, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0 && drops(WIRE_REASON_DUPLICATE) == 1);
+	/* The next round's chunk 0 is retained beside this one's: a receiver still in round 9
+	 * gets its chunk 0 while the origin sends round 10. */
+	inject(mcast_f32(5, 2, 31, 10, 0, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 4);
+	inject(nack_mcast(5, 22, 31, 9, 0, 1));
+	poll_all();
+	n = collect(o, 64);
+	CU_ASSERT(n == 1 && is_mcast_repair(&o[0], 22, 31, 0));
+
+	/* At the source nothing is upstream: a chunk the gateway never had is not held, and
+	 * a worker sends no repairs. */
+	inject(nack_mcast(6, 22, 21, 4, 3, 1));
+	inject(mcast_repair(6, 21, 21, 4, 3));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0 && ctr(DP_CTR_MCAST_NOT_HELD) == 1 &&
+		  drops(WIRE_REASON_BAD_SENDER) == 7);
+
+	/* The budget: 2000 requests of worker 22 for a retained chunk get at most a full
+	 * budget (a frame per copy stream 5 retains: 2 rounds of 16 chunks of 2 origins) and
+	 * what time added while they were handled (1,000,000 bytes a second, measured here);
+	 * the rest are counted. */
+	{
+		const uint32_t frame = WIRE_FRAME_PAYLOAD_OFF + 64 * 4, asks = 2000, cap = 64;
+		uint64_t before = ctr(DP_CTR_MCAST_REPAIRS), t0 = rte_rdtsc();
+		uint64_t sent = 0, withheld;
+
+		for (uint32_t i = 0; i < asks; i++) {
+			inject(nack_mcast(5, 22, 31, 9, 0, 1));
+			if (i % 256 == 255) {
+				poll_all();
+				sent += (uint64_t)collect(o, 64);
+			}
+		}
+		poll_all();
+		sent += (uint64_t)collect(o, 64);
+		double us = (double)(rte_rdtsc() - t0) * 1e6 / (double)rte_get_tsc_hz();
+		withheld = ctr(DP_CTR_MCAST_BUDGET);
+
+		CU_ASSERT(sent == ctr(DP_CTR_MCAST_REPAIRS) - before);
+		CU_ASSERT(sent + withheld == asks);
+		CU_ASSERT((double)sent <= cap + us / frame + 2);
+		if (us < 500.0 * frame) /* under 0.17 s: most were refused */
+			CU_ASSERT(withheld >= asks / 2);
+	}
+	dp_down();
+}
+
 /* An fp32 CONTRIB of one chunk with a one-block contributor set: the sum of the values of
  * workers ids[0 .. n - 1], from sender (a worker, or a gateway's partial sum). */
 static struct rte_mbuf *
@@ -4296,6 +4508,8 @@ main(int argc, char **argv)
 	CU_add_test(s, "control requests", test_control);
 	CU_add_test(s, "epoch swap under traffic", test_epoch_swap_under_traffic);
 	CU_add_test(s, "selective multicast: copies, drops, source", test_mcast);
+	CU_add_test(s, "selective multicast: loss recovery, answers and their budget",
+		    test_mcast_recovery);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failures = CU_get_number_of_failures();

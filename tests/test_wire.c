@@ -61,7 +61,7 @@ quick(void)
 
 static const enum wire_type all_types[] = {
 	WIRE_TYPE_CONTRIB, WIRE_TYPE_RESULT, WIRE_TYPE_ACK, WIRE_TYPE_NACK_CONTRIB,
-	WIRE_TYPE_NACK_RESULT, WIRE_TYPE_PROBE, WIRE_TYPE_PROBE_REPLY,
+	WIRE_TYPE_NACK_RESULT, WIRE_TYPE_PROBE, WIRE_TYPE_PROBE_REPLY, WIRE_TYPE_NACK_MCAST,
 };
 static const enum wire_dtype data_dtypes[] = {
 	WIRE_DTYPE_FP32, WIRE_DTYPE_FP16, WIRE_DTYPE_BF16,
@@ -115,8 +115,8 @@ make_pkt(uint8_t *buf, size_t cap, struct wire_pkt *p, enum wire_type t, enum wi
 		}
 	} else {
 		p->count = count != 0 ? count : 1;
-		if ((t == WIRE_TYPE_NACK_CONTRIB || t == WIRE_TYPE_NACK_RESULT) &&
-		    p->count > WIRE_NACK_RANGE_MAX)
+		if ((t == WIRE_TYPE_NACK_CONTRIB || t == WIRE_TYPE_NACK_RESULT ||
+		     t == WIRE_TYPE_NACK_MCAST) && p->count > WIRE_NACK_RANGE_MAX)
 			p->count = WIRE_NACK_RANGE_MAX;
 		if (t == WIRE_TYPE_ACK) {
 			p->flags = WIRE_F_ECHO;
@@ -733,9 +733,9 @@ test_encode_rules(void)
 	} while (0)
 
 	ENC_FAIL(q.type = (enum wire_type)0, WIRE_REASON_TYPE);
-	ENC_FAIL(q.type = (enum wire_type)9, WIRE_REASON_TYPE);
-	/* The CONTRIB made MCAST: its RETX flag is not allowed there. */
-	ENC_FAIL(q.type = WIRE_TYPE_MCAST, WIRE_REASON_FLAGS);
+	ENC_FAIL(q.type = (enum wire_type)10, WIRE_REASON_TYPE);
+	/* The CONTRIB made MCAST: RETX is allowed there (a repair), ECHO is not. */
+	ENC_FAIL((q.type = WIRE_TYPE_MCAST, q.flags = WIRE_F_RETX | WIRE_F_ECHO), WIRE_REASON_FLAGS);
 	ENC_FAIL(q.flags = 0x04, WIRE_REASON_FLAGS);
 	ENC_FAIL(q.tsecr = 1, WIRE_REASON_RESERVED);
 	ENC_FAIL(q.dtype = WIRE_DTYPE_NONE, WIRE_REASON_DTYPE);
@@ -1322,7 +1322,7 @@ test_mcast(void)
 	enum wire_reason why;
 	size_t len;
 
-	CHECK(WIRE_TYPE_MCAST == 8 && WIRE_TYPE_MAX == 8, "MCAST is type 8, the last");
+	CHECK(WIRE_TYPE_MCAST == 8, "MCAST is type 8");
 	CHECK(strcmp(wire_type_str(WIRE_TYPE_MCAST), "mcast") == 0, "name");
 
 	/* Round trips, every dtype, 1 element to the jumbo maximum. */
@@ -1346,17 +1346,27 @@ test_mcast(void)
 	CHECK(wire_hdr_encode(buf, sizeof(buf), &p, &why) == -EINVAL &&
 	      why == WIRE_REASON_OVERSIZE, "encode: oversize");
 
-	/* No flag is allowed: best effort, never retransmitted, never answered. */
+	/* RETX alone is allowed (a copy sent again in answer to a NACK_MCAST): an MCAST
+	 * answers no request, so it never echoes. */
 	len = make_mcast(buf, sizeof(buf), &p, WIRE_DTYPE_FP16, 8);
-	for (int bit = 0; bit < 8; bit++) {
+	for (int bit = 1; bit < 8; bit++) {
 		buf[4] = (uint8_t)(1u << bit);
 		EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_FLAGS, "mcast flag bit %d", bit);
+		buf[4] = (uint8_t)(1u << bit | WIRE_F_RETX);
+		EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_FLAGS, "mcast flag bits 0, %d", bit);
 	}
+	buf[4] = WIRE_F_RETX;
+	CHECK(decode_exact(buf, len, &q, &why) == 0 && q.flags == WIRE_F_RETX, "mcast RETX: %s",
+	      wire_reason_str(why));
 	buf[4] = 0;
-	p.flags = WIRE_F_RETX;
+	p.flags = WIRE_F_ECHO;
 	CHECK(wire_hdr_encode(buf, sizeof(buf), &p, &why) == -EINVAL && why == WIRE_REASON_FLAGS,
+	      "encode: ECHO");
+	p.flags = WIRE_F_RETX;
+	CHECK(wire_hdr_encode(buf, sizeof(buf), &p, &why) == 0 && buf[4] == WIRE_F_RETX,
 	      "encode: RETX");
 	p.flags = 0;
+	buf[4] = 0;
 	/* tsecr without ECHO, and reserved bytes. */
 	buf[41] = 1;
 	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_RESERVED, "mcast tsecr");
@@ -1418,9 +1428,81 @@ test_mcast(void)
 	EXPECT_FAIL(buf, len - 1, -EBADMSG, WIRE_REASON_LENGTH, "mcast short by one");
 	EXPECT_FAIL(buf, len + 1, -EBADMSG, WIRE_REASON_LENGTH, "mcast long by one");
 	CHECK(decode_exact(buf, len, &q, &why) == 0 && pkt_equal(&p, &q), "restored: valid");
-	/* Type 9 and up still rejected. */
-	buf[3] = 9;
-	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_TYPE, "type 9");
+	/* Type 10 and up still rejected. */
+	buf[3] = 10;
+	EXPECT_FAIL(buf, len, -EBADMSG, WIRE_REASON_TYPE, "type 10");
+}
+
+/* NACK_MCAST (type 9): a receiver's request for the MCAST chunks [chunk, chunk + count) of
+ * one origin's round in one stream. */
+static void
+test_nack_mcast(void)
+{
+	/* job 77, epoch 3, stream 0x0102, requester 12, origin 5, round 0x80000001, chunks
+	 * 4321 .. 4352 (32), tsval 0xdeadbeef: PROTOCOL.md section 5, byte for byte. */
+	static const uint8_t want[WIRE_HDR_LEN] = {
+		0x47, 0x52, 0x01, 0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x4d,
+		0x00, 0x00, 0x00, 0x03, 0x01, 0x02, 0x00, 0x0c, 0x00, 0x05, 0x00, 0x00,
+		0x80, 0x00, 0x00, 0x01, 0x00, 0x00, 0x10, 0xe1, 0x00, 0x20, 0x00, 0x00,
+		0xde, 0xad, 0xbe, 0xef,
+	};
+	uint8_t buf[WIRE_HDR_LEN + 8];
+	struct wire_pkt p = {
+		.type = WIRE_TYPE_NACK_MCAST, .job = 77, .epoch = 3, .tree = 0x0102,
+		.sender = 12, .origin = 5, .round = 0x80000001u, .chunk = 4321,
+		.count = WIRE_NACK_RANGE_MAX, .tsval = 0xdeadbeef,
+	}, q;
+	enum wire_reason why;
+
+	CHECK(WIRE_TYPE_NACK_MCAST == 9 && WIRE_TYPE_MAX == 9, "NACK_MCAST is type 9, the last");
+	CHECK(strcmp(wire_type_str(WIRE_TYPE_NACK_MCAST), "nack_mcast") == 0, "name");
+	CHECK(wire_pkt_len(&p) == WIRE_HDR_LEN, "header only");
+	memset(buf, 0xaa, sizeof(buf));
+	CHECK(wire_hdr_encode(buf, sizeof(buf), &p, &why) == 0, "encode: %s",
+	      wire_reason_str(why));
+	CHECK(memcmp(buf, want, WIRE_HDR_LEN) == 0, "bytes as PROTOCOL.md");
+	CHECK(decode_exact(buf, WIRE_HDR_LEN, &q, &why) == 0 && pkt_equal(&p, &q), "round trip");
+	/* ECHO is allowed, as on every request. */
+	buf[4] = WIRE_F_ECHO;
+	CHECK(decode_exact(buf, WIRE_HDR_LEN, &q, &why) == 0, "ECHO: %s", wire_reason_str(why));
+	buf[4] = 0;
+	/* One byte changed at a time: RETX, a dtype, a set, a contrib, count 33 and 0. */
+	{
+		static const struct {
+			unsigned int off;
+			uint8_t v;
+			enum wire_reason why;
+		} bad[] = {
+			{ 4, WIRE_F_RETX, WIRE_REASON_FLAGS }, { 5, WIRE_DTYPE_FP32, WIRE_REASON_DTYPE },
+			{ 6, 1, WIRE_REASON_CSET_LEN }, { 23, 1, WIRE_REASON_CONTRIB },
+			{ 33, WIRE_NACK_RANGE_MAX + 1, WIRE_REASON_COUNT }, { 33, 0, WIRE_REASON_COUNT },
+		};
+
+		for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+			uint8_t keep = buf[bad[i].off];
+
+			buf[bad[i].off] = bad[i].v;
+			EXPECT_FAIL(buf, WIRE_HDR_LEN, -EBADMSG, bad[i].why, "byte %u = %u",
+				    bad[i].off, bad[i].v);
+			buf[bad[i].off] = keep;
+		}
+	}
+	EXPECT_FAIL(buf, WIRE_HDR_LEN + 4, -EBADMSG, WIRE_REASON_LENGTH, "with a payload");
+	/* The range within 2^32 chunks. */
+	buf[33] = 2;
+	memset(buf + 28, 0xff, 4);
+	EXPECT_FAIL(buf, WIRE_HDR_LEN, -EBADMSG, WIRE_REASON_COUNT, "past chunk 2^32 - 1");
+	buf[33] = 1;
+	CHECK(decode_exact(buf, WIRE_HDR_LEN, &q, &why) == 0 && q.chunk == UINT32_MAX,
+	      "the last chunk alone");
+	p.count = WIRE_NACK_RANGE_MAX + 1;
+	CHECK(wire_hdr_encode(buf, sizeof(buf), &p, &why) == -EINVAL && why == WIRE_REASON_COUNT,
+	      "encode: count 33");
+	/* sender and origin: never 0 nor none. */
+	p.count = 1;
+	p.origin = WIRE_NODE_NONE;
+	CHECK(wire_hdr_encode(buf, sizeof(buf), &p, &why) == -EINVAL && why == WIRE_REASON_NODE,
+	      "encode: origin none");
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -1446,6 +1528,7 @@ static const struct testutil_case tests[] = {
 	{ "chunk mapping covers every element once", test_chunk_map },
 	{ "rounds and reason names", test_rounds_and_names },
 	{ "MCAST: round trip and rejections", test_mcast },
+	{ "NACK_MCAST: layout, round trip and rejections", test_nack_mcast },
 };
 
 int

@@ -227,7 +227,7 @@ done
 [ "$seen" = 1 ] || not_ok "a ping to A never reached the capture"
 
 if ip netns exec "$NW" python3 "$HERE/wireshark_traffic.py" run "$TMP/sent.log"; then
-	ok "every packet type sent and answered (ACK, RESULT RETX|ECHO, PROBE_REPLY, MCAST copies)"
+	ok "every packet type sent and answered (ACK, RESULT RETX|ECHO, PROBE_REPLY, MCAST copies, an MCAST repair)"
 else
 	not_ok "traffic"
 	for s in a b; do "$CTL" -s "$TMP/$s.sock" stats; done

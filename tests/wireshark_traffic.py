@@ -35,7 +35,8 @@ import time
 
 HDR = struct.Struct(">HBBBBBBIIHHHHIIHHII10s")  # 54 bytes, section 3
 MAGIC, VERSION = 0x4752, 1
-CONTRIB, RESULT, ACK, NACK_CONTRIB, NACK_RESULT, PROBE, PROBE_REPLY, MCAST = range(1, 9)
+CONTRIB, RESULT, ACK, NACK_CONTRIB, NACK_RESULT, PROBE, PROBE_REPLY, MCAST, NACK_MCAST = \
+    range(1, 10)
 F_RETX, F_ECHO = 0x01, 0x02
 DTYPES = {"fp32": 1, "fp16": 2, "bf16": 3, "mxint8": 4, "mxfp8": 5, "mxfp4": 6}
 NONE = 0xffff
@@ -272,7 +273,8 @@ class Net:
             ip__src="10.99.0.%d" % w, udp__srcport=WPORT, ip__dst=dst, udp__dstport=dport,
             georeduce__type=typ, georeduce__flags="0x%02x" % flags, georeduce__dtype=0,
             georeduce__cset_blocks=0, georeduce__job=job, georeduce__epoch=EPOCH,
-            georeduce__tree=tree, georeduce__sender=sender, georeduce__origin=origin,
+            georeduce__sender=sender, georeduce__origin=origin,
+            **({"georeduce__stream": tree} if typ == NACK_MCAST else {"georeduce__tree": tree}),
             georeduce__contrib=0, georeduce__round=rnd, georeduce__chunk=chunk,
             georeduce__count=count, georeduce__tsval=ts, georeduce__tsecr=tsecr,
             georeduce__probe_payload=payload.hex() if payload else "-"))
@@ -475,11 +477,19 @@ def run(logfile):
             sum(1 for r in net.received if r[1] == MCAST), want), file=sys.stderr)
         return 1
 
+    # NACK_MCAST: 12 lacks chunk 0 of 11's update; A answers with the copy it retained,
+    # RETX, to 12's address.
+    n0 = len(net.received)
+    net.control(12, NACK_MCAST, MJOB, 3, 0, 1, origin=11, tree=MSTREAM)
+    if not net.poll(lambda: any(r[1] == MCAST and r[2] == F_RETX for r in net.received[n0:])):
+        print("wireshark_traffic: no answer to the NACK_MCAST", file=sys.stderr)
+        return 1
+
     # Malformed packets, each to A, which drops them: the dissector must say why.
     good = HDR.pack(MAGIC, VERSION, PROBE, 0, 0, 0, 0, 0, 0, 0, NONE, NONE, 0, 0, 9, 0, 0,
                     0, 0, bytes(10))
     net.raw(11, 9, good[:20], "truncated", typ=PROBE)
-    net.raw(11, 9, good[:3] + b"\x09" + good[4:], "bad_type", typ=9)
+    net.raw(11, 9, good[:3] + b"\x0a" + good[4:], "bad_type", typ=10)
     bad_len = HDR.pack(MAGIC, VERSION, CONTRIB, 0, 1, 0, 0, 2, EPOCH, 0, 11, 11, 1, 0, 9, 4,
                        0, 0, 0, bytes(10)) + bytes(12)
     net.raw(11, 9, bad_len, "bad_length", typ=CONTRIB)
@@ -522,7 +532,7 @@ def check(logfile, fieldsfile):
         len(frames), ", ".join("%s: %d" % kv for kv in sorted(types.items())), sealed,
         len(want) - missing, len(want)))
     ok = missing == 0
-    for t in range(1, 9):
+    for t in range(1, 10):
         if types.get(str(t), 0) == 0:
             print("no frame of type %d" % t)
             ok = False
@@ -554,6 +564,8 @@ def crafted(hexfile, wantfile):
         (hdr(**probe) + b"opaque", "-"),
         (hdr(flags=F_ECHO, tsecr=3, **dict(probe, typ=PROBE_REPLY)), "-"),
         (hdr(typ=MCAST, dtype=6, count=64) + bytes(34), "-"),
+        (hdr(typ=MCAST, flags=F_RETX) + fp32, "-"),
+        (hdr(typ=NACK_MCAST, chunk=5, **dict(ctl, count=32)), "-"),
         (hdr(dtype=2, count=3) + bytes(6), "-"),
         (hdr(typ=ACK, flags=F_ECHO, tsecr=1, chunk=0xffffffff, **ctl), "-"),
         # 1-14 in order
@@ -562,11 +574,12 @@ def crafted(hexfile, wantfile):
         (hdr(magic=0x4750) + fp32, "bad_magic"),
         (hdr(ver=2) + fp32, "bad_version"),
         (hdr(typ=0) + fp32, "bad_type"),
-        (hdr(typ=9) + fp32, "bad_type"),
+        (hdr(typ=10) + fp32, "bad_type"),
         (hdr(flags=0x04) + fp32, "bad_flags"),
         (hdr(typ=ACK, flags=F_RETX | F_ECHO, tsecr=1, **ctl), "bad_flags"),
         (hdr(typ=ACK, **ctl), "bad_flags"),
         (hdr(typ=MCAST, flags=F_ECHO, tsecr=1) + fp32, "bad_flags"),
+        (hdr(typ=NACK_MCAST, flags=F_RETX, **ctl), "bad_flags"),
         (hdr(rsvd7=1) + fp32, "reserved_nonzero"),
         (hdr(tail=bytes(9) + b"\x01") + fp32, "reserved_nonzero"),
         (hdr(tsecr=1) + fp32, "reserved_nonzero"),
@@ -583,6 +596,7 @@ def crafted(hexfile, wantfile):
         (hdr(count=0), "bad_count"),
         (hdr(dtype=4, count=31) + bytes(33), "bad_count"),
         (hdr(typ=NACK_RESULT, **dict(ctl, count=33)), "bad_count"),
+        (hdr(typ=NACK_MCAST, **dict(ctl, count=33)), "bad_count"),
         (hdr(typ=ACK, flags=F_ECHO, tsecr=1, chunk=0xffffffff, **dict(ctl, count=2)),
          "bad_count"),
         (hdr(**dict(probe, count=1)), "bad_count"),

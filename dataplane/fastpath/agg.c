@@ -1445,23 +1445,203 @@ on_from_parent(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 
 /* --- Selective multicast (docs/PROTOCOL.md section 7.5) -------------------------------- */
 
+/* Stream id of job j, or NULL. */
+static inline const struct dp_stream *
+stream_of(const struct dp_job *j, uint16_t id)
+{
+	if (unlikely(id >= j->stream_map_n || j->stream_map[id] == 0))
+		return NULL;
+	return &j->streams[j->stream_map[id] - 1];
+}
+
+/* The lcore's recovery state of stream s. */
+static inline struct dp_mstream *
+mstream_of(const struct dp_lcore *lc, const struct dp_job *j, const struct dp_stream *s)
+{
+	return &j->lj[lc->idx].mstreams[s - j->streams];
+}
+
+/* Where the copy of (round, chunk) of origin index o is retained, or its ring entry: the
+ * origin's chunks in the order it sends them, round after round (round x chunks + chunk,
+ * modulo 2^32, then the ring's length), so that the ring holds its latest copies. */
+static inline struct dp_mcopy *
+mcopy_at(const struct dp_job *j, const struct dp_mstream *ms, int o, uint32_t round,
+	 uint32_t chunk)
+{
+	uint32_t seq = round * (uint32_t)j->n_chunks + chunk;
+
+	return &ms->keep[(size_t)o * (ms->keep_mask + 1) + (seq & ms->keep_mask)];
+}
+
+static inline bool
+mcopy_is(const struct dp_mcopy *c, uint32_t round, uint32_t chunk)
+{
+	return c->m != NULL && c->chunk == chunk && c->round == round;
+}
+
+/* Retain m (its reference moves to the ring) in entry c, unless c holds a later round of
+ * the same chunk (m is then freed). */
+static inline void
+mcopy_keep(struct dp_mcopy *c, struct rte_mbuf *m, uint32_t round, uint32_t chunk)
+{
+	if (c->m != NULL && c->chunk == chunk && wire_round_before(round, c->round)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (c->m != NULL)
+		rte_pktmbuf_free(c->m);
+	c->m = m;
+	c->round = round;
+	c->chunk = chunk;
+}
+
+/* The pending upstream request of (origin, round, chunk), or NULL; expired entries met on
+ * the way are freed. */
+static struct dp_mask *
+mask_find(struct dp_mstream *ms, uint16_t origin, uint32_t round, uint32_t chunk,
+	  uint64_t now)
+{
+	for (uint32_t i = 0; i < DP_MCAST_ASK_MAX && ms->n_ask != 0; i++) {
+		struct dp_mask *a = &ms->ask[i];
+
+		if (a->until == 0)
+			continue;
+		if (a->until <= now) {
+			a->until = 0;
+			ms->n_ask--;
+			continue;
+		}
+		if (a->origin == origin && a->round == round && a->chunk == chunk)
+			return a;
+	}
+	return NULL;
+}
+
+static inline void
+mask_free(struct dp_mstream *ms, struct dp_mask *a)
+{
+	a->until = 0;
+	ms->n_ask--;
+}
+
+/* The pacer of out[k] of stream s: next-hop gateways are paced, local workers are not. */
+static inline uint32_t
+mcast_pacer(const struct dp_stream *s, unsigned int k)
+{
+	return k < s->n_to ? s->pace_first + k : DP_PACE_NONE;
+}
+
+/* One retained copy r again, with RETX, to out[k] of stream s, within out[k]'s budget. */
+static bool
+mcast_answer(struct dp_lcore *lc, const struct dp_job *j, const struct dp_stream *s,
+	     struct dp_mstream *ms, unsigned int k, struct rte_mbuf *r, uint32_t now_us)
+{
+	if (!dp_budget_spend(&ms->budget[k], rte_pktmbuf_data_len(r))) {
+		lc->ctr[DP_CTR_MCAST_BUDGET]++;
+		return false;
+	}
+	return send_copy(lc, j, &s->out[k], mcast_pacer(s, k), r, NULL, WIRE_F_RETX, 0, now_us,
+			 DP_CTR_MCAST_REPAIRS);
+}
+
+/*
+ * A chunk out[k] asked for and this gateway does not retain (lost upstream of it): ask
+ * the stream's `from` gateway (count 1), unless that is pending and was asked less than
+ * DP_MCAST_REASK_US ago; remember that out[k] waits for it.
+ */
+static void
+mcast_ask(struct dp_lcore *lc, const struct dp_job *j, const struct dp_stream *s,
+	  struct dp_mstream *ms, unsigned int k, uint16_t origin, uint32_t round,
+	  uint32_t chunk, uint64_t now)
+{
+	struct dp_mask *a = mask_find(ms, origin, round, chunk, now);
+
+	if (a == NULL) {
+		for (uint32_t i = 0; i < DP_MCAST_ASK_MAX && a == NULL; i++)
+			if (ms->ask[i].until == 0)
+				a = &ms->ask[i];
+		if (a == NULL) {
+			lc->ctr[DP_CTR_MCAST_ASK_FULL]++;
+			return;
+		}
+		memset(a->askers, 0, sizeof(a->askers));
+		a->origin = origin;
+		a->round = round;
+		a->chunk = chunk;
+		a->asked = now - j->mcast_reask_tsc;
+		ms->n_ask++;
+	}
+	a->askers[k >> 6] |= 1ull << (k & 63);
+	a->until = now + j->mcast_ask_life_tsc;
+	if (now - a->asked < j->mcast_reask_tsc)
+		return;
+	a->asked = now;
+
+	struct wire_pkt q = {
+		.type = WIRE_TYPE_NACK_MCAST, .dtype = WIRE_DTYPE_NONE, .job = j->job,
+		.epoch = j->epoch, .tree = s->id, .sender = j->self_id, .origin = origin,
+		.round = round, .chunk = chunk, .count = 1, .tsval = dp_now_us(),
+	};
+
+	send_ctl(lc, j, &s->from, &q, DP_CTR_MCAST_ASKED);
+}
+
+/*
+ * A repair (MCAST with RETX) from the `from` gateway: the answer to what this gateway
+ * asked for. Retained, and sent on with RETX to the outputs that asked for it only, each
+ * within its budget; one nobody waits for is `late` (retained all the same).
+ */
+static __rte_noinline void
+on_mcast_repair(struct dp_lcore *lc, const struct dp_job *j, const struct dp_stream *s,
+		int o, struct rte_mbuf *m, const struct wire_pkt *p)
+{
+	struct dp_mstream *ms = mstream_of(lc, j, s);
+	struct dp_mcopy *c = mcopy_at(j, ms, o, p->round, p->chunk);
+	uint64_t now = rte_rdtsc();
+	struct dp_mask *a = mask_find(ms, p->origin, p->round, p->chunk, now);
+
+	struct rte_mbuf *r = m;
+
+	/* Retained unless it is already, or the ring holds a later round of the chunk. */
+	if (!mcopy_is(c, p->round, p->chunk) &&
+	    !(c->m != NULL && c->chunk == p->chunk && wire_round_before(p->round, c->round))) {
+		mcopy_keep(c, m, p->round, p->chunk);
+		m = NULL;
+	}
+	if (a == NULL) {
+		lc->drops[WIRE_REASON_LATE]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	uint32_t now_us = dp_now_us();
+
+	for (uint16_t k = 0; k < s->n_out; k++)
+		if (a->askers[k >> 6] >> (k & 63) & 1) {
+			dp_budget_refill_cap(&ms->budget[k], j, ms->budget_cap, now);
+			mcast_answer(lc, j, s, ms, k, r, now_us);
+		}
+	mask_free(ms, a);
+	rte_pktmbuf_free(m);
+}
+
 /*
  * An MCAST: one copy to each next-hop gateway of the stream (paced per stream and link)
  * and each local worker it is delivered to, each a fresh 96-byte header chained to the
- * indirect mbuf of m's payload that they share (fanout_begin()); then m's own reference
- * is dropped, the copies keep the frame alive until they leave. No state per chunk: best
- * effort.
+ * indirect mbuf of m's payload that they share (fanout_begin()); m itself is retained
+ * (its reference moves into the stream's ring, no payload copied) to answer NACK_MCASTs,
+ * and each copy adds its length to its receiver's answer budget. A copy already
+ * retained is a `duplicate`.
  */
 static void
 on_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
 	 const struct wire_pkt *p)
 {
-	if (unlikely(p->tree >= j->stream_map_n || j->stream_map[p->tree] == 0)) {
+	const struct dp_stream *s = stream_of(j, p->tree);
+
+	if (unlikely(s == NULL)) {
 		drop(lc, m, WIRE_REASON_UNKNOWN_TREE);
 		return;
 	}
-	const struct dp_stream *s = &j->streams[j->stream_map[p->tree] - 1];
-
 	if (unlikely(p->chunk >= j->n_chunks)) {
 		drop(lc, m, WIRE_REASON_BAD_CHUNK);
 		return;
@@ -1471,18 +1651,31 @@ on_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
 		return;
 	}
 	/* From the upstream gateway, or at the source from the origin worker itself, each
-	 * from its address and ports in the table. */
+	 * from its address and ports in the table. A repair (RETX) comes from upstream. */
 	int o = ids_find(s->origins, s->n_origins, p->origin);
 
 	if (unlikely(o < 0 || (s->at_source ? p->sender != p->origin : p->sender != s->from_id) ||
 		     (s->at_source ? dp_rx_src_key(m) - s->origin_key[o] >= s->origin_count[o] &&
 					     s->origin_count[o] != 0
-				   : dp_rx_src_key(m) - s->from_key >= s->from_count))) {
+				   : dp_rx_src_key(m) - s->from_key >= s->from_count) ||
+		     (s->at_source && (p->flags & WIRE_F_RETX)))) {
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
+		return;
+	}
+	if (unlikely(p->flags & WIRE_F_RETX)) {
+		on_mcast_repair(lc, j, s, o, m, p);
+		return;
+	}
+	struct dp_mstream *ms = mstream_of(lc, j, s);
+	struct dp_mcopy *c = mcopy_at(j, ms, o, p->round, p->chunk);
+
+	if (unlikely(mcopy_is(c, p->round, p->chunk))) {
+		drop(lc, m, WIRE_REASON_DUPLICATE);
 		return;
 	}
 	lc->ctr[DP_CTR_MCAST_RX]++;
 	uint32_t now_us = dp_now_us();
+	uint32_t len = rte_pktmbuf_data_len(m);
 
 	struct rte_mbuf *seg = fanout_begin(lc, m, s->n_out);
 	uint16_t sent = 0;
@@ -1490,10 +1683,74 @@ on_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
 	for (uint16_t k = 0; k < s->n_out; k++) {
 		if (k >= s->n_to && s->out[k].id == p->origin)
 			continue; /* a worker never gets its own update back */
-		sent += send_copy(lc, j, &s->out[k], k < s->n_to ? s->pace_first + k : DP_PACE_NONE,
-				  m, seg, 0, 0, now_us, DP_CTR_MCAST_COPIES);
+		dp_budget_earn(&ms->budget[k], ms->budget_cap, len);
+		sent += send_copy(lc, j, &s->out[k], mcast_pacer(s, k), m, seg, 0, 0, now_us,
+				  DP_CTR_MCAST_COPIES);
 	}
 	fanout_end(seg, s->n_out, sent);
+	/* It went to everyone, those who asked for it upstream included (it was late). */
+	if (unlikely(ms->n_ask != 0)) {
+		struct dp_mask *a = mask_find(ms, p->origin, p->round, p->chunk, rte_rdtsc());
+
+		if (a != NULL)
+			mask_free(ms, a);
+	}
+	mcopy_keep(c, m, p->round, p->chunk);
+}
+
+/*
+ * NACK_MCAST: a receiving worker of the stream (a `deliver` entry), or a next-hop gateway
+ * (a `to` entry), asks for the chunks [chunk, chunk + count) of origin's round. Each
+ * chunk retained here is sent again (RETX) to the table's address of the requester,
+ * within its budget; one not retained is asked of the `from` gateway (once for every
+ * requester waiting: the repair goes to those only). Of a range, the chunks that map to
+ * the port the request came to (section 9: the others are another lcore's).
+ */
+static __rte_noinline void
+on_nack_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
+	      const struct wire_pkt *p)
+{
+	const struct dp_stream *s = stream_of(j, p->tree);
+
+	if (s == NULL) {
+		drop(lc, m, WIRE_REASON_UNKNOWN_TREE);
+		return;
+	}
+	if (p->chunk >= j->n_chunks || p->count > j->n_chunks - p->chunk) {
+		drop(lc, m, WIRE_REASON_BAD_CHUNK);
+		return;
+	}
+	unsigned int k = s->n_out;
+
+	for (uint16_t i = 0; i < s->n_out; i++)
+		if (s->out[i].id == p->sender)
+			k = i;
+	int o = ids_find(s->origins, s->n_origins, p->origin);
+
+	/* A worker never asks for its own update: it was never sent it. */
+	if (k == s->n_out || o < 0 || !dp_src_ok(m, &s->out[k]) ||
+	    (k >= s->n_to && p->sender == p->origin)) {
+		drop(lc, m, WIRE_REASON_BAD_SENDER);
+		return;
+	}
+	struct dp_mstream *ms = mstream_of(lc, j, s);
+	uint64_t now = rte_rdtsc();
+	uint32_t now_us = dp_now_us();
+
+	lc->ctr[DP_CTR_MCAST_NACKS]++;
+	dp_budget_refill_cap(&ms->budget[k], j, ms->budget_cap, now);
+	for (uint32_t c = p->chunk; c - p->chunk < p->count; c++) {
+		if (!dp_dport_ok(lc->dp, m, c))
+			continue;
+		struct dp_mcopy *r = mcopy_at(j, ms, o, p->round, c);
+
+		if (mcopy_is(r, p->round, c))
+			mcast_answer(lc, j, s, ms, k, r->m, now_us);
+		else if (s->at_source)
+			lc->ctr[DP_CTR_MCAST_NOT_HELD]++;
+		else
+			mcast_ask(lc, j, s, ms, k, p->origin, p->round, c, now);
+	}
 	rte_pktmbuf_free(m);
 }
 
@@ -1519,6 +1776,10 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 	}
 	if (p->type == WIRE_TYPE_MCAST) { /* no slot: any installed epoch will do */
 		on_mcast(lc, j, m, p);
+		return;
+	}
+	if (p->type == WIRE_TYPE_NACK_MCAST) {
+		on_nack_mcast(lc, j, m, p);
 		return;
 	}
 	if (unlikely(p->tree >= j->tree_map_n || j->tree_map[p->tree] == 0 ||

@@ -77,17 +77,24 @@ dp_budget_earn(struct dp_budget *b, uint32_t cap, uint32_t len)
 	b->bytes = v < cap ? v : cap;
 }
 
-/* Refill b for the time since its last refill (at a NACK_RESULT: rare, the TSC read is
- * paid there only). */
+/* Refill b, of at most cap bytes, for the time since its last refill (at a NACK: rare,
+ * the TSC read is paid there only). */
 static inline void
-dp_budget_refill(struct dp_budget *b, const struct dp_job *j, uint64_t now)
+dp_budget_refill_cap(struct dp_budget *b, const struct dp_job *j, uint32_t cap, uint64_t now)
 {
 	uint64_t add = (now - b->tsc) / j->budget_tsc_per_byte;
 
 	if (add == 0)
 		return;
 	b->tsc += add * j->budget_tsc_per_byte;
-	b->bytes = b->bytes + add < j->budget_cap ? (uint32_t)(b->bytes + add) : j->budget_cap;
+	b->bytes = b->bytes + add < cap ? (uint32_t)(b->bytes + add) : cap;
+}
+
+/* The same for a NACK_RESULT budget (cap: the job's). */
+static inline void
+dp_budget_refill(struct dp_budget *b, const struct dp_job *j, uint64_t now)
+{
+	dp_budget_refill_cap(b, j, j->budget_cap, now);
 }
 
 /* Take len bytes from b for one answer; false (nothing taken) if b has less. */

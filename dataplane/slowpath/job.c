@@ -345,6 +345,10 @@ build_stream(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size
 		s->origins[m] = ts->origins[k];
 	}
 	if (ts->has_from) {
+		snprintf(field, sizeof(field), "streams[%d].from.ipv4", i);
+		if (dest_gw(dp, j, &s->from, &ts->from, field, err, errlen) != 0)
+			return -1;
+		dest_ip_sum(j, &s->from);
 		s->from_key = dp_src_key_of(ts->from.ipv4, ts->from.base_port) |
 			      (dp_job_seal(j, ts->from.id) != NULL ? DP_SRC_SEALED : 0);
 		s->from_count = ts->from.ports;
@@ -406,6 +410,67 @@ init_pacers(struct dp *dp, struct dp_job *j, struct dp_job_lcore *lj, int socket
 			if (pc->q == NULL)
 				return -ENOMEM;
 		}
+	}
+	return 0;
+}
+
+/* Copies of one origin that stream s retains per lcore: a power of two, at most
+ * DP_MCAST_KEEP_CHUNKS, no more than two rounds of the tensor's chunks (rounded up: a
+ * receiver may still ask for a round while its origin sends the next one), and the
+ * stream's ring at most DP_MCAST_KEEP_MAX copies; then halved `shift` times, to no fewer
+ * than DP_MCAST_KEEP_MIN (or the first length). */
+static uint32_t
+mcast_keep_len(const struct dp_job *j, const struct dp_stream *s, unsigned int shift)
+{
+	uint32_t n = 1;
+
+	while (n < DP_MCAST_KEEP_CHUNKS && n < 2 * j->n_chunks &&
+	       (uint64_t)2 * n * s->n_origins <= DP_MCAST_KEEP_MAX)
+		n <<= 1;
+	while (shift-- > 0 && n > DP_MCAST_KEEP_MIN)
+		n >>= 1;
+	return n;
+}
+
+/* The copies the job's streams retain per lcore with their rings halved `shift` times. */
+static uint32_t
+mcast_keep_total(const struct dp_job *j, unsigned int shift)
+{
+	uint32_t n = 0;
+
+	for (int i = 0; i < j->n_streams; i++)
+		n += mcast_keep_len(j, &j->streams[i], shift) * j->streams[i].n_origins;
+	return n;
+}
+
+/* One lcore's retained MCAST copies, pending upstream requests and answer budgets of
+ * every stream (PROTOCOL.md section 7.5), empty. */
+static int
+init_mstreams(struct dp_job *j, struct dp_job_lcore *lj, int socket)
+{
+	if (j->n_streams == 0)
+		return 0;
+	lj->mstreams = jalloc(j, sizeof(*lj->mstreams) * (size_t)j->n_streams, socket);
+	if (lj->mstreams == NULL)
+		return -ENOMEM;
+	for (int i = 0; i < j->n_streams; i++) {
+		const struct dp_stream *s = &j->streams[i];
+		struct dp_mstream *ms = &lj->mstreams[i];
+		uint32_t n = mcast_keep_len(j, s, j->mcast_keep_shift);
+
+		ms->keep_mask = n - 1;
+		/* Repairs for up to every copy the ring holds (what the copies earn, below
+		 * that; fastpath/agg.c), never less than a NACK_RESULT budget. */
+		uint64_t cap = (uint64_t)n * s->n_origins * (j->budget_cap / DP_BUDGET_CAP);
+
+		ms->budget_cap = cap > j->budget_cap ? (uint32_t)(cap < UINT32_MAX ? cap : UINT32_MAX)
+						     : j->budget_cap;
+		ms->keep = jalloc(j, sizeof(*ms->keep) * n * s->n_origins, socket);
+		ms->budget = jalloc(j, sizeof(*ms->budget) * s->n_out, socket);
+		if (ms->keep == NULL || ms->budget == NULL)
+			return -ENOMEM;
+		for (uint16_t k = 0; k < s->n_out; k++)
+			ms->budget[k].tsc = rte_rdtsc();
 	}
 	return 0;
 }
@@ -544,6 +609,17 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	 * through its indirect mbuf: at most one packet per queue entry. */
 	for (int i = 0; i < j->n_streams; i++)
 		j->mbufs_held_max += (uint64_t)DP_MCAST_PACE_Q * j->streams[i].n_to * dp->n_lcores;
+	/* Every stream retains the copies it forwarded (one packet each), per lcore: rings
+	 * halved until the job fits what is left of the budget, while they can be. */
+	j->mcast_keep_shift = 0;
+	while (mcast_keep_total(j, j->mcast_keep_shift + 1) <
+		       mcast_keep_total(j, j->mcast_keep_shift) &&
+	       dp->mbufs_committed + j->mbufs_held_max +
+			       (uint64_t)mcast_keep_total(j, j->mcast_keep_shift) * dp->n_lcores >
+		       dp->mbufs_budget)
+		j->mcast_keep_shift++;
+	j->mcast_keep_per_lcore = mcast_keep_total(j, j->mcast_keep_shift);
+	j->mbufs_held_max += (uint64_t)j->mcast_keep_per_lcore * dp->n_lcores;
 	if (dp->mbufs_committed + j->mbufs_held_max > dp->mbufs_budget) {
 		fail(err, errlen, "field 'trees': the slot pools hold up to %" PRIu64 " packets, "
 		     "this dataplane has %" PRIu64 " of %" PRIu64 " left (raise --mbufs)",
@@ -558,6 +634,8 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 						   table_dtype_bytes(tb->dtype,
 								     j->chunk_elements));
 	j->budget_tsc_per_byte = rte_get_tsc_hz() / DP_BUDGET_REFILL_BPS;
+	j->mcast_reask_tsc = rte_get_tsc_hz() / 1000000 * DP_MCAST_REASK_US;
+	j->mcast_ask_life_tsc = rte_get_tsc_hz() / 1000000 * DP_MCAST_ASK_LIFE_US;
 	for (unsigned int l = 0; l < dp->n_lcores; l++) {
 		int ls = (int)rte_lcore_to_socket_id(dp->lcores[l]->lcore_id);
 
@@ -601,7 +679,7 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		lj->mask = cap - 1;
 		for (uint32_t b = 0; b < j->n_budgets; b++) /* empty; time refills it */
 			lj->budget[b].tsc = rte_rdtsc();
-		if (init_pacers(dp, j, lj, ls) != 0) {
+		if (init_pacers(dp, j, lj, ls) != 0 || init_mstreams(j, lj, ls) != 0) {
 			fail(err, errlen, "out of memory for pacers (lcore %u)",
 			     dp->lcores[l]->lcore_id);
 			errno = ENOMEM;
@@ -658,6 +736,16 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 			rte_free(lj->tail_probe);
 			rte_free(lj->progress_round);
 			rte_free(lj->budget);
+			for (int i = 0; lj->mstreams != NULL && i < j->n_streams; i++) {
+				struct dp_mstream *ms = &lj->mstreams[i];
+				uint32_t n = (ms->keep_mask + 1) * j->streams[i].n_origins;
+
+				for (uint32_t k = 0; ms->keep != NULL && k < n; k++)
+					rte_pktmbuf_free(ms->keep[k].m);
+				rte_free(ms->keep);
+				rte_free(ms->budget);
+			}
+			rte_free(lj->mstreams);
 		}
 	}
 	for (int i = 0; j->trees != NULL && i < j->n_trees; i++) {

@@ -39,6 +39,12 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_RETX_STUCK] = "retx_stuck",
 	[DP_CTR_MCAST_RX] = "mcast_rx",
 	[DP_CTR_MCAST_COPIES] = "mcast_copies",
+	[DP_CTR_MCAST_NACKS] = "mcast_nacks",
+	[DP_CTR_MCAST_REPAIRS] = "mcast_repairs",
+	[DP_CTR_MCAST_ASKED] = "mcast_asked_upstream",
+	[DP_CTR_MCAST_NOT_HELD] = "mcast_not_held",
+	[DP_CTR_MCAST_ASK_FULL] = "mcast_ask_full",
+	[DP_CTR_MCAST_BUDGET] = "mcast_answer_budget",
 	[DP_CTR_PACED] = "paced",
 	[DP_CTR_PACE_FULL] = "pace_full",
 	[DP_CTR_ANSWER_BUDGET] = "answer_budget",
@@ -84,6 +90,12 @@ static const char *const ctr_help[DP_CTR_COUNT] = {
 	[DP_CTR_RETX_STUCK] = "Chunks still without a RESULT after the retries",
 	[DP_CTR_MCAST_RX] = "MCAST packets accepted",
 	[DP_CTR_MCAST_COPIES] = "MCAST copies sent to next-hop gateways and workers",
+	[DP_CTR_MCAST_NACKS] = "NACK_MCAST requests accepted",
+	[DP_CTR_MCAST_REPAIRS] = "MCAST copies sent again in answer to a NACK_MCAST",
+	[DP_CTR_MCAST_ASKED] = "NACK_MCASTs sent upstream for chunks not retained here",
+	[DP_CTR_MCAST_NOT_HELD] = "MCAST chunks asked for that are not retained at the source",
+	[DP_CTR_MCAST_ASK_FULL] = "MCAST chunks not asked upstream: the pending table was full",
+	[DP_CTR_MCAST_BUDGET] = "NACK_MCAST answers withheld for the requester's budget",
 	[DP_CTR_PACED] = "Frames that waited for their pacer",
 	[DP_CTR_PACE_FULL] = "Frames dropped because a pacer queue was full",
 	[DP_CTR_ANSWER_BUDGET] = "NACK_RESULT answers withheld for the sender's budget",
@@ -191,7 +203,7 @@ links_json(const struct dp_job *j)
 		for (uint32_t k = 0; k < s->n_to; k++) {
 			const struct dp_dest *d = &s->out[k];
 
-			/* retx is 0: a stream's copies are never retransmitted. */
+			/* retx: the repairs sent on the link (NACK_MCAST answers). */
 			pacer_sum(j, s->pace_first + k, &bytes, &frames, &retx);
 			json_array_append_new(arr, json_pack("{s:i,s:s,s:s,s:i,s:f,s:I,s:I,s:I}",
 				"stream", s->id, "dir", "down", "ipv4",
@@ -214,6 +226,7 @@ job_json(const struct dp_job *j, const char *state)
 	json_object_set_new(o, "trees", json_integer(j->n_trees));
 	json_object_set_new(o, "streams", json_integer(j->n_streams));
 	json_object_set_new(o, "slots_per_lcore", json_integer(j->slots_per_lcore));
+	json_object_set_new(o, "mcast_keep_per_lcore", json_integer(j->mcast_keep_per_lcore));
 	json_object_set_new(o, "chunks_in_flight", json_integer((json_int_t)dp_job_busy(j)));
 	json_object_set_new(o, "chunks_done", json_integer((json_int_t)dp_job_done(j)));
 	json_object_set_new(o, "memory_bytes", json_integer((json_int_t)j->bytes));

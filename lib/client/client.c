@@ -92,6 +92,29 @@ struct chunk {
 	uint8_t backoff;        /* timer doublings so far */
 };
 
+/* gr_mcast_recv()'s loss recovery: a chunk of the call's round missing from one origin.
+ * `when` is in microseconds since the call started, plus 1 (0: not known missing): with
+ * tries 0 the time it may first be asked for, else when it was last asked for. */
+struct mmiss {
+	uint32_t when;
+	uint8_t tries;
+};
+
+/* ... and per origin: the chunk after the latest one received (chunks before it that
+ * have not arrived are behind later ones: lost) and when the latest one arrived. */
+struct morigin {
+	uint32_t hi;
+	uint64_t last;                  /* us, 0: nothing received of the round */
+};
+
+#define MCAST_NACK_TRIES 8              /* NACK_MCASTs for one chunk, at most */
+#define MCAST_REPAIR_INIT_US 20000      /* a repair's wait before a sample (doubles) */
+#define MCAST_REPAIR_MAX_US 1000000     /* ... and the longest */
+#define MCAST_TAIL_MIN_US 2000          /* an origin silent this long (at least) while
+					 * chunks of it are missing has lost its last ones */
+#define MCAST_SILENT_US 100000          /* nothing of an origin this long into a call:
+					 * its first chunk is asked for (all may be lost) */
+
 /* A slot of gr_mcast_recv()'s window: the chunks kept of one round ahead. */
 struct mslot {
 	uint32_t round;                 /* the round kept; meaningless while held is 0 */
@@ -145,6 +168,13 @@ struct gr_client {
 	uint8_t *mdata;                 /* mahead x n_origins x mtensor bytes */
 	size_t mtensor;                 /* bytes of one tensor */
 	uint32_t mahead;
+	/* Loss recovery of the call's round (NACK_MCAST, docs/CLIENT.md): n_origins x
+	 * n_chunks missing-chunk records, n_origins origin records; the smoothed time between
+	 * two chunks of an origin and between a NACK_MCAST and its repair (first tries). */
+	struct mmiss *mmiss;
+	struct morigin *morig;
+	uint64_t mgap_us;               /* 0: no sample yet */
+	struct rtt mrep;
 	/* MX jobs: the caller's fp32 tensor encoded for the wire, chunk after chunk (each
 	 * chunk_wire bytes, the last one shorter), with the kernels the dataplane uses; in
 	 * the LAN dtype (lan) if the job has one, 0 bytes when that is fp32 (the CONTRIBs
@@ -641,6 +671,8 @@ struct prepared {
 	uint8_t *mdata;
 	size_t mtensor;
 	uint32_t mahead;
+	struct mmiss *mmiss;
+	struct morigin *morig;
 	uint8_t *mxbuf;                 /* MX jobs: the encoded tensor; NULL otherwise */
 };
 
@@ -653,7 +685,11 @@ prepared_free(struct prepared *p)
 	free(p->mgot);
 	free(p->mslot);
 	free(p->mdata);
+	free(p->mmiss);
+	free(p->morig);
 	free(p->mxbuf);
+	p->mmiss = NULL;
+	p->morig = NULL;
 	p->ch = NULL;
 	p->rack = NULL;
 	p->mbits = NULL;
@@ -684,7 +720,10 @@ prepare_mcast(const struct gr_config *cfg, struct prepared *p, char *err, size_t
 	p->mgot = calloc(sets, sizeof(*p->mgot));
 	p->mslot = calloc(ahead, sizeof(*p->mslot));
 	p->mdata = malloc(data);
-	if (p->mbits == NULL || p->mgot == NULL || p->mslot == NULL || p->mdata == NULL) {
+	p->mmiss = calloc((size_t)cfg->n_origins * p->n_chunks, sizeof(*p->mmiss));
+	p->morig = calloc(cfg->n_origins, sizeof(*p->morig));
+	if (p->mbits == NULL || p->mgot == NULL || p->mslot == NULL || p->mdata == NULL ||
+	    p->mmiss == NULL || p->morig == NULL) {
 		(void)json_util_fail(err, errlen, "out of memory for %u origins of %u chunks and "
 				     "%zu bytes for %u rounds ahead (mcast_rounds_ahead)",
 				     cfg->n_origins, p->n_chunks, data, ahead);
@@ -827,6 +866,8 @@ install(struct gr_client *c, struct prepared *p)
 	free(c->mgot);
 	free(c->mslot);
 	free(c->mdata);
+	free(c->mmiss);
+	free(c->morig);
 	free(c->mxbuf);
 	if (c->fd >= 0 && c->fd != p->fd)
 		close(c->fd);
@@ -850,6 +891,8 @@ install(struct gr_client *c, struct prepared *p)
 	c->mdata = p->mdata;
 	c->mtensor = p->mtensor;
 	c->mahead = p->mahead;
+	c->mmiss = p->mmiss;
+	c->morig = p->morig;
 	c->mxbuf = p->mxbuf;
 	c->chunk_wire = wire_dtype_is_mx((enum wire_dtype)c->cfg.dtype) ? enc_bytes(&c->cfg) : 0;
 	c->lan = lan_of(&c->cfg);
@@ -920,6 +963,8 @@ gr_client_reconfigure(struct gr_client *c, const struct gr_config *cfg, char *er
 	if (moved) {
 		memset(&c->res, 0, sizeof(c->res));
 		memset(&c->path, 0, sizeof(c->path));
+		memset(&c->mrep, 0, sizeof(c->mrep));
+		c->mgap_us = 0;
 	}
 	install(c, &p);
 	return 0;
@@ -939,6 +984,8 @@ gr_client_free(struct gr_client *c)
 	free(c->mgot);
 	free(c->mslot);
 	free(c->mdata);
+	free(c->mmiss);
+	free(c->morig);
 	free(c->mxbuf);
 	free(c);
 }
@@ -1909,6 +1956,8 @@ struct mcall {
 	gr_mcast_fn fn;
 	void *arg;
 	unsigned int complete;          /* origins with every chunk */
+	uint64_t start;                 /* us */
+	uint64_t next_scan;             /* no missing chunk is due before this (us) */
 };
 
 /* Bitmap and count of origin o in set k (0: the call's round, 1 + s: window slot s). */
@@ -1969,6 +2018,182 @@ mcast_deliver(struct mcall *m, unsigned int o, uint32_t chunk, const void *data)
 	      wire_chunk_len(c->cfg.elements, c->cfg.chunk_elements, chunk));
 }
 
+/* --- Loss recovery of multicast (NACK_MCAST, docs/CLIENT.md) --- */
+
+/* The missing-chunk record of chunk `chunk` of origin o in the call's round. */
+static struct mmiss *
+mcast_miss(const struct gr_client *c, unsigned int o, uint32_t chunk)
+{
+	return &c->mmiss[(size_t)o * c->n_chunks + chunk];
+}
+
+/* How long a chunk asked for `tries` times waits for its repair before it is asked for
+ * again: the smoothed repair time and four deviations (before a sample,
+ * MCAST_REPAIR_INIT_US), doubled per try, within [1 ms, MCAST_REPAIR_MAX_US]. */
+static uint64_t
+mcast_wait(const struct gr_client *c, unsigned int tries)
+{
+	uint64_t w = c->mrep.valid ? rtt_rto(&c->mrep) : MCAST_REPAIR_INIT_US;
+
+	w = w < 1000 ? 1000 : w;
+	for (unsigned int i = 1; i < tries && w < MCAST_REPAIR_MAX_US; i++)
+		w *= 2;
+	return w < MCAST_REPAIR_MAX_US ? w : MCAST_REPAIR_MAX_US;
+}
+
+/* Chunks of one origin arrive in order along their path, but from a gateway's several
+ * lcores they may pass one another: a chunk behind a later one is asked for after this
+ * allowance (us). */
+static uint64_t
+mcast_reorder(const struct gr_client *c)
+{
+	return 1000 + 2 * c->mgap_us;
+}
+
+/* An origin silent this long while chunks of it are missing has lost its last ones. */
+static uint64_t
+mcast_tail(const struct gr_client *c)
+{
+	uint64_t t = 16 * c->mgap_us;
+
+	return t > MCAST_TAIL_MIN_US ? t : MCAST_TAIL_MIN_US;
+}
+
+static void
+mcast_due(struct mcall *m, uint64_t t)
+{
+	if (t < m->next_scan)
+		m->next_scan = t;
+}
+
+/* First copy of chunk `chunk` of origin o of the call's round at time now (us): the
+ * chunks it passed are missing, and (sample: it came off the network now) it is a
+ * sample of the time between chunks. */
+static void
+mcast_arrived(struct mcall *m, unsigned int o, uint32_t chunk, uint64_t now, bool sample)
+{
+	struct gr_client *c = m->c;
+	struct morigin *mo = &c->morig[o];
+	uint32_t t = (uint32_t)(now - m->start + mcast_reorder(c)) + 1;
+
+	if (sample && mo->last != 0 && chunk == mo->hi) {
+		uint64_t gap = now - mo->last;
+
+		c->mgap_us = c->mgap_us == 0 ? gap : (7 * c->mgap_us + gap) / 8;
+	}
+	for (uint32_t i = mo->hi; i < chunk; i++)
+		if (mcast_miss(c, o, i)->when == 0)
+			mcast_miss(c, o, i)->when = t;
+	if (chunk > mo->hi)
+		mcast_due(m, now + mcast_reorder(c));
+	if (chunk >= mo->hi)
+		mo->hi = chunk + 1;
+	mo->last = now;
+	mcast_due(m, now + mcast_tail(c));
+}
+
+/* One NACK_MCAST for chunks [first, first + n) of origin o to the gateway. */
+static void
+mcast_nack_send(struct mcall *m, struct call *k, unsigned int o, uint32_t first, uint32_t n,
+		uint64_t now)
+{
+	const struct gr_config *cfg = &m->c->cfg;
+	struct wire_pkt p = {
+		.type = WIRE_TYPE_NACK_MCAST, .job = cfg->job, .epoch = cfg->epoch,
+		.tree = cfg->origin_streams[o], .sender = cfg->worker_id,
+		.origin = cfg->origins[o], .round = m->round, .chunk = first,
+		.count = (uint16_t)n, .tsval = (uint32_t)now,
+	};
+
+	tx_add(k, &p, NULL, 0, 0, cfg->gateway_ipv4,
+	       wire_udp_port(cfg->gateway_base_port, cfg->gateway_ports, first));
+	m->c->st.mcast_nacks_sent++;
+}
+
+/*
+ * Ask the gateway for every missing chunk of the call's round whose time has come: one
+ * behind a later chunk of its origin once the reordering allowance has passed, the
+ * last ones of an origin once it has been silent for mcast_tail(), each again after
+ * mcast_wait() of its tries, at most MCAST_NACK_TRIES times. Runs of consecutive chunks
+ * of an origin go as one range (at most WIRE_NACK_RANGE_MAX) to a gateway with one port,
+ * each chunk alone to its port otherwise (PROTOCOL.md section 9). Sets m->next_scan.
+ */
+static int
+mcast_nack_scan(struct mcall *m, uint64_t now)
+{
+	struct gr_client *c = m->c;
+	struct call k = { .c = c, .round = m->round };
+	uint32_t t = (uint32_t)(now - m->start) + 1;
+	bool ranges = c->cfg.gateway_ports == 1;
+
+	m->next_scan = UINT64_MAX;
+	c->tx_n = 0;
+	for (unsigned int o = 0; o < c->cfg.n_origins; o++) {
+		struct morigin *mo = &c->morig[o];
+		const uint8_t *bits = mcast_bits(c, 0, o);
+		uint32_t run_first = 0, run_len = 0;
+
+		if (*mcast_got(c, 0, o) == c->n_chunks)
+			continue;
+		/* Nothing of it yet: its first chunk is asked for once the call has waited
+		 * MCAST_SILENT_US (its repair, if the gateway has it, shows what else is
+		 * missing); before, the origin may just not have sent. */
+		if (mo->last == 0 && mcast_miss(c, o, 0)->when == 0) {
+			uint64_t silent = MCAST_SILENT_US + 16 * c->mgap_us;
+
+			if (now - m->start < silent) {
+				mcast_due(m, m->start + silent);
+				continue;
+			}
+			mcast_miss(c, o, 0)->when = t;
+		}
+		if (mo->last != 0 && mo->hi < c->n_chunks) {
+			if (now - mo->last >= mcast_tail(c)) {
+				for (uint32_t i = mo->hi; i < c->n_chunks; i++)
+					if (mcast_miss(c, o, i)->when == 0)
+						mcast_miss(c, o, i)->when = t;
+				mo->hi = c->n_chunks;
+			} else {
+				mcast_due(m, mo->last + mcast_tail(c));
+			}
+		}
+		uint32_t end = mo->last == 0 ? 1 : mo->hi;
+
+		for (uint32_t i = 0; i <= end; i++) {
+			struct mmiss *mm = i < end ? mcast_miss(c, o, i) : NULL;
+			bool ask = false;
+
+			if (mm != NULL && !(bits[i / 8] & (1u << (i % 8))) && mm->when != 0 &&
+			    mm->tries < MCAST_NACK_TRIES) {
+				uint64_t due = m->start + mm->when - 1 +
+					       (mm->tries ? mcast_wait(c, mm->tries) : 0);
+
+				if (due <= now)
+					ask = true;
+				else
+					mcast_due(m, due);
+			}
+			if (ask && run_len != 0 && ranges && run_len < WIRE_NACK_RANGE_MAX &&
+			    run_first + run_len == i) {
+				run_len++;
+			} else if (ask || run_len != 0) {
+				if (run_len != 0)
+					mcast_nack_send(m, &k, o, run_first, run_len, now);
+				run_first = i;
+				run_len = ask ? 1 : 0;
+			}
+			if (ask) {
+				mm->tries++;
+				mm->when = t;
+				if (mm->tries < MCAST_NACK_TRIES)
+					mcast_due(m, now + mcast_wait(c, mm->tries));
+			}
+		}
+	}
+	tx_flush(&k);
+	return k.fatal;
+}
+
 /* Start the call of m->round on the window: the slot that kept this round is delivered
  * (origin by origin, chunks in ascending order) and freed; a slot of a round outside the
  * window from m->round (one the caller passed over) is freed, its chunks counted as
@@ -1981,6 +2206,8 @@ mcast_window_start(struct mcall *m)
 
 	memset(mcast_bits(c, 0, 0), 0, c->mbits_stride * n);
 	memset(mcast_got(c, 0, 0), 0, sizeof(*c->mgot) * n);
+	memset(c->mmiss, 0, sizeof(*c->mmiss) * n * c->n_chunks);
+	memset(c->morig, 0, sizeof(*c->morig) * n);
 	for (uint32_t s = 0; s < c->mahead; s++) {
 		uint32_t d = c->mslot[s].round - m->round;
 
@@ -1994,8 +2221,10 @@ mcast_window_start(struct mcall *m)
 			const uint8_t *bits = mcast_bits(c, 1 + s, o);
 
 			for (uint32_t i = 0; i < c->n_chunks; i++)
-				if ((bits[i / 8] & (1u << (i % 8))) && mcast_mark(c, 0, o, i))
+				if ((bits[i / 8] & (1u << (i % 8))) && mcast_mark(c, 0, o, i)) {
+					mcast_arrived(m, o, i, m->start, false);
 					mcast_deliver(m, o, i, mcast_data(c, s, o, i));
+				}
 		}
 		mcast_slot_clear(c, s, false);
 	}
@@ -2069,6 +2298,20 @@ mcast_rx_one(struct mcall *m, uint8_t *pkt, size_t len, const struct sockaddr_in
 	} else if (!mcast_mark(c, 0, (unsigned int)o, p.chunk)) {
 		c->st.duplicates++;
 	} else {
+		struct mmiss *mm = mcast_miss(c, (unsigned int)o, p.chunk);
+
+		if (p.flags & WIRE_F_RETX) {
+			/* A repair: a sample of the time it took if asked for once (Karn). */
+			if (mm->tries == 1)
+				rtt_sample(&c->mrep, (int64_t)(now - (m->start + mm->when - 1)));
+			c->st.mcast_repaired++;
+			/* Past the latest chunk of its origin (its first, say): the chunks
+			 * before it are missing too. */
+			if (c->morig[o].last == 0 || p.chunk >= c->morig[o].hi)
+				mcast_arrived(m, (unsigned int)o, p.chunk, now, false);
+		} else {
+			mcast_arrived(m, (unsigned int)o, p.chunk, now, true);
+		}
 		mcast_deliver(m, (unsigned int)o, p.chunk, pkt + p.payload_off);
 	}
 }
@@ -2078,7 +2321,8 @@ gr_mcast_recv(struct gr_client *c, uint32_t round, gr_mcast_fn fn, void *arg,
 	      const struct gr_mcast_opts *o)
 {
 	static const struct gr_mcast_opts defaults;
-	struct mcall m = { .c = c, .round = round, .fn = fn, .arg = arg };
+	struct mcall m = { .c = c, .round = round, .fn = fn, .arg = arg,
+			   .next_scan = UINT64_MAX };
 	uint64_t start, deadline;
 	unsigned int n;
 
@@ -2096,6 +2340,7 @@ gr_mcast_recv(struct gr_client *c, uint32_t round, gr_mcast_fn fn, void *arg,
 	/* The bitmaps and the window came with the configuration (prepare()): nothing is
 	 * allocated here. */
 	start = now_us();
+	m.start = start;
 	deadline = start + (uint64_t)(o->timeout_ms ? o->timeout_ms : GR_TIMEOUT_DEFAULT_MS) * 1000;
 	mcast_window_start(&m);
 	while (m.complete < n) {
@@ -2121,11 +2366,16 @@ gr_mcast_recv(struct gr_client *c, uint32_t round, gr_mcast_fn fn, void *arg,
 			mcast_rx_one(&m, c->rxiov[i].iov_base, c->rxm[i].msg_len, &c->rxaddr[i],
 				     now);
 		}
+		if (m.complete < n && now >= m.next_scan) {
+			r = mcast_nack_scan(&m, now);
+			if (r < 0)
+				return fail(c, r, "%s", c->err);
+		}
 		if (r > 0)
 			continue;
 		if (now >= deadline)
 			break;
-		r = wait_until(c, deadline);
+		r = wait_until(c, deadline < m.next_scan ? deadline : m.next_scan);
 		if (r < 0)
 			return fail(c, r, "poll: %s", strerror(-r));
 	}

@@ -235,6 +235,9 @@ struct gr_stats {
 					 * reconfiguration reset the rounds kept */
 	uint64_t cancels;               /* gr_allreduce() calls that returned -ECANCELED
 					 * (gr_options.cancel) */
+	uint64_t mcast_nacks_sent;      /* NACK_MCAST packets sent (gr_mcast_recv(): chunks
+					 * missing) */
+	uint64_t mcast_repaired;        /* MCAST chunks delivered from a repair (RETX) */
 };
 
 /** Called by gr_mcast_recv() with each chunk received: count elements of dtype at data
@@ -414,7 +417,8 @@ int gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype 
 /**
  * Selective multicast: send this worker's update of `round` to the receivers its job's
  * plan selected, one MCAST per chunk to its gateway, which replicates it (docs/PROTOCOL.md
- * section 5). Best effort: nothing is acknowledged or retransmitted. Paced at
+ * section 5). Nothing is acknowledged, and nothing is sent again: the gateways retain
+ * what they forwarded and answer the receivers' NACK_MCASTs from it. Paced at
  * opt->rate_gbps, or the configuration's mcast_rate_gbps (this worker's share of its
  * stream's planned rate), so that the gateway's pacer queue is not overrun; unpaced if both
  * are 0. Of opt only rate_gbps is used.
@@ -436,7 +440,11 @@ int gr_mcast_send(struct gr_client *c, const void *buf, size_t elements, enum gr
  * as a round it passed over (gr_stats.mcast_skipped). Dropped and counted: duplicates (also of a kept
  * chunk), chunks of an earlier round (mcast_late) or of a round beyond those kept
  * (mcast_too_far), packets of another epoch (stale), anything malformed or from elsewhere
- * (invalid). PROBEs are answered. A worker then averages over the origins it got.
+ * (invalid). PROBEs are answered. Chunks of `round` found missing (behind a later chunk of
+ * their origin, or an origin's last ones once it has gone silent) are asked of the gateway
+ * with NACK_MCAST, each a few times with backoff (gr_stats.mcast_nacks_sent); a repair is
+ * delivered like any chunk (gr_stats.mcast_repaired). A worker then averages over the
+ * origins it got.
  *
  * @return  The number of origins complete (0 .. n_origins; fewer after a timeout, with
  *          gr_client_error() saying how many chunks were missing); -EINVAL (arguments, no

@@ -140,6 +140,8 @@ STATS_FIELDS = [
     ("mcast_too_far", ctypes.c_uint64),
     ("mcast_skipped", ctypes.c_uint64),
     ("cancels", ctypes.c_uint64),
+    ("mcast_nacks_sent", ctypes.c_uint64),
+    ("mcast_repaired", ctypes.c_uint64),
 ]
 
 

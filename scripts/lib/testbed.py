@@ -79,7 +79,7 @@ def main():
     ap.add_argument("--workers-from-topology", action="store_true",
                     help="workers per site as the topology's nodes say (0: a relay)")
     ap.add_argument("--jobs", default="mtree", help="algorithms, one job each: "
-                    "mtree, ring, single-tree, crew [mtree]")
+                    "mtree, ring, single-tree, crew, blueconnect, selmcast [mtree]")
     ap.add_argument("--min-workers", type=int, default=0,
                     help="crew jobs: a round completes at this many workers [all]")
     ap.add_argument("--elements", type=int, default=1 << 24)
@@ -144,7 +144,7 @@ def main():
         fail("--scale must be > 0 and --workers 1 .. 50")
     algos = a.jobs.split(",")
     for al in algos:
-        if al not in ("mtree", "ring", "single-tree", "crew", "blueconnect"):
+        if al not in ("mtree", "ring", "single-tree", "crew", "blueconnect", "selmcast"):
             fail("--jobs: unknown algorithm '%s'" % al)
     bridged = a.gateways_per_site is not None or a.gateway_mbit > 0
     try:

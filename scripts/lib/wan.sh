@@ -5,7 +5,8 @@
 #   wan_up DIR TOPOLOGY BUILD [testbed.py options...]   build it (DIR/down.sh undoes it)
 #   wan_down DIR                                        remove it
 #   wan_install DIR JOB [EPOCH]                         plan job JOB, install its tables
-#   wan_run DIR JOB ROUNDS [FIRST]                      every site's workers, in parallel
+#   wan_run DIR JOB ROUNDS [FIRST [multicast]]          every site's workers, in parallel
+#                                                       (multicast: a selmcast job's rounds)
 #   wan_kernel DIR                                      the dataplanes out, delay lines in
 #   wan_kernel_stop DIR                                 the delay lines out (counters)
 #   wan_train DIR MODE NAME [train.py worker options]   one training worker per site
@@ -166,7 +167,8 @@ print("%.3f" % p["predicted"]["allreduce_seconds"])' "$1/tables/job-$2-plan.json
 }
 
 wan_run() {
-	local dir=$1 job=$2 rounds=$3 first=${4:-0} build pids=() all rc=0
+	local dir=$1 job=$2 rounds=$3 first=${4:-0} mode=${5:-} build pids=() all rc=0
+	local how=(--all-workers) timeout=120
 	build=$(cat "$dir/build")
 	all=$(python3 -c '
 import json, sys
@@ -186,10 +188,13 @@ print(" ".join("--worker-id %d" % w["id"] for w in s["workers"]))' "$dir/sites.j
 				--cert "$pki/workers-site$i.pem" --key "$pki/workers-site$i.key"
 				--ca "$pki/ca.pem")
 		fi
+		# A selmcast job: each site's workers send their updates and receive the
+		# others' (georeduce-worker --multicast), a round given up after 10 s.
+		[ "$mode" = multicast ] && how=(--multicast) all= timeout=10
 		# shellcheck disable=SC2086
 		ip netns exec "$ns" "$build/client/georeduce-worker" \
-			"${src[@]}" $ids --all-workers "$all" \
-			--rounds "$rounds" --first-round "$first" --timeout 120 --json \
+			"${src[@]}" $ids "${how[@]}" ${all:+"$all"} \
+			--rounds "$rounds" --first-round "$first" --timeout "$timeout" --json \
 			>"$dir/run-$job-$i.json" 2>"$dir/run-$job-$i.err" &
 		pids+=($!)
 	done < <(wan_sites "$dir")

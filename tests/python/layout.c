@@ -114,6 +114,8 @@ main(void)
 	FIELD(gr_stats, mcast_too_far);
 	FIELD(gr_stats, mcast_skipped);
 	FIELD(gr_stats, cancels);
+	FIELD(gr_stats, mcast_nacks_sent);
+	FIELD(gr_stats, mcast_repaired);
 	END();
 	printf("}\n");
 	return 0;

@@ -31,11 +31,12 @@ local NACK_RANGE_MAX = 32
 local MX_BLOCK = 32
 
 local T_CONTRIB, T_RESULT, T_ACK, T_NACK_CONTRIB, T_NACK_RESULT = 1, 2, 3, 4, 5
-local T_PROBE, T_PROBE_REPLY, T_MCAST = 6, 7, 8
+local T_PROBE, T_PROBE_REPLY, T_MCAST, T_NACK_MCAST = 6, 7, 8, 9
 
 local types = {
 	[1] = "CONTRIB", [2] = "RESULT", [3] = "ACK", [4] = "NACK_CONTRIB",
 	[5] = "NACK_RESULT", [6] = "PROBE", [7] = "PROBE_REPLY", [8] = "MCAST",
+	[9] = "NACK_MCAST",
 }
 local dtypes = {
 	[0] = "none", [1] = "fp32", [2] = "fp16", [3] = "bf16",
@@ -182,7 +183,11 @@ local function payload_bytes(dtype, count)
 end
 
 local function is_data(t) return t == T_CONTRIB or t == T_RESULT or t == T_MCAST end
-local function is_range(t) return t == T_ACK or t == T_NACK_CONTRIB or t == T_NACK_RESULT end
+local function is_range(t)
+	return t == T_ACK or t == T_NACK_CONTRIB or t == T_NACK_RESULT or t == T_NACK_MCAST
+end
+-- MCAST and NACK_MCAST name a multicast stream where the others name a tree.
+local function is_stream(t) return t == T_MCAST or t == T_NACK_MCAST end
 local function is_probe(t) return t == T_PROBE or t == T_PROBE_REPLY end
 
 local function popcount8(b)
@@ -205,12 +210,12 @@ local function validate(tvb, len)
 	if not types[t] then return "bad_type" end
 	local fl_ = tvb(4, 1):uint()
 	if fl_ >= 4 then return "bad_flags" end
-	if has(fl_, F_RETX) and t ~= T_CONTRIB and t ~= T_RESULT then
+	if has(fl_, F_RETX) and t ~= T_CONTRIB and t ~= T_RESULT and t ~= T_MCAST then
 		return "bad_flags"
 	end
 	local echo = has(fl_, F_ECHO)
 	if not echo and (t == T_ACK or t == T_PROBE_REPLY) then return "bad_flags" end
-	if t == T_MCAST and fl_ ~= 0 then return "bad_flags" end
+	if t == T_MCAST and has(fl_, F_ECHO) then return "bad_flags" end
 	if tvb(7, 1):uint() ~= 0 or tvb(34, 2):uint() ~= 0 then return "reserved_nonzero" end
 	for i = 44, 53 do
 		if tvb(i, 1):uint() ~= 0 then return "reserved_nonzero" end
@@ -458,7 +463,7 @@ local function dissect_plain(tvb, pinfo, tree)
 	t:add(f.rsvd, tvb(7, 1))
 	t:add(f.job, tvb(8, 4))
 	t:add(f.epoch, tvb(12, 4))
-	t:add(ty == T_MCAST and f.stream or f.tree, tvb(16, 2))
+	t:add(is_stream(ty) and f.stream or f.tree, tvb(16, 2))
 	t:add(f.sender, tvb(18, 2))
 	t:add(f.origin, tvb(20, 2))
 	t:add(f.contrib, tvb(22, 2))
@@ -473,7 +478,7 @@ local function dissect_plain(tvb, pinfo, tree)
 	local name = types[ty] or string.format("type %d", ty)
 	local chunk, count = tvb(28, 4):uint(), tvb(32, 2):uint()
 	local info = string.format("%s job %d epoch %d %s %d round %d", name, tvb(8, 4):uint(),
-		tvb(12, 4):uint(), ty == T_MCAST and "stream" or "tree", tvb(16, 2):uint(),
+		tvb(12, 4):uint(), is_stream(ty) and "stream" or "tree", tvb(16, 2):uint(),
 		tvb(24, 4):uint())
 	if is_range(ty) and count ~= 1 then
 		info = info .. string.format(" chunks %d-%d", chunk, chunk + count - 1)
