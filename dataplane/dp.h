@@ -376,10 +376,10 @@ struct dp_stream {
  * not fit what is left of the packet budget for slots gets them halved until it fits (to
  * DP_MCAST_KEEP_MIN per origin).
  */
-#define DP_MCAST_KEEP_CHUNKS 2048u
-#define DP_MCAST_KEEP_MAX 4096u
+#define DP_MCAST_KEEP_CHUNKS 16384u
+#define DP_MCAST_KEEP_MAX 32768u
 #define DP_MCAST_KEEP_MIN 16u       /* rings are halved to fit the slot budget, not below */
-#define DP_MCAST_ASK_MAX 32u        /* chunks asked of `from`, pending per stream and lcore */
+#define DP_MCAST_ASK_MAX 128u       /* chunks asked of `from`, pending per stream and lcore */
 #define DP_MCAST_ASK_WORDS ((TABLE_CHILDREN_MAX + TABLE_WORKERS_MAX + 63) / 64)
 #define DP_MCAST_REASK_US 20000u    /* a chunk asked of `from` is asked again, at the next
 				     * request for it, after this long */

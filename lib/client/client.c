@@ -1876,12 +1876,27 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 
 /* --- Selective multicast (docs/PROTOCOL.md sections 5 and 7.5) -------------------------- */
 
+struct mcall {
+	struct gr_client *c;
+	uint32_t round;
+	gr_mcast_fn fn;
+	void *arg;
+	unsigned int complete;          /* origins with every chunk */
+	uint64_t start;                 /* us */
+	uint64_t next_scan;             /* no missing chunk is due before this (us) */
+	bool sending;                   /* gr_mcast_send() of round + 1: no call of `round` is
+					 * on; what comes is only kept in the window ahead */
+};
+
+static int mcast_rx_batch(struct mcall *m);
+
 int
 gr_mcast_send(struct gr_client *c, const void *buf, size_t elements, enum gr_dtype dtype,
 	      uint32_t round, const struct gr_options *opt)
 {
 	const struct gr_config *cfg;
 	struct call k = { .c = c, .round = round };
+	struct mcall m = { .c = c, .round = round - 1, .sending = true };
 	double rate, ns_per_byte;
 	uint64_t start, bytes = 0;
 
@@ -1925,10 +1940,27 @@ gr_mcast_send(struct gr_client *c, const void *buf, size_t elements, enum gr_dty
 			tx_flush(&k);
 			if (k.fatal < 0)
 				return k.fatal;
-			/* Pace: the batch may leave once its bytes fit the rate since start. */
+			/* Pace: the batch may leave once its bytes fit the rate since start.
+			 * Meanwhile a receiver takes in what the other origins send for
+			 * this round (kept in the window ahead, as gr_mcast_recv() of the
+			 * round before would): left on the socket, a whole update at the
+			 * link's rate overflows it long before gr_mcast_recv() of this
+			 * round starts. */
 			uint64_t due = start + (uint64_t)((double)bytes * ns_per_byte / 1000);
 
 			for (uint64_t now = now_us(); now < due; now = now_us()) {
+				int r = 0;
+
+				if (c->mahead > 0) {
+					r = mcast_rx_batch(&m);
+					if (r < 0)
+						return fail(c, r, "receive: %s", strerror(-r));
+					if (r == 0)
+						r = wait_until(c, due);
+					if (r < 0)
+						return fail(c, r, "poll: %s", strerror(-r));
+					continue;
+				}
 				struct timespec ts = { .tv_sec = (time_t)((due - now) / 1000000),
 						       .tv_nsec = (long)((due - now) % 1000000) * 1000 };
 
@@ -1950,15 +1982,6 @@ origin_index(const struct gr_config *cfg, uint16_t id)
 	return -1;
 }
 
-struct mcall {
-	struct gr_client *c;
-	uint32_t round;
-	gr_mcast_fn fn;
-	void *arg;
-	unsigned int complete;          /* origins with every chunk */
-	uint64_t start;                 /* us */
-	uint64_t next_scan;             /* no missing chunk is due before this (us) */
-};
 
 /* Bitmap and count of origin o in set k (0: the call's round, 1 + s: window slot s). */
 static uint8_t *
@@ -2289,7 +2312,7 @@ mcast_rx_one(struct mcall *m, uint8_t *pkt, size_t len, const struct sockaddr_in
 		return;
 	}
 	ahead = p.round - m->round;
-	if (wire_round_before(p.round, m->round)) {
+	if (wire_round_before(p.round, m->round) || (m->sending && ahead == 0)) {
 		c->st.mcast_late++;
 	} else if (ahead > c->mahead) {
 		c->st.mcast_too_far++;
@@ -2314,6 +2337,36 @@ mcast_rx_one(struct mcall *m, uint8_t *pkt, size_t len, const struct sockaddr_in
 		}
 		mcast_deliver(m, (unsigned int)o, p.chunk, pkt + p.payload_off);
 	}
+}
+
+/* Take one batch of what waits on the socket (m's round, the window ahead, answers to
+ * probes): the packets read, or -errno. */
+static int
+mcast_rx_batch(struct mcall *m)
+{
+	struct gr_client *c = m->c;
+	int r;
+
+	for (unsigned int i = 0; i < RX_BATCH; i++) {
+		c->rxm[i].msg_hdr.msg_namelen = sizeof(c->rxaddr[i]);
+		c->rxm[i].msg_hdr.msg_flags = 0;
+	}
+	r = recvmmsg(c->fd, c->rxm, RX_BATCH, MSG_DONTWAIT, NULL);
+	if (r < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+	uint64_t now = now_us();
+
+	for (int i = 0; i < r; i++) {
+		struct msghdr *h = &c->rxm[i].msg_hdr;
+
+		if ((h->msg_flags & MSG_TRUNC) || c->rxm[i].msg_len > WIRE_UDP_PAYLOAD_MAX ||
+		    h->msg_namelen != sizeof(struct sockaddr_in)) {
+			c->st.invalid++;
+			continue;
+		}
+		mcast_rx_one(m, c->rxiov[i].iov_base, c->rxm[i].msg_len, &c->rxaddr[i], now);
+	}
+	return r;
 }
 
 int
@@ -2344,28 +2397,12 @@ gr_mcast_recv(struct gr_client *c, uint32_t round, gr_mcast_fn fn, void *arg,
 	deadline = start + (uint64_t)(o->timeout_ms ? o->timeout_ms : GR_TIMEOUT_DEFAULT_MS) * 1000;
 	mcast_window_start(&m);
 	while (m.complete < n) {
-		int r;
+		int r = mcast_rx_batch(&m);
 
-		for (unsigned int i = 0; i < RX_BATCH; i++) {
-			c->rxm[i].msg_hdr.msg_namelen = sizeof(c->rxaddr[i]);
-			c->rxm[i].msg_hdr.msg_flags = 0;
-		}
-		r = recvmmsg(c->fd, c->rxm, RX_BATCH, MSG_DONTWAIT, NULL);
-		if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return fail(c, -errno, "receive: %s", strerror(errno));
+		if (r < 0)
+			return fail(c, r, "receive: %s", strerror(-r));
 		uint64_t now = now_us();
 
-		for (int i = 0; i < r; i++) {
-			struct msghdr *h = &c->rxm[i].msg_hdr;
-
-			if ((h->msg_flags & MSG_TRUNC) || c->rxm[i].msg_len > WIRE_UDP_PAYLOAD_MAX ||
-			    h->msg_namelen != sizeof(struct sockaddr_in)) {
-				c->st.invalid++;
-				continue;
-			}
-			mcast_rx_one(&m, c->rxiov[i].iov_base, c->rxm[i].msg_len, &c->rxaddr[i],
-				     now);
-		}
 		if (m.complete < n && now >= m.next_scan) {
 			r = mcast_nack_scan(&m, now);
 			if (r < 0)

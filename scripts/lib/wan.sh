@@ -170,6 +170,8 @@ wan_run() {
 	local dir=$1 job=$2 rounds=$3 first=${4:-0} mode=${5:-} build pids=() all rc=0
 	local how=(--all-workers) timeout=120
 	build=$(cat "$dir/build")
+	local start_at
+	start_at=$(($(date +%s) + 2))
 	all=$(python3 -c '
 import json, sys
 print(",".join(str(w["id"]) for s in json.load(open(sys.argv[1])) for w in s["workers"]))' \
@@ -189,8 +191,11 @@ print(" ".join("--worker-id %d" % w["id"] for w in s["workers"]))' "$dir/sites.j
 				--ca "$pki/ca.pem")
 		fi
 		# A selmcast job: each site's workers send their updates and receive the
-		# others' (georeduce-worker --multicast), a round given up after 10 s.
-		[ "$mode" = multicast ] && how=(--multicast) all= timeout=10
+		# others' (georeduce-worker --multicast), a round given up after 10 s. They
+		# start the first round together (--start-at, the same for every process):
+		# a receiver whose socket is not open yet loses what arrives before it, and
+		# a gateway keeps only its latest copies for repairs.
+		[ "$mode" = multicast ] && how=(--multicast --start-at "$start_at") all= timeout=10
 		# shellcheck disable=SC2086
 		ip netns exec "$ns" "$build/client/georeduce-worker" \
 			"${src[@]}" $ids "${how[@]}" ${all:+"$all"} \
