@@ -1509,11 +1509,15 @@ rx_one(struct call *k, uint8_t *pkt, size_t len, const struct sockaddr_in *from,
 		on_range(k, &p, now);
 }
 
-/* Read and apply what arrived. Returns datagrams read, or a negative errno. */
+/* What one datagram read from the socket goes to: an AllReduce call or a multicast one. */
+typedef void (*rx_fn)(void *ctx, uint8_t *pkt, size_t len, const struct sockaddr_in *from,
+		      uint64_t now);
+
+/* Read one batch of datagrams and hand each well-formed one to fn (a truncated, oversized
+ * or non-IPv4 one is counted invalid). Returns datagrams read, or a negative errno. */
 static int
-rx_batch(struct call *k)
+rx_read(struct gr_client *c, rx_fn fn, void *ctx)
 {
-	struct gr_client *c = k->c;
 	uint64_t now;
 	int r;
 
@@ -1533,9 +1537,22 @@ rx_batch(struct call *k)
 			c->st.invalid++;
 			continue;
 		}
-		rx_one(k, c->rxiov[i].iov_base, c->rxm[i].msg_len, &c->rxaddr[i], now);
+		fn(ctx, c->rxiov[i].iov_base, c->rxm[i].msg_len, &c->rxaddr[i], now);
 	}
 	return r;
+}
+
+static void
+rx_call(void *ctx, uint8_t *pkt, size_t len, const struct sockaddr_in *from, uint64_t now)
+{
+	rx_one(ctx, pkt, len, from, now);
+}
+
+/* Read and apply what arrived. Returns datagrams read, or a negative errno. */
+static int
+rx_batch(struct call *k)
+{
+	return rx_read(k->c, rx_call, k);
 }
 
 /* Sleep until a packet arrives or until the time `until`. */
@@ -2339,34 +2356,18 @@ mcast_rx_one(struct mcall *m, uint8_t *pkt, size_t len, const struct sockaddr_in
 	}
 }
 
+static void
+rx_mcall(void *ctx, uint8_t *pkt, size_t len, const struct sockaddr_in *from, uint64_t now)
+{
+	mcast_rx_one(ctx, pkt, len, from, now);
+}
+
 /* Take one batch of what waits on the socket (m's round, the window ahead, answers to
  * probes): the packets read, or -errno. */
 static int
 mcast_rx_batch(struct mcall *m)
 {
-	struct gr_client *c = m->c;
-	int r;
-
-	for (unsigned int i = 0; i < RX_BATCH; i++) {
-		c->rxm[i].msg_hdr.msg_namelen = sizeof(c->rxaddr[i]);
-		c->rxm[i].msg_hdr.msg_flags = 0;
-	}
-	r = recvmmsg(c->fd, c->rxm, RX_BATCH, MSG_DONTWAIT, NULL);
-	if (r < 0)
-		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
-	uint64_t now = now_us();
-
-	for (int i = 0; i < r; i++) {
-		struct msghdr *h = &c->rxm[i].msg_hdr;
-
-		if ((h->msg_flags & MSG_TRUNC) || c->rxm[i].msg_len > WIRE_UDP_PAYLOAD_MAX ||
-		    h->msg_namelen != sizeof(struct sockaddr_in)) {
-			c->st.invalid++;
-			continue;
-		}
-		mcast_rx_one(m, c->rxiov[i].iov_base, c->rxm[i].msg_len, &c->rxaddr[i], now);
-	}
-	return r;
+	return rx_read(m->c, rx_mcall, m);
 }
 
 int
