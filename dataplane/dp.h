@@ -72,7 +72,7 @@ enum dp_ctr {
 				     * chunk not retained here */
 	DP_CTR_MCAST_NOT_HELD,      /* chunks asked for that are neither retained nor can be
 				     * asked for upstream (the stream's source gateway) */
-	DP_CTR_MCAST_ASK_FULL,      /* ... not asked for: the pending table was full */
+	DP_CTR_MCAST_ASK_FULL,      /* ... pending ones evicted for them: the table was full */
 	DP_CTR_MCAST_BUDGET,        /* NACK_MCAST answers withheld: the requester's budget
 				     * was spent (docs/PROTOCOL.md section 7.6) */
 	DP_CTR_PACED,               /* frames that waited for their pacer */
@@ -363,7 +363,7 @@ struct dp_stream {
 };
 
 /** Frames a stream's pacer holds per (stream, link) and lcore (no slot pool to size by). */
-#define DP_MCAST_PACE_Q 256
+#define DP_MCAST_PACE_Q 2048
 
 /*
  * Loss recovery of MCAST (docs/PROTOCOL.md section 7.5): each gateway of a stream retains
@@ -382,7 +382,8 @@ struct dp_stream {
 #define DP_MCAST_ASK_MAX 128u       /* chunks asked of `from`, pending per stream and lcore */
 #define DP_MCAST_ASK_WORDS ((TABLE_CHILDREN_MAX + TABLE_WORKERS_MAX + 63) / 64)
 #define DP_MCAST_REASK_US 20000u    /* a chunk asked of `from` is asked again, at the next
-				     * request for it, after this long */
+				     * request for it, after this long at least (and the
+				     * measured repair time and four deviations) */
 #define DP_MCAST_ASK_LIFE_US 2000000u /* ... and forgotten after this long */
 
 /** One copy retained: the received frame (one reference), its round and chunk. */
@@ -399,6 +400,7 @@ struct dp_mask {
 	uint32_t round;
 	uint32_t chunk;
 	uint16_t origin;
+	uint8_t asks;               /* NACK_MCASTs sent upstream for it (saturating) */
 	uint64_t askers[DP_MCAST_ASK_WORDS]; /* bit k: out[k] asked for it */
 };
 
@@ -410,6 +412,9 @@ struct dp_mstream {
 	uint32_t budget_cap;        /* bytes: a full frame of the job per copy the ring holds
 				     * (an output may have lost them all), at least the job's
 				     * budget_cap */
+	uint64_t rep_srtt;          /* TSC: smoothed time from asking `from` to its repair
+				     * (of chunks asked once; 0: no sample yet) ... */
+	uint64_t rep_var;           /* ... and its mean deviation */
 	uint32_t n_ask;             /* entries of ask[] in use (until != 0) */
 	struct dp_mask ask[DP_MCAST_ASK_MAX];
 };

@@ -1035,6 +1035,112 @@ test_mcast_recovery(void)
 	dp_down();
 }
 
+/* o is origin 31's chunk 3 of round sent again (RETX) to worker 21 of stream 5. */
+static bool
+is_repair_to_21(const struct out *o, uint32_t round, uint32_t chunk)
+{
+	return o->p.type == WIRE_TYPE_MCAST && o->p.flags == WIRE_F_RETX && o->p.tree == 5 &&
+	       o->p.origin == 31 && o->p.round == round && o->p.chunk == chunk &&
+	       o->fl.dst_ip == PEER_IP(21);
+}
+
+static double
+ms_since(uint64_t t0)
+{
+	return (double)(rte_rdtsc() - t0) * 1e3 / (double)rte_get_tsc_hz();
+}
+
+/*
+ * Requests pending upstream, with the table of test_mcast(). A full table (a receiver
+ * that finds a round's losses at once) does not stop a new loss from being asked: the
+ * request asked for least recently is evicted, its repair is late (retained) and answers
+ * the next request for it. And a chunk asked of `from` is not asked again while its
+ * repair may be on its way: for the measured repair time and four deviations.
+ */
+static void
+test_mcast_ask_full(void)
+{
+	static struct out o[64];
+	const uint32_t n_ask = DP_MCAST_ASK_MAX + 1;
+	uint32_t asked = 0;
+	int n;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mcast_table(), "install") == 0);
+	/* Copies forwarded to worker 21 earn what its repairs may cost. */
+	for (uint32_t c = 0; c < 4; c++)
+		inject(mcast_f32(5, 2, 31, 9, c, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 16);
+	for (uint32_t i = 0; i < n_ask; i++) {
+		inject(nack_mcast(5, 21, 31, 100 + i, 3, 1));
+		if (i % 32 == 31) {
+			poll_all();
+			asked += (uint32_t)collect(o, 64);
+		}
+	}
+	poll_all();
+	asked += (uint32_t)collect(o, 64);
+	CHECK(asked == n_ask && ctr(DP_CTR_MCAST_ASKED) == n_ask &&
+	      ctr(DP_CTR_MCAST_ASK_FULL) == 1, "%u NACK_MCASTs upstream, %" PRIu64 " counted, %"
+	      PRIu64 " evicted", asked, ctr(DP_CTR_MCAST_ASKED), ctr(DP_CTR_MCAST_ASK_FULL));
+	/* The first was evicted: its repair is late and retained ... */
+	inject(mcast_repair(5, 2, 31, 100, 3));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0 && drops(WIRE_REASON_LATE) == 1);
+	/* ... and answers worker 21's next request for it at once. */
+	inject(nack_mcast(5, 21, 31, 100, 3, 1));
+	poll_all();
+	n = collect(o, 64);
+	CU_ASSERT(n == 1 && is_repair_to_21(&o[0], 100, 3));
+	/* The last one is pending: its repair goes to worker 21. */
+	inject(mcast_repair(5, 2, 31, 100 + n_ask - 1, 3));
+	poll_all();
+	n = collect(o, 64);
+	CU_ASSERT(n == 1 && is_repair_to_21(&o[0], 100 + n_ask - 1, 3));
+	dp_down();
+
+	/* A repair 30 ms after the request: the first sample of the repair time (rt); a
+	 * chunk asked for then is asked again at a later request only once 3 rt (rt and
+	 * four deviations of rt / 2) have passed, not after the 20 ms floor. */
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mcast_table(), "install") == 0);
+	uint64_t t0 = rte_rdtsc();
+
+	inject(nack_mcast(5, 21, 31, 300, 4, 1));
+	poll_all();
+	double rt_lo, rt_hi;
+	uint64_t t1 = rte_rdtsc();
+
+	CU_ASSERT_FATAL(collect(o, 64) == 1);
+	rte_delay_us_sleep(30000);
+	rt_lo = ms_since(t1);
+	inject(mcast_repair(5, 2, 31, 300, 4));
+	poll_all();
+	rt_hi = ms_since(t0);
+	CU_ASSERT(collect(o, 64) == 1);
+	t0 = rte_rdtsc();
+	inject(nack_mcast(5, 21, 31, 301, 4, 1));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 1 && ctr(DP_CTR_MCAST_ASKED) == 2);
+	rte_delay_us_sleep(35000);
+	inject(nack_mcast(5, 21, 31, 301, 4, 1));
+	poll_all();
+	t1 = rte_rdtsc();
+	n = collect(o, 64);
+	/* Between the two requests, at most what passed from t0 to now; the floor passed. */
+	if (ms_since(t0) < 3 * rt_lo)
+		CHECK(n == 0, "asked again %.1f ms later, repairs took %.1f ms", ms_since(t0),
+		      rt_lo);
+	/* Once 3 rt have passed for sure, the next request asks again. */
+	while (ms_since(t1) < 3 * rt_hi + 1)
+		rte_delay_us_sleep(5000);
+	inject(nack_mcast(5, 21, 31, 301, 4, 1));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 1 && ctr(DP_CTR_MCAST_ASKED) == 3 + (uint64_t)n);
+	dp_down();
+}
+
 /* An fp32 CONTRIB of one chunk with a one-block contributor set: the sum of the values of
  * workers ids[0 .. n - 1], from sender (a worker, or a gateway's partial sum). */
 static struct rte_mbuf *
@@ -4514,6 +4620,8 @@ main(int argc, char **argv)
 	CU_add_test(s, "selective multicast: copies, drops, source", test_mcast);
 	CU_add_test(s, "selective multicast: loss recovery, answers and their budget",
 		    test_mcast_recovery);
+	CU_add_test(s, "selective multicast: a full table of requests upstream, re-asking",
+		    test_mcast_ask_full);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failures = CU_get_number_of_failures();

@@ -1544,10 +1544,21 @@ mcast_answer(struct dp_lcore *lc, const struct dp_job *j, const struct dp_stream
 			 DP_CTR_MCAST_REPAIRS);
 }
 
+/* How long a chunk asked of `from` waits before it is asked again: the repairs' smoothed
+ * time and four deviations (a repair is not sent for again while it may be on its way),
+ * at least DP_MCAST_REASK_US. */
+static inline uint64_t
+mcast_reask(const struct dp_job *j, const struct dp_mstream *ms)
+{
+	uint64_t w = ms->rep_srtt + 4 * ms->rep_var;
+
+	return w > j->mcast_reask_tsc ? w : j->mcast_reask_tsc;
+}
+
 /*
  * A chunk out[k] asked for and this gateway does not retain (lost upstream of it): ask
  * the stream's `from` gateway (count 1), unless that is pending and was asked less than
- * DP_MCAST_REASK_US ago; remember that out[k] waits for it.
+ * mcast_reask() ago; remember that out[k] waits for it.
  */
 static void
 mcast_ask(struct dp_lcore *lc, const struct dp_job *j, const struct dp_stream *s,
@@ -1557,25 +1568,35 @@ mcast_ask(struct dp_lcore *lc, const struct dp_job *j, const struct dp_stream *s
 	struct dp_mask *a = mask_find(ms, origin, round, chunk, now);
 
 	if (a == NULL) {
-		for (uint32_t i = 0; i < DP_MCAST_ASK_MAX && a == NULL; i++)
+		/* A free entry, or else the one asked for again least recently: its repair,
+		 * when it comes, is retained all the same (late) and answers its askers'
+		 * next request. A full table must not stop new losses from being asked. */
+		struct dp_mask *stale = &ms->ask[0];
+
+		for (uint32_t i = 0; i < DP_MCAST_ASK_MAX && a == NULL; i++) {
 			if (ms->ask[i].until == 0)
 				a = &ms->ask[i];
+			else if (ms->ask[i].until < stale->until)
+				stale = &ms->ask[i];
+		}
 		if (a == NULL) {
 			lc->ctr[DP_CTR_MCAST_ASK_FULL]++;
-			return;
+			a = stale;
+		} else {
+			ms->n_ask++;
 		}
 		memset(a->askers, 0, sizeof(a->askers));
 		a->origin = origin;
 		a->round = round;
 		a->chunk = chunk;
-		a->asked = now - j->mcast_reask_tsc;
-		ms->n_ask++;
+		a->asks = 0;
 	}
 	a->askers[k >> 6] |= 1ull << (k & 63);
 	a->until = now + j->mcast_ask_life_tsc;
-	if (now - a->asked < j->mcast_reask_tsc)
+	if (a->asks != 0 && now - a->asked < mcast_reask(j, ms))
 		return;
 	a->asked = now;
+	a->asks += a->asks < UINT8_MAX;
 
 	struct wire_pkt q = {
 		.type = WIRE_TYPE_NACK_MCAST, .dtype = WIRE_DTYPE_NONE, .job = j->job,
@@ -1612,6 +1633,18 @@ on_mcast_repair(struct dp_lcore *lc, const struct dp_job *j, const struct dp_str
 		lc->drops[WIRE_REASON_LATE]++;
 		rte_pktmbuf_free(m);
 		return;
+	}
+	if (a->asks == 1) { /* a sample of the repair time (RFC 6298's smoothing) */
+		uint64_t rt = now - a->asked;
+		uint64_t d = rt > ms->rep_srtt ? rt - ms->rep_srtt : ms->rep_srtt - rt;
+
+		if (ms->rep_srtt == 0) {
+			ms->rep_srtt = rt;
+			ms->rep_var = rt / 2;
+		} else {
+			ms->rep_var = (3 * ms->rep_var + d) / 4;
+			ms->rep_srtt = (7 * ms->rep_srtt + rt) / 8;
+		}
 	}
 	uint32_t now_us = dp_now_us();
 
