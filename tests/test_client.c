@@ -1206,17 +1206,18 @@ mcast_value(uint16_t origin, uint32_t round, uint32_t chunk, uint32_t i)
 }
 
 /* Send worker `to` chunk `chunk` of origin's update of round in stream 3 of job 5 at epoch
- * from the gateway's socket fd, as the gateway delivers it. */
+ * from the gateway's socket fd, as the gateway delivers it, with flags (WIRE_F_RETX: a
+ * repair). */
 static void
-mcast_send_round(int fd, uint16_t to, uint32_t epoch, uint32_t round, uint16_t origin,
-		 uint32_t chunk, uint32_t elements)
+mcast_send_flags(int fd, uint16_t to, uint32_t epoch, uint32_t round, uint16_t origin,
+		 uint32_t chunk, uint32_t elements, uint8_t flags)
 {
 	uint8_t pkt[WIRE_HDR_LEN + 4 * M_CE];
 	uint32_t n = wire_chunk_len(elements, M_CE, chunk);
 	struct wire_pkt p = {
-		.type = WIRE_TYPE_MCAST, .dtype = WIRE_DTYPE_FP32, .job = 5, .epoch = epoch,
-		.tree = 3, .sender = 1, .origin = origin, .contrib = 1, .round = round,
-		.chunk = chunk, .count = (uint16_t)n, .tsval = 1,
+		.type = WIRE_TYPE_MCAST, .flags = flags, .dtype = WIRE_DTYPE_FP32, .job = 5,
+		.epoch = epoch, .tree = 3, .sender = 1, .origin = origin, .contrib = 1,
+		.round = round, .chunk = chunk, .count = (uint16_t)n, .tsval = 1,
 	};
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(to),
 				 .sin_addr.s_addr = htonl(LOCALHOST) };
@@ -1228,6 +1229,13 @@ mcast_send_round(int fd, uint16_t to, uint32_t epoch, uint32_t round, uint16_t o
 		memcpy(pkt + WIRE_HDR_LEN + 4 * i, &v, 4);
 	}
 	raw_send(fd, pkt, WIRE_HDR_LEN + 4 * n, &a);
+}
+
+static void
+mcast_send_round(int fd, uint16_t to, uint32_t epoch, uint32_t round, uint16_t origin,
+		 uint32_t chunk, uint32_t elements)
+{
+	mcast_send_flags(fd, to, epoch, round, origin, chunk, elements, 0);
 }
 
 /* mcast_send_round() of round 4. */
@@ -1602,6 +1610,103 @@ test_mcast_window(void)
 	      (unsigned long long)st.mcast_received, (unsigned long long)st.invalid);
 	gr_client_free(c);
 	close(gw_fd);
+}
+
+/* A gateway whose origins pause: chunks 0-4 of 11 and 13 of round 4, nothing for 150 ms
+ * (the NACK_MCASTs meanwhile counted by the chunks they ask for), then the rest but 11's
+ * chunk 5, which it sends again when asked for. */
+struct mpause {
+	int fd;
+	uint16_t to;
+	unsigned int paused_asks, asked5;
+};
+
+static void *
+mpause_main(void *arg)
+{
+	struct mpause *g = arg;
+	uint8_t pkt[WIRE_UDP_PAYLOAD_MAX];
+	struct timespec t0, t;
+
+	for (uint32_t ch = 0; ch < 5; ch++) {
+		mcast_send_round(g->fd, g->to, 2, 4, 11, ch, M_ELEMS);
+		mcast_send_round(g->fd, g->to, 2, 4, 13, ch, M_ELEMS);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (bool resumed = false;;) {
+		struct pollfd pfd = { .fd = g->fd, .events = POLLIN };
+		struct wire_pkt p;
+		double ms;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ms = (double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6;
+		if (!resumed && ms >= 150) {
+			resumed = true;
+			for (uint32_t ch = 5; ch < 16; ch++) {
+				if (ch != 5)
+					mcast_send_round(g->fd, g->to, 2, 4, 11, ch, M_ELEMS);
+				mcast_send_round(g->fd, g->to, 2, 4, 13, ch, M_ELEMS);
+			}
+		}
+		if (ms > 10000 || poll(&pfd, 1, 5) <= 0)
+			continue;
+		ssize_t len = recv(g->fd, pkt, sizeof(pkt), 0);
+
+		if (len <= 0 || wire_hdr_decode(pkt, (size_t)len, &p, NULL) != 0 ||
+		    p.type != WIRE_TYPE_NACK_MCAST)
+			continue;
+		if (!resumed) {
+			g->paused_asks += p.count;
+			continue;
+		}
+		if (p.origin == 11 && p.chunk <= 5 && p.chunk + p.count > 5) {
+			mcast_send_flags(g->fd, g->to, 2, 4, 11, 5, M_ELEMS, WIRE_F_RETX);
+			if (++g->asked5 == 1)
+				break;
+		}
+	}
+	return NULL;
+}
+
+/* An origin that pauses mid-round is probed for its next chunk, not asked for the rest of
+ * its round (chunks it has not sent), and while nothing comes only the probe is asked
+ * again; once it resumes, a chunk lost then is asked for and repaired. */
+static void
+test_mcast_pause(void)
+{
+	const uint16_t wid[3] = { 11, 12, 13 };
+	uint16_t wport[3];
+	char json[4096], err[GR_ERR_MAX];
+	struct gr_config cfg;
+	struct gr_client *c;
+	struct gr_stats st;
+	struct wcall w = { 0 };
+	struct mpause g = { 0 };
+	pthread_t th;
+	double ms;
+	int rc;
+
+	uint16_t gw_port = ephemeral_port(&g.fd);
+
+	for (int k = 0; k < 3; k++)
+		wport[k] = ephemeral_port(NULL);
+	mcast_table(json, sizeof(json), 2, gw_port, wid, wport, M_ELEMS);
+	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, 12, err, sizeof(err)) == 0);
+	c = gr_client_create(&cfg, err, sizeof(err));
+	CU_ASSERT_FATAL(c != NULL);
+	g.to = wport[1];
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, mpause_main, &g) == 0);
+	rc = wcall_run(c, &w, 4, 30000, &ms);
+	pthread_join(th, NULL);
+	gr_client_stats(c, &st);
+	CHECK(rc == 2 && w.got == 32 && w.wrong == 0 && st.mcast_repaired == 1,
+	      "rc %d, %u chunks, %u wrong, %llu repaired: %s", rc, w.got, w.wrong,
+	      (unsigned long long)st.mcast_repaired, gr_client_error(c));
+	/* Each origin's probe, at most its 8 tries: asking for the rest is 22 at once. */
+	CHECK(g.paused_asks <= 2 * 8, "%u chunks asked for while the origins paused",
+	      g.paused_asks);
+	gr_client_free(c);
+	close(g.fd);
 }
 
 static void
@@ -2548,6 +2653,7 @@ main(void)
 		{ "selective multicast: lost chunks repaired (NACK_MCAST)", test_mcast_repair },
 		{ "multicast receive state comes with the configuration", test_mcast_recv_state },
 		{ "multicast window: rounds ahead, too far, late, skipped", test_mcast_window },
+		{ "multicast: an origin that pauses is probed, not asked for its round", test_mcast_pause },
 		{ "multicast: what comes while sending is kept", test_mcast_send_drains },
 		{ "call arguments", test_call_args },
 		{ "fp32, three workers, two trees", test_fp32 },

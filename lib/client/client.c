@@ -104,7 +104,10 @@ struct mmiss {
  * have not arrived are behind later ones: lost) and when the latest one arrived. */
 struct morigin {
 	uint32_t hi;
+	uint32_t seen;                  /* the chunk after the latest one received (hi
+					 * also moves past the chunks a probe asks for) */
 	uint64_t last;                  /* us, 0: nothing received of the round */
+	uint64_t probed;                /* us: the latest tail probe (0: none) */
 };
 
 #define MCAST_NACK_TRIES 8              /* NACK_MCASTs for one chunk, at most */
@@ -112,6 +115,9 @@ struct morigin {
 #define MCAST_REPAIR_MAX_US 1000000     /* ... and the longest */
 #define MCAST_TAIL_MIN_US 2000          /* an origin silent this long (at least) while
 					 * chunks of it are missing has lost its last ones */
+#define MCAST_TAIL_PROBE 1u             /* ... of which this many past the latest are
+					 * asked for at a time (it may not have sent them
+					 * yet: a busy origin pauses) */
 #define MCAST_SILENT_US 100000          /* nothing of an origin this long into a call:
 					 * its first chunk is asked for (all may be lost) */
 
@@ -2116,16 +2122,28 @@ mcast_arrived(struct mcall *m, unsigned int o, uint32_t chunk, uint64_t now, boo
 	struct morigin *mo = &c->morig[o];
 	uint32_t t = (uint32_t)(now - m->start + mcast_reorder(c)) + 1;
 
-	if (sample && mo->last != 0 && chunk == mo->hi) {
+	if (sample && mo->last != 0 && chunk == mo->seen) {
 		uint64_t gap = now - mo->last;
 
 		c->mgap_us = c->mgap_us == 0 ? gap : (7 * c->mgap_us + gap) / 8;
 	}
-	for (uint32_t i = mo->hi; i < chunk; i++)
-		if (mcast_miss(c, o, i)->when == 0)
-			mcast_miss(c, o, i)->when = t;
-	if (chunk > mo->hi)
+	/* The chunks it passed; those asked for before anything showed them sent (a probe,
+	 * an origin's first chunk) were perhaps asked for before they were sent, and get
+	 * their tries afresh. */
+	for (uint32_t i = mo->seen; i < chunk; i++) {
+		struct mmiss *mm = mcast_miss(c, o, i);
+
+		if (mm->tries != 0) {
+			mm->tries = 0;
+			mm->when = t;
+		} else if (mm->when == 0) {
+			mm->when = t;
+		}
+	}
+	if (chunk > mo->seen)
 		mcast_due(m, now + mcast_reorder(c));
+	if (chunk >= mo->seen)
+		mo->seen = chunk + 1;
 	if (chunk >= mo->hi)
 		mo->hi = chunk + 1;
 	mo->last = now;
@@ -2187,12 +2205,24 @@ mcast_nack_scan(struct mcall *m, uint64_t now)
 			}
 			mcast_miss(c, o, 0)->when = t;
 		}
-		if (mo->last != 0 && mo->hi < c->n_chunks) {
+		/* Once something came after the latest probe (or before the first). */
+		if (mo->last != 0 && mo->hi < c->n_chunks && mo->last > mo->probed) {
 			if (now - mo->last >= mcast_tail(c)) {
-				for (uint32_t i = mo->hi; i < c->n_chunks; i++)
+				/* A probe of the next few: their repairs (a gateway holds
+				 * what the origin did send) move hi on, and a silence after
+				 * them asks for the next few; while nothing comes, only the
+				 * probe is asked for again. Asking for the rest of the round
+				 * would ask, of an origin that only paused, for thousands of
+				 * chunks not sent yet. */
+				uint32_t end = c->n_chunks - mo->hi > MCAST_TAIL_PROBE
+						       ? mo->hi + MCAST_TAIL_PROBE
+						       : c->n_chunks;
+
+				for (uint32_t i = mo->hi; i < end; i++)
 					if (mcast_miss(c, o, i)->when == 0)
 						mcast_miss(c, o, i)->when = t;
-				mo->hi = c->n_chunks;
+				mo->hi = end;
+				mo->probed = now;
 			} else {
 				mcast_due(m, mo->last + mcast_tail(c));
 			}
@@ -2345,9 +2375,10 @@ mcast_rx_one(struct mcall *m, uint8_t *pkt, size_t len, const struct sockaddr_in
 			if (mm->tries == 1)
 				rtt_sample(&c->mrep, (int64_t)(now - (m->start + mm->when - 1)));
 			c->st.mcast_repaired++;
-			/* Past the latest chunk of its origin (its first, say): the chunks
-			 * before it are missing too. */
-			if (c->morig[o].last == 0 || p.chunk >= c->morig[o].hi)
+			/* Past the latest chunk received of its origin (its first, or a
+			 * probe's): the chunks before it are missing too, and the origin is
+			 * not silent. */
+			if (c->morig[o].last == 0 || p.chunk >= c->morig[o].seen)
 				mcast_arrived(m, (unsigned int)o, p.chunk, now, false);
 		} else {
 			mcast_arrived(m, (unsigned int)o, p.chunk, now, true);
