@@ -156,12 +156,14 @@ struct draw_opts {
 	bool failover;          /* crew: also the relays of the results */
 };
 
-/* The graph's header and the topology's nodes; label[v] is appended to node v's label. */
+/* The graph's header and the topology's nodes; label[v] is appended to node v's label.
+ * Edges are curved, not routed around the nodes (splines=true): Graphviz 2.42's neato
+ * crashed now and then routing a 10-tree plan of 10 sites that way. */
 static void
 dot_begin(FILE *f, const struct topo *t, const struct draw_opts *o)
 {
 	fputs("graph georeduce {\n", f);
-	fprintf(f, "\tlayout=%s; overlap=false; overlap_shrink=false; splines=true; sep=\"+12\"; outputorder=edgesfirst;\n",
+	fprintf(f, "\tlayout=%s; overlap=false; overlap_shrink=false; splines=curved; sep=\"+12\"; outputorder=edgesfirst;\n",
 		o->layout);
 	fputs("\tnode [shape=ellipse, fontname=\"Helvetica\", fontsize=11, style=filled, "
 	      "fillcolor=\"#ffffff\"];\n", f);
