@@ -72,7 +72,7 @@ enum dp_ctr {
 				     * chunk not retained here */
 	DP_CTR_MCAST_NOT_HELD,      /* chunks asked for that are neither retained nor can be
 				     * asked for upstream (the stream's source gateway) */
-	DP_CTR_MCAST_ASK_FULL,      /* ... pending ones evicted for them: the table was full */
+	DP_CTR_MCAST_ASK_FULL,      /* ... pending ones evicted for them (the same slot) */
 	DP_CTR_MCAST_BUDGET,        /* NACK_MCAST answers withheld: the requester's budget
 				     * was spent (docs/PROTOCOL.md section 7.6) */
 	DP_CTR_PACED,               /* frames that waited for their pacer */
@@ -379,7 +379,10 @@ struct dp_stream {
 #define DP_MCAST_KEEP_CHUNKS 16384u
 #define DP_MCAST_KEEP_MAX 32768u
 #define DP_MCAST_KEEP_MIN 16u       /* rings are halved to fit the slot budget, not below */
-#define DP_MCAST_ASK_MAX 128u       /* chunks asked of `from`, pending per stream and lcore */
+#define DP_MCAST_ASK_MAX 1024u      /* chunks asked of `from`, pending per stream and lcore:
+				     * slots by (round x chunks + chunk) x origins + origin
+				     * index, as many as the rings hold copies (a power of two
+				     * at least), at most this many */
 #define DP_MCAST_ASK_WORDS ((TABLE_CHILDREN_MAX + TABLE_WORKERS_MAX + 63) / 64)
 #define DP_MCAST_REASK_US 20000u    /* a chunk asked of `from` is asked again, at the next
 				     * request for it, after this long at least (and the
@@ -416,7 +419,8 @@ struct dp_mstream {
 				     * (of chunks asked once; 0: no sample yet) ... */
 	uint64_t rep_var;           /* ... and its mean deviation */
 	uint32_t n_ask;             /* entries of ask[] in use (until != 0) */
-	struct dp_mask ask[DP_MCAST_ASK_MAX];
+	uint32_t ask_mask;          /* slots of ask[] - 1 (a power of two) */
+	struct dp_mask *ask;
 };
 
 /**

@@ -1051,17 +1051,17 @@ ms_since(uint64_t t0)
 }
 
 /*
- * Requests pending upstream, with the table of test_mcast(). A full table (a receiver
- * that finds a round's losses at once) does not stop a new loss from being asked: the
- * request asked for least recently is evicted, its repair is late (retained) and answers
- * the next request for it. And a chunk asked of `from` is not asked again while its
- * repair may be on its way: for the measured repair time and four deviations.
+ * Requests pending upstream, with the table of test_mcast(): a slot per copy the rings
+ * hold (two rounds of 16 chunks of 2 origins), so the chunks of two rounds are pending at
+ * once, and a chunk two rounds on takes the slot of its namesake. That does not stop the
+ * new loss from being asked: the older request is evicted, its repair is late (retained)
+ * and answers the next request for it. And a chunk asked of `from` is not asked again
+ * while its repair may be on its way: for the measured repair time and four deviations.
  */
 static void
 test_mcast_ask_full(void)
 {
 	static struct out o[64];
-	const uint32_t n_ask = DP_MCAST_ASK_MAX + 1;
 	uint32_t asked = 0;
 	int n;
 
@@ -1072,19 +1072,28 @@ test_mcast_ask_full(void)
 		inject(mcast_f32(5, 2, 31, 9, c, 64));
 	poll_all();
 	CU_ASSERT(collect(o, 64) == 16);
-	for (uint32_t i = 0; i < n_ask; i++) {
-		inject(nack_mcast(5, 21, 31, 100 + i, 3, 1));
-		if (i % 32 == 31) {
+	/* Every chunk of origin 31's rounds 100 and 101, and chunk 3 of 32's round 100. */
+	for (uint32_t i = 0; i < 32; i++) {
+		inject(nack_mcast(5, 21, 31, 100 + i / 16, i % 16, 1));
+		if (i % 16 == 15) {
 			poll_all();
 			asked += (uint32_t)collect(o, 64);
 		}
 	}
+	inject(nack_mcast(5, 21, 32, 100, 3, 1));
 	poll_all();
 	asked += (uint32_t)collect(o, 64);
-	CHECK(asked == n_ask && ctr(DP_CTR_MCAST_ASKED) == n_ask &&
-	      ctr(DP_CTR_MCAST_ASK_FULL) == 1, "%u NACK_MCASTs upstream, %" PRIu64 " counted, %"
-	      PRIu64 " evicted", asked, ctr(DP_CTR_MCAST_ASKED), ctr(DP_CTR_MCAST_ASK_FULL));
-	/* The first was evicted: its repair is late and retained ... */
+	CHECK(asked == 33 && ctr(DP_CTR_MCAST_ASK_FULL) == 0, "%u NACK_MCASTs upstream, %"
+	      PRIu64 " evicted", asked, ctr(DP_CTR_MCAST_ASK_FULL));
+	/* Chunk 3 of 31's round 102 takes round 100's slot: asked, the other evicted. */
+	inject(nack_mcast(5, 21, 31, 102, 3, 1));
+	poll_all();
+	n = collect(o, 64);
+	CHECK(n == 1 && o[0].p.type == WIRE_TYPE_NACK_MCAST && o[0].p.round == 102 &&
+	      ctr(DP_CTR_MCAST_ASKED) == 34 && ctr(DP_CTR_MCAST_ASK_FULL) == 1,
+	      "%d sent, %" PRIu64 " asked, %" PRIu64 " evicted", n, ctr(DP_CTR_MCAST_ASKED),
+	      ctr(DP_CTR_MCAST_ASK_FULL));
+	/* The evicted one's repair is late and retained ... */
 	inject(mcast_repair(5, 2, 31, 100, 3));
 	poll_all();
 	CU_ASSERT(collect(o, 64) == 0 && drops(WIRE_REASON_LATE) == 1);
@@ -1093,11 +1102,15 @@ test_mcast_ask_full(void)
 	poll_all();
 	n = collect(o, 64);
 	CU_ASSERT(n == 1 && is_repair_to_21(&o[0], 100, 3));
-	/* The last one is pending: its repair goes to worker 21. */
-	inject(mcast_repair(5, 2, 31, 100 + n_ask - 1, 3));
+	/* The others are pending: their repairs go to worker 21. */
+	inject(mcast_repair(5, 2, 31, 102, 3));
+	inject(mcast_repair(5, 2, 31, 101, 14));
 	poll_all();
 	n = collect(o, 64);
-	CU_ASSERT(n == 1 && is_repair_to_21(&o[0], 100 + n_ask - 1, 3));
+	CHECK(n == 2 && is_repair_to_21(&o[0], 102, 3) && is_repair_to_21(&o[1], 101, 14),
+	      "%d sent (round %u chunk %u), %" PRIu64 " withheld", n, n > 0 ? o[0].p.round : 0,
+	      n > 0 ? o[0].p.chunk : 0, ctr(DP_CTR_MCAST_BUDGET));
+	CU_ASSERT(drops(WIRE_REASON_LATE) == 1);
 	dp_down();
 
 	/* A repair 30 ms after the request: the first sample of the repair time (rt); a

@@ -1495,26 +1495,33 @@ mcopy_keep(struct dp_mcopy *c, struct rte_mbuf *m, uint32_t round, uint32_t chun
 	c->chunk = chunk;
 }
 
-/* The pending upstream request of (origin, round, chunk), or NULL; expired entries met on
- * the way are freed. */
-static struct dp_mask *
-mask_find(struct dp_mstream *ms, uint16_t origin, uint32_t round, uint32_t chunk,
-	  uint64_t now)
+/* The slot of the request upstream for (round, chunk) of origin index o: consecutive
+ * chunks of an origin, and the origins of a chunk, take consecutive slots. */
+static inline struct dp_mask *
+mask_slot(const struct dp_job *j, const struct dp_stream *s, const struct dp_mstream *ms,
+	  int o, uint32_t round, uint32_t chunk)
 {
-	for (uint32_t i = 0; i < DP_MCAST_ASK_MAX && ms->n_ask != 0; i++) {
-		struct dp_mask *a = &ms->ask[i];
+	uint32_t seq = round * (uint32_t)j->n_chunks + chunk;
 
-		if (a->until == 0)
-			continue;
-		if (a->until <= now) {
-			a->until = 0;
-			ms->n_ask--;
-			continue;
-		}
-		if (a->origin == origin && a->round == round && a->chunk == chunk)
-			return a;
+	return &ms->ask[(seq * s->n_origins + (uint32_t)o) & ms->ask_mask];
+}
+
+/* The pending upstream request of (origin index o, round, chunk), or NULL; an expired one
+ * in its slot is freed. */
+static struct dp_mask *
+mask_find(const struct dp_job *j, const struct dp_stream *s, struct dp_mstream *ms, int o,
+	  uint32_t round, uint32_t chunk, uint64_t now)
+{
+	struct dp_mask *a = mask_slot(j, s, ms, o, round, chunk);
+
+	if (a->until == 0)
+		return NULL;
+	if (a->until <= now) {
+		a->until = 0;
+		ms->n_ask--;
+		return NULL;
 	}
-	return NULL;
+	return a->origin == s->origins[o] && a->round == round && a->chunk == chunk ? a : NULL;
 }
 
 static inline void
@@ -1562,29 +1569,21 @@ mcast_reask(const struct dp_job *j, const struct dp_mstream *ms)
  */
 static void
 mcast_ask(struct dp_lcore *lc, const struct dp_job *j, const struct dp_stream *s,
-	  struct dp_mstream *ms, unsigned int k, uint16_t origin, uint32_t round,
-	  uint32_t chunk, uint64_t now)
+	  struct dp_mstream *ms, unsigned int k, int o, uint32_t round, uint32_t chunk,
+	  uint64_t now)
 {
-	struct dp_mask *a = mask_find(ms, origin, round, chunk, now);
+	struct dp_mask *a = mask_find(j, s, ms, o, round, chunk, now);
+	uint16_t origin = s->origins[o];
 
 	if (a == NULL) {
-		/* A free entry, or else the one asked for again least recently: its repair,
-		 * when it comes, is retained all the same (late) and answers its askers'
-		 * next request. A full table must not stop new losses from being asked. */
-		struct dp_mask *stale = &ms->ask[0];
-
-		for (uint32_t i = 0; i < DP_MCAST_ASK_MAX && a == NULL; i++) {
-			if (ms->ask[i].until == 0)
-				a = &ms->ask[i];
-			else if (ms->ask[i].until < stale->until)
-				stale = &ms->ask[i];
-		}
-		if (a == NULL) {
+		/* Its slot, free or another chunk's: that one is evicted (its repair, when
+		 * it comes, is retained all the same, late, and answers its askers' next
+		 * request). A busy table must not stop a new loss from being asked. */
+		a = mask_slot(j, s, ms, o, round, chunk);
+		if (a->until != 0)
 			lc->ctr[DP_CTR_MCAST_ASK_FULL]++;
-			a = stale;
-		} else {
+		else
 			ms->n_ask++;
-		}
 		memset(a->askers, 0, sizeof(a->askers));
 		a->origin = origin;
 		a->round = round;
@@ -1619,7 +1618,7 @@ on_mcast_repair(struct dp_lcore *lc, const struct dp_job *j, const struct dp_str
 	struct dp_mstream *ms = mstream_of(lc, j, s);
 	struct dp_mcopy *c = mcopy_at(j, ms, o, p->round, p->chunk);
 	uint64_t now = rte_rdtsc();
-	struct dp_mask *a = mask_find(ms, p->origin, p->round, p->chunk, now);
+	struct dp_mask *a = mask_find(j, s, ms, o, p->round, p->chunk, now);
 
 	struct rte_mbuf *r = m;
 
@@ -1723,7 +1722,7 @@ on_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
 	fanout_end(seg, s->n_out, sent);
 	/* It went to everyone, those who asked for it upstream included (it was late). */
 	if (unlikely(ms->n_ask != 0)) {
-		struct dp_mask *a = mask_find(ms, p->origin, p->round, p->chunk, rte_rdtsc());
+		struct dp_mask *a = mask_find(j, s, ms, o, p->round, p->chunk, rte_rdtsc());
 
 		if (a != NULL)
 			mask_free(ms, a);
@@ -1782,7 +1781,7 @@ on_nack_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
 		else if (s->at_source)
 			lc->ctr[DP_CTR_MCAST_NOT_HELD]++;
 		else
-			mcast_ask(lc, j, s, ms, k, p->origin, p->round, c, now);
+			mcast_ask(lc, j, s, ms, k, o, p->round, c, now);
 	}
 	rte_pktmbuf_free(m);
 }

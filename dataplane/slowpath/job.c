@@ -467,7 +467,10 @@ init_mstreams(struct dp_job *j, struct dp_job_lcore *lj, int socket)
 						     : j->budget_cap;
 		ms->keep = jalloc(j, sizeof(*ms->keep) * n * s->n_origins, socket);
 		ms->budget = jalloc(j, sizeof(*ms->budget) * s->n_out, socket);
-		if (ms->keep == NULL || ms->budget == NULL)
+		ms->ask_mask = rte_align32pow2(n * s->n_origins);
+		ms->ask_mask = (ms->ask_mask < DP_MCAST_ASK_MAX ? ms->ask_mask : DP_MCAST_ASK_MAX) - 1;
+		ms->ask = jalloc(j, sizeof(*ms->ask) * (ms->ask_mask + 1), socket);
+		if (ms->keep == NULL || ms->budget == NULL || ms->ask == NULL)
 			return -ENOMEM;
 		for (uint16_t k = 0; k < s->n_out; k++)
 			ms->budget[k].tsc = rte_rdtsc();
@@ -744,6 +747,7 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 					rte_pktmbuf_free(ms->keep[k].m);
 				rte_free(ms->keep);
 				rte_free(ms->budget);
+				rte_free(ms->ask);
 			}
 			rte_free(lj->mstreams);
 		}
