@@ -188,7 +188,10 @@ epoch_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ep
 # unanswered, the control process re-plans without the link, the workers run the
 # interrupted round again. Then the link comes back and the relay is used again.
 e0=$(epoch_of "$D/tables/job-1-a.json")
-workers 1 5 "$ROUNDS" --timeout 30
+# Each run of job 1's rounds starts after the last one's: a gateway drops a round older
+# than what its slots of the same epoch hold (late), and the runs need not change epochs.
+R2=5 R3=$((5 + ROUNDS)) R4=$((5 + 2 * ROUNDS))
+workers 1 $R2 "$ROUNDS" --timeout 30
 sleep 0.3
 ip -n "grw$$-s0" link set wan1 down
 rounds_across "link a-c down mid-job" "the link failure"
@@ -211,7 +214,7 @@ grep -q "link a-c is up again" "$D/control.log" && grep -q '"id": 3' "$D/tables/
 # installs an epoch without it, the workers run the interrupted round again. The CREW
 # job's worker a runs at the same time: c aggregated a range of it, which the new epoch
 # gives to a and b.
-workers 1 10 "$ROUNDS" --timeout 30
+workers 1 $R3 "$ROUNDS" --timeout 30
 ip netns exec "grw$$-s0" "$WK" --table "$D/tables/job-3-a.json" --worker-id 1000 \
 	--all-workers 1000,1100 --first-round 10 --rounds "$ROUNDS" --follow --timeout 30 \
 	>"$D/c-0-10.out" 2>&1 &
@@ -236,7 +239,7 @@ grep -q '"id": 3' "$D/tables/job-1-a.json" && not_ok "job 1 at epoch $ep still u
 
 # 4. The remaining link shaped down to a quarter in the middle of a round: slower, exact.
 e3=$(epoch_of "$D/tables/job-1-a.json")
-workers 1 20 2 --timeout 30
+workers 1 $R4 2 --timeout 30
 sleep 0.3
 for s in 0 1; do
 	ip netns exec "grw$$-s$s" tc qdisc change dev wan0 root tbf rate 5mbit burst 16000 \
@@ -248,7 +251,7 @@ waitall "${WPIDS[@]}" && ok "a link shaped down mid-job: rounds complete, exact"
 # planned while their probes queue behind the data, and the control process plans the
 # job at what the link delivers. (The load is stopped once that is seen: whether rounds
 # cut by that epoch all complete on the full link is not asserted here.)
-workers 1 22 8 --timeout 30
+workers 1 $((R4 + 2)) 8 --timeout 30
 for _ in $(seq 600); do
 	grep -q "link a-b: [ab]->[ab] carries .* planning with" "$D/control.log" &&
 		[ "$(epoch_of "$D/tables/job-1-a.json")" -gt "$e3" ] && break
@@ -288,7 +291,7 @@ except Exception: pass' "$D/control.sock"
 
 # 6. A worker disappears mid-round: its peer's round cannot complete; it must end with a
 # timeout error, not hang, and the gateways go on answering.
-workers 1 30 1 --timeout 3
+workers 1 $((R4 + 10)) 1 --timeout 3
 sleep 0.2
 kill -KILL "${WPIDS[0]}"
 wait "${WPIDS[0]}" 2>/dev/null
