@@ -362,8 +362,10 @@ struct dp_stream {
 				     * NACK_MCASTs for chunks not retained go */
 };
 
-/** Frames a stream's pacer holds per (stream, link) and lcore (no slot pool to size by). */
+/** Frames a stream's pacer holds per (stream, link) and lcore (no slot pool to size by):
+ * halved to fit the packet budget, not below DP_MCAST_PACE_Q_MIN. */
 #define DP_MCAST_PACE_Q 2048
+#define DP_MCAST_PACE_Q_MIN 256
 
 /*
  * Loss recovery of MCAST (docs/PROTOCOL.md section 7.5): each gateway of a stream retains
@@ -479,6 +481,7 @@ struct dp_job {
 	uint32_t slots_per_lcore;   /* sum of the trees' slots */
 	uint32_t mcast_keep_per_lcore; /* MCAST copies the streams retain per lcore, at most */
 	unsigned int mcast_keep_shift; /* their rings halved this often to fit the budget */
+	uint32_t mcast_pace_q;      /* frames a stream pacer holds (a power of two) */
 	uint64_t mcast_reask_tsc;   /* DP_MCAST_REASK_US and DP_MCAST_ASK_LIFE_US in TSC */
 	uint64_t mcast_ask_life_tsc;
 	uint32_t n_pacers;          /* per lcore: one per tree link to a gateway, then one per

@@ -888,6 +888,8 @@ test_mcast_recovery(void)
 		json_t *jb = json_array_get(json_object_get(st, "jobs"), 0);
 
 		CU_ASSERT(json_integer_value(json_object_get(jb, "mcast_keep_per_lcore")) == 128);
+		CU_ASSERT(json_integer_value(json_object_get(jb, "mcast_pace_queue")) ==
+			  DP_MCAST_PACE_Q);
 		CU_ASSERT(json_integer_value(json_object_get(jb, "mbufs_held_max")) >= 128);
 		json_decref(st);
 	}
@@ -3979,6 +3981,28 @@ test_recovery_linger_room(void)
 	dp_down();
 }
 
+/* A stream pacer's queue is halved while the job would not fit the packet budget (a
+ * dataplane with few mbufs for many streams and links), to DP_MCAST_PACE_Q_MIN at least,
+ * rather than the table being refused. */
+static void
+test_mcast_pace_queue_fits(void)
+{
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	dp.mbufs_budget = dp.mbufs_committed + 1000;
+	CU_ASSERT_FATAL(install(mcast_table(), "install") == 0);
+	{
+		json_t *st = dp_stats_json(&dp);
+		json_t *jb = json_array_get(json_object_get(st, "jobs"), 0);
+		json_int_t q = json_integer_value(json_object_get(jb, "mcast_pace_queue"));
+
+		CHECK(q >= DP_MCAST_PACE_Q_MIN && q < DP_MCAST_PACE_Q && (q & (q - 1)) == 0,
+		      "a pace queue of %lld", (long long)q);
+		CU_ASSERT(json_integer_value(json_object_get(jb, "mbufs_held_max")) <= 1000);
+		json_decref(st);
+	}
+	dp_down();
+}
+
 /* Fast retransmit: a partial sum sent later got its RESULT first, so the earlier one was
  * lost: it goes again at once, long before its timeout (here 20 ms before any sample). */
 static void
@@ -4635,6 +4659,8 @@ main(int argc, char **argv)
 		    test_mcast_recovery);
 	CU_add_test(s, "selective multicast: a full table of requests upstream, re-asking",
 		    test_mcast_ask_full);
+	CU_add_test(s, "selective multicast: pace queues halved to fit the packet budget",
+		    test_mcast_pace_queue_fits);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failures = CU_get_number_of_failures();

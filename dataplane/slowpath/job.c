@@ -405,8 +405,8 @@ init_pacers(struct dp *dp, struct dp_job *j, struct dp_job_lcore *lj, int socket
 			pc->tsc_per_byte = tpb;
 			pc->port = s->out[k].port;
 			pc->seal = s->out[k].seal;
-			pc->mask = DP_MCAST_PACE_Q - 1;
-			pc->q = jalloc(j, sizeof(*pc->q) * DP_MCAST_PACE_Q, socket);
+			pc->mask = j->mcast_pace_q - 1;
+			pc->q = jalloc(j, sizeof(*pc->q) * j->mcast_pace_q, socket);
 			if (pc->q == NULL)
 				return -ENOMEM;
 		}
@@ -609,9 +609,21 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	 * round, and the RESULT of the round before. */
 	j->mbufs_held_max = 2 * (uint64_t)j->slots_per_lcore * dp->n_lcores;
 	/* A copy waiting in a stream's pacer keeps the received frame (packet pool) alive
-	 * through its indirect mbuf: at most one packet per queue entry. */
+	 * through its indirect mbuf: at most one packet per queue entry. The queues are
+	 * halved (to DP_MCAST_PACE_Q_MIN) while the job with its smallest rings would not
+	 * fit what is left of the budget. */
+	uint64_t to_links = 0;
+
 	for (int i = 0; i < j->n_streams; i++)
-		j->mbufs_held_max += (uint64_t)DP_MCAST_PACE_Q * j->streams[i].n_to * dp->n_lcores;
+		to_links += (uint64_t)j->streams[i].n_to * dp->n_lcores;
+	for (j->mcast_pace_q = DP_MCAST_PACE_Q;
+	     j->mcast_pace_q > DP_MCAST_PACE_Q_MIN &&
+	     dp->mbufs_committed + j->mbufs_held_max + j->mcast_pace_q * to_links +
+			     (uint64_t)mcast_keep_total(j, 31) * dp->n_lcores >
+		     dp->mbufs_budget;
+	     j->mcast_pace_q /= 2)
+		;
+	j->mbufs_held_max += j->mcast_pace_q * to_links;
 	/* Every stream retains the copies it forwarded (one packet each), per lcore: rings
 	 * halved until the job fits what is left of the budget, while they can be. */
 	j->mcast_keep_shift = 0;

@@ -227,6 +227,7 @@ job_json(const struct dp_job *j, const char *state)
 	json_object_set_new(o, "streams", json_integer(j->n_streams));
 	json_object_set_new(o, "slots_per_lcore", json_integer(j->slots_per_lcore));
 	json_object_set_new(o, "mcast_keep_per_lcore", json_integer(j->mcast_keep_per_lcore));
+	json_object_set_new(o, "mcast_pace_queue", json_integer(j->n_streams ? j->mcast_pace_q : 0));
 	json_object_set_new(o, "chunks_in_flight", json_integer((json_int_t)dp_job_busy(j)));
 	json_object_set_new(o, "chunks_done", json_integer((json_int_t)dp_job_done(j)));
 	json_object_set_new(o, "memory_bytes", json_integer((json_int_t)j->bytes));
