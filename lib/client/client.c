@@ -1457,8 +1457,9 @@ on_probe(struct call *k, const struct wire_pkt *p, uint8_t *pkt, const struct so
 }
 
 static void
-rx_one(struct call *k, uint8_t *pkt, size_t len, const struct sockaddr_in *from, uint64_t now)
+rx_one(void *ctx, uint8_t *pkt, size_t len, const struct sockaddr_in *from, uint64_t now)
 {
+	struct call *k = ctx;
 	struct gr_client *c = k->c;
 	const struct gr_config *cfg = &c->cfg;
 	struct wire_pkt p;
@@ -1548,17 +1549,11 @@ rx_read(struct gr_client *c, rx_fn fn, void *ctx)
 	return r;
 }
 
-static void
-rx_call(void *ctx, uint8_t *pkt, size_t len, const struct sockaddr_in *from, uint64_t now)
-{
-	rx_one(ctx, pkt, len, from, now);
-}
-
 /* Read and apply what arrived. Returns datagrams read, or a negative errno. */
 static int
 rx_batch(struct call *k)
 {
-	return rx_read(k->c, rx_call, k);
+	return rx_read(k->c, rx_one, k);
 }
 
 /* Sleep until a packet arrives or until the time `until`. */
@@ -2321,9 +2316,10 @@ mcast_keep(struct gr_client *c, const struct wire_pkt *p, unsigned int o, const 
 }
 
 static void
-mcast_rx_one(struct mcall *m, uint8_t *pkt, size_t len, const struct sockaddr_in *from,
+mcast_rx_one(void *ctx, uint8_t *pkt, size_t len, const struct sockaddr_in *from,
 	     uint64_t now)
 {
+	struct mcall *m = ctx;
 	struct gr_client *c = m->c;
 	const struct gr_config *cfg = &c->cfg;
 	struct wire_pkt p;
@@ -2387,18 +2383,12 @@ mcast_rx_one(struct mcall *m, uint8_t *pkt, size_t len, const struct sockaddr_in
 	}
 }
 
-static void
-rx_mcall(void *ctx, uint8_t *pkt, size_t len, const struct sockaddr_in *from, uint64_t now)
-{
-	mcast_rx_one(ctx, pkt, len, from, now);
-}
-
 /* Take one batch of what waits on the socket (m's round, the window ahead, answers to
  * probes): the packets read, or -errno. */
 static int
 mcast_rx_batch(struct mcall *m)
 {
-	return rx_read(m->c, rx_mcall, m);
+	return rx_read(m->c, mcast_rx_one, m);
 }
 
 int
