@@ -1331,6 +1331,22 @@ test_mcast_send_drains(void)
 	close(gw_fd);
 }
 
+/* Worker 12 of mcast_table() at epoch 2 (workers 11, 12, 13) behind a fake gateway: its
+ * socket *gw_fd on *gw_port, the workers' ports, the table in json, 12's configuration. */
+static void
+mcast_worker12(int *gw_fd, uint16_t *gw_port, uint16_t wport[3], char *json, size_t len,
+	       struct gr_config *cfg)
+{
+	static const uint16_t wid[3] = { 11, 12, 13 };
+	char err[GR_ERR_MAX];
+
+	*gw_port = ephemeral_port(gw_fd);
+	for (int k = 0; k < 3; k++)
+		wport[k] = ephemeral_port(NULL);
+	mcast_table(json, len, 2, *gw_port, wid, wport, M_ELEMS);
+	CU_ASSERT_FATAL(gr_config_from_table_string(cfg, json, 12, err, sizeof(err)) == 0);
+}
+
 /* The receive state of gr_mcast_recv() comes with the configuration: a client without
  * origins is refused, one with origins receives from its first call, and a reconfiguration
  * to a longer tensor, to no origins and back replaces it. */
@@ -1360,11 +1376,7 @@ test_mcast_recv_state(void)
 	      gr_client_error(c));
 	gr_client_free(c);
 
-	gw_port = ephemeral_port(&gw_fd);
-	for (int k = 0; k < 3; k++)
-		wport[k] = ephemeral_port(NULL);
-	mcast_table(json, sizeof(json), 2, gw_port, wid, wport, M_ELEMS);
-	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, 12, err, sizeof(err)) == 0);
+	mcast_worker12(&gw_fd, &gw_port, wport, json, sizeof(json), &cfg);
 	c = gr_client_create(&cfg, err, sizeof(err));
 	CU_ASSERT_FATAL(c != NULL);
 	CHECK(gr_mcast_recv(c, 4, NULL, NULL, &mo) == -EINVAL, "no callback");
@@ -1494,7 +1506,6 @@ wsend_all(int fd, uint16_t to, uint32_t epoch, uint32_t round, int but)
 static void
 test_mcast_window(void)
 {
-	const uint16_t wid[3] = { 11, 12, 13 };
 	uint16_t wport[3], gw_port;
 	char json[4096], err[GR_ERR_MAX];
 	struct gr_config cfg;
@@ -1504,11 +1515,7 @@ test_mcast_window(void)
 	double ms;
 	int gw_fd, rc;
 
-	gw_port = ephemeral_port(&gw_fd);
-	for (int k = 0; k < 3; k++)
-		wport[k] = ephemeral_port(NULL);
-	mcast_table(json, sizeof(json), 2, gw_port, wid, wport, M_ELEMS);
-	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, 12, err, sizeof(err)) == 0);
+	mcast_worker12(&gw_fd, &gw_port, wport, json, sizeof(json), &cfg);
 	CHECK(cfg.mcast_rounds_ahead == 0, "from a table: %u", cfg.mcast_rounds_ahead);
 	cfg.mcast_rounds_ahead = GR_MCAST_AHEAD_MAX + 1;
 	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL &&
@@ -1674,7 +1681,6 @@ mpause_main(void *arg)
 static void
 test_mcast_pause(void)
 {
-	const uint16_t wid[3] = { 11, 12, 13 };
 	uint16_t wport[3];
 	char json[4096], err[GR_ERR_MAX];
 	struct gr_config cfg;
@@ -1686,12 +1692,9 @@ test_mcast_pause(void)
 	double ms;
 	int rc;
 
-	uint16_t gw_port = ephemeral_port(&g.fd);
+	uint16_t gw_port;
 
-	for (int k = 0; k < 3; k++)
-		wport[k] = ephemeral_port(NULL);
-	mcast_table(json, sizeof(json), 2, gw_port, wid, wport, M_ELEMS);
-	CU_ASSERT_FATAL(gr_config_from_table_string(&cfg, json, 12, err, sizeof(err)) == 0);
+	mcast_worker12(&g.fd, &gw_port, wport, json, sizeof(json), &cfg);
 	c = gr_client_create(&cfg, err, sizeof(err));
 	CU_ASSERT_FATAL(c != NULL);
 	g.to = wport[1];
