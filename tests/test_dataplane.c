@@ -849,13 +849,14 @@ mcast_repair(uint16_t stream, uint16_t sender, uint16_t origin, uint32_t round,
 	return mk_pkt(&p, pl);
 }
 
-/* One MCAST repair in o: RETX, from this gateway, origin's chunk of round 9 of stream 5,
+/* One MCAST repair in o: RETX, from this gateway, origin's chunk of round of stream 5,
  * to d at the table's address and port (a gateway's port of the chunk, a worker's). */
 static bool
-is_mcast_repair(const struct out *o, uint32_t d, uint16_t origin, uint32_t chunk)
+is_mcast_repair(const struct out *o, uint32_t d, uint16_t origin, uint32_t round,
+		uint32_t chunk)
 {
 	bool ok = o->p.type == WIRE_TYPE_MCAST && o->p.flags == WIRE_F_RETX && o->p.tree == 5 &&
-		  o->p.sender == 1 && o->p.origin == origin && o->p.round == 9 &&
+		  o->p.sender == 1 && o->p.origin == origin && o->p.round == round &&
 		  o->p.chunk == chunk && o->p.count == 64 && o->fl.dst_ip == PEER_IP(d) &&
 		  o->fl.dst_port == (d < 10 ? wire_udp_port(WIRE_PORT_BASE_DEFAULT,
 							    WIRE_PORT_COUNT_DEFAULT, chunk)
@@ -904,14 +905,14 @@ test_mcast_recovery(void)
 	poll_all();
 	n = collect(o, 64);
 	CU_ASSERT_FATAL(n == 1);
-	CU_ASSERT(is_mcast_repair(&o[0], 21, 31, 2));
+	CU_ASSERT(is_mcast_repair(&o[0], 21, 31, 9, 2));
 	CU_ASSERT(ctr(DP_CTR_MCAST_NACKS) == 1 && ctr(DP_CTR_MCAST_REPAIRS) == 1);
 	/* Gateway 3 (a `to` of the stream) lost chunk 1: to its port of chunk 1, paced. */
 	inject(nack_mcast(5, 3, 31, 9, 1, 1));
 	poll_all();
 	n = collect(o, 64);
 	CU_ASSERT_FATAL(n == 1);
-	CU_ASSERT(is_mcast_repair(&o[0], 3, 31, 1));
+	CU_ASSERT(is_mcast_repair(&o[0], 3, 31, 9, 1));
 	CU_ASSERT(ctr(DP_CTR_MCAST_REPAIRS) == 2);
 
 	/* Bad requests: dropped by reason, none answered, nothing asked upstream. */
@@ -957,14 +958,14 @@ test_mcast_recovery(void)
 	poll_all();
 	n = collect(o, 64);
 	CU_ASSERT_FATAL(n == 1);
-	CU_ASSERT(is_mcast_repair(&o[0], 21, 31, 5));
+	CU_ASSERT(is_mcast_repair(&o[0], 21, 31, 9, 5));
 	CU_ASSERT(ctr(DP_CTR_MCAST_REPAIRS) == 3);
 	/* Retained: worker 22's request for it is answered here, not asked again. */
 	inject(nack_mcast(5, 22, 31, 9, 5, 1));
 	poll_all();
 	n = collect(o, 64);
 	CU_ASSERT_FATAL(n == 1);
-	CU_ASSERT(is_mcast_repair(&o[0], 22, 31, 5));
+	CU_ASSERT(is_mcast_repair(&o[0], 22, 31, 9, 5));
 	CU_ASSERT(ctr(DP_CTR_MCAST_ASKED) == 1);
 	/* A repair nobody waits for is late (and retained). */
 	inject(mcast_repair(5, 2, 32, 9, 6));
@@ -973,7 +974,7 @@ test_mcast_recovery(void)
 	inject(nack_mcast(5, 4, 32, 9, 6, 1));
 	poll_all();
 	n = collect(o, 64);
-	CU_ASSERT(n == 1 && is_mcast_repair(&o[0], 4, 32, 6));
+	CU_ASSERT(n == 1 && is_mcast_repair(&o[0], 4, 32, 9, 6));
 	/* Asked for, then the original arrives after all: it goes to every receiver, and
 	 * the repair after it is late. */
 	inject(nack_mcast(5, 21, 31, 9, 7, 1));
@@ -997,7 +998,7 @@ test_mcast_recovery(void)
 	inject(nack_mcast(5, 22, 31, 9, 0, 1));
 	poll_all();
 	n = collect(o, 64);
-	CU_ASSERT(n == 1 && is_mcast_repair(&o[0], 22, 31, 0));
+	CU_ASSERT(n == 1 && is_mcast_repair(&o[0], 22, 31, 9, 0));
 
 	/* At the source nothing is upstream: a chunk the gateway never had is not held, and
 	 * a worker sends no repairs. */
@@ -1035,15 +1036,6 @@ test_mcast_recovery(void)
 			CU_ASSERT(withheld >= asks / 2);
 	}
 	dp_down();
-}
-
-/* o is origin 31's chunk 3 of round sent again (RETX) to worker 21 of stream 5. */
-static bool
-is_repair_to_21(const struct out *o, uint32_t round, uint32_t chunk)
-{
-	return o->p.type == WIRE_TYPE_MCAST && o->p.flags == WIRE_F_RETX && o->p.tree == 5 &&
-	       o->p.origin == 31 && o->p.round == round && o->p.chunk == chunk &&
-	       o->fl.dst_ip == PEER_IP(21);
 }
 
 static double
@@ -1103,13 +1095,14 @@ test_mcast_ask_full(void)
 	inject(nack_mcast(5, 21, 31, 100, 3, 1));
 	poll_all();
 	n = collect(o, 64);
-	CU_ASSERT(n == 1 && is_repair_to_21(&o[0], 100, 3));
+	CU_ASSERT(n == 1 && is_mcast_repair(&o[0], 21, 31, 100, 3));
 	/* The others are pending: their repairs go to worker 21. */
 	inject(mcast_repair(5, 2, 31, 102, 3));
 	inject(mcast_repair(5, 2, 31, 101, 14));
 	poll_all();
 	n = collect(o, 64);
-	CHECK(n == 2 && is_repair_to_21(&o[0], 102, 3) && is_repair_to_21(&o[1], 101, 14),
+	CHECK(n == 2 && is_mcast_repair(&o[0], 21, 31, 102, 3) &&
+		      is_mcast_repair(&o[1], 21, 31, 101, 14),
 	      "%d sent (round %u chunk %u), %" PRIu64 " withheld", n, n > 0 ? o[0].p.round : 0,
 	      n > 0 ? o[0].p.chunk : 0, ctr(DP_CTR_MCAST_BUDGET));
 	CU_ASSERT(drops(WIRE_REASON_LATE) == 1);
