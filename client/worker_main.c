@@ -78,6 +78,7 @@ struct opts {
 	double start_at;                /* --start-at: CLOCK_REALTIME seconds; < 0: now */
 	double interval_s;              /* --round-interval; 0: rounds back to back */
 	const char *dtype;              /* --dtype: the table's must be this one, or NULL */
+	bool forget_results;            /* --forget-results: gr_config.forget_results */
 };
 
 struct round_res {
@@ -173,6 +174,10 @@ usage(FILE *f)
 		"                        times out, run it again under a\n"
 		"                        new epoch, or once go on with it under the same one (a\n"
 		"                        peer may have begun it under the previous epoch)\n"
+		"  --forget-results      keep no copy of the latest results (saves the tensor's\n"
+		"                        bytes per worker; a peer that lost results this worker\n"
+		"                        got in a gateway failure then cannot get them back\n"
+		"                        from it: docs/CLIENT.md, Results kept)\n"
 		"  --json                a JSON summary on stdout instead of lines\n"
 		"  -h, --help            this help\n",
 		WORKERS_MAX, GR_WINDOW_DEFAULT, GR_TIMEOUT_DEFAULT_MS / 1000);
@@ -433,6 +438,7 @@ follow_control(struct worker *w, int wait_ms)
 				  sizeof(err));
 	}
 
+	c.forget_results = w->o->forget_results;
 	if (rc == 1 && gr_client_reconfigure(w->client, &c, err, sizeof(err)) != 0)
 		rc = -EINVAL;
 	if (rc == -EPERM || rc == -ENOENT || rc == -EINVAL) {
@@ -470,15 +476,18 @@ follow_epoch(struct worker *w, int wait_ms)
 	    (st.st_ino == w->table_ino && st.st_mtim.tv_sec == w->table_mtime.tv_sec &&
 	     st.st_mtim.tv_nsec == w->table_mtime.tv_nsec))
 		return 0;
-	if (gr_config_from_table(&c, w->o->table, w->id, err, sizeof(err)) != 0 ||
-	    (c.epoch != gr_client_config(w->client)->epoch &&
-	     gr_client_reconfigure(w->client, &c, err, sizeof(err)) != 0)) {
-		snprintf(w->msg, sizeof(w->msg), "worker %u: %s", w->id, err);
-		return -1;
-	}
+	if (gr_config_from_table(&c, w->o->table, w->id, err, sizeof(err)) != 0)
+		goto fail;
+	c.forget_results = w->o->forget_results;
+	if (c.epoch != gr_client_config(w->client)->epoch &&
+	    gr_client_reconfigure(w->client, &c, err, sizeof(err)) != 0)
+		goto fail;
 	w->table_ino = st.st_ino;
 	w->table_mtime = st.st_mtim;
 	return 1;
+fail:
+	snprintf(w->msg, sizeof(w->msg), "worker %u: %s", w->id, err);
+	return -1;
 }
 
 /* gr_options.progress: the progress line on a terminal, and under --follow when the
@@ -613,7 +622,7 @@ worker_main(void *arg)
 		.cancel_arg = w,
 	};
 
-	uint64_t superseded = 0;
+	uint64_t superseded = 0, kept = 0;
 	uint32_t skipped = 0;           /* rounds a partial reduce went on without us */
 	struct gr_stats st;
 
@@ -706,6 +715,12 @@ worker_main(void *arg)
 				skipped += st.latest_round - r->round;
 			}
 		}
+		/* Peers that lost results in a failover got them back from this worker. */
+		if (st.kept_answers != kept && !o->json)
+			printf("worker %u round %" PRIu32 ": %" PRIu64 " results of an earlier "
+			       "round given back to its gateway\n", w->id, r->round,
+			       st.kept_answers - kept);
+		kept = st.kept_answers;
 	}
 	return NULL;
 }
@@ -958,6 +973,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "start-at", required_argument, NULL, 'S' },
 		{ "round-interval", required_argument, NULL, 'I' },
 		{ "dtype", required_argument, NULL, 'D' },
+		{ "forget-results", no_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1042,6 +1058,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'F':
 			o->follow = true;
+			break;
+		case 'G':
+			o->forget_results = true;
 			break;
 		case 'M':
 			o->multicast = true;
@@ -1174,7 +1193,7 @@ stats_json(const struct gr_client *c)
 
 	gr_client_stats(c, &s);
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-			 "s:I, s:I, s:I, s:I, s:I}",
+			 "s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			 "timeouts", (json_int_t)s.timeouts,
 			 "cancels", (json_int_t)s.cancels,
 			 "contribs_sent", (json_int_t)s.contribs_sent,
@@ -1193,7 +1212,9 @@ stats_json(const struct gr_client *c)
 			 "mcast_too_far", (json_int_t)s.mcast_too_far,
 			 "mcast_skipped", (json_int_t)s.mcast_skipped,
 			 "mcast_nacks_sent", (json_int_t)s.mcast_nacks_sent,
-			 "mcast_repaired", (json_int_t)s.mcast_repaired);
+			 "mcast_repaired", (json_int_t)s.mcast_repaired,
+			 "kept_answers", (json_int_t)s.kept_answers,
+			 "kept_misses", (json_int_t)s.kept_misses);
 }
 
 static int
@@ -1332,6 +1353,7 @@ main(int argc, char **argv)
 			status = CLI_EXIT_USAGE;
 			goto out;
 		}
+		c.forget_results = o.forget_results;
 		w->client = gr_client_create(&c, err, sizeof(err));
 		if (w->client == NULL) {
 			cli_error(PROG, "worker %u: %s", w->id, err);

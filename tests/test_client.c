@@ -2646,6 +2646,133 @@ test_reconfigure(void)
 	gw_free(g2);
 }
 
+/* Sockets bound to the ports of job j's gateway again, once its fake gateway stopped. */
+static void
+gw_rebind(const struct job *j, int *fd)
+{
+	for (int i = 0; i < j->ports; i++) {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(j->base + i),
+					 .sin_addr.s_addr = htonl(job_addr(j)) };
+
+		fd[i] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		CU_ASSERT_FATAL(fd[i] >= 0 && bind(fd[i], (struct sockaddr *)&a, sizeof(a)) == 0);
+	}
+}
+
+/* A NACK_RESULT from socket fd (a port of j's gateway, id `sender`) to worker 0 for chunks
+ * [chunk, chunk + count) of `round`, under epoch and tree, tsval 777. */
+static void
+nack_to_worker(const struct job *j, int fd, uint32_t epoch, uint16_t tree, uint16_t sender,
+	       uint32_t round, uint32_t chunk, uint16_t count)
+{
+	uint8_t pkt[WIRE_HDR_LEN];
+	struct wire_pkt p = {
+		.type = WIRE_TYPE_NACK_RESULT, .job = j->job, .epoch = epoch, .tree = tree,
+		.sender = sender, .origin = sender, .round = round, .chunk = chunk,
+		.count = count, .tsval = 777,
+	};
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(j->wport[0]),
+				  .sin_addr.s_addr = htonl(LOCALHOST) };
+
+	CU_ASSERT_FATAL(wire_hdr_encode(pkt, sizeof(pkt), &p, NULL) == 0);
+	raw_send(fd, pkt, sizeof(pkt), &to);
+}
+
+/* Send the NACK_RESULTs of test_kept_results() and run a call of round 6 (which times out:
+ * nobody sums it) so that the worker reads them. */
+static void
+kept_ask(struct gr_client *c, const struct job *j, const int *fd, uint32_t epoch)
+{
+	struct gr_options o = { .timeout_ms = 300 };
+	float buf[1000] = { 0 };
+
+	nack_to_worker(j, fd[0], epoch, 9, 1, 5, 0, 4);      /* chunks 0-3 */
+	nack_to_worker(j, fd[0], epoch, 9, 1, 4, 4, 1);      /* a round not kept */
+	nack_to_worker(j, fd[0], epoch, 9, 1, 5, 5, 1);      /* from chunk 4's port */
+	nack_to_worker(j, fd[0], epoch - 1, 9, 1, 5, 6, 1);  /* the old epoch */
+	nack_to_worker(j, fd[0], epoch, 2, 1, 5, 8, 1);      /* the old tree */
+	nack_to_worker(j, fd[0], epoch, 9, 3, 5, 8, 1);      /* another gateway */
+	CU_ASSERT(gr_allreduce(c, buf, 1000, GR_DTYPE_FP32, 6, &o) == -ETIMEDOUT);
+}
+
+/* A worker keeps the latest RESULT of each chunk and gives it back, relabelled, to its
+ * gateway when asked (NACK_RESULT of a past round, after a failover: docs/CLIENT.md,
+ * "Results kept"), across a re-plan that moved the trees; exactly the bytes it got, to
+ * the port of each chunk. Nothing for another round, epoch, tree, port or sender, and
+ * nothing once told to forget. */
+static void
+test_kept_results(void)
+{
+	struct job j;
+	struct fake_opts fo = { .retx = RETX_SPEC };
+	struct gr_config cfg;
+	struct gr_stats st;
+	char err[GR_ERR_MAX];
+	float buf[1000], want[1000];
+	int fd[2];
+	bool got[4] = { false };
+	int n = 0, bad = 0;
+
+	job_init(&j, 1, 1, 2, GR_DTYPE_FP32, 1000, 100);
+	struct fakegw *g = gw_start(&j, &fo);
+	struct gr_client *c = client_for(&j, 0);
+
+	CU_ASSERT_FATAL(c != NULL);
+	for (int e = 0; e < 1000; e++)
+		buf[e] = (float)e * 0.25f;
+	CU_ASSERT_FATAL(gr_allreduce(c, buf, 1000, GR_DTYPE_FP32, 5, NULL) == 1);
+	memcpy(want, buf, sizeof(want));
+	gw_stop(g);
+	cfg = *gr_client_config(c);
+	cfg.epoch = 4;
+	cfg.trees[0].id = 9;
+	CHECK(gr_client_reconfigure(c, &cfg, err, sizeof(err)) == 0, "%s", err);
+	gw_rebind(&j, fd);
+	kept_ask(c, &j, fd, 4);
+	for (int i = 0; i < 2; i++) {
+		uint8_t pkt[WIRE_UDP_PAYLOAD_MAX];
+		ssize_t len;
+		struct wire_pkt p;
+
+		while ((len = recv(fd[i], pkt, sizeof(pkt), MSG_DONTWAIT)) > 0) {
+			if (wire_hdr_decode(pkt, (size_t)len, &p, NULL) < 0 ||
+			    p.type == WIRE_TYPE_CONTRIB || p.type == WIRE_TYPE_NACK_RESULT)
+				continue; /* round 6's own */
+			n++;
+			bad += !(p.type == WIRE_TYPE_RESULT && p.chunk < 4 && !got[p.chunk] &&
+				 (int)(p.chunk % 2) == i &&
+				 p.flags == (WIRE_F_RETX | WIRE_F_ECHO) && p.tsecr == 777 &&
+				 p.epoch == 4 && p.tree == 9 && p.sender == j.wid[0] &&
+				 p.origin == j.gw_id && p.contrib == 1 && p.round == 5 &&
+				 p.count == 100 && p.payload_len == 400 &&
+				 memcmp(pkt + p.payload_off, want + 100 * p.chunk, 400) == 0);
+			if (p.type == WIRE_TYPE_RESULT && p.chunk < 4)
+				got[p.chunk] = true;
+		}
+	}
+	gr_client_stats(c, &st);
+	CHECK(n == 4 && bad == 0 && st.kept_answers == 4 && st.kept_misses == 1 &&
+	      st.stale >= 1 && st.invalid >= 3,
+	      "%d answers, %d wrong; kept_answers %llu misses %llu stale %llu invalid %llu", n,
+	      bad, (unsigned long long)st.kept_answers, (unsigned long long)st.kept_misses,
+	      (unsigned long long)st.stale, (unsigned long long)st.invalid);
+	/* Told to forget: nothing kept, nothing answered; keeping again starts empty. */
+	for (uint32_t e = 5; e <= 6; e++) {
+		cfg.epoch = e;
+		cfg.forget_results = e == 5;
+		CHECK(gr_client_reconfigure(c, &cfg, err, sizeof(err)) == 0, "%s", err);
+		kept_ask(c, &j, fd, e);
+		gr_client_stats(c, &st);
+		CHECK(st.kept_answers == 4 && st.kept_misses == 1 + 5 * (e - 4),
+		      "epoch %u: kept_answers %llu misses %llu", e,
+		      (unsigned long long)st.kept_answers, (unsigned long long)st.kept_misses);
+	}
+	for (int i = 0; i < 2; i++)
+		close(fd[i]);
+	gr_client_free(c);
+	gw_free(g);
+}
+
 int
 main(void)
 {
@@ -2673,6 +2800,7 @@ main(void)
 		{ "duplicates, stale rounds, garbage, probe", test_duplicates_and_strays },
 		{ "progress callback", test_progress },
 		{ "reconfiguration to a new epoch", test_reconfigure },
+		{ "results kept and given back after a failover", test_kept_results },
 		{ "two gateways at the site, each a shard", test_two_gateways },
 		{ "partial reduce: sets, stragglers", test_partial_reduce },
 		{ "RESULT with a contributor set of the wrong length", test_cset_length },

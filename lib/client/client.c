@@ -127,6 +127,16 @@ struct mslot {
 	uint32_t held;                  /* chunks kept; 0: the slot is free (bitmaps clear) */
 };
 
+/* The latest RESULT of a chunk this client got (its contributor set and payload are in
+ * the client's kbuf), for a gateway that asks for it after a failover (docs/CLIENT.md,
+ * "Results kept"). */
+struct kept {
+	uint32_t round;
+	uint16_t contrib;
+	uint16_t origin;                /* the root that completed it */
+	bool valid;
+};
+
 /* RFC 6298 estimator, microseconds. */
 struct rtt {
 	int64_t srtt;
@@ -189,6 +199,12 @@ struct gr_client {
 	uint8_t *mxbuf;
 	size_t chunk_wire;
 	enum wire_dtype lan;            /* the dtype of this worker's CONTRIBs */
+	/* Results kept (NULL with cfg.forget_results): per chunk its record and, at
+	 * kbuf + chunk x kstride, its contributor set and payload as they came. Kept across a
+	 * reconfiguration that leaves the chunks as they are. */
+	struct kept *kept;
+	uint8_t *kbuf;
+	size_t kstride;
 	/* The chunk records are those of a call of resume_round that timed out, as it left
 	 * them (gr_options.resume). */
 	bool resumable;
@@ -680,6 +696,10 @@ struct prepared {
 	struct mmiss *mmiss;
 	struct morigin *morig;
 	uint8_t *mxbuf;                 /* MX jobs: the encoded tensor; NULL otherwise */
+	struct kept *kept;              /* results kept; NULL: none, or (keep_old) the */
+	uint8_t *kbuf;                  /* client's own go on */
+	size_t kstride;
+	bool keep_old;
 };
 
 static void
@@ -694,6 +714,10 @@ prepared_free(struct prepared *p)
 	free(p->mmiss);
 	free(p->morig);
 	free(p->mxbuf);
+	free(p->kept);
+	free(p->kbuf);
+	p->kept = NULL;
+	p->kbuf = NULL;
 	p->mmiss = NULL;
 	p->morig = NULL;
 	p->ch = NULL;
@@ -795,11 +819,47 @@ sort_trees(struct gr_config *cfg)
 	}
 }
 
-/* Check cfg and build what it needs into p: a sorted copy, the chunk records, the
- * multicast receive bitmaps and window if it has origins and (if fd < 0) the socket. fd is
- * the socket to keep, or -1. Nothing of the client changes here. */
+/* Whether the results old keeps are of the chunks cfg has: same tensor, chunking, dtype
+ * and contributor sets (a re-plan that moved trees and gateways, not the chunks). */
+static bool
+keep_fits(const struct gr_client *old, const struct gr_config *cfg)
+{
+	return old != NULL && old->kept != NULL && !cfg->forget_results &&
+	       old->cfg.elements == cfg->elements &&
+	       old->cfg.chunk_elements == cfg->chunk_elements && old->cfg.dtype == cfg->dtype &&
+	       old->cfg.cset_blocks == cfg->cset_blocks;
+}
+
+/* The results kept that cfg needs into p: old's go on if they fit, else new ones, none
+ * with forget_results. */
 static int
-prepare(const struct gr_config *cfg, int fd, struct prepared *p, char *err, size_t errlen)
+prepare_keep(const struct gr_config *cfg, const struct gr_client *old, struct prepared *p,
+	     char *err, size_t errlen)
+{
+	p->kstride = (size_t)cfg->cset_blocks * WIRE_CSET_BLOCK +
+		     wire_payload_bytes((enum wire_dtype)cfg->dtype, cfg->chunk_elements);
+	p->keep_old = keep_fits(old, cfg);
+	if (cfg->forget_results || p->keep_old)
+		return 0;
+	p->kept = calloc(p->n_chunks, sizeof(*p->kept));
+	p->kbuf = malloc(p->n_chunks * p->kstride);
+	if (p->kept == NULL || p->kbuf == NULL) {
+		(void)json_util_fail(err, errlen,
+				     "out of memory for a copy of %u results (%zu bytes; "
+				     "forget_results saves it)",
+				     p->n_chunks, p->n_chunks * p->kstride);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Check cfg and build what it needs into p: a sorted copy, the chunk records, the
+ * multicast receive bitmaps and window if it has origins, the results kept (old's, when
+ * they fit: a reconfiguration) and (if fd < 0) the socket. fd is the socket to keep, or
+ * -1. Nothing of the client changes here. */
+static int
+prepare(const struct gr_config *cfg, const struct gr_client *old, int fd, struct prepared *p,
+	char *err, size_t errlen)
 {
 	int rc = gr_config_check(cfg, err, errlen);
 
@@ -849,6 +909,11 @@ prepare(const struct gr_config *cfg, int fd, struct prepared *p, char *err, size
 			return -ENOMEM;
 		}
 	}
+	rc = prepare_keep(cfg, old, p, err, errlen);
+	if (rc < 0) {
+		prepared_free(p);
+		return rc;
+	}
 	if (p->fd < 0) {
 		rc = open_socket(cfg, &p->fd, err, errlen);
 		if (rc < 0) {
@@ -875,6 +940,13 @@ install(struct gr_client *c, struct prepared *p)
 	free(c->mmiss);
 	free(c->morig);
 	free(c->mxbuf);
+	if (!p->keep_old) {
+		free(c->kept);
+		free(c->kbuf);
+		c->kept = p->kept;
+		c->kbuf = p->kbuf;
+		c->kstride = p->kstride;
+	}
 	if (c->fd >= 0 && c->fd != p->fd)
 		close(c->fd);
 	c->cfg = p->cfg;
@@ -917,7 +989,7 @@ gr_client_create(const struct gr_config *cfg, char *err, size_t errlen)
 		rc = -ENOMEM;
 		goto fail;
 	}
-	rc = prepare(cfg, -1, &p, err, errlen);
+	rc = prepare(cfg, NULL, -1, &p, err, errlen);
 	if (rc < 0)
 		goto fail;
 	c->fd = -1;
@@ -958,7 +1030,7 @@ gr_client_reconfigure(struct gr_client *c, const struct gr_config *cfg, char *er
 	fd = cfg->worker_ipv4 == c->cfg.worker_ipv4 && cfg->worker_port == c->cfg.worker_port
 		     ? c->fd
 		     : -1;
-	rc = prepare(cfg, fd, &p, err, errlen);
+	rc = prepare(cfg, c, fd, &p, err, errlen);
 	if (rc < 0)
 		return rc;
 	/* Other gateways, other paths: the estimates start again. */
@@ -993,6 +1065,8 @@ gr_client_free(struct gr_client *c)
 	free(c->mmiss);
 	free(c->morig);
 	free(c->mxbuf);
+	free(c->kept);
+	free(c->kbuf);
 	free(c);
 }
 
@@ -1111,11 +1185,12 @@ tx_flush(struct call *k)
 /* Zeros that pad the last chunk of a tensor shorter than the job's. */
 static const uint8_t zeros[TABLE_CHUNK_BYTES_MAX];
 
-/* Queue one packet: header p (encoded here), this worker's contributor set if p has one
- * (CONTRIB), then plen payload bytes and pad zeros, to ipv4:port. */
+/* Queue one packet: header p (encoded here), the contributor set `set` if p has one
+ * (a CONTRIB: this worker's own; a kept RESULT's), then plen payload bytes and pad zeros,
+ * to ipv4:port. */
 static void
-tx_add(struct call *k, const struct wire_pkt *p, const void *payload, size_t plen, size_t pad,
-       uint32_t ipv4, uint16_t port)
+tx_add_set(struct call *k, const struct wire_pkt *p, const uint8_t *set, const void *payload,
+	   size_t plen, size_t pad, uint32_t ipv4, uint16_t port)
 {
 	struct gr_client *c = k->c;
 	size_t hlen = WIRE_HDR_LEN + (size_t)p->cset_blocks * WIRE_CSET_BLOCK;
@@ -1128,7 +1203,7 @@ tx_add(struct call *k, const struct wire_pkt *p, const void *payload, size_t ple
 		c->st.send_errors++;    /* not reached: every field comes from a checked config */
 		return;
 	}
-	memcpy(c->txhdr[i] + WIRE_HDR_LEN, c->cset, hlen - WIRE_HDR_LEN);
+	memcpy(c->txhdr[i] + WIRE_HDR_LEN, set, hlen - WIRE_HDR_LEN);
 	c->txaddr[i] = (struct sockaddr_in){
 		.sin_family = AF_INET,
 		.sin_port = htons(port),
@@ -1144,6 +1219,14 @@ tx_add(struct call *k, const struct wire_pkt *p, const void *payload, size_t ple
 		.msg_iovlen = pad != 0 ? 3 : plen != 0 ? 2 : 1,
 	};
 	c->tx_n++;
+}
+
+/* tx_add_set() with this worker's own contributor set. */
+static void
+tx_add(struct call *k, const struct wire_pkt *p, const void *payload, size_t plen, size_t pad,
+       uint32_t ipv4, uint16_t port)
+{
+	tx_add_set(k, p, k->c->cset, payload, plen, pad, ipv4, port);
 }
 
 /* The header fields every packet of this worker about chunk carries. */
@@ -1318,6 +1401,54 @@ divide(uint8_t *p, uint32_t n, enum gr_dtype dt, uint16_t contrib)
 	}
 }
 
+/* Keep a copy of the RESULT p (frame pkt) as it came, its contributor set and payload. */
+static void
+keep_result(struct gr_client *c, const struct wire_pkt *p, const uint8_t *pkt)
+{
+	uint8_t *to = c->kbuf + (size_t)p->chunk * c->kstride;
+
+	memcpy(to, pkt + WIRE_HDR_LEN, c->cset_len);
+	memcpy(to + c->cset_len, pkt + p->payload_off, p->payload_len);
+	c->kept[p->chunk] = (struct kept){ .round = p->round, .contrib = p->contrib,
+					   .origin = p->origin, .valid = true };
+}
+
+/* NACK_RESULT from the gateway of the range's tree: after a failover it lacks the RESULTs
+ * of a round this worker has moved on from, which its peers still wait for (docs/PROTOCOL.md
+ * section 10.1, rule 6). Each chunk of the range whose kept RESULT is of that round goes
+ * back as it came, relabelled with the request's epoch and tree and this worker as
+ * sender, RETX|ECHO. */
+static void
+on_nack_result(struct call *k, const struct wire_pkt *p, uint64_t now)
+{
+	struct gr_client *c = k->c;
+	const struct gr_gateway *g = &c->tgw[tree_of(c, p->chunk)];
+
+	for (uint32_t i = p->chunk; i - p->chunk < p->count; i++) {
+		const struct kept *e = c->kept != NULL ? &c->kept[i] : NULL;
+
+		if (e == NULL || !e->valid || e->round != p->round) {
+			c->st.kept_misses++;
+			continue;
+		}
+		uint32_t n = wire_chunk_len(c->cfg.elements, c->cfg.chunk_elements, i);
+		const uint8_t *from = c->kbuf + (size_t)i * c->kstride;
+		struct wire_pkt r = {
+			.type = WIRE_TYPE_RESULT, .flags = WIRE_F_RETX | WIRE_F_ECHO,
+			.dtype = (enum wire_dtype)c->cfg.dtype, .cset_blocks = c->cfg.cset_blocks,
+			.job = c->cfg.job, .epoch = c->cfg.epoch, .tree = p->tree,
+			.sender = c->cfg.worker_id, .origin = e->origin, .contrib = e->contrib,
+			.round = p->round, .chunk = i, .count = (uint16_t)n,
+			.tsval = (uint32_t)now, .tsecr = p->tsval,
+		};
+
+		tx_add_set(k, &r, from, from + c->cset_len,
+			   wire_payload_bytes(r.dtype, n), 0, g->ipv4,
+			   wire_udp_port(g->base_port, g->ports, i));
+		c->st.kept_answers++;
+	}
+}
+
 static void
 on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t now)
 {
@@ -1348,6 +1479,8 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 	}
 	if (k->csets != NULL && c->cset_len != 0)
 		memcpy(k->csets + (size_t)p->chunk * c->cset_len, pkt + WIRE_HDR_LEN, c->cset_len);
+	if (c->kept != NULL)
+		keep_result(c, p, pkt);
 	dst = chunk_data(k, p->chunk);
 	have = p->chunk == k->last ? k->tail : n; /* the rest pads a shorter tensor */
 	if (c->mxbuf != NULL) {         /* MX: decoded into the caller's fp32 */
@@ -1477,14 +1610,15 @@ rx_one(void *ctx, uint8_t *pkt, size_t len, const struct sockaddr_in *from, uint
 	}
 	if (!from_gateway(c, ntohl(from->sin_addr.s_addr), p.sender) || p.job != cfg->job ||
 	    (p.type != WIRE_TYPE_RESULT && p.type != WIRE_TYPE_ACK &&
-	     p.type != WIRE_TYPE_NACK_CONTRIB)) {
+	     p.type != WIRE_TYPE_NACK_CONTRIB && p.type != WIRE_TYPE_NACK_RESULT)) {
 		c->st.invalid++;
 		return;
 	}
 	/* Another round's packets are stale, except in a partial reduce the RESULT of a
-	 * later round: the group moved on without this worker, and that result answers it. */
+	 * later round: the group moved on without this worker, and that result answers it;
+	 * and a NACK_RESULT, which asks for results kept of another round. */
 	if (p.epoch != cfg->epoch ||
-	    (p.round != k->round &&
+	    (p.round != k->round && p.type != WIRE_TYPE_NACK_RESULT &&
 	     !(cfg->cset_blocks != 0 && p.type == WIRE_TYPE_RESULT &&
 	       wire_round_before(k->round, p.round)))) {
 		c->st.stale++;
@@ -1512,6 +1646,8 @@ rx_one(void *ctx, uint8_t *pkt, size_t len, const struct sockaddr_in *from, uint
 	}
 	if (p.type == WIRE_TYPE_RESULT)
 		on_result(k, &p, pkt, now);
+	else if (p.type == WIRE_TYPE_NACK_RESULT)
+		on_nack_result(k, &p, now);
 	else
 		on_range(k, &p, now);
 }

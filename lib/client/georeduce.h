@@ -151,6 +151,13 @@ struct gr_config {
 	 * in dtype). chunk_elements of it at most 8192 bytes. (After tree_gateways, for the
 	 * same reason.) */
 	enum gr_dtype lan_dtype;
+	/* Whether to forget each chunk's result once delivered. By default (false) the client
+	 * keeps a copy of the latest RESULT of every chunk (the tensor's bytes in dtype, and
+	 * its contributor sets), and answers a gateway that asks for one of them: after a
+	 * gateway failure, peers at another site may lack RESULTs that this worker got, and
+	 * nobody else holds them (docs/CLIENT.md, "Results kept"). true saves that memory; a
+	 * round cut that way then times out. (After lan_dtype: the offsets above stay.) */
+	bool forget_results;
 };
 
 /** Called with the chunks done and the total (see struct gr_options). */
@@ -238,6 +245,11 @@ struct gr_stats {
 	uint64_t mcast_nacks_sent;      /* NACK_MCAST packets sent (gr_mcast_recv(): chunks
 					 * missing) */
 	uint64_t mcast_repaired;        /* MCAST chunks delivered from a repair (RETX) */
+	uint64_t kept_answers;          /* RESULTs of a past round sent back, from the copies
+					 * kept, to a gateway that asked (a NACK_RESULT: peers
+					 * lost them in a failover) */
+	uint64_t kept_misses;           /* ... chunks asked for whose copy is of another
+					 * round, or not kept (forget_results) */
 };
 
 /** Called by gr_mcast_recv() with each chunk received: count elements of dtype at data

@@ -69,6 +69,7 @@ class GrConfig(ctypes.Structure):
         ("mcast_rounds_ahead", ctypes.c_uint32),
         ("tree_gateways", GrGateway * TREES_MAX),
         ("lan_dtype", ctypes.c_int),
+        ("forget_results", ctypes.c_bool),
     ]
 
 
@@ -142,6 +143,8 @@ STATS_FIELDS = [
     ("cancels", ctypes.c_uint64),
     ("mcast_nacks_sent", ctypes.c_uint64),
     ("mcast_repaired", ctypes.c_uint64),
+    ("kept_answers", ctypes.c_uint64),
+    ("kept_misses", ctypes.c_uint64),
 ]
 
 

@@ -54,6 +54,7 @@ main(void)
 	FIELD(gr_config, mcast_rounds_ahead);
 	FIELD(gr_config, tree_gateways);
 	FIELD(gr_config, lan_dtype);
+	FIELD(gr_config, forget_results);
 	END();
 	BEGIN(gr_gateway);
 	FIELD(gr_gateway, id);
@@ -116,6 +117,8 @@ main(void)
 	FIELD(gr_stats, cancels);
 	FIELD(gr_stats, mcast_nacks_sent);
 	FIELD(gr_stats, mcast_repaired);
+	FIELD(gr_stats, kept_answers);
+	FIELD(gr_stats, kept_misses);
 	END();
 	printf("}\n");
 	return 0;
