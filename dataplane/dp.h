@@ -502,6 +502,13 @@ struct dp_job {
 	 * root or received from the parent, each counted once (workers: wo own, ctl: ro
 	 * relaxed). Rounds done = this over the chunks a round has here. */
 	_Atomic uint64_t *done;
+	/* Per down[] entry of every tree (dp_tree.budget_off + i), for the local workers: the
+	 * latest round of a CONTRIB it sent this epoch, as 1 << 32 | round (0: none yet). A
+	 * worker past a round has every RESULT of it, which it keeps (docs/PROTOCOL.md 10.1,
+	 * rule 6). Every lcore: relaxed loads, and a relaxed store when a CONTRIB is of a
+	 * later round than the one loaded (two lcores that race may leave the older one,
+	 * which only puts off a recovery to the next CONTRIB). */
+	_Atomic uint64_t *worker_round;
 	struct dp_job_lcore *lj;    /* per lcore index: timers and round-trip estimates */
 	uint64_t bytes;             /* memory held by this job (slots, arenas, maps) */
 	uint64_t mbufs_held_max;    /* mbufs its slots can hold at most */

@@ -410,19 +410,27 @@ chunk_len(uint64_t elements, uint32_t ce, uint32_t c)
 	return (uint16_t)wire_chunk_len(elements, ce, c);
 }
 
-/* CONTRIB of worker w (at 10.0.0.w) for one chunk of an fp32 tensor. */
+/* CONTRIB of worker w (at 10.0.0.w) for one chunk of an fp32 tensor, with flags. */
 static struct rte_mbuf *
-contrib_f32(uint32_t job, uint32_t epoch, uint16_t tree, uint16_t w, uint32_t round,
-	    uint32_t chunk, uint64_t elements, uint32_t ce)
+contrib_f32_flags(uint32_t job, uint32_t epoch, uint8_t flags, uint16_t tree, uint16_t w,
+		  uint32_t round, uint32_t chunk, uint64_t elements, uint32_t ce)
 {
 	float pl[4096];
 	uint16_t n = chunk_len(elements, ce, chunk);
-	struct pkt p = { WIRE_TYPE_CONTRIB, 0, job, epoch, tree, w, w, 1, round, chunk,
+	struct pkt p = { WIRE_TYPE_CONTRIB, flags, job, epoch, tree, w, w, 1, round, chunk,
 			 WIRE_DTYPE_FP32, n, PEER_IP(w) };
 
 	for (uint16_t i = 0; i < n; i++)
 		pl[i] = val(w, (uint64_t)chunk * ce + i);
 	return mk_pkt(&p, pl);
+}
+
+/* ... a first transmission. */
+static struct rte_mbuf *
+contrib_f32(uint32_t job, uint32_t epoch, uint16_t tree, uint16_t w, uint32_t round,
+	    uint32_t chunk, uint64_t elements, uint32_t ce)
+{
+	return contrib_f32_flags(job, epoch, 0, tree, w, round, chunk, elements, ce);
 }
 
 
@@ -3943,6 +3951,160 @@ test_recovery_answers(void)
 	dp_down();
 }
 
+/* Whether o is gateway 1's NACK_RESULT under epoch 2 for chunk 0 of round `round`, to
+ * 10.0.0.to. */
+static bool
+recovery_asked(const struct out *o, uint32_t round, uint16_t to)
+{
+	return o->p.type == WIRE_TYPE_NACK_RESULT && o->p.epoch == 2 && o->p.round == round &&
+	       o->p.chunk == 0 && o->p.count == 1 && o->p.sender == 1 &&
+	       o->fl.dst_ip == PEER_IP(to);
+}
+
+/* A re-plan moved chunk 0 here from a gateway that died after its local worker 11 had
+ * round 6's RESULT and before child gateway 2's side had it: gateway 1 holds that RESULT
+ * in no epoch, and is now root over worker 11 and child 2. Child 2 runs round 6 again,
+ * worker 11 sends round 7: gateway 1 asks worker 11, whose answer (from the results it
+ * keeps) completes the slot for everyone; round 7 is then summed as usual. A worker's
+ * RESULT without RETX, from another address or unasked changes nothing. */
+static void
+test_recovery_asks_worker(void)
+{
+	static const uint16_t w11[] = { 11 };
+	struct tdesc root = { 0, 0, 1, { 2 }, 0, 1, 16, { 1 } };
+	static struct out o[8];
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root),
+				"install") == 0);
+	inject(child2_sum(2, 6, 0, 1));
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0);
+	inject(result_f32(2, 6, 11, WIRE_F_RETX | WIRE_F_ECHO, 5)); /* unasked */
+	inject(result_f32(2, 6, 11, 0, 5));                          /* no answer */
+	spoof = (typeof(spoof)){ true, PEER_IP(12), WORKER_PORT, 0 };
+	inject(result_f32(2, 6, 11, WIRE_F_RETX | WIRE_F_ECHO, 5)); /* not from 11 */
+	spoof.on = false;
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0 && drops(WIRE_REASON_LATE) == 1 &&
+		  drops(WIRE_REASON_BAD_SENDER) == 2);
+	inject(contrib_f32(61, 2, 0, 11, 7, 0, 64, 64)); /* worker 11 moved on */
+	poll_all();
+	int n = collect(o, 8);
+
+	CHECK(n == 1 && recovery_asked(&o[0], 6, 11), "%d frames, type %d to %08x", n,
+	      n > 0 ? (int)o[0].p.type : -1, n > 0 ? o[0].fl.dst_ip : 0);
+	inject(contrib_f32_flags(61, 2, WIRE_F_RETX, 0, 11, 7, 0, 64, 64)); /* asked already */
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0 && ctr(DP_CTR_RECOVER_ASKED) == 1);
+	inject(result_f32(2, 6, 11, WIRE_F_RETX | WIRE_F_ECHO, 5));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(n == 2 && ((recovered_is(&o[0], 6, 2, 5) && recovered_is(&o[1], 6, 11, 5)) ||
+			 (recovered_is(&o[0], 6, 11, 5) && recovered_is(&o[1], 6, 2, 5))),
+	      "the answer: %d frames", n);
+	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1);
+	inject(child2_sum(2, 7, 0, 1));
+	inject(contrib_f32_flags(61, 2, WIRE_F_RETX, 0, 11, 7, 0, 64, 64)); /* completes it */
+	poll_all();
+	n = collect(o, 8);
+	CHECK(n == 2 && recovered_is(&o[0], 7, o[0].fl.dst_ip == PEER_IP(2) ? 2 : 11, -1) &&
+		      recovered_is(&o[1], 7, o[1].fl.dst_ip == PEER_IP(2) ? 2 : 11, -1),
+	      "round 7: %d frames", n);
+	dp_down();
+}
+
+/* The same cut seen from a leaf: gateway 1, new under parent 2 with worker 11, holds
+ * worker 11's round 7 (sent up) when the parent asks for round 6's RESULT. Gateway 1 has
+ * it nowhere and no other neighbour: it asks worker 11, and the answer goes to the
+ * parent. */
+static void
+test_recovery_leaf_asks_worker(void)
+{
+	static const uint16_t w11[] = { 11 };
+	struct tdesc leaf = { 0, 2, 0, { 0 }, 0, 1, 16, { 0 } };
+	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 61, 2, 0, 2, 2, 0, 6, 0, WIRE_DTYPE_NONE,
+			  1, PEER_IP(2) };
+	static struct out o[8];
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &leaf),
+				"install") == 0);
+	inject(contrib_f32(61, 2, 0, 11, 7, 0, 64, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 1 && o[0].p.type == WIRE_TYPE_CONTRIB && o[0].p.round == 7);
+	inject(mk_pkt(&nk, NULL));
+	poll_all();
+	int n = collect(o, 8);
+
+	CHECK(n == 1 && recovery_asked(&o[0], 6, 11), "%d frames, type %d to %08x", n,
+	      n > 0 ? (int)o[0].p.type : -1, n > 0 ? o[0].fl.dst_ip : 0);
+	inject(result_f32(2, 6, 11, WIRE_F_RETX | WIRE_F_ECHO, 5));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(n == 1 && recovered_is(&o[0], 6, 2, 5) && (o[0].p.flags & WIRE_F_RETX) &&
+		      o[0].p.sender == 1,
+	      "the answer: %d frames, type %d", n, n > 0 ? (int)o[0].p.type : -1);
+	dp_down();
+}
+
+/* The cut of test_recovery_asks_worker with worker 11's next round ahead of the slot: it
+ * sends round 7 of chunk 1 only (its window), none of chunk 0. Child 2's round 6 of chunk
+ * 0 then opens that slot for a round worker 11 is past (`open`), or finds it open in a
+ * NACK_RESULT: gateway 1 asks worker 11, once, and its answer completes the slot. Worker
+ * 11's CONTRIBs of round 6 are what it waits for otherwise: before the worker moved on,
+ * the child's CONTRIB asks nobody. */
+static void
+recovery_worker_ahead(bool open)
+{
+	static const uint16_t w11[] = { 11 };
+	struct tdesc root = { 0, 0, 1, { 2 }, 0, 2, 16, { 1 } };
+	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 61, 2, 0, 2, 2, 0, 6, 0, WIRE_DTYPE_NONE,
+			  1, PEER_IP(2) };
+	static struct out o[8];
+	int n;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 128, 64, 1, w11, 1, &root),
+				"install") == 0);
+	if (!open) {
+		inject(child2_sum(2, 6, 0, 1));
+		poll_all();
+		CU_ASSERT(collect(o, 8) == 0);
+	}
+	inject(contrib_f32(61, 2, 0, 11, 7, 1, 128, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0);
+	inject(open ? child2_sum(2, 6, 0, 1) : mk_pkt(&nk, NULL));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(n == 1 && recovery_asked(&o[0], 6, 11), "%d frames, type %d to %08x", n,
+	      n > 0 ? (int)o[0].p.type : -1, n > 0 ? o[0].fl.dst_ip : 0);
+	inject(mk_pkt(&nk, NULL)); /* asked already */
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0 && ctr(DP_CTR_RECOVER_ASKED) == 1);
+	inject(result_f32(2, 6, 11, WIRE_F_RETX | WIRE_F_ECHO, 5));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(n == 2 && ((recovered_is(&o[0], 6, 2, 5) && recovered_is(&o[1], 6, 11, 5)) ||
+			 (recovered_is(&o[0], 6, 11, 5) && recovered_is(&o[1], 6, 2, 5))),
+	      "the answer: %d frames", n);
+	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1);
+	dp_down();
+}
+
+static void
+test_recovery_worker_ahead_open(void)
+{
+	recovery_worker_ahead(true);
+}
+
+static void
+test_recovery_worker_ahead_nack(void)
+{
+	recovery_worker_ahead(false);
+}
+
 /* Epochs lingering for result recovery keep the mbufs their slot pools may hold; an epoch
  * that needs them gets them: the drained lingering epochs retire first. */
 static void
@@ -4270,14 +4432,7 @@ static struct rte_mbuf *
 contrib_f32_retx(uint32_t job, uint16_t w, uint32_t round, uint32_t chunk, uint64_t elements,
 		 uint32_t ce)
 {
-	float pl[4096];
-	uint16_t n = chunk_len(elements, ce, chunk);
-	struct pkt p = { WIRE_TYPE_CONTRIB, WIRE_F_RETX, job, 1, 0, w, w, 1, round, chunk,
-			 WIRE_DTYPE_FP32, n, PEER_IP(w) };
-
-	for (uint16_t i = 0; i < n; i++)
-		pl[i] = val(w, (uint64_t)chunk * ce + i);
-	return mk_pkt(&p, pl);
+	return contrib_f32_flags(job, 1, WIRE_F_RETX, 0, w, round, chunk, elements, ce);
 }
 
 /* The root of a tree with local worker 11 and child gateway 2 (one worker below it). */
@@ -4643,6 +4798,14 @@ main(int argc, char **argv)
 		    test_recovery_asks_child);
 	CU_add_test(s, "result recovery: answers from an older epoch, and once retired none",
 		    test_recovery_answers);
+	CU_add_test(s, "result recovery: a RESULT only a moved-on worker has, asked of it",
+		    test_recovery_asks_worker);
+	CU_add_test(s, "result recovery: a leaf asks its moved-on worker for its parent",
+		    test_recovery_leaf_asks_worker);
+	CU_add_test(s, "result recovery: a child opens a slot its worker has moved past",
+		    test_recovery_worker_ahead_open);
+	CU_add_test(s, "result recovery: a NACK_RESULT finds a slot its worker moved past",
+		    test_recovery_worker_ahead_nack);
 	CU_add_test(s, "result recovery: lingering epochs give way to a new one",
 		    test_recovery_linger_room);
 	CU_add_test(s, "control requests", test_control);

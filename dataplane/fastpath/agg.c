@@ -940,6 +940,18 @@ enum recover_add {
 	RECOVER_NONE,           /* not recorded: the table is full */
 };
 
+/* Whether anyone waits for the RESULT of (tree ti, chunk, round). */
+static bool
+recover_pending(const struct dp_recover *rq, uint16_t ti, uint32_t chunk, uint32_t round,
+		uint64_t now)
+{
+	for (unsigned int i = 0; i < DP_RECOVER_MAX; i++)
+		if (rq[i].until > now && rq[i].tree == ti && rq[i].chunk == chunk &&
+		    rq[i].round == round)
+			return true;
+	return false;
+}
+
 /* Record that `to` waits for the RESULT of (tree ti, chunk, round). */
 static enum recover_add
 recover_add(struct dp_lcore *lc, const struct dp_job *j, uint16_t ti, uint32_t chunk,
@@ -969,9 +981,41 @@ recover_add(struct dp_lcore *lc, const struct dp_job *j, uint16_t ti, uint32_t c
 	return asked ? RECOVER_WAIT : RECOVER_ASK;
 }
 
-/* Ask tree t's neighbour gateways (its parent and child gateways) for the RESULT of
- * (chunk, round), all of them or (only >= 0) one child, but never `except` (a down[]
- * index, or DP_RECOVER_PARENT). False if there was none to ask. */
+/* The latest round local worker contributor k of tree t sent a CONTRIB of (this epoch). */
+static inline void
+worker_round_note(const struct dp_job *j, const struct dp_tree *t, int k, uint32_t round)
+{
+	_Atomic uint64_t *w = &j->worker_round[t->budget_off + t->src_down[k]];
+	uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+
+	if (unlikely(v == 0 || wire_round_before((uint32_t)v, round)))
+		atomic_store_explicit(w, 1ull << 32 | round, memory_order_relaxed);
+}
+
+/* A local worker of tree t that has the RESULT of `round` though this gateway does not: it
+ * sent a CONTRIB of a later round, which it could only do with every RESULT of that one
+ * (a re-plan moved the chunk here from the gateway that gave it). Its down[] index, or -1
+ * (none, or only `except`). */
+static int
+moved_on_worker(const struct dp_job *j, const struct dp_tree *t, uint32_t round, int except)
+{
+	for (uint16_t k = 0; k < t->n_src; k++) {
+		uint64_t v;
+
+		if (!t->src_worker[k] || t->src_down[k] == except)
+			continue;
+		v = atomic_load_explicit(&j->worker_round[t->budget_off + t->src_down[k]],
+					 memory_order_relaxed);
+		if (v != 0 && wire_round_before(round, (uint32_t)v))
+			return t->src_down[k];
+	}
+	return -1;
+}
+
+/* Ask for the RESULT of (chunk, round): tree t's neighbour gateways (its parent and child
+ * gateways) and one local worker that moved on past that round (moved_on_worker()), or
+ * (only >= 0) down[only] alone, a child gateway or a local worker; never `except` (a
+ * down[] index, or DP_RECOVER_PARENT). False if there was none to ask. */
 static bool
 recover_ask(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	    uint32_t chunk, uint32_t round, int only, int except)
@@ -987,16 +1031,30 @@ recover_ask(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t
 		send_ctl(lc, j, &t->parent, &a, DP_CTR_RECOVER_ASKED);
 		any = true;
 	}
+	if (only >= 0) {
+		if (only != except) {
+			send_ctl(lc, j, &t->down[only], &a, DP_CTR_RECOVER_ASKED);
+			any = true;
+		}
+		return any;
+	}
 	for (int i = 0; i < t->n_children; i++)
-		if ((only < 0 || i == only) && i != except) {
+		if (i != except) {
 			send_ctl(lc, j, &t->down[i], &a, DP_CTR_RECOVER_ASKED);
 			any = true;
 		}
+	int w = moved_on_worker(j, t, round, except);
+
+	if (w >= 0) {
+		send_ctl(lc, j, &t->down[w], &a, DP_CTR_RECOVER_ASKED);
+		any = true;
+	}
 	return any;
 }
 
-/* Record `to`'s wait for the RESULT of (chunk, round) and ask the neighbours if nobody
- * did yet: all of them but `except`, or the one child `only`. */
+/* Record `to`'s wait for the RESULT of (chunk, round) and ask for it if nobody did yet
+ * (recover_ask(): the neighbours and a worker that moved on, but not `except`; or only
+ * down[only]). */
 static void
 recover_request(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 		uint32_t chunk, uint32_t round, uint16_t to, int only, int except)
@@ -1060,13 +1118,14 @@ recover_late(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *
 			     DP_CTR_RECOVER_ANSWERED, t->id, false);
 		return;
 	}
-	recover_request(lc, j, t, chunk, round, di, -1, di < t->n_children ? di : -1);
+	recover_request(lc, j, t, chunk, round, di, -1, di);
 }
 
 /* Contributor k sends chunk c of a round after the one slot s is open (or complete) for:
- * it has moved on, so it has that round's RESULT, as has this gateway in an older epoch
- * if the contributor is a local worker. Complete the slot with it, or ask the child
- * gateway for it. */
+ * it has moved on, so it has that round's RESULT, as may have this gateway in an older
+ * epoch if the contributor is a local worker. Complete the slot with that, or ask the
+ * contributor for it: a child gateway, or a local worker that got it from the gateway
+ * the chunk was at before a re-plan (it answers from the results it keeps). */
 static void
 recover_moved_on(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 		 struct dp_slot *s, int k)
@@ -1079,13 +1138,26 @@ recover_moved_on(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tr
 			recover_complete(lc, j, t, s, r);
 		return;
 	}
-	if (!t->src_worker[k])
-		recover_request(lc, j, t, s->chunk, s->round, DP_RECOVER_SLOT, t->src_down[k], -1);
+	recover_request(lc, j, t, s->chunk, s->round, DP_RECOVER_SLOT, t->src_down[k], -1);
+}
+
+/* Slot s is open, for a child gateway's CONTRIB or a NACK_RESULT: a local worker that it
+ * waits for may have moved past its round (a re-plan moved the chunk here after the gateway
+ * before gave that worker the RESULT). Ask that worker for it: it completes the slot. */
+static void
+recover_stalled(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+		struct dp_slot *s)
+{
+	int w = moved_on_worker(j, t, s->round, -1);
+
+	if (w >= 0)
+		recover_request(lc, j, t, s->chunk, s->round, DP_RECOVER_SLOT, w, -1);
 }
 
 /* A RESULT (j's epoch, tree t) in answer to what this gateway asked, from a neighbour
- * gateway (`from`: a down[] index, or DP_RECOVER_PARENT). It completes the slot if that is
- * still open for its round, and goes on to every other asker. Consumes m. */
+ * gateway or a local worker (`from`: a down[] index, or DP_RECOVER_PARENT). It completes
+ * the slot if that is still open for its round, and goes on to every other asker.
+ * Consumes m. */
 static void
 recover_answer(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 	       struct rte_mbuf *m, const struct wire_pkt *p, uint16_t from)
@@ -1097,6 +1169,11 @@ recover_answer(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 	uint32_t now_us = dp_now_us();
 	bool kept = false, workers = false, used = false;
 
+	/* From a child or a worker, only an answer to a request still pending counts. */
+	if (from != DP_RECOVER_PARENT && !recover_pending(rq, ti, p->chunk, p->round, now)) {
+		drop(lc, m, WIRE_REASON_LATE);
+		return;
+	}
 	if (s->chunk == p->chunk && s->round == p->round &&
 	    (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE)) {
 		recover_complete(lc, j, t, s, m); /* the slot keeps m; workers have it */
@@ -1171,6 +1248,8 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live,
 		add(lc, j, t, s, m, p, k); /* the first: no overlap */
 		if ((p->flags & WIRE_F_RETX) && s->state != DP_SLOT_DONE)
 			send_ack(lc, j, &t->down[t->src_down[k]], p);
+		if (!t->src_worker[k] && s->state == DP_SLOT_OPEN)
+			recover_stalled(lc, j, t, s);
 		return;
 	}
 	if (s->chunk != p->chunk) {
@@ -1280,6 +1359,8 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 	/* What it sent is what a NACK_RESULT of it may have answered (section 7.6). */
 	dp_budget_earn(&j->lj[lc->idx].budget[t->budget_off + t->src_down[k]], j->budget_cap,
 		       rte_pktmbuf_data_len(m));
+	if (t->src_worker[k])
+		worker_round_note(j, t, k, p->round);
 
 	/* Most packets: the next contribution to the chunk the slot has open. Held: an ACK
 	 * stops the payload resends, unless the RESULT answered. */
@@ -1293,16 +1374,15 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 	on_contrib_other(lc, j, live, t, s, m, p, k);
 }
 
-/* A RESULT from a child gateway: only in answer to a recovery request (RETX), from the
- * child's table address. */
+/* A RESULT from a child gateway or a local worker: only in answer to a recovery request
+ * (RETX), from the contributor's table address. */
 static __rte_noinline void
 on_result_from_child(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 		     struct rte_mbuf *m, const struct wire_pkt *p)
 {
 	int k = find_src(t, p->sender);
 
-	if (k < 0 || t->src_worker[k] || !(p->flags & WIRE_F_RETX) ||
-	    !dp_src_ok(m, &t->down[t->src_down[k]])) {
+	if (k < 0 || !(p->flags & WIRE_F_RETX) || !dp_src_ok(m, &t->down[t->src_down[k]])) {
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}
@@ -1396,10 +1476,9 @@ on_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 		if (r == NULL) {
 			if (!(s->chunk == c && s->round == p->round &&
 			      (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE)))
-				recover_request(lc, j, t, c, p->round, (uint16_t)to, -1,
-						to < t->n_children || to == DP_RECOVER_PARENT
-							? (int)to
-							: -1);
+				recover_request(lc, j, t, c, p->round, (uint16_t)to, -1, (int)to);
+			else if (s->state == DP_SLOT_OPEN)
+				recover_stalled(lc, j, t, s);
 			continue;
 		}
 		if (!dp_budget_spend(b, rte_pktmbuf_data_len(r))) {
