@@ -6,10 +6,11 @@
 # each, every gateway's LAN port shaped. Checked: mTree and BlueConnect jobs through the
 # three dataplanes, bit-exact, both of a's gateways summing their shards; a worker whose
 # table names the wrong gateway for each shard refused by both gateways (wrong_shard) and
-# getting no result; georeduce-control running the deployment with a-2 killed in the middle
-# of a run of rounds, a's workers joined through it and b's following their table: the
-# next epoch moves its shard to a-1, the workers run the cut round again and every round
-# completes exactly.
+# getting no result; georeduce-control running the deployment with a-2 cut off and killed
+# in the middle of a run of rounds (after a's workers had a round that b's had not), a's
+# workers joined through it and b's following their table: the next epoch moves its shard
+# to a-1, the workers run the cut round again, a's give back the results b's lack, and
+# every round completes exactly.
 #
 #   scaleout_e2e.sh BUILD_DIR
 set -u
@@ -160,28 +161,82 @@ for s in 0 1; do
 		--first-round 100 --rounds "$ROUNDS" --timeout 30 >"$D/w-$s.out" 2>&1 &
 	pids+=($!)
 done
-# Kill a-2 once the rounds are going: after it completed three rounds of its shard.
+# Cut a-2 off once the rounds are going (after it completed three rounds of its shard),
+# then kill it. The cut holds back one RESULT that a-2 sends towards b: job 1's, of the last
+# chunk of a tree a-2 is the root of (site a's WAN veth, u32 at the georeduce header: "GR",
+# version 1, type 2, the job at 8, the chunk at 28). The round that then stops is complete
+# at a's workers, which go on to the next one, and lacks that chunk at b's; what b's
+# workers send stays within their window, so a's next round stops too. b's workers run
+# their round again under the next epoch, a's the next round: the first completes only
+# through the results a's workers keep (docs/PROTOCOL.md section 10.1, rule 6), which they
+# give back to a-1 when it asks.
 per=$(python3 -c '
 import json, sys
 print(sum(e["chunk_count"] for e in json.load(open(sys.argv[1]))["trees"]))' \
+	"$D/tables/job-1-a-2.json")
+held=$(python3 -c '
+import json, sys
+r = [e for e in json.load(open(sys.argv[1]))["trees"] if e.get("role") == "root"]
+print(r[0]["chunk_first"] + r[0]["chunk_count"] - 1 if r else "")' \
 	"$D/tables/job-1-a-2.json")
 base=$(stat a-2 chunks_completed)
 for _ in $(seq 1200); do
 	[ "$(stat a-2 chunks_completed)" -ge $((base + 3 * per)) ] && break
 	sleep 0.05
 done
+if [ -n "$held" ]; then
+	# These kernels have no tc actions and no netem: site a's WAN veth (30 Mbit/s, the
+	# topology's link) gets an htb instead of its tbf, a class at that rate for
+	# everything and one at 8 bit/s for the held RESULT (one may pass, the rest wait).
+	tc -n "$P-s0" qdisc del dev wan0 root &&
+		tc -n "$P-s0" qdisc add dev wan0 root handle 1: htb default 10 r2q 100 &&
+		tc -n "$P-s0" class add dev wan0 parent 1: classid 1:10 htb rate 30mbit \
+			ceil 30mbit burst 16k &&
+		tc -n "$P-s0" class add dev wan0 parent 1: classid 1:30 htb rate 8bit ceil 8bit \
+			burst 1 cburst 1 quantum 1500 &&
+		tc -n "$P-s0" filter add dev wan0 parent 1: protocol ip prio 1 u32 \
+			match ip src 10.99.0.2/32 match u32 0x47520102 0xffffffff at 28 \
+			match u32 1 0xffffffff at 36 match u32 "$held" 0xffffffff at 56 flowid 1:30 ||
+		not_ok "no filter on site a's WAN veth"
+	# The rounds stop: a-2's count of completed chunks stands still for a second.
+	last=-1
+	for _ in $(seq 60); do
+		now=$(stat a-2 chunks_completed)
+		[ "$now" = "$last" ] && break
+		last=$now
+		sleep 1
+	done
+fi
 a2=$(pgrep -f -- "--file-prefix=$P-gw0-2 " | head -1)
 [ -n "$a2" ] && kill -KILL "$a2"
 rc=0
 for p in "${pids[@]}"; do wait "$p" || rc=1; done
+back=$(grep -c 'given back' "$D/w-0.out")
 if [ $rc = 0 ] && [ "$(cat "$D"/w-*.out | grep -c verified)" = $((4 * ROUNDS)) ]; then
-	ok "a-2 killed mid-job: $ROUNDS rounds completed by every worker, every result exact" \
-		"($(cat "$D"/w-*.out | grep -c 'run again') rounds run again)"
+	ok "a-2 cut off and killed mid-job: $ROUNDS rounds completed by every worker, every" \
+		"result exact ($(cat "$D"/w-*.out | grep -c 'run again') rounds run again)"
 else
 	not_ok "rounds across the loss of a-2"
 	cat "$D"/w-*.out
 	tail -20 "$D/control.log"
+	for g in a-1 b; do
+		sock=$(wan_gateways "$W" | awk -v n="$g" '$2 == n { print $3 }')
+		"$DPCTL" -s "$sock" --json stats | python3 -c '
+import json, sys
+s, g = json.load(sys.stdin), sys.argv[1]
+t = {}
+for l in s["lcores"]:
+	for k, v in list(l.items()) + list(l.get("drops", {}).items()):
+		if isinstance(v, int) and v and ("recover" in k or k in l.get("drops", {})):
+			t[k] = t.get(k, 0) + v
+print(g + ":", " ".join("%s %d" % kv for kv in sorted(t.items())))' "$g"
+	done
 fi
+# b's workers lacked a result of the cut round that only a's workers had: it came back from
+# them (a planner that made a-2 the root of no tree leaves nothing to hold back).
+[ -z "$held" ] || [ "$back" -ge 1 ] &&
+	ok "a's workers gave results of the cut round back $back times" ||
+	not_ok "no worker of a gave a result of the cut round back"
 grep -q "gateway a-2 (id .*is down" "$D/control.log" && ok "the control process saw a-2 fail" ||
 	{ not_ok "no failure of a-2 in the control log"; grep a-2 "$D/control.log"; }
 e1=$(epoch_of "$D/tables/job-1-a.json")
