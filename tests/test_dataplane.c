@@ -3783,6 +3783,15 @@ recovered_is(const struct out *o, uint32_t round, uint16_t to, float v)
 	return true;
 }
 
+/* Whether the n frames o[] are the two copies of a recovered RESULT (recovered_is()), one
+ * to gateway 2 and one to worker 11, in either order. */
+static bool
+recovered_both(const struct out *o, int n, uint32_t round, float v)
+{
+	return n == 2 && ((recovered_is(&o[0], round, 2, v) && recovered_is(&o[1], round, 11, v)) ||
+			  (recovered_is(&o[0], round, 11, v) && recovered_is(&o[1], round, 2, v)));
+}
+
 /* Epoch 1: this gateway (1) is a leaf under gateway 2 with worker 11; round 6 goes up, and
  * with `answered` the parent's RESULT (every element 5) comes back and goes to worker 11.
  * Then epoch 2 makes it the root, with child gateway 2: the re-plan of a link failure. */
@@ -3829,8 +3838,7 @@ test_recovery_from_older_epoch(void)
 	poll_all();
 	int n = collect(o, 8);
 
-	CHECK(n == 2 && ((recovered_is(&o[0], 6, 2, 5) && recovered_is(&o[1], 6, 11, 5)) ||
-			 (recovered_is(&o[0], 6, 11, 5) && recovered_is(&o[1], 6, 2, 5))),
+	CHECK(recovered_both(o, n, 6, 5),
 	      "%d frames sent, the first type %d round %u", n, n > 0 ? (int)o[0].p.type : -1,
 	      n > 0 ? o[0].p.round : 0);
 	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1 && ctr(DP_CTR_RECOVER_ASKED) == 0);
@@ -3839,8 +3847,7 @@ test_recovery_from_older_epoch(void)
 	inject(child2_sum(2, 7, WIRE_F_RETX, 1));
 	poll_all();
 	n = collect(o, 8);
-	CHECK(n == 2 && recovered_is(&o[0], 7, o[0].fl.dst_ip == PEER_IP(2) ? 2 : 11, -1) &&
-		      recovered_is(&o[1], 7, o[1].fl.dst_ip == PEER_IP(2) ? 2 : 11, -1),
+	CHECK(recovered_both(o, n, 7, -1),
 	      "round 7: %d frames", n);
 	dp_down();
 }
@@ -3877,8 +3884,7 @@ test_recovery_asks_child(void)
 	inject(result_f32(2, 6, 2, WIRE_F_RETX | WIRE_F_ECHO, 5));
 	poll_all();
 	n = collect(o, 8);
-	CHECK(n == 2 && ((recovered_is(&o[0], 6, 2, 5) && recovered_is(&o[1], 6, 11, 5)) ||
-			 (recovered_is(&o[0], 6, 11, 5) && recovered_is(&o[1], 6, 2, 5))),
+	CHECK(recovered_both(o, n, 6, 5),
 	      "the answer: %d frames", n);
 	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1);
 	dp_down();
@@ -4000,16 +4006,14 @@ test_recovery_asks_worker(void)
 	inject(result_f32(2, 6, 11, WIRE_F_RETX | WIRE_F_ECHO, 5));
 	poll_all();
 	n = collect(o, 8);
-	CHECK(n == 2 && ((recovered_is(&o[0], 6, 2, 5) && recovered_is(&o[1], 6, 11, 5)) ||
-			 (recovered_is(&o[0], 6, 11, 5) && recovered_is(&o[1], 6, 2, 5))),
+	CHECK(recovered_both(o, n, 6, 5),
 	      "the answer: %d frames", n);
 	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1);
 	inject(child2_sum(2, 7, 0, 1));
 	inject(contrib_f32_flags(61, 2, WIRE_F_RETX, 0, 11, 7, 0, 64, 64)); /* completes it */
 	poll_all();
 	n = collect(o, 8);
-	CHECK(n == 2 && recovered_is(&o[0], 7, o[0].fl.dst_ip == PEER_IP(2) ? 2 : 11, -1) &&
-		      recovered_is(&o[1], 7, o[1].fl.dst_ip == PEER_IP(2) ? 2 : 11, -1),
+	CHECK(recovered_both(o, n, 7, -1),
 	      "round 7: %d frames", n);
 	dp_down();
 }
@@ -4086,8 +4090,7 @@ recovery_worker_ahead(bool open)
 	inject(result_f32(2, 6, 11, WIRE_F_RETX | WIRE_F_ECHO, 5));
 	poll_all();
 	n = collect(o, 8);
-	CHECK(n == 2 && ((recovered_is(&o[0], 6, 2, 5) && recovered_is(&o[1], 6, 11, 5)) ||
-			 (recovered_is(&o[0], 6, 11, 5) && recovered_is(&o[1], 6, 2, 5))),
+	CHECK(recovered_both(o, n, 6, 5),
 	      "the answer: %d frames", n);
 	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1);
 	dp_down();
