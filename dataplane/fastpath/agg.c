@@ -1027,16 +1027,15 @@ recover_ask(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t
 	};
 	bool any = false;
 
-	if (only < 0 && t->has_parent && except != DP_RECOVER_PARENT) {
+	if (only >= 0) {
+		if (only == except)
+			return false;
+		send_ctl(lc, j, &t->down[only], &a, DP_CTR_RECOVER_ASKED);
+		return true;
+	}
+	if (t->has_parent && except != DP_RECOVER_PARENT) {
 		send_ctl(lc, j, &t->parent, &a, DP_CTR_RECOVER_ASKED);
 		any = true;
-	}
-	if (only >= 0) {
-		if (only != except) {
-			send_ctl(lc, j, &t->down[only], &a, DP_CTR_RECOVER_ASKED);
-			any = true;
-		}
-		return any;
 	}
 	for (int i = 0; i < t->n_children; i++)
 		if (i != except) {
