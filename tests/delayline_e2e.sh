@@ -5,8 +5,9 @@
 # network namespaces this test creates and removes, laid out as scripts/lib/testbed.py
 # lays a site: the kernel's addresses on wk0, its peer lan0 and the WAN veth wan0 taken
 # by the tool, wan0 shaped with tc tbf. Checks: ping's round trip is twice the one-way
-# delay (plus little), TCP reaches the shaped rate (and no more), the counters add up,
-# bad options exit 2. Needs root (skipped otherwise).
+# delay (plus little), TCP gets through at no more than the shaped rate (and at no
+# less than half of it), the counters add up, bad options exit 2. Needs root (skipped
+# otherwise).
 #
 #   delayline_e2e.sh WAN_DELAYLINE
 set -u
@@ -127,7 +128,12 @@ read -r bytes secs < <(sed -n 's/^bytes \([0-9]*\) seconds \([0-9.]*\)$/\1 \2/p'
 mbit=$(awk -v b="${bytes:-0}" -v s="${secs:-1}" 'BEGIN { printf "%.1f", b * 8 / s / 1e6 }')
 # tbf counts frames: 1514 bytes carry 1448 of TCP payload (timestamps on).
 wire=$(awk -v m="$mbit" 'BEGIN { printf "%.1f", m * 1514 / 1448 }')
-if awk -v m="$mbit" -v r=$MBIT 'BEGIN { exit !(m >= 0.85 * r && m <= 1.05 * r) }'; then
+# The shaping holds on any machine: never above the rate. Below it is the hosts' share
+# of the CPU as much as the path's (a busy machine delays the delay lines and leaves the
+# tbf idle); what the floor catches is a delay line whose queue caps TCP, which holds it
+# to a small fraction of the rate (the queue must cover the path's 20 ms x 40 Mbit/s).
+# On a quiet machine TCP's payload runs at 0.92-0.93 of the link's rate.
+if awk -v m="$mbit" -v r=$MBIT 'BEGIN { exit !(m >= 0.5 * r && m <= 1.05 * r) }'; then
 	ok "TCP at $mbit Mbit/s ($wire Mbit/s of frames) through a $MBIT Mbit/s link"
 else
 	not_ok "TCP at $mbit Mbit/s through a $MBIT Mbit/s link ($(cat "$TMP/rx.log"))"
