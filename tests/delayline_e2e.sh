@@ -5,9 +5,9 @@
 # network namespaces this test creates and removes, laid out as scripts/lib/testbed.py
 # lays a site: the kernel's addresses on wk0, its peer lan0 and the WAN veth wan0 taken
 # by the tool, wan0 shaped with tc tbf. Checks: ping's round trip is twice the one-way
-# delay (plus little), TCP gets through at no more than the shaped rate (and at no
-# less than half of it), the counters add up, bad options exit 2. Needs root (skipped
-# otherwise).
+# delay (the best of ten plus little), TCP gets through at no more than the shaped rate
+# (and at no less than half of it), the counters add up, bad options exit 2. Needs root
+# (skipped otherwise).
 #
 #   delayline_e2e.sh WAN_DELAYLINE
 set -u
@@ -83,8 +83,10 @@ done
 out=$(ip netns exec "$NA" ping -c 10 -i 0.1 -q 10.99.1.10 2>&1)
 read -r min avg max < <(echo "$out" |
 	sed -n 's|.*= \([0-9.]*\)/\([0-9.]*\)/\([0-9.]*\)/.*|\1 \2 \3|p')
-if [ -n "${min:-}" ] && awk -v m="$min" -v a="$avg" -v d=$DELAY \
-	'BEGIN { exit !(m >= 2 * d && a < 2 * d + 5) }'; then
+# Never early; the best of ten within 5 ms of the delay (the mean and the worst include
+# however long a busy machine keeps the delay lines and ping from running).
+if [ -n "${min:-}" ] && awk -v m="$min" -v d=$DELAY \
+	'BEGIN { exit !(m >= 2 * d && m < 2 * d + 5) }'; then
 	ok "ping round trip ${min}/${avg}/${max} ms for 2 x $DELAY ms"
 else
 	not_ok "ping: $out"
