@@ -248,6 +248,12 @@ since_mark() { tail -n +"$((mark + 1))" "$D/control.log"; }
 max_rate() {
 	python3 -c 'import json,sys; print(max(t["rate_gbps"] for t in json.load(open(sys.argv[1]))["trees"]))' "$1"
 }
+short_logged() { since_mark | grep -q "link a-b: [ab]->[ab] carries .* planning with"; }
+# replanned EPOCH RATE: a later epoch than e3, its trees below 0.01 Gbit/s.
+replanned() {
+	python3 -c 'import sys; sys.exit(not (int(sys.argv[1]) > int(sys.argv[2]) and float(sys.argv[3]) < 0.01))' \
+		"$1" "$e3" "$2"
+}
 workers 1 $R4 2 --timeout 30
 sleep 0.3
 for s in 0 1; do
@@ -263,21 +269,18 @@ waitall "${WPIDS[@]}" && ok "a link shaped down mid-job: rounds complete, exact"
 # on the full link is not asserted here).
 workers 1 $((R4 + 2)) 40 --timeout 30
 for _ in $(seq 600); do
-	since_mark | grep -q "link a-b: [ab]->[ab] carries .* planning with" &&
-		[ "$(epoch_of "$D/tables/job-1-a.json")" -gt "$e3" ] &&
-		python3 -c 'import sys; sys.exit(not float(sys.argv[1]) < 0.01)' \
-			"$(max_rate "$D/tables/job-1-a.json")" && break
+	short_logged &&
+		replanned "$(epoch_of "$D/tables/job-1-a.json")" "$(max_rate "$D/tables/job-1-a.json")" &&
+		break
 	sleep 0.1
 done
 kill "${WPIDS[@]}" 2>/dev/null
 wait "${WPIDS[@]}" 2>/dev/null
-since_mark | grep -q "link a-b: [ab]->[ab] carries .* planning with" &&
-	ok "the control process found the link short of its plan" ||
+short_logged && ok "the control process found the link short of its plan" ||
 	{ not_ok "no measured rate in the control log"; since_mark | tail -20; }
 e4=$(epoch_of "$D/tables/job-1-a.json")
 rate=$(max_rate "$D/tables/job-1-a.json")
-python3 -c 'import sys; sys.exit(not (int(sys.argv[1]) > int(sys.argv[2]) and float(sys.argv[3]) < 0.01))' \
-	"$e4" "$e3" "$rate" &&
+replanned "$e4" "$rate" &&
 	ok "job 1 re-planned at epoch $e4 for the shaped link: $rate Gbit/s (was 0.02)" ||
 	{ not_ok "job 1 at epoch $e4 (was $e3), tree rate $rate Gbit/s"; since_mark | tail -20; }
 "$CTL" status --socket "$D/control.sock" | grep -q "(measured)" &&
