@@ -59,6 +59,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "bytes.h"
 #include "cli.h"
 #include "dp.h"
 #include "slowpath/slowpath.h"
@@ -171,31 +172,13 @@ static int expected(const struct point *x, unsigned int c, unsigned int i)
 	return s;
 }
 
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 /* Set the round of a frame, updating a nonzero UDP checksum (RFC 1624, eqn. 3). */
 static void set_round(uint8_t *frame, uint32_t round)
 {
-	uint32_t old = get32(frame + OFF_ROUND);
-	uint16_t hc = get16(frame + OFF_UDP_CSUM);
+	uint32_t old = be32_get(frame + OFF_ROUND);
+	uint16_t hc = be16_get(frame + OFF_UDP_CSUM);
 
-	put32(frame + OFF_ROUND, round);
+	be32_put(frame + OFF_ROUND, round);
 	if (hc == 0)
 		return;
 	uint32_t s = (uint16_t)~hc;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * georeduce-bench-kernels: throughput of the summation kernels (dataplane/kernels/sum.h) for
+ * georeduce-bench-kernels: throughput of the summation kernels (lib/kernels/sum.h) for
  * every variant the CPU supports, in GB/s of input, next to memcpy of the same bytes.
  *
  * Input is the src operand of a kernel (fp32: 4 bytes per element; fp16/bf16: 2 bytes; an
@@ -29,6 +29,8 @@
 #include <time.h>
 
 #include "cli.h"
+#include "clock.h"
+#include "slowpath/kernel_select.h"
 #include "sum.h"
 
 #define KIB ((size_t)1024)
@@ -96,14 +98,6 @@ struct opts {
 
 /* Through a volatile pointer so that the copy into a never-read buffer is not elided. */
 static void *(*volatile memcpy_fn)(void *, const void *, size_t) = memcpy;
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 /* The MX format of an MX kernel, SUM_MX_COUNT for the others; decode or encode. */
 static enum sum_mx mx_fmt(enum kern k)
@@ -212,15 +206,15 @@ static void measure(const struct sum_kernels *ks, enum kern k, void *dst, const 
 	long iters;
 
 	run(ks, k, dst, src, bytes);            /* warm caches and TLB */
-	t0 = now_ns();
+	t0 = clock_now_ns();
 	run(ks, k, dst, src, bytes);
-	one = now_ns() - t0;
+	one = clock_now_ns() - t0;
 	iters = one >= SAMPLE_NS ? 1 : (long)(SAMPLE_NS / (one > 1 ? one : 1));
 	for (int s = 0; s < samples; s++) {
-		t0 = now_ns();
+		t0 = clock_now_ns();
 		for (long i = 0; i < iters; i++)
 			run(ks, k, dst, src, bytes);
-		t[s] = (now_ns() - t0) / (double)iters;
+		t[s] = (clock_now_ns() - t0) / (double)iters;
 	}
 	qsort(t, (size_t)samples, sizeof(t[0]), cmp_double);
 	*best = (double)bytes / t[0];           /* bytes per ns = GB/s */
@@ -421,7 +415,7 @@ int main(int argc, char **argv)
 	size_t dst_bytes = 2 * levels[N_LEVELS - 1].bytes + 64;
 	uint8_t *src_buf, *dst_buf, *mx_buf;
 	struct opts o;
-	double t_start = now_ns();
+	double t_start = clock_now_ns();
 
 	if (parse_opts(argc, argv, &o) < 0)
 		return CLI_EXIT_USAGE;
@@ -479,7 +473,7 @@ int main(int argc, char **argv)
 		print_json(&o, res, n_res);
 	} else {
 		print_table(&o, res, n_res);
-		printf("run time %.1f s\n", (now_ns() - t_start) / 1e9);
+		printf("run time %.1f s\n", (clock_now_ns() - t_start) / 1e9);
 	}
 	munmap(src_buf, src_bytes);
 	munmap(dst_buf, dst_bytes);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "ctlmsg.h"
 #include "jsonutil.h"
 
@@ -28,20 +29,11 @@ static const char *const envelope_keys[] = { "version", "id", "op" };
 
 /* ---- time ---------------------------------------------------------------------------- */
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The deadline for a timeout: -1 means none. */
 static int64_t
 deadline_of(int timeout_ms)
 {
-	return timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	return timeout_ms < 0 ? -1 : clock_now_ms() + timeout_ms;
 }
 
 /* Milliseconds left before deadline, for poll(): -1 (no deadline) or 0 .. INT_MAX. */
@@ -52,7 +44,7 @@ ms_left(int64_t deadline)
 
 	if (deadline < 0)
 		return -1;
-	left = deadline - now_ms();
+	left = deadline - clock_now_ms();
 	if (left < 0)
 		return 0;
 	return left > INT_MAX ? INT_MAX : (int)left;

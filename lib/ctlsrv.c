@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "ctlsrv.h"
 #include "jsonutil.h"
 
@@ -63,15 +64,6 @@ static const char *const refusal_names[CTLSRV_REF_N] = {
 	[CTLSRV_REF_EVICTED] = "evicted",
 	[CTLSRV_REF_IDLE] = "idle",
 };
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const char *
 class_name(int k)
@@ -258,7 +250,7 @@ slot_for(struct ctlsrv *s, int k, const char *peer)
 		return NULL;
 	refuse_close(s, quiet, CTLSRV_REF_EVICTED, "%d %s connections open: the one quiet "
 		     "for %lld ms makes room for %s", max, class_name(k),
-		     (long long)(now_ms() - quiet->last), peer);
+		     (long long)(clock_now_ms() - quiet->last), peer);
 	return quiet;
 }
 
@@ -329,7 +321,7 @@ admit(struct ctlsrv *s, struct ctlsrv_client *c, struct ctl_conn *cc, enum ctltl
 		c->gen++;
 		c = to;
 	}
-	c->last = now_ms();
+	c->last = clock_now_ms();
 	serve(s, c); /* a request may have come with the handshake's last flight */
 }
 
@@ -372,7 +364,7 @@ accept_all(struct ctlsrv *s, int lfd, bool tcp)
 			close(fd);
 			continue;
 		}
-		c->since = c->last = now_ms();
+		c->since = c->last = clock_now_ms();
 		c->deferred = false;
 		snprintf(c->peer, sizeof(c->peer), "%s", peer);
 		if (!tcp) {
@@ -405,7 +397,7 @@ serve(struct ctlsrv *s, struct ctlsrv_client *c)
 		rc = ctl_conn_read(&c->cc, &msg, err, sizeof(err));
 		if (rc == 0)
 			return;
-		c->last = now_ms();
+		c->last = clock_now_ms();
 		if (rc == -EBADMSG) {
 			reply = ctl_reply_error(false, 0, EBADMSG, "invalid message: %s", err);
 		} else if (rc < 0) {
@@ -430,7 +422,7 @@ serve(struct ctlsrv *s, struct ctlsrv_client *c)
 static int
 expire(struct ctlsrv *s)
 {
-	int64_t t = now_ms(), next = -1;
+	int64_t t = clock_now_ms(), next = -1;
 
 	for (int i = 0; i < s->n_slots; i++) {
 		struct ctlsrv_client *c = &s->slots[i];
@@ -565,7 +557,7 @@ ctlsrv_reply(struct ctlsrv *s, const struct ctlsrv_ref *ref, json_t *resp)
 		slot_close(c);
 		return rc;
 	}
-	c->last = now_ms();
+	c->last = clock_now_ms();
 	serve(s, c);
 	return 0;
 }

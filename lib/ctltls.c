@@ -22,6 +22,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "clock.h"
 #include "ctltls.h"
 #include "jsonutil.h"
 
@@ -524,15 +525,6 @@ ctltls_abort(void *hs)
 
 /* ---- the client ---------------------------------------------------------------------- */
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int
 ms_left(int64_t deadline)
 {
@@ -540,7 +532,7 @@ ms_left(int64_t deadline)
 
 	if (deadline < 0)
 		return -1;
-	left = deadline - now_ms();
+	left = deadline - clock_now_ms();
 	return left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
 
@@ -605,7 +597,7 @@ ctltls_connect(struct ctltls_ctx *ctx, const char *endpoint, const char *expect,
 	       enum ctltls_role role, int timeout_ms, struct ctl_conn *c, char *err,
 	       size_t errlen)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : clock_now_ms() + timeout_ms;
 	char host[CTLTLS_HOST_MAX + 1], why[CTL_ERR_MAX];
 	unsigned char ip[16];
 	unsigned int port;

@@ -2,7 +2,7 @@
  *
  * Forwarding tables: everything ONE gateway needs to aggregate ONE job at ONE plan epoch,
  * compiled by the control process from a topology, a plan and a deployment
- * (control/table_compile.h), sent to the dataplane as `georeduce-table/1` JSON
+ * (control/compile/table_compile.h), sent to the dataplane as `georeduce-table/1` JSON
  * (docs/TABLES.md) and checked there strictly (table_parse() runs table_validate()).
  * This header is the model (table.c), its rules (table_check.c) and its codec
  * (table_json.c): nothing here knows plans or topologies.

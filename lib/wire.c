@@ -2,43 +2,14 @@
  * The georeduce wire protocol, version 1: header codec, chunk mapping, port formula and
  * DPDK-free Ethernet/IPv4/UDP helpers. Specification: docs/PROTOCOL.md.
  *
- * Every access to packet bytes goes through get16/get32/put16/put32 on byte pointers: no
+ * Every access to packet bytes goes through be16_get/be32_get/be16_put/be32_put (bytes.h) on byte pointers: no
  * alignment is assumed and the code is independent of the host's byte order.
  */
 #include <errno.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "wire.h"
-
-/* --- Byte access ------------------------------------------------------------------------- */
-
-static inline uint16_t
-get16(const uint8_t *p)
-{
-	return (uint16_t)((unsigned int)p[0] << 8 | p[1]);
-}
-
-static inline uint32_t
-get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline void
-put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static inline void
-put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
 
 /* --- Names ------------------------------------------------------------------------------- */
 
@@ -293,25 +264,25 @@ wire_hdr_encode(void *buf, size_t len, const struct wire_pkt *pkt, enum wire_rea
 	if (len < wire_pkt_len(pkt))
 		return -ENOSPC;
 
-	put16(b + 0, WIRE_MAGIC);
+	be16_put(b + 0, WIRE_MAGIC);
 	b[2] = WIRE_VERSION;
 	b[3] = (uint8_t)pkt->type;
 	b[4] = pkt->flags;
 	b[5] = (uint8_t)pkt->dtype;
 	b[6] = pkt->cset_blocks;
 	b[7] = 0;
-	put32(b + 8, pkt->job);
-	put32(b + 12, pkt->epoch);
-	put16(b + 16, pkt->tree);
-	put16(b + 18, pkt->sender);
-	put16(b + 20, pkt->origin);
-	put16(b + 22, pkt->contrib);
-	put32(b + 24, pkt->round);
-	put32(b + 28, pkt->chunk);
-	put16(b + 32, pkt->count);
-	put16(b + 34, 0);
-	put32(b + 36, pkt->tsval);
-	put32(b + 40, pkt->tsecr);
+	be32_put(b + 8, pkt->job);
+	be32_put(b + 12, pkt->epoch);
+	be16_put(b + 16, pkt->tree);
+	be16_put(b + 18, pkt->sender);
+	be16_put(b + 20, pkt->origin);
+	be16_put(b + 22, pkt->contrib);
+	be32_put(b + 24, pkt->round);
+	be32_put(b + 28, pkt->chunk);
+	be16_put(b + 32, pkt->count);
+	be16_put(b + 34, 0);
+	be32_put(b + 36, pkt->tsval);
+	be32_put(b + 40, pkt->tsecr);
 	memset(b + 44, 0, WIRE_HDR_LEN - 44);
 	return 0;
 }
@@ -377,7 +348,7 @@ wire_hdr_decode(const void *buf, size_t len, struct wire_pkt *out, enum wire_rea
 		return -EINVAL;
 	if (len < WIRE_HDR_LEN)
 		return decode_fail(WIRE_REASON_TRUNCATED, why);
-	if (get16(b) != WIRE_MAGIC)
+	if (be16_get(b) != WIRE_MAGIC)
 		return decode_fail(WIRE_REASON_MAGIC, why);
 	if (b[2] != WIRE_VERSION)
 		return decode_fail(WIRE_REASON_VERSION, why);
@@ -387,17 +358,17 @@ wire_hdr_decode(const void *buf, size_t len, struct wire_pkt *out, enum wire_rea
 	out->flags = b[4];
 	out->dtype = (enum wire_dtype)b[5];
 	out->cset_blocks = b[6];
-	out->job = get32(b + 8);
-	out->epoch = get32(b + 12);
-	out->tree = get16(b + 16);
-	out->sender = get16(b + 18);
-	out->origin = get16(b + 20);
-	out->contrib = get16(b + 22);
-	out->round = get32(b + 24);
-	out->chunk = get32(b + 28);
-	out->count = get16(b + 32);
-	out->tsval = get32(b + 36);
-	out->tsecr = get32(b + 40);
+	out->job = be32_get(b + 8);
+	out->epoch = be32_get(b + 12);
+	out->tree = be16_get(b + 16);
+	out->sender = be16_get(b + 18);
+	out->origin = be16_get(b + 20);
+	out->contrib = be16_get(b + 22);
+	out->round = be32_get(b + 24);
+	out->chunk = be32_get(b + 28);
+	out->count = be16_get(b + 32);
+	out->tsval = be32_get(b + 36);
+	out->tsecr = be32_get(b + 40);
 	out->payload_off = WIRE_HDR_LEN;
 	out->payload_len = 0;
 
@@ -548,7 +519,7 @@ wire_csum_add(uint32_t sum, const void *buf, size_t len)
 	size_t i;
 
 	for (i = 0; i + 1 < len; i += 2)
-		s += get16(b + i);
+		s += be16_get(b + i);
 	if (i < len)
 		s += (uint32_t)b[i] << 8;
 	while (s >> 32)
@@ -570,11 +541,11 @@ udp_csum(uint32_t src, uint32_t dst, const uint8_t *udp, size_t udp_len)
 {
 	uint8_t pseudo[12];
 
-	put32(pseudo, src);
-	put32(pseudo + 4, dst);
+	be32_put(pseudo, src);
+	be32_put(pseudo + 4, dst);
 	pseudo[8] = 0;
 	pseudo[9] = 17;
-	put16(pseudo + 10, (uint16_t)udp_len);
+	be16_put(pseudo + 10, (uint16_t)udp_len);
 	return wire_csum_fold(wire_csum_add(wire_csum_add(0, pseudo, sizeof(pseudo)), udp,
 					    udp_len));
 }
@@ -593,25 +564,25 @@ wire_ipv4_udp_build(void *buf, size_t len, const struct wire_flow *f, size_t udp
 
 	ip[0] = 0x45;                           /* version 4, IHL 5 */
 	ip[1] = (uint8_t)(f->dscp << 2);        /* ECN 0 */
-	put16(ip + 2, (uint16_t)(WIRE_IPV4_LEN + udp_len));
-	put16(ip + 4, f->ip_id);
-	put16(ip + 6, 0x4000);                  /* DF, offset 0 */
+	be16_put(ip + 2, (uint16_t)(WIRE_IPV4_LEN + udp_len));
+	be16_put(ip + 4, f->ip_id);
+	be16_put(ip + 6, 0x4000);                  /* DF, offset 0 */
 	ip[8] = f->ttl != 0 ? f->ttl : 64;
 	ip[9] = 17;                             /* UDP */
-	put16(ip + 10, 0);
-	put32(ip + 12, f->src_ip);
-	put32(ip + 16, f->dst_ip);
-	put16(ip + 10, wire_csum_fold(wire_csum_add(0, ip, WIRE_IPV4_LEN)));
+	be16_put(ip + 10, 0);
+	be32_put(ip + 12, f->src_ip);
+	be32_put(ip + 16, f->dst_ip);
+	be16_put(ip + 10, wire_csum_fold(wire_csum_add(0, ip, WIRE_IPV4_LEN)));
 
 	udp = ip + WIRE_IPV4_LEN;
-	put16(udp, f->src_port);
-	put16(udp + 2, f->dst_port);
-	put16(udp + 4, (uint16_t)udp_len);
-	put16(udp + 6, 0);
+	be16_put(udp, f->src_port);
+	be16_put(udp + 2, f->dst_port);
+	be16_put(udp + 4, (uint16_t)udp_len);
+	be16_put(udp + 6, 0);
 	if (with_csum) {
 		uint16_t c = udp_csum(f->src_ip, f->dst_ip, udp, udp_len);
 
-		put16(udp + 6, c == 0 ? 0xffff : c);    /* 0 would mean "no checksum" */
+		be16_put(udp + 6, c == 0 ? 0xffff : c);    /* 0 would mean "no checksum" */
 	}
 	return 0;
 }
@@ -633,7 +604,7 @@ wire_frame_build(void *frame, size_t len, const struct wire_flow *f, size_t udp_
 		return rc;
 	memcpy(eth, f->dst_mac, 6);
 	memcpy(eth + 6, f->src_mac, 6);
-	put16(eth + 12, 0x0800);
+	be16_put(eth + 12, 0x0800);
 	return 0;
 }
 
@@ -663,15 +634,15 @@ wire_frame_parse_flags(const void *frame, size_t len, unsigned int flags, struct
 		*why = WIRE_REASON_NONE;
 	if (frame == NULL)
 		return -EINVAL;
-	if (len < WIRE_ETH_LEN || get16(eth + 12) != 0x0800)
+	if (len < WIRE_ETH_LEN || be16_get(eth + 12) != 0x0800)
 		return parse_fail(WIRE_REASON_L2, why);
 	ip = eth + WIRE_ETH_LEN;
 	if (len < WIRE_ETH_LEN + WIRE_IPV4_LEN || ip[0] != 0x45)
 		return parse_fail(WIRE_REASON_IP_HDR, why);
-	ip_len = get16(ip + 2);
+	ip_len = be16_get(ip + 2);
 	if (ip_len < WIRE_IPV4_LEN || ip_len > len - WIRE_ETH_LEN)
 		return parse_fail(WIRE_REASON_IP_HDR, why);
-	if ((get16(ip + 6) & 0x3fff) != 0)      /* MF or a fragment offset */
+	if ((be16_get(ip + 6) & 0x3fff) != 0)      /* MF or a fragment offset */
 		return parse_fail(WIRE_REASON_IP_FRAG, why);
 	if (!(flags & WIRE_PARSE_NO_IP_CSUM) &&
 	    wire_csum_fold(wire_csum_add(0, ip, WIRE_IPV4_LEN)) != 0)
@@ -681,23 +652,23 @@ wire_frame_parse_flags(const void *frame, size_t len, unsigned int flags, struct
 	udp = ip + WIRE_IPV4_LEN;
 	if (ip_len < WIRE_IPV4_LEN + WIRE_UDP_LEN)
 		return parse_fail(WIRE_REASON_UDP_LEN, why);
-	udp_len = get16(udp + 4);
+	udp_len = be16_get(udp + 4);
 	if (udp_len != ip_len - WIRE_IPV4_LEN)
 		return parse_fail(WIRE_REASON_UDP_LEN, why);
-	if (!(flags & WIRE_PARSE_NO_UDP_CSUM) && get16(udp + 6) != 0 &&
-	    udp_csum(get32(ip + 12), get32(ip + 16), udp, udp_len) != 0)
+	if (!(flags & WIRE_PARSE_NO_UDP_CSUM) && be16_get(udp + 6) != 0 &&
+	    udp_csum(be32_get(ip + 12), be32_get(ip + 16), udp, udp_len) != 0)
 		return parse_fail(WIRE_REASON_UDP_CSUM, why);
 
 	if (f != NULL) {
 		memcpy(f->dst_mac, eth, 6);
 		memcpy(f->src_mac, eth + 6, 6);
-		f->src_ip = get32(ip + 12);
-		f->dst_ip = get32(ip + 16);
-		f->src_port = get16(udp);
-		f->dst_port = get16(udp + 2);
+		f->src_ip = be32_get(ip + 12);
+		f->dst_ip = be32_get(ip + 16);
+		f->src_port = be16_get(udp);
+		f->dst_port = be16_get(udp + 2);
 		f->dscp = ip[1] >> 2;
 		f->ttl = ip[8];
-		f->ip_id = get16(ip + 4);
+		f->ip_id = be16_get(ip + 4);
 	}
 	if (payload_off != NULL)
 		*payload_off = WIRE_FRAME_HDR_OFF;

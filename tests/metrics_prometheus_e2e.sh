@@ -101,7 +101,7 @@ wait_query() {
 	return 1
 }
 rx() { # the gateway's received bytes, summed over its lcores, from its own counters
-	"$BUILD/control/georeduce-dpctl" -s "$SOCK" --json stats |
+	"$BUILD/tools/dpctl/georeduce-dpctl" -s "$SOCK" --json stats |
 		python3 -c 'import json,sys; print(sum(l["rx_bytes"] for l in json.load(sys.stdin)["lcores"]))'
 }
 last_ts() { query 'max(timestamp(georeduce_dataplane_rx_bytes_total))'; }

@@ -39,9 +39,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-CTL=$BUILD/control/georeduce-control
-DPCTL=$BUILD/control/georeduce-dpctl
-WK=$BUILD/client/georeduce-worker
+CTL=$BUILD/control/daemon/georeduce-control
+DPCTL=$BUILD/tools/dpctl/georeduce-dpctl
+WK=$BUILD/tools/worker/georeduce-worker
 quick=${GEOREDUCE_TEST_QUICK:-0}
 ROUNDS=$([ "$quick" != 0 ] && echo 12 || echo 24)
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * The georeduce-deployment/1 parser (control/deploy.c): the example file and its
+ * The georeduce-deployment/1 parser (control/daemon/deploy.c): the example file and its
  * defaults, a topology file relative to the deployment, and one mutation of the example
  * per rule, each of which must fail with one line naming the field.
  */

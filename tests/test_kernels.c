@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * Unit tests of the summation kernels (dataplane/kernels/sum.h). No EAL: variants are taken
+ * Unit tests of the summation kernels (lib/kernels/sum.h). No EAL: variants are taken
  * with sum_kernels_get(), which only reads CPUID.
  *
  * One suite per variant the CPU supports (scalar, avx2, avx512) runs the same tests:
@@ -30,6 +30,7 @@
 
 #include <CUnit/Basic.h>
 
+#include "slowpath/kernel_select.h"
 #include "sum.h"
 #include "wire.h"
 

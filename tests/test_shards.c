@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * Unit tests for several gateways per site (control/table_compile.c, lib/table*.c): the
+ * Unit tests for several gateways per site (control/compile/table_compile.c, lib/table*.c): the
  * shard of a chunk, tables compiled for one gateway per site through the list of gateways
  * (exactly those of the single-gateway compile), two gateways at one site and one at the
  * other, uneven counts (2 and 3), random topologies, plans and deployments with 1 to 3

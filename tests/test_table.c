@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * Unit tests for the forwarding tables, lib/table*.c and control/table_compile.c: the compiler (every gateway of a
+ * Unit tests for the forwarding tables, lib/table*.c and control/compile/table_compile.c: the compiler (every gateway of a
  * hand-made topology under a two-tree plan, then random topologies, plans and
  * deployments, checked against an independent reading of the plan and for consistency
  * across gateways), the chunk split and slot formula, the strict `georeduce-table/1`

@@ -42,9 +42,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-CTL=$BUILD/control/georeduce-control
-DPCTL=$BUILD/control/georeduce-dpctl
-WK=$BUILD/client/georeduce-worker
+CTL=$BUILD/control/daemon/georeduce-control
+DPCTL=$BUILD/tools/dpctl/georeduce-dpctl
+WK=$BUILD/tools/worker/georeduce-worker
 PKI=$ROOT/scripts/georeduce-pki
 quick=${GEOREDUCE_TEST_QUICK:-0}
 ROUNDS=$([ "$quick" != 0 ] && echo 20 || echo 30)

@@ -40,8 +40,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-CTL=$BUILD/control/georeduce-control
-WK=$BUILD/client/georeduce-worker
+CTL=$BUILD/control/daemon/georeduce-control
+WK=$BUILD/tools/worker/georeduce-worker
 quick=${GEOREDUCE_TEST_QUICK:-0}
 ROUNDS=$([ "$quick" != 0 ] && echo 20 || echo 40)
 
@@ -82,7 +82,7 @@ grep -q '"id": 3' "$D/tables/job-1-a.json" && ok "mTree routes through the relay
 # gw_state: every gateway's counters that explain a stuck round (drops by reason, slots,
 # answers withheld), for the log of a failed check.
 gw_state() {
-	python3 - "$D/sites.json" "$BUILD/control/georeduce-dpctl" <<'PY' || true
+	python3 - "$D/sites.json" "$BUILD/tools/dpctl/georeduce-dpctl" <<'PY' || true
 import json, subprocess, sys
 for s in json.load(open(sys.argv[1])):
     g = s["gateway"]
@@ -316,8 +316,8 @@ else
 		ok "the peer of a vanished worker ends with a timeout" ||
 		{ not_ok "unexpected failure"; cat "$D/w-1-1.out"; }
 fi
-"$BUILD/control/georeduce-dpctl" -s "$D/gw0.sock" ping >/dev/null &&
-	"$BUILD/control/georeduce-dpctl" -s "$D/gw1.sock" ping >/dev/null &&
+"$BUILD/tools/dpctl/georeduce-dpctl" -s "$D/gw0.sock" ping >/dev/null &&
+	"$BUILD/tools/dpctl/georeduce-dpctl" -s "$D/gw1.sock" ping >/dev/null &&
 	ok "gateways still serve" || not_ok "gateways after a vanished worker"
 
 echo "wan_e2e: $fails failed"

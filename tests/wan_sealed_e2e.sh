@@ -32,7 +32,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-DPCTL=$BUILD/control/georeduce-dpctl
+DPCTL=$BUILD/tools/dpctl/georeduce-dpctl
 
 cat >"$D/topo.json" <<'JSON'
 {"format": "georeduce-topology/1", "name": "wan-sealed",

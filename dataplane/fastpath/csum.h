@@ -2,7 +2,7 @@
  *
  * Fast path: checks of the Internet checksums (RFC 1071) of received frames: the IPv4
  * header's inline, the UDP datagram's with the selected kernel's csum16
- * (dataplane/kernels/sum.h: SIMD). Both sum in native byte order: a valid header or
+ * (lib/kernels/sum.h: SIMD). Both sum in native byte order: a valid header or
  * datagram folds to 0xffff in either order. With AVX2 a 1 KiB datagram costs about 15 ns,
  * against some 300 ns for the byte-wise reference in lib/wire.c. Worker lcores.
  */

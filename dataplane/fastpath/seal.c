@@ -21,6 +21,7 @@
 #include <rte_pause.h>
 #include <rte_udp.h>
 
+#include "bytes.h"
 #include "dp.h"
 #include "fastpath/seal.h"
 
@@ -28,33 +29,6 @@
 #define SEAL_OFF WIRE_FRAME_HDR_OFF                  /* seal header in the frame */
 #define INNER_OFF (WIRE_FRAME_HDR_OFF + DP_SEAL_HDR_LEN) /* the georeduce packet */
 #define SPIN_MAX (1u << 20)                          /* dequeue polls for one operation */
-
-static inline uint16_t
-rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline uint32_t
-rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline uint64_t
-rd64(const uint8_t *p)
-{
-	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
-}
-
-static inline void
-wr32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
 
 /* Whether seq may be accepted by window w (RFC 4303 style, DP_REPLAY_WINDOW wide). */
 static inline bool
@@ -195,11 +169,11 @@ open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf **mp,
 	const struct dp_job *j = NULL;
 
 	if (unlikely(!lc->dp->crypto.on || plen < DP_SEAL_OVERHEAD + WIRE_HDR_LEN ||
-		     sh[2] != DP_SEAL_VERSION || rd64(sh + 24) != 0))
+		     sh[2] != DP_SEAL_VERSION || be64_get(sh + 24) != 0))
 		return WIRE_REASON_BAD_SEAL;
-	uint32_t job = rd32(sh + 4), key_id = rd32(sh + 8);
-	uint16_t sender = rd16(sh + 12), lane = rd16(sh + 14);
-	uint64_t seq = rd64(sh + 16);
+	uint32_t job = be32_get(sh + 4), key_id = be32_get(sh + 8);
+	uint16_t sender = be16_get(sh + 12), lane = be16_get(sh + 14);
+	uint64_t seq = be64_get(sh + 16);
 
 	if (unlikely(lane >= DP_SEAL_LANES || seq == 0))
 		return WIRE_REASON_BAD_SEAL;
@@ -272,8 +246,8 @@ dp_open_flush(struct dp_lcore *lc, const struct dp_state *st)
 		}
 		/* Authentic: the packet inside must be the key's job, epoch and sender; a frame
 		 * of the same sequence number earlier in the burst took it first. */
-		if (unlikely(rd32(g + 8) != rd32(sh + 4) || rd32(g + 12) != q->j->epoch ||
-			     rd16(g + 18) != rd16(sh + 12))) {
+		if (unlikely(be32_get(g + 8) != be32_get(sh + 4) || be32_get(g + 12) != q->j->epoch ||
+			     be16_get(g + 18) != be16_get(sh + 12))) {
 			drop(lc, m, WIRE_REASON_UNKNOWN_KEY);
 			continue;
 		}
@@ -353,14 +327,14 @@ dp_seal_queue(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal 
 	sh[1] = DP_SEAL_MAGIC & 0xff;
 	sh[2] = DP_SEAL_VERSION;
 	sh[3] = k->aead;
-	wr32(sh + 4, j->job);
-	wr32(sh + 8, k->key_id);
+	be32_put(sh + 4, j->job);
+	be32_put(sh + 8, k->key_id);
 	sh[12] = (uint8_t)(j->self_id >> 8);
 	sh[13] = (uint8_t)j->self_id;
 	sh[14] = (uint8_t)(lc->idx >> 8);
 	sh[15] = (uint8_t)lc->idx;
-	wr32(sh + 16, (uint32_t)(seq >> 32));
-	wr32(sh + 20, (uint32_t)seq);
+	be32_put(sh + 16, (uint32_t)(seq >> 32));
+	be32_put(sh + 20, (uint32_t)seq);
 	memset(sh + 24, 0, 8);
 	if (lc->n_seal == DP_SEAL_BATCH)
 		dp_seal_flush(lc);

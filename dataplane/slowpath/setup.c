@@ -30,6 +30,7 @@
 #include <rte_ring_elem.h>
 
 #include "dp.h"
+#include "slowpath/kernel_select.h"
 #include "slowpath/slowpath.h"
 
 RTE_LOG_REGISTER(dp_logtype, georeduce.dataplane, INFO)

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "georeduce.h"
 #include "halffloat.h"
 #include "jsonutil.h"
@@ -242,15 +243,6 @@ struct call {
 	/* NACK_RESULT coalescing (gateway with one port only). */
 	uint32_t run_first, run_len;
 };
-
-static uint64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 size_t
 gr_dtype_size(enum gr_dtype dtype)
@@ -1671,7 +1663,7 @@ rx_read(struct gr_client *c, rx_fn fn, void *ctx)
 	r = recvmmsg(c->fd, c->rxm, RX_BATCH, MSG_DONTWAIT, NULL);
 	if (r < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
-	now = now_us();
+	now = clock_now_us();
 	for (int i = 0; i < r; i++) {
 		struct msghdr *m = &c->rxm[i].msg_hdr;
 
@@ -1696,7 +1688,7 @@ rx_batch(struct call *k)
 static int
 wait_until(const struct gr_client *c, uint64_t until)
 {
-	uint64_t now = now_us();
+	uint64_t now = clock_now_us();
 	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
 	struct timespec ts;
 
@@ -1917,7 +1909,7 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 	k.esize = gr_dtype_size(dtype);
 	c->st.calls++;
 	c->tx_n = 0;
-	start = now_us();
+	start = clock_now_us();
 	if (o->resume)
 		call_resume(&k, start);
 	else
@@ -1932,7 +1924,7 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 	progress_us = (uint64_t)(o->progress_ms ? o->progress_ms : GR_PROGRESS_DEFAULT_MS) * 1000;
 	next_progress = start + progress_us;
 	for (;;) {
-		uint64_t now = now_us(), until;
+		uint64_t now = clock_now_us(), until;
 		bool busy = false;
 
 		for (bool more = true; more;) { /* one chunk per tree with room, round-robin */
@@ -1970,7 +1962,7 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 			break;
 		}
 		if (rc > 0) /* results may have overtaken lost chunks: resend those now */
-			run_timers(&k, now_us());
+			run_timers(&k, clock_now_us());
 		busy = busy || rc > 0;
 		tx_flush(&k);   /* what the packets asked for (NACK_CONTRIB) */
 		if (k.fatal < 0) {
@@ -1984,7 +1976,7 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 			rc = k.contrib_min;
 			break;
 		}
-		now = now_us();
+		now = clock_now_us();
 		if (now >= next_progress) {
 			if (o->progress != NULL)
 				o->progress(o->progress_arg, k.done, k.n_used);
@@ -2076,14 +2068,14 @@ gr_mcast_send(struct gr_client *c, const void *buf, size_t elements, enum gr_dty
 	ns_per_byte = rate > 0 ? 8 / rate : 0;
 	k.esize = gr_dtype_size(dtype);
 	c->tx_n = 0;
-	start = now_us();
+	start = clock_now_us();
 	for (uint32_t i = 0; i < c->n_chunks; i++) {
 		uint32_t n = wire_chunk_len(cfg->elements, cfg->chunk_elements, i);
 		struct wire_pkt p = {
 			.type = WIRE_TYPE_MCAST, .dtype = (enum wire_dtype)cfg->dtype,
 			.job = cfg->job, .epoch = cfg->epoch, .tree = cfg->mcast_stream,
 			.sender = cfg->worker_id, .origin = cfg->worker_id, .contrib = 1,
-			.round = round, .chunk = i, .count = (uint16_t)n, .tsval = (uint32_t)now_us(),
+			.round = round, .chunk = i, .count = (uint16_t)n, .tsval = (uint32_t)clock_now_us(),
 		};
 
 		tx_add(&k, &p, (const uint8_t *)buf + (size_t)i * cfg->chunk_elements * k.esize,
@@ -2102,7 +2094,7 @@ gr_mcast_send(struct gr_client *c, const void *buf, size_t elements, enum gr_dty
 			 * round starts. */
 			uint64_t due = start + (uint64_t)((double)bytes * ns_per_byte / 1000);
 
-			for (uint64_t now = now_us(); now < due; now = now_us()) {
+			for (uint64_t now = clock_now_us(); now < due; now = clock_now_us()) {
 				int r = 0;
 
 				if (c->mahead > 0) {
@@ -2550,7 +2542,7 @@ gr_mcast_recv(struct gr_client *c, uint32_t round, gr_mcast_fn fn, void *arg,
 			    c->cfg.worker_id, c->cfg.job);
 	/* The bitmaps and the window came with the configuration (prepare()): nothing is
 	 * allocated here. */
-	start = now_us();
+	start = clock_now_us();
 	m.start = start;
 	deadline = start + (uint64_t)(o->timeout_ms ? o->timeout_ms : GR_TIMEOUT_DEFAULT_MS) * 1000;
 	mcast_window_start(&m);
@@ -2559,7 +2551,7 @@ gr_mcast_recv(struct gr_client *c, uint32_t round, gr_mcast_fn fn, void *arg,
 
 		if (r < 0)
 			return fail(c, r, "receive: %s", strerror(-r));
-		uint64_t now = now_us();
+		uint64_t now = clock_now_us();
 
 		if (m.complete < n && now >= m.next_scan) {
 			r = mcast_nack_scan(&m, now);
@@ -2584,7 +2576,7 @@ gr_mcast_recv(struct gr_client *c, uint32_t round, gr_mcast_fn fn, void *arg,
 			missing += c->n_chunks - *mcast_got(c, 0, i);
 		(void)fail(c, 0, "round %u: %u of %u origins complete, %llu chunks missing after "
 			   "%llu ms", round, m.complete, n, (unsigned long long)missing,
-			   (unsigned long long)((now_us() - start) / 1000));
+			   (unsigned long long)((clock_now_us() - start) / 1000));
 	}
 	return (int)m.complete;
 }

@@ -32,7 +32,7 @@ wan_up() {
 	mkdir -p "$dir"
 	python3 "$GEOREDUCE_ROOT/scripts/lib/testbed.py" "$topology" --dir "$dir" \
 		--dataplane "$build/dataplane/georeduce-dataplane" \
-		--dpctl "$build/control/georeduce-dpctl" \
+		--dpctl "$build/tools/dpctl/georeduce-dpctl" \
 		--pki "$GEOREDUCE_ROOT/scripts/georeduce-pki" "$@" >/dev/null || return 2
 	echo "$build" >"$dir/build"
 	bash "$dir/up.sh"
@@ -56,7 +56,7 @@ wan_control_start() {
 	local dir=$1 build
 	shift
 	build=$(cat "$dir/build")
-	ip netns exec "$(wan_ctl "$dir" ns)" "$build/control/georeduce-control" run \
+	ip netns exec "$(wan_ctl "$dir" ns)" "$build/control/daemon/georeduce-control" run \
 		"$dir/deployment.json" --socket "$dir/control.sock" --out "$dir/tables" "$@" \
 		2>>"$dir/control.log" &
 	echo $! >"$dir/control.pid"
@@ -76,7 +76,7 @@ wan_control_wait() {
 	local dir=$1 build
 	build=$(cat "$dir/build")
 	for _ in $(seq 300); do
-		"$build/control/georeduce-control" status --socket "$dir/control.sock" --json \
+		"$build/control/daemon/georeduce-control" status --socket "$dir/control.sock" --json \
 			2>/dev/null | python3 -c '
 import json, sys
 try:
@@ -100,7 +100,7 @@ wan_dpctl() {
 import json, sys
 s = json.load(open(sys.argv[1]))[int(sys.argv[2])]
 print(s["gateway"]["endpoint"], s["gateway"].get("name", s["id"]))' "$dir/sites.json" "$i")
-	ip netns exec "$(wan_ctl "$dir" ns)" "$build/control/georeduce-dpctl" -s "$ep" \
+	ip netns exec "$(wan_ctl "$dir" ns)" "$build/tools/dpctl/georeduce-dpctl" -s "$ep" \
 		--cert "$pki/control.pem" --key "$pki/control.key" --ca "$pki/ca.pem" \
 		--server-name "$id" "$@"
 }
@@ -108,7 +108,7 @@ print(s["gateway"]["endpoint"], s["gateway"].get("name", s["id"]))' "$dir/sites.
 wan_endpoints() {
 	local dir=$1 build
 	build=$(cat "$dir/build")
-	"$build/control/georeduce-control" status --socket "$dir/control.sock" --json |
+	"$build/control/daemon/georeduce-control" status --socket "$dir/control.sock" --json |
 		python3 -c '
 import json, sys
 s = json.load(sys.stdin)
@@ -143,17 +143,17 @@ wan_install() {
 	# Protected links: the tables hold keys, which travel only over the control sockets
 	# (the table files have none): georeduce-control installs them itself.
 	if [ -e "$dir/protected" ]; then
-		"$build/control/georeduce-control" tables "$dir/deployment.json" --out "$dir/tables" \
+		"$build/control/daemon/georeduce-control" tables "$dir/deployment.json" --out "$dir/tables" \
 			--epoch "$epoch" --job "$job" --install >"$dir/plan.log" 2>&1 ||
 			{ cat "$dir/plan.log" >&2; return 1; }
 		return 0
 	fi
-	"$build/control/georeduce-control" tables "$dir/deployment.json" --out "$dir/tables" \
+	"$build/control/daemon/georeduce-control" tables "$dir/deployment.json" --out "$dir/tables" \
 		--epoch "$epoch" >"$dir/plan.log" 2>&1 || { cat "$dir/plan.log" >&2; return 1; }
 	while read -r _ name sock; do
 		# A relay site in none of the job's trees has no table.
 		[ -e "$dir/tables/job-$job-$name.json" ] || continue
-		"$build/control/georeduce-dpctl" -s "$sock" install \
+		"$build/tools/dpctl/georeduce-dpctl" -s "$sock" install \
 			"$dir/tables/job-$job-$name.json" >/dev/null || return 1
 	done < <(wan_gateways "$dir")
 }
@@ -197,7 +197,7 @@ print(" ".join("--worker-id %d" % w["id"] for w in s["workers"]))' "$dir/sites.j
 		# a gateway keeps only its latest copies for repairs.
 		[ "$mode" = multicast ] && how=(--multicast --start-at "$start_at") all= timeout=10
 		# shellcheck disable=SC2086
-		ip netns exec "$ns" "$build/client/georeduce-worker" \
+		ip netns exec "$ns" "$build/tools/worker/georeduce-worker" \
 			"${src[@]}" $ids "${how[@]}" ${all:+"$all"} \
 			--rounds "$rounds" --first-round "$first" --timeout "$timeout" --json \
 			>"$dir/run-$job-$i.json" 2>"$dir/run-$job-$i.err" &

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * Helpers shared by the georeduce-plan subcommands (control/plan_*.c). Each subcommand is
+ * Helpers shared by the georeduce-plan subcommands (the .c files of control/plan/). Each subcommand is
  * one function `int cmd_NAME(int argc, char **argv)` (argv[0] is the command name) that
  * returns the exit status: 0, CLI_EXIT_USAGE (2) for bad options or input, CLI_EXIT_FAIL
  * (1) when the work fails on valid input.
@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "plan.h"
+#include "report.h"
 #include "topo.h"
 
 #define PROG "georeduce-plan"
@@ -34,20 +35,8 @@ struct topo *plan_load_topology(const char *path);
  * one-line error. */
 struct plan *plan_load_valid(const struct topo *t, const char *path, double h);
 
-/** Largest latency-weighted tree height of a plan (ms). */
-double plan_max_height(const struct topo *t, const struct plan *p);
-
-/** Fill p's prediction for `bytes` with the simulator (paced trees, given window). */
-int plan_predict(const struct topo *t, struct plan *p, uint64_t bytes, int window);
-
-/** "1.50 GiB", "3.00 MiB", "64 KiB". */
-void plan_fmt_bytes(char *buf, size_t len, double b);
-
 /** The plan's trees as a table. */
 void plan_print_trees(FILE *f, const struct topo *t, const struct plan *p);
-
-/** The packing bound (Gbit/s), and its trees in *solution if not NULL; negative on failure. */
-double plan_packing_bound(const struct topo *t, struct plan **solution);
 
 /* Subcommands. */
 int cmd_mtree(int argc, char **argv);

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
  * The dataplane's choice of the kernel variant: sum_kernels_select() under EAL's SIMD width
- * limit (--force-max-simd-bitwidth). The only kernels file that needs DPDK.
+ * limit (--force-max-simd-bitwidth). The only part of the kernels
+ * that needs DPDK, and so the only one that lives in dataplane/ (the kernels: lib/kernels/).
  */
 #include <rte_vect.h>
 
-#include "sum.h"
+#include "slowpath/kernel_select.h"
 
-const struct sum_kernels *sum_kernels_select_eal(void)
+const struct sum_kernels *
+sum_kernels_select_eal(void)
 {
 	unsigned int bw = rte_vect_get_max_simd_bitwidth();
 

@@ -222,19 +222,11 @@ const struct sum_kernels *sum_kernels_get(enum sum_isa isa);
  * supports: AVX-512 if max_bitwidth >= 512, else AVX2 if max_bitwidth >= 256, else scalar.
  *
  * @param max_bitwidth  Largest vector width allowed, in bits; the dataplane passes
- *                      rte_vect_get_max_simd_bitwidth() (see sum_kernels_select_eal()),
+ *                      rte_vect_get_max_simd_bitwidth() (dataplane/slowpath/kernel_select.h),
  *                      tests pass 64, 256 or 512 to force a variant.
  * @return              Never NULL (the scalar table at worst). Any thread, no EAL needed.
  */
 const struct sum_kernels *sum_kernels_select(unsigned int max_bitwidth);
-
-/**
- * sum_kernels_select(rte_vect_get_max_simd_bitwidth()): honours EAL's
- * --force-max-simd-bitwidth. EAL's default limit on x86 is 256 bits, so AVX-512 is used only
- * with --force-max-simd-bitwidth=512. Before rte_eal_init() (limit reads 0) EAL's default,
- * 256, is assumed. Call once at start, from the main lcore; never NULL.
- */
-const struct sum_kernels *sum_kernels_select_eal(void);
 
 /*
  * Per-ISA tables, defined in sum_scalar.c, sum_avx2.c and sum_avx512.c. Internal to the

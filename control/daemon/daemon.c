@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "ctlmsg.h"
 #include "ctlsrv.h"
 #include "ctltls.h"
@@ -175,15 +176,6 @@ struct dmn {
 	int wfd;                 /* with --metrics: epoll of sfd and the metrics server */
 	uint64_t heartbeats;     /* rounds of heartbeats (metrics) */
 };
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void
 control_log(const char *fmt, ...)
@@ -343,10 +335,10 @@ heartbeat(struct dmn *m, struct gw *g, bool *gone)
 	g->rtt_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
 		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 	g->missed = 0;
-	g->last_ok = now_ms();
+	g->last_ok = clock_now_ms();
 	r = install_call(&g->conn, "stats", NULL, m->o->timeout_ms, g->error, sizeof(g->error));
 	if (r != NULL && json_is_true(json_object_get(r, "ok")))
-		take_sample(g, r, now_ms());
+		take_sample(g, r, clock_now_ms());
 	json_decref(r);
 	return true;
 }
@@ -619,7 +611,7 @@ copies_count(const struct jobplan *jp, struct trate *r, int n)
 static void
 tree_rates_update(struct dmn *m)
 {
-	int64_t now = now_ms();
+	int64_t now = clock_now_ms();
 
 	for (int i = 0; i < m->d->n_jobs; i++) {
 		struct job *j = &m->jobs[i];
@@ -695,7 +687,7 @@ static void
 rates_update(struct dmn *m)
 {
 	const struct topo *t = m->d->topo;
-	int64_t now = now_ms();
+	int64_t now = clock_now_ms();
 
 	for (int l = 0; l < t->n_links; l++)
 		for (int d = 0; d < 2; d++) {
@@ -953,7 +945,7 @@ adopt(struct dmn *m, int ji, const bool *up)
 	j->live = jp;
 	j->epochs++;
 	j->live_epoch = (uint32_t)e;
-	j->live_since = now_ms();
+	j->live_since = clock_now_ms();
 	j->error[0] = '\0';
 	if (m->o->out != NULL && jobplan_write(j->live, m->d, m->o->out, err, sizeof(err)) != 0)
 		control_log("job %u: epoch %u: %s", dj->id, j->live_epoch, err);
@@ -1046,7 +1038,7 @@ install_job(struct dmn *m, int ji)
 	jp = NULL;
 	j->epochs++;
 	j->live_epoch = epoch;
-	j->live_since = now_ms();
+	j->live_since = clock_now_ms();
 	if (m->o->out != NULL) {
 		char err[256];
 
@@ -1184,7 +1176,7 @@ static json_t *
 status_json(const struct dmn *m)
 {
 	json_t *o = json_object(), *gws = json_array(), *jobs = json_array();
-	int64_t t = now_ms();
+	int64_t t = clock_now_ms();
 	char ip[16];
 
 	json_object_set_new(o, "program", json_string(PROG));
@@ -1425,7 +1417,7 @@ metrics_jobs(const struct dmn *m, struct prom *p)
 static void
 metrics_gateways(const struct dmn *m, struct prom *p)
 {
-	int64_t t = now_ms();
+	int64_t t = clock_now_ms();
 	static const char *const gw_m[][3] = {
 		{ M("gateway_up"), "g", "1 if the gateway answers its heartbeats" },
 		{ M("gateway_heartbeats_missed"), "g", "Heartbeats the gateway missed in a row" },
@@ -1536,7 +1528,7 @@ metrics_render(void *arg, size_t *len)
 
 	prom_init(&p);
 	prom_family(&p, M("uptime_seconds"), PROM_GAUGE, "Time since the daemon started");
-	prom_sample(&p, NULL, 0, (double)(now_ms() - m->started) / 1e3);
+	prom_sample(&p, NULL, 0, (double)(clock_now_ms() - m->started) / 1e3);
 	prom_family(&p, M("heartbeats_total"), PROM_COUNTER, "Rounds of heartbeats to the gateways");
 	prom_sample_u64(&p, NULL, 0, m->heartbeats);
 	metrics_jobs(m, &p);
@@ -1657,7 +1649,7 @@ worker_answer(const struct dmn *m, uint32_t id, int i, int k, bool has_after, ui
 static void
 waiters_service(struct dmn *m)
 {
-	int64_t t = now_ms();
+	int64_t t = clock_now_ms();
 
 	for (int n = m->n_waiters - 1; n >= 0; n--) {
 		struct waiter *w = &m->waiters[n];
@@ -1676,7 +1668,7 @@ waiters_service(struct dmn *m)
 static int64_t
 waiters_next_ms(const struct dmn *m)
 {
-	int64_t next = -1, t = now_ms();
+	int64_t next = -1, t = clock_now_ms();
 
 	for (int n = 0; n < m->n_waiters; n++) {
 		int64_t left = m->waiters[n].deadline - t;
@@ -1735,7 +1727,7 @@ op_worker(struct dmn *m, struct ctlsrv_client *cl, const json_t *req, uint32_t i
 		w->job = i;
 		w->worker = k;
 		w->after = after;
-		w->deadline = now_ms() + wait_ms;
+		w->deadline = clock_now_ms() + wait_ms;
 		return NULL;
 	}
 	return worker_answer(m, id, i, k, has_after, after);
@@ -1839,7 +1831,7 @@ wait_until(struct dmn *m, int64_t deadline)
 	int64_t left;
 
 	waiters_service(m); /* epochs installed since the last round */
-	while (!m->stop && (left = deadline - now_ms()) > 0) {
+	while (!m->stop && (left = deadline - clock_now_ms()) > 0) {
 		int64_t w = waiters_next_ms(m);
 		int ready;
 
@@ -1981,7 +1973,7 @@ setup(struct dmn *m, sigset_t *old)
 int
 daemon_run(const struct deploy *d, const struct daemon_opts *o)
 {
-	struct dmn m = { .d = d, .o = o, .sfd = -1, .wfd = -1, .started = now_ms() };
+	struct dmn m = { .d = d, .o = o, .sfd = -1, .wfd = -1, .started = clock_now_ms() };
 	sigset_t old;
 	int rc;
 
@@ -1994,7 +1986,7 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 			    d->topo->n_nodes, d->n_jobs, d->n_jobs == 1 ? "" : "s",
 			    o->heartbeat_ms, o->fail_after, o->socket);
 		while (!m.stop) {
-			int64_t next = now_ms() + o->heartbeat_ms;
+			int64_t next = clock_now_ms() + o->heartbeat_ms;
 
 			heartbeat_all(&m);
 			m.heartbeats++;

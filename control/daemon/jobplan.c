@@ -19,7 +19,7 @@
 #include "jobplan.h"
 #include "jsonutil.h"
 #include "mtree.h"
-#include "plan_common.h"
+#include "report.h"
 #include "selmcast.h"
 #include "table_compile.h"
 #include "wire.h"

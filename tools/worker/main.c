@@ -44,6 +44,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "georeduce.h"
 #include "halffloat.h"
 
@@ -115,7 +116,7 @@ struct worker {
 	struct timespec table_mtime;    /* --follow: the table file as last loaded */
 	ino_t table_ino;
 	uint64_t prog_done;             /* --follow: chunks done at the latest progress */
-	double prog_at;                 /* ... and when that count last grew (now_s()) */
+	double prog_at;                 /* ... and when that count last grew (clock_now_s()) */
 	/* --multicast */
 	pthread_barrier_t *barrier;     /* between rounds of the process's workers, or NULL */
 	double start;                   /* CLOCK_REALTIME of the first round */
@@ -208,15 +209,6 @@ usage(FILE *f)
 		"workers (mxint8), 14 (mxfp8) or 4 (mxfp4).\n"
 		"Exit status: 0 every round verified, 1 a round failed (wrong result, timeout,\n"
 		"with --multicast wrong data or an origin without a chunk), 2 bad options or files.\n");
-}
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* The wall clock, which processes on one host (or NTP-synchronised hosts) share. */
@@ -499,7 +491,7 @@ round_progress(void *arg, uint64_t done, uint64_t total)
 
 	if (done != w->prog_done) {
 		w->prog_done = done;
-		w->prog_at = now_s();
+		w->prog_at = clock_now_s();
 	}
 	if (w->show_progress)
 		progress(arg, done, total);
@@ -513,7 +505,7 @@ round_progress(void *arg, uint64_t done, uint64_t total)
 static bool
 stalled(const struct worker *w)
 {
-	return now_s() - w->prog_at >= FOLLOW_STALL_S;
+	return clock_now_s() - w->prog_at >= FOLLOW_STALL_S;
 }
 
 /* gr_options.cancel under --follow: stop a stalled round as soon as the table file
@@ -568,7 +560,7 @@ control_changed(void *arg)
 static bool
 await_epoch(struct worker *w, uint32_t ran, int same)
 {
-	double until = now_s() + w->o->timeout_s;
+	double until = clock_now_s() + w->o->timeout_s;
 
 	do {
 		if (follow_table(w) < 0)
@@ -577,9 +569,9 @@ await_epoch(struct worker *w, uint32_t ran, int same)
 			return true;
 		if (w->o->control == NULL)
 			usleep(50000);
-		else if (follow_epoch(w, (int)((until - now_s()) * 1000) + 1) < 0)
+		else if (follow_epoch(w, (int)((until - clock_now_s()) * 1000) + 1) < 0)
 			return false;
-	} while (now_s() < until);
+	} while (clock_now_s() < until);
 	return false;
 }
 
@@ -643,7 +635,7 @@ worker_main(void *arg)
 		}
 		go.csets = w->csets;
 		fill(w, cfg);
-		t0 = now_s();
+		t0 = clock_now_s();
 		w->prog_done = 0;
 		w->prog_at = t0;
 		r->contrib = gr_allreduce(w->client, w->buf, cfg->elements, cfg->dtype, r->round,
@@ -679,12 +671,12 @@ worker_main(void *arg)
 			if (!go.resume)
 				fill(w, cfg);
 			w->prog_done = 0;
-			w->prog_at = now_s();
+			w->prog_at = clock_now_s();
 			r->contrib = gr_allreduce(w->client, w->buf, cfg->elements, cfg->dtype,
 						  r->round, &go);
 			go.resume = false;
 		}
-		r->ms = (now_s() - t0) * 1e3;
+		r->ms = (clock_now_s() - t0) * 1e3;
 		if (w->show_progress)
 			fputs("\r\033[K", stderr);
 		w->rounds_run++;
@@ -808,7 +800,7 @@ worker_mcast(void *arg)
 		} else if (w->barrier != NULL) {
 			pthread_barrier_wait(w->barrier);
 		}
-		t0 = now_s();
+		t0 = clock_now_s();
 		if (cfg->mcast_send) {
 			fill(w, cfg);
 			r->sent = gr_mcast_send(w->client, w->buf, cfg->elements, cfg->dtype,
@@ -842,15 +834,15 @@ worker_mcast(void *arg)
 					k++;
 				mcast_fail(w, r, "nothing from origin %u in %.0f ms (%u of %u origins "
 					   "complete, %" PRIu64 " chunks missing)", cfg->origins[k],
-					   (now_s() - t0) * 1e3, r->complete, cfg->n_origins,
+					   (clock_now_s() - t0) * 1e3, r->complete, cfg->n_origins,
 					   r->chunks_missing);
 			} else if (o->require_all && r->chunks_missing != 0) {
 				mcast_fail(w, r, "%u of %u origins complete, %" PRIu64 " chunks "
 					   "missing after %.0f ms (--require-all)", r->complete,
-					   cfg->n_origins, r->chunks_missing, (now_s() - t0) * 1e3);
+					   cfg->n_origins, r->chunks_missing, (clock_now_s() - t0) * 1e3);
 			}
 		}
-		r->ms = (now_s() - t0) * 1e3;
+		r->ms = (clock_now_s() - t0) * 1e3;
 		w->rounds_run++;
 		if (o->json)
 			continue;
