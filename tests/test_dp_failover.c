@@ -68,6 +68,51 @@ recovered_both(const struct out *o, int n, uint32_t round, float v)
 			  (recovered_is(&o[0], round, 11, v) && recovered_is(&o[1], round, 2, v)));
 }
 
+/* dp_up() with drained epochs kept a minute for result recovery (--linger-ms). */
+static void
+dp_up_lingering(void)
+{
+	linger_ms = 60000;
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	linger_ms = 0;
+}
+
+/* Gateway 1 has asked for round 6's RESULT: `again` (a frame that would ask for it) asks
+ * nothing more, and the answer from `from` completes the slot: the RESULT to gateway 2
+ * and to worker 11. */
+static void
+asked_then_answered(struct rte_mbuf *again, uint16_t from)
+{
+	static struct out o[8];
+	int n;
+
+	inject(again);
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0 && ctr(DP_CTR_RECOVER_ASKED) == 1);
+	inject(result_f32(2, 6, from, WIRE_F_RETX | WIRE_F_ECHO, 5));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(recovered_both(o, n, 6, 5),
+	      "the answer: %d frames", n);
+	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1);
+}
+
+/* Round 7 under epoch 2 from worker 11 and child 2 (a, b: in this order of arrival) is
+ * summed as usual: its RESULT to both. */
+static void
+round7_summed(struct rte_mbuf *a, struct rte_mbuf *b)
+{
+	static struct out o[8];
+	int n;
+
+	inject(a);
+	inject(b);
+	poll_all();
+	n = collect(o, 8);
+	CHECK(recovered_both(o, n, 7, -1),
+	      "round 7: %d frames", n);
+}
+
 /* Epoch 1: this gateway (1) is a leaf under gateway 2 with worker 11; round 6 goes up, and
  * with `answered` the parent's RESULT (every element 5) comes back and goes to worker 11.
  * Then epoch 2 makes it the root, with child gateway 2: the re-plan of a link failure. */
@@ -103,9 +148,7 @@ test_recovery_from_older_epoch(void)
 {
 	static struct out o[8];
 
-	linger_ms = 60000;
-	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	linger_ms = 0;
+	dp_up_lingering();
 	recovery_two_epochs(true);
 	inject(contrib_f32(61, 2, 0, 11, 6, 0, 64, 64)); /* opens the slot for round 6 */
 	poll_all();
@@ -119,12 +162,7 @@ test_recovery_from_older_epoch(void)
 	      n > 0 ? o[0].p.round : 0);
 	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1 && ctr(DP_CTR_RECOVER_ASKED) == 0);
 	/* Round 7 from both: exact. */
-	inject(contrib_f32(61, 2, 0, 11, 7, 0, 64, 64));
-	inject(child2_sum(2, 7, WIRE_F_RETX, 1));
-	poll_all();
-	n = collect(o, 8);
-	CHECK(recovered_both(o, n, 7, -1),
-	      "round 7: %d frames", n);
+	round7_summed(contrib_f32(61, 2, 0, 11, 7, 0, 64, 64), child2_sum(2, 7, WIRE_F_RETX, 1));
 	dp_down();
 }
 
@@ -136,9 +174,7 @@ test_recovery_asks_child(void)
 {
 	static struct out o[8];
 
-	linger_ms = 60000;
-	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	linger_ms = 0;
+	dp_up_lingering();
 	recovery_two_epochs(false);
 	inject(result_f32(2, 9, 2, WIRE_F_RETX, 3)); /* asked for by nobody */
 	inject(result_f32(2, 9, 2, 0, 3));           /* not an answer */
@@ -154,34 +190,20 @@ test_recovery_asks_child(void)
 		      o[0].p.round == 6 && o[0].p.chunk == 0 && o[0].p.count == 1 &&
 		      o[0].p.sender == 1 && o[0].fl.dst_ip == PEER_IP(2),
 	      "%d frames, type %d", n, n > 0 ? (int)o[0].p.type : -1);
-	inject(child2_sum(2, 7, WIRE_F_RETX, 1)); /* asked already: not again */
-	poll_all();
-	CU_ASSERT(collect(o, 8) == 0 && ctr(DP_CTR_RECOVER_ASKED) == 1);
-	inject(result_f32(2, 6, 2, WIRE_F_RETX | WIRE_F_ECHO, 5));
-	poll_all();
-	n = collect(o, 8);
-	CHECK(recovered_both(o, n, 6, 5),
-	      "the answer: %d frames", n);
-	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1);
+	asked_then_answered(child2_sum(2, 7, WIRE_F_RETX, 1), 2); /* asked already */
 	dp_down();
 }
 
-/* The other end: a gateway that completed round 6 under epoch 1 (root of worker 11 and
- * child 2) answers under epoch 2, from epoch 1, its new parent's request for that RESULT
- * and worker 11's late CONTRIB of that round; once epoch 1 is retired, it cannot. */
+/* Gateway 1 completes round 6 under epoch 1 as the root of worker 11 and child 2; then
+ * epoch 2 makes it a leaf of worker 11 under gateway 2. */
 static void
-test_recovery_answers(void)
+root_done_then_leaf(void)
 {
 	static const uint16_t w11[] = { 11 };
 	struct tdesc root = { 0, 0, 1, { 2 }, 0, 1, 16, { 1 } };
 	struct tdesc leaf = { 0, 2, 0, { 0 }, 0, 1, 16, { 0 } };
-	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 61, 2, 0, 2, 2, 0, 6, 0, WIRE_DTYPE_NONE,
-			  1, PEER_IP(2) };
 	static struct out o[8];
 
-	linger_ms = 60000;
-	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	linger_ms = 0;
 	CU_ASSERT_FATAL(install(mk_table(61, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root),
 				"install") == 0);
 	inject(contrib_f32(61, 1, 0, 11, 6, 0, 64, 64));
@@ -190,6 +212,20 @@ test_recovery_answers(void)
 	CU_ASSERT(collect(o, 8) == 2);
 	CU_ASSERT_FATAL(install(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &leaf),
 				"install") == 0);
+}
+
+/* The other end: a gateway that completed round 6 under epoch 1 (root of worker 11 and
+ * child 2) answers under epoch 2, from epoch 1, its new parent's request for that RESULT
+ * and worker 11's late CONTRIB of that round; once epoch 1 is retired, it cannot. */
+static void
+test_recovery_answers(void)
+{
+	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 61, 2, 0, 2, 2, 0, 6, 0, WIRE_DTYPE_NONE,
+			  1, PEER_IP(2) };
+	static struct out o[8];
+
+	dp_up_lingering();
+	root_done_then_leaf();
 	/* Room in the parent's answer budget: it starts empty and fills at 1 MB/s. */
 	rte_delay_us_sleep(2000);
 	inject(mk_pkt(&nk, NULL));
@@ -214,14 +250,7 @@ test_recovery_answers(void)
 	/* Without lingering epochs the RESULT is gone with epoch 1: only the neighbours
 	 * could still have it, and the leaf asks its parent. */
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	CU_ASSERT_FATAL(install(mk_table(61, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root),
-				"install") == 0);
-	inject(contrib_f32(61, 1, 0, 11, 6, 0, 64, 64));
-	inject(child2_sum(1, 6, 0, 1));
-	poll_all();
-	CU_ASSERT(collect(o, 8) == 2);
-	CU_ASSERT_FATAL(install(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &leaf),
-				"install") == 0);
+	root_done_then_leaf();
 	dp_housekeeping(&dp); /* epoch 1 drained: it retires at once */
 	CU_ASSERT(atomic_load(&dp.state)->jobs[0].n_epochs == 1);
 	inject(contrib_f32(61, 2, 0, 11, 7, 0, 64, 64));
@@ -276,21 +305,10 @@ test_recovery_asks_worker(void)
 
 	CHECK(n == 1 && recovery_asked(&o[0], 6, 11), "%d frames, type %d to %08x", n,
 	      n > 0 ? (int)o[0].p.type : -1, n > 0 ? o[0].fl.dst_ip : 0);
-	inject(contrib_f32_flags(61, 2, WIRE_F_RETX, 0, 11, 7, 0, 64, 64)); /* asked already */
-	poll_all();
-	CU_ASSERT(collect(o, 8) == 0 && ctr(DP_CTR_RECOVER_ASKED) == 1);
-	inject(result_f32(2, 6, 11, WIRE_F_RETX | WIRE_F_ECHO, 5));
-	poll_all();
-	n = collect(o, 8);
-	CHECK(recovered_both(o, n, 6, 5),
-	      "the answer: %d frames", n);
-	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1);
-	inject(child2_sum(2, 7, 0, 1));
-	inject(contrib_f32_flags(61, 2, WIRE_F_RETX, 0, 11, 7, 0, 64, 64)); /* completes it */
-	poll_all();
-	n = collect(o, 8);
-	CHECK(recovered_both(o, n, 7, -1),
-	      "round 7: %d frames", n);
+	/* Worker 11's round 7 again (RETX): asked already. */
+	asked_then_answered(contrib_f32_flags(61, 2, WIRE_F_RETX, 0, 11, 7, 0, 64, 64), 11);
+	round7_summed(child2_sum(2, 7, 0, 1),
+		      contrib_f32_flags(61, 2, WIRE_F_RETX, 0, 11, 7, 0, 64, 64)); /* completes it */
 	dp_down();
 }
 
@@ -360,15 +378,7 @@ recovery_worker_ahead(bool open)
 	n = collect(o, 8);
 	CHECK(n == 1 && recovery_asked(&o[0], 6, 11), "%d frames, type %d to %08x", n,
 	      n > 0 ? (int)o[0].p.type : -1, n > 0 ? o[0].fl.dst_ip : 0);
-	inject(mk_pkt(&nk, NULL)); /* asked already */
-	poll_all();
-	CU_ASSERT(collect(o, 8) == 0 && ctr(DP_CTR_RECOVER_ASKED) == 1);
-	inject(result_f32(2, 6, 11, WIRE_F_RETX | WIRE_F_ECHO, 5));
-	poll_all();
-	n = collect(o, 8);
-	CHECK(recovered_both(o, n, 6, 5),
-	      "the answer: %d frames", n);
-	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1);
+	asked_then_answered(mk_pkt(&nk, NULL), 11); /* asked already */
 	dp_down();
 }
 
@@ -394,9 +404,7 @@ test_recovery_linger_room(void)
 	struct tdesc small = { 0, 0, 0, { 0 }, 0, 1, 1024, { 0 } };
 	const struct dp_state *st;
 
-	linger_ms = 60000;
-	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	linger_ms = 0;
+	dp_up_lingering();
 	CU_ASSERT_FATAL(install(mk_table(62, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &big),
 				"install") == 0);
 	CU_ASSERT_FATAL(install(mk_table(62, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &small),

@@ -216,37 +216,84 @@ test_prev_round_child(void)
 	dp_down();
 }
 
+/* The resends before the timer, at leaf gateway 1 of worker 21 under gateway 4: a fresh
+ * dataplane with the table of job `job`, two chunks of 64 elements. */
+static void
+leaf_of_two_up(uint32_t job)
+{
+	static const uint16_t w1[] = { 21 };
+	struct tdesc td = { 0, 4, 0, { 0 }, 0, 2, 16, { 0 } };   /* leaf under gateway 4 */
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(job, 1, 2, TABLE_DTYPE_FP32, 128, 64, 1, w1, 1, &td),
+				"install") == 0);
+}
+
+/* Gateway 4's RESULT of chunk c of round 9 of job `job` (every element 0). */
+static struct rte_mbuf *
+parent_result(uint32_t job, uint32_t c)
+{
+	float res[64] = { 0 };
+	struct pkt r = { WIRE_TYPE_RESULT, 0, job, 1, 0, 4, 4, 1, 9, c, WIRE_DTYPE_FP32, 64,
+			 PEER_IP(4) };
+
+	return mk_pkt(&r, res);
+}
+
+/* leaf_of_two_up(job), whose partial sums of round 9 go up back to back; 20 ms later
+ * gateway 4's RESULT of chunk c comes, the other chunk's never. *t0: the time before they
+ * went, *t1: after the RESULT came. */
+static void
+two_up_one_back(uint32_t job, uint32_t c, uint64_t *t0, uint64_t *t1)
+{
+	static struct out o[16];
+
+	leaf_of_two_up(job);
+	*t0 = rte_get_timer_cycles();
+	inject(contrib_f32(job, 1, 0, 21, 9, 0, 128, 64));
+	inject(contrib_f32(job, 1, 0, 21, 9, 1, 128, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 2);         /* both partial sums up; one is lost */
+	rte_delay_us_sleep(20000);
+	inject(parent_result(job, c));
+	poll_all();
+	*t1 = rte_get_timer_cycles();
+}
+
+/* One poll of the worker lcore: how many of the frames it sends resend chunk c's partial
+ * sum (RETX). */
+static int
+poll_resends(uint32_t c)
+{
+	static struct out o[16];
+
+	dp_worker_poll(dp.lcores[0]);
+	int n = collect(o, 16), retx = 0;
+
+	for (int i = 0; i < n && i < 16; i++)
+		retx += o[i].p.type == WIRE_TYPE_CONTRIB && o[i].p.chunk == c &&
+			(o[i].p.flags & WIRE_F_RETX);
+	return retx;
+}
+
 /* Fast retransmit: a partial sum sent later got its RESULT first, so the earlier one was
  * lost: it goes again at once, long before its timeout (here 20 ms before any sample). */
 static void
 test_fast_retransmit(void)
 {
-	const uint64_t el = 128;
-	const uint32_t ce = 64;
-	static const uint16_t w1[] = { 21 };
-	struct tdesc td = { 0, 4, 0, { 0 }, 0, 2, 16, { 0 } };   /* leaf under gateway 4 */
 	static struct out o[16];
-	float res[64] = { 0 };
-	struct pkt r = { WIRE_TYPE_RESULT, 0, 70, 1, 0, 4, 4, 1, 9, 1, WIRE_DTYPE_FP32, 64,
-			 PEER_IP(4) };
 
-	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	CU_ASSERT_FATAL(install(mk_table(70, 1, 2, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td),
-				"install") == 0);
-	inject(contrib_f32(70, 1, 0, 21, 9, 0, el, ce));
+	leaf_of_two_up(70);
+	inject(contrib_f32(70, 1, 0, 21, 9, 0, 128, 64));
 	poll_all();
 	rte_delay_us_sleep(3000);
-	inject(contrib_f32(70, 1, 0, 21, 9, 1, el, ce));
+	inject(contrib_f32(70, 1, 0, 21, 9, 1, 128, 64));
 	poll_all();
 	CU_ASSERT(collect(o, 16) == 2);         /* both partial sums up */
-	inject(mk_pkt(&r, res));                /* chunk 1's RESULT, chunk 0's never */
+	inject(parent_result(70, 1));           /* chunk 1's RESULT, chunk 0's never */
 	poll_all();
-	dp_worker_poll(dp.lcores[0]);
-	int n = collect(o, 16), retx = 0;
+	int retx = poll_resends(0);
 
-	for (int i = 0; i < n && i < 16; i++)
-		retx += o[i].p.type == WIRE_TYPE_CONTRIB && o[i].p.chunk == 0 &&
-			(o[i].p.flags & WIRE_F_RETX);
 	/* At once, no 20 ms wait; into an idle link its second copy follows an eighth of a
 	 * round trip later, which a slow poll (a busy or instrumented build) may reach. */
 	CU_ASSERT(ctr(DP_CTR_RETX_FAST) == 1);
@@ -266,40 +313,14 @@ test_fast_retransmit(void)
 static void
 test_tail_loss(void)
 {
-	const uint64_t el = 128;
-	const uint32_t ce = 64;
-	static const uint16_t w1[] = { 21 };
-	struct tdesc td = { 0, 4, 0, { 0 }, 0, 2, 16, { 0 } };   /* leaf under gateway 4 */
-	static struct out o[16];
-	float res[64] = { 0 };
-	struct pkt r = { WIRE_TYPE_RESULT, 0, 71, 1, 0, 4, 4, 1, 9, 1, WIRE_DTYPE_FP32, 64,
-			 PEER_IP(4) };
+	uint64_t t0, t1;
 
-	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	CU_ASSERT_FATAL(install(mk_table(71, 1, 2, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td),
-				"install") == 0);
-	uint64_t t0 = rte_get_timer_cycles();
-
-	inject(contrib_f32(71, 1, 0, 21, 9, 0, el, ce));
-	inject(contrib_f32(71, 1, 0, 21, 9, 1, el, ce));
-	poll_all();
-	CU_ASSERT(collect(o, 16) == 2);         /* both partial sums up; chunk 0 is lost */
-	rte_delay_us_sleep(20000);
-	inject(mk_pkt(&r, res));                /* chunk 1's RESULT */
-	poll_all();
+	two_up_one_back(71, 1, &t0, &t1);
 	/* The round trip chunk 1 took is at most t1 - t0; wait until a quarter more has
 	 * passed since chunk 0 went (at most t0), then one poll must resend it. */
-	uint64_t t1 = rte_get_timer_cycles();
-
 	while (rte_get_timer_cycles() - t0 < (t1 - t0) * 5 / 4)
 		rte_delay_us_sleep(500);
-	dp_worker_poll(dp.lcores[0]);
-	int n = collect(o, 16), retx = 0;
-
-	for (int i = 0; i < n && i < 16; i++)
-		retx += o[i].p.type == WIRE_TYPE_CONTRIB && o[i].p.chunk == 0 &&
-			(o[i].p.flags & WIRE_F_RETX);
-	CU_ASSERT(retx == 1);
+	CU_ASSERT(poll_resends(0) == 1);
 	CU_ASSERT(ctr(DP_CTR_RETRANSMITS) == 1);
 	dp_down();
 }
@@ -314,40 +335,14 @@ test_tail_loss(void)
 static void
 test_tail_probe(void)
 {
-	const uint64_t el = 128;
-	const uint32_t ce = 64;
-	static const uint16_t w1[] = { 21 };
-	struct tdesc td = { 0, 4, 0, { 0 }, 0, 2, 16, { 0 } };   /* leaf under gateway 4 */
-	static struct out o[16];
-	float res[64] = { 0 };
-	struct pkt r = { WIRE_TYPE_RESULT, 0, 72, 1, 0, 4, 4, 1, 9, 0, WIRE_DTYPE_FP32, 64,
-			 PEER_IP(4) };
+	uint64_t t0, t1;
 
-	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	CU_ASSERT_FATAL(install(mk_table(72, 1, 2, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td),
-				"install") == 0);
-	uint64_t t0 = rte_get_timer_cycles();
-
-	inject(contrib_f32(72, 1, 0, 21, 9, 0, el, ce));
-	inject(contrib_f32(72, 1, 0, 21, 9, 1, el, ce));
-	poll_all();
-	CU_ASSERT(collect(o, 16) == 2);         /* both partial sums up; chunk 1 is lost */
-	rte_delay_us_sleep(20000);
-	inject(mk_pkt(&r, res));                /* chunk 0's RESULT */
-	poll_all();
+	two_up_one_back(72, 0, &t0, &t1);
 	/* That round trip is at most t1 - t0: a quarter of it past t1, chunk 1 is overdue
 	 * and the RESULTs have stopped long enough. */
-	uint64_t t1 = rte_get_timer_cycles();
-
 	while (rte_get_timer_cycles() - t1 < (t1 - t0) / 4)
 		rte_delay_us_sleep(500);
-	dp_worker_poll(dp.lcores[0]);
-	int n = collect(o, 16), retx = 0;
-
-	for (int i = 0; i < n && i < 16; i++)
-		retx += o[i].p.type == WIRE_TYPE_CONTRIB && o[i].p.chunk == 1 &&
-			(o[i].p.flags & WIRE_F_RETX);
-	CU_ASSERT(retx == 1);
+	CU_ASSERT(poll_resends(1) == 1);
 	CU_ASSERT(ctr(DP_CTR_RETRANSMITS) == 1 && ctr(DP_CTR_RETX_TAIL) == 1);
 	CU_ASSERT(ctr(DP_CTR_RETX_FAST) == 0);
 	dp_down();

@@ -17,6 +17,19 @@
 #include "table.h"
 #include "wire.h"
 
+/* In job 10 of another dtype than fp32, a contribution in fp32 (worker 11, round 3, chunk
+ * 0): job_mismatch. */
+static void
+fp32_refused(uint64_t el, uint32_t ce)
+{
+	static struct out o[16];
+
+	inject(contrib_f32(10, 1, 0, 11, 3, 0, el, ce));
+	poll_all();
+	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 1);
+	collect(o, 16);
+}
+
 /* fp16 and bf16: accumulated in fp32, rounded once; integer values are exact. */
 static void
 half_case(enum table_dtype tdt, enum wire_dtype wdt)
@@ -66,11 +79,7 @@ half_case(enum table_dtype tdt, enum wire_dtype wdt)
 		}
 	}
 	CU_ASSERT(bad == 0);
-	/* A contribution of the wrong dtype: job_mismatch. */
-	inject(contrib_f32(10, 1, 0, 11, 3, 0, el, ce));
-	poll_all();
-	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 1);
-	collect(o, 16);
+	fp32_refused(el, ce);
 	dp_down();
 }
 
@@ -229,11 +238,7 @@ mx_case(enum table_dtype tdt, enum wire_dtype wdt)
 			bad += memcmp(o[i].frame + WIRE_FRAME_PAYLOAD_OFF, want[c], len) != 0;
 	}
 	CU_ASSERT(bad == 0);
-	/* A contribution of another dtype: job_mismatch. */
-	inject(contrib_f32(10, 1, 0, 11, 3, 0, el, ce));
-	poll_all();
-	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 1);
-	collect(o, 16);
+	fp32_refused(el, ce);
 	dp_down();
 	/* Chunks that are not whole blocks: the table is refused. */
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
