@@ -6,8 +6,8 @@
  * on a fresh net_ring port: crafted frames in, the frames it sends out decoded. The tables,
  * frame builders and checks more than one area's tests use are here too.
  *
- * The EAL main lcore runs it all; most tests make it play the worker lcore
- * (dp_worker_poll), so every step is deterministic. No hugepages, no NIC.
+ * The EAL main lcore runs the tests; most make it play the worker lcore (dp_worker_poll),
+ * so every step is deterministic. No hugepages, no NIC.
  */
 #include <dirent.h>
 #include <limits.h>
@@ -20,8 +20,9 @@
 #include <jansson.h>
 #include <rte_eal.h>
 #include <rte_eth_ring.h>
-#include <rte_lcore.h>
+#include <rte_log.h>
 #include <rte_mbuf.h>
+#include <rte_mempool.h>
 #include <rte_ring.h>
 
 #include "dp_fixture.h"
@@ -464,6 +465,8 @@ remove_dir(const char *path)
 /* The runtime directory of this process's EAL, removed after rte_eal_cleanup(). */
 static char runtime_dir[128];
 
+/* EAL (--no-huge, 512 MB, lcores 0-1), the test pool, the CUnit registry and the suite
+ * `name` of this executable. */
 CU_pSuite
 dp_fixture_init(int argc, char **argv, const char *name)
 {
@@ -489,6 +492,7 @@ dp_fixture_init(int argc, char **argv, const char *name)
 	return CU_add_suite(name, NULL, NULL);
 }
 
+/* Run the suite; EAL cleaned up and its runtime directory removed. */
 int
 dp_fixture_run(void)
 {

@@ -2,7 +2,11 @@
  *
  * EAL tests of the dataplane's control thread (dataplane/slowpath): control requests,
  * malformed ones refused, tables prepared, activated and removed within the mbuf budget,
- * epochs swapped under traffic while the real worker loop runs on lcore 1, and routes.
+ * routes, and epochs swapped under traffic.
+ *
+ * The main thread plays the worker lcore (dp_worker_poll, dp_fixture.c), but in the
+ * epoch-swap test: there the real worker loop runs on lcore 1 while the main thread
+ * injects traffic and swaps tables.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * EAL tests of result recovery across epochs (dataplane/fastpath/agg.c, docs/PROTOCOL.md
+ * EAL tests of result recovery across epochs (dataplane/fastpath, docs/PROTOCOL.md
  * section 10.1): after a re-plan, a RESULT a round needs is taken from an older epoch
  * that lingers, or asked of the child gateway or the worker that has it, and answered
  * from an older epoch for others; lingering epochs give way to a new one.
+ *
+ * The main thread plays the worker lcore (dp_worker_poll, dp_fixture.c).
  */
 #include <inttypes.h>
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * EAL tests of the dataplane's selective multicast (dataplane/fastpath/agg.c,
- * docs/PROTOCOL.md sections 7.5 and 7.6): MCAST copies to the next gateways and the local
- * workers, drops by reason, a stream that starts here, NACK_MCAST answered from retained
- * copies or asked upstream within budgets, and pace queues sized to the packet budget.
+ * EAL tests of the dataplane's selective multicast (dataplane/fastpath, docs/PROTOCOL.md
+ * sections 7.5 and 7.6): MCAST copies to the next gateways and the local workers, drops
+ * by reason, a stream that starts here, NACK_MCAST answered from retained copies or asked
+ * upstream within budgets, and pace queues sized to the packet budget.
+ *
+ * The main thread plays the worker lcore (dp_worker_poll, dp_fixture.c).
  */
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * EAL tests of the dataplane's loss recovery (dataplane/fastpath/agg.c, docs/PROTOCOL.md
+ * EAL tests of the dataplane's loss recovery (dataplane/fastpath, docs/PROTOCOL.md
  * section 10): retransmitted contributions answered, partial sums resent to the parent on
  * timeout, NACK and ACK, fast retransmit, tail loss and tail probes, selective repeat, and
  * repairs sent ahead of the pacer's queue.
+ *
+ * The main thread plays the worker lcore (dp_worker_poll, dp_fixture.c); the timers run
+ * on the real clock.
  */
 #include <inttypes.h>
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
  * EAL tests of what the dataplane's receive path accepts, answers or drops
- * (dataplane/fastpath/worker.c and validate.h, docs/PROTOCOL.md sections 6 and 7): every
- * class of bad packet under its reason, a tree of the site's other gateway, ARP and ICMP
- * answered and neighbours learned, hostile senders and their NACK budgets, jumbo frames,
- * unaligned payloads and chained segments.
+ * (dataplane/fastpath, docs/PROTOCOL.md sections 6 and 7): every class of bad packet
+ * under its reason, a tree of the site's other gateway, ARP and ICMP answered and
+ * neighbours learned, hostile senders and their NACK budgets, jumbo frames, unaligned
+ * payloads and chained segments.
+ *
+ * The main thread plays the worker lcore (dp_worker_poll, dp_fixture.c).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -5,6 +5,8 @@
  * of the dataplane's cryptodev; forged, altered, replayed and unknown-key frames dropped,
  * key rotation with epochs, the document's example, duplicates, and sealed frames leaving
  * in sequence through the pacers.
+ *
+ * The main thread plays the worker lcore (dp_worker_poll, dp_fixture.c).
  */
 #include <stdlib.h>
 #include <string.h>

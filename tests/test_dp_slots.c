@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * EAL tests of the dataplane's slots (dataplane/fastpath/agg.c, docs/PROTOCOL.md section
- * 7.3): chunks summed at a root and at an interior gateway of one or two trees, many in
- * flight at once, shuffled and duplicated, a slot that moved on to a later chunk, and
- * partial reduce with contributor sets and a child gateway's contrib.
+ * EAL tests of the dataplane's slots (dataplane/fastpath, docs/PROTOCOL.md section 7.3):
+ * chunks summed at a root and at an interior gateway of one or two trees, many in flight
+ * at once, shuffled and duplicated, a slot that moved on to a later chunk, and partial
+ * reduce with contributor sets and a child gateway's contrib.
+ *
+ * The main thread plays the worker lcore (dp_worker_poll, dp_fixture.c).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * EAL tests of the dataplane's arithmetic (dataplane/fastpath/agg.c with the kernels of
+ * EAL tests of the dataplane's arithmetic (dataplane/fastpath with the kernels of
  * lib/kernels, docs/PROTOCOL.md section 4): fp16 and bf16 accumulated in fp32 and rounded
  * once, MX formats decoded in arrival order and encoded once, also with a lan_dtype, and
  * IEEE binary32 sums with no FTZ/DAZ on the main lcore or on an EAL worker lcore.
+ *
+ * The main thread plays the worker lcore (dp_worker_poll, dp_fixture.c); lcore 1 only
+ * reports its MXCSR.
  */
 #include <string.h>
 

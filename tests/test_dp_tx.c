@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * EAL tests of what the dataplane sends and how (dataplane/fastpath: pace.h, tx.h,
- * fault.c): pacing at a tree's planned rate, a draining epoch that waits for its pacers,
- * RESULT copies sharing one payload segment, and the fault injection of --fault.
+ * EAL tests of what the dataplane sends and how (dataplane/fastpath): pacing at a tree's
+ * planned rate, a draining epoch that waits for its pacers, RESULT copies sharing one
+ * payload segment, and the fault injection of --fault.
+ *
+ * The main thread plays the worker lcore (dp_worker_poll, dp_fixture.c).
  */
 #include <stdio.h>
 #include <string.h>
