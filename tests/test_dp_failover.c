@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * EAL tests of result recovery across epochs (dataplane/fastpath, docs/PROTOCOL.md
+ * section 10.1): after a re-plan, a RESULT a round needs is taken from an older epoch
+ * that lingers, or asked of the child gateway or the worker that has it, and answered
+ * from an older epoch for others; lingering epochs give way to a new one.
+ *
+ * The main thread plays the worker lcore (dp_worker_poll, dp_fixture.c).
+ */
+#include <inttypes.h>
+
+#include <CUnit/CUnit.h>
+#include <rte_cycles.h>
+#include <rte_lcore.h>
+
+#include "dp.h"
+#include "dp_fixture.h"
+#include "slowpath/slowpath.h"
+#include "table.h"
+#include "testutil.h"
+#include "wire.h"
+
+/* A RESULT of job 61 round `round`, chunk 0 (64 fp32 elements, each `v`), from gateway
+ * `from` (at 10.0.0.from, origin 2) under `epoch` with `flags`. */
+static struct rte_mbuf *
+result_f32(uint32_t epoch, uint32_t round, uint16_t from, uint8_t flags, float v)
+{
+	float pl[64];
+	struct pkt p = { WIRE_TYPE_RESULT, flags, 61, epoch, 0, from, 2, 2, round, 0,
+			 WIRE_DTYPE_FP32, 64, PEER_IP(from) };
+
+	for (int i = 0; i < 64; i++)
+		pl[i] = v;
+	return mk_pkt(&p, pl);
+}
+
+/* Child gateway 2's partial sum (contrib 1) of job 61 chunk 0, each element `v`. */
+static struct rte_mbuf *
+child2_sum(uint32_t epoch, uint32_t round, uint8_t flags, float v)
+{
+	float pl[64];
+	struct pkt p = { WIRE_TYPE_CONTRIB, flags, 61, epoch, 0, 2, 2, 1, round, 0,
+			 WIRE_DTYPE_FP32, 64, PEER_IP(2) };
+
+	for (int i = 0; i < 64; i++)
+		pl[i] = v;
+	return mk_pkt(&p, pl);
+}
+
+/* Whether o is a RESULT of epoch 2, tree 0, round `round` to 10.0.0.to whose every element
+ * is v (v < 0: worker 11's value + 1, the sum with child 2's ones). */
+static bool
+recovered_is(const struct out *o, uint32_t round, uint16_t to, float v)
+{
+	if (o->p.type != WIRE_TYPE_RESULT || o->p.epoch != 2 || o->p.tree != 0 ||
+	    o->p.round != round || o->p.chunk != 0 || o->fl.dst_ip != PEER_IP(to))
+		return false;
+	for (uint32_t i = 0; i < 64; i++)
+		if (out_f32(o, i) != (v < 0 ? val(11, i) + 1 : v))
+			return false;
+	return true;
+}
+
+/* Whether the n frames o[] are the two copies of a recovered RESULT (recovered_is()), one
+ * to gateway 2 and one to worker 11, in either order. */
+static bool
+recovered_both(const struct out *o, int n, uint32_t round, float v)
+{
+	return n == 2 && ((recovered_is(&o[0], round, 2, v) && recovered_is(&o[1], round, 11, v)) ||
+			  (recovered_is(&o[0], round, 11, v) && recovered_is(&o[1], round, 2, v)));
+}
+
+/* dp_up() with drained epochs kept a minute for result recovery (--linger-ms). */
+static void
+dp_up_lingering(void)
+{
+	linger_ms = 60000;
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	linger_ms = 0;
+}
+
+/* Gateway 1 has asked for round 6's RESULT: `again` (a frame that would ask for it) asks
+ * nothing more, and the answer from `from` completes the slot: the RESULT to gateway 2
+ * and to worker 11. */
+static void
+asked_then_answered(struct rte_mbuf *again, uint16_t from)
+{
+	static struct out o[8];
+	int n;
+
+	inject(again);
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0 && ctr(DP_CTR_RECOVER_ASKED) == 1);
+	inject(result_f32(2, 6, from, WIRE_F_RETX | WIRE_F_ECHO, 5));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(recovered_both(o, n, 6, 5),
+	      "the answer: %d frames", n);
+	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1);
+}
+
+/* Round 7 under epoch 2 from worker 11 and child 2 (a, b: in this order of arrival) is
+ * summed as usual: its RESULT to both. */
+static void
+round7_summed(struct rte_mbuf *a, struct rte_mbuf *b)
+{
+	static struct out o[8];
+	int n;
+
+	inject(a);
+	inject(b);
+	poll_all();
+	n = collect(o, 8);
+	CHECK(recovered_both(o, n, 7, -1),
+	      "round 7: %d frames", n);
+}
+
+/* Epoch 1: this gateway (1) is a leaf under gateway 2 with worker 11; round 6 goes up, and
+ * with `answered` the parent's RESULT (every element 5) comes back and goes to worker 11.
+ * Then epoch 2 makes it the root, with child gateway 2: the re-plan of a link failure. */
+static void
+recovery_two_epochs(bool answered)
+{
+	static const uint16_t w11[] = { 11 };
+	struct tdesc leaf = { 0, 2, 0, { 0 }, 0, 1, 16, { 0 } };
+	struct tdesc root = { 0, 0, 1, { 2 }, 0, 1, 16, { 1 } };
+	static struct out o[8];
+
+	CU_ASSERT_FATAL(install(mk_table(61, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &leaf),
+				"install") == 0);
+	inject(contrib_f32(61, 1, 0, 11, 6, 0, 64, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 1 && o[0].p.type == WIRE_TYPE_CONTRIB &&
+		  o[0].fl.dst_ip == PEER_IP(2));
+	if (answered) {
+		inject(result_f32(1, 6, 2, 0, 5));
+		poll_all();
+		CU_ASSERT(collect(o, 8) == 1 && o[0].p.type == WIRE_TYPE_RESULT &&
+			  o[0].fl.dst_ip == PEER_IP(11));
+	}
+	CU_ASSERT_FATAL(install(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root),
+				"install") == 0);
+}
+
+/* Worker 11 lost its round 6 RESULT to the re-plan and runs the round again under epoch 2,
+ * while gateway 2's side has moved on to round 7: the RESULT this gateway retains from
+ * epoch 1 completes the slot, and round 7 then completes as usual. */
+static void
+test_recovery_from_older_epoch(void)
+{
+	static struct out o[8];
+
+	dp_up_lingering();
+	recovery_two_epochs(true);
+	inject(contrib_f32(61, 2, 0, 11, 6, 0, 64, 64)); /* opens the slot for round 6 */
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0);
+	inject(child2_sum(2, 7, 0, 1)); /* the other side is at round 7 */
+	poll_all();
+	int n = collect(o, 8);
+
+	CHECK(recovered_both(o, n, 6, 5),
+	      "%d frames sent, the first type %d round %u", n, n > 0 ? (int)o[0].p.type : -1,
+	      n > 0 ? o[0].p.round : 0);
+	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1 && ctr(DP_CTR_RECOVER_ASKED) == 0);
+	/* Round 7 from both: exact. */
+	round7_summed(contrib_f32(61, 2, 0, 11, 7, 0, 64, 64), child2_sum(2, 7, WIRE_F_RETX, 1));
+	dp_down();
+}
+
+/* As above, but this gateway never got round 6's RESULT (lost on the failed link): it asks
+ * gateway 2, which moved on and so has it, and completes the slot with the answer. A
+ * RESULT from a child that nobody asked for, or without RETX, changes nothing. */
+static void
+test_recovery_asks_child(void)
+{
+	static struct out o[8];
+
+	dp_up_lingering();
+	recovery_two_epochs(false);
+	inject(result_f32(2, 9, 2, WIRE_F_RETX, 3)); /* asked for by nobody */
+	inject(result_f32(2, 9, 2, 0, 3));           /* not an answer */
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0 && drops(WIRE_REASON_BAD_SENDER) == 1 &&
+		  drops(WIRE_REASON_LATE) == 1);
+	inject(contrib_f32(61, 2, 0, 11, 6, 0, 64, 64));
+	inject(child2_sum(2, 7, 0, 1));
+	poll_all();
+	int n = collect(o, 8);
+
+	CHECK(n == 1 && o[0].p.type == WIRE_TYPE_NACK_RESULT && o[0].p.epoch == 2 &&
+		      o[0].p.round == 6 && o[0].p.chunk == 0 && o[0].p.count == 1 &&
+		      o[0].p.sender == 1 && o[0].fl.dst_ip == PEER_IP(2),
+	      "%d frames, type %d", n, n > 0 ? (int)o[0].p.type : -1);
+	asked_then_answered(child2_sum(2, 7, WIRE_F_RETX, 1), 2); /* asked already */
+	dp_down();
+}
+
+/* Gateway 1 completes round 6 under epoch 1 as the root of worker 11 and child 2; then
+ * epoch 2 makes it a leaf of worker 11 under gateway 2. */
+static void
+root_done_then_leaf(void)
+{
+	static const uint16_t w11[] = { 11 };
+	struct tdesc root = { 0, 0, 1, { 2 }, 0, 1, 16, { 1 } };
+	struct tdesc leaf = { 0, 2, 0, { 0 }, 0, 1, 16, { 0 } };
+	static struct out o[8];
+
+	CU_ASSERT_FATAL(install(mk_table(61, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root),
+				"install") == 0);
+	inject(contrib_f32(61, 1, 0, 11, 6, 0, 64, 64));
+	inject(child2_sum(1, 6, 0, 1));
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 2);
+	CU_ASSERT_FATAL(install(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &leaf),
+				"install") == 0);
+}
+
+/* The other end: a gateway that completed round 6 under epoch 1 (root of worker 11 and
+ * child 2) answers under epoch 2, from epoch 1, its new parent's request for that RESULT
+ * and worker 11's late CONTRIB of that round; once epoch 1 is retired, it cannot. */
+static void
+test_recovery_answers(void)
+{
+	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 61, 2, 0, 2, 2, 0, 6, 0, WIRE_DTYPE_NONE,
+			  1, PEER_IP(2) };
+	static struct out o[8];
+
+	dp_up_lingering();
+	root_done_then_leaf();
+	/* Room in the parent's answer budget: it starts empty and fills at 1 MB/s. */
+	rte_delay_us_sleep(2000);
+	inject(mk_pkt(&nk, NULL));
+	poll_all();
+	int n = collect(o, 8);
+
+	CHECK(n == 1 && recovered_is(&o[0], 6, 2, -1) &&
+		      o[0].p.flags == (WIRE_F_RETX | WIRE_F_ECHO) && o[0].p.sender == 1,
+	      "%d frames, type %d epoch %u", n, n > 0 ? (int)o[0].p.type : -1,
+	      n > 0 ? o[0].p.epoch : 0);
+	/* Round 7 under epoch 2 goes up; then worker 11's late round 6 gets its RESULT. */
+	inject(contrib_f32(61, 2, 0, 11, 7, 0, 64, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 1 && o[0].p.type == WIRE_TYPE_CONTRIB && o[0].p.round == 7);
+	inject(contrib_f32(61, 2, 0, 11, 6, 0, 64, 64));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(n == 1 && recovered_is(&o[0], 6, 11, -1), "late CONTRIB: %d frames", n);
+	CU_ASSERT(ctr(DP_CTR_RECOVER_ANSWERED) == 2);
+	dp_down();
+
+	/* Without lingering epochs the RESULT is gone with epoch 1: only the neighbours
+	 * could still have it, and the leaf asks its parent. */
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	root_done_then_leaf();
+	dp_housekeeping(&dp); /* epoch 1 drained: it retires at once */
+	CU_ASSERT(atomic_load(&dp.state)->jobs[0].n_epochs == 1);
+	inject(contrib_f32(61, 2, 0, 11, 7, 0, 64, 64));
+	inject(contrib_f32(61, 2, 0, 11, 6, 0, 64, 64));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(n == 2 && o[1].p.type == WIRE_TYPE_NACK_RESULT && o[1].fl.dst_ip == PEER_IP(2) &&
+		      o[1].p.round == 6, "%d frames", n);
+	dp_down();
+}
+
+/* Whether o is gateway 1's NACK_RESULT under epoch 2 for chunk 0 of round `round`, to
+ * 10.0.0.to. */
+static bool
+recovery_asked(const struct out *o, uint32_t round, uint16_t to)
+{
+	return o->p.type == WIRE_TYPE_NACK_RESULT && o->p.epoch == 2 && o->p.round == round &&
+	       o->p.chunk == 0 && o->p.count == 1 && o->p.sender == 1 &&
+	       o->fl.dst_ip == PEER_IP(to);
+}
+
+/* A re-plan moved chunk 0 here from a gateway that died after its local worker 11 had
+ * round 6's RESULT and before child gateway 2's side had it: gateway 1 holds that RESULT
+ * in no epoch, and is now root over worker 11 and child 2. Child 2 runs round 6 again,
+ * worker 11 sends round 7: gateway 1 asks worker 11, whose answer (from the results it
+ * keeps) completes the slot for everyone; round 7 is then summed as usual. A worker's
+ * RESULT without RETX, from another address or unasked changes nothing. */
+static void
+test_recovery_asks_worker(void)
+{
+	static const uint16_t w11[] = { 11 };
+	struct tdesc root = { 0, 0, 1, { 2 }, 0, 1, 16, { 1 } };
+	static struct out o[8];
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root),
+				"install") == 0);
+	inject(child2_sum(2, 6, 0, 1));
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0);
+	inject(result_f32(2, 6, 11, WIRE_F_RETX | WIRE_F_ECHO, 5)); /* unasked */
+	inject(result_f32(2, 6, 11, 0, 5));                          /* no answer */
+	spoof = (typeof(spoof)){ true, PEER_IP(12), WORKER_PORT, 0 };
+	inject(result_f32(2, 6, 11, WIRE_F_RETX | WIRE_F_ECHO, 5)); /* not from 11 */
+	spoof.on = false;
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0 && drops(WIRE_REASON_LATE) == 1 &&
+		  drops(WIRE_REASON_BAD_SENDER) == 2);
+	inject(contrib_f32(61, 2, 0, 11, 7, 0, 64, 64)); /* worker 11 moved on */
+	poll_all();
+	int n = collect(o, 8);
+
+	CHECK(n == 1 && recovery_asked(&o[0], 6, 11), "%d frames, type %d to %08x", n,
+	      n > 0 ? (int)o[0].p.type : -1, n > 0 ? o[0].fl.dst_ip : 0);
+	/* Worker 11's round 7 again (RETX): asked already. */
+	asked_then_answered(contrib_f32_flags(61, 2, WIRE_F_RETX, 0, 11, 7, 0, 64, 64), 11);
+	/* Child 2's round 7, then worker 11's again, which completes it. */
+	round7_summed(child2_sum(2, 7, 0, 1),
+		      contrib_f32_flags(61, 2, WIRE_F_RETX, 0, 11, 7, 0, 64, 64));
+	dp_down();
+}
+
+/* The same cut seen from a leaf: gateway 1, new under parent 2 with worker 11, holds
+ * worker 11's round 7 (sent up) when the parent asks for round 6's RESULT. Gateway 1 has
+ * it nowhere and no other neighbour: it asks worker 11, and the answer goes to the
+ * parent. */
+static void
+test_recovery_leaf_asks_worker(void)
+{
+	static const uint16_t w11[] = { 11 };
+	struct tdesc leaf = { 0, 2, 0, { 0 }, 0, 1, 16, { 0 } };
+	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 61, 2, 0, 2, 2, 0, 6, 0, WIRE_DTYPE_NONE,
+			  1, PEER_IP(2) };
+	static struct out o[8];
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &leaf),
+				"install") == 0);
+	inject(contrib_f32(61, 2, 0, 11, 7, 0, 64, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 1 && o[0].p.type == WIRE_TYPE_CONTRIB && o[0].p.round == 7);
+	inject(mk_pkt(&nk, NULL));
+	poll_all();
+	int n = collect(o, 8);
+
+	CHECK(n == 1 && recovery_asked(&o[0], 6, 11), "%d frames, type %d to %08x", n,
+	      n > 0 ? (int)o[0].p.type : -1, n > 0 ? o[0].fl.dst_ip : 0);
+	inject(result_f32(2, 6, 11, WIRE_F_RETX | WIRE_F_ECHO, 5));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(n == 1 && recovered_is(&o[0], 6, 2, 5) && (o[0].p.flags & WIRE_F_RETX) &&
+		      o[0].p.sender == 1,
+	      "the answer: %d frames, type %d", n, n > 0 ? (int)o[0].p.type : -1);
+	dp_down();
+}
+
+/* The cut of test_recovery_asks_worker with worker 11's next round ahead of the slot: it
+ * sends round 7 of chunk 1 only (its window), none of chunk 0. Child 2's round 6 of chunk
+ * 0 then opens that slot for a round worker 11 is past (`open`), or finds it open in a
+ * NACK_RESULT: gateway 1 asks worker 11, once, and its answer completes the slot. Worker
+ * 11's CONTRIBs of round 6 are what it waits for otherwise: before the worker moved on,
+ * the child's CONTRIB asks nobody. */
+static void
+recovery_worker_ahead(bool open)
+{
+	static const uint16_t w11[] = { 11 };
+	struct tdesc root = { 0, 0, 1, { 2 }, 0, 2, 16, { 1 } };
+	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 61, 2, 0, 2, 2, 0, 6, 0, WIRE_DTYPE_NONE,
+			  1, PEER_IP(2) };
+	static struct out o[8];
+	int n;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 128, 64, 1, w11, 1, &root),
+				"install") == 0);
+	if (!open) {
+		inject(child2_sum(2, 6, 0, 1));
+		poll_all();
+		CU_ASSERT(collect(o, 8) == 0);
+	}
+	inject(contrib_f32(61, 2, 0, 11, 7, 1, 128, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0);
+	inject(open ? child2_sum(2, 6, 0, 1) : mk_pkt(&nk, NULL));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(n == 1 && recovery_asked(&o[0], 6, 11), "%d frames, type %d to %08x", n,
+	      n > 0 ? (int)o[0].p.type : -1, n > 0 ? o[0].fl.dst_ip : 0);
+	asked_then_answered(mk_pkt(&nk, NULL), 11); /* asked already */
+	dp_down();
+}
+
+static void
+test_recovery_worker_ahead_open(void)
+{
+	recovery_worker_ahead(true);
+}
+
+static void
+test_recovery_worker_ahead_nack(void)
+{
+	recovery_worker_ahead(false);
+}
+
+/* Epochs lingering for result recovery keep the mbufs their slot pools may hold; an epoch
+ * that needs them gets them: the drained lingering epochs retire first. */
+static void
+test_recovery_linger_room(void)
+{
+	static const uint16_t w11[] = { 11 };
+	struct tdesc big = { 0, 0, 0, { 0 }, 0, 1, 4096, { 0 } };
+	struct tdesc small = { 0, 0, 0, { 0 }, 0, 1, 1024, { 0 } };
+	const struct dp_state *st;
+
+	dp_up_lingering();
+	CU_ASSERT_FATAL(install(mk_table(62, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &big),
+				"install") == 0);
+	CU_ASSERT_FATAL(install(mk_table(62, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &small),
+				"install") == 0);
+	dp_housekeeping(&dp);
+	st = atomic_load(&dp.state);
+	CU_ASSERT(st->jobs[0].n_epochs == 2); /* epoch 1 lingers, drained */
+	CHECK(dp.mbufs_committed + 2 * 4096 > dp.mbufs_budget, "%" PRIu64 " of %" PRIu64
+	      " committed: the test needs a budget that cannot hold three epochs",
+	      dp.mbufs_committed, dp.mbufs_budget);
+	CU_ASSERT(install(mk_table(62, 3, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &big),
+			  "install") == 0);
+	st = atomic_load(&dp.state);
+	CU_ASSERT(st->jobs[0].n_epochs == 2 && st->jobs[0].epochs[0]->epoch == 3 &&
+		  st->jobs[0].epochs[1]->epoch == 2);
+	dp_down();
+}
+
+int
+main(int argc, char **argv)
+{
+	CU_pSuite s = dp_fixture_init(argc, argv, "test_dp_failover");
+
+	if (s == NULL)
+		return 1;
+	CU_add_test(s, "result recovery: an older epoch's RESULT completes the slot",
+		    test_recovery_from_older_epoch);
+	CU_add_test(s, "result recovery: a RESULT held nowhere here asked of the child",
+		    test_recovery_asks_child);
+	CU_add_test(s, "result recovery: answers from an older epoch, and once retired none",
+		    test_recovery_answers);
+	CU_add_test(s, "result recovery: a RESULT only a moved-on worker has, asked of it",
+		    test_recovery_asks_worker);
+	CU_add_test(s, "result recovery: a leaf asks its moved-on worker for its parent",
+		    test_recovery_leaf_asks_worker);
+	CU_add_test(s, "result recovery: a child opens a slot its worker has moved past",
+		    test_recovery_worker_ahead_open);
+	CU_add_test(s, "result recovery: a NACK_RESULT finds a slot its worker moved past",
+		    test_recovery_worker_ahead_nack);
+	CU_add_test(s, "result recovery: lingering epochs give way to a new one",
+		    test_recovery_linger_room);
+	return dp_fixture_run();
+}

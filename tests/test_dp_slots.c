@@ -1,0 +1,745 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * EAL tests of the dataplane's slots (dataplane/fastpath, docs/PROTOCOL.md section 7.3):
+ * chunks summed at a root and at an interior gateway of one or two trees, many in flight
+ * at once, shuffled and duplicated, a slot that moved on to a later chunk, and partial
+ * reduce with contributor sets and a child gateway's contrib.
+ *
+ * The main thread plays the worker lcore (dp_worker_poll, dp_fixture.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/CUnit.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_udp.h>
+
+#include "dp.h"
+#include "dp_fixture.h"
+#include "fuzzutil.h"
+#include "table.h"
+#include "wire.h"
+
+/* Root with three local workers: every chunk summed exactly, results to each worker. */
+static void
+test_root_three_workers(void)
+{
+	const uint64_t el = 1000;
+	const uint32_t ce = 64, nch = 16;
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16, { 0 } };
+	static struct out o[64];
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(7, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+				"install") == 0);
+	for (int w = 0; w < 3; w++)
+		for (uint32_t c = 0; c < nch; c++)
+			inject(contrib_f32(7, 1, 0, W3[w], 5, c, el, ce));
+	poll_all();
+	int n = collect(o, 64);
+
+	CU_ASSERT(n == 3 * (int)nch);
+	int bad = 0;
+
+	for (int k = 0; k < n && k < 64; k++) {
+		const struct out *x = &o[k];
+		uint32_t c = x->p.chunk;
+
+		bad += x->p.type != WIRE_TYPE_RESULT || x->p.contrib != 3 || x->p.origin != 1 ||
+		       x->p.sender != 1 || x->p.round != 5 || x->fl.dst_port != WORKER_PORT ||
+		       x->p.count != chunk_len(el, ce, c);
+		bad += x->fl.dst_ip != PEER_IP(11) && x->fl.dst_ip != PEER_IP(12) &&
+		       x->fl.dst_ip != PEER_IP(13);
+		bad += x->fl.dst_mac[5] != (uint8_t)x->fl.dst_ip;
+		for (uint32_t i = 0; i < x->p.count; i++) {
+			uint64_t e = (uint64_t)c * ce + i;
+
+			bad += out_f32(x, i) != val(11, e) + val(12, e) + val(13, e);
+		}
+	}
+	CU_ASSERT(bad == 0);
+	CU_ASSERT(ctr(DP_CTR_CHUNKS_COMPLETED) == nch);
+	CU_ASSERT(ctr(DP_CTR_RESULTS_SENT) == 3 * nch);
+	/* A retransmitted NACK_RESULT from worker 12 for chunks 3..4 gets the results again. */
+	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 7, 1, 0, 12, 12, 0, 5, 3, WIRE_DTYPE_NONE, 2,
+			  PEER_IP(12) };
+
+	inject(mk_pkt(&nk, NULL));
+	poll_all();
+	n = collect(o, 64);
+	CU_ASSERT(n == 2);
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_RESULT && (o[0].p.flags & WIRE_F_RETX) &&
+		  o[0].fl.dst_ip == PEER_IP(12) && o[0].p.chunk == 3);
+	/* A range that runs past the tree's chunks is dropped whole, as bad_chunk. */
+	nk.chunk = nch - 1;
+	inject(mk_pkt(&nk, NULL));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_CHUNK) == 1);
+	nk.chunk = 3;
+	/* The same round again: duplicates, no new results. */
+	inject(contrib_f32(7, 1, 0, 11, 5, 0, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0);
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 1);
+	/* Worker 11 moves on to round 6 and reopens chunk 3's slot; worker 12, a round
+	 * behind, still gets round 5's RESULT for it (NACK_RESULT, and a RETX CONTRIB). */
+	inject(contrib_f32(7, 1, 0, 11, 6, 3, el, ce));
+	nk.chunk = 3;
+	nk.count = 1;
+	inject(mk_pkt(&nk, NULL));
+	struct rte_mbuf *rx = contrib_f32(7, 1, 0, 13, 5, 3, el, ce);
+
+	rte_pktmbuf_mtod_offset(rx, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->flags = WIRE_F_RETX;
+	rte_pktmbuf_mtod_offset(rx, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+	inject(rx);
+	poll_all();
+	n = collect(o, 64);
+	if (n != 2)
+		for (int r = 1; r < WIRE_REASON_COUNT_MAX; r++)
+			if (drops((enum wire_reason)r))
+				fprintf(stderr, "drop %s %lu\n", wire_reason_str((enum wire_reason)r),
+					(unsigned long)drops((enum wire_reason)r));
+	if (n != 2)
+		for (int k = 0; k < n; k++)
+			fprintf(stderr, "out %d: type %d round %u chunk %u to %x\n", k, o[k].p.type,
+				o[k].p.round, o[k].p.chunk, o[k].fl.dst_ip);
+	CU_ASSERT_FATAL(n == 2);
+	for (int k = 0; k < n; k++) {
+		CU_ASSERT(o[k].p.type == WIRE_TYPE_RESULT && o[k].p.round == 5 &&
+			  o[k].p.chunk == 3 && (o[k].p.flags & WIRE_F_RETX));
+		CU_ASSERT(out_f32(&o[k], 1) == val(11, 3 * ce + 1) + val(12, 3 * ce + 1) +
+						   val(13, 3 * ce + 1));
+	}
+	CU_ASSERT(o[0].fl.dst_ip != o[1].fl.dst_ip);
+	dp_down();
+}
+
+/* An fp32 CONTRIB of one chunk with a one-block contributor set: the sum of the values of
+ * workers ids[0 .. n - 1], from sender (a worker, or a gateway's partial sum). */
+static struct rte_mbuf *
+contrib_set(uint32_t job, uint32_t epoch, uint16_t sender, const uint16_t *ids, int n,
+	    uint32_t round, uint32_t chunk, uint64_t elements, uint32_t ce, uint8_t flags)
+{
+	float pl[4096];
+	uint8_t set[WIRE_CSET_BLOCK] = { 0 };
+	uint16_t len = chunk_len(elements, ce, chunk);
+	struct pkt p = { WIRE_TYPE_CONTRIB, flags, job, epoch, 0, sender, sender, (uint16_t)n,
+			 round, chunk, WIRE_DTYPE_FP32, len, PEER_IP(sender) };
+	struct rte_mbuf *m;
+
+	for (uint16_t i = 0; i < len; i++) {
+		pl[i] = 0;
+		for (int k = 0; k < n; k++)
+			pl[i] += val(ids[k], (uint64_t)chunk * ce + i);
+	}
+	for (int k = 0; k < n; k++)
+		CU_ASSERT_FATAL(wire_cset_add(set, 1, ids[k]) == 0);
+	m = mk_pkt_set(&p, 1, set, pl);
+	if (flags & WIRE_F_RETX) /* no UDP checksum: the header changed after it */
+		rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+	return m;
+}
+
+/* The RESULT o holds exactly workers ids[0 .. n - 1]: count, set and every element. */
+static bool
+result_is(const struct out *o, const uint16_t *ids, int n, uint32_t ce)
+{
+	const uint8_t *set = o->frame + WIRE_FRAME_PAYLOAD_OFF;
+	bool ok = o->p.type == WIRE_TYPE_RESULT && o->p.cset_blocks == 1 && o->p.contrib == n &&
+		  wire_cset_count(set, 1) == (unsigned int)n;
+
+	for (int k = 0; k < n; k++)
+		ok = ok && wire_cset_test(set, 1, ids[k]);
+	for (uint32_t i = 0; ok && i < o->p.count; i++) {
+		float want = 0, got;
+		uint64_t e = (uint64_t)o->p.chunk * ce + i;
+
+		for (int k = 0; k < n; k++)
+			want += val(ids[k], e);
+		memcpy(&got, set + WIRE_CSET_BLOCK + 4 * i, 4);
+		ok = got == want;
+	}
+	return ok;
+}
+
+/* Partial reduce at a root: local workers 11, 12, 13 and child gateway 3 (workers 31 and
+ * 32 behind it), complete at 4 of the 5 workers. The RESULT carries who is in it; the
+ * straggler is late and gets that RESULT; a child's set naming a worker that is not below
+ * it and a worker claiming another's bit are refused; the next round is unaffected. Then
+ * a leaf that completes at 1 of 2. */
+static void
+test_partial_reduce(void)
+{
+	const uint64_t el = 128;
+	const uint32_t ce = 64;
+	struct tdesc td = { 0, 0, 1, { 3 }, 0, 2, 16, { 0 } };
+	struct tbelow bl = { 2, { 31, 32 }, { 0, 0 } }; /* both below child 3 */
+	static const uint16_t in4[] = { 11, 12, 31, 32 }, w31[] = { 31, 32 }, all[] = {
+		11, 12, 13, 31, 32 };
+	static struct out o[16];
+	struct table *tb;
+	uint64_t late;
+	int n;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	tb = mk_table_sets(14, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td, &bl);
+	tb->trees[0].subtree_workers = 5;
+	tb->trees[0].threshold = 4;
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	/* Round 5, chunk 0: 11, 12 and the child's {31, 32} make 4: complete. */
+	inject(contrib_set(14, 1, 11, &in4[0], 1, 5, 0, el, ce, 0));
+	inject(contrib_set(14, 1, 12, &in4[1], 1, 5, 0, el, ce, 0));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	inject(contrib_set(14, 1, 3, w31, 2, 5, 0, el, ce, 0));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 4); /* the child and the three workers, the straggler too */
+	for (int k = 0; k < n && k < 16; k++)
+		CU_ASSERT(result_is(&o[k], in4, 4, ce));
+	/* The straggler 13: late, answered with that RESULT, which it is not in. */
+	late = drops(WIRE_REASON_LATE);
+	inject(contrib_set(14, 1, 13, &all[2], 1, 5, 0, el, ce, 0));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(drops(WIRE_REASON_LATE) == late + 1);
+	CU_ASSERT(n == 1 && o[0].fl.dst_ip == PEER_IP(13) && result_is(&o[0], in4, 4, ce) &&
+		  (o[0].p.flags & WIRE_F_RETX));
+	/* Chunk 1: the child's set names worker 11, already in and not below the child:
+	 * refused, slot unchanged. */
+	inject(contrib_set(14, 1, 11, &in4[0], 1, 5, 1, el, ce, 0));
+	{
+		static const uint16_t bad[] = { 11, 31 };
+
+		inject(contrib_set(14, 1, 3, bad, 2, 5, 1, el, ce, 0));
+	}
+	/* Worker 12 with 13's bit: a worker contributes itself only. */
+	{
+		struct rte_mbuf *m = contrib_set(14, 1, 12, &all[2], 1, 5, 1, el, ce, 0);
+
+		inject(m);
+	}
+	/* No set (cset_blocks 0) where the job carries them. */
+	inject(contrib_f32(14, 1, 0, 12, 5, 1, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(drops(WIRE_REASON_CSET_OVERLAP) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 2);
+	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 1);
+	/* The rest of chunk 1 as it should be: 12, then all of the child: 11, 12, 31, 32. */
+	inject(contrib_set(14, 1, 12, &in4[1], 1, 5, 1, el, ce, 0));
+	inject(contrib_set(14, 1, 3, w31, 2, 5, 1, el, ce, 0));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 4);
+	for (int k = 0; k < n && k < 16; k++)
+		CU_ASSERT(result_is(&o[k], in4, 4, ce));
+	/* Round 6: 13 first this time, then 11 and 12: 3 of 4; the child's two make all five. */
+	inject(contrib_set(14, 1, 13, &all[2], 1, 6, 0, el, ce, 0));
+	inject(contrib_set(14, 1, 11, &all[0], 1, 6, 0, el, ce, 0));
+	inject(contrib_set(14, 1, 12, &all[1], 1, 6, 0, el, ce, 0));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	inject(contrib_set(14, 1, 3, w31, 2, 6, 0, el, ce, 0));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 4);
+	for (int k = 0; k < n && k < 16; k++)
+		CU_ASSERT(result_is(&o[k], all, 5, ce) && o[k].p.round == 6);
+	/* Round 5's straggler again, a round behind now: late, nothing summed. */
+	late = drops(WIRE_REASON_LATE);
+	inject(contrib_set(14, 1, 13, &all[2], 1, 5, 0, el, ce, 0));
+	poll_all();
+	collect(o, 16);
+	CU_ASSERT(drops(WIRE_REASON_LATE) == late + 1);
+	CU_ASSERT(ctr(DP_CTR_CHUNKS_COMPLETED) == 3);
+
+	/* A leaf (gateway 2, parent 4) of workers 21, 22 that sends up at 1 of 2. */
+	{
+		static const uint16_t w2[] = { 21, 22 };
+		struct tdesc tl = { 0, 4, 0, { 0 }, 0, 2, 16, { 0 } };
+		uint8_t set[WIRE_CSET_BLOCK] = { 0 };
+		float pl[64];
+
+		tb = mk_table(14, 2, 1, TABLE_DTYPE_FP32, el, ce, 2, w2, 1, &tl);
+		tb->cset_blocks = 1;
+		tb->trees[0].subtree_workers = 2;
+		tb->trees[0].threshold = 1;
+		CU_ASSERT_FATAL(install(tb, "install") == 0);
+		struct rte_mbuf *m = contrib_set(14, 2, 21, &w2[0], 1, 7, 0, el, ce, 0);
+
+		inject(m);
+		poll_all();
+		n = collect(o, 16);
+		CU_ASSERT_FATAL(n == 1);
+		CU_ASSERT(o[0].p.type == WIRE_TYPE_CONTRIB && o[0].p.contrib == 1 &&
+			  o[0].fl.dst_ip == PEER_IP(4) && o[0].p.origin == 1);
+		/* 22 is late at the complete slot; the parent's RESULT ({21, 40}) reaches both. */
+		m = contrib_set(14, 2, 22, &w2[1], 1, 7, 0, el, ce, 0);
+		late = drops(WIRE_REASON_LATE);
+		inject(m);
+		poll_all();
+		CU_ASSERT(collect(o, 16) == 0 && drops(WIRE_REASON_LATE) == late + 1);
+		static const uint16_t r2[] = { 21, 40 };
+		struct pkt rp = { WIRE_TYPE_RESULT, 0, 14, 2, 0, 4, 4, 2, 7, 0, WIRE_DTYPE_FP32,
+				  (uint16_t)ce, PEER_IP(4) };
+
+		for (uint32_t i = 0; i < ce; i++)
+			pl[i] = val(21, i) + val(40, i);
+		wire_cset_add(set, 1, 21);
+		wire_cset_add(set, 1, 40);
+		inject(mk_pkt_set(&rp, 1, set, pl));
+		poll_all();
+		n = collect(o, 16);
+		CU_ASSERT(n == 2);
+		for (int k = 0; k < n && k < 16; k++)
+			CU_ASSERT(result_is(&o[k], r2, 2, ce));
+		/* 22 from round 5, two rounds behind: this leaf (no threshold of its own)
+		 * answers with round 7's RESULT, where its group is. */
+		m = contrib_set(14, 2, 22, &w2[1], 1, 5, 0, el, ce, 0);
+		inject(m);
+		poll_all();
+		n = collect(o, 16);
+		CU_ASSERT(n == 1 && o[0].p.round == 7 && o[0].fl.dst_ip == PEER_IP(22) &&
+			  result_is(&o[0], r2, 2, ce));
+	}
+	dp_down();
+}
+
+/* contrib_set() with the header's contrib changed to `contrib`, the set left as it is (the
+ * UDP checksum is dropped: the header changed after it). */
+static struct rte_mbuf *
+contrib_set_count(uint32_t job, uint32_t epoch, uint16_t sender, const uint16_t *ids, int n,
+		  uint32_t round, uint32_t chunk, uint64_t elements, uint32_t ce, uint16_t contrib)
+{
+	struct rte_mbuf *m = contrib_set(job, epoch, sender, ids, n, round, chunk, elements, ce, 0);
+
+	rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF)->contrib =
+		rte_cpu_to_be_16(contrib);
+	rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, 34)->dgram_cksum = 0;
+	return m;
+}
+
+/* Contributor sets of child gateways, at a root of workers 11 and 12 and children 3
+ * (workers 31, 32 below it) and 4 (worker 41), every contributor needed. A child's set may
+ * name only workers below it: child 3 claiming 41, who has not contributed yet, is
+ * refused (bad_sender) without touching the slot, and 41's own sum through child 4 still
+ * counts. A set whose population is not its contrib is malformed (bad_cset). */
+static void
+test_partial_reduce_child_sets(void)
+{
+	const uint64_t el = 128;
+	const uint32_t ce = 64;
+	struct tdesc td = { 0, 0, 2, { 3, 4 }, 0, 2, 16, { 0 } };
+	struct tbelow bl = { 3, { 31, 32, 41 }, { 0, 0, 1 } };
+	static const uint16_t w[] = { 11, 12 }, w3[] = { 31, 32 }, w4[] = { 41 },
+			      forged[] = { 31, 32, 41 }, all[] = { 11, 12, 31, 32, 41 };
+	static struct out o[16];
+	struct table *tb;
+	uint64_t contribs;
+	int n;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	tb = mk_table_sets(16, 1, 1, TABLE_DTYPE_FP32, el, ce, 2, w, 1, &td, &bl);
+	tb->trees[0].subtree_workers = 5;
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	inject(contrib_set(16, 1, 11, &w[0], 1, 1, 0, el, ce, 0));
+	poll_all();
+	contribs = ctr(DP_CTR_CONTRIBS);
+	CU_ASSERT(contribs == 1);
+	/* Child 3 names 41, below child 4: dropped, nothing summed or marked. */
+	inject(contrib_set(16, 1, 3, forged, 3, 1, 0, el, ce, 0));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == contribs);
+	/* Child 4 names 12, a local worker of this gateway: dropped as well. */
+	{
+		static const uint16_t bad4[] = { 12, 41 };
+
+		inject(contrib_set(16, 1, 4, bad4, 2, 1, 0, el, ce, 0));
+	}
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 2);
+	/* Child 3's own workers with contrib 3 (or 1): the count is not the set's. Dropped
+	 * as malformed before the tables are looked at. */
+	inject(contrib_set_count(16, 1, 3, w3, 2, 1, 0, el, ce, 3));
+	inject(contrib_set_count(16, 1, 3, w3, 2, 1, 0, el, ce, 1));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(drops(WIRE_REASON_CSET) == 2);
+	CU_ASSERT(ctr(DP_CTR_BAD_HEADER) == 2);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == contribs);
+	/* The real contributions: 12, child 3's {31, 32}, then child 4's {41} completes the
+	 * chunk with every worker exactly once. */
+	inject(contrib_set(16, 1, 12, &w[1], 1, 1, 0, el, ce, 0));
+	inject(contrib_set(16, 1, 3, w3, 2, 1, 0, el, ce, 0));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	inject(contrib_set(16, 1, 4, w4, 1, 1, 0, el, ce, 0));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 4); /* children 3 and 4, workers 11 and 12 */
+	for (int k = 0; k < n && k < 16; k++)
+		CU_ASSERT(result_is(&o[k], all, 5, ce));
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 4);
+	CU_ASSERT(ctr(DP_CTR_CHUNKS_COMPLETED) == 1);
+	CU_ASSERT(drops(WIRE_REASON_CSET_OVERLAP) == 0);
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 0);
+	dp_down();
+}
+
+/* An fp32 CONTRIB of one chunk without a contributor set, from sender: the sum of the
+ * values of workers ids[0 .. n - 1], claiming `contrib` worker contributions. */
+static struct rte_mbuf *
+contrib_sum(uint32_t job, uint32_t epoch, uint16_t sender, uint16_t contrib, const uint16_t *ids,
+	    int n, uint32_t round, uint32_t chunk, uint64_t elements, uint32_t ce)
+{
+	float pl[4096];
+	uint16_t len = chunk_len(elements, ce, chunk);
+	struct pkt p = { WIRE_TYPE_CONTRIB, 0, job, epoch, 0, sender, sender, contrib, round,
+			 chunk, WIRE_DTYPE_FP32, len, PEER_IP(sender) };
+
+	for (uint16_t i = 0; i < len; i++) {
+		pl[i] = 0;
+		for (int k = 0; k < n; k++)
+			pl[i] += val(ids[k], (uint64_t)chunk * ce + i);
+	}
+	return mk_pkt(&p, pl);
+}
+
+/* The RESULT o (no contributor set) of chunk `chunk` sums exactly workers ids[0 .. n - 1]
+ * and says so in its contrib. */
+static bool
+sum_is(const struct out *o, uint32_t chunk, const uint16_t *ids, int n, uint32_t ce)
+{
+	bool ok = o->p.type == WIRE_TYPE_RESULT && o->p.cset_blocks == 0 && o->p.contrib == n &&
+		  o->p.chunk == chunk && o->p.count == ce;
+
+	for (uint32_t i = 0; ok && i < o->p.count; i++) {
+		float want = 0;
+
+		for (int k = 0; k < n; k++)
+			want += val(ids[k], (uint64_t)chunk * ce + i);
+		ok = out_f32(o, i) == want;
+	}
+	return ok;
+}
+
+/*
+ * Without contributor sets a child gateway's partial sum holds every worker below it, so
+ * its contrib is their number (the table's subtree_workers of the child). Root 1 with
+ * workers 11, 12 and child gateways 3 (workers 31, 32, 33 below it) and 4 (41). A child
+ * claiming another count, more, fewer, or the other child's, is refused (bad_sender)
+ * before the slot is touched, open or not; the right counts complete the chunk with all
+ * six workers in the RESULT's contrib. With sets, a child's count is its set's population
+ * and may be below the workers under it (a partial sum sent at a threshold).
+ */
+static void
+test_child_contrib_count(void)
+{
+	const uint64_t el = 128;
+	const uint32_t ce = 64;
+	struct tdesc td = { 0, 0, 2, { 3, 4 }, 0, 2, 16, { 3, 1 } };
+	static const uint16_t w[] = { 11, 12 }, w3[] = { 31, 32, 33 }, w4[] = { 41 },
+			      all[] = { 11, 12, 31, 32, 33, 41 };
+	static struct out o[16];
+	struct table *tb;
+	int n, bad = 0;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	tb = mk_table(17, 1, 1, TABLE_DTYPE_FP32, el, ce, 2, w, 1, &td);
+	CU_ASSERT_FATAL(tb->trees[0].subtree_workers == 6);
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	/* Chunk 1, no slot open for it: child 3 claiming 1000 workers opens none. */
+	inject(contrib_sum(17, 1, 3, 1000, w3, 3, 1, 1, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 0);
+	/* Chunk 0, open with both workers: too many, too few, and child 3's count from 4. */
+	inject(contrib_f32(17, 1, 0, 11, 1, 0, el, ce));
+	inject(contrib_f32(17, 1, 0, 12, 1, 0, el, ce));
+	inject(contrib_sum(17, 1, 3, 1000, w3, 3, 1, 0, el, ce));
+	inject(contrib_sum(17, 1, 3, 2, w3, 3, 1, 0, el, ce));
+	inject(contrib_sum(17, 1, 4, 3, w4, 1, 1, 0, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 4);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 2);
+	/* The right counts complete it: nothing of the refused ones was summed or marked (a
+	 * mark would make child 3's real sum a duplicate). */
+	inject(contrib_sum(17, 1, 4, 1, w4, 1, 1, 0, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	inject(contrib_sum(17, 1, 3, 3, w3, 3, 1, 0, el, ce));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 4); /* children 3 and 4, workers 11 and 12 */
+	for (int k = 0; k < n && k < 16; k++)
+		bad += !sum_is(&o[k], 0, all, 6, ce);
+	CU_ASSERT(bad == 0);
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 0);
+	/* Chunk 1 as well: the refused claim left no slot behind. */
+	inject(contrib_sum(17, 1, 3, 3, w3, 3, 1, 1, el, ce));
+	inject(contrib_f32(17, 1, 0, 11, 1, 1, el, ce));
+	inject(contrib_f32(17, 1, 0, 12, 1, 1, el, ce));
+	inject(contrib_sum(17, 1, 4, 1, w4, 1, 1, 1, el, ce));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 4);
+	bad = 0;
+	for (int k = 0; k < n && k < 16; k++)
+		bad += !sum_is(&o[k], 1, all, 6, ce);
+	CU_ASSERT(bad == 0);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 8);
+	CU_ASSERT(ctr(DP_CTR_CHUNKS_COMPLETED) == 2);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 4);
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 0 && drops(WIRE_REASON_LATE) == 0);
+	dp_down();
+
+	/* With sets (job 18), child 3 (31, 32 below it) sends 31 alone: taken, and the
+	 * threshold of 3 completes the chunk. */
+	{
+		struct tdesc ts = { 0, 0, 1, { 3 }, 0, 2, 16, { 0 } };
+		struct tbelow bl = { 2, { 31, 32 }, { 0, 0 } };
+		static const uint16_t in3[] = { 11, 12, 31 };
+
+		CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+		tb = mk_table_sets(18, 1, 1, TABLE_DTYPE_FP32, el, ce, 2, w, 1, &ts, &bl);
+		CU_ASSERT_FATAL(tb->trees[0].child_workers[0] == 2 &&
+				tb->trees[0].subtree_workers == 4);
+		tb->trees[0].threshold = 3;
+		CU_ASSERT_FATAL(install(tb, "install") == 0);
+		inject(contrib_set(18, 1, 11, &in3[0], 1, 1, 0, el, ce, 0));
+		inject(contrib_set(18, 1, 12, &in3[1], 1, 1, 0, el, ce, 0));
+		inject(contrib_set(18, 1, 3, &in3[2], 1, 1, 0, el, ce, 0));
+		poll_all();
+		n = collect(o, 16);
+		CU_ASSERT(n == 3);
+		for (int k = 0; k < n && k < 16; k++)
+			CU_ASSERT(result_is(&o[k], in3, 3, ce));
+		CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 0);
+		dp_down();
+	}
+}
+
+/* Interior gateway 2: workers 21, 22 and child gateway 3 (contrib 4) up to parent 4; the
+ * parent's RESULT down to the child and both workers. Also a leaf tree and a bad chunk. */
+static void
+test_interior_and_two_trees(void)
+{
+	const uint64_t el = 256;
+	const uint32_t ce = 32;
+	static const uint16_t w2[] = { 21, 22 };
+	struct tdesc td[2] = {
+		{ 0, 4, 1, { 3 }, 0, 4, 16, { 4 } }, /* interior: parent 4, child 3 (4 workers
+						      * below), chunks 0-3 */
+		{ 1, 4, 0, { 0 }, 4, 4, 16, { 0 } }, /* leaf: parent 4, chunks 4-7 */
+	};
+	static struct out o[64];
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(8, 1, 2, TABLE_DTYPE_FP32, el, ce, 2, w2, 2, td),
+				"install") == 0);
+	for (uint32_t c = 0; c < 8; c++) {
+		inject(contrib_f32(8, 1, c < 4 ? 0 : 1, 21, 0, c, el, ce));
+		inject(contrib_f32(8, 1, c < 4 ? 0 : 1, 22, 0, c, el, ce));
+	}
+	for (uint32_t c = 0; c < 4; c++) {
+		float pl[32];
+		struct pkt p = { WIRE_TYPE_CONTRIB, 0, 8, 1, 0, 3, 3, 4, 0, c, WIRE_DTYPE_FP32, 32,
+				 PEER_IP(3) };
+
+		for (int i = 0; i < 32; i++)
+			pl[i] = 100;
+		inject(mk_pkt(&p, pl));
+	}
+	poll_all();
+	int n = collect(o, 64), bad = 0;
+
+	CU_ASSERT(n == 8);
+	for (int k = 0; k < n && k < 64; k++) {
+		const struct out *x = &o[k];
+		uint32_t c = x->p.chunk;
+
+		bad += x->p.type != WIRE_TYPE_CONTRIB || x->fl.dst_ip != PEER_IP(4) ||
+		       x->p.sender != 2 || x->p.origin != 2 || x->p.contrib != (c < 4 ? 6 : 2) ||
+		       x->p.tree != (c < 4 ? 0 : 1) ||
+		       x->fl.dst_port != WIRE_PORT_BASE_DEFAULT + c % WIRE_PORT_COUNT_DEFAULT;
+		for (uint32_t i = 0; i < 32; i++) {
+			uint64_t e = (uint64_t)c * ce + i;
+
+			bad += out_f32(x, i) != val(21, e) + val(22, e) + (c < 4 ? 100 : 0);
+		}
+	}
+	CU_ASSERT(bad == 0);
+	/* The parent's RESULT for chunk 2: to child 3 (gateway port) and workers 21, 22. */
+	float res[32];
+	struct pkt r = { WIRE_TYPE_RESULT, 0, 8, 1, 0, 4, 4, 9, 0, 2, WIRE_DTYPE_FP32, 32,
+			 PEER_IP(4) };
+
+	for (int i = 0; i < 32; i++)
+		res[i] = (float)(1000 + i);
+	inject(mk_pkt(&r, res));
+	poll_all();
+	n = collect(o, 64);
+	CU_ASSERT(n == 3);
+	bad = 0;
+	for (int k = 0; k < n && k < 64; k++) {
+		bad += o[k].p.type != WIRE_TYPE_RESULT || o[k].p.contrib != 9 ||
+		       o[k].p.origin != 4 || o[k].p.sender != 2 || o[k].p.chunk != 2;
+		bad += o[k].fl.dst_ip == PEER_IP(3)
+			       ? o[k].fl.dst_port != WIRE_PORT_BASE_DEFAULT + 2
+			       : o[k].fl.dst_port != WORKER_PORT;
+		for (int i = 0; i < 32; i++)
+			bad += out_f32(&o[k], (uint32_t)i) != (float)(1000 + i);
+	}
+	CU_ASSERT(bad == 0);
+	/* The same RESULT again: duplicate. From a non-parent: bad_sender. */
+	inject(mk_pkt(&r, res));
+	r.sender = 3;
+	r.src_ip = PEER_IP(3);
+	inject(mk_pkt(&r, res));
+	/* A chunk of tree 1 sent as tree 0: bad_chunk. */
+	inject(contrib_f32(8, 1, 0, 21, 1, 5, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0);
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == 1);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1);
+	CU_ASSERT(drops(WIRE_REASON_BAD_CHUNK) == 1);
+	/* Per tree and gateway link, what went out: 4 partial sums up in each tree to 4, one
+	 * RESULT down to child 3 in tree 0; the local workers' copies are not a link's. */
+	const json_int_t fb = WIRE_FRAME_PAYLOAD_OFF + 32 * 4;
+
+	CU_ASSERT(link_ctr(0, "up", 4, "frames") == 4 && link_ctr(0, "up", 4, "bytes") == 4 * fb);
+	CU_ASSERT(link_ctr(1, "up", 4, "frames") == 4 && link_ctr(1, "up", 4, "bytes") == 4 * fb);
+	CU_ASSERT(link_ctr(0, "down", 3, "frames") == 1 && link_ctr(0, "down", 3, "bytes") == fb);
+	CU_ASSERT(link_ctr(1, "down", 3, "frames") == -1);
+	CU_ASSERT(link_ctr(0, "up", 4, "retx_bytes") == 0);
+	dp_down();
+}
+
+/* Hundreds of chunks in flight, arriving shuffled with duplicates: exact sums. */
+static void
+test_many_in_flight_shuffled(void)
+{
+	const uint32_t ce = 16, nch = 512;
+	const uint64_t el = (uint64_t)ce * nch - 5;
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 512, { 0 } };
+	const int n_in = 3 * (int)nch, n_dup = 100;
+	struct rte_mbuf **in = calloc((size_t)(n_in + n_dup), sizeof(*in));
+	static struct out o[2048];
+	uint64_t rng = fuzz_env_ulong("GEOREDUCE_FUZZ_SEED", 42);
+	int k = 0;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(9, 4, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+				"install") == 0);
+	for (int w = 0; w < 3; w++)
+		for (uint32_t c = 0; c < nch; c++)
+			in[k++] = contrib_f32(9, 4, 0, W3[w], 77, c, el, ce);
+	/* Fisher-Yates, then duplicates of random packets placed after their original. */
+	for (int i = n_in - 1; i > 0; i--) {
+		int j = (int)(rng_next(&rng) % (uint64_t)(i + 1));
+		struct rte_mbuf *t = in[i];
+
+		in[i] = in[j];
+		in[j] = t;
+	}
+	for (int d = 0; d < n_dup; d++) {
+		int j = (int)(rng_next(&rng) % (uint64_t)k);
+
+		in[k] = rte_pktmbuf_copy(in[j], tpool, 0, UINT32_MAX);
+		struct rte_mbuf *t = in[k];
+
+		memmove(&in[j + 2], &in[j + 1], sizeof(*in) * (size_t)(k - j - 1));
+		in[j + 1] = t;
+		k++;
+	}
+	/* The first third alone: nothing completes yet, the slots hold it all. */
+	for (int i = 0; i < k; i++) {
+		inject(in[i]);
+		if ((i & 255) == 255)
+			poll_all();
+	}
+	poll_all();
+	int n = collect(o, 2048), bad = 0;
+
+	CU_ASSERT(n == 3 * (int)nch);
+	for (int i = 0; i < n && i < 2048; i++) {
+		uint32_t c = o[i].p.chunk;
+
+		bad += o[i].p.contrib != 3;
+		for (uint32_t e = 0; e < o[i].p.count; e++) {
+			uint64_t x = (uint64_t)c * ce + e;
+
+			bad += out_f32(&o[i], e) != val(11, x) + val(12, x) + val(13, x);
+		}
+	}
+	CU_ASSERT(bad == 0);
+	CU_ASSERT(drops(WIRE_REASON_DUPLICATE) == (uint64_t)n_dup);
+	CU_ASSERT(ctr(DP_CTR_CHUNKS_COMPLETED) == nch);
+	free(in);
+	dp_down();
+}
+
+/* A slot that moved on to chunk c + slots keeps answering for chunk c from the RESULT it
+ * retains, and chunk c never takes the slot back (docs/PROTOCOL.md section 7.3). */
+static void
+test_slot_moved_on(void)
+{
+	const uint64_t el = 32 * 16;
+	const uint32_t ce = 16;
+	struct tdesc td = { 0, 0, 0, { 0 }, 0, 32, 16, { 0 } };
+	static struct out o[16];
+	uint64_t late;
+	int n;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(15, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+				"install") == 0);
+	for (uint32_t c = 3; c <= 19; c += 16)
+		for (int w = 0; w < 3; w++)
+			inject(contrib_f32(15, 1, 0, W3[w], 4, c, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 6);
+	/* Worker 12 lost chunk 3's RESULT: its RETX gets it, the slot still holds 19. */
+	late = drops(WIRE_REASON_LATE);
+	inject(contrib_f32_retx(15, 12, 4, 3, el, ce));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_RESULT && o[0].p.chunk == 3 && o[0].p.round == 4 &&
+		  o[0].fl.dst_ip == PEER_IP(12) && out_f32(&o[0], 1) == val(11, 3 * ce + 1) +
+									 val(12, 3 * ce + 1) +
+									 val(13, 3 * ce + 1));
+	CU_ASSERT(drops(WIRE_REASON_LATE) == late + 1);
+	inject(contrib_f32_retx(15, 11, 4, 19, el, ce));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 1 && o[0].p.type == WIRE_TYPE_RESULT && o[0].p.chunk == 19);
+	dp_down();
+}
+
+int
+main(int argc, char **argv)
+{
+	CU_pSuite s = dp_fixture_init(argc, argv, "test_dp_slots");
+
+	if (s == NULL)
+		return 1;
+	CU_add_test(s, "root with three workers", test_root_three_workers);
+	CU_add_test(s, "interior gateway and two trees", test_interior_and_two_trees);
+	CU_add_test(s, "512 chunks in flight, shuffled, duplicated", test_many_in_flight_shuffled);
+	CU_add_test(s, "partial reduce", test_partial_reduce);
+	CU_add_test(s, "partial reduce: sets of child gateways", test_partial_reduce_child_sets);
+	CU_add_test(s, "a child gateway's contrib counts the workers below it",
+		    test_child_contrib_count);
+	CU_add_test(s, "a slot moved on answers for its previous chunk", test_slot_moved_on);
+	return dp_fixture_run();
+}
