@@ -47,6 +47,7 @@
 #include "clock.h"
 #include "georeduce.h"
 #include "halffloat.h"
+#include "tls_opts.h"
 
 #define PROG "georeduce-worker"
 #define WORKERS_MAX 192         /* the most local workers a table lists */
@@ -59,7 +60,7 @@
 struct opts {
 	const char *table;
 	const char *control;            /* --control: join through the control process */
-	const char *cert, *key, *ca, *server_name;
+	struct tls_opts tls_opts;       /* with --control: --cert, --key, --ca, --server-name */
 	uint32_t job;
 	bool has_job;
 	uint16_t ids[WORKERS_MAX];
@@ -946,10 +947,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "table", required_argument, NULL, 't' },
 		{ "control", required_argument, NULL, 'c' },
 		{ "job", required_argument, NULL, 'J' },
-		{ "cert", required_argument, NULL, 'C' },
-		{ "key", required_argument, NULL, 'K' },
-		{ "ca", required_argument, NULL, 'A' },
-		{ "server-name", required_argument, NULL, 'N' },
+		TLS_OPTS_LONGOPTS,
 		{ "worker-id", required_argument, NULL, 'w' },
 		{ "rounds", required_argument, NULL, 'n' },
 		{ "first-round", required_argument, NULL, 'f' },
@@ -973,6 +971,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		if (tls_opts_take(&o->tls_opts, c, optarg))
+			continue;
 		switch (c) {
 		case 't':
 			o->table = optarg;
@@ -984,18 +984,6 @@ parse_opts(int argc, char **argv, struct opts *o)
 			if (parse_u32("--job", optarg, 0, UINT32_MAX, &o->job) < 0)
 				return -1;
 			o->has_job = true;
-			break;
-		case 'C':
-			o->cert = optarg;
-			break;
-		case 'K':
-			o->key = optarg;
-			break;
-		case 'A':
-			o->ca = optarg;
-			break;
-		case 'N':
-			o->server_name = optarg;
 			break;
 		case 'w':
 			if (o->n_ids == WORKERS_MAX) {
@@ -1099,8 +1087,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		cli_error(PROG, "--control needs --job");
 		return -1;
 	}
-	if (o->control == NULL && (o->has_job || o->cert != NULL || o->key != NULL ||
-				   o->ca != NULL || o->server_name != NULL)) {
+	if (o->control == NULL && (o->has_job || tls_opts_given(&o->tls_opts))) {
 		cli_error(PROG, "--job, --cert, --key, --ca and --server-name need --control");
 		return -1;
 	}
@@ -1266,10 +1253,10 @@ join_config(const struct opts *o, struct worker *w, struct gr_config *c, char *e
 {
 	struct gr_join_opts jo = {
 		.control = o->control,
-		.cert = o->cert,
-		.key = o->key,
-		.ca = o->ca,
-		.server_name = o->server_name,
+		.cert = o->tls_opts.cert,
+		.key = o->tls_opts.key,
+		.ca = o->tls_opts.ca,
+		.server_name = o->tls_opts.server_name,
 		.job = o->job,
 		.worker_id = w->id,
 	};
