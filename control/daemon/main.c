@@ -38,6 +38,7 @@
 #include "jobplan.h"
 #include "jsonutil.h"
 #include "promsrv.h"
+#include "tls_opts.h"
 
 #define PROG "georeduce-control"
 
@@ -87,7 +88,7 @@ struct opts {
 	const char *socket;
 	const char *listen;
 	const char *metrics;
-	const char *cert, *key, *ca, *server_name;
+	struct tls_opts tls_opts;       /* status, replan: --cert, --key, --ca, --server-name */
 	const char *out;
 	uint32_t epoch;
 	int heartbeat_ms, fail_after, timeout_ms;
@@ -115,10 +116,7 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "listen", required_argument, NULL, 'l' },
-		{ "cert", required_argument, NULL, 'C' },
-		{ "key", required_argument, NULL, 'K' },
-		{ "ca", required_argument, NULL, 'A' },
-		{ "server-name", required_argument, NULL, 'N' },
+		TLS_OPTS_LONGOPTS,
 		{ "install", no_argument, NULL, 'i' },
 		{ "job", required_argument, NULL, 'J' },
 		{ "watch", no_argument, NULL, 'w' },
@@ -152,6 +150,8 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 				  argv[optind - 1]);
 			return -1;
 		}
+		if (tls_opts_take(&o->tls_opts, c, optarg))
+			continue;
 		switch (c) {
 		case 's':
 		case 'o':
@@ -183,18 +183,6 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 			break;
 		case 'l':
 			o->listen = optarg;
-			break;
-		case 'C':
-			o->cert = optarg;
-			break;
-		case 'K':
-			o->key = optarg;
-			break;
-		case 'A':
-			o->ca = optarg;
-			break;
-		case 'N':
-			o->server_name = optarg;
 			break;
 		case 'i':
 			o->install = true;
@@ -375,15 +363,12 @@ struct dconn {
 static int
 dconn_open(const struct opts *o, struct dconn *c)
 {
-	char err[CTL_ERR_MAX + 64];
-
 	c->tls = NULL;
-	if (ctltls_client_ctx(o->socket, o->cert, o->key, o->ca, &c->tls, err, sizeof(err)) != 0) {
-		cli_error(PROG, "%s", err);
+	if (tls_opts_client_ctx(&o->tls_opts, PROG, o->socket, &c->tls) != 0)
 		return CLI_EXIT_USAGE;
-	}
 	install_gw_init(&c->gw, "daemon", o->socket);
-	install_gw_tls(&c->gw, c->tls, o->server_name != NULL ? o->server_name : "control",
+	install_gw_tls(&c->gw, c->tls,
+		       o->tls_opts.server_name != NULL ? o->tls_opts.server_name : "control",
 		       CTLTLS_ROLE_CONTROL);
 	return 0;
 }

@@ -26,6 +26,7 @@
 #include "ctltls.h"
 #include "jsonutil.h"
 #include "table.h"
+#include "tls_opts.h"
 
 #define PROG "georeduce-dpctl"
 #define DEFAULT_SOCKET "/run/georeduce/dataplane.sock"
@@ -36,8 +37,8 @@ static const char *const envelope[] = { "version", "id", "ok", "errno", "error" 
 
 struct opts {
 	const char *socket;
-	const char *cert, *key, *ca;    /* for a tls:// endpoint */
-	const char *server_name;        /* the name the gateway's certificate must carry */
+	struct tls_opts tls_opts;       /* for a tls:// endpoint: the files, and the name the
+					 * gateway's certificate must carry */
 	struct ctltls_ctx *tls;
 	int timeout_ms;
 	bool json;
@@ -579,8 +580,8 @@ connect_or_say(const struct opts *o, struct ctl_conn *c)
 		cli_error(PROG, "--socket: '%s' is too long for a unix socket path", o->socket);
 		return -1;
 	}
-	r = ctltls_dial(o->tls, o->socket, o->server_name, CTLTLS_ROLE_GATEWAY, o->timeout_ms,
-			c, err, sizeof(err));
+	r = ctltls_dial(o->tls, o->socket, o->tls_opts.server_name, CTLTLS_ROLE_GATEWAY,
+			o->timeout_ms, c, err, sizeof(err));
 	if (r < 0) {
 		cli_error(PROG, "%s", err);
 		return -1;
@@ -691,21 +692,19 @@ main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
-		{ "cert", required_argument, NULL, 'C' },
-		{ "key", required_argument, NULL, 'K' },
-		{ "ca", required_argument, NULL, 'A' },
-		{ "server-name", required_argument, NULL, 'N' },
+		TLS_OPTS_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .socket = DEFAULT_SOCKET, .timeout_ms = DEFAULT_TIMEOUT_MS };
-	char err[CTL_ERR_MAX];
 	const char *name;
 	int c, nargs, rc;
 
 	opterr = 0;
 	/* '+': options end at the command, so that a command's arguments are never options. */
 	while ((c = getopt_long(argc, argv, "+:s:t:jh", longopts, NULL)) != -1) {
+		if (tls_opts_take(&o.tls_opts, c, optarg))
+			continue;
 		switch (c) {
 		case 's':
 			if (optarg[0] == '\0') {
@@ -720,18 +719,6 @@ main(int argc, char **argv)
 			break;
 		case 'j':
 			o.json = true;
-			break;
-		case 'C':
-			o.cert = optarg;
-			break;
-		case 'K':
-			o.key = optarg;
-			break;
-		case 'A':
-			o.ca = optarg;
-			break;
-		case 'N':
-			o.server_name = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -752,10 +739,8 @@ main(int argc, char **argv)
 		cli_error(PROG, "no command (see --help)");
 		return CLI_EXIT_USAGE;
 	}
-	if (ctltls_client_ctx(o.socket, o.cert, o.key, o.ca, &o.tls, err, sizeof(err)) != 0) {
-		cli_error(PROG, "%s", err);
+	if (tls_opts_client_ctx(&o.tls_opts, PROG, o.socket, &o.tls) != 0)
 		return CLI_EXIT_USAGE;
-	}
 	name = argv[optind++];
 	nargs = argc - optind;
 	rc = dispatch(&o, name, argv + optind, nargs);
