@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,21 +22,6 @@
 #include "selmcast.h"
 #include "table_compile.h"
 #include "wire.h"
-
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-/* A one-line message; returns rc (a negative errno). */
-static int
-fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	json_util_vfail(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 /* ---- the ring as chain trees --------------------------------------------------------- */
 
@@ -76,12 +60,12 @@ jobplan_ring_chains(const struct topo *t, double search_seconds, uint64_t bytes,
 		goto nomem;
 	rc = baseline_ring(t, search_seconds, &rp);
 	if (rc != 0) {
-		fail(err, errlen, rc, "ring: no ring found: %s", strerror(-rc));
+		json_util_failrc(rc, err, errlen, "ring: no ring found: %s", strerror(-rc));
 		errno = -rc;
 		goto out;
 	}
 	if (rp.m < 2) {
-		fail(err, errlen, -EINVAL, "ring: needs at least 2 worker sites");
+		json_util_failrc(-EINVAL, err, errlen, "ring: needs at least 2 worker sites");
 		errno = EINVAL;
 		goto out;
 	}
@@ -92,17 +76,18 @@ jobplan_ring_chains(const struct topo *t, double search_seconds, uint64_t bytes,
 		int len = graph_route(t, a, b, path);
 
 		if (len < 2) {
-			fail(err, errlen, -ENOENT, "ring: no route from '%s' to '%s'", t->nodes[a].id,
-			     t->nodes[b].id);
+			json_util_failrc(-ENOENT, err, errlen, "ring: no route from '%s' to '%s'",
+					 t->nodes[a].id, t->nodes[b].id);
 			errno = ENOENT;
 			goto out;
 		}
 		for (int k = 0; k < (rp.m == 2 ? len : len - 1); k++) {
 			if (seen[path[k]]) {
-				fail(err, errlen, -ENOENT, "ring: the route from '%s' to '%s' passes "
-				     "node '%s' twice, so the ring has no chain form; use mtree or "
-				     "single-tree", t->nodes[a].id, t->nodes[b].id,
-				     t->nodes[path[k]].id);
+				json_util_failrc(-ENOENT, err, errlen, "ring: the route from '%s' "
+						 "to '%s' passes node '%s' twice, so the ring has "
+						 "no chain form; use mtree or single-tree",
+						 t->nodes[a].id, t->nodes[b].id,
+						 t->nodes[path[k]].id);
 				errno = ENOENT;
 				goto out;
 			}
@@ -147,13 +132,13 @@ jobplan_ring_chains(const struct topo *t, double search_seconds, uint64_t bytes,
 		}
 		rc = plan_add_tree(p, root, rate, par);
 		if (rc < 0) {
-			fail(err, errlen, rc, "ring: %s", strerror(-rc));
+			json_util_failrc(rc, err, errlen, "ring: %s", strerror(-rc));
 			errno = -rc;
 			goto fail;
 		}
 	}
 	if (plan_shares_from_rates(p) != 0) {
-		fail(err, errlen, -EINVAL, "ring: every chain has rate 0");
+		json_util_failrc(-EINVAL, err, errlen, "ring: every chain has rate 0");
 		errno = EINVAL;
 		goto fail;
 	}
@@ -165,7 +150,7 @@ jobplan_ring_chains(const struct topo *t, double search_seconds, uint64_t bytes,
 	}
 	goto out;
 nomem:
-	fail(err, errlen, -ENOMEM, "ring: out of memory");
+	json_util_failrc(-ENOMEM, err, errlen, "ring: out of memory");
 	errno = ENOMEM;
 fail:
 	plan_free(p);
@@ -217,7 +202,7 @@ planning_topo(const struct deploy *d, const struct deploy_job *j, const bool *up
 
 	jp->node_of = malloc(sizeof(int) * (size_t)t->n_nodes);
 	if (nodes == NULL || links == NULL || idx == NULL || jp->node_of == NULL) {
-		rc = fail(err, errlen, -ENOMEM, "out of memory");
+		rc = json_util_failrc(-ENOMEM, err, errlen, "out of memory");
 		goto out;
 	}
 	for (int v = 0; v < t->n_nodes; v++) {
@@ -249,13 +234,14 @@ planning_topo(const struct deploy *d, const struct deploy_job *j, const bool *up
 	}
 	jp->n_workers = workers;
 	if (workers == 0) {
-		rc = fail(err, errlen, -ENOENT, "job %u: no worker at a gateway that is up", j->id);
+		rc = json_util_failrc(-ENOENT, err, errlen, "job %u: no worker at a gateway that "
+				      "is up", j->id);
 		goto out;
 	}
 	jp->topo = topo_create(t->name, n, nodes, nl, links, terr, sizeof(terr));
 	if (jp->topo == NULL)
-		rc = fail(err, errlen, errno == ENOMEM ? -ENOMEM : -EINVAL, "job %u: %s", j->id,
-			  terr);
+		rc = json_util_failrc(errno == ENOMEM ? -ENOMEM : -EINVAL, err, errlen,
+				      "job %u: %s", j->id, terr);
 out:
 	free(idx);
 	free(links);
@@ -481,17 +467,18 @@ selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double wire, ch
 		goto nomem;
 	n = selmcast_sites(t, NULL, t->name, tensor, site, in_g, eg_g, bytes, serr, sizeof(serr));
 	if (n < 0) {
-		rc = fail(err, errlen, -EINVAL, "job %u: selmcast: %s", j->id, serr);
+		rc = json_util_failrc(-EINVAL, err, errlen, "job %u: selmcast: %s", j->id, serr);
 		goto out;
 	}
 	if (n < 2) {
-		rc = fail(err, errlen, -ENOENT, "job %u: selmcast: %d worker site up, multicast "
-			  "needs 2", j->id, n);
+		rc = json_util_failrc(-ENOENT, err, errlen, "job %u: selmcast: %d worker site up, "
+				      "multicast needs 2", j->id, n);
 		goto out;
 	}
 	if (n > TABLE_STREAMS_MAX) {
-		rc = fail(err, errlen, -E2BIG, "job %u: selmcast: %d worker sites, a table holds at "
-			  "most %d streams", j->id, n, TABLE_STREAMS_MAX);
+		rc = json_util_failrc(-E2BIG, err, errlen, "job %u: selmcast: %d worker sites, a "
+				      "table holds at most %d streams", j->id, n,
+				      TABLE_STREAMS_MAX);
 		goto out;
 	}
 	/* p: the option, or 30% of the sites; at most the other sites (fewer may be up). */
@@ -514,7 +501,7 @@ selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double wire, ch
 				     .ingress_gbps = in_g, .egress_gbps = eg_g, .bytes = bytes,
 				     .p = ps };
 	if (selmcast_check(&in, serr, sizeof(serr)) != 0) {
-		rc = fail(err, errlen, -EINVAL, "job %u: selmcast: %s", j->id, serr);
+		rc = json_util_failrc(-EINVAL, err, errlen, "job %u: selmcast: %s", j->id, serr);
 		goto out;
 	}
 	rc = selmcast_select(&in, NULL, x, &res);
@@ -542,9 +529,9 @@ selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double wire, ch
 			st->receiver[site[k]] = true;
 			len = graph_route(t, site[i], site[k], path);
 			if (len < 2) {
-				rc = fail(err, errlen, -EINVAL, "job %u: selmcast: no route from '%s' "
-					  "to '%s'", j->id, t->nodes[site[i]].id,
-					  t->nodes[site[k]].id);
+				rc = json_util_failrc(-EINVAL, err, errlen, "job %u: selmcast: no "
+						      "route from '%s' to '%s'", j->id,
+						      t->nodes[site[i]].id, t->nodes[site[k]].id);
 				goto out;
 			}
 			/* Union of shortest paths: a node already on the tree keeps its parent,
@@ -579,7 +566,7 @@ selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double wire, ch
 	rc = 0;
 	goto out;
 nomem:
-	rc = fail(err, errlen, -ENOMEM, "out of memory");
+	rc = json_util_failrc(-ENOMEM, err, errlen, "out of memory");
 out:
 	free(load);
 	free(path);
@@ -618,7 +605,7 @@ stream_table(const struct jobplan *jp, const struct deploy *d, const struct depl
 		n_here += jp->streams[s].parent[i] != PLAN_ABSENT;
 	tb = table_create_streams(0, NULL, NULL, n_here);
 	if (tb == NULL) {
-		fail(err, errlen, -ENOMEM, "out of memory");
+		json_util_failrc(-ENOMEM, err, errlen, "out of memory");
 		return NULL;
 	}
 	tb->job = j->id;
@@ -749,18 +736,19 @@ plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errle
 	}
 	if (jp->plan == NULL) {
 		rc = errno == ENOMEM ? -ENOMEM : errno == EIO ? -EIO : -ENOENT;
-		return fail(err, errlen, rc, "job %u: %s", j->id, perr);
+		return json_util_failrc(rc, err, errlen, "job %u: %s", j->id, perr);
 	}
 	rc = plan_validate(t, jp->plan, j->algo == DEPLOY_ALGO_MTREE ? j->max_height_ms : 0, perr,
 			   sizeof(perr));
 	if (rc != 0)
-		return fail(err, errlen, rc, "job %u: the %s plan is invalid: %s", j->id,
-			    deploy_algo_name(j->algo), perr);
+		return json_util_failrc(rc, err, errlen, "job %u: the %s plan is invalid: %s",
+					j->id, deploy_algo_name(j->algo), perr);
 	/* BlueConnect's prediction is its own model's, of the LAN hand-off and the WAN. */
 	rc = j->algo == DEPLOY_ALGO_BLUECONNECT && topo_worker_sites(t) > 1
 		     ? 0 : plan_predict(t, jp->plan, wire_bytes(j, bytes), 0);
 	if (rc != 0)
-		return fail(err, errlen, rc, "job %u: prediction failed: %s", j->id, strerror(-rc));
+		return json_util_failrc(rc, err, errlen, "job %u: prediction failed: %s", j->id,
+					strerror(-rc));
 	jp->plan->bytes = bytes;
 	/* What the plan reaches of the most any set of trees could carry here (metrics). */
 	jp->bound_gbps = topo_worker_sites(t) > 1 ? plan_packing_bound(t, NULL) : -1;
@@ -787,13 +775,13 @@ seal_tables(struct jobplan *jp, const struct deploy *d, char *err, size_t errlen
 	int rc;
 
 	if (ids == NULL)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return json_util_failrc(-ENOMEM, err, errlen, "out of memory");
 	for (int g = 0; g < jp->n_gateways; g++)
 		ids[g] = d->gateways[g].id;
 	rc = table_seal_links(jp->tables, jp->n_gateways, ids, link_sealed, (void *)d,
 			      d->seal_aead, terr, sizeof(terr));
 	free(ids);
-	return rc == 0 ? 0 : fail(err, errlen, rc, "job %u: %s", jp->job->id, terr);
+	return rc == 0 ? 0 : json_util_failrc(rc, err, errlen, "job %u: %s", jp->job->id, terr);
 }
 
 static int
@@ -821,7 +809,7 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 	int k = 0, m = 0;
 
 	if (dn == NULL || ws == NULL || gws == NULL || gw_of == NULL) {
-		rc = fail(err, errlen, -ENOMEM, "out of memory");
+		rc = json_util_failrc(-ENOMEM, err, errlen, "out of memory");
 		goto out;
 	}
 	/* Each planning node: its gateways that are up, in shard order, and its workers. */
@@ -855,9 +843,10 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 									   sizeof(terr));
 
 			if (tb == NULL) {
-				rc = fail(err, errlen, errno == ENOMEM ? -ENOMEM : errno == E2BIG ?
-					  -E2BIG : -EINVAL, "job %u: gateway %s: %s", j->id,
-					  d->gateways[g].name, terr);
+				rc = json_util_failrc(errno == ENOMEM ? -ENOMEM : errno == E2BIG ?
+						      -E2BIG : -EINVAL, err, errlen,
+						      "job %u: gateway %s: %s", j->id,
+						      d->gateways[g].name, terr);
 				goto out;
 			}
 			jp->tables[g] = tb;
@@ -889,7 +878,7 @@ jobplan_build(const struct deploy *d, int ji, const bool *up, const struct jobpl
 	int rc;
 
 	if (jp == NULL)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return json_util_failrc(-ENOMEM, err, errlen, "out of memory");
 	jp->job = j;
 	jp->epoch = epoch;
 	jp->n_nodes = d->topo->n_nodes;
@@ -898,7 +887,7 @@ jobplan_build(const struct deploy *d, int ji, const bool *up, const struct jobpl
 	jp->gw_up = calloc((size_t)jp->n_gateways, sizeof(*jp->gw_up));
 	jp->site_table = malloc(sizeof(*jp->site_table) * (size_t)jp->n_nodes);
 	rc = jp->tables == NULL || jp->gw_up == NULL || jp->site_table == NULL
-		     ? fail(err, errlen, -ENOMEM, "out of memory") : 0;
+		     ? json_util_failrc(-ENOMEM, err, errlen, "out of memory") : 0;
 	for (int g = 0; rc == 0 && g < jp->n_gateways; g++)
 		jp->gw_up[g] = gw_up(up, g);
 	for (int v = 0; rc == 0 && v < jp->n_nodes; v++)
@@ -999,7 +988,8 @@ write_file(const char *path, const void *obj, bool is_plan, const struct topo *t
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f = fopen(tmp, "w");
 	if (f == NULL)
-		return fail(err, errlen, -errno, "%s: cannot create: %s", tmp, strerror(errno));
+		return json_util_failrc(-errno, err, errlen, "%s: cannot create: %s", tmp,
+					strerror(errno));
 	/* A table file is for the workers and people: without the link keys. */
 	rc = is_plan ? plan_write(t, obj, f) : json_util_dump_new(table_to_json_public(obj), f);
 	if (fclose(f) != 0 && rc == 0)
@@ -1008,7 +998,8 @@ write_file(const char *path, const void *obj, bool is_plan, const struct topo *t
 		rc = -errno;
 	if (rc != 0) {
 		unlink(tmp);
-		return fail(err, errlen, rc, "%s: write error: %s", path, strerror(-rc));
+		return json_util_failrc(rc, err, errlen, "%s: write error: %s", path,
+					strerror(-rc));
 	}
 	return 0;
 }
@@ -1021,7 +1012,8 @@ jobplan_write(const struct jobplan *jp, const struct deploy *d, const char *dir,
 	int rc;
 
 	if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-		return fail(err, errlen, -errno, "%s: cannot create: %s", dir, strerror(errno));
+		return json_util_failrc(-errno, err, errlen, "%s: cannot create: %s", dir,
+					strerror(errno));
 	snprintf(path, sizeof(path), "%s/job-%u-plan.json", dir, jp->job->id);
 	rc = write_file(path, jp->plan, true, jp->topo, err, errlen);
 	for (int g = 0; rc == 0 && g < jp->n_gateways; g++) {
