@@ -139,3 +139,14 @@ json_util_dump_new(json_t *v, FILE *out)
 	json_decref(v);
 	return rc;
 }
+
+int
+json_util_failrc(int rc, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	json_util_vfail(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}

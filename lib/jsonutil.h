@@ -70,4 +70,11 @@ int json_util_dump(const json_t *v, FILE *out);
  */
 int json_util_dump_new(json_t *v, FILE *out);
 
+/**
+ * json_util_fail() for callers whose failure is not -EINVAL: the same one-line message into
+ * err, and returns rc (a negative errno) so callers can `return json_util_failrc(...)`.
+ */
+int json_util_failrc(int rc, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 #endif

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * Planning one job for one epoch and compiling its tables (jobplan.h).
+ * Planning one job for one epoch and compiling its tables (jobplan.h): the planning
+ * topology, the plan of the job's algorithm (the ring's chain trees and CREW's stars in
+ * jobplan_trees.c, selmcast's streams and their tables in jobplan_mcast.c), the tables, and
+ * the files of an epoch for the workers.
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,171 +15,14 @@
 
 #include "baselines.h"
 #include "blueconnect.h"
-#include "crew.h"
-#include "graph.h"
 #include "jobplan.h"
+#include "jobplan_mcast.h"
+#include "jobplan_trees.h"
 #include "jsonutil.h"
 #include "mtree.h"
 #include "report.h"
-#include "selmcast.h"
 #include "table_compile.h"
 #include "wire.h"
-
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-/* A one-line message; returns rc (a negative errno). */
-static int
-fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	json_util_vfail(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-/* ---- the ring as chain trees --------------------------------------------------------- */
-
-/* Fill parent[] with the chain seq[first], seq[first + step], ... (len nodes, indices
- * modulo n_seq), each node's parent the one before it; relay leaves pruned. */
-static void
-chain(const struct topo *t, const int *seq, int n_seq, int first, int step, int len,
-      int *parent)
-{
-	for (int v = 0; v < t->n_nodes; v++)
-		parent[v] = PLAN_ABSENT;
-	parent[seq[first]] = PLAN_ROOT;
-	for (int k = 1; k < len; k++) {
-		int cur = seq[((first + k * step) % n_seq + n_seq) % n_seq];
-		int prev = seq[((first + (k - 1) * step) % n_seq + n_seq) % n_seq];
-
-		parent[cur] = prev;
-	}
-	graph_prune_relay_leaves(t, parent);
-}
-
-struct plan *
-jobplan_ring_chains(const struct topo *t, double search_seconds, uint64_t bytes, char *err,
-		    size_t errlen)
-{
-	struct ring_plan rp = { 0 };
-	int n = t->n_nodes, n_seq = 0, rc;
-	int *seq = malloc(sizeof(int) * (size_t)n), *path = malloc(sizeof(int) * (size_t)n);
-	int *parents = NULL, *uses = calloc((size_t)(t->n_links > 0 ? t->n_links : 1),
-					    sizeof(int));
-	bool *seen = calloc((size_t)n, sizeof(bool));
-	struct plan *p = NULL;
-
-	errno = ENOMEM;
-	if (seq == NULL || path == NULL || uses == NULL || seen == NULL)
-		goto nomem;
-	rc = baseline_ring(t, search_seconds, &rp);
-	if (rc != 0) {
-		fail(err, errlen, rc, "ring: no ring found: %s", strerror(-rc));
-		errno = -rc;
-		goto out;
-	}
-	if (rp.m < 2) {
-		fail(err, errlen, -EINVAL, "ring: needs at least 2 worker sites");
-		errno = EINVAL;
-		goto out;
-	}
-	/* The ring as a walk of distinct nodes: for two members the route between them (the
-	 * way back is the same path), else the closed walk through every route. */
-	for (int i = 0; i < (rp.m == 2 ? 1 : rp.m); i++) {
-		int a = rp.order[i], b = rp.order[(i + 1) % rp.m];
-		int len = graph_route(t, a, b, path);
-
-		if (len < 2) {
-			fail(err, errlen, -ENOENT, "ring: no route from '%s' to '%s'", t->nodes[a].id,
-			     t->nodes[b].id);
-			errno = ENOENT;
-			goto out;
-		}
-		for (int k = 0; k < (rp.m == 2 ? len : len - 1); k++) {
-			if (seen[path[k]]) {
-				fail(err, errlen, -ENOENT, "ring: the route from '%s' to '%s' passes "
-				     "node '%s' twice, so the ring has no chain form; use mtree or "
-				     "single-tree", t->nodes[a].id, t->nodes[b].id,
-				     t->nodes[path[k]].id);
-				errno = ENOENT;
-				goto out;
-			}
-			seen[path[k]] = true;
-			seq[n_seq++] = path[k];
-		}
-	}
-	/* One chain per member: forward from it round the ring, or (two members) along the
-	 * path in the direction away from it. */
-	parents = malloc(sizeof(int) * (size_t)n * (size_t)rp.m);
-	p = plan_create("ring", t, rp.m);
-	if (parents == NULL || p == NULL)
-		goto nomem;
-	for (int i = 0, tr = 0; i < n_seq; i++) {
-		int *par = parents + (size_t)tr * (size_t)n;
-
-		if (t->nodes[seq[i]].workers == 0)
-			continue;
-		if (rp.m == 2)
-			chain(t, seq, n_seq, i, i == 0 ? 1 : -1, n_seq, par);
-		else
-			chain(t, seq, n_seq, i, 1, n_seq, par);
-		for (int v = 0; v < n; v++)
-			if (par[v] >= 0)
-				uses[topo_link_between(t, v, par[v])]++;
-		tr++;
-	}
-	for (int tr = 0; tr < rp.m; tr++) {
-		const int *par = parents + (size_t)tr * (size_t)n;
-		double rate = INFINITY;
-		int root = -1;
-
-		for (int v = 0; v < n; v++) {
-			if (par[v] == PLAN_ROOT)
-				root = v;
-			if (par[v] >= 0) {
-				int l = topo_link_between(t, v, par[v]);
-				double r = topo_link_duplex_gbps(t, l) / uses[l];
-
-				rate = r < rate ? r : rate;
-			}
-		}
-		rc = plan_add_tree(p, root, rate, par);
-		if (rc < 0) {
-			fail(err, errlen, rc, "ring: %s", strerror(-rc));
-			errno = -rc;
-			goto fail;
-		}
-	}
-	if (plan_shares_from_rates(p) != 0) {
-		fail(err, errlen, -EINVAL, "ring: every chain has rate 0");
-		errno = EINVAL;
-		goto fail;
-	}
-	for (int i = 0; i < p->n_trees; i++) {
-		struct plan_tree *tr = &p->trees[i];
-
-		tr->chunk_bytes = planner_chunk_bytes((uint64_t)(tr->share * (double)bytes),
-						      tr->rate_gbps, 0, 2 * plan_tree_depth(t, tr));
-	}
-	goto out;
-nomem:
-	fail(err, errlen, -ENOMEM, "ring: out of memory");
-	errno = ENOMEM;
-fail:
-	plan_free(p);
-	p = NULL;
-out:
-	ring_plan_fini(&rp);
-	free(parents);
-	free(seen);
-	free(uses);
-	free(path);
-	free(seq);
-	return p;
-}
 
 /* ---- planning a job ------------------------------------------------------------------ */
 
@@ -217,7 +61,7 @@ planning_topo(const struct deploy *d, const struct deploy_job *j, const bool *up
 
 	jp->node_of = malloc(sizeof(int) * (size_t)t->n_nodes);
 	if (nodes == NULL || links == NULL || idx == NULL || jp->node_of == NULL) {
-		rc = fail(err, errlen, -ENOMEM, "out of memory");
+		rc = json_util_failrc(-ENOMEM, err, errlen, "out of memory");
 		goto out;
 	}
 	for (int v = 0; v < t->n_nodes; v++) {
@@ -249,13 +93,14 @@ planning_topo(const struct deploy *d, const struct deploy_job *j, const bool *up
 	}
 	jp->n_workers = workers;
 	if (workers == 0) {
-		rc = fail(err, errlen, -ENOENT, "job %u: no worker at a gateway that is up", j->id);
+		rc = json_util_failrc(-ENOENT, err, errlen, "job %u: no worker at a gateway that "
+				      "is up", j->id);
 		goto out;
 	}
 	jp->topo = topo_create(t->name, n, nodes, nl, links, terr, sizeof(terr));
 	if (jp->topo == NULL)
-		rc = fail(err, errlen, errno == ENOMEM ? -ENOMEM : -EINVAL, "job %u: %s", j->id,
-			  terr);
+		rc = json_util_failrc(errno == ENOMEM ? -ENOMEM : -EINVAL, err, errlen,
+				      "job %u: %s", j->id, terr);
 out:
 	free(idx);
 	free(links);
@@ -290,391 +135,6 @@ fail:
 	plan_free(p);
 	errno = ENOMEM;
 	return NULL;
-}
-
-/* The largest factor (at most 1) by which loads fit every link direction: load[2 l] a to
- * b of link l, load[2 l + 1] b to a, in Gbit/s. */
-static double
-link_fit(const struct topo *t, const double *load)
-{
-	double f = 1;
-
-	for (int l = 0; l < t->n_links; l++) {
-		if (load[2 * l] > t->links[l].gbps_ab * f)
-			f = t->links[l].gbps_ab / load[2 * l];
-		if (load[2 * l + 1] > t->links[l].gbps_ba * f)
-			f = t->links[l].gbps_ba / load[2 * l + 1];
-	}
-	return f;
-}
-
-/* link_fit() of a tree plan: a tree uses its rate in both directions of each of its
- * edges. -1 on ENOMEM. */
-static double
-fit_rates(const struct topo *t, const struct plan *pl)
-{
-	double *load = calloc(2 * (size_t)t->n_links, sizeof(double)), f;
-
-	if (load == NULL)
-		return -1;
-	for (int k = 0; k < pl->n_trees; k++)
-		for (int v = 0; v < t->n_nodes; v++) {
-			int u = pl->trees[k].parent[v], l;
-
-			if (u < 0)
-				continue;
-			l = topo_link_between(t, v, u);
-			if (l < 0)
-				continue; /* plan_validate() reports it */
-			load[2 * l] += pl->trees[k].rate_gbps;
-			load[2 * l + 1] += pl->trees[k].rate_gbps;
-		}
-	f = link_fit(t, load);
-	free(load);
-	return f;
-}
-
-/*
- * CREW as trees: the shares of crew_solve() with every worker site a member (the group of
- * a round is whoever is ready first, so every site may be in it), and for each site that
- * aggregates a share one star rooted there, whose children are the other member sites.
- * Star i carries S_i bytes at S_i / (X + Y): on the link between member m and aggregator
- * i, star i's scatter and star m's broadcast (or the reverse) need at most
- * bw (X + Y), which is what CREW's shares guarantee, so the plan keeps every link within
- * its capacity.
- *
- * Where an aggregator and a member have no link (a failed one), CREW's relay carries the
- * chunk over two hops (crew_pick_relay(): a member if one has both links): the star
- * reaches that member through the relay, the shares are solved with the two hops' rate
- * (the slower hop), and since relayed chunks load links a star would not, every rate is
- * then scaled down as far as the busiest link needs. NULL with err and errno (ENOENT: no
- * site can aggregate).
- */
-static struct plan *
-crew_stars(const struct topo *t, uint64_t bytes, char *err, size_t errlen)
-{
-	int n = t->n_nodes, p = 0;
-	double *bw = crew_matrix_from_topo(t), *eff = malloc(sizeof(double) * (size_t)n * n);
-	int *group = malloc(sizeof(int) * (size_t)n), *parent = malloc(sizeof(int) * (size_t)n);
-	int *via = malloc(sizeof(int) * (size_t)n * n);
-	uint64_t *share = calloc((size_t)n, sizeof(*share));
-	struct plan *pl = NULL;
-	struct crew_times tm;
-	int rc = -ENOMEM, aggs = 0;
-	double f;
-
-	if (bw == NULL || eff == NULL || group == NULL || parent == NULL || via == NULL ||
-	    share == NULL)
-		goto out;
-	for (int v = 0; v < n; v++)
-		if (t->nodes[v].workers > 0)
-			group[p++] = v;
-	struct crew_problem pb = { .n = n, .gbps = bw, .group = group, .p = p,
-				   .model_bytes = bytes > 0 ? bytes : 1 };
-
-	/* Relays for the pairs without a link, and the rates the shares are solved with. */
-	memcpy(eff, bw, sizeof(double) * (size_t)n * n);
-	for (int i = 0; i < n; i++)
-		for (int k = 0; k < p; k++) {
-			int m = group[k], r;
-
-			via[i * n + m] = -1;
-			if (m == i || (bw[m * n + i] > 0 && bw[i * n + m] > 0))
-				continue;
-			r = crew_pick_relay(&pb, i, m, bytes, NULL, NULL);
-			if (r < 0 || bw[m * n + r] <= 0 || bw[r * n + i] <= 0)
-				continue;
-			via[i * n + m] = r;
-			eff[i * n + m] = fmin(bw[i * n + r], bw[r * n + m]);
-			eff[m * n + i] = fmin(bw[m * n + r], bw[r * n + i]);
-		}
-	pb.gbps = eff;
-	rc = crew_solve(&pb, CREW_SCHEME_CREW, share, &tm, err, errlen);
-	if (rc == -ENOENT)
-		snprintf(err, errlen, "crew: no site reaches every worker site in two hops");
-	if (rc != 0)
-		goto out;
-	for (int i = 0; i < n; i++)
-		aggs += share[i] > 0;
-	pl = plan_create("crew", t, aggs);
-	rc = pl == NULL ? -ENOMEM : 0;
-	for (int i = 0; i < n && rc == 0; i++) {
-		double T = tm.scatter_s + tm.broadcast_s, lat;
-		int k;
-
-		if (share[i] == 0)
-			continue;
-		for (int v = 0; v < n; v++)
-			parent[v] = PLAN_ABSENT;
-		for (int m = 0; m < p; m++) {
-			int r = via[i * n + group[m]];
-
-			parent[group[m]] = r >= 0 ? r : i;
-			if (r >= 0 && parent[r] == PLAN_ABSENT)
-				parent[r] = i;
-		}
-		parent[i] = PLAN_ROOT;
-		k = plan_add_tree(pl, i, (double)share[i] * 8 / 1e9 / T, parent);
-		if (k < 0) {
-			rc = k;
-			break;
-		}
-		lat = planner_tree_max_latency_ms(t, &pl->trees[k]);
-		pl->trees[k].chunk_bytes = planner_chunk_bytes(share[i], pl->trees[k].rate_gbps,
-							       lat, 2 * plan_tree_depth(t,
-											&pl->trees[k]));
-	}
-	f = rc == 0 ? fit_rates(t, pl) : 1;
-	if (f < 0)
-		rc = -ENOMEM;
-	for (int k = 0; rc == 0 && f < 1 && k < pl->n_trees; k++)
-		pl->trees[k].rate_gbps *= f;
-	if (rc == 0)
-		rc = plan_shares_from_rates(pl);
-	if (rc != 0)
-		snprintf(err, errlen, "crew: %s", strerror(-rc));
-out:
-	free(bw);
-	free(eff);
-	free(group);
-	free(parent);
-	free(via);
-	free(share);
-	if (rc != 0) {
-		plan_free(pl);
-		errno = -rc;
-		return NULL;
-	}
-	return pl;
-}
-
-/* ---- selective multicast --------------------------------------------------------------- */
-
-/*
- * A selmcast job (docs/DEPLOYMENT.md): the receivers of one round by the SELMCAST heuristic
- * from fresh staleness, over the worker sites of the planning topology (ingress and egress
- * from their links, each site's update = the tensor bytes with headers, times its workers);
- * for each sender site the union of the latency-shortest paths to its receivers as a
- * distribution tree (one copy per tree edge); each stream paced at update / T, T the
- * selection's completion time, scaled down by the largest factor that keeps the sum of
- * the streams on every link direction within its capacity. The plan has no trees; its
- * "multicast" section holds the selection.
- */
-static int
-selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double wire, char *err,
-		 size_t errlen)
-{
-	const struct topo *t = jp->topo;
-	int n_nodes = t->n_nodes, n, p, rc = -ENOMEM;
-	int *site = malloc(sizeof(int) * (size_t)n_nodes), *ps = NULL, *path = NULL;
-	double *in_g = malloc(sizeof(double) * (size_t)n_nodes);
-	double *eg_g = malloc(sizeof(double) * (size_t)n_nodes), *load = NULL, f, secs;
-	uint64_t *bytes = malloc(sizeof(uint64_t) * (size_t)n_nodes);
-	uint64_t tensor = table_dtype_bytes(j->dtype, j->elements);
-	unsigned char *x = NULL;
-	struct selmcast_inst in = { 0 };
-	struct selmcast_result res;
-	char serr[JOBPLAN_ERR_MAX];
-	json_t *sec;
-
-	if (site == NULL || in_g == NULL || eg_g == NULL || bytes == NULL)
-		goto nomem;
-	n = selmcast_sites(t, NULL, t->name, tensor, site, in_g, eg_g, bytes, serr, sizeof(serr));
-	if (n < 0) {
-		rc = fail(err, errlen, -EINVAL, "job %u: selmcast: %s", j->id, serr);
-		goto out;
-	}
-	if (n < 2) {
-		rc = fail(err, errlen, -ENOENT, "job %u: selmcast: %d worker site up, multicast "
-			  "needs 2", j->id, n);
-		goto out;
-	}
-	if (n > TABLE_STREAMS_MAX) {
-		rc = fail(err, errlen, -E2BIG, "job %u: selmcast: %d worker sites, a table holds at "
-			  "most %d streams", j->id, n, TABLE_STREAMS_MAX);
-		goto out;
-	}
-	/* p: the option, or 30% of the sites; at most the other sites (fewer may be up). */
-	p = j->mcast_p > 0 ? j->mcast_p : (int)fmax(1, floor(0.3 * n + 0.5));
-	if (p > n - 1)
-		p = n - 1;
-	ps = malloc(sizeof(int) * (size_t)n);
-	x = calloc((size_t)n * (size_t)n, 1);
-	path = malloc(sizeof(int) * (size_t)n_nodes);
-	load = calloc(2 * (size_t)(t->n_links > 0 ? t->n_links : 1), sizeof(double));
-	jp->streams = calloc((size_t)n, sizeof(*jp->streams));
-	if (ps == NULL || x == NULL || path == NULL || load == NULL || jp->streams == NULL)
-		goto nomem;
-	for (int i = 0; i < n; i++) {
-		ps[i] = p;
-		bytes[i] = (uint64_t)((double)tensor * wire) * (uint64_t)t->nodes[site[i]].workers;
-	}
-	in = (struct selmcast_inst){ .n = n, .model = j->mcast_application ? SELMCAST_APPLICATION
-									  : SELMCAST_NETWORK,
-				     .ingress_gbps = in_g, .egress_gbps = eg_g, .bytes = bytes,
-				     .p = ps };
-	if (selmcast_check(&in, serr, sizeof(serr)) != 0) {
-		rc = fail(err, errlen, -EINVAL, "job %u: selmcast: %s", j->id, serr);
-		goto out;
-	}
-	rc = selmcast_select(&in, NULL, x, &res);
-	if (rc != 0)
-		goto nomem;
-	secs = res.seconds;
-	for (int i = 0; i < n; i++) {
-		struct jobplan_stream *st = &jp->streams[i];
-
-		jp->n_streams++;
-		st->source = site[i];
-		st->parent = malloc(sizeof(int) * (size_t)n_nodes);
-		st->receiver = calloc((size_t)n_nodes, sizeof(bool));
-		if (st->parent == NULL || st->receiver == NULL)
-			goto nomem;
-		for (int v = 0; v < n_nodes; v++)
-			st->parent[v] = PLAN_ABSENT;
-		st->parent[site[i]] = PLAN_ROOT;
-		st->rate_gbps = secs > 0 ? (double)bytes[i] * 8 / secs / 1e9 : 0;
-		for (int k = 0; k < n; k++) {
-			int len;
-
-			if (!x[(size_t)i * n + k])
-				continue;
-			st->receiver[site[k]] = true;
-			len = graph_route(t, site[i], site[k], path);
-			if (len < 2) {
-				rc = fail(err, errlen, -EINVAL, "job %u: selmcast: no route from '%s' "
-					  "to '%s'", j->id, t->nodes[site[i]].id,
-					  t->nodes[site[k]].id);
-				goto out;
-			}
-			/* Union of shortest paths: a node already on the tree keeps its parent,
-			 * and shortest paths from one source share their prefixes. */
-			for (int h = 1; h < len; h++)
-				if (st->parent[path[h]] == PLAN_ABSENT)
-					st->parent[path[h]] = path[h - 1];
-		}
-		for (int v = 0; v < n_nodes; v++) {
-			int u = st->parent[v], l;
-
-			if (u < 0)
-				continue;
-			l = topo_link_between(t, u, v);
-			if (l >= 0)
-				load[2 * l + (t->links[l].a == u ? 0 : 1)] += st->rate_gbps;
-		}
-	}
-	f = link_fit(t, load); /* a stream uses each edge one way: down from its source */
-	for (int i = 0; i < n; i++)
-		jp->streams[i].rate_gbps *= f;
-	jp->plan = plan_create(deploy_algo_name(j->algo), t, 0);
-	if (jp->plan == NULL)
-		goto nomem;
-	jp->plan->bytes = tensor;
-	jp->plan->allreduce_seconds = f > 0 ? secs / f : secs;
-	sec = selmcast_section(t, site, &in, 1, x, &jp->plan->allreduce_seconds);
-	jp->plan->extra = json_object();
-	if (sec == NULL || jp->plan->extra == NULL ||
-	    json_object_set_new(jp->plan->extra, SELMCAST_SECTION, sec) != 0)
-		goto nomem;
-	rc = 0;
-	goto out;
-nomem:
-	rc = fail(err, errlen, -ENOMEM, "out of memory");
-out:
-	free(load);
-	free(path);
-	free(x);
-	free(ps);
-	free(bytes);
-	free(eg_g);
-	free(in_g);
-	free(site);
-	return rc;
-}
-
-/* The first gateway of deployment node v that is in the epoch (v has one). */
-static const struct deploy_gateway *
-lead_gw(const struct jobplan *jp, const struct deploy *d, int v)
-{
-	int g = d->node_gw[v];
-
-	while (!jp->gw_up[g] && g < d->node_gw[v] + d->node_ngw[v] - 1)
-		g++;
-	return &d->gateways[g];
-}
-
-/* The table of gateway g at planning node i of a selmcast job: its part in every stream
- * through it. A site's streams go through its first gateway that is up; the others get
- * none. */
-static struct table *
-stream_table(const struct jobplan *jp, const struct deploy *d, const struct deploy_job *j,
-	     int i, const struct deploy_gateway *g, char *err, size_t errlen)
-{
-	const struct topo *t = jp->topo;
-	int n_here = 0, k = 0;
-	struct table *tb;
-
-	for (int s = 0; s < jp->n_streams && g == lead_gw(jp, d, jp->node_of[i]); s++)
-		n_here += jp->streams[s].parent[i] != PLAN_ABSENT;
-	tb = table_create_streams(0, NULL, NULL, n_here);
-	if (tb == NULL) {
-		fail(err, errlen, -ENOMEM, "out of memory");
-		return NULL;
-	}
-	tb->job = j->id;
-	tb->epoch = jp->epoch;
-	tb->gw = (struct table_gw){ g->id, g->ipv4, g->base_port, g->ports };
-	tb->dtype = j->dtype;
-	tb->elements = j->elements;
-	tb->chunk_elements = j->chunk_bytes / (uint32_t)table_dtype_unit_bytes(j->dtype) *
-			     table_dtype_granule(j->dtype);
-	tb->limits = (struct table_limits){ TABLE_TREES_MAX, TABLE_CHILDREN_MAX,
-					    TABLE_WORKERS_MAX,
-					    j->slots_max != 0 ? j->slots_max : TABLE_SLOTS_MAX };
-	for (int s = 0; s < jp->n_streams && n_here > 0; s++) {
-		const struct jobplan_stream *js = &jp->streams[s];
-		struct table_stream *ts;
-		int src = jp->node_of[js->source];
-
-		if (js->parent[i] == PLAN_ABSENT)
-			continue;
-		ts = &tb->streams[k++];
-		ts->id = (uint16_t)s;
-		ts->source = lead_gw(jp, d, src)->id;
-		ts->rate_gbps = js->rate_gbps;
-		if (js->parent[i] >= 0) {
-			const struct deploy_gateway *f = lead_gw(jp, d, jp->node_of[js->parent[i]]);
-
-			ts->has_from = true;
-			ts->from = (struct table_gw){ f->id, f->ipv4, f->base_port, f->ports };
-		}
-		for (int v = 0; v < t->n_nodes; v++) {
-			const struct deploy_gateway *c = lead_gw(jp, d, jp->node_of[v]);
-
-			if (js->parent[v] == i && ts->n_to < TABLE_CHILDREN_MAX)
-				ts->to[ts->n_to++] = (struct table_gw){ c->id, c->ipv4,
-									c->base_port, c->ports };
-		}
-		for (int w = 0; w < j->n_workers; w++) {
-			const struct deploy_worker *dw = &j->workers[w];
-
-			if (dw->node == src && ts->n_origins < TABLE_WORKERS_MAX)
-				ts->origins[ts->n_origins++] = dw->w.id;
-			/* Receivers' workers get the stream; at the source, every worker of
-			 * the site is listed too: the others get it (the dataplane never
-			 * returns a worker its own update), and each worker finds its address
-			 * in the table even when the job has no tree. */
-			if (dw->node == jp->node_of[i] && (js->receiver[i] || i == js->source) &&
-			    ts->n_deliver < TABLE_WORKERS_MAX)
-				ts->deliver[ts->n_deliver++] = dw->w;
-		}
-	}
-	if (table_validate(tb, err, errlen) != 0) {
-		table_free(tb);
-		errno = EINVAL;
-		return NULL;
-	}
-	return tb;
 }
 
 /*
@@ -722,8 +182,10 @@ plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errle
 
 	jp->bound_gbps = -1;
 	if (j->algo == DEPLOY_ALGO_SELMCAST)
-		return selmcast_streams(jp, j, (double)(j->chunk_bytes + WIRE_FRAME_PAYLOAD_OFF) /
-						  (double)j->chunk_bytes, err, errlen);
+		return jobplan_selmcast_streams(jp, j,
+						(double)(j->chunk_bytes + WIRE_FRAME_PAYLOAD_OFF) /
+							(double)j->chunk_bytes,
+						err, errlen);
 	if (topo_worker_sites(t) == 1) {
 		jp->plan = one_site(t, j, bytes);
 	} else if (j->algo == DEPLOY_ALGO_MTREE) {
@@ -740,7 +202,7 @@ plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errle
 	} else if (j->algo == DEPLOY_ALGO_RING) {
 		jp->plan = jobplan_ring_chains(t, j->ring_seconds, bytes, perr, sizeof(perr));
 	} else if (j->algo == DEPLOY_ALGO_CREW) {
-		jp->plan = crew_stars(t, bytes, perr, sizeof(perr));
+		jp->plan = jobplan_crew_stars(t, bytes, perr, sizeof(perr));
 	} else if (j->algo == DEPLOY_ALGO_BLUECONNECT) {
 		jp->plan = blueconnect_job(jp, j, wire_bytes(j, bytes), perr, sizeof(perr));
 	} else {
@@ -749,18 +211,19 @@ plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errle
 	}
 	if (jp->plan == NULL) {
 		rc = errno == ENOMEM ? -ENOMEM : errno == EIO ? -EIO : -ENOENT;
-		return fail(err, errlen, rc, "job %u: %s", j->id, perr);
+		return json_util_failrc(rc, err, errlen, "job %u: %s", j->id, perr);
 	}
 	rc = plan_validate(t, jp->plan, j->algo == DEPLOY_ALGO_MTREE ? j->max_height_ms : 0, perr,
 			   sizeof(perr));
 	if (rc != 0)
-		return fail(err, errlen, rc, "job %u: the %s plan is invalid: %s", j->id,
-			    deploy_algo_name(j->algo), perr);
+		return json_util_failrc(rc, err, errlen, "job %u: the %s plan is invalid: %s",
+					j->id, deploy_algo_name(j->algo), perr);
 	/* BlueConnect's prediction is its own model's, of the LAN hand-off and the WAN. */
 	rc = j->algo == DEPLOY_ALGO_BLUECONNECT && topo_worker_sites(t) > 1
 		     ? 0 : plan_predict(t, jp->plan, wire_bytes(j, bytes), 0);
 	if (rc != 0)
-		return fail(err, errlen, rc, "job %u: prediction failed: %s", j->id, strerror(-rc));
+		return json_util_failrc(rc, err, errlen, "job %u: prediction failed: %s", j->id,
+					strerror(-rc));
 	jp->plan->bytes = bytes;
 	/* What the plan reaches of the most any set of trees could carry here (metrics). */
 	jp->bound_gbps = topo_worker_sites(t) > 1 ? plan_packing_bound(t, NULL) : -1;
@@ -787,13 +250,13 @@ seal_tables(struct jobplan *jp, const struct deploy *d, char *err, size_t errlen
 	int rc;
 
 	if (ids == NULL)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return json_util_failrc(-ENOMEM, err, errlen, "out of memory");
 	for (int g = 0; g < jp->n_gateways; g++)
 		ids[g] = d->gateways[g].id;
 	rc = table_seal_links(jp->tables, jp->n_gateways, ids, link_sealed, (void *)d,
 			      d->seal_aead, terr, sizeof(terr));
 	free(ids);
-	return rc == 0 ? 0 : fail(err, errlen, rc, "job %u: %s", jp->job->id, terr);
+	return rc == 0 ? 0 : json_util_failrc(rc, err, errlen, "job %u: %s", jp->job->id, terr);
 }
 
 static int
@@ -821,7 +284,7 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 	int k = 0, m = 0;
 
 	if (dn == NULL || ws == NULL || gws == NULL || gw_of == NULL) {
-		rc = fail(err, errlen, -ENOMEM, "out of memory");
+		rc = json_util_failrc(-ENOMEM, err, errlen, "out of memory");
 		goto out;
 	}
 	/* Each planning node: its gateways that are up, in shard order, and its workers. */
@@ -848,16 +311,18 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 		for (int s = 0; s < dn[i].n_gateways; s++) {
 			int g = gw_of[dn[i].gateways + s - gws];
 			struct table *tb = j->algo == DEPLOY_ALGO_SELMCAST
-						   ? stream_table(jp, d, j, i, &d->gateways[g], terr,
-								  sizeof(terr))
+						   ? jobplan_stream_table(jp, d, j, i,
+									  &d->gateways[g], terr,
+									  sizeof(terr))
 						   : table_compile_gateway(jp->topo, jp->plan, &td, i, s,
 									   j->id, jp->epoch, terr,
 									   sizeof(terr));
 
 			if (tb == NULL) {
-				rc = fail(err, errlen, errno == ENOMEM ? -ENOMEM : errno == E2BIG ?
-					  -E2BIG : -EINVAL, "job %u: gateway %s: %s", j->id,
-					  d->gateways[g].name, terr);
+				rc = json_util_failrc(errno == ENOMEM ? -ENOMEM : errno == E2BIG ?
+						      -E2BIG : -EINVAL, err, errlen,
+						      "job %u: gateway %s: %s", j->id,
+						      d->gateways[g].name, terr);
 				goto out;
 			}
 			jp->tables[g] = tb;
@@ -889,7 +354,7 @@ jobplan_build(const struct deploy *d, int ji, const bool *up, const struct jobpl
 	int rc;
 
 	if (jp == NULL)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return json_util_failrc(-ENOMEM, err, errlen, "out of memory");
 	jp->job = j;
 	jp->epoch = epoch;
 	jp->n_nodes = d->topo->n_nodes;
@@ -898,7 +363,7 @@ jobplan_build(const struct deploy *d, int ji, const bool *up, const struct jobpl
 	jp->gw_up = calloc((size_t)jp->n_gateways, sizeof(*jp->gw_up));
 	jp->site_table = malloc(sizeof(*jp->site_table) * (size_t)jp->n_nodes);
 	rc = jp->tables == NULL || jp->gw_up == NULL || jp->site_table == NULL
-		     ? fail(err, errlen, -ENOMEM, "out of memory") : 0;
+		     ? json_util_failrc(-ENOMEM, err, errlen, "out of memory") : 0;
 	for (int g = 0; rc == 0 && g < jp->n_gateways; g++)
 		jp->gw_up[g] = gw_up(up, g);
 	for (int v = 0; rc == 0 && v < jp->n_nodes; v++)
@@ -999,7 +464,8 @@ write_file(const char *path, const void *obj, bool is_plan, const struct topo *t
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f = fopen(tmp, "w");
 	if (f == NULL)
-		return fail(err, errlen, -errno, "%s: cannot create: %s", tmp, strerror(errno));
+		return json_util_failrc(-errno, err, errlen, "%s: cannot create: %s", tmp,
+					strerror(errno));
 	/* A table file is for the workers and people: without the link keys. */
 	rc = is_plan ? plan_write(t, obj, f) : json_util_dump_new(table_to_json_public(obj), f);
 	if (fclose(f) != 0 && rc == 0)
@@ -1008,7 +474,8 @@ write_file(const char *path, const void *obj, bool is_plan, const struct topo *t
 		rc = -errno;
 	if (rc != 0) {
 		unlink(tmp);
-		return fail(err, errlen, rc, "%s: write error: %s", path, strerror(-rc));
+		return json_util_failrc(rc, err, errlen, "%s: write error: %s", path,
+					strerror(-rc));
 	}
 	return 0;
 }
@@ -1021,7 +488,8 @@ jobplan_write(const struct jobplan *jp, const struct deploy *d, const char *dir,
 	int rc;
 
 	if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-		return fail(err, errlen, -errno, "%s: cannot create: %s", dir, strerror(errno));
+		return json_util_failrc(-errno, err, errlen, "%s: cannot create: %s", dir,
+					strerror(errno));
 	snprintf(path, sizeof(path), "%s/job-%u-plan.json", dir, jp->job->id);
 	rc = write_file(path, jp->plan, true, jp->topo, err, errlen);
 	for (int g = 0; rc == 0 && g < jp->n_gateways; g++) {

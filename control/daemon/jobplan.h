@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "deploy.h"
+#include "jobplan_trees.h" /* jobplan_ring_chains() */
 #include "plan.h"
 #include "table.h"
 #include "topo.h"
@@ -107,19 +108,5 @@ char *jobplan_summary(const struct jobplan *jp, char *buf, size_t len);
  */
 int jobplan_write(const struct jobplan *jp, const struct deploy *d, const char *dir,
 		  char *err, size_t errlen);
-
-/**
- * A tree plan for the ring baseline: the best ring over the worker sites (baseline_ring())
- * as one chain tree per member, rooted at that member and running once round the ring
- * (routes between consecutive members through relays as latency-shortest paths; relay
- * leaves pruned). Each tree gets the largest rate such that every link stays within its
- * duplex capacity when all chains run at once; shares follow rates. This is the ring's
- * reduce-scatter and all-gather, done by tree aggregation. The plan's algorithm is "ring".
- *
- * @return  The plan, or NULL with err filled and errno ENOENT (a route would visit a node
- *          twice, so the ring has no chain form), EINVAL or ENOMEM.
- */
-struct plan *jobplan_ring_chains(const struct topo *t, double search_seconds, uint64_t bytes,
-				 char *err, size_t errlen);
 
 #endif

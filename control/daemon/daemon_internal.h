@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The state of the georeduce-control daemon (daemon.h), shared by the files of its one
+ * thread: what it knows of every gateway, job and link direction (struct dmn), and what
+ * every part of it does with that state (daemon.c): mark the jobs for a new epoch. The
+ * parts are health.c (heartbeats, gateways and links up or down), rates.c (measured
+ * rates and capacities), epochs.c (planning and installing epochs), api.c (its own
+ * control socket) and metrics.c (Prometheus); daemon.c sets up, runs the poll loop and
+ * tears down. No DPDK.
+ */
+#ifndef GEOREDUCE_DAEMON_INTERNAL_H
+#define GEOREDUCE_DAEMON_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "ctlmsg.h"
+#include "ctlsrv.h"
+#include "ctltls.h"
+#include "daemon.h"
+#include "install.h"
+#include "jobplan.h"
+
+#define PROG "georeduce-control"
+#define REASON_MAX 160
+
+enum gw_state {
+	GW_UNKNOWN = 0,          /* not heard from since start, socket present */
+	GW_UP,
+	GW_DOWN,
+};
+
+/* Why a job is planned again (the label "cause" of georeduce_control_replans_total). */
+enum cause {
+	CAUSE_START,
+	CAUSE_GATEWAY_DOWN,
+	CAUSE_GATEWAY_UP,
+	CAUSE_GATEWAY_NO_ANSWER,
+	CAUSE_LINK_DOWN,
+	CAUSE_LINK_UP,
+	CAUSE_LINK_SHORT,
+	CAUSE_LINK_RESTORED,
+	CAUSE_REJECTED,
+	CAUSE_ACTIVATION,
+	CAUSE_REQUESTED,
+	CAUSE_COUNT,
+};
+
+/* One gateway as the daemon sees it. */
+struct gw {
+	struct install_gw conn;
+	enum gw_state state;
+	int missed;              /* heartbeats missed in a row */
+	int64_t last_ok;         /* monotonic ms of the last answered heartbeat; -1: never */
+	double rtt_ms;           /* of the last ping */
+	int64_t sample_at;       /* monotonic ms of the last stats sample; -1: none */
+	uint64_t rx_bytes, tx_bytes, chunks;
+	double rx_gbps, tx_gbps; /* between the last two samples; < 0: not known yet */
+	char error[CTL_ERR_MAX]; /* the last failure */
+	bool peers_sent;         /* its dataplane probes its topology neighbours */
+	json_t *peers;           /* the "peers" of its last stats (owned), or NULL */
+	json_t *jobs;            /* the "jobs" of its last stats (owned), or NULL */
+	json_t **live;           /* per job: the live table it reported when it came up
+				  * (owned), or NULL */
+	int64_t peers_age_ms;    /* how long it has probed them */
+	uint64_t dropped;        /* frames its lcores dropped, all reasons */
+	double drops_per_s;      /* between the last two samples; < 0: not known yet */
+	json_t *drops;           /* its drops by reason, summed over lcores (owned), or NULL */
+};
+
+/* One tree's traffic, summed over the gateways' link counters (tree_rates_update()). */
+struct trate {
+	uint64_t bytes, now_bytes; /* first transmissions at the last sample, at this one */
+	int links, now_links;      /* link directions that reported them */
+	int copies;                /* its copies in the tables (one per segment of the sites'
+				    * shards that it carries; 1 with one gateway per site) */
+	double gbps;               /* mean rate per link direction between the two; < 0 */
+};
+
+/* A worker's long poll: answered when its job's epoch passes `after`, or at `deadline`. */
+struct waiter {
+	struct ctlsrv_ref ref;
+	uint32_t id;             /* the request's id */
+	int job;                 /* index in the deployment */
+	int worker;              /* index in the job's workers */
+	uint32_t after;
+	int64_t deadline;        /* monotonic ms */
+};
+
+/* One job as the daemon sees it. */
+struct job {
+	uint32_t live_epoch;     /* 0: none installed by this daemon */
+	uint32_t next_epoch;     /* the next epoch to try (never reused) */
+	struct jobplan *live;    /* the plan of live_epoch */
+	int64_t live_since;      /* monotonic ms */
+	bool dirty;              /* plan and install a new epoch */
+	bool adopt_tried;        /* looked for a live epoch to take over (at start) */
+	char reason[REASON_MAX]; /* why, for the log */
+	enum cause cause;        /* why, for the metrics */
+	uint64_t replans[CAUSE_COUNT]; /* epochs planned, by cause (metrics) */
+	uint64_t plan_failures;  /* plans that gave no epoch (metrics) */
+	uint64_t epochs;         /* epochs that went live or were taken over (metrics) */
+	int retry_in;            /* heartbeats until a retry after a rejection; 0: none */
+	int retry_after;         /* the next backoff: doubles after each rejection */
+	char error[JOBPLAN_ERR_MAX]; /* the last failure, "" if the last attempt worked */
+	/* Measured tree rates (tree_rates_update()), for the live epoch. */
+	uint32_t rates_epoch;    /* the epoch they are for; 0: none */
+	int n_rates;             /* trees */
+	struct trate *rates;     /* n_rates */
+	int64_t rates_at;        /* monotonic ms of the last sample; -1: none */
+};
+
+/*
+ * One direction of a topology link as measured (rates_update()): what the sender's trees
+ * and multicast streams handed to it, the plan's rate, the probe round trip, and whether
+ * it carries less than planned behind a standing queue (then plans use what it delivers,
+ * for a while).
+ */
+struct lrate {
+	uint64_t bytes;          /* first transmissions since the epochs in `key` went live */
+	uint64_t key;            /* the sender's live (job, epoch) pairs those bytes count */
+	int64_t at;              /* monotonic ms of that sample; -1: none */
+	double gbps;             /* between the last two samples; < 0: not known */
+	double planned_gbps;     /* the sum of the rates of the trees and streams on it */
+	double rtt_ms;           /* the sender's last probe round trip to the other end; < 0 */
+	double base_rtt_ms;      /* the smallest seen since the link came up; 0: none */
+	int strikes;             /* samples in a row short of the plan behind a queue */
+	double measured_gbps;    /* the capacity plans use now; 0: the topology's */
+	int64_t measured_until;  /* monotonic ms when plans go back to the topology's */
+	int heard;               /* (a->b entry) heartbeats in a row that the ends of a link
+				  * that is down heard each other */
+};
+
+struct dmn {
+	const struct deploy *d;
+	const struct daemon_opts *o;
+	struct gw *gws;          /* by deployment gateway (with one per site, by node) */
+	struct jobplan_link *link; /* by topology link: usable, measured capacity */
+	struct lrate *lr;        /* by topology link, a->b then b->a */
+	struct job *jobs;
+	int sfd;
+	struct ctlsrv *srv;      /* its own API: the unix socket and TLS */
+	struct ctltls_ctx *tls_client, *tls_server; /* from the deployment's "tls" */
+	struct waiter *waiters;  /* workers' long polls, DAEMON_WAITERS_MAX */
+	int n_waiters;
+	int64_t started;
+	bool stop;
+	struct promsrv *msrv;    /* --metrics, or NULL */
+	int wfd;                 /* with --metrics: epoll of sfd and the metrics server */
+	uint64_t heartbeats;     /* rounds of heartbeats (metrics) */
+};
+
+/* Topology node v's id. */
+static inline const char *
+node_id(const struct dmn *m, int v)
+{
+	return m->d->topo->nodes[v].id;
+}
+
+/* Gateway g's name: its node's id where the node has one gateway. */
+static inline const char *
+gw_name(const struct dmn *m, int g)
+{
+	return m->d->gateways[g].name;
+}
+
+/* The first and the end of the gateways of node v. */
+#define NODE_GWS(m, v, g) \
+	for (int g = (m)->d->node_gw[v]; g < (m)->d->node_gw[v] + (m)->d->node_ngw[v]; g++)
+
+/** Mark every job for a new epoch, with why (for the log) and its cause (for the
+ * metrics). */
+void mark_all_dirty(struct dmn *m, enum cause cause, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

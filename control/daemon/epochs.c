@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Taking over, planning and installing each job's epochs (epochs.h), and what the daemon
+ * does after a failed install. On the daemon's thread. No DPDK.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "clock.h"
+#include "daemon_internal.h"
+#include "epochs.h"
+#include "health.h"
+
+/* "a b c": the names of the gateways with a table in jp. */
+static void
+member_list(const struct dmn *m, const struct jobplan *jp, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int v = 0; v < jp->n_gateways && off < len; v++)
+		if (jp->tables[v] != NULL)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", off > 0 ? " " : "",
+						gw_name(m, v));
+}
+
+/*
+ * At start: if the gateways already run an epoch of job ji (a restarted control process),
+ * plan that epoch again over the gateways that are up; when every gateway's live table is
+ * exactly what the plan compiles to (the planner is deterministic), take it over as the
+ * live epoch, installing nothing. True if it did.
+ */
+static bool
+adopt(struct dmn *m, int ji, const bool *up)
+{
+	const struct deploy_job *dj = &m->d->jobs[ji];
+	struct job *j = &m->jobs[ji];
+	int n = m->d->n_gateways, k = 0;
+	char err[JOBPLAN_ERR_MAX], members[1024];
+	struct jobplan *jp = NULL;
+	json_int_t e = -1;
+	bool same = true;
+
+	for (int v = 0; v < n; v++) {
+		json_t *lt = m->gws[v].live[ji];
+
+		if (up[v] && lt != NULL && json_integer_value(json_object_get(lt, "epoch")) > e)
+			e = json_integer_value(json_object_get(lt, "epoch"));
+	}
+	if (e <= 0)
+		return false;
+	if (jobplan_build(m->d, ji, up, m->link, (uint32_t)e, &jp, err, sizeof(err)) != 0) {
+		control_log("job %u: epoch %lld runs on the gateways but cannot be planned again "
+			    "(%s): a new epoch replaces it", dj->id, (long long)e, err);
+		return false;
+	}
+	for (int v = 0; v < n && same; v++) {
+		json_t *lt = up[v] ? m->gws[v].live[ji] : NULL;
+		bool has_e = lt != NULL && json_integer_value(json_object_get(lt, "epoch")) == e;
+
+		if (jp->tables[v] == NULL) {
+			same = !has_e;
+			continue;
+		}
+		/* A gateway's dump holds no link key: an epoch with protected links is never
+		 * taken over, a new one brings fresh keys. */
+		json_t *mine = table_to_json_public(jp->tables[v]);
+
+		same = has_e && jp->tables[v]->n_seals == 0 && mine != NULL && json_equal(mine, lt);
+		json_decref(mine);
+		k++;
+	}
+	if (!same) {
+		control_log("job %u: epoch %lld on the gateways is not what this deployment plans "
+			    "now: a new epoch replaces it", dj->id, (long long)e);
+		jobplan_free(jp);
+		return false;
+	}
+	member_list(m, jp, members, sizeof(members));
+	jobplan_free(j->live);
+	j->live = jp;
+	j->epochs++;
+	j->live_epoch = (uint32_t)e;
+	j->live_since = clock_now_ms();
+	j->error[0] = '\0';
+	if (m->o->out != NULL && jobplan_write(j->live, m->d, m->o->out, err, sizeof(err)) != 0)
+		control_log("job %u: epoch %u: %s", dj->id, j->live_epoch, err);
+	control_log("job %u: epoch %u found live on %d gateways (%s): carried on, nothing "
+		    "installed", dj->id, j->live_epoch, k, members);
+	return true;
+}
+
+static void
+install_job(struct dmn *m, int ji)
+{
+	const struct deploy_job *dj = &m->d->jobs[ji];
+	struct job *j = &m->jobs[ji];
+	int n = m->d->n_gateways, k = 0, rc;
+	struct install_gw *gws = calloc((size_t)n, sizeof(*gws));
+	struct table **tables = calloc((size_t)n, sizeof(*tables));
+	bool *up = calloc((size_t)n, sizeof(*up)), *af = calloc((size_t)n, sizeof(*af));
+	int *idx = calloc((size_t)n, sizeof(*idx));
+	struct install_report rep = { .activate_failed = af };
+	char summary[2048], members[1024];
+	struct jobplan *jp = NULL;
+	uint32_t epoch;
+
+	j->dirty = false;
+	if (gws == NULL || tables == NULL || up == NULL || af == NULL || idx == NULL) {
+		control_log("job %u: out of memory", dj->id);
+		j->dirty = true;
+		goto out;
+	}
+	for (int v = 0; v < n; v++)
+		up[v] = m->gws[v].state == GW_UP;
+	if (!j->adopt_tried) {
+		j->adopt_tried = true;
+		if (j->live == NULL && adopt(m, ji, up))
+			goto out;
+	}
+	epoch = j->next_epoch++;
+	if (j->next_epoch == 0)
+		j->next_epoch = 1;
+	j->replans[j->cause < CAUSE_COUNT ? j->cause : CAUSE_START]++;
+	rc = jobplan_build(m->d, ji, up, m->link, epoch, &jp, j->error, sizeof(j->error));
+	if (rc != 0) {
+		j->plan_failures++;
+		control_log("job %u: no epoch %u (%s): %s; it stays on epoch %u", dj->id, epoch,
+			    j->reason, j->error, j->live_epoch);
+		goto out;
+	}
+	member_list(m, jp, members, sizeof(members));
+	control_log("job %u: epoch %u planned (%s): %s", dj->id, epoch, j->reason,
+		    jobplan_summary(jp, summary, sizeof(summary)));
+	for (int v = 0; v < n; v++) {
+		if (jp->tables[v] == NULL)
+			continue;
+		gws[k] = m->gws[v].conn;
+		tables[k] = jp->tables[v];
+		idx[k++] = v;
+	}
+	rc = install_epoch(gws, tables, k, dj->id, epoch, m->o->timeout_ms, &rep);
+	for (int i = 0; i < k; i++) /* connections opened or closed during the install */
+		m->gws[idx[i]].conn = gws[i];
+	if (rc == -ECANCELED) {
+		snprintf(j->error, sizeof(j->error), "%s", rep.error);
+		control_log("job %u: epoch %u not installed: %s; prepared on %d of %d gateways, "
+			    "activated on none; the job stays on epoch %u", dj->id, epoch,
+			    rep.error, rep.n_prepared, k, j->live_epoch);
+		if (rep.no_answer) {
+			gateway_down(m, idx[rep.failed], rep.error);
+			j->dirty = true;
+			j->cause = CAUSE_GATEWAY_NO_ANSWER;
+			snprintf(j->reason, sizeof(j->reason), "gateway %s did not answer",
+				 gw_name(m, idx[rep.failed]));
+		} else {
+			if (j->retry_after < DAEMON_RETRY_HEARTBEATS)
+				j->retry_after = DAEMON_RETRY_HEARTBEATS;
+			j->retry_in = j->retry_after;
+			if (j->retry_after < DAEMON_RETRY_MAX_HEARTBEATS / 2)
+				j->retry_after *= 2;
+			j->cause = CAUSE_REJECTED;
+			snprintf(j->reason, sizeof(j->reason), "retry after a rejected prepare");
+		}
+		goto out;
+	}
+	if (rc != 0 && rc != -EIO) {
+		snprintf(j->error, sizeof(j->error), "install: %s", strerror(-rc));
+		control_log("job %u: epoch %u not installed: %s", dj->id, epoch, j->error);
+		goto out;
+	}
+	jobplan_free(j->live);
+	j->live = jp;
+	jp = NULL;
+	j->epochs++;
+	j->live_epoch = epoch;
+	j->live_since = clock_now_ms();
+	if (m->o->out != NULL) {
+		char err[256];
+
+		if (jobplan_write(j->live, m->d, m->o->out, err, sizeof(err)) != 0)
+			control_log("job %u: epoch %u: %s", dj->id, epoch, err);
+	}
+	if (rc == 0) {
+		j->error[0] = '\0';
+		j->retry_after = 0;
+		control_log("job %u: epoch %u live on %d gateways (%s)", dj->id, epoch, k, members);
+		goto out;
+	}
+	/* Some activates failed: those gateways still run the previous epoch. */
+	snprintf(j->error, sizeof(j->error), "%s", rep.error);
+	control_log("job %u: epoch %u live on %d of %d gateways (%s); %d failed to activate, "
+		    "first %s", dj->id, epoch, rep.n_activated, k, members, rep.n_failed,
+		    rep.error);
+	for (int i = 0; i < k; i++)
+		if (af[i] && !m->gws[idx[i]].conn.open && m->gws[idx[i]].state == GW_UP)
+			gateway_down(m, idx[i], "no answer to activate");
+	j->dirty = true;
+	j->cause = CAUSE_ACTIVATION;
+	snprintf(j->reason, sizeof(j->reason), "activation failed on %d gateways", rep.n_failed);
+out:
+	jobplan_free(jp);
+	free(idx);
+	free(af);
+	free(up);
+	free(tables);
+	free(gws);
+}
+
+void
+install_due(struct dmn *m)
+{
+	for (int v = 0; v < m->d->n_gateways; v++)
+		if (m->gws[v].state == GW_UNKNOWN)
+			return;
+	for (int i = 0; i < m->d->n_jobs && !m->stop; i++)
+		if (m->jobs[i].dirty)
+			install_job(m, i);
+}

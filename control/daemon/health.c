@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Heartbeats, gateways and links up and down, and what the gateways' probes to each other
+ * tell (health.h). On the daemon's thread. No DPDK.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "clock.h"
+#include "daemon_internal.h"
+#include "health.h"
+
+/* ---- heartbeats ---------------------------------------------------------------------- */
+
+/* Sum of an integer field over the objects of array arr. */
+static uint64_t
+sum_field(const json_t *arr, const char *key)
+{
+	uint64_t s = 0;
+	size_t i;
+	json_t *o;
+
+	json_array_foreach(arr, i, o) {
+		json_t *v = json_object_get(o, key);
+
+		if (json_is_integer(v) && json_integer_value(v) > 0)
+			s += (uint64_t)json_integer_value(v);
+	}
+	return s;
+}
+
+/* The drops of g's lcores: in all, per second since the previous sample, by reason. */
+static void
+drops_sample(struct gw *g, const json_t *lc, int64_t t)
+{
+	uint64_t n = sum_field(lc, "dropped");
+	json_t *by = json_object(), *o, *v;
+	const char *reason;
+	size_t i;
+
+	g->drops_per_s = g->sample_at >= 0 && t > g->sample_at && n >= g->dropped
+				 ? (double)(n - g->dropped) * 1e3 / (double)(t - g->sample_at)
+				 : -1;
+	g->dropped = n;
+	json_array_foreach(lc, i, o)
+		json_object_foreach(json_object_get(o, "drops"), reason, v) {
+			json_int_t had = json_integer_value(json_object_get(by, reason));
+
+			if (json_is_integer(v) && json_integer_value(v) > 0)
+				json_object_set_new(by, reason,
+						    json_integer(had + json_integer_value(v)));
+		}
+	json_decref(g->drops);
+	g->drops = by;
+}
+
+/* Read the counters of a stats response into g (rates from the previous sample). */
+static void
+take_sample(struct gw *g, const json_t *st, int64_t t)
+{
+	const json_t *lc = json_object_get(st, "lcores");
+	uint64_t rx = sum_field(lc, "rx_bytes"), tx = sum_field(lc, "tx_bytes");
+
+	if (g->sample_at >= 0 && t > g->sample_at && rx >= g->rx_bytes && tx >= g->tx_bytes) {
+		double s = (double)(t - g->sample_at) / 1e3;
+
+		g->rx_gbps = (double)(rx - g->rx_bytes) * 8 / s / 1e9;
+		g->tx_gbps = (double)(tx - g->tx_bytes) * 8 / s / 1e9;
+	} else {
+		g->rx_gbps = g->tx_gbps = -1;
+	}
+	g->rx_bytes = rx;
+	g->tx_bytes = tx;
+	g->chunks = sum_field(lc, "chunks_completed");
+	drops_sample(g, lc, t);
+	g->sample_at = t;
+	json_decref(g->peers);
+	g->peers = json_incref(json_object_get(st, "peers"));
+	json_decref(g->jobs);
+	g->jobs = json_incref(json_object_get(st, "jobs"));
+	g->peers_age_ms = json_integer_value(json_object_get(st, "peers_age_ms"));
+}
+
+/* Ping and read the stats of gateway g. True if it answered; *gone if its socket is gone. */
+static bool
+heartbeat(struct dmn *m, struct gw *g, bool *gone)
+{
+	struct timespec t0, t1;
+	json_t *r;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = install_call(&g->conn, "ping", NULL, m->o->timeout_ms, g->error, sizeof(g->error));
+	/* A connection that broke (the peer closed or reset it) is tried again at once on a
+	 * new one: a dataplane that is gone then refuses, and is seen down now rather than
+	 * at the next heartbeat. */
+	if (r == NULL && (errno == EPIPE || errno == ECONNRESET || errno == EPROTO)) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		r = install_call(&g->conn, "ping", NULL, m->o->timeout_ms, g->error,
+				 sizeof(g->error));
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	*gone = false;
+	if (r == NULL) {
+		*gone = errno == ENOENT || errno == ECONNREFUSED;
+		g->missed++;
+		return false;
+	}
+	json_decref(r);
+	g->rtt_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	g->missed = 0;
+	g->last_ok = clock_now_ms();
+	r = install_call(&g->conn, "stats", NULL, m->o->timeout_ms, g->error, sizeof(g->error));
+	if (r != NULL && json_is_true(json_object_get(r, "ok")))
+		take_sample(g, r, clock_now_ms());
+	json_decref(r);
+	return true;
+}
+
+/* Raise every job's next epoch above what gateway v holds (live, draining or staged), so
+ * that a restarted daemon never offers an epoch the dataplane has seen; keep the live
+ * tables, which a restarted daemon may take over (adopt()). */
+static void
+sync_epochs(struct dmn *m, int v)
+{
+	char err[CTL_ERR_MAX];
+
+	for (int i = 0; i < m->d->n_jobs; i++) {
+		struct job *j = &m->jobs[i];
+		json_t *r = install_call(&m->gws[v].conn, "dump",
+					 json_pack("{s:I}", "job", (json_int_t)m->d->jobs[i].id),
+					 m->o->timeout_ms, err, sizeof(err));
+		json_t *item;
+		size_t k;
+
+		json_decref(m->gws[v].live[i]);
+		m->gws[v].live[i] = NULL;
+		json_array_foreach(json_object_get(r, "tables"), k, item) {
+			json_t *tb = json_object_get(item, "table");
+			json_t *e = json_object_get(json_is_object(tb) ? tb : item, "epoch");
+			const char *st = json_string_value(json_object_get(item, "state"));
+
+			if (st != NULL && strcmp(st, "live") == 0 && json_is_object(tb)) {
+				json_decref(m->gws[v].live[i]);
+				m->gws[v].live[i] = json_incref(tb);
+			}
+
+			if (json_is_integer(e) && json_integer_value(e) >= j->next_epoch &&
+			    json_integer_value(e) < UINT32_MAX)
+				j->next_epoch = (uint32_t)json_integer_value(e) + 1;
+		}
+		json_decref(r);
+	}
+}
+
+void
+gateway_down(struct dmn *m, int v, const char *why)
+{
+	struct gw *g = &m->gws[v];
+	bool was_up = g->state == GW_UP;
+
+	g->state = GW_DOWN;
+	install_gw_close(&g->conn);
+	control_log("gateway %s (id %u, %s) is down: %s", gw_name(m, v),
+		    m->d->gateways[v].id, g->conn.socket, why);
+	if (was_up)
+		mark_all_dirty(m, CAUSE_GATEWAY_DOWN, "gateway %s failed", gw_name(m, v));
+}
+
+/* Tell gateway v's dataplane to probe the gateways of its topology neighbours (every
+ * gateway of each neighbouring site). */
+static void
+send_peers(struct dmn *m, int v)
+{
+	const struct topo *t = m->d->topo;
+	json_t *arr = json_array(), *r;
+	int nv = m->d->gateways[v].node;
+	char ip[16];
+
+	for (int l = 0; l < t->n_links; l++) {
+		int u = t->links[l].a == nv ? t->links[l].b
+			: t->links[l].b == nv ? t->links[l].a : -1;
+
+		if (u < 0)
+			continue;
+		NODE_GWS(m, u, h)
+			json_array_append_new(arr, json_pack("{s:s,s:i,s:i}", "ipv4",
+				table_ipv4_format(m->d->gateways[h].ipv4, ip), "base_port",
+				m->d->gateways[h].base_port, "ports", m->d->gateways[h].ports));
+	}
+	r = install_call(&m->gws[v].conn, "peers", json_pack("{s:o}", "peers", arr),
+			 m->o->timeout_ms, m->gws[v].error, sizeof(m->gws[v].error));
+	m->gws[v].peers_sent = r != NULL && json_is_true(json_object_get(r, "ok"));
+	if (!m->gws[v].peers_sent)
+		control_log("gateway %s: cannot set its probe peers: %s", gw_name(m, v),
+			    r != NULL ? json_string_value(json_object_get(r, "error"))
+				      : m->gws[v].error);
+	json_decref(r);
+}
+
+bool
+node_up(const struct dmn *m, int v)
+{
+	NODE_GWS(m, v, g)
+		if (m->gws[g].state == GW_UP)
+			return true;
+	return false;
+}
+
+/* ---- probes -------------------------------------------------------------------------- */
+
+/* How long gateway v has not heard from gateway u: ms since u's last PROBE_REPLY; -1 if
+ * unknown (u never answered v, or is not a probe peer of v). *unanswered: the PROBEs v
+ * sent u since then (-1 from a dataplane that does not say). */
+static int64_t
+silence_ms(const struct dmn *m, int v, int u, json_int_t *unanswered)
+{
+	const struct gw *g = &m->gws[v];
+	char ip[16];
+	size_t i;
+	json_t *p;
+
+	*unanswered = -1;
+	table_ipv4_format(m->d->gateways[u].ipv4, ip);
+	json_array_foreach(g->peers, i, p) {
+		const char *pip = json_string_value(json_object_get(p, "ipv4"));
+		json_t *un = json_object_get(p, "unanswered");
+
+		if (pip == NULL || strcmp(pip, ip) != 0)
+			continue;
+		if (json_is_integer(un))
+			*unanswered = json_integer_value(un);
+		/* -1 when u never answered since v started probing it: no evidence either way
+		 * (the path may not carry probes at all, as on test ports without a wire). */
+		return json_integer_value(json_object_get(p, "since_ms"));
+	}
+	return -1;
+}
+
+/* Gateway v's last probe round trip to gateway u in ms; -1 if it has none. */
+static double
+gw_probe_rtt_ms(const struct dmn *m, int v, int u)
+{
+	char ip[16];
+	size_t i;
+	json_t *p;
+
+	table_ipv4_format(m->d->gateways[u].ipv4, ip);
+	json_array_foreach(m->gws[v].peers, i, p) {
+		const char *pip = json_string_value(json_object_get(p, "ipv4"));
+
+		if (pip != NULL && strcmp(pip, ip) == 0 &&
+		    json_integer_value(json_object_get(p, "replies")) > 0)
+			return json_number_value(json_object_get(p, "rtt_ms"));
+	}
+	return -1;
+}
+
+double
+probe_rtt_ms(const struct dmn *m, int v, int u)
+{
+	NODE_GWS(m, v, g) {
+		if (m->gws[g].state != GW_UP)
+			continue;
+		NODE_GWS(m, u, h) {
+			double r = gw_probe_rtt_ms(m, g, h);
+
+			if (r >= 0)
+				return r;
+		}
+	}
+	return -1;
+}
+
+/* ---- gateways and links up and down -------------------------------------------------- */
+
+void
+links_update(struct dmn *m)
+{
+	const struct topo *t = m->d->topo;
+	int64_t limit = (int64_t)m->o->fail_after * m->o->heartbeat_ms;
+
+	for (int l = 0; l < t->n_links; l++) {
+		int a = t->links[l].a, b = t->links[l].b, pairs = 0;
+		int64_t sab = -1, sba = -1;
+		bool quiet = false, heard = true;
+
+		/* Every pair of their gateways that are up: one that had heard the other and
+		 * no longer does is a link that fails; back once every pair hears. */
+		NODE_GWS(m, a, x) {
+			if (m->gws[x].state != GW_UP)
+				continue;
+			NODE_GWS(m, b, y) {
+				json_int_t uxy, uyx;
+				int64_t xy, yx, lxy, lyx;
+
+				if (m->gws[y].state != GW_UP)
+					continue;
+				xy = silence_ms(m, x, y, &uxy);
+				yx = silence_ms(m, y, x, &uyx);
+				/* A queue on the link delays the replies as it does the data: the
+				 * silence allowed grows by twice the last round trip seen. */
+				lxy = limit + 2 * (int64_t)fmax(gw_probe_rtt_ms(m, x, y), 0);
+				lyx = limit + 2 * (int64_t)fmax(gw_probe_rtt_ms(m, y, x), 0);
+				quiet |= (xy > lxy && (uxy < 0 || uxy >= m->o->fail_after)) ||
+					 (yx > lyx && (uyx < 0 || uyx >= m->o->fail_after));
+				heard &= xy >= 0 && xy <= lxy && yx >= 0 && yx <= lyx;
+				sab = xy > sab ? xy : sab;
+				sba = yx > sba ? yx : sba;
+				pairs++;
+			}
+		}
+		if (pairs == 0)
+			continue;
+
+		/* Back after --fail-after heartbeats in a row of both ends hearing each other,
+		 * not at the first answer: a link that flaps is planned without until it holds. */
+		m->lr[2 * l].heard = !m->link[l].up && heard ? m->lr[2 * l].heard + 1 : 0;
+		if (m->link[l].up && quiet) {
+			m->link[l].up = false;
+			control_log("link %s-%s is down: no probe answered for %lld ms",
+				    node_id(m, a), node_id(m, b),
+				    (long long)(sab > sba ? sab : sba));
+			mark_all_dirty(m, CAUSE_LINK_DOWN, "link %s-%s failed", node_id(m, a),
+				       node_id(m, b));
+		} else if (!m->link[l].up && m->lr[2 * l].heard >= m->o->fail_after) {
+			m->link[l].up = true;
+			control_log("link %s-%s is up again", node_id(m, a), node_id(m, b));
+			mark_all_dirty(m, CAUSE_LINK_UP, "link %s-%s is back", node_id(m, a), node_id(m, b));
+		}
+	}
+}
+
+void
+heartbeat_all(struct dmn *m)
+{
+	for (int v = 0; v < m->d->n_gateways; v++) {
+		struct gw *g = &m->gws[v];
+		char why[CTL_ERR_MAX + 64];
+		bool gone;
+
+		if (heartbeat(m, g, &gone)) {
+			if (g->state != GW_UP) {
+				control_log("gateway %s (id %u, %s) is up%s, ping %.1f ms",
+					    gw_name(m, v), m->d->gateways[v].id, g->conn.socket,
+					    g->state == GW_DOWN ? " again" : "", g->rtt_ms);
+				/* From unknown (at start) the jobs are due anyway: installs
+				 * wait until no gateway is unknown. */
+				if (g->state == GW_DOWN)
+					mark_all_dirty(m, CAUSE_GATEWAY_UP, "gateway %s is back", gw_name(m, v));
+				g->state = GW_UP;
+				g->peers_sent = false;
+				sync_epochs(m, v);
+			}
+			if (!g->peers_sent)
+				send_peers(m, v);
+			continue;
+		}
+		if (g->state == GW_DOWN)
+			continue;
+		if (gone || g->missed >= m->o->fail_after) {
+			if (gone)
+				snprintf(why, sizeof(why), "%s", g->error);
+			else
+				snprintf(why, sizeof(why), "missed %d heartbeats: %s", g->missed,
+					 g->error);
+			gateway_down(m, v, why);
+		} else if (g->state == GW_UP) {
+			control_log("gateway %s: heartbeat missed (%d of %d): %s", gw_name(m, v),
+				    g->missed, m->o->fail_after, g->error);
+		}
+	}
+}
