@@ -151,19 +151,22 @@ struct null_port {
 
 static unsigned int instance;
 
-static double cyc_s(uint64_t cycles)
+static double
+cyc_s(uint64_t cycles)
 {
 	return (double)cycles / (double)rte_get_tsc_hz();
 }
 
 /* Integer-valued input of worker w, chunk c, element i: exact in fp16 and bf16, and so is
  * the sum of up to 16 of them. */
-static int value(unsigned int c, unsigned int w, unsigned int i)
+static int
+value(unsigned int c, unsigned int w, unsigned int i)
 {
 	return (int)((i + 3 * c + 5 * w) % 16) - 8;
 }
 
-static int expected(const struct point *x, unsigned int c, unsigned int i)
+static int
+expected(const struct point *x, unsigned int c, unsigned int i)
 {
 	int s = 0;
 
@@ -173,7 +176,8 @@ static int expected(const struct point *x, unsigned int c, unsigned int i)
 }
 
 /* Set the round of a frame, updating a nonzero UDP checksum (RFC 1624, eqn. 3). */
-static void set_round(uint8_t *frame, uint32_t round)
+static void
+set_round(uint8_t *frame, uint32_t round)
 {
 	uint32_t old = be32_get(frame + OFF_ROUND);
 	uint16_t hc = be16_get(frame + OFF_UDP_CSUM);
@@ -195,7 +199,8 @@ static void set_round(uint8_t *frame, uint32_t round)
 
 /* --- Setup -------------------------------------------------------------------------------- */
 
-static json_t *table_json(const struct point *x)
+static json_t *
+table_json(const struct point *x)
 {
 	json_t *workers = json_array();
 	char ip[16];
@@ -225,8 +230,8 @@ static json_t *table_json(const struct point *x)
 }
 
 /* Build the frame of worker w for chunk c at frame (round 0). */
-static int build_frame(const struct point *x, uint8_t *frame, unsigned int c, unsigned int w,
-		       float *vals)
+static int
+build_frame(const struct point *x, uint8_t *frame, unsigned int c, unsigned int w, float *vals)
 {
 	struct wire_pkt p = {
 		.type = WIRE_TYPE_CONTRIB,
@@ -267,7 +272,8 @@ static int build_frame(const struct point *x, uint8_t *frame, unsigned int c, un
 				x->udp_csum);
 }
 
-static struct rte_mbuf *frame_mbuf(struct point *x, const uint8_t *frame)
+static struct rte_mbuf *
+frame_mbuf(struct point *x, const uint8_t *frame)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(x->pool);
 	char *d;
@@ -283,7 +289,8 @@ static struct rte_mbuf *frame_mbuf(struct point *x, const uint8_t *frame)
 	return m;
 }
 
-static int build_frames(struct point *x, char *err, size_t errlen)
+static int
+build_frames(struct point *x, char *err, size_t errlen)
 {
 	unsigned int W = x->window, F = x->fanin;
 	uint8_t *frame = calloc(1, x->frame_len);
@@ -345,7 +352,8 @@ out:
 	return rc;
 }
 
-static int point_setup(struct point *x, char *err, size_t errlen)
+static int
+point_setup(struct point *x, char *err, size_t errlen)
 {
 	char name[RTE_RING_NAMESIZE];
 	int socket = (int)rte_socket_id();
@@ -420,13 +428,15 @@ static int point_setup(struct point *x, char *err, size_t errlen)
 	return build_frames(x, err, errlen);
 }
 
-static void free_frames(struct rte_mbuf **a, size_t n)
+static void
+free_frames(struct rte_mbuf **a, size_t n)
 {
 	for (size_t i = 0; a != NULL && i < n; i++)
 		rte_pktmbuf_free(a[i]);
 }
 
-static void point_teardown(struct point *x)
+static void
+point_teardown(struct point *x)
 {
 	struct rte_mbuf *m;
 	size_t n = (size_t)x->window * x->fanin;
@@ -464,8 +474,8 @@ static void point_teardown(struct point *x)
 /* --- Rounds ------------------------------------------------------------------------------- */
 
 /* Check one RESULT copy of round `round` completely and count it in x->seen. */
-static int check_result(struct point *x, struct rte_mbuf *m, uint32_t round, char *err,
-			size_t errlen)
+static int
+check_result(struct point *x, struct rte_mbuf *m, uint32_t round, char *err, size_t errlen)
 {
 	const uint8_t *f;
 	struct wire_flow fl;
@@ -517,7 +527,8 @@ static int check_result(struct point *x, struct rte_mbuf *m, uint32_t round, cha
  * One round: refill (restore the accumulator frames, new round number, extra references),
  * then feed / poll / sink a burst at a time. With check, every result copy is inspected.
  */
-static int run_round(struct point *x, bool check, struct tally *t, char *err, size_t errlen)
+static int
+run_round(struct point *x, bool check, struct tally *t, char *err, size_t errlen)
 {
 	unsigned int W = x->window, F = x->fanin, n_all = W * F, pos = 0;
 	uint32_t round = x->round + 1;
@@ -592,7 +603,8 @@ held:
 	return -1;
 }
 
-static uint64_t drops_total(const struct dp_lcore *lc)
+static uint64_t
+drops_total(const struct dp_lcore *lc)
 {
 	uint64_t n = 0;
 
@@ -602,8 +614,8 @@ static uint64_t drops_total(const struct dp_lcore *lc)
 }
 
 /* Rounds for `seconds`; the lcore's counters must account for every packet. */
-static int measure_dp(struct point *x, double seconds, struct tally *t, char *err,
-		      size_t errlen)
+static int
+measure_dp(struct point *x, double seconds, struct tally *t, char *err, size_t errlen)
 {
 	static const enum dp_ctr zero[] = {
 		DP_CTR_TX_DROPPED, DP_CTR_NOT_FOR_US, DP_CTR_NO_NEIGHBOUR, DP_CTR_NO_MBUF,
@@ -644,7 +656,8 @@ static int measure_dp(struct point *x, double seconds, struct tally *t, char *er
 
 /* Add the payload of every frame of a burst into x->sink with the dataplane's kernels:
  * the least a gateway that sums must do with a packet beyond forwarding it. */
-static void sum_burst(struct point *x, struct rte_mbuf **pkts, unsigned int n)
+static void
+sum_burst(struct point *x, struct rte_mbuf **pkts, unsigned int n)
 {
 	const struct sum_kernels *k = x->lc->k;
 
@@ -663,8 +676,8 @@ static void sum_burst(struct point *x, struct rte_mbuf **pkts, unsigned int n)
 
 /* io-forward of the same frames on the same port: rx_burst -> tx_burst, untouched, or
  * with `sum` each payload added into one accumulator in between (sum_burst()). */
-static int measure_io(struct point *x, bool sum, double seconds, struct tally *t, char *err,
-		      size_t errlen)
+static int
+measure_io(struct point *x, bool sum, double seconds, struct tally *t, char *err, size_t errlen)
 {
 	struct rte_mbuf **all = x->seq[0], *pkts[DP_BURST_MAX], *out[2 * DP_BURST_MAX];
 	unsigned int n_all = x->window * x->fanin, pos = 0;
@@ -707,7 +720,8 @@ static int measure_io(struct point *x, bool sum, double seconds, struct tally *t
 
 #define NULL_NAME "net_null_bdp"
 
-static int null_setup(struct null_port *np, char *err, size_t errlen)
+static int
+null_setup(struct null_port *np, char *err, size_t errlen)
 {
 	int socket = (int)rte_socket_id();
 	struct rte_eth_conf conf = { 0 };
@@ -738,7 +752,8 @@ static int null_setup(struct null_port *np, char *err, size_t errlen)
 	return rc;
 }
 
-static void null_teardown(struct null_port *np)
+static void
+null_teardown(struct null_port *np)
 {
 	if (np->up) {
 		rte_eth_dev_stop(np->port_id);
@@ -749,8 +764,8 @@ static void null_teardown(struct null_port *np)
 }
 
 /* io-forward on the null port: rx_burst (allocates) -> tx_burst (frees). */
-static void measure_null(const struct null_port *np, unsigned int burst, double seconds,
-			 struct tally *t)
+static void
+measure_null(const struct null_port *np, unsigned int burst, double seconds, struct tally *t)
 {
 	struct rte_mbuf *pkts[DP_BURST_MAX];
 	uint64_t limit = (uint64_t)(seconds * (double)rte_get_tsc_hz()), start, t0, t1;
@@ -774,31 +789,36 @@ static void measure_null(const struct null_port *np, unsigned int burst, double 
 
 /* --- Points ------------------------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
+static int
+cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 
 	return x < y ? -1 : x > y;
 }
 
-static double median(double *v, unsigned int n)
+static double
+median(double *v, unsigned int n)
 {
 	qsort(v, n, sizeof(*v), cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static double per_ns(uint64_t cycles, uint64_t n)
+static double
+per_ns(uint64_t cycles, uint64_t n)
 {
 	return n == 0 ? 0 : cyc_s(cycles) * 1e9 / (double)n;
 }
 
-static double mpps(uint64_t n, uint64_t cycles)
+static double
+mpps(uint64_t n, uint64_t cycles)
 {
 	return cycles == 0 ? 0 : (double)n / cyc_s(cycles) / 1e6;
 }
 
-static int run_point(const struct opts *o, const struct null_port *np, unsigned int payload,
-		     unsigned int fanin, enum wire_dtype dtype, struct result *r)
+static int
+run_point(const struct opts *o, const struct null_port *np, unsigned int payload,
+	  unsigned int fanin, enum wire_dtype dtype, struct result *r)
 {
 	enum {
 		M_IN, M_OUT, M_NS, M_IO, M_IO_NS, M_SINK, M_FEED, M_REFILL, M_E2E, M_IO_E2E,
@@ -895,7 +915,8 @@ static int run_point(const struct opts *o, const struct null_port *np, unsigned 
 
 /* --- Output ------------------------------------------------------------------------------- */
 
-static void print_table(const struct opts *o, const struct result *res, size_t n)
+static void
+print_table(const struct opts *o, const struct result *res, size_t n)
 {
 	printf("dataplane worker loop (dp_worker_poll) vs io-forward, one core; kernels %s; "
 	       "window %u chunks, burst %u, %s order, UDP checksums %s; median of %u x %g s\n",
@@ -925,7 +946,8 @@ static void print_table(const struct opts *o, const struct result *res, size_t n
 	       "free, refill).\n");
 }
 
-static void print_json(const struct opts *o, const struct result *res, size_t n)
+static void
+print_json(const struct opts *o, const struct result *res, size_t n)
 {
 	printf("{\n  \"window\": %u,\n  \"burst\": %u,\n  \"order\": \"%s\",\n"
 	       "  \"udp_checksum\": %s,\n  \"repeat\": %u,\n  \"seconds\": %g,\n"
@@ -953,7 +975,8 @@ static void print_json(const struct opts *o, const struct result *res, size_t n)
 
 /* --- Options ------------------------------------------------------------------------------ */
 
-static void usage(FILE *f)
+static void
+usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: " PROG " [EAL options] -- [OPTIONS]\n"
@@ -982,8 +1005,9 @@ static void usage(FILE *f)
 		DP_BURST_MAX);
 }
 
-static int parse_list(const char *opt, const char *s, bool bytes, unsigned int min,
-		      unsigned int max, unsigned int *out, unsigned int *n)
+static int
+parse_list(const char *opt, const char *s, bool bytes, unsigned int min, unsigned int max,
+	   unsigned int *out, unsigned int *n)
 {
 	char buf[256], *save = NULL, *tok;
 
@@ -1018,7 +1042,8 @@ static int parse_list(const char *opt, const char *s, bool bytes, unsigned int m
 	return 0;
 }
 
-static int parse_opts(int argc, char **argv, struct opts *o)
+static int
+parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
 		{"payload", required_argument, NULL, 'p'},
@@ -1162,7 +1187,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	struct result res[LIST_MAX * LIST_MAX * 3];
 	size_t n_res = 0;

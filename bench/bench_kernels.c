@@ -100,7 +100,8 @@ struct opts {
 static void *(*volatile memcpy_fn)(void *, const void *, size_t) = memcpy;
 
 /* The MX format of an MX kernel, SUM_MX_COUNT for the others; decode or encode. */
-static enum sum_mx mx_fmt(enum kern k)
+static enum sum_mx
+mx_fmt(enum kern k)
 {
 	switch (k) {
 	case K_MX_WIDEN_ADD_INT8:
@@ -118,13 +119,15 @@ static enum sum_mx mx_fmt(enum kern k)
 	}
 }
 
-static bool mx_encode(enum kern k)
+static bool
+mx_encode(enum kern k)
 {
 	return k == K_MX_NARROW_INT8 || k == K_MX_NARROW_FP8 || k == K_MX_NARROW_FP4;
 }
 
 /* Input bytes of one unit (an element, or an MX block) and the elements it holds. */
-static size_t src_unit(enum kern k, size_t *elems)
+static size_t
+src_unit(enum kern k, size_t *elems)
 {
 	*elems = 1;
 	if (mx_fmt(k) != SUM_MX_COUNT) {
@@ -143,8 +146,8 @@ static size_t src_unit(enum kern k, size_t *elems)
 	}
 }
 
-static void run(const struct sum_kernels *ks, enum kern k, void *dst, const void *src,
-		size_t bytes)
+static void
+run(const struct sum_kernels *ks, enum kern k, void *dst, const void *src, size_t bytes)
 {
 	size_t per, unit = src_unit(k, &per), n = bytes / unit;
 
@@ -188,7 +191,8 @@ static void run(const struct sum_kernels *ks, enum kern k, void *dst, const void
 	}
 }
 
-static int cmp_double(const void *a, const void *b)
+static int
+cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 
@@ -197,8 +201,9 @@ static int cmp_double(const void *a, const void *b)
 
 /* Time one (kernel, variant, size): best and median GB/s over `samples` samples, and the
  * best GB/s of fp32 output elements. */
-static void measure(const struct sum_kernels *ks, enum kern k, void *dst, const void *src,
-		    size_t bytes, int samples, double *best, double *median, double *best_out)
+static void
+measure(const struct sum_kernels *ks, enum kern k, void *dst, const void *src, size_t bytes,
+	int samples, double *best, double *median, double *best_out)
 {
 	size_t per, unit = src_unit(k, &per);
 
@@ -224,7 +229,8 @@ static void measure(const struct sum_kernels *ks, enum kern k, void *dst, const 
 
 /* Input bytes of a kernel at a level: MX decode reads a quarter of the DRAM level (its
  * output is up to 7.5 times its input), still far beyond the caches. */
-static size_t in_bytes(enum kern k, size_t l)
+static size_t
+in_bytes(enum kern k, size_t l)
 {
 	bool mx_decode = mx_fmt(k) != SUM_MX_COUNT && !mx_encode(k);
 
@@ -233,7 +239,8 @@ static size_t in_bytes(enum kern k, size_t l)
 
 /* MX decode input: random element bytes (E4M3 NaN codes made 448), the scales of a chunk
  * of `bytes` bytes all 2^-7: normal values, as a chunk of gradients would be. */
-static void fill_mx(enum kern k, uint8_t *mx, size_t bytes)
+static void
+fill_mx(enum kern k, uint8_t *mx, size_t bytes)
 {
 	size_t eb = sum_mx_elem_bytes(mx_fmt(k)), nb = bytes / (eb + 1);
 	uint64_t x = 0x2545f4914f6cdd1dull;
@@ -254,7 +261,8 @@ static void fill_mx(enum kern k, uint8_t *mx, size_t bytes)
  * size whether taken as fp16 (1 .. 2), bf16 (2^-7 .. 2^-5) or, in pairs, fp32 (about 2^-7):
  * no subnormal (slow on some CPUs), no overflow over millions of adds. dst: zero.
  */
-static void fill_inputs(uint8_t *src, uint8_t *dst, size_t src_bytes, size_t dst_bytes)
+static void
+fill_inputs(uint8_t *src, uint8_t *dst, size_t src_bytes, size_t dst_bytes)
 {
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 
@@ -270,7 +278,8 @@ static void fill_inputs(uint8_t *src, uint8_t *dst, size_t src_bytes, size_t dst
 	memset(dst, 0, dst_bytes);
 }
 
-static void *alloc_big(size_t bytes)
+static void *
+alloc_big(size_t bytes)
 {
 	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -280,7 +289,8 @@ static void *alloc_big(size_t bytes)
 	return p;
 }
 
-static void usage(FILE *f)
+static void
+usage(FILE *f)
 {
 	fprintf(f,
 		"usage: georeduce-bench-kernels [--json] [--samples N] [--offset BYTES] [--no-dram]\n"
@@ -298,7 +308,8 @@ static void usage(FILE *f)
 		SAMPLES_MAX, SAMPLES_DEFAULT);
 }
 
-static int parse_opts(int argc, char **argv, struct opts *o)
+static int
+parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
@@ -347,7 +358,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-static void print_table(const struct opts *o, const struct result *res, size_t n_res)
+static void
+print_table(const struct opts *o, const struct result *res, size_t n_res)
 {
 	printf("GB/s of input (src bytes; fp32 acc bytes for narrow), best / median of %d samples"
 	       " (DRAM: %d), buffers at +%zu bytes from a 64-byte boundary\n",
@@ -379,7 +391,8 @@ static void print_table(const struct opts *o, const struct result *res, size_t n
 	}
 }
 
-static void print_json(const struct opts *o, const struct result *res, size_t n_res)
+static void
+print_json(const struct opts *o, const struct result *res, size_t n_res)
 {
 	const struct sum_kernels *eal_default = sum_kernels_select(256);
 	const struct sum_kernels *eal_512 = sum_kernels_select(512);
@@ -404,7 +417,8 @@ static void print_json(const struct opts *o, const struct result *res, size_t n_
 	printf("\n  ]\n}\n");
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	const struct sum_kernels *variants[SUM_ISA_COUNT];
 	struct result res[1 + SUM_ISA_COUNT * (K_COUNT - 1)];

@@ -116,7 +116,8 @@ struct ring_bench {
 
 /* --- Options ------------------------------------------------------------------------------ */
 
-static void usage(FILE *f)
+static void
+usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: " PROG " [EAL options] -- [OPTIONS]\n"
@@ -159,7 +160,8 @@ static void usage(FILE *f)
 		TABLE_WORKERS_MAX, GEN_BURST_MAX);
 }
 
-static int parse_mac(const char *s, uint8_t *mac)
+static int
+parse_mac(const char *s, uint8_t *mac)
 {
 	unsigned int b[6];
 	int n = 0;
@@ -172,7 +174,8 @@ static int parse_mac(const char *s, uint8_t *mac)
 	return 0;
 }
 
-static int parse_opts(int argc, char **argv, struct opts *o)
+static int
+parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum {
 		O_MODE = 256, O_TABLE, O_PORT, O_PEER, O_GWMAC, O_PAYLOAD, O_FANIN, O_DTYPE,
@@ -392,8 +395,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 
 /* --- Generator runs ----------------------------------------------------------------------- */
 
-static void fill_params(const struct opts *o, struct gen_params *p, uint16_t port,
-			enum gen_peer peer)
+static void
+fill_params(const struct opts *o, struct gen_params *p, uint16_t port, enum gen_peer peer)
 {
 	memset(p, 0, sizeof(*p));
 	p->peer = peer;
@@ -425,7 +428,8 @@ struct c2c {
 
 #define C2C_ROUNDS 20000
 
-static int c2c_pong(void *arg)
+static int
+c2c_pong(void *arg)
 {
 	struct c2c *c = arg;
 
@@ -437,7 +441,8 @@ static int c2c_pong(void *arg)
 	return 0;
 }
 
-static int c2c_ping(void *arg)
+static int
+c2c_ping(void *arg)
 {
 	struct c2c *c = arg;
 	uint64_t t0 = rte_rdtsc();
@@ -453,7 +458,8 @@ static int c2c_ping(void *arg)
 
 /* The mean round trip of a cache line between lcores a and b (b a worker lcore, idle) in
  * ns; 0 if b cannot be launched. */
-static double c2c_rtt_ns(unsigned int a, unsigned int b)
+static double
+c2c_rtt_ns(unsigned int a, unsigned int b)
 {
 	static struct c2c c;
 
@@ -473,7 +479,8 @@ static double c2c_rtt_ns(unsigned int a, unsigned int b)
 }
 
 /* The generator's lcore: the first worker lcore not taken, else the main lcore. */
-static unsigned int pick_lcore(int skip)
+static unsigned int
+pick_lcore(int skip)
 {
 	unsigned int id;
 
@@ -484,7 +491,8 @@ static unsigned int pick_lcore(int skip)
 }
 
 /* Run one generator to the end of its schedule on lcore `lcore`. */
-static int run_gen(struct gen_lcore *g, unsigned int lcore)
+static int
+run_gen(struct gen_lcore *g, unsigned int lcore)
 {
 	if (lcore == rte_get_main_lcore())
 		return gen_lcore_main(g);
@@ -493,7 +501,8 @@ static int run_gen(struct gen_lcore *g, unsigned int lcore)
 	return rte_eal_wait_lcore(lcore);
 }
 
-static void derive(struct phase *ph, unsigned int payload)
+static void
+derive(struct phase *ph, unsigned int payload)
 {
 	const struct gen_stats *a = &ph->res.start, *b = &ph->res.end;
 	double s = (double)ph->res.measured_tsc / (double)rte_get_tsc_hz();
@@ -533,7 +542,8 @@ static void derive(struct phase *ph, unsigned int payload)
 
 /* --- Ring mode ---------------------------------------------------------------------------- */
 
-static int iofwd_main(void *arg)
+static int
+iofwd_main(void *arg)
 {
 	struct iofwd *io = arg;
 	struct rte_mbuf *pkts[GEN_BURST_MAX];
@@ -554,7 +564,8 @@ static int iofwd_main(void *arg)
 	return 0;
 }
 
-static void ring_mark(void *arg, bool end)
+static void
+ring_mark(void *arg, bool end)
 {
 	struct ring_bench *rb = arg;
 	struct peer_snap *s = &rb->cur->peer[end ? 1 : 0];
@@ -579,7 +590,8 @@ static void ring_mark(void *arg, bool end)
 }
 
 /* The table of the ring mode's gateway: root of one tree with F local workers. */
-static struct table *ring_table(const struct opts *o, unsigned int slots)
+static struct table *
+ring_table(const struct opts *o, unsigned int slots)
 {
 	int n_children = 0, n_workers = (int)o->fanin;
 	struct table *tb = table_create(1, &n_children, &n_workers);
@@ -608,8 +620,8 @@ static struct table *ring_table(const struct opts *o, unsigned int slots)
 	return tb;
 }
 
-static int port_start(uint16_t port, struct rte_mempool *pool, unsigned int mtu, char *err,
-		      size_t errlen)
+static int
+port_start(uint16_t port, struct rte_mempool *pool, unsigned int mtu, char *err, size_t errlen)
 {
 	struct rte_eth_conf conf = { 0 };
 	struct rte_eth_dev_info info;
@@ -638,7 +650,8 @@ static int port_start(uint16_t port, struct rte_mempool *pool, unsigned int mtu,
 	return rc;
 }
 
-static struct rte_mempool *frame_pool(const char *name, unsigned int n, unsigned int frame_len)
+static struct rte_mempool *
+frame_pool(const char *name, unsigned int n, unsigned int frame_len)
 {
 	unsigned int room = RTE_MAX(frame_len, (unsigned int)RTE_MBUF_DEFAULT_DATAROOM);
 
@@ -647,7 +660,8 @@ static struct rte_mempool *frame_pool(const char *name, unsigned int n, unsigned
 				       (int)rte_socket_id());
 }
 
-static void ring_teardown(struct ring_bench *rb)
+static void
+ring_teardown(struct ring_bench *rb)
 {
 	if (rb->dp_up)
 		dp_teardown(rb->dp); /* closes the dataplane's port; slots drop their frames */
@@ -670,8 +684,9 @@ static void ring_teardown(struct ring_bench *rb)
 	free(rb->dp);
 }
 
-static int ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_job *gj,
-		      unsigned int mtu, char *err, size_t errlen)
+static int
+ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_job *gj, unsigned int mtu,
+	   char *err, size_t errlen)
 {
 	unsigned int slots = rte_align32pow2(o->window), socket = rte_socket_id();
 	struct rte_ether_addr gen_mac;
@@ -748,8 +763,9 @@ static int ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_jo
 	return rc;
 }
 
-static int run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph,
-		    struct gen_job *gj, unsigned int *mtu_out)
+static int
+run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_job *gj,
+	 unsigned int *mtu_out)
 {
 	struct ring_bench rb = { .dp_port = -1, .gen_port = -1 };
 	unsigned int mtu = o->mtu != 0 ? o->mtu :
@@ -830,8 +846,9 @@ static int run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph,
 
 /* --- Port mode ---------------------------------------------------------------------------- */
 
-static int run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph,
-		    struct gen_job *gj, struct table **tbp, unsigned int *mtu_out)
+static int
+run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_job *gj,
+	 struct table **tbp, unsigned int *mtu_out)
 {
 	char err[TABLE_ERR_MAX] = "";
 	struct rte_mempool *pool = NULL;
@@ -913,8 +930,9 @@ static int run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph,
 
 /* --- Report ------------------------------------------------------------------------------- */
 
-static void print_text(const struct opts *o, const struct gen_job *gj, unsigned int mtu,
-		       const struct phase *ph, unsigned int n)
+static void
+print_text(const struct opts *o, const struct gen_job *gj, unsigned int mtu, const struct phase *ph,
+	   unsigned int n)
 {
 	printf("%s mode, %u B x %u workers %s, MTU %u, window %u chunks, %s, %.2f s measured\n",
 	       o->mode == MODE_RING ? "ring" : "port", gj->payload, gj->n_workers,
@@ -948,7 +966,8 @@ static void print_text(const struct opts *o, const struct gen_job *gj, unsigned 
 			printf("%s: %s\n", ph[i].name, ph[i].res.error);
 }
 
-static json_t *phase_json(const struct phase *p)
+static json_t *
+phase_json(const struct phase *p)
 {
 	json_t *lcores = json_array();
 
@@ -984,8 +1003,9 @@ static json_t *phase_json(const struct phase *p)
 			 "error", p->res.error[0] != '\0' ? p->res.error : NULL);
 }
 
-static void print_json(const struct opts *o, const struct gen_job *gj, unsigned int mtu,
-		       const struct phase *ph, unsigned int n)
+static void
+print_json(const struct opts *o, const struct gen_job *gj, unsigned int mtu, const struct phase *ph,
+	   unsigned int n)
 {
 	json_t *phases = json_array(), *root;
 
@@ -1007,8 +1027,8 @@ static void print_json(const struct opts *o, const struct gen_job *gj, unsigned 
 	json_decref(root);
 }
 
-static void print_csv(const struct opts *o, const struct gen_job *gj, const struct phase *ph,
-		      unsigned int n)
+static void
+print_csv(const struct opts *o, const struct gen_job *gj, const struct phase *ph, unsigned int n)
 {
 	printf("mode,phase,payload,workers,dtype,window,offered_gbps,offered_mpps,achieved_gbps,"
 	       "achieved_mpps,p50_us,p99_us,p999_us,lost,retx,failures,generator_busy,peer_busy,"
@@ -1029,7 +1049,8 @@ static void print_csv(const struct opts *o, const struct gen_job *gj, const stru
 
 /* --- Main --------------------------------------------------------------------------------- */
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	struct phase ph[2];
 	struct gen_job gj = { 0 };
