@@ -59,6 +59,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "bench_util.h"
 #include "bytes.h"
 #include "cli.h"
 #include "dp.h"
@@ -789,21 +790,6 @@ measure_null(const struct null_port *np, unsigned int burst, double seconds, str
 
 /* --- Points ------------------------------------------------------------------------------- */
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double
-median(double *v, unsigned int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static double
 per_ns(uint64_t cycles, uint64_t n)
 {
@@ -890,22 +876,22 @@ run_point(const struct opts *o, const struct null_port *np, unsigned int payload
 		r->dtype = dtype;
 		r->kernels = x.lc->k->name;
 		r->mtu = x.mtu;
-		r->mpps_in = median(v[M_IN], o->repeat);
-		r->mpps_out = median(v[M_OUT], o->repeat);
+		r->mpps_in = bench_median(v[M_IN], o->repeat);
+		r->mpps_out = bench_median(v[M_OUT], o->repeat);
 		r->gbps = r->mpps_in * payload * 8 / 1e3;
-		r->ns_pkt = median(v[M_NS], o->repeat);
-		r->io_mpps = median(v[M_IO], o->repeat);
-		r->io_ns_pkt = median(v[M_IO_NS], o->repeat);
+		r->ns_pkt = bench_median(v[M_NS], o->repeat);
+		r->io_mpps = bench_median(v[M_IO], o->repeat);
+		r->io_ns_pkt = bench_median(v[M_IO_NS], o->repeat);
 		r->ratio = r->mpps_in / r->io_mpps;
-		r->sink_ns_out = median(v[M_SINK], o->repeat);
-		r->feed_ns_in = median(v[M_FEED], o->repeat);
-		r->refill_ns_chunk = median(v[M_REFILL], o->repeat);
-		r->e2e_mpps_in = median(v[M_E2E], o->repeat);
-		r->io_e2e_mpps = median(v[M_IO_E2E], o->repeat);
-		r->mpps_free = median(v[M_FREE], o->repeat);
-		r->null_mpps = median(v[M_NULL], o->repeat);
+		r->sink_ns_out = bench_median(v[M_SINK], o->repeat);
+		r->feed_ns_in = bench_median(v[M_FEED], o->repeat);
+		r->refill_ns_chunk = bench_median(v[M_REFILL], o->repeat);
+		r->e2e_mpps_in = bench_median(v[M_E2E], o->repeat);
+		r->io_e2e_mpps = bench_median(v[M_IO_E2E], o->repeat);
+		r->mpps_free = bench_median(v[M_FREE], o->repeat);
+		r->null_mpps = bench_median(v[M_NULL], o->repeat);
 		r->ratio_null = r->mpps_free / r->null_mpps;
-		r->iosum_ns_pkt = median(v[M_IOSUM], o->repeat);
+		r->iosum_ns_pkt = bench_median(v[M_IOSUM], o->repeat);
 	} else {
 		cli_error(PROG, "%u B x %u %s: %s", payload, fanin, wire_dtype_str(dtype), err);
 	}

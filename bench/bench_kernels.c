@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "cli.h"
 #include "clock.h"
 #include "slowpath/kernel_select.h"
@@ -191,14 +192,6 @@ run(const struct sum_kernels *ks, enum kern k, void *dst, const void *src, size_
 	}
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Time one (kernel, variant, size): best and median GB/s over `samples` samples, and the
  * best GB/s of fp32 output elements. */
 static void
@@ -221,7 +214,7 @@ measure(const struct sum_kernels *ks, enum kern k, void *dst, const void *src, s
 			run(ks, k, dst, src, bytes);
 		t[s] = (clock_now_ns() - t0) / (double)iters;
 	}
-	qsort(t, (size_t)samples, sizeof(t[0]), cmp_double);
+	bench_sort(t, (size_t)samples);
 	*best = (double)bytes / t[0];           /* bytes per ns = GB/s */
 	*median = (double)bytes / t[samples / 2];
 	*best_out = (double)(bytes / unit * per * 4) / t[0];

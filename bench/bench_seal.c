@@ -43,6 +43,8 @@
 #include <rte_ring.h>
 #include <rte_udp.h>
 
+#include "bench_util.h"
+#include "bytes.h"
 #include "cli.h"
 #include "dp.h"
 #include "slowpath/slowpath.h"
@@ -91,15 +93,6 @@ static int
 value(unsigned int c, unsigned int who, unsigned int i)
 {
 	return (int)((i + 3 * c + 5 * who) % 16) - 8;
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
 }
 
 /* AES-128-GCM over the frame's georeduce packet (len bytes at f + 74), the seal header at
@@ -203,12 +196,12 @@ build(struct point *x, unsigned int c, uint32_t r, bool child)
 	sh[1] = 0x53;
 	sh[2] = 1;
 	sh[3] = 1;
-	put32(sh + 4, JOB);
-	put32(sh + 8, KEY_ID);
+	be32_put(sh + 4, JOB);
+	be32_put(sh + 8, KEY_ID);
 	sh[13] = CHILD_ID;
 	x->seq++;
-	put32(sh + 16, (uint32_t)(x->seq >> 32));
-	put32(sh + 20, (uint32_t)x->seq);
+	be32_put(sh + 16, (uint32_t)(x->seq >> 32));
+	be32_put(sh + 20, (uint32_t)x->seq);
 	if (!gcm(x, true, fr, (int)(len - WIRE_FRAME_HDR_OFF)))
 		return NULL;
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(fr + WIRE_ETH_LEN);
@@ -431,14 +424,6 @@ measure_once(struct point *x, bool check, double *ns, char *err, size_t errlen)
 	return 0;
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 static void
 usage(FILE *f)
 {
@@ -549,7 +534,7 @@ main(int argc, char **argv)
 			break;
 		}
 		for (int s = 0; s < 2; s++) {
-			qsort(t[s], o.repeat, sizeof(double), cmp_double);
+			bench_sort(t[s], o.repeat);
 			ns[s] = t[s][o.repeat / 2];
 		}
 		/* Over the link per chunk: P bytes in and P bytes out. */

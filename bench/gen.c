@@ -8,8 +8,8 @@
  * the payload compare (memcmp, about 20 GB/s from L2) for the sampled copies.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +19,7 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 
+#include "bytes.h"
 #include "gen.h"
 
 #define GEN_PROG "georeduce-bench"
@@ -604,15 +605,6 @@ arp_frame(struct rte_mbuf *m, uint16_t op, const uint8_t *src_mac, uint32_t sip,
 	return true;
 }
 
-static uint32_t
-get_be32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return rte_be_to_cpu_32(v);
-}
-
 /* An ARP frame: answer requests for a worker's address. */
 static void
 rx_arp(struct gen_lcore *g, const uint8_t *d, uint32_t len)
@@ -622,8 +614,8 @@ rx_arp(struct gen_lcore *g, const uint8_t *d, uint32_t len)
 
 	if (len < 42 || d[20] != 0 || d[21] != 1 || !g->prm.answer_arp)
 		return;
-	sip = get_be32(d + 28);
-	tip = get_be32(d + 38);
+	sip = be32_get(d + 28);
+	tip = be32_get(d + 38);
 	if (find_worker_ip(g->gj, tip) < 0 || (m = rte_pktmbuf_alloc(g->pool)) == NULL)
 		return;
 	if (arp_frame(m, 2, g->prm.src_mac, tip, d + 22, sip) &&
@@ -888,7 +880,7 @@ gen_arp_resolve(uint16_t port_id, uint16_t queue, struct rte_mempool *pool,
 
 			if (d == NULL || len < 42 || d[12] != 0x08 || d[13] != 0x06)
 				continue;
-			if (d[21] == 2 && get_be32(d + 28) == gj->gw_ipv4) {
+			if (d[21] == 2 && be32_get(d + 28) == gj->gw_ipv4) {
 				memcpy(gw_mac, d + 22, 6);
 				if (!found)
 					end = RTE_MIN(end, rte_rdtsc() + hz / 5);
