@@ -175,7 +175,8 @@ run_round(struct point *x, bool check, struct tally *t, char *err, size_t errlen
 		}
 		got = dp_worker_poll(x->lc);
 		t2 = rte_rdtsc();
-		while ((k = rte_ring_sc_dequeue_burst(x->tx, (void **)out, RTE_DIM(out), NULL)) != 0) {
+		while ((k = rte_ring_sc_dequeue_burst(x->tx, (void **)out, RTE_DIM(out),
+						      NULL)) != 0) {
 			for (unsigned int i = 0; check && i < k; i++)
 				if (check_result(x, out[i], round, err, errlen) != 0) {
 					rte_pktmbuf_free_bulk(out, k);
@@ -309,7 +310,8 @@ measure_io(struct point *x, bool sum, double seconds, struct tally *t, char *err
 			sum_burst(x, pkts, got);
 		sent = rte_eth_tx_burst(x->port_id, 0, pkts, got);
 		t2 = rte_rdtsc();
-		while ((k = rte_ring_sc_dequeue_burst(x->tx, (void **)out, RTE_DIM(out), NULL)) != 0)
+		while ((k = rte_ring_sc_dequeue_burst(x->tx, (void **)out, RTE_DIM(out),
+						      NULL)) != 0)
 			t->pkts_out += k;
 		t3 = rte_rdtsc();
 		t->feed += t1 - t0;
@@ -534,7 +536,8 @@ print_table(const struct opts *o, const struct result *res, size_t n)
 	       "frames; ratio: Mpps in / ring io.\n+free: Mpps in counting the free too; null "
 	       "io: io-forward on a net_null port (RX allocates, TX frees); ratio: +free / null "
 	       "io.\nio+sum: ns per packet of ring io-forward that also adds each payload into "
-	       "one accumulator (the SIMD sum alone, from where the frames are).\nrefill: ns per chunk to restore the accumulator frame and renumber the round "
+	       "one accumulator (the SIMD sum alone, from where the frames are).\nrefill: ns per "
+	       "chunk to restore the accumulator frame and renumber the round "
 	       "(outside the rates); e2e: Mpps in of the\nwhole loop on one core (feed, worker, "
 	       "free, refill).\n");
 }
@@ -553,7 +556,8 @@ print_json(const struct opts *o, const struct result *res, size_t n)
 		printf("%s\n    {\"payload\": %u, \"fanin\": %u, \"dtype\": \"%s\", \"mtu\": %u, "
 		       "\"mpps_in\": %.3f, \"mpps_out\": %.3f, \"gbps_summed\": %.2f, "
 		       "\"ns_per_pkt\": %.2f, \"free_ns_per_out\": %.2f, \"mpps_in_with_free\": "
-		       "%.3f, \"ring_io_mpps\": %.3f, \"ring_io_ns_per_pkt\": %.2f, \"ratio\": %.4f, "
+		       "%.3f, \"ring_io_mpps\": %.3f, \"ring_io_ns_per_pkt\": %.2f, "
+		       "\"ratio\": %.4f, "
 		       "\"null_io_mpps\": %.3f, \"ratio_null\": %.3f, \"io_sum_ns_per_pkt\": %.2f, "
 		       "\"feed_ns_per_in\": %.2f, "
 		       "\"refill_ns_per_chunk\": %.2f, \"e2e_mpps_in\": %.3f, "
@@ -561,7 +565,8 @@ print_json(const struct opts *o, const struct result *res, size_t n)
 		       i == 0 ? "" : ",", r->payload, r->fanin, wire_dtype_str(r->dtype), r->mtu,
 		       r->mpps_in, r->mpps_out, r->gbps, r->ns_pkt, r->sink_ns_out, r->mpps_free,
 		       r->io_mpps, r->io_ns_pkt, r->ratio, r->null_mpps, r->ratio_null,
-		       r->iosum_ns_pkt, r->feed_ns_in, r->refill_ns_chunk, r->e2e_mpps_in, r->io_e2e_mpps);
+		       r->iosum_ns_pkt, r->feed_ns_in, r->refill_ns_chunk, r->e2e_mpps_in,
+		       r->io_e2e_mpps);
 	}
 	printf("\n  ]\n}\n");
 }

@@ -44,7 +44,8 @@ usage(FILE *f)
 		"  --quick          1024,4096 B x 2,8, 0.2 s, one repetition\n"
 		"  --json           JSON on stdout instead of the table\n"
 		"  -h, --help\n"
-		"Progress on stderr. Exit status 0, 1 if a point failed its checks, 2 on bad options.\n",
+		"Progress on stderr. Exit status 0, 1 if a point failed its checks, 2 on bad "
+		"options.\n",
 		DP_BURST_MAX);
 }
 
@@ -119,13 +120,13 @@ parse_opts(int argc, char **argv, struct opts *o)
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (parse_list("payload", optarg, true, 64, TABLE_CHUNK_BYTES_MAX, o->payload,
-				       &o->n_payload) != 0)
+			if (parse_list("payload", optarg, true, 64, TABLE_CHUNK_BYTES_MAX,
+				       o->payload, &o->n_payload) != 0)
 				return -1;
 			for (unsigned int i = 0; i < o->n_payload; i++)
 				if (o->payload[i] % 64 != 0) {
-					cli_error(PROG, "--payload: %u is not a multiple of 64 bytes",
-						  o->payload[i]);
+					cli_error(PROG, "--payload: %u is not a multiple of 64 "
+						  "bytes", o->payload[i]);
 					return -1;
 				}
 			set_p = true;
@@ -146,7 +147,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 
 				if (d <= 0 || wire_dtype_is_mx((enum wire_dtype)d) ||
 				    o->n_dtype == 3) {
-					cli_error(PROG, "--dtype: '%s' is not fp32, fp16 or bf16", tok);
+					cli_error(PROG, "--dtype: '%s' is not fp32, fp16 or bf16",
+						  tok);
 					return -1;
 				}
 				o->dtype[o->n_dtype++] = (enum wire_dtype)d;

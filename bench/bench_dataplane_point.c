@@ -71,8 +71,8 @@ table_json(const struct point *x)
 	json_t *tree = json_pack("{s:i, s:s, s:n, s:[], s:o, s:i, s:i, s:i, s:i, s:f, s:i}",
 				 "id", 0, "role", "root", "parent", "children", "workers", workers,
 				 "expected", (int)x->fanin, "subtree_workers", (int)x->fanin,
-				 "chunk_first", 0, "chunk_count", (int)x->window, "rate_gbps", 100.0,
-				 "slots", (int)x->slots);
+				 "chunk_first", 0, "chunk_count", (int)x->window,
+				 "rate_gbps", 100.0, "slots", (int)x->slots);
 
 	return json_pack("{s:s, s:i, s:i, s:{s:i, s:s, s:i, s:i}, s:s, s:I, s:i, "
 			 "s:{s:i, s:i, s:i, s:i}, s:[o]}",
@@ -371,8 +371,9 @@ check_result(struct point *x, struct rte_mbuf *m, uint32_t round, char *err, siz
 		x->scalar->widen_bf16(x->scratch, payload, x->elems);
 	for (unsigned int i = 0; i < x->elems; i++)
 		if (x->scratch[i] != (float)expected(x, p.chunk, i)) {
-			snprintf(err, errlen, "round %u chunk %u element %u: %g, expected %d", round,
-				 p.chunk, i, (double)x->scratch[i], expected(x, p.chunk, i));
+			snprintf(err, errlen, "round %u chunk %u element %u: %g, expected %d",
+				 round, p.chunk, i, (double)x->scratch[i],
+				 expected(x, p.chunk, i));
 			return -1;
 		}
 	x->seen[p.chunk * x->fanin + w]++;

@@ -286,7 +286,8 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: georeduce-bench-kernels [--json] [--samples N] [--offset BYTES] [--no-dram]\n"
+		"usage: georeduce-bench-kernels [--json] [--samples N] [--offset BYTES] "
+		"[--no-dram]\n"
 		"\n"
 		"Throughput of the gradient summation kernels, in GB/s of input, for every\n"
 		"variant this CPU supports, with input buffers of 16 KiB (L1), 512 KiB (L2) and\n"
@@ -294,7 +295,8 @@ usage(FILE *f)
 		"\n"
 		"  --json          one JSON document on stdout instead of the table\n"
 		"  --samples N     samples per measurement, 3 .. %d (default %d; DRAM uses N/3)\n"
-		"  --offset BYTES  misalign every buffer by BYTES from a 64-byte boundary, 0 .. 63\n"
+		"  --offset BYTES  misalign every buffer by BYTES from a 64-byte boundary, "
+		"0 .. 63\n"
 		"                  (default 0; packet payloads are at arbitrary offsets)\n"
 		"  --no-dram       skip the 256 MiB measurements (about 3/4 of the run time)\n"
 		"  --help          this text\n",
@@ -345,7 +347,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "georeduce-bench-kernels: unexpected argument '%s'\n", argv[optind]);
+		fprintf(stderr, "georeduce-bench-kernels: unexpected argument '%s'\n",
+			argv[optind]);
 		return -EINVAL;
 	}
 	return 0;
@@ -399,8 +402,9 @@ print_json(const struct opts *o, const struct result *res, size_t n_res)
 		for (size_t l = 0; l < N_LEVELS; l++) {
 			if (o->no_dram && l == N_LEVELS - 1)
 				continue;
-			printf("%s\n    {\"kernel\": \"%s\", \"variant\": \"%s\", \"level\": \"%s\", "
-			       "\"input_bytes\": %zu, \"gbps_best\": %.3f, \"gbps_median\": %.3f, "
+			printf("%s\n    {\"kernel\": \"%s\", \"variant\": \"%s\", "
+			       "\"level\": \"%s\", \"input_bytes\": %zu, \"gbps_best\": %.3f, "
+			       "\"gbps_median\": %.3f, "
 			       "\"out_elem_gbps_best\": %.3f}",
 			       r == 0 && l == 0 ? "" : ",", kern_names[res[r].k], res[r].variant,
 			       levels[l].name, in_bytes(res[r].k, l), res[r].best_gbps[l],

@@ -14,9 +14,10 @@
  * up that tree: each site's gateway decodes its local workers' chunks (encoded in the MX
  * format, or with --lan fp32 or bf16 sent as the table's lan_dtype says: fp32 as they are,
  * or rounded to bf16), then its children's partial sums (in site order), and encodes the
- * sum once; the root's encoding is the result every worker decodes. The ring has every worker of every site in site order and
- * starts chunk c at worker c mod (workers): it is the endpoint-quantised ring AllReduce of
- * the systems that reduce quantised gradients between sites today.
+ * sum once; the root's encoding is the result every worker decodes. The ring has every
+ * worker of every site in site order and starts chunk c at worker c mod (workers): it is
+ * the endpoint-quantised ring AllReduce of the systems that reduce quantised gradients
+ * between sites today.
  *
  * Inputs: gradient-like fp32, per worker a component shared by every worker plus one of its
  * own (equal size), in groups of 256 elements whose magnitudes span 2^-12 .. 1, with one
@@ -229,7 +230,8 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: " PROG " --plan FILE [--workers N] [--elements N] [--lan DTYPE] [--seed S]\n"
+		"usage: " PROG " --plan FILE [--workers N] [--elements N] [--lan DTYPE] "
+		"[--seed S]\n"
 		"       [--json]\n"
 		"\n"
 		"Error of an AllReduce in mxint8, mxfp8 and mxfp4 summed as georeduce\n"

@@ -158,7 +158,8 @@ build(struct point *x, unsigned int c, uint32_t r, bool child)
 		.src_mac = { 0x02, 0, 0, 0, 1, child ? 2 : 1 },
 		.src_ip = child ? CHILD_IP : WORKER_IP,
 		.dst_ip = GW_IP,
-		.src_port = child ? wire_udp_port(WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT, c)
+		.src_port = child ? wire_udp_port(WIRE_PORT_BASE_DEFAULT,
+						  WIRE_PORT_COUNT_DEFAULT, c)
 				  : WORKER_PORT,
 		.dst_port = wire_udp_port(WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT, c),
 		.ttl = 64,
@@ -167,7 +168,8 @@ build(struct point *x, unsigned int c, uint32_t r, bool child)
 	uint32_t len = WIRE_FRAME_HDR_OFF + WIRE_HDR_LEN + 4 * x->elems;
 	struct rte_mbuf *m = rte_pktmbuf_alloc(x->pool);
 	uint8_t *fr = m == NULL ? NULL
-				: (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(len + (seal ? 48 : 0)));
+				: (uint8_t *)rte_pktmbuf_append(m,
+								(uint16_t)(len + (seal ? 48 : 0)));
 	float *v;
 
 	if (fr == NULL)
@@ -240,9 +242,11 @@ setup(struct point *x, const char *crypto, char *err, size_t errlen)
 
 	inst++;
 	snprintf(name, sizeof(name), "bs_rx%u", inst);
-	x->rx = rte_ring_create(name, RING_SIZE, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+	x->rx = rte_ring_create(name, RING_SIZE, (int)rte_socket_id(),
+				RING_F_SP_ENQ | RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "bs_tx%u", inst);
-	x->tx = rte_ring_create(name, RING_SIZE, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+	x->tx = rte_ring_create(name, RING_SIZE, (int)rte_socket_id(),
+				RING_F_SP_ENQ | RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "bs_ring%u", inst);
 	int port = x->rx == NULL || x->tx == NULL
 			   ? -1 : rte_eth_from_rings(name, &x->rx, 1, &x->tx, 1, rte_socket_id());
@@ -369,7 +373,8 @@ run(struct point *x, uint64_t *cycles, bool check)
 	while (pos < n || rte_ring_count(x->rx) != 0) {
 		unsigned int k = n - pos < 32 ? (unsigned int)(n - pos) : 32;
 
-		if (k != 0 && rte_ring_sp_enqueue_bulk(x->rx, (void **)&x->frames[pos], k, NULL) == k)
+		if (k != 0 &&
+		    rte_ring_sp_enqueue_bulk(x->rx, (void **)&x->frames[pos], k, NULL) == k)
 			pos += k;
 		uint64_t t0 = rte_rdtsc();
 
@@ -448,10 +453,14 @@ main(int argc, char **argv)
 	struct opts o = { .payload = { 1024, 8192 }, .n_payload = 2, .window = 128, .rounds = 8,
 			  .repeat = 5, .crypto = "crypto_aesni_gcm0" };
 	static const struct option longopts[] = {
-		{ "payload", required_argument, NULL, 'p' }, { "window", required_argument, NULL, 'w' },
-		{ "rounds", required_argument, NULL, 'r' }, { "repeat", required_argument, NULL, 'n' },
-		{ "crypto", required_argument, NULL, 'c' }, { "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "payload", required_argument, NULL, 'p' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "rounds", required_argument, NULL, 'r' },
+		{ "repeat", required_argument, NULL, 'n' },
+		{ "crypto", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int e = rte_eal_init(argc, argv), c;
 	uint64_t v;
@@ -471,7 +480,8 @@ main(int argc, char **argv)
 			o.n_payload = 0;
 			for (tok = strtok_r(s, ",", &save); tok != NULL && o.n_payload < 8;
 			     tok = strtok_r(NULL, ",", &save)) {
-				if (cli_uint(PROG, "--payload", tok, 64, 8192, &v) != 0 || v % 64 != 0) {
+				if (cli_uint(PROG, "--payload", tok, 64, 8192, &v) != 0 ||
+				    v % 64 != 0) {
 					cli_error(PROG, "--payload: 64 .. 8192, a multiple of 64");
 					return CLI_EXIT_USAGE;
 				}
@@ -513,8 +523,9 @@ main(int argc, char **argv)
 		/* Both links set up at once, measured in turn: a loaded machine slows both. */
 		for (int s = 0; s < 2; s++) {
 			x[s] = (struct point){
-				.payload = o.payload[i], .elems = o.payload[i] / 4, .window = o.window,
-				.rounds = o.rounds, .sealed = s == 1, .round0 = 1,
+				.payload = o.payload[i], .elems = o.payload[i] / 4,
+				.window = o.window, .rounds = o.rounds, .sealed = s == 1,
+				.round0 = 1,
 			};
 			x[s].frame_len = WIRE_FRAME_PAYLOAD_OFF + x[s].payload + 48;
 			x[s].mtu = x[s].frame_len - WIRE_ETH_LEN <= 1500 ? 1500 : 9000;
@@ -548,8 +559,8 @@ main(int argc, char **argv)
 			       "%.2f, \"ratio\": %.3f, \"aead_gbps\": %.2f}\n", o.payload[i], pmd,
 			       ns[0], ns[1], g0, g1, g1 / g0, aead);
 		else
-			printf("%8u %10s %12.1f %12.1f %11.2f %11.2f %7.3f %13.2f\n", o.payload[i], pmd,
-			       ns[0], ns[1], g0, g1, g1 / g0, aead);
+			printf("%8u %10s %12.1f %12.1f %11.2f %11.2f %7.3f %13.2f\n", o.payload[i],
+			       pmd, ns[0], ns[1], g0, g1, g1 / g0, aead);
 	}
 	rte_eal_cleanup();
 	return rc == 0 ? 0 : CLI_EXIT_FAIL;

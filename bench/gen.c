@@ -155,7 +155,8 @@ gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int wind
 
 			if (k >= RTE_MIN(tr->chunk_count, tr->slots))
 				continue;
-			if (wire_chunk_len(tb->elements, tb->chunk_elements, c) == tb->chunk_elements) {
+			if (wire_chunk_len(tb->elements, tb->chunk_elements, c) ==
+			    tb->chunk_elements) {
 				pairs[2 * n] = c;
 				pairs[2 * n + 1] = tr->id;
 				n++;
@@ -469,7 +470,8 @@ frame_for(struct gen_lcore *g, uint64_t e)
 		return f;
 	}
 	m = rte_pktmbuf_alloc(g->pool);
-	if (m == NULL || (d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)g->gj->frame_len)) == NULL) {
+	if (m == NULL ||
+	    (d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)g->gj->frame_len)) == NULL) {
 		rte_pktmbuf_free(m);
 		g->st.no_mbuf++;
 		return NULL;
@@ -824,8 +826,9 @@ gen_lcore_main(void *arg)
 			t_stop = now + (uint64_t)(g->prm.drain_s * hz);
 		}
 		if (g->prm.progress && now - last_tsc >= prog_tsc)
-			progress(g, now, t0, g->draining ? " (draining)" : marked ? "" : " (warm-up)",
-				 &last, &last_tsc);
+			progress(g, now, t0,
+				 g->draining ? " (draining)" : marked ? "" : " (warm-up)", &last,
+				 &last_tsc);
 		if (g->draining && (g->n_open == 0 || now >= t_stop))
 			break;
 	}

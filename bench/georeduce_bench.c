@@ -284,11 +284,11 @@ port_start(uint16_t port, struct rte_mempool *pool, unsigned int mtu, char *err,
 	if (rc == 0)
 		rc = rte_eth_dev_configure(port, 1, 1, &conf);
 	if (rc == 0)
-		rc = rte_eth_rx_queue_setup(port, 0, 1024, (unsigned int)rte_eth_dev_socket_id(port),
-					    NULL, pool);
+		rc = rte_eth_rx_queue_setup(port, 0, 1024,
+					    (unsigned int)rte_eth_dev_socket_id(port), NULL, pool);
 	if (rc == 0)
-		rc = rte_eth_tx_queue_setup(port, 0, 1024, (unsigned int)rte_eth_dev_socket_id(port),
-					    NULL);
+		rc = rte_eth_tx_queue_setup(port, 0, 1024,
+					    (unsigned int)rte_eth_dev_socket_id(port), NULL);
 	if (rc == 0)
 		rc = rte_eth_dev_start(port);
 	if (rc != 0)
@@ -350,7 +350,8 @@ ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_job *gj, unsi
 	rc = gen_job_from_table(gj, rb->tb, o->window, err, errlen);
 	if (rc != 0)
 		return rc;
-	rb->to_dp = rte_ring_create("gb_to_dp", RING_SIZE, (int)socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	rb->to_dp = rte_ring_create("gb_to_dp", RING_SIZE, (int)socket,
+				    RING_F_SP_ENQ | RING_F_SC_DEQ);
 	rb->to_gen = rte_ring_create("gb_to_gen", RING_SIZE, (int)socket,
 				     RING_F_SP_ENQ | RING_F_SC_DEQ);
 	if (rb->to_dp == NULL || rb->to_gen == NULL) {

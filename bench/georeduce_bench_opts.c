@@ -38,9 +38,11 @@ usage(FILE *f)
 		"  --table PATH        port: the gateway's georeduce-table/1 file (required)\n"
 		"  --port N            port: the ethdev port id                        [0]\n"
 		"  --peer dataplane|io port: a gateway (verify RESULTs) or an io-forwarder\n"
-		"                      (count the frames coming back)                  [dataplane]\n"
+		"                      (count the frames coming back)                  "
+		"[dataplane]\n"
 		"  --gw-mac MAC        port: the gateway's MAC (default: resolved by ARP)\n"
-		"  --payload BYTES     ring: payload per chunk, 64 .. 8192, a multiple of 64 [1024]\n"
+		"  --payload BYTES     ring: payload per chunk, 64 .. 8192, a multiple of 64 "
+		"[1024]\n"
 		"  --fanin N           ring: workers, 1 .. %d                         [4]\n"
 		"  --dtype T           ring: fp32, fp16 or bf16                        [fp32]\n"
 		"  --mtu N             ring: the dataplane's IP MTU (default: 1500 if the chunk\n"
@@ -317,7 +319,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 			cli_error(PROG, "%s: a value is required", argv[optind - 1]);
 			return -1;
 		case '?':
-			cli_error(PROG, "unknown option '%s' (--help lists them)", argv[optind - 1]);
+			cli_error(PROG, "unknown option '%s' (--help lists them)",
+				  argv[optind - 1]);
 			return -1;
 		default:
 			if (parse_one(c, o, &s) != 0)
