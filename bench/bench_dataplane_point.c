@@ -20,6 +20,7 @@
 #include <rte_ring.h>
 
 #include "bench_dataplane.h"
+#include "bench_dp.h"
 #include "dp.h"
 #include "slowpath/slowpath.h"
 #include "sum.h"
@@ -253,12 +254,7 @@ point_setup(struct point *x, char *err, size_t errlen)
 	cfg.prm.burst = (uint16_t)x->burst;
 	cfg.prm.mtu = (uint16_t)x->mtu;
 	cfg.prm.mbufs = x->slots + 4096; /* slots, queues, caches: the rings allocate none */
-	cfg.n_lcores = 1;
-	cfg.lcore_ids[0] = rte_get_main_lcore();
-	cfg.n_ports = 1;
-	cfg.port_ids[0] = x->port_id;
-	cfg.addr[0].ipv4 = GW_IP;
-	cfg.addr[0].prefix_len = 16;
+	bench_dp_one_port(&cfg, rte_get_main_lcore(), x->port_id, GW_IP);
 	cfg.n_neigh = x->fanin;
 	for (unsigned int w = 0; w < x->fanin; w++) {
 		struct rte_ether_addr mac = { { 0x02, 0, 0, 0, 1, (uint8_t)(w + 1) } };

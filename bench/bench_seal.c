@@ -43,6 +43,7 @@
 #include <rte_ring.h>
 #include <rte_udp.h>
 
+#include "bench_dp.h"
 #include "bench_util.h"
 #include "bytes.h"
 #include "cli.h"
@@ -270,12 +271,7 @@ setup(struct point *x, const char *crypto, char *err, size_t errlen)
 	cfg.seal_mbufs = 4096;
 	if (x->sealed) /* the plain point has no cryptodev: both are set up at once */
 		snprintf(cfg.crypto_dev, sizeof(cfg.crypto_dev), "%s", crypto);
-	cfg.n_lcores = 1;
-	cfg.lcore_ids[0] = rte_get_main_lcore();
-	cfg.n_ports = 1;
-	cfg.port_ids[0] = x->port_id;
-	cfg.addr[0].ipv4 = GW_IP;
-	cfg.addr[0].prefix_len = 16;
+	bench_dp_one_port(&cfg, rte_get_main_lcore(), x->port_id, GW_IP);
 	cfg.n_neigh = 2;
 	cfg.neigh[0].ipv4 = WORKER_IP;
 	cfg.neigh[0].mac = (struct rte_ether_addr){ { 0x02, 0, 0, 0, 1, 1 } };

@@ -40,6 +40,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "bench_dp.h"
 #include "cli.h"
 #include "dp.h"
 #include "gen.h"
@@ -383,12 +384,7 @@ ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_job *gj, unsi
 	cfg.prm.mtu = (uint16_t)mtu;
 	cfg.prm.mbufs = 2 * slots + 8192;
 	cfg.hdr_mbufs = RTE_MAX(8192u, 2 * gj->n_chunks * gj->n_workers + 4096);
-	cfg.n_lcores = 1;
-	cfg.lcore_ids[0] = rb->dp_lcore;
-	cfg.n_ports = 1;
-	cfg.port_ids[0] = (uint16_t)rb->dp_port;
-	cfg.addr[0].ipv4 = GW_IP;
-	cfg.addr[0].prefix_len = 16;
+	bench_dp_one_port(&cfg, rb->dp_lcore, (uint16_t)rb->dp_port, GW_IP);
 	cfg.n_neigh = RTE_MIN(o->fanin, (unsigned int)RTE_DIM(cfg.neigh));
 	for (unsigned int w = 0; w < cfg.n_neigh; w++) {
 		cfg.neigh[w].ipv4 = WORKER_IP0 + w;
