@@ -62,6 +62,8 @@
 #include <rte_ring.h>
 
 #include "bench_dataplane.h"
+#include "bench_dataplane_opts.h"
+#include "bench_dataplane_point.h"
 #include "bench_util.h"
 #include "bytes.h"
 #include "cli.h"

@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * georeduce-bench-dataplane (bench_dataplane.c describes the scenario): what its files
- * share, the options, one point (its ports, dataplane and frames) and the functions that
- * set a point up, check its RESULT copies and parse the options. All on the main lcore, the
- * set-up and the checks outside the measured intervals.
+ * georeduce-bench-dataplane (bench_dataplane.c describes the scenario): the types its
+ * files share, the options and one point (its ports, dataplane and frames). The main lcore.
  */
 #ifndef GEOREDUCE_BENCH_DATAPLANE_H
 #define GEOREDUCE_BENCH_DATAPLANE_H
 
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #include "wire.h"
@@ -65,27 +62,5 @@ struct point {
 	uint8_t *pkt;                   /* a result copy made contiguous */
 	uint8_t *seen;                  /* [chunk * fanin + w]: result copies of a round */
 };
-
-/**
- * Parse the bench's options (argv[0] stands for the program, EAL's are gone) into o:
- * defaults first, --quick where it applies. -1 after a message on stderr; --help prints the
- * usage and exits.
- */
-int parse_opts(int argc, char **argv, struct opts *o);
-
-/**
- * Set up point x (its payload, fan-in, window, dtype, slots, elems, frame_len, mtu,
- * udp_csum, worker_order and burst set): the net_ring port, the dataplane with the
- * point's table installed and active, and every frame. On failure a message in err;
- * point_teardown() frees what was made either way.
- */
-int point_setup(struct point *x, char *err, size_t errlen);
-
-/** Free what point_setup() made, the dataplane first (its slots drop their frames). */
-void point_teardown(struct point *x);
-
-/** Check one RESULT copy of round `round` completely and count it in x->seen. */
-int check_result(struct point *x, struct rte_mbuf *m, uint32_t round, char *err,
-		 size_t errlen);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bench_dataplane.h"
+#include "bench_dataplane_opts.h"
 #include "cli.h"
 #include "dp.h"
 #include "table.h"

@@ -20,6 +20,7 @@
 #include <rte_ring.h>
 
 #include "bench_dataplane.h"
+#include "bench_dataplane_point.h"
 #include "bench_dp.h"
 #include "dp.h"
 #include "slowpath/slowpath.h"

@@ -45,6 +45,8 @@
 #include "dp.h"
 #include "gen.h"
 #include "georeduce_bench.h"
+#include "georeduce_bench_opts.h"
+#include "georeduce_bench_report.h"
 #include "slowpath/slowpath.h"
 #include "table.h"
 #include "wire.h"

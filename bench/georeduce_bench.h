@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * georeduce-bench (georeduce_bench.c describes the program): what its files share, the
- * options, the phases measured, and the functions that parse the options and report the
- * phases. The main lcore, before and after the generator runs.
+ * georeduce-bench (georeduce_bench.c describes the program): the types its files share,
+ * the options and the phases measured. The main lcore, before and after the generator runs.
  */
 #ifndef GEOREDUCE_BENCH_GEOREDUCE_BENCH_H
 #define GEOREDUCE_BENCH_GEOREDUCE_BENCH_H
@@ -53,23 +52,5 @@ struct phase {
 	double c2c_ns;                  /* cache-line round trip generator <-> peer lcore */
 	uint64_t lost, retx, timeouts, refused, duplicates, stale, unexpected, verified, bad;
 };
-
-/**
- * Parse the bench's options (argv[0] stands for the program; EAL's come after them) into
- * o, with the defaults of those not given. -1 after a message on stderr; --help prints the
- * usage and exits.
- */
-int parse_opts(int argc, char **argv, struct opts *o);
-
-/** The derived figures of a phase (rates, latency quantiles, losses) from its counters. */
-void derive(struct phase *ph, unsigned int payload);
-
-/** The report on stdout: a table, one JSON document, or CSV with a header line. */
-void print_text(const struct opts *o, const struct gen_job *gj, unsigned int mtu,
-		const struct phase *ph, unsigned int n);
-void print_json(const struct opts *o, const struct gen_job *gj, unsigned int mtu,
-		const struct phase *ph, unsigned int n);
-void print_csv(const struct opts *o, const struct gen_job *gj, const struct phase *ph,
-	       unsigned int n);
 
 #endif

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "gen.h"
 #include "georeduce_bench.h"
+#include "georeduce_bench_opts.h"
 #include "table.h"
 #include "wire.h"
 

@@ -14,6 +14,7 @@
 
 #include "gen.h"
 #include "georeduce_bench.h"
+#include "georeduce_bench_report.h"
 #include "wire.h"
 
 /* --- Report ------------------------------------------------------------------------------- */
