@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "cli.h"
 #include "clock.h"
 #include "slowpath/kernel_select.h"
@@ -100,7 +101,8 @@ struct opts {
 static void *(*volatile memcpy_fn)(void *, const void *, size_t) = memcpy;
 
 /* The MX format of an MX kernel, SUM_MX_COUNT for the others; decode or encode. */
-static enum sum_mx mx_fmt(enum kern k)
+static enum sum_mx
+mx_fmt(enum kern k)
 {
 	switch (k) {
 	case K_MX_WIDEN_ADD_INT8:
@@ -118,13 +120,15 @@ static enum sum_mx mx_fmt(enum kern k)
 	}
 }
 
-static bool mx_encode(enum kern k)
+static bool
+mx_encode(enum kern k)
 {
 	return k == K_MX_NARROW_INT8 || k == K_MX_NARROW_FP8 || k == K_MX_NARROW_FP4;
 }
 
 /* Input bytes of one unit (an element, or an MX block) and the elements it holds. */
-static size_t src_unit(enum kern k, size_t *elems)
+static size_t
+src_unit(enum kern k, size_t *elems)
 {
 	*elems = 1;
 	if (mx_fmt(k) != SUM_MX_COUNT) {
@@ -143,8 +147,8 @@ static size_t src_unit(enum kern k, size_t *elems)
 	}
 }
 
-static void run(const struct sum_kernels *ks, enum kern k, void *dst, const void *src,
-		size_t bytes)
+static void
+run(const struct sum_kernels *ks, enum kern k, void *dst, const void *src, size_t bytes)
 {
 	size_t per, unit = src_unit(k, &per), n = bytes / unit;
 
@@ -188,17 +192,11 @@ static void run(const struct sum_kernels *ks, enum kern k, void *dst, const void
 	}
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Time one (kernel, variant, size): best and median GB/s over `samples` samples, and the
  * best GB/s of fp32 output elements. */
-static void measure(const struct sum_kernels *ks, enum kern k, void *dst, const void *src,
-		    size_t bytes, int samples, double *best, double *median, double *best_out)
+static void
+measure(const struct sum_kernels *ks, enum kern k, void *dst, const void *src, size_t bytes,
+	int samples, double *best, double *median, double *best_out)
 {
 	size_t per, unit = src_unit(k, &per);
 
@@ -216,7 +214,7 @@ static void measure(const struct sum_kernels *ks, enum kern k, void *dst, const 
 			run(ks, k, dst, src, bytes);
 		t[s] = (clock_now_ns() - t0) / (double)iters;
 	}
-	qsort(t, (size_t)samples, sizeof(t[0]), cmp_double);
+	bench_sort(t, (size_t)samples);
 	*best = (double)bytes / t[0];           /* bytes per ns = GB/s */
 	*median = (double)bytes / t[samples / 2];
 	*best_out = (double)(bytes / unit * per * 4) / t[0];
@@ -224,7 +222,8 @@ static void measure(const struct sum_kernels *ks, enum kern k, void *dst, const 
 
 /* Input bytes of a kernel at a level: MX decode reads a quarter of the DRAM level (its
  * output is up to 7.5 times its input), still far beyond the caches. */
-static size_t in_bytes(enum kern k, size_t l)
+static size_t
+in_bytes(enum kern k, size_t l)
 {
 	bool mx_decode = mx_fmt(k) != SUM_MX_COUNT && !mx_encode(k);
 
@@ -233,7 +232,8 @@ static size_t in_bytes(enum kern k, size_t l)
 
 /* MX decode input: random element bytes (E4M3 NaN codes made 448), the scales of a chunk
  * of `bytes` bytes all 2^-7: normal values, as a chunk of gradients would be. */
-static void fill_mx(enum kern k, uint8_t *mx, size_t bytes)
+static void
+fill_mx(enum kern k, uint8_t *mx, size_t bytes)
 {
 	size_t eb = sum_mx_elem_bytes(mx_fmt(k)), nb = bytes / (eb + 1);
 	uint64_t x = 0x2545f4914f6cdd1dull;
@@ -254,7 +254,8 @@ static void fill_mx(enum kern k, uint8_t *mx, size_t bytes)
  * size whether taken as fp16 (1 .. 2), bf16 (2^-7 .. 2^-5) or, in pairs, fp32 (about 2^-7):
  * no subnormal (slow on some CPUs), no overflow over millions of adds. dst: zero.
  */
-static void fill_inputs(uint8_t *src, uint8_t *dst, size_t src_bytes, size_t dst_bytes)
+static void
+fill_inputs(uint8_t *src, uint8_t *dst, size_t src_bytes, size_t dst_bytes)
 {
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 
@@ -270,7 +271,8 @@ static void fill_inputs(uint8_t *src, uint8_t *dst, size_t src_bytes, size_t dst
 	memset(dst, 0, dst_bytes);
 }
 
-static void *alloc_big(size_t bytes)
+static void *
+alloc_big(size_t bytes)
 {
 	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -280,10 +282,12 @@ static void *alloc_big(size_t bytes)
 	return p;
 }
 
-static void usage(FILE *f)
+static void
+usage(FILE *f)
 {
 	fprintf(f,
-		"usage: georeduce-bench-kernels [--json] [--samples N] [--offset BYTES] [--no-dram]\n"
+		"usage: georeduce-bench-kernels [--json] [--samples N] [--offset BYTES] "
+		"[--no-dram]\n"
 		"\n"
 		"Throughput of the gradient summation kernels, in GB/s of input, for every\n"
 		"variant this CPU supports, with input buffers of 16 KiB (L1), 512 KiB (L2) and\n"
@@ -291,14 +295,16 @@ static void usage(FILE *f)
 		"\n"
 		"  --json          one JSON document on stdout instead of the table\n"
 		"  --samples N     samples per measurement, 3 .. %d (default %d; DRAM uses N/3)\n"
-		"  --offset BYTES  misalign every buffer by BYTES from a 64-byte boundary, 0 .. 63\n"
+		"  --offset BYTES  misalign every buffer by BYTES from a 64-byte boundary, "
+		"0 .. 63\n"
 		"                  (default 0; packet payloads are at arbitrary offsets)\n"
 		"  --no-dram       skip the 256 MiB measurements (about 3/4 of the run time)\n"
 		"  --help          this text\n",
 		SAMPLES_MAX, SAMPLES_DEFAULT);
 }
 
-static int parse_opts(int argc, char **argv, struct opts *o)
+static int
+parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
@@ -341,13 +347,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "georeduce-bench-kernels: unexpected argument '%s'\n", argv[optind]);
+		fprintf(stderr, "georeduce-bench-kernels: unexpected argument '%s'\n",
+			argv[optind]);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-static void print_table(const struct opts *o, const struct result *res, size_t n_res)
+static void
+print_table(const struct opts *o, const struct result *res, size_t n_res)
 {
 	printf("GB/s of input (src bytes; fp32 acc bytes for narrow), best / median of %d samples"
 	       " (DRAM: %d), buffers at +%zu bytes from a 64-byte boundary\n",
@@ -379,7 +387,8 @@ static void print_table(const struct opts *o, const struct result *res, size_t n
 	}
 }
 
-static void print_json(const struct opts *o, const struct result *res, size_t n_res)
+static void
+print_json(const struct opts *o, const struct result *res, size_t n_res)
 {
 	const struct sum_kernels *eal_default = sum_kernels_select(256);
 	const struct sum_kernels *eal_512 = sum_kernels_select(512);
@@ -393,8 +402,9 @@ static void print_json(const struct opts *o, const struct result *res, size_t n_
 		for (size_t l = 0; l < N_LEVELS; l++) {
 			if (o->no_dram && l == N_LEVELS - 1)
 				continue;
-			printf("%s\n    {\"kernel\": \"%s\", \"variant\": \"%s\", \"level\": \"%s\", "
-			       "\"input_bytes\": %zu, \"gbps_best\": %.3f, \"gbps_median\": %.3f, "
+			printf("%s\n    {\"kernel\": \"%s\", \"variant\": \"%s\", "
+			       "\"level\": \"%s\", \"input_bytes\": %zu, \"gbps_best\": %.3f, "
+			       "\"gbps_median\": %.3f, "
 			       "\"out_elem_gbps_best\": %.3f}",
 			       r == 0 && l == 0 ? "" : ",", kern_names[res[r].k], res[r].variant,
 			       levels[l].name, in_bytes(res[r].k, l), res[r].best_gbps[l],
@@ -404,7 +414,8 @@ static void print_json(const struct opts *o, const struct result *res, size_t n_
 	printf("\n  ]\n}\n");
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	const struct sum_kernels *variants[SUM_ISA_COUNT];
 	struct result res[1 + SUM_ISA_COUNT * (K_COUNT - 1)];

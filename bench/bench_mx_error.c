@@ -14,9 +14,10 @@
  * up that tree: each site's gateway decodes its local workers' chunks (encoded in the MX
  * format, or with --lan fp32 or bf16 sent as the table's lan_dtype says: fp32 as they are,
  * or rounded to bf16), then its children's partial sums (in site order), and encodes the
- * sum once; the root's encoding is the result every worker decodes. The ring has every worker of every site in site order and
- * starts chunk c at worker c mod (workers): it is the endpoint-quantised ring AllReduce of
- * the systems that reduce quantised gradients between sites today.
+ * sum once; the root's encoding is the result every worker decodes. The ring has every
+ * worker of every site in site order and starts chunk c at worker c mod (workers): it is
+ * the endpoint-quantised ring AllReduce of the systems that reduce quantised gradients
+ * between sites today.
  *
  * Inputs: gradient-like fp32, per worker a component shared by every worker plus one of its
  * own (equal size), in groups of 256 elements whose magnitudes span 2^-12 .. 1, with one
@@ -81,7 +82,8 @@ struct err {
 
 static uint64_t rng_state;
 
-static uint64_t rng(void)
+static uint64_t
+rng(void)
 {
 	rng_state ^= rng_state >> 12;
 	rng_state ^= rng_state << 25;
@@ -89,20 +91,23 @@ static uint64_t rng(void)
 	return rng_state * 0x2545f4914f6cdd1dull;
 }
 
-static double uniform(void)
+static double
+uniform(void)
 {
 	return (double)(rng() >> 11) * 0x1p-53;
 }
 
 /* A standard normal (Box-Muller). */
-static double gauss(void)
+static double
+gauss(void)
 {
 	double u = uniform(), v = uniform();
 
 	return sqrt(-2.0 * log(u > 0 ? u : 0x1p-53)) * cos(2.0 * M_PI * v);
 }
 
-static int site_index(const struct plan *p, const char *name)
+static int
+site_index(const struct plan *p, const char *name)
 {
 	for (int i = 0; i < p->n_sites; i++)
 		if (strcmp(p->sites[i], name) == 0)
@@ -111,7 +116,8 @@ static int site_index(const struct plan *p, const char *name)
 }
 
 /* The trees of a georeduce-plan/1 file: each one's root, parent map and share. */
-static int load_plan(const char *path, struct plan *p)
+static int
+load_plan(const char *path, struct plan *p)
 {
 	json_error_t je;
 	json_t *root = json_load_file(path, 0, &je), *trees, *t;
@@ -174,9 +180,10 @@ out:
 }
 
 /* The sum of site s's subtree in tree tr, encoded into out (bytes of one chunk). */
-static void tree_sum(const struct sum_kernels *k, enum sum_mx f, const struct plan *p,
-		     const struct tree *tr, int s, uint8_t *const *enc, const struct lan_in *li,
-		     int workers, size_t nb, float *acc, uint8_t *out, uint8_t *tmp)
+static void
+tree_sum(const struct sum_kernels *k, enum sum_mx f, const struct plan *p, const struct tree *tr,
+	 int s, uint8_t *const *enc, const struct lan_in *li, int workers, size_t nb, float *acc,
+	 uint8_t *out, uint8_t *tmp)
 {
 	bool first = true;
 
@@ -208,7 +215,8 @@ static void tree_sum(const struct sum_kernels *k, enum sum_mx f, const struct pl
 	k->mx_narrow[f](out, acc, nb);
 }
 
-static void add_err(struct err *e, const float *got, const double *exact, size_t n)
+static void
+add_err(struct err *e, const float *got, const double *exact, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		double d = fabs((double)got[i] - exact[i]);
@@ -218,10 +226,12 @@ static void add_err(struct err *e, const float *got, const double *exact, size_t
 	}
 }
 
-static void usage(FILE *f)
+static void
+usage(FILE *f)
 {
 	fprintf(f,
-		"usage: " PROG " --plan FILE [--workers N] [--elements N] [--lan DTYPE] [--seed S]\n"
+		"usage: " PROG " --plan FILE [--workers N] [--elements N] [--lan DTYPE] "
+		"[--seed S]\n"
 		"       [--json]\n"
 		"\n"
 		"Error of an AllReduce in mxint8, mxfp8 and mxfp4 summed as georeduce\n"
@@ -240,7 +250,8 @@ static void usage(FILE *f)
 		WORKERS_MAX);
 }
 
-static int parse_opts(int argc, char **argv, struct opts *o)
+static int
+parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
 		{"plan", required_argument, NULL, 'p'},
@@ -309,7 +320,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	static const char *const names[SUM_MX_COUNT] = {"mxint8", "mxfp8", "mxfp4"};
 	static const char *const lan_names[4] = {"mx", "fp32", "", "bf16"};

@@ -43,6 +43,9 @@
 #include <rte_ring.h>
 #include <rte_udp.h>
 
+#include "bench_dp.h"
+#include "bench_util.h"
+#include "bytes.h"
 #include "cli.h"
 #include "dp.h"
 #include "slowpath/slowpath.h"
@@ -91,15 +94,6 @@ static int
 value(unsigned int c, unsigned int who, unsigned int i)
 {
 	return (int)((i + 3 * c + 5 * who) % 16) - 8;
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
 }
 
 /* AES-128-GCM over the frame's georeduce packet (len bytes at f + 74), the seal header at
@@ -165,7 +159,8 @@ build(struct point *x, unsigned int c, uint32_t r, bool child)
 		.src_mac = { 0x02, 0, 0, 0, 1, child ? 2 : 1 },
 		.src_ip = child ? CHILD_IP : WORKER_IP,
 		.dst_ip = GW_IP,
-		.src_port = child ? wire_udp_port(WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT, c)
+		.src_port = child ? wire_udp_port(WIRE_PORT_BASE_DEFAULT,
+						  WIRE_PORT_COUNT_DEFAULT, c)
 				  : WORKER_PORT,
 		.dst_port = wire_udp_port(WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT, c),
 		.ttl = 64,
@@ -174,7 +169,8 @@ build(struct point *x, unsigned int c, uint32_t r, bool child)
 	uint32_t len = WIRE_FRAME_HDR_OFF + WIRE_HDR_LEN + 4 * x->elems;
 	struct rte_mbuf *m = rte_pktmbuf_alloc(x->pool);
 	uint8_t *fr = m == NULL ? NULL
-				: (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(len + (seal ? 48 : 0)));
+				: (uint8_t *)rte_pktmbuf_append(m,
+								(uint16_t)(len + (seal ? 48 : 0)));
 	float *v;
 
 	if (fr == NULL)
@@ -203,12 +199,12 @@ build(struct point *x, unsigned int c, uint32_t r, bool child)
 	sh[1] = 0x53;
 	sh[2] = 1;
 	sh[3] = 1;
-	put32(sh + 4, JOB);
-	put32(sh + 8, KEY_ID);
+	be32_put(sh + 4, JOB);
+	be32_put(sh + 8, KEY_ID);
 	sh[13] = CHILD_ID;
 	x->seq++;
-	put32(sh + 16, (uint32_t)(x->seq >> 32));
-	put32(sh + 20, (uint32_t)x->seq);
+	be32_put(sh + 16, (uint32_t)(x->seq >> 32));
+	be32_put(sh + 20, (uint32_t)x->seq);
 	if (!gcm(x, true, fr, (int)(len - WIRE_FRAME_HDR_OFF)))
 		return NULL;
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(fr + WIRE_ETH_LEN);
@@ -247,9 +243,11 @@ setup(struct point *x, const char *crypto, char *err, size_t errlen)
 
 	inst++;
 	snprintf(name, sizeof(name), "bs_rx%u", inst);
-	x->rx = rte_ring_create(name, RING_SIZE, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+	x->rx = rte_ring_create(name, RING_SIZE, (int)rte_socket_id(),
+				RING_F_SP_ENQ | RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "bs_tx%u", inst);
-	x->tx = rte_ring_create(name, RING_SIZE, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+	x->tx = rte_ring_create(name, RING_SIZE, (int)rte_socket_id(),
+				RING_F_SP_ENQ | RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "bs_ring%u", inst);
 	int port = x->rx == NULL || x->tx == NULL
 			   ? -1 : rte_eth_from_rings(name, &x->rx, 1, &x->tx, 1, rte_socket_id());
@@ -273,12 +271,7 @@ setup(struct point *x, const char *crypto, char *err, size_t errlen)
 	cfg.seal_mbufs = 4096;
 	if (x->sealed) /* the plain point has no cryptodev: both are set up at once */
 		snprintf(cfg.crypto_dev, sizeof(cfg.crypto_dev), "%s", crypto);
-	cfg.n_lcores = 1;
-	cfg.lcore_ids[0] = rte_get_main_lcore();
-	cfg.n_ports = 1;
-	cfg.port_ids[0] = x->port_id;
-	cfg.addr[0].ipv4 = GW_IP;
-	cfg.addr[0].prefix_len = 16;
+	bench_dp_one_port(&cfg, rte_get_main_lcore(), x->port_id, GW_IP);
 	cfg.n_neigh = 2;
 	cfg.neigh[0].ipv4 = WORKER_IP;
 	cfg.neigh[0].mac = (struct rte_ether_addr){ { 0x02, 0, 0, 0, 1, 1 } };
@@ -376,7 +369,8 @@ run(struct point *x, uint64_t *cycles, bool check)
 	while (pos < n || rte_ring_count(x->rx) != 0) {
 		unsigned int k = n - pos < 32 ? (unsigned int)(n - pos) : 32;
 
-		if (k != 0 && rte_ring_sp_enqueue_bulk(x->rx, (void **)&x->frames[pos], k, NULL) == k)
+		if (k != 0 &&
+		    rte_ring_sp_enqueue_bulk(x->rx, (void **)&x->frames[pos], k, NULL) == k)
 			pos += k;
 		uint64_t t0 = rte_rdtsc();
 
@@ -431,14 +425,6 @@ measure_once(struct point *x, bool check, double *ns, char *err, size_t errlen)
 	return 0;
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 static void
 usage(FILE *f)
 {
@@ -463,10 +449,14 @@ main(int argc, char **argv)
 	struct opts o = { .payload = { 1024, 8192 }, .n_payload = 2, .window = 128, .rounds = 8,
 			  .repeat = 5, .crypto = "crypto_aesni_gcm0" };
 	static const struct option longopts[] = {
-		{ "payload", required_argument, NULL, 'p' }, { "window", required_argument, NULL, 'w' },
-		{ "rounds", required_argument, NULL, 'r' }, { "repeat", required_argument, NULL, 'n' },
-		{ "crypto", required_argument, NULL, 'c' }, { "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "payload", required_argument, NULL, 'p' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "rounds", required_argument, NULL, 'r' },
+		{ "repeat", required_argument, NULL, 'n' },
+		{ "crypto", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int e = rte_eal_init(argc, argv), c;
 	uint64_t v;
@@ -486,7 +476,8 @@ main(int argc, char **argv)
 			o.n_payload = 0;
 			for (tok = strtok_r(s, ",", &save); tok != NULL && o.n_payload < 8;
 			     tok = strtok_r(NULL, ",", &save)) {
-				if (cli_uint(PROG, "--payload", tok, 64, 8192, &v) != 0 || v % 64 != 0) {
+				if (cli_uint(PROG, "--payload", tok, 64, 8192, &v) != 0 ||
+				    v % 64 != 0) {
 					cli_error(PROG, "--payload: 64 .. 8192, a multiple of 64");
 					return CLI_EXIT_USAGE;
 				}
@@ -528,8 +519,9 @@ main(int argc, char **argv)
 		/* Both links set up at once, measured in turn: a loaded machine slows both. */
 		for (int s = 0; s < 2; s++) {
 			x[s] = (struct point){
-				.payload = o.payload[i], .elems = o.payload[i] / 4, .window = o.window,
-				.rounds = o.rounds, .sealed = s == 1, .round0 = 1,
+				.payload = o.payload[i], .elems = o.payload[i] / 4,
+				.window = o.window, .rounds = o.rounds, .sealed = s == 1,
+				.round0 = 1,
 			};
 			x[s].frame_len = WIRE_FRAME_PAYLOAD_OFF + x[s].payload + 48;
 			x[s].mtu = x[s].frame_len - WIRE_ETH_LEN <= 1500 ? 1500 : 9000;
@@ -549,7 +541,7 @@ main(int argc, char **argv)
 			break;
 		}
 		for (int s = 0; s < 2; s++) {
-			qsort(t[s], o.repeat, sizeof(double), cmp_double);
+			bench_sort(t[s], o.repeat);
 			ns[s] = t[s][o.repeat / 2];
 		}
 		/* Over the link per chunk: P bytes in and P bytes out. */
@@ -563,8 +555,8 @@ main(int argc, char **argv)
 			       "%.2f, \"ratio\": %.3f, \"aead_gbps\": %.2f}\n", o.payload[i], pmd,
 			       ns[0], ns[1], g0, g1, g1 / g0, aead);
 		else
-			printf("%8u %10s %12.1f %12.1f %11.2f %11.2f %7.3f %13.2f\n", o.payload[i], pmd,
-			       ns[0], ns[1], g0, g1, g1 / g0, aead);
+			printf("%8u %10s %12.1f %12.1f %11.2f %11.2f %7.3f %13.2f\n", o.payload[i],
+			       pmd, ns[0], ns[1], g0, g1, g1 / g0, aead);
 	}
 	rte_eal_cleanup();
 	return rc == 0 ? 0 : CLI_EXIT_FAIL;

@@ -8,8 +8,8 @@
  * the payload compare (memcmp, about 20 GB/s from L2) for the sampled copies.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +19,7 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 
+#include "bytes.h"
 #include "gen.h"
 
 #define GEN_PROG "georeduce-bench"
@@ -72,12 +73,14 @@ struct gen_lcore {
 
 /* --- Jobs --------------------------------------------------------------------------------- */
 
-int gen_value(unsigned int c, unsigned int w, unsigned int i, int a)
+int
+gen_value(unsigned int c, unsigned int w, unsigned int i, int a)
 {
 	return (int)((i + 3 * c + 5 * w) % (unsigned int)(2 * a + 1)) - a;
 }
 
-static int cmp_worker(const void *a, const void *b)
+static int
+cmp_worker(const void *a, const void *b)
 {
 	const struct gen_worker *x = a, *y = b;
 	uint64_t kx = (uint64_t)x->ipv4 << 16 | x->port, ky = (uint64_t)y->ipv4 << 16 | y->port;
@@ -85,15 +88,17 @@ static int cmp_worker(const void *a, const void *b)
 	return kx < ky ? -1 : kx > ky;
 }
 
-static int cmp_u32(const void *a, const void *b)
+static int
+cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
 	return x < y ? -1 : x > y;
 }
 
-int gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int window,
-		       char *err, size_t errlen)
+int
+gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int window, char *err,
+		   size_t errlen)
 {
 	uint64_t total = table_n_chunks(tb);
 	unsigned int n = 0, cap = 0;
@@ -150,7 +155,8 @@ int gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int 
 
 			if (k >= RTE_MIN(tr->chunk_count, tr->slots))
 				continue;
-			if (wire_chunk_len(tb->elements, tb->chunk_elements, c) == tb->chunk_elements) {
+			if (wire_chunk_len(tb->elements, tb->chunk_elements, c) ==
+			    tb->chunk_elements) {
 				pairs[2 * n] = c;
 				pairs[2 * n + 1] = tr->id;
 				n++;
@@ -175,7 +181,8 @@ int gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int 
 	return 0;
 }
 
-void gen_job_fini(struct gen_job *gj)
+void
+gen_job_fini(struct gen_job *gj)
 {
 	free(gj->workers);
 	free(gj->chunk);
@@ -186,7 +193,8 @@ void gen_job_fini(struct gen_job *gj)
 }
 
 /* Element i of a payload of dtype: small integers, so the conversions are exact. */
-static void put_int(uint8_t *payload, enum wire_dtype dt, unsigned int i, int v)
+static void
+put_int(uint8_t *payload, enum wire_dtype dt, unsigned int i, int v)
 {
 	float f = (float)v;
 	uint32_t b;
@@ -211,7 +219,8 @@ static void put_int(uint8_t *payload, enum wire_dtype dt, unsigned int i, int v)
 
 /* --- Latency histogram -------------------------------------------------------------------- */
 
-void gen_hist_add(struct gen_hist *h, uint64_t ns)
+void
+gen_hist_add(struct gen_hist *h, uint64_t ns)
 {
 	unsigned int idx;
 
@@ -231,7 +240,8 @@ void gen_hist_add(struct gen_hist *h, uint64_t ns)
 		h->max_ns = ns;
 }
 
-double gen_hist_quantile(const struct gen_hist *h, double q)
+double
+gen_hist_quantile(const struct gen_hist *h, double q)
 {
 	uint64_t want, sum = 0;
 
@@ -256,8 +266,8 @@ double gen_hist_quantile(const struct gen_hist *h, double q)
 
 /* --- Setup -------------------------------------------------------------------------------- */
 
-static int build_frame(const struct gen_lcore *g, uint8_t *frame, unsigned int c,
-		       unsigned int w)
+static int
+build_frame(const struct gen_lcore *g, uint8_t *frame, unsigned int c, unsigned int w)
 {
 	const struct gen_job *gj = g->gj;
 	const struct gen_worker *wk = &gj->workers[w];
@@ -293,8 +303,9 @@ static int build_frame(const struct gen_lcore *g, uint8_t *frame, unsigned int c
 				false);
 }
 
-struct gen_lcore *gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm,
-				   struct rte_mempool *pool, char *err, size_t errlen)
+struct gen_lcore *
+gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct rte_mempool *pool,
+		 char *err, size_t errlen)
 {
 	struct gen_lcore *g = rte_zmalloc("gen_lcore", sizeof(*g), RTE_CACHE_LINE_SIZE);
 	unsigned int C = gj->n_chunks, W = gj->n_workers;
@@ -371,7 +382,8 @@ fail:
 	return NULL;
 }
 
-void gen_lcore_free(struct gen_lcore *g)
+void
+gen_lcore_free(struct gen_lcore *g)
 {
 	if (g == NULL)
 		return;
@@ -387,7 +399,8 @@ void gen_lcore_free(struct gen_lcore *g)
 	rte_free(g);
 }
 
-const struct gen_result *gen_lcore_result(const struct gen_lcore *g)
+const struct gen_result *
+gen_lcore_result(const struct gen_lcore *g)
 {
 	return &g->res;
 }
@@ -396,7 +409,8 @@ const struct gen_result *gen_lcore_result(const struct gen_lcore *g)
 
 static void fail(struct gen_lcore *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static void fail(struct gen_lcore *g, const char *fmt, ...)
+static void
+fail(struct gen_lcore *g, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -408,13 +422,15 @@ static void fail(struct gen_lcore *g, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void enqueue(struct gen_lcore *g, unsigned int c, unsigned int w, unsigned int flags)
+static void
+enqueue(struct gen_lcore *g, unsigned int c, unsigned int w, unsigned int flags)
 {
 	g->q[g->q_tail++ & g->q_mask] = (uint64_t)c << 24 | (uint64_t)w << 8 | flags;
 	g->ch[c].pending++;
 }
 
-static void start_round(struct gen_lcore *g, unsigned int c)
+static void
+start_round(struct gen_lcore *g, unsigned int c)
 {
 	struct gen_chunk *ch = &g->ch[c];
 
@@ -430,7 +446,8 @@ static void start_round(struct gen_lcore *g, unsigned int c)
 		enqueue(g, c, w, w == 0 ? E_FIRST : 0);
 }
 
-static void set_round(uint8_t *frame, uint32_t round)
+static void
+set_round(uint8_t *frame, uint32_t round)
 {
 	uint32_t be = rte_cpu_to_be_32(round);
 
@@ -439,7 +456,8 @@ static void set_round(uint8_t *frame, uint32_t round)
 
 /* The mbuf to send for a queue entry: the worker's frame by reference when nobody else
  * holds it, else a fresh copy. NULL when the pool is empty. */
-static struct rte_mbuf *frame_for(struct gen_lcore *g, uint64_t e)
+static struct rte_mbuf *
+frame_for(struct gen_lcore *g, uint64_t e)
 {
 	struct gen_chunk *ch = &g->ch[e >> 24];
 	struct rte_mbuf *f = ch->frames[(e >> 8) & 0xffff], *m;
@@ -452,7 +470,8 @@ static struct rte_mbuf *frame_for(struct gen_lcore *g, uint64_t e)
 		return f;
 	}
 	m = rte_pktmbuf_alloc(g->pool);
-	if (m == NULL || (d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)g->gj->frame_len)) == NULL) {
+	if (m == NULL ||
+	    (d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)g->gj->frame_len)) == NULL) {
 		rte_pktmbuf_free(m);
 		g->st.no_mbuf++;
 		return NULL;
@@ -465,7 +484,8 @@ static struct rte_mbuf *frame_for(struct gen_lcore *g, uint64_t e)
 	return m;
 }
 
-static unsigned int do_tx(struct gen_lcore *g, uint64_t now)
+static unsigned int
+do_tx(struct gen_lcore *g, uint64_t now)
 {
 	struct rte_mbuf *pkts[GEN_BURST_MAX];
 	uint64_t ents[GEN_BURST_MAX];
@@ -522,7 +542,8 @@ static unsigned int do_tx(struct gen_lcore *g, uint64_t now)
 	return sent;
 }
 
-static int find_chunk(const struct gen_job *gj, uint32_t chunk)
+static int
+find_chunk(const struct gen_job *gj, uint32_t chunk)
 {
 	unsigned int lo = 0, hi = gj->n_chunks;
 
@@ -537,7 +558,8 @@ static int find_chunk(const struct gen_job *gj, uint32_t chunk)
 	return lo < gj->n_chunks && gj->chunk[lo] == chunk ? (int)lo : -1;
 }
 
-static int find_worker(const struct gen_job *gj, uint32_t ipv4, uint16_t port)
+static int
+find_worker(const struct gen_job *gj, uint32_t ipv4, uint16_t port)
 {
 	struct gen_worker key = { .ipv4 = ipv4, .port = port };
 	const struct gen_worker *w = bsearch(&key, gj->workers, gj->n_workers,
@@ -546,7 +568,8 @@ static int find_worker(const struct gen_job *gj, uint32_t ipv4, uint16_t port)
 	return w == NULL ? -1 : (int)(w - gj->workers);
 }
 
-static int find_worker_ip(const struct gen_job *gj, uint32_t ipv4)
+static int
+find_worker_ip(const struct gen_job *gj, uint32_t ipv4)
 {
 	for (unsigned int w = 0; w < gj->n_workers; w++)
 		if (gj->workers[w].ipv4 == ipv4)
@@ -556,8 +579,9 @@ static int find_worker_ip(const struct gen_job *gj, uint32_t ipv4)
 
 /* Build an ARP frame in the empty mbuf m: op 1 (request) or 2 (reply). False if m has no
  * room for it. */
-static bool arp_frame(struct rte_mbuf *m, uint16_t op, const uint8_t *src_mac, uint32_t sip,
-		      const uint8_t *dst_mac, uint32_t tip)
+static bool
+arp_frame(struct rte_mbuf *m, uint16_t op, const uint8_t *src_mac, uint32_t sip,
+	  const uint8_t *dst_mac, uint32_t tip)
 {
 	static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 	uint8_t *d = (uint8_t *)rte_pktmbuf_append(m, 60);
@@ -583,24 +607,17 @@ static bool arp_frame(struct rte_mbuf *m, uint16_t op, const uint8_t *src_mac, u
 	return true;
 }
 
-static uint32_t get_be32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return rte_be_to_cpu_32(v);
-}
-
 /* An ARP frame: answer requests for a worker's address. */
-static void rx_arp(struct gen_lcore *g, const uint8_t *d, uint32_t len)
+static void
+rx_arp(struct gen_lcore *g, const uint8_t *d, uint32_t len)
 {
 	struct rte_mbuf *m;
 	uint32_t tip, sip;
 
 	if (len < 42 || d[20] != 0 || d[21] != 1 || !g->prm.answer_arp)
 		return;
-	sip = get_be32(d + 28);
-	tip = get_be32(d + 38);
+	sip = be32_get(d + 28);
+	tip = be32_get(d + 38);
 	if (find_worker_ip(g->gj, tip) < 0 || (m = rte_pktmbuf_alloc(g->pool)) == NULL)
 		return;
 	if (arp_frame(m, 2, g->prm.src_mac, tip, d + 22, sip) &&
@@ -610,7 +627,8 @@ static void rx_arp(struct gen_lcore *g, const uint8_t *d, uint32_t len)
 		rte_pktmbuf_free(m);
 }
 
-static void chunk_done(struct gen_lcore *g, unsigned int c, uint64_t now)
+static void
+chunk_done(struct gen_lcore *g, unsigned int c, uint64_t now)
 {
 	struct gen_chunk *ch = &g->ch[c];
 
@@ -623,7 +641,8 @@ static void chunk_done(struct gen_lcore *g, unsigned int c, uint64_t now)
 		start_round(g, c);
 }
 
-static void rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
+static void
+rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 {
 	const struct gen_job *gj = g->gj;
 	uint8_t hbuf[WIRE_FRAME_PAYLOAD_OFF];
@@ -713,7 +732,8 @@ unexpected:
 }
 
 /* Rounds overdue: send again, with RETX, the frames of the workers still waiting. */
-static void timers(struct gen_lcore *g, uint64_t now)
+static void
+timers(struct gen_lcore *g, uint64_t now)
 {
 	for (unsigned int c = 0; c < g->gj->n_chunks; c++) {
 		struct gen_chunk *ch = &g->ch[c];
@@ -730,8 +750,9 @@ static void timers(struct gen_lcore *g, uint64_t now)
 	}
 }
 
-static void progress(struct gen_lcore *g, uint64_t now, uint64_t t0, const char *label,
-		     struct gen_stats *last, uint64_t *last_tsc)
+static void
+progress(struct gen_lcore *g, uint64_t now, uint64_t t0, const char *label, struct gen_stats *last,
+	 uint64_t *last_tsc)
 {
 	double s = (double)(now - *last_tsc) / (double)rte_get_tsc_hz();
 	const struct gen_stats *st = &g->st;
@@ -749,7 +770,8 @@ static void progress(struct gen_lcore *g, uint64_t now, uint64_t t0, const char 
 	*last_tsc = now;
 }
 
-int gen_lcore_main(void *arg)
+int
+gen_lcore_main(void *arg)
 {
 	struct gen_lcore *g = arg;
 	struct rte_mbuf *pkts[GEN_BURST_MAX];
@@ -804,8 +826,9 @@ int gen_lcore_main(void *arg)
 			t_stop = now + (uint64_t)(g->prm.drain_s * hz);
 		}
 		if (g->prm.progress && now - last_tsc >= prog_tsc)
-			progress(g, now, t0, g->draining ? " (draining)" : marked ? "" : " (warm-up)",
-				 &last, &last_tsc);
+			progress(g, now, t0,
+				 g->draining ? " (draining)" : marked ? "" : " (warm-up)", &last,
+				 &last_tsc);
 		if (g->draining && (g->n_open == 0 || now >= t_stop))
 			break;
 	}
@@ -818,9 +841,9 @@ int gen_lcore_main(void *arg)
 
 /* --- Neighbour resolution (port mode) ----------------------------------------------------- */
 
-int gen_arp_resolve(uint16_t port_id, uint16_t queue, struct rte_mempool *pool,
-		    const struct gen_job *gj, const uint8_t *src_mac, double timeout_s,
-		    uint8_t *gw_mac)
+int
+gen_arp_resolve(uint16_t port_id, uint16_t queue, struct rte_mempool *pool,
+		const struct gen_job *gj, const uint8_t *src_mac, double timeout_s, uint8_t *gw_mac)
 {
 	uint64_t hz = rte_get_tsc_hz(), end = rte_rdtsc() + (uint64_t)(timeout_s * (double)hz);
 	uint64_t next_req = 0;
@@ -860,7 +883,7 @@ int gen_arp_resolve(uint16_t port_id, uint16_t queue, struct rte_mempool *pool,
 
 			if (d == NULL || len < 42 || d[12] != 0x08 || d[13] != 0x06)
 				continue;
-			if (d[21] == 2 && get_be32(d + 28) == gj->gw_ipv4) {
+			if (d[21] == 2 && be32_get(d + 28) == gj->gw_ipv4) {
 				memcpy(gw_mac, d + 22, 6);
 				if (!found)
 					end = RTE_MIN(end, rte_rdtsc() + hz / 5);

@@ -16,10 +16,13 @@
  *
  * EAL options come first, the bench's after "--"; the bench's options are parsed before
  * EAL starts, so that a bad option costs nothing.
+ *
+ * This file: the runs of both modes (set-up, the phases, teardown) and main(). The options
+ * are parsed in georeduce_bench_opts.c, the report made in georeduce_bench_report.c, the
+ * generator itself is gen.c. Main lcore, except the io-forwarder, the core-to-core probe
+ * and the generator when launched on worker lcores.
  */
 #include <errno.h>
-#include <getopt.h>
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,14 +40,17 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "bench_dp.h"
 #include "cli.h"
 #include "dp.h"
 #include "gen.h"
+#include "georeduce_bench.h"
+#include "georeduce_bench_opts.h"
+#include "georeduce_bench_report.h"
 #include "slowpath/slowpath.h"
 #include "table.h"
 #include "wire.h"
 
-#define PROG "georeduce-bench"
 #define RING_SIZE 4096
 #define GW_ID 1
 #define GW_IP 0x0a000001u                       /* 10.0.0.1/16 */
@@ -54,51 +60,12 @@
 #define JOB 1
 #define EPOCH 1
 
-enum mode { MODE_RING, MODE_PORT };
-
-struct opts {
-	enum mode mode;
-	enum gen_peer peer;             /* port mode */
-	const char *table;              /* port mode */
-	uint16_t port;                  /* port mode */
-	bool gw_mac_set;
-	uint8_t gw_mac[6];
-	unsigned int payload, fanin;    /* ring mode */
-	enum wire_dtype dtype;          /* ring mode */
-	unsigned int mtu;               /* ring mode: the dataplane's; 0: by payload */
-	unsigned int window, burst, verify_every, rto_ms;
-	double rate_gbps, duration, warmup;
-	bool baseline, json, csv, quiet;
-};
-
-/* Counters of the lcore that answers the generator (ring mode). */
-struct peer_snap {
-	uint64_t rx, tx, busy, drops;
-};
-
 /* An io-forwarder: rx_burst -> tx_burst on one queue, as testpmd's io mode. */
 struct iofwd {
 	uint16_t port;
 	uint16_t burst;
 	atomic_bool stop;
 	uint64_t rx, tx, busy;          /* this lcore: wo; others: relaxed */
-};
-
-/* One measured phase: the dataplane, or the io-forward baseline. */
-struct phase {
-	const char *name;
-	bool ran;
-	struct gen_result res;
-	unsigned int gen_lcore;
-	bool has_peer;
-	unsigned int peer_lcore;
-	struct peer_snap peer[2];       /* at the start and the end of the measurement */
-	/* Derived. */
-	double secs, offered_gbps, offered_wire_gbps, offered_mpps, achieved_gbps, achieved_mpps;
-	double chunks_s, p50_us, p99_us, p999_us, max_us, gen_busy, peer_busy;
-	double peer_mpps_in;
-	double c2c_ns;                  /* cache-line round trip generator <-> peer lcore */
-	uint64_t lost, retx, timeouts, refused, duplicates, stale, unexpected, verified, bad;
 };
 
 /* The ring mode's set-up. */
@@ -114,286 +81,10 @@ struct ring_bench {
 	struct phase *cur;              /* the phase being measured (for the mark callback) */
 };
 
-/* --- Options ------------------------------------------------------------------------------ */
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " PROG " [EAL options] -- [OPTIONS]\n"
-		"\n"
-		"Emulate the local workers of a georeduce job: send their contributions to a\n"
-		"gateway, verify the RESULTs, report rates, latency and losses (docs/BENCH.md).\n"
-		"  " PROG " --no-huge -m 512 --no-pci --no-shconf --file-prefix=gb -l 0-1 -- "
-		"--mode ring\n"
-		"  " PROG " -l 0-1 -a 0000:3b:00.0 -- --mode port --table gw.json\n"
-		"\n"
-		"  --mode ring|port    ring: the dataplane in this process over net_ring, then\n"
-		"                      io-forwarding on the same lcore and port; port: a gateway\n"
-		"                      on an ethdev port (NIC, net_memif)              [ring]\n"
-		"  --table PATH        port: the gateway's georeduce-table/1 file (required)\n"
-		"  --port N            port: the ethdev port id                        [0]\n"
-		"  --peer dataplane|io port: a gateway (verify RESULTs) or an io-forwarder\n"
-		"                      (count the frames coming back)                  [dataplane]\n"
-		"  --gw-mac MAC        port: the gateway's MAC (default: resolved by ARP)\n"
-		"  --payload BYTES     ring: payload per chunk, 64 .. 8192, a multiple of 64 [1024]\n"
-		"  --fanin N           ring: workers, 1 .. %d                         [4]\n"
-		"  --dtype T           ring: fp32, fp16 or bf16                        [fp32]\n"
-		"  --mtu N             ring: the dataplane's IP MTU (default: 1500 if the chunk\n"
-		"                      fits, else 9000)\n"
-		"  --window N          chunks in flight, 1 .. 65536                    [128]\n"
-		"  --rate-gbps R       offered rate on the wire (frame + 24 bytes), 0: full speed\n"
-		"                      [0]\n"
-		"  --duration S        measured seconds per phase                     [5]\n"
-		"  --warmup S          seconds before measuring                       [0.5]\n"
-		"  --rto-ms N          first retransmission timeout, 1 .. 10000        [50]\n"
-		"  --verify-every N    compare every N-th RESULT's payload with the exact sum\n"
-		"                      (every one's headers and contributor count)     [8]\n"
-		"  --burst N           packets per burst, 1 .. %d                     [32]\n"
-		"  --no-baseline       ring: skip the io-forward phase\n"
-		"  --quick             --duration 0.2 --warmup 0.1 unless given\n"
-		"  --json | --csv      machine-readable report on stdout\n"
-		"  --quiet             no progress lines on stderr\n"
-		"  -h, --help\n"
-		"Exit status 0; 1 if a RESULT was wrong, a chunk was lost or nothing came back; 2\n"
-		"on bad options or when EAL or the ports cannot start.\n",
-		TABLE_WORKERS_MAX, GEN_BURST_MAX);
-}
-
-static int parse_mac(const char *s, uint8_t *mac)
-{
-	unsigned int b[6];
-	int n = 0;
-
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%n", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-		   &n) != 6 || s[n] != '\0')
-		return -1;
-	for (int i = 0; i < 6; i++)
-		mac[i] = (uint8_t)b[i];
-	return 0;
-}
-
-static int parse_opts(int argc, char **argv, struct opts *o)
-{
-	enum {
-		O_MODE = 256, O_TABLE, O_PORT, O_PEER, O_GWMAC, O_PAYLOAD, O_FANIN, O_DTYPE,
-		O_MTU, O_WINDOW, O_RATE, O_DURATION, O_WARMUP, O_RTO, O_VERIFY, O_BURST,
-		O_NOBASE, O_QUICK, O_JSON, O_CSV, O_QUIET,
-	};
-	static const struct option longopts[] = {
-		{"mode", required_argument, NULL, O_MODE},
-		{"table", required_argument, NULL, O_TABLE},
-		{"port", required_argument, NULL, O_PORT},
-		{"peer", required_argument, NULL, O_PEER},
-		{"gw-mac", required_argument, NULL, O_GWMAC},
-		{"payload", required_argument, NULL, O_PAYLOAD},
-		{"fanin", required_argument, NULL, O_FANIN},
-		{"dtype", required_argument, NULL, O_DTYPE},
-		{"mtu", required_argument, NULL, O_MTU},
-		{"window", required_argument, NULL, O_WINDOW},
-		{"rate-gbps", required_argument, NULL, O_RATE},
-		{"duration", required_argument, NULL, O_DURATION},
-		{"warmup", required_argument, NULL, O_WARMUP},
-		{"rto-ms", required_argument, NULL, O_RTO},
-		{"verify-every", required_argument, NULL, O_VERIFY},
-		{"burst", required_argument, NULL, O_BURST},
-		{"no-baseline", no_argument, NULL, O_NOBASE},
-		{"quick", no_argument, NULL, O_QUICK},
-		{"json", no_argument, NULL, O_JSON},
-		{"csv", no_argument, NULL, O_CSV},
-		{"quiet", no_argument, NULL, O_QUIET},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	bool quick = false, set_d = false, set_w = false, ring_only = false, port_only = false;
-	uint64_t v;
-	int c;
-
-	memset(o, 0, sizeof(*o));
-	o->payload = 1024;
-	o->fanin = 4;
-	o->dtype = WIRE_DTYPE_FP32;
-	o->window = 128;
-	o->burst = 32;
-	o->verify_every = 8;
-	o->rto_ms = 50;
-	o->duration = 5;
-	o->warmup = 0.5;
-	o->baseline = true;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case O_MODE:
-			if (strcmp(optarg, "ring") != 0 && strcmp(optarg, "port") != 0) {
-				cli_error(PROG, "--mode: '%s' is not ring or port", optarg);
-				return -1;
-			}
-			o->mode = strcmp(optarg, "port") == 0 ? MODE_PORT : MODE_RING;
-			break;
-		case O_TABLE:
-			o->table = optarg;
-			port_only = true;
-			break;
-		case O_PORT:
-			if (cli_uint(PROG, "--port", optarg, 0, RTE_MAX_ETHPORTS - 1, &v) != 0)
-				return -1;
-			o->port = (uint16_t)v;
-			port_only = true;
-			break;
-		case O_PEER:
-			if (strcmp(optarg, "dataplane") != 0 && strcmp(optarg, "io") != 0) {
-				cli_error(PROG, "--peer: '%s' is not dataplane or io", optarg);
-				return -1;
-			}
-			o->peer = strcmp(optarg, "io") == 0 ? GEN_PEER_IO : GEN_PEER_DATAPLANE;
-			port_only = true;
-			break;
-		case O_GWMAC:
-			if (parse_mac(optarg, o->gw_mac) != 0) {
-				cli_error(PROG, "--gw-mac: '%s' is not a MAC address (aa:bb:cc:dd:ee:ff)",
-					  optarg);
-				return -1;
-			}
-			o->gw_mac_set = true;
-			port_only = true;
-			break;
-		case O_PAYLOAD:
-			if (cli_bytes(PROG, "payload", optarg, 64, &v) != 0)
-				return -1;
-			if (v > TABLE_CHUNK_BYTES_MAX || v % 64 != 0) {
-				cli_error(PROG, "--payload: %s is not a multiple of 64 in 64 .. %u",
-					  optarg, TABLE_CHUNK_BYTES_MAX);
-				return -1;
-			}
-			o->payload = (unsigned int)v;
-			ring_only = true;
-			break;
-		case O_FANIN:
-			if (cli_uint(PROG, "--fanin", optarg, 1, TABLE_WORKERS_MAX, &v) != 0)
-				return -1;
-			o->fanin = (unsigned int)v;
-			ring_only = true;
-			break;
-		case O_DTYPE: {
-			int d = table_dtype_from_name(optarg);
-
-			if (d <= 0 || wire_dtype_is_mx((enum wire_dtype)d)) {
-				cli_error(PROG, "--dtype: '%s' is not fp32, fp16 or bf16", optarg);
-				return -1;
-			}
-			o->dtype = (enum wire_dtype)d;
-			ring_only = true;
-			break;
-		}
-		case O_MTU:
-			if (cli_uint(PROG, "--mtu", optarg, WIRE_MTU_MIN, WIRE_MTU_MAX, &v) != 0)
-				return -1;
-			o->mtu = (unsigned int)v;
-			ring_only = true;
-			break;
-		case O_WINDOW:
-			if (cli_uint(PROG, "--window", optarg, 1, TABLE_SLOTS_MAX, &v) != 0)
-				return -1;
-			o->window = (unsigned int)v;
-			break;
-		case O_RATE:
-			if (cli_double(PROG, "rate-gbps", optarg, 0, 10000, &o->rate_gbps) != 0)
-				return -1;
-			break;
-		case O_DURATION:
-			if (cli_double(PROG, "duration", optarg, 0.01, 86400, &o->duration) != 0)
-				return -1;
-			set_d = true;
-			break;
-		case O_WARMUP:
-			if (cli_double(PROG, "warmup", optarg, 0, 3600, &o->warmup) != 0)
-				return -1;
-			set_w = true;
-			break;
-		case O_RTO:
-			if (cli_uint(PROG, "--rto-ms", optarg, 1, 10000, &v) != 0)
-				return -1;
-			o->rto_ms = (unsigned int)v;
-			break;
-		case O_VERIFY:
-			if (cli_uint(PROG, "--verify-every", optarg, 1, 1000000, &v) != 0)
-				return -1;
-			o->verify_every = (unsigned int)v;
-			break;
-		case O_BURST:
-			if (cli_uint(PROG, "--burst", optarg, 1, GEN_BURST_MAX, &v) != 0)
-				return -1;
-			o->burst = (unsigned int)v;
-			break;
-		case O_NOBASE:
-			o->baseline = false;
-			ring_only = true;
-			break;
-		case O_QUICK:
-			quick = true;
-			break;
-		case O_JSON:
-			o->json = true;
-			break;
-		case O_CSV:
-			o->csv = true;
-			break;
-		case O_QUIET:
-			o->quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case ':':
-			cli_error(PROG, "%s: a value is required", argv[optind - 1]);
-			return -1;
-		default:
-			cli_error(PROG, "unknown option '%s' (--help lists them)", argv[optind - 1]);
-			return -1;
-		}
-	}
-	if (optind < argc) {
-		cli_error(PROG, "unexpected argument '%s'", argv[optind]);
-		return -1;
-	}
-	if (o->json && o->csv) {
-		cli_error(PROG, "--json and --csv exclude each other");
-		return -1;
-	}
-	if (o->mode == MODE_RING && port_only) {
-		cli_error(PROG, "--table, --port, --peer and --gw-mac need --mode port");
-		return -1;
-	}
-	if (o->mode == MODE_PORT && ring_only) {
-		cli_error(PROG, "--payload, --fanin, --dtype, --mtu and --no-baseline need "
-			  "--mode ring (port mode takes them from --table)");
-		return -1;
-	}
-	if (o->mode == MODE_PORT && o->table == NULL) {
-		cli_error(PROG, "--table: required with --mode port");
-		return -1;
-	}
-	if (o->mode == MODE_RING && o->payload % wire_dtype_size(o->dtype) != 0) {
-		cli_error(PROG, "--payload: %u is not a whole number of %s elements", o->payload,
-			  wire_dtype_str(o->dtype));
-		return -1;
-	}
-	if (o->mode == MODE_RING && o->mtu != 0 && o->payload + WIRE_MTU_OVERHEAD > o->mtu) {
-		cli_error(PROG, "--mtu: %u is below the %u bytes a %u-byte chunk needs", o->mtu,
-			  o->payload + WIRE_MTU_OVERHEAD, o->payload);
-		return -1;
-	}
-	if (quick && !set_d)
-		o->duration = 0.2;
-	if (quick && !set_w)
-		o->warmup = 0.1;
-	return 0;
-}
-
 /* --- Generator runs ----------------------------------------------------------------------- */
 
-static void fill_params(const struct opts *o, struct gen_params *p, uint16_t port,
-			enum gen_peer peer)
+static void
+fill_params(const struct opts *o, struct gen_params *p, uint16_t port, enum gen_peer peer)
 {
 	memset(p, 0, sizeof(*p));
 	p->peer = peer;
@@ -425,7 +116,8 @@ struct c2c {
 
 #define C2C_ROUNDS 20000
 
-static int c2c_pong(void *arg)
+static int
+c2c_pong(void *arg)
 {
 	struct c2c *c = arg;
 
@@ -437,7 +129,8 @@ static int c2c_pong(void *arg)
 	return 0;
 }
 
-static int c2c_ping(void *arg)
+static int
+c2c_ping(void *arg)
 {
 	struct c2c *c = arg;
 	uint64_t t0 = rte_rdtsc();
@@ -453,7 +146,8 @@ static int c2c_ping(void *arg)
 
 /* The mean round trip of a cache line between lcores a and b (b a worker lcore, idle) in
  * ns; 0 if b cannot be launched. */
-static double c2c_rtt_ns(unsigned int a, unsigned int b)
+static double
+c2c_rtt_ns(unsigned int a, unsigned int b)
 {
 	static struct c2c c;
 
@@ -473,7 +167,8 @@ static double c2c_rtt_ns(unsigned int a, unsigned int b)
 }
 
 /* The generator's lcore: the first worker lcore not taken, else the main lcore. */
-static unsigned int pick_lcore(int skip)
+static unsigned int
+pick_lcore(int skip)
 {
 	unsigned int id;
 
@@ -484,7 +179,8 @@ static unsigned int pick_lcore(int skip)
 }
 
 /* Run one generator to the end of its schedule on lcore `lcore`. */
-static int run_gen(struct gen_lcore *g, unsigned int lcore)
+static int
+run_gen(struct gen_lcore *g, unsigned int lcore)
 {
 	if (lcore == rte_get_main_lcore())
 		return gen_lcore_main(g);
@@ -493,47 +189,10 @@ static int run_gen(struct gen_lcore *g, unsigned int lcore)
 	return rte_eal_wait_lcore(lcore);
 }
 
-static void derive(struct phase *ph, unsigned int payload)
-{
-	const struct gen_stats *a = &ph->res.start, *b = &ph->res.end;
-	double s = (double)ph->res.measured_tsc / (double)rte_get_tsc_hz();
-	uint64_t tx = b->tx_pkts - a->tx_pkts, ok = b->rx_ok - a->rx_ok;
-
-	(void)payload;
-	ph->secs = s;
-	if (s <= 0)
-		return;
-	ph->offered_mpps = (double)tx / s / 1e6;
-	ph->offered_gbps = (double)(b->tx_payload - a->tx_payload) * 8 / s / 1e9;
-	ph->offered_wire_gbps = (double)(b->tx_bytes - a->tx_bytes + tx * GEN_WIRE_OVERHEAD) * 8 /
-				s / 1e9;
-	ph->achieved_mpps = (double)ok / s / 1e6;
-	ph->achieved_gbps = (double)(b->rx_payload - a->rx_payload) * 8 / s / 1e9;
-	ph->chunks_s = (double)(b->chunks - a->chunks) / s;
-	ph->p50_us = gen_hist_quantile(&ph->res.hist, 0.5) / 1e3;
-	ph->p99_us = gen_hist_quantile(&ph->res.hist, 0.99) / 1e3;
-	ph->p999_us = gen_hist_quantile(&ph->res.hist, 0.999) / 1e3;
-	ph->max_us = (double)ph->res.hist.max_ns / 1e3;
-	ph->gen_busy = (double)(b->busy_cycles - a->busy_cycles) / (double)ph->res.measured_tsc;
-	ph->lost = ph->res.open_after_drain;
-	ph->retx = ph->res.end.retx;  /* over the whole run, drain included */
-	ph->timeouts = ph->res.end.timeouts;
-	ph->refused = b->tx_refused - a->tx_refused;
-	ph->duplicates = ph->res.end.duplicates;
-	ph->stale = ph->res.end.stale;
-	ph->unexpected = ph->res.end.unexpected;
-	ph->verified = ph->res.end.verified;
-	ph->bad = ph->res.end.verify_fail;
-	if (ph->has_peer) {
-		ph->peer_busy = (double)(ph->peer[1].busy - ph->peer[0].busy) /
-				(double)ph->res.measured_tsc;
-		ph->peer_mpps_in = (double)(ph->peer[1].rx - ph->peer[0].rx) / s / 1e6;
-	}
-}
-
 /* --- Ring mode ---------------------------------------------------------------------------- */
 
-static int iofwd_main(void *arg)
+static int
+iofwd_main(void *arg)
 {
 	struct iofwd *io = arg;
 	struct rte_mbuf *pkts[GEN_BURST_MAX];
@@ -554,7 +213,8 @@ static int iofwd_main(void *arg)
 	return 0;
 }
 
-static void ring_mark(void *arg, bool end)
+static void
+ring_mark(void *arg, bool end)
 {
 	struct ring_bench *rb = arg;
 	struct peer_snap *s = &rb->cur->peer[end ? 1 : 0];
@@ -579,7 +239,8 @@ static void ring_mark(void *arg, bool end)
 }
 
 /* The table of the ring mode's gateway: root of one tree with F local workers. */
-static struct table *ring_table(const struct opts *o, unsigned int slots)
+static struct table *
+ring_table(const struct opts *o, unsigned int slots)
 {
 	int n_children = 0, n_workers = (int)o->fanin;
 	struct table *tb = table_create(1, &n_children, &n_workers);
@@ -608,8 +269,8 @@ static struct table *ring_table(const struct opts *o, unsigned int slots)
 	return tb;
 }
 
-static int port_start(uint16_t port, struct rte_mempool *pool, unsigned int mtu, char *err,
-		      size_t errlen)
+static int
+port_start(uint16_t port, struct rte_mempool *pool, unsigned int mtu, char *err, size_t errlen)
 {
 	struct rte_eth_conf conf = { 0 };
 	struct rte_eth_dev_info info;
@@ -626,11 +287,11 @@ static int port_start(uint16_t port, struct rte_mempool *pool, unsigned int mtu,
 	if (rc == 0)
 		rc = rte_eth_dev_configure(port, 1, 1, &conf);
 	if (rc == 0)
-		rc = rte_eth_rx_queue_setup(port, 0, 1024, (unsigned int)rte_eth_dev_socket_id(port),
-					    NULL, pool);
+		rc = rte_eth_rx_queue_setup(port, 0, 1024,
+					    (unsigned int)rte_eth_dev_socket_id(port), NULL, pool);
 	if (rc == 0)
-		rc = rte_eth_tx_queue_setup(port, 0, 1024, (unsigned int)rte_eth_dev_socket_id(port),
-					    NULL);
+		rc = rte_eth_tx_queue_setup(port, 0, 1024,
+					    (unsigned int)rte_eth_dev_socket_id(port), NULL);
 	if (rc == 0)
 		rc = rte_eth_dev_start(port);
 	if (rc != 0)
@@ -638,7 +299,8 @@ static int port_start(uint16_t port, struct rte_mempool *pool, unsigned int mtu,
 	return rc;
 }
 
-static struct rte_mempool *frame_pool(const char *name, unsigned int n, unsigned int frame_len)
+static struct rte_mempool *
+frame_pool(const char *name, unsigned int n, unsigned int frame_len)
 {
 	unsigned int room = RTE_MAX(frame_len, (unsigned int)RTE_MBUF_DEFAULT_DATAROOM);
 
@@ -647,7 +309,8 @@ static struct rte_mempool *frame_pool(const char *name, unsigned int n, unsigned
 				       (int)rte_socket_id());
 }
 
-static void ring_teardown(struct ring_bench *rb)
+static void
+ring_teardown(struct ring_bench *rb)
 {
 	if (rb->dp_up)
 		dp_teardown(rb->dp); /* closes the dataplane's port; slots drop their frames */
@@ -670,8 +333,9 @@ static void ring_teardown(struct ring_bench *rb)
 	free(rb->dp);
 }
 
-static int ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_job *gj,
-		      unsigned int mtu, char *err, size_t errlen)
+static int
+ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_job *gj, unsigned int mtu,
+	   char *err, size_t errlen)
 {
 	unsigned int slots = rte_align32pow2(o->window), socket = rte_socket_id();
 	struct rte_ether_addr gen_mac;
@@ -689,7 +353,8 @@ static int ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_jo
 	rc = gen_job_from_table(gj, rb->tb, o->window, err, errlen);
 	if (rc != 0)
 		return rc;
-	rb->to_dp = rte_ring_create("gb_to_dp", RING_SIZE, (int)socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	rb->to_dp = rte_ring_create("gb_to_dp", RING_SIZE, (int)socket,
+				    RING_F_SP_ENQ | RING_F_SC_DEQ);
 	rb->to_gen = rte_ring_create("gb_to_gen", RING_SIZE, (int)socket,
 				     RING_F_SP_ENQ | RING_F_SC_DEQ);
 	if (rb->to_dp == NULL || rb->to_gen == NULL) {
@@ -721,12 +386,7 @@ static int ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_jo
 	cfg.prm.mtu = (uint16_t)mtu;
 	cfg.prm.mbufs = 2 * slots + 8192;
 	cfg.hdr_mbufs = RTE_MAX(8192u, 2 * gj->n_chunks * gj->n_workers + 4096);
-	cfg.n_lcores = 1;
-	cfg.lcore_ids[0] = rb->dp_lcore;
-	cfg.n_ports = 1;
-	cfg.port_ids[0] = (uint16_t)rb->dp_port;
-	cfg.addr[0].ipv4 = GW_IP;
-	cfg.addr[0].prefix_len = 16;
+	bench_dp_one_port(&cfg, rb->dp_lcore, (uint16_t)rb->dp_port, GW_IP);
 	cfg.n_neigh = RTE_MIN(o->fanin, (unsigned int)RTE_DIM(cfg.neigh));
 	for (unsigned int w = 0; w < cfg.n_neigh; w++) {
 		cfg.neigh[w].ipv4 = WORKER_IP0 + w;
@@ -748,8 +408,9 @@ static int ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_jo
 	return rc;
 }
 
-static int run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph,
-		    struct gen_job *gj, unsigned int *mtu_out)
+static int
+run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_job *gj,
+	 unsigned int *mtu_out)
 {
 	struct ring_bench rb = { .dp_port = -1, .gen_port = -1 };
 	unsigned int mtu = o->mtu != 0 ? o->mtu :
@@ -830,8 +491,9 @@ static int run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph,
 
 /* --- Port mode ---------------------------------------------------------------------------- */
 
-static int run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph,
-		    struct gen_job *gj, struct table **tbp, unsigned int *mtu_out)
+static int
+run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_job *gj,
+	 struct table **tbp, unsigned int *mtu_out)
 {
 	char err[TABLE_ERR_MAX] = "";
 	struct rte_mempool *pool = NULL;
@@ -911,125 +573,10 @@ static int run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph,
 	return rc == 0 ? 0 : CLI_EXIT_FAIL;
 }
 
-/* --- Report ------------------------------------------------------------------------------- */
-
-static void print_text(const struct opts *o, const struct gen_job *gj, unsigned int mtu,
-		       const struct phase *ph, unsigned int n)
-{
-	printf("%s mode, %u B x %u workers %s, MTU %u, window %u chunks, %s, %.2f s measured\n",
-	       o->mode == MODE_RING ? "ring" : "port", gj->payload, gj->n_workers,
-	       wire_dtype_str(gj->dtype), mtu, gj->n_chunks,
-	       o->rate_gbps > 0 ? "paced" : "full speed", n > 0 ? ph[0].secs : 0);
-	printf("%-10s | %8s %7s | %8s %7s %9s | %8s %8s %8s | %4s %5s %5s | %s\n", "phase",
-	       "off Gb/s", "Mpps", "ach Gb/s", "Mpps", "chunks/s", "p50 us", "p99 us",
-	       "p99.9 us", "lost", "retx", "bad", "lcores (busy)");
-	for (unsigned int i = 0; i < n; i++) {
-		const struct phase *p = &ph[i];
-
-		printf("%-10s | %8.2f %7.3f | %8.2f %7.3f %9.0f | %8.1f %8.1f %8.1f | %4" PRIu64
-		       " %5" PRIu64 " %5" PRIu64 " | generator %u (%.0f%%)", p->name,
-		       p->offered_gbps, p->offered_mpps, p->achieved_gbps, p->achieved_mpps,
-		       p->chunks_s, p->p50_us, p->p99_us, p->p999_us, p->lost, p->retx, p->bad,
-		       p->gen_lcore, 100 * p->gen_busy);
-		if (p->has_peer)
-			printf(", %s %u (%.0f%%)", p->name, p->peer_lcore, 100 * p->peer_busy);
-		printf("\n");
-	}
-	if (n == 2 && ph[1].achieved_mpps > 0)
-		printf("dataplane / io-forward packet rate: %.3f\n",
-		       ph[0].achieved_mpps / ph[1].achieved_mpps);
-	if (ph[0].c2c_ns > 0)
-		printf("cache-line round trip generator <-> %s lcore before each phase: %.0f ns%s",
-		       ph[0].name, ph[0].c2c_ns, n == 2 && ph[1].c2c_ns > 0 ? ", " : "\n");
-	if (n == 2 && ph[1].c2c_ns > 0)
-		printf("%.0f ns\n", ph[1].c2c_ns);
-	for (unsigned int i = 0; i < n; i++)
-		if (ph[i].res.error[0] != '\0')
-			printf("%s: %s\n", ph[i].name, ph[i].res.error);
-}
-
-static json_t *phase_json(const struct phase *p)
-{
-	json_t *lcores = json_array();
-
-	json_array_append_new(lcores, json_pack("{s:i, s:s, s:f, s:f, s:f}", "lcore",
-						(int)p->gen_lcore, "role", "generator", "busy",
-						p->gen_busy, "tx_mpps", p->offered_mpps,
-						"rx_mpps", p->achieved_mpps));
-	if (p->has_peer)
-		json_array_append_new(lcores, json_pack("{s:i, s:s, s:f, s:f, s:I}", "lcore",
-							(int)p->peer_lcore, "role", p->name,
-							"busy", p->peer_busy, "rx_mpps",
-							p->peer_mpps_in, "drops",
-							(json_int_t)(p->peer[1].drops -
-								     p->peer[0].drops)));
-	return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
-			 "s:{s:f, s:f, s:f, s:f, s:I}, "
-			 "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, "
-			 "s:{s:I, s:I}, s:o, s:f, s:s?}",
-			 "phase", p->name, "seconds", p->secs,
-			 "offered_gbps", p->offered_gbps, "offered_wire_gbps", p->offered_wire_gbps,
-			 "offered_mpps", p->offered_mpps, "achieved_gbps", p->achieved_gbps,
-			 "achieved_mpps", p->achieved_mpps, "chunks_per_s", p->chunks_s,
-			 "latency_us", "p50", p->p50_us, "p99", p->p99_us, "p999", p->p999_us,
-			 "max", p->max_us, "samples", (json_int_t)p->res.hist.n,
-			 "losses", "lost_chunks", (json_int_t)p->lost,
-			 "timeouts", (json_int_t)p->timeouts, "retransmitted", (json_int_t)p->retx,
-			 "tx_refused", (json_int_t)p->refused,
-			 "duplicates", (json_int_t)p->duplicates, "stale", (json_int_t)p->stale,
-			 "unexpected", (json_int_t)p->unexpected,
-			 "verify", "payloads_checked", (json_int_t)p->verified,
-			 "failures", (json_int_t)p->bad,
-			 "lcores", lcores, "core_to_core_rtt_ns", p->c2c_ns,
-			 "error", p->res.error[0] != '\0' ? p->res.error : NULL);
-}
-
-static void print_json(const struct opts *o, const struct gen_job *gj, unsigned int mtu,
-		       const struct phase *ph, unsigned int n)
-{
-	json_t *phases = json_array(), *root;
-
-	for (unsigned int i = 0; i < n; i++)
-		json_array_append_new(phases, phase_json(&ph[i]));
-	root = json_pack("{s:s, s:s, s:i, s:i, s:s, s:i, s:i, s:f, s:o}",
-			 "mode", o->mode == MODE_RING ? "ring" : "port",
-			 "peer", o->mode == MODE_RING || o->peer == GEN_PEER_DATAPLANE ?
-			 "dataplane" : "io",
-			 "payload", (int)gj->payload, "workers", (int)gj->n_workers,
-			 "dtype", wire_dtype_str(gj->dtype), "mtu", (int)mtu,
-			 "window", (int)gj->n_chunks, "rate_gbps", o->rate_gbps,
-			 "phases", phases);
-	if (n == 2 && ph[1].achieved_mpps > 0)
-		json_object_set_new(root, "ratio_to_io",
-				    json_real(ph[0].achieved_mpps / ph[1].achieved_mpps));
-	json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-	printf("\n");
-	json_decref(root);
-}
-
-static void print_csv(const struct opts *o, const struct gen_job *gj, const struct phase *ph,
-		      unsigned int n)
-{
-	printf("mode,phase,payload,workers,dtype,window,offered_gbps,offered_mpps,achieved_gbps,"
-	       "achieved_mpps,p50_us,p99_us,p999_us,lost,retx,failures,generator_busy,peer_busy,"
-	       "ratio_to_io,c2c_rtt_ns\n");
-	for (unsigned int i = 0; i < n; i++) {
-		const struct phase *p = &ph[i];
-		double ratio = n == 2 && ph[1].achieved_mpps > 0 ?
-			       p->achieved_mpps / ph[1].achieved_mpps : 0;
-
-		printf("%s,%s,%u,%u,%s,%u,%.3f,%.4f,%.3f,%.4f,%.2f,%.2f,%.2f,%" PRIu64 ",%" PRIu64
-		       ",%" PRIu64 ",%.3f,%.3f,%.4f,%.0f\n", o->mode == MODE_RING ? "ring" : "port",
-		       p->name, gj->payload, gj->n_workers, wire_dtype_str(gj->dtype),
-		       gj->n_chunks, p->offered_gbps, p->offered_mpps, p->achieved_gbps,
-		       p->achieved_mpps, p->p50_us, p->p99_us, p->p999_us, p->lost, p->retx,
-		       p->bad, p->gen_busy, p->has_peer ? p->peer_busy : 0, ratio, p->c2c_ns);
-	}
-}
-
 /* --- Main --------------------------------------------------------------------------------- */
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	struct phase ph[2];
 	struct gen_job gj = { 0 };

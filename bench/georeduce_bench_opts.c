@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * georeduce-bench: its options (after EAL's and "--", parsed before EAL starts so that a
+ * bad option costs nothing) and its usage text. The main thread.
+ */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_ethdev.h>
+
+#include "cli.h"
+#include "gen.h"
+#include "georeduce_bench.h"
+#include "georeduce_bench_opts.h"
+#include "table.h"
+#include "wire.h"
+
+/* --- Options ------------------------------------------------------------------------------ */
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " [EAL options] -- [OPTIONS]\n"
+		"\n"
+		"Emulate the local workers of a georeduce job: send their contributions to a\n"
+		"gateway, verify the RESULTs, report rates, latency and losses (docs/BENCH.md).\n"
+		"  " PROG " --no-huge -m 512 --no-pci --no-shconf --file-prefix=gb -l 0-1 -- "
+		"--mode ring\n"
+		"  " PROG " -l 0-1 -a 0000:3b:00.0 -- --mode port --table gw.json\n"
+		"\n"
+		"  --mode ring|port    ring: the dataplane in this process over net_ring, then\n"
+		"                      io-forwarding on the same lcore and port; port: a gateway\n"
+		"                      on an ethdev port (NIC, net_memif)              [ring]\n"
+		"  --table PATH        port: the gateway's georeduce-table/1 file (required)\n"
+		"  --port N            port: the ethdev port id                        [0]\n"
+		"  --peer dataplane|io port: a gateway (verify RESULTs) or an io-forwarder\n"
+		"                      (count the frames coming back)                  "
+		"[dataplane]\n"
+		"  --gw-mac MAC        port: the gateway's MAC (default: resolved by ARP)\n"
+		"  --payload BYTES     ring: payload per chunk, 64 .. 8192, a multiple of 64 "
+		"[1024]\n"
+		"  --fanin N           ring: workers, 1 .. %d                         [4]\n"
+		"  --dtype T           ring: fp32, fp16 or bf16                        [fp32]\n"
+		"  --mtu N             ring: the dataplane's IP MTU (default: 1500 if the chunk\n"
+		"                      fits, else 9000)\n"
+		"  --window N          chunks in flight, 1 .. 65536                    [128]\n"
+		"  --rate-gbps R       offered rate on the wire (frame + 24 bytes), 0: full speed\n"
+		"                      [0]\n"
+		"  --duration S        measured seconds per phase                     [5]\n"
+		"  --warmup S          seconds before measuring                       [0.5]\n"
+		"  --rto-ms N          first retransmission timeout, 1 .. 10000        [50]\n"
+		"  --verify-every N    compare every N-th RESULT's payload with the exact sum\n"
+		"                      (every one's headers and contributor count)     [8]\n"
+		"  --burst N           packets per burst, 1 .. %d                     [32]\n"
+		"  --no-baseline       ring: skip the io-forward phase\n"
+		"  --quick             --duration 0.2 --warmup 0.1 unless given\n"
+		"  --json | --csv      machine-readable report on stdout\n"
+		"  --quiet             no progress lines on stderr\n"
+		"  -h, --help\n"
+		"Exit status 0; 1 if a RESULT was wrong, a chunk was lost or nothing came back; 2\n"
+		"on bad options or when EAL or the ports cannot start.\n",
+		TABLE_WORKERS_MAX, GEN_BURST_MAX);
+}
+
+static int
+parse_mac(const char *s, uint8_t *mac)
+{
+	unsigned int b[6];
+	int n = 0;
+
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%n", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+		   &n) != 6 || s[n] != '\0')
+		return -1;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)b[i];
+	return 0;
+}
+
+enum {
+	O_MODE = 256, O_TABLE, O_PORT, O_PEER, O_GWMAC, O_PAYLOAD, O_FANIN, O_DTYPE,
+	O_MTU, O_WINDOW, O_RATE, O_DURATION, O_WARMUP, O_RTO, O_VERIFY, O_BURST,
+	O_NOBASE, O_QUICK, O_JSON, O_CSV, O_QUIET,
+};
+
+/* What the options given say beyond their values: which mode's options came, and which
+ * defaults --quick may still change. */
+struct seen {
+	bool quick, set_d, set_w, ring_only, port_only;
+};
+
+/* The defaults: ring mode, 1024 B x 4 workers fp32, a window of 128 chunks. */
+static void
+opts_defaults(struct opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->payload = 1024;
+	o->fanin = 4;
+	o->dtype = WIRE_DTYPE_FP32;
+	o->window = 128;
+	o->burst = 32;
+	o->verify_every = 8;
+	o->rto_ms = 50;
+	o->duration = 5;
+	o->warmup = 0.5;
+	o->baseline = true;
+}
+
+/* One option, c as getopt_long() returned it and its value in optarg. */
+static int
+parse_one(int c, struct opts *o, struct seen *s)
+{
+	uint64_t v;
+
+	switch (c) {
+	case O_MODE:
+		if (strcmp(optarg, "ring") != 0 && strcmp(optarg, "port") != 0) {
+			cli_error(PROG, "--mode: '%s' is not ring or port", optarg);
+			return -1;
+		}
+		o->mode = strcmp(optarg, "port") == 0 ? MODE_PORT : MODE_RING;
+		break;
+	case O_TABLE:
+		o->table = optarg;
+		s->port_only = true;
+		break;
+	case O_PORT:
+		if (cli_uint(PROG, "--port", optarg, 0, RTE_MAX_ETHPORTS - 1, &v) != 0)
+			return -1;
+		o->port = (uint16_t)v;
+		s->port_only = true;
+		break;
+	case O_PEER:
+		if (strcmp(optarg, "dataplane") != 0 && strcmp(optarg, "io") != 0) {
+			cli_error(PROG, "--peer: '%s' is not dataplane or io", optarg);
+			return -1;
+		}
+		o->peer = strcmp(optarg, "io") == 0 ? GEN_PEER_IO : GEN_PEER_DATAPLANE;
+		s->port_only = true;
+		break;
+	case O_GWMAC:
+		if (parse_mac(optarg, o->gw_mac) != 0) {
+			cli_error(PROG, "--gw-mac: '%s' is not a MAC address (aa:bb:cc:dd:ee:ff)",
+				  optarg);
+			return -1;
+		}
+		o->gw_mac_set = true;
+		s->port_only = true;
+		break;
+	case O_PAYLOAD:
+		if (cli_bytes(PROG, "payload", optarg, 64, &v) != 0)
+			return -1;
+		if (v > TABLE_CHUNK_BYTES_MAX || v % 64 != 0) {
+			cli_error(PROG, "--payload: %s is not a multiple of 64 in 64 .. %u",
+				  optarg, TABLE_CHUNK_BYTES_MAX);
+			return -1;
+		}
+		o->payload = (unsigned int)v;
+		s->ring_only = true;
+		break;
+	case O_FANIN:
+		if (cli_uint(PROG, "--fanin", optarg, 1, TABLE_WORKERS_MAX, &v) != 0)
+			return -1;
+		o->fanin = (unsigned int)v;
+		s->ring_only = true;
+		break;
+	case O_DTYPE: {
+		int d = table_dtype_from_name(optarg);
+
+		if (d <= 0 || wire_dtype_is_mx((enum wire_dtype)d)) {
+			cli_error(PROG, "--dtype: '%s' is not fp32, fp16 or bf16", optarg);
+			return -1;
+		}
+		o->dtype = (enum wire_dtype)d;
+		s->ring_only = true;
+		break;
+	}
+	case O_MTU:
+		if (cli_uint(PROG, "--mtu", optarg, WIRE_MTU_MIN, WIRE_MTU_MAX, &v) != 0)
+			return -1;
+		o->mtu = (unsigned int)v;
+		s->ring_only = true;
+		break;
+	case O_WINDOW:
+		if (cli_uint(PROG, "--window", optarg, 1, TABLE_SLOTS_MAX, &v) != 0)
+			return -1;
+		o->window = (unsigned int)v;
+		break;
+	case O_RATE:
+		if (cli_double(PROG, "rate-gbps", optarg, 0, 10000, &o->rate_gbps) != 0)
+			return -1;
+		break;
+	case O_DURATION:
+		if (cli_double(PROG, "duration", optarg, 0.01, 86400, &o->duration) != 0)
+			return -1;
+		s->set_d = true;
+		break;
+	case O_WARMUP:
+		if (cli_double(PROG, "warmup", optarg, 0, 3600, &o->warmup) != 0)
+			return -1;
+		s->set_w = true;
+		break;
+	case O_RTO:
+		if (cli_uint(PROG, "--rto-ms", optarg, 1, 10000, &v) != 0)
+			return -1;
+		o->rto_ms = (unsigned int)v;
+		break;
+	case O_VERIFY:
+		if (cli_uint(PROG, "--verify-every", optarg, 1, 1000000, &v) != 0)
+			return -1;
+		o->verify_every = (unsigned int)v;
+		break;
+	case O_BURST:
+		if (cli_uint(PROG, "--burst", optarg, 1, GEN_BURST_MAX, &v) != 0)
+			return -1;
+		o->burst = (unsigned int)v;
+		break;
+	case O_NOBASE:
+		o->baseline = false;
+		s->ring_only = true;
+		break;
+	case O_QUICK:
+		s->quick = true;
+		break;
+	case O_JSON:
+		o->json = true;
+		break;
+	case O_CSV:
+		o->csv = true;
+		break;
+	case O_QUIET:
+		o->quiet = true;
+		break;
+	}
+	return 0;
+}
+
+/* The options together: the mode's options only, its requirements, --quick. */
+static int
+opts_finish(struct opts *o, const struct seen *s)
+{
+	if (o->json && o->csv) {
+		cli_error(PROG, "--json and --csv exclude each other");
+		return -1;
+	}
+	if (o->mode == MODE_RING && s->port_only) {
+		cli_error(PROG, "--table, --port, --peer and --gw-mac need --mode port");
+		return -1;
+	}
+	if (o->mode == MODE_PORT && s->ring_only) {
+		cli_error(PROG, "--payload, --fanin, --dtype, --mtu and --no-baseline need "
+			  "--mode ring (port mode takes them from --table)");
+		return -1;
+	}
+	if (o->mode == MODE_PORT && o->table == NULL) {
+		cli_error(PROG, "--table: required with --mode port");
+		return -1;
+	}
+	if (o->mode == MODE_RING && o->payload % wire_dtype_size(o->dtype) != 0) {
+		cli_error(PROG, "--payload: %u is not a whole number of %s elements", o->payload,
+			  wire_dtype_str(o->dtype));
+		return -1;
+	}
+	if (o->mode == MODE_RING && o->mtu != 0 && o->payload + WIRE_MTU_OVERHEAD > o->mtu) {
+		cli_error(PROG, "--mtu: %u is below the %u bytes a %u-byte chunk needs", o->mtu,
+			  o->payload + WIRE_MTU_OVERHEAD, o->payload);
+		return -1;
+	}
+	if (s->quick && !s->set_d)
+		o->duration = 0.2;
+	if (s->quick && !s->set_w)
+		o->warmup = 0.1;
+	return 0;
+}
+
+int
+parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{"mode", required_argument, NULL, O_MODE},
+		{"table", required_argument, NULL, O_TABLE},
+		{"port", required_argument, NULL, O_PORT},
+		{"peer", required_argument, NULL, O_PEER},
+		{"gw-mac", required_argument, NULL, O_GWMAC},
+		{"payload", required_argument, NULL, O_PAYLOAD},
+		{"fanin", required_argument, NULL, O_FANIN},
+		{"dtype", required_argument, NULL, O_DTYPE},
+		{"mtu", required_argument, NULL, O_MTU},
+		{"window", required_argument, NULL, O_WINDOW},
+		{"rate-gbps", required_argument, NULL, O_RATE},
+		{"duration", required_argument, NULL, O_DURATION},
+		{"warmup", required_argument, NULL, O_WARMUP},
+		{"rto-ms", required_argument, NULL, O_RTO},
+		{"verify-every", required_argument, NULL, O_VERIFY},
+		{"burst", required_argument, NULL, O_BURST},
+		{"no-baseline", no_argument, NULL, O_NOBASE},
+		{"quick", no_argument, NULL, O_QUICK},
+		{"json", no_argument, NULL, O_JSON},
+		{"csv", no_argument, NULL, O_CSV},
+		{"quiet", no_argument, NULL, O_QUIET},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct seen s = { 0 };
+	int c;
+
+	opts_defaults(o);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case ':':
+			cli_error(PROG, "%s: a value is required", argv[optind - 1]);
+			return -1;
+		case '?':
+			cli_error(PROG, "unknown option '%s' (--help lists them)",
+				  argv[optind - 1]);
+			return -1;
+		default:
+			if (parse_one(c, o, &s) != 0)
+				return -1;
+		}
+	}
+	if (optind < argc) {
+		cli_error(PROG, "unexpected argument '%s'", argv[optind]);
+		return -1;
+	}
+	return opts_finish(o, &s);
+}

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * georeduce-bench: the report. The figures derived from a phase's counters (offered and
+ * achieved rates, latency quantiles, losses, the peer's busy share) and their output as a
+ * table, JSON or CSV. The main lcore, after the generator runs.
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+#include <rte_cycles.h>
+
+#include "gen.h"
+#include "georeduce_bench.h"
+#include "georeduce_bench_report.h"
+#include "wire.h"
+
+/* --- Report ------------------------------------------------------------------------------- */
+
+void
+derive(struct phase *ph, unsigned int payload)
+{
+	const struct gen_stats *a = &ph->res.start, *b = &ph->res.end;
+	double s = (double)ph->res.measured_tsc / (double)rte_get_tsc_hz();
+	uint64_t tx = b->tx_pkts - a->tx_pkts, ok = b->rx_ok - a->rx_ok;
+
+	(void)payload;
+	ph->secs = s;
+	if (s <= 0)
+		return;
+	ph->offered_mpps = (double)tx / s / 1e6;
+	ph->offered_gbps = (double)(b->tx_payload - a->tx_payload) * 8 / s / 1e9;
+	ph->offered_wire_gbps = (double)(b->tx_bytes - a->tx_bytes + tx * GEN_WIRE_OVERHEAD) * 8 /
+				s / 1e9;
+	ph->achieved_mpps = (double)ok / s / 1e6;
+	ph->achieved_gbps = (double)(b->rx_payload - a->rx_payload) * 8 / s / 1e9;
+	ph->chunks_s = (double)(b->chunks - a->chunks) / s;
+	ph->p50_us = gen_hist_quantile(&ph->res.hist, 0.5) / 1e3;
+	ph->p99_us = gen_hist_quantile(&ph->res.hist, 0.99) / 1e3;
+	ph->p999_us = gen_hist_quantile(&ph->res.hist, 0.999) / 1e3;
+	ph->max_us = (double)ph->res.hist.max_ns / 1e3;
+	ph->gen_busy = (double)(b->busy_cycles - a->busy_cycles) / (double)ph->res.measured_tsc;
+	ph->lost = ph->res.open_after_drain;
+	ph->retx = ph->res.end.retx;  /* over the whole run, drain included */
+	ph->timeouts = ph->res.end.timeouts;
+	ph->refused = b->tx_refused - a->tx_refused;
+	ph->duplicates = ph->res.end.duplicates;
+	ph->stale = ph->res.end.stale;
+	ph->unexpected = ph->res.end.unexpected;
+	ph->verified = ph->res.end.verified;
+	ph->bad = ph->res.end.verify_fail;
+	if (ph->has_peer) {
+		ph->peer_busy = (double)(ph->peer[1].busy - ph->peer[0].busy) /
+				(double)ph->res.measured_tsc;
+		ph->peer_mpps_in = (double)(ph->peer[1].rx - ph->peer[0].rx) / s / 1e6;
+	}
+}
+
+void
+print_text(const struct opts *o, const struct gen_job *gj, unsigned int mtu, const struct phase *ph,
+	   unsigned int n)
+{
+	printf("%s mode, %u B x %u workers %s, MTU %u, window %u chunks, %s, %.2f s measured\n",
+	       o->mode == MODE_RING ? "ring" : "port", gj->payload, gj->n_workers,
+	       wire_dtype_str(gj->dtype), mtu, gj->n_chunks,
+	       o->rate_gbps > 0 ? "paced" : "full speed", n > 0 ? ph[0].secs : 0);
+	printf("%-10s | %8s %7s | %8s %7s %9s | %8s %8s %8s | %4s %5s %5s | %s\n", "phase",
+	       "off Gb/s", "Mpps", "ach Gb/s", "Mpps", "chunks/s", "p50 us", "p99 us",
+	       "p99.9 us", "lost", "retx", "bad", "lcores (busy)");
+	for (unsigned int i = 0; i < n; i++) {
+		const struct phase *p = &ph[i];
+
+		printf("%-10s | %8.2f %7.3f | %8.2f %7.3f %9.0f | %8.1f %8.1f %8.1f | %4" PRIu64
+		       " %5" PRIu64 " %5" PRIu64 " | generator %u (%.0f%%)", p->name,
+		       p->offered_gbps, p->offered_mpps, p->achieved_gbps, p->achieved_mpps,
+		       p->chunks_s, p->p50_us, p->p99_us, p->p999_us, p->lost, p->retx, p->bad,
+		       p->gen_lcore, 100 * p->gen_busy);
+		if (p->has_peer)
+			printf(", %s %u (%.0f%%)", p->name, p->peer_lcore, 100 * p->peer_busy);
+		printf("\n");
+	}
+	if (n == 2 && ph[1].achieved_mpps > 0)
+		printf("dataplane / io-forward packet rate: %.3f\n",
+		       ph[0].achieved_mpps / ph[1].achieved_mpps);
+	if (ph[0].c2c_ns > 0)
+		printf("cache-line round trip generator <-> %s lcore before each phase: %.0f ns%s",
+		       ph[0].name, ph[0].c2c_ns, n == 2 && ph[1].c2c_ns > 0 ? ", " : "\n");
+	if (n == 2 && ph[1].c2c_ns > 0)
+		printf("%.0f ns\n", ph[1].c2c_ns);
+	for (unsigned int i = 0; i < n; i++)
+		if (ph[i].res.error[0] != '\0')
+			printf("%s: %s\n", ph[i].name, ph[i].res.error);
+}
+
+static json_t *
+phase_json(const struct phase *p)
+{
+	json_t *lcores = json_array();
+
+	json_array_append_new(lcores, json_pack("{s:i, s:s, s:f, s:f, s:f}", "lcore",
+						(int)p->gen_lcore, "role", "generator", "busy",
+						p->gen_busy, "tx_mpps", p->offered_mpps,
+						"rx_mpps", p->achieved_mpps));
+	if (p->has_peer)
+		json_array_append_new(lcores, json_pack("{s:i, s:s, s:f, s:f, s:I}", "lcore",
+							(int)p->peer_lcore, "role", p->name,
+							"busy", p->peer_busy, "rx_mpps",
+							p->peer_mpps_in, "drops",
+							(json_int_t)(p->peer[1].drops -
+								     p->peer[0].drops)));
+	return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
+			 "s:{s:f, s:f, s:f, s:f, s:I}, "
+			 "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, "
+			 "s:{s:I, s:I}, s:o, s:f, s:s?}",
+			 "phase", p->name, "seconds", p->secs,
+			 "offered_gbps", p->offered_gbps, "offered_wire_gbps", p->offered_wire_gbps,
+			 "offered_mpps", p->offered_mpps, "achieved_gbps", p->achieved_gbps,
+			 "achieved_mpps", p->achieved_mpps, "chunks_per_s", p->chunks_s,
+			 "latency_us", "p50", p->p50_us, "p99", p->p99_us, "p999", p->p999_us,
+			 "max", p->max_us, "samples", (json_int_t)p->res.hist.n,
+			 "losses", "lost_chunks", (json_int_t)p->lost,
+			 "timeouts", (json_int_t)p->timeouts, "retransmitted", (json_int_t)p->retx,
+			 "tx_refused", (json_int_t)p->refused,
+			 "duplicates", (json_int_t)p->duplicates, "stale", (json_int_t)p->stale,
+			 "unexpected", (json_int_t)p->unexpected,
+			 "verify", "payloads_checked", (json_int_t)p->verified,
+			 "failures", (json_int_t)p->bad,
+			 "lcores", lcores, "core_to_core_rtt_ns", p->c2c_ns,
+			 "error", p->res.error[0] != '\0' ? p->res.error : NULL);
+}
+
+void
+print_json(const struct opts *o, const struct gen_job *gj, unsigned int mtu, const struct phase *ph,
+	   unsigned int n)
+{
+	json_t *phases = json_array(), *root;
+
+	for (unsigned int i = 0; i < n; i++)
+		json_array_append_new(phases, phase_json(&ph[i]));
+	root = json_pack("{s:s, s:s, s:i, s:i, s:s, s:i, s:i, s:f, s:o}",
+			 "mode", o->mode == MODE_RING ? "ring" : "port",
+			 "peer", o->mode == MODE_RING || o->peer == GEN_PEER_DATAPLANE ?
+			 "dataplane" : "io",
+			 "payload", (int)gj->payload, "workers", (int)gj->n_workers,
+			 "dtype", wire_dtype_str(gj->dtype), "mtu", (int)mtu,
+			 "window", (int)gj->n_chunks, "rate_gbps", o->rate_gbps,
+			 "phases", phases);
+	if (n == 2 && ph[1].achieved_mpps > 0)
+		json_object_set_new(root, "ratio_to_io",
+				    json_real(ph[0].achieved_mpps / ph[1].achieved_mpps));
+	json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+	printf("\n");
+	json_decref(root);
+}
+
+void
+print_csv(const struct opts *o, const struct gen_job *gj, const struct phase *ph, unsigned int n)
+{
+	printf("mode,phase,payload,workers,dtype,window,offered_gbps,offered_mpps,achieved_gbps,"
+	       "achieved_mpps,p50_us,p99_us,p999_us,lost,retx,failures,generator_busy,peer_busy,"
+	       "ratio_to_io,c2c_rtt_ns\n");
+	for (unsigned int i = 0; i < n; i++) {
+		const struct phase *p = &ph[i];
+		double ratio = n == 2 && ph[1].achieved_mpps > 0 ?
+			       p->achieved_mpps / ph[1].achieved_mpps : 0;
+
+		printf("%s,%s,%u,%u,%s,%u,%.3f,%.4f,%.3f,%.4f,%.2f,%.2f,%.2f,%" PRIu64 ",%" PRIu64
+		       ",%" PRIu64 ",%.3f,%.3f,%.4f,%.0f\n", o->mode == MODE_RING ? "ring" : "port",
+		       p->name, gj->payload, gj->n_workers, wire_dtype_str(gj->dtype),
+		       gj->n_chunks, p->offered_gbps, p->offered_mpps, p->achieved_gbps,
+		       p->achieved_mpps, p->p50_us, p->p99_us, p->p999_us, p->lost, p->retx,
+		       p->bad, p->gen_busy, p->has_peer ? p->peer_busy : 0, ratio, p->c2c_ns);
+	}
+}

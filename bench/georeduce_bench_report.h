@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * georeduce-bench: the report (georeduce_bench_report.c). The main lcore, after the
+ * generator runs.
+ */
+#ifndef GEOREDUCE_BENCH_GEOREDUCE_BENCH_REPORT_H
+#define GEOREDUCE_BENCH_GEOREDUCE_BENCH_REPORT_H
+
+#include "gen.h"
+#include "georeduce_bench.h"
+
+/** The derived figures of a phase (rates, latency quantiles, losses) from its counters. */
+void derive(struct phase *ph, unsigned int payload);
+
+/** The report on stdout: a table, one JSON document, or CSV with a header line. */
+void print_text(const struct opts *o, const struct gen_job *gj, unsigned int mtu,
+		const struct phase *ph, unsigned int n);
+void print_json(const struct opts *o, const struct gen_job *gj, unsigned int mtu,
+		const struct phase *ph, unsigned int n);
+void print_csv(const struct opts *o, const struct gen_job *gj, const struct phase *ph,
+	       unsigned int n);
+
+#endif
