@@ -3,7 +3,12 @@
  * Slow path (control thread): the runtime form of an installed table. Everything a worker
  * reads is allocated on the NUMA socket of the lcores that read it: each lcore's slots and
  * accumulators on its own socket, the shared trees and destinations on the socket of the
- * first worker lcore. Memory is fixed at install and reported by the stats.
+ * first worker lcore. Memory is fixed at install and reported by the stats. Also the routes
+ * and neighbour entries of a table's destinations, resolved from the ARP sightings that
+ * state.c keeps (dp_seen_mac()).
+ *
+ * Calls go one way: state.c (prepare, activate, retire) calls the functions here, nothing
+ * here calls into state.c.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -45,6 +50,15 @@ in_subnet(uint32_t a, uint32_t net, uint8_t len)
 	uint32_t mask = len == 0 ? 0 : ~0u << (32 - len);
 
 	return (a & mask) == (net & mask);
+}
+
+uint64_t
+dp_seen_mac(const struct dp *dp, uint32_t ipv4, uint16_t port)
+{
+	for (unsigned int i = 0; i < dp->n_seen; i++)
+		if (dp->seen[i].ipv4 == ipv4 && dp->seen[i].port == port)
+			return dp->seen[i].mac;
+	return 0;
 }
 
 int
