@@ -11,7 +11,6 @@
  * here calls into state.c.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include <rte_malloc.h>
 
 #include "dp.h"
+#include "jsonutil.h"
 #include "slowpath/slowpath.h"
 
 static void *
@@ -32,16 +32,6 @@ jalloc(struct dp_job *j, size_t size, int socket)
 	if (p != NULL)
 		j->bytes += size;
 	return p;
-}
-
-static void
-fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
 }
 
 static bool
@@ -116,16 +106,17 @@ route(struct dp *dp, struct dp_dest *d, const char *field, char *err, size_t err
 			hop = dp->ports[p].gw_ipv4;
 		}
 	if (port < 0) {
-		fail(err, errlen, "field '%s': no route to %s: in no port's subnet, no --route "
-		     "and no port with a router (--addr PORT:IP/LEN,GW)", field,
-		     table_ipv4_format(d->ipv4, ip));
+		json_util_fail(err, errlen, "field '%s': no route to %s: in no port's subnet, no "
+			       "--route and no port with a router (--addr PORT:IP/LEN,GW)", field,
+			       table_ipv4_format(d->ipv4, ip));
 		errno = EINVAL;
 		return -1;
 	}
 	d->port = (uint16_t)port;
 	nh = dp_neigh_get(dp, hop, (uint16_t)port);
 	if (nh < 0) {
-		fail(err, errlen, "field '%s': more than %d neighbours", field, DP_NEIGH_MAX);
+		json_util_fail(err, errlen, "field '%s': more than %d neighbours", field,
+			       DP_NEIGH_MAX);
 		errno = E2BIG;
 		return -1;
 	}
@@ -237,7 +228,7 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	t->src_contrib = jalloc(j, sizeof(*t->src_contrib) * t->n_src, socket);
 	if (t->down == NULL || t->src_ids == NULL || t->src_bits == NULL || t->src_worker == NULL ||
 	    t->src_down == NULL || t->src_contrib == NULL) {
-		fail(err, errlen, "out of memory for tree %u", tt->id);
+		json_util_fail(err, errlen, "out of memory for tree %u", tt->id);
 		errno = ENOMEM;
 		return -1;
 	}
@@ -270,7 +261,7 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	if (j->cset_len != 0 && tt->n_children > 0) {
 		t->child_sets = jalloc(j, (size_t)tt->n_children * j->cset_len, socket);
 		if (t->child_sets == NULL) {
-			fail(err, errlen, "out of memory for tree %u", tt->id);
+			json_util_fail(err, errlen, "out of memory for tree %u", tt->id);
 			errno = ENOMEM;
 			return -1;
 		}
@@ -278,9 +269,9 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 			uint16_t id = tt->below[k];
 
 			if (id >= j->cset_len * 8 || tt->below_child[k] >= tt->n_children) {
-				fail(err, errlen, "field 'trees[%d].children': worker %u below "
-				     "child %u does not fit the job's contributor sets", i, id,
-				     tt->below_child[k]);
+				json_util_fail(err, errlen, "field 'trees[%d].children': worker %u "
+					       "below child %u does not fit the job's contributor "
+					       "sets", i, id, tt->below_child[k]);
 				errno = EINVAL;
 				return -1;
 			}
@@ -333,7 +324,7 @@ build_stream(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size
 	s->origin_count = jalloc(j, sizeof(*s->origin_count) * s->n_origins, socket);
 	if (s->out == NULL || s->origins == NULL || s->origin_key == NULL ||
 	    s->origin_count == NULL) {
-		fail(err, errlen, "out of memory for stream %u", ts->id);
+		json_util_fail(err, errlen, "out of memory for stream %u", ts->id);
 		errno = ENOMEM;
 		return -1;
 	}
@@ -504,16 +495,17 @@ check_fit(struct dp *dp, struct dp_job *j, char *err, size_t errlen)
 		if (dp->ports[p].ipv4 == tb->gw.ipv4)
 			break;
 	if (p == dp->n_ports) {
-		fail(err, errlen, "field 'gateway.ipv4': %s is not an address of this dataplane",
-		     table_ipv4_format(tb->gw.ipv4, ip));
+		json_util_fail(err, errlen,
+			       "field 'gateway.ipv4': %s is not an address of this dataplane",
+			       table_ipv4_format(tb->gw.ipv4, ip));
 		errno = EINVAL;
 		return -1;
 	}
 	j->self_port = (uint16_t)p;
 	if (tb->gw.base_port != dp->prm.udp_base || tb->gw.ports != dp->prm.udp_count) {
-		fail(err, errlen, "field 'gateway.base_port': ports %u+%u differ from this "
-		     "dataplane's --base-port %u --ports %u", tb->gw.base_port, tb->gw.ports,
-		     dp->prm.udp_base, dp->prm.udp_count);
+		json_util_fail(err, errlen, "field 'gateway.base_port': ports %u+%u differ from "
+			       "this dataplane's --base-port %u --ports %u", tb->gw.base_port,
+			       tb->gw.ports, dp->prm.udp_base, dp->prm.udp_count);
 		errno = EINVAL;
 		return -1;
 	}
@@ -529,9 +521,9 @@ check_fit(struct dp *dp, struct dp_job *j, char *err, size_t errlen)
 		bytes = lan;
 
 	if (bytes + WIRE_MTU_OVERHEAD > dp->prm.mtu) {
-		fail(err, errlen, "field 'chunk_elements': chunks of %zu bytes (with their "
-		     "contributor set) need an MTU of %zu, this dataplane runs --mtu %u", bytes,
-		     bytes + WIRE_MTU_OVERHEAD, dp->prm.mtu);
+		json_util_fail(err, errlen, "field 'chunk_elements': chunks of %zu bytes (with "
+			       "their contributor set) need an MTU of %zu, this dataplane runs "
+			       "--mtu %u", bytes, bytes + WIRE_MTU_OVERHEAD, dp->prm.mtu);
 		errno = E2BIG;
 		return -1;
 	}
@@ -547,7 +539,7 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	int max_id = -1;
 
 	if (j == NULL) {
-		fail(err, errlen, "out of memory");
+		json_util_fail(err, errlen, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -586,7 +578,7 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->lj = jalloc(j, sizeof(*j->lj) * dp->n_lcores, socket);
 	if (j->tree_map == NULL || j->trees == NULL || j->slots == NULL || j->arena == NULL ||
 	    j->busy == NULL || j->done == NULL || j->lj == NULL) {
-		fail(err, errlen, "out of memory");
+		json_util_fail(err, errlen, "out of memory");
 		errno = ENOMEM;
 		goto fail;
 	}
@@ -604,7 +596,7 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->n_budgets += (uint32_t)tb->n_trees;
 	j->worker_round = jalloc(j, sizeof(*j->worker_round) * j->parent_budget_off, socket);
 	if (j->worker_round == NULL) {
-		fail(err, errlen, "out of memory");
+		json_util_fail(err, errlen, "out of memory");
 		errno = ENOMEM;
 		goto fail;
 	}
@@ -616,7 +608,7 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->stream_map = jalloc(j, sizeof(*j->stream_map) * (size_t)(max_id + 1), socket);
 	j->streams = jalloc(j, sizeof(*j->streams) * (size_t)tb->n_streams, socket);
 	if (j->stream_map == NULL || j->streams == NULL) {
-		fail(err, errlen, "out of memory");
+		json_util_fail(err, errlen, "out of memory");
 		errno = ENOMEM;
 		goto fail;
 	}
@@ -656,9 +648,10 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->mcast_keep_per_lcore = mcast_keep_total(j, j->mcast_keep_shift);
 	j->mbufs_held_max += (uint64_t)j->mcast_keep_per_lcore * dp->n_lcores;
 	if (dp->mbufs_committed + j->mbufs_held_max > dp->mbufs_budget) {
-		fail(err, errlen, "field 'trees': the slot pools hold up to %" PRIu64 " packets, "
-		     "this dataplane has %" PRIu64 " of %" PRIu64 " left (raise --mbufs)",
-		     j->mbufs_held_max, dp->mbufs_budget - dp->mbufs_committed, dp->mbufs_budget);
+		json_util_fail(err, errlen, "field 'trees': the slot pools hold up to %" PRIu64
+			       " packets, this dataplane has %" PRIu64 " of %" PRIu64
+			       " left (raise --mbufs)", j->mbufs_held_max,
+			       dp->mbufs_budget - dp->mbufs_committed, dp->mbufs_budget);
 		errno = E2BIG;
 		goto fail;
 	}
@@ -679,8 +672,8 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 			j->arena[l] = jalloc(j, sizeof(float) * j->chunk_elements *
 						 (size_t)j->slots_per_lcore, ls);
 		if (j->slots[l] == NULL || (half && j->arena[l] == NULL)) {
-			fail(err, errlen, "out of memory for %u slots (lcore %u)",
-			     j->slots_per_lcore, dp->lcores[l]->lcore_id);
+			json_util_fail(err, errlen, "out of memory for %u slots (lcore %u)",
+				       j->slots_per_lcore, dp->lcores[l]->lcore_id);
 			errno = ENOMEM;
 			goto fail;
 		}
@@ -706,8 +699,8 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		    lj->progress == NULL || lj->progress_sent == NULL || lj->progress_rtt == NULL ||
 		    lj->tail_probe == NULL ||
 		    lj->progress_round == NULL || lj->budget == NULL) {
-			fail(err, errlen, "out of memory for timers (lcore %u)",
-			     dp->lcores[l]->lcore_id);
+			json_util_fail(err, errlen, "out of memory for timers (lcore %u)",
+				       dp->lcores[l]->lcore_id);
 			errno = ENOMEM;
 			goto fail;
 		}
@@ -715,8 +708,8 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		for (uint32_t b = 0; b < j->n_budgets; b++) /* empty; time refills it */
 			lj->budget[b].tsc = rte_rdtsc();
 		if (init_pacers(dp, j, lj, ls) != 0 || init_mstreams(j, lj, ls) != 0) {
-			fail(err, errlen, "out of memory for pacers (lcore %u)",
-			     dp->lcores[l]->lcore_id);
+			json_util_fail(err, errlen, "out of memory for pacers (lcore %u)",
+				       dp->lcores[l]->lcore_id);
 			errno = ENOMEM;
 			goto fail;
 		}
