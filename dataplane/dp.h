@@ -720,8 +720,8 @@ struct dp_lcore {
 	/* Counters (this lcore: wo, plain; readers: relaxed loads, may be a little stale). */
 	uint64_t ctr[DP_CTR_COUNT];
 	uint64_t drops[WIRE_REASON_COUNT_MAX];
-	const struct dp_state *rx_st; /* the state dp_agg_rx() works under (its other epochs:
-				       * result recovery) */
+	const struct dp_state *rx_st; /* the state dp_agg_rx() and dp_mcast_rx() work under
+				       * (its other epochs: result recovery) */
 	uint64_t cycles_busy;       /* TSC cycles of iterations that did work */
 	uint64_t iterations;
 } __rte_cache_aligned;

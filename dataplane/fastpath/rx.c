@@ -4,11 +4,12 @@
  * (Ethernet, IPv4 to this port's address, UDP to the dataplane's ports, checksums), then
  * ARP and ICMP echo are answered in place, a sealed frame is queued to be opened
  * (seal.c) and comes back through dp_rx_open_flush(), and a georeduce packet is decoded:
- * PROBEs are answered here, every other type goes to aggregation (agg.c).
+ * PROBEs are answered here, MCAST and NACK_MCAST go to multicast (mcast.c), every other
+ * type to aggregation (agg.c).
  *
  * The first step of the packet path. Calls go one way, from here on: rx.c -> seal.c
- * (opening), agg.c -> what they send (tx.h); nothing calls back into this file but the
- * worker loop (worker.c).
+ * (opening), agg.c, mcast.c -> what they send (tx.h); nothing calls back into this file
+ * but the worker loop (worker.c).
  *
  * Worker lcores only: no allocation, no locks, no syscalls, no logging.
  */
@@ -25,6 +26,7 @@
 #include "dp.h"
 #include "fastpath/agg.h"
 #include "fastpath/csum.h"
+#include "fastpath/mcast.h"
 #include "fastpath/rx.h"
 #include "fastpath/seal.h"
 #include "fastpath/tx.h"
@@ -292,6 +294,10 @@ dp_rx_packet(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 			return;
 		}
 		rte_pktmbuf_free(m);
+		return;
+	}
+	if (p.type == WIRE_TYPE_MCAST || p.type == WIRE_TYPE_NACK_MCAST) {
+		dp_mcast_rx(lc, st, m, &p);
 		return;
 	}
 	dp_agg_rx(lc, st, m, &p, port);

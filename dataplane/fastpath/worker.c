@@ -2,13 +2,18 @@
  *
  * Fast path: the worker lcore loop. Receive a burst per queue and hand each frame to
  * receive and classify (rx.c), open the burst's sealed frames, then once per iteration
- * the loss-recovery timers and the pacers (agg.c), the frames sealed meanwhile (seal.c)
- * and the TX flush (tx.c); report an RCU quiescent state, back off when idle.
+ * the loss-recovery timers (retx.c), the frames sealed meanwhile (seal.c), the pacers
+ * (pace.c) and the TX flush (tx.c); report an RCU quiescent state, back off when idle.
  *
  * The packet path, one file per step, calls going one way (down this list):
  *   worker.c   the loop
  *   rx.c       receive and classify; PROBE, ARP and ICMP answers
- *   agg.c      aggregation, multicast, loss and result recovery, the pacers
+ *   agg.c      aggregation: the slot state machine and the summation
+ *   mcast.c    selective multicast
+ *   retx.c     loss recovery: timers, resends, ACK/NACK answers
+ *   recover.c  result recovery across epochs
+ *   send.c     copies of retained packets, control packets, a RESULT down its tree
+ *   pace.c     the pacers (pace.h: a frame into its pacer)
  *   seal.c     sealing and opening on protected links
  *   tx.c       TX staging flushed to the ports (tx.h: staging, headers), faults (fault.c)
  * A file calls only files below it, except that worker.c calls several directly, and
@@ -26,9 +31,9 @@
 #include <rte_ring.h>
 
 #include "dp.h"
-#include "fastpath/agg.h"
 #include "fastpath/fault.h"
 #include "fastpath/pace.h"
+#include "fastpath/retx.h"
 #include "fastpath/rx.h"
 #include "fastpath/seal.h"
 #include "fastpath/tx.h"
@@ -94,7 +99,7 @@ dp_worker_poll(struct dp_lcore *lc)
 		if (lc->rxq[q].queue == 0)
 			drain_ctl_tx(lc, port);
 	}
-	dp_agg_timers(lc, st);
+	dp_retx_timers(lc, st);
 	dp_seal_flush(lc); /* what this iteration sealed, before the pacers and TX */
 	dp_pace_run(lc, st);
 	dp_tx_flush(lc);
