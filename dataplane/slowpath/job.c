@@ -465,7 +465,7 @@ init_mstreams(struct dp_job *j, struct dp_job_lcore *lj, int socket)
 
 		ms->keep_mask = n - 1;
 		/* Repairs for up to every copy the ring holds (what the copies earn, below
-		 * that; fastpath/agg.c), never less than a NACK_RESULT budget. */
+		 * that; fastpath/mcast.c), never less than a NACK_RESULT budget. */
 		uint64_t cap = (uint64_t)n * s->n_origins * (j->budget_cap / DP_BUDGET_CAP);
 
 		ms->budget_cap = cap > j->budget_cap ? (uint32_t)(cap < UINT32_MAX ? cap : UINT32_MAX)
