@@ -49,7 +49,7 @@ uint16_t dp_open_flush(struct dp_lcore *lc);
  * link k of job j into a fresh frame of the seal pool, with the lcore's next sequence
  * number of k, and queue its encryption; after dp_seal_flush() it is staged for TX on
  * port. Frames leave in the order they were sealed in: pacers seal what they release
- * (fastpath/pace.h), so that the receiver's replay window sees sequence numbers in order.
+ * (fastpath/pace.c), so that the receiver's replay window sees sequence numbers in order.
  * A full queue is flushed first. Counted; nothing sent if a pool is empty.
  */
 void dp_seal_queue(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal *k,

@@ -16,8 +16,8 @@
  *   pace.c     the pacers (pace.h: a frame into its pacer)
  *   seal.c     sealing and opening on protected links
  *   tx.c       TX staging flushed to the ports (tx.h: staging, headers), faults (fault.c)
- * A file calls only files below it, except that worker.c calls several directly, and
- * rx.c takes the opened frames back from seal.c as a return value, not a call.
+ * Each file calls only files below it in this list (worker.c several of them, once per
+ * iteration); rx.c takes the frames seal.c opened back as a return value, not a call.
  *
  * Worker lcores only: no allocation, no locks; the only syscall is the idle sleep, taken
  * after the lcore went offline for RCU and only when backoff is enabled.
