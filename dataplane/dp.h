@@ -720,8 +720,8 @@ struct dp_lcore {
 	/* Counters (this lcore: wo, plain; readers: relaxed loads, may be a little stale). */
 	uint64_t ctr[DP_CTR_COUNT];
 	uint64_t drops[WIRE_REASON_COUNT_MAX];
-	const struct dp_state *rx_st; /* the state dp_agg_rx() works under (its other epochs:
-				       * result recovery) */
+	const struct dp_state *rx_st; /* the state dp_agg_rx() and dp_mcast_rx() work under
+				       * (its other epochs: result recovery) */
 	uint64_t cycles_busy;       /* TSC cycles of iterations that did work */
 	uint64_t iterations;
 } __rte_cache_aligned;
@@ -778,7 +778,7 @@ struct dp {
 	uint64_t pool_bytes;                /* memory of the mempools */
 };
 
-/* --- Fast path (fastpath/) ---------------------------------------------------------------- */
+/* --- Fast path: the worker loop (fastpath/worker.c) --------------------------------------- */
 
 /**
  * One iteration of a worker lcore: receive a burst on each of its queues, process it,
@@ -790,13 +790,6 @@ unsigned int dp_worker_poll(struct dp_lcore *lc);
 /** The worker lcore main loop (rte_eal_remote_launch): poll, report quiescence, back off
  * when idle, until dp->stop. arg is the struct dp_lcore. */
 int dp_worker_main(void *arg);
-
-/** Process one received packet (exported for tests): consumes m. */
-void dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
-	       uint16_t port);
-
-/** Hand the staged TX packets of every port to the TX queues. */
-void dp_tx_flush(struct dp_lcore *lc);
 
 /* --- Slow path (slowpath/) ---------------------------------------------------------------- */
 

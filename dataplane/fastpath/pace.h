@@ -4,7 +4,7 @@
  * (docs/DATAPLANE.md, "Pacing"), so that concurrent trees share links as the plan
  * intends instead of filling the WAN's queues. A token bucket on the TSC per (tree,
  * link) and lcore; frames that may not leave yet wait in the pacer's queue and go in a
- * later iteration. Worker lcores only.
+ * later iteration (the drain: pace.c). Worker lcores only.
  */
 #ifndef GEOREDUCE_DP_PACE_H
 #define GEOREDUCE_DP_PACE_H

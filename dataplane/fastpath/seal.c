@@ -9,6 +9,10 @@
  *
  * Sealed frame: Ethernet | IPv4 | UDP | seal header (32) | georeduce packet, encrypted |
  * tag (16). The seal header is the AAD; the IV is its bytes 12-23 (sender, lane, sequence).
+ *
+ * Calls go one way: receiving (rx.c) queues frames to open and takes back the plain ones;
+ * sending (seal.h's dp_wire_out(), the pacers) queues frames to seal; a sealed frame goes
+ * on to TX staging (tx.h). Nothing here calls back into receiving or aggregation.
  */
 #include <string.h>
 
@@ -183,8 +187,6 @@ open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf **mp,
 		return WIRE_REASON_UNKNOWN_KEY;
 	if (unlikely(!replay_fresh(&k->rx[lc->idx * DP_SEAL_LANES + lane], seq)))
 		return WIRE_REASON_REPLAY;
-	if (lc->n_open == RTE_DIM(lc->open_q))
-		dp_open_flush(lc, st);
 	/* Opened in place: a frame whose buffer another mbuf shares (a duplicate of fault
 	 * injection) is copied first, or the two decryptions would write over each other. */
 	if (unlikely(!RTE_MBUF_DIRECT(m) || rte_mbuf_refcnt_read(m) != 1)) {
@@ -220,15 +222,15 @@ dp_open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m
 		drop(lc, m, why);
 }
 
-void
-dp_open_flush(struct dp_lcore *lc, const struct dp_state *st)
+uint16_t
+dp_open_flush(struct dp_lcore *lc)
 {
 	struct rte_crypto_op *ops[RTE_DIM(lc->open_q)];
 	bool ok[RTE_DIM(lc->open_q)];
-	uint16_t n = lc->n_open;
+	uint16_t n = lc->n_open, opened = 0;
 
 	if (n == 0)
-		return;
+		return 0;
 	for (uint16_t i = 0; i < n; i++)
 		ops[i] = lc->open_q[i].op;
 	aead_burst(lc, ops, n, ok);
@@ -271,8 +273,9 @@ dp_open_flush(struct dp_lcore *lc, const struct dp_state *st)
 		udp->dgram_len = rte_cpu_to_be_16((uint16_t)(WIRE_UDP_LEN + q->len));
 		udp->dgram_cksum = 0;
 		m->ol_flags |= RTE_MBUF_F_RX_SEC_OFFLOAD;
-		dp_rx_packet(lc, st, m, q->port, q->len);
+		lc->open_q[opened++] = *q; /* in order, over the entries done with */
 	}
+	return opened;
 }
 
 void

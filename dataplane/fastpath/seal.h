@@ -37,17 +37,19 @@ void dp_open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mb
  * Decrypt and authenticate the queued frames in one cryptodev burst; each that verifies,
  * holds a packet of its key's job, epoch and sender and is still fresh for the replay
  * window becomes the plain frame (seal header and tag removed, lengths updated, marked
- * RTE_MBUF_F_RX_SEC_OFFLOAD) and goes on to dp_rx_packet(); the others are dropped and
- * counted (bad_tag, unknown_key, replay).
+ * RTE_MBUF_F_RX_SEC_OFFLOAD); the others are dropped and counted (bad_tag, unknown_key,
+ * replay). The queue is then empty, and the plain frames are left in its first entries,
+ * in the order received (m, port, len), for the caller to take on (rx.c).
+ * @return  The number of plain frames.
  */
-void dp_open_flush(struct dp_lcore *lc, const struct dp_state *st);
+uint16_t dp_open_flush(struct dp_lcore *lc);
 
 /**
  * Seal the frame m (Ethernet to payload, one or more segments; consumed) for the protected
  * link k of job j into a fresh frame of the seal pool, with the lcore's next sequence
  * number of k, and queue its encryption; after dp_seal_flush() it is staged for TX on
  * port. Frames leave in the order they were sealed in: pacers seal what they release
- * (fastpath/pace.h), so that the receiver's replay window sees sequence numbers in order.
+ * (fastpath/pace.c), so that the receiver's replay window sees sequence numbers in order.
  * A full queue is flushed first. Counted; nothing sent if a pool is empty.
  */
 void dp_seal_queue(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal *k,
@@ -66,10 +68,5 @@ dp_wire_out(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal *k
 	else
 		dp_seal_queue(lc, j, k, m, port);
 }
-
-/** The rest of dp_rx_one() for a plain georeduce packet of plen bytes at frame offset 42
- * (fastpath/worker.c): decode, PROBEs, then aggregation. Consumes m. */
-void dp_rx_packet(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
-		  uint16_t port, size_t plen);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * Fast path: staging packets for transmission and writing the Ethernet / IPv4 / UDP /
- * georeduce headers of what a gateway sends. Worker lcores only.
+ * Fast path: staging packets for transmission (the flush: tx.c) and writing the Ethernet /
+ * IPv4 / UDP / georeduce headers of what a gateway sends. Worker lcores only.
  */
 #ifndef GEOREDUCE_DP_TX_H
 #define GEOREDUCE_DP_TX_H
@@ -16,6 +16,9 @@
 #include <rte_udp.h>
 
 #include "dp.h"
+
+/** Hand the staged TX packets of every port to the TX queues. */
+void dp_tx_flush(struct dp_lcore *lc);
 
 /** Queue m for transmission on port; flushes that port's staging when it is full. */
 static inline void

@@ -19,18 +19,12 @@
 #include <rte_malloc.h>
 
 #include "dp.h"
+#include "jsonutil.h"
 #include "slowpath/slowpath.h"
 
 /* Operations a worker lcore may have out at once: a burst each way. */
 #define OPS_PER_LCORE (4 * DP_BURST_MAX)
 #define OP_CACHE 32
-
-static int
-fail(char *err, size_t errlen, int rc, const char *what)
-{
-	snprintf(err, errlen, "--crypto: %s", what);
-	return rc;
-}
 
 /* Whether the device seals AES-GCM with keys of `bytes`, a 12-byte IV, a 32-byte AAD and a
  * 16-byte tag. */
@@ -53,7 +47,7 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 {
 	struct dp_crypto *c = &dp->crypto;
 	int socket = (int)rte_lcore_to_socket_id(dp->lcores[0]->lcore_id);
-	char name[64], msg[160];
+	char name[64];
 	int id;
 
 	if (cfg->crypto_dev[0] == '\0')
@@ -66,13 +60,13 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 		snprintf(args, sizeof(args), "max_nb_queue_pairs=%u,socket_id=%d", dp->n_lcores,
 			 socket);
 		if (rte_vdev_init(c->name, args) != 0)
-			return fail(err, errlen, -EINVAL, "cannot create the vdev (crypto_aesni_gcm0 "
-				    "or crypto_aesni_mb0 of librte-crypto-ipsec-mb, or a device "
-				    "probed by EAL)");
+			return json_util_fail(err, errlen, "--crypto: cannot create the vdev "
+					      "(crypto_aesni_gcm0 or crypto_aesni_mb0 of "
+					      "librte-crypto-ipsec-mb, or a device probed by EAL)");
 		c->created = true;
 		id = rte_cryptodev_get_dev_id(c->name);
 		if (id < 0)
-			return fail(err, errlen, -EINVAL, "the vdev made no cryptodev");
+			return json_util_fail(err, errlen, "--crypto: the vdev made no cryptodev");
 	}
 	c->dev_id = (uint8_t)id;
 	{
@@ -83,15 +77,15 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 		c->oop_lb = info.feature_flags & RTE_CRYPTODEV_FF_OOP_LB_IN_LB_OUT;
 		c->oop_sgl = info.feature_flags & RTE_CRYPTODEV_FF_OOP_SGL_IN_LB_OUT;
 		if (info.max_nb_queue_pairs < dp->n_lcores) {
-			snprintf(msg, sizeof(msg), "%s has %u queue pairs, %u worker lcores need one "
-				 "each", c->name, info.max_nb_queue_pairs, dp->n_lcores);
-			return fail(err, errlen, -EINVAL, msg);
+			return json_util_fail(err, errlen, "--crypto: %s has %u queue pairs, %u "
+					      "worker lcores need one each", c->name,
+					      info.max_nb_queue_pairs, dp->n_lcores);
 		}
 	}
 	if (!has_gcm(c->dev_id, 16) || !has_gcm(c->dev_id, 32)) {
-		snprintf(msg, sizeof(msg), "%s does not do AES-128-GCM and AES-256-GCM with a "
-			 "12-byte IV, 32-byte AAD and 16-byte tag", c->name);
-		return fail(err, errlen, -EINVAL, msg);
+		return json_util_fail(err, errlen, "--crypto: %s does not do AES-128-GCM and "
+				      "AES-256-GCM with a 12-byte IV, 32-byte AAD and 16-byte tag",
+				      c->name);
 	}
 	struct rte_cryptodev_config conf = {
 		.socket_id = socket, .nb_queue_pairs = (uint16_t)dp->n_lcores,
@@ -99,7 +93,7 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 	};
 
 	if (rte_cryptodev_configure(c->dev_id, &conf) != 0)
-		return fail(err, errlen, -EINVAL, "cannot configure the cryptodev");
+		return json_util_fail(err, errlen, "--crypto: cannot configure the cryptodev");
 	c->sessions_max = 2 * cfg->seal_links;
 	snprintf(name, sizeof(name), "gr%u_sess", (unsigned int)c->dev_id);
 	rte_mempool_free(rte_mempool_lookup(name)); /* a previous setup's, in tests */
@@ -117,9 +111,11 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 		name, cfg->seal_mbufs, 256, 0,
 		(uint16_t)(RTE_PKTMBUF_HEADROOM + WIRE_ETH_LEN + cfg->prm.mtu + DP_SEAL_OVERHEAD),
 		socket);
-	if (c->sess_pool == NULL || c->op_pool == NULL || c->seal_pool == NULL)
-		return fail(err, errlen, -ENOMEM, "cannot create the session, operation or "
-			    "sealed-frame pools (raise -m)");
+	if (c->sess_pool == NULL || c->op_pool == NULL || c->seal_pool == NULL) {
+		json_util_fail(err, errlen, "--crypto: cannot create the session, operation or "
+			       "sealed-frame pools (raise -m)");
+		return -ENOMEM;
+	}
 	struct rte_mempool *pools[3] = { c->sess_pool, c->op_pool, c->seal_pool };
 
 	for (int k = 0; k < 3; k++)
@@ -133,12 +129,12 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 		if (rte_cryptodev_queue_pair_setup(c->dev_id, (uint16_t)l, &qp,
 						   (int)rte_lcore_to_socket_id(
 							   dp->lcores[l]->lcore_id)) != 0)
-			return fail(err, errlen, -EINVAL, "cannot set up a queue pair");
+			return json_util_fail(err, errlen, "--crypto: cannot set up a queue pair");
 		dp->lcores[l]->op_pool = c->op_pool;
 		dp->lcores[l]->seal_pool = c->seal_pool;
 	}
 	if (rte_cryptodev_start(c->dev_id) != 0)
-		return fail(err, errlen, -EINVAL, "cannot start the cryptodev");
+		return json_util_fail(err, errlen, "--crypto: cannot start the cryptodev");
 	c->on = true;
 	DP_LOG(INFO, "protected links through %s (%s), %u queue pairs\n", c->name, c->driver,
 	       dp->n_lcores);

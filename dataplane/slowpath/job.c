@@ -3,10 +3,14 @@
  * Slow path (control thread): the runtime form of an installed table. Everything a worker
  * reads is allocated on the NUMA socket of the lcores that read it: each lcore's slots and
  * accumulators on its own socket, the shared trees and destinations on the socket of the
- * first worker lcore. Memory is fixed at install and reported by the stats.
+ * first worker lcore. Memory is fixed at install and reported by the stats. Also the routes
+ * and neighbour entries of a table's destinations, resolved from the ARP sightings that
+ * state.c keeps (dp_seen_mac()).
+ *
+ * Calls go one way: state.c (prepare, activate, retire) calls the functions here, nothing
+ * here calls into state.c.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +20,7 @@
 #include <rte_malloc.h>
 
 #include "dp.h"
+#include "jsonutil.h"
 #include "slowpath/slowpath.h"
 
 static void *
@@ -29,22 +34,21 @@ jalloc(struct dp_job *j, size_t size, int socket)
 	return p;
 }
 
-static void
-fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static bool
 in_subnet(uint32_t a, uint32_t net, uint8_t len)
 {
 	uint32_t mask = len == 0 ? 0 : ~0u << (32 - len);
 
 	return (a & mask) == (net & mask);
+}
+
+uint64_t
+dp_seen_mac(const struct dp *dp, uint32_t ipv4, uint16_t port)
+{
+	for (unsigned int i = 0; i < dp->n_seen; i++)
+		if (dp->seen[i].ipv4 == ipv4 && dp->seen[i].port == port)
+			return dp->seen[i].mac;
+	return 0;
 }
 
 int
@@ -102,16 +106,17 @@ route(struct dp *dp, struct dp_dest *d, const char *field, char *err, size_t err
 			hop = dp->ports[p].gw_ipv4;
 		}
 	if (port < 0) {
-		fail(err, errlen, "field '%s': no route to %s: in no port's subnet, no --route "
-		     "and no port with a router (--addr PORT:IP/LEN,GW)", field,
-		     table_ipv4_format(d->ipv4, ip));
+		json_util_fail(err, errlen, "field '%s': no route to %s: in no port's subnet, no "
+			       "--route and no port with a router (--addr PORT:IP/LEN,GW)", field,
+			       table_ipv4_format(d->ipv4, ip));
 		errno = EINVAL;
 		return -1;
 	}
 	d->port = (uint16_t)port;
 	nh = dp_neigh_get(dp, hop, (uint16_t)port);
 	if (nh < 0) {
-		fail(err, errlen, "field '%s': more than %d neighbours", field, DP_NEIGH_MAX);
+		json_util_fail(err, errlen, "field '%s': more than %d neighbours", field,
+			       DP_NEIGH_MAX);
 		errno = E2BIG;
 		return -1;
 	}
@@ -223,7 +228,7 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	t->src_contrib = jalloc(j, sizeof(*t->src_contrib) * t->n_src, socket);
 	if (t->down == NULL || t->src_ids == NULL || t->src_bits == NULL || t->src_worker == NULL ||
 	    t->src_down == NULL || t->src_contrib == NULL) {
-		fail(err, errlen, "out of memory for tree %u", tt->id);
+		json_util_fail(err, errlen, "out of memory for tree %u", tt->id);
 		errno = ENOMEM;
 		return -1;
 	}
@@ -256,7 +261,7 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	if (j->cset_len != 0 && tt->n_children > 0) {
 		t->child_sets = jalloc(j, (size_t)tt->n_children * j->cset_len, socket);
 		if (t->child_sets == NULL) {
-			fail(err, errlen, "out of memory for tree %u", tt->id);
+			json_util_fail(err, errlen, "out of memory for tree %u", tt->id);
 			errno = ENOMEM;
 			return -1;
 		}
@@ -264,9 +269,9 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 			uint16_t id = tt->below[k];
 
 			if (id >= j->cset_len * 8 || tt->below_child[k] >= tt->n_children) {
-				fail(err, errlen, "field 'trees[%d].children': worker %u below "
-				     "child %u does not fit the job's contributor sets", i, id,
-				     tt->below_child[k]);
+				json_util_fail(err, errlen, "field 'trees[%d].children': worker %u "
+					       "below child %u does not fit the job's contributor "
+					       "sets", i, id, tt->below_child[k]);
 				errno = EINVAL;
 				return -1;
 			}
@@ -319,7 +324,7 @@ build_stream(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size
 	s->origin_count = jalloc(j, sizeof(*s->origin_count) * s->n_origins, socket);
 	if (s->out == NULL || s->origins == NULL || s->origin_key == NULL ||
 	    s->origin_count == NULL) {
-		fail(err, errlen, "out of memory for stream %u", ts->id);
+		json_util_fail(err, errlen, "out of memory for stream %u", ts->id);
 		errno = ENOMEM;
 		return -1;
 	}
@@ -460,7 +465,7 @@ init_mstreams(struct dp_job *j, struct dp_job_lcore *lj, int socket)
 
 		ms->keep_mask = n - 1;
 		/* Repairs for up to every copy the ring holds (what the copies earn, below
-		 * that; fastpath/agg.c), never less than a NACK_RESULT budget. */
+		 * that; fastpath/mcast.c), never less than a NACK_RESULT budget. */
 		uint64_t cap = (uint64_t)n * s->n_origins * (j->budget_cap / DP_BUDGET_CAP);
 
 		ms->budget_cap = cap > j->budget_cap ? (uint32_t)(cap < UINT32_MAX ? cap : UINT32_MAX)
@@ -490,16 +495,17 @@ check_fit(struct dp *dp, struct dp_job *j, char *err, size_t errlen)
 		if (dp->ports[p].ipv4 == tb->gw.ipv4)
 			break;
 	if (p == dp->n_ports) {
-		fail(err, errlen, "field 'gateway.ipv4': %s is not an address of this dataplane",
-		     table_ipv4_format(tb->gw.ipv4, ip));
+		json_util_fail(err, errlen,
+			       "field 'gateway.ipv4': %s is not an address of this dataplane",
+			       table_ipv4_format(tb->gw.ipv4, ip));
 		errno = EINVAL;
 		return -1;
 	}
 	j->self_port = (uint16_t)p;
 	if (tb->gw.base_port != dp->prm.udp_base || tb->gw.ports != dp->prm.udp_count) {
-		fail(err, errlen, "field 'gateway.base_port': ports %u+%u differ from this "
-		     "dataplane's --base-port %u --ports %u", tb->gw.base_port, tb->gw.ports,
-		     dp->prm.udp_base, dp->prm.udp_count);
+		json_util_fail(err, errlen, "field 'gateway.base_port': ports %u+%u differ from "
+			       "this dataplane's --base-port %u --ports %u", tb->gw.base_port,
+			       tb->gw.ports, dp->prm.udp_base, dp->prm.udp_count);
 		errno = EINVAL;
 		return -1;
 	}
@@ -515,9 +521,9 @@ check_fit(struct dp *dp, struct dp_job *j, char *err, size_t errlen)
 		bytes = lan;
 
 	if (bytes + WIRE_MTU_OVERHEAD > dp->prm.mtu) {
-		fail(err, errlen, "field 'chunk_elements': chunks of %zu bytes (with their "
-		     "contributor set) need an MTU of %zu, this dataplane runs --mtu %u", bytes,
-		     bytes + WIRE_MTU_OVERHEAD, dp->prm.mtu);
+		json_util_fail(err, errlen, "field 'chunk_elements': chunks of %zu bytes (with "
+			       "their contributor set) need an MTU of %zu, this dataplane runs "
+			       "--mtu %u", bytes, bytes + WIRE_MTU_OVERHEAD, dp->prm.mtu);
 		errno = E2BIG;
 		return -1;
 	}
@@ -533,7 +539,7 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	int max_id = -1;
 
 	if (j == NULL) {
-		fail(err, errlen, "out of memory");
+		json_util_fail(err, errlen, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -572,7 +578,7 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->lj = jalloc(j, sizeof(*j->lj) * dp->n_lcores, socket);
 	if (j->tree_map == NULL || j->trees == NULL || j->slots == NULL || j->arena == NULL ||
 	    j->busy == NULL || j->done == NULL || j->lj == NULL) {
-		fail(err, errlen, "out of memory");
+		json_util_fail(err, errlen, "out of memory");
 		errno = ENOMEM;
 		goto fail;
 	}
@@ -590,7 +596,7 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->n_budgets += (uint32_t)tb->n_trees;
 	j->worker_round = jalloc(j, sizeof(*j->worker_round) * j->parent_budget_off, socket);
 	if (j->worker_round == NULL) {
-		fail(err, errlen, "out of memory");
+		json_util_fail(err, errlen, "out of memory");
 		errno = ENOMEM;
 		goto fail;
 	}
@@ -602,7 +608,7 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->stream_map = jalloc(j, sizeof(*j->stream_map) * (size_t)(max_id + 1), socket);
 	j->streams = jalloc(j, sizeof(*j->streams) * (size_t)tb->n_streams, socket);
 	if (j->stream_map == NULL || j->streams == NULL) {
-		fail(err, errlen, "out of memory");
+		json_util_fail(err, errlen, "out of memory");
 		errno = ENOMEM;
 		goto fail;
 	}
@@ -642,9 +648,10 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->mcast_keep_per_lcore = mcast_keep_total(j, j->mcast_keep_shift);
 	j->mbufs_held_max += (uint64_t)j->mcast_keep_per_lcore * dp->n_lcores;
 	if (dp->mbufs_committed + j->mbufs_held_max > dp->mbufs_budget) {
-		fail(err, errlen, "field 'trees': the slot pools hold up to %" PRIu64 " packets, "
-		     "this dataplane has %" PRIu64 " of %" PRIu64 " left (raise --mbufs)",
-		     j->mbufs_held_max, dp->mbufs_budget - dp->mbufs_committed, dp->mbufs_budget);
+		json_util_fail(err, errlen, "field 'trees': the slot pools hold up to %" PRIu64
+			       " packets, this dataplane has %" PRIu64 " of %" PRIu64
+			       " left (raise --mbufs)", j->mbufs_held_max,
+			       dp->mbufs_budget - dp->mbufs_committed, dp->mbufs_budget);
 		errno = E2BIG;
 		goto fail;
 	}
@@ -665,8 +672,8 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 			j->arena[l] = jalloc(j, sizeof(float) * j->chunk_elements *
 						 (size_t)j->slots_per_lcore, ls);
 		if (j->slots[l] == NULL || (half && j->arena[l] == NULL)) {
-			fail(err, errlen, "out of memory for %u slots (lcore %u)",
-			     j->slots_per_lcore, dp->lcores[l]->lcore_id);
+			json_util_fail(err, errlen, "out of memory for %u slots (lcore %u)",
+				       j->slots_per_lcore, dp->lcores[l]->lcore_id);
 			errno = ENOMEM;
 			goto fail;
 		}
@@ -692,8 +699,8 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		    lj->progress == NULL || lj->progress_sent == NULL || lj->progress_rtt == NULL ||
 		    lj->tail_probe == NULL ||
 		    lj->progress_round == NULL || lj->budget == NULL) {
-			fail(err, errlen, "out of memory for timers (lcore %u)",
-			     dp->lcores[l]->lcore_id);
+			json_util_fail(err, errlen, "out of memory for timers (lcore %u)",
+				       dp->lcores[l]->lcore_id);
 			errno = ENOMEM;
 			goto fail;
 		}
@@ -701,8 +708,8 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		for (uint32_t b = 0; b < j->n_budgets; b++) /* empty; time refills it */
 			lj->budget[b].tsc = rte_rdtsc();
 		if (init_pacers(dp, j, lj, ls) != 0 || init_mstreams(j, lj, ls) != 0) {
-			fail(err, errlen, "out of memory for pacers (lcore %u)",
-			     dp->lcores[l]->lcore_id);
+			json_util_fail(err, errlen, "out of memory for pacers (lcore %u)",
+				       dp->lcores[l]->lcore_id);
 			errno = ENOMEM;
 			goto fail;
 		}

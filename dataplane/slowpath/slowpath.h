@@ -134,6 +134,21 @@ void dp_peers_update(struct dp *dp);
 /** Retire and free every job at once (shutdown; workers stopped). */
 void dp_jobs_free_all(struct dp *dp);
 
+/**
+ * Replace the gateways this dataplane probes (the control socket's "peers"): a JSON array
+ * of {"ipv4", "base_port", "ports"}. 0, or -EINVAL / -E2BIG with err naming the field.
+ */
+int dp_peers_set(struct dp *dp, const json_t *peers, char *err, size_t errlen);
+
+/** Set a neighbour's MAC (ARP learning or static configuration). */
+void dp_neigh_set(struct dp *dp, int idx, const struct rte_ether_addr *mac, bool is_static);
+
+/* --- Destinations of a table: routes and neighbour entries (slowpath/job.c) --------------- */
+
+/** The mac word ARP showed for (ipv4, port index) before any neighbour entry had it
+ * (struct dp_seen), or 0. */
+uint64_t dp_seen_mac(const struct dp *dp, uint32_t ipv4, uint16_t port);
+
 /** The neighbour entry of (ipv4, port index), added if new (resolved if ARP showed the
  * address before, dp_seen_mac(), else unresolved); index or -E2BIG. */
 int dp_neigh_get(struct dp *dp, uint32_t ipv4, uint16_t port);
@@ -141,19 +156,6 @@ int dp_neigh_get(struct dp *dp, uint32_t ipv4, uint16_t port);
 /** Route d (ipv4 set) to a port and a neighbour entry; -1 with errno and err on failure. */
 int dp_dest_route(struct dp *dp, struct dp_dest *d, const char *field, char *err,
 		  size_t errlen);
-
-/**
- * Replace the gateways this dataplane probes (the control socket's "peers"): a JSON array
- * of {"ipv4", "base_port", "ports"}. 0, or -EINVAL / -E2BIG with err naming the field.
- */
-int dp_peers_set(struct dp *dp, const json_t *peers, char *err, size_t errlen);
-
-/** The mac word ARP showed for (ipv4, port index) before any neighbour entry had it
- * (struct dp_seen), or 0. */
-uint64_t dp_seen_mac(const struct dp *dp, uint32_t ipv4, uint16_t port);
-
-/** Set a neighbour's MAC (ARP learning or static configuration). */
-void dp_neigh_set(struct dp *dp, int idx, const struct rte_ether_addr *mac, bool is_static);
 
 /* --- Reports (slowpath/stats.c) ----------------------------------------------------------- */
 

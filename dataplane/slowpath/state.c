@@ -9,6 +9,9 @@
  * left it. A new epoch becomes epochs[0] (live); the previous ones stay behind it,
  * draining: their open slots finish, they open no new ones (chunks started under epoch N
  * finish under N). An epoch leaves when its slots have drained or after --drain-ms.
+ *
+ * A table's runtime form, its routes and neighbour entries are job.c's: this file calls
+ * job.c, never the other way.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -382,15 +385,6 @@ seen_add(struct dp *dp, const struct dp_learn *l)
 	}
 	dp->seen[i] = (struct dp_seen){ .ipv4 = l->ipv4, .port = l->port,
 					.mac = dp_neigh_word(l->mac) };
-}
-
-uint64_t
-dp_seen_mac(const struct dp *dp, uint32_t ipv4, uint16_t port)
-{
-	for (unsigned int i = 0; i < dp->n_seen; i++)
-		if (dp->seen[i].ipv4 == ipv4 && dp->seen[i].port == port)
-			return dp->seen[i].mac;
-	return 0;
 }
 
 /* Take the workers' ARP sightings: refresh known neighbours (not static ones), and keep

@@ -121,10 +121,19 @@ static const char *const ctr_help[DP_CTR_COUNT] = {
 	[DP_CTR_FAULT_DELAY_FULL] = "Fault injection: frames dropped, the delay line was full",
 };
 
+/* A counter of a worker lcore: a plain field that only its lcore writes (dp.h), read here
+ * with a relaxed load of the whole word, like the fields dp.h declares _Atomic. */
 static uint64_t
 rd(const uint64_t *p)
 {
-	return __atomic_load_n(p, __ATOMIC_RELAXED);
+	return atomic_load_explicit((const _Atomic uint64_t *)p, memory_order_relaxed);
+}
+
+/* rd() of a 32-bit field: a pacer's head or tail. */
+static uint32_t
+rd32(const uint32_t *p)
+{
+	return atomic_load_explicit((const _Atomic uint32_t *)p, memory_order_relaxed);
 }
 
 /* One lcore's counters; drops only where nonzero (the reasons are many). */
@@ -447,8 +456,8 @@ pacer_queued(const struct dp_job *j, uint32_t pacer)
 
 	for (unsigned int l = 0; l < j->n_lcores; l++) {
 		const struct dp_pacer *pc = &j->lj[l].pacers[pacer];
-		uint32_t h = __atomic_load_n(&pc->head, __ATOMIC_RELAXED);
-		uint32_t t = __atomic_load_n(&pc->tail, __ATOMIC_RELAXED);
+		uint32_t h = rd32(&pc->head);
+		uint32_t t = rd32(&pc->tail);
 
 		n += (uint32_t)(t - h) <= pc->mask + 1 ? (uint32_t)(t - h) : 0;
 	}
