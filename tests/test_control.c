@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * georeduce-control without dataplanes: the two-phase install (control/daemon/install.c) against
- * fake gateways, threads that serve the control-socket protocol and can reject a prepare,
- * never answer one, or die after one; and job planning (control/daemon/jobplan.c) on the example
- * deployment, with a gateway down and with the ring as chain trees; and how the daemon
- * reads a dataplane's per-link counters (control/daemon/daemon.c).
+ * georeduce-control without dataplanes: the two-phase install (control/daemon/install.c)
+ * against fake gateways, threads that serve the control-socket protocol and can reject a
+ * prepare, never answer one, or die after one; and job planning (control/daemon/jobplan.c
+ * and jobplan_trees.c) on the example deployment, with a gateway down and with the ring as
+ * chain trees; and how the daemon reads a dataplane's per-link counters
+ * (control/daemon/rates.c).
  */
 #include <errno.h>
 #include <math.h>

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * The georeduce-deployment/1 parser (control/daemon/deploy.c): the example file and its
- * defaults, a topology file relative to the deployment, and one mutation of the example
- * per rule, each of which must fail with one line naming the field.
+ * The georeduce-deployment/1 parser (control/daemon/deploy.c, deploy_job.c and
+ * deploy_field.c): the example file and its defaults, a topology file relative to the
+ * deployment, and one mutation of the example per rule, each of which must fail with one
+ * line naming the field.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
  * The georeduce-control daemon (daemon.h): setting up, the poll loop of its one thread
- * and tearing down, its log, and the mark that sends every job for a new epoch. What
- * happens in the loop is in health.c (heartbeats, gateways and links up or down), rates.c
+ * and tearing down. What happens in the loop is in health.c (heartbeats, gateways and links up or down), rates.c
  * (measured rates and capacities), epochs.c (planning and installing epochs), api.c (its
- * own control socket) and metrics.c (Prometheus). One thread, the caller's. No DPDK.
+ * own control socket) and metrics.c (Prometheus); all of them log and mark jobs for a new
+ * epoch through log.c, which calls none of them. One thread, the caller's. No DPDK.
  */
 #include <errno.h>
 #include <signal.h>
@@ -25,44 +25,6 @@
 #include "metrics.h"
 #include "promsrv.h"
 #include "rates.h"
-
-void
-control_log(const char *fmt, ...)
-{
-	char stamp[32], msg[2048];
-	struct timespec ts;
-	struct tm tm;
-	va_list ap;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	for (char *c = msg; *c != '\0'; c++)
-		if ((unsigned char)*c < 0x20)
-			*c = '?';
-	fprintf(stderr, "%s.%03ldZ " PROG ": %s\n", stamp, ts.tv_nsec / 1000000, msg);
-	fflush(stderr);
-}
-
-void
-mark_all_dirty(struct dmn *m, enum cause cause, const char *fmt, ...)
-{
-	char why[REASON_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	for (int i = 0; i < m->d->n_jobs; i++) {
-		m->jobs[i].dirty = true;
-		m->jobs[i].retry_in = 0;
-		m->jobs[i].cause = cause;
-		snprintf(m->jobs[i].reason, sizeof(m->jobs[i].reason), "%s", why);
-	}
-}
 
 /* ---- the poll loop ------------------------------------------------------------------- */
 

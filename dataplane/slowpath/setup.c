@@ -16,7 +16,6 @@
  * could exceed it fails with E2BIG, so traffic can never exhaust the pool.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,6 +29,7 @@
 #include <rte_ring_elem.h>
 
 #include "dp.h"
+#include "jsonutil.h"
 #include "slowpath/kernel_select.h"
 #include "slowpath/slowpath.h"
 
@@ -66,21 +66,6 @@ dp_config_defaults(struct dp_config *cfg)
 	cfg->retries_max = 12;
 }
 
-static int
-err_out(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int
-err_out(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 /* The pools of a socket, created on first use. */
 static int
 socket_pools(struct dp *dp, const struct dp_config *cfg, int socket, struct rte_mempool **pkt,
@@ -107,7 +92,7 @@ socket_pools(struct dp *dp, const struct dp_config *cfg, int socket, struct rte_
 	snprintf(name, sizeof(name), "gr%u_cln_%d", instance, socket);
 	*clone = rte_pktmbuf_pool_create(name, cfg->hdr_mbufs, POOL_CACHE, 0, 0, socket);
 	if (*pkt == NULL || *hdr == NULL || *clone == NULL)
-		return err_out(err, errlen, -ENOMEM, "cannot create mempools on socket %d (%s): "
+		return json_util_failrc(-ENOMEM, err, errlen, "cannot create mempools on socket %d (%s): "
 			       "%" PRIu64 " mbufs of %u bytes; lower --mbufs or give EAL more "
 			       "memory (-m)", socket, rte_strerror(rte_errno), cfg->prm.mbufs,
 			       room + RTE_PKTMBUF_HEADROOM);
@@ -135,7 +120,7 @@ setup_lcores(struct dp *dp, const struct dp_config *cfg, char *err, size_t errle
 		int rc;
 
 		if (lc == NULL)
-			return err_out(err, errlen, -ENOMEM, "out of memory for lcore %u", id);
+			return json_util_failrc(-ENOMEM, err, errlen, "out of memory for lcore %u", id);
 		dp->lcores[i] = lc;
 		lc->idx = i;
 		lc->lcore_id = id;
@@ -154,7 +139,7 @@ setup_lcores(struct dp *dp, const struct dp_config *cfg, char *err, size_t errle
 		lc->learn = rte_ring_create_elem(name, sizeof(struct dp_learn), DP_LEARN_RING,
 						 socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
 		if (lc->learn == NULL)
-			return err_out(err, errlen, -ENOMEM, "cannot create ring %s", name);
+			return json_util_failrc(-ENOMEM, err, errlen, "cannot create ring %s", name);
 	}
 	return 0;
 }
@@ -183,7 +168,7 @@ steer(struct dp *dp, struct dp_port *pt, char *err, size_t errlen)
 		struct rte_flow_error fe;
 
 		if (rte_flow_create(pt->port_id, &attr, pattern, actions, &fe) == NULL)
-			return err_out(err, errlen, -ENOTSUP, "port %u: cannot steer UDP port %u to "
+			return json_util_failrc(-ENOTSUP, err, errlen, "port %u: cannot steer UDP port %u to "
 				       "queue %u with rte_flow (%s); run one worker lcore per port "
 				       "or use a NIC with flow rules", pt->port_id,
 				       dp->prm.udp_base + i, q.index,
@@ -208,20 +193,20 @@ setup_port(struct dp *dp, const struct dp_config *cfg, unsigned int p, char *err
 	pt->prefix_len = cfg->addr[p].prefix_len;
 	pt->gw_ipv4 = cfg->addr[p].gw_ipv4;
 	if (pt->ipv4 == 0)
-		return err_out(err, errlen, -EINVAL, "port %u has no address (--addr %u:IP/LEN)",
+		return json_util_failrc(-EINVAL, err, errlen, "port %u has no address (--addr %u:IP/LEN)",
 			       id, p);
 	rc = rte_eth_dev_info_get(id, &info);
 	if (rc != 0)
-		return err_out(err, errlen, rc, "port %u: %s", id, rte_strerror(-rc));
+		return json_util_failrc(rc, err, errlen, "port %u: %s", id, rte_strerror(-rc));
 	if (info.max_tx_queues < dp->n_lcores)
-		return err_out(err, errlen, -EINVAL, "port %u (%s) has %u TX queues, every worker "
+		return json_util_failrc(-EINVAL, err, errlen, "port %u (%s) has %u TX queues, every worker "
 			       "lcore needs one: run at most %u worker lcores", id,
 			       info.driver_name, info.max_tx_queues, info.max_tx_queues);
 	pt->n_txq = (uint16_t)dp->n_lcores;
 	pt->n_rxq = (uint16_t)RTE_MIN(dp->n_lcores, info.max_rx_queues);
 	if (cfg->prm.mtu > 1500) {
 		if (info.max_mtu < cfg->prm.mtu)
-			return err_out(err, errlen, -EINVAL, "port %u (%s) supports an MTU up to %u, "
+			return json_util_failrc(-EINVAL, err, errlen, "port %u (%s) supports an MTU up to %u, "
 				       "not --mtu %u", id, info.driver_name, info.max_mtu,
 				       cfg->prm.mtu);
 		conf.rxmode.mtu = cfg->prm.mtu;
@@ -235,14 +220,14 @@ setup_port(struct dp *dp, const struct dp_config *cfg, unsigned int p, char *err
 	if (rc == 0)
 		rc = rte_eth_dev_adjust_nb_rx_tx_desc(id, &nrxd, &ntxd);
 	if (rc != 0)
-		return err_out(err, errlen, rc, "port %u: configure: %s", id, rte_strerror(-rc));
+		return json_util_failrc(rc, err, errlen, "port %u: configure: %s", id, rte_strerror(-rc));
 	for (uint16_t q = 0; q < pt->n_rxq; q++) {
 		struct dp_lcore *lc = dp->lcores[q];
 
 		rc = rte_eth_rx_queue_setup(id, q, nrxd, rte_lcore_to_socket_id(lc->lcore_id),
 					    NULL, lc->pool);
 		if (rc != 0)
-			return err_out(err, errlen, rc, "port %u: RX queue %u: %s", id, q,
+			return json_util_failrc(rc, err, errlen, "port %u: RX queue %u: %s", id, q,
 				       rte_strerror(-rc));
 		lc->rxq[lc->n_rxq].port = (uint16_t)p;
 		lc->rxq[lc->n_rxq].queue = q;
@@ -252,12 +237,12 @@ setup_port(struct dp *dp, const struct dp_config *cfg, unsigned int p, char *err
 		rc = rte_eth_tx_queue_setup(id, q, ntxd,
 					    rte_lcore_to_socket_id(dp->lcores[q]->lcore_id), NULL);
 		if (rc != 0)
-			return err_out(err, errlen, rc, "port %u: TX queue %u: %s", id, q,
+			return json_util_failrc(rc, err, errlen, "port %u: TX queue %u: %s", id, q,
 				       rte_strerror(-rc));
 	}
 	rc = rte_eth_dev_start(id);
 	if (rc != 0)
-		return err_out(err, errlen, rc, "port %u: start: %s", id, rte_strerror(-rc));
+		return json_util_failrc(rc, err, errlen, "port %u: start: %s", id, rte_strerror(-rc));
 	rte_eth_macaddr_get(id, &pt->mac);
 	if (pt->n_rxq > 1 && (rc = steer(dp, pt, err, errlen)) != 0)
 		return rc;
@@ -265,7 +250,7 @@ setup_port(struct dp *dp, const struct dp_config *cfg, unsigned int p, char *err
 	pt->ctl_tx = rte_ring_create(name, DP_CTL_TX_RING, rte_eth_dev_socket_id(id),
 				     RING_F_SP_ENQ | RING_F_SC_DEQ);
 	if (pt->ctl_tx == NULL)
-		return err_out(err, errlen, -ENOMEM, "cannot create ring %s", name);
+		return json_util_failrc(-ENOMEM, err, errlen, "cannot create ring %s", name);
 	/* Mbufs the queues can hold: not available to slots. */
 	uint64_t queued = (uint64_t)pt->n_rxq * nrxd + (uint64_t)pt->n_txq * ntxd;
 
@@ -298,7 +283,7 @@ setup_faults(struct dp *dp, const struct dp_config *cfg, char *err, size_t errle
 			d->t = rte_zmalloc_socket("georeduce-delay", sizeof(*d->t) * cap,
 						  RTE_CACHE_LINE_SIZE, socket);
 			if (d->m == NULL || d->t == NULL)
-				return err_out(err, errlen, -ENOMEM, "out of memory for delay lines");
+				return json_util_failrc(-ENOMEM, err, errlen, "out of memory for delay lines");
 			d->mask = cap - 1;
 			dp->job_bytes += (sizeof(*d->m) + sizeof(*d->t)) * cap;
 			dp->mbufs_budget = dp->mbufs_budget > cap ? dp->mbufs_budget - cap : 0;
@@ -320,11 +305,11 @@ dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
 	dp->prm.retries_max = cfg->retries_max;
 	instance++;
 	if (cfg->n_lcores == 0 || cfg->n_lcores > DP_LCORES_MAX)
-		return err_out(err, errlen, -EINVAL, "need 1 to %d worker lcores, not %u (the main "
+		return json_util_failrc(-EINVAL, err, errlen, "need 1 to %d worker lcores, not %u (the main "
 			       "lcore runs the control thread: give EAL at least two, e.g. -l 0-1)",
 			       DP_LCORES_MAX, cfg->n_lcores);
 	if (cfg->n_ports == 0 || cfg->n_ports > DP_PORTS_MAX)
-		return err_out(err, errlen, -EINVAL, "need 1 to %d ports, found %u (a NIC bound to "
+		return json_util_failrc(-EINVAL, err, errlen, "need 1 to %d ports, found %u (a NIC bound to "
 			       "DPDK or a --vdev)", DP_PORTS_MAX, cfg->n_ports);
 	rc = setup_lcores(dp, cfg, err, errlen);
 	if (rc != 0)
@@ -352,11 +337,11 @@ dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
 				break;
 		}
 		if (p == dp->n_ports)
-			return err_out(err, errlen, -EINVAL, "--neigh %u: the address is in no "
+			return json_util_failrc(-EINVAL, err, errlen, "--neigh %u: the address is in no "
 				       "port's subnet", i + 1);
 		rc = dp_neigh_get(dp, cfg->neigh[i].ipv4, (uint16_t)p);
 		if (rc < 0)
-			return err_out(err, errlen, rc, "too many neighbours");
+			return json_util_failrc(rc, err, errlen, "too many neighbours");
 		dp_neigh_set(dp, rc, &cfg->neigh[i].mac, true);
 	}
 	for (unsigned int i = 0; i < cfg->n_routes; i++) {
@@ -374,11 +359,11 @@ dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
 					break;
 			}
 			if (p == dp->n_ports)
-				return err_out(err, errlen, -EINVAL, "--route %u: the router is in no "
+				return json_util_failrc(-EINVAL, err, errlen, "--route %u: the router is in no "
 					       "port's subnet", i + 1);
 			rt.port = (uint16_t)p;
 		} else if (rt.port >= dp->n_ports) {
-			return err_out(err, errlen, -EINVAL, "--route %u: no port %u (%u ports)",
+			return json_util_failrc(-EINVAL, err, errlen, "--route %u: no port %u (%u ports)",
 				       i + 1, rt.port, dp->n_ports);
 		}
 		dp->routes[dp->n_routes++] = rt;
@@ -390,7 +375,7 @@ dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
 
 	dp->rcu = rte_zmalloc("georeduce-rcu", sz, RTE_CACHE_LINE_SIZE);
 	if (dp->rcu == NULL || rte_rcu_qsbr_init(dp->rcu, dp->n_lcores) != 0)
-		return err_out(err, errlen, -ENOMEM, "cannot create the RCU variable");
+		return json_util_failrc(-ENOMEM, err, errlen, "cannot create the RCU variable");
 	return dp_crypto_setup(dp, cfg, err, errlen);
 }
 
