@@ -37,7 +37,7 @@
  *
  * Event loop
  * ----------
- * One binary min-heap holds two kinds of events, ordered by (time, id):
+ * One binary min-heap (eventq.h) holds two kinds of events, ordered by (time, id):
  *   - arrival of transfer x;
  *   - first transmission completion on directed link d, tagged with d's version number.
  *     Every time d's allocation changes its version is bumped and a new event is pushed;
@@ -65,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eventq.h"
 #include "graph.h"
 #include "sim.h"
 
@@ -74,12 +75,6 @@
 /* Two transmissions whose completions differ by less than this fraction of the current
  * time are treated as simultaneous (rounding of the fluid arithmetic). */
 #define SIM_REL_EPS 1e-12
-
-struct sim_event {
-	double t;
-	uint32_t id;            /* transfer id, or SIM_EV_LINK | directed link */
-	uint32_t ver;           /* link version the event was computed for */
-};
 
 struct sim_flow {
 	uint32_t dl;            /* directed link */
@@ -129,9 +124,10 @@ struct sim {
 	size_t n_e, cap_e;
 	uint32_t *e_from, *e_to;
 
-	/* Event loop state. */
-	struct sim_event *heap;
-	size_t n_heap, cap_heap;
+	/* Event loop state. Events: a = transfer id, or SIM_EV_LINK | directed link, also
+	 * the key (ties in time: arrivals by transfer id, then links by id); ver = the
+	 * link version a completion was computed for. */
+	struct eventq events;
 	uint32_t *ready;        /* transfers that became ready at `now` */
 	size_t n_ready, cap_ready;
 	uint32_t *dirty_f, n_dirty_f;
@@ -187,7 +183,7 @@ sim_fini(struct sim *s)
 	free(s->x_succ);
 	free(s->e_from);
 	free(s->e_to);
-	free(s->heap);
+	eventq_fini(&s->events);
 	free(s->ready);
 	free(s->dirty_f);
 	free(s->dirty_l);
@@ -355,57 +351,13 @@ sim_chunk_size(double bytes, uint64_t chunk_bytes, uint64_t j, uint64_t n)
 /* ------------------------------------------------------------------------------------ */
 /* Event loop                                                                            */
 
-static bool
-sim_ev_before(const struct sim_event *a, const struct sim_event *b)
-{
-	return a->t < b->t || (a->t == b->t && a->id < b->id);
-}
-
+/* Queue the arrival of transfer id, or (SIM_EV_LINK | d) the completion on link d. */
 static int
 sim_push(struct sim *s, double t, uint32_t id, uint32_t ver)
 {
-	struct sim_event ev = { .t = t, .id = id, .ver = ver };
-	size_t i;
+	struct eventq_ev ev = { .t = t, .key = id, .a = id, .ver = ver };
 
-	if (s->n_heap == s->cap_heap) {
-		size_t n = sim_grow_to(s->cap_heap, s->n_heap + 1);
-
-		if (sim_regrow(&s->heap, n, sizeof(*s->heap)) != 0)
-			return -ENOMEM;
-		s->cap_heap = n;
-	}
-	for (i = s->n_heap++; i > 0; i = (i - 1) / 2) {
-		struct sim_event *up = &s->heap[(i - 1) / 2];
-
-		if (!sim_ev_before(&ev, up))
-			break;
-		s->heap[i] = *up;
-	}
-	s->heap[i] = ev;
-	return 0;
-}
-
-static struct sim_event
-sim_pop(struct sim *s)
-{
-	struct sim_event top = s->heap[0], last = s->heap[--s->n_heap];
-	size_t i = 0, n = s->n_heap;
-
-	for (;;) {
-		size_t c = 2 * i + 1;
-
-		if (c >= n)
-			break;
-		if (c + 1 < n && sim_ev_before(&s->heap[c + 1], &s->heap[c]))
-			c++;
-		if (!sim_ev_before(&s->heap[c], &last))
-			break;
-		s->heap[i] = s->heap[c];
-		i = c;
-	}
-	if (n > 0)
-		s->heap[i] = last;
-	return top;
+	return eventq_push(&s->events, &ev);
 }
 
 static void
@@ -711,20 +663,20 @@ sim_run(struct sim *s, struct sim_result *res)
 		rc = sim_update_links(s);
 		if (rc != 0)
 			return rc;
-		if (s->n_heap == 0)
+		if (eventq_empty(&s->events))
 			break;
-		s->now = s->heap[0].t;
-		while (s->n_heap > 0 && s->heap[0].t <= s->now) {
-			struct sim_event ev = sim_pop(s);
+		s->now = eventq_next_t(&s->events);
+		while (!eventq_empty(&s->events) && eventq_next_t(&s->events) <= s->now) {
+			struct eventq_ev ev = eventq_pop(&s->events);
 
-			if (ev.id & SIM_EV_LINK) {
-				uint32_t d = ev.id & ~SIM_EV_LINK;
+			if (ev.a & SIM_EV_LINK) {
+				uint32_t d = ev.a & ~SIM_EV_LINK;
 
 				if (ev.ver != s->dl[d].ver)
 					continue; /* stale: the allocation changed since */
 				rc = sim_link_event(s, d);
 			} else {
-				rc = sim_arrive(s, ev.id);
+				rc = sim_arrive(s, ev.a);
 			}
 			if (rc != 0)
 				return rc;
