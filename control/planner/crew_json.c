@@ -102,18 +102,11 @@ static int
 known_keys(const json_t *obj, const char *const *known, size_t n_known, const char *src,
 	   const char *path, char *err, size_t errlen)
 {
-	const char *key;
-	json_t *val;
+	const char *key = json_util_unknown_key(obj, known, n_known);
 
-	json_object_foreach((json_t *)obj, key, val) {
-		size_t k = 0;
-
-		while (k < n_known && strcmp(key, known[k]) != 0)
-			k++;
-		if (k == n_known)
-			return json_util_fail(err, errlen, "%s: field '%s.%.*s': unknown field", src,
-					      path, TOPO_ID_MAX, key);
-	}
+	if (key != NULL)
+		return json_util_fail(err, errlen, "%s: field '%s.%.*s': unknown field", src,
+				      path, TOPO_ID_MAX, key);
 	return 0;
 }
 

@@ -84,18 +84,15 @@ static int
 only_known(const json_t *obj, const char *const *known, const char *src, const char *path,
 	   char *err, size_t errlen)
 {
+	size_t n = 0;
 	const char *key;
-	json_t *v;
 
-	json_object_foreach((json_t *)obj, key, v) {
-		bool ok = false;
-
-		for (int k = 0; known[k] != NULL && !ok; k++)
-			ok = strcmp(key, known[k]) == 0;
-		if (!ok)
-			return json_util_fail(err, errlen, "%s: field '%s.%.64s': unknown field", src,
-					      path, key);
-	}
+	while (known[n] != NULL)
+		n++;
+	key = json_util_unknown_key(obj, known, n);
+	if (key != NULL)
+		return json_util_fail(err, errlen, "%s: field '%s.%.64s': unknown field", src,
+				      path, key);
 	return 0;
 }
 
