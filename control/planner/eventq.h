@@ -10,12 +10,15 @@
  * An event carries a type, two arguments and a version: simulators bump a version to
  * drop events computed before a change when they pop them (lazy deletion).
  *
- * Plain C, no locks: each simulation owns its queue and runs on the caller's thread
- * (georeduce-plan, or the control process while it plans a job).
+ * Push and pop run once or twice per simulated transfer, so they are inline here; growing
+ * and freeing the heap are in eventq.c. Plain C, no locks: each simulation owns its queue
+ * and runs on the caller's thread (georeduce-plan, or the control process while it plans
+ * a job).
  */
 #ifndef GEOREDUCE_EVENTQ_H
 #define GEOREDUCE_EVENTQ_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,11 +40,57 @@ struct eventq {
 /** Free the queue's memory; it is empty (and usable) afterwards. */
 void eventq_fini(struct eventq *q);
 
+/** Room for at least one more event: 0, or -ENOMEM with the queue as it was. */
+int eventq_grow(struct eventq *q);
+
+static inline bool
+eventq_before(const struct eventq_ev *a, const struct eventq_ev *b)
+{
+	return a->t < b->t || (a->t == b->t && a->key < b->key);
+}
+
 /** Add an event. Returns 0 or -ENOMEM (the queue is unchanged). */
-int eventq_push(struct eventq *q, const struct eventq_ev *ev);
+static inline int
+eventq_push(struct eventq *q, const struct eventq_ev *ev)
+{
+	size_t i;
+
+	if (q->n == q->cap && eventq_grow(q) != 0)
+		return -ENOMEM;
+	for (i = q->n++; i > 0; i = (i - 1) / 2) {
+		struct eventq_ev *up = &q->heap[(i - 1) / 2];
+
+		if (!eventq_before(ev, up))
+			break;
+		q->heap[i] = *up;
+	}
+	q->heap[i] = *ev;
+	return 0;
+}
 
 /** Take the earliest event off a queue that is not empty. */
-struct eventq_ev eventq_pop(struct eventq *q);
+static inline struct eventq_ev
+eventq_pop(struct eventq *q)
+{
+	struct eventq_ev top = q->heap[0], last = q->heap[--q->n];
+	size_t i = 0, n = q->n;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && eventq_before(&q->heap[c + 1], &q->heap[c]))
+			c++;
+		if (!eventq_before(&q->heap[c], &last))
+			break;
+		q->heap[i] = q->heap[c];
+		i = c;
+	}
+	if (n > 0)
+		q->heap[i] = last;
+	return top;
+}
 
 static inline bool
 eventq_empty(const struct eventq *q)
