@@ -12,10 +12,11 @@
  * optimum lies at a breakpoint rho = Y / X = a_k / b_k, which crew_solve() finds exactly.
  *
  * Also here: the two baselines (only the members aggregate; all n sites in a full
- * all-to-all AllReduce), the rebalancing of a non-blocking scatter that started before
- * the group was known, failover (backup aggregators, relay members), the plan's
- * "partial_reduce" section, bandwidth matrices from topologies, CSV files and the
- * inter-cloud measurements, and a discrete-event simulator of training progress.
+ * all-to-all AllReduce) and the rebalancing of a non-blocking scatter that started before
+ * the group was known (crew.c); failover, backup aggregators and relay members
+ * (crew_failover.c); the plan's "partial_reduce" section (crew_json.c); bandwidth
+ * matrices from topologies, CSV files and the inter-cloud measurements (crew_matrix.c);
+ * and a discrete-event simulator of training progress (crew_sim.c).
  *
  * Bandwidth matrices are n * n row-major, gbps[i * n + j] the capacity i -> j in Gbit/s;
  * 0 means no link (or a failed one); the diagonal is ignored.
@@ -109,6 +110,8 @@ void crew_eval(const struct crew_problem *pb, const uint64_t *bytes, struct crew
 int crew_rebalance(const struct crew_problem *pb, const double *credit, uint64_t *bytes,
 		   struct crew_times *tm);
 
+/* ---- failover (crew_failover.c) ---- */
+
 /**
  * Backup aggregator for chunk `site` of `bytes` bytes: a site j != site, not down, with a
  * link from and to every member (members other than j). Minimises the largest pending
@@ -139,7 +142,7 @@ int crew_pick_relay(const struct crew_problem *pb, int from, int to, uint64_t by
 int crew_failover(const struct crew_problem *pb, enum crew_scheme s, const uint64_t *bytes,
 		  const bool *down, int *backup, int *relay);
 
-/* ---- the plan's "partial_reduce" section ---- */
+/* ---- the plan's "partial_reduce" section (crew_json.c) ---- */
 
 /** The section in memory; site indices refer to the plan's topology. */
 struct crew_section {
@@ -178,7 +181,7 @@ int crew_section_parse(const struct topo *t, const json_t *sec, const char *src,
 int crew_section_load(const struct topo *t, const char *path, struct crew_section *s,
 		      char *err, size_t errlen);
 
-/* ---- bandwidth matrices ---- */
+/* ---- bandwidth matrices (crew_matrix.c) ---- */
 
 /** The topology's links as a matrix (gbps a -> b, gbps_ba b -> a). Caller frees; NULL on ENOMEM. */
 double *crew_matrix_from_topo(const struct topo *t);
@@ -206,7 +209,7 @@ int crew_values_load(const char *path, double **values, char *err, size_t errlen
 struct topo *crew_draw_mesh(int n, const double *values, int n_values, uint64_t seed,
 			    char *err, size_t errlen);
 
-/* ---- training-progress simulator ---- */
+/* ---- training-progress simulator (crew_sim.c) ---- */
 
 struct crew_sim_opts {
 	int p;                  /* group size (ignored for all-to-all: every site) */

@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +11,7 @@
 
 #include "clock.h"
 #include "graph.h"
+#include "jsonutil.h"
 #include "mtree.h"
 #include "packing.h"
 
@@ -28,18 +28,6 @@
 /* GBST stops after this many trees per run (it also stops when the residual graph no
  * longer spans the worker sites). */
 #define MTREE_GBST_MAX 256
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 uint64_t
 planner_chunk_bytes(uint64_t v, double rate_gbps, double max_lat_ms, int hops)
@@ -647,15 +635,15 @@ mtree_plan(const struct topo *t, const struct mtree_opts *o, struct mtree_stats 
 	if (o->max_trees < 0 || o->max_height_ms < 0 || o->min_rate_gbps < 0 || o->rho < 0 ||
 	    o->window < 0 || o->window > 1 ||
 	    o->rho > 1 || !isfinite(o->max_height_ms) || !isfinite(o->min_rate_gbps)) {
-		set_err(err, errlen, "invalid mTree options");
+		json_util_fail(err, errlen, "invalid mTree options");
 		errno = EINVAL;
 		return NULL;
 	}
 	if (topo_worker_sites(t) == 1)
 		return single_site_plan(t, o, st_out);
 	if (h > 0 && h < min_possible_height(t) - MTREE_HEIGHT_TOL_MS) {
-		set_err(err, errlen, "no tree fits: the smallest possible height is %.3f ms, "
-			"above --max-height-ms %.3f", min_possible_height(t), h);
+		json_util_fail(err, errlen, "no tree fits: the smallest possible height is %.3f "
+			       "ms, above --max-height-ms %.3f", min_possible_height(t), h);
 		errno = ENOENT;
 		return NULL;
 	}
@@ -751,12 +739,12 @@ fail:
 	plan_free(pool);
 	plan_free(out);
 	if (rc == -ENOENT)
-		set_err(err, errlen, "no set of trees satisfies the limits (height %.3f ms, "
-			"min rate %.6g Gbit/s)", h, o->min_rate_gbps);
+		json_util_fail(err, errlen, "no set of trees satisfies the limits (height %.3f ms, "
+			       "min rate %.6g Gbit/s)", h, o->min_rate_gbps);
 	else if (rc == -EIO)
-		set_err(err, errlen, "the LP/MILP solver failed");
+		json_util_fail(err, errlen, "the LP/MILP solver failed");
 	else
-		set_err(err, errlen, "%s", strerror(-rc));
+		json_util_fail(err, errlen, "%s", strerror(-rc));
 	errno = -rc;
 	return NULL;
 }

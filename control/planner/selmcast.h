@@ -36,6 +36,8 @@
 #define SELMCAST_EXACT_MAX_N 40
 /** Most rounds in one run and in one plan section. */
 #define SELMCAST_ROUNDS_MAX 1000
+/** Largest update: keeps every sum of update sizes an exact double (n <= 4096). */
+#define SELMCAST_BYTES_MAX (1ull << 40)
 
 enum selmcast_model {
 	SELMCAST_NETWORK,       /* one copy leaves the sender (IP multicast) */
@@ -175,7 +177,7 @@ int selmcast_sites(const struct topo *t, const json_t *doc, const char *src,
 struct topo *selmcast_gen_topology(int n, uint64_t seed, double mean_gbps, double lambda,
 				   double mu, char *err, size_t errlen);
 
-/* ---- the plan section ---- */
+/* ---- the plan section (selmcast_json.c) ---- */
 
 /**
  * The "multicast" section for `rounds` selections x (rounds * n * n) of instance in,
