@@ -10,7 +10,7 @@ dataplane=$1 worker=$2 libso=$3
 . "$(dirname "$0")/clilib.sh"
 
 # Symbols of the plan model, the topology model, the table compiler, the planner and GLPK.
-planner_syms='^(plan|topo|mtree|crew|selmcast|bc|sim|packing|graph|baseline|jobplan|deploy)_|^table_(compile|slots|hold_ms|split_chunks)$|^glp_'
+planner_syms='^(plan|topo|mtree|crew|selmcast|bc|sim|eventq|packing|graph|baseline|jobplan|deploy)_|^table_(compile|slots|hold_ms|split_chunks)$|^glp_'
 
 # defined_matching BINARY REGEX: the binary's defined function and data symbols matching.
 defined_matching() {
