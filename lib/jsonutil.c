@@ -118,6 +118,29 @@ json_util_unknown_key(const json_t *obj, const char *const *known, size_t n)
 	return NULL;
 }
 
+const char *
+json_util_type_desc(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a real";
+	case JSON_TRUE:
+		return "true";
+	case JSON_FALSE:
+		return "false";
+	default:
+		return "null";
+	}
+}
+
 int
 json_util_dump(const json_t *v, FILE *out)
 {
