@@ -1,4 +1,11 @@
-/* SPDX-License-Identifier: BSD-3-Clause */
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Small JSON helpers (jsonutil.h) shared by lib/'s codecs, the control protocol and the
+ * planner's and control process's readers: reading a whole file, one-line error messages
+ * (json_util_fail(), the strict parsers' field errors, the names of JSON types), the
+ * unknown-key check, and dumping with reals that read back identical. Any thread; slow
+ * path only (they allocate or do stdio).
+ */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
