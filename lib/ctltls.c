@@ -303,6 +303,16 @@ nosig_end(struct nosig *ns)
 	pthread_sigmask(SIG_SETMASK, &ns->old, NULL);
 }
 
+/* Before an SSL call that may write: OpenSSL's error queue and errno cleared, so that a
+ * failure reads its own, and SIGPIPE held off until nosig_end(). */
+static void
+ssl_call_begin(struct nosig *ns)
+{
+	ERR_clear_error();
+	errno = 0;
+	nosig_begin(ns);
+}
+
 /* A stream: the SSL object and why its last read or write failed. */
 struct tls_stream {
 	SSL *ssl;
@@ -348,9 +358,7 @@ tls_read(void *io, void *buf, size_t n, short *want)
 	size_t got = 0;
 	int ret;
 
-	ERR_clear_error();
-	errno = 0;
-	nosig_begin(&ns);
+	ssl_call_begin(&ns);
 	ret = SSL_read_ex(t->ssl, buf, n, &got);
 	nosig_end(&ns);
 	return ret == 1 ? (long)got : ssl_io_error_why(t->ssl, ret, want, t->why,
@@ -366,9 +374,7 @@ tls_write(void *io, const void *buf, size_t n, short *want)
 	long r;
 	int ret;
 
-	ERR_clear_error();
-	errno = 0;
-	nosig_begin(&ns);
+	ssl_call_begin(&ns);
 	ret = SSL_write_ex(t->ssl, buf, n, &put);
 	nosig_end(&ns);
 	if (ret == 1)
@@ -473,9 +479,7 @@ handshake_step(SSL *s, short *want, char *why, size_t whylen)
 	struct nosig ns;
 	int ret;
 
-	ERR_clear_error();
-	errno = 0;
-	nosig_begin(&ns);
+	ssl_call_begin(&ns);
 	ret = SSL_do_handshake(s);
 	nosig_end(&ns);
 	if (ret == 1)
