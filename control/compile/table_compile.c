@@ -552,21 +552,6 @@ struct gw_compile {
 	int n_shard_trees[TABLE_SHARDS_MAX], shard_gw[TABLE_SHARDS_MAX];
 };
 
-static void
-gw_compile_fini(struct gw_compile *g)
-{
-	free(g->first);
-	free(g->count);
-	free(g->pairs);
-	free(g->carries);
-	free(g->bounds);
-	free(g->below);
-	free(g->active);
-	free(g->has_workers);
-	free(g->kids_of);
-	free(g->kids);
-}
-
 /* Check the inputs; the chunk size in elements, the chunk count and the slot limits. */
 static int
 gw_check_inputs(struct gw_compile *g)
@@ -927,7 +912,16 @@ table_compile_gateway(const struct topo *t, const struct plan *p, const struct t
 	}
 	rc = 0;
 out:
-	gw_compile_fini(&g);
+	free(g.first);
+	free(g.count);
+	free(g.pairs);
+	free(g.carries);
+	free(g.bounds);
+	free(g.below);
+	free(g.active);
+	free(g.has_workers);
+	free(g.kids_of);
+	free(g.kids);
 	if (rc != 0) {
 		table_free(tb);
 		errno = -rc;

@@ -259,20 +259,6 @@ struct draw_input {
 	bool have_cs, have_bh;
 };
 
-static void
-draw_input_fini(struct draw_input *di)
-{
-	if (di->have_cs)
-		crew_section_fini(&di->cs);
-	if (di->have_bh)
-		bc_hierarchy_fini(&di->bh);
-	selmcast_plan_free(di->sp);
-	json_decref(di->doc);
-	plan_free(di->p);
-	free(di->text);
-	topo_free(di->t);
-}
-
 /* The plan at plan_path on di->t, and its sections, checked as far as drawing needs
  * (round: the selmcast round drawn). 0, or -1 after a one-line error. */
 static int
@@ -438,6 +424,14 @@ cmd_draw(int argc, char **argv)
 	rc = draw_write(dot, dot_len, pc.out_path, dc.fmt);
 out:
 	free(dot);
-	draw_input_fini(&di);
+	if (di.have_cs)
+		crew_section_fini(&di.cs);
+	if (di.have_bh)
+		bc_hierarchy_fini(&di.bh);
+	selmcast_plan_free(di.sp);
+	json_decref(di.doc);
+	plan_free(di.p);
+	free(di.text);
+	topo_free(di.t);
 	return rc;
 }
