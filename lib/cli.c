@@ -1,4 +1,10 @@
-/* SPDX-License-Identifier: BSD-3-Clause */
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Option values of the command-line programs (cli.h): strict reals, integers, unsigned
+ * integers and byte counts with range checks, and the one-line "<prog>: ..." error on
+ * stderr that names the option. Called by each program's main thread while it reads its
+ * command line; no state.
+ */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>

@@ -1,11 +1,17 @@
-/* SPDX-License-Identifier: BSD-3-Clause */
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The control protocol's frames and their transport (ctlmsg.h, docs/CONTROL.md): the
+ * dataplane's unix listening socket and a client's connect, sending a JSON object as one
+ * length-prefixed frame, and the incremental, bounded frame reader of a connection, over a
+ * plain socket or a transport such as TLS (ctltls.c, through struct ctl_io_ops). What the
+ * frames carry (requests, responses, calls) is ctlreq.c's. Slow path only: the
+ * dataplane's control thread and the clients; everything allocates and makes system calls.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -15,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "clock.h"
 #include "ctlmsg.h"
 #include "jsonutil.h"
@@ -25,20 +32,16 @@
 /* Pause between connect attempts while the listener's backlog is full. */
 #define CONNECT_RETRY_MS 5
 
-static const char *const envelope_keys[] = { "version", "id", "op" };
-
 /* ---- time ---------------------------------------------------------------------------- */
 
-/* The deadline for a timeout: -1 means none. */
-static int64_t
-deadline_of(int timeout_ms)
+int64_t
+ctl_deadline(int timeout_ms)
 {
 	return timeout_ms < 0 ? -1 : clock_now_ms() + timeout_ms;
 }
 
-/* Milliseconds left before deadline, for poll(): -1 (no deadline) or 0 .. INT_MAX. */
-static int
-ms_left(int64_t deadline)
+int
+ctl_ms_left(int64_t deadline)
 {
 	int64_t left;
 
@@ -159,7 +162,7 @@ fail:
 int
 ctl_connect(const char *path, int timeout_ms)
 {
-	int64_t deadline = deadline_of(timeout_ms);
+	int64_t deadline = ctl_deadline(timeout_ms);
 	struct sockaddr_un sa;
 	int fd, r, flags;
 
@@ -178,7 +181,7 @@ ctl_connect(const char *path, int timeout_ms)
 			continue;
 		if (r != -EAGAIN && r != -EINPROGRESS)
 			goto fail;
-		if (ms_left(deadline) == 0) {
+		if (ctl_ms_left(deadline) == 0) {
 			r = -ETIMEDOUT;
 			goto fail;
 		}
@@ -197,32 +200,40 @@ fail:
 
 /* ---- sending ------------------------------------------------------------------------- */
 
+/* The payload of msg's frame: msg (an object) compact, with reals that read back identical.
+ * 0 with *text (the caller frees it) and *len, or -EINVAL, -ENOMEM or -EMSGSIZE. */
+static int
+frame_text(const json_t *msg, char **text, size_t *len)
+{
+	if (!json_is_object(msg))
+		return -EINVAL;
+	*text = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	if (*text == NULL)
+		return -ENOMEM;
+	*len = strlen(*text);
+	if (*len == 0 || *len > CTL_MSG_MAX) {
+		free(*text);
+		return -EMSGSIZE;
+	}
+	return 0;
+}
+
 int
 ctl_send_timeout(int fd, const json_t *msg, int timeout_ms)
 {
-	int64_t deadline = deadline_of(timeout_ms);
+	int64_t deadline = ctl_deadline(timeout_ms);
 	uint8_t hdr[CTL_HDR_BYTES];
 	struct iovec iov[2];
 	struct msghdr mh;
 	size_t len, left;
 	ssize_t n;
 	char *text;
-	int r = 0;
+	int r;
 
-	if (!json_is_object(msg))
-		return -EINVAL;
-	text = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(17));
-	if (text == NULL)
-		return -ENOMEM;
-	len = strlen(text);
-	if (len == 0 || len > CTL_MSG_MAX) {
-		free(text);
-		return -EMSGSIZE;
-	}
-	hdr[0] = (uint8_t)(len >> 24);
-	hdr[1] = (uint8_t)(len >> 16);
-	hdr[2] = (uint8_t)(len >> 8);
-	hdr[3] = (uint8_t)len;
+	r = frame_text(msg, &text, &len);
+	if (r < 0)
+		return r;
+	be32_put(hdr, (uint32_t)len);
 	iov[0] = (struct iovec){ .iov_base = hdr, .iov_len = sizeof(hdr) };
 	iov[1] = (struct iovec){ .iov_base = text, .iov_len = len };
 	memset(&mh, 0, sizeof(mh));
@@ -241,7 +252,7 @@ ctl_send_timeout(int fd, const json_t *msg, int timeout_ms)
 				r = -errno;
 				break;
 			}
-			p = poll(&pfd, 1, ms_left(deadline));
+			p = poll(&pfd, 1, ctl_ms_left(deadline));
 			if (p < 0 && errno != EINTR) {
 				r = -errno;
 				break;
@@ -291,7 +302,7 @@ io_write_all(struct ctl_conn *c, const uint8_t *buf, size_t len, int64_t deadlin
 		}
 		if (n != -EAGAIN)
 			return n < 0 ? (int)n : -EPIPE;
-		p = poll(&pfd, 1, ms_left(deadline));
+		p = poll(&pfd, 1, ctl_ms_left(deadline));
 		if (p < 0 && errno != EINTR)
 			return -errno;
 		if (p == 0)
@@ -303,7 +314,7 @@ io_write_all(struct ctl_conn *c, const uint8_t *buf, size_t len, int64_t deadlin
 int
 ctl_conn_send(struct ctl_conn *c, const json_t *msg, int timeout_ms)
 {
-	int64_t deadline = deadline_of(timeout_ms);
+	int64_t deadline = ctl_deadline(timeout_ms);
 	uint8_t *frame;
 	size_t len;
 	char *text;
@@ -311,26 +322,16 @@ ctl_conn_send(struct ctl_conn *c, const json_t *msg, int timeout_ms)
 
 	if (c->ops == NULL)
 		return ctl_send_timeout(c->fd, msg, timeout_ms);
-	if (!json_is_object(msg))
-		return -EINVAL;
-	text = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(17));
-	if (text == NULL)
-		return -ENOMEM;
-	len = strlen(text);
-	if (len == 0 || len > CTL_MSG_MAX) {
-		free(text);
-		return -EMSGSIZE;
-	}
+	r = frame_text(msg, &text, &len);
+	if (r < 0)
+		return r;
 	/* One buffer: the length and the text go out in as few records as they fit. */
 	frame = malloc(CTL_HDR_BYTES + len);
 	if (frame == NULL) {
 		free(text);
 		return -ENOMEM;
 	}
-	frame[0] = (uint8_t)(len >> 24);
-	frame[1] = (uint8_t)(len >> 16);
-	frame[2] = (uint8_t)(len >> 8);
-	frame[3] = (uint8_t)len;
+	be32_put(frame, (uint32_t)len);
 	memcpy(frame + CTL_HDR_BYTES, text, len);
 	free(text);
 	r = io_write_all(c, frame, CTL_HDR_BYTES + len, deadline);
@@ -356,9 +357,8 @@ ctl_conn_init_io(struct ctl_conn *c, int fd, const struct ctl_io_ops *ops, void 
 	c->io = io;
 }
 
-/* Free the buffer; keep the fd. */
-static void
-conn_release(struct ctl_conn *c)
+void
+ctl_conn_release(struct ctl_conn *c)
 {
 	free(c->buf);
 	c->buf = NULL;
@@ -368,35 +368,12 @@ conn_release(struct ctl_conn *c)
 void
 ctl_conn_fini(struct ctl_conn *c)
 {
-	conn_release(c);
+	ctl_conn_release(c);
 	if (c->ops != NULL && c->ops->close != NULL)
 		c->ops->close(c->io);
 	if (c->fd >= 0)
 		close(c->fd);
 	ctl_conn_init(c, -1);
-}
-
-static const char *
-json_type_desc(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-		return "an integer";
-	case JSON_REAL:
-		return "a real";
-	case JSON_TRUE:
-		return "true";
-	case JSON_FALSE:
-		return "false";
-	default:
-		return "null";
-	}
 }
 
 /* Parse the complete payload in c->buf: 1 with *msg, or -EBADMSG / -ENOMEM with err. */
@@ -429,7 +406,7 @@ conn_parse(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 			}
 		}
 		json_util_fail(err, errlen, "%d:%d: a message must be a JSON object, not %s",
-			       line, col, json_type_desc(v));
+			       line, col, json_util_type_desc(v));
 		json_decref(v);
 		return -EBADMSG;
 	}
@@ -442,7 +419,7 @@ static void
 conn_next(struct ctl_conn *c)
 {
 	if (c->cap > CONN_KEEP_BYTES)
-		conn_release(c);
+		ctl_conn_release(c);
 	c->hdr_got = 0;
 	c->len = 0;
 	c->got = 0;
@@ -456,15 +433,14 @@ conn_broken(struct ctl_conn *c, int r, char *err, size_t errlen, const char *fmt
 static int
 conn_broken(struct ctl_conn *c, int r, char *err, size_t errlen, const char *fmt, ...)
 {
-	char msg[CTL_ERR_MAX];
 	va_list ap;
 
+	/* At most CTL_ERR_MAX bytes, as ctlmsg.h promises. */
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	json_util_vfail(err, errlen < CTL_ERR_MAX ? errlen : CTL_ERR_MAX, fmt, ap);
 	va_end(ap);
-	json_util_fail(err, errlen, "%s", msg);
 	c->broken = r;
-	conn_release(c);
+	ctl_conn_release(c);
 	return r;
 }
 
@@ -557,8 +533,7 @@ ctl_conn_read(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 			c->hdr_got += (size_t)n;
 			if (c->hdr_got < CTL_HDR_BYTES)
 				continue;
-			c->len = (uint32_t)c->hdr[0] << 24 | (uint32_t)c->hdr[1] << 16 |
-				 (uint32_t)c->hdr[2] << 8 | c->hdr[3];
+			c->len = be32_get(c->hdr);
 			if (c->len == 0 || c->len > CTL_MSG_MAX)
 				return conn_broken(c, -EMSGSIZE, err, errlen,
 						   "frame length %u is out of range 1..%u",
@@ -573,7 +548,7 @@ ctl_conn_read(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 		conn_next(c);
 		if (r == -ENOMEM) {
 			c->broken = r;
-			conn_release(c);
+			ctl_conn_release(c);
 		}
 		return r;
 	}
@@ -582,7 +557,7 @@ ctl_conn_read(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 int
 ctl_conn_recv(struct ctl_conn *c, int timeout_ms, json_t **msg, char *err, size_t errlen)
 {
-	int64_t deadline = deadline_of(timeout_ms);
+	int64_t deadline = ctl_deadline(timeout_ms);
 	int r, p;
 
 	for (;;) {
@@ -592,7 +567,7 @@ ctl_conn_recv(struct ctl_conn *c, int timeout_ms, json_t **msg, char *err, size_
 		if (r != 0)
 			break;
 		pfd.events = c->want;
-		p = poll(&pfd, 1, ms_left(deadline));
+		p = poll(&pfd, 1, ctl_ms_left(deadline));
 		if (p < 0 && errno != EINTR) {
 			r = -errno;
 			json_util_fail(err, errlen, "poll: %s", strerror(-r));
@@ -615,499 +590,6 @@ ctl_recv(int fd, int timeout_ms, json_t **msg, char *err, size_t errlen)
 
 	ctl_conn_init(&c, fd);
 	r = ctl_conn_recv(&c, timeout_ms, msg, err, errlen);
-	conn_release(&c);
+	ctl_conn_release(&c);
 	return r;
-}
-
-/* ---- requests and responses ---------------------------------------------------------- */
-
-/* A uint32 in v: true with *out set, or false. */
-static bool
-get_u32(const json_t *v, uint32_t *out)
-{
-	json_int_t x;
-
-	if (!json_is_integer(v))
-		return false;
-	x = json_integer_value(v);
-	if (x < 0 || x > (json_int_t)UINT32_MAX)
-		return false;
-	*out = (uint32_t)x;
-	return true;
-}
-
-/* "field 'k': expected an integer 0..4294967295, got ..." */
-static int
-fail_u32(char *err, size_t errlen, const char *key, const json_t *v)
-{
-	if (json_is_integer(v))
-		return json_util_fail(err, errlen,
-				      "field '%s': expected an integer 0..4294967295, got %"
-				      JSON_INTEGER_FORMAT, key, json_integer_value(v));
-	return json_util_fail(err, errlen,
-			      "field '%s': expected an integer 0..4294967295, got %s", key,
-			      json_type_desc(v));
-}
-
-bool
-ctl_request_id(const json_t *req, uint32_t *id)
-{
-	return json_is_object(req) && get_u32(json_object_get(req, "id"), id);
-}
-
-int
-ctl_request_check(const json_t *req, uint32_t *id, const char **op, char *err,
-		  size_t errlen)
-{
-	const json_t *v;
-
-	if (!json_is_object(req))
-		return json_util_fail(err, errlen, "request: expected a JSON object");
-	ctl_request_id(req, id);
-	v = json_object_get(req, "version");
-	if (v == NULL)
-		return json_util_fail(err, errlen, "field 'version': missing");
-	if (!json_is_integer(v))
-		return json_util_fail(err, errlen, "field 'version': expected an integer, got %s",
-				      json_type_desc(v));
-	if (json_integer_value(v) != CTL_PROTOCOL_VERSION) {
-		json_util_fail(err, errlen,
-			       "field 'version': protocol version %" JSON_INTEGER_FORMAT
-			       " is not supported (only %d)", json_integer_value(v),
-			       CTL_PROTOCOL_VERSION);
-		return -EPROTONOSUPPORT;
-	}
-	v = json_object_get(req, "id");
-	if (v == NULL)
-		return json_util_fail(err, errlen, "field 'id': missing");
-	if (!get_u32(v, id))
-		return fail_u32(err, errlen, "id", v);
-	v = json_object_get(req, "op");
-	if (v == NULL)
-		return json_util_fail(err, errlen, "field 'op': missing");
-	if (!json_is_string(v) || json_string_length(v) == 0)
-		return json_util_fail(err, errlen, "field 'op': expected a non-empty string, got %s",
-				      json_is_string(v) ? "\"\"" : json_type_desc(v));
-	*op = json_string_value(v);
-	return 0;
-}
-
-json_t *
-ctl_reply_ok(uint32_t id)
-{
-	json_t *r = json_object();
-
-	if (r == NULL)
-		return NULL;
-	if (json_object_set_new(r, "version", json_integer(CTL_PROTOCOL_VERSION)) < 0 ||
-	    json_object_set_new(r, "id", json_integer(id)) < 0 ||
-	    json_object_set_new(r, "ok", json_true()) < 0) {
-		json_decref(r);
-		return NULL;
-	}
-	return r;
-}
-
-json_t *
-ctl_reply_error(bool has_id, uint32_t id, int errnum, const char *fmt, ...)
-{
-	char msg[CTL_ERR_MAX], line[CTL_ERR_MAX];
-	json_t *r = json_object();
-	va_list ap;
-
-	if (r == NULL)
-		return NULL;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	json_util_fail(line, sizeof(line), "%s", msg);
-	if (errnum < 0)
-		errnum = -errnum;
-	/* json_string() refuses text that is not UTF-8: fall back to an escaped copy. */
-	if (json_object_set_new(r, "version", json_integer(CTL_PROTOCOL_VERSION)) < 0 ||
-	    json_object_set_new(r, "id", has_id ? json_integer(id) : json_null()) < 0 ||
-	    json_object_set_new(r, "ok", json_false()) < 0 ||
-	    json_object_set_new(r, "errno", json_integer(errnum)) < 0)
-		goto fail;
-	if (json_object_set_new(r, "error", json_string(line)) < 0) {
-		for (char *c = line; *c != '\0'; c++)
-			if ((unsigned char)*c >= 0x80)
-				*c = '?';
-		if (json_object_set_new(r, "error", json_string(line)) < 0)
-			goto fail;
-	}
-	return r;
-fail:
-	json_decref(r);
-	return NULL;
-}
-
-/* ---- strict argument unpacking ------------------------------------------------------- */
-
-struct arg_spec {
-	const char *key;
-	bool optional;
-	char type;        /* i I b s f F o O n u */
-	bool with_len;    /* "s%" */
-	union {
-		int *i;
-		json_int_t *I;
-		const char **s;
-		double *f;
-		json_t **o;
-		uint32_t *u;
-	} out;
-	size_t *len_out;  /* "s%" */
-};
-
-static bool
-is_fmt_sep(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == ',' || c == ':';
-}
-
-/* Read fmt and the matching arguments into specs. Returns the count, or -1 on a bad fmt. */
-static int
-args_parse_fmt(const char *fmt, va_list ap, struct arg_spec *specs)
-{
-	const char *p = fmt;
-	int n = 0;
-
-	while (is_fmt_sep(*p))
-		p++;
-	if (*p++ != '{')
-		return -1;
-	for (;;) {
-		struct arg_spec *a = &specs[n];
-
-		while (is_fmt_sep(*p))
-			p++;
-		if (*p == '!')
-			p++;
-		while (is_fmt_sep(*p))
-			p++;
-		if (*p == '}')
-			break;
-		if (*p++ != 's' || n == CTL_ARGS_MAX)
-			return -1;
-		memset(a, 0, sizeof(*a));
-		if (*p == '?') {
-			a->optional = true;
-			p++;
-		}
-		while (is_fmt_sep(*p))
-			p++;
-		a->type = *p++;
-		a->key = va_arg(ap, const char *);
-		switch (a->type) {
-		case 'i':
-		case 'b':
-			a->out.i = va_arg(ap, int *);
-			break;
-		case 'I':
-			a->out.I = va_arg(ap, json_int_t *);
-			break;
-		case 's':
-			a->out.s = va_arg(ap, const char **);
-			if (*p == '%') {
-				p++;
-				a->with_len = true;
-				a->len_out = va_arg(ap, size_t *);
-			}
-			break;
-		case 'f':
-		case 'F':
-			a->out.f = va_arg(ap, double *);
-			break;
-		case 'o':
-		case 'O':
-			a->out.o = va_arg(ap, json_t **);
-			break;
-		case 'u':
-			a->out.u = va_arg(ap, uint32_t *);
-			break;
-		case 'n':
-			break;
-		default:
-			return -1;
-		}
-		if (a->key == NULL)
-			return -1;
-		n++;
-	}
-	p++;
-	while (is_fmt_sep(*p))
-		p++;
-	return *p == '\0' ? n : -1;
-}
-
-static const char *
-arg_type_desc(char type)
-{
-	switch (type) {
-	case 'i':
-	case 'I':
-		return "an integer";
-	case 'b':
-		return "a boolean";
-	case 's':
-		return "a string";
-	case 'f':
-		return "a real";
-	case 'F':
-		return "a number";
-	case 'n':
-		return "null";
-	default:
-		return "a value";
-	}
-}
-
-/* Whether v fits a's type (the validation pass: nothing is written). */
-static int
-arg_check(const struct arg_spec *a, const json_t *v, char *err, size_t errlen)
-{
-	char fmt[2] = { a->type, '\0' };
-	json_error_t jerr;
-
-	if (a->type == 'u') {
-		uint32_t x;
-
-		return get_u32(v, &x) ? 0 : fail_u32(err, errlen, a->key, v);
-	}
-	if (a->type == 'i' && json_is_integer(v) &&
-	    (json_integer_value(v) < INT_MIN || json_integer_value(v) > INT_MAX))
-		return json_util_fail(err, errlen,
-				      "field '%s': %" JSON_INTEGER_FORMAT " is out of range %d..%d",
-				      a->key, json_integer_value(v), INT_MIN, INT_MAX);
-	if (json_unpack_ex((json_t *)v, &jerr, JSON_VALIDATE_ONLY | JSON_STRICT, fmt) != 0)
-		return json_util_fail(err, errlen, "field '%s': expected %s, got %s", a->key,
-				      arg_type_desc(a->type), json_type_desc(v));
-	return 0;
-}
-
-/* Store v into a's outputs; v has passed arg_check(). */
-static void
-arg_store(const struct arg_spec *a, json_t *v)
-{
-	switch (a->type) {
-	case 'i':
-		*a->out.i = (int)json_integer_value(v);
-		break;
-	case 'b':
-		*a->out.i = json_is_true(v);
-		break;
-	case 'I':
-		*a->out.I = json_integer_value(v);
-		break;
-	case 's':
-		*a->out.s = json_string_value(v);
-		if (a->with_len)
-			*a->len_out = json_string_length(v);
-		break;
-	case 'f':
-	case 'F':
-		*a->out.f = json_number_value(v);
-		break;
-	case 'o':
-		*a->out.o = v;
-		break;
-	case 'O':
-		*a->out.o = json_incref(v);
-		break;
-	case 'u':
-		*a->out.u = (uint32_t)json_integer_value(v);
-		break;
-	default:
-		break;
-	}
-}
-
-static bool
-is_envelope_key(const char *k)
-{
-	for (size_t i = 0; i < sizeof(envelope_keys) / sizeof(envelope_keys[0]); i++)
-		if (strcmp(k, envelope_keys[i]) == 0)
-			return true;
-	return false;
-}
-
-int
-ctl_args_unpack(const json_t *req, char *err, size_t errlen, const char *fmt, ...)
-{
-	struct arg_spec specs[CTL_ARGS_MAX];
-	const char *key;
-	json_t *v;
-	va_list ap;
-	int n, i, r;
-
-	if (!json_is_object(req))
-		return json_util_fail(err, errlen, "request: expected a JSON object");
-	va_start(ap, fmt);
-	n = args_parse_fmt(fmt, ap, specs);
-	va_end(ap);
-	if (n < 0)
-		return json_util_fail(err, errlen, "ctl_args_unpack: unsupported format \"%s\"",
-				      fmt);
-	json_object_foreach((json_t *)req, key, v) {
-		if (is_envelope_key(key))
-			continue;
-		for (i = 0; i < n && strcmp(specs[i].key, key) != 0; i++)
-			;
-		if (i == n)
-			return json_util_fail(err, errlen, "field '%s': unknown field", key);
-	}
-	for (i = 0; i < n; i++) {
-		v = json_object_get(req, specs[i].key);
-		if (v == NULL) {
-			if (specs[i].optional)
-				continue;
-			return json_util_fail(err, errlen, "field '%s': missing", specs[i].key);
-		}
-		r = arg_check(&specs[i], v, err, errlen);
-		if (r < 0)
-			return r;
-	}
-	for (i = 0; i < n; i++) {
-		v = json_object_get(req, specs[i].key);
-		if (v != NULL)
-			arg_store(&specs[i], v);
-	}
-	return 0;
-}
-
-/* ---- client calls -------------------------------------------------------------------- */
-
-static atomic_uint_least32_t next_call_id = 1;
-
-/* NULL with errno = -r. */
-static json_t *
-call_fail(int r)
-{
-	errno = -r;
-	return NULL;
-}
-
-/*
- * Whether resp answers the call with this id: 1 yes, 0 another call's (skip it), or
- * -EBADMSG with err when the envelope breaks the protocol.
- */
-static int
-response_match(const json_t *resp, uint32_t id, char *err, size_t errlen)
-{
-	const json_t *v = json_object_get(resp, "version"), *ok, *rid;
-	uint32_t got;
-
-	if (!json_is_integer(v) || json_integer_value(v) != CTL_PROTOCOL_VERSION) {
-		json_util_fail(err, errlen, "response: field 'version': expected %d, got %s",
-			       CTL_PROTOCOL_VERSION, v == NULL ? "nothing" : json_type_desc(v));
-		return -EBADMSG;
-	}
-	ok = json_object_get(resp, "ok");
-	if (!json_is_boolean(ok)) {
-		json_util_fail(err, errlen, "response: field 'ok': expected a boolean, got %s",
-			       ok == NULL ? "nothing" : json_type_desc(ok));
-		return -EBADMSG;
-	}
-	if (json_is_false(ok)) {
-		v = json_object_get(resp, "errno");
-		if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
-		    !json_is_string(json_object_get(resp, "error"))) {
-			json_util_fail(err, errlen, "response: an error without a positive "
-				       "'errno' and an 'error' string");
-			return -EBADMSG;
-		}
-	}
-	rid = json_object_get(resp, "id");
-	if (json_is_null(rid) && json_is_false(ok))
-		return 1;
-	if (!get_u32(rid, &got)) {
-		json_util_fail(err, errlen, "response: field 'id': expected an integer "
-			       "0..4294967295 or null");
-		return -EBADMSG;
-	}
-	return got == id ? 1 : 0;
-}
-
-json_t *
-ctl_call(int fd, const char *op, json_t *args, int timeout_ms, char *err, size_t errlen)
-{
-	struct ctl_conn c;
-	json_t *r;
-
-	ctl_conn_init(&c, fd);
-	r = ctl_conn_call(&c, op, args, timeout_ms, err, errlen);
-	conn_release(&c);
-	return r;
-}
-
-json_t *
-ctl_conn_call(struct ctl_conn *c, const char *op, json_t *args, int timeout_ms, char *err,
-	      size_t errlen)
-{
-	int64_t deadline = deadline_of(timeout_ms);
-	json_t *req = NULL, *resp = NULL;
-	uint32_t id;
-	int r;
-
-	if (op == NULL || op[0] == '\0' || (args != NULL && !json_is_object(args))) {
-		json_util_fail(err, errlen, "%s: arguments must be an object",
-			       op != NULL && op[0] != '\0' ? op : "(no op)");
-		json_decref(args);
-		return call_fail(-EINVAL);
-	}
-	for (size_t i = 0; args != NULL && i < sizeof(envelope_keys) / sizeof(*envelope_keys);
-	     i++) {
-		if (json_object_get(args, envelope_keys[i]) != NULL) {
-			json_util_fail(err, errlen, "%s: argument '%s' is reserved for the envelope",
-				       op, envelope_keys[i]);
-			json_decref(args);
-			return call_fail(-EINVAL);
-		}
-	}
-	id = (uint32_t)atomic_fetch_add(&next_call_id, 1);
-	req = json_object();
-	if (req == NULL ||
-	    json_object_set_new(req, "version", json_integer(CTL_PROTOCOL_VERSION)) < 0 ||
-	    json_object_set_new(req, "id", json_integer(id)) < 0 ||
-	    json_object_set_new(req, "op", json_string(op)) < 0 ||
-	    (args != NULL && json_object_update(req, args) < 0)) {
-		json_util_fail(err, errlen, "%s: out of memory or op not UTF-8", op);
-		r = -ENOMEM;
-		goto out;
-	}
-	r = ctl_conn_send(c, req, CTL_SEND_TIMEOUT_MS);
-	if (r < 0) {
-		json_util_fail(err, errlen, "%s: send: %s", op,
-			       r == -EMSGSIZE ? "request larger than 16 MiB" : strerror(-r));
-		goto out;
-	}
-	for (;;) {
-		char why[CTL_ERR_MAX];
-		int left = ms_left(deadline);
-
-		r = ctl_conn_recv(c, left, &resp, why, sizeof(why));
-		if (r == -ETIMEDOUT) {
-			json_util_fail(err, errlen, "%s: no response within %d ms", op, timeout_ms);
-			goto out;
-		}
-		if (r < 0) {
-			json_util_fail(err, errlen, "%s: %s", op, why);
-			goto out;
-		}
-		r = response_match(resp, id, why, sizeof(why));
-		if (r == 1)
-			break;
-		json_decref(resp);
-		resp = NULL;
-		if (r < 0) {
-			json_util_fail(err, errlen, "%s: %s", op, why);
-			goto out;
-		}
-	}
-	r = 0;
-out:
-	json_decref(args);
-	json_decref(req);
-	return r < 0 ? call_fail(r) : resp;
 }

@@ -17,6 +17,9 @@
  *    ctl_send() with ctl_recv().
  * No function keeps hidden state except ctl_call()'s request-id counter, which is atomic;
  * one fd must not be used by two threads at once.
+ *
+ * ctlmsg.c holds the frames and their transport (sockets, sending, the ctl_conn reader);
+ * ctlreq.c what they carry (the request envelope, arguments, responses, ctl_call()).
  */
 #ifndef GEOREDUCE_CTLMSG_H
 #define GEOREDUCE_CTLMSG_H
@@ -39,6 +42,12 @@
 #define CTL_SEND_TIMEOUT_MS 10000
 /** Most keys one ctl_args_unpack() format may name. */
 #define CTL_ARGS_MAX 16
+
+/** The deadline (CLOCK_MONOTONIC ms, clock.h) of a timeout: -1 (none) if timeout_ms < 0. */
+int64_t ctl_deadline(int timeout_ms);
+
+/** Milliseconds left before deadline, for poll(): -1 (no deadline) or 0 .. INT_MAX. */
+int ctl_ms_left(int64_t deadline);
 
 /**
  * Create the dataplane's listening socket at path: bind, listen, non-blocking and
@@ -173,6 +182,10 @@ int ctl_conn_read(struct ctl_conn *c, json_t **msg, char *err, size_t errlen);
 /** Free c's buffer and transport, and close its fd (if >= 0). c may then be initialised
  * again. */
 void ctl_conn_fini(struct ctl_conn *c);
+
+/** Free c's buffer only, keeping its fd: the end of a reader set up for one call on a
+ * caller's fd (ctl_recv(), ctl_call()). */
+void ctl_conn_release(struct ctl_conn *c);
 
 /**
  * Check a request's envelope, in this order: an object; "version" an integer equal to

@@ -4,7 +4,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -22,7 +21,6 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "clock.h"
 #include "ctltls.h"
 #include "jsonutil.h"
 
@@ -305,6 +303,16 @@ nosig_end(struct nosig *ns)
 	pthread_sigmask(SIG_SETMASK, &ns->old, NULL);
 }
 
+/* Before an SSL call that may write: OpenSSL's error queue and errno cleared, so that a
+ * failure reads its own, and SIGPIPE held off until nosig_end(). */
+static void
+ssl_call_begin(struct nosig *ns)
+{
+	ERR_clear_error();
+	errno = 0;
+	nosig_begin(ns);
+}
+
 /* A stream: the SSL object and why its last read or write failed. */
 struct tls_stream {
 	SSL *ssl;
@@ -350,9 +358,7 @@ tls_read(void *io, void *buf, size_t n, short *want)
 	size_t got = 0;
 	int ret;
 
-	ERR_clear_error();
-	errno = 0;
-	nosig_begin(&ns);
+	ssl_call_begin(&ns);
 	ret = SSL_read_ex(t->ssl, buf, n, &got);
 	nosig_end(&ns);
 	return ret == 1 ? (long)got : ssl_io_error_why(t->ssl, ret, want, t->why,
@@ -368,9 +374,7 @@ tls_write(void *io, const void *buf, size_t n, short *want)
 	long r;
 	int ret;
 
-	ERR_clear_error();
-	errno = 0;
-	nosig_begin(&ns);
+	ssl_call_begin(&ns);
 	ret = SSL_write_ex(t->ssl, buf, n, &put);
 	nosig_end(&ns);
 	if (ret == 1)
@@ -467,6 +471,25 @@ handshake_why(SSL *s, const char *reason, char *why, size_t whylen)
 							  : "connection closed in the handshake");
 }
 
+/* One step of s's handshake: 1 done, 0 to wait for *want, or -EPROTO with why. */
+static int
+handshake_step(SSL *s, short *want, char *why, size_t whylen)
+{
+	char reason[160] = "";
+	struct nosig ns;
+	int ret;
+
+	ssl_call_begin(&ns);
+	ret = SSL_do_handshake(s);
+	nosig_end(&ns);
+	if (ret == 1)
+		return 1;
+	if (ssl_io_error_why(s, ret, want, reason, sizeof(reason)) == -EAGAIN)
+		return 0;
+	handshake_why(s, reason, why, whylen);
+	return -EPROTO;
+}
+
 void *
 ctltls_server_new(struct ctltls_ctx *ctx, int fd)
 {
@@ -485,32 +508,17 @@ int
 ctltls_accept_step(void *hs, struct ctl_conn *c, enum ctltls_role *role, short *want,
 		   char *why, size_t whylen)
 {
-	char reason[160] = "";
 	SSL *s = hs;
-	struct nosig ns;
-	int ret;
-	long e;
+	int r = handshake_step(s, want, why, whylen);
 
-	ERR_clear_error();
-	errno = 0;
-	nosig_begin(&ns);
-	ret = SSL_do_handshake(s);
-	nosig_end(&ns);
-	if (ret == 1) {
-		X509 *peer = SSL_get0_peer_certificate(s);
-
-		*role = cert_role(peer);
-		if (stream_init(c, SSL_get_fd(s), s) != 0) {
-			snprintf(why, whylen, "out of memory");
-			return -EPROTO;
-		}
-		return 1;
+	if (r != 1)
+		return r;
+	*role = cert_role(SSL_get0_peer_certificate(s));
+	if (stream_init(c, SSL_get_fd(s), s) != 0) {
+		snprintf(why, whylen, "out of memory");
+		return -EPROTO;
 	}
-	e = ssl_io_error_why(s, ret, want, reason, sizeof(reason));
-	if (e == -EAGAIN)
-		return 0;
-	handshake_why(s, reason, why, whylen);
-	return -EPROTO;
+	return 1;
 }
 
 void
@@ -525,17 +533,6 @@ ctltls_abort(void *hs)
 
 /* ---- the client ---------------------------------------------------------------------- */
 
-static int
-ms_left(int64_t deadline)
-{
-	int64_t left;
-
-	if (deadline < 0)
-		return -1;
-	left = deadline - clock_now_ms();
-	return left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
-}
-
 /* Wait for fd to poll events until deadline: 0, -ETIMEDOUT or -errno. */
 static int
 wait_fd(int fd, short events, int64_t deadline)
@@ -544,7 +541,7 @@ wait_fd(int fd, short events, int64_t deadline)
 	int p;
 
 	do {
-		p = poll(&pfd, 1, ms_left(deadline));
+		p = poll(&pfd, 1, ctl_ms_left(deadline));
 	} while (p < 0 && errno == EINTR);
 	if (p < 0)
 		return -errno;
@@ -597,7 +594,7 @@ ctltls_connect(struct ctltls_ctx *ctx, const char *endpoint, const char *expect,
 	       enum ctltls_role role, int timeout_ms, struct ctl_conn *c, char *err,
 	       size_t errlen)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : clock_now_ms() + timeout_ms;
+	int64_t deadline = ctl_deadline(timeout_ms);
 	char host[CTLTLS_HOST_MAX + 1], why[CTL_ERR_MAX];
 	unsigned char ip[16];
 	unsigned int port;
@@ -637,23 +634,12 @@ ctltls_connect(struct ctltls_ctx *ctx, const char *endpoint, const char *expect,
 	}
 	SSL_set_connect_state(s);
 	for (;;) {
-		char reason[160] = "";
 		short want = POLLIN;
-		struct nosig ns;
-		int ret;
-		long e;
 
-		ERR_clear_error();
-		errno = 0;
-		nosig_begin(&ns);
-		ret = SSL_do_handshake(s);
-		nosig_end(&ns);
-		if (ret == 1)
+		r = handshake_step(s, &want, why, sizeof(why));
+		if (r == 1)
 			break;
-		e = ssl_io_error_why(s, ret, &want, reason, sizeof(reason));
-		if (e != -EAGAIN) {
-			handshake_why(s, reason, why, sizeof(why));
-			r = -EPROTO;
+		if (r < 0) {
 			json_util_fail(err, errlen, "%s: TLS handshake: %s", endpoint, why);
 			goto fail;
 		}

@@ -1,4 +1,11 @@
-/* SPDX-License-Identifier: BSD-3-Clause */
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Small JSON helpers (jsonutil.h) shared by lib/'s codecs, the control protocol and the
+ * planner's and control process's readers: reading a whole file, one-line error messages
+ * (json_util_fail(), the strict parsers' field errors, the names of JSON types), the
+ * unknown-key check, and dumping with reals that read back identical. Any thread; slow
+ * path only (they allocate or do stdio).
+ */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -116,6 +123,29 @@ json_util_unknown_key(const json_t *obj, const char *const *known, size_t n)
 			return key;
 	}
 	return NULL;
+}
+
+const char *
+json_util_type_desc(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a real";
+	case JSON_TRUE:
+		return "true";
+	case JSON_FALSE:
+		return "false";
+	default:
+		return "null";
+	}
 }
 
 int

@@ -58,6 +58,10 @@ int json_util_field_fail(const struct json_util_src *c, const char *path, const 
  */
 const char *json_util_unknown_key(const json_t *obj, const char *const *known, size_t n);
 
+/** What v is, for messages: "an object", "an array", "a string", "an integer", "a real",
+ * "true", "false" or "null". */
+const char *json_util_type_desc(const json_t *v);
+
 /**
  * Dump a JSON value to out with two-space indent and a final newline; reals with 17
  * significant digits so that they read back identical. 0 or -errno.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Forwarding tables: the model (one allocation per table), its names and addresses, and
  * the lookups the dataplane and the worker library make. docs/TABLES.md has the format;
- * table_check.c the rules, table_json.c the codec.
+ * table_check.c the rules, table_json.c and table_json_write.c the codec.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -4,8 +4,9 @@
  * compiled by the control process from a topology, a plan and a deployment
  * (control/compile/table_compile.h), sent to the dataplane as `georeduce-table/1` JSON
  * (docs/TABLES.md) and checked there strictly (table_parse() runs table_validate()).
- * This header is the model (table.c), its rules (table_check.c) and its codec
- * (table_json.c): nothing here knows plans or topologies.
+ * This header is the model (table.c), its rules (table_check.c) and its codec (the
+ * parser table_json.c, the writer table_json_write.c): nothing here knows plans or
+ * topologies.
  *
  * A table is immutable once built and lives in one allocation (table_free() is one free),
  * so the dataplane may publish it to its workers with RCU as it is. Every count in it is

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * The table compiler of the control side: one gateway's forwarding table for one job and
  * epoch, from a topology, a plan and a deployment, with its chunk split and slot pools.
+ * The keys of the protected links between an epoch's tables are table_seal.c's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -9,7 +10,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "jsonutil.h"
 #include "table_compile.h"
@@ -213,20 +213,19 @@ struct compile {
 	size_t errlen;
 };
 
-/* Write a one-line message into the compile's err buffer; returns -code. */
+/* Write a one-line message (at most TABLE_ERR_MAX bytes, as table.h promises) into the
+ * compile's err buffer; returns -code. */
 static int cfail(struct compile *c, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 static int
 cfail(struct compile *c, int code, const char *fmt, ...)
 {
-	char msg[TABLE_ERR_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	json_util_vfail(c->err, c->errlen < TABLE_ERR_MAX ? c->errlen : TABLE_ERR_MAX, fmt, ap);
 	va_end(ap);
-	json_util_fail(c->err, c->errlen, "%s", msg);
 	return -code;
 }
 
@@ -528,233 +527,367 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
 	return table_compile_gateway(t, p, d, node, 0, job, epoch, err, errlen);
 }
 
-struct table *
-table_compile_gateway(const struct topo *t, const struct plan *p, const struct table_deploy *d,
-		      int node, int gwi, uint32_t job, uint32_t epoch, char *err, size_t errlen)
-{
-	struct compile c = { .t = t, .p = p, .d = d, .err = err, .errlen = errlen };
-	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], pair_of[TABLE_TREES_MAX];
-	int n_below[TABLE_TREES_MAX], n_shard_trees[TABLE_SHARDS_MAX], shard_gw[TABLE_SHARDS_MAX];
-	uint32_t *first = NULL, *count = NULL, *below = NULL, *bounds = NULL, chunk_elements;
-	uint32_t smin, smax;
-	bool *active = NULL, *has_workers = NULL, *carries = NULL;
-	int *kids_of = NULL, *kids = NULL;
-	struct pair *pairs = NULL;
-	char msg[TABLE_ERR_MAX];
-	struct table *tb = NULL;
+/* One gateway's compile (table_compile_gateway()): its inputs, and what each step finds for
+ * the next. */
+struct gw_compile {
+	struct compile c;
+	int node, gwi;                  /* the node, and which of its gateways */
+	uint32_t chunk_elements, smin, smax;
 	uint64_t n_chunks;
+	uint32_t *bounds;               /* the segments of the chunks (segments()) */
+	int n_seg;
+	uint32_t *first, *count;        /* one segment's split among the plan's trees */
+	struct pair *pairs;             /* segment k's copy of tree i at k * n_trees + i */
+	bool *carries;                  /* per tree: it carries chunks */
+	uint32_t *below;                /* per node: workers below it (prune_tree()) */
+	bool *active, *has_workers;     /* per node: in the pruned tree; has workers */
+	int *kids_of;                   /* per node: its children in the pruned tree */
+	int *kids;                      /* per tree: this node's children, -1 if not in it */
+	/* This gateway's entries: their pairs and shapes. */
+	int n_trees;
+	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], pair_of[TABLE_TREES_MAX];
+	int n_below[TABLE_TREES_MAX];
+	/* The site's other gateways that the local workers send to, and their trees. */
+	int n_shards;
+	int n_shard_trees[TABLE_SHARDS_MAX], shard_gw[TABLE_SHARDS_MAX];
+};
+
+/* Check the inputs; the chunk size in elements, the chunk count and the slot limits. */
+static int
+gw_check_inputs(struct gw_compile *g)
+{
+	const struct topo *t = g->c.t;
+	const struct plan *p = g->c.p;
+	const struct table_deploy *d = g->c.d;
+	int node = g->node, gwi = g->gwi, rc;
+	char msg[TABLE_ERR_MAX];
 	size_t esize;
-	int rc, n_trees = 0, carrying = 0, n_seg = 0, n_pairs, n_shards = 0;
 
-	if (t == NULL || p == NULL || d == NULL) {
-		rc = cfail(&c, EINVAL, "table_compile: no topology, plan or deployment");
-		goto out;
-	}
-	if (node < 0 || node >= t->n_nodes) {
-		rc = cfail(&c, EINVAL, "node %d: not a node of topology '%s' (%d nodes)", node,
-			   t->name, t->n_nodes);
-		goto out;
-	}
-	if (d->n_nodes != t->n_nodes || d->nodes == NULL) {
-		rc = cfail(&c, EINVAL, "deploy.nodes: %d entries, the topology has %d nodes",
-			   d->n_nodes, t->n_nodes);
-		goto out;
-	}
-	if (plan_validate(t, p, 0, msg, sizeof(msg)) != 0) {
-		rc = cfail(&c, EINVAL, "plan: %s", msg);
-		goto out;
-	}
+	if (t == NULL || p == NULL || d == NULL)
+		return cfail(&g->c, EINVAL, "table_compile: no topology, plan or deployment");
+	if (node < 0 || node >= t->n_nodes)
+		return cfail(&g->c, EINVAL, "node %d: not a node of topology '%s' (%d nodes)", node,
+			     t->name, t->n_nodes);
+	if (d->n_nodes != t->n_nodes || d->nodes == NULL)
+		return cfail(&g->c, EINVAL, "deploy.nodes: %d entries, the topology has %d nodes",
+			     d->n_nodes, t->n_nodes);
+	if (plan_validate(t, p, 0, msg, sizeof(msg)) != 0)
+		return cfail(&g->c, EINVAL, "plan: %s", msg);
 	esize = table_dtype_unit_bytes(d->dtype); /* an element, or an MX block */
-	if (esize == 0) {
-		rc = cfail(&c, EINVAL, "deploy.dtype: %d is not a dtype", (int)d->dtype);
-		goto out;
-	}
+	if (esize == 0)
+		return cfail(&g->c, EINVAL, "deploy.dtype: %d is not a dtype", (int)d->dtype);
 	if (d->chunk_bytes == 0 || d->chunk_bytes % esize != 0 ||
-	    d->chunk_bytes > TABLE_CHUNK_BYTES_MAX) {
-		rc = cfail(&c, EINVAL, "deploy.chunk_bytes: %" PRIu32 " is not a multiple of %zu "
-			   "(%s) in [%zu, %d]", d->chunk_bytes, esize, table_dtype_name(d->dtype),
-			   esize, TABLE_CHUNK_BYTES_MAX);
-		goto out;
-	}
-	chunk_elements = d->chunk_bytes / (uint32_t)esize * table_dtype_granule(d->dtype);
-	if (d->elements % table_dtype_granule(d->dtype) != 0) {
-		rc = cfail(&c, EINVAL, "deploy.elements: %" PRIu64 " is not a whole number of %s "
-			   "blocks", d->elements, table_dtype_name(d->dtype));
-		goto out;
-	}
-	n_chunks = d->elements / chunk_elements + (d->elements % chunk_elements != 0);
-	if (d->elements == 0 || d->elements > INT64_MAX || n_chunks > UINT32_MAX) {
-		rc = cfail(&c, EINVAL, "deploy.elements: %" PRIu64 " elements must be >= 1 and make "
-			   "at most %" PRIu32 " chunks", d->elements, UINT32_MAX);
-		goto out;
-	}
-	smax = d->slots_max == 0 ? TABLE_SLOTS_MAX : d->slots_max;
-	smin = d->slots_min == 0 ? TABLE_SLOTS_MIN : d->slots_min;
-	if (smax > TABLE_SLOTS_MAX || smin > smax) {
-		rc = cfail(&c, EINVAL, "deploy.slots_max: slots_min %" PRIu32 " and slots_max %"
-			   PRIu32 " must satisfy slots_min <= slots_max <= %d", smin, smax,
-			   TABLE_SLOTS_MAX);
-		goto out;
-	}
-	smax = pow2_floor(smax);
-	rc = check_deploy(&c);
+	    d->chunk_bytes > TABLE_CHUNK_BYTES_MAX)
+		return cfail(&g->c, EINVAL, "deploy.chunk_bytes: %" PRIu32 " is not a multiple of "
+			     "%zu (%s) in [%zu, %d]", d->chunk_bytes, esize,
+			     table_dtype_name(d->dtype), esize, TABLE_CHUNK_BYTES_MAX);
+	g->chunk_elements = d->chunk_bytes / (uint32_t)esize * table_dtype_granule(d->dtype);
+	if (d->elements % table_dtype_granule(d->dtype) != 0)
+		return cfail(&g->c, EINVAL, "deploy.elements: %" PRIu64 " is not a whole number of "
+			     "%s blocks", d->elements, table_dtype_name(d->dtype));
+	g->n_chunks = d->elements / g->chunk_elements + (d->elements % g->chunk_elements != 0);
+	if (d->elements == 0 || d->elements > INT64_MAX || g->n_chunks > UINT32_MAX)
+		return cfail(&g->c, EINVAL, "deploy.elements: %" PRIu64 " elements must be >= 1 "
+			     "and make at most %" PRIu32 " chunks", d->elements, UINT32_MAX);
+	g->smax = d->slots_max == 0 ? TABLE_SLOTS_MAX : d->slots_max;
+	g->smin = d->slots_min == 0 ? TABLE_SLOTS_MIN : d->slots_min;
+	if (g->smax > TABLE_SLOTS_MAX || g->smin > g->smax)
+		return cfail(&g->c, EINVAL, "deploy.slots_max: slots_min %" PRIu32 " and "
+			     "slots_max %" PRIu32 " must satisfy slots_min <= slots_max <= %d",
+			     g->smin, g->smax, TABLE_SLOTS_MAX);
+	g->smax = pow2_floor(g->smax);
+	rc = check_deploy(&g->c);
 	if (rc != 0)
-		goto out;
-	if (gwi < 0 || gwi >= node_ngw(&d->nodes[node])) {
-		rc = cfail(&c, EINVAL, "node '%s': no gateway %d (it has %d)", t->nodes[node].id, gwi,
-			   node_ngw(&d->nodes[node]));
-		goto out;
-	}
-	rc = segments(d, (uint32_t)n_chunks, &bounds, &n_seg);
-	if (rc != 0) {
-		rc = cfail(&c, ENOMEM, "out of memory");
-		goto out;
-	}
-	n_pairs = n_seg * p->n_trees;
-	if (n_pairs > UINT16_MAX + 1) {
-		rc = cfail(&c, E2BIG, "plan: %d trees in %d segments of the site's shards: more "
-			   "tree ids than 16 bits hold", p->n_trees, n_seg);
-		goto out;
-	}
-	first = calloc((size_t)p->n_trees, sizeof(*first));
-	count = calloc((size_t)p->n_trees, sizeof(*count));
-	pairs = calloc((size_t)n_pairs, sizeof(*pairs));
-	carries = calloc((size_t)p->n_trees, sizeof(*carries));
-	below = calloc((size_t)t->n_nodes, sizeof(*below));
-	active = calloc((size_t)t->n_nodes, sizeof(*active));
-	has_workers = calloc((size_t)t->n_nodes, sizeof(*has_workers));
-	kids_of = calloc((size_t)t->n_nodes, sizeof(*kids_of));
-	kids = calloc((size_t)p->n_trees, sizeof(*kids));
-	if (first == NULL || count == NULL || pairs == NULL || carries == NULL || below == NULL ||
-	    active == NULL || has_workers == NULL || kids_of == NULL || kids == NULL) {
-		rc = cfail(&c, ENOMEM, "out of memory");
-		goto out;
-	}
+		return rc;
+	if (gwi < 0 || gwi >= node_ngw(&d->nodes[node]))
+		return cfail(&g->c, EINVAL, "node '%s': no gateway %d (it has %d)",
+			     t->nodes[node].id, gwi, node_ngw(&d->nodes[node]));
+	return 0;
+}
+
+/* Cut the chunks into segments (segments()) and split every segment among the plan's trees
+ * by their shares: the pairs, and which trees carry chunks. */
+static int
+gw_split(struct gw_compile *g)
+{
+	const struct topo *t = g->c.t;
+	const struct plan *p = g->c.p;
+	const struct table_deploy *d = g->c.d;
+	int rc, n_pairs, carrying = 0;
+
+	rc = segments(d, (uint32_t)g->n_chunks, &g->bounds, &g->n_seg);
+	if (rc != 0)
+		return cfail(&g->c, ENOMEM, "out of memory");
+	n_pairs = g->n_seg * p->n_trees;
+	if (n_pairs > UINT16_MAX + 1)
+		return cfail(&g->c, E2BIG, "plan: %d trees in %d segments of the site's shards: "
+			     "more tree ids than 16 bits hold", p->n_trees, g->n_seg);
+	g->first = calloc((size_t)p->n_trees, sizeof(*g->first));
+	g->count = calloc((size_t)p->n_trees, sizeof(*g->count));
+	g->pairs = calloc((size_t)n_pairs, sizeof(*g->pairs));
+	g->carries = calloc((size_t)p->n_trees, sizeof(*g->carries));
+	g->below = calloc((size_t)t->n_nodes, sizeof(*g->below));
+	g->active = calloc((size_t)t->n_nodes, sizeof(*g->active));
+	g->has_workers = calloc((size_t)t->n_nodes, sizeof(*g->has_workers));
+	g->kids_of = calloc((size_t)t->n_nodes, sizeof(*g->kids_of));
+	g->kids = calloc((size_t)p->n_trees, sizeof(*g->kids));
+	if (g->first == NULL || g->count == NULL || g->pairs == NULL || g->carries == NULL ||
+	    g->below == NULL || g->active == NULL || g->has_workers == NULL ||
+	    g->kids_of == NULL || g->kids == NULL)
+		return cfail(&g->c, ENOMEM, "out of memory");
 	for (int v = 0; v < t->n_nodes; v++)
-		has_workers[v] = d->nodes[v].n_workers > 0;
+		g->has_workers[v] = d->nodes[v].n_workers > 0;
 	/* Every segment split among the plan's trees by their shares. */
-	for (int k = 0; k < n_seg; k++) {
-		uint32_t seg = bounds[k + 1] - bounds[k];
+	for (int k = 0; k < g->n_seg; k++) {
+		uint32_t seg = g->bounds[k + 1] - g->bounds[k];
 
-		rc = table_split_chunks(p, seg, first, count);
-		if (rc != 0) {
-			rc = cfail(&c, -rc, "plan: trees[].share: cannot split %" PRIu64 " chunks by "
-				   "these shares", n_seg == 1 ? n_chunks : (uint64_t)seg);
-			goto out;
-		}
+		rc = table_split_chunks(p, seg, g->first, g->count);
+		if (rc != 0)
+			return cfail(&g->c, -rc, "plan: trees[].share: cannot split %" PRIu64
+				     " chunks by these shares",
+				     g->n_seg == 1 ? g->n_chunks : (uint64_t)seg);
 		for (int i = 0; i < p->n_trees; i++) {
-			struct pair *pr = &pairs[k * p->n_trees + i];
+			struct pair *pr = &g->pairs[k * p->n_trees + i];
 
-			pr->first = bounds[k] + first[i];
-			pr->count = count[i];
-			pr->rate = p->trees[i].rate_gbps * ((double)seg / (double)n_chunks);
-			carries[i] |= count[i] > 0;
-			carrying += count[i] > 0;
+			pr->first = g->bounds[k] + g->first[i];
+			pr->count = g->count[i];
+			pr->rate = p->trees[i].rate_gbps * ((double)seg / (double)g->n_chunks);
+			g->carries[i] |= g->count[i] > 0;
+			carrying += g->count[i] > 0;
 		}
 	}
 	if (carrying > TABLE_TREES_MAX) {
-		if (n_seg == 1)
-			rc = cfail(&c, E2BIG, "plan: more than %d trees carry chunks (the table "
-				   "limit)", TABLE_TREES_MAX);
-		else
-			rc = cfail(&c, E2BIG, "plan: %d trees in the %d segments of the sites' shards "
-				   "carry chunks, more than the table limit %d (fewer trees or "
-				   "gateways)", carrying, n_seg, TABLE_TREES_MAX);
-		goto out;
+		if (g->n_seg == 1)
+			return cfail(&g->c, E2BIG, "plan: more than %d trees carry chunks (the "
+				     "table limit)", TABLE_TREES_MAX);
+		return cfail(&g->c, E2BIG, "plan: %d trees in the %d segments of the sites' shards "
+			     "carry chunks, more than the table limit %d (fewer trees or gateways)",
+			     carrying, g->n_seg, TABLE_TREES_MAX);
 	}
-	/* Which trees carry chunks; the shape of this node's entry in each. */
+	return 0;
+}
+
+/* Which trees carry chunks; the shape of this node's entry in each (its children), within
+ * the table's limits at every node; and how many trees each other gateway of the site
+ * holds for this node. */
+static int
+gw_shape_trees(struct gw_compile *g)
+{
+	const struct topo *t = g->c.t;
+	const struct plan *p = g->c.p;
+	const struct table_deploy *d = g->c.d;
+	int node = g->node, rc;
+
 	for (int i = 0; i < p->n_trees; i++) {
 		const struct plan_tree *tr = &p->trees[i];
 
-		kids[i] = -1; /* not at this node */
-		if (!carries[i])
+		g->kids[i] = -1; /* not at this node */
+		if (!g->carries[i])
 			continue;
-		if (!(isfinite(tr->rate_gbps) && tr->rate_gbps > 0)) {
-			rc = cfail(&c, EINVAL, "plan: trees[%d].rate_gbps: a tree that carries "
-				   "chunks needs a rate > 0", i);
-			goto out;
-		}
-		rc = prune_tree(&c, i, active, below);
+		if (!(isfinite(tr->rate_gbps) && tr->rate_gbps > 0))
+			return cfail(&g->c, EINVAL, "plan: trees[%d].rate_gbps: a tree that "
+				     "carries chunks needs a rate > 0", i);
+		rc = prune_tree(&g->c, i, g->active, g->below);
 		if (rc != 0)
-			goto out;
-		memset(kids_of, 0, sizeof(*kids_of) * (size_t)t->n_nodes);
+			return rc;
+		memset(g->kids_of, 0, sizeof(*g->kids_of) * (size_t)t->n_nodes);
 		for (int w = 0; w < t->n_nodes; w++)
-			if (active[w] && tr->parent[w] >= 0)
-				kids_of[tr->parent[w]]++;
+			if (g->active[w] && tr->parent[w] >= 0)
+				g->kids_of[tr->parent[w]]++;
 		for (int u = 0; u < t->n_nodes; u++) {
-			if (!active[u])
+			if (!g->active[u])
 				continue;
-			if (kids_of[u] > TABLE_CHILDREN_MAX) {
-				rc = cfail(&c, E2BIG, "plan: trees[%d]: node '%s' has %d child "
-					   "gateways, more than the table limit %d", i,
-					   t->nodes[u].id, kids_of[u], TABLE_CHILDREN_MAX);
-				goto out;
-			}
-			if (kids_of[u] + d->nodes[u].n_workers > TABLE_CONTRIB_MAX) {
-				rc = cfail(&c, E2BIG, "plan: trees[%d]: node '%s' expects %d "
-					   "contributions, more than the table limit %d", i,
-					   t->nodes[u].id, kids_of[u] + d->nodes[u].n_workers,
-					   TABLE_CONTRIB_MAX);
-				goto out;
-			}
+			if (g->kids_of[u] > TABLE_CHILDREN_MAX)
+				return cfail(&g->c, E2BIG, "plan: trees[%d]: node '%s' has %d "
+					     "child gateways, more than the table limit %d", i,
+					     t->nodes[u].id, g->kids_of[u], TABLE_CHILDREN_MAX);
+			if (g->kids_of[u] + d->nodes[u].n_workers > TABLE_CONTRIB_MAX)
+				return cfail(&g->c, E2BIG, "plan: trees[%d]: node '%s' expects %d "
+					     "contributions, more than the table limit %d", i,
+					     t->nodes[u].id, g->kids_of[u] + d->nodes[u].n_workers,
+					     TABLE_CONTRIB_MAX);
 		}
-		if (!active[node])
+		if (!g->active[node])
 			continue;
-		kids[i] = kids_of[node];
+		g->kids[i] = g->kids_of[node];
 		/* Its copies in the segments this gateway holds; shards count the others. */
-		for (int k = 0; k < n_seg; k++) {
-			const struct pair *pr = &pairs[k * p->n_trees + i];
-			int h = table_shard_of(bounds[k], n_chunks, node_ngw(&d->nodes[node]));
+		for (int k = 0; k < g->n_seg; k++) {
+			const struct pair *pr = &g->pairs[k * p->n_trees + i];
+			int h = table_shard_of(g->bounds[k], g->n_chunks,
+					       node_ngw(&d->nodes[node]));
 
-			if (pr->count == 0 || h == gwi)
+			if (pr->count == 0 || h == g->gwi)
 				continue;
-			for (int s = 0; s <= n_shards; s++) {
-				if (s == n_shards) {
-					shard_gw[n_shards] = h;
-					n_shard_trees[n_shards++] = 0;
+			for (int s = 0; s <= g->n_shards; s++) {
+				if (s == g->n_shards) {
+					g->shard_gw[g->n_shards] = h;
+					g->n_shard_trees[g->n_shards++] = 0;
 				}
-				if (shard_gw[s] == h) {
-					n_shard_trees[s]++;
+				if (g->shard_gw[s] == h) {
+					g->n_shard_trees[s]++;
 					break;
 				}
 			}
 		}
 	}
-	/* This gateway's entries, by id: segment k's copy of tree i is k * n_trees + i. */
-	for (int k = 0; k < n_seg; k++)
-		for (int i = 0; i < p->n_trees; i++) {
-			const struct pair *pr = &pairs[k * p->n_trees + i];
+	return 0;
+}
 
-			if (kids[i] < 0 || pr->count == 0 ||
-			    table_shard_of(bounds[k], n_chunks, node_ngw(&d->nodes[node])) != gwi)
+/* This gateway's entries, by id, and the shards its local workers need, in shard order. */
+static void
+gw_pick_entries(struct gw_compile *g)
+{
+	const struct plan *p = g->c.p;
+	const struct table_deploy *d = g->c.d;
+	int node = g->node;
+
+	/* This gateway's entries, by id: segment k's copy of tree i is k * n_trees + i. */
+	for (int k = 0; k < g->n_seg; k++)
+		for (int i = 0; i < p->n_trees; i++) {
+			const struct pair *pr = &g->pairs[k * p->n_trees + i];
+
+			if (g->kids[i] < 0 || pr->count == 0 ||
+			    table_shard_of(g->bounds[k], g->n_chunks,
+					   node_ngw(&d->nodes[node])) != g->gwi)
 				continue;
-			(void)prune_tree(&c, i, active, below); /* succeeded above */
-			pair_of[n_trees] = k * p->n_trees + i;
-			n_children[n_trees] = kids[i];
-			n_workers[n_trees] = d->nodes[node].n_workers;
+			(void)prune_tree(&g->c, i, g->active, g->below); /* succeeded above */
+			g->pair_of[g->n_trees] = k * p->n_trees + i;
+			g->n_children[g->n_trees] = g->kids[i];
+			g->n_workers[g->n_trees] = d->nodes[node].n_workers;
 			/* With sets, every worker of the subtree is local or below a child. */
-			n_below[n_trees] = d->cset_blocks != 0 ? (int)below[node] - n_workers[n_trees]
-							       : 0;
-			n_trees++;
+			g->n_below[g->n_trees] =
+				d->cset_blocks != 0 ? (int)g->below[node] - g->n_workers[g->n_trees]
+						    : 0;
+			g->n_trees++;
 		}
 	/* The other gateways of the site matter to the local workers only, and only when
 	 * this gateway carries something of the tensor for them too. */
-	if (d->nodes[node].n_workers == 0 || n_trees == 0)
-		n_shards = 0;
+	if (d->nodes[node].n_workers == 0 || g->n_trees == 0)
+		g->n_shards = 0;
 	/* In shard order (the order of the node's gateways). */
-	for (int s = 1; s < n_shards; s++)
-		for (int r = s; r > 0 && shard_gw[r - 1] > shard_gw[r]; r--) {
-			int g = shard_gw[r], n = n_shard_trees[r];
+	for (int s = 1; s < g->n_shards; s++)
+		for (int r = s; r > 0 && g->shard_gw[r - 1] > g->shard_gw[r]; r--) {
+			int gw = g->shard_gw[r], n = g->n_shard_trees[r];
 
-			shard_gw[r] = shard_gw[r - 1];
-			n_shard_trees[r] = n_shard_trees[r - 1];
-			shard_gw[r - 1] = g;
-			n_shard_trees[r - 1] = n;
+			g->shard_gw[r] = g->shard_gw[r - 1];
+			g->n_shard_trees[r] = g->n_shard_trees[r - 1];
+			g->shard_gw[r - 1] = gw;
+			g->n_shard_trees[r - 1] = n;
 		}
-	tb = table_create_sharded(n_trees, n_children, n_workers, n_below, 0, n_shards,
-				  n_shard_trees);
+}
+
+/* Tree entry e of this gateway: segment k's copy of plan tree i, pair k * n_trees + i. */
+static void
+gw_fill_entry(struct gw_compile *g, struct table_tree *e, int pair)
+{
+	const struct topo *t = g->c.t;
+	const struct plan *p = g->c.p;
+	const struct table_deploy *d = g->c.d;
+	int node = g->node;
+	int i = pair % p->n_trees, k = pair / p->n_trees;
+	const struct plan_tree *tr = &p->trees[i];
+	const struct pair *pr = &g->pairs[pair];
+	int par = tr->parent[node], j = 0, nb = 0;
+	double hold;
+
+	(void)prune_tree(&g->c, i, g->active, g->below); /* succeeded above */
+	e->id = (uint16_t)pair;
+	e->has_parent = par != PLAN_ROOT;
+	if (e->has_parent)
+		e->parent = node_gw(&d->nodes[par],
+				    table_shard_of(g->bounds[k], g->n_chunks,
+						   node_ngw(&d->nodes[par])));
+	for (int u = 0; u < t->n_nodes; u++) {
+		if (!g->active[u] || tr->parent[u] != node)
+			continue;
+		if (e->n_below > 0)
+			fill_below(&g->c, tr, u, e, j, &nb);
+		e->child_workers[j] = g->below[u];
+		e->children[j++] = node_gw(&d->nodes[u],
+					   table_shard_of(g->bounds[k], g->n_chunks,
+							  node_ngw(&d->nodes[u])));
+	}
+	for (int w = 0; w < e->n_workers; w++) {
+		const struct table_worker *src = &d->nodes[node].workers[w];
+
+		/* Field by field: the padding stays zero, the block is deterministic. */
+		e->workers[w].id = src->id;
+		e->workers[w].ipv4 = src->ipv4;
+		e->workers[w].port = src->port;
+	}
+	e->role = !e->has_parent ? TABLE_ROLE_ROOT :
+		  e->n_children > 0 ? TABLE_ROLE_INTERIOR : TABLE_ROLE_LEAF;
+	e->expected = (uint32_t)(e->n_workers + e->n_children);
+	e->subtree_workers = g->below[node];
+	e->chunk_first = pr->first;
+	e->chunk_count = pr->count;
+	e->rate_gbps = pr->rate;
+	hold = table_hold_ms(t, tr, node, g->active, g->has_workers);
+	pool_of(d, pr->rate, hold, e->chunk_count, g->smin, g->smax, &e->window, &e->slots);
+	if (!e->has_parent && d->min_workers != 0 && d->min_workers < e->subtree_workers)
+		e->threshold = d->min_workers;
+}
+
+/* The site's other gateways, with their trees as the local workers send to them. */
+static void
+gw_fill_shards(struct gw_compile *g, struct table *tb)
+{
+	const struct topo *t = g->c.t;
+	const struct plan *p = g->c.p;
+	const struct table_deploy *d = g->c.d;
+	int node = g->node;
+
+	for (int s = 0; s < g->n_shards; s++) {
+		struct table_shard *sh = &tb->shards[s];
+		int m = 0;
+
+		sh->gw = node_gw(&d->nodes[node], g->shard_gw[s]);
+		for (int k = 0; k < g->n_seg; k++)
+			for (int i = 0; i < p->n_trees; i++) {
+				const struct pair *pr = &g->pairs[k * p->n_trees + i];
+				struct table_shard_tree *st;
+				double hold;
+
+				if (g->kids[i] < 0 || pr->count == 0 ||
+				    table_shard_of(g->bounds[k], g->n_chunks,
+						   node_ngw(&d->nodes[node])) != g->shard_gw[s])
+					continue;
+				/* succeeded above */
+				(void)prune_tree(&g->c, i, g->active, g->below);
+				st = &sh->trees[m++];
+				st->id = (uint16_t)(k * p->n_trees + i);
+				st->chunk_first = pr->first;
+				st->chunk_count = pr->count;
+				hold = table_hold_ms(t, &p->trees[i], node, g->active,
+						     g->has_workers);
+				pool_of(d, pr->rate, hold, pr->count, g->smin, g->smax, &st->window,
+					&st->slots);
+			}
+	}
+}
+
+struct table *
+table_compile_gateway(const struct topo *t, const struct plan *p, const struct table_deploy *d,
+		      int node, int gwi, uint32_t job, uint32_t epoch, char *err, size_t errlen)
+{
+	struct gw_compile g = { .c = { .t = t, .p = p, .d = d, .err = err, .errlen = errlen },
+				.node = node, .gwi = gwi };
+	char msg[TABLE_ERR_MAX];
+	struct table *tb = NULL;
+	int rc;
+
+	rc = gw_check_inputs(&g);
+	if (rc == 0)
+		rc = gw_split(&g);
+	if (rc == 0)
+		rc = gw_shape_trees(&g);
+	if (rc != 0)
+		goto out;
+	gw_pick_entries(&g);
+	tb = table_create_sharded(g.n_trees, g.n_children, g.n_workers, g.n_below, 0, g.n_shards,
+				  g.n_shard_trees);
 	if (tb == NULL) {
-		rc = cfail(&c, errno, "out of memory");
+		rc = cfail(&g.c, errno, "out of memory");
 		goto out;
 	}
 	tb->job = job;
@@ -763,177 +896,36 @@ table_compile_gateway(const struct topo *t, const struct plan *p, const struct t
 	tb->dtype = d->dtype;
 	tb->lan_dtype = d->lan_dtype != d->dtype ? d->lan_dtype : 0;
 	tb->elements = d->elements;
-	tb->chunk_elements = chunk_elements;
+	tb->chunk_elements = g.chunk_elements;
 	tb->limits = (struct table_limits){ .max_trees = TABLE_TREES_MAX,
 					    .max_children = TABLE_CHILDREN_MAX,
-					    .max_workers = TABLE_WORKERS_MAX, .max_slots = smax };
+					    .max_workers = TABLE_WORKERS_MAX, .max_slots = g.smax };
 	tb->cset_blocks = d->cset_blocks;
-	for (int e_i = 0; e_i < n_trees; e_i++) {
-		int i = pair_of[e_i] % p->n_trees, k = pair_of[e_i] / p->n_trees;
-		const struct plan_tree *tr = &p->trees[i];
-		const struct pair *pr = &pairs[pair_of[e_i]];
-		struct table_tree *e = &tb->trees[e_i];
-		int par = tr->parent[node], j = 0, nb = 0;
-		double hold;
-
-		(void)prune_tree(&c, i, active, below); /* succeeded above */
-		e->id = (uint16_t)pair_of[e_i];
-		e->has_parent = par != PLAN_ROOT;
-		if (e->has_parent)
-			e->parent = node_gw(&d->nodes[par],
-					    table_shard_of(bounds[k], n_chunks,
-							   node_ngw(&d->nodes[par])));
-		for (int u = 0; u < t->n_nodes; u++) {
-			if (!active[u] || tr->parent[u] != node)
-				continue;
-			if (e->n_below > 0)
-				fill_below(&c, tr, u, e, j, &nb);
-			e->child_workers[j] = below[u];
-			e->children[j++] = node_gw(&d->nodes[u],
-						   table_shard_of(bounds[k], n_chunks,
-								  node_ngw(&d->nodes[u])));
-		}
-		for (int w = 0; w < e->n_workers; w++) {
-			const struct table_worker *src = &d->nodes[node].workers[w];
-
-			/* Field by field: the padding stays zero, the block is deterministic. */
-			e->workers[w].id = src->id;
-			e->workers[w].ipv4 = src->ipv4;
-			e->workers[w].port = src->port;
-		}
-		e->role = !e->has_parent ? TABLE_ROLE_ROOT :
-			  e->n_children > 0 ? TABLE_ROLE_INTERIOR : TABLE_ROLE_LEAF;
-		e->expected = (uint32_t)(e->n_workers + e->n_children);
-		e->subtree_workers = below[node];
-		e->chunk_first = pr->first;
-		e->chunk_count = pr->count;
-		e->rate_gbps = pr->rate;
-		hold = table_hold_ms(t, tr, node, active, has_workers);
-		pool_of(d, pr->rate, hold, e->chunk_count, smin, smax, &e->window, &e->slots);
-		if (!e->has_parent && d->min_workers != 0 && d->min_workers < e->subtree_workers)
-			e->threshold = d->min_workers;
-	}
-	/* The site's other gateways, with their trees as the local workers send to them. */
-	for (int s = 0; s < n_shards; s++) {
-		struct table_shard *sh = &tb->shards[s];
-		int m = 0;
-
-		sh->gw = node_gw(&d->nodes[node], shard_gw[s]);
-		for (int k = 0; k < n_seg; k++)
-			for (int i = 0; i < p->n_trees; i++) {
-				const struct pair *pr = &pairs[k * p->n_trees + i];
-				struct table_shard_tree *st;
-				double hold;
-
-				if (kids[i] < 0 || pr->count == 0 ||
-				    table_shard_of(bounds[k], n_chunks,
-						   node_ngw(&d->nodes[node])) != shard_gw[s])
-					continue;
-				(void)prune_tree(&c, i, active, below); /* succeeded above */
-				st = &sh->trees[m++];
-				st->id = (uint16_t)(k * p->n_trees + i);
-				st->chunk_first = pr->first;
-				st->chunk_count = pr->count;
-				hold = table_hold_ms(t, &p->trees[i], node, active, has_workers);
-				pool_of(d, pr->rate, hold, pr->count, smin, smax, &st->window,
-					&st->slots);
-			}
-	}
+	for (int e_i = 0; e_i < g.n_trees; e_i++)
+		gw_fill_entry(&g, &tb->trees[e_i], g.pair_of[e_i]);
+	gw_fill_shards(&g, tb);
 	if (table_validate(tb, msg, sizeof(msg)) != 0) {
 		/* The deployment checks above should make this unreachable. */
-		rc = cfail(&c, EINVAL, "node '%s': compiled table is invalid: %s", t->nodes[node].id,
-			   msg);
+		rc = cfail(&g.c, EINVAL, "node '%s': compiled table is invalid: %s",
+			   t->nodes[node].id, msg);
 		goto out;
 	}
 	rc = 0;
 out:
-	free(first);
-	free(count);
-	free(pairs);
-	free(carries);
-	free(bounds);
-	free(below);
-	free(active);
-	free(has_workers);
-	free(kids_of);
-	free(kids);
+	free(g.first);
+	free(g.count);
+	free(g.pairs);
+	free(g.carries);
+	free(g.bounds);
+	free(g.below);
+	free(g.active);
+	free(g.has_workers);
+	free(g.kids_of);
+	free(g.kids);
 	if (rc != 0) {
 		table_free(tb);
 		errno = -rc;
 		return NULL;
 	}
 	return tb;
-}
-
-/* n random bytes from the kernel's CSPRNG. */
-static int
-random_bytes(void *buf, size_t n)
-{
-	uint8_t *p = buf;
-
-	while (n > 0) {
-		ssize_t r = getrandom(p, n, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -EIO;
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-/* Put sl into tb's sealed entries, which stay sorted by peer. */
-static int
-seal_insert(struct table *tb, const struct table_seal *sl)
-{
-	int k = tb->n_seals;
-
-	if (k >= TABLE_SEALS_MAX)
-		return -E2BIG;
-	while (k > 0 && tb->seals[k - 1].peer > sl->peer) {
-		tb->seals[k] = tb->seals[k - 1];
-		k--;
-	}
-	tb->seals[k] = *sl;
-	tb->n_seals++;
-	return 0;
-}
-
-int
-table_seal_links(struct table **tables, int n, const uint16_t *gw_ids,
-		 bool (*is_protected)(void *arg, int u, int v), void *arg,
-		 enum table_aead aead, char *err, size_t errlen)
-{
-	for (int u = 0; u < n; u++)
-		for (int v = u + 1; tables[u] != NULL && v < n; v++) {
-			struct table_seal sl = { .peer = gw_ids[v], .aead = aead };
-			int rc = 0;
-
-			if (tables[v] == NULL || !table_is_neighbour(tables[u], gw_ids[v]) ||
-			    !table_is_neighbour(tables[v], gw_ids[u]) || !is_protected(arg, u, v))
-				continue;
-			while (rc == 0 && sl.key_id == 0)
-				rc = random_bytes(&sl.key_id, sizeof(sl.key_id));
-			if (rc == 0)
-				rc = random_bytes(sl.key, table_aead_key_len(aead));
-			if (rc != 0) {
-				explicit_bzero(&sl, sizeof(sl));
-				json_util_fail(err, errlen, "no randomness for a link key "
-					       "(getrandom: %s)", strerror(errno));
-				return -EIO;
-			}
-			rc = seal_insert(tables[u], &sl);
-			sl.peer = gw_ids[u];
-			if (rc == 0)
-				rc = seal_insert(tables[v], &sl);
-			explicit_bzero(&sl, sizeof(sl));
-			if (rc != 0) {
-				json_util_fail(err, errlen, "more than %d protected links at one "
-					       "gateway", TABLE_SEALS_MAX);
-				return rc;
-			}
-		}
-	return 0;
 }

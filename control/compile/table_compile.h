@@ -4,7 +4,8 @@
  * forwarding table (lib/table.h) of each gateway for one job at one epoch, with the chunk
  * split among the plan's trees and the slot pools sized from each tree's rate and hold
  * time. Only the control process and the offline tools link it; the dataplane parses the
- * tables it produces and knows nothing of plans.
+ * tables it produces and knows nothing of plans. table_compile.c compiles the tables,
+ * table_seal.c gives their protected links keys (table_seal_links()).
  */
 #ifndef GEOREDUCE_TABLE_COMPILE_H
 #define GEOREDUCE_TABLE_COMPILE_H

@@ -90,7 +90,7 @@ write_plan(const struct topo *t, const struct bc_result *r, const char *out_path
 	struct bc_hierarchy back;
 	char err[TOPO_ERR_MAX];
 	json_t *doc;
-	FILE *out = stdout;
+	FILE *out;
 	int rc;
 
 	doc = plan_to_json(t, r->plan);
@@ -106,79 +106,63 @@ write_plan(const struct topo *t, const struct bc_result *r, const char *out_path
 			  err);
 		return CLI_EXIT_FAIL;
 	}
-	if (out_path != NULL && strcmp(out_path, "-") != 0) {
-		out = fopen(out_path, "w");
-		if (out == NULL) {
-			json_decref(doc);
-			cli_error(PROG, "--output: cannot open '%s': %s", out_path, strerror(errno));
-			return CLI_EXIT_USAGE;
-		}
-	} else {
+	out = plan_output_open(out_path);
+	if (out == NULL) {
+		json_decref(doc);
+		return CLI_EXIT_USAGE;
+	}
+	if (out == stdout)
 		*sum = stderr;
-	}
-	rc = json_util_dump_new(doc, out);
-	if (rc != 0 || (out != stdout && fclose(out) != 0)) {
-		cli_error(PROG, "--output: write failed: %s", strerror(errno));
+	if (plan_output_close(out, json_util_dump_new(doc, out)) != 0)
 		return CLI_EXIT_FAIL;
-	}
 	return 0;
 }
+
+/* blueconnect's own options, into its struct bc_opts. */
+static const struct option blueconnect_longopts[] = {
+	{ "gateways", required_argument, NULL, 'g' },
+	{ "workers-per-gateway", required_argument, NULL, 'W' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int
+blueconnect_opt(void *ctx, int c, const char *arg)
+{
+	struct bc_opts *bo = ctx;
+
+	switch (c) {
+	case 'g': return cli_int(PROG, "gateways", arg, 1, BC_RANKS_MAX, &bo->gateways);
+	case 'W':
+		return cli_int(PROG, "workers-per-gateway", arg, 1, BC_RANKS_MAX,
+			       &bo->workers_per_gateway);
+	default: return -1;
+	}
+}
+
+static const struct plan_cmd blueconnect_cmd = {
+	.name = "blueconnect",
+	.shortopts = "t:g:W:b:k:o:qh",
+	.common = PLAN_OPT_TOPOLOGY | PLAN_OPT_BYTES | PLAN_OPT_MAX_TREES | PLAN_OPT_OUTPUT |
+		  PLAN_OPT_QUIET,
+	.opts = blueconnect_longopts,
+	.opt = blueconnect_opt,
+	.usage = usage_blueconnect,
+};
 
 int
 cmd_blueconnect(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "topology", required_argument, NULL, 't' },
-		{ "gateways", required_argument, NULL, 'g' },
-		{ "workers-per-gateway", required_argument, NULL, 'W' },
-		{ "bytes", required_argument, NULL, 'b' },
-		{ "max-trees", required_argument, NULL, 'k' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct bc_opts bo = BC_OPTS_DEFAULT;
-	const char *topo_path = NULL, *out_path = NULL;
+	struct plan_cli pc = { .bytes = &bo.bytes, .max_trees = &bo.max_trees };
 	struct bc_result r = { 0 };
 	char err[TOPO_ERR_MAX];
 	struct topo *t = NULL;
-	bool quiet = false;
 	FILE *sum = stdout;
 	int c, rc = CLI_EXIT_USAGE;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:g:W:b:k:o:qh", opts, NULL)) != -1) {
-		switch (c) {
-		case 't': topo_path = optarg; break;
-		case 'g':
-			if (cli_int(PROG, "gateways", optarg, 1, BC_RANKS_MAX, &bo.gateways))
-				goto out;
-			break;
-		case 'W':
-			if (cli_int(PROG, "workers-per-gateway", optarg, 1, BC_RANKS_MAX,
-				    &bo.workers_per_gateway))
-				goto out;
-			break;
-		case 'b':
-			if (cli_bytes(PROG, "bytes", optarg, 1, &bo.bytes))
-				goto out;
-			break;
-		case 'k':
-			if (cli_int(PROG, "max-trees", optarg, 0, PLAN_TREES_MAX, &bo.max_trees))
-				goto out;
-			break;
-		case 'o': out_path = optarg; break;
-		case 'q': quiet = true; break;
-		case 'h': usage_blueconnect(stdout); rc = 0; goto out;
-		default: plan_bad_option("blueconnect", argv); goto out;
-		}
-	}
-	if (optind < argc) {
-		cli_error(PROG, "blueconnect: unexpected argument '%s'", argv[optind]);
-		goto out;
-	}
-	t = plan_load_topology(topo_path);
+	if (!plan_cli_parse(&blueconnect_cmd, &pc, &bo, argc, argv, &rc))
+		return rc;
+	t = plan_load_topology(pc.topo_path);
 	if (t == NULL)
 		goto out;
 	plan_note("planning the WAN stage and costing the decompositions");
@@ -193,8 +177,8 @@ cmd_blueconnect(int argc, char **argv)
 		rc = CLI_EXIT_FAIL;
 		goto out;
 	}
-	rc = write_plan(t, &r, out_path, &sum);
-	if (rc == 0 && !quiet)
+	rc = write_plan(t, &r, pc.out_path, &sum);
+	if (rc == 0 && !pc.quiet)
 		print_summary(sum, t, &r, bo.bytes);
 out:
 	bc_result_fini(&r);

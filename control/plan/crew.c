@@ -80,13 +80,13 @@ usage_crew(FILE *f)
 }
 
 struct crew_cli {
-	const char *topo_path, *matrix_path, *data_path, *group_arg, *p_arg, *out_path;
-	const char *topo_out, *check_path;
+	struct plan_cli pc;     /* the shared options: --topology, --output, ... */
+	const char *matrix_path, *data_path, *group_arg, *p_arg;
 	int intercloud;         /* sites, 0 = not used */
 	uint64_t seed, bytes;
 	enum crew_scheme scheme;
 	struct crew_sim_opts so;
-	bool simulate, timeline, json, quiet;
+	bool simulate, timeline;
 };
 
 /* The input network as a topology (ids and the plan's reference), or NULL after a
@@ -96,15 +96,15 @@ load_input(const struct crew_cli *c)
 {
 	char err[TOPO_ERR_MAX];
 	struct topo *t = NULL;
-	int given = (c->topo_path != NULL) + (c->matrix_path != NULL) + (c->intercloud > 0);
+	int given = (c->pc.topo_path != NULL) + (c->matrix_path != NULL) + (c->intercloud > 0);
 
 	if (given != 1) {
 		cli_error(PROG, given == 0 ? "crew: one of --topology, --matrix or --intercloud is "
 			  "required" : "crew: give only one of --topology, --matrix, --intercloud");
 		return NULL;
 	}
-	if (c->topo_path != NULL)
-		return plan_load_topology(c->topo_path);
+	if (c->pc.topo_path != NULL)
+		return plan_load_topology(c->pc.topo_path);
 	if (c->matrix_path != NULL) {
 		char *text = json_util_read_file(c->matrix_path, err, sizeof(err));
 		const char *base = strrchr(c->matrix_path, '/');
@@ -261,7 +261,7 @@ run_plan(const struct crew_cli *c, const struct topo *t, const double *g, int *g
 				   .model_bytes = c->bytes };
 	struct scheme_row rows[3] = { { 0 } };
 	char err[TOPO_ERR_MAX];
-	FILE *out = stdout, *sum = stdout;
+	FILE *out, *sum = stdout;
 	int rc = CLI_EXIT_FAIL;
 
 	for (int s = 0; s < 3; s++) {
@@ -283,23 +283,17 @@ run_plan(const struct crew_cli *c, const struct topo *t, const double *g, int *g
 			  crew_scheme_name(c->scheme));
 		goto out;
 	}
-	if (c->out_path != NULL && strcmp(c->out_path, "-") != 0) {
-		out = fopen(c->out_path, "w");
-		if (out == NULL) {
-			cli_error(PROG, "--output: cannot open '%s': %s", c->out_path, strerror(errno));
-			rc = CLI_EXIT_USAGE;
-			goto out;
-		}
-	} else if (!c->json) {
-		sum = stderr;
-	}
-	if ((c->out_path != NULL || !c->json) &&
-	    (write_plan(c, t, g, &pb, &rows[c->scheme], out) != 0 ||
-	     (out != stdout && fclose(out) != 0))) {
-		cli_error(PROG, "--output: write failed: %s", strerror(errno));
+	out = plan_output_open(c->pc.out_path);
+	if (out == NULL) {
+		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
-	if (c->json) {
+	if (out == stdout && !c->pc.json)
+		sum = stderr;
+	if ((c->pc.out_path != NULL || !c->pc.json) &&
+	    plan_output_close(out, write_plan(c, t, g, &pb, &rows[c->scheme], out)) != 0)
+		goto out;
+	if (c->pc.json) {
 		json_t *root = json_pack("{s:s, s:i, s:i, s:I, s:[]}", "network", t->name, "sites",
 					 t->n_nodes, "members", p, "model_bytes",
 					 (json_int_t)c->bytes, "schemes");
@@ -318,7 +312,7 @@ run_plan(const struct crew_cli *c, const struct topo *t, const double *g, int *g
 					  op_seconds(&rows[0].tm) : 0));
 		}
 		json_util_dump_new(root, stdout);
-	} else if (!c->quiet) {
+	} else if (!c->pc.quiet) {
 		fprintf(sum, "partial reduce on '%s': %d sites, group of %d (", t->name, t->n_nodes,
 			p);
 		print_group(sum, t, group, p);
@@ -416,7 +410,7 @@ run_simulation(const struct crew_cli *c, const struct topo *t, const double *g)
 	}
 	if (lp_means(c, t, g, lp) != 0)
 		goto out;
-	if (c->json) {
+	if (c->pc.json) {
 		json_t *root = json_pack("{s:s, s:i, s:i, s:I, s:f, s:i, s:I, s:[]}", "network",
 					 t->name, "sites", t->n_nodes, "p", c->so.p, "model_bytes",
 					 (json_int_t)c->bytes, "seconds", c->so.seconds,
@@ -500,112 +494,100 @@ run_check(const struct topo *t, const char *path)
 	return 0;
 }
 
+/* crew's own options, into its struct crew_cli. */
+static const struct option crew_longopts[] = {
+	{ "matrix", required_argument, NULL, 'm' },
+	{ "intercloud", required_argument, NULL, 'n' },
+	{ "intercloud-data", required_argument, NULL, 'D' },
+	{ "group", required_argument, NULL, 'g' },
+	{ "p", required_argument, NULL, 'p' },
+	{ "seed", required_argument, NULL, 's' },
+	{ "bytes", required_argument, NULL, 'b' },
+	{ "scheme", required_argument, NULL, 'S' },
+	{ "progress-seconds", required_argument, NULL, 'T' },
+	{ "failed-links", required_argument, NULL, 'F' },
+	{ "compute-s", required_argument, NULL, 'c' },
+	{ "straggler-prob", required_argument, NULL, 'Q' },
+	{ "blocking", no_argument, NULL, 'B' },
+	{ "timeline", no_argument, NULL, 'L' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int
+crew_opt(void *ctx, int opt, const char *arg)
+{
+	struct crew_cli *c = ctx;
+	double d;
+
+	switch (opt) {
+	case 'm': c->matrix_path = arg; return 0;
+	case 'n': return cli_int(PROG, "intercloud", arg, 1, INTERCLOUD_MAX_SITES, &c->intercloud);
+	case 'D': c->data_path = arg; return 0;
+	case 'g': c->group_arg = arg; return 0;
+	case 'p': c->p_arg = arg; return 0;
+	case 's': return cli_uint(PROG, "--seed", arg, 0, UINT64_MAX, &c->seed);
+	case 'b':
+		if (cli_bytes(PROG, "bytes", arg, 1, &c->bytes))
+			return -1;
+		if (c->bytes > CREW_MAX_BYTES) {
+			cli_error(PROG, "--bytes: at most 2^50 bytes");
+			return -1;
+		}
+		return 0;
+	case 'S':
+		for (c->scheme = CREW_SCHEME_CREW; c->scheme <= CREW_SCHEME_ALL_TO_ALL; c->scheme++)
+			if (strcmp(arg, crew_scheme_name(c->scheme)) == 0)
+				break;
+		if (c->scheme > CREW_SCHEME_ALL_TO_ALL) {
+			cli_error(PROG, "--scheme: '%s' is not crew, partial-reduce or all-to-all",
+				  arg);
+			return -1;
+		}
+		return 0;
+	case 'T':
+		if (cli_double(PROG, "progress-seconds", arg, 0.001, 1e5, &c->so.seconds))
+			return -1;
+		c->simulate = true;
+		return 0;
+	case 'F': return cli_int(PROG, "failed-links", arg, 0, 1 << 20, &c->so.failed_links);
+	case 'c': return cli_double(PROG, "compute-s", arg, 0, 1e4, &c->so.compute_s);
+	case 'Q':
+		if (cli_double(PROG, "straggler-prob", arg, 0, 1, &d))
+			return -1;
+		c->so.straggler_prob = d;
+		return 0;
+	case 'B': c->so.nonblocking = false; return 0;
+	case 'L': c->timeline = true; return 0;
+	default: return -1;
+	}
+}
+
+static const struct plan_cmd crew_cmd = {
+	.name = "crew",
+	.shortopts = "t:m:n:g:p:s:b:o:qh",
+	.common = PLAN_OPT_TOPOLOGY | PLAN_OPT_OUTPUT | PLAN_OPT_WRITE_TOPOLOGY | PLAN_OPT_CHECK |
+		  PLAN_OPT_JSON | PLAN_OPT_QUIET,
+	.opts = crew_longopts,
+	.opt = crew_opt,
+	.usage = usage_crew,
+};
+
 int
 cmd_crew(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "topology", required_argument, NULL, 't' },
-		{ "matrix", required_argument, NULL, 'm' },
-		{ "intercloud", required_argument, NULL, 'n' },
-		{ "intercloud-data", required_argument, NULL, 'D' },
-		{ "group", required_argument, NULL, 'g' },
-		{ "p", required_argument, NULL, 'p' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "bytes", required_argument, NULL, 'b' },
-		{ "scheme", required_argument, NULL, 'S' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "write-topology", required_argument, NULL, 'W' },
-		{ "check", required_argument, NULL, 'C' },
-		{ "progress-seconds", required_argument, NULL, 'T' },
-		{ "failed-links", required_argument, NULL, 'F' },
-		{ "compute-s", required_argument, NULL, 'c' },
-		{ "straggler-prob", required_argument, NULL, 'Q' },
-		{ "blocking", no_argument, NULL, 'B' },
-		{ "timeline", no_argument, NULL, 'L' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct crew_cli c = { .seed = 1, .bytes = DEFAULT_MODEL_BYTES,
 			      .so = CREW_SIM_OPTS_DEFAULT };
 	struct topo *t = NULL;
 	double *g = NULL;
-	int *group = NULL, p = 0, opt, rc = CLI_EXIT_USAGE;
-	double d;
+	int *group = NULL, p = 0, rc = CLI_EXIT_USAGE;
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "t:m:n:g:p:s:b:o:qh", opts, NULL)) != -1) {
-		switch (opt) {
-		case 't': c.topo_path = optarg; break;
-		case 'm': c.matrix_path = optarg; break;
-		case 'n':
-			if (cli_int(PROG, "intercloud", optarg, 1, INTERCLOUD_MAX_SITES, &c.intercloud))
-				goto out;
-			break;
-		case 'D': c.data_path = optarg; break;
-		case 'g': c.group_arg = optarg; break;
-		case 'p': c.p_arg = optarg; break;
-		case 's':
-			if (cli_uint(PROG, "--seed", optarg, 0, UINT64_MAX, &c.seed))
-				goto out;
-			break;
-		case 'b':
-			if (cli_bytes(PROG, "bytes", optarg, 1, &c.bytes))
-				goto out;
-			if (c.bytes > CREW_MAX_BYTES) {
-				cli_error(PROG, "--bytes: at most 2^50 bytes");
-				goto out;
-			}
-			break;
-		case 'S':
-			for (c.scheme = CREW_SCHEME_CREW; c.scheme <= CREW_SCHEME_ALL_TO_ALL; c.scheme++)
-				if (strcmp(optarg, crew_scheme_name(c.scheme)) == 0)
-					break;
-			if (c.scheme > CREW_SCHEME_ALL_TO_ALL) {
-				cli_error(PROG, "--scheme: '%s' is not crew, partial-reduce or "
-					  "all-to-all", optarg);
-				goto out;
-			}
-			break;
-		case 'o': c.out_path = optarg; break;
-		case 'W': c.topo_out = optarg; break;
-		case 'C': c.check_path = optarg; break;
-		case 'T':
-			if (cli_double(PROG, "progress-seconds", optarg, 0.001, 1e5, &c.so.seconds))
-				goto out;
-			c.simulate = true;
-			break;
-		case 'F':
-			if (cli_int(PROG, "failed-links", optarg, 0, 1 << 20, &c.so.failed_links))
-				goto out;
-			break;
-		case 'c':
-			if (cli_double(PROG, "compute-s", optarg, 0, 1e4, &c.so.compute_s))
-				goto out;
-			break;
-		case 'Q':
-			if (cli_double(PROG, "straggler-prob", optarg, 0, 1, &d))
-				goto out;
-			c.so.straggler_prob = d;
-			break;
-		case 'B': c.so.nonblocking = false; break;
-		case 'L': c.timeline = true; break;
-		case 'j': c.json = true; break;
-		case 'q': c.quiet = true; break;
-		case 'h': usage_crew(stdout); rc = 0; goto out;
-		default: plan_bad_option("crew", argv); goto out;
-		}
-	}
-	if (optind < argc) {
-		cli_error(PROG, "crew: unexpected argument '%s'", argv[optind]);
-		goto out;
-	}
+	if (!plan_cli_parse(&crew_cmd, &c.pc, &c, argc, argv, &rc))
+		return rc;
 	t = load_input(&c);
 	if (t == NULL)
 		goto out;
-	if (c.check_path != NULL) {
-		rc = run_check(t, c.check_path);
+	if (c.pc.check_path != NULL) {
+		rc = run_check(t, c.pc.check_path);
 		goto out;
 	}
 	g = crew_matrix_from_topo(t);
@@ -634,15 +616,8 @@ cmd_crew(int argc, char **argv)
 		cli_error(PROG, "crew: --group IDS or --p P is required");
 		goto out;
 	}
-	if (c.topo_out != NULL) {
-		FILE *f = fopen(c.topo_out, "w");
-
-		if (f == NULL || topo_write(t, f) != 0 || fclose(f) != 0) {
-			cli_error(PROG, "--write-topology: cannot write '%s': %s", c.topo_out,
-				  strerror(errno));
-			goto out;
-		}
-	}
+	if (c.pc.topo_out != NULL && plan_write_topology(t, c.pc.topo_out) != 0)
+		goto out;
 	if (c.simulate) {
 		c.so.p = p;
 		c.so.model_bytes = c.bytes;

@@ -91,79 +91,81 @@ usage_mtree(FILE *f)
 		"  -h, --help              this text\n");
 }
 
+/* mtree's own options, into its struct mtree_opts. */
+static const struct option mtree_longopts[] = {
+	{ "min-rate-gbps", required_argument, NULL, 'r' },
+	{ "rho", required_argument, NULL, 'R' },
+	{ "paper", no_argument, NULL, 'P' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int
+mtree_opt(void *ctx, int c, const char *arg)
+{
+	struct mtree_opts *mo = ctx;
+
+	switch (c) {
+	case 'r': return cli_double(PROG, "min-rate-gbps", arg, 0, 1e9, &mo->min_rate_gbps);
+	case 'R': return cli_double(PROG, "rho", arg, 0, 1, &mo->rho);
+	case 'P': mo->paper_only = true; return 0;
+	default: return -1;
+	}
+}
+
+static const struct plan_cmd mtree_cmd = {
+	.name = "mtree",
+	.shortopts = "t:k:H:r:b:o:w:qh",
+	.common = PLAN_OPT_TOPOLOGY | PLAN_OPT_MAX_TREES | PLAN_OPT_MAX_HEIGHT | PLAN_OPT_BYTES |
+		  PLAN_OPT_OUTPUT | PLAN_OPT_MILP_SECONDS | PLAN_OPT_WINDOW | PLAN_OPT_QUIET,
+	.opts = mtree_longopts,
+	.opt = mtree_opt,
+	.usage = usage_mtree,
+};
+
+/* mtree's summary of plan p: on stderr when the plan went to stdout. */
+static void
+mtree_summary(FILE *sum, const struct topo *t, const struct plan *p,
+	      const struct mtree_stats *st)
+{
+	double bound;
+
+	plan_note("computing the packing bound");
+	bound = plan_packing_bound(t, NULL);
+	fprintf(sum, "%s plan for '%s': %d trees, %.4f Gbit/s aggregate", p->algorithm,
+		t->name, p->n_trees, plan_total_rate(p));
+	if (bound > 0)
+		fprintf(sum, " (%.3f of the packing bound %.4f)", plan_total_rate(p) / bound,
+			bound);
+	fprintf(sum, "\n");
+	plan_print_trees(sum, t, p);
+	fprintf(sum, "predicted AllReduce of %llu bytes: %.4f s\n",
+		(unsigned long long)p->bytes, p->allreduce_seconds);
+	fprintf(sum, "planned in %.3f s: %d candidates (%d from GBST), %d LP solves, "
+		"%d ITH probes, height limit %s, MILP %s\n", st->seconds, st->candidates,
+		st->gbst_trees, st->lp_iterations, st->ith_probes,
+		st->height_limit_ms > 0 ? "set" : "none",
+		st->milp_optimal ? "optimal" : "stopped at its time limit");
+	if (st->height_limit_ms > 0)
+		fprintf(sum, "height limit used: %.0f ms\n", st->height_limit_ms);
+}
+
 int
 cmd_mtree(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "topology", required_argument, NULL, 't' },
-		{ "max-trees", required_argument, NULL, 'k' },
-		{ "max-height-ms", required_argument, NULL, 'H' },
-		{ "min-rate-gbps", required_argument, NULL, 'r' },
-		{ "rho", required_argument, NULL, 'R' },
-		{ "paper", no_argument, NULL, 'P' },
-		{ "bytes", required_argument, NULL, 'b' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "milp-seconds", required_argument, NULL, 'M' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct mtree_opts mo = MTREE_OPTS_DEFAULT;
-	const char *topo_path = NULL, *out_path = NULL;
+	struct plan_cli pc = { .bytes = &mo.bytes, .max_trees = &mo.max_trees,
+			       .max_height_ms = &mo.max_height_ms, .window = &mo.window,
+			       .milp_seconds = &mo.milp_seconds };
 	struct mtree_stats st;
 	char err[TOPO_ERR_MAX];
 	struct topo *t = NULL;
 	struct plan *p = NULL;
-	bool quiet = false;
-	FILE *out = stdout, *sum = stdout;
-	int c, rc = CLI_EXIT_USAGE;
-	double bound;
+	FILE *out, *sum = stdout;
+	int rc = CLI_EXIT_USAGE;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:k:H:r:b:o:w:qh", opts, NULL)) != -1) {
-		switch (c) {
-		case 't': topo_path = optarg; break;
-		case 'k':
-			if (cli_int(PROG, "max-trees", optarg, 0, PLAN_TREES_MAX, &mo.max_trees))
-				goto out;
-			break;
-		case 'H':
-			if (cli_double(PROG, "max-height-ms", optarg, 0, 1e9, &mo.max_height_ms))
-				goto out;
-			break;
-		case 'r':
-			if (cli_double(PROG, "min-rate-gbps", optarg, 0, 1e9, &mo.min_rate_gbps))
-				goto out;
-			break;
-		case 'R':
-			if (cli_double(PROG, "rho", optarg, 0, 1, &mo.rho))
-				goto out;
-			break;
-		case 'P': mo.paper_only = true; break;
-		case 'b':
-			if (cli_bytes(PROG, "bytes", optarg, 1, &mo.bytes))
-				goto out;
-			break;
-		case 'o': out_path = optarg; break;
-		case 'M':
-			if (cli_double(PROG, "milp-seconds", optarg, 0.01, 3600, &mo.milp_seconds))
-				goto out;
-			break;
-		case 'w':
-			if (cli_int(PROG, "window", optarg, 0, 1, &mo.window))
-				goto out;
-			break;
-		case 'q': quiet = true; break;
-		case 'h': usage_mtree(stdout); rc = 0; goto out;
-		default: plan_bad_option("mtree", argv); goto out;
-		}
-	}
-	if (optind < argc) {
-		cli_error(PROG, "mtree: unexpected argument '%s'", argv[optind]);
-		goto out;
-	}
-	t = plan_load_topology(topo_path);
+	if (!plan_cli_parse(&mtree_cmd, &pc, &mo, argc, argv, &rc))
+		return rc;
+	t = plan_load_topology(pc.topo_path);
 	if (t == NULL)
 		goto out;
 	plan_note("planning mTree");
@@ -184,40 +186,17 @@ cmd_mtree(int argc, char **argv)
 		rc = CLI_EXIT_FAIL;
 		goto out;
 	}
-	if (out_path != NULL && strcmp(out_path, "-") != 0) {
-		out = fopen(out_path, "w");
-		if (out == NULL) {
-			cli_error(PROG, "--output: cannot open '%s': %s", out_path, strerror(errno));
-			goto out;
-		}
-	} else {
+	out = plan_output_open(pc.out_path);
+	if (out == NULL)
+		goto out;
+	if (out == stdout)
 		sum = stderr;
-	}
-	if (plan_write(t, p, out) != 0 || (out != stdout && fclose(out) != 0)) {
-		cli_error(PROG, "--output: write failed: %s", strerror(errno));
+	if (plan_output_close(out, plan_write(t, p, out)) != 0) {
 		rc = CLI_EXIT_FAIL;
 		goto out;
 	}
-	if (!quiet) {
-		plan_note("computing the packing bound");
-		bound = plan_packing_bound(t, NULL);
-		fprintf(sum, "%s plan for '%s': %d trees, %.4f Gbit/s aggregate", p->algorithm,
-			t->name, p->n_trees, plan_total_rate(p));
-		if (bound > 0)
-			fprintf(sum, " (%.3f of the packing bound %.4f)", plan_total_rate(p) / bound,
-				bound);
-		fprintf(sum, "\n");
-		plan_print_trees(sum, t, p);
-		fprintf(sum, "predicted AllReduce of %llu bytes: %.4f s\n",
-			(unsigned long long)p->bytes, p->allreduce_seconds);
-		fprintf(sum, "planned in %.3f s: %d candidates (%d from GBST), %d LP solves, "
-			"%d ITH probes, height limit %s, MILP %s\n", st.seconds, st.candidates,
-			st.gbst_trees, st.lp_iterations, st.ith_probes,
-			st.height_limit_ms > 0 ? "set" : "none",
-			st.milp_optimal ? "optimal" : "stopped at its time limit");
-		if (st.height_limit_ms > 0)
-			fprintf(sum, "height limit used: %.0f ms\n", st.height_limit_ms);
-	}
+	if (!pc.quiet)
+		mtree_summary(sum, t, p, &st);
 	rc = 0;
 out:
 	plan_free(p);
@@ -348,104 +327,70 @@ blueconnect_row(const struct topo *t, uint64_t bytes, int max_trees, struct row 
 	return rc;
 }
 
-int
-cmd_compare(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "topology", required_argument, NULL, 't' },
-		{ "bytes", required_argument, NULL, 'b' },
-		{ "max-trees", required_argument, NULL, 'k' },
-		{ "max-height-ms", required_argument, NULL, 'H' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct mtree_opts mo = MTREE_OPTS_DEFAULT;
-	const char *topo_path = NULL;
-	uint64_t bytes = DEFAULT_BYTES;
+static const struct plan_cmd compare_cmd = {
+	.name = "compare",
+	.shortopts = "t:b:k:H:w:h",
+	.common = PLAN_OPT_TOPOLOGY | PLAN_OPT_BYTES | PLAN_OPT_MAX_TREES | PLAN_OPT_MAX_HEIGHT |
+		  PLAN_OPT_JSON | PLAN_OPT_WINDOW,
+	.usage = usage_compare,
+};
+
+/* One compare: its inputs and the rows so far. */
+struct compare_run {
+	const struct topo *t;
+	uint64_t bytes;                 /* the tensor size */
+	struct mtree_opts mo;           /* mTree's options */
+	struct sim_params sp;           /* the simulation of the ring and the parameter server */
 	struct row rows[12];
-	int n_rows = 0, c, rc = CLI_EXIT_USAGE, ring_row = -1;
-	struct sim_params sp = SIM_PARAMS_DEFAULT;
-	struct ring_plan rp = { 0 };
-	struct ps_plan ps;
-	struct topo *t = NULL;
+	int n_rows;
+	int ring_row;                   /* the ring's row, or -1 */
+	double bound;                   /* the packing bound, Gbit/s */
+};
+
+/* The packing bound, and its solution as a plan (unlimited trees and height). 0, or -1
+ * after a one-line error. */
+static int
+compare_packing(struct compare_run *cr)
+{
+	const struct topo *t = cr->t;
+	uint64_t bytes = cr->bytes;
+	struct plan *p = NULL;
 	struct timespec t0;
-	char err[TOPO_ERR_MAX];
-	bool json = false;
-	double bound;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:b:k:H:w:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 't': topo_path = optarg; break;
-		case 'b':
-			if (cli_bytes(PROG, "bytes", optarg, 1, &bytes))
-				goto out;
-			break;
-		case 'k':
-			if (cli_int(PROG, "max-trees", optarg, 0, PLAN_TREES_MAX, &mo.max_trees))
-				goto out;
-			break;
-		case 'H':
-			if (cli_double(PROG, "max-height-ms", optarg, 0, 1e9, &mo.max_height_ms))
-				goto out;
-			break;
-		case 'w':
-			if (cli_int(PROG, "window", optarg, 0, 1, &mo.window))
-				goto out;
-			break;
-		case 'j': json = true; break;
-		case 'h': usage_compare(stdout); rc = 0; goto out;
-		default: plan_bad_option("compare", argv); goto out;
-		}
-	}
-	if (optind < argc) {
-		cli_error(PROG, "compare: unexpected argument '%s'", argv[optind]);
-		goto out;
-	}
-	t = plan_load_topology(topo_path);
-	if (t == NULL)
-		goto out;
-	if (topo_worker_sites(t) < 2) {
-		printf("topology '%s' has one worker site: nothing to synchronise over the WAN\n",
-		       t->name);
-		rc = 0;
-		goto out;
-	}
-	mo.bytes = bytes;
-	sp.window = mo.window;
-	rc = CLI_EXIT_FAIL;
-
-	/* The packing bound, and its solution as a plan (unlimited trees and height). */
-	{
-		struct plan *p = NULL;
-
-		plan_note("packing bound");
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		bound = plan_packing_bound(t, &p);
-		if (bound < 0 || p == NULL) {
-			cli_error(PROG, "compare: the packing LP failed");
-			plan_free(p);
-			goto out;
-		}
-		for (int i = 0; i < p->n_trees; i++)
-			p->trees[i].chunk_bytes = planner_chunk_bytes(
-				(uint64_t)(p->trees[i].share * (double)bytes), p->trees[i].rate_gbps,
-				mo.window == 1 ? planner_tree_max_latency_ms(t, &p->trees[i]) : 0,
-				2 * plan_tree_depth(t, &p->trees[i]));
-		if (row_from_plan(t, p, "packing-bound", bytes, mo.window, elapsed_since(&t0),
-				  &rows[n_rows]) == 0)
-			rows[n_rows++].rate = bound;
+	plan_note("packing bound");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr->bound = plan_packing_bound(t, &p);
+	if (cr->bound < 0 || p == NULL) {
+		cli_error(PROG, "compare: the packing LP failed");
 		plan_free(p);
+		return -1;
 	}
-	/* mTree with the given K, with K unlimited, and the paper's candidates only. */
+	for (int i = 0; i < p->n_trees; i++)
+		p->trees[i].chunk_bytes = planner_chunk_bytes(
+			(uint64_t)(p->trees[i].share * (double)bytes), p->trees[i].rate_gbps,
+			cr->mo.window == 1 ? planner_tree_max_latency_ms(t, &p->trees[i]) : 0,
+			2 * plan_tree_depth(t, &p->trees[i]));
+	if (row_from_plan(t, p, "packing-bound", bytes, cr->mo.window, elapsed_since(&t0),
+			  &cr->rows[cr->n_rows]) == 0)
+		cr->rows[cr->n_rows++].rate = cr->bound;
+	plan_free(p);
+	return 0;
+}
+
+/* mTree with the given K, with K unlimited, and the paper's candidates only. 0, or -1
+ * after a one-line error. */
+static int
+compare_mtree(struct compare_run *cr)
+{
+	static const char *names[] = { "mtree", "mtree-unlimited", "mtree-paper" };
+	char err[TOPO_ERR_MAX];
+
 	for (int variant = 0; variant < 3; variant++) {
-		static const char *names[] = { "mtree", "mtree-unlimited", "mtree-paper" };
-		struct mtree_opts v = mo;
+		struct mtree_opts v = cr->mo;
+		struct timespec t0;
 		struct plan *p;
 
-		if (variant == 1 && mo.max_trees == 0)
+		if (variant == 1 && cr->mo.max_trees == 0)
 			continue;
 		if (variant == 1)
 			v.max_trees = 0;
@@ -453,27 +398,37 @@ cmd_compare(int argc, char **argv)
 			v.paper_only = true;
 		plan_note(names[variant]);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		p = mtree_plan(t, &v, NULL, err, sizeof(err));
+		p = mtree_plan(cr->t, &v, NULL, err, sizeof(err));
 		if (p == NULL) {
 			cli_error(PROG, "compare: %s: %s", names[variant], err);
-			goto out;
+			return -1;
 		}
-		if (row_from_plan(t, p, names[variant], bytes, mo.window, elapsed_since(&t0),
-				  &rows[n_rows]) == 0)
-			n_rows++;
+		if (row_from_plan(cr->t, p, names[variant], cr->bytes, cr->mo.window,
+				  elapsed_since(&t0), &cr->rows[cr->n_rows]) == 0)
+			cr->n_rows++;
 		plan_free(p);
 	}
-	/* Single best tree. */
-	{
-		struct plan *p;
+	return 0;
+}
 
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		p = baseline_single_tree(t, bytes, mo.window);
-		if (row_from_plan(t, p, "single-tree", bytes, mo.window, elapsed_since(&t0),
-				  &rows[n_rows]) == 0)
-			n_rows++;
-		plan_free(p);
-	}
+/* The baselines: the single best tree, the ring and the parameter server. */
+static void
+compare_baselines(struct compare_run *cr)
+{
+	const struct topo *t = cr->t;
+	uint64_t bytes = cr->bytes;
+	struct ring_plan rp = { 0 };
+	struct timespec t0;
+	struct ps_plan ps;
+	struct plan *p;
+
+	/* Single best tree. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	p = baseline_single_tree(t, bytes, cr->mo.window);
+	if (row_from_plan(t, p, "single-tree", bytes, cr->mo.window, elapsed_since(&t0),
+			  &cr->rows[cr->n_rows]) == 0)
+		cr->n_rows++;
+	plan_free(p);
 	/* Ring. */
 	plan_note("ring");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -481,9 +436,9 @@ cmd_compare(int argc, char **argv)
 		struct sim_result res;
 		uint64_t seg = bytes / (uint64_t)(rp.m > 0 ? rp.m : 1);
 		uint64_t chunk = planner_chunk_bytes(seg, rp.fwd_gbps,
-						     mo.window == 1 ? rp.step_latency_ms : 0,
+						     cr->mo.window == 1 ? rp.step_latency_ms : 0,
 						     2 * (rp.m - 1));
-		struct row *r = &rows[n_rows];
+		struct row *r = &cr->rows[cr->n_rows];
 
 		r->name = "ring";
 		r->rate = rp.rate_gbps;
@@ -492,22 +447,23 @@ cmd_compare(int argc, char **argv)
 		r->plan_s = elapsed_since(&t0);
 		int src;
 
-		while ((src = sim_ring(t, rp.order, rp.m, rp.fwd_fraction, bytes, chunk, &sp,
+		while ((src = sim_ring(t, rp.order, rp.m, rp.fwd_fraction, bytes, chunk, &cr->sp,
 				       &res)) == -E2BIG && chunk < bytes)
 			chunk *= 2; /* too large to simulate: coarser chunks, pessimistic */
 		if (src == 0) {
 			r->seconds = res.seconds;
-			ring_row = n_rows++;
+			cr->ring_row = cr->n_rows++;
 		}
 	}
+	ring_plan_fini(&rp);
 	/* Parameter server. */
 	plan_note("parameter server");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (baseline_ps(t, &ps) == 0) {
 		struct sim_result res;
 		uint64_t chunk = planner_chunk_bytes(bytes, ps.rate_gbps,
-						     mo.window == 1 ? ps.max_latency_ms : 0, 4);
-		struct row *r = &rows[n_rows];
+						     cr->mo.window == 1 ? ps.max_latency_ms : 0, 4);
+		struct row *r = &cr->rows[cr->n_rows];
 
 		r->name = "ps";
 		r->rate = ps.rate_gbps;
@@ -516,68 +472,118 @@ cmd_compare(int argc, char **argv)
 		r->plan_s = elapsed_since(&t0);
 		int src;
 
-		while ((src = sim_ps(t, ps.server, bytes, chunk, &sp, &res)) == -E2BIG &&
+		while ((src = sim_ps(t, ps.server, bytes, chunk, &cr->sp, &res)) == -E2BIG &&
 		       chunk < bytes)
 			chunk *= 2;
 		if (src == 0) {
 			r->seconds = res.seconds;
-			n_rows++;
+			cr->n_rows++;
 		}
 	}
-	/* The other AllReduce decompositions, where the topology allows them. */
+}
+
+/* The other AllReduce decompositions, where the topology allows them. */
+static void
+compare_decompositions(struct compare_run *cr)
+{
+	struct timespec t0;
+
 	plan_note("crew all-to-all");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (crew_row(t, bytes, &rows[n_rows]) == 0) {
-		rows[n_rows].plan_s = elapsed_since(&t0);
-		n_rows++;
+	if (crew_row(cr->t, cr->bytes, &cr->rows[cr->n_rows]) == 0) {
+		cr->rows[cr->n_rows].plan_s = elapsed_since(&t0);
+		cr->n_rows++;
 	}
 	plan_note("blueconnect");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (blueconnect_row(t, bytes, mo.max_trees, &rows[n_rows]) == 0) {
-		rows[n_rows].plan_s = elapsed_since(&t0);
-		n_rows++;
+	if (blueconnect_row(cr->t, cr->bytes, cr->mo.max_trees, &cr->rows[cr->n_rows]) == 0) {
+		cr->rows[cr->n_rows].plan_s = elapsed_since(&t0);
+		cr->n_rows++;
 	}
+}
 
-	if (json) {
-		json_t *root = json_pack("{s:s, s:I, s:f, s:[]}", "topology", t->name, "bytes",
-					 (json_int_t)bytes, "bound_gbps", bound, "rows");
-		json_t *arr = json_object_get(root, "rows");
+static void
+compare_print_json(const struct compare_run *cr)
+{
+	json_t *root = json_pack("{s:s, s:I, s:f, s:[]}", "topology", cr->t->name, "bytes",
+				 (json_int_t)cr->bytes, "bound_gbps", cr->bound, "rows");
+	json_t *arr = json_object_get(root, "rows");
 
-		for (int i = 0; i < n_rows; i++) {
-			const struct row *r = &rows[i];
-			json_t *o = json_pack("{s:s, s:f, s:f, s:i, s:f, s:f, s:f}", "algorithm",
-					      r->name, "rate_gbps", r->rate, "fraction_of_bound",
-					      r->rate / bound, "trees", r->trees, "max_height_ms",
-					      r->height_ms, "allreduce_seconds", r->seconds,
-					      "planning_seconds", r->plan_s);
+	for (int i = 0; i < cr->n_rows; i++) {
+		const struct row *r = &cr->rows[i];
+		json_t *o = json_pack("{s:s, s:f, s:f, s:i, s:f, s:f, s:f}", "algorithm",
+				      r->name, "rate_gbps", r->rate, "fraction_of_bound",
+				      r->rate / cr->bound, "trees", r->trees, "max_height_ms",
+				      r->height_ms, "allreduce_seconds", r->seconds,
+				      "planning_seconds", r->plan_s);
 
-			if (ring_row >= 0)
-				json_object_set_new(o, "speedup_over_ring",
-						    json_real(rows[ring_row].seconds / r->seconds));
-			json_array_append_new(arr, o);
-		}
-		json_util_dump_new(root, stdout);
-	} else {
-		printf("topology '%s': %d sites (%d with workers), %d links; AllReduce of %llu "
-		       "bytes\n", t->name, t->n_nodes, topo_worker_sites(t), t->n_links,
-		       (unsigned long long)bytes);
-		printf("%-16s %12s %9s %6s %11s %12s %9s %9s\n", "algorithm", "rate Gbit/s",
-		       "of bound", "trees", "height ms", "allreduce s", "vs ring", "plan s");
-		for (int i = 0; i < n_rows; i++) {
-			const struct row *r = &rows[i];
-			char sp_s[16] = "-", trees[16] = "-";
-
-			if (ring_row >= 0)
-				snprintf(sp_s, sizeof(sp_s), "%.2fx", rows[ring_row].seconds / r->seconds);
-			if (r->trees > 0)
-				snprintf(trees, sizeof(trees), "%d", r->trees);
-			printf("%-16s %12.4f %9.3f %6s %11.1f %12.3f %9s %9.3f\n", r->name, r->rate,
-			       r->rate / bound, trees, r->height_ms, r->seconds, sp_s, r->plan_s);
-		}
+		if (cr->ring_row >= 0)
+			json_object_set_new(o, "speedup_over_ring",
+					    json_real(cr->rows[cr->ring_row].seconds / r->seconds));
+		json_array_append_new(arr, o);
 	}
+	json_util_dump_new(root, stdout);
+}
+
+static void
+compare_print_text(const struct compare_run *cr)
+{
+	const struct topo *t = cr->t;
+
+	printf("topology '%s': %d sites (%d with workers), %d links; AllReduce of %llu "
+	       "bytes\n", t->name, t->n_nodes, topo_worker_sites(t), t->n_links,
+	       (unsigned long long)cr->bytes);
+	printf("%-16s %12s %9s %6s %11s %12s %9s %9s\n", "algorithm", "rate Gbit/s",
+	       "of bound", "trees", "height ms", "allreduce s", "vs ring", "plan s");
+	for (int i = 0; i < cr->n_rows; i++) {
+		const struct row *r = &cr->rows[i];
+		char sp_s[16] = "-", trees[16] = "-";
+
+		if (cr->ring_row >= 0)
+			snprintf(sp_s, sizeof(sp_s), "%.2fx",
+				 cr->rows[cr->ring_row].seconds / r->seconds);
+		if (r->trees > 0)
+			snprintf(trees, sizeof(trees), "%d", r->trees);
+		printf("%-16s %12.4f %9.3f %6s %11.1f %12.3f %9s %9.3f\n", r->name, r->rate,
+		       r->rate / cr->bound, trees, r->height_ms, r->seconds, sp_s, r->plan_s);
+	}
+}
+
+int
+cmd_compare(int argc, char **argv)
+{
+	struct compare_run cr = { .bytes = DEFAULT_BYTES, .mo = MTREE_OPTS_DEFAULT,
+				  .sp = SIM_PARAMS_DEFAULT, .ring_row = -1 };
+	struct plan_cli pc = { .bytes = &cr.bytes, .max_trees = &cr.mo.max_trees,
+			       .max_height_ms = &cr.mo.max_height_ms, .window = &cr.mo.window };
+	struct topo *t = NULL;
+	int rc = CLI_EXIT_USAGE;
+
+	if (!plan_cli_parse(&compare_cmd, &pc, NULL, argc, argv, &rc))
+		return rc;
+	t = plan_load_topology(pc.topo_path);
+	if (t == NULL)
+		goto out;
+	if (topo_worker_sites(t) < 2) {
+		printf("topology '%s' has one worker site: nothing to synchronise over the WAN\n",
+		       t->name);
+		rc = 0;
+		goto out;
+	}
+	cr.t = t;
+	cr.mo.bytes = cr.bytes;
+	cr.sp.window = cr.mo.window;
+	rc = CLI_EXIT_FAIL;
+	if (compare_packing(&cr) != 0 || compare_mtree(&cr) != 0)
+		goto out;
+	compare_baselines(&cr);
+	compare_decompositions(&cr);
+	if (pc.json)
+		compare_print_json(&cr);
+	else
+		compare_print_text(&cr);
 	rc = 0;
 out:
-	ring_plan_fini(&rp);
 	topo_free(t);
 	return rc;
 }
@@ -605,79 +611,77 @@ usage_simulate(FILE *f)
 		"  -h, --help              this text\n");
 }
 
+/* simulate's own options. */
+struct simulate_cli {
+	struct sim_params sp;
+	double alpha_us;
+	bool sweep;
+};
+
+static const struct option simulate_longopts[] = {
+	{ "window", required_argument, NULL, 'w' },
+	{ "alpha-us", required_argument, NULL, 'a' },
+	{ "pace", no_argument, NULL, 'P' },
+	{ "sweep-chunks", no_argument, NULL, 'S' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int
+simulate_opt(void *ctx, int c, const char *arg)
+{
+	struct simulate_cli *sc = ctx;
+
+	switch (c) {
+	case 'w': return cli_int(PROG, "window", arg, 0, 1 << 20, &sc->sp.window);
+	case 'a': return cli_double(PROG, "alpha-us", arg, 0, 1e9, &sc->alpha_us);
+	case 'P': sc->sp.pace = true; return 0;
+	case 'S': sc->sweep = true; return 0;
+	default: return -1;
+	}
+}
+
+static const struct plan_cmd simulate_cmd = {
+	.name = "simulate",
+	.shortopts = "t:p:b:w:a:h",
+	.common = PLAN_OPT_TOPOLOGY | PLAN_OPT_PLAN | PLAN_OPT_BYTES,
+	.opts = simulate_longopts,
+	.opt = simulate_opt,
+	.usage = usage_simulate,
+};
+
 int
 cmd_simulate(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "topology", required_argument, NULL, 't' },
-		{ "plan", required_argument, NULL, 'p' },
-		{ "bytes", required_argument, NULL, 'b' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "alpha-us", required_argument, NULL, 'a' },
-		{ "pace", no_argument, NULL, 'P' },
-		{ "sweep-chunks", no_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *topo_path = NULL, *plan_path = NULL;
-	struct sim_params sp = SIM_PARAMS_DEFAULT;
+	struct simulate_cli sc = { .sp = SIM_PARAMS_DEFAULT };
+	uint64_t bytes = 0;
+	struct plan_cli pc = { .bytes = &bytes };
+	struct sim_params *sp = &sc.sp;
 	struct sim_result res;
 	struct topo *t = NULL;
 	struct plan *p = NULL;
-	uint64_t bytes = 0;
-	bool sweep = false;
-	double alpha_us = sp.alpha_s * 1e6;
-	int c, rc = CLI_EXIT_USAGE;
+	int rc = CLI_EXIT_USAGE;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:p:b:w:a:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 't': topo_path = optarg; break;
-		case 'p': plan_path = optarg; break;
-		case 'b':
-			if (cli_bytes(PROG, "bytes", optarg, 1, &bytes))
-				goto out;
-			break;
-		case 'w':
-			if (cli_int(PROG, "window", optarg, 0, 1 << 20, &sp.window))
-				goto out;
-			break;
-		case 'a':
-			if (cli_double(PROG, "alpha-us", optarg, 0, 1e9, &alpha_us))
-				goto out;
-			break;
-		case 'P': sp.pace = true; break;
-		case 'S': sweep = true; break;
-		case 'h': usage_simulate(stdout); rc = 0; goto out;
-		default: plan_bad_option("simulate", argv); goto out;
-		}
-	}
-	sp.alpha_s = alpha_us * 1e-6;
-	if (optind < argc) {
-		cli_error(PROG, "simulate: unexpected argument '%s'", argv[optind]);
-		goto out;
-	}
-	t = plan_load_topology(topo_path);
+	sc.alpha_us = sp->alpha_s * 1e6;
+	if (!plan_cli_parse(&simulate_cmd, &pc, &sc, argc, argv, &rc))
+		return rc;
+	sp->alpha_s = sc.alpha_us * 1e-6;
+	t = plan_load_topology(pc.topo_path);
 	if (t == NULL)
 		goto out;
-	if (plan_path == NULL) {
-		cli_error(PROG, "--plan FILE is required");
-		goto out;
-	}
-	p = plan_load_valid(t, plan_path, 0);
+	p = plan_load_valid(t, pc.plan_path, 0);
 	if (p == NULL)
 		goto out;
 	if (bytes == 0)
 		bytes = p->bytes > 0 ? p->bytes : DEFAULT_BYTES;
 	rc = CLI_EXIT_FAIL;
-	if (sim_plan(t, p, bytes, &sp, &res) != 0) {
+	if (sim_plan(t, p, bytes, sp, &res) != 0) {
 		cli_error(PROG, "simulate: the simulator failed");
 		goto out;
 	}
 	printf("AllReduce of %llu bytes: %.6f s (%llu transfers, window %d, alpha %.1f us%s)\n",
 	       (unsigned long long)bytes, res.seconds, (unsigned long long)res.transfers,
-	       sp.window, alpha_us, sp.pace ? ", paced" : "");
-	if (sweep) {
+	       sp->window, sc.alpha_us, sp->pace ? ", paced" : "");
+	if (sc.sweep) {
 		printf("%8s %14s %12s\n", "chunks", "chunk bytes", "seconds");
 		for (uint64_t k = 1; k <= 4096; k *= 2) {
 			for (int i = 0; i < p->n_trees; i++) {
@@ -685,7 +689,7 @@ cmd_simulate(int argc, char **argv)
 
 				p->trees[i].chunk_bytes = (v + k - 1) / k > 0 ? (v + k - 1) / k : 1;
 			}
-			if (sim_plan(t, p, bytes, &sp, &res) != 0)
+			if (sim_plan(t, p, bytes, sp, &res) != 0)
 				break;
 			printf("%8llu %14llu %12.6f\n", (unsigned long long)k,
 			       (unsigned long long)p->trees[0].chunk_bytes, res.seconds);
@@ -788,48 +792,33 @@ out:
 	return rc;
 }
 
+static const struct plan_cmd validate_cmd = {
+	.name = "validate",
+	.shortopts = "t:p:H:h",
+	.common = PLAN_OPT_TOPOLOGY | PLAN_OPT_PLAN | PLAN_OPT_MAX_HEIGHT,
+	.usage = usage_validate,
+};
+
 int
 cmd_validate(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "topology", required_argument, NULL, 't' },
-		{ "plan", required_argument, NULL, 'p' },
-		{ "max-height-ms", required_argument, NULL, 'H' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *topo_path = NULL, *plan_path = NULL;
-	struct topo *t = NULL;
 	double h = 0;
-	int c, rc = CLI_EXIT_USAGE;
+	struct plan_cli pc = { .max_height_ms = &h };
+	struct topo *t = NULL;
+	int rc = CLI_EXIT_USAGE;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:p:H:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 't': topo_path = optarg; break;
-		case 'p': plan_path = optarg; break;
-		case 'H':
-			if (cli_double(PROG, "max-height-ms", optarg, 0, 1e9, &h))
-				goto out;
-			break;
-		case 'h': usage_validate(stdout); rc = 0; goto out;
-		default: plan_bad_option("validate", argv); goto out;
-		}
-	}
-	if (optind < argc) {
-		cli_error(PROG, "validate: unexpected argument '%s'", argv[optind]);
-		goto out;
-	}
-	t = plan_load_topology(topo_path);
+	if (!plan_cli_parse(&validate_cmd, &pc, NULL, argc, argv, &rc))
+		return rc;
+	t = plan_load_topology(pc.topo_path);
 	if (t == NULL)
 		goto out;
-	if (plan_path == NULL) {
-		printf("%s: valid topology '%s': %d nodes (%d with workers), %d links\n", topo_path,
-		       t->name, t->n_nodes, topo_worker_sites(t), t->n_links);
+	if (pc.plan_path == NULL) {
+		printf("%s: valid topology '%s': %d nodes (%d with workers), %d links\n",
+		       pc.topo_path, t->name, t->n_nodes, topo_worker_sites(t), t->n_links);
 		rc = 0;
 		goto out;
 	}
-	rc = validate_plan(t, plan_path, h);
+	rc = validate_plan(t, pc.plan_path, h);
 out:
 	topo_free(t);
 	return rc;
@@ -853,7 +842,7 @@ main(int argc, char **argv)
 	};
 
 	plan_progress = isatty(STDERR_FILENO);
-	opterr = 0; /* plan_bad_option() reports */
+	opterr = 0; /* plan_cli_parse() reports */
 	if (argc < 2) {
 		cli_error(PROG, "missing command (try '" PROG " --help')");
 		return CLI_EXIT_USAGE;

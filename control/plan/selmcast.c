@@ -318,204 +318,178 @@ summary(FILE *f, const struct sel_input *si, const struct selmcast_inst *in,
 		rounds, rounds == 1 ? "" : "s", s, per, secs);
 }
 
-int
-cmd_selmcast(int argc, char **argv)
+/* selmcast's own options. */
+struct sel_cli {
+	int random_n, seed, p, rounds;
+	double mean_gbps, lambda, mu;
+	uint64_t bytes;
+	enum selmcast_algo algo;
+	struct selmcast_exact_opts eo;  /* its time limit is --milp-seconds */
+	struct selmcast_inst in;        /* model and stale_rounds; the rest from the instance */
+	bool do_compare;
+};
+
+static const struct option selmcast_longopts[] = {
+	{ "random", required_argument, NULL, 'N' },
+	{ "seed", required_argument, NULL, 'S' },
+	{ "mean-gbps", required_argument, NULL, 'G' },
+	{ "lambda", required_argument, NULL, 'L' },
+	{ "mu", required_argument, NULL, 'U' },
+	{ "p", required_argument, NULL, 'p' },
+	{ "stale-rounds", required_argument, NULL, 'k' },
+	{ "rounds", required_argument, NULL, 'R' },
+	{ "model", required_argument, NULL, 'm' },
+	{ "bytes", required_argument, NULL, 'b' },
+	{ "random-select", no_argument, NULL, 'r' },
+	{ "exact", no_argument, NULL, 'E' },
+	{ "compare", no_argument, NULL, 'C' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int
+selmcast_opt(void *ctx, int c, const char *arg)
 {
-	static const struct option opts[] = {
-		{ "topology", required_argument, NULL, 't' },
-		{ "random", required_argument, NULL, 'N' },
-		{ "seed", required_argument, NULL, 'S' },
-		{ "mean-gbps", required_argument, NULL, 'G' },
-		{ "lambda", required_argument, NULL, 'L' },
-		{ "mu", required_argument, NULL, 'U' },
-		{ "write-topology", required_argument, NULL, 'W' },
-		{ "p", required_argument, NULL, 'p' },
-		{ "stale-rounds", required_argument, NULL, 'k' },
-		{ "rounds", required_argument, NULL, 'R' },
-		{ "model", required_argument, NULL, 'm' },
-		{ "bytes", required_argument, NULL, 'b' },
-		{ "random-select", no_argument, NULL, 'r' },
-		{ "exact", no_argument, NULL, 'E' },
-		{ "milp-seconds", required_argument, NULL, 'M' },
-		{ "compare", no_argument, NULL, 'C' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "check", required_argument, NULL, 'c' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *topo_path = NULL, *out_path = NULL, *wtopo_path = NULL, *check_path = NULL;
-	struct selmcast_exact_opts eo = { .time_limit_s = 10 };
-	struct selmcast_inst in = { .model = SELMCAST_NETWORK, .stale_rounds = 4 };
-	enum selmcast_algo algo = SELMCAST_HEURISTIC;
-	double mean_gbps = 10, lambda = 0.5, mu = 1, t_plan;
-	int random_n = 0, seed = 1, p = 0, rounds = 1, c, rc = CLI_EXIT_USAGE;
-	bool do_compare = false, json = false, quiet = false;
-	uint64_t bytes = SEL_DEFAULT_BYTES;
-	struct selmcast_result *res = NULL;
-	struct sel_input si = { 0 };
-	unsigned char *x = NULL;
-	struct plan *plan = NULL;
-	double *secs = NULL;
+	struct sel_cli *o = ctx;
+
+	switch (c) {
+	case 'N': return cli_int(PROG, "random", arg, 2, TOPO_NODES_MAX - 1, &o->random_n);
+	case 'S': return cli_int(PROG, "seed", arg, 0, 2147483647, &o->seed);
+	case 'G': return cli_double(PROG, "mean-gbps", arg, 1e-9, 1e9, &o->mean_gbps);
+	case 'L': return cli_double(PROG, "lambda", arg, 0, 0.999999, &o->lambda);
+	case 'U': return cli_double(PROG, "mu", arg, 1e-9, 1e9, &o->mu);
+	case 'p': return cli_int(PROG, "p", arg, 1, TOPO_NODES_MAX, &o->p);
+	case 'k': return cli_int(PROG, "stale-rounds", arg, 0, 1000000, &o->in.stale_rounds);
+	case 'R': return cli_int(PROG, "rounds", arg, 1, SELMCAST_ROUNDS_MAX, &o->rounds);
+	case 'm':
+		if (strcmp(arg, "network") == 0) {
+			o->in.model = SELMCAST_NETWORK;
+		} else if (strcmp(arg, "application") == 0) {
+			o->in.model = SELMCAST_APPLICATION;
+		} else {
+			cli_error(PROG, "--model: '%s' is not 'network' or 'application'", arg);
+			return -1;
+		}
+		return 0;
+	case 'b':
+		if (cli_bytes(PROG, "bytes", arg, 1, &o->bytes))
+			return -1;
+		if (o->bytes > SEL_BYTES_MAX) {
+			cli_error(PROG, "--bytes: %s is more than 1 TiB", arg);
+			return -1;
+		}
+		return 0;
+	case 'r': o->algo = SELMCAST_RANDOM; return 0;
+	case 'E': o->algo = SELMCAST_EXACT; return 0;
+	case 'C': o->do_compare = true; return 0;
+	default: return -1;
+	}
+}
+
+static const struct plan_cmd selmcast_cmd = {
+	.name = "selmcast",
+	.shortopts = "t:p:k:R:m:b:o:qh",
+	.common = PLAN_OPT_TOPOLOGY | PLAN_OPT_WRITE_TOPOLOGY | PLAN_OPT_MILP_SECONDS |
+		  PLAN_OPT_JSON | PLAN_OPT_CHECK | PLAN_OPT_OUTPUT | PLAN_OPT_QUIET,
+	.opts = selmcast_longopts,
+	.opt = selmcast_opt,
+	.usage = usage_selmcast,
+};
+
+/* The instance: --topology, or --random (written out with --write-topology). 0, or -1
+ * after a one-line error. */
+static int
+sel_instance(const struct sel_cli *o, const struct plan_cli *pc, struct sel_input *si)
+{
 	char err[TOPO_ERR_MAX];
-	FILE *out = stdout, *sum = stdout;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:p:k:R:m:b:o:qh", opts, NULL)) != -1) {
-		switch (c) {
-		case 't': topo_path = optarg; break;
-		case 'N':
-			if (cli_int(PROG, "random", optarg, 2, TOPO_NODES_MAX - 1, &random_n))
-				goto out;
-			break;
-		case 'S':
-			if (cli_int(PROG, "seed", optarg, 0, 2147483647, &seed))
-				goto out;
-			break;
-		case 'G':
-			if (cli_double(PROG, "mean-gbps", optarg, 1e-9, 1e9, &mean_gbps))
-				goto out;
-			break;
-		case 'L':
-			if (cli_double(PROG, "lambda", optarg, 0, 0.999999, &lambda))
-				goto out;
-			break;
-		case 'U':
-			if (cli_double(PROG, "mu", optarg, 1e-9, 1e9, &mu))
-				goto out;
-			break;
-		case 'W': wtopo_path = optarg; break;
-		case 'p':
-			if (cli_int(PROG, "p", optarg, 1, TOPO_NODES_MAX, &p))
-				goto out;
-			break;
-		case 'k':
-			if (cli_int(PROG, "stale-rounds", optarg, 0, 1000000, &in.stale_rounds))
-				goto out;
-			break;
-		case 'R':
-			if (cli_int(PROG, "rounds", optarg, 1, SELMCAST_ROUNDS_MAX, &rounds))
-				goto out;
-			break;
-		case 'm':
-			if (strcmp(optarg, "network") == 0) {
-				in.model = SELMCAST_NETWORK;
-			} else if (strcmp(optarg, "application") == 0) {
-				in.model = SELMCAST_APPLICATION;
-			} else {
-				cli_error(PROG, "--model: '%s' is not 'network' or 'application'",
-					  optarg);
-				goto out;
-			}
-			break;
-		case 'b':
-			if (cli_bytes(PROG, "bytes", optarg, 1, &bytes))
-				goto out;
-			if (bytes > SEL_BYTES_MAX) {
-				cli_error(PROG, "--bytes: %s is more than 1 TiB", optarg);
-				goto out;
-			}
-			break;
-		case 'r': algo = SELMCAST_RANDOM; break;
-		case 'E': algo = SELMCAST_EXACT; break;
-		case 'M':
-			if (cli_double(PROG, "milp-seconds", optarg, 0.01, 3600, &eo.time_limit_s))
-				goto out;
-			break;
-		case 'C': do_compare = true; break;
-		case 'j': json = true; break;
-		case 'c': check_path = optarg; break;
-		case 'o': out_path = optarg; break;
-		case 'q': quiet = true; break;
-		case 'h': usage_selmcast(stdout); rc = 0; goto out;
-		default: plan_bad_option("selmcast", argv); goto out;
-		}
-	}
-	if (optind < argc) {
-		cli_error(PROG, "selmcast: unexpected argument '%s'", argv[optind]);
-		goto out;
-	}
-	if ((topo_path != NULL) == (random_n > 0)) {
+	if ((pc->topo_path != NULL) == (o->random_n > 0)) {
 		cli_error(PROG, "selmcast: give exactly one of --topology FILE and --random N");
-		goto out;
+		return -1;
 	}
-	if (wtopo_path != NULL && random_n == 0) {
+	if (pc->topo_out != NULL && o->random_n == 0) {
 		cli_error(PROG, "--write-topology: only with --random");
-		goto out;
+		return -1;
 	}
-	if (topo_path != NULL) {
-		if (load_instance(&si, topo_path, bytes) != 0)
-			goto out;
-	} else {
-		si.t = selmcast_gen_topology(random_n, (uint64_t)seed, mean_gbps, lambda, mu, err,
-					     sizeof(err));
-		if (si.t == NULL) {
-			cli_error(PROG, "--random: %s", err);
-			goto out;
-		}
-		if (alloc_sites(&si) != 0)
-			goto out;
-		si.n = selmcast_sites(si.t, NULL, NULL, bytes, si.site, si.ingress, si.egress,
-				      si.bytes, err, sizeof(err));
-		if (wtopo_path != NULL) {
-			FILE *f = fopen(wtopo_path, "w");
+	if (pc->topo_path != NULL)
+		return load_instance(si, pc->topo_path, o->bytes);
+	si->t = selmcast_gen_topology(o->random_n, (uint64_t)o->seed, o->mean_gbps, o->lambda,
+				      o->mu, err, sizeof(err));
+	if (si->t == NULL) {
+		cli_error(PROG, "--random: %s", err);
+		return -1;
+	}
+	if (alloc_sites(si) != 0)
+		return -1;
+	si->n = selmcast_sites(si->t, NULL, NULL, o->bytes, si->site, si->ingress, si->egress,
+			       si->bytes, err, sizeof(err));
+	if (pc->topo_out != NULL && plan_write_topology(si->t, pc->topo_out) != 0)
+		return -1;
+	return 0;
+}
 
-			if (f == NULL || topo_write(si.t, f) != 0 || fclose(f) != 0) {
-				cli_error(PROG, "--write-topology: cannot write '%s': %s", wtopo_path,
-					  strerror(errno));
-				goto out;
-			}
-		}
-	}
-	if (check_path != NULL) {
-		rc = check_plan(si.t, check_path);
-		goto out;
-	}
-	if (si.n < 2) {
+/* The problem of the instance: p receivers per sender (30% of the sites unless given) into
+ * o->in, checked. 0, or -1 after a one-line error. */
+static int
+sel_problem(struct sel_cli *o, struct sel_input *si)
+{
+	char err[TOPO_ERR_MAX];
+
+	if (si->n < 2) {
 		cli_error(PROG, "--topology: '%s' has %d site%s with workers: multicast needs at "
-			  "least 2", si.t->name, si.n, si.n == 1 ? "" : "s");
-		goto out;
+			  "least 2", si->t->name, si->n, si->n == 1 ? "" : "s");
+		return -1;
 	}
-	if (p == 0)
-		p = (int)fmax(1, fmin(si.n - 1, floor(0.3 * si.n + 0.5)));
-	if (p > si.n - 1) {
-		cli_error(PROG, "--p: %d is more than n - 1 = %d (the other sites)", p, si.n - 1);
-		goto out;
+	if (o->p == 0)
+		o->p = (int)fmax(1, fmin(si->n - 1, floor(0.3 * si->n + 0.5)));
+	if (o->p > si->n - 1) {
+		cli_error(PROG, "--p: %d is more than n - 1 = %d (the other sites)", o->p,
+			  si->n - 1);
+		return -1;
 	}
-	if (algo == SELMCAST_EXACT && si.n > SELMCAST_EXACT_MAX_N) {
-		cli_error(PROG, "--exact: %d sites, the MILP takes at most %d", si.n,
+	if (o->algo == SELMCAST_EXACT && si->n > SELMCAST_EXACT_MAX_N) {
+		cli_error(PROG, "--exact: %d sites, the MILP takes at most %d", si->n,
 			  SELMCAST_EXACT_MAX_N);
-		goto out;
+		return -1;
 	}
-	si.p = malloc(sizeof(int) * (size_t)si.n);
-	x = malloc((size_t)si.n * (size_t)si.n * (size_t)rounds);
-	res = calloc((size_t)rounds, sizeof(*res));
-	secs = calloc((size_t)rounds, sizeof(double));
-	if (si.p == NULL || x == NULL || res == NULL || secs == NULL) {
+	si->p = malloc(sizeof(int) * (size_t)si->n);
+	if (si->p == NULL) {
+		cli_error(PROG, "selmcast: out of memory");
+		return -1;
+	}
+	for (int i = 0; i < si->n; i++)
+		si->p[i] = o->p;
+	o->in.n = si->n;
+	o->in.ingress_gbps = si->ingress;
+	o->in.egress_gbps = si->egress;
+	o->in.bytes = si->bytes;
+	o->in.p = si->p;
+	if (selmcast_check(&o->in, err, sizeof(err)) != 0) {
+		cli_error(PROG, "selmcast: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Plan the rounds and write the plan (--output), with the summary. The exit status. */
+static int
+sel_plan(const struct sel_cli *o, const struct plan_cli *pc, const struct sel_input *si)
+{
+	int rounds = o->rounds, rc = CLI_EXIT_USAGE;
+	unsigned char *x = malloc((size_t)si->n * (size_t)si->n * (size_t)rounds);
+	struct selmcast_result *res = calloc((size_t)rounds, sizeof(*res));
+	double *secs = calloc((size_t)rounds, sizeof(double));
+	enum selmcast_algo algo = o->algo;
+	struct plan *plan = NULL;
+	FILE *out, *sum = stdout;
+	double t_plan;
+
+	if (x == NULL || res == NULL || secs == NULL) {
 		cli_error(PROG, "selmcast: out of memory");
 		goto out;
 	}
-	for (int i = 0; i < si.n; i++)
-		si.p[i] = p;
-	in.n = si.n;
-	in.ingress_gbps = si.ingress;
-	in.egress_gbps = si.egress;
-	in.bytes = si.bytes;
-	in.p = si.p;
-	if (selmcast_check(&in, err, sizeof(err)) != 0) {
-		cli_error(PROG, "selmcast: %s", err);
-		goto out;
-	}
-	if (do_compare) {
-		rc = compare(&si, &in, rounds, (uint64_t)seed, &eo,
-			     si.n <= SELMCAST_EXACT_MAX_N, json);
-		goto out;
-	}
-
 	rc = CLI_EXIT_FAIL;
 	t_plan = clock_now_s();
-	if (selmcast_run(&in, algo, rounds, (uint64_t)seed, &eo, x, res) != 0) {
+	if (selmcast_run(&o->in, algo, rounds, (uint64_t)o->seed, &o->eo, x, res) != 0) {
 		cli_error(PROG, "selmcast: %s", algo == SELMCAST_EXACT ? "the MILP solver failed" :
 			  "out of memory");
 		goto out;
@@ -524,38 +498,64 @@ cmd_selmcast(int argc, char **argv)
 	for (int r = 0; r < rounds; r++)
 		secs[r] = res[r].seconds;
 	plan = plan_create(algo == SELMCAST_HEURISTIC ? "selmcast" :
-			   algo == SELMCAST_RANDOM ? "selmcast-random" : "selmcast-exact", si.t, 1);
+			   algo == SELMCAST_RANDOM ? "selmcast-random" : "selmcast-exact",
+			   si->t, 1);
 	if (plan == NULL)
 		goto out;
 	plan->extra = json_object();
 	if (plan->extra == NULL ||
 	    json_object_set_new(plan->extra, SELMCAST_SECTION,
-				selmcast_section(si.t, si.site, &in, rounds, x, secs)) != 0) {
+				selmcast_section(si->t, si->site, &o->in, rounds, x, secs)) != 0) {
 		cli_error(PROG, "selmcast: out of memory");
 		goto out;
 	}
-	if (out_path != NULL && strcmp(out_path, "-") != 0) {
-		out = fopen(out_path, "w");
-		if (out == NULL) {
-			cli_error(PROG, "--output: cannot open '%s': %s", out_path, strerror(errno));
-			rc = CLI_EXIT_USAGE;
-			goto out;
-		}
-	} else {
-		sum = stderr;
-	}
-	if (plan_write(si.t, plan, out) != 0 || (out != stdout && fclose(out) != 0)) {
-		cli_error(PROG, "--output: write failed: %s", strerror(errno));
+	out = plan_output_open(pc->out_path);
+	if (out == NULL) {
+		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
-	if (!quiet)
-		summary(sum, &si, &in, plan->algorithm, res, rounds, t_plan);
+	if (out == stdout)
+		sum = stderr;
+	if (plan_output_close(out, plan_write(si->t, plan, out)) != 0)
+		goto out;
+	if (!pc->quiet)
+		summary(sum, si, &o->in, plan->algorithm, res, rounds, t_plan);
 	rc = 0;
 out:
 	plan_free(plan);
-	sel_input_fini(&si);
 	free(x);
 	free(res);
 	free(secs);
+	return rc;
+}
+
+int
+cmd_selmcast(int argc, char **argv)
+{
+	struct sel_cli o = { .seed = 1, .rounds = 1, .mean_gbps = 10, .lambda = 0.5, .mu = 1,
+			     .bytes = SEL_DEFAULT_BYTES, .algo = SELMCAST_HEURISTIC,
+			     .eo = { .time_limit_s = 10 },
+			     .in = { .model = SELMCAST_NETWORK, .stale_rounds = 4 } };
+	struct plan_cli pc = { .milp_seconds = &o.eo.time_limit_s };
+	struct sel_input si = { 0 };
+	int rc = CLI_EXIT_USAGE;
+
+	if (!plan_cli_parse(&selmcast_cmd, &pc, &o, argc, argv, &rc))
+		return rc;
+	if (sel_instance(&o, &pc, &si) != 0)
+		goto out;
+	if (pc.check_path != NULL) {
+		rc = check_plan(si.t, pc.check_path);
+		goto out;
+	}
+	if (sel_problem(&o, &si) != 0)
+		goto out;
+	if (o.do_compare)
+		rc = compare(&si, &o.in, o.rounds, (uint64_t)o.seed, &o.eo,
+			     si.n <= SELMCAST_EXACT_MAX_N, pc.json);
+	else
+		rc = sel_plan(&o, &pc, &si);
+out:
+	sel_input_fini(&si);
 	return rc;
 }
