@@ -73,7 +73,7 @@
 #include "table.h"
 #include "wire.h"
 
-#define OFF_ROUND (WIRE_FRAME_HDR_OFF + 24)   /* round in the frame */
+#define OFF_ROUND (WIRE_FRAME_HDR_OFF + 24) /* round in the frame */
 #define OFF_UDP_CSUM (WIRE_ETH_LEN + WIRE_IPV4_LEN + 6)
 
 /* Cycles and packets of one measurement. */
@@ -90,9 +90,9 @@ struct result {
 	double mpps_in, mpps_out, gbps, io_mpps, ratio;
 	double ns_pkt, io_ns_pkt, sink_ns_out, feed_ns_in, refill_ns_chunk;
 	double e2e_mpps_in, io_e2e_mpps;
-	double mpps_free;               /* with the free of the copies sent (a NIC's TX does it) */
-	double null_mpps, ratio_null;   /* io-forward on a net_null port; mpps_free / null_mpps */
-	double iosum_ns_pkt;            /* ring io-forward with each payload summed */
+	double mpps_free;             /* with the free of the copies sent (a NIC's TX does it) */
+	double null_mpps, ratio_null; /* io-forward on a net_null port; mpps_free / null_mpps */
+	double iosum_ns_pkt;          /* ring io-forward with each payload summed */
 };
 
 /* A net_null port: io-forward on it allocates on RX and frees on TX, as testpmd measures
@@ -121,7 +121,8 @@ set_round(uint8_t *frame, uint32_t round)
 		return;
 	uint32_t s = (uint16_t)~hc;
 
-	s += (uint16_t)~(old >> 16) + (uint16_t)~(old & 0xffff) + (round >> 16) + (round & 0xffff);
+	s += (uint16_t) ~(old >> 16) + (uint16_t) ~(old & 0xffff) + (round >> 16) +
+	     (round & 0xffff);
 	while (s >> 16)
 		s = (s & 0xffff) + (s >> 16);
 	hc = (uint16_t)~s;
@@ -177,8 +178,8 @@ run_round(struct point *x, bool check, struct tally *t, char *err, size_t errlen
 		}
 		got = dp_worker_poll(x->lc);
 		t2 = rte_rdtsc();
-		while ((k = rte_ring_sc_dequeue_burst(x->tx, (void **)out, RTE_DIM(out),
-						      NULL)) != 0) {
+		while ((k = rte_ring_sc_dequeue_burst(x->tx, (void **)out, RTE_DIM(out), NULL)) !=
+		       0) {
 			for (unsigned int i = 0; check && i < k; i++)
 				if (check_result(x, out[i], round, err, errlen) != 0) {
 					rte_pktmbuf_free_bulk(out, k);
@@ -209,8 +210,10 @@ run_round(struct point *x, bool check, struct tally *t, char *err, size_t errlen
 		}
 	return 0;
 held:
-	snprintf(err, errlen, "round %u: a frame is still held by the dataplane (a slot "
-		 "kept it or a copy was not sent)", round);
+	snprintf(err, errlen,
+		 "round %u: a frame is still held by the dataplane (a slot "
+		 "kept it or a copy was not sent)",
+		 round);
 	return -1;
 }
 
@@ -229,8 +232,8 @@ static int
 measure_dp(struct point *x, double seconds, struct tally *t, char *err, size_t errlen)
 {
 	static const enum dp_ctr zero[] = {
-		DP_CTR_TX_DROPPED, DP_CTR_NOT_FOR_US, DP_CTR_NO_NEIGHBOUR, DP_CTR_NO_MBUF,
-		DP_CTR_BAD_FRAME, DP_CTR_BAD_HEADER,
+		DP_CTR_TX_DROPPED, DP_CTR_NOT_FOR_US, DP_CTR_NO_NEIGHBOUR,
+		DP_CTR_NO_MBUF,    DP_CTR_BAD_FRAME,  DP_CTR_BAD_HEADER,
 	};
 	uint64_t before[DP_CTR_COUNT], drops = drops_total(x->lc);
 	uint64_t limit = (uint64_t)(seconds * (double)rte_get_tsc_hz()), start;
@@ -256,8 +259,9 @@ measure_dp(struct point *x, double seconds, struct tally *t, char *err, size_t e
 	    now[DP_CTR_CONTRIBS] - before[DP_CTR_CONTRIBS] != t->pkts_in ||
 	    now[DP_CTR_RESULTS_SENT] - before[DP_CTR_RESULTS_SENT] != t->pkts_out ||
 	    t->pkts_out != t->chunks * x->fanin) {
-		snprintf(err, errlen, "counters disagree: %" PRIu64 " chunks completed of %" PRIu64
-			 ", %" PRIu64 " drops, %" PRIu64 " copies out of %" PRIu64,
+		snprintf(err, errlen,
+			 "counters disagree: %" PRIu64 " chunks completed of %" PRIu64 ", %" PRIu64
+			 " drops, %" PRIu64 " copies out of %" PRIu64,
 			 now[DP_CTR_CHUNKS_COMPLETED] - before[DP_CTR_CHUNKS_COMPLETED], t->chunks,
 			 drops_total(x->lc) - drops, t->pkts_out, t->chunks * x->fanin);
 		return -1;
@@ -273,8 +277,8 @@ sum_burst(struct point *x, struct rte_mbuf **pkts, unsigned int n)
 	const struct sum_kernels *k = x->lc->k;
 
 	for (unsigned int i = 0; i < n; i++) {
-		const void *pl = rte_pktmbuf_mtod_offset(pkts[i], const void *,
-							 WIRE_FRAME_PAYLOAD_OFF);
+		const void *pl =
+			rte_pktmbuf_mtod_offset(pkts[i], const void *, WIRE_FRAME_PAYLOAD_OFF);
 
 		if (x->dtype == WIRE_DTYPE_FP32)
 			k->sum_f32(x->sink, pl, x->elems);
@@ -312,8 +316,8 @@ measure_io(struct point *x, bool sum, double seconds, struct tally *t, char *err
 			sum_burst(x, pkts, got);
 		sent = rte_eth_tx_burst(x->port_id, 0, pkts, got);
 		t2 = rte_rdtsc();
-		while ((k = rte_ring_sc_dequeue_burst(x->tx, (void **)out, RTE_DIM(out),
-						      NULL)) != 0)
+		while ((k = rte_ring_sc_dequeue_burst(x->tx, (void **)out, RTE_DIM(out), NULL)) !=
+		       0)
 			t->pkts_out += k;
 		t3 = rte_rdtsc();
 		t->feed += t1 - t0;
@@ -336,7 +340,7 @@ static int
 null_setup(struct null_port *np, char *err, size_t errlen)
 {
 	int socket = (int)rte_socket_id();
-	struct rte_eth_conf conf = { 0 };
+	struct rte_eth_conf conf = {0};
 	int rc;
 
 	if (rte_vdev_init(NULL_NAME, "size=64,copy=0") != 0 ||
@@ -418,8 +422,20 @@ run_point(const struct opts *o, const struct null_port *np, unsigned int payload
 	  unsigned int fanin, enum wire_dtype dtype, struct result *r)
 {
 	enum {
-		M_IN, M_OUT, M_NS, M_IO, M_IO_NS, M_SINK, M_FEED, M_REFILL, M_E2E, M_IO_E2E,
-		M_FREE, M_NULL, M_IOSUM, M_N
+		M_IN,
+		M_OUT,
+		M_NS,
+		M_IO,
+		M_IO_NS,
+		M_SINK,
+		M_FEED,
+		M_REFILL,
+		M_E2E,
+		M_IO_E2E,
+		M_FREE,
+		M_NULL,
+		M_IOSUM,
+		M_N
 	};
 	double v[M_N][REPEAT_MAX];
 	struct point x = {
@@ -476,10 +492,12 @@ run_point(const struct opts *o, const struct null_port *np, unsigned int payload
 		v[M_FREE][rep] = mpps(t.pkts_in, t.worker + t.sink);
 		v[M_NULL][rep] = mpps(tnull.pkts_in, tnull.worker);
 		v[M_IOSUM][rep] = per_ns(tsum.worker, tsum.pkts_in);
-		fprintf(stderr, "%s: %u B x %u %s, %u/%u: %.2f Mpps in (%.1f Gbit/s summed), "
-			"io-forward ring %.2f Mpps, null %.2f Mpps; %" PRIu64 " rounds\n", PROG,
-			payload, fanin, wire_dtype_str(dtype), rep + 1, o->repeat, v[M_IN][rep],
-			v[M_IN][rep] * payload * 8 / 1e3, v[M_IO][rep], v[M_NULL][rep], t.rounds);
+		fprintf(stderr,
+			"%s: %u B x %u %s, %u/%u: %.2f Mpps in (%.1f Gbit/s summed), "
+			"io-forward ring %.2f Mpps, null %.2f Mpps; %" PRIu64 " rounds\n",
+			PROG, payload, fanin, wire_dtype_str(dtype), rep + 1, o->repeat,
+			v[M_IN][rep], v[M_IN][rep] * payload * 8 / 1e3, v[M_IO][rep],
+			v[M_NULL][rep], t.rounds);
 	}
 	if (rc == 0) {
 		r->payload = payload;
@@ -527,9 +545,9 @@ print_table(const struct opts *o, const struct result *res, size_t n)
 		const struct result *r = &res[i];
 
 		printf("%7u %6u %5s %5u | %7.2f %7.1f %6.1f %6.1f | %8.1f %5.3f | %7.2f %7.2f "
-		       "%5.2f | %6.1f | %8.1f %7.2f\n", r->payload, r->fanin,
-		       wire_dtype_str(r->dtype), r->mtu, r->mpps_in, r->gbps, r->ns_pkt,
-		       r->sink_ns_out, r->io_mpps, r->ratio, r->mpps_free, r->null_mpps,
+		       "%5.2f | %6.1f | %8.1f %7.2f\n",
+		       r->payload, r->fanin, wire_dtype_str(r->dtype), r->mtu, r->mpps_in, r->gbps,
+		       r->ns_pkt, r->sink_ns_out, r->io_mpps, r->ratio, r->mpps_free, r->null_mpps,
 		       r->ratio_null, r->iosum_ns_pkt, r->refill_ns_chunk, r->e2e_mpps_in);
 	}
 	printf("Mpps in (= out), Gbit/s of input payload summed and ns/pkt: cycles inside "
@@ -549,9 +567,9 @@ print_json(const struct opts *o, const struct result *res, size_t n)
 {
 	printf("{\n  \"window\": %u,\n  \"burst\": %u,\n  \"order\": \"%s\",\n"
 	       "  \"udp_checksum\": %s,\n  \"repeat\": %u,\n  \"seconds\": %g,\n"
-	       "  \"kernels\": \"%s\",\n  \"points\": [", o->window, o->burst,
-	       o->worker_order ? "worker" : "chunk", o->udp_csum ? "true" : "false", o->repeat,
-	       o->seconds, n > 0 ? res[0].kernels : "");
+	       "  \"kernels\": \"%s\",\n  \"points\": [",
+	       o->window, o->burst, o->worker_order ? "worker" : "chunk",
+	       o->udp_csum ? "true" : "false", o->repeat, o->seconds, n > 0 ? res[0].kernels : "");
 	for (size_t i = 0; i < n; i++) {
 		const struct result *r = &res[i];
 
@@ -578,7 +596,7 @@ main(int argc, char **argv)
 {
 	struct result res[LIST_MAX * LIST_MAX * 3];
 	size_t n_res = 0;
-	struct null_port np = { 0 };
+	struct null_port np = {0};
 	char err[256];
 	struct opts o;
 	int n, failed = 0;

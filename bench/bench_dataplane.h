@@ -31,8 +31,8 @@ struct opts {
 	unsigned int repeat;
 	unsigned int window;
 	unsigned int burst;
-	unsigned int mtu;               /* 0: 1500 when the chunk fits, else 9000 */
-	bool worker_order;              /* feed worker by worker instead of chunk by chunk */
+	unsigned int mtu;  /* 0: 1500 when the chunk fits, else 9000 */
+	bool worker_order; /* feed worker by worker instead of chunk by chunk */
 	bool udp_csum;
 	bool json;
 };
@@ -51,16 +51,16 @@ struct point {
 	bool dp_up;
 	struct dp_lcore *lc;
 	struct rte_mempool *pool;
-	struct rte_mbuf **acc[3];       /* [round % 3][chunk]: worker 0's frames */
-	struct rte_mbuf **shared;       /* [chunk * fanin + w], w >= 1: workers 1 .. F-1 */
-	struct rte_mbuf **seq[3];       /* [round % 3]: the round's frames in feed order */
-	uint8_t *tmpl;                  /* [chunk]: worker 0's frame as built */
-	uint32_t round;                 /* of the last round run; frames built with 0 */
+	struct rte_mbuf **acc[3]; /* [round % 3][chunk]: worker 0's frames */
+	struct rte_mbuf **shared; /* [chunk * fanin + w], w >= 1: workers 1 .. F-1 */
+	struct rte_mbuf **seq[3]; /* [round % 3]: the round's frames in feed order */
+	uint8_t *tmpl;            /* [chunk]: worker 0's frame as built */
+	uint32_t round;           /* of the last round run; frames built with 0 */
 	const struct sum_kernels *scalar;
-	float *scratch;                 /* result payload widened to fp32 */
-	float *sink;                    /* io-forward + sum: the fp32 accumulator */
-	uint8_t *pkt;                   /* a result copy made contiguous */
-	uint8_t *seen;                  /* [chunk * fanin + w]: result copies of a round */
+	float *scratch; /* result payload widened to fp32 */
+	float *sink;    /* io-forward + sum: the fp32 accumulator */
+	uint8_t *pkt;   /* a result copy made contiguous */
+	uint8_t *seen;  /* [chunk * fanin + w]: result copies of a round */
 };
 
 #endif

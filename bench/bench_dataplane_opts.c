@@ -71,8 +71,8 @@ parse_list(const char *opt, const char *s, bool bytes, unsigned int min, unsigne
 			cli_error(PROG, "--%s: at most %d values", opt, LIST_MAX);
 			return -1;
 		}
-		if (bytes ? cli_bytes(PROG, opt, tok, min, &v) : cli_uint(PROG, name, tok, min, max,
-									  &v))
+		if (bytes ? cli_bytes(PROG, opt, tok, min, &v) :
+			    cli_uint(PROG, name, tok, min, max, &v))
 			return -1;
 		if (v > max) {
 			cli_error(PROG, "--%s: %s is above %u", opt, tok, max);
@@ -126,8 +126,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 				return -1;
 			for (unsigned int i = 0; i < o->n_payload; i++)
 				if (o->payload[i] % 64 != 0) {
-					cli_error(PROG, "--payload: %u is not a multiple of 64 "
-						  "bytes", o->payload[i]);
+					cli_error(PROG,
+						  "--payload: %u is not a multiple of 64 "
+						  "bytes",
+						  o->payload[i]);
 					return -1;
 				}
 			set_p = true;
@@ -215,13 +217,13 @@ parse_opts(int argc, char **argv, struct opts *o)
 		return -1;
 	}
 	if (!set_p) {
-		static const unsigned int def[] = { 256, 1024, 4096, 8192 }, q[] = { 1024, 4096 };
+		static const unsigned int def[] = {256, 1024, 4096, 8192}, q[] = {1024, 4096};
 
 		o->n_payload = quick ? 2 : 4;
 		memcpy(o->payload, quick ? q : def, o->n_payload * sizeof(unsigned int));
 	}
 	if (!set_f) {
-		static const unsigned int def[] = { 2, 4, 8, 16 }, q[] = { 2, 8 };
+		static const unsigned int def[] = {2, 4, 8, 16}, q[] = {2, 8};
 
 		o->n_fanin = quick ? 2 : 4;
 		memcpy(o->fanin, quick ? q : def, o->n_fanin * sizeof(unsigned int));

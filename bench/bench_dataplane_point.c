@@ -30,7 +30,7 @@
 
 #define RING_SIZE 1024
 #define GW_ID 1
-#define GW_IP 0x0a000001u               /* 10.0.0.1/16: the gateway */
+#define GW_IP 0x0a000001u                          /* 10.0.0.1/16: the gateway */
 #define WORKER_IP(w) (0x0a000101u + (uint32_t)(w)) /* 10.0.1.1 ...: worker w */
 #define WORKER_ID(w) (101 + (w))
 #define WORKER_PORT(w) (5000 + (w))
@@ -70,23 +70,20 @@ table_json(const struct point *x)
 				      json_pack("{s:i, s:s, s:i}", "id", WORKER_ID(w), "ipv4",
 						table_ipv4_format(WORKER_IP(w), ip), "port",
 						WORKER_PORT(w)));
-	json_t *tree = json_pack("{s:i, s:s, s:n, s:[], s:o, s:i, s:i, s:i, s:i, s:f, s:i}",
-				 "id", 0, "role", "root", "parent", "children", "workers", workers,
+	json_t *tree = json_pack("{s:i, s:s, s:n, s:[], s:o, s:i, s:i, s:i, s:i, s:f, s:i}", "id",
+				 0, "role", "root", "parent", "children", "workers", workers,
 				 "expected", (int)x->fanin, "subtree_workers", (int)x->fanin,
-				 "chunk_first", 0, "chunk_count", (int)x->window,
-				 "rate_gbps", 100.0, "slots", (int)x->slots);
+				 "chunk_first", 0, "chunk_count", (int)x->window, "rate_gbps",
+				 100.0, "slots", (int)x->slots);
 
 	return json_pack("{s:s, s:i, s:i, s:{s:i, s:s, s:i, s:i}, s:s, s:I, s:i, "
 			 "s:{s:i, s:i, s:i, s:i}, s:[o]}",
-			 "format", TABLE_FORMAT, "job", JOB, "epoch", EPOCH,
-			 "gateway", "id", GW_ID, "ipv4", table_ipv4_format(GW_IP, ip),
-			 "base_port", WIRE_PORT_BASE_DEFAULT, "ports", WIRE_PORT_COUNT_DEFAULT,
-			 "dtype", wire_dtype_str(x->dtype),
-			 "elements", (json_int_t)x->window * x->elems,
-			 "chunk_elements", (int)x->elems,
-			 "limits", "max_trees", 1, "max_children", 1, "max_workers", (int)x->fanin,
-			 "max_slots", (int)x->slots,
-			 "trees", tree);
+			 "format", TABLE_FORMAT, "job", JOB, "epoch", EPOCH, "gateway", "id", GW_ID,
+			 "ipv4", table_ipv4_format(GW_IP, ip), "base_port", WIRE_PORT_BASE_DEFAULT,
+			 "ports", WIRE_PORT_COUNT_DEFAULT, "dtype", wire_dtype_str(x->dtype),
+			 "elements", (json_int_t)x->window * x->elems, "chunk_elements",
+			 (int)x->elems, "limits", "max_trees", 1, "max_children", 1, "max_workers",
+			 (int)x->fanin, "max_slots", (int)x->slots, "trees", tree);
 }
 
 /* Build the frame of worker w for chunk c at frame (round 0). */
@@ -107,7 +104,7 @@ build_frame(const struct point *x, uint8_t *frame, unsigned int c, unsigned int 
 		.count = (uint16_t)x->elems,
 	};
 	struct wire_flow f = {
-		.src_mac = { 0x02, 0, 0, 0, 1, (uint8_t)(w + 1) },
+		.src_mac = {0x02, 0, 0, 0, 1, (uint8_t)(w + 1)},
 		.src_ip = WORKER_IP(w),
 		.dst_ip = GW_IP,
 		.src_port = (uint16_t)WORKER_PORT(w),
@@ -169,8 +166,8 @@ build_frames(struct point *x, char *err, size_t errlen)
 	x->pkt = calloc(1, x->frame_len);
 	if (frame == NULL || vals == NULL || x->acc[0] == NULL || x->acc[1] == NULL ||
 	    x->acc[2] == NULL || x->shared == NULL || x->seq[0] == NULL || x->seq[1] == NULL ||
-	    x->seq[2] == NULL || x->tmpl == NULL ||
-	    x->seen == NULL || x->scratch == NULL || x->sink == NULL || x->pkt == NULL) {
+	    x->seq[2] == NULL || x->tmpl == NULL || x->seen == NULL || x->scratch == NULL ||
+	    x->sink == NULL || x->pkt == NULL) {
 		snprintf(err, errlen, "out of memory for %u frames", W * F);
 		goto out;
 	}
@@ -246,8 +243,10 @@ point_setup(struct point *x, char *err, size_t errlen)
 					  (uint16_t)(room + RTE_PKTMBUF_HEADROOM), socket);
 	x->dp = calloc(1, sizeof(*x->dp));
 	if (x->pool == NULL || x->dp == NULL) {
-		snprintf(err, errlen, "cannot create %u frames of %u bytes (give EAL more memory, "
-			 "-m)", n_frames, room);
+		snprintf(err, errlen,
+			 "cannot create %u frames of %u bytes (give EAL more memory, "
+			 "-m)",
+			 n_frames, room);
 		return -ENOMEM;
 	}
 	dp_config_defaults(&cfg);
@@ -258,7 +257,7 @@ point_setup(struct point *x, char *err, size_t errlen)
 	bench_dp_one_port(&cfg, rte_get_main_lcore(), x->port_id, GW_IP);
 	cfg.n_neigh = x->fanin;
 	for (unsigned int w = 0; w < x->fanin; w++) {
-		struct rte_ether_addr mac = { { 0x02, 0, 0, 0, 1, (uint8_t)(w + 1) } };
+		struct rte_ether_addr mac = {{0x02, 0, 0, 0, 1, (uint8_t)(w + 1)}};
 
 		cfg.neigh[w].ipv4 = WORKER_IP(w);
 		cfg.neigh[w].mac = mac;
@@ -351,11 +350,13 @@ check_result(struct point *x, struct rte_mbuf *m, uint32_t round, char *err, siz
 	w = fl.dst_ip - WORKER_IP(0);
 	if (w >= x->fanin || fl.dst_port != WORKER_PORT(w) || fl.src_ip != GW_IP ||
 	    p.type != WIRE_TYPE_RESULT || p.job != JOB || p.epoch != EPOCH || p.tree != 0 ||
-	    p.sender != GW_ID || p.origin != GW_ID || p.contrib != x->fanin ||
-	    p.round != round || p.chunk >= x->window || p.count != x->elems) {
-		snprintf(err, errlen, "a result copy has wrong headers (type %s, to %08x:%u, "
-			 "round %u, chunk %u, contrib %u)", wire_type_str(p.type), fl.dst_ip,
-			 fl.dst_port, p.round, p.chunk, p.contrib);
+	    p.sender != GW_ID || p.origin != GW_ID || p.contrib != x->fanin || p.round != round ||
+	    p.chunk >= x->window || p.count != x->elems) {
+		snprintf(err, errlen,
+			 "a result copy has wrong headers (type %s, to %08x:%u, "
+			 "round %u, chunk %u, contrib %u)",
+			 wire_type_str(p.type), fl.dst_ip, fl.dst_port, p.round, p.chunk,
+			 p.contrib);
 		return -1;
 	}
 	const void *payload = f + WIRE_FRAME_PAYLOAD_OFF;
@@ -369,8 +370,7 @@ check_result(struct point *x, struct rte_mbuf *m, uint32_t round, char *err, siz
 	for (unsigned int i = 0; i < x->elems; i++)
 		if (x->scratch[i] != (float)expected(x, p.chunk, i)) {
 			snprintf(err, errlen, "round %u chunk %u element %u: %g, expected %d",
-				 round, p.chunk, i, (double)x->scratch[i],
-				 expected(x, p.chunk, i));
+				 round, p.chunk, i, (double)x->scratch[i], expected(x, p.chunk, i));
 			return -1;
 		}
 	x->seen[p.chunk * x->fanin + w]++;

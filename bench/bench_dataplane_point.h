@@ -23,7 +23,6 @@ int point_setup(struct point *x, char *err, size_t errlen);
 void point_teardown(struct point *x);
 
 /** Check one RESULT copy of round `round` completely and count it in x->seen. */
-int check_result(struct point *x, struct rte_mbuf *m, uint32_t round, char *err,
-		 size_t errlen);
+int check_result(struct point *x, struct rte_mbuf *m, uint32_t round, char *err, size_t errlen);
 
 #endif

@@ -38,8 +38,8 @@
 #define MIB (1024 * KIB)
 #define SAMPLES_DEFAULT 15
 #define SAMPLES_MAX 1001
-#define SAMPLE_NS 2000000.0     /* batch length of one sample in caches: 2 ms */
-#define SRC_SKEW 1088           /* src vs dst page offset: no 4 KiB aliasing between them */
+#define SAMPLE_NS 2000000.0 /* batch length of one sample in caches: 2 ms */
+#define SRC_SKEW 1088       /* src vs dst page offset: no 4 KiB aliasing between them */
 
 enum kern {
 	K_MEMCPY,
@@ -61,16 +61,17 @@ enum kern {
 };
 
 static const char *const kern_names[K_COUNT] = {
-	"memcpy", "sum_f32", "widen_add_f16", "widen_f16", "narrow_f16",
-	"widen_add_bf16", "widen_bf16", "narrow_bf16",
-	"mx_widen_add_int8", "mx_widen_add_fp8", "mx_widen_add_fp4", "mx_widen_int8",
-	"mx_narrow_int8", "mx_narrow_fp8", "mx_narrow_fp4",
+	"memcpy",           "sum_f32",          "widen_add_f16",
+	"widen_f16",        "narrow_f16",       "widen_add_bf16",
+	"widen_bf16",       "narrow_bf16",      "mx_widen_add_int8",
+	"mx_widen_add_fp8", "mx_widen_add_fp4", "mx_widen_int8",
+	"mx_narrow_int8",   "mx_narrow_fp8",    "mx_narrow_fp4",
 };
 
 struct level {
 	const char *name;
-	size_t bytes;           /* of input */
-	int samples_div;        /* DRAM: fewer samples, each one call */
+	size_t bytes;    /* of input */
+	int samples_div; /* DRAM: fewer samples, each one call */
 };
 
 static const struct level levels[] = {
@@ -85,7 +86,7 @@ struct result {
 	const char *variant;
 	double best_gbps[N_LEVELS];
 	double median_gbps[N_LEVELS];
-	double best_out_gbps[N_LEVELS];         /* fp32 elements of the acc, 4 bytes each */
+	double best_out_gbps[N_LEVELS]; /* fp32 elements of the acc, 4 bytes each */
 };
 
 #define PROG "georeduce-bench-kernels"
@@ -137,7 +138,7 @@ src_unit(enum kern k, size_t *elems)
 	}
 	switch (k) {
 	case K_MEMCPY:
-		return 4;       /* counted as fp32 elements for the output column */
+		return 4; /* counted as fp32 elements for the output column */
 	case K_SUM_F32:
 	case K_NARROW_F16:
 	case K_NARROW_BF16:
@@ -203,7 +204,7 @@ measure(const struct sum_kernels *ks, enum kern k, void *dst, const void *src, s
 	double t[SAMPLES_MAX], t0, one;
 	long iters;
 
-	run(ks, k, dst, src, bytes);            /* warm caches and TLB */
+	run(ks, k, dst, src, bytes); /* warm caches and TLB */
 	t0 = clock_now_ns();
 	run(ks, k, dst, src, bytes);
 	one = clock_now_ns() - t0;
@@ -215,7 +216,7 @@ measure(const struct sum_kernels *ks, enum kern k, void *dst, const void *src, s
 		t[s] = (clock_now_ns() - t0) / (double)iters;
 	}
 	bench_sort(t, (size_t)samples);
-	*best = (double)bytes / t[0];           /* bytes per ns = GB/s */
+	*best = (double)bytes / t[0]; /* bytes per ns = GB/s */
 	*median = (double)bytes / t[samples / 2];
 	*best_out = (double)(bytes / unit * per * 4) / t[0];
 }
@@ -278,7 +279,7 @@ alloc_big(size_t bytes)
 
 	if (p == MAP_FAILED)
 		return NULL;
-	(void)madvise(p, bytes, MADV_HUGEPAGE);         /* best effort: fewer TLB misses */
+	(void)madvise(p, bytes, MADV_HUGEPAGE); /* best effort: fewer TLB misses */
 	return p;
 }
 
@@ -307,12 +308,9 @@ static int
 parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"samples", required_argument, NULL, 's'},
-		{"offset", required_argument, NULL, 'o'},
-		{"no-dram", no_argument, NULL, 'd'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{"json", no_argument, NULL, 'j'},         {"samples", required_argument, NULL, 's'},
+		{"offset", required_argument, NULL, 'o'}, {"no-dram", no_argument, NULL, 'd'},
+		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	int v;
 	int c;

@@ -41,12 +41,12 @@
 #define PROG "georeduce-bench-mx-error"
 #define SITES_MAX 64
 #define TREES_MAX 64
-#define CHUNK_ELEMS 1344        /* an mxint8 chunk at MTU 1500; every format uses it */
+#define CHUNK_ELEMS 1344 /* an mxint8 chunk at MTU 1500; every format uses it */
 #define WORKERS_MAX 64
 
 struct tree {
 	int root;
-	int parent[SITES_MAX];  /* site index, -1 at the root */
+	int parent[SITES_MAX]; /* site index, -1 at the root */
 	double share;
 };
 
@@ -62,22 +62,22 @@ struct opts {
 	int workers;
 	uint64_t elements;
 	uint64_t seed;
-	int lan;                /* 0: the MX format; 1 fp32; 3 bf16 (the dtype codes) */
+	int lan; /* 0: the MX format; 1 fp32; 3 bf16 (the dtype codes) */
 	bool json;
 };
 
 /* A chunk's inputs as the local workers send them to their gateway. */
 struct lan_in {
-	int lan;                /* as in struct opts */
-	const float *in;        /* fp32, CHUNK_ELEMS apart per worker */
-	const uint16_t *bf;     /* bf16, likewise */
-	size_t n;               /* elements */
+	int lan;            /* as in struct opts */
+	const float *in;    /* fp32, CHUNK_ELEMS apart per worker */
+	const uint16_t *bf; /* bf16, likewise */
+	size_t n;           /* elements */
 };
 
 /* Error of one method over the whole tensor. */
 struct err {
-	double sq;              /* sum of squared errors */
-	double max;             /* largest |error| */
+	double sq;  /* sum of squared errors */
+	double max; /* largest |error| */
 };
 
 static uint64_t rng_state;
@@ -135,7 +135,7 @@ load_plan(const char *path, struct plan *p)
 		cli_error(PROG, "%s: no trees, or more than %d", path, TREES_MAX);
 		goto out;
 	}
-	json_array_foreach(trees, ti, t) {
+	json_array_foreach (trees, ti, t) {
 		json_t *par = json_object_get(t, "parent"), *v;
 		const char *r = json_string_value(json_object_get(t, "root")), *k;
 		struct tree *tr = &p->trees[p->n_trees++];
@@ -144,7 +144,7 @@ load_plan(const char *path, struct plan *p)
 			cli_error(PROG, "%s: trees[%zu]: no root or parent map", path, ti);
 			goto out;
 		}
-		json_object_foreach(par, k, v) {
+		json_object_foreach (par, k, v) {
 			if (site_index(p, k) < 0) {
 				if (p->n_sites == SITES_MAX || strlen(k) >= sizeof(p->sites[0])) {
 					cli_error(PROG, "%s: too many sites or a long name", path);
@@ -155,13 +155,13 @@ load_plan(const char *path, struct plan *p)
 		}
 		for (int i = 0; i < SITES_MAX; i++)
 			tr->parent[i] = -1;
-		json_object_foreach(par, k, v) {
-			int s = site_index(p, k), q = json_is_string(v) ?
-				site_index(p, json_string_value(v)) : -1;
+		json_object_foreach (par, k, v) {
+			int s = site_index(p, k),
+			    q = json_is_string(v) ? site_index(p, json_string_value(v)) : -1;
 
 			if (json_is_string(v) && q < 0) {
-				cli_error(PROG, "%s: trees[%zu]: parent of %s is no site", path,
-					  ti, k);
+				cli_error(PROG, "%s: trees[%zu]: parent of %s is no site", path, ti,
+					  k);
 				goto out;
 			}
 			tr->parent[s] = q;
@@ -207,7 +207,7 @@ tree_sum(const struct sum_kernels *k, enum sum_mx f, const struct plan *p, const
 	for (int c = 0; c < p->n_sites; c++) {
 		if (tr->parent[c] != s || c == s)
 			continue;
-		float *sub = acc + nb * SUM_MX_BLOCK;   /* the child's own accumulator */
+		float *sub = acc + nb * SUM_MX_BLOCK; /* the child's own accumulator */
 
 		tree_sum(k, f, p, tr, c, enc, li, workers, nb, sub, tmp, tmp + nb * 33);
 		k->mx_widen_add[f](acc, tmp, nb);
@@ -265,7 +265,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 	};
 	int c;
 
-	*o = (struct opts){ .workers = 1, .elements = 1 << 20, .seed = 1 };
+	*o = (struct opts){.workers = 1, .elements = 1 << 20, .seed = 1};
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
@@ -372,8 +372,10 @@ main(int argc, char **argv)
 			sum += p.trees[u].share;
 		end = t == p.n_trees - 1 ? n_chunks : (uint64_t)(sum * (double)n_chunks);
 		for (; chunk < end; chunk++) {
-			size_t n = (size_t)(chunk + 1 < n_chunks ? CHUNK_ELEMS :
-					    o.elements - chunk * CHUNK_ELEMS), nb = n / 32;
+			size_t n = (size_t)(chunk + 1 < n_chunks ?
+						    CHUNK_ELEMS :
+						    o.elements - chunk * CHUNK_ELEMS),
+			       nb = n / 32;
 			const struct tree *tr = &p.trees[t];
 
 			for (size_t i = 0; i < n; i++) {
@@ -401,7 +403,7 @@ main(int argc, char **argv)
 				res[i] = s;
 			}
 			add_err(&f32_e, res, exact, n);
-			struct lan_in li = { .lan = o.lan, .in = in, .bf = bf, .n = n };
+			struct lan_in li = {.lan = o.lan, .in = in, .bf = bf, .n = n};
 
 			if (o.lan == 3)
 				for (int w = 0; w < nw; w++)
@@ -448,10 +450,11 @@ main(int argc, char **argv)
 		printf("]}\n");
 	} else {
 		printf("%s: %d sites, %d workers, %" PRIu64 " elements, %d trees, workers to "
-		       "gateways in %s\n", o.plan, p.n_sites, nw, o.elements, p.n_trees,
-		       lan_names[o.lan]);
+		       "gateways in %s\n",
+		       o.plan, p.n_sites, nw, o.elements, p.n_trees, lan_names[o.lan]);
 		printf("relative L2 error against the exact sum of the fp32 inputs "
-		       "(fp32 summed in a tree: %.3g)\n", sqrt(f32_e.sq) / norm);
+		       "(fp32 summed in a tree: %.3g)\n",
+		       sqrt(f32_e.sq) / norm);
 		printf("%-8s %14s %14s %12s\n", "dtype", "georeduce", "ring", "ring / geo");
 		for (int f = 0; f < SUM_MX_COUNT; f++)
 			printf("%-8s %14.4g %14.4g %11.2fx\n", names[f], sqrt(tree_e[f].sq) / norm,

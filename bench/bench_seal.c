@@ -65,8 +65,8 @@
 #define KEY_ID 0x5eed
 #define REPEAT_MAX 51
 
-static const uint8_t key[16] = { 0x2b, 0x7e, 0x15, 0x16, 0x28, 0xae, 0xd2, 0xa6,
-				  0xab, 0xf7, 0x15, 0x88, 0x09, 0xcf, 0x4f, 0x3c };
+static const uint8_t key[16] = {0x2b, 0x7e, 0x15, 0x16, 0x28, 0xae, 0xd2, 0xa6,
+				0xab, 0xf7, 0x15, 0x88, 0x09, 0xcf, 0x4f, 0x3c};
 
 struct opts {
 	unsigned int payload[8], n_payload;
@@ -84,9 +84,9 @@ struct point {
 	struct dp dp;
 	bool dp_up;
 	struct rte_mempool *pool;
-	struct rte_mbuf **frames;       /* [round][chunk][worker, child] in feed order */
-	uint32_t round0;                /* first round of the frames built */
-	uint64_t seq;                   /* the child's last sequence number */
+	struct rte_mbuf **frames; /* [round][chunk][worker, child] in feed order */
+	uint32_t round0;          /* first round of the frames built */
+	uint64_t seq;             /* the child's last sequence number */
 	EVP_CIPHER_CTX *gcm;
 };
 
@@ -138,9 +138,9 @@ table_json(const struct point *x)
 	for (int i = 0; i < 16; i++)
 		snprintf(hex + 2 * i, 3, "%02x", key[i]);
 	if (t != NULL && x->sealed)
-		json_object_set_new(t, "sealed", json_pack("[{s:i, s:i, s:s, s:s}]", "peer",
-							   CHILD_ID, "key_id", KEY_ID, "aead",
-							   "aes-128-gcm", "key", hex));
+		json_object_set_new(t, "sealed",
+				    json_pack("[{s:i, s:i, s:s, s:s}]", "peer", CHILD_ID, "key_id",
+					      KEY_ID, "aead", "aes-128-gcm", "key", hex));
 	return t;
 }
 
@@ -151,26 +151,33 @@ build(struct point *x, unsigned int c, uint32_t r, bool child)
 {
 	uint16_t id = child ? CHILD_ID : WORKER_ID;
 	struct wire_pkt p = {
-		.type = WIRE_TYPE_CONTRIB, .dtype = WIRE_DTYPE_FP32, .job = JOB, .epoch = x->epoch,
-		.sender = id, .origin = id, .contrib = 1, .round = r, .chunk = c,
+		.type = WIRE_TYPE_CONTRIB,
+		.dtype = WIRE_DTYPE_FP32,
+		.job = JOB,
+		.epoch = x->epoch,
+		.sender = id,
+		.origin = id,
+		.contrib = 1,
+		.round = r,
+		.chunk = c,
 		.count = (uint16_t)x->elems,
 	};
 	struct wire_flow f = {
-		.src_mac = { 0x02, 0, 0, 0, 1, child ? 2 : 1 },
+		.src_mac = {0x02, 0, 0, 0, 1, child ? 2 : 1},
 		.src_ip = child ? CHILD_IP : WORKER_IP,
 		.dst_ip = GW_IP,
-		.src_port = child ? wire_udp_port(WIRE_PORT_BASE_DEFAULT,
-						  WIRE_PORT_COUNT_DEFAULT, c)
-				  : WORKER_PORT,
+		.src_port =
+			child ? wire_udp_port(WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT, c) :
+				WORKER_PORT,
 		.dst_port = wire_udp_port(WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT, c),
 		.ttl = 64,
 	};
 	bool seal = child && x->sealed;
 	uint32_t len = WIRE_FRAME_HDR_OFF + WIRE_HDR_LEN + 4 * x->elems;
 	struct rte_mbuf *m = rte_pktmbuf_alloc(x->pool);
-	uint8_t *fr = m == NULL ? NULL
-				: (uint8_t *)rte_pktmbuf_append(m,
-								(uint16_t)(len + (seal ? 48 : 0)));
+	uint8_t *fr = m == NULL ?
+			      NULL :
+			      (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(len + (seal ? 48 : 0)));
 	float *v;
 
 	if (fr == NULL)
@@ -249,8 +256,9 @@ setup(struct point *x, const char *crypto, char *err, size_t errlen)
 	x->tx = rte_ring_create(name, RING_SIZE, (int)rte_socket_id(),
 				RING_F_SP_ENQ | RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "bs_ring%u", inst);
-	int port = x->rx == NULL || x->tx == NULL
-			   ? -1 : rte_eth_from_rings(name, &x->rx, 1, &x->tx, 1, rte_socket_id());
+	int port = x->rx == NULL || x->tx == NULL ?
+			   -1 :
+			   rte_eth_from_rings(name, &x->rx, 1, &x->tx, 1, rte_socket_id());
 	snprintf(name, sizeof(name), "bs_frames%u", inst);
 	x->pool = rte_pktmbuf_pool_create(name, (unsigned int)n + 1024, 0, 0,
 					  (uint16_t)(RTE_PKTMBUF_HEADROOM + x->frame_len + 64),
@@ -274,9 +282,9 @@ setup(struct point *x, const char *crypto, char *err, size_t errlen)
 	bench_dp_one_port(&cfg, rte_get_main_lcore(), x->port_id, GW_IP);
 	cfg.n_neigh = 2;
 	cfg.neigh[0].ipv4 = WORKER_IP;
-	cfg.neigh[0].mac = (struct rte_ether_addr){ { 0x02, 0, 0, 0, 1, 1 } };
+	cfg.neigh[0].mac = (struct rte_ether_addr){{0x02, 0, 0, 0, 1, 1}};
 	cfg.neigh[1].ipv4 = CHILD_IP;
-	cfg.neigh[1].mac = (struct rte_ether_addr){ { 0x02, 0, 0, 0, 1, 2 } };
+	cfg.neigh[1].mac = (struct rte_ether_addr){{0x02, 0, 0, 0, 1, 2}};
 	x->dp_up = true;
 	int rc = dp_setup(&x->dp, &cfg, err, errlen);
 
@@ -379,8 +387,9 @@ run(struct point *x, uint64_t *cycles, bool check)
 		while ((k = rte_ring_sc_dequeue_burst(x->tx, (void **)out, 64, NULL)) != 0)
 			for (unsigned int i = 0; i < k; i++) {
 				if (check)
-					bad += !check_copy(x, out[i], x->round0 +
-							   (uint32_t)(copies / (2 * x->window)));
+					bad += !check_copy(
+						x, out[i],
+						x->round0 + (uint32_t)(copies / (2 * x->window)));
 				copies++;
 				rte_pktmbuf_free(out[i]);
 			}
@@ -446,17 +455,17 @@ usage(FILE *f)
 int
 main(int argc, char **argv)
 {
-	struct opts o = { .payload = { 1024, 8192 }, .n_payload = 2, .window = 128, .rounds = 8,
-			  .repeat = 5, .crypto = "crypto_aesni_gcm0" };
+	struct opts o = {.payload = {1024, 8192},
+			 .n_payload = 2,
+			 .window = 128,
+			 .rounds = 8,
+			 .repeat = 5,
+			 .crypto = "crypto_aesni_gcm0"};
 	static const struct option longopts[] = {
-		{ "payload", required_argument, NULL, 'p' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "rounds", required_argument, NULL, 'r' },
-		{ "repeat", required_argument, NULL, 'n' },
-		{ "crypto", required_argument, NULL, 'c' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"payload", required_argument, NULL, 'p'}, {"window", required_argument, NULL, 'w'},
+		{"rounds", required_argument, NULL, 'r'},  {"repeat", required_argument, NULL, 'n'},
+		{"crypto", required_argument, NULL, 'c'},  {"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
 	};
 	int e = rte_eal_init(argc, argv), c;
 	uint64_t v;
@@ -500,10 +509,18 @@ main(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 			o.repeat = (unsigned int)v;
 			break;
-		case 'c': o.crypto = optarg; break;
-		case 'j': o.json = true; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return CLI_EXIT_USAGE;
+		case 'c':
+			o.crypto = optarg;
+			break;
+		case 'j':
+			o.json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return CLI_EXIT_USAGE;
 		}
 	}
 	if (!o.json)
@@ -519,8 +536,11 @@ main(int argc, char **argv)
 		/* Both links set up at once, measured in turn: a loaded machine slows both. */
 		for (int s = 0; s < 2; s++) {
 			x[s] = (struct point){
-				.payload = o.payload[i], .elems = o.payload[i] / 4,
-				.window = o.window, .rounds = o.rounds, .sealed = s == 1,
+				.payload = o.payload[i],
+				.elems = o.payload[i] / 4,
+				.window = o.window,
+				.rounds = o.rounds,
+				.sealed = s == 1,
 				.round0 = 1,
 			};
 			x[s].frame_len = WIRE_FRAME_PAYLOAD_OFF + x[s].payload + 48;
@@ -552,8 +572,8 @@ main(int argc, char **argv)
 		if (o.json)
 			printf("{\"payload\": %u, \"pmd\": \"%s\", \"plain_ns_chunk\": %.1f, "
 			       "\"sealed_ns_chunk\": %.1f, \"plain_gbps\": %.2f, \"sealed_gbps\": "
-			       "%.2f, \"ratio\": %.3f, \"aead_gbps\": %.2f}\n", o.payload[i], pmd,
-			       ns[0], ns[1], g0, g1, g1 / g0, aead);
+			       "%.2f, \"ratio\": %.3f, \"aead_gbps\": %.2f}\n",
+			       o.payload[i], pmd, ns[0], ns[1], g0, g1, g1 / g0, aead);
 		else
 			printf("%8u %10s %12.1f %12.1f %11.2f %11.2f %7.3f %13.2f\n", o.payload[i],
 			       pmd, ns[0], ns[1], g0, g1, g1 / g0, aead);

@@ -23,12 +23,12 @@
 #include "gen.h"
 
 #define GEN_PROG "georeduce-bench"
-#define E_FIRST 0x1u                    /* send-queue entry: first frame of the round */
-#define E_RETX 0x2u                     /* ... a retransmission */
+#define E_FIRST 0x1u /* send-queue entry: first frame of the round */
+#define E_RETX 0x2u  /* ... a retransmission */
 #define OFF_FLAGS (WIRE_FRAME_HDR_OFF + 4)
 #define OFF_ROUND (WIRE_FRAME_HDR_OFF + 24)
 #define PACE_BURST_BYTES 16384.0
-#define TIMER_US 1000                   /* timers are scanned every millisecond */
+#define TIMER_US 1000 /* timers are scanned every millisecond */
 #define RTO_SHIFT_MAX 8
 
 /* One driven chunk. */
@@ -37,15 +37,15 @@ struct gen_chunk {
 	uint16_t tree;
 	uint16_t dst_port;
 	uint32_t round;
-	bool open;                      /* a round in flight */
-	uint8_t tries;                  /* timer expiries of this round */
-	uint16_t pending;               /* entries in the send queue */
-	uint32_t got;                   /* workers done this round */
-	uint64_t t_first;               /* TSC of the round's first frame; 0: not sent yet */
-	uint64_t deadline;              /* TSC; UINT64_MAX while frames are queued */
-	uint64_t *mask;                 /* workers done, a bit each */
-	const uint8_t *expect;          /* the exact sum's payload (dataplane peer) */
-	struct rte_mbuf **frames;       /* per worker, sent by reference */
+	bool open;                /* a round in flight */
+	uint8_t tries;            /* timer expiries of this round */
+	uint16_t pending;         /* entries in the send queue */
+	uint32_t got;             /* workers done this round */
+	uint64_t t_first;         /* TSC of the round's first frame; 0: not sent yet */
+	uint64_t deadline;        /* TSC; UINT64_MAX while frames are queued */
+	uint64_t *mask;           /* workers done, a bit each */
+	const uint8_t *expect;    /* the exact sum's payload (dataplane peer) */
+	struct rte_mbuf **frames; /* per worker, sent by reference */
 };
 
 struct gen_lcore {
@@ -54,8 +54,8 @@ struct gen_lcore {
 	struct rte_mempool *pool;
 	unsigned int mask_words;
 	struct gen_chunk *ch;
-	uint64_t *words;                /* all chunks' masks */
-	uint8_t *expect;                /* all chunks' expected payloads */
+	uint64_t *words; /* all chunks' masks */
+	uint8_t *expect; /* all chunks' expected payloads */
 	/* The send queue: (chunk index << 24 | worker << 8 | E_*), a power of two. */
 	uint64_t *q;
 	uint32_t q_mask, q_head, q_tail;
@@ -64,7 +64,7 @@ struct gen_lcore {
 	double ns_per_tsc;
 	uint64_t verify_tick;
 	unsigned int n_open;
-	bool draining;                  /* start no new round */
+	bool draining; /* start no new round */
 	uint8_t scratch[WIRE_FRAME_PAYLOAD_OFF + TABLE_CHUNK_BYTES_MAX] __rte_cache_aligned;
 	struct gen_stats st;
 	struct gen_hist hist;
@@ -113,9 +113,10 @@ gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int wind
 		const struct table_tree *tr = &tb->trees[t];
 
 		if (tr->role != TABLE_ROLE_ROOT || tr->n_children != 0 || tr->n_workers == 0) {
-			snprintf(err, errlen, "--table: tree %u: the gateway must be a root with "
-				 "local workers only (it is a %s with %d children)", tr->id,
-				 table_role_name(tr->role), tr->n_children);
+			snprintf(err, errlen,
+				 "--table: tree %u: the gateway must be a root with "
+				 "local workers only (it is a %s with %d children)",
+				 tr->id, table_role_name(tr->role), tr->n_children);
 			return -EINVAL;
 		}
 		cap += RTE_MIN(tr->chunk_count, tr->slots);
@@ -161,7 +162,7 @@ gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int wind
 				pairs[2 * n + 1] = tr->id;
 				n++;
 			} else {
-				cap--;  /* a short last chunk: not driven */
+				cap--; /* a short last chunk: not driven */
 			}
 		}
 	}
@@ -356,13 +357,17 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 		}
 		for (unsigned int w = 0; w < W; w++) {
 			struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
-			uint8_t *d = m == NULL ? NULL :
-				(uint8_t *)rte_pktmbuf_append(m, (uint16_t)gj->frame_len);
+			uint8_t *d =
+				m == NULL ?
+					NULL :
+					(uint8_t *)rte_pktmbuf_append(m, (uint16_t)gj->frame_len);
 
 			if (d == NULL) {
 				rte_pktmbuf_free(m);
-				snprintf(err, errlen, "out of frame buffers (%u x %u frames of %u "
-					 "bytes; give EAL more memory, -m)", C, W, gj->frame_len);
+				snprintf(err, errlen,
+					 "out of frame buffers (%u x %u frames of %u "
+					 "bytes; give EAL more memory, -m)",
+					 C, W, gj->frame_len);
 				goto fail;
 			}
 			ch->frames[w] = m;
@@ -521,7 +526,7 @@ do_tx(struct gen_lcore *g, uint64_t now)
 	if (sent < n) {
 		g->st.tx_refused += n - sent;
 		for (unsigned int i = sent; i < n; i++)
-			rte_pktmbuf_free(pkts[i]);  /* a copy, or our extra reference */
+			rte_pktmbuf_free(pkts[i]); /* a copy, or our extra reference */
 	}
 	g->q_head += sent;
 	for (unsigned int i = 0; i < sent; i++) {
@@ -561,9 +566,9 @@ find_chunk(const struct gen_job *gj, uint32_t chunk)
 static int
 find_worker(const struct gen_job *gj, uint32_t ipv4, uint16_t port)
 {
-	struct gen_worker key = { .ipv4 = ipv4, .port = port };
-	const struct gen_worker *w = bsearch(&key, gj->workers, gj->n_workers,
-					     sizeof(*gj->workers), cmp_worker);
+	struct gen_worker key = {.ipv4 = ipv4, .port = port};
+	const struct gen_worker *w =
+		bsearch(&key, gj->workers, gj->n_workers, sizeof(*gj->workers), cmp_worker);
 
 	return w == NULL ? -1 : (int)(w - gj->workers);
 }
@@ -583,7 +588,7 @@ static bool
 arp_frame(struct rte_mbuf *m, uint16_t op, const uint8_t *src_mac, uint32_t sip,
 	  const uint8_t *dst_mac, uint32_t tip)
 {
-	static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 	uint8_t *d = (uint8_t *)rte_pktmbuf_append(m, 60);
 	uint32_t be;
 
@@ -592,9 +597,9 @@ arp_frame(struct rte_mbuf *m, uint16_t op, const uint8_t *src_mac, uint32_t sip,
 	memset(d, 0, 60);
 	memcpy(d, op == 1 ? bcast : dst_mac, 6);
 	memcpy(d + 6, src_mac, 6);
-	d[12] = 0x08, d[13] = 0x06;             /* ARP */
-	d[14] = 0, d[15] = 1;                   /* Ethernet */
-	d[16] = 0x08, d[17] = 0;                /* IPv4 */
+	d[12] = 0x08, d[13] = 0x06; /* ARP */
+	d[14] = 0, d[15] = 1;       /* Ethernet */
+	d[16] = 0x08, d[17] = 0;    /* IPv4 */
 	d[18] = 6, d[19] = 4;
 	d[20] = 0, d[21] = (uint8_t)op;
 	memcpy(d + 22, src_mac, 6);
@@ -664,8 +669,8 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 	if (len < WIRE_FRAME_PAYLOAD_OFF ||
 	    wire_frame_parse_flags(h, len, WIRE_PARSE_NO_UDP_CSUM, &fl, NULL, &ulen, NULL) != 0 ||
 	    h[WIRE_FRAME_HDR_OFF + 6] != 0 || /* a contributor set: not this job's */
-	    wire_hdr_decode(h + WIRE_FRAME_HDR_OFF, ulen, &p, NULL) != 0 ||
-	    p.job != gj->job || p.epoch != gj->epoch)
+	    wire_hdr_decode(h + WIRE_FRAME_HDR_OFF, ulen, &p, NULL) != 0 || p.job != gj->job ||
+	    p.epoch != gj->epoch)
 		goto unexpected;
 	if (p.type == WIRE_TYPE_ACK) {
 		g->st.acks++;
@@ -698,9 +703,11 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 		if (p.contrib != gj->n_workers || p.count != gj->elems || p.origin != gj->gw_id ||
 		    p.sender != gj->gw_id || fl.src_ip != gj->gw_ipv4 ||
 		    fl.src_port != ch->dst_port || len != gj->frame_len) {
-			fail(g, "chunk %u round %u: a RESULT with contrib %u of %u, count %u, "
-			     "origin %u, sender %u, %u bytes", p.chunk, p.round, p.contrib,
-			     gj->n_workers, p.count, p.origin, p.sender, len);
+			fail(g,
+			     "chunk %u round %u: a RESULT with contrib %u of %u, count %u, "
+			     "origin %u, sender %u, %u bytes",
+			     p.chunk, p.round, p.contrib, gj->n_workers, p.count, p.origin,
+			     p.sender, len);
 			return;
 		}
 		if (g->verify_tick++ % g->prm.verify_every == 0) {
@@ -714,9 +721,10 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 				while (pl != NULL && i + 1 < gj->elems &&
 				       memcmp(pl + i * es, ch->expect + i * es, es) == 0)
 					i++;
-				fail(g, "chunk %u round %u: the RESULT of worker %u differs from "
-				     "the exact sum at element %u", p.chunk, p.round,
-				     gj->workers[w].id, i);
+				fail(g,
+				     "chunk %u round %u: the RESULT of worker %u differs from "
+				     "the exact sum at element %u",
+				     p.chunk, p.round, gj->workers[w].id, i);
 				return;
 			}
 		}
@@ -757,10 +765,11 @@ progress(struct gen_lcore *g, uint64_t now, uint64_t t0, const char *label, stru
 	double s = (double)(now - *last_tsc) / (double)rte_get_tsc_hz();
 	const struct gen_stats *st = &g->st;
 
-	fprintf(stderr, GEN_PROG ": %5.1f s%s: offered %.2f Gbit/s (%.2f Mpps), achieved "
-		"%.2f Gbit/s (%.2f Mpps), %.0f chunks/s, %u open, %" PRIu64 " retransmitted\n",
-		(double)(now - t0) / (double)rte_get_tsc_hz(),
-		label,
+	fprintf(stderr,
+		GEN_PROG ": %5.1f s%s: offered %.2f Gbit/s (%.2f Mpps), achieved "
+			 "%.2f Gbit/s (%.2f Mpps), %.0f chunks/s, %u open, %" PRIu64
+			 " retransmitted\n",
+		(double)(now - t0) / (double)rte_get_tsc_hz(), label,
 		(double)(st->tx_payload - last->tx_payload) * 8 / s / 1e9,
 		(double)(st->tx_pkts - last->tx_pkts) / s / 1e6,
 		(double)(st->rx_payload - last->rx_payload) * 8 / s / 1e9,
@@ -827,8 +836,10 @@ gen_lcore_main(void *arg)
 		}
 		if (g->prm.progress && now - last_tsc >= prog_tsc)
 			progress(g, now, t0,
-				 g->draining ? " (draining)" : marked ? "" : " (warm-up)", &last,
-				 &last_tsc);
+				 g->draining ? " (draining)" :
+				 marked      ? "" :
+					       " (warm-up)",
+				 &last, &last_tsc);
 		if (g->draining && (g->n_open == 0 || now >= t_stop))
 			break;
 	}
@@ -848,7 +859,7 @@ gen_arp_resolve(uint16_t port_id, uint16_t queue, struct rte_mempool *pool,
 	uint64_t hz = rte_get_tsc_hz(), end = rte_rdtsc() + (uint64_t)(timeout_s * (double)hz);
 	uint64_t next_req = 0;
 	bool found = false;
-	struct gen_lcore g = { .gj = gj, .pool = pool };
+	struct gen_lcore g = {.gj = gj, .pool = pool};
 
 	g.prm.port_id = port_id;
 	g.prm.queue = queue;

@@ -35,21 +35,21 @@
 #include "wire.h"
 
 #define GEN_BURST_MAX 64
-#define GEN_HIST_SUB 16                 /* latency buckets per power of two */
+#define GEN_HIST_SUB 16 /* latency buckets per power of two */
 #define GEN_HIST_BUCKETS (48 * GEN_HIST_SUB)
 /* Ethernet bytes on the wire besides the frame: preamble 8, FCS 4, inter-frame gap 12. */
 #define GEN_WIRE_OVERHEAD 24u
 
 /** What answers the generator's frames. */
 enum gen_peer {
-	GEN_PEER_DATAPLANE = 0,         /* a georeduce gateway: RESULT copies, verified */
-	GEN_PEER_IO,                    /* an io-forwarder: the frames themselves come back */
+	GEN_PEER_DATAPLANE = 0, /* a georeduce gateway: RESULT copies, verified */
+	GEN_PEER_IO,            /* an io-forwarder: the frames themselves come back */
 };
 
 /** One emulated worker. */
 struct gen_worker {
 	uint16_t id;
-	uint32_t ipv4;                  /* host order */
+	uint32_t ipv4; /* host order */
 	uint16_t port;
 };
 
@@ -60,18 +60,18 @@ struct gen_worker {
 struct gen_job {
 	uint32_t job, epoch;
 	enum wire_dtype dtype;
-	uint32_t elems;                 /* elements per chunk (only full chunks are driven) */
-	uint32_t payload;               /* bytes per chunk */
-	uint32_t frame_len;             /* Ethernet frame without FCS */
+	uint32_t elems;     /* elements per chunk (only full chunks are driven) */
+	uint32_t payload;   /* bytes per chunk */
+	uint32_t frame_len; /* Ethernet frame without FCS */
 	uint16_t gw_id;
 	uint32_t gw_ipv4;
 	uint16_t base_port, n_ports;
 	unsigned int n_workers;
-	struct gen_worker *workers;     /* sorted by (ipv4, port) */
+	struct gen_worker *workers; /* sorted by (ipv4, port) */
 	unsigned int n_chunks;
-	uint32_t *chunk;                /* driven chunk indices, ascending */
-	uint16_t *tree;                 /* tree id of each */
-	int amplitude;                  /* inputs are integers in [-amplitude, amplitude] */
+	uint32_t *chunk; /* driven chunk indices, ascending */
+	uint16_t *tree;  /* tree id of each */
+	int amplitude;   /* inputs are integers in [-amplitude, amplitude] */
 };
 
 /**
@@ -81,8 +81,8 @@ struct gen_job {
  *
  * @return  0, or -EINVAL with a one-line message in err.
  */
-int gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int window,
-		       char *err, size_t errlen);
+int gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int window, char *err,
+		       size_t errlen);
 
 /** Free what gen_job_from_table() allocated. */
 void gen_job_fini(struct gen_job *gj);
@@ -105,23 +105,23 @@ double gen_hist_quantile(const struct gen_hist *h, double q);
 
 /** Counters of one generator lcore (the lcore: wo, plain stores; readers: relaxed). */
 struct gen_stats {
-	uint64_t tx_pkts, tx_bytes, tx_payload;  /* frames handed to the port */
-	uint64_t tx_refused;            /* frames the TX queue did not take (sent later) */
-	uint64_t tx_copies;             /* frames sent as fresh copies, not by reference */
+	uint64_t tx_pkts, tx_bytes, tx_payload; /* frames handed to the port */
+	uint64_t tx_refused;                    /* frames the TX queue did not take (sent later) */
+	uint64_t tx_copies;                     /* frames sent as fresh copies, not by reference */
 	uint64_t rx_pkts, rx_bytes;
-	uint64_t rx_ok, rx_payload;     /* RESULT copies (or echoes) accepted */
-	uint64_t chunks;                /* rounds completed */
-	uint64_t verified;              /* payloads compared with the exact sum */
-	uint64_t verify_fail;           /* wrong payload, contributor count or header */
-	uint64_t duplicates;            /* copies for a worker that already had its own */
-	uint64_t stale;                 /* copies of another round */
-	uint64_t unexpected;            /* frames that are none of the above */
+	uint64_t rx_ok, rx_payload; /* RESULT copies (or echoes) accepted */
+	uint64_t chunks;            /* rounds completed */
+	uint64_t verified;          /* payloads compared with the exact sum */
+	uint64_t verify_fail;       /* wrong payload, contributor count or header */
+	uint64_t duplicates;        /* copies for a worker that already had its own */
+	uint64_t stale;             /* copies of another round */
+	uint64_t unexpected;        /* frames that are none of the above */
 	uint64_t acks;
-	uint64_t timeouts;              /* chunk rounds whose timer fired */
-	uint64_t retx;                  /* frames sent again with RETX */
+	uint64_t timeouts; /* chunk rounds whose timer fired */
+	uint64_t retx;     /* frames sent again with RETX */
 	uint64_t arp_replies;
 	uint64_t no_mbuf;
-	uint64_t busy_cycles;           /* TSC cycles of loop iterations that did work */
+	uint64_t busy_cycles; /* TSC cycles of loop iterations that did work */
 };
 
 /** Options of a generator lcore. */
@@ -130,15 +130,15 @@ struct gen_params {
 	uint16_t port_id;
 	uint16_t queue;
 	unsigned int burst;
-	double rate_gbps;               /* wire bit rate (frame + GEN_WIRE_OVERHEAD); 0: full */
-	uint64_t rto_tsc;               /* first retransmission timeout */
-	unsigned int verify_every;      /* compare every N-th copy's payload; 1: all */
-	bool first_copy;                /* send the first frame of a round as a copy */
-	bool answer_arp;                /* answer ARP for the workers' addresses */
-	bool progress;                  /* print progress on stderr every second */
+	double rate_gbps;          /* wire bit rate (frame + GEN_WIRE_OVERHEAD); 0: full */
+	uint64_t rto_tsc;          /* first retransmission timeout */
+	unsigned int verify_every; /* compare every N-th copy's payload; 1: all */
+	bool first_copy;           /* send the first frame of a round as a copy */
+	bool answer_arp;           /* answer ARP for the workers' addresses */
+	bool progress;             /* print progress on stderr every second */
 	double progress_s;
-	uint8_t src_mac[6];             /* every worker's MAC */
-	uint8_t dst_mac[6];             /* the gateway's (or the forwarder's) */
+	uint8_t src_mac[6]; /* every worker's MAC */
+	uint8_t dst_mac[6]; /* the gateway's (or the forwarder's) */
 	/* Schedule: warm up, measure, then drain (no new rounds) until every open round
 	 * ended or drain_s passed. */
 	double warmup_s, duration_s, drain_s;
@@ -150,11 +150,11 @@ struct gen_params {
 
 /** What a run measured (valid once gen_lcore_main() returned). */
 struct gen_result {
-	struct gen_stats start, end;    /* counters when the measurement started and ended */
-	struct gen_hist hist;           /* chunk latencies of rounds ended while measuring */
-	uint64_t measured_tsc;          /* length of the measurement */
-	unsigned int open_after_drain;  /* rounds that never ended: lost chunks */
-	char error[256];                /* first verification failure, or "" */
+	struct gen_stats start, end;   /* counters when the measurement started and ended */
+	struct gen_hist hist;          /* chunk latencies of rounds ended while measuring */
+	uint64_t measured_tsc;         /* length of the measurement */
+	unsigned int open_after_drain; /* rounds that never ended: lost chunks */
+	char error[256];               /* first verification failure, or "" */
 };
 
 struct gen_lcore;

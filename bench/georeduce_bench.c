@@ -53,8 +53,8 @@
 
 #define RING_SIZE 4096
 #define GW_ID 1
-#define GW_IP 0x0a000001u                       /* 10.0.0.1/16 */
-#define WORKER_IP0 0x0a000101u                  /* 10.0.1.1, 10.0.1.2, ... */
+#define GW_IP 0x0a000001u      /* 10.0.0.1/16 */
+#define WORKER_IP0 0x0a000101u /* 10.0.1.1, 10.0.1.2, ... */
 #define WORKER_ID0 101
 #define WORKER_PORT0 5000
 #define JOB 1
@@ -65,20 +65,20 @@ struct iofwd {
 	uint16_t port;
 	uint16_t burst;
 	atomic_bool stop;
-	uint64_t rx, tx, busy;          /* this lcore: wo; others: relaxed */
+	uint64_t rx, tx, busy; /* this lcore: wo; others: relaxed */
 };
 
 /* The ring mode's set-up. */
 struct ring_bench {
 	struct rte_ring *to_dp, *to_gen;
-	int dp_port, gen_port;          /* -1: not created */
+	int dp_port, gen_port; /* -1: not created */
 	struct rte_mempool *pool;
 	struct dp *dp;
 	bool dp_up;
 	struct table *tb;
 	unsigned int dp_lcore;
 	struct iofwd io;
-	struct phase *cur;              /* the phase being measured (for the mark callback) */
+	struct phase *cur; /* the phase being measured (for the mark callback) */
 };
 
 /* --- Generator runs ----------------------------------------------------------------------- */
@@ -172,7 +172,7 @@ pick_lcore(int skip)
 {
 	unsigned int id;
 
-	RTE_LCORE_FOREACH_WORKER(id)
+	RTE_LCORE_FOREACH_WORKER (id)
 		if ((int)id != skip)
 			return id;
 	return rte_get_main_lcore();
@@ -250,11 +250,11 @@ ring_table(const struct opts *o, unsigned int slots)
 		return NULL;
 	tb->job = JOB;
 	tb->epoch = EPOCH;
-	tb->gw = (struct table_gw){ GW_ID, GW_IP, WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT };
+	tb->gw = (struct table_gw){GW_ID, GW_IP, WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT};
 	tb->dtype = (enum table_dtype)o->dtype;
 	tb->chunk_elements = o->payload / wire_dtype_size(o->dtype);
 	tb->elements = (uint64_t)o->window * tb->chunk_elements;
-	tb->limits = (struct table_limits){ 1, 1, o->fanin, slots };
+	tb->limits = (struct table_limits){1, 1, o->fanin, slots};
 	tr = &tb->trees[0];
 	tr->role = TABLE_ROLE_ROOT;
 	tr->expected = o->fanin;
@@ -264,15 +264,15 @@ ring_table(const struct opts *o, unsigned int slots)
 	tr->rate_gbps = 100;
 	tr->slots = slots;
 	for (unsigned int w = 0; w < o->fanin; w++)
-		tr->workers[w] = (struct table_worker){ (uint16_t)(WORKER_ID0 + w), WORKER_IP0 + w,
-							(uint16_t)(WORKER_PORT0 + w) };
+		tr->workers[w] = (struct table_worker){(uint16_t)(WORKER_ID0 + w), WORKER_IP0 + w,
+						       (uint16_t)(WORKER_PORT0 + w)};
 	return tb;
 }
 
 static int
 port_start(uint16_t port, struct rte_mempool *pool, unsigned int mtu, char *err, size_t errlen)
 {
-	struct rte_eth_conf conf = { 0 };
+	struct rte_eth_conf conf = {0};
 	struct rte_eth_dev_info info;
 	int rc = rte_eth_dev_info_get(port, &info);
 
@@ -353,28 +353,31 @@ ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_job *gj, unsi
 	rc = gen_job_from_table(gj, rb->tb, o->window, err, errlen);
 	if (rc != 0)
 		return rc;
-	rb->to_dp = rte_ring_create("gb_to_dp", RING_SIZE, (int)socket,
-				    RING_F_SP_ENQ | RING_F_SC_DEQ);
-	rb->to_gen = rte_ring_create("gb_to_gen", RING_SIZE, (int)socket,
-				     RING_F_SP_ENQ | RING_F_SC_DEQ);
+	rb->to_dp =
+		rte_ring_create("gb_to_dp", RING_SIZE, (int)socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	rb->to_gen =
+		rte_ring_create("gb_to_gen", RING_SIZE, (int)socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
 	if (rb->to_dp == NULL || rb->to_gen == NULL) {
 		snprintf(err, errlen, "cannot create the rings: %s", rte_strerror(rte_errno));
 		return -ENOMEM;
 	}
 	rb->dp_port = rte_eth_from_rings("gb_dp", &rb->to_dp, 1, &rb->to_gen, 1, socket);
-	rb->gen_port = rb->dp_port < 0 ? -1 :
-		       rte_eth_from_rings("gb_gen", &rb->to_gen, 1, &rb->to_dp, 1, socket);
+	rb->gen_port = rb->dp_port < 0 ?
+			       -1 :
+			       rte_eth_from_rings("gb_gen", &rb->to_gen, 1, &rb->to_dp, 1, socket);
 	if (rb->dp_port < 0 || rb->gen_port < 0) {
 		snprintf(err, errlen, "rte_eth_from_rings: %s", rte_strerror(rte_errno));
 		return -ENODEV;
 	}
 	/* Frames per worker and chunk, a copy per round in flight and two per slot. */
-	rb->pool = frame_pool("gb_frames", gj->n_chunks * (gj->n_workers + 4) + 4096,
-			      gj->frame_len);
+	rb->pool =
+		frame_pool("gb_frames", gj->n_chunks * (gj->n_workers + 4) + 4096, gj->frame_len);
 	rb->dp = calloc(1, sizeof(*rb->dp));
 	if (rb->pool == NULL || rb->dp == NULL) {
-		snprintf(err, errlen, "cannot allocate %u frames of %u bytes (give EAL more "
-			 "memory, -m)", gj->n_chunks * (gj->n_workers + 4) + 4096, gj->frame_len);
+		snprintf(err, errlen,
+			 "cannot allocate %u frames of %u bytes (give EAL more "
+			 "memory, -m)",
+			 gj->n_chunks * (gj->n_workers + 4) + 4096, gj->frame_len);
 		return -ENOMEM;
 	}
 	if ((rc = port_start((uint16_t)rb->gen_port, rb->pool, 0, err, errlen)) != 0)
@@ -412,9 +415,10 @@ static int
 run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_job *gj,
 	 unsigned int *mtu_out)
 {
-	struct ring_bench rb = { .dp_port = -1, .gen_port = -1 };
-	unsigned int mtu = o->mtu != 0 ? o->mtu :
-			   o->payload + WIRE_MTU_OVERHEAD <= RTE_ETHER_MTU ? RTE_ETHER_MTU : 9000;
+	struct ring_bench rb = {.dp_port = -1, .gen_port = -1};
+	unsigned int mtu = o->mtu != 0                                     ? o->mtu :
+			   o->payload + WIRE_MTU_OVERHEAD <= RTE_ETHER_MTU ? RTE_ETHER_MTU :
+									     9000;
 	char err[TABLE_ERR_MAX] = "";
 	struct gen_params prm;
 	struct rte_ether_addr mac;
@@ -423,7 +427,7 @@ run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 	*mtu_out = mtu;
 	if (rte_lcore_count() < 2) {
 		cli_error(PROG, "--mode ring needs two lcores at least (-l 0-1): the dataplane "
-			  "runs on a worker lcore");
+				"runs on a worker lcore");
 		return CLI_EXIT_USAGE;
 	}
 	rb.dp_lcore = rte_get_next_lcore(-1, 1, 0);
@@ -458,17 +462,18 @@ run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 		}
 		fill_params(o, &prm, (uint16_t)rb.gen_port,
 			    k == 0 ? GEN_PEER_DATAPLANE : GEN_PEER_IO);
-		prm.first_copy = true;  /* the dataplane sums into the first frame */
+		prm.first_copy = true; /* the dataplane sums into the first frame */
 		prm.on_mark = ring_mark;
 		prm.mark_arg = &rb;
 		rte_eth_macaddr_get((uint16_t)rb.gen_port, &mac);
 		memcpy(prm.src_mac, mac.addr_bytes, 6);
 		memcpy(prm.dst_mac, rb.dp->ports[0].mac.addr_bytes, 6);
 		if (!o->quiet)
-			fprintf(stderr, PROG ": %s: %u B x %u workers %s, window %u, generator on "
-				"lcore %u, %s on lcore %u\n", p->name, o->payload, o->fanin,
-				wire_dtype_str(o->dtype), gj->n_chunks, p->gen_lcore, p->name,
-				rb.dp_lcore);
+			fprintf(stderr,
+				PROG ": %s: %u B x %u workers %s, window %u, generator on "
+				     "lcore %u, %s on lcore %u\n",
+				p->name, o->payload, o->fanin, wire_dtype_str(o->dtype),
+				gj->n_chunks, p->gen_lcore, p->name, rb.dp_lcore);
 		g = gen_lcore_create(gj, &prm, rb.pool, err, sizeof(err));
 		if (g == NULL) {
 			cli_error(PROG, "%s", err);
@@ -523,8 +528,9 @@ run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 		cli_error(PROG, "cannot allocate the frames (give EAL more memory, -m)");
 		return CLI_EXIT_USAGE;
 	}
-	if (port_start(o->port, pool, gj->frame_len > RTE_ETHER_MAX_LEN - RTE_ETHER_CRC_LEN ?
-		       *mtu_out : 0, err, sizeof(err)) != 0) {
+	if (port_start(o->port, pool,
+		       gj->frame_len > RTE_ETHER_MAX_LEN - RTE_ETHER_CRC_LEN ? *mtu_out : 0, err,
+		       sizeof(err)) != 0) {
 		cli_error(PROG, "%s", err);
 		rte_mempool_free(pool);
 		return CLI_EXIT_USAGE;
@@ -540,9 +546,11 @@ run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 		if (rc != 0 && !o->gw_mac_set) {
 			char ip[16];
 
-			cli_error(PROG, "--table: the gateway %s does not answer ARP on port %u "
+			cli_error(PROG,
+				  "--table: the gateway %s does not answer ARP on port %u "
 				  "(is the dataplane running with the job installed? --gw-mac "
-				  "skips ARP)", table_ipv4_format(gj->gw_ipv4, ip), o->port);
+				  "skips ARP)",
+				  table_ipv4_format(gj->gw_ipv4, ip), o->port);
 			rte_eth_dev_stop(o->port);
 			rte_mempool_free(pool);
 			return CLI_EXIT_FAIL;
@@ -554,9 +562,11 @@ run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 	p->name = o->peer == GEN_PEER_IO ? "io-forward" : "dataplane";
 	p->gen_lcore = pick_lcore(-1);
 	if (!o->quiet)
-		fprintf(stderr, PROG ": %s on port %u: job %u, %u B x %u workers %s, window %u, "
-			"generator on lcore %u\n", p->name, o->port, gj->job, gj->payload,
-			gj->n_workers, wire_dtype_str(gj->dtype), gj->n_chunks, p->gen_lcore);
+		fprintf(stderr,
+			PROG ": %s on port %u: job %u, %u B x %u workers %s, window %u, "
+			     "generator on lcore %u\n",
+			p->name, o->port, gj->job, gj->payload, gj->n_workers,
+			wire_dtype_str(gj->dtype), gj->n_chunks, p->gen_lcore);
 	g = gen_lcore_create(gj, &prm, pool, err, sizeof(err));
 	if (g == NULL) {
 		cli_error(PROG, "%s", err);
@@ -579,7 +589,7 @@ int
 main(int argc, char **argv)
 {
 	struct phase ph[2];
-	struct gen_job gj = { 0 };
+	struct gen_job gj = {0};
 	struct table *tb = NULL;
 	unsigned int n_ph = 0, mtu = 0;
 	struct opts o;
@@ -609,7 +619,8 @@ main(int argc, char **argv)
 		if (rc == 0 && (ph[i].bad != 0 || ph[i].lost != 0 || ph[i].achieved_mpps <= 0)) {
 			cli_error(PROG, "%s: %s", ph[i].name,
 				  ph[i].res.error[0] != '\0' ? ph[i].res.error :
-				  ph[i].lost != 0 ? "chunks were lost" : "no chunk completed");
+				  ph[i].lost != 0            ? "chunks were lost" :
+							       "no chunk completed");
 			rc = CLI_EXIT_FAIL;
 		}
 	}

@@ -14,18 +14,21 @@
 
 #define PROG "georeduce-bench"
 
-enum mode { MODE_RING, MODE_PORT };
+enum mode {
+	MODE_RING,
+	MODE_PORT
+};
 
 struct opts {
 	enum mode mode;
-	enum gen_peer peer;             /* port mode */
-	const char *table;              /* port mode */
-	uint16_t port;                  /* port mode */
+	enum gen_peer peer; /* port mode */
+	const char *table;  /* port mode */
+	uint16_t port;      /* port mode */
 	bool gw_mac_set;
 	uint8_t gw_mac[6];
-	unsigned int payload, fanin;    /* ring mode */
-	enum wire_dtype dtype;          /* ring mode */
-	unsigned int mtu;               /* ring mode: the dataplane's; 0: by payload */
+	unsigned int payload, fanin; /* ring mode */
+	enum wire_dtype dtype;       /* ring mode */
+	unsigned int mtu;            /* ring mode: the dataplane's; 0: by payload */
 	unsigned int window, burst, verify_every, rto_ms;
 	double rate_gbps, duration, warmup;
 	bool baseline, json, csv, quiet;
@@ -44,12 +47,12 @@ struct phase {
 	unsigned int gen_lcore;
 	bool has_peer;
 	unsigned int peer_lcore;
-	struct peer_snap peer[2];       /* at the start and the end of the measurement */
+	struct peer_snap peer[2]; /* at the start and the end of the measurement */
 	/* Derived. */
 	double secs, offered_gbps, offered_wire_gbps, offered_mpps, achieved_gbps, achieved_mpps;
 	double chunks_s, p50_us, p99_us, p999_us, max_us, gen_busy, peer_busy;
 	double peer_mpps_in;
-	double c2c_ns;                  /* cache-line round trip generator <-> peer lcore */
+	double c2c_ns; /* cache-line round trip generator <-> peer lcore */
 	uint64_t lost, retx, timeouts, refused, duplicates, stale, unexpected, verified, bad;
 };
 

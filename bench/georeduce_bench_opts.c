@@ -73,8 +73,9 @@ parse_mac(const char *s, uint8_t *mac)
 	unsigned int b[6];
 	int n = 0;
 
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%n", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-		   &n) != 6 || s[n] != '\0')
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%n", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &n) !=
+		    6 ||
+	    s[n] != '\0')
 		return -1;
 	for (int i = 0; i < 6; i++)
 		mac[i] = (uint8_t)b[i];
@@ -82,9 +83,27 @@ parse_mac(const char *s, uint8_t *mac)
 }
 
 enum {
-	O_MODE = 256, O_TABLE, O_PORT, O_PEER, O_GWMAC, O_PAYLOAD, O_FANIN, O_DTYPE,
-	O_MTU, O_WINDOW, O_RATE, O_DURATION, O_WARMUP, O_RTO, O_VERIFY, O_BURST,
-	O_NOBASE, O_QUICK, O_JSON, O_CSV, O_QUIET,
+	O_MODE = 256,
+	O_TABLE,
+	O_PORT,
+	O_PEER,
+	O_GWMAC,
+	O_PAYLOAD,
+	O_FANIN,
+	O_DTYPE,
+	O_MTU,
+	O_WINDOW,
+	O_RATE,
+	O_DURATION,
+	O_WARMUP,
+	O_RTO,
+	O_VERIFY,
+	O_BURST,
+	O_NOBASE,
+	O_QUICK,
+	O_JSON,
+	O_CSV,
+	O_QUIET,
 };
 
 /* What the options given say beyond their values: which mode's options came, and which
@@ -155,8 +174,8 @@ parse_one(int c, struct opts *o, struct seen *s)
 		if (cli_bytes(PROG, "payload", optarg, 64, &v) != 0)
 			return -1;
 		if (v > TABLE_CHUNK_BYTES_MAX || v % 64 != 0) {
-			cli_error(PROG, "--payload: %s is not a multiple of 64 in 64 .. %u",
-				  optarg, TABLE_CHUNK_BYTES_MAX);
+			cli_error(PROG, "--payload: %s is not a multiple of 64 in 64 .. %u", optarg,
+				  TABLE_CHUNK_BYTES_MAX);
 			return -1;
 		}
 		o->payload = (unsigned int)v;
@@ -253,7 +272,7 @@ opts_finish(struct opts *o, const struct seen *s)
 	}
 	if (o->mode == MODE_PORT && s->ring_only) {
 		cli_error(PROG, "--payload, --fanin, --dtype, --mtu and --no-baseline need "
-			  "--mode ring (port mode takes them from --table)");
+				"--mode ring (port mode takes them from --table)");
 		return -1;
 	}
 	if (o->mode == MODE_PORT && o->table == NULL) {
@@ -305,7 +324,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct seen s = { 0 };
+	struct seen s = {0};
 	int c;
 
 	opts_defaults(o);

@@ -32,8 +32,8 @@ derive(struct phase *ph, unsigned int payload)
 		return;
 	ph->offered_mpps = (double)tx / s / 1e6;
 	ph->offered_gbps = (double)(b->tx_payload - a->tx_payload) * 8 / s / 1e9;
-	ph->offered_wire_gbps = (double)(b->tx_bytes - a->tx_bytes + tx * GEN_WIRE_OVERHEAD) * 8 /
-				s / 1e9;
+	ph->offered_wire_gbps =
+		(double)(b->tx_bytes - a->tx_bytes + tx * GEN_WIRE_OVERHEAD) * 8 / s / 1e9;
 	ph->achieved_mpps = (double)ok / s / 1e6;
 	ph->achieved_gbps = (double)(b->rx_payload - a->rx_payload) * 8 / s / 1e9;
 	ph->chunks_s = (double)(b->chunks - a->chunks) / s;
@@ -43,7 +43,7 @@ derive(struct phase *ph, unsigned int payload)
 	ph->max_us = (double)ph->res.hist.max_ns / 1e3;
 	ph->gen_busy = (double)(b->busy_cycles - a->busy_cycles) / (double)ph->res.measured_tsc;
 	ph->lost = ph->res.open_after_drain;
-	ph->retx = ph->res.end.retx;  /* over the whole run, drain included */
+	ph->retx = ph->res.end.retx; /* over the whole run, drain included */
 	ph->timeouts = ph->res.end.timeouts;
 	ph->refused = b->tx_refused - a->tx_refused;
 	ph->duplicates = ph->res.end.duplicates;
@@ -67,16 +67,16 @@ print_text(const struct opts *o, const struct gen_job *gj, unsigned int mtu, con
 	       wire_dtype_str(gj->dtype), mtu, gj->n_chunks,
 	       o->rate_gbps > 0 ? "paced" : "full speed", n > 0 ? ph[0].secs : 0);
 	printf("%-10s | %8s %7s | %8s %7s %9s | %8s %8s %8s | %4s %5s %5s | %s\n", "phase",
-	       "off Gb/s", "Mpps", "ach Gb/s", "Mpps", "chunks/s", "p50 us", "p99 us",
-	       "p99.9 us", "lost", "retx", "bad", "lcores (busy)");
+	       "off Gb/s", "Mpps", "ach Gb/s", "Mpps", "chunks/s", "p50 us", "p99 us", "p99.9 us",
+	       "lost", "retx", "bad", "lcores (busy)");
 	for (unsigned int i = 0; i < n; i++) {
 		const struct phase *p = &ph[i];
 
 		printf("%-10s | %8.2f %7.3f | %8.2f %7.3f %9.0f | %8.1f %8.1f %8.1f | %4" PRIu64
-		       " %5" PRIu64 " %5" PRIu64 " | generator %u (%.0f%%)", p->name,
-		       p->offered_gbps, p->offered_mpps, p->achieved_gbps, p->achieved_mpps,
-		       p->chunks_s, p->p50_us, p->p99_us, p->p999_us, p->lost, p->retx, p->bad,
-		       p->gen_lcore, 100 * p->gen_busy);
+		       " %5" PRIu64 " %5" PRIu64 " | generator %u (%.0f%%)",
+		       p->name, p->offered_gbps, p->offered_mpps, p->achieved_gbps,
+		       p->achieved_mpps, p->chunks_s, p->p50_us, p->p99_us, p->p999_us, p->lost,
+		       p->retx, p->bad, p->gen_lcore, 100 * p->gen_busy);
 		if (p->has_peer)
 			printf(", %s %u (%.0f%%)", p->name, p->peer_lcore, 100 * p->peer_busy);
 		printf("\n");
@@ -99,36 +99,33 @@ phase_json(const struct phase *p)
 {
 	json_t *lcores = json_array();
 
-	json_array_append_new(lcores, json_pack("{s:i, s:s, s:f, s:f, s:f}", "lcore",
-						(int)p->gen_lcore, "role", "generator", "busy",
-						p->gen_busy, "tx_mpps", p->offered_mpps,
-						"rx_mpps", p->achieved_mpps));
+	json_array_append_new(lcores,
+			      json_pack("{s:i, s:s, s:f, s:f, s:f}", "lcore", (int)p->gen_lcore,
+					"role", "generator", "busy", p->gen_busy, "tx_mpps",
+					p->offered_mpps, "rx_mpps", p->achieved_mpps));
 	if (p->has_peer)
-		json_array_append_new(lcores, json_pack("{s:i, s:s, s:f, s:f, s:I}", "lcore",
-							(int)p->peer_lcore, "role", p->name,
-							"busy", p->peer_busy, "rx_mpps",
-							p->peer_mpps_in, "drops",
-							(json_int_t)(p->peer[1].drops -
-								     p->peer[0].drops)));
+		json_array_append_new(lcores,
+				      json_pack("{s:i, s:s, s:f, s:f, s:I}", "lcore",
+						(int)p->peer_lcore, "role", p->name, "busy",
+						p->peer_busy, "rx_mpps", p->peer_mpps_in, "drops",
+						(json_int_t)(p->peer[1].drops - p->peer[0].drops)));
 	return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
 			 "s:{s:f, s:f, s:f, s:f, s:I}, "
 			 "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, "
 			 "s:{s:I, s:I}, s:o, s:f, s:s?}",
-			 "phase", p->name, "seconds", p->secs,
-			 "offered_gbps", p->offered_gbps, "offered_wire_gbps", p->offered_wire_gbps,
-			 "offered_mpps", p->offered_mpps, "achieved_gbps", p->achieved_gbps,
-			 "achieved_mpps", p->achieved_mpps, "chunks_per_s", p->chunks_s,
-			 "latency_us", "p50", p->p50_us, "p99", p->p99_us, "p999", p->p999_us,
-			 "max", p->max_us, "samples", (json_int_t)p->res.hist.n,
-			 "losses", "lost_chunks", (json_int_t)p->lost,
+			 "phase", p->name, "seconds", p->secs, "offered_gbps", p->offered_gbps,
+			 "offered_wire_gbps", p->offered_wire_gbps, "offered_mpps", p->offered_mpps,
+			 "achieved_gbps", p->achieved_gbps, "achieved_mpps", p->achieved_mpps,
+			 "chunks_per_s", p->chunks_s, "latency_us", "p50", p->p50_us, "p99",
+			 p->p99_us, "p999", p->p999_us, "max", p->max_us, "samples",
+			 (json_int_t)p->res.hist.n, "losses", "lost_chunks", (json_int_t)p->lost,
 			 "timeouts", (json_int_t)p->timeouts, "retransmitted", (json_int_t)p->retx,
-			 "tx_refused", (json_int_t)p->refused,
-			 "duplicates", (json_int_t)p->duplicates, "stale", (json_int_t)p->stale,
-			 "unexpected", (json_int_t)p->unexpected,
-			 "verify", "payloads_checked", (json_int_t)p->verified,
-			 "failures", (json_int_t)p->bad,
-			 "lcores", lcores, "core_to_core_rtt_ns", p->c2c_ns,
-			 "error", p->res.error[0] != '\0' ? p->res.error : NULL);
+			 "tx_refused", (json_int_t)p->refused, "duplicates",
+			 (json_int_t)p->duplicates, "stale", (json_int_t)p->stale, "unexpected",
+			 (json_int_t)p->unexpected, "verify", "payloads_checked",
+			 (json_int_t)p->verified, "failures", (json_int_t)p->bad, "lcores", lcores,
+			 "core_to_core_rtt_ns", p->c2c_ns, "error",
+			 p->res.error[0] != '\0' ? p->res.error : NULL);
 }
 
 void
@@ -139,14 +136,12 @@ print_json(const struct opts *o, const struct gen_job *gj, unsigned int mtu, con
 
 	for (unsigned int i = 0; i < n; i++)
 		json_array_append_new(phases, phase_json(&ph[i]));
-	root = json_pack("{s:s, s:s, s:i, s:i, s:s, s:i, s:i, s:f, s:o}",
-			 "mode", o->mode == MODE_RING ? "ring" : "port",
-			 "peer", o->mode == MODE_RING || o->peer == GEN_PEER_DATAPLANE ?
-			 "dataplane" : "io",
-			 "payload", (int)gj->payload, "workers", (int)gj->n_workers,
-			 "dtype", wire_dtype_str(gj->dtype), "mtu", (int)mtu,
-			 "window", (int)gj->n_chunks, "rate_gbps", o->rate_gbps,
-			 "phases", phases);
+	root = json_pack("{s:s, s:s, s:i, s:i, s:s, s:i, s:i, s:f, s:o}", "mode",
+			 o->mode == MODE_RING ? "ring" : "port", "peer",
+			 o->mode == MODE_RING || o->peer == GEN_PEER_DATAPLANE ? "dataplane" : "io",
+			 "payload", (int)gj->payload, "workers", (int)gj->n_workers, "dtype",
+			 wire_dtype_str(gj->dtype), "mtu", (int)mtu, "window", (int)gj->n_chunks,
+			 "rate_gbps", o->rate_gbps, "phases", phases);
 	if (n == 2 && ph[1].achieved_mpps > 0)
 		json_object_set_new(root, "ratio_to_io",
 				    json_real(ph[0].achieved_mpps / ph[1].achieved_mpps));
@@ -164,13 +159,15 @@ print_csv(const struct opts *o, const struct gen_job *gj, const struct phase *ph
 	for (unsigned int i = 0; i < n; i++) {
 		const struct phase *p = &ph[i];
 		double ratio = n == 2 && ph[1].achieved_mpps > 0 ?
-			       p->achieved_mpps / ph[1].achieved_mpps : 0;
+				       p->achieved_mpps / ph[1].achieved_mpps :
+				       0;
 
 		printf("%s,%s,%u,%u,%s,%u,%.3f,%.4f,%.3f,%.4f,%.2f,%.2f,%.2f,%" PRIu64 ",%" PRIu64
-		       ",%" PRIu64 ",%.3f,%.3f,%.4f,%.0f\n", o->mode == MODE_RING ? "ring" : "port",
-		       p->name, gj->payload, gj->n_workers, wire_dtype_str(gj->dtype),
-		       gj->n_chunks, p->offered_gbps, p->offered_mpps, p->achieved_gbps,
-		       p->achieved_mpps, p->p50_us, p->p99_us, p->p999_us, p->lost, p->retx,
-		       p->bad, p->gen_busy, p->has_peer ? p->peer_busy : 0, ratio, p->c2c_ns);
+		       ",%" PRIu64 ",%.3f,%.3f,%.4f,%.0f\n",
+		       o->mode == MODE_RING ? "ring" : "port", p->name, gj->payload, gj->n_workers,
+		       wire_dtype_str(gj->dtype), gj->n_chunks, p->offered_gbps, p->offered_mpps,
+		       p->achieved_gbps, p->achieved_mpps, p->p50_us, p->p99_us, p->p999_us,
+		       p->lost, p->retx, p->bad, p->gen_busy, p->has_peer ? p->peer_busy : 0, ratio,
+		       p->c2c_ns);
 	}
 }

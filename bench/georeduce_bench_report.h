@@ -17,7 +17,7 @@ void print_text(const struct opts *o, const struct gen_job *gj, unsigned int mtu
 		const struct phase *ph, unsigned int n);
 void print_json(const struct opts *o, const struct gen_job *gj, unsigned int mtu,
 		const struct phase *ph, unsigned int n);
-void print_csv(const struct opts *o, const struct gen_job *gj, const struct phase *ph,
-	       unsigned int n);
+void
+print_csv(const struct opts *o, const struct gen_job *gj, const struct phase *ph, unsigned int n);
 
 #endif

@@ -33,83 +33,83 @@
 #include "table.h"
 #include "wire.h"
 
-#define DP_PORTS_MAX 8          /* ethdev ports one dataplane drives */
-#define DP_LCORES_MAX 64        /* worker lcores */
-#define DP_JOBS_MAX 16          /* jobs installed at once */
-#define DP_EPOCHS_MAX 4         /* epochs of one job held at once: live + draining */
-#define DP_NEIGH_MAX 1024       /* neighbour entries (gateways and workers of every job) */
-#define DP_SEEN_MAX 256         /* ARP sightings kept for neighbours no table names yet */
+#define DP_PORTS_MAX 8    /* ethdev ports one dataplane drives */
+#define DP_LCORES_MAX 64  /* worker lcores */
+#define DP_JOBS_MAX 16    /* jobs installed at once */
+#define DP_EPOCHS_MAX 4   /* epochs of one job held at once: live + draining */
+#define DP_NEIGH_MAX 1024 /* neighbour entries (gateways and workers of every job) */
+#define DP_SEEN_MAX 256   /* ARP sightings kept for neighbours no table names yet */
 #define DP_BURST_MAX 64
-#define DP_LEARN_RING 256       /* per-lcore ring of ARP sightings for the control thread */
-#define DP_CTL_TX_RING 64       /* per-port ring of control-thread frames (ARP requests) */
+#define DP_LEARN_RING 256        /* per-lcore ring of ARP sightings for the control thread */
+#define DP_CTL_TX_RING 64        /* per-port ring of control-thread frames (ARP requests) */
 #define DP_TREE_SHARD UINT16_MAX /* tree_map: a tree of another gateway of this site */
-#define DP_HDR_ROOM 128         /* data room of the header mbufs of multicast copies */
+#define DP_HDR_ROOM 128          /* data room of the header mbufs of multicast copies */
 
 /* Counters of one worker lcore that are not drop reasons (drops use enum wire_reason). */
 enum dp_ctr {
 	DP_CTR_RX_PACKETS = 0,
 	DP_CTR_RX_BYTES,
-	DP_CTR_TX_PACKETS,          /* handed to the TX queue */
+	DP_CTR_TX_PACKETS, /* handed to the TX queue */
 	DP_CTR_TX_BYTES,
-	DP_CTR_TX_DROPPED,          /* the TX queue did not take them */
-	DP_CTR_CHUNKS_COMPLETED,    /* slots that had all their contributions */
-	DP_CTR_PARTIALS_SENT,       /* partial sums sent to a parent */
-	DP_CTR_RESULTS_SENT,        /* result copies sent to children and workers */
-	DP_CTR_CONTRIBS,            /* contributions summed */
-	DP_CTR_ACKS_SENT,           /* answers to retransmitted contributions held here */
-	DP_CTR_RETRANSMITS,         /* partial sums sent again to the parent */
-	DP_CTR_RETX_FAST,           /* ... of them, because a later one was answered */
-	DP_CTR_RETX_TAIL,           /* ... of them, overdue once the tree's RESULTs stopped */
-	DP_CTR_RETX_COPY,           /* ... of them, second copies of a repair (idle link) */
-	DP_CTR_NACKS_SENT,          /* NACK_RESULTs to the parent (partial sum held there) */
-	DP_CTR_RETX_STUCK,          /* chunks still without RESULT after --retries tries */
-	DP_CTR_MCAST_RX,            /* MCAST packets accepted (docs/PROTOCOL.md section 7.5) */
-	DP_CTR_MCAST_COPIES,        /* MCAST copies sent to next-hop gateways and workers */
-	DP_CTR_MCAST_NACKS,         /* NACK_MCASTs accepted (docs/PROTOCOL.md section 7.5) */
-	DP_CTR_MCAST_REPAIRS,       /* MCAST copies sent again (RETX) to a requester: from
+	DP_CTR_TX_DROPPED,       /* the TX queue did not take them */
+	DP_CTR_CHUNKS_COMPLETED, /* slots that had all their contributions */
+	DP_CTR_PARTIALS_SENT,    /* partial sums sent to a parent */
+	DP_CTR_RESULTS_SENT,     /* result copies sent to children and workers */
+	DP_CTR_CONTRIBS,         /* contributions summed */
+	DP_CTR_ACKS_SENT,        /* answers to retransmitted contributions held here */
+	DP_CTR_RETRANSMITS,      /* partial sums sent again to the parent */
+	DP_CTR_RETX_FAST,        /* ... of them, because a later one was answered */
+	DP_CTR_RETX_TAIL,        /* ... of them, overdue once the tree's RESULTs stopped */
+	DP_CTR_RETX_COPY,        /* ... of them, second copies of a repair (idle link) */
+	DP_CTR_NACKS_SENT,       /* NACK_RESULTs to the parent (partial sum held there) */
+	DP_CTR_RETX_STUCK,       /* chunks still without RESULT after --retries tries */
+	DP_CTR_MCAST_RX,         /* MCAST packets accepted (docs/PROTOCOL.md section 7.5) */
+	DP_CTR_MCAST_COPIES,     /* MCAST copies sent to next-hop gateways and workers */
+	DP_CTR_MCAST_NACKS,      /* NACK_MCASTs accepted (docs/PROTOCOL.md section 7.5) */
+	DP_CTR_MCAST_REPAIRS,    /* MCAST copies sent again (RETX) to a requester: from
 				     * the retained copies, or a repair relayed to who asked */
-	DP_CTR_MCAST_ASKED,         /* NACK_MCASTs sent to a stream's `from` gateway for a
+	DP_CTR_MCAST_ASKED,      /* NACK_MCASTs sent to a stream's `from` gateway for a
 				     * chunk not retained here */
-	DP_CTR_MCAST_NOT_HELD,      /* chunks asked for that are neither retained nor can be
+	DP_CTR_MCAST_NOT_HELD,   /* chunks asked for that are neither retained nor can be
 				     * asked for upstream (the stream's source gateway) */
-	DP_CTR_MCAST_ASK_FULL,      /* ... pending ones evicted for them (the same slot) */
-	DP_CTR_MCAST_BUDGET,        /* NACK_MCAST answers withheld: the requester's budget
+	DP_CTR_MCAST_ASK_FULL,   /* ... pending ones evicted for them (the same slot) */
+	DP_CTR_MCAST_BUDGET,     /* NACK_MCAST answers withheld: the requester's budget
 				     * was spent (docs/PROTOCOL.md section 7.6) */
-	DP_CTR_PACED,               /* frames that waited for their pacer */
-	DP_CTR_PACE_FULL,           /* frames dropped: a pacer's queue was full */
-	DP_CTR_ANSWER_BUDGET,       /* NACK_RESULT answers withheld: the sender's budget was
+	DP_CTR_PACED,            /* frames that waited for their pacer */
+	DP_CTR_PACE_FULL,        /* frames dropped: a pacer's queue was full */
+	DP_CTR_ANSWER_BUDGET,    /* NACK_RESULT answers withheld: the sender's budget was
 				     * spent (docs/PROTOCOL.md section 7.6) */
-	DP_CTR_RECOVER_ASKED,       /* result recovery (docs/PROTOCOL.md 10.1): NACK_RESULTs
+	DP_CTR_RECOVER_ASKED,    /* result recovery (docs/PROTOCOL.md 10.1): NACK_RESULTs
 				     * sent to neighbour gateways for a RESULT held nowhere here */
-	DP_CTR_RECOVER_ANSWERED,    /* ... RESULTs sent from an older epoch or relayed */
-	DP_CTR_RECOVERED,           /* ... RESULTs that came back and completed a slot or
+	DP_CTR_RECOVER_ANSWERED, /* ... RESULTs sent from an older epoch or relayed */
+	DP_CTR_RECOVERED,        /* ... RESULTs that came back and completed a slot or
 				     * went on to whoever asked */
-	DP_CTR_RECOVER_FULL,        /* ... requests not recorded: the lcore's table was full */
-	DP_CTR_SEALED,              /* frames sealed for a protected link (section 14) */
-	DP_CTR_OPENED,              /* sealed frames opened and authenticated */
-	DP_CTR_SEAL_BYTES,          /* bytes of the georeduce packets sealed */
-	DP_CTR_OPEN_BYTES,          /* ... opened */
+	DP_CTR_RECOVER_FULL,     /* ... requests not recorded: the lcore's table was full */
+	DP_CTR_SEALED,           /* frames sealed for a protected link (section 14) */
+	DP_CTR_OPENED,           /* sealed frames opened and authenticated */
+	DP_CTR_SEAL_BYTES,       /* bytes of the georeduce packets sealed */
+	DP_CTR_OPEN_BYTES,       /* ... opened */
 	DP_CTR_ARP_REPLIES,
 	DP_CTR_ICMP_REPLIES,
-	DP_CTR_NOT_FOR_US,          /* dropped: another host, protocol or port (drops[]) */
-	DP_CTR_NO_NEIGHBOUR,        /* a destination's MAC is not resolved yet: dropped */
-	DP_CTR_NO_MBUF,             /* a pool was empty: dropped */
-	DP_CTR_BAD_FRAME,           /* Ethernet/IP/UDP rejected (details in drops[]) */
-	DP_CTR_BAD_HEADER,          /* georeduce header rejected (details in drops[]) */
-	DP_CTR_CTL_TX,              /* control-thread frames sent for it */
-	DP_CTR_FAULT_DROPPED,       /* fault injection: frames dropped on purpose */
-	DP_CTR_FAULT_DUPLICATED,    /* ... duplicated */
-	DP_CTR_FAULT_REORDERED,     /* ... held back behind the next frame */
-	DP_CTR_FAULT_DELAY_FULL,    /* ... dropped because the delay line was full */
+	DP_CTR_NOT_FOR_US,       /* dropped: another host, protocol or port (drops[]) */
+	DP_CTR_NO_NEIGHBOUR,     /* a destination's MAC is not resolved yet: dropped */
+	DP_CTR_NO_MBUF,          /* a pool was empty: dropped */
+	DP_CTR_BAD_FRAME,        /* Ethernet/IP/UDP rejected (details in drops[]) */
+	DP_CTR_BAD_HEADER,       /* georeduce header rejected (details in drops[]) */
+	DP_CTR_CTL_TX,           /* control-thread frames sent for it */
+	DP_CTR_FAULT_DROPPED,    /* fault injection: frames dropped on purpose */
+	DP_CTR_FAULT_DUPLICATED, /* ... duplicated */
+	DP_CTR_FAULT_REORDERED,  /* ... held back behind the next frame */
+	DP_CTR_FAULT_DELAY_FULL, /* ... dropped because the delay line was full */
 	DP_CTR_COUNT,
 };
 
 /* Slot states (docs/PROTOCOL.md, section 7.3). */
 enum dp_slot_state {
 	DP_SLOT_FREE = 0,
-	DP_SLOT_OPEN,               /* collecting contributions */
-	DP_SLOT_COMPLETE,           /* the partial sum went to the parent; awaiting the RESULT */
-	DP_SLOT_DONE,               /* the RESULT is known (retained until the slot is reused) */
+	DP_SLOT_OPEN,     /* collecting contributions */
+	DP_SLOT_COMPLETE, /* the partial sum went to the parent; awaiting the RESULT */
+	DP_SLOT_DONE,     /* the RESULT is known (retained until the slot is reused) */
 };
 
 /**
@@ -120,29 +120,29 @@ enum dp_slot_state {
 struct dp_slot {
 	uint32_t round;
 	uint32_t chunk;
-	uint8_t state;              /* enum dp_slot_state */
-	uint8_t retries;            /* COMPLETE: retransmissions towards the parent */
-	uint16_t n_in;              /* contributions in (bits set in `in`) */
-	uint32_t contrib;           /* worker contributions summed */
-	bool held;                  /* COMPLETE: the parent acknowledged the partial sum */
-	bool resent_clear;          /* COMPLETE: resent with nothing of its tree waiting in
+	uint8_t state;           /* enum dp_slot_state */
+	uint8_t retries;         /* COMPLETE: retransmissions towards the parent */
+	uint16_t n_in;           /* contributions in (bits set in `in`) */
+	uint32_t contrib;        /* worker contributions summed */
+	bool held;               /* COMPLETE: the parent acknowledged the partial sum */
+	bool resent_clear;       /* COMPLETE: resent with nothing of its tree waiting in
 				     * the pacer to the parent (so it left after every
 				     * partial sum sent before it) */
-	bool dup;                   /* COMPLETE: a second copy of the resend is due */
-	uint32_t sent_us;           /* COMPLETE: the tsval of its latest transmission */
-	uint64_t sent_tsc;          /* COMPLETE: when the partial sum last went up (first
+	bool dup;                /* COMPLETE: a second copy of the resend is due */
+	uint32_t sent_us;        /* COMPLETE: the tsval of its latest transmission */
+	uint64_t sent_tsc;       /* COMPLETE: when the partial sum last went up (first
 				     * while retries is 0) */
-	struct rte_mbuf *acc;       /* OPEN: the first packet, the fp32 accumulator or the
+	struct rte_mbuf *acc;    /* OPEN: the first packet, the fp32 accumulator or the
 				     * header template of fp16/bf16; COMPLETE: the partial
 				     * sum sent, one reference kept for retransmission */
-	struct rte_mbuf *result;    /* DONE: the RESULT, one reference held */
-	struct rte_mbuf *prev;      /* the RESULT the slot held before it was reopened (a later
+	struct rte_mbuf *result; /* DONE: the RESULT, one reference held */
+	struct rte_mbuf *prev;   /* the RESULT the slot held before it was reopened (a later
 				     * round of its chunk, or the chunk a pool further): a worker
 				     * a round behind, or a child gateway a pool behind, may
 				     * still ask for it; they are never further behind */
 	uint32_t prev_round;
 	uint32_t prev_chunk;
-	float *acc32;               /* fp16/bf16: this slot's fp32 accumulator (job arena) */
+	float *acc32; /* fp16/bf16: this slot's fp32 accumulator (job arena) */
 	uint64_t in[TABLE_CONTRIB_MAX / 64]; /* contributor bitmap (table.h: bit k) */
 } __rte_cache_aligned;
 
@@ -173,9 +173,9 @@ dp_src_key_of(uint32_t ipv4, uint16_t port)
 
 /* --- Protected links (docs/PROTOCOL.md section 14; fastpath/seal.c) ---------------------- */
 
-#define DP_SEAL_MAGIC 0x4753u       /* "GS" */
+#define DP_SEAL_MAGIC 0x4753u /* "GS" */
 #define DP_SEAL_VERSION 1
-#define DP_SEAL_HDR_LEN 32          /* between UDP and the encrypted georeduce packet */
+#define DP_SEAL_HDR_LEN 32 /* between UDP and the encrypted georeduce packet */
 #define DP_SEAL_TAG_LEN 16
 #define DP_SEAL_OVERHEAD (DP_SEAL_HDR_LEN + DP_SEAL_TAG_LEN)
 _Static_assert(DP_SEAL_OVERHEAD == WIRE_SEAL_OVERHEAD, "one sealed frame format");
@@ -185,8 +185,8 @@ _Static_assert(DP_SEAL_OVERHEAD == WIRE_SEAL_OVERHEAD, "one sealed frame format"
 
 /** A receiver's replay window for one (key, sender lane) on one lcore (that lcore: rw). */
 struct dp_replay {
-	uint64_t top;               /* highest sequence number accepted; 0: none */
-	uint64_t bits;              /* bit k: top - k accepted */
+	uint64_t top;  /* highest sequence number accepted; 0: none */
+	uint64_t bits; /* bit k: top - k accepted */
 };
 
 /**
@@ -195,13 +195,13 @@ struct dp_replay {
  * received. The key bytes stay in the table (ctl only).
  */
 struct dp_seal {
-	uint16_t peer;              /* gateway id */
+	uint16_t peer; /* gateway id */
 	uint32_t key_id;
-	uint8_t aead;               /* enum table_aead */
-	void *enc;                  /* sessions (ctl: creates; workers: use) */
+	uint8_t aead; /* enum table_aead */
+	void *enc;    /* sessions (ctl: creates; workers: use) */
 	void *dec;
-	uint64_t *tx_seq;           /* per lcore index: the last sequence number sent */
-	struct dp_replay *rx;       /* per lcore index x DP_SEAL_LANES */
+	uint64_t *tx_seq;     /* per lcore index: the last sequence number sent */
+	struct dp_replay *rx; /* per lcore index x DP_SEAL_LANES */
 };
 
 /**
@@ -211,27 +211,27 @@ struct dp_seal {
  */
 struct dp_crypto {
 	bool on;
-	bool created;               /* dp_setup() created the vdev (and removes it) */
+	bool created; /* dp_setup() created the vdev (and removes it) */
 	uint8_t dev_id;
-	char name[64];              /* the vdev, e.g. crypto_aesni_gcm0 */
-	const char *driver;         /* its PMD */
-	bool oop_lb, oop_sgl;       /* it seals out of place from one segment, from several:
+	char name[64];        /* the vdev, e.g. crypto_aesni_gcm0 */
+	const char *driver;   /* its PMD */
+	bool oop_lb, oop_sgl; /* it seals out of place from one segment, from several:
 				     * a frame is sealed from where it is, without a copy */
 	struct rte_mempool *sess_pool;
 	struct rte_mempool *op_pool;
 	struct rte_mempool *seal_pool; /* sealed frames on their way out */
-	uint32_t sessions_max;      /* two per protected link of every installed table */
-	uint32_t sessions_used;     /* ctl only */
-	uint64_t bytes;             /* memory of the three pools */
+	uint32_t sessions_max;         /* two per protected link of every installed table */
+	uint32_t sessions_used;        /* ctl only */
+	uint64_t bytes;                /* memory of the three pools */
 };
 
 /** A pending retransmission check of a COMPLETE slot (a partial sum awaiting its RESULT). */
 struct dp_timer {
-	uint64_t due;               /* TSC */
+	uint64_t due; /* TSC */
 	struct dp_slot *s;
 	uint32_t chunk;
 	uint32_t round;
-	uint16_t tree;              /* index in the job's trees[] */
+	uint16_t tree; /* index in the job's trees[] */
 };
 
 /**
@@ -242,10 +242,10 @@ struct dp_timer {
  */
 struct dp_budget {
 	uint32_t bytes;
-	uint64_t tsc;               /* the last time refill */
+	uint64_t tsc; /* the last time refill */
 };
 
-#define DP_BUDGET_CAP WIRE_NACK_RANGE_MAX  /* full frames of the job */
+#define DP_BUDGET_CAP WIRE_NACK_RANGE_MAX /* full frames of the job */
 
 /**
  * A RESULT this gateway asked its neighbour gateways for (result recovery,
@@ -256,17 +256,17 @@ struct dp_recover {
 	uint64_t until;
 	uint32_t chunk;
 	uint32_t round;
-	uint16_t tree;              /* index in the job's trees[] */
-	uint16_t to;                /* DP_RECOVER_SLOT: this gateway's own open slot;
+	uint16_t tree; /* index in the job's trees[] */
+	uint16_t to;   /* DP_RECOVER_SLOT: this gateway's own open slot;
 				     * DP_RECOVER_PARENT: the parent asked; else the down[]
 				     * entry that asked (a child gateway, or a local worker:
 				     * then every local worker of the tree gets it) */
 };
 
-#define DP_RECOVER_MAX 32           /* requests pending per job and lcore */
+#define DP_RECOVER_MAX 32 /* requests pending per job and lcore */
 #define DP_RECOVER_SLOT 0xffff
 #define DP_RECOVER_PARENT 0xfffe
-#define DP_BUDGET_REFILL_BPS 1000000       /* bytes per second and sender, per lcore */
+#define DP_BUDGET_REFILL_BPS 1000000 /* bytes per second and sender, per lcore */
 
 /**
  * One lcore's loss-recovery state in one job (that lcore: rw; ctl: frees it with the job).
@@ -276,25 +276,25 @@ struct dp_recover {
  * comes up), so twice the slots never overflow.
  */
 struct dp_job_lcore {
-	struct dp_timer *q;         /* capacity mask + 1 (power of two) */
+	struct dp_timer *q; /* capacity mask + 1 (power of two) */
 	uint32_t mask, head, tail;
-	uint64_t *srtt;             /* per tree: smoothed CONTRIB-to-RESULT time, TSC; 0: none */
-	uint64_t *rttvar;           /* per tree */
-	uint64_t *progress;         /* per tree: TSC of the latest RESULT from the parent */
-	uint64_t *progress_sent;    /* per tree: the latest send time of a partial sum that
+	uint64_t *srtt;           /* per tree: smoothed CONTRIB-to-RESULT time, TSC; 0: none */
+	uint64_t *rttvar;         /* per tree */
+	uint64_t *progress;       /* per tree: TSC of the latest RESULT from the parent */
+	uint64_t *progress_sent;  /* per tree: the latest send time of a partial sum that
 				     * has its RESULT (sent once) */
-	uint64_t *progress_rtt;     /* per tree: that partial sum's round trip */
-	uint64_t *tail_probe;       /* per tree: TSC of the latest resend of a silent tail */
-	uint32_t *progress_round;   /* per tree: the round of that RESULT */
-	struct dp_pacer *pacers;    /* n_pacers, see struct dp_tree */
-	uint32_t *active;           /* pacers with frames waiting: n_active of n_pacers */
-	struct dp_budget *budget;   /* per tree down[] entry (dp_tree.budget_off + i), then
+	uint64_t *progress_rtt;   /* per tree: that partial sum's round trip */
+	uint64_t *tail_probe;     /* per tree: TSC of the latest resend of a silent tail */
+	uint32_t *progress_round; /* per tree: the round of that RESULT */
+	struct dp_pacer *pacers;  /* n_pacers, see struct dp_tree */
+	uint32_t *active;         /* pacers with frames waiting: n_active of n_pacers */
+	struct dp_budget *budget; /* per tree down[] entry (dp_tree.budget_off + i), then
 				     * one per tree for its parent (dp_job.parent_budget_off +
 				     * tree index): what NACK_RESULT answers to that sender may
 				     * still cost */
 	struct dp_recover recover[DP_RECOVER_MAX];
 	struct dp_mstream *mstreams; /* per stream index: retained MCAST copies */
-	_Atomic uint32_t n_active;  /* that lcore: rw (relaxed loads and stores, never an
+	_Atomic uint32_t n_active;   /* that lcore: rw (relaxed loads and stores, never an
 				     * atomic RMW); ctl: ro relaxed, so that a draining epoch
 				     * is retired only once its pacers sent what they hold */
 };
@@ -303,24 +303,24 @@ struct dp_job_lcore {
 struct dp_tree {
 	const struct table_tree *tt; /* slow path only (the table is not NUMA-placed) */
 	uint16_t id;
-	uint16_t expected;          /* contributions per chunk */
-	uint32_t threshold;         /* worker contributions that complete a chunk before
+	uint16_t expected;  /* contributions per chunk */
+	uint32_t threshold; /* worker contributions that complete a chunk before
 				     * every contributor is in (partial reduce); UINT32_MAX:
 				     * none, all contributors */
 	uint32_t chunk_first;
 	uint32_t chunk_count;
-	uint32_t slot_mask;         /* slots - 1 */
-	uint32_t slot_off;          /* first slot of this tree in each lcore's slot array */
-	uint16_t n_src;             /* contributors: workers then children */
+	uint32_t slot_mask; /* slots - 1 */
+	uint32_t slot_off;  /* first slot of this tree in each lcore's slot array */
+	uint16_t n_src;     /* contributors: workers then children */
 	bool has_parent;
 	struct dp_dest parent;
-	struct dp_dest *down;       /* children then workers: where results go */
+	struct dp_dest *down; /* children then workers: where results go */
 	uint16_t n_down;
 	/* Contributors sorted by id for lookup: ids[k] has bit bits[k]; is_worker[k]. */
 	uint16_t *src_ids;
 	uint8_t *src_bits;
 	uint8_t *src_worker;
-	uint16_t *src_down;         /* the contributor's entry in down[] (answers go there) */
+	uint16_t *src_down; /* the contributor's entry in down[] (answers go there) */
 	/* The contrib of the contributor's CONTRIBs: 1 for a worker, the workers below it
 	 * (table: child_workers) for a child gateway. Checked for child gateways in jobs
 	 * without contributor sets, where every partial sum holds all of them. */
@@ -333,8 +333,8 @@ struct dp_tree {
 	 * the parent link is pace_first, of child gateway c pace_first + 1 + c (index into
 	 * each lcore's pacers); workers are on the LAN and not paced. */
 	uint32_t pace_first;
-	uint16_t n_children;        /* the first n_children entries of down[] */
-	uint32_t budget_off;        /* first answer budget of down[] in dp_job_lcore.budget */
+	uint16_t n_children; /* the first n_children entries of down[] */
+	uint32_t budget_off; /* first answer budget of down[] in dp_job_lcore.budget */
 };
 
 /**
@@ -343,13 +343,13 @@ struct dp_tree {
  */
 struct dp_stream {
 	uint16_t id;
-	bool at_source;             /* sent by local workers, not received from `from` */
-	uint16_t from_id;           /* upstream gateway id (not at the source) */
-	uint16_t n_to;              /* the first n_to entries of out[] are gateways */
-	uint16_t n_out;             /* to gateways, then deliver workers */
+	bool at_source;   /* sent by local workers, not received from `from` */
+	uint16_t from_id; /* upstream gateway id (not at the source) */
+	uint16_t n_to;    /* the first n_to entries of out[] are gateways */
+	uint16_t n_out;   /* to gateways, then deliver workers */
 	uint16_t n_origins;
-	struct dp_dest *out;        /* where copies go */
-	uint16_t *origins;          /* sorted: the source site's workers */
+	struct dp_dest *out; /* where copies go */
+	uint16_t *origins;   /* sorted: the source site's workers */
 	/* Where its packets must come from (fastpath/validate.h): src_key and udp_count of
 	 * the `from` gateway, or at the source of origins[k] (origin_count[k] 0: the table
 	 * gives that worker no address, its id alone is checked). */
@@ -357,8 +357,8 @@ struct dp_stream {
 	uint16_t from_count;
 	uint64_t *origin_key;
 	uint16_t *origin_count;
-	uint32_t pace_first;        /* pacer of out[k] (k < n_to): pace_first + k */
-	struct dp_dest from;        /* the `from` gateway (not at the source): where
+	uint32_t pace_first; /* pacer of out[k] (k < n_to): pace_first + k */
+	struct dp_dest from; /* the `from` gateway (not at the source): where
 				     * NACK_MCASTs for chunks not retained go */
 };
 
@@ -380,48 +380,50 @@ struct dp_stream {
  */
 #define DP_MCAST_KEEP_CHUNKS 16384u
 #define DP_MCAST_KEEP_MAX 32768u
-#define DP_MCAST_KEEP_MIN 16u       /* rings are halved to fit the slot budget, not below */
-#define DP_MCAST_ASK_MAX 1024u      /* chunks asked of `from`, pending per stream and lcore:
+#define DP_MCAST_KEEP_MIN 16u /* rings are halved to fit the slot budget, not below */
+#define DP_MCAST_ASK_MAX \
+	1024u /* chunks asked of `from`, pending per stream and lcore:
 				     * slots by (round x chunks + chunk) x origins + origin
 				     * index, as many as the rings hold copies (a power of two
 				     * at least), at most this many */
 #define DP_MCAST_ASK_WORDS ((TABLE_CHILDREN_MAX + TABLE_WORKERS_MAX + 63) / 64)
-#define DP_MCAST_REASK_US 20000u    /* a chunk asked of `from` is asked again, at the next
+#define DP_MCAST_REASK_US \
+	20000u                        /* a chunk asked of `from` is asked again, at the next
 				     * request for it, after this long at least (and the
 				     * measured repair time and four deviations) */
 #define DP_MCAST_ASK_LIFE_US 2000000u /* ... and forgotten after this long */
 
 /** One copy retained: the received frame (one reference), its round and chunk. */
 struct dp_mcopy {
-	struct rte_mbuf *m;         /* NULL: empty */
+	struct rte_mbuf *m; /* NULL: empty */
 	uint32_t round;
 	uint32_t chunk;
 };
 
 /** A chunk of one origin's round asked of the stream's `from` gateway, and who waits. */
 struct dp_mask {
-	uint64_t until;             /* TSC: free once passed (0: free) */
-	uint64_t asked;             /* TSC of the last NACK_MCAST sent upstream for it */
+	uint64_t until; /* TSC: free once passed (0: free) */
+	uint64_t asked; /* TSC of the last NACK_MCAST sent upstream for it */
 	uint32_t round;
 	uint32_t chunk;
 	uint16_t origin;
-	uint8_t asks;               /* NACK_MCASTs sent upstream for it (saturating) */
+	uint8_t asks;                        /* NACK_MCASTs sent upstream for it (saturating) */
 	uint64_t askers[DP_MCAST_ASK_WORDS]; /* bit k: out[k] asked for it */
 };
 
 /** One lcore's loss-recovery state of one stream (that lcore: rw; ctl: frees it). */
 struct dp_mstream {
-	struct dp_mcopy *keep;      /* n_origins x (keep_mask + 1), origin index major */
-	uint32_t keep_mask;         /* copies kept per origin - 1 (a power of two) */
-	struct dp_budget *budget;   /* per out[] entry: what NACK_MCAST answers may cost */
-	uint32_t budget_cap;        /* bytes: a full frame of the job per copy the ring holds
+	struct dp_mcopy *keep;    /* n_origins x (keep_mask + 1), origin index major */
+	uint32_t keep_mask;       /* copies kept per origin - 1 (a power of two) */
+	struct dp_budget *budget; /* per out[] entry: what NACK_MCAST answers may cost */
+	uint32_t budget_cap;      /* bytes: a full frame of the job per copy the ring holds
 				     * (an output may have lost them all), at least the job's
 				     * budget_cap */
-	uint64_t rep_srtt;          /* TSC: smoothed time from asking `from` to its repair
+	uint64_t rep_srtt;        /* TSC: smoothed time from asking `from` to its repair
 				     * (of chunks asked once; 0: no sample yet) ... */
-	uint64_t rep_var;           /* ... and its mean deviation */
-	uint32_t n_ask;             /* entries of ask[] in use (until != 0) */
-	uint32_t ask_mask;          /* slots of ask[] - 1 (a power of two) */
+	uint64_t rep_var;         /* ... and its mean deviation */
+	uint32_t n_ask;           /* entries of ask[] in use (until != 0) */
+	uint32_t ask_mask;        /* slots of ask[] - 1 (a power of two) */
 	struct dp_mask *ask;
 };
 
@@ -432,9 +434,9 @@ struct dp_mstream {
  * DP_PACE_BURST bytes.
  */
 struct dp_pacer {
-	uint64_t next;              /* TSC at which the next frame may leave */
-	double tsc_per_byte;        /* 0: not paced */
-	struct rte_mbuf **q;        /* waiting frames: capacity mask + 1 */
+	uint64_t next;       /* TSC at which the next frame may leave */
+	double tsc_per_byte; /* 0: not paced */
+	struct rte_mbuf **q; /* waiting frames: capacity mask + 1 */
 	uint32_t mask, head, tail;
 	uint16_t port;              /* the link's port */
 	bool active;                /* in the lcore's active list */
@@ -445,7 +447,7 @@ struct dp_pacer {
 	uint64_t retx_bytes;        /* of which retransmissions */
 };
 
-#define DP_PACE_BURST 16384     /* bytes a paced link may send at once after idling */
+#define DP_PACE_BURST 16384 /* bytes a paced link may send at once after idling */
 
 /**
  * One installed (job, epoch): immutable after dp_job_create() except the slots (each lcore
@@ -455,34 +457,34 @@ struct dp_pacer {
 struct dp_job {
 	uint32_t job;
 	uint32_t epoch;
-	struct table *tb;           /* the parsed table (ctl keeps it for dump) */
-	char *table_json;           /* as installed, for dump */
+	struct table *tb; /* the parsed table (ctl keeps it for dump) */
+	char *table_json; /* as installed, for dump */
 	enum wire_dtype dtype;
-	enum wire_dtype lan_dtype;  /* the local workers' CONTRIBs: dtype, or fp32 or bf16 for
+	enum wire_dtype lan_dtype; /* the local workers' CONTRIBs: dtype, or fp32 or bf16 for
 				     * an MX dtype (summed into the same fp32 accumulator) */
-	uint8_t cset_blocks;        /* contributor sets on the wire, in 32-byte blocks */
-	uint32_t cset_len;          /* their bytes: where payloads start after the header */
+	uint8_t cset_blocks;       /* contributor sets on the wire, in 32-byte blocks */
+	uint32_t cset_len;         /* their bytes: where payloads start after the header */
 	uint32_t chunk_elements;
 	uint64_t n_chunks;
 	uint64_t elements;
 	uint16_t self_id;
-	uint16_t self_port;         /* ethdev port of this gateway's address */
+	uint16_t self_port; /* ethdev port of this gateway's address */
 	uint32_t self_ipv4;
 	uint16_t udp_base, udp_count;
-	uint16_t tree_map_n;        /* tree_map covers ids [0, tree_map_n) */
-	uint16_t *tree_map;         /* tree id -> index in trees[] + 1, 0: none, DP_TREE_SHARD:
+	uint16_t tree_map_n; /* tree_map covers ids [0, tree_map_n) */
+	uint16_t *tree_map;  /* tree id -> index in trees[] + 1, 0: none, DP_TREE_SHARD:
 				     * a tree of another gateway of this site */
 	int n_trees;
 	struct dp_tree *trees;
-	uint16_t stream_map_n;      /* stream_map covers ids [0, stream_map_n) */
-	uint16_t *stream_map;       /* stream id -> index in streams[] + 1, 0: none */
+	uint16_t stream_map_n; /* stream_map covers ids [0, stream_map_n) */
+	uint16_t *stream_map;  /* stream id -> index in streams[] + 1, 0: none */
 	int n_streams;
 	struct dp_stream *streams;
-	uint32_t slots_per_lcore;   /* sum of the trees' slots */
+	uint32_t slots_per_lcore;      /* sum of the trees' slots */
 	uint32_t mcast_keep_per_lcore; /* MCAST copies the streams retain per lcore, at most */
 	unsigned int mcast_keep_shift; /* their rings halved this often to fit the budget */
-	uint32_t mcast_pace_q;      /* frames a stream pacer holds (a power of two) */
-	uint64_t mcast_reask_tsc;   /* DP_MCAST_REASK_US and DP_MCAST_ASK_LIFE_US in TSC */
+	uint32_t mcast_pace_q;         /* frames a stream pacer holds (a power of two) */
+	uint64_t mcast_reask_tsc;      /* DP_MCAST_REASK_US and DP_MCAST_ASK_LIFE_US in TSC */
 	uint64_t mcast_ask_life_tsc;
 	uint32_t n_pacers;          /* per lcore: one per tree link to a gateway, then one per
 				     * stream link to a `to` gateway */
@@ -491,11 +493,11 @@ struct dp_job {
 	uint32_t parent_budget_off; /* the first of those per-tree parent budgets */
 	int n_seals;                /* protected links, sorted by peer */
 	struct dp_seal *seals;
-	uint32_t budget_cap;        /* bytes: DP_BUDGET_CAP frames of a full chunk */
+	uint32_t budget_cap;          /* bytes: DP_BUDGET_CAP frames of a full chunk */
 	uint64_t budget_tsc_per_byte; /* TSC cycles per byte of refill */
 	unsigned int n_lcores;
-	struct dp_slot **slots;     /* per lcore index: slots_per_lcore slots (its socket) */
-	float **arena;              /* per lcore index: fp32 accumulators (fp16/bf16 only) */
+	struct dp_slot **slots; /* per lcore index: slots_per_lcore slots (its socket) */
+	float **arena;          /* per lcore index: fp32 accumulators (fp16/bf16 only) */
 	/* Per lcore index: slots OPEN or COMPLETE (workers: wo own, ctl: ro relaxed). */
 	_Atomic uint32_t *busy;
 	/* Per lcore index: chunks of this epoch whose RESULT the gateway has had, made at the
@@ -509,10 +511,10 @@ struct dp_job {
 	 * later round than the one loaded (two lcores that race may leave the older one,
 	 * which only puts off a recovery to the next CONTRIB). */
 	_Atomic uint64_t *worker_round;
-	struct dp_job_lcore *lj;    /* per lcore index: timers and round-trip estimates */
-	uint64_t bytes;             /* memory held by this job (slots, arenas, maps) */
-	uint64_t mbufs_held_max;    /* mbufs its slots can hold at most */
-	uint64_t retire_tsc;        /* ctl only: when it stopped being live (0: live) */
+	struct dp_job_lcore *lj; /* per lcore index: timers and round-trip estimates */
+	uint64_t bytes;          /* memory held by this job (slots, arenas, maps) */
+	uint64_t mbufs_held_max; /* mbufs its slots can hold at most */
+	uint64_t retire_tsc;     /* ctl only: when it stopped being live (0: live) */
 };
 
 /** The jobs workers see: published whole with RCU (ctl: creates, workers: ro). */
@@ -520,20 +522,20 @@ struct dp_state {
 	int n_jobs;
 	struct {
 		uint32_t job;
-		bool removed;                       /* epochs[0] drains too: no new chunks */
-		int n_epochs;                       /* live first, then draining ones */
+		bool removed; /* epochs[0] drains too: no new chunks */
+		int n_epochs; /* live first, then draining ones */
 		struct dp_job *epochs[DP_EPOCHS_MAX];
 	} jobs[DP_JOBS_MAX];
 };
 
 /** ARP sighting passed from a worker to the control thread. */
 struct dp_learn {
-	uint32_t ipv4;              /* host order: the ARP sender, or the PROBE_REPLY's source */
+	uint32_t ipv4; /* host order: the ARP sender, or the PROBE_REPLY's source */
 	uint16_t port;
 	uint8_t mac[RTE_ETHER_ADDR_LEN]; /* ARP only */
-	uint8_t kind;               /* DP_LEARN_ARP or DP_LEARN_PROBE */
+	uint8_t kind;                    /* DP_LEARN_ARP or DP_LEARN_PROBE */
 	uint8_t rsvd[3];
-	uint32_t rtt_us;            /* PROBE only: the round trip */
+	uint32_t rtt_us; /* PROBE only: the round trip */
 };
 
 #define DP_LEARN_ARP 0
@@ -547,11 +549,11 @@ struct dp_learn {
  * link from a failed gateway.
  */
 struct dp_peer {
-	uint32_t ipv4;              /* host order */
-	struct dp_dest d;           /* routed like a table's gateway */
-	uint64_t last_reply_tsc;    /* 0: never */
+	uint32_t ipv4;           /* host order */
+	struct dp_dest d;        /* routed like a table's gateway */
+	uint64_t last_reply_tsc; /* 0: never */
 	uint32_t rtt_us;
-	uint32_t unanswered;        /* PROBEs sent since the last PROBE_REPLY */
+	uint32_t unanswered; /* PROBEs sent since the last PROBE_REPLY */
 	uint64_t probes, replies;
 };
 
@@ -566,7 +568,7 @@ struct dp_neigh {
 	uint16_t port;
 	bool is_static;
 	_Atomic uint64_t mac;
-	uint64_t last_request_tsc;  /* ctl only */
+	uint64_t last_request_tsc; /* ctl only */
 };
 
 /** The mac word of a resolved neighbour (struct dp_neigh) from the 6 bytes of its MAC. */
@@ -585,7 +587,7 @@ dp_neigh_word(const uint8_t *mac)
 struct dp_seen {
 	uint32_t ipv4;
 	uint16_t port;
-	uint64_t mac;               /* as struct dp_neigh's, DP_NEIGH_VALID set */
+	uint64_t mac; /* as struct dp_neigh's, DP_NEIGH_VALID set */
 };
 
 /** Directions of fault injection. */
@@ -614,36 +616,36 @@ struct dp_fault {
 	uint32_t dup;
 	uint32_t reorder;
 	uint32_t ge_p, ge_r, ge_h, ge_k;
-	uint64_t delay_tsc;         /* DP_TX only */
+	uint64_t delay_tsc; /* DP_TX only */
 };
 
 /** An lcore's delay line for one port: a FIFO of frames and their departure times. */
 struct dp_delay_line {
 	struct rte_mbuf **m;
 	uint64_t *t;
-	uint32_t mask;              /* capacity - 1 (a power of two); 0: no delay */
-	uint32_t head, tail;        /* head: next out; tail: next free */
+	uint32_t mask;       /* capacity - 1 (a power of two); 0: no delay */
+	uint32_t head, tail; /* head: next out; tail: next free */
 };
 
 /** A port's address (ctl: set at start, everyone: ro). */
 struct dp_port {
 	uint16_t port_id;
-	uint32_t ipv4;              /* host order */
+	uint32_t ipv4; /* host order */
 	uint8_t prefix_len;
-	uint32_t gw_ipv4;           /* 0: no router on this port */
+	uint32_t gw_ipv4; /* 0: no router on this port */
 	struct rte_ether_addr mac;
-	uint16_t n_rxq;             /* queues 0 .. n_rxq - 1 polled by lcore indices 0 .. */
-	uint16_t n_txq;             /* one per worker lcore */
-	struct rte_ring *ctl_tx;    /* ctl: SP enqueue; the lcore polling RX queue 0: SC */
-	struct dp_fault fault[2];   /* by enum dp_dir */
+	uint16_t n_rxq;           /* queues 0 .. n_rxq - 1 polled by lcore indices 0 .. */
+	uint16_t n_txq;           /* one per worker lcore */
+	struct rte_ring *ctl_tx;  /* ctl: SP enqueue; the lcore polling RX queue 0: SC */
+	struct dp_fault fault[2]; /* by enum dp_dir */
 };
 
 /** A static route (--route): ctl only, used when tables are built. */
 struct dp_route {
-	uint32_t dst;               /* host order */
+	uint32_t dst; /* host order */
 	uint8_t prefix_len;
-	uint16_t port;              /* port index */
-	uint32_t via;               /* next hop in the port's subnet; 0: the destination */
+	uint16_t port; /* port index */
+	uint32_t via;  /* next hop in the port's subnet; 0: the destination */
 };
 
 #define DP_ROUTES_MAX 64
@@ -657,18 +659,18 @@ struct rte_crypto_op;
 struct dp_open_op {
 	struct rte_mbuf *m;
 	struct rte_crypto_op *op;
-	const struct dp_job *j;     /* the key's epoch */
+	const struct dp_job *j; /* the key's epoch */
 	const struct dp_seal *k;
 	uint64_t seq;
-	uint32_t len;               /* of the georeduce packet */
+	uint32_t len; /* of the georeduce packet */
 	uint16_t lane, port;
 };
 
 /** A frame sealed for a protected link, waiting for the burst, then TX staging. */
 struct dp_seal_op {
-	struct rte_mbuf *s;         /* the sealed frame (its packet still plain, or out of
+	struct rte_mbuf *s; /* the sealed frame (its packet still plain, or out of
 				     * place: not yet written, data 32 bytes on) */
-	struct rte_mbuf *m;         /* out of place: the plain frame, freed after the burst */
+	struct rte_mbuf *m; /* out of place: the plain frame, freed after the burst */
 	struct rte_crypto_op *op;
 	uint32_t len;
 	uint16_t port;
@@ -676,18 +678,18 @@ struct dp_seal_op {
 
 /** Per worker lcore context, cache aligned, owned by its lcore. */
 /* A stash of mbufs taken ahead from a pool and prefetched (fastpath/mstash.h). */
-#define DP_STASH_REFILL 32                 /* taken from the pool at a time */
+#define DP_STASH_REFILL 32                  /* taken from the pool at a time */
 #define DP_STASH_SIZE (2 * DP_STASH_REFILL) /* held at most, per stash */
 
 struct dp_mstash {
 	struct rte_mempool *pool;
-	uint32_t data_off;          /* from the mbuf to its first data byte; 0: no data room */
-	uint32_t head, tail;        /* free-running; tail - head mbufs held */
+	uint32_t data_off;   /* from the mbuf to its first data byte; 0: no data room */
+	uint32_t head, tail; /* free-running; tail - head mbufs held */
 	struct rte_mbuf *m[DP_STASH_SIZE];
 };
 
 struct dp_lcore {
-	unsigned int idx;           /* 0 .. n_lcores - 1: index into per-lcore arrays */
+	unsigned int idx; /* 0 .. n_lcores - 1: index into per-lcore arrays */
 	unsigned int lcore_id;
 	struct dp *dp;
 	const struct sum_kernels *k;
@@ -722,30 +724,30 @@ struct dp_lcore {
 	uint64_t drops[WIRE_REASON_COUNT_MAX];
 	const struct dp_state *rx_st; /* the state dp_agg_rx() and dp_mcast_rx() work under
 				       * (its other epochs: result recovery) */
-	uint64_t cycles_busy;       /* TSC cycles of iterations that did work */
+	uint64_t cycles_busy;         /* TSC cycles of iterations that did work */
 	uint64_t iterations;
 } __rte_cache_aligned;
 
 /** Options that shape the fast path. */
 struct dp_params {
-	uint16_t udp_base;          /* this dataplane's UDP port range */
+	uint16_t udp_base; /* this dataplane's UDP port range */
 	uint16_t udp_count;
-	uint16_t burst;             /* 1 .. DP_BURST_MAX */
-	uint32_t idle_spin;         /* empty polls before backing off; 0: never back off */
-	uint32_t idle_sleep_us;     /* longest sleep when idle */
-	uint32_t drain_ms;          /* how long a retired epoch may keep open slots */
-	uint32_t linger_ms;         /* how long a replaced epoch keeps its RESULTs after it
+	uint16_t burst;         /* 1 .. DP_BURST_MAX */
+	uint32_t idle_spin;     /* empty polls before backing off; 0: never back off */
+	uint32_t idle_sleep_us; /* longest sleep when idle */
+	uint32_t drain_ms;      /* how long a retired epoch may keep open slots */
+	uint32_t linger_ms;     /* how long a replaced epoch keeps its RESULTs after it
 				     * drained, for result recovery (PROTOCOL.md 10.1) */
-	uint64_t mbufs;             /* packet mbufs per pool */
-	uint16_t mtu;               /* IP MTU */
-	uint32_t fault_queue;       /* delay line capacity per lcore and port (power of two) */
-	uint64_t fault_seed;        /* seeds the lcores' fault generators (--fault-seed) */
-	uint64_t rto_init_tsc;      /* retransmission timeout before any round-trip sample */
+	uint64_t mbufs;         /* packet mbufs per pool */
+	uint16_t mtu;           /* IP MTU */
+	uint32_t fault_queue;   /* delay line capacity per lcore and port (power of two) */
+	uint64_t fault_seed;    /* seeds the lcores' fault generators (--fault-seed) */
+	uint64_t rto_init_tsc;  /* retransmission timeout before any round-trip sample */
 	uint64_t rto_min_tsc;
 	uint64_t rto_max_tsc;
-	uint8_t retries_max;        /* then the chunk is given up (counted) */
-	bool pace;                  /* pace trees at their planned rates on WAN links */
-	uint32_t probe_ms;          /* PROBE interval to the peers */
+	uint8_t retries_max; /* then the chunk is given up (counted) */
+	bool pace;           /* pace trees at their planned rates on WAN links */
+	uint32_t probe_ms;   /* PROBE interval to the peers */
 };
 
 /** The whole dataplane (ctl: rw; workers: ro except their dp_lcore and job slots). */
@@ -756,18 +758,18 @@ struct dp {
 	unsigned int n_ports;
 	struct dp_port ports[DP_PORTS_MAX];
 	struct rte_rcu_qsbr *rcu;
-	_Atomic(struct dp_state *) state;   /* ctl: release store; workers: acquire load */
-	atomic_bool stop;                   /* ctl: sets; workers: leave their loop */
+	_Atomic(struct dp_state *) state; /* ctl: release store; workers: acquire load */
+	atomic_bool stop;                 /* ctl: sets; workers: leave their loop */
 	unsigned int n_routes;
 	struct dp_route routes[DP_ROUTES_MAX];
-	unsigned int n_peers;               /* ctl only */
+	unsigned int n_peers; /* ctl only */
 	struct dp_peer peers[DP_PEERS_MAX];
 	uint64_t probe_tsc;                 /* ctl: the last round of probes */
 	uint64_t peers_since_tsc;           /* ctl: when the peer list was set */
 	uint64_t probe_replies_unsolicited; /* ctl: PROBE_REPLYs from no peer, dropped */
 	struct dp_neigh neigh[DP_NEIGH_MAX];
-	_Atomic uint32_t n_neigh;           /* ctl: release after filling an entry */
-	struct dp_seen seen[DP_SEEN_MAX];   /* ctl only: the latest, oldest replaced first */
+	_Atomic uint32_t n_neigh;         /* ctl: release after filling an entry */
+	struct dp_seen seen[DP_SEEN_MAX]; /* ctl only: the latest, oldest replaced first */
 	unsigned int n_seen, seen_next;
 	struct dp_crypto crypto;
 	/* Control-thread bookkeeping. */

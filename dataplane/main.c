@@ -48,9 +48,11 @@ usage(FILE *f, const struct dp_config *d)
 		"  " DP_PROGRAM " --no-huge -m 256 --no-pci --no-shconf -l 0-1 \\\n"
 		"      --vdev net_af_packet0,iface=veth0 -- --addr 0:10.0.0.1/24 -s /tmp/gw.sock\n"
 		"\n"
-		"  -a, --addr PORT:IP/LEN[,GW]  address of port PORT (0, 1, ... in probe order) and\n"
+		"  -a, --addr PORT:IP/LEN[,GW]  address of port PORT (0, 1, ... in probe order) "
+		"and\n"
 		"                          optionally its router for other subnets   [required]\n"
-		"  -s, --ctl-socket PATH   control socket                 [" CTL_SOCKET_DEFAULT "]\n"
+		"  -s, --ctl-socket PATH   control socket                 [" CTL_SOCKET_DEFAULT
+		"]\n"
 		"      --ctl-listen HOST:PORT  also serve the control protocol there over TLS 1.3\n"
 		"                          (the management address; never a DPDK port)\n"
 		"      --ctl-cert FILE, --ctl-key FILE, --ctl-ca FILE  this gateway's certificate\n"
@@ -70,7 +72,8 @@ usage(FILE *f, const struct dp_config *d)
 		CTLSRV_HANDSHAKE_MS_DEFAULT, CTLSRV_IDLE_MS_DEFAULT, CTLSRV_PER_ROLE_DEFAULT,
 		d->prm.udp_base, d->prm.udp_count, d->prm.mtu);
 	fprintf(f,
-		"      --mbufs N           packet buffers per NUMA socket                [%" PRIu64 "]\n"
+		"      --mbufs N           packet buffers per NUMA socket                [%" PRIu64
+		"]\n"
 		"      --hdr-mbufs N       header and indirect buffers for result copies [%u]\n"
 		"      --rx-desc N, --tx-desc N  descriptors per queue              [%u, %u]\n"
 		"      --burst N           packets per receive burst, 1 .. %d             [%u]\n"
@@ -106,13 +109,13 @@ usage(FILE *f, const struct dp_config *d)
 		"  -h, --help              this text\n"
 		"  -V, --version           print the version\n"
 		"\n"
-		"Counters: '" "georeduce-dpctl -s PATH stats', --metrics, or DPDK telemetry\n"
+		"Counters: '"
+		"georeduce-dpctl -s PATH stats', --metrics, or DPDK telemetry\n"
 		"(dpdk-telemetry.py: /georeduce/stats, /georeduce/lcore,<lcore id>).\n",
-		d->prm.mbufs, d->hdr_mbufs,
-		d->rx_desc, d->tx_desc, DP_BURST_MAX, d->prm.burst, d->prm.idle_spin,
-		d->prm.idle_sleep_us, d->prm.drain_ms, d->prm.linger_ms, d->prm.probe_ms,
-		d->rto_init_ms,
-		d->retries_max, d->prm.fault_queue, d->seal_mbufs, d->seal_links);
+		d->prm.mbufs, d->hdr_mbufs, d->rx_desc, d->tx_desc, DP_BURST_MAX, d->prm.burst,
+		d->prm.idle_spin, d->prm.idle_sleep_us, d->prm.drain_ms, d->prm.linger_ms,
+		d->prm.probe_ms, d->rto_init_ms, d->retries_max, d->prm.fault_queue, d->seal_mbufs,
+		d->seal_links);
 }
 
 static int
@@ -147,8 +150,8 @@ parse_addr(const char *s, struct dp_config *cfg)
 		goto bad;
 	a->prefix_len = (uint8_t)len;
 	a->gw_ipv4 = 0;
-	if (comma != NULL && (table_ipv4_parse(comma + 1, &a->gw_ipv4) != 0 ||
-			      !table_ipv4_unicast(a->gw_ipv4)))
+	if (comma != NULL &&
+	    (table_ipv4_parse(comma + 1, &a->gw_ipv4) != 0 || !table_ipv4_unicast(a->gw_ipv4)))
 		goto bad;
 	return 0;
 bad:
@@ -164,7 +167,8 @@ parse_neigh(const char *s, struct dp_config *cfg)
 	struct dp_static_neigh *n;
 
 	if (cfg->n_neigh == sizeof(cfg->neigh) / sizeof(cfg->neigh[0])) {
-		cli_error(DP_PROGRAM, "--neigh: at most %zu", sizeof(cfg->neigh) / sizeof(cfg->neigh[0]));
+		cli_error(DP_PROGRAM, "--neigh: at most %zu",
+			  sizeof(cfg->neigh) / sizeof(cfg->neigh[0]));
 		return -1;
 	}
 	n = &cfg->neigh[cfg->n_neigh];
@@ -176,8 +180,8 @@ parse_neigh(const char *s, struct dp_config *cfg)
 	cfg->n_neigh++;
 	return 0;
 bad:
-	cli_error(DP_PROGRAM, "--neigh: expected IP=MAC (e.g. 10.0.0.2=02:00:00:00:00:02), got '%s'",
-		  s);
+	cli_error(DP_PROGRAM,
+		  "--neigh: expected IP=MAC (e.g. 10.0.0.2=02:00:00:00:00:02), got '%s'", s);
 	return -1;
 }
 
@@ -219,8 +223,10 @@ parse_route(const char *s, struct dp_config *cfg)
 	cfg->n_routes++;
 	return 0;
 bad:
-	cli_error(DP_PROGRAM, "--route: expected DST/LEN,port=N or DST/LEN,via=IP (e.g. "
-		  "10.2.0.0/16,via=10.255.0.2), got '%s'", s);
+	cli_error(DP_PROGRAM,
+		  "--route: expected DST/LEN,port=N or DST/LEN,via=IP (e.g. "
+		  "10.2.0.0/16,via=10.255.0.2), got '%s'",
+		  s);
 	return -1;
 }
 
@@ -232,9 +238,9 @@ parse_fault(const char *s, struct dp_config *cfg)
 {
 	char buf[160], *tok, *save = NULL, *end;
 	unsigned long port = 0;
-	struct dp_fault f = { .on = true };
+	struct dp_fault f = {.on = true};
 	int dir = DP_RX, i = 0;
-	double loss = 0, burst = 0, ge[4] = { 0, 0, 1, 0 }; /* p, r, h, k */
+	double loss = 0, burst = 0, ge[4] = {0, 0, 1, 0}; /* p, r, h, k */
 	bool ge_set = false;
 
 	if (strlen(s) >= sizeof(buf))
@@ -319,10 +325,12 @@ parse_fault(const char *s, struct dp_config *cfg)
 	cfg->fault[port][dir] = f;
 	return 0;
 bad:
-	cli_error(DP_PROGRAM, "--fault: expected PORT,rx|tx,KEY=VALUE... with loss, dup, reorder "
+	cli_error(DP_PROGRAM,
+		  "--fault: expected PORT,rx|tx,KEY=VALUE... with loss, dup, reorder "
 		  "in [0, 1], delay_ms (tx) up to 10000, and for bursty loss either burst=L "
 		  "(frames, >= 1) with loss in (0, 1) or ge_p, ge_r (> 0 if ge_p is), ge_h, ge_k "
-		  "in [0, 1], e.g. 1,tx,delay_ms=40,loss=0.01,burst=4; got '%s'", s);
+		  "in [0, 1], e.g. 1,tx,delay_ms=40,loss=0.01,burst=4; got '%s'",
+		  s);
 	return -1;
 }
 
@@ -337,174 +345,247 @@ u32_opt(const char *opt, const char *s, long min, long max, uint32_t *out)
 	return 0;
 }
 
-/* Our options (after EAL's). Returns 0, 1 for --help/--version (exit 0), -1 on error. */
+/* Our options (after EAL's). */
+enum {
+	O_BASE = 256,
+	O_PORTS,
+	O_MTU,
+	O_MBUFS,
+	O_HDR,
+	O_RXD,
+	O_TXD,
+	O_BURST,
+	O_SPIN,
+	O_SLEEP,
+	O_DRAIN,
+	O_LINGER,
+	O_FAULT,
+	O_FAULTQ,
+	O_FAULTSEED,
+	O_RTO,
+	O_RETRIES,
+	O_NOPACE,
+	O_PROBE,
+	O_LISTEN,
+	O_CERT,
+	O_KEY,
+	O_CA,
+	O_HSMS,
+	O_IDLEMS,
+	O_CONNS,
+	O_CRYPTO,
+	O_SEAL_MBUFS,
+	O_SEAL_LINKS,
+	O_METRICS
+};
+
+static const struct option long_opts[] = {
+	{"addr", required_argument, NULL, 'a'},
+	{"ctl-socket", required_argument, NULL, 's'},
+	{"neigh", required_argument, NULL, 'n'},
+	{"route", required_argument, NULL, 'r'},
+	{"base-port", required_argument, NULL, O_BASE},
+	{"ports", required_argument, NULL, O_PORTS},
+	{"mtu", required_argument, NULL, O_MTU},
+	{"mbufs", required_argument, NULL, O_MBUFS},
+	{"hdr-mbufs", required_argument, NULL, O_HDR},
+	{"rx-desc", required_argument, NULL, O_RXD},
+	{"tx-desc", required_argument, NULL, O_TXD},
+	{"burst", required_argument, NULL, O_BURST},
+	{"idle-spin", required_argument, NULL, O_SPIN},
+	{"idle-sleep-us", required_argument, NULL, O_SLEEP},
+	{"drain-ms", required_argument, NULL, O_DRAIN},
+	{"linger-ms", required_argument, NULL, O_LINGER},
+	{"fault", required_argument, NULL, O_FAULT},
+	{"fault-queue", required_argument, NULL, O_FAULTQ},
+	{"fault-seed", required_argument, NULL, O_FAULTSEED},
+	{"rto-ms", required_argument, NULL, O_RTO},
+	{"retries", required_argument, NULL, O_RETRIES},
+	{"no-pace", no_argument, NULL, O_NOPACE},
+	{"probe-ms", required_argument, NULL, O_PROBE},
+	{"ctl-listen", required_argument, NULL, O_LISTEN},
+	{"ctl-cert", required_argument, NULL, O_CERT},
+	{"ctl-key", required_argument, NULL, O_KEY},
+	{"ctl-ca", required_argument, NULL, O_CA},
+	{"ctl-handshake-ms", required_argument, NULL, O_HSMS},
+	{"ctl-idle-ms", required_argument, NULL, O_IDLEMS},
+	{"ctl-conns", required_argument, NULL, O_CONNS},
+	{"crypto", required_argument, NULL, O_CRYPTO},
+	{"seal-mbufs", required_argument, NULL, O_SEAL_MBUFS},
+	{"seal-links", required_argument, NULL, O_SEAL_LINKS},
+	{"metrics", required_argument, NULL, O_METRICS},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+/* Not one of the options a parse_*_opt() function takes. */
+#define OPT_OTHER 1
+
+/* One option of the control socket or the metrics endpoint: 0, -1 on error, OPT_OTHER. */
 static int
-parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl,
-	   const char **metrics)
+parse_ctl_opt(int c, struct dp_ctl_opts *ctl, const char **metrics)
 {
-	enum { O_BASE = 256, O_PORTS, O_MTU, O_MBUFS, O_HDR, O_RXD, O_TXD, O_BURST, O_SPIN,
-	       O_SLEEP, O_DRAIN, O_LINGER, O_FAULT, O_FAULTQ, O_FAULTSEED, O_RTO, O_RETRIES,
-	       O_NOPACE, O_PROBE, O_LISTEN, O_CERT, O_KEY, O_CA, O_HSMS, O_IDLEMS, O_CONNS,
-	       O_CRYPTO, O_SEAL_MBUFS, O_SEAL_LINKS, O_METRICS };
-	static const struct option opts[] = {
-		{ "addr", required_argument, NULL, 'a' },
-		{ "ctl-socket", required_argument, NULL, 's' },
-		{ "neigh", required_argument, NULL, 'n' },
-		{ "route", required_argument, NULL, 'r' },
-		{ "base-port", required_argument, NULL, O_BASE },
-		{ "ports", required_argument, NULL, O_PORTS },
-		{ "mtu", required_argument, NULL, O_MTU },
-		{ "mbufs", required_argument, NULL, O_MBUFS },
-		{ "hdr-mbufs", required_argument, NULL, O_HDR },
-		{ "rx-desc", required_argument, NULL, O_RXD },
-		{ "tx-desc", required_argument, NULL, O_TXD },
-		{ "burst", required_argument, NULL, O_BURST },
-		{ "idle-spin", required_argument, NULL, O_SPIN },
-		{ "idle-sleep-us", required_argument, NULL, O_SLEEP },
-		{ "drain-ms", required_argument, NULL, O_DRAIN },
-		{ "linger-ms", required_argument, NULL, O_LINGER },
-		{ "fault", required_argument, NULL, O_FAULT },
-		{ "fault-queue", required_argument, NULL, O_FAULTQ },
-		{ "fault-seed", required_argument, NULL, O_FAULTSEED },
-		{ "rto-ms", required_argument, NULL, O_RTO },
-		{ "retries", required_argument, NULL, O_RETRIES },
-		{ "no-pace", no_argument, NULL, O_NOPACE },
-		{ "probe-ms", required_argument, NULL, O_PROBE },
-		{ "ctl-listen", required_argument, NULL, O_LISTEN },
-		{ "ctl-cert", required_argument, NULL, O_CERT },
-		{ "ctl-key", required_argument, NULL, O_KEY },
-		{ "ctl-ca", required_argument, NULL, O_CA },
-		{ "ctl-handshake-ms", required_argument, NULL, O_HSMS },
-		{ "ctl-idle-ms", required_argument, NULL, O_IDLEMS },
-		{ "ctl-conns", required_argument, NULL, O_CONNS },
-		{ "crypto", required_argument, NULL, O_CRYPTO },
-		{ "seal-mbufs", required_argument, NULL, O_SEAL_MBUFS },
-		{ "seal-links", required_argument, NULL, O_SEAL_LINKS },
-		{ "metrics", required_argument, NULL, O_METRICS },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	uint32_t v = 0;
-	int c, rc = 0;
+	int rc = 0;
 
-	opterr = 0;
-	optind = 1;
-	while (rc == 0 && (c = getopt_long(argc, argv, "a:s:n:r:hV", opts, NULL)) != -1) {
-		switch (c) {
-		case 'a': rc = parse_addr(optarg, cfg); break;
-		case 's': ctl->socket = optarg; break;
-		case O_LISTEN: ctl->listen = optarg; break;
-		case O_CERT: ctl->cert = optarg; break;
-		case O_KEY: ctl->key = optarg; break;
-		case O_CA: ctl->ca = optarg; break;
-		case O_METRICS: {
-			struct sockaddr_storage sa;
-			socklen_t salen;
-			char why[200];
+	switch (c) {
+	case 's':
+		ctl->socket = optarg;
+		break;
+	case O_LISTEN:
+		ctl->listen = optarg;
+		break;
+	case O_CERT:
+		ctl->cert = optarg;
+		break;
+	case O_KEY:
+		ctl->key = optarg;
+		break;
+	case O_CA:
+		ctl->ca = optarg;
+		break;
+	case O_METRICS: {
+		struct sockaddr_storage sa;
+		socklen_t salen;
+		char why[200];
 
-			if (promsrv_parse_addr(optarg, &sa, &salen, why, sizeof(why)) != 0) {
-				cli_error(DP_PROGRAM, "--metrics: %s", why);
-				rc = -1;
-			}
-			*metrics = optarg;
-			break;
+		if (promsrv_parse_addr(optarg, &sa, &salen, why, sizeof(why)) != 0) {
+			cli_error(DP_PROGRAM, "--metrics: %s", why);
+			rc = -1;
 		}
-		case O_HSMS:
-			rc = cli_int(DP_PROGRAM, "ctl-handshake-ms", optarg, 1, 600000,
-				     &ctl->handshake_ms);
-			break;
-		case O_IDLEMS:
-			rc = cli_int(DP_PROGRAM, "ctl-idle-ms", optarg, 1, 86400000, &ctl->idle_ms);
-			break;
-		case O_CONNS:
-			rc = cli_int(DP_PROGRAM, "ctl-conns", optarg, 1, CTLSRV_CLASS_MAX / 2,
-				     &ctl->conns);
-			break;
-		case 'n': rc = parse_neigh(optarg, cfg); break;
-		case 'r': rc = parse_route(optarg, cfg); break;
-		case O_BASE:
-			rc = u32_opt("base-port", optarg, 1, 65535, &v);
-			cfg->prm.udp_base = (uint16_t)v;
-			break;
-		case O_PORTS:
-			rc = u32_opt("ports", optarg, 1, TABLE_PORTS_MAX, &v);
-			cfg->prm.udp_count = (uint16_t)v;
-			break;
-		case O_MTU:
-			rc = u32_opt("mtu", optarg, WIRE_MTU_MIN, WIRE_MTU_MAX, &v);
-			cfg->prm.mtu = (uint16_t)v;
-			break;
-		case O_MBUFS:
-			rc = u32_opt("mbufs", optarg, 1024, 1 << 24, &v);
-			cfg->prm.mbufs = v;
-			break;
-		case O_HDR: rc = u32_opt("hdr-mbufs", optarg, 256, 1 << 22, &cfg->hdr_mbufs); break;
-		case O_CRYPTO:
-			if (strlen(optarg) == 0 || strlen(optarg) >= sizeof(cfg->crypto_dev)) {
-				fprintf(stderr, DP_PROGRAM ": --crypto: a device name of 1 to %zu "
-					"characters\n", sizeof(cfg->crypto_dev) - 1);
-				rc = -1;
-				break;
-			}
-			strcpy(cfg->crypto_dev, optarg);
-			break;
-		case O_SEAL_MBUFS:
-			rc = u32_opt("seal-mbufs", optarg, 256, 1 << 22, &cfg->seal_mbufs);
-			break;
-		case O_SEAL_LINKS:
-			rc = u32_opt("seal-links", optarg, 1, 1 << 16, &cfg->seal_links);
-			break;
-		case O_RXD:
-			rc = u32_opt("rx-desc", optarg, 32, 16384, &v);
-			cfg->rx_desc = (uint16_t)v;
-			break;
-		case O_TXD:
-			rc = u32_opt("tx-desc", optarg, 32, 16384, &v);
-			cfg->tx_desc = (uint16_t)v;
-			break;
-		case O_BURST:
-			rc = u32_opt("burst", optarg, 1, DP_BURST_MAX, &v);
-			cfg->prm.burst = (uint16_t)v;
-			break;
-		case O_SPIN: rc = u32_opt("idle-spin", optarg, 0, 1 << 30, &cfg->prm.idle_spin); break;
-		case O_SLEEP:
-			rc = u32_opt("idle-sleep-us", optarg, 1, 1000000, &cfg->prm.idle_sleep_us);
-			break;
-		case O_DRAIN: rc = u32_opt("drain-ms", optarg, 0, 3600000, &cfg->prm.drain_ms); break;
-		case O_LINGER:
-			rc = u32_opt("linger-ms", optarg, 0, 3600000, &cfg->prm.linger_ms);
-			break;
-		case O_FAULT: rc = parse_fault(optarg, cfg); break;
-		case O_FAULTSEED:
-			rc = u32_opt("fault-seed", optarg, 0, INT_MAX, &v);
-			cfg->prm.fault_seed = v;
-			break;
-		case O_NOPACE: cfg->prm.pace = false; break;
-		case O_PROBE: rc = u32_opt("probe-ms", optarg, 10, 60000, &cfg->prm.probe_ms); break;
-		case O_RTO: rc = u32_opt("rto-ms", optarg, 1, 60000, &cfg->rto_init_ms); break;
-		case O_RETRIES:
-			rc = u32_opt("retries", optarg, 0, 64, &v);
-			cfg->retries_max = (uint8_t)v;
-			break;
-		case O_FAULTQ:
-			rc = u32_opt("fault-queue", optarg, 64, 1 << 20, &v);
-			if (rc == 0 && (v & (v - 1)) != 0) {
-				cli_error(DP_PROGRAM, "--fault-queue: %u is not a power of two", v);
-				rc = -1;
-			}
-			cfg->prm.fault_queue = v;
-			break;
-		case 'h': usage(stdout, cfg); return 1;
-		case 'V': printf(DP_PROGRAM " " DP_VERSION "\n"); return 1;
-		default:
-			cli_error(DP_PROGRAM, "unknown option or missing value in '%s' (try -- --help)",
-				  argv[optind - 1]);
-			return -1;
-		}
+		*metrics = optarg;
+		break;
 	}
-	if (rc != 0)
-		return -1;
+	case O_HSMS:
+		rc = cli_int(DP_PROGRAM, "ctl-handshake-ms", optarg, 1, 600000, &ctl->handshake_ms);
+		break;
+	case O_IDLEMS:
+		rc = cli_int(DP_PROGRAM, "ctl-idle-ms", optarg, 1, 86400000, &ctl->idle_ms);
+		break;
+	case O_CONNS:
+		rc = cli_int(DP_PROGRAM, "ctl-conns", optarg, 1, CTLSRV_CLASS_MAX / 2, &ctl->conns);
+		break;
+	default:
+		return OPT_OTHER;
+	}
+	return rc;
+}
+
+/* One option of the dataplane's sizes, addresses and behaviour: 0, -1 on error, OPT_OTHER. */
+static int
+parse_dp_opt(int c, struct dp_config *cfg)
+{
+	uint32_t v = 0;
+	int rc = 0;
+
+	switch (c) {
+	case 'a':
+		rc = parse_addr(optarg, cfg);
+		break;
+	case 'n':
+		rc = parse_neigh(optarg, cfg);
+		break;
+	case 'r':
+		rc = parse_route(optarg, cfg);
+		break;
+	case O_BASE:
+		rc = u32_opt("base-port", optarg, 1, 65535, &v);
+		cfg->prm.udp_base = (uint16_t)v;
+		break;
+	case O_PORTS:
+		rc = u32_opt("ports", optarg, 1, TABLE_PORTS_MAX, &v);
+		cfg->prm.udp_count = (uint16_t)v;
+		break;
+	case O_MTU:
+		rc = u32_opt("mtu", optarg, WIRE_MTU_MIN, WIRE_MTU_MAX, &v);
+		cfg->prm.mtu = (uint16_t)v;
+		break;
+	case O_MBUFS:
+		rc = u32_opt("mbufs", optarg, 1024, 1 << 24, &v);
+		cfg->prm.mbufs = v;
+		break;
+	case O_HDR:
+		rc = u32_opt("hdr-mbufs", optarg, 256, 1 << 22, &cfg->hdr_mbufs);
+		break;
+	case O_CRYPTO:
+		if (strlen(optarg) == 0 || strlen(optarg) >= sizeof(cfg->crypto_dev)) {
+			fprintf(stderr,
+				DP_PROGRAM ": --crypto: a device name of 1 to %zu "
+					   "characters\n",
+				sizeof(cfg->crypto_dev) - 1);
+			rc = -1;
+			break;
+		}
+		strcpy(cfg->crypto_dev, optarg);
+		break;
+	case O_SEAL_MBUFS:
+		rc = u32_opt("seal-mbufs", optarg, 256, 1 << 22, &cfg->seal_mbufs);
+		break;
+	case O_SEAL_LINKS:
+		rc = u32_opt("seal-links", optarg, 1, 1 << 16, &cfg->seal_links);
+		break;
+	case O_RXD:
+		rc = u32_opt("rx-desc", optarg, 32, 16384, &v);
+		cfg->rx_desc = (uint16_t)v;
+		break;
+	case O_TXD:
+		rc = u32_opt("tx-desc", optarg, 32, 16384, &v);
+		cfg->tx_desc = (uint16_t)v;
+		break;
+	case O_BURST:
+		rc = u32_opt("burst", optarg, 1, DP_BURST_MAX, &v);
+		cfg->prm.burst = (uint16_t)v;
+		break;
+	case O_SPIN:
+		rc = u32_opt("idle-spin", optarg, 0, 1 << 30, &cfg->prm.idle_spin);
+		break;
+	case O_SLEEP:
+		rc = u32_opt("idle-sleep-us", optarg, 1, 1000000, &cfg->prm.idle_sleep_us);
+		break;
+	case O_DRAIN:
+		rc = u32_opt("drain-ms", optarg, 0, 3600000, &cfg->prm.drain_ms);
+		break;
+	case O_LINGER:
+		rc = u32_opt("linger-ms", optarg, 0, 3600000, &cfg->prm.linger_ms);
+		break;
+	case O_FAULT:
+		rc = parse_fault(optarg, cfg);
+		break;
+	case O_FAULTSEED:
+		rc = u32_opt("fault-seed", optarg, 0, INT_MAX, &v);
+		cfg->prm.fault_seed = v;
+		break;
+	case O_NOPACE:
+		cfg->prm.pace = false;
+		break;
+	case O_PROBE:
+		rc = u32_opt("probe-ms", optarg, 10, 60000, &cfg->prm.probe_ms);
+		break;
+	case O_RTO:
+		rc = u32_opt("rto-ms", optarg, 1, 60000, &cfg->rto_init_ms);
+		break;
+	case O_RETRIES:
+		rc = u32_opt("retries", optarg, 0, 64, &v);
+		cfg->retries_max = (uint8_t)v;
+		break;
+	case O_FAULTQ:
+		rc = u32_opt("fault-queue", optarg, 64, 1 << 20, &v);
+		if (rc == 0 && (v & (v - 1)) != 0) {
+			cli_error(DP_PROGRAM, "--fault-queue: %u is not a power of two", v);
+			rc = -1;
+		}
+		cfg->prm.fault_queue = v;
+		break;
+	default:
+		return OPT_OTHER;
+	}
+	return rc;
+}
+
+/* What the options say together. 0, or -1 after a one-line error. */
+static int
+check_args(int argc, char **argv, const struct dp_config *cfg, const struct dp_ctl_opts *ctl)
+{
 	if (optind < argc) {
 		cli_error(DP_PROGRAM, "unexpected argument '%s'", argv[optind]);
 		return -1;
@@ -523,6 +604,41 @@ parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl
 		return -1;
 	}
 	return 0;
+}
+
+/* Our options (after EAL's). Returns 0, 1 for --help/--version (exit 0), -1 on error. */
+static int
+parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl,
+	   const char **metrics)
+{
+	int c, rc = 0;
+
+	opterr = 0;
+	optind = 1;
+	while (rc == 0 && (c = getopt_long(argc, argv, "a:s:n:r:hV", long_opts, NULL)) != -1) {
+		rc = parse_ctl_opt(c, ctl, metrics);
+		if (rc == OPT_OTHER)
+			rc = parse_dp_opt(c, cfg);
+		if (rc != OPT_OTHER)
+			continue;
+		rc = 0;
+		switch (c) {
+		case 'h':
+			usage(stdout, cfg);
+			return 1;
+		case 'V':
+			printf(DP_PROGRAM " " DP_VERSION "\n");
+			return 1;
+		default:
+			cli_error(DP_PROGRAM,
+				  "unknown option or missing value in '%s' (try -- --help)",
+				  argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (rc != 0)
+		return -1;
+	return check_args(argc, argv, cfg, ctl);
 }
 
 /* The metrics endpoint's renderer and log, on the control thread (promsrv_run()). */
@@ -598,13 +714,13 @@ main(int argc, char **argv)
 		rte_eal_cleanup();
 		return rc < 0 ? CLI_EXIT_USAGE : 0;
 	}
-	RTE_LCORE_FOREACH_WORKER(lcore) {
+	RTE_LCORE_FOREACH_WORKER (lcore) {
 		if (cfg.n_lcores < DP_LCORES_MAX)
 			cfg.lcore_ids[cfg.n_lcores++] = lcore;
 	}
 	uint16_t pid;
 
-	RTE_ETH_FOREACH_DEV(pid) {
+	RTE_ETH_FOREACH_DEV (pid) {
 		if (cfg.n_ports < DP_PORTS_MAX)
 			cfg.port_ids[cfg.n_ports++] = pid;
 	}

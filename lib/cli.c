@@ -27,8 +27,7 @@ cli_error(const char *prog, const char *fmt, ...)
 }
 
 int
-cli_double(const char *prog, const char *opt, const char *s, double min, double max,
-	   double *out)
+cli_double(const char *prog, const char *opt, const char *s, double min, double max, double *out)
 {
 	char *end;
 	double v;
@@ -99,11 +98,15 @@ cli_bytes(const char *prog, const char *opt, const char *s, uint64_t min, uint64
 		const char *suffix;
 		uint64_t mult;
 	} units[] = {
-		{ "", 1 },
-		{ "K", 1000ull }, { "M", 1000000ull }, { "G", 1000000000ull },
-		{ "T", 1000000000000ull },
-		{ "KiB", 1ull << 10 }, { "MiB", 1ull << 20 }, { "GiB", 1ull << 30 },
-		{ "TiB", 1ull << 40 },
+		{"", 1},
+		{"K", 1000ull},
+		{"M", 1000000ull},
+		{"G", 1000000000ull},
+		{"T", 1000000000000ull},
+		{"KiB", 1ull << 10},
+		{"MiB", 1ull << 20},
+		{"GiB", 1ull << 30},
+		{"TiB", 1ull << 40},
 	};
 	unsigned long long v;
 	char *end;

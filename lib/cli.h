@@ -16,8 +16,8 @@
  * Parse a finite real in [min, max] for option `opt`. On error prints
  * "<prog>: --opt: ..." to stderr and returns -1.
  */
-int cli_double(const char *prog, const char *opt, const char *s, double min, double max,
-	       double *out);
+int
+cli_double(const char *prog, const char *opt, const char *s, double min, double max, double *out);
 
 /** Parse an integer in [min, max]. */
 int cli_int(const char *prog, const char *opt, const char *s, long min, long max, int *out);

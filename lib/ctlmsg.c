@@ -185,7 +185,7 @@ ctl_connect(const char *path, int timeout_ms)
 			r = -ETIMEDOUT;
 			goto fail;
 		}
-		nanosleep(&(struct timespec){ 0, CONNECT_RETRY_MS * 1000000L }, NULL);
+		nanosleep(&(struct timespec){0, CONNECT_RETRY_MS * 1000000L}, NULL);
 	}
 	flags = fcntl(fd, F_GETFL);
 	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
@@ -234,8 +234,8 @@ ctl_send_timeout(int fd, const json_t *msg, int timeout_ms)
 	if (r < 0)
 		return r;
 	be32_put(hdr, (uint32_t)len);
-	iov[0] = (struct iovec){ .iov_base = hdr, .iov_len = sizeof(hdr) };
-	iov[1] = (struct iovec){ .iov_base = text, .iov_len = len };
+	iov[0] = (struct iovec){.iov_base = hdr, .iov_len = sizeof(hdr)};
+	iov[1] = (struct iovec){.iov_base = text, .iov_len = len};
 	memset(&mh, 0, sizeof(mh));
 	mh.msg_iov = iov;
 	mh.msg_iovlen = 2;
@@ -243,7 +243,7 @@ ctl_send_timeout(int fd, const json_t *msg, int timeout_ms)
 	while (left > 0) {
 		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
 		if (n < 0) {
-			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+			struct pollfd pfd = {.fd = fd, .events = POLLOUT};
 			int p;
 
 			if (errno == EINTR)
@@ -292,7 +292,7 @@ io_write_all(struct ctl_conn *c, const uint8_t *buf, size_t len, int64_t deadlin
 	while (len > 0) {
 		short want = POLLOUT;
 		long n = c->ops->write(c->io, buf, len, &want);
-		struct pollfd pfd = { .fd = c->fd, .events = want };
+		struct pollfd pfd = {.fd = c->fd, .events = want};
 		int p;
 
 		if (n > 0) {
@@ -387,7 +387,8 @@ conn_parse(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 	v = json_loadb(c->buf, c->len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 	if (v == NULL) {
 		if (json_error_code(&jerr) == json_error_out_of_memory) {
-			json_util_fail(err, errlen, "out of memory parsing a %u-byte frame", c->len);
+			json_util_fail(err, errlen, "out of memory parsing a %u-byte frame",
+				       c->len);
 			return -ENOMEM;
 		}
 		json_util_fail(err, errlen, "%d:%d: invalid JSON: %s", jerr.line, jerr.column,
@@ -397,7 +398,8 @@ conn_parse(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 	if (!json_is_object(v)) {
 		/* Point at the value: skip the whitespace JSON allows before it. */
 		for (size_t i = 0; i < c->len && (c->buf[i] == ' ' || c->buf[i] == '\t' ||
-						  c->buf[i] == '\r' || c->buf[i] == '\n'); i++) {
+						  c->buf[i] == '\r' || c->buf[i] == '\n');
+		     i++) {
 			if (c->buf[i] == '\n') {
 				line++;
 				col = 1;
@@ -405,8 +407,8 @@ conn_parse(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 				col++;
 			}
 		}
-		json_util_fail(err, errlen, "%d:%d: a message must be a JSON object, not %s",
-			       line, col, json_util_type_desc(v));
+		json_util_fail(err, errlen, "%d:%d: a message must be a JSON object, not %s", line,
+			       col, json_util_type_desc(v));
 		json_decref(v);
 		return -EBADMSG;
 	}
@@ -425,8 +427,7 @@ conn_next(struct ctl_conn *c)
 	c->got = 0;
 }
 
-static int
-conn_broken(struct ctl_conn *c, int r, char *err, size_t errlen, const char *fmt, ...)
+static int conn_broken(struct ctl_conn *c, int r, char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 
 /* Mark c broken with r and say why in err. */
@@ -486,8 +487,7 @@ ctl_conn_read(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 	int r;
 
 	if (c->broken != 0) {
-		json_util_fail(err, errlen, "connection already failed: %s",
-			       strerror(-c->broken));
+		json_util_fail(err, errlen, "connection already failed: %s", strerror(-c->broken));
 		return c->broken;
 	}
 	for (;;) {
@@ -524,7 +524,8 @@ ctl_conn_read(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 			if (c->hdr_got < CTL_HDR_BYTES)
 				return conn_broken(c, -EPIPE, err, errlen,
 						   "connection closed inside a length prefix "
-						   "(%zu of 4 bytes)", c->hdr_got);
+						   "(%zu of 4 bytes)",
+						   c->hdr_got);
 			return conn_broken(c, -EPIPE, err, errlen,
 					   "connection closed inside a frame (%zu of %u bytes)",
 					   c->got, c->len);
@@ -536,8 +537,8 @@ ctl_conn_read(struct ctl_conn *c, json_t **msg, char *err, size_t errlen)
 			c->len = be32_get(c->hdr);
 			if (c->len == 0 || c->len > CTL_MSG_MAX)
 				return conn_broken(c, -EMSGSIZE, err, errlen,
-						   "frame length %u is out of range 1..%u",
-						   c->len, CTL_MSG_MAX);
+						   "frame length %u is out of range 1..%u", c->len,
+						   CTL_MSG_MAX);
 			continue;
 		}
 		c->got += (size_t)n;
@@ -561,7 +562,7 @@ ctl_conn_recv(struct ctl_conn *c, int timeout_ms, json_t **msg, char *err, size_
 	int r, p;
 
 	for (;;) {
-		struct pollfd pfd = { .fd = c->fd };
+		struct pollfd pfd = {.fd = c->fd};
 
 		r = ctl_conn_read(c, msg, err, errlen);
 		if (r != 0)

@@ -127,17 +127,17 @@ struct ctl_io_ops {
 };
 
 struct ctl_conn {
-	int fd;                            /* the connection; closed by ctl_conn_fini() */
-	const struct ctl_io_ops *ops;      /* NULL: recv()/send() on fd */
-	void *io;                          /* the transport's state, for ops */
-	short want;                        /* what to poll for after ctl_conn_read() gave 0 */
-	uint8_t hdr[CTL_HDR_BYTES];        /* the length prefix being read */
-	size_t hdr_got;                    /* bytes of hdr read */
-	uint32_t len;                      /* payload length once hdr is complete, else 0 */
-	size_t got;                        /* payload bytes read */
-	size_t cap;                        /* bytes allocated in buf */
-	char *buf;                         /* payload (NUL-terminated when complete) */
-	int broken;                        /* 0, or the negative errno every read returns */
+	int fd;                       /* the connection; closed by ctl_conn_fini() */
+	const struct ctl_io_ops *ops; /* NULL: recv()/send() on fd */
+	void *io;                     /* the transport's state, for ops */
+	short want;                   /* what to poll for after ctl_conn_read() gave 0 */
+	uint8_t hdr[CTL_HDR_BYTES];   /* the length prefix being read */
+	size_t hdr_got;               /* bytes of hdr read */
+	uint32_t len;                 /* payload length once hdr is complete, else 0 */
+	size_t got;                   /* payload bytes read */
+	size_t cap;                   /* bytes allocated in buf */
+	char *buf;                    /* payload (NUL-terminated when complete) */
+	int broken;                   /* 0, or the negative errno every read returns */
 };
 
 /** Initialise c for the connected socket fd (an accept()ed fd). Never fails. */
@@ -159,8 +159,8 @@ int ctl_conn_send(struct ctl_conn *c, const json_t *msg, int timeout_ms);
 int ctl_conn_recv(struct ctl_conn *c, int timeout_ms, json_t **msg, char *err, size_t errlen);
 
 /** ctl_call() on the connection c, whatever its transport. Caller: clients. */
-json_t *ctl_conn_call(struct ctl_conn *c, const char *op, json_t *args, int timeout_ms,
-		      char *err, size_t errlen);
+json_t *ctl_conn_call(struct ctl_conn *c, const char *op, json_t *args, int timeout_ms, char *err,
+		      size_t errlen);
 
 /**
  * Read what the socket has, without ever blocking (MSG_DONTWAIT), and stop at the end of
@@ -199,8 +199,7 @@ void ctl_conn_release(struct ctl_conn *c);
  * @param err  Receives one line naming the field on failure.
  * @return     0, -EPROTONOSUPPORT (another version: reply with that errno), or -EINVAL.
  */
-int ctl_request_check(const json_t *req, uint32_t *id, const char **op, char *err,
-		      size_t errlen);
+int ctl_request_check(const json_t *req, uint32_t *id, const char **op, char *err, size_t errlen);
 
 /**
  * Whether req (any JSON value) carries a readable id: an integer 0 .. 2^32-1 under "id".
@@ -258,7 +257,6 @@ json_t *ctl_reply_error(bool has_id, uint32_t id, int errnum, const char *fmt, .
  *              errno set: EINVAL (bad op or args), ETIMEDOUT, EPIPE, EMSGSIZE, EBADMSG
  *              (a frame or a response envelope that breaks the protocol), ENOMEM, ...
  */
-json_t *ctl_call(int fd, const char *op, json_t *args, int timeout_ms, char *err,
-		 size_t errlen);
+json_t *ctl_call(int fd, const char *op, json_t *args, int timeout_ms, char *err, size_t errlen);
 
 #endif

@@ -20,7 +20,7 @@
 #include "ctlmsg.h"
 #include "jsonutil.h"
 
-static const char *const envelope_keys[] = { "version", "id", "op" };
+static const char *const envelope_keys[] = {"version", "id", "op"};
 
 /* ---- requests and responses ---------------------------------------------------------- */
 
@@ -44,12 +44,12 @@ static int
 fail_u32(char *err, size_t errlen, const char *key, const json_t *v)
 {
 	if (json_is_integer(v))
-		return json_util_fail(err, errlen,
-				      "field '%s': expected an integer 0..4294967295, got %"
-				      JSON_INTEGER_FORMAT, key, json_integer_value(v));
-	return json_util_fail(err, errlen,
-			      "field '%s': expected an integer 0..4294967295, got %s", key,
-			      json_util_type_desc(v));
+		return json_util_fail(
+			err, errlen,
+			"field '%s': expected an integer 0..4294967295, got %" JSON_INTEGER_FORMAT,
+			key, json_integer_value(v));
+	return json_util_fail(err, errlen, "field '%s': expected an integer 0..4294967295, got %s",
+			      key, json_util_type_desc(v));
 }
 
 bool
@@ -59,8 +59,7 @@ ctl_request_id(const json_t *req, uint32_t *id)
 }
 
 int
-ctl_request_check(const json_t *req, uint32_t *id, const char **op, char *err,
-		  size_t errlen)
+ctl_request_check(const json_t *req, uint32_t *id, const char **op, char *err, size_t errlen)
 {
 	const json_t *v;
 
@@ -76,8 +75,8 @@ ctl_request_check(const json_t *req, uint32_t *id, const char **op, char *err,
 	if (json_integer_value(v) != CTL_PROTOCOL_VERSION) {
 		json_util_fail(err, errlen,
 			       "field 'version': protocol version %" JSON_INTEGER_FORMAT
-			       " is not supported (only %d)", json_integer_value(v),
-			       CTL_PROTOCOL_VERSION);
+			       " is not supported (only %d)",
+			       json_integer_value(v), CTL_PROTOCOL_VERSION);
 		return -EPROTONOSUPPORT;
 	}
 	v = json_object_get(req, "id");
@@ -89,7 +88,8 @@ ctl_request_check(const json_t *req, uint32_t *id, const char **op, char *err,
 	if (v == NULL)
 		return json_util_fail(err, errlen, "field 'op': missing");
 	if (!json_is_string(v) || json_string_length(v) == 0)
-		return json_util_fail(err, errlen, "field 'op': expected a non-empty string, got %s",
+		return json_util_fail(err, errlen,
+				      "field 'op': expected a non-empty string, got %s",
 				      json_is_string(v) ? "\"\"" : json_util_type_desc(v));
 	*op = json_string_value(v);
 	return 0;
@@ -149,8 +149,8 @@ fail:
 struct arg_spec {
 	const char *key;
 	bool optional;
-	char type;        /* i I b s f F o O n u */
-	bool with_len;    /* "s%" */
+	char type;     /* i I b s f F o O n u */
+	bool with_len; /* "s%" */
 	union {
 		int *i;
 		json_int_t *I;
@@ -159,7 +159,7 @@ struct arg_spec {
 		json_t **o;
 		uint32_t *u;
 	} out;
-	size_t *len_out;  /* "s%" */
+	size_t *len_out; /* "s%" */
 };
 
 static bool
@@ -269,7 +269,7 @@ arg_type_desc(char type)
 static int
 arg_check(const struct arg_spec *a, const json_t *v, char *err, size_t errlen)
 {
-	char fmt[2] = { a->type, '\0' };
+	char fmt[2] = {a->type, '\0'};
 	json_error_t jerr;
 
 	if (a->type == 'u') {
@@ -351,7 +351,7 @@ ctl_args_unpack(const json_t *req, char *err, size_t errlen, const char *fmt, ..
 	if (n < 0)
 		return json_util_fail(err, errlen, "ctl_args_unpack: unsupported format \"%s\"",
 				      fmt);
-	json_object_foreach((json_t *)req, key, v) {
+	json_object_foreach ((json_t *)req, key, v) {
 		if (is_envelope_key(key))
 			continue;
 		for (i = 0; i < n && strcmp(specs[i].key, key) != 0; i++)
@@ -416,7 +416,8 @@ response_match(const json_t *resp, uint32_t id, char *err, size_t errlen)
 		v = json_object_get(resp, "errno");
 		if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
 		    !json_is_string(json_object_get(resp, "error"))) {
-			json_util_fail(err, errlen, "response: an error without a positive "
+			json_util_fail(err, errlen,
+				       "response: an error without a positive "
 				       "'errno' and an 'error' string");
 			return -EBADMSG;
 		}
@@ -425,7 +426,8 @@ response_match(const json_t *resp, uint32_t id, char *err, size_t errlen)
 	if (json_is_null(rid) && json_is_false(ok))
 		return 1;
 	if (!get_u32(rid, &got)) {
-		json_util_fail(err, errlen, "response: field 'id': expected an integer "
+		json_util_fail(err, errlen,
+			       "response: field 'id': expected an integer "
 			       "0..4294967295 or null");
 		return -EBADMSG;
 	}
@@ -462,8 +464,9 @@ ctl_conn_call(struct ctl_conn *c, const char *op, json_t *args, int timeout_ms, 
 	for (size_t i = 0; args != NULL && i < sizeof(envelope_keys) / sizeof(*envelope_keys);
 	     i++) {
 		if (json_object_get(args, envelope_keys[i]) != NULL) {
-			json_util_fail(err, errlen, "%s: argument '%s' is reserved for the envelope",
-				       op, envelope_keys[i]);
+			json_util_fail(err, errlen,
+				       "%s: argument '%s' is reserved for the envelope", op,
+				       envelope_keys[i]);
 			json_decref(args);
 			return call_fail(-EINVAL);
 		}

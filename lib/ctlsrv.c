@@ -25,51 +25,49 @@
 
 enum slot_state {
 	SLOT_FREE = 0,
-	SLOT_HANDSHAKE,          /* TLS handshake under way (hs) */
-	SLOT_READY,              /* requests are read (cc) */
+	SLOT_HANDSHAKE, /* TLS handshake under way (hs) */
+	SLOT_READY,     /* requests are read (cc) */
 };
 
 struct ctlsrv_client {
 	struct ctlsrv *srv;
 	int slot;
-	uint32_t gen;            /* bumped each time the slot is freed */
+	uint32_t gen; /* bumped each time the slot is freed */
 	enum slot_state st;
-	enum ctltls_role role;   /* SLOT_READY: the class */
-	void *hs;                /* SLOT_HANDSHAKE: the handshake state */
+	enum ctltls_role role; /* SLOT_READY: the class */
+	void *hs;              /* SLOT_HANDSHAKE: the handshake state */
 	int hs_fd;
 	short hs_want;
-	struct ctl_conn cc;      /* SLOT_READY */
-	int64_t since;           /* accepted at (monotonic ms) */
-	int64_t last;            /* the last request or reply */
-	bool deferred;           /* a reply is owed (ctlsrv_defer()) */
+	struct ctl_conn cc; /* SLOT_READY */
+	int64_t since;      /* accepted at (monotonic ms) */
+	int64_t last;       /* the last request or reply */
+	bool deferred;      /* a reply is owed (ctlsrv_defer()) */
 	char peer[PEER_MAX];
 };
 
 struct ctlsrv {
 	struct ctlsrv_opts o;
-	char *unix_path;         /* owned copy, unlinked at the end */
-	int ufd, tfd;            /* listeners, or -1 */
+	char *unix_path; /* owned copy, unlinked at the end */
+	int ufd, tfd;    /* listeners, or -1 */
 	int n_slots;
 	struct ctlsrv_client *slots;
-	struct pollfd *pfd;      /* n_slots + 3 */
-	int *pslot;              /* pfd index -> slot */
+	struct pollfd *pfd; /* n_slots + 3 */
+	int *pslot;         /* pfd index -> slot */
 	uint64_t refused[CTLSRV_REF_N];
 };
 
 static const char *const refusal_names[CTLSRV_REF_N] = {
-	[CTLSRV_REF_HANDSHAKE] = "handshake",
-	[CTLSRV_REF_HANDSHAKE_TIMEOUT] = "handshake_timeout",
-	[CTLSRV_REF_ROLE] = "role",
-	[CTLSRV_REF_FORBIDDEN] = "forbidden",
-	[CTLSRV_REF_EVICTED] = "evicted",
-	[CTLSRV_REF_IDLE] = "idle",
+	[CTLSRV_REF_HANDSHAKE] = "handshake", [CTLSRV_REF_HANDSHAKE_TIMEOUT] = "handshake_timeout",
+	[CTLSRV_REF_ROLE] = "role",           [CTLSRV_REF_FORBIDDEN] = "forbidden",
+	[CTLSRV_REF_EVICTED] = "evicted",     [CTLSRV_REF_IDLE] = "idle",
 };
 
 static const char *
 class_name(int k)
 {
-	return k == CLASS_HANDSHAKE ? "handshake" : k == CTLSRV_ROLE_LOCAL
-						   ? "local" : ctltls_role_name(k);
+	return k == CLASS_HANDSHAKE   ? "handshake" :
+	       k == CTLSRV_ROLE_LOCAL ? "local" :
+					ctltls_role_name(k);
 }
 
 /* The most connections of class k at once. */
@@ -127,13 +125,12 @@ slot_close(struct ctlsrv_client *c)
 	c->gen++;
 }
 
-static void
-refuse_close(struct ctlsrv *s, struct ctlsrv_client *c, enum ctlsrv_refusal why,
-	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void refuse_close(struct ctlsrv *s, struct ctlsrv_client *c, enum ctlsrv_refusal why,
+			 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 static void
-refuse_close(struct ctlsrv *s, struct ctlsrv_client *c, enum ctlsrv_refusal why,
-	     const char *fmt, ...)
+refuse_close(struct ctlsrv *s, struct ctlsrv_client *c, enum ctlsrv_refusal why, const char *fmt,
+	     ...)
 {
 	va_list ap;
 
@@ -155,10 +152,9 @@ ctlsrv_create(const struct ctlsrv_opts *o, char *err, size_t errlen)
 	}
 	s->o = *o;
 	s->ufd = s->tfd = -1;
-	if (o->max_per_role < 1 || o->max_per_role > CTLSRV_CLASS_MAX ||
-	    o->max_handshakes < 1 || o->max_handshakes > CTLSRV_CLASS_MAX ||
-	    o->handshake_ms < 1 || o->idle_ms < 1 || o->handle == NULL ||
-	    (o->tls_listen != NULL && o->tls == NULL)) {
+	if (o->max_per_role < 1 || o->max_per_role > CTLSRV_CLASS_MAX || o->max_handshakes < 1 ||
+	    o->max_handshakes > CTLSRV_CLASS_MAX || o->handshake_ms < 1 || o->idle_ms < 1 ||
+	    o->handle == NULL || (o->tls_listen != NULL && o->tls == NULL)) {
 		json_util_fail(err, errlen, "bad server options");
 		goto fail;
 	}
@@ -248,9 +244,10 @@ slot_for(struct ctlsrv *s, int k, const char *peer)
 		return free_slot;
 	if (quiet == NULL)
 		return NULL;
-	refuse_close(s, quiet, CTLSRV_REF_EVICTED, "%d %s connections open: the one quiet "
-		     "for %lld ms makes room for %s", max, class_name(k),
-		     (long long)(clock_now_ms() - quiet->last), peer);
+	refuse_close(s, quiet, CTLSRV_REF_EVICTED,
+		     "%d %s connections open: the one quiet "
+		     "for %lld ms makes room for %s",
+		     max, class_name(k), (long long)(clock_now_ms() - quiet->last), peer);
 	return quiet;
 }
 
@@ -296,8 +293,10 @@ admit(struct ctlsrv *s, struct ctlsrv_client *c, struct ctl_conn *cc, enum ctltl
 	c->role = role;
 	c->hs = NULL;
 	if (role == CTLTLS_ROLE_NONE || !(s->o.roles & (1u << role))) {
-		refuse_close(s, c, CTLSRV_REF_ROLE, "a certificate of role '%s' is not "
-			     "admitted here", ctltls_role_name(role));
+		refuse_close(s, c, CTLSRV_REF_ROLE,
+			     "a certificate of role '%s' is not "
+			     "admitted here",
+			     ctltls_role_name(role));
 		return;
 	}
 	/* Count it in its role's class, not among the handshakes: it may have to make room. */
@@ -305,8 +304,10 @@ admit(struct ctlsrv *s, struct ctlsrv_client *c, struct ctl_conn *cc, enum ctltl
 	to = slot_for(s, (int)role, c->peer);
 	c->st = SLOT_READY;
 	if (to == NULL) {
-		refuse_close(s, c, CTLSRV_REF_EVICTED, "%d %s connections open, all owed a "
-			     "reply", class_max(s, (int)role), ctltls_role_name(role));
+		refuse_close(s, c, CTLSRV_REF_EVICTED,
+			     "%d %s connections open, all owed a "
+			     "reply",
+			     class_max(s, (int)role), ctltls_role_name(role));
 		return;
 	}
 	if (to != c) {
@@ -355,11 +356,12 @@ accept_all(struct ctlsrv *s, int lfd, bool tcp)
 		peer_name(fd, tcp, peer, sizeof(peer));
 		c = slot_for(s, tcp ? CLASS_HANDSHAKE : CTLSRV_ROLE_LOCAL, peer);
 		if (c == NULL) {
-			struct ctlsrv_client tmp = { .st = tcp ? SLOT_HANDSHAKE : SLOT_READY,
-						     .role = CTLSRV_ROLE_LOCAL };
+			struct ctlsrv_client tmp = {.st = tcp ? SLOT_HANDSHAKE : SLOT_READY,
+						    .role = CTLSRV_ROLE_LOCAL};
 
 			snprintf(tmp.peer, sizeof(tmp.peer), "%s", peer);
-			ctlsrv_refuse(s, &tmp, CTLSRV_REF_EVICTED, "every connection of its "
+			ctlsrv_refuse(s, &tmp, CTLSRV_REF_EVICTED,
+				      "every connection of its "
 				      "class is owed a reply");
 			close(fd);
 			continue;
@@ -431,8 +433,10 @@ expire(struct ctlsrv *s)
 		if (c->st == SLOT_HANDSHAKE) {
 			due = c->since + s->o.handshake_ms;
 			if (due <= t) {
-				refuse_close(s, c, CTLSRV_REF_HANDSHAKE_TIMEOUT, "no TLS handshake "
-					     "within %d ms", s->o.handshake_ms);
+				refuse_close(s, c, CTLSRV_REF_HANDSHAKE_TIMEOUT,
+					     "no TLS handshake "
+					     "within %d ms",
+					     s->o.handshake_ms);
 				continue;
 			}
 		} else if (c->st == SLOT_READY && !c->deferred) {
@@ -460,15 +464,15 @@ ctlsrv_poll(struct ctlsrv *s, int timeout_ms, int extra_fd)
 		timeout_ms = due;
 	if (extra_fd >= 0) {
 		ext = n;
-		s->pfd[n++] = (struct pollfd){ .fd = extra_fd, .events = POLLIN };
+		s->pfd[n++] = (struct pollfd){.fd = extra_fd, .events = POLLIN};
 	}
 	if (s->ufd >= 0) {
 		ui = n;
-		s->pfd[n++] = (struct pollfd){ .fd = s->ufd, .events = POLLIN };
+		s->pfd[n++] = (struct pollfd){.fd = s->ufd, .events = POLLIN};
 	}
 	if (s->tfd >= 0) {
 		ti = n;
-		s->pfd[n++] = (struct pollfd){ .fd = s->tfd, .events = POLLIN };
+		s->pfd[n++] = (struct pollfd){.fd = s->tfd, .events = POLLIN};
 	}
 	for (int i = 0; i < s->n_slots; i++) {
 		const struct ctlsrv_client *c = &s->slots[i];
@@ -479,7 +483,9 @@ ctlsrv_poll(struct ctlsrv *s, int timeout_ms, int extra_fd)
 		s->pfd[n++] = (struct pollfd){
 			.fd = c->st == SLOT_HANDSHAKE ? c->hs_fd : c->cc.fd,
 			/* Owed a reply: only a hang-up is of interest. */
-			.events = c->st == SLOT_HANDSHAKE ? c->hs_want : c->deferred ? 0 : c->cc.want,
+			.events = c->st == SLOT_HANDSHAKE ? c->hs_want :
+				  c->deferred             ? 0 :
+							    c->cc.want,
 		};
 	}
 	p = poll(s->pfd, (nfds_t)n, timeout_ms);
@@ -495,8 +501,8 @@ ctlsrv_poll(struct ctlsrv *s, int timeout_ms, int extra_fd)
 		c = &s->slots[s->pslot[k]];
 		if (c->st == SLOT_HANDSHAKE)
 			handshake(s, c);
-		else if (c->st == SLOT_READY && c->deferred && (s->pfd[k].revents & (POLLHUP |
-									 POLLERR)))
+		else if (c->st == SLOT_READY && c->deferred &&
+			 (s->pfd[k].revents & (POLLHUP | POLLERR)))
 			slot_close(c);
 		else if (c->st == SLOT_READY && !c->deferred)
 			serve(s, c);
@@ -566,7 +572,7 @@ json_t *
 ctlsrv_json(const struct ctlsrv *s)
 {
 	json_t *o = json_object(), *conns = json_object(), *ref = json_object();
-	int count[N_CLASSES] = { 0 };
+	int count[N_CLASSES] = {0};
 
 	for (int i = 0; i < s->n_slots; i++)
 		if (s->slots[i].st != SLOT_FREE)

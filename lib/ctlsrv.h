@@ -40,12 +40,12 @@
 
 /** Why a connection or a request was refused (the counters of ctlsrv_json()). */
 enum ctlsrv_refusal {
-	CTLSRV_REF_HANDSHAKE = 0,    /* the TLS handshake failed (certificate, version, ...) */
-	CTLSRV_REF_HANDSHAKE_TIMEOUT,/* no complete handshake within handshake_ms */
-	CTLSRV_REF_ROLE,             /* a valid certificate of a role this server refuses */
-	CTLSRV_REF_FORBIDDEN,        /* an op the connection's role may not call */
-	CTLSRV_REF_EVICTED,          /* closed to make room for a new connection */
-	CTLSRV_REF_IDLE,             /* closed after idle_ms without a request */
+	CTLSRV_REF_HANDSHAKE = 0,     /* the TLS handshake failed (certificate, version, ...) */
+	CTLSRV_REF_HANDSHAKE_TIMEOUT, /* no complete handshake within handshake_ms */
+	CTLSRV_REF_ROLE,              /* a valid certificate of a role this server refuses */
+	CTLSRV_REF_FORBIDDEN,         /* an op the connection's role may not call */
+	CTLSRV_REF_EVICTED,           /* closed to make room for a new connection */
+	CTLSRV_REF_IDLE,              /* closed after idle_ms without a request */
 	CTLSRV_REF_N,
 };
 
@@ -62,15 +62,15 @@ struct ctlsrv_ref {
 };
 
 struct ctlsrv_opts {
-	const char *unix_path;   /* the unix socket (ctl_listen()), or NULL */
-	const char *tls_listen;  /* "HOST:PORT" for TLS, or NULL */
-	struct ctltls_ctx *tls;  /* a server context; required with tls_listen */
-	unsigned int roles;      /* the TLS roles admitted: bits (1u << enum ctltls_role) */
-	int max_per_role;        /* authenticated connections per role, 1..CTLSRV_CLASS_MAX */
+	const char *unix_path;       /* the unix socket (ctl_listen()), or NULL */
+	const char *tls_listen;      /* "HOST:PORT" for TLS, or NULL */
+	struct ctltls_ctx *tls;      /* a server context; required with tls_listen */
+	unsigned int roles;          /* the TLS roles admitted: bits (1u << enum ctltls_role) */
+	int max_per_role;            /* authenticated connections per role, 1..CTLSRV_CLASS_MAX */
 	int role_max[CTLTLS_ROLE_N]; /* per role instead, where > 0 (..CTLSRV_CLASS_MAX) */
-	int max_handshakes;      /* TLS handshakes at once, 1..CTLSRV_CLASS_MAX */
-	int handshake_ms;        /* >= 1 */
-	int idle_ms;             /* >= 1 */
+	int max_handshakes;          /* TLS handshakes at once, 1..CTLSRV_CLASS_MAX */
+	int handshake_ms;            /* >= 1 */
+	int idle_ms;                 /* >= 1 */
 	/* The reply to req from client cl (a new reference); NULL after ctlsrv_defer(), or
 	 * when out of memory (the connection is closed). */
 	json_t *(*handle)(void *arg, struct ctlsrv_client *cl, const json_t *req);

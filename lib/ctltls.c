@@ -31,10 +31,8 @@ struct ctltls_ctx {
 };
 
 static const char *const role_names[CTLTLS_ROLE_N] = {
-	[CTLTLS_ROLE_NONE] = "none",
-	[CTLTLS_ROLE_CONTROL] = "control",
-	[CTLTLS_ROLE_MONITOR] = "monitor",
-	[CTLTLS_ROLE_WORKER] = "worker",
+	[CTLTLS_ROLE_NONE] = "none",       [CTLTLS_ROLE_CONTROL] = "control",
+	[CTLTLS_ROLE_MONITOR] = "monitor", [CTLTLS_ROLE_WORKER] = "worker",
 	[CTLTLS_ROLE_GATEWAY] = "gateway",
 };
 
@@ -146,12 +144,16 @@ ctltls_client_ctx(const char *endpoint, const char *cert, const char *key, const
 	if (!ctltls_is_endpoint(endpoint)) {
 		if (cert != NULL || key != NULL || ca != NULL)
 			return json_util_fail(err, errlen, "--%s: only for a tls:// endpoint",
-					      cert != NULL ? "cert" : key != NULL ? "key" : "ca");
+					      cert != NULL ? "cert" :
+					      key != NULL  ? "key" :
+							     "ca");
 		return 0;
 	}
 	if (cert == NULL || key == NULL || ca == NULL)
 		return json_util_fail(err, errlen, "%s: a tls:// endpoint needs --%s", endpoint,
-				      cert == NULL ? "cert" : key == NULL ? "key" : "ca");
+				      cert == NULL ? "cert" :
+				      key == NULL  ? "key" :
+						     "ca");
 	*out = ctltls_ctx_new(false, cert, key, ca, err, errlen);
 	return *out != NULL ? 0 : -EINVAL;
 }
@@ -196,8 +198,7 @@ split(const char *endpoint, bool any_port, char host[CTLTLS_HOST_MAX + 1], unsig
 				      endpoint, CTLTLS_HOST_MAX);
 	errno = 0;
 	v = strtol(colon + 1, &end, 10);
-	if (colon[1] == '\0' || *end != '\0' || errno != 0 || v < (any_port ? 0 : 1) ||
-	    v > 65535)
+	if (colon[1] == '\0' || *end != '\0' || errno != 0 || v < (any_port ? 0 : 1) || v > 65535)
 		return json_util_fail(err, errlen, "%s: the port must be 1..65535", endpoint);
 	memcpy(host, h, hl);
 	host[hl] = '\0';
@@ -206,8 +207,8 @@ split(const char *endpoint, bool any_port, char host[CTLTLS_HOST_MAX + 1], unsig
 }
 
 int
-ctltls_split(const char *endpoint, char host[CTLTLS_HOST_MAX + 1], unsigned int *port,
-	     char *err, size_t errlen)
+ctltls_split(const char *endpoint, char host[CTLTLS_HOST_MAX + 1], unsigned int *port, char *err,
+	     size_t errlen)
 {
 	return split(endpoint, false, host, port, err, errlen);
 }
@@ -216,7 +217,7 @@ ctltls_split(const char *endpoint, char host[CTLTLS_HOST_MAX + 1], unsigned int 
 static struct addrinfo *
 resolve(const char *endpoint, bool passive, char *err, size_t errlen)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_family = AF_UNSPEC };
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_family = AF_UNSPEC};
 	char host[CTLTLS_HOST_MAX + 1], service[8];
 	struct addrinfo *res = NULL;
 	unsigned int port;
@@ -271,7 +272,7 @@ ctltls_listen(const char *hostport, char *err, size_t errlen)
  */
 struct nosig {
 	sigset_t old;
-	bool pending;        /* a SIGPIPE was pending before: leave it be */
+	bool pending; /* a SIGPIPE was pending before: leave it be */
 };
 
 static void
@@ -297,7 +298,7 @@ nosig_end(struct nosig *ns)
 	if (!ns->pending && sigismember(&pend, SIGPIPE) == 1) {
 		int saved = errno;
 
-		sigtimedwait(&pipe_set, NULL, &(struct timespec){ 0, 0 });
+		sigtimedwait(&pipe_set, NULL, &(struct timespec){0, 0});
 		errno = saved;
 	}
 	pthread_sigmask(SIG_SETMASK, &ns->old, NULL);
@@ -361,8 +362,7 @@ tls_read(void *io, void *buf, size_t n, short *want)
 	ssl_call_begin(&ns);
 	ret = SSL_read_ex(t->ssl, buf, n, &got);
 	nosig_end(&ns);
-	return ret == 1 ? (long)got : ssl_io_error_why(t->ssl, ret, want, t->why,
-						       sizeof(t->why));
+	return ret == 1 ? (long)got : ssl_io_error_why(t->ssl, ret, want, t->why, sizeof(t->why));
 }
 
 static long
@@ -467,8 +467,8 @@ handshake_why(SSL *s, const char *reason, char *why, size_t whylen)
 		json_util_fail(why, whylen, "certificate rejected: %s",
 			       X509_verify_cert_error_string(v));
 	else
-		json_util_fail(why, whylen, "%s", reason[0] != '\0' ? reason
-							  : "connection closed in the handshake");
+		json_util_fail(why, whylen, "%s",
+			       reason[0] != '\0' ? reason : "connection closed in the handshake");
 }
 
 /* One step of s's handshake: 1 done, 0 to wait for *want, or -EPROTO with why. */
@@ -505,8 +505,8 @@ ctltls_server_new(struct ctltls_ctx *ctx, int fd)
 }
 
 int
-ctltls_accept_step(void *hs, struct ctl_conn *c, enum ctltls_role *role, short *want,
-		   char *why, size_t whylen)
+ctltls_accept_step(void *hs, struct ctl_conn *c, enum ctltls_role *role, short *want, char *why,
+		   size_t whylen)
 {
 	SSL *s = hs;
 	int r = handshake_step(s, want, why, whylen);
@@ -537,7 +537,7 @@ ctltls_abort(void *hs)
 static int
 wait_fd(int fd, short events, int64_t deadline)
 {
-	struct pollfd pfd = { .fd = fd, .events = events };
+	struct pollfd pfd = {.fd = fd, .events = events};
 	int p;
 
 	do {
@@ -591,8 +591,7 @@ tcp_connect(const char *endpoint, int64_t deadline, char *err, size_t errlen)
 
 int
 ctltls_connect(struct ctltls_ctx *ctx, const char *endpoint, const char *expect,
-	       enum ctltls_role role, int timeout_ms, struct ctl_conn *c, char *err,
-	       size_t errlen)
+	       enum ctltls_role role, int timeout_ms, struct ctl_conn *c, char *err, size_t errlen)
 {
 	int64_t deadline = ctl_deadline(timeout_ms);
 	char host[CTLTLS_HOST_MAX + 1], why[CTL_ERR_MAX];
@@ -628,8 +627,7 @@ ctltls_connect(struct ctltls_ctx *ctx, const char *endpoint, const char *expect,
 		r = SSL_set1_host(s, expect) == 1 && SSL_set_tlsext_host_name(s, expect) == 1;
 	if (r != 1) {
 		r = -EINVAL;
-		json_util_fail(err, errlen, "%s: cannot check for the name '%s'", endpoint,
-			       expect);
+		json_util_fail(err, errlen, "%s: cannot check for the name '%s'", endpoint, expect);
 		goto fail;
 	}
 	SSL_set_connect_state(s);
@@ -671,9 +669,8 @@ fail:
 }
 
 int
-ctltls_dial(struct ctltls_ctx *ctx, const char *endpoint, const char *expect,
-	    enum ctltls_role role, int timeout_ms, struct ctl_conn *c, char *err,
-	    size_t errlen)
+ctltls_dial(struct ctltls_ctx *ctx, const char *endpoint, const char *expect, enum ctltls_role role,
+	    int timeout_ms, struct ctl_conn *c, char *err, size_t errlen)
 {
 	int fd;
 
@@ -704,6 +701,8 @@ ctltls_peer_named(const struct ctl_conn *c, const char *name)
 	if (c->ops != &tls_ops || name == NULL || name[0] == '\0')
 		return false;
 	x = SSL_get0_peer_certificate(((struct tls_stream *)c->io)->ssl);
-	return x != NULL && X509_check_host(x, name, 0, X509_CHECK_FLAG_NO_WILDCARDS |
-					    X509_CHECK_FLAG_NEVER_CHECK_SUBJECT, NULL) == 1;
+	return x != NULL &&
+	       X509_check_host(x, name, 0,
+			       X509_CHECK_FLAG_NO_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT,
+			       NULL) == 1;
 }

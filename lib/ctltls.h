@@ -37,11 +37,11 @@
 
 /** What a certificate says its holder is (the subject's OU). */
 enum ctltls_role {
-	CTLTLS_ROLE_NONE = 0,    /* no OU, several, or one of no known role */
-	CTLTLS_ROLE_CONTROL,     /* the control process: every op */
-	CTLTLS_ROLE_MONITOR,     /* reads only: stats, dump, status, version, ping */
-	CTLTLS_ROLE_WORKER,      /* a training worker: joins its job (the control process) */
-	CTLTLS_ROLE_GATEWAY,     /* a gateway's dataplane (a server) */
+	CTLTLS_ROLE_NONE = 0, /* no OU, several, or one of no known role */
+	CTLTLS_ROLE_CONTROL,  /* the control process: every op */
+	CTLTLS_ROLE_MONITOR,  /* reads only: stats, dump, status, version, ping */
+	CTLTLS_ROLE_WORKER,   /* a training worker: joins its job (the control process) */
+	CTLTLS_ROLE_GATEWAY,  /* a gateway's dataplane (a server) */
 	CTLTLS_ROLE_N,
 };
 
@@ -57,8 +57,8 @@ struct ctltls_ctx;
  * @param err  Receives one line naming the file at fault and OpenSSL's reason.
  * @return     The context (free with ctltls_ctx_free()), or NULL with err filled.
  */
-struct ctltls_ctx *ctltls_ctx_new(bool server, const char *cert, const char *key,
-				  const char *ca, char *err, size_t errlen);
+struct ctltls_ctx *ctltls_ctx_new(bool server, const char *cert, const char *key, const char *ca,
+				  char *err, size_t errlen);
 
 /** Free a context. Streams made from it must be closed first. NULL is a no-op. */
 void ctltls_ctx_free(struct ctltls_ctx *ctx);
@@ -71,8 +71,8 @@ void ctltls_ctx_free(struct ctltls_ctx *ctx);
  * @param err  Receives one line naming the option at fault ("--ca: ...").
  * @return     0, or -EINVAL with err filled.
  */
-int ctltls_client_ctx(const char *endpoint, const char *cert, const char *key,
-		      const char *ca, struct ctltls_ctx **out, char *err, size_t errlen);
+int ctltls_client_ctx(const char *endpoint, const char *cert, const char *key, const char *ca,
+		      struct ctltls_ctx **out, char *err, size_t errlen);
 
 /** Whether endpoint names a TLS endpoint ("tls://..."); otherwise it is a socket path. */
 bool ctltls_is_endpoint(const char *endpoint);
@@ -112,8 +112,8 @@ void *ctltls_server_new(struct ctltls_ctx *ctx, int fd);
  * @return      1 done, 0 not yet, or -EPROTO (the handshake failed: free the state with
  *              ctltls_abort()).
  */
-int ctltls_accept_step(void *hs, struct ctl_conn *c, enum ctltls_role *role, short *want,
-		       char *why, size_t whylen);
+int ctltls_accept_step(void *hs, struct ctl_conn *c, enum ctltls_role *role, short *want, char *why,
+		       size_t whylen);
 
 /** Drop a handshake that did not complete, closing its socket. */
 void ctltls_abort(void *hs);
@@ -127,9 +127,9 @@ void ctltls_abort(void *hs);
  *          failed or the certificate is not the expected one: err says why), or another
  *          negative errno, with err filled.
  */
-int ctltls_connect(struct ctltls_ctx *ctx, const char *endpoint, const char *expect,
-		   enum ctltls_role role, int timeout_ms, struct ctl_conn *c, char *err,
-		   size_t errlen);
+int
+ctltls_connect(struct ctltls_ctx *ctx, const char *endpoint, const char *expect,
+	       enum ctltls_role role, int timeout_ms, struct ctl_conn *c, char *err, size_t errlen);
 
 /**
  * Connect to a control endpoint of either kind: a TLS endpoint through ctx (which must
@@ -138,9 +138,9 @@ int ctltls_connect(struct ctltls_ctx *ctx, const char *endpoint, const char *exp
  *
  * @return  0 or a negative errno with err filled ("ENDPOINT: ...").
  */
-int ctltls_dial(struct ctltls_ctx *ctx, const char *endpoint, const char *expect,
-		enum ctltls_role role, int timeout_ms, struct ctl_conn *c, char *err,
-		size_t errlen);
+int
+ctltls_dial(struct ctltls_ctx *ctx, const char *endpoint, const char *expect, enum ctltls_role role,
+	    int timeout_ms, struct ctl_conn *c, char *err, size_t errlen);
 
 /** The role of the peer of a TLS stream c; CTLTLS_ROLE_NONE for a plain socket. */
 enum ctltls_role ctltls_peer_role(const struct ctl_conn *c);

@@ -33,7 +33,8 @@ json_util_read_file(const char *path, char *err, size_t errlen)
 	while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
 		len += n;
 		if (len > JSON_UTIL_MAX_BYTES) {
-			snprintf(err, errlen, "%s: larger than %u bytes", path, JSON_UTIL_MAX_BYTES);
+			snprintf(err, errlen, "%s: larger than %u bytes", path,
+				 JSON_UTIL_MAX_BYTES);
 			errno = EFBIG;
 			goto fail;
 		}
@@ -114,7 +115,7 @@ json_util_unknown_key(const json_t *obj, const char *const *known, size_t n)
 	const char *key;
 	json_t *val;
 
-	json_object_foreach((json_t *)obj, key, val) {
+	json_object_foreach ((json_t *)obj, key, val) {
 		size_t k = 0;
 
 		while (k < n && strcmp(key, known[k]) != 0)

@@ -38,7 +38,7 @@ int json_util_vfail(char *err, size_t errlen, const char *fmt, va_list ap)
 
 /** Where a strict parser reports its errors: the document's name and the error buffer. */
 struct json_util_src {
-	const char *src;         /* a path, "<string>", ... */
+	const char *src; /* a path, "<string>", ... */
 	char *err;
 	size_t errlen;
 };

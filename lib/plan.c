@@ -159,8 +159,8 @@ plan_validate(const struct topo *t, const struct plan *p, double max_height_ms, 
 	int rc = -EINVAL;
 
 	if (p->n_nodes != t->n_nodes)
-		return json_util_fail(err, errlen, "plan is for %d nodes, topology has %d", p->n_nodes,
-			    t->n_nodes);
+		return json_util_fail(err, errlen, "plan is for %d nodes, topology has %d",
+				      p->n_nodes, t->n_nodes);
 	if (p->n_trees == 0)
 		return json_util_fail(err, errlen, "plan has no trees");
 	load_ab = calloc((size_t)t->n_links + 1, sizeof(double));
@@ -179,7 +179,8 @@ plan_validate(const struct topo *t, const struct plan *p, double max_height_ms, 
 			goto out;
 		}
 		if (!(isfinite(tr->rate_gbps) && tr->rate_gbps >= 0)) {
-			json_util_fail(err, errlen, "trees[%d].rate_gbps: must be a finite number >= 0", i);
+			json_util_fail(err, errlen,
+				       "trees[%d].rate_gbps: must be a finite number >= 0", i);
 			goto out;
 		}
 		if (!(isfinite(tr->share) && tr->share >= 0 && tr->share <= 1 + PLAN_EPS)) {
@@ -196,8 +197,10 @@ plan_validate(const struct topo *t, const struct plan *p, double max_height_ms, 
 
 			if (u == PLAN_ABSENT) {
 				if (t->nodes[v].workers > 0) {
-					json_util_fail(err, errlen, "trees[%d].parent: worker site '%s' is missing",
-					     i, t->nodes[v].id);
+					json_util_fail(
+						err, errlen,
+						"trees[%d].parent: worker site '%s' is missing", i,
+						t->nodes[v].id);
 					goto out;
 				}
 				continue;
@@ -207,35 +210,41 @@ plan_validate(const struct topo *t, const struct plan *p, double max_height_ms, 
 				continue;
 			}
 			if (u < 0 || u >= t->n_nodes || tr->parent[u] == PLAN_ABSENT) {
-				json_util_fail(err, errlen, "trees[%d].parent.%s: parent is not in the tree", i,
-				     t->nodes[v].id);
+				json_util_fail(err, errlen,
+					       "trees[%d].parent.%s: parent is not in the tree", i,
+					       t->nodes[v].id);
 				goto out;
 			}
 			l = topo_link_between(t, v, u);
 			if (l < 0) {
-				json_util_fail(err, errlen, "trees[%d].parent.%s: '%s' -> '%s' is not a link", i,
-				     t->nodes[v].id, t->nodes[v].id, t->nodes[u].id);
+				json_util_fail(err, errlen,
+					       "trees[%d].parent.%s: '%s' -> '%s' is not a link", i,
+					       t->nodes[v].id, t->nodes[v].id, t->nodes[u].id);
 				goto out;
 			}
 			load_ab[l] += tr->rate_gbps;
 			load_ba[l] += tr->rate_gbps;
 			if (up_latency(t, tr, v, NULL) < 0) {
-				json_util_fail(err, errlen, "trees[%d].parent.%s: does not reach the root "
-				     "(cycle)", i, t->nodes[v].id);
+				json_util_fail(err, errlen,
+					       "trees[%d].parent.%s: does not reach the root "
+					       "(cycle)",
+					       i, t->nodes[v].id);
 				goto out;
 			}
 		}
 		if (roots != 1) {
-			json_util_fail(err, errlen, "trees[%d].parent: %d nodes map to null, expected 1", i,
-			     roots);
+			json_util_fail(err, errlen,
+				       "trees[%d].parent: %d nodes map to null, expected 1", i,
+				       roots);
 			goto out;
 		}
 		if (max_height_ms > 0) {
 			double h = plan_tree_height_ms(t, tr);
 
 			if (h > max_height_ms * (1 + PLAN_EPS) + 1e-9) {
-				json_util_fail(err, errlen, "trees[%d]: height %.3f ms exceeds %.3f ms", i, h,
-				     max_height_ms);
+				json_util_fail(err, errlen,
+					       "trees[%d]: height %.3f ms exceeds %.3f ms", i, h,
+					       max_height_ms);
 				goto out;
 			}
 		}
@@ -251,9 +260,12 @@ plan_validate(const struct topo *t, const struct plan *p, double max_height_ms, 
 		    load_ba[l] > lk->gbps_ba * (1 + PLAN_EPS) + 1e-9) {
 			bool ab = load_ab[l] > lk->gbps_ab * (1 + PLAN_EPS) + 1e-9;
 
-			json_util_fail(err, errlen, "link %s -> %s: trees load %.6g Gbit/s over its capacity "
-			     "%.6g", t->nodes[ab ? lk->a : lk->b].id, t->nodes[ab ? lk->b : lk->a].id,
-			     ab ? load_ab[l] : load_ba[l], ab ? lk->gbps_ab : lk->gbps_ba);
+			json_util_fail(
+				err, errlen,
+				"link %s -> %s: trees load %.6g Gbit/s over its capacity "
+				"%.6g",
+				t->nodes[ab ? lk->a : lk->b].id, t->nodes[ab ? lk->b : lk->a].id,
+				ab ? load_ab[l] : load_ba[l], ab ? lk->gbps_ab : lk->gbps_ba);
 			goto out;
 		}
 	}
@@ -321,8 +333,7 @@ static int
 parse_tree(const struct topo *t, struct plan *p, json_t *jt, int i, const char *src, char *err,
 	   size_t errlen)
 {
-	static const char *const known[] = { "root", "rate_gbps", "share", "chunk_bytes",
-					     "parent" };
+	static const char *const known[] = {"root", "rate_gbps", "share", "chunk_bytes", "parent"};
 	json_t *jroot, *jrate, *jshare, *jchunk, *parent, *val;
 	const char *root_id, *key;
 	double rate, share;
@@ -332,14 +343,15 @@ parse_tree(const struct topo *t, struct plan *p, json_t *jt, int i, const char *
 	if (!json_is_object(jt))
 		return json_util_fail(err, errlen, "%s: field 'trees[%d]': expected an object", src,
 				      i);
-	json_object_foreach(jt, key, val) {
+	json_object_foreach (jt, key, val) {
 		size_t k = 0;
 
 		while (k < sizeof(known) / sizeof(known[0]) && strcmp(key, known[k]) != 0)
 			k++;
 		if (k == sizeof(known) / sizeof(known[0]))
-			return json_util_fail(err, errlen, "%s: field 'trees[%d].%.*s': unknown field",
-					      src, i, TOPO_ID_MAX, key);
+			return json_util_fail(err, errlen,
+					      "%s: field 'trees[%d].%.*s': unknown field", src, i,
+					      TOPO_ID_MAX, key);
 	}
 	jroot = json_object_get(jt, "root");
 	jrate = json_object_get(jt, "rate_gbps");
@@ -348,45 +360,56 @@ parse_tree(const struct topo *t, struct plan *p, json_t *jt, int i, const char *
 	parent = json_object_get(jt, "parent");
 	if (jroot == NULL || jrate == NULL || jshare == NULL || jchunk == NULL || parent == NULL)
 		return json_util_fail(err, errlen, "%s: field 'trees[%d].%s': missing", src, i,
-				      jroot == NULL ? "root" : jrate == NULL ? "rate_gbps" :
-				      jshare == NULL ? "share" : jchunk == NULL ? "chunk_bytes" :
-				      "parent");
+				      jroot == NULL  ? "root" :
+				      jrate == NULL  ? "rate_gbps" :
+				      jshare == NULL ? "share" :
+				      jchunk == NULL ? "chunk_bytes" :
+						       "parent");
 	if (!json_is_string(jroot))
 		return json_util_fail(err, errlen, "%s: field 'trees[%d].root': expected a node id",
 				      src, i);
 	if (!json_is_number(jrate))
-		return json_util_fail(err, errlen, "%s: field 'trees[%d].rate_gbps': expected a "
-				      "number", src, i);
+		return json_util_fail(err, errlen,
+				      "%s: field 'trees[%d].rate_gbps': expected a "
+				      "number",
+				      src, i);
 	if (!json_is_number(jshare))
 		return json_util_fail(err, errlen, "%s: field 'trees[%d].share': expected a number",
 				      src, i);
 	if (!json_is_integer(jchunk))
-		return json_util_fail(err, errlen, "%s: field 'trees[%d].chunk_bytes': expected an "
-				      "integer", src, i);
+		return json_util_fail(err, errlen,
+				      "%s: field 'trees[%d].chunk_bytes': expected an "
+				      "integer",
+				      src, i);
 	root_id = json_string_value(jroot);
 	rate = json_number_value(jrate);
 	share = json_number_value(jshare);
 	chunk = json_integer_value(jchunk);
 	if (!json_is_object(parent))
-		return json_util_fail(err, errlen, "%s: field 'trees[%d].parent': expected an object", src, i);
+		return json_util_fail(err, errlen,
+				      "%s: field 'trees[%d].parent': expected an object", src, i);
 	root = topo_node_index(t, root_id);
 	if (root < 0)
-		return json_util_fail(err, errlen, "%s: field 'trees[%d].root': unknown node id '%.*s'", src,
-			    i, TOPO_ID_MAX, root_id);
+		return json_util_fail(err, errlen,
+				      "%s: field 'trees[%d].root': unknown node id '%.*s'", src, i,
+				      TOPO_ID_MAX, root_id);
 	if (chunk <= 0)
-		return json_util_fail(err, errlen, "%s: field 'trees[%d].chunk_bytes': must be > 0", src, i);
+		return json_util_fail(err, errlen, "%s: field 'trees[%d].chunk_bytes': must be > 0",
+				      src, i);
 	par = malloc(sizeof(int) * (size_t)t->n_nodes);
 	if (par == NULL)
 		return -ENOMEM;
 	for (int v = 0; v < t->n_nodes; v++)
 		par[v] = PLAN_ABSENT;
-	json_object_foreach(parent, key, val) {
+	json_object_foreach (parent, key, val) {
 		int v = topo_node_index(t, key);
 
 		if (v < 0) {
 			free(par);
-			return json_util_fail(err, errlen, "%s: field 'trees[%d].parent': unknown node id "
-				    "'%.*s'", src, i, TOPO_ID_MAX, key);
+			return json_util_fail(err, errlen,
+					      "%s: field 'trees[%d].parent': unknown node id "
+					      "'%.*s'",
+					      src, i, TOPO_ID_MAX, key);
 		}
 		if (json_is_null(val)) {
 			par[v] = PLAN_ROOT;
@@ -395,14 +418,18 @@ parse_tree(const struct topo *t, struct plan *p, json_t *jt, int i, const char *
 			par[v] = idx;
 		} else {
 			free(par);
-			return json_util_fail(err, errlen, "%s: field 'trees[%d].parent.%s': expected a node "
-				    "id or null", src, i, key);
+			return json_util_fail(err, errlen,
+					      "%s: field 'trees[%d].parent.%s': expected a node "
+					      "id or null",
+					      src, i, key);
 		}
 	}
 	if (par[root] != PLAN_ROOT) {
 		free(par);
-		return json_util_fail(err, errlen, "%s: field 'trees[%d].parent.%s': the root must map to "
-			    "null", src, i, root_id);
+		return json_util_fail(err, errlen,
+				      "%s: field 'trees[%d].parent.%s': the root must map to "
+				      "null",
+				      src, i, root_id);
 	}
 	rc = plan_add_tree(p, root, rate, par);
 	free(par);
@@ -425,8 +452,8 @@ plan_parse(const struct topo *t, const char *text, const char *src, char *err, s
 		src = "<string>";
 	root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL) {
-		json_util_fail(err, errlen, "%s:%d:%d: invalid JSON: %s", src, jerr.line, jerr.column,
-		     jerr.text);
+		json_util_fail(err, errlen, "%s:%d:%d: invalid JSON: %s", src, jerr.line,
+			       jerr.column, jerr.text);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -436,21 +463,24 @@ plan_parse(const struct topo *t, const char *text, const char *src, char *err, s
 	}
 	fmt = json_object_get(root, "format");
 	if (!json_is_string(fmt) || strcmp(json_string_value(fmt), PLAN_FORMAT) != 0) {
-		json_util_fail(err, errlen, "%s: field 'format': expected \"%s\"", src, PLAN_FORMAT);
+		json_util_fail(err, errlen, "%s: field 'format': expected \"%s\"", src,
+			       PLAN_FORMAT);
 		goto bad;
 	}
 	algo = json_object_get(root, "algorithm");
-	if (algo != NULL && (!json_is_string(algo) ||
-			     json_string_length(algo) > PLAN_ALGO_MAX)) {
-		json_util_fail(err, errlen, "%s: field 'algorithm': expected a string of at most "
-			       "%d bytes", src, PLAN_ALGO_MAX);
+	if (algo != NULL && (!json_is_string(algo) || json_string_length(algo) > PLAN_ALGO_MAX)) {
+		json_util_fail(err, errlen,
+			       "%s: field 'algorithm': expected a string of at most "
+			       "%d bytes",
+			       src, PLAN_ALGO_MAX);
 		goto bad;
 	}
 	name = json_object_get(root, "topology");
-	if (name != NULL && (!json_is_string(name) ||
-			     json_string_length(name) > TOPO_NAME_MAX)) {
-		json_util_fail(err, errlen, "%s: field 'topology': expected a string of at most "
-			       "%d bytes", src, TOPO_NAME_MAX);
+	if (name != NULL && (!json_is_string(name) || json_string_length(name) > TOPO_NAME_MAX)) {
+		json_util_fail(err, errlen,
+			       "%s: field 'topology': expected a string of at most "
+			       "%d bytes",
+			       src, TOPO_NAME_MAX);
 		goto bad;
 	}
 	trees = json_object_get(root, "trees");
@@ -460,7 +490,8 @@ plan_parse(const struct topo *t, const char *text, const char *src, char *err, s
 	}
 	n = json_array_size(trees);
 	if (n > PLAN_TREES_MAX) {
-		json_util_fail(err, errlen, "%s: field 'trees': more than %d trees", src, PLAN_TREES_MAX);
+		json_util_fail(err, errlen, "%s: field 'trees': more than %d trees", src,
+			       PLAN_TREES_MAX);
 		goto bad;
 	}
 	p = plan_create(algo != NULL ? json_string_value(algo) : "", t, (int)n);
@@ -484,9 +515,10 @@ plan_parse(const struct topo *t, const char *text, const char *src, char *err, s
 		double secs = 0;
 
 		if (json_unpack_ex(pred, &jerr, 0, "{s:I, s:F}", "bytes", &bytes,
-				   "allreduce_seconds", &secs) != 0 || bytes < 0) {
+				   "allreduce_seconds", &secs) != 0 ||
+		    bytes < 0) {
 			json_util_fail(err, errlen, "%s: field 'predicted': %s", src,
-			     bytes < 0 ? "bytes must be >= 0" : jerr.text);
+				       bytes < 0 ? "bytes must be >= 0" : jerr.text);
 			goto bad;
 		}
 		p->bytes = (uint64_t)bytes;

@@ -20,8 +20,8 @@
 #define PLAN_TREES_MAX 4096
 
 /* Values of plan_tree.parent[] besides a node index. */
-#define PLAN_ROOT (-1)          /* the tree's root */
-#define PLAN_ABSENT (-2)        /* node not in this tree (only relays may be absent) */
+#define PLAN_ROOT (-1)   /* the tree's root */
+#define PLAN_ABSENT (-2) /* node not in this tree (only relays may be absent) */
 
 /** Relative slack allowed when checking capacities and share sums. */
 #define PLAN_EPS 1e-6
@@ -31,19 +31,19 @@ struct plan_tree {
 	double rate_gbps;
 	double share;
 	uint64_t chunk_bytes;
-	int *parent;            /* n_nodes entries: node index, PLAN_ROOT or PLAN_ABSENT */
+	int *parent; /* n_nodes entries: node index, PLAN_ROOT or PLAN_ABSENT */
 };
 
 struct plan {
 	char algorithm[PLAN_ALGO_MAX + 1];
 	char topology[TOPO_NAME_MAX + 1];
-	int n_nodes;            /* size of every parent[] */
+	int n_nodes; /* size of every parent[] */
 	int n_trees;
-	int cap;                /* allocated entries of trees[] */
+	int cap; /* allocated entries of trees[] */
 	struct plan_tree *trees;
-	uint64_t bytes;         /* predicted.bytes, 0 if no prediction */
+	uint64_t bytes; /* predicted.bytes, 0 if no prediction */
 	double allreduce_seconds;
-	json_t *extra;          /* further top-level sections, merged on write; owned */
+	json_t *extra; /* further top-level sections, merged on write; owned */
 };
 
 /** An empty plan for a topology of n_nodes nodes with room for cap trees. NULL on ENOMEM. */
@@ -72,8 +72,8 @@ int plan_tree_depth(const struct topo *t, const struct plan_tree *tr);
  * capacity, shares in [0, 1] summing to 1, chunk_bytes > 0, and (if max_height_ms > 0)
  * every tree's height within it. Returns 0, or -EINVAL with the first violation in err.
  */
-int plan_validate(const struct topo *t, const struct plan *p, double max_height_ms,
-		  char *err, size_t errlen);
+int plan_validate(const struct topo *t, const struct plan *p, double max_height_ms, char *err,
+		  size_t errlen);
 
 /** The plan as a `georeduce-plan/1` JSON object (new reference), NULL on ENOMEM. */
 json_t *plan_to_json(const struct topo *t, const struct plan *p);
@@ -85,8 +85,8 @@ int plan_write(const struct topo *t, const struct plan *p, FILE *out);
  * Parse a plan against a topology (node ids resolved to indices). Structural errors
  * only; call plan_validate() for the rules. NULL with err on failure.
  */
-struct plan *plan_parse(const struct topo *t, const char *text, const char *src, char *err,
-			size_t errlen);
+struct plan *
+plan_parse(const struct topo *t, const char *text, const char *src, char *err, size_t errlen);
 
 /** Read a file and plan_parse() it. */
 struct plan *plan_load(const struct topo *t, const char *path, char *err, size_t errlen);

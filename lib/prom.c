@@ -138,8 +138,10 @@ prom_family(struct prom *p, const char *name, enum prom_type type, const char *h
 	if (p->err != 0)
 		return p->err;
 	if (!prom_metric_name_ok(name))
-		return fail(p, -EINVAL, "metric name '%s' is not [a-zA-Z_:][a-zA-Z0-9_:]* (at most "
-			    "%d characters)", name != NULL ? name : "", PROM_NAME_MAX);
+		return fail(p, -EINVAL,
+			    "metric name '%s' is not [a-zA-Z_:][a-zA-Z0-9_:]* (at most "
+			    "%d characters)",
+			    name != NULL ? name : "", PROM_NAME_MAX);
 	n = strlen(name);
 	if (type == PROM_COUNTER && (n < 7 || strcmp(name + n - 6, "_total") != 0))
 		return fail(p, -EINVAL, "counter '%s' does not end in _total", name);
@@ -180,9 +182,10 @@ sample_head(struct prom *p, const struct prom_label *labels, int n)
 			    PROM_LABELS_MAX);
 	for (int i = 0; i < n; i++) {
 		if (!prom_label_name_ok(labels[i].name))
-			return fail(p, -EINVAL, "metric '%s': label name '%s' is not "
-				    "[a-zA-Z_][a-zA-Z0-9_]* or is reserved (__)", p->family,
-				    labels[i].name != NULL ? labels[i].name : "");
+			return fail(p, -EINVAL,
+				    "metric '%s': label name '%s' is not "
+				    "[a-zA-Z_][a-zA-Z0-9_]* or is reserved (__)",
+				    p->family, labels[i].name != NULL ? labels[i].name : "");
 		for (int k = 0; k < i; k++)
 			if (strcmp(labels[k].name, labels[i].name) == 0)
 				return fail(p, -EINVAL, "metric '%s': label '%s' twice", p->family,

@@ -32,8 +32,8 @@ enum prom_type {
 struct prom {
 	char *buf;
 	size_t len, cap;
-	int err;                       /* 0, or the first negative errno */
-	char why[160];                 /* what the first error was */
+	int err;                        /* 0, or the first negative errno */
+	char why[160];                  /* what the first error was */
 	char family[PROM_NAME_MAX + 1]; /* the current family's name; "" before the first */
 	int n_families;
 	char *families[PROM_FAMILIES_MAX];

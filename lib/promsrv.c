@@ -74,8 +74,10 @@ promsrv_parse_addr(const char *s, struct sockaddr_storage *sa, socklen_t *salen,
 	}
 	return 0;
 bad:
-	snprintf(err, errlen, "expected ADDR:PORT, a numeric IPv4 address or [IPv6] and a port "
-		 "1..65535 (e.g. 127.0.0.1:9464), got '%s'", s != NULL ? s : "");
+	snprintf(err, errlen,
+		 "expected ADDR:PORT, a numeric IPv4 address or [IPv6] and a port "
+		 "1..65535 (e.g. 127.0.0.1:9464), got '%s'",
+		 s != NULL ? s : "");
 	return -EINVAL;
 }
 
@@ -95,8 +97,8 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 static enum MHD_Result
-reply(struct MHD_Connection *conn, unsigned int status, char *body, size_t len,
-      const char *type, bool allow)
+reply(struct MHD_Connection *conn, unsigned int status, char *body, size_t len, const char *type,
+      bool allow)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -128,8 +130,7 @@ text_reply(struct MHD_Connection *conn, unsigned int status, const char *msg, bo
  * GET has not) is never read, the connection is closed after the reply instead. */
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-	   const char *version, const char *upload_data, size_t *upload_data_size,
-	   void **req_cls)
+	   const char *version, const char *upload_data, size_t *upload_data_size, void **req_cls)
 {
 	struct promsrv *s = cls;
 	char *body;
@@ -188,10 +189,8 @@ promsrv_create(const struct promsrv_opts *o, char *err, size_t errlen)
 	}
 	s->mhd = MHD_start_daemon(
 		MHD_USE_EPOLL | MHD_USE_ERROR_LOG | (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-		0, NULL, NULL, on_request, s,
-		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-		MHD_OPTION_CONNECTION_LIMIT,
+		0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_CONNECTION_LIMIT,
 		(unsigned int)(o->conns > 0 ? o->conns : PROMSRV_CONNS_DEFAULT),
 		MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned int)(o->timeout_s > 0 ? o->timeout_s : PROMSRV_TIMEOUT_S_DEFAULT),

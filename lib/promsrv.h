@@ -22,10 +22,10 @@
 typedef char *(*promsrv_render_fn)(void *arg, size_t *len);
 
 struct promsrv_opts {
-	const char *listen;        /* "IPV4:PORT" or "[IPV6]:PORT" */
-	int conns;                 /* connections at once; 0: PROMSRV_CONNS_DEFAULT */
-	int timeout_s;             /* an idle connection is closed after; 0: the default */
-	size_t request_max;        /* memory of one request (its headers); 0: the default */
+	const char *listen; /* "IPV4:PORT" or "[IPV6]:PORT" */
+	int conns;          /* connections at once; 0: PROMSRV_CONNS_DEFAULT */
+	int timeout_s;      /* an idle connection is closed after; 0: the default */
+	size_t request_max; /* memory of one request (its headers); 0: the default */
 	promsrv_render_fn render;
 	void *arg;
 	void (*log)(void *arg, const char *line); /* libmicrohttpd's complaints; may be NULL */

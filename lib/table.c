@@ -23,12 +23,9 @@
 /* ------------------------------------------------------------------------------------ */
 
 static const char *const dtype_names[] = {
-	[TABLE_DTYPE_FP32] = "fp32",
-	[TABLE_DTYPE_FP16] = "fp16",
-	[TABLE_DTYPE_BF16] = "bf16",
-	[TABLE_DTYPE_MXINT8] = "mxint8",
-	[TABLE_DTYPE_MXFP8] = "mxfp8",
-	[TABLE_DTYPE_MXFP4] = "mxfp4",
+	[TABLE_DTYPE_FP32] = "fp32",   [TABLE_DTYPE_FP16] = "fp16",
+	[TABLE_DTYPE_BF16] = "bf16",   [TABLE_DTYPE_MXINT8] = "mxint8",
+	[TABLE_DTYPE_MXFP8] = "mxfp8", [TABLE_DTYPE_MXFP4] = "mxfp4",
 };
 
 static const char *const role_names[] = {
@@ -238,8 +235,8 @@ table_create_full(int n_trees, const int *n_children, const int *n_workers, cons
 }
 
 struct table *
-table_create_sharded(int n_trees, const int *n_children, const int *n_workers,
-		     const int *n_below, int n_streams, int n_shards, const int *n_shard_trees)
+table_create_sharded(int n_trees, const int *n_children, const int *n_workers, const int *n_below,
+		     int n_streams, int n_shards, const int *n_shard_trees)
 {
 	size_t n_gw = 0, n_wk = 0, n_bl = 0, n_st = 0, size;
 	struct table_gw *gw;
@@ -373,7 +370,7 @@ table_is_neighbour(const struct table *tb, uint16_t id)
 	return false;
 }
 
-static const char *const aead_names[] = { NULL, "aes-128-gcm", "aes-256-gcm" };
+static const char *const aead_names[] = {NULL, "aes-128-gcm", "aes-256-gcm"};
 
 size_t
 table_aead_key_len(enum table_aead a)

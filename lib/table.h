@@ -58,31 +58,31 @@
  * `limits` may be lower, never higher: a dataplane built with smaller caps rejects a
  * table from a control process built with larger ones at install time.
  */
-#define TABLE_TREES_MAX 256       /* tree entries in one table */
-#define TABLE_CHILDREN_MAX 64     /* child gateways of one tree entry */
-#define TABLE_WORKERS_MAX 192     /* local workers of one tree entry */
-#define TABLE_CONTRIB_MAX 256     /* expected contributions: the width of a slot bitmap */
-#define TABLE_PORTS_MAX 1024      /* UDP ports of one gateway's steering range */
-#define TABLE_SLOTS_MAX 65536     /* slots of one tree entry (power of two) */
-#define TABLE_SLOTS_MIN 16        /* the slot formula's default floor (power of two) */
-#define TABLE_POOL_WINDOWS 4      /* a tree's slot pool: this many windows, within the cap */
+#define TABLE_TREES_MAX 256        /* tree entries in one table */
+#define TABLE_CHILDREN_MAX 64      /* child gateways of one tree entry */
+#define TABLE_WORKERS_MAX 192      /* local workers of one tree entry */
+#define TABLE_CONTRIB_MAX 256      /* expected contributions: the width of a slot bitmap */
+#define TABLE_PORTS_MAX 1024       /* UDP ports of one gateway's steering range */
+#define TABLE_SLOTS_MAX 65536      /* slots of one tree entry (power of two) */
+#define TABLE_SLOTS_MIN 16         /* the slot formula's default floor (power of two) */
+#define TABLE_POOL_WINDOWS 4       /* a tree's slot pool: this many windows, within the cap */
 #define TABLE_CHUNK_BYTES_MAX 8192 /* payload of one chunk: fits a 9000-byte jumbo frame */
-#define TABLE_ID_MAX 0xfffe       /* largest gateway or worker id (0, 0xffff: none) */
-#define TABLE_CSET_BLOCKS_MAX 16  /* contributor set: worker ids up to 4095 */
+#define TABLE_ID_MAX 0xfffe        /* largest gateway or worker id (0, 0xffff: none) */
+#define TABLE_CSET_BLOCKS_MAX 16   /* contributor set: worker ids up to 4095 */
 /* Workers below the child gateways of one tree entry (contributor sets only): distinct
  * ids of a set, 1 .. 4095. */
 #define TABLE_BELOW_MAX (TABLE_CSET_BLOCKS_MAX * 256 - 1)
-#define TABLE_STREAMS_MAX 64      /* multicast streams in one table */
-#define TABLE_SEALS_MAX 128       /* protected links of one table (one per peer gateway) */
-#define TABLE_KEY_MAX 32          /* bytes of a link key (AES-256) */
-#define TABLE_SHARDS_MAX 15       /* other gateways of this site in one table: 16 a site */
+#define TABLE_STREAMS_MAX 64 /* multicast streams in one table */
+#define TABLE_SEALS_MAX 128  /* protected links of one table (one per peer gateway) */
+#define TABLE_KEY_MAX 32     /* bytes of a link key (AES-256) */
+#define TABLE_SHARDS_MAX 15  /* other gateways of this site in one table: 16 a site */
 
 /** Element types of a tensor. 0 is not a dtype. */
 enum table_dtype {
 	TABLE_DTYPE_FP32 = 1,
 	TABLE_DTYPE_FP16 = 2,
 	TABLE_DTYPE_BF16 = 3,
-	TABLE_DTYPE_MXINT8 = 4,   /* OCP MX blocks of 32 elements (docs/PROTOCOL.md section 4) */
+	TABLE_DTYPE_MXINT8 = 4, /* OCP MX blocks of 32 elements (docs/PROTOCOL.md section 4) */
 	TABLE_DTYPE_MXFP8 = 5,
 	TABLE_DTYPE_MXFP4 = 6,
 };
@@ -99,68 +99,68 @@ enum table_aead {
  * The key is secret: never logged, never in a stats or dump reply (table_to_json_public()).
  */
 struct table_seal {
-	uint16_t peer;            /* gateway id of the other end, a neighbour in the table */
-	uint32_t key_id;          /* >= 1; names the key on the wire */
+	uint16_t peer;   /* gateway id of the other end, a neighbour in the table */
+	uint32_t key_id; /* >= 1; names the key on the wire */
 	enum table_aead aead;
 	uint8_t key[TABLE_KEY_MAX]; /* table_aead_key_len(aead) bytes, the rest zero */
 };
 
 /** What this gateway is in one tree. */
 enum table_role {
-	TABLE_ROLE_ROOT = 1,      /* no parent: completes chunks and starts the result down */
-	TABLE_ROLE_INTERIOR = 2,  /* a parent and at least one child gateway */
-	TABLE_ROLE_LEAF = 3,      /* a parent, local workers only */
+	TABLE_ROLE_ROOT = 1,     /* no parent: completes chunks and starts the result down */
+	TABLE_ROLE_INTERIOR = 2, /* a parent and at least one child gateway */
+	TABLE_ROLE_LEAF = 3,     /* a parent, local workers only */
 };
 
 /** A gateway as seen by its peers: where to send chunks of a job to it. */
 struct table_gw {
-	uint16_t id;              /* sender id, 1 .. TABLE_ID_MAX */
-	uint32_t ipv4;            /* host order, unicast */
-	uint16_t base_port;       /* chunk c goes to UDP port base_port + c % ports */
-	uint16_t ports;           /* >= 1, base_port + ports - 1 <= 65535 */
+	uint16_t id;        /* sender id, 1 .. TABLE_ID_MAX */
+	uint32_t ipv4;      /* host order, unicast */
+	uint16_t base_port; /* chunk c goes to UDP port base_port + c % ports */
+	uint16_t ports;     /* >= 1, base_port + ports - 1 <= 65535 */
 };
 
 /** A local worker: contributes every chunk of the trees that list it, gets the results. */
 struct table_worker {
-	uint16_t id;              /* sender id, 1 .. TABLE_ID_MAX */
-	uint32_t ipv4;            /* host order, unicast */
-	uint16_t port;            /* the worker's UDP port, >= 1 */
+	uint16_t id;   /* sender id, 1 .. TABLE_ID_MAX */
+	uint32_t ipv4; /* host order, unicast */
+	uint16_t port; /* the worker's UDP port, >= 1 */
 };
 
 /** Per-table bounds the dataplane sizes its per-job state by (see TABLE_*_MAX). */
 struct table_limits {
-	uint32_t max_trees;       /* 1 .. TABLE_TREES_MAX; n_trees <= max_trees */
-	uint32_t max_children;    /* 0 .. TABLE_CHILDREN_MAX; per tree entry */
-	uint32_t max_workers;     /* 0 .. TABLE_WORKERS_MAX; per tree entry */
-	uint32_t max_slots;       /* power of two, 1 .. TABLE_SLOTS_MAX; per tree entry */
+	uint32_t max_trees;    /* 1 .. TABLE_TREES_MAX; n_trees <= max_trees */
+	uint32_t max_children; /* 0 .. TABLE_CHILDREN_MAX; per tree entry */
+	uint32_t max_workers;  /* 0 .. TABLE_WORKERS_MAX; per tree entry */
+	uint32_t max_slots;    /* power of two, 1 .. TABLE_SLOTS_MAX; per tree entry */
 };
 
 /** This gateway's part in one tree. */
 struct table_tree {
-	uint16_t id;              /* the plan's tree index; unique in a table */
+	uint16_t id; /* the plan's tree index; unique in a table */
 	enum table_role role;
-	bool has_parent;          /* false exactly at the root */
-	struct table_gw parent;   /* zero at the root */
+	bool has_parent;        /* false exactly at the root */
+	struct table_gw parent; /* zero at the root */
 	int n_children;
 	int n_workers;
-	struct table_gw *children;     /* n_children entries, inside the table's block */
-	struct table_worker *workers;  /* n_workers entries, inside the table's block */
-	uint32_t *child_workers;  /* n_children entries, inside the table's block: the
+	struct table_gw *children;    /* n_children entries, inside the table's block */
+	struct table_worker *workers; /* n_workers entries, inside the table's block */
+	uint32_t *child_workers;      /* n_children entries, inside the table's block: the
 				   * workers of children[j]'s subtree (its own subtree_workers,
 				   * 1 .. TABLE_ID_MAX), which is the contrib of each of its
 				   * partial sums in a job without contributor sets */
-	uint32_t expected;        /* contributions per chunk: n_workers + n_children */
-	uint32_t subtree_workers; /* worker contributions summed in a complete partial sum
+	uint32_t expected;            /* contributions per chunk: n_workers + n_children */
+	uint32_t subtree_workers;     /* worker contributions summed in a complete partial sum
 				   * of this gateway (every worker of the job at the root):
 				   * n_workers + the sum of child_workers[] */
-	uint32_t chunk_first;     /* the tree carries chunks chunk_first .. +chunk_count-1 */
-	uint32_t chunk_count;     /* >= 1 */
-	double rate_gbps;         /* planned rate: pace this tree's traffic on each link */
-	uint32_t slots;           /* slot pool: chunks in flight held here (power of two) */
-	uint32_t window;          /* chunks a worker keeps unanswered in this tree, <= slots:
+	uint32_t chunk_first;         /* the tree carries chunks chunk_first .. +chunk_count-1 */
+	uint32_t chunk_count;         /* >= 1 */
+	double rate_gbps;             /* planned rate: pace this tree's traffic on each link */
+	uint32_t slots;               /* slot pool: chunks in flight held here (power of two) */
+	uint32_t window;              /* chunks a worker keeps unanswered in this tree, <= slots:
 				   * the pool's span beyond it lets the window move on past a
 				   * lost chunk until it is resent; 0: slots */
-	uint32_t threshold;       /* partial reduce: a chunk is complete here once this many
+	uint32_t threshold;           /* partial reduce: a chunk is complete here once this many
 				   * worker contributions are summed (or every contributor is
 				   * in), 1 .. subtree_workers; 0: subtree_workers (all). Below
 				   * subtree_workers the job must carry contributor sets */
@@ -169,9 +169,9 @@ struct table_tree {
 	 * is worker below[k] under children[below_child[k]], sorted by (child, id); every
 	 * child has at least one, and n_workers + n_below == subtree_workers. Without
 	 * sets n_below is 0. Both arrays are inside the table's block. */
-	int n_below;              /* 0 .. TABLE_BELOW_MAX */
-	uint16_t *below;          /* worker ids */
-	uint8_t *below_child;     /* index in children[] */
+	int n_below;          /* 0 .. TABLE_BELOW_MAX */
+	uint16_t *below;      /* worker ids */
+	uint8_t *below_child; /* index in children[] */
 };
 
 /**
@@ -181,16 +181,16 @@ struct table_tree {
  * and to each local worker `deliver`. Arrays are inline and bounded by the caps.
  */
 struct table_stream {
-	uint16_t id;              /* stream id (the wire header's `tree` of an MCAST); unique
+	uint16_t id;          /* stream id (the wire header's `tree` of an MCAST); unique
 				   * among the table's streams, independent of tree ids */
-	uint16_t source;          /* gateway id of the sending site */
-	bool has_from;            /* false exactly at the source gateway */
-	struct table_gw from;     /* the gateway the stream arrives from; zero at the source,
+	uint16_t source;      /* gateway id of the sending site */
+	bool has_from;        /* false exactly at the source gateway */
+	struct table_gw from; /* the gateway the stream arrives from; zero at the source,
 				   * which takes it from its local workers `origins` */
-	int n_to;                 /* 0 .. TABLE_CHILDREN_MAX */
-	int n_deliver;            /* 0 .. TABLE_WORKERS_MAX; n_to + n_deliver >= 1 */
-	int n_origins;            /* 1 .. TABLE_WORKERS_MAX */
-	double rate_gbps;         /* pace the stream at this rate on each link to `to` */
+	int n_to;             /* 0 .. TABLE_CHILDREN_MAX */
+	int n_deliver;        /* 0 .. TABLE_WORKERS_MAX; n_to + n_deliver >= 1 */
+	int n_origins;        /* 1 .. TABLE_WORKERS_MAX */
+	double rate_gbps;     /* pace the stream at this rate on each link to `to` */
 	struct table_gw to[TABLE_CHILDREN_MAX];         /* one copy each */
 	struct table_worker deliver[TABLE_WORKERS_MAX]; /* local workers, one copy each */
 	uint16_t origins[TABLE_WORKERS_MAX];            /* worker ids of the source site */
@@ -198,11 +198,11 @@ struct table_stream {
 
 /** One tree of another gateway of this site, as a worker sees it: where its chunks go. */
 struct table_shard_tree {
-	uint16_t id;              /* the tree id of that gateway's entry */
-	uint32_t chunk_first;     /* it carries chunks chunk_first .. + chunk_count - 1 */
-	uint32_t chunk_count;     /* >= 1 */
-	uint32_t slots;           /* that gateway's slot pool for the tree (power of two) */
-	uint32_t window;          /* chunks a worker keeps unanswered in it, <= slots; 0: slots */
+	uint16_t id;          /* the tree id of that gateway's entry */
+	uint32_t chunk_first; /* it carries chunks chunk_first .. + chunk_count - 1 */
+	uint32_t chunk_count; /* >= 1 */
+	uint32_t slots;       /* that gateway's slot pool for the tree (power of two) */
+	uint32_t window;      /* chunks a worker keeps unanswered in it, <= slots; 0: slots */
 };
 
 /**
@@ -211,36 +211,36 @@ struct table_shard_tree {
  * gateway itself carries none of them (docs/TABLES.md, `shards`).
  */
 struct table_shard {
-	struct table_gw gw;       /* where the shard's chunks go */
-	int n_trees;              /* 1 .. TABLE_TREES_MAX */
+	struct table_gw gw;             /* where the shard's chunks go */
+	int n_trees;                    /* 1 .. TABLE_TREES_MAX */
 	struct table_shard_tree *trees; /* ids ascending, inside the table's block */
 };
 
 struct table {
 	uint32_t job;
 	uint32_t epoch;
-	struct table_gw gw;       /* this gateway */
+	struct table_gw gw; /* this gateway */
 	enum table_dtype dtype;
-	uint64_t elements;        /* tensor elements, >= 1 */
-	uint32_t chunk_elements;  /* elements per chunk; * dtype size <= TABLE_CHUNK_BYTES_MAX */
+	uint64_t elements;       /* tensor elements, >= 1 */
+	uint32_t chunk_elements; /* elements per chunk; * dtype size <= TABLE_CHUNK_BYTES_MAX */
 	/* The local workers' CONTRIBs to this gateway (the LAN hop) in another dtype than the
 	 * WAN's: fp32 or bf16 for an MX dtype, so that a worker's gradient is first rounded
 	 * where its gateway's sum leaves; RESULTs stay in dtype. 0: dtype (table_lan_dtype()).
 	 * chunk_elements of it fit TABLE_CHUNK_BYTES_MAX too. */
 	enum table_dtype lan_dtype;
 	struct table_limits limits;
-	uint8_t cset_blocks;      /* contributor sets in every CONTRIB and RESULT, in 32-byte
+	uint8_t cset_blocks;          /* contributor sets in every CONTRIB and RESULT, in 32-byte
 				   * blocks (docs/PROTOCOL.md section 4), 0 .. TABLE_CSET_BLOCKS_MAX;
 				   * every local worker id < 256 * cset_blocks. 0: none */
-	int n_trees;              /* 0 .. limits.max_trees; a gateway in no tree has none */
-	struct table_tree *trees; /* sorted by id, inside the table's block */
-	int n_streams;            /* 0 .. TABLE_STREAMS_MAX; written only when nonzero */
+	int n_trees;                  /* 0 .. limits.max_trees; a gateway in no tree has none */
+	struct table_tree *trees;     /* sorted by id, inside the table's block */
+	int n_streams;                /* 0 .. TABLE_STREAMS_MAX; written only when nonzero */
 	struct table_stream *streams; /* sorted by id, inside the table's block */
-	int n_seals;              /* 0 .. TABLE_SEALS_MAX; written only when nonzero */
+	int n_seals;                  /* 0 .. TABLE_SEALS_MAX; written only when nonzero */
 	struct table_seal seals[TABLE_SEALS_MAX]; /* sorted by peer */
 	/* Several gateways at this site: the other ones with their trees, for the workers
 	 * (every local worker contributes every chunk, each to the gateway that holds it). */
-	int n_shards;             /* 0 .. TABLE_SHARDS_MAX; written only when nonzero */
+	int n_shards;               /* 0 .. TABLE_SHARDS_MAX; written only when nonzero */
 	struct table_shard *shards; /* inside the table's block */
 };
 
@@ -260,8 +260,8 @@ struct table *table_create(int n_trees, const int *n_children, const int *n_work
  *
  * @return  The table, or NULL with errno EINVAL or ENOMEM.
  */
-struct table *table_create_streams(int n_trees, const int *n_children, const int *n_workers,
-				   int n_streams);
+struct table *
+table_create_streams(int n_trees, const int *n_children, const int *n_workers, int n_streams);
 
 /**
  * table_create_streams() with room for n_below[i] (0 .. TABLE_BELOW_MAX) workers below
@@ -281,9 +281,9 @@ struct table *table_create_full(int n_trees, const int *n_children, const int *n
  *
  * @return  The table, or NULL with errno EINVAL or ENOMEM.
  */
-struct table *table_create_sharded(int n_trees, const int *n_children, const int *n_workers,
-				   const int *n_below, int n_streams, int n_shards,
-				   const int *n_shard_trees);
+struct table *
+table_create_sharded(int n_trees, const int *n_children, const int *n_workers, const int *n_below,
+		     int n_streams, int n_shards, const int *n_shard_trees);
 
 /** The stream entry with id `id`, or NULL. */
 const struct table_stream *table_stream_find(const struct table *tb, uint16_t id);

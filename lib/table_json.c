@@ -22,8 +22,8 @@
 
 /* Every key of obj is one of the n known[] and the first `required` of them are present. */
 static int
-check_keys(struct json_util_src *c, json_t *obj, const char *path, const char *const *known, size_t n,
-	   size_t required)
+check_keys(struct json_util_src *c, json_t *obj, const char *path, const char *const *known,
+	   size_t n, size_t required)
 {
 	const char *key = json_util_unknown_key(obj, known, n);
 
@@ -45,13 +45,13 @@ get_uint(struct json_util_src *c, json_t *obj, const char *path, const char *key
 	*out = 0; /* defined on every path: callers read it only on success */
 	if (!json_is_integer(v))
 		return json_util_field_fail(c, path, key,
-					    "expected an integer in [%" PRIu64 ", %" PRIu64 "]", min,
-			     max);
+					    "expected an integer in [%" PRIu64 ", %" PRIu64 "]",
+					    min, max);
 	x = json_integer_value(v);
 	if (x < 0 || (uint64_t)x < min || (uint64_t)x > max)
 		return json_util_field_fail(c, path, key,
-					    "%lld is not in [%" PRIu64 ", %" PRIu64 "]", (long long)x,
-			     min, max);
+					    "%lld is not in [%" PRIu64 ", %" PRIu64 "]",
+					    (long long)x, min, max);
 	*out = (uint64_t)x;
 	return 0;
 }
@@ -68,22 +68,21 @@ get_ipv4(struct json_util_src *c, json_t *obj, const char *path, uint32_t *out)
 	if (table_ipv4_parse(json_string_value(v), out) != 0)
 		return json_util_field_fail(c, path, "ipv4",
 					    "expected a dotted-quad IPv4 address, got '%.32s'",
-			     json_string_value(v));
+					    json_string_value(v));
 	if (!table_ipv4_unicast(*out))
-		return json_util_field_fail(c, path, "ipv4",
-					    "%s is not a unicast address", json_string_value(v));
+		return json_util_field_fail(c, path, "ipv4", "%s is not a unicast address",
+					    json_string_value(v));
 	return 0;
 }
 
 /* A gateway object; a child gateway's counts the workers below it and may list them as
  * well (both read by parse_tree()). */
 static int
-parse_gw_as(struct json_util_src *c, json_t *obj, const char *path, struct table_gw *g,
-	    bool child)
+parse_gw_as(struct json_util_src *c, json_t *obj, const char *path, struct table_gw *g, bool child)
 {
-	static const char *const known[] = { "id", "ipv4", "base_port", "ports",
-					     "subtree_workers" /* children only */,
-					     "workers_below" /* optional: children only */ };
+	static const char *const known[] = {
+		"id",           "ipv4", "base_port", "ports", "subtree_workers" /* children only */,
+		"workers_below" /* optional: children only */};
 	uint64_t id, base, ports;
 	int rc;
 
@@ -118,7 +117,7 @@ parse_gw(struct json_util_src *c, json_t *obj, const char *path, struct table_gw
 static int
 parse_worker(struct json_util_src *c, json_t *obj, const char *path, struct table_worker *w)
 {
-	static const char *const known[] = { "id", "ipv4", "port" };
+	static const char *const known[] = {"id", "ipv4", "port"};
 	uint64_t id, port;
 	int rc;
 
@@ -138,16 +137,16 @@ parse_worker(struct json_util_src *c, json_t *obj, const char *path, struct tabl
 	return 0;
 }
 
-static const char *const tree_keys[] = { "id", "role", "parent", "children", "workers",
-					 "expected", "subtree_workers", "chunk_first",
-					 "chunk_count", "rate_gbps", "slots",
-					 "window", "threshold" /* optional: the last two */ };
+static const char *const tree_keys[] = {
+	"id",          "role",      "parent",          "children",
+	"workers",     "expected",  "subtree_workers", "chunk_first",
+	"chunk_count", "rate_gbps", "slots",           "window",
+	"threshold" /* optional: the last two */};
 
 /* First pass over trees[i]: an object with known keys and bounded arrays, so that the
  * table can be allocated before anything is copied. */
 static int
-size_tree(struct json_util_src *c, json_t *jt, int i, int *n_children, int *n_workers,
-	  int *n_below)
+size_tree(struct json_util_src *c, json_t *jt, int i, int *n_children, int *n_workers, int *n_below)
 {
 	char path[64];
 	json_t *ch, *wk;
@@ -167,13 +166,13 @@ size_tree(struct json_util_src *c, json_t *jt, int i, int *n_children, int *n_wo
 	if (json_array_size(ch) > TABLE_CHILDREN_MAX)
 		return json_util_field_fail(c, path, "children",
 					    "%zu entries exceed the limit of %d",
-			     json_array_size(ch), TABLE_CHILDREN_MAX);
+					    json_array_size(ch), TABLE_CHILDREN_MAX);
 	if (!json_is_array(wk))
 		return json_util_field_fail(c, path, "workers", "expected an array");
 	if (json_array_size(wk) > TABLE_WORKERS_MAX)
 		return json_util_field_fail(c, path, "workers",
 					    "%zu entries exceed the limit of %d",
-			     json_array_size(wk), TABLE_WORKERS_MAX);
+					    json_array_size(wk), TABLE_WORKERS_MAX);
 	for (size_t j = 0; j < json_array_size(ch); j++) {
 		json_t *b = json_object_get(json_array_get(ch, j), "workers_below");
 
@@ -188,7 +187,8 @@ size_tree(struct json_util_src *c, json_t *jt, int i, int *n_children, int *n_wo
 		if (nb > TABLE_BELOW_MAX)
 			return json_util_field_fail(c, path, "workers_below",
 						    "more than %d workers below the child "
-						    "gateways of the tree entry", TABLE_BELOW_MAX);
+						    "gateways of the tree entry",
+						    TABLE_BELOW_MAX);
 	}
 	*n_children = (int)json_array_size(ch);
 	*n_workers = (int)json_array_size(wk);
@@ -205,7 +205,7 @@ parse_below(struct json_util_src *c, json_t *obj, const char *path, struct table
 	char key[48]; /* "workers_below[" + a size_t + "]" */
 	size_t m;
 
-	json_array_foreach(b, m, v) {
+	json_array_foreach (b, m, v) {
 		json_int_t x = json_integer_value(v);
 
 		if (!json_is_integer(v) || x < 1 || x > TABLE_ID_MAX) {
@@ -265,8 +265,8 @@ parse_tree(struct json_util_src *c, json_t *jt, int i, struct table_tree *e)
 	}
 	for (int j = 0; j < e->n_workers; j++) {
 		snprintf(path, sizeof(path), "trees[%d].workers[%d]", i, j);
-		rc = parse_worker(c, json_array_get(json_object_get(jt, "workers"), (size_t)j), path,
-				  &e->workers[j]);
+		rc = parse_worker(c, json_array_get(json_object_get(jt, "workers"), (size_t)j),
+				  path, &e->workers[j]);
 		if (rc != 0)
 			return rc;
 	}
@@ -303,8 +303,8 @@ parse_tree(struct json_util_src *c, json_t *jt, int i, struct table_tree *e)
 static int
 parse_limits(struct json_util_src *c, json_t *obj, struct table_limits *lim)
 {
-	static const char *const known[] = { "max_trees", "max_children", "max_workers",
-					     "max_slots" };
+	static const char *const known[] = {"max_trees", "max_children", "max_workers",
+					    "max_slots"};
 	uint64_t t, ch, w, s;
 	int rc;
 
@@ -328,8 +328,8 @@ parse_limits(struct json_util_src *c, json_t *obj, struct table_limits *lim)
 	return 0;
 }
 
-static const char *const stream_keys[] = { "id", "source", "from", "to", "deliver",
-					   "rate_gbps", "origins" };
+static const char *const stream_keys[] = {"id",      "source",    "from",   "to",
+					  "deliver", "rate_gbps", "origins"};
 
 /* streams[i] into s (inline arrays: bounded here before anything is copied). */
 static int
@@ -343,8 +343,7 @@ parse_stream(struct json_util_src *c, json_t *js, int i, struct table_stream *s)
 	snprintf(path, sizeof(path), "streams[%d]", i);
 	if (!json_is_object(js))
 		return json_util_field_fail(c, path, "", "expected an object");
-	rc = check_keys(c, js, path, stream_keys, ARRAY_SIZE(stream_keys),
-			ARRAY_SIZE(stream_keys));
+	rc = check_keys(c, js, path, stream_keys, ARRAY_SIZE(stream_keys), ARRAY_SIZE(stream_keys));
 	if (rc == 0)
 		rc = get_uint(c, js, path, "id", 0, UINT16_MAX, &id);
 	if (rc == 0)
@@ -357,14 +356,20 @@ parse_stream(struct json_util_src *c, json_t *js, int i, struct table_stream *s)
 	org = json_object_get(js, "origins");
 	rate = json_object_get(js, "rate_gbps");
 	if (!json_is_array(to) || json_array_size(to) > TABLE_CHILDREN_MAX)
-		return json_util_field_fail(c, path, "to", "expected an array of at most %d "
-					    "gateways", TABLE_CHILDREN_MAX);
+		return json_util_field_fail(c, path, "to",
+					    "expected an array of at most %d "
+					    "gateways",
+					    TABLE_CHILDREN_MAX);
 	if (!json_is_array(del) || json_array_size(del) > TABLE_WORKERS_MAX)
-		return json_util_field_fail(c, path, "deliver", "expected an array of at most %d "
-					    "workers", TABLE_WORKERS_MAX);
+		return json_util_field_fail(c, path, "deliver",
+					    "expected an array of at most %d "
+					    "workers",
+					    TABLE_WORKERS_MAX);
 	if (!json_is_array(org) || json_array_size(org) > TABLE_WORKERS_MAX)
-		return json_util_field_fail(c, path, "origins", "expected an array of at most %d "
-					    "worker ids", TABLE_WORKERS_MAX);
+		return json_util_field_fail(c, path, "origins",
+					    "expected an array of at most %d "
+					    "worker ids",
+					    TABLE_WORKERS_MAX);
 	if (!json_is_number(rate))
 		return json_util_field_fail(c, path, "rate_gbps", "expected a number");
 	s->id = (uint16_t)id;
@@ -375,7 +380,8 @@ parse_stream(struct json_util_src *c, json_t *js, int i, struct table_stream *s)
 	} else {
 		snprintf(path, sizeof(path), "streams[%d].from", i);
 		if (!json_is_object(from))
-			return json_util_field_fail(c, path, "", "expected an object, or null at the "
+			return json_util_field_fail(c, path, "",
+						    "expected an object, or null at the "
 						    "source");
 		rc = parse_gw(c, from, path, &s->from);
 		if (rc != 0)
@@ -413,7 +419,7 @@ parse_stream(struct json_util_src *c, json_t *js, int i, struct table_stream *s)
 	return 0;
 }
 
-static const char *const seal_keys[] = { "peer", "key_id", "aead", "key" };
+static const char *const seal_keys[] = {"peer", "key_id", "aead", "key"};
 
 static int
 hex_nibble(char ch)
@@ -444,7 +450,8 @@ parse_seal(struct json_util_src *c, json_t *js, int i, struct table_seal *sl)
 	aead = json_object_get(js, "aead");
 	sl->aead = json_is_string(aead) ? table_aead_from_name(json_string_value(aead)) : 0;
 	if (sl->aead == 0)
-		return json_util_field_fail(c, path, "aead", "expected \"aes-128-gcm\" or "
+		return json_util_field_fail(c, path, "aead",
+					    "expected \"aes-128-gcm\" or "
 					    "\"aes-256-gcm\"");
 	n = table_aead_key_len(sl->aead);
 	key = json_object_get(js, "key");
@@ -457,8 +464,10 @@ parse_seal(struct json_util_src *c, json_t *js, int i, struct table_seal *sl)
 
 		if (hi < 0 || lo < 0) {
 			explicit_bzero(sl->key, sizeof(sl->key));
-			return json_util_field_fail(c, path, "key", "expected %zu lowercase hex "
-						    "digits", 2 * n);
+			return json_util_field_fail(c, path, "key",
+						    "expected %zu lowercase hex "
+						    "digits",
+						    2 * n);
 		}
 		sl->key[k] = (uint8_t)(hi << 4 | lo);
 	}
@@ -467,9 +476,9 @@ parse_seal(struct json_util_src *c, json_t *js, int i, struct table_seal *sl)
 	return 0;
 }
 
-static const char *const shard_keys[] = { "gateway", "trees" };
-static const char *const shard_tree_keys[] = { "id", "chunk_first", "chunk_count", "slots",
-					       "window" /* optional */ };
+static const char *const shard_keys[] = {"gateway", "trees"};
+static const char *const shard_tree_keys[] = {"id", "chunk_first", "chunk_count", "slots",
+					      "window" /* optional */};
 
 /* First pass over shards[j]: known keys and a bounded array of trees. */
 static int
@@ -486,8 +495,7 @@ size_shard(struct json_util_src *c, json_t *js, int j, int *n_trees)
 	if (rc != 0)
 		return rc;
 	tr = json_object_get(js, "trees");
-	if (!json_is_array(tr) || json_array_size(tr) == 0 ||
-	    json_array_size(tr) > TABLE_TREES_MAX)
+	if (!json_is_array(tr) || json_array_size(tr) == 0 || json_array_size(tr) > TABLE_TREES_MAX)
 		return json_util_field_fail(c, path, "trees", "expected an array of 1 to %d trees",
 					    TABLE_TREES_MAX);
 	*n_trees = (int)json_array_size(tr);
@@ -524,23 +532,24 @@ parse_shard(struct json_util_src *c, json_t *js, int j, struct table_shard *sh)
 			rc = get_uint(c, jt, path, "window", 1, TABLE_SLOTS_MAX, &window);
 		if (rc != 0)
 			return rc;
-		*t = (struct table_shard_tree){ (uint16_t)id, (uint32_t)first, (uint32_t)count,
-						(uint32_t)slots, (uint32_t)window };
+		*t = (struct table_shard_tree){(uint16_t)id, (uint32_t)first, (uint32_t)count,
+					       (uint32_t)slots, (uint32_t)window};
 	}
 	return rc;
 }
 
-static const char *const table_keys[] = { "format", "job", "epoch", "gateway", "dtype",
-					  "elements", "chunk_elements", "limits", "trees",
-					  "cset_blocks", "streams", "sealed", "shards",
-					  "lan_dtype" /* optional: the last five */ };
+static const char *const table_keys[] = {"format", "job",         "epoch",          "gateway",
+					 "dtype",  "elements",    "chunk_elements", "limits",
+					 "trees",  "cset_blocks", "streams",        "sealed",
+					 "shards", "lan_dtype" /* optional: the last five */};
 
 struct table *
 table_parse(const char *text, const char *src, char *err, size_t errlen)
 {
 	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], n_below[TABLE_TREES_MAX];
 	int n_shard_trees[TABLE_SHARDS_MAX], n = 0, n_streams, n_shards, rc;
-	struct json_util_src c = { .src = src != NULL ? src : "<string>", .err = err, .errlen = errlen };
+	struct json_util_src c = {
+		.src = src != NULL ? src : "<string>", .err = err, .errlen = errlen};
 	json_t *root, *fmt, *trees, *dtype, *lan, *streams, *seals, *shards;
 	uint64_t job, epoch, elements, chunk_elements, cset_blocks = 0;
 	struct table_limits lim;
@@ -581,14 +590,16 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 		goto out;
 	dtype = json_object_get(root, "dtype");
 	if (!json_is_string(dtype) || table_dtype_from_name(json_string_value(dtype)) == 0) {
-		json_util_field_fail(&c, "dtype", "", "expected \"fp32\", \"fp16\", \"bf16\", "
+		json_util_field_fail(&c, "dtype", "",
+				     "expected \"fp32\", \"fp16\", \"bf16\", "
 				     "\"mxint8\", \"mxfp8\" or \"mxfp4\"");
 		goto out;
 	}
 	lan = json_object_get(root, "lan_dtype");
-	if (lan != NULL && (!json_is_string(lan) ||
-			    table_dtype_from_name(json_string_value(lan)) == 0)) {
-		json_util_field_fail(&c, "lan_dtype", "", "expected \"fp32\" or \"bf16\" "
+	if (lan != NULL &&
+	    (!json_is_string(lan) || table_dtype_from_name(json_string_value(lan)) == 0)) {
+		json_util_field_fail(&c, "lan_dtype", "",
+				     "expected \"fp32\" or \"bf16\" "
 				     "(absent: the dtype)");
 		goto out;
 	}
@@ -604,9 +615,8 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 		goto out;
 	}
 	if (json_array_size(trees) > TABLE_TREES_MAX) {
-		json_util_field_fail(&c, "trees", "",
-				     "%zu entries exceed the limit of %d", json_array_size(trees),
-		      TABLE_TREES_MAX);
+		json_util_field_fail(&c, "trees", "", "%zu entries exceed the limit of %d",
+				     json_array_size(trees), TABLE_TREES_MAX);
 		goto out;
 	}
 	n = (int)json_array_size(trees);
@@ -617,23 +627,29 @@ table_parse(const char *text, const char *src, char *err, size_t errlen)
 	streams = json_object_get(root, "streams");
 	if (streams != NULL && (!json_is_array(streams) || json_array_size(streams) == 0 ||
 				json_array_size(streams) > TABLE_STREAMS_MAX)) {
-		json_util_field_fail(&c, "streams", "", "expected an array of 1 to %d streams "
-				     "(absent: none)", TABLE_STREAMS_MAX);
+		json_util_field_fail(&c, "streams", "",
+				     "expected an array of 1 to %d streams "
+				     "(absent: none)",
+				     TABLE_STREAMS_MAX);
 		goto out;
 	}
 	n_streams = streams != NULL ? (int)json_array_size(streams) : 0;
 	seals = json_object_get(root, "sealed");
 	if (seals != NULL && (!json_is_array(seals) || json_array_size(seals) == 0 ||
 			      json_array_size(seals) > TABLE_SEALS_MAX)) {
-		json_util_field_fail(&c, "sealed", "", "expected an array of 1 to %d protected "
-				     "links (absent: none)", TABLE_SEALS_MAX);
+		json_util_field_fail(&c, "sealed", "",
+				     "expected an array of 1 to %d protected "
+				     "links (absent: none)",
+				     TABLE_SEALS_MAX);
 		goto out;
 	}
 	shards = json_object_get(root, "shards");
 	if (shards != NULL && (!json_is_array(shards) || json_array_size(shards) == 0 ||
 			       json_array_size(shards) > TABLE_SHARDS_MAX)) {
-		json_util_field_fail(&c, "shards", "", "expected an array of 1 to %d gateways "
-				     "(absent: none)", TABLE_SHARDS_MAX);
+		json_util_field_fail(&c, "shards", "",
+				     "expected an array of 1 to %d gateways "
+				     "(absent: none)",
+				     TABLE_SHARDS_MAX);
 		goto out;
 	}
 	n_shards = shards != NULL ? (int)json_array_size(shards) : 0;

@@ -161,8 +161,8 @@ seal_json(const struct table_seal *sl, bool with_key)
 	char key[2 * TABLE_KEY_MAX + 1];
 	size_t n = table_aead_key_len(sl->aead);
 	const char *an = table_aead_name(sl->aead);
-	json_t *o = json_pack("{s:i, s:I, s:s}", "peer", sl->peer, "key_id",
-			      (json_int_t)sl->key_id, "aead", an != NULL ? an : "?");
+	json_t *o = json_pack("{s:i, s:I, s:s}", "peer", sl->peer, "key_id", (json_int_t)sl->key_id,
+			      "aead", an != NULL ? an : "?");
 
 	if (o == NULL || !with_key)
 		return o;
@@ -228,7 +228,8 @@ shard_json(const struct table_shard *sh)
 				      (json_int_t)t->chunk_first, "chunk_count",
 				      (json_int_t)t->chunk_count, "slots", (json_int_t)t->slots);
 
-		if (e != NULL && t->window != 0 && set_new(e, "window", json_integer(t->window)) != 0) {
+		if (e != NULL && t->window != 0 &&
+		    set_new(e, "window", json_integer(t->window)) != 0) {
 			json_decref(e);
 			e = NULL;
 		}
@@ -283,20 +284,22 @@ to_json(const struct table *tb, bool with_keys)
 	if (tb->cset_blocks != 0)
 		rc |= set_new(root, "cset_blocks", json_integer(tb->cset_blocks));
 	rc |= set_new(root, "limits",
-		      json_pack("{s:I, s:I, s:I, s:I}", "max_trees", (json_int_t)tb->limits.max_trees,
-				"max_children", (json_int_t)tb->limits.max_children, "max_workers",
+		      json_pack("{s:I, s:I, s:I, s:I}", "max_trees",
+				(json_int_t)tb->limits.max_trees, "max_children",
+				(json_int_t)tb->limits.max_children, "max_workers",
 				(json_int_t)tb->limits.max_workers, "max_slots",
 				(json_int_t)tb->limits.max_slots));
 	rc |= set_new(root, "trees", trees);
 	trees = NULL;
 	if (rc == 0 && tb->n_streams > 0)
-		rc |= set_new(root, "streams", array_of(tb->n_streams, stream_item, tb->streams,
-							sizeof(*tb->streams)));
+		rc |= set_new(
+			root, "streams",
+			array_of(tb->n_streams, stream_item, tb->streams, sizeof(*tb->streams)));
 	if (rc == 0 && tb->n_seals > 0 && with_keys)
 		rc |= set_new(root, "sealed", seals_json(tb, true));
 	if (rc == 0 && tb->n_shards > 0)
-		rc |= set_new(root, "shards", array_of(tb->n_shards, shard_item, tb->shards,
-						       sizeof(*tb->shards)));
+		rc |= set_new(root, "shards",
+			      array_of(tb->n_shards, shard_item, tb->shards, sizeof(*tb->shards)));
 	if (rc != 0)
 		goto nomem;
 	return root;

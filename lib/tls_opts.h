@@ -21,16 +21,18 @@
 #define TLS_OPT_SERVER_NAME 'N'
 
 /** The four entries of a getopt_long() option table. */
-#define TLS_OPTS_LONGOPTS                                                                   \
-	{ "cert", required_argument, NULL, TLS_OPT_CERT },                                  \
-	{ "key", required_argument, NULL, TLS_OPT_KEY },                                    \
-	{ "ca", required_argument, NULL, TLS_OPT_CA },                                      \
-	{ "server-name", required_argument, NULL, TLS_OPT_SERVER_NAME }
+#define TLS_OPTS_LONGOPTS                                                   \
+	{"cert", required_argument, NULL, TLS_OPT_CERT},                    \
+		{"key", required_argument, NULL, TLS_OPT_KEY},              \
+		{"ca", required_argument, NULL, TLS_OPT_CA},                \
+	{                                                                   \
+		"server-name", required_argument, NULL, TLS_OPT_SERVER_NAME \
+	}
 
 /** What the options gave; NULL for an option not given. */
 struct tls_opts {
-	const char *cert, *key, *ca;    /* PEM files: this client's certificate, its key, the CA */
-	const char *server_name;        /* the name the server's certificate must carry */
+	const char *cert, *key, *ca; /* PEM files: this client's certificate, its key, the CA */
+	const char *server_name;     /* the name the server's certificate must carry */
 };
 
 /**

@@ -87,14 +87,17 @@ topo_finalize(struct topo *t, const char *src, char *err, size_t errlen)
 	int *deg, *seen, *queue, head = 0, tail = 0, first = -1;
 
 	if (t->n_nodes == 0)
-		return json_util_fail(err, errlen, "%s: field 'nodes': the topology has no nodes", src);
+		return json_util_fail(err, errlen, "%s: field 'nodes': the topology has no nodes",
+				      src);
 	/* Unique ids. Quadratic, but n is bounded by TOPO_NODES_MAX. */
 	for (int i = 0; i < t->n_nodes; i++)
 		for (int j = i + 1; j < t->n_nodes; j++)
 			if (strcmp(t->nodes[i].id, t->nodes[j].id) == 0)
-				return json_util_fail(err, errlen,
-					    "%s: field 'nodes[%d].id': duplicate node id '%s' "
-					    "(first at nodes[%d])", src, j, t->nodes[j].id, i);
+				return json_util_fail(
+					err, errlen,
+					"%s: field 'nodes[%d].id': duplicate node id '%s' "
+					"(first at nodes[%d])",
+					src, j, t->nodes[j].id, i);
 
 	t->adj_off = calloc((size_t)t->n_nodes + 1, sizeof(*t->adj_off));
 	t->adj = calloc((size_t)t->n_links * 2 + 1, sizeof(*t->adj));
@@ -105,8 +108,9 @@ topo_finalize(struct topo *t, const char *src, char *err, size_t errlen)
 		const struct topo_link *lk = &t->links[l];
 
 		if (lk->a == lk->b)
-			return json_util_fail(err, errlen, "%s: field 'links[%d]': self-loop on node '%s'",
-				    src, l, t->nodes[lk->a].id);
+			return json_util_fail(err, errlen,
+					      "%s: field 'links[%d]': self-loop on node '%s'", src,
+					      l, t->nodes[lk->a].id);
 		deg[lk->a]++;
 		deg[lk->b]++;
 	}
@@ -121,9 +125,9 @@ topo_finalize(struct topo *t, const char *src, char *err, size_t errlen)
 			const struct topo_link *lk = &t->links[l];
 
 			t->adj[t->adj_off[lk->a] + fill[lk->a]++] =
-				(struct topo_adj){ .node = lk->b, .link = l };
+				(struct topo_adj){.node = lk->b, .link = l};
 			t->adj[t->adj_off[lk->b] + fill[lk->b]++] =
-				(struct topo_adj){ .node = lk->a, .link = l };
+				(struct topo_adj){.node = lk->a, .link = l};
 		}
 		free(fill);
 	}
@@ -144,13 +148,15 @@ topo_finalize(struct topo *t, const char *src, char *err, size_t errlen)
 				for (int l = 0; l < t->n_links; l++) {
 					const struct topo_link *lk = &t->links[l];
 
-					if ((lk->a == u && lk->b == v) || (lk->a == v && lk->b == u))
+					if ((lk->a == u && lk->b == v) ||
+					    (lk->a == v && lk->b == u))
 						l2 = l;
 				}
 				free(nb);
 				return json_util_fail(err, errlen,
-					    "%s: field 'links[%d]': duplicate link between '%s' and '%s'",
-					    src, l2, t->nodes[v].id, t->nodes[u].id);
+						      "%s: field 'links[%d]': duplicate link "
+						      "between '%s' and '%s'",
+						      src, l2, t->nodes[v].id, t->nodes[u].id);
 			}
 		}
 		free(nb);
@@ -185,9 +191,10 @@ topo_finalize(struct topo *t, const char *src, char *err, size_t errlen)
 	}
 	for (int v = 0; v < t->n_nodes; v++) {
 		if (t->nodes[v].workers > 0 && !seen[v]) {
-			json_util_fail(err, errlen,
-			     "%s: field 'links': worker sites '%s' and '%s' are not connected",
-			     src, t->nodes[first].id, t->nodes[v].id);
+			json_util_fail(
+				err, errlen,
+				"%s: field 'links': worker sites '%s' and '%s' are not connected",
+				src, t->nodes[first].id, t->nodes[v].id);
 			free(seen);
 			free(queue);
 			return -EINVAL;
@@ -206,20 +213,23 @@ check_node(const struct topo_node *nd, int i, const char *src, char *err, size_t
 	if (len == 0)
 		return json_util_fail(err, errlen, "%s: field 'nodes[%d].id': empty id", src, i);
 	if (len > TOPO_ID_MAX)
-		return json_util_fail(err, errlen, "%s: field 'nodes[%d].id': longer than %d bytes", src, i,
-			    TOPO_ID_MAX);
+		return json_util_fail(err, errlen, "%s: field 'nodes[%d].id': longer than %d bytes",
+				      src, i, TOPO_ID_MAX);
 	if (nd->workers < 0)
-		return json_util_fail(err, errlen, "%s: field 'nodes[%d].workers': must be >= 0", src, i);
+		return json_util_fail(err, errlen, "%s: field 'nodes[%d].workers': must be >= 0",
+				      src, i);
 	if (nd->gateways < 1)
-		return json_util_fail(err, errlen, "%s: field 'nodes[%d].gateways': must be >= 1", src, i);
+		return json_util_fail(err, errlen, "%s: field 'nodes[%d].gateways': must be >= 1",
+				      src, i);
 	if (!(isfinite(nd->lan_gbps) && nd->lan_gbps > 0))
-		return json_util_fail(err, errlen,
-			    "%s: field 'nodes[%d].lan_gbps': must be a positive finite number", src,
-			    i);
+		return json_util_fail(
+			err, errlen,
+			"%s: field 'nodes[%d].lan_gbps': must be a positive finite number", src, i);
 	if (!(isfinite(nd->lan_latency_ms) && nd->lan_latency_ms >= 0))
-		return json_util_fail(err, errlen,
-			    "%s: field 'nodes[%d].lan_latency_ms': must be a finite number >= 0", src,
-			    i);
+		return json_util_fail(
+			err, errlen,
+			"%s: field 'nodes[%d].lan_latency_ms': must be a finite number >= 0", src,
+			i);
 	return 0;
 }
 
@@ -227,14 +237,17 @@ static int
 check_link(const struct topo_link *lk, int l, const char *src, char *err, size_t errlen)
 {
 	if (!(isfinite(lk->gbps_ab) && lk->gbps_ab > 0))
-		return json_util_fail(err, errlen, "%s: field 'links[%d].gbps': must be a positive finite number",
-			    src, l);
+		return json_util_fail(
+			err, errlen, "%s: field 'links[%d].gbps': must be a positive finite number",
+			src, l);
 	if (!(isfinite(lk->gbps_ba) && lk->gbps_ba > 0))
-		return json_util_fail(err, errlen,
-			    "%s: field 'links[%d].gbps_ba': must be a positive finite number", src, l);
+		return json_util_fail(
+			err, errlen,
+			"%s: field 'links[%d].gbps_ba': must be a positive finite number", src, l);
 	if (!(isfinite(lk->latency_ms) && lk->latency_ms >= 0))
-		return json_util_fail(err, errlen,
-			    "%s: field 'links[%d].latency_ms': must be a finite number >= 0", src, l);
+		return json_util_fail(
+			err, errlen,
+			"%s: field 'links[%d].latency_ms': must be a finite number >= 0", src, l);
 	return 0;
 }
 
@@ -247,8 +260,8 @@ topo_build(const char *name, const char *src, int n_nodes, const struct topo_nod
 	int rc;
 
 	if (n_nodes < 0 || n_nodes > TOPO_NODES_MAX || n_links < 0 || n_links > TOPO_LINKS_MAX) {
-		json_util_fail(err, errlen, "%s: %d nodes and %d links exceed the limits (%d, %d)", src,
-		     n_nodes, n_links, TOPO_NODES_MAX, TOPO_LINKS_MAX);
+		json_util_fail(err, errlen, "%s: %d nodes and %d links exceed the limits (%d, %d)",
+			       src, n_nodes, n_links, TOPO_NODES_MAX, TOPO_LINKS_MAX);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -264,7 +277,8 @@ topo_build(const char *name, const char *src, int n_nodes, const struct topo_nod
 	t->n_links = n_links;
 	for (int i = 0; i < n_nodes; i++) {
 		if (strnlen(nodes[i].id, sizeof(nodes[i].id)) == sizeof(nodes[i].id)) {
-			json_util_fail(err, errlen, "%s: field 'nodes[%d].id': not terminated", src, i);
+			json_util_fail(err, errlen, "%s: field 'nodes[%d].id': not terminated", src,
+				       i);
 			goto inval;
 		}
 		t->nodes[i] = nodes[i];
@@ -275,7 +289,8 @@ topo_build(const char *name, const char *src, int n_nodes, const struct topo_nod
 		t->links[l] = links[l];
 		if (links[l].a < 0 || links[l].a >= n_nodes || links[l].b < 0 ||
 		    links[l].b >= n_nodes) {
-			json_util_fail(err, errlen, "%s: field 'links[%d]': node index out of range", src, l);
+			json_util_fail(err, errlen,
+				       "%s: field 'links[%d]': node index out of range", src, l);
 			goto inval;
 		}
 		if (check_link(&t->links[l], l, src, err, errlen) != 0)
@@ -318,8 +333,8 @@ get_number(json_t *obj, const char *key, double dflt, double *out, const char *w
 		return 0;
 	}
 	if (!json_is_number(v))
-		return json_util_fail(err, errlen, "%s: field '%s[%d].%s': expected a number", src, what, idx,
-			    key);
+		return json_util_fail(err, errlen, "%s: field '%s[%d].%s': expected a number", src,
+				      what, idx, key);
 	*out = json_number_value(v);
 	return 0;
 }
@@ -336,12 +351,12 @@ get_int(json_t *obj, const char *key, int dflt, int *out, const char *what, int 
 		return 0;
 	}
 	if (!json_is_integer(v))
-		return json_util_fail(err, errlen, "%s: field '%s[%d].%s': expected an integer", src, what, idx,
-			    key);
+		return json_util_fail(err, errlen, "%s: field '%s[%d].%s': expected an integer",
+				      src, what, idx, key);
 	x = json_integer_value(v);
 	if (x < -1000000 || x > 1000000)
-		return json_util_fail(err, errlen, "%s: field '%s[%d].%s': %lld is out of range", src, what,
-			    idx, key, (long long)x);
+		return json_util_fail(err, errlen, "%s: field '%s[%d].%s': %lld is out of range",
+				      src, what, idx, key, (long long)x);
 	*out = (int)x;
 	return 0;
 }
@@ -353,14 +368,17 @@ get_node_ref(json_t *lk, const char *key, struct topo *t, int l, int *out, const
 	json_t *v = json_object_get(lk, key);
 
 	if (v == NULL)
-		return json_util_fail(err, errlen, "%s: field 'links[%d].%s': missing", src, l, key);
+		return json_util_fail(err, errlen, "%s: field 'links[%d].%s': missing", src, l,
+				      key);
 	if (!json_is_string(v))
-		return json_util_fail(err, errlen, "%s: field 'links[%d].%s': expected a node id string", src,
-			    l, key);
+		return json_util_fail(err, errlen,
+				      "%s: field 'links[%d].%s': expected a node id string", src, l,
+				      key);
 	*out = topo_node_index(t, json_string_value(v));
 	if (*out < 0)
-		return json_util_fail(err, errlen, "%s: field 'links[%d].%s': unknown node id '%.*s'", src, l,
-			    key, TOPO_ID_MAX, json_string_value(v));
+		return json_util_fail(err, errlen,
+				      "%s: field 'links[%d].%s': unknown node id '%.*s'", src, l,
+				      key, TOPO_ID_MAX, json_string_value(v));
 	return 0;
 }
 
@@ -370,7 +388,7 @@ topo_from_json(json_t *root, const char *src, char *err, size_t errlen)
 	json_t *fmt, *name, *jnodes, *jlinks;
 	struct topo_node *nodes = NULL;
 	struct topo_link *links = NULL;
-	struct topo tmp = { 0 };
+	struct topo tmp = {0};
 	struct topo *t = NULL;
 	size_t n_nodes, n_links;
 
@@ -380,11 +398,13 @@ topo_from_json(json_t *root, const char *src, char *err, size_t errlen)
 	}
 	fmt = json_object_get(root, "format");
 	if (fmt == NULL) {
-		json_util_fail(err, errlen, "%s: field 'format': missing (expected \"%s\")", src, TOPO_FORMAT);
+		json_util_fail(err, errlen, "%s: field 'format': missing (expected \"%s\")", src,
+			       TOPO_FORMAT);
 		goto out;
 	}
 	if (!json_is_string(fmt) || strcmp(json_string_value(fmt), TOPO_FORMAT) != 0) {
-		json_util_fail(err, errlen, "%s: field 'format': expected \"%s\"", src, TOPO_FORMAT);
+		json_util_fail(err, errlen, "%s: field 'format': expected \"%s\"", src,
+			       TOPO_FORMAT);
 		goto out;
 	}
 	name = json_object_get(root, "name");
@@ -393,19 +413,20 @@ topo_from_json(json_t *root, const char *src, char *err, size_t errlen)
 		goto out;
 	}
 	if (name != NULL && strlen(json_string_value(name)) > TOPO_NAME_MAX) {
-		json_util_fail(err, errlen, "%s: field 'name': longer than %d bytes", src, TOPO_NAME_MAX);
+		json_util_fail(err, errlen, "%s: field 'name': longer than %d bytes", src,
+			       TOPO_NAME_MAX);
 		goto out;
 	}
 	jnodes = json_object_get(root, "nodes");
 	jlinks = json_object_get(root, "links");
 	if (jnodes == NULL || !json_is_array(jnodes)) {
 		json_util_fail(err, errlen, "%s: field 'nodes': %s", src,
-		     jnodes == NULL ? "missing" : "expected an array");
+			       jnodes == NULL ? "missing" : "expected an array");
 		goto out;
 	}
 	if (jlinks == NULL || !json_is_array(jlinks)) {
 		json_util_fail(err, errlen, "%s: field 'links': %s", src,
-		     jlinks == NULL ? "missing" : "expected an array");
+			       jlinks == NULL ? "missing" : "expected an array");
 		goto out;
 	}
 	n_nodes = json_array_size(jnodes);
@@ -415,8 +436,9 @@ topo_from_json(json_t *root, const char *src, char *err, size_t errlen)
 		goto out;
 	}
 	if (n_nodes > TOPO_NODES_MAX || n_links > TOPO_LINKS_MAX) {
-		json_util_fail(err, errlen, "%s: %zu nodes and %zu links exceed the limits (%d, %d)", src,
-		     n_nodes, n_links, TOPO_NODES_MAX, TOPO_LINKS_MAX);
+		json_util_fail(err, errlen,
+			       "%s: %zu nodes and %zu links exceed the limits (%d, %d)", src,
+			       n_nodes, n_links, TOPO_NODES_MAX, TOPO_LINKS_MAX);
 		goto out;
 	}
 	nodes = calloc(n_nodes, sizeof(*nodes));
@@ -430,22 +452,25 @@ topo_from_json(json_t *root, const char *src, char *err, size_t errlen)
 		struct topo_node *nd = &nodes[i];
 
 		if (!json_is_object(jn)) {
-			json_util_fail(err, errlen, "%s: field 'nodes[%zu]': expected an object", src, i);
+			json_util_fail(err, errlen, "%s: field 'nodes[%zu]': expected an object",
+				       src, i);
 			goto out;
 		}
 		id = json_object_get(jn, "id");
 		if (id == NULL || !json_is_string(id)) {
 			json_util_fail(err, errlen, "%s: field 'nodes[%zu].id': %s", src, i,
-			     id == NULL ? "missing" : "expected a string");
+				       id == NULL ? "missing" : "expected a string");
 			goto out;
 		}
 		if (strlen(json_string_value(id)) > TOPO_ID_MAX) {
-			json_util_fail(err, errlen, "%s: field 'nodes[%zu].id': longer than %d bytes", src, i,
-			     TOPO_ID_MAX);
+			json_util_fail(err, errlen,
+				       "%s: field 'nodes[%zu].id': longer than %d bytes", src, i,
+				       TOPO_ID_MAX);
 			goto out;
 		}
 		if (json_string_length(id) != strlen(json_string_value(id))) {
-			json_util_fail(err, errlen, "%s: field 'nodes[%zu].id': contains a NUL byte", src, i);
+			json_util_fail(err, errlen,
+				       "%s: field 'nodes[%zu].id': contains a NUL byte", src, i);
 			goto out;
 		}
 		snprintf(nd->id, sizeof(nd->id), "%s", json_string_value(id));
@@ -453,8 +478,8 @@ topo_from_json(json_t *root, const char *src, char *err, size_t errlen)
 			    err, errlen) ||
 		    get_int(jn, "gateways", TOPO_DEFAULT_GATEWAYS, &nd->gateways, "nodes", (int)i,
 			    src, err, errlen) ||
-		    get_number(jn, "lan_gbps", TOPO_DEFAULT_LAN_GBPS, &nd->lan_gbps, "nodes", (int)i,
-			       src, err, errlen) ||
+		    get_number(jn, "lan_gbps", TOPO_DEFAULT_LAN_GBPS, &nd->lan_gbps, "nodes",
+			       (int)i, src, err, errlen) ||
 		    get_number(jn, "lan_latency_ms", TOPO_DEFAULT_LAN_LATENCY_MS,
 			       &nd->lan_latency_ms, "nodes", (int)i, src, err, errlen) ||
 		    check_node(nd, (int)i, src, err, errlen))
@@ -469,7 +494,8 @@ topo_from_json(json_t *root, const char *src, char *err, size_t errlen)
 		struct topo_link *lk = &links[l];
 
 		if (!json_is_object(jl)) {
-			json_util_fail(err, errlen, "%s: field 'links[%zu]': expected an object", src, l);
+			json_util_fail(err, errlen, "%s: field 'links[%zu]': expected an object",
+				       src, l);
 			goto out;
 		}
 		if (get_node_ref(jl, "a", &tmp, (int)l, &lk->a, src, err, errlen) ||
@@ -508,8 +534,8 @@ topo_parse(const char *text, const char *src, char *err, size_t errlen)
 		src = "<string>";
 	root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL) {
-		json_util_fail(err, errlen, "%s:%d:%d: invalid JSON: %s", src, jerr.line, jerr.column,
-		     jerr.text);
+		json_util_fail(err, errlen, "%s:%d:%d: invalid JSON: %s", src, jerr.line,
+			       jerr.column, jerr.text);
 		errno = EINVAL;
 		return NULL;
 	}

@@ -14,9 +14,9 @@
 #include <stdio.h>
 
 #define TOPO_FORMAT "georeduce-topology/1"
-#define TOPO_ID_MAX 63          /* bytes of a node id, without the NUL */
-#define TOPO_NAME_MAX 127       /* bytes of a topology name, without the NUL */
-#define TOPO_NODES_MAX 4096     /* larger inputs are rejected, not truncated */
+#define TOPO_ID_MAX 63      /* bytes of a node id, without the NUL */
+#define TOPO_NAME_MAX 127   /* bytes of a topology name, without the NUL */
+#define TOPO_NODES_MAX 4096 /* larger inputs are rejected, not truncated */
 #define TOPO_LINKS_MAX 65536
 
 #define TOPO_DEFAULT_WORKERS 1
@@ -29,23 +29,23 @@
 
 struct topo_node {
 	char id[TOPO_ID_MAX + 1];
-	int workers;            /* >= 0; 0 means a pure relay site */
-	int gateways;           /* >= 1 */
-	double lan_gbps;        /* worker <-> gateway, per worker */
+	int workers;     /* >= 0; 0 means a pure relay site */
+	int gateways;    /* >= 1 */
+	double lan_gbps; /* worker <-> gateway, per worker */
 	double lan_latency_ms;
 };
 
 struct topo_link {
-	int a, b;               /* node indices, a != b */
-	double gbps_ab;         /* capacity a -> b, > 0 */
-	double gbps_ba;         /* capacity b -> a, > 0 */
-	double latency_ms;      /* one-way propagation delay, >= 0 */
+	int a, b;          /* node indices, a != b */
+	double gbps_ab;    /* capacity a -> b, > 0 */
+	double gbps_ba;    /* capacity b -> a, > 0 */
+	double latency_ms; /* one-way propagation delay, >= 0 */
 };
 
 /* One entry of a node's adjacency list. */
 struct topo_adj {
-	int node;               /* the neighbour */
-	int link;               /* index into topo.links */
+	int node; /* the neighbour */
+	int link; /* index into topo.links */
 };
 
 struct topo {
@@ -77,8 +77,8 @@ struct topo *topo_load(const char *path, char *err, size_t errlen);
  * Build a topology from arrays (importers, tests, generators). Copies everything and
  * validates exactly as the parser does. NULL with err on failure.
  */
-struct topo *topo_create(const char *name, int n_nodes, const struct topo_node *nodes,
-			 int n_links, const struct topo_link *links, char *err, size_t errlen);
+struct topo *topo_create(const char *name, int n_nodes, const struct topo_node *nodes, int n_links,
+			 const struct topo_link *links, char *err, size_t errlen);
 
 /** Write the topology as `georeduce-topology/1` JSON. Returns 0 or a negative errno. */
 int topo_write(const struct topo *t, FILE *out);

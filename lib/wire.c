@@ -42,8 +42,9 @@ size_t
 wire_payload_bytes(enum wire_dtype dtype, uint32_t count)
 {
 	if (wire_dtype_is_mx(dtype))
-		return count % WIRE_MX_BLOCK != 0 ? 0 :
-		       (size_t)(count / WIRE_MX_BLOCK) * mx_block_bytes(dtype);
+		return count % WIRE_MX_BLOCK != 0 ?
+			       0 :
+			       (size_t)(count / WIRE_MX_BLOCK) * mx_block_bytes(dtype);
 	return (size_t)count * wire_dtype_size(dtype);
 }
 
@@ -500,7 +501,7 @@ wire_chunk_map(uint64_t n_elems, uint32_t chunk_elems, const uint32_t *weights,
 			e_hi = n_elems;
 		if (e_lo > n_elems)
 			e_lo = n_elems;
-		out[t].first_chunk = (uint32_t)lo;      /* lo <= c < 2^32 */
+		out[t].first_chunk = (uint32_t)lo; /* lo <= c < 2^32 */
 		out[t].n_chunks = (uint32_t)(hi - lo);
 		out[t].first_elem = e_lo;
 		out[t].n_elems = e_hi - e_lo;
@@ -546,8 +547,8 @@ udp_csum(uint32_t src, uint32_t dst, const uint8_t *udp, size_t udp_len)
 	pseudo[8] = 0;
 	pseudo[9] = 17;
 	be16_put(pseudo + 10, (uint16_t)udp_len);
-	return wire_csum_fold(wire_csum_add(wire_csum_add(0, pseudo, sizeof(pseudo)), udp,
-					    udp_len));
+	return wire_csum_fold(
+		wire_csum_add(wire_csum_add(0, pseudo, sizeof(pseudo)), udp, udp_len));
 }
 
 int
@@ -562,13 +563,13 @@ wire_ipv4_udp_build(void *buf, size_t len, const struct wire_flow *f, size_t udp
 	if (len < WIRE_IPV4_LEN + WIRE_UDP_LEN || (with_csum && len < WIRE_IPV4_LEN + udp_len))
 		return -ENOSPC;
 
-	ip[0] = 0x45;                           /* version 4, IHL 5 */
-	ip[1] = (uint8_t)(f->dscp << 2);        /* ECN 0 */
+	ip[0] = 0x45;                    /* version 4, IHL 5 */
+	ip[1] = (uint8_t)(f->dscp << 2); /* ECN 0 */
 	be16_put(ip + 2, (uint16_t)(WIRE_IPV4_LEN + udp_len));
 	be16_put(ip + 4, f->ip_id);
-	be16_put(ip + 6, 0x4000);                  /* DF, offset 0 */
+	be16_put(ip + 6, 0x4000); /* DF, offset 0 */
 	ip[8] = f->ttl != 0 ? f->ttl : 64;
-	ip[9] = 17;                             /* UDP */
+	ip[9] = 17; /* UDP */
 	be16_put(ip + 10, 0);
 	be32_put(ip + 12, f->src_ip);
 	be32_put(ip + 16, f->dst_ip);
@@ -582,7 +583,7 @@ wire_ipv4_udp_build(void *buf, size_t len, const struct wire_flow *f, size_t udp
 	if (with_csum) {
 		uint16_t c = udp_csum(f->src_ip, f->dst_ip, udp, udp_len);
 
-		be16_put(udp + 6, c == 0 ? 0xffff : c);    /* 0 would mean "no checksum" */
+		be16_put(udp + 6, c == 0 ? 0xffff : c); /* 0 would mean "no checksum" */
 	}
 	return 0;
 }
@@ -642,7 +643,7 @@ wire_frame_parse_flags(const void *frame, size_t len, unsigned int flags, struct
 	ip_len = be16_get(ip + 2);
 	if (ip_len < WIRE_IPV4_LEN || ip_len > len - WIRE_ETH_LEN)
 		return parse_fail(WIRE_REASON_IP_HDR, why);
-	if ((be16_get(ip + 6) & 0x3fff) != 0)      /* MF or a fragment offset */
+	if ((be16_get(ip + 6) & 0x3fff) != 0) /* MF or a fragment offset */
 		return parse_fail(WIRE_REASON_IP_FRAG, why);
 	if (!(flags & WIRE_PARSE_NO_IP_CSUM) &&
 	    wire_csum_fold(wire_csum_add(0, ip, WIRE_IPV4_LEN)) != 0)

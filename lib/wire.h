@@ -31,19 +31,19 @@
 
 /* --- Constants ---------------------------------------------------------------------------- */
 
-#define WIRE_MAGIC 0x4752u              /* "GR" */
+#define WIRE_MAGIC 0x4752u /* "GR" */
 #define WIRE_VERSION 1u
 
-#define WIRE_ETH_LEN 14u                /* untagged Ethernet II header */
-#define WIRE_IPV4_LEN 20u               /* IPv4 header without options (IHL 5) */
+#define WIRE_ETH_LEN 14u  /* untagged Ethernet II header */
+#define WIRE_IPV4_LEN 20u /* IPv4 header without options (IHL 5) */
 #define WIRE_UDP_LEN 8u
-#define WIRE_HDR_LEN 54u                /* georeduce header */
+#define WIRE_HDR_LEN 54u /* georeduce header */
 /* Offsets in the Ethernet frame of the georeduce header and of the contributor set (or of the
  * payload when there is no set). */
-#define WIRE_FRAME_HDR_OFF (WIRE_ETH_LEN + WIRE_IPV4_LEN + WIRE_UDP_LEN)       /* 42 */
-#define WIRE_FRAME_PAYLOAD_OFF (WIRE_FRAME_HDR_OFF + WIRE_HDR_LEN)              /* 96 */
+#define WIRE_FRAME_HDR_OFF (WIRE_ETH_LEN + WIRE_IPV4_LEN + WIRE_UDP_LEN) /* 42 */
+#define WIRE_FRAME_PAYLOAD_OFF (WIRE_FRAME_HDR_OFF + WIRE_HDR_LEN)       /* 96 */
 /* IP + UDP + georeduce header: MTU overhead of every packet before the set and payload. */
-#define WIRE_MTU_OVERHEAD (WIRE_IPV4_LEN + WIRE_UDP_LEN + WIRE_HDR_LEN)         /* 82 */
+#define WIRE_MTU_OVERHEAD (WIRE_IPV4_LEN + WIRE_UDP_LEN + WIRE_HDR_LEN) /* 82 */
 /* What a sealed frame of a protected link adds (docs/PROTOCOL.md section 14): the seal
  * header and the tag. */
 #define WIRE_SEAL_OVERHEAD (32 + 16)
@@ -54,14 +54,14 @@
 /* Contributor set: a bitmap of worker node ids in blocks of 32 bytes (256 ids; bit 0 is never
  * set, 0 not being a node id). */
 #define WIRE_CSET_BLOCK 32u
-#define WIRE_CSET_BLOCK_IDS (WIRE_CSET_BLOCK * 8u)                              /* 256 */
-#define WIRE_CSET_BLOCKS_MAX 16u                                 /* ids up to 4095 */
+#define WIRE_CSET_BLOCK_IDS (WIRE_CSET_BLOCK * 8u) /* 256 */
+#define WIRE_CSET_BLOCKS_MAX 16u                   /* ids up to 4095 */
 
 /* IP MTU range. The largest packet any receiver accepts has an IPv4 total length of
  * WIRE_MTU_MAX, i.e. a UDP payload (header + set + payload) of at most WIRE_UDP_PAYLOAD_MAX. */
 #define WIRE_MTU_MIN 576u
 #define WIRE_MTU_MAX 9000u
-#define WIRE_UDP_PAYLOAD_MAX (WIRE_MTU_MAX - WIRE_IPV4_LEN - WIRE_UDP_LEN)     /* 8972 */
+#define WIRE_UDP_PAYLOAD_MAX (WIRE_MTU_MAX - WIRE_IPV4_LEN - WIRE_UDP_LEN) /* 8972 */
 
 /* Node ids are 1-65534, as in the job tables (docs/TABLES.md). WIRE_NODE_NONE names no node:
  * the sender of a PROBE or PROBE_REPLY outside any job. 0 is never valid in a packet. */
@@ -75,38 +75,40 @@
 
 /** Packet types (header byte 3). Any other value is rejected (WIRE_REASON_TYPE). */
 enum wire_type {
-	WIRE_TYPE_CONTRIB = 1,          /* gradient or partial sum, up the tree */
-	WIRE_TYPE_RESULT = 2,           /* complete sum, down the tree and to workers */
-	WIRE_TYPE_ACK = 3,              /* "held": answer to a retransmitted CONTRIB */
-	WIRE_TYPE_NACK_CONTRIB = 4,     /* aggregator asks a contributor to resend */
-	WIRE_TYPE_NACK_RESULT = 5,      /* contributor asks its aggregator to resend results */
-	WIRE_TYPE_PROBE = 6,            /* round-trip probe / keepalive */
-	WIRE_TYPE_PROBE_REPLY = 7,      /* echo of a PROBE */
-	WIRE_TYPE_MCAST = 8,            /* one chunk of one worker's update, selective multicast */
-	WIRE_TYPE_NACK_MCAST = 9,       /* a receiver asks for MCAST chunks it lacks */
+	WIRE_TYPE_CONTRIB = 1,      /* gradient or partial sum, up the tree */
+	WIRE_TYPE_RESULT = 2,       /* complete sum, down the tree and to workers */
+	WIRE_TYPE_ACK = 3,          /* "held": answer to a retransmitted CONTRIB */
+	WIRE_TYPE_NACK_CONTRIB = 4, /* aggregator asks a contributor to resend */
+	WIRE_TYPE_NACK_RESULT = 5,  /* contributor asks its aggregator to resend results */
+	WIRE_TYPE_PROBE = 6,        /* round-trip probe / keepalive */
+	WIRE_TYPE_PROBE_REPLY = 7,  /* echo of a PROBE */
+	WIRE_TYPE_MCAST = 8,        /* one chunk of one worker's update, selective multicast */
+	WIRE_TYPE_NACK_MCAST = 9,   /* a receiver asks for MCAST chunks it lacks */
 	WIRE_TYPE_MAX = WIRE_TYPE_NACK_MCAST,
 };
 
 /** Element types (header byte 5). WIRE_DTYPE_NONE is the only value of control packets. */
 enum wire_dtype {
 	WIRE_DTYPE_NONE = 0,
-	WIRE_DTYPE_FP32 = 1,            /* IEEE 754 binary32, little-endian */
-	WIRE_DTYPE_FP16 = 2,            /* IEEE 754 binary16, little-endian */
-	WIRE_DTYPE_BF16 = 3,            /* bfloat16 (top half of a binary32), little-endian */
+	WIRE_DTYPE_FP32 = 1, /* IEEE 754 binary32, little-endian */
+	WIRE_DTYPE_FP16 = 2, /* IEEE 754 binary16, little-endian */
+	WIRE_DTYPE_BF16 = 3, /* bfloat16 (top half of a binary32), little-endian */
 	/* OCP Microscaling v1.0: blocks of WIRE_MX_BLOCK elements sharing an E8M0 scale
 	 * (docs/PROTOCOL.md section 4); count is then a multiple of WIRE_MX_BLOCK. */
-	WIRE_DTYPE_MXINT8 = 4,          /* MXINT8: 33 bytes a block */
-	WIRE_DTYPE_MXFP8 = 5,           /* MXFP8, E4M3 elements: 33 bytes a block */
-	WIRE_DTYPE_MXFP4 = 6,           /* MXFP4, E2M1 elements: 17 bytes a block */
+	WIRE_DTYPE_MXINT8 = 4, /* MXINT8: 33 bytes a block */
+	WIRE_DTYPE_MXFP8 = 5,  /* MXFP8, E4M3 elements: 33 bytes a block */
+	WIRE_DTYPE_MXFP4 = 6,  /* MXFP4, E2M1 elements: 17 bytes a block */
 	WIRE_DTYPE_MAX = WIRE_DTYPE_MXFP4,
 };
 
-#define WIRE_MX_BLOCK 32u               /* elements per MX block */
+#define WIRE_MX_BLOCK 32u /* elements per MX block */
 
 /* Flags (header byte 4). Bits not listed are reserved, zero in version 1. */
-#define WIRE_F_RETX 0x01u       /* CONTRIB, RESULT: a retransmission (CONTRIB: reply wanted);
+#define WIRE_F_RETX \
+	0x01u /* CONTRIB, RESULT: a retransmission (CONTRIB: reply wanted);
 				 * MCAST: a copy sent again in answer to a NACK_MCAST */
-#define WIRE_F_ECHO 0x02u       /* any type but MCAST: tsecr echoes the tsval of the packet
+#define WIRE_F_ECHO \
+	0x02u /* any type but MCAST: tsecr echoes the tsval of the packet
 				 * answered */
 #define WIRE_F_ALL (WIRE_F_RETX | WIRE_F_ECHO)
 
@@ -124,56 +126,56 @@ enum wire_dtype {
 enum wire_reason {
 	WIRE_REASON_NONE = 0,
 	/* wire_hdr_decode(): stateless checks of the georeduce header, in the order made. */
-	WIRE_REASON_TRUNCATED,          /* fewer than WIRE_HDR_LEN bytes */
-	WIRE_REASON_MAGIC,              /* magic != WIRE_MAGIC */
-	WIRE_REASON_VERSION,            /* version != WIRE_VERSION */
-	WIRE_REASON_TYPE,               /* unknown packet type */
-	WIRE_REASON_FLAGS,              /* a flag reserved or not allowed for the type */
-	WIRE_REASON_RESERVED,           /* reserved byte, or tsecr without WIRE_F_ECHO, nonzero */
-	WIRE_REASON_DTYPE,              /* unknown dtype, or dtype on a control packet */
-	WIRE_REASON_CSET_LEN,           /* cset_blocks too large or on a control packet */
-	WIRE_REASON_NODE,               /* sender or origin 0, or WIRE_NODE_NONE off a probe */
-	WIRE_REASON_CONTRIB,            /* contrib 0 or beyond the set on data, !0 on control */
-	WIRE_REASON_COUNT,              /* count 0 on data, ACK/NACK range bad, nonzero on PROBE */
-	WIRE_REASON_OVERSIZE,           /* packet exceeds WIRE_UDP_PAYLOAD_MAX bytes */
-	WIRE_REASON_LENGTH,             /* length != header + set + count x dtype size */
-	WIRE_REASON_CSET,               /* set's population != contrib, or it holds id 0 */
+	WIRE_REASON_TRUNCATED, /* fewer than WIRE_HDR_LEN bytes */
+	WIRE_REASON_MAGIC,     /* magic != WIRE_MAGIC */
+	WIRE_REASON_VERSION,   /* version != WIRE_VERSION */
+	WIRE_REASON_TYPE,      /* unknown packet type */
+	WIRE_REASON_FLAGS,     /* a flag reserved or not allowed for the type */
+	WIRE_REASON_RESERVED,  /* reserved byte, or tsecr without WIRE_F_ECHO, nonzero */
+	WIRE_REASON_DTYPE,     /* unknown dtype, or dtype on a control packet */
+	WIRE_REASON_CSET_LEN,  /* cset_blocks too large or on a control packet */
+	WIRE_REASON_NODE,      /* sender or origin 0, or WIRE_NODE_NONE off a probe */
+	WIRE_REASON_CONTRIB,   /* contrib 0 or beyond the set on data, !0 on control */
+	WIRE_REASON_COUNT,     /* count 0 on data, ACK/NACK range bad, nonzero on PROBE */
+	WIRE_REASON_OVERSIZE,  /* packet exceeds WIRE_UDP_PAYLOAD_MAX bytes */
+	WIRE_REASON_LENGTH,    /* length != header + set + count x dtype size */
+	WIRE_REASON_CSET,      /* set's population != contrib, or it holds id 0 */
 	/* wire_frame_parse(): Ethernet / IPv4 / UDP. */
-	WIRE_REASON_L2,                 /* frame too short or EtherType not IPv4 */
-	WIRE_REASON_IP_HDR,             /* IPv4 version, IHL != 5 (options), total length */
-	WIRE_REASON_IP_FRAG,            /* a fragment (MF or fragment offset) */
-	WIRE_REASON_IP_CSUM,            /* IPv4 header checksum */
-	WIRE_REASON_NOT_UDP,            /* IP protocol != 17 */
-	WIRE_REASON_UDP_LEN,            /* UDP length inconsistent with the IP length */
-	WIRE_REASON_UDP_CSUM,           /* nonzero UDP checksum that does not verify */
+	WIRE_REASON_L2,       /* frame too short or EtherType not IPv4 */
+	WIRE_REASON_IP_HDR,   /* IPv4 version, IHL != 5 (options), total length */
+	WIRE_REASON_IP_FRAG,  /* a fragment (MF or fragment offset) */
+	WIRE_REASON_IP_CSUM,  /* IPv4 header checksum */
+	WIRE_REASON_NOT_UDP,  /* IP protocol != 17 */
+	WIRE_REASON_UDP_LEN,  /* UDP length inconsistent with the IP length */
+	WIRE_REASON_UDP_CSUM, /* nonzero UDP checksum that does not verify */
 	/* Table-level checks, made by the dataplane and worker library (not in this file). */
 	WIRE_REASON_UNKNOWN_JOB,
-	WIRE_REASON_EPOCH_AHEAD,        /* epoch newer than any installed table */
-	WIRE_REASON_EPOCH_STALE,        /* epoch retired, or draining and the slot is not open */
+	WIRE_REASON_EPOCH_AHEAD, /* epoch newer than any installed table */
+	WIRE_REASON_EPOCH_STALE, /* epoch retired, or draining and the slot is not open */
 	WIRE_REASON_UNKNOWN_TREE,
-	WIRE_REASON_BAD_CHUNK,          /* chunk outside the tree's range on this node */
-	WIRE_REASON_JOB_MISMATCH,       /* dtype, cset_blocks or count differ from the table */
-	WIRE_REASON_BAD_SENDER,         /* sender/origin not a neighbour/contributor here */
-	WIRE_REASON_CSET_OVERLAP,       /* set intersects what the slot already holds */
-	WIRE_REASON_DUPLICATE,          /* contributor already counted / result already had */
-	WIRE_REASON_LATE,               /* round older than the slot's round */
-	WIRE_REASON_NO_SLOT,            /* slot still busy with an older round */
+	WIRE_REASON_BAD_CHUNK,    /* chunk outside the tree's range on this node */
+	WIRE_REASON_JOB_MISMATCH, /* dtype, cset_blocks or count differ from the table */
+	WIRE_REASON_BAD_SENDER,   /* sender/origin not a neighbour/contributor here */
+	WIRE_REASON_CSET_OVERLAP, /* set intersects what the slot already holds */
+	WIRE_REASON_DUPLICATE,    /* contributor already counted / result already had */
+	WIRE_REASON_LATE,         /* round older than the slot's round */
+	WIRE_REASON_NO_SLOT,      /* slot still busy with an older round */
 	/* Frames a gateway receives and has no use for (the dataplane's receive path). */
-	WIRE_REASON_MISALIGNED,         /* frame at an odd address in its buffer */
-	WIRE_REASON_OTHER_DST,          /* IPv4 to an address that is not the port's */
-	WIRE_REASON_OTHER_PORT,         /* UDP to a port outside the gateway's range */
-	WIRE_REASON_ICMP_NOT_ECHO,      /* ICMP other than a well-formed echo request */
-	WIRE_REASON_ARP_UNANSWERED,     /* ARP other than a request for the port's address */
-	WIRE_REASON_PROBE_REPLY,        /* PROBE_REPLY that answers no probe of this gateway */
-	WIRE_REASON_CTL_RING_FULL,      /* PROBE_REPLY for the control thread, its ring full */
-	WIRE_REASON_BAD_PORT,           /* UDP destination port not the chunk's */
+	WIRE_REASON_MISALIGNED,     /* frame at an odd address in its buffer */
+	WIRE_REASON_OTHER_DST,      /* IPv4 to an address that is not the port's */
+	WIRE_REASON_OTHER_PORT,     /* UDP to a port outside the gateway's range */
+	WIRE_REASON_ICMP_NOT_ECHO,  /* ICMP other than a well-formed echo request */
+	WIRE_REASON_ARP_UNANSWERED, /* ARP other than a request for the port's address */
+	WIRE_REASON_PROBE_REPLY,    /* PROBE_REPLY that answers no probe of this gateway */
+	WIRE_REASON_CTL_RING_FULL,  /* PROBE_REPLY for the control thread, its ring full */
+	WIRE_REASON_BAD_PORT,       /* UDP destination port not the chunk's */
 	/* Protected links (docs/PROTOCOL.md section 14). */
-	WIRE_REASON_BAD_SEAL,           /* sealed frame malformed, or sealed where none is kept */
-	WIRE_REASON_UNKNOWN_KEY,        /* no installed key of that job, id and sender */
-	WIRE_REASON_REPLAY,             /* sequence number seen, or older than the window */
-	WIRE_REASON_BAD_TAG,            /* authentication failed: forged or altered */
-	WIRE_REASON_WRONG_SHARD,        /* a tree of another gateway of this site (its shard) */
-	WIRE_REASON_COUNT_MAX,          /* number of reasons, not a reason */
+	WIRE_REASON_BAD_SEAL,    /* sealed frame malformed, or sealed where none is kept */
+	WIRE_REASON_UNKNOWN_KEY, /* no installed key of that job, id and sender */
+	WIRE_REASON_REPLAY,      /* sequence number seen, or older than the window */
+	WIRE_REASON_BAD_TAG,     /* authentication failed: forged or altered */
+	WIRE_REASON_WRONG_SHARD, /* a tree of another gateway of this site (its shard) */
+	WIRE_REASON_COUNT_MAX,   /* number of reasons, not a reason */
 };
 
 /* --- The header on the wire --------------------------------------------------------------- */
@@ -185,26 +187,26 @@ enum wire_reason {
  * them. docs/PROTOCOL.md documents every byte.
  */
 struct __attribute__((packed)) wire_hdr {
-	uint16_t magic;                 /* 0: WIRE_MAGIC */
-	uint8_t version;                /* 2: WIRE_VERSION */
-	uint8_t type;                   /* 3: enum wire_type */
-	uint8_t flags;                  /* 4: WIRE_F_* */
-	uint8_t dtype;                  /* 5: enum wire_dtype */
-	uint8_t cset_blocks;            /* 6: contributor set length, 32-byte blocks */
-	uint8_t rsvd0;                  /* 7: zero */
-	uint32_t job;                   /* 8 */
-	uint32_t epoch;                 /* 12 */
-	uint16_t tree;                  /* 16 */
-	uint16_t sender;                /* 18: node that sent this packet on this hop */
-	uint16_t origin;                /* 20: node whose data this is (unchanged by relays) */
-	uint16_t contrib;               /* 22: worker contributions summed in the payload */
-	uint32_t round;                 /* 24 */
-	uint32_t chunk;                 /* 28: chunk index; ACK/NACK: first chunk of a range */
-	uint16_t count;                 /* 32: elements; ACK/NACK: chunks in the range */
-	uint16_t rsvd1;                 /* 34: zero */
-	uint32_t tsval;                 /* 36: sender's clock, microseconds mod 2^32 */
-	uint32_t tsecr;                 /* 40: echoed tsval (WIRE_F_ECHO), else zero */
-	uint8_t rsvd2[10];              /* 44: zero */
+	uint16_t magic;      /* 0: WIRE_MAGIC */
+	uint8_t version;     /* 2: WIRE_VERSION */
+	uint8_t type;        /* 3: enum wire_type */
+	uint8_t flags;       /* 4: WIRE_F_* */
+	uint8_t dtype;       /* 5: enum wire_dtype */
+	uint8_t cset_blocks; /* 6: contributor set length, 32-byte blocks */
+	uint8_t rsvd0;       /* 7: zero */
+	uint32_t job;        /* 8 */
+	uint32_t epoch;      /* 12 */
+	uint16_t tree;       /* 16 */
+	uint16_t sender;     /* 18: node that sent this packet on this hop */
+	uint16_t origin;     /* 20: node whose data this is (unchanged by relays) */
+	uint16_t contrib;    /* 22: worker contributions summed in the payload */
+	uint32_t round;      /* 24 */
+	uint32_t chunk;      /* 28: chunk index; ACK/NACK: first chunk of a range */
+	uint16_t count;      /* 32: elements; ACK/NACK: chunks in the range */
+	uint16_t rsvd1;      /* 34: zero */
+	uint32_t tsval;      /* 36: sender's clock, microseconds mod 2^32 */
+	uint32_t tsecr;      /* 40: echoed tsval (WIRE_F_ECHO), else zero */
+	uint8_t rsvd2[10];   /* 44: zero */
 };
 
 static_assert(sizeof(struct wire_hdr) == WIRE_HDR_LEN, "wire_hdr is 54 bytes");
@@ -404,10 +406,10 @@ wire_round_before(uint32_t a, uint32_t b)
 
 /** One tree's share of a tensor: a contiguous range of chunks and of elements. */
 struct wire_share {
-	uint32_t first_chunk;   /* chunk index of the share's first chunk */
-	uint32_t n_chunks;      /* chunks in the share; 0 for an empty share */
-	uint64_t first_elem;    /* element offset of first_chunk in the tensor */
-	uint64_t n_elems;       /* elements in the share */
+	uint32_t first_chunk; /* chunk index of the share's first chunk */
+	uint32_t n_chunks;    /* chunks in the share; 0 for an empty share */
+	uint64_t first_elem;  /* element offset of first_chunk in the tensor */
+	uint64_t n_elems;     /* elements in the share */
 };
 
 /**
@@ -464,12 +466,12 @@ int wire_cset_add(uint8_t *cset, unsigned int cset_blocks, uint16_t id);
 struct wire_flow {
 	uint8_t dst_mac[6];
 	uint8_t src_mac[6];
-	uint32_t src_ip;        /* e.g. 10.0.0.1 is 0x0a000001 */
+	uint32_t src_ip; /* e.g. 10.0.0.1 is 0x0a000001 */
 	uint32_t dst_ip;
 	uint16_t src_port;
 	uint16_t dst_port;
-	uint8_t dscp;           /* 0-63; the ECN bits are sent as 0 */
-	uint8_t ttl;            /* 0 means 64 */
+	uint8_t dscp; /* 0-63; the ECN bits are sent as 0 */
+	uint8_t ttl;  /* 0 means 64 */
 	uint16_t ip_id;
 };
 
@@ -525,8 +527,8 @@ int wire_frame_parse(const void *frame, size_t len, struct wire_flow *f, size_t 
 
 /* Flags of wire_frame_parse_flags(): checks the caller makes itself (a NIC's checksum
  * offload, or a faster routine of its own). */
-#define WIRE_PARSE_NO_IP_CSUM 0x1u      /* do not verify the IPv4 header checksum */
-#define WIRE_PARSE_NO_UDP_CSUM 0x2u     /* do not verify the UDP checksum */
+#define WIRE_PARSE_NO_IP_CSUM 0x1u  /* do not verify the IPv4 header checksum */
+#define WIRE_PARSE_NO_UDP_CSUM 0x2u /* do not verify the UDP checksum */
 
 /**
  * wire_frame_parse() without the checks that flags name; every other rule is applied.

@@ -37,20 +37,20 @@ static struct rte_ring *rx_ring;
 struct rte_ring *tx_ring;
 struct rte_mempool *tpool;
 static int n_setups;
-bool jumbo;                             /* dp_up() with MTU 9000 */
-struct dp_fault faults[2];              /* dp_up() with these faults on port 0 */
-unsigned int n_routes;                  /* dp_up() with these routes */
+bool jumbo;                /* dp_up() with MTU 9000 */
+struct dp_fault faults[2]; /* dp_up() with these faults on port 0 */
+unsigned int n_routes;     /* dp_up() with these routes */
 struct dp_route routes[4];
-const char *crypto_dev = "";            /* dp_up() with this --crypto */
+const char *crypto_dev = ""; /* dp_up() with this --crypto */
 struct rte_ether_addr gw_mac;
-const uint16_t W3[3] = { 11, 12, 13 };
+const uint16_t W3[3] = {11, 12, 13};
 
 /* --- Harness -------------------------------------------------------------------------------- */
 
 /* --linger-ms of the next dp_up(): drained epochs retire at once but in the tests of
  * result recovery, which keep them. */
 uint32_t linger_ms;
-uint64_t fault_seed;                    /* --fault-seed of the next dp_up() */
+uint64_t fault_seed; /* --fault-seed of the next dp_up() */
 
 /* A fresh dataplane on a fresh ring port: lcore is the lcore that plays the worker. */
 int
@@ -145,11 +145,11 @@ ctr(enum dp_ctr c)
 /* mk_table() of a job with contributor sets of one block: bl[i] lists the workers below the
  * children of tree i (NULL: none, and no sets). */
 struct table *
-mk_table_sets(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt,
-	      uint64_t elements, uint32_t chunk_elements, int n_workers, const uint16_t *workers,
-	      int n_trees, const struct tdesc *td, const struct tbelow *bl)
+mk_table_sets(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt, uint64_t elements,
+	      uint32_t chunk_elements, int n_workers, const uint16_t *workers, int n_trees,
+	      const struct tdesc *td, const struct tbelow *bl)
 {
-	int nc[8] = { 0 }, nw[8] = { 0 }, nb[8] = { 0 };
+	int nc[8] = {0}, nw[8] = {0}, nb[8] = {0};
 
 	for (int i = 0; i < n_trees; i++) {
 		nc[i] = td[i].n_children;
@@ -160,11 +160,11 @@ mk_table_sets(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt,
 
 	tb->job = job;
 	tb->epoch = epoch;
-	tb->gw = (struct table_gw){ gw_id, GW_IP, WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT };
+	tb->gw = (struct table_gw){gw_id, GW_IP, WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT};
 	tb->dtype = dt;
 	tb->elements = elements;
 	tb->chunk_elements = chunk_elements;
-	tb->limits = (struct table_limits){ 8, 4, 16, 4096 };
+	tb->limits = (struct table_limits){8, 4, 16, 4096};
 	tb->n_trees = n_trees;
 	for (int i = 0; i < n_trees; i++) {
 		struct table_tree *t = &tb->trees[i];
@@ -172,26 +172,25 @@ mk_table_sets(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt,
 		t->id = td[i].id;
 		t->has_parent = td[i].parent != 0;
 		if (t->has_parent)
-			t->parent = (struct table_gw){ (uint16_t)td[i].parent,
-						       PEER_IP((uint32_t)td[i].parent),
-						       WIRE_PORT_BASE_DEFAULT,
-						       WIRE_PORT_COUNT_DEFAULT };
-		t->role = !t->has_parent ? TABLE_ROLE_ROOT
-			  : td[i].n_children > 0 ? TABLE_ROLE_INTERIOR : TABLE_ROLE_LEAF;
+			t->parent = (struct table_gw){
+				(uint16_t)td[i].parent, PEER_IP((uint32_t)td[i].parent),
+				WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT};
+		t->role = !t->has_parent       ? TABLE_ROLE_ROOT :
+			  td[i].n_children > 0 ? TABLE_ROLE_INTERIOR :
+						 TABLE_ROLE_LEAF;
 		t->subtree_workers = (uint32_t)n_workers;
 		for (int c = 0; c < td[i].n_children; c++) {
-			t->children[c] = (struct table_gw){ td[i].children[c],
-							    PEER_IP(td[i].children[c]),
-							    WIRE_PORT_BASE_DEFAULT,
-							    WIRE_PORT_COUNT_DEFAULT };
+			t->children[c] =
+				(struct table_gw){td[i].children[c], PEER_IP(td[i].children[c]),
+						  WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT};
 			t->child_workers[c] = bl != NULL ? 0 : td[i].below[c];
 			for (int k = 0; k < nb[i]; k++)
 				t->child_workers[c] += bl[i].child[k] == c;
 			t->subtree_workers += t->child_workers[c];
 		}
 		for (int w = 0; w < n_workers; w++)
-			t->workers[w] = (struct table_worker){ workers[w], PEER_IP(workers[w]),
-							       WORKER_PORT };
+			t->workers[w] =
+				(struct table_worker){workers[w], PEER_IP(workers[w]), WORKER_PORT};
 		for (int k = 0; k < nb[i]; k++) {
 			t->below[k] = bl[i].id[k];
 			t->below_child[k] = bl[i].child[k];
@@ -222,9 +221,9 @@ install(struct table *tb, const char *op)
 	json_t *req = json_pack("{s:i,s:i,s:s,s:o}", "version", 1, "id", 9, "op", op, "table",
 				table_to_json(tb));
 	json_t *rep = dp_ctl_handle(&dp, req);
-	int e = json_is_true(json_object_get(rep, "ok"))
-			? 0
-			: (int)json_integer_value(json_object_get(rep, "errno"));
+	int e = json_is_true(json_object_get(rep, "ok")) ?
+			0 :
+			(int)json_integer_value(json_object_get(rep, "errno"));
 
 	if (e != 0 && getenv("TEST_VERBOSE") != NULL)
 		fprintf(stderr, "install: %s\n", json_string_value(json_object_get(rep, "error")));
@@ -255,21 +254,33 @@ struct rte_mbuf *
 mk_pkt_set(const struct pkt *p, unsigned int k, const uint8_t *cset, const void *pl)
 {
 	struct wire_pkt w = {
-		.type = p->type, .flags = p->flags, .dtype = p->dtype, .cset_blocks = (uint8_t)k,
+		.type = p->type,
+		.flags = p->flags,
+		.dtype = p->dtype,
+		.cset_blocks = (uint8_t)k,
 		.job = p->job,
-		.epoch = p->epoch, .tree = p->tree, .sender = p->sender, .origin = p->origin,
-		.contrib = p->contrib, .round = p->round, .chunk = p->chunk, .count = p->count,
+		.epoch = p->epoch,
+		.tree = p->tree,
+		.sender = p->sender,
+		.origin = p->origin,
+		.contrib = p->contrib,
+		.round = p->round,
+		.chunk = p->chunk,
+		.count = p->count,
 	};
 	size_t len = wire_pkt_len(&w);
 	struct rte_mbuf *m = rte_pktmbuf_alloc(tpool);
 	uint8_t *f = must_append(m, WIRE_FRAME_HDR_OFF + len);
 	struct wire_flow fl = {
-		.src_ip = p->src_ip, .dst_ip = GW_IP,
+		.src_ip = p->src_ip,
+		.dst_ip = GW_IP,
 		/* Gateways have ids below 10 and send from their range, workers from theirs. */
-		.src_port = (p->src_ip & 0xff) >= 10 ? WORKER_PORT
-						     : wire_udp_port(WIRE_PORT_BASE_DEFAULT,
-								     WIRE_PORT_COUNT_DEFAULT, p->chunk),
-		.dst_port = wire_udp_port(WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT, p->chunk),
+		.src_port = (p->src_ip & 0xff) >= 10 ?
+				    WORKER_PORT :
+				    wire_udp_port(WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT,
+						  p->chunk),
+		.dst_port =
+			wire_udp_port(WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT, p->chunk),
 	};
 
 	if (spoof.on) {
@@ -288,8 +299,8 @@ mk_pkt_set(const struct pkt *p, unsigned int k, const uint8_t *cset, const void 
 		memcpy(f + WIRE_FRAME_PAYLOAD_OFF + k * WIRE_CSET_BLOCK, pl,
 		       len - WIRE_HDR_LEN - k * WIRE_CSET_BLOCK);
 	/* Even senders checksum their datagrams, odd ones leave it to zero: both are valid. */
-	CU_ASSERT_FATAL(wire_frame_build(f, WIRE_FRAME_HDR_OFF + len, &fl, len,
-					 p->sender % 2 == 0) == 0);
+	CU_ASSERT_FATAL(
+		wire_frame_build(f, WIRE_FRAME_HDR_OFF + len, &fl, len, p->sender % 2 == 0) == 0);
 	return m;
 }
 
@@ -363,8 +374,8 @@ contrib_f32_flags(uint32_t job, uint32_t epoch, uint8_t flags, uint16_t tree, ui
 {
 	float pl[4096];
 	uint16_t n = chunk_len(elements, ce, chunk);
-	struct pkt p = { WIRE_TYPE_CONTRIB, flags, job, epoch, tree, w, w, 1, round, chunk,
-			 WIRE_DTYPE_FP32, n, PEER_IP(w) };
+	struct pkt p = {WIRE_TYPE_CONTRIB, flags, job,       epoch, tree, w, w, 1, round, chunk,
+			WIRE_DTYPE_FP32,   n,     PEER_IP(w)};
 
 	for (uint16_t i = 0; i < n; i++)
 		pl[i] = val(w, (uint64_t)chunk * ce + i);
@@ -373,8 +384,8 @@ contrib_f32_flags(uint32_t job, uint32_t epoch, uint8_t flags, uint16_t tree, ui
 
 /* ... a first transmission. */
 struct rte_mbuf *
-contrib_f32(uint32_t job, uint32_t epoch, uint16_t tree, uint16_t w, uint32_t round,
-	    uint32_t chunk, uint64_t elements, uint32_t ce)
+contrib_f32(uint32_t job, uint32_t epoch, uint16_t tree, uint16_t w, uint32_t round, uint32_t chunk,
+	    uint64_t elements, uint32_t ce)
 {
 	return contrib_f32_flags(job, epoch, 0, tree, w, round, chunk, elements, ce);
 }
@@ -403,9 +414,9 @@ int
 call_errno(const char *text)
 {
 	json_t *rep = call(text);
-	int e = json_is_true(json_object_get(rep, "ok"))
-			? 0
-			: (int)json_integer_value(json_object_get(rep, "errno"));
+	int e = json_is_true(json_object_get(rep, "ok")) ?
+			0 :
+			(int)json_integer_value(json_object_get(rep, "errno"));
 
 	CU_ASSERT(e == 0 || json_is_string(json_object_get(rep, "error")));
 	json_decref(rep);
@@ -421,8 +432,8 @@ link_entry(json_t *st, const char *kind, int n, const char *dir, int id)
 	json_t *lk;
 	size_t i;
 
-	json_array_foreach(json_object_get(json_array_get(json_object_get(st, "jobs"), 0),
-					   "links"), i, lk)
+	json_array_foreach (
+		json_object_get(json_array_get(json_object_get(st, "jobs"), 0), "links"), i, lk)
 		if (json_is_integer(json_object_get(lk, kind)) &&
 		    json_integer_value(json_object_get(lk, kind)) == n &&
 		    json_integer_value(json_object_get(lk, "id")) == id &&
@@ -471,9 +482,18 @@ CU_pSuite
 dp_fixture_init(int argc, char **argv, const char *name)
 {
 	char prefix[64];
-	char *eal[] = { argv[0], "--no-huge", "-m", "512", "--no-pci", "--no-shconf", prefix,
-			"-l", "0-1", "--log-level=lib.eal:error",
-			"--log-level=pmd:error", NULL };
+	char *eal[] = {argv[0],
+		       "--no-huge",
+		       "-m",
+		       "512",
+		       "--no-pci",
+		       "--no-shconf",
+		       prefix,
+		       "-l",
+		       "0-1",
+		       "--log-level=lib.eal:error",
+		       "--log-level=pmd:error",
+		       NULL};
 
 	(void)argc;
 	/* Its own prefix: several of these executables run at once under meson test. */

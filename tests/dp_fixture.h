@@ -27,8 +27,8 @@
 #include "table.h"
 #include "wire.h"
 
-#define GW_IP 0x0a000001u               /* 10.0.0.1: the dataplane's port */
-#define PEER_IP(n) (0x0a000000u | (n))  /* 10.0.0.n */
+#define GW_IP 0x0a000001u              /* 10.0.0.1: the dataplane's port */
+#define PEER_IP(n) (0x0a000000u | (n)) /* 10.0.0.n */
 #define WORKER_PORT 5000
 
 /** The dataplane under test (dp_up() .. dp_down()). */
@@ -41,13 +41,13 @@ extern struct rte_mempool *tpool;
 extern struct rte_ether_addr gw_mac;
 
 /* Options of the next dp_up(); a test that sets one sets it back once dp_up() returned. */
-extern bool jumbo;                      /* MTU 9000 */
-extern struct dp_fault faults[2];       /* these faults on port 0, by enum dp_dir */
-extern unsigned int n_routes;           /* these routes */
+extern bool jumbo;                /* MTU 9000 */
+extern struct dp_fault faults[2]; /* these faults on port 0, by enum dp_dir */
+extern unsigned int n_routes;     /* these routes */
 extern struct dp_route routes[4];
-extern const char *crypto_dev;          /* this --crypto */
-extern uint32_t linger_ms;              /* this --linger-ms */
-extern uint64_t fault_seed;             /* this --fault-seed */
+extern const char *crypto_dev; /* this --crypto */
+extern uint32_t linger_ms;     /* this --linger-ms */
+extern uint64_t fault_seed;    /* this --fault-seed */
 
 /** Three local workers, 11, 12 and 13. */
 extern const uint16_t W3[3];
@@ -55,12 +55,12 @@ extern const uint16_t W3[3];
 /* Tables: one gateway (id gw_id at 10.0.0.1) with the given trees. */
 struct tdesc {
 	uint16_t id;
-	int parent;                     /* parent gateway id, 0: root */
+	int parent; /* parent gateway id, 0: root */
 	int n_children;
-	uint16_t children[4];           /* child gateway ids; at 10.0.0.<id> */
+	uint16_t children[4]; /* child gateway ids; at 10.0.0.<id> */
 	uint32_t first, count;
 	uint32_t slots;
-	uint16_t below[4];              /* without sets: the workers below each child (the
+	uint16_t below[4]; /* without sets: the workers below each child (the
 					 * contrib of its partial sums); with sets, counted
 					 * from the struct tbelow */
 };
@@ -118,10 +118,10 @@ uint64_t drops(enum wire_reason r);
 uint64_t ctr(enum dp_ctr c);
 
 /** A table of a job with contributor sets of one block (bl: NULL, none), and without. */
-struct table *mk_table_sets(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt,
-			    uint64_t elements, uint32_t chunk_elements, int n_workers,
-			    const uint16_t *workers, int n_trees, const struct tdesc *td,
-			    const struct tbelow *bl);
+struct table *
+mk_table_sets(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt, uint64_t elements,
+	      uint32_t chunk_elements, int n_workers, const uint16_t *workers, int n_trees,
+	      const struct tdesc *td, const struct tbelow *bl);
 struct table *mk_table(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt,
 		       uint64_t elements, uint32_t chunk_elements, int n_workers,
 		       const uint16_t *workers, int n_trees, const struct tdesc *td);
@@ -131,8 +131,8 @@ int install(struct table *tb, const char *op);
 /** Room for len more bytes at the end of m. */
 void *must_append(struct rte_mbuf *m, size_t len);
 /** A frame of p to the gateway with contributor set cset (k blocks) and payload pl. */
-struct rte_mbuf *mk_pkt_set(const struct pkt *p, unsigned int k, const uint8_t *cset,
-			    const void *pl);
+struct rte_mbuf *
+mk_pkt_set(const struct pkt *p, unsigned int k, const uint8_t *cset, const void *pl);
 struct rte_mbuf *mk_pkt(const struct pkt *p, const void *pl);
 /** Hand m to the dataplane's port. */
 void inject(struct rte_mbuf *m);
@@ -147,9 +147,9 @@ float val(uint16_t w, uint64_t e);
 uint16_t chunk_len(uint64_t elements, uint32_t ce, uint32_t c);
 /** CONTRIB of worker w (at 10.0.0.w) for one chunk of an fp32 tensor, with flags; without;
  * with RETX (epoch 1, tree 0). */
-struct rte_mbuf *contrib_f32_flags(uint32_t job, uint32_t epoch, uint8_t flags, uint16_t tree,
-				   uint16_t w, uint32_t round, uint32_t chunk, uint64_t elements,
-				   uint32_t ce);
+struct rte_mbuf *
+contrib_f32_flags(uint32_t job, uint32_t epoch, uint8_t flags, uint16_t tree, uint16_t w,
+		  uint32_t round, uint32_t chunk, uint64_t elements, uint32_t ce);
 struct rte_mbuf *contrib_f32(uint32_t job, uint32_t epoch, uint16_t tree, uint16_t w,
 			     uint32_t round, uint32_t chunk, uint64_t elements, uint32_t ce);
 struct rte_mbuf *contrib_f32_retx(uint32_t job, uint16_t w, uint32_t round, uint32_t chunk,

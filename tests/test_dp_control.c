@@ -33,14 +33,14 @@ test_routes(void)
 {
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16, { 0 } };
-	static const uint16_t wk[] = { 11, 12 };
+	struct tdesc td = {0, 0, 0, {0}, 0, 1, 16, {0}};
+	static const uint16_t wk[] = {11, 12};
 	static struct out o[16];
 	struct table *tb;
 
-	routes[0] = (struct dp_route){ .dst = 0x0a050000, .prefix_len = 16, .via = PEER_IP(9) };
-	routes[1] = (struct dp_route){ .dst = 0x0a050700, .prefix_len = 24, .via = PEER_IP(8) };
-	routes[2] = (struct dp_route){ .dst = 0x0a060000, .prefix_len = 16, .port = 0 };
+	routes[0] = (struct dp_route){.dst = 0x0a050000, .prefix_len = 16, .via = PEER_IP(9)};
+	routes[1] = (struct dp_route){.dst = 0x0a050700, .prefix_len = 24, .via = PEER_IP(8)};
+	routes[2] = (struct dp_route){.dst = 0x0a060000, .prefix_len = 16, .port = 0};
 	n_routes = 3;
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 	n_routes = 0;
@@ -90,7 +90,7 @@ test_routes(void)
 static void
 test_control(void)
 {
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 4, 16, { 0 } };
+	struct tdesc td = {0, 0, 0, {0}, 0, 4, 16, {0}};
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"ping\"}") == 0);
@@ -100,10 +100,12 @@ test_control(void)
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"ping\",\"x\":1}") == EINVAL);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"install\"}") == EINVAL);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"install\",\"table\":{}}") == EINVAL);
-	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"job\":5,\"epoch\":1}") ==
-		  ENOENT);
+	CU_ASSERT(
+		call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"job\":5,\"epoch\":1}") ==
+		ENOENT);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"job\":5}") == EINVAL);
-	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"table\":{}}") == EINVAL);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"table\":{}}") ==
+		  EINVAL);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"prepare\",\"job\":5,"
 			     "\"epoch\":1}") == EINVAL);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"remove\",\"job\":5}") == ENOENT);
@@ -126,8 +128,9 @@ test_control(void)
 	CU_ASSERT(dp.mbufs_committed == 2 * 4096); /* two packets per slot at most */
 	/* Nothing live yet: prepared only. */
 	CU_ASSERT(atomic_load(&dp.state) == NULL);
-	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"job\":5,\"epoch\":1}") ==
-		  0);
+	CU_ASSERT(
+		call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"job\":5,\"epoch\":1}") ==
+		0);
 	CU_ASSERT(install(mk_table(5, 1, 1, TABLE_DTYPE_FP32, 256, 64, 3, W3, 1, &td), "install") ==
 		  EEXIST);
 	CU_ASSERT(install(mk_table(5, 0, 1, TABLE_DTYPE_FP32, 256, 64, 3, W3, 1, &td), "install") ==
@@ -144,7 +147,8 @@ test_control(void)
 	CU_ASSERT(st->n_jobs == 1 && st->jobs[0].n_epochs == 2);
 	dp_housekeeping(&dp);
 	st = atomic_load(&dp.state);
-	CU_ASSERT(st->n_jobs == 1 && st->jobs[0].n_epochs == 1 && st->jobs[0].epochs[0]->epoch == 2);
+	CU_ASSERT(st->n_jobs == 1 && st->jobs[0].n_epochs == 1 &&
+		  st->jobs[0].epochs[0]->epoch == 2);
 	CU_ASSERT(dp.mbufs_committed == 2 * 16);
 	json_t *s = call("{\"version\":1,\"id\":1,\"op\":\"stats\"}");
 
@@ -176,7 +180,7 @@ test_epoch_swap_under_traffic(void)
 {
 	const uint64_t el = 64 * 64;
 	const uint32_t ce = 64, nch = 64;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 64, { 0 } };
+	struct tdesc td = {0, 0, 0, {0}, 0, nch, 64, {0}};
 	static struct out o[1024];
 	unsigned int worker = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
 	uint64_t sent = 0;
@@ -216,7 +220,7 @@ test_epoch_swap_under_traffic(void)
 	rte_delay_us_sleep(20000);
 	atomic_store(&dp.stop, true);
 	rte_eal_wait_lcore(worker);
-	int n = collect(o, 1024), bad = 0, per_epoch[3] = { 0 };
+	int n = collect(o, 1024), bad = 0, per_epoch[3] = {0};
 
 	CU_ASSERT(n == 2 * 3 * (int)nch);
 	for (int i = 0; i < n && i < 1024; i++) {

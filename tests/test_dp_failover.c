@@ -26,8 +26,8 @@ static struct rte_mbuf *
 result_f32(uint32_t epoch, uint32_t round, uint16_t from, uint8_t flags, float v)
 {
 	float pl[64];
-	struct pkt p = { WIRE_TYPE_RESULT, flags, 61, epoch, 0, from, 2, 2, round, 0,
-			 WIRE_DTYPE_FP32, 64, PEER_IP(from) };
+	struct pkt p = {WIRE_TYPE_RESULT, flags, 61,           epoch, 0, from, 2, 2, round, 0,
+			WIRE_DTYPE_FP32,  64,    PEER_IP(from)};
 
 	for (int i = 0; i < 64; i++)
 		pl[i] = v;
@@ -39,8 +39,8 @@ static struct rte_mbuf *
 child2_sum(uint32_t epoch, uint32_t round, uint8_t flags, float v)
 {
 	float pl[64];
-	struct pkt p = { WIRE_TYPE_CONTRIB, flags, 61, epoch, 0, 2, 2, 1, round, 0,
-			 WIRE_DTYPE_FP32, 64, PEER_IP(2) };
+	struct pkt p = {WIRE_TYPE_CONTRIB, flags, 61,        epoch, 0, 2, 2, 1, round, 0,
+			WIRE_DTYPE_FP32,   64,    PEER_IP(2)};
 
 	for (int i = 0; i < 64; i++)
 		pl[i] = v;
@@ -94,8 +94,7 @@ asked_then_answered(struct rte_mbuf *again, uint16_t from)
 	inject(result_f32(2, 6, from, WIRE_F_RETX | WIRE_F_ECHO, 5));
 	poll_all();
 	n = collect(o, 8);
-	CHECK(recovered_both(o, n, 6, 5),
-	      "the answer: %d frames", n);
+	CHECK(recovered_both(o, n, 6, 5), "the answer: %d frames", n);
 	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1);
 }
 
@@ -111,8 +110,7 @@ round7_summed(struct rte_mbuf *a, struct rte_mbuf *b)
 	inject(b);
 	poll_all();
 	n = collect(o, 8);
-	CHECK(recovered_both(o, n, 7, -1),
-	      "round 7: %d frames", n);
+	CHECK(recovered_both(o, n, 7, -1), "round 7: %d frames", n);
 }
 
 /* Epoch 1: this gateway (1) is a leaf under gateway 2 with worker 11; round 6 goes up, and
@@ -121,9 +119,9 @@ round7_summed(struct rte_mbuf *a, struct rte_mbuf *b)
 static void
 recovery_two_epochs(bool answered)
 {
-	static const uint16_t w11[] = { 11 };
-	struct tdesc leaf = { 0, 2, 0, { 0 }, 0, 1, 16, { 0 } };
-	struct tdesc root = { 0, 0, 1, { 2 }, 0, 1, 16, { 1 } };
+	static const uint16_t w11[] = {11};
+	struct tdesc leaf = {0, 2, 0, {0}, 0, 1, 16, {0}};
+	struct tdesc root = {0, 0, 1, {2}, 0, 1, 16, {1}};
 	static struct out o[8];
 
 	CU_ASSERT_FATAL(install(mk_table(61, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &leaf),
@@ -159,9 +157,8 @@ test_recovery_from_older_epoch(void)
 	poll_all();
 	int n = collect(o, 8);
 
-	CHECK(recovered_both(o, n, 6, 5),
-	      "%d frames sent, the first type %d round %u", n, n > 0 ? (int)o[0].p.type : -1,
-	      n > 0 ? o[0].p.round : 0);
+	CHECK(recovered_both(o, n, 6, 5), "%d frames sent, the first type %d round %u", n,
+	      n > 0 ? (int)o[0].p.type : -1, n > 0 ? o[0].p.round : 0);
 	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1 && ctr(DP_CTR_RECOVER_ASKED) == 0);
 	/* Round 7 from both: exact. */
 	round7_summed(contrib_f32(61, 2, 0, 11, 7, 0, 64, 64), child2_sum(2, 7, WIRE_F_RETX, 1));
@@ -201,9 +198,9 @@ test_recovery_asks_child(void)
 static void
 root_done_then_leaf(void)
 {
-	static const uint16_t w11[] = { 11 };
-	struct tdesc root = { 0, 0, 1, { 2 }, 0, 1, 16, { 1 } };
-	struct tdesc leaf = { 0, 2, 0, { 0 }, 0, 1, 16, { 0 } };
+	static const uint16_t w11[] = {11};
+	struct tdesc root = {0, 0, 1, {2}, 0, 1, 16, {1}};
+	struct tdesc leaf = {0, 2, 0, {0}, 0, 1, 16, {0}};
 	static struct out o[8];
 
 	CU_ASSERT_FATAL(install(mk_table(61, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root),
@@ -222,8 +219,8 @@ root_done_then_leaf(void)
 static void
 test_recovery_answers(void)
 {
-	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 61, 2, 0, 2, 2, 0, 6, 0, WIRE_DTYPE_NONE,
-			  1, PEER_IP(2) };
+	struct pkt nk = {WIRE_TYPE_NACK_RESULT, 0, 61,        2, 0, 2, 2, 0, 6, 0,
+			 WIRE_DTYPE_NONE,       1, PEER_IP(2)};
 	static struct out o[8];
 
 	dp_up_lingering();
@@ -260,7 +257,8 @@ test_recovery_answers(void)
 	poll_all();
 	n = collect(o, 8);
 	CHECK(n == 2 && o[1].p.type == WIRE_TYPE_NACK_RESULT && o[1].fl.dst_ip == PEER_IP(2) &&
-		      o[1].p.round == 6, "%d frames", n);
+		      o[1].p.round == 6,
+	      "%d frames", n);
 	dp_down();
 }
 
@@ -283,8 +281,8 @@ recovery_asked(const struct out *o, uint32_t round, uint16_t to)
 static void
 test_recovery_asks_worker(void)
 {
-	static const uint16_t w11[] = { 11 };
-	struct tdesc root = { 0, 0, 1, { 2 }, 0, 1, 16, { 1 } };
+	static const uint16_t w11[] = {11};
+	struct tdesc root = {0, 0, 1, {2}, 0, 1, 16, {1}};
 	static struct out o[8];
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
@@ -294,8 +292,8 @@ test_recovery_asks_worker(void)
 	poll_all();
 	CU_ASSERT(collect(o, 8) == 0);
 	inject(result_f32(2, 6, 11, WIRE_F_RETX | WIRE_F_ECHO, 5)); /* unasked */
-	inject(result_f32(2, 6, 11, 0, 5));                          /* no answer */
-	spoof = (typeof(spoof)){ true, PEER_IP(12), WORKER_PORT, 0 };
+	inject(result_f32(2, 6, 11, 0, 5));                         /* no answer */
+	spoof = (typeof(spoof)){true, PEER_IP(12), WORKER_PORT, 0};
 	inject(result_f32(2, 6, 11, WIRE_F_RETX | WIRE_F_ECHO, 5)); /* not from 11 */
 	spoof.on = false;
 	poll_all();
@@ -322,10 +320,10 @@ test_recovery_asks_worker(void)
 static void
 test_recovery_leaf_asks_worker(void)
 {
-	static const uint16_t w11[] = { 11 };
-	struct tdesc leaf = { 0, 2, 0, { 0 }, 0, 1, 16, { 0 } };
-	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 61, 2, 0, 2, 2, 0, 6, 0, WIRE_DTYPE_NONE,
-			  1, PEER_IP(2) };
+	static const uint16_t w11[] = {11};
+	struct tdesc leaf = {0, 2, 0, {0}, 0, 1, 16, {0}};
+	struct pkt nk = {WIRE_TYPE_NACK_RESULT, 0, 61,        2, 0, 2, 2, 0, 6, 0,
+			 WIRE_DTYPE_NONE,       1, PEER_IP(2)};
 	static struct out o[8];
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
@@ -358,10 +356,10 @@ test_recovery_leaf_asks_worker(void)
 static void
 recovery_worker_ahead(bool open)
 {
-	static const uint16_t w11[] = { 11 };
-	struct tdesc root = { 0, 0, 1, { 2 }, 0, 2, 16, { 1 } };
-	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 61, 2, 0, 2, 2, 0, 6, 0, WIRE_DTYPE_NONE,
-			  1, PEER_IP(2) };
+	static const uint16_t w11[] = {11};
+	struct tdesc root = {0, 0, 1, {2}, 0, 2, 16, {1}};
+	struct pkt nk = {WIRE_TYPE_NACK_RESULT, 0, 61,        2, 0, 2, 2, 0, 6, 0,
+			 WIRE_DTYPE_NONE,       1, PEER_IP(2)};
 	static struct out o[8];
 	int n;
 
@@ -402,9 +400,9 @@ test_recovery_worker_ahead_nack(void)
 static void
 test_recovery_linger_room(void)
 {
-	static const uint16_t w11[] = { 11 };
-	struct tdesc big = { 0, 0, 0, { 0 }, 0, 1, 4096, { 0 } };
-	struct tdesc small = { 0, 0, 0, { 0 }, 0, 1, 1024, { 0 } };
+	static const uint16_t w11[] = {11};
+	struct tdesc big = {0, 0, 0, {0}, 0, 1, 4096, {0}};
+	struct tdesc small = {0, 0, 0, {0}, 0, 1, 1024, {0}};
 	const struct dp_state *st;
 
 	dp_up_lingering();
@@ -415,7 +413,8 @@ test_recovery_linger_room(void)
 	dp_housekeeping(&dp);
 	st = atomic_load(&dp.state);
 	CU_ASSERT(st->jobs[0].n_epochs == 2); /* epoch 1 lingers, drained */
-	CHECK(dp.mbufs_committed + 2 * 4096 > dp.mbufs_budget, "%" PRIu64 " of %" PRIu64
+	CHECK(dp.mbufs_committed + 2 * 4096 > dp.mbufs_budget,
+	      "%" PRIu64 " of %" PRIu64
 	      " committed: the test needs a budget that cannot hold three epochs",
 	      dp.mbufs_committed, dp.mbufs_budget);
 	CU_ASSERT(install(mk_table(62, 3, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &big),

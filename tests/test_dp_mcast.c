@@ -36,26 +36,25 @@ mcast_table(void)
 {
 	struct table *tb = table_create_streams(0, NULL, NULL, 2);
 	struct table_stream *a = &tb->streams[0], *b = &tb->streams[1];
-	const struct table_worker w21 = { 21, PEER_IP(21), WORKER_PORT };
-	const struct table_worker w22 = { 22, PEER_IP(22), WORKER_PORT };
+	const struct table_worker w21 = {21, PEER_IP(21), WORKER_PORT};
+	const struct table_worker w22 = {22, PEER_IP(22), WORKER_PORT};
 
 	tb->job = 8;
 	tb->epoch = 1;
-	tb->gw = (struct table_gw){ 1, GW_IP, WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT };
+	tb->gw = (struct table_gw){1, GW_IP, WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT};
 	tb->dtype = TABLE_DTYPE_FP32;
 	tb->elements = 1000;
 	tb->chunk_elements = 64;
-	tb->limits = (struct table_limits){ 8, 4, 16, 4096 };
+	tb->limits = (struct table_limits){8, 4, 16, 4096};
 	a->id = 5;
 	a->source = 2;
 	a->has_from = true;
-	a->from = (struct table_gw){ 2, PEER_IP(2), WIRE_PORT_BASE_DEFAULT,
-				     WIRE_PORT_COUNT_DEFAULT };
+	a->from = (struct table_gw){2, PEER_IP(2), WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT};
 	a->n_to = 2;
-	a->to[0] = (struct table_gw){ 3, PEER_IP(3), WIRE_PORT_BASE_DEFAULT,
-				      WIRE_PORT_COUNT_DEFAULT };
-	a->to[1] = (struct table_gw){ 4, PEER_IP(4), WIRE_PORT_BASE_DEFAULT,
-				      WIRE_PORT_COUNT_DEFAULT };
+	a->to[0] =
+		(struct table_gw){3, PEER_IP(3), WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT};
+	a->to[1] =
+		(struct table_gw){4, PEER_IP(4), WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT};
 	a->n_deliver = 2;
 	a->deliver[0] = w21;
 	a->deliver[1] = w22;
@@ -83,8 +82,9 @@ mcast_f32(uint16_t stream, uint16_t sender, uint16_t origin, uint32_t round, uin
 	  uint16_t count)
 {
 	float pl[4096];
-	struct pkt p = { WIRE_TYPE_MCAST, 0, 8, 1, stream, sender, origin, 1, round, chunk,
-			 WIRE_DTYPE_FP32, count, PEER_IP(sender) };
+	struct pkt p = {WIRE_TYPE_MCAST, 0, 8,     1,     stream,          sender,
+			origin,          1, round, chunk, WIRE_DTYPE_FP32, count,
+			PEER_IP(sender)};
 
 	for (uint16_t i = 0; i < count; i++)
 		pl[i] = val(origin, (uint64_t)chunk * 64 + i);
@@ -112,7 +112,7 @@ static void
 test_mcast(void)
 {
 	static struct out o[16];
-	bool seen[41] = { false };
+	bool seen[41] = {false};
 	int n, bad = 0;
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
@@ -133,8 +133,8 @@ test_mcast(void)
 		       x->p.epoch != 1;
 		bad += x->fl.src_ip != GW_IP || x->fl.dst_mac[5] != d;
 		bad += gw ? x->fl.dst_port != wire_udp_port(WIRE_PORT_BASE_DEFAULT,
-							     WIRE_PORT_COUNT_DEFAULT, 15)
-			  : !(d == 21 || d == 22) || x->fl.dst_port != WORKER_PORT;
+							    WIRE_PORT_COUNT_DEFAULT, 15) :
+			    !(d == 21 || d == 22) || x->fl.dst_port != WORKER_PORT;
 		bad += x->len != WIRE_FRAME_PAYLOAD_OFF + 40 * 4;
 		for (uint32_t i = 0; i < 40; i++)
 			bad += out_f32(x, i) != val(31, 15 * 64 + i);
@@ -159,31 +159,31 @@ test_mcast(void)
 	json_decref(st);
 
 	/* Drops, by reason, none answered. */
-	inject(mcast_f32(5, 3, 31, 9, 0, 64));          /* not the upstream gateway */
-	inject(mcast_f32(5, 2, 33, 9, 0, 64));          /* not an origin of the stream */
-	inject(mcast_f32(5, 31, 31, 9, 0, 64));         /* the origin itself, off the source */
+	inject(mcast_f32(5, 3, 31, 9, 0, 64));  /* not the upstream gateway */
+	inject(mcast_f32(5, 2, 33, 9, 0, 64));  /* not an origin of the stream */
+	inject(mcast_f32(5, 31, 31, 9, 0, 64)); /* the origin itself, off the source */
 	poll_all();
 	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 3);
-	inject(mcast_f32(7, 2, 31, 9, 0, 64));          /* unknown stream */
-	inject(mcast_f32(0, 2, 31, 9, 0, 64));          /* unknown stream (below the ids) */
+	inject(mcast_f32(7, 2, 31, 9, 0, 64)); /* unknown stream */
+	inject(mcast_f32(0, 2, 31, 9, 0, 64)); /* unknown stream (below the ids) */
 	poll_all();
 	CU_ASSERT(drops(WIRE_REASON_UNKNOWN_TREE) == 2);
-	inject(mcast_f32(5, 2, 31, 9, 16, 64));         /* past the last chunk */
+	inject(mcast_f32(5, 2, 31, 9, 16, 64)); /* past the last chunk */
 	poll_all();
 	CU_ASSERT(drops(WIRE_REASON_BAD_CHUNK) == 1);
-	inject(mcast_f32(5, 2, 31, 9, 15, 64));         /* the last chunk has 40 elements */
-	inject(mcast_f32(5, 2, 31, 9, 3, 40));          /* the others 64 */
+	inject(mcast_f32(5, 2, 31, 9, 15, 64)); /* the last chunk has 40 elements */
+	inject(mcast_f32(5, 2, 31, 9, 3, 40));  /* the others 64 */
 	poll_all();
 	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 2);
 	{
-		struct pkt p = { WIRE_TYPE_MCAST, 0, 8, 1, 5, 2, 31, 1, 9, 0, WIRE_DTYPE_FP16, 64,
-				 PEER_IP(2) };
+		struct pkt p = {WIRE_TYPE_MCAST, 0,  8,         1, 5, 2, 31, 1, 9, 0,
+				WIRE_DTYPE_FP16, 64, PEER_IP(2)};
 
-		inject(mk_pkt(&p, NULL));               /* wrong dtype */
+		inject(mk_pkt(&p, NULL)); /* wrong dtype */
 		p.epoch = 2;
-		inject(mk_pkt(&p, NULL));               /* epoch ahead */
+		inject(mk_pkt(&p, NULL)); /* epoch ahead */
 		p.job = 99;
-		inject(mk_pkt(&p, NULL));               /* unknown job */
+		inject(mk_pkt(&p, NULL)); /* unknown job */
 	}
 	poll_all();
 	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 3);
@@ -238,20 +238,31 @@ static struct rte_mbuf *
 nack_mcast(uint16_t stream, uint16_t sender, uint16_t origin, uint32_t round, uint32_t chunk,
 	   uint16_t count)
 {
-	struct pkt p = { WIRE_TYPE_NACK_MCAST, 0, 8, 1, stream, sender, origin, 0, round, chunk,
-			 WIRE_DTYPE_NONE, count, PEER_IP(sender) };
+	struct pkt p = {WIRE_TYPE_NACK_MCAST,
+			0,
+			8,
+			1,
+			stream,
+			sender,
+			origin,
+			0,
+			round,
+			chunk,
+			WIRE_DTYPE_NONE,
+			count,
+			PEER_IP(sender)};
 
 	return mk_pkt(&p, NULL);
 }
 
 /* mcast_f32() sent again in answer (RETX). */
 static struct rte_mbuf *
-mcast_repair(uint16_t stream, uint16_t sender, uint16_t origin, uint32_t round,
-	     uint32_t chunk)
+mcast_repair(uint16_t stream, uint16_t sender, uint16_t origin, uint32_t round, uint32_t chunk)
 {
 	float pl[64];
-	struct pkt p = { WIRE_TYPE_MCAST, WIRE_F_RETX, 8, 1, stream, sender, origin, 1, round,
-			 chunk, WIRE_DTYPE_FP32, 64, PEER_IP(sender) };
+	struct pkt p = {WIRE_TYPE_MCAST, WIRE_F_RETX, 8,     1,     stream,          sender,
+			origin,          1,           round, chunk, WIRE_DTYPE_FP32, 64,
+			PEER_IP(sender)};
 
 	for (uint16_t i = 0; i < 64; i++)
 		pl[i] = val(origin, (uint64_t)chunk * 64 + i);
@@ -261,15 +272,14 @@ mcast_repair(uint16_t stream, uint16_t sender, uint16_t origin, uint32_t round,
 /* One MCAST repair in o: RETX, from this gateway, origin's chunk of round of stream 5,
  * to d at the table's address and port (a gateway's port of the chunk, a worker's). */
 static bool
-is_mcast_repair(const struct out *o, uint32_t d, uint16_t origin, uint32_t round,
-		uint32_t chunk)
+is_mcast_repair(const struct out *o, uint32_t d, uint16_t origin, uint32_t round, uint32_t chunk)
 {
 	bool ok = o->p.type == WIRE_TYPE_MCAST && o->p.flags == WIRE_F_RETX && o->p.tree == 5 &&
 		  o->p.sender == 1 && o->p.origin == origin && o->p.round == round &&
 		  o->p.chunk == chunk && o->p.count == 64 && o->fl.dst_ip == PEER_IP(d) &&
 		  o->fl.dst_port == (d < 10 ? wire_udp_port(WIRE_PORT_BASE_DEFAULT,
-							    WIRE_PORT_COUNT_DEFAULT, chunk)
-					    : WORKER_PORT);
+							    WIRE_PORT_COUNT_DEFAULT, chunk) :
+					      WORKER_PORT);
 
 	for (uint32_t i = 0; ok && i < 64; i++)
 		ok = out_f32(o, i) == val(origin, chunk * 64 + i);
@@ -325,22 +335,22 @@ test_mcast_recovery(void)
 	CU_ASSERT(ctr(DP_CTR_MCAST_REPAIRS) == 2);
 
 	/* Bad requests: dropped by reason, none answered, nothing asked upstream. */
-	inject(nack_mcast(5, 23, 31, 9, 2, 1));         /* no receiver of the stream */
-	inject(nack_mcast(5, 2, 31, 9, 2, 1));          /* the upstream gateway */
-	inject(nack_mcast(5, 21, 33, 9, 2, 1));         /* not an origin of the stream */
-	inject(nack_mcast(6, 21, 21, 4, 2, 1));         /* its own update */
-	spoof.on = true;                                /* 21's id from 22's address */
+	inject(nack_mcast(5, 23, 31, 9, 2, 1)); /* no receiver of the stream */
+	inject(nack_mcast(5, 2, 31, 9, 2, 1));  /* the upstream gateway */
+	inject(nack_mcast(5, 21, 33, 9, 2, 1)); /* not an origin of the stream */
+	inject(nack_mcast(6, 21, 21, 4, 2, 1)); /* its own update */
+	spoof.on = true;                        /* 21's id from 22's address */
 	spoof.ip = PEER_IP(22);
 	spoof.sport = WORKER_PORT;
 	inject(nack_mcast(5, 21, 31, 9, 2, 1));
 	spoof.on = false;
 	poll_all();
 	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 5);
-	inject(nack_mcast(7, 21, 31, 9, 2, 1));         /* unknown stream */
+	inject(nack_mcast(7, 21, 31, 9, 2, 1)); /* unknown stream */
 	poll_all();
 	CU_ASSERT(drops(WIRE_REASON_UNKNOWN_TREE) == 1);
-	inject(nack_mcast(5, 21, 31, 9, 15, 2));        /* runs past the last chunk */
-	inject(nack_mcast(5, 21, 31, 9, 16, 1));        /* past the last chunk */
+	inject(nack_mcast(5, 21, 31, 9, 15, 2)); /* runs past the last chunk */
+	inject(nack_mcast(5, 21, 31, 9, 16, 1)); /* past the last chunk */
 	poll_all();
 	CU_ASSERT(drops(WIRE_REASON_BAD_CHUNK) == 2);
 	CU_ASSERT(collect(o, 64) == 0);
@@ -351,12 +361,11 @@ test_mcast_recovery(void)
 	poll_all();
 	n = collect(o, 64);
 	CU_ASSERT_FATAL(n == 1);
-	CU_ASSERT(o[0].p.type == WIRE_TYPE_NACK_MCAST && o[0].p.tree == 5 &&
-		  o[0].p.sender == 1 && o[0].p.origin == 31 && o[0].p.round == 9 &&
-		  o[0].p.chunk == 5 && o[0].p.count == 1 && o[0].p.flags == 0 &&
-		  o[0].fl.dst_ip == PEER_IP(2) &&
-		  o[0].fl.dst_port == wire_udp_port(WIRE_PORT_BASE_DEFAULT,
-						    WIRE_PORT_COUNT_DEFAULT, 5));
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_NACK_MCAST && o[0].p.tree == 5 && o[0].p.sender == 1 &&
+		  o[0].p.origin == 31 && o[0].p.round == 9 && o[0].p.chunk == 5 &&
+		  o[0].p.count == 1 && o[0].p.flags == 0 && o[0].fl.dst_ip == PEER_IP(2) &&
+		  o[0].fl.dst_port ==
+			  wire_udp_port(WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT, 5));
 	CU_ASSERT(ctr(DP_CTR_MCAST_ASKED) == 1);
 	/* ... the repair from a gateway other than `from` is no answer ... */
 	inject(mcast_repair(5, 3, 31, 9, 5));
@@ -486,14 +495,14 @@ test_mcast_ask_full(void)
 	inject(nack_mcast(5, 21, 32, 100, 3, 1));
 	poll_all();
 	asked += (uint32_t)collect(o, 64);
-	CHECK(asked == 33 && ctr(DP_CTR_MCAST_ASK_FULL) == 0, "%u NACK_MCASTs upstream, %"
-	      PRIu64 " evicted", asked, ctr(DP_CTR_MCAST_ASK_FULL));
+	CHECK(asked == 33 && ctr(DP_CTR_MCAST_ASK_FULL) == 0,
+	      "%u NACK_MCASTs upstream, %" PRIu64 " evicted", asked, ctr(DP_CTR_MCAST_ASK_FULL));
 	/* Chunk 3 of 31's round 102 takes round 100's slot: asked, the other evicted. */
 	inject(nack_mcast(5, 21, 31, 102, 3, 1));
 	poll_all();
 	n = collect(o, 64);
 	CHECK(n == 1 && o[0].p.type == WIRE_TYPE_NACK_MCAST && o[0].p.round == 102 &&
-	      ctr(DP_CTR_MCAST_ASKED) == 34 && ctr(DP_CTR_MCAST_ASK_FULL) == 1,
+		      ctr(DP_CTR_MCAST_ASKED) == 34 && ctr(DP_CTR_MCAST_ASK_FULL) == 1,
 	      "%d sent, %" PRIu64 " asked, %" PRIu64 " evicted", n, ctr(DP_CTR_MCAST_ASKED),
 	      ctr(DP_CTR_MCAST_ASK_FULL));
 	/* The evicted one's repair is late and retained ... */

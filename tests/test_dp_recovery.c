@@ -29,7 +29,7 @@ test_retx_answers(void)
 {
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16, { 0 } };
+	struct tdesc td = {0, 0, 0, {0}, 0, 1, 16, {0}};
 	static struct out o[16];
 	struct rte_mbuf *m;
 
@@ -39,7 +39,8 @@ test_retx_answers(void)
 	/* Worker 11 sends with RETX (tsval 777): held, ACK echoing 777. */
 	m = contrib_f32(13, 1, 0, 11, 4, 0, el, ce);
 	{
-		struct wire_hdr *h = rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF);
+		struct wire_hdr *h =
+			rte_pktmbuf_mtod_offset(m, struct wire_hdr *, WIRE_FRAME_HDR_OFF);
 
 		h->flags = WIRE_F_RETX;
 		h->tsval = rte_cpu_to_be_32(777);
@@ -106,11 +107,11 @@ test_retransmit_up(void)
 {
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
-	static const uint16_t w2[] = { 21, 22 };
-	struct tdesc td = { 0, 4, 0, { 0 }, 0, 1, 16, { 0 } };   /* leaf under gateway 4 */
+	static const uint16_t w2[] = {21, 22};
+	struct tdesc td = {0, 4, 0, {0}, 0, 1, 16, {0}}; /* leaf under gateway 4 */
 	static struct out o[16];
-	struct pkt ctl = { WIRE_TYPE_ACK, WIRE_F_ECHO, 40, 1, 0, 4, 2, 0, 3, 0, WIRE_DTYPE_NONE, 1,
-			   PEER_IP(4) };
+	struct pkt ctl = {WIRE_TYPE_ACK,   WIRE_F_ECHO, 40,        1, 0, 4, 2, 0, 3, 0,
+			  WIRE_DTYPE_NONE, 1,           PEER_IP(4)};
 	int n;
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
@@ -158,8 +159,8 @@ test_retransmit_up(void)
 	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1);
 	/* The RESULT: to both workers; the partial sum is released, no timer fires again. */
 	float res[64];
-	struct pkt r = { WIRE_TYPE_RESULT, 0, 40, 1, 0, 4, 4, 5, 3, 0, WIRE_DTYPE_FP32, 64,
-			 PEER_IP(4) };
+	struct pkt r = {WIRE_TYPE_RESULT, 0,  40,        1, 0, 4, 4, 5, 3, 0,
+			WIRE_DTYPE_FP32,  64, PEER_IP(4)};
 
 	for (int i = 0; i < 64; i++)
 		res[i] = (float)i;
@@ -182,12 +183,12 @@ test_prev_round_child(void)
 {
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
-	static const uint16_t w2[] = { 11, 12 };
-	struct tdesc td = { 0, 0, 1, { 3 }, 0, 1, 16, { 2 } }; /* root, child gateway 3 */
+	static const uint16_t w2[] = {11, 12};
+	struct tdesc td = {0, 0, 1, {3}, 0, 1, 16, {2}}; /* root, child gateway 3 */
 	static struct out o[16];
 	float pl[64];
-	struct pkt cp = { WIRE_TYPE_CONTRIB, 0, 60, 1, 0, 3, 3, 2, 101, 0, WIRE_DTYPE_FP32, 64,
-			  PEER_IP(3) };
+	struct pkt cp = {WIRE_TYPE_CONTRIB, 0,  60,        1, 0, 3, 3, 2, 101, 0,
+			 WIRE_DTYPE_FP32,   64, PEER_IP(3)};
 
 	for (int i = 0; i < 64; i++)
 		pl[i] = 1;
@@ -198,13 +199,13 @@ test_prev_round_child(void)
 	inject(contrib_f32(60, 1, 0, 12, 101, 0, el, ce));
 	inject(mk_pkt(&cp, pl));
 	poll_all();
-	CU_ASSERT(collect(o, 16) == 3);         /* to the child and both workers */
+	CU_ASSERT(collect(o, 16) == 3); /* to the child and both workers */
 	inject(contrib_f32(60, 1, 0, 11, 102, 0, el, ce));
 	inject(contrib_f32(60, 1, 0, 12, 102, 0, el, ce));
 	poll_all();
 	CU_ASSERT(collect(o, 16) == 0);
-	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 60, 1, 0, 3, 3, 0, 101, 0, WIRE_DTYPE_NONE,
-			  1, PEER_IP(3) };
+	struct pkt nk = {WIRE_TYPE_NACK_RESULT, 0, 60,        1, 0, 3, 3, 0, 101, 0,
+			 WIRE_DTYPE_NONE,       1, PEER_IP(3)};
 
 	inject(mk_pkt(&nk, NULL));
 	cp.flags = WIRE_F_RETX;
@@ -224,8 +225,8 @@ test_prev_round_child(void)
 static void
 leaf_of_two_up(uint32_t job)
 {
-	static const uint16_t w1[] = { 21 };
-	struct tdesc td = { 0, 4, 0, { 0 }, 0, 2, 16, { 0 } };   /* leaf under gateway 4 */
+	static const uint16_t w1[] = {21};
+	struct tdesc td = {0, 4, 0, {0}, 0, 2, 16, {0}}; /* leaf under gateway 4 */
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 	CU_ASSERT_FATAL(install(mk_table(job, 1, 2, TABLE_DTYPE_FP32, 128, 64, 1, w1, 1, &td),
@@ -236,9 +237,9 @@ leaf_of_two_up(uint32_t job)
 static struct rte_mbuf *
 parent_result(uint32_t job, uint32_t c)
 {
-	float res[64] = { 0 };
-	struct pkt r = { WIRE_TYPE_RESULT, 0, job, 1, 0, 4, 4, 1, 9, c, WIRE_DTYPE_FP32, 64,
-			 PEER_IP(4) };
+	float res[64] = {0};
+	struct pkt r = {WIRE_TYPE_RESULT, 0,  job,       1, 0, 4, 4, 1, 9, c,
+			WIRE_DTYPE_FP32,  64, PEER_IP(4)};
 
 	return mk_pkt(&r, res);
 }
@@ -256,7 +257,7 @@ two_up_one_back(uint32_t job, uint32_t c, uint64_t *t0, uint64_t *t1)
 	inject(contrib_f32(job, 1, 0, 21, 9, 0, 128, 64));
 	inject(contrib_f32(job, 1, 0, 21, 9, 1, 128, 64));
 	poll_all();
-	CU_ASSERT(collect(o, 16) == 2);         /* both partial sums up; one is lost */
+	CU_ASSERT(collect(o, 16) == 2); /* both partial sums up; one is lost */
 	rte_delay_us_sleep(20000);
 	inject(parent_result(job, c));
 	poll_all();
@@ -292,8 +293,8 @@ test_fast_retransmit(void)
 	rte_delay_us_sleep(3000);
 	inject(contrib_f32(70, 1, 0, 21, 9, 1, 128, 64));
 	poll_all();
-	CU_ASSERT(collect(o, 16) == 2);         /* both partial sums up */
-	inject(parent_result(70, 1));           /* chunk 1's RESULT, chunk 0's never */
+	CU_ASSERT(collect(o, 16) == 2); /* both partial sums up */
+	inject(parent_result(70, 1));   /* chunk 1's RESULT, chunk 0's never */
 	poll_all();
 	int retx = poll_resends(0);
 
@@ -412,28 +413,28 @@ all_sums(const struct out *o, int n)
 static void
 test_selective_leaf(void)
 {
-	const uint32_t ce = 256, nch = 64;          /* 1 KiB payloads, 1.1 KB frames */
+	const uint32_t ce = 256, nch = 64; /* 1 KiB payloads, 1.1 KB frames */
 	const uint64_t el = (uint64_t)ce * nch;
-	static const uint16_t w1[] = { 21 };
-	struct tdesc td = { 0, 4, 0, { 0 }, 0, nch, 64, { 0 } };   /* leaf under gateway 4 */
+	static const uint16_t w1[] = {21};
+	struct tdesc td = {0, 4, 0, {0}, 0, nch, 64, {0}}; /* leaf under gateway 4 */
 	static struct out o[512];
 	struct table *tb = mk_table(80, 1, 2, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td);
 	float res[256];
-	struct pkt r = { WIRE_TYPE_RESULT, 0, 80, 1, 0, 4, 4, 1, 2, 1, WIRE_DTYPE_FP32, 256,
-			 PEER_IP(4) };
+	struct pkt r = {WIRE_TYPE_RESULT, 0,   80,        1, 0, 4, 4, 1, 2, 1,
+			WIRE_DTYPE_FP32,  256, PEER_IP(4)};
 	int n, at, later = 0, bad = 0;
 
-	tb->trees[0].rate_gbps = 0.0008;            /* 100 KB/s: a frame per 11 ms */
+	tb->trees[0].rate_gbps = 0.0008; /* 100 KB/s: a frame per 11 ms */
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 	CU_ASSERT_FATAL(install(tb, "install") == 0);
 	inject(contrib_f32(80, 1, 0, 21, 2, 0, el, ce));
 	poll_all();
-	CU_ASSERT_FATAL(collect(o, 512) == 1);      /* chunk 0 up: lost */
+	CU_ASSERT_FATAL(collect(o, 512) == 1); /* chunk 0 up: lost */
 	rte_delay_us_sleep(3000);
 	for (uint32_t c = 1; c < nch; c++)
 		inject(contrib_f32(80, 1, 0, 21, 2, c, el, ce));
 	poll_all();
-	n = collect(o, 512);                        /* the burst allowance's worth */
+	n = collect(o, 512); /* the burst allowance's worth */
 	CU_ASSERT(n >= 10 && n <= 20);
 	/* Chunk 1's RESULT: chunk 0 was lost. */
 	for (int i = 0; i < 256; i++)
@@ -487,11 +488,11 @@ test_selective_leaf(void)
 static struct table *
 root_with_child(uint32_t job, uint64_t el, uint32_t ce, uint32_t nch)
 {
-	static const uint16_t w1[] = { 11 };
-	struct tdesc td = { 0, 0, 1, { 2 }, 0, nch, 64, { 1 } };
+	static const uint16_t w1[] = {11};
+	struct tdesc td = {0, 0, 1, {2}, 0, nch, 64, {1}};
 	struct table *tb = mk_table(job, 1, 1, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td);
 
-	tb->trees[0].rate_gbps = 0.0008;            /* copies to the child: a frame per 11 ms */
+	tb->trees[0].rate_gbps = 0.0008; /* copies to the child: a frame per 11 ms */
 	return tb;
 }
 
@@ -556,7 +557,7 @@ test_lost_partial_and_result(void)
 	CU_ASSERT_FATAL(install(root_with_child(81, el, ce, nch), "install") == 0);
 	for (uint32_t c = 0; c < nch; c++) {
 		inject(contrib_f32(81, 1, 0, 11, 0, c, el, ce));
-		if (c != 0)     /* the child's chunk 0 is lost */
+		if (c != 0) /* the child's chunk 0 is lost */
 			inject(contrib_f32(81, 1, 0, 2, 0, c, el, ce));
 	}
 	poll_all();
@@ -569,16 +570,16 @@ test_lost_partial_and_result(void)
 			to_worker += o[i].p.chunk != 0;
 			bad += o[i].p.chunk == 0 ||
 			       out_f32(&o[i], 7) != val(11, (uint64_t)o[i].p.chunk * ce + 7) +
-							val(2, (uint64_t)o[i].p.chunk * ce + 7);
+							    val(2, (uint64_t)o[i].p.chunk * ce + 7);
 		}
 	CU_ASSERT(to_worker == (int)nch - 1 && bad == 0);
-	CU_ASSERT(other_copies(o, n, 0) < (int)nch - 10);   /* the rest wait in the pacer */
+	CU_ASSERT(other_copies(o, n, 0) < (int)nch - 10); /* the rest wait in the pacer */
 	/* The child's repair: chunk 0 with RETX. Its RESULT leaves ahead of the queue. */
 	inject(contrib_f32_retx(81, 2, 0, 0, el, ce));
 	int before = n;
 
 	want_chunk = 0;
-	want_flags = WIRE_F_ECHO;       /* it answers the child's RETX, and says so */
+	want_flags = WIRE_F_ECHO; /* it answers the child's RETX, and says so */
 	n = poll_until(o, n, 512, has_child_result);
 	at = find_result_to_child(o, n, 0, ce, WIRE_F_ECHO);
 	CU_ASSERT_FATAL(at >= before);

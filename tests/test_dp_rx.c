@@ -91,8 +91,8 @@ corrupt(struct rte_mbuf *m, size_t off, uint8_t x)
 static struct rte_mbuf *
 mk_icmp(uint8_t type)
 {
-	uint8_t frame[14 + 60] = { 0 };
-	struct wire_flow fl = { .src_ip = PEER_IP(5), .dst_ip = GW_IP };
+	uint8_t frame[14 + 60] = {0};
+	struct wire_flow fl = {.src_ip = PEER_IP(5), .dst_ip = GW_IP};
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(frame + 14);
 	struct rte_icmp_hdr *ic = (struct rte_icmp_hdr *)(ip + 1);
 	struct rte_mbuf *m = rte_pktmbuf_alloc(tpool);
@@ -118,11 +118,11 @@ test_bad_packets(void)
 {
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16, { 0 } };
+	struct tdesc td = {0, 0, 0, {0}, 0, 1, 16, {0}};
 	static struct out o[16];
 	struct pkt p;
 	struct rte_mbuf *m;
-	float pl[64] = { 0 };
+	float pl[64] = {0};
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 	CU_ASSERT_FATAL(install(mk_table(11, 3, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
@@ -136,18 +136,19 @@ test_bad_packets(void)
 		uint8_t x;
 		enum wire_reason why;
 	} hdr_cases[] = {
-		{ H + 0, 0xff, WIRE_REASON_MAGIC },
-		{ H + 2, 0x03, WIRE_REASON_VERSION },
-		{ H + 3, 0x40, WIRE_REASON_TYPE },
-		{ H + 4, 0x80, WIRE_REASON_FLAGS },
-		{ H + 7, 0x01, WIRE_REASON_RESERVED },
-		{ H + 5, 0x0f, WIRE_REASON_DTYPE }, /* fp32 -> 14 */
-		{ H + 6, 0x20, WIRE_REASON_CSET_LEN },
-		{ H + 23, 0x01, WIRE_REASON_CONTRIB }, /* contrib 1 -> 0 */
+		{H + 0, 0xff, WIRE_REASON_MAGIC},
+		{H + 2, 0x03, WIRE_REASON_VERSION},
+		{H + 3, 0x40, WIRE_REASON_TYPE},
+		{H + 4, 0x80, WIRE_REASON_FLAGS},
+		{H + 7, 0x01, WIRE_REASON_RESERVED},
+		{H + 5, 0x0f, WIRE_REASON_DTYPE}, /* fp32 -> 14 */
+		{H + 6, 0x20, WIRE_REASON_CSET_LEN},
+		{H + 23, 0x01, WIRE_REASON_CONTRIB}, /* contrib 1 -> 0 */
 	};
 
 	for (size_t i = 0; i < sizeof(hdr_cases) / sizeof(hdr_cases[0]); i++) {
-		m = corrupt(contrib_f32(11, 3, 0, 13, 1, 0, el, ce), hdr_cases[i].off, hdr_cases[i].x);
+		m = corrupt(contrib_f32(11, 3, 0, 13, 1, 0, el, ce), hdr_cases[i].off,
+			    hdr_cases[i].x);
 		inject(m);
 		poll_all();
 		CU_ASSERT(drops(hdr_cases[i].why) == 1);
@@ -180,8 +181,8 @@ test_bad_packets(void)
 	CU_ASSERT(drops(WIRE_REASON_IP_HDR) == 1);
 	/* Table level: unknown job, epoch ahead and stale, unknown tree, chunk out of range,
 	 * count that is not the chunk's, sender not in the table, worker claiming contrib 2. */
-	p = (struct pkt){ WIRE_TYPE_CONTRIB, 0, 99, 3, 0, 12, 12, 1, 1, 0, WIRE_DTYPE_FP32, 64,
-			  PEER_IP(12) };
+	p = (struct pkt){WIRE_TYPE_CONTRIB, 0,  99,         3, 0, 12, 12, 1, 1, 0,
+			 WIRE_DTYPE_FP32,   64, PEER_IP(12)};
 	inject(mk_pkt(&p, pl));
 	p.job = 11;
 	p.epoch = 4;
@@ -227,13 +228,24 @@ test_bad_packets(void)
 	}
 	inject(m);
 	inject(mk_icmp(RTE_IP_ICMP_ECHO_REPLY));
-	p = (struct pkt){ WIRE_TYPE_PROBE_REPLY, WIRE_F_ECHO, 11, 3, 0, 12, 12, 0, 0, 0,
-			  WIRE_DTYPE_NONE, 0, PEER_IP(12) };
+	p = (struct pkt){WIRE_TYPE_PROBE_REPLY, WIRE_F_ECHO, 11,         3, 0, 12, 12, 0, 0, 0,
+			 WIRE_DTYPE_NONE,       0,           PEER_IP(12)};
 	inject(mk_pkt(&p, NULL));
 	/* ... and one that looks like an answer to this gateway's probes, from an address
 	 * that is no peer: the control thread counts it. */
-	p = (struct pkt){ WIRE_TYPE_PROBE_REPLY, WIRE_F_ECHO, 0, 0, 0, WIRE_NODE_NONE,
-			  WIRE_NODE_NONE, 0, 0, 0, WIRE_DTYPE_NONE, 0, PEER_IP(12) };
+	p = (struct pkt){WIRE_TYPE_PROBE_REPLY,
+			 WIRE_F_ECHO,
+			 0,
+			 0,
+			 0,
+			 WIRE_NODE_NONE,
+			 WIRE_NODE_NONE,
+			 0,
+			 0,
+			 0,
+			 WIRE_DTYPE_NONE,
+			 0,
+			 PEER_IP(12)};
 	inject(mk_pkt(&p, NULL));
 	poll_all();
 	dp_housekeeping(&dp);
@@ -272,16 +284,18 @@ test_bad_packets(void)
 			json_t *v = json_object_get(dj, wire_reason_str((enum wire_reason)r));
 
 			nz += drops((enum wire_reason)r) != 0;
-			CU_ASSERT(drops((enum wire_reason)r) != 0
-					  ? json_integer_value(v) == (json_int_t)drops((enum wire_reason)r)
-					  : v == NULL);
+			CU_ASSERT(drops((enum wire_reason)r) != 0 ?
+					  json_integer_value(v) ==
+						  (json_int_t)drops((enum wire_reason)r) :
+					  v == NULL);
 		}
 		CU_ASSERT(json_object_size(dj) == nz);
 		CU_ASSERT(json_integer_value(json_object_get(lj, "dropped")) == (json_int_t)total);
 		CU_ASSERT(json_integer_value(json_object_get(lj, "not_for_us")) == 6);
 		CU_ASSERT(json_is_integer(json_object_get(lj, "no_mbuf")) &&
 			  json_integer_value(json_object_get(lj, "no_mbuf")) == 0);
-		CU_ASSERT(json_integer_value(json_object_get(st, "probe_replies_unsolicited")) == 1);
+		CU_ASSERT(json_integer_value(json_object_get(st, "probe_replies_unsolicited")) ==
+			  1);
 		json_decref(st);
 	}
 	/* Random garbage: never a crash, never a result. */
@@ -296,7 +310,8 @@ test_bad_packets(void)
 		int flips = 1 + (int)(rng_next(&rng) % 4);
 
 		for (int b = 0; b < flips; b++)
-			f[14 + rng_next(&rng) % (len - 14)] ^= (uint8_t)(1u << (rng_next(&rng) % 8));
+			f[14 + rng_next(&rng) % (len - 14)] ^=
+				(uint8_t)(1u << (rng_next(&rng) % 8));
 		if (rng_next(&rng) % 4 == 0)
 			rte_pktmbuf_trim(m, (uint16_t)(rng_next(&rng) % (len - 1)));
 		inject(m);
@@ -308,8 +323,8 @@ test_bad_packets(void)
 	 * legitimately opens or fills a slot. What must hold: the next epoch sums exactly, and
 	 * once the job is gone every test mbuf is back in its pool (no slot leaked one). */
 	collect(o, 16);
-	CU_ASSERT(install(mk_table(11, 4, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
-			  "install") == 0);
+	CU_ASSERT(install(mk_table(11, 4, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td), "install") ==
+		  0);
 	for (int w = 0; w < 3; w++)
 		inject(contrib_f32(11, 4, 0, W3[w], 2, 0, el, ce));
 	poll_all();
@@ -456,8 +471,8 @@ from_other_mac(struct rte_mbuf *m)
 static void
 test_neighbours_known(void)
 {
-	static const uint16_t ws[] = { 11, 61, 62, 63 };
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16, { 0 } };
+	static const uint16_t ws[] = {11, 61, 62, 63};
+	struct tdesc td = {0, 0, 0, {0}, 0, 1, 16, {0}};
 	static struct out o[16];
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
@@ -491,8 +506,8 @@ test_neighbours_known(void)
 static struct rte_mbuf *
 nack_result(uint32_t job, uint16_t w, uint32_t r, uint32_t first, uint16_t count)
 {
-	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, job, 1, 0, w, w, 0, r, first,
-			  WIRE_DTYPE_NONE, count, PEER_IP(w) };
+	struct pkt nk = {WIRE_TYPE_NACK_RESULT, 0,     job,       1, 0, w, w, 0, r, first,
+			 WIRE_DTYPE_NONE,       count, PEER_IP(w)};
 
 	return mk_pkt(&nk, NULL);
 }
@@ -544,7 +559,7 @@ test_hostile_senders(void)
 {
 	const uint64_t el = 4 * 64;
 	const uint32_t ce = 64, nch = 4;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16, { 0 } };
+	struct tdesc td = {0, 0, 0, {0}, 0, nch, 16, {0}};
 	static struct out o[512];
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
@@ -552,7 +567,7 @@ test_hostile_senders(void)
 				"install") == 0);
 	/* Worker 11's id from 10.213.0.66:5000 and from its address with port 5999; worker
 	 * 12's from its own address and port, to the port of the next chunk. */
-	spoof = (typeof(spoof)){ true, 0x0ad50042, WORKER_PORT, 0 };
+	spoof = (typeof(spoof)){true, 0x0ad50042, WORKER_PORT, 0};
 	for (uint32_t c = 0; c < nch; c++)
 		inject(poisoned(contrib_f32(16, 1, 0, 11, 1, c, el, ce)));
 	spoof.ip = PEER_IP(11);
@@ -592,7 +607,7 @@ test_hostile_senders(void)
 	CU_ASSERT(drops(WIRE_REASON_COUNT) == 1);
 
 	/* A flood of NACK_RESULTs naming worker 12 from 200 other addresses: nothing sent. */
-	spoof = (typeof(spoof)){ true, 0, WORKER_PORT, 0 };
+	spoof = (typeof(spoof)){true, 0, WORKER_PORT, 0};
 	for (uint32_t k = 0; k < 200; k++) {
 		spoof.ip = 0x0a010000u | k;
 		inject(nack_result(16, 12, 1, 0, nch));
@@ -655,10 +670,10 @@ test_jumbo_misaligned(void)
 {
 	const uint32_t ce = TABLE_CHUNK_BYTES_MAX / 4;
 	const uint64_t el = 3 * ce - 100;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 3, 16, { 0 } };
+	struct tdesc td = {0, 0, 0, {0}, 0, 3, 16, {0}};
 	static struct out o[16];
-	struct rte_mempool *big = rte_pktmbuf_pool_create("t_big", 256, 0, 0, 9216 + 256,
-							  SOCKET_ID_ANY);
+	struct rte_mempool *big =
+		rte_pktmbuf_pool_create("t_big", 256, 0, 0, 9216 + 256, SOCKET_ID_ANY);
 	struct rte_mempool *small = tpool;
 	struct table *tb;
 

@@ -29,12 +29,11 @@
 #define SEAL_HDR 32
 #define SEAL_TAG 16
 
-static const uint8_t key1[16] = { 0x10, 0x21, 0x32, 0x43, 0x54, 0x65, 0x76, 0x87,
-				  0x98, 0xa9, 0xba, 0xcb, 0xdc, 0xed, 0xfe, 0x0f };
-static const uint8_t key2[32] = { 0x5a, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
-				  0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
-				  0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17,
-				  0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f };
+static const uint8_t key1[16] = {0x10, 0x21, 0x32, 0x43, 0x54, 0x65, 0x76, 0x87,
+				 0x98, 0xa9, 0xba, 0xcb, 0xdc, 0xed, 0xfe, 0x0f};
+static const uint8_t key2[32] = {0x5a, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a,
+				 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15,
+				 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f};
 
 /* AES-GCM of len bytes at in into out with a 12-byte iv and 32 bytes of aad; enc: seal
  * (tag written), else open (tag checked). True on success. */
@@ -110,8 +109,8 @@ open_out(struct out *o, const uint8_t *key, size_t klen, uint32_t key_id)
 
 	if (o->len < WIRE_FRAME_HDR_OFF + SEAL_HDR + SEAL_TAG || sh[0] != 0x47 || sh[1] != 0x53 ||
 	    sh[2] != 1 || sh[3] != (klen == 16 ? 1 : 2) ||
-	    (uint32_t)(sh[8] << 24 | sh[9] << 16 | sh[10] << 8 | sh[11]) != key_id ||
-	    sh[12] != 0 || sh[13] != 1)
+	    (uint32_t)(sh[8] << 24 | sh[9] << 16 | sh[10] << 8 | sh[11]) != key_id || sh[12] != 0 ||
+	    sh[13] != 1)
 		return false;
 	if (!gcm(false, key, klen, sh + 12, sh, sh + SEAL_HDR, (int)len, pt, sh + SEAL_HDR + len))
 		return false;
@@ -136,8 +135,8 @@ child_sum(uint32_t job, uint32_t epoch, uint32_t round, uint32_t c, uint64_t el,
 {
 	float pl[64];
 	uint16_t n = chunk_len(el, ce, c);
-	struct pkt p = { WIRE_TYPE_CONTRIB, 0, job, epoch, 0, 3, 3, 2, round, c,
-			 WIRE_DTYPE_FP32, n, PEER_IP(3) };
+	struct pkt p = {WIRE_TYPE_CONTRIB, 0, job,       epoch, 0, 3, 3, 2, round, c,
+			WIRE_DTYPE_FP32,   n, PEER_IP(3)};
 
 	for (uint16_t i = 0; i < n; i++)
 		pl[i] = val(3, (uint64_t)c * ce + i);
@@ -150,14 +149,15 @@ static int
 install_sealed(uint32_t epoch, const uint8_t *key, size_t klen, uint32_t key_id, uint64_t el,
 	       uint32_t ce, uint32_t nch)
 {
-	static const uint16_t w[] = { 11, 12 };
-	struct tdesc td = { 0, 0, 1, { 3 }, 0, nch, 16, { 2 } };
+	static const uint16_t w[] = {11, 12};
+	struct tdesc td = {0, 0, 1, {3}, 0, nch, 16, {2}};
 	struct table *tb = mk_table(60, epoch, 1, TABLE_DTYPE_FP32, el, ce, 2, w, 1, &td);
 
 	tb->n_seals = 1;
-	tb->seals[0] = (struct table_seal){ .peer = 3, .key_id = key_id,
-					    .aead = klen == 16 ? TABLE_AEAD_AES128_GCM
-							       : TABLE_AEAD_AES256_GCM };
+	tb->seals[0] = (struct table_seal){.peer = 3,
+					   .key_id = key_id,
+					   .aead = klen == 16 ? TABLE_AEAD_AES128_GCM :
+								TABLE_AEAD_AES256_GCM};
 	memcpy(tb->seals[0].key, key, klen);
 	return install(tb, "install");
 }
@@ -165,8 +165,8 @@ install_sealed(uint32_t epoch, const uint8_t *key, size_t klen, uint32_t key_id,
 /* Round r of epoch `epoch`: workers 11, 12 plain, child 3 sealed (key, key_id, from seq);
  * true if every RESULT is exact: plain to the workers, sealed to the child. */
 static bool
-sealed_round_exact(uint32_t epoch, uint32_t r, const uint8_t *key, size_t klen,
-		   uint32_t key_id, uint64_t *seq, uint64_t el, uint32_t ce, uint32_t nch)
+sealed_round_exact(uint32_t epoch, uint32_t r, const uint8_t *key, size_t klen, uint32_t key_id,
+		   uint64_t *seq, uint64_t el, uint32_t ce, uint32_t nch)
 {
 	static struct out o[64];
 	int bad = 0, sealed = 0;
@@ -185,8 +185,7 @@ sealed_round_exact(uint32_t epoch, uint32_t r, const uint8_t *key, size_t klen,
 			bad += !open_out(&o[k], key, klen, key_id);
 			sealed++;
 		}
-		bad += o[k].p.type != WIRE_TYPE_RESULT || o[k].p.round != r ||
-		       o[k].p.contrib != 4;
+		bad += o[k].p.type != WIRE_TYPE_RESULT || o[k].p.round != r || o[k].p.contrib != 4;
 		for (uint32_t i = 0; i < o[k].p.count; i++) {
 			uint64_t e = (uint64_t)o[k].p.chunk * ce + i;
 
@@ -202,8 +201,8 @@ static struct rte_mbuf *
 sealed_flipped(uint32_t epoch, uint32_t r, uint64_t seq, size_t at, uint8_t x, uint64_t el,
 	       uint32_t ce)
 {
-	struct rte_mbuf *m = seal_frame(child_sum(60, epoch, r, 0, el, ce), 60, key1, 16, 1, 3, 0,
-					seq);
+	struct rte_mbuf *m =
+		seal_frame(child_sum(60, epoch, r, 0, el, ce), 60, key1, 16, 1, 3, 0, seq);
 
 	rte_pktmbuf_mtod(m, uint8_t *)[WIRE_FRAME_HDR_OFF + at] ^= x;
 	return m;
@@ -235,8 +234,8 @@ test_protected_link(void)
 
 	rte_pktmbuf_mtod(forged, uint8_t *)[WIRE_FRAME_HDR_OFF + tag_at] ^= 0x01;
 	inject(forged);
-	inject(sealed_flipped(1, 1, 1001, 23, 0x04, el, ce));          /* seq, in the AAD */
-	inject(sealed_flipped(1, 1, 1002, SEAL_HDR + 22, 0x01, el, ce)); /* contrib */
+	inject(sealed_flipped(1, 1, 1001, 23, 0x04, el, ce));                /* seq, in the AAD */
+	inject(sealed_flipped(1, 1, 1002, SEAL_HDR + 22, 0x01, el, ce));     /* contrib */
 	inject(sealed_flipped(1, 1, 1003, SEAL_HDR + 96 + 8, 0x80, el, ce)); /* a float */
 	inject(seal_frame(child_sum(60, 1, 1, 0, el, ce), 60, key1, 16, 77, 3, 0, 1004));
 	inject(seal_frame(child_sum(60, 1, 1, 0, el, ce), 60, key2, 32, 1, 3, 0, 1005));
@@ -306,13 +305,17 @@ test_protected_link(void)
 static void
 test_sealed_example(void)
 {
-	static const uint8_t plain[102] = {
-		0x47, 0x52, 0x01, 0x02, 0x00, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00,
-		0x00, 0x03, 0x00, 0x02, 0x00, 0x09, 0x00, 0x08, 0x00, 0x03, 0x00, 0x00, 0x00, 0x29,
-		0x00, 0x00, 0x03, 0xe8, 0x00, 0x04, 0x00, 0x00, 0x00, 0xab, 0xcd, 0xef, [54] = 0x26,
-		[86] = 0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0xc0, 0x00, 0x00, 0x60, 0x40, 0x00,
-		0x00, 0x80, 0x3e,
-	};
+	static const uint8_t
+		plain[102] =
+			{
+				0x47, 0x52, 0x01, 0x02, 0x00,        0x01,        0x01, 0x00, 0x00,
+				0x00, 0x00, 0x07, 0x00, 0x00,        0x00,        0x03, 0x00, 0x02,
+				0x00, 0x09, 0x00, 0x08, 0x00,        0x03,        0x00, 0x00, 0x00,
+				0x29, 0x00, 0x00, 0x03, 0xe8,        0x00,        0x04, 0x00, 0x00,
+				0x00, 0xab, 0xcd, 0xef, [54] = 0x26, [86] = 0x00, 0x00, 0x80, 0x3f,
+				0x00, 0x00, 0x00, 0xc0, 0x00,        0x00,        0x60, 0x40, 0x00,
+				0x00, 0x80, 0x3e,
+			};
 	static const uint8_t sealed[150] = {
 		0x47, 0x53, 0x01, 0x01, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x2a, 0x00, 0x09,
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
@@ -339,8 +342,9 @@ test_sealed_example(void)
 	CU_ASSERT(memcmp(rte_pktmbuf_mtod_offset(m, uint8_t *, WIRE_FRAME_HDR_OFF), sealed,
 			 sizeof(sealed)) == 0);
 	rte_pktmbuf_free(m);
-	CU_ASSERT(gcm(false, key, 16, sealed + 12, sealed, sealed + 32, 102, pt, (uint8_t *)
-		      sealed + 134) && memcmp(pt, plain, sizeof(plain)) == 0);
+	CU_ASSERT(gcm(false, key, 16, sealed + 12, sealed, sealed + 32, 102, pt,
+		      (uint8_t *)sealed + 134) &&
+		  memcmp(pt, plain, sizeof(plain)) == 0);
 }
 
 /*
@@ -352,10 +356,9 @@ test_sealed_example(void)
 static void
 test_sealed_pacing_order(void)
 {
-	static const uint16_t w1[] = { 11 };
+	static const uint16_t w1[] = {11};
 	const uint32_t ce = 64, n0 = 120, n1 = 8;
-	struct tdesc td[2] = { { 0, 4, 0, { 0 }, 0, n0, 128, { 0 } },
-			       { 1, 4, 0, { 0 }, n0, n1, 16, { 0 } } };
+	struct tdesc td[2] = {{0, 4, 0, {0}, 0, n0, 128, {0}}, {1, 4, 0, {0}, n0, n1, 16, {0}}};
 	static struct out o[64];
 	uint64_t last = 0;
 	int frames = 0, disorder = 0;
@@ -363,13 +366,12 @@ test_sealed_pacing_order(void)
 	crypto_dev = "crypto_aesni_gcm0";
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 	crypto_dev = "";
-	struct table *tb = mk_table(61, 1, 1, TABLE_DTYPE_FP32, (uint64_t)(n0 + n1) * ce, ce, 1,
-				    w1, 2, td);
+	struct table *tb =
+		mk_table(61, 1, 1, TABLE_DTYPE_FP32, (uint64_t)(n0 + n1) * ce, ce, 1, w1, 2, td);
 
 	tb->trees[0].rate_gbps = 0.002; /* 16 KiB at once, then one frame every 1.4 ms */
 	tb->n_seals = 1;
-	tb->seals[0] = (struct table_seal){ .peer = 4, .key_id = 9,
-					    .aead = TABLE_AEAD_AES128_GCM };
+	tb->seals[0] = (struct table_seal){.peer = 4, .key_id = 9, .aead = TABLE_AEAD_AES128_GCM};
 	memcpy(tb->seals[0].key, key1, 16);
 	CU_ASSERT_FATAL(install(tb, "install") == 0);
 	for (uint32_t c = 0; c < n0; c++)
@@ -412,11 +414,11 @@ test_protected_link_duplicates(void)
 	const uint32_t ce = 64, nch = 4;
 	uint64_t seq = 0;
 
-	faults[DP_RX] = (struct dp_fault){ .on = true, .dup = UINT32_MAX };
+	faults[DP_RX] = (struct dp_fault){.on = true, .dup = UINT32_MAX};
 	crypto_dev = "crypto_aesni_gcm0";
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 	crypto_dev = "";
-	faults[DP_RX] = (struct dp_fault){ 0 };
+	faults[DP_RX] = (struct dp_fault){0};
 	CU_ASSERT_FATAL(install_sealed(1, key1, 16, 1, el, ce, nch) == 0);
 	CU_ASSERT(sealed_round_exact(1, 1, key1, 16, 1, &seq, el, ce, nch));
 	CU_ASSERT(sealed_round_exact(1, 2, key1, 16, 1, &seq, el, ce, nch));

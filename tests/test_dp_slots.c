@@ -28,7 +28,7 @@ test_root_three_workers(void)
 {
 	const uint64_t el = 1000;
 	const uint32_t ce = 64, nch = 16;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16, { 0 } };
+	struct tdesc td = {0, 0, 0, {0}, 0, nch, 16, {0}};
 	static struct out o[64];
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
@@ -63,8 +63,8 @@ test_root_three_workers(void)
 	CU_ASSERT(ctr(DP_CTR_CHUNKS_COMPLETED) == nch);
 	CU_ASSERT(ctr(DP_CTR_RESULTS_SENT) == 3 * nch);
 	/* A retransmitted NACK_RESULT from worker 12 for chunks 3..4 gets the results again. */
-	struct pkt nk = { WIRE_TYPE_NACK_RESULT, 0, 7, 1, 0, 12, 12, 0, 5, 3, WIRE_DTYPE_NONE, 2,
-			  PEER_IP(12) };
+	struct pkt nk = {WIRE_TYPE_NACK_RESULT, 0, 7,          1, 0, 12, 12, 0, 5, 3,
+			 WIRE_DTYPE_NONE,       2, PEER_IP(12)};
 
 	inject(mk_pkt(&nk, NULL));
 	poll_all();
@@ -100,7 +100,8 @@ test_root_three_workers(void)
 	if (n != 2)
 		for (int r = 1; r < WIRE_REASON_COUNT_MAX; r++)
 			if (drops((enum wire_reason)r))
-				fprintf(stderr, "drop %s %lu\n", wire_reason_str((enum wire_reason)r),
+				fprintf(stderr, "drop %s %lu\n",
+					wire_reason_str((enum wire_reason)r),
 					(unsigned long)drops((enum wire_reason)r));
 	if (n != 2)
 		for (int k = 0; k < n; k++)
@@ -110,8 +111,8 @@ test_root_three_workers(void)
 	for (int k = 0; k < n; k++) {
 		CU_ASSERT(o[k].p.type == WIRE_TYPE_RESULT && o[k].p.round == 5 &&
 			  o[k].p.chunk == 3 && (o[k].p.flags & WIRE_F_RETX));
-		CU_ASSERT(out_f32(&o[k], 1) == val(11, 3 * ce + 1) + val(12, 3 * ce + 1) +
-						   val(13, 3 * ce + 1));
+		CU_ASSERT(out_f32(&o[k], 1) ==
+			  val(11, 3 * ce + 1) + val(12, 3 * ce + 1) + val(13, 3 * ce + 1));
 	}
 	CU_ASSERT(o[0].fl.dst_ip != o[1].fl.dst_ip);
 	dp_down();
@@ -124,10 +125,11 @@ contrib_set(uint32_t job, uint32_t epoch, uint16_t sender, const uint16_t *ids, 
 	    uint32_t round, uint32_t chunk, uint64_t elements, uint32_t ce, uint8_t flags)
 {
 	float pl[4096];
-	uint8_t set[WIRE_CSET_BLOCK] = { 0 };
+	uint8_t set[WIRE_CSET_BLOCK] = {0};
 	uint16_t len = chunk_len(elements, ce, chunk);
-	struct pkt p = { WIRE_TYPE_CONTRIB, flags, job, epoch, 0, sender, sender, (uint16_t)n,
-			 round, chunk, WIRE_DTYPE_FP32, len, PEER_IP(sender) };
+	struct pkt p = {
+		WIRE_TYPE_CONTRIB, flags, job,   epoch,           0,   sender,         sender,
+		(uint16_t)n,       round, chunk, WIRE_DTYPE_FP32, len, PEER_IP(sender)};
 	struct rte_mbuf *m;
 
 	for (uint16_t i = 0; i < len; i++) {
@@ -175,10 +177,10 @@ test_partial_reduce(void)
 {
 	const uint64_t el = 128;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 1, { 3 }, 0, 2, 16, { 0 } };
-	struct tbelow bl = { 2, { 31, 32 }, { 0, 0 } }; /* both below child 3 */
-	static const uint16_t in4[] = { 11, 12, 31, 32 }, w31[] = { 31, 32 }, all[] = {
-		11, 12, 13, 31, 32 };
+	struct tdesc td = {0, 0, 1, {3}, 0, 2, 16, {0}};
+	struct tbelow bl = {2, {31, 32}, {0, 0}}; /* both below child 3 */
+	static const uint16_t in4[] = {11, 12, 31, 32}, w31[] = {31, 32},
+			      all[] = {11, 12, 13, 31, 32};
 	static struct out o[16];
 	struct table *tb;
 	uint64_t late;
@@ -212,7 +214,7 @@ test_partial_reduce(void)
 	 * refused, slot unchanged. */
 	inject(contrib_set(14, 1, 11, &in4[0], 1, 5, 1, el, ce, 0));
 	{
-		static const uint16_t bad[] = { 11, 31 };
+		static const uint16_t bad[] = {11, 31};
 
 		inject(contrib_set(14, 1, 3, bad, 2, 5, 1, el, ce, 0));
 	}
@@ -259,9 +261,9 @@ test_partial_reduce(void)
 
 	/* A leaf (gateway 2, parent 4) of workers 21, 22 that sends up at 1 of 2. */
 	{
-		static const uint16_t w2[] = { 21, 22 };
-		struct tdesc tl = { 0, 4, 0, { 0 }, 0, 2, 16, { 0 } };
-		uint8_t set[WIRE_CSET_BLOCK] = { 0 };
+		static const uint16_t w2[] = {21, 22};
+		struct tdesc tl = {0, 4, 0, {0}, 0, 2, 16, {0}};
+		uint8_t set[WIRE_CSET_BLOCK] = {0};
 		float pl[64];
 
 		tb = mk_table(14, 2, 1, TABLE_DTYPE_FP32, el, ce, 2, w2, 1, &tl);
@@ -283,9 +285,10 @@ test_partial_reduce(void)
 		inject(m);
 		poll_all();
 		CU_ASSERT(collect(o, 16) == 0 && drops(WIRE_REASON_LATE) == late + 1);
-		static const uint16_t r2[] = { 21, 40 };
-		struct pkt rp = { WIRE_TYPE_RESULT, 0, 14, 2, 0, 4, 4, 2, 7, 0, WIRE_DTYPE_FP32,
-				  (uint16_t)ce, PEER_IP(4) };
+		static const uint16_t r2[] = {21, 40};
+		struct pkt rp = {
+			WIRE_TYPE_RESULT, 0,         14, 2, 0, 4, 4, 2, 7, 0, WIRE_DTYPE_FP32,
+			(uint16_t)ce,     PEER_IP(4)};
 
 		for (uint32_t i = 0; i < ce; i++)
 			pl[i] = val(21, i) + val(40, i);
@@ -333,10 +336,10 @@ test_partial_reduce_child_sets(void)
 {
 	const uint64_t el = 128;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 2, { 3, 4 }, 0, 2, 16, { 0 } };
-	struct tbelow bl = { 3, { 31, 32, 41 }, { 0, 0, 1 } };
-	static const uint16_t w[] = { 11, 12 }, w3[] = { 31, 32 }, w4[] = { 41 },
-			      forged[] = { 31, 32, 41 }, all[] = { 11, 12, 31, 32, 41 };
+	struct tdesc td = {0, 0, 2, {3, 4}, 0, 2, 16, {0}};
+	struct tbelow bl = {3, {31, 32, 41}, {0, 0, 1}};
+	static const uint16_t w[] = {11, 12}, w3[] = {31, 32}, w4[] = {41}, forged[] = {31, 32, 41},
+			      all[] = {11, 12, 31, 32, 41};
 	static struct out o[16];
 	struct table *tb;
 	uint64_t contribs;
@@ -358,7 +361,7 @@ test_partial_reduce_child_sets(void)
 	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == contribs);
 	/* Child 4 names 12, a local worker of this gateway: dropped as well. */
 	{
-		static const uint16_t bad4[] = { 12, 41 };
+		static const uint16_t bad4[] = {12, 41};
 
 		inject(contrib_set(16, 1, 4, bad4, 2, 1, 0, el, ce, 0));
 	}
@@ -401,8 +404,9 @@ contrib_sum(uint32_t job, uint32_t epoch, uint16_t sender, uint16_t contrib, con
 {
 	float pl[4096];
 	uint16_t len = chunk_len(elements, ce, chunk);
-	struct pkt p = { WIRE_TYPE_CONTRIB, 0, job, epoch, 0, sender, sender, contrib, round,
-			 chunk, WIRE_DTYPE_FP32, len, PEER_IP(sender) };
+	struct pkt p = {
+		WIRE_TYPE_CONTRIB, 0,     job,   epoch,           0,   sender,         sender,
+		contrib,           round, chunk, WIRE_DTYPE_FP32, len, PEER_IP(sender)};
 
 	for (uint16_t i = 0; i < len; i++) {
 		pl[i] = 0;
@@ -444,9 +448,9 @@ test_child_contrib_count(void)
 {
 	const uint64_t el = 128;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 2, { 3, 4 }, 0, 2, 16, { 3, 1 } };
-	static const uint16_t w[] = { 11, 12 }, w3[] = { 31, 32, 33 }, w4[] = { 41 },
-			      all[] = { 11, 12, 31, 32, 33, 41 };
+	struct tdesc td = {0, 0, 2, {3, 4}, 0, 2, 16, {3, 1}};
+	static const uint16_t w[] = {11, 12}, w3[] = {31, 32, 33}, w4[] = {41},
+			      all[] = {11, 12, 31, 32, 33, 41};
 	static struct out o[16];
 	struct table *tb;
 	int n, bad = 0;
@@ -505,9 +509,9 @@ test_child_contrib_count(void)
 	/* With sets (job 18), child 3 (31, 32 below it) sends 31 alone: taken, and the
 	 * threshold of 3 completes the chunk. */
 	{
-		struct tdesc ts = { 0, 0, 1, { 3 }, 0, 2, 16, { 0 } };
-		struct tbelow bl = { 2, { 31, 32 }, { 0, 0 } };
-		static const uint16_t in3[] = { 11, 12, 31 };
+		struct tdesc ts = {0, 0, 1, {3}, 0, 2, 16, {0}};
+		struct tbelow bl = {2, {31, 32}, {0, 0}};
+		static const uint16_t in3[] = {11, 12, 31};
 
 		CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 		tb = mk_table_sets(18, 1, 1, TABLE_DTYPE_FP32, el, ce, 2, w, 1, &ts, &bl);
@@ -535,25 +539,25 @@ test_interior_and_two_trees(void)
 {
 	const uint64_t el = 256;
 	const uint32_t ce = 32;
-	static const uint16_t w2[] = { 21, 22 };
+	static const uint16_t w2[] = {21, 22};
 	struct tdesc td[2] = {
-		{ 0, 4, 1, { 3 }, 0, 4, 16, { 4 } }, /* interior: parent 4, child 3 (4 workers
+		{0, 4, 1, {3}, 0, 4, 16, {4}}, /* interior: parent 4, child 3 (4 workers
 						      * below), chunks 0-3 */
-		{ 1, 4, 0, { 0 }, 4, 4, 16, { 0 } }, /* leaf: parent 4, chunks 4-7 */
+		{1, 4, 0, {0}, 4, 4, 16, {0}}, /* leaf: parent 4, chunks 4-7 */
 	};
 	static struct out o[64];
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	CU_ASSERT_FATAL(install(mk_table(8, 1, 2, TABLE_DTYPE_FP32, el, ce, 2, w2, 2, td),
-				"install") == 0);
+	CU_ASSERT_FATAL(
+		install(mk_table(8, 1, 2, TABLE_DTYPE_FP32, el, ce, 2, w2, 2, td), "install") == 0);
 	for (uint32_t c = 0; c < 8; c++) {
 		inject(contrib_f32(8, 1, c < 4 ? 0 : 1, 21, 0, c, el, ce));
 		inject(contrib_f32(8, 1, c < 4 ? 0 : 1, 22, 0, c, el, ce));
 	}
 	for (uint32_t c = 0; c < 4; c++) {
 		float pl[32];
-		struct pkt p = { WIRE_TYPE_CONTRIB, 0, 8, 1, 0, 3, 3, 4, 0, c, WIRE_DTYPE_FP32, 32,
-				 PEER_IP(3) };
+		struct pkt p = {WIRE_TYPE_CONTRIB, 0,  8,         1, 0, 3, 3, 4, 0, c,
+				WIRE_DTYPE_FP32,   32, PEER_IP(3)};
 
 		for (int i = 0; i < 32; i++)
 			pl[i] = 100;
@@ -580,8 +584,8 @@ test_interior_and_two_trees(void)
 	CU_ASSERT(bad == 0);
 	/* The parent's RESULT for chunk 2: to child 3 (gateway port) and workers 21, 22. */
 	float res[32];
-	struct pkt r = { WIRE_TYPE_RESULT, 0, 8, 1, 0, 4, 4, 9, 0, 2, WIRE_DTYPE_FP32, 32,
-			 PEER_IP(4) };
+	struct pkt r = {WIRE_TYPE_RESULT, 0,  8,         1, 0, 4, 4, 9, 0, 2,
+			WIRE_DTYPE_FP32,  32, PEER_IP(4)};
 
 	for (int i = 0; i < 32; i++)
 		res[i] = (float)(1000 + i);
@@ -593,9 +597,9 @@ test_interior_and_two_trees(void)
 	for (int k = 0; k < n && k < 64; k++) {
 		bad += o[k].p.type != WIRE_TYPE_RESULT || o[k].p.contrib != 9 ||
 		       o[k].p.origin != 4 || o[k].p.sender != 2 || o[k].p.chunk != 2;
-		bad += o[k].fl.dst_ip == PEER_IP(3)
-			       ? o[k].fl.dst_port != WIRE_PORT_BASE_DEFAULT + 2
-			       : o[k].fl.dst_port != WORKER_PORT;
+		bad += o[k].fl.dst_ip == PEER_IP(3) ?
+			       o[k].fl.dst_port != WIRE_PORT_BASE_DEFAULT + 2 :
+			       o[k].fl.dst_port != WORKER_PORT;
 		for (int i = 0; i < 32; i++)
 			bad += out_f32(&o[k], (uint32_t)i) != (float)(1000 + i);
 	}
@@ -630,7 +634,7 @@ test_many_in_flight_shuffled(void)
 {
 	const uint32_t ce = 16, nch = 512;
 	const uint64_t el = (uint64_t)ce * nch - 5;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 512, { 0 } };
+	struct tdesc td = {0, 0, 0, {0}, 0, nch, 512, {0}};
 	const int n_in = 3 * (int)nch, n_dup = 100;
 	struct rte_mbuf **in = calloc((size_t)(n_in + n_dup), sizeof(*in));
 	static struct out o[2048];
@@ -695,7 +699,7 @@ test_slot_moved_on(void)
 {
 	const uint64_t el = 32 * 16;
 	const uint32_t ce = 16;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 32, 16, { 0 } };
+	struct tdesc td = {0, 0, 0, {0}, 0, 32, 16, {0}};
 	static struct out o[16];
 	uint64_t late;
 	int n;
@@ -715,9 +719,9 @@ test_slot_moved_on(void)
 	n = collect(o, 16);
 	CU_ASSERT_FATAL(n == 1);
 	CU_ASSERT(o[0].p.type == WIRE_TYPE_RESULT && o[0].p.chunk == 3 && o[0].p.round == 4 &&
-		  o[0].fl.dst_ip == PEER_IP(12) && out_f32(&o[0], 1) == val(11, 3 * ce + 1) +
-									 val(12, 3 * ce + 1) +
-									 val(13, 3 * ce + 1));
+		  o[0].fl.dst_ip == PEER_IP(12) &&
+		  out_f32(&o[0], 1) ==
+			  val(11, 3 * ce + 1) + val(12, 3 * ce + 1) + val(13, 3 * ce + 1));
 	CU_ASSERT(drops(WIRE_REASON_LATE) == late + 1);
 	inject(contrib_f32_retx(15, 11, 4, 19, el, ce));
 	poll_all();

@@ -39,7 +39,7 @@ half_case(enum table_dtype tdt, enum wire_dtype wdt)
 {
 	const uint64_t el = 300;
 	const uint32_t ce = 128;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 3, 16, { 0 } };
+	struct tdesc td = {0, 0, 0, {0}, 0, 3, 16, {0}};
 	static struct out o[16];
 	const struct sum_kernels *k = sum_kernels_get(SUM_ISA_SCALAR);
 
@@ -49,8 +49,9 @@ half_case(enum table_dtype tdt, enum wire_dtype wdt)
 		for (uint32_t c = 0; c < 3; c++) {
 			uint16_t n = chunk_len(el, ce, c), pl[128];
 			float f[128];
-			struct pkt p = { WIRE_TYPE_CONTRIB, 0, 10, 1, 0, W3[w], W3[w], 1, 2, c, wdt, n,
-					 PEER_IP(W3[w]) };
+			struct pkt p = {
+				WIRE_TYPE_CONTRIB, 0, 10, 1, 0, W3[w], W3[w], 1, 2, c, wdt, n,
+				PEER_IP(W3[w])};
 
 			for (uint16_t i = 0; i < n; i++)
 				f[i] = val(W3[w], (uint64_t)c * ce + i);
@@ -123,25 +124,28 @@ mxcsr_ieee(unsigned int csr)
 static void
 test_ieee_sums(void)
 {
-	enum { N = 8 };
-	static const uint32_t in[3][N] = { /* workers 11, 12, 13 */
-		{ 0x00000001, 0x80000000, 0x00000000, 0x7f800000, 0x7f800000, 0x4cbebc20,
-		  0x7f7fffff, 0x80000001 },
-		{ 0x00000001, 0x80000000, 0x80000000, 0x3f800000, 0xff800000, 0x3f800000,
-		  0x7f7fffff, 0x00000000 },
-		{ 0x00000001, 0x80000000, 0x80000000, 0x3f800000, 0x3f800000, 0xccbebc20,
-		  0xff7fffff, 0x00000000 },
+	enum {
+		N = 8
+	};
+	static const uint32_t in[3][N] = {
+		/* workers 11, 12, 13 */
+		{0x00000001, 0x80000000, 0x00000000, 0x7f800000, 0x7f800000, 0x4cbebc20, 0x7f7fffff,
+		 0x80000001},
+		{0x00000001, 0x80000000, 0x80000000, 0x3f800000, 0xff800000, 0x3f800000, 0x7f7fffff,
+		 0x00000000},
+		{0x00000001, 0x80000000, 0x80000000, 0x3f800000, 0x3f800000, 0xccbebc20, 0xff7fffff,
+		 0x00000000},
 	};
 	/* Arrival 11, 12, 13: (1e8 + 1) - 1e8 = 0 and (max + max) - max = inf; arrival 11,
 	 * 13, 12: (1e8 - 1e8) + 1 = 1 and (max - max) + max = max. */
 	static const uint32_t want[2][N] = {
-		{ 0x00000003, 0x80000000, 0x00000000, 0x7f800000, ANY_NAN, 0x00000000, 0x7f800000,
-		  0x80000001 },
-		{ 0x00000003, 0x80000000, 0x00000000, 0x7f800000, ANY_NAN, 0x3f800000, 0x7f7fffff,
-		  0x80000001 },
+		{0x00000003, 0x80000000, 0x00000000, 0x7f800000, ANY_NAN, 0x00000000, 0x7f800000,
+		 0x80000001},
+		{0x00000003, 0x80000000, 0x00000000, 0x7f800000, ANY_NAN, 0x3f800000, 0x7f7fffff,
+		 0x80000001},
 	};
-	static const int order[2][3] = { { 0, 1, 2 }, { 0, 2, 1 } };
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 1, 16, { 0 } };
+	static const int order[2][3] = {{0, 1, 2}, {0, 2, 1}};
+	struct tdesc td = {0, 0, 0, {0}, 0, 1, 16, {0}};
 	static struct out o[8];
 	unsigned int csr = _mm_getcsr(), lcore = rte_get_next_lcore(-1, 1, 0);
 
@@ -153,13 +157,24 @@ test_ieee_sums(void)
 		CU_ASSERT(mxcsr_ieee(csr));
 	}
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	CU_ASSERT_FATAL(install(mk_table(8, 1, 1, TABLE_DTYPE_FP32, N, N, 3, W3, 1, &td),
-				"install") == 0);
+	CU_ASSERT_FATAL(
+		install(mk_table(8, 1, 1, TABLE_DTYPE_FP32, N, N, 3, W3, 1, &td), "install") == 0);
 	for (int r = 0; r < 2; r++) {
 		for (int k = 0; k < 3; k++) {
 			int w = order[r][k];
-			struct pkt p = { WIRE_TYPE_CONTRIB, 0, 8, 1, 0, W3[w], W3[w], 1,
-					 (uint32_t)(5 + r), 0, WIRE_DTYPE_FP32, N, PEER_IP(W3[w]) };
+			struct pkt p = {WIRE_TYPE_CONTRIB,
+					0,
+					8,
+					1,
+					0,
+					W3[w],
+					W3[w],
+					1,
+					(uint32_t)(5 + r),
+					0,
+					WIRE_DTYPE_FP32,
+					N,
+					PEER_IP(W3[w])};
 
 			inject(mk_pkt(&p, in[w]));
 			poll_all(); /* one at a time: the arrival order is the injection order */
@@ -172,8 +187,8 @@ test_ieee_sums(void)
 				uint32_t got;
 
 				memcpy(&got, o[k].frame + WIRE_FRAME_PAYLOAD_OFF + 4 * i, 4);
-				bad += want[r][i] != ANY_NAN ? got != want[r][i]
-							     : (got & 0x7fffffffu) <= 0x7f800000u;
+				bad += want[r][i] != ANY_NAN ? got != want[r][i] :
+							       (got & 0x7fffffffu) <= 0x7f800000u;
 			}
 		CU_ASSERT(bad == 0);
 	}
@@ -190,13 +205,13 @@ static void
 mx_case(enum table_dtype tdt, enum wire_dtype wdt)
 {
 	const uint64_t el = 320;
-	const uint32_t ce = 128;        /* 4 blocks; the last chunk has 2 */
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 3, 16, { 0 } };
+	const uint32_t ce = 128; /* 4 blocks; the last chunk has 2 */
+	struct tdesc td = {0, 0, 0, {0}, 0, 3, 16, {0}};
 	static struct out o[16];
 	static uint8_t enc[3][3][4 * 33], want[3][4 * 33];
 	const struct sum_kernels *k = sum_kernels_get(SUM_ISA_SCALAR);
 	enum sum_mx f = (enum sum_mx)(wdt - WIRE_DTYPE_MXINT8);
-	static const int order[3][3] = { { 0, 1, 2 }, { 2, 0, 1 }, { 1, 2, 0 } };
+	static const int order[3][3] = {{0, 1, 2}, {2, 0, 1}, {1, 2, 0}};
 	uint64_t seed = 0x6d78u + (uint64_t)wdt;
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
@@ -216,15 +231,16 @@ mx_case(enum table_dtype tdt, enum wire_dtype wdt)
 		}
 		for (int j = 0; j < 3; j++) {
 			int w = order[c][j];
-			struct pkt p = { WIRE_TYPE_CONTRIB, 0, 10, 1, 0, W3[w], W3[w], 1, 2, c, wdt,
-					 n, PEER_IP(W3[w]) };
+			struct pkt p = {
+				WIRE_TYPE_CONTRIB, 0, 10, 1, 0, W3[w], W3[w], 1, 2, c, wdt, n,
+				PEER_IP(W3[w])};
 
 			if (j == 0)
 				k->mx_widen[f](acc, enc[c][w], n / 32u);
 			else
 				k->mx_widen_add[f](acc, enc[c][w], n / 32u);
 			inject(mk_pkt(&p, enc[c][w]));
-			poll_all();     /* this arrival order at the gateway */
+			poll_all(); /* this arrival order at the gateway */
 		}
 		k->mx_narrow[f](want[c], acc, n / 32u);
 	}
@@ -279,8 +295,8 @@ static void
 mx_lan_case(enum table_dtype tdt, enum wire_dtype wdt, enum table_dtype lan)
 {
 	const uint64_t el = 320;
-	const uint32_t ce = 128;        /* 4 blocks; the last chunk has 2 */
-	struct tdesc td = { 0, 0, 1, { 2 }, 0, 3, 16, { 1 } };
+	const uint32_t ce = 128; /* 4 blocks; the last chunk has 2 */
+	struct tdesc td = {0, 0, 1, {2}, 0, 3, 16, {1}};
 	static struct out o[16];
 	static float v[3][3][128];
 	static uint16_t bf[3][3][128];
@@ -288,7 +304,7 @@ mx_lan_case(enum table_dtype tdt, enum wire_dtype wdt, enum table_dtype lan)
 	const struct sum_kernels *k = sum_kernels_get(SUM_ISA_SCALAR);
 	enum sum_mx f = (enum sum_mx)(wdt - WIRE_DTYPE_MXINT8);
 	/* 0, 1: the workers W3[0], W3[1]; 2: the child gateway 2 */
-	static const int order[3][3] = { { 0, 2, 1 }, { 2, 1, 0 }, { 1, 0, 2 } };
+	static const int order[3][3] = {{0, 2, 1}, {2, 1, 0}, {1, 0, 2}};
 	uint64_t seed = 0x6c616eu + (uint64_t)wdt + (uint64_t)lan;
 	struct table *tb = mk_table(10, 1, 1, tdt, el, ce, 2, W3, 1, &td);
 
@@ -312,11 +328,22 @@ mx_lan_case(enum table_dtype tdt, enum wire_dtype wdt, enum table_dtype lan)
 			int w = order[c][j];
 			bool child = w == 2;
 			uint16_t id = child ? 2 : W3[w];
-			struct pkt p = { WIRE_TYPE_CONTRIB, 0, 10, 1, 0, id, id, 1, 2, c,
-					 child ? wdt : (enum wire_dtype)lan, n, PEER_IP(id) };
-			const void *pl = child ? (const void *)enc[c]
-				       : lan == TABLE_DTYPE_BF16 ? (const void *)bf[c][w]
-								 : (const void *)v[c][w];
+			struct pkt p = {WIRE_TYPE_CONTRIB,
+					0,
+					10,
+					1,
+					0,
+					id,
+					id,
+					1,
+					2,
+					c,
+					child ? wdt : (enum wire_dtype)lan,
+					n,
+					PEER_IP(id)};
+			const void *pl = child                   ? (const void *)enc[c] :
+					 lan == TABLE_DTYPE_BF16 ? (const void *)bf[c][w] :
+								   (const void *)v[c][w];
 
 			if (child)
 				k->mx_widen[f](x, enc[c], n / 32u);
@@ -329,13 +356,13 @@ mx_lan_case(enum table_dtype tdt, enum wire_dtype wdt, enum table_dtype lan)
 			else
 				k->sum_f32(acc, x, n);
 			inject(mk_pkt(&p, pl));
-			poll_all();     /* this arrival order at the gateway */
+			poll_all(); /* this arrival order at the gateway */
 		}
 		k->mx_narrow[f](want[c], acc, n / 32u);
 	}
 	int n = collect(o, 16), bad = 0;
 
-	CU_ASSERT(n == 9);      /* 3 chunks to the 2 workers and the child */
+	CU_ASSERT(n == 9); /* 3 chunks to the 2 workers and the child */
 	for (int i = 0; i < n && i < 16; i++) {
 		uint32_t c = o[i].p.chunk;
 		size_t len = wire_payload_bytes(wdt, o[i].p.count);
@@ -349,14 +376,14 @@ mx_lan_case(enum table_dtype tdt, enum wire_dtype wdt, enum table_dtype lan)
 	}
 	CU_ASSERT(bad == 0);
 	/* The next round: a worker in the WAN dtype, the child in the LAN dtype. */
-	struct pkt pw = { WIRE_TYPE_CONTRIB, 0, 10, 1, 0, W3[0], W3[0], 1, 3, 0, wdt, ce,
-			  PEER_IP(W3[0]) };
-	struct pkt pc = { WIRE_TYPE_CONTRIB, 0, 10, 1, 0, 2, 2, 1, 3, 0, (enum wire_dtype)lan, ce,
-			  PEER_IP(2) };
+	struct pkt pw = {WIRE_TYPE_CONTRIB, 0, 10, 1, 0, W3[0], W3[0], 1, 3, 0, wdt, ce,
+			 PEER_IP(W3[0])};
+	struct pkt pc = {WIRE_TYPE_CONTRIB,    0,  10,        1, 0, 2, 2, 1, 3, 0,
+			 (enum wire_dtype)lan, ce, PEER_IP(2)};
 
 	inject(mk_pkt(&pw, enc[0]));
-	inject(mk_pkt(&pc, lan == TABLE_DTYPE_BF16 ? (const void *)bf[0][0]
-						   : (const void *)v[0][0]));
+	inject(mk_pkt(&pc,
+		      lan == TABLE_DTYPE_BF16 ? (const void *)bf[0][0] : (const void *)v[0][0]));
 	poll_all();
 	CU_ASSERT(drops(WIRE_REASON_JOB_MISMATCH) == 2);
 	CU_ASSERT(collect(o, 16) == 0);

@@ -30,34 +30,34 @@ test_faults(void)
 {
 	const uint64_t el = 64 * 8;
 	const uint32_t ce = 64;
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 8, 16, { 0 } };
+	struct tdesc td = {0, 0, 0, {0}, 0, 8, 16, {0}};
 	static struct out o[64];
 
-	faults[DP_TX] = (struct dp_fault){ .on = true, .dup = UINT32_MAX,
-					   .delay_tsc = rte_get_tsc_hz() / 50 };
+	faults[DP_TX] = (struct dp_fault){
+		.on = true, .dup = UINT32_MAX, .delay_tsc = rte_get_tsc_hz() / 50};
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	faults[DP_TX] = (struct dp_fault){ 0 };
+	faults[DP_TX] = (struct dp_fault){0};
 	CU_ASSERT_FATAL(install(mk_table(30, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
 				"install") == 0);
 	for (int w = 0; w < 3; w++)
 		inject(contrib_f32(30, 1, 0, W3[w], 0, 0, el, ce));
 	poll_all();
-	CU_ASSERT(collect(o, 64) == 0);        /* 20 ms in the delay line */
+	CU_ASSERT(collect(o, 64) == 0); /* 20 ms in the delay line */
 	CU_ASSERT(ctr(DP_CTR_FAULT_DUPLICATED) == 3);
 	rte_delay_us_sleep(25000);
 	dp_worker_poll(dp.lcores[0]);
 	int n = collect(o, 64);
 
-	CU_ASSERT(n == 6);                      /* three results, each twice */
+	CU_ASSERT(n == 6); /* three results, each twice */
 	for (int i = 0; i < n && i < 64; i++)
-		CU_ASSERT(o[i].p.type == WIRE_TYPE_RESULT && out_f32(&o[i], 5) ==
-			  val(11, 5) + val(12, 5) + val(13, 5));
+		CU_ASSERT(o[i].p.type == WIRE_TYPE_RESULT &&
+			  out_f32(&o[i], 5) == val(11, 5) + val(12, 5) + val(13, 5));
 	dp_down();
 
-	faults[DP_RX] = (struct dp_fault){ .on = true, .loss = UINT32_MAX / 2,
-					   .reorder = UINT32_MAX / 4 };
+	faults[DP_RX] =
+		(struct dp_fault){.on = true, .loss = UINT32_MAX / 2, .reorder = UINT32_MAX / 4};
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	faults[DP_RX] = (struct dp_fault){ 0 };
+	faults[DP_RX] = (struct dp_fault){0};
 	CU_ASSERT_FATAL(install(mk_table(31, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
 				"install") == 0);
 	for (uint32_t c = 0; c < 8; c++)
@@ -80,15 +80,15 @@ ge_run(const struct dp_fault *f, uint64_t seed, bool lost[512], unsigned int *ru
 {
 	const uint64_t el = 64 * 512;
 	const uint32_t ce = 64;
-	static const uint16_t w1[] = { 11 };
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, 512, 512, { 0 } };
+	static const uint16_t w1[] = {11};
+	struct tdesc td = {0, 0, 0, {0}, 0, 512, 512, {0}};
 	static struct out o[64];
 	unsigned int n_lost = 0;
 
 	faults[DP_RX] = *f;
 	fault_seed = seed;
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	faults[DP_RX] = (struct dp_fault){ 0 };
+	faults[DP_RX] = (struct dp_fault){0};
 	fault_seed = 0;
 	CU_ASSERT_FATAL(install(mk_table(32, 1, 1, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td),
 				"install") == 0);
@@ -123,8 +123,12 @@ static void
 test_faults_bursty(void)
 {
 	/* Good -> bad 2%, bad -> good 25%: mean loss 0.02 / 0.27 = 7.4%, runs of 4. */
-	struct dp_fault ge = { .on = true, .ge = true, .ge_p = UINT32_MAX / 50,
-			       .ge_r = UINT32_MAX / 4, .ge_h = UINT32_MAX, .ge_k = 0 };
+	struct dp_fault ge = {.on = true,
+			      .ge = true,
+			      .ge_p = UINT32_MAX / 50,
+			      .ge_r = UINT32_MAX / 4,
+			      .ge_h = UINT32_MAX,
+			      .ge_k = 0};
 	static bool a[512], b[512], c[512];
 	unsigned int ra, rb, rc;
 	unsigned int na = ge_run(&ge, 7, a, &ra);
@@ -147,15 +151,15 @@ test_faults_bursty(void)
 static void
 test_pacing(void)
 {
-	const uint32_t ce = 256, nch = 64;          /* 1 KiB payloads, 1.1 KB frames */
+	const uint32_t ce = 256, nch = 64; /* 1 KiB payloads, 1.1 KB frames */
 	const uint64_t el = (uint64_t)ce * nch;
-	static const uint16_t w1[] = { 21 };
-	struct tdesc td = { 0, 4, 0, { 0 }, 0, nch, 64, { 0 } };
+	static const uint16_t w1[] = {21};
+	struct tdesc td = {0, 4, 0, {0}, 0, nch, 64, {0}};
 	static struct out o[128];
 	struct table *tb = mk_table(50, 1, 2, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td);
 	int first, total;
 
-	tb->trees[0].rate_gbps = 0.008;             /* 1 MB/s: a 1.1 KB frame per 1.1 ms */
+	tb->trees[0].rate_gbps = 0.008; /* 1 MB/s: a 1.1 KB frame per 1.1 ms */
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 	CU_ASSERT_FATAL(install(tb, "install") == 0);
 	uint64_t t0 = rte_get_timer_cycles();
@@ -193,16 +197,16 @@ test_pacing(void)
 static void
 test_retire_after_pacers(void)
 {
-	const uint32_t ce = 256, nch = 48;          /* 1 KiB payloads */
+	const uint32_t ce = 256, nch = 48; /* 1 KiB payloads */
 	const uint64_t el = (uint64_t)ce * nch;
-	static const uint16_t w1[] = { 21 };
-	struct tdesc td = { 0, 0, 1, { 3 }, 0, nch, 64, { 1 } };
+	static const uint16_t w1[] = {21};
+	struct tdesc td = {0, 0, 1, {3}, 0, nch, 64, {1}};
 	static struct out o[128];
 	struct table *tb = mk_table(51, 1, 1, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td);
 	const struct dp_state *st;
 	int to_child = 0, n;
 
-	tb->trees[0].rate_gbps = 0.008;             /* a 1.1 KB frame per 1.1 ms */
+	tb->trees[0].rate_gbps = 0.008; /* a 1.1 KB frame per 1.1 ms */
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 	CU_ASSERT_FATAL(install(tb, "install") == 0);
 	for (uint32_t c = 0; c < nch; c++) {
@@ -213,24 +217,23 @@ test_retire_after_pacers(void)
 	n = collect(o, 128);
 	for (int k = 0; k < n && k < 128; k++)
 		to_child += o[k].p.type == WIRE_TYPE_RESULT && o[k].fl.dst_ip == PEER_IP(3);
-	CU_ASSERT(to_child < (int)nch);            /* the rest wait in the child's pacer */
+	CU_ASSERT(to_child < (int)nch); /* the rest wait in the child's pacer */
 	tb = mk_table(51, 2, 1, TABLE_DTYPE_FP32, el, ce, 1, w1, 1, &td);
 	tb->trees[0].rate_gbps = 0.008;
 	CU_ASSERT_FATAL(install(tb, "install") == 0);
 	dp_housekeeping(&dp);
 	st = atomic_load(&dp.state);
-	CU_ASSERT(st->jobs[0].n_epochs == 2);      /* done slots, but frames waiting */
+	CU_ASSERT(st->jobs[0].n_epochs == 2); /* done slots, but frames waiting */
 	uint64_t t0 = rte_get_timer_cycles();
 
 	while (to_child < (int)nch && rte_get_timer_cycles() - t0 < 10 * rte_get_timer_hz()) {
 		dp_worker_poll(dp.lcores[0]);
 		n = collect(o, 128);
 		for (int k = 0; k < n && k < 128; k++)
-			to_child += o[k].p.type == WIRE_TYPE_RESULT &&
-				    o[k].fl.dst_ip == PEER_IP(3);
+			to_child += o[k].p.type == WIRE_TYPE_RESULT && o[k].fl.dst_ip == PEER_IP(3);
 	}
 	CU_ASSERT(to_child == (int)nch);
-	dp_worker_poll(dp.lcores[0]);               /* the drained pacer leaves its list */
+	dp_worker_poll(dp.lcores[0]); /* the drained pacer leaves its list */
 	dp_housekeeping(&dp);
 	st = atomic_load(&dp.state);
 	CU_ASSERT(st->jobs[0].n_epochs == 1 && st->jobs[0].epochs[0]->epoch == 2);
@@ -246,8 +249,8 @@ test_fanout_shared_segment(void)
 {
 	const uint32_t ce = 64, nch = 8;
 	const uint64_t el = (uint64_t)ce * nch;
-	static const uint16_t w3[] = { 11, 12, 45 };
-	struct tdesc td = { 0, 0, 0, { 0 }, 0, nch, 16, { 0 } };
+	static const uint16_t w3[] = {11, 12, 45};
+	struct tdesc td = {0, 0, 0, {0}, 0, nch, 16, {0}};
 	struct rte_mbuf *m[32];
 	int bad = 0;
 
@@ -255,7 +258,7 @@ test_fanout_shared_segment(void)
 	 * its frames come from its own address but its RESULTs go through the router, which
 	 * stays unresolved. */
 	n_routes = 1;
-	routes[0] = (struct dp_route){ .dst = 0x0a000500u, .prefix_len = 24, .via = PEER_IP(50) };
+	routes[0] = (struct dp_route){.dst = 0x0a000500u, .prefix_len = 24, .via = PEER_IP(50)};
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 	n_routes = 0;
 	struct table *tb = mk_table(52, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, w3, 1, &td);
@@ -264,7 +267,7 @@ test_fanout_shared_segment(void)
 	CU_ASSERT_FATAL(install(tb, "install") == 0);
 	for (uint32_t c = 0; c < nch; c++)
 		for (int w = 0; w < 3; w++) {
-			spoof = (typeof(spoof)){ w3[w] == 45, 0x0a00052du, WORKER_PORT, 0 };
+			spoof = (typeof(spoof)){w3[w] == 45, 0x0a00052du, WORKER_PORT, 0};
 			inject(contrib_f32(52, 1, 0, w3[w], 0, c, el, ce));
 		}
 	spoof.on = false;
@@ -286,8 +289,8 @@ test_fanout_shared_segment(void)
 		struct wire_pkt p;
 		size_t off, plen;
 
-		if (d == NULL || wire_frame_parse(d, rte_pktmbuf_pkt_len(m[i]), NULL, &off, &plen,
-						  NULL) != 0 ||
+		if (d == NULL ||
+		    wire_frame_parse(d, rte_pktmbuf_pkt_len(m[i]), NULL, &off, &plen, NULL) != 0 ||
 		    wire_hdr_decode(d + off, plen, &p, NULL) != 0) {
 			bad++;
 			continue;
@@ -307,7 +310,7 @@ test_fanout_shared_segment(void)
 	dp_housekeeping(&dp);
 	CU_ASSERT(atomic_load(&dp.state)->n_jobs == 0);
 	CU_ASSERT(rte_mempool_in_use_count(tpool) == 0);
-	poll_all();                 /* the ARP requests for the router go out: free them */
+	poll_all(); /* the ARP requests for the router go out: free them */
 	while (rte_ring_dequeue(tx_ring, (void **)&m[0]) == 0) {
 		CU_ASSERT(rte_pktmbuf_mtod(m[0], struct rte_ether_hdr *)->ether_type ==
 			  rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP));

@@ -82,7 +82,7 @@ table_split_chunks(const struct plan *p, uint32_t n_chunks, uint32_t *first, uin
 		count[i] = (uint32_t)f;
 		given += count[i];
 		if (p->trees[i].share > 0)
-			items[n_items++] = (struct split_item){ .tree = i, .frac = q - f };
+			items[n_items++] = (struct split_item){.tree = i, .frac = q - f};
 	}
 	/* Rounding can only push the floors over n_chunks by a hair: take it back from the
 	 * largest counts. */
@@ -130,7 +130,8 @@ table_slots(double rate_gbps, double hold_ms, uint32_t chunk_bytes, uint32_t slo
 	uint32_t lo, hi;
 	double need;
 
-	hi = slots_max == 0 || slots_max > TABLE_SLOTS_MAX ? TABLE_SLOTS_MAX : pow2_floor(slots_max);
+	hi = slots_max == 0 || slots_max > TABLE_SLOTS_MAX ? TABLE_SLOTS_MAX :
+							     pow2_floor(slots_max);
 	lo = slots_min == 0 ? 1 : pow2_ceil(slots_min);
 	if (lo > hi)
 		lo = hi;
@@ -215,8 +216,8 @@ struct compile {
 
 /* Write a one-line message (at most TABLE_ERR_MAX bytes, as table.h promises) into the
  * compile's err buffer; returns -code. */
-static int cfail(struct compile *c, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+static int
+cfail(struct compile *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static int
 cfail(struct compile *c, int code, const char *fmt, ...)
@@ -241,8 +242,10 @@ node_gw(const struct table_deploy_node *dn, int j)
 {
 	if (dn->n_gateways > 0)
 		return dn->gateways[j];
-	return (struct table_gw){ .id = dn->gateway_id, .ipv4 = dn->ipv4,
-				  .base_port = dn->base_port, .ports = dn->ports };
+	return (struct table_gw){.id = dn->gateway_id,
+				 .ipv4 = dn->ipv4,
+				 .base_port = dn->base_port,
+				 .ports = dn->ports};
 }
 
 /* "deploy.nodes[1] ('b')" and the gateway field's prefix: ".gateway_id"-style names for a
@@ -281,9 +284,10 @@ check_gateway(struct compile *c, int v, int j, uint64_t *seen)
 	if (g.base_port == 0 || g.ports == 0 || g.ports > TABLE_PORTS_MAX ||
 	    (uint32_t)g.base_port + g.ports - 1 > 65535) {
 		gw_field(c, v, j, "ports", "ports", f, sizeof(f));
-		return cfail(c, EINVAL, "%s: base_port %u and %u ports must make a range inside "
-			     "[1, 65535] of at most %d ports", f, g.base_port, g.ports,
-			     TABLE_PORTS_MAX);
+		return cfail(c, EINVAL,
+			     "%s: base_port %u and %u ports must make a range inside "
+			     "[1, 65535] of at most %d ports",
+			     f, g.base_port, g.ports, TABLE_PORTS_MAX);
 	}
 	seen[g.id / 64] |= 1ull << (g.id % 64);
 	for (int u = 0; u <= v; u++)
@@ -292,8 +296,10 @@ check_gateway(struct compile *c, int v, int j, uint64_t *seen)
 				continue;
 			gw_field(c, v, j, "ipv4", "ipv4", f, sizeof(f));
 			if (c->d->nodes[u].n_gateways > 0)
-				return cfail(c, EINVAL, "%s: %s is also gateways[%d] of nodes[%d] "
-					     "('%s')", f, table_ipv4_format(g.ipv4, ip), k, u,
+				return cfail(c, EINVAL,
+					     "%s: %s is also gateways[%d] of nodes[%d] "
+					     "('%s')",
+					     f, table_ipv4_format(g.ipv4, ip), k, u,
 					     c->t->nodes[u].id);
 			return cfail(c, EINVAL, "%s: %s is also the gateway of nodes[%d] ('%s')", f,
 				     table_ipv4_format(g.ipv4, ip), u, c->t->nodes[u].id);
@@ -321,8 +327,10 @@ check_deploy(struct compile *c)
 
 		if (dn->n_gateways < 0 || dn->n_gateways > TABLE_SITE_GATEWAYS_MAX ||
 		    (dn->n_gateways > 0 && dn->gateways == NULL)) {
-			rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').gateways: %d gateways, a site "
-				   "has 1 to %d", v, id, dn->n_gateways, TABLE_SITE_GATEWAYS_MAX);
+			rc = cfail(c, EINVAL,
+				   "deploy.nodes[%d] ('%s').gateways: %d gateways, a site "
+				   "has 1 to %d",
+				   v, id, dn->n_gateways, TABLE_SITE_GATEWAYS_MAX);
 			break;
 		}
 		for (int j = 0; j < node_ngw(dn) && rc == 0; j++)
@@ -330,11 +338,13 @@ check_deploy(struct compile *c)
 		if (rc != 0)
 			break;
 		if (dn->n_workers < 0 || (dn->n_workers > 0 && dn->workers == NULL))
-			rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').workers: bad worker array", v,
-				   id);
+			rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').workers: bad worker array",
+				   v, id);
 		else if (dn->n_workers > TABLE_WORKERS_MAX)
-			rc = cfail(c, E2BIG, "deploy.nodes[%d] ('%s').workers: %d workers, more than "
-				   "the table limit %d", v, id, dn->n_workers, TABLE_WORKERS_MAX);
+			rc = cfail(c, E2BIG,
+				   "deploy.nodes[%d] ('%s').workers: %d workers, more than "
+				   "the table limit %d",
+				   v, id, dn->n_workers, TABLE_WORKERS_MAX);
 		total += dn->n_workers;
 	}
 	/* Worker ids: unique in the deployment and distinct from every gateway id. */
@@ -346,22 +356,29 @@ check_deploy(struct compile *c)
 
 			if (w->id == 0 || w->id > TABLE_ID_MAX ||
 			    (seen[w->id / 64] & (1ull << (w->id % 64))))
-				rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').workers[%d].id: %u is %s",
-					   v, t->nodes[v].id, k, w->id,
+				rc = cfail(c, EINVAL,
+					   "deploy.nodes[%d] ('%s').workers[%d].id: %u is %s", v,
+					   t->nodes[v].id, k, w->id,
 					   w->id == 0 || w->id > TABLE_ID_MAX ?
-					   "reserved (ids are 1 .. 65534)" :
-					   "already a gateway or worker id");
+						   "reserved (ids are 1 .. 65534)" :
+						   "already a gateway or worker id");
 			else if (!table_ipv4_unicast(w->ipv4))
-				rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').workers[%d].ipv4: %s is "
-					   "not a unicast address", v, t->nodes[v].id, k,
-					   table_ipv4_format(w->ipv4, ip));
+				rc = cfail(c, EINVAL,
+					   "deploy.nodes[%d] ('%s').workers[%d].ipv4: %s is "
+					   "not a unicast address",
+					   v, t->nodes[v].id, k, table_ipv4_format(w->ipv4, ip));
 			else if (w->port == 0)
-				rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').workers[%d].port: must be "
-					   "in [1, 65535]", v, t->nodes[v].id, k);
+				rc = cfail(c, EINVAL,
+					   "deploy.nodes[%d] ('%s').workers[%d].port: must be "
+					   "in [1, 65535]",
+					   v, t->nodes[v].id, k);
 			for (int j = 0; j < k && rc == 0; j++)
-				if (dn->workers[j].ipv4 == w->ipv4 && dn->workers[j].port == w->port)
-					rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').workers[%d]: "
-						   "%s:%u is also workers[%d]", v, t->nodes[v].id, k,
+				if (dn->workers[j].ipv4 == w->ipv4 &&
+				    dn->workers[j].port == w->port)
+					rc = cfail(c, EINVAL,
+						   "deploy.nodes[%d] ('%s').workers[%d]: "
+						   "%s:%u is also workers[%d]",
+						   v, t->nodes[v].id, k,
 						   table_ipv4_format(w->ipv4, ip), w->port, j);
 			seen[w->id / 64] |= 1ull << (w->id % 64);
 		}
@@ -373,14 +390,17 @@ check_deploy(struct compile *c)
 		rc = cfail(c, EINVAL, "deploy.cset_blocks: %u, at most %d", d->cset_blocks,
 			   TABLE_CSET_BLOCKS_MAX);
 	if (rc == 0 && d->min_workers != 0 && d->cset_blocks == 0)
-		rc = cfail(c, EINVAL, "deploy.min_workers: a partial reduce needs contributor sets "
+		rc = cfail(c, EINVAL,
+			   "deploy.min_workers: a partial reduce needs contributor sets "
 			   "(cset_blocks >= 1)");
 	for (int v = 0; v < t->n_nodes && rc == 0 && d->cset_blocks != 0; v++)
 		for (int k = 0; k < d->nodes[v].n_workers && rc == 0; k++)
 			if (d->nodes[v].workers[k].id >= 256u * d->cset_blocks)
-				rc = cfail(c, EINVAL, "deploy.nodes[%d] ('%s').workers[%d].id: %u is "
-					   "outside contributor sets of %u blocks", v, t->nodes[v].id,
-					   k, d->nodes[v].workers[k].id, d->cset_blocks);
+				rc = cfail(c, EINVAL,
+					   "deploy.nodes[%d] ('%s').workers[%d].id: %u is "
+					   "outside contributor sets of %u blocks",
+					   v, t->nodes[v].id, k, d->nodes[v].workers[k].id,
+					   d->cset_blocks);
 	return rc;
 }
 
@@ -401,8 +421,10 @@ prune_tree(struct compile *c, int i, bool *active, uint32_t *below)
 		if (n == 0)
 			continue;
 		if (tr->parent[v] == PLAN_ABSENT)
-			return cfail(c, EINVAL, "deploy.nodes[%d] ('%s'): has %d workers but plan "
-				     "trees[%d] does not reach the site", v, t->nodes[v].id, n, i);
+			return cfail(c, EINVAL,
+				     "deploy.nodes[%d] ('%s'): has %d workers but plan "
+				     "trees[%d] does not reach the site",
+				     v, t->nodes[v].id, n, i);
 		/* plan_validate() checked that the chain reaches the root without cycles. */
 		while (u >= 0) {
 			active[u] = true;
@@ -417,10 +439,10 @@ prune_tree(struct compile *c, int i, bool *active, uint32_t *below)
  * u's subtree), ascending, into e's entries from *k on as those of children[j]. Worker
  * ids are below 256 * cset_blocks (check_deploy()). */
 static void
-fill_below(const struct compile *c, const struct plan_tree *tr, int u, struct table_tree *e,
-	   int j, int *k)
+fill_below(const struct compile *c, const struct plan_tree *tr, int u, struct table_tree *e, int j,
+	   int *k)
 {
-	uint64_t ids[(TABLE_BELOW_MAX + 1) / 64] = { 0 };
+	uint64_t ids[(TABLE_BELOW_MAX + 1) / 64] = {0};
 
 	for (int w = 0; w < c->t->n_nodes; w++) {
 		const struct table_deploy_node *dn = &c->d->nodes[w];
@@ -496,8 +518,8 @@ segments(const struct table_deploy *d, uint32_t n, uint32_t **bounds, int *n_seg
  * pool TABLE_POOL_WINDOWS times that within the cap; a partial reduce holds every chunk of
  * the tree. */
 static void
-pool_of(const struct table_deploy *d, double rate, double hold, uint32_t chunk_count,
-	uint32_t smin, uint32_t smax, uint32_t *window, uint32_t *slots)
+pool_of(const struct table_deploy *d, double rate, double hold, uint32_t chunk_count, uint32_t smin,
+	uint32_t smax, uint32_t *window, uint32_t *slots)
 {
 	/* The window is the formula's pool; the pool is four windows (within the cap), so
 	 * that the window moves on past a lost chunk for the two round trips or so its
@@ -516,13 +538,13 @@ pool_of(const struct table_deploy *d, double rate, double hold, uint32_t chunk_c
 
 /* One copy of a plan tree in one segment: what it carries. */
 struct pair {
-	uint32_t first, count;  /* chunks */
-	double rate;            /* the plan tree's rate times the segment's part of the chunks */
+	uint32_t first, count; /* chunks */
+	double rate;           /* the plan tree's rate times the segment's part of the chunks */
 };
 
 struct table *
-table_compile(const struct topo *t, const struct plan *p, const struct table_deploy *d,
-	      int node, uint32_t job, uint32_t epoch, char *err, size_t errlen)
+table_compile(const struct topo *t, const struct plan *p, const struct table_deploy *d, int node,
+	      uint32_t job, uint32_t epoch, char *err, size_t errlen)
 {
 	return table_compile_gateway(t, p, d, node, 0, job, epoch, err, errlen);
 }
@@ -531,18 +553,18 @@ table_compile(const struct topo *t, const struct plan *p, const struct table_dep
  * the next. */
 struct gw_compile {
 	struct compile c;
-	int node, gwi;                  /* the node, and which of its gateways */
+	int node, gwi; /* the node, and which of its gateways */
 	uint32_t chunk_elements, smin, smax;
 	uint64_t n_chunks;
-	uint32_t *bounds;               /* the segments of the chunks (segments()) */
+	uint32_t *bounds; /* the segments of the chunks (segments()) */
 	int n_seg;
-	uint32_t *first, *count;        /* one segment's split among the plan's trees */
-	struct pair *pairs;             /* segment k's copy of tree i at k * n_trees + i */
-	bool *carries;                  /* per tree: it carries chunks */
-	uint32_t *below;                /* per node: workers below it (prune_tree()) */
-	bool *active, *has_workers;     /* per node: in the pruned tree; has workers */
-	int *kids_of;                   /* per node: its children in the pruned tree */
-	int *kids;                      /* per tree: this node's children, -1 if not in it */
+	uint32_t *first, *count;    /* one segment's split among the plan's trees */
+	struct pair *pairs;         /* segment k's copy of tree i at k * n_trees + i */
+	bool *carries;              /* per tree: it carries chunks */
+	uint32_t *below;            /* per node: workers below it (prune_tree()) */
+	bool *active, *has_workers; /* per node: in the pruned tree; has workers */
+	int *kids_of;               /* per node: its children in the pruned tree */
+	int *kids;                  /* per tree: this node's children, -1 if not in it */
 	/* This gateway's entries: their pairs and shapes. */
 	int n_trees;
 	int n_children[TABLE_TREES_MAX], n_workers[TABLE_TREES_MAX], pair_of[TABLE_TREES_MAX];
@@ -578,21 +600,28 @@ gw_check_inputs(struct gw_compile *g)
 		return cfail(&g->c, EINVAL, "deploy.dtype: %d is not a dtype", (int)d->dtype);
 	if (d->chunk_bytes == 0 || d->chunk_bytes % esize != 0 ||
 	    d->chunk_bytes > TABLE_CHUNK_BYTES_MAX)
-		return cfail(&g->c, EINVAL, "deploy.chunk_bytes: %" PRIu32 " is not a multiple of "
-			     "%zu (%s) in [%zu, %d]", d->chunk_bytes, esize,
-			     table_dtype_name(d->dtype), esize, TABLE_CHUNK_BYTES_MAX);
+		return cfail(&g->c, EINVAL,
+			     "deploy.chunk_bytes: %" PRIu32 " is not a multiple of "
+			     "%zu (%s) in [%zu, %d]",
+			     d->chunk_bytes, esize, table_dtype_name(d->dtype), esize,
+			     TABLE_CHUNK_BYTES_MAX);
 	g->chunk_elements = d->chunk_bytes / (uint32_t)esize * table_dtype_granule(d->dtype);
 	if (d->elements % table_dtype_granule(d->dtype) != 0)
-		return cfail(&g->c, EINVAL, "deploy.elements: %" PRIu64 " is not a whole number of "
-			     "%s blocks", d->elements, table_dtype_name(d->dtype));
+		return cfail(&g->c, EINVAL,
+			     "deploy.elements: %" PRIu64 " is not a whole number of "
+			     "%s blocks",
+			     d->elements, table_dtype_name(d->dtype));
 	g->n_chunks = d->elements / g->chunk_elements + (d->elements % g->chunk_elements != 0);
 	if (d->elements == 0 || d->elements > INT64_MAX || g->n_chunks > UINT32_MAX)
-		return cfail(&g->c, EINVAL, "deploy.elements: %" PRIu64 " elements must be >= 1 "
-			     "and make at most %" PRIu32 " chunks", d->elements, UINT32_MAX);
+		return cfail(&g->c, EINVAL,
+			     "deploy.elements: %" PRIu64 " elements must be >= 1 "
+			     "and make at most %" PRIu32 " chunks",
+			     d->elements, UINT32_MAX);
 	g->smax = d->slots_max == 0 ? TABLE_SLOTS_MAX : d->slots_max;
 	g->smin = d->slots_min == 0 ? TABLE_SLOTS_MIN : d->slots_min;
 	if (g->smax > TABLE_SLOTS_MAX || g->smin > g->smax)
-		return cfail(&g->c, EINVAL, "deploy.slots_max: slots_min %" PRIu32 " and "
+		return cfail(&g->c, EINVAL,
+			     "deploy.slots_max: slots_min %" PRIu32 " and "
 			     "slots_max %" PRIu32 " must satisfy slots_min <= slots_max <= %d",
 			     g->smin, g->smax, TABLE_SLOTS_MAX);
 	g->smax = pow2_floor(g->smax);
@@ -620,8 +649,10 @@ gw_split(struct gw_compile *g)
 		return cfail(&g->c, ENOMEM, "out of memory");
 	n_pairs = g->n_seg * p->n_trees;
 	if (n_pairs > UINT16_MAX + 1)
-		return cfail(&g->c, E2BIG, "plan: %d trees in %d segments of the site's shards: "
-			     "more tree ids than 16 bits hold", p->n_trees, g->n_seg);
+		return cfail(&g->c, E2BIG,
+			     "plan: %d trees in %d segments of the site's shards: "
+			     "more tree ids than 16 bits hold",
+			     p->n_trees, g->n_seg);
 	g->first = calloc((size_t)p->n_trees, sizeof(*g->first));
 	g->count = calloc((size_t)p->n_trees, sizeof(*g->count));
 	g->pairs = calloc((size_t)n_pairs, sizeof(*g->pairs));
@@ -632,8 +663,8 @@ gw_split(struct gw_compile *g)
 	g->kids_of = calloc((size_t)t->n_nodes, sizeof(*g->kids_of));
 	g->kids = calloc((size_t)p->n_trees, sizeof(*g->kids));
 	if (g->first == NULL || g->count == NULL || g->pairs == NULL || g->carries == NULL ||
-	    g->below == NULL || g->active == NULL || g->has_workers == NULL ||
-	    g->kids_of == NULL || g->kids == NULL)
+	    g->below == NULL || g->active == NULL || g->has_workers == NULL || g->kids_of == NULL ||
+	    g->kids == NULL)
 		return cfail(&g->c, ENOMEM, "out of memory");
 	for (int v = 0; v < t->n_nodes; v++)
 		g->has_workers[v] = d->nodes[v].n_workers > 0;
@@ -643,7 +674,8 @@ gw_split(struct gw_compile *g)
 
 		rc = table_split_chunks(p, seg, g->first, g->count);
 		if (rc != 0)
-			return cfail(&g->c, -rc, "plan: trees[].share: cannot split %" PRIu64
+			return cfail(&g->c, -rc,
+				     "plan: trees[].share: cannot split %" PRIu64
 				     " chunks by these shares",
 				     g->n_seg == 1 ? g->n_chunks : (uint64_t)seg);
 		for (int i = 0; i < p->n_trees; i++) {
@@ -658,9 +690,12 @@ gw_split(struct gw_compile *g)
 	}
 	if (carrying > TABLE_TREES_MAX) {
 		if (g->n_seg == 1)
-			return cfail(&g->c, E2BIG, "plan: more than %d trees carry chunks (the "
-				     "table limit)", TABLE_TREES_MAX);
-		return cfail(&g->c, E2BIG, "plan: %d trees in the %d segments of the sites' shards "
+			return cfail(&g->c, E2BIG,
+				     "plan: more than %d trees carry chunks (the "
+				     "table limit)",
+				     TABLE_TREES_MAX);
+		return cfail(&g->c, E2BIG,
+			     "plan: %d trees in the %d segments of the sites' shards "
 			     "carry chunks, more than the table limit %d (fewer trees or gateways)",
 			     carrying, g->n_seg, TABLE_TREES_MAX);
 	}
@@ -685,8 +720,10 @@ gw_shape_trees(struct gw_compile *g)
 		if (!g->carries[i])
 			continue;
 		if (!(isfinite(tr->rate_gbps) && tr->rate_gbps > 0))
-			return cfail(&g->c, EINVAL, "plan: trees[%d].rate_gbps: a tree that "
-				     "carries chunks needs a rate > 0", i);
+			return cfail(&g->c, EINVAL,
+				     "plan: trees[%d].rate_gbps: a tree that "
+				     "carries chunks needs a rate > 0",
+				     i);
 		rc = prune_tree(&g->c, i, g->active, g->below);
 		if (rc != 0)
 			return rc;
@@ -698,13 +735,16 @@ gw_shape_trees(struct gw_compile *g)
 			if (!g->active[u])
 				continue;
 			if (g->kids_of[u] > TABLE_CHILDREN_MAX)
-				return cfail(&g->c, E2BIG, "plan: trees[%d]: node '%s' has %d "
-					     "child gateways, more than the table limit %d", i,
-					     t->nodes[u].id, g->kids_of[u], TABLE_CHILDREN_MAX);
+				return cfail(&g->c, E2BIG,
+					     "plan: trees[%d]: node '%s' has %d "
+					     "child gateways, more than the table limit %d",
+					     i, t->nodes[u].id, g->kids_of[u], TABLE_CHILDREN_MAX);
 			if (g->kids_of[u] + d->nodes[u].n_workers > TABLE_CONTRIB_MAX)
-				return cfail(&g->c, E2BIG, "plan: trees[%d]: node '%s' expects %d "
-					     "contributions, more than the table limit %d", i,
-					     t->nodes[u].id, g->kids_of[u] + d->nodes[u].n_workers,
+				return cfail(&g->c, E2BIG,
+					     "plan: trees[%d]: node '%s' expects %d "
+					     "contributions, more than the table limit %d",
+					     i, t->nodes[u].id,
+					     g->kids_of[u] + d->nodes[u].n_workers,
 					     TABLE_CONTRIB_MAX);
 		}
 		if (!g->active[node])
@@ -747,8 +787,8 @@ gw_pick_entries(struct gw_compile *g)
 			const struct pair *pr = &g->pairs[k * p->n_trees + i];
 
 			if (g->kids[i] < 0 || pr->count == 0 ||
-			    table_shard_of(g->bounds[k], g->n_chunks,
-					   node_ngw(&d->nodes[node])) != g->gwi)
+			    table_shard_of(g->bounds[k], g->n_chunks, node_ngw(&d->nodes[node])) !=
+				    g->gwi)
 				continue;
 			(void)prune_tree(&g->c, i, g->active, g->below); /* succeeded above */
 			g->pair_of[g->n_trees] = k * p->n_trees + i;
@@ -756,8 +796,9 @@ gw_pick_entries(struct gw_compile *g)
 			g->n_workers[g->n_trees] = d->nodes[node].n_workers;
 			/* With sets, every worker of the subtree is local or below a child. */
 			g->n_below[g->n_trees] =
-				d->cset_blocks != 0 ? (int)g->below[node] - g->n_workers[g->n_trees]
-						    : 0;
+				d->cset_blocks != 0 ?
+					(int)g->below[node] - g->n_workers[g->n_trees] :
+					0;
 			g->n_trees++;
 		}
 	/* The other gateways of the site matter to the local workers only, and only when
@@ -794,18 +835,16 @@ gw_fill_entry(struct gw_compile *g, struct table_tree *e, int pair)
 	e->id = (uint16_t)pair;
 	e->has_parent = par != PLAN_ROOT;
 	if (e->has_parent)
-		e->parent = node_gw(&d->nodes[par],
-				    table_shard_of(g->bounds[k], g->n_chunks,
-						   node_ngw(&d->nodes[par])));
+		e->parent = node_gw(&d->nodes[par], table_shard_of(g->bounds[k], g->n_chunks,
+								   node_ngw(&d->nodes[par])));
 	for (int u = 0; u < t->n_nodes; u++) {
 		if (!g->active[u] || tr->parent[u] != node)
 			continue;
 		if (e->n_below > 0)
 			fill_below(&g->c, tr, u, e, j, &nb);
 		e->child_workers[j] = g->below[u];
-		e->children[j++] = node_gw(&d->nodes[u],
-					   table_shard_of(g->bounds[k], g->n_chunks,
-							  node_ngw(&d->nodes[u])));
+		e->children[j++] = node_gw(&d->nodes[u], table_shard_of(g->bounds[k], g->n_chunks,
+									node_ngw(&d->nodes[u])));
 	}
 	for (int w = 0; w < e->n_workers; w++) {
 		const struct table_worker *src = &d->nodes[node].workers[w];
@@ -815,8 +854,9 @@ gw_fill_entry(struct gw_compile *g, struct table_tree *e, int pair)
 		e->workers[w].ipv4 = src->ipv4;
 		e->workers[w].port = src->port;
 	}
-	e->role = !e->has_parent ? TABLE_ROLE_ROOT :
-		  e->n_children > 0 ? TABLE_ROLE_INTERIOR : TABLE_ROLE_LEAF;
+	e->role = !e->has_parent    ? TABLE_ROLE_ROOT :
+		  e->n_children > 0 ? TABLE_ROLE_INTERIOR :
+				      TABLE_ROLE_LEAF;
 	e->expected = (uint32_t)(e->n_workers + e->n_children);
 	e->subtree_workers = g->below[node];
 	e->chunk_first = pr->first;
@@ -870,8 +910,9 @@ struct table *
 table_compile_gateway(const struct topo *t, const struct plan *p, const struct table_deploy *d,
 		      int node, int gwi, uint32_t job, uint32_t epoch, char *err, size_t errlen)
 {
-	struct gw_compile g = { .c = { .t = t, .p = p, .d = d, .err = err, .errlen = errlen },
-				.node = node, .gwi = gwi };
+	struct gw_compile g = {.c = {.t = t, .p = p, .d = d, .err = err, .errlen = errlen},
+			       .node = node,
+			       .gwi = gwi};
 	char msg[TABLE_ERR_MAX];
 	struct table *tb = NULL;
 	int rc;
@@ -897,9 +938,10 @@ table_compile_gateway(const struct topo *t, const struct plan *p, const struct t
 	tb->lan_dtype = d->lan_dtype != d->dtype ? d->lan_dtype : 0;
 	tb->elements = d->elements;
 	tb->chunk_elements = g.chunk_elements;
-	tb->limits = (struct table_limits){ .max_trees = TABLE_TREES_MAX,
-					    .max_children = TABLE_CHILDREN_MAX,
-					    .max_workers = TABLE_WORKERS_MAX, .max_slots = g.smax };
+	tb->limits = (struct table_limits){.max_trees = TABLE_TREES_MAX,
+					   .max_children = TABLE_CHILDREN_MAX,
+					   .max_workers = TABLE_WORKERS_MAX,
+					   .max_slots = g.smax};
 	tb->cset_blocks = d->cset_blocks;
 	for (int e_i = 0; e_i < g.n_trees; e_i++)
 		gw_fill_entry(&g, &tb->trees[e_i], g.pair_of[e_i]);

@@ -27,11 +27,11 @@
  * the site's workers send each chunk to the gateway that holds it.
  */
 struct table_deploy_node {
-	uint16_t gateway_id;      /* the site's gateway: unique, 1 .. TABLE_ID_MAX */
-	uint32_t ipv4;            /* host order */
+	uint16_t gateway_id; /* the site's gateway: unique, 1 .. TABLE_ID_MAX */
+	uint32_t ipv4;       /* host order */
 	uint16_t base_port;
 	uint16_t ports;
-	int n_workers;            /* the job's workers at this site, 0 .. TABLE_WORKERS_MAX */
+	int n_workers; /* the job's workers at this site, 0 .. TABLE_WORKERS_MAX */
 	const struct table_worker *workers;
 	/* Several gateways: 0 means the one above; 1 .. TABLE_SITE_GATEWAYS_MAX, the site's
 	 * gateways in shard order (the fields above are then unused). */
@@ -47,18 +47,18 @@ struct table_deploy_node {
  * workers must be present in every tree of the plan.
  */
 struct table_deploy {
-	int n_nodes;              /* == topology n_nodes */
+	int n_nodes; /* == topology n_nodes */
 	const struct table_deploy_node *nodes;
-	uint64_t elements;        /* tensor elements, >= 1 */
+	uint64_t elements; /* tensor elements, >= 1 */
 	enum table_dtype dtype;
 	enum table_dtype lan_dtype; /* the local workers' CONTRIBs (table.lan_dtype); 0: dtype */
-	uint32_t chunk_bytes;     /* payload bytes per chunk: a multiple of the dtype size,
+	uint32_t chunk_bytes;       /* payload bytes per chunk: a multiple of the dtype size,
 				   * <= TABLE_CHUNK_BYTES_MAX */
-	uint32_t slots_min;       /* floor of the slot formula; 0: TABLE_SLOTS_MIN */
-	uint32_t slots_max;       /* cap of the slot formula, rounded down to a power of
+	uint32_t slots_min;         /* floor of the slot formula; 0: TABLE_SLOTS_MIN */
+	uint32_t slots_max;         /* cap of the slot formula, rounded down to a power of
 				   * two: limits.max_slots; 0: TABLE_SLOTS_MAX */
-	uint8_t cset_blocks;      /* contributor sets in the job's packets; 0: none */
-	uint32_t min_workers;     /* partial reduce: every root completes a chunk at this
+	uint8_t cset_blocks;        /* contributor sets in the job's packets; 0: none */
+	uint32_t min_workers;       /* partial reduce: every root completes a chunk at this
 				   * many worker contributions (its threshold); 0: all.
 				   * Needs cset_blocks >= 1 */
 };
@@ -79,9 +79,9 @@ struct table_deploy {
  * @return  The table, or NULL with a one-line message in err naming the input field and
  *          errno EINVAL (bad input), E2BIG (a table limit exceeded) or ENOMEM.
  */
-struct table *table_compile(const struct topo *t, const struct plan *p,
-			    const struct table_deploy *d, int node, uint32_t job,
-			    uint32_t epoch, char *err, size_t errlen);
+struct table *
+table_compile(const struct topo *t, const struct plan *p, const struct table_deploy *d, int node,
+	      uint32_t job, uint32_t epoch, char *err, size_t errlen);
 
 /**
  * table_compile() of gateway `gw` (0 .. n_gateways - 1) of topology node `node`; gateway 0
@@ -99,9 +99,9 @@ struct table *table_compile(const struct topo *t, const struct plan *p,
  * @return  As table_compile(); E2BIG also when a site's gateways together carry more than
  *          TABLE_TREES_MAX trees.
  */
-struct table *table_compile_gateway(const struct topo *t, const struct plan *p,
-				    const struct table_deploy *d, int node, int gw, uint32_t job,
-				    uint32_t epoch, char *err, size_t errlen);
+struct table *
+table_compile_gateway(const struct topo *t, const struct plan *p, const struct table_deploy *d,
+		      int node, int gw, uint32_t job, uint32_t epoch, char *err, size_t errlen);
 
 /**
  * The gateway (index in the node's gateways) of node `node` that holds chunk c of n_chunks
@@ -119,8 +119,7 @@ int table_shard_of(uint64_t c, uint64_t n_chunks, int g);
  * @param first, count  p->n_trees entries each.
  * @return  0, or -EINVAL if a share is negative or not finite or all shares are zero.
  */
-int table_split_chunks(const struct plan *p, uint32_t n_chunks, uint32_t *first,
-		       uint32_t *count);
+int table_split_chunks(const struct plan *p, uint32_t n_chunks, uint32_t *first, uint32_t *count);
 
 /**
  * How long a slot of tree tr at node v stays busy (ms), from the first contribution of
@@ -133,8 +132,8 @@ int table_split_chunks(const struct plan *p, uint32_t n_chunks, uint32_t *first,
  *
  * @return  The hold time, or -1 if v is not in the tree or its parent chain is broken.
  */
-double table_hold_ms(const struct topo *t, const struct plan_tree *tr, int v,
-		     const bool *in_tree, const bool *has_workers);
+double table_hold_ms(const struct topo *t, const struct plan_tree *tr, int v, const bool *in_tree,
+		     const bool *has_workers);
 
 /**
  * The slot pool formula: the bandwidth-delay product of the tree's rate over the hold
@@ -144,8 +143,8 @@ double table_hold_ms(const struct topo *t, const struct plan_tree *tr, int v,
  * TABLE_SLOTS_MAX); if the floor exceeds the cap the cap wins. A rate or hold time that
  * is not a finite number >= 0, or chunk_bytes 0, gives the cap.
  */
-uint32_t table_slots(double rate_gbps, double hold_ms, uint32_t chunk_bytes,
-		     uint32_t slots_min, uint32_t slots_max);
+uint32_t table_slots(double rate_gbps, double hold_ms, uint32_t chunk_bytes, uint32_t slots_min,
+		     uint32_t slots_max);
 
 /**
  * Protect links between the gateways of one job's epoch: tables[] holds the tables of
@@ -159,7 +158,7 @@ uint32_t table_slots(double rate_gbps, double hold_ms, uint32_t chunk_bytes,
  *          randomness) with err.
  */
 int table_seal_links(struct table **tables, int n, const uint16_t *gw_ids,
-		     bool (*is_protected)(void *arg, int u, int v), void *arg,
-		     enum table_aead aead, char *err, size_t errlen);
+		     bool (*is_protected)(void *arg, int u, int v), void *arg, enum table_aead aead,
+		     char *err, size_t errlen);
 
 #endif

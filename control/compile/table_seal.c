@@ -53,12 +53,12 @@ seal_insert(struct table *tb, const struct table_seal *sl)
 
 int
 table_seal_links(struct table **tables, int n, const uint16_t *gw_ids,
-		 bool (*is_protected)(void *arg, int u, int v), void *arg,
-		 enum table_aead aead, char *err, size_t errlen)
+		 bool (*is_protected)(void *arg, int u, int v), void *arg, enum table_aead aead,
+		 char *err, size_t errlen)
 {
 	for (int u = 0; u < n; u++)
 		for (int v = u + 1; tables[u] != NULL && v < n; v++) {
-			struct table_seal sl = { .peer = gw_ids[v], .aead = aead };
+			struct table_seal sl = {.peer = gw_ids[v], .aead = aead};
 			int rc = 0;
 
 			if (tables[v] == NULL || !table_is_neighbour(tables[u], gw_ids[v]) ||
@@ -70,8 +70,10 @@ table_seal_links(struct table **tables, int n, const uint16_t *gw_ids,
 				rc = random_bytes(sl.key, table_aead_key_len(aead));
 			if (rc != 0) {
 				explicit_bzero(&sl, sizeof(sl));
-				json_util_fail(err, errlen, "no randomness for a link key "
-					       "(getrandom: %s)", strerror(errno));
+				json_util_fail(err, errlen,
+					       "no randomness for a link key "
+					       "(getrandom: %s)",
+					       strerror(errno));
 				return -EIO;
 			}
 			rc = seal_insert(tables[u], &sl);
@@ -80,8 +82,10 @@ table_seal_links(struct table **tables, int n, const uint16_t *gw_ids,
 				rc = seal_insert(tables[v], &sl);
 			explicit_bzero(&sl, sizeof(sl));
 			if (rc != 0) {
-				json_util_fail(err, errlen, "more than %d protected links at one "
-					       "gateway", TABLE_SEALS_MAX);
+				json_util_fail(err, errlen,
+					       "more than %d protected links at one "
+					       "gateway",
+					       TABLE_SEALS_MAX);
 				return rc;
 			}
 		}

@@ -17,7 +17,7 @@
 
 /* ---- status -------------------------------------------------------------------------- */
 
-static const char *const gw_state_names[] = { "unknown", "up", "down" };
+static const char *const gw_state_names[] = {"unknown", "up", "down"};
 
 /* The links for `status`: per direction the planned and measured rates, the probes'
  * round trip and the capacity plans use. */
@@ -36,17 +36,22 @@ links_json(const struct dmn *m, int64_t t)
 			int u = d == 0 ? tp->links[l].b : tp->links[l].a;
 			double nominal = d == 0 ? tp->links[l].gbps_ab : tp->links[l].gbps_ba;
 
-			json_array_append_new(dirs, json_pack(
-				"{s:s,s:s,s:f,s:o,s:o,s:o,s:f,s:o}", "from", node_id(m, v), "to",
-				node_id(m, u), "planned_gbps", r->at >= 0 ? r->planned_gbps : 0.0,
-				"gbps", r->gbps >= 0 ? json_real(r->gbps) : json_null(),
-				"rtt_ms", r->rtt_ms > 0 ? json_real(r->rtt_ms) : json_null(),
-				"base_rtt_ms", r->base_rtt_ms > 0 ? json_real(r->base_rtt_ms)
-								 : json_null(),
-				"capacity_gbps", r->measured_gbps > 0 ? r->measured_gbps : nominal,
-				"measured_for_s", r->measured_gbps > 0
-					? json_real((double)(r->measured_until - t) / 1e3)
-					: json_null()));
+			json_array_append_new(
+				dirs,
+				json_pack("{s:s,s:s,s:f,s:o,s:o,s:o,s:f,s:o}", "from",
+					  node_id(m, v), "to", node_id(m, u), "planned_gbps",
+					  r->at >= 0 ? r->planned_gbps : 0.0, "gbps",
+					  r->gbps >= 0 ? json_real(r->gbps) : json_null(), "rtt_ms",
+					  r->rtt_ms > 0 ? json_real(r->rtt_ms) : json_null(),
+					  "base_rtt_ms",
+					  r->base_rtt_ms > 0 ? json_real(r->base_rtt_ms) :
+							       json_null(),
+					  "capacity_gbps",
+					  r->measured_gbps > 0 ? r->measured_gbps : nominal,
+					  "measured_for_s",
+					  r->measured_gbps > 0 ?
+						  json_real((double)(r->measured_until - t) / 1e3) :
+						  json_null()));
 		}
 		json_array_append_new(arr, json_pack("{s:s,s:s,s:b,s:o}", "a",
 						     node_id(m, tp->links[l].a), "b",
@@ -82,15 +87,15 @@ rounds_json(const struct dmn *m, int i)
 			continue;
 		for (int k = 0; k < tb->n_trees; k++)
 			per += tb->trees[k].chunk_count;
-		json_array_foreach(m->gws[v].jobs, a, jo) {
+		json_array_foreach (m->gws[v].jobs, a, jo) {
 			double r;
 
 			if (json_integer_value(json_object_get(jo, "job")) != m->d->jobs[i].id ||
 			    json_integer_value(json_object_get(jo, "epoch")) != j->live_epoch ||
 			    !json_is_integer(json_object_get(jo, "chunks_done")))
 				continue;
-			in_flight += (uint64_t)json_integer_value(json_object_get(jo,
-								      "chunks_in_flight"));
+			in_flight += (uint64_t)json_integer_value(
+				json_object_get(jo, "chunks_in_flight"));
 			if (per == 0)
 				continue;
 			r = (double)json_integer_value(json_object_get(jo, "chunks_done")) /
@@ -122,26 +127,26 @@ status_json(const struct dmn *m)
 	for (int v = 0; v < m->d->n_gateways; v++) {
 		const struct gw *g = &m->gws[v];
 		const struct deploy_gateway *dg = &m->d->gateways[v];
-		json_t *go = json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:s,s:i}", "node",
-				       node_id(m, dg->node), "name", dg->name, "shard", dg->shard,
-				       "id", dg->id, "ipv4", table_ipv4_format(dg->ipv4, ip),
-				       "socket", dg->socket, "state", gw_state_names[g->state],
-				       "missed", g->missed);
+		json_t *go =
+			json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:s,s:i}", "node", node_id(m, dg->node),
+				  "name", dg->name, "shard", dg->shard, "id", dg->id, "ipv4",
+				  table_ipv4_format(dg->ipv4, ip), "socket", dg->socket, "state",
+				  gw_state_names[g->state], "missed", g->missed);
 
 		json_object_set_new(go, "last_heartbeat_ms_ago",
 				    g->last_ok >= 0 ? json_integer(t - g->last_ok) : json_null());
-		json_object_set_new(go, "rtt_ms", g->last_ok >= 0 ? json_real(g->rtt_ms)
-								 : json_null());
-		json_object_set_new(go, "rx_gbps", g->rx_gbps >= 0 ? json_real(g->rx_gbps)
-								   : json_null());
-		json_object_set_new(go, "tx_gbps", g->tx_gbps >= 0 ? json_real(g->tx_gbps)
-								   : json_null());
+		json_object_set_new(go, "rtt_ms",
+				    g->last_ok >= 0 ? json_real(g->rtt_ms) : json_null());
+		json_object_set_new(go, "rx_gbps",
+				    g->rx_gbps >= 0 ? json_real(g->rx_gbps) : json_null());
+		json_object_set_new(go, "tx_gbps",
+				    g->tx_gbps >= 0 ? json_real(g->tx_gbps) : json_null());
 		json_object_set_new(go, "chunks_completed", json_integer((json_int_t)g->chunks));
 		json_object_set_new(go, "dropped", json_integer((json_int_t)g->dropped));
-		json_object_set_new(go, "drops_per_s", g->drops_per_s >= 0
-				    ? json_real(g->drops_per_s) : json_null());
-		json_object_set_new(go, "drops", g->drops != NULL ? json_copy(g->drops)
-								  : json_object());
+		json_object_set_new(go, "drops_per_s",
+				    g->drops_per_s >= 0 ? json_real(g->drops_per_s) : json_null());
+		json_object_set_new(go, "drops",
+				    g->drops != NULL ? json_copy(g->drops) : json_object());
 		if (g->state != GW_UP && g->error[0] != '\0')
 			json_object_set_new(go, "error", json_string(g->error));
 		json_array_append_new(gws, go);
@@ -150,27 +155,29 @@ status_json(const struct dmn *m)
 		const struct deploy_job *dj = &m->d->jobs[i];
 		const struct job *j = &m->jobs[i];
 		const struct jobplan *jp = j->live;
-		json_t *jo = json_pack("{s:I,s:s,s:s,s:I}", "job", (json_int_t)dj->id, "algorithm",
-				       deploy_algo_name(dj->algo), "dtype",
-				       table_dtype_name(dj->dtype), "elements",
-				       (json_int_t)dj->elements);
+		json_t *jo =
+			json_pack("{s:I,s:s,s:s,s:I}", "job", (json_int_t)dj->id, "algorithm",
+				  deploy_algo_name(dj->algo), "dtype", table_dtype_name(dj->dtype),
+				  "elements", (json_int_t)dj->elements);
 		json_t *trees = json_array(), *members = json_array();
 
 		if (dj->algo == DEPLOY_ALGO_CREW) /* a round completes at this many workers */
 			json_object_set_new(jo, "min_workers",
-					    json_integer(dj->min_workers != 0 ? dj->min_workers
-									     : (uint32_t)dj->n_workers));
-		json_object_set_new(jo, "epoch", jp != NULL ? json_integer(j->live_epoch)
-							    : json_null());
-		json_object_set_new(jo, "state", json_string(jp == NULL ? "not installed" :
-							     j->dirty || j->retry_in > 0 ?
-							     "live, re-planning" : "live"));
+					    json_integer(dj->min_workers != 0 ?
+								 dj->min_workers :
+								 (uint32_t)dj->n_workers));
+		json_object_set_new(jo, "epoch",
+				    jp != NULL ? json_integer(j->live_epoch) : json_null());
+		json_object_set_new(jo, "state",
+				    json_string(jp == NULL                  ? "not installed" :
+						j->dirty || j->retry_in > 0 ? "live, re-planning" :
+									      "live"));
 		if (jp != NULL) {
 			for (int v = 0; v < jp->n_gateways; v++)
 				if (jp->tables[v] != NULL)
 					json_array_append_new(members, json_string(gw_name(m, v)));
-			json_object_set_new(jo, "live_for_s", json_real((double)(t - j->live_since) /
-									 1e3));
+			json_object_set_new(jo, "live_for_s",
+					    json_real((double)(t - j->live_since) / 1e3));
 			json_object_set_new(jo, "workers", json_integer(jp->n_workers));
 			json_object_set_new(jo, "rate_gbps", json_real(plan_total_rate(jp->plan)));
 			json_object_set_new(jo, "predicted_seconds",
@@ -183,17 +190,21 @@ status_json(const struct dmn *m)
 				double rx = -1;
 
 				NODE_GWS(m, jp->node_of[tr->root], g)
-					if (m->gws[g].state == GW_UP && m->gws[g].rx_gbps >= 0)
-						rx = (rx > 0 ? rx : 0) + m->gws[g].rx_gbps;
+				if (m->gws[g].state == GW_UP && m->gws[g].rx_gbps >= 0)
+					rx = (rx > 0 ? rx : 0) + m->gws[g].rx_gbps;
 
-				json_array_append_new(trees, json_pack(
-					"{s:i,s:s,s:f,s:f,s:f,s:o,s:o}", "tree", k, "root",
-					jp->topo->nodes[tr->root].id, "rate_gbps", tr->rate_gbps,
-					"share", tr->share, "height_ms",
-					plan_tree_height_ms(jp->topo, tr), "measured_gbps",
-					k < j->n_rates && j->rates[k].gbps >= 0
-						? json_real(j->rates[k].gbps) : json_null(),
-					"root_rx_gbps", rx >= 0 ? json_real(rx) : json_null()));
+				json_array_append_new(
+					trees,
+					json_pack("{s:i,s:s,s:f,s:f,s:f,s:o,s:o}", "tree", k,
+						  "root", jp->topo->nodes[tr->root].id, "rate_gbps",
+						  tr->rate_gbps, "share", tr->share, "height_ms",
+						  plan_tree_height_ms(jp->topo, tr),
+						  "measured_gbps",
+						  k < j->n_rates && j->rates[k].gbps >= 0 ?
+							  json_real(j->rates[k].gbps) :
+							  json_null(),
+						  "root_rx_gbps",
+						  rx >= 0 ? json_real(rx) : json_null()));
 			}
 		}
 		json_object_set_new(jo, "gateways", members);
@@ -233,8 +244,9 @@ worker_table(const struct dmn *m, int i, int k)
 	const struct jobplan *jp = m->jobs[i].live;
 	int v = m->d->jobs[i].workers[k].node;
 
-	return jp != NULL && v >= 0 && v < jp->n_nodes && jp->site_table[v] >= 0
-		       ? jp->tables[jp->site_table[v]] : NULL;
+	return jp != NULL && v >= 0 && v < jp->n_nodes && jp->site_table[v] >= 0 ?
+		       jp->tables[jp->site_table[v]] :
+		       NULL;
 }
 
 /* The answer to a worker's request: its table if the live epoch is not `after` (or
@@ -250,9 +262,10 @@ worker_answer(const struct dmn *m, uint32_t id, int i, int k, bool has_after, ui
 		r = ctl_reply_ok(id);
 		json_object_set_new(r, "job", json_integer(m->d->jobs[i].id));
 		json_object_set_new(r, "epoch", json_integer(j->live_epoch));
-		json_object_set_new(r, "gateway",
-				    json_string(gw_name(m, j->live->site_table[m->d->jobs[i]
-										  .workers[k].node])));
+		json_object_set_new(
+			r, "gateway",
+			json_string(
+				gw_name(m, j->live->site_table[m->d->jobs[i].workers[k].node])));
 		/* A worker gets its gateway's table without the link keys. */
 		json_object_set_new(r, "table", table_to_json_public(tb));
 		return r;
@@ -260,14 +273,15 @@ worker_answer(const struct dmn *m, uint32_t id, int i, int k, bool has_after, ui
 	if (has_after) {
 		r = ctl_reply_ok(id);
 		json_object_set_new(r, "job", json_integer(m->d->jobs[i].id));
-		json_object_set_new(r, "epoch", tb != NULL ? json_integer(j->live_epoch)
-							   : json_null());
+		json_object_set_new(r, "epoch",
+				    tb != NULL ? json_integer(j->live_epoch) : json_null());
 		json_object_set_new(r, "changed", json_false());
 		return r;
 	}
-	return ctl_reply_error(true, id, EAGAIN, "job %u has no live epoch through the gateway "
-			       "of worker %u (%s) yet", m->d->jobs[i].id,
-			       m->d->jobs[i].workers[k].w.id,
+	return ctl_reply_error(true, id, EAGAIN,
+			       "job %u has no live epoch through the gateway "
+			       "of worker %u (%s) yet",
+			       m->d->jobs[i].id, m->d->jobs[i].workers[k].w.id,
 			       node_id(m, m->d->jobs[i].workers[k].node));
 }
 
@@ -283,8 +297,8 @@ waiters_service(struct dmn *m)
 
 		if (!due && t < w->deadline)
 			continue;
-		ctlsrv_reply(m->srv, &w->ref, worker_answer(m, w->id, w->job, w->worker, true,
-							    w->after));
+		ctlsrv_reply(m->srv, &w->ref,
+			     worker_answer(m, w->id, w->job, w->worker, true, w->after));
 		m->waiters[n] = m->waiters[--m->n_waiters];
 	}
 }
@@ -316,28 +330,36 @@ op_worker(struct dmn *m, struct ctlsrv_client *cl, const json_t *req, uint32_t i
 	uint32_t job = 0, wid = 0, after = 0, wait_ms = 0;
 	int i, k;
 
-	if (ctl_args_unpack(req, err, sizeof(err), "{s:u,s:u,s?u,s?u}", "job", &job, "worker",
-			    &wid, "after", &after, "wait_ms", &wait_ms) != 0)
+	if (ctl_args_unpack(req, err, sizeof(err), "{s:u,s:u,s?u,s?u}", "job", &job, "worker", &wid,
+			    "after", &after, "wait_ms", &wait_ms) != 0)
 		return ctl_reply_error(true, id, EINVAL, "%s", err);
 	if (wait_ms > DAEMON_WAIT_MS_MAX)
 		return ctl_reply_error(true, id, EINVAL, "field 'wait_ms': at most %d",
 				       DAEMON_WAIT_MS_MAX);
 	snprintf(name, sizeof(name), "worker-%u", wid);
 	if (ctlsrv_client_role(cl) == CTLTLS_ROLE_WORKER && !ctlsrv_client_named(cl, name)) {
-		ctlsrv_refuse(m->srv, cl, CTLSRV_REF_FORBIDDEN, "the certificate does not name "
-			      "%s", name);
-		return ctl_reply_error(true, id, EPERM, "field 'worker': this certificate does "
-				       "not name %s", name);
+		ctlsrv_refuse(m->srv, cl, CTLSRV_REF_FORBIDDEN,
+			      "the certificate does not name "
+			      "%s",
+			      name);
+		return ctl_reply_error(true, id, EPERM,
+				       "field 'worker': this certificate does "
+				       "not name %s",
+				       name);
 	}
 	for (i = 0; i < m->d->n_jobs && m->d->jobs[i].id != job; i++)
 		;
 	k = i < m->d->n_jobs ? worker_index(m, i, wid) : -1;
 	if (k < 0) {
-		ctlsrv_refuse(m->srv, cl, CTLSRV_REF_FORBIDDEN, "the deployment has no worker %u "
-			      "in job %u", wid, job);
-		return ctl_reply_error(true, id, ENOENT, i < m->d->n_jobs
-				       ? "field 'worker': job %u has no worker %u"
-				       : "field 'job': no job %u (worker %u)", job, wid);
+		ctlsrv_refuse(m->srv, cl, CTLSRV_REF_FORBIDDEN,
+			      "the deployment has no worker %u "
+			      "in job %u",
+			      wid, job);
+		return ctl_reply_error(true, id, ENOENT,
+				       i < m->d->n_jobs ?
+					       "field 'worker': job %u has no worker %u" :
+					       "field 'job': no job %u (worker %u)",
+				       job, wid);
 	}
 	bool has_after = json_object_get(req, "after") != NULL;
 	const struct table *tb = worker_table(m, i, k);
@@ -364,8 +386,8 @@ op_worker(struct dmn *m, struct ctlsrv_client *cl, const json_t *req, uint32_t i
 static bool
 role_may(enum ctltls_role role, const char *op)
 {
-	bool reads = strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 ||
-		     strcmp(op, "status") == 0;
+	bool reads =
+		strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 || strcmp(op, "status") == 0;
 
 	switch (role) {
 	case CTLTLS_ROLE_WORKER:
@@ -396,15 +418,17 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 	if (!role_may(ctlsrv_client_role(cl), op)) {
 		ctlsrv_refuse(m->srv, cl, CTLSRV_REF_FORBIDDEN, "op '%s' is not for the role '%s'",
 			      op, ctltls_role_name(ctlsrv_client_role(cl)));
-		return ctl_reply_error(true, id, EPERM, "field 'op': '%s' is not for a "
-				       "certificate of role '%s'", op,
-				       ctltls_role_name(ctlsrv_client_role(cl)));
+		return ctl_reply_error(true, id, EPERM,
+				       "field 'op': '%s' is not for a "
+				       "certificate of role '%s'",
+				       op, ctltls_role_name(ctlsrv_client_role(cl)));
 	}
 	if (strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 || strcmp(op, "status") == 0) {
-		json_t *res = strcmp(op, "status") == 0 ? status_json(m) :
-			      strcmp(op, "version") == 0 ?
-			      json_pack("{s:s,s:i}", "program", PROG, "protocol",
-					CTL_PROTOCOL_VERSION) : json_object();
+		json_t *res =
+			strcmp(op, "status") == 0  ? status_json(m) :
+			strcmp(op, "version") == 0 ? json_pack("{s:s,s:i}", "program", PROG,
+							       "protocol", CTL_PROTOCOL_VERSION) :
+						     json_object();
 
 		rc = ctl_args_unpack(req, err, sizeof(err), "{}");
 		r = rc == 0 ? ctl_reply_ok(id) : ctl_reply_error(true, id, EINVAL, "%s", err);
@@ -452,15 +476,16 @@ int
 api_setup(struct dmn *m)
 {
 	const struct deploy_tls *t = &m->d->tls;
-	const char *listen = m->o->listen != NULL ? m->o->listen
-				: t->listen[0] != '\0' ? t->listen : NULL;
+	const char *listen = m->o->listen != NULL ? m->o->listen :
+			     t->listen[0] != '\0' ? t->listen :
+						    NULL;
 	char err[CTL_ERR_MAX];
 	struct ctlsrv_opts so = {
 		.unix_path = m->o->socket,
 		.roles = 1u << CTLTLS_ROLE_CONTROL | 1u << CTLTLS_ROLE_MONITOR |
 			 1u << CTLTLS_ROLE_WORKER,
 		.max_per_role = CTLSRV_PER_ROLE_DEFAULT,
-		.role_max = { [CTLTLS_ROLE_WORKER] = DAEMON_WAITERS_MAX },
+		.role_max = {[CTLTLS_ROLE_WORKER] = DAEMON_WAITERS_MAX},
 		.max_handshakes = CTLSRV_HANDSHAKES_DEFAULT,
 		.handshake_ms = CTLSRV_HANDSHAKE_MS_DEFAULT,
 		.idle_ms = CTLSRV_IDLE_MS_DEFAULT,

@@ -116,7 +116,7 @@ setup(struct dmn *m, sigset_t *old)
 int
 daemon_run(const struct deploy *d, const struct daemon_opts *o)
 {
-	struct dmn m = { .d = d, .o = o, .sfd = -1, .wfd = -1, .started = clock_now_ms() };
+	struct dmn m = {.d = d, .o = o, .sfd = -1, .wfd = -1, .started = clock_now_ms()};
 	sigset_t old;
 	int rc;
 
@@ -125,9 +125,9 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 
 	if (rc == 0) {
 		control_log("started: deployment %s, topology %s (%d sites), %d job%s, heartbeat "
-			    "%d ms, failed after %d missed, socket %s", d->path, d->topo->name,
-			    d->topo->n_nodes, d->n_jobs, d->n_jobs == 1 ? "" : "s",
-			    o->heartbeat_ms, o->fail_after, o->socket);
+			    "%d ms, failed after %d missed, socket %s",
+			    d->path, d->topo->name, d->topo->n_nodes, d->n_jobs,
+			    d->n_jobs == 1 ? "" : "s", o->heartbeat_ms, o->fail_after, o->socket);
 		while (!m.stop) {
 			int64_t next = clock_now_ms() + o->heartbeat_ms;
 

@@ -59,13 +59,13 @@
 #define DAEMON_WAIT_MS_MAX 60000
 
 struct daemon_opts {
-	const char *socket;      /* the daemon's own control socket */
-	const char *listen;      /* its API over TLS, "HOST:PORT"; NULL: the deployment's */
-	const char *metrics;     /* Prometheus metrics at http://ADDR:PORT/metrics; NULL: off */
-	int heartbeat_ms;        /* heartbeat interval, >= 10 */
-	int fail_after;          /* missed heartbeats in a row that fail a gateway, >= 1 */
-	int timeout_ms;          /* how long one call to a dataplane may take */
-	const char *out;         /* if not NULL: write every live epoch's plan and tables
+	const char *socket;  /* the daemon's own control socket */
+	const char *listen;  /* its API over TLS, "HOST:PORT"; NULL: the deployment's */
+	const char *metrics; /* Prometheus metrics at http://ADDR:PORT/metrics; NULL: off */
+	int heartbeat_ms;    /* heartbeat interval, >= 10 */
+	int fail_after;      /* missed heartbeats in a row that fail a gateway, >= 1 */
+	int timeout_ms;      /* how long one call to a dataplane may take */
+	const char *out;     /* if not NULL: write every live epoch's plan and tables
 				  * there (jobplan_write()), for workers that follow them */
 };
 

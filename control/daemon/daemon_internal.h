@@ -27,7 +27,7 @@
 #define REASON_MAX 160
 
 enum gw_state {
-	GW_UNKNOWN = 0,          /* not heard from since start, socket present */
+	GW_UNKNOWN = 0, /* not heard from since start, socket present */
 	GW_UP,
 	GW_DOWN,
 };
@@ -52,10 +52,10 @@ enum cause {
 struct gw {
 	struct install_gw conn;
 	enum gw_state state;
-	int missed;              /* heartbeats missed in a row */
-	int64_t last_ok;         /* monotonic ms of the last answered heartbeat; -1: never */
-	double rtt_ms;           /* of the last ping */
-	int64_t sample_at;       /* monotonic ms of the last stats sample; -1: none */
+	int missed;        /* heartbeats missed in a row */
+	int64_t last_ok;   /* monotonic ms of the last answered heartbeat; -1: never */
+	double rtt_ms;     /* of the last ping */
+	int64_t sample_at; /* monotonic ms of the last stats sample; -1: none */
 	uint64_t rx_bytes, tx_bytes, chunks;
 	double rx_gbps, tx_gbps; /* between the last two samples; < 0: not known yet */
 	char error[CTL_ERR_MAX]; /* the last failure */
@@ -82,34 +82,34 @@ struct trate {
 /* A worker's long poll: answered when its job's epoch passes `after`, or at `deadline`. */
 struct waiter {
 	struct ctlsrv_ref ref;
-	uint32_t id;             /* the request's id */
-	int job;                 /* index in the deployment */
-	int worker;              /* index in the job's workers */
+	uint32_t id; /* the request's id */
+	int job;     /* index in the deployment */
+	int worker;  /* index in the job's workers */
 	uint32_t after;
-	int64_t deadline;        /* monotonic ms */
+	int64_t deadline; /* monotonic ms */
 };
 
 /* One job as the daemon sees it. */
 struct job {
-	uint32_t live_epoch;     /* 0: none installed by this daemon */
-	uint32_t next_epoch;     /* the next epoch to try (never reused) */
-	struct jobplan *live;    /* the plan of live_epoch */
-	int64_t live_since;      /* monotonic ms */
-	bool dirty;              /* plan and install a new epoch */
-	bool adopt_tried;        /* looked for a live epoch to take over (at start) */
-	char reason[REASON_MAX]; /* why, for the log */
-	enum cause cause;        /* why, for the metrics */
+	uint32_t live_epoch;           /* 0: none installed by this daemon */
+	uint32_t next_epoch;           /* the next epoch to try (never reused) */
+	struct jobplan *live;          /* the plan of live_epoch */
+	int64_t live_since;            /* monotonic ms */
+	bool dirty;                    /* plan and install a new epoch */
+	bool adopt_tried;              /* looked for a live epoch to take over (at start) */
+	char reason[REASON_MAX];       /* why, for the log */
+	enum cause cause;              /* why, for the metrics */
 	uint64_t replans[CAUSE_COUNT]; /* epochs planned, by cause (metrics) */
-	uint64_t plan_failures;  /* plans that gave no epoch (metrics) */
-	uint64_t epochs;         /* epochs that went live or were taken over (metrics) */
-	int retry_in;            /* heartbeats until a retry after a rejection; 0: none */
-	int retry_after;         /* the next backoff: doubles after each rejection */
-	char error[JOBPLAN_ERR_MAX]; /* the last failure, "" if the last attempt worked */
+	uint64_t plan_failures;        /* plans that gave no epoch (metrics) */
+	uint64_t epochs;               /* epochs that went live or were taken over (metrics) */
+	int retry_in;                  /* heartbeats until a retry after a rejection; 0: none */
+	int retry_after;               /* the next backoff: doubles after each rejection */
+	char error[JOBPLAN_ERR_MAX];   /* the last failure, "" if the last attempt worked */
 	/* Measured tree rates (tree_rates_update()), for the live epoch. */
-	uint32_t rates_epoch;    /* the epoch they are for; 0: none */
-	int n_rates;             /* trees */
-	struct trate *rates;     /* n_rates */
-	int64_t rates_at;        /* monotonic ms of the last sample; -1: none */
+	uint32_t rates_epoch; /* the epoch they are for; 0: none */
+	int n_rates;          /* trees */
+	struct trate *rates;  /* n_rates */
+	int64_t rates_at;     /* monotonic ms of the last sample; -1: none */
 };
 
 /*
@@ -119,37 +119,37 @@ struct job {
  * for a while).
  */
 struct lrate {
-	uint64_t bytes;          /* first transmissions since the epochs in `key` went live */
-	uint64_t key;            /* the sender's live (job, epoch) pairs those bytes count */
-	int64_t at;              /* monotonic ms of that sample; -1: none */
-	double gbps;             /* between the last two samples; < 0: not known */
-	double planned_gbps;     /* the sum of the rates of the trees and streams on it */
-	double rtt_ms;           /* the sender's last probe round trip to the other end; < 0 */
-	double base_rtt_ms;      /* the smallest seen since the link came up; 0: none */
-	int strikes;             /* samples in a row short of the plan behind a queue */
-	double measured_gbps;    /* the capacity plans use now; 0: the topology's */
-	int64_t measured_until;  /* monotonic ms when plans go back to the topology's */
-	int heard;               /* (a->b entry) heartbeats in a row that the ends of a link
+	uint64_t bytes;         /* first transmissions since the epochs in `key` went live */
+	uint64_t key;           /* the sender's live (job, epoch) pairs those bytes count */
+	int64_t at;             /* monotonic ms of that sample; -1: none */
+	double gbps;            /* between the last two samples; < 0: not known */
+	double planned_gbps;    /* the sum of the rates of the trees and streams on it */
+	double rtt_ms;          /* the sender's last probe round trip to the other end; < 0 */
+	double base_rtt_ms;     /* the smallest seen since the link came up; 0: none */
+	int strikes;            /* samples in a row short of the plan behind a queue */
+	double measured_gbps;   /* the capacity plans use now; 0: the topology's */
+	int64_t measured_until; /* monotonic ms when plans go back to the topology's */
+	int heard;              /* (a->b entry) heartbeats in a row that the ends of a link
 				  * that is down heard each other */
 };
 
 struct dmn {
 	const struct deploy *d;
 	const struct daemon_opts *o;
-	struct gw *gws;          /* by deployment gateway (with one per site, by node) */
+	struct gw *gws;            /* by deployment gateway (with one per site, by node) */
 	struct jobplan_link *link; /* by topology link: usable, measured capacity */
-	struct lrate *lr;        /* by topology link, a->b then b->a */
+	struct lrate *lr;          /* by topology link, a->b then b->a */
 	struct job *jobs;
 	int sfd;
-	struct ctlsrv *srv;      /* its own API: the unix socket and TLS */
+	struct ctlsrv *srv;                         /* its own API: the unix socket and TLS */
 	struct ctltls_ctx *tls_client, *tls_server; /* from the deployment's "tls" */
-	struct waiter *waiters;  /* workers' long polls, DAEMON_WAITERS_MAX */
+	struct waiter *waiters;                     /* workers' long polls, DAEMON_WAITERS_MAX */
 	int n_waiters;
 	int64_t started;
 	bool stop;
-	struct promsrv *msrv;    /* --metrics, or NULL */
-	int wfd;                 /* with --metrics: epoll of sfd and the metrics server */
-	uint64_t heartbeats;     /* rounds of heartbeats (metrics) */
+	struct promsrv *msrv; /* --metrics, or NULL */
+	int wfd;              /* with --metrics: epoll of sfd and the metrics server */
+	uint64_t heartbeats;  /* rounds of heartbeats (metrics) */
 };
 
 /* Topology node v's id. */

@@ -47,7 +47,7 @@ parse_topology(struct dctx *c, const json_t *root, struct deploy *d)
 	} else {
 		return json_util_field_fail(&c->js, "", "topology",
 					    "expected a file name or a georeduce-topology/1 "
-			     "object");
+					    "object");
 	}
 	if (d->topo == NULL)
 		return json_util_field_fail(&c->js, "", "topology", "%s", terr);
@@ -61,8 +61,8 @@ parse_topology(struct dctx *c, const json_t *root, struct deploy *d)
 static int
 parse_gateway(struct dctx *c, const json_t *g, const char *path, struct deploy *d, int i)
 {
-	static const char *const known[] = { "node", "id", "ipv4", "socket", "endpoint",
-					     "base_port", "ports", "name" };
+	static const char *const known[] = {"node",     "id",        "ipv4",  "socket",
+					    "endpoint", "base_port", "ports", "name"};
 	const char *ekey;
 	struct deploy_gateway *gw = &d->gateways[i];
 	uint64_t id, base, ports;
@@ -73,10 +73,12 @@ parse_gateway(struct dctx *c, const json_t *g, const char *path, struct deploy *
 	ekey = json_object_get(g, "endpoint") != NULL ? "endpoint" : "socket";
 	if (rc == 0 && json_object_get(g, "endpoint") != NULL &&
 	    json_object_get(g, "socket") != NULL)
-		rc = json_util_field_fail(&c->js, path, "endpoint", "give either an endpoint or "
+		rc = json_util_field_fail(&c->js, path, "endpoint",
+					  "give either an endpoint or "
 					  "a socket");
 	if (rc == 0 && json_object_get(g, ekey) == NULL)
-		rc = json_util_field_fail(&c->js, path, "endpoint", "missing (tls://HOST:PORT or "
+		rc = json_util_field_fail(&c->js, path, "endpoint",
+					  "missing (tls://HOST:PORT or "
 					  "a socket path)");
 	if (rc == 0)
 		rc = dctx_get_node(c, d->topo, g, path, "node", &node);
@@ -93,11 +95,12 @@ parse_gateway(struct dctx *c, const json_t *g, const char *path, struct deploy *
 				   &base);
 	if (rc == 0)
 		rc = dctx_get_uint(c, g, path, "ports", 1, TABLE_PORTS_MAX, WIRE_PORT_COUNT_DEFAULT,
-			      &ports);
+				   &ports);
 	if (rc == 0 && json_object_get(g, "name") != NULL) {
 		rc = dctx_get_str(c, g, path, "name", &name);
 		if (rc == 0 && (strlen(name) > DEPLOY_NAME_MAX || !deploy_dns_name(name)))
-			rc = json_util_field_fail(&c->js, path, "name", "'%.*s' is not a name of at "
+			rc = json_util_field_fail(&c->js, path, "name",
+						  "'%.*s' is not a name of at "
 						  "most %d letters, digits, '-' and '.'",
 						  DEPLOY_NAME_MAX, name, DEPLOY_NAME_MAX);
 		if (rc == 0)
@@ -108,7 +111,8 @@ parse_gateway(struct dctx *c, const json_t *g, const char *path, struct deploy *
 	if (base + ports - 1 > UINT16_MAX)
 		return json_util_field_fail(&c->js, path, "ports",
 					    "base_port %" PRIu64 " + %" PRIu64 " ports passes "
-			     "65535", base, ports);
+					    "65535",
+					    base, ports);
 	if (ctltls_is_endpoint(sock)) {
 		char host[CTLTLS_HOST_MAX + 1], why[256];
 		unsigned int port;
@@ -119,7 +123,7 @@ parse_gateway(struct dctx *c, const json_t *g, const char *path, struct deploy *
 	} else if (dctx_resolve(c, sock, gw->socket, DEPLOY_SOCKET_MAX) != 0) {
 		return json_util_field_fail(&c->js, path, ekey,
 					    "longer than %d bytes (a unix socket path)",
-			     DEPLOY_SOCKET_MAX);
+					    DEPLOY_SOCKET_MAX);
 	}
 	for (int k = 0; k < i; k++) {
 		const struct deploy_gateway *o = &d->gateways[k];
@@ -128,18 +132,19 @@ parse_gateway(struct dctx *c, const json_t *g, const char *path, struct deploy *
 		if (o->id == id)
 			return json_util_field_fail(&c->js, path, "id",
 						    "%" PRIu64 " is also the gateway of node '%s'",
-				     id, d->topo->nodes[o->node].id);
+						    id, d->topo->nodes[o->node].id);
 		if (o->ipv4 == gw->ipv4)
-			return json_util_field_fail(&c->js, path, "ipv4",
-						    "%s is also the gateway of node '%s'",
-				     table_ipv4_format(gw->ipv4, ip), d->topo->nodes[o->node].id);
+			return json_util_field_fail(
+				&c->js, path, "ipv4", "%s is also the gateway of node '%s'",
+				table_ipv4_format(gw->ipv4, ip), d->topo->nodes[o->node].id);
 		if (strcmp(o->socket, gw->socket) == 0)
 			return json_util_field_fail(&c->js, path, ekey,
 						    "also the endpoint of node '%s'",
-				     d->topo->nodes[o->node].id);
+						    d->topo->nodes[o->node].id);
 		if (name != NULL && strcmp(o->name, name) == 0)
 			return json_util_field_fail(&c->js, path, "name",
-						    "'%s' is also the name of gateways[%d]", name, k);
+						    "'%s' is also the name of gateways[%d]", name,
+						    k);
 	}
 	gw->id = (uint16_t)id;
 	gw->base_port = (uint16_t)base;
@@ -178,8 +183,10 @@ parse_gateways(struct dctx *c, const json_t *root, struct deploy *d)
 		struct deploy_gateway *gw = &d->gateways[i];
 
 		if (++d->node_ngw[gw->node] > DEPLOY_SITE_GATEWAYS_MAX)
-			return json_util_field_fail(&c->js, "", "gateways", "node '%s' has more "
-						    "than %d gateways", d->topo->nodes[gw->node].id,
+			return json_util_field_fail(&c->js, "", "gateways",
+						    "node '%s' has more "
+						    "than %d gateways",
+						    d->topo->nodes[gw->node].id,
 						    DEPLOY_SITE_GATEWAYS_MAX);
 		gw->shard = i;
 	}
@@ -202,12 +209,12 @@ parse_gateways(struct dctx *c, const json_t *root, struct deploy *d)
 		gw->shard = k++;
 		if (gw->name[0] == '\0' && d->node_ngw[v] == 1)
 			snprintf(gw->name, sizeof(gw->name), "%s", id);
-		else if (gw->name[0] == '\0' &&
-			 snprintf(gw->name, sizeof(gw->name), "%s-%d", id, gw->shard + 1) >=
-				 (int)sizeof(gw->name))
+		else if (gw->name[0] == '\0' && snprintf(gw->name, sizeof(gw->name), "%s-%d", id,
+							 gw->shard + 1) >= (int)sizeof(gw->name))
 			return json_util_field_fail(&c->js, "", "gateways",
 						    "site '%s' has a name too long to number its "
-						    "gateways: give each a \"name\"", id);
+						    "gateways: give each a \"name\"",
+						    id);
 	}
 	/* Names are unique, and a gateway is named after no node but its own. */
 	for (int i = 0; i < d->n_gateways; i++) {
@@ -216,16 +223,19 @@ parse_gateways(struct dctx *c, const json_t *root, struct deploy *d)
 
 		for (int k = 0; k < i; k++)
 			if (strcmp(d->gateways[k].name, gw->name) == 0)
-				return json_util_field_fail(&c->js, "", "gateways", "two gateways "
-							    "are named '%s'", gw->name);
+				return json_util_field_fail(&c->js, "", "gateways",
+							    "two gateways "
+							    "are named '%s'",
+							    gw->name);
 		/* The site's own name is its workers' table (jobplan_write()) when it has
 		 * several gateways. */
 		if (v >= 0 && (v != gw->node || d->node_ngw[v] > 1))
-			return json_util_field_fail(&c->js, "", "gateways", "a gateway of node "
+			return json_util_field_fail(&c->js, "", "gateways",
+						    "a gateway of node "
 						    "'%s' is named '%s', %s",
 						    d->topo->nodes[gw->node].id, gw->name,
-						    v != gw->node ? "another node"
-								  : "its site of several gateways");
+						    v != gw->node ? "another node" :
+								    "its site of several gateways");
 	}
 	return 0;
 }
@@ -239,7 +249,7 @@ parse_gateways(struct dctx *c, const json_t *root, struct deploy *d)
 static int
 parse_protected(struct dctx *c, const json_t *root, struct deploy *d)
 {
-	static const char *const known[] = { "links", "aead" };
+	static const char *const known[] = {"links", "aead"};
 	const json_t *pr = json_object_get(root, "protected"), *links, *aead;
 	const struct topo *t = d->topo;
 	int rc;
@@ -252,10 +262,11 @@ parse_protected(struct dctx *c, const json_t *root, struct deploy *d)
 	d->seal_aead = TABLE_AEAD_AES128_GCM;
 	aead = json_object_get(pr, "aead");
 	if (aead != NULL) {
-		d->seal_aead = json_is_string(aead) ? table_aead_from_name(json_string_value(aead))
-						    : 0;
+		d->seal_aead =
+			json_is_string(aead) ? table_aead_from_name(json_string_value(aead)) : 0;
 		if (d->seal_aead == 0)
-			return json_util_field_fail(&c->js, "protected", "aead", "expected "
+			return json_util_field_fail(&c->js, "protected", "aead",
+						    "expected "
 						    "\"aes-128-gcm\" or \"aes-256-gcm\"");
 	}
 	c->seal_room = WIRE_SEAL_OVERHEAD;
@@ -269,7 +280,8 @@ parse_protected(struct dctx *c, const json_t *root, struct deploy *d)
 		return 0;
 	}
 	if (!json_is_array(links) || json_array_size(links) == 0)
-		return json_util_field_fail(&c->js, "protected", "links", "expected \"all\" or "
+		return json_util_field_fail(&c->js, "protected", "links",
+					    "expected \"all\" or "
 					    "a nonempty array of [node, node] pairs");
 	for (size_t i = 0; i < json_array_size(links); i++) {
 		const json_t *pair = json_array_get(links, i);
@@ -285,11 +297,12 @@ parse_protected(struct dctx *c, const json_t *root, struct deploy *d)
 		v = topo_node_index(t, json_string_value(json_array_get(pair, 1)));
 		l = u < 0 || v < 0 ? -1 : topo_link_between(t, u, v);
 		if (l < 0)
-			return json_util_field_fail(&c->js, path, "", "no topology link between "
-						    "'%.*s' and '%.*s'", TOPO_ID_MAX,
-						    json_string_value(json_array_get(pair, 0)),
-						    TOPO_ID_MAX,
-						    json_string_value(json_array_get(pair, 1)));
+			return json_util_field_fail(
+				&c->js, path, "",
+				"no topology link between "
+				"'%.*s' and '%.*s'",
+				TOPO_ID_MAX, json_string_value(json_array_get(pair, 0)),
+				TOPO_ID_MAX, json_string_value(json_array_get(pair, 1)));
 		d->sealed_links[l] = true;
 	}
 	return 0;
@@ -301,8 +314,8 @@ parse_protected(struct dctx *c, const json_t *root, struct deploy *d)
 static int
 parse_tls(struct dctx *c, const json_t *root, struct deploy *d)
 {
-	static const char *const known[] = { "ca", "cert", "key", "listen" };
-	char *const outs[] = { d->tls.ca, d->tls.cert, d->tls.key };
+	static const char *const known[] = {"ca", "cert", "key", "listen"};
+	char *const outs[] = {d->tls.ca, d->tls.cert, d->tls.key};
 	const json_t *t = json_object_get(root, "tls");
 	const char *v;
 	int rc;
@@ -313,14 +326,18 @@ parse_tls(struct dctx *c, const json_t *root, struct deploy *d)
 		if (!ctltls_is_endpoint(d->gateways[g].socket))
 			continue;
 		if (t == NULL)
-			return json_util_field_fail(&c->js, "", "tls", "missing: gateway '%s' has a "
-						    "tls:// endpoint", id);
+			return json_util_field_fail(&c->js, "", "tls",
+						    "missing: gateway '%s' has a "
+						    "tls:// endpoint",
+						    id);
 		/* Its certificate names it: the name (by default the node id) must be a DNS
 		 * name. */
 		if (!deploy_dns_name(id))
-			return json_util_field_fail(&c->js, "", "tls", "gateway '%s' has a tls:// "
+			return json_util_field_fail(&c->js, "", "tls",
+						    "gateway '%s' has a tls:// "
 						    "endpoint, so its node id must be a DNS name "
-						    "(letters, digits, '-', '.')", id);
+						    "(letters, digits, '-', '.')",
+						    id);
 	}
 	if (t == NULL)
 		return 0;
@@ -328,8 +345,10 @@ parse_tls(struct dctx *c, const json_t *root, struct deploy *d)
 	for (size_t k = 0; rc == 0 && k < 3; k++) {
 		rc = dctx_get_str(c, t, "tls", known[k], &v);
 		if (rc == 0 && dctx_resolve(c, v, outs[k], DEPLOY_PATH_MAX) != 0)
-			rc = json_util_field_fail(&c->js, "tls", known[k], "path longer than %d "
-						  "bytes", DEPLOY_PATH_MAX);
+			rc = json_util_field_fail(&c->js, "tls", known[k],
+						  "path longer than %d "
+						  "bytes",
+						  DEPLOY_PATH_MAX);
 	}
 	if (rc == 0 && json_object_get(t, "listen") != NULL) {
 		char host[CTLTLS_HOST_MAX + 1], why[256];
@@ -351,10 +370,10 @@ parse_tls(struct dctx *c, const json_t *root, struct deploy *d)
 struct deploy *
 deploy_parse(const char *text, const char *src, char *err, size_t errlen)
 {
-	static const char *const known[] = { "format", "topology", "gateways", "jobs", "name",
-					     "tls", "protected" };
-	struct dctx c = { .js = { .src = src != NULL ? src : "<string>", .err = err,
-				  .errlen = errlen } };
+	static const char *const known[] = {"format", "topology", "gateways", "jobs",
+					    "name",   "tls",      "protected"};
+	struct dctx c = {
+		.js = {.src = src != NULL ? src : "<string>", .err = err, .errlen = errlen}};
 	struct deploy *d = NULL;
 	json_error_t jerr;
 	const char *fmt;
@@ -387,8 +406,8 @@ deploy_parse(const char *text, const char *src, char *err, size_t errlen)
 	/* The version first: a document of another version fails on its version. */
 	rc = dctx_get_str(&c, root, "", "format", &fmt);
 	if (rc == 0 && strcmp(fmt, DEPLOY_FORMAT) != 0)
-		rc = json_util_field_fail(&c.js, "", "format",
-					  "expected \"%s\", got '%.40s'", DEPLOY_FORMAT, fmt);
+		rc = json_util_field_fail(&c.js, "", "format", "expected \"%s\", got '%.40s'",
+					  DEPLOY_FORMAT, fmt);
 	if (rc == 0)
 		rc = dctx_check_keys(&c, root, "", known, N_OF(known), 4);
 	if (rc == 0 && json_object_get(root, "name") != NULL)
@@ -455,12 +474,18 @@ const char *
 deploy_algo_name(enum deploy_algo a)
 {
 	switch (a) {
-	case DEPLOY_ALGO_MTREE: return "mtree";
-	case DEPLOY_ALGO_RING: return "ring";
-	case DEPLOY_ALGO_SINGLE_TREE: return "single-tree";
-	case DEPLOY_ALGO_CREW: return "crew";
-	case DEPLOY_ALGO_SELMCAST: return "selmcast";
-	case DEPLOY_ALGO_BLUECONNECT: return "blueconnect";
+	case DEPLOY_ALGO_MTREE:
+		return "mtree";
+	case DEPLOY_ALGO_RING:
+		return "ring";
+	case DEPLOY_ALGO_SINGLE_TREE:
+		return "single-tree";
+	case DEPLOY_ALGO_CREW:
+		return "crew";
+	case DEPLOY_ALGO_SELMCAST:
+		return "selmcast";
+	case DEPLOY_ALGO_BLUECONNECT:
+		return "blueconnect";
 	}
 	return NULL;
 }

@@ -57,15 +57,15 @@ enum deploy_algo {
 
 /** A gateway of one topology node (a site has one or several). */
 struct deploy_gateway {
-	uint16_t id;                 /* sender id, 1 .. TABLE_ID_MAX, unique */
-	uint32_t ipv4;               /* data-plane address, host order, unicast, unique */
-	uint16_t base_port;          /* first UDP port of the steering range */
-	uint16_t ports;              /* ports of the steering range */
+	uint16_t id;        /* sender id, 1 .. TABLE_ID_MAX, unique */
+	uint32_t ipv4;      /* data-plane address, host order, unicast, unique */
+	uint16_t base_port; /* first UDP port of the steering range */
+	uint16_t ports;     /* ports of the steering range */
 	/* its dataplane's control endpoint: a socket path (resolved) or "tls://HOST:PORT",
 	 * whose certificate must name the gateway (`name`) */
 	char socket[DEPLOY_ENDPOINT_MAX + 1];
-	int node;                    /* its topology node */
-	int shard;                   /* its position among the node's gateways: it holds the
+	int node;  /* its topology node */
+	int shard; /* its position among the node's gateways: it holds the
 				      * shard-th of the node's equal parts of every tensor */
 	/* The name in logs, files and its certificate: the node id when the node has one
 	 * gateway, else the file's "name" or NODE-K (K = shard + 1). Unique. */
@@ -74,8 +74,8 @@ struct deploy_gateway {
 
 /** One worker of a job. */
 struct deploy_worker {
-	int node;                    /* topology node index of its site */
-	struct table_worker w;       /* id, address, UDP port */
+	int node;              /* topology node index of its site */
+	struct table_worker w; /* id, address, UDP port */
 };
 
 /** One job. */
@@ -83,30 +83,30 @@ struct deploy_job {
 	uint32_t id;
 	enum deploy_algo algo;
 	/* mtree options (docs/PLANNER.md) */
-	int max_trees;               /* 0: any number */
-	double max_height_ms;        /* 0: no limit */
-	double min_rate_gbps;        /* 0: none */
-	double rho;                  /* 0: no ITH search */
-	bool paper;                  /* GBST candidates only */
+	int max_trees;        /* 0: any number */
+	double max_height_ms; /* 0: no limit */
+	double min_rate_gbps; /* 0: none */
+	double rho;           /* 0: no ITH search */
+	bool paper;           /* GBST candidates only */
 	/* ring option */
-	double ring_seconds;         /* local search time limit */
+	double ring_seconds; /* local search time limit */
 	/* crew option: a round completes at this many worker contributions (0: all) */
 	uint32_t min_workers;
 	/* selmcast options: receivers per sender site (0: max(1, 30% of the worker sites)),
 	 * and the selection's cost model */
 	int mcast_p;
-	bool mcast_application;      /* "application": one copy per receiver leaves the
+	bool mcast_application; /* "application": one copy per receiver leaves the
 				      * sender; false: "network" (one copy per tree edge) */
-	uint8_t cset_blocks;         /* contributor sets of the job's packets (crew: the
+	uint8_t cset_blocks;    /* contributor sets of the job's packets (crew: the
 				      * fewest 32-byte blocks that hold every worker id) */
 	/* the tensor */
 	enum table_dtype dtype;
 	uint64_t elements;
-	uint32_t mtu;                /* IP MTU of every path of the job (the LAN's: lan_mtu) */
-	enum table_dtype lan_dtype;  /* the workers' CONTRIBs to their gateway (fp32 or bf16
+	uint32_t mtu;                  /* IP MTU of every path of the job (the LAN's: lan_mtu) */
+	enum table_dtype lan_dtype;    /* the workers' CONTRIBs to their gateway (fp32 or bf16
 				      * for an MX dtype); 0: dtype */
-	uint32_t lan_mtu;            /* IP MTU between the workers and their gateway */
-	uint32_t chunk_bytes;        /* payload bytes per chunk (default from mtu) */
+	uint32_t lan_mtu;              /* IP MTU between the workers and their gateway */
+	uint32_t chunk_bytes;          /* payload bytes per chunk (default from mtu) */
 	uint32_t slots_min, slots_max; /* slot formula floor and cap (0: the defaults) */
 	int n_workers;
 	struct deploy_worker *workers; /* in file order */
@@ -114,15 +114,15 @@ struct deploy_job {
 
 /** The control process's TLS (docs/DEPLOYMENT.md, "Certificates"); files resolved. */
 struct deploy_tls {
-	bool on;                         /* the deployment has a "tls" object */
-	char ca[DEPLOY_PATH_MAX + 1];    /* the CA every certificate chains to */
-	char cert[DEPLOY_PATH_MAX + 1];  /* the control process's certificate (role control) */
+	bool on;                        /* the deployment has a "tls" object */
+	char ca[DEPLOY_PATH_MAX + 1];   /* the CA every certificate chains to */
+	char cert[DEPLOY_PATH_MAX + 1]; /* the control process's certificate (role control) */
 	char key[DEPLOY_PATH_MAX + 1];
 	char listen[DEPLOY_ENDPOINT_MAX + 1]; /* its own API, "HOST:PORT"; "" for none */
 };
 
 struct deploy {
-	char path[DEPLOY_PATH_MAX + 1];  /* the file it was read from ("<string>" if none) */
+	char path[DEPLOY_PATH_MAX + 1]; /* the file it was read from ("<string>" if none) */
 	struct deploy_tls tls;
 	char topology_src[DEPLOY_PATH_MAX + 1]; /* the topology's file, or "inline" */
 	struct topo *topo;
@@ -130,14 +130,14 @@ struct deploy {
 	 * gateway per node, gateways[v] is node v's. */
 	struct deploy_gateway *gateways;
 	int n_gateways;
-	int *node_gw;                    /* by node: the index of its first gateway */
-	int *node_ngw;                   /* by node: how many it has, 1 .. 16 */
+	int *node_gw;  /* by node: the index of its first gateway */
+	int *node_ngw; /* by node: how many it has, 1 .. 16 */
 	int n_jobs;
 	struct deploy_job *jobs;
 	/* Protected links (docs/DEPLOYMENT.md, "protected"): the AEAD their frames are
 	 * sealed with, 0 if none is protected, and per topology link whether it is. */
 	enum table_aead seal_aead;
-	bool *sealed_links;          /* topo->n_links entries, NULL if none is protected */
+	bool *sealed_links; /* topo->n_links entries, NULL if none is protected */
 };
 
 /**

@@ -33,8 +33,8 @@ dctx_check_keys(struct dctx *c, const json_t *obj, const char *path, const char 
 
 int
 dctx_each_item(struct dctx *c, const json_t *root, const char *key, size_t max, bool nonempty,
-	       struct deploy *d, int (*fn)(struct dctx *, const json_t *, const char *,
-					   struct deploy *, int))
+	       struct deploy *d,
+	       int (*fn)(struct dctx *, const json_t *, const char *, struct deploy *, int))
 {
 	json_t *arr = json_object_get(root, key);
 	char path[FIELD_MAX];
@@ -43,8 +43,8 @@ dctx_each_item(struct dctx *c, const json_t *root, const char *key, size_t max, 
 	if (!json_is_array(arr))
 		return json_util_field_fail(&c->js, "", key, "expected an array");
 	if (json_array_size(arr) > max)
-		return json_util_field_fail(&c->js, "", key,
-					    "%zu items, at most %zu", json_array_size(arr), max);
+		return json_util_field_fail(&c->js, "", key, "%zu items, at most %zu",
+					    json_array_size(arr), max);
 	if (nonempty && json_array_size(arr) == 0)
 		return json_util_field_fail(&c->js, "", key, "empty");
 	for (size_t i = 0; i < json_array_size(arr); i++) {
@@ -57,8 +57,8 @@ dctx_each_item(struct dctx *c, const json_t *root, const char *key, size_t max, 
 }
 
 int
-dctx_get_uint(struct dctx *c, const json_t *obj, const char *path, const char *key,
-	      uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out)
+dctx_get_uint(struct dctx *c, const json_t *obj, const char *path, const char *key, uint64_t min,
+	      uint64_t max, uint64_t dflt, uint64_t *out)
 {
 	json_t *v = json_object_get(obj, key);
 	json_int_t x;
@@ -68,20 +68,20 @@ dctx_get_uint(struct dctx *c, const json_t *obj, const char *path, const char *k
 		return 0;
 	if (!json_is_integer(v))
 		return json_util_field_fail(&c->js, path, key,
-					    "expected an integer in [%" PRIu64 ", %" PRIu64 "]", min,
-			     max);
+					    "expected an integer in [%" PRIu64 ", %" PRIu64 "]",
+					    min, max);
 	x = json_integer_value(v);
 	if (x < 0 || (uint64_t)x < min || (uint64_t)x > max)
 		return json_util_field_fail(&c->js, path, key,
 					    "%lld is not in [%" PRIu64 ", %" PRIu64 "]",
-			     (long long)x, min, max);
+					    (long long)x, min, max);
 	*out = (uint64_t)x;
 	return 0;
 }
 
 int
-dctx_get_u32(struct dctx *c, const json_t *obj, const char *path, const char *key,
-	     uint32_t min, uint32_t max, uint32_t dflt, uint32_t *out)
+dctx_get_u32(struct dctx *c, const json_t *obj, const char *path, const char *key, uint32_t min,
+	     uint32_t max, uint32_t dflt, uint32_t *out)
 {
 	uint64_t v;
 	int rc = dctx_get_uint(c, obj, path, key, min, max, dflt, &v);
@@ -92,8 +92,8 @@ dctx_get_u32(struct dctx *c, const json_t *obj, const char *path, const char *ke
 }
 
 int
-dctx_get_real(struct dctx *c, const json_t *obj, const char *path, const char *key,
-	      double min, double max, double *out)
+dctx_get_real(struct dctx *c, const json_t *obj, const char *path, const char *key, double min,
+	      double max, double *out)
 {
 	json_t *v = json_object_get(obj, key);
 	double x;
@@ -101,19 +101,18 @@ dctx_get_real(struct dctx *c, const json_t *obj, const char *path, const char *k
 	if (v == NULL)
 		return 0;
 	if (!json_is_number(v))
-		return json_util_field_fail(&c->js, path, key,
-					    "expected a number in [%g, %g]", min, max);
+		return json_util_field_fail(&c->js, path, key, "expected a number in [%g, %g]", min,
+					    max);
 	x = json_number_value(v);
 	if (!isfinite(x) || x < min || x > max)
-		return json_util_field_fail(&c->js, path, key,
-					    "%g is not in [%g, %g]", x, min, max);
+		return json_util_field_fail(&c->js, path, key, "%g is not in [%g, %g]", x, min,
+					    max);
 	*out = x;
 	return 0;
 }
 
 int
-dctx_get_str(struct dctx *c, const json_t *obj, const char *path, const char *key,
-	     const char **out)
+dctx_get_str(struct dctx *c, const json_t *obj, const char *path, const char *key, const char **out)
 {
 	json_t *v = json_object_get(obj, key);
 	const char *s;
@@ -161,8 +160,8 @@ dctx_get_node(struct dctx *c, const struct topo *t, const json_t *obj, const cha
 		return rc;
 	*out = topo_node_index(t, s);
 	if (*out < 0)
-		return json_util_field_fail(&c->js, path, key,
-					    "no topology node '%.*s'", TOPO_ID_MAX, s);
+		return json_util_field_fail(&c->js, path, key, "no topology node '%.*s'",
+					    TOPO_ID_MAX, s);
 	return 0;
 }
 

@@ -32,15 +32,15 @@ struct dctx {
 };
 
 /** obj is an object whose keys are all in known[]; its first n_required are present. */
-int dctx_check_keys(struct dctx *c, const json_t *obj, const char *path,
-		    const char *const *known, size_t n_known, size_t n_required);
+int dctx_check_keys(struct dctx *c, const json_t *obj, const char *path, const char *const *known,
+		    size_t n_known, size_t n_required);
 
 /**
  * The items of array root[key] (at most max, at least one if nonempty), each parsed by
  * fn with its path "key[i]".
  */
-int dctx_each_item(struct dctx *c, const json_t *root, const char *key, size_t max,
-		   bool nonempty, struct deploy *d,
+int dctx_each_item(struct dctx *c, const json_t *root, const char *key, size_t max, bool nonempty,
+		   struct deploy *d,
 		   int (*fn)(struct dctx *, const json_t *, const char *, struct deploy *, int));
 
 /** An integer in [min, max]; an absent key gives dflt. */
@@ -48,12 +48,12 @@ int dctx_get_uint(struct dctx *c, const json_t *obj, const char *path, const cha
 		  uint64_t min, uint64_t max, uint64_t dflt, uint64_t *out);
 
 /** dctx_get_uint() into a 32-bit field, which is set only on success. */
-int dctx_get_u32(struct dctx *c, const json_t *obj, const char *path, const char *key,
-		 uint32_t min, uint32_t max, uint32_t dflt, uint32_t *out);
+int dctx_get_u32(struct dctx *c, const json_t *obj, const char *path, const char *key, uint32_t min,
+		 uint32_t max, uint32_t dflt, uint32_t *out);
 
 /** A finite number (integer or real) in [min, max]; an absent key leaves *out. */
-int dctx_get_real(struct dctx *c, const json_t *obj, const char *path, const char *key,
-		  double min, double max, double *out);
+int dctx_get_real(struct dctx *c, const json_t *obj, const char *path, const char *key, double min,
+		  double max, double *out);
 
 /** A non-empty string without control characters. */
 int dctx_get_str(struct dctx *c, const json_t *obj, const char *path, const char *key,

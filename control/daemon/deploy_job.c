@@ -18,12 +18,12 @@
 static int
 parse_options(struct dctx *c, const json_t *job, const char *jpath, struct deploy_job *j)
 {
-	static const char *const mtree_keys[] = { "max_trees", "max_height_ms",
-						  "min_rate_gbps", "rho", "paper" };
-	static const char *const ring_keys[] = { "search_seconds" };
-	static const char *const crew_keys[] = { "min_workers" };
-	static const char *const selmcast_keys[] = { "p", "model" };
-	static const char *const bc_keys[] = { "max_trees" };
+	static const char *const mtree_keys[] = {"max_trees", "max_height_ms", "min_rate_gbps",
+						 "rho", "paper"};
+	static const char *const ring_keys[] = {"search_seconds"};
+	static const char *const crew_keys[] = {"min_workers"};
+	static const char *const selmcast_keys[] = {"p", "model"};
+	static const char *const bc_keys[] = {"max_trees"};
 	json_t *o = json_object_get(job, "options");
 	char path[FIELD_MAX + 32];
 	uint64_t k = 0;
@@ -37,7 +37,7 @@ parse_options(struct dctx *c, const json_t *job, const char *jpath, struct deplo
 		rc = dctx_check_keys(c, o, path, mtree_keys, N_OF(mtree_keys), 0);
 		if (rc == 0)
 			rc = dctx_get_uint(c, o, path, "max_trees", 0, PLAN_TREES_MAX,
-				      DEPLOY_DEFAULT_MAX_TREES, &k);
+					   DEPLOY_DEFAULT_MAX_TREES, &k);
 		if (rc == 0)
 			rc = dctx_get_real(c, o, path, "max_height_ms", 0, 1e6, &j->max_height_ms);
 		if (rc == 0)
@@ -58,7 +58,7 @@ parse_options(struct dctx *c, const json_t *job, const char *jpath, struct deplo
 		rc = dctx_check_keys(c, o, path, bc_keys, N_OF(bc_keys), 0);
 		if (rc == 0)
 			rc = dctx_get_uint(c, o, path, "max_trees", 0, PLAN_TREES_MAX,
-				      DEPLOY_DEFAULT_MAX_TREES, &k);
+					   DEPLOY_DEFAULT_MAX_TREES, &k);
 		j->max_trees = (int)k;
 		return rc;
 	case DEPLOY_ALGO_RING:
@@ -83,7 +83,8 @@ parse_options(struct dctx *c, const json_t *job, const char *jpath, struct deplo
 		if (json_object_get(o, "model") != NULL) {
 			const char *m = json_string_value(json_object_get(o, "model"));
 
-			if (m == NULL || (strcmp(m, "network") != 0 && strcmp(m, "application") != 0))
+			if (m == NULL ||
+			    (strcmp(m, "network") != 0 && strcmp(m, "application") != 0))
 				return json_util_field_fail(&c->js, path, "model",
 							    "expected \"network\" or "
 							    "\"application\"");
@@ -92,9 +93,10 @@ parse_options(struct dctx *c, const json_t *job, const char *jpath, struct deplo
 		return 0;
 	default:
 		if (json_object_size(o) != 0)
-			return json_util_field_fail(&c->js, path, json_object_iter_key(json_object_iter(o)),
-						    
-				     "algorithm '%s' takes no options", deploy_algo_name(j->algo));
+			return json_util_field_fail(
+				&c->js, path, json_object_iter_key(json_object_iter(o)),
+
+				"algorithm '%s' takes no options", deploy_algo_name(j->algo));
 		return dctx_check_keys(c, o, path, NULL, 0, 0);
 	}
 }
@@ -103,7 +105,7 @@ static int
 parse_worker(struct dctx *c, const json_t *w, const char *path, const struct deploy *d,
 	     struct deploy_job *j, int k)
 {
-	static const char *const known[] = { "node", "id", "ipv4", "port" };
+	static const char *const known[] = {"node", "id", "ipv4", "port"};
 	struct deploy_worker *dw = &j->workers[k];
 	uint64_t id, port;
 	int rc;
@@ -125,24 +127,24 @@ parse_worker(struct dctx *c, const json_t *w, const char *path, const struct dep
 		if (d->gateways[g].id == id)
 			return json_util_field_fail(&c->js, path, "id",
 						    "%" PRIu64 " is the gateway id of node '%s' "
-				     "(workers and gateways share one id space)", id,
-				     d->topo->nodes[d->gateways[g].node].id);
+						    "(workers and gateways share one id space)",
+						    id, d->topo->nodes[d->gateways[g].node].id);
 	for (int i = 0; i < k; i++)
 		if (j->workers[i].w.id == id)
 			return json_util_field_fail(&c->js, path, "id",
 						    "%" PRIu64 " is also the id of workers[%d]", id,
-				     i);
+						    i);
 	if (deploy_job_workers_at(j, dw->node) > TABLE_WORKERS_MAX)
 		return json_util_field_fail(&c->js, path, "node",
-					    "more than %d workers at node '%s'",
-			     TABLE_WORKERS_MAX, d->topo->nodes[dw->node].id);
+					    "more than %d workers at node '%s'", TABLE_WORKERS_MAX,
+					    d->topo->nodes[dw->node].id);
 	return 0;
 }
 
 static int
 parse_slots(struct dctx *c, const json_t *job, const char *jpath, struct deploy_job *j)
 {
-	static const char *const known[] = { "min", "max" };
+	static const char *const known[] = {"min", "max"};
 	json_t *o = json_object_get(job, "slots");
 	char path[FIELD_MAX + 32];
 	uint64_t lo, hi;
@@ -195,8 +197,8 @@ parse_lan(struct dctx *c, const json_t *job, const char *path, struct deploy_job
 	} else if (table_dtype_granule(j->dtype) == 1) {
 		return json_util_field_fail(&c->js, path, "lan_dtype",
 					    "%s differs from the dtype %s: only an MX job sends "
-					    "its workers' hop wider", lan,
-					    table_dtype_name(j->dtype));
+					    "its workers' hop wider",
+					    lan, table_dtype_name(j->dtype));
 	}
 	return dctx_get_u32(c, job, path, "lan_mtu", WIRE_MTU_MIN, WIRE_MTU_MAX, j->mtu,
 			    &j->lan_mtu);
@@ -218,7 +220,8 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 	if (j->dtype == 0)
 		return json_util_field_fail(&c->js, path, "dtype",
 					    "expected \"fp32\", \"fp16\", \"bf16\", \"mxint8\", "
-					    "\"mxfp8\" or \"mxfp4\", got '%.16s'", dt);
+					    "\"mxfp8\" or \"mxfp4\", got '%.16s'",
+					    dt);
 	/* The unit of a chunk: an element, or an MX block of 32 with its scale. */
 	esz = table_dtype_unit_bytes(j->dtype);
 	gran = table_dtype_granule(j->dtype);
@@ -235,8 +238,8 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 	e = wire_chunk_elems_default(j->mtu - c->seal_room, (enum wire_dtype)j->dtype,
 				     j->cset_blocks);
 	if (e <= 0)
-		return json_util_field_fail(&c->js, path, "mtu",
-					    "no chunk fits an MTU of %u", j->mtu);
+		return json_util_field_fail(&c->js, path, "mtu", "no chunk fits an MTU of %u",
+					    j->mtu);
 	if (j->lan_dtype != 0) {
 		/* The workers' wider CONTRIBs fit the LAN's MTU (never sealed), in whole
 		 * blocks of the WAN dtype. */
@@ -257,44 +260,46 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 	if ((size_t)e / gran * esz > TABLE_CHUNK_BYTES_MAX)
 		e = (int)(TABLE_CHUNK_BYTES_MAX / esz * gran);
 	rc = dctx_get_uint(c, job, path, "chunk_bytes", esz, TABLE_CHUNK_BYTES_MAX,
-		      (uint64_t)e / gran * esz, &v);
+			   (uint64_t)e / gran * esz, &v);
 	if (rc != 0)
 		return rc;
 	if (v % esz != 0)
 		return json_util_field_fail(&c->js, path, "chunk_bytes",
 					    "%" PRIu64 " is not a multiple of the %s "
-			     "%s size %zu", v, dt, gran > 1 ? "block" : "element", esz);
+					    "%s size %zu",
+					    v, dt, gran > 1 ? "block" : "element", esz);
 	v += (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK; /* the set travels with the chunk */
 	if (v + WIRE_MTU_OVERHEAD + c->seal_room > j->mtu)
-		return json_util_field_fail(&c->js, path, "chunk_bytes",
-					    "%" PRIu64 " bytes%s need an MTU of %" PRIu64
-			     ", the job's mtu is %u", v,
-			     j->cset_blocks != 0 ? " (with the contributor set)" : "",
-			     v + WIRE_MTU_OVERHEAD + c->seal_room, j->mtu);
+		return json_util_field_fail(
+			&c->js, path, "chunk_bytes",
+			"%" PRIu64 " bytes%s need an MTU of %" PRIu64 ", the job's mtu is %u", v,
+			j->cset_blocks != 0 ? " (with the contributor set)" : "",
+			v + WIRE_MTU_OVERHEAD + c->seal_room, j->mtu);
 	if (j->lan_dtype != 0) {
 		uint64_t lan = (v - (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK) / esz * gran *
 			       table_dtype_size(j->lan_dtype);
 
 		if (lan > TABLE_CHUNK_BYTES_MAX ||
-		    lan + (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK + WIRE_MTU_OVERHEAD > j->lan_mtu)
-			return json_util_field_fail(&c->js, path, "chunk_bytes",
-						    "%" PRIu64 " bytes of %s make %" PRIu64 " bytes "
-						    "of the lan_dtype %s: more than %d, or than the "
-						    "lan_mtu %u holds", v - (uint64_t)j->cset_blocks *
-						    WIRE_CSET_BLOCK, dt, lan,
-						    table_dtype_name(j->lan_dtype),
-						    TABLE_CHUNK_BYTES_MAX, j->lan_mtu);
+		    lan + (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK + WIRE_MTU_OVERHEAD >
+			    j->lan_mtu)
+			return json_util_field_fail(
+				&c->js, path, "chunk_bytes",
+				"%" PRIu64 " bytes of %s make %" PRIu64 " bytes "
+				"of the lan_dtype %s: more than %d, or than the "
+				"lan_mtu %u holds",
+				v - (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK, dt, lan,
+				table_dtype_name(j->lan_dtype), TABLE_CHUNK_BYTES_MAX, j->lan_mtu);
 	}
 	v -= (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK;
 	j->chunk_bytes = (uint32_t)v;
 	if (j->elements % gran != 0)
 		return json_util_field_fail(&c->js, path, "elements",
 					    "%" PRIu64 " is not a whole number of %s blocks of %u "
-					    "elements", j->elements, dt, gran);
+					    "elements",
+					    j->elements, dt, gran);
 	if ((j->elements + v / esz * gran - 1) / (v / esz * gran) > UINT32_MAX)
 		return json_util_field_fail(&c->js, path, "elements",
-					    "more than 2^32-1 chunks of %" PRIu64 " bytes",
-			     v);
+					    "more than 2^32-1 chunks of %" PRIu64 " bytes", v);
 	return 0;
 }
 
@@ -316,15 +321,15 @@ crew_sets(struct dctx *c, const char *path, struct deploy_job *j)
 		snprintf(wpath, sizeof(wpath), "%s.workers[%d]", path, at);
 		return json_util_field_fail(&c->js, wpath, "id",
 					    "%u: a crew job names its workers in contributor sets, "
-					    "whose ids are below %u", top,
-					    WIRE_CSET_BLOCKS_MAX * WIRE_CSET_BLOCK_IDS);
+					    "whose ids are below %u",
+					    top, WIRE_CSET_BLOCKS_MAX * WIRE_CSET_BLOCK_IDS);
 	}
 	j->cset_blocks = (uint8_t)(top / WIRE_CSET_BLOCK_IDS + 1);
 	if (j->min_workers > (uint32_t)j->n_workers) {
 		snprintf(wpath, sizeof(wpath), "%s.options", path);
 		return json_util_field_fail(&c->js, wpath, "min_workers",
-					    "%u is more than the job's %d workers",
-					    j->min_workers, j->n_workers);
+					    "%u is more than the job's %d workers", j->min_workers,
+					    j->n_workers);
 	}
 	return 0;
 }
@@ -332,9 +337,9 @@ crew_sets(struct dctx *c, const char *path, struct deploy_job *j)
 static int
 parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d, int ji)
 {
-	static const char *const known[] = { "id", "algorithm", "dtype", "elements", "workers",
-					     "options", "mtu", "chunk_bytes", "slots", "lan_dtype",
-					     "lan_mtu" };
+	static const char *const known[] = {"id",      "algorithm", "dtype",  "elements",
+					    "workers", "options",   "mtu",    "chunk_bytes",
+					    "slots",   "lan_dtype", "lan_mtu"};
 	struct deploy_job *j = &d->jobs[ji];
 	char wpath[FIELD_MAX + 32];
 	const char *algo;
@@ -358,10 +363,12 @@ parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d,
 		if (strcmp(algo, deploy_algo_name((enum deploy_algo)a)) == 0)
 			j->algo = (enum deploy_algo)a;
 	if (j->algo == 0)
-		return json_util_field_fail(&c->js, path, "algorithm",
-					    "expected \"mtree\", \"ring\", "
-			     "\"single-tree\", \"crew\", \"selmcast\" or \"blueconnect\", got "
-			     "'%.32s'", algo);
+		return json_util_field_fail(
+			&c->js, path, "algorithm",
+			"expected \"mtree\", \"ring\", "
+			"\"single-tree\", \"crew\", \"selmcast\" or \"blueconnect\", got "
+			"'%.32s'",
+			algo);
 	j->max_trees = DEPLOY_DEFAULT_MAX_TREES;
 	j->ring_seconds = DEPLOY_DEFAULT_RING_SECONDS;
 	rc = parse_options(c, job, path, j);
@@ -373,8 +380,8 @@ parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d,
 	if (!json_is_array(ws) || json_array_size(ws) == 0)
 		return json_util_field_fail(&c->js, path, "workers", "expected a non-empty array");
 	if (json_array_size(ws) > TABLE_ID_MAX)
-		return json_util_field_fail(&c->js, path, "workers",
-					    "more than %d workers", TABLE_ID_MAX);
+		return json_util_field_fail(&c->js, path, "workers", "more than %d workers",
+					    TABLE_ID_MAX);
 	j->workers = calloc(json_array_size(ws), sizeof(*j->workers));
 	if (j->workers == NULL)
 		return json_util_field_fail(&c->js, path, "workers", "out of memory");
@@ -397,7 +404,8 @@ parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d,
 	if (rc == 0 && j->algo == DEPLOY_ALGO_SELMCAST && table_dtype_granule(j->dtype) > 1)
 		return json_util_field_fail(&c->js, path, "dtype",
 					    "a selmcast job's updates are not summed: fp32, fp16 "
-					    "or bf16, not %s", table_dtype_name(j->dtype));
+					    "or bf16, not %s",
+					    table_dtype_name(j->dtype));
 	return rc;
 }
 

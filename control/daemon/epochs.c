@@ -55,7 +55,8 @@ adopt(struct dmn *m, int ji, const bool *up)
 		return false;
 	if (jobplan_build(m->d, ji, up, m->link, (uint32_t)e, &jp, err, sizeof(err)) != 0) {
 		control_log("job %u: epoch %lld runs on the gateways but cannot be planned again "
-			    "(%s): a new epoch replaces it", dj->id, (long long)e, err);
+			    "(%s): a new epoch replaces it",
+			    dj->id, (long long)e, err);
 		return false;
 	}
 	for (int v = 0; v < n && same; v++) {
@@ -76,7 +77,8 @@ adopt(struct dmn *m, int ji, const bool *up)
 	}
 	if (!same) {
 		control_log("job %u: epoch %lld on the gateways is not what this deployment plans "
-			    "now: a new epoch replaces it", dj->id, (long long)e);
+			    "now: a new epoch replaces it",
+			    dj->id, (long long)e);
 		jobplan_free(jp);
 		return false;
 	}
@@ -90,7 +92,8 @@ adopt(struct dmn *m, int ji, const bool *up)
 	if (m->o->out != NULL && jobplan_write(j->live, m->d, m->o->out, err, sizeof(err)) != 0)
 		control_log("job %u: epoch %u: %s", dj->id, j->live_epoch, err);
 	control_log("job %u: epoch %u found live on %d gateways (%s): carried on, nothing "
-		    "installed", dj->id, j->live_epoch, k, members);
+		    "installed",
+		    dj->id, j->live_epoch, k, members);
 	return true;
 }
 
@@ -104,7 +107,7 @@ install_job(struct dmn *m, int ji)
 	struct table **tables = calloc((size_t)n, sizeof(*tables));
 	bool *up = calloc((size_t)n, sizeof(*up)), *af = calloc((size_t)n, sizeof(*af));
 	int *idx = calloc((size_t)n, sizeof(*idx));
-	struct install_report rep = { .activate_failed = af };
+	struct install_report rep = {.activate_failed = af};
 	char summary[2048], members[1024];
 	struct jobplan *jp = NULL;
 	uint32_t epoch;
@@ -149,8 +152,8 @@ install_job(struct dmn *m, int ji)
 	if (rc == -ECANCELED) {
 		snprintf(j->error, sizeof(j->error), "%s", rep.error);
 		control_log("job %u: epoch %u not installed: %s; prepared on %d of %d gateways, "
-			    "activated on none; the job stays on epoch %u", dj->id, epoch,
-			    rep.error, rep.n_prepared, k, j->live_epoch);
+			    "activated on none; the job stays on epoch %u",
+			    dj->id, epoch, rep.error, rep.n_prepared, k, j->live_epoch);
 		if (rep.no_answer) {
 			gateway_down(m, idx[rep.failed], rep.error);
 			j->dirty = true;
@@ -194,8 +197,8 @@ install_job(struct dmn *m, int ji)
 	/* Some activates failed: those gateways still run the previous epoch. */
 	snprintf(j->error, sizeof(j->error), "%s", rep.error);
 	control_log("job %u: epoch %u live on %d of %d gateways (%s); %d failed to activate, "
-		    "first %s", dj->id, epoch, rep.n_activated, k, members, rep.n_failed,
-		    rep.error);
+		    "first %s",
+		    dj->id, epoch, rep.n_activated, k, members, rep.n_failed, rep.error);
 	for (int i = 0; i < k; i++)
 		if (af[i] && !m->gws[idx[i]].conn.open && m->gws[idx[i]].state == GW_UP)
 			gateway_down(m, idx[i], "no answer to activate");

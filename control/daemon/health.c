@@ -25,7 +25,7 @@ sum_field(const json_t *arr, const char *key)
 	size_t i;
 	json_t *o;
 
-	json_array_foreach(arr, i, o) {
+	json_array_foreach (arr, i, o) {
 		json_t *v = json_object_get(o, key);
 
 		if (json_is_integer(v) && json_integer_value(v) > 0)
@@ -43,12 +43,12 @@ drops_sample(struct gw *g, const json_t *lc, int64_t t)
 	const char *reason;
 	size_t i;
 
-	g->drops_per_s = g->sample_at >= 0 && t > g->sample_at && n >= g->dropped
-				 ? (double)(n - g->dropped) * 1e3 / (double)(t - g->sample_at)
-				 : -1;
+	g->drops_per_s = g->sample_at >= 0 && t > g->sample_at && n >= g->dropped ?
+				 (double)(n - g->dropped) * 1e3 / (double)(t - g->sample_at) :
+				 -1;
 	g->dropped = n;
-	json_array_foreach(lc, i, o)
-		json_object_foreach(json_object_get(o, "drops"), reason, v) {
+	json_array_foreach (lc, i, o)
+		json_object_foreach (json_object_get(o, "drops"), reason, v) {
 			json_int_t had = json_integer_value(json_object_get(by, reason));
 
 			if (json_is_integer(v) && json_integer_value(v) > 0)
@@ -111,8 +111,7 @@ heartbeat(struct dmn *m, struct gw *g, bool *gone)
 		return false;
 	}
 	json_decref(r);
-	g->rtt_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	g->rtt_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 	g->missed = 0;
 	g->last_ok = clock_now_ms();
 	r = install_call(&g->conn, "stats", NULL, m->o->timeout_ms, g->error, sizeof(g->error));
@@ -140,7 +139,7 @@ sync_epochs(struct dmn *m, int v)
 
 		json_decref(m->gws[v].live[i]);
 		m->gws[v].live[i] = NULL;
-		json_array_foreach(json_object_get(r, "tables"), k, item) {
+		json_array_foreach (json_object_get(r, "tables"), k, item) {
 			json_t *tb = json_object_get(item, "table");
 			json_t *e = json_object_get(json_is_object(tb) ? tb : item, "epoch");
 			const char *st = json_string_value(json_object_get(item, "state"));
@@ -166,8 +165,8 @@ gateway_down(struct dmn *m, int v, const char *why)
 
 	g->state = GW_DOWN;
 	install_gw_close(&g->conn);
-	control_log("gateway %s (id %u, %s) is down: %s", gw_name(m, v),
-		    m->d->gateways[v].id, g->conn.socket, why);
+	control_log("gateway %s (id %u, %s) is down: %s", gw_name(m, v), m->d->gateways[v].id,
+		    g->conn.socket, why);
 	if (was_up)
 		mark_all_dirty(m, CAUSE_GATEWAY_DOWN, "gateway %s failed", gw_name(m, v));
 }
@@ -183,23 +182,25 @@ send_peers(struct dmn *m, int v)
 	char ip[16];
 
 	for (int l = 0; l < t->n_links; l++) {
-		int u = t->links[l].a == nv ? t->links[l].b
-			: t->links[l].b == nv ? t->links[l].a : -1;
+		int u = t->links[l].a == nv ? t->links[l].b :
+			t->links[l].b == nv ? t->links[l].a :
+					      -1;
 
 		if (u < 0)
 			continue;
 		NODE_GWS(m, u, h)
-			json_array_append_new(arr, json_pack("{s:s,s:i,s:i}", "ipv4",
-				table_ipv4_format(m->d->gateways[h].ipv4, ip), "base_port",
-				m->d->gateways[h].base_port, "ports", m->d->gateways[h].ports));
+		json_array_append_new(arr, json_pack("{s:s,s:i,s:i}", "ipv4",
+						     table_ipv4_format(m->d->gateways[h].ipv4, ip),
+						     "base_port", m->d->gateways[h].base_port,
+						     "ports", m->d->gateways[h].ports));
 	}
 	r = install_call(&m->gws[v].conn, "peers", json_pack("{s:o}", "peers", arr),
 			 m->o->timeout_ms, m->gws[v].error, sizeof(m->gws[v].error));
 	m->gws[v].peers_sent = r != NULL && json_is_true(json_object_get(r, "ok"));
 	if (!m->gws[v].peers_sent)
 		control_log("gateway %s: cannot set its probe peers: %s", gw_name(m, v),
-			    r != NULL ? json_string_value(json_object_get(r, "error"))
-				      : m->gws[v].error);
+			    r != NULL ? json_string_value(json_object_get(r, "error")) :
+					m->gws[v].error);
 	json_decref(r);
 }
 
@@ -207,8 +208,8 @@ bool
 node_up(const struct dmn *m, int v)
 {
 	NODE_GWS(m, v, g)
-		if (m->gws[g].state == GW_UP)
-			return true;
+	if (m->gws[g].state == GW_UP)
+		return true;
 	return false;
 }
 
@@ -227,7 +228,7 @@ silence_ms(const struct dmn *m, int v, int u, json_int_t *unanswered)
 
 	*unanswered = -1;
 	table_ipv4_format(m->d->gateways[u].ipv4, ip);
-	json_array_foreach(g->peers, i, p) {
+	json_array_foreach (g->peers, i, p) {
 		const char *pip = json_string_value(json_object_get(p, "ipv4"));
 		json_t *un = json_object_get(p, "unanswered");
 
@@ -251,7 +252,7 @@ gw_probe_rtt_ms(const struct dmn *m, int v, int u)
 	json_t *p;
 
 	table_ipv4_format(m->d->gateways[u].ipv4, ip);
-	json_array_foreach(m->gws[v].peers, i, p) {
+	json_array_foreach (m->gws[v].peers, i, p) {
 		const char *pip = json_string_value(json_object_get(p, "ipv4"));
 
 		if (pip != NULL && strcmp(pip, ip) == 0 &&
@@ -264,10 +265,12 @@ gw_probe_rtt_ms(const struct dmn *m, int v, int u)
 double
 probe_rtt_ms(const struct dmn *m, int v, int u)
 {
-	NODE_GWS(m, v, g) {
+	NODE_GWS(m, v, g)
+	{
 		if (m->gws[g].state != GW_UP)
 			continue;
-		NODE_GWS(m, u, h) {
+		NODE_GWS(m, u, h)
+		{
 			double r = gw_probe_rtt_ms(m, g, h);
 
 			if (r >= 0)
@@ -292,10 +295,12 @@ links_update(struct dmn *m)
 
 		/* Every pair of their gateways that are up: one that had heard the other and
 		 * no longer does is a link that fails; back once every pair hears. */
-		NODE_GWS(m, a, x) {
+		NODE_GWS(m, a, x)
+		{
 			if (m->gws[x].state != GW_UP)
 				continue;
-			NODE_GWS(m, b, y) {
+			NODE_GWS(m, b, y)
+			{
 				json_int_t uxy, uyx;
 				int64_t xy, yx, lxy, lyx;
 
@@ -331,7 +336,8 @@ links_update(struct dmn *m)
 		} else if (!m->link[l].up && m->lr[2 * l].heard >= m->o->fail_after) {
 			m->link[l].up = true;
 			control_log("link %s-%s is up again", node_id(m, a), node_id(m, b));
-			mark_all_dirty(m, CAUSE_LINK_UP, "link %s-%s is back", node_id(m, a), node_id(m, b));
+			mark_all_dirty(m, CAUSE_LINK_UP, "link %s-%s is back", node_id(m, a),
+				       node_id(m, b));
 		}
 	}
 }
@@ -352,7 +358,8 @@ heartbeat_all(struct dmn *m)
 				/* From unknown (at start) the jobs are due anyway: installs
 				 * wait until no gateway is unknown. */
 				if (g->state == GW_DOWN)
-					mark_all_dirty(m, CAUSE_GATEWAY_UP, "gateway %s is back", gw_name(m, v));
+					mark_all_dirty(m, CAUSE_GATEWAY_UP, "gateway %s is back",
+						       gw_name(m, v));
 				g->state = GW_UP;
 				g->peers_sent = false;
 				sync_epochs(m, v);

@@ -76,14 +76,16 @@ install_resp_ok(const json_t *resp, const char *op, int *errnum, char *err, size
 
 	if (json_is_true(json_object_get(resp, "ok")))
 		return true;
-	n = json_is_integer(e) && json_integer_value(e) > 0 && json_integer_value(e) < 4096
-		    ? (int)json_integer_value(e) : EBADMSG;
+	n = json_is_integer(e) && json_integer_value(e) > 0 && json_integer_value(e) < 4096 ?
+		    (int)json_integer_value(e) :
+		    EBADMSG;
 	if (errnum != NULL)
 		*errnum = n;
 	json_util_fail(err, errlen, "%s: %s (%s)", op,
-		       json_is_string(json_object_get(resp, "error"))
-			       ? json_string_value(json_object_get(resp, "error"))
-			       : "error without a message", strerror(n));
+		       json_is_string(json_object_get(resp, "error")) ?
+			       json_string_value(json_object_get(resp, "error")) :
+			       "error without a message",
+		       strerror(n));
 	return false;
 }
 

@@ -32,12 +32,12 @@
 
 /** A connection to one dataplane's control endpoint, opened on first use. */
 struct install_gw {
-	const char *name;        /* for messages: the topology node id */
-	const char *socket;      /* the endpoint: a socket path or tls://HOST:PORT */
-	struct ctltls_ctx *tls;  /* for a tls:// endpoint: the client context */
-	const char *expect;      /* the name the server's certificate must carry */
-	enum ctltls_role role;   /* and its role */
-	bool open;               /* conn is connected */
+	const char *name;       /* for messages: the topology node id */
+	const char *socket;     /* the endpoint: a socket path or tls://HOST:PORT */
+	struct ctltls_ctx *tls; /* for a tls:// endpoint: the client context */
+	const char *expect;     /* the name the server's certificate must carry */
+	enum ctltls_role role;  /* and its role */
+	bool open;              /* conn is connected */
 	struct ctl_conn conn;
 };
 
@@ -63,27 +63,26 @@ void install_gw_close(struct install_gw *gw);
  * @return      The response (a new reference; check "ok"), or NULL with errno set and err
  *              filled: the dataplane did not answer.
  */
-json_t *install_call(struct install_gw *gw, const char *op, json_t *args, int timeout_ms,
-		     char *err, size_t errlen);
+json_t *install_call(struct install_gw *gw, const char *op, json_t *args, int timeout_ms, char *err,
+		     size_t errlen);
 
 /**
  * Whether resp is a success response; if not, err receives "OP: ERROR (strerror)" and
  * *errnum the response's errno (EBADMSG for a response without one).
  */
-bool install_resp_ok(const json_t *resp, const char *op, int *errnum, char *err,
-		     size_t errlen);
+bool install_resp_ok(const json_t *resp, const char *op, int *errnum, char *err, size_t errlen);
 
 /** What install_epoch() did. */
 struct install_report {
-	int n_prepared;          /* gateways that acknowledged prepare */
-	int n_activated;         /* gateways that acknowledged activate */
-	int failed;              /* index of the first gateway that failed, -1 if none */
-	int n_failed;            /* gateways that failed (at most one in phase 1) */
-	int phase;               /* 1 prepare, 2 activate, 0 no failure */
-	bool no_answer;          /* the first failure was no answer (not a rejection) */
-	int errnum;              /* its errno */
+	int n_prepared;               /* gateways that acknowledged prepare */
+	int n_activated;              /* gateways that acknowledged activate */
+	int failed;                   /* index of the first gateway that failed, -1 if none */
+	int n_failed;                 /* gateways that failed (at most one in phase 1) */
+	int phase;                    /* 1 prepare, 2 activate, 0 no failure */
+	bool no_answer;               /* the first failure was no answer (not a rejection) */
+	int errnum;                   /* its errno */
 	char error[CTL_ERR_MAX + 64]; /* its one-line message */
-	bool *activate_failed;   /* if not NULL (n entries): set for every gateway whose
+	bool *activate_failed;        /* if not NULL (n entries): set for every gateway whose
 				  * activate failed */
 };
 

@@ -33,7 +33,8 @@ static uint64_t
 wire_bytes(const struct deploy_job *j, uint64_t bytes)
 {
 	double wire = (double)(j->chunk_bytes + WIRE_FRAME_PAYLOAD_OFF +
-			       j->cset_blocks * WIRE_CSET_BLOCK) / (double)j->chunk_bytes;
+			       j->cset_blocks * WIRE_CSET_BLOCK) /
+		      (double)j->chunk_bytes;
 
 	return (uint64_t)((double)bytes * wire);
 }
@@ -93,8 +94,10 @@ planning_topo(const struct deploy *d, const struct deploy_job *j, const bool *up
 	}
 	jp->n_workers = workers;
 	if (workers == 0) {
-		rc = json_util_failrc(-ENOENT, err, errlen, "job %u: no worker at a gateway that "
-				      "is up", j->id);
+		rc = json_util_failrc(-ENOENT, err, errlen,
+				      "job %u: no worker at a gateway that "
+				      "is up",
+				      j->id);
 		goto out;
 	}
 	jp->topo = topo_create(t->name, n, nodes, nl, links, terr, sizeof(terr));
@@ -158,7 +161,8 @@ blueconnect_job(struct jobplan *jp, const struct deploy_job *j, uint64_t bytes, 
 	o.max_trees = j->max_trees;
 	rc = blueconnect_plan(jp->topo, &o, &r, perr, len);
 	if (rc == 0 && r.chosen != 0)
-		snprintf(jp->note, sizeof(jp->note), "; the planner's cheapest, %s at %.3f s, has "
+		snprintf(jp->note, sizeof(jp->note),
+			 "; the planner's cheapest, %s at %.3f s, has "
 			 "ring stages among the workers, which the gateways do not run",
 			 r.cand[r.chosen].name, r.cand[r.chosen].seconds);
 	if (rc == 0)
@@ -219,8 +223,9 @@ plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errle
 		return json_util_failrc(rc, err, errlen, "job %u: the %s plan is invalid: %s",
 					j->id, deploy_algo_name(j->algo), perr);
 	/* BlueConnect's prediction is its own model's, of the LAN hand-off and the WAN. */
-	rc = j->algo == DEPLOY_ALGO_BLUECONNECT && topo_worker_sites(t) > 1
-		     ? 0 : plan_predict(t, jp->plan, wire_bytes(j, bytes), 0);
+	rc = j->algo == DEPLOY_ALGO_BLUECONNECT && topo_worker_sites(t) > 1 ?
+		     0 :
+		     plan_predict(t, jp->plan, wire_bytes(j, bytes), 0);
 	if (rc != 0)
 		return json_util_failrc(rc, err, errlen, "job %u: prediction failed: %s", j->id,
 					strerror(-rc));
@@ -253,15 +258,15 @@ seal_tables(struct jobplan *jp, const struct deploy *d, char *err, size_t errlen
 		return json_util_failrc(-ENOMEM, err, errlen, "out of memory");
 	for (int g = 0; g < jp->n_gateways; g++)
 		ids[g] = d->gateways[g].id;
-	rc = table_seal_links(jp->tables, jp->n_gateways, ids, link_sealed, (void *)d,
-			      d->seal_aead, terr, sizeof(terr));
+	rc = table_seal_links(jp->tables, jp->n_gateways, ids, link_sealed, (void *)d, d->seal_aead,
+			      terr, sizeof(terr));
 	free(ids);
 	return rc == 0 ? 0 : json_util_failrc(rc, err, errlen, "job %u: %s", jp->job->id, terr);
 }
 
 static int
-compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_job *j,
-	       char *err, size_t errlen)
+compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_job *j, char *err,
+	       size_t errlen)
 {
 	int n = jp->topo->n_nodes, rc = 0;
 	struct table_deploy_node *dn = calloc((size_t)n, sizeof(*dn));
@@ -298,7 +303,7 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 			if (!jp->gw_up[g])
 				continue;
 			gw_of[m] = g;
-			gws[m++] = (struct table_gw){ dg->id, dg->ipv4, dg->base_port, dg->ports };
+			gws[m++] = (struct table_gw){dg->id, dg->ipv4, dg->base_port, dg->ports};
 		}
 		dn[i].n_gateways = (int)(gws + m - dn[i].gateways);
 		dn[i].workers = ws + k;
@@ -310,18 +315,18 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 	for (int i = 0; i < n; i++)
 		for (int s = 0; s < dn[i].n_gateways; s++) {
 			int g = gw_of[dn[i].gateways + s - gws];
-			struct table *tb = j->algo == DEPLOY_ALGO_SELMCAST
-						   ? jobplan_stream_table(jp, d, j, i,
-									  &d->gateways[g], terr,
-									  sizeof(terr))
-						   : table_compile_gateway(jp->topo, jp->plan, &td, i, s,
-									   j->id, jp->epoch, terr,
-									   sizeof(terr));
+			struct table *tb =
+				j->algo == DEPLOY_ALGO_SELMCAST ?
+					jobplan_stream_table(jp, d, j, i, &d->gateways[g], terr,
+							     sizeof(terr)) :
+					table_compile_gateway(jp->topo, jp->plan, &td, i, s, j->id,
+							      jp->epoch, terr, sizeof(terr));
 
 			if (tb == NULL) {
-				rc = json_util_failrc(errno == ENOMEM ? -ENOMEM : errno == E2BIG ?
-						      -E2BIG : -EINVAL, err, errlen,
-						      "job %u: gateway %s: %s", j->id,
+				rc = json_util_failrc(errno == ENOMEM ? -ENOMEM :
+						      errno == E2BIG  ? -E2BIG :
+									-EINVAL,
+						      err, errlen, "job %u: gateway %s: %s", j->id,
 						      d->gateways[g].name, terr);
 				goto out;
 			}
@@ -331,7 +336,8 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 			if (jp->site_table[jp->node_of[i]] < 0 ||
 			    (tb->n_trees + tb->n_streams > 0 &&
 			     jp->tables[jp->site_table[jp->node_of[i]]]->n_trees +
-					     jp->tables[jp->site_table[jp->node_of[i]]]->n_streams ==
+					     jp->tables[jp->site_table[jp->node_of[i]]]
+						     ->n_streams ==
 				     0))
 				jp->site_table[jp->node_of[i]] = g;
 		}
@@ -362,8 +368,9 @@ jobplan_build(const struct deploy *d, int ji, const bool *up, const struct jobpl
 	jp->tables = calloc((size_t)jp->n_gateways, sizeof(*jp->tables));
 	jp->gw_up = calloc((size_t)jp->n_gateways, sizeof(*jp->gw_up));
 	jp->site_table = malloc(sizeof(*jp->site_table) * (size_t)jp->n_nodes);
-	rc = jp->tables == NULL || jp->gw_up == NULL || jp->site_table == NULL
-		     ? json_util_failrc(-ENOMEM, err, errlen, "out of memory") : 0;
+	rc = jp->tables == NULL || jp->gw_up == NULL || jp->site_table == NULL ?
+		     json_util_failrc(-ENOMEM, err, errlen, "out of memory") :
+		     0;
 	for (int g = 0; rc == 0 && g < jp->n_gateways; g++)
 		jp->gw_up[g] = gw_up(up, g);
 	for (int v = 0; rc == 0 && v < jp->n_nodes; v++)
@@ -411,25 +418,30 @@ jobplan_summary(const struct jobplan *jp, char *buf, size_t len)
 	size_t off;
 
 	plan_fmt_bytes(size, sizeof(size), (double)p->bytes);
-	off = (size_t)snprintf(buf, len, "%s: %d tree%s, %.3f Gbit/s, predicted %.3f s for %s, "
-			       "%d workers at %d gateways%s", deploy_algo_name(jp->job->algo),
-			       p->n_trees, p->n_trees == 1 ? "" : "s", plan_total_rate(p),
-			       p->allreduce_seconds, size, jp->n_workers, jp->n_tables, jp->note);
+	off = (size_t)snprintf(buf, len,
+			       "%s: %d tree%s, %.3f Gbit/s, predicted %.3f s for %s, "
+			       "%d workers at %d gateways%s",
+			       deploy_algo_name(jp->job->algo), p->n_trees,
+			       p->n_trees == 1 ? "" : "s", plan_total_rate(p), p->allreduce_seconds,
+			       size, jp->n_workers, jp->n_tables, jp->note);
 	for (int s = 0; s < jp->n_streams && off < len; s++) {
 		int r = 0;
 
 		for (int v = 0; v < jp->topo->n_nodes; v++)
 			r += jp->streams[s].receiver[v];
-		off += (size_t)snprintf(buf + off, len - off, "%s stream %d from %s to %d site%s "
-					"%.3f Gbit/s", s == 0 ? ";" : ",", s,
+		off += (size_t)snprintf(buf + off, len - off,
+					"%s stream %d from %s to %d site%s "
+					"%.3f Gbit/s",
+					s == 0 ? ";" : ",", s,
 					jp->topo->nodes[jp->streams[s].source].id, r,
 					r == 1 ? "" : "s", jp->streams[s].rate_gbps);
 	}
 	for (int i = 0; i < p->n_trees && off < len; i++)
-		off += (size_t)snprintf(buf + off, len - off, "%s tree %d root %s %.3f Gbit/s share "
-					"%.3f height %.1f ms", i == 0 ? ";" : ",", i,
-					jp->topo->nodes[p->trees[i].root].id, p->trees[i].rate_gbps,
-					p->trees[i].share,
+		off += (size_t)snprintf(buf + off, len - off,
+					"%s tree %d root %s %.3f Gbit/s share "
+					"%.3f height %.1f ms",
+					i == 0 ? ";" : ",", i, jp->topo->nodes[p->trees[i].root].id,
+					p->trees[i].rate_gbps, p->trees[i].share,
 					plan_tree_height_ms(jp->topo, &p->trees[i]));
 	return buf;
 }
@@ -444,7 +456,9 @@ file_part(const char *id, char *out, size_t len)
 		char ch = id[i];
 
 		out[i] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-			 (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' ? ch : '_';
+					 (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' ?
+				 ch :
+				 '_';
 	}
 	out[i] = '\0';
 	if (strcmp(out, ".") == 0 || strcmp(out, "..") == 0)

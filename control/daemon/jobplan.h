@@ -30,16 +30,16 @@
 
 /** A selmcast job's multicast stream: one per sending worker site (planning nodes). */
 struct jobplan_stream {
-	int source;                     /* the sending site */
-	int *parent;                    /* distribution tree: PLAN_ROOT at the source, the
+	int source;       /* the sending site */
+	int *parent;      /* distribution tree: PLAN_ROOT at the source, the
 					 * upstream node, or PLAN_ABSENT off the tree */
-	bool *receiver;                 /* receiver[v]: v's workers get the stream */
-	double rate_gbps;               /* paced on every tree edge */
+	bool *receiver;   /* receiver[v]: v's workers get the stream */
+	double rate_gbps; /* paced on every tree edge */
 };
 
 /** One job planned for one epoch. */
 struct jobplan {
-	const struct deploy_job *job;   /* borrowed from the deployment */
+	const struct deploy_job *job; /* borrowed from the deployment */
 	uint32_t epoch;
 	struct topo *topo;              /* the planning topology */
 	int *node_of;                   /* planning node -> deployment node (topo->n_nodes) */
@@ -66,8 +66,8 @@ struct jobplan {
 
 /** What the control process knows of a topology link beyond the topology file. */
 struct jobplan_link {
-	bool up;                        /* usable by plans */
-	double gbps_ab, gbps_ba;        /* measured capacity, used where below the topology's;
+	bool up;                 /* usable by plans */
+	double gbps_ab, gbps_ba; /* measured capacity, used where below the topology's;
 					 * 0: the topology's */
 };
 
@@ -86,9 +86,8 @@ struct jobplan_link {
  *             rejected, e.g. worker sites not connected), -E2BIG (a table limit), -ENOMEM,
  *             -EIO (solver failure).
  */
-int jobplan_build(const struct deploy *d, int ji, const bool *up,
-		  const struct jobplan_link *links, uint32_t epoch,
-		  struct jobplan **out, char *err, size_t errlen);
+int jobplan_build(const struct deploy *d, int ji, const bool *up, const struct jobplan_link *links,
+		  uint32_t epoch, struct jobplan **out, char *err, size_t errlen);
 
 /** Free a job plan and its tables. NULL is a no-op. */
 void jobplan_free(struct jobplan *jp);
@@ -106,7 +105,7 @@ char *jobplan_summary(const struct jobplan *jp, char *buf, size_t len);
  * site with several gateways also DIR/job-J-NODE.json, the table its workers read
  * (site_table). Returns 0 or a negative errno with err filled.
  */
-int jobplan_write(const struct jobplan *jp, const struct deploy *d, const char *dir,
-		  char *err, size_t errlen);
+int jobplan_write(const struct jobplan *jp, const struct deploy *d, const char *dir, char *err,
+		  size_t errlen);
 
 #endif

@@ -25,7 +25,7 @@ jobplan_selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double 
 	uint64_t *bytes = malloc(sizeof(uint64_t) * (size_t)n_nodes);
 	uint64_t tensor = table_dtype_bytes(j->dtype, j->elements);
 	unsigned char *x = NULL;
-	struct selmcast_inst in = { 0 };
+	struct selmcast_inst in = {0};
 	struct selmcast_result res;
 	char serr[JOBPLAN_ERR_MAX];
 	json_t *sec;
@@ -38,14 +38,17 @@ jobplan_selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double 
 		goto out;
 	}
 	if (n < 2) {
-		rc = json_util_failrc(-ENOENT, err, errlen, "job %u: selmcast: %d worker site up, "
-				      "multicast needs 2", j->id, n);
+		rc = json_util_failrc(-ENOENT, err, errlen,
+				      "job %u: selmcast: %d worker site up, "
+				      "multicast needs 2",
+				      j->id, n);
 		goto out;
 	}
 	if (n > TABLE_STREAMS_MAX) {
-		rc = json_util_failrc(-E2BIG, err, errlen, "job %u: selmcast: %d worker sites, a "
-				      "table holds at most %d streams", j->id, n,
-				      TABLE_STREAMS_MAX);
+		rc = json_util_failrc(-E2BIG, err, errlen,
+				      "job %u: selmcast: %d worker sites, a "
+				      "table holds at most %d streams",
+				      j->id, n, TABLE_STREAMS_MAX);
 		goto out;
 	}
 	/* p: the option, or 30% of the sites; at most the other sites (fewer may be up). */
@@ -63,10 +66,13 @@ jobplan_selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double 
 		ps[i] = p;
 		bytes[i] = (uint64_t)((double)tensor * wire) * (uint64_t)t->nodes[site[i]].workers;
 	}
-	in = (struct selmcast_inst){ .n = n, .model = j->mcast_application ? SELMCAST_APPLICATION
-									  : SELMCAST_NETWORK,
-				     .ingress_gbps = in_g, .egress_gbps = eg_g, .bytes = bytes,
-				     .p = ps };
+	in = (struct selmcast_inst){.n = n,
+				    .model = j->mcast_application ? SELMCAST_APPLICATION :
+								    SELMCAST_NETWORK,
+				    .ingress_gbps = in_g,
+				    .egress_gbps = eg_g,
+				    .bytes = bytes,
+				    .p = ps};
 	if (selmcast_check(&in, serr, sizeof(serr)) != 0) {
 		rc = json_util_failrc(-EINVAL, err, errlen, "job %u: selmcast: %s", j->id, serr);
 		goto out;
@@ -96,9 +102,11 @@ jobplan_selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double 
 			st->receiver[site[k]] = true;
 			len = graph_route(t, site[i], site[k], path);
 			if (len < 2) {
-				rc = json_util_failrc(-EINVAL, err, errlen, "job %u: selmcast: no "
-						      "route from '%s' to '%s'", j->id,
-						      t->nodes[site[i]].id, t->nodes[site[k]].id);
+				rc = json_util_failrc(-EINVAL, err, errlen,
+						      "job %u: selmcast: no "
+						      "route from '%s' to '%s'",
+						      j->id, t->nodes[site[i]].id,
+						      t->nodes[site[k]].id);
 				goto out;
 			}
 			/* Union of shortest paths: a node already on the tree keeps its parent,
@@ -158,9 +166,8 @@ lead_gw(const struct jobplan *jp, const struct deploy *d, int v)
 }
 
 struct table *
-jobplan_stream_table(const struct jobplan *jp, const struct deploy *d,
-		     const struct deploy_job *j, int i, const struct deploy_gateway *g, char *err,
-		     size_t errlen)
+jobplan_stream_table(const struct jobplan *jp, const struct deploy *d, const struct deploy_job *j,
+		     int i, const struct deploy_gateway *g, char *err, size_t errlen)
 {
 	const struct topo *t = jp->topo;
 	int n_here = 0, k = 0;
@@ -175,14 +182,13 @@ jobplan_stream_table(const struct jobplan *jp, const struct deploy *d,
 	}
 	tb->job = j->id;
 	tb->epoch = jp->epoch;
-	tb->gw = (struct table_gw){ g->id, g->ipv4, g->base_port, g->ports };
+	tb->gw = (struct table_gw){g->id, g->ipv4, g->base_port, g->ports};
 	tb->dtype = j->dtype;
 	tb->elements = j->elements;
 	tb->chunk_elements = j->chunk_bytes / (uint32_t)table_dtype_unit_bytes(j->dtype) *
 			     table_dtype_granule(j->dtype);
-	tb->limits = (struct table_limits){ TABLE_TREES_MAX, TABLE_CHILDREN_MAX,
-					    TABLE_WORKERS_MAX,
-					    j->slots_max != 0 ? j->slots_max : TABLE_SLOTS_MAX };
+	tb->limits = (struct table_limits){TABLE_TREES_MAX, TABLE_CHILDREN_MAX, TABLE_WORKERS_MAX,
+					   j->slots_max != 0 ? j->slots_max : TABLE_SLOTS_MAX};
 	for (int s = 0; s < jp->n_streams && n_here > 0; s++) {
 		const struct jobplan_stream *js = &jp->streams[s];
 		struct table_stream *ts;
@@ -198,14 +204,14 @@ jobplan_stream_table(const struct jobplan *jp, const struct deploy *d,
 			const struct deploy_gateway *f = lead_gw(jp, d, jp->node_of[js->parent[i]]);
 
 			ts->has_from = true;
-			ts->from = (struct table_gw){ f->id, f->ipv4, f->base_port, f->ports };
+			ts->from = (struct table_gw){f->id, f->ipv4, f->base_port, f->ports};
 		}
 		for (int v = 0; v < t->n_nodes; v++) {
 			const struct deploy_gateway *c = lead_gw(jp, d, jp->node_of[v]);
 
 			if (js->parent[v] == i && ts->n_to < TABLE_CHILDREN_MAX)
-				ts->to[ts->n_to++] = (struct table_gw){ c->id, c->ipv4,
-									c->base_port, c->ports };
+				ts->to[ts->n_to++] =
+					(struct table_gw){c->id, c->ipv4, c->base_port, c->ports};
 		}
 		for (int w = 0; w < j->n_workers; w++) {
 			const struct deploy_worker *dw = &j->workers[w];

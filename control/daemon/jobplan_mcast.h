@@ -25,14 +25,14 @@
  * the streams on every link direction within its capacity. The plan has no trees; its
  * "multicast" section holds the selection.
  */
-int jobplan_selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double wire,
-			     char *err, size_t errlen);
+int jobplan_selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double wire, char *err,
+			     size_t errlen);
 
 /** The table of gateway g at planning node i of a selmcast job: its part in every stream
  * through it. A site's streams go through its first gateway that is up; the others get
  * none. */
-struct table *jobplan_stream_table(const struct jobplan *jp, const struct deploy *d,
-				   const struct deploy_job *j, int i,
-				   const struct deploy_gateway *g, char *err, size_t errlen);
+struct table *
+jobplan_stream_table(const struct jobplan *jp, const struct deploy *d, const struct deploy_job *j,
+		     int i, const struct deploy_gateway *g, char *err, size_t errlen);
 
 #endif

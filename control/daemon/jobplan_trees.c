@@ -22,8 +22,7 @@
 /* Fill parent[] with the chain seq[first], seq[first + step], ... (len nodes, indices
  * modulo n_seq), each node's parent the one before it; relay leaves pruned. */
 static void
-chain(const struct topo *t, const int *seq, int n_seq, int first, int step, int len,
-      int *parent)
+chain(const struct topo *t, const int *seq, int n_seq, int first, int step, int len, int *parent)
 {
 	for (int v = 0; v < t->n_nodes; v++)
 		parent[v] = PLAN_ABSENT;
@@ -41,11 +40,10 @@ struct plan *
 jobplan_ring_chains(const struct topo *t, double search_seconds, uint64_t bytes, char *err,
 		    size_t errlen)
 {
-	struct ring_plan rp = { 0 };
+	struct ring_plan rp = {0};
 	int n = t->n_nodes, n_seq = 0, rc;
 	int *seq = malloc(sizeof(int) * (size_t)n), *path = malloc(sizeof(int) * (size_t)n);
-	int *parents = NULL, *uses = calloc((size_t)(t->n_links > 0 ? t->n_links : 1),
-					    sizeof(int));
+	int *parents = NULL, *uses = calloc((size_t)(t->n_links > 0 ? t->n_links : 1), sizeof(int));
 	bool *seen = calloc((size_t)n, sizeof(bool));
 	struct plan *p = NULL;
 
@@ -77,7 +75,8 @@ jobplan_ring_chains(const struct topo *t, double search_seconds, uint64_t bytes,
 		}
 		for (int k = 0; k < (rp.m == 2 ? len : len - 1); k++) {
 			if (seen[path[k]]) {
-				json_util_failrc(-ENOENT, err, errlen, "ring: the route from '%s' "
+				json_util_failrc(-ENOENT, err, errlen,
+						 "ring: the route from '%s' "
 						 "to '%s' passes node '%s' twice, so the ring has "
 						 "no chain form; use mtree or single-tree",
 						 t->nodes[a].id, t->nodes[b].id,
@@ -222,8 +221,8 @@ jobplan_crew_stars(const struct topo *t, uint64_t bytes, char *err, size_t errle
 	for (int v = 0; v < n; v++)
 		if (t->nodes[v].workers > 0)
 			group[p++] = v;
-	struct crew_problem pb = { .n = n, .gbps = bw, .group = group, .p = p,
-				   .model_bytes = bytes > 0 ? bytes : 1 };
+	struct crew_problem pb = {
+		.n = n, .gbps = bw, .group = group, .p = p, .model_bytes = bytes > 0 ? bytes : 1};
 
 	/* Relays for the pairs without a link, and the rates the shares are solved with. */
 	memcpy(eff, bw, sizeof(double) * (size_t)n * n);
@@ -273,9 +272,9 @@ jobplan_crew_stars(const struct topo *t, uint64_t bytes, char *err, size_t errle
 			break;
 		}
 		lat = planner_tree_max_latency_ms(t, &pl->trees[k]);
-		pl->trees[k].chunk_bytes = planner_chunk_bytes(share[i], pl->trees[k].rate_gbps,
-							       lat, 2 * plan_tree_depth(t,
-											&pl->trees[k]));
+		pl->trees[k].chunk_bytes =
+			planner_chunk_bytes(share[i], pl->trees[k].rate_gbps, lat,
+					    2 * plan_tree_depth(t, &pl->trees[k]));
 	}
 	f = rc == 0 ? fit_rates(t, pl) : 1;
 	if (f < 0)

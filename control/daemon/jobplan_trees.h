@@ -46,8 +46,7 @@ struct plan *jobplan_ring_chains(const struct topo *t, double search_seconds, ui
  * then scaled down as far as the busiest link needs. NULL with err and errno (ENOENT: no
  * site can aggregate).
  */
-struct plan *jobplan_crew_stars(const struct topo *t, uint64_t bytes, char *err,
-				size_t errlen);
+struct plan *jobplan_crew_stars(const struct topo *t, uint64_t bytes, char *err, size_t errlen);
 
 /** The largest factor (at most 1) by which loads fit every link direction: load[2 l] a to
  * b of link l, load[2 l + 1] b to a, in Gbit/s. */

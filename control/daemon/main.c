@@ -88,17 +88,17 @@ struct opts {
 	const char *socket;
 	const char *listen;
 	const char *metrics;
-	struct tls_opts tls_opts;       /* status, replan: --cert, --key, --ca, --server-name */
+	struct tls_opts tls_opts; /* status, replan: --cert, --key, --ca, --server-name */
 	const char *out;
 	uint32_t epoch;
 	int heartbeat_ms, fail_after, timeout_ms;
 	bool json;
-	bool watch;                     /* status: refresh until count or SIGINT */
-	double interval_s;              /* status --watch: seconds between refreshes */
-	int count;                      /* status --watch: refreshes; 0 = no limit */
-	bool install;                   /* tables: install each epoch as well */
+	bool watch;        /* status: refresh until count or SIGINT */
+	double interval_s; /* status --watch: seconds between refreshes */
+	int count;         /* status --watch: refreshes; 0 = no limit */
+	bool install;      /* tables: install each epoch as well */
 	bool has_job;
-	uint32_t job;                   /* tables: this job only */
+	uint32_t job; /* tables: this job only */
 	int n_args;
 	char **args;
 };
@@ -108,28 +108,29 @@ static int
 parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "out", required_argument, NULL, 'o' },
-		{ "epoch", required_argument, NULL, 'e' },
-		{ "heartbeat-ms", required_argument, NULL, 'H' },
-		{ "fail-after", required_argument, NULL, 'f' },
-		{ "timeout-ms", required_argument, NULL, 't' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "listen", required_argument, NULL, 'l' },
+		{"socket", required_argument, NULL, 's'},
+		{"out", required_argument, NULL, 'o'},
+		{"epoch", required_argument, NULL, 'e'},
+		{"heartbeat-ms", required_argument, NULL, 'H'},
+		{"fail-after", required_argument, NULL, 'f'},
+		{"timeout-ms", required_argument, NULL, 't'},
+		{"json", no_argument, NULL, 'j'},
+		{"listen", required_argument, NULL, 'l'},
 		TLS_OPTS_LONGOPTS,
-		{ "install", no_argument, NULL, 'i' },
-		{ "job", required_argument, NULL, 'J' },
-		{ "watch", no_argument, NULL, 'w' },
-		{ "interval", required_argument, NULL, 'I' },
-		{ "count", required_argument, NULL, 'c' },
-		{ "metrics", required_argument, NULL, 'M' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"install", no_argument, NULL, 'i'},
+		{"job", required_argument, NULL, 'J'},
+		{"watch", no_argument, NULL, 'w'},
+		{"interval", required_argument, NULL, 'I'},
+		{"count", required_argument, NULL, 'c'},
+		{"metrics", required_argument, NULL, 'M'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	/* Which options each command takes. */
 	const char *allowed = strcmp(cmd, "tables") == 0 ? "oeiJt" :
-			      strcmp(cmd, "run") == 0 ? "sHftolM" :
-			      strcmp(cmd, "status") == 0 ? "sjtCKANwIc" : "stCKAN";
+			      strcmp(cmd, "run") == 0    ? "sHftolM" :
+			      strcmp(cmd, "status") == 0 ? "sjtCKANwIc" :
+							   "stCKAN";
 	bool watch_opts = false;
 	uint64_t v;
 	int c;
@@ -167,7 +168,8 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 			o->epoch = (uint32_t)v;
 			break;
 		case 'H':
-			if (cli_int(PROG, "heartbeat-ms", optarg, 10, 3600000, &o->heartbeat_ms) < 0)
+			if (cli_int(PROG, "heartbeat-ms", optarg, 10, 3600000, &o->heartbeat_ms) <
+			    0)
 				return -1;
 			break;
 		case 'f':
@@ -253,7 +255,7 @@ install_tables(const struct deploy *d, const struct jobplan *jp, int timeout_ms,
 {
 	struct install_gw *gws = calloc((size_t)jp->n_gateways, sizeof(*gws));
 	struct table **tables = calloc((size_t)jp->n_gateways, sizeof(*tables));
-	struct install_report rep = { 0 };
+	struct install_report rep = {0};
 	int n = 0, rc;
 
 	if (gws == NULL || tables == NULL) {
@@ -266,8 +268,10 @@ install_tables(const struct deploy *d, const struct jobplan *jp, int timeout_ms,
 		if (jp->tables[v] == NULL)
 			continue;
 		if (strncmp(d->gateways[v].socket, "tls://", 6) == 0) {
-			snprintf(err, errlen, "--install: gateway %s has a tls:// endpoint; the "
-				 "daemon (run) installs over TLS", d->gateways[v].name);
+			snprintf(err, errlen,
+				 "--install: gateway %s has a tls:// endpoint; the "
+				 "daemon (run) installs over TLS",
+				 d->gateways[v].name);
 			free(gws);
 			free(tables);
 			return -EINVAL;
@@ -279,8 +283,8 @@ install_tables(const struct deploy *d, const struct jobplan *jp, int timeout_ms,
 	for (int k = 0; k < n; k++)
 		install_gw_close(&gws[k]);
 	if (rc != 0)
-		snprintf(err, errlen, "job %u epoch %u: install failed (phase %d): %s",
-			 jp->job->id, jp->epoch, rep.phase, rep.error);
+		snprintf(err, errlen, "job %u epoch %u: install failed (phase %d): %s", jp->job->id,
+			 jp->epoch, rep.phase, rep.error);
 	free(gws);
 	free(tables);
 	return rc == 0 ? 0 : -EIO;
@@ -448,13 +452,12 @@ print_status(const json_t *r)
 	printf("deployment %s, topology %s, up %s s, heartbeat %" JSON_INTEGER_FORMAT
 	       " ms, a gateway fails after %" JSON_INTEGER_FORMAT " missed\n",
 	       json_string_value(json_object_get(r, "deployment")),
-	       json_string_value(json_object_get(r, "topology")),
-	       NUM(r, "uptime_s", "%.1f", a),
+	       json_string_value(json_object_get(r, "topology")), NUM(r, "uptime_s", "%.1f", a),
 	       json_integer_value(json_object_get(r, "heartbeat_ms")),
 	       json_integer_value(json_object_get(r, "fail_after")));
 	printf("\ngateways\n  %-16s %5s %-15s %-7s %14s %8s %9s %9s\n", "gateway", "id", "ipv4",
 	       "state", "last heartbeat", "rtt ms", "rx Gbit/s", "tx Gbit/s");
-	json_array_foreach(json_object_get(r, "gateways"), i, g) {
+	json_array_foreach (json_object_get(r, "gateways"), i, g) {
 		n = json_object_get(g, "last_heartbeat_ms_ago");
 		printf("  %-16s %5" JSON_INTEGER_FORMAT " %-15s %-7s %11s ms %8s %9s %9s\n",
 		       json_string_value(json_object_get(g, "name")),
@@ -462,33 +465,32 @@ print_status(const json_t *r)
 		       json_string_value(json_object_get(g, "ipv4")),
 		       json_string_value(json_object_get(g, "state")),
 		       json_is_integer(n) ? (snprintf(e, sizeof(e), "%" JSON_INTEGER_FORMAT,
-						      json_integer_value(n)), e) : "-",
-		       NUM(g, "rtt_ms", "%.1f", a),
-		       NUM(g, "rx_gbps", "%.4f", b),
+						      json_integer_value(n)),
+					     e) :
+					    "-",
+		       NUM(g, "rtt_ms", "%.1f", a), NUM(g, "rx_gbps", "%.4f", b),
 		       NUM(g, "tx_gbps", "%.4f", c));
 		if (json_is_string(json_object_get(g, "error")))
 			printf("    %s\n", json_string_value(json_object_get(g, "error")));
 	}
 	printf("\nlinks\n  %-16s %-16s %11s %11s %9s %9s %11s\n", "from", "to", "plan Gb/s",
 	       "meas. Gb/s", "rtt ms", "min ms", "cap. Gb/s");
-	json_array_foreach(json_object_get(r, "links"), i, n) {
-		json_array_foreach(json_object_get(n, "directions"), k, g) {
+	json_array_foreach (json_object_get(r, "links"), i, n) {
+		json_array_foreach (json_object_get(n, "directions"), k, g) {
 			const json_t *mf = json_object_get(g, "measured_for_s");
 
 			printf("  %-16s %-16s %11s %11s %9s %9s %11s%s%s\n",
 			       json_string_value(json_object_get(g, "from")),
 			       json_string_value(json_object_get(g, "to")),
-			       NUM(g, "planned_gbps", "%.4f", a),
-			       NUM(g, "gbps", "%.4f", b),
-			       NUM(g, "rtt_ms", "%.1f", c),
-			       NUM(g, "base_rtt_ms", "%.1f", e),
+			       NUM(g, "planned_gbps", "%.4f", a), NUM(g, "gbps", "%.4f", b),
+			       NUM(g, "rtt_ms", "%.1f", c), NUM(g, "base_rtt_ms", "%.1f", e),
 			       NUM(g, "capacity_gbps", "%.4f", f),
 			       json_is_true(json_object_get(n, "up")) ? "" : " (down)",
 			       json_is_number(mf) ? " (measured)" : "");
 		}
 	}
 	printf("\njobs\n");
-	json_array_foreach(json_object_get(r, "jobs"), i, j) {
+	json_array_foreach (json_object_get(r, "jobs"), i, j) {
 		printf("  job %" JSON_INTEGER_FORMAT " (%s, %s x %" JSON_INTEGER_FORMAT,
 		       json_integer_value(json_object_get(j, "job")),
 		       json_string_value(json_object_get(j, "algorithm")),
@@ -504,26 +506,26 @@ print_status(const json_t *r)
 			printf("epoch %" JSON_INTEGER_FORMAT " %s on",
 			       json_integer_value(json_object_get(j, "epoch")),
 			       json_string_value(json_object_get(j, "state")));
-			json_array_foreach(json_object_get(j, "gateways"), k, n)
+			json_array_foreach (json_object_get(j, "gateways"), k, n)
 				printf(" %s", json_string_value(n));
 			printf(" (%" JSON_INTEGER_FORMAT " workers), %s Gbit/s planned, predicted "
-			       "%s s\n", json_integer_value(json_object_get(j, "workers")),
+			       "%s s\n",
+			       json_integer_value(json_object_get(j, "workers")),
 			       NUM(j, "rate_gbps", "%.4f", a),
 			       NUM(j, "predicted_seconds", "%.4f", b));
 			printf("    %4s %-16s %12s %7s %10s %12s %12s\n", "tree", "root",
 			       "rate Gbit/s", "share", "height ms", "meas. Gb/s", "root rx Gb/s");
 		}
-		json_array_foreach(json_object_get(j, "trees"), k, t)
+		json_array_foreach (json_object_get(j, "trees"), k, t)
 			printf("    %4" JSON_INTEGER_FORMAT " %-16s %12s %7s %10s %12s %12s\n",
 			       json_integer_value(json_object_get(t, "tree")),
 			       json_string_value(json_object_get(t, "root")),
-			       NUM(t, "rate_gbps", "%.4f", a),
-			       NUM(t, "share", "%.4f", b),
-			       NUM(t, "height_ms", "%.2f", c),
-			       NUM(t, "measured_gbps", "%.4f", f),
+			       NUM(t, "rate_gbps", "%.4f", a), NUM(t, "share", "%.4f", b),
+			       NUM(t, "height_ms", "%.2f", c), NUM(t, "measured_gbps", "%.4f", f),
 			       NUM(t, "root_rx_gbps", "%.4f", e));
 		if (json_is_string(json_object_get(j, "error")))
-			printf("    last error: %s\n", json_string_value(json_object_get(j, "error")));
+			printf("    last error: %s\n",
+			       json_string_value(json_object_get(j, "error")));
 	}
 }
 
@@ -584,11 +586,11 @@ print_watch(FILE *f, const json_t *r, const struct opts *o, int refresh, const c
 
 	gmtime_r(&now, &tm);
 	strftime(when, sizeof(when), "%H:%M:%S UTC", &tm);
-	fprintf(f, "georeduce-control status --watch: %s, refresh %d every %g s, %s%s\n",
-	       o->socket, refresh, o->interval_s, when, eol);
+	fprintf(f, "georeduce-control status --watch: %s, refresh %d every %g s, %s%s\n", o->socket,
+		refresh, o->interval_s, when, eol);
 	fprintf(f, "deployment %s, topology %s, control process up %s s%s\n", strv(r, "deployment"),
-	       strv(r, "topology"), NUM(r, "uptime_s", "%.1f", a), eol);
-	json_array_foreach(json_object_get(r, "gateways"), i, g) {
+		strv(r, "topology"), NUM(r, "uptime_s", "%.1f", a), eol);
+	json_array_foreach (json_object_get(r, "gateways"), i, g) {
 		const char *st = strv(g, "state");
 
 		if (strcmp(st, "up") == 0)
@@ -601,14 +603,14 @@ print_watch(FILE *f, const json_t *r, const struct opts *o, int refresh, const c
 	fprintf(f, "%s\n", eol);
 	fprintf(f, "gateways: %d up, %d down, %d not heard from yet%s\n", up, down, other, eol);
 	fprintf(f, "  %-16s %-7s %8s %10s %10s %10s %9s  %s%s\n", "gateway", "state", "rtt ms",
-	       "rx Gbit/s", "tx Gbit/s", "dropped", "drops/s", "top drop reasons", eol);
-	json_array_foreach(json_object_get(r, "gateways"), i, g) {
-		const char *reason, *top[2] = { NULL, NULL };
-		json_int_t topn[2] = { 0, 0 };
+		"rx Gbit/s", "tx Gbit/s", "dropped", "drops/s", "top drop reasons", eol);
+	json_array_foreach (json_object_get(r, "gateways"), i, g) {
+		const char *reason, *top[2] = {NULL, NULL};
+		json_int_t topn[2] = {0, 0};
 		char why[160] = "";
 		json_t *v;
 
-		json_object_foreach(json_object_get(g, "drops"), reason, v) {
+		json_object_foreach (json_object_get(g, "drops"), reason, v) {
 			json_int_t x = json_integer_value(v);
 
 			if (x > topn[0]) {
@@ -621,66 +623,70 @@ print_watch(FILE *f, const json_t *r, const struct opts *o, int refresh, const c
 				topn[1] = x;
 			}
 		}
-		if (top[0] != NULL && snprintf(why, sizeof(why), "%.60s %" JSON_INTEGER_FORMAT
-					       "%s%.60s%s", top[0], topn[0], top[1] != NULL ? ", " : "",
-					       top[1] != NULL ? top[1] : "", top[1] != NULL ? " ..." : "")
-				      >= (int)sizeof(why))
+		if (top[0] != NULL &&
+		    snprintf(why, sizeof(why), "%.60s %" JSON_INTEGER_FORMAT "%s%.60s%s", top[0],
+			     topn[0], top[1] != NULL ? ", " : "", top[1] != NULL ? top[1] : "",
+			     top[1] != NULL ? " ..." : "") >= (int)sizeof(why))
 			why[sizeof(why) - 1] = '\0';
 		fprintf(f, "  %-16s %-7s %8s %10s %10s %10s %9s  %s%s\n", strv(g, "name"),
-		       strv(g, "state"), NUM(g, "rtt_ms", "%.1f", a), NUM(g, "rx_gbps", "%.4f", b),
-		       NUM(g, "tx_gbps", "%.4f", c), NUM(g, "dropped", "%.0f", e),
-		       num(json_object_get(g, "drops_per_s"), "%.1f", br, sizeof(br)), why, eol);
+			strv(g, "state"), NUM(g, "rtt_ms", "%.1f", a), NUM(g, "rx_gbps", "%.4f", b),
+			NUM(g, "tx_gbps", "%.4f", c), NUM(g, "dropped", "%.0f", e),
+			num(json_object_get(g, "drops_per_s"), "%.1f", br, sizeof(br)), why, eol);
 	}
 	fprintf(f, "%s\n", eol);
 	fprintf(f, "jobs%s\n", eol);
-	json_array_foreach(json_object_get(r, "jobs"), i, j) {
+	json_array_foreach (json_object_get(r, "jobs"), i, j) {
 		double measured = 0;
 		bool any_measured = false;
 
 		if (!json_is_integer(json_object_get(j, "epoch"))) {
 			fprintf(f, "  job %" JSON_INTEGER_FORMAT " (%s): %s%s\n",
-			       json_integer_value(json_object_get(j, "job")), strv(j, "algorithm"),
-			       strv(j, "state"), eol);
+				json_integer_value(json_object_get(j, "job")), strv(j, "algorithm"),
+				strv(j, "state"), eol);
 			if (json_is_string(json_object_get(j, "error")))
 				fprintf(f, "    last error: %s%s\n", strv(j, "error"), eol);
 			continue;
 		}
-		json_array_foreach(json_object_get(j, "trees"), k, t) {
+		json_array_foreach (json_object_get(j, "trees"), k, t) {
 			if (json_is_number(json_object_get(t, "measured_gbps"))) {
 				measured += numv(t, "measured_gbps", 0);
 				any_measured = true;
 			}
 		}
-		fprintf(f, "  job %" JSON_INTEGER_FORMAT " (%s, %s): epoch %" JSON_INTEGER_FORMAT
-		       " %s for %s s, %" JSON_INTEGER_FORMAT " workers, %s Gbit/s planned, "
-		       "%s measured%s\n", json_integer_value(json_object_get(j, "job")),
-		       strv(j, "algorithm"), strv(j, "dtype"),
-		       json_integer_value(json_object_get(j, "epoch")), strv(j, "state"),
-		       NUM(j, "live_for_s", "%.1f", a),
-		       json_integer_value(json_object_get(j, "workers")),
-		       NUM(j, "rate_gbps", "%.4f", b),
-		       any_measured ? (snprintf(c, sizeof(c), "%.4f", measured), c) : "-", eol);
+		fprintf(f,
+			"  job %" JSON_INTEGER_FORMAT " (%s, %s): epoch %" JSON_INTEGER_FORMAT
+			" %s for %s s, %" JSON_INTEGER_FORMAT " workers, %s Gbit/s planned, "
+			"%s measured%s\n",
+			json_integer_value(json_object_get(j, "job")), strv(j, "algorithm"),
+			strv(j, "dtype"), json_integer_value(json_object_get(j, "epoch")),
+			strv(j, "state"), NUM(j, "live_for_s", "%.1f", a),
+			json_integer_value(json_object_get(j, "workers")),
+			NUM(j, "rate_gbps", "%.4f", b),
+			any_measured ? (snprintf(c, sizeof(c), "%.4f", measured), c) : "-", eol);
 		rd = json_object_get(j, "rounds");
 		if (json_is_object(rd)) {
 			double done = numv(rd, "completed", 0);
 			double whole = floor(done + 1e-9);
 
-			fprintf(f, "    rounds: %.0f done, round %.0f %s %3.0f%%, %" JSON_INTEGER_FORMAT
-			       " chunks in flight (of %" JSON_INTEGER_FORMAT " a round)%s\n", whole,
-			       whole + 1, bar(done - whole, br), 100 * (done - whole),
-			       json_integer_value(json_object_get(rd, "chunks_in_flight")),
-			       json_integer_value(json_object_get(rd, "chunks_per_round")), eol);
+			fprintf(f,
+				"    rounds: %.0f done, round %.0f %s %3.0f%%, "
+				"%" JSON_INTEGER_FORMAT
+				" chunks in flight (of %" JSON_INTEGER_FORMAT " a round)%s\n",
+				whole, whole + 1, bar(done - whole, br), 100 * (done - whole),
+				json_integer_value(json_object_get(rd, "chunks_in_flight")),
+				json_integer_value(json_object_get(rd, "chunks_per_round")), eol);
 		} else {
 			fprintf(f, "    rounds: -%s\n", eol);
 		}
-		json_array_foreach(json_object_get(j, "trees"), k, t) {
+		json_array_foreach (json_object_get(j, "trees"), k, t) {
 			double p = numv(t, "rate_gbps", 0), m = numv(t, "measured_gbps", -1);
 
-			fprintf(f, "    tree %-3" JSON_INTEGER_FORMAT " root %-16s %10s planned %10s "
-			       "measured %s%s\n", json_integer_value(json_object_get(t, "tree")),
-			       strv(t, "root"), NUM(t, "rate_gbps", "%.4f", a),
-			       NUM(t, "measured_gbps", "%.4f", b), m >= 0 && p > 0 ? bar(m / p, br) : "",
-			       eol);
+			fprintf(f,
+				"    tree %-3" JSON_INTEGER_FORMAT " root %-16s %10s planned %10s "
+				"measured %s%s\n",
+				json_integer_value(json_object_get(t, "tree")), strv(t, "root"),
+				NUM(t, "rate_gbps", "%.4f", a), NUM(t, "measured_gbps", "%.4f", b),
+				m >= 0 && p > 0 ? bar(m / p, br) : "", eol);
 		}
 		if (json_is_string(json_object_get(j, "error")))
 			fprintf(f, "    last error: %s%s\n", strv(j, "error"), eol);
@@ -688,18 +694,19 @@ print_watch(FILE *f, const json_t *r, const struct opts *o, int refresh, const c
 	fprintf(f, "%s\n", eol);
 	fprintf(f, "links (Gbit/s, measured against planned)%s\n", eol);
 	fprintf(f, "  %-16s %-16s %10s %10s %10s  %-*s%s\n", "from", "to", "planned", "measured",
-	       "capacity", WATCH_BAR + 2, "", eol);
-	json_array_foreach(json_object_get(r, "links"), i, n) {
-		json_array_foreach(json_object_get(n, "directions"), k, d) {
+		"capacity", WATCH_BAR + 2, "", eol);
+	json_array_foreach (json_object_get(r, "links"), i, n) {
+		json_array_foreach (json_object_get(n, "directions"), k, d) {
 			double p = numv(d, "planned_gbps", 0), m = numv(d, "gbps", -1);
 
 			fprintf(f, "  %-16s %-16s %10s %10s %10s  %s%s%s%s\n", strv(d, "from"),
-			       strv(d, "to"), NUM(d, "planned_gbps", "%.4f", a),
-			       NUM(d, "gbps", "%.4f", b), NUM(d, "capacity_gbps", "%.4f", c),
-			       p > 0 && m >= 0 ? bar(m / p, br) : "",
-			       json_is_true(json_object_get(n, "up")) ? "" : " down",
-			       json_is_number(json_object_get(d, "measured_for_s")) ? " measured" : "",
-			       eol);
+				strv(d, "to"), NUM(d, "planned_gbps", "%.4f", a),
+				NUM(d, "gbps", "%.4f", b), NUM(d, "capacity_gbps", "%.4f", c),
+				p > 0 && m >= 0 ? bar(m / p, br) : "",
+				json_is_true(json_object_get(n, "up")) ? "" : " down",
+				json_is_number(json_object_get(d, "measured_for_s")) ? " measured" :
+										       "",
+				eol);
 		}
 	}
 }
@@ -713,7 +720,7 @@ print_watch(FILE *f, const json_t *r, const struct opts *o, int refresh, const c
 static int
 cmd_watch(const struct opts *o)
 {
-	struct sigaction sa = { .sa_handler = watch_signal }, old_int, old_term;
+	struct sigaction sa = {.sa_handler = watch_signal}, old_int, old_term;
 	char err[CTL_ERR_MAX + 64];
 	bool tty = !o->json && isatty(STDOUT_FILENO);
 	struct dconn c;
@@ -740,8 +747,10 @@ cmd_watch(const struct opts *o)
 			if (refresh == 0)
 				cli_error(PROG, "%s", err);
 			else
-				cli_error(PROG, "status --watch: the control process stopped answering "
-					  "after %d refreshes: %s", refresh, err);
+				cli_error(PROG,
+					  "status --watch: the control process stopped answering "
+					  "after %d refreshes: %s",
+					  refresh, err);
 			rc = status;
 			goto out;
 		}
@@ -845,7 +854,7 @@ cmd_replan(const struct opts *o)
 	r = call_daemon(o, "replan", args, &status);
 	if (r == NULL)
 		return status;
-	json_array_foreach(json_object_get(r, "jobs"), i, v)
+	json_array_foreach (json_object_get(r, "jobs"), i, v)
 		printf("job %" JSON_INTEGER_FORMAT ": a new epoch is being planned\n",
 		       json_integer_value(v));
 	json_decref(r);
@@ -875,8 +884,8 @@ main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (strcmp(cmd, "tables") != 0 && strcmp(cmd, "run") != 0 &&
-	    strcmp(cmd, "status") != 0 && strcmp(cmd, "replan") != 0) {
+	if (strcmp(cmd, "tables") != 0 && strcmp(cmd, "run") != 0 && strcmp(cmd, "status") != 0 &&
+	    strcmp(cmd, "replan") != 0) {
 		cli_error(PROG, "unknown command '%s' (see --help)", cmd);
 		return CLI_EXIT_USAGE;
 	}

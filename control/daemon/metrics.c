@@ -15,7 +15,7 @@
 #include "promsrv.h"
 
 #define M(name) "georeduce_control_" name
-#define GBPS_BYTES(g) ((g) * 1e9 / 8) /* Gbit/s in bytes per second, the metrics' unit */
+#define GBPS_BYTES(g) ((g)*1e9 / 8) /* Gbit/s in bytes per second, the metrics' unit */
 
 static const char *const cause_names[CAUSE_COUNT] = {
 	[CAUSE_START] = "start",
@@ -53,16 +53,16 @@ static void
 metrics_jobs(const struct dmn *m, struct prom *p)
 {
 	char job[12], epoch[12], tree[12];
-	struct prom_label l[4] = { { "job", job }, { "epoch", epoch } };
+	struct prom_label l[4] = {{"job", job}, {"epoch", epoch}};
 	int nj = m->d->n_jobs;
 
 	prom_family(p, M("jobs"), PROM_GAUGE, "Jobs of the deployment");
 	prom_sample_u64(p, NULL, 0, (uint64_t)nj);
 	prom_family(p, M("job_info"), PROM_GAUGE, "A job's algorithm and element type (always 1)");
 	for (int i = 0; i < nj; i++) {
-		struct prom_label il[] = { { "job", job },
-			{ "algorithm", deploy_algo_name(m->d->jobs[i].algo) },
-			{ "dtype", table_dtype_name(m->d->jobs[i].dtype) } };
+		struct prom_label il[] = {{"job", job},
+					  {"algorithm", deploy_algo_name(m->d->jobs[i].algo)},
+					  {"dtype", table_dtype_name(m->d->jobs[i].dtype)}};
 
 		fmt_u(job, sizeof(job), m->d->jobs[i].id);
 		prom_sample(p, il, 3, 1);
@@ -92,7 +92,7 @@ metrics_jobs(const struct dmn *m, struct prom *p)
 	prom_family(p, M("replans_total"), PROM_COUNTER,
 		    "Epochs planned for the job, by cause (the first plan's cause is start)");
 	for (int i = 0; i < nj; i++) {
-		struct prom_label cl[] = { { "job", job }, { "cause", NULL } };
+		struct prom_label cl[] = {{"job", job}, {"cause", NULL}};
 
 		fmt_u(job, sizeof(job), m->d->jobs[i].id);
 		for (int c = 0; c < CAUSE_COUNT; c++) {
@@ -109,11 +109,11 @@ metrics_jobs(const struct dmn *m, struct prom *p)
 
 	/* The live plans: rate, bound, prediction, and per tree planned against measured. */
 	static const char *const plan_m[][2] = {
-		{ M("plan_rate_bytes_per_second"), "The live plan's aggregate rate" },
-		{ M("plan_bound_bytes_per_second"),
-		  "The packing bound over the topology the live plan was made on" },
-		{ M("plan_bound_ratio"), "The live plan's rate as a fraction of the packing bound" },
-		{ M("plan_predicted_seconds"), "The live plan's predicted AllReduce time" },
+		{M("plan_rate_bytes_per_second"), "The live plan's aggregate rate"},
+		{M("plan_bound_bytes_per_second"),
+		 "The packing bound over the topology the live plan was made on"},
+		{M("plan_bound_ratio"), "The live plan's rate as a fraction of the packing bound"},
+		{M("plan_predicted_seconds"), "The live plan's predicted AllReduce time"},
 	};
 	for (size_t k = 0; k < sizeof(plan_m) / sizeof(plan_m[0]); k++) {
 		prom_family(p, plan_m[k][0], PROM_GAUGE, plan_m[k][1]);
@@ -138,25 +138,30 @@ metrics_jobs(const struct dmn *m, struct prom *p)
 		}
 	}
 	for (int k = 0; k < 2; k++) {
-		prom_family(p, k == 0 ? M("tree_planned_bytes_per_second")
-				      : M("tree_measured_bytes_per_second"), PROM_GAUGE,
-			    k == 0 ? "A live tree's planned rate"
-				   : "A live tree's rate over the last heartbeat, the mean over "
+		prom_family(p,
+			    k == 0 ? M("tree_planned_bytes_per_second") :
+				     M("tree_measured_bytes_per_second"),
+			    PROM_GAUGE,
+			    k == 0 ? "A live tree's planned rate" :
+				     "A live tree's rate over the last heartbeat, the mean over "
 				     "its link directions");
 		for (int i = 0; i < nj; i++) {
 			const struct job *j = &m->jobs[i];
 			const struct jobplan *jp = j->live;
 
 			for (int t = 0; jp != NULL && t < jp->plan->n_trees; t++) {
-				struct prom_label tl[] = { { "job", job }, { "epoch", epoch },
-					{ "tree", tree },
-					{ "root", jp->topo->nodes[jp->plan->trees[t].root].id } };
+				struct prom_label tl[] = {
+					{"job", job},
+					{"epoch", epoch},
+					{"tree", tree},
+					{"root", jp->topo->nodes[jp->plan->trees[t].root].id}};
 
 				fmt_u(job, sizeof(job), m->d->jobs[i].id);
 				fmt_u(epoch, sizeof(epoch), j->live_epoch);
 				fmt_u(tree, sizeof(tree), (uint64_t)t);
 				if (k == 0)
-					prom_sample(p, tl, 4, GBPS_BYTES(jp->plan->trees[t].rate_gbps));
+					prom_sample(p, tl, 4,
+						    GBPS_BYTES(jp->plan->trees[t].rate_gbps));
 				else if (t < j->n_rates && j->rates[t].gbps >= 0)
 					prom_sample(p, tl, 4, GBPS_BYTES(j->rates[t].gbps));
 			}
@@ -169,12 +174,15 @@ metrics_gateways(const struct dmn *m, struct prom *p)
 {
 	int64_t t = clock_now_ms();
 	static const char *const gw_m[][3] = {
-		{ M("gateway_up"), "g", "1 if the gateway answers its heartbeats" },
-		{ M("gateway_heartbeats_missed"), "g", "Heartbeats the gateway missed in a row" },
-		{ M("gateway_heartbeat_round_trip_seconds"), "g", "Round trip of the last ping" },
-		{ M("gateway_since_heartbeat_seconds"), "g", "Time since the last heartbeat answered" },
-		{ M("gateway_rx_bytes_per_second"), "g", "What the gateway received over the last heartbeat" },
-		{ M("gateway_tx_bytes_per_second"), "g", "What the gateway sent over the last heartbeat" },
+		{M("gateway_up"), "g", "1 if the gateway answers its heartbeats"},
+		{M("gateway_heartbeats_missed"), "g", "Heartbeats the gateway missed in a row"},
+		{M("gateway_heartbeat_round_trip_seconds"), "g", "Round trip of the last ping"},
+		{M("gateway_since_heartbeat_seconds"), "g",
+		 "Time since the last heartbeat answered"},
+		{M("gateway_rx_bytes_per_second"), "g",
+		 "What the gateway received over the last heartbeat"},
+		{M("gateway_tx_bytes_per_second"), "g",
+		 "What the gateway sent over the last heartbeat"},
 	};
 	int up = 0;
 
@@ -188,8 +196,8 @@ metrics_gateways(const struct dmn *m, struct prom *p)
 		prom_family(p, gw_m[k][0], PROM_GAUGE, gw_m[k][2]);
 		for (int v = 0; v < m->d->n_gateways; v++) {
 			const struct gw *g = &m->gws[v];
-			struct prom_label gl[] = { { "gateway", gw_name(m, v) },
-				{ "site", node_id(m, m->d->gateways[v].node) } };
+			struct prom_label gl[] = {{"gateway", gw_name(m, v)},
+						  {"site", node_id(m, m->d->gateways[v].node)}};
 
 			if (k == 0)
 				prom_sample(p, gl, 2, g->state == GW_UP);
@@ -212,18 +220,19 @@ metrics_links(const struct dmn *m, struct prom *p)
 {
 	const struct topo *tp = m->d->topo;
 	char link[2 * DEPLOY_NAME_MAX + 2];
-	struct prom_label ll = { "link", link };
+	struct prom_label ll = {"link", link};
 	int up = 0;
 	static const char *const dir_m[][2] = {
-		{ M("link_planned_bytes_per_second"),
-		  "What the live trees and streams on the link direction are planned to carry" },
-		{ M("link_measured_bytes_per_second"),
-		  "What the sender handed to the link direction over the last heartbeat" },
-		{ M("link_capacity_bytes_per_second"),
-		  "The capacity plans use for the link direction (topology's or measured)" },
-		{ M("link_round_trip_seconds"), "The sender's last probe round trip to the other end" },
-		{ M("link_capacity_measured"),
-		  "1 while plans use a measured capacity below the topology's" },
+		{M("link_planned_bytes_per_second"),
+		 "What the live trees and streams on the link direction are planned to carry"},
+		{M("link_measured_bytes_per_second"),
+		 "What the sender handed to the link direction over the last heartbeat"},
+		{M("link_capacity_bytes_per_second"),
+		 "The capacity plans use for the link direction (topology's or measured)"},
+		{M("link_round_trip_seconds"),
+		 "The sender's last probe round trip to the other end"},
+		{M("link_capacity_measured"),
+		 "1 while plans use a measured capacity below the topology's"},
 	};
 
 	for (int l = 0; l < tp->n_links; l++)
@@ -244,10 +253,11 @@ metrics_links(const struct dmn *m, struct prom *p)
 				const struct lrate *r = &m->lr[2 * l + d];
 				int v = d == 0 ? tp->links[l].a : tp->links[l].b;
 				int u = d == 0 ? tp->links[l].b : tp->links[l].a;
-				double nominal = d == 0 ? tp->links[l].gbps_ab : tp->links[l].gbps_ba;
-				struct prom_label dl[] = { { "link", link },
-							   { "from", node_id(m, v) },
-							   { "to", node_id(m, u) } };
+				double nominal =
+					d == 0 ? tp->links[l].gbps_ab : tp->links[l].gbps_ba;
+				struct prom_label dl[] = {{"link", link},
+							  {"from", node_id(m, v)},
+							  {"to", node_id(m, u)}};
 
 				link_label(m, l, link, sizeof(link));
 				if (k == 0)
@@ -256,9 +266,10 @@ metrics_links(const struct dmn *m, struct prom *p)
 				else if (k == 1 && r->gbps >= 0)
 					prom_sample(p, dl, 3, GBPS_BYTES(r->gbps));
 				else if (k == 2)
-					prom_sample(p, dl, 3, GBPS_BYTES(r->measured_gbps > 0
-									 ? r->measured_gbps
-									 : nominal));
+					prom_sample(p, dl, 3,
+						    GBPS_BYTES(r->measured_gbps > 0 ?
+								       r->measured_gbps :
+								       nominal));
 				else if (k == 3 && r->rtt_ms > 0)
 					prom_sample(p, dl, 3, r->rtt_ms / 1e3);
 				else if (k == 4)
@@ -279,7 +290,8 @@ metrics_render(void *arg, size_t *len)
 	prom_init(&p);
 	prom_family(&p, M("uptime_seconds"), PROM_GAUGE, "Time since the daemon started");
 	prom_sample(&p, NULL, 0, (double)(clock_now_ms() - m->started) / 1e3);
-	prom_family(&p, M("heartbeats_total"), PROM_COUNTER, "Rounds of heartbeats to the gateways");
+	prom_family(&p, M("heartbeats_total"), PROM_COUNTER,
+		    "Rounds of heartbeats to the gateways");
 	prom_sample_u64(&p, NULL, 0, m->heartbeats);
 	metrics_jobs(m, &p);
 	metrics_gateways(m, &p);
@@ -310,7 +322,7 @@ metrics_setup(struct dmn *m)
 		.arg = m,
 		.log = metrics_log,
 	};
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 	char err[256];
 	int rc;
 

@@ -31,15 +31,13 @@ daemon_link_tree(const json_t *lk)
 
 	/* A stream's entry has no "tree": json_integer_value() of the missing key would be 0,
 	 * a valid tree id. */
-	if (!json_is_integer(t) || json_integer_value(t) < 0 ||
-	    json_integer_value(t) > UINT16_MAX)
+	if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) > UINT16_MAX)
 		return -1;
 	return (int)json_integer_value(t);
 }
 
 bool
-daemon_link_sent(const json_t *jobs, uint16_t peer, uint64_t *bytes, double *planned,
-		 uint64_t *key)
+daemon_link_sent(const json_t *jobs, uint16_t peer, uint64_t *bytes, double *planned, uint64_t *key)
 {
 	bool any = false;
 	json_t *jo, *lk;
@@ -48,16 +46,16 @@ daemon_link_sent(const json_t *jobs, uint16_t peer, uint64_t *bytes, double *pla
 	*bytes = 0;
 	*planned = 0;
 	*key = 0;
-	json_array_foreach(jobs, i, jo) {
+	json_array_foreach (jobs, i, jo) {
 		const char *state = json_string_value(json_object_get(jo, "state"));
 
 		if (state == NULL || strcmp(state, "live") != 0)
 			continue;
-		*key = *key * 1000003u + (uint64_t)json_integer_value(json_object_get(jo, "job")) *
-					 65537u +
+		*key = *key * 1000003u +
+		       (uint64_t)json_integer_value(json_object_get(jo, "job")) * 65537u +
 		       (uint64_t)json_integer_value(json_object_get(jo, "epoch"));
 		/* Trees and streams alike: a stream's copies load the link as a tree does. */
-		json_array_foreach(json_object_get(jo, "links"), k, lk) {
+		json_array_foreach (json_object_get(jo, "links"), k, lk) {
 			if (json_integer_value(json_object_get(lk, "id")) != peer)
 				continue;
 			*bytes += first_tx_bytes(lk);
@@ -78,10 +76,12 @@ link_sent(const struct dmn *m, int v, int u, uint64_t *bytes, double *planned, u
 	*bytes = 0;
 	*planned = 0;
 	*key = 0;
-	NODE_GWS(m, v, g) {
+	NODE_GWS(m, v, g)
+	{
 		if (m->gws[g].state != GW_UP)
 			continue;
-		NODE_GWS(m, u, h) {
+		NODE_GWS(m, u, h)
+		{
 			uint64_t b, k;
 			double pl;
 
@@ -139,11 +139,13 @@ tree_rates_update(struct dmn *m)
 			j->rates[k].now_links = 0;
 		}
 		for (int v = 0; v < m->d->n_gateways; v++)
-			json_array_foreach(m->gws[v].jobs, a, jo) {
-				if (json_integer_value(json_object_get(jo, "job")) != m->d->jobs[i].id ||
-				    json_integer_value(json_object_get(jo, "epoch")) != j->live_epoch)
+			json_array_foreach (m->gws[v].jobs, a, jo) {
+				if (json_integer_value(json_object_get(jo, "job")) !=
+					    m->d->jobs[i].id ||
+				    json_integer_value(json_object_get(jo, "epoch")) !=
+					    j->live_epoch)
 					continue;
-				json_array_foreach(json_object_get(jo, "links"), b, lk) {
+				json_array_foreach (json_object_get(jo, "links"), b, lk) {
 					int k = daemon_link_tree(lk); /* -1: a stream's */
 
 					/* A tree's copy in a segment of the shards has an id
@@ -159,11 +161,12 @@ tree_rates_update(struct dmn *m)
 			struct trate *r = &j->rates[k];
 
 			r->gbps = j->rates_at >= 0 && now > j->rates_at && r->now_links > 0 &&
-					  r->now_links == r->links && r->now_bytes >= r->bytes
-					  ? (double)(r->now_bytes - r->bytes) * 8 /
-						    ((double)(now - j->rates_at) * 1e6) / r->links *
-						    (r->copies > 0 ? r->copies : 1)
-					  : -1;
+						  r->now_links == r->links &&
+						  r->now_bytes >= r->bytes ?
+					  (double)(r->now_bytes - r->bytes) * 8 /
+						  ((double)(now - j->rates_at) * 1e6) / r->links *
+						  (r->copies > 0 ? r->copies : 1) :
+					  -1;
 			r->bytes = r->now_bytes;
 			r->links = r->now_links;
 		}
@@ -175,7 +178,7 @@ void
 lrate_forget(struct dmn *m, int l)
 {
 	for (int d = 0; d < 2; d++)
-		m->lr[2 * l + d] = (struct lrate){ .at = -1, .rtt_ms = -1, .gbps = -1 };
+		m->lr[2 * l + d] = (struct lrate){.at = -1, .rtt_ms = -1, .gbps = -1};
 	m->link[l].gbps_ab = m->link[l].gbps_ba = 0;
 }
 
@@ -196,14 +199,17 @@ rates_update(struct dmn *m)
 			double planned;
 
 			if (r->measured_gbps > 0 && now >= r->measured_until) {
-				control_log("link %s-%s: plans use %s->%s's topology capacity of %g "
-					    "Gbit/s again", node_id(m, t->links[l].a),
-					    node_id(m, t->links[l].b), node_id(m, v), node_id(m, u),
-					    nominal);
+				control_log(
+					"link %s-%s: plans use %s->%s's topology capacity of %g "
+					"Gbit/s again",
+					node_id(m, t->links[l].a), node_id(m, t->links[l].b),
+					node_id(m, v), node_id(m, u), nominal);
 				r->measured_gbps = 0;
 				*cap = 0;
-				mark_all_dirty(m, CAUSE_LINK_RESTORED, "link %s-%s: measured capacity expired",
-					       node_id(m, t->links[l].a), node_id(m, t->links[l].b));
+				mark_all_dirty(m, CAUSE_LINK_RESTORED,
+					       "link %s-%s: measured capacity expired",
+					       node_id(m, t->links[l].a),
+					       node_id(m, t->links[l].b));
 			}
 			if (!m->link[l].up || !node_up(m, v) ||
 			    !link_sent(m, v, u, &bytes, &planned, &key)) {
@@ -212,9 +218,10 @@ rates_update(struct dmn *m)
 				r->strikes = 0;
 				continue;
 			}
-			r->gbps = r->at >= 0 && r->key == key && bytes >= r->bytes && now > r->at
-					  ? (double)(bytes - r->bytes) * 8 / ((double)(now - r->at) * 1e6)
-					  : -1;
+			r->gbps = r->at >= 0 && r->key == key && bytes >= r->bytes && now > r->at ?
+					  (double)(bytes - r->bytes) * 8 /
+						  ((double)(now - r->at) * 1e6) :
+					  -1;
 			r->bytes = bytes;
 			r->key = key;
 			r->at = now;
@@ -242,22 +249,25 @@ rates_update(struct dmn *m)
 			 * the link. At least DAEMON_RATE_IDLE of the plan (below that it counted
 			 * as idle): a link that delivers next to nothing is left to the probes,
 			 * which decide whether it is down. */
-			double best = r->gbps > DAEMON_RATE_FLOOR * nominal ? r->gbps
-									    : DAEMON_RATE_FLOOR * nominal;
+			double best = r->gbps > DAEMON_RATE_FLOOR * nominal ?
+					      r->gbps :
+					      DAEMON_RATE_FLOOR * nominal;
 
 			r->strikes = 0;
 			r->measured_until = now + DAEMON_RATE_HOLD_MS;
-			if (r->measured_gbps > 0 && best > r->measured_gbps * (1 - DAEMON_RATE_SAME) &&
+			if (r->measured_gbps > 0 &&
+			    best > r->measured_gbps * (1 - DAEMON_RATE_SAME) &&
 			    best < r->measured_gbps * (1 + DAEMON_RATE_SAME))
 				continue; /* what plans use already: it holds longer, no new epoch */
 			r->measured_gbps = best;
 			*cap = best;
-			control_log("link %s-%s: %s->%s carries %.4g Gbit/s of the %.4g planned behind "
-				    "%.0f ms of queue (round trip %.0f ms, %.0f ms at best); planning "
-				    "with %.4g Gbit/s for %d s", node_id(m, t->links[l].a),
-				    node_id(m, t->links[l].b), node_id(m, v), node_id(m, u), r->gbps,
-				    expect, queue, r->rtt_ms, r->base_rtt_ms, r->measured_gbps,
-				    DAEMON_RATE_HOLD_MS / 1000);
+			control_log(
+				"link %s-%s: %s->%s carries %.4g Gbit/s of the %.4g planned behind "
+				"%.0f ms of queue (round trip %.0f ms, %.0f ms at best); planning "
+				"with %.4g Gbit/s for %d s",
+				node_id(m, t->links[l].a), node_id(m, t->links[l].b), node_id(m, v),
+				node_id(m, u), r->gbps, expect, queue, r->rtt_ms, r->base_rtt_ms,
+				r->measured_gbps, DAEMON_RATE_HOLD_MS / 1000);
 			mark_all_dirty(m, CAUSE_LINK_SHORT, "link %s-%s measured at %.4g Gbit/s",
 				       node_id(m, t->links[l].a), node_id(m, t->links[l].b),
 				       r->measured_gbps);

@@ -28,7 +28,8 @@ usage_blueconnect(FILE *f)
 		"decomposition's alpha-beta time beside a flat ring over all workers and mTree\n"
 		"over the sites alone, and write the cheapest as a georeduce-plan/1 plan.\n"
 		"\n"
-		"  -t, --topology FILE           georeduce-topology/1 file ('-' for stdin) [required]\n"
+		"  -t, --topology FILE           georeduce-topology/1 file ('-' for stdin) "
+		"[required]\n"
 		"  -g, --gateways G              gateways at every worker site  [the topology's]\n"
 		"  -W, --workers-per-gateway W   every worker site gets G x W workers\n"
 		"                                                               [the topology's]\n"
@@ -44,7 +45,7 @@ static void
 print_stages(FILE *f, const struct bc_stage *st, int n)
 {
 	for (int i = 0; i < n; i++) {
-		static const char *ops[] = { "rs", "ar", "ag" };
+		static const char *ops[] = {"rs", "ar", "ag"};
 		char lv[4];
 
 		bc_levels_str(st[i].levels, lv);
@@ -68,7 +69,8 @@ print_summary(FILE *f, const struct topo *t, const struct bc_result *r, uint64_t
 			h->sites[i].workers, h->sites[i].gateways, h->sites[i].per_gateway);
 	fprintf(f, "WAN stage: %d trees, %.4f Gbit/s aggregate, height %.1f ms, depth %d\n",
 		r->plan->n_trees, r->wan_rate_gbps, r->wan_height_ms, r->wan_depth);
-	fprintf(f, "  %-12s %12s  %s\n", "candidate", "seconds", "stages (op fabric levels(group))");
+	fprintf(f, "  %-12s %12s  %s\n", "candidate", "seconds",
+		"stages (op fabric levels(group))");
 	for (int i = 0; i < r->n_candidates; i++) {
 		fprintf(f, "%s %-12s %12.4f  ", i == r->chosen ? "*" : " ", r->cand[i].name,
 			r->cand[i].seconds);
@@ -120,9 +122,9 @@ write_plan(const struct topo *t, const struct bc_result *r, const char *out_path
 
 /* blueconnect's own options, into its struct bc_opts. */
 static const struct option blueconnect_longopts[] = {
-	{ "gateways", required_argument, NULL, 'g' },
-	{ "workers-per-gateway", required_argument, NULL, 'W' },
-	{ NULL, 0, NULL, 0 },
+	{"gateways", required_argument, NULL, 'g'},
+	{"workers-per-gateway", required_argument, NULL, 'W'},
+	{NULL, 0, NULL, 0},
 };
 
 static int
@@ -131,11 +133,13 @@ blueconnect_opt(void *ctx, int c, const char *arg)
 	struct bc_opts *bo = ctx;
 
 	switch (c) {
-	case 'g': return cli_int(PROG, "gateways", arg, 1, BC_RANKS_MAX, &bo->gateways);
+	case 'g':
+		return cli_int(PROG, "gateways", arg, 1, BC_RANKS_MAX, &bo->gateways);
 	case 'W':
 		return cli_int(PROG, "workers-per-gateway", arg, 1, BC_RANKS_MAX,
 			       &bo->workers_per_gateway);
-	default: return -1;
+	default:
+		return -1;
 	}
 }
 
@@ -153,8 +157,8 @@ int
 cmd_blueconnect(int argc, char **argv)
 {
 	struct bc_opts bo = BC_OPTS_DEFAULT;
-	struct plan_cli pc = { .bytes = &bo.bytes, .max_trees = &bo.max_trees };
-	struct bc_result r = { 0 };
+	struct plan_cli pc = {.bytes = &bo.bytes, .max_trees = &bo.max_trees};
+	struct bc_result r = {0};
 	char err[TOPO_ERR_MAX];
 	struct topo *t = NULL;
 	FILE *sum = stdout;

@@ -39,7 +39,8 @@ usage_crew(FILE *f)
 		"       " PROG " crew INPUT --check PLAN\n"
 		"\n"
 		"CREW partial reduce: the p ready members scatter chunk i of the model to site i,\n"
-		"for every site, and site i broadcasts the reduced chunk back. Chunk sizes minimise\n"
+		"for every site, and site i broadcasts the reduced chunk back. Chunk sizes "
+		"minimise\n"
 		"scatter plus broadcast time (exact LP). Prints CREW against the original partial\n"
 		"reduce (only members aggregate) and all-to-all (every site, full AllReduce) and\n"
 		"writes a georeduce-plan/1 plan with a partial_reduce section (docs/CREW.md).\n"
@@ -59,7 +60,8 @@ usage_crew(FILE *f)
 		"  -p, --p P                 or P members drawn at random (seeded)\n"
 		"  -s, --seed S              seed of the draws and the simulation  [1]\n"
 		"  -b, --bytes N             model size (suffixes K M G, KiB MiB GiB) [180M]\n"
-		"      --scheme S            plan to write: crew, partial-reduce, all-to-all [crew]\n"
+		"      --scheme S            plan to write: crew, partial-reduce, all-to-all "
+		"[crew]\n"
 		"  -o, --output FILE         write the plan there (default: stdout, and the\n"
 		"                            summary goes to stderr)\n"
 		"      --write-topology FILE write the input network as georeduce-topology/1\n"
@@ -80,9 +82,9 @@ usage_crew(FILE *f)
 }
 
 struct crew_cli {
-	struct plan_cli pc;     /* the shared options: --topology, --output, ... */
+	struct plan_cli pc; /* the shared options: --topology, --output, ... */
 	const char *matrix_path, *data_path, *group_arg, *p_arg;
-	int intercloud;         /* sites, 0 = not used */
+	int intercloud; /* sites, 0 = not used */
 	uint64_t seed, bytes;
 	enum crew_scheme scheme;
 	struct crew_sim_opts so;
@@ -99,8 +101,10 @@ load_input(const struct crew_cli *c)
 	int given = (c->pc.topo_path != NULL) + (c->matrix_path != NULL) + (c->intercloud > 0);
 
 	if (given != 1) {
-		cli_error(PROG, given == 0 ? "crew: one of --topology, --matrix or --intercloud is "
-			  "required" : "crew: give only one of --topology, --matrix, --intercloud");
+		cli_error(PROG,
+			  given == 0 ? "crew: one of --topology, --matrix or --intercloud is "
+				       "required" :
+				       "crew: give only one of --topology, --matrix, --intercloud");
 		return NULL;
 	}
 	if (c->pc.topo_path != NULL)
@@ -110,8 +114,9 @@ load_input(const struct crew_cli *c)
 		const char *base = strrchr(c->matrix_path, '/');
 
 		if (text != NULL) {
-			t = crew_matrix_parse(text, c->matrix_path, base != NULL ? base + 1 :
-					      c->matrix_path, err, sizeof(err));
+			t = crew_matrix_parse(text, c->matrix_path,
+					      base != NULL ? base + 1 : c->matrix_path, err,
+					      sizeof(err));
 			free(text);
 		}
 		if (t == NULL)
@@ -257,9 +262,9 @@ print_group(FILE *f, const struct topo *t, const int *group, int p)
 static int
 run_plan(const struct crew_cli *c, const struct topo *t, const double *g, int *group, int p)
 {
-	struct crew_problem pb = { .n = t->n_nodes, .gbps = g, .group = group, .p = p,
-				   .model_bytes = c->bytes };
-	struct scheme_row rows[3] = { { 0 } };
+	struct crew_problem pb = {
+		.n = t->n_nodes, .gbps = g, .group = group, .p = p, .model_bytes = c->bytes};
+	struct scheme_row rows[3] = {{0}};
 	char err[TOPO_ERR_MAX];
 	FILE *out, *sum = stdout;
 	int rc = CLI_EXIT_FAIL;
@@ -301,7 +306,8 @@ run_plan(const struct crew_cli *c, const struct topo *t, const double *g, int *g
 		for (int s = 0; s < 3; s++) {
 			if (rows[s].rc != 0)
 				continue;
-			json_array_append_new(json_object_get(root, "schemes"),
+			json_array_append_new(
+				json_object_get(root, "schemes"),
 				json_pack("{s:s, s:i, s:f, s:f, s:f, s:f}", "scheme",
 					  crew_scheme_name((enum crew_scheme)s), "aggregators",
 					  rows[s].aggregators, "scatter_seconds",
@@ -309,7 +315,8 @@ run_plan(const struct crew_cli *c, const struct topo *t, const double *g, int *g
 					  rows[s].tm.broadcast_s, "operation_seconds",
 					  op_seconds(&rows[s].tm), "ratio_to_crew",
 					  rows[0].rc == 0 ? op_seconds(&rows[s].tm) /
-					  op_seconds(&rows[0].tm) : 0));
+								    op_seconds(&rows[0].tm) :
+							    0));
 		}
 		json_util_dump_new(root, stdout);
 	} else if (!c->pc.quiet) {
@@ -321,17 +328,23 @@ run_plan(const struct crew_cli *c, const struct topo *t, const double *g, int *g
 			"scatter s", "broadcast s", "operation s", "vs crew");
 		for (int s = 0; s < 3; s++) {
 			if (rows[s].rc != 0) {
-				fprintf(sum, "  %-15s  no site has links from and to every member\n",
+				fprintf(sum,
+					"  %-15s  no site has links from and to every member\n",
 					crew_scheme_name((enum crew_scheme)s));
 				continue;
 			}
 			fprintf(sum, "  %-15s %11d %11.4f %12.4f %12.4f %8.2fx\n",
 				crew_scheme_name((enum crew_scheme)s), rows[s].aggregators,
-				rows[s].tm.scatter_s, rows[s].tm.broadcast_s, op_seconds(&rows[s].tm),
-				rows[0].rc == 0 ? op_seconds(&rows[s].tm) / op_seconds(&rows[0].tm) : 0);
+				rows[s].tm.scatter_s, rows[s].tm.broadcast_s,
+				op_seconds(&rows[s].tm),
+				rows[0].rc == 0 ?
+					op_seconds(&rows[s].tm) / op_seconds(&rows[0].tm) :
+					0);
 		}
-		fprintf(sum, "  (operation = scatter + %.0f ms aggregation + broadcast; all-to-all "
-			"waits for all %d sites)\n", CREW_AGGREGATE_S * 1e3, t->n_nodes);
+		fprintf(sum,
+			"  (operation = scatter + %.0f ms aggregation + broadcast; all-to-all "
+			"waits for all %d sites)\n",
+			CREW_AGGREGATE_S * 1e3, t->n_nodes);
 	}
 	rc = 0;
 out:
@@ -344,7 +357,7 @@ out:
 static int
 lp_means(const struct crew_cli *c, const struct topo *t, const double *g, double *mean)
 {
-	int n = t->n_nodes, p = c->so.p, groups = p == n ? 1 : LP_GROUPS, cnt[3] = { 0 };
+	int n = t->n_nodes, p = c->so.p, groups = p == n ? 1 : LP_GROUPS, cnt[3] = {0};
 	int *group = malloc(sizeof(int) * (size_t)n);
 	uint64_t *bytes = malloc(sizeof(uint64_t) * (size_t)n);
 	char err[TOPO_ERR_MAX];
@@ -356,8 +369,8 @@ lp_means(const struct crew_cli *c, const struct topo *t, const double *g, double
 	}
 	mean[0] = mean[1] = mean[2] = 0;
 	for (int r = 0; r < groups; r++) {
-		struct crew_problem pb = { .n = n, .gbps = g, .group = group, .p = p,
-					   .model_bytes = c->bytes };
+		struct crew_problem pb = {
+			.n = n, .gbps = g, .group = group, .p = p, .model_bytes = c->bytes};
 
 		crew_random_group(n, p, c->seed + (uint64_t)r, group);
 		for (int s = 0; s < 3; s++) {
@@ -365,7 +378,8 @@ lp_means(const struct crew_cli *c, const struct topo *t, const double *g, double
 
 			if (s == CREW_SCHEME_ALL_TO_ALL && r > 0)
 				continue; /* the same for every group */
-			if (crew_solve(&pb, (enum crew_scheme)s, bytes, &tm, err, sizeof(err)) == 0) {
+			if (crew_solve(&pb, (enum crew_scheme)s, bytes, &tm, err, sizeof(err)) ==
+			    0) {
 				mean[s] += op_seconds(&tm);
 				cnt[s]++;
 			}
@@ -383,7 +397,7 @@ run_simulation(const struct crew_cli *c, const struct topo *t, const double *g)
 {
 	struct crew_sim_result res[3];
 	double secs[3], lp[3];
-	int nb = (int)ceil(c->so.seconds), *prog[3] = { NULL };
+	int nb = (int)ceil(c->so.seconds), *prog[3] = {NULL};
 	int rc = CLI_EXIT_FAIL;
 
 	if (t->n_nodes > SIM_MAX_SITES) {
@@ -411,24 +425,23 @@ run_simulation(const struct crew_cli *c, const struct topo *t, const double *g)
 	if (lp_means(c, t, g, lp) != 0)
 		goto out;
 	if (c->pc.json) {
-		json_t *root = json_pack("{s:s, s:i, s:i, s:I, s:f, s:i, s:I, s:[]}", "network",
-					 t->name, "sites", t->n_nodes, "p", c->so.p, "model_bytes",
-					 (json_int_t)c->bytes, "seconds", c->so.seconds,
-					 "failed_links", c->so.failed_links, "seed",
-					 (json_int_t)c->seed, "schemes");
+		json_t *root =
+			json_pack("{s:s, s:i, s:i, s:I, s:f, s:i, s:I, s:[]}", "network", t->name,
+				  "sites", t->n_nodes, "p", c->so.p, "model_bytes",
+				  (json_int_t)c->bytes, "seconds", c->so.seconds, "failed_links",
+				  c->so.failed_links, "seed", (json_int_t)c->seed, "schemes");
 
 		for (int s = 0; s < 3; s++) {
-			json_t *o = json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:f}",
-					      "scheme", crew_scheme_name((enum crew_scheme)s),
-					      "rounds", res[s].rounds, "crew_rounds_ratio",
-					      res[s].rounds > 0 ? (double)res[0].rounds / res[s].rounds
-								: 0.0,
-					      "op_mean_seconds", res[s].op_mean_s, "wait_mean_seconds",
-					      res[s].wait_mean_s, "lp_op_seconds",
-					      isnan(lp[s]) ? -1.0 : lp[s], "backups", res[s].backups,
-					      "relays", res[s].relays, "rerouted", res[s].rerouted,
-					      "links_failed", res[s].links_failed, "simulation_seconds",
-					      secs[s]);
+			json_t *o = json_pack(
+				"{s:s, s:i, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:f}", "scheme",
+				crew_scheme_name((enum crew_scheme)s), "rounds", res[s].rounds,
+				"crew_rounds_ratio",
+				res[s].rounds > 0 ? (double)res[0].rounds / res[s].rounds : 0.0,
+				"op_mean_seconds", res[s].op_mean_s, "wait_mean_seconds",
+				res[s].wait_mean_s, "lp_op_seconds", isnan(lp[s]) ? -1.0 : lp[s],
+				"backups", res[s].backups, "relays", res[s].relays, "rerouted",
+				res[s].rerouted, "links_failed", res[s].links_failed,
+				"simulation_seconds", secs[s]);
 			json_t *tl = json_array();
 
 			for (int b = 0; c->timeline && b < nb; b++)
@@ -441,9 +454,10 @@ run_simulation(const struct crew_cli *c, const struct topo *t, const double *g)
 		goto out;
 	}
 	printf("training progress on '%s': %d sites, p = %d, model %llu bytes, %.0f s, "
-	       "%d failed links, seed %llu%s\n", t->name, t->n_nodes, c->so.p,
-	       (unsigned long long)c->bytes, c->so.seconds, c->so.failed_links,
-	       (unsigned long long)c->seed, c->so.nonblocking ? "" : ", blocking scatter");
+	       "%d failed links, seed %llu%s\n",
+	       t->name, t->n_nodes, c->so.p, (unsigned long long)c->bytes, c->so.seconds,
+	       c->so.failed_links, (unsigned long long)c->seed,
+	       c->so.nonblocking ? "" : ", blocking scatter");
 	printf("  %-15s %7s %10s %11s %12s %8s %7s %9s %7s\n", "scheme", "rounds", "crew x",
 	       "op mean s", "wait mean s", "backups", "relays", "rerouted", "sim s");
 	for (int s = 0; s < 3; s++) {
@@ -453,15 +467,17 @@ run_simulation(const struct crew_cli *c, const struct topo *t, const double *g)
 			snprintf(ratio, sizeof(ratio), "%.2fx",
 				 (double)res[0].rounds / res[s].rounds);
 		printf("  %-15s %7d %10s %11.3f %12.3f %8d %7d %9d %7.3f\n",
-		       crew_scheme_name((enum crew_scheme)s), res[s].rounds, ratio, res[s].op_mean_s,
-		       res[s].wait_mean_s, res[s].backups, res[s].relays, res[s].rerouted, secs[s]);
+		       crew_scheme_name((enum crew_scheme)s), res[s].rounds, ratio,
+		       res[s].op_mean_s, res[s].wait_mean_s, res[s].backups, res[s].relays,
+		       res[s].rerouted, secs[s]);
 	}
 	printf("per operation, LP over %d random groups: crew %.3f s, partial-reduce %.3f s "
-	       "(%.2fx), all-to-all %.3f s (%.2fx)\n", c->so.p == t->n_nodes ? 1 : LP_GROUPS,
-	       lp[0], lp[1], lp[1] / lp[0], lp[2], lp[2] / lp[0]);
+	       "(%.2fx), all-to-all %.3f s (%.2fx)\n",
+	       c->so.p == t->n_nodes ? 1 : LP_GROUPS, lp[0], lp[1], lp[1] / lp[0], lp[2],
+	       lp[2] / lp[0]);
 	printf("per operation, simulated (with contention): partial-reduce / crew %.2fx, "
-	       "all-to-all / crew %.2fx\n", res[1].op_mean_s / res[0].op_mean_s,
-	       res[2].op_mean_s / res[0].op_mean_s);
+	       "all-to-all / crew %.2fx\n",
+	       res[1].op_mean_s / res[0].op_mean_s, res[2].op_mean_s / res[0].op_mean_s);
 	if (c->timeline) {
 		printf("  %6s %8s %15s %11s\n", "second", "crew", "partial-reduce", "all-to-all");
 		for (int b = 0; b < nb; b++)
@@ -488,29 +504,29 @@ run_check(const struct topo *t, const char *path)
 	for (int i = 0; i < s.n; i++)
 		aggs += s.bytes[i] > 0;
 	printf("%s: valid " CREW_SECTION " section: scheme %s, %d members, %d aggregators, "
-	       "%llu bytes\n", path, crew_scheme_name(s.scheme), s.p, aggs,
-	       (unsigned long long)s.model_bytes);
+	       "%llu bytes\n",
+	       path, crew_scheme_name(s.scheme), s.p, aggs, (unsigned long long)s.model_bytes);
 	crew_section_fini(&s);
 	return 0;
 }
 
 /* crew's own options, into its struct crew_cli. */
 static const struct option crew_longopts[] = {
-	{ "matrix", required_argument, NULL, 'm' },
-	{ "intercloud", required_argument, NULL, 'n' },
-	{ "intercloud-data", required_argument, NULL, 'D' },
-	{ "group", required_argument, NULL, 'g' },
-	{ "p", required_argument, NULL, 'p' },
-	{ "seed", required_argument, NULL, 's' },
-	{ "bytes", required_argument, NULL, 'b' },
-	{ "scheme", required_argument, NULL, 'S' },
-	{ "progress-seconds", required_argument, NULL, 'T' },
-	{ "failed-links", required_argument, NULL, 'F' },
-	{ "compute-s", required_argument, NULL, 'c' },
-	{ "straggler-prob", required_argument, NULL, 'Q' },
-	{ "blocking", no_argument, NULL, 'B' },
-	{ "timeline", no_argument, NULL, 'L' },
-	{ NULL, 0, NULL, 0 },
+	{"matrix", required_argument, NULL, 'm'},
+	{"intercloud", required_argument, NULL, 'n'},
+	{"intercloud-data", required_argument, NULL, 'D'},
+	{"group", required_argument, NULL, 'g'},
+	{"p", required_argument, NULL, 'p'},
+	{"seed", required_argument, NULL, 's'},
+	{"bytes", required_argument, NULL, 'b'},
+	{"scheme", required_argument, NULL, 'S'},
+	{"progress-seconds", required_argument, NULL, 'T'},
+	{"failed-links", required_argument, NULL, 'F'},
+	{"compute-s", required_argument, NULL, 'c'},
+	{"straggler-prob", required_argument, NULL, 'Q'},
+	{"blocking", no_argument, NULL, 'B'},
+	{"timeline", no_argument, NULL, 'L'},
+	{NULL, 0, NULL, 0},
 };
 
 static int
@@ -520,12 +536,22 @@ crew_opt(void *ctx, int opt, const char *arg)
 	double d;
 
 	switch (opt) {
-	case 'm': c->matrix_path = arg; return 0;
-	case 'n': return cli_int(PROG, "intercloud", arg, 1, INTERCLOUD_MAX_SITES, &c->intercloud);
-	case 'D': c->data_path = arg; return 0;
-	case 'g': c->group_arg = arg; return 0;
-	case 'p': c->p_arg = arg; return 0;
-	case 's': return cli_uint(PROG, "--seed", arg, 0, UINT64_MAX, &c->seed);
+	case 'm':
+		c->matrix_path = arg;
+		return 0;
+	case 'n':
+		return cli_int(PROG, "intercloud", arg, 1, INTERCLOUD_MAX_SITES, &c->intercloud);
+	case 'D':
+		c->data_path = arg;
+		return 0;
+	case 'g':
+		c->group_arg = arg;
+		return 0;
+	case 'p':
+		c->p_arg = arg;
+		return 0;
+	case 's':
+		return cli_uint(PROG, "--seed", arg, 0, UINT64_MAX, &c->seed);
 	case 'b':
 		if (cli_bytes(PROG, "bytes", arg, 1, &c->bytes))
 			return -1;
@@ -549,16 +575,23 @@ crew_opt(void *ctx, int opt, const char *arg)
 			return -1;
 		c->simulate = true;
 		return 0;
-	case 'F': return cli_int(PROG, "failed-links", arg, 0, 1 << 20, &c->so.failed_links);
-	case 'c': return cli_double(PROG, "compute-s", arg, 0, 1e4, &c->so.compute_s);
+	case 'F':
+		return cli_int(PROG, "failed-links", arg, 0, 1 << 20, &c->so.failed_links);
+	case 'c':
+		return cli_double(PROG, "compute-s", arg, 0, 1e4, &c->so.compute_s);
 	case 'Q':
 		if (cli_double(PROG, "straggler-prob", arg, 0, 1, &d))
 			return -1;
 		c->so.straggler_prob = d;
 		return 0;
-	case 'B': c->so.nonblocking = false; return 0;
-	case 'L': c->timeline = true; return 0;
-	default: return -1;
+	case 'B':
+		c->so.nonblocking = false;
+		return 0;
+	case 'L':
+		c->timeline = true;
+		return 0;
+	default:
+		return -1;
 	}
 }
 
@@ -575,8 +608,7 @@ static const struct plan_cmd crew_cmd = {
 int
 cmd_crew(int argc, char **argv)
 {
-	struct crew_cli c = { .seed = 1, .bytes = DEFAULT_MODEL_BYTES,
-			      .so = CREW_SIM_OPTS_DEFAULT };
+	struct crew_cli c = {.seed = 1, .bytes = DEFAULT_MODEL_BYTES, .so = CREW_SIM_OPTS_DEFAULT};
 	struct topo *t = NULL;
 	double *g = NULL;
 	int *group = NULL, p = 0, rc = CLI_EXIT_USAGE;

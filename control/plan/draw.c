@@ -35,9 +35,14 @@ extern char **environ;
 /* Bytes of dot's error output shown. */
 #define DRAW_STDERR_MAX 4096
 
-enum draw_fmt { FMT_NONE, FMT_SVG, FMT_PNG, FMT_DOT };
+enum draw_fmt {
+	FMT_NONE,
+	FMT_SVG,
+	FMT_PNG,
+	FMT_DOT
+};
 
-static const char *const fmt_names[] = { "", "svg", "png", "dot" };
+static const char *const fmt_names[] = {"", "svg", "png", "dot"};
 
 /*
  * The structure of a tree plan drawn on t: every mapped node's parent pair a link, every
@@ -45,8 +50,7 @@ static const char *const fmt_names[] = { "", "svg", "png", "dot" };
  * the picture shows a link over capacity. 0, or -EINVAL with the problem in err.
  */
 static int
-trees_check(const struct topo *t, const struct plan *p, const char *path, char *err,
-	    size_t errlen)
+trees_check(const struct topo *t, const struct plan *p, const char *path, char *err, size_t errlen)
 {
 	for (int i = 0; i < p->n_trees; i++) {
 		const struct plan_tree *tr = &p->trees[i];
@@ -56,22 +60,25 @@ trees_check(const struct topo *t, const struct plan *p, const char *path, char *
 
 			if (tr->parent[v] == PLAN_ABSENT) {
 				if (t->nodes[v].workers > 0)
-					return json_util_fail(err, errlen, "%s: trees[%d]: worker "
-							      "site '%s' is not in the tree", path,
-							      i, t->nodes[v].id);
+					return json_util_fail(err, errlen,
+							      "%s: trees[%d]: worker "
+							      "site '%s' is not in the tree",
+							      path, i, t->nodes[v].id);
 				continue;
 			}
 			if (tr->parent[v] >= 0 && topo_link_between(t, v, tr->parent[v]) < 0)
-				return json_util_fail(err, errlen, "%s: trees[%d].parent.%s: '%s' "
+				return json_util_fail(err, errlen,
+						      "%s: trees[%d].parent.%s: '%s' "
 						      "and '%s' are not linked in the topology",
 						      path, i, t->nodes[v].id, t->nodes[v].id,
 						      t->nodes[tr->parent[v]].id);
 			while (u >= 0 && tr->parent[u] >= 0 && hops++ <= t->n_nodes)
 				u = tr->parent[u];
 			if (u != tr->root || hops > t->n_nodes)
-				return json_util_fail(err, errlen, "%s: trees[%d].parent.%s: does "
-						      "not reach the root", path, i,
-						      t->nodes[v].id);
+				return json_util_fail(err, errlen,
+						      "%s: trees[%d].parent.%s: does "
+						      "not reach the root",
+						      path, i, t->nodes[v].id);
 		}
 	}
 	return 0;
@@ -84,7 +91,7 @@ static int
 render(const char *in, const char *out, enum draw_fmt fmt)
 {
 	char errpath[] = "/tmp/georeduce-draw-err-XXXXXX", tflag[8], buf[DRAW_STDERR_MAX + 1];
-	char *argv[] = { "dot", tflag, "-o", (char *)out, (char *)in, NULL };
+	char *argv[] = {"dot", tflag, "-o", (char *)out, (char *)in, NULL};
 	posix_spawn_file_actions_t fa;
 	int efd = mkstemp(errpath), rc, status = 0;
 	ssize_t n = 0;
@@ -152,7 +159,8 @@ usage_draw(FILE *f)
 		"towards the root, roots filled with their trees' colours, every link labelled\n"
 		"load/capacity in Gbit/s ('near' from 90%%, 'full', red 'OVER' capacity). CREW\n"
 		"plans: the members' scatter to each aggregator in its colour, width by share,\n"
-		"backups dotted. SELMCAST plans: one round, each sender's multicast in its colour.\n"
+		"backups dotted. SELMCAST plans: one round, each sender's multicast in its "
+		"colour.\n"
 		"BlueConnect plans: the WAN trees, the sites' gateways and the stages.\n"
 		"\n"
 		"  -t, --topology FILE     georeduce-topology/1 file                   [required]\n"
@@ -176,18 +184,15 @@ struct draw_cli {
 };
 
 static const struct option draw_longopts[] = {
-	{ "format", required_argument, NULL, 'f' },
-	{ "dot", no_argument, NULL, 'D' },
-	{ "layout", required_argument, NULL, 'L' },
-	{ "round", required_argument, NULL, 'R' },
-	{ "failover", no_argument, NULL, 'F' },
-	{ NULL, 0, NULL, 0 },
+	{"format", required_argument, NULL, 'f'}, {"dot", no_argument, NULL, 'D'},
+	{"layout", required_argument, NULL, 'L'}, {"round", required_argument, NULL, 'R'},
+	{"failover", no_argument, NULL, 'F'},     {NULL, 0, NULL, 0},
 };
 
 static int
 draw_opt(void *ctx, int c, const char *arg)
 {
-	static const char *const layouts[] = { "neato", "fdp", "sfdp", "circo", "dot" };
+	static const char *const layouts[] = {"neato", "fdp", "sfdp", "circo", "dot"};
 	struct draw_cli *dc = ctx;
 
 	switch (c) {
@@ -198,8 +203,12 @@ draw_opt(void *ctx, int c, const char *arg)
 			return -1;
 		}
 		return 0;
-	case 'D': dc->fmt = FMT_DOT; return 0;
-	case 'F': dc->o.failover = true; return 0;
+	case 'D':
+		dc->fmt = FMT_DOT;
+		return 0;
+	case 'F':
+		dc->o.failover = true;
+		return 0;
 	case 'L':
 		dc->o.layout = NULL;
 		for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
@@ -211,8 +220,10 @@ draw_opt(void *ctx, int c, const char *arg)
 			return -1;
 		}
 		return 0;
-	case 'R': return cli_int(PROG, "round", arg, 0, 1 << 20, &dc->o.round);
-	default: return -1;
+	case 'R':
+		return cli_int(PROG, "round", arg, 0, 1 << 20, &dc->o.round);
+	default:
+		return -1;
 	}
 }
 
@@ -239,8 +250,10 @@ draw_format(const char *out_path, enum draw_fmt *fmt)
 
 		if (ext == NULL || strchr(ext, '/') != NULL ||
 		    (*fmt = fmt_parse(ext + 1)) == FMT_NONE) {
-			cli_error(PROG, "--output: '%s': unknown extension (.svg, .png, .dot or .gv;"
-				  " or say --format)", out_path);
+			cli_error(PROG,
+				  "--output: '%s': unknown extension (.svg, .png, .dot or .gv;"
+				  " or say --format)",
+				  out_path);
 			return -1;
 		}
 	}
@@ -251,11 +264,11 @@ draw_format(const char *out_path, enum draw_fmt *fmt)
 struct draw_input {
 	struct topo *t;
 	struct plan *p;
-	char *text;                     /* the plan file */
-	json_t *doc;                    /* the plan file, read again for its sections */
-	struct crew_section cs;         /* "partial_reduce", if have_cs */
-	struct bc_hierarchy bh;         /* "hierarchy", if have_bh */
-	struct selmcast_plan *sp;       /* "multicast", or NULL */
+	char *text;               /* the plan file */
+	json_t *doc;              /* the plan file, read again for its sections */
+	struct crew_section cs;   /* "partial_reduce", if have_cs */
+	struct bc_hierarchy bh;   /* "hierarchy", if have_bh */
+	struct selmcast_plan *sp; /* "multicast", or NULL */
 	bool have_cs, have_bh;
 };
 
@@ -314,8 +327,10 @@ draw_load_plan(struct draw_input *di, const char *plan_path, int round)
 		}
 	} else {
 		if (p->n_trees == 0) {
-			cli_error(PROG, "%s: plan has no trees and no partial_reduce or multicast "
-				  "section: nothing to draw", plan_path);
+			cli_error(PROG,
+				  "%s: plan has no trees and no partial_reduce or multicast "
+				  "section: nothing to draw",
+				  plan_path);
 			return -1;
 		}
 		if (trees_check(t, p, plan_path, err, sizeof(err)) != 0) {
@@ -403,8 +418,8 @@ out:
 int
 cmd_draw(int argc, char **argv)
 {
-	struct draw_cli dc = { .o = { .layout = "neato", .round = 0 }, .fmt = FMT_NONE };
-	struct plan_cli pc = { 0 };
+	struct draw_cli dc = {.o = {.layout = "neato", .round = 0}, .fmt = FMT_NONE};
+	struct plan_cli pc = {0};
 	struct draw_input di;
 	char *dot = NULL;
 	size_t dot_len = 0;

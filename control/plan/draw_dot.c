@@ -56,12 +56,36 @@ colour(int k, char buf[8])
 	q = v * (1 - s * f);
 	u = v * (1 - s * (1 - f));
 	switch (i % 6) {
-	case 0: r = v; g = u; b = p; break;
-	case 1: r = q; g = v; b = p; break;
-	case 2: r = p; g = v; b = u; break;
-	case 3: r = p; g = q; b = v; break;
-	case 4: r = u; g = p; b = v; break;
-	default: r = v; g = p; b = q; break;
+	case 0:
+		r = v;
+		g = u;
+		b = p;
+		break;
+	case 1:
+		r = q;
+		g = v;
+		b = p;
+		break;
+	case 2:
+		r = p;
+		g = v;
+		b = u;
+		break;
+	case 3:
+		r = p;
+		g = q;
+		b = v;
+		break;
+	case 4:
+		r = u;
+		g = p;
+		b = v;
+		break;
+	default:
+		r = v;
+		g = p;
+		b = q;
+		break;
 	}
 	snprintf(buf, 8, "#%02x%02x%02x", (unsigned)(r * 255 + 0.5) & 0xff,
 		 (unsigned)(g * 255 + 0.5) & 0xff, (unsigned)(b * 255 + 0.5) & 0xff);
@@ -95,11 +119,21 @@ hstr(FILE *f, const char *s)
 		unsigned char c = (unsigned char)*s;
 
 		switch (c) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(c < 0x20 || c == 0x7f ? '?' : c, f); break;
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		default:
+			fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
+			break;
 		}
 	}
 }
@@ -131,10 +165,13 @@ static void
 dot_begin(FILE *f, const struct topo *t, const struct draw_opts *o)
 {
 	fputs("graph georeduce {\n", f);
-	fprintf(f, "\tlayout=%s; overlap=false; overlap_shrink=false; splines=curved; sep=\"+12\"; outputorder=edgesfirst;\n",
+	fprintf(f,
+		"\tlayout=%s; overlap=false; overlap_shrink=false; splines=curved; sep=\"+12\"; "
+		"outputorder=edgesfirst;\n",
 		o->layout);
 	fputs("\tnode [shape=ellipse, fontname=\"Helvetica\", fontsize=11, style=filled, "
-	      "fillcolor=\"#ffffff\"];\n", f);
+	      "fillcolor=\"#ffffff\"];\n",
+	      f);
 	fputs("\tedge [fontname=\"Helvetica\", fontsize=9];\n", f);
 	(void)t;
 }
@@ -151,8 +188,8 @@ dot_node(FILE *f, const struct topo *t, int v, const char *extra, const char *at
 		k = snprintf(lbl, sizeof(lbl), "%s\n%d worker%s%s%s", n->id, n->workers,
 			     n->workers == 1 ? "" : "s", extra[0] != '\0' ? "\n" : "", extra);
 	else
-		k = snprintf(lbl, sizeof(lbl), "%s\nrelay%s%s", n->id,
-			     extra[0] != '\0' ? "\n" : "", extra);
+		k = snprintf(lbl, sizeof(lbl), "%s\nrelay%s%s", n->id, extra[0] != '\0' ? "\n" : "",
+			     extra);
 	if (k < 0 || (size_t)k >= sizeof(lbl))
 		lbl[sizeof(lbl) - 1] = '\0';
 	fprintf(f, "\tn%d [label=", v);
@@ -201,10 +238,12 @@ dot_link(FILE *f, const struct topo *t, int l, double load, double cap)
 			     gb(cap, b, sizeof(b)), state) >= (int)sizeof(lbl))
 			lbl[sizeof(lbl) - 1] = '\0';
 	}
-	fprintf(f, "\tn%d -- n%d [class=\"link\", color=\"%s\", penwidth=%.1f, fontcolor=\"%s\", "
-		"label=\"%s\", tooltip=\"%s\", len=%.2f%s];\n", k->a, k->b, col,
-		u > 1 + PLAN_EPS ? 3.0 : DRAW_PEN_LINK, load >= 0 && u >= DRAW_NEAR ? col : "#606060",
-		lbl, lbl, pair_len(t, k->a, k->b), load == 0 ? ", style=dashed" : "");
+	fprintf(f,
+		"\tn%d -- n%d [class=\"link\", color=\"%s\", penwidth=%.1f, fontcolor=\"%s\", "
+		"label=\"%s\", tooltip=\"%s\", len=%.2f%s];\n",
+		k->a, k->b, col, u > 1 + PLAN_EPS ? 3.0 : DRAW_PEN_LINK,
+		load >= 0 && u >= DRAW_NEAR ? col : "#606060", lbl, lbl, pair_len(t, k->a, k->b),
+		load == 0 ? ", style=dashed" : "");
 }
 
 /* The legend: one row per item, its colour and its text (HTML-like label). */
@@ -217,7 +256,8 @@ static void
 dot_legend(FILE *f, const char *title, const struct legend_row *rows, int n)
 {
 	fputs("\tlegend [shape=plaintext, style=\"\", label=<<table border=\"0\" "
-	      "cellborder=\"0\" cellspacing=\"2\"><tr><td colspan=\"2\" align=\"left\"><b>", f);
+	      "cellborder=\"0\" cellspacing=\"2\"><tr><td colspan=\"2\" align=\"left\"><b>",
+	      f);
 	hstr(f, title);
 	fputs("</b></td></tr>", f);
 	for (int i = 0; i < n && i < 64; i++) {
@@ -246,8 +286,8 @@ draw_trees(FILE *f, const struct topo *t, const struct plan *p, const struct bc_
 	   const struct draw_opts *o)
 {
 	double *load = calloc((size_t)t->n_links + 1, sizeof(*load));
-	char (*roots)[512] = calloc((size_t)t->n_nodes + 1, sizeof(*roots));
-	char (*fills)[512] = calloc((size_t)t->n_nodes + 1, sizeof(*fills));
+	char(*roots)[512] = calloc((size_t)t->n_nodes + 1, sizeof(*roots));
+	char(*fills)[512] = calloc((size_t)t->n_nodes + 1, sizeof(*fills));
 	int *n_roots = calloc((size_t)t->n_nodes + 1, sizeof(*n_roots));
 	struct legend_row *rows = calloc((size_t)p->n_trees + 1, sizeof(*rows));
 	double rmax = 0;
@@ -272,15 +312,19 @@ draw_trees(FILE *f, const struct topo *t, const struct plan *p, const struct bc_
 		colour(i, c);
 		if (lr + 16 < sizeof(roots[r]))
 			snprintf(roots[r] + lr, sizeof(roots[r]) - lr, "%sT%d",
-				 n_roots[r] == 0 ? "root of " : (n_roots[r] % 4 == 0 ? ",\n" : ", "), i);
+				 n_roots[r] == 0 ? "root of " :
+						   (n_roots[r] % 4 == 0 ? ",\n" : ", "),
+				 i);
 		if (lf + 10 < sizeof(fills[r]))
-			snprintf(fills[r] + lf, sizeof(fills[r]) - lf, "%s%s", lf > 0 ? ":" : "", c);
+			snprintf(fills[r] + lf, sizeof(fills[r]) - lf, "%s%s", lf > 0 ? ":" : "",
+				 c);
 		n_roots[r]++;
 	}
-	k = snprintf(title, sizeof(title), "%s plan on %s: %d tree%s, %s Gbit/s; links: "
-		     "load/capacity Gbit/s", p->algorithm[0] != '\0' ? p->algorithm : "tree",
-		     t->name, p->n_trees, p->n_trees == 1 ? "" : "s",
-		     gb(plan_total_rate(p), a, sizeof(a)));
+	k = snprintf(title, sizeof(title),
+		     "%s plan on %s: %d tree%s, %s Gbit/s; links: "
+		     "load/capacity Gbit/s",
+		     p->algorithm[0] != '\0' ? p->algorithm : "tree", t->name, p->n_trees,
+		     p->n_trees == 1 ? "" : "s", gb(plan_total_rate(p), a, sizeof(a)));
 	if (k < 0 || (size_t)k >= sizeof(title))
 		title[sizeof(title) - 1] = '\0';
 	dot_begin(f, t, o);
@@ -300,7 +344,8 @@ draw_trees(FILE *f, const struct topo *t, const struct plan *p, const struct bc_
 		else
 			snprintf(extra, sizeof(extra), "%s", roots[v]);
 		if (n_roots[v] > 0)
-			snprintf(attrs, sizeof(attrs), "class=\"root\", peripheries=2, penwidth=2, "
+			snprintf(attrs, sizeof(attrs),
+				 "class=\"root\", peripheries=2, penwidth=2, "
 				 "style=%s, fillcolor=\"%s\", fontcolor=\"#ffffff\"",
 				 n_roots[v] > 1 ? "wedged" : "filled", fills[v]);
 		else if (t->nodes[v].workers == 0)
@@ -317,19 +362,24 @@ draw_trees(FILE *f, const struct topo *t, const struct plan *p, const struct bc_
 		colour(i, c);
 		for (int v = 0; v < t->n_nodes; v++)
 			if (tr->parent[v] >= 0)
-				fprintf(f, "\tn%d -- n%d [class=\"tree-%d\", color=\"%s\", "
+				fprintf(f,
+					"\tn%d -- n%d [class=\"tree-%d\", color=\"%s\", "
 					"penwidth=%.3f, dir=forward, arrowsize=0.6, tooltip=\"T%d "
-					"%s Gbit/s\", len=%.2f];\n", v, tr->parent[v], i, c, w, i,
-					gb(tr->rate_gbps, a, sizeof(a)), pair_len(t, v, tr->parent[v]));
+					"%s Gbit/s\", len=%.2f];\n",
+					v, tr->parent[v], i, c, w, i,
+					gb(tr->rate_gbps, a, sizeof(a)),
+					pair_len(t, v, tr->parent[v]));
 		snprintf(rows[i].colour, sizeof(rows[i].colour), "%s", c);
-		snprintf(rows[i].text, sizeof(rows[i].text), "T%d root %.63s, %s Gbit/s, share %.3f",
-			 i, t->nodes[tr->root].id, gb(tr->rate_gbps, b, sizeof(b)), tr->share);
+		snprintf(rows[i].text, sizeof(rows[i].text),
+			 "T%d root %.63s, %s Gbit/s, share %.3f", i, t->nodes[tr->root].id,
+			 gb(tr->rate_gbps, b, sizeof(b)), tr->share);
 	}
 	dot_legend(f, "trees (arrows point to the root)", rows, p->n_trees);
 	if (bh != NULL) {
 		/* The hierarchy's stages, as a second legend. */
 		fputs("\tstages [shape=plaintext, style=\"\", label=<<table border=\"0\" "
-		      "cellborder=\"0\" cellspacing=\"2\"><tr><td align=\"left\"><b>", f);
+		      "cellborder=\"0\" cellspacing=\"2\"><tr><td align=\"left\"><b>",
+		      f);
 		hstr(f, "BlueConnect ");
 		hstr(f, bh->factorisation);
 		fprintf(f, ", %.4g s</b></td></tr>", bh->seconds);
@@ -401,9 +451,11 @@ draw_crew(FILE *f, const struct topo *t, const struct plan *p, const struct crew
 	}
 	for (int l = 0; l < 2 * t->n_links; l++)
 		load[l] = fmax(load[l], bload[l]);
-	if (snprintf(title, sizeof(title), "%s partial reduce on %s: %d of %d sites, %d "
-		     "aggregators%s%s%s", crew_scheme_name(s->scheme), t->name, s->p,
-		     topo_worker_sites(t), n_agg, timed ? ", " : "",
+	if (snprintf(title, sizeof(title),
+		     "%s partial reduce on %s: %d of %d sites, %d "
+		     "aggregators%s%s%s",
+		     crew_scheme_name(s->scheme), t->name, s->p, topo_worker_sites(t), n_agg,
+		     timed ? ", " : "",
 		     timed ? gb(s->scatter_s + s->aggregate_s + s->broadcast_s, a, sizeof(a)) : "",
 		     timed ? " s; links: busiest direction load/capacity Gbit/s" : "") >=
 	    (int)sizeof(title))
@@ -422,8 +474,10 @@ draw_crew(FILE *f, const struct topo *t, const struct plan *p, const struct crew
 			snprintf(extra + e, sizeof(extra) - e, "%saggregates %.1f%%",
 				 e > 0 ? ", " : "",
 				 100.0 * (double)s->bytes[v] / (double)s->model_bytes);
-			snprintf(attrs, sizeof(attrs), "class=\"aggregator\", peripheries=%d, "
-				 "fillcolor=\"%s\", fontcolor=\"#ffffff\"", member[v] ? 2 : 1, c);
+			snprintf(attrs, sizeof(attrs),
+				 "class=\"aggregator\", peripheries=%d, "
+				 "fillcolor=\"%s\", fontcolor=\"#ffffff\"",
+				 member[v] ? 2 : 1, c);
 		} else if (member[v]) {
 			snprintf(attrs, sizeof(attrs), "peripheries=2");
 		} else {
@@ -452,28 +506,36 @@ draw_crew(FILE *f, const struct topo *t, const struct plan *p, const struct crew
 
 			if (m == v)
 				continue;
-			fprintf(f, "\tn%d -- n%d [class=\"aggregator-%d\", color=\"%s\", "
-				"penwidth=%.3f, dir=forward, arrowsize=0.6, len=%.2f];\n", m, v,
-				agg_idx[v], c, w, pair_len(t, m, v));
+			fprintf(f,
+				"\tn%d -- n%d [class=\"aggregator-%d\", color=\"%s\", "
+				"penwidth=%.3f, dir=forward, arrowsize=0.6, len=%.2f];\n",
+				m, v, agg_idx[v], c, w, pair_len(t, m, v));
 			if (r >= 0 && o->failover)
-				fprintf(f, "\tn%d -- n%d -- n%d [class=\"relay-%d\", color=\"%s\", "
+				fprintf(f,
+					"\tn%d -- n%d -- n%d [class=\"relay-%d\", color=\"%s\", "
 					"style=dashed, penwidth=0.8, dir=forward, arrowsize=0.5, "
-					"tooltip=\"relay if the link fails\"];\n", v, r, m, agg_idx[v], c);
+					"tooltip=\"relay if the link fails\"];\n",
+					v, r, m, agg_idx[v], c);
 		}
 		if (s->backup[v] >= 0)
-			fprintf(f, "\tn%d -- n%d [class=\"backup\", color=\"%s\", style=dotted, "
-				"dir=forward, arrowsize=0.6, label=\"backup\", fontcolor=\"%s\"];\n",
+			fprintf(f,
+				"\tn%d -- n%d [class=\"backup\", color=\"%s\", style=dotted, "
+				"dir=forward, arrowsize=0.6, label=\"backup\", "
+				"fontcolor=\"%s\"];\n",
 				v, s->backup[v], c, c);
 		snprintf(rows[agg_idx[v]].colour, sizeof(rows[0].colour), "%s", c);
 		snprintf(rows[agg_idx[v]].text, sizeof(rows[0].text),
 			 "%.63s: %llu bytes (%.1f%%)%s%.63s", t->nodes[v].id,
-			 (unsigned long long)s->bytes[v], 100.0 * (double)s->bytes[v] / (double)s->model_bytes,
+			 (unsigned long long)s->bytes[v],
+			 100.0 * (double)s->bytes[v] / (double)s->model_bytes,
 			 s->backup[v] >= 0 ? ", backup " : "",
 			 s->backup[v] >= 0 ? t->nodes[s->backup[v]].id : "");
 	}
-	dot_legend(f, o->failover ? "aggregators (members scatter to them; dotted: backup, "
-		   "dashed: relay of the result, if a link fails)"
-		   : "aggregators (members scatter to them; dotted: backup if a link fails)",
+	dot_legend(f,
+		   o->failover ?
+			   "aggregators (members scatter to them; dotted: backup, "
+			   "dashed: relay of the result, if a link fails)" :
+			   "aggregators (members scatter to them; dotted: backup if a link fails)",
 		   rows, n_agg);
 	fputs("}\n", f);
 out:
@@ -504,9 +566,10 @@ draw_selmcast(FILE *f, const struct topo *t, const struct selmcast_plan *sp,
 		sender_of[rd->senders[i].site] = i;
 		bmax = rd->senders[i].bytes > bmax ? rd->senders[i].bytes : bmax;
 	}
-	if (snprintf(title, sizeof(title), "selmcast plan on %s (%s multicast, p = %d): round "
-		     "%d of %d, completes in %s s; links: capacity Gbit/s", t->name,
-		     sp->model == SELMCAST_NETWORK ? "network" : "application", sp->p,
+	if (snprintf(title, sizeof(title),
+		     "selmcast plan on %s (%s multicast, p = %d): round "
+		     "%d of %d, completes in %s s; links: capacity Gbit/s",
+		     t->name, sp->model == SELMCAST_NETWORK ? "network" : "application", sp->p,
 		     o->round, sp->n_rounds, gb(rd->seconds, a, sizeof(a))) >= (int)sizeof(title))
 		title[sizeof(title) - 1] = '\0';
 	dot_begin(f, t, o);
@@ -518,10 +581,13 @@ draw_selmcast(FILE *f, const struct topo *t, const struct selmcast_plan *sp,
 			char bytes[32];
 
 			colour(sender_of[v], c);
-			plan_fmt_bytes(bytes, sizeof(bytes), (double)rd->senders[sender_of[v]].bytes);
+			plan_fmt_bytes(bytes, sizeof(bytes),
+				       (double)rd->senders[sender_of[v]].bytes);
 			snprintf(extra, sizeof(extra), "sends %s", bytes);
-			snprintf(attrs, sizeof(attrs), "class=\"sender\", fillcolor=\"%s\", "
-				 "fontcolor=\"#ffffff\"", c);
+			snprintf(attrs, sizeof(attrs),
+				 "class=\"sender\", fillcolor=\"%s\", "
+				 "fontcolor=\"#ffffff\"",
+				 c);
 		} else {
 			snprintf(attrs, sizeof(attrs), "shape=box, fillcolor=\"#eeeeee\"");
 		}
@@ -538,9 +604,10 @@ draw_selmcast(FILE *f, const struct topo *t, const struct selmcast_plan *sp,
 		/* Receivers need not be neighbours: the update reaches them over the network,
 		 * so these edges are drawn without pulling the layout. */
 		for (int r = 0; r < s->n_receivers; r++)
-			fprintf(f, "\tn%d -- n%d [class=\"sender-%d\", color=\"%s\", penwidth=%.3f, "
-				"dir=forward, arrowsize=0.6, len=3, weight=0];\n", s->site,
-				s->receivers[r], i, c, w);
+			fprintf(f,
+				"\tn%d -- n%d [class=\"sender-%d\", color=\"%s\", penwidth=%.3f, "
+				"dir=forward, arrowsize=0.6, len=3, weight=0];\n",
+				s->site, s->receivers[r], i, c, w);
 		snprintf(rows[i].colour, sizeof(rows[0].colour), "%s", c);
 		snprintf(rows[i].text, sizeof(rows[0].text), "%.63s to %d receivers",
 			 t->nodes[s->site].id, s->n_receivers);

@@ -47,8 +47,10 @@ usage_main(FILE *f)
 		"Plan gradient AllReduce over a WAN topology (georeduce-topology/1).\n"
 		"\n"
 		"Commands:\n"
-		"  mtree     plan a multi-tree AllReduce (mTree) and write a georeduce-plan/1 plan\n"
-		"  compare   mTree against ring, single tree, parameter server and the packing bound\n"
+		"  mtree     plan a multi-tree AllReduce (mTree) and write a georeduce-plan/1 "
+		"plan\n"
+		"  compare   mTree against ring, single tree, parameter server and the packing "
+		"bound\n"
 		"  simulate  predict the AllReduce time of a plan, optionally over chunk sizes\n"
 		"  validate  check a topology, and a plan against it\n"
 		"  crew      plan a CREW partial reduce, or simulate training progress with it\n"
@@ -93,10 +95,10 @@ usage_mtree(FILE *f)
 
 /* mtree's own options, into its struct mtree_opts. */
 static const struct option mtree_longopts[] = {
-	{ "min-rate-gbps", required_argument, NULL, 'r' },
-	{ "rho", required_argument, NULL, 'R' },
-	{ "paper", no_argument, NULL, 'P' },
-	{ NULL, 0, NULL, 0 },
+	{"min-rate-gbps", required_argument, NULL, 'r'},
+	{"rho", required_argument, NULL, 'R'},
+	{"paper", no_argument, NULL, 'P'},
+	{NULL, 0, NULL, 0},
 };
 
 static int
@@ -105,10 +107,15 @@ mtree_opt(void *ctx, int c, const char *arg)
 	struct mtree_opts *mo = ctx;
 
 	switch (c) {
-	case 'r': return cli_double(PROG, "min-rate-gbps", arg, 0, 1e9, &mo->min_rate_gbps);
-	case 'R': return cli_double(PROG, "rho", arg, 0, 1, &mo->rho);
-	case 'P': mo->paper_only = true; return 0;
-	default: return -1;
+	case 'r':
+		return cli_double(PROG, "min-rate-gbps", arg, 0, 1e9, &mo->min_rate_gbps);
+	case 'R':
+		return cli_double(PROG, "rho", arg, 0, 1, &mo->rho);
+	case 'P':
+		mo->paper_only = true;
+		return 0;
+	default:
+		return -1;
 	}
 }
 
@@ -124,25 +131,25 @@ static const struct plan_cmd mtree_cmd = {
 
 /* mtree's summary of plan p: on stderr when the plan went to stdout. */
 static void
-mtree_summary(FILE *sum, const struct topo *t, const struct plan *p,
-	      const struct mtree_stats *st)
+mtree_summary(FILE *sum, const struct topo *t, const struct plan *p, const struct mtree_stats *st)
 {
 	double bound;
 
 	plan_note("computing the packing bound");
 	bound = plan_packing_bound(t, NULL);
-	fprintf(sum, "%s plan for '%s': %d trees, %.4f Gbit/s aggregate", p->algorithm,
-		t->name, p->n_trees, plan_total_rate(p));
+	fprintf(sum, "%s plan for '%s': %d trees, %.4f Gbit/s aggregate", p->algorithm, t->name,
+		p->n_trees, plan_total_rate(p));
 	if (bound > 0)
 		fprintf(sum, " (%.3f of the packing bound %.4f)", plan_total_rate(p) / bound,
 			bound);
 	fprintf(sum, "\n");
 	plan_print_trees(sum, t, p);
-	fprintf(sum, "predicted AllReduce of %llu bytes: %.4f s\n",
-		(unsigned long long)p->bytes, p->allreduce_seconds);
-	fprintf(sum, "planned in %.3f s: %d candidates (%d from GBST), %d LP solves, "
-		"%d ITH probes, height limit %s, MILP %s\n", st->seconds, st->candidates,
-		st->gbst_trees, st->lp_iterations, st->ith_probes,
+	fprintf(sum, "predicted AllReduce of %llu bytes: %.4f s\n", (unsigned long long)p->bytes,
+		p->allreduce_seconds);
+	fprintf(sum,
+		"planned in %.3f s: %d candidates (%d from GBST), %d LP solves, "
+		"%d ITH probes, height limit %s, MILP %s\n",
+		st->seconds, st->candidates, st->gbst_trees, st->lp_iterations, st->ith_probes,
 		st->height_limit_ms > 0 ? "set" : "none",
 		st->milp_optimal ? "optimal" : "stopped at its time limit");
 	if (st->height_limit_ms > 0)
@@ -153,9 +160,11 @@ int
 cmd_mtree(int argc, char **argv)
 {
 	struct mtree_opts mo = MTREE_OPTS_DEFAULT;
-	struct plan_cli pc = { .bytes = &mo.bytes, .max_trees = &mo.max_trees,
-			       .max_height_ms = &mo.max_height_ms, .window = &mo.window,
-			       .milp_seconds = &mo.milp_seconds };
+	struct plan_cli pc = {.bytes = &mo.bytes,
+			      .max_trees = &mo.max_trees,
+			      .max_height_ms = &mo.max_height_ms,
+			      .window = &mo.window,
+			      .milp_seconds = &mo.milp_seconds};
 	struct mtree_stats st;
 	char err[TOPO_ERR_MAX];
 	struct topo *t = NULL;
@@ -208,11 +217,11 @@ out:
 
 struct row {
 	const char *name;
-	double rate;            /* algorithm bandwidth, Gbit/s */
+	double rate; /* algorithm bandwidth, Gbit/s */
 	int trees;
 	double height_ms;
-	double seconds;         /* predicted AllReduce time */
-	double plan_s;          /* planning time */
+	double seconds; /* predicted AllReduce time */
+	double plan_s;  /* planning time */
 };
 
 static void
@@ -221,7 +230,8 @@ usage_compare(FILE *f)
 	fprintf(f,
 		"Usage: " PROG " compare --topology FILE [OPTIONS]\n"
 		"\n"
-		"One row per algorithm on the same topology: aggregate rate (algorithm bandwidth),\n"
+		"One row per algorithm on the same topology: aggregate rate (algorithm "
+		"bandwidth),\n"
 		"its fraction of the optimal tree-packing bound, trees, largest tree height,\n"
 		"predicted AllReduce time (simulator) and speedup over the best ring. Also, where\n"
 		"they apply: CREW's load-balanced all-to-all (every pair of worker sites linked;\n"
@@ -250,8 +260,8 @@ elapsed_since(const struct timespec *t0)
 }
 
 static int
-row_from_plan(const struct topo *t, struct plan *p, const char *name, uint64_t bytes,
-	      int window, double plan_s, struct row *r)
+row_from_plan(const struct topo *t, struct plan *p, const char *name, uint64_t bytes, int window,
+	      double plan_s, struct row *r)
 {
 	if (p == NULL)
 		return -1;
@@ -285,7 +295,7 @@ crew_row(const struct topo *t, uint64_t bytes, struct row *r)
 		if (t->nodes[v].workers > 0)
 			group[p++] = v;
 	if (gbps != NULL && group != NULL && share != NULL && p >= 2) {
-		struct crew_problem pb = { n, gbps, group, p, bytes };
+		struct crew_problem pb = {n, gbps, group, p, bytes};
 
 		if (crew_solve(&pb, CREW_SCHEME_CREW, share, &tm, err, sizeof(err)) == 0 &&
 		    tm.scatter_s + tm.broadcast_s > 0 && isfinite(tm.scatter_s + tm.broadcast_s)) {
@@ -338,13 +348,13 @@ static const struct plan_cmd compare_cmd = {
 /* One compare: its inputs and the rows so far. */
 struct compare_run {
 	const struct topo *t;
-	uint64_t bytes;                 /* the tensor size */
-	struct mtree_opts mo;           /* mTree's options */
-	struct sim_params sp;           /* the simulation of the ring and the parameter server */
+	uint64_t bytes;       /* the tensor size */
+	struct mtree_opts mo; /* mTree's options */
+	struct sim_params sp; /* the simulation of the ring and the parameter server */
 	struct row rows[12];
 	int n_rows;
-	int ring_row;                   /* the ring's row, or -1 */
-	double bound;                   /* the packing bound, Gbit/s */
+	int ring_row; /* the ring's row, or -1 */
+	double bound; /* the packing bound, Gbit/s */
 };
 
 /* The packing bound, and its solution as a plan (unlimited trees and height). 0, or -1
@@ -382,7 +392,7 @@ compare_packing(struct compare_run *cr)
 static int
 compare_mtree(struct compare_run *cr)
 {
-	static const char *names[] = { "mtree", "mtree-unlimited", "mtree-paper" };
+	static const char *names[] = {"mtree", "mtree-unlimited", "mtree-paper"};
 	char err[TOPO_ERR_MAX];
 
 	for (int variant = 0; variant < 3; variant++) {
@@ -417,7 +427,7 @@ compare_baselines(struct compare_run *cr)
 {
 	const struct topo *t = cr->t;
 	uint64_t bytes = cr->bytes;
-	struct ring_plan rp = { 0 };
+	struct ring_plan rp = {0};
 	struct timespec t0;
 	struct ps_plan ps;
 	struct plan *p;
@@ -448,7 +458,8 @@ compare_baselines(struct compare_run *cr)
 		int src;
 
 		while ((src = sim_ring(t, rp.order, rp.m, rp.fwd_fraction, bytes, chunk, &cr->sp,
-				       &res)) == -E2BIG && chunk < bytes)
+				       &res)) == -E2BIG &&
+		       chunk < bytes)
 			chunk *= 2; /* too large to simulate: coarser chunks, pessimistic */
 		if (src == 0) {
 			r->seconds = res.seconds;
@@ -511,11 +522,11 @@ compare_print_json(const struct compare_run *cr)
 
 	for (int i = 0; i < cr->n_rows; i++) {
 		const struct row *r = &cr->rows[i];
-		json_t *o = json_pack("{s:s, s:f, s:f, s:i, s:f, s:f, s:f}", "algorithm",
-				      r->name, "rate_gbps", r->rate, "fraction_of_bound",
-				      r->rate / cr->bound, "trees", r->trees, "max_height_ms",
-				      r->height_ms, "allreduce_seconds", r->seconds,
-				      "planning_seconds", r->plan_s);
+		json_t *o =
+			json_pack("{s:s, s:f, s:f, s:i, s:f, s:f, s:f}", "algorithm", r->name,
+				  "rate_gbps", r->rate, "fraction_of_bound", r->rate / cr->bound,
+				  "trees", r->trees, "max_height_ms", r->height_ms,
+				  "allreduce_seconds", r->seconds, "planning_seconds", r->plan_s);
 
 		if (cr->ring_row >= 0)
 			json_object_set_new(o, "speedup_over_ring",
@@ -531,10 +542,11 @@ compare_print_text(const struct compare_run *cr)
 	const struct topo *t = cr->t;
 
 	printf("topology '%s': %d sites (%d with workers), %d links; AllReduce of %llu "
-	       "bytes\n", t->name, t->n_nodes, topo_worker_sites(t), t->n_links,
+	       "bytes\n",
+	       t->name, t->n_nodes, topo_worker_sites(t), t->n_links,
 	       (unsigned long long)cr->bytes);
-	printf("%-16s %12s %9s %6s %11s %12s %9s %9s\n", "algorithm", "rate Gbit/s",
-	       "of bound", "trees", "height ms", "allreduce s", "vs ring", "plan s");
+	printf("%-16s %12s %9s %6s %11s %12s %9s %9s\n", "algorithm", "rate Gbit/s", "of bound",
+	       "trees", "height ms", "allreduce s", "vs ring", "plan s");
 	for (int i = 0; i < cr->n_rows; i++) {
 		const struct row *r = &cr->rows[i];
 		char sp_s[16] = "-", trees[16] = "-";
@@ -552,10 +564,14 @@ compare_print_text(const struct compare_run *cr)
 int
 cmd_compare(int argc, char **argv)
 {
-	struct compare_run cr = { .bytes = DEFAULT_BYTES, .mo = MTREE_OPTS_DEFAULT,
-				  .sp = SIM_PARAMS_DEFAULT, .ring_row = -1 };
-	struct plan_cli pc = { .bytes = &cr.bytes, .max_trees = &cr.mo.max_trees,
-			       .max_height_ms = &cr.mo.max_height_ms, .window = &cr.mo.window };
+	struct compare_run cr = {.bytes = DEFAULT_BYTES,
+				 .mo = MTREE_OPTS_DEFAULT,
+				 .sp = SIM_PARAMS_DEFAULT,
+				 .ring_row = -1};
+	struct plan_cli pc = {.bytes = &cr.bytes,
+			      .max_trees = &cr.mo.max_trees,
+			      .max_height_ms = &cr.mo.max_height_ms,
+			      .window = &cr.mo.window};
 	struct topo *t = NULL;
 	int rc = CLI_EXIT_USAGE;
 
@@ -619,11 +635,11 @@ struct simulate_cli {
 };
 
 static const struct option simulate_longopts[] = {
-	{ "window", required_argument, NULL, 'w' },
-	{ "alpha-us", required_argument, NULL, 'a' },
-	{ "pace", no_argument, NULL, 'P' },
-	{ "sweep-chunks", no_argument, NULL, 'S' },
-	{ NULL, 0, NULL, 0 },
+	{"window", required_argument, NULL, 'w'},
+	{"alpha-us", required_argument, NULL, 'a'},
+	{"pace", no_argument, NULL, 'P'},
+	{"sweep-chunks", no_argument, NULL, 'S'},
+	{NULL, 0, NULL, 0},
 };
 
 static int
@@ -632,11 +648,18 @@ simulate_opt(void *ctx, int c, const char *arg)
 	struct simulate_cli *sc = ctx;
 
 	switch (c) {
-	case 'w': return cli_int(PROG, "window", arg, 0, 1 << 20, &sc->sp.window);
-	case 'a': return cli_double(PROG, "alpha-us", arg, 0, 1e9, &sc->alpha_us);
-	case 'P': sc->sp.pace = true; return 0;
-	case 'S': sc->sweep = true; return 0;
-	default: return -1;
+	case 'w':
+		return cli_int(PROG, "window", arg, 0, 1 << 20, &sc->sp.window);
+	case 'a':
+		return cli_double(PROG, "alpha-us", arg, 0, 1e9, &sc->alpha_us);
+	case 'P':
+		sc->sp.pace = true;
+		return 0;
+	case 'S':
+		sc->sweep = true;
+		return 0;
+	default:
+		return -1;
 	}
 }
 
@@ -652,9 +675,9 @@ static const struct plan_cmd simulate_cmd = {
 int
 cmd_simulate(int argc, char **argv)
 {
-	struct simulate_cli sc = { .sp = SIM_PARAMS_DEFAULT };
+	struct simulate_cli sc = {.sp = SIM_PARAMS_DEFAULT};
 	uint64_t bytes = 0;
-	struct plan_cli pc = { .bytes = &bytes };
+	struct plan_cli pc = {.bytes = &bytes};
 	struct sim_params *sp = &sc.sp;
 	struct sim_result res;
 	struct topo *t = NULL;
@@ -747,7 +770,7 @@ validate_plan(const struct topo *t, const char *path, double h)
 		goto out;
 	}
 	if (json_object_get(doc, "partial_reduce") != NULL) {
-		struct crew_section cs = { 0 };
+		struct crew_section cs = {0};
 		int r = crew_section_load(t, path, &cs, err, sizeof(err));
 
 		crew_section_fini(&cs);
@@ -766,8 +789,10 @@ validate_plan(const struct topo *t, const char *path, double h)
 		selmcast_plan_free(sp);
 		what = "multicast";
 	} else if (n_trees == 0) {
-		fprintf(stderr, "%s: %s: plan has no trees and no partial_reduce or multicast "
-			"section\n", PROG, path);
+		fprintf(stderr,
+			"%s: %s: plan has no trees and no partial_reduce or multicast "
+			"section\n",
+			PROG, path);
 		goto out;
 	}
 	if (json_object_get(doc, "hierarchy") != NULL) {
@@ -803,7 +828,7 @@ int
 cmd_validate(int argc, char **argv)
 {
 	double h = 0;
-	struct plan_cli pc = { .max_height_ms = &h };
+	struct plan_cli pc = {.max_height_ms = &h};
 	struct topo *t = NULL;
 	int rc = CLI_EXIT_USAGE;
 
@@ -831,14 +856,10 @@ main(int argc, char **argv)
 		const char *name;
 		int (*fn)(int, char **);
 	} cmds[] = {
-		{ "mtree", cmd_mtree },
-		{ "compare", cmd_compare },
-		{ "simulate", cmd_simulate },
-		{ "validate", cmd_validate },
-		{ "crew", cmd_crew },
-		{ "blueconnect", cmd_blueconnect },
-		{ "selmcast", cmd_selmcast },
-		{ "draw", cmd_draw },
+		{"mtree", cmd_mtree},       {"compare", cmd_compare},
+		{"simulate", cmd_simulate}, {"validate", cmd_validate},
+		{"crew", cmd_crew},         {"blueconnect", cmd_blueconnect},
+		{"selmcast", cmd_selmcast}, {"draw", cmd_draw},
 	};
 
 	plan_progress = isatty(STDERR_FILENO);

@@ -49,20 +49,19 @@ static const struct {
 	unsigned int bit;
 	struct option opt;
 } common_opts[] = {
-	{ PLAN_OPT_TOPOLOGY, { "topology", required_argument, NULL, 't' } },
-	{ PLAN_OPT_PLAN, { "plan", required_argument, NULL, 'p' } },
-	{ PLAN_OPT_OUTPUT, { "output", required_argument, NULL, 'o' } },
-	{ PLAN_OPT_WRITE_TOPOLOGY, { "write-topology", required_argument, NULL,
-				     OPT_WRITE_TOPOLOGY } },
-	{ PLAN_OPT_CHECK, { "check", required_argument, NULL, OPT_CHECK } },
-	{ PLAN_OPT_BYTES, { "bytes", required_argument, NULL, 'b' } },
-	{ PLAN_OPT_MAX_TREES, { "max-trees", required_argument, NULL, 'k' } },
-	{ PLAN_OPT_MAX_HEIGHT, { "max-height-ms", required_argument, NULL, 'H' } },
-	{ PLAN_OPT_WINDOW, { "window", required_argument, NULL, 'w' } },
-	{ PLAN_OPT_MILP_SECONDS, { "milp-seconds", required_argument, NULL, OPT_MILP_SECONDS } },
-	{ PLAN_OPT_JSON, { "json", no_argument, NULL, OPT_JSON } },
-	{ PLAN_OPT_QUIET, { "quiet", no_argument, NULL, 'q' } },
-	{ 0, { "help", no_argument, NULL, 'h' } },
+	{PLAN_OPT_TOPOLOGY, {"topology", required_argument, NULL, 't'}},
+	{PLAN_OPT_PLAN, {"plan", required_argument, NULL, 'p'}},
+	{PLAN_OPT_OUTPUT, {"output", required_argument, NULL, 'o'}},
+	{PLAN_OPT_WRITE_TOPOLOGY, {"write-topology", required_argument, NULL, OPT_WRITE_TOPOLOGY}},
+	{PLAN_OPT_CHECK, {"check", required_argument, NULL, OPT_CHECK}},
+	{PLAN_OPT_BYTES, {"bytes", required_argument, NULL, 'b'}},
+	{PLAN_OPT_MAX_TREES, {"max-trees", required_argument, NULL, 'k'}},
+	{PLAN_OPT_MAX_HEIGHT, {"max-height-ms", required_argument, NULL, 'H'}},
+	{PLAN_OPT_WINDOW, {"window", required_argument, NULL, 'w'}},
+	{PLAN_OPT_MILP_SECONDS, {"milp-seconds", required_argument, NULL, OPT_MILP_SECONDS}},
+	{PLAN_OPT_JSON, {"json", no_argument, NULL, OPT_JSON}},
+	{PLAN_OPT_QUIET, {"quiet", no_argument, NULL, 'q'}},
+	{0, {"help", no_argument, NULL, 'h'}},
 };
 
 #define COMMON_N (sizeof(common_opts) / sizeof(common_opts[0]))
@@ -83,10 +82,10 @@ long_opts(const struct plan_cmd *cmd, struct option opts[PLAN_CLI_OPTS_MAX])
 	for (size_t k = 0; k < COMMON_N; k++)
 		if (takes(cmd, k))
 			opts[n++] = common_opts[k].opt;
-	for (int i = 0; cmd->opts != NULL && cmd->opts[i].name != NULL &&
-	     n < PLAN_CLI_OPTS_MAX - 1; i++)
+	for (int i = 0; cmd->opts != NULL && cmd->opts[i].name != NULL && n < PLAN_CLI_OPTS_MAX - 1;
+	     i++)
 		opts[n++] = cmd->opts[i];
-	opts[n] = (struct option){ NULL, 0, NULL, 0 };
+	opts[n] = (struct option){NULL, 0, NULL, 0};
 }
 
 /* Option c (argument arg) as one of the shared options cmd takes: 0 taken, with its value
@@ -100,11 +99,21 @@ common_opt(const struct plan_cmd *cmd, struct plan_cli *pc, int c, const char *a
 		if (common_opts[k].opt.val == c && takes(cmd, k))
 			bit = common_opts[k].bit;
 	switch (bit) {
-	case PLAN_OPT_TOPOLOGY: pc->topo_path = arg; break;
-	case PLAN_OPT_PLAN: pc->plan_path = arg; break;
-	case PLAN_OPT_OUTPUT: pc->out_path = arg; break;
-	case PLAN_OPT_WRITE_TOPOLOGY: pc->topo_out = arg; break;
-	case PLAN_OPT_CHECK: pc->check_path = arg; break;
+	case PLAN_OPT_TOPOLOGY:
+		pc->topo_path = arg;
+		break;
+	case PLAN_OPT_PLAN:
+		pc->plan_path = arg;
+		break;
+	case PLAN_OPT_OUTPUT:
+		pc->out_path = arg;
+		break;
+	case PLAN_OPT_WRITE_TOPOLOGY:
+		pc->topo_out = arg;
+		break;
+	case PLAN_OPT_CHECK:
+		pc->check_path = arg;
+		break;
 	case PLAN_OPT_BYTES:
 		return cli_bytes(PROG, "bytes", arg, 1, pc->bytes);
 	case PLAN_OPT_MAX_TREES:
@@ -115,8 +124,12 @@ common_opt(const struct plan_cmd *cmd, struct plan_cli *pc, int c, const char *a
 		return cli_int(PROG, "window", arg, 0, 1, pc->window);
 	case PLAN_OPT_MILP_SECONDS:
 		return cli_double(PROG, "milp-seconds", arg, 0.01, 3600, pc->milp_seconds);
-	case PLAN_OPT_JSON: pc->json = true; break;
-	case PLAN_OPT_QUIET: pc->quiet = true; break;
+	case PLAN_OPT_JSON:
+		pc->json = true;
+		break;
+	case PLAN_OPT_QUIET:
+		pc->quiet = true;
+		break;
 	default:
 		return 1;
 	}
@@ -124,8 +137,8 @@ common_opt(const struct plan_cmd *cmd, struct plan_cli *pc, int c, const char *a
 }
 
 bool
-plan_cli_parse(const struct plan_cmd *cmd, struct plan_cli *pc, void *ctx, int argc,
-	       char **argv, int *rc)
+plan_cli_parse(const struct plan_cmd *cmd, struct plan_cli *pc, void *ctx, int argc, char **argv,
+	       int *rc)
 {
 	struct option opts[PLAN_CLI_OPTS_MAX];
 	int c, r;
@@ -243,7 +256,7 @@ plan_print_trees(FILE *f, const struct topo *t, const struct plan *p)
 
 		plan_fmt_bytes(chunk, sizeof(chunk), (double)tr->chunk_bytes);
 		fprintf(f, "  %4d  %-20s %12.4f %7.4f %10.2f %6d %11s\n", i, t->nodes[tr->root].id,
-			tr->rate_gbps, tr->share, plan_tree_height_ms(t, tr), plan_tree_depth(t, tr),
-			chunk);
+			tr->rate_gbps, tr->share, plan_tree_height_ms(t, tr),
+			plan_tree_depth(t, tr), chunk);
 	}
 }

@@ -33,26 +33,26 @@ void plan_note(const char *msg);
  * plan_cli_parse() parses them into struct plan_cli and hands the subcommand the others.
  * --help is taken by every subcommand.
  */
-#define PLAN_OPT_TOPOLOGY       (1u << 0)   /* -t, --topology FILE */
-#define PLAN_OPT_PLAN           (1u << 1)   /* -p, --plan FILE */
-#define PLAN_OPT_OUTPUT         (1u << 2)   /* -o, --output FILE */
-#define PLAN_OPT_WRITE_TOPOLOGY (1u << 3)   /* --write-topology FILE */
-#define PLAN_OPT_CHECK          (1u << 4)   /* --check FILE */
-#define PLAN_OPT_BYTES          (1u << 5)   /* -b, --bytes N: at least 1 */
-#define PLAN_OPT_MAX_TREES      (1u << 6)   /* -k, --max-trees K: 0 .. PLAN_TREES_MAX */
-#define PLAN_OPT_MAX_HEIGHT     (1u << 7)   /* -H, --max-height-ms H: 0 .. 1e9 */
-#define PLAN_OPT_WINDOW         (1u << 8)   /* -w, --window W: 0 or 1 */
-#define PLAN_OPT_MILP_SECONDS   (1u << 9)   /* --milp-seconds S: 0.01 .. 3600 */
-#define PLAN_OPT_JSON           (1u << 10)  /* --json */
-#define PLAN_OPT_QUIET          (1u << 11)  /* -q, --quiet */
+#define PLAN_OPT_TOPOLOGY (1u << 0)       /* -t, --topology FILE */
+#define PLAN_OPT_PLAN (1u << 1)           /* -p, --plan FILE */
+#define PLAN_OPT_OUTPUT (1u << 2)         /* -o, --output FILE */
+#define PLAN_OPT_WRITE_TOPOLOGY (1u << 3) /* --write-topology FILE */
+#define PLAN_OPT_CHECK (1u << 4)          /* --check FILE */
+#define PLAN_OPT_BYTES (1u << 5)          /* -b, --bytes N: at least 1 */
+#define PLAN_OPT_MAX_TREES (1u << 6)      /* -k, --max-trees K: 0 .. PLAN_TREES_MAX */
+#define PLAN_OPT_MAX_HEIGHT (1u << 7)     /* -H, --max-height-ms H: 0 .. 1e9 */
+#define PLAN_OPT_WINDOW (1u << 8)         /* -w, --window W: 0 or 1 */
+#define PLAN_OPT_MILP_SECONDS (1u << 9)   /* --milp-seconds S: 0.01 .. 3600 */
+#define PLAN_OPT_JSON (1u << 10)          /* --json */
+#define PLAN_OPT_QUIET (1u << 11)         /* -q, --quiet */
 
 /** The values of the shared options. */
 struct plan_cli {
-	const char *topo_path;          /* --topology, or NULL */
-	const char *plan_path;          /* --plan, or NULL */
-	const char *out_path;           /* --output, or NULL */
-	const char *topo_out;           /* --write-topology, or NULL */
-	const char *check_path;         /* --check, or NULL */
+	const char *topo_path;  /* --topology, or NULL */
+	const char *plan_path;  /* --plan, or NULL */
+	const char *out_path;   /* --output, or NULL */
+	const char *topo_out;   /* --write-topology, or NULL */
+	const char *check_path; /* --check, or NULL */
 	bool json, quiet;
 	/* Where the numeric ones go, set before plan_cli_parse() for those taken; each keeps
 	 * the value it has there (the subcommand's default) unless given. */
@@ -65,14 +65,14 @@ struct plan_cli {
 
 /** A subcommand's command line. */
 struct plan_cmd {
-	const char *name;               /* "mtree", as messages name it */
-	const char *shortopts;          /* getopt_long()'s, the shared letters included */
-	unsigned int common;            /* the PLAN_OPT_* it takes */
-	const struct option *opts;      /* its own long options ({ NULL } last), or NULL */
+	const char *name;          /* "mtree", as messages name it */
+	const char *shortopts;     /* getopt_long()'s, the shared letters included */
+	unsigned int common;       /* the PLAN_OPT_* it takes */
+	const struct option *opts; /* its own long options ({ NULL } last), or NULL */
 	/* Its own option c (a letter of shortopts, or the val of one of opts) with argument
 	 * arg (NULL if it takes none): 0, or -1 after a one-line error. */
 	int (*opt)(void *ctx, int c, const char *arg);
-	void (*usage)(FILE *f);         /* --help's text */
+	void (*usage)(FILE *f); /* --help's text */
 };
 
 /** Most long options of one subcommand, its own and the shared ones together. */

@@ -33,14 +33,20 @@ usage_selmcast(FILE *f)
 		"\n"
 		"Choose multicast receivers for peer-to-peer synchronisation (SELMCAST): each\n"
 		"sender reaches at least P receivers per round, a pair left out for K rounds in a\n"
-		"row is forced, the round's completion time is minimised, then every receiver that\n"
+		"row is forced, the round's completion time is minimised, then every receiver "
+		"that\n"
 		"fits within it is added. Sites are limited by their ingress and egress bandwidth\n"
-		"only (one big switch). Writes a georeduce-plan/1 plan with a \"multicast\" section.\n"
+		"only (one big switch). Writes a georeduce-plan/1 plan with a \"multicast\" "
+		"section.\n"
 		"\n"
-		"  -t, --topology FILE     georeduce-topology/1; every site with workers takes part.\n"
-		"                          Node fields ingress_gbps, egress_gbps, update_bytes are\n"
-		"                          used if present; otherwise a site's ingress (egress) is\n"
-		"                          the sum of its links' capacities towards (away from) it\n"
+		"  -t, --topology FILE     georeduce-topology/1; every site with workers takes "
+		"part.\n"
+		"                          Node fields ingress_gbps, egress_gbps, update_bytes "
+		"are\n"
+		"                          used if present; otherwise a site's ingress (egress) "
+		"is\n"
+		"                          the sum of its links' capacities towards (away from) "
+		"it\n"
 		"      --random N          instead, N sites on one switch: egress G (1 + L x),\n"
 		"                          ingress G M (1 + L x'), x and x' uniform in [-1, 1]\n"
 		"      --seed S            seed of --random and of the random selection  [1]\n"
@@ -134,8 +140,8 @@ load_instance(struct sel_input *si, const char *path, uint64_t bytes)
 		cli_error(PROG, "selmcast: out of memory");
 		goto out;
 	}
-	n = selmcast_sites(si->t, doc, path, bytes, si->site, si->ingress, si->egress,
-			   si->bytes, err, sizeof(err));
+	n = selmcast_sites(si->t, doc, path, bytes, si->site, si->ingress, si->egress, si->bytes,
+			   err, sizeof(err));
 	if (n < 0) {
 		fprintf(stderr, "%s: %s\n", PROG, err);
 		goto out;
@@ -169,8 +175,8 @@ means(const struct selmcast_result *res, int rounds, int n, double *secs, double
 /* --compare: SELMCAST and random selection each over their own rounds; the MILP on the
  * rounds SELMCAST meets (same staleness), for the gap. */
 static int
-compare(const struct sel_input *si, const struct selmcast_inst *in, int rounds,
-	uint64_t seed, const struct selmcast_exact_opts *eo, bool exact, bool json)
+compare(const struct sel_input *si, const struct selmcast_inst *in, int rounds, uint64_t seed,
+	const struct selmcast_exact_opts *eo, bool exact, bool json)
 {
 	size_t nn = (size_t)si->n * (size_t)si->n;
 	struct selmcast_result *hr = calloc((size_t)rounds, sizeof(*hr));
@@ -180,7 +186,7 @@ compare(const struct sel_input *si, const struct selmcast_inst *in, int rounds,
 	double h_plan = 0, h_plan_max = 0, e_plan = 0, gap_max = 0, gap_lb_max = 0;
 	double h_s, h_per, r_s, r_per, e_s = 0, e_per = 0;
 	int rc = CLI_EXIT_FAIL, t_opt = 0, c_opt = 0;
-	struct selmcast_state st = { 0 };
+	struct selmcast_state st = {0};
 
 	if (hr == NULL || rr == NULL || er == NULL || x == NULL || xr == NULL || xe == NULL ||
 	    selmcast_state_init(&st, si->n) != 0) {
@@ -220,27 +226,29 @@ compare(const struct sel_input *si, const struct selmcast_inst *in, int rounds,
 	if (exact)
 		means(er, rounds, si->n, &e_s, &e_per);
 	if (json) {
-		json_t *root = json_pack("{s:s, s:i, s:s, s:i, s:i, s:i, s:[]}", "topology",
-					 si->t->name, "sites", si->n, "model",
-					 model_name(in->model), "p", in->p[0], "stale_rounds",
-					 in->stale_rounds, "rounds", rounds, "rows");
+		json_t *root =
+			json_pack("{s:s, s:i, s:s, s:i, s:i, s:i, s:[]}", "topology", si->t->name,
+				  "sites", si->n, "model", model_name(in->model), "p", in->p[0],
+				  "stale_rounds", in->stale_rounds, "rounds", rounds, "rows");
 		json_t *arr = json_object_get(root, "rows");
 
-		json_array_append_new(arr, json_pack("{s:s, s:f, s:f, s:f, s:f}", "algorithm",
-						     "selmcast", "mean_seconds", h_s,
-						     "receivers_per_sender", h_per,
-						     "planning_seconds", h_plan,
-						     "max_planning_seconds", h_plan_max));
+		json_array_append_new(arr,
+				      json_pack("{s:s, s:f, s:f, s:f, s:f}", "algorithm",
+						"selmcast", "mean_seconds", h_s,
+						"receivers_per_sender", h_per, "planning_seconds",
+						h_plan, "max_planning_seconds", h_plan_max));
 		json_array_append_new(arr, json_pack("{s:s, s:f, s:f}", "algorithm", "random",
 						     "mean_seconds", r_s, "receivers_per_sender",
 						     r_per));
 		if (exact)
-			json_array_append_new(arr, json_pack(
-				"{s:s, s:f, s:f, s:f, s:i, s:i, s:f, s:f}", "algorithm", "exact",
-				"mean_seconds", e_s, "receivers_per_sender", e_per,
-				"planning_seconds", e_plan, "time_optimal_rounds", t_opt,
-				"count_optimal_rounds", c_opt, "max_selmcast_over_exact", gap_max,
-				"max_selmcast_over_bound", gap_lb_max));
+			json_array_append_new(
+				arr,
+				json_pack("{s:s, s:f, s:f, s:f, s:i, s:i, s:f, s:f}", "algorithm",
+					  "exact", "mean_seconds", e_s, "receivers_per_sender",
+					  e_per, "planning_seconds", e_plan, "time_optimal_rounds",
+					  t_opt, "count_optimal_rounds", c_opt,
+					  "max_selmcast_over_exact", gap_max,
+					  "max_selmcast_over_bound", gap_lb_max));
 		json_util_dump_new(root, stdout);
 	} else {
 		printf("'%s': %d sites, %s-layer multicast, p = %d, stale rounds %d, %d round%s\n",
@@ -254,9 +262,10 @@ compare(const struct sel_input *si, const struct selmcast_inst *in, int rounds,
 		if (exact) {
 			printf("%-10s %14.6g %14.3f %9.3fx %12.6f\n", "exact", e_s, e_per,
 			       e_per / r_per, e_plan);
-			printf("selmcast over exact: at most %.4f (over the proven bound %.4f); MILP "
-			       "optimal in %d/%d rounds for time, %d/%d for receivers\n", gap_max,
-			       gap_lb_max, t_opt, rounds, c_opt, rounds);
+			printf("selmcast over exact: at most %.4f (over the proven bound %.4f); "
+			       "MILP "
+			       "optimal in %d/%d rounds for time, %d/%d for receivers\n",
+			       gap_max, gap_lb_max, t_opt, rounds, c_opt, rounds);
 		} else {
 			printf("exact MILP skipped: n > %d\n", SELMCAST_EXACT_MAX_N);
 		}
@@ -298,8 +307,8 @@ check_plan(const struct topo *t, const char *path)
 }
 
 static void
-summary(FILE *f, const struct sel_input *si, const struct selmcast_inst *in,
-	const char *algo, const struct selmcast_result *res, int rounds, double secs)
+summary(FILE *f, const struct sel_input *si, const struct selmcast_inst *in, const char *algo,
+	const struct selmcast_result *res, int rounds, double secs)
 {
 	double s, per;
 
@@ -324,26 +333,26 @@ struct sel_cli {
 	double mean_gbps, lambda, mu;
 	uint64_t bytes;
 	enum selmcast_algo algo;
-	struct selmcast_exact_opts eo;  /* its time limit is --milp-seconds */
-	struct selmcast_inst in;        /* model and stale_rounds; the rest from the instance */
+	struct selmcast_exact_opts eo; /* its time limit is --milp-seconds */
+	struct selmcast_inst in;       /* model and stale_rounds; the rest from the instance */
 	bool do_compare;
 };
 
 static const struct option selmcast_longopts[] = {
-	{ "random", required_argument, NULL, 'N' },
-	{ "seed", required_argument, NULL, 'S' },
-	{ "mean-gbps", required_argument, NULL, 'G' },
-	{ "lambda", required_argument, NULL, 'L' },
-	{ "mu", required_argument, NULL, 'U' },
-	{ "p", required_argument, NULL, 'p' },
-	{ "stale-rounds", required_argument, NULL, 'k' },
-	{ "rounds", required_argument, NULL, 'R' },
-	{ "model", required_argument, NULL, 'm' },
-	{ "bytes", required_argument, NULL, 'b' },
-	{ "random-select", no_argument, NULL, 'r' },
-	{ "exact", no_argument, NULL, 'E' },
-	{ "compare", no_argument, NULL, 'C' },
-	{ NULL, 0, NULL, 0 },
+	{"random", required_argument, NULL, 'N'},
+	{"seed", required_argument, NULL, 'S'},
+	{"mean-gbps", required_argument, NULL, 'G'},
+	{"lambda", required_argument, NULL, 'L'},
+	{"mu", required_argument, NULL, 'U'},
+	{"p", required_argument, NULL, 'p'},
+	{"stale-rounds", required_argument, NULL, 'k'},
+	{"rounds", required_argument, NULL, 'R'},
+	{"model", required_argument, NULL, 'm'},
+	{"bytes", required_argument, NULL, 'b'},
+	{"random-select", no_argument, NULL, 'r'},
+	{"exact", no_argument, NULL, 'E'},
+	{"compare", no_argument, NULL, 'C'},
+	{NULL, 0, NULL, 0},
 };
 
 static int
@@ -352,14 +361,22 @@ selmcast_opt(void *ctx, int c, const char *arg)
 	struct sel_cli *o = ctx;
 
 	switch (c) {
-	case 'N': return cli_int(PROG, "random", arg, 2, TOPO_NODES_MAX - 1, &o->random_n);
-	case 'S': return cli_int(PROG, "seed", arg, 0, 2147483647, &o->seed);
-	case 'G': return cli_double(PROG, "mean-gbps", arg, 1e-9, 1e9, &o->mean_gbps);
-	case 'L': return cli_double(PROG, "lambda", arg, 0, 0.999999, &o->lambda);
-	case 'U': return cli_double(PROG, "mu", arg, 1e-9, 1e9, &o->mu);
-	case 'p': return cli_int(PROG, "p", arg, 1, TOPO_NODES_MAX, &o->p);
-	case 'k': return cli_int(PROG, "stale-rounds", arg, 0, 1000000, &o->in.stale_rounds);
-	case 'R': return cli_int(PROG, "rounds", arg, 1, SELMCAST_ROUNDS_MAX, &o->rounds);
+	case 'N':
+		return cli_int(PROG, "random", arg, 2, TOPO_NODES_MAX - 1, &o->random_n);
+	case 'S':
+		return cli_int(PROG, "seed", arg, 0, 2147483647, &o->seed);
+	case 'G':
+		return cli_double(PROG, "mean-gbps", arg, 1e-9, 1e9, &o->mean_gbps);
+	case 'L':
+		return cli_double(PROG, "lambda", arg, 0, 0.999999, &o->lambda);
+	case 'U':
+		return cli_double(PROG, "mu", arg, 1e-9, 1e9, &o->mu);
+	case 'p':
+		return cli_int(PROG, "p", arg, 1, TOPO_NODES_MAX, &o->p);
+	case 'k':
+		return cli_int(PROG, "stale-rounds", arg, 0, 1000000, &o->in.stale_rounds);
+	case 'R':
+		return cli_int(PROG, "rounds", arg, 1, SELMCAST_ROUNDS_MAX, &o->rounds);
 	case 'm':
 		if (strcmp(arg, "network") == 0) {
 			o->in.model = SELMCAST_NETWORK;
@@ -378,10 +395,17 @@ selmcast_opt(void *ctx, int c, const char *arg)
 			return -1;
 		}
 		return 0;
-	case 'r': o->algo = SELMCAST_RANDOM; return 0;
-	case 'E': o->algo = SELMCAST_EXACT; return 0;
-	case 'C': o->do_compare = true; return 0;
-	default: return -1;
+	case 'r':
+		o->algo = SELMCAST_RANDOM;
+		return 0;
+	case 'E':
+		o->algo = SELMCAST_EXACT;
+		return 0;
+	case 'C':
+		o->do_compare = true;
+		return 0;
+	default:
+		return -1;
 	}
 }
 
@@ -435,8 +459,10 @@ sel_problem(struct sel_cli *o, struct sel_input *si)
 	char err[TOPO_ERR_MAX];
 
 	if (si->n < 2) {
-		cli_error(PROG, "--topology: '%s' has %d site%s with workers: multicast needs at "
-			  "least 2", si->t->name, si->n, si->n == 1 ? "" : "s");
+		cli_error(PROG,
+			  "--topology: '%s' has %d site%s with workers: multicast needs at "
+			  "least 2",
+			  si->t->name, si->n, si->n == 1 ? "" : "s");
 		return -1;
 	}
 	if (o->p == 0)
@@ -490,15 +516,16 @@ sel_plan(const struct sel_cli *o, const struct plan_cli *pc, const struct sel_in
 	rc = CLI_EXIT_FAIL;
 	t_plan = clock_now_s();
 	if (selmcast_run(&o->in, algo, rounds, (uint64_t)o->seed, &o->eo, x, res) != 0) {
-		cli_error(PROG, "selmcast: %s", algo == SELMCAST_EXACT ? "the MILP solver failed" :
-			  "out of memory");
+		cli_error(PROG, "selmcast: %s",
+			  algo == SELMCAST_EXACT ? "the MILP solver failed" : "out of memory");
 		goto out;
 	}
 	t_plan = clock_now_s() - t_plan;
 	for (int r = 0; r < rounds; r++)
 		secs[r] = res[r].seconds;
 	plan = plan_create(algo == SELMCAST_HEURISTIC ? "selmcast" :
-			   algo == SELMCAST_RANDOM ? "selmcast-random" : "selmcast-exact",
+			   algo == SELMCAST_RANDOM    ? "selmcast-random" :
+							"selmcast-exact",
 			   si->t, 1);
 	if (plan == NULL)
 		goto out;
@@ -532,12 +559,17 @@ out:
 int
 cmd_selmcast(int argc, char **argv)
 {
-	struct sel_cli o = { .seed = 1, .rounds = 1, .mean_gbps = 10, .lambda = 0.5, .mu = 1,
-			     .bytes = SEL_DEFAULT_BYTES, .algo = SELMCAST_HEURISTIC,
-			     .eo = { .time_limit_s = 10 },
-			     .in = { .model = SELMCAST_NETWORK, .stale_rounds = 4 } };
-	struct plan_cli pc = { .milp_seconds = &o.eo.time_limit_s };
-	struct sel_input si = { 0 };
+	struct sel_cli o = {.seed = 1,
+			    .rounds = 1,
+			    .mean_gbps = 10,
+			    .lambda = 0.5,
+			    .mu = 1,
+			    .bytes = SEL_DEFAULT_BYTES,
+			    .algo = SELMCAST_HEURISTIC,
+			    .eo = {.time_limit_s = 10},
+			    .in = {.model = SELMCAST_NETWORK, .stale_rounds = 4}};
+	struct plan_cli pc = {.milp_seconds = &o.eo.time_limit_s};
+	struct sel_input si = {0};
 	int rc = CLI_EXIT_USAGE;
 
 	if (!plan_cli_parse(&selmcast_cmd, &pc, &o, argc, argv, &rc))

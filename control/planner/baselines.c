@@ -33,9 +33,9 @@ dlink_gbps(const struct topo *t, int d)
 /* All-pairs routes: for every (u, v) the directed links of the shortest path u -> v. */
 struct routes {
 	int n;
-	int *off;               /* (n * n + 1) offsets into hops */
-	int *hops;              /* directed link ids */
-	double *lat;            /* n * n route latencies */
+	int *off;    /* (n * n + 1) offsets into hops */
+	int *hops;   /* directed link ids */
+	double *lat; /* n * n route latencies */
 };
 
 static void
@@ -104,9 +104,9 @@ out:
 }
 
 struct ring_eval {
-	double fwd, rev;        /* bottleneck rate of each ring direction alone */
-	double rate;            /* algorithm bandwidth with the best split */
-	double frac;            /* share of the tensor on the forward ring */
+	double fwd, rev; /* bottleneck rate of each ring direction alone */
+	double rate;     /* algorithm bandwidth with the best split */
+	double frac;     /* share of the tensor on the forward ring */
 	double lat_sum, lat_max;
 };
 
@@ -242,9 +242,9 @@ baseline_ring(const struct topo *t, double time_limit_s, struct ring_plan *rp)
 {
 	int m = topo_worker_sites(t), *cur = NULL, *load = NULL, *sites = NULL, rc = -ENOMEM;
 	double t0 = clock_now_s();
-	struct ring_eval best = { .rate = -1, .lat_sum = INFINITY };
+	struct ring_eval best = {.rate = -1, .lat_sum = INFINITY};
 	unsigned long long rng = 0x9e3779b97f4a7c15ull;
-	struct routes r = { 0 };
+	struct routes r = {0};
 	int starts;
 
 	memset(rp, 0, sizeof(*rp));
@@ -316,7 +316,8 @@ baseline_ring(const struct topo *t, double time_limit_s, struct ring_plan *rp)
 
 					reverse_seg(cur, i, j);
 					ring_eval(t, &r, cur, m, load, &e2);
-					if (ring_better(e2.rate, e2.lat_sum, cur_e.rate, cur_e.lat_sum)) {
+					if (ring_better(e2.rate, e2.lat_sum, cur_e.rate,
+							cur_e.lat_sum)) {
 						cur_e = e2;
 						improved = true;
 					} else {
@@ -386,7 +387,8 @@ baseline_ps_at(const struct topo *t, int server, struct ps_plan *ps)
 {
 	size_t n = (size_t)t->n_nodes;
 	double *dist = malloc(sizeof(double) * n);
-	int *pred = malloc(sizeof(int) * n), *load = calloc(2 * (size_t)t->n_links + 2, sizeof(int));
+	int *pred = malloc(sizeof(int) * n),
+	    *load = calloc(2 * (size_t)t->n_links + 2, sizeof(int));
 	int rc = -ENOMEM;
 
 	memset(ps, 0, sizeof(*ps));

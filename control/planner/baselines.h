@@ -47,9 +47,9 @@ void ring_plan_fini(struct ring_plan *rp);
 struct plan *baseline_single_tree(const struct topo *t, uint64_t bytes, int window);
 
 struct ps_plan {
-	int server;             /* node index */
-	double rate_gbps;       /* per-worker-site rate: the most loaded link's capacity / load */
-	double max_latency_ms;  /* longest route to the server */
+	int server;            /* node index */
+	double rate_gbps;      /* per-worker-site rate: the most loaded link's capacity / load */
+	double max_latency_ms; /* longest route to the server */
 };
 
 /** Best parameter-server site. Returns 0 or a negative errno. */

@@ -20,24 +20,27 @@
 /* What the model needs of a worker site besides its sizes. */
 struct bc_ctx {
 	const struct topo *t;
-	int n;                  /* worker sites */
+	int n; /* worker sites */
 	const struct bc_site *sites;
-	double *alpha;          /* one LAN hop: lan_latency + BC_HOP_S (s) */
-	double *beta;           /* LAN seconds per byte: 8 / lan_gbps */
-	double *d;              /* scratch: bytes per rank at each site */
-	double bytes;           /* N */
-	double wan_alpha;       /* one way through the WAN stage: a LAN hop, the tallest
+	double *alpha;    /* one LAN hop: lan_latency + BC_HOP_S (s) */
+	double *beta;     /* LAN seconds per byte: 8 / lan_gbps */
+	double *d;        /* scratch: bytes per rank at each site */
+	double bytes;     /* N */
+	double wan_alpha; /* one way through the WAN stage: a LAN hop, the tallest
 				 * tree, a fixed cost per tree hop (s) */
-	double wan_beta;        /* N / R, the trees at their aggregate rate (s) */
+	double wan_beta;  /* N / R, the trees at their aggregate rate (s) */
 };
 
 const char *
 bc_op_name(enum bc_op op)
 {
 	switch (op) {
-	case BC_OP_REDUCE_SCATTER: return "reduce_scatter";
-	case BC_OP_ALLREDUCE: return "allreduce";
-	default: return "all_gather";
+	case BC_OP_REDUCE_SCATTER:
+		return "reduce_scatter";
+	case BC_OP_ALLREDUCE:
+		return "allreduce";
+	default:
+		return "all_gather";
 	}
 }
 
@@ -65,7 +68,8 @@ bc_levels_str(unsigned levels, char *buf)
 static int
 group_at(const struct bc_site *s, unsigned levels)
 {
-	return ((levels & BC_LEVEL_W) ? s->per_gateway : 1) * ((levels & BC_LEVEL_G) ? s->gateways : 1);
+	return ((levels & BC_LEVEL_W) ? s->per_gateway : 1) *
+	       ((levels & BC_LEVEL_G) ? s->gateways : 1);
 }
 
 /* "[W][G][S]" from the stages before and at the AllReduce. */
@@ -153,14 +157,15 @@ cost_candidate(const struct bc_ctx *c, const unsigned *blocks, int nb, unsigned 
 /* Every ordered partition of `rest` into ring stages after blocks[0..nb-1]
  * (BC_RING_STAGES_MAX entries). */
 static void
-enumerate(const struct bc_ctx *c, unsigned present, unsigned rings, unsigned rest,
-	  unsigned *blocks, int nb, struct bc_result *r)
+enumerate(const struct bc_ctx *c, unsigned present, unsigned rings, unsigned rest, unsigned *blocks,
+	  int nb, struct bc_result *r)
 {
 	if (nb == BC_RING_STAGES_MAX && rest != 0)
 		return; /* not reached: rest is a subset of the in-site levels left */
 	if (rest == 0) {
 		if (r->n_candidates < BC_CANDIDATES_MAX)
-			cost_candidate(c, blocks, nb, present & ~rings, &r->cand[r->n_candidates++]);
+			cost_candidate(c, blocks, nb, present & ~rings,
+				       &r->cand[r->n_candidates++]);
 		return;
 	}
 	for (unsigned sub = rest; sub != 0; sub = (sub - 1) & rest) {
@@ -216,7 +221,7 @@ flat_ring_seconds(const struct bc_ctx *c, double ring_seconds, double *out)
 		double b_step = rp.rate_gbps * 1e9 / 8 * 2.0 * (rp.m - 1) / rp.m;
 
 		step = fmax(step, rp.step_latency_ms * 1e-3 + BC_HOP_S + 2 * lan_alpha +
-				  c->bytes / p / b_step);
+					  c->bytes / p / b_step);
 		ring_plan_fini(&rp);
 	}
 	*out = 2 * (p - 1) * step;
@@ -239,11 +244,13 @@ sites_init(const struct topo *t, const struct bc_opts *o, struct bc_result *r, c
 		if (t->nodes[v].workers <= 0)
 			continue;
 		g = o->gateways > 0 ? o->gateways : t->nodes[v].gateways;
-		w = o->workers_per_gateway > 0 ? g * (long)o->workers_per_gateway
-					       : t->nodes[v].workers;
+		w = o->workers_per_gateway > 0 ? g * (long)o->workers_per_gateway :
+						 t->nodes[v].workers;
 		if (w > BC_RANKS_MAX || g > BC_RANKS_MAX)
-			return json_util_fail(err, errlen, "site '%s': %ld workers, %ld gateways: "
-					      "more than %d", t->nodes[v].id, w, g, BC_RANKS_MAX);
+			return json_util_fail(err, errlen,
+					      "site '%s': %ld workers, %ld gateways: "
+					      "more than %d",
+					      t->nodes[v].id, w, g, BC_RANKS_MAX);
 		s = &r->h.sites[r->h.n_sites++];
 		s->node = v;
 		s->workers = (int)w;
@@ -256,11 +263,11 @@ sites_init(const struct topo *t, const struct bc_opts *o, struct bc_result *r, c
 }
 
 int
-blueconnect_plan(const struct topo *t, const struct bc_opts *o, struct bc_result *r,
-		 char *err, size_t errlen)
+blueconnect_plan(const struct topo *t, const struct bc_opts *o, struct bc_result *r, char *err,
+		 size_t errlen)
 {
 	struct mtree_opts mo = MTREE_OPTS_DEFAULT;
-	struct bc_ctx c = { .t = t };
+	struct bc_ctx c = {.t = t};
 	unsigned present = 0, blocks[BC_RING_STAGES_MAX];
 	double rate;
 	int rc;
@@ -401,23 +408,22 @@ bc_hierarchy_to_json(const struct topo *t, const struct bc_hierarchy *h)
 	for (int i = 0; sites != NULL && i < h->n_sites; i++) {
 		const struct bc_site *s = &h->sites[i];
 
-		json_array_append_new(sites, json_pack("{s:s, s:i, s:i, s:i}", "id",
-						       t->nodes[s->node].id, "workers", s->workers,
-						       "gateways", s->gateways, "workers_per_gateway",
-						       s->per_gateway));
+		json_array_append_new(sites,
+				      json_pack("{s:s, s:i, s:i, s:i}", "id", t->nodes[s->node].id,
+						"workers", s->workers, "gateways", s->gateways,
+						"workers_per_gateway", s->per_gateway));
 	}
 	for (int i = 0; stages != NULL && i < h->n_stages; i++) {
 		const struct bc_stage *st = &h->stages[i];
 		char lv[4];
 
 		bc_levels_str(st->levels, lv);
-		json_array_append_new(stages, json_pack("{s:s, s:s, s:s, s:i, s:I, s:f}",
-							"operation", bc_op_name(st->op),
-							"fabric", bc_fabric_name(st->fabric),
-							"levels", lv, "group_size", st->group_size,
-							"bytes_per_rank",
-							(json_int_t)st->bytes_per_rank,
-							"seconds", st->seconds));
+		json_array_append_new(
+			stages,
+			json_pack("{s:s, s:s, s:s, s:i, s:I, s:f}", "operation", bc_op_name(st->op),
+				  "fabric", bc_fabric_name(st->fabric), "levels", lv, "group_size",
+				  st->group_size, "bytes_per_rank", (json_int_t)st->bytes_per_rank,
+				  "seconds", st->seconds));
 	}
 	if (sites == NULL || stages == NULL) {
 		json_decref(sites);
@@ -428,8 +434,9 @@ bc_hierarchy_to_json(const struct topo *t, const struct bc_hierarchy *h)
 			 "stages", stages, "seconds", h->seconds);
 	if (root != NULL && h->flat_ring_seconds >= 0 && h->site_mtree_seconds >= 0)
 		json_object_set_new(root, "baselines",
-				    json_pack("{s:f, s:f}", "flat_ring_seconds", h->flat_ring_seconds,
-					      "site_mtree_seconds", h->site_mtree_seconds));
+				    json_pack("{s:f, s:f}", "flat_ring_seconds",
+					      h->flat_ring_seconds, "site_mtree_seconds",
+					      h->site_mtree_seconds));
 	return root;
 }
 
@@ -441,14 +448,14 @@ only_fields(const json_t *o, const char *const *allowed, const char *src, const 
 	const char *key;
 	json_t *v;
 
-	json_object_foreach((json_t *)o, key, v) {
+	json_object_foreach ((json_t *)o, key, v) {
 		bool known = false;
 
 		for (int i = 0; allowed[i] != NULL && !known; i++)
 			known = strcmp(key, allowed[i]) == 0;
 		if (!known)
-			return json_util_fail(err, errlen, "%s: field '%s.%.64s': unknown field", src,
-					      path, key);
+			return json_util_fail(err, errlen, "%s: field '%s.%.64s': unknown field",
+					      src, path, key);
 	}
 	return 0;
 }
@@ -465,9 +472,10 @@ get_int(const json_t *o, const char *key, long min, long max, const char *src, c
 		return json_util_fail(err, errlen, "%s: field '%s.%s': not an integer", src, path,
 				      key);
 	if (json_integer_value(v) < min || json_integer_value(v) > max)
-		return json_util_fail(err, errlen, "%s: field '%s.%s': %lld is out of range "
-				      "[%ld, %ld]", src, path, key,
-				      (long long)json_integer_value(v), min, max);
+		return json_util_fail(err, errlen,
+				      "%s: field '%s.%s': %lld is out of range "
+				      "[%ld, %ld]",
+				      src, path, key, (long long)json_integer_value(v), min, max);
 	*out = (long)json_integer_value(v);
 	return 0;
 }
@@ -507,16 +515,19 @@ static int
 parse_sites(const struct topo *t, const json_t *arr, const char *src, struct bc_hierarchy *h,
 	    char *err, size_t errlen)
 {
-	static const char *const fields[] = { "id", "workers", "gateways", "workers_per_gateway",
-					      NULL };
+	static const char *const fields[] = {"id", "workers", "gateways", "workers_per_gateway",
+					     NULL};
 	int want = topo_worker_sites(t);
 	char *seen;
 
 	if (!json_is_array(arr))
-		return json_util_fail(err, errlen, "%s: field 'hierarchy.sites': not an array", src);
+		return json_util_fail(err, errlen, "%s: field 'hierarchy.sites': not an array",
+				      src);
 	if ((int)json_array_size(arr) != want)
-		return json_util_fail(err, errlen, "%s: field 'hierarchy.sites': %zu entries, the "
-				      "topology has %d worker sites", src, json_array_size(arr), want);
+		return json_util_fail(err, errlen,
+				      "%s: field 'hierarchy.sites': %zu entries, the "
+				      "topology has %d worker sites",
+				      src, json_array_size(arr), want);
 	h->sites = calloc((size_t)want + 1, sizeof(*h->sites));
 	seen = calloc((size_t)t->n_nodes + 1, 1);
 	if (h->sites == NULL || seen == NULL) {
@@ -534,7 +545,8 @@ parse_sites(const struct topo *t, const json_t *arr, const char *src, struct bc_
 		snprintf(path, sizeof(path), "hierarchy.sites[%d]", i);
 		if (!json_is_object(e)) {
 			free(seen);
-			return json_util_fail(err, errlen, "%s: field '%s': not an object", src, path);
+			return json_util_fail(err, errlen, "%s: field '%s': not an object", src,
+					      path);
 		}
 		if (only_fields(e, fields, src, path, err, errlen) != 0 ||
 		    (id = get_string(e, "id", src, path, err, errlen)) == NULL ||
@@ -547,22 +559,24 @@ parse_sites(const struct topo *t, const json_t *arr, const char *src, struct bc_
 		}
 		v = topo_node_index(t, id);
 		if (v < 0 || t->nodes[v].workers <= 0 || seen[v]) {
-			const char *why = v < 0 ? "not a node of the topology" :
-					  seen[v] ? "listed twice" : "a relay site (no workers)";
+			const char *why = v < 0   ? "not a node of the topology" :
+					  seen[v] ? "listed twice" :
+						    "a relay site (no workers)";
 
 			free(seen);
-			return json_util_fail(err, errlen, "%s: field '%s.id': '%.64s' is %s", src, path,
-					      id, why);
+			return json_util_fail(err, errlen, "%s: field '%s.id': '%.64s' is %s", src,
+					      path, id, why);
 		}
 		if (per != (w + g - 1) / g) {
 			free(seen);
-			return json_util_fail(err, errlen, "%s: field '%s.workers_per_gateway': %ld "
-					      "workers over %ld gateways make %ld per gateway", src, path,
-					      w, g, (w + g - 1) / g);
+			return json_util_fail(err, errlen,
+					      "%s: field '%s.workers_per_gateway': %ld "
+					      "workers over %ld gateways make %ld per gateway",
+					      src, path, w, g, (w + g - 1) / g);
 		}
 		seen[v] = 1;
-		*s = (struct bc_site){ .node = v, .workers = (int)w, .gateways = (int)g,
-				       .per_gateway = (int)per };
+		*s = (struct bc_site){
+			.node = v, .workers = (int)w, .gateways = (int)g, .per_gateway = (int)per};
 		h->n_sites++;
 	}
 	free(seen);
@@ -580,23 +594,25 @@ parse_levels(const char *str, enum bc_op op, const char *src, const char *path, 
 		m |= *c == 'W' ? BC_LEVEL_W : *c == 'G' ? BC_LEVEL_G : *c == 'S' ? BC_LEVEL_S : 8u;
 	bc_levels_str(m & 7u, canon);
 	if (m == 0 || (m & 8u) || strcmp(canon, str) != 0)
-		return json_util_fail(err, errlen, "%s: field '%s.levels': '%.16s' is not one or "
-				      "more of W, G, S in that order", src, path, str);
+		return json_util_fail(err, errlen,
+				      "%s: field '%s.levels': '%.16s' is not one or "
+				      "more of W, G, S in that order",
+				      src, path, str);
 	if ((op == BC_OP_ALLREDUCE) != ((m & BC_LEVEL_S) != 0))
 		return json_util_fail(err, errlen, "%s: field '%s.levels': %s", src, path,
-				      op == BC_OP_ALLREDUCE ? "the allreduce stage spans the sites (S)" :
-				      "only the allreduce stage spans the sites (S)");
+				      op == BC_OP_ALLREDUCE ?
+					      "the allreduce stage spans the sites (S)" :
+					      "only the allreduce stage spans the sites (S)");
 	*out = m;
 	return 0;
 }
 
 static int
-parse_stage(const json_t *e, int i, const char *src, struct bc_stage *st, char *err,
-	    size_t errlen)
+parse_stage(const json_t *e, int i, const char *src, struct bc_stage *st, char *err, size_t errlen)
 {
-	static const char *const fields[] = { "operation", "fabric", "levels", "group_size",
-					      "bytes_per_rank", "seconds", NULL };
-	static const enum bc_op ops[] = { BC_OP_REDUCE_SCATTER, BC_OP_ALLREDUCE, BC_OP_ALL_GATHER };
+	static const char *const fields[] = {"operation",      "fabric",  "levels", "group_size",
+					     "bytes_per_rank", "seconds", NULL};
+	static const enum bc_op ops[] = {BC_OP_REDUCE_SCATTER, BC_OP_ALLREDUCE, BC_OP_ALL_GATHER};
 	const char *op, *fabric, *levels;
 	char path[48];
 	long gs, bytes;
@@ -617,16 +633,22 @@ parse_stage(const json_t *e, int i, const char *src, struct bc_stage *st, char *
 	for (k = 0; k < 3 && strcmp(op, bc_op_name(ops[k])) != 0; k++)
 		;
 	if (k == 3)
-		return json_util_fail(err, errlen, "%s: field '%s.operation': '%.32s' is not "
-				      "reduce_scatter, allreduce or all_gather", src, path, op);
+		return json_util_fail(err, errlen,
+				      "%s: field '%s.operation': '%.32s' is not "
+				      "reduce_scatter, allreduce or all_gather",
+				      src, path, op);
 	st->op = ops[k];
 	if (strcmp(fabric, "lan") != 0 && strcmp(fabric, "wan") != 0)
-		return json_util_fail(err, errlen, "%s: field '%s.fabric': '%.32s' is not lan or "
-				      "wan", src, path, fabric);
+		return json_util_fail(err, errlen,
+				      "%s: field '%s.fabric': '%.32s' is not lan or "
+				      "wan",
+				      src, path, fabric);
 	st->fabric = strcmp(fabric, "lan") == 0 ? BC_FABRIC_LAN : BC_FABRIC_WAN;
 	if ((st->fabric == BC_FABRIC_WAN) != (st->op == BC_OP_ALLREDUCE))
-		return json_util_fail(err, errlen, "%s: field '%s.fabric': the allreduce stage runs "
-				      "on the wan, every other stage on the lan", src, path);
+		return json_util_fail(err, errlen,
+				      "%s: field '%s.fabric': the allreduce stage runs "
+				      "on the wan, every other stage on the lan",
+				      src, path);
 	if (parse_levels(levels, st->op, src, path, &st->levels, err, errlen) != 0)
 		return -EINVAL;
 	st->group_size = (int)gs;
@@ -649,14 +671,17 @@ check_stages(const struct bc_hierarchy *h, const char *src, char *err, size_t er
 	}
 	for (int i = 0; i < n; i++) {
 		const struct bc_stage *st = &h->stages[i];
-		enum bc_op want = i < nb ? BC_OP_REDUCE_SCATTER :
-				  i == nb ? BC_OP_ALLREDUCE : BC_OP_ALL_GATHER;
+		enum bc_op want = i < nb  ? BC_OP_REDUCE_SCATTER :
+				  i == nb ? BC_OP_ALLREDUCE :
+					    BC_OP_ALL_GATHER;
 		int gs = 1;
 
 		if (st->op != want)
-			return json_util_fail(err, errlen, "%s: field 'hierarchy.stages[%d].operation': "
-					      "want %s (reduce-scatters, one allreduce, all-gathers)",
-					      src, i, bc_op_name(want));
+			return json_util_fail(
+				err, errlen,
+				"%s: field 'hierarchy.stages[%d].operation': "
+				"want %s (reduce-scatters, one allreduce, all-gathers)",
+				src, i, bc_op_name(want));
 		for (int s = 0; s < h->n_sites; s++) {
 			int k = group_at(&h->sites[s], st->levels);
 
@@ -665,38 +690,51 @@ check_stages(const struct bc_hierarchy *h, const char *src, char *err, size_t er
 		if (st->levels & BC_LEVEL_S)
 			gs *= h->n_sites;
 		if (st->group_size != gs)
-			return json_util_fail(err, errlen, "%s: field 'hierarchy.stages[%d].group_size': "
-					      "%d, the sites make %d", src, i, st->group_size, gs);
+			return json_util_fail(err, errlen,
+					      "%s: field 'hierarchy.stages[%d].group_size': "
+					      "%d, the sites make %d",
+					      src, i, st->group_size, gs);
 		if (i > nb) {
 			const struct bc_stage *rs = &h->stages[n - 1 - i];
 
 			if (st->levels != rs->levels || st->group_size != rs->group_size ||
 			    st->bytes_per_rank != rs->bytes_per_rank)
-				return json_util_fail(err, errlen, "%s: field 'hierarchy.stages[%d]': "
-						      "does not mirror stages[%d]", src, i, n - 1 - i);
+				return json_util_fail(err, errlen,
+						      "%s: field 'hierarchy.stages[%d]': "
+						      "does not mirror stages[%d]",
+						      src, i, n - 1 - i);
 			continue;
 		}
 		if (used & st->levels)
-			return json_util_fail(err, errlen, "%s: field 'hierarchy.stages[%d].levels': a "
-					      "level is used twice", src, i);
+			return json_util_fail(err, errlen,
+					      "%s: field 'hierarchy.stages[%d].levels': a "
+					      "level is used twice",
+					      src, i);
 		used |= st->levels;
 		if (i > 0 && st->bytes_per_rank > h->stages[i - 1].bytes_per_rank)
-			return json_util_fail(err, errlen, "%s: field 'hierarchy.stages[%d].bytes_per_"
-					      "rank': grows after a reduce-scatter", src, i);
+			return json_util_fail(err, errlen,
+					      "%s: field 'hierarchy.stages[%d].bytes_per_"
+					      "rank': grows after a reduce-scatter",
+					      src, i);
 	}
 	if ((need & ~used) != 0)
-		return json_util_fail(err, errlen, "%s: field 'hierarchy.stages': level %s of the "
-				      "sites is in no stage", src,
-				      (need & ~used & BC_LEVEL_W) ? "W" : "G");
+		return json_util_fail(err, errlen,
+				      "%s: field 'hierarchy.stages': level %s of the "
+				      "sites is in no stage",
+				      src, (need & ~used & BC_LEVEL_W) ? "W" : "G");
 	for (int i = 0; i < n; i++)
 		sum += h->stages[i].seconds;
 	if (fabs(sum - h->seconds) > 1e-9 * fmax(1, sum))
-		return json_util_fail(err, errlen, "%s: field 'hierarchy.seconds': %.17g, the stages "
-				      "sum to %.17g", src, h->seconds, sum);
+		return json_util_fail(err, errlen,
+				      "%s: field 'hierarchy.seconds': %.17g, the stages "
+				      "sum to %.17g",
+				      src, h->seconds, sum);
 	name_of(h->stages, n, name, sizeof(name));
 	if (strcmp(name, h->factorisation) != 0)
-		return json_util_fail(err, errlen, "%s: field 'hierarchy.factorisation': '%s', the "
-				      "stages make '%s'", src, h->factorisation, name);
+		return json_util_fail(err, errlen,
+				      "%s: field 'hierarchy.factorisation': '%s', the "
+				      "stages make '%s'",
+				      src, h->factorisation, name);
 	return 0;
 }
 
@@ -704,10 +742,9 @@ int
 blueconnect_parse(const struct topo *t, const json_t *plan_doc, const char *src,
 		  struct bc_hierarchy *h, char *err, size_t errlen)
 {
-	static const char *const fields[] = { "factorisation", "sites", "stages", "seconds",
-					      "baselines", NULL };
-	static const char *const base_fields[] = { "flat_ring_seconds", "site_mtree_seconds",
-						   NULL };
+	static const char *const fields[] = {"factorisation", "sites",     "stages",
+					     "seconds",       "baselines", NULL};
+	static const char *const base_fields[] = {"flat_ring_seconds", "site_mtree_seconds", NULL};
 	const json_t *sec = json_object_get(plan_doc, "hierarchy"), *stages, *base;
 	const char *fact;
 	int rc = -EINVAL;
@@ -739,8 +776,7 @@ blueconnect_parse(const struct topo *t, const json_t *plan_doc, const char *src,
 	if (!json_is_array(stages) || json_array_size(stages) % 2 == 0 ||
 	    json_array_size(stages) > BC_STAGES_MAX) {
 		json_util_fail(err, errlen, "%s: field 'hierarchy.stages': %s", src,
-			       stages == NULL ? "missing" :
-			       "not an array of 1, 3 or 5 stages");
+			       stages == NULL ? "missing" : "not an array of 1, 3 or 5 stages");
 		goto fail;
 	}
 	h->n_stages = (int)json_array_size(stages);
@@ -753,8 +789,8 @@ blueconnect_parse(const struct topo *t, const json_t *plan_doc, const char *src,
 	base = json_object_get(sec, "baselines");
 	if (base != NULL) {
 		if (!json_is_object(base)) {
-			json_util_fail(err, errlen, "%s: field 'hierarchy.baselines': not an object",
-				       src);
+			json_util_fail(err, errlen,
+				       "%s: field 'hierarchy.baselines': not an object", src);
 			goto fail;
 		}
 		if (only_fields(base, base_fields, src, "hierarchy.baselines", err, errlen) != 0 ||
@@ -785,7 +821,8 @@ blueconnect_load(const struct topo *t, const char *path, struct bc_hierarchy *h,
 	doc = json_loads(text, JSON_REJECT_DUPLICATES, &je);
 	free(text);
 	if (doc == NULL)
-		return json_util_fail(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+		return json_util_fail(err, errlen, "%s:%d:%d: %s", path, je.line, je.column,
+				      je.text);
 	rc = blueconnect_parse(t, doc, path, h, err, errlen);
 	json_decref(doc);
 	return rc;

@@ -25,9 +25,9 @@
 #include "topo.h"
 
 /* Hierarchy levels, as a bit mask in bc_stage.levels. */
-#define BC_LEVEL_W 1u           /* workers of one gateway */
-#define BC_LEVEL_G 2u           /* gateways of one site */
-#define BC_LEVEL_S 4u           /* sites, over the WAN */
+#define BC_LEVEL_W 1u /* workers of one gateway */
+#define BC_LEVEL_G 2u /* gateways of one site */
+#define BC_LEVEL_S 4u /* sites, over the WAN */
 
 /** Stages of one decomposition: reduce-scatters, the AllReduce, all-gathers. */
 #define BC_STAGES_MAX 5
@@ -36,22 +36,29 @@
 /** Largest group or override the model takes (workers per site and per gateway). */
 #define BC_RANKS_MAX (1 << 20)
 
-enum bc_op { BC_OP_REDUCE_SCATTER, BC_OP_ALLREDUCE, BC_OP_ALL_GATHER };
-enum bc_fabric { BC_FABRIC_LAN, BC_FABRIC_WAN };
+enum bc_op {
+	BC_OP_REDUCE_SCATTER,
+	BC_OP_ALLREDUCE,
+	BC_OP_ALL_GATHER
+};
+enum bc_fabric {
+	BC_FABRIC_LAN,
+	BC_FABRIC_WAN
+};
 
 struct bc_stage {
 	enum bc_op op;
 	enum bc_fabric fabric;
-	unsigned levels;        /* BC_LEVEL_* the stage's groups span */
-	int group_size;         /* ranks per group, largest over the sites */
+	unsigned levels;         /* BC_LEVEL_* the stage's groups span */
+	int group_size;          /* ranks per group, largest over the sites */
 	uint64_t bytes_per_rank; /* bytes each rank holds entering the stage, largest over
 				  * the sites */
-	double seconds;         /* alpha-beta time of the stage: the slowest site's */
+	double seconds;          /* alpha-beta time of the stage: the slowest site's */
 };
 
 /** One decomposition with its stages in execution order and its total alpha-beta time. */
 struct bc_candidate {
-	char name[16];          /* "[W][G][S]": the stages' levels, ring stages first */
+	char name[16]; /* "[W][G][S]": the stages' levels, ring stages first */
 	int n_stages;
 	struct bc_stage stages[BC_STAGES_MAX];
 	double seconds;
@@ -59,23 +66,26 @@ struct bc_candidate {
 
 /** A worker site as the model sees it. */
 struct bc_site {
-	int node;               /* topology node index */
-	int workers;            /* real workers (after overrides) */
-	int gateways;           /* gateways that serve workers: min(gateways, workers) */
-	int per_gateway;        /* ceil(workers / gateways): every gateway group is costed
+	int node;        /* topology node index */
+	int workers;     /* real workers (after overrides) */
+	int gateways;    /* gateways that serve workers: min(gateways, workers) */
+	int per_gateway; /* ceil(workers / gateways): every gateway group is costed
 				 * at this size (padding) */
 };
 
 struct bc_opts {
-	int gateways;           /* override for every worker site; 0: the topology's */
+	int gateways;            /* override for every worker site; 0: the topology's */
 	int workers_per_gateway; /* override: every worker site gets gateways x this many
 				  * workers; 0: the topology's */
-	uint64_t bytes;         /* tensor size N */
-	int max_trees;          /* the WAN stage's mTree K; 0: unlimited */
-	double ring_seconds;    /* time limit of the flat ring's site-order search; 0: 1 s */
+	uint64_t bytes;          /* tensor size N */
+	int max_trees;           /* the WAN stage's mTree K; 0: unlimited */
+	double ring_seconds;     /* time limit of the flat ring's site-order search; 0: 1 s */
 };
 
-#define BC_OPTS_DEFAULT { .bytes = 1u << 30, .max_trees = 10 }
+#define BC_OPTS_DEFAULT                            \
+	{                                          \
+		.bytes = 1u << 30, .max_trees = 10 \
+	}
 
 /** The hierarchy section of a plan, as written and as parsed. */
 struct bc_hierarchy {
@@ -83,23 +93,23 @@ struct bc_hierarchy {
 	int n_stages;
 	struct bc_stage stages[BC_STAGES_MAX];
 	int n_sites;
-	struct bc_site *sites;  /* in node order; owned */
-	double seconds;         /* the whole AllReduce */
+	struct bc_site *sites;    /* in node order; owned */
+	double seconds;           /* the whole AllReduce */
 	double flat_ring_seconds; /* baselines; negative when absent */
 	double site_mtree_seconds;
 };
 
 struct bc_result {
-	struct bc_hierarchy h;  /* the chosen decomposition */
+	struct bc_hierarchy h; /* the chosen decomposition */
 	int n_candidates;
 	struct bc_candidate cand[BC_CANDIDATES_MAX];
-	int chosen;             /* index into cand */
-	int ranks;              /* workers over all sites */
-	int wan_sites;          /* worker sites */
-	double wan_rate_gbps;   /* the mTree plan's aggregate rate (0 with one site) */
-	double wan_height_ms;   /* its largest tree height */
-	int wan_depth;          /* its largest tree depth in hops */
-	struct plan *plan;      /* the WAN trees; `extra` holds the hierarchy section;
+	int chosen;           /* index into cand */
+	int ranks;            /* workers over all sites */
+	int wan_sites;        /* worker sites */
+	double wan_rate_gbps; /* the mTree plan's aggregate rate (0 with one site) */
+	double wan_height_ms; /* its largest tree height */
+	int wan_depth;        /* its largest tree depth in hops */
+	struct plan *plan;    /* the WAN trees; `extra` holds the hierarchy section;
 				 * `predicted` the chosen decomposition's time. Owned. */
 };
 
@@ -109,8 +119,8 @@ struct bc_result {
  * with one line in err: -EINVAL for bad options, -ENOENT or -EIO when mTree fails,
  * -ENOMEM. Free r with bc_result_fini() whatever the result.
  */
-int blueconnect_plan(const struct topo *t, const struct bc_opts *o, struct bc_result *r,
-		     char *err, size_t errlen);
+int blueconnect_plan(const struct topo *t, const struct bc_opts *o, struct bc_result *r, char *err,
+		     size_t errlen);
 
 void bc_result_fini(struct bc_result *r);
 
@@ -121,8 +131,7 @@ void bc_result_fini(struct bc_result *r);
  * each gateway of a site taking an equal byte range, which is what the dataplanes run
  * (docs/BLUECONNECT.md). Returns 0, -EINVAL (no such candidate) or -ENOMEM.
  */
-int blueconnect_choose(const struct topo *t, struct bc_result *r, int i, char *err,
-		       size_t errlen);
+int blueconnect_choose(const struct topo *t, struct bc_result *r, int i, char *err, size_t errlen);
 
 /** The hierarchy section (the value of the plan's "hierarchy" key), NULL on ENOMEM. */
 json_t *bc_hierarchy_to_json(const struct topo *t, const struct bc_hierarchy *h);
@@ -138,8 +147,8 @@ int blueconnect_parse(const struct topo *t, const json_t *plan_doc, const char *
 		      struct bc_hierarchy *h, char *err, size_t errlen);
 
 /** Read a plan file ("-": stdin) and blueconnect_parse() its hierarchy section. */
-int blueconnect_load(const struct topo *t, const char *path, struct bc_hierarchy *h,
-		     char *err, size_t errlen);
+int blueconnect_load(const struct topo *t, const char *path, struct bc_hierarchy *h, char *err,
+		     size_t errlen);
 
 void bc_hierarchy_fini(struct bc_hierarchy *h);
 

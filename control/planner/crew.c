@@ -19,9 +19,12 @@ const char *
 crew_scheme_name(enum crew_scheme s)
 {
 	switch (s) {
-	case CREW_SCHEME_CREW: return "crew";
-	case CREW_SCHEME_PARTIAL: return "partial-reduce";
-	case CREW_SCHEME_ALL_TO_ALL: return "all-to-all";
+	case CREW_SCHEME_CREW:
+		return "crew";
+	case CREW_SCHEME_PARTIAL:
+		return "partial-reduce";
+	case CREW_SCHEME_ALL_TO_ALL:
+		return "all-to-all";
 	}
 	return "?";
 }
@@ -44,15 +47,18 @@ crew_check(const struct crew_problem *pb, char *err, size_t errlen)
 			return json_util_fail(err, errlen, "group[%d]: site %d out of range", k, m);
 		for (int j = 0; j < k; j++)
 			if (pb->group[j] == m)
-				return json_util_fail(err, errlen, "group[%d]: duplicate member", k);
+				return json_util_fail(err, errlen, "group[%d]: duplicate member",
+						      k);
 	}
 	for (int i = 0; i < pb->n; i++)
 		for (int j = 0; j < pb->n; j++) {
 			double g = pb->gbps[(size_t)i * (size_t)pb->n + (size_t)j];
 
 			if (i != j && !(isfinite(g) && g >= 0))
-				return json_util_fail(err, errlen, "bandwidth %d -> %d: must be finite "
-						      "and >= 0", i, j);
+				return json_util_fail(err, errlen,
+						      "bandwidth %d -> %d: must be finite "
+						      "and >= 0",
+						      i, j);
 		}
 	return 0;
 }
@@ -134,7 +140,7 @@ round_shares(int n, const double *s, uint64_t total, uint64_t *bytes)
 }
 
 struct bp {
-	double rho;             /* breakpoint a / b */
+	double rho; /* breakpoint a / b */
 	double a, b;
 	int site;
 };
@@ -255,9 +261,9 @@ out:
 struct rebal {
 	const struct crew_problem *pb;
 	const double *credit;
-	double *u;              /* n: bytes site i can hold by the end of the scatter */
-	double *b;              /* n: broadcast rate, 0 = cannot aggregate */
-	struct bp *ord;         /* n: scratch for the Y sweep */
+	double *u;      /* n: bytes site i can hold by the end of the scatter */
+	double *b;      /* n: broadcast rate, 0 = cannot aggregate */
+	struct bp *ord; /* n: scratch for the Y sweep */
 };
 
 /* u_i(X) = min over members m != i of credit + rate(m -> i) X. */
@@ -277,8 +283,9 @@ rebal_u(const struct rebal *r, double x)
 			int m = pb->group[k];
 
 			if (m != i)
-				u = fmin(u, fmax(0, r->credit[(size_t)k * (size_t)pb->n + (size_t)i]) +
-					    rate_of(pb, m, i) * x);
+				u = fmin(u,
+					 fmax(0, r->credit[(size_t)k * (size_t)pb->n + (size_t)i]) +
+						 rate_of(pb, m, i) * x);
 		}
 		r->u[i] = u;
 	}
@@ -326,7 +333,7 @@ int
 crew_rebalance(const struct crew_problem *pb, const double *credit, uint64_t *bytes,
 	       struct crew_times *tm)
 {
-	struct rebal r = { .pb = pb, .credit = credit };
+	struct rebal r = {.pb = pb, .credit = credit};
 	struct crew_times lp;
 	double *share = NULL, lo = 0, hi, y;
 	char err[128];
@@ -400,11 +407,14 @@ crew_rebalance(const struct crew_problem *pb, const double *credit, uint64_t *by
 		tm->broadcast_s = fmax(tm->broadcast_s, (double)bytes[i] / r.b[i]);
 		for (int k = 0; k < pb->p; k++) {
 			int m = pb->group[k];
-			double left = (double)bytes[i] - credit[(size_t)k * (size_t)pb->n + (size_t)i];
+			double left =
+				(double)bytes[i] - credit[(size_t)k * (size_t)pb->n + (size_t)i];
 
 			if (m != i && left > 0)
-				tm->scatter_s = fmax(tm->scatter_s, rate_of(pb, m, i) > 0 ?
-						     left / rate_of(pb, m, i) : INFINITY);
+				tm->scatter_s =
+					fmax(tm->scatter_s, rate_of(pb, m, i) > 0 ?
+								    left / rate_of(pb, m, i) :
+								    INFINITY);
 		}
 	}
 	rc = 0;

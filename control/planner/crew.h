@@ -51,17 +51,17 @@ const char *crew_scheme_name(enum crew_scheme s);
 
 /** One partial reduce to plan. */
 struct crew_problem {
-	int n;                  /* sites */
-	const double *gbps;     /* n * n matrix, Gbit/s, 0 = no link */
-	const int *group;       /* p distinct site indices: the ready members */
+	int n;              /* sites */
+	const double *gbps; /* n * n matrix, Gbit/s, 0 = no link */
+	const int *group;   /* p distinct site indices: the ready members */
 	int p;
-	uint64_t model_bytes;   /* M */
+	uint64_t model_bytes; /* M */
 };
 
 /** Predicted phases of one operation, seconds (bandwidth only, no latency). */
 struct crew_times {
-	double scatter_s;       /* X: the slowest chunk's scatter */
-	double broadcast_s;     /* Y: the slowest chunk's broadcast */
+	double scatter_s;   /* X: the slowest chunk's scatter */
+	double broadcast_s; /* Y: the slowest chunk's broadcast */
 };
 
 /**
@@ -120,8 +120,8 @@ int crew_rebalance(const struct crew_problem *pb, const double *credit, uint64_t
  * per directed link) may be NULL (nothing pending). members_only restricts j to the group.
  * Ties go to the lower index. Returns j or -1 if none qualifies.
  */
-int crew_pick_backup(const struct crew_problem *pb, int site, uint64_t bytes,
-		     const double *pending, const bool *down, bool members_only);
+int crew_pick_backup(const struct crew_problem *pb, int site, uint64_t bytes, const double *pending,
+		     const bool *down, bool members_only);
 
 /**
  * Relay for the reduced chunk of `from` to member `to` when the link from -> to fails:
@@ -147,13 +147,13 @@ int crew_failover(const struct crew_problem *pb, enum crew_scheme s, const uint6
 /** The section in memory; site indices refer to the plan's topology. */
 struct crew_section {
 	enum crew_scheme scheme;
-	int n;                  /* sites of the topology */
+	int n; /* sites of the topology */
 	int p;
-	int *group;             /* p */
+	int *group; /* p */
 	uint64_t model_bytes;
-	uint64_t *bytes;        /* n shares, 0 = not an aggregator */
-	int *backup;            /* n: backup aggregator or -1 */
-	int *relay;             /* n * p: relay for aggregator i -> group[k], or -1 */
+	uint64_t *bytes; /* n shares, 0 = not an aggregator */
+	int *backup;     /* n: backup aggregator or -1 */
+	int *relay;      /* n * p: relay for aggregator i -> group[k], or -1 */
 	double scatter_s, aggregate_s, broadcast_s;
 };
 
@@ -178,8 +178,8 @@ int crew_section_parse(const struct topo *t, const json_t *sec, const char *src,
  * Read a georeduce-plan/1 file, check its base structure with plan_parse() and parse its
  * "partial_reduce" section. 0 or a negative errno with err set.
  */
-int crew_section_load(const struct topo *t, const char *path, struct crew_section *s,
-		      char *err, size_t errlen);
+int crew_section_load(const struct topo *t, const char *path, struct crew_section *s, char *err,
+		      size_t errlen);
 
 /* ---- bandwidth matrices (crew_matrix.c) ---- */
 
@@ -192,8 +192,8 @@ double *crew_matrix_from_topo(const struct topo *t);
  * Returns a full-mesh topology named `name` whose links carry the matrix (NULL with a
  * one-line error naming src, line and column).
  */
-struct topo *crew_matrix_parse(const char *text, const char *src, const char *name,
-			       char *err, size_t errlen);
+struct topo *
+crew_matrix_parse(const char *text, const char *src, const char *name, char *err, size_t errlen);
 
 /**
  * Read the inter-cloud bandwidth list: one value in Mbit/s per line, or a CSV whose last
@@ -206,39 +206,41 @@ int crew_values_load(const char *path, double **values, char *err, size_t errlen
  * A full mesh of n sites "c00", "c01", ... whose directed bandwidths are drawn i.i.d.
  * (seeded, row by row) from values (Mbit/s), as CREW's experiments do. NULL on error.
  */
-struct topo *crew_draw_mesh(int n, const double *values, int n_values, uint64_t seed,
-			    char *err, size_t errlen);
+struct topo *
+crew_draw_mesh(int n, const double *values, int n_values, uint64_t seed, char *err, size_t errlen);
 
 /* ---- training-progress simulator (crew_sim.c) ---- */
 
 struct crew_sim_opts {
-	int p;                  /* group size (ignored for all-to-all: every site) */
+	int p; /* group size (ignored for all-to-all: every site) */
 	uint64_t model_bytes;
-	double seconds;         /* simulated time T */
-	double aggregate_s;     /* per chunk at its aggregator; CREW_AGGREGATE_S */
-	double compute_s;       /* median per-iteration compute time of a worker */
-	double straggler_prob;  /* probability that an iteration straggles (heavy tail) */
-	int failed_links;       /* directed links that fail during the run */
-	bool nonblocking;       /* CREW only: scatter with all-to-all shares before the group forms */
+	double seconds;        /* simulated time T */
+	double aggregate_s;    /* per chunk at its aggregator; CREW_AGGREGATE_S */
+	double compute_s;      /* median per-iteration compute time of a worker */
+	double straggler_prob; /* probability that an iteration straggles (heavy tail) */
+	int failed_links;      /* directed links that fail during the run */
+	bool nonblocking; /* CREW only: scatter with all-to-all shares before the group forms */
 	uint64_t seed;
 };
 
-#define CREW_SIM_OPTS_DEFAULT { .p = 4, .model_bytes = 180000000, .seconds = 50, \
-				.aggregate_s = CREW_AGGREGATE_S, .compute_s = 0.5, \
-				.straggler_prob = 0.05, .failed_links = 0, .nonblocking = true, \
-				.seed = 1 }
+#define CREW_SIM_OPTS_DEFAULT                                                                     \
+	{                                                                                         \
+		.p = 4, .model_bytes = 180000000, .seconds = 50, .aggregate_s = CREW_AGGREGATE_S, \
+		.compute_s = 0.5, .straggler_prob = 0.05, .failed_links = 0, .nonblocking = true, \
+		.seed = 1                                                                         \
+	}
 
 struct crew_sim_result {
-	int rounds;             /* partial reduces completed within T */
-	double op_mean_s;       /* mean time from a group's forming to its last member done */
-	double wait_mean_s;     /* mean time a ready worker waited for its group to form */
-	int backups;            /* chunks moved to a backup aggregator after a link failure */
-	int relays;             /* broadcasts sent through a relay member */
-	int rerouted;           /* transfers sent over two hops around a failed link */
-	int links_failed;       /* failures that happened within T */
+	int rounds;         /* partial reduces completed within T */
+	double op_mean_s;   /* mean time from a group's forming to its last member done */
+	double wait_mean_s; /* mean time a ready worker waited for its group to form */
+	int backups;        /* chunks moved to a backup aggregator after a link failure */
+	int relays;         /* broadcasts sent through a relay member */
+	int rerouted;       /* transfers sent over two hops around a failed link */
+	int links_failed;   /* failures that happened within T */
 	uint64_t transfers;
 	uint64_t events;
-	int *progress;          /* if set by the caller: ceil(T) entries, rounds completed by
+	int *progress; /* if set by the caller: ceil(T) entries, rounds completed by
 				 * second k + 1 */
 };
 

@@ -28,8 +28,8 @@ is_member(const struct crew_problem *pb, int v)
 }
 
 int
-crew_pick_backup(const struct crew_problem *pb, int site, uint64_t bytes,
-		 const double *pending, const bool *down, bool members_only)
+crew_pick_backup(const struct crew_problem *pb, int site, uint64_t bytes, const double *pending,
+		 const bool *down, bool members_only)
 {
 	double best = INFINITY, s = (double)bytes;
 	int pick = -1;
@@ -134,12 +134,15 @@ crew_failover(const struct crew_problem *pb, enum crew_scheme s, const uint64_t 
 		}
 	for (int i = 0; i < n; i++) {
 		backup[i] = bytes[i] > 0 ? crew_pick_backup(q, i, bytes[i], load, down,
-							    s == CREW_SCHEME_PARTIAL) : -1;
+							    s == CREW_SCHEME_PARTIAL) :
+					   -1;
 		for (int k = 0; k < pb->p; k++) {
 			int m = pb->group[k];
 
 			relay[(size_t)i * (size_t)pb->p + (size_t)k] =
-				bytes[i] > 0 && m != i ? crew_pick_relay(q, i, m, bytes[i], load, down) : -1;
+				bytes[i] > 0 && m != i ?
+					crew_pick_relay(q, i, m, bytes[i], load, down) :
+					-1;
 		}
 	}
 	free(load);

@@ -105,15 +105,15 @@ known_keys(const json_t *obj, const char *const *known, size_t n_known, const ch
 	const char *key = json_util_unknown_key(obj, known, n_known);
 
 	if (key != NULL)
-		return json_util_fail(err, errlen, "%s: field '%s.%.*s': unknown field", src,
-				      path, TOPO_ID_MAX, key);
+		return json_util_fail(err, errlen, "%s: field '%s.%.*s': unknown field", src, path,
+				      TOPO_ID_MAX, key);
 	return 0;
 }
 
 /* A site id field: its index, or a negative value after err is set. */
 static int
-site_field(const struct topo *t, const json_t *v, const char *src, const char *path,
-	   char *err, size_t errlen)
+site_field(const struct topo *t, const json_t *v, const char *src, const char *path, char *err,
+	   size_t errlen)
 {
 	int i;
 
@@ -137,16 +137,17 @@ serves_group(const struct topo *t, const struct crew_section *s, int site)
 }
 
 static int
-parse_predicted(const json_t *pr, const char *src, struct crew_section *s, char *err,
-		size_t errlen)
+parse_predicted(const json_t *pr, const char *src, struct crew_section *s, char *err, size_t errlen)
 {
-	static const char *const known[] = { "scatter_seconds", "aggregate_seconds",
-					     "broadcast_seconds", "operation_seconds" };
-	double *dst[] = { &s->scatter_s, &s->aggregate_s, &s->broadcast_s, NULL };
+	static const char *const known[] = {"scatter_seconds", "aggregate_seconds",
+					    "broadcast_seconds", "operation_seconds"};
+	double *dst[] = {&s->scatter_s, &s->aggregate_s, &s->broadcast_s, NULL};
 
 	if (!json_is_object(pr))
-		return json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".predicted': "
-				      "expected an object", src);
+		return json_util_fail(err, errlen,
+				      "%s: field '" CREW_SECTION ".predicted': "
+				      "expected an object",
+				      src);
 	if (known_keys(pr, known, 4, src, CREW_SECTION ".predicted", err, errlen) != 0)
 		return -EINVAL;
 	for (int f = 0; f < 4; f++) {
@@ -154,12 +155,16 @@ parse_predicted(const json_t *pr, const char *src, struct crew_section *s, char 
 		double x;
 
 		if (v == NULL)
-			return json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".predicted.%s': "
-					      "missing", src, known[f]);
+			return json_util_fail(err, errlen,
+					      "%s: field '" CREW_SECTION ".predicted.%s': "
+					      "missing",
+					      src, known[f]);
 		x = json_is_number(v) ? json_number_value(v) : -1;
 		if (!(isfinite(x) && x >= 0))
-			return json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".predicted.%s': "
-					      "expected a finite number >= 0", src, known[f]);
+			return json_util_fail(err, errlen,
+					      "%s: field '" CREW_SECTION ".predicted.%s': "
+					      "expected a finite number >= 0",
+					      src, known[f]);
 		if (dst[f] != NULL)
 			*dst[f] = x;
 	}
@@ -167,24 +172,26 @@ parse_predicted(const json_t *pr, const char *src, struct crew_section *s, char 
 }
 
 static int
-parse_aggregators(const struct topo *t, const json_t *aggs, const char *src,
-		  struct crew_section *s, char *err, size_t errlen)
+parse_aggregators(const struct topo *t, const json_t *aggs, const char *src, struct crew_section *s,
+		  char *err, size_t errlen)
 {
-	static const char *const known[] = { "site", "offset", "bytes", "backup" };
+	static const char *const known[] = {"site", "offset", "bytes", "backup"};
 	uint64_t off = 0;
 	char path[96];
 
 	if (!json_is_array(aggs) || json_array_size(aggs) == 0)
-		return json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".aggregators': "
-				      "expected a non-empty array", src);
+		return json_util_fail(err, errlen,
+				      "%s: field '" CREW_SECTION ".aggregators': "
+				      "expected a non-empty array",
+				      src);
 	for (size_t a = 0; a < json_array_size(aggs); a++) {
 		json_t *o = json_array_get(aggs, a), *jo, *jb, *bk;
 		int i;
 
 		snprintf(path, sizeof(path), CREW_SECTION ".aggregators[%zu]", a);
 		if (!json_is_object(o))
-			return json_util_fail(err, errlen, "%s: field '%s': expected an object", src,
-					      path);
+			return json_util_fail(err, errlen, "%s: field '%s': expected an object",
+					      src, path);
 		if (known_keys(o, known, 4, src, path, err, errlen) != 0)
 			return -EINVAL;
 		snprintf(path, sizeof(path), CREW_SECTION ".aggregators[%zu].site", a);
@@ -194,19 +201,24 @@ parse_aggregators(const struct topo *t, const json_t *aggs, const char *src,
 			return json_util_fail(err, errlen, "%s: field '%s': site '%s' listed twice",
 					      src, path, t->nodes[i].id);
 		if (!serves_group(t, s, i))
-			return json_util_fail(err, errlen, "%s: field '%s': site '%s' lacks a link to "
-					      "a member", src, path, t->nodes[i].id);
+			return json_util_fail(err, errlen,
+					      "%s: field '%s': site '%s' lacks a link to "
+					      "a member",
+					      src, path, t->nodes[i].id);
 		jo = json_object_get(o, "offset");
 		jb = json_object_get(o, "bytes");
 		if (!json_is_integer(jo) || json_integer_value(jo) != (json_int_t)off)
-			return json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".aggregators[%zu]"
+			return json_util_fail(err, errlen,
+					      "%s: field '" CREW_SECTION ".aggregators[%zu]"
 					      ".offset': expected the integer %llu (ranges are "
-					      "contiguous)", src, a, (unsigned long long)off);
+					      "contiguous)",
+					      src, a, (unsigned long long)off);
 		if (!json_is_integer(jb) || json_integer_value(jb) <= 0 ||
 		    (uint64_t)json_integer_value(jb) > s->model_bytes - off)
-			return json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".aggregators[%zu]"
-					      ".bytes': expected an integer in [1, %llu]", src, a,
-					      (unsigned long long)(s->model_bytes - off));
+			return json_util_fail(err, errlen,
+					      "%s: field '" CREW_SECTION ".aggregators[%zu]"
+					      ".bytes': expected an integer in [1, %llu]",
+					      src, a, (unsigned long long)(s->model_bytes - off));
 		s->bytes[i] = (uint64_t)json_integer_value(jb);
 		off += s->bytes[i];
 		bk = json_object_get(o, "backup");
@@ -217,16 +229,20 @@ parse_aggregators(const struct topo *t, const json_t *aggs, const char *src,
 			if ((j = site_field(t, bk, src, path, err, errlen)) < 0)
 				return -EINVAL;
 			if (j == i || !serves_group(t, s, j))
-				return json_util_fail(err, errlen, "%s: field '%s': '%s' %s", src, path,
-						      t->nodes[j].id, j == i ? "is the aggregator "
-						      "itself" : "lacks a link to a member");
+				return json_util_fail(err, errlen, "%s: field '%s': '%s' %s", src,
+						      path, t->nodes[j].id,
+						      j == i ? "is the aggregator "
+							       "itself" :
+							       "lacks a link to a member");
 			s->backup[i] = j;
 		}
 	}
 	if (off != s->model_bytes)
-		return json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".aggregators': shares "
-				      "sum to %llu bytes, model_bytes is %llu", src,
-				      (unsigned long long)off, (unsigned long long)s->model_bytes);
+		return json_util_fail(err, errlen,
+				      "%s: field '" CREW_SECTION ".aggregators': shares "
+				      "sum to %llu bytes, model_bytes is %llu",
+				      src, (unsigned long long)off,
+				      (unsigned long long)s->model_bytes);
 	return 0;
 }
 
@@ -234,20 +250,22 @@ static int
 parse_relays(const struct topo *t, const json_t *rel, const char *src, struct crew_section *s,
 	     char *err, size_t errlen)
 {
-	static const char *const known[] = { "from", "to", "via" };
+	static const char *const known[] = {"from", "to", "via"};
 	char path[96];
 
 	if (!json_is_array(rel))
-		return json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".relays': expected "
-				      "an array", src);
+		return json_util_fail(err, errlen,
+				      "%s: field '" CREW_SECTION ".relays': expected "
+				      "an array",
+				      src);
 	for (size_t r = 0; r < json_array_size(rel); r++) {
 		json_t *o = json_array_get(rel, r);
 		int v[3], k;
 
 		snprintf(path, sizeof(path), CREW_SECTION ".relays[%zu]", r);
 		if (!json_is_object(o))
-			return json_util_fail(err, errlen, "%s: field '%s': expected an object", src,
-					      path);
+			return json_util_fail(err, errlen, "%s: field '%s': expected an object",
+					      src, path);
 		if (known_keys(o, known, 3, src, path, err, errlen) != 0)
 			return -EINVAL;
 		for (int f = 0; f < 3; f++) {
@@ -259,31 +277,37 @@ parse_relays(const struct topo *t, const json_t *rel, const char *src, struct cr
 		for (k = 0; k < s->p && s->group[k] != v[1]; k++)
 			;
 		if (s->bytes[v[0]] == 0)
-			return json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".relays[%zu]."
-					      "from': '%s' is not an aggregator", src, r,
-					      t->nodes[v[0]].id);
+			return json_util_fail(err, errlen,
+					      "%s: field '" CREW_SECTION ".relays[%zu]."
+					      "from': '%s' is not an aggregator",
+					      src, r, t->nodes[v[0]].id);
 		if (k == s->p || v[1] == v[0])
-			return json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".relays[%zu].to':"
-					      " '%s' is not another member", src, r, t->nodes[v[1]].id);
+			return json_util_fail(err, errlen,
+					      "%s: field '" CREW_SECTION ".relays[%zu].to':"
+					      " '%s' is not another member",
+					      src, r, t->nodes[v[1]].id);
 		if (v[2] == v[0] || v[2] == v[1] || topo_link_between(t, v[0], v[2]) < 0 ||
 		    topo_link_between(t, v[2], v[1]) < 0)
-			return json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".relays[%zu].via':"
-					      " '%s' is no two-hop path", src, r, t->nodes[v[2]].id);
+			return json_util_fail(err, errlen,
+					      "%s: field '" CREW_SECTION ".relays[%zu].via':"
+					      " '%s' is no two-hop path",
+					      src, r, t->nodes[v[2]].id);
 		if (s->relay[(size_t)v[0] * (size_t)s->p + (size_t)k] >= 0)
-			return json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".relays[%zu]': "
-					      "a second relay for '%s' -> '%s'", src, r,
-					      t->nodes[v[0]].id, t->nodes[v[1]].id);
+			return json_util_fail(err, errlen,
+					      "%s: field '" CREW_SECTION ".relays[%zu]': "
+					      "a second relay for '%s' -> '%s'",
+					      src, r, t->nodes[v[0]].id, t->nodes[v[1]].id);
 		s->relay[(size_t)v[0] * (size_t)s->p + (size_t)k] = v[2];
 	}
 	return 0;
 }
 
 int
-crew_section_parse(const struct topo *t, const json_t *sec, const char *src,
-		   struct crew_section *s, char *err, size_t errlen)
+crew_section_parse(const struct topo *t, const json_t *sec, const char *src, struct crew_section *s,
+		   char *err, size_t errlen)
 {
-	static const char *const known[] = { "scheme", "model_bytes", "group", "aggregators",
-					     "relays", "predicted" };
+	static const char *const known[] = {"scheme",      "model_bytes", "group",
+					    "aggregators", "relays",      "predicted"};
 	json_t *sch, *mb, *grp, *pr;
 	size_t p;
 	int rc;
@@ -292,15 +316,17 @@ crew_section_parse(const struct topo *t, const json_t *sec, const char *src,
 	if (src == NULL)
 		src = "<plan>";
 	if (!json_is_object(sec))
-		return json_util_fail(err, errlen, "%s: field '" CREW_SECTION "': expected an object",
-				      src);
+		return json_util_fail(err, errlen,
+				      "%s: field '" CREW_SECTION "': expected an object", src);
 	if (known_keys(sec, known, 6, src, CREW_SECTION, err, errlen) != 0)
 		return -EINVAL;
 	grp = json_object_get(sec, "group");
 	p = json_array_size(grp);
 	if (!json_is_array(grp) || p == 0 || p > (size_t)t->n_nodes)
-		return json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".group': expected 1 "
-				      "to %d site ids", src, t->n_nodes);
+		return json_util_fail(err, errlen,
+				      "%s: field '" CREW_SECTION ".group': expected 1 "
+				      "to %d site ids",
+				      src, t->n_nodes);
 	if (crew_section_init(s, t->n_nodes, (int)p) != 0) {
 		json_util_fail(err, errlen, "%s: out of memory", src);
 		return -ENOMEM;
@@ -312,16 +338,21 @@ crew_section_parse(const struct topo *t, const json_t *sec, const char *src,
 	       strcmp(json_string_value(sch), crew_scheme_name(s->scheme)) != 0 &&
 	       s->scheme != CREW_SCHEME_ALL_TO_ALL)
 		s->scheme++;
-	if (!json_is_string(sch) || strcmp(json_string_value(sch), crew_scheme_name(s->scheme)) != 0) {
-		json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".scheme': expected \"crew\", "
-			       "\"partial-reduce\" or \"all-to-all\"", src);
+	if (!json_is_string(sch) ||
+	    strcmp(json_string_value(sch), crew_scheme_name(s->scheme)) != 0) {
+		json_util_fail(err, errlen,
+			       "%s: field '" CREW_SECTION ".scheme': expected \"crew\", "
+			       "\"partial-reduce\" or \"all-to-all\"",
+			       src);
 		goto bad;
 	}
 	mb = json_object_get(sec, "model_bytes");
 	if (!json_is_integer(mb) || json_integer_value(mb) <= 0 ||
 	    (uint64_t)json_integer_value(mb) > CREW_MAX_BYTES) {
-		json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".model_bytes': expected an "
-			       "integer in [1, 2^50]", src);
+		json_util_fail(err, errlen,
+			       "%s: field '" CREW_SECTION ".model_bytes': expected an "
+			       "integer in [1, 2^50]",
+			       src);
 		goto bad;
 	}
 	s->model_bytes = (uint64_t)json_integer_value(mb);
@@ -334,15 +365,17 @@ crew_section_parse(const struct topo *t, const json_t *sec, const char *src,
 			goto bad;
 		for (size_t j = 0; j < k; j++)
 			if (s->group[j] == v) {
-				json_util_fail(err, errlen, "%s: field '%s': duplicate member '%s'", src,
-					       path, t->nodes[v].id);
+				json_util_fail(err, errlen, "%s: field '%s': duplicate member '%s'",
+					       src, path, t->nodes[v].id);
 				goto bad;
 			}
 		s->group[k] = v;
 	}
 	if (s->scheme == CREW_SCHEME_ALL_TO_ALL && s->p != t->n_nodes) {
-		json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".group': all-to-all needs "
-			       "every site", src);
+		json_util_fail(err, errlen,
+			       "%s: field '" CREW_SECTION ".group': all-to-all needs "
+			       "every site",
+			       src);
 		goto bad;
 	}
 	if (parse_aggregators(t, json_object_get(sec, "aggregators"), src, s, err, errlen) != 0)
@@ -354,9 +387,10 @@ crew_section_parse(const struct topo *t, const json_t *sec, const char *src,
 			for (int k = 0; k < s->p; k++)
 				member |= s->group[k] == i;
 			if (s->bytes[i] > 0 && !member) {
-				json_util_fail(err, errlen, "%s: field '" CREW_SECTION ".aggregators': "
-					       "'%s' is not a member (scheme partial-reduce)", src,
-					       t->nodes[i].id);
+				json_util_fail(err, errlen,
+					       "%s: field '" CREW_SECTION ".aggregators': "
+					       "'%s' is not a member (scheme partial-reduce)",
+					       src, t->nodes[i].id);
 				goto bad;
 			}
 		}

@@ -39,7 +39,7 @@ csv_split(char *line, char **f, int max)
 {
 	int k = 0;
 
-	for (char *p = line;; ) {
+	for (char *p = line;;) {
 		char *c = strchr(p, ','), *e;
 
 		if (k == max)
@@ -96,8 +96,7 @@ blank(const char *s)
 }
 
 struct topo *
-crew_matrix_parse(const char *text, const char *src, const char *name, char *err,
-		  size_t errlen)
+crew_matrix_parse(const char *text, const char *src, const char *name, char *err, size_t errlen)
 {
 	char *buf = strdup(text), *cur = buf, *line, **f = NULL;
 	struct topo_node *nodes = NULL;
@@ -120,8 +119,10 @@ crew_matrix_parse(const char *text, const char *src, const char *name, char *err
 				n += *p == ',';
 			n -= 1;
 			if (n < 1 || n > TOPO_NODES_MAX) {
-				json_util_fail(err, errlen, "%s:%d: header: expected 'name,ID1,...,IDn' "
-					       "with 1 to %d sites", src, lineno, TOPO_NODES_MAX);
+				json_util_fail(err, errlen,
+					       "%s:%d: header: expected 'name,ID1,...,IDn' "
+					       "with 1 to %d sites",
+					       src, lineno, TOPO_NODES_MAX);
 				goto bad;
 			}
 			f = malloc(sizeof(*f) * ((size_t)n + 2));
@@ -135,14 +136,18 @@ crew_matrix_parse(const char *text, const char *src, const char *name, char *err
 				size_t len = strlen(f[i + 1]);
 
 				if (len == 0 || len > TOPO_ID_MAX) {
-					json_util_fail(err, errlen, "%s:%d:%d: site id must be 1 to %d "
-						       "bytes", src, lineno, i + 2, TOPO_ID_MAX);
+					json_util_fail(err, errlen,
+						       "%s:%d:%d: site id must be 1 to %d "
+						       "bytes",
+						       src, lineno, i + 2, TOPO_ID_MAX);
 					goto bad;
 				}
 				for (int j = 0; j < i; j++)
 					if (strcmp(nodes[j].id, f[i + 1]) == 0) {
-						json_util_fail(err, errlen, "%s:%d:%d: duplicate site id "
-							       "'%s'", src, lineno, i + 2, f[i + 1]);
+						json_util_fail(err, errlen,
+							       "%s:%d:%d: duplicate site id "
+							       "'%s'",
+							       src, lineno, i + 2, f[i + 1]);
 						goto bad;
 					}
 				memcpy(nodes[i].id, f[i + 1], len + 1);
@@ -155,14 +160,18 @@ crew_matrix_parse(const char *text, const char *src, const char *name, char *err
 		}
 		k = csv_split(line, f, n + 1);
 		if (row == n || k != n + 1) {
-			json_util_fail(err, errlen, "%s:%d: the matrix is not square: %s", src, lineno,
-				       row == n ? "more rows than sites" : "the row's cell count "
-				       "differs from the header's");
+			json_util_fail(err, errlen, "%s:%d: the matrix is not square: %s", src,
+				       lineno,
+				       row == n ? "more rows than sites" :
+						  "the row's cell count "
+						  "differs from the header's");
 			goto bad;
 		}
 		if (strcmp(f[0], nodes[row].id) != 0) {
-			json_util_fail(err, errlen, "%s:%d:1: expected the row of '%s' (rows in the "
-				       "header's order)", src, lineno, nodes[row].id);
+			json_util_fail(err, errlen,
+				       "%s:%d:1: expected the row of '%s' (rows in the "
+				       "header's order)",
+				       src, lineno, nodes[row].id);
 			goto bad;
 		}
 		for (int j = 0; j < n; j++) {
@@ -171,21 +180,25 @@ crew_matrix_parse(const char *text, const char *src, const char *name, char *err
 
 			if (j == row) {
 				if (*c != '\0' && !(cell_number(c, &v) && v == 0)) {
-					json_util_fail(err, errlen, "%s:%d:%d: the diagonal must be "
-						       "empty or 0", src, lineno, j + 2);
+					json_util_fail(err, errlen,
+						       "%s:%d:%d: the diagonal must be "
+						       "empty or 0",
+						       src, lineno, j + 2);
 					goto bad;
 				}
 				continue;
 			}
 			if (*c == '\0') {
-				json_util_fail(err, errlen, "%s:%d:%d: missing bandwidth '%s' -> '%s'",
-					       src, lineno, j + 2, nodes[row].id, nodes[j].id);
+				json_util_fail(err, errlen,
+					       "%s:%d:%d: missing bandwidth '%s' -> '%s'", src,
+					       lineno, j + 2, nodes[row].id, nodes[j].id);
 				goto bad;
 			}
 			if (!cell_number(c, &v) || v <= 0) {
-				json_util_fail(err, errlen, "%s:%d:%d: bandwidth '%s' -> '%s' must be a "
-					       "number > 0, got '%.32s'", src, lineno, j + 2,
-					       nodes[row].id, nodes[j].id, c);
+				json_util_fail(err, errlen,
+					       "%s:%d:%d: bandwidth '%s' -> '%s' must be a "
+					       "number > 0, got '%.32s'",
+					       src, lineno, j + 2, nodes[row].id, nodes[j].id, c);
 				goto bad;
 			}
 			m[(size_t)row * (size_t)n + (size_t)j] = v;
@@ -193,8 +206,10 @@ crew_matrix_parse(const char *text, const char *src, const char *name, char *err
 		row++;
 	}
 	if (f == NULL || row != n) {
-		json_util_fail(err, errlen, "%s: the matrix is not square: %d sites in the header, "
-			       "%d rows", src, n, row);
+		json_util_fail(err, errlen,
+			       "%s: the matrix is not square: %d sites in the header, "
+			       "%d rows",
+			       src, n, row);
 		goto bad;
 	}
 	for (int i = 0; i < n; i++)
@@ -245,8 +260,10 @@ crew_values_load(const char *path, double **values, char *err, size_t errlen)
 		if (!cell_number(c, &x)) {
 			if (n == 0 && lineno == 1)
 				continue; /* a header */
-			json_util_fail(err, errlen, "%s:%d: expected a bandwidth in Mbit/s, got "
-				       "'%.32s'", path, lineno, c);
+			json_util_fail(err, errlen,
+				       "%s:%d: expected a bandwidth in Mbit/s, got "
+				       "'%.32s'",
+				       path, lineno, c);
 			goto bad;
 		}
 		if (x <= 0) {
@@ -278,8 +295,7 @@ bad:
 }
 
 struct topo *
-crew_draw_mesh(int n, const double *values, int n_values, uint64_t seed, char *err,
-	       size_t errlen)
+crew_draw_mesh(int n, const double *values, int n_values, uint64_t seed, char *err, size_t errlen)
 {
 	struct topo_node *nodes = calloc((size_t)(n > 0 ? n : 1), sizeof(*nodes));
 	struct topo_link *links = calloc((size_t)(n > 1 ? n * (n - 1) / 2 : 1), sizeof(*links));
@@ -289,8 +305,10 @@ crew_draw_mesh(int n, const double *values, int n_values, uint64_t seed, char *e
 	char name[64];
 
 	if (nodes == NULL || links == NULL || n_values < 1 || n < 1 || n > TOPO_NODES_MAX) {
-		json_util_fail(err, errlen, nodes == NULL || links == NULL ? "out of memory" :
-			       "intercloud: need 1 to %d sites and at least one value",
+		json_util_fail(err, errlen,
+			       nodes == NULL || links == NULL ?
+				       "out of memory" :
+				       "intercloud: need 1 to %d sites and at least one value",
 			       TOPO_NODES_MAX);
 		goto out;
 	}

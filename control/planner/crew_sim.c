@@ -43,14 +43,14 @@ crew_compute_time(const struct crew_sim_opts *o, int w, int it)
 struct op {
 	int p, chunks, done;
 	double start;
-	int *mem;               /* p member sites */
-	int *midx;              /* n: member index of a site, or -1 */
-	uint64_t *size;         /* n: chunk sizes */
-	int *host;              /* n: aggregator of each chunk now (backups move it) */
-	int *need;              /* n: scatter arrivals the chunk still waits for */
-	int *sc, *bc, *via;     /* p * n: scatter, broadcast transfer; relay member index */
-	unsigned char *got;     /* p * n: member k holds reduced chunk c */
-	int *cnt;               /* p: reduced chunks member k holds */
+	int *mem;           /* p member sites */
+	int *midx;          /* n: member index of a site, or -1 */
+	uint64_t *size;     /* n: chunk sizes */
+	int *host;          /* n: aggregator of each chunk now (backups move it) */
+	int *need;          /* n: scatter arrivals the chunk still waits for */
+	int *sc, *bc, *via; /* p * n: scatter, broadcast transfer; relay member index */
+	unsigned char *got; /* p * n: member k holds reduced chunk c */
+	int *cnt;           /* p: reduced chunks member k holds */
 };
 
 static void
@@ -91,7 +91,8 @@ member_got(struct crew_sim *s, int opi, int k, int c)
 		return;
 	op->got[(size_t)k * n + (size_t)c] = 1;
 	for (int k2 = 0; k2 < op->p; k2++)
-		if (op->via[(size_t)k2 * n + (size_t)c] == k && !op->got[(size_t)k2 * n + (size_t)c])
+		if (op->via[(size_t)k2 * n + (size_t)c] == k &&
+		    !op->got[(size_t)k2 * n + (size_t)c])
 			op->bc[(size_t)k2 * n + (size_t)c] =
 				crew_link_send(s, X_BCAST, op->mem[k], op->mem[k2],
 					       (double)op->size[c], opi, c, k2);
@@ -102,8 +103,11 @@ member_got(struct crew_sim *s, int opi, int k, int c)
 static struct crew_problem
 op_problem(const struct crew_sim *s, const struct op *op)
 {
-	return (struct crew_problem){ .n = s->n, .gbps = s->g, .group = op->mem, .p = op->p,
-				      .model_bytes = s->o->model_bytes };
+	return (struct crew_problem){.n = s->n,
+				     .gbps = s->g,
+				     .group = op->mem,
+				     .p = op->p,
+				     .model_bytes = s->o->model_bytes};
 }
 
 /* Broadcast reduced chunk c from its host to member k, through a relay member when the
@@ -165,9 +169,8 @@ reassign(struct crew_sim *s, int opi, int c, int j)
 	for (int k = 0; k < op->p; k++)
 		if (op->mem[k] != j) {
 			op->need[c]++;
-			op->sc[(size_t)k * n + (size_t)c] =
-				crew_link_send(s, X_SCATTER, op->mem[k], j, (double)op->size[c],
-					       opi, c, k);
+			op->sc[(size_t)k * n + (size_t)c] = crew_link_send(
+				s, X_SCATTER, op->mem[k], j, (double)op->size[c], opi, c, k);
 		}
 	if (op->need[c] == 0)
 		start_agg(s, opi, c);
@@ -243,7 +246,7 @@ form_group(struct crew_sim *s)
 	/* One allocation for the operation and its arrays: the struct, the 64-bit sizes,
 	 * then the ints, then the flags. */
 	mem = calloc(1, sizeof(*op) + sizeof(uint64_t) * n +
-			     sizeof(int) * (2 * (size_t)p + 3 * n + 3 * pn) + pn);
+				sizeof(int) * (2 * (size_t)p + 3 * n + 3 * pn) + pn);
 	if (mem == NULL) {
 		s->err = -ENOMEM;
 		return;
@@ -430,8 +433,8 @@ on_fail(struct crew_sim *s, int l)
 			if (x.src == op->mem[x.k] && op->host[x.chunk] == x.fin) {
 				/* A member cannot reach the aggregator: move the chunk. */
 				struct crew_problem pb = op_problem(s, op);
-				int j = crew_pick_backup(&pb, x.fin, op->size[x.chunk], s->queued, NULL,
-							 s->scheme == CREW_SCHEME_PARTIAL);
+				int j = crew_pick_backup(&pb, x.fin, op->size[x.chunk], s->queued,
+							 NULL, s->scheme == CREW_SCHEME_PARTIAL);
 
 				if (j >= 0) {
 					s->r->backups++;
@@ -447,8 +450,8 @@ on_fail(struct crew_sim *s, int l)
 			if (x.src == op->host[x.chunk] && x.fin == op->mem[x.k])
 				send_bcast(s, x.op, x.chunk, x.k);
 			else
-				op->bc[kc] = crew_link_send(s, X_BCAST, x.src, x.fin, left[i],
-							    x.op, x.chunk, x.k);
+				op->bc[kc] = crew_link_send(s, X_BCAST, x.src, x.fin, left[i], x.op,
+							    x.chunk, x.k);
 		}
 	}
 	free(ids);
@@ -486,7 +489,7 @@ crew_simulate(int n, const double *gbps, enum crew_scheme scheme, const struct c
 	      struct crew_sim_result *r)
 {
 	size_t nn = (size_t)n * (size_t)n;
-	struct crew_sim s = { .n = n, .scheme = scheme, .o = o, .r = r };
+	struct crew_sim s = {.n = n, .scheme = scheme, .o = o, .r = r};
 	int *progress = r->progress, p = scheme == CREW_SCHEME_ALL_TO_ALL ? n : o->p;
 	uint64_t rng = o->seed ^ 0x5eed5eed5eedull;
 
@@ -515,8 +518,8 @@ crew_simulate(int n, const double *gbps, enum crew_scheme scheme, const struct c
 	s.bucket = calloc((size_t)s.nb, sizeof(int));
 	s.a2a = malloc(sizeof(uint64_t) * (size_t)n);
 	if (!s.g || !s.queued || !s.head || !s.tail || !s.start || !s.ver || !s.iter ||
-	    !s.ready_at || !s.pool || !s.pre || !s.pre_done || !s.cpu_free || !s.eff ||
-	    !s.credit || !s.bucket || !s.a2a) {
+	    !s.ready_at || !s.pool || !s.pre || !s.pre_done || !s.cpu_free || !s.eff || !s.credit ||
+	    !s.bucket || !s.a2a) {
 		sim_free(&s);
 		return -ENOMEM;
 	}
@@ -525,8 +528,11 @@ crew_simulate(int n, const double *gbps, enum crew_scheme scheme, const struct c
 		s.head[i] = s.tail[i] = s.pre[i] = -1;
 	}
 	if (scheme == CREW_SCHEME_CREW && o->nonblocking) {
-		struct crew_problem pb = { .n = n, .gbps = s.g, .group = s.pool, .p = 1,
-					   .model_bytes = o->model_bytes };
+		struct crew_problem pb = {.n = n,
+					  .gbps = s.g,
+					  .group = s.pool,
+					  .p = 1,
+					  .model_bytes = o->model_bytes};
 		struct crew_times tm;
 		char err[128];
 

@@ -113,7 +113,8 @@ crew_link_send(struct crew_sim *s, int kind, int src, int fin, double bytes, int
 
 			if (r == src || r == fin || s->g[l1] <= 0 || s->g[l2] <= 0)
 				continue;
-			c = (s->queued[l1] + bytes) / bps(s, l1) + (s->queued[l2] + bytes) / bps(s, l2);
+			c = (s->queued[l1] + bytes) / bps(s, l1) +
+			    (s->queued[l2] + bytes) / bps(s, l2);
 			if (c < best) {
 				best = c;
 				hop = r;
@@ -135,9 +136,17 @@ crew_link_send(struct crew_sim *s, int kind, int src, int fin, double bytes, int
 		s->capx = cap;
 	}
 	id = (int)s->nx++;
-	s->x[id] = (struct xfer){ .left = bytes, .total = bytes, .src = src, .dst = hop,
-				  .fin = fin, .op = op, .chunk = chunk, .k = k, .next = -1,
-				  .kind = (unsigned char)kind, .state = X_QUEUED };
+	s->x[id] = (struct xfer){.left = bytes,
+				 .total = bytes,
+				 .src = src,
+				 .dst = hop,
+				 .fin = fin,
+				 .op = op,
+				 .chunk = chunk,
+				 .k = k,
+				 .next = -1,
+				 .kind = (unsigned char)kind,
+				 .state = X_QUEUED};
 	s->r->transfers++;
 	link_push(s, id);
 	return id;

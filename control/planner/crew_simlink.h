@@ -22,19 +22,32 @@
 #include "crew.h"
 #include "eventq.h"
 
-enum { X_PRE, X_SCATTER, X_BCAST };
-enum { X_QUEUED, X_DONE, X_GONE };
-enum { EV_COMPUTE, EV_LINK, EV_AGG, EV_FAIL };
+enum {
+	X_PRE,
+	X_SCATTER,
+	X_BCAST
+};
+enum {
+	X_QUEUED,
+	X_DONE,
+	X_GONE
+};
+enum {
+	EV_COMPUTE,
+	EV_LINK,
+	EV_AGG,
+	EV_FAIL
+};
 
 /* Upper bound on transfers in one run (memory stays bounded). */
 #define SIM_MAX_XFERS (8u << 20)
 
 struct xfer {
-	double left;            /* bytes to send; for a link's head, as of the link's start */
-	double total;           /* bytes the hop carries */
-	int src, dst, fin;      /* this hop, and the final destination */
-	int op, chunk, k;       /* operation, chunk (its original site), member index */
-	int next;               /* next in the link's queue, -1 */
+	double left;       /* bytes to send; for a link's head, as of the link's start */
+	double total;      /* bytes the hop carries */
+	int src, dst, fin; /* this hop, and the final destination */
+	int op, chunk, k;  /* operation, chunk (its original site), member index */
+	int next;          /* next in the link's queue, -1 */
 	unsigned char kind, state;
 };
 
@@ -46,26 +59,26 @@ struct crew_sim {
 	const struct crew_sim_opts *o;
 	struct crew_sim_result *r;
 	double now;
-	double *g;              /* n * n Gbit/s now: failed links are 0 */
-	double *queued;         /* n * n bytes in each link's queue */
-	int *head, *tail;       /* per link: FIFO of transfers */
-	double *start;          /* per link: when the head began (or was resized) */
-	unsigned *ver;          /* per link: invalidates stale completion events */
+	double *g;        /* n * n Gbit/s now: failed links are 0 */
+	double *queued;   /* n * n bytes in each link's queue */
+	int *head, *tail; /* per link: FIFO of transfers */
+	double *start;    /* per link: when the head began (or was resized) */
+	unsigned *ver;    /* per link: invalidates stale completion events */
 	struct xfer *x;
 	size_t nx, capx;
-	struct eventq events;   /* key: seq, ties in time go first in, first out */
+	struct eventq events; /* key: seq, ties in time go first in, first out */
 	uint64_t seq;
 	struct op **ops;
 	int nops, capops;
-	int *iter;              /* per worker: next iteration */
+	int *iter; /* per worker: next iteration */
 	double *ready_at;
-	int *pool, npool;       /* ready workers waiting for a group, in order */
-	int *pre;               /* n * n: live pre-scatter transfer of w to site i, or -1 */
-	double *pre_done;       /* n * n: pre-scatter bytes already delivered */
-	uint64_t *a2a;          /* all-to-all shares the pre-scatter uses */
-	double *cpu_free;       /* per site: when its aggregation queue drains */
-	double *eff;            /* scratch: two-hop effective matrix */
-	double *credit;         /* scratch: p * n */
+	int *pool, npool; /* ready workers waiting for a group, in order */
+	int *pre;         /* n * n: live pre-scatter transfer of w to site i, or -1 */
+	double *pre_done; /* n * n: pre-scatter bytes already delivered */
+	uint64_t *a2a;    /* all-to-all shares the pre-scatter uses */
+	double *cpu_free; /* per site: when its aggregation queue drains */
+	double *eff;      /* scratch: two-hop effective matrix */
+	double *credit;   /* scratch: p * n */
 	double op_sum, wait_sum;
 	int waits, nb;
 	int *bucket;
@@ -76,8 +89,12 @@ struct crew_sim {
 static inline void
 ev_push(struct crew_sim *s, double t, int type, int a, int b, unsigned ver)
 {
-	struct eventq_ev e = { .t = t, .key = s->seq++, .type = (uint32_t)type, .a = (uint32_t)a,
-			       .b = (uint32_t)b, .ver = ver };
+	struct eventq_ev e = {.t = t,
+			      .key = s->seq++,
+			      .type = (uint32_t)type,
+			      .a = (uint32_t)a,
+			      .b = (uint32_t)b,
+			      .ver = ver};
 
 	if (eventq_push(&s->events, &e) != 0)
 		s->err = -ENOMEM;
@@ -99,7 +116,7 @@ void crew_link_resize(struct crew_sim *s, int id, double left);
  * Queue bytes from src towards fin: directly, or over the best two-hop path when the
  * direct link is down. Returns the transfer id, or -1 if fin cannot be reached.
  */
-int crew_link_send(struct crew_sim *s, int kind, int src, int fin, double bytes, int op,
-		   int chunk, int k);
+int crew_link_send(struct crew_sim *s, int kind, int src, int fin, double bytes, int op, int chunk,
+		   int k);
 
 #endif

@@ -24,11 +24,11 @@
 #include <stdint.h>
 
 struct eventq_ev {
-	double t;               /* when it happens, seconds */
-	uint64_t key;           /* among events at the same t, the smaller key first */
-	uint32_t type;          /* the simulator's kind of event */
-	uint32_t a, b;          /* its arguments */
-	uint32_t ver;           /* the version it was computed for */
+	double t;      /* when it happens, seconds */
+	uint64_t key;  /* among events at the same t, the smaller key first */
+	uint32_t type; /* the simulator's kind of event */
+	uint32_t a, b; /* its arguments */
+	uint32_t ver;  /* the version it was computed for */
 };
 
 /** A queue; all zero (`{ 0 }`) is an empty one. */

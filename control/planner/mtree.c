@@ -68,11 +68,11 @@ planner_tree_max_latency_ms(const struct topo *t, const struct plan_tree *tr)
 /* ---- Stage 1: GBST with GRTH eccentricity updates ---- */
 
 struct gbst_ws {
-	double *dist;           /* n x n tree distances between tree vertices */
-	double *ecc;            /* eccentricity of every tree vertex */
+	double *dist; /* n x n tree distances between tree vertices */
+	double *ecc;  /* eccentricity of every tree vertex */
 	int *parent;
-	int *members;           /* tree vertices in insertion order */
-	double *residual;       /* per link */
+	int *members;     /* tree vertices in insertion order */
+	double *residual; /* per link */
 };
 
 /* Radius of the tree after attaching x to u over latency lat (GRTH update, O(size)). */
@@ -154,7 +154,8 @@ gbst_grow(const struct topo *t, struct gbst_ws *ws, int start, double max_h, dou
 						continue;
 				}
 				if (!wider && !isfinite(brad))
-					brad = radius_after(t, ws, size, bu, t->links[bl].latency_ms);
+					brad = radius_after(t, ws, size, bu,
+							    t->links[bl].latency_ms);
 				if (wider || rad < brad) {
 					bu = u;
 					bx = x;
@@ -177,7 +178,7 @@ mtree_gbst(const struct topo *t, double max_height_ms, double min_rate_gbps, int
 	   struct plan *pool)
 {
 	size_t n = (size_t)t->n_nodes;
-	struct gbst_ws ws = { 0 };
+	struct gbst_ws ws = {0};
 	double maxcap = 0, floor;
 	int added = 0, rc = 0, start = 0, misses = 0;
 
@@ -517,7 +518,7 @@ plan_at_height(const struct topo *t, const struct mtree_opts *o, double h, bool 
 {
 	struct plan *pool = plan_create("mtree", t, 64);
 	struct packing_result pr;
-	struct packing_opts po = { .max_height_ms = h };
+	struct packing_opts po = {.max_height_ms = h};
 	bool optimal = false;
 	int gb;
 
@@ -624,17 +625,17 @@ nomem:
 }
 
 struct plan *
-mtree_plan(const struct topo *t, const struct mtree_opts *o, struct mtree_stats *st_out,
-	   char *err, size_t errlen)
+mtree_plan(const struct topo *t, const struct mtree_opts *o, struct mtree_stats *st_out, char *err,
+	   size_t errlen)
 {
-	struct mtree_stats st = { 0 };
+	struct mtree_stats st = {0};
 	double t0 = clock_now_s(), h = o->max_height_ms;
 	struct plan *pool, *out = NULL;
 	int rc = 0;
 
 	if (o->max_trees < 0 || o->max_height_ms < 0 || o->min_rate_gbps < 0 || o->rho < 0 ||
-	    o->window < 0 || o->window > 1 ||
-	    o->rho > 1 || !isfinite(o->max_height_ms) || !isfinite(o->min_rate_gbps)) {
+	    o->window < 0 || o->window > 1 || o->rho > 1 || !isfinite(o->max_height_ms) ||
+	    !isfinite(o->min_rate_gbps)) {
 		json_util_fail(err, errlen, "invalid mTree options");
 		errno = EINVAL;
 		return NULL;
@@ -642,8 +643,10 @@ mtree_plan(const struct topo *t, const struct mtree_opts *o, struct mtree_stats 
 	if (topo_worker_sites(t) == 1)
 		return single_site_plan(t, o, st_out);
 	if (h > 0 && h < min_possible_height(t) - MTREE_HEIGHT_TOL_MS) {
-		json_util_fail(err, errlen, "no tree fits: the smallest possible height is %.3f "
-			       "ms, above --max-height-ms %.3f", min_possible_height(t), h);
+		json_util_fail(err, errlen,
+			       "no tree fits: the smallest possible height is %.3f "
+			       "ms, above --max-height-ms %.3f",
+			       min_possible_height(t), h);
 		errno = ENOENT;
 		return NULL;
 	}
@@ -661,7 +664,8 @@ mtree_plan(const struct topo *t, const struct mtree_opts *o, struct mtree_stats 
 		struct mtree_opts po = *o;
 		long lo, hi;
 
-		po.milp_seconds = (o->milp_seconds > 0 ? o->milp_seconds : MTREE_DEFAULT_SECONDS) / 4;
+		po.milp_seconds =
+			(o->milp_seconds > 0 ? o->milp_seconds : MTREE_DEFAULT_SECONDS) / 4;
 		for (int i = 0; i < pool->n_trees; i++)
 			if (pool->trees[i].rate_gbps > 0) {
 				double x = plan_tree_height_ms(t, &pool->trees[i]);
@@ -672,7 +676,7 @@ mtree_plan(const struct topo *t, const struct mtree_opts *o, struct mtree_stats 
 		hi = (long)ceil(maxh - MTREE_HEIGHT_TOL_MS);
 		while (lo < hi) {
 			long mid = lo + (hi - lo) / 2;
-			struct mtree_stats pst = { 0 };
+			struct mtree_stats pst = {0};
 			struct plan *probe;
 			int prc = 0;
 
@@ -725,10 +729,10 @@ mtree_plan(const struct topo *t, const struct mtree_opts *o, struct mtree_stats 
 	for (int i = 0; i < out->n_trees; i++) {
 		struct plan_tree *tr = &out->trees[i];
 
-		tr->chunk_bytes = planner_chunk_bytes(
-			(uint64_t)(tr->share * (double)o->bytes), tr->rate_gbps,
-			o->window == 1 ? planner_tree_max_latency_ms(t, tr) : 0,
-			2 * plan_tree_depth(t, tr));
+		tr->chunk_bytes =
+			planner_chunk_bytes((uint64_t)(tr->share * (double)o->bytes), tr->rate_gbps,
+					    o->window == 1 ? planner_tree_max_latency_ms(t, tr) : 0,
+					    2 * plan_tree_depth(t, tr));
 	}
 	plan_free(pool);
 	st.seconds = clock_now_s() - t0;
@@ -739,8 +743,10 @@ fail:
 	plan_free(pool);
 	plan_free(out);
 	if (rc == -ENOENT)
-		json_util_fail(err, errlen, "no set of trees satisfies the limits (height %.3f ms, "
-			       "min rate %.6g Gbit/s)", h, o->min_rate_gbps);
+		json_util_fail(err, errlen,
+			       "no set of trees satisfies the limits (height %.3f ms, "
+			       "min rate %.6g Gbit/s)",
+			       h, o->min_rate_gbps);
 	else if (rc == -EIO)
 		json_util_fail(err, errlen, "the LP/MILP solver failed");
 	else

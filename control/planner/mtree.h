@@ -21,21 +21,24 @@
 #include "topo.h"
 
 struct mtree_opts {
-	int max_trees;          /* K; 0: unlimited */
-	double max_height_ms;   /* H; 0: unlimited */
-	double min_rate_gbps;   /* r_min; 0: none */
-	double rho;             /* ITH: lower the height limit while at least rho of the rate
+	int max_trees;        /* K; 0: unlimited */
+	double max_height_ms; /* H; 0: unlimited */
+	double min_rate_gbps; /* r_min; 0: none */
+	double rho;           /* ITH: lower the height limit while at least rho of the rate
 				 * remains; 0: no ITH search */
-	bool paper_only;        /* candidates from GBST alone (no column generation) */
-	double milp_seconds;    /* MILP time limit; 0: default 0.5 s */
-	uint64_t bytes;         /* tensor size the chunk sizes are planned for */
-	int window;             /* transport the chunks are sized for: 0 = windowed (the
+	bool paper_only;      /* candidates from GBST alone (no column generation) */
+	double milp_seconds;  /* MILP time limit; 0: default 0.5 s */
+	uint64_t bytes;       /* tensor size the chunk sizes are planned for */
+	int window;           /* transport the chunks are sized for: 0 = windowed (the
 				 * latency is hidden, a chunk costs PLANNER_ALPHA_S per hop),
 				 * 1 = one chunk per hop at a time (the paper's model: a chunk
 				 * costs latency + alpha per hop) */
 };
 
-#define MTREE_OPTS_DEFAULT { .max_trees = 10, .rho = 0, .bytes = 1u << 30 }
+#define MTREE_OPTS_DEFAULT                                   \
+	{                                                    \
+		.max_trees = 10, .rho = 0, .bytes = 1u << 30 \
+	}
 
 struct mtree_stats {
 	int candidates;         /* trees considered by the MILP */
@@ -54,8 +57,8 @@ struct mtree_stats {
  * one-line reason in err (errno ENOENT: no tree fits the height/rate limits; EINVAL: bad
  * options; ENOMEM; EIO: solver failure).
  */
-struct plan *mtree_plan(const struct topo *t, const struct mtree_opts *o,
-			struct mtree_stats *st, char *err, size_t errlen);
+struct plan *mtree_plan(const struct topo *t, const struct mtree_opts *o, struct mtree_stats *st,
+			char *err, size_t errlen);
 
 /**
  * GBST: grow up to max_trees candidate trees on residual capacities (each tree takes its

@@ -77,8 +77,8 @@ edge_better(double w1, double d1, double c1, double w2, double d2, double c2)
  * max_h (0: unlimited). O(n^2 + m) with per-node best-candidate keys.
  */
 static bool
-grow_tree(const struct topo *t, const double *w, int root, double max_h, int *parent,
-	  double *depth, double *key_w, double *key_c, bool *in)
+grow_tree(const struct topo *t, const double *w, int root, double max_h, int *parent, double *depth,
+	  double *key_w, double *key_c, bool *in)
 {
 	for (int v = 0; v < t->n_nodes; v++) {
 		parent[v] = PLAN_ABSENT;
@@ -103,7 +103,8 @@ grow_tree(const struct topo *t, const double *w, int root, double max_h, int *pa
 		in[u] = true;
 		for (int k = t->adj_off[u]; k < t->adj_off[u + 1]; k++) {
 			int x = t->adj[k].node, l = t->adj[k].link;
-			double d = depth[u] + t->links[l].latency_ms, c = topo_link_duplex_gbps(t, l);
+			double d = depth[u] + t->links[l].latency_ms,
+			       c = topo_link_duplex_gbps(t, l);
 
 			if (in[x] || !isfinite(w[l]))
 				continue;
@@ -135,8 +136,7 @@ grow_tree(const struct topo *t, const double *w, int root, double max_h, int *pa
  * or -ENOMEM.
  */
 static int
-price_roots(const struct topo *t, const double *w, double max_height_ms, int *trees,
-	    double *costs)
+price_roots(const struct topo *t, const double *w, double max_height_ms, int *trees, double *costs)
 {
 	size_t n = (size_t)t->n_nodes;
 	double *depth = malloc(sizeof(double) * n), *kw = malloc(sizeof(double) * n);
@@ -332,7 +332,8 @@ packing_solve(const struct topo *t, struct plan *pool, const struct packing_opts
 			int best = -1;
 
 			for (int r = 0; r < roots; r++)
-				if (costs[r] < 1 - PACKING_REL_GAP && (best < 0 || costs[r] < costs[best]))
+				if (costs[r] < 1 - PACKING_REL_GAP &&
+				    (best < 0 || costs[r] < costs[best]))
 					best = r;
 			if (best < 0)
 				break;
@@ -347,7 +348,7 @@ packing_solve(const struct topo *t, struct plan *pool, const struct packing_opts
 		}
 		rc = 0;
 		if (added == 0)
-			break;  /* heuristic pricing found only known trees: no progress possible */
+			break; /* heuristic pricing found only known trees: no progress possible */
 	}
 	for (int i = 0; i < pool->n_trees; i++) {
 		double x = glp_get_col_prim(lp, i + 1);

@@ -19,17 +19,17 @@
 #include "topo.h"
 
 struct packing_opts {
-	double max_height_ms;   /* 0: no limit */
-	int max_columns;        /* stop adding trees past this pool size; 0: default 4000 */
-	double time_limit_s;    /* stop column generation after this long; 0: default 30 */
+	double max_height_ms; /* 0: no limit */
+	int max_columns;      /* stop adding trees past this pool size; 0: default 4000 */
+	double time_limit_s;  /* stop column generation after this long; 0: default 30 */
 };
 
 struct packing_result {
-	double rate_gbps;       /* LP optimum over the pool: sum of tree rates */
-	double upper_gbps;      /* a proven upper bound (equals rate_gbps when exact) */
-	int iterations;         /* LP solves */
-	int columns;            /* trees in the pool */
-	bool exact;             /* pricing was exact and converged: rate_gbps is optimal */
+	double rate_gbps;  /* LP optimum over the pool: sum of tree rates */
+	double upper_gbps; /* a proven upper bound (equals rate_gbps when exact) */
+	int iterations;    /* LP solves */
+	int columns;       /* trees in the pool */
+	bool exact;        /* pricing was exact and converged: rate_gbps is optimal */
 };
 
 /**
@@ -48,8 +48,7 @@ int packing_solve(const struct topo *t, struct plan *pool, const struct packing_
  * Writes parent[] and returns the weight, or INFINITY if no such tree was found.
  * Exact when max_height_ms == 0 and the topology has no relay sites.
  */
-double packing_price(const struct topo *t, const double *w, double max_height_ms,
-		     int *parent);
+double packing_price(const struct topo *t, const double *w, double max_height_ms, int *parent);
 
 /** Index of the pool tree with the same edge set as parent[] (any root), or -1. */
 int packing_pool_find(const struct topo *t, const struct plan *pool, const int *parent);

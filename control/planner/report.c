@@ -100,7 +100,7 @@ plan_fmt_bytes(char *buf, size_t len, double b)
 double
 plan_packing_bound(const struct topo *t, struct plan **solution)
 {
-	struct packing_opts po = { 0 };
+	struct packing_opts po = {0};
 	struct packing_result pr;
 	struct plan *pool = plan_create("packing-bound", t, 64);
 	double bound = -1;
@@ -129,4 +129,3 @@ plan_packing_bound(const struct topo *t, struct plan **solution)
 	plan_free(pool);
 	return bound;
 }
-

@@ -33,8 +33,8 @@ port_seconds(double bytes, double gbps)
 static double
 uniform01(uint64_t *s)
 {
-	unsigned short x[3] = { (unsigned short)*s, (unsigned short)(*s >> 16),
-				(unsigned short)(*s >> 32) };
+	unsigned short x[3] = {(unsigned short)*s, (unsigned short)(*s >> 16),
+			       (unsigned short)(*s >> 32)};
 	double u = erand48(x);
 
 	*s = (uint64_t)x[0] | (uint64_t)x[1] << 16 | (uint64_t)x[2] << 32;
@@ -53,17 +53,24 @@ selmcast_check(const struct selmcast_inst *in, char *err, size_t errlen)
 		return json_util_fail(err, errlen, "stale_rounds must be >= 0");
 	for (int i = 0; i < in->n; i++) {
 		if (!(isfinite(in->ingress_gbps[i]) && in->ingress_gbps[i] > 0))
-			return json_util_fail(err, errlen, "site %d: ingress bandwidth must be "
-					      "finite and > 0", i);
+			return json_util_fail(err, errlen,
+					      "site %d: ingress bandwidth must be "
+					      "finite and > 0",
+					      i);
 		if (!(isfinite(in->egress_gbps[i]) && in->egress_gbps[i] > 0))
-			return json_util_fail(err, errlen, "site %d: egress bandwidth must be "
-					      "finite and > 0", i);
+			return json_util_fail(err, errlen,
+					      "site %d: egress bandwidth must be "
+					      "finite and > 0",
+					      i);
 		if (in->bytes[i] == 0 || in->bytes[i] > SELMCAST_BYTES_MAX)
-			return json_util_fail(err, errlen, "site %d: update size must be in "
-					      "[1, 2^40] bytes", i);
+			return json_util_fail(err, errlen,
+					      "site %d: update size must be in "
+					      "[1, 2^40] bytes",
+					      i);
 		if (in->p[i] < 1 || in->p[i] > in->n - 1)
-			return json_util_fail(err, errlen, "site %d: p = %d is not in [1, n - 1 = %d]",
-					      i, in->p[i], in->n - 1);
+			return json_util_fail(err, errlen,
+					      "site %d: p = %d is not in [1, n - 1 = %d]", i,
+					      in->p[i], in->n - 1);
 	}
 	return 0;
 }
@@ -188,14 +195,16 @@ selmcast_basic(const struct selmcast_inst *in, const int *stale, unsigned char *
 	/* What the round takes at least: every sender's egress at its quota, and the forced
 	 * pairs' ingress. */
 	for (int i = 0; i < n; i++) {
-		t_cur = fmax(t_cur, port_seconds(egress_bytes(in, i, cnt[i] > in->p[i] ? cnt[i] :
-							      in->p[i]), in->egress_gbps[i]));
+		t_cur = fmax(
+			t_cur,
+			port_seconds(egress_bytes(in, i, cnt[i] > in->p[i] ? cnt[i] : in->p[i]),
+				     in->egress_gbps[i]));
 		t_cur = fmax(t_cur, port_seconds(in_bytes[i], in->ingress_gbps[i]));
 	}
 	/* Senders with more preselected receivers have less choice left: they go first (the
 	 * papers' order); among equals, larger updates first, then by index. */
 	for (int i = 0; i < n; i++)
-		order[i] = (struct key){ -(double)cnt[i], -(double)in->bytes[i], i, 0 };
+		order[i] = (struct key){-(double)cnt[i], -(double)in->bytes[i], i, 0};
 	qsort(order, (size_t)n, sizeof(*order), cmp_key);
 	for (int k = 0; k < n; k++) {
 		int i = order[k].i, q = in->p[i] - cnt[i], m = 0;
@@ -216,11 +225,11 @@ selmcast_basic(const struct selmcast_inst *in, const int *stale, unsigned char *
 			if (j == i || x[i * n + j])
 				continue;
 			if (after <= t_cur)
-				cand[m++] = (struct key){ -1.0 - st, after, j, 0 };
+				cand[m++] = (struct key){-1.0 - st, after, j, 0};
 			else
-				cand[m++] = (struct key){ after,
-							  port_seconds(in_bytes[j], in->ingress_gbps[j]),
-							  j, 0 };
+				cand[m++] = (struct key){
+					after, port_seconds(in_bytes[j], in->ingress_gbps[j]), j,
+					0};
 		}
 		qsort(cand, (size_t)m, sizeof(*cand), cmp_key);
 		for (int c = 0; c < q && c < m; c++) {
@@ -265,8 +274,8 @@ selmcast_pareto(const struct selmcast_inst *in, const int *stale, unsigned char 
 			cost = port_seconds((double)in->bytes[i], in->ingress_gbps[j]);
 			if (in->model == SELMCAST_APPLICATION)
 				cost += port_seconds((double)in->bytes[i], in->egress_gbps[i]);
-			cand[m++] = (struct key){ stale != NULL ? -(double)stale[i * n + j] : 0, cost,
-						  i, j };
+			cand[m++] = (struct key){stale != NULL ? -(double)stale[i * n + j] : 0,
+						 cost, i, j};
 		}
 	qsort(cand, (size_t)m, sizeof(*cand), cmp_key);
 	for (int c = 0; c < m; c++) {
@@ -323,8 +332,8 @@ selmcast_select(const struct selmcast_inst *in, const int *stale, unsigned char 
 }
 
 int
-selmcast_random(const struct selmcast_inst *in, const int *stale, uint64_t *rng,
-		unsigned char *x, struct selmcast_result *res)
+selmcast_random(const struct selmcast_inst *in, const int *stale, uint64_t *rng, unsigned char *x,
+		struct selmcast_result *res)
 {
 	int n = in->n, forced = selmcast_forced(in, stale, x);
 	int *cand = malloc(sizeof(int) * (size_t)n);
@@ -357,10 +366,10 @@ selmcast_random(const struct selmcast_inst *in, const int *stale, uint64_t *rng,
 /* ---- exact MILP ---- */
 
 struct exact_cb {
-	const double *start;    /* a feasible solution, columns 1..ncols */
+	const double *start; /* a feasible solution, columns 1..ncols */
 	bool given;
 	bool minimise;
-	double bound;           /* best proven bound on the objective seen so far */
+	double bound; /* best proven bound on the objective seen so far */
 };
 
 static void
@@ -431,7 +440,7 @@ exact_solve(glp_prob *mip, double seconds, struct exact_cb *cb, double *sol, boo
 	seconds -= clock_now_s() - t0;
 	glp_init_iocp(&iocp);
 	iocp.msg_lev = GLP_MSG_OFF;
-	iocp.presolve = GLP_OFF;        /* the callback's solution is in the original columns */
+	iocp.presolve = GLP_OFF; /* the callback's solution is in the original columns */
 	iocp.mir_cuts = GLP_ON;
 	iocp.cov_cuts = GLP_ON;
 	iocp.mip_gap = 1e-7;
@@ -486,13 +495,13 @@ selmcast_exact(const struct selmcast_inst *in, const int *stale,
 {
 	int n = in->n, npair = n * (n - 1), ncols = npair + 1 + 2 * n, rc = -ENOMEM, got;
 	int rows = in->model == SELMCAST_APPLICATION ? 4 * n : 3 * n, tcol = time_col(n);
-	double limit = opts != NULL && opts->time_limit_s > 0 ? opts->time_limit_s :
-								  EXACT_DEFAULT_SECONDS;
-	double tol = opts != NULL && opts->tolerance > 0 ? opts->tolerance :
-							  EXACT_DEFAULT_TOLERANCE;
+	double limit =
+		opts != NULL && opts->time_limit_s > 0 ? opts->time_limit_s : EXACT_DEFAULT_SECONDS;
+	double tol =
+		opts != NULL && opts->tolerance > 0 ? opts->tolerance : EXACT_DEFAULT_TOLERANCE;
 	double t_start = clock_now_s(), t0, t_lo = 0, t1, lower;
 	struct selmcast_result heur;
-	struct exact_cb cb = { 0 };
+	struct exact_cb cb = {0};
 	unsigned char *xh = NULL, *xm = NULL;
 	double *sol = NULL, *start = NULL, *val = NULL;
 	int *ind = NULL, forced;
@@ -507,8 +516,7 @@ selmcast_exact(const struct selmcast_inst *in, const int *stale,
 	start = calloc((size_t)ncols + 1, sizeof(double));
 	ind = malloc(sizeof(int) * ((size_t)n + 2));
 	val = malloc(sizeof(double) * ((size_t)n + 2));
-	if (xh == NULL || xm == NULL || sol == NULL || start == NULL || ind == NULL ||
-	    val == NULL)
+	if (xh == NULL || xm == NULL || sol == NULL || start == NULL || ind == NULL || val == NULL)
 		goto out;
 	/* The heuristic's selection is the first incumbent, and its time the unit of T. */
 	rc = selmcast_select(in, stale, xh, &heur);
@@ -563,7 +571,8 @@ selmcast_exact(const struct selmcast_inst *in, const int *stale,
 		for (int s = 0, k = 0; s < n; s++)
 			if (s != i) {
 				ind[++k] = pair_col(n, s, i);
-				val[k] = port_seconds((double)in->bytes[s], in->ingress_gbps[i]) / t0;
+				val[k] = port_seconds((double)in->bytes[s], in->ingress_gbps[i]) /
+					 t0;
 			}
 		ind[n] = tcol;
 		val[n] = -1;
@@ -584,7 +593,8 @@ selmcast_exact(const struct selmcast_inst *in, const int *stale,
 			glp_set_row_bnds(mip, 2 * n + i + 1, GLP_UP, 0, 0);
 		} else {
 			/* One copy leaves every sender (p_i >= 1): a constant bound on T. */
-			t_lo = fmax(t_lo, port_seconds((double)in->bytes[i], in->egress_gbps[i]) / t0);
+			t_lo = fmax(t_lo,
+				    port_seconds((double)in->bytes[i], in->egress_gbps[i]) / t0);
 		}
 	}
 
@@ -687,9 +697,8 @@ selmcast_state_fini(struct selmcast_state *s)
 }
 
 int
-selmcast_run(const struct selmcast_inst *in, enum selmcast_algo algo, int rounds,
-	     uint64_t seed, const struct selmcast_exact_opts *opts, unsigned char *x,
-	     struct selmcast_result *res)
+selmcast_run(const struct selmcast_inst *in, enum selmcast_algo algo, int rounds, uint64_t seed,
+	     const struct selmcast_exact_opts *opts, unsigned char *x, struct selmcast_result *res)
 {
 	size_t nn = (size_t)in->n * (size_t)in->n;
 	struct selmcast_state st;
@@ -701,10 +710,18 @@ selmcast_run(const struct selmcast_inst *in, enum selmcast_algo algo, int rounds
 		struct selmcast_result *rr = res != NULL ? &res[r] : NULL;
 
 		switch (algo) {
-		case SELMCAST_HEURISTIC: rc = selmcast_select(in, st.stale, xr, rr); break;
-		case SELMCAST_RANDOM: rc = selmcast_random(in, st.stale, &rng, xr, rr); break;
-		case SELMCAST_EXACT: rc = selmcast_exact(in, st.stale, opts, xr, rr); break;
-		default: rc = -EINVAL; break;
+		case SELMCAST_HEURISTIC:
+			rc = selmcast_select(in, st.stale, xr, rr);
+			break;
+		case SELMCAST_RANDOM:
+			rc = selmcast_random(in, st.stale, &rng, xr, rr);
+			break;
+		case SELMCAST_EXACT:
+			rc = selmcast_exact(in, st.stale, opts, xr, rr);
+			break;
+		default:
+			rc = -EINVAL;
+			break;
 		}
 		if (rc == 0)
 			selmcast_state_advance(&st, xr);
@@ -717,24 +734,26 @@ selmcast_run(const struct selmcast_inst *in, enum selmcast_algo algo, int rounds
 
 /* A positive finite number field of a node, if present. 1 if read, 0 if absent. */
 static int
-node_number(const json_t *node, const char *key, int v, const char *src, double *out,
-	    char *err, size_t errlen)
+node_number(const json_t *node, const char *key, int v, const char *src, double *out, char *err,
+	    size_t errlen)
 {
 	const json_t *f = json_object_get(node, key);
 
 	if (f == NULL)
 		return 0;
 	if (!json_is_number(f) || !isfinite(json_number_value(f)) || json_number_value(f) <= 0)
-		return json_util_fail(err, errlen, "%s: field 'nodes[%d].%s': expected a finite "
-				      "number > 0", src, v, key);
+		return json_util_fail(err, errlen,
+				      "%s: field 'nodes[%d].%s': expected a finite "
+				      "number > 0",
+				      src, v, key);
 	*out = json_number_value(f);
 	return 1;
 }
 
 int
-selmcast_sites(const struct topo *t, const json_t *doc, const char *src,
-	       uint64_t default_bytes, int *site, double *ingress, double *egress,
-	       uint64_t *bytes, char *err, size_t errlen)
+selmcast_sites(const struct topo *t, const json_t *doc, const char *src, uint64_t default_bytes,
+	       int *site, double *ingress, double *egress, uint64_t *bytes, char *err,
+	       size_t errlen)
 {
 	const json_t *nodes = doc != NULL ? json_object_get(doc, "nodes") : NULL;
 	int n = 0;
@@ -761,19 +780,24 @@ selmcast_sites(const struct topo *t, const json_t *doc, const char *src,
 			if (ub != NULL) {
 				if (!json_is_integer(ub) || json_integer_value(ub) <= 0 ||
 				    (uint64_t)json_integer_value(ub) > SELMCAST_BYTES_MAX)
-					return json_util_fail(err, errlen, "%s: field "
-							      "'nodes[%d].update_bytes': expected an "
-							      "integer in [1, 2^40]", src, v);
+					return json_util_fail(
+						err, errlen,
+						"%s: field "
+						"'nodes[%d].update_bytes': expected an "
+						"integer in [1, 2^40]",
+						src, v);
 				bytes[n] = (uint64_t)json_integer_value(ub);
 			}
 		}
 		if (!(in > 0) || !(out > 0))
-			return json_util_fail(err, errlen, "%s: field 'nodes[%d]': site '%s' has no "
-					      "%s bandwidth (no links and no %s)", src, v,
-					      t->nodes[v].id, in > 0 ? "egress" : "ingress",
+			return json_util_fail(err, errlen,
+					      "%s: field 'nodes[%d]': site '%s' has no "
+					      "%s bandwidth (no links and no %s)",
+					      src, v, t->nodes[v].id, in > 0 ? "egress" : "ingress",
 					      in > 0 ? "egress_gbps" : "ingress_gbps");
 		if (bytes[n] == 0 || bytes[n] > SELMCAST_BYTES_MAX)
-			return json_util_fail(err, errlen, "update size must be in [1, 2^40] bytes");
+			return json_util_fail(err, errlen,
+					      "update size must be in [1, 2^40] bytes");
 		site[n] = v;
 		ingress[n] = in;
 		egress[n] = out;
@@ -783,8 +807,8 @@ selmcast_sites(const struct topo *t, const json_t *doc, const char *src,
 }
 
 struct topo *
-selmcast_gen_topology(int n, uint64_t seed, double mean_gbps, double lambda, double mu,
-		      char *err, size_t errlen)
+selmcast_gen_topology(int n, uint64_t seed, double mean_gbps, double lambda, double mu, char *err,
+		      size_t errlen)
 {
 	struct topo_node *nodes;
 	struct topo_link *links;
@@ -824,8 +848,8 @@ selmcast_gen_topology(int n, uint64_t seed, double mean_gbps, double lambda, dou
 
 		links[v].a = v;
 		links[v].b = n;
-		links[v].gbps_ab = mean_gbps * (1 + lambda * xe);        /* site -> switch */
-		links[v].gbps_ba = mean_gbps * mu * (1 + lambda * xi);   /* switch -> site */
+		links[v].gbps_ab = mean_gbps * (1 + lambda * xe);      /* site -> switch */
+		links[v].gbps_ba = mean_gbps * mu * (1 + lambda * xi); /* switch -> site */
 	}
 	snprintf(name, sizeof(name), "selmcast-random-%d-seed%llu", n, (unsigned long long)seed);
 	t = topo_create(name, n + 1, nodes, n, links, err, errlen);

@@ -40,43 +40,43 @@
 #define SELMCAST_BYTES_MAX (1ull << 40)
 
 enum selmcast_model {
-	SELMCAST_NETWORK,       /* one copy leaves the sender (IP multicast) */
-	SELMCAST_APPLICATION,   /* one copy per receiver (unicast fan-out) */
+	SELMCAST_NETWORK,     /* one copy leaves the sender (IP multicast) */
+	SELMCAST_APPLICATION, /* one copy per receiver (unicast fan-out) */
 };
 
 enum selmcast_algo {
-	SELMCAST_HEURISTIC,     /* forced pairs, basic selection, Pareto pass */
-	SELMCAST_RANDOM,        /* forced pairs, then random receivers up to p (Orpheus) */
-	SELMCAST_EXACT,         /* the lexicographic MILP (GLPK), n <= SELMCAST_EXACT_MAX_N */
+	SELMCAST_HEURISTIC, /* forced pairs, basic selection, Pareto pass */
+	SELMCAST_RANDOM,    /* forced pairs, then random receivers up to p (Orpheus) */
+	SELMCAST_EXACT,     /* the lexicographic MILP (GLPK), n <= SELMCAST_EXACT_MAX_N */
 };
 
 /** One round's input. Arrays have n entries and are not copied. */
 struct selmcast_inst {
-	int n;                          /* sites, >= 2 */
+	int n; /* sites, >= 2 */
 	enum selmcast_model model;
-	const double *ingress_gbps;     /* what each site can receive, finite, > 0 */
-	const double *egress_gbps;      /* what each site can send, finite, > 0 */
-	const uint64_t *bytes;          /* each sender's update, > 0 */
-	const int *p;                   /* each sender's minimum receivers, in [1, n - 1] */
-	int stale_rounds;               /* k: pairs k rounds without delivery are forced; 0 off */
+	const double *ingress_gbps; /* what each site can receive, finite, > 0 */
+	const double *egress_gbps;  /* what each site can send, finite, > 0 */
+	const uint64_t *bytes;      /* each sender's update, > 0 */
+	const int *p;               /* each sender's minimum receivers, in [1, n - 1] */
+	int stale_rounds;           /* k: pairs k rounds without delivery are forced; 0 off */
 };
 
 struct selmcast_result {
-	double seconds;         /* completion time of the selection */
-	double basic_seconds;   /* heuristic: after the basic selection, before the Pareto pass */
-	int receivers;          /* selected pairs */
-	int forced;             /* pairs forced by staleness */
-	int added;              /* heuristic: pairs the Pareto pass added */
+	double seconds;       /* completion time of the selection */
+	double basic_seconds; /* heuristic: after the basic selection, before the Pareto pass */
+	int receivers;        /* selected pairs */
+	int forced;           /* pairs forced by staleness */
+	int added;            /* heuristic: pairs the Pareto pass added */
 	/* Exact MILP only: */
-	double lower_seconds;   /* proven lower bound on the optimal completion time */
-	bool time_optimal;      /* stage 1 proved its completion time optimal */
-	bool count_optimal;     /* stage 2 proved its receiver count maximal */
-	double solve_seconds;   /* wall time of both solves */
+	double lower_seconds; /* proven lower bound on the optimal completion time */
+	bool time_optimal;    /* stage 1 proved its completion time optimal */
+	bool count_optimal;   /* stage 2 proved its receiver count maximal */
+	double solve_seconds; /* wall time of both solves */
 };
 
 struct selmcast_exact_opts {
-	double time_limit_s;    /* per solve; 0: 10 s */
-	double tolerance;       /* stage 2 keeps T <= T1 (1 + tolerance); 0: 1e-6 */
+	double time_limit_s; /* per solve; 0: 10 s */
+	double tolerance;    /* stage 2 keeps T <= T1 (1 + tolerance); 0: 1e-6 */
 };
 
 /** Check an instance: n, bandwidths, bytes and p. 0, or -EINVAL with one line in err. */
@@ -131,8 +131,8 @@ int selmcast_exact(const struct selmcast_inst *in, const int *stale,
 /** Staleness carried across rounds. */
 struct selmcast_state {
 	int n;
-	int rounds;     /* rounds advanced so far */
-	int *stale;     /* n x n */
+	int rounds; /* rounds advanced so far */
+	int *stale; /* n x n */
 };
 
 /** All pairs fresh. 0 or -ENOMEM. */
@@ -149,9 +149,9 @@ void selmcast_state_fini(struct selmcast_state *s);
  * rounds results. seed drives the random baseline; opts (may be NULL) the MILP.
  * Returns 0 or the first failing round's negative errno.
  */
-int selmcast_run(const struct selmcast_inst *in, enum selmcast_algo algo, int rounds,
-		 uint64_t seed, const struct selmcast_exact_opts *opts, unsigned char *x,
-		 struct selmcast_result *res);
+int
+selmcast_run(const struct selmcast_inst *in, enum selmcast_algo algo, int rounds, uint64_t seed,
+	     const struct selmcast_exact_opts *opts, unsigned char *x, struct selmcast_result *res);
 
 /* ---- sites of a topology ---- */
 
@@ -164,9 +164,9 @@ int selmcast_run(const struct selmcast_inst *in, enum selmcast_algo algo, int ro
  * capacities of the node's links towards it and egress the sum away from it.
  * Returns the number of sites, or -EINVAL with one line naming src and the field.
  */
-int selmcast_sites(const struct topo *t, const json_t *doc, const char *src,
-		   uint64_t default_bytes, int *site, double *ingress, double *egress,
-		   uint64_t *bytes, char *err, size_t errlen);
+int selmcast_sites(const struct topo *t, const json_t *doc, const char *src, uint64_t default_bytes,
+		   int *site, double *ingress, double *egress, uint64_t *bytes, char *err,
+		   size_t errlen);
 
 /**
  * A random instance as a topology: n sites "w1".."wn" around one relay "switch" (the
@@ -174,8 +174,8 @@ int selmcast_sites(const struct topo *t, const json_t *doc, const char *src,
  * mean_gbps mu (1 + lambda x') with x, x' uniform in [-1, 1], as the links' two
  * capacities. NULL with err on bad parameters.
  */
-struct topo *selmcast_gen_topology(int n, uint64_t seed, double mean_gbps, double lambda,
-				   double mu, char *err, size_t errlen);
+struct topo *selmcast_gen_topology(int n, uint64_t seed, double mean_gbps, double lambda, double mu,
+				   char *err, size_t errlen);
 
 /* ---- the plan section (selmcast_json.c) ---- */
 
@@ -188,16 +188,16 @@ json_t *selmcast_section(const struct topo *t, const int *site, const struct sel
 			 int rounds, const unsigned char *x, const double *seconds);
 
 struct selmcast_sender {
-	int site;               /* topology node index */
-	int p;                  /* minimum receivers */
+	int site; /* topology node index */
+	int p;    /* minimum receivers */
 	uint64_t bytes;
 	int n_receivers;
-	int *receivers;         /* topology node indices */
+	int *receivers; /* topology node indices */
 };
 
 struct selmcast_round {
 	double seconds;
-	int n_senders;          /* every worker site of the topology */
+	int n_senders; /* every worker site of the topology */
 	struct selmcast_sender *senders;
 };
 
@@ -221,8 +221,8 @@ struct selmcast_plan *selmcast_section_parse(const struct topo *t, const json_t 
 					     const char *src, char *err, size_t errlen);
 
 /** Parse a whole `georeduce-plan/1` document and its "multicast" section (required). */
-struct selmcast_plan *selmcast_plan_parse(const struct topo *t, const char *text,
-					  const char *src, char *err, size_t errlen);
+struct selmcast_plan *selmcast_plan_parse(const struct topo *t, const char *text, const char *src,
+					  char *err, size_t errlen);
 
 void selmcast_plan_free(struct selmcast_plan *p);
 

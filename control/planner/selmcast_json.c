@@ -17,11 +17,11 @@
 #include "plan.h"
 #include "selmcast.h"
 
-static const char *const model_names[] = { "network", "application" };
+static const char *const model_names[] = {"network", "application"};
 
 json_t *
-selmcast_section(const struct topo *t, const int *site, const struct selmcast_inst *in,
-		 int rounds, const unsigned char *x, const double *seconds)
+selmcast_section(const struct topo *t, const int *site, const struct selmcast_inst *in, int rounds,
+		 const unsigned char *x, const double *seconds)
 {
 	int n = in->n, pmin = in->p[0];
 	json_t *sec, *arr = json_array();
@@ -46,11 +46,13 @@ selmcast_section(const struct topo *t, const int *site, const struct selmcast_in
 				       (json_int_t)in->bytes[i], "receivers", recv);
 			if (js == NULL || json_array_append_new(senders, js) != 0)
 				goto nomem;
-			if (in->p[i] != pmin && json_object_set_new(js, "p", json_integer(in->p[i])))
+			if (in->p[i] != pmin &&
+			    json_object_set_new(js, "p", json_integer(in->p[i])))
 				goto nomem;
 			for (int j = 0; j < n; j++)
 				if (xr[i * n + j] &&
-				    json_array_append_new(recv, json_string(t->nodes[site[j]].id)) != 0)
+				    json_array_append_new(recv,
+							  json_string(t->nodes[site[j]].id)) != 0)
 					goto nomem;
 		}
 	}
@@ -91,8 +93,8 @@ only_known(const json_t *obj, const char *const *known, const char *src, const c
 		n++;
 	key = json_util_unknown_key(obj, known, n);
 	if (key != NULL)
-		return json_util_fail(err, errlen, "%s: field '%s.%.64s': unknown field", src,
-				      path, key);
+		return json_util_fail(err, errlen, "%s: field '%s.%.64s': unknown field", src, path,
+				      key);
 	return 0;
 }
 
@@ -110,16 +112,18 @@ int_field(const json_t *obj, const char *key, long lo, long hi, long def, const 
 	if (f == NULL)
 		return json_util_fail(err, errlen, "%s: field '%s.%s': missing", src, path, key);
 	if (!json_is_integer(f) || json_integer_value(f) < lo || json_integer_value(f) > hi)
-		return json_util_fail(err, errlen, "%s: field '%s.%s': expected an integer in "
-				      "[%ld, %ld]", src, path, key, lo, hi);
+		return json_util_fail(err, errlen,
+				      "%s: field '%s.%s': expected an integer in "
+				      "[%ld, %ld]",
+				      src, path, key, lo, hi);
 	*out = (int)json_integer_value(f);
 	return 0;
 }
 
 /* A site id that names a worker site; its node index, or -EINVAL. */
 static int
-site_ref(const struct topo *t, const json_t *f, const char *src, const char *path,
-	 char *err, size_t errlen)
+site_ref(const struct topo *t, const json_t *f, const char *src, const char *path, char *err,
+	 size_t errlen)
 {
 	int v;
 
@@ -130,8 +134,10 @@ site_ref(const struct topo *t, const json_t *f, const char *src, const char *pat
 		return json_util_fail(err, errlen, "%s: field '%s': unknown site id '%.64s'", src,
 				      path, json_string_value(f));
 	if (t->nodes[v].workers == 0)
-		return json_util_fail(err, errlen, "%s: field '%s': '%.64s' is a relay site (no "
-				      "workers)", src, path, json_string_value(f));
+		return json_util_fail(err, errlen,
+				      "%s: field '%s': '%.64s' is a relay site (no "
+				      "workers)",
+				      src, path, json_string_value(f));
 	return v;
 }
 
@@ -140,7 +146,7 @@ parse_sender(const struct topo *t, const json_t *js, struct selmcast_plan *p, in
 	     const char *src, const char *path, struct selmcast_sender *s, unsigned char *mark,
 	     char *err, size_t errlen)
 {
-	static const char *const known[] = { "site", "bytes", "receivers", "p", NULL };
+	static const char *const known[] = {"site", "bytes", "receivers", "p", NULL};
 	const json_t *jb, *jr;
 	char sub[160];
 	int rc = 0;
@@ -169,8 +175,10 @@ parse_sender(const struct topo *t, const json_t *js, struct selmcast_plan *p, in
 				      jr == NULL ? "missing" : "expected an array of site ids");
 	s->n_receivers = (int)json_array_size(jr);
 	if (s->n_receivers < s->p)
-		return json_util_fail(err, errlen, "%s: field '%s.receivers': %d receivers, fewer "
-				      "than p = %d", src, path, s->n_receivers, s->p);
+		return json_util_fail(err, errlen,
+				      "%s: field '%s.receivers': %d receivers, fewer "
+				      "than p = %d",
+				      src, path, s->n_receivers, s->p);
 	s->receivers = malloc(sizeof(int) * (size_t)s->n_receivers);
 	if (s->receivers == NULL)
 		return json_util_fail(err, errlen, "%s: out of memory", src);
@@ -184,8 +192,10 @@ parse_sender(const struct topo *t, const json_t *js, struct selmcast_plan *p, in
 		if (v < 0)
 			rc = -EINVAL;
 		else if (v == s->site)
-			rc = json_util_fail(err, errlen, "%s: field '%s': sender '%s' cannot receive "
-					    "from itself", src, sub, t->nodes[v].id);
+			rc = json_util_fail(err, errlen,
+					    "%s: field '%s': sender '%s' cannot receive "
+					    "from itself",
+					    src, sub, t->nodes[v].id);
 		else if (mark[v])
 			rc = json_util_fail(err, errlen, "%s: field '%s': duplicate receiver '%s'",
 					    src, sub, t->nodes[v].id);
@@ -201,8 +211,8 @@ parse_sender(const struct topo *t, const json_t *js, struct selmcast_plan *p, in
 
 /* With stale_rounds k > 0: no worker pair goes more than k rounds without a delivery. */
 static int
-check_staleness(const struct topo *t, const struct selmcast_plan *p, const char *src,
-		char *err, size_t errlen)
+check_staleness(const struct topo *t, const struct selmcast_plan *p, const char *src, char *err,
+		size_t errlen)
 {
 	int k = p->stale_rounds, nw = 0, *widx, *last, rc = 0;
 
@@ -223,7 +233,8 @@ check_staleness(const struct topo *t, const struct selmcast_plan *p, const char 
 
 		for (int s = 0; s < rd->n_senders; s++)
 			for (int c = 0; c < rd->senders[s].n_receivers; c++)
-				last[widx[rd->senders[s].site] * nw + widx[rd->senders[s].receivers[c]]] = r;
+				last[widx[rd->senders[s].site] * nw +
+				     widx[rd->senders[s].receivers[c]]] = r;
 		for (int s = 0; s < rd->n_senders && rc == 0; s++) {
 			int a = rd->senders[s].site;
 
@@ -234,11 +245,13 @@ check_staleness(const struct topo *t, const struct selmcast_plan *p, const char 
 					continue;
 				gap = r - last[widx[a] * nw + widx[b]];
 				if (gap > k)
-					rc = json_util_fail(err, errlen, "%s: field '" SELMCAST_SECTION
-							    ".rounds[%d].senders[%d].receivers': '%s' -> "
-							    "'%s' not delivered for %d rounds in a row "
-							    "(stale_rounds %d)", src, r, s,
-							    t->nodes[a].id, t->nodes[b].id, gap, k);
+					rc = json_util_fail(
+						err, errlen,
+						"%s: field '" SELMCAST_SECTION
+						".rounds[%d].senders[%d].receivers': '%s' -> "
+						"'%s' not delivered for %d rounds in a row "
+						"(stale_rounds %d)",
+						src, r, s, t->nodes[a].id, t->nodes[b].id, gap, k);
 			}
 		}
 	}
@@ -248,11 +261,11 @@ check_staleness(const struct topo *t, const struct selmcast_plan *p, const char 
 }
 
 struct selmcast_plan *
-selmcast_section_parse(const struct topo *t, const json_t *section, const char *src,
-		       char *err, size_t errlen)
+selmcast_section_parse(const struct topo *t, const json_t *section, const char *src, char *err,
+		       size_t errlen)
 {
-	static const char *const known[] = { "model", "p", "stale_rounds", "rounds", NULL };
-	static const char *const round_known[] = { "completion_seconds", "senders", NULL };
+	static const char *const known[] = {"model", "p", "stale_rounds", "rounds", NULL};
+	static const char *const round_known[] = {"completion_seconds", "senders", NULL};
 	struct selmcast_plan *p = NULL;
 	unsigned char *mark = NULL, *seen = NULL;
 	const json_t *jm, *jrounds;
@@ -267,8 +280,10 @@ selmcast_section_parse(const struct topo *t, const json_t *section, const char *
 		return NULL;
 	}
 	if (n_sites < 2) {
-		json_util_fail(err, errlen, "%s: field '" SELMCAST_SECTION "': the topology has "
-			       "fewer than two worker sites", src);
+		json_util_fail(err, errlen,
+			       "%s: field '" SELMCAST_SECTION "': the topology has "
+			       "fewer than two worker sites",
+			       src);
 		return NULL;
 	}
 	if (only_known(section, known, src, SELMCAST_SECTION, err, errlen) != 0)
@@ -290,8 +305,8 @@ selmcast_section_parse(const struct topo *t, const json_t *section, const char *
 			       jm == NULL ? "missing" : "expected \"network\" or \"application\"");
 		goto bad;
 	}
-	if (int_field(section, "p", 1, n_sites - 1, 0, src, SELMCAST_SECTION, &p->p, err,
-		      errlen) != 0 ||
+	if (int_field(section, "p", 1, n_sites - 1, 0, src, SELMCAST_SECTION, &p->p, err, errlen) !=
+		    0 ||
 	    int_field(section, "stale_rounds", 0, INT_MAX / 2, 0, src, SELMCAST_SECTION,
 		      &p->stale_rounds, err, errlen) != 0)
 		goto bad;
@@ -299,7 +314,8 @@ selmcast_section_parse(const struct topo *t, const json_t *section, const char *
 	if (!json_is_array(jrounds) || json_array_size(jrounds) < 1 ||
 	    json_array_size(jrounds) > SELMCAST_ROUNDS_MAX) {
 		json_util_fail(err, errlen, "%s: field '" SELMCAST_SECTION ".rounds': %s", src,
-			       jrounds == NULL ? "missing" : "expected an array of 1 to 1000 rounds");
+			       jrounds == NULL ? "missing" :
+						 "expected an array of 1 to 1000 rounds");
 		goto bad;
 	}
 	p->rounds = calloc(json_array_size(jrounds), sizeof(*p->rounds));
@@ -314,7 +330,8 @@ selmcast_section_parse(const struct topo *t, const json_t *section, const char *
 		p->n_rounds++;
 		snprintf(path, sizeof(path), SELMCAST_SECTION ".rounds[%zu]", r);
 		if (!json_is_object(jr)) {
-			json_util_fail(err, errlen, "%s: field '%s': expected an object", src, path);
+			json_util_fail(err, errlen, "%s: field '%s': expected an object", src,
+				       path);
 			goto bad;
 		}
 		if (only_known(jr, round_known, src, path, err, errlen) != 0)
@@ -322,7 +339,8 @@ selmcast_section_parse(const struct topo *t, const json_t *section, const char *
 		jt = json_object_get(jr, "completion_seconds");
 		if (jt == NULL || !json_is_number(jt) || !isfinite(json_number_value(jt)) ||
 		    json_number_value(jt) < 0) {
-			json_util_fail(err, errlen, "%s: field '%s.completion_seconds': %s", src, path,
+			json_util_fail(err, errlen, "%s: field '%s.completion_seconds': %s", src,
+				       path,
 				       jt == NULL ? "missing" : "expected a finite number >= 0");
 			goto bad;
 		}
@@ -334,8 +352,10 @@ selmcast_section_parse(const struct topo *t, const json_t *section, const char *
 			goto bad;
 		}
 		if (json_array_size(js) > (size_t)n_sites) {
-			json_util_fail(err, errlen, "%s: field '%s.senders': more senders than the "
-				       "%d worker sites", src, path, n_sites);
+			json_util_fail(err, errlen,
+				       "%s: field '%s.senders': more senders than the "
+				       "%d worker sites",
+				       src, path, n_sites);
 			goto bad;
 		}
 		rd->senders = calloc(json_array_size(js) + 1, sizeof(*rd->senders));
@@ -354,16 +374,19 @@ selmcast_section_parse(const struct topo *t, const json_t *section, const char *
 					 err, errlen) != 0)
 				goto bad;
 			if (seen[sd->site]) {
-				json_util_fail(err, errlen, "%s: field '%s.site': duplicate sender '%s'",
-					       src, spath, t->nodes[sd->site].id);
+				json_util_fail(err, errlen,
+					       "%s: field '%s.site': duplicate sender '%s'", src,
+					       spath, t->nodes[sd->site].id);
 				goto bad;
 			}
 			seen[sd->site] = 1;
 		}
 		for (int v = 0; v < t->n_nodes; v++)
 			if (t->nodes[v].workers > 0 && !seen[v]) {
-				json_util_fail(err, errlen, "%s: field '%s.senders': worker site '%s' "
-					       "is missing", src, path, t->nodes[v].id);
+				json_util_fail(err, errlen,
+					       "%s: field '%s.senders': worker site '%s' "
+					       "is missing",
+					       src, path, t->nodes[v].id);
 				goto bad;
 			}
 	}

@@ -25,8 +25,7 @@
  * previous one, the first on `pred` (SIM_NONE: none). The last id goes to *last.
  */
 static int
-sim_chain_add(struct sim *s, const int *flows, int len, double bytes, uint32_t pred,
-	      uint32_t *last)
+sim_chain_add(struct sim *s, const int *flows, int len, double bytes, uint32_t pred, uint32_t *last)
 {
 	for (int h = 0; h < len; h++) {
 		uint32_t x;
@@ -125,8 +124,8 @@ sim_tree_transfers(const struct topo *t, const struct plan_tree *tr, double byte
 
 /* Compile tree tr into s. up[] and dn[] are n_nodes-entry scratch arrays. */
 static int
-sim_build_tree(struct sim *s, const struct plan_tree *tr, bool pace, double bytes,
-	       uint32_t *up, uint32_t *dn)
+sim_build_tree(struct sim *s, const struct plan_tree *tr, bool pace, double bytes, uint32_t *up,
+	       uint32_t *dn)
 {
 	const struct topo *t = s->t;
 	double tree_bytes = tr->share * bytes, cap = pace ? tr->rate_gbps * 1e9 / 8 : INFINITY;
@@ -205,8 +204,8 @@ out:
 }
 
 int
-sim_plan(const struct topo *t, const struct plan *p, uint64_t bytes,
-	 const struct sim_params *sp, struct sim_result *res)
+sim_plan(const struct topo *t, const struct plan *p, uint64_t bytes, const struct sim_params *sp,
+	 struct sim_result *res)
 {
 	uint32_t *up = NULL, *dn = NULL;
 	uint8_t *state = NULL;
@@ -259,10 +258,10 @@ out:
 
 /* A set of node paths, each with the flows of its hops. */
 struct sim_routes {
-	int n;                  /* paths */
-	size_t *off;            /* path r: node[off[r] .. off[r+1]), n + 1 entries */
+	int n;       /* paths */
+	size_t *off; /* path r: node[off[r] .. off[r+1]), n + 1 entries */
 	int *node;
-	int *flow;              /* flow[off[r] + h]: hop h of path r (last entry unused) */
+	int *flow; /* flow[off[r] + h]: hop h of path r (last entry unused) */
 	size_t len, cap;
 };
 
@@ -353,11 +352,12 @@ sim_build_ring(struct sim *s, const struct sim_routes *rt, int m, double bytes,
 			int from = (i + m - 1) % m;
 
 			for (uint64_t j = 0; j < n_chunks; j++) {
-				uint32_t pred = step > 0 ? prev[(size_t)from * n_chunks + j] : SIM_NONE;
+				uint32_t pred =
+					step > 0 ? prev[(size_t)from * n_chunks + j] : SIM_NONE;
 
 				rc = sim_chain_add(s, &rt->flow[rt->off[i]], sim_route_hops(rt, i),
-						   sim_chunk_size(seg, chunk_bytes, j, n_chunks), pred,
-						   &cur[(size_t)i * n_chunks + j]);
+						   sim_chunk_size(seg, chunk_bytes, j, n_chunks),
+						   pred, &cur[(size_t)i * n_chunks + j]);
 				if (rc != 0)
 					goto out;
 			}
@@ -385,12 +385,11 @@ sim_ring_path(const struct topo *t, int u, int v, int *path)
 }
 
 int
-sim_ring(const struct topo *t, const int *order, int m, double fwd_fraction,
-	 uint64_t bytes, uint64_t chunk_bytes, const struct sim_params *sp,
-	 struct sim_result *res)
+sim_ring(const struct topo *t, const int *order, int m, double fwd_fraction, uint64_t bytes,
+	 uint64_t chunk_bytes, const struct sim_params *sp, struct sim_result *res)
 {
 	struct sim_routes rt[2];
-	double frac[2] = { fwd_fraction, 1 - fwd_fraction }, total = 0;
+	double frac[2] = {fwd_fraction, 1 - fwd_fraction}, total = 0;
 	int *path = NULL, *dl_flow = NULL, *ord = NULL;
 	uint8_t *seen = NULL;
 	struct sim s;

@@ -33,14 +33,20 @@ struct sim_params {
 };
 
 /** Defaults: alpha 20 us, unlimited window, no pacing. */
-#define SIM_PARAMS_DEFAULT { .alpha_s = 20e-6, .window = 0, .pace = false }
+#define SIM_PARAMS_DEFAULT                                   \
+	{                                                    \
+		.alpha_s = 20e-6, .window = 0, .pace = false \
+	}
 /** The model plans are predicted with: one chunk per hop at a time, as stage 3 assumes. */
-#define SIM_PARAMS_PREDICT { .alpha_s = 20e-6, .window = 1, .pace = false }
+#define SIM_PARAMS_PREDICT                                   \
+	{                                                    \
+		.alpha_s = 20e-6, .window = 1, .pace = false \
+	}
 
 struct sim_result {
-	double seconds;         /* AllReduce completion time: the latest chunk arrival */
-	uint64_t transfers;     /* chunk transfers simulated (one chunk over one link) */
-	uint64_t events;        /* events processed: arrivals and link completions */
+	double seconds;     /* AllReduce completion time: the latest chunk arrival */
+	uint64_t transfers; /* chunk transfers simulated (one chunk over one link) */
+	uint64_t events;    /* events processed: arrivals and link completions */
 };
 
 /**
@@ -60,9 +66,8 @@ int sim_plan(const struct topo *t, const struct plan *p, uint64_t bytes,
  * fwd_fraction < 1, the remaining 1 - fwd_fraction of the tensor runs concurrently on the
  * reversed ring (a bidirectional ring). Returns 0 or a negative errno.
  */
-int sim_ring(const struct topo *t, const int *order, int m, double fwd_fraction,
-	     uint64_t bytes, uint64_t chunk_bytes, const struct sim_params *sp,
-	     struct sim_result *res);
+int sim_ring(const struct topo *t, const int *order, int m, double fwd_fraction, uint64_t bytes,
+	     uint64_t chunk_bytes, const struct sim_params *sp, struct sim_result *res);
 
 /**
  * Simulate a parameter server at node `server`: every other worker site sends the whole

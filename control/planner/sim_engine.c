@@ -71,7 +71,7 @@
 #include "eventq.h"
 #include "sim_engine.h"
 
-#define SIM_EV_LINK 0x80000000u         /* event id flag: link completion, not arrival */
+#define SIM_EV_LINK 0x80000000u /* event id flag: link completion, not arrival */
 
 /* Two transmissions whose completions differ by less than this fraction of the current
  * time are treated as simultaneous (rounding of the fluid arithmetic). */
@@ -235,7 +235,7 @@ sim_dep_add(struct sim *s, uint32_t pred, uint32_t succ)
 static int
 sim_push(struct sim *s, double t, uint32_t id, uint32_t ver)
 {
-	struct eventq_ev ev = { .t = t, .key = id, .a = id, .ver = ver };
+	struct eventq_ev ev = {.t = t, .key = id, .a = id, .ver = ver};
 
 	return eventq_push(&s->events, &ev);
 }
@@ -491,8 +491,8 @@ sim_prepare(struct sim *s)
 	s->dirty_f = malloc(sizeof(*s->dirty_f) * ((size_t)s->n_flows + 1));
 	s->dirty_l = malloc(sizeof(*s->dirty_l) * ((size_t)s->n_dl + 1));
 	s->act_pool = malloc(sizeof(*s->act_pool) * ((size_t)s->n_flows + 1));
-	if (s->x_succ_off == NULL || s->x_succ == NULL || s->x_next == NULL ||
-	    s->dirty_f == NULL || s->dirty_l == NULL || s->act_pool == NULL)
+	if (s->x_succ_off == NULL || s->x_succ == NULL || s->x_next == NULL || s->dirty_f == NULL ||
+	    s->dirty_l == NULL || s->act_pool == NULL)
 		return -ENOMEM;
 	for (size_t e = 0; e < s->n_e; e++)
 		s->x_succ_off[s->e_from[e] + 1]++;

@@ -20,29 +20,29 @@
 #include "sim.h"
 #include "topo.h"
 
-#define SIM_NONE UINT32_MAX             /* no transfer / no flow */
+#define SIM_NONE UINT32_MAX /* no transfer / no flow */
 
 struct sim_flow {
-	uint32_t dl;            /* directed link */
-	uint32_t head, tail;    /* FIFO of ready transfers, linked through sim.x_next */
-	uint32_t cur;           /* transfer being transmitted, or SIM_NONE */
-	uint32_t inflight;      /* transfers transmitting or propagating */
-	bool dirty;             /* on sim.dirty_f: may be able to start a transfer */
-	double cap;             /* bytes/s, INFINITY if not paced */
-	double rate;            /* current allocation while transmitting, bytes/s */
-	double rem;             /* bytes of cur left to transmit */
+	uint32_t dl;         /* directed link */
+	uint32_t head, tail; /* FIFO of ready transfers, linked through sim.x_next */
+	uint32_t cur;        /* transfer being transmitted, or SIM_NONE */
+	uint32_t inflight;   /* transfers transmitting or propagating */
+	bool dirty;          /* on sim.dirty_f: may be able to start a transfer */
+	double cap;          /* bytes/s, INFINITY if not paced */
+	double rate;         /* current allocation while transmitting, bytes/s */
+	double rem;          /* bytes of cur left to transmit */
 };
 
 struct sim_dlink {
-	double cap;             /* bytes/s */
-	double delay;           /* latency + alpha, s */
-	double last;            /* time the remaining bytes of its flows were computed at */
-	uint32_t *active;       /* transmitting flows, by cap ascending (slice of act_pool) */
+	double cap;       /* bytes/s */
+	double delay;     /* latency + alpha, s */
+	double last;      /* time the remaining bytes of its flows were computed at */
+	uint32_t *active; /* transmitting flows, by cap ascending (slice of act_pool) */
 	uint32_t n_active;
-	uint32_t n_flows;       /* flows on this link: size of the active slice */
-	uint32_t ver;           /* bumped on every allocation change (wraps harmlessly) */
-	uint32_t next;          /* flow finishing first under the current allocation */
-	bool dirty;             /* on sim.dirty_l: allocation must be recomputed */
+	uint32_t n_flows; /* flows on this link: size of the active slice */
+	uint32_t ver;     /* bumped on every allocation change (wraps harmlessly) */
+	uint32_t next;    /* flow finishing first under the current allocation */
+	bool dirty;       /* on sim.dirty_l: allocation must be recomputed */
 };
 
 struct sim {
@@ -50,7 +50,7 @@ struct sim {
 	double alpha_s;
 	uint32_t window;
 
-	uint32_t n_dl;          /* 2 * n_links: d = 2 * link + (from == links[link].a ? 0 : 1) */
+	uint32_t n_dl; /* 2 * n_links: d = 2 * link + (from == links[link].a ? 0 : 1) */
 	struct sim_dlink *dl;
 
 	uint32_t n_flows, cap_flows;
@@ -58,12 +58,12 @@ struct sim {
 
 	/* Transfers, structure of arrays. Joins have x_flow == SIM_NONE. */
 	uint32_t n_x, cap_x;
-	uint64_t n_link_x;      /* transfers that are not joins */
+	uint64_t n_link_x; /* transfers that are not joins */
 	double *x_bytes;
 	uint32_t *x_flow;
-	uint32_t *x_deps;       /* unmet dependencies */
-	uint32_t *x_next;       /* next in its flow's FIFO */
-	uint32_t *x_succ_off;   /* successors of x: x_succ[x_succ_off[x] .. x_succ_off[x+1]) */
+	uint32_t *x_deps;     /* unmet dependencies */
+	uint32_t *x_next;     /* next in its flow's FIFO */
+	uint32_t *x_succ_off; /* successors of x: x_succ[x_succ_off[x] .. x_succ_off[x+1]) */
 	uint32_t *x_succ;
 
 	/* Dependency edges while building (turned into x_succ_off / x_succ by sim_run). */
@@ -74,7 +74,7 @@ struct sim {
 	 * (sim_engine.c), also the key (ties in time: arrivals by transfer id, then links by
 	 * id); ver = the link version a completion was computed for. */
 	struct eventq events;
-	uint32_t *ready;        /* transfers that became ready at `now` */
+	uint32_t *ready; /* transfers that became ready at `now` */
 	size_t n_ready, cap_ready;
 	uint32_t *dirty_f, n_dirty_f;
 	uint32_t *dirty_l, n_dirty_l;
@@ -82,7 +82,6 @@ struct sim {
 	double now, last_arrival;
 	uint64_t n_events, n_arrived;
 };
-
 
 /** 0 if alpha_s is finite and >= 0 and window >= 0, else -EINVAL. */
 int sim_check_params(const struct sim_params *sp);

@@ -101,8 +101,8 @@ cset_merge(const struct dp_job *j, struct rte_mbuf *acc, struct rte_mbuf *m)
 static inline bool
 cset_below(const struct dp_job *j, const struct dp_tree *t, unsigned int c, struct rte_mbuf *m)
 {
-	return cset_words(t->child_sets + (size_t)c * j->cset_len, gr_cset(m), j->cset_len,
-			  true) == 0;
+	return cset_words(t->child_sets + (size_t)c * j->cset_len, gr_cset(m), j->cset_len, true) ==
+	       0;
 }
 
 /* Index of contributor id in the tree's sorted list, or -1. */
@@ -166,10 +166,19 @@ send_ack(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
 	 const struct wire_pkt *p)
 {
 	struct wire_pkt a = {
-		.type = WIRE_TYPE_ACK, .flags = WIRE_F_ECHO, .dtype = WIRE_DTYPE_NONE,
-		.job = p->job, .epoch = p->epoch, .tree = p->tree, .sender = j->self_id,
-		.origin = p->origin, .round = p->round, .chunk = p->chunk, .count = 1,
-		.tsval = dp_now_us(), .tsecr = p->tsval,
+		.type = WIRE_TYPE_ACK,
+		.flags = WIRE_F_ECHO,
+		.dtype = WIRE_DTYPE_NONE,
+		.job = p->job,
+		.epoch = p->epoch,
+		.tree = p->tree,
+		.sender = j->self_id,
+		.origin = p->origin,
+		.round = p->round,
+		.chunk = p->chunk,
+		.count = 1,
+		.tsval = dp_now_us(),
+		.tsecr = p->tsval,
 	};
 
 	dp_send_ctl(lc, j, d, &a, DP_CTR_ACKS_SENT);
@@ -186,8 +195,8 @@ mx_of(const struct dp_job *j)
  * ahead of the pacer's queue if the last contribution was a retransmission (repair),
  * and then, to down[echo_to], echoing that retransmission's tsval (tsecr). */
 static void
-complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
-	 struct dp_slot *s, bool repair, int echo_to, uint32_t tsecr)
+complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct dp_slot *s,
+	 bool repair, int echo_to, uint32_t tsecr)
 {
 	struct rte_mbuf *m = s->acc;
 	struct wire_hdr *wh = gr_hdr(m);
@@ -335,18 +344,16 @@ add(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct
  * open chunk (on_contrib()): the first of a chunk, a duplicate, a straggler, a chunk ahead
  * of the slot pool. */
 static __rte_noinline void
-on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live,
-		 const struct dp_tree *t, struct dp_slot *s, struct rte_mbuf *m,
-		 const struct wire_pkt *p, int k)
+on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct dp_tree *t,
+		 struct dp_slot *s, struct rte_mbuf *m, const struct wire_pkt *p, int k)
 {
 	unsigned int bit = t->src_bits[k];
 	bool have = s->state != DP_SLOT_FREE && s->chunk == p->chunk &&
 		    (s->in[bit >> 6] >> (bit & 63) & 1);
 	/* A chunk the slot has moved on from: an earlier round, or an earlier chunk of the
 	 * slot's round (chunk c when it holds c + slots). It never takes the slot back. */
-	bool older = s->state != DP_SLOT_FREE &&
-		     (wire_round_before(p->round, s->round) ||
-		      (p->round == s->round && p->chunk < s->chunk));
+	bool older = s->state != DP_SLOT_FREE && (wire_round_before(p->round, s->round) ||
+						  (p->round == s->round && p->chunk < s->chunk));
 
 	if (s->state == DP_SLOT_FREE ||
 	    (s->state == DP_SLOT_DONE && !older &&
@@ -379,8 +386,8 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live,
 
 		drop(lc, m, r != NULL || older ? WIRE_REASON_LATE : WIRE_REASON_NO_SLOT);
 		if (r != NULL && ((p->flags & WIRE_F_RETX) || j->cset_len != 0))
-			send_result_copy(lc, j, t, t->src_down[k], r, NULL, WIRE_F_RETX | WIRE_F_ECHO,
-					 p->tsval, dp_now_us());
+			send_result_copy(lc, j, t, t->src_down[k], r, NULL,
+					 WIRE_F_RETX | WIRE_F_ECHO, p->tsval, dp_now_us());
 		else if (r == NULL && older)
 			dp_recover_late(lc, j, t, t->src_down[k], p->chunk, p->round, p->tsval);
 		return;
@@ -413,8 +420,8 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live,
 			r = s->result;
 		drop(lc, m, WIRE_REASON_LATE);
 		if (r != NULL && ((p->flags & WIRE_F_RETX) || partial))
-			send_result_copy(lc, j, t, t->src_down[k], r, NULL, WIRE_F_RETX | WIRE_F_ECHO,
-					 p->tsval, dp_now_us());
+			send_result_copy(lc, j, t, t->src_down[k], r, NULL,
+					 WIRE_F_RETX | WIRE_F_ECHO, p->tsval, dp_now_us());
 		else if (r == NULL)
 			dp_recover_late(lc, j, t, t->src_down[k], p->chunk, p->round, p->tsval);
 		return;
@@ -452,13 +459,13 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 	 * with sets, those its set names (and contrib is the set's population:
 	 * wire_hdr_decode()); without, every one of them, so its contrib is their number
 	 * (one compare, on the CONTRIBs of child gateways only). */
-	if (unlikely(k < 0 || p->sender != p->origin ||
-		     !dp_src_ok(m, &t->down[t->src_down[k]]) ||
-		     (t->src_worker[k] &&
-		      (p->contrib != 1 ||
-		       (j->cset_len != 0 && !(gr_cset(m)[p->origin >> 3] >> (p->origin & 7) & 1)))) ||
-		     (!t->src_worker[k] && (j->cset_len != 0 ? !cset_below(j, t, t->src_down[k], m)
-							     : p->contrib != t->src_contrib[k])))) {
+	if (unlikely(
+		    k < 0 || p->sender != p->origin || !dp_src_ok(m, &t->down[t->src_down[k]]) ||
+		    (t->src_worker[k] &&
+		     (p->contrib != 1 || (j->cset_len != 0 &&
+					  !(gr_cset(m)[p->origin >> 3] >> (p->origin & 7) & 1)))) ||
+		    (!t->src_worker[k] && (j->cset_len != 0 ? !cset_below(j, t, t->src_down[k], m) :
+							      p->contrib != t->src_contrib[k])))) {
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;
 	}
@@ -508,8 +515,8 @@ on_result_from_child(struct dp_lcore *lc, const struct dp_job *j, const struct d
 }
 
 static void
-on_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
-	  struct rte_mbuf *m, const struct wire_pkt *p)
+on_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct rte_mbuf *m,
+	  const struct wire_pkt *p)
 {
 	if (unlikely(!t->has_parent || p->sender != t->parent.id)) {
 		on_result_from_child(lc, j, t, m, p);
@@ -538,10 +545,11 @@ on_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 		dp_recover_answer(lc, j, t, m, p, DP_RECOVER_PARENT);
 		return;
 	}
-	drop(lc, m, s->state == DP_SLOT_FREE || wire_round_before(p->round, s->round) ||
-				s->chunk != p->chunk
-			    ? WIRE_REASON_LATE
-			    : WIRE_REASON_NO_SLOT);
+	drop(lc, m,
+	     s->state == DP_SLOT_FREE || wire_round_before(p->round, s->round) ||
+			     s->chunk != p->chunk ?
+		     WIRE_REASON_LATE :
+		     WIRE_REASON_NO_SLOT);
 }
 
 void
@@ -557,8 +565,10 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 		     j->tree_map[p->tree] == DP_TREE_SHARD)) {
 		/* A tree the table gives another gateway of this site: a sender that takes
 		 * this gateway for that shard's. */
-		drop(lc, m, p->tree < j->tree_map_n && j->tree_map[p->tree] == DP_TREE_SHARD
-				    ? WIRE_REASON_WRONG_SHARD : WIRE_REASON_UNKNOWN_TREE);
+		drop(lc, m,
+		     p->tree < j->tree_map_n && j->tree_map[p->tree] == DP_TREE_SHARD ?
+			     WIRE_REASON_WRONG_SHARD :
+			     WIRE_REASON_UNKNOWN_TREE);
 		return;
 	}
 	const struct dp_tree *t = &j->trees[j->tree_map[p->tree] - 1];

@@ -35,8 +35,7 @@ gr_hdr(struct rte_mbuf *m)
 /* The job entry of (job, epoch), or NULL with *why set. *live tells whether it is the
  * current epoch (chunks may start) or a draining one (only open slots go on). */
 static inline const struct dp_job *
-find_job(const struct dp_state *st, uint32_t job, uint32_t epoch, bool *live,
-	 enum wire_reason *why)
+find_job(const struct dp_state *st, uint32_t job, uint32_t epoch, bool *live, enum wire_reason *why)
 {
 	if (st == NULL) {
 		*why = WIRE_REASON_UNKNOWN_JOB;
@@ -91,13 +90,12 @@ ids_find(const uint16_t *ids, unsigned int n, uint16_t id)
 static inline uint32_t
 chunk_len(const struct dp_job *j, uint32_t c)
 {
-	return c + 1 == j->n_chunks ? (uint32_t)(j->elements - (uint64_t)c * j->chunk_elements)
-				    : j->chunk_elements;
+	return c + 1 == j->n_chunks ? (uint32_t)(j->elements - (uint64_t)c * j->chunk_elements) :
+				      j->chunk_elements;
 }
 
 static inline struct dp_slot *
-slot_of(const struct dp_job *j, const struct dp_lcore *lc, const struct dp_tree *t,
-	uint32_t chunk)
+slot_of(const struct dp_job *j, const struct dp_lcore *lc, const struct dp_tree *t, uint32_t chunk)
 {
 	return &j->slots[lc->idx][t->slot_off + (chunk & t->slot_mask)];
 }
@@ -117,15 +115,14 @@ retained(const struct dp_slot *s, uint32_t chunk, uint32_t round)
 {
 	if (s->state == DP_SLOT_DONE && s->chunk == chunk && s->round == round)
 		return s->result;
-	return s->prev != NULL && s->prev_chunk == chunk && s->prev_round == round ? s->prev
-										  : NULL;
+	return s->prev != NULL && s->prev_chunk == chunk && s->prev_round == round ? s->prev : NULL;
 }
 
 /* The job entry of the packet p (frame m) under st, or NULL with m dropped and counted; *live
  * as find_job() sets it. The first checks of dp_agg_rx() and dp_mcast_rx(). */
 static inline const struct dp_job *
-rx_job(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
-       const struct wire_pkt *p, bool *live)
+rx_job(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, const struct wire_pkt *p,
+       bool *live)
 {
 	enum wire_reason why = WIRE_REASON_NONE;
 

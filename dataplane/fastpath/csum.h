@@ -20,8 +20,7 @@
  * validated IPv4 header without options, udp at the UDP header, udp_len from it.
  */
 static inline bool
-dp_udp_csum_ok(const struct sum_kernels *k, const uint8_t *ip, const uint8_t *udp,
-	       uint16_t udp_len)
+dp_udp_csum_ok(const struct sum_kernels *k, const uint8_t *ip, const uint8_t *udp, uint16_t udp_len)
 {
 	uint8_t pseudo[12];
 

@@ -104,7 +104,8 @@ struct out {
 static void
 out_flush(struct dp_lcore *lc, uint16_t port, struct out *o)
 {
-	uint16_t sent = rte_eth_tx_burst(lc->dp->ports[port].port_id, (uint16_t)lc->idx, o->m, o->n);
+	uint16_t sent =
+		rte_eth_tx_burst(lc->dp->ports[port].port_id, (uint16_t)lc->idx, o->m, o->n);
 
 	for (uint16_t i = 0; i < sent; i++)
 		lc->ctr[DP_CTR_TX_BYTES] += rte_pktmbuf_pkt_len(o->m[i]);
@@ -151,7 +152,7 @@ dp_fault_tx_flush(struct dp_lcore *lc, uint16_t port)
 	struct dp_delay_line *d = &lc->delay[port];
 	uint64_t now = rte_rdtsc(), due = now + f->delay_tsc;
 	struct rte_mbuf *held = NULL;
-	struct out o = { .n = 0 };
+	struct out o = {.n = 0};
 
 	for (uint16_t i = 0; i < lc->tx_n[port]; i++) {
 		struct rte_mbuf *m = lc->tx[port][i], *c = NULL;

@@ -44,8 +44,7 @@ mstream_of(const struct dp_lcore *lc, const struct dp_job *j, const struct dp_st
  * origin's chunks in the order it sends them, round after round (round x chunks + chunk,
  * modulo 2^32, then the ring's length), so that the ring holds its latest copies. */
 static inline struct dp_mcopy *
-mcopy_at(const struct dp_job *j, const struct dp_mstream *ms, int o, uint32_t round,
-	 uint32_t chunk)
+mcopy_at(const struct dp_job *j, const struct dp_mstream *ms, int o, uint32_t round, uint32_t chunk)
 {
 	uint32_t seq = round * (uint32_t)j->n_chunks + chunk;
 
@@ -77,8 +76,8 @@ mcopy_keep(struct dp_mcopy *c, struct rte_mbuf *m, uint32_t round, uint32_t chun
 /* The slot of the request upstream for (round, chunk) of origin index o: consecutive
  * chunks of an origin, and the origins of a chunk, take consecutive slots. */
 static inline struct dp_mask *
-mask_slot(const struct dp_job *j, const struct dp_stream *s, const struct dp_mstream *ms,
-	  int o, uint32_t round, uint32_t chunk)
+mask_slot(const struct dp_job *j, const struct dp_stream *s, const struct dp_mstream *ms, int o,
+	  uint32_t round, uint32_t chunk)
 {
 	uint32_t seq = round * (uint32_t)j->n_chunks + chunk;
 
@@ -177,9 +176,17 @@ mcast_ask(struct dp_lcore *lc, const struct dp_job *j, const struct dp_stream *s
 	a->asks += a->asks < UINT8_MAX;
 
 	struct wire_pkt q = {
-		.type = WIRE_TYPE_NACK_MCAST, .dtype = WIRE_DTYPE_NONE, .job = j->job,
-		.epoch = j->epoch, .tree = s->id, .sender = j->self_id, .origin = origin,
-		.round = round, .chunk = chunk, .count = 1, .tsval = dp_now_us(),
+		.type = WIRE_TYPE_NACK_MCAST,
+		.dtype = WIRE_DTYPE_NONE,
+		.job = j->job,
+		.epoch = j->epoch,
+		.tree = s->id,
+		.sender = j->self_id,
+		.origin = origin,
+		.round = round,
+		.chunk = chunk,
+		.count = 1,
+		.tsval = dp_now_us(),
 	};
 
 	dp_send_ctl(lc, j, &s->from, &q, DP_CTR_MCAST_ASKED);
@@ -191,8 +198,8 @@ mcast_ask(struct dp_lcore *lc, const struct dp_job *j, const struct dp_stream *s
  * within its budget; one nobody waits for is `late` (retained all the same).
  */
 static __rte_noinline void
-on_mcast_repair(struct dp_lcore *lc, const struct dp_job *j, const struct dp_stream *s,
-		int o, struct rte_mbuf *m, const struct wire_pkt *p)
+on_mcast_repair(struct dp_lcore *lc, const struct dp_job *j, const struct dp_stream *s, int o,
+		struct rte_mbuf *m, const struct wire_pkt *p)
 {
 	struct dp_mstream *ms = mstream_of(lc, j, s);
 	struct dp_mcopy *c = mcopy_at(j, ms, o, p->round, p->chunk);
@@ -244,8 +251,7 @@ on_mcast_repair(struct dp_lcore *lc, const struct dp_job *j, const struct dp_str
  * retained is a `duplicate`.
  */
 static void
-on_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
-	 const struct wire_pkt *p)
+on_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m, const struct wire_pkt *p)
 {
 	const struct dp_stream *s = stream_of(j, p->tree);
 
@@ -267,8 +273,8 @@ on_mcast(struct dp_lcore *lc, const struct dp_job *j, struct rte_mbuf *m,
 
 	if (unlikely(o < 0 || (s->at_source ? p->sender != p->origin : p->sender != s->from_id) ||
 		     (s->at_source ? dp_rx_src_key(m) - s->origin_key[o] >= s->origin_count[o] &&
-					     s->origin_count[o] != 0
-				   : dp_rx_src_key(m) - s->from_key >= s->from_count) ||
+					     s->origin_count[o] != 0 :
+				     dp_rx_src_key(m) - s->from_key >= s->from_count) ||
 		     (s->at_source && (p->flags & WIRE_F_RETX)))) {
 		drop(lc, m, WIRE_REASON_BAD_SENDER);
 		return;

@@ -34,8 +34,10 @@ dp_pace_run(struct dp_lcore *lc, const struct dp_state *st)
 				while (pc->head != pc->tail && pc->next <= now) {
 					struct rte_mbuf *m = pc->q[pc->head++ & pc->mask];
 
-					pc->next += (uint64_t)(rte_pktmbuf_pkt_len(m) * pc->tsc_per_byte);
-					dp_wire_out(lc, st->jobs[e].epochs[k], pc->seal, pc->port, m);
+					pc->next += (uint64_t)(rte_pktmbuf_pkt_len(m) *
+							       pc->tsc_per_byte);
+					dp_wire_out(lc, st->jobs[e].epochs[k], pc->seal, pc->port,
+						    m);
 				}
 				if (pc->head == pc->tail) { /* drained: out of the active list */
 					pc->active = false;

@@ -53,8 +53,8 @@ dp_pace_send(struct dp_lcore *lc, const struct dp_job *j, uint32_t pacer, uint16
 	if (pc->head == pc->tail && pc->next <= now) {
 		uint64_t floor = now - (uint64_t)(DP_PACE_BURST * pc->tsc_per_byte);
 
-		pc->next = (pc->next > floor ? pc->next : floor) +
-			   (uint64_t)(len * pc->tsc_per_byte);
+		pc->next =
+			(pc->next > floor ? pc->next : floor) + (uint64_t)(len * pc->tsc_per_byte);
 		dp_wire_out(lc, j, pc->seal, port, m);
 		return;
 	}

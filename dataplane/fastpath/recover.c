@@ -49,7 +49,8 @@ dp_retained_elsewhere(const struct dp_lcore *lc, const struct dp_job *j, uint32_
 
 				if (chunk - t->chunk_first >= t->chunk_count)
 					continue;
-				struct rte_mbuf *r = retained(slot_of(o, lc, t, chunk), chunk, round);
+				struct rte_mbuf *r =
+					retained(slot_of(o, lc, t, chunk), chunk, round);
 
 				if (r != NULL)
 					return r;
@@ -62,9 +63,9 @@ dp_retained_elsewhere(const struct dp_lcore *lc, const struct dp_job *j, uint32_
 }
 
 enum recover_add {
-	RECOVER_ASK,            /* recorded, and nobody asked for it yet: ask */
-	RECOVER_WAIT,           /* recorded; asked already */
-	RECOVER_NONE,           /* not recorded: the table is full */
+	RECOVER_ASK,  /* recorded, and nobody asked for it yet: ask */
+	RECOVER_WAIT, /* recorded; asked already */
+	RECOVER_NONE, /* not recorded: the table is full */
 };
 
 /* Whether anyone waits for the RESULT of (tree ti, chunk, round). */
@@ -103,8 +104,11 @@ recover_add(struct dp_lcore *lc, const struct dp_job *j, uint16_t ti, uint32_t c
 		return RECOVER_NONE;
 	}
 	/* Long enough for a few round trips to the neighbours; the asker asks again after. */
-	*free_rq = (struct dp_recover){ .until = now + 4 * rto(lc, j, ti, 0), .chunk = chunk,
-					.round = round, .tree = ti, .to = to };
+	*free_rq = (struct dp_recover){.until = now + 4 * rto(lc, j, ti, 0),
+				       .chunk = chunk,
+				       .round = round,
+				       .tree = ti,
+				       .to = to};
 	return asked ? RECOVER_WAIT : RECOVER_ASK;
 }
 
@@ -133,13 +137,21 @@ moved_on_worker(const struct dp_job *j, const struct dp_tree *t, uint32_t round,
  * (only >= 0) down[only] alone, a child gateway or a local worker; never `except` (a
  * down[] index, or DP_RECOVER_PARENT). False if there was none to ask. */
 static bool
-recover_ask(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
-	    uint32_t chunk, uint32_t round, int only, int except)
+recover_ask(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, uint32_t chunk,
+	    uint32_t round, int only, int except)
 {
 	struct wire_pkt a = {
-		.type = WIRE_TYPE_NACK_RESULT, .dtype = WIRE_DTYPE_NONE, .job = j->job,
-		.epoch = j->epoch, .tree = t->id, .sender = j->self_id, .origin = j->self_id,
-		.round = round, .chunk = chunk, .count = 1, .tsval = dp_now_us(),
+		.type = WIRE_TYPE_NACK_RESULT,
+		.dtype = WIRE_DTYPE_NONE,
+		.job = j->job,
+		.epoch = j->epoch,
+		.tree = t->id,
+		.sender = j->self_id,
+		.origin = j->self_id,
+		.round = round,
+		.chunk = chunk,
+		.count = 1,
+		.tsval = dp_now_us(),
 	};
 	bool any = false;
 
@@ -216,8 +228,8 @@ recover_complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tr
 }
 
 void
-dp_recover_late(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
-		uint16_t di, uint32_t chunk, uint32_t round, uint32_t tsval)
+dp_recover_late(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, uint16_t di,
+		uint32_t chunk, uint32_t round, uint32_t tsval)
 {
 	struct rte_mbuf *r = dp_retained_elsewhere(lc, j, chunk, round);
 
@@ -285,18 +297,19 @@ dp_recover_answer(struct dp_lcore *lc, const struct dp_job *j, const struct dp_t
 		q->until = 0;
 		used = true;
 		/* The slot's RESULT went to every child and worker already. */
-		if (q->to == DP_RECOVER_SLOT || q->to == from || (kept && q->to != DP_RECOVER_PARENT))
+		if (q->to == DP_RECOVER_SLOT || q->to == from ||
+		    (kept && q->to != DP_RECOVER_PARENT))
 			continue;
 		if (q->to == DP_RECOVER_PARENT)
-			send_copy(lc, j, &t->parent, t->pace_first, m, NULL, WIRE_F_RETX, 0,
-				  now_us, DP_CTR_RECOVER_ANSWERED);
+			send_copy(lc, j, &t->parent, t->pace_first, m, NULL, WIRE_F_RETX, 0, now_us,
+				  DP_CTR_RECOVER_ANSWERED);
 		else if (q->to < t->n_children)
 			send_copy(lc, j, &t->down[q->to], down_pacer(t, q->to), m, NULL,
 				  WIRE_F_RETX, 0, now_us, DP_CTR_RECOVER_ANSWERED);
 		else if (!workers) { /* a local worker asked: every one that may lack it */
 			for (uint16_t w = t->n_children; w < t->n_down; w++)
-				send_copy(lc, j, &t->down[w], DP_PACE_NONE, m, NULL, WIRE_F_RETX,
-					  0, now_us, DP_CTR_RECOVER_ANSWERED);
+				send_copy(lc, j, &t->down[w], DP_PACE_NONE, m, NULL, WIRE_F_RETX, 0,
+					  now_us, DP_CTR_RECOVER_ANSWERED);
 			workers = true;
 		}
 	}

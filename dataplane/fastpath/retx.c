@@ -29,8 +29,8 @@
 
 /* Ask the parent again: the partial sum with RETX, or NACK_RESULT once it holds it. */
 static void
-resend_up(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
-	  struct dp_slot *s, uint32_t now_us)
+resend_up(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct dp_slot *s,
+	  uint32_t now_us)
 {
 	if (!s->held) {
 		send_copy(lc, j, &t->parent, t->pace_first, s->acc, NULL, WIRE_F_RETX, 0, now_us,
@@ -38,9 +38,17 @@ resend_up(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 		return;
 	}
 	struct wire_pkt a = {
-		.type = WIRE_TYPE_NACK_RESULT, .dtype = WIRE_DTYPE_NONE, .job = j->job,
-		.epoch = j->epoch, .tree = t->id, .sender = j->self_id, .origin = j->self_id,
-		.round = s->round, .chunk = s->chunk, .count = 1, .tsval = now_us,
+		.type = WIRE_TYPE_NACK_RESULT,
+		.dtype = WIRE_DTYPE_NONE,
+		.job = j->job,
+		.epoch = j->epoch,
+		.tree = t->id,
+		.sender = j->self_id,
+		.origin = j->self_id,
+		.round = s->round,
+		.chunk = s->chunk,
+		.count = 1,
+		.tsval = now_us,
 	};
 
 	dp_send_ctl(lc, j, &t->parent, &a, DP_CTR_NACKS_SENT);
@@ -82,8 +90,8 @@ overtaken(const struct dp_lcore *lc, const struct dp_job_lcore *lj, uint16_t ti,
  * loss among the last chunks waited for its timer restarted from the tree's latest
  * RESULT: on a long link, two round trips and more. */
 static inline bool
-tail_lost(const struct dp_lcore *lc, const struct dp_job *j, uint16_t ti,
-	  const struct dp_slot *s, uint64_t now)
+tail_lost(const struct dp_lcore *lc, const struct dp_job *j, uint16_t ti, const struct dp_slot *s,
+	  uint64_t now)
 {
 	const struct dp_job_lcore *lj = &j->lj[lc->idx];
 	const struct dp_pacer *pc = &lj->pacers[j->trees[ti].pace_first];
@@ -140,7 +148,8 @@ dp_retx_timers(struct dp_lcore *lc, const struct dp_state *st)
 				 * them, its own loss would be found only once they are
 				 * answered). A later partial sum answered first means this one
 				 * was lost: resend now (fast retransmit). */
-				const struct dp_pacer *pc = &lj->pacers[j->trees[tm.tree].pace_first];
+				const struct dp_pacer *pc =
+					&lj->pacers[j->trees[tm.tree].pace_first];
 				uint64_t quiet = lj->progress[tm.tree] + rto(lc, j, tm.tree, 0);
 				uint64_t again = lj->progress_rtt[tm.tree] + lj->srtt[tm.tree] / 4;
 				bool tail = false, fast = overtaken(lc, lj, tm.tree, s, now);
@@ -157,8 +166,9 @@ dp_retx_timers(struct dp_lcore *lc, const struct dp_state *st)
 						s->sent_tsc = now;
 						lc->ctr[DP_CTR_RETX_COPY]++;
 					}
-					again = again < rto(lc, j, tm.tree, 0) ? again
-									     : rto(lc, j, tm.tree, 0);
+					again = again < rto(lc, j, tm.tree, 0) ?
+							again :
+							rto(lc, j, tm.tree, 0);
 					timer_push_at(lc, j, tm.tree, s, now + again);
 					continue;
 				}
@@ -295,8 +305,8 @@ dp_retx_from_parent(struct dp_lcore *lc, const struct dp_job *j, const struct dp
 		if (p->type == WIRE_TYPE_ACK)
 			s->held = true;
 		else
-			send_copy(lc, j, &t->parent, t->pace_first, s->acc, NULL, WIRE_F_RETX, 0, now_us,
-				  DP_CTR_RETRANSMITS);
+			send_copy(lc, j, &t->parent, t->pace_first, s->acc, NULL, WIRE_F_RETX, 0,
+				  now_us, DP_CTR_RETRANSMITS);
 	}
 	rte_pktmbuf_free(m);
 }

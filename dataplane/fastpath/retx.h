@@ -38,7 +38,11 @@ timer_push_at(struct dp_lcore *lc, const struct dp_job *j, uint16_t ti, struct d
 	if (unlikely(lj->tail - lj->head > lj->mask))
 		return; /* cannot happen: two entries per slot at most */
 	lj->q[lj->tail & lj->mask] = (struct dp_timer){
-		.due = due, .s = s, .chunk = s->chunk, .round = s->round, .tree = ti,
+		.due = due,
+		.s = s,
+		.chunk = s->chunk,
+		.round = s->round,
+		.tree = ti,
 	};
 	lj->tail++;
 }

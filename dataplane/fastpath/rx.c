@@ -39,7 +39,7 @@ static void
 learn(struct dp_lcore *lc, uint16_t port, rte_be32_t ip, const struct rte_ether_addr *mac)
 {
 	struct dp *dp = lc->dp;
-	struct dp_learn l = { .ipv4 = rte_be_to_cpu_32(ip), .port = port, .kind = DP_LEARN_ARP };
+	struct dp_learn l = {.ipv4 = rte_be_to_cpu_32(ip), .port = port, .kind = DP_LEARN_ARP};
 	uint32_t n = atomic_load_explicit(&dp->n_neigh, memory_order_acquire);
 
 	for (uint32_t i = 0; i < n; i++)
@@ -122,8 +122,7 @@ on_icmp(struct dp_lcore *lc, struct rte_mbuf *m, uint16_t port, struct rte_ipv4_
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 
 	if (ip_len < WIRE_IPV4_LEN + sizeof(*icmp) || icmp->icmp_type != RTE_IP_ICMP_ECHO_REQUEST ||
-	    icmp->icmp_code != 0 ||
-	    rte_raw_cksum(icmp, ip_len - WIRE_IPV4_LEN) != 0xffff) {
+	    icmp->icmp_code != 0 || rte_raw_cksum(icmp, ip_len - WIRE_IPV4_LEN) != 0xffff) {
 		reject(lc, m, DP_CTR_NOT_FOR_US, WIRE_REASON_ICMP_NOT_ECHO);
 		return;
 	}
@@ -279,7 +278,9 @@ dp_rx_packet(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 	}
 	if (p.type == WIRE_TYPE_PROBE_REPLY) { /* to one of the control thread's probes */
 		struct dp_learn l = {
-			.ipv4 = rte_be_to_cpu_32(ip->src_addr), .port = port, .kind = DP_LEARN_PROBE,
+			.ipv4 = rte_be_to_cpu_32(ip->src_addr),
+			.port = port,
+			.kind = DP_LEARN_PROBE,
 			.rtt_us = dp_now_us() - p.tsecr,
 		};
 

@@ -15,13 +15,12 @@
 
 /** Process one received frame m from port index port: classify it, answer ARP and ICMP
  * echo, take georeduce packets on (sealed ones are queued to be opened). Consumes m. */
-void dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
-	       uint16_t port);
+void dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, uint16_t port);
 
 /** The rest of dp_rx_one() for a plain georeduce packet of plen bytes at frame offset 42:
  * decode, PROBEs, then aggregation or multicast. Consumes m. */
-void dp_rx_packet(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
-		  uint16_t port, size_t plen);
+void dp_rx_packet(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, uint16_t port,
+		  size_t plen);
 
 /** Open the sealed frames queued since the last call (dp_open_flush(), one cryptodev
  * burst) and take each that verified on as a plain packet (dp_rx_packet()). After every

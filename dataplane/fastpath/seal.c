@@ -30,9 +30,9 @@
 #include "fastpath/seal.h"
 
 #define IV_OFFSET (sizeof(struct rte_crypto_op) + sizeof(struct rte_crypto_sym_op))
-#define SEAL_OFF WIRE_FRAME_HDR_OFF                  /* seal header in the frame */
+#define SEAL_OFF WIRE_FRAME_HDR_OFF                      /* seal header in the frame */
 #define INNER_OFF (WIRE_FRAME_HDR_OFF + DP_SEAL_HDR_LEN) /* the georeduce packet */
-#define SPIN_MAX (1u << 20)                          /* dequeue polls for one operation */
+#define SPIN_MAX (1u << 20)                              /* dequeue polls for one operation */
 
 /* Whether seq may be accepted by window w (RFC 4303 style, DP_REPLAY_WINDOW wide). */
 static inline bool
@@ -64,8 +64,8 @@ replay_mark(struct dp_replay *w, uint64_t seq)
  * aad_off of the output the AAD (its bytes 12-23 the IV), the tag right after the output
  * packet; sess seals or opens. NULL if the pool is empty (counted). */
 static struct rte_crypto_op *
-aead_op(struct dp_lcore *lc, void *sess, struct rte_mbuf *src, struct rte_mbuf *dst,
-	uint32_t off, uint32_t aad_off, uint32_t len)
+aead_op(struct dp_lcore *lc, void *sess, struct rte_mbuf *src, struct rte_mbuf *dst, uint32_t off,
+	uint32_t aad_off, uint32_t len)
 {
 	struct rte_mbuf *m = dst != NULL ? dst : src;
 	struct rte_crypto_op *op = rte_crypto_op_alloc(lc->op_pool, RTE_CRYPTO_OP_TYPE_SYMMETRIC);
@@ -134,8 +134,8 @@ op_index(struct rte_crypto_op *op, uint32_t i)
 
 /* The key of (job, key id, sender) among the job's installed epochs, and its epoch. */
 static const struct dp_seal *
-find_key(const struct dp_state *st, uint32_t job, uint32_t key_id, uint16_t sender,
-	 uint8_t aead, const struct dp_job **jo)
+find_key(const struct dp_state *st, uint32_t job, uint32_t key_id, uint16_t sender, uint8_t aead,
+	 const struct dp_job **jo)
 {
 	for (int i = 0; st != NULL && i < st->n_jobs; i++) {
 		if (st->jobs[i].job != job)
@@ -165,8 +165,8 @@ drop(struct dp_lcore *lc, struct rte_mbuf *m, enum wire_reason why)
 /* dp_open_queue() up to the reason to drop m, or WIRE_REASON_NONE with m (perhaps a
  * private copy of it, *mp) queued. */
 static enum wire_reason
-open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf **mp,
-	   uint16_t port, size_t plen)
+open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf **mp, uint16_t port,
+	   size_t plen)
 {
 	struct rte_mbuf *m = *mp;
 	const uint8_t *sh = rte_pktmbuf_mtod_offset(m, const uint8_t *, SEAL_OFF);
@@ -206,15 +206,21 @@ open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf **mp,
 		return WIRE_REASON_BAD_SEAL; /* counted as no_mbuf too */
 	op_index(op, lc->n_open);
 	lc->open_q[lc->n_open++] = (struct dp_open_op){
-		.m = m, .op = op, .j = j, .k = k, .seq = seq, .len = len, .lane = lane,
+		.m = m,
+		.op = op,
+		.j = j,
+		.k = k,
+		.seq = seq,
+		.len = len,
+		.lane = lane,
 		.port = port,
 	};
 	return WIRE_REASON_NONE;
 }
 
 void
-dp_open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
-	      uint16_t port, size_t plen)
+dp_open_queue(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, uint16_t port,
+	      size_t plen)
 {
 	enum wire_reason why = open_queue(lc, st, &m, port, plen);
 
@@ -248,7 +254,8 @@ dp_open_flush(struct dp_lcore *lc)
 		}
 		/* Authentic: the packet inside must be the key's job, epoch and sender; a frame
 		 * of the same sequence number earlier in the burst took it first. */
-		if (unlikely(be32_get(g + 8) != be32_get(sh + 4) || be32_get(g + 12) != q->j->epoch ||
+		if (unlikely(be32_get(g + 8) != be32_get(sh + 4) ||
+			     be32_get(g + 12) != q->j->epoch ||
 			     be16_get(g + 18) != be16_get(sh + 12))) {
 			drop(lc, m, WIRE_REASON_UNKNOWN_KEY);
 			continue;
@@ -268,8 +275,8 @@ dp_open_flush(struct dp_lcore *lc)
 		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + WIRE_ETH_LEN);
 		struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(f + WIRE_ETH_LEN + WIRE_IPV4_LEN);
 
-		ip->total_length = rte_cpu_to_be_16((uint16_t)(WIRE_IPV4_LEN + WIRE_UDP_LEN +
-							       q->len));
+		ip->total_length =
+			rte_cpu_to_be_16((uint16_t)(WIRE_IPV4_LEN + WIRE_UDP_LEN + q->len));
 		udp->dgram_len = rte_cpu_to_be_16((uint16_t)(WIRE_UDP_LEN + q->len));
 		udp->dgram_cksum = 0;
 		m->ol_flags |= RTE_MBUF_F_RX_SEC_OFFLOAD;
@@ -295,8 +302,8 @@ dp_seal_queue(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal 
 
 	if (likely(s != NULL)) {
 		s->data_off = (uint16_t)(s->data_off + shift);
-		f = (uint8_t *)rte_pktmbuf_append(s, (uint16_t)(INNER_OFF - shift + len +
-								DP_SEAL_TAG_LEN));
+		f = (uint8_t *)rte_pktmbuf_append(
+			s, (uint16_t)(INNER_OFF - shift + len + DP_SEAL_TAG_LEN));
 	}
 	if (unlikely(f == NULL)) {
 		rte_pktmbuf_free(s);
@@ -342,8 +349,8 @@ dp_seal_queue(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal 
 	if (lc->n_seal == DP_SEAL_BATCH)
 		dp_seal_flush(lc);
 	struct rte_crypto_op *op =
-		oop ? aead_op(lc, k->enc, m, s, WIRE_FRAME_HDR_OFF, SEAL_OFF - shift, len)
-		    : aead_op(lc, k->enc, s, NULL, INNER_OFF, SEAL_OFF, len);
+		oop ? aead_op(lc, k->enc, m, s, WIRE_FRAME_HDR_OFF, SEAL_OFF - shift, len) :
+		      aead_op(lc, k->enc, s, NULL, INNER_OFF, SEAL_OFF, len);
 
 	if (unlikely(op == NULL)) {
 		rte_pktmbuf_free(s);
@@ -353,7 +360,11 @@ dp_seal_queue(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal 
 	}
 	op_index(op, lc->n_seal);
 	lc->seal_q[lc->n_seal++] = (struct dp_seal_op){
-		.s = s, .m = oop ? m : NULL, .op = op, .len = len, .port = port,
+		.s = s,
+		.m = oop ? m : NULL,
+		.op = op,
+		.len = len,
+		.port = port,
 	};
 }
 

@@ -60,8 +60,8 @@ void dp_seal_flush(struct dp_lcore *lc);
 
 /** m out on port: staged, or on a protected link (k) sealed first. Consumes m. */
 static inline void
-dp_wire_out(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal *k,
-	    uint16_t port, struct rte_mbuf *m)
+dp_wire_out(struct dp_lcore *lc, const struct dp_job *j, const struct dp_seal *k, uint16_t port,
+	    struct rte_mbuf *m)
 {
 	if (likely(k == NULL))
 		dp_tx_stage(lc, port, m);

@@ -59,8 +59,7 @@ dp_send_copy_as(struct dp_lcore *lc, const struct dp_job *j, const struct dp_des
 	}
 	uint8_t *frame = (uint8_t *)rte_pktmbuf_append(h, WIRE_FRAME_PAYLOAD_OFF);
 
-	dp_write_l2l4(lc->dp, j, d, nb, rte_be_to_cpu_32(rh->chunk), frame,
-		      WIRE_HDR_LEN + plen);
+	dp_write_l2l4(lc->dp, j, d, nb, rte_be_to_cpu_32(rh->chunk), frame, WIRE_HDR_LEN + plen);
 	wh = (struct wire_hdr *)(frame + WIRE_FRAME_HDR_OFF);
 	memcpy(wh, rh, WIRE_HDR_LEN);
 	if (tree >= 0) {
@@ -130,9 +129,8 @@ dp_result_down(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree
 		 * resent when nothing waited in the pacer before it (so it left in the
 		 * order of sending) and echoed. A resend that jumped a queue is no measure
 		 * of the partial sums behind it in the queue. */
-		bool answers = s->retries == 0 ||
-			       (s->resent_clear && (rh->flags & WIRE_F_ECHO) &&
-				rte_be_to_cpu_32(rh->tsecr) == s->sent_us);
+		bool answers = s->retries == 0 || (s->resent_clear && (rh->flags & WIRE_F_ECHO) &&
+						   rte_be_to_cpu_32(rh->tsecr) == s->sent_us);
 
 		if (s->retries == 0)
 			rtt_sample(lc, j, ti, now - s->sent_tsc);

@@ -67,8 +67,8 @@ bool dp_send_copy_as(struct dp_lcore *lc, const struct dp_job *j, const struct d
 /* A copy of r with r's own header fields (dp_send_copy_as(), tree -1). */
 static inline bool
 send_copy(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d, uint32_t pacer,
-	  struct rte_mbuf *r, struct rte_mbuf *seg, uint8_t flags, uint32_t tsecr,
-	  uint32_t now_us, enum dp_ctr ctr)
+	  struct rte_mbuf *r, struct rte_mbuf *seg, uint8_t flags, uint32_t tsecr, uint32_t now_us,
+	  enum dp_ctr ctr)
 {
 	return dp_send_copy_as(lc, j, d, pacer, r, seg, flags, tsecr, now_us, ctr, -1, false);
 }

@@ -56,8 +56,8 @@ dp_dest_neigh(const struct dp *dp, const struct dp_dest *d)
  * every field that does not change, plus the total length: two adds and a fold.
  */
 static inline void
-dp_write_l2l4(const struct dp *dp, const struct dp_job *j, const struct dp_dest *d,
-	      uint64_t neigh, uint32_t chunk, uint8_t *frame, uint32_t udp_payload)
+dp_write_l2l4(const struct dp *dp, const struct dp_job *j, const struct dp_dest *d, uint64_t neigh,
+	      uint32_t chunk, uint8_t *frame, uint32_t udp_payload)
 {
 	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)frame;
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(frame + WIRE_ETH_LEN);

@@ -32,14 +32,15 @@ static bool
 has_gcm(uint8_t dev, uint16_t bytes)
 {
 	struct rte_cryptodev_sym_capability_idx idx = {
-		.type = RTE_CRYPTO_SYM_XFORM_AEAD, .algo.aead = RTE_CRYPTO_AEAD_AES_GCM,
+		.type = RTE_CRYPTO_SYM_XFORM_AEAD,
+		.algo.aead = RTE_CRYPTO_AEAD_AES_GCM,
 	};
 	const struct rte_cryptodev_symmetric_capability *cap =
 		rte_cryptodev_sym_capability_get(dev, &idx);
 
-	return cap != NULL && rte_cryptodev_sym_capability_check_aead(
-				      cap, bytes, DP_SEAL_TAG_LEN, DP_SEAL_HDR_LEN,
-				      DP_SEAL_IV_LEN) == 0;
+	return cap != NULL &&
+	       rte_cryptodev_sym_capability_check_aead(cap, bytes, DP_SEAL_TAG_LEN, DP_SEAL_HDR_LEN,
+						       DP_SEAL_IV_LEN) == 0;
 }
 
 int
@@ -60,7 +61,8 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 		snprintf(args, sizeof(args), "max_nb_queue_pairs=%u,socket_id=%d", dp->n_lcores,
 			 socket);
 		if (rte_vdev_init(c->name, args) != 0)
-			return json_util_fail(err, errlen, "--crypto: cannot create the vdev "
+			return json_util_fail(err, errlen,
+					      "--crypto: cannot create the vdev "
 					      "(crypto_aesni_gcm0 or crypto_aesni_mb0 of "
 					      "librte-crypto-ipsec-mb, or a device probed by EAL)");
 		c->created = true;
@@ -77,18 +79,21 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 		c->oop_lb = info.feature_flags & RTE_CRYPTODEV_FF_OOP_LB_IN_LB_OUT;
 		c->oop_sgl = info.feature_flags & RTE_CRYPTODEV_FF_OOP_SGL_IN_LB_OUT;
 		if (info.max_nb_queue_pairs < dp->n_lcores) {
-			return json_util_fail(err, errlen, "--crypto: %s has %u queue pairs, %u "
-					      "worker lcores need one each", c->name,
-					      info.max_nb_queue_pairs, dp->n_lcores);
+			return json_util_fail(err, errlen,
+					      "--crypto: %s has %u queue pairs, %u "
+					      "worker lcores need one each",
+					      c->name, info.max_nb_queue_pairs, dp->n_lcores);
 		}
 	}
 	if (!has_gcm(c->dev_id, 16) || !has_gcm(c->dev_id, 32)) {
-		return json_util_fail(err, errlen, "--crypto: %s does not do AES-128-GCM and "
+		return json_util_fail(err, errlen,
+				      "--crypto: %s does not do AES-128-GCM and "
 				      "AES-256-GCM with a 12-byte IV, 32-byte AAD and 16-byte tag",
 				      c->name);
 	}
 	struct rte_cryptodev_config conf = {
-		.socket_id = socket, .nb_queue_pairs = (uint16_t)dp->n_lcores,
+		.socket_id = socket,
+		.nb_queue_pairs = (uint16_t)dp->n_lcores,
 		.ff_disable = RTE_CRYPTODEV_FF_ASYMMETRIC_CRYPTO | RTE_CRYPTODEV_FF_SECURITY,
 	};
 
@@ -98,8 +103,8 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 	snprintf(name, sizeof(name), "gr%u_sess", (unsigned int)c->dev_id);
 	rte_mempool_free(rte_mempool_lookup(name)); /* a previous setup's, in tests */
 	c->sess_pool = rte_cryptodev_sym_session_pool_create(
-		name, c->sessions_max,
-		rte_cryptodev_sym_get_private_session_size(c->dev_id), 0, 0, socket);
+		name, c->sessions_max, rte_cryptodev_sym_get_private_session_size(c->dev_id), 0, 0,
+		socket);
 	snprintf(name, sizeof(name), "gr%u_cop", (unsigned int)c->dev_id);
 	rte_mempool_free(rte_mempool_lookup(name));
 	c->op_pool = rte_crypto_op_pool_create(name, RTE_CRYPTO_OP_TYPE_SYMMETRIC,
@@ -112,23 +117,25 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 		(uint16_t)(RTE_PKTMBUF_HEADROOM + WIRE_ETH_LEN + cfg->prm.mtu + DP_SEAL_OVERHEAD),
 		socket);
 	if (c->sess_pool == NULL || c->op_pool == NULL || c->seal_pool == NULL) {
-		json_util_fail(err, errlen, "--crypto: cannot create the session, operation or "
+		json_util_fail(err, errlen,
+			       "--crypto: cannot create the session, operation or "
 			       "sealed-frame pools (raise -m)");
 		return -ENOMEM;
 	}
-	struct rte_mempool *pools[3] = { c->sess_pool, c->op_pool, c->seal_pool };
+	struct rte_mempool *pools[3] = {c->sess_pool, c->op_pool, c->seal_pool};
 
 	for (int k = 0; k < 3; k++)
-		c->bytes += (uint64_t)pools[k]->size * (pools[k]->elt_size + pools[k]->header_size +
-							pools[k]->trailer_size);
+		c->bytes += (uint64_t)pools[k]->size *
+			    (pools[k]->elt_size + pools[k]->header_size + pools[k]->trailer_size);
 	for (unsigned int l = 0; l < dp->n_lcores; l++) {
 		struct rte_cryptodev_qp_conf qp = {
-			.nb_descriptors = OPS_PER_LCORE, .mp_session = c->sess_pool,
+			.nb_descriptors = OPS_PER_LCORE,
+			.mp_session = c->sess_pool,
 		};
 
-		if (rte_cryptodev_queue_pair_setup(c->dev_id, (uint16_t)l, &qp,
-						   (int)rte_lcore_to_socket_id(
-							   dp->lcores[l]->lcore_id)) != 0)
+		if (rte_cryptodev_queue_pair_setup(
+			    c->dev_id, (uint16_t)l, &qp,
+			    (int)rte_lcore_to_socket_id(dp->lcores[l]->lcore_id)) != 0)
 			return json_util_fail(err, errlen, "--crypto: cannot set up a queue pair");
 		dp->lcores[l]->op_pool = c->op_pool;
 		dp->lcores[l]->seal_pool = c->seal_pool;
@@ -167,14 +174,18 @@ session(struct dp *dp, const struct table_seal *sl, enum rte_crypto_aead_operati
 	uint8_t key[TABLE_KEY_MAX];
 	struct rte_crypto_sym_xform x = {
 		.type = RTE_CRYPTO_SYM_XFORM_AEAD,
-		.aead = {
-			.op = op, .algo = RTE_CRYPTO_AEAD_AES_GCM,
-			.key = { .data = key, .length = (uint16_t)table_aead_key_len(sl->aead) },
-			.iv = { .offset = sizeof(struct rte_crypto_op) +
-					  sizeof(struct rte_crypto_sym_op),
-				.length = DP_SEAL_IV_LEN },
-			.digest_length = DP_SEAL_TAG_LEN, .aad_length = DP_SEAL_HDR_LEN,
-		},
+		.aead =
+			{
+				.op = op,
+				.algo = RTE_CRYPTO_AEAD_AES_GCM,
+				.key = {.data = key,
+					.length = (uint16_t)table_aead_key_len(sl->aead)},
+				.iv = {.offset = sizeof(struct rte_crypto_op) +
+						 sizeof(struct rte_crypto_sym_op),
+				       .length = DP_SEAL_IV_LEN},
+				.digest_length = DP_SEAL_TAG_LEN,
+				.aad_length = DP_SEAL_HDR_LEN,
+			},
 	};
 	void *s;
 
@@ -192,14 +203,17 @@ dp_job_seals_create(struct dp *dp, struct dp_job *j, int socket, char *err, size
 	if (tb->n_seals == 0)
 		return 0;
 	if (!dp->crypto.on) {
-		snprintf(err, errlen, "field 'sealed': this dataplane has no cryptodev (--crypto) "
+		snprintf(err, errlen,
+			 "field 'sealed': this dataplane has no cryptodev (--crypto) "
 			 "for protected links");
 		errno = EINVAL;
 		return -1;
 	}
 	if (dp->crypto.sessions_used + 2 * (uint32_t)tb->n_seals > dp->crypto.sessions_max) {
-		snprintf(err, errlen, "field 'sealed': %d protected links need %d sessions, %u of "
-			 "%u are free (raise --seal-links)", tb->n_seals, 2 * tb->n_seals,
+		snprintf(err, errlen,
+			 "field 'sealed': %d protected links need %d sessions, %u of "
+			 "%u are free (raise --seal-links)",
+			 tb->n_seals, 2 * tb->n_seals,
 			 dp->crypto.sessions_max - dp->crypto.sessions_used,
 			 dp->crypto.sessions_max);
 		errno = E2BIG;
@@ -228,8 +242,10 @@ dp_job_seals_create(struct dp *dp, struct dp_job *j, int socket, char *err, size
 		s->dec = session(dp, sl, RTE_CRYPTO_AEAD_OP_DECRYPT);
 		dp->crypto.sessions_used += (s->enc != NULL) + (s->dec != NULL);
 		if (s->enc == NULL || s->dec == NULL) {
-			snprintf(err, errlen, "field 'sealed[%d]': the cryptodev refused the "
-				 "session", i);
+			snprintf(err, errlen,
+				 "field 'sealed[%d]': the cryptodev refused the "
+				 "session",
+				 i);
 			errno = EINVAL;
 			return -1;
 		}

@@ -182,12 +182,14 @@ dp_ctl_handle(struct dp *dp, const json_t *req)
 			return ctl_reply_error(true, id, EINVAL, "%s", err);
 		if (jv != NULL && (!json_is_integer(jv) || json_integer_value(jv) < 0 ||
 				   json_integer_value(jv) > UINT32_MAX))
-			return ctl_reply_error(true, id, EINVAL, "field 'job': expected an integer "
+			return ctl_reply_error(true, id, EINVAL,
+					       "field 'job': expected an integer "
 					       "0..4294967295");
 		r = ctl_reply_ok(id);
 		json_object_set_new(r, "tables",
-				    dp_dump_json(dp, jv != NULL ? (uint32_t)json_integer_value(jv)
-								: 0, jv == NULL));
+				    dp_dump_json(dp,
+						 jv != NULL ? (uint32_t)json_integer_value(jv) : 0,
+						 jv == NULL));
 		return r;
 	}
 	return ctl_reply_error(true, id, EOPNOTSUPP, "field 'op': unknown op '%s'", op);
@@ -197,7 +199,7 @@ dp_ctl_handle(struct dp *dp, const json_t *req)
 static bool
 op_reads_only(const char *op)
 {
-	static const char *const ro[] = { "version", "ping", "stats", "dump" };
+	static const char *const ro[] = {"version", "ping", "stats", "dump"};
 
 	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++)
 		if (strcmp(op, ro[i]) == 0)
@@ -220,8 +222,10 @@ ctl_serve_request(void *arg, struct ctlsrv_client *cl, const json_t *req)
 
 		ctlsrv_refuse(c->srv, cl, CTLSRV_REF_FORBIDDEN, "op '%s' needs the role 'control'",
 			      op);
-		return ctl_reply_error(has_id, id, EPERM, "field 'op': '%s' needs a certificate "
-				       "of role 'control', this one is 'monitor'", op);
+		return ctl_reply_error(has_id, id, EPERM,
+				       "field 'op': '%s' needs a certificate "
+				       "of role 'control', this one is 'monitor'",
+				       op);
 	}
 	r = dp_ctl_handle(c->dp, req);
 	if (r != NULL && op != NULL && strcmp(op, "stats") == 0 &&

@@ -66,8 +66,7 @@ dp_neigh_get(struct dp *dp, uint32_t ipv4, uint16_t port)
 	dp->neigh[n].is_static = false;
 	dp->neigh[n].last_request_tsc = 0;
 	/* Resolved already if it ARPed before any table named it. */
-	atomic_store_explicit(&dp->neigh[n].mac, dp_seen_mac(dp, ipv4, port),
-			      memory_order_relaxed);
+	atomic_store_explicit(&dp->neigh[n].mac, dp_seen_mac(dp, ipv4, port), memory_order_relaxed);
 	atomic_store_explicit(&dp->n_neigh, n + 1, memory_order_release);
 	return (int)n;
 }
@@ -106,9 +105,10 @@ route(struct dp *dp, struct dp_dest *d, const char *field, char *err, size_t err
 			hop = dp->ports[p].gw_ipv4;
 		}
 	if (port < 0) {
-		json_util_fail(err, errlen, "field '%s': no route to %s: in no port's subnet, no "
-			       "--route and no port with a router (--addr PORT:IP/LEN,GW)", field,
-			       table_ipv4_format(d->ipv4, ip));
+		json_util_fail(err, errlen,
+			       "field '%s': no route to %s: in no port's subnet, no "
+			       "--route and no port with a router (--addr PORT:IP/LEN,GW)",
+			       field, table_ipv4_format(d->ipv4, ip));
 		errno = EINVAL;
 		return -1;
 	}
@@ -200,8 +200,8 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	t->expected = (uint16_t)tt->expected;
 	/* A partial reduce completes at its threshold; a full one only when every
 	 * contributor is in (whatever counts a faulty child claims). */
-	t->threshold = tt->threshold != 0 && tt->threshold < tt->subtree_workers ? tt->threshold
-										  : UINT32_MAX;
+	t->threshold = tt->threshold != 0 && tt->threshold < tt->subtree_workers ? tt->threshold :
+										   UINT32_MAX;
 	t->chunk_first = tt->chunk_first;
 	t->chunk_count = tt->chunk_count;
 	t->slot_mask = tt->slots - 1;
@@ -269,9 +269,11 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 			uint16_t id = tt->below[k];
 
 			if (id >= j->cset_len * 8 || tt->below_child[k] >= tt->n_children) {
-				json_util_fail(err, errlen, "field 'trees[%d].children': worker %u "
+				json_util_fail(err, errlen,
+					       "field 'trees[%d].children': worker %u "
 					       "below child %u does not fit the job's contributor "
-					       "sets", i, id, tt->below_child[k]);
+					       "sets",
+					       i, id, tt->below_child[k]);
 				errno = EINVAL;
 				return -1;
 			}
@@ -335,7 +337,8 @@ build_stream(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size
 	}
 	for (int w = 0; w < ts->n_deliver; w++) {
 		snprintf(field, sizeof(field), "streams[%d].deliver[%d].ipv4", i, w);
-		if (dest_worker(dp, &s->out[ts->n_to + w], &ts->deliver[w], field, err, errlen) != 0)
+		if (dest_worker(dp, &s->out[ts->n_to + w], &ts->deliver[w], field, err, errlen) !=
+		    0)
 			return -1;
 	}
 	for (int k = 0; k < s->n_out; k++)
@@ -468,12 +471,14 @@ init_mstreams(struct dp_job *j, struct dp_job_lcore *lj, int socket)
 		 * that; fastpath/mcast.c), never less than a NACK_RESULT budget. */
 		uint64_t cap = (uint64_t)n * s->n_origins * (j->budget_cap / DP_BUDGET_CAP);
 
-		ms->budget_cap = cap > j->budget_cap ? (uint32_t)(cap < UINT32_MAX ? cap : UINT32_MAX)
-						     : j->budget_cap;
+		ms->budget_cap = cap > j->budget_cap ?
+					 (uint32_t)(cap < UINT32_MAX ? cap : UINT32_MAX) :
+					 j->budget_cap;
 		ms->keep = jalloc(j, sizeof(*ms->keep) * n * s->n_origins, socket);
 		ms->budget = jalloc(j, sizeof(*ms->budget) * s->n_out, socket);
 		ms->ask_mask = rte_align32pow2(n * s->n_origins);
-		ms->ask_mask = (ms->ask_mask < DP_MCAST_ASK_MAX ? ms->ask_mask : DP_MCAST_ASK_MAX) - 1;
+		ms->ask_mask =
+			(ms->ask_mask < DP_MCAST_ASK_MAX ? ms->ask_mask : DP_MCAST_ASK_MAX) - 1;
 		ms->ask = jalloc(j, sizeof(*ms->ask) * (ms->ask_mask + 1), socket);
 		if (ms->keep == NULL || ms->budget == NULL || ms->ask == NULL)
 			return -ENOMEM;
@@ -503,9 +508,10 @@ check_fit(struct dp *dp, struct dp_job *j, char *err, size_t errlen)
 	}
 	j->self_port = (uint16_t)p;
 	if (tb->gw.base_port != dp->prm.udp_base || tb->gw.ports != dp->prm.udp_count) {
-		json_util_fail(err, errlen, "field 'gateway.base_port': ports %u+%u differ from "
-			       "this dataplane's --base-port %u --ports %u", tb->gw.base_port,
-			       tb->gw.ports, dp->prm.udp_base, dp->prm.udp_count);
+		json_util_fail(err, errlen,
+			       "field 'gateway.base_port': ports %u+%u differ from "
+			       "this dataplane's --base-port %u --ports %u",
+			       tb->gw.base_port, tb->gw.ports, dp->prm.udp_base, dp->prm.udp_count);
 		errno = EINVAL;
 		return -1;
 	}
@@ -521,9 +527,11 @@ check_fit(struct dp *dp, struct dp_job *j, char *err, size_t errlen)
 		bytes = lan;
 
 	if (bytes + WIRE_MTU_OVERHEAD > dp->prm.mtu) {
-		json_util_fail(err, errlen, "field 'chunk_elements': chunks of %zu bytes (with "
+		json_util_fail(err, errlen,
+			       "field 'chunk_elements': chunks of %zu bytes (with "
 			       "their contributor set) need an MTU of %zu, this dataplane runs "
-			       "--mtu %u", bytes, bytes + WIRE_MTU_OVERHEAD, dp->prm.mtu);
+			       "--mtu %u",
+			       bytes, bytes + WIRE_MTU_OVERHEAD, dp->prm.mtu);
 		errno = E2BIG;
 		return -1;
 	}
@@ -534,8 +542,8 @@ struct dp_job *
 dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 {
 	int socket = (int)rte_lcore_to_socket_id(dp->lcores[0]->lcore_id);
-	struct dp_job *j = rte_zmalloc_socket("georeduce-job", sizeof(*j), RTE_CACHE_LINE_SIZE,
-					      socket);
+	struct dp_job *j =
+		rte_zmalloc_socket("georeduce-job", sizeof(*j), RTE_CACHE_LINE_SIZE, socket);
 	int max_id = -1;
 
 	if (j == NULL) {
@@ -566,8 +574,8 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		max_id = tb->trees[i].id > max_id ? tb->trees[i].id : max_id;
 	for (int s = 0; s < tb->n_shards; s++)
 		for (int k = 0; k < tb->shards[s].n_trees; k++)
-			max_id = tb->shards[s].trees[k].id > max_id ? tb->shards[s].trees[k].id
-								    : max_id;
+			max_id = tb->shards[s].trees[k].id > max_id ? tb->shards[s].trees[k].id :
+								      max_id;
 	j->tree_map_n = (uint16_t)(max_id + 1);
 	j->tree_map = jalloc(j, sizeof(*j->tree_map) * (size_t)(max_id + 1), socket);
 	j->trees = jalloc(j, sizeof(*j->trees) * (size_t)tb->n_trees, socket);
@@ -648,10 +656,12 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->mcast_keep_per_lcore = mcast_keep_total(j, j->mcast_keep_shift);
 	j->mbufs_held_max += (uint64_t)j->mcast_keep_per_lcore * dp->n_lcores;
 	if (dp->mbufs_committed + j->mbufs_held_max > dp->mbufs_budget) {
-		json_util_fail(err, errlen, "field 'trees': the slot pools hold up to %" PRIu64
+		json_util_fail(err, errlen,
+			       "field 'trees': the slot pools hold up to %" PRIu64
 			       " packets, this dataplane has %" PRIu64 " of %" PRIu64
-			       " left (raise --mbufs)", j->mbufs_held_max,
-			       dp->mbufs_budget - dp->mbufs_committed, dp->mbufs_budget);
+			       " left (raise --mbufs)",
+			       j->mbufs_held_max, dp->mbufs_budget - dp->mbufs_committed,
+			       dp->mbufs_budget);
 		errno = E2BIG;
 		goto fail;
 	}
@@ -659,8 +669,7 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 
 	/* NACK_RESULT answers: DP_BUDGET_CAP full RESULT frames, refilled with time. */
 	j->budget_cap = DP_BUDGET_CAP * (uint32_t)(WIRE_FRAME_PAYLOAD_OFF + j->cset_len +
-						   table_dtype_bytes(tb->dtype,
-								     j->chunk_elements));
+						   table_dtype_bytes(tb->dtype, j->chunk_elements));
 	j->budget_tsc_per_byte = rte_get_tsc_hz() / DP_BUDGET_REFILL_BPS;
 	j->mcast_reask_tsc = rte_get_tsc_hz() / 1000000 * DP_MCAST_REASK_US;
 	j->mcast_ask_life_tsc = rte_get_tsc_hz() / 1000000 * DP_MCAST_ASK_LIFE_US;
@@ -669,8 +678,9 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 
 		j->slots[l] = jalloc(j, sizeof(struct dp_slot) * j->slots_per_lcore, ls);
 		if (half)
-			j->arena[l] = jalloc(j, sizeof(float) * j->chunk_elements *
-						 (size_t)j->slots_per_lcore, ls);
+			j->arena[l] = jalloc(
+				j, sizeof(float) * j->chunk_elements * (size_t)j->slots_per_lcore,
+				ls);
 		if (j->slots[l] == NULL || (half && j->arena[l] == NULL)) {
 			json_util_fail(err, errlen, "out of memory for %u slots (lcore %u)",
 				       j->slots_per_lcore, dp->lcores[l]->lcore_id);
@@ -692,13 +702,12 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		lj->progress_sent = jalloc(j, sizeof(*lj->progress_sent) * (size_t)j->n_trees, ls);
 		lj->progress_rtt = jalloc(j, sizeof(*lj->progress_rtt) * (size_t)j->n_trees, ls);
 		lj->tail_probe = jalloc(j, sizeof(*lj->tail_probe) * (size_t)j->n_trees, ls);
-		lj->progress_round = jalloc(j, sizeof(*lj->progress_round) * (size_t)j->n_trees,
-					    ls);
+		lj->progress_round =
+			jalloc(j, sizeof(*lj->progress_round) * (size_t)j->n_trees, ls);
 		lj->budget = jalloc(j, sizeof(*lj->budget) * j->n_budgets, ls);
 		if (lj->q == NULL || lj->srtt == NULL || lj->rttvar == NULL ||
 		    lj->progress == NULL || lj->progress_sent == NULL || lj->progress_rtt == NULL ||
-		    lj->tail_probe == NULL ||
-		    lj->progress_round == NULL || lj->budget == NULL) {
+		    lj->tail_probe == NULL || lj->progress_round == NULL || lj->budget == NULL) {
 			json_util_fail(err, errlen, "out of memory for timers (lcore %u)",
 				       dp->lcores[l]->lcore_id);
 			errno = ENOMEM;
@@ -717,16 +726,16 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	dp->mbufs_committed += j->mbufs_held_max;
 	dp->job_bytes += j->bytes;
 	return j;
-fail: {
-		int e = errno;
+fail : {
+	int e = errno;
 
-		j->mbufs_held_max = 0; /* not committed */
-		j->bytes = 0;
-		j->tb = NULL; /* the caller still owns tb */
-		dp_job_free(dp, j);
-		errno = e;
-		return NULL;
-	}
+	j->mbufs_held_max = 0; /* not committed */
+	j->bytes = 0;
+	j->tb = NULL; /* the caller still owns tb */
+	dp_job_free(dp, j);
+	errno = e;
+	return NULL;
+}
 }
 
 void

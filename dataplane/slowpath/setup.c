@@ -92,17 +92,19 @@ socket_pools(struct dp *dp, const struct dp_config *cfg, int socket, struct rte_
 	snprintf(name, sizeof(name), "gr%u_cln_%d", instance, socket);
 	*clone = rte_pktmbuf_pool_create(name, cfg->hdr_mbufs, POOL_CACHE, 0, 0, socket);
 	if (*pkt == NULL || *hdr == NULL || *clone == NULL)
-		return json_util_failrc(-ENOMEM, err, errlen, "cannot create mempools on socket %d (%s): "
-			       "%" PRIu64 " mbufs of %u bytes; lower --mbufs or give EAL more "
-			       "memory (-m)", socket, rte_strerror(rte_errno), cfg->prm.mbufs,
-			       room + RTE_PKTMBUF_HEADROOM);
-	dp->pool_bytes += (uint64_t)(*pkt)->size * ((*pkt)->elt_size + (*pkt)->header_size +
-						    (*pkt)->trailer_size);
-	dp->pool_bytes += (uint64_t)(*hdr)->size * ((*hdr)->elt_size + (*hdr)->header_size +
-						    (*hdr)->trailer_size);
-	dp->pool_bytes += (uint64_t)(*clone)->size * ((*clone)->elt_size +
-						      (*clone)->header_size +
-						      (*clone)->trailer_size);
+		return json_util_failrc(-ENOMEM, err, errlen,
+					"cannot create mempools on socket %d (%s): "
+					"%" PRIu64
+					" mbufs of %u bytes; lower --mbufs or give EAL more "
+					"memory (-m)",
+					socket, rte_strerror(rte_errno), cfg->prm.mbufs,
+					room + RTE_PKTMBUF_HEADROOM);
+	dp->pool_bytes += (uint64_t)(*pkt)->size *
+			  ((*pkt)->elt_size + (*pkt)->header_size + (*pkt)->trailer_size);
+	dp->pool_bytes += (uint64_t)(*hdr)->size *
+			  ((*hdr)->elt_size + (*hdr)->header_size + (*hdr)->trailer_size);
+	dp->pool_bytes += (uint64_t)(*clone)->size *
+			  ((*clone)->elt_size + (*clone)->header_size + (*clone)->trailer_size);
 	return 0;
 }
 
@@ -120,7 +122,8 @@ setup_lcores(struct dp *dp, const struct dp_config *cfg, char *err, size_t errle
 		int rc;
 
 		if (lc == NULL)
-			return json_util_failrc(-ENOMEM, err, errlen, "out of memory for lcore %u", id);
+			return json_util_failrc(-ENOMEM, err, errlen, "out of memory for lcore %u",
+						id);
 		dp->lcores[i] = lc;
 		lc->idx = i;
 		lc->lcore_id = id;
@@ -132,14 +135,14 @@ setup_lcores(struct dp *dp, const struct dp_config *cfg, char *err, size_t errle
 			return rc;
 		lc->hdr_stash.pool = lc->hdr_pool;
 		lc->hdr_stash.data_off = (uint32_t)sizeof(struct rte_mbuf) +
-					 rte_pktmbuf_priv_size(lc->hdr_pool) +
-					 RTE_PKTMBUF_HEADROOM;
+					 rte_pktmbuf_priv_size(lc->hdr_pool) + RTE_PKTMBUF_HEADROOM;
 		lc->clone_stash.pool = lc->clone_pool;
 		snprintf(name, sizeof(name), "gr%u_learn_%u", instance, i);
 		lc->learn = rte_ring_create_elem(name, sizeof(struct dp_learn), DP_LEARN_RING,
 						 socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
 		if (lc->learn == NULL)
-			return json_util_failrc(-ENOMEM, err, errlen, "cannot create ring %s", name);
+			return json_util_failrc(-ENOMEM, err, errlen, "cannot create ring %s",
+						name);
 	}
 	return 0;
 }
@@ -149,30 +152,32 @@ static int
 steer(struct dp *dp, struct dp_port *pt, char *err, size_t errlen)
 {
 	for (unsigned int i = 0; i < dp->prm.udp_count; i++) {
-		struct rte_flow_attr attr = { .ingress = 1 };
+		struct rte_flow_attr attr = {.ingress = 1};
 		struct rte_flow_item_udp spec = {
 			.hdr.dst_port = rte_cpu_to_be_16((uint16_t)(dp->prm.udp_base + i)),
 		};
-		struct rte_flow_item_udp mask = { .hdr.dst_port = RTE_BE16(0xffff) };
+		struct rte_flow_item_udp mask = {.hdr.dst_port = RTE_BE16(0xffff)};
 		struct rte_flow_item pattern[] = {
-			{ .type = RTE_FLOW_ITEM_TYPE_ETH },
-			{ .type = RTE_FLOW_ITEM_TYPE_IPV4 },
-			{ .type = RTE_FLOW_ITEM_TYPE_UDP, .spec = &spec, .mask = &mask },
-			{ .type = RTE_FLOW_ITEM_TYPE_END },
+			{.type = RTE_FLOW_ITEM_TYPE_ETH},
+			{.type = RTE_FLOW_ITEM_TYPE_IPV4},
+			{.type = RTE_FLOW_ITEM_TYPE_UDP, .spec = &spec, .mask = &mask},
+			{.type = RTE_FLOW_ITEM_TYPE_END},
 		};
-		struct rte_flow_action_queue q = { .index = (uint16_t)(i % pt->n_rxq) };
+		struct rte_flow_action_queue q = {.index = (uint16_t)(i % pt->n_rxq)};
 		struct rte_flow_action actions[] = {
-			{ .type = RTE_FLOW_ACTION_TYPE_QUEUE, .conf = &q },
-			{ .type = RTE_FLOW_ACTION_TYPE_END },
+			{.type = RTE_FLOW_ACTION_TYPE_QUEUE, .conf = &q},
+			{.type = RTE_FLOW_ACTION_TYPE_END},
 		};
 		struct rte_flow_error fe;
 
 		if (rte_flow_create(pt->port_id, &attr, pattern, actions, &fe) == NULL)
-			return json_util_failrc(-ENOTSUP, err, errlen, "port %u: cannot steer UDP port %u to "
-				       "queue %u with rte_flow (%s); run one worker lcore per port "
-				       "or use a NIC with flow rules", pt->port_id,
-				       dp->prm.udp_base + i, q.index,
-				       fe.message != NULL ? fe.message : "no reason given");
+			return json_util_failrc(
+				-ENOTSUP, err, errlen,
+				"port %u: cannot steer UDP port %u to "
+				"queue %u with rte_flow (%s); run one worker lcore per port "
+				"or use a NIC with flow rules",
+				pt->port_id, dp->prm.udp_base + i, q.index,
+				fe.message != NULL ? fe.message : "no reason given");
 	}
 	return 0;
 }
@@ -183,7 +188,7 @@ setup_port(struct dp *dp, const struct dp_config *cfg, unsigned int p, char *err
 	struct dp_port *pt = &dp->ports[p];
 	uint16_t id = cfg->port_ids[p];
 	struct rte_eth_dev_info info;
-	struct rte_eth_conf conf = { 0 };
+	struct rte_eth_conf conf = {0};
 	uint16_t nrxd = cfg->rx_desc, ntxd = cfg->tx_desc;
 	char name[RTE_RING_NAMESIZE];
 	int rc;
@@ -193,22 +198,25 @@ setup_port(struct dp *dp, const struct dp_config *cfg, unsigned int p, char *err
 	pt->prefix_len = cfg->addr[p].prefix_len;
 	pt->gw_ipv4 = cfg->addr[p].gw_ipv4;
 	if (pt->ipv4 == 0)
-		return json_util_failrc(-EINVAL, err, errlen, "port %u has no address (--addr %u:IP/LEN)",
-			       id, p);
+		return json_util_failrc(-EINVAL, err, errlen,
+					"port %u has no address (--addr %u:IP/LEN)", id, p);
 	rc = rte_eth_dev_info_get(id, &info);
 	if (rc != 0)
 		return json_util_failrc(rc, err, errlen, "port %u: %s", id, rte_strerror(-rc));
 	if (info.max_tx_queues < dp->n_lcores)
-		return json_util_failrc(-EINVAL, err, errlen, "port %u (%s) has %u TX queues, every worker "
-			       "lcore needs one: run at most %u worker lcores", id,
-			       info.driver_name, info.max_tx_queues, info.max_tx_queues);
+		return json_util_failrc(-EINVAL, err, errlen,
+					"port %u (%s) has %u TX queues, every worker "
+					"lcore needs one: run at most %u worker lcores",
+					id, info.driver_name, info.max_tx_queues,
+					info.max_tx_queues);
 	pt->n_txq = (uint16_t)dp->n_lcores;
 	pt->n_rxq = (uint16_t)RTE_MIN(dp->n_lcores, info.max_rx_queues);
 	if (cfg->prm.mtu > 1500) {
 		if (info.max_mtu < cfg->prm.mtu)
-			return json_util_failrc(-EINVAL, err, errlen, "port %u (%s) supports an MTU up to %u, "
-				       "not --mtu %u", id, info.driver_name, info.max_mtu,
-				       cfg->prm.mtu);
+			return json_util_failrc(-EINVAL, err, errlen,
+						"port %u (%s) supports an MTU up to %u, "
+						"not --mtu %u",
+						id, info.driver_name, info.max_mtu, cfg->prm.mtu);
 		conf.rxmode.mtu = cfg->prm.mtu;
 	}
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
@@ -220,15 +228,16 @@ setup_port(struct dp *dp, const struct dp_config *cfg, unsigned int p, char *err
 	if (rc == 0)
 		rc = rte_eth_dev_adjust_nb_rx_tx_desc(id, &nrxd, &ntxd);
 	if (rc != 0)
-		return json_util_failrc(rc, err, errlen, "port %u: configure: %s", id, rte_strerror(-rc));
+		return json_util_failrc(rc, err, errlen, "port %u: configure: %s", id,
+					rte_strerror(-rc));
 	for (uint16_t q = 0; q < pt->n_rxq; q++) {
 		struct dp_lcore *lc = dp->lcores[q];
 
-		rc = rte_eth_rx_queue_setup(id, q, nrxd, rte_lcore_to_socket_id(lc->lcore_id),
-					    NULL, lc->pool);
+		rc = rte_eth_rx_queue_setup(id, q, nrxd, rte_lcore_to_socket_id(lc->lcore_id), NULL,
+					    lc->pool);
 		if (rc != 0)
 			return json_util_failrc(rc, err, errlen, "port %u: RX queue %u: %s", id, q,
-				       rte_strerror(-rc));
+						rte_strerror(-rc));
 		lc->rxq[lc->n_rxq].port = (uint16_t)p;
 		lc->rxq[lc->n_rxq].queue = q;
 		lc->n_rxq++;
@@ -238,11 +247,12 @@ setup_port(struct dp *dp, const struct dp_config *cfg, unsigned int p, char *err
 					    rte_lcore_to_socket_id(dp->lcores[q]->lcore_id), NULL);
 		if (rc != 0)
 			return json_util_failrc(rc, err, errlen, "port %u: TX queue %u: %s", id, q,
-				       rte_strerror(-rc));
+						rte_strerror(-rc));
 	}
 	rc = rte_eth_dev_start(id);
 	if (rc != 0)
-		return json_util_failrc(rc, err, errlen, "port %u: start: %s", id, rte_strerror(-rc));
+		return json_util_failrc(rc, err, errlen, "port %u: start: %s", id,
+					rte_strerror(-rc));
 	rte_eth_macaddr_get(id, &pt->mac);
 	if (pt->n_rxq > 1 && (rc = steer(dp, pt, err, errlen)) != 0)
 		return rc;
@@ -265,7 +275,8 @@ setup_faults(struct dp *dp, const struct dp_config *cfg, char *err, size_t errle
 {
 	for (unsigned int i = 0; i < dp->n_lcores; i++)
 		dp->lcores[i]->rng = (0x9e3779b97f4a7c15ull * (i + 1) ^
-				      cfg->prm.fault_seed * 0xbf58476d1ce4e5b9ull) | 1;
+				      cfg->prm.fault_seed * 0xbf58476d1ce4e5b9ull) |
+				     1;
 	for (unsigned int p = 0; p < dp->n_ports; p++) {
 		dp->ports[p].fault[DP_RX] = cfg->fault[p][DP_RX];
 		dp->ports[p].fault[DP_TX] = cfg->fault[p][DP_TX];
@@ -283,7 +294,8 @@ setup_faults(struct dp *dp, const struct dp_config *cfg, char *err, size_t errle
 			d->t = rte_zmalloc_socket("georeduce-delay", sizeof(*d->t) * cap,
 						  RTE_CACHE_LINE_SIZE, socket);
 			if (d->m == NULL || d->t == NULL)
-				return json_util_failrc(-ENOMEM, err, errlen, "out of memory for delay lines");
+				return json_util_failrc(-ENOMEM, err, errlen,
+							"out of memory for delay lines");
 			d->mask = cap - 1;
 			dp->job_bytes += (sizeof(*d->m) + sizeof(*d->t)) * cap;
 			dp->mbufs_budget = dp->mbufs_budget > cap ? dp->mbufs_budget - cap : 0;
@@ -305,18 +317,23 @@ dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
 	dp->prm.retries_max = cfg->retries_max;
 	instance++;
 	if (cfg->n_lcores == 0 || cfg->n_lcores > DP_LCORES_MAX)
-		return json_util_failrc(-EINVAL, err, errlen, "need 1 to %d worker lcores, not %u (the main "
-			       "lcore runs the control thread: give EAL at least two, e.g. -l 0-1)",
-			       DP_LCORES_MAX, cfg->n_lcores);
+		return json_util_failrc(
+			-EINVAL, err, errlen,
+			"need 1 to %d worker lcores, not %u (the main "
+			"lcore runs the control thread: give EAL at least two, e.g. -l 0-1)",
+			DP_LCORES_MAX, cfg->n_lcores);
 	if (cfg->n_ports == 0 || cfg->n_ports > DP_PORTS_MAX)
-		return json_util_failrc(-EINVAL, err, errlen, "need 1 to %d ports, found %u (a NIC bound to "
-			       "DPDK or a --vdev)", DP_PORTS_MAX, cfg->n_ports);
+		return json_util_failrc(-EINVAL, err, errlen,
+					"need 1 to %d ports, found %u (a NIC bound to "
+					"DPDK or a --vdev)",
+					DP_PORTS_MAX, cfg->n_ports);
 	rc = setup_lcores(dp, cfg, err, errlen);
 	if (rc != 0)
 		return rc;
 	/* Per socket, what the bursts and caches can hold is not available to slots either. */
 	dp->mbufs_budget = cfg->prm.mbufs;
-	uint64_t transient = (uint64_t)dp->n_lcores * (POOL_CACHE + DP_BURST_MAX * (1 + cfg->n_ports));
+	uint64_t transient =
+		(uint64_t)dp->n_lcores * (POOL_CACHE + DP_BURST_MAX * (1 + cfg->n_ports));
 
 	dp->mbufs_budget = dp->mbufs_budget > transient ? dp->mbufs_budget - transient : 0;
 	dp->n_ports = cfg->n_ports;
@@ -329,16 +346,18 @@ dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
 		unsigned int p;
 
 		for (p = 0; p < dp->n_ports; p++) {
-			uint32_t mask = dp->ports[p].prefix_len == 0
-						? 0
-						: ~0u << (32 - dp->ports[p].prefix_len);
+			uint32_t mask = dp->ports[p].prefix_len == 0 ?
+						0 :
+						~0u << (32 - dp->ports[p].prefix_len);
 
 			if ((cfg->neigh[i].ipv4 & mask) == (dp->ports[p].ipv4 & mask))
 				break;
 		}
 		if (p == dp->n_ports)
-			return json_util_failrc(-EINVAL, err, errlen, "--neigh %u: the address is in no "
-				       "port's subnet", i + 1);
+			return json_util_failrc(-EINVAL, err, errlen,
+						"--neigh %u: the address is in no "
+						"port's subnet",
+						i + 1);
 		rc = dp_neigh_get(dp, cfg->neigh[i].ipv4, (uint16_t)p);
 		if (rc < 0)
 			return json_util_failrc(rc, err, errlen, "too many neighbours");
@@ -351,20 +370,23 @@ dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
 			unsigned int p;
 
 			for (p = 0; p < dp->n_ports; p++) {
-				uint32_t mask = dp->ports[p].prefix_len == 0
-							? 0
-							: ~0u << (32 - dp->ports[p].prefix_len);
+				uint32_t mask = dp->ports[p].prefix_len == 0 ?
+							0 :
+							~0u << (32 - dp->ports[p].prefix_len);
 
 				if ((rt.via & mask) == (dp->ports[p].ipv4 & mask))
 					break;
 			}
 			if (p == dp->n_ports)
-				return json_util_failrc(-EINVAL, err, errlen, "--route %u: the router is in no "
-					       "port's subnet", i + 1);
+				return json_util_failrc(-EINVAL, err, errlen,
+							"--route %u: the router is in no "
+							"port's subnet",
+							i + 1);
 			rt.port = (uint16_t)p;
 		} else if (rt.port >= dp->n_ports) {
-			return json_util_failrc(-EINVAL, err, errlen, "--route %u: no port %u (%u ports)",
-				       i + 1, rt.port, dp->n_ports);
+			return json_util_failrc(-EINVAL, err, errlen,
+						"--route %u: no port %u (%u ports)", i + 1, rt.port,
+						dp->n_ports);
 		}
 		dp->routes[dp->n_routes++] = rt;
 	}
@@ -394,8 +416,8 @@ dp_teardown(struct dp *dp)
 		rte_flow_flush(dp->ports[p].port_id, &fe);
 		rte_eth_dev_stop(dp->ports[p].port_id);
 		rte_eth_dev_close(dp->ports[p].port_id);
-		while (dp->ports[p].ctl_tx != NULL && rte_ring_dequeue(dp->ports[p].ctl_tx,
-								       (void **)&m) == 0)
+		while (dp->ports[p].ctl_tx != NULL &&
+		       rte_ring_dequeue(dp->ports[p].ctl_tx, (void **)&m) == 0)
 			rte_pktmbuf_free(m);
 		rte_ring_free(dp->ports[p].ctl_tx);
 	}
@@ -413,13 +435,13 @@ dp_teardown(struct dp *dp)
 			rte_free(d->m);
 			rte_free(d->t);
 		}
-		struct dp_mstash *stash[2] = { &lc->hdr_stash, &lc->clone_stash };
+		struct dp_mstash *stash[2] = {&lc->hdr_stash, &lc->clone_stash};
 
 		for (int k = 0; k < 2; k++)
 			for (; stash[k]->head != stash[k]->tail; stash[k]->head++)
 				rte_mempool_put(stash[k]->pool,
 						stash[k]->m[stash[k]->head & (DP_STASH_SIZE - 1)]);
-		struct rte_mempool *mine[3] = { lc->pool, lc->hdr_pool, lc->clone_pool };
+		struct rte_mempool *mine[3] = {lc->pool, lc->hdr_pool, lc->clone_pool};
 
 		for (int k = 0; k < 3; k++) {
 			bool seen = mine[k] == NULL;

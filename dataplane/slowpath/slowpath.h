@@ -25,9 +25,9 @@ extern int dp_logtype;
 
 /** Address of one port (--addr PORT:IP/LEN[,GW]). */
 struct dp_port_addr {
-	uint32_t ipv4;          /* host order; 0: not given */
+	uint32_t ipv4; /* host order; 0: not given */
 	uint8_t prefix_len;
-	uint32_t gw_ipv4;       /* 0: none */
+	uint32_t gw_ipv4; /* 0: none */
 };
 
 /** A static neighbour (--neigh IP=MAC). */
@@ -39,23 +39,23 @@ struct dp_static_neigh {
 /** Everything dp_setup() needs. */
 struct dp_config {
 	struct dp_params prm;
-	unsigned int n_lcores;                  /* worker lcores, 1 .. DP_LCORES_MAX */
+	unsigned int n_lcores; /* worker lcores, 1 .. DP_LCORES_MAX */
 	unsigned int lcore_ids[DP_LCORES_MAX];
-	unsigned int n_ports;                   /* ethdev ports used: 0 .. n_ports - 1 */
+	unsigned int n_ports; /* ethdev ports used: 0 .. n_ports - 1 */
 	uint16_t port_ids[DP_PORTS_MAX];
 	struct dp_port_addr addr[DP_PORTS_MAX];
 	unsigned int n_neigh;
 	struct dp_static_neigh neigh[64];
 	unsigned int n_routes;
-	struct dp_route routes[DP_ROUTES_MAX]; /* --route; via 0 with port set, or via set */
+	struct dp_route routes[DP_ROUTES_MAX];  /* --route; via 0 with port set, or via set */
 	struct dp_fault fault[DP_PORTS_MAX][2]; /* --fault, by port index and enum dp_dir */
 	uint16_t rx_desc, tx_desc;
 	uint32_t rto_init_ms, rto_min_ms, rto_max_ms; /* loss recovery towards the parent */
 	uint8_t retries_max;
-	uint32_t hdr_mbufs;                     /* header and clone mbufs per socket */
-	char crypto_dev[64];                    /* --crypto: a cryptodev vdev; "": none */
-	uint32_t seal_mbufs;                    /* sealed frames in flight at most */
-	uint32_t seal_links;                    /* protected links of all tables at most */
+	uint32_t hdr_mbufs;  /* header and clone mbufs per socket */
+	char crypto_dev[64]; /* --crypto: a cryptodev vdev; "": none */
+	uint32_t seal_mbufs; /* sealed frames in flight at most */
+	uint32_t seal_links; /* protected links of all tables at most */
 };
 
 /** Defaults of every option (the --help text shows them). */
@@ -154,8 +154,7 @@ uint64_t dp_seen_mac(const struct dp *dp, uint32_t ipv4, uint16_t port);
 int dp_neigh_get(struct dp *dp, uint32_t ipv4, uint16_t port);
 
 /** Route d (ipv4 set) to a port and a neighbour entry; -1 with errno and err on failure. */
-int dp_dest_route(struct dp *dp, struct dp_dest *d, const char *field, char *err,
-		  size_t errlen);
+int dp_dest_route(struct dp *dp, struct dp_dest *d, const char *field, char *err, size_t errlen);
 
 /* --- Reports (slowpath/stats.c) ----------------------------------------------------------- */
 
@@ -187,8 +186,7 @@ struct dp_ctl_opts {
 };
 
 /** Listen as o says (see lib/ctlsrv.h). NULL with err on failure. */
-struct dp_ctl *dp_ctl_create(struct dp *dp, const struct dp_ctl_opts *o, char *err,
-			     size_t errlen);
+struct dp_ctl *dp_ctl_create(struct dp *dp, const struct dp_ctl_opts *o, char *err, size_t errlen);
 
 /** Serve the control socket for up to timeout_ms: accept, read, answer requests. */
 void dp_ctl_poll(struct dp_ctl *c, int timeout_ms);

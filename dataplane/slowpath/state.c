@@ -30,14 +30,15 @@
 #include "jsonutil.h"
 #include "slowpath/slowpath.h"
 
-#define ARP_RETRY_MS 200     /* unresolved neighbours are asked for this often */
+#define ARP_RETRY_MS 200 /* unresolved neighbours are asked for this often */
 
 /* A copy of st (or an empty state) where the workers read it: the first lcore's socket. */
 static struct dp_state *
 state_copy(const struct dp *dp, const struct dp_state *st)
 {
-	struct dp_state *n = rte_zmalloc_socket("georeduce-state", sizeof(*n), RTE_CACHE_LINE_SIZE,
-						(int)rte_lcore_to_socket_id(dp->lcores[0]->lcore_id));
+	struct dp_state *n =
+		rte_zmalloc_socket("georeduce-state", sizeof(*n), RTE_CACHE_LINE_SIZE,
+				   (int)rte_lcore_to_socket_id(dp->lcores[0]->lcore_id));
 
 	if (n != NULL && st != NULL)
 		*n = *st;
@@ -102,12 +103,15 @@ dp_prepare(struct dp *dp, const json_t *table, uint32_t *job, uint32_t *epoch, c
 		const struct dp_job *live = st->jobs[e].epochs[0];
 
 		if (live->epoch == tb->epoch) {
-			snprintf(err, errlen, "job %u epoch %u is already live", tb->job, tb->epoch);
+			snprintf(err, errlen, "job %u epoch %u is already live", tb->job,
+				 tb->epoch);
 			goto eexist;
 		}
 		if (wire_round_before(tb->epoch, live->epoch)) {
-			snprintf(err, errlen, "field 'epoch': %u is older than the live epoch %u of "
-				 "job %u", tb->epoch, live->epoch, tb->job);
+			snprintf(err, errlen,
+				 "field 'epoch': %u is older than the live epoch %u of "
+				 "job %u",
+				 tb->epoch, live->epoch, tb->job);
 			table_free(tb);
 			free(text);
 			return -ESTALE;
@@ -125,8 +129,10 @@ dp_prepare(struct dp *dp, const json_t *table, uint32_t *job, uint32_t *epoch, c
 		goto eexist;
 	}
 	if (e < 0 && (st == NULL ? 0 : st->n_jobs) >= DP_JOBS_MAX) {
-		snprintf(err, errlen, "field 'job': %d jobs are installed, the most this dataplane "
-			 "holds", DP_JOBS_MAX);
+		snprintf(err, errlen,
+			 "field 'job': %d jobs are installed, the most this dataplane "
+			 "holds",
+			 DP_JOBS_MAX);
 		table_free(tb);
 		free(text);
 		return -E2BIG;
@@ -138,7 +144,8 @@ dp_prepare(struct dp *dp, const json_t *table, uint32_t *job, uint32_t *epoch, c
 		for (s = 0; s < DP_JOBS_MAX && dp->staged[s] != NULL; s++)
 			;
 		if (s == DP_JOBS_MAX) {
-			snprintf(err, errlen, "%d tables are prepared and not activated", DP_JOBS_MAX);
+			snprintf(err, errlen, "%d tables are prepared and not activated",
+				 DP_JOBS_MAX);
 			table_free(tb);
 			free(text);
 			return -E2BIG;
@@ -158,8 +165,8 @@ dp_prepare(struct dp *dp, const json_t *table, uint32_t *job, uint32_t *epoch, c
 	}
 	j->table_json = text;
 	dp->staged[s] = j;
-	DP_LOG(INFO, "job %u epoch %u prepared: %d trees, %u slots per lcore, %" PRIu64
-		" bytes\n", j->job, j->epoch, j->n_trees, j->slots_per_lcore, j->bytes);
+	DP_LOG(INFO, "job %u epoch %u prepared: %d trees, %u slots per lcore, %" PRIu64 " bytes\n",
+	       j->job, j->epoch, j->n_trees, j->slots_per_lcore, j->bytes);
 	return 0;
 eexist:
 	table_free(tb);
@@ -282,7 +289,7 @@ dp_peers_set(struct dp *dp, const json_t *peers, char *err, size_t errlen)
 		return -E2BIG;
 	}
 	memset(np, 0, sizeof(np));
-	json_array_foreach(peers, i, v) {
+	json_array_foreach (peers, i, v) {
 		const char *ip = NULL;
 		json_int_t base = 0, ports = 0;
 		json_error_t je;
@@ -294,8 +301,10 @@ dp_peers_set(struct dp *dp, const json_t *peers, char *err, size_t errlen)
 		    table_ipv4_parse(ip, &np[i].ipv4) != 0 || !table_ipv4_unicast(np[i].ipv4) ||
 		    wire_port_range_check((unsigned int)base, (unsigned int)ports) != 0 ||
 		    base < 1 || base > 65535 || ports < 1 || ports > 65535) {
-			snprintf(err, errlen, "field '%s': expected {\"ipv4\": dotted quad, "
-				 "\"base_port\": 1..65535, \"ports\": >= 1}", field);
+			snprintf(err, errlen,
+				 "field '%s': expected {\"ipv4\": dotted quad, "
+				 "\"base_port\": 1..65535, \"ports\": >= 1}",
+				 field);
 			return -EINVAL;
 		}
 		np[i].d.ipv4 = np[i].ipv4;
@@ -333,12 +342,16 @@ probe_peers(struct dp *dp)
 		const struct dp_port *pt = &dp->ports[pr->d.port];
 		uint64_t mac = atomic_load_explicit(&dp->neigh[pr->d.nh].mac, memory_order_relaxed);
 		struct wire_pkt w = {
-			.type = WIRE_TYPE_PROBE, .dtype = WIRE_DTYPE_NONE, .sender = WIRE_NODE_NONE,
+			.type = WIRE_TYPE_PROBE,
+			.dtype = WIRE_DTYPE_NONE,
+			.sender = WIRE_NODE_NONE,
 			.origin = WIRE_NODE_NONE,
 			.tsval = (uint32_t)(now / (rte_get_tsc_hz() / 1000000u)),
 		};
 		struct wire_flow f = {
-			.src_ip = pt->ipv4, .dst_ip = pr->ipv4, .src_port = dp->prm.udp_base,
+			.src_ip = pt->ipv4,
+			.dst_ip = pr->ipv4,
+			.src_port = dp->prm.udp_base,
 			.dst_port = pr->d.udp_base,
 		};
 		struct rte_mbuf *m;
@@ -383,8 +396,8 @@ seen_add(struct dp *dp, const struct dp_learn *l)
 			dp->seen_next = (dp->seen_next + 1) % DP_SEEN_MAX;
 		}
 	}
-	dp->seen[i] = (struct dp_seen){ .ipv4 = l->ipv4, .port = l->port,
-					.mac = dp_neigh_word(l->mac) };
+	dp->seen[i] =
+		(struct dp_seen){.ipv4 = l->ipv4, .port = l->port, .mac = dp_neigh_word(l->mac)};
 }
 
 /* Take the workers' ARP sightings: refresh known neighbours (not static ones), and keep
@@ -414,7 +427,8 @@ learn(struct dp *dp)
 						continue;
 					known = true;
 					if (!nb->is_static)
-						atomic_store_explicit(&nb->mac, dp_neigh_word(ls[i].mac),
+						atomic_store_explicit(&nb->mac,
+								      dp_neigh_word(ls[i].mac),
 								      memory_order_relaxed);
 				}
 				if (!known)
@@ -434,8 +448,8 @@ arp_request(struct dp *dp, struct dp_neigh *nb)
 
 	if (m == NULL)
 		return;
-	struct rte_ether_hdr *eth =
-		(struct rte_ether_hdr *)rte_pktmbuf_append(m, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
+	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)rte_pktmbuf_append(
+		m, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
 
 	if (eth == NULL) {
 		rte_pktmbuf_free(m);
@@ -506,14 +520,16 @@ retire(struct dp *dp, bool now_lingering)
 			 * RESULT copy waiting there is the only one its receiver gets). */
 			bool idle = dp_job_busy(j) == 0 && dp_job_pacing(j) == 0;
 
-			bool lingered = now_lingering || n.jobs[e].removed ||
-					now - j->retire_tsc >= linger;
+			bool lingered =
+				now_lingering || n.jobs[e].removed || now - j->retire_tsc >= linger;
 
-			if (draining && ((idle && lingered) || (!idle && now - j->retire_tsc > limit))) {
+			if (draining &&
+			    ((idle && lingered) || (!idle && now - j->retire_tsc > limit))) {
 				if (dp_job_busy(j) != 0)
-					DP_LOG(WARNING, "job %u epoch %u retired with %" PRIu64
-						" chunks unfinished\n", j->job, j->epoch,
-						dp_job_busy(j));
+					DP_LOG(WARNING,
+					       "job %u epoch %u retired with %" PRIu64
+					       " chunks unfinished\n",
+					       j->job, j->epoch, dp_job_busy(j));
 				gone[n_gone++] = j;
 				continue;
 			}

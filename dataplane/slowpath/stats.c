@@ -84,7 +84,8 @@ static const char *const ctr_help[DP_CTR_COUNT] = {
 	[DP_CTR_ACKS_SENT] = "Answers to retransmitted contributions held here",
 	[DP_CTR_RETRANSMITS] = "Partial sums sent again to the parent (retransmissions)",
 	[DP_CTR_RETX_FAST] = "Retransmissions because a partial sum sent later was answered first",
-	[DP_CTR_RETX_TAIL] = "Retransmissions of an overdue partial sum once the tree's RESULTs stopped",
+	[DP_CTR_RETX_TAIL] =
+		"Retransmissions of an overdue partial sum once the tree's RESULTs stopped",
 	[DP_CTR_RETX_COPY] = "Second copies of a repair sent into an idle link",
 	[DP_CTR_NACKS_SENT] = "NACK_RESULTs sent to the parent",
 	[DP_CTR_RETX_STUCK] = "Chunks still without a RESULT after the retries",
@@ -94,7 +95,8 @@ static const char *const ctr_help[DP_CTR_COUNT] = {
 	[DP_CTR_MCAST_REPAIRS] = "MCAST copies sent again in answer to a NACK_MCAST",
 	[DP_CTR_MCAST_ASKED] = "NACK_MCASTs sent upstream for chunks not retained here",
 	[DP_CTR_MCAST_NOT_HELD] = "MCAST chunks asked for that are not retained at the source",
-	[DP_CTR_MCAST_ASK_FULL] = "MCAST requests pending upstream evicted by a new one for their slot",
+	[DP_CTR_MCAST_ASK_FULL] =
+		"MCAST requests pending upstream evicted by a new one for their slot",
 	[DP_CTR_MCAST_BUDGET] = "NACK_MCAST answers withheld for the requester's budget",
 	[DP_CTR_PACED] = "Frames that waited for their pacer",
 	[DP_CTR_PACE_FULL] = "Frames dropped because a pacer queue was full",
@@ -166,8 +168,7 @@ lcore_json(const struct dp_lcore *lc)
 
 /* What pacer `pacer` of job j was handed, summed over the lcores. */
 static void
-pacer_sum(const struct dp_job *j, uint32_t pacer, uint64_t *bytes, uint64_t *frames,
-	  uint64_t *retx)
+pacer_sum(const struct dp_job *j, uint32_t pacer, uint64_t *bytes, uint64_t *frames, uint64_t *retx)
 {
 	*bytes = *frames = *retx = 0;
 	for (unsigned int l = 0; l < j->n_lcores; l++) {
@@ -199,11 +200,13 @@ links_json(const struct dp_job *j)
 			const struct dp_dest *d = k == 0 ? &t->parent : &t->down[k - 1];
 
 			pacer_sum(j, t->pace_first + k, &bytes, &frames, &retx);
-			json_array_append_new(arr, json_pack("{s:i,s:s,s:s,s:i,s:f,s:I,s:I,s:I}",
-				"tree", t->id, "dir", k == 0 ? "up" : "down", "ipv4",
-				table_ipv4_format(d->ipv4, ip), "id", d->id, "rate_gbps",
-				t->tt->rate_gbps, "bytes", (json_int_t)bytes, "frames",
-				(json_int_t)frames, "retx_bytes", (json_int_t)retx));
+			json_array_append_new(
+				arr,
+				json_pack("{s:i,s:s,s:s,s:i,s:f,s:I,s:I,s:I}", "tree", t->id, "dir",
+					  k == 0 ? "up" : "down", "ipv4",
+					  table_ipv4_format(d->ipv4, ip), "id", d->id, "rate_gbps",
+					  t->tt->rate_gbps, "bytes", (json_int_t)bytes, "frames",
+					  (json_int_t)frames, "retx_bytes", (json_int_t)retx));
 		}
 	}
 	for (int i = 0; i < j->n_streams; i++) {
@@ -214,11 +217,13 @@ links_json(const struct dp_job *j)
 
 			/* retx: the repairs sent on the link (NACK_MCAST answers). */
 			pacer_sum(j, s->pace_first + k, &bytes, &frames, &retx);
-			json_array_append_new(arr, json_pack("{s:i,s:s,s:s,s:i,s:f,s:I,s:I,s:I}",
-				"stream", s->id, "dir", "down", "ipv4",
-				table_ipv4_format(d->ipv4, ip), "id", d->id, "rate_gbps",
-				j->tb->streams[i].rate_gbps, "bytes", (json_int_t)bytes, "frames",
-				(json_int_t)frames, "retx_bytes", (json_int_t)retx));
+			json_array_append_new(
+				arr,
+				json_pack("{s:i,s:s,s:s,s:i,s:f,s:I,s:I,s:I}", "stream", s->id,
+					  "dir", "down", "ipv4", table_ipv4_format(d->ipv4, ip),
+					  "id", d->id, "rate_gbps", j->tb->streams[i].rate_gbps,
+					  "bytes", (json_int_t)bytes, "frames", (json_int_t)frames,
+					  "retx_bytes", (json_int_t)retx));
 		}
 	}
 	return arr;
@@ -236,7 +241,8 @@ job_json(const struct dp_job *j, const char *state)
 	json_object_set_new(o, "streams", json_integer(j->n_streams));
 	json_object_set_new(o, "slots_per_lcore", json_integer(j->slots_per_lcore));
 	json_object_set_new(o, "mcast_keep_per_lcore", json_integer(j->mcast_keep_per_lcore));
-	json_object_set_new(o, "mcast_pace_queue", json_integer(j->n_streams ? j->mcast_pace_q : 0));
+	json_object_set_new(o, "mcast_pace_queue",
+			    json_integer(j->n_streams ? j->mcast_pace_q : 0));
 	json_object_set_new(o, "chunks_in_flight", json_integer((json_int_t)dp_job_busy(j)));
 	json_object_set_new(o, "chunks_done", json_integer((json_int_t)dp_job_done(j)));
 	json_object_set_new(o, "memory_bytes", json_integer((json_int_t)j->bytes));
@@ -292,7 +298,8 @@ dp_stats_json(struct dp *dp)
 			json_object_set_new(po, "opackets", json_integer((json_int_t)es.opackets));
 			json_object_set_new(po, "imissed", json_integer((json_int_t)es.imissed));
 			json_object_set_new(po, "ierrors", json_integer((json_int_t)es.ierrors));
-			json_object_set_new(po, "rx_nombuf", json_integer((json_int_t)es.rx_nombuf));
+			json_object_set_new(po, "rx_nombuf",
+					    json_integer((json_int_t)es.rx_nombuf));
 		}
 		json_array_append_new(ports, po);
 	}
@@ -303,12 +310,15 @@ dp_stats_json(struct dp *dp)
 		uint64_t v = atomic_load_explicit(&dp->neigh[i].mac, memory_order_relaxed);
 		char ip[16], mac[24];
 
-		snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", (unsigned)(v >> 40 & 0xff),
-			 (unsigned)(v >> 32 & 0xff), (unsigned)(v >> 24 & 0xff),
-			 (unsigned)(v >> 16 & 0xff), (unsigned)(v >> 8 & 0xff), (unsigned)(v & 0xff));
-		json_object_set_new(no, "ipv4", json_string(table_ipv4_format(dp->neigh[i].ipv4, ip)));
+		snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x",
+			 (unsigned)(v >> 40 & 0xff), (unsigned)(v >> 32 & 0xff),
+			 (unsigned)(v >> 24 & 0xff), (unsigned)(v >> 16 & 0xff),
+			 (unsigned)(v >> 8 & 0xff), (unsigned)(v & 0xff));
+		json_object_set_new(no, "ipv4",
+				    json_string(table_ipv4_format(dp->neigh[i].ipv4, ip)));
 		json_object_set_new(no, "port", json_integer(dp->ports[dp->neigh[i].port].port_id));
-		json_object_set_new(no, "mac", (v & DP_NEIGH_VALID) ? json_string(mac) : json_null());
+		json_object_set_new(no, "mac",
+				    (v & DP_NEIGH_VALID) ? json_string(mac) : json_null());
 		json_object_set_new(no, "static", json_boolean(dp->neigh[i].is_static));
 		json_array_append_new(neigh, no);
 	}
@@ -323,14 +333,16 @@ dp_stats_json(struct dp *dp)
 	if (dp->crypto.on) { /* the device and its pools; never a key */
 		const struct dp_crypto *c = &dp->crypto;
 
-		json_object_set_new(mem, "crypto", json_pack(
-			"{s:s,s:s,s:b,s:i,s:I,s:I,s:I,s:I,s:I}", "device", c->name, "driver",
-			c->driver != NULL ? c->driver : "?", "out_of_place", c->oop_lb && c->oop_sgl,
-			"queue_pairs", (int)dp->n_lcores,
-			"sessions_used", (json_int_t)c->sessions_used, "sessions_max",
-			(json_int_t)c->sessions_max, "seal_mbufs", (json_int_t)c->seal_pool->size,
-			"seal_mbufs_free", (json_int_t)rte_mempool_avail_count(c->seal_pool),
-			"pool_bytes", (json_int_t)c->bytes));
+		json_object_set_new(
+			mem, "crypto",
+			json_pack("{s:s,s:s,s:b,s:i,s:I,s:I,s:I,s:I,s:I}", "device", c->name,
+				  "driver", c->driver != NULL ? c->driver : "?", "out_of_place",
+				  c->oop_lb && c->oop_sgl, "queue_pairs", (int)dp->n_lcores,
+				  "sessions_used", (json_int_t)c->sessions_used, "sessions_max",
+				  (json_int_t)c->sessions_max, "seal_mbufs",
+				  (json_int_t)c->seal_pool->size, "seal_mbufs_free",
+				  (json_int_t)rte_mempool_avail_count(c->seal_pool), "pool_bytes",
+				  (json_int_t)c->bytes));
 	}
 	each_job(dp, add_job, jobs);
 	json_t *peers = json_array();
@@ -342,19 +354,25 @@ dp_stats_json(struct dp *dp)
 
 		/* since_ms: since the last PROBE_REPLY, -1 if none since the list was set;
 		 * unanswered: PROBEs sent since then. */
-		json_array_append_new(peers, json_pack("{s:s,s:I,s:I,s:f,s:I,s:I}", "ipv4",
-			table_ipv4_format(pr->ipv4, ip), "since_ms",
-			pr->last_reply_tsc == 0 ? (json_int_t)-1
-						: (json_int_t)((now - pr->last_reply_tsc) * 1000 / hz),
-			"unanswered", (json_int_t)pr->unanswered,
-			"rtt_ms", pr->rtt_us / 1e3, "probes", (json_int_t)pr->probes, "replies",
-			(json_int_t)pr->replies));
+		json_array_append_new(
+			peers,
+			json_pack("{s:s,s:I,s:I,s:f,s:I,s:I}", "ipv4",
+				  table_ipv4_format(pr->ipv4, ip), "since_ms",
+				  pr->last_reply_tsc == 0 ?
+					  (json_int_t)-1 :
+					  (json_int_t)((now - pr->last_reply_tsc) * 1000 / hz),
+				  "unanswered", (json_int_t)pr->unanswered, "rtt_ms",
+				  pr->rtt_us / 1e3, "probes", (json_int_t)pr->probes, "replies",
+				  (json_int_t)pr->replies));
 	}
 	json_object_set_new(o, "peers", peers);
 	json_object_set_new(o, "probe_replies_unsolicited",
 			    json_integer((json_int_t)dp->probe_replies_unsolicited));
-	json_object_set_new(o, "peers_age_ms", json_integer(dp->n_peers == 0 ? -1 :
-		(json_int_t)((now - dp->peers_since_tsc) * 1000 / hz)));
+	json_object_set_new(
+		o, "peers_age_ms",
+		json_integer(dp->n_peers == 0 ?
+				     -1 :
+				     (json_int_t)((now - dp->peers_since_tsc) * 1000 / hz)));
 	json_object_set_new(o, "lcores", lcores);
 	json_object_set_new(o, "ports", ports);
 	json_object_set_new(o, "neighbours", neigh);
@@ -387,7 +405,7 @@ add_table(const struct dp_job *j, const char *state, void *arg)
 json_t *
 dp_dump_json(struct dp *dp, uint32_t job, bool all)
 {
-	struct dump_arg a = { .job = job, .all = all, .arr = json_array() };
+	struct dump_arg a = {.job = job, .all = all, .arr = json_array()};
 
 	each_job(dp, add_table, &a);
 	return a.arr;
@@ -422,30 +440,55 @@ struct mjob_arg {
 	int what;
 };
 
-enum { MJ_SLOTS, MJ_BUSY, MJ_MEM, MJ_MBUFS, MJ_TREES };
+enum {
+	MJ_SLOTS,
+	MJ_BUSY,
+	MJ_MEM,
+	MJ_MBUFS,
+	MJ_TREES
+};
 
 static void
 mjob(const struct dp_job *j, const char *state, void *arg)
 {
 	struct mjob_arg *a = arg;
 	struct mlabels ml;
-	struct prom_label l[] = { { "job", ml.job }, { "epoch", ml.epoch }, { "state", state } };
+	struct prom_label l[] = {{"job", ml.job}, {"epoch", ml.epoch}, {"state", state}};
 	uint64_t v = 0;
 
 	job_labels(j, &ml);
 	switch (a->what) {
-	case MJ_SLOTS: v = (uint64_t)j->slots_per_lcore * j->n_lcores; break;
-	case MJ_BUSY: v = dp_job_busy(j); break;
-	case MJ_MEM: v = j->bytes; break;
-	case MJ_MBUFS: v = j->mbufs_held_max; break;
-	case MJ_TREES: v = (uint64_t)j->n_trees; break;
+	case MJ_SLOTS:
+		v = (uint64_t)j->slots_per_lcore * j->n_lcores;
+		break;
+	case MJ_BUSY:
+		v = dp_job_busy(j);
+		break;
+	case MJ_MEM:
+		v = j->bytes;
+		break;
+	case MJ_MBUFS:
+		v = j->mbufs_held_max;
+		break;
+	case MJ_TREES:
+		v = (uint64_t)j->n_trees;
+		break;
 	}
 	prom_sample_u64(a->p, l, 3, v);
 }
 
 /* Per tree and link to a gateway (or stream and next hop): one family's samples. */
-enum { ML_BYTES, ML_FRAMES, ML_RETX, ML_PLANNED, ML_QUEUED, ML_SBYTES, ML_SFRAMES,
-       ML_SPLANNED, ML_SQUEUED };
+enum {
+	ML_BYTES,
+	ML_FRAMES,
+	ML_RETX,
+	ML_PLANNED,
+	ML_QUEUED,
+	ML_SBYTES,
+	ML_SFRAMES,
+	ML_SPLANNED,
+	ML_SQUEUED
+};
 
 /* Frames waiting in pacer `pacer` of job j, summed over the lcores (each lcore's head
  * and tail, read as they are: a reading may lag, the pacers are not stopped). */
@@ -469,8 +512,8 @@ mlink_one(struct prom *p, int what, const struct dp_job *j, const char *kind, in
 	  const char *dir, const struct dp_dest *d, uint32_t pacer, double rate_gbps)
 {
 	struct mlabels ml;
-	struct prom_label l[] = { { "job", ml.job }, { "epoch", ml.epoch }, { kind, ml.tree },
-				  { "dir", dir }, { "link", ml.link }, { "peer", ml.peer } };
+	struct prom_label l[] = {{"job", ml.job}, {"epoch", ml.epoch}, {kind, ml.tree},
+				 {"dir", dir},    {"link", ml.link},   {"peer", ml.peer}};
 	uint64_t bytes, frames, retx;
 
 	job_labels(j, &ml);
@@ -479,11 +522,25 @@ mlink_one(struct prom *p, int what, const struct dp_job *j, const char *kind, in
 	fmt_u(ml.peer, sizeof(ml.peer), d->id);
 	pacer_sum(j, pacer, &bytes, &frames, &retx);
 	switch (what) {
-	case ML_BYTES: case ML_SBYTES: prom_sample_u64(p, l, 6, bytes); break;
-	case ML_FRAMES: case ML_SFRAMES: prom_sample_u64(p, l, 6, frames); break;
-	case ML_RETX: prom_sample_u64(p, l, 6, retx); break;
-	case ML_PLANNED: case ML_SPLANNED: prom_sample(p, l, 6, rate_gbps * 1e9 / 8); break;
-	case ML_QUEUED: case ML_SQUEUED: prom_sample_u64(p, l, 6, pacer_queued(j, pacer)); break;
+	case ML_BYTES:
+	case ML_SBYTES:
+		prom_sample_u64(p, l, 6, bytes);
+		break;
+	case ML_FRAMES:
+	case ML_SFRAMES:
+		prom_sample_u64(p, l, 6, frames);
+		break;
+	case ML_RETX:
+		prom_sample_u64(p, l, 6, retx);
+		break;
+	case ML_PLANNED:
+	case ML_SPLANNED:
+		prom_sample(p, l, 6, rate_gbps * 1e9 / 8);
+		break;
+	case ML_QUEUED:
+	case ML_SQUEUED:
+		prom_sample_u64(p, l, 6, pacer_queued(j, pacer));
+		break;
 	}
 }
 
@@ -525,8 +582,10 @@ mrtt(const struct dp_job *j, const char *state, void *arg)
 		for (unsigned int l = 0; l < j->n_lcores; l++) {
 			uint64_t v = rd(&j->lj[l].srtt[i]);
 			struct mlabels ml;
-			struct prom_label lb[] = { { "job", ml.job }, { "epoch", ml.epoch },
-						   { "tree", ml.tree }, { "lcore", ml.lcore } };
+			struct prom_label lb[] = {{"job", ml.job},
+						  {"epoch", ml.epoch},
+						  {"tree", ml.tree},
+						  {"lcore", ml.lcore}};
 
 			if (v == 0 || l >= a->dp->n_lcores)
 				continue;
@@ -539,10 +598,10 @@ mrtt(const struct dp_job *j, const char *state, void *arg)
 }
 
 static void
-mfamily_jobs(struct dp *dp, struct prom *p, const char *name, enum prom_type type,
-	     const char *help, void (*fn)(const struct dp_job *, const char *, void *), int what)
+mfamily_jobs(struct dp *dp, struct prom *p, const char *name, enum prom_type type, const char *help,
+	     void (*fn)(const struct dp_job *, const char *, void *), int what)
 {
-	struct mjob_arg a = { .dp = dp, .p = p, .what = what };
+	struct mjob_arg a = {.dp = dp, .p = p, .what = what};
 
 	prom_family(p, name, type, help);
 	each_job(dp, fn, &a);
@@ -553,7 +612,7 @@ dp_metrics_text(struct dp *dp, size_t *len)
 {
 	struct prom p;
 	char name[PROM_NAME_MAX + 1], lc[12], why[200];
-	struct prom_label l[2] = { { "lcore", lc }, { "reason", NULL } };
+	struct prom_label l[2] = {{"lcore", lc}, {"reason", NULL}};
 	double hz = (double)rte_get_tsc_hz();
 	uint64_t now = rte_get_tsc_cycles();
 	char *text;
@@ -585,7 +644,8 @@ dp_metrics_text(struct dp *dp, size_t *len)
 		fmt_u(lc, sizeof(lc), dp->lcores[i]->lcore_id);
 		prom_sample(&p, l, 1, (double)rd(&dp->lcores[i]->cycles_busy) / hz);
 	}
-	prom_family(&p, M("iterations_total"), PROM_COUNTER, "Poll loop iterations of a worker lcore");
+	prom_family(&p, M("iterations_total"), PROM_COUNTER,
+		    "Poll loop iterations of a worker lcore");
 	for (unsigned int i = 0; i < dp->n_lcores; i++) {
 		fmt_u(lc, sizeof(lc), dp->lcores[i]->lcore_id);
 		prom_sample_u64(&p, l, 1, rd(&dp->lcores[i]->iterations));
@@ -593,19 +653,19 @@ dp_metrics_text(struct dp *dp, size_t *len)
 
 	/* Ports, as the ethdev counts them. */
 	static const char *const port_m[][2] = {
-		{ M("port_rx_packets_total"), "Frames the port received (ethdev ipackets)" },
-		{ M("port_tx_packets_total"), "Frames the port sent (ethdev opackets)" },
-		{ M("port_rx_missed_total"), "Frames the port dropped, its RX queue full (imissed)" },
-		{ M("port_rx_errors_total"), "Erroneous frames the port received (ierrors)" },
-		{ M("port_rx_nombuf_total"), "RX buffer allocation failures (rx_nombuf)" },
+		{M("port_rx_packets_total"), "Frames the port received (ethdev ipackets)"},
+		{M("port_tx_packets_total"), "Frames the port sent (ethdev opackets)"},
+		{M("port_rx_missed_total"), "Frames the port dropped, its RX queue full (imissed)"},
+		{M("port_rx_errors_total"), "Erroneous frames the port received (ierrors)"},
+		{M("port_rx_nombuf_total"), "RX buffer allocation failures (rx_nombuf)"},
 	};
 	for (size_t m = 0; m < sizeof(port_m) / sizeof(port_m[0]); m++) {
 		prom_family(&p, port_m[m][0], PROM_COUNTER, port_m[m][1]);
 		for (unsigned int i = 0; i < dp->n_ports; i++) {
 			struct rte_eth_stats es;
 			char pn[12];
-			struct prom_label pl = { "port", pn };
-			uint64_t v[] = { 0, 0, 0, 0, 0 };
+			struct prom_label pl = {"port", pn};
+			uint64_t v[] = {0, 0, 0, 0, 0};
 
 			if (rte_eth_stats_get(dp->ports[i].port_id, &es) != 0)
 				continue;
@@ -640,15 +700,16 @@ dp_metrics_text(struct dp *dp, size_t *len)
 		     "Aggregation slots of a job's epoch, over every worker lcore", mjob, MJ_SLOTS);
 	mfamily_jobs(dp, &p, M("job_slots_in_use"), PROM_GAUGE,
 		     "Aggregation slots holding a chunk in flight", mjob, MJ_BUSY);
-	mfamily_jobs(dp, &p, M("job_memory_bytes"), PROM_GAUGE,
-		     "Bytes of one job epoch's state", mjob, MJ_MEM);
+	mfamily_jobs(dp, &p, M("job_memory_bytes"), PROM_GAUGE, "Bytes of one job epoch's state",
+		     mjob, MJ_MEM);
 	mfamily_jobs(dp, &p, M("job_mbufs_held_max"), PROM_GAUGE,
 		     "Packet buffers one job epoch's slots may hold", mjob, MJ_MBUFS);
 	mfamily_jobs(dp, &p, M("job_trees"), PROM_GAUGE, "Trees of a job's epoch on this gateway",
 		     mjob, MJ_TREES);
 	mfamily_jobs(dp, &p, M("tree_link_bytes_total"), PROM_COUNTER,
 		     "Bytes a tree handed to its link to a gateway (parent: up, child: down), "
-		     "retransmissions included", mlinks, ML_BYTES);
+		     "retransmissions included",
+		     mlinks, ML_BYTES);
 	mfamily_jobs(dp, &p, M("tree_link_frames_total"), PROM_COUNTER,
 		     "Frames a tree handed to its link to a gateway", mlinks, ML_FRAMES);
 	mfamily_jobs(dp, &p, M("tree_link_retransmitted_bytes_total"), PROM_COUNTER,
@@ -658,8 +719,8 @@ dp_metrics_text(struct dp *dp, size_t *len)
 	mfamily_jobs(dp, &p, M("tree_link_pacer_queued_frames"), PROM_GAUGE,
 		     "Frames waiting in the tree's pacer of the link", mlinks, ML_QUEUED);
 	mfamily_jobs(dp, &p, M("stream_link_bytes_total"), PROM_COUNTER,
-		     "Bytes a multicast stream handed to its link to a next-hop gateway",
-		     mlinks, ML_SBYTES);
+		     "Bytes a multicast stream handed to its link to a next-hop gateway", mlinks,
+		     ML_SBYTES);
 	mfamily_jobs(dp, &p, M("stream_link_frames_total"), PROM_COUNTER,
 		     "Frames a multicast stream handed to its link", mlinks, ML_SFRAMES);
 	mfamily_jobs(dp, &p, M("stream_link_planned_bytes_per_second"), PROM_GAUGE,
@@ -672,10 +733,10 @@ dp_metrics_text(struct dp *dp, size_t *len)
 
 	/* The gateways it probes: round trips and answers. */
 	static const char *const peer_m[][3] = {
-		{ M("peer_round_trip_seconds"), "g", "Round trip of the last PROBE answered" },
-		{ M("peer_probes_total"), "c", "PROBEs sent to the gateway" },
-		{ M("peer_replies_total"), "c", "PROBE_REPLYs from the gateway" },
-		{ M("peer_since_reply_seconds"), "g", "Time since the last PROBE_REPLY" },
+		{M("peer_round_trip_seconds"), "g", "Round trip of the last PROBE answered"},
+		{M("peer_probes_total"), "c", "PROBEs sent to the gateway"},
+		{M("peer_replies_total"), "c", "PROBE_REPLYs from the gateway"},
+		{M("peer_since_reply_seconds"), "g", "Time since the last PROBE_REPLY"},
 	};
 	for (size_t m = 0; m < sizeof(peer_m) / sizeof(peer_m[0]); m++) {
 		prom_family(&p, peer_m[m][0], peer_m[m][1][0] == 'c' ? PROM_COUNTER : PROM_GAUGE,
@@ -683,7 +744,7 @@ dp_metrics_text(struct dp *dp, size_t *len)
 		for (unsigned int i = 0; i < dp->n_peers; i++) {
 			const struct dp_peer *pr = &dp->peers[i];
 			char ip[16];
-			struct prom_label pl = { "peer", table_ipv4_format(pr->ipv4, ip) };
+			struct prom_label pl = {"peer", table_ipv4_format(pr->ipv4, ip)};
 
 			if (m == 0 && pr->replies > 0)
 				prom_sample(&p, &pl, 1, pr->rtt_us / 1e6);
@@ -716,7 +777,7 @@ static struct dp *tel_dp;
 static int
 tel_stats(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
 {
-	uint64_t sum[DP_CTR_COUNT] = { 0 }, drops = 0, dups = 0;
+	uint64_t sum[DP_CTR_COUNT] = {0}, drops = 0, dups = 0;
 
 	rte_tel_data_start_dict(d);
 	for (unsigned int i = 0; i < tel_dp->n_lcores; i++) {

@@ -50,8 +50,10 @@ call_init(struct call *k, struct gr_client *c, const struct gr_options *o)
 	 * and its slot pool to twice that. */
 	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
 		const struct gr_tree *tr = &c->cfg.trees[t];
-		uint32_t tw = w != 0 ? w : tr->window != 0 ? tr->window :
-			      tr->slots != 0 ? tr->slots : GR_WINDOW_DEFAULT;
+		uint32_t tw = w != 0          ? w :
+			      tr->window != 0 ? tr->window :
+			      tr->slots != 0  ? tr->slots :
+						GR_WINDOW_DEFAULT;
 
 		k->tnext[t] = k->told[t] = tr->chunk_first;
 		k->tprogress[t] = 0;
@@ -62,7 +64,8 @@ call_init(struct call *k, struct gr_client *c, const struct gr_options *o)
 	k->rto_min = (uint64_t)(o->rto_min_ms ? o->rto_min_ms : GR_RTO_MIN_DEFAULT_MS) * 1000;
 	k->rto_max = (uint64_t)(o->rto_max_ms ? o->rto_max_ms : GR_RTO_MAX_DEFAULT_MS) * 1000;
 	k->rto_initial =
-		(uint64_t)(o->rto_initial_ms ? o->rto_initial_ms : GR_RTO_INITIAL_DEFAULT_MS) * 1000;
+		(uint64_t)(o->rto_initial_ms ? o->rto_initial_ms : GR_RTO_INITIAL_DEFAULT_MS) *
+		1000;
 	if (k->rto_min > k->rto_max)
 		return client_fail(c, -EINVAL, "rto_min_ms %u above rto_max_ms %u",
 				   (unsigned int)(k->rto_min / 1000),
@@ -95,8 +98,8 @@ call_layout(struct call *k, size_t elements)
 		const struct gr_tree *tr = &cfg->trees[t];
 		bool holds_last = tr->chunk_first + tr->chunk_count == c->n_chunks;
 
-		cap[t] = m == c->n_chunks ? tr->chunk_count : tr->chunk_count - (holds_last &&
-										  short_last);
+		cap[t] = m == c->n_chunks ? tr->chunk_count :
+					    tr->chunk_count - (holds_last && short_last);
 		take[t] = m == c->n_chunks ? cap[t] : (uint32_t)((uint64_t)m * cap[t] / usable);
 		rem[t] = m == c->n_chunks ? 0 : (uint64_t)m * cap[t] % usable;
 		given += take[t];
@@ -170,7 +173,7 @@ mx_encode_all(struct call *k)
 	struct gr_client *c = k->c;
 	enum sum_mx f = (enum sum_mx)(c->cfg.dtype - GR_DTYPE_MXINT8);
 
-	if (c->chunk_wire == 0)         /* a LAN dtype of fp32: the caller's buffer as it is */
+	if (c->chunk_wire == 0) /* a LAN dtype of fp32: the caller's buffer as it is */
 		return;
 	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
 		for (uint32_t i = c->cfg.trees[t].chunk_first; i < k->tend[t]; i++) {
@@ -185,9 +188,9 @@ mx_encode_all(struct call *k)
 				src = tail;
 			}
 			if (c->lan == WIRE_DTYPE_BF16)
-				c->k->narrow_bf16((uint16_t *)(void *)(c->mxbuf +
-								       (size_t)i * c->chunk_wire),
-						  src, n);
+				c->k->narrow_bf16(
+					(uint16_t *)(void *)(c->mxbuf + (size_t)i * c->chunk_wire),
+					src, n);
 			else
 				c->k->mx_narrow[f](c->mxbuf + (size_t)i * c->chunk_wire, src,
 						   n / WIRE_MX_BLOCK);
@@ -196,12 +199,12 @@ mx_encode_all(struct call *k)
 }
 
 int
-gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtype,
-	     uint32_t round, const struct gr_options *opt)
+gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtype, uint32_t round,
+	     const struct gr_options *opt)
 {
 	static const struct gr_options defaults;
 	const struct gr_options *o = opt != NULL ? opt : &defaults;
-	struct call k = { .c = c, .buf = buf, .round = round };
+	struct call k = {.c = c, .buf = buf, .round = round};
 	uint64_t start, deadline, progress_us, next_progress;
 	int rc;
 
@@ -219,15 +222,19 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 				   elements, (unsigned long long)c->cfg.elements,
 				   elements == 0 ? "" : ", a tensor may have no more");
 	if (c->cfg.n_trees == 0)
-		return client_fail(c, -EINVAL, "job %u has no tree at this gateway (a "
-				   "multicast-only job: gr_mcast_send, gr_mcast_recv)", c->cfg.job);
+		return client_fail(c, -EINVAL,
+				   "job %u has no tree at this gateway (a "
+				   "multicast-only job: gr_mcast_send, gr_mcast_recv)",
+				   c->cfg.job);
 	rc = call_init(&k, c, o);
 	if (rc < 0)
 		return rc;
-	if (o->resume && (!c->resumable || c->resume_round != round ||
-			  c->resume_elements != elements))
-		return client_fail(c, -EINVAL, "round %u: no call of it timed out or was "
-				   "cancelled just before to resume", round);
+	if (o->resume &&
+	    (!c->resumable || c->resume_round != round || c->resume_elements != elements))
+		return client_fail(c, -EINVAL,
+				   "round %u: no call of it timed out or was "
+				   "cancelled just before to resume",
+				   round);
 	call_layout(&k, elements);
 	k.esize = gr_dtype_size(dtype);
 	c->st.calls++;
@@ -237,12 +244,12 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 		call_resume(&k, start);
 	else
 		memset(c->ch, 0, (size_t)c->n_chunks * sizeof(c->ch[0]));
-	if (c->mxbuf != NULL && !o->resume)     /* encode once; a resume sends the same bytes */
+	if (c->mxbuf != NULL && !o->resume) /* encode once; a resume sends the same bytes */
 		mx_encode_all(&k);
 	c->resumable = false;
 	for (unsigned int t = 0; t < c->cfg.n_trees; t++)
 		for (unsigned int q = 0; q < c->tgw[t].ports; q++) /* before every chunk of it */
-			c->rack[c->rack_off[t] + q] = (struct rack){ .sent = (uint32_t)start - 1 };
+			c->rack[c->rack_off[t] + q] = (struct rack){.sent = (uint32_t)start - 1};
 	deadline = start + (uint64_t)(o->timeout_ms ? o->timeout_ms : GR_TIMEOUT_DEFAULT_MS) * 1000;
 	progress_us = (uint64_t)(o->progress_ms ? o->progress_ms : GR_PROGRESS_DEFAULT_MS) * 1000;
 	next_progress = start + progress_us;
@@ -287,7 +294,7 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 		if (rc > 0) /* results may have overtaken lost chunks: resend those now */
 			client_run_timers(&k, clock_now_us());
 		busy = busy || rc > 0;
-		client_tx_flush(&k);   /* what the packets asked for (NACK_CONTRIB) */
+		client_tx_flush(&k); /* what the packets asked for (NACK_CONTRIB) */
 		if (k.fatal < 0) {
 			rc = k.fatal;
 			break;
@@ -306,7 +313,8 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 			next_progress = now + progress_us;
 			if (o->cancel != NULL && o->cancel(o->cancel_arg) != 0) {
 				c->st.cancels++;
-				rc = client_fail(c, -ECANCELED, "round %u: cancelled with %u of "
+				rc = client_fail(c, -ECANCELED,
+						 "round %u: cancelled with %u of "
 						 "%u chunks without a result after %llu ms",
 						 round, k.n_used - k.done, k.n_used,
 						 (unsigned long long)((now - start) / 1000));

@@ -16,7 +16,7 @@
 #include "halffloat.h"
 #include "wire.h"
 
-#define RTT_SAMPLE_MAX_US 60000000              /* longer samples are clock noise */
+#define RTT_SAMPLE_MAX_US 60000000 /* longer samples are clock noise */
 
 static void
 divide(uint8_t *p, uint32_t n, enum gr_dtype dt, uint16_t contrib)
@@ -32,8 +32,8 @@ divide(uint8_t *p, uint32_t n, enum gr_dtype dt, uint16_t contrib)
 			uint16_t h;
 
 			memcpy(&h, p + 2 * (size_t)i, 2);
-			h = dt == GR_DTYPE_FP16 ? gr_f32_to_f16(gr_f16_to_f32(h) / contrib)
-						: gr_f32_to_bf16(gr_bf16_to_f32(h) / contrib);
+			h = dt == GR_DTYPE_FP16 ? gr_f32_to_f16(gr_f16_to_f32(h) / contrib) :
+						  gr_f32_to_bf16(gr_bf16_to_f32(h) / contrib);
 			memcpy(p + 2 * (size_t)i, &h, 2);
 		}
 	}
@@ -47,8 +47,8 @@ keep_result(struct gr_client *c, const struct wire_pkt *p, const uint8_t *pkt)
 
 	memcpy(to, pkt + WIRE_HDR_LEN, c->cset_len);
 	memcpy(to + c->cset_len, pkt + p->payload_off, p->payload_len);
-	c->kept[p->chunk] = (struct kept){ .round = p->round, .contrib = p->contrib,
-					   .origin = p->origin, .valid = true };
+	c->kept[p->chunk] = (struct kept){
+		.round = p->round, .contrib = p->contrib, .origin = p->origin, .valid = true};
 }
 
 /* NACK_RESULT from the gateway of the range's tree: after a failover it lacks the RESULTs
@@ -72,17 +72,25 @@ on_nack_result(struct call *k, const struct wire_pkt *p, uint64_t now)
 		uint32_t n = wire_chunk_len(c->cfg.elements, c->cfg.chunk_elements, i);
 		const uint8_t *from = c->kbuf + (size_t)i * c->kstride;
 		struct wire_pkt r = {
-			.type = WIRE_TYPE_RESULT, .flags = WIRE_F_RETX | WIRE_F_ECHO,
-			.dtype = (enum wire_dtype)c->cfg.dtype, .cset_blocks = c->cfg.cset_blocks,
-			.job = c->cfg.job, .epoch = c->cfg.epoch, .tree = p->tree,
-			.sender = c->cfg.worker_id, .origin = e->origin, .contrib = e->contrib,
-			.round = p->round, .chunk = i, .count = (uint16_t)n,
-			.tsval = (uint32_t)now, .tsecr = p->tsval,
+			.type = WIRE_TYPE_RESULT,
+			.flags = WIRE_F_RETX | WIRE_F_ECHO,
+			.dtype = (enum wire_dtype)c->cfg.dtype,
+			.cset_blocks = c->cfg.cset_blocks,
+			.job = c->cfg.job,
+			.epoch = c->cfg.epoch,
+			.tree = p->tree,
+			.sender = c->cfg.worker_id,
+			.origin = e->origin,
+			.contrib = e->contrib,
+			.round = p->round,
+			.chunk = i,
+			.count = (uint16_t)n,
+			.tsval = (uint32_t)now,
+			.tsecr = p->tsval,
 		};
 
-		client_tx_add_set(k, &r, from, from + c->cset_len,
-				  wire_payload_bytes(r.dtype, n), 0, g->ipv4,
-				  wire_udp_port(g->base_port, g->ports, i));
+		client_tx_add_set(k, &r, from, from + c->cset_len, wire_payload_bytes(r.dtype, n),
+				  0, g->ipv4, wire_udp_port(g->base_port, g->ports, i));
 		c->st.kept_answers++;
 	}
 }
@@ -104,7 +112,7 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 		c->st.duplicates++;
 		return;
 	}
-	if (h->state == CH_IDLE) {      /* not sent in this call: an earlier call's answer */
+	if (h->state == CH_IDLE) { /* not sent in this call: an earlier call's answer */
 		c->st.stale++;
 		return;
 	}
@@ -121,7 +129,7 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 		keep_result(c, p, pkt);
 	dst = chunk_data(k, p->chunk);
 	have = p->chunk == k->last ? k->tail : n; /* the rest pads a shorter tensor */
-	if (c->mxbuf != NULL) {         /* MX: decoded into the caller's fp32 */
+	if (c->mxbuf != NULL) {                   /* MX: decoded into the caller's fp32 */
 		float *to = have < n ? mx_tail(c) : (float *)(void *)dst;
 
 		c->k->mx_widen[p->dtype - WIRE_DTYPE_MXINT8](to, pkt + p->payload_off,
@@ -233,10 +241,9 @@ rx_one(void *ctx, uint8_t *pkt, size_t len, const struct sockaddr_in *from, uint
 	/* Another round's packets are stale, except in a partial reduce the RESULT of a
 	 * later round: the group moved on without this worker, and that result answers it;
 	 * and a NACK_RESULT, which asks for results kept of another round. */
-	if (p.epoch != cfg->epoch ||
-	    (p.round != k->round && p.type != WIRE_TYPE_NACK_RESULT &&
-	     !(cfg->cset_blocks != 0 && p.type == WIRE_TYPE_RESULT &&
-	       wire_round_before(k->round, p.round)))) {
+	if (p.epoch != cfg->epoch || (p.round != k->round && p.type != WIRE_TYPE_NACK_RESULT &&
+				      !(cfg->cset_blocks != 0 && p.type == WIRE_TYPE_RESULT &&
+					wire_round_before(k->round, p.round)))) {
 		c->st.stale++;
 		return;
 	}

@@ -13,7 +13,7 @@
 #include "client_internal.h"
 #include "wire.h"
 
-#define NACK_RUN_MAX WIRE_NACK_RANGE_MAX        /* chunks per coalesced NACK_RESULT */
+#define NACK_RUN_MAX WIRE_NACK_RANGE_MAX /* chunks per coalesced NACK_RESULT */
 
 /* The header fields every packet of this worker about chunk carries. */
 static struct wire_pkt
@@ -48,7 +48,7 @@ client_send_contrib(struct call *k, uint32_t chunk, bool retx, uint64_t now)
 	p.cset_blocks = cfg->cset_blocks;
 	p.contrib = 1;
 	p.count = (uint16_t)n;
-	if (k->c->chunk_wire != 0)      /* MX: the chunk as gr_allreduce() encoded it */
+	if (k->c->chunk_wire != 0) /* MX: the chunk as gr_allreduce() encoded it */
 		client_tx_add(k, &p, k->c->mxbuf + (size_t)chunk * k->c->chunk_wire,
 			      wire_payload_bytes(p.dtype, n), 0, g->ipv4,
 			      wire_udp_port(g->base_port, g->ports, chunk));

@@ -24,12 +24,12 @@
 /* What a configuration needs, built by prepare() before anything of the client changes,
  * then moved into it by install(). */
 struct prepared {
-	struct gr_config cfg;           /* trees sorted by chunk_first */
+	struct gr_config cfg;                /* trees sorted by chunk_first */
 	struct gr_gateway tgw[GR_TREES_MAX]; /* struct gr_client */
 	unsigned int n_gws;
 	struct gr_gateway gws[GR_GATEWAYS_MAX];
-	struct chunk *ch;               /* n_chunks */
-	struct rack *rack;              /* struct gr_client */
+	struct chunk *ch;  /* n_chunks */
+	struct rack *rack; /* struct gr_client */
 	uint32_t rack_off[GR_TREES_MAX];
 	uint32_t n_chunks;
 	int fd;
@@ -43,9 +43,9 @@ struct prepared {
 	uint32_t mahead;
 	struct mmiss *mmiss;
 	struct morigin *morig;
-	uint8_t *mxbuf;                 /* MX jobs: the encoded tensor; NULL otherwise */
-	struct kept *kept;              /* results kept; NULL: none, or (keep_old) the */
-	uint8_t *kbuf;                  /* client's own go on */
+	uint8_t *mxbuf;    /* MX jobs: the encoded tensor; NULL otherwise */
+	struct kept *kept; /* results kept; NULL: none, or (keep_old) the */
+	uint8_t *kbuf;     /* client's own go on */
 	size_t kstride;
 	bool keep_old;
 };
@@ -86,9 +86,10 @@ prepare_mcast(const struct gr_config *cfg, struct prepared *p, char *err, size_t
 
 	if (__builtin_mul_overflow(cfg->elements, gr_dtype_size(cfg->dtype), &tensor) ||
 	    __builtin_mul_overflow(tensor, (size_t)ahead * cfg->n_origins, &data)) {
-		(void)json_util_fail(err, errlen, "%u rounds ahead of %u origins of %llu "
-				     "elements: more bytes than memory has", ahead, cfg->n_origins,
-				     (unsigned long long)cfg->elements);
+		(void)json_util_fail(err, errlen,
+				     "%u rounds ahead of %u origins of %llu "
+				     "elements: more bytes than memory has",
+				     ahead, cfg->n_origins, (unsigned long long)cfg->elements);
 		return -ENOMEM;
 	}
 	p->mahead = ahead;
@@ -102,7 +103,8 @@ prepare_mcast(const struct gr_config *cfg, struct prepared *p, char *err, size_t
 	p->morig = calloc(cfg->n_origins, sizeof(*p->morig));
 	if (p->mbits == NULL || p->mgot == NULL || p->mslot == NULL || p->mdata == NULL ||
 	    p->mmiss == NULL || p->morig == NULL) {
-		(void)json_util_fail(err, errlen, "out of memory for %u origins of %u chunks and "
+		(void)json_util_fail(err, errlen,
+				     "out of memory for %u origins of %u chunks and "
 				     "%zu bytes for %u rounds ahead (mcast_rounds_ahead)",
 				     cfg->n_origins, p->n_chunks, data, ahead);
 		return -ENOMEM;
@@ -122,8 +124,9 @@ lan_of(const struct gr_config *cfg)
 static size_t
 enc_bytes(const struct gr_config *cfg)
 {
-	return lan_of(cfg) == WIRE_DTYPE_FP32 ? 0 : wire_payload_bytes(lan_of(cfg),
-								       cfg->chunk_elements);
+	return lan_of(cfg) == WIRE_DTYPE_FP32 ?
+		       0 :
+		       wire_payload_bytes(lan_of(cfg), cfg->chunk_elements);
 }
 
 /* Whether the results old keeps are of the chunks cfg has: same tensor, chunking, dtype
@@ -195,8 +198,7 @@ prepare(const struct gr_config *cfg, const struct gr_client *old, int fd, struct
 	p->rack = calloc(n_rack, sizeof(*p->rack));
 	if (p->rack == NULL) {
 		prepared_free(p);
-		(void)json_util_fail(err, errlen, "out of memory for %u loss references",
-				     n_rack);
+		(void)json_util_fail(err, errlen, "out of memory for %u loss references", n_rack);
 		return -ENOMEM;
 	}
 	if (cfg->n_origins > 0) {
@@ -300,7 +302,7 @@ gr_client_create(const struct gr_config *cfg, char *err, size_t errlen)
 	if (rc < 0)
 		goto fail;
 	c->fd = -1;
-	c->k = sum_kernels_select(UINT_MAX);    /* bit-identical whichever the CPU has */
+	c->k = sum_kernels_select(UINT_MAX); /* bit-identical whichever the CPU has */
 	install(c, &p);
 	for (unsigned int i = 0; i < RX_BATCH; i++) {
 		c->rxiov[i].iov_base = c->rxbuf + (size_t)i * RX_LEN;
@@ -319,8 +321,7 @@ fail:
 }
 
 int
-gr_client_reconfigure(struct gr_client *c, const struct gr_config *cfg, char *err,
-		      size_t errlen)
+gr_client_reconfigure(struct gr_client *c, const struct gr_config *cfg, char *err, size_t errlen)
 {
 	struct prepared p;
 	int fd, rc;
@@ -334,9 +335,9 @@ gr_client_reconfigure(struct gr_client *c, const struct gr_config *cfg, char *er
 	if (!wire_round_before(c->cfg.epoch, cfg->epoch))
 		return json_util_fail(err, errlen, "epoch %u: not after the current epoch %u",
 				      cfg->epoch, c->cfg.epoch);
-	fd = cfg->worker_ipv4 == c->cfg.worker_ipv4 && cfg->worker_port == c->cfg.worker_port
-		     ? c->fd
-		     : -1;
+	fd = cfg->worker_ipv4 == c->cfg.worker_ipv4 && cfg->worker_port == c->cfg.worker_port ?
+		     c->fd :
+		     -1;
 	rc = prepare(cfg, c, fd, &p, err, errlen);
 	if (rc < 0)
 		return rc;

@@ -38,36 +38,36 @@ static_assert(GR_TREES_MAX == TABLE_TREES_MAX, "a table's trees fit a configurat
 static_assert(GR_CSET_BLOCKS_MAX == WIRE_CSET_BLOCKS_MAX && GR_CSET_BLOCK == WIRE_CSET_BLOCK,
 	      "contributor sets as on the wire");
 
-#define TX_BATCH 64                             /* packets per sendmmsg() */
-#define RX_BATCH 32                             /* datagrams per recvmmsg() */
-#define RX_LEN (WIRE_UDP_PAYLOAD_MAX + 1)       /* one more: oversize is detected */
-#define RTT_GRANULARITY_US 100                  /* floor of 4 x rttvar in a timer */
+#define TX_BATCH 64                       /* packets per sendmmsg() */
+#define RX_BATCH 32                       /* datagrams per recvmmsg() */
+#define RX_LEN (WIRE_UDP_PAYLOAD_MAX + 1) /* one more: oversize is detected */
+#define RTT_GRANULARITY_US 100            /* floor of 4 x rttvar in a timer */
 
 /* Per chunk, docs/PROTOCOL.md section 10. IDLE: not sent in this call. */
 enum chunk_state {
 	CH_IDLE = 0,
-	CH_SENT,        /* sent once, T1 armed */
-	CH_RETX,        /* sent again with RETX, T1 armed with backoff */
-	CH_HELD,        /* ACKed: the gateway holds it; T2 armed */
-	CH_DONE,        /* result delivered */
+	CH_SENT, /* sent once, T1 armed */
+	CH_RETX, /* sent again with RETX, T1 armed with backoff */
+	CH_HELD, /* ACKed: the gateway holds it; T2 armed */
+	CH_DONE, /* result delivered */
 };
 
 /* What a tree's latest answered chunk through one gateway port tells of the chunks sent
  * before it through that port (the results of one port come back in order: one lcore of
  * the gateway; of different ports, not). */
 struct rack {
-	uint32_t sent;          /* its first transmission (us, mod 2^32) */
-	uint32_t rtt;           /* the time its result took (us) */
-	uint32_t chunk;         /* its index (the chunks of a burst share a time) */
+	uint32_t sent;  /* its first transmission (us, mod 2^32) */
+	uint32_t rtt;   /* the time its result took (us) */
+	uint32_t chunk; /* its index (the chunks of a burst share a time) */
 };
 
 struct chunk {
-	uint64_t due_us;        /* expiry of T1 (SENT, RETX) or T2 (HELD) */
-	uint32_t sent_us;       /* clock of the latest transmission (the first while SENT: a
+	uint64_t due_us;  /* expiry of T1 (SENT, RETX) or T2 (HELD) */
+	uint32_t sent_us; /* clock of the latest transmission (the first while SENT: a
 				 * Karn sample) */
-	uint16_t contrib;       /* the result's contributor count */
-	uint8_t state;          /* enum chunk_state */
-	uint8_t backoff;        /* timer doublings so far */
+	uint16_t contrib; /* the result's contributor count */
+	uint8_t state;    /* enum chunk_state */
+	uint8_t backoff;  /* timer doublings so far */
 };
 
 /* gr_mcast_recv()'s loss recovery: a chunk of the call's round missing from one origin.
@@ -82,16 +82,16 @@ struct mmiss {
  * have not arrived are behind later ones: lost) and when the latest one arrived. */
 struct morigin {
 	uint32_t hi;
-	uint32_t seen;                  /* the chunk after the latest one received (hi
+	uint32_t seen;   /* the chunk after the latest one received (hi
 					 * also moves past the chunks a probe asks for) */
-	uint64_t last;                  /* us, 0: nothing received of the round */
-	uint64_t probed;                /* us: the latest tail probe (0: none) */
+	uint64_t last;   /* us, 0: nothing received of the round */
+	uint64_t probed; /* us: the latest tail probe (0: none) */
 };
 
 /* A slot of gr_mcast_recv()'s window: the chunks kept of one round ahead. */
 struct mslot {
-	uint32_t round;                 /* the round kept; meaningless while held is 0 */
-	uint32_t held;                  /* chunks kept; 0: the slot is free (bitmaps clear) */
+	uint32_t round; /* the round kept; meaningless while held is 0 */
+	uint32_t held;  /* chunks kept; 0: the slot is free (bitmaps clear) */
 };
 
 /* The latest RESULT of a chunk this client got (its contributor set and payload are in
@@ -100,7 +100,7 @@ struct mslot {
 struct kept {
 	uint32_t round;
 	uint16_t contrib;
-	uint16_t origin;                /* the root that completed it */
+	uint16_t origin; /* the root that completed it */
 	bool valid;
 };
 
@@ -112,17 +112,17 @@ struct rtt {
 };
 
 struct gr_client {
-	struct gr_config cfg;           /* trees sorted by chunk_first */
+	struct gr_config cfg;                /* trees sorted by chunk_first */
 	struct gr_gateway tgw[GR_TREES_MAX]; /* the gateway of each tree (cfg.trees order) */
-	unsigned int n_gws;             /* the distinct gateways among them */
+	unsigned int n_gws;                  /* the distinct gateways among them */
 	struct gr_gateway gws[GR_GATEWAYS_MAX];
 	int fd;
 	uint32_t n_chunks;
-	struct chunk *ch;               /* n_chunks */
-	struct rack *rack;              /* per tree and gateway port, from rack_off[tree] */
+	struct chunk *ch;  /* n_chunks */
+	struct rack *rack; /* per tree and gateway port, from rack_off[tree] */
 	uint32_t rack_off[GR_TREES_MAX];
-	struct rtt res;                 /* CONTRIB to RESULT, first transmissions only */
-	struct rtt path;                /* echoed answers (ACK, RESULT to a NACK) */
+	struct rtt res;  /* CONTRIB to RESULT, first transmissions only */
+	struct rtt path; /* echoed answers (ACK, RESULT to a NACK) */
 	struct gr_stats st;
 	char err[GR_ERR_MAX];
 	/* Transmit batch: header, payload iovec and destination per packet. */
@@ -131,32 +131,32 @@ struct gr_client {
 	struct iovec txiov[TX_BATCH][3]; /* header (and set), payload, zeros padding it */
 	struct sockaddr_in txaddr[TX_BATCH];
 	uint8_t txhdr[TX_BATCH][WIRE_HDR_LEN + WIRE_CSET_BLOCK * WIRE_CSET_BLOCKS_MAX];
-	uint32_t cset_len;              /* bytes of the job's contributor sets */
+	uint32_t cset_len; /* bytes of the job's contributor sets */
 	uint8_t cset[WIRE_CSET_BLOCK * WIRE_CSET_BLOCKS_MAX]; /* this worker's own set */
 	/* Receive batch. */
 	struct mmsghdr rxm[RX_BATCH];
 	struct iovec rxiov[RX_BATCH];
 	struct sockaddr_in rxaddr[RX_BATCH];
-	uint8_t *rxbuf;                 /* RX_BATCH x RX_LEN */
+	uint8_t *rxbuf; /* RX_BATCH x RX_LEN */
 	/* gr_mcast_recv(): the round being received and mahead rounds after it. Per round
 	 * and origin (configuration order) a bitmap of the chunks got and their count: set 0
 	 * is the round of the call, set 1 + s that of window slot s. Slot s keeps the chunks
 	 * of a round ahead with round % mahead == s, copied into its part of mdata, until
 	 * the call of that round delivers them. Allocated with the configuration when it has
 	 * origins (NULL without), so that a call allocates nothing. */
-	uint8_t *mbits;                 /* (1 + mahead) x n_origins x mbits_stride bytes */
+	uint8_t *mbits; /* (1 + mahead) x n_origins x mbits_stride bytes */
 	size_t mbits_stride;
-	uint32_t *mgot;                 /* (1 + mahead) x n_origins */
-	struct mslot *mslot;            /* mahead */
-	uint8_t *mdata;                 /* mahead x n_origins x mtensor bytes */
-	size_t mtensor;                 /* bytes of one tensor */
+	uint32_t *mgot;      /* (1 + mahead) x n_origins */
+	struct mslot *mslot; /* mahead */
+	uint8_t *mdata;      /* mahead x n_origins x mtensor bytes */
+	size_t mtensor;      /* bytes of one tensor */
 	uint32_t mahead;
 	/* Loss recovery of the call's round (NACK_MCAST, docs/CLIENT.md): n_origins x
 	 * n_chunks missing-chunk records, n_origins origin records; the smoothed time between
 	 * two chunks of an origin and between a NACK_MCAST and its repair (first tries). */
 	struct mmiss *mmiss;
 	struct morigin *morig;
-	uint64_t mgap_us;               /* 0: no sample yet */
+	uint64_t mgap_us; /* 0: no sample yet */
 	struct rtt mrep;
 	/* MX jobs: the caller's fp32 tensor encoded for the wire, chunk after chunk (each
 	 * chunk_wire bytes, the last one shorter), with the kernels the dataplane uses; in
@@ -165,7 +165,7 @@ struct gr_client {
 	const struct sum_kernels *k;
 	uint8_t *mxbuf;
 	size_t chunk_wire;
-	enum wire_dtype lan;            /* the dtype of this worker's CONTRIBs */
+	enum wire_dtype lan; /* the dtype of this worker's CONTRIBs */
 	/* Results kept (NULL with cfg.forget_results): per chunk its record and, at
 	 * kbuf + chunk x kstride, its contributor set and payload as they came. Kept across a
 	 * reconfiguration that leaves the chunks as they are. */
@@ -183,29 +183,29 @@ struct gr_client {
 struct call {
 	struct gr_client *c;
 	uint8_t *buf;
-	uint8_t *csets;                 /* the caller's, or NULL */
+	uint8_t *csets; /* the caller's, or NULL */
 	size_t esize;
 	uint32_t round;
 	/* The tensor on the job's chunk grid (call_layout()): it fills chunks
 	 * [chunk_first, tend) of each tree, the tree's first one being the tensor's chunk
 	 * tbase; its last chunk, `last`, holds `tail` elements of it (zeros pad the rest). */
-	uint32_t n_used;                /* chunks the call sends */
+	uint32_t n_used; /* chunks the call sends */
 	uint32_t tbase[GR_TREES_MAX];
 	uint32_t last, tail;
 	bool average;
 	uint32_t window;
-	uint64_t rto_min, rto_max, rto_initial;         /* us */
-	uint32_t tnext[GR_TREES_MAX];   /* per tree: first chunk of its range never sent */
-	uint32_t told[GR_TREES_MAX];    /* per tree: first chunk of its range without result */
-	uint32_t tend[GR_TREES_MAX];    /* per tree: end of its range */
-	uint32_t twin[GR_TREES_MAX];    /* per tree: its window (chunks in flight) */
-	uint32_t tspan[GR_TREES_MAX];   /* per tree: how far past told a chunk may be sent */
-	uint32_t tflight[GR_TREES_MAX]; /* per tree: chunks sent without result */
+	uint64_t rto_min, rto_max, rto_initial; /* us */
+	uint32_t tnext[GR_TREES_MAX];           /* per tree: first chunk of its range never sent */
+	uint32_t told[GR_TREES_MAX];      /* per tree: first chunk of its range without result */
+	uint32_t tend[GR_TREES_MAX];      /* per tree: end of its range */
+	uint32_t twin[GR_TREES_MAX];      /* per tree: its window (chunks in flight) */
+	uint32_t tspan[GR_TREES_MAX];     /* per tree: how far past told a chunk may be sent */
+	uint32_t tflight[GR_TREES_MAX];   /* per tree: chunks sent without result */
 	uint64_t tprogress[GR_TREES_MAX]; /* per tree: when its latest result came (us) */
 	uint32_t done;
-	uint64_t next_due;              /* no timer expires before this */
+	uint64_t next_due; /* no timer expires before this */
 	uint16_t contrib_min, contrib_max;
-	int fatal;                      /* a send error that ends the call */
+	int fatal; /* a send error that ends the call */
 	/* NACK_RESULT coalescing (gateway with one port only). */
 	uint32_t run_first, run_len;
 };
@@ -217,10 +217,10 @@ struct mcall {
 	uint32_t round;
 	gr_mcast_fn fn;
 	void *arg;
-	unsigned int complete;          /* origins with every chunk */
-	uint64_t start;                 /* us */
-	uint64_t next_scan;             /* no missing chunk is due before this (us) */
-	bool sending;                   /* gr_mcast_send() of round + 1: no call of `round` is
+	unsigned int complete; /* origins with every chunk */
+	uint64_t start;        /* us */
+	uint64_t next_scan;    /* no missing chunk is due before this (us) */
+	bool sending;          /* gr_mcast_send() of round + 1: no call of `round` is
 					 * on; what comes is only kept in the window ahead */
 };
 
@@ -325,8 +325,8 @@ mx_tail(const struct gr_client *c)
 /* config.c: the gateway of cfg's tree i; the distinct gateways of cfg's trees into out[]
  * (at most max; returns how many there are); cfg's trees sorted by their first chunk. */
 struct gr_gateway client_tree_gateway(const struct gr_config *cfg, unsigned int i);
-unsigned int client_distinct_gateways(const struct gr_config *cfg, struct gr_gateway *out,
-				      unsigned int max);
+unsigned int
+client_distinct_gateways(const struct gr_config *cfg, struct gr_gateway *out, unsigned int max);
 void client_sort_trees(struct gr_config *cfg);
 
 /* client.c: the call's error line into c->err (printf-style); returns rc. */

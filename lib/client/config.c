@@ -51,9 +51,10 @@ client_tree_gateway(const struct gr_config *cfg, unsigned int i)
 {
 	if (cfg->tree_gateways[i].id != 0)
 		return cfg->tree_gateways[i];
-	return (struct gr_gateway){ .id = cfg->gateway_id, .ipv4 = cfg->gateway_ipv4,
-				    .base_port = cfg->gateway_base_port,
-				    .ports = cfg->gateway_ports };
+	return (struct gr_gateway){.id = cfg->gateway_id,
+				   .ipv4 = cfg->gateway_ipv4,
+				   .base_port = cfg->gateway_base_port,
+				   .ports = cfg->gateway_ports};
 }
 
 static bool
@@ -99,14 +100,20 @@ check_tree_gateways(const struct gr_config *cfg, char *err, size_t errlen)
 		if (g->id == 0)
 			continue;
 		if (!id_ok(g->id) || g->id == cfg->worker_id)
-			return json_util_fail(err, errlen, "tree_gateways[%u].id: %u, ids are 1 to %u "
-					      "and not the worker's", i, g->id, WIRE_NODE_ID_MAX);
+			return json_util_fail(err, errlen,
+					      "tree_gateways[%u].id: %u, ids are 1 to %u "
+					      "and not the worker's",
+					      i, g->id, WIRE_NODE_ID_MAX);
 		if (!table_ipv4_unicast(g->ipv4))
-			return json_util_fail(err, errlen, "tree_gateways[%u].ipv4: not a unicast "
-					      "address", i);
+			return json_util_fail(err, errlen,
+					      "tree_gateways[%u].ipv4: not a unicast "
+					      "address",
+					      i);
 		if (wire_port_range_check(g->base_port, g->ports) < 0)
-			return json_util_fail(err, errlen, "tree_gateways[%u] ports: %u from %u leave "
-					      "1 .. 65535", i, g->ports, g->base_port);
+			return json_util_fail(err, errlen,
+					      "tree_gateways[%u] ports: %u from %u leave "
+					      "1 .. 65535",
+					      i, g->ports, g->base_port);
 	}
 	n = client_distinct_gateways(cfg, gws, GR_GATEWAYS_MAX);
 	if (n > GR_GATEWAYS_MAX)
@@ -115,10 +122,12 @@ check_tree_gateways(const struct gr_config *cfg, char *err, size_t errlen)
 	for (unsigned int a = 0; a < n; a++)
 		for (unsigned int b = 0; b < a; b++)
 			if (gws[a].id == gws[b].id || gws[a].ipv4 == gws[b].ipv4)
-				return json_util_fail(err, errlen, "tree_gateways: gateway %u at %u "
+				return json_util_fail(err, errlen,
+						      "tree_gateways: gateway %u at %u "
 						      "ports from %u and gateway %u: one id and "
-						      "address per gateway", gws[a].id, gws[a].ports,
-						      gws[a].base_port, gws[b].id);
+						      "address per gateway",
+						      gws[a].id, gws[a].ports, gws[a].base_port,
+						      gws[b].id);
 	return 0;
 }
 
@@ -136,25 +145,28 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 	esize = table_dtype_unit_bytes((enum table_dtype)cfg->dtype);
 	gran = table_dtype_granule((enum table_dtype)cfg->dtype);
 	if (esize == 0)
-		return json_util_fail(err, errlen, "dtype: %d is not fp32 (1), fp16 (2), bf16 (3), "
-				      "mxint8 (4), mxfp8 (5) or mxfp4 (6)", (int)cfg->dtype);
+		return json_util_fail(err, errlen,
+				      "dtype: %d is not fp32 (1), fp16 (2), bf16 (3), "
+				      "mxint8 (4), mxfp8 (5) or mxfp4 (6)",
+				      (int)cfg->dtype);
 	if (cfg->elements == 0)
 		return json_util_fail(err, errlen, "elements: must be at least 1");
 	if (cfg->chunk_elements % gran != 0 || cfg->elements % gran != 0)
-		return json_util_fail(err, errlen, "elements %llu, chunk_elements %u: %s chunks are "
-				      "whole blocks of %u", (unsigned long long)cfg->elements,
-				      cfg->chunk_elements, gr_dtype_name(cfg->dtype), gran);
-	if (cfg->chunk_elements == 0 || cfg->chunk_elements / gran * esize > TABLE_CHUNK_BYTES_MAX)
 		return json_util_fail(err, errlen,
-				      "chunk_elements: %u elements of %s must be 1 to %u bytes",
-				      cfg->chunk_elements, gr_dtype_name(cfg->dtype),
-				      TABLE_CHUNK_BYTES_MAX);
+				      "elements %llu, chunk_elements %u: %s chunks are "
+				      "whole blocks of %u",
+				      (unsigned long long)cfg->elements, cfg->chunk_elements,
+				      gr_dtype_name(cfg->dtype), gran);
+	if (cfg->chunk_elements == 0 || cfg->chunk_elements / gran * esize > TABLE_CHUNK_BYTES_MAX)
+		return json_util_fail(
+			err, errlen, "chunk_elements: %u elements of %s must be 1 to %u bytes",
+			cfg->chunk_elements, gr_dtype_name(cfg->dtype), TABLE_CHUNK_BYTES_MAX);
 	n_chunks = wire_chunk_total(cfg->elements, cfg->chunk_elements);
 	if (n_chunks < 0)
-		return json_util_fail(err, errlen, "elements: %llu elements make 2^32 chunks or more",
+		return json_util_fail(err, errlen,
+				      "elements: %llu elements make 2^32 chunks or more",
 				      (unsigned long long)cfg->elements);
-	if (!id_ok(cfg->worker_id) || !id_ok(cfg->gateway_id) ||
-	    cfg->worker_id == cfg->gateway_id)
+	if (!id_ok(cfg->worker_id) || !id_ok(cfg->gateway_id) || cfg->worker_id == cfg->gateway_id)
 		return json_util_fail(err, errlen,
 				      "worker_id %u, gateway_id %u: ids are 1 to %u and differ",
 				      cfg->worker_id, cfg->gateway_id, WIRE_NODE_ID_MAX);
@@ -170,12 +182,14 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 	if (cfg->lan_dtype != 0 && cfg->lan_dtype != cfg->dtype) {
 		if ((cfg->lan_dtype != GR_DTYPE_FP32 && cfg->lan_dtype != GR_DTYPE_BF16) ||
 		    !wire_dtype_is_mx((enum wire_dtype)cfg->dtype))
-			return json_util_fail(err, errlen, "lan_dtype: %d, must be 0, the dtype, or "
+			return json_util_fail(err, errlen,
+					      "lan_dtype: %d, must be 0, the dtype, or "
 					      "fp32 (1) or bf16 (3) for an MX dtype",
 					      (int)cfg->lan_dtype);
 		if ((size_t)cfg->chunk_elements * gr_dtype_size(cfg->lan_dtype) >
 		    TABLE_CHUNK_BYTES_MAX)
-			return json_util_fail(err, errlen, "chunk_elements: %u elements of the "
+			return json_util_fail(err, errlen,
+					      "chunk_elements: %u elements of the "
 					      "lan_dtype %s must be at most %u bytes",
 					      cfg->chunk_elements, gr_dtype_name(cfg->lan_dtype),
 					      TABLE_CHUNK_BYTES_MAX);
@@ -184,9 +198,10 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 		return json_util_fail(err, errlen, "cset_blocks: %u, must be 0 to %u",
 				      cfg->cset_blocks, GR_CSET_BLOCKS_MAX);
 	if (cfg->cset_blocks != 0 && cfg->worker_id >= 256u * cfg->cset_blocks)
-		return json_util_fail(err, errlen, "worker_id: %u is outside a contributor set of "
-				      "%u blocks (ids below %u)", cfg->worker_id, cfg->cset_blocks,
-				      256u * cfg->cset_blocks);
+		return json_util_fail(err, errlen,
+				      "worker_id: %u is outside a contributor set of "
+				      "%u blocks (ids below %u)",
+				      cfg->worker_id, cfg->cset_blocks, 256u * cfg->cset_blocks);
 	if (cfg->n_origins > GR_ORIGINS_MAX)
 		return json_util_fail(err, errlen, "n_origins: %u, at most %u", cfg->n_origins,
 				      GR_ORIGINS_MAX);
@@ -197,8 +212,10 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 					      i, cfg->origins[i]);
 		for (unsigned int j = 0; j < i; j++)
 			if (cfg->origins[j] == cfg->origins[i])
-				return json_util_fail(err, errlen, "origins[%u]: %u also in "
-						      "origins[%u]", i, cfg->origins[i], j);
+				return json_util_fail(err, errlen,
+						      "origins[%u]: %u also in "
+						      "origins[%u]",
+						      i, cfg->origins[i], j);
 	}
 	if (cfg->mcast_rounds_ahead > GR_MCAST_AHEAD_MAX)
 		return json_util_fail(err, errlen, "mcast_rounds_ahead: %u, at most %u (0: %u)",
@@ -214,16 +231,19 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 				      GR_TREES_MAX);
 	for (unsigned int i = 0; i < cfg->n_trees; i++) {
 		if (cfg->trees[i].chunk_count == 0)
-			return json_util_fail(err, errlen, "trees[%u].chunk_count: must be at least 1",
-					      i);
+			return json_util_fail(err, errlen,
+					      "trees[%u].chunk_count: must be at least 1", i);
 		if (cfg->trees[i].window != 0 && cfg->trees[i].slots != 0 &&
 		    cfg->trees[i].window > cfg->trees[i].slots)
-			return json_util_fail(err, errlen, "trees[%u].window: %u is more than its %u "
-					      "slots", i, cfg->trees[i].window, cfg->trees[i].slots);
+			return json_util_fail(err, errlen,
+					      "trees[%u].window: %u is more than its %u "
+					      "slots",
+					      i, cfg->trees[i].window, cfg->trees[i].slots);
 		for (unsigned int j = 0; j < i; j++)
 			if (cfg->trees[j].id == cfg->trees[i].id)
-				return json_util_fail(err, errlen, "trees[%u].id: %u also in trees[%u]",
-						      i, cfg->trees[i].id, j);
+				return json_util_fail(err, errlen,
+						      "trees[%u].id: %u also in trees[%u]", i,
+						      cfg->trees[i].id, j);
 	}
 	if (check_tree_gateways(cfg, err, errlen) != 0)
 		return -EINVAL;
@@ -234,7 +254,8 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 			return json_util_fail(err, errlen,
 					      "trees: tree %u starts at chunk %u where chunk %llu "
 					      "was expected (the ranges must partition the %lld "
-					      "chunks)", sorted[i].id, sorted[i].chunk_first,
+					      "chunks)",
+					      sorted[i].id, sorted[i].chunk_first,
 					      (unsigned long long)end, (long long)n_chunks);
 		end += sorted[i].chunk_count;
 	}
@@ -246,8 +267,8 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 }
 
 static int
-config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t worker_id,
-	    char *err, size_t errlen)
+config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t worker_id, char *err,
+	    size_t errlen)
 {
 	const struct table_tree *t0;
 	const struct table_worker *me;
@@ -261,9 +282,10 @@ config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t w
 		goto out;
 	}
 	if (tb->n_trees == 0 && tb->n_streams == 0) {
-		rc = json_util_fail(err, errlen, "%s: gateway %u carries no tree of job %u at epoch "
-				    "%u: it has no local workers", src, tb->gw.id, tb->job,
-				    tb->epoch);
+		rc = json_util_fail(err, errlen,
+				    "%s: gateway %u carries no tree of job %u at epoch "
+				    "%u: it has no local workers",
+				    src, tb->gw.id, tb->job, tb->epoch);
 		goto out;
 	}
 	/* This worker's entry: among the trees' workers, or in a multicast-only job among
@@ -282,8 +304,9 @@ config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t w
 			if (tb->streams[i].deliver[w].id == worker_id)
 				me = &tb->streams[i].deliver[w];
 	if (me == NULL) {
-		rc = json_util_fail(err, errlen, "%s: worker %u is not a local worker of gateway %u",
-				    src, worker_id, tb->gw.id);
+		rc = json_util_fail(err, errlen,
+				    "%s: worker %u is not a local worker of gateway %u", src,
+				    worker_id, tb->gw.id);
 		goto out;
 	}
 	memset(cfg, 0, sizeof(*cfg));
@@ -322,15 +345,18 @@ config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t w
 			t->chunk_count = sh->trees[k].chunk_count;
 			t->slots = sh->trees[k].slots;
 			t->window = sh->trees[k].window;
-			cfg->tree_gateways[cfg->n_trees++] = (struct gr_gateway){
-				.id = sh->gw.id, .ipv4 = sh->gw.ipv4, .base_port = sh->gw.base_port,
-				.ports = sh->gw.ports };
+			cfg->tree_gateways[cfg->n_trees++] =
+				(struct gr_gateway){.id = sh->gw.id,
+						    .ipv4 = sh->gw.ipv4,
+						    .base_port = sh->gw.base_port,
+						    .ports = sh->gw.ports};
 		}
 	}
 	for (int i = 0; tb->n_shards > 0 && i < tb->n_trees; i++)
-		cfg->tree_gateways[i] = (struct gr_gateway){ .id = tb->gw.id, .ipv4 = tb->gw.ipv4,
-							     .base_port = tb->gw.base_port,
-							     .ports = tb->gw.ports };
+		cfg->tree_gateways[i] = (struct gr_gateway){.id = tb->gw.id,
+							    .ipv4 = tb->gw.ipv4,
+							    .base_port = tb->gw.base_port,
+							    .ports = tb->gw.ports};
 	for (int i = 0; i < tb->n_streams; i++) {
 		const struct table_stream *ts = &tb->streams[i];
 		bool mine = false, origin = false;
@@ -354,8 +380,10 @@ config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t w
 			if (j < cfg->n_origins)
 				continue;
 			if (cfg->n_origins == GR_ORIGINS_MAX) {
-				rc = json_util_fail(err, errlen, "%s: worker %u receives more than %d "
-						    "origins", src, worker_id, GR_ORIGINS_MAX);
+				rc = json_util_fail(err, errlen,
+						    "%s: worker %u receives more than %d "
+						    "origins",
+						    src, worker_id, GR_ORIGINS_MAX);
 				goto out;
 			}
 			cfg->origin_streams[cfg->n_origins] = ts->id;
@@ -384,8 +412,8 @@ gr_config_from_table(struct gr_config *cfg, const char *path, uint16_t worker_id
 }
 
 int
-gr_config_from_table_string(struct gr_config *cfg, const char *json, uint16_t worker_id,
-			    char *err, size_t errlen)
+gr_config_from_table_string(struct gr_config *cfg, const char *json, uint16_t worker_id, char *err,
+			    size_t errlen)
 {
 	char msg[TABLE_ERR_MAX];
 	struct table *tb;
@@ -417,7 +445,7 @@ client_sort_trees(struct gr_config *cfg)
 	struct tree_gw tg[GR_TREES_MAX];
 
 	for (unsigned int i = 0; i < cfg->n_trees; i++)
-		tg[i] = (struct tree_gw){ cfg->trees[i], cfg->tree_gateways[i] };
+		tg[i] = (struct tree_gw){cfg->trees[i], cfg->tree_gateways[i]};
 	qsort(tg, cfg->n_trees, sizeof(tg[0]), cmp_tree_gw_first);
 	for (unsigned int i = 0; i < cfg->n_trees; i++) {
 		cfg->trees[i] = tg[i].t;

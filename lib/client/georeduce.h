@@ -69,35 +69,35 @@ extern "C" {
 
 /** Element types; the values are those of the wire header and the tables. */
 enum gr_dtype {
-	GR_DTYPE_FP32 = 1,      /* IEEE 754 binary32 */
-	GR_DTYPE_FP16 = 2,      /* IEEE 754 binary16 */
-	GR_DTYPE_BF16 = 3,      /* bfloat16 */
+	GR_DTYPE_FP32 = 1, /* IEEE 754 binary32 */
+	GR_DTYPE_FP16 = 2, /* IEEE 754 binary16 */
+	GR_DTYPE_BF16 = 3, /* bfloat16 */
 	/* OCP Microscaling blocks of 32 on the wire, summed in fp32 at every gateway
 	 * (docs/PROTOCOL.md section 4). The caller's buffer is fp32, in and out: the library
 	 * encodes each chunk when it sends it and decodes each result into the buffer.
 	 * elements and chunk_elements are multiples of 32. Allreduce only (no multicast). */
-	GR_DTYPE_MXINT8 = 4,    /* MXINT8 */
-	GR_DTYPE_MXFP8 = 5,     /* MXFP8, E4M3 elements */
-	GR_DTYPE_MXFP4 = 6,     /* MXFP4, E2M1 elements */
+	GR_DTYPE_MXINT8 = 4, /* MXINT8 */
+	GR_DTYPE_MXFP8 = 5,  /* MXFP8, E4M3 elements */
+	GR_DTYPE_MXFP4 = 6,  /* MXFP4, E2M1 elements */
 };
 
 /** One tree of the job as this worker's gateway carries it: a contiguous chunk range. */
 struct gr_tree {
-	uint16_t id;            /* tree id, written into every packet of its chunks */
-	uint32_t chunk_first;   /* the tree carries chunks chunk_first .. + chunk_count - 1 */
-	uint32_t chunk_count;   /* >= 1 */
-	uint32_t slots;         /* the gateway's slot pool for the tree (bounds the span of
+	uint16_t id;          /* tree id, written into every packet of its chunks */
+	uint32_t chunk_first; /* the tree carries chunks chunk_first .. + chunk_count - 1 */
+	uint32_t chunk_count; /* >= 1 */
+	uint32_t slots;       /* the gateway's slot pool for the tree (bounds the span of
 				 * the chunks in flight); 0: unknown */
-	uint32_t window;        /* chunks to keep unanswered in the tree (the gateway's
+	uint32_t window;      /* chunks to keep unanswered in the tree (the gateway's
 				 * bandwidth-delay product for it, <= slots); 0: slots */
 };
 
 /** A gateway of this worker's site: where the chunks of a tree go (gr_config.tree_gateways). */
 struct gr_gateway {
-	uint16_t id;            /* its node id, 1 .. 65534; 0: the configuration's gateway_* */
-	uint32_t ipv4;          /* its data-plane address */
-	uint16_t base_port;     /* chunk c goes to base_port + c % ports */
-	uint16_t ports;         /* >= 1 */
+	uint16_t id;        /* its node id, 1 .. 65534; 0: the configuration's gateway_* */
+	uint32_t ipv4;      /* its data-plane address */
+	uint16_t base_port; /* chunk c goes to base_port + c % ports */
+	uint16_t ports;     /* >= 1 */
 };
 
 /**
@@ -108,32 +108,32 @@ struct gr_gateway {
  */
 struct gr_config {
 	uint32_t job;
-	uint32_t epoch;                 /* plan epoch of the gateway's table */
+	uint32_t epoch; /* plan epoch of the gateway's table */
 	enum gr_dtype dtype;
-	uint64_t elements;              /* tensor length, >= 1 */
-	uint32_t chunk_elements;        /* elements per packet, 1 .. 65535, at most 8192 bytes */
-	uint16_t worker_id;             /* this worker's node id, 1 .. 65534 */
-	uint32_t worker_ipv4;           /* address to bind; 0: any */
-	uint16_t worker_port;           /* UDP port to bind: the gateway sends results there */
-	uint16_t gateway_id;            /* the gateway's node id, 1 .. 65534 */
-	uint32_t gateway_ipv4;          /* the gateway's data-plane address */
-	uint16_t gateway_base_port;     /* chunk c goes to gateway_base_port + c % gateway_ports */
-	uint16_t gateway_ports;         /* >= 1 */
-	unsigned int n_trees;           /* 1 .. GR_TREES_MAX */
+	uint64_t elements;          /* tensor length, >= 1 */
+	uint32_t chunk_elements;    /* elements per packet, 1 .. 65535, at most 8192 bytes */
+	uint16_t worker_id;         /* this worker's node id, 1 .. 65534 */
+	uint32_t worker_ipv4;       /* address to bind; 0: any */
+	uint16_t worker_port;       /* UDP port to bind: the gateway sends results there */
+	uint16_t gateway_id;        /* the gateway's node id, 1 .. 65534 */
+	uint32_t gateway_ipv4;      /* the gateway's data-plane address */
+	uint16_t gateway_base_port; /* chunk c goes to gateway_base_port + c % gateway_ports */
+	uint16_t gateway_ports;     /* >= 1 */
+	unsigned int n_trees;       /* 1 .. GR_TREES_MAX */
 	struct gr_tree trees[GR_TREES_MAX];
-	uint8_t cset_blocks;            /* the job's contributor sets (docs/PROTOCOL.md section
+	uint8_t cset_blocks; /* the job's contributor sets (docs/PROTOCOL.md section
 					 * 4), 32-byte blocks, 0 .. GR_CSET_BLOCKS_MAX; with sets
 					 * worker_id < 256 x cset_blocks. A partial reduce needs
 					 * them: results then say whose gradients they hold */
 	/* Selective multicast (a selmcast job: n_trees may then be 0; docs/CLIENT.md). */
-	bool mcast_send;                /* this worker's updates go out on mcast_stream */
-	uint16_t mcast_stream;          /* the stream of this worker's site */
-	double mcast_rate_gbps;         /* gr_mcast_send() pace: this worker's part of the
+	bool mcast_send;                         /* this worker's updates go out on mcast_stream */
+	uint16_t mcast_stream;                   /* the stream of this worker's site */
+	double mcast_rate_gbps;                  /* gr_mcast_send() pace: this worker's part of the
 					 * stream's planned rate; 0: unpaced */
-	unsigned int n_origins;         /* 0 .. GR_ORIGINS_MAX */
+	unsigned int n_origins;                  /* 0 .. GR_ORIGINS_MAX */
 	uint16_t origins[GR_ORIGINS_MAX];        /* workers whose updates reach this worker */
 	uint16_t origin_streams[GR_ORIGINS_MAX]; /* the stream each of them arrives on */
-	uint32_t mcast_rounds_ahead;    /* gr_mcast_recv(r) keeps the chunks of rounds r + 1 ..
+	uint32_t mcast_rounds_ahead; /* gr_mcast_recv(r) keeps the chunks of rounds r + 1 ..
 					 * r + this for the calls of those rounds (a sender that
 					 * is ahead); 0: GR_MCAST_AHEAD_DEFAULT; at most
 					 * GR_MCAST_AHEAD_MAX. With origins, each round kept costs
@@ -170,35 +170,35 @@ typedef int (*gr_cancel_fn)(void *arg);
  * Options of one gr_allreduce() call. A zeroed struct (or NULL) means every default.
  */
 struct gr_options {
-	uint32_t window;        /* chunks in flight (sent, without result) per tree at most;
+	uint32_t window;         /* chunks in flight (sent, without result) per tree at most;
 				 * 0: the tree's window from its table (the gateway's
 				 * bandwidth-delay product for it), else its slot pool, else
 				 * GR_WINDOW_DEFAULT. Whatever the window, the chunks in flight of
 				 * a tree span at most its slot pool (no chunk is sent before every
 				 * chunk of the tree a pool earlier has its result). */
-	uint32_t timeout_ms;    /* give up with -ETIMEDOUT after this; 0: GR_TIMEOUT_DEFAULT_MS */
-	bool average;           /* divide each result by its contributor count in place */
-	gr_progress_fn progress;        /* NULL: none */
+	uint32_t timeout_ms;     /* give up with -ETIMEDOUT after this; 0: GR_TIMEOUT_DEFAULT_MS */
+	bool average;            /* divide each result by its contributor count in place */
+	gr_progress_fn progress; /* NULL: none */
 	void *progress_arg;
-	uint32_t progress_ms;   /* at most one callback per interval (and one at the end);
+	uint32_t progress_ms;    /* at most one callback per interval (and one at the end);
 				 * 0: GR_PROGRESS_DEFAULT_MS */
-	uint32_t rto_min_ms;    /* retransmission timer floor; 0: GR_RTO_MIN_DEFAULT_MS */
-	uint32_t rto_max_ms;    /* cap of the timer and of its backoff; 0: GR_RTO_MAX_DEFAULT_MS */
+	uint32_t rto_min_ms;     /* retransmission timer floor; 0: GR_RTO_MIN_DEFAULT_MS */
+	uint32_t rto_max_ms;     /* cap of the timer and of its backoff; 0: GR_RTO_MAX_DEFAULT_MS */
 	uint32_t rto_initial_ms; /* before any round trip is measured; 0: the default */
-	uint8_t *csets;         /* NULL, or room for every chunk's contributor set:
+	uint8_t *csets;          /* NULL, or room for every chunk's contributor set:
 				 * C x GR_CSET_BLOCK x cset_blocks bytes (C chunks). Chunk c's
 				 * result came from the workers whose ids are set in the bitmap
 				 * at c x GR_CSET_BLOCK x cset_blocks: id i is bit i % 8 of byte
 				 * i / 8. Untouched without sets (cset_blocks 0) */
-	double rate_gbps;       /* gr_mcast_send(): pace at this rate; 0: the configuration's
+	double rate_gbps;        /* gr_mcast_send(): pace at this rate; 0: the configuration's
 				 * mcast_rate_gbps */
-	bool resume;            /* take up the previous call on this client where it stopped:
+	bool resume;             /* take up the previous call on this client where it stopped:
 				 * it timed out or was cancelled, had the same round and buffer,
 				 * and neither the buffer nor the client changed since. Results
 				 * it got are kept (not asked for again), chunks it had in flight
 				 * are asked for at once, the rest go as usual. Without such a
 				 * call: -EINVAL */
-	gr_cancel_fn cancel;    /* NULL, or asked at least every progress_ms while the call
+	gr_cancel_fn cancel;     /* NULL, or asked at least every progress_ms while the call
 				 * waits (never per packet): nonzero ends the call with
 				 * -ECANCELED, which leaves it resumable as a timeout does. A
 				 * caller that learns of a new epoch (a re-plan) stops the round
@@ -208,47 +208,47 @@ struct gr_options {
 
 /** Counters of a client since it was created (reconfiguration keeps them). */
 struct gr_stats {
-	uint64_t calls;                 /* gr_allreduce() calls */
-	uint64_t calls_ok;              /* ... that returned every result */
-	uint64_t timeouts;              /* ... that returned -ETIMEDOUT */
-	uint64_t contribs_sent;         /* first transmissions of a CONTRIB */
-	uint64_t contribs_retx;         /* CONTRIBs sent again with RETX */
-	uint64_t nacks_sent;            /* NACK_RESULT packets sent */
-	uint64_t results;               /* RESULTs delivered */
-	uint64_t acks;                  /* ACKs that held at least one chunk */
-	uint64_t nack_contribs;         /* NACK_CONTRIB packets received */
-	uint64_t probes;                /* PROBEs answered */
-	uint64_t duplicates;            /* RESULT or ACK for a chunk already done or held */
-	uint64_t stale;                 /* packets of another round or epoch */
-	uint64_t invalid;               /* dropped: malformed, wrong job, source or field */
-	uint64_t send_errors;           /* packets the kernel refused (counted as lost) */
-	uint32_t srtt_us;               /* smoothed CONTRIB-to-RESULT time; 0: no sample yet */
+	uint64_t calls;         /* gr_allreduce() calls */
+	uint64_t calls_ok;      /* ... that returned every result */
+	uint64_t timeouts;      /* ... that returned -ETIMEDOUT */
+	uint64_t contribs_sent; /* first transmissions of a CONTRIB */
+	uint64_t contribs_retx; /* CONTRIBs sent again with RETX */
+	uint64_t nacks_sent;    /* NACK_RESULT packets sent */
+	uint64_t results;       /* RESULTs delivered */
+	uint64_t acks;          /* ACKs that held at least one chunk */
+	uint64_t nack_contribs; /* NACK_CONTRIB packets received */
+	uint64_t probes;        /* PROBEs answered */
+	uint64_t duplicates;    /* RESULT or ACK for a chunk already done or held */
+	uint64_t stale;         /* packets of another round or epoch */
+	uint64_t invalid;       /* dropped: malformed, wrong job, source or field */
+	uint64_t send_errors;   /* packets the kernel refused (counted as lost) */
+	uint32_t srtt_us;       /* smoothed CONTRIB-to-RESULT time; 0: no sample yet */
 	uint32_t rttvar_us;
-	uint32_t path_srtt_us;          /* smoothed round trip of echoed answers; 0: none */
-	uint32_t t1_us;                 /* the retransmission timer the next call starts with */
-	uint64_t superseded;            /* partial reduce: chunks answered by the RESULT of a
+	uint32_t path_srtt_us;     /* smoothed round trip of echoed answers; 0: none */
+	uint32_t t1_us;            /* the retransmission timer the next call starts with */
+	uint64_t superseded;       /* partial reduce: chunks answered by the RESULT of a
 					 * later round (this worker was a straggler) */
-	uint32_t latest_round;          /* the latest round of such a RESULT: a straggler
+	uint32_t latest_round;     /* the latest round of such a RESULT: a straggler
 					 * continues after it; 0 until one came */
-	uint64_t mcast_sent;            /* MCAST packets sent (gr_mcast_send()) */
-	uint64_t mcast_received;        /* MCAST chunks delivered (gr_mcast_recv()) */
-	uint64_t mcast_late;            /* MCAST chunks of a round before the one received:
+	uint64_t mcast_sent;       /* MCAST packets sent (gr_mcast_send()) */
+	uint64_t mcast_received;   /* MCAST chunks delivered (gr_mcast_recv()) */
+	uint64_t mcast_late;       /* MCAST chunks of a round before the one received:
 					 * dropped (it came after its call) */
-	uint64_t mcast_too_far;         /* MCAST chunks of a round more than
+	uint64_t mcast_too_far;    /* MCAST chunks of a round more than
 					 * mcast_rounds_ahead after the one received: dropped */
-	uint64_t mcast_skipped;         /* MCAST chunks kept for a round ahead and discarded
+	uint64_t mcast_skipped;    /* MCAST chunks kept for a round ahead and discarded
 					 * undelivered: a call of another round left that round
 					 * outside the window (the caller skipped it), or a
 					 * reconfiguration reset the rounds kept */
-	uint64_t cancels;               /* gr_allreduce() calls that returned -ECANCELED
+	uint64_t cancels;          /* gr_allreduce() calls that returned -ECANCELED
 					 * (gr_options.cancel) */
-	uint64_t mcast_nacks_sent;      /* NACK_MCAST packets sent (gr_mcast_recv(): chunks
+	uint64_t mcast_nacks_sent; /* NACK_MCAST packets sent (gr_mcast_recv(): chunks
 					 * missing) */
-	uint64_t mcast_repaired;        /* MCAST chunks delivered from a repair (RETX) */
-	uint64_t kept_answers;          /* RESULTs of a past round sent back, from the copies
+	uint64_t mcast_repaired;   /* MCAST chunks delivered from a repair (RETX) */
+	uint64_t kept_answers;     /* RESULTs of a past round sent back, from the copies
 					 * kept, to a gateway that asked (a NACK_RESULT: peers
 					 * lost them in a failover) */
-	uint64_t kept_misses;           /* ... chunks asked for whose copy is of another
+	uint64_t kept_misses;      /* ... chunks asked for whose copy is of another
 					 * round, or not kept (forget_results) */
 };
 
@@ -259,8 +259,8 @@ typedef void (*gr_mcast_fn)(void *arg, uint16_t origin, uint32_t round, uint32_t
 
 /** Options of gr_mcast_recv(). A zeroed struct (or NULL) means every default. */
 struct gr_mcast_opts {
-	uint32_t timeout_ms;    /* stop waiting after this; 0: GR_TIMEOUT_DEFAULT_MS */
-	uint8_t *complete;      /* NULL, or n_origins bytes: 1 where every chunk of
+	uint32_t timeout_ms; /* stop waiting after this; 0: GR_TIMEOUT_DEFAULT_MS */
+	uint8_t *complete;   /* NULL, or n_origins bytes: 1 where every chunk of
 				 * origins[i] (the configuration's order) arrived */
 };
 
@@ -279,8 +279,8 @@ struct gr_mcast_opts {
  * @return           0; -EINVAL (bad table, unknown worker, a table without trees), -ENOENT
  *                   or another errno of reading the file, -ENOMEM.
  */
-int gr_config_from_table(struct gr_config *cfg, const char *path, uint16_t worker_id,
-			 char *err, size_t errlen);
+int gr_config_from_table(struct gr_config *cfg, const char *path, uint16_t worker_id, char *err,
+			 size_t errlen);
 
 /** gr_config_from_table() of a NUL-terminated JSON document instead of a file. */
 int gr_config_from_table_string(struct gr_config *cfg, const char *json, uint16_t worker_id,
@@ -288,8 +288,8 @@ int gr_config_from_table_string(struct gr_config *cfg, const char *json, uint16_
 
 /** Where and as whom a worker joins its job through the control process (gr_join_open()). */
 struct gr_join_opts {
-	const char *control;     /* "tls://HOST:PORT" (its API), or its unix socket path */
-	const char *cert;        /* for tls://: this worker's certificate (role worker,
+	const char *control; /* "tls://HOST:PORT" (its API), or its unix socket path */
+	const char *cert;    /* for tls://: this worker's certificate (role worker,
 				  * naming "worker-ID"), its key and the deployment's CA */
 	const char *key;
 	const char *ca;
@@ -297,7 +297,7 @@ struct gr_join_opts {
 				  * NULL: "control" */
 	uint32_t job;
 	uint16_t worker_id;
-	int timeout_ms;          /* connecting and each answer; 0: GR_JOIN_TIMEOUT_MS */
+	int timeout_ms; /* connecting and each answer; 0: GR_JOIN_TIMEOUT_MS */
 };
 
 /** A connection to the control process for one worker of one job. */
@@ -326,8 +326,7 @@ struct gr_join *gr_join_open(const struct gr_join_opts *o, char *err, size_t err
  * @return  0 with cfg filled; -ETIMEDOUT (no live epoch in time), or another negative
  *          errno with err filled (after a broken connection the next call reconnects).
  */
-int gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err,
-		   size_t errlen);
+int gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err, size_t errlen);
 
 /**
  * Wait up to wait_ms (a long poll at the control process) for an epoch other than
@@ -336,8 +335,8 @@ int gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *
  * @return  1 with cfg filled for the new epoch; 0 if none came within wait_ms; or a
  *          negative errno with err filled.
  */
-int gr_join_wait(struct gr_join *j, uint32_t epoch, int wait_ms, struct gr_config *cfg,
-		 char *err, size_t errlen);
+int gr_join_wait(struct gr_join *j, uint32_t epoch, int wait_ms, struct gr_config *cfg, char *err,
+		 size_t errlen);
 
 /** Close the connection and free j. NULL is a no-op. */
 void gr_join_close(struct gr_join *j);
@@ -374,8 +373,8 @@ struct gr_client *gr_client_create(const struct gr_config *cfg, char *err, size_
  *
  * @return  0, or a negative errno with one line in err.
  */
-int gr_client_reconfigure(struct gr_client *c, const struct gr_config *cfg, char *err,
-			  size_t errlen);
+int
+gr_client_reconfigure(struct gr_client *c, const struct gr_config *cfg, char *err, size_t errlen);
 
 /** Close the socket and free the client. NULL is a no-op. */
 void gr_client_free(struct gr_client *c);

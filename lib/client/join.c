@@ -98,8 +98,7 @@ join_call(struct gr_join *j, bool has_after, uint32_t after, int wait_ms, int *r
 
 /* cfg from a response that carries a table: 0 or -EINVAL. */
 static int
-config_of(struct gr_join *j, const json_t *r, struct gr_config *cfg, char *err,
-	  size_t errlen)
+config_of(struct gr_join *j, const json_t *r, struct gr_config *cfg, char *err, size_t errlen)
 {
 	char *text = json_dumps(json_object_get(r, "table"), JSON_COMPACT);
 	int rc;
@@ -153,24 +152,25 @@ fail:
 }
 
 int
-gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err,
-	       size_t errlen)
+gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err, size_t errlen)
 {
 	int rc;
 
 	/* Epoch 0 is never live: "after 0" answers with the first live epoch. */
 	rc = gr_join_wait(j, 0, wait_ms, cfg, err, errlen);
 	if (rc == 0) {
-		json_util_fail(err, errlen, "%s: job %u has no live epoch for worker %u after "
-			       "%d ms", j->control, j->job, j->worker_id, wait_ms);
+		json_util_fail(err, errlen,
+			       "%s: job %u has no live epoch for worker %u after "
+			       "%d ms",
+			       j->control, j->job, j->worker_id, wait_ms);
 		return -ETIMEDOUT;
 	}
 	return rc < 0 ? rc : 0;
 }
 
 int
-gr_join_wait(struct gr_join *j, uint32_t epoch, int wait_ms, struct gr_config *cfg,
-	     char *err, size_t errlen)
+gr_join_wait(struct gr_join *j, uint32_t epoch, int wait_ms, struct gr_config *cfg, char *err,
+	     size_t errlen)
 {
 	json_t *r;
 	int rc;

@@ -22,8 +22,8 @@ gr_mcast_send(struct gr_client *c, const void *buf, size_t elements, enum gr_dty
 	      uint32_t round, const struct gr_options *opt)
 {
 	const struct gr_config *cfg;
-	struct call k = { .c = c, .round = round };
-	struct mcall m = { .c = c, .round = round - 1, .sending = true };
+	struct call k = {.c = c, .round = round};
+	struct mcall m = {.c = c, .round = round - 1, .sending = true};
 	double rate, ns_per_byte;
 	uint64_t start, bytes = 0;
 
@@ -37,8 +37,10 @@ gr_mcast_send(struct gr_client *c, const void *buf, size_t elements, enum gr_dty
 		return client_fail(c, -EINVAL, "worker %u sends on no multicast stream of job %u",
 				   cfg->worker_id, cfg->job);
 	if (c->mxbuf != NULL)
-		return client_fail(c, -EINVAL, "%s: selective multicast carries element-wise "
-				   "dtypes only", gr_dtype_name(cfg->dtype));
+		return client_fail(c, -EINVAL,
+				   "%s: selective multicast carries element-wise "
+				   "dtypes only",
+				   gr_dtype_name(cfg->dtype));
 	if (dtype != cfg->dtype || elements != cfg->elements)
 		return client_fail(c, -EINVAL, "%zu elements of %s: the job's tensor is %llu of %s",
 				   elements, gr_dtype_name(dtype) ? gr_dtype_name(dtype) : "?",
@@ -53,10 +55,18 @@ gr_mcast_send(struct gr_client *c, const void *buf, size_t elements, enum gr_dty
 	for (uint32_t i = 0; i < c->n_chunks; i++) {
 		uint32_t n = wire_chunk_len(cfg->elements, cfg->chunk_elements, i);
 		struct wire_pkt p = {
-			.type = WIRE_TYPE_MCAST, .dtype = (enum wire_dtype)cfg->dtype,
-			.job = cfg->job, .epoch = cfg->epoch, .tree = cfg->mcast_stream,
-			.sender = cfg->worker_id, .origin = cfg->worker_id, .contrib = 1,
-			.round = round, .chunk = i, .count = (uint16_t)n, .tsval = (uint32_t)clock_now_us(),
+			.type = WIRE_TYPE_MCAST,
+			.dtype = (enum wire_dtype)cfg->dtype,
+			.job = cfg->job,
+			.epoch = cfg->epoch,
+			.tree = cfg->mcast_stream,
+			.sender = cfg->worker_id,
+			.origin = cfg->worker_id,
+			.contrib = 1,
+			.round = round,
+			.chunk = i,
+			.count = (uint16_t)n,
+			.tsval = (uint32_t)clock_now_us(),
 		};
 
 		client_tx_add(&k, &p,
@@ -90,8 +100,9 @@ gr_mcast_send(struct gr_client *c, const void *buf, size_t elements, enum gr_dty
 						return client_fail(c, r, "poll: %s", strerror(-r));
 					continue;
 				}
-				struct timespec ts = { .tv_sec = (time_t)((due - now) / 1000000),
-						       .tv_nsec = (long)((due - now) % 1000000) * 1000 };
+				struct timespec ts = {.tv_sec = (time_t)((due - now) / 1000000),
+						      .tv_nsec =
+							      (long)((due - now) % 1000000) * 1000};
 
 				nanosleep(&ts, NULL);
 			}

@@ -20,15 +20,18 @@
 #include "georeduce.h"
 #include "wire.h"
 
-#define MCAST_NACK_TRIES 8              /* NACK_MCASTs for one chunk, at most */
-#define MCAST_REPAIR_INIT_US 20000      /* a repair's wait before a sample (doubles) */
-#define MCAST_REPAIR_MAX_US 1000000     /* ... and the longest */
-#define MCAST_TAIL_MIN_US 2000          /* an origin silent this long (at least) while
+#define MCAST_NACK_TRIES 8          /* NACK_MCASTs for one chunk, at most */
+#define MCAST_REPAIR_INIT_US 20000  /* a repair's wait before a sample (doubles) */
+#define MCAST_REPAIR_MAX_US 1000000 /* ... and the longest */
+#define MCAST_TAIL_MIN_US \
+	2000 /* an origin silent this long (at least) while
 					 * chunks of it are missing has lost its last ones */
-#define MCAST_TAIL_PROBE 1u             /* ... of which this many past the latest are
+#define MCAST_TAIL_PROBE \
+	1u /* ... of which this many past the latest are
 					 * asked for at a time (it may not have sent them
 					 * yet: a busy origin pauses) */
-#define MCAST_SILENT_US 100000          /* nothing of an origin this long into a call:
+#define MCAST_SILENT_US \
+	100000 /* nothing of an origin this long into a call:
 					 * its first chunk is asked for (all may be lost) */
 
 /* Index of origin id in the configuration, or -1. */
@@ -192,10 +195,16 @@ mcast_nack_send(struct mcall *m, struct call *k, unsigned int o, uint32_t first,
 {
 	const struct gr_config *cfg = &m->c->cfg;
 	struct wire_pkt p = {
-		.type = WIRE_TYPE_NACK_MCAST, .job = cfg->job, .epoch = cfg->epoch,
-		.tree = cfg->origin_streams[o], .sender = cfg->worker_id,
-		.origin = cfg->origins[o], .round = m->round, .chunk = first,
-		.count = (uint16_t)n, .tsval = (uint32_t)now,
+		.type = WIRE_TYPE_NACK_MCAST,
+		.job = cfg->job,
+		.epoch = cfg->epoch,
+		.tree = cfg->origin_streams[o],
+		.sender = cfg->worker_id,
+		.origin = cfg->origins[o],
+		.round = m->round,
+		.chunk = first,
+		.count = (uint16_t)n,
+		.tsval = (uint32_t)now,
 	};
 
 	client_tx_add(k, &p, NULL, 0, 0, cfg->gateway_ipv4,
@@ -215,7 +224,7 @@ static int
 mcast_nack_scan(struct mcall *m, uint64_t now)
 {
 	struct gr_client *c = m->c;
-	struct call k = { .c = c, .round = m->round };
+	struct call k = {.c = c, .round = m->round};
 	uint32_t t = (uint32_t)(now - m->start) + 1;
 	bool ranges = c->cfg.gateway_ports == 1;
 
@@ -249,9 +258,9 @@ mcast_nack_scan(struct mcall *m, uint64_t now)
 				 * probe is asked for again. Asking for the rest of the round
 				 * would ask, of an origin that only paused, for thousands of
 				 * chunks not sent yet. */
-				uint32_t end = c->n_chunks - mo->hi > MCAST_TAIL_PROBE
-						       ? mo->hi + MCAST_TAIL_PROBE
-						       : c->n_chunks;
+				uint32_t end = c->n_chunks - mo->hi > MCAST_TAIL_PROBE ?
+						       mo->hi + MCAST_TAIL_PROBE :
+						       c->n_chunks;
 
 				for (uint32_t i = mo->hi; i < end; i++)
 					if (mcast_miss(c, o, i)->when == 0)
@@ -356,8 +365,7 @@ mcast_keep(struct gr_client *c, const struct wire_pkt *p, unsigned int o, const 
 }
 
 static void
-mcast_rx_one(void *ctx, uint8_t *pkt, size_t len, const struct sockaddr_in *from,
-	     uint64_t now)
+mcast_rx_one(void *ctx, uint8_t *pkt, size_t len, const struct sockaddr_in *from, uint64_t now)
 {
 	struct mcall *m = ctx;
 	struct gr_client *c = m->c;
@@ -371,7 +379,7 @@ mcast_rx_one(void *ctx, uint8_t *pkt, size_t len, const struct sockaddr_in *from
 		return;
 	}
 	if (p.type == WIRE_TYPE_PROBE) {
-		struct call k = { .c = c };
+		struct call k = {.c = c};
 
 		client_on_probe(&k, &p, pkt, from, now);
 		return;
@@ -436,8 +444,7 @@ gr_mcast_recv(struct gr_client *c, uint32_t round, gr_mcast_fn fn, void *arg,
 	      const struct gr_mcast_opts *o)
 {
 	static const struct gr_mcast_opts defaults;
-	struct mcall m = { .c = c, .round = round, .fn = fn, .arg = arg,
-			   .next_scan = UINT64_MAX };
+	struct mcall m = {.c = c, .round = round, .fn = fn, .arg = arg, .next_scan = UINT64_MAX};
 	uint64_t start, deadline;
 	unsigned int n;
 
@@ -486,9 +493,10 @@ gr_mcast_recv(struct gr_client *c, uint32_t round, gr_mcast_fn fn, void *arg,
 
 		for (unsigned int i = 0; i < n; i++)
 			missing += c->n_chunks - *mcast_got(c, 0, i);
-		(void)client_fail(c, 0, "round %u: %u of %u origins complete, %llu chunks "
-				  "missing after %llu ms", round, m.complete, n,
-				  (unsigned long long)missing,
+		(void)client_fail(c, 0,
+				  "round %u: %u of %u origins complete, %llu chunks "
+				  "missing after %llu ms",
+				  round, m.complete, n, (unsigned long long)missing,
 				  (unsigned long long)((clock_now_us() - start) / 1000));
 	}
 	return (int)m.complete;

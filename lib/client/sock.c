@@ -23,7 +23,7 @@
 #include "table.h"
 #include "wire.h"
 
-#define SOCK_BUF_BYTES (8 << 20)                /* asked for; the kernel may cap it */
+#define SOCK_BUF_BYTES (8 << 20) /* asked for; the kernel may cap it */
 
 int
 client_open_socket(const struct gr_config *cfg, int *out, char *err, size_t errlen)
@@ -81,9 +81,9 @@ client_tx_flush(struct call *k)
 					     "a packet of %zu bytes exceeds the path MTU to the "
 					     "gateway",
 					     c->txiov[i][0].iov_len + c->txiov[i][1].iov_len +
-					     c->txiov[i][2].iov_len);
+						     c->txiov[i][2].iov_len);
 		}
-		c->st.send_errors++;    /* this packet is lost; the timers recover it */
+		c->st.send_errors++; /* this packet is lost; the timers recover it */
 		i++;
 	}
 	c->tx_n = 0;
@@ -96,8 +96,8 @@ static const uint8_t zeros[TABLE_CHUNK_BYTES_MAX];
  * (a CONTRIB: this worker's own; a kept RESULT's), then plen payload bytes and pad zeros,
  * to ipv4:port. */
 void
-client_tx_add_set(struct call *k, const struct wire_pkt *p, const uint8_t *set,
-		  const void *payload, size_t plen, size_t pad, uint32_t ipv4, uint16_t port)
+client_tx_add_set(struct call *k, const struct wire_pkt *p, const uint8_t *set, const void *payload,
+		  size_t plen, size_t pad, uint32_t ipv4, uint16_t port)
 {
 	struct gr_client *c = k->c;
 	size_t hlen = WIRE_HDR_LEN + (size_t)p->cset_blocks * WIRE_CSET_BLOCK;
@@ -107,7 +107,7 @@ client_tx_add_set(struct call *k, const struct wire_pkt *p, const uint8_t *set,
 		client_tx_flush(k);
 	i = c->tx_n;
 	if (wire_hdr_encode(c->txhdr[i], hlen + plen + pad, p, NULL) < 0) {
-		c->st.send_errors++;    /* not reached: every field comes from a checked config */
+		c->st.send_errors++; /* not reached: every field comes from a checked config */
 		return;
 	}
 	memcpy(c->txhdr[i] + WIRE_HDR_LEN, set, hlen - WIRE_HDR_LEN);
@@ -116,14 +116,16 @@ client_tx_add_set(struct call *k, const struct wire_pkt *p, const uint8_t *set,
 		.sin_port = htons(port),
 		.sin_addr.s_addr = htonl(ipv4),
 	};
-	c->txiov[i][0] = (struct iovec){ .iov_base = c->txhdr[i], .iov_len = hlen };
-	c->txiov[i][1] = (struct iovec){ .iov_base = (void *)(uintptr_t)payload, .iov_len = plen };
-	c->txiov[i][2] = (struct iovec){ .iov_base = (void *)(uintptr_t)zeros, .iov_len = pad };
+	c->txiov[i][0] = (struct iovec){.iov_base = c->txhdr[i], .iov_len = hlen};
+	c->txiov[i][1] = (struct iovec){.iov_base = (void *)(uintptr_t)payload, .iov_len = plen};
+	c->txiov[i][2] = (struct iovec){.iov_base = (void *)(uintptr_t)zeros, .iov_len = pad};
 	c->txm[i].msg_hdr = (struct msghdr){
 		.msg_name = &c->txaddr[i],
 		.msg_namelen = sizeof(c->txaddr[i]),
 		.msg_iov = c->txiov[i],
-		.msg_iovlen = pad != 0 ? 3 : plen != 0 ? 2 : 1,
+		.msg_iovlen = pad != 0  ? 3 :
+			      plen != 0 ? 2 :
+					  1,
 	};
 	c->tx_n++;
 }
@@ -192,7 +194,7 @@ int
 client_wait_until(const struct gr_client *c, uint64_t until)
 {
 	uint64_t now = clock_now_us();
-	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
 	struct timespec ts;
 
 	if (until <= now)

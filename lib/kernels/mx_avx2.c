@@ -18,12 +18,14 @@
 #include "mx_impl.h"
 
 /* 2^(s - 133) (MXINT8's X / 64): subnormal below s = 7; NaN for s = 0xff. */
-static inline uint32_t int8_factor_bits(uint32_t s)
+static inline uint32_t
+int8_factor_bits(uint32_t s)
 {
 	return s == MX_SCALE_NAN ? MX_NAN_BITS : s >= 7 ? (s - 6) << 23 : 1u << (s + 16);
 }
 
-static inline __m256 splat_bits(uint32_t b)
+static inline __m256
+splat_bits(uint32_t b)
 {
 	return _mm256_castsi256_ps(_mm256_set1_epi32((int32_t)b));
 }
@@ -73,8 +75,8 @@ decode_fp8(float *acc, const uint8_t *src, size_t n_blocks, bool add)
 		__m256 x = splat_bits(mx_scale_bits(scales[b]));
 
 		for (int j = 0; j < 2; j++) {
-			__m256i c = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)
-									 (src + 16 * j)));
+			__m256i c = _mm256_cvtepu8_epi16(
+				_mm_loadu_si128((const __m128i *)(src + 16 * j)));
 			__m256i mag = _mm256_and_si256(c, m7f);
 			__m256i h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(c, m80), 8),
 						    _mm256_slli_epi16(mag, 7));
@@ -131,8 +133,8 @@ round_mag(__m256i a, const struct mx_fmt *ft)
 	__m256i q;
 
 	r = _mm256_min_epi32(r, _mm256_set1_epi32(25));
-	q = _mm256_add_epi32(sig, _mm256_sub_epi32(_mm256_sllv_epi32(one, _mm256_sub_epi32(r, one)),
-						   one));
+	q = _mm256_add_epi32(
+		sig, _mm256_sub_epi32(_mm256_sllv_epi32(one, _mm256_sub_epi32(r, one)), one));
 	q = _mm256_add_epi32(q, _mm256_and_si256(_mm256_srlv_epi32(sig, r), one));
 	q = _mm256_srlv_epi32(q, r);
 	return _mm256_min_epu32(_mm256_add_epi32(hi, q), _mm256_set1_epi32((int32_t)ft->max_mag));
@@ -172,19 +174,21 @@ encode(uint8_t *dst, const float *acc, size_t n_blocks, enum sum_mx f)
 		}
 		inv = splat_bits(mx_inv_scale_bits(s));
 		for (int j = 0; j < 4; j++) {
-			__m256i y = _mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(v[j]),
-								      inv));
+			__m256i y =
+				_mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(v[j]), inv));
 			__m256i mag = round_mag(_mm256_and_si256(y, absm), ft);
 
 			/* The sign: two's complement (INT8) or the top bit of the code. */
 			if (f == SUM_MX_INT8)
 				c[j] = _mm256_and_si256(_mm256_sign_epi32(mag, y), ff);
 			else if (f == SUM_MX_FP8)
-				c[j] = _mm256_or_si256(mag, _mm256_and_si256(
-					_mm256_srli_epi32(y, 24), _mm256_set1_epi32(0x80)));
+				c[j] = _mm256_or_si256(mag,
+						       _mm256_and_si256(_mm256_srli_epi32(y, 24),
+									_mm256_set1_epi32(0x80)));
 			else
-				c[j] = _mm256_or_si256(mag, _mm256_and_si256(
-					_mm256_srli_epi32(y, 28), _mm256_set1_epi32(0x8)));
+				c[j] = _mm256_or_si256(mag,
+						       _mm256_and_si256(_mm256_srli_epi32(y, 28),
+									_mm256_set1_epi32(0x8)));
 		}
 		bytes = _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]),
 					    _mm256_packus_epi32(c[2], c[3]));
@@ -194,26 +198,26 @@ encode(uint8_t *dst, const float *acc, size_t n_blocks, enum sum_mx f)
 			continue;
 		}
 		/* Two codes a byte, the first in the low nibble. */
-		bytes = _mm256_or_si256(_mm256_and_si256(bytes, _mm256_set1_epi16(0x0f)),
-					_mm256_and_si256(_mm256_srli_epi16(bytes, 4),
-							 _mm256_set1_epi16(0xf0)));
+		bytes = _mm256_or_si256(
+			_mm256_and_si256(bytes, _mm256_set1_epi16(0x0f)),
+			_mm256_and_si256(_mm256_srli_epi16(bytes, 4), _mm256_set1_epi16(0xf0)));
 		bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(bytes, bytes), 0x08);
 		_mm_storeu_si128((__m128i *)dst, _mm256_castsi256_si128(bytes));
 	}
 }
 
-#define MX_AVX2_FORMAT(name, fmt)                                                           \
-	void mx_widen_##name##_avx2(float *acc, const uint8_t *src, size_t n_blocks)         \
-	{                                                                                   \
-		decode_##name(acc, src, n_blocks, false);                                   \
-	}                                                                                   \
-	void mx_widen_add_##name##_avx2(float *acc, const uint8_t *src, size_t n_blocks)     \
-	{                                                                                   \
-		decode_##name(acc, src, n_blocks, true);                                    \
-	}                                                                                   \
-	void mx_narrow_##name##_avx2(uint8_t *dst, const float *acc, size_t n_blocks)        \
-	{                                                                                   \
-		encode(dst, acc, n_blocks, fmt);                                            \
+#define MX_AVX2_FORMAT(name, fmt)                                                        \
+	void mx_widen_##name##_avx2(float *acc, const uint8_t *src, size_t n_blocks)     \
+	{                                                                                \
+		decode_##name(acc, src, n_blocks, false);                                \
+	}                                                                                \
+	void mx_widen_add_##name##_avx2(float *acc, const uint8_t *src, size_t n_blocks) \
+	{                                                                                \
+		decode_##name(acc, src, n_blocks, true);                                 \
+	}                                                                                \
+	void mx_narrow_##name##_avx2(uint8_t *dst, const float *acc, size_t n_blocks)    \
+	{                                                                                \
+		encode(dst, acc, n_blocks, fmt);                                         \
 	}
 
 MX_AVX2_FORMAT(int8, SUM_MX_INT8)

@@ -16,20 +16,20 @@
 
 #include "sum.h"
 
-#define MX_NAN_BITS 0x7fc00000u         /* every NaN the decoder produces */
+#define MX_NAN_BITS 0x7fc00000u /* every NaN the decoder produces */
 #define MX_SCALE_NAN 0xffu
 
 struct mx_fmt {
-	uint32_t emax;          /* exponent of the element's largest normal */
-	uint32_t mbits;         /* mantissa bits of the rounding (INT8: 6) */
-	uint32_t bias;          /* exponent bias of the rounding (INT8: 1) */
-	uint32_t max_mag;       /* largest magnitude code: saturation */
+	uint32_t emax;    /* exponent of the element's largest normal */
+	uint32_t mbits;   /* mantissa bits of the rounding (INT8: 6) */
+	uint32_t bias;    /* exponent bias of the rounding (INT8: 1) */
+	uint32_t max_mag; /* largest magnitude code: saturation */
 };
 
 static const struct mx_fmt mx_fmts[SUM_MX_COUNT] = {
-	[SUM_MX_INT8] = { 0, 6, 1, 0x7f },
-	[SUM_MX_FP8] = { 8, 3, 7, 0x7e },
-	[SUM_MX_FP4] = { 2, 1, 1, 0x7 },
+	[SUM_MX_INT8] = {0, 6, 1, 0x7f},
+	[SUM_MX_FP8] = {8, 3, 7, 0x7e},
+	[SUM_MX_FP4] = {2, 1, 1, 0x7},
 };
 
 /* The scale byte of a block from the largest |V_i| as fp32 bits: 0xff for NaN or infinity,
@@ -82,15 +82,15 @@ mx_round_mag(uint32_t a, uint32_t mbits, uint32_t bias, uint32_t max_mag)
 }
 
 /* Per-variant kernels (mx_scalar.c, mx_avx2.c, mx_avx512.c), in enum sum_mx order. */
-#define MX_DECLARE(isa)                                                                     \
-	void mx_widen_int8_##isa(float *acc, const uint8_t *src, size_t n_blocks);          \
-	void mx_widen_fp8_##isa(float *acc, const uint8_t *src, size_t n_blocks);           \
-	void mx_widen_fp4_##isa(float *acc, const uint8_t *src, size_t n_blocks);           \
-	void mx_widen_add_int8_##isa(float *acc, const uint8_t *src, size_t n_blocks);      \
-	void mx_widen_add_fp8_##isa(float *acc, const uint8_t *src, size_t n_blocks);       \
-	void mx_widen_add_fp4_##isa(float *acc, const uint8_t *src, size_t n_blocks);       \
-	void mx_narrow_int8_##isa(uint8_t *dst, const float *acc, size_t n_blocks);         \
-	void mx_narrow_fp8_##isa(uint8_t *dst, const float *acc, size_t n_blocks);          \
+#define MX_DECLARE(isa)                                                                \
+	void mx_widen_int8_##isa(float *acc, const uint8_t *src, size_t n_blocks);     \
+	void mx_widen_fp8_##isa(float *acc, const uint8_t *src, size_t n_blocks);      \
+	void mx_widen_fp4_##isa(float *acc, const uint8_t *src, size_t n_blocks);      \
+	void mx_widen_add_int8_##isa(float *acc, const uint8_t *src, size_t n_blocks); \
+	void mx_widen_add_fp8_##isa(float *acc, const uint8_t *src, size_t n_blocks);  \
+	void mx_widen_add_fp4_##isa(float *acc, const uint8_t *src, size_t n_blocks);  \
+	void mx_narrow_int8_##isa(uint8_t *dst, const float *acc, size_t n_blocks);    \
+	void mx_narrow_fp8_##isa(uint8_t *dst, const float *acc, size_t n_blocks);     \
 	void mx_narrow_fp4_##isa(uint8_t *dst, const float *acc, size_t n_blocks)
 
 MX_DECLARE(scalar);
@@ -98,10 +98,9 @@ MX_DECLARE(avx2);
 MX_DECLARE(avx512);
 
 /* The MX members of a struct sum_kernels initialiser. */
-#define MX_TABLE(isa)                                                                       \
-	.mx_widen = { mx_widen_int8_##isa, mx_widen_fp8_##isa, mx_widen_fp4_##isa },        \
-	.mx_widen_add = { mx_widen_add_int8_##isa, mx_widen_add_fp8_##isa,                  \
-			  mx_widen_add_fp4_##isa },                                         \
-	.mx_narrow = { mx_narrow_int8_##isa, mx_narrow_fp8_##isa, mx_narrow_fp4_##isa }
+#define MX_TABLE(isa)                                                                              \
+	.mx_widen = {mx_widen_int8_##isa, mx_widen_fp8_##isa, mx_widen_fp4_##isa},                 \
+	.mx_widen_add = {mx_widen_add_int8_##isa, mx_widen_add_fp8_##isa, mx_widen_add_fp4_##isa}, \
+	.mx_narrow = {mx_narrow_int8_##isa, mx_narrow_fp8_##isa, mx_narrow_fp4_##isa}
 
 #endif

@@ -11,7 +11,8 @@
 
 #include "mx_impl.h"
 
-static inline float load_f32(const float *p)
+static inline float
+load_f32(const float *p)
 {
 	float v;
 
@@ -19,12 +20,14 @@ static inline float load_f32(const float *p)
 	return v;
 }
 
-static inline void store_f32(float *p, float v)
+static inline void
+store_f32(float *p, float v)
 {
 	memcpy(p, &v, sizeof(v));
 }
 
-static inline float f32_from_bits(uint32_t u)
+static inline float
+f32_from_bits(uint32_t u)
 {
 	float f;
 
@@ -32,7 +35,8 @@ static inline float f32_from_bits(uint32_t u)
 	return f;
 }
 
-static inline uint32_t f32_to_bits(float f)
+static inline uint32_t
+f32_to_bits(float f)
 {
 	uint32_t u;
 
@@ -41,12 +45,14 @@ static inline uint32_t f32_to_bits(float f)
 }
 
 /* Element values P. E4M3: S.EEEE.MMM, bias 7, subnormals M x 2^-9, S.1111.111 NaN. */
-static inline float p_int8(uint8_t c)
+static inline float
+p_int8(uint8_t c)
 {
 	return (float)(int8_t)c * 0.015625f;
 }
 
-static inline float p_fp8(uint8_t c)
+static inline float
+p_fp8(uint8_t c)
 {
 	uint32_t sign = (uint32_t)(c & 0x80) << 24, e = (c >> 3) & 0xf, m = c & 7;
 
@@ -58,11 +64,12 @@ static inline float p_fp8(uint8_t c)
 }
 
 static const float fp4_values[16] = {
-	0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+	0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
 	-0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f,
 };
 
-static inline float p_fp4(const uint8_t *e, unsigned int i)
+static inline float
+p_fp4(const uint8_t *e, unsigned int i)
 {
 	return fp4_values[(e[i >> 1] >> ((i & 1) * 4)) & 0xf];
 }
@@ -80,7 +87,8 @@ decode_loop(float *acc, const uint8_t *src, size_t n_blocks, enum sum_mx f, bool
 
 		for (unsigned int i = 0; i < SUM_MX_BLOCK; i++) {
 			float p = f == SUM_MX_INT8 ? p_int8(e[i]) :
-				  f == SUM_MX_FP8 ? p_fp8(e[i]) : p_fp4(e, i);
+				  f == SUM_MX_FP8  ? p_fp8(e[i]) :
+						     p_fp4(e, i);
 			float v = p * x;
 
 			store_f32(&acc[i], add ? load_f32(&acc[i]) + v : v);
@@ -114,8 +122,8 @@ encode_loop(uint8_t *dst, const float *acc, size_t n_blocks, enum sum_mx f)
 		inv = f32_from_bits(mx_inv_scale_bits(s));
 		for (unsigned int i = 0; i < SUM_MX_BLOCK; i++) {
 			uint32_t y = f32_to_bits(load_f32(&acc[i]) * inv);
-			uint32_t mag = mx_round_mag(y & 0x7fffffffu, ft->mbits, ft->bias,
-						    ft->max_mag);
+			uint32_t mag =
+				mx_round_mag(y & 0x7fffffffu, ft->mbits, ft->bias, ft->max_mag);
 			uint32_t c;
 
 			if (f == SUM_MX_INT8)
@@ -134,18 +142,18 @@ encode_loop(uint8_t *dst, const float *acc, size_t n_blocks, enum sum_mx f)
 	}
 }
 
-#define MX_SCALAR_FORMAT(name, fmt)                                                         \
-	void mx_widen_##name##_scalar(float *acc, const uint8_t *src, size_t n_blocks)       \
-	{                                                                                   \
-		decode_loop(acc, src, n_blocks, fmt, false);                                \
-	}                                                                                   \
-	void mx_widen_add_##name##_scalar(float *acc, const uint8_t *src, size_t n_blocks)   \
-	{                                                                                   \
-		decode_loop(acc, src, n_blocks, fmt, true);                                 \
-	}                                                                                   \
-	void mx_narrow_##name##_scalar(uint8_t *dst, const float *acc, size_t n_blocks)      \
-	{                                                                                   \
-		encode_loop(dst, acc, n_blocks, fmt);                                       \
+#define MX_SCALAR_FORMAT(name, fmt)                                                        \
+	void mx_widen_##name##_scalar(float *acc, const uint8_t *src, size_t n_blocks)     \
+	{                                                                                  \
+		decode_loop(acc, src, n_blocks, fmt, false);                               \
+	}                                                                                  \
+	void mx_widen_add_##name##_scalar(float *acc, const uint8_t *src, size_t n_blocks) \
+	{                                                                                  \
+		decode_loop(acc, src, n_blocks, fmt, true);                                \
+	}                                                                                  \
+	void mx_narrow_##name##_scalar(uint8_t *dst, const float *acc, size_t n_blocks)    \
+	{                                                                                  \
+		encode_loop(dst, acc, n_blocks, fmt);                                      \
 	}
 
 MX_SCALAR_FORMAT(int8, SUM_MX_INT8)

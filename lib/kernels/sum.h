@@ -74,9 +74,9 @@
 
 /** Instruction-set variants of the kernels, in increasing order of preference. */
 enum sum_isa {
-	SUM_ISA_SCALAR = 0,     /* portable C, the reference in tests; always available */
-	SUM_ISA_AVX2,           /* AVX2 + F16C + FMA, 256-bit vectors */
-	SUM_ISA_AVX512,         /* AVX-512 F + BW, 512-bit vectors */
+	SUM_ISA_SCALAR = 0, /* portable C, the reference in tests; always available */
+	SUM_ISA_AVX2,       /* AVX2 + F16C + FMA, 256-bit vectors */
+	SUM_ISA_AVX512,     /* AVX-512 F + BW, 512-bit vectors */
 	SUM_ISA_COUNT,
 };
 
@@ -88,13 +88,13 @@ enum sum_isa {
  * low nibble), then the n_blocks scale bytes.
  */
 enum sum_mx {
-	SUM_MX_INT8 = 0,        /* MXINT8: two's complement, value n / 64 */
-	SUM_MX_FP8,             /* MXFP8 with E4M3 elements (bias 7, no infinity) */
-	SUM_MX_FP4,             /* MXFP4 with E2M1 elements (bias 1, no infinity, no NaN) */
+	SUM_MX_INT8 = 0, /* MXINT8: two's complement, value n / 64 */
+	SUM_MX_FP8,      /* MXFP8 with E4M3 elements (bias 7, no infinity) */
+	SUM_MX_FP4,      /* MXFP4 with E2M1 elements (bias 1, no infinity, no NaN) */
 	SUM_MX_COUNT,
 };
 
-#define SUM_MX_BLOCK 32u        /* elements per block */
+#define SUM_MX_BLOCK 32u /* elements per block */
 
 /** Element bytes of one block of a format (the scale byte comes on top); 0 if unknown. */
 static inline unsigned int
@@ -108,9 +108,9 @@ sum_mx_elem_bytes(enum sum_mx f)
  * one at start and keep the pointer (e.g. in the per-lcore context).
  */
 struct sum_kernels {
-	const char *name;               /* "scalar", "avx2", "avx512" */
+	const char *name; /* "scalar", "avx2", "avx512" */
 	enum sum_isa isa;
-	unsigned int bitwidth;          /* vector width used, in bits (64 for scalar) */
+	unsigned int bitwidth; /* vector width used, in bits (64 for scalar) */
 
 	/** acc[i] += src[i] for i in [0, n), fp32, in place (acc is the first packet's payload). */
 	void (*sum_f32)(float *acc, const float *src, size_t n);
@@ -187,7 +187,7 @@ sum_csum_tail(uint64_t acc, const uint8_t *p, size_t n)
 		acc += w;
 	}
 	if (n != 0) {
-		uint8_t t[2] = { p[0], 0 };
+		uint8_t t[2] = {p[0], 0};
 		uint16_t w;
 
 		__builtin_memcpy(&w, t, 2);

@@ -23,27 +23,32 @@ static const int32_t mask_tbl[2 * LANES] = {
 	-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 
-static inline __m256i tail_mask(size_t k)
+static inline __m256i
+tail_mask(size_t k)
 {
 	return _mm256_loadu_si256((const __m256i *)(mask_tbl + LANES - k));
 }
 
-static inline __m256 cvt_f16(__m128i h)
+static inline __m256
+cvt_f16(__m128i h)
 {
 	return _mm256_cvtph_ps(h);
 }
 
-static inline __m256 cvt_bf16(__m128i h)
+static inline __m256
+cvt_bf16(__m128i h)
 {
 	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-static inline __m128i to_f16(__m256 a)
+static inline __m128i
+to_f16(__m256 a)
 {
 	return _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-static inline __m128i to_bf16(__m256 a)
+static inline __m128i
+to_bf16(__m256 a)
 {
 	__m256i x = _mm256_castps_si256(a);
 	__m256i hi = _mm256_srli_epi32(x, 16);
@@ -57,13 +62,15 @@ static inline __m128i to_bf16(__m256 a)
 	return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
 }
 
-static inline __m128i load_u16(const uint16_t *p)
+static inline __m128i
+load_u16(const uint16_t *p)
 {
 	return _mm_loadu_si128((const __m128i *)p);
 }
 
 /* Copy k < 8 16-bit elements into a zero-padded vector. */
-static inline __m128i load_u16_tail(const uint16_t *p, size_t k)
+static inline __m128i
+load_u16_tail(const uint16_t *p, size_t k)
 {
 	uint16_t buf[LANES] = {0};
 
@@ -71,7 +78,8 @@ static inline __m128i load_u16_tail(const uint16_t *p, size_t k)
 	return _mm_loadu_si128((const __m128i *)buf);
 }
 
-static inline void store_u16_tail(uint16_t *p, __m128i v, size_t k)
+static inline void
+store_u16_tail(uint16_t *p, __m128i v, size_t k)
 {
 	uint16_t buf[LANES];
 
@@ -79,15 +87,19 @@ static inline void store_u16_tail(uint16_t *p, __m128i v, size_t k)
 	memcpy(p, buf, k * sizeof(*p));
 }
 
-static void sum_f32_avx2(float *acc, const float *src, size_t n)
+static void
+sum_f32_avx2(float *acc, const float *src, size_t n)
 {
 	size_t i = 0;
 
 	for (; i + 4 * LANES <= n; i += 4 * LANES) {
 		__m256 a0 = _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(src + i));
-		__m256 a1 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 8), _mm256_loadu_ps(src + i + 8));
-		__m256 a2 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 16), _mm256_loadu_ps(src + i + 16));
-		__m256 a3 = _mm256_add_ps(_mm256_loadu_ps(acc + i + 24), _mm256_loadu_ps(src + i + 24));
+		__m256 a1 =
+			_mm256_add_ps(_mm256_loadu_ps(acc + i + 8), _mm256_loadu_ps(src + i + 8));
+		__m256 a2 =
+			_mm256_add_ps(_mm256_loadu_ps(acc + i + 16), _mm256_loadu_ps(src + i + 16));
+		__m256 a3 =
+			_mm256_add_ps(_mm256_loadu_ps(acc + i + 24), _mm256_loadu_ps(src + i + 24));
 
 		_mm256_storeu_ps(acc + i, a0);
 		_mm256_storeu_ps(acc + i + 8, a1);
@@ -95,8 +107,8 @@ static void sum_f32_avx2(float *acc, const float *src, size_t n)
 		_mm256_storeu_ps(acc + i + 24, a3);
 	}
 	for (; i + LANES <= n; i += LANES)
-		_mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i),
-							_mm256_loadu_ps(src + i)));
+		_mm256_storeu_ps(acc + i,
+				 _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(src + i)));
 	if (i < n) {
 		__m256i m = tail_mask(n - i);
 		__m256 a = _mm256_add_ps(_mm256_maskload_ps(acc + i, m),
@@ -179,32 +191,38 @@ narrow_loop(uint16_t *dst, const float *acc, size_t n, narrow_cvt_t cvt)
 		store_u16_tail(dst + i, cvt(_mm256_maskload_ps(acc + i, tail_mask(n - i))), n - i);
 }
 
-static void widen_f16_avx2(float *acc, const uint16_t *src, size_t n)
+static void
+widen_f16_avx2(float *acc, const uint16_t *src, size_t n)
 {
 	widen_loop(acc, src, n, cvt_f16, false);
 }
 
-static void widen_add_f16_avx2(float *acc, const uint16_t *src, size_t n)
+static void
+widen_add_f16_avx2(float *acc, const uint16_t *src, size_t n)
 {
 	widen_loop(acc, src, n, cvt_f16, true);
 }
 
-static void narrow_f16_avx2(uint16_t *dst, const float *acc, size_t n)
+static void
+narrow_f16_avx2(uint16_t *dst, const float *acc, size_t n)
 {
 	narrow_loop(dst, acc, n, to_f16);
 }
 
-static void widen_bf16_avx2(float *acc, const uint16_t *src, size_t n)
+static void
+widen_bf16_avx2(float *acc, const uint16_t *src, size_t n)
 {
 	widen_loop(acc, src, n, cvt_bf16, false);
 }
 
-static void widen_add_bf16_avx2(float *acc, const uint16_t *src, size_t n)
+static void
+widen_add_bf16_avx2(float *acc, const uint16_t *src, size_t n)
 {
 	widen_loop(acc, src, n, cvt_bf16, true);
 }
 
-static void narrow_bf16_avx2(uint16_t *dst, const float *acc, size_t n)
+static void
+narrow_bf16_avx2(uint16_t *dst, const float *acc, size_t n)
 {
 	narrow_loop(dst, acc, n, to_bf16);
 }

@@ -18,38 +18,45 @@
 
 #define LANES 16
 
-static inline __mmask16 tail_mask(size_t k)
+static inline __mmask16
+tail_mask(size_t k)
 {
 	return (__mmask16)((1u << k) - 1);
 }
 
 /* Load k <= 16 16-bit elements (the rest zero) without touching memory past them. */
-static inline __m256i load_u16_mask(const uint16_t *p, __mmask16 m)
+static inline __m256i
+load_u16_mask(const uint16_t *p, __mmask16 m)
 {
 	return _mm512_castsi512_si256(_mm512_maskz_loadu_epi16((__mmask32)m, p));
 }
 
-static inline __m512 cvt_f16(__m256i h)
+static inline __m512
+cvt_f16(__m256i h)
 {
 	return _mm512_cvtph_ps(h);
 }
 
-static inline __m512 cvt_bf16(__m256i h)
+static inline __m512
+cvt_bf16(__m256i h)
 {
 	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-static inline __m256i load_u16(const uint16_t *p)
+static inline __m256i
+load_u16(const uint16_t *p)
 {
 	return _mm256_loadu_si256((const __m256i *)p);
 }
 
-static inline __m256i to_f16(__m512 a)
+static inline __m256i
+to_f16(__m512 a)
 {
 	return _mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-static inline __m256i to_bf16(__m512 a)
+static inline __m256i
+to_bf16(__m512 a)
 {
 	__m512i x = _mm512_castps_si512(a);
 	__m512i hi = _mm512_srli_epi32(x, 16);
@@ -64,20 +71,25 @@ static inline __m256i to_bf16(__m512 a)
 }
 
 /* Store the first k <= 16 16-bit elements of h, where m = tail_mask(k). */
-static inline void store_u16_mask(uint16_t *p, __mmask16 m, __m256i h)
+static inline void
+store_u16_mask(uint16_t *p, __mmask16 m, __m256i h)
 {
 	_mm512_mask_storeu_epi16(p, (__mmask32)m, _mm512_zextsi256_si512(h));
 }
 
-static void sum_f32_avx512(float *acc, const float *src, size_t n)
+static void
+sum_f32_avx512(float *acc, const float *src, size_t n)
 {
 	size_t i = 0;
 
 	for (; i + 4 * LANES <= n; i += 4 * LANES) {
 		__m512 a0 = _mm512_add_ps(_mm512_loadu_ps(acc + i), _mm512_loadu_ps(src + i));
-		__m512 a1 = _mm512_add_ps(_mm512_loadu_ps(acc + i + 16), _mm512_loadu_ps(src + i + 16));
-		__m512 a2 = _mm512_add_ps(_mm512_loadu_ps(acc + i + 32), _mm512_loadu_ps(src + i + 32));
-		__m512 a3 = _mm512_add_ps(_mm512_loadu_ps(acc + i + 48), _mm512_loadu_ps(src + i + 48));
+		__m512 a1 =
+			_mm512_add_ps(_mm512_loadu_ps(acc + i + 16), _mm512_loadu_ps(src + i + 16));
+		__m512 a2 =
+			_mm512_add_ps(_mm512_loadu_ps(acc + i + 32), _mm512_loadu_ps(src + i + 32));
+		__m512 a3 =
+			_mm512_add_ps(_mm512_loadu_ps(acc + i + 48), _mm512_loadu_ps(src + i + 48));
 
 		_mm512_storeu_ps(acc + i, a0);
 		_mm512_storeu_ps(acc + i + 16, a1);
@@ -85,8 +97,8 @@ static void sum_f32_avx512(float *acc, const float *src, size_t n)
 		_mm512_storeu_ps(acc + i + 48, a3);
 	}
 	for (; i + LANES <= n; i += LANES)
-		_mm512_storeu_ps(acc + i, _mm512_add_ps(_mm512_loadu_ps(acc + i),
-							_mm512_loadu_ps(src + i)));
+		_mm512_storeu_ps(acc + i,
+				 _mm512_add_ps(_mm512_loadu_ps(acc + i), _mm512_loadu_ps(src + i)));
 	if (i < n) {
 		__mmask16 m = tail_mask(n - i);
 		__m512 a = _mm512_add_ps(_mm512_maskz_loadu_ps(m, acc + i),
@@ -172,32 +184,38 @@ narrow_loop(uint16_t *dst, const float *acc, size_t n, narrow_cvt_t cvt)
 	}
 }
 
-static void widen_f16_avx512(float *acc, const uint16_t *src, size_t n)
+static void
+widen_f16_avx512(float *acc, const uint16_t *src, size_t n)
 {
 	widen_loop(acc, src, n, cvt_f16, false);
 }
 
-static void widen_add_f16_avx512(float *acc, const uint16_t *src, size_t n)
+static void
+widen_add_f16_avx512(float *acc, const uint16_t *src, size_t n)
 {
 	widen_loop(acc, src, n, cvt_f16, true);
 }
 
-static void narrow_f16_avx512(uint16_t *dst, const float *acc, size_t n)
+static void
+narrow_f16_avx512(uint16_t *dst, const float *acc, size_t n)
 {
 	narrow_loop(dst, acc, n, to_f16);
 }
 
-static void widen_bf16_avx512(float *acc, const uint16_t *src, size_t n)
+static void
+widen_bf16_avx512(float *acc, const uint16_t *src, size_t n)
 {
 	widen_loop(acc, src, n, cvt_bf16, false);
 }
 
-static void widen_add_bf16_avx512(float *acc, const uint16_t *src, size_t n)
+static void
+widen_add_bf16_avx512(float *acc, const uint16_t *src, size_t n)
 {
 	widen_loop(acc, src, n, cvt_bf16, true);
 }
 
-static void narrow_bf16_avx512(uint16_t *dst, const float *acc, size_t n)
+static void
+narrow_bf16_avx512(uint16_t *dst, const float *acc, size_t n)
 {
 	narrow_loop(dst, acc, n, to_bf16);
 }

@@ -14,7 +14,8 @@
 #include "mx_impl.h"
 #include "sum.h"
 
-static inline float load_f32(const float *p)
+static inline float
+load_f32(const float *p)
 {
 	float v;
 
@@ -22,12 +23,14 @@ static inline float load_f32(const float *p)
 	return v;
 }
 
-static inline void store_f32(float *p, float v)
+static inline void
+store_f32(float *p, float v)
 {
 	memcpy(p, &v, sizeof(v));
 }
 
-static inline uint16_t load_u16(const uint16_t *p)
+static inline uint16_t
+load_u16(const uint16_t *p)
 {
 	uint16_t v;
 
@@ -35,12 +38,14 @@ static inline uint16_t load_u16(const uint16_t *p)
 	return v;
 }
 
-static inline void store_u16(uint16_t *p, uint16_t v)
+static inline void
+store_u16(uint16_t *p, uint16_t v)
 {
 	memcpy(p, &v, sizeof(v));
 }
 
-static inline float f32_from_bits(uint32_t u)
+static inline float
+f32_from_bits(uint32_t u)
 {
 	float f;
 
@@ -48,7 +53,8 @@ static inline float f32_from_bits(uint32_t u)
 	return f;
 }
 
-static inline uint32_t f32_to_bits(float f)
+static inline uint32_t
+f32_to_bits(float f)
 {
 	uint32_t u;
 
@@ -57,7 +63,8 @@ static inline uint32_t f32_to_bits(float f)
 }
 
 /* IEEE half -> fp32, exact. NaN: sign and payload kept, quiet bit set (as vcvtph2ps). */
-static inline float f16_to_f32(uint16_t h)
+static inline float
+f16_to_f32(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
 	uint32_t exp = (h >> 10) & 0x1f;
@@ -74,13 +81,14 @@ static inline float f16_to_f32(uint16_t h)
 	if (mant == 0)
 		return f32_from_bits(sign);
 	/* Subnormal mant * 2^-24: normalise so that bit 10 is the implicit one. */
-	shift = __builtin_clz(mant) - 21;       /* 1 .. 10 */
+	shift = __builtin_clz(mant) - 21; /* 1 .. 10 */
 	mant = (mant << shift) & 0x3ff;
 	return f32_from_bits(sign | ((uint32_t)(113 - shift) << 23) | (mant << 13));
 }
 
 /* fp32 -> IEEE half, round to nearest even. NaN: quiet, sign and top 10 payload bits kept. */
-static inline uint16_t f32_to_f16(float f)
+static inline uint16_t
+f32_to_f16(float f)
 {
 	uint32_t x = f32_to_bits(f);
 	uint32_t sign = (x >> 16) & 0x8000;
@@ -88,36 +96,38 @@ static inline uint16_t f32_to_f16(float f)
 	uint32_t mant, q, rem, half;
 	int shift;
 
-	if (ax > 0x7f800000)                    /* NaN */
+	if (ax > 0x7f800000) /* NaN */
 		return (uint16_t)(sign | 0x7e00 | ((ax >> 13) & 0x3ff));
-	if (ax >= 0x477ff000)                   /* >= 65520 (halfway above 65504), or inf */
+	if (ax >= 0x477ff000) /* >= 65520 (halfway above 65504), or inf */
 		return (uint16_t)(sign | 0x7c00);
-	if (ax >= 0x38800000) {                 /* >= 2^-14: normal half */
+	if (ax >= 0x38800000) { /* >= 2^-14: normal half */
 		ax -= (uint32_t)(127 - 15) << 23;
 		ax += 0xfff + ((ax >> 13) & 1);
 		return (uint16_t)(sign | (ax >> 13));
 	}
-	if (ax <= 0x33000000)                   /* <= 2^-25: rounds (ties to even) to zero */
+	if (ax <= 0x33000000) /* <= 2^-25: rounds (ties to even) to zero */
 		return (uint16_t)sign;
 	/* Subnormal half q * 2^-24 with q = mant * 2^(exp - 150 + 24), exp in 102 .. 112. */
-	shift = 126 - (int)(ax >> 23);          /* 14 .. 24 */
+	shift = 126 - (int)(ax >> 23); /* 14 .. 24 */
 	mant = (ax & 0x7fffff) | 0x800000;
 	q = mant >> shift;
 	rem = mant & ((1u << shift) - 1);
 	half = 1u << (shift - 1);
 	if (rem > half || (rem == half && (q & 1)))
-		q++;                            /* may carry into the smallest normal, 0x400 */
+		q++; /* may carry into the smallest normal, 0x400 */
 	return (uint16_t)(sign | q);
 }
 
 /* bf16 -> fp32: exact on every bit pattern. */
-static inline float bf16_to_f32(uint16_t h)
+static inline float
+bf16_to_f32(uint16_t h)
 {
 	return f32_from_bits((uint32_t)h << 16);
 }
 
 /* fp32 -> bf16, round to nearest even. NaN: quiet, sign and top 7 payload bits kept. */
-static inline uint16_t f32_to_bf16(float f)
+static inline uint16_t
+f32_to_bf16(float f)
 {
 	uint32_t x = f32_to_bits(f);
 
@@ -127,7 +137,8 @@ static inline uint16_t f32_to_bf16(float f)
 	return (uint16_t)(x >> 16);
 }
 
-static void sum_f32_scalar(float *acc, const float *src, size_t n)
+static void
+sum_f32_scalar(float *acc, const float *src, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		store_f32(&acc[i], load_f32(&acc[i]) + load_f32(&src[i]));
@@ -157,32 +168,38 @@ narrow_loop(uint16_t *dst, const float *acc, size_t n, uint16_t (*cvt)(float f))
 		store_u16(&dst[i], cvt(load_f32(&acc[i])));
 }
 
-static void widen_f16_scalar(float *acc, const uint16_t *src, size_t n)
+static void
+widen_f16_scalar(float *acc, const uint16_t *src, size_t n)
 {
 	widen_loop(acc, src, n, f16_to_f32, false);
 }
 
-static void widen_add_f16_scalar(float *acc, const uint16_t *src, size_t n)
+static void
+widen_add_f16_scalar(float *acc, const uint16_t *src, size_t n)
 {
 	widen_loop(acc, src, n, f16_to_f32, true);
 }
 
-static void narrow_f16_scalar(uint16_t *dst, const float *acc, size_t n)
+static void
+narrow_f16_scalar(uint16_t *dst, const float *acc, size_t n)
 {
 	narrow_loop(dst, acc, n, f32_to_f16);
 }
 
-static void widen_bf16_scalar(float *acc, const uint16_t *src, size_t n)
+static void
+widen_bf16_scalar(float *acc, const uint16_t *src, size_t n)
 {
 	widen_loop(acc, src, n, bf16_to_f32, false);
 }
 
-static void widen_add_bf16_scalar(float *acc, const uint16_t *src, size_t n)
+static void
+widen_add_bf16_scalar(float *acc, const uint16_t *src, size_t n)
 {
 	widen_loop(acc, src, n, bf16_to_f32, true);
 }
 
-static void narrow_bf16_scalar(uint16_t *dst, const float *acc, size_t n)
+static void
+narrow_bf16_scalar(uint16_t *dst, const float *acc, size_t n)
 {
 	narrow_loop(dst, acc, n, f32_to_bf16);
 }

@@ -10,7 +10,8 @@
 #include "sum.h"
 
 #ifdef SUM_HAVE_AVX2
-static bool cpu_avx2(void)
+static bool
+cpu_avx2(void)
 {
 	__builtin_cpu_init();
 	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
@@ -19,14 +20,16 @@ static bool cpu_avx2(void)
 #endif
 
 #ifdef SUM_HAVE_AVX512
-static bool cpu_avx512(void)
+static bool
+cpu_avx512(void)
 {
 	__builtin_cpu_init();
 	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 }
 #endif
 
-const struct sum_kernels *sum_kernels_get(enum sum_isa isa)
+const struct sum_kernels *
+sum_kernels_get(enum sum_isa isa)
 {
 	switch (isa) {
 	case SUM_ISA_SCALAR:
@@ -49,7 +52,8 @@ const struct sum_kernels *sum_kernels_get(enum sum_isa isa)
 	return NULL;
 }
 
-const struct sum_kernels *sum_kernels_select(unsigned int max_bitwidth)
+const struct sum_kernels *
+sum_kernels_select(unsigned int max_bitwidth)
 {
 	const struct sum_kernels *k;
 

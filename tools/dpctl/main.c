@@ -33,11 +33,11 @@
 #define DEFAULT_TIMEOUT_MS 5000
 
 /* Keys of a response that are the envelope, not results. */
-static const char *const envelope[] = { "version", "id", "ok", "errno", "error" };
+static const char *const envelope[] = {"version", "id", "ok", "errno", "error"};
 
 struct opts {
 	const char *socket;
-	struct tls_opts tls_opts;       /* for a tls:// endpoint: the files, and the name the
+	struct tls_opts tls_opts; /* for a tls:// endpoint: the files, and the name the
 					 * gateway's certificate must carry */
 	struct ctltls_ctx *tls;
 	int timeout_ms;
@@ -136,7 +136,7 @@ flatten(struct leaves *l, const char *prefix, const json_t *obj)
 	json_t *v;
 	char key[128];
 
-	json_object_foreach((json_t *)obj, k, v) {
+	json_object_foreach ((json_t *)obj, k, v) {
 		if (prefix[0] == '\0' && is_envelope(k))
 			continue;
 		snprintf(key, sizeof(key), "%s%s%s", prefix, prefix[0] ? "." : "", k);
@@ -160,7 +160,7 @@ leaves_get(const struct leaves *l, const char *key)
 static void
 print_object(const json_t *obj, int ind)
 {
-	struct leaves l = { 0 };
+	struct leaves l = {0};
 	size_t w = 0;
 	char buf[256];
 
@@ -184,9 +184,9 @@ print_array_table(const json_t *arr, int ind)
 {
 	size_t n = json_array_size(arr), rows_w = 5, i, j, r;
 	struct leaves *items = calloc(n, sizeof(*items));
-	struct leaves rows = { 0 };
+	struct leaves rows = {0};
 	size_t *col_w = calloc(n + 1, sizeof(*col_w));
-	char (*head)[64] = calloc(n, sizeof(*head));
+	char(*head)[64] = calloc(n, sizeof(*head));
 	const char *first = NULL;
 	char buf[256];
 
@@ -244,8 +244,8 @@ print_array_table(const json_t *arr, int ind)
 		for (i = 0; i < n; i++) {
 			const json_t *v = leaves_get(&items[i], rows.p[r].key);
 
-			printf("  %*s", (int)col_w[i], v != NULL ? value_text(v, buf, sizeof(buf))
-							       : "-");
+			printf("  %*s", (int)col_w[i],
+			       v != NULL ? value_text(v, buf, sizeof(buf)) : "-");
 			if (v != NULL && !json_is_integer(v))
 				all_int = false;
 			else if (v != NULL)
@@ -274,7 +274,7 @@ print_generic(const struct opts *o, const json_t *resp, double ms)
 
 	(void)o;
 	(void)ms;
-	json_object_foreach((json_t *)resp, k, v) {
+	json_object_foreach ((json_t *)resp, k, v) {
 		if (is_envelope(k))
 			continue;
 		if (json_is_array(v) && json_array_size(v) > 0 &&
@@ -306,8 +306,8 @@ print_version(const struct opts *o, const json_t *resp, double ms)
 		print_generic(o, resp, ms);
 		return;
 	}
-	printf("%s %s, control protocol %" JSON_INTEGER_FORMAT ", tables %s\n", program,
-	       version, protocol, format);
+	printf("%s %s, control protocol %" JSON_INTEGER_FORMAT ", tables %s\n", program, version,
+	       protocol, format);
 }
 
 static void
@@ -323,8 +323,8 @@ print_state(const struct opts *o, const json_t *resp, double ms)
 	json_int_t job, epoch;
 	const char *state;
 
-	if (json_unpack((json_t *)resp, "{s:I, s:I, s:s}", "job", &job, "epoch", &epoch,
-			"state", &state) != 0) {
+	if (json_unpack((json_t *)resp, "{s:I, s:I, s:s}", "job", &job, "epoch", &epoch, "state",
+			&state) != 0) {
 		print_generic(o, resp, ms);
 		return;
 	}
@@ -352,8 +352,10 @@ gw_text(const json_t *g, char *buf, size_t len)
 		snprintf(buf, len, "none");
 	else if (json_unpack((json_t *)g, "{s:I, s:s, s:I, s:I}", "id", &id, "ipv4", &ip,
 			     "base_port", &port, "ports", &ports) == 0)
-		snprintf(buf, len, "%" JSON_INTEGER_FORMAT " %s:%" JSON_INTEGER_FORMAT
-			 "+%" JSON_INTEGER_FORMAT, id, ip, port, ports);
+		snprintf(buf, len,
+			 "%" JSON_INTEGER_FORMAT " %s:%" JSON_INTEGER_FORMAT
+			 "+%" JSON_INTEGER_FORMAT,
+			 id, ip, port, ports);
 	else
 		value_text(g, buf, len);
 	return buf;
@@ -372,32 +374,32 @@ print_table(const json_t *item)
 	if (!json_is_object(tb))
 		tb = item;
 	json_unpack((json_t *)item, "{s:s}", "state", &state);
-	if (json_unpack((json_t *)tb, "{s:I, s:I, s:s, s:I, s:I}", "job", &job, "epoch",
-			&epoch, "dtype", &dtype, "elements", &elements, "chunk_elements",
-			&chunk_el) != 0) {
+	if (json_unpack((json_t *)tb, "{s:I, s:I, s:s, s:I, s:I}", "job", &job, "epoch", &epoch,
+			"dtype", &dtype, "elements", &elements, "chunk_elements", &chunk_el) != 0) {
 		printf("%s\n", value_text(item, buf, sizeof(buf)));
 		return;
 	}
 	printf("job %" JSON_INTEGER_FORMAT " epoch %" JSON_INTEGER_FORMAT " (%s): gateway %s, "
 	       "%" JSON_INTEGER_FORMAT " %s elements in chunks of %" JSON_INTEGER_FORMAT
-	       ", %zu trees\n", job, epoch, state,
-	       gw_text(json_object_get(tb, "gateway"), gw, sizeof(gw)), elements, dtype,
-	       chunk_el, json_array_size(json_object_get(tb, "trees")));
-	json_array_foreach(json_object_get(tb, "trees"), i, tree) {
+	       ", %zu trees\n",
+	       job, epoch, state, gw_text(json_object_get(tb, "gateway"), gw, sizeof(gw)), elements,
+	       dtype, chunk_el, json_array_size(json_object_get(tb, "trees")));
+	json_array_foreach (json_object_get(tb, "trees"), i, tree) {
 		json_int_t id = -1, first = 0, count = 0, expected = 0, slots = 0;
 		const char *role = "?";
 		double rate = 0;
 
-		json_unpack((json_t *)tree, "{s?I, s?s, s?I, s?I, s?I, s?I, s?F}", "id", &id, "role", &role,
-			    "chunk_first", &first, "chunk_count", &count, "expected", &expected,
-			    "slots", &slots, "rate_gbps", &rate);
-		printf("  tree %" JSON_INTEGER_FORMAT " %s: chunks %" JSON_INTEGER_FORMAT "..%"
-		       JSON_INTEGER_FORMAT ", %g Gbit/s, %" JSON_INTEGER_FORMAT " slots, expects %"
-		       JSON_INTEGER_FORMAT " (%zu workers), parent %s, children [", id, role,
-		       first, first + count - 1, rate, slots, expected,
+		json_unpack((json_t *)tree, "{s?I, s?s, s?I, s?I, s?I, s?I, s?F}", "id", &id,
+			    "role", &role, "chunk_first", &first, "chunk_count", &count, "expected",
+			    &expected, "slots", &slots, "rate_gbps", &rate);
+		printf("  tree %" JSON_INTEGER_FORMAT " %s: chunks %" JSON_INTEGER_FORMAT
+		       "..%" JSON_INTEGER_FORMAT ", %g Gbit/s, %" JSON_INTEGER_FORMAT
+		       " slots, expects %" JSON_INTEGER_FORMAT
+		       " (%zu workers), parent %s, children [",
+		       id, role, first, first + count - 1, rate, slots, expected,
 		       json_array_size(json_object_get(tree, "workers")),
 		       gw_text(json_object_get(tree, "parent"), gw, sizeof(gw)));
-		json_array_foreach(json_object_get(tree, "children"), j, child) {
+		json_array_foreach (json_object_get(tree, "children"), j, child) {
 			json_int_t below;
 
 			printf("%s%s", j ? ", " : "", gw_text(child, gw, sizeof(gw)));
@@ -421,7 +423,7 @@ print_dump(const struct opts *o, const json_t *resp, double ms)
 	}
 	if (json_array_size(tables) == 0)
 		printf("no tables\n");
-	json_array_foreach(tables, i, item)
+	json_array_foreach (tables, i, item)
 		print_table(item);
 }
 
@@ -480,7 +482,7 @@ add_u32(json_t *obj, const char *name, const char *key, const char *s)
 static int
 build_job_epoch(const struct command *cmd, char **argv, int argc, json_t **args)
 {
-	static const char *const names[][2] = { { "JOB", "job" }, { "EPOCH", "epoch" } };
+	static const char *const names[][2] = {{"JOB", "job"}, {"EPOCH", "epoch"}};
 	json_t *obj = json_object();
 
 	(void)cmd;
@@ -499,22 +501,24 @@ build_job_epoch(const struct command *cmd, char **argv, int argc, json_t **args)
 }
 
 static const struct command commands[] = {
-	{ "version", 0, 0, "", "program, version, protocol and table format of the dataplane",
-	  build_none, print_version },
-	{ "ping", 0, 0, "", "check that the dataplane answers; prints the round trip",
-	  build_none, print_ping },
-	{ "prepare", 1, 1, "TABLE_FILE", "stage a georeduce-table/1 table without making it "
-	  "live ('-': stdin)", build_table, print_state },
-	{ "activate", 2, 2, "JOB EPOCH", "make a staged epoch live; answers once workers use it",
-	  build_job_epoch, print_state },
-	{ "install", 1, 1, "TABLE_FILE", "prepare and activate in one step ('-': stdin)",
-	  build_table, print_state },
-	{ "remove", 1, 1, "JOB", "retire a job: its slots drain, then its tables are freed",
-	  build_job_epoch, print_removed },
-	{ "stats", 0, 0, "", "per-lcore and per-port counters, memory and jobs",
-	  build_none, print_generic },
-	{ "dump", 0, 1, "[JOB]", "the live and draining tables, of one job or all",
-	  build_job_epoch, print_dump },
+	{"version", 0, 0, "", "program, version, protocol and table format of the dataplane",
+	 build_none, print_version},
+	{"ping", 0, 0, "", "check that the dataplane answers; prints the round trip", build_none,
+	 print_ping},
+	{"prepare", 1, 1, "TABLE_FILE",
+	 "stage a georeduce-table/1 table without making it "
+	 "live ('-': stdin)",
+	 build_table, print_state},
+	{"activate", 2, 2, "JOB EPOCH", "make a staged epoch live; answers once workers use it",
+	 build_job_epoch, print_state},
+	{"install", 1, 1, "TABLE_FILE", "prepare and activate in one step ('-': stdin)",
+	 build_table, print_state},
+	{"remove", 1, 1, "JOB", "retire a job: its slots drain, then its tables are freed",
+	 build_job_epoch, print_removed},
+	{"stats", 0, 0, "", "per-lcore and per-port counters, memory and jobs", build_none,
+	 print_generic},
+	{"dump", 0, 1, "[JOB]", "the live and draining tables, of one job or all", build_job_epoch,
+	 print_dump},
 };
 
 static void
@@ -541,7 +545,8 @@ usage(FILE *f)
 		"  -j, --json            print the response object as JSON instead of text\n"
 		"  -h, --help            this help\n"
 		"\n"
-		"Commands:\n", DEFAULT_TIMEOUT_MS);
+		"Commands:\n",
+		DEFAULT_TIMEOUT_MS);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		char head[64];
 
@@ -626,7 +631,8 @@ run_raw(const struct opts *o, const char *text)
 		return CLI_EXIT_USAGE;
 	}
 	op = json_is_string(json_object_get(req, "op")) ?
-		json_string_value(json_object_get(req, "op")) : "raw";
+		     json_string_value(json_object_get(req, "op")) :
+		     "raw";
 	if (connect_or_say(o, &c) < 0) {
 		json_decref(req);
 		return CLI_EXIT_USAGE;
@@ -689,14 +695,14 @@ int
 main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "timeout-ms", required_argument, NULL, 't' },
-		{ "json", no_argument, NULL, 'j' },
+		{"socket", required_argument, NULL, 's'},
+		{"timeout-ms", required_argument, NULL, 't'},
+		{"json", no_argument, NULL, 'j'},
 		TLS_OPTS_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
-	struct opts o = { .socket = DEFAULT_SOCKET, .timeout_ms = DEFAULT_TIMEOUT_MS };
+	struct opts o = {.socket = DEFAULT_SOCKET, .timeout_ms = DEFAULT_TIMEOUT_MS};
 	const char *name;
 	int c, nargs, rc;
 

@@ -54,8 +54,10 @@ csets_room(struct worker *w, const struct gr_config *cfg)
 		return 0;
 	p = realloc(w->csets, len);
 	if (p == NULL) {
-		snprintf(w->msg, sizeof(w->msg), "worker %u: out of memory for %zu bytes of "
-			 "contributor sets", w->id, len);
+		snprintf(w->msg, sizeof(w->msg),
+			 "worker %u: out of memory for %zu bytes of "
+			 "contributor sets",
+			 w->id, len);
 		return -1;
 	}
 	w->csets = p;
@@ -76,12 +78,14 @@ worker_main(void *arg)
 		.progress = w->show_progress || o->follow ? round_progress : NULL,
 		.progress_arg = w,
 		.progress_ms = 200,
-		.cancel = !o->follow ? NULL : o->control != NULL ? control_changed : table_changed,
+		.cancel = !o->follow         ? NULL :
+			  o->control != NULL ? control_changed :
+					       table_changed,
 		.cancel_arg = w,
 	};
 
 	uint64_t superseded = 0, kept = 0;
-	uint32_t skipped = 0;           /* rounds a partial reduce went on without us */
+	uint32_t skipped = 0; /* rounds a partial reduce went on without us */
 	struct gr_stats st;
 
 	w->ok = true;
@@ -104,8 +108,8 @@ worker_main(void *arg)
 		t0 = clock_now_s();
 		w->prog_done = 0;
 		w->prog_at = t0;
-		r->contrib = gr_allreduce(w->client, w->buf, cfg->elements, cfg->dtype, r->round,
-					  &go);
+		r->contrib =
+			gr_allreduce(w->client, w->buf, cfg->elements, cfg->dtype, r->round, &go);
 		/* A gateway failed mid-round: the control process installs a new epoch
 		 * without it, the table file changes and the call stops (table_changed());
 		 * run the round again under that epoch. Or the round timed out: the
@@ -118,8 +122,8 @@ worker_main(void *arg)
 		     again++) {
 			uint32_t ran = cfg->epoch;
 
-			if (r->contrib == -ECANCELED ? follow_table(w) < 0
-						     : !await_epoch(w, ran, same))
+			if (r->contrib == -ECANCELED ? follow_table(w) < 0 :
+						       !await_epoch(w, ran, same))
 				break;
 			cfg = gr_client_config(w->client);
 			if (csets_room(w, cfg) < 0)
@@ -131,9 +135,10 @@ worker_main(void *arg)
 			go.resume = cfg->epoch == ran;
 			same += go.resume;
 			if (!o->json)
-				printf("worker %u round %" PRIu32 ": epoch %u %s\n", w->id, r->round,
-				       cfg->epoch, go.resume ? "as before, round taken up again"
-							     : "installed, round run again");
+				printf("worker %u round %" PRIu32 ": epoch %u %s\n", w->id,
+				       r->round, cfg->epoch,
+				       go.resume ? "as before, round taken up again" :
+						   "installed, round run again");
 			if (!go.resume)
 				fill(w, cfg);
 			w->prog_done = 0;
@@ -158,8 +163,10 @@ worker_main(void *arg)
 			break;
 		}
 		if (!o->json)
-			printf("worker %u round %" PRIu32 ": %.3f ms, %.3f Gbit/s, %d contributors, "
-			       "%s\n", w->id, r->round, r->ms, bytes * 8 / (r->ms * 1e6), r->contrib,
+			printf("worker %u round %" PRIu32
+			       ": %.3f ms, %.3f Gbit/s, %d contributors, "
+			       "%s\n",
+			       w->id, r->round, r->ms, bytes * 8 / (r->ms * 1e6), r->contrib,
 			       r->verified ? "verified" : "not verified (--input)");
 		/* A straggler in a partial reduce got a later round's results: go on after it. */
 		gr_client_stats(w->client, &st);
@@ -167,17 +174,18 @@ worker_main(void *arg)
 			superseded = st.superseded;
 			if ((int32_t)(st.latest_round - r->round) > 0) {
 				if (!o->json)
-					printf("worker %u round %" PRIu32 ": a straggler, answered by "
-					       "round %" PRIu32 "; continuing after it\n", w->id,
-					       r->round, st.latest_round);
+					printf("worker %u round %" PRIu32
+					       ": a straggler, answered by "
+					       "round %" PRIu32 "; continuing after it\n",
+					       w->id, r->round, st.latest_round);
 				skipped += st.latest_round - r->round;
 			}
 		}
 		/* Peers that lost results in a failover got them back from this worker. */
 		if (st.kept_answers != kept && !o->json)
 			printf("worker %u round %" PRIu32 ": %" PRIu64 " results of an earlier "
-			       "round given back to its gateway\n", w->id, r->round,
-			       st.kept_answers - kept);
+			       "round given back to its gateway\n",
+			       w->id, r->round, st.kept_answers - kept);
 		kept = st.kept_answers;
 	}
 	return NULL;

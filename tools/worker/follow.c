@@ -56,8 +56,8 @@ follow_control(struct worker *w, int wait_ms)
 		/* The control process is away (restarting): the gateways keep the live epoch,
 		 * so go on with it and ask again later. */
 		if (!w->control_away)
-			fprintf(stderr, PROG ": worker %u: %s; going on under epoch %u\n", w->id, err,
-				gr_client_config(w->client)->epoch);
+			fprintf(stderr, PROG ": worker %u: %s; going on under epoch %u\n", w->id,
+				err, gr_client_config(w->client)->epoch);
 		w->control_away = true;
 		if (wait_ms > 0)
 			usleep((useconds_t)(wait_ms < 200 ? wait_ms : 200) * 1000);

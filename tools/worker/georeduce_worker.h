@@ -19,51 +19,52 @@
 #include "tls_opts.h"
 
 #define PROG "georeduce-worker"
-#define WORKERS_MAX 192         /* the most local workers a table lists */
+#define WORKERS_MAX 192 /* the most local workers a table lists */
 #define ALL_WORKERS_MAX 4096
 #define ROUNDS_MAX 1000000
-#define FOLLOW_RUNS_MAX 16      /* --follow: new runs of one round across re-plans */
-#define FOLLOW_STALL_S 2.0      /* --follow: a round stops for a new epoch only after
+#define FOLLOW_RUNS_MAX 16 /* --follow: new runs of one round across re-plans */
+#define FOLLOW_STALL_S \
+	2.0 /* --follow: a round stops for a new epoch only after
 				 * this long without a result */
 
 struct opts {
 	const char *table;
-	const char *control;            /* --control: join through the control process */
-	struct tls_opts tls_opts;       /* with --control: --cert, --key, --ca, --server-name */
+	const char *control;      /* --control: join through the control process */
+	struct tls_opts tls_opts; /* with --control: --cert, --key, --ca, --server-name */
 	uint32_t job;
 	bool has_job;
 	uint16_t ids[WORKERS_MAX];
 	int n_ids;
 	uint32_t rounds;
 	uint32_t first_round;
-	uint16_t *all;                  /* --all-workers, or NULL */
+	uint16_t *all; /* --all-workers, or NULL */
 	int n_all;
 	const char *input;
 	const char *output;
 	uint32_t window;
 	double timeout_s;
 	bool json;
-	bool follow;                    /* --follow: reload the table when it changes */
-	bool multicast;                 /* --multicast: gr_mcast_send and gr_mcast_recv */
-	bool require_all;               /* --require-all: a missing chunk fails the round */
-	double start_at;                /* --start-at: CLOCK_REALTIME seconds; < 0: now */
-	double interval_s;              /* --round-interval; 0: rounds back to back */
-	const char *dtype;              /* --dtype: the table's must be this one, or NULL */
-	bool forget_results;            /* --forget-results: gr_config.forget_results */
+	bool follow;         /* --follow: reload the table when it changes */
+	bool multicast;      /* --multicast: gr_mcast_send and gr_mcast_recv */
+	bool require_all;    /* --require-all: a missing chunk fails the round */
+	double start_at;     /* --start-at: CLOCK_REALTIME seconds; < 0: now */
+	double interval_s;   /* --round-interval; 0: rounds back to back */
+	const char *dtype;   /* --dtype: the table's must be this one, or NULL */
+	bool forget_results; /* --forget-results: gr_config.forget_results */
 };
 
 struct round_res {
 	uint32_t round;
 	double ms;
-	int contrib;                    /* or a negative errno */
+	int contrib; /* or a negative errno */
 	bool verified;
 	/* --multicast */
-	int sent;                       /* chunks sent, 0 (no stream) or a negative errno */
-	unsigned int complete;          /* origins with every chunk */
-	uint64_t chunks_ok;             /* chunks received and equal to the origin's data */
+	int sent;              /* chunks sent, 0 (no stream) or a negative errno */
+	unsigned int complete; /* origins with every chunk */
+	uint64_t chunks_ok;    /* chunks received and equal to the origin's data */
 	uint64_t chunks_wrong;
 	uint64_t chunks_missing;
-	unsigned int origins_empty;     /* expected origins that delivered no chunk */
+	unsigned int origins_empty; /* expected origins that delivered no chunk */
 };
 
 struct worker {
@@ -71,29 +72,29 @@ struct worker {
 	uint16_t id;
 	struct gr_client *client;
 	void *buf;
-	const void *input;              /* --input contents, or NULL */
-	uint8_t *csets;                 /* each chunk's contributor set, with sets */
+	const void *input; /* --input contents, or NULL */
+	uint8_t *csets;    /* each chunk's contributor set, with sets */
 	size_t csets_len;
-	struct round_res *res;          /* o->rounds */
+	struct round_res *res; /* o->rounds */
 	uint32_t rounds_run;
 	bool ok;
-	char msg[GR_ERR_MAX + 128];     /* the failure, one line */
+	char msg[GR_ERR_MAX + 128]; /* the failure, one line */
 	bool show_progress;
-	struct gr_join *join;           /* --control: this worker's connection to it */
-	bool control_away;              /* --control: the last call to it failed */
-	bool pending;                   /* --control: pending_cfg holds a newer epoch */
+	struct gr_join *join; /* --control: this worker's connection to it */
+	bool control_away;    /* --control: the last call to it failed */
+	bool pending;         /* --control: pending_cfg holds a newer epoch */
 	struct gr_config pending_cfg;
-	struct timespec table_mtime;    /* --follow: the table file as last loaded */
+	struct timespec table_mtime; /* --follow: the table file as last loaded */
 	ino_t table_ino;
-	uint64_t prog_done;             /* --follow: chunks done at the latest progress */
-	double prog_at;                 /* ... and when that count last grew (clock_now_s()) */
+	uint64_t prog_done; /* --follow: chunks done at the latest progress */
+	double prog_at;     /* ... and when that count last grew (clock_now_s()) */
 	/* --multicast */
-	pthread_barrier_t *barrier;     /* between rounds of the process's workers, or NULL */
-	double start;                   /* CLOCK_REALTIME of the first round */
-	uint32_t *ogot;                 /* chunks received this round, per origin */
-	struct round_res *cur;          /* the round being received */
+	pthread_barrier_t *barrier; /* between rounds of the process's workers, or NULL */
+	double start;               /* CLOCK_REALTIME of the first round */
+	uint32_t *ogot;             /* chunks received this round, per origin */
+	struct round_res *cur;      /* the round being received */
 	uint32_t cur_round;
-	char wrong[GR_ERR_MAX];         /* the round's first wrong chunk */
+	char wrong[GR_ERR_MAX]; /* the round's first wrong chunk */
 };
 
 /* options.c: the help text; the options into o (0, 1 for --help, or -1 after printing

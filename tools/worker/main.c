@@ -63,7 +63,8 @@ read_input(const char *path, size_t want)
 		goto out;
 	}
 	if ((size_t)len != want) {
-		cli_error(PROG, "--input %s: %ld bytes, the table's tensor has %zu", path, len, want);
+		cli_error(PROG, "--input %s: %ld bytes, the table's tensor has %zu", path, len,
+			  want);
 		goto out;
 	}
 	p = malloc(want);
@@ -93,8 +94,7 @@ write_output(const char *path, const void *buf, size_t len)
 
 /* --control: join as worker w and wait up to the round timeout for its configuration. */
 static int
-join_config(const struct opts *o, struct worker *w, struct gr_config *c, char *err,
-	    size_t errlen)
+join_config(const struct opts *o, struct worker *w, struct gr_config *c, char *err, size_t errlen)
 {
 	struct gr_join_opts jo = {
 		.control = o->control,
@@ -115,8 +115,7 @@ join_config(const struct opts *o, struct worker *w, struct gr_config *c, char *e
 int
 main(int argc, char **argv)
 {
-	struct opts o = { .rounds = 1, .timeout_s = GR_TIMEOUT_DEFAULT_MS / 1000.0,
-			  .start_at = -1 };
+	struct opts o = {.rounds = 1, .timeout_s = GR_TIMEOUT_DEFAULT_MS / 1000.0, .start_at = -1};
 	pthread_barrier_t barrier;
 	bool have_barrier = false;
 	double start;
@@ -151,17 +150,19 @@ main(int argc, char **argv)
 
 		w->o = &o;
 		w->id = o.ids[i];
-		rc = o.control != NULL ? join_config(&o, w, &c, err, sizeof(err))
-				       : gr_config_from_table(&c, o.table, w->id, err, sizeof(err));
+		rc = o.control != NULL ? join_config(&o, w, &c, err, sizeof(err)) :
+					 gr_config_from_table(&c, o.table, w->id, err, sizeof(err));
 		if (rc < 0) {
 			cli_error(PROG, "%s", err);
-			status = rc == -ETIMEDOUT || rc == -ECONNREFUSED ? CLI_EXIT_FAIL
-									  : CLI_EXIT_USAGE;
+			status = rc == -ETIMEDOUT || rc == -ECONNREFUSED ? CLI_EXIT_FAIL :
+									   CLI_EXIT_USAGE;
 			goto out;
 		}
 		if (o.multicast && !c.mcast_send && c.n_origins == 0) {
-			cli_error(PROG, "worker %u neither sends nor receives on a multicast stream "
-				  "of job %u in %s", w->id, c.job, src);
+			cli_error(PROG,
+				  "worker %u neither sends nor receives on a multicast stream "
+				  "of job %u in %s",
+				  w->id, c.job, src);
 			status = CLI_EXIT_USAGE;
 			goto out;
 		}

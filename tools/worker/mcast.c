@@ -33,7 +33,7 @@ real_s(void)
 static void
 sleep_until_real(double t)
 {
-	struct timespec ts = { .tv_sec = (time_t)t };
+	struct timespec ts = {.tv_sec = (time_t)t};
 	long ns = (long)((t - (double)ts.tv_sec) * 1e9);
 
 	ts.tv_nsec = ns < 0 ? 0 : (ns > 999999999 ? 999999999 : ns);
@@ -62,8 +62,9 @@ mcast_chunk(void *arg, uint16_t origin, uint32_t round, uint32_t chunk, const vo
 
 		if (got != want) {
 			if (w->cur->chunks_wrong++ == 0)
-				snprintf(w->wrong, sizeof(w->wrong), "origin %u chunk %" PRIu32
-					 " element %" PRIu64 " is 0x%" PRIx32 ", want 0x%" PRIx32,
+				snprintf(w->wrong, sizeof(w->wrong),
+					 "origin %u chunk %" PRIu32 " element %" PRIu64
+					 " is 0x%" PRIx32 ", want 0x%" PRIx32,
 					 origin, chunk, e0 + i, got, want);
 			return;
 		}
@@ -72,8 +73,7 @@ mcast_chunk(void *arg, uint16_t origin, uint32_t round, uint32_t chunk, const vo
 }
 
 /* Record a failed round: the worker's first failure is the one it reports. */
-static void
-mcast_fail(struct worker *w, struct round_res *r, const char *fmt, ...)
+static void mcast_fail(struct worker *w, struct round_res *r, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 static void
@@ -103,7 +103,7 @@ worker_mcast(void *arg)
 	const struct opts *o = w->o;
 	const struct gr_config *cfg = gr_client_config(w->client);
 	uint64_t n_chunks = (cfg->elements + cfg->chunk_elements - 1) / cfg->chunk_elements;
-	struct gr_mcast_opts mo = { 0 };
+	struct gr_mcast_opts mo = {0};
 
 	w->ok = true;
 	for (uint32_t i = 0; i < o->rounds; i++) {
@@ -154,14 +154,17 @@ worker_mcast(void *arg)
 
 				while (w->ogot[k] != 0)
 					k++;
-				mcast_fail(w, r, "nothing from origin %u in %.0f ms (%u of %u origins "
-					   "complete, %" PRIu64 " chunks missing)", cfg->origins[k],
-					   (clock_now_s() - t0) * 1e3, r->complete, cfg->n_origins,
-					   r->chunks_missing);
+				mcast_fail(w, r,
+					   "nothing from origin %u in %.0f ms (%u of %u origins "
+					   "complete, %" PRIu64 " chunks missing)",
+					   cfg->origins[k], (clock_now_s() - t0) * 1e3, r->complete,
+					   cfg->n_origins, r->chunks_missing);
 			} else if (o->require_all && r->chunks_missing != 0) {
-				mcast_fail(w, r, "%u of %u origins complete, %" PRIu64 " chunks "
-					   "missing after %.0f ms (--require-all)", r->complete,
-					   cfg->n_origins, r->chunks_missing, (clock_now_s() - t0) * 1e3);
+				mcast_fail(w, r,
+					   "%u of %u origins complete, %" PRIu64 " chunks "
+					   "missing after %.0f ms (--require-all)",
+					   r->complete, cfg->n_origins, r->chunks_missing,
+					   (clock_now_s() - t0) * 1e3);
 			}
 		}
 		r->ms = (clock_now_s() - t0) * 1e3;
@@ -176,9 +179,9 @@ worker_mcast(void *arg)
 			snprintf(wrong, sizeof(wrong), ", %" PRIu64 " WRONG", r->chunks_wrong);
 		/* One printf per line: the workers' threads share stdout. */
 		printf("worker %u round %" PRIu32 ": %.3f ms, %d chunks sent, %u of %u origins "
-		       "complete, %" PRIu64 " chunks verified%s%s%s\n", w->id, r->round, r->ms,
-		       r->sent < 0 ? 0 : r->sent, r->complete, cfg->n_origins, r->chunks_ok, miss,
-		       wrong, r->verified ? "" : " (failed)");
+		       "complete, %" PRIu64 " chunks verified%s%s%s\n",
+		       w->id, r->round, r->ms, r->sent < 0 ? 0 : r->sent, r->complete,
+		       cfg->n_origins, r->chunks_ok, miss, wrong, r->verified ? "" : " (failed)");
 	}
 	return NULL;
 }

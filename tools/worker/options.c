@@ -50,7 +50,8 @@ usage(FILE *f)
 		"  --input FILE          send this tensor instead (raw little-endian elements of\n"
 		"                        the table's dtype, fp32 for the MX dtypes); the results\n"
 		"                        are then not verified\n"
-		"  --dtype NAME          refuse a table whose job sends another dtype (fp32, fp16,\n"
+		"  --dtype NAME          refuse a table whose job sends another dtype (fp32, "
+		"fp16,\n"
 		"                        bf16, mxint8, mxfp8, mxfp4)\n"
 		"  --output FILE         write the last round's result there (one worker only)\n"
 		"  --window N            chunks in flight per tree (default: the tree's slot\n"
@@ -98,7 +99,8 @@ usage(FILE *f)
 		"((7w + e) mod 3) - 1, whose sums every gateway's encode keeps exact up to 127\n"
 		"workers (mxint8), 14 (mxfp8) or 4 (mxfp4).\n"
 		"Exit status: 0 every round verified, 1 a round failed (wrong result, timeout,\n"
-		"with --multicast wrong data or an origin without a chunk), 2 bad options or files.\n");
+		"with --multicast wrong data or an origin without a chunk), 2 bad options or "
+		"files.\n");
 }
 
 static int
@@ -181,28 +183,28 @@ int
 parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-		{ "table", required_argument, NULL, 't' },
-		{ "control", required_argument, NULL, 'c' },
-		{ "job", required_argument, NULL, 'J' },
+		{"table", required_argument, NULL, 't'},
+		{"control", required_argument, NULL, 'c'},
+		{"job", required_argument, NULL, 'J'},
 		TLS_OPTS_LONGOPTS,
-		{ "worker-id", required_argument, NULL, 'w' },
-		{ "rounds", required_argument, NULL, 'n' },
-		{ "first-round", required_argument, NULL, 'f' },
-		{ "all-workers", required_argument, NULL, 'a' },
-		{ "input", required_argument, NULL, 'i' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "window", required_argument, NULL, 'W' },
-		{ "timeout", required_argument, NULL, 'T' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "follow", no_argument, NULL, 'F' },
-		{ "multicast", no_argument, NULL, 'M' },
-		{ "require-all", no_argument, NULL, 'R' },
-		{ "start-at", required_argument, NULL, 'S' },
-		{ "round-interval", required_argument, NULL, 'I' },
-		{ "dtype", required_argument, NULL, 'D' },
-		{ "forget-results", no_argument, NULL, 'G' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"worker-id", required_argument, NULL, 'w'},
+		{"rounds", required_argument, NULL, 'n'},
+		{"first-round", required_argument, NULL, 'f'},
+		{"all-workers", required_argument, NULL, 'a'},
+		{"input", required_argument, NULL, 'i'},
+		{"output", required_argument, NULL, 'o'},
+		{"window", required_argument, NULL, 'W'},
+		{"timeout", required_argument, NULL, 'T'},
+		{"json", no_argument, NULL, 'j'},
+		{"follow", no_argument, NULL, 'F'},
+		{"multicast", no_argument, NULL, 'M'},
+		{"require-all", no_argument, NULL, 'R'},
+		{"start-at", required_argument, NULL, 'S'},
+		{"round-interval", required_argument, NULL, 'I'},
+		{"dtype", required_argument, NULL, 'D'},
+		{"forget-results", no_argument, NULL, 'G'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -253,8 +255,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'D':
 			if (!is_dtype_name(optarg)) {
-				cli_error(PROG, "--dtype: '%s' is not fp32, fp16, bf16, mxint8, "
-					  "mxfp8 or mxfp4", optarg);
+				cli_error(PROG,
+					  "--dtype: '%s' is not fp32, fp16, bf16, mxint8, "
+					  "mxfp8 or mxfp4",
+					  optarg);
 				return -1;
 			}
 			o->dtype = optarg;
@@ -303,7 +307,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 			if (optopt != 0)
 				cli_error(PROG, "-%c: unknown option (see --help)", optopt);
 			else
-				cli_error(PROG, "%s: unknown option (see --help)", argv[optind - 1]);
+				cli_error(PROG, "%s: unknown option (see --help)",
+					  argv[optind - 1]);
 			return -1;
 		}
 	}
@@ -339,17 +344,22 @@ parse_opts(int argc, char **argv, struct opts *o)
 		return -1;
 	}
 	if (o->multicast) {
-		const char *x = o->input != NULL ? "--input" : o->output != NULL ? "--output" :
-				o->all != NULL ? "--all-workers" : o->window != 0 ? "--window" :
-				o->follow ? "--follow" : NULL;
+		const char *x = o->input != NULL  ? "--input" :
+				o->output != NULL ? "--output" :
+				o->all != NULL    ? "--all-workers" :
+				o->window != 0    ? "--window" :
+				o->follow         ? "--follow" :
+						    NULL;
 
 		if (x != NULL) {
 			cli_error(PROG, "--multicast and %s exclude each other", x);
 			return -1;
 		}
 	} else if (o->require_all || o->start_at >= 0 || o->interval_s > 0) {
-		cli_error(PROG, "%s: needs --multicast", o->require_all ? "--require-all" :
-			  o->start_at >= 0 ? "--start-at" : "--round-interval");
+		cli_error(PROG, "%s: needs --multicast",
+			  o->require_all   ? "--require-all" :
+			  o->start_at >= 0 ? "--start-at" :
+					     "--round-interval");
 		return -1;
 	}
 	return 0;

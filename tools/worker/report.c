@@ -20,26 +20,18 @@ stats_json(const struct gr_client *c)
 	gr_client_stats(c, &s);
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
 			 "s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-			 "timeouts", (json_int_t)s.timeouts,
-			 "cancels", (json_int_t)s.cancels,
-			 "contribs_sent", (json_int_t)s.contribs_sent,
-			 "contribs_retx", (json_int_t)s.contribs_retx,
-			 "nacks_sent", (json_int_t)s.nacks_sent,
-			 "results", (json_int_t)s.results,
-			 "acks", (json_int_t)s.acks,
-			 "duplicates", (json_int_t)s.duplicates,
-			 "stale", (json_int_t)s.stale,
-			 "invalid", (json_int_t)s.invalid,
-			 "srtt_us", (json_int_t)s.srtt_us,
-			 "t1_us", (json_int_t)s.t1_us,
-			 "mcast_sent", (json_int_t)s.mcast_sent,
-			 "mcast_received", (json_int_t)s.mcast_received,
-			 "mcast_late", (json_int_t)s.mcast_late,
-			 "mcast_too_far", (json_int_t)s.mcast_too_far,
-			 "mcast_skipped", (json_int_t)s.mcast_skipped,
-			 "mcast_nacks_sent", (json_int_t)s.mcast_nacks_sent,
-			 "mcast_repaired", (json_int_t)s.mcast_repaired,
-			 "kept_answers", (json_int_t)s.kept_answers,
+			 "timeouts", (json_int_t)s.timeouts, "cancels", (json_int_t)s.cancels,
+			 "contribs_sent", (json_int_t)s.contribs_sent, "contribs_retx",
+			 (json_int_t)s.contribs_retx, "nacks_sent", (json_int_t)s.nacks_sent,
+			 "results", (json_int_t)s.results, "acks", (json_int_t)s.acks, "duplicates",
+			 (json_int_t)s.duplicates, "stale", (json_int_t)s.stale, "invalid",
+			 (json_int_t)s.invalid, "srtt_us", (json_int_t)s.srtt_us, "t1_us",
+			 (json_int_t)s.t1_us, "mcast_sent", (json_int_t)s.mcast_sent,
+			 "mcast_received", (json_int_t)s.mcast_received, "mcast_late",
+			 (json_int_t)s.mcast_late, "mcast_too_far", (json_int_t)s.mcast_too_far,
+			 "mcast_skipped", (json_int_t)s.mcast_skipped, "mcast_nacks_sent",
+			 (json_int_t)s.mcast_nacks_sent, "mcast_repaired",
+			 (json_int_t)s.mcast_repaired, "kept_answers", (json_int_t)s.kept_answers,
 			 "kept_misses", (json_int_t)s.kept_misses);
 }
 
@@ -59,11 +51,12 @@ print_json(const struct opts *o, const struct gr_config *cfg, struct worker *ws,
 			const struct round_res *x = &w->res[r];
 
 			if (o->multicast) {
-				json_array_append_new(rounds,
+				json_array_append_new(
+					rounds,
 					json_pack("{s:I, s:f, s:i, s:i, s:i, s:I, s:I, s:I, s:b}",
 						  "round", (json_int_t)x->round, "ms", x->ms,
-						  "sent", x->sent,
-						  "origins", (int)gr_client_config(w->client)->n_origins,
+						  "sent", x->sent, "origins",
+						  (int)gr_client_config(w->client)->n_origins,
 						  "origins_complete", (int)x->complete,
 						  "chunks_verified", (json_int_t)x->chunks_ok,
 						  "chunks_missing", (json_int_t)x->chunks_missing,
@@ -72,14 +65,15 @@ print_json(const struct opts *o, const struct gr_config *cfg, struct worker *ws,
 				continue;
 			}
 			json_array_append_new(rounds,
-				json_pack("{s:I, s:f, s:f, s:i, s:b}", "round", (json_int_t)x->round,
-					  "ms", x->ms, "gbps", bytes * 8 / (x->ms * 1e6),
-					  "contrib", x->contrib, "verified", x->verified));
+					      json_pack("{s:I, s:f, s:f, s:i, s:b}", "round",
+							(json_int_t)x->round, "ms", x->ms, "gbps",
+							bytes * 8 / (x->ms * 1e6), "contrib",
+							x->contrib, "verified", x->verified));
 		}
 		json_array_append_new(workers,
-			json_pack("{s:i, s:b, s:s?, s:o, s:o}", "id", w->id, "ok", w->ok, "error",
-				  w->ok ? NULL : w->msg, "rounds", rounds, "stats",
-				  stats_json(w->client)));
+				      json_pack("{s:i, s:b, s:s?, s:o, s:o}", "id", w->id, "ok",
+						w->ok, "error", w->ok ? NULL : w->msg, "rounds",
+						rounds, "stats", stats_json(w->client)));
 	}
 	doc = json_pack("{s:b, s:b, s:I, s:I, s:s, s:I, s:f, s:o}", "ok", ok, "multicast",
 			o->multicast, "job", (json_int_t)cfg->job, "epoch", (json_int_t)cfg->epoch,

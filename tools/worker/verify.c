@@ -99,8 +99,7 @@ fill(const struct worker *w, const struct gr_config *cfg)
 /* The workers of chunk c's contributor set into ids[] (at most ALL_WORKERS_MAX); their
  * number, or -1 with w->msg filled if --all-workers does not name one of them. */
 static int
-set_ids(struct worker *w, const struct gr_config *cfg, uint64_t c, uint32_t round,
-	uint16_t *ids)
+set_ids(struct worker *w, const struct gr_config *cfg, uint64_t c, uint32_t round, uint16_t *ids)
 {
 	const uint8_t *set = w->csets + c * cfg->cset_blocks * GR_CSET_BLOCK;
 	int n = 0;
@@ -113,9 +112,10 @@ set_ids(struct worker *w, const struct gr_config *cfg, uint64_t c, uint32_t roun
 		for (int i = 0; !known && i < w->o->n_all; i++)
 			known = w->o->all[i] == id;
 		if (!known) {
-			snprintf(w->msg, sizeof(w->msg), "worker %u round %" PRIu32 ": chunk %" PRIu64
-				 " holds worker %u, which --all-workers does not name", w->id,
-				 round, c, id);
+			snprintf(w->msg, sizeof(w->msg),
+				 "worker %u round %" PRIu32 ": chunk %" PRIu64
+				 " holds worker %u, which --all-workers does not name",
+				 w->id, round, c, id);
 			return -1;
 		}
 		ids[n++] = (uint16_t)id;
@@ -135,8 +135,10 @@ verify(struct worker *w, const struct gr_config *cfg, uint32_t round, int contri
 	int n_ids = 0;
 
 	if (o->all != NULL && slen == 0 && contrib != o->n_all) {
-		snprintf(w->msg, sizeof(w->msg), "worker %u round %" PRIu32 ": %d contributors, "
-			 "--all-workers names %d", w->id, round, contrib, o->n_all);
+		snprintf(w->msg, sizeof(w->msg),
+			 "worker %u round %" PRIu32 ": %d contributors, "
+			 "--all-workers names %d",
+			 w->id, round, contrib, o->n_all);
 		return false;
 	}
 	for (uint64_t e = 0; e < cfg->elements; e++) {
@@ -163,8 +165,9 @@ verify(struct worker *w, const struct gr_config *cfg, uint32_t round, int contri
 		want = encode(cfg->dtype, sum);
 		got = load(w->buf, cfg->dtype, e);
 		if (got != want) {
-			snprintf(w->msg, sizeof(w->msg), "worker %u round %" PRIu32 ": element %"
-				 PRIu64 " is 0x%" PRIx32 ", want 0x%" PRIx32 " (%.0f)",
+			snprintf(w->msg, sizeof(w->msg),
+				 "worker %u round %" PRIu32 ": element %" PRIu64 " is 0x%" PRIx32
+				 ", want 0x%" PRIx32 " (%.0f)",
 				 w->id, round, e, got, want, sum);
 			return false;
 		}
