@@ -28,6 +28,8 @@ GEOREDUCE_PACKAGES=(
 	tshark
 	# georeduce-plan draw renders plans with Graphviz's dot program.
 	graphviz
+	# The C format check (tests/style.sh, .clang-format).
+	clang-format
 	# The Python package's tests and the training demo, through /usr/bin/python3 (a
 	# python3 earlier on PATH may be another interpreter, without Debian's packages).
 	python3-torch python3-numpy python3-pytest python3-pip python3-setuptools
