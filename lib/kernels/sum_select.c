@@ -2,8 +2,8 @@
  *
  * Choice of the kernel variant (slow path, once at start), from CPU flags and a SIMD width
  * limit. No DPDK: the worker library links the kernels too; the dataplane's EAL limit is
- * applied in sum_select_eal.c. GCC's CPU builtins read CPUID. Variants compiled in are
- * announced by meson: SUM_HAVE_AVX2, SUM_HAVE_AVX512.
+ * applied in dataplane/slowpath/kernel_select.c. GCC's CPU builtins read CPUID. Variants
+ * compiled in are announced by meson: SUM_HAVE_AVX2, SUM_HAVE_AVX512.
  */
 #include <stdbool.h>
 

@@ -2,7 +2,7 @@
 """ctypes declarations of libgeoreduce (lib/client/georeduce.h) and how the library is found.
 
 The structures mirror the C header field by field; tests/python/test_layout.py compares
-their sizes and offsets with what the C compiler gives (tests/python_layout.c), so that
+their sizes and offsets with what the C compiler gives (tests/python/layout.c), so that
 a change on the C side cannot go unnoticed.
 """
 from __future__ import annotations
