@@ -10,39 +10,7 @@
 #include <string.h>
 
 #include "mx_impl.h"
-
-static inline float
-load_f32(const float *p)
-{
-	float v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static inline void
-store_f32(float *p, float v)
-{
-	memcpy(p, &v, sizeof(v));
-}
-
-static inline float
-f32_from_bits(uint32_t u)
-{
-	float f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-static inline uint32_t
-f32_to_bits(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
+#include "scalar.h"
 
 /* Element values P. E4M3: S.EEEE.MMM, bias 7, subnormals M x 2^-9, S.1111.111 NaN. */
 static inline float

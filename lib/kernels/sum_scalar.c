@@ -12,55 +12,8 @@
 #include <string.h>
 
 #include "mx_impl.h"
+#include "scalar.h"
 #include "sum.h"
-
-static inline float
-load_f32(const float *p)
-{
-	float v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static inline void
-store_f32(float *p, float v)
-{
-	memcpy(p, &v, sizeof(v));
-}
-
-static inline uint16_t
-load_u16(const uint16_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static inline void
-store_u16(uint16_t *p, uint16_t v)
-{
-	memcpy(p, &v, sizeof(v));
-}
-
-static inline float
-f32_from_bits(uint32_t u)
-{
-	float f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-static inline uint32_t
-f32_to_bits(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
 
 /* IEEE half -> fp32, exact. NaN: sign and payload kept, quiet bit set (as vcvtph2ps). */
 static inline float
