@@ -220,7 +220,7 @@ resolve(const char *endpoint, bool passive, char *err, size_t errlen)
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_family = AF_UNSPEC};
 	char host[CTLTLS_HOST_MAX + 1], service[8];
 	struct addrinfo *res = NULL;
-	unsigned int port;
+	unsigned int port = 0; /* -O3 cannot see that split() fails whenever it leaves it */
 	int r;
 
 	if (split(endpoint, passive, host, &port, err, errlen) != 0)
