@@ -161,6 +161,11 @@ def _candidates() -> List[str]:
     if env:
         out.append(env)
         return out  # an explicit choice is the only one tried
+    here = os.path.dirname(os.path.abspath(__file__))
+    # Built into the package by `pip install ./python` (python/setup.py).
+    bundled = os.path.join(here, "_libs", "libgeoreduce.so.0")
+    if os.path.exists(bundled):
+        out.append(bundled)
     try:  # written by `meson install` next to this file
         from . import _build_config  # type: ignore[attr-defined]
 
@@ -171,7 +176,6 @@ def _candidates() -> List[str]:
     if found:
         out.append(found)
     # A source checkout: python/ beside a meson build directory named build.
-    here = os.path.dirname(os.path.abspath(__file__))
     out.append(os.path.join(here, "..", "..", "build", "lib", "client", "libgeoreduce.so"))
     out.append("libgeoreduce.so.0")  # the dynamic loader's own search
     return out

@@ -33,6 +33,9 @@ GEOREDUCE_PACKAGES=(
 	# The Python package's tests and the training demo, through /usr/bin/python3 (a
 	# python3 earlier on PATH may be another interpreter, without Debian's packages).
 	python3-torch python3-numpy python3-pytest python3-pip python3-setuptools
+	# pip install ./python into a fresh venv (tests/python/install.sh): pip builds a wheel
+	# offline with Debian's setuptools and wheel.
+	python3-venv python3-wheel
 )
 
 log() { printf '== %s\n' "$*" >&2; }

@@ -18,7 +18,8 @@ import georeduce.torch as grt
 from fakegw import FakeGateway, decode, encode
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PACKAGE = os.path.normpath(os.path.join(HERE, "..", "..", "python"))
+# The DDP worker processes import the package the tests import (conftest.py).
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(georeduce.__file__)))
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(
     [PACKAGE] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
