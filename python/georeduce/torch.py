@@ -29,7 +29,7 @@ from .client import Client
 from .dtypes import DType
 
 __all__ = ["BucketRecord", "HookState", "bf16_compress_hook", "ddp_comm_hook",
-           "fp16_compress_hook"]
+           "fp16_compress_hook", "mx_compress_hook"]
 
 
 @dataclass(frozen=True)

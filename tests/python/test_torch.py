@@ -197,6 +197,14 @@ def test_mx_hook_with_a_bucket(lan):
         assert gw.bad == 0
 
 
+def test_public_names():
+    """Every public hook and class of georeduce.torch is in __all__ (from ... import *)."""
+    public = {n for n, v in vars(grt).items()
+              if not n.startswith("_") and getattr(v, "__module__", None) == grt.__name__}
+    assert public == set(grt.__all__)
+    assert "mx_compress_hook" in grt.__all__
+
+
 def test_hook_errors():
     with FakeGateway([1, 2], 100, 30) as gw:
         c = clients(gw, timeout=0.3)[0]
