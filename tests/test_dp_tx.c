@@ -168,9 +168,19 @@ test_pacing(void)
 		inject(contrib_f32(50, 1, 0, 21, 0, c, el, ce));
 	poll_all();
 	first = collect(o, 128);
-	/* The burst allowance (16 KiB) lets about 14 frames go at once, not 64. */
-	CU_ASSERT(first >= 10 && first <= 20);
-	CU_ASSERT(ctr(DP_CTR_PACED) == nch - (uint64_t)first);
+	/* The burst allowance (16 KiB) lets about 14 frames go at once, not 64; the rest
+	 * wait in the pacer. A machine slow enough to take milliseconds over these polls
+	 * (a sanitizer build beside other work) gives the bucket that much more credit: one
+	 * frame more per 1.1 ms, which either left unpaced or left the pacer already. */
+	double took = (double)(rte_get_timer_cycles() - t0) / (double)rte_get_timer_hz();
+	int extra = (int)(took * 1e6 / 1100.0) + 1;
+
+	CU_ASSERT(first >= 10 && first <= 20 + extra);
+	CU_ASSERT(ctr(DP_CTR_PACED) >= nch - (uint64_t)first);
+	CU_ASSERT(ctr(DP_CTR_PACED) + 20 + (uint64_t)extra >= nch);
+	if (first > 20 || ctr(DP_CTR_PACED) != nch - (uint64_t)first)
+		fprintf(stderr, "pacing: %d frames at once, %" PRIu64 " paced, %.4f s\n", first,
+			ctr(DP_CTR_PACED), took);
 	total = first;
 	/* Count first transmissions only: past the RTO (20 ms here) the timers resend the
 	 * partial sums still without a RESULT through the same pacer, and on a loaded
