@@ -4,7 +4,8 @@
 # lib/ (and control/daemon deployment) sources it needs; runs each input of
 # tests/fuzz/regress/<harness>/ (crashes found and fixed) once; then fuzzes each harness
 # for a bounded time from its seed corpus (tests/fuzz/corpus/<harness>/) and dictionary
-# (tests/fuzz/<harness>.dict), new inputs going to a temporary directory. Exits 1 on any
+# (tests/fuzz/<harness>.dict), new inputs going to a temporary directory; stdin is
+# /dev/null (a deployment may name a topology file such as /dev/stdin). Exits 1 on any
 # crash, leak, sanitizer report or failed check, naming the reproducer; 77 (skipped) when
 # clang or libFuzzer is missing, or in the quick (sanitizer) suite, where it would only
 # repeat itself.
@@ -139,7 +140,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}halt_on_error=1:print_stac
 for h in "${harnesses[@]}"; do
 	reg=tests/fuzz/regress/$h
 	if [ -d "$reg" ] && [ -n "$(ls -A "$reg")" ]; then
-		if "$build/$h" -runs=1 "$reg"/* >"$tmp/$h.regress.log" 2>&1; then
+		if "$build/$h" -runs=1 "$reg"/* </dev/null >"$tmp/$h.regress.log" 2>&1; then
 			echo "ok: $h: $(ls "$reg" | wc -l) regression inputs"
 		else
 			tail -n 40 "$tmp/$h.regress.log"
@@ -151,9 +152,9 @@ for h in "${harnesses[@]}"; do
 	mkdir -p "$tmp/$h.new" "$tmp/$h.art"
 	dict=()
 	[ -f "tests/fuzz/$h.dict" ] && dict=(-dict="tests/fuzz/$h.dict")
-	"$build/$h" -max_total_time="$seconds" -max_len="${max_len[$h]}" -timeout=10 \
+	"$build/$h" -max_total_time="$seconds" -max_len="${max_len[$h]}" -timeout=10 -error_exitcode=1 \
 		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$tmp/$h.art/" \
-		"${dict[@]}" "$tmp/$h.new" "tests/fuzz/corpus/$h" >"$tmp/$h.log" 2>&1
+		"${dict[@]}" "$tmp/$h.new" "tests/fuzz/corpus/$h" </dev/null >"$tmp/$h.log" 2>&1
 	rc=$?
 	stats=$(grep -E '^#[0-9]+.*(DONE|cov:)' "$tmp/$h.log" | tail -n 1)
 	if [ $rc -eq 0 ]; then
