@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "deploy.h"
+#include "fuzz.h"
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -19,11 +20,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[DEPLOY_ERR_MAX], *text;
 	struct deploy *d;
 
-	text = malloc(size + 1);
+	text = fuzz_cstr(data, size);
 	if (text == NULL)
 		return 0;
-	memcpy(text, data, size);
-	text[size] = '\0';
 	d = deploy_parse(text, "/nonexistent/fuzz/deployment.json", err, sizeof(err));
 	free(text);
 	if (d == NULL)

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "fuzz.h"
 #include "table.h"
 
 static char *
@@ -37,11 +38,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct table *tb, *back, *pubtb;
 	json_t *j;
 
-	text = malloc(size + 1);
+	text = fuzz_cstr(data, size);
 	if (text == NULL)
 		return 0;
-	memcpy(text, data, size);
-	text[size] = '\0';
 	tb = table_parse(text, "fuzz", err, sizeof(err));
 	free(text);
 	if (tb == NULL)
@@ -50,24 +49,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	t1 = text_of(tb);
 	back = table_parse(t1, "again", err, sizeof(err));
-	if (back == NULL) {
-		fprintf(stderr, "written table does not parse: %s\n%s\n", err, t1);
-		abort();
-	}
+	fuzz_check_parsed(back, "table", err, t1);
 	t2 = text_of(back);
-	if (strcmp(t1, t2) != 0) {
-		fprintf(stderr, "second write differs:\n%s\n---\n%s\n", t1, t2);
-		abort();
-	}
+	fuzz_check_same("table", t1, t2);
 	j = table_to_json_public(tb);
 	pub = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
 	if (pub == NULL)
 		abort();
 	pubtb = table_parse(pub, "public", err, sizeof(err));
-	if (pubtb == NULL) {
-		fprintf(stderr, "public table does not parse: %s\n%s\n", err, pub);
-		abort();
-	}
+	fuzz_check_parsed(pubtb, "public table", err, pub);
 	table_free(pubtb);
 	free(pub);
 	json_decref(j);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "plan.h"
 #include "topo.h"
 
@@ -52,15 +53,9 @@ check_plan(const struct topo *t, const char *text)
 	(void)plan_validate(t, p, 0, err, sizeof(err));
 	t1 = plan_text(t, p);
 	back = plan_parse(t, t1, "again", err, sizeof(err));
-	if (back == NULL) {
-		fprintf(stderr, "written plan does not parse: %s\n%s\n", err, t1);
-		abort();
-	}
+	fuzz_check_parsed(back, "plan", err, t1);
 	t2 = plan_text(t, back);
-	if (strcmp(t1, t2) != 0) {
-		fprintf(stderr, "second plan write differs:\n%s\n---\n%s\n", t1, t2);
-		abort();
-	}
+	fuzz_check_same("plan", t1, t2);
 	free(t1);
 	free(t2);
 	plan_free(back);
@@ -74,11 +69,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct topo *t, *back;
 	size_t tlen;
 
-	text = malloc(size + 1);
+	text = fuzz_cstr(data, size);
 	if (text == NULL)
 		return 0;
-	memcpy(text, data, size);
-	text[size] = '\0';
 	tlen = strlen(text);
 	t = topo_parse(text, "fuzz", err, sizeof(err));
 	if (t == NULL) {
@@ -87,15 +80,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	t1 = topo_text(t);
 	back = topo_parse(t1, "again", err, sizeof(err));
-	if (back == NULL) {
-		fprintf(stderr, "written topology does not parse: %s\n%s\n", err, t1);
-		abort();
-	}
+	fuzz_check_parsed(back, "topology", err, t1);
 	t2 = topo_text(back);
-	if (strcmp(t1, t2) != 0) {
-		fprintf(stderr, "second topology write differs:\n%s\n---\n%s\n", t1, t2);
-		abort();
-	}
+	fuzz_check_same("topology", t1, t2);
 	if (tlen < size)
 		check_plan(t, text + tlen + 1);
 	free(t1);
