@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The shape of the code (docs/ARCHITECTURE.md, "Rules every part follows"): the size rules
 # (tests/sizes.py: files up to 1,000 lines, functions up to 200 without a stated reason)
-# and the format of every C file outside tests/ and of the dataplane's tests (.clang-format,
-# applied with Debian 12's clang-format 14; `clang-format -i FILE` fixes a file).
+# and the format of every C file outside tests/, of the dataplane's tests and of the fuzz
+# harnesses (.clang-format, applied with Debian 12's clang-format 14; `clang-format -i FILE`
+# fixes a file).
 #
 #   style.sh
 set -u
@@ -20,7 +21,7 @@ if ! command -v clang-format >/dev/null; then
 	[ "$fails" -eq 0 ] && exit 77 || exit 1
 fi
 mapfile -t files < <(git ls-files '*.c' '*.h' | grep -v '^tests/'
-	git ls-files 'tests/test_dp_*.c' 'tests/dp_fixture.*')
+	git ls-files 'tests/test_dp_*.c' 'tests/dp_fixture.*' 'tests/fuzz/*.c')
 bad=()
 for f in "${files[@]}"; do
 	clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")

@@ -30,6 +30,8 @@ GEOREDUCE_PACKAGES=(
 	graphviz
 	# The C format check (tests/style.sh, .clang-format).
 	clang-format
+	# The fuzz harnesses (tests/fuzz/run.sh): clang and its libFuzzer runtime.
+	clang libclang-rt-14-dev
 	# The Python package's tests and the training demo, through /usr/bin/python3 (a
 	# python3 earlier on PATH may be another interpreter, without Debian's packages).
 	python3-torch python3-numpy python3-pytest python3-pip python3-setuptools
