@@ -140,19 +140,7 @@ static bool
 recover_ask(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, uint32_t chunk,
 	    uint32_t round, int only, int except)
 {
-	struct wire_pkt a = {
-		.type = WIRE_TYPE_NACK_RESULT,
-		.dtype = WIRE_DTYPE_NONE,
-		.job = j->job,
-		.epoch = j->epoch,
-		.tree = t->id,
-		.sender = j->self_id,
-		.origin = j->self_id,
-		.round = round,
-		.chunk = chunk,
-		.count = 1,
-		.tsval = dp_now_us(),
-	};
+	struct wire_pkt a = dp_nack_result(j, t, chunk, round, dp_now_us());
 	bool any = false;
 
 	if (only >= 0) {

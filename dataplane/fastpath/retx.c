@@ -37,19 +37,7 @@ resend_up(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, 
 			  DP_CTR_RETRANSMITS);
 		return;
 	}
-	struct wire_pkt a = {
-		.type = WIRE_TYPE_NACK_RESULT,
-		.dtype = WIRE_DTYPE_NONE,
-		.job = j->job,
-		.epoch = j->epoch,
-		.tree = t->id,
-		.sender = j->self_id,
-		.origin = j->self_id,
-		.round = s->round,
-		.chunk = s->chunk,
-		.count = 1,
-		.tsval = now_us,
-	};
+	struct wire_pkt a = dp_nack_result(j, t, s->chunk, s->round, now_us);
 
 	dp_send_ctl(lc, j, &t->parent, &a, DP_CTR_NACKS_SENT);
 }

@@ -108,6 +108,27 @@ down_pacer(const struct dp_tree *t, unsigned int i)
 	return i < t->n_children ? t->pace_first + 1 + i : DP_PACE_NONE;
 }
 
+/* A NACK_RESULT for (chunk, round) of tree t from this gateway: asking a neighbour for
+ * a RESULT (a parent for loss recovery, anyone for recovery across epochs). */
+static inline struct wire_pkt
+dp_nack_result(const struct dp_job *j, const struct dp_tree *t, uint32_t chunk, uint32_t round,
+	       uint32_t tsval)
+{
+	return (struct wire_pkt){
+		.type = WIRE_TYPE_NACK_RESULT,
+		.dtype = WIRE_DTYPE_NONE,
+		.job = j->job,
+		.epoch = j->epoch,
+		.tree = t->id,
+		.sender = j->self_id,
+		.origin = j->self_id,
+		.round = round,
+		.chunk = chunk,
+		.count = 1,
+		.tsval = tsval,
+	};
+}
+
 /**
  * A header-only control packet (ACK, NACK_RESULT) to d: fresh, from the header pool.
  * Sent only in answer to retransmissions or on timeouts, so not per packet.
