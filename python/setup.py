@@ -6,7 +6,8 @@ package carries its own libgeoreduce, compiled from the source tree this directo
 by meson's worker-only build (`meson setup TMP ROOT -Dgateway=disabled`, then the
 library's target alone; docs/CLIENT.md, "A worker-only build"), which needs a C compiler,
 jansson and OpenSSL only. The library goes into the package as
-georeduce/_libs/libgeoreduce.so.0, where georeduce/_lib.py looks first, and the wheel is
+georeduce/_libs/libgeoreduce.so.0, where georeduce/_lib.py looks first after an explicit
+GEOREDUCE_LIBRARY, and the wheel is
 tagged for the platform (py3-none-PLAT): it holds a shared object, but no CPython
 extension, so any Python 3 on the platform can load it.
 
