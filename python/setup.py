@@ -7,9 +7,8 @@ by meson's worker-only build (`meson setup TMP ROOT -Dgateway=disabled`, then th
 library's target alone; docs/CLIENT.md, "A worker-only build"), which needs a C compiler,
 jansson and OpenSSL only. The library goes into the package as
 georeduce/_libs/libgeoreduce.so.0, where georeduce/_lib.py looks first after an explicit
-GEOREDUCE_LIBRARY, and the wheel is
-tagged for the platform (py3-none-PLAT): it holds a shared object, but no CPython
-extension, so any Python 3 on the platform can load it.
+GEOREDUCE_LIBRARY, and the wheel is tagged for the platform (py3-none-PLAT): it holds a
+shared object, but no CPython extension, so any Python 3 on the platform can load it.
 
 Nothing is written into the source tree: meson's build directory, setuptools' build/
 and its egg-info go to temporary directories that are removed when the build ends.
