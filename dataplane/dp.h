@@ -63,6 +63,8 @@ enum dp_ctr {
 	DP_CTR_RETX_COPY,        /* ... of them, second copies of a repair (idle link) */
 	DP_CTR_NACKS_SENT,       /* NACK_RESULTs to the parent (partial sum held there) */
 	DP_CTR_RETX_STUCK,       /* chunks still without RESULT after --retries tries */
+	DP_CTR_HELD_ASKED,       /* NACK_RESULTs sent instead of a partial sum at its first
+				     * timeout, asking whether the parent holds it */
 	DP_CTR_MCAST_RX,         /* MCAST packets accepted (docs/PROTOCOL.md section 7.5) */
 	DP_CTR_MCAST_COPIES,     /* MCAST copies sent to next-hop gateways and workers */
 	DP_CTR_MCAST_NACKS,      /* NACK_MCASTs accepted (docs/PROTOCOL.md section 7.5) */
@@ -129,6 +131,8 @@ struct dp_slot {
 				     * the pacer to the parent (so it left after every
 				     * partial sum sent before it) */
 	bool dup;                /* COMPLETE: a second copy of the resend is due */
+	bool asked;              /* COMPLETE: its first timeout asked the parent whether it
+				     * holds the partial sum (a NACK_RESULT), not resent it */
 	uint32_t sent_us;        /* COMPLETE: the tsval of its latest transmission */
 	uint64_t sent_tsc;       /* COMPLETE: when the partial sum last went up (first
 				     * while retries is 0) */

@@ -79,18 +79,30 @@ dp_up_lingering(void)
 	linger_ms = 0;
 }
 
+/* Whether o is an ACK of chunk `chunk` of round `round` to gateway 2 (it holds its
+ * contribution: the answer to its NACK_RESULT, docs/PROTOCOL.md section 5). */
+static bool
+ack_to_child2(const struct out *o, uint32_t round, uint32_t chunk)
+{
+	return o->p.type == WIRE_TYPE_ACK && o->fl.dst_ip == PEER_IP(2) && o->p.round == round &&
+	       o->p.chunk == chunk && o->p.count == 1 && o->p.origin == 2;
+}
+
 /* Gateway 1 has asked for round 6's RESULT: `again` (a frame that would ask for it) asks
- * nothing more, and the answer from `from` completes the slot: the RESULT to gateway 2
- * and to worker 11. */
+ * nothing more (a NACK_RESULT of gateway 2, `nack`, is ACKed: its contribution is held),
+ * and the answer from `from` completes the slot: the RESULT to gateway 2 and to worker
+ * 11. */
 static void
-asked_then_answered(struct rte_mbuf *again, uint16_t from)
+asked_then_answered(struct rte_mbuf *again, bool nack, uint16_t from)
 {
 	static struct out o[8];
 	int n;
 
 	inject(again);
 	poll_all();
-	CU_ASSERT(collect(o, 8) == 0 && ctr(DP_CTR_RECOVER_ASKED) == 1);
+	n = collect(o, 8);
+	CU_ASSERT(ctr(DP_CTR_RECOVER_ASKED) == 1);
+	CHECK(nack ? n == 1 && ack_to_child2(&o[0], 6, 0) : n == 0, "again: %d frames", n);
 	inject(result_f32(2, 6, from, WIRE_F_RETX | WIRE_F_ECHO, 5));
 	poll_all();
 	n = collect(o, 8);
@@ -189,7 +201,7 @@ test_recovery_asks_child(void)
 		      o[0].p.round == 6 && o[0].p.chunk == 0 && o[0].p.count == 1 &&
 		      o[0].p.sender == 1 && o[0].fl.dst_ip == PEER_IP(2),
 	      "%d frames, type %d", n, n > 0 ? (int)o[0].p.type : -1);
-	asked_then_answered(child2_sum(2, 7, WIRE_F_RETX, 1), 2); /* asked already */
+	asked_then_answered(child2_sum(2, 7, WIRE_F_RETX, 1), false, 2); /* asked already */
 	dp_down();
 }
 
@@ -306,7 +318,8 @@ test_recovery_asks_worker(void)
 	CHECK(n == 1 && recovery_asked(&o[0], 6, 11), "%d frames, type %d to %08x", n,
 	      n > 0 ? (int)o[0].p.type : -1, n > 0 ? o[0].fl.dst_ip : 0);
 	/* Worker 11's round 7 again (RETX): asked already. */
-	asked_then_answered(contrib_f32_flags(61, 2, WIRE_F_RETX, 0, 11, 7, 0, 64, 64), 11);
+	asked_then_answered(contrib_f32_flags(61, 2, WIRE_F_RETX, 0, 11, 7, 0, 64, 64), false,
+			    11);
 	/* Child 2's round 7, then worker 11's again, which completes it. */
 	round7_summed(child2_sum(2, 7, 0, 1),
 		      contrib_f32_flags(61, 2, WIRE_F_RETX, 0, 11, 7, 0, 64, 64));
@@ -377,9 +390,16 @@ recovery_worker_ahead(bool open)
 	inject(open ? child2_sum(2, 6, 0, 1) : mk_pkt(&nk, NULL));
 	poll_all();
 	n = collect(o, 8);
+	/* The NACK_RESULT of gateway 2, whose contribution the slot holds, is also ACKed. */
+	if (!open && n == 2 && ack_to_child2(&o[0], 6, 0))
+		o[0] = o[1], n = 1;
+	else if (!open && n == 2 && ack_to_child2(&o[1], 6, 0))
+		n = 1;
+	else if (!open)
+		n = -n;
 	CHECK(n == 1 && recovery_asked(&o[0], 6, 11), "%d frames, type %d to %08x", n,
 	      n > 0 ? (int)o[0].p.type : -1, n > 0 ? o[0].fl.dst_ip : 0);
-	asked_then_answered(mk_pkt(&nk, NULL), 11); /* asked already */
+	asked_then_answered(mk_pkt(&nk, NULL), true, 11); /* asked already */
 	dp_down();
 }
 

@@ -123,10 +123,18 @@ test_retransmit_up(void)
 	CU_ASSERT_FATAL(collect(o, 16) == 1);
 	CU_ASSERT(o[0].p.type == WIRE_TYPE_CONTRIB && o[0].p.flags == 0 && o[0].p.contrib == 2);
 	/* Nothing before the timeout (20 ms, twice that before the tree's first RESULT of
-	 * the round), then the same partial sum with RETX. */
+	 * the round), then a NACK_RESULT that asks whether the parent holds it; unanswered
+	 * a timeout later (20 ms), the same partial sum with RETX. */
 	dp_worker_poll(dp.lcores[0]);
 	CU_ASSERT(collect(o, 16) == 0);
 	rte_delay_us_sleep(45000);
+	dp_worker_poll(dp.lcores[0]);
+	n = collect(o, 16);
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_NACK_RESULT && o[0].p.chunk == 0 &&
+		  o[0].p.round == 3 && o[0].p.count == 1 && o[0].fl.dst_ip == PEER_IP(4));
+	CU_ASSERT(ctr(DP_CTR_HELD_ASKED) == 1 && ctr(DP_CTR_RETRANSMITS) == 0);
+	rte_delay_us_sleep(25000);
 	dp_worker_poll(dp.lcores[0]);
 	n = collect(o, 16);
 	CU_ASSERT_FATAL(n == 1);
@@ -173,6 +181,89 @@ test_retransmit_up(void)
 	/* The parent link carried the partial sum three times, two of them resent. */
 	CU_ASSERT(link_ctr(0, "up", 4, "frames") == 3);
 	CU_ASSERT(link_ctr(0, "up", 4, "retx_bytes") * 3 == link_ctr(0, "up", 4, "bytes") * 2);
+	dp_down();
+}
+
+/* A parent that holds the partial sum (its RESULT waits for other contributors) answers
+ * the first timeout's NACK_RESULT with an ACK: the partial sum is never sent again, only
+ * asked for. */
+static void
+test_held_probe_up(void)
+{
+	const uint64_t el = 64;
+	const uint32_t ce = 64;
+	static const uint16_t w2[] = {21, 22};
+	struct tdesc td = {0, 4, 0, {0}, 0, 1, 16, {0}}; /* leaf under gateway 4 */
+	static struct out o[16];
+	struct pkt ack = {WIRE_TYPE_ACK,   WIRE_F_ECHO, 40,        1, 0, 4, 2, 0, 3, 0,
+			  WIRE_DTYPE_NONE, 1,           PEER_IP(4)};
+	int n;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(40, 1, 2, TABLE_DTYPE_FP32, el, ce, 2, w2, 1, &td),
+				"install") == 0);
+	inject(contrib_f32(40, 1, 0, 21, 3, 0, el, ce));
+	inject(contrib_f32(40, 1, 0, 22, 3, 0, el, ce));
+	poll_all();
+	CU_ASSERT_FATAL(collect(o, 16) == 1);
+	rte_delay_us_sleep(45000);
+	dp_worker_poll(dp.lcores[0]);
+	n = collect(o, 16);
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_NACK_RESULT && ctr(DP_CTR_HELD_ASKED) == 1);
+	inject(mk_pkt(&ack, NULL));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	/* Held: later timeouts ask for the RESULT, twice, and never resend the payload. */
+	for (int k = 0; k < 2; k++) {
+		rte_delay_us_sleep(k == 0 ? 45000 : 85000);
+		dp_worker_poll(dp.lcores[0]);
+		n = collect(o, 16);
+		CHECK(n == 1 && o[0].p.type == WIRE_TYPE_NACK_RESULT, "timeout %d: %d frames", k,
+		      n);
+	}
+	CU_ASSERT(ctr(DP_CTR_RETRANSMITS) == 0 && ctr(DP_CTR_NACKS_SENT) == 2 &&
+		  ctr(DP_CTR_HELD_ASKED) == 1);
+	CU_ASSERT(link_ctr(0, "up", 4, "frames") == 1);
+	dp_down();
+}
+
+/* An aggregator answers a NACK_RESULT for chunks whose slots hold the requester's
+ * contribution with one ACK of the run (ECHO, its tsval), and nothing for a requester
+ * whose contribution it lacks. */
+static void
+test_nack_result_held(void)
+{
+	const uint64_t el = 192;
+	const uint32_t ce = 64;
+	struct tdesc td = {0, 0, 0, {0}, 0, 3, 16, {0}};
+	static struct out o[16];
+	struct pkt nk = {WIRE_TYPE_NACK_RESULT, 0, 13, 1, 0, 11, 11, 0, 4, 0, WIRE_DTYPE_NONE,
+			 2,                     PEER_IP(11)};
+	int n;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(13, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+				"install") == 0);
+	inject(contrib_f32(13, 1, 0, 11, 4, 0, el, ce));
+	inject(contrib_f32(13, 1, 0, 11, 4, 1, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	inject(mk_pkt(&nk, NULL));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT_FATAL(n == 1);
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_ACK && o[0].p.chunk == 0 && o[0].p.count == 2 &&
+		  o[0].p.round == 4 && o[0].p.origin == 11 && (o[0].p.flags & WIRE_F_ECHO) &&
+		  o[0].fl.dst_ip == PEER_IP(11) && o[0].fl.dst_port == WORKER_PORT);
+	CU_ASSERT(ctr(DP_CTR_ACKS_SENT) == 1);
+	/* Worker 12 has sent nothing: its NACK_RESULT gets no ACK. */
+	nk.sender = nk.origin = 12;
+	nk.src_ip = PEER_IP(12);
+	inject(mk_pkt(&nk, NULL));
+	poll_all();
+	n = collect(o, 16);
+	CHECK(n == 0 && ctr(DP_CTR_ACKS_SENT) == 1, "%d frames to worker 12", n);
 	dp_down();
 }
 
@@ -607,6 +698,9 @@ main(int argc, char **argv)
 		return 1;
 	CU_add_test(s, "retransmissions answered", test_retx_answers);
 	CU_add_test(s, "retransmission to the parent", test_retransmit_up);
+	CU_add_test(s, "a partial sum the parent holds is asked for, not resent",
+		    test_held_probe_up);
+	CU_add_test(s, "a NACK_RESULT of held chunks is ACKed", test_nack_result_held);
 	CU_add_test(s, "fast retransmit", test_fast_retransmit);
 	CU_add_test(s, "a loss among a round's last chunks", test_tail_loss);
 	CU_add_test(s, "the last partial sum of a round lost: a tail probe", test_tail_probe);

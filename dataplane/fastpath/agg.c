@@ -105,13 +105,6 @@ cset_below(const struct dp_job *j, const struct dp_tree *t, unsigned int c, stru
 	       0;
 }
 
-/* Index of contributor id in the tree's sorted list, or -1. */
-static inline int
-find_src(const struct dp_tree *t, uint16_t id)
-{
-	return ids_find(t->src_ids, t->n_src, id);
-}
-
 /* Release what a slot holds and make it FREE. */
 static inline void
 slot_clear(const struct dp_job *j, const struct dp_lcore *lc, struct dp_slot *s)
@@ -165,21 +158,7 @@ static void
 send_ack(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
 	 const struct wire_pkt *p)
 {
-	struct wire_pkt a = {
-		.type = WIRE_TYPE_ACK,
-		.flags = WIRE_F_ECHO,
-		.dtype = WIRE_DTYPE_NONE,
-		.job = p->job,
-		.epoch = p->epoch,
-		.tree = p->tree,
-		.sender = j->self_id,
-		.origin = p->origin,
-		.round = p->round,
-		.chunk = p->chunk,
-		.count = 1,
-		.tsval = dp_now_us(),
-		.tsecr = p->tsval,
-	};
+	struct wire_pkt a = dp_ack(j, p, p->chunk, 1, dp_now_us());
 
 	dp_send_ctl(lc, j, d, &a, DP_CTR_ACKS_SENT);
 }
@@ -244,6 +223,7 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, s
 	s->sent_us = now_us;
 	s->resent_clear = false;
 	s->dup = false;
+	s->asked = false;
 	wh->type = WIRE_TYPE_CONTRIB;
 	/* Until the tree's first RESULT of this round, twice the timeout: the round's first
 	 * chunks also wait at the root for the contributors that started the round later
@@ -348,8 +328,7 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live, const s
 		 struct dp_slot *s, struct rte_mbuf *m, const struct wire_pkt *p, int k)
 {
 	unsigned int bit = t->src_bits[k];
-	bool have = s->state != DP_SLOT_FREE && s->chunk == p->chunk &&
-		    (s->in[bit >> 6] >> (bit & 63) & 1);
+	bool have = s->state != DP_SLOT_FREE && s->chunk == p->chunk && slot_has(s, bit);
 	/* A chunk the slot has moved on from: an earlier round, or an earlier chunk of the
 	 * slot's round (chunk c when it holds c + slots). It never takes the slot back. */
 	bool older = s->state != DP_SLOT_FREE && (wire_round_before(p->round, s->round) ||
@@ -490,7 +469,7 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 	/* Most packets: the next contribution to the chunk the slot has open. Held: an ACK
 	 * stops the payload resends, unless the RESULT answered. */
 	if (likely(s->state == DP_SLOT_OPEN && s->chunk == p->chunk && s->round == p->round &&
-		   !(s->in[bit >> 6] & (1ull << (bit & 63))))) {
+		   !slot_has(s, bit))) {
 		if (add(lc, j, t, s, m, p, k) && (p->flags & WIRE_F_RETX) &&
 		    s->state != DP_SLOT_DONE)
 			send_ack(lc, j, &t->down[t->src_down[k]], p);

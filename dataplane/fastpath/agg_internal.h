@@ -86,6 +86,20 @@ ids_find(const uint16_t *ids, unsigned int n, uint16_t id)
 	return *base == id ? (int)(base - ids) : -1;
 }
 
+/* Whether slot s has the contribution of the contributor with bit `bit` (table.h). */
+static inline bool
+slot_has(const struct dp_slot *s, unsigned int bit)
+{
+	return s->in[bit >> 6] >> (bit & 63) & 1;
+}
+
+/* Index of contributor id in the tree's sorted list, or -1. */
+static inline int
+find_src(const struct dp_tree *t, uint16_t id)
+{
+	return ids_find(t->src_ids, t->n_src, id);
+}
+
 /* Elements of chunk c of the job's tensor (every chunk is full but the last). */
 static inline uint32_t
 chunk_len(const struct dp_job *j, uint32_t c)

@@ -172,6 +172,25 @@ dp_retx_timers(struct dp_lcore *lc, const struct dp_state *st)
 					break;
 				}
 				lj->head++;
+				/* A first timeout with nothing telling of a loss: the parent
+				 * most likely holds the partial sum and waits for other
+				 * contributors (a site that started the round later). Ask it
+				 * (a NACK_RESULT: an ACK, or the RESULT, answers) rather than
+				 * resend the payload over the WAN; unanswered within a
+				 * timeout, the partial sum goes again (an older parent does
+				 * not answer such a request). */
+				if (!fast && !s->held && !s->asked) {
+					struct wire_pkt a =
+						dp_nack_result(j, &j->trees[tm.tree], s->chunk,
+							       s->round, dp_now_us());
+
+					s->asked = true;
+					dp_send_ctl(lc, j, &j->trees[tm.tree].parent, &a,
+						    DP_CTR_HELD_ASKED);
+					timer_push_at(lc, j, tm.tree, s,
+						      now + rto(lc, j, tm.tree, 0));
+					continue;
+				}
 				/* Past --retries the chunk is reported stuck, once, and still
 				 * asked for every rto_max: a live round is never abandoned (the
 				 * control process re-plans around a dead parent). */
@@ -212,6 +231,20 @@ dp_retx_timers(struct dp_lcore *lc, const struct dp_state *st)
 		}
 }
 
+/* Send the ACK of the run of held chunks [*first, *first + *n) to d, if any, and start a
+ * new run. */
+static inline void
+ack_run(struct dp_lcore *lc, const struct dp_job *j, const struct dp_dest *d,
+	const struct wire_pkt *p, uint32_t *first, uint16_t *n, uint32_t now_us)
+{
+	if (*n == 0)
+		return;
+	struct wire_pkt a = dp_ack(j, p, *first, *n, now_us);
+
+	dp_send_ctl(lc, j, d, &a, DP_CTR_ACKS_SENT);
+	*n = 0;
+}
+
 void
 dp_retx_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
 		    struct rte_mbuf *m, const struct wire_pkt *p)
@@ -239,6 +272,10 @@ dp_retx_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp
 		return;
 	}
 	uint32_t now_us = dp_now_us();
+	/* The requester's contributor index: its chunks that a slot here holds are ACKed. */
+	int k = to < t->n_down ? find_src(t, p->sender) : -1;
+	uint32_t held_first = 0;
+	uint16_t held = 0;
 
 	dp_budget_refill(b, j, rte_rdtsc());
 	for (uint32_t c = p->chunk; c - p->chunk < p->count; c++) {
@@ -251,14 +288,26 @@ dp_retx_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp
 			tree = t->id;
 		}
 		if (r == NULL) {
-			if (!(s->chunk == c && s->round == p->round &&
-			      (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE)))
+			bool open = s->chunk == c && s->round == p->round &&
+				    (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE);
+
+			if (!open)
 				dp_recover_request(lc, j, t, c, p->round, (uint16_t)to, -1,
 						   (int)to);
 			else if (s->state == DP_SLOT_OPEN)
 				dp_recover_stalled(lc, j, t, s);
+			if (open && k >= 0 && slot_has(s, t->src_bits[k])) {
+				/* Held here, its RESULT waits for others: say so (an ACK of
+				 * the run), so that the requester does not resend it. */
+				if (held == 0)
+					held_first = c;
+				held++;
+				continue;
+			}
+			ack_run(lc, j, d, p, &held_first, &held, now_us);
 			continue;
 		}
+		ack_run(lc, j, d, p, &held_first, &held, now_us);
 		if (!dp_budget_spend(b, rte_pktmbuf_data_len(r))) {
 			lc->ctr[DP_CTR_ANSWER_BUDGET]++;
 			continue;
@@ -267,6 +316,7 @@ dp_retx_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp
 				now_us, tree < 0 ? DP_CTR_RESULTS_SENT : DP_CTR_RECOVER_ANSWERED,
 				tree, false);
 	}
+	ack_run(lc, j, d, p, &held_first, &held, now_us);
 	rte_pktmbuf_free(m);
 }
 

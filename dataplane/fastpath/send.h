@@ -129,6 +129,30 @@ dp_nack_result(const struct dp_job *j, const struct dp_tree *t, uint32_t chunk, 
 	};
 }
 
+/* An ACK ("I hold your contribution", docs/PROTOCOL.md section 5) of chunks
+ * [chunk, chunk + count) of the request or CONTRIB p, from this gateway to p's origin,
+ * echoing p's tsval. */
+static inline struct wire_pkt
+dp_ack(const struct dp_job *j, const struct wire_pkt *p, uint32_t chunk, uint16_t count,
+       uint32_t tsval)
+{
+	return (struct wire_pkt){
+		.type = WIRE_TYPE_ACK,
+		.flags = WIRE_F_ECHO,
+		.dtype = WIRE_DTYPE_NONE,
+		.job = p->job,
+		.epoch = p->epoch,
+		.tree = p->tree,
+		.sender = j->self_id,
+		.origin = p->origin,
+		.round = p->round,
+		.chunk = chunk,
+		.count = count,
+		.tsval = tsval,
+		.tsecr = p->tsval,
+	};
+}
+
 /**
  * A header-only control packet (ACK, NACK_RESULT) to d: fresh, from the header pool.
  * Sent only in answer to retransmissions or on timeouts, so not per packet.

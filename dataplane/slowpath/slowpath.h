@@ -16,7 +16,7 @@
 #include "dp.h"
 
 #define DP_PROGRAM "georeduce-dataplane"
-#define DP_VERSION "0.4.0"
+#define DP_VERSION GEOREDUCE_VERSION /* meson.build's project version */
 
 /** The dataplane's log type ("georeduce.dataplane": --log-level=georeduce.dataplane:debug). */
 extern int dp_logtype;

@@ -37,6 +37,7 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_RETX_COPY] = "retx_copies",
 	[DP_CTR_NACKS_SENT] = "nacks_sent",
 	[DP_CTR_RETX_STUCK] = "retx_stuck",
+	[DP_CTR_HELD_ASKED] = "held_asked",
 	[DP_CTR_MCAST_RX] = "mcast_rx",
 	[DP_CTR_MCAST_COPIES] = "mcast_copies",
 	[DP_CTR_MCAST_NACKS] = "mcast_nacks",
@@ -89,6 +90,8 @@ static const char *const ctr_help[DP_CTR_COUNT] = {
 	[DP_CTR_RETX_COPY] = "Second copies of a repair sent into an idle link",
 	[DP_CTR_NACKS_SENT] = "NACK_RESULTs sent to the parent",
 	[DP_CTR_RETX_STUCK] = "Chunks still without a RESULT after the retries",
+	[DP_CTR_HELD_ASKED] = "NACK_RESULTs sent at a partial sum's first timeout to ask whether "
+			      "the parent holds it",
 	[DP_CTR_MCAST_RX] = "MCAST packets accepted",
 	[DP_CTR_MCAST_COPIES] = "MCAST copies sent to next-hop gateways and workers",
 	[DP_CTR_MCAST_NACKS] = "NACK_MCAST requests accepted",

@@ -114,6 +114,8 @@ def cmd_worker(a):
         with torch.no_grad():
             delta = torch.cat([(g - p).reshape(-1) for g, p in zip(glob_p, params)])
         plain = delta.clone() if ref is not None else None
+        if a.rank == a.slow_site:
+            time.sleep(a.slow_s)  # a site whose inner steps take longer
         t1 = time.perf_counter()
         contributors = client.allreduce(delta, average=True)
         t_ar = time.perf_counter() - t1
@@ -186,13 +188,17 @@ def cmd_report(a):
         ar = [min(d["outer"][i]["allreduce_s"] for d in docs) for i in range(1, k)]
         err = [d["outer"][i].get("pseudo_grad_rel_err") for d in docs for i in range(1, k)]
         err = [e for e in err if e is not None]
+        sent = sum(d["stats"]["contribs_sent"] for d in docs)
+        retx = sum(d["stats"]["contribs_retx"] for d in docs)
         print("%s: %d sites, %s%s, final eval loss %.5f, AllReduce of the pseudo-gradient "
-              "%.3f s (median; at the site that came last)%s" % (
+              "%.3f s (median; at the site that came last)%s; contributions resent %.2f%% "
+              "(%d of %d)" % (
                   name, len(docs), docs[0]["dtype"],
                   " (LAN %s)" % docs[0]["lan_dtype"] if docs[0]["lan_dtype"] else "",
                   curves[name][-1], sorted(ar)[len(ar) // 2] if ar else float("nan"),
                   ", its error against fp32: %.3g relative L2 (mean)" %
-                  (sum(err) / len(err)) if err else ""))
+                  (sum(err) / len(err)) if err else "",
+                  100.0 * retx / sent if sent else 0.0, retx, sent))
     if len(runs) >= 2:
         a_name, b_name = runs[0][0], runs[1][0]
         d = max(abs(x - y) for x, y in zip(curves[a_name], curves[b_name]))
@@ -232,6 +238,9 @@ def main():
     w.add_argument("--seed", type=int, default=7)
     w.add_argument("--timeout", type=float, default=120.0)
     w.add_argument("--first-round", type=int, default=0)
+    w.add_argument("--slow-site", type=int, default=-1,
+                   help="the rank of a site whose inner steps take --slow-s longer [none]")
+    w.add_argument("--slow-s", type=float, default=0.0)
     w.add_argument("--out", required=True)
     r = sub.add_parser("report")
     r.add_argument("--runs", nargs="+", required=True, metavar="NAME=GLOB")

@@ -152,7 +152,7 @@ call_resume(struct call *k, uint64_t now)
 				k->done++;
 				continue;
 			}
-			if (h->state == CH_SENT)
+			if (sent_once(h))
 				h->state = CH_RETX; /* Karn: no round-trip sample from its result */
 			h->backoff = 0;
 			h->due_us = now;

@@ -116,7 +116,7 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 		c->st.stale++;
 		return;
 	}
-	if (h->state == CH_SENT && !(p->flags & WIRE_F_RETX))
+	if (sent_once(h) && !(p->flags & WIRE_F_RETX))
 		rtt_sample(&c->res, (int32_t)((uint32_t)now - h->sent_us));
 	if (p->round != k->round) { /* a later round's: this worker is a straggler */
 		c->st.superseded++;
@@ -145,8 +145,8 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 
 	struct rack *rk = rack_of(c, tr, p->chunk);
 
-	if (h->state == CH_SENT && ((int32_t)(h->sent_us - rk->sent) > 0 ||
-				    (h->sent_us == rk->sent && p->chunk > rk->chunk))) {
+	if (sent_once(h) && ((int32_t)(h->sent_us - rk->sent) > 0 ||
+			     (h->sent_us == rk->sent && p->chunk > rk->chunk))) {
 		rk->sent = h->sent_us;
 		rk->rtt = (uint32_t)now - h->sent_us;
 		rk->chunk = p->chunk;
@@ -180,13 +180,13 @@ on_range(struct call *k, const struct wire_pkt *p, uint64_t now)
 		struct chunk *h = &c->ch[i];
 
 		if (p->type == WIRE_TYPE_NACK_CONTRIB) {
-			if (h->state == CH_SENT || h->state == CH_RETX || h->state == CH_HELD) {
+			if (h->state != CH_IDLE && h->state != CH_DONE) {
 				client_send_contrib(k, i, true, now);
 				c->st.contribs_retx++;
 			}
 			continue;
 		}
-		if (h->state == CH_SENT || h->state == CH_RETX) {
+		if (sent_once(h) || h->state == CH_RETX) {
 			h->state = CH_HELD;
 			h->backoff = 0;
 			h->due_us = now + timer_us(k, 0);

@@ -135,7 +135,19 @@ client_run_timers(struct call *k, uint64_t now)
 			if (h->state != CH_HELD && after && !overtaken &&
 			    now + (uint64_t)(lost_at - age) < k->next_due)
 				k->next_due = now + (uint64_t)(lost_at - age);
-			if (h->due_us <= now) {
+			if (h->due_us <= now && h->state == CH_SENT && !overtaken) {
+				/* T1 with no sign of loss: the gateway most likely holds the
+				 * CONTRIB while its result waits for other contributors (a
+				 * site that started the round later). Ask (a NACK_RESULT: an
+				 * ACK or the RESULT answers) instead of resending the payload;
+				 * unanswered within a round trip of the first hop, it was
+				 * lost, and goes again (as it does to an older gateway, which
+				 * leaves such a request unanswered). */
+				h->state = CH_ASKED;
+				nack_add(k, i, now);
+				c->st.held_asked++;
+				h->due_us = now + ask_us(k);
+			} else if (h->due_us <= now) {
 				/* A timeout doubles the next one; a fast retransmit does not. */
 				if (h->backoff < 32 && !overtaken)
 					h->backoff++;

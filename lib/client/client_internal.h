@@ -46,10 +46,12 @@ static_assert(GR_CSET_BLOCKS_MAX == WIRE_CSET_BLOCKS_MAX && GR_CSET_BLOCK == WIR
 /* Per chunk, docs/PROTOCOL.md section 10. IDLE: not sent in this call. */
 enum chunk_state {
 	CH_IDLE = 0,
-	CH_SENT, /* sent once, T1 armed */
-	CH_RETX, /* sent again with RETX, T1 armed with backoff */
-	CH_HELD, /* ACKed: the gateway holds it; T2 armed */
-	CH_DONE, /* result delivered */
+	CH_SENT,  /* sent once, T1 armed */
+	CH_ASKED, /* sent once, T1 expired with no sign of loss: the gateway was asked
+		   * (NACK_RESULT) whether it holds it; the ask timer armed */
+	CH_RETX,  /* sent again with RETX, T1 armed with backoff */
+	CH_HELD,  /* ACKed: the gateway holds it; T2 armed */
+	CH_DONE,  /* result delivered */
 };
 
 /* What a tree's latest answered chunk through one gateway port tells of the chunks sent
@@ -267,6 +269,24 @@ timer_us(const struct call *k, unsigned int backoff)
 	for (unsigned int i = 0; i < backoff && t < k->rto_max; i++)
 		t *= 2;
 	return t > k->rto_max ? k->rto_max : t;
+}
+
+/* The ask timer of a chunk in CH_ASKED: an ACK or the RESULT comes back from the first hop
+ * (its round trip, the path's RTO) unless the CONTRIB was lost; twice that, at least the
+ * timer floor. Before any sample of the path, T1's base. */
+static inline uint64_t
+ask_us(const struct call *k)
+{
+	uint64_t t = k->c->path.valid ? 2 * rtt_rto(&k->c->path) : timer_us(k, 0);
+
+	return t < k->rto_min ? k->rto_min : (t > k->rto_max ? k->rto_max : t);
+}
+
+/* Whether chunk h went once only (its result is a round-trip sample, Karn). */
+static inline bool
+sent_once(const struct chunk *h)
+{
+	return h->state == CH_SENT || h->state == CH_ASKED;
 }
 
 /* --- Chunks ------------------------------------------------------------------------------- */

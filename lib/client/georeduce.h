@@ -250,6 +250,9 @@ struct gr_stats {
 					 * lost them in a failover) */
 	uint64_t kept_misses;      /* ... chunks asked for whose copy is of another
 					 * round, or not kept (forget_results) */
+	uint64_t held_asked;       /* chunks whose timer expired with no sign of loss and
+					 * that were asked for (NACK_RESULT) instead of resent:
+					 * the gateway ACKs those it holds */
 };
 
 /** Called by gr_mcast_recv() with each chunk received: count elements of dtype at data

@@ -14,7 +14,7 @@ from .client import (AllreduceTimeout, ArgumentError, CallTiming, Client, Config
                      Tree)
 from .dtypes import DTYPES, DType
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "AllreduceTimeout", "ArgumentError", "CallTiming", "Client", "Config", "ConfigError",

@@ -145,6 +145,7 @@ STATS_FIELDS = [
     ("mcast_repaired", ctypes.c_uint64),
     ("kept_answers", ctypes.c_uint64),
     ("kept_misses", ctypes.c_uint64),
+    ("held_asked", ctypes.c_uint64),
 ]
 
 

@@ -119,6 +119,7 @@ main(void)
 	FIELD(gr_stats, mcast_repaired);
 	FIELD(gr_stats, kept_answers);
 	FIELD(gr_stats, kept_misses);
+	FIELD(gr_stats, held_asked);
 	END();
 	printf("}\n");
 	return 0;
