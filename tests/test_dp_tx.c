@@ -182,15 +182,16 @@ test_pacing(void)
 		fprintf(stderr, "pacing: %d frames at once, %" PRIu64 " paced, %.4f s\n", first,
 			ctr(DP_CTR_PACED), took);
 	total = first;
-	/* Count first transmissions only: past the RTO (20 ms here) the timers resend the
-	 * partial sums still without a RESULT through the same pacer, and on a loaded
-	 * machine one poll may release two frames at once. */
+	/* Count first transmissions only: past the RTO (20 ms here) the timers ask the
+	 * parent for the partial sums still without a RESULT (NACK_RESULT), then resend them
+	 * through the same pacer, and on a loaded machine one poll may release two frames at
+	 * once. */
 	while (total < (int)nch && rte_get_timer_cycles() - t0 < 20 * rte_get_timer_hz()) {
 		dp_worker_poll(dp.lcores[0]);
 		int n = collect(o, 128);
 
 		for (int k = 0; k < n && k < 128; k++)
-			total += !(o[k].p.flags & WIRE_F_RETX);
+			total += o[k].p.type == WIRE_TYPE_CONTRIB && !(o[k].p.flags & WIRE_F_RETX);
 	}
 	double s = (double)(rte_get_timer_cycles() - t0) / (double)rte_get_timer_hz();
 

@@ -849,8 +849,12 @@ test_compile_scenario(void)
 	CU_ASSERT_EQUAL(e->chunk_first, 24);
 	CU_ASSERT_EQUAL(e->chunk_count, 16);
 	CU_ASSERT_DOUBLE_EQUAL(e->rate_gbps, 2, 0);
-	/* up: a -> r 1 ms; down: own LAN. */
-	CHECK_POOL(e, ref_slots(2, 2 * (1 + 0.05), 1024, 16, 65536));
+	/* up: a -> r 1 ms; down: own LAN; but the tree's height (b's LAN, b -> c -> r: 6.05
+	 * ms) plus the way back down to a's workers (1.05 ms) is longer than 2 * (up +
+	 * down): the slot waits for b's contribution to reach r. */
+	CHECK_POOL(e, ref_slots(2, 6.05 + 1 + 0.05, 1024, 16, 65536));
+	CU_ASSERT(ref_slots(2, 6.05 + 1 + 0.05, 1024, 16, 65536) >
+		  ref_slots(2, 2 * (1 + 0.05), 1024, 16, 65536));
 
 	/* b: interior of tree 0 (parent a, child c), leaf of tree 1 under c. */
 	CU_ASSERT_EQUAL_FATAL(tb[B]->n_trees, 2);
@@ -1030,13 +1034,15 @@ test_compile_variants(void)
 		ROUND_TRIP(tb[R]);
 		table_free(tb[R]);
 	}
-	sc.d.slots_min = 1024;
+	sc.d.slots_min = 4096;
 	sc.d.slots_max = 0;
 	sc.t->links[3].latency_ms = 0; /* a - r */
 	tb[A] = COMPILE(&sc, A);
 	if (tb[A] != NULL) {
-		CU_ASSERT_EQUAL(tb[A]->trees[1].window, 1024); /* the floor */
-		CU_ASSERT_EQUAL(tb[A]->trees[1].slots, 4096);  /* four windows */
+		/* hold 6.1 ms (the height 6.05 and a's LAN): 1490 bf16 chunks, below the
+		 * floor. */
+		CU_ASSERT_EQUAL(tb[A]->trees[1].window, 4096); /* the floor */
+		CU_ASSERT_EQUAL(tb[A]->trees[1].slots, 16384); /* four windows */
 		table_free(tb[A]);
 	}
 	sc.t->links[3].latency_ms = 1;

@@ -171,7 +171,7 @@ double
 table_hold_ms(const struct topo *t, const struct plan_tree *tr, int v, const bool *in_tree,
 	      const bool *has_workers)
 {
-	double up, down = 0;
+	double up, down = 0, height = 0;
 
 	if (v < 0 || v >= t->n_nodes || tr->parent[v] == PLAN_ABSENT ||
 	    (in_tree != NULL && !in_tree[v]))
@@ -203,7 +203,26 @@ table_hold_ms(const struct topo *t, const struct plan_tree *tr, int v, const boo
 		if (lat > down)
 			down = lat;
 	}
-	return 2 * (up + down);
+	/* The tree's height: the longest way of a contribution to the root (from a worker's
+	 * LAN). A chunk at v is done when the root has every contribution and the RESULT is
+	 * back: with every worker starting at once, the height plus the way down to v (and
+	 * to v's workers). Near the root of a tall tree that is well above twice v's own
+	 * way up and down. */
+	for (int u = 0; u < t->n_nodes; u++) {
+		double lat;
+
+		if (tr->parent[u] == PLAN_ABSENT || (in_tree != NULL && !in_tree[u]))
+			continue;
+		if (!(has_workers != NULL ? has_workers[u] : t->nodes[u].workers > 0))
+			continue;
+		lat = up_ms(t, tr, u);
+		if (lat >= 0 && lat + t->nodes[u].lan_latency_ms > height)
+			height = lat + t->nodes[u].lan_latency_ms;
+	}
+	bool workers = has_workers != NULL ? has_workers[v] : t->nodes[v].workers > 0;
+	double path = height + up + (workers ? t->nodes[v].lan_latency_ms : 0);
+
+	return 2 * (up + down) > path ? 2 * (up + down) : path;
 }
 
 struct compile {

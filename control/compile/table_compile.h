@@ -127,7 +127,11 @@ int table_split_chunks(const struct plan *p, uint32_t n_chunks, uint32_t *first,
  * from v to the root along the tree (the partial sum goes up, the result comes back) and
  * down the largest one-way latency from v to a contributing node of its subtree plus
  * that site's LAN latency (the spread of the contributions' arrivals, doubled for a
- * retransmission). in_tree[u] says which nodes count (NULL: every mapped node);
+ * retransmission), or, if longer, the tree's height (the largest one-way latency of a
+ * worker's LAN and its site to the root) plus up plus v's own LAN latency if v has
+ * workers: the way of the last contribution to the root and of the RESULT back to v's
+ * workers, which near the root of a tall tree is well above the first.
+ * in_tree[u] says which nodes count (NULL: every mapped node);
  * has_workers[u] whether u's LAN latency applies (NULL: topology workers > 0).
  *
  * @return  The hold time, or -1 if v is not in the tree or its parent chain is broken.
