@@ -185,11 +185,17 @@ plan_job(struct jobplan *jp, const struct deploy_job *j, char *err, size_t errle
 	int rc;
 
 	jp->bound_gbps = -1;
-	if (j->algo == DEPLOY_ALGO_SELMCAST)
-		return jobplan_selmcast_streams(jp, j,
-						(double)(j->chunk_bytes + WIRE_FRAME_PAYLOAD_OFF) /
-							(double)j->chunk_bytes,
-						err, errlen);
+	if (j->algo == DEPLOY_ALGO_SELMCAST) {
+		rc = jobplan_selmcast_streams(jp, j,
+					      (double)(j->chunk_bytes + WIRE_FRAME_PAYLOAD_OFF) /
+						      (double)j->chunk_bytes,
+					      err, errlen);
+		if (rc == 0 && (rc = jobplan_streams_validate(t, jp, perr, sizeof(perr))) != 0)
+			return json_util_failrc(rc, err, errlen,
+						"job %u: the selmcast plan is invalid: %s", j->id,
+						perr);
+		return rc;
+	}
 	if (topo_worker_sites(t) == 1) {
 		jp->plan = one_site(t, j, bytes);
 	} else if (j->algo == DEPLOY_ALGO_MTREE) {

@@ -154,6 +154,65 @@ out:
 	return rc;
 }
 
+int
+jobplan_streams_validate(const struct topo *t, const struct jobplan *jp, char *err, size_t errlen)
+{
+	double *load = calloc(2 * (size_t)(t->n_links > 0 ? t->n_links : 1), sizeof(double));
+	int rc = -EINVAL;
+
+	if (load == NULL)
+		return json_util_failrc(-ENOMEM, err, errlen, "out of memory");
+	for (int s = 0; s < jp->n_streams; s++) {
+		const struct jobplan_stream *st = &jp->streams[s];
+
+		if (!(isfinite(st->rate_gbps) && st->rate_gbps >= 0)) {
+			json_util_fail(err, errlen, "stream %d: rate %g", s, st->rate_gbps);
+			goto out;
+		}
+		for (int v = 0; v < t->n_nodes; v++) {
+			int u = st->parent[v], h = 0, l, w = v;
+
+			if (st->receiver[v] && u == PLAN_ABSENT) {
+				json_util_fail(err, errlen, "stream %d: receiver '%s' is not on it",
+					       s, t->nodes[v].id);
+				goto out;
+			}
+			if (u < 0)
+				continue;
+			l = topo_link_between(t, u, v);
+			while (w >= 0 && st->parent[w] >= 0 && h++ <= t->n_nodes)
+				w = topo_link_between(t, w, st->parent[w]) < 0 ? -1 : st->parent[w];
+			if (l < 0 || w != st->source) {
+				json_util_fail(
+					err, errlen,
+					"stream %d: '%s' does not reach the source over links", s,
+					t->nodes[v].id);
+				goto out;
+			}
+			load[2 * l + (t->links[l].a == u ? 0 : 1)] += st->rate_gbps;
+		}
+	}
+	for (int l = 0; l < t->n_links; l++)
+		for (int dir = 0; dir < 2; dir++) {
+			const struct topo_link *lk = &t->links[l];
+			double cap = dir == 0 ? lk->gbps_ab : lk->gbps_ba;
+
+			if (load[2 * l + dir] > cap * (1 + PLAN_EPS) + 1e-9) {
+				json_util_fail(err, errlen,
+					       "link %s -> %s: streams load %.6g Gbit/s over its "
+					       "capacity %.6g",
+					       t->nodes[dir == 0 ? lk->a : lk->b].id,
+					       t->nodes[dir == 0 ? lk->b : lk->a].id,
+					       load[2 * l + dir], cap);
+				goto out;
+			}
+		}
+	rc = 0;
+out:
+	free(load);
+	return rc;
+}
+
 /* The first gateway of deployment node v that is in the epoch (v has one). */
 static const struct deploy_gateway *
 lead_gw(const struct jobplan *jp, const struct deploy *d, int v)

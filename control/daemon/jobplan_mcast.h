@@ -28,6 +28,15 @@
 int jobplan_selmcast_streams(struct jobplan *jp, const struct deploy_job *j, double wire, char *err,
 			     size_t errlen);
 
+/**
+ * Check a selmcast job's streams against the planning topology: every stream's tree joins
+ * each of its nodes to its source over links and holds every receiver, and on every link
+ * direction the streams' rates add up to at most its capacity. 0, or -EINVAL with a
+ * one-line reason ("link a -> b: streams load ... over its capacity ..."), or -ENOMEM.
+ */
+int
+jobplan_streams_validate(const struct topo *t, const struct jobplan *jp, char *err, size_t errlen);
+
 /** The table of gateway g at planning node i of a selmcast job: its part in every stream
  * through it. A site's streams go through its first gateway that is up; the others get
  * none. */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
  * The tree plans that job planning makes itself (jobplan_trees.h): the ring baseline run
- * as chain trees, CREW's shares as one star per aggregating site, and the factor by which
- * loads fit the links, which both they and multicast streams are scaled by.
+ * as chain trees, CREW's shares as one star per aggregating site (after a link loss, relayed
+ * and routed trees whose rates the packing LP solves together), and the factor by which
+ * loads fit the links, which multicast streams are scaled by.
  */
 #include <errno.h>
 #include <math.h>
@@ -16,6 +17,7 @@
 #include "jobplan_trees.h"
 #include "jsonutil.h"
 #include "mtree.h"
+#include "packing.h"
 
 /* ---- the ring as chain trees --------------------------------------------------------- */
 
@@ -166,57 +168,151 @@ jobplan_link_fit(const struct topo *t, const double *load)
 	double f = 1;
 
 	for (int l = 0; l < t->n_links; l++) {
-		if (load[2 * l] > t->links[l].gbps_ab * f)
+		if (load[2 * l] * f > t->links[l].gbps_ab)
 			f = t->links[l].gbps_ab / load[2 * l];
-		if (load[2 * l + 1] > t->links[l].gbps_ba * f)
+		if (load[2 * l + 1] * f > t->links[l].gbps_ba)
 			f = t->links[l].gbps_ba / load[2 * l + 1];
 	}
 	return f;
 }
 
-/* jobplan_link_fit() of a tree plan: a tree uses its rate in both directions of each of
- * its edges. -1 on ENOMEM. */
-static double
-fit_rates(const struct topo *t, const struct plan *pl)
+/* ---- CREW as stars ------------------------------------------------------------------- */
+
+/* The tree of aggregator i over the members: those it has a link with are its children;
+ * another is reached over two hops through CREW's relay (crew_pick_relay(): a member if
+ * one has both links), or, where no site joins the two, along the latency-shortest route
+ * (graph_route()), its nodes kept where already in the tree. *relayed is set if a member
+ * is not a child. Returns 0 or -ENOENT (a member unreachable). */
+static int
+crew_tree(const struct topo *t, const struct crew_problem *pb, int i, int *path, int *parent,
+	  bool *relayed)
 {
-	double *load = calloc(2 * (size_t)t->n_links, sizeof(double)), f;
+	int n = t->n_nodes;
 
-	if (load == NULL)
-		return -1;
-	for (int k = 0; k < pl->n_trees; k++)
-		for (int v = 0; v < t->n_nodes; v++) {
-			int u = pl->trees[k].parent[v], l;
+	for (int v = 0; v < n; v++)
+		parent[v] = PLAN_ABSENT;
+	parent[i] = PLAN_ROOT;
+	for (int k = 0; k < pb->p; k++)
+		if (pb->group[k] != i && topo_link_between(t, i, pb->group[k]) >= 0)
+			parent[pb->group[k]] = i;
+	for (int k = 0; k < pb->p; k++) {
+		int m = pb->group[k], r, len;
 
-			if (u < 0)
-				continue;
-			l = topo_link_between(t, v, u);
-			if (l < 0)
-				continue; /* plan_validate() reports it */
-			load[2 * l] += pl->trees[k].rate_gbps;
-			load[2 * l + 1] += pl->trees[k].rate_gbps;
+		if (parent[m] != PLAN_ABSENT)
+			continue;
+		*relayed = true;
+		r = crew_pick_relay(pb, i, m, pb->model_bytes, NULL, NULL);
+		if (r >= 0 && topo_link_between(t, m, r) >= 0 && topo_link_between(t, r, i) >= 0) {
+			parent[m] = r;
+			if (parent[r] == PLAN_ABSENT)
+				parent[r] = i;
+			continue;
 		}
-	f = jobplan_link_fit(t, load);
-	free(load);
-	return f;
+		len = graph_route(t, i, m, path);
+		if (len < 2)
+			return -ENOENT;
+		for (int h = len - 1; h > 0 && parent[path[h]] == PLAN_ABSENT; h--)
+			parent[path[h]] = path[h - 1];
+	}
+	graph_prune_relay_leaves(t, parent);
+	return 0;
 }
 
-/* ---- CREW as stars ------------------------------------------------------------------- */
+/* CREW's shares over the stars of the pool (one per site, every member its child): star i
+ * at S_i / (X + Y), which keeps every link within its capacity. */
+static int
+crew_star_rates(const struct crew_problem *pb, struct plan *pool, const int *site, char *err,
+		size_t errlen)
+{
+	uint64_t *share = calloc((size_t)pb->n, sizeof(*share));
+	struct crew_times tm;
+	int rc =
+		share == NULL ? -ENOMEM : crew_solve(pb, CREW_SCHEME_CREW, share, &tm, err, errlen);
+
+	for (int k = 0; rc == 0 && k < pool->n_trees; k++)
+		pool->trees[k].rate_gbps =
+			(double)share[site[k]] * 8 / 1e9 / (tm.scatter_s + tm.broadcast_s);
+	free(share);
+	return rc;
+}
+
+/* Rates of the trees of the pool solved together within every link (the packing LP over
+ * them, packing_fixed_rates()). Trees with the same links load them alike, so the LP's
+ * split among them is arbitrary: each such group's rate is shared evenly, so that every
+ * site of the group aggregates. */
+static int
+crew_joint_rates(const struct topo *t, struct plan *pool)
+{
+	double *sum = calloc((size_t)pool->n_trees, sizeof(double));
+	int *rep = malloc(sizeof(int) * (size_t)pool->n_trees);
+	int *cnt = calloc((size_t)pool->n_trees, sizeof(int)), rc = -ENOMEM;
+
+	if (sum == NULL || rep == NULL || cnt == NULL)
+		goto out;
+	rc = -EIO;
+	if (!(packing_fixed_rates(t, pool, NULL, 0) > 0))
+		goto out;
+	for (int k = 0; k < pool->n_trees; k++) {
+		rep[k] = packing_pool_find(t, pool, pool->trees[k].parent);
+		sum[rep[k]] += pool->trees[k].rate_gbps;
+		cnt[rep[k]]++;
+	}
+	for (int k = 0; k < pool->n_trees; k++)
+		pool->trees[k].rate_gbps = sum[rep[k]] / cnt[rep[k]];
+	rc = 0;
+out:
+	free(sum);
+	free(rep);
+	free(cnt);
+	return rc;
+}
+
+/* The pool's trees with a rate (above a billionth of the total) as the job's plan, each
+ * with its share and chunk size. */
+static struct plan *
+crew_plan_of(const struct topo *t, const struct plan *pool, uint64_t bytes)
+{
+	double total = plan_total_rate(pool);
+	int aggs = 0, k;
+	struct plan *pl;
+
+	for (k = 0; k < pool->n_trees; k++)
+		aggs += pool->trees[k].rate_gbps > 1e-9 * total;
+	pl = plan_create("crew", t, aggs);
+	for (k = 0; pl != NULL && k < pool->n_trees; k++) {
+		const struct plan_tree *tr = &pool->trees[k];
+		int j;
+
+		if (!(tr->rate_gbps > 1e-9 * total))
+			continue;
+		j = plan_add_tree(pl, tr->root, tr->rate_gbps, tr->parent);
+		if (j < 0)
+			break;
+		pl->trees[j].share = tr->rate_gbps / total;
+		pl->trees[j].chunk_bytes = planner_chunk_bytes(
+			(uint64_t)(pl->trees[j].share * (double)bytes), tr->rate_gbps,
+			planner_tree_max_latency_ms(t, &pl->trees[j]),
+			2 * plan_tree_depth(t, &pl->trees[j]));
+	}
+	if (pl != NULL && (k < pool->n_trees || plan_shares_from_rates(pl) != 0)) {
+		plan_free(pl);
+		pl = NULL;
+	}
+	return pl;
+}
 
 struct plan *
 jobplan_crew_stars(const struct topo *t, uint64_t bytes, char *err, size_t errlen)
 {
-	int n = t->n_nodes, p = 0;
-	double *bw = crew_matrix_from_topo(t), *eff = malloc(sizeof(double) * (size_t)n * n);
+	int n = t->n_nodes, p = 0, rc = -ENOMEM;
+	double *bw = crew_matrix_from_topo(t);
 	int *group = malloc(sizeof(int) * (size_t)n), *parent = malloc(sizeof(int) * (size_t)n);
-	int *via = malloc(sizeof(int) * (size_t)n * n);
-	uint64_t *share = calloc((size_t)n, sizeof(*share));
-	struct plan *pl = NULL;
-	struct crew_times tm;
-	int rc = -ENOMEM, aggs = 0;
-	double f;
+	int *path = malloc(sizeof(int) * (size_t)n), *site = malloc(sizeof(int) * (size_t)n);
+	struct plan *pool = plan_create("crew", t, n), *pl = NULL;
+	bool relayed = false;
 
-	if (bw == NULL || eff == NULL || group == NULL || parent == NULL || via == NULL ||
-	    share == NULL)
+	if (bw == NULL || group == NULL || parent == NULL || path == NULL || site == NULL ||
+	    pool == NULL)
 		goto out;
 	for (int v = 0; v < n; v++)
 		if (t->nodes[v].workers > 0)
@@ -224,78 +320,34 @@ jobplan_crew_stars(const struct topo *t, uint64_t bytes, char *err, size_t errle
 	struct crew_problem pb = {
 		.n = n, .gbps = bw, .group = group, .p = p, .model_bytes = bytes > 0 ? bytes : 1};
 
-	/* Relays for the pairs without a link, and the rates the shares are solved with. */
-	memcpy(eff, bw, sizeof(double) * (size_t)n * n);
-	for (int i = 0; i < n; i++)
-		for (int k = 0; k < p; k++) {
-			int m = group[k], r;
-
-			via[i * n + m] = -1;
-			if (m == i || (bw[m * n + i] > 0 && bw[i * n + m] > 0))
-				continue;
-			r = crew_pick_relay(&pb, i, m, bytes, NULL, NULL);
-			if (r < 0 || bw[m * n + r] <= 0 || bw[r * n + i] <= 0)
-				continue;
-			via[i * n + m] = r;
-			eff[i * n + m] = fmin(bw[i * n + r], bw[r * n + m]);
-			eff[m * n + i] = fmin(bw[m * n + r], bw[r * n + i]);
-		}
-	pb.gbps = eff;
-	rc = crew_solve(&pb, CREW_SCHEME_CREW, share, &tm, err, errlen);
+	/* One tree per site that reaches every member. */
+	for (int i = 0; i < n; i++) {
+		rc = crew_tree(t, &pb, i, path, parent, &relayed);
+		if (rc == -ENOENT)
+			continue;
+		rc = plan_add_tree(pool, i, 0, parent);
+		if (rc < 0)
+			goto out;
+		site[pool->n_trees - 1] = i;
+	}
+	rc = pool->n_trees == 0 ? -ENOENT :
+	     relayed            ? crew_joint_rates(t, pool) :
+				  crew_star_rates(&pb, pool, site, err, errlen);
 	if (rc == -ENOENT)
-		snprintf(err, errlen, "crew: no site reaches every worker site in two hops");
+		snprintf(err, errlen, "crew: no site reaches every worker site");
 	if (rc != 0)
 		goto out;
-	for (int i = 0; i < n; i++)
-		aggs += share[i] > 0;
-	pl = plan_create("crew", t, aggs);
+	pl = crew_plan_of(t, pool, bytes);
 	rc = pl == NULL ? -ENOMEM : 0;
-	for (int i = 0; i < n && rc == 0; i++) {
-		double T = tm.scatter_s + tm.broadcast_s, lat;
-		int k;
-
-		if (share[i] == 0)
-			continue;
-		for (int v = 0; v < n; v++)
-			parent[v] = PLAN_ABSENT;
-		for (int m = 0; m < p; m++) {
-			int r = via[i * n + group[m]];
-
-			parent[group[m]] = r >= 0 ? r : i;
-			if (r >= 0 && parent[r] == PLAN_ABSENT)
-				parent[r] = i;
-		}
-		parent[i] = PLAN_ROOT;
-		k = plan_add_tree(pl, i, (double)share[i] * 8 / 1e9 / T, parent);
-		if (k < 0) {
-			rc = k;
-			break;
-		}
-		lat = planner_tree_max_latency_ms(t, &pl->trees[k]);
-		pl->trees[k].chunk_bytes =
-			planner_chunk_bytes(share[i], pl->trees[k].rate_gbps, lat,
-					    2 * plan_tree_depth(t, &pl->trees[k]));
-	}
-	f = rc == 0 ? fit_rates(t, pl) : 1;
-	if (f < 0)
-		rc = -ENOMEM;
-	for (int k = 0; rc == 0 && f < 1 && k < pl->n_trees; k++)
-		pl->trees[k].rate_gbps *= f;
-	if (rc == 0)
-		rc = plan_shares_from_rates(pl);
-	if (rc != 0)
-		snprintf(err, errlen, "crew: %s", strerror(-rc));
 out:
+	if (rc != 0 && rc != -ENOENT)
+		snprintf(err, errlen, "crew: %s", strerror(-rc));
 	free(bw);
-	free(eff);
 	free(group);
 	free(parent);
-	free(via);
-	free(share);
-	if (rc != 0) {
-		plan_free(pl);
-		errno = -rc;
-		return NULL;
-	}
+	free(path);
+	free(site);
+	plan_free(pool);
+	errno = -rc;
 	return pl;
 }

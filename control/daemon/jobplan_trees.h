@@ -39,12 +39,15 @@ struct plan *jobplan_ring_chains(const struct topo *t, double search_seconds, ui
  * bw (X + Y), which is what CREW's shares guarantee, so the plan keeps every link within
  * its capacity.
  *
- * Where an aggregator and a member have no link (a failed one), CREW's relay carries the
- * chunk over two hops (crew_pick_relay(): a member if one has both links): the star
- * reaches that member through the relay, the shares are solved with the two hops' rate
- * (the slower hop), and since relayed chunks load links a star would not, every rate is
- * then scaled down as far as the busiest link needs. NULL with err and errno (ENOENT: no
- * site can aggregate).
+ * Where an aggregator and a member have no link (a failed one), the aggregator's tree
+ * reaches that member over two hops through CREW's relay (crew_pick_relay(): a member if
+ * one has both links), or, where no site joins the two, along the latency-shortest route.
+ * Relayed chunks load links a star would not, so then the rates of all the trees (one per
+ * site that reaches every member) are solved together by the packing LP restricted to
+ * them (packing_fixed_rates()): the largest sum with every link within its capacity;
+ * trees with the same links share their rate evenly, and trees the LP leaves at 0 are
+ * dropped (fewer aggregators). Shares follow rates. NULL with err and errno (ENOENT: no
+ * site reaches every member).
  */
 struct plan *jobplan_crew_stars(const struct topo *t, uint64_t bytes, char *err, size_t errlen);
 

@@ -253,58 +253,6 @@ cmp_desc(const void *a, const void *b)
 	return (x[0] < y[0]) - (x[0] > y[0]);
 }
 
-/* Rates for a fixed set of trees (chosen[i]): the packing LP restricted to them, with
- * rate >= r_min on each. Returns the total or -1 if infeasible. */
-static double
-lp_fixed(const struct topo *t, struct plan *pool, const bool *chosen, double r_min)
-{
-	int *ind = malloc(sizeof(int) * ((size_t)t->n_nodes + 1));
-	double *val = malloc(sizeof(double) * ((size_t)t->n_nodes + 1)), z = -1;
-	int *col_of = calloc((size_t)pool->n_trees, sizeof(int));
-	glp_prob *lp = glp_create_prob();
-	glp_smcp smcp;
-	int ncol = 0;
-
-	if (ind == NULL || val == NULL || col_of == NULL)
-		goto out;
-	glp_set_obj_dir(lp, GLP_MAX);
-	glp_add_rows(lp, t->n_links);
-	for (int l = 0; l < t->n_links; l++)
-		glp_set_row_bnds(lp, l + 1, GLP_UP, 0, topo_link_duplex_gbps(t, l));
-	for (int i = 0; i < pool->n_trees; i++) {
-		int k = 0;
-
-		if (!chosen[i])
-			continue;
-		col_of[i] = ++ncol;
-		glp_add_cols(lp, 1);
-		glp_set_col_bnds(lp, ncol, GLP_LO, r_min, 0);
-		glp_set_obj_coef(lp, ncol, 1);
-		for (int v = 0; v < t->n_nodes; v++)
-			if (pool->trees[i].parent[v] >= 0) {
-				ind[++k] = topo_link_between(t, v, pool->trees[i].parent[v]) + 1;
-				val[k] = 1;
-			}
-		glp_set_mat_col(lp, ncol, k, ind, val);
-	}
-	if (ncol == 0)
-		goto out;
-	glp_init_smcp(&smcp);
-	smcp.msg_lev = GLP_MSG_OFF;
-	if (glp_simplex(lp, &smcp) != 0 || glp_get_status(lp) != GLP_OPT)
-		goto out;
-	z = glp_get_obj_val(lp);
-	for (int i = 0; i < pool->n_trees; i++)
-		pool->trees[i].rate_gbps = chosen[i] ? glp_get_col_prim(lp, col_of[i]) : 0;
-
-out:
-	glp_delete_prob(lp);
-	free(ind);
-	free(val);
-	free(col_of);
-	return z;
-}
-
 int
 mtree_select(const struct topo *t, struct plan *pool, int k, double r_min, double seconds,
 	     bool *optimal)
@@ -337,12 +285,12 @@ mtree_select(const struct topo *t, struct plan *pool, int k, double r_min, doubl
 		chosen[(int)order[2 * j + 1]] = true;
 	/* Drop chosen trees one by one while r_min makes the set infeasible. */
 	for (int j = (k <= 0 || k > m ? m : k) - 1; j >= 0; j--) {
-		greedy = lp_fixed(t, pool, chosen, r_min);
+		greedy = packing_fixed_rates(t, pool, chosen, r_min);
 		if (greedy >= 0)
 			break;
 		chosen[(int)order[2 * j + 1]] = false;
 	}
-	greedy = lp_fixed(t, pool, chosen, r_min);
+	greedy = packing_fixed_rates(t, pool, chosen, r_min);
 	if (greedy >= 0) {
 		best_z = greedy;
 		for (int i = 0; i < m; i++)
@@ -413,7 +361,7 @@ mtree_select(const struct topo *t, struct plan *pool, int k, double r_min, doubl
 				/* Re-solve the LP on the chosen set: exact rates, no big-M noise. */
 				for (int i = 0; i < m; i++)
 					chosen[i] = glp_mip_col_val(mip, m + i + 1) > 0.5;
-				z = lp_fixed(t, pool, chosen, r_min);
+				z = packing_fixed_rates(t, pool, chosen, r_min);
 				if (z > best_z) {
 					best_z = z;
 					for (int i = 0; i < m; i++)
@@ -465,7 +413,7 @@ drop_negligible(const struct topo *t, struct plan *pool, double r_min)
 			chosen[i] = r > MTREE_NEGLIGIBLE_SHARE * total;
 			drop |= r > 0 && !chosen[i];
 		}
-		if (!drop || lp_fixed(t, pool, chosen, r_min) < 0)
+		if (!drop || packing_fixed_rates(t, pool, chosen, r_min) < 0)
 			break;
 	}
 	/* Keep the small trees after all if dropping them costs more than 1% of the rate. */
@@ -551,7 +499,7 @@ plan_at_height(const struct topo *t, const struct mtree_opts *o, double h, bool 
 		}
 		for (int i = 0; i < pool->n_trees; i++)
 			all[i] = true;
-		st->lp_rate_gbps = lp_fixed(t, pool, all, 0);
+		st->lp_rate_gbps = packing_fixed_rates(t, pool, all, 0);
 		free(all);
 	}
 	st->candidates = pool->n_trees;

@@ -371,3 +371,55 @@ out:
 	free(costs);
 	return rc;
 }
+
+/* The packing LP restricted to a fixed set of pool trees (packing.h). */
+double
+packing_fixed_rates(const struct topo *t, struct plan *pool, const bool *chosen, double r_min)
+{
+	int *ind = malloc(sizeof(int) * ((size_t)t->n_nodes + 1));
+	double *val = malloc(sizeof(double) * ((size_t)t->n_nodes + 1)), z = -1;
+	int *col_of = calloc((size_t)pool->n_trees, sizeof(int));
+	glp_prob *lp = glp_create_prob();
+	glp_smcp smcp;
+	int ncol = 0;
+
+	if (ind == NULL || val == NULL || col_of == NULL)
+		goto out;
+	glp_set_obj_dir(lp, GLP_MAX);
+	glp_add_rows(lp, t->n_links);
+	for (int l = 0; l < t->n_links; l++)
+		glp_set_row_bnds(lp, l + 1, GLP_UP, 0, topo_link_duplex_gbps(t, l));
+	for (int i = 0; i < pool->n_trees; i++) {
+		int k = 0;
+
+		if (chosen != NULL && !chosen[i])
+			continue;
+		col_of[i] = ++ncol;
+		glp_add_cols(lp, 1);
+		glp_set_col_bnds(lp, ncol, GLP_LO, r_min, 0);
+		glp_set_obj_coef(lp, ncol, 1);
+		for (int v = 0; v < t->n_nodes; v++)
+			if (pool->trees[i].parent[v] >= 0) {
+				ind[++k] = topo_link_between(t, v, pool->trees[i].parent[v]) + 1;
+				val[k] = 1;
+			}
+		glp_set_mat_col(lp, ncol, k, ind, val);
+	}
+	if (ncol == 0)
+		goto out;
+	glp_init_smcp(&smcp);
+	smcp.msg_lev = GLP_MSG_OFF;
+	if (glp_simplex(lp, &smcp) != 0 || glp_get_status(lp) != GLP_OPT)
+		goto out;
+	z = glp_get_obj_val(lp);
+	for (int i = 0; i < pool->n_trees; i++)
+		pool->trees[i].rate_gbps =
+			chosen == NULL || chosen[i] ? glp_get_col_prim(lp, col_of[i]) : 0;
+
+out:
+	glp_delete_prob(lp);
+	free(ind);
+	free(val);
+	free(col_of);
+	return z;
+}

@@ -59,6 +59,16 @@ int packing_pool_find(const struct topo *t, const struct plan *pool, const int *
  */
 int packing_pool_add(const struct topo *t, struct plan *pool, int *parent);
 
+/**
+ * Rates for a fixed set of pool trees (chosen[i]; NULL: all): the packing LP restricted to
+ * them, every chosen tree at rate >= r_min, the sum of rates maximised with every link
+ * within its duplex capacity. Every pool tree's rate_gbps gets its LP value (0 if not
+ * chosen). Returns the sum, or -1 if the LP is infeasible, no tree is chosen, or on
+ * failure.
+ */
+double
+packing_fixed_rates(const struct topo *t, struct plan *pool, const bool *chosen, double r_min);
+
 /** Sum of w[] over the links of a tree. */
 double packing_tree_weight(const struct topo *t, const int *parent, const double *w);
 
