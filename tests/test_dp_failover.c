@@ -318,8 +318,7 @@ test_recovery_asks_worker(void)
 	CHECK(n == 1 && recovery_asked(&o[0], 6, 11), "%d frames, type %d to %08x", n,
 	      n > 0 ? (int)o[0].p.type : -1, n > 0 ? o[0].fl.dst_ip : 0);
 	/* Worker 11's round 7 again (RETX): asked already. */
-	asked_then_answered(contrib_f32_flags(61, 2, WIRE_F_RETX, 0, 11, 7, 0, 64, 64), false,
-			    11);
+	asked_then_answered(contrib_f32_flags(61, 2, WIRE_F_RETX, 0, 11, 7, 0, 64, 64), false, 11);
 	/* Child 2's round 7, then worker 11's again, which completes it. */
 	round7_summed(child2_sum(2, 7, 0, 1),
 		      contrib_f32_flags(61, 2, WIRE_F_RETX, 0, 11, 7, 0, 64, 64));

@@ -131,8 +131,8 @@ test_retransmit_up(void)
 	dp_worker_poll(dp.lcores[0]);
 	n = collect(o, 16);
 	CU_ASSERT_FATAL(n == 1);
-	CU_ASSERT(o[0].p.type == WIRE_TYPE_NACK_RESULT && o[0].p.chunk == 0 &&
-		  o[0].p.round == 3 && o[0].p.count == 1 && o[0].fl.dst_ip == PEER_IP(4));
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_NACK_RESULT && o[0].p.chunk == 0 && o[0].p.round == 3 &&
+		  o[0].p.count == 1 && o[0].fl.dst_ip == PEER_IP(4));
 	CU_ASSERT(ctr(DP_CTR_HELD_ASKED) == 1 && ctr(DP_CTR_RETRANSMITS) == 0);
 	rte_delay_us_sleep(25000);
 	dp_worker_poll(dp.lcores[0]);
@@ -238,8 +238,8 @@ test_nack_result_held(void)
 	const uint32_t ce = 64;
 	struct tdesc td = {0, 0, 0, {0}, 0, 3, 16, {0}};
 	static struct out o[16];
-	struct pkt nk = {WIRE_TYPE_NACK_RESULT, 0, 13, 1, 0, 11, 11, 0, 4, 0, WIRE_DTYPE_NONE,
-			 2,                     PEER_IP(11)};
+	struct pkt nk = {WIRE_TYPE_NACK_RESULT, 0, 13,         1, 0, 11, 11, 0, 4, 0,
+			 WIRE_DTYPE_NONE,       2, PEER_IP(11)};
 	int n;
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
