@@ -6,13 +6,18 @@
     state = georeduce.torch.HookState(client)
     ddp.register_comm_hook(state, georeduce.torch.ddp_comm_hook)
 
-Each gradient bucket is one AllReduce round through the gateways, in the order DDP hands
-the buckets over (bucket 0 first, every step), so every worker gives the same bucket the
-same round. The hook returns a torch.futures.Future at once and the client's thread
-completes it when the results are in, so the transfer overlaps the rest of the backward
-pass, as DDP's own hooks do. The result is the sum divided, chunk by chunk, by the number
-of workers it holds: in a partial reduce (a CREW job) each chunk's own count. A bucket cut
-by a re-plan runs again under the new epoch (georeduce.Client, follow=True).
+The buckets of a step share AllReduce rounds: each is copied, in the order DDP hands them
+over (bucket 0 first, every step), to the next place of a staging tensor of the job's
+elements, and a round reduces that tensor once the step's last bucket is in, or earlier
+when the next bucket would not fit (a job smaller than the gradient). A step whose
+gradient fits the job's tensor so costs one AllReduce of the gradient, its trees all
+busy at once, and not one round trip and window ramp per bucket. Every worker lays the
+same buckets the same way, so every worker gives the same element the same place and
+round. The hook returns a torch.futures.Future at once and the client's thread
+completes it when the results are in. The result is the sum divided, chunk by chunk, by
+the number of workers it holds: in a partial reduce (a CREW job) each chunk's own count.
+A round cut by a re-plan runs again under the new epoch (georeduce.Client, follow=True).
+HookState(per_bucket=True) gives each bucket a round of its own instead, as before 0.2.0.
 
 The hooks' annotations are exactly those DistributedDataParallel.register_comm_hook()
 checks (dist.GradBucket, torch.futures.Future[torch.Tensor]).
@@ -56,18 +61,47 @@ class HookState:
 
     Args:
         client: the worker's georeduce.Client; its next round is the first bucket's.
-        timeout: seconds per bucket (None: the client's).
+        timeout: seconds per round (None: the client's).
         record: keep a BucketRecord per bucket in `records`.
+        per_bucket: one round per bucket instead of one per step.
+
+    Memory: staging tensors of the job's elements in the dtype sent, one per round in
+    flight (one, when a step's gradient fits the job), allocated on first use and kept.
     """
 
     def __init__(self, client: Client, *, timeout: Optional[float] = None,
-                 record: bool = False) -> None:
+                 record: bool = False, per_bucket: bool = False) -> None:
         self.client = client
         self.timeout = timeout
         self.step = 0
         self.record = record
+        self.per_bucket = per_bucket
         self.records: List[BucketRecord] = []
         self._lock = threading.Lock()
+        self._free: List[torch.Tensor] = []  # staging tensors not in a round
+        self._batch: Optional[_Batch] = None  # the buckets waiting for their round
+
+
+@dataclass
+class _Part:
+    """A bucket in a batch: its place in the staging tensor and where its result goes."""
+
+    send: torch.Tensor
+    out: torch.Tensor
+    fut: "torch.futures.Future[torch.Tensor]"
+    offset: int
+    index: int
+    step: int
+    submitted: float
+
+
+@dataclass
+class _Batch:
+    """Buckets packed into one staging tensor, reduced in one round."""
+
+    flat: torch.Tensor
+    parts: List[_Part]
+    at: int = 0
 
 
 def _torch_dtype(d: DType) -> torch.dtype:
@@ -76,10 +110,90 @@ def _torch_dtype(d: DType) -> torch.dtype:
     return getattr(torch, d.torch)
 
 
+def _record(state: HookState, p: _Part, elements: int, rnd: int, contributors: int) -> None:
+    tm = next((t for t in reversed(state.client.timings) if t.round == rnd), None)
+    with state._lock:
+        state.records.append(BucketRecord(
+            p.step, p.index, rnd, elements, state.client.dtype.name, p.submitted,
+            tm.started if tm else p.submitted, tm.in_library if tm else 0.0,
+            tm.finished if tm else p.submitted, time.perf_counter(), contributors,
+            state.client.epoch))
+
+
+def _flush(state: HookState) -> None:
+    """Reduce the waiting batch in one round (averaged), in the client's thread; then
+    each bucket's result goes into its output and its future is completed."""
+    b, state._batch = state._batch, None
+    if b is None:
+        return
+    rnd = state.client.next_round
+    try:
+        cf = state.client.allreduce_async(b.flat[:b.at], average=True, timeout=state.timeout)
+    except BaseException as e:
+        state._free.append(b.flat)
+        for p in b.parts:
+            p.fut.set_exception(e)
+        raise
+
+    def done(f: Any) -> None:
+        try:
+            contributors = f.result()
+            for p in b.parts:
+                n = p.send.numel()
+                p.out.view(-1).copy_(b.flat[p.offset:p.offset + n])
+                if state.record:
+                    _record(state, p, n, rnd, contributors)
+        except BaseException as e:  # the backward pass raises it from DDP's wait
+            for p in b.parts:
+                if not p.fut.done():
+                    p.fut.set_exception(e)
+            return
+        finally:
+            with state._lock:
+                state._free.append(b.flat)
+        for p in b.parts:
+            p.fut.set_result(p.out)
+
+    cf.add_done_callback(done)
+
+
 def _reduce(state: HookState, bucket: dist.GradBucket, send: torch.Tensor, out: torch.Tensor
             ) -> torch.futures.Future[torch.Tensor]:
-    """AllReduce send (averaged) in the client's thread; copy it into out if they differ;
-    a future of out."""
+    """Average send over the job's workers with the step's other buckets (one round per
+    step, or per bucket with per_bucket) and put it into out; a future of out."""
+    if state.per_bucket:
+        return _reduce_alone(state, bucket, send, out)
+    n, cap = send.numel(), state.client.elements
+    if n > cap:
+        raise ValueError("a bucket of %d elements: the job's tensor has %d, and a bucket may "
+                         "have no more" % (n, cap))
+    fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
+    b = state._batch
+    if b is not None and (b.at + n > cap or b.flat.dtype != send.dtype):
+        _flush(state)  # it does not fit: the waiting buckets go in a round of their own
+        b = None
+    if b is None:
+        with state._lock:
+            flat = next((t for t in state._free if t.dtype == send.dtype), None)
+            if flat is not None:
+                state._free.remove(flat)
+        if flat is None:
+            flat = torch.zeros(cap, dtype=send.dtype)
+        b = state._batch = _Batch(flat, [])
+    b.flat[b.at:b.at + n].copy_(send.view(-1))
+    b.parts.append(_Part(send, out, fut, b.at, bucket.index(), state.step,
+                         time.perf_counter()))
+    b.at += n
+    if bucket.is_last():
+        state.step += 1
+        _flush(state)
+    return fut
+
+
+def _reduce_alone(state: HookState, bucket: dist.GradBucket, send: torch.Tensor,
+                  out: torch.Tensor) -> torch.futures.Future[torch.Tensor]:
+    """AllReduce send (averaged) in a round of its own, in the client's thread; copy it
+    into out if they differ; a future of out."""
     fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
     step, index = state.step, bucket.index()
     rnd = state.client.next_round

@@ -272,6 +272,9 @@ class FakeGateway:
                 s = self.slots.get((epoch, rnd, c))
                 if s is not None and s.result is not None:
                     self._send(c, self._answer(s.result, tsval), origin)
+                elif s is not None and origin in s.workers:  # held (PROTOCOL.md rev. 1.4)
+                    self._send(c, self._hdr(ACK, F_ECHO, epoch, t[0], origin, 0, rnd, c, 1,
+                                            tsecr=tsval), origin)
         else:
             self.bad += 1
 

@@ -131,6 +131,50 @@ def test_hooks_with_a_bucket(dtype, hook):
         assert gw.bad == 0
 
 
+def test_step_one_round():
+    """The buckets of a step that fit the job's tensor share one round; a bucket that does
+    not fit beside the waiting ones sends them in a round of their own (per_bucket=True:
+    a round each)."""
+    with FakeGateway([1, 2], 400, 64) as gw:
+        cs = clients(gw)
+        states = [grt.HookState(c, record=True) for c in cs]
+        try:
+            futs = []
+            for step in range(2):
+                for i, n in enumerate((300, 77, 200)):
+                    for w, s in enumerate(states):
+                        t = torch.arange(n, dtype=torch.float32) + 2 * w + 10 * step
+                        want = torch.arange(n, dtype=torch.float32) + 1 + 10 * step
+                        futs.append((grt.ddp_comm_hook(s, Bucket(t, i, i == 2)), t, want))
+            for f, t, want in futs:
+                assert f.wait() is t
+                assert torch.equal(t, want)
+            for s in states:
+                assert s.step == 2
+                # 300 + 77 in one round; 200 more would pass 400: a round of its own.
+                assert [(r.step, r.index, r.round, r.elements) for r in s.records] == [
+                    (0, 0, 0, 300), (0, 1, 0, 77), (0, 2, 1, 200),
+                    (1, 0, 2, 300), (1, 1, 2, 77), (1, 2, 3, 200)]
+        finally:
+            for c in cs:
+                c.close()
+        assert gw.bad == 0
+        # Each round's chunks once per worker: 377 and 200 elements in chunks of 64.
+        assert gw.contribs - gw.retx == 2 * 2 * (6 + 4), (gw.contribs, gw.retx)
+    with FakeGateway([1, 2], 400, 64) as gw:
+        cs = clients(gw)
+        states = [grt.HookState(c, record=True, per_bucket=True) for c in cs]
+        try:
+            futs = [grt.ddp_comm_hook(s, Bucket(torch.ones(n), i, i == 1))
+                    for i, n in enumerate((300, 77)) for s in states]
+            for f in futs:
+                f.wait()
+            assert [r.round for r in states[0].records] == [0, 1]
+        finally:
+            for c in cs:
+                c.close()
+
+
 @pytest.mark.parametrize("lan", [None, "fp32", "bf16"])
 def test_mx_hook_with_a_bucket(lan):
     """mx_compress_hook on an mxint8 job (with the LAN hop in the job's dtype, fp32 or bf16):
@@ -271,13 +315,16 @@ def test_ddp_fp32_as_gloo(tmp_path):
         assert g["params"] == ref[0]["params"]
         assert g["losses"] == ref[got.index(g)]["losses"]
     # DDP's first step has one bucket, later ones several (it rebuilds them in the order
-    # gradients came); one round per bucket, the same at both workers.
+    # gradients came); the buckets of a step share one round (the gradient fits the
+    # job's tensor): one round per step, each of the whole gradient's chunks once.
     recs = got[0]["records"]
     per_step = [sum(1 for r in recs if r[0] == s) for s in range(6)]
     assert per_step[0] >= 1 and all(k == per_step[1] >= 2 for k in per_step[1:]), per_step
-    assert [r[2] for r in recs] == list(range(len(recs)))
+    assert [r[2] for r in recs] == [r[0] for r in recs]
+    assert all(sum(r[3] for r in recs if r[0] == s) == n_params() for s in range(6))
     assert all(r[4] == 2 for r in recs)
     assert got[0]["records"] == got[1]["records"]
+    assert gw.contribs - gw.retx == 2 * 6 * -(-n_params() // 200), (gw.contribs, gw.retx)
 
 
 def test_ddp_replan(tmp_path):
