@@ -154,6 +154,8 @@ client_run_timers(struct call *k, uint64_t now)
 				if (h->state != CH_HELD) {
 					client_send_contrib(k, i, true, now);
 					c->st.contribs_retx++;
+					c->st.retx_fast += overtaken;
+					c->st.asks_unanswered += !overtaken && h->state == CH_ASKED;
 					h->state = CH_RETX;
 					h->sent_us = (uint32_t)now;
 				}

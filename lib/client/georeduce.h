@@ -253,6 +253,12 @@ struct gr_stats {
 	uint64_t held_asked;       /* chunks whose timer expired with no sign of loss and
 					 * that were asked for (NACK_RESULT) instead of resent:
 					 * the gateway ACKs those it holds */
+	uint64_t retx_fast;        /* CONTRIBs resent because one sent after them had its
+					 * result (fast retransmit; the rest of contribs_retx
+					 * are timeouts) */
+	uint64_t asks_unanswered;  /* ... resent because the gateway answered no question
+					 * (held_asked) within the ask timer: lost, or a
+					 * gateway before PROTOCOL.md revision 1.4 */
 };
 
 /** Called by gr_mcast_recv() with each chunk received: count elements of dtype at data

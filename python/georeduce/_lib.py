@@ -146,6 +146,8 @@ STATS_FIELDS = [
     ("kept_answers", ctypes.c_uint64),
     ("kept_misses", ctypes.c_uint64),
     ("held_asked", ctypes.c_uint64),
+    ("retx_fast", ctypes.c_uint64),
+    ("asks_unanswered", ctypes.c_uint64),
 ]
 
 

@@ -120,6 +120,8 @@ main(void)
 	FIELD(gr_stats, kept_answers);
 	FIELD(gr_stats, kept_misses);
 	FIELD(gr_stats, held_asked);
+	FIELD(gr_stats, retx_fast);
+	FIELD(gr_stats, asks_unanswered);
 	END();
 	printf("}\n");
 	return 0;

@@ -19,7 +19,7 @@ stats_json(const struct gr_client *c)
 
 	gr_client_stats(c, &s);
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-			 "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			 "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			 "timeouts", (json_int_t)s.timeouts, "cancels", (json_int_t)s.cancels,
 			 "contribs_sent", (json_int_t)s.contribs_sent, "contribs_retx",
 			 (json_int_t)s.contribs_retx, "nacks_sent", (json_int_t)s.nacks_sent,
@@ -33,7 +33,8 @@ stats_json(const struct gr_client *c)
 			 (json_int_t)s.mcast_nacks_sent, "mcast_repaired",
 			 (json_int_t)s.mcast_repaired, "kept_answers", (json_int_t)s.kept_answers,
 			 "kept_misses", (json_int_t)s.kept_misses, "held_asked",
-			 (json_int_t)s.held_asked);
+			 (json_int_t)s.held_asked, "retx_fast", (json_int_t)s.retx_fast,
+			 "asks_unanswered", (json_int_t)s.asks_unanswered);
 }
 
 int
