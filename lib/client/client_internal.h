@@ -272,13 +272,19 @@ timer_us(const struct call *k, unsigned int backoff)
 }
 
 /* The ask timer of a chunk in CH_ASKED: an ACK or the RESULT comes back from the first hop
- * (its round trip, the path's RTO) unless the CONTRIB was lost; twice that, at least the
- * timer floor. Before any sample of the path, T1's base. */
+ * (its round trip, the path's RTO) unless the CONTRIB was lost; twice that, and at least
+ * half of T1's base: a gateway on a loaded host may answer tens of milliseconds late,
+ * and an answer that comes after the resend has saved nothing (a loss that no later
+ * chunk's result reveals waits that much longer). Before any sample of the path, T1's
+ * base. */
 static inline uint64_t
 ask_us(const struct call *k)
 {
-	uint64_t t = k->c->path.valid ? 2 * rtt_rto(&k->c->path) : timer_us(k, 0);
+	uint64_t t1 = timer_us(k, 0);
+	uint64_t t = k->c->path.valid ? 2 * rtt_rto(&k->c->path) : t1;
 
+	if (t < t1 / 2)
+		t = t1 / 2;
 	return t < k->rto_min ? k->rto_min : (t > k->rto_max ? k->rto_max : t);
 }
 
