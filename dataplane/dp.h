@@ -751,6 +751,8 @@ struct dp_params {
 };
 
 /** The whole dataplane (ctl: rw; workers: ro except their dp_lcore and job slots). */
+struct promsrv;
+
 struct dp {
 	struct dp_params prm;
 	unsigned int n_lcores;
@@ -778,6 +780,7 @@ struct dp {
 	uint64_t mbufs_budget;              /* of the packet pools, for slots */
 	uint64_t job_bytes;                 /* memory held by jobs */
 	uint64_t pool_bytes;                /* memory of the mempools */
+	struct promsrv *msrv;               /* --metrics, or NULL (its counters: stats) */
 };
 
 /* --- Fast path: the worker loop (fastpath/worker.c) --------------------------------------- */

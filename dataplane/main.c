@@ -756,6 +756,7 @@ main(int argc, char **argv)
 			rte_eal_cleanup();
 			return CLI_EXIT_USAGE;
 		}
+		dp.msrv = msrv;
 	}
 	if (dp_telemetry_register(&dp) != 0)
 		DP_LOG(WARNING, "telemetry commands not registered\n");

@@ -18,6 +18,7 @@
 
 #include "dp.h"
 #include "prom.h"
+#include "promsrv.h"
 #include "slowpath/slowpath.h"
 
 static const char *const ctr_names[DP_CTR_COUNT] = {
@@ -761,6 +762,7 @@ dp_metrics_text(struct dp *dp, size_t *len)
 	prom_sample_u64(&p, NULL, 0, dp->probe_replies_unsolicited);
 	prom_family(&p, M("lcores"), PROM_GAUGE, "Worker lcores");
 	prom_sample_u64(&p, NULL, 0, dp->n_lcores);
+	promsrv_prom(dp->msrv, &p, M(""));
 	text = prom_finish(&p, len, &err);
 	if (text == NULL) {
 		snprintf(why, sizeof(why), "%s", p.why);
