@@ -84,7 +84,10 @@ enum dp_ctr {
 	DP_CTR_RECOVER_ANSWERED, /* ... RESULTs sent from an older epoch or relayed */
 	DP_CTR_RECOVERED,        /* ... RESULTs that came back and completed a slot or
 				     * went on to whoever asked */
-	DP_CTR_RECOVER_FULL,     /* ... requests not recorded: the lcore's table was full */
+	DP_CTR_RECOVER_FULL,     /* ... requests not recorded: the lcore's table was full
+				     * and their requester held its share of it */
+	DP_CTR_RECOVER_EVICTED,  /* ... requests dropped from a full table for another
+				     * requester's: theirs held the most (recover.c) */
 	DP_CTR_SEALED,           /* frames sealed for a protected link (section 14) */
 	DP_CTR_OPENED,           /* sealed frames opened and authenticated */
 	DP_CTR_SEAL_BYTES,       /* bytes of the georeduce packets sealed */
