@@ -159,8 +159,9 @@ struct dp_dest {
 	uint32_t ipv4;              /* host order */
 	uint32_t ip_sum;            /* one's-complement sum of this gateway's IPv4 header to
 				     * it without the total length (docs: tx.h) */
-	uint64_t src_key;           /* ipv4 << 16 | udp_base, and DP_SRC_SEALED on a protected
-				     * link: what its packets must come from (validate.h) */
+	uint64_t src_key;           /* ipv4 << 16 | udp_base, or on a protected link
+				     * dp_src_key_sealed(id): what its packets must come from
+				     * (validate.h) */
 	const struct dp_seal *seal; /* protected link: its key; NULL: plain */
 };
 
@@ -173,6 +174,15 @@ dp_src_key_of(uint32_t ipv4, uint16_t port)
 
 /* In a source key: the packet was sealed (received) or must be (a protected link). */
 #define DP_SRC_SEALED (1ull << 48)
+
+/** The source key of a sealed frame opened with the key of the link to gateway `peer`, and
+ * what a protected link to it requires: its key, not its address, says who sent it
+ * (validate.h), so that a peer behind NAT or re-addressed is still known. */
+static inline uint64_t
+dp_src_key_sealed(uint16_t peer)
+{
+	return DP_SRC_SEALED | (uint64_t)peer << 16;
+}
 
 /* --- Protected links (docs/PROTOCOL.md section 14; fastpath/seal.c) ---------------------- */
 

@@ -140,7 +140,8 @@ dest_gw(struct dp *dp, const struct dp_job *j, struct dp_dest *d, const struct t
 	d->udp_base = g->base_port;
 	d->udp_count = g->ports;
 	d->seal = dp_job_seal(j, g->id);
-	d->src_key = dp_src_key_of(g->ipv4, g->base_port) | (d->seal != NULL ? DP_SRC_SEALED : 0);
+	d->src_key =
+		d->seal != NULL ? dp_src_key_sealed(g->id) : dp_src_key_of(g->ipv4, g->base_port);
 	return route(dp, d, field, err, errlen);
 }
 
@@ -357,8 +358,9 @@ build_stream(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size
 		if (dest_gw(dp, j, &s->from, &ts->from, field, err, errlen) != 0)
 			return -1;
 		dest_ip_sum(j, &s->from);
-		s->from_key = dp_src_key_of(ts->from.ipv4, ts->from.base_port) |
-			      (dp_job_seal(j, ts->from.id) != NULL ? DP_SRC_SEALED : 0);
+		s->from_key = dp_job_seal(j, ts->from.id) != NULL ?
+				      dp_src_key_sealed(ts->from.id) :
+				      dp_src_key_of(ts->from.ipv4, ts->from.base_port);
 		s->from_count = ts->from.ports;
 	}
 	for (int k = 0; k < s->n_origins; k++) {
