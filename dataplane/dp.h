@@ -645,7 +645,8 @@ struct dp_port {
 	uint16_t port_id;
 	uint32_t ipv4; /* host order */
 	uint8_t prefix_len;
-	uint32_t gw_ipv4; /* 0: no router on this port */
+	uint32_t gw_ipv4;  /* 0: no router on this port */
+	uint32_t nat_ipv4; /* --nat-addr: tables may name it as this gateway's; 0: none */
 	struct rte_ether_addr mac;
 	uint16_t n_rxq;           /* queues 0 .. n_rxq - 1 polled by lcore indices 0 .. */
 	uint16_t n_txq;           /* one per worker lcore */

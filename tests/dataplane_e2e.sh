@@ -59,6 +59,19 @@ for f in 0,tx,burst=4 0,tx,loss=0.01,burst=0.5 0,tx,loss=1,burst=4 0,tx,ge_p=0.1
 done
 rm -rf /var/run/dpdk/"$P"f
 
+# A bad --nat-addr is refused with the reason, before EAL starts.
+for n in 0:300.1.1.1 0:224.0.0.1 0:0.0.0.0 x:1.2.3.4 99:1.2.3.4 0: 1.2.3.4; do
+	"$DP" -- --nat-addr "$n" --help >"$TMP/n.log" 2>&1
+	rc=$?
+	if [ "$rc" = 2 ] && grep -q "^georeduce-dataplane: --nat-addr: .*got '$n'" "$TMP/n.log"; then
+		ok "--nat-addr $n: refused"
+	else
+		not_ok "--nat-addr $n: exit $rc, $(head -c 300 "$TMP/n.log")"
+	fi
+done
+"$DP" -- --nat-addr 0:203.0.113.7 --help | grep -q -- "--nat-addr PORT:IP" &&
+	ok "--nat-addr in --help" || not_ok "--nat-addr missing from --help"
+
 for n in "$NA" "$NB" "$NW"; do ip netns add "$n" || exit 1; done
 ip link add vA netns "$NA" type veth peer name pA netns "$NW" || exit 1
 ip link add vB netns "$NB" type veth peer name pB netns "$NW" || exit 1

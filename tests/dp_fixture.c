@@ -50,6 +50,8 @@ const uint16_t W3[3] = {11, 12, 13};
 /* --linger-ms of the next dp_up(): drained epochs retire at once but in the tests of
  * result recovery, which keep them. */
 uint32_t linger_ms;
+/* --nat-addr of port 0 at the next dp_up(); 0: none. */
+uint32_t nat_ipv4;
 uint64_t fault_seed; /* --fault-seed of the next dp_up() */
 
 /* A fresh dataplane on a fresh ring port: lcore is the lcore that plays the worker. */
@@ -86,6 +88,7 @@ dp_up(unsigned int lcore)
 	cfg.port_ids[0] = (uint16_t)port;
 	cfg.addr[0].ipv4 = GW_IP;
 	cfg.addr[0].prefix_len = 24;
+	cfg.addr[0].nat_ipv4 = nat_ipv4;
 	/* Every peer 10.0.0.2 .. 10.0.0.40 is a static neighbour 02:00:00:00:00:nn. */
 	for (unsigned int n = 2; n <= 40; n++) {
 		struct dp_static_neigh *sn = &cfg.neigh[cfg.n_neigh++];

@@ -47,6 +47,7 @@ extern unsigned int n_routes;     /* these routes */
 extern struct dp_route routes[4];
 extern const char *crypto_dev; /* this --crypto */
 extern uint32_t linger_ms;     /* this --linger-ms */
+extern uint32_t nat_ipv4;      /* this --nat-addr 0:IP (0: none) */
 extern uint64_t fault_seed;    /* this --fault-seed */
 
 /** Three local workers, 11, 12 and 13. */

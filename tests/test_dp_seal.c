@@ -540,6 +540,59 @@ test_protected_link_nat(void)
 	dp_down();
 }
 
+/*
+ * This gateway behind a NAT too (--nat-addr 0:203.0.113.7): the tables name it by the
+ * address the NAT gives it, which the dataplane accepts as its own, and its packets leave
+ * from its port's address (10.0.0.1), which the NAT rewrites; the rounds of
+ * test_protected_link_nat are exact. A table naming an address that is neither is
+ * refused, and so is the NAT's address without --nat-addr.
+ */
+static void
+test_nat_addr(void)
+{
+	static const uint16_t w[] = {11, 12};
+	const uint32_t pub = 0xcb007107u; /* 203.0.113.7 */
+	struct tdesc td = {0, 0, 2, {3, 4}, 0, 1, 16, {2, 2}};
+	struct table *tb;
+	static struct out o[8];
+
+	for (int with_nat = 0; with_nat < 2; with_nat++) {
+		crypto_dev = "crypto_aesni_gcm0";
+		nat_ipv4 = with_nat ? pub : 0;
+		CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+		crypto_dev = "";
+		nat_ipv4 = 0;
+		tb = mk_table(60, 1, 1, TABLE_DTYPE_FP32, 64, 64, 2, w, 1, &td);
+		tb->gw.ipv4 = pub + 1; /* nobody's */
+		CU_ASSERT(install(tb, "install") != 0);
+		tb = mk_table(60, 1, 1, TABLE_DTYPE_FP32, 64, 64, 2, w, 1, &td);
+		tb->gw.ipv4 = pub;
+		tb->n_seals = 2;
+		tb->seals[0] = (struct table_seal){3, 1, TABLE_AEAD_AES128_GCM, {0}};
+		tb->seals[1] = (struct table_seal){4, 4, TABLE_AEAD_AES128_GCM, {0}};
+		memcpy(tb->seals[0].key, key1, 16);
+		memcpy(tb->seals[1].key, key4, 16);
+		CHECK((install(tb, "install") == 0) == (with_nat == 1), "NAT address %s --nat-addr",
+		      with_nat ? "with" : "without");
+		if (with_nat) {
+			CU_ASSERT(nat_round_exact(1, 1, (uint32_t[]){PEER_IP(40), PEER_IP(40)},
+						  (uint16_t[]){1024, 1025}));
+			/* What left, left from the port's own address. */
+			inject(contrib_f32(60, 1, 0, 11, 2, 0, 64, 64));
+			inject(contrib_f32(60, 1, 0, 12, 2, 0, 64, 64));
+			inject(nat_sum(3, 3, 2, key1, 1, 2, PEER_IP(40), 1024));
+			inject(nat_sum(4, 4, 2, key4, 4, 2, PEER_IP(40), 1025));
+			poll_all();
+			int n = collect(o, 8), from_port = 0;
+
+			for (int k = 0; k < n; k++)
+				from_port += o[k].fl.src_ip == GW_IP;
+			CHECK(n == 4 && from_port == 4, "%d frames, %d from 10.0.0.1", n, from_port);
+		}
+		dp_down();
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -554,5 +607,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "sealed frames leave in sequence, paced or not", test_sealed_pacing_order);
 	CU_add_test(s, "protected links behind NAT: the key says who sent, not the address",
 		    test_protected_link_nat);
+	CU_add_test(s, "a gateway behind NAT: tables name it by the NAT's address",
+		    test_nat_addr);
 	return dp_fixture_run();
 }
