@@ -439,8 +439,8 @@ nat_sum(uint16_t id, uint16_t as, uint32_t r, const uint8_t *key, uint32_t key_i
 	uint32_t src_ip, uint16_t sport)
 {
 	float pl[64];
-	struct pkt p = {WIRE_TYPE_CONTRIB, 0, 60, 1, 0, id, id, 2, r, 0, WIRE_DTYPE_FP32, 64,
-			PEER_IP(id)};
+	struct pkt p = {WIRE_TYPE_CONTRIB, 0,  60,         1, 0, id, id, 2, r, 0,
+			WIRE_DTYPE_FP32,   64, PEER_IP(id)};
 	struct rte_mbuf *m;
 
 	for (uint16_t i = 0; i < 64; i++)
@@ -587,7 +587,8 @@ test_nat_addr(void)
 
 			for (int k = 0; k < n; k++)
 				from_port += o[k].fl.src_ip == GW_IP;
-			CHECK(n == 4 && from_port == 4, "%d frames, %d from 10.0.0.1", n, from_port);
+			CHECK(n == 4 && from_port == 4, "%d frames, %d from 10.0.0.1", n,
+			      from_port);
 		}
 		dp_down();
 	}
@@ -607,7 +608,6 @@ main(int argc, char **argv)
 	CU_add_test(s, "sealed frames leave in sequence, paced or not", test_sealed_pacing_order);
 	CU_add_test(s, "protected links behind NAT: the key says who sent, not the address",
 		    test_protected_link_nat);
-	CU_add_test(s, "a gateway behind NAT: tables name it by the NAT's address",
-		    test_nat_addr);
+	CU_add_test(s, "a gateway behind NAT: tables name it by the NAT's address", test_nat_addr);
 	return dp_fixture_run();
 }

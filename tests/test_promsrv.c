@@ -58,7 +58,8 @@ server(struct promsrv **self, int conns, int per_addr, uint16_t *port)
 		}
 		close(fd);
 		snprintf(listen, sizeof(listen), "127.0.0.1:%u", ntohs(a.sin_port));
-		struct promsrv_opts o = {.listen = listen, .log = logline,
+		struct promsrv_opts o = {.listen = listen,
+					 .log = logline,
 					 .conns = conns,
 					 .per_addr = per_addr,
 					 .render = render,
@@ -147,7 +148,6 @@ scrape(struct promsrv *s, int fd, char *out, size_t outlen)
 			break;
 	}
 }
-
 
 /* The value of the sample `name` in the exposition text t, or -1. */
 static long long
@@ -257,7 +257,8 @@ static void
 test_bad_options(void)
 {
 	static const int bad[][2] = {
-		{-1, 0}, {PROMSRV_CONNS_MAX + 1, 0}, {4, 5}, {4, -1}, {0, PROMSRV_CONNS_DEFAULT + 1},
+		{-1, 0}, {PROMSRV_CONNS_MAX + 1, 0},     {4, 5},
+		{4, -1}, {0, PROMSRV_CONNS_DEFAULT + 1},
 	};
 	char err[256];
 
