@@ -99,6 +99,17 @@ turns(struct promsrv *s, int n)
 		promsrv_run(s);
 }
 
+/* n connections to port, the i-th from 127.0.0.<host + i * step>, each accepted in turn. */
+static void
+dial_n(struct promsrv *s, uint16_t port, int *fds, int n, int host, int step)
+{
+	for (int i = 0; i < n; i++) {
+		fds[i] = dial(port, host + i * step);
+		CU_ASSERT_FATAL(fds[i] >= 0);
+		turns(s, 2);
+	}
+}
+
 /* Run s until fd has something to read (or its end); whether it came. */
 static bool
 readable(struct promsrv *s, int fd)
@@ -177,11 +188,7 @@ test_per_address(void)
 	char out[8192];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(server(&s, 6, 2, &port));
-	for (int i = 0; i < 40; i++) {
-		fds[i] = dial(port, 2);
-		CU_ASSERT_FATAL(fds[i] >= 0);
-		turns(s, 2);
-	}
+	dial_n(s, port, fds, 40, 2, 0);
 	turns(s, 10);
 	promsrv_counters(s, &c);
 	CHECK(c.accepted == 40 && c.evicted_addr == 38 && c.evicted == 0 && c.open == 2,
@@ -222,11 +229,7 @@ test_full(void)
 	char out[8192];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(server(&s, 4, 2, &port));
-	for (int i = 0; i < 4; i++) {
-		fds[i] = dial(port, 10 + i);
-		CU_ASSERT_FATAL(fds[i] >= 0);
-		turns(s, 2);
-	}
+	dial_n(s, port, fds, 4, 10, 1);
 	late = dial(port, 20);
 	CU_ASSERT_FATAL(late >= 0);
 	CHECK(closed_by_server(s, fds[0]), "the quiet longest is still open");
