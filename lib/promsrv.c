@@ -161,17 +161,16 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
 	   const char *version, const char *upload_data, size_t *upload_data_size, void **req_cls)
 {
 	struct promsrv *s = cls;
-	char *body;
-	size_t len = 0;
-
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	char *body;
+	size_t len = 0;
 
 	(void)version;
 	(void)upload_data;
 	(void)upload_data_size;
 	(void)req_cls;
-	if (ci != NULL && ci->socket_context != NULL)
+	if (ci != NULL && ci->socket_context != NULL) /* a request: no longer quiet */
 		((struct conn *)ci->socket_context)->last = ++s->turn;
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
 		return text_reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET /metrics\n", true);

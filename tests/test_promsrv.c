@@ -256,6 +256,45 @@ test_full(void)
 	promsrv_free(s);
 }
 
+/* Over IPv6: [::1] answers, and its connections count per address as IPv4's do. */
+static void
+test_ipv6(void)
+{
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	socklen_t al = sizeof(a);
+	int probe = socket(AF_INET6, SOCK_STREAM, 0), fds[3];
+	struct promsrv *s = NULL;
+	struct promsrv_counters c;
+	char listen[64], err[256], out[8192];
+
+	if (probe < 0 || bind(probe, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+	    getsockname(probe, (struct sockaddr *)&a, &al) != 0) {
+		if (probe >= 0)
+			close(probe);
+		return; /* no IPv6 loopback here: nothing to check */
+	}
+	close(probe);
+	snprintf(listen, sizeof(listen), "[::1]:%u", ntohs(a.sin6_port));
+	struct promsrv_opts o = {
+		.listen = listen, .conns = 4, .per_addr = 2, .render = render, .arg = &s};
+
+	s = promsrv_create(&o, err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	for (int i = 0; i < 3; i++) {
+		fds[i] = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		CU_ASSERT_FATAL(fds[i] >= 0 && connect(fds[i], (struct sockaddr *)&a, al) == 0);
+		turns(s, 2);
+	}
+	CHECK(closed_by_server(s, fds[0]), "the third from [::1] kept the first open");
+	scrape(s, fds[2], out, sizeof(out));
+	CHECK(strncmp(out, "HTTP/1.1 200", 12) == 0, "over IPv6: %.60s", out);
+	promsrv_counters(s, &c);
+	CU_ASSERT(c.evicted_addr == 1 && c.scrapes == 1);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+	promsrv_free(s);
+}
+
 static void
 test_bad_options(void)
 {
@@ -281,6 +320,7 @@ test_bad_options(void)
 static const struct testutil_case tests[] = {
 	{"one address reopening connections is bounded, another is answered", test_per_address},
 	{"a full endpoint closes the quiet longest for a new connection", test_full},
+	{"over IPv6", test_ipv6},
 	{"bad connection bounds refused", test_bad_options},
 };
 
