@@ -3,8 +3,8 @@
  * EAL tests of protected links (dataplane/fastpath/seal.c, dataplane/slowpath/crypto.c,
  * docs/PROTOCOL.md section 14): sealed frames built and opened with OpenSSL, independently
  * of the dataplane's cryptodev; forged, altered, replayed and unknown-key frames dropped,
- * key rotation with epochs, the document's example, duplicates, and sealed frames leaving
- * in sequence through the pacers.
+ * key rotation with epochs, the document's example, duplicates, sealed frames leaving in
+ * sequence through the pacers, and senders known by their key behind NAT (--nat-addr too).
  *
  * The main thread plays the worker lcore (dp_worker_poll, dp_fixture.c).
  */
@@ -594,6 +594,59 @@ test_nat_addr(void)
 	}
 }
 
+/* A multicast stream from gateway 2 over a protected link, behind a NAT: its sealed MCAST
+ * comes from the NAT's address and is delivered; the same MCAST plain from gateway 2's own
+ * table address is refused (bad_sender), and so is one sealed with another key (bad_tag). */
+static void
+test_mcast_from_nat(void)
+{
+	struct table *tb = table_create_streams(0, NULL, NULL, 1);
+	struct table_stream *a = &tb->streams[0];
+	float pl[64];
+	struct pkt p = {WIRE_TYPE_MCAST, 0,  60,        1, 5, 2, 31, 1, 9, 0,
+			WIRE_DTYPE_FP32, 64, PEER_IP(2)};
+	static struct out o[4];
+	int n;
+
+	for (int i = 0; i < 64; i++)
+		pl[i] = val(31, (uint64_t)i);
+	tb->job = 60;
+	tb->epoch = 1;
+	tb->gw = (struct table_gw){1, GW_IP, WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT};
+	tb->dtype = TABLE_DTYPE_FP32;
+	tb->elements = 64;
+	tb->chunk_elements = 64;
+	tb->limits = (struct table_limits){8, 4, 16, 4096};
+	*a = (struct table_stream){.id = 5,
+				   .source = 2,
+				   .has_from = true,
+				   .n_deliver = 1,
+				   .n_origins = 1,
+				   .rate_gbps = 10};
+	a->from = (struct table_gw){2, PEER_IP(2), WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT};
+	a->deliver[0] = (struct table_worker){21, PEER_IP(21), WORKER_PORT};
+	a->origins[0] = 31;
+	tb->n_seals = 1;
+	tb->seals[0] = (struct table_seal){2, 1, TABLE_AEAD_AES128_GCM, {0}};
+	memcpy(tb->seals[0].key, key1, 16);
+	crypto_dev = "crypto_aesni_gcm0";
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	crypto_dev = "";
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	inject(mk_pkt(&p, pl)); /* plain, from 10.0.0.2 */
+	spoof = (struct dp_spoof){true, PEER_IP(40), 40000, 0};
+	inject(seal_frame(mk_pkt(&p, pl), 60, key4, 16, 1, 2, 0, 1)); /* another key */
+	inject(seal_frame(mk_pkt(&p, pl), 60, key1, 16, 1, 2, 0, 2));
+	spoof.on = false;
+	poll_all();
+	n = collect(o, 4);
+	CHECK(n == 1 && o[0].p.type == WIRE_TYPE_MCAST && o[0].fl.dst_ip == PEER_IP(21) &&
+		      o[0].p.round == 9 && out_f32(&o[0], 63) == val(31, 63),
+	      "%d frames", n);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1 && drops(WIRE_REASON_BAD_TAG) == 1);
+	dp_down();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -609,5 +662,6 @@ main(int argc, char **argv)
 	CU_add_test(s, "protected links behind NAT: the key says who sent, not the address",
 		    test_protected_link_nat);
 	CU_add_test(s, "a gateway behind NAT: tables name it by the NAT's address", test_nat_addr);
+	CU_add_test(s, "a multicast stream from a gateway behind NAT", test_mcast_from_nat);
 	return dp_fixture_run();
 }
