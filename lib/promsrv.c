@@ -458,11 +458,12 @@ promsrv_json(const struct promsrv *s)
 	struct promsrv_counters c;
 
 	promsrv_counters(s, &c);
-	return json_pack("{sI sI sI s{sI sI sI} si si}", "connections", (json_int_t)c.open,
+	return json_pack("{sI sI sI s{sI sI sI} si si sI}", "connections", (json_int_t)c.open,
 			 "accepted", (json_int_t)c.accepted, "scrapes", (json_int_t)c.scrapes,
 			 "closed", "evicted", (json_int_t)c.evicted, "per_address",
 			 (json_int_t)c.evicted_addr, "refused", (json_int_t)c.refused, "conns",
-			 s->conns, "per_addr", s->per_addr);
+			 s->conns, "per_addr", s->per_addr, "table_bytes",
+			 (json_int_t)(sizeof(*s) + (size_t)s->n_tab * sizeof(s->tab[0])));
 }
 
 void

@@ -91,8 +91,10 @@ void promsrv_prom(const struct promsrv *s, struct prom *p, const char *prefix);
 
 /**
  * The same for the programs' stats: {"connections": N, "accepted": N, "scrapes": N,
- * "closed": {"evicted": N, "per_address": N, "refused": N}, "conns": N, "per_addr": N}
- * (the last two: the bounds). A new reference, or NULL when out of memory.
+ * "closed": {"evicted": N, "per_address": N, "refused": N}, "conns": N, "per_addr": N,
+ * "table_bytes": N} (the bounds, and the memory of the endpoint's table of connections,
+ * fixed at creation; libmicrohttpd's per connection is bounded by request_max). A new
+ * reference, or NULL when out of memory.
  */
 json_t *promsrv_json(const struct promsrv *s);
 

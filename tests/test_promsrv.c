@@ -256,7 +256,8 @@ test_full(void)
 	promsrv_free(s);
 }
 
-/* Over IPv6: [::1] answers, and its connections count per address as IPv4's do. */
+/* Over IPv6: [::1] answers, and its connections count per address as IPv4's do; the
+ * counters as stats shows them. */
 static void
 test_ipv6(void)
 {
@@ -290,6 +291,14 @@ test_ipv6(void)
 	CHECK(strncmp(out, "HTTP/1.1 200", 12) == 0, "over IPv6: %.60s", out);
 	promsrv_counters(s, &c);
 	CU_ASSERT(c.evicted_addr == 1 && c.scrapes == 1);
+	json_t *j = promsrv_json(s);
+
+	CU_ASSERT(j != NULL && json_integer_value(json_object_get(j, "per_addr")) == 2 &&
+		  json_integer_value(json_object_get(j, "connections")) == 1 &&
+		  json_integer_value(
+			  json_object_get(json_object_get(j, "closed"), "per_address")) == 1 &&
+		  json_integer_value(json_object_get(j, "table_bytes")) > 0);
+	json_decref(j);
 	for (int i = 0; i < 3; i++)
 		close(fds[i]);
 	promsrv_free(s);
