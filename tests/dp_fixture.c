@@ -209,6 +209,23 @@ mk_table_sets(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt,
 }
 
 struct table *
+mk_stream_table(uint32_t job, uint64_t elements, int n_streams)
+{
+	struct table *tb = table_create_streams(0, NULL, NULL, n_streams);
+
+	if (tb == NULL)
+		abort();
+	tb->job = job;
+	tb->epoch = 1;
+	tb->gw = (struct table_gw){1, GW_IP, WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT};
+	tb->dtype = TABLE_DTYPE_FP32;
+	tb->elements = elements;
+	tb->chunk_elements = 64;
+	tb->limits = (struct table_limits){8, 4, 16, 4096};
+	return tb;
+}
+
+struct table *
 mk_table(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt, uint64_t elements,
 	 uint32_t chunk_elements, int n_workers, const uint16_t *workers, int n_trees,
 	 const struct tdesc *td)

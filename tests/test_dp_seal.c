@@ -600,7 +600,7 @@ test_nat_addr(void)
 static void
 test_mcast_from_nat(void)
 {
-	struct table *tb = table_create_streams(0, NULL, NULL, 1);
+	struct table *tb = mk_stream_table(60, 64, 1);
 	struct table_stream *a = &tb->streams[0];
 	float pl[64];
 	struct pkt p = {WIRE_TYPE_MCAST, 0,  60,        1, 5, 2, 31, 1, 9, 0,
@@ -610,13 +610,6 @@ test_mcast_from_nat(void)
 
 	for (int i = 0; i < 64; i++)
 		pl[i] = val(31, (uint64_t)i);
-	tb->job = 60;
-	tb->epoch = 1;
-	tb->gw = (struct table_gw){1, GW_IP, WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT};
-	tb->dtype = TABLE_DTYPE_FP32;
-	tb->elements = 64;
-	tb->chunk_elements = 64;
-	tb->limits = (struct table_limits){8, 4, 16, 4096};
 	*a = (struct table_stream){.id = 5,
 				   .source = 2,
 				   .has_from = true,
