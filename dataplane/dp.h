@@ -86,7 +86,10 @@ enum dp_ctr {
 	DP_CTR_RECOVER_ANSWERED, /* ... RESULTs sent from an older epoch or relayed */
 	DP_CTR_RECOVERED,        /* ... RESULTs that came back and completed a slot or
 				     * went on to whoever asked */
-	DP_CTR_RECOVER_FULL,     /* ... requests not recorded: the lcore's table was full */
+	DP_CTR_RECOVER_FULL,     /* ... requests not recorded: the lcore's table was full
+				     * and their requester held its share of it */
+	DP_CTR_RECOVER_EVICTED,  /* ... requests dropped from a full table for another
+				     * requester's: theirs held the most (recover.c) */
 	DP_CTR_SEALED,           /* frames sealed for a protected link (section 14) */
 	DP_CTR_OPENED,           /* sealed frames opened and authenticated */
 	DP_CTR_SEAL_BYTES,       /* bytes of the georeduce packets sealed */
@@ -160,8 +163,9 @@ struct dp_dest {
 	uint32_t ipv4;              /* host order */
 	uint32_t ip_sum;            /* one's-complement sum of this gateway's IPv4 header to
 				     * it without the total length (docs: tx.h) */
-	uint64_t src_key;           /* ipv4 << 16 | udp_base, and DP_SRC_SEALED on a protected
-				     * link: what its packets must come from (validate.h) */
+	uint64_t src_key;           /* ipv4 << 16 | udp_base, or on a protected link
+				     * dp_src_key_sealed(id): what its packets must come from
+				     * (validate.h) */
 	const struct dp_seal *seal; /* protected link: its key; NULL: plain */
 };
 
@@ -174,6 +178,15 @@ dp_src_key_of(uint32_t ipv4, uint16_t port)
 
 /* In a source key: the packet was sealed (received) or must be (a protected link). */
 #define DP_SRC_SEALED (1ull << 48)
+
+/** The source key of a sealed frame opened with the key of the link to gateway `peer`, and
+ * what a protected link to it requires: its key, not its address, says who sent it
+ * (validate.h), so that a peer behind NAT or re-addressed is still known. */
+static inline uint64_t
+dp_src_key_sealed(uint16_t peer)
+{
+	return DP_SRC_SEALED | (uint64_t)peer << 16;
+}
 
 /* --- Protected links (docs/PROTOCOL.md section 14; fastpath/seal.c) ---------------------- */
 
@@ -636,7 +649,8 @@ struct dp_port {
 	uint16_t port_id;
 	uint32_t ipv4; /* host order */
 	uint8_t prefix_len;
-	uint32_t gw_ipv4; /* 0: no router on this port */
+	uint32_t gw_ipv4;  /* 0: no router on this port */
+	uint32_t nat_ipv4; /* --nat-addr: tables may name it as this gateway's; 0: none */
 	struct rte_ether_addr mac;
 	uint16_t n_rxq;           /* queues 0 .. n_rxq - 1 polled by lcore indices 0 .. */
 	uint16_t n_txq;           /* one per worker lcore */
@@ -755,6 +769,8 @@ struct dp_params {
 };
 
 /** The whole dataplane (ctl: rw; workers: ro except their dp_lcore and job slots). */
+struct promsrv;
+
 struct dp {
 	struct dp_params prm;
 	unsigned int n_lcores;
@@ -782,6 +798,7 @@ struct dp {
 	uint64_t mbufs_budget;              /* of the packet pools, for slots */
 	uint64_t job_bytes;                 /* memory held by jobs */
 	uint64_t pool_bytes;                /* memory of the mempools */
+	struct promsrv *msrv;               /* --metrics, or NULL (its counters: stats) */
 };
 
 /* --- Fast path: the worker loop (fastpath/worker.c) --------------------------------------- */

@@ -62,6 +62,8 @@ usage(FILE *f, const struct dp_config *d)
 		"      --ctl-conns N       connections per role (control, monitor, local) [%d]\n"
 		"      --metrics ADDR:PORT serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 		"                          from the control thread (docs/METRICS.md)   [off]\n"
+		"      --nat-addr PORT:IP  the address a NAT gives port PORT towards the other\n"
+		"                          gateways: tables may name it as this gateway's [none]\n"
 		"  -n, --neigh IP=MAC      a static neighbour (repeatable); others by ARP\n"
 		"  -r, --route DST/LEN,port=N | DST/LEN,via=IP\n"
 		"                          a static route (repeatable): DST reached directly\n"
@@ -156,6 +158,30 @@ parse_addr(const char *s, struct dp_config *cfg)
 	return 0;
 bad:
 	cli_error(DP_PROGRAM, "--addr: expected PORT:IP/LEN[,GW] (e.g. 0:10.0.0.1/24), got '%s'",
+		  s);
+	return -1;
+}
+
+/* --nat-addr PORT:IP */
+static int
+parse_nat_addr(const char *s, struct dp_config *cfg)
+{
+	char buf[64], *colon, *end;
+	unsigned long port;
+
+	if (strlen(s) >= sizeof(buf) || (colon = strchr(strcpy(buf, s), ':')) == NULL)
+		goto bad;
+	*colon = '\0';
+	port = strtoul(buf, &end, 10);
+	if (*buf == '\0' || *end != '\0' || port >= DP_PORTS_MAX ||
+	    table_ipv4_parse(colon + 1, &cfg->addr[port].nat_ipv4) != 0 ||
+	    !table_ipv4_unicast(cfg->addr[port].nat_ipv4))
+		goto bad;
+	return 0;
+bad:
+	cli_error(DP_PROGRAM,
+		  "--nat-addr: expected PORT:IP, a unicast IPv4 address "
+		  "(e.g. 0:203.0.113.7), got '%s'",
 		  s);
 	return -1;
 }
@@ -376,7 +402,8 @@ enum {
 	O_CRYPTO,
 	O_SEAL_MBUFS,
 	O_SEAL_LINKS,
-	O_METRICS
+	O_METRICS,
+	O_NAT
 };
 
 static const struct option long_opts[] = {
@@ -414,6 +441,7 @@ static const struct option long_opts[] = {
 	{"seal-mbufs", required_argument, NULL, O_SEAL_MBUFS},
 	{"seal-links", required_argument, NULL, O_SEAL_LINKS},
 	{"metrics", required_argument, NULL, O_METRICS},
+	{"nat-addr", required_argument, NULL, O_NAT},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -481,6 +509,9 @@ parse_dp_opt(int c, struct dp_config *cfg)
 	switch (c) {
 	case 'a':
 		rc = parse_addr(optarg, cfg);
+		break;
+	case O_NAT:
+		rc = parse_nat_addr(optarg, cfg);
 		break;
 	case 'n':
 		rc = parse_neigh(optarg, cfg);
@@ -756,6 +787,7 @@ main(int argc, char **argv)
 			rte_eal_cleanup();
 			return CLI_EXIT_USAGE;
 		}
+		dp.msrv = msrv;
 	}
 	if (dp_telemetry_register(&dp) != 0)
 		DP_LOG(WARNING, "telemetry commands not registered\n");

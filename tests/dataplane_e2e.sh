@@ -45,19 +45,32 @@ trap 'exit 130' INT TERM
 ok() { echo "ok - $*"; }
 not_ok() { echo "not ok - $*"; fails=$((fails + 1)); }
 
+# Whether a dataplane exited 2 (rc $3) with the one-line error of option $1 for value $2,
+# its output in $4.
+refused() {
+	if [ "$3" = 2 ] && grep -q "^georeduce-dataplane: $1: .*got '$2'" "$4"; then
+		ok "$1 $2: refused"
+	else
+		not_ok "$1 $2: exit $3, $(head -c 300 "$4")"
+	fi
+}
+
 # Bad fault settings are refused with the reason, before any port is set up.
 for f in 0,tx,burst=4 0,tx,loss=0.01,burst=0.5 0,tx,loss=1,burst=4 0,tx,ge_p=0.1 \
 	0,tx,ge_x=0.1 0,tx,loss=0.01,burst=4,ge_r=0.5 0,tx,ge_h=1.5; do
 	"$DP" --no-huge -m 64 --no-pci --no-shconf --file-prefix="${P}f" -l 0-1 \
 		--log-level=lib.eal:error -- --fault "$f" -s "$TMP/f.sock" >"$TMP/f.log" 2>&1
-	rc=$?
-	if [ "$rc" = 2 ] && grep -q "^georeduce-dataplane: --fault: .*got '$f'" "$TMP/f.log"; then
-		ok "--fault $f: refused"
-	else
-		not_ok "--fault $f: exit $rc, $(head -c 300 "$TMP/f.log")"
-	fi
+	refused --fault "$f" $? "$TMP/f.log"
 done
 rm -rf /var/run/dpdk/"$P"f
+
+# A bad --nat-addr is refused with the reason, before EAL starts.
+for n in 0:300.1.1.1 0:224.0.0.1 0:0.0.0.0 x:1.2.3.4 99:1.2.3.4 0: 1.2.3.4; do
+	"$DP" -- --nat-addr "$n" --help >"$TMP/n.log" 2>&1
+	refused --nat-addr "$n" $? "$TMP/n.log"
+done
+"$DP" -- --nat-addr 0:203.0.113.7 --help | grep -q -- "--nat-addr PORT:IP" &&
+	ok "--nat-addr in --help" || not_ok "--nat-addr missing from --help"
 
 for n in "$NA" "$NB" "$NW"; do ip netns add "$n" || exit 1; done
 ip link add vA netns "$NA" type veth peer name pA netns "$NW" || exit 1

@@ -50,6 +50,8 @@ const uint16_t W3[3] = {11, 12, 13};
 /* --linger-ms of the next dp_up(): drained epochs retire at once but in the tests of
  * result recovery, which keep them. */
 uint32_t linger_ms;
+/* --nat-addr of port 0 at the next dp_up(); 0: none. */
+uint32_t nat_ipv4;
 uint64_t fault_seed; /* --fault-seed of the next dp_up() */
 
 /* A fresh dataplane on a fresh ring port: lcore is the lcore that plays the worker. */
@@ -86,6 +88,7 @@ dp_up(unsigned int lcore)
 	cfg.port_ids[0] = (uint16_t)port;
 	cfg.addr[0].ipv4 = GW_IP;
 	cfg.addr[0].prefix_len = 24;
+	cfg.addr[0].nat_ipv4 = nat_ipv4;
 	/* Every peer 10.0.0.2 .. 10.0.0.40 is a static neighbour 02:00:00:00:00:nn. */
 	for (unsigned int n = 2; n <= 40; n++) {
 		struct dp_static_neigh *sn = &cfg.neigh[cfg.n_neigh++];
@@ -202,6 +205,23 @@ mk_table_sets(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt,
 		t->slots = td[i].slots;
 	}
 	tb->cset_blocks = bl != NULL ? 1 : 0;
+	return tb;
+}
+
+struct table *
+mk_stream_table(uint32_t job, uint64_t elements, int n_streams)
+{
+	struct table *tb = table_create_streams(0, NULL, NULL, n_streams);
+
+	if (tb == NULL)
+		abort();
+	tb->job = job;
+	tb->epoch = 1;
+	tb->gw = (struct table_gw){1, GW_IP, WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT};
+	tb->dtype = TABLE_DTYPE_FP32;
+	tb->elements = elements;
+	tb->chunk_elements = 64;
+	tb->limits = (struct table_limits){8, 4, 16, 4096};
 	return tb;
 }
 

@@ -47,6 +47,7 @@ extern unsigned int n_routes;     /* these routes */
 extern struct dp_route routes[4];
 extern const char *crypto_dev; /* this --crypto */
 extern uint32_t linger_ms;     /* this --linger-ms */
+extern uint32_t nat_ipv4;      /* this --nat-addr 0:IP (0: none) */
 extern uint64_t fault_seed;    /* this --fault-seed */
 
 /** Three local workers, 11, 12 and 13. */
@@ -125,6 +126,9 @@ mk_table_sets(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt,
 struct table *mk_table(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt,
 		       uint64_t elements, uint32_t chunk_elements, int n_workers,
 		       const uint16_t *workers, int n_trees, const struct tdesc *td);
+/* A table of job `job`, epoch 1, gateway 1 at 10.0.0.1, fp32 in chunks of 64 elements, with
+ * n_streams multicast streams (zeroed: the caller fills them) and no tree. */
+struct table *mk_stream_table(uint32_t job, uint64_t elements, int n_streams);
 /** Install tb (and free it) through the control handler with op; returns errno. */
 int install(struct table *tb, const char *op);
 

@@ -444,6 +444,65 @@ test_recovery_linger_room(void)
 	dp_down();
 }
 
+/* The request table is per lcore and job (DP_RECOVER_MAX entries, each pending 4 RTOs): a
+ * leaf under parent 2 whose worker 11 sends round 100, then late CONTRIBs of 36 other
+ * rounds from worker 11's address (forged or not: this gateway cannot tell) that nobody
+ * retains. Each is recorded and asked of the parent until the table is full; worker 11
+ * then holds it all, and its next requests are refused (recover_full). The parent's
+ * NACK_RESULT for round 99, which PROTOCOL.md 10.1 requires this gateway to pass on to
+ * worker 11, still is: it takes one of worker 11's entries (recover_evicted). Worker 11
+ * cannot take it back, and the answer goes to the parent. A bad late CONTRIB (another
+ * address) records nothing. */
+static void
+test_recovery_share(void)
+{
+	static const uint16_t w11[] = {11};
+	struct tdesc leaf = {0, 2, 0, {0}, 0, 1, 16, {0}};
+	struct pkt nk = {WIRE_TYPE_NACK_RESULT, 0, 61,        2, 0, 2, 2, 0, 99, 0,
+			 WIRE_DTYPE_NONE,       1, PEER_IP(2)};
+	static struct out o[48];
+	int n, to_parent = 0;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	/* Entries pending for minutes: nothing here may expire on a slow machine. */
+	dp.prm.rto_init_tsc = dp.prm.rto_min_tsc = dp.prm.rto_max_tsc = rte_get_tsc_hz() * 60;
+	CU_ASSERT_FATAL(install(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &leaf),
+				"install") == 0);
+	inject(contrib_f32(61, 2, 0, 11, 100, 0, 64, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 48) == 1 && o[0].p.type == WIRE_TYPE_CONTRIB);
+	spoof = (typeof(spoof)){true, PEER_IP(12), WORKER_PORT, 0};
+	inject(contrib_f32(61, 2, 0, 11, 50, 0, 64, 64)); /* not from worker 11's address */
+	spoof.on = false;
+	for (uint32_t r = 60; r < 60 + DP_RECOVER_MAX + 4; r++)
+		inject(contrib_f32(61, 2, 0, 11, r, 0, 64, 64));
+	poll_all();
+	n = collect(o, 48);
+	for (int i = 0; i < n; i++)
+		to_parent += recovery_asked(&o[i], o[i].p.round, 2);
+	CHECK(n == DP_RECOVER_MAX && to_parent == n && drops(WIRE_REASON_BAD_SENDER) == 1,
+	      "%d frames, %d NACK_RESULTs to the parent", n, to_parent);
+	CHECK(ctr(DP_CTR_RECOVER_FULL) == 4 && ctr(DP_CTR_RECOVER_EVICTED) == 0,
+	      "full %" PRIu64 ", evicted %" PRIu64, ctr(DP_CTR_RECOVER_FULL),
+	      ctr(DP_CTR_RECOVER_EVICTED));
+	inject(mk_pkt(&nk, NULL));
+	poll_all();
+	n = collect(o, 48);
+	CHECK(n == 1 && recovery_asked(&o[0], 99, 11), "%d frames, type %d to %08x", n,
+	      n > 0 ? (int)o[0].p.type : -1, n > 0 ? o[0].fl.dst_ip : 0);
+	CU_ASSERT(ctr(DP_CTR_RECOVER_EVICTED) == 1);
+	inject(contrib_f32(61, 2, 0, 11, 98, 0, 64, 64)); /* worker 11 again: refused */
+	poll_all();
+	CU_ASSERT(collect(o, 48) == 0 && ctr(DP_CTR_RECOVER_FULL) == 5 &&
+		  ctr(DP_CTR_RECOVER_EVICTED) == 1);
+	inject(result_f32(2, 99, 11, WIRE_F_RETX | WIRE_F_ECHO, 5));
+	poll_all();
+	n = collect(o, 48);
+	CHECK(n == 1 && recovered_is(&o[0], 99, 2, 5) && (o[0].p.flags & WIRE_F_RETX),
+	      "the answer: %d frames, type %d", n, n > 0 ? (int)o[0].p.type : -1);
+	dp_down();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -467,5 +526,7 @@ main(int argc, char **argv)
 		    test_recovery_worker_ahead_nack);
 	CU_add_test(s, "result recovery: lingering epochs give way to a new one",
 		    test_recovery_linger_room);
+	CU_add_test(s, "result recovery: one requester cannot take another's share of the table",
+		    test_recovery_share);
 	return dp_fixture_run();
 }

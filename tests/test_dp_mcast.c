@@ -34,18 +34,11 @@
 static struct table *
 mcast_table(void)
 {
-	struct table *tb = table_create_streams(0, NULL, NULL, 2);
+	struct table *tb = mk_stream_table(8, 1000, 2);
 	struct table_stream *a = &tb->streams[0], *b = &tb->streams[1];
 	const struct table_worker w21 = {21, PEER_IP(21), WORKER_PORT};
 	const struct table_worker w22 = {22, PEER_IP(22), WORKER_PORT};
 
-	tb->job = 8;
-	tb->epoch = 1;
-	tb->gw = (struct table_gw){1, GW_IP, WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT};
-	tb->dtype = TABLE_DTYPE_FP32;
-	tb->elements = 1000;
-	tb->chunk_elements = 64;
-	tb->limits = (struct table_limits){8, 4, 16, 4096};
 	a->id = 5;
 	a->source = 2;
 	a->has_from = true;

@@ -3,8 +3,8 @@
  * EAL tests of protected links (dataplane/fastpath/seal.c, dataplane/slowpath/crypto.c,
  * docs/PROTOCOL.md section 14): sealed frames built and opened with OpenSSL, independently
  * of the dataplane's cryptodev; forged, altered, replayed and unknown-key frames dropped,
- * key rotation with epochs, the document's example, duplicates, and sealed frames leaving
- * in sequence through the pacers.
+ * key rotation with epochs, the document's example, duplicates, sealed frames leaving in
+ * sequence through the pacers, and senders known by their key behind NAT (--nat-addr too).
  *
  * The main thread plays the worker lcore (dp_worker_poll, dp_fixture.c).
  */
@@ -24,6 +24,7 @@
 #include "dp_fixture.h"
 #include "slowpath/slowpath.h"
 #include "table.h"
+#include "testutil.h"
 #include "wire.h"
 
 #define SEAL_HDR 32
@@ -31,6 +32,8 @@
 
 static const uint8_t key1[16] = {0x10, 0x21, 0x32, 0x43, 0x54, 0x65, 0x76, 0x87,
 				 0x98, 0xa9, 0xba, 0xcb, 0xdc, 0xed, 0xfe, 0x0f};
+static const uint8_t key4[16] = {0x44, 0x45, 0x46, 0x47, 0x48, 0x49, 0x4a, 0x4b,
+				 0x4c, 0x4d, 0x4e, 0x4f, 0x50, 0x51, 0x52, 0x53};
 static const uint8_t key2[32] = {0x5a, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a,
 				 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15,
 				 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f};
@@ -428,6 +431,215 @@ test_protected_link_duplicates(void)
 	dp_down();
 }
 
+/* Child gateway `id`'s partial sum of chunk 0 of round r (contrib 2, values val(id, e)),
+ * sealed with key (key_id) as gateway `as` would seal it, from src_ip:sport: the address
+ * and port a NAT between the gateways gave it. */
+static struct rte_mbuf *
+nat_sum(uint16_t id, uint16_t as, uint32_t r, const uint8_t *key, uint32_t key_id, uint64_t seq,
+	uint32_t src_ip, uint16_t sport)
+{
+	float pl[64];
+	struct pkt p = {WIRE_TYPE_CONTRIB, 0,  60,         1, 0, id, id, 2, r, 0,
+			WIRE_DTYPE_FP32,   64, PEER_IP(id)};
+	struct rte_mbuf *m;
+
+	for (uint16_t i = 0; i < 64; i++)
+		pl[i] = val(id, i);
+	spoof = (struct dp_spoof){true, src_ip, sport, 0};
+	m = mk_pkt(&p, pl);
+	spoof.on = false;
+	return seal_frame(m, 60, key, 16, key_id, as, 0, seq);
+}
+
+/* Round r with child gateways 3 and 4 sealing from the addresses and ports a NAT gave them
+ * (src[0..1], sport[0..1]) and workers 11, 12 plain: the RESULT is exact, plain to the
+ * workers and sealed to each child at its table address. */
+static bool
+nat_round_exact(uint32_t r, uint64_t seq, const uint32_t *src, const uint16_t *sport)
+{
+	static struct out o[8];
+	int bad = 0, sealed = 0;
+
+	inject(contrib_f32(60, 1, 0, 11, r, 0, 64, 64));
+	inject(contrib_f32(60, 1, 0, 12, r, 0, 64, 64));
+	inject(nat_sum(3, 3, r, key1, 1, seq, src[0], sport[0]));
+	inject(nat_sum(4, 4, r, key4, 4, seq, src[1], sport[1]));
+	poll_all();
+	int n = collect(o, 8);
+
+	for (int k = 0; k < n; k++) {
+		if (o[k].fl.dst_ip == PEER_IP(3) || o[k].fl.dst_ip == PEER_IP(4)) {
+			bad += !open_out(&o[k], o[k].fl.dst_ip == PEER_IP(3) ? key1 : key4, 16,
+					 o[k].fl.dst_ip == PEER_IP(3) ? 1 : 4);
+			sealed++;
+		}
+		bad += o[k].p.type != WIRE_TYPE_RESULT || o[k].p.round != r || o[k].p.contrib != 6;
+		for (uint32_t i = 0; i < o[k].p.count; i++)
+			bad += out_f32(&o[k], i) != val(11, i) + val(12, i) + val(3, i) + val(4, i);
+	}
+	return n == 4 && sealed == 2 && bad == 0;
+}
+
+/*
+ * Protected links authenticate the sender by its key, not its address (PROTOCOL.md 7.2):
+ * child gateways 3 and 4 behind one NAT reach this root from one public address, first
+ * from the same port, then from other ports and addresses as the NAT's mapping changes;
+ * every round is exact. A frame that is not the sender's own is refused whatever address
+ * it comes from: plain from the child's table address or from the NAT's (bad_sender),
+ * sealed with gateway 4's key but claiming to be gateway 3 in the seal header or in the
+ * packet, or under a key id nobody has (unknown_key), under gateway 3's key id with another
+ * key (bad_tag), or gateway
+ * 3's frame again from yet another address (replay).
+ */
+static void
+test_protected_link_nat(void)
+{
+	static const uint16_t w[] = {11, 12};
+	static const uint8_t bad_key[16] = {1};
+	const uint32_t nat = PEER_IP(40), nat2 = PEER_IP(39);
+	struct tdesc td = {0, 0, 2, {3, 4}, 0, 1, 16, {2, 2}};
+	struct table *tb = mk_table(60, 1, 1, TABLE_DTYPE_FP32, 64, 64, 2, w, 1, &td);
+	static struct out o[8];
+
+	crypto_dev = "crypto_aesni_gcm0";
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	crypto_dev = "";
+	tb->n_seals = 2;
+	tb->seals[0] = (struct table_seal){.peer = 3, .key_id = 1, .aead = TABLE_AEAD_AES128_GCM};
+	tb->seals[1] = (struct table_seal){.peer = 4, .key_id = 4, .aead = TABLE_AEAD_AES128_GCM};
+	memcpy(tb->seals[0].key, key1, 16);
+	memcpy(tb->seals[1].key, key4, 16);
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+
+	inject(child_sum(60, 1, 1, 0, 64, 64)); /* plain, from 10.0.0.3, the table's address */
+	spoof = (struct dp_spoof){true, nat, 50001, 0};
+	inject(child_sum(60, 1, 1, 0, 64, 64)); /* plain, from the NAT */
+	spoof.on = false;
+	inject(nat_sum(3, 3, 1, key4, 4, 1, nat, 50001)); /* 4's key, seal header says 3 */
+	inject(nat_sum(3, 4, 1, key4, 4, 2, nat, 50001)); /* sealed by 4, packet says 3 */
+	inject(nat_sum(3, 3, 1, bad_key, 1, 3, nat, 50001));
+	inject(nat_sum(3, 3, 1, key1, 77, 4, nat, 50001)); /* a key id nobody has */
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 2);
+	CU_ASSERT(drops(WIRE_REASON_UNKNOWN_KEY) == 3);
+	CU_ASSERT(drops(WIRE_REASON_BAD_TAG) == 1);
+	CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 0);
+
+	/* Both children from the NAT's one address and port, then from new mappings. */
+	CHECK(nat_round_exact(1, 10, (uint32_t[]){nat, nat}, (uint16_t[]){50001, 50001}),
+	      "round 1 from one address and port");
+	CHECK(nat_round_exact(2, 11, (uint32_t[]){nat, nat}, (uint16_t[]){61000, 50002}),
+	      "round 2 from new ports");
+	CHECK(nat_round_exact(3, 12, (uint32_t[]){nat2, PEER_IP(3)}, (uint16_t[]){7, 17400}),
+	      "round 3 from another address, and 4 from 3's table address");
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 2);
+	inject(nat_sum(3, 3, 3, key1, 1, 12, PEER_IP(38), 9)); /* round 3's frame again */
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0 && drops(WIRE_REASON_REPLAY) == 1);
+	dp_down();
+}
+
+/*
+ * This gateway behind a NAT too (--nat-addr 0:203.0.113.7): the tables name it by the
+ * address the NAT gives it, which the dataplane accepts as its own, and its packets leave
+ * from its port's address (10.0.0.1), which the NAT rewrites; the rounds of
+ * test_protected_link_nat are exact. A table naming an address that is neither is
+ * refused, and so is the NAT's address without --nat-addr.
+ */
+static void
+test_nat_addr(void)
+{
+	static const uint16_t w[] = {11, 12};
+	const uint32_t pub = 0xcb007107u; /* 203.0.113.7 */
+	struct tdesc td = {0, 0, 2, {3, 4}, 0, 1, 16, {2, 2}};
+	struct table *tb;
+	static struct out o[8];
+
+	for (int with_nat = 0; with_nat < 2; with_nat++) {
+		crypto_dev = "crypto_aesni_gcm0";
+		nat_ipv4 = with_nat ? pub : 0;
+		CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+		crypto_dev = "";
+		nat_ipv4 = 0;
+		tb = mk_table(60, 1, 1, TABLE_DTYPE_FP32, 64, 64, 2, w, 1, &td);
+		tb->gw.ipv4 = pub + 1; /* nobody's */
+		CU_ASSERT(install(tb, "install") != 0);
+		tb = mk_table(60, 1, 1, TABLE_DTYPE_FP32, 64, 64, 2, w, 1, &td);
+		tb->gw.ipv4 = pub;
+		tb->n_seals = 2;
+		tb->seals[0] = (struct table_seal){3, 1, TABLE_AEAD_AES128_GCM, {0}};
+		tb->seals[1] = (struct table_seal){4, 4, TABLE_AEAD_AES128_GCM, {0}};
+		memcpy(tb->seals[0].key, key1, 16);
+		memcpy(tb->seals[1].key, key4, 16);
+		CHECK((install(tb, "install") == 0) == (with_nat == 1), "NAT address %s --nat-addr",
+		      with_nat ? "with" : "without");
+		if (with_nat) {
+			CU_ASSERT(nat_round_exact(1, 1, (uint32_t[]){PEER_IP(40), PEER_IP(40)},
+						  (uint16_t[]){1024, 1025}));
+			/* What left, left from the port's own address. */
+			inject(contrib_f32(60, 1, 0, 11, 2, 0, 64, 64));
+			inject(contrib_f32(60, 1, 0, 12, 2, 0, 64, 64));
+			inject(nat_sum(3, 3, 2, key1, 1, 2, PEER_IP(40), 1024));
+			inject(nat_sum(4, 4, 2, key4, 4, 2, PEER_IP(40), 1025));
+			poll_all();
+			int n = collect(o, 8), from_port = 0;
+
+			for (int k = 0; k < n; k++)
+				from_port += o[k].fl.src_ip == GW_IP;
+			CHECK(n == 4 && from_port == 4, "%d frames, %d from 10.0.0.1", n,
+			      from_port);
+		}
+		dp_down();
+	}
+}
+
+/* A multicast stream from gateway 2 over a protected link, behind a NAT: its sealed MCAST
+ * comes from the NAT's address and is delivered; the same MCAST plain from gateway 2's own
+ * table address is refused (bad_sender), and so is one sealed with another key (bad_tag). */
+static void
+test_mcast_from_nat(void)
+{
+	struct table *tb = mk_stream_table(60, 64, 1);
+	struct table_stream *a = &tb->streams[0];
+	float pl[64];
+	struct pkt p = {WIRE_TYPE_MCAST, 0,  60,        1, 5, 2, 31, 1, 9, 0,
+			WIRE_DTYPE_FP32, 64, PEER_IP(2)};
+	static struct out o[4];
+	int n;
+
+	for (int i = 0; i < 64; i++)
+		pl[i] = val(31, (uint64_t)i);
+	*a = (struct table_stream){.id = 5,
+				   .source = 2,
+				   .has_from = true,
+				   .n_deliver = 1,
+				   .n_origins = 1,
+				   .rate_gbps = 10};
+	a->from = (struct table_gw){2, PEER_IP(2), WIRE_PORT_BASE_DEFAULT, WIRE_PORT_COUNT_DEFAULT};
+	a->deliver[0] = (struct table_worker){21, PEER_IP(21), WORKER_PORT};
+	a->origins[0] = 31;
+	tb->n_seals = 1;
+	tb->seals[0] = (struct table_seal){2, 1, TABLE_AEAD_AES128_GCM, {0}};
+	memcpy(tb->seals[0].key, key1, 16);
+	crypto_dev = "crypto_aesni_gcm0";
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	crypto_dev = "";
+	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	inject(mk_pkt(&p, pl)); /* plain, from 10.0.0.2 */
+	spoof = (struct dp_spoof){true, PEER_IP(40), 40000, 0};
+	inject(seal_frame(mk_pkt(&p, pl), 60, key4, 16, 1, 2, 0, 1)); /* another key */
+	inject(seal_frame(mk_pkt(&p, pl), 60, key1, 16, 1, 2, 0, 2));
+	spoof.on = false;
+	poll_all();
+	n = collect(o, 4);
+	CHECK(n == 1 && o[0].p.type == WIRE_TYPE_MCAST && o[0].fl.dst_ip == PEER_IP(21) &&
+		      o[0].p.round == 9 && out_f32(&o[0], 63) == val(31, 63),
+	      "%d frames", n);
+	CU_ASSERT(drops(WIRE_REASON_BAD_SENDER) == 1 && drops(WIRE_REASON_BAD_TAG) == 1);
+	dp_down();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -440,5 +652,9 @@ main(int argc, char **argv)
 	CU_add_test(s, "PROTOCOL.md sealed example", test_sealed_example);
 	CU_add_test(s, "a protected link under duplication", test_protected_link_duplicates);
 	CU_add_test(s, "sealed frames leave in sequence, paced or not", test_sealed_pacing_order);
+	CU_add_test(s, "protected links behind NAT: the key says who sent, not the address",
+		    test_protected_link_nat);
+	CU_add_test(s, "a gateway behind NAT: tables name it by the NAT's address", test_nat_addr);
+	CU_add_test(s, "a multicast stream from a gateway behind NAT", test_mcast_from_nat);
 	return dp_fixture_run();
 }

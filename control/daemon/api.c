@@ -14,6 +14,7 @@
 #include "api.h"
 #include "clock.h"
 #include "daemon_internal.h"
+#include "promsrv.h"
 
 /* ---- status -------------------------------------------------------------------------- */
 
@@ -216,6 +217,8 @@ status_json(const struct dmn *m)
 	}
 	json_object_set_new(o, "gateways", gws);
 	json_object_set_new(o, "api", ctlsrv_json(m->srv));
+	if (m->msrv != NULL)
+		json_object_set_new(o, "metrics", promsrv_json(m->msrv));
 	json_object_set_new(o, "links", links_json(m, t));
 	json_object_set_new(o, "jobs", jobs);
 	return o;

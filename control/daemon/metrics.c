@@ -296,9 +296,7 @@ metrics_render(void *arg, size_t *len)
 	metrics_jobs(m, &p);
 	metrics_gateways(m, &p);
 	metrics_links(m, &p);
-	prom_family(&p, M("metrics_scrapes_total"), PROM_COUNTER,
-		    "Scrapes of this endpoint answered before this one");
-	prom_sample_u64(&p, NULL, 0, m->msrv != NULL ? promsrv_scrapes(m->msrv) : 0);
+	promsrv_prom(m->msrv, &p, M(""));
 	text = prom_finish(&p, len, &err);
 	if (text == NULL)
 		control_log("metrics: %s", p.why);

@@ -68,16 +68,45 @@ enum recover_add {
 	RECOVER_NONE, /* not recorded: the table is full */
 };
 
-/* Whether anyone waits for the RESULT of (tree ti, chunk, round). */
+/* Whether anyone waits for the RESULT of (tree ti, chunk, round), in an entry other than
+ * `but` (NULL: any). */
 static bool
-recover_pending(const struct dp_recover *rq, uint16_t ti, uint32_t chunk, uint32_t round,
-		uint64_t now)
+recover_pending_but(const struct dp_recover *rq, const struct dp_recover *but, uint16_t ti,
+		    uint32_t chunk, uint32_t round, uint64_t now)
 {
 	for (unsigned int i = 0; i < DP_RECOVER_MAX; i++)
-		if (rq[i].until > now && rq[i].tree == ti && rq[i].chunk == chunk &&
-		    rq[i].round == round)
+		if (&rq[i] != but && rq[i].until > now && rq[i].tree == ti &&
+		    rq[i].chunk == chunk && rq[i].round == round)
 			return true;
 	return false;
+}
+
+/* The table is full (every entry pending) and `to` asks: the entry of the requester that
+ * holds the most, its soonest to expire, if that requester holds at least two more than
+ * `to` (so that two requesters never take an entry from each other in turn); else NULL.
+ * Each requester (a down[] index, the parent, this gateway's own slots) so keeps at least
+ * an even share of the table however fast another one asks. Rare path: only while full. */
+static struct dp_recover *
+recover_victim(struct dp_recover *rq, uint16_t to)
+{
+	struct dp_recover *victim = NULL;
+	unsigned int mine = 0, most = 0;
+
+	for (unsigned int i = 0; i < DP_RECOVER_MAX; i++)
+		mine += rq[i].to == to;
+	for (unsigned int i = 0; i < DP_RECOVER_MAX; i++) {
+		unsigned int n = 0;
+
+		if (rq[i].to == to)
+			continue;
+		for (unsigned int k = 0; k < DP_RECOVER_MAX; k++)
+			n += rq[k].to == rq[i].to;
+		if (n > most || (n == most && rq[i].until < victim->until)) {
+			most = n;
+			victim = &rq[i];
+		}
+	}
+	return most >= mine + 2 ? victim : NULL;
 }
 
 /* Record that `to` waits for the RESULT of (tree ti, chunk, round). */
@@ -100,8 +129,14 @@ recover_add(struct dp_lcore *lc, const struct dp_job *j, uint16_t ti, uint32_t c
 		asked = true;
 	}
 	if (free_rq == NULL) {
-		lc->ctr[DP_CTR_RECOVER_FULL]++;
-		return RECOVER_NONE;
+		free_rq = recover_victim(rq, to);
+		if (free_rq == NULL) {
+			lc->ctr[DP_CTR_RECOVER_FULL]++;
+			return RECOVER_NONE;
+		}
+		lc->ctr[DP_CTR_RECOVER_EVICTED]++;
+		/* The evicted request may have been the one that asked for this RESULT. */
+		asked = asked && recover_pending_but(rq, free_rq, ti, chunk, round, now);
 	}
 	/* Long enough for a few round trips to the neighbours; the asker asks again after. */
 	*free_rq = (struct dp_recover){.until = now + 4 * rto(lc, j, ti, 0),
@@ -267,7 +302,8 @@ dp_recover_answer(struct dp_lcore *lc, const struct dp_job *j, const struct dp_t
 	bool kept = false, workers = false, used = false;
 
 	/* From a child or a worker, only an answer to a request still pending counts. */
-	if (from != DP_RECOVER_PARENT && !recover_pending(rq, ti, p->chunk, p->round, now)) {
+	if (from != DP_RECOVER_PARENT &&
+	    !recover_pending_but(rq, NULL, ti, p->chunk, p->round, now)) {
 		drop(lc, m, WIRE_REASON_LATE);
 		return;
 	}

@@ -279,7 +279,9 @@ dp_open_flush(struct dp_lcore *lc)
 			rte_cpu_to_be_16((uint16_t)(WIRE_IPV4_LEN + WIRE_UDP_LEN + q->len));
 		udp->dgram_len = rte_cpu_to_be_16((uint16_t)(WIRE_UDP_LEN + q->len));
 		udp->dgram_cksum = 0;
+		/* Its sender is the key's gateway, not its address (validate.h). */
 		m->ol_flags |= RTE_MBUF_F_RX_SEC_OFFLOAD;
+		m->hash.usr = q->k->peer;
 		lc->open_q[opened++] = *q; /* in order, over the entries done with */
 	}
 	return opened;

@@ -10,6 +10,14 @@
  * is the table's and the port is in the range (a different address differs by at least
  * 65536 - base >= count, since base + count - 1 <= 65535).
  *
+ * On a protected link the key authenticates the sender instead, wherever its frames come
+ * from (a gateway behind NAT, or re-addressed): a sealed frame's source key is
+ * DP_SRC_SEALED | peer << 16, peer the gateway whose link key opened it (seal.c records it
+ * in the mbuf), and the protected link's is the same of its gateway id, udp_count kept: the
+ * compare holds exactly for that peer (another differs by a multiple of 65536 > count). A
+ * plain frame never carries DP_SRC_SEALED, and a sealed one always does, so a plain packet
+ * from a protected peer, or a sealed one from a plain peer, fails the same compare.
+ *
  * NACK_RESULT answers draw on a per-sender byte budget (struct dp_budget): the sender's
  * CONTRIB frames add their length, time adds DP_BUDGET_REFILL_BPS, both up to the cap;
  * every RESULT answered takes its frame length.
@@ -17,7 +25,6 @@
 #ifndef GEOREDUCE_FASTPATH_VALIDATE_H
 #define GEOREDUCE_FASTPATH_VALIDATE_H
 
-#include <assert.h>
 #include <string.h>
 
 #include <rte_byteorder.h>
@@ -31,10 +38,9 @@
 #define DP_OFF_UDP_SPORT (WIRE_ETH_LEN + WIRE_IPV4_LEN)
 #define DP_OFF_UDP_DPORT (WIRE_ETH_LEN + WIRE_IPV4_LEN + 2)
 
-/* The source key of a received frame: its IPv4 source address and UDP source port, and
- * DP_SRC_SEALED if it came sealed (dp_open() marks it with RTE_MBUF_F_RX_SEC_OFFLOAD), so
- * that a plain packet from a protected peer, or a sealed one from a plain peer, fails the
- * same compare. */
+/* The source key of a received frame: for a sealed one (dp_open_flush() marks it with
+ * RTE_MBUF_F_RX_SEC_OFFLOAD and leaves the key's gateway in hash.usr) that gateway's,
+ * else its IPv4 source address and UDP source port. */
 static inline uint64_t
 dp_rx_src_key(const struct rte_mbuf *m)
 {
@@ -42,16 +48,15 @@ dp_rx_src_key(const struct rte_mbuf *m)
 	uint32_t ip;
 	uint16_t port;
 
+	if (m->ol_flags & RTE_MBUF_F_RX_SEC_OFFLOAD)
+		return dp_src_key_sealed((uint16_t)m->hash.usr);
 	memcpy(&ip, f + DP_OFF_IP_SRC, sizeof(ip));
 	memcpy(&port, f + DP_OFF_UDP_SPORT, sizeof(port));
-	return dp_src_key_of(rte_be_to_cpu_32(ip), rte_be_to_cpu_16(port)) |
-	       (m->ol_flags & RTE_MBUF_F_RX_SEC_OFFLOAD) << (48 - 18);
+	return dp_src_key_of(rte_be_to_cpu_32(ip), rte_be_to_cpu_16(port));
 }
 
-static_assert(RTE_MBUF_F_RX_SEC_OFFLOAD == 1ull << 18 && DP_SRC_SEALED == 1ull << 48,
-	      "dp_rx_src_key() moves the one bit onto the other");
-
-/* Whether m comes from the address and a port the table gives sender d. */
+/* Whether m comes from sender d: from the address and a port the table gives it, or on a
+ * protected link sealed with its key. */
 static inline bool
 dp_src_ok(const struct rte_mbuf *m, const struct dp_dest *d)
 {

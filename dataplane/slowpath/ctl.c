@@ -15,6 +15,7 @@
 #include "ctlsrv.h"
 #include "ctltls.h"
 #include "dp.h"
+#include "promsrv.h"
 #include "slowpath/slowpath.h"
 
 struct dp_ctl {
@@ -229,8 +230,11 @@ ctl_serve_request(void *arg, struct ctlsrv_client *cl, const json_t *req)
 	}
 	r = dp_ctl_handle(c->dp, req);
 	if (r != NULL && op != NULL && strcmp(op, "stats") == 0 &&
-	    json_is_true(json_object_get(r, "ok")))
+	    json_is_true(json_object_get(r, "ok"))) {
 		json_object_set_new(r, "control", ctlsrv_json(c->srv));
+		if (c->dp->msrv != NULL)
+			json_object_set_new(r, "metrics", promsrv_json(c->dp->msrv));
+	}
 	return r;
 }
 

@@ -140,7 +140,8 @@ dest_gw(struct dp *dp, const struct dp_job *j, struct dp_dest *d, const struct t
 	d->udp_base = g->base_port;
 	d->udp_count = g->ports;
 	d->seal = dp_job_seal(j, g->id);
-	d->src_key = dp_src_key_of(g->ipv4, g->base_port) | (d->seal != NULL ? DP_SRC_SEALED : 0);
+	d->src_key =
+		d->seal != NULL ? dp_src_key_sealed(g->id) : dp_src_key_of(g->ipv4, g->base_port);
 	return route(dp, d, field, err, errlen);
 }
 
@@ -357,8 +358,9 @@ build_stream(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size
 		if (dest_gw(dp, j, &s->from, &ts->from, field, err, errlen) != 0)
 			return -1;
 		dest_ip_sum(j, &s->from);
-		s->from_key = dp_src_key_of(ts->from.ipv4, ts->from.base_port) |
-			      (dp_job_seal(j, ts->from.id) != NULL ? DP_SRC_SEALED : 0);
+		s->from_key = dp_job_seal(j, ts->from.id) != NULL ?
+				      dp_src_key_sealed(ts->from.id) :
+				      dp_src_key_of(ts->from.ipv4, ts->from.base_port);
 		s->from_count = ts->from.ports;
 	}
 	for (int k = 0; k < s->n_origins; k++) {
@@ -496,17 +498,23 @@ check_fit(struct dp *dp, struct dp_job *j, char *err, size_t errlen)
 	char ip[16];
 	unsigned int p;
 
+	/* The table's address of this gateway: a port's own, or the one a NAT gives it towards
+	 * the peers (--nat-addr). Packets leave from the port's own address either way: the
+	 * NAT rewrites it. */
 	for (p = 0; p < dp->n_ports; p++)
-		if (dp->ports[p].ipv4 == tb->gw.ipv4)
+		if (dp->ports[p].ipv4 == tb->gw.ipv4 ||
+		    (dp->ports[p].nat_ipv4 != 0 && dp->ports[p].nat_ipv4 == tb->gw.ipv4))
 			break;
 	if (p == dp->n_ports) {
 		json_util_fail(err, errlen,
-			       "field 'gateway.ipv4': %s is not an address of this dataplane",
+			       "field 'gateway.ipv4': %s is not an address of this dataplane "
+			       "(--addr) nor one a NAT gives it (--nat-addr)",
 			       table_ipv4_format(tb->gw.ipv4, ip));
 		errno = EINVAL;
 		return -1;
 	}
 	j->self_port = (uint16_t)p;
+	j->self_ipv4 = dp->ports[p].ipv4;
 	if (tb->gw.base_port != dp->prm.udp_base || tb->gw.ports != dp->prm.udp_count) {
 		json_util_fail(err, errlen,
 			       "field 'gateway.base_port': ports %u+%u differ from "
@@ -562,7 +570,6 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	j->elements = tb->elements;
 	j->n_chunks = table_n_chunks(tb);
 	j->self_id = tb->gw.id;
-	j->self_ipv4 = tb->gw.ipv4;
 	j->udp_base = tb->gw.base_port;
 	j->udp_count = tb->gw.ports;
 	j->n_lcores = dp->n_lcores;

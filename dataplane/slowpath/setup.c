@@ -197,6 +197,7 @@ setup_port(struct dp *dp, const struct dp_config *cfg, unsigned int p, char *err
 	pt->ipv4 = cfg->addr[p].ipv4;
 	pt->prefix_len = cfg->addr[p].prefix_len;
 	pt->gw_ipv4 = cfg->addr[p].gw_ipv4;
+	pt->nat_ipv4 = cfg->addr[p].nat_ipv4;
 	if (pt->ipv4 == 0)
 		return json_util_failrc(-EINVAL, err, errlen,
 					"port %u has no address (--addr %u:IP/LEN)", id, p);

@@ -23,11 +23,12 @@ extern int dp_logtype;
 /** Log from the control thread: DP_LOG(INFO, "job %u live\n", job). */
 #define DP_LOG(level, ...) rte_log(RTE_LOG_##level, dp_logtype, DP_PROGRAM ": " __VA_ARGS__)
 
-/** Address of one port (--addr PORT:IP/LEN[,GW]). */
+/** Address of one port (--addr PORT:IP/LEN[,GW], --nat-addr PORT:IP). */
 struct dp_port_addr {
 	uint32_t ipv4; /* host order; 0: not given */
 	uint8_t prefix_len;
-	uint32_t gw_ipv4; /* 0: none */
+	uint32_t gw_ipv4;  /* 0: none */
+	uint32_t nat_ipv4; /* the address a NAT gives the port towards the peers; 0: none */
 };
 
 /** A static neighbour (--neigh IP=MAC). */

@@ -18,6 +18,7 @@
 
 #include "dp.h"
 #include "prom.h"
+#include "promsrv.h"
 #include "slowpath/slowpath.h"
 
 static const char *const ctr_names[DP_CTR_COUNT] = {
@@ -53,6 +54,7 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_RECOVER_ANSWERED] = "recover_answered",
 	[DP_CTR_RECOVERED] = "recovered",
 	[DP_CTR_RECOVER_FULL] = "recover_full",
+	[DP_CTR_RECOVER_EVICTED] = "recover_evicted",
 	[DP_CTR_SEALED] = "sealed",
 	[DP_CTR_OPENED] = "opened",
 	[DP_CTR_SEAL_BYTES] = "sealed_bytes",
@@ -107,7 +109,10 @@ static const char *const ctr_help[DP_CTR_COUNT] = {
 	[DP_CTR_RECOVER_ASKED] = "Result recovery: NACK_RESULTs asked of older epochs",
 	[DP_CTR_RECOVER_ANSWERED] = "Result recovery: RESULTs sent from an older epoch or relayed",
 	[DP_CTR_RECOVERED] = "Result recovery: RESULTs that came back and completed a slot",
-	[DP_CTR_RECOVER_FULL] = "Result recovery: requests not recorded, the table was full",
+	[DP_CTR_RECOVER_FULL] = "Result recovery: requests not recorded, the table was full and "
+				"their requester held its share",
+	[DP_CTR_RECOVER_EVICTED] = "Result recovery: requests dropped from the full table for "
+				   "another requester's, theirs holding the most",
 	[DP_CTR_SEALED] = "Frames sealed for a protected link",
 	[DP_CTR_OPENED] = "Sealed frames opened and authenticated",
 	[DP_CTR_SEAL_BYTES] = "Bytes of the georeduce packets sealed",
@@ -764,6 +769,7 @@ dp_metrics_text(struct dp *dp, size_t *len)
 	prom_sample_u64(&p, NULL, 0, dp->probe_replies_unsolicited);
 	prom_family(&p, M("lcores"), PROM_GAUGE, "Worker lcores");
 	prom_sample_u64(&p, NULL, 0, dp->n_lcores);
+	promsrv_prom(dp->msrv, &p, M(""));
 	text = prom_finish(&p, len, &err);
 	if (text == NULL) {
 		snprintf(why, sizeof(why), "%s", p.why);
