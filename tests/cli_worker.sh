@@ -135,6 +135,24 @@ for w in d["workers"]:
     assert w["rounds"][0]["round"] == 10 and w["stats"]["results"] == 57
 ' "$tmp/out" && ok "JSON summary" || not_ok "JSON summary: $(head -c 300 "$tmp/out")"
 
+# --start-at without --multicast: two processes start their first AllReduce round at the
+# same instant, 2 s ahead, and the round's time is the AllReduce's (under a second here,
+# also on a loaded machine: the wait before it is not counted).
+t0=$(($(date +%s) + 3))
+w --worker-id 12 --first-round 15 --start-at "$t0" >"$tmp/out12" 2>&1 &
+p12=$!
+expect 0 "--start-at: an AllReduce round of two processes" w --worker-id 11 --first-round 15 \
+	--start-at "$t0" --json
+wait $p12 && ok "its partner completed" || not_ok "partner: $(cat "$tmp/out12")"
+python3 -c '
+import json, sys, time
+d = json.load(open(sys.argv[1]))
+r = d["workers"][0]["rounds"][0]
+assert d["ok"] and r["verified"] and r["contrib"] == 2, d
+assert time.time() >= int(sys.argv[2]) and r["ms"] < 10000, r
+' "$tmp/out" "$t0" && ok "--start-at: the round waited for the start, then ran" ||
+	not_ok "--start-at: $(head -c 300 "$tmp/out")"
+
 # A file-backed tensor: both workers send (1 + e mod 7), the sum is twice that.
 python3 -c 'import struct, sys; open(sys.argv[1], "wb").write(struct.pack("<20000f", *[1.0 + e % 7 for e in range(20000)]))' \
 	"$tmp/in.bin"

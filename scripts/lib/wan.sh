@@ -195,10 +195,13 @@ print(" ".join("--worker-id %d" % w["id"] for w in s["workers"]))' "$dir/sites.j
 		# start the first round together (--start-at, the same for every process):
 		# a receiver whose socket is not open yet loses what arrives before it, and
 		# a gateway keeps only its latest copies for repairs.
-		[ "$mode" = multicast ] && how=(--multicast --start-at "$start_at") all= timeout=10
+		# AllReduce workers start their first round together too: each process joins
+		# (or reads its table) in its own time, and the round's time is the
+		# AllReduce's, not the spread of the processes' starts.
+		[ "$mode" = multicast ] && how=(--multicast) all= timeout=10
 		# shellcheck disable=SC2086
 		ip netns exec "$ns" "$build/tools/worker/georeduce-worker" \
-			"${src[@]}" $ids "${how[@]}" ${all:+"$all"} \
+			"${src[@]}" $ids "${how[@]}" ${all:+"$all"} --start-at "$start_at" \
 			--rounds "$rounds" --first-round "$first" --timeout "$timeout" --json \
 			>"$dir/run-$job-$i.json" 2>"$dir/run-$job-$i.err" &
 		pids+=($!)

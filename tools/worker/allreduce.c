@@ -89,6 +89,12 @@ worker_main(void *arg)
 	struct gr_stats st;
 
 	w->ok = true;
+	/* --start-at: the first round starts at the same instant in every process given
+	 * it, whenever each got its table (joining through the control process takes each
+	 * its own time), so that a round's time is the AllReduce's, not the spread of the
+	 * workers' starts. */
+	if (o->start_at >= 0)
+		sleep_until_real(w->start);
 	for (uint32_t i = 0; i < o->rounds; i++) {
 		struct round_res *r = &w->res[i];
 		double t0;

@@ -121,6 +121,8 @@ void *worker_main(void *arg);
 
 /* mcast.c: the wall clock; a worker's thread under --multicast. */
 double real_s(void);
+/* Sleep until CLOCK_REALTIME t (seconds); at once if it has passed. */
+void sleep_until_real(double t);
 void *worker_mcast(void *arg);
 
 /* report.c: the --json summary on stdout; < 0 if it could not be written. */

@@ -30,7 +30,7 @@ real_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void
+void
 sleep_until_real(double t)
 {
 	struct timespec ts = {.tv_sec = (time_t)t};

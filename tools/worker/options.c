@@ -86,7 +86,10 @@ usage(FILE *f)
 		"                        missing after their repairs (NACK_MCAST) are reported\n"
 		"  --require-all         a missing chunk fails the round too\n"
 		"  --start-at UNIXTIME   start the first round then (CLOCK_REALTIME seconds, as\n"
-		"                        date +%%s.%%N prints; default now)\n"
+		"                        date +%%s.%%N prints; default now), also without\n"
+		"                        --multicast: processes that share it start their\n"
+		"                        first AllReduce round together once they have their\n"
+		"                        tables (a worker ready later starts at once)\n"
 		"  --round-interval SECONDS\n"
 		"                        start round i at the start + i x SECONDS and stop\n"
 		"                        receiving it when the next one starts; several\n"
@@ -355,11 +358,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 			cli_error(PROG, "--multicast and %s exclude each other", x);
 			return -1;
 		}
-	} else if (o->require_all || o->start_at >= 0 || o->interval_s > 0) {
+	} else if (o->require_all || o->interval_s > 0) {
 		cli_error(PROG, "%s: needs --multicast",
-			  o->require_all   ? "--require-all" :
-			  o->start_at >= 0 ? "--start-at" :
-					     "--round-interval");
+			  o->require_all ? "--require-all" : "--round-interval");
 		return -1;
 	}
 	return 0;
