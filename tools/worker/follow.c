@@ -17,6 +17,8 @@
 #include "georeduce.h"
 #include "georeduce_worker.h"
 
+#define CONTROL_RETRY_S 1.0 /* a stalled round asks an unreachable control process again */
+
 static int follow_epoch(struct worker *w, int wait_ms);
 
 /* --follow: the epoch of the table file or the control process, now. */
@@ -59,6 +61,7 @@ follow_control(struct worker *w, int wait_ms)
 			fprintf(stderr, PROG ": worker %u: %s; going on under epoch %u\n", w->id,
 				err, gr_client_config(w->client)->epoch);
 		w->control_away = true;
+		w->away_until = clock_now_s() + CONTROL_RETRY_S;
 		if (wait_ms > 0)
 			usleep((useconds_t)(wait_ms < 200 ? wait_ms : 200) * 1000);
 		return 0;
@@ -133,16 +136,20 @@ control_changed(void *arg)
 	char err[GR_ERR_MAX];
 	int rc;
 
-	/* While the control process cannot be reached, a connect attempt could stall the
-	 * round: only the calls between rounds (follow_control()) try again. */
+	/* While the control process cannot be reached (it is restarting), a stalled round
+	 * asks again once every CONTROL_RETRY_S, not at every progress call: a round begun
+	 * while it was away follows the epoch it installs once back within about that, not
+	 * at the round's timeout. */
 	if (!stalled(w))
 		return 0;
-	if (w->pending || w->control_away)
+	if (w->pending || (w->control_away && clock_now_s() < w->away_until))
 		return w->pending;
 	rc = gr_join_wait(w->join, gr_client_config(w->client)->epoch, 0, &w->pending_cfg, err,
 			  sizeof(err));
 	w->pending = rc == 1;
 	w->control_away = rc < 0;
+	if (rc < 0)
+		w->away_until = clock_now_s() + CONTROL_RETRY_S;
 	return w->pending;
 }
 
