@@ -157,28 +157,31 @@ def _flush(state: HookState) -> None:
     cf.add_done_callback(done)
 
 
-def _reduce(state: HookState, bucket: dist.GradBucket, send: torch.Tensor, out: torch.Tensor
+def _reduce(state: HookState, bucket: dist.GradBucket, want: torch.dtype
             ) -> torch.futures.Future[torch.Tensor]:
-    """Average send over the job's workers with the step's other buckets (one round per
-    step, or per bucket with per_bucket) and put it into out; a future of out."""
+    """Average the bucket, sent as `want`, over the job's workers with the step's other
+    buckets (one round per step, or per bucket with per_bucket), in place; a future of
+    the bucket. The copy into the staging tensor casts, and so does the copy back."""
+    buf = bucket.buffer()
     if state.per_bucket:
-        return _reduce_alone(state, bucket, send, out)
+        return _reduce_alone(state, bucket, buf if buf.dtype == want else buf.to(want), buf)
+    send, out = buf, buf
     n, cap = send.numel(), state.client.elements
     if n > cap:
         raise ValueError("a bucket of %d elements: the job's tensor has %d, and a bucket may "
                          "have no more" % (n, cap))
     fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
     b = state._batch
-    if b is not None and (b.at + n > cap or b.flat.dtype != send.dtype):
+    if b is not None and (b.at + n > cap or b.flat.dtype != want):
         _flush(state)  # it does not fit: the waiting buckets go in a round of their own
         b = None
     if b is None:
         with state._lock:
-            flat = next((t for t in state._free if t.dtype == send.dtype), None)
+            flat = next((t for t in state._free if t.dtype == want), None)
             if flat is not None:
                 state._free.remove(flat)
         if flat is None:
-            flat = torch.zeros(cap, dtype=send.dtype)
+            flat = torch.zeros(cap, dtype=want)
         b = state._batch = _Batch(flat, [])
     b.flat[b.at:b.at + n].copy_(send.view(-1))
     b.parts.append(_Part(send, out, fut, b.at, bucket.index(), state.step,
@@ -232,11 +235,7 @@ def ddp_comm_hook(state: HookState, bucket: dist.GradBucket
     cast back into the bucket, as the compression hooks do. An MX job (mxint8, mxfp8,
     mxfp4) takes fp32 buckets in place: libgeoreduce quantises them on the wire.
     """
-    buf = bucket.buffer()
-    want = _torch_dtype(state.client.dtype)
-    if buf.dtype == want:
-        return _reduce(state, bucket, buf, buf)
-    return _reduce(state, bucket, buf.to(want), buf)
+    return _reduce(state, bucket, _torch_dtype(state.client.dtype))
 
 
 def _compress_hook(name: str, dtype: str) -> Callable[..., Any]:
@@ -245,9 +244,7 @@ def _compress_hook(name: str, dtype: str) -> Callable[..., Any]:
         if state.client.dtype.name != dtype:
             raise ValueError("%s: the job's dtype is %s; this hook needs a job of %s (its "
                              "table's dtype)" % (name, state.client.dtype.name, dtype))
-        buf = bucket.buffer()
-        want = _torch_dtype(state.client.dtype)
-        return _reduce(state, bucket, buf.to(want), buf)
+        return _reduce(state, bucket, _torch_dtype(state.client.dtype))
 
     # Not torch's own names: DistributedDataParallel refuses a hook called
     # bf16_compress_hook without CUDA and NCCL, which this one does not need.
@@ -280,6 +277,4 @@ def mx_compress_hook(state: HookState, bucket: dist.GradBucket
     buf = bucket.buffer()
     if not buf.is_floating_point():
         raise TypeError("mx_compress_hook: a bucket of %s, not floating point" % buf.dtype)
-    if buf.dtype == torch.float32:
-        return _reduce(state, bucket, buf, buf)
-    return _reduce(state, bucket, buf.to(torch.float32), buf)
+    return _reduce(state, bucket, torch.float32)
