@@ -273,19 +273,16 @@ timer_us(const struct call *k, unsigned int backoff)
 
 /* The ask timer of a chunk in CH_ASKED: an ACK or the RESULT comes back from the first hop
  * (its round trip, the path's RTO) unless the CONTRIB was lost; twice that, and at least
- * half of T1's base: a gateway on a loaded host may answer tens of milliseconds late,
- * and an answer that comes after the resend has saved nothing (a loss that no later
- * chunk's result reveals waits that much longer). Before any sample of the path, T1's
- * base. */
+ * T1's base: a gateway on a loaded host (its lcore waiting for a core) answers tens to
+ * hundreds of milliseconds late, and an answer that comes after the resend has saved
+ * nothing. A loss that no later chunk's result reveals so waits one T1 more. */
 static inline uint64_t
 ask_us(const struct call *k)
 {
 	uint64_t t1 = timer_us(k, 0);
 	uint64_t t = k->c->path.valid ? 2 * rtt_rto(&k->c->path) : t1;
 
-	if (t < t1 / 2)
-		t = t1 / 2;
-	return t < k->rto_min ? k->rto_min : (t > k->rto_max ? k->rto_max : t);
+	return t < t1 ? t1 : t;
 }
 
 /* Whether chunk h went once only (its result is a round-trip sample, Karn). */
