@@ -378,6 +378,8 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 			}
 		}
 	}
+	for (unsigned int c = 0; c < gj->n_chunks; c++)
+		g->ch[c].round = prm->first_round > 0 ? prm->first_round - 1 : 0; /* ++ to start */
 	if (prm->rate_gbps > 0)
 		g->tsc_per_byte = (double)rte_get_tsc_hz() * 8 / (prm->rate_gbps * 1e9);
 	g->ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
@@ -731,6 +733,7 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 	}
 	ch->mask[w / 64] |= bit;
 	g->st.rx_ok++;
+	g->st.rx_ok_bytes += len;
 	g->st.rx_payload += gj->payload;
 	if (++ch->got == gj->n_workers)
 		chunk_done(g, (unsigned int)c, now);
@@ -844,6 +847,10 @@ gen_lcore_main(void *arg)
 			break;
 	}
 	g->res.open_after_drain = g->n_open;
+	g->res.final = g->st;
+	for (unsigned int c = 0; c < g->gj->n_chunks; c++)
+		if (c == 0 || (int32_t)(g->ch[c].round - g->res.last_round) > 0)
+			g->res.last_round = g->ch[c].round;
 	/* Give back what is still queued: nothing was built for it. */
 	for (; g->q_head != g->q_tail; g->q_head++)
 		g->ch[g->q[g->q_head & g->q_mask] >> 24].pending--;

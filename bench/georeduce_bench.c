@@ -213,12 +213,50 @@ iofwd_main(void *arg)
 	return 0;
 }
 
+/* The generator's port's counters into p->xs[end] (on the generator's lcore). */
+static void
+port_mark(struct phase *p, bool end)
+{
+	struct rte_eth_stats st;
+
+	if (rte_eth_stats_get(p->port, &st) == 0)
+		p->xs[end ? 1 : 0] = (struct port_snap){st.ipackets,  st.opackets, st.imissed,
+							st.rx_nombuf, st.ierrors,  st.oerrors};
+}
+
+/* The line rate of a phase's port: --line-gbps, else what the port reports. */
+static void
+line_rate(const struct opts *o, struct phase *p)
+{
+	struct rte_eth_link link;
+
+	p->line_gbps = o->line_gbps;
+	p->line_from = "--line-gbps";
+	if (o->line_gbps > 0)
+		return;
+	p->line_from = "unknown";
+	memset(&link, 0, sizeof(link));
+	if (rte_eth_link_get_nowait(p->port, &link) == 0 &&
+	    link.link_speed != RTE_ETH_SPEED_NUM_NONE &&
+	    link.link_speed != RTE_ETH_SPEED_NUM_UNKNOWN) {
+		p->line_gbps = link.link_speed / 1e3;
+		p->line_from = "port";
+	}
+}
+
+static void
+port_only_mark(void *arg, bool end)
+{
+	port_mark(arg, end);
+}
+
 static void
 ring_mark(void *arg, bool end)
 {
 	struct ring_bench *rb = arg;
 	struct peer_snap *s = &rb->cur->peer[end ? 1 : 0];
 
+	port_mark(rb->cur, end);
 	if (strcmp(rb->cur->name, "io-forward") == 0) {
 		s->rx = rb->io.rx;
 		s->tx = rb->io.tx;
@@ -236,6 +274,12 @@ ring_mark(void *arg, bool end)
 		   lc->ctr[DP_CTR_BAD_HEADER] + lc->ctr[DP_CTR_NOT_FOR_US];
 	for (int i = 0; i < WIRE_REASON_COUNT_MAX; i++)
 		s->drops += lc->drops[i];
+	s->why[0] = lc->ctr[DP_CTR_TX_DROPPED];
+	s->why[1] = lc->ctr[DP_CTR_NO_MBUF];
+	s->why[2] = lc->ctr[DP_CTR_NO_NEIGHBOUR];
+	s->why[3] = lc->ctr[DP_CTR_PACE_FULL];
+	for (int i = 1; i < WIRE_REASON_COUNT_MAX; i++)
+		s->why[GW_DROP_CTRS + i] = lc->drops[i];
 }
 
 /* The table of the ring mode's gateway: root of one tree with F local workers. */
@@ -449,6 +493,8 @@ run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 		p->gen_lcore = pick_lcore((int)rb.dp_lcore);
 		p->has_peer = true;
 		p->peer_lcore = rb.dp_lcore;
+		p->port = (uint16_t)rb.gen_port;
+		line_rate(o, p);
 		rb.cur = p;
 		if (k == 1) {
 			/* The same lcore and port, now forwarding instead of aggregating. */
@@ -561,6 +607,10 @@ run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 	p = &ph[(*n_ph)++];
 	p->name = o->peer == GEN_PEER_IO ? "io-forward" : "dataplane";
 	p->gen_lcore = pick_lcore(-1);
+	p->port = o->port;
+	line_rate(o, p);
+	prm.on_mark = port_only_mark;
+	prm.mark_arg = p;
 	if (!o->quiet)
 		fprintf(stderr,
 			PROG ": %s on port %u: job %u, %u B x %u workers %s, window %u, "
@@ -615,7 +665,7 @@ main(int argc, char **argv)
 	else
 		rc = run_port(&o, ph, &n_ph, &gj, &tb, &mtu);
 	for (unsigned int i = 0; i < n_ph; i++) {
-		derive(&ph[i], gj.payload);
+		derive(&ph[i], gj.n_workers);
 		if (rc == 0 && (ph[i].bad != 0 || ph[i].lost != 0 || ph[i].achieved_mpps <= 0)) {
 			cli_error(PROG, "%s: %s", ph[i].name,
 				  ph[i].res.error[0] != '\0' ? ph[i].res.error :

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "gen.h"
+#include "rates.h"
 #include "wire.h"
 
 #define PROG "georeduce-bench"
@@ -31,12 +32,24 @@ struct opts {
 	unsigned int mtu;            /* ring mode: the dataplane's; 0: by payload */
 	unsigned int window, burst, verify_every, rto_ms;
 	double rate_gbps, duration, warmup;
+	double line_gbps; /* the port's line rate; 0: read it from the port */
 	bool baseline, json, csv, quiet;
 };
+
+/* The gateway's drop counters the report gives by name (gw_drop_name()): four of its
+ * counters, then its drops by reason (wire_reason_str(), index 0 unused). */
+#define GW_DROP_CTRS 4
+#define GW_DROPS (GW_DROP_CTRS + WIRE_REASON_COUNT_MAX)
 
 /* Counters of the lcore that answers the generator (ring mode). */
 struct peer_snap {
 	uint64_t rx, tx, busy, drops;
+	uint64_t why[GW_DROPS]; /* the dataplane's drops by counter and reason */
+};
+
+/* The bench's port's counters that tell where frames went missing (rte_eth_stats). */
+struct port_snap {
+	uint64_t ipackets, opackets, imissed, rx_nombuf, ierrors, oerrors;
 };
 
 /* One measured phase: the dataplane, or the io-forward baseline. */
@@ -48,6 +61,17 @@ struct phase {
 	bool has_peer;
 	unsigned int peer_lcore;
 	struct peer_snap peer[2]; /* at the start and the end of the measurement */
+	uint16_t port;            /* the generator's port */
+	struct port_snap xs[2];   /* its counters at the start and the end of the measurement */
+	double line_gbps;         /* the line rate the percentages use; 0: unknown */
+	const char *line_from;    /* "port", "--line-gbps" or "unknown" */
+	struct rates off, rcv;    /* offered and received, L1/L2/payload (rates.h) */
+	/* Frames not answered: sent again with RETX from the measurement's start to the end
+	 * of the drain, less those whose first copy was answered after all (a second answer
+	 * came), plus one per worker of every round still open then; over the frames sent
+	 * first in that time. */
+	uint64_t lost_frames, first_sends;
+	double loss_ratio;
 	/* Derived. */
 	double secs, offered_gbps, offered_wire_gbps, offered_mpps, achieved_gbps, achieved_mpps;
 	double chunks_s, p50_us, p99_us, p999_us, max_us, gen_busy, peer_busy;

@@ -51,6 +51,8 @@ usage(FILE *f)
 		"  --window N          chunks in flight, 1 .. 65536                    [128]\n"
 		"  --rate-gbps R       offered rate on the wire (frame + 24 bytes), 0: full speed\n"
 		"                      [0]\n"
+		"  --line-gbps R       the port's line rate for the percentages (default: what\n"
+		"                      the port reports)\n"
 		"  --duration S        measured seconds per phase                     [5]\n"
 		"  --warmup S          seconds before measuring                       [0.5]\n"
 		"  --rto-ms N          first retransmission timeout, 1 .. 10000        [50]\n"
@@ -94,6 +96,7 @@ enum {
 	O_MTU,
 	O_WINDOW,
 	O_RATE,
+	O_LINE,
 	O_DURATION,
 	O_WARMUP,
 	O_RTO,
@@ -213,6 +216,10 @@ parse_one(int c, struct opts *o, struct seen *s)
 		if (cli_double(PROG, "rate-gbps", optarg, 0, 10000, &o->rate_gbps) != 0)
 			return -1;
 		break;
+	case O_LINE:
+		if (cli_double(PROG, "line-gbps", optarg, 0.001, 100000, &o->line_gbps) != 0)
+			return -1;
+		break;
 	case O_DURATION:
 		if (cli_double(PROG, "duration", optarg, 0.01, 86400, &o->duration) != 0)
 			return -1;
@@ -311,6 +318,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"mtu", required_argument, NULL, O_MTU},
 		{"window", required_argument, NULL, O_WINDOW},
 		{"rate-gbps", required_argument, NULL, O_RATE},
+		{"line-gbps", required_argument, NULL, O_LINE},
 		{"duration", required_argument, NULL, O_DURATION},
 		{"warmup", required_argument, NULL, O_WARMUP},
 		{"rto-ms", required_argument, NULL, O_RTO},

@@ -8,28 +8,68 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <jansson.h>
+#include <rte_common.h>
 #include <rte_cycles.h>
 
 #include "gen.h"
 #include "georeduce_bench.h"
 #include "georeduce_bench_report.h"
+#include "rates.h"
 #include "wire.h"
 
 /* --- Report ------------------------------------------------------------------------------- */
 
+const char *
+gw_drop_name(unsigned int i)
+{
+	static const char *const ctrs[GW_DROP_CTRS] = {"tx_dropped", "no_mbuf", "no_neighbour",
+						       "pace_full"};
+
+	if (i < GW_DROP_CTRS)
+		return ctrs[i];
+	return i > GW_DROP_CTRS && i < GW_DROPS ?
+		       wire_reason_str((enum wire_reason)(i - GW_DROP_CTRS)) :
+		       "?";
+}
+
+/* Offered and received rates (rates.h), and the frames lost. */
+static void
+derive_rates(struct phase *ph, unsigned int workers, double s)
+{
+	const struct gen_stats *a = &ph->res.start, *b = &ph->res.end, *z = &ph->res.final;
+	struct rates_in in = {b->tx_pkts - a->tx_pkts, b->tx_bytes - a->tx_bytes,
+			      b->tx_payload - a->tx_payload, s, ph->line_gbps};
+	uint64_t retx = z->retx - a->retx, late;
+
+	/* A retransmission whose first copy's answer still came back (late, behind a busy
+	 * peer) draws a second answer: a duplicate, a copy of an ended round, or an ACK. */
+	late = z->duplicates - a->duplicates + z->stale - a->stale + z->acks - a->acks;
+	late = RTE_MIN(late, retx);
+
+	rates_compute(&in, &ph->off);
+	in = (struct rates_in){b->rx_ok - a->rx_ok, b->rx_ok_bytes - a->rx_ok_bytes,
+			       b->rx_payload - a->rx_payload, s, ph->line_gbps};
+	rates_compute(&in, &ph->rcv);
+	ph->lost_frames = retx - late + (uint64_t)ph->res.open_after_drain * workers;
+	ph->first_sends = z->tx_pkts - a->tx_pkts - retx;
+	ph->loss_ratio =
+		ph->first_sends > 0 ? (double)ph->lost_frames / (double)ph->first_sends : 0;
+}
+
 void
-derive(struct phase *ph, unsigned int payload)
+derive(struct phase *ph, unsigned int workers)
 {
 	const struct gen_stats *a = &ph->res.start, *b = &ph->res.end;
 	double s = (double)ph->res.measured_tsc / (double)rte_get_tsc_hz();
 	uint64_t tx = b->tx_pkts - a->tx_pkts, ok = b->rx_ok - a->rx_ok;
 
-	(void)payload;
 	ph->secs = s;
 	if (s <= 0)
 		return;
+	derive_rates(ph, workers, s);
 	ph->offered_mpps = (double)tx / s / 1e6;
 	ph->offered_gbps = (double)(b->tx_payload - a->tx_payload) * 8 / s / 1e9;
 	ph->offered_wire_gbps =
@@ -55,6 +95,75 @@ derive(struct phase *ph, unsigned int payload)
 		ph->peer_busy = (double)(ph->peer[1].busy - ph->peer[0].busy) /
 				(double)ph->res.measured_tsc;
 		ph->peer_mpps_in = (double)(ph->peer[1].rx - ph->peer[0].rx) / s / 1e6;
+	}
+}
+
+/* The rates of one direction as a table row. */
+static void
+rates_row(const char *what, const struct rates *r, bool pct)
+{
+	printf("  %-9s %8.3f", what, r->mpps);
+	if (pct)
+		printf(" (%5.1f%%) | %8.3f (%5.1f%%) | %8.3f (%5.1f%%) | %8.3f (%5.1f%%)\n",
+		       r->mpps_pct, r->l1_gbps, r->l1_pct, r->l2_gbps, r->l2_pct, r->payload_gbps,
+		       r->payload_pct);
+	else
+		printf("          | %8.3f          | %8.3f          | %8.3f\n", r->l1_gbps,
+		       r->l2_gbps, r->payload_gbps);
+}
+
+/* The gateway's drops over the measurement by name (ring mode's dataplane): into a JSON
+ * object when o is not NULL, else printed on one line. */
+static void
+gw_drops(const struct phase *p, json_t *o)
+{
+	unsigned int shown = 0;
+
+	for (unsigned int i = 0; i < GW_DROPS; i++) {
+		uint64_t d = p->peer[1].why[i] - p->peer[0].why[i];
+
+		if (d == 0 || i == GW_DROP_CTRS)
+			continue;
+		if (o != NULL)
+			json_object_set_new(o, gw_drop_name(i), json_integer((json_int_t)d));
+		else
+			printf("%s %s %" PRIu64, shown == 0 ? "" : ",", gw_drop_name(i), d);
+		shown++;
+	}
+	if (o == NULL)
+		printf("%s\n", shown == 0 ? " none" : "");
+}
+
+/* What a certifier reads first: rates against the line rate, loss, port and gateway
+ * counters. */
+static void
+print_certifier(const struct phase *p)
+{
+	const struct port_snap *x = p->xs;
+	bool pct = p->line_gbps > 0;
+
+	if (pct)
+		printf("%s: line rate %.3f Gbit/s (%s); L1 counts frame + FCS + preamble + gap "
+		       "(24 B a frame), L2 frame + FCS\n",
+		       p->name, p->line_gbps, p->line_from);
+	else
+		printf("%s: line rate unknown (give --line-gbps); L1 counts frame + FCS + "
+		       "preamble + gap (24 B a frame), L2 frame + FCS\n",
+		       p->name);
+	printf("  %-9s %8s %8s | %8s %8s | %8s %8s | %8s %8s\n", "", "Mpps", "(line)", "L1 Gb/s",
+	       "(line)", "L2 Gb/s", "(line)", "pay Gb/s", "(line)");
+	rates_row("offered", &p->off, pct);
+	rates_row("received", &p->rcv, pct);
+	printf("  loss: %" PRIu64 " of %" PRIu64 " frames (%.4f%%) unanswered within the "
+	       "timeout\n",
+	       p->lost_frames, p->first_sends, 100 * p->loss_ratio);
+	printf("  port %u: imissed %" PRIu64 " -> %" PRIu64 ", rx_nombuf %" PRIu64 " -> %" PRIu64
+	       ", ierrors %" PRIu64 " -> %" PRIu64 ", oerrors %" PRIu64 " -> %" PRIu64 "\n",
+	       p->port, x[0].imissed, x[1].imissed, x[0].rx_nombuf, x[1].rx_nombuf, x[0].ierrors,
+	       x[1].ierrors, x[0].oerrors, x[1].oerrors);
+	if (p->has_peer && strcmp(p->name, "dataplane") == 0) {
+		printf("  gateway drops:");
+		gw_drops(p, NULL);
 	}
 }
 
@@ -90,8 +199,49 @@ print_text(const struct opts *o, const struct gen_job *gj, unsigned int mtu, con
 	if (n == 2 && ph[1].c2c_ns > 0)
 		printf("%.0f ns\n", ph[1].c2c_ns);
 	for (unsigned int i = 0; i < n; i++)
+		print_certifier(&ph[i]);
+	for (unsigned int i = 0; i < n; i++)
 		if (ph[i].res.error[0] != '\0')
 			printf("%s: %s\n", ph[i].name, ph[i].res.error);
+}
+
+static json_t *
+rates_json(const struct rates *r)
+{
+	return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "mpps", r->mpps, "l1_gbps",
+			 r->l1_gbps, "l2_gbps", r->l2_gbps, "payload_gbps", r->payload_gbps,
+			 "mpps_pct", r->mpps_pct, "l1_pct", r->l1_pct, "l2_pct", r->l2_pct,
+			 "payload_pct", r->payload_pct);
+}
+
+static json_t *
+port_json(const struct port_snap *x)
+{
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "ipackets", (json_int_t)x->ipackets,
+			 "opackets", (json_int_t)x->opackets, "imissed", (json_int_t)x->imissed,
+			 "rx_nombuf", (json_int_t)x->rx_nombuf, "ierrors", (json_int_t)x->ierrors,
+			 "oerrors", (json_int_t)x->oerrors);
+}
+
+/* The certifier's figures of a phase into its JSON object. */
+static void
+certifier_json(const struct phase *p, json_t *o)
+{
+	json_t *drops = json_object();
+
+	json_object_set_new(o, "line_gbps", json_real(p->line_gbps));
+	json_object_set_new(o, "line_from", json_string(p->line_from));
+	json_object_set_new(o, "offered", rates_json(&p->off));
+	json_object_set_new(o, "received", rates_json(&p->rcv));
+	json_object_set_new(o, "loss",
+			    json_pack("{s:I, s:I, s:f}", "frames", (json_int_t)p->lost_frames,
+				      "sent", (json_int_t)p->first_sends, "ratio", p->loss_ratio));
+	json_object_set_new(o, "port_stats",
+			    json_pack("{s:i, s:o, s:o}", "port", (int)p->port, "before",
+				      port_json(&p->xs[0]), "after", port_json(&p->xs[1])));
+	if (p->has_peer && strcmp(p->name, "dataplane") == 0)
+		gw_drops(p, drops);
+	json_object_set_new(o, "gateway_drops", drops);
 }
 
 static json_t *
@@ -134,8 +284,12 @@ print_json(const struct opts *o, const struct gen_job *gj, unsigned int mtu, con
 {
 	json_t *phases = json_array(), *root;
 
-	for (unsigned int i = 0; i < n; i++)
-		json_array_append_new(phases, phase_json(&ph[i]));
+	for (unsigned int i = 0; i < n; i++) {
+		json_t *pj = phase_json(&ph[i]);
+
+		certifier_json(&ph[i], pj);
+		json_array_append_new(phases, pj);
+	}
 	root = json_pack("{s:s, s:s, s:i, s:i, s:s, s:i, s:i, s:f, s:o}", "mode",
 			 o->mode == MODE_RING ? "ring" : "port", "peer",
 			 o->mode == MODE_RING || o->peer == GEN_PEER_DATAPLANE ? "dataplane" : "io",
@@ -155,7 +309,8 @@ print_csv(const struct opts *o, const struct gen_job *gj, const struct phase *ph
 {
 	printf("mode,phase,payload,workers,dtype,window,offered_gbps,offered_mpps,achieved_gbps,"
 	       "achieved_mpps,p50_us,p99_us,p999_us,lost,retx,failures,generator_busy,peer_busy,"
-	       "ratio_to_io,c2c_rtt_ns\n");
+	       "ratio_to_io,c2c_rtt_ns,line_gbps,offered_l1_gbps,offered_l2_gbps,offered_l1_pct,"
+	       "received_mpps,received_l1_gbps,received_l2_gbps,received_l1_pct,loss_ratio\n");
 	for (unsigned int i = 0; i < n; i++) {
 		const struct phase *p = &ph[i];
 		double ratio = n == 2 && ph[1].achieved_mpps > 0 ?
@@ -163,11 +318,13 @@ print_csv(const struct opts *o, const struct gen_job *gj, const struct phase *ph
 				       0;
 
 		printf("%s,%s,%u,%u,%s,%u,%.3f,%.4f,%.3f,%.4f,%.2f,%.2f,%.2f,%" PRIu64 ",%" PRIu64
-		       ",%" PRIu64 ",%.3f,%.3f,%.4f,%.0f\n",
+		       ",%" PRIu64
+		       ",%.3f,%.3f,%.4f,%.0f,%.3f,%.3f,%.3f,%.2f,%.4f,%.3f,%.3f,%.2f,%.6f\n",
 		       o->mode == MODE_RING ? "ring" : "port", p->name, gj->payload, gj->n_workers,
 		       wire_dtype_str(gj->dtype), gj->n_chunks, p->offered_gbps, p->offered_mpps,
 		       p->achieved_gbps, p->achieved_mpps, p->p50_us, p->p99_us, p->p999_us,
 		       p->lost, p->retx, p->bad, p->gen_busy, p->has_peer ? p->peer_busy : 0, ratio,
-		       p->c2c_ns);
+		       p->c2c_ns, p->line_gbps, p->off.l1_gbps, p->off.l2_gbps, p->off.l1_pct,
+		       p->rcv.mpps, p->rcv.l1_gbps, p->rcv.l2_gbps, p->rcv.l1_pct, p->loss_ratio);
 	}
 }

@@ -9,8 +9,12 @@
 #include "gen.h"
 #include "georeduce_bench.h"
 
-/** The derived figures of a phase (rates, latency quantiles, losses) from its counters. */
-void derive(struct phase *ph, unsigned int payload);
+/** The derived figures of a phase (rates, latency quantiles, losses) from its counters;
+ * workers: the frames of a round. */
+void derive(struct phase *ph, unsigned int workers);
+
+/** The name of the gateway's drop counter i of struct peer_snap's why[] ("?" if none). */
+const char *gw_drop_name(unsigned int i);
 
 /** The report on stdout: a table, one JSON document, or CSV with a header line. */
 void print_text(const struct opts *o, const struct gen_job *gj, unsigned int mtu,

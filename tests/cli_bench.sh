@@ -26,6 +26,8 @@ expect 2 "fan-in 0" "$bench" -- --fanin 0
 expect 2 "fan-in above the table's cap" "$bench" -- --fanin 193
 expect 2 "bad dtype" "$bench" -- --dtype fp64
 expect 2 "negative rate" "$bench" -- --rate-gbps -1
+expect 2 "line rate 0" "$bench" -- --line-gbps 0
+grep -q -- "--line-gbps" "$tmp/err" && ok "names --line-gbps" || not_ok "names --line-gbps"
 expect 2 "zero duration" "$bench" -- --duration 0
 expect 2 "burst above 64" "$bench" -- --burst 65
 expect 2 "window 0" "$bench" -- --window 0
@@ -60,6 +62,19 @@ assert dp["losses"]["lost_chunks"] == 0 and dp["achieved_mpps"] > 0, dp
 assert dp["latency_us"]["p50"] > 0 and dp["latency_us"]["p999"] >= dp["latency_us"]["p50"], dp
 assert [l["role"] for l in dp["lcores"]] == ["generator", "dataplane"], dp["lcores"]
 assert d["ratio_to_io"] > 0, d
+# The certifier's figures: net_ring reports 10 Gbit/s; L1 = L2 + 20 bytes a frame, L2 =
+# the port's bytes + 4 (FCS); every frame answered.
+for p in d["phases"]:
+    o, r = p["offered"], p["received"]
+    assert p["line_gbps"] == 10 and p["line_from"] == "port", p
+    assert o["mpps"] > 0 and r["mpps"] > 0, p
+    assert abs(o["l1_gbps"] - o["l2_gbps"] - o["mpps"] * 1e6 * 20 * 8 / 1e9) < 1e-3 * o["l1_gbps"], o
+    assert abs(o["l1_pct"] - 10 * o["l1_gbps"]) < 1e-6 * o["l1_pct"], o
+    assert p["loss"]["frames"] == 0 and p["loss"]["sent"] > 0, p["loss"]
+    for k in ("imissed", "rx_nombuf", "ierrors", "oerrors"):
+        assert k in p["port_stats"]["before"] and k in p["port_stats"]["after"], p
+    assert p["port_stats"]["after"]["opackets"] > p["port_stats"]["before"]["opackets"], p
+    assert isinstance(p["gateway_drops"], dict), p
 PY
 
 # fp16 at 256 B with 16 workers, paced: every payload exact, no loss.

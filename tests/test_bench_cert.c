@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Unit tests for georeduce-bench's certification arithmetic, which needs no DPDK: the rates
+ * of bench/rates.c against hand computations for 64, 1518 and 9018-byte frames (the sizes
+ * counted with the FCS, as RFC 2544 counts them), and bad inputs. main returns the number
+ * of failures.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
+
+#include "rates.h"
+#include "testutil.h"
+
+/* a and b agree to within rel of b (or 1e-12 when b is 0). */
+static bool
+near(double a, double b, double rel)
+{
+	return fabs(a - b) <= (b == 0 ? 1e-12 : fabs(b) * rel);
+}
+
+#define NEAR(a, b) CHECK(near((a), (b), 1e-9), "%s = %.9f, expected %.9f", #a, (a), (double)(b))
+
+/* 64-byte frames (60 counted by the port, 10 bytes of payload each): one million in half a
+ * second on 10 GbE. L1: 64 + 8 + 12 = 84 bytes a frame; line rate 10e9 / (84 x 8) =
+ * 14.880952 Mpps. */
+static void
+test_rates_64(void)
+{
+	struct rates_in in = {1000000, 60 * 1000000ull, 10 * 1000000ull, 0.5, 10};
+	struct rates r;
+
+	CU_ASSERT_EQUAL(rates_compute(&in, &r), 0);
+	NEAR(r.mpps, 2.0);                             /* 1e6 / 0.5 s */
+	NEAR(r.l2_gbps, 1.024);                        /* 1e6 x 64 x 8 / 0.5 */
+	NEAR(r.l1_gbps, 1.344);                        /* 1e6 x 84 x 8 / 0.5 */
+	NEAR(r.payload_gbps, 0.16);                    /* 1e6 x 10 x 8 / 0.5 */
+	NEAR(r.l1_pct, 13.44);                         /* 1.344 / 10 */
+	NEAR(r.l2_pct, 10.24);                         /* 1.024 / 10 */
+	NEAR(r.payload_pct, 1.6);                      /* 0.16 / 10 */
+	NEAR(r.line_mpps, 10e9 / 672 / 1e6);           /* 14.880952 */
+	NEAR(r.mpps_pct, 2.0 / (10e9 / 672 / 1e6) * 100); /* = l1_pct: 13.44 */
+	NEAR(rates_line_mpps(10, 64), 14.880952380952381);
+}
+
+/* 1518-byte frames (1514 counted, 1418 of payload): 812744 in one second on 10 GbE, the
+ * line rate to the frame (10e9 / (1538 x 8) = 812743.8 frames/s). */
+static void
+test_rates_1518(void)
+{
+	struct rates_in in = {812744, 1514 * 812744ull, 1418 * 812744ull, 1, 10};
+	struct rates r;
+
+	CU_ASSERT_EQUAL(rates_compute(&in, &r), 0);
+	NEAR(r.mpps, 0.812744);
+	NEAR(r.l1_gbps, 10.000002176);    /* 812744 x 1538 x 8 */
+	NEAR(r.l2_gbps, 9.869963136);     /* 812744 x 1518 x 8 */
+	NEAR(r.payload_gbps, 9.219767936); /* 812744 x 1418 x 8 */
+	NEAR(r.l1_pct, 100.00002176);
+	NEAR(r.l2_pct, 98.69963136);
+	NEAR(r.payload_pct, 92.19767936);
+	NEAR(r.line_mpps, 0.812743823146944);
+	NEAR(rates_line_mpps(10, 1518), 0.812743823146944);
+}
+
+/* 9018-byte jumbo frames (9014 counted, 8918 of payload): 1383000 in one second on
+ * 100 GbE, whose line rate is 100e9 / (9038 x 8) = 1383049.3 frames/s. */
+static void
+test_rates_9018(void)
+{
+	struct rates_in in = {1383000, 9014 * 1383000ull, 8918 * 1383000ull, 1, 100};
+	struct rates r;
+
+	CU_ASSERT_EQUAL(rates_compute(&in, &r), 0);
+	NEAR(r.mpps, 1.383);
+	NEAR(r.l1_gbps, 99.996432);    /* 1383000 x 9038 x 8 */
+	NEAR(r.l2_gbps, 99.775152);    /* 1383000 x 9018 x 8 */
+	NEAR(r.payload_gbps, 98.668752); /* 1383000 x 8918 x 8 */
+	NEAR(r.l1_pct, 99.996432);
+	NEAR(r.l2_pct, 99.775152);
+	NEAR(r.payload_pct, 98.668752);
+	NEAR(r.line_mpps, 1.3830493472007082);
+	NEAR(r.mpps_pct, r.l1_pct);
+}
+
+/* No duration: refused and zeroed; no line rate: no percentages; no frames: zeros. */
+static void
+test_rates_bad(void)
+{
+	struct rates_in in = {1000, 60000, 0, 0, 10};
+	struct rates r;
+
+	CU_ASSERT_EQUAL(rates_compute(&in, &r), -1);
+	CU_ASSERT_EQUAL(r.mpps, 0);
+	in.seconds = -1;
+	CU_ASSERT_EQUAL(rates_compute(&in, &r), -1);
+	in.seconds = NAN;
+	CU_ASSERT_EQUAL(rates_compute(&in, &r), -1);
+	in.seconds = 1;
+	in.line_gbps = 0;
+	CU_ASSERT_EQUAL(rates_compute(&in, &r), 0);
+	NEAR(r.l1_gbps, 0.000672);
+	CU_ASSERT_EQUAL(r.l1_pct, 0);
+	CU_ASSERT_EQUAL(r.mpps_pct, 0);
+	CU_ASSERT_EQUAL(r.line_mpps, 0);
+	in = (struct rates_in){0, 0, 0, 1, 10};
+	CU_ASSERT_EQUAL(rates_compute(&in, &r), 0);
+	CU_ASSERT_EQUAL(r.mpps, 0);
+	CU_ASSERT_EQUAL(r.l1_pct, 0);
+	CU_ASSERT_EQUAL(r.mpps_pct, 0);
+	CU_ASSERT_EQUAL(rates_line_mpps(10, -20), 0);
+}
+
+int
+main(void)
+{
+	static const struct testutil_case tests[] = {
+		{"rates: 64-byte frames", test_rates_64},
+		{"rates: 1518-byte frames", test_rates_1518},
+		{"rates: 9018-byte frames", test_rates_9018},
+		{"rates: no duration, no line rate, no frames", test_rates_bad},
+	};
+
+	return testutil_run("test_bench_cert", "bench_cert", tests, TESTUTIL_N(tests));
+}
