@@ -132,6 +132,7 @@ struct gen_params {
 	uint16_t queue;
 	unsigned int burst;
 	double rate_gbps;          /* wire bit rate (frame + GEN_WIRE_OVERHEAD); 0: full */
+	double pace_burst;         /* bytes the pacer sends at once after a pause; 0: 16 KiB */
 	uint64_t rto_tsc;          /* first retransmission timeout */
 	unsigned int verify_every; /* compare every N-th copy's payload; 1: all */
 	uint32_t first_round;      /* every chunk's first round (0: 1); after another run

@@ -47,6 +47,7 @@
 #include "georeduce_bench.h"
 #include "georeduce_bench_opts.h"
 #include "georeduce_bench_report.h"
+#include "georeduce_bench_search.h"
 #include "slowpath/slowpath.h"
 #include "table.h"
 #include "wire.h"
@@ -91,6 +92,7 @@ fill_params(const struct opts *o, struct gen_params *p, uint16_t port, enum gen_
 	p->port_id = port;
 	p->burst = o->burst;
 	p->rate_gbps = o->rate_gbps;
+	p->pace_burst = o->pace_burst;
 	p->rto_tsc = rte_get_tsc_hz() / 1000 * o->rto_ms;
 	p->verify_every = o->verify_every;
 	p->progress = !o->quiet;
@@ -179,8 +181,8 @@ pick_lcore(int skip)
 }
 
 /* Run one generator to the end of its schedule on lcore `lcore`. */
-static int
-run_gen(struct gen_lcore *g, unsigned int lcore)
+int
+bench_run_gen(struct gen_lcore *g, unsigned int lcore)
 {
 	if (lcore == rte_get_main_lcore())
 		return gen_lcore_main(g);
@@ -455,9 +457,33 @@ ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_job *gj, unsi
 	return rc;
 }
 
+/* The search against ring mode's dataplane (no io-forward phase). */
+static int
+ring_search(const struct opts *o, struct ring_bench *rb, const struct gen_job *gj,
+	    struct search_result *sr)
+{
+	struct search_env e = {.gj = gj, .pool = rb->pool, .cur = &rb->cur};
+	struct rte_ether_addr mac;
+
+	e.tmpl.name = "dataplane";
+	e.tmpl.gen_lcore = pick_lcore((int)rb->dp_lcore);
+	e.tmpl.has_peer = true;
+	e.tmpl.peer_lcore = rb->dp_lcore;
+	e.tmpl.port = (uint16_t)rb->gen_port;
+	line_rate(o, &e.tmpl);
+	fill_params(o, &e.prm, (uint16_t)rb->gen_port, GEN_PEER_DATAPLANE);
+	e.prm.first_copy = true;
+	e.prm.on_mark = ring_mark;
+	e.prm.mark_arg = rb;
+	rte_eth_macaddr_get((uint16_t)rb->gen_port, &mac);
+	memcpy(e.prm.src_mac, mac.addr_bytes, 6);
+	memcpy(e.prm.dst_mac, rb->dp->ports[0].mac.addr_bytes, 6);
+	return search_run(o, &e, gj->n_workers, sr);
+}
+
 static int
 run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_job *gj,
-	 unsigned int *mtu_out)
+	 unsigned int *mtu_out, struct search_result *sr)
 {
 	struct ring_bench rb = {.dp_port = -1, .gen_port = -1};
 	unsigned int mtu = o->mtu != 0                                     ? o->mtu :
@@ -484,6 +510,13 @@ run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 		rte_eal_mp_wait_lcore();
 		ring_teardown(&rb);
 		return CLI_EXIT_USAGE;
+	}
+	if (o->search) {
+		rc = ring_search(o, &rb, gj, sr);
+		atomic_store(&rb.dp->stop, true);
+		rte_eal_mp_wait_lcore();
+		ring_teardown(&rb);
+		return rc;
 	}
 	for (int k = 0; k < (o->baseline ? 2 : 1); k++) {
 		struct phase *p = &ph[(*n_ph)++];
@@ -526,7 +559,7 @@ run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 			rc = -ENOMEM;
 			break;
 		}
-		rc = run_gen(g, p->gen_lcore);
+		rc = bench_run_gen(g, p->gen_lcore);
 		p->res = *gen_lcore_result(g);
 		p->ran = rc == 0;
 		gen_lcore_free(g);
@@ -544,7 +577,7 @@ run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 
 static int
 run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_job *gj,
-	 struct table **tbp, unsigned int *mtu_out)
+	 struct table **tbp, unsigned int *mtu_out, struct search_result *sr)
 {
 	char err[TABLE_ERR_MAX] = "";
 	struct rte_mempool *pool = NULL;
@@ -617,12 +650,22 @@ run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 			     "generator on lcore %u\n",
 			p->name, o->port, gj->job, gj->payload, gj->n_workers,
 			wire_dtype_str(gj->dtype), gj->n_chunks, p->gen_lcore);
+	if (o->search) {
+		struct search_env e = {.gj = gj, .prm = prm, .pool = pool, .tmpl = *p};
+
+		(*n_ph)--;
+		rc = search_run(o, &e, gj->n_workers, sr);
+		rte_eth_dev_stop(o->port);
+		rte_eth_dev_close(o->port);
+		rte_mempool_free(pool);
+		return rc;
+	}
 	g = gen_lcore_create(gj, &prm, pool, err, sizeof(err));
 	if (g == NULL) {
 		cli_error(PROG, "%s", err);
 		rc = -ENOMEM;
 	} else {
-		rc = run_gen(g, p->gen_lcore);
+		rc = bench_run_gen(g, p->gen_lcore);
 		p->res = *gen_lcore_result(g);
 		p->ran = rc == 0;
 		gen_lcore_free(g);
@@ -639,6 +682,7 @@ int
 main(int argc, char **argv)
 {
 	struct phase ph[2];
+	struct search_result sr = {0};
 	struct gen_job gj = {0};
 	struct table *tb = NULL;
 	unsigned int n_ph = 0, mtu = 0;
@@ -661,9 +705,12 @@ main(int argc, char **argv)
 	}
 	rte_log_set_level(dp_logtype, RTE_LOG_WARNING);
 	if (o.mode == MODE_RING)
-		rc = run_ring(&o, ph, &n_ph, &gj, &mtu);
+		rc = run_ring(&o, ph, &n_ph, &gj, &mtu, &sr);
 	else
-		rc = run_port(&o, ph, &n_ph, &gj, &tb, &mtu);
+		rc = run_port(&o, ph, &n_ph, &gj, &tb, &mtu, &sr);
+	if (o.search && sr.n > 0)
+		search_report(stdout, &o, &gj, mtu, &sr, o.json ? 1 : o.csv ? 2 : 0);
+	search_fini(&sr);
 	for (unsigned int i = 0; i < n_ph; i++) {
 		derive(&ph[i], gj.n_workers);
 		if (rc == 0 && (ph[i].bad != 0 || ph[i].lost != 0 || ph[i].achieved_mpps <= 0)) {
@@ -676,11 +723,11 @@ main(int argc, char **argv)
 	}
 	if (n_ph > 0 && gj.payload != 0) {
 		if (o.json)
-			print_json(&o, &gj, mtu, ph, n_ph);
+			print_json(stdout, &o, &gj, mtu, ph, n_ph);
 		else if (o.csv)
-			print_csv(&o, &gj, ph, n_ph);
+			print_csv(stdout, &o, &gj, ph, n_ph);
 		else
-			print_text(&o, &gj, mtu, ph, n_ph);
+			print_text(stdout, &o, &gj, mtu, ph, n_ph);
 	}
 	gen_job_fini(&gj);
 	table_free(tb);

@@ -32,8 +32,11 @@ struct opts {
 	unsigned int mtu;            /* ring mode: the dataplane's; 0: by payload */
 	unsigned int window, burst, verify_every, rto_ms;
 	double rate_gbps, duration, warmup;
-	double line_gbps; /* the port's line rate; 0: read it from the port */
+	double line_gbps;  /* the port's line rate; 0: read it from the port */
+	double pace_burst; /* the pacer's burst in bytes */
 	bool baseline, json, csv, quiet;
+	bool search;                                   /* NDR/PDR search */
+	double pdr_pct, resolution_pct, tolerance_pct; /* ... its loss, step, rate tolerance */
 };
 
 /* The gateway's drop counters the report gives by name (gw_drop_name()): four of its
@@ -79,5 +82,10 @@ struct phase {
 	double c2c_ns; /* cache-line round trip generator <-> peer lcore */
 	uint64_t lost, retx, timeouts, refused, duplicates, stale, unexpected, verified, bad;
 };
+
+struct gen_lcore;
+
+/** Run one generator to the end of its schedule on lcore `lcore` (georeduce_bench.c). */
+int bench_run_gen(struct gen_lcore *g, unsigned int lcore);
 
 #endif

@@ -51,6 +51,8 @@ usage(FILE *f)
 		"  --window N          chunks in flight, 1 .. 65536                    [128]\n"
 		"  --rate-gbps R       offered rate on the wire (frame + 24 bytes), 0: full speed\n"
 		"                      [0]\n"
+		"  --pace-burst BYTES  the most the pacer sends at once after a pause, 1 KiB ..\n"
+		"                      64 MiB                                         [16KiB]\n"
 		"  --line-gbps R       the port's line rate for the percentages (default: what\n"
 		"                      the port reports)\n"
 		"  --duration S        measured seconds per phase                     [5]\n"
@@ -60,6 +62,13 @@ usage(FILE *f)
 		"                      (every one's headers and contributor count)     [8]\n"
 		"  --burst N           packets per burst, 1 .. %d                     [32]\n"
 		"  --no-baseline       ring: skip the io-forward phase\n"
+		"  --search            RFC 2544 zero-loss search: trials of --duration (default\n"
+		"                      10 s) for the highest rate without loss (NDR) and with\n"
+		"                      at most --pdr lost (PDR), up to the line rate\n"
+		"  --pdr PCT           the PDR's loss allowance, 0 .. 50                [0.1]\n"
+		"  --resolution PCT    the search's step, of the line rate, 0.01 .. 50   [0.5]\n"
+		"  --rate-tolerance PCT  a trial fails if it offered less than asked by more,\n"
+		"                      0 .. 50                                          [2]\n"
 		"  --quick             --duration 0.2 --warmup 0.1 unless given\n"
 		"  --json | --csv      machine-readable report on stdout\n"
 		"  --quiet             no progress lines on stderr\n"
@@ -97,22 +106,27 @@ enum {
 	O_WINDOW,
 	O_RATE,
 	O_LINE,
+	O_PACEBURST,
 	O_DURATION,
 	O_WARMUP,
 	O_RTO,
 	O_VERIFY,
 	O_BURST,
 	O_NOBASE,
+	O_SEARCH,
+	O_PDR,
+	O_RESOLUTION,
+	O_TOLERANCE,
 	O_QUICK,
 	O_JSON,
 	O_CSV,
 	O_QUIET,
 };
 
-/* What the options given say beyond their values: which mode's options came, and which
- * defaults --quick may still change. */
+/* What the options given say beyond their values: which mode's options came, which
+ * defaults --quick may still change, which need --search. */
 struct seen {
-	bool quick, set_d, set_w, ring_only, port_only;
+	bool quick, set_d, set_w, ring_only, port_only, search_only, rate;
 };
 
 /* The defaults: ring mode, 1024 B x 4 workers fp32, a window of 128 chunks. */
@@ -130,6 +144,10 @@ opts_defaults(struct opts *o)
 	o->duration = 5;
 	o->warmup = 0.5;
 	o->baseline = true;
+	o->pace_burst = 16384;
+	o->pdr_pct = 0.1;
+	o->resolution_pct = 0.5;
+	o->tolerance_pct = 2;
 }
 
 /* One option, c as getopt_long() returned it and its value in optarg. */
@@ -215,6 +233,16 @@ parse_one(int c, struct opts *o, struct seen *s)
 	case O_RATE:
 		if (cli_double(PROG, "rate-gbps", optarg, 0, 10000, &o->rate_gbps) != 0)
 			return -1;
+		s->rate = true;
+		break;
+	case O_PACEBURST:
+		if (cli_bytes(PROG, "pace-burst", optarg, 1024, &v) != 0)
+			return -1;
+		if (v > 64u << 20) {
+			cli_error(PROG, "--pace-burst: %s is above 64 MiB", optarg);
+			return -1;
+		}
+		o->pace_burst = (double)v;
 		break;
 	case O_LINE:
 		if (cli_double(PROG, "line-gbps", optarg, 0.001, 100000, &o->line_gbps) != 0)
@@ -248,6 +276,24 @@ parse_one(int c, struct opts *o, struct seen *s)
 	case O_NOBASE:
 		o->baseline = false;
 		s->ring_only = true;
+		break;
+	case O_SEARCH:
+		o->search = true;
+		break;
+	case O_PDR:
+		if (cli_double(PROG, "pdr", optarg, 0, 50, &o->pdr_pct) != 0)
+			return -1;
+		s->search_only = true;
+		break;
+	case O_RESOLUTION:
+		if (cli_double(PROG, "resolution", optarg, 0.01, 50, &o->resolution_pct) != 0)
+			return -1;
+		s->search_only = true;
+		break;
+	case O_TOLERANCE:
+		if (cli_double(PROG, "rate-tolerance", optarg, 0, 50, &o->tolerance_pct) != 0)
+			return -1;
+		s->search_only = true;
 		break;
 	case O_QUICK:
 		s->quick = true;
@@ -296,6 +342,16 @@ opts_finish(struct opts *o, const struct seen *s)
 			  o->payload + WIRE_MTU_OVERHEAD, o->payload);
 		return -1;
 	}
+	if (s->search_only && !o->search) {
+		cli_error(PROG, "--pdr, --resolution and --rate-tolerance need --search");
+		return -1;
+	}
+	if (o->search && s->rate) {
+		cli_error(PROG, "--rate-gbps: the search sets the rate (--search)");
+		return -1;
+	}
+	if (o->search && !s->set_d)
+		o->duration = 10;
 	if (s->quick && !s->set_d)
 		o->duration = 0.2;
 	if (s->quick && !s->set_w)
@@ -319,12 +375,17 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"window", required_argument, NULL, O_WINDOW},
 		{"rate-gbps", required_argument, NULL, O_RATE},
 		{"line-gbps", required_argument, NULL, O_LINE},
+		{"pace-burst", required_argument, NULL, O_PACEBURST},
 		{"duration", required_argument, NULL, O_DURATION},
 		{"warmup", required_argument, NULL, O_WARMUP},
 		{"rto-ms", required_argument, NULL, O_RTO},
 		{"verify-every", required_argument, NULL, O_VERIFY},
 		{"burst", required_argument, NULL, O_BURST},
 		{"no-baseline", no_argument, NULL, O_NOBASE},
+		{"search", no_argument, NULL, O_SEARCH},
+		{"pdr", required_argument, NULL, O_PDR},
+		{"resolution", required_argument, NULL, O_RESOLUTION},
+		{"rate-tolerance", required_argument, NULL, O_TOLERANCE},
 		{"quick", no_argument, NULL, O_QUICK},
 		{"json", no_argument, NULL, O_JSON},
 		{"csv", no_argument, NULL, O_CSV},

@@ -100,22 +100,22 @@ derive(struct phase *ph, unsigned int workers)
 
 /* The rates of one direction as a table row. */
 static void
-rates_row(const char *what, const struct rates *r, bool pct)
+rates_row(FILE *f, const char *what, const struct rates *r, bool pct)
 {
-	printf("  %-9s %8.3f", what, r->mpps);
+	fprintf(f, "  %-9s %8.3f", what, r->mpps);
 	if (pct)
-		printf(" (%5.1f%%) | %8.3f (%5.1f%%) | %8.3f (%5.1f%%) | %8.3f (%5.1f%%)\n",
-		       r->mpps_pct, r->l1_gbps, r->l1_pct, r->l2_gbps, r->l2_pct, r->payload_gbps,
-		       r->payload_pct);
+		fprintf(f, " (%5.1f%%) | %8.3f (%5.1f%%) | %8.3f (%5.1f%%) | %8.3f (%5.1f%%)\n",
+			r->mpps_pct, r->l1_gbps, r->l1_pct, r->l2_gbps, r->l2_pct, r->payload_gbps,
+			r->payload_pct);
 	else
-		printf("          | %8.3f          | %8.3f          | %8.3f\n", r->l1_gbps,
-		       r->l2_gbps, r->payload_gbps);
+		fprintf(f, "          | %8.3f          | %8.3f          | %8.3f\n", r->l1_gbps,
+			r->l2_gbps, r->payload_gbps);
 }
 
 /* The gateway's drops over the measurement by name (ring mode's dataplane): into a JSON
  * object when o is not NULL, else printed on one line. */
 static void
-gw_drops(const struct phase *p, json_t *o)
+gw_drops(FILE *f, const struct phase *p, json_t *o)
 {
 	unsigned int shown = 0;
 
@@ -127,82 +127,88 @@ gw_drops(const struct phase *p, json_t *o)
 		if (o != NULL)
 			json_object_set_new(o, gw_drop_name(i), json_integer((json_int_t)d));
 		else
-			printf("%s %s %" PRIu64, shown == 0 ? "" : ",", gw_drop_name(i), d);
+			fprintf(f, "%s %s %" PRIu64, shown == 0 ? "" : ",", gw_drop_name(i), d);
 		shown++;
 	}
 	if (o == NULL)
-		printf("%s\n", shown == 0 ? " none" : "");
+		fprintf(f, "%s\n", shown == 0 ? " none" : "");
 }
 
 /* What a certifier reads first: rates against the line rate, loss, port and gateway
  * counters. */
-static void
-print_certifier(const struct phase *p)
+void
+print_certifier(FILE *f, const struct phase *p)
 {
 	const struct port_snap *x = p->xs;
 	bool pct = p->line_gbps > 0;
 
 	if (pct)
-		printf("%s: line rate %.3f Gbit/s (%s); L1 counts frame + FCS + preamble + gap "
-		       "(24 B a frame), L2 frame + FCS\n",
-		       p->name, p->line_gbps, p->line_from);
+		fprintf(f,
+			"%s: line rate %.3f Gbit/s (%s); L1 counts frame + FCS + preamble + gap "
+			"(24 B a frame), L2 frame + FCS\n",
+			p->name, p->line_gbps, p->line_from);
 	else
-		printf("%s: line rate unknown (give --line-gbps); L1 counts frame + FCS + "
-		       "preamble + gap (24 B a frame), L2 frame + FCS\n",
-		       p->name);
-	printf("  %-9s %8s %8s | %8s %8s | %8s %8s | %8s %8s\n", "", "Mpps", "(line)", "L1 Gb/s",
-	       "(line)", "L2 Gb/s", "(line)", "pay Gb/s", "(line)");
-	rates_row("offered", &p->off, pct);
-	rates_row("received", &p->rcv, pct);
-	printf("  loss: %" PRIu64 " of %" PRIu64 " frames (%.4f%%) unanswered within the "
-	       "timeout\n",
-	       p->lost_frames, p->first_sends, 100 * p->loss_ratio);
-	printf("  port %u: imissed %" PRIu64 " -> %" PRIu64 ", rx_nombuf %" PRIu64 " -> %" PRIu64
-	       ", ierrors %" PRIu64 " -> %" PRIu64 ", oerrors %" PRIu64 " -> %" PRIu64 "\n",
-	       p->port, x[0].imissed, x[1].imissed, x[0].rx_nombuf, x[1].rx_nombuf, x[0].ierrors,
-	       x[1].ierrors, x[0].oerrors, x[1].oerrors);
+		fprintf(f,
+			"%s: line rate unknown (give --line-gbps); L1 counts frame + FCS + "
+			"preamble + gap (24 B a frame), L2 frame + FCS\n",
+			p->name);
+	fprintf(f, "  %-9s %8s %8s | %8s %8s | %8s %8s | %8s %8s\n", "", "Mpps", "(line)",
+		"L1 Gb/s", "(line)", "L2 Gb/s", "(line)", "pay Gb/s", "(line)");
+	rates_row(f, "offered", &p->off, pct);
+	rates_row(f, "received", &p->rcv, pct);
+	fprintf(f,
+		"  loss: %" PRIu64 " of %" PRIu64 " frames (%.4f%%) unanswered within the "
+		"timeout\n",
+		p->lost_frames, p->first_sends, 100 * p->loss_ratio);
+	fprintf(f,
+		"  port %u: imissed %" PRIu64 " -> %" PRIu64 ", rx_nombuf %" PRIu64 " -> %" PRIu64
+		", ierrors %" PRIu64 " -> %" PRIu64 ", oerrors %" PRIu64 " -> %" PRIu64 "\n",
+		p->port, x[0].imissed, x[1].imissed, x[0].rx_nombuf, x[1].rx_nombuf, x[0].ierrors,
+		x[1].ierrors, x[0].oerrors, x[1].oerrors);
 	if (p->has_peer && strcmp(p->name, "dataplane") == 0) {
-		printf("  gateway drops:");
-		gw_drops(p, NULL);
+		fprintf(f, "  gateway drops:");
+		gw_drops(f, p, NULL);
 	}
 }
 
 void
-print_text(const struct opts *o, const struct gen_job *gj, unsigned int mtu, const struct phase *ph,
-	   unsigned int n)
+print_text(FILE *f, const struct opts *o, const struct gen_job *gj, unsigned int mtu,
+	   const struct phase *ph, unsigned int n)
 {
-	printf("%s mode, %u B x %u workers %s, MTU %u, window %u chunks, %s, %.2f s measured\n",
-	       o->mode == MODE_RING ? "ring" : "port", gj->payload, gj->n_workers,
-	       wire_dtype_str(gj->dtype), mtu, gj->n_chunks,
-	       o->rate_gbps > 0 ? "paced" : "full speed", n > 0 ? ph[0].secs : 0);
-	printf("%-10s | %8s %7s | %8s %7s %9s | %8s %8s %8s | %4s %5s %5s | %s\n", "phase",
-	       "off Gb/s", "Mpps", "ach Gb/s", "Mpps", "chunks/s", "p50 us", "p99 us", "p99.9 us",
-	       "lost", "retx", "bad", "lcores (busy)");
+	fprintf(f, "%s mode, %u B x %u workers %s, MTU %u, window %u chunks, %s, %.2f s measured\n",
+		o->mode == MODE_RING ? "ring" : "port", gj->payload, gj->n_workers,
+		wire_dtype_str(gj->dtype), mtu, gj->n_chunks,
+		o->rate_gbps > 0 ? "paced" : "full speed", n > 0 ? ph[0].secs : 0);
+	fprintf(f, "%-10s | %8s %7s | %8s %7s %9s | %8s %8s %8s | %4s %5s %5s | %s\n", "phase",
+		"off Gb/s", "Mpps", "ach Gb/s", "Mpps", "chunks/s", "p50 us", "p99 us", "p99.9 us",
+		"lost", "retx", "bad", "lcores (busy)");
 	for (unsigned int i = 0; i < n; i++) {
 		const struct phase *p = &ph[i];
 
-		printf("%-10s | %8.2f %7.3f | %8.2f %7.3f %9.0f | %8.1f %8.1f %8.1f | %4" PRIu64
-		       " %5" PRIu64 " %5" PRIu64 " | generator %u (%.0f%%)",
-		       p->name, p->offered_gbps, p->offered_mpps, p->achieved_gbps,
-		       p->achieved_mpps, p->chunks_s, p->p50_us, p->p99_us, p->p999_us, p->lost,
-		       p->retx, p->bad, p->gen_lcore, 100 * p->gen_busy);
+		fprintf(f,
+			"%-10s | %8.2f %7.3f | %8.2f %7.3f %9.0f | %8.1f %8.1f %8.1f | %4" PRIu64
+			" %5" PRIu64 " %5" PRIu64 " | generator %u (%.0f%%)",
+			p->name, p->offered_gbps, p->offered_mpps, p->achieved_gbps,
+			p->achieved_mpps, p->chunks_s, p->p50_us, p->p99_us, p->p999_us, p->lost,
+			p->retx, p->bad, p->gen_lcore, 100 * p->gen_busy);
 		if (p->has_peer)
-			printf(", %s %u (%.0f%%)", p->name, p->peer_lcore, 100 * p->peer_busy);
-		printf("\n");
+			fprintf(f, ", %s %u (%.0f%%)", p->name, p->peer_lcore, 100 * p->peer_busy);
+		fprintf(f, "\n");
 	}
 	if (n == 2 && ph[1].achieved_mpps > 0)
-		printf("dataplane / io-forward packet rate: %.3f\n",
-		       ph[0].achieved_mpps / ph[1].achieved_mpps);
+		fprintf(f, "dataplane / io-forward packet rate: %.3f\n",
+			ph[0].achieved_mpps / ph[1].achieved_mpps);
 	if (ph[0].c2c_ns > 0)
-		printf("cache-line round trip generator <-> %s lcore before each phase: %.0f ns%s",
-		       ph[0].name, ph[0].c2c_ns, n == 2 && ph[1].c2c_ns > 0 ? ", " : "\n");
+		fprintf(f,
+			"cache-line round trip generator <-> %s lcore before each phase: %.0f ns%s",
+			ph[0].name, ph[0].c2c_ns, n == 2 && ph[1].c2c_ns > 0 ? ", " : "\n");
 	if (n == 2 && ph[1].c2c_ns > 0)
-		printf("%.0f ns\n", ph[1].c2c_ns);
+		fprintf(f, "%.0f ns\n", ph[1].c2c_ns);
 	for (unsigned int i = 0; i < n; i++)
-		print_certifier(&ph[i]);
+		print_certifier(f, &ph[i]);
 	for (unsigned int i = 0; i < n; i++)
 		if (ph[i].res.error[0] != '\0')
-			printf("%s: %s\n", ph[i].name, ph[i].res.error);
+			fprintf(f, "%s: %s\n", ph[i].name, ph[i].res.error);
 }
 
 static json_t *
@@ -240,12 +246,12 @@ certifier_json(const struct phase *p, json_t *o)
 			    json_pack("{s:i, s:o, s:o}", "port", (int)p->port, "before",
 				      port_json(&p->xs[0]), "after", port_json(&p->xs[1])));
 	if (p->has_peer && strcmp(p->name, "dataplane") == 0)
-		gw_drops(p, drops);
+		gw_drops(NULL, p, drops);
 	json_object_set_new(o, "gateway_drops", drops);
 }
 
 static json_t *
-phase_json(const struct phase *p)
+phase_json_base(const struct phase *p)
 {
 	json_t *lcores = json_array();
 
@@ -278,17 +284,23 @@ phase_json(const struct phase *p)
 			 p->res.error[0] != '\0' ? p->res.error : NULL);
 }
 
+json_t *
+phase_json(const struct phase *p)
+{
+	json_t *pj = phase_json_base(p);
+
+	certifier_json(p, pj);
+	return pj;
+}
+
 void
-print_json(const struct opts *o, const struct gen_job *gj, unsigned int mtu, const struct phase *ph,
-	   unsigned int n)
+print_json(FILE *f, const struct opts *o, const struct gen_job *gj, unsigned int mtu,
+	   const struct phase *ph, unsigned int n)
 {
 	json_t *phases = json_array(), *root;
 
 	for (unsigned int i = 0; i < n; i++) {
-		json_t *pj = phase_json(&ph[i]);
-
-		certifier_json(&ph[i], pj);
-		json_array_append_new(phases, pj);
+		json_array_append_new(phases, phase_json(&ph[i]));
 	}
 	root = json_pack("{s:s, s:s, s:i, s:i, s:s, s:i, s:i, s:f, s:o}", "mode",
 			 o->mode == MODE_RING ? "ring" : "port", "peer",
@@ -299,32 +311,36 @@ print_json(const struct opts *o, const struct gen_job *gj, unsigned int mtu, con
 	if (n == 2 && ph[1].achieved_mpps > 0)
 		json_object_set_new(root, "ratio_to_io",
 				    json_real(ph[0].achieved_mpps / ph[1].achieved_mpps));
-	json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-	printf("\n");
+	json_dumpf(root, f, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+	fprintf(f, "\n");
 	json_decref(root);
 }
 
 void
-print_csv(const struct opts *o, const struct gen_job *gj, const struct phase *ph, unsigned int n)
+print_csv(FILE *f, const struct opts *o, const struct gen_job *gj, const struct phase *ph,
+	  unsigned int n)
 {
-	printf("mode,phase,payload,workers,dtype,window,offered_gbps,offered_mpps,achieved_gbps,"
-	       "achieved_mpps,p50_us,p99_us,p999_us,lost,retx,failures,generator_busy,peer_busy,"
-	       "ratio_to_io,c2c_rtt_ns,line_gbps,offered_l1_gbps,offered_l2_gbps,offered_l1_pct,"
-	       "received_mpps,received_l1_gbps,received_l2_gbps,received_l1_pct,loss_ratio\n");
+	fprintf(f,
+		"mode,phase,payload,workers,dtype,window,offered_gbps,offered_mpps,achieved_gbps,"
+		"achieved_mpps,p50_us,p99_us,p999_us,lost,retx,failures,generator_busy,peer_busy,"
+		"ratio_to_io,c2c_rtt_ns,line_gbps,offered_l1_gbps,offered_l2_gbps,offered_l1_pct,"
+		"received_mpps,received_l1_gbps,received_l2_gbps,received_l1_pct,loss_ratio\n");
 	for (unsigned int i = 0; i < n; i++) {
 		const struct phase *p = &ph[i];
 		double ratio = n == 2 && ph[1].achieved_mpps > 0 ?
 				       p->achieved_mpps / ph[1].achieved_mpps :
 				       0;
 
-		printf("%s,%s,%u,%u,%s,%u,%.3f,%.4f,%.3f,%.4f,%.2f,%.2f,%.2f,%" PRIu64 ",%" PRIu64
-		       ",%" PRIu64
-		       ",%.3f,%.3f,%.4f,%.0f,%.3f,%.3f,%.3f,%.2f,%.4f,%.3f,%.3f,%.2f,%.6f\n",
-		       o->mode == MODE_RING ? "ring" : "port", p->name, gj->payload, gj->n_workers,
-		       wire_dtype_str(gj->dtype), gj->n_chunks, p->offered_gbps, p->offered_mpps,
-		       p->achieved_gbps, p->achieved_mpps, p->p50_us, p->p99_us, p->p999_us,
-		       p->lost, p->retx, p->bad, p->gen_busy, p->has_peer ? p->peer_busy : 0, ratio,
-		       p->c2c_ns, p->line_gbps, p->off.l1_gbps, p->off.l2_gbps, p->off.l1_pct,
-		       p->rcv.mpps, p->rcv.l1_gbps, p->rcv.l2_gbps, p->rcv.l1_pct, p->loss_ratio);
+		fprintf(f,
+			"%s,%s,%u,%u,%s,%u,%.3f,%.4f,%.3f,%.4f,%.2f,%.2f,%.2f,%" PRIu64 ",%" PRIu64
+			",%" PRIu64
+			",%.3f,%.3f,%.4f,%.0f,%.3f,%.3f,%.3f,%.2f,%.4f,%.3f,%.3f,%.2f,%.6f\n",
+			o->mode == MODE_RING ? "ring" : "port", p->name, gj->payload, gj->n_workers,
+			wire_dtype_str(gj->dtype), gj->n_chunks, p->offered_gbps, p->offered_mpps,
+			p->achieved_gbps, p->achieved_mpps, p->p50_us, p->p99_us, p->p999_us,
+			p->lost, p->retx, p->bad, p->gen_busy, p->has_peer ? p->peer_busy : 0,
+			ratio, p->c2c_ns, p->line_gbps, p->off.l1_gbps, p->off.l2_gbps,
+			p->off.l1_pct, p->rcv.mpps, p->rcv.l1_gbps, p->rcv.l2_gbps, p->rcv.l1_pct,
+			p->loss_ratio);
 	}
 }

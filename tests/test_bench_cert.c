@@ -2,7 +2,9 @@
  *
  * Unit tests for georeduce-bench's certification arithmetic, which needs no DPDK: the rates
  * of bench/rates.c against hand computations for 64, 1518 and 9018-byte frames (the sizes
- * counted with the FCS, as RFC 2544 counts them), and bad inputs. main returns the number
+ * counted with the FCS, as RFC 2544 counts them), and bad inputs; the zero-loss search of
+ * bench/ndr.c against modelled devices with a known limit (one that drops above it, one
+ * that pushes back), one that never loses, one that always does, and its bounds. main returns the number
  * of failures.
  */
 #include <math.h>
@@ -13,6 +15,7 @@
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 
+#include "ndr.h"
 #include "rates.h"
 #include "testutil.h"
 
@@ -115,6 +118,116 @@ test_rates_bad(void)
 	CU_ASSERT_EQUAL(rates_line_mpps(10, -20), 0);
 }
 
+/* A device that forwards up to `limit` and drops the excess (drops true) or pushes back,
+ * so that the rate offered falls short (drops false). */
+struct dut {
+	double limit;
+	bool drops;
+};
+
+/* Run a search against d to its end; the trials it took. */
+static unsigned int
+search(struct ndr_search *s, const struct dut *d)
+{
+	double r;
+
+	while ((r = ndr_next(s)) > 0) {
+		if (d->drops)
+			ndr_record(s, r, r <= d->limit ? 0 : (r - d->limit) / r, true);
+		else
+			ndr_record(s, r, 0, r <= d->limit);
+	}
+	return s->trials;
+}
+
+/* Top 10, resolution 0.05 (0.5%): each search takes at most log2(10 / 0.05) < 8 halvings
+ * after the top. NDR within the resolution below the limit; the PDR (0.1%) below
+ * limit / 0.999, where the loss reaches 0.1%, and above the NDR. */
+static void
+test_ndr_drops(void)
+{
+	static const double limits[] = {0.3, 2.5, 6.37, 9.99};
+
+	for (size_t i = 0; i < TESTUTIL_N(limits); i++) {
+		struct dut d = {limits[i], true};
+		struct ndr_search s;
+		unsigned int n;
+
+		CU_ASSERT_EQUAL_FATAL(ndr_init(&s, 10, 0.05, 0.001), 0);
+		n = search(&s, &d);
+		CHECK(n >= 2 && n <= 1 + 8 + 8, "limit %g: %u trials", d.limit, n);
+		CHECK(s.ndr_lo <= d.limit && s.ndr_lo >= d.limit - 0.05,
+		      "limit %g: NDR %g (hi %g)", d.limit, s.ndr_lo, s.ndr_hi);
+		CHECK(s.pdr_lo <= d.limit / 0.999 && s.pdr_lo >= d.limit / 0.999 - 0.05 &&
+			      s.pdr_lo >= s.ndr_lo,
+		      "limit %g: PDR %g (hi %g)", d.limit, s.pdr_lo, s.pdr_hi);
+		CU_ASSERT(ndr_found(&s, false) && ndr_found(&s, true));
+		CU_ASSERT_EQUAL(ndr_next(&s), 0);
+	}
+}
+
+/* A device that pushes back (the offered rate falls short above its limit): NDR and PDR
+ * both just below the limit. */
+static void
+test_ndr_backpressure(void)
+{
+	struct dut d = {4.2, false};
+	struct ndr_search s;
+
+	CU_ASSERT_EQUAL_FATAL(ndr_init(&s, 10, 0.1, 0.001), 0);
+	search(&s, &d);
+	CHECK(s.ndr_lo <= 4.2 && s.ndr_lo >= 4.1, "NDR %g", s.ndr_lo);
+	CHECK(s.pdr_lo <= 4.2 && s.pdr_lo >= 4.1, "PDR %g", s.pdr_lo);
+}
+
+/* Line rate without loss: one trial, both at the top. Loss at every rate: both 0 after the
+ * halvings. A PDR loss of 0 makes the PDR the NDR. */
+static void
+test_ndr_edges(void)
+{
+	struct dut all = {100, true}, none = {0, true}, d = {3.3, true};
+	struct ndr_search s;
+
+	CU_ASSERT_EQUAL_FATAL(ndr_init(&s, 10, 0.05, 0.001), 0);
+	CU_ASSERT_EQUAL(ndr_next(&s), 10);
+	CU_ASSERT_EQUAL(search(&s, &all), 1);
+	CU_ASSERT_EQUAL(s.ndr_lo, 10);
+	CU_ASSERT_EQUAL(s.pdr_lo, 10);
+	CU_ASSERT_EQUAL_FATAL(ndr_init(&s, 10, 0.05, 0.001), 0);
+	CHECK(search(&s, &none) <= 1 + 8, "%u trials", s.trials);
+	CU_ASSERT_EQUAL(s.ndr_lo, 0);
+	CU_ASSERT_EQUAL(s.pdr_lo, 0);
+	CU_ASSERT(s.ndr_hi <= 0.05 && s.pdr_hi <= 0.05);
+	CU_ASSERT_EQUAL_FATAL(ndr_init(&s, 10, 0.05, 0), 0);
+	search(&s, &d);
+	CU_ASSERT_EQUAL(s.pdr_lo, s.ndr_lo);
+}
+
+/* A device whose answers contradict each other (loss at random, whatever the rate) still
+ * ends within NDR_TRIALS_MAX trials, with lo <= hi throughout; bad arguments are refused. */
+static void
+test_ndr_bounds(void)
+{
+	struct ndr_search s;
+	unsigned int x = 12345;
+	double r;
+
+	CU_ASSERT_EQUAL_FATAL(ndr_init(&s, 10, 1e-9, 0.001), 0);
+	while ((r = ndr_next(&s)) > 0) {
+		x = x * 1103515245u + 12345u;
+		ndr_record(&s, r, (x >> 16) % 3 == 0 ? 0.01 : 0, (x >> 20) % 5 != 0);
+		CU_ASSERT(s.ndr_lo <= s.ndr_hi && s.pdr_lo <= s.pdr_hi);
+	}
+	CU_ASSERT(s.trials <= NDR_TRIALS_MAX);
+	CU_ASSERT_EQUAL(ndr_init(&s, 0, 0.05, 0.001), -1);
+	CU_ASSERT_EQUAL(ndr_init(&s, 10, 0, 0.001), -1);
+	CU_ASSERT_EQUAL(ndr_init(&s, 10, 11, 0.001), -1);
+	CU_ASSERT_EQUAL(ndr_init(&s, 10, 0.05, 1), -1);
+	CU_ASSERT_EQUAL(ndr_init(&s, 10, 0.05, -0.1), -1);
+	CU_ASSERT_EQUAL(ndr_init(&s, NAN, 0.05, 0.001), -1);
+	CU_ASSERT_EQUAL(ndr_init(NULL, 10, 0.05, 0.001), -1);
+}
+
 int
 main(void)
 {
@@ -123,6 +236,10 @@ main(void)
 		{"rates: 1518-byte frames", test_rates_1518},
 		{"rates: 9018-byte frames", test_rates_9018},
 		{"rates: no duration, no line rate, no frames", test_rates_bad},
+		{"search: a device that drops above its limit", test_ndr_drops},
+		{"search: a device that pushes back", test_ndr_backpressure},
+		{"search: no loss at line rate, loss at every rate", test_ndr_edges},
+		{"search: contradicting trials, bad arguments", test_ndr_bounds},
 	};
 
 	return testutil_run("test_bench_cert", "bench_cert", tests, TESTUTIL_N(tests));
