@@ -46,6 +46,7 @@
 #include "gen.h"
 #include "georeduce_bench.h"
 #include "georeduce_bench_opts.h"
+#include "georeduce_bench_out.h"
 #include "georeduce_bench_report.h"
 #include "georeduce_bench_search.h"
 #include "slowpath/slowpath.h"
@@ -708,9 +709,6 @@ main(int argc, char **argv)
 		rc = run_ring(&o, ph, &n_ph, &gj, &mtu, &sr);
 	else
 		rc = run_port(&o, ph, &n_ph, &gj, &tb, &mtu, &sr);
-	if (o.search && sr.n > 0)
-		search_report(stdout, &o, &gj, mtu, &sr, o.json ? 1 : o.csv ? 2 : 0);
-	search_fini(&sr);
 	for (unsigned int i = 0; i < n_ph; i++) {
 		derive(&ph[i], gj.n_workers);
 		if (rc == 0 && (ph[i].bad != 0 || ph[i].lost != 0 || ph[i].achieved_mpps <= 0)) {
@@ -721,14 +719,13 @@ main(int argc, char **argv)
 			rc = CLI_EXIT_FAIL;
 		}
 	}
-	if (n_ph > 0 && gj.payload != 0) {
-		if (o.json)
-			print_json(stdout, &o, &gj, mtu, ph, n_ph);
-		else if (o.csv)
-			print_csv(stdout, &o, &gj, ph, n_ph);
-		else
-			print_text(stdout, &o, &gj, mtu, ph, n_ph);
+	if (gj.payload != 0 && (n_ph > 0 || sr.n > 0)) {
+		int orc = out_write(&o, &gj, mtu, ph, n_ph, &sr);
+
+		if (rc == 0)
+			rc = orc;
 	}
+	search_fini(&sr);
 	gen_job_fini(&gj);
 	table_free(tb);
 	rte_eal_cleanup();

@@ -35,7 +35,10 @@ struct opts {
 	double line_gbps;  /* the port's line rate; 0: read it from the port */
 	double pace_burst; /* the pacer's burst in bytes */
 	bool baseline, json, csv, quiet;
-	bool search;                                   /* NDR/PDR search */
+	bool search;           /* NDR/PDR search */
+	unsigned int retries;  /* a trial short of its rate without a loss runs again */
+	const char *json_file; /* --json=FILE */
+	const char *out_dir;   /* --out DIR */
 	double pdr_pct, resolution_pct, tolerance_pct; /* ... its loss, step, rate tolerance */
 };
 

@@ -16,6 +16,7 @@
 #include "gen.h"
 #include "georeduce_bench.h"
 #include "georeduce_bench_opts.h"
+#include "georeduce_bench_out.h"
 #include "table.h"
 #include "wire.h"
 
@@ -69,8 +70,13 @@ usage(FILE *f)
 		"  --resolution PCT    the search's step, of the line rate, 0.01 .. 50   [0.5]\n"
 		"  --rate-tolerance PCT  a trial fails if it offered less than asked by more,\n"
 		"                      0 .. 50                                          [2]\n"
+		"  --retries N         run a trial again, up to N times, when it fell short\n"
+		"                      of its rate without losing a frame, 0 .. 10        [1]\n"
 		"  --quick             --duration 0.2 --warmup 0.1 unless given\n"
 		"  --json | --csv      machine-readable report on stdout\n"
+		"  --json=FILE         the JSON report into FILE (stdout keeps the table)\n"
+		"  --out DIR           report.txt, report.json, report.csv and with --search\n"
+		"                      the plots (gnuplot) into DIR, made if missing\n"
 		"  --quiet             no progress lines on stderr\n"
 		"  -h, --help\n"
 		"Exit status 0; 1 if a RESULT was wrong, a chunk was lost or nothing came back; 2\n"
@@ -117,8 +123,10 @@ enum {
 	O_PDR,
 	O_RESOLUTION,
 	O_TOLERANCE,
+	O_RETRIES,
 	O_QUICK,
 	O_JSON,
+	O_OUT,
 	O_CSV,
 	O_QUIET,
 };
@@ -148,6 +156,7 @@ opts_defaults(struct opts *o)
 	o->pdr_pct = 0.1;
 	o->resolution_pct = 0.5;
 	o->tolerance_pct = 2;
+	o->retries = 1;
 }
 
 /* One option, c as getopt_long() returned it and its value in optarg. */
@@ -295,11 +304,26 @@ parse_one(int c, struct opts *o, struct seen *s)
 			return -1;
 		s->search_only = true;
 		break;
+	case O_RETRIES:
+		if (cli_uint(PROG, "--retries", optarg, 0, 10, &v) != 0)
+			return -1;
+		o->retries = (unsigned int)v;
+		s->search_only = true;
+		break;
 	case O_QUICK:
 		s->quick = true;
 		break;
 	case O_JSON:
-		o->json = true;
+		if (optarg == NULL)
+			o->json = true;
+		else if (optarg[0] == '\0') {
+			cli_error(PROG, "--json=: the file name is empty");
+			return -1;
+		} else
+			o->json_file = optarg;
+		break;
+	case O_OUT:
+		o->out_dir = optarg;
 		break;
 	case O_CSV:
 		o->csv = true;
@@ -343,7 +367,8 @@ opts_finish(struct opts *o, const struct seen *s)
 		return -1;
 	}
 	if (s->search_only && !o->search) {
-		cli_error(PROG, "--pdr, --resolution and --rate-tolerance need --search");
+		cli_error(PROG,
+			  "--pdr, --resolution, --rate-tolerance and --retries need --search");
 		return -1;
 	}
 	if (o->search && s->rate) {
@@ -352,6 +377,8 @@ opts_finish(struct opts *o, const struct seen *s)
 	}
 	if (o->search && !s->set_d)
 		o->duration = 10;
+	if (out_prepare(o) != 0)
+		return -1;
 	if (s->quick && !s->set_d)
 		o->duration = 0.2;
 	if (s->quick && !s->set_w)
@@ -386,8 +413,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"pdr", required_argument, NULL, O_PDR},
 		{"resolution", required_argument, NULL, O_RESOLUTION},
 		{"rate-tolerance", required_argument, NULL, O_TOLERANCE},
+		{"retries", required_argument, NULL, O_RETRIES},
 		{"quick", no_argument, NULL, O_QUICK},
-		{"json", no_argument, NULL, O_JSON},
+		{"json", optional_argument, NULL, O_JSON},
+		{"out", required_argument, NULL, O_OUT},
 		{"csv", no_argument, NULL, O_CSV},
 		{"quiet", no_argument, NULL, O_QUIET},
 		{"help", no_argument, NULL, 'h'},

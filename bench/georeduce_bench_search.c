@@ -75,6 +75,48 @@ trial(const struct opts *o, struct search_env *e, double gbps, unsigned int work
 	return 0;
 }
 
+/* Judge the trial just run (the sr->n-th) at rate r, the tries-th at that rate: record it
+ * in the search, or mark it to be run again (short of the rate without a loss: a pause of
+ * the generator, not the gateway, may be why). Prints it. 0, or -1 if it failed
+ * verification. */
+static int
+search_one(const struct opts *o, struct search_result *sr, double r, unsigned int tries, FILE *f)
+{
+	unsigned int i = sr->n++;
+	const struct phase *p = &sr->ph[i];
+	double top = sr->s.top;
+
+	sr->target[i] = r;
+	sr->reached[i] = p->off.l1_gbps >= r * (1 - o->tolerance_pct / 100);
+	sr->again[i] = !sr->reached[i] && p->lost_frames == 0 && tries < o->retries;
+	if (!sr->again[i])
+		ndr_record(&sr->s, r, p->loss_ratio, sr->reached[i]);
+	if (f != NULL) {
+		fprintf(f,
+			"trial %2u: asked %9.4g Gb/s L1 (%5.1f%%): offered %9.4g (%7.4f Mpps), "
+			"received %9.4g, lost %" PRIu64 " of %" PRIu64 " (%.4f%%)%s -> %s%s%s%s\n",
+			i + 1, r, 100 * r / top, p->off.l1_gbps, p->off.mpps, p->rcv.l1_gbps,
+			p->lost_frames, p->first_sends, 100 * p->loss_ratio,
+			sr->reached[i] ? "" : ", short of the rate",
+			sr->again[i] ? "again" : "NDR ",
+			sr->again[i]                         ? "" :
+			sr->reached[i] && p->loss_ratio <= 0 ? "pass" :
+							       "fail",
+			sr->again[i] ? "" : ", PDR ",
+			sr->again[i]                                        ? "" :
+			sr->reached[i] && p->loss_ratio <= o->pdr_pct / 100 ? "pass" :
+									      "fail");
+		fflush(f);
+	}
+	if (p->bad != 0 || p->rcv.mpps <= 0) {
+		cli_error(PROG, "trial %u: %s", i + 1,
+			  p->res.error[0] != '\0' ? p->res.error : "no chunk completed");
+		sr->failed = true;
+		return -1;
+	}
+	return 0;
+}
+
 int
 search_run(const struct opts *o, struct search_env *e, unsigned int workers,
 	   struct search_result *sr)
@@ -90,10 +132,11 @@ search_run(const struct opts *o, struct search_env *e, unsigned int workers,
 			  e->tmpl.port);
 		return CLI_EXIT_USAGE;
 	}
-	sr->ph = calloc(NDR_TRIALS_MAX, sizeof(*sr->ph));
-	sr->target = calloc(NDR_TRIALS_MAX, sizeof(*sr->target));
-	sr->reached = calloc(NDR_TRIALS_MAX, sizeof(*sr->reached));
-	if (sr->ph == NULL || sr->target == NULL || sr->reached == NULL ||
+	sr->ph = calloc(SEARCH_TRIALS_MAX, sizeof(*sr->ph));
+	sr->target = calloc(SEARCH_TRIALS_MAX, sizeof(*sr->target));
+	sr->reached = calloc(SEARCH_TRIALS_MAX, sizeof(*sr->reached));
+	sr->again = calloc(SEARCH_TRIALS_MAX, sizeof(*sr->again));
+	if (sr->ph == NULL || sr->target == NULL || sr->reached == NULL || sr->again == NULL ||
 	    ndr_init(&sr->s, top, top * o->resolution_pct / 100, o->pdr_pct / 100) != 0) {
 		cli_error(PROG, "--search: %s", sr->ph == NULL ? strerror(ENOMEM) : "bad bounds");
 		return CLI_EXIT_USAGE;
@@ -104,41 +147,21 @@ search_run(const struct opts *o, struct search_env *e, unsigned int workers,
 			"resolution %g%% (%.4g Gbit/s), trials of %g s after %g s warm-up\n",
 			o->pdr_pct, top, e->tmpl.line_from, o->resolution_pct,
 			top * o->resolution_pct / 100, o->duration, o->warmup);
-	while ((r = ndr_next(&sr->s)) > 0) {
-		unsigned int i = sr->n;
-		struct phase *p = &sr->ph[i];
-
-		rc = trial(o, e, r, workers, p);
-		if (rc != 0)
-			break;
-		sr->n++;
-		sr->target[i] = r;
-		sr->reached[i] = p->off.l1_gbps >= r * (1 - o->tolerance_pct / 100);
-		ndr_record(&sr->s, r, p->loss_ratio, sr->reached[i]);
-		if (f != NULL) {
-			fprintf(f,
-				"trial %2u: asked %9.3f Gb/s L1 (%5.1f%%): offered %9.3f (%7.4f "
-				"Mpps), received %9.3f, lost %" PRIu64 " of %" PRIu64
-				" (%.4f%%)%s -> NDR %s, PDR %s\n",
-				i + 1, r, 100 * r / top, p->off.l1_gbps, p->off.mpps,
-				p->rcv.l1_gbps, p->lost_frames, p->first_sends, 100 * p->loss_ratio,
-				sr->reached[i] ? "" : ", short of the rate",
-				sr->reached[i] && p->loss_ratio <= 0 ? "pass" : "fail",
-				sr->reached[i] && p->loss_ratio <= o->pdr_pct / 100 ? "pass" :
-										      "fail");
-			fflush(f);
+	while ((r = ndr_next(&sr->s)) > 0 && sr->n < SEARCH_TRIALS_MAX) {
+		for (unsigned int tries = 0; sr->n < SEARCH_TRIALS_MAX; tries++) {
+			rc = trial(o, e, r, workers, &sr->ph[sr->n]);
+			if (rc != 0 || search_one(o, sr, r, tries, f) != 0)
+				break;
+			if (!sr->again[sr->n - 1])
+				break;
 		}
-		if (p->bad != 0 || p->rcv.mpps <= 0) {
-			cli_error(PROG, "trial %u: %s", i + 1,
-				  p->res.error[0] != '\0' ? p->res.error : "no chunk completed");
-			sr->failed = true;
+		if (rc != 0 || sr->failed)
 			break;
-		}
 	}
 	for (unsigned int i = 0; i < sr->n; i++) {
-		if (sr->target[i] == sr->s.ndr_lo && sr->s.ndr_lo > 0)
+		if (sr->target[i] == sr->s.ndr_lo && sr->s.ndr_lo > 0 && !sr->again[i])
 			sr->ndr = (int)i;
-		if (sr->target[i] == sr->s.pdr_lo && sr->s.pdr_lo > 0)
+		if (sr->target[i] == sr->s.pdr_lo && sr->s.pdr_lo > 0 && !sr->again[i])
 			sr->pdr = (int)i;
 	}
 	return rc != 0 ? rc : sr->failed ? CLI_EXIT_FAIL : 0;
@@ -185,10 +208,11 @@ report_json(FILE *f, const struct opts *o, const struct gen_job *gj, unsigned in
 		json_object_set_new(t, "trial", json_integer(i + 1));
 		json_object_set_new(t, "asked_l1_gbps", json_real(sr->target[i]));
 		json_object_set_new(t, "reached", json_boolean(sr->reached[i]));
+		json_object_set_new(t, "repeated", json_boolean(sr->again[i]));
 		json_array_append_new(trials, t);
 	}
-	root = json_pack("{s:s, s:s, s:i, s:i, s:s, s:i, s:i, s:{s:f, s:s, s:f, s:f, s:f, s:f, "
-			 "s:f, s:f, s:o, s:o}, s:o}",
+	root = json_pack("{s:s, s:s, s:i, s:i, s:s, s:i, s:i, s:{s:f, s:s, s:f, s:f, s:f, s:i, "
+			 "s:f, s:f, s:f, s:o, s:o}, s:o}",
 			 "mode", o->mode == MODE_RING ? "ring" : "port", "peer",
 			 o->mode == MODE_RING || o->peer == GEN_PEER_DATAPLANE ? "dataplane" : "io",
 			 "payload", (int)gj->payload, "workers", (int)gj->n_workers, "dtype",
@@ -196,8 +220,8 @@ report_json(FILE *f, const struct opts *o, const struct gen_job *gj, unsigned in
 			 "search", "line_gbps", sr->s.top, "line_from",
 			 sr->n > 0 ? sr->ph[0].line_from : "unknown", "pdr_loss_pct", o->pdr_pct,
 			 "resolution_pct", o->resolution_pct, "rate_tolerance_pct",
-			 o->tolerance_pct, "trial_s", o->duration, "warmup_s", o->warmup,
-			 "frame_bytes", (double)gj->frame_len + 4, "ndr",
+			 o->tolerance_pct, "retries", (int)o->retries, "trial_s", o->duration,
+			 "warmup_s", o->warmup, "frame_bytes", (double)gj->frame_len + 4, "ndr",
 			 found_json(sr, sr->ndr, sr->s.ndr_lo, sr->s.ndr_hi), "pdr",
 			 found_json(sr, sr->pdr, sr->s.pdr_lo, sr->s.pdr_hi), "trials", trials);
 	json_dumpf(root, f, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
@@ -254,6 +278,8 @@ search_fini(struct search_result *sr)
 	free(sr->ph);
 	free(sr->target);
 	free(sr->reached);
+	free(sr->again);
+	sr->again = NULL;
 	sr->ph = NULL;
 	sr->target = NULL;
 	sr->reached = NULL;

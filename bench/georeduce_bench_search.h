@@ -26,6 +26,9 @@ struct search_env {
 				     NULL: the trial is prm.mark_arg itself */
 };
 
+/* The most trials a search runs, repetitions included. */
+#define SEARCH_TRIALS_MAX (2 * NDR_TRIALS_MAX)
+
 /** A search's trials and its outcome. */
 struct search_result {
 	struct ndr_search s;
@@ -33,6 +36,7 @@ struct search_result {
 	struct phase *ph; /* NDR_TRIALS_MAX trials (allocated by search_run()) */
 	double *target;   /* the L1 Gbit/s each trial was asked for */
 	bool *reached;    /* ... and whether it offered that rate (within the tolerance) */
+	bool *again;      /* ... or fell short without a loss and was run again */
 	int ndr, pdr;     /* the trials at the NDR and the PDR; -1: none passed */
 	bool failed;      /* a RESULT was wrong or nothing completed: the run fails */
 };
