@@ -279,8 +279,5 @@ search_fini(struct search_result *sr)
 	free(sr->target);
 	free(sr->reached);
 	free(sr->again);
-	sr->again = NULL;
-	sr->ph = NULL;
-	sr->target = NULL;
-	sr->reached = NULL;
+	memset(sr, 0, sizeof(*sr));
 }

@@ -54,7 +54,7 @@ int search_run(const struct opts *o, struct search_env *env, unsigned int worker
 void search_report(FILE *f, const struct opts *o, const struct gen_job *gj, unsigned int mtu,
 		   const struct search_result *sr, int format);
 
-/** Free what search_run() allocated. */
+/** Free what search_run() allocated and clear sr. */
 void search_fini(struct search_result *sr);
 
 #endif

@@ -95,11 +95,7 @@ for x in trials:
 PY
 
 # --out: the same report in three forms, the trials as plot data and, with gnuplot, plots.
-for f in report.txt report.json report.csv search.dat search.gp; do
-	[ -s "$tmp/o/$f" ] && ok "--out wrote $f" || not_ok "--out did not write $f"
-done
-cmp -s "$tmp/out" "$tmp/o/report.json" && ok "report.json is stdout's JSON" ||
-	not_ok "report.json differs from stdout's JSON"
+expect_out "$tmp/o" "$tmp/out" report.txt report.json report.csv search.dat search.gp
 grep -q "^NDR  |" "$tmp/o/report.txt" && ok "report.txt has the final table" ||
 	not_ok "report.txt: $(head -c 300 "$tmp/o/report.txt")"
 [ "$(grep -c . "$tmp/o/report.csv")" -eq "$(python3 -c 'import json,sys; print(1 + len(json.load(open(sys.argv[1]))["trials"]))' "$tmp/out")" ] &&

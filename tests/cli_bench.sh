@@ -83,11 +83,7 @@ for p in d["phases"]:
     assert isinstance(p["gateway_drops"], dict), p
 PY
 
-for f in report.txt report.json report.csv; do
-	[ -s "$tmp/o/$f" ] && ok "--out wrote $f" || not_ok "--out did not write $f"
-done
-cmp -s "$tmp/out" "$tmp/o/report.json" && ok "report.json is stdout's JSON" ||
-	not_ok "report.json differs from stdout's JSON"
+expect_out "$tmp/o" "$tmp/out" report.txt report.json report.csv
 grep -q "^dataplane  |" "$tmp/o/report.txt" && ok "report.txt has the table" ||
 	not_ok "report.txt: $(head -c 300 "$tmp/o/report.txt")"
 

@@ -50,44 +50,42 @@ test_rates_64(void)
 	NEAR(rates_line_mpps(10, 64), 14.880952380952381);
 }
 
-/* 1518-byte frames (1514 counted, 1418 of payload): 812744 in one second on 10 GbE, the
- * line rate to the frame (10e9 / (1538 x 8) = 812743.8 frames/s). */
+/* Frames at line rate, by hand:
+ * - 1518 bytes (1514 counted, 1418 of payload): 812744 in one second on 10 GbE, the line
+ *   rate to the frame (10e9 / (1538 x 8) = 812743.8 frames/s): L1 812744 x 1538 x 8, L2
+ *   812744 x 1518 x 8, payload 812744 x 1418 x 8 bits;
+ * - 9018-byte jumbo frames (9014 counted, 8918 of payload): 1383000 in one second on
+ *   100 GbE, whose line rate is 100e9 / (9038 x 8) = 1383049.3 frames/s: L1 1383000 x
+ *   9038 x 8, L2 1383000 x 9018 x 8, payload 1383000 x 8918 x 8 bits. */
 static void
-test_rates_1518(void)
+test_rates_large(void)
 {
-	struct rates_in in = {812744, 1514 * 812744ull, 1418 * 812744ull, 1, 10};
-	struct rates r;
+	static const struct {
+		struct rates_in in;
+		double mpps, l1, l2, pay, l1_pct, l2_pct, pay_pct, line_mpps;
+	} v[] = {
+		{{812744, 1514 * 812744ull, 1418 * 812744ull, 1, 10}, 0.812744, 10.000002176,
+		 9.869963136, 9.219767936, 100.00002176, 98.69963136, 92.19767936,
+		 0.812743823146944},
+		{{1383000, 9014 * 1383000ull, 8918 * 1383000ull, 1, 100}, 1.383, 99.996432,
+		 99.775152, 98.668752, 99.996432, 99.775152, 98.668752, 1.3830493472007082},
+	};
 
-	CU_ASSERT_EQUAL(rates_compute(&in, &r), 0);
-	NEAR(r.mpps, 0.812744);
-	NEAR(r.l1_gbps, 10.000002176);    /* 812744 x 1538 x 8 */
-	NEAR(r.l2_gbps, 9.869963136);     /* 812744 x 1518 x 8 */
-	NEAR(r.payload_gbps, 9.219767936); /* 812744 x 1418 x 8 */
-	NEAR(r.l1_pct, 100.00002176);
-	NEAR(r.l2_pct, 98.69963136);
-	NEAR(r.payload_pct, 92.19767936);
-	NEAR(r.line_mpps, 0.812743823146944);
+	for (size_t i = 0; i < TESTUTIL_N(v); i++) {
+		struct rates r;
+
+		CU_ASSERT_EQUAL(rates_compute(&v[i].in, &r), 0);
+		NEAR(r.mpps, v[i].mpps);
+		NEAR(r.l1_gbps, v[i].l1);
+		NEAR(r.l2_gbps, v[i].l2);
+		NEAR(r.payload_gbps, v[i].pay);
+		NEAR(r.l1_pct, v[i].l1_pct);
+		NEAR(r.l2_pct, v[i].l2_pct);
+		NEAR(r.payload_pct, v[i].pay_pct);
+		NEAR(r.line_mpps, v[i].line_mpps);
+		NEAR(r.mpps_pct, r.l1_pct);
+	}
 	NEAR(rates_line_mpps(10, 1518), 0.812743823146944);
-}
-
-/* 9018-byte jumbo frames (9014 counted, 8918 of payload): 1383000 in one second on
- * 100 GbE, whose line rate is 100e9 / (9038 x 8) = 1383049.3 frames/s. */
-static void
-test_rates_9018(void)
-{
-	struct rates_in in = {1383000, 9014 * 1383000ull, 8918 * 1383000ull, 1, 100};
-	struct rates r;
-
-	CU_ASSERT_EQUAL(rates_compute(&in, &r), 0);
-	NEAR(r.mpps, 1.383);
-	NEAR(r.l1_gbps, 99.996432);    /* 1383000 x 9038 x 8 */
-	NEAR(r.l2_gbps, 99.775152);    /* 1383000 x 9018 x 8 */
-	NEAR(r.payload_gbps, 98.668752); /* 1383000 x 8918 x 8 */
-	NEAR(r.l1_pct, 99.996432);
-	NEAR(r.l2_pct, 99.775152);
-	NEAR(r.payload_pct, 98.668752);
-	NEAR(r.line_mpps, 1.3830493472007082);
-	NEAR(r.mpps_pct, r.l1_pct);
 }
 
 /* No duration: refused and zeroed; no line rate: no percentages; no frames: zeros. */
@@ -233,8 +231,7 @@ main(void)
 {
 	static const struct testutil_case tests[] = {
 		{"rates: 64-byte frames", test_rates_64},
-		{"rates: 1518-byte frames", test_rates_1518},
-		{"rates: 9018-byte frames", test_rates_9018},
+		{"rates: 1518 and 9018-byte frames", test_rates_large},
 		{"rates: no duration, no line rate, no frames", test_rates_bad},
 		{"search: a device that drops above its limit", test_ndr_drops},
 		{"search: a device that pushes back", test_ndr_backpressure},
