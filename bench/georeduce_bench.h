@@ -15,6 +15,9 @@
 
 #define PROG "georeduce-bench"
 
+/* The most --latency-at shares of the NDR. */
+#define SEARCH_LAT_MAX 8
+
 enum mode {
 	MODE_RING,
 	MODE_PORT
@@ -35,10 +38,12 @@ struct opts {
 	double line_gbps;  /* the port's line rate; 0: read it from the port */
 	double pace_burst; /* the pacer's burst in bytes */
 	bool baseline, json, csv, quiet;
-	bool search;           /* NDR/PDR search */
-	unsigned int retries;  /* a trial short of its rate without a loss runs again */
-	const char *json_file; /* --json=FILE */
-	const char *out_dir;   /* --out DIR */
+	bool search;                    /* NDR/PDR search */
+	unsigned int retries;           /* a trial short of its rate without a loss runs again */
+	double lat_pct[SEARCH_LAT_MAX]; /* after the search, trials at these % of the NDR */
+	unsigned int n_lat;
+	const char *json_file;                         /* --json=FILE */
+	const char *out_dir;                           /* --out DIR */
 	double pdr_pct, resolution_pct, tolerance_pct; /* ... its loss, step, rate tolerance */
 };
 

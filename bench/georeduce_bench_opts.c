@@ -70,6 +70,9 @@ usage(FILE *f)
 		"  --resolution PCT    the search's step, of the line rate, 0.01 .. 50   [0.5]\n"
 		"  --rate-tolerance PCT  a trial fails if it offered less than asked by more,\n"
 		"                      0 .. 50                                          [2]\n"
+		"  --latency-at PCTS   after the search, a trial at each of these percentages of\n"
+		"                      the NDR for its latency (comma-separated, up to %d;\n"
+		"                      none: no trials)                        [10,50,90,100]\n"
 		"  --retries N         run a trial again, up to N times, when it fell short\n"
 		"                      of its rate without losing a frame, 0 .. 10        [1]\n"
 		"  --quick             --duration 0.2 --warmup 0.1 unless given\n"
@@ -81,7 +84,7 @@ usage(FILE *f)
 		"  -h, --help\n"
 		"Exit status 0; 1 if a RESULT was wrong, a chunk was lost or nothing came back; 2\n"
 		"on bad options or when EAL or the ports cannot start.\n",
-		TABLE_WORKERS_MAX, GEN_BURST_MAX);
+		TABLE_WORKERS_MAX, GEN_BURST_MAX, SEARCH_LAT_MAX);
 }
 
 static int
@@ -124,6 +127,7 @@ enum {
 	O_RESOLUTION,
 	O_TOLERANCE,
 	O_RETRIES,
+	O_LATENCY,
 	O_QUICK,
 	O_JSON,
 	O_OUT,
@@ -136,6 +140,35 @@ enum {
 struct seen {
 	bool quick, set_d, set_w, ring_only, port_only, search_only, rate;
 };
+
+/* --latency-at: "none", or up to SEARCH_LAT_MAX percentages in (0, 100] with commas. */
+static int
+parse_latency(const char *arg, struct opts *o)
+{
+	char buf[256], *save = NULL, *tok;
+
+	o->n_lat = 0;
+	if (strcmp(arg, "none") == 0)
+		return 0;
+	if (snprintf(buf, sizeof(buf), "%s", arg) >= (int)sizeof(buf)) {
+		cli_error(PROG, "--latency-at: '%s' is too long", arg);
+		return -1;
+	}
+	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		if (o->n_lat == SEARCH_LAT_MAX) {
+			cli_error(PROG, "--latency-at: more than %d percentages", SEARCH_LAT_MAX);
+			return -1;
+		}
+		if (cli_double(PROG, "latency-at", tok, 0.01, 100, &o->lat_pct[o->n_lat]) != 0)
+			return -1;
+		o->n_lat++;
+	}
+	if (o->n_lat == 0) {
+		cli_error(PROG, "--latency-at: '%s' has no percentage", arg);
+		return -1;
+	}
+	return 0;
+}
 
 /* The defaults: ring mode, 1024 B x 4 workers fp32, a window of 128 chunks. */
 static void
@@ -157,6 +190,11 @@ opts_defaults(struct opts *o)
 	o->resolution_pct = 0.5;
 	o->tolerance_pct = 2;
 	o->retries = 1;
+	o->n_lat = 4;
+	o->lat_pct[0] = 10;
+	o->lat_pct[1] = 50;
+	o->lat_pct[2] = 90;
+	o->lat_pct[3] = 100;
 }
 
 /* One option, c as getopt_long() returned it and its value in optarg. */
@@ -304,6 +342,11 @@ parse_one(int c, struct opts *o, struct seen *s)
 			return -1;
 		s->search_only = true;
 		break;
+	case O_LATENCY:
+		if (parse_latency(optarg, o) != 0)
+			return -1;
+		s->search_only = true;
+		break;
 	case O_RETRIES:
 		if (cli_uint(PROG, "--retries", optarg, 0, 10, &v) != 0)
 			return -1;
@@ -368,7 +411,8 @@ opts_finish(struct opts *o, const struct seen *s)
 	}
 	if (s->search_only && !o->search) {
 		cli_error(PROG,
-			  "--pdr, --resolution, --rate-tolerance and --retries need --search");
+			  "--pdr, --resolution, --rate-tolerance, --retries and --latency-at need "
+			  "--search");
 		return -1;
 	}
 	if (o->search && s->rate) {
@@ -414,6 +458,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"resolution", required_argument, NULL, O_RESOLUTION},
 		{"rate-tolerance", required_argument, NULL, O_TOLERANCE},
 		{"retries", required_argument, NULL, O_RETRIES},
+		{"latency-at", required_argument, NULL, O_LATENCY},
 		{"quick", no_argument, NULL, O_QUICK},
 		{"json", optional_argument, NULL, O_JSON},
 		{"out", required_argument, NULL, O_OUT},

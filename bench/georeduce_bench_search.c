@@ -117,6 +117,39 @@ search_one(const struct opts *o, struct search_result *sr, double r, unsigned in
 	return 0;
 }
 
+/* After the search: a trial at each --latency-at share of the NDR, for the latency
+ * there (as CSIT measures it at 10, 50 and 90% of the rate found). 0, or an exit status. */
+static int
+latency_trials(const struct opts *o, struct search_env *e, unsigned int workers,
+	       struct search_result *sr, FILE *f)
+{
+	for (unsigned int k = 0; k < o->n_lat && sr->ndr >= 0; k++) {
+		struct phase *p = &sr->lat[k];
+		double r = sr->target[sr->ndr] * o->lat_pct[k] / 100;
+		int rc = trial(o, e, r, workers, p);
+
+		if (rc != 0)
+			return rc;
+		sr->n_lat++;
+		if (f != NULL) {
+			fprintf(f,
+				"latency at %3g%% of NDR (%9.4g Gb/s L1): offered %9.4g, lost "
+				"%" PRIu64 ", p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f "
+				"us\n",
+				o->lat_pct[k], r, p->off.l1_gbps, p->lost_frames, p->p50_us,
+				p->p99_us, p->p999_us, p->max_us);
+			fflush(f);
+		}
+		if (p->bad != 0) {
+			cli_error(PROG, "latency trial at %g%% of NDR: %s", o->lat_pct[k],
+				  p->res.error);
+			sr->failed = true;
+			return CLI_EXIT_FAIL;
+		}
+	}
+	return 0;
+}
+
 int
 search_run(const struct opts *o, struct search_env *e, unsigned int workers,
 	   struct search_result *sr)
@@ -136,7 +169,9 @@ search_run(const struct opts *o, struct search_env *e, unsigned int workers,
 	sr->target = calloc(SEARCH_TRIALS_MAX, sizeof(*sr->target));
 	sr->reached = calloc(SEARCH_TRIALS_MAX, sizeof(*sr->reached));
 	sr->again = calloc(SEARCH_TRIALS_MAX, sizeof(*sr->again));
+	sr->lat = calloc(SEARCH_LAT_MAX, sizeof(*sr->lat));
 	if (sr->ph == NULL || sr->target == NULL || sr->reached == NULL || sr->again == NULL ||
+	    sr->lat == NULL ||
 	    ndr_init(&sr->s, top, top * o->resolution_pct / 100, o->pdr_pct / 100) != 0) {
 		cli_error(PROG, "--search: %s", sr->ph == NULL ? strerror(ENOMEM) : "bad bounds");
 		return CLI_EXIT_USAGE;
@@ -164,6 +199,8 @@ search_run(const struct opts *o, struct search_env *e, unsigned int workers,
 		if (sr->target[i] == sr->s.pdr_lo && sr->s.pdr_lo > 0 && !sr->again[i])
 			sr->pdr = (int)i;
 	}
+	if (rc == 0 && !sr->failed)
+		rc = latency_trials(o, e, workers, sr, f);
 	return rc != 0 ? rc : sr->failed ? CLI_EXIT_FAIL : 0;
 }
 
@@ -200,7 +237,7 @@ static void
 report_json(FILE *f, const struct opts *o, const struct gen_job *gj, unsigned int mtu,
 	    const struct search_result *sr)
 {
-	json_t *trials = json_array(), *root;
+	json_t *trials = json_array(), *root, *lat;
 
 	for (unsigned int i = 0; i < sr->n; i++) {
 		json_t *t = phase_json(&sr->ph[i]);
@@ -224,6 +261,16 @@ report_json(FILE *f, const struct opts *o, const struct gen_job *gj, unsigned in
 			 "warmup_s", o->warmup, "frame_bytes", (double)gj->frame_len + 4, "ndr",
 			 found_json(sr, sr->ndr, sr->s.ndr_lo, sr->s.ndr_hi), "pdr",
 			 found_json(sr, sr->pdr, sr->s.pdr_lo, sr->s.pdr_hi), "trials", trials);
+	lat = json_array();
+	for (unsigned int k = 0; k < sr->n_lat; k++) {
+		json_t *t = phase_json(&sr->lat[k]);
+
+		json_object_set_new(t, "ndr_pct", json_real(o->lat_pct[k]));
+		json_object_set_new(t, "asked_l1_gbps",
+				    json_real(sr->target[sr->ndr] * o->lat_pct[k] / 100));
+		json_array_append_new(lat, t);
+	}
+	json_object_set_new(root, "latency_at_ndr", lat);
 	json_dumpf(root, f, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
 	fprintf(f, "\n");
 	json_decref(root);
@@ -268,6 +315,16 @@ search_report(FILE *f, const struct opts *o, const struct gen_job *gj, unsigned 
 	text_row(f, "PDR", sr, sr->pdr);
 	fprintf(f, "NDR within [%.6g, %.6g] Gbit/s L1, PDR (loss <= %g%%) within [%.6g, %.6g]\n",
 		sr->s.ndr_lo, sr->s.ndr_hi, o->pdr_pct, sr->s.pdr_lo, sr->s.pdr_hi);
+	if (sr->n_lat > 0)
+		fprintf(f, "latency | %% of NDR  asked L1 | offered L1 |  loss %% |   p50 us   p99 "
+			   "us p99.9 us   max us\n");
+	for (unsigned int k = 0; k < sr->n_lat; k++) {
+		const struct phase *p = &sr->lat[k];
+
+		fprintf(f, "        | %8g %9.4g | %10.4g | %7.4f | %8.1f %8.1f %8.1f %8.1f\n",
+			o->lat_pct[k], sr->target[sr->ndr] * o->lat_pct[k] / 100, p->off.l1_gbps,
+			100 * p->loss_ratio, p->p50_us, p->p99_us, p->p999_us, p->max_us);
+	}
 	if (sr->ndr >= 0)
 		print_certifier(f, &sr->ph[sr->ndr]);
 }
@@ -279,5 +336,6 @@ search_fini(struct search_result *sr)
 	free(sr->target);
 	free(sr->reached);
 	free(sr->again);
+	free(sr->lat);
 	memset(sr, 0, sizeof(*sr));
 }

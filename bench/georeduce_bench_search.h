@@ -32,13 +32,15 @@ struct search_env {
 /** A search's trials and its outcome. */
 struct search_result {
 	struct ndr_search s;
-	unsigned int n;   /* trials run */
-	struct phase *ph; /* NDR_TRIALS_MAX trials (allocated by search_run()) */
-	double *target;   /* the L1 Gbit/s each trial was asked for */
-	bool *reached;    /* ... and whether it offered that rate (within the tolerance) */
-	bool *again;      /* ... or fell short without a loss and was run again */
-	int ndr, pdr;     /* the trials at the NDR and the PDR; -1: none passed */
-	bool failed;      /* a RESULT was wrong or nothing completed: the run fails */
+	unsigned int n;    /* trials run */
+	struct phase *ph;  /* NDR_TRIALS_MAX trials (allocated by search_run()) */
+	double *target;    /* the L1 Gbit/s each trial was asked for */
+	bool *reached;     /* ... and whether it offered that rate (within the tolerance) */
+	bool *again;       /* ... or fell short without a loss and was run again */
+	int ndr, pdr;      /* the trials at the NDR and the PDR; -1: none passed */
+	struct phase *lat; /* the trials at --latency-at shares of the NDR */
+	unsigned int n_lat;
+	bool failed; /* a RESULT was wrong or nothing completed: the run fails */
 };
 
 /**

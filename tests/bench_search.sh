@@ -34,6 +34,10 @@ grep -q -- "--rate-tolerance" "$tmp/err" && ok "names --rate-tolerance" ||
 	not_ok "names --rate-tolerance"
 expect 2 "--search with --rate-gbps" "$bench" -- --search --rate-gbps 1
 grep -q -- "--rate-gbps" "$tmp/err" && ok "names --rate-gbps" || not_ok "names --rate-gbps"
+expect 2 "--latency-at 0" "$bench" -- --search --latency-at 0
+grep -q -- "--latency-at" "$tmp/err" && ok "names --latency-at" || not_ok "names --latency-at"
+expect 2 "--latency-at without --search" "$bench" -- --latency-at 50
+expect 2 "--latency-at with 9 percentages" "$bench" -- --search --latency-at 1,2,3,4,5,6,7,8,9
 expect 2 "--pace-burst below 1 KiB" "$bench" -- --pace-burst 100
 grep -q -- "--pace-burst" "$tmp/err" && ok "names --pace-burst" || not_ok "names --pace-burst"
 
@@ -70,7 +74,7 @@ fi
 [ "$rc" -eq 0 ] && ok "search exits 0" || not_ok "search exits $rc: $(tail -c 400 "$tmp/err")"
 grep -q "^trial  1: asked" "$tmp/err" && ok "trials printed as they run" ||
 	not_ok "no trial lines: $(head -c 300 "$tmp/err")"
-grep "^trial" "$tmp/err" | sed 's/^/# /'
+grep -E "^(trial|latency)" "$tmp/err" | sed 's/^/# /'
 uptime | sed 's/^/# /'
 python3 - "$tmp/out" "$limit" "$top" <<'PY' && ok "NDR within 2% of the limit" || not_ok "search report"
 import json, sys
@@ -90,13 +94,22 @@ assert t["reached"], t
 assert any(x["loss"]["frames"] > 0 and x["asked_l1_gbps"] > ndr for x in trials), trials
 assert s["pdr"]["l1_gbps"] >= ndr, s
 assert abs(s["pdr"]["l1_gbps"] / limit - 1) <= 0.03, s["pdr"]
+# Latency at 10, 50, 90 and 100% of the NDR (the default --latency-at); at 10% the path
+# has nine tenths of its rate to spare and loses nothing.
+lat = d["latency_at_ndr"]
+assert [x["ndr_pct"] for x in lat] == [10, 50, 90, 100], lat
+for x in lat:
+    assert x["latency_us"]["samples"] > 0 and x["latency_us"]["p50"] > 0, x
+    assert abs(x["asked_l1_gbps"] / (ndr * x["ndr_pct"] / 100) - 1) < 1e-4, x
+assert lat[0]["loss"]["frames"] == 0, lat[0]
 for x in trials:
     assert abs(x["offered"]["l1_pct"] / (100 * x["offered"]["l1_gbps"] / top) - 1) < 1e-4, x
 PY
 
 # --out: the same report in three forms, the trials as plot data and, with gnuplot, plots.
 expect_out "$tmp/o" "$tmp/out" report.txt report.json report.csv search.dat search.gp
-grep -q "^NDR  |" "$tmp/o/report.txt" && ok "report.txt has the final table" ||
+grep -q "^NDR  |" "$tmp/o/report.txt" && grep -q "^latency |" "$tmp/o/report.txt" &&
+	ok "report.txt has the final table and the latency at the NDR" ||
 	not_ok "report.txt: $(head -c 300 "$tmp/o/report.txt")"
 [ "$(grep -c . "$tmp/o/report.csv")" -eq "$(python3 -c 'import json,sys; print(1 + len(json.load(open(sys.argv[1]))["trials"]))' "$tmp/out")" ] &&
 	ok "report.csv: a row per trial" || not_ok "report.csv rows"
