@@ -666,7 +666,9 @@ run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 		cli_error(PROG, "%s", err);
 		rc = -ENOMEM;
 	} else {
+		gw_mark(o, p, false);
 		rc = bench_run_gen(g, p->gen_lcore);
+		gw_mark(o, p, true);
 		p->res = *gen_lcore_result(g);
 		p->ran = rc == 0;
 		gen_lcore_free(g);

@@ -42,6 +42,7 @@ struct opts {
 	unsigned int retries;           /* a trial short of its rate without a loss runs again */
 	double lat_pct[SEARCH_LAT_MAX]; /* after the search, trials at these % of the NDR */
 	unsigned int n_lat;
+	const char *gw_socket;                         /* port mode: the gateway's control socket */
 	const char *json_file;                         /* --json=FILE */
 	const char *out_dir;                           /* --out DIR */
 	double pdr_pct, resolution_pct, tolerance_pct; /* ... its loss, step, rate tolerance */
@@ -74,6 +75,7 @@ struct phase {
 	struct peer_snap peer[2]; /* at the start and the end of the measurement */
 	uint16_t port;            /* the generator's port */
 	struct port_snap xs[2];   /* its counters at the start and the end of the measurement */
+	bool gw_read;             /* port mode: peer[].why read over --gw-socket around it */
 	double line_gbps;         /* the line rate the percentages use; 0: unknown */
 	const char *line_from;    /* "port", "--line-gbps" or "unknown" */
 	struct rates off, rcv;    /* offered and received, L1/L2/payload (rates.h) */
@@ -92,6 +94,16 @@ struct phase {
 };
 
 struct gen_lcore;
+
+/**
+ * Port mode with --gw-socket: read the gateway's drops by counter and reason into
+ * p->peer[after].why (before the run, then after it); p->gw_read says whether both
+ * reads succeeded (georeduce_bench_gw.c).
+ */
+void gw_mark(const struct opts *o, struct phase *p, bool after);
+
+/** The gateway's drops over its control socket at path into why[GW_DROPS]; 0 or -1. */
+int gw_snap(const char *path, uint64_t *why);
 
 /** Run one generator to the end of its schedule on lcore `lcore` (georeduce_bench.c). */
 int bench_run_gen(struct gen_lcore *g, unsigned int lcore);

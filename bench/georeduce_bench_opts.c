@@ -43,6 +43,8 @@ usage(FILE *f)
 		"                      (count the frames coming back)                  "
 		"[dataplane]\n"
 		"  --gw-mac MAC        port: the gateway's MAC (default: resolved by ARP)\n"
+		"  --gw-socket PATH    port: the gateway's control socket, to read its drops\n"
+		"                      by reason before and after each run\n"
 		"  --payload BYTES     ring: payload per chunk, 64 .. 8192, a multiple of 64 "
 		"[1024]\n"
 		"  --fanin N           ring: workers, 1 .. %d                         [4]\n"
@@ -108,6 +110,7 @@ enum {
 	O_PORT,
 	O_PEER,
 	O_GWMAC,
+	O_GWSOCK,
 	O_PAYLOAD,
 	O_FANIN,
 	O_DTYPE,
@@ -236,6 +239,14 @@ parse_one(int c, struct opts *o, struct seen *s)
 			return -1;
 		}
 		o->gw_mac_set = true;
+		s->port_only = true;
+		break;
+	case O_GWSOCK:
+		if (optarg[0] == '\0' || strlen(optarg) >= 108) {
+			cli_error(PROG, "--gw-socket: '%s' is not a unix socket path", optarg);
+			return -1;
+		}
+		o->gw_socket = optarg;
 		s->port_only = true;
 		break;
 	case O_PAYLOAD:
@@ -387,7 +398,8 @@ opts_finish(struct opts *o, const struct seen *s)
 		return -1;
 	}
 	if (o->mode == MODE_RING && s->port_only) {
-		cli_error(PROG, "--table, --port, --peer and --gw-mac need --mode port");
+		cli_error(PROG,
+			  "--table, --port, --peer, --gw-mac and --gw-socket need --mode port");
 		return -1;
 	}
 	if (o->mode == MODE_PORT && s->ring_only) {
@@ -439,6 +451,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"port", required_argument, NULL, O_PORT},
 		{"peer", required_argument, NULL, O_PEER},
 		{"gw-mac", required_argument, NULL, O_GWMAC},
+		{"gw-socket", required_argument, NULL, O_GWSOCK},
 		{"payload", required_argument, NULL, O_PAYLOAD},
 		{"fanin", required_argument, NULL, O_FANIN},
 		{"dtype", required_argument, NULL, O_DTYPE},

@@ -165,8 +165,8 @@ print_certifier(FILE *f, const struct phase *p)
 		", ierrors %" PRIu64 " -> %" PRIu64 ", oerrors %" PRIu64 " -> %" PRIu64 "\n",
 		p->port, x[0].imissed, x[1].imissed, x[0].rx_nombuf, x[1].rx_nombuf, x[0].ierrors,
 		x[1].ierrors, x[0].oerrors, x[1].oerrors);
-	if (p->has_peer && strcmp(p->name, "dataplane") == 0) {
-		fprintf(f, "  gateway drops:");
+	if ((p->has_peer && strcmp(p->name, "dataplane") == 0) || p->gw_read) {
+		fprintf(f, "  gateway drops%s:", p->gw_read ? " (--gw-socket, the whole run)" : "");
 		gw_drops(f, p, NULL);
 	}
 }
@@ -245,9 +245,15 @@ certifier_json(const struct phase *p, json_t *o)
 	json_object_set_new(o, "port_stats",
 			    json_pack("{s:i, s:o, s:o}", "port", (int)p->port, "before",
 				      port_json(&p->xs[0]), "after", port_json(&p->xs[1])));
-	if (p->has_peer && strcmp(p->name, "dataplane") == 0)
+	bool ring_dp = p->has_peer && strcmp(p->name, "dataplane") == 0;
+
+	if (ring_dp || p->gw_read)
 		gw_drops(NULL, p, drops);
 	json_object_set_new(o, "gateway_drops", drops);
+	json_object_set_new(o, "gateway_drops_from",
+			    json_string(ring_dp    ? "dataplane" :
+					p->gw_read ? "gw-socket" :
+						     "none"));
 }
 
 static json_t *

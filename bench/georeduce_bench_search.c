@@ -59,7 +59,9 @@ trial(const struct opts *o, struct search_env *e, double gbps, unsigned int work
 		cli_error(PROG, "%s", err);
 		return CLI_EXIT_FAIL;
 	}
+	gw_mark(o, p, false);
 	rc = bench_run_gen(g, p->gen_lcore);
+	gw_mark(o, p, true);
 	p->res = *gen_lcore_result(g);
 	p->ran = rc == 0;
 	gen_lcore_free(g);
@@ -71,7 +73,6 @@ trial(const struct opts *o, struct search_env *e, double gbps, unsigned int work
 	 * them as new. */
 	e->prm.first_round = p->res.last_round + 1;
 	derive(p, workers);
-	(void)o;
 	return 0;
 }
 
