@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "gen.h"
-#include "rates.h"
+#include "cert_rates.h"
 #include "wire.h"
 
 #define PROG "georeduce-bench"
@@ -78,7 +78,7 @@ struct phase {
 	bool gw_read;             /* port mode: peer[].why read over --gw-socket around it */
 	double line_gbps;         /* the line rate the percentages use; 0: unknown */
 	const char *line_from;    /* "port", "--line-gbps" or "unknown" */
-	struct rates off, rcv;    /* offered and received, L1/L2/payload (rates.h) */
+	struct rates off, rcv;    /* offered and received, L1/L2/payload (cert_rates.h) */
 	/* Frames not answered: sent again with RETX from the measurement's start to the end
 	 * of the drain, less those whose first copy was answered after all (a second answer
 	 * came), plus one per worker of every round still open then; over the frames sent

@@ -17,7 +17,7 @@
 #include "gen.h"
 #include "georeduce_bench.h"
 #include "georeduce_bench_report.h"
-#include "rates.h"
+#include "cert_rates.h"
 #include "wire.h"
 
 /* --- Report ------------------------------------------------------------------------------- */
@@ -35,7 +35,7 @@ gw_drop_name(unsigned int i)
 		       "?";
 }
 
-/* Offered and received rates (rates.h), and the frames lost. */
+/* Offered and received rates (cert_rates.h), and the frames lost. */
 static void
 derive_rates(struct phase *ph, unsigned int workers, double s)
 {

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * Unit tests for georeduce-bench's certification arithmetic, which needs no DPDK: the rates
- * of bench/rates.c against hand computations for 64, 1518 and 9018-byte frames (the sizes
- * counted with the FCS, as RFC 2544 counts them), and bad inputs; the zero-loss search of
- * bench/ndr.c against modelled devices with a known limit (one that drops above it, one
- * that pushes back), one that never loses, one that always does, and its bounds. main returns the number
- * of failures.
+ * Unit tests for georeduce-bench's certification arithmetic, which needs no DPDK: the
+ * rates of bench/cert_rates.c against hand computations for 64, 1518 and 9018-byte frames
+ * (the sizes counted with the FCS, as RFC 2544 counts them), and bad inputs; the zero-loss
+ * search of bench/ndr.c against modelled devices with a known limit (one that drops above
+ * it, one that pushes back), one that never loses, one that always does, and its bounds.
+ * main returns the number of failures.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -16,7 +16,7 @@
 #include <CUnit/CUnit.h>
 
 #include "ndr.h"
-#include "rates.h"
+#include "cert_rates.h"
 #include "testutil.h"
 
 /* a and b agree to within rel of b (or 1e-12 when b is 0). */

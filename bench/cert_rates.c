@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * The rates a certifier reads (rates.h): pure arithmetic on counts, no DPDK. Any thread;
+ * The rates a certifier reads (cert_rates.h): pure arithmetic on counts, no DPDK. Any thread;
  * georeduce-bench calls it on its main lcore after a measurement.
  */
 #include <string.h>
 
-#include "rates.h"
+#include "cert_rates.h"
 
 double
 rates_line_mpps(double line_gbps, double frame_bytes_with_fcs)

@@ -5,8 +5,8 @@
  * Pure arithmetic without DPDK, so that the tests check it against hand computations. Run
  * by georeduce-bench's main lcore after a measurement.
  */
-#ifndef GEOREDUCE_BENCH_RATES_H
-#define GEOREDUCE_BENCH_RATES_H
+#ifndef GEOREDUCE_BENCH_CERT_RATES_H
+#define GEOREDUCE_BENCH_CERT_RATES_H
 
 #include <stdint.h>
 
