@@ -192,6 +192,27 @@ bench_run_gen(struct gen_lcore *g, unsigned int lcore)
 	return rte_eal_wait_lcore(lcore);
 }
 
+int
+bench_phase_run(const struct opts *o, const struct gen_job *gj, const struct gen_params *prm,
+		struct rte_mempool *pool, struct phase *p)
+{
+	char err[TABLE_ERR_MAX] = "";
+	struct gen_lcore *g = gen_lcore_create(gj, prm, pool, err, sizeof(err));
+	int rc;
+
+	if (g == NULL) {
+		cli_error(PROG, "%s", err);
+		return -ENOMEM;
+	}
+	gw_mark(o, p, false);
+	rc = bench_run_gen(g, p->gen_lcore);
+	gw_mark(o, p, true);
+	p->res = *gen_lcore_result(g);
+	p->ran = rc == 0;
+	gen_lcore_free(g);
+	return rc;
+}
+
 /* --- Ring mode ---------------------------------------------------------------------------- */
 
 static int
@@ -521,7 +542,6 @@ run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 	}
 	for (int k = 0; k < (o->baseline ? 2 : 1); k++) {
 		struct phase *p = &ph[(*n_ph)++];
-		struct gen_lcore *g;
 
 		p->name = k == 0 ? "dataplane" : "io-forward";
 		p->gen_lcore = pick_lcore((int)rb.dp_lcore);
@@ -554,16 +574,7 @@ run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 				     "lcore %u, %s on lcore %u\n",
 				p->name, o->payload, o->fanin, wire_dtype_str(o->dtype),
 				gj->n_chunks, p->gen_lcore, p->name, rb.dp_lcore);
-		g = gen_lcore_create(gj, &prm, rb.pool, err, sizeof(err));
-		if (g == NULL) {
-			cli_error(PROG, "%s", err);
-			rc = -ENOMEM;
-			break;
-		}
-		rc = bench_run_gen(g, p->gen_lcore);
-		p->res = *gen_lcore_result(g);
-		p->ran = rc == 0;
-		gen_lcore_free(g);
+		rc = bench_phase_run(o, gj, &prm, rb.pool, p);
 		if (rc != 0)
 			break;
 	}
@@ -584,7 +595,6 @@ run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 	struct rte_mempool *pool = NULL;
 	struct rte_ether_addr mac;
 	struct gen_params prm;
-	struct gen_lcore *g;
 	struct phase *p;
 	int rc;
 
@@ -661,18 +671,7 @@ run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 		rte_mempool_free(pool);
 		return rc;
 	}
-	g = gen_lcore_create(gj, &prm, pool, err, sizeof(err));
-	if (g == NULL) {
-		cli_error(PROG, "%s", err);
-		rc = -ENOMEM;
-	} else {
-		gw_mark(o, p, false);
-		rc = bench_run_gen(g, p->gen_lcore);
-		gw_mark(o, p, true);
-		p->res = *gen_lcore_result(g);
-		p->ran = rc == 0;
-		gen_lcore_free(g);
-	}
+	rc = bench_phase_run(o, gj, &prm, pool, p);
 	rte_eth_dev_stop(o->port);
 	rte_eth_dev_close(o->port);
 	rte_mempool_free(pool);

@@ -105,6 +105,16 @@ void gw_mark(const struct opts *o, struct phase *p, bool after);
 /** The gateway's drops over its control socket at path into why[GW_DROPS]; 0 or -1. */
 int gw_snap(const char *path, uint64_t *why);
 
+struct rte_mempool;
+
+/**
+ * One measured run into p: a generator for gj with prm on frames of pool, run on
+ * p->gen_lcore, the gateway's drops read around it (gw_mark()). Returns 0, -ENOMEM if the
+ * generator could not be made (said on stderr), or the generator lcore's status.
+ */
+int bench_phase_run(const struct opts *o, const struct gen_job *gj, const struct gen_params *prm,
+		    struct rte_mempool *pool, struct phase *p);
+
 /** Run one generator to the end of its schedule on lcore `lcore` (georeduce_bench.c). */
 int bench_run_gen(struct gen_lcore *g, unsigned int lcore);
 

@@ -44,8 +44,6 @@ static int
 trial(const struct opts *o, struct search_env *e, double gbps, unsigned int workers,
       struct phase *p)
 {
-	char err[256] = "";
-	struct gen_lcore *g;
 	int rc;
 
 	*p = e->tmpl;
@@ -54,17 +52,9 @@ trial(const struct opts *o, struct search_env *e, double gbps, unsigned int work
 		*e->cur = p;
 	else
 		e->prm.mark_arg = p;
-	g = gen_lcore_create(e->gj, &e->prm, e->pool, err, sizeof(err));
-	if (g == NULL) {
-		cli_error(PROG, "%s", err);
+	rc = bench_phase_run(o, e->gj, &e->prm, e->pool, p);
+	if (rc == -ENOMEM)
 		return CLI_EXIT_FAIL;
-	}
-	gw_mark(o, p, false);
-	rc = bench_run_gen(g, p->gen_lcore);
-	gw_mark(o, p, true);
-	p->res = *gen_lcore_result(g);
-	p->ran = rc == 0;
-	gen_lcore_free(g);
 	if (rc != 0) {
 		cli_error(PROG, "the generator did not run on lcore %u", p->gen_lcore);
 		return CLI_EXIT_FAIL;
