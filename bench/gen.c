@@ -61,6 +61,7 @@ struct gen_lcore {
 	uint32_t q_mask, q_head, q_tail;
 	/* Pacing on the TSC. */
 	double tsc_per_byte, next_tx;
+	double pace_burst; /* bytes the pacer may send at once after a pause */
 	double ns_per_tsc;
 	uint64_t verify_tick;
 	unsigned int n_open;
@@ -378,6 +379,9 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 			}
 		}
 	}
+	for (unsigned int c = 0; c < gj->n_chunks; c++)
+		g->ch[c].round = prm->first_round > 0 ? prm->first_round - 1 : 0; /* ++ to start */
+	g->pace_burst = prm->pace_burst > 0 ? prm->pace_burst : PACE_BURST_BYTES;
 	if (prm->rate_gbps > 0)
 		g->tsc_per_byte = (double)rte_get_tsc_hz() * 8 / (prm->rate_gbps * 1e9);
 	g->ns_per_tsc = 1e9 / (double)rte_get_tsc_hz();
@@ -501,7 +505,7 @@ do_tx(struct gen_lcore *g, uint64_t now)
 	if (want > g->prm.burst)
 		want = g->prm.burst;
 	if (g->tsc_per_byte > 0 && want > 0) {
-		double floor = (double)now - PACE_BURST_BYTES * g->tsc_per_byte;
+		double floor = (double)now - g->pace_burst * g->tsc_per_byte;
 
 		if (g->next_tx < floor)
 			g->next_tx = floor;
@@ -731,6 +735,7 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 	}
 	ch->mask[w / 64] |= bit;
 	g->st.rx_ok++;
+	g->st.rx_ok_bytes += len;
 	g->st.rx_payload += gj->payload;
 	if (++ch->got == gj->n_workers)
 		chunk_done(g, (unsigned int)c, now);
@@ -844,6 +849,10 @@ gen_lcore_main(void *arg)
 			break;
 	}
 	g->res.open_after_drain = g->n_open;
+	g->res.final = g->st;
+	for (unsigned int c = 0; c < g->gj->n_chunks; c++)
+		if (c == 0 || (int32_t)(g->ch[c].round - g->res.last_round) > 0)
+			g->res.last_round = g->ch[c].round;
 	/* Give back what is still queued: nothing was built for it. */
 	for (; g->q_head != g->q_tail; g->q_head++)
 		g->ch[g->q[g->q_head & g->q_mask] >> 24].pending--;

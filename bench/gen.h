@@ -110,6 +110,7 @@ struct gen_stats {
 	uint64_t tx_copies;                     /* frames sent as fresh copies, not by reference */
 	uint64_t rx_pkts, rx_bytes;
 	uint64_t rx_ok, rx_payload; /* RESULT copies (or echoes) accepted */
+	uint64_t rx_ok_bytes;       /* ... their frames' bytes (without FCS) */
 	uint64_t chunks;            /* rounds completed */
 	uint64_t verified;          /* payloads compared with the exact sum */
 	uint64_t verify_fail;       /* wrong payload, contributor count or header */
@@ -131,8 +132,11 @@ struct gen_params {
 	uint16_t queue;
 	unsigned int burst;
 	double rate_gbps;          /* wire bit rate (frame + GEN_WIRE_OVERHEAD); 0: full */
+	double pace_burst;         /* bytes the pacer sends at once after a pause; 0: 16 KiB */
 	uint64_t rto_tsc;          /* first retransmission timeout */
 	unsigned int verify_every; /* compare every N-th copy's payload; 1: all */
+	uint32_t first_round;      /* every chunk's first round (0: 1); after another run
+				      against the same gateway, past that run's last round */
 	bool first_copy;           /* send the first frame of a round as a copy */
 	bool answer_arp;           /* answer ARP for the workers' addresses */
 	bool progress;             /* print progress on stderr every second */
@@ -153,7 +157,9 @@ struct gen_result {
 	struct gen_stats start, end;   /* counters when the measurement started and ended */
 	struct gen_hist hist;          /* chunk latencies of rounds ended while measuring */
 	uint64_t measured_tsc;         /* length of the measurement */
+	struct gen_stats final;        /* counters at the end of the drain */
 	unsigned int open_after_drain; /* rounds that never ended: lost chunks */
+	uint32_t last_round;           /* the latest round any chunk reached */
 	char error[256];               /* first verification failure, or "" */
 };
 

@@ -46,7 +46,9 @@
 #include "gen.h"
 #include "georeduce_bench.h"
 #include "georeduce_bench_opts.h"
+#include "georeduce_bench_out.h"
 #include "georeduce_bench_report.h"
+#include "georeduce_bench_search.h"
 #include "slowpath/slowpath.h"
 #include "table.h"
 #include "wire.h"
@@ -91,6 +93,7 @@ fill_params(const struct opts *o, struct gen_params *p, uint16_t port, enum gen_
 	p->port_id = port;
 	p->burst = o->burst;
 	p->rate_gbps = o->rate_gbps;
+	p->pace_burst = o->pace_burst;
 	p->rto_tsc = rte_get_tsc_hz() / 1000 * o->rto_ms;
 	p->verify_every = o->verify_every;
 	p->progress = !o->quiet;
@@ -179,14 +182,35 @@ pick_lcore(int skip)
 }
 
 /* Run one generator to the end of its schedule on lcore `lcore`. */
-static int
-run_gen(struct gen_lcore *g, unsigned int lcore)
+int
+bench_run_gen(struct gen_lcore *g, unsigned int lcore)
 {
 	if (lcore == rte_get_main_lcore())
 		return gen_lcore_main(g);
 	if (rte_eal_remote_launch(gen_lcore_main, g, lcore) != 0)
 		return -EBUSY;
 	return rte_eal_wait_lcore(lcore);
+}
+
+int
+bench_phase_run(const struct opts *o, const struct gen_job *gj, const struct gen_params *prm,
+		struct rte_mempool *pool, struct phase *p)
+{
+	char err[TABLE_ERR_MAX] = "";
+	struct gen_lcore *g = gen_lcore_create(gj, prm, pool, err, sizeof(err));
+	int rc;
+
+	if (g == NULL) {
+		cli_error(PROG, "%s", err);
+		return -ENOMEM;
+	}
+	gw_mark(o, p, false);
+	rc = bench_run_gen(g, p->gen_lcore);
+	gw_mark(o, p, true);
+	p->res = *gen_lcore_result(g);
+	p->ran = rc == 0;
+	gen_lcore_free(g);
+	return rc;
 }
 
 /* --- Ring mode ---------------------------------------------------------------------------- */
@@ -213,12 +237,50 @@ iofwd_main(void *arg)
 	return 0;
 }
 
+/* The generator's port's counters into p->xs[end] (on the generator's lcore). */
+static void
+port_mark(struct phase *p, bool end)
+{
+	struct rte_eth_stats st;
+
+	if (rte_eth_stats_get(p->port, &st) == 0)
+		p->xs[end ? 1 : 0] = (struct port_snap){st.ipackets,  st.opackets, st.imissed,
+							st.rx_nombuf, st.ierrors,  st.oerrors};
+}
+
+/* The line rate of a phase's port: --line-gbps, else what the port reports. */
+static void
+line_rate(const struct opts *o, struct phase *p)
+{
+	struct rte_eth_link link;
+
+	p->line_gbps = o->line_gbps;
+	p->line_from = "--line-gbps";
+	if (o->line_gbps > 0)
+		return;
+	p->line_from = "unknown";
+	memset(&link, 0, sizeof(link));
+	if (rte_eth_link_get_nowait(p->port, &link) == 0 &&
+	    link.link_speed != RTE_ETH_SPEED_NUM_NONE &&
+	    link.link_speed != RTE_ETH_SPEED_NUM_UNKNOWN) {
+		p->line_gbps = link.link_speed / 1e3;
+		p->line_from = "port";
+	}
+}
+
+static void
+port_only_mark(void *arg, bool end)
+{
+	port_mark(arg, end);
+}
+
 static void
 ring_mark(void *arg, bool end)
 {
 	struct ring_bench *rb = arg;
 	struct peer_snap *s = &rb->cur->peer[end ? 1 : 0];
 
+	port_mark(rb->cur, end);
 	if (strcmp(rb->cur->name, "io-forward") == 0) {
 		s->rx = rb->io.rx;
 		s->tx = rb->io.tx;
@@ -236,6 +298,12 @@ ring_mark(void *arg, bool end)
 		   lc->ctr[DP_CTR_BAD_HEADER] + lc->ctr[DP_CTR_NOT_FOR_US];
 	for (int i = 0; i < WIRE_REASON_COUNT_MAX; i++)
 		s->drops += lc->drops[i];
+	s->why[0] = lc->ctr[DP_CTR_TX_DROPPED];
+	s->why[1] = lc->ctr[DP_CTR_NO_MBUF];
+	s->why[2] = lc->ctr[DP_CTR_NO_NEIGHBOUR];
+	s->why[3] = lc->ctr[DP_CTR_PACE_FULL];
+	for (int i = 1; i < WIRE_REASON_COUNT_MAX; i++)
+		s->why[GW_DROP_CTRS + i] = lc->drops[i];
 }
 
 /* The table of the ring mode's gateway: root of one tree with F local workers. */
@@ -411,9 +479,33 @@ ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_job *gj, unsi
 	return rc;
 }
 
+/* The search against ring mode's dataplane (no io-forward phase). */
+static int
+ring_search(const struct opts *o, struct ring_bench *rb, const struct gen_job *gj,
+	    struct search_result *sr)
+{
+	struct search_env e = {.gj = gj, .pool = rb->pool, .cur = &rb->cur};
+	struct rte_ether_addr mac;
+
+	e.tmpl.name = "dataplane";
+	e.tmpl.gen_lcore = pick_lcore((int)rb->dp_lcore);
+	e.tmpl.has_peer = true;
+	e.tmpl.peer_lcore = rb->dp_lcore;
+	e.tmpl.port = (uint16_t)rb->gen_port;
+	line_rate(o, &e.tmpl);
+	fill_params(o, &e.prm, (uint16_t)rb->gen_port, GEN_PEER_DATAPLANE);
+	e.prm.first_copy = true;
+	e.prm.on_mark = ring_mark;
+	e.prm.mark_arg = rb;
+	rte_eth_macaddr_get((uint16_t)rb->gen_port, &mac);
+	memcpy(e.prm.src_mac, mac.addr_bytes, 6);
+	memcpy(e.prm.dst_mac, rb->dp->ports[0].mac.addr_bytes, 6);
+	return search_run(o, &e, gj->n_workers, sr);
+}
+
 static int
 run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_job *gj,
-	 unsigned int *mtu_out)
+	 unsigned int *mtu_out, struct search_result *sr)
 {
 	struct ring_bench rb = {.dp_port = -1, .gen_port = -1};
 	unsigned int mtu = o->mtu != 0                                     ? o->mtu :
@@ -441,14 +533,22 @@ run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 		ring_teardown(&rb);
 		return CLI_EXIT_USAGE;
 	}
+	if (o->search) {
+		rc = ring_search(o, &rb, gj, sr);
+		atomic_store(&rb.dp->stop, true);
+		rte_eal_mp_wait_lcore();
+		ring_teardown(&rb);
+		return rc;
+	}
 	for (int k = 0; k < (o->baseline ? 2 : 1); k++) {
 		struct phase *p = &ph[(*n_ph)++];
-		struct gen_lcore *g;
 
 		p->name = k == 0 ? "dataplane" : "io-forward";
 		p->gen_lcore = pick_lcore((int)rb.dp_lcore);
 		p->has_peer = true;
 		p->peer_lcore = rb.dp_lcore;
+		p->port = (uint16_t)rb.gen_port;
+		line_rate(o, p);
 		rb.cur = p;
 		if (k == 1) {
 			/* The same lcore and port, now forwarding instead of aggregating. */
@@ -474,16 +574,7 @@ run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 				     "lcore %u, %s on lcore %u\n",
 				p->name, o->payload, o->fanin, wire_dtype_str(o->dtype),
 				gj->n_chunks, p->gen_lcore, p->name, rb.dp_lcore);
-		g = gen_lcore_create(gj, &prm, rb.pool, err, sizeof(err));
-		if (g == NULL) {
-			cli_error(PROG, "%s", err);
-			rc = -ENOMEM;
-			break;
-		}
-		rc = run_gen(g, p->gen_lcore);
-		p->res = *gen_lcore_result(g);
-		p->ran = rc == 0;
-		gen_lcore_free(g);
+		rc = bench_phase_run(o, gj, &prm, rb.pool, p);
 		if (rc != 0)
 			break;
 	}
@@ -498,13 +589,12 @@ run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 
 static int
 run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_job *gj,
-	 struct table **tbp, unsigned int *mtu_out)
+	 struct table **tbp, unsigned int *mtu_out, struct search_result *sr)
 {
 	char err[TABLE_ERR_MAX] = "";
 	struct rte_mempool *pool = NULL;
 	struct rte_ether_addr mac;
 	struct gen_params prm;
-	struct gen_lcore *g;
 	struct phase *p;
 	int rc;
 
@@ -561,22 +651,27 @@ run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 	p = &ph[(*n_ph)++];
 	p->name = o->peer == GEN_PEER_IO ? "io-forward" : "dataplane";
 	p->gen_lcore = pick_lcore(-1);
+	p->port = o->port;
+	line_rate(o, p);
+	prm.on_mark = port_only_mark;
+	prm.mark_arg = p;
 	if (!o->quiet)
 		fprintf(stderr,
 			PROG ": %s on port %u: job %u, %u B x %u workers %s, window %u, "
 			     "generator on lcore %u\n",
 			p->name, o->port, gj->job, gj->payload, gj->n_workers,
 			wire_dtype_str(gj->dtype), gj->n_chunks, p->gen_lcore);
-	g = gen_lcore_create(gj, &prm, pool, err, sizeof(err));
-	if (g == NULL) {
-		cli_error(PROG, "%s", err);
-		rc = -ENOMEM;
-	} else {
-		rc = run_gen(g, p->gen_lcore);
-		p->res = *gen_lcore_result(g);
-		p->ran = rc == 0;
-		gen_lcore_free(g);
+	if (o->search) {
+		struct search_env e = {.gj = gj, .prm = prm, .pool = pool, .tmpl = *p};
+
+		(*n_ph)--;
+		rc = search_run(o, &e, gj->n_workers, sr);
+		rte_eth_dev_stop(o->port);
+		rte_eth_dev_close(o->port);
+		rte_mempool_free(pool);
+		return rc;
 	}
+	rc = bench_phase_run(o, gj, &prm, pool, p);
 	rte_eth_dev_stop(o->port);
 	rte_eth_dev_close(o->port);
 	rte_mempool_free(pool);
@@ -589,6 +684,7 @@ int
 main(int argc, char **argv)
 {
 	struct phase ph[2];
+	struct search_result sr = {0};
 	struct gen_job gj = {0};
 	struct table *tb = NULL;
 	unsigned int n_ph = 0, mtu = 0;
@@ -611,11 +707,11 @@ main(int argc, char **argv)
 	}
 	rte_log_set_level(dp_logtype, RTE_LOG_WARNING);
 	if (o.mode == MODE_RING)
-		rc = run_ring(&o, ph, &n_ph, &gj, &mtu);
+		rc = run_ring(&o, ph, &n_ph, &gj, &mtu, &sr);
 	else
-		rc = run_port(&o, ph, &n_ph, &gj, &tb, &mtu);
+		rc = run_port(&o, ph, &n_ph, &gj, &tb, &mtu, &sr);
 	for (unsigned int i = 0; i < n_ph; i++) {
-		derive(&ph[i], gj.payload);
+		derive(&ph[i], gj.n_workers);
 		if (rc == 0 && (ph[i].bad != 0 || ph[i].lost != 0 || ph[i].achieved_mpps <= 0)) {
 			cli_error(PROG, "%s: %s", ph[i].name,
 				  ph[i].res.error[0] != '\0' ? ph[i].res.error :
@@ -624,14 +720,13 @@ main(int argc, char **argv)
 			rc = CLI_EXIT_FAIL;
 		}
 	}
-	if (n_ph > 0 && gj.payload != 0) {
-		if (o.json)
-			print_json(&o, &gj, mtu, ph, n_ph);
-		else if (o.csv)
-			print_csv(&o, &gj, ph, n_ph);
-		else
-			print_text(&o, &gj, mtu, ph, n_ph);
+	if (gj.payload != 0 && (n_ph > 0 || sr.n > 0)) {
+		int orc = out_write(&o, &gj, mtu, ph, n_ph, &sr);
+
+		if (rc == 0)
+			rc = orc;
 	}
+	search_fini(&sr);
 	gen_job_fini(&gj);
 	table_free(tb);
 	rte_eal_cleanup();

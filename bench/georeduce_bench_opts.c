@@ -16,6 +16,7 @@
 #include "gen.h"
 #include "georeduce_bench.h"
 #include "georeduce_bench_opts.h"
+#include "georeduce_bench_out.h"
 #include "table.h"
 #include "wire.h"
 
@@ -42,6 +43,8 @@ usage(FILE *f)
 		"                      (count the frames coming back)                  "
 		"[dataplane]\n"
 		"  --gw-mac MAC        port: the gateway's MAC (default: resolved by ARP)\n"
+		"  --gw-socket PATH    port: the gateway's control socket, to read its drops\n"
+		"                      by reason before and after each run\n"
 		"  --payload BYTES     ring: payload per chunk, 64 .. 8192, a multiple of 64 "
 		"[1024]\n"
 		"  --fanin N           ring: workers, 1 .. %d                         [4]\n"
@@ -51,6 +54,10 @@ usage(FILE *f)
 		"  --window N          chunks in flight, 1 .. 65536                    [128]\n"
 		"  --rate-gbps R       offered rate on the wire (frame + 24 bytes), 0: full speed\n"
 		"                      [0]\n"
+		"  --pace-burst BYTES  the most the pacer sends at once after a pause, 1 KiB ..\n"
+		"                      64 MiB                                         [16KiB]\n"
+		"  --line-gbps R       the port's line rate for the percentages (default: what\n"
+		"                      the port reports)\n"
 		"  --duration S        measured seconds per phase                     [5]\n"
 		"  --warmup S          seconds before measuring                       [0.5]\n"
 		"  --rto-ms N          first retransmission timeout, 1 .. 10000        [50]\n"
@@ -58,13 +65,28 @@ usage(FILE *f)
 		"                      (every one's headers and contributor count)     [8]\n"
 		"  --burst N           packets per burst, 1 .. %d                     [32]\n"
 		"  --no-baseline       ring: skip the io-forward phase\n"
+		"  --search            RFC 2544 zero-loss search: trials of --duration (default\n"
+		"                      10 s) for the highest rate without loss (NDR) and with\n"
+		"                      at most --pdr lost (PDR), up to the line rate\n"
+		"  --pdr PCT           the PDR's loss allowance, 0 .. 50                [0.1]\n"
+		"  --resolution PCT    the search's step, of the line rate, 0.01 .. 50   [0.5]\n"
+		"  --rate-tolerance PCT  a trial fails if it offered less than asked by more,\n"
+		"                      0 .. 50                                          [2]\n"
+		"  --latency-at PCTS   after the search, a trial at each of these percentages of\n"
+		"                      the NDR for its latency (comma-separated, up to %d;\n"
+		"                      none: no trials)                        [10,50,90,100]\n"
+		"  --retries N         run a trial again, up to N times, when it fell short\n"
+		"                      of its rate without losing a frame, 0 .. 10        [1]\n"
 		"  --quick             --duration 0.2 --warmup 0.1 unless given\n"
 		"  --json | --csv      machine-readable report on stdout\n"
+		"  --json=FILE         the JSON report into FILE (stdout keeps the table)\n"
+		"  --out DIR           report.txt, report.json, report.csv and with --search\n"
+		"                      the plots (gnuplot) into DIR, made if missing\n"
 		"  --quiet             no progress lines on stderr\n"
 		"  -h, --help\n"
 		"Exit status 0; 1 if a RESULT was wrong, a chunk was lost or nothing came back; 2\n"
 		"on bad options or when EAL or the ports cannot start.\n",
-		TABLE_WORKERS_MAX, GEN_BURST_MAX);
+		TABLE_WORKERS_MAX, GEN_BURST_MAX, SEARCH_LAT_MAX);
 }
 
 static int
@@ -88,29 +110,68 @@ enum {
 	O_PORT,
 	O_PEER,
 	O_GWMAC,
+	O_GWSOCK,
 	O_PAYLOAD,
 	O_FANIN,
 	O_DTYPE,
 	O_MTU,
 	O_WINDOW,
 	O_RATE,
+	O_LINE,
+	O_PACEBURST,
 	O_DURATION,
 	O_WARMUP,
 	O_RTO,
 	O_VERIFY,
 	O_BURST,
 	O_NOBASE,
+	O_SEARCH,
+	O_PDR,
+	O_RESOLUTION,
+	O_TOLERANCE,
+	O_RETRIES,
+	O_LATENCY,
 	O_QUICK,
 	O_JSON,
+	O_OUT,
 	O_CSV,
 	O_QUIET,
 };
 
-/* What the options given say beyond their values: which mode's options came, and which
- * defaults --quick may still change. */
+/* What the options given say beyond their values: which mode's options came, which
+ * defaults --quick may still change, which need --search. */
 struct seen {
-	bool quick, set_d, set_w, ring_only, port_only;
+	bool quick, set_d, set_w, ring_only, port_only, search_only, rate;
 };
+
+/* --latency-at: "none", or up to SEARCH_LAT_MAX percentages in (0, 100] with commas. */
+static int
+parse_latency(const char *arg, struct opts *o)
+{
+	char buf[256], *save = NULL, *tok;
+
+	o->n_lat = 0;
+	if (strcmp(arg, "none") == 0)
+		return 0;
+	if (snprintf(buf, sizeof(buf), "%s", arg) >= (int)sizeof(buf)) {
+		cli_error(PROG, "--latency-at: '%s' is too long", arg);
+		return -1;
+	}
+	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		if (o->n_lat == SEARCH_LAT_MAX) {
+			cli_error(PROG, "--latency-at: more than %d percentages", SEARCH_LAT_MAX);
+			return -1;
+		}
+		if (cli_double(PROG, "latency-at", tok, 0.01, 100, &o->lat_pct[o->n_lat]) != 0)
+			return -1;
+		o->n_lat++;
+	}
+	if (o->n_lat == 0) {
+		cli_error(PROG, "--latency-at: '%s' has no percentage", arg);
+		return -1;
+	}
+	return 0;
+}
 
 /* The defaults: ring mode, 1024 B x 4 workers fp32, a window of 128 chunks. */
 static void
@@ -127,6 +188,16 @@ opts_defaults(struct opts *o)
 	o->duration = 5;
 	o->warmup = 0.5;
 	o->baseline = true;
+	o->pace_burst = 16384;
+	o->pdr_pct = 0.1;
+	o->resolution_pct = 0.5;
+	o->tolerance_pct = 2;
+	o->retries = 1;
+	o->n_lat = 4;
+	o->lat_pct[0] = 10;
+	o->lat_pct[1] = 50;
+	o->lat_pct[2] = 90;
+	o->lat_pct[3] = 100;
 }
 
 /* One option, c as getopt_long() returned it and its value in optarg. */
@@ -168,6 +239,14 @@ parse_one(int c, struct opts *o, struct seen *s)
 			return -1;
 		}
 		o->gw_mac_set = true;
+		s->port_only = true;
+		break;
+	case O_GWSOCK:
+		if (optarg[0] == '\0' || strlen(optarg) >= 108) {
+			cli_error(PROG, "--gw-socket: '%s' is not a unix socket path", optarg);
+			return -1;
+		}
+		o->gw_socket = optarg;
 		s->port_only = true;
 		break;
 	case O_PAYLOAD:
@@ -212,6 +291,20 @@ parse_one(int c, struct opts *o, struct seen *s)
 	case O_RATE:
 		if (cli_double(PROG, "rate-gbps", optarg, 0, 10000, &o->rate_gbps) != 0)
 			return -1;
+		s->rate = true;
+		break;
+	case O_PACEBURST:
+		if (cli_bytes(PROG, "pace-burst", optarg, 1024, &v) != 0)
+			return -1;
+		if (v > 64u << 20) {
+			cli_error(PROG, "--pace-burst: %s is above 64 MiB", optarg);
+			return -1;
+		}
+		o->pace_burst = (double)v;
+		break;
+	case O_LINE:
+		if (cli_double(PROG, "line-gbps", optarg, 0.001, 100000, &o->line_gbps) != 0)
+			return -1;
 		break;
 	case O_DURATION:
 		if (cli_double(PROG, "duration", optarg, 0.01, 86400, &o->duration) != 0)
@@ -242,11 +335,49 @@ parse_one(int c, struct opts *o, struct seen *s)
 		o->baseline = false;
 		s->ring_only = true;
 		break;
+	case O_SEARCH:
+		o->search = true;
+		break;
+	case O_PDR:
+		if (cli_double(PROG, "pdr", optarg, 0, 50, &o->pdr_pct) != 0)
+			return -1;
+		s->search_only = true;
+		break;
+	case O_RESOLUTION:
+		if (cli_double(PROG, "resolution", optarg, 0.01, 50, &o->resolution_pct) != 0)
+			return -1;
+		s->search_only = true;
+		break;
+	case O_TOLERANCE:
+		if (cli_double(PROG, "rate-tolerance", optarg, 0, 50, &o->tolerance_pct) != 0)
+			return -1;
+		s->search_only = true;
+		break;
+	case O_LATENCY:
+		if (parse_latency(optarg, o) != 0)
+			return -1;
+		s->search_only = true;
+		break;
+	case O_RETRIES:
+		if (cli_uint(PROG, "--retries", optarg, 0, 10, &v) != 0)
+			return -1;
+		o->retries = (unsigned int)v;
+		s->search_only = true;
+		break;
 	case O_QUICK:
 		s->quick = true;
 		break;
 	case O_JSON:
-		o->json = true;
+		if (optarg == NULL)
+			o->json = true;
+		else if (optarg[0] == '\0') {
+			cli_error(PROG, "--json=: the file name is empty");
+			return -1;
+		} else
+			o->json_file = optarg;
+		break;
+	case O_OUT:
+		o->out_dir = optarg;
 		break;
 	case O_CSV:
 		o->csv = true;
@@ -267,7 +398,8 @@ opts_finish(struct opts *o, const struct seen *s)
 		return -1;
 	}
 	if (o->mode == MODE_RING && s->port_only) {
-		cli_error(PROG, "--table, --port, --peer and --gw-mac need --mode port");
+		cli_error(PROG,
+			  "--table, --port, --peer, --gw-mac and --gw-socket need --mode port");
 		return -1;
 	}
 	if (o->mode == MODE_PORT && s->ring_only) {
@@ -289,6 +421,20 @@ opts_finish(struct opts *o, const struct seen *s)
 			  o->payload + WIRE_MTU_OVERHEAD, o->payload);
 		return -1;
 	}
+	if (s->search_only && !o->search) {
+		cli_error(PROG,
+			  "--pdr, --resolution, --rate-tolerance, --retries and --latency-at need "
+			  "--search");
+		return -1;
+	}
+	if (o->search && s->rate) {
+		cli_error(PROG, "--rate-gbps: the search sets the rate (--search)");
+		return -1;
+	}
+	if (o->search && !s->set_d)
+		o->duration = 10;
+	if (out_prepare(o) != 0)
+		return -1;
 	if (s->quick && !s->set_d)
 		o->duration = 0.2;
 	if (s->quick && !s->set_w)
@@ -305,20 +451,30 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"port", required_argument, NULL, O_PORT},
 		{"peer", required_argument, NULL, O_PEER},
 		{"gw-mac", required_argument, NULL, O_GWMAC},
+		{"gw-socket", required_argument, NULL, O_GWSOCK},
 		{"payload", required_argument, NULL, O_PAYLOAD},
 		{"fanin", required_argument, NULL, O_FANIN},
 		{"dtype", required_argument, NULL, O_DTYPE},
 		{"mtu", required_argument, NULL, O_MTU},
 		{"window", required_argument, NULL, O_WINDOW},
 		{"rate-gbps", required_argument, NULL, O_RATE},
+		{"line-gbps", required_argument, NULL, O_LINE},
+		{"pace-burst", required_argument, NULL, O_PACEBURST},
 		{"duration", required_argument, NULL, O_DURATION},
 		{"warmup", required_argument, NULL, O_WARMUP},
 		{"rto-ms", required_argument, NULL, O_RTO},
 		{"verify-every", required_argument, NULL, O_VERIFY},
 		{"burst", required_argument, NULL, O_BURST},
 		{"no-baseline", no_argument, NULL, O_NOBASE},
+		{"search", no_argument, NULL, O_SEARCH},
+		{"pdr", required_argument, NULL, O_PDR},
+		{"resolution", required_argument, NULL, O_RESOLUTION},
+		{"rate-tolerance", required_argument, NULL, O_TOLERANCE},
+		{"retries", required_argument, NULL, O_RETRIES},
+		{"latency-at", required_argument, NULL, O_LATENCY},
 		{"quick", no_argument, NULL, O_QUICK},
-		{"json", no_argument, NULL, O_JSON},
+		{"json", optional_argument, NULL, O_JSON},
+		{"out", required_argument, NULL, O_OUT},
 		{"csv", no_argument, NULL, O_CSV},
 		{"quiet", no_argument, NULL, O_QUIET},
 		{"help", no_argument, NULL, 'h'},

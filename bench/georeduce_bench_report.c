@@ -8,28 +8,68 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <jansson.h>
+#include <rte_common.h>
 #include <rte_cycles.h>
 
 #include "gen.h"
 #include "georeduce_bench.h"
 #include "georeduce_bench_report.h"
+#include "cert_rates.h"
 #include "wire.h"
 
 /* --- Report ------------------------------------------------------------------------------- */
 
+const char *
+gw_drop_name(unsigned int i)
+{
+	static const char *const ctrs[GW_DROP_CTRS] = {"tx_dropped", "no_mbuf", "no_neighbour",
+						       "pace_full"};
+
+	if (i < GW_DROP_CTRS)
+		return ctrs[i];
+	return i > GW_DROP_CTRS && i < GW_DROPS ?
+		       wire_reason_str((enum wire_reason)(i - GW_DROP_CTRS)) :
+		       "?";
+}
+
+/* Offered and received rates (cert_rates.h), and the frames lost. */
+static void
+derive_rates(struct phase *ph, unsigned int workers, double s)
+{
+	const struct gen_stats *a = &ph->res.start, *b = &ph->res.end, *z = &ph->res.final;
+	struct rates_in in = {b->tx_pkts - a->tx_pkts, b->tx_bytes - a->tx_bytes,
+			      b->tx_payload - a->tx_payload, s, ph->line_gbps};
+	uint64_t retx = z->retx - a->retx, late;
+
+	/* A retransmission whose first copy's answer still came back (late, behind a busy
+	 * peer) draws a second answer: a duplicate, a copy of an ended round, or an ACK. */
+	late = z->duplicates - a->duplicates + z->stale - a->stale + z->acks - a->acks;
+	late = RTE_MIN(late, retx);
+
+	rates_compute(&in, &ph->off);
+	in = (struct rates_in){b->rx_ok - a->rx_ok, b->rx_ok_bytes - a->rx_ok_bytes,
+			       b->rx_payload - a->rx_payload, s, ph->line_gbps};
+	rates_compute(&in, &ph->rcv);
+	ph->lost_frames = retx - late + (uint64_t)ph->res.open_after_drain * workers;
+	ph->first_sends = z->tx_pkts - a->tx_pkts - retx;
+	ph->loss_ratio =
+		ph->first_sends > 0 ? (double)ph->lost_frames / (double)ph->first_sends : 0;
+}
+
 void
-derive(struct phase *ph, unsigned int payload)
+derive(struct phase *ph, unsigned int workers)
 {
 	const struct gen_stats *a = &ph->res.start, *b = &ph->res.end;
 	double s = (double)ph->res.measured_tsc / (double)rte_get_tsc_hz();
 	uint64_t tx = b->tx_pkts - a->tx_pkts, ok = b->rx_ok - a->rx_ok;
 
-	(void)payload;
 	ph->secs = s;
 	if (s <= 0)
 		return;
+	derive_rates(ph, workers, s);
 	ph->offered_mpps = (double)tx / s / 1e6;
 	ph->offered_gbps = (double)(b->tx_payload - a->tx_payload) * 8 / s / 1e9;
 	ph->offered_wire_gbps =
@@ -58,44 +98,166 @@ derive(struct phase *ph, unsigned int payload)
 	}
 }
 
-void
-print_text(const struct opts *o, const struct gen_job *gj, unsigned int mtu, const struct phase *ph,
-	   unsigned int n)
+/* The rates of one direction as a table row. */
+static void
+rates_row(FILE *f, const char *what, const struct rates *r, bool pct)
 {
-	printf("%s mode, %u B x %u workers %s, MTU %u, window %u chunks, %s, %.2f s measured\n",
-	       o->mode == MODE_RING ? "ring" : "port", gj->payload, gj->n_workers,
-	       wire_dtype_str(gj->dtype), mtu, gj->n_chunks,
-	       o->rate_gbps > 0 ? "paced" : "full speed", n > 0 ? ph[0].secs : 0);
-	printf("%-10s | %8s %7s | %8s %7s %9s | %8s %8s %8s | %4s %5s %5s | %s\n", "phase",
-	       "off Gb/s", "Mpps", "ach Gb/s", "Mpps", "chunks/s", "p50 us", "p99 us", "p99.9 us",
-	       "lost", "retx", "bad", "lcores (busy)");
+	fprintf(f, "  %-9s %8.3f", what, r->mpps);
+	if (pct)
+		fprintf(f, " (%5.1f%%) | %8.3f (%5.1f%%) | %8.3f (%5.1f%%) | %8.3f (%5.1f%%)\n",
+			r->mpps_pct, r->l1_gbps, r->l1_pct, r->l2_gbps, r->l2_pct, r->payload_gbps,
+			r->payload_pct);
+	else
+		fprintf(f, "          | %8.3f          | %8.3f          | %8.3f\n", r->l1_gbps,
+			r->l2_gbps, r->payload_gbps);
+}
+
+/* The gateway's drops over the measurement by name (ring mode's dataplane): into a JSON
+ * object when o is not NULL, else printed on one line. */
+static void
+gw_drops(FILE *f, const struct phase *p, json_t *o)
+{
+	unsigned int shown = 0;
+
+	for (unsigned int i = 0; i < GW_DROPS; i++) {
+		uint64_t d = p->peer[1].why[i] - p->peer[0].why[i];
+
+		if (d == 0 || i == GW_DROP_CTRS)
+			continue;
+		if (o != NULL)
+			json_object_set_new(o, gw_drop_name(i), json_integer((json_int_t)d));
+		else
+			fprintf(f, "%s %s %" PRIu64, shown == 0 ? "" : ",", gw_drop_name(i), d);
+		shown++;
+	}
+	if (o == NULL)
+		fprintf(f, "%s\n", shown == 0 ? " none" : "");
+}
+
+/* What a certifier reads first: rates against the line rate, loss, port and gateway
+ * counters. */
+void
+print_certifier(FILE *f, const struct phase *p)
+{
+	const struct port_snap *x = p->xs;
+	bool pct = p->line_gbps > 0;
+
+	if (pct)
+		fprintf(f,
+			"%s: line rate %.3f Gbit/s (%s); L1 counts frame + FCS + preamble + gap "
+			"(24 B a frame), L2 frame + FCS\n",
+			p->name, p->line_gbps, p->line_from);
+	else
+		fprintf(f,
+			"%s: line rate unknown (give --line-gbps); L1 counts frame + FCS + "
+			"preamble + gap (24 B a frame), L2 frame + FCS\n",
+			p->name);
+	fprintf(f, "  %-9s %8s %8s | %8s %8s | %8s %8s | %8s %8s\n", "", "Mpps", "(line)",
+		"L1 Gb/s", "(line)", "L2 Gb/s", "(line)", "pay Gb/s", "(line)");
+	rates_row(f, "offered", &p->off, pct);
+	rates_row(f, "received", &p->rcv, pct);
+	fprintf(f,
+		"  loss: %" PRIu64 " of %" PRIu64 " frames (%.4f%%) unanswered within the "
+		"timeout\n",
+		p->lost_frames, p->first_sends, 100 * p->loss_ratio);
+	fprintf(f,
+		"  port %u: imissed %" PRIu64 " -> %" PRIu64 ", rx_nombuf %" PRIu64 " -> %" PRIu64
+		", ierrors %" PRIu64 " -> %" PRIu64 ", oerrors %" PRIu64 " -> %" PRIu64 "\n",
+		p->port, x[0].imissed, x[1].imissed, x[0].rx_nombuf, x[1].rx_nombuf, x[0].ierrors,
+		x[1].ierrors, x[0].oerrors, x[1].oerrors);
+	if ((p->has_peer && strcmp(p->name, "dataplane") == 0) || p->gw_read) {
+		fprintf(f, "  gateway drops%s:", p->gw_read ? " (--gw-socket, the whole run)" : "");
+		gw_drops(f, p, NULL);
+	}
+}
+
+void
+print_text(FILE *f, const struct opts *o, const struct gen_job *gj, unsigned int mtu,
+	   const struct phase *ph, unsigned int n)
+{
+	fprintf(f, "%s mode, %u B x %u workers %s, MTU %u, window %u chunks, %s, %.2f s measured\n",
+		o->mode == MODE_RING ? "ring" : "port", gj->payload, gj->n_workers,
+		wire_dtype_str(gj->dtype), mtu, gj->n_chunks,
+		o->rate_gbps > 0 ? "paced" : "full speed", n > 0 ? ph[0].secs : 0);
+	fprintf(f, "%-10s | %8s %7s | %8s %7s %9s | %8s %8s %8s | %4s %5s %5s | %s\n", "phase",
+		"off Gb/s", "Mpps", "ach Gb/s", "Mpps", "chunks/s", "p50 us", "p99 us", "p99.9 us",
+		"lost", "retx", "bad", "lcores (busy)");
 	for (unsigned int i = 0; i < n; i++) {
 		const struct phase *p = &ph[i];
 
-		printf("%-10s | %8.2f %7.3f | %8.2f %7.3f %9.0f | %8.1f %8.1f %8.1f | %4" PRIu64
-		       " %5" PRIu64 " %5" PRIu64 " | generator %u (%.0f%%)",
-		       p->name, p->offered_gbps, p->offered_mpps, p->achieved_gbps,
-		       p->achieved_mpps, p->chunks_s, p->p50_us, p->p99_us, p->p999_us, p->lost,
-		       p->retx, p->bad, p->gen_lcore, 100 * p->gen_busy);
+		fprintf(f,
+			"%-10s | %8.2f %7.3f | %8.2f %7.3f %9.0f | %8.1f %8.1f %8.1f | %4" PRIu64
+			" %5" PRIu64 " %5" PRIu64 " | generator %u (%.0f%%)",
+			p->name, p->offered_gbps, p->offered_mpps, p->achieved_gbps,
+			p->achieved_mpps, p->chunks_s, p->p50_us, p->p99_us, p->p999_us, p->lost,
+			p->retx, p->bad, p->gen_lcore, 100 * p->gen_busy);
 		if (p->has_peer)
-			printf(", %s %u (%.0f%%)", p->name, p->peer_lcore, 100 * p->peer_busy);
-		printf("\n");
+			fprintf(f, ", %s %u (%.0f%%)", p->name, p->peer_lcore, 100 * p->peer_busy);
+		fprintf(f, "\n");
 	}
 	if (n == 2 && ph[1].achieved_mpps > 0)
-		printf("dataplane / io-forward packet rate: %.3f\n",
-		       ph[0].achieved_mpps / ph[1].achieved_mpps);
+		fprintf(f, "dataplane / io-forward packet rate: %.3f\n",
+			ph[0].achieved_mpps / ph[1].achieved_mpps);
 	if (ph[0].c2c_ns > 0)
-		printf("cache-line round trip generator <-> %s lcore before each phase: %.0f ns%s",
-		       ph[0].name, ph[0].c2c_ns, n == 2 && ph[1].c2c_ns > 0 ? ", " : "\n");
+		fprintf(f,
+			"cache-line round trip generator <-> %s lcore before each phase: %.0f ns%s",
+			ph[0].name, ph[0].c2c_ns, n == 2 && ph[1].c2c_ns > 0 ? ", " : "\n");
 	if (n == 2 && ph[1].c2c_ns > 0)
-		printf("%.0f ns\n", ph[1].c2c_ns);
+		fprintf(f, "%.0f ns\n", ph[1].c2c_ns);
+	for (unsigned int i = 0; i < n; i++)
+		print_certifier(f, &ph[i]);
 	for (unsigned int i = 0; i < n; i++)
 		if (ph[i].res.error[0] != '\0')
-			printf("%s: %s\n", ph[i].name, ph[i].res.error);
+			fprintf(f, "%s: %s\n", ph[i].name, ph[i].res.error);
 }
 
 static json_t *
-phase_json(const struct phase *p)
+rates_json(const struct rates *r)
+{
+	return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "mpps", r->mpps, "l1_gbps",
+			 r->l1_gbps, "l2_gbps", r->l2_gbps, "payload_gbps", r->payload_gbps,
+			 "mpps_pct", r->mpps_pct, "l1_pct", r->l1_pct, "l2_pct", r->l2_pct,
+			 "payload_pct", r->payload_pct);
+}
+
+static json_t *
+port_json(const struct port_snap *x)
+{
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "ipackets", (json_int_t)x->ipackets,
+			 "opackets", (json_int_t)x->opackets, "imissed", (json_int_t)x->imissed,
+			 "rx_nombuf", (json_int_t)x->rx_nombuf, "ierrors", (json_int_t)x->ierrors,
+			 "oerrors", (json_int_t)x->oerrors);
+}
+
+/* The certifier's figures of a phase into its JSON object. */
+static void
+certifier_json(const struct phase *p, json_t *o)
+{
+	json_t *drops = json_object();
+
+	json_object_set_new(o, "line_gbps", json_real(p->line_gbps));
+	json_object_set_new(o, "line_from", json_string(p->line_from));
+	json_object_set_new(o, "offered", rates_json(&p->off));
+	json_object_set_new(o, "received", rates_json(&p->rcv));
+	json_object_set_new(o, "loss",
+			    json_pack("{s:I, s:I, s:f}", "frames", (json_int_t)p->lost_frames,
+				      "sent", (json_int_t)p->first_sends, "ratio", p->loss_ratio));
+	json_object_set_new(o, "port_stats",
+			    json_pack("{s:i, s:o, s:o}", "port", (int)p->port, "before",
+				      port_json(&p->xs[0]), "after", port_json(&p->xs[1])));
+	bool ring_dp = p->has_peer && strcmp(p->name, "dataplane") == 0;
+
+	if (ring_dp || p->gw_read)
+		gw_drops(NULL, p, drops);
+	json_object_set_new(o, "gateway_drops", drops);
+	json_object_set_new(o, "gateway_drops_from",
+			    json_string(ring_dp    ? "dataplane" :
+					p->gw_read ? "gw-socket" :
+						     "none"));
+}
+
+static json_t *
+phase_json_base(const struct phase *p)
 {
 	json_t *lcores = json_array();
 
@@ -128,14 +290,24 @@ phase_json(const struct phase *p)
 			 p->res.error[0] != '\0' ? p->res.error : NULL);
 }
 
+json_t *
+phase_json(const struct phase *p)
+{
+	json_t *pj = phase_json_base(p);
+
+	certifier_json(p, pj);
+	return pj;
+}
+
 void
-print_json(const struct opts *o, const struct gen_job *gj, unsigned int mtu, const struct phase *ph,
-	   unsigned int n)
+print_json(FILE *f, const struct opts *o, const struct gen_job *gj, unsigned int mtu,
+	   const struct phase *ph, unsigned int n)
 {
 	json_t *phases = json_array(), *root;
 
-	for (unsigned int i = 0; i < n; i++)
+	for (unsigned int i = 0; i < n; i++) {
 		json_array_append_new(phases, phase_json(&ph[i]));
+	}
 	root = json_pack("{s:s, s:s, s:i, s:i, s:s, s:i, s:i, s:f, s:o}", "mode",
 			 o->mode == MODE_RING ? "ring" : "port", "peer",
 			 o->mode == MODE_RING || o->peer == GEN_PEER_DATAPLANE ? "dataplane" : "io",
@@ -145,29 +317,36 @@ print_json(const struct opts *o, const struct gen_job *gj, unsigned int mtu, con
 	if (n == 2 && ph[1].achieved_mpps > 0)
 		json_object_set_new(root, "ratio_to_io",
 				    json_real(ph[0].achieved_mpps / ph[1].achieved_mpps));
-	json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-	printf("\n");
+	json_dumpf(root, f, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+	fprintf(f, "\n");
 	json_decref(root);
 }
 
 void
-print_csv(const struct opts *o, const struct gen_job *gj, const struct phase *ph, unsigned int n)
+print_csv(FILE *f, const struct opts *o, const struct gen_job *gj, const struct phase *ph,
+	  unsigned int n)
 {
-	printf("mode,phase,payload,workers,dtype,window,offered_gbps,offered_mpps,achieved_gbps,"
-	       "achieved_mpps,p50_us,p99_us,p999_us,lost,retx,failures,generator_busy,peer_busy,"
-	       "ratio_to_io,c2c_rtt_ns\n");
+	fprintf(f,
+		"mode,phase,payload,workers,dtype,window,offered_gbps,offered_mpps,achieved_gbps,"
+		"achieved_mpps,p50_us,p99_us,p999_us,lost,retx,failures,generator_busy,peer_busy,"
+		"ratio_to_io,c2c_rtt_ns,line_gbps,offered_l1_gbps,offered_l2_gbps,offered_l1_pct,"
+		"received_mpps,received_l1_gbps,received_l2_gbps,received_l1_pct,loss_ratio\n");
 	for (unsigned int i = 0; i < n; i++) {
 		const struct phase *p = &ph[i];
 		double ratio = n == 2 && ph[1].achieved_mpps > 0 ?
 				       p->achieved_mpps / ph[1].achieved_mpps :
 				       0;
 
-		printf("%s,%s,%u,%u,%s,%u,%.3f,%.4f,%.3f,%.4f,%.2f,%.2f,%.2f,%" PRIu64 ",%" PRIu64
-		       ",%" PRIu64 ",%.3f,%.3f,%.4f,%.0f\n",
-		       o->mode == MODE_RING ? "ring" : "port", p->name, gj->payload, gj->n_workers,
-		       wire_dtype_str(gj->dtype), gj->n_chunks, p->offered_gbps, p->offered_mpps,
-		       p->achieved_gbps, p->achieved_mpps, p->p50_us, p->p99_us, p->p999_us,
-		       p->lost, p->retx, p->bad, p->gen_busy, p->has_peer ? p->peer_busy : 0, ratio,
-		       p->c2c_ns);
+		fprintf(f,
+			"%s,%s,%u,%u,%s,%u,%.3f,%.4f,%.3f,%.4f,%.2f,%.2f,%.2f,%" PRIu64 ",%" PRIu64
+			",%" PRIu64
+			",%.3f,%.3f,%.4f,%.0f,%.3f,%.3f,%.3f,%.2f,%.4f,%.3f,%.3f,%.2f,%.6f\n",
+			o->mode == MODE_RING ? "ring" : "port", p->name, gj->payload, gj->n_workers,
+			wire_dtype_str(gj->dtype), gj->n_chunks, p->offered_gbps, p->offered_mpps,
+			p->achieved_gbps, p->achieved_mpps, p->p50_us, p->p99_us, p->p999_us,
+			p->lost, p->retx, p->bad, p->gen_busy, p->has_peer ? p->peer_busy : 0,
+			ratio, p->c2c_ns, p->line_gbps, p->off.l1_gbps, p->off.l2_gbps,
+			p->off.l1_pct, p->rcv.mpps, p->rcv.l1_gbps, p->rcv.l2_gbps, p->rcv.l1_pct,
+			p->loss_ratio);
 	}
 }

@@ -26,6 +26,8 @@ expect 2 "fan-in 0" "$bench" -- --fanin 0
 expect 2 "fan-in above the table's cap" "$bench" -- --fanin 193
 expect 2 "bad dtype" "$bench" -- --dtype fp64
 expect 2 "negative rate" "$bench" -- --rate-gbps -1
+expect 2 "line rate 0" "$bench" -- --line-gbps 0
+grep -q -- "--line-gbps" "$tmp/err" && ok "names --line-gbps" || not_ok "names --line-gbps"
 expect 2 "zero duration" "$bench" -- --duration 0
 expect 2 "burst above 64" "$bench" -- --burst 65
 expect 2 "window 0" "$bench" -- --window 0
@@ -36,12 +38,18 @@ expect 2 "--table in ring mode" "$bench" -- --table x.json
 expect 2 "--fanin in port mode" "$bench" -- --mode port --table x.json --fanin 4
 expect 2 "--json with --csv" "$bench" -- --json --csv
 expect 2 "stray argument" "$bench" -- extra
+expect 2 "--json= without a file" "$bench" -- --json=
+grep -q -- "--json" "$tmp/err" && ok "names --json" || not_ok "names --json"
+: >"$tmp/file"
+expect 2 "--out on a file" "$bench" -- --out "$tmp/file"
+grep -q -- "--out" "$tmp/err" && ok "names --out" || not_ok "names --out"
+expect 2 "--out below a missing directory" "$bench" -- --out "$tmp/missing/dir"
 
 # A short ring-mode run: skip if EAL cannot start on this machine.
 dur=0.3
 [ "${GEOREDUCE_TEST_QUICK:-0}" != 0 ] && dur=0.15
 "$bench" "${eal[@]}" -- --quick --duration "$dur" --quiet --json --verify-every 1 \
-	>"$tmp/out" 2>"$tmp/err"
+	--out "$tmp/o" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 2 ] && grep -q "cannot initialise EAL" "$tmp/err"; then
 	echo "# EAL cannot start here: $(head -c 200 "$tmp/err")"
@@ -60,11 +68,29 @@ assert dp["losses"]["lost_chunks"] == 0 and dp["achieved_mpps"] > 0, dp
 assert dp["latency_us"]["p50"] > 0 and dp["latency_us"]["p999"] >= dp["latency_us"]["p50"], dp
 assert [l["role"] for l in dp["lcores"]] == ["generator", "dataplane"], dp["lcores"]
 assert d["ratio_to_io"] > 0, d
+# The certifier's figures: net_ring reports 10 Gbit/s; L1 = L2 + 20 bytes a frame, L2 =
+# the port's bytes + 4 (FCS); every frame answered.
+for p in d["phases"]:
+    o, r = p["offered"], p["received"]
+    assert p["line_gbps"] == 10 and p["line_from"] == "port", p
+    assert o["mpps"] > 0 and r["mpps"] > 0, p
+    assert abs(o["l1_gbps"] - o["l2_gbps"] - o["mpps"] * 1e6 * 20 * 8 / 1e9) < 1e-3 * o["l1_gbps"], o
+    assert abs(o["l1_pct"] - 10 * o["l1_gbps"]) < 1e-6 * o["l1_pct"], o
+    assert p["loss"]["frames"] == 0 and p["loss"]["sent"] > 0, p["loss"]
+    for k in ("imissed", "rx_nombuf", "ierrors", "oerrors"):
+        assert k in p["port_stats"]["before"] and k in p["port_stats"]["after"], p
+    assert p["port_stats"]["after"]["opackets"] > p["port_stats"]["before"]["opackets"], p
+    assert isinstance(p["gateway_drops"], dict), p
 PY
+
+expect_out "$tmp/o" "$tmp/out" report.txt report.json report.csv
+grep -q "^dataplane  |" "$tmp/o/report.txt" && ok "report.txt has the table" ||
+	not_ok "report.txt: $(head -c 300 "$tmp/o/report.txt")"
 
 # fp16 at 256 B with 16 workers, paced: every payload exact, no loss.
 "$bench" "${eal[@]}" -- --quick --duration "$dur" --quiet --csv --no-baseline --payload 256 \
-	--fanin 16 --dtype fp16 --rate-gbps 5 --verify-every 1 >"$tmp/out" 2>"$tmp/err"
+	--fanin 16 --dtype fp16 --rate-gbps 5 --verify-every 1 --json="$tmp/r.json" \
+	>"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 0 ]; then ok "paced fp16 run exits 0"; else not_ok "paced fp16 run exits $rc: $(tail -c 300 "$tmp/err")"; fi
 python3 - "$tmp/out" <<'PY' && ok "paced run never above its rate" || not_ok "paced run report"
@@ -76,6 +102,26 @@ assert int(r["failures"]) == 0 and int(r["lost"]) == 0, r
 # 5 Gbit/s on the wire: 352-byte frames (256 B payload) + 24 bytes, at most 1.66 Mpps (less
 # when the machine is busy: the run is closed-loop).
 assert 0 < float(r["offered_mpps"]) < 1.75, r
+PY
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["payload"] == 256, d' \
+	"$tmp/r.json" && ok "--json=FILE beside --csv on stdout" || not_ok "--json=FILE"
+
+# A short search against ring mode's dataplane: every trial after the first starts its
+# chunks past the rounds of the one before, and the gateway sums them as new rounds (every
+# payload checked, none wrong); the JSON has the search and its trials.
+"$bench" "${eal[@]}" -- --search --duration "$dur" --warmup 0.1 --resolution 25 \
+	--line-gbps 400 --pace-burst 256KiB --verify-every 1 --quiet --json >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 0 ] && ok "ring search exits 0" || not_ok "ring search exits $rc: $(tail -c 300 "$tmp/err" | tr "\n" " ") $(head -c 3000 "$tmp/out" | tr -d " \n")"
+python3 - "$tmp/out" <<'PY' && ok "ring search: trials verified" || not_ok "ring search report"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s, trials = d["search"], d["trials"]
+assert s["line_gbps"] == 400 and 2 <= len(trials) <= 2 * (1 + 2 * 2), (s, len(trials))
+assert trials[0]["asked_l1_gbps"] == 400 and not trials[0]["reached"], trials[0]
+for t in trials:
+    assert t["verify"]["failures"] == 0 and t["verify"]["payloads_checked"] > 0, t
+    assert t["phase"] == "dataplane", t
 PY
 
 echo "# $((n - fails)) passed, $fails failed"

@@ -43,3 +43,15 @@ wait_for_line() {
 		sleep 0.02
 	done
 }
+
+# expect_out DIR JSON NAME...: a report's --out directory holds each NAME, not empty, and
+# its report.json is the JSON document in the file JSON (what stdout had).
+expect_out() {
+	local dir=$1 json=$2 f
+	shift 2
+	for f in "$@"; do
+		[ -s "$dir/$f" ] && ok "--out wrote $f" || not_ok "--out did not write $f"
+	done
+	cmp -s "$json" "$dir/report.json" && ok "report.json is stdout's JSON" ||
+		not_ok "report.json differs from stdout's JSON"
+}

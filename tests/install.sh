@@ -26,7 +26,8 @@ sanflags=()
 [ "$san" != none ] && sanflags=(-fsanitize="$san")
 P=$D$prefix
 for f in bin/georeduce-dataplane bin/georeduce-control bin/georeduce-dpctl bin/georeduce-worker \
-	bin/georeduce-plan bin/georeduce-pki include/georeduce.h \
+	bin/georeduce-plan bin/georeduce-pki bin/georeduce-bench bin/georeduce-bench-table \
+	include/georeduce.h \
 	share/doc/georeduce/DEPLOYMENT.md share/doc/georeduce/CONTROL.md \
 	share/doc/georeduce/examples/dataplane-a.conf \
 	share/doc/georeduce/examples/deployments/3site-tls.json; do
@@ -79,5 +80,18 @@ fi
 "$P/bin/georeduce-pki" ca "$tmp/pki" && "$P/bin/georeduce-pki" cert "$tmp/pki" gw-a gateway \
 	--dns a && openssl verify -CAfile "$tmp/pki/ca.pem" "$tmp/pki/gw-a.pem" >/dev/null &&
 	ok "the installed georeduce-pki makes a certificate the CA verifies" || not_ok "georeduce-pki"
+# The installed bench and its table generator: the table they write is one the bench takes
+# (--help runs before EAL; the table generator's output parses as georeduce-table/1).
+"$P/bin/georeduce-bench" -- --help | grep -q -- "--search" &&
+	ok "the installed georeduce-bench runs" || not_ok "georeduce-bench --help"
+"$P/bin/georeduce-bench-table" --payload 512 --fanin 3 -o "$tmp/gw.json" &&
+	python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+assert d["format"] == "georeduce-table/1" and d["chunk_elements"] == 128, d
+assert len(d["trees"][0]["workers"]) == 3, d' "$tmp/gw.json" &&
+	ok "the installed georeduce-bench-table writes a gateway table" ||
+	not_ok "georeduce-bench-table"
+"$P/bin/georeduce-bench-table" --fanin 0 2>"$tmp/err"
+[ $? = 2 ] && grep -q -- "--fanin" "$tmp/err" && ok "georeduce-bench-table names a bad option" ||
+	not_ok "georeduce-bench-table --fanin 0: $(cat "$tmp/err")"
 echo "# $((n - fails)) passed, $fails failed"
 [ "$fails" = 0 ]

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# georeduce-bench in port mode against a dataplane in another process over net_memif
+# (docs/BENCH.md, "Between two processes over net_memif"), on the table
+# georeduce-bench-table writes: every payload verified, nothing lost, and with
+# --gw-socket the gateway's drops read over its control socket before and after the run.
+# Exit 77 (skip) if EAL or net_memif cannot start here.
+# Usage: tests/bench_port.sh BENCH DATAPLANE DPCTL
+set -u
+bench=${1:?usage: bench_port.sh BENCH DATAPLANE DPCTL}
+dp=${2:?}
+dpctl=${3:?}
+cd "$(dirname "$0")/.."
+# shellcheck source=tests/clilib.sh
+. tests/clilib.sh
+prefix=gbp$$
+dp_pid=
+trap '[ -n "$dp_pid" ] && kill -INT "$dp_pid" 2>/dev/null && wait "$dp_pid"
+	rm -rf "$tmp" /var/run/dpdk/"$prefix"*' EXIT
+eal=(--no-huge -m 512 --no-pci --no-shconf --log-level=lib.eal:error)
+
+expect 2 "--gw-socket in ring mode" "$bench" -- --gw-socket /tmp/x.sock
+grep -q -- "--gw-socket" "$tmp/err" && ok "names --gw-socket" || not_ok "names --gw-socket"
+python3 bench/georeduce-bench-table --payload 512 --fanin 3 --window 64 -o "$tmp/gw.json" || exit 1
+"$dp" "${eal[@]}" --file-prefix="${prefix}d" -l 0-1 \
+	--vdev="net_memif0,role=server,socket=$tmp/m.sock" -- --addr 0:10.0.0.1/16 \
+	-s "$tmp/ctl.sock" --idle-spin 100 >"$tmp/dp.log" 2>&1 &
+dp_pid=$!
+for _ in $(seq 600); do
+	"$dpctl" -s "$tmp/ctl.sock" ping >/dev/null 2>&1 && break
+	kill -0 "$dp_pid" 2>/dev/null || break
+	sleep 0.1
+done
+if ! "$dpctl" -s "$tmp/ctl.sock" install "$tmp/gw.json" >/dev/null 2>&1; then
+	echo "# skip: the dataplane did not start on net_memif: $(tail -c 300 "$tmp/dp.log")"
+	exit 77
+fi
+"$bench" "${eal[@]}" --file-prefix="$prefix" -l 0 \
+	--vdev="net_memif0,role=client,socket=$tmp/m.sock" -- --mode port --table "$tmp/gw.json" \
+	--gw-socket "$tmp/ctl.sock" --quick --duration 0.3 --rto-ms 1000 --verify-every 1 \
+	--quiet --json >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 0 ] && ok "port run exits 0" || not_ok "port run exits $rc: $(tail -c 300 "$tmp/err")"
+python3 - "$tmp/out" <<'PY' && ok "port run verified, the gateway's drops read" || not_ok "port report"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["mode"] == "port" and d["payload"] == 512 and d["workers"] == 3, d
+p = d["phases"][0]
+assert p["verify"]["failures"] == 0 and p["verify"]["payloads_checked"] > 0, p
+assert p["losses"]["lost_chunks"] == 0 and p["received"]["mpps"] > 0, p
+assert p["gateway_drops_from"] == "gw-socket" and isinstance(p["gateway_drops"], dict), p
+assert p["port_stats"]["after"]["ipackets"] > p["port_stats"]["before"]["ipackets"], p
+PY
+
+echo "# $((n - fails)) passed, $fails failed"
+[ "$fails" -eq 0 ]
