@@ -283,15 +283,25 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 				busy = more = true;
 			}
 		}
-		if (now >= k.next_due)
-			client_run_timers(&k, now);
 		client_tx_flush(&k);
+		/* What arrived is applied before the timers run: after the thread waited for
+		 * a core, the socket holds the results and ACKs of chunks whose timers expired
+		 * meanwhile, and a timer run first would resend or ask for them. */
 		rc = client_rx_batch(&k);
+		for (int b = 1; rc > 0 && rc % RX_BATCH == 0 && b < RX_DRAIN_BATCHES; b++) {
+			int more = client_rx_batch(&k);
+
+			rc = more < 0 ? more : rc + more;
+			if (more <= 0)
+				break;
+		}
 		if (rc < 0) {
 			client_fail(c, rc, "receive: %s", strerror(-rc));
 			break;
 		}
-		if (rc > 0) /* results may have overtaken lost chunks: resend those now */
+		/* Due timers, and results that may have overtaken lost chunks: resend those
+		 * now. */
+		if (rc > 0 || clock_now_us() >= k.next_due)
 			client_run_timers(&k, clock_now_us());
 		busy = busy || rc > 0;
 		client_tx_flush(&k); /* what the packets asked for (NACK_CONTRIB) */

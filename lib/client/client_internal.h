@@ -40,6 +40,7 @@ static_assert(GR_CSET_BLOCKS_MAX == WIRE_CSET_BLOCKS_MAX && GR_CSET_BLOCK == WIR
 
 #define TX_BATCH 64                       /* packets per sendmmsg() */
 #define RX_BATCH 32                       /* datagrams per recvmmsg() */
+#define RX_DRAIN_BATCHES 8                /* recvmmsg() calls at most before timers run */
 #define RX_LEN (WIRE_UDP_PAYLOAD_MAX + 1) /* one more: oversize is detected */
 #define RTT_GRANULARITY_US 100            /* floor of 4 x rttvar in a timer */
 
