@@ -75,17 +75,14 @@ fi
 P=grtbt$$
 D=$(mktemp -d /tmp/georeduce-testbed-e2e.XXXXXX)
 W=$D/tb
-cleanup() {
-	[ -e "$W/down.sh" ] && "$TB" down --dir "$W" --discard-logs >/dev/null 2>&1
-	rm -rf "$D"
-}
-trap cleanup EXIT
+# Two sites a and b, one worker each, 50 Mbit/s and 5 ms between them.
+python3 -c 'import json, sys; json.dump({"format": "georeduce-topology/1", "name": "tb",
+    "nodes": [{"id": n, "workers": 1} for n in "ab"],
+    "links": [{"a": "a", "b": "b", "gbps": 0.05, "latency_ms": 5}]}, open(sys.argv[1], "w"))' \
+	"$D/topo.json"
+# Whatever happens, the testbed goes (down.sh is there until it went).
+trap '[ ! -e "$W/down.sh" ] || "$TB" down --dir "$W" --discard-logs >/dev/null 2>&1; rm -rf "$D"' EXIT
 trap 'exit 130' INT TERM
-cat >"$D/topo.json" <<'JSON'
-{"format": "georeduce-topology/1", "name": "testbed-e2e",
- "nodes": [{"id": "a", "workers": 1}, {"id": "b", "workers": 1}],
- "links": [{"a": "a", "b": "b", "gbps": 0.05, "latency_ms": 5}]}
-JSON
 CTL=$BUILD/control/daemon/georeduce-control
 # status FIELD-EXPRESSION: evaluate a Python expression over the daemon's status (s).
 status() {
