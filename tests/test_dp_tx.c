@@ -59,8 +59,7 @@ test_faults(void)
 			     "\"delay_ms\":-1}") == EINVAL);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"delay\",\"port\":0,"
 			     "\"delay_ms\":10001}") == EINVAL);
-	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"delay\",\"port\":0}") ==
-		  EINVAL);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"delay\",\"port\":0}") == EINVAL);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"delay\",\"port\":9,"
 			     "\"delay_ms\":1}") == ENOENT);
 	CU_ASSERT(dp.ports[0].fault[DP_TX].delay_tsc == rte_get_tsc_hz() / 50);
