@@ -36,10 +36,10 @@
 #define OPS_MAX 16
 
 enum behaviour {
-	FAKE_OK,                /* answer everything ok */
-	FAKE_REJECT_PREPARE,    /* answer prepare with EINVAL */
-	FAKE_SILENT_PREPARE,    /* never answer prepare */
-	FAKE_DIE_AFTER_PREPARE, /* answer prepare, then close everything and exit */
+	FAKE_OK,                 /* answer everything ok */
+	FAKE_REJECT_PREPARE,     /* answer prepare with EINVAL */
+	FAKE_SILENT_PREPARE,     /* never answer prepare */
+	FAKE_DIE_AFTER_PREPARE,  /* answer prepare, then close everything and exit */
 };
 
 /* Every op any fake receives gets the next number: the global order of the calls. */
@@ -51,7 +51,7 @@ struct fake {
 	int lfd;
 	atomic_bool stop;
 	pthread_t th;
-	int n_ops; /* written by the fake's thread; read after the join */
+	int n_ops;               /* written by the fake's thread; read after the join */
 	char ops[OPS_MAX][16];
 	int seq[OPS_MAX];
 	uint32_t epoch[OPS_MAX]; /* the table's or the activate's epoch */
@@ -71,15 +71,14 @@ fake_answer(struct fake *f, const json_t *req, bool *die)
 	if (f->n_ops < OPS_MAX) {
 		snprintf(f->ops[f->n_ops], sizeof(f->ops[0]), "%s", op);
 		f->seq[f->n_ops] = atomic_fetch_add(&op_seq, 1);
-		e = strcmp(op, "prepare") == 0 ?
-			    json_object_get(json_object_get(req, "table"), "epoch") :
-			    json_object_get(req, "epoch");
+		e = strcmp(op, "prepare") == 0 ? json_object_get(json_object_get(req, "table"),
+								 "epoch")
+					       : json_object_get(req, "epoch");
 		f->epoch[f->n_ops++] = (uint32_t)json_integer_value(e);
 	}
 	if (strcmp(op, "prepare") == 0) {
 		if (f->how == FAKE_REJECT_PREPARE)
-			return ctl_reply_error(true, id, EINVAL,
-					       "field 'table.trees[0].slots': "
+			return ctl_reply_error(true, id, EINVAL, "field 'table.trees[0].slots': "
 					       "rejected by the test");
 		if (f->how == FAKE_SILENT_PREPARE)
 			return NULL;
@@ -97,10 +96,10 @@ fake_main(void *arg)
 	bool die = false;
 
 	while (!atomic_load(&f->stop) && !die) {
-		struct pollfd pfd[5] = {{.fd = f->lfd, .events = POLLIN}};
+		struct pollfd pfd[5] = { { .fd = f->lfd, .events = POLLIN } };
 
 		for (int i = 0; i < n; i++)
-			pfd[i + 1] = (struct pollfd){.fd = conns[i].fd, .events = POLLIN};
+			pfd[i + 1] = (struct pollfd){ .fd = conns[i].fd, .events = POLLIN };
 		if (poll(pfd, (nfds_t)n + 1, 20) <= 0)
 			continue;
 		for (int i = n - 1; i >= 0 && !die; i--) {
@@ -217,8 +216,8 @@ count_op(const struct fake *f, const char *op)
 static void
 test_install_all_ok(void)
 {
-	static const enum behaviour how[N_GW] = {FAKE_OK, FAKE_OK, FAKE_OK};
-	struct run r = {0};
+	static const enum behaviour how[N_GW] = { FAKE_OK, FAKE_OK, FAKE_OK };
+	struct run r = { 0 };
 	int last_prepare = -1, first_activate = 1 << 30;
 
 	run_install(&r, how, 2000);
@@ -229,8 +228,7 @@ test_install_all_ok(void)
 		const struct fake *f = &r.fakes[i];
 
 		CHECK(f->n_ops == 2 && strcmp(f->ops[0], "prepare") == 0 &&
-			      strcmp(f->ops[1], "activate") == 0 && f->epoch[0] == 5 &&
-			      f->epoch[1] == 5,
+		      strcmp(f->ops[1], "activate") == 0 && f->epoch[0] == 5 && f->epoch[1] == 5,
 		      "gateway %d saw %d ops", i, f->n_ops);
 		last_prepare = f->seq[0] > last_prepare ? f->seq[0] : last_prepare;
 		first_activate = f->seq[1] < first_activate ? f->seq[1] : first_activate;
@@ -242,17 +240,16 @@ test_install_all_ok(void)
 static void
 test_install_rejected(void)
 {
-	static const enum behaviour how[N_GW] = {FAKE_OK, FAKE_REJECT_PREPARE, FAKE_OK};
-	struct run r = {0};
+	static const enum behaviour how[N_GW] = { FAKE_OK, FAKE_REJECT_PREPARE, FAKE_OK };
+	struct run r = { 0 };
 
 	run_install(&r, how, 2000);
 	CHECK(r.rc == -ECANCELED, "rc %d", r.rc);
-	CHECK(r.rep.phase == 1 && r.rep.failed == 1 && !r.rep.no_answer && r.rep.errnum == EINVAL &&
-		      r.rep.n_prepared == 1 && r.rep.n_activated == 0,
+	CHECK(r.rep.phase == 1 && r.rep.failed == 1 && !r.rep.no_answer &&
+	      r.rep.errnum == EINVAL && r.rep.n_prepared == 1 && r.rep.n_activated == 0,
 	      "report phase %d failed %d errno %d", r.rep.phase, r.rep.failed, r.rep.errnum);
 	CHECK(strstr(r.rep.error, "gateway b") != NULL &&
-		      strstr(r.rep.error, "table.trees[0].slots") != NULL,
-	      "error '%s'", r.rep.error);
+	      strstr(r.rep.error, "table.trees[0].slots") != NULL, "error '%s'", r.rep.error);
 	for (int i = 0; i < N_GW; i++)
 		CHECK(count_op(&r.fakes[i], "activate") == 0, "gateway %d activated", i);
 	CHECK(count_op(&r.fakes[2], "prepare") == 0, "prepare went on after the rejection");
@@ -261,13 +258,13 @@ test_install_rejected(void)
 static void
 test_install_silent(void)
 {
-	static const enum behaviour how[N_GW] = {FAKE_OK, FAKE_OK, FAKE_SILENT_PREPARE};
-	struct run r = {0};
+	static const enum behaviour how[N_GW] = { FAKE_OK, FAKE_OK, FAKE_SILENT_PREPARE };
+	struct run r = { 0 };
 
 	run_install(&r, how, 300);
 	CHECK(r.rc == -ECANCELED && r.rep.no_answer && r.rep.failed == 2 &&
-		      r.rep.errnum == ETIMEDOUT,
-	      "rc %d no_answer %d errno %d", r.rc, r.rep.no_answer, r.rep.errnum);
+	      r.rep.errnum == ETIMEDOUT, "rc %d no_answer %d errno %d", r.rc, r.rep.no_answer,
+	      r.rep.errnum);
 	CHECK(r.seconds >= 0.25 && r.seconds < 3, "took %.3f s", r.seconds);
 	for (int i = 0; i < N_GW; i++)
 		CHECK(count_op(&r.fakes[i], "activate") == 0, "gateway %d activated", i);
@@ -276,15 +273,15 @@ test_install_silent(void)
 static void
 test_install_dies(void)
 {
-	static const enum behaviour how[N_GW] = {FAKE_DIE_AFTER_PREPARE, FAKE_OK, FAKE_OK};
-	struct run r = {0};
+	static const enum behaviour how[N_GW] = { FAKE_DIE_AFTER_PREPARE, FAKE_OK, FAKE_OK };
+	struct run r = { 0 };
 
 	run_install(&r, how, 1000);
 	CHECK(r.rc == -EIO && r.rep.phase == 2 && r.rep.failed == 0 && r.rep.no_answer,
 	      "rc %d phase %d failed %d", r.rc, r.rep.phase, r.rep.failed);
-	CHECK(r.rep.n_prepared == N_GW && r.rep.n_activated == N_GW - 1 && r.af[0] && !r.af[1] &&
-		      !r.af[2],
-	      "prepared %d activated %d", r.rep.n_prepared, r.rep.n_activated);
+	CHECK(r.rep.n_prepared == N_GW && r.rep.n_activated == N_GW - 1 && r.af[0] &&
+	      !r.af[1] && !r.af[2], "prepared %d activated %d", r.rep.n_prepared,
+	      r.rep.n_activated);
 	CHECK(count_op(&r.fakes[1], "activate") == 1 && count_op(&r.fakes[2], "activate") == 1,
 	      "the others did not activate");
 }
@@ -295,7 +292,7 @@ test_install_no_socket(void)
 	struct deploy *d;
 	struct jobplan *jp = plan_example(&d, 2, NULL);
 	struct install_gw gws[N_GW];
-	struct install_report rep = {0};
+	struct install_report rep = { 0 };
 	char path[160];
 	int rc;
 
@@ -317,7 +314,7 @@ test_install_no_socket(void)
 static void
 test_plan_without_node(void)
 {
-	static const bool up[N_GW] = {true, true, false};
+	static const bool up[N_GW] = { true, true, false };
 	struct deploy *d;
 	struct jobplan *jp = plan_example(&d, 9, up);
 
@@ -353,8 +350,7 @@ example_two_at_a(const char *algorithm)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
 	json_array_append_new(json_object_get(doc, "gateways"),
 			      json_loads("{\"node\": \"a\", \"id\": 4, \"ipv4\": \"10.99.0.4\","
-					 " \"socket\": \"/run/georeduce/a2.sock\"}",
-					 0, &je));
+					 " \"socket\": \"/run/georeduce/a2.sock\"}", 0, &je));
 	if (algorithm != NULL) {
 		json_t *j0 = json_array_get(json_object_get(doc, "jobs"), 0);
 
@@ -388,8 +384,8 @@ holders(struct table *const *tb, int n, uint32_t c)
 static void
 test_plan_two_gateways(void)
 {
-	static const bool a2_down[4] = {true, false, true, true};
-	static const bool a_down[4] = {false, false, true, true};
+	static const bool a2_down[4] = { true, false, true, true };
+	static const bool a_down[4] = { false, false, true, true };
 	char err[JOBPLAN_ERR_MAX], path[200];
 	struct deploy *d = example_two_at_a(NULL);
 	struct jobplan *jp = NULL;
@@ -397,8 +393,7 @@ test_plan_two_gateways(void)
 
 	CU_ASSERT_FATAL(jobplan_build(d, 0, NULL, NULL, 4, &jp, err, sizeof(err)) == 0);
 	CHECK(jp->n_tables == 4 && jp->n_gateways == 4 && jp->n_workers == 6 &&
-		      jp->site_table[0] == 0,
-	      "%d tables, %d workers", jp->n_tables, jp->n_workers);
+	      jp->site_table[0] == 0, "%d tables, %d workers", jp->n_tables, jp->n_workers);
 	CU_ASSERT(jp->tables[0]->n_shards == 1 && jp->tables[0]->shards[0].gw.id == 4 &&
 		  jp->tables[1]->n_shards == 1 && jp->tables[1]->shards[0].gw.id == 1 &&
 		  jp->tables[2]->n_shards == 0);
@@ -422,8 +417,7 @@ test_plan_two_gateways(void)
 	/* a-2 down: a-1 holds every chunk of the next epoch. */
 	CU_ASSERT_FATAL(jobplan_build(d, 0, a2_down, NULL, 5, &jp, err, sizeof(err)) == 0);
 	CHECK(jp->n_tables == 3 && jp->tables[1] == NULL && jp->n_workers == 6 &&
-		      jp->tables[0]->n_shards == 0 && jp->site_table[0] == 0,
-	      "%d tables", jp->n_tables);
+	      jp->tables[0]->n_shards == 0 && jp->site_table[0] == 0, "%d tables", jp->n_tables);
 	for (uint32_t c = 0; c < n; c++)
 		if (!CHECK(holders(jp->tables, 2, c) == 1u, "chunk %u", c))
 			break;
@@ -442,12 +436,12 @@ test_plan_two_gateways(void)
 	const char *fact = json_string_value(json_object_get(h, "factorisation"));
 
 	CHECK(h != NULL && fact != NULL && strstr(fact, "][") == NULL && fact[0] == '[' &&
-		      json_integer_value(json_object_get(
-			      json_array_get(json_object_get(h, "sites"), 0), "gateways")) == 2,
+	      json_integer_value(json_object_get(json_array_get(json_object_get(h, "sites"), 0),
+						 "gateways")) == 2,
 	      "hierarchy %s", fact != NULL ? fact : "(none)");
 	CHECK(strcmp(jp->plan->algorithm, "blueconnect") == 0 && jp->plan->allreduce_seconds > 0 &&
-		      fabs(jp->plan->allreduce_seconds -
-			   json_number_value(json_object_get(h, "seconds"))) < 1e-9,
+	      fabs(jp->plan->allreduce_seconds -
+		   json_number_value(json_object_get(h, "seconds"))) < 1e-9,
 	      "predicted %g", jp->plan->allreduce_seconds);
 	CU_ASSERT(jp->tables[0]->n_shards == 1 && jp->tables[1]->n_shards == 1);
 	for (uint32_t c = 0; c < n; c++)
@@ -471,21 +465,20 @@ test_plan_measured_links(void)
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(lk);
 	for (int l = 0; l < nl; l++)
-		lk[l] = (struct jobplan_link){.up = true, .gbps_ab = 1e6, .gbps_ba = 1e6};
+		lk[l] = (struct jobplan_link){ .up = true, .gbps_ab = 1e6, .gbps_ba = 1e6 };
 	CHECK(jobplan_build(d, 0, NULL, lk, 4, &jp, err, sizeof(err)) == 0, "%s", err);
 	CHECK(jp != NULL && fabs(plan_total_rate(jp->plan) - before) < 1e-9 * before,
 	      "%g against %g", jp != NULL ? plan_total_rate(jp->plan) : 0, before);
 	jobplan_free(jp);
 	for (int l = 0; l < nl; l++)
-		lk[l] = (struct jobplan_link){.up = true,
-					      .gbps_ab = d->topo->links[l].gbps_ab / 4,
-					      .gbps_ba = d->topo->links[l].gbps_ba / 4};
+		lk[l] = (struct jobplan_link){ .up = true,
+					       .gbps_ab = d->topo->links[l].gbps_ab / 4,
+					       .gbps_ba = d->topo->links[l].gbps_ba / 4 };
 	CHECK(jobplan_build(d, 0, NULL, lk, 5, &jp, err, sizeof(err)) == 0, "%s", err);
 	/* Every link at a quarter: the same trees at a quarter of the rate. */
 	CHECK(jp != NULL && fabs(plan_total_rate(jp->plan) - before / 4) < 1e-6 * before,
 	      "%g against %g / 4", jp != NULL ? plan_total_rate(jp->plan) : 0, before);
-	CHECK(jp != NULL && jp->topo->n_links == nl, "%d links",
-	      jp != NULL ? jp->topo->n_links : 0);
+	CHECK(jp != NULL && jp->topo->n_links == nl, "%d links", jp != NULL ? jp->topo->n_links : 0);
 	jobplan_free(jp);
 	lk[0].up = false;
 	CHECK(jobplan_build(d, 0, NULL, lk, 6, &jp, err, sizeof(err)) == 0, "%s", err);
@@ -532,20 +525,20 @@ test_link_counters(void)
 	/* Towards 5: tree 0 up (900 first transmissions), job 1's stream 0 and job 2's
 	 * stream 3; the draining epoch not. */
 	CHECK(daemon_link_sent(jobs, 5, &bytes, &planned, &key) && bytes == 900 + 300 + 200 &&
-		      fabs(planned - 1.75) < 1e-12,
-	      "%llu bytes, %g planned", (unsigned long long)bytes, planned);
+	      fabs(planned - 1.75) < 1e-12, "%llu bytes, %g planned",
+	      (unsigned long long)bytes, planned);
 	/* Towards 7 a stream only (a multicast-only job): a link all the same. */
 	CHECK(daemon_link_sent(jobs, 7, &bytes, &planned, &key2) && bytes == 700 &&
-		      fabs(planned - 0.25) < 1e-12 && key2 == key,
-	      "%llu bytes, %g planned", (unsigned long long)bytes, planned);
+	      fabs(planned - 0.25) < 1e-12 && key2 == key, "%llu bytes, %g planned",
+	      (unsigned long long)bytes, planned);
 	CU_ASSERT(!daemon_link_sent(jobs, 8, &bytes, &planned, &key) && bytes == 0);
 	/* Trees: 0 and 1 of job 1; the streams' entries are none. */
-	json_array_foreach (json_object_get(json_array_get(jobs, 0), "links"), i, lk)
+	json_array_foreach(json_object_get(json_array_get(jobs, 0), "links"), i, lk)
 		trees += daemon_link_tree(lk) == (int)i;
 	CU_ASSERT(trees == 2);
 	CU_ASSERT(daemon_link_tree(json_array_get(json_object_get(json_array_get(jobs, 0), "links"),
 						  2)) == -1);
-	json_array_foreach (json_object_get(json_array_get(jobs, 2), "links"), i, lk)
+	json_array_foreach(json_object_get(json_array_get(jobs, 2), "links"), i, lk)
 		CU_ASSERT(daemon_link_tree(lk) == -1);
 	json_decref(jobs);
 }
@@ -558,15 +551,15 @@ static void
 test_crew_plan(void)
 {
 	char err[JOBPLAN_ERR_MAX];
-	static const bool up[N_GW] = {true, false, true};
+	static const bool up[N_GW] = { true, false, true };
 	struct deploy *d = deploy_load(EXAMPLE, err, sizeof(err));
 	struct jobplan *jp = NULL;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CHECK(jobplan_build(d, 2, NULL, NULL, 4, &jp, err, sizeof(err)) == 0, "%s", err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(jp);
-	CHECK(jp->plan->n_trees == 3 && strcmp(jp->plan->algorithm, "crew") == 0, "%d trees of %s",
-	      jp->plan->n_trees, jp->plan->algorithm);
+	CHECK(jp->plan->n_trees == 3 && strcmp(jp->plan->algorithm, "crew") == 0,
+	      "%d trees of %s", jp->plan->n_trees, jp->plan->algorithm);
 	for (int k = 0; k < jp->plan->n_trees; k++) {
 		const struct plan_tree *tr = &jp->plan->trees[k];
 
@@ -586,8 +579,8 @@ test_crew_plan(void)
 			const struct table_tree *e = &tb->trees[k];
 
 			CHECK(e->has_parent ? e->threshold == 0 && e->n_children == 0 &&
-						      e->subtree_workers == 1 :
-					      e->threshold == 2 && e->n_children == 2 &&
+						      e->subtree_workers == 1
+					    : e->threshold == 2 && e->n_children == 2 &&
 						      e->subtree_workers == 3,
 			      "node %d tree %u: threshold %u, %d children, %u workers", v, e->id,
 			      e->threshold, e->n_children, e->subtree_workers);
@@ -596,7 +589,8 @@ test_crew_plan(void)
 	jobplan_free(jp);
 	jp = NULL;
 	CHECK(jobplan_build(d, 2, up, NULL, 5, &jp, err, sizeof(err)) == 0, "%s", err);
-	CHECK(jp != NULL && jp->plan->n_trees == 2 && jp->n_workers == 2 && jp->tables[1] == NULL,
+	CHECK(jp != NULL && jp->plan->n_trees == 2 && jp->n_workers == 2 &&
+		      jp->tables[1] == NULL,
 	      "without b: %d trees, %d workers", jp != NULL ? jp->plan->n_trees : -1,
 	      jp != NULL ? jp->n_workers : -1);
 	jobplan_free(jp);
@@ -609,7 +603,7 @@ test_crew_plan(void)
 
 		CU_ASSERT_FATAL(ac >= 0 && d->topo->n_links == 3);
 		for (int l = 0; l < 3; l++)
-			lk[l] = (struct jobplan_link){.up = l != ac};
+			lk[l] = (struct jobplan_link){ .up = l != ac };
 		CHECK(jobplan_build(d, 2, NULL, lk, 6, &jp, err, sizeof(err)) == 0, "%s", err);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(jp);
 		int relayed = 0;
@@ -656,22 +650,16 @@ static const char selmcast_deploy[] =
 static void
 test_selmcast_plan(void)
 {
-	enum {
-		A,
-		B,
-		C,
-		R
-	};
+	enum { A, B, C, R };
 	char err[JOBPLAN_ERR_MAX], path[256], sum[1024];
 	struct deploy *d = deploy_parse(selmcast_deploy, "selmcast.json", err, sizeof(err));
 	struct jobplan *jp = NULL;
-	double load[3][2] = {{0}};
+	double load[3][2] = { { 0 } };
 
 	if (!CHECK(d != NULL, "%s", err))
 		return;
 	CHECK(d->jobs[0].algo == DEPLOY_ALGO_SELMCAST && d->jobs[0].mcast_p == 2 &&
-		      !d->jobs[0].mcast_application,
-	      "parsed options");
+	      !d->jobs[0].mcast_application, "parsed options");
 	CHECK(jobplan_build(d, 0, NULL, NULL, 1, &jp, err, sizeof(err)) == 0, "%s", err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(jp);
 	CHECK(jp->plan->n_trees == 0 && jp->n_streams == 3 && jp->n_tables == 4,
@@ -684,9 +672,7 @@ test_selmcast_plan(void)
 
 		/* Star through r: every site other than the source hangs off r. */
 		for (int v = 0; v < 4; v++)
-			CHECK(st->parent[v] == (v == src ? PLAN_ROOT :
-						v == R   ? src :
-							   R),
+			CHECK(st->parent[v] == (v == src ? PLAN_ROOT : v == R ? src : R),
 			      "stream %d: node %d's parent %d", s, v, st->parent[v]);
 		CHECK(st->rate_gbps > 0, "stream %d rate", s);
 		/* Links are (a,r), (b,r), (c,r): index = site. Up from the source, down to the
@@ -713,8 +699,8 @@ test_selmcast_plan(void)
 			const struct table_stream *e = &tr->streams[s];
 
 			CHECK(e->has_from && e->from.id == e->source && e->n_to == 2 &&
-				      e->n_deliver == 0 && e->n_origins == 1 &&
-				      e->origins[0] == 100 * e->source + 1,
+			      e->n_deliver == 0 && e->n_origins == 1 &&
+			      e->origins[0] == 100 * e->source + 1,
 			      "r stream %u: from %u, %d to, %d deliver", e->id, e->from.id, e->n_to,
 			      e->n_deliver);
 		}
@@ -724,12 +710,11 @@ test_selmcast_plan(void)
 
 			if (e->source == 1)
 				CHECK(!e->has_from && e->n_to == 1 && e->to[0].id == 4 &&
-					      e->n_deliver == 1 && e->deliver[0].id == 101 &&
-					      e->origins[0] == 101,
-				      "a's own stream");
+				      e->n_deliver == 1 && e->deliver[0].id == 101 &&
+				      e->origins[0] == 101, "a's own stream");
 			else
 				CHECK(e->has_from && e->from.id == 4 && e->n_to == 0 &&
-					      e->n_deliver == 1 && e->deliver[0].id == 101,
+				      e->n_deliver == 1 && e->deliver[0].id == 101,
 				      "a receives stream %u", e->id);
 		}
 	}
@@ -757,7 +742,7 @@ test_selmcast_plan(void)
 	jp = NULL;
 	/* Without c: two sites, p clamps to the one other site. */
 	{
-		static const bool up[4] = {true, true, false, true};
+		static const bool up[4] = { true, true, false, true };
 
 		CHECK(jobplan_build(d, 0, up, NULL, 2, &jp, err, sizeof(err)) == 0, "%s", err);
 		CHECK(jp != NULL && jp->n_streams == 2 && jp->tables[C] == NULL, "without c");
@@ -766,11 +751,10 @@ test_selmcast_plan(void)
 	}
 	/* Only one site left: no multicast to plan. */
 	{
-		static const bool up[4] = {true, false, false, true};
+		static const bool up[4] = { true, false, false, true };
 
 		CHECK(jobplan_build(d, 0, up, NULL, 3, &jp, err, sizeof(err)) == -ENOENT &&
-			      strstr(err, "needs 2") != NULL,
-		      "one site: %s", err);
+		      strstr(err, "needs 2") != NULL, "one site: %s", err);
 	}
 	deploy_free(d);
 }
@@ -780,19 +764,19 @@ static void
 test_ring_chains(void)
 {
 	struct topo_node nodes[5] = {
-		{.id = "a", .workers = 1, .gateways = 1, .lan_gbps = 100},
-		{.id = "b", .workers = 1, .gateways = 1, .lan_gbps = 100},
-		{.id = "r", .workers = 0, .gateways = 1, .lan_gbps = 100},
-		{.id = "c", .workers = 1, .gateways = 1, .lan_gbps = 100},
-		{.id = "d", .workers = 1, .gateways = 1, .lan_gbps = 100},
+		{ .id = "a", .workers = 1, .gateways = 1, .lan_gbps = 100 },
+		{ .id = "b", .workers = 1, .gateways = 1, .lan_gbps = 100 },
+		{ .id = "r", .workers = 0, .gateways = 1, .lan_gbps = 100 },
+		{ .id = "c", .workers = 1, .gateways = 1, .lan_gbps = 100 },
+		{ .id = "d", .workers = 1, .gateways = 1, .lan_gbps = 100 },
 	};
 	/* a - b - r - c - d - a: a ring with a relay between b and c. */
 	struct topo_link links[5] = {
-		{.a = 0, .b = 1, .gbps_ab = 10, .gbps_ba = 10, .latency_ms = 5},
-		{.a = 1, .b = 2, .gbps_ab = 10, .gbps_ba = 10, .latency_ms = 5},
-		{.a = 2, .b = 3, .gbps_ab = 10, .gbps_ba = 10, .latency_ms = 5},
-		{.a = 3, .b = 4, .gbps_ab = 6, .gbps_ba = 6, .latency_ms = 5},
-		{.a = 4, .b = 0, .gbps_ab = 10, .gbps_ba = 10, .latency_ms = 5},
+		{ .a = 0, .b = 1, .gbps_ab = 10, .gbps_ba = 10, .latency_ms = 5 },
+		{ .a = 1, .b = 2, .gbps_ab = 10, .gbps_ba = 10, .latency_ms = 5 },
+		{ .a = 2, .b = 3, .gbps_ab = 10, .gbps_ba = 10, .latency_ms = 5 },
+		{ .a = 3, .b = 4, .gbps_ab = 6, .gbps_ba = 6, .latency_ms = 5 },
+		{ .a = 4, .b = 0, .gbps_ab = 10, .gbps_ba = 10, .latency_ms = 5 },
 	};
 	char err[JOBPLAN_ERR_MAX];
 	struct topo *t = topo_create("ring5", 5, nodes, 5, links, err, sizeof(err));
@@ -809,8 +793,7 @@ test_ring_chains(void)
 		CHECK(plan_total_rate(p) > 6.0 && plan_total_rate(p) <= 40.0 / 3 + 1e-9,
 		      "rate %.3f", plan_total_rate(p));
 		for (int i = 0; i < p->n_trees; i++)
-			CHECK(t->nodes[p->trees[i].root].workers > 0, "tree %d rooted at a relay",
-			      i);
+			CHECK(t->nodes[p->trees[i].root].workers > 0, "tree %d rooted at a relay", i);
 	}
 	plan_free(p);
 	topo_free(t);
@@ -830,8 +813,8 @@ test_protected_links(void)
 	int pairs = 0;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
-	json_object_set_new(doc, "protected",
-			    json_pack("{s:s,s:s}", "links", "all", "aead", "aes-256-gcm"));
+	json_object_set_new(doc, "protected", json_pack("{s:s,s:s}", "links", "all", "aead",
+							 "aes-256-gcm"));
 	text = json_dumps(doc, 0);
 	d = deploy_parse(text, EXAMPLE, err, sizeof(err));
 	free(text);
@@ -853,7 +836,7 @@ test_protected_links(void)
 			CU_ASSERT_FATAL(v < jp->n_nodes);
 			const struct table_seal *back = table_seal_find(jp->tables[v], a->gw.id);
 			const struct table_seal *next = table_seal_find(jp2->tables[u], s->peer);
-			uint8_t zero[32] = {0};
+			uint8_t zero[32] = { 0 };
 
 			CU_ASSERT(back != NULL && back->key_id == s->key_id &&
 				  memcmp(back->key, s->key, 32) == 0);
@@ -884,8 +867,8 @@ test_protected_links(void)
 	CU_ASSERT_PTR_NULL(deploy_parse(text, EXAMPLE, err, sizeof(err)));
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "protected.links[0]"));
 	free(text);
-	json_object_set_new(doc, "protected",
-			    json_pack("{s:s,s:s}", "links", "all", "aead", "des"));
+	json_object_set_new(doc, "protected", json_pack("{s:s,s:s}", "links", "all", "aead",
+							 "des"));
 	text = json_dumps(doc, 0);
 	CU_ASSERT_PTR_NULL(deploy_parse(text, EXAMPLE, err, sizeof(err)));
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "protected"));
@@ -950,9 +933,8 @@ test_hyst_budget(void)
 	CU_ASSERT_EQUAL(due, 100000 + HYST_WINDOW_MS); /* the first leaves the minute */
 	/* A measurement waits too, and for the smaller budget: until only 5 are left. */
 	CU_ASSERT(hyst_gate(&hcfg, &h, false, 0, t, &due) == HYST_WAIT);
-	CU_ASSERT_EQUAL(due, 100000 +
-				     100 * (HYST_FAILURE_REPLANS_PER_MIN_DEFAULT -
-					    HYST_REPLANS_PER_MIN_DEFAULT) +
+	CU_ASSERT_EQUAL(due, 100000 + 100 * (HYST_FAILURE_REPLANS_PER_MIN_DEFAULT -
+					     HYST_REPLANS_PER_MIN_DEFAULT) +
 				     HYST_WINDOW_MS);
 	CU_ASSERT(hyst_gate(&hcfg, &h, false, 0, due, &due) == HYST_NOW);
 
