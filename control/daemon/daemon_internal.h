@@ -53,6 +53,11 @@ enum cause {
  * (hyst_gate()), rather than a measurement's or a return's, which waits? */
 bool cause_prompt(enum cause c);
 
+/** May a re-plan for this cause that compiles to the live epoch's tables keep that epoch
+ * (no new one)? Not at start, on request, after a failed activation or a rejection (the
+ * gateways need the install), nor for a gateway back (it may have lost its tables). */
+bool cause_may_keep(enum cause c);
+
 /** The cause's name in the metrics, `status` and the log. */
 extern const char *const cause_names[CAUSE_COUNT];
 

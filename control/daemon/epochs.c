@@ -166,8 +166,9 @@ install_job(struct dmn *m, int ji)
 			    j->reason, j->error, j->live_epoch);
 		goto out;
 	}
-	if (!cause_prompt(cause) && same_tables(j->live, jp, j->live_epoch)) {
-		/* A measurement that changes nothing: no epoch, the number is not used. */
+	if (cause_may_keep(cause) && same_tables(j->live, jp, j->live_epoch)) {
+		/* A change that this job's plan does not see (a link or gateway it does not
+		 * use, a capacity that changes nothing): no epoch, the number is not used. */
 		j->unchanged[cause]++;
 		j->next_epoch = epoch;
 		j->error[0] = '\0';

@@ -35,6 +35,13 @@ cause_prompt(enum cause c)
 	       c != CAUSE_LINK_UP;
 }
 
+bool
+cause_may_keep(enum cause c)
+{
+	return c == CAUSE_GATEWAY_DOWN || c == CAUSE_GATEWAY_NO_ANSWER || c == CAUSE_LINK_DOWN ||
+	       c == CAUSE_LINK_UP || c == CAUSE_LINK_SHORT || c == CAUSE_LINK_RESTORED;
+}
+
 void
 control_log(const char *fmt, ...)
 {
