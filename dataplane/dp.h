@@ -607,6 +607,9 @@ struct dp_seen {
 	uint64_t mac; /* as struct dp_neigh's, DP_NEIGH_VALID set */
 };
 
+/** The longest TX delay, --fault delay_ms= and the `delay` op, in ms. */
+#define DP_DELAY_MS_MAX 10000
+
 /** Directions of fault injection. */
 enum dp_dir {
 	DP_RX = 0,
@@ -617,7 +620,8 @@ enum dp_dir {
  * Fault injection on one direction of one port (--fault; off unless configured): each
  * frame is dropped, duplicated or held back behind the next one with these
  * probabilities (x 2^32), and outgoing frames are delayed by delay_tsc. Set at start,
- * read-only afterwards.
+ * read-only afterwards, except delay_tsc of a port with a delay line, which the control
+ * thread may change (the `delay` op) and the lcores read with relaxed atomics.
  *
  * With ge set, loss follows a Gilbert-Elliott channel instead of loss: a two-state Markov
  * chain per lcore, port and direction, stepped once per frame. In the good state a frame

@@ -295,7 +295,7 @@ parse_fault(const char *s, struct dp_config *cfg)
 		if (eq[1] == '\0' || *end != '\0' || !(v >= 0))
 			goto bad;
 		if (strcmp(tok, "delay_ms") == 0) {
-			if (dir != DP_TX || v > 10000)
+			if (dir != DP_TX || v > DP_DELAY_MS_MAX)
 				goto bad;
 			f.delay_tsc = (uint64_t)(v * 1e-3 * (double)rte_get_tsc_hz());
 			continue;

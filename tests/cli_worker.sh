@@ -3,7 +3,8 @@
 # georeduce-worker end to end: bad options and files exit 2 with one line; a silent
 # gateway exits 1 with one line; against a stand-in gateway on 127.0.0.1 (Python, stdlib
 # only, written from docs/PROTOCOL.md: it sums fp32 CONTRIBs and sends the RESULTs) rounds
-# verify, --json reports them, --input and --output carry a tensor, a wrong
+# verify (each round's line through a pipe as the round ends), --json reports them,
+# --input and --output carry a tensor, a wrong
 # --all-workers fails the check with exit 1, and --follow workers that began a round under
 # two epochs both run it again under the newer one. Then --multicast against a stand-in
 # gateway that forwards MCAST between two local workers and adds the updates of two remote
@@ -124,6 +125,24 @@ expect 0 "two workers, three rounds" w --worker-id 11 --worker-id 12 --rounds 3 
 	not_ok "rounds: $(cat "$tmp/out")"
 grep -q "worker 12 round 7: .* Gbit/s, 2 contributors, verified" "$tmp/out" &&
 	ok "per-round line" || not_ok "per-round line: $(head -2 "$tmp/out")"
+# Through a pipe, each round's line comes as the round ends, not when the process exits:
+# 11 runs rounds 60 and 61, 12 only round 60, so 11 waits in round 61 (no result without
+# 12) while its line of round 60 must already be through the pipe. Then 12's round 61
+# lets it finish.
+w --worker-id 11 --first-round 60 --rounds 2 --timeout 120 2>&1 | cat >"$tmp/pipe.out" &
+p11=$!
+w --worker-id 12 --first-round 60 --rounds 1 >"$tmp/out12" 2>&1 ||
+	not_ok "worker 12, round 60: $(cat "$tmp/out12")"
+if wait_for_line "$tmp/pipe.out" '^worker 11 round 60: .*verified' 60 "$p11" &&
+	! grep -q "round 61" "$tmp/pipe.out"; then
+	ok "through a pipe, a round's line comes before the process exits"
+else
+	not_ok "no round line through the pipe while the worker runs: $(cat "$tmp/pipe.out")"
+fi
+w --worker-id 12 --first-round 61 --rounds 1 >"$tmp/out12" 2>&1 ||
+	not_ok "worker 12, round 61: $(cat "$tmp/out12")"
+wait "$p11" && grep -q "^worker 11 round 61: .*verified" "$tmp/pipe.out" &&
+	ok "then its next round" || not_ok "round 61 through the pipe: $(cat "$tmp/pipe.out")"
 expect 0 "--all-workers, --json" w --worker-id 11 --worker-id 12 --all-workers 11,12 \
 	--first-round 10 --json
 python3 -c '

@@ -35,6 +35,10 @@ expect 2 "bad deployment: JSON syntax names line and column" \
 	"$CONTROL" run "$tmp/syntax.json" --socket "$tmp/x.sock"
 grep -q "syntax.json:2:" "$tmp/err" || not_ok "syntax error position: $(cat "$tmp/err")"
 expect 2 "run: bad option value" "$CONTROL" run "$EXAMPLE" --heartbeat-ms 0
+expect 2 "run: no re-plan budget" "$CONTROL" run "$EXAMPLE" --replans-per-min 0
+expect 2 "run: a failure budget below the re-plan budget" "$CONTROL" run "$EXAMPLE" \
+	--replans-per-min 10 --failure-replans-per-min 5 --socket "$tmp/x.sock"
+expect 2 "run: a negative minimum epoch age" "$CONTROL" run "$EXAMPLE" --min-epoch-ms -1
 
 # ---- three dataplanes and the daemon ---------------------------------------------------
 start_dps
@@ -113,6 +117,10 @@ expect 0 "status --json" "$CONTROL" status --socket "$tmp/ctl.sock" --json
 	not_ok "status --json gateways: $(jq -c .gateways "$tmp/out")"
 [ "$(jq '.jobs[0].trees | length' "$tmp/out")" -ge 1 ] ||
 	not_ok "status --json: no trees for job 1"
+[ "$(jq '.jobs[0].replans.start' "$tmp/out")" = 1 ] &&
+	[ "$(jq '.hysteresis.min_epoch_ms' "$tmp/out")" = 10000 ] &&
+	ok "status counts re-plans by cause and shows the hysteresis" ||
+	not_ok "status --json re-plans: $(jq -c '.jobs[0] | {replans, replans_held}' "$tmp/out")"
 
 # Garbage on the daemon's socket: an error answer with id null, and the daemon goes on.
 resp=$(python3 - "$tmp/ctl.sock" <<'EOF'

@@ -4,8 +4,9 @@
  * against fake gateways, threads that serve the control-socket protocol and can reject a
  * prepare, never answer one, or die after one; and job planning (control/daemon/jobplan.c
  * and jobplan_trees.c) on the example deployment, with a gateway down and with the ring as
- * chain trees; and how the daemon reads a dataplane's per-link counters
- * (control/daemon/rates.c).
+ * chain trees; how the daemon reads a dataplane's per-link counters
+ * (control/daemon/rates.c); and the re-planning hysteresis and budget
+ * (control/daemon/hyst.c), fed sequences of measurements and re-plans.
  */
 #include <errno.h>
 #include <math.h>
@@ -25,6 +26,7 @@
 #include "ctlmsg.h"
 #include "daemon.h"
 #include "deploy.h"
+#include "hyst.h"
 #include "install.h"
 #include "jobplan.h"
 #include "testutil.h"
@@ -877,6 +879,156 @@ test_protected_links(void)
 	deploy_free(d);
 }
 
+/* ---- re-planning hysteresis and budget (control/daemon/hyst.c) ---- */
+
+static const struct hyst_cfg hcfg = {
+	.min_epoch_ms = HYST_MIN_EPOCH_MS_DEFAULT,
+	.short_ms = HYST_SHORT_MS_DEFAULT,
+	.short_samples = HYST_SHORT_SAMPLES_DEFAULT,
+	.replans_per_min = HYST_REPLANS_PER_MIN_DEFAULT,
+	.failure_replans_per_min = HYST_FAILURE_REPLANS_PER_MIN_DEFAULT,
+};
+
+/* A measurement waits for the live epoch's minimum age, a failure does not. */
+static void
+test_hyst_min_epoch(void)
+{
+	struct hyst_job h = {0};
+	int64_t due = -1;
+
+	/* No live epoch: nothing to outlive. */
+	CU_ASSERT(hyst_gate(&hcfg, &h, false, -1, 5000, &due) == HYST_NOW && due == 5000);
+	hyst_record(&h, 5000);
+	/* Epoch live since 6000: a measurement at 7000 waits until 16000. */
+	CU_ASSERT(hyst_gate(&hcfg, &h, false, 6000, 7000, &due) == HYST_WAIT);
+	CU_ASSERT_EQUAL(due, 6000 + HYST_MIN_EPOCH_MS_DEFAULT);
+	CU_ASSERT(hyst_gate(&hcfg, &h, false, 6000, 15999, &due) == HYST_WAIT);
+	CU_ASSERT(hyst_gate(&hcfg, &h, false, 6000, 16000, &due) == HYST_NOW);
+	/* A failure is planned at once. */
+	CU_ASSERT(hyst_gate(&hcfg, &h, true, 6000, 6001, &due) == HYST_NOW && due == 6001);
+	CU_ASSERT_EQUAL(hyst_recent(&h, 6001), 1);
+	CU_ASSERT_EQUAL(hyst_recent(&h, 5000 + HYST_WINDOW_MS), 0);
+}
+
+/*
+ * The budgets: measurements stop at replans_per_min re-plans in a minute (failures
+ * included), failures at failure_replans_per_min; both free again as the oldest leaves
+ * the minute. Counted decisions, no clock.
+ */
+static void
+test_hyst_budget(void)
+{
+	struct hyst_job h = {0};
+	int64_t due, t = 100000;
+	int now = 0;
+
+	/* Failures every 100 ms: the first 30 at once, then they wait. */
+	for (int i = 0; i < 100; i++, t += 100)
+		if (hyst_gate(&hcfg, &h, true, t - 100, t, &due) == HYST_NOW) {
+			hyst_record(&h, t);
+			now++;
+		}
+	CU_ASSERT_EQUAL(now, HYST_FAILURE_REPLANS_PER_MIN_DEFAULT);
+	CU_ASSERT(hyst_gate(&hcfg, &h, true, 0, t, &due) == HYST_WAIT);
+	CU_ASSERT_EQUAL(due, 100000 + HYST_WINDOW_MS); /* the first leaves the minute */
+	/* A measurement waits too, and for the smaller budget: until only 5 are left. */
+	CU_ASSERT(hyst_gate(&hcfg, &h, false, 0, t, &due) == HYST_WAIT);
+	CU_ASSERT_EQUAL(due, 100000 + 100 * (HYST_FAILURE_REPLANS_PER_MIN_DEFAULT -
+					     HYST_REPLANS_PER_MIN_DEFAULT) +
+				     HYST_WINDOW_MS);
+	CU_ASSERT(hyst_gate(&hcfg, &h, false, 0, due, &due) == HYST_NOW);
+
+	/* Measurements alone, one as soon as allowed, over ten minutes: never more than the
+	 * budget in any minute, never two within the minimum age of an epoch. */
+	struct hyst_job m = {0};
+	int64_t live = -1, last = -HYST_WINDOW_MS; /* no live epoch at first */
+	int planned = 0;
+
+	for (t = 0; t < 10 * HYST_WINDOW_MS; t += 200)
+		if (hyst_gate(&hcfg, &m, false, live, t, &due) == HYST_NOW) {
+			CU_ASSERT(t - last >= HYST_MIN_EPOCH_MS_DEFAULT);
+			hyst_record(&m, t);
+			CU_ASSERT(hyst_recent(&m, t) <= HYST_REPLANS_PER_MIN_DEFAULT);
+			live = last = t;
+			planned++;
+		}
+	CU_ASSERT_EQUAL(planned, 10 * HYST_WINDOW_MS / HYST_MIN_EPOCH_MS_DEFAULT);
+
+	/* A budget of 2 a minute with no minimum age: 2, then the third a minute after the
+	 * first. */
+	struct hyst_cfg two = hcfg;
+	struct hyst_job b = {0};
+
+	two.min_epoch_ms = 0;
+	two.replans_per_min = 2;
+	planned = 0;
+	for (t = 0; t < HYST_WINDOW_MS + 1000; t += 1000)
+		if (hyst_gate(&two, &b, false, t, t, &due) == HYST_NOW) {
+			hyst_record(&b, t);
+			planned++;
+			CU_ASSERT(t == 0 || t == 1000 || t == HYST_WINDOW_MS);
+		}
+	CU_ASSERT_EQUAL(planned, 3);
+}
+
+/* A shortfall counts once it has lasted short_samples measurements and short_ms; one
+ * sample that is not short starts it again. */
+static void
+test_hyst_short(void)
+{
+	struct hyst_short s = {0};
+	int64_t t = 0;
+	int counted = 0, at = -1;
+
+	/* A loaded host: short every other heartbeat for ten minutes, never counted. */
+	for (int i = 0; i < 3000; i++, t += 200)
+		counted += hyst_short_step(&hcfg, &s, i % 2 == 0, t);
+	CU_ASSERT_EQUAL(counted, 0);
+	/* Short for 4.8 s of 200 ms heartbeats, then a good one: nothing. */
+	for (int i = 0; i < 25; i++, t += 200)
+		counted += hyst_short_step(&hcfg, &s, true, t);
+	counted += hyst_short_step(&hcfg, &s, false, t);
+	CU_ASSERT_EQUAL(counted, 0);
+	/* Short all along: counted at the sample 5 s after the first, then again 5 s on. */
+	t += 200;
+	for (int i = 0; i < 60; i++, t += 200)
+		if (hyst_short_step(&hcfg, &s, true, t)) {
+			counted++;
+			if (at < 0)
+				at = i;
+		}
+	CU_ASSERT_EQUAL(at, HYST_SHORT_MS_DEFAULT / 200);
+	CU_ASSERT_EQUAL(counted, 2);
+	/* Heartbeats 10 s apart: 5 s pass at once, the samples do not. */
+	struct hyst_short w = {0};
+
+	CU_ASSERT(!hyst_short_step(&hcfg, &w, true, 0));
+	CU_ASSERT(!hyst_short_step(&hcfg, &w, true, 10000));
+	CU_ASSERT(hyst_short_step(&hcfg, &w, true, 20000));
+}
+
+static void
+test_hyst_cfg(void)
+{
+	struct hyst_cfg c = hcfg;
+
+	CU_ASSERT_PTR_NULL(hyst_cfg_check(&c));
+	c.replans_per_min = 0;
+	CU_ASSERT_PTR_NOT_NULL(hyst_cfg_check(&c));
+	c = hcfg;
+	c.failure_replans_per_min = c.replans_per_min - 1;
+	CU_ASSERT_PTR_NOT_NULL(hyst_cfg_check(&c));
+	c = hcfg;
+	c.failure_replans_per_min = HYST_WINDOW_MAX + 1;
+	CU_ASSERT_PTR_NOT_NULL(hyst_cfg_check(&c));
+	c = hcfg;
+	c.short_samples = 0;
+	CU_ASSERT_PTR_NOT_NULL(hyst_cfg_check(&c));
+	c = hcfg;
+	c.min_epoch_ms = -1;
+	CU_ASSERT_PTR_NOT_NULL(hyst_cfg_check(&c));
+}
+
 int
 main(void)
 {
@@ -901,6 +1053,11 @@ main(void)
 	CU_add_test(s, "CREW as stars with a threshold", test_crew_plan);
 	CU_add_test(s, "selmcast: streams, one copy per tree edge, rates fit", test_selmcast_plan);
 	CU_add_test(s, "protected links: a key per link and epoch", test_protected_links);
+	CU_add_test(s, "re-plans: a measurement waits for the epoch's minimum age",
+		    test_hyst_min_epoch);
+	CU_add_test(s, "re-plans: the budgets of measurements and failures", test_hyst_budget);
+	CU_add_test(s, "re-plans: a shortfall counts once it persists", test_hyst_short);
+	CU_add_test(s, "re-plans: bad hysteresis settings", test_hyst_cfg);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

@@ -96,6 +96,9 @@ test_control(void)
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"ping\"}") == 0);
 	CU_ASSERT(call_errno("{\"version\":2,\"id\":1,\"op\":\"ping\"}") == EPROTONOSUPPORT);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"fly\"}") == EOPNOTSUPP);
+	/* No port of this dataplane has a delay line to change. */
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"delay\",\"port\":0,"
+			     "\"delay_ms\":5}") == ENOENT);
 	CU_ASSERT(call_errno("{\"version\":1,\"op\":\"ping\"}") == EINVAL);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"ping\",\"x\":1}") == EINVAL);
 	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"install\"}") == EINVAL);

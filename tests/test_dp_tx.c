@@ -23,8 +23,9 @@
 #include "table.h"
 #include "wire.h"
 
-/* Fault injection: TX delay holds frames back, TX duplication doubles them, RX loss
- * drops them, RX reordering swaps them; each counted. */
+/* Fault injection: TX delay holds frames back (and the `delay` op changes it while the
+ * port runs), TX duplication doubles them, RX loss drops them, RX reordering swaps them;
+ * each counted. */
 static void
 test_faults(void)
 {
@@ -52,6 +53,23 @@ test_faults(void)
 	for (int i = 0; i < n && i < 64; i++)
 		CU_ASSERT(o[i].p.type == WIRE_TYPE_RESULT &&
 			  out_f32(&o[i], 5) == val(11, 5) + val(12, 5) + val(13, 5));
+	/* The `delay` op: the port's delay changed while it runs; at 0 the next round's
+	 * results leave at the first flush. Bad arguments change nothing. */
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"delay\",\"port\":0,"
+			     "\"delay_ms\":-1}") == EINVAL);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"delay\",\"port\":0,"
+			     "\"delay_ms\":10001}") == EINVAL);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"delay\",\"port\":0}") == EINVAL);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"delay\",\"port\":9,"
+			     "\"delay_ms\":1}") == ENOENT);
+	CU_ASSERT(dp.ports[0].fault[DP_TX].delay_tsc == rte_get_tsc_hz() / 50);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"delay\",\"port\":0,"
+			     "\"delay_ms\":0}") == 0);
+	CU_ASSERT(dp.ports[0].fault[DP_TX].delay_tsc == 0);
+	for (int w = 0; w < 3; w++)
+		inject(contrib_f32(30, 1, 0, W3[w], 1, 0, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 6);
 	dp_down();
 
 	faults[DP_RX] =

@@ -236,6 +236,16 @@ grep -q "gateway c (id 3, .*is down" "$D/control.log" && ok "the control process
 ep=$(epoch_of "$D/tables/job-1-a.json")
 grep -q '"id": 3' "$D/tables/job-1-a.json" && not_ok "job 1 at epoch $ep still uses c" ||
 	ok "job 1 now at epoch $ep, without c"
+# replans: every job's re-plans by cause so far (held back and unchanged ones too), for
+# the log: epochs beyond the faults made here say why they were made.
+replans() {
+	"$CTL" status --socket "$D/control.sock" --json | python3 -c '
+import json, sys
+for j in json.load(sys.stdin)["jobs"]:
+    print("# job %d at epoch %s: re-plans %s, held %s, unchanged %s" % (j["job"], j["epoch"],
+          j["replans"], j["replans_held"], j["replans_unchanged"]))' || true
+}
+replans
 
 # 4. The remaining link shaped down to a quarter in the middle of a round: slower, exact.
 # Only what the control process logs from here on counts: the a-b link can be found
@@ -320,5 +330,6 @@ fi
 	"$BUILD/tools/dpctl/georeduce-dpctl" -s "$D/gw1.sock" ping >/dev/null &&
 	ok "gateways still serve" || not_ok "gateways after a vanished worker"
 
+replans
 echo "wan_e2e: $fails failed"
 [ "$fails" = 0 ]

@@ -112,6 +112,18 @@ rounds_json(const struct dmn *m, int i)
 			 (json_int_t)per_max, "chunks_in_flight", (json_int_t)in_flight);
 }
 
+/* Counts by cause, for `status`: {"start": 1, ...}, the causes with none left out. */
+static json_t *
+causes_json(const uint64_t *n)
+{
+	json_t *o = json_object();
+
+	for (int c = 0; c < CAUSE_COUNT; c++)
+		if (n[c] > 0)
+			json_object_set_new(o, cause_names[c], json_integer((json_int_t)n[c]));
+	return o;
+}
+
 static json_t *
 status_json(const struct dmn *m)
 {
@@ -124,6 +136,13 @@ status_json(const struct dmn *m)
 	json_object_set_new(o, "topology", json_string(m->d->topo->name));
 	json_object_set_new(o, "heartbeat_ms", json_integer(m->o->heartbeat_ms));
 	json_object_set_new(o, "fail_after", json_integer(m->o->fail_after));
+	json_object_set_new(o, "hysteresis",
+			    json_pack("{s:I,s:I,s:i,s:i,s:i}", "min_epoch_ms",
+				      (json_int_t)m->o->hyst.min_epoch_ms, "short_ms",
+				      (json_int_t)m->o->hyst.short_ms, "short_samples",
+				      m->o->hyst.short_samples, "replans_per_min",
+				      m->o->hyst.replans_per_min, "failure_replans_per_min",
+				      m->o->hyst.failure_replans_per_min));
 	json_object_set_new(o, "uptime_s", json_real((double)(t - m->started) / 1e3));
 	for (int v = 0; v < m->d->n_gateways; v++) {
 		const struct gw *g = &m->gws[v];
@@ -169,6 +188,15 @@ status_json(const struct dmn *m)
 								 (uint32_t)dj->n_workers));
 		json_object_set_new(jo, "epoch",
 				    jp != NULL ? json_integer(j->live_epoch) : json_null());
+		json_object_set_new(jo, "replans", causes_json(j->replans));
+		json_object_set_new(jo, "replans_held", causes_json(j->held));
+		json_object_set_new(jo, "replans_unchanged", causes_json(j->unchanged));
+		json_object_set_new(jo, "replans_last_minute",
+				    json_integer(hyst_recent(&j->hy, t)));
+		json_object_set_new(jo, "replan_held_for_s",
+				    j->dirty && j->holding && j->due > t ?
+					    json_real((double)(j->due - t) / 1e3) :
+					    json_null());
 		json_object_set_new(jo, "state",
 				    json_string(jp == NULL                  ? "not installed" :
 						j->dirty || j->retry_in > 0 ? "live, re-planning" :

@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "deploy.h"
+#include "hyst.h"
 
 #define DAEMON_SOCKET_DEFAULT "/run/georeduce/control.sock"
 #define DAEMON_HEARTBEAT_MS_DEFAULT 1000
@@ -36,11 +37,10 @@
 #define DAEMON_RETRY_MAX_HEARTBEATS 640
 /** A link direction carrying less than this share of its planned rate behind a standing
  * queue (the probes' round trip above its smallest by more than DAEMON_RATE_QUEUE_MS and
- * by half) for DAEMON_RATE_STRIKES heartbeats in a row is planned at what it delivered, for
- * DAEMON_RATE_HOLD_MS (docs/CONTROL.md). */
+ * by half) for the hysteresis' short_samples heartbeats in a row over short_ms (hyst.h) is
+ * planned at what it delivered, for DAEMON_RATE_HOLD_MS (docs/DEPLOYMENT.md). */
 #define DAEMON_RATE_SHORT 0.8
 #define DAEMON_RATE_QUEUE_MS 20.0
-#define DAEMON_RATE_STRIKES 3
 #define DAEMON_RATE_HOLD_MS 60000
 /** A link direction carrying less than this share of what it should is idle (its jobs are
  * not sending), not short: with nothing to carry the probes' round trip can still rise,
@@ -59,14 +59,15 @@
 #define DAEMON_WAIT_MS_MAX 60000
 
 struct daemon_opts {
-	const char *socket;  /* the daemon's own control socket */
-	const char *listen;  /* its API over TLS, "HOST:PORT"; NULL: the deployment's */
-	const char *metrics; /* Prometheus metrics at http://ADDR:PORT/metrics; NULL: off */
-	int heartbeat_ms;    /* heartbeat interval, >= 10 */
-	int fail_after;      /* missed heartbeats in a row that fail a gateway, >= 1 */
-	int timeout_ms;      /* how long one call to a dataplane may take */
-	const char *out;     /* if not NULL: write every live epoch's plan and tables
+	const char *socket;   /* the daemon's own control socket */
+	const char *listen;   /* its API over TLS, "HOST:PORT"; NULL: the deployment's */
+	const char *metrics;  /* Prometheus metrics at http://ADDR:PORT/metrics; NULL: off */
+	int heartbeat_ms;     /* heartbeat interval, >= 10 */
+	int fail_after;       /* missed heartbeats in a row that fail a gateway, >= 1 */
+	int timeout_ms;       /* how long one call to a dataplane may take */
+	const char *out;      /* if not NULL: write every live epoch's plan and tables
 				  * there (jobplan_write()), for workers that follow them */
+	struct hyst_cfg hyst; /* re-planning hysteresis and budget */
 };
 
 /**

@@ -20,6 +20,7 @@
 #include "ctlsrv.h"
 #include "ctltls.h"
 #include "daemon.h"
+#include "hyst.h"
 #include "install.h"
 #include "jobplan.h"
 
@@ -47,6 +48,18 @@ enum cause {
 	CAUSE_REQUESTED,
 	CAUSE_COUNT,
 };
+
+/** Is a re-plan for this cause a failure's, planned at once within the failure budget
+ * (hyst_gate()), rather than a measurement's or a return's, which waits? */
+bool cause_prompt(enum cause c);
+
+/** May a re-plan for this cause that compiles to the live epoch's tables keep that epoch
+ * (no new one)? Not at start, on request, after a failed activation or a rejection (the
+ * gateways need the install), nor for a gateway back (it may have lost its tables). */
+bool cause_may_keep(enum cause c);
+
+/** The cause's name in the metrics, `status` and the log. */
+extern const char *const cause_names[CAUSE_COUNT];
 
 /* One gateway as the daemon sees it. */
 struct gw {
@@ -91,20 +104,26 @@ struct waiter {
 
 /* One job as the daemon sees it. */
 struct job {
-	uint32_t live_epoch;           /* 0: none installed by this daemon */
-	uint32_t next_epoch;           /* the next epoch to try (never reused) */
-	struct jobplan *live;          /* the plan of live_epoch */
-	int64_t live_since;            /* monotonic ms */
-	bool dirty;                    /* plan and install a new epoch */
-	bool adopt_tried;              /* looked for a live epoch to take over (at start) */
-	char reason[REASON_MAX];       /* why, for the log */
-	enum cause cause;              /* why, for the metrics */
-	uint64_t replans[CAUSE_COUNT]; /* epochs planned, by cause (metrics) */
-	uint64_t plan_failures;        /* plans that gave no epoch (metrics) */
-	uint64_t epochs;               /* epochs that went live or were taken over (metrics) */
-	int retry_in;                  /* heartbeats until a retry after a rejection; 0: none */
-	int retry_after;               /* the next backoff: doubles after each rejection */
-	char error[JOBPLAN_ERR_MAX];   /* the last failure, "" if the last attempt worked */
+	uint32_t live_epoch;             /* 0: none installed by this daemon */
+	uint32_t next_epoch;             /* the next epoch to try (never reused) */
+	struct jobplan *live;            /* the plan of live_epoch */
+	int64_t live_since;              /* monotonic ms */
+	bool dirty;                      /* plan and install a new epoch */
+	bool adopt_tried;                /* looked for a live epoch to take over (at start) */
+	char reason[REASON_MAX];         /* why, for the log */
+	enum cause cause;                /* why, for the metrics */
+	uint64_t replans[CAUSE_COUNT];   /* epochs planned, by cause (metrics) */
+	uint64_t held[CAUSE_COUNT];      /* re-plans held back by the hysteresis or budget */
+	uint64_t unchanged[CAUSE_COUNT]; /* plans that came out as the live epoch's tables:
+					  * no new epoch */
+	struct hyst_job hy;              /* its recent re-plans, for the budget */
+	bool holding;                    /* dirty, and held back (logged once) */
+	int64_t due;                     /* when holding: when it may be planned */
+	uint64_t plan_failures;          /* plans that gave no epoch (metrics) */
+	uint64_t epochs;                 /* epochs that went live or were taken over (metrics) */
+	int retry_in;                    /* heartbeats until a retry after a rejection; 0: none */
+	int retry_after;                 /* the next backoff: doubles after each rejection */
+	char error[JOBPLAN_ERR_MAX];     /* the last failure, "" if the last attempt worked */
 	/* Measured tree rates (tree_rates_update()), for the live epoch. */
 	uint32_t rates_epoch; /* the epoch they are for; 0: none */
 	int n_rates;          /* trees */
@@ -126,7 +145,7 @@ struct lrate {
 	double planned_gbps;    /* the sum of the rates of the trees and streams on it */
 	double rtt_ms;          /* the sender's last probe round trip to the other end; < 0 */
 	double base_rtt_ms;     /* the smallest seen since the link came up; 0: none */
-	int strikes;            /* samples in a row short of the plan behind a queue */
+	struct hyst_short sh;   /* samples in a row short of the plan behind a queue */
 	double measured_gbps;   /* the capacity plans use now; 0: the topology's */
 	int64_t measured_until; /* monotonic ms when plans go back to the topology's */
 	int heard;              /* (a->b entry) heartbeats in a row that the ends of a link

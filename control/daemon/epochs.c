@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * Taking over, planning and installing each job's epochs (epochs.h), and what the daemon
+ * Taking over, planning and installing each job's epochs (epochs.h), when a job marked for
+ * a new epoch may be planned (the hysteresis and budget of hyst.h), and what the daemon
  * does after a failed install. On the daemon's thread. No DPDK.
  */
 #include <errno.h>
@@ -97,6 +98,31 @@ adopt(struct dmn *m, int ji, const bool *up)
 	return true;
 }
 
+/* Do the plans live (of epoch `live_epoch`) and jp compile to the same tables on every
+ * gateway, link keys apart? */
+static bool
+same_tables(const struct jobplan *live, const struct jobplan *jp, uint32_t live_epoch)
+{
+	bool same = live != NULL && live->n_gateways == jp->n_gateways;
+
+	for (int v = 0; same && v < jp->n_gateways; v++) {
+		json_t *a, *b;
+
+		if (live->tables[v] == NULL || jp->tables[v] == NULL) {
+			same = live->tables[v] == jp->tables[v];
+			continue;
+		}
+		a = table_to_json_public(live->tables[v]);
+		b = table_to_json_public(jp->tables[v]);
+		if (b != NULL) /* compared as if of the same epoch */
+			json_object_set_new(b, "epoch", json_integer(live_epoch));
+		same = a != NULL && b != NULL && json_equal(a, b);
+		json_decref(a);
+		json_decref(b);
+	}
+	return same;
+}
+
 static void
 install_job(struct dmn *m, int ji)
 {
@@ -110,6 +136,7 @@ install_job(struct dmn *m, int ji)
 	struct install_report rep = {.activate_failed = af};
 	char summary[2048], members[1024];
 	struct jobplan *jp = NULL;
+	enum cause cause;
 	uint32_t epoch;
 
 	j->dirty = false;
@@ -128,7 +155,10 @@ install_job(struct dmn *m, int ji)
 	epoch = j->next_epoch++;
 	if (j->next_epoch == 0)
 		j->next_epoch = 1;
-	j->replans[j->cause < CAUSE_COUNT ? j->cause : CAUSE_START]++;
+	cause = j->cause < CAUSE_COUNT ? j->cause : CAUSE_START;
+	j->replans[cause]++;
+	hyst_record(&j->hy, clock_now_ms());
+	j->holding = false;
 	rc = jobplan_build(m->d, ji, up, m->link, epoch, &jp, j->error, sizeof(j->error));
 	if (rc != 0) {
 		j->plan_failures++;
@@ -136,8 +166,22 @@ install_job(struct dmn *m, int ji)
 			    j->reason, j->error, j->live_epoch);
 		goto out;
 	}
+	if (cause_may_keep(cause) && same_tables(j->live, jp, j->live_epoch)) {
+		/* A change that this job's plan does not see (a link or gateway it does not
+		 * use, a capacity that changes nothing): no epoch, the number is not used. */
+		j->unchanged[cause]++;
+		j->next_epoch = epoch;
+		j->error[0] = '\0';
+		control_log("job %u: re-planned (%s; cause %s): the same tables as epoch %u, "
+			    "which stays",
+			    dj->id, j->reason, cause_names[cause], j->live_epoch);
+		goto out;
+	}
 	member_list(m, jp, members, sizeof(members));
-	control_log("job %u: epoch %u planned (%s): %s", dj->id, epoch, j->reason,
+	control_log("job %u: epoch %u planned (%s; cause %s, %llu so far, %d re-plans in the "
+		    "last minute): %s",
+		    dj->id, epoch, j->reason, cause_names[cause],
+		    (unsigned long long)j->replans[cause], hyst_recent(&j->hy, clock_now_ms()),
 		    jobplan_summary(jp, summary, sizeof(summary)));
 	for (int v = 0; v < n; v++) {
 		if (jp->tables[v] == NULL)
@@ -214,6 +258,36 @@ out:
 	free(gws);
 }
 
+/* May job i, marked for a new epoch, be planned now (hyst_gate())? Logs a re-plan held
+ * back once, when it is first held. */
+static bool
+replan_allowed(struct dmn *m, int i)
+{
+	struct job *j = &m->jobs[i];
+	int64_t now = clock_now_ms(), due;
+	bool prompt = cause_prompt(j->cause);
+	int recent = hyst_recent(&j->hy, now);
+
+	if (hyst_gate(&m->o->hyst, &j->hy, prompt, j->live != NULL ? j->live_since : -1, now,
+		      &due) == HYST_NOW)
+		return true;
+	j->due = due;
+	if (!j->holding) {
+		j->holding = true;
+		j->held[j->cause < CAUSE_COUNT ? j->cause : CAUSE_START]++;
+		control_log("job %u: re-plan (%s; cause %s) held for %.1f s: epoch %u live for "
+			    "%.1f s (at least %.1f s for a measurement or a return), %d re-plans "
+			    "in the last minute (at most %d for it)",
+			    m->d->jobs[i].id, j->reason, cause_names[j->cause],
+			    (double)(due - now) / 1e3, j->live_epoch,
+			    (double)(now - j->live_since) / 1e3,
+			    (double)m->o->hyst.min_epoch_ms / 1e3, recent,
+			    prompt ? m->o->hyst.failure_replans_per_min :
+				     m->o->hyst.replans_per_min);
+	}
+	return false;
+}
+
 void
 install_due(struct dmn *m)
 {
@@ -221,6 +295,6 @@ install_due(struct dmn *m)
 		if (m->gws[v].state == GW_UNKNOWN)
 			return;
 	for (int i = 0; i < m->d->n_jobs && !m->stop; i++)
-		if (m->jobs[i].dirty)
+		if (m->jobs[i].dirty && replan_allowed(m, i))
 			install_job(m, i);
 }

@@ -2,8 +2,8 @@
  *
  * What every part of georeduce-control's loop calls and that calls none of them: the
  * daemon's log line (control_log(), daemon.h) and the mark that sends every job for a new
- * epoch with its cause and reason (mark_all_dirty(), daemon_internal.h). The daemon's one
- * thread.
+ * epoch with its cause and reason (mark_all_dirty(), daemon_internal.h), and the causes'
+ * names and classes. The daemon's one thread.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +11,36 @@
 
 #include "daemon.h"
 #include "daemon_internal.h"
+
+const char *const cause_names[CAUSE_COUNT] = {
+	[CAUSE_START] = "start",
+	[CAUSE_GATEWAY_DOWN] = "gateway_down",
+	[CAUSE_GATEWAY_UP] = "gateway_up",
+	[CAUSE_GATEWAY_NO_ANSWER] = "gateway_no_answer",
+	[CAUSE_LINK_DOWN] = "link_down",
+	[CAUSE_LINK_UP] = "link_up",
+	[CAUSE_LINK_SHORT] = "link_short",
+	[CAUSE_LINK_RESTORED] = "link_capacity_restored",
+	[CAUSE_REJECTED] = "retry_after_rejection",
+	[CAUSE_ACTIVATION] = "activation_failed",
+	[CAUSE_REQUESTED] = "requested",
+};
+
+bool
+cause_prompt(enum cause c)
+{
+	/* Measured shortfalls and capacities that expire, gateways and links back: the
+	 * live epoch still runs, so they wait for the hysteresis (hyst.h). */
+	return c != CAUSE_LINK_SHORT && c != CAUSE_LINK_RESTORED && c != CAUSE_GATEWAY_UP &&
+	       c != CAUSE_LINK_UP;
+}
+
+bool
+cause_may_keep(enum cause c)
+{
+	return c == CAUSE_GATEWAY_DOWN || c == CAUSE_GATEWAY_NO_ANSWER || c == CAUSE_LINK_DOWN ||
+	       c == CAUSE_LINK_UP || c == CAUSE_LINK_SHORT || c == CAUSE_LINK_RESTORED;
+}
 
 void
 control_log(const char *fmt, ...)
@@ -43,6 +73,10 @@ mark_all_dirty(struct dmn *m, enum cause cause, const char *fmt, ...)
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	for (int i = 0; i < m->d->n_jobs; i++) {
+		/* A failure's re-plan that is due is not held back by a measurement's that
+		 * comes after it: it keeps its cause (and the reason that goes with it). */
+		if (m->jobs[i].dirty && cause_prompt(m->jobs[i].cause) && !cause_prompt(cause))
+			continue;
 		m->jobs[i].dirty = true;
 		m->jobs[i].retry_in = 0;
 		m->jobs[i].cause = cause;

@@ -63,7 +63,14 @@ usage(FILE *f)
 		"      that follow their gateway's table. --listen serves the API over TLS\n"
 		"      (default: the deployment's tls.listen). --metrics serves Prometheus\n"
 		"      metrics at http://ADDR:PORT/metrics (docs/METRICS.md) [off].\n"
-		"      SIGINT/SIGTERM stop it.\n"
+		"      SIGINT/SIGTERM stop it. Re-planning without churn (docs/DEPLOYMENT.md):\n"
+		"      --min-epoch-ms N  an epoch lives N ms before a measurement or a return\n"
+		"                        replaces it [%d]\n"
+		"      --short-ms N, --short-samples N  a link is short once it has been for\n"
+		"                        N ms [%d] and N heartbeats in a row [%d]\n"
+		"      --replans-per-min N  re-plans of a job a minute, then measurements and\n"
+		"                        returns wait [%d]\n"
+		"      --failure-replans-per-min N  the same for failures [%d]\n"
 		"  status [--socket PATH] [--json] [--timeout-ms N]\n"
 		"         [--watch [--interval S] [--count N]]\n"
 		"      jobs, epochs, gateways and rates, from the running daemon; --watch\n"
@@ -81,7 +88,9 @@ usage(FILE *f)
 		"  --server-name NAME  the name the daemon's certificate carries  [control]\n"
 		"\n"
 		"docs/DEPLOYMENT.md describes the deployment file.\n",
-		DAEMON_HEARTBEAT_MS_DEFAULT, DAEMON_FAIL_AFTER_DEFAULT, DAEMON_TIMEOUT_MS_DEFAULT);
+		DAEMON_HEARTBEAT_MS_DEFAULT, DAEMON_FAIL_AFTER_DEFAULT, DAEMON_TIMEOUT_MS_DEFAULT,
+		HYST_MIN_EPOCH_MS_DEFAULT, HYST_SHORT_MS_DEFAULT, HYST_SHORT_SAMPLES_DEFAULT,
+		HYST_REPLANS_PER_MIN_DEFAULT, HYST_FAILURE_REPLANS_PER_MIN_DEFAULT);
 }
 
 struct opts {
@@ -92,6 +101,7 @@ struct opts {
 	const char *out;
 	uint32_t epoch;
 	int heartbeat_ms, fail_after, timeout_ms;
+	int hyst[5]; /* run: the HYST_OPTS, in their order */
 	bool json;
 	bool watch;        /* status: refresh until count or SIGINT */
 	double interval_s; /* status --watch: seconds between refreshes */
@@ -102,6 +112,12 @@ struct opts {
 	int n_args;
 	char **args;
 };
+
+/* The hysteresis options' letters, in the order of struct opts' hyst[] (the first two
+ * times in ms, the others counts), and their names. */
+#define HYST_OPTS "mSnRF"
+static const char *const hyst_names[] = {"min-epoch-ms", "short-ms", "short-samples",
+					 "replans-per-min", "failure-replans-per-min"};
 
 /* Options of subcommand cmd; 0, 1 after --help, or -1 after a one-line error. */
 static int
@@ -123,12 +139,17 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		{"interval", required_argument, NULL, 'I'},
 		{"count", required_argument, NULL, 'c'},
 		{"metrics", required_argument, NULL, 'M'},
+		{"min-epoch-ms", required_argument, NULL, 'm'},
+		{"short-ms", required_argument, NULL, 'S'},
+		{"short-samples", required_argument, NULL, 'n'},
+		{"replans-per-min", required_argument, NULL, 'R'},
+		{"failure-replans-per-min", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	/* Which options each command takes. */
 	const char *allowed = strcmp(cmd, "tables") == 0 ? "oeiJt" :
-			      strcmp(cmd, "run") == 0    ? "sHftolM" :
+			      strcmp(cmd, "run") == 0    ? "sHftolMmSnRF" :
 			      strcmp(cmd, "status") == 0 ? "sjtCKANwIc" :
 							   "stCKAN";
 	bool watch_opts = false;
@@ -153,6 +174,14 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		}
 		if (tls_opts_take(&o->tls_opts, c, optarg))
 			continue;
+		if (strchr(HYST_OPTS, c) != NULL) {
+			int k = (int)(strchr(HYST_OPTS, c) - HYST_OPTS);
+
+			if (cli_int(PROG, hyst_names[k], optarg, k < 2 ? 0 : 1,
+				    k < 2 ? 3600000 : HYST_WINDOW_MAX, &o->hyst[k]) < 0)
+				return -1;
+			continue;
+		}
 		switch (c) {
 		case 's':
 		case 'o':
@@ -346,12 +375,22 @@ cmd_run(const struct opts *o)
 		.fail_after = o->fail_after,
 		.timeout_ms = o->timeout_ms,
 		.out = o->out,
+		.hyst = {.min_epoch_ms = o->hyst[0],
+			 .short_ms = o->hyst[1],
+			 .short_samples = o->hyst[2],
+			 .replans_per_min = o->hyst[3],
+			 .failure_replans_per_min = o->hyst[4]},
 	};
 	struct deploy *d = load_deployment("run", o);
 	int rc;
 
 	if (d == NULL)
 		return CLI_EXIT_USAGE;
+	if (hyst_cfg_check(&dopt.hyst) != NULL) {
+		cli_error(PROG, "run: %s", hyst_cfg_check(&dopt.hyst));
+		deploy_free(d);
+		return CLI_EXIT_USAGE;
+	}
 	rc = daemon_run(d, &dopt);
 	deploy_free(d);
 	return rc == 0 ? 0 : CLI_EXIT_FAIL;
@@ -442,6 +481,19 @@ num(const json_t *v, const char *fmt, char *buf, size_t len)
 /* num() of field key of object o into the char array b. */
 #define NUM(o, key, fmt, b) num(json_object_get((o), (key)), (fmt), (b), sizeof(b))
 
+/* "HEAD cause n, cause n" of an object of counts by cause; nothing if it is empty. */
+static void
+print_causes(const char *head, const json_t *o)
+{
+	const char *k;
+	json_t *v;
+	int n = 0;
+
+	json_object_foreach ((json_t *)o, k, v)
+		printf("%s %s %" JSON_INTEGER_FORMAT, n++ == 0 ? head : ",", k,
+		       json_integer_value(v));
+}
+
 static void
 print_status(const json_t *r)
 {
@@ -523,6 +575,13 @@ print_status(const json_t *r)
 			       NUM(t, "rate_gbps", "%.4f", a), NUM(t, "share", "%.4f", b),
 			       NUM(t, "height_ms", "%.2f", c), NUM(t, "measured_gbps", "%.4f", f),
 			       NUM(t, "root_rx_gbps", "%.4f", e));
+		printf("    re-plans");
+		print_causes(":", json_object_get(j, "replans"));
+		print_causes("; held back:", json_object_get(j, "replans_held"));
+		print_causes("; unchanged:", json_object_get(j, "replans_unchanged"));
+		printf("; %" JSON_INTEGER_FORMAT " in the last minute%s\n",
+		       json_integer_value(json_object_get(j, "replans_last_minute")),
+		       json_is_number(json_object_get(j, "replan_held_for_s")) ? ", one held" : "");
 		if (json_is_string(json_object_get(j, "error")))
 			printf("    last error: %s\n",
 			       json_string_value(json_object_get(j, "error")));
@@ -869,6 +928,9 @@ main(int argc, char **argv)
 		.epoch = 1,
 		.heartbeat_ms = DAEMON_HEARTBEAT_MS_DEFAULT,
 		.fail_after = DAEMON_FAIL_AFTER_DEFAULT,
+		.hyst = {HYST_MIN_EPOCH_MS_DEFAULT, HYST_SHORT_MS_DEFAULT,
+			 HYST_SHORT_SAMPLES_DEFAULT, HYST_REPLANS_PER_MIN_DEFAULT,
+			 HYST_FAILURE_REPLANS_PER_MIN_DEFAULT},
 		.timeout_ms = DAEMON_TIMEOUT_MS_DEFAULT,
 		.interval_s = 1,
 	};

@@ -17,20 +17,6 @@
 #define M(name) "georeduce_control_" name
 #define GBPS_BYTES(g) ((g)*1e9 / 8) /* Gbit/s in bytes per second, the metrics' unit */
 
-static const char *const cause_names[CAUSE_COUNT] = {
-	[CAUSE_START] = "start",
-	[CAUSE_GATEWAY_DOWN] = "gateway_down",
-	[CAUSE_GATEWAY_UP] = "gateway_up",
-	[CAUSE_GATEWAY_NO_ANSWER] = "gateway_no_answer",
-	[CAUSE_LINK_DOWN] = "link_down",
-	[CAUSE_LINK_UP] = "link_up",
-	[CAUSE_LINK_SHORT] = "link_short",
-	[CAUSE_LINK_RESTORED] = "link_capacity_restored",
-	[CAUSE_REJECTED] = "retry_after_rejection",
-	[CAUSE_ACTIVATION] = "activation_failed",
-	[CAUSE_REQUESTED] = "requested",
-};
-
 static void
 fmt_u(char *b, size_t n, uint64_t v)
 {
@@ -98,6 +84,26 @@ metrics_jobs(const struct dmn *m, struct prom *p)
 		for (int c = 0; c < CAUSE_COUNT; c++) {
 			cl[1].value = cause_names[c];
 			prom_sample_u64(p, cl, 2, m->jobs[i].replans[c]);
+		}
+	}
+	static const char *const held_m[][2] = {
+		{M("replans_held_total"), "Re-plans of the job held back by the hysteresis or the "
+					  "budget, by cause (each counted once, when first held)"},
+		{M("replans_unchanged_total"), "Re-plans of the job that came out as the live "
+					       "epoch's tables (no new epoch), by cause"},
+	};
+	for (int k = 0; k < 2; k++) {
+		prom_family(p, held_m[k][0], PROM_COUNTER, held_m[k][1]);
+		for (int i = 0; i < nj; i++) {
+			struct prom_label cl[] = {{"job", job}, {"cause", NULL}};
+
+			fmt_u(job, sizeof(job), m->d->jobs[i].id);
+			for (int c = 0; c < CAUSE_COUNT; c++) {
+				cl[1].value = cause_names[c];
+				prom_sample_u64(p, cl, 2,
+						k == 0 ? m->jobs[i].held[c] :
+							 m->jobs[i].unchanged[c]);
+			}
 		}
 	}
 	prom_family(p, M("plan_failures_total"), PROM_COUNTER,

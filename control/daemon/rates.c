@@ -215,7 +215,7 @@ rates_update(struct dmn *m)
 			    !link_sent(m, v, u, &bytes, &planned, &key)) {
 				r->at = -1;
 				r->gbps = -1;
-				r->strikes = 0;
+				r->sh.samples = 0;
 				continue;
 			}
 			r->gbps = r->at >= 0 && r->key == key && bytes >= r->bytes && now > r->at ?
@@ -236,13 +236,14 @@ rates_update(struct dmn *m)
 			double in_plans = *cap > 0 ? *cap : nominal;
 			double expect = planned < in_plans ? planned : in_plans;
 
-			if (r->gbps < 0 || planned <= 0 || r->gbps >= DAEMON_RATE_SHORT * expect ||
-			    r->gbps < DAEMON_RATE_IDLE * expect || queue <= DAEMON_RATE_QUEUE_MS ||
-			    queue <= r->base_rtt_ms / 2) {
-				r->strikes = 0;
-				continue;
-			}
-			if (++r->strikes < DAEMON_RATE_STRIKES)
+			bool is_short = r->gbps >= 0 && planned > 0 &&
+					r->gbps < DAEMON_RATE_SHORT * expect &&
+					r->gbps >= DAEMON_RATE_IDLE * expect &&
+					queue > DAEMON_RATE_QUEUE_MS && queue > r->base_rtt_ms / 2;
+
+			/* Short for short_samples heartbeats in a row and short_ms (hyst.h): a
+			 * host starved of CPU for a moment shows the same as a slow link. */
+			if (!hyst_short_step(&m->o->hyst, &r->sh, is_short, now))
 				continue;
 			/* What it carried in the last of those heartbeats, its queue standing all
 			 * along: the earlier ones can include the queue filling up, faster than
@@ -253,7 +254,6 @@ rates_update(struct dmn *m)
 					      r->gbps :
 					      DAEMON_RATE_FLOOR * nominal;
 
-			r->strikes = 0;
 			r->measured_until = now + DAEMON_RATE_HOLD_MS;
 			if (r->measured_gbps > 0 &&
 			    best > r->measured_gbps * (1 - DAEMON_RATE_SAME) &&

@@ -150,7 +150,8 @@ dp_fault_tx_flush(struct dp_lcore *lc, uint16_t port)
 {
 	const struct dp_fault *f = &lc->dp->ports[port].fault[DP_TX];
 	struct dp_delay_line *d = &lc->delay[port];
-	uint64_t now = rte_rdtsc(), due = now + f->delay_tsc;
+	/* The `delay` op may change it while this runs (dataplane/slowpath/ctl.c). */
+	uint64_t now = rte_rdtsc(), due = now + __atomic_load_n(&f->delay_tsc, __ATOMIC_RELAXED);
 	struct rte_mbuf *held = NULL;
 	struct out o = {.n = 0};
 

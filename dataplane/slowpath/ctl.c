@@ -5,11 +5,16 @@
  * connections, timeouts, refusals logged and counted). Requests are framed JSON
  * (lib/ctlmsg.h), answered in order. A malformed request gets an error reply and changes
  * nothing; broken framing closes the connection. A `monitor` certificate may only read.
+ * The `delay` op changes a port's TX delay while the lcores run: they read it with a
+ * relaxed atomic load at their next flush (dataplane/fastpath/fault.c).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <rte_cycles.h>
 
 #include "ctlmsg.h"
 #include "ctlsrv.h"
@@ -25,6 +30,36 @@ struct dp_ctl {
 };
 
 static json_t *ctl_serve_request(void *arg, struct ctlsrv_client *cl, const json_t *req);
+
+/* `delay`: the one-way delay of port P's TX frames, for a port started with a delay line
+ * (--fault P,tx,delay_ms=D): an emulated WAN link's latency, changed while it runs. */
+static json_t *
+op_delay(struct dp *dp, const json_t *req, uint32_t id)
+{
+	char err[TABLE_ERR_MAX];
+	uint32_t port = 0;
+	double ms = -1;
+
+	if (ctl_args_unpack(req, err, sizeof(err), "{s:u,s:F}", "port", &port, "delay_ms", &ms) !=
+	    0)
+		return ctl_reply_error(true, id, EINVAL, "%s", err);
+	if (!isfinite(ms) || ms < 0 || ms > DP_DELAY_MS_MAX)
+		return ctl_reply_error(true, id, EINVAL,
+				       "field 'delay_ms': expected 0 .. %d, got %g",
+				       DP_DELAY_MS_MAX, ms);
+	if (port >= dp->n_ports || dp->n_lcores == 0 || dp->lcores[0]->delay[port].mask == 0)
+		return ctl_reply_error(true, id, ENOENT,
+				       "field 'port': port %u has no delay line (start it with "
+				       "--fault %u,tx,delay_ms=D)",
+				       port, port);
+	uint64_t tsc = (uint64_t)(ms * 1e-3 * (double)rte_get_tsc_hz());
+	json_t *r = ctl_reply_ok(id);
+
+	__atomic_store_n(&dp->ports[port].fault[DP_TX].delay_tsc, tsc, __ATOMIC_RELAXED);
+	json_object_set_new(r, "port", json_integer(port));
+	json_object_set_new(r, "delay_ms", json_real(ms));
+	return r;
+}
 
 static void
 ctl_log(void *arg, const char *line)
@@ -165,6 +200,8 @@ dp_ctl_handle(struct dp *dp, const json_t *req)
 		json_object_set_new(r, "peers", json_integer(dp->n_peers));
 		return r;
 	}
+	if (strcmp(op, "delay") == 0)
+		return op_delay(dp, req, id);
 	if (strcmp(op, "stats") == 0) {
 		if (ctl_args_unpack(req, err, sizeof(err), "{}") != 0)
 			return ctl_reply_error(true, id, EINVAL, "%s", err);

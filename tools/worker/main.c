@@ -127,6 +127,9 @@ main(int argc, char **argv)
 	int rc, status = 0;
 	bool ok = true;
 
+	/* One line per round as the round ends, also into a pipe or a file (a tester or a
+	 * test watching the output): stdout is line buffered, not only on a terminal. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	rc = parse_opts(argc, argv, &o);
 	if (rc != 0) {
 		if (rc > 0)

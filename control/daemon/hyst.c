@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Re-planning hysteresis and budget (hyst.h): pure decisions over the times given. On the
+ * daemon's thread and in tests. No DPDK.
+ */
+#include <stddef.h>
+
+#include "hyst.h"
+
+int
+hyst_recent(const struct hyst_job *h, int64_t now)
+{
+	int k = 0;
+
+	for (int i = 0; i < h->n; i++) {
+		int64_t t = h->at[(h->head - 1 - i + HYST_WINDOW_MAX) % HYST_WINDOW_MAX];
+
+		if (now - t >= HYST_WINDOW_MS)
+			break; /* older ones are older still */
+		k++;
+	}
+	return k;
+}
+
+void
+hyst_record(struct hyst_job *h, int64_t now)
+{
+	h->at[h->head] = now;
+	h->head = (h->head + 1) % HYST_WINDOW_MAX;
+	if (h->n < HYST_WINDOW_MAX)
+		h->n++;
+}
+
+/* When the job's re-plans of the last minute fall below `budget` again. */
+static int64_t
+budget_free_at(const struct hyst_job *h, int budget)
+{
+	/* The budget-th newest re-plan leaves the window then. */
+	return h->at[(h->head - budget + HYST_WINDOW_MAX) % HYST_WINDOW_MAX] + HYST_WINDOW_MS;
+}
+
+enum hyst_verdict
+hyst_gate(const struct hyst_cfg *c, const struct hyst_job *h, bool prompt, int64_t live_since,
+	  int64_t now, int64_t *due)
+{
+	int budget = prompt ? c->failure_replans_per_min : c->replans_per_min;
+	int64_t at = now;
+
+	if (!prompt && live_since >= 0 && now - live_since < c->min_epoch_ms)
+		at = live_since + c->min_epoch_ms;
+	if (hyst_recent(h, now) >= budget) {
+		int64_t free_at = budget_free_at(h, budget);
+
+		at = free_at > at ? free_at : at;
+	}
+	*due = at;
+	return at > now ? HYST_WAIT : HYST_NOW;
+}
+
+bool
+hyst_short_step(const struct hyst_cfg *c, struct hyst_short *s, bool is_short, int64_t now)
+{
+	if (!is_short) {
+		s->samples = 0;
+		return false;
+	}
+	if (s->samples++ == 0)
+		s->since = now;
+	if (s->samples < c->short_samples || now - s->since < c->short_ms)
+		return false;
+	s->samples = 0;
+	return true;
+}
+
+const char *
+hyst_cfg_check(const struct hyst_cfg *c)
+{
+	if (c->min_epoch_ms < 0 || c->short_ms < 0)
+		return "times must not be negative";
+	if (c->short_samples < 1)
+		return "a shortfall needs at least one measurement";
+	if (c->replans_per_min < 1 || c->replans_per_min > HYST_WINDOW_MAX)
+		return "re-plans per minute: 1 to 120";
+	if (c->failure_replans_per_min < c->replans_per_min ||
+	    c->failure_replans_per_min > HYST_WINDOW_MAX)
+		return "failure re-plans per minute: from the re-plans per minute to 120";
+	return NULL;
+}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Re-planning hysteresis and budget (docs/DEPLOYMENT.md, "Re-planning without churn"):
+ * when a job that is marked for a new epoch may be planned, and when a link direction's
+ * measured shortfall has lasted long enough to count. Pure decisions on the times and
+ * samples they are given (monotonic ms): no clock, no I/O, so that tests can feed them
+ * sequences. On the daemon's thread (daemon_internal.h) and in tests.
+ */
+#ifndef GEOREDUCE_HYST_H
+#define GEOREDUCE_HYST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/** The re-plans of the last minute a job remembers: the largest budget allowed. */
+#define HYST_WINDOW_MAX 120
+/** The window of the budgets, ms. */
+#define HYST_WINDOW_MS 60000
+
+/** Defaults of the daemon's options (georeduce-control run, docs/DEPLOYMENT.md). */
+#define HYST_MIN_EPOCH_MS_DEFAULT 10000
+#define HYST_SHORT_MS_DEFAULT 5000
+#define HYST_SHORT_SAMPLES_DEFAULT 3
+#define HYST_REPLANS_PER_MIN_DEFAULT 6
+#define HYST_FAILURE_REPLANS_PER_MIN_DEFAULT 30
+
+struct hyst_cfg {
+	int64_t min_epoch_ms;        /* a live epoch is replaced for a measurement no sooner */
+	int64_t short_ms;            /* a shortfall counts once it has lasted this long ... */
+	int short_samples;           /* ... over at least this many samples in a row */
+	int replans_per_min;         /* re-plans of a job in a minute, after which measurements
+				   * (and returns) wait; 1..HYST_WINDOW_MAX */
+	int failure_replans_per_min; /* the same for failures, >= replans_per_min */
+};
+
+/** A job's recent re-plans. Zero-initialised: none. */
+struct hyst_job {
+	int64_t at[HYST_WINDOW_MAX]; /* when, a ring; the newest at (head - 1) */
+	int head, n;
+};
+
+enum hyst_verdict {
+	HYST_NOW,  /* plan it now */
+	HYST_WAIT, /* not yet: *due says when to ask again */
+};
+
+/**
+ * May a job marked for a new epoch be planned at `now`? `prompt`: its cause is a failure
+ * (a gateway or link down, a gateway that did not answer, an activation that failed, a
+ * rejected table's retry, the start, an operator's request): it waits only for the failure
+ * budget (failure_replans_per_min re-plans of the job in the last minute). Otherwise (a
+ * measured shortfall, a measured capacity expired, a gateway or link back) it waits until
+ * the live epoch has been live for min_epoch_ms (`live_since`, < 0: no live epoch, no
+ * wait) and for the budget of replans_per_min. On HYST_WAIT, *due is the earliest time
+ * the answer can change.
+ */
+enum hyst_verdict hyst_gate(const struct hyst_cfg *c, const struct hyst_job *h, bool prompt,
+			    int64_t live_since, int64_t now, int64_t *due);
+
+/** Count a re-plan of the job at `now` (whether or not it gave a new epoch). */
+void hyst_record(struct hyst_job *h, int64_t now);
+
+/** The job's re-plans in the minute up to `now`. */
+int hyst_recent(const struct hyst_job *h, int64_t now);
+
+/** One link direction's shortfall so far. Zero-initialised: none. */
+struct hyst_short {
+	int samples;   /* short in a row */
+	int64_t since; /* the first of them */
+};
+
+/**
+ * Feed one measurement of a link direction: `is_short` whether it carried less than
+ * planned behind a standing queue (rates.c decides). True once the shortfall has lasted
+ * short_samples measurements in a row and short_ms since the first: it counts, and the
+ * count starts again. A measurement that is not short starts it again too.
+ */
+bool hyst_short_step(const struct hyst_cfg *c, struct hyst_short *s, bool is_short, int64_t now);
+
+/** NULL if c is valid, else why not (for an option's error). */
+const char *hyst_cfg_check(const struct hyst_cfg *c);
+
+#endif
