@@ -61,12 +61,19 @@ python3 bench/georeduce-bench-table --payload 256 --fanin 2 --window 128 -o "$tm
 # The limit in the bench's L1 Gbit/s; the top at 1.7 times it, so that no halving lands on it.
 limit=$(python3 -c 'print(0.02 * (352 + 24) / 352)')
 top=$(python3 -c "print(1.7 * $limit)")
-ip netns exec "$ns" "$bench" --no-huge -m 256 --no-pci --no-shconf "--file-prefix=$prefix" -l 0 \
-	--log-level=lib.eal:error --vdev=net_af_packet0,iface=va -- --mode port \
-	--table "$tmp/t.json" --peer io --gw-mac 02:00:00:00:00:01 --search --line-gbps "$top" \
-	--duration 4 --warmup 0.5 --pace-burst 128KiB --rate-tolerance 1 --retries 3 --json \
-	--out "$tmp/o" >"$tmp/out" 2>"$tmp/err"
-rc=$?
+# One search and the check of its report. A search is a measurement: a machine busy
+# enough to keep the generator from a core for longer than the bucket covers disturbs
+# it, so a failed check is measured once more (and reported), and the test fails only
+# if both searches are off.
+search() {
+	ip netns exec "$ns" "$bench" --no-huge -m 256 --no-pci --no-shconf "--file-prefix=$prefix" -l 0 \
+		--log-level=lib.eal:error --vdev=net_af_packet0,iface=va -- --mode port \
+		--table "$tmp/t.json" --peer io --gw-mac 02:00:00:00:00:01 --search --line-gbps "$top" \
+		--duration 4 --warmup 0.5 --pace-burst 128KiB --rate-tolerance 1 --retries 3 --json \
+		--out "$tmp/o" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+}
+search
 if [ "$rc" -eq 2 ] && grep -q "cannot initialise EAL" "$tmp/err"; then
 	echo "# EAL cannot start here: $(head -c 200 "$tmp/err")"
 	exit 77
@@ -74,9 +81,10 @@ fi
 [ "$rc" -eq 0 ] && ok "search exits 0" || not_ok "search exits $rc: $(tail -c 400 "$tmp/err")"
 grep -q "^trial  1: asked" "$tmp/err" && ok "trials printed as they run" ||
 	not_ok "no trial lines: $(head -c 300 "$tmp/err")"
-grep -E "^(trial|latency)" "$tmp/err" | sed 's/^/# /'
-uptime | sed 's/^/# /'
-python3 - "$tmp/out" "$limit" "$top" <<'PY' && ok "NDR within 2% of the limit" || not_ok "search report"
+check() {
+	grep -E "^(trial|latency)" "$tmp/err" | sed 's/^/# /'
+	uptime | sed 's/^/# /'
+	python3 - "$tmp/out" "$limit" "$top" 2>"$tmp/why" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 limit, top = float(sys.argv[2]), float(sys.argv[3])
@@ -105,6 +113,18 @@ assert lat[0]["loss"]["frames"] == 0, lat[0]
 for x in trials:
     assert abs(x["offered"]["l1_pct"] / (100 * x["offered"]["l1_gbps"] / top) - 1) < 1e-4, x
 PY
+}
+if check; then
+	ok "NDR within 2% of the limit"
+else
+	echo "# the first search was off ($(tail -n 1 "$tmp/why")); measuring again"
+	search
+	if [ "$rc" -eq 0 ] && check; then
+		ok "NDR within 2% of the limit (the second search)"
+	else
+		not_ok "search report: $(tail -n 1 "$tmp/why")"
+	fi
+fi
 
 # --out: the same report in three forms, the trials as plot data and, with gnuplot, plots.
 expect_out "$tmp/o" "$tmp/out" report.txt report.json report.csv search.dat search.gp
