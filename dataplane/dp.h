@@ -717,6 +717,7 @@ struct dp_lcore {
 	/* Idle (lcore/loop.c): the loop's state and the counters of its sleeps. */
 	uint32_t idle_polls;            /* empty polls in a row */
 	uint32_t sleep_us;              /* the latest adaptive sleep; 0: none since work */
+	bool intr_short;                /* intr: the next wait is short (work or a wakeup) */
 	uint8_t idle_mode;              /* enum dp_idle_mode in effect on this lcore: intr only
 					* where every one of its RX queues has interrupts */
 	int wake_fd;                    /* intr: eventfd the control thread writes to wake the

@@ -784,8 +784,14 @@ main(int argc, char **argv)
 		       table_ipv4_format(dp.ports[p].ipv4, ip), dp.ports[p].prefix_len, mac,
 		       dp.ports[p].n_rxq);
 	}
-	DP_LOG(NOTICE, "%u worker lcores, kernels %s, control socket %s\n", dp.n_lcores,
-	       dp.lcores[0]->k->name, sock);
+	unsigned int n_intr = 0;
+
+	for (unsigned int i = 0; i < dp.n_lcores; i++)
+		n_intr += dp.lcores[i]->idle_mode == DP_IDLE_INTR;
+	DP_LOG(NOTICE,
+	       "%u worker lcores, kernels %s, idle %s (%u on Rx interrupts), control socket %s\n",
+	       dp.n_lcores, dp.lcores[0]->k->name, dp_idle_mode_name(dp.prm.idle_mode), n_intr,
+	       sock);
 	if (ctlo.listen != NULL)
 		DP_LOG(NOTICE, "control protocol over TLS on %s\n", ctlo.listen);
 	if (metrics != NULL)

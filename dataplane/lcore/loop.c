@@ -17,7 +17,8 @@
  * a fault delay line the lcore never sleeps; with partial sums awaiting their RESULT
  * (retransmission timers) an interrupt wait lasts at most 1 ms and a sleep at most
  * --idle-sleep-us, both well under the smallest retransmission timeout (5 ms). A packet
- * returns the lcore to busy polling at once.
+ * returns the lcore to busy polling at once; the first wait after work or after a wakeup
+ * lasts at most 1 ms too (a wakeup whose frame the next polls did not see is not lost).
  *
  * The sleeps and waits are syscalls, which is why this loop is not in fastpath/: the
  * lcore goes offline for RCU before each (the control thread never waits on a sleeping
@@ -44,8 +45,9 @@
 /* The longest interrupt wait with nothing due: only bounds how late a stop is seen if no
  * wake reached the lcore. */
 #define INTR_WAIT_MS 100
-/* ... and with retransmission timers running: under the smallest RTO. */
-#define INTR_WAIT_TIMERS_MS 1
+/* ... and with retransmission timers running (under the smallest RTO), or after work or a
+ * wakeup. */
+#define INTR_WAIT_SHORT_MS 1
 
 /* Work the lcore must do on time while no packet comes: frames waiting in a pacer or a
  * delay line (returns 2: keep polling), or partial sums awaiting their RESULT (1). */
@@ -168,9 +170,16 @@ intr_wait(struct dp_lcore *lc, int timeout_ms)
 	t0 = idle_begin(lc);
 	k = rte_epoll_wait(RTE_EPOLL_PER_THREAD, ev, (int)RTE_DIM(ev), timeout_ms);
 	idle_end(lc, t0);
-	if (k > 0)
-		lc->intr_wakeups++;
 	intr_arm(lc, false);
+	/* Woken: poll --idle-spin times before the next wait, and let that wait be short. The
+	 * frame may not be readable at once (net_tap's RX returns nothing until its SIGIO
+	 * handler ran) and an edge-triggered event does not fire again for a frame already
+	 * queued. */
+	lc->intr_short = k > 0;
+	if (k > 0) {
+		lc->intr_wakeups++;
+		lc->idle_polls = 0;
+	}
 	return 0;
 }
 
@@ -199,7 +208,7 @@ idle(struct dp_lcore *lc)
 		return 0;
 	}
 	if (lc->idle_mode == DP_IDLE_INTR)
-		return intr_wait(lc, due ? INTR_WAIT_TIMERS_MS : INTR_WAIT_MS);
+		return intr_wait(lc, due || lc->intr_short ? INTR_WAIT_SHORT_MS : INTR_WAIT_MS);
 	idle_sleep(lc, lc->dp->prm.idle_sleep_us);
 	return 0;
 }
@@ -233,6 +242,7 @@ dp_worker_main(void *arg)
 			lc->cycles_busy += rte_rdtsc() - t0;
 			lc->idle_polls = 0;
 			lc->sleep_us = 0;
+			lc->intr_short = true;
 		}
 	}
 	if (lc->idle_mode == DP_IDLE_INTR)
