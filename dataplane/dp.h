@@ -725,7 +725,7 @@ struct dp_lcore {
 	struct rte_epoll_event wake_ev; /* its registration in the lcore's epoll set */
 	uint64_t sleeps;                /* adaptive sleeps and interrupt waits */
 	uint64_t slept_cycles;          /* TSC cycles spent in them */
-	uint64_t intr_wakeups;          /* interrupt waits that ended before their timeout */
+	uint64_t intr_wakeups;          /* interrupt waits an Rx interrupt ended */
 	/* Fault injection: the generator, per port and direction the Gilbert-Elliott
 	 * state (true: bad), and per port the delay line. */
 	uint64_t rng;

@@ -176,10 +176,13 @@ intr_wait(struct dp_lcore *lc, int timeout_ms)
 	 * handler ran) and an edge-triggered event does not fire again for a frame already
 	 * queued. */
 	lc->intr_short = k > 0;
-	if (k > 0) {
-		lc->intr_wakeups++;
+	if (k > 0)
 		lc->idle_polls = 0;
-	}
+	for (int i = 0; i < k; i++)
+		if (ev[i].fd != lc->wake_fd) {
+			lc->intr_wakeups++; /* by a frame, not by the control thread */
+			break;
+		}
 	return 0;
 }
 
