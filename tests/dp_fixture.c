@@ -50,7 +50,7 @@ const uint16_t W3[3] = {11, 12, 13};
 /* --linger-ms of the next dp_up(): drained epochs retire at once but in the tests of
  * result recovery, which keep them. */
 uint32_t linger_ms;
-uint64_t fault_seed; /* --fault-seed of the next dp_up() */
+uint64_t fault_seed;              /* --fault-seed of the next dp_up() */
 uint8_t idle_mode = DP_IDLE_INTR; /* --idle of the next dp_up() */
 
 /* A fresh dataplane on a fresh ring port: lcore is the lcore that plays the worker. */

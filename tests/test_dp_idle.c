@@ -22,8 +22,8 @@
 #include "table.h"
 #include "wire.h"
 
-#define CE 64   /* elements per chunk */
-#define NCH 8   /* chunks per round */
+#define CE 64     /* elements per chunk */
+#define NCH 8     /* chunks per round */
 #define WAIT_S 20 /* generous: the machine may be busy */
 
 static uint64_t
@@ -123,9 +123,9 @@ test_sleep_then_round(void)
 	CU_ASSERT(dp.prm.idle_mode == DP_IDLE_INTR);
 	CU_ASSERT(!dp.ports[0].rx_intr);
 	CU_ASSERT(lc->idle_mode == DP_IDLE_SLEEP);
-	CU_ASSERT_FATAL(install(mk_table(21, 1, 1, TABLE_DTYPE_FP32, (uint64_t)CE * NCH, CE, 3, W3,
-					 1, &td),
-				"install") == 0);
+	CU_ASSERT_FATAL(
+		install(mk_table(21, 1, 1, TABLE_DTYPE_FP32, (uint64_t)CE * NCH, CE, 3, W3, 1, &td),
+			"install") == 0);
 	CU_ASSERT_FATAL(rte_eal_remote_launch(dp_worker_main, lc, w) == 0);
 	CU_ASSERT(wait_asleep(lc, 0, 20));
 	uint64_t before = rd(&lc->sleeps);
@@ -205,8 +205,7 @@ test_poll_never_sleeps(void)
 	uint64_t t = rte_get_timer_cycles() + WAIT_S * rte_get_timer_hz();
 
 	/* Far past --idle-spin empty polls. */
-	while (rd(&lc->iterations) < 100 * (uint64_t)dp.prm.idle_spin &&
-	       rte_get_timer_cycles() < t)
+	while (rd(&lc->iterations) < 100 * (uint64_t)dp.prm.idle_spin && rte_get_timer_cycles() < t)
 		rte_delay_us_sleep(1000);
 	stop_worker(w);
 	CU_ASSERT(lc->iterations >= 100 * (uint64_t)dp.prm.idle_spin);
