@@ -25,6 +25,9 @@
 #include "table.h"
 
 #define CTL_SOCKET_DEFAULT "/run/georeduce/dataplane.sock"
+/* The control loop's longest wait for a request: housekeeping (ARP, PROBEs, retirement,
+ * what the lcores learned) and metrics scrapes run at least this often. */
+#define CTL_POLL_MS 10
 
 static volatile sig_atomic_t quit;
 
@@ -800,7 +803,7 @@ main(int argc, char **argv)
 	       ctlo.listen != NULL ? ", tls://" : "", ctlo.listen != NULL ? ctlo.listen : "");
 	fflush(stdout);
 	while (!quit) {
-		dp_ctl_poll(ctl, 5);
+		dp_ctl_poll(ctl, CTL_POLL_MS);
 		dp_housekeeping(&dp);
 		if (msrv != NULL)
 			promsrv_run(msrv); /* never blocks; scrapes are rendered here */

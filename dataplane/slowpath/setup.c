@@ -50,7 +50,7 @@ dp_config_defaults(struct dp_config *cfg)
 	cfg->prm.burst = 32;
 	cfg->prm.idle_mode = DP_IDLE_INTR;
 	cfg->prm.idle_spin = 1000;
-	cfg->prm.idle_sleep_us = 500;
+	cfg->prm.idle_sleep_us = 700;
 	cfg->prm.drain_ms = 2000;
 	cfg->prm.linger_ms = 10000;
 	cfg->prm.mbufs = 32768;
