@@ -5,7 +5,8 @@
 One worker of a one-worker job (its table installed on the gateway, one chunk per round)
 sends the CONTRIB of round r, waits for its RESULT, then stays quiet for --gap seconds, so
 that every CONTRIB finds the gateway idle (asleep, unless it polls). Prints one line of JSON:
-the samples' p50, p99 and max in microseconds, send to RESULT, and how many were lost.
+the samples' p50, p99 and max in microseconds, send to RESULT, the first one, the share
+answered within 1 ms, and how many were lost.
 
   idle_rtt.py --gateway IP --worker IP --job J --epoch E --samples N --gap S
 """
@@ -61,10 +62,12 @@ def main():
         print(json.dumps({"samples": 0, "lost": lost}))
         return 1
     first = round(rtt[0], 1)
+    under_1ms = sum(1 for x in rtt if x <= 1000) / (len(rtt) + lost) * 100
     rtt.sort()
     q = lambda p: rtt[min(len(rtt) - 1, int(p * len(rtt)))]
     print(json.dumps({"samples": len(rtt), "lost": lost, "p50_us": round(q(0.5), 1),
-                      "p99_us": round(q(0.99), 1), "max_us": round(rtt[-1], 1), "first_us": first}))
+                      "p99_us": round(q(0.99), 1), "max_us": round(rtt[-1], 1), "first_us": first,
+                      "under_1ms_pct": round(under_1ms, 1)}))
     return 0
 
 
