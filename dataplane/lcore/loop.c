@@ -26,7 +26,6 @@
  *
  * Worker lcores only; no allocation, no locks, no logging.
  */
-#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
