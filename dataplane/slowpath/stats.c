@@ -836,6 +836,10 @@ tel_lcore(const char *cmd __rte_unused, const char *params, struct rte_tel_data 
 		for (int r = 1; r < WIRE_REASON_COUNT_MAX; r++)
 			rte_tel_data_add_dict_u64(d, wire_reason_str((enum wire_reason)r),
 						  rd(&lc->drops[r]));
+		rte_tel_data_add_dict_u64(d, "sleeps", rd(&lc->sleeps));
+		rte_tel_data_add_dict_u64(d, "sleep_us",
+					  rd(&lc->slept_cycles) * 1000000 / rte_get_tsc_hz());
+		rte_tel_data_add_dict_u64(d, "intr_wakeups", rd(&lc->intr_wakeups));
 		return 0;
 	}
 	return -EINVAL;
