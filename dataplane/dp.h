@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include <rte_common.h>
+#include <rte_epoll.h>
 #include <rte_ether.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
@@ -658,6 +659,7 @@ struct dp_port {
 	struct rte_ether_addr mac;
 	uint16_t n_rxq;           /* queues 0 .. n_rxq - 1 polled by lcore indices 0 .. */
 	uint16_t n_txq;           /* one per worker lcore */
+	bool rx_intr;             /* every RX queue can raise an Rx interrupt (--idle intr) */
 	struct rte_ring *ctl_tx;  /* ctl: SP enqueue; the lcore polling RX queue 0: SC */
 	struct dp_fault fault[2]; /* by enum dp_dir */
 };
@@ -734,8 +736,18 @@ struct dp_lcore {
 	/* TX staging per port: flushed at the end of each iteration. */
 	uint16_t tx_n[DP_PORTS_MAX];
 	struct rte_mbuf *tx[DP_PORTS_MAX][DP_BURST_MAX];
-	/* Idle backoff. */
-	uint32_t idle_polls;
+	/* Idle (lcore/loop.c): the loop's state and the counters of its sleeps. */
+	uint32_t idle_polls;            /* empty polls in a row */
+	uint32_t sleep_us;              /* the latest adaptive sleep; 0: none since work */
+	bool intr_short;                /* intr: the next wait is short (work or a wakeup) */
+	uint8_t idle_mode;              /* enum dp_idle_mode in effect on this lcore: intr only
+					* where every one of its RX queues has interrupts */
+	int wake_fd;                    /* intr: eventfd the control thread writes to wake the
+					* lcore (ctl: creates, closes, writes); -1: none */
+	struct rte_epoll_event wake_ev; /* its registration in the lcore's epoll set */
+	uint64_t sleeps;                /* adaptive sleeps and interrupt waits */
+	uint64_t slept_cycles;          /* TSC cycles spent in them */
+	uint64_t intr_wakeups;          /* interrupt waits an Rx interrupt ended */
 	/* Fault injection: the generator, per port and direction the Gilbert-Elliott
 	 * state (true: bad), and per port the delay line. */
 	uint64_t rng;
@@ -750,13 +762,22 @@ struct dp_lcore {
 	uint64_t iterations;
 } __rte_cache_aligned;
 
+/** How a worker lcore waits when it has nothing to do (--idle). */
+enum dp_idle_mode {
+	DP_IDLE_POLL = 0, /* busy polling, never a syscall (line-rate certification) */
+	DP_IDLE_SLEEP,    /* short sleeps growing up to idle_sleep_us */
+	DP_IDLE_INTR,     /* Rx interrupts where every RX queue of the lcore supports them,
+			   * DP_IDLE_SLEEP on the other lcores */
+};
+
 /** Options that shape the fast path. */
 struct dp_params {
 	uint16_t udp_base; /* this dataplane's UDP port range */
 	uint16_t udp_count;
 	uint16_t burst;         /* 1 .. DP_BURST_MAX */
+	uint8_t idle_mode;      /* enum dp_idle_mode (--idle) */
 	uint32_t idle_spin;     /* empty polls before backing off; 0: never back off */
-	uint32_t idle_sleep_us; /* longest sleep when idle */
+	uint32_t idle_sleep_us; /* longest adaptive sleep when idle */
 	uint32_t drain_ms;      /* how long a retired epoch may keep open slots */
 	uint32_t linger_ms;     /* how long a replaced epoch keeps its RESULTs after it
 				     * drained, for result recovery (PROTOCOL.md 10.1) */
@@ -814,8 +835,11 @@ struct dp {
  */
 unsigned int dp_worker_poll(struct dp_lcore *lc);
 
-/** The worker lcore main loop (rte_eal_remote_launch): poll, report quiescence, back off
- * when idle, until dp->stop. arg is the struct dp_lcore. */
+/* --- The worker lcore loop (lcore/loop.c) ------------------------------------------------- */
+
+/** The worker lcore main loop (rte_eal_remote_launch): poll, report quiescence and, when
+ * idle, wait as --idle says (busy polling, adaptive sleep or Rx interrupts), until
+ * dp->stop. arg is the struct dp_lcore. */
 int dp_worker_main(void *arg);
 
 /* --- Slow path (slowpath/) ---------------------------------------------------------------- */

@@ -25,6 +25,9 @@
 #include "table.h"
 
 #define CTL_SOCKET_DEFAULT "/run/georeduce/dataplane.sock"
+/* The control loop's longest wait for a request: housekeeping (ARP, PROBEs, retirement,
+ * what the lcores learned) and metrics scrapes run at least this often. */
+#define CTL_POLL_MS 10
 
 static volatile sig_atomic_t quit;
 
@@ -79,9 +82,13 @@ usage(FILE *f, const struct dp_config *d)
 		"      --hdr-mbufs N       header and indirect buffers for result copies [%u]\n"
 		"      --rx-desc N, --tx-desc N  descriptors per queue              [%u, %u]\n"
 		"      --burst N           packets per receive burst, 1 .. %d             [%u]\n"
-		"      --idle-spin N       empty polls before an idle lcore sleeps;\n"
-		"                          0 = never sleep (benchmarks)                  [%u]\n"
-		"      --idle-sleep-us N   longest idle sleep                            [%u]\n"
+		"      --idle MODE         what an idle worker lcore does: intr (wait for an Rx\n"
+		"                          interrupt where its ports have them, else sleep),\n"
+		"                          sleep (sleeps growing up to --idle-sleep-us) or\n"
+		"                          poll (busy polling: line-rate certification)  [%s]\n"
+		"      --idle-spin N       empty polls before an idle lcore waits; 0 = poll [%u]\n"
+		"      --idle-sleep-us N   longest idle sleep: about the most a packet after\n"
+		"                          a pause waits for a sleeping lcore            [%u]\n"
 		"      --drain-ms N        how long an old epoch may keep unfinished chunks [%u]\n"
 		"      --linger-ms N       how long an old epoch keeps its results once drained,\n"
 		"                          for the workers a re-plan left without one     [%u]\n"
@@ -115,9 +122,9 @@ usage(FILE *f, const struct dp_config *d)
 		"georeduce-dpctl -s PATH stats', --metrics, or DPDK telemetry\n"
 		"(dpdk-telemetry.py: /georeduce/stats, /georeduce/lcore,<lcore id>).\n",
 		d->prm.mbufs, d->hdr_mbufs, d->rx_desc, d->tx_desc, DP_BURST_MAX, d->prm.burst,
-		d->prm.idle_spin, d->prm.idle_sleep_us, d->prm.drain_ms, d->prm.linger_ms,
-		d->prm.probe_ms, d->rto_init_ms, d->retries_max, d->prm.fault_queue, d->seal_mbufs,
-		d->seal_links);
+		dp_idle_mode_name(d->prm.idle_mode), d->prm.idle_spin, d->prm.idle_sleep_us,
+		d->prm.drain_ms, d->prm.linger_ms, d->prm.probe_ms, d->rto_init_ms, d->retries_max,
+		d->prm.fault_queue, d->seal_mbufs, d->seal_links);
 }
 
 static int
@@ -381,6 +388,7 @@ enum {
 	O_RXD,
 	O_TXD,
 	O_BURST,
+	O_IDLE,
 	O_SPIN,
 	O_SLEEP,
 	O_DRAIN,
@@ -419,6 +427,7 @@ static const struct option long_opts[] = {
 	{"rx-desc", required_argument, NULL, O_RXD},
 	{"tx-desc", required_argument, NULL, O_TXD},
 	{"burst", required_argument, NULL, O_BURST},
+	{"idle", required_argument, NULL, O_IDLE},
 	{"idle-spin", required_argument, NULL, O_SPIN},
 	{"idle-sleep-us", required_argument, NULL, O_SLEEP},
 	{"drain-ms", required_argument, NULL, O_DRAIN},
@@ -569,6 +578,12 @@ parse_dp_opt(int c, struct dp_config *cfg)
 		break;
 	case O_SPIN:
 		rc = u32_opt("idle-spin", optarg, 0, 1 << 30, &cfg->prm.idle_spin);
+		break;
+	case O_IDLE:
+		rc = dp_idle_mode_parse(optarg, &cfg->prm.idle_mode);
+		if (rc != 0)
+			cli_error(DP_PROGRAM, "--idle: expected intr, sleep or poll, got '%s'",
+				  optarg);
 		break;
 	case O_SLEEP:
 		rc = u32_opt("idle-sleep-us", optarg, 1, 1000000, &cfg->prm.idle_sleep_us);
@@ -804,8 +819,14 @@ main(int argc, char **argv)
 		       table_ipv4_format(dp.ports[p].ipv4, ip), dp.ports[p].prefix_len, mac,
 		       dp.ports[p].n_rxq);
 	}
-	DP_LOG(NOTICE, "%u worker lcores, kernels %s, control socket %s\n", dp.n_lcores,
-	       dp.lcores[0]->k->name, sock);
+	unsigned int n_intr = 0;
+
+	for (unsigned int i = 0; i < dp.n_lcores; i++)
+		n_intr += dp.lcores[i]->idle_mode == DP_IDLE_INTR;
+	DP_LOG(NOTICE,
+	       "%u worker lcores, kernels %s, idle %s (%u on Rx interrupts), control socket %s\n",
+	       dp.n_lcores, dp.lcores[0]->k->name, dp_idle_mode_name(dp.prm.idle_mode), n_intr,
+	       sock);
 	if (ctlo.listen != NULL)
 		DP_LOG(NOTICE, "control protocol over TLS on %s\n", ctlo.listen);
 	if (metrics != NULL)
@@ -814,13 +835,15 @@ main(int argc, char **argv)
 	       ctlo.listen != NULL ? ", tls://" : "", ctlo.listen != NULL ? ctlo.listen : "");
 	fflush(stdout);
 	while (!quit) {
-		dp_ctl_poll(ctl, 5);
+		dp_ctl_poll(ctl, CTL_POLL_MS);
 		dp_housekeeping(&dp);
 		if (msrv != NULL)
 			promsrv_run(msrv); /* never blocks; scrapes are rendered here */
 	}
 	DP_LOG(NOTICE, "stopping\n");
 	atomic_store(&dp.stop, true);
+	for (unsigned int i = 0; i < dp.n_lcores; i++)
+		dp_lcore_wake(&dp, i);
 	rte_eal_mp_wait_lcore();
 	promsrv_free(msrv);
 	dp_ctl_free(ctl);

@@ -52,7 +52,8 @@ const uint16_t W3[3] = {11, 12, 13};
 uint32_t linger_ms;
 /* --nat-addr of port 0 at the next dp_up(); 0: none. */
 uint32_t nat_ipv4;
-uint64_t fault_seed; /* --fault-seed of the next dp_up() */
+uint64_t fault_seed;              /* --fault-seed of the next dp_up() */
+uint8_t idle_mode = DP_IDLE_INTR; /* --idle of the next dp_up() */
 
 /* A fresh dataplane on a fresh ring port: lcore is the lcore that plays the worker. */
 int
@@ -69,6 +70,7 @@ dp_up(unsigned int lcore)
 	cfg.prm.drain_ms = 200;
 	cfg.prm.linger_ms = linger_ms;
 	cfg.prm.fault_seed = fault_seed;
+	cfg.prm.idle_mode = idle_mode;
 	if (jumbo) {
 		cfg.prm.mtu = 9000;
 		cfg.prm.mbufs = 4096;

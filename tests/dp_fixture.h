@@ -49,6 +49,7 @@ extern const char *crypto_dev; /* this --crypto */
 extern uint32_t linger_ms;     /* this --linger-ms */
 extern uint32_t nat_ipv4;      /* this --nat-addr 0:IP (0: none) */
 extern uint64_t fault_seed;    /* this --fault-seed */
+extern uint8_t idle_mode;      /* this --idle (enum dp_idle_mode; intr by default) */
 
 /** Three local workers, 11, 12 and 13. */
 extern const uint16_t W3[3];

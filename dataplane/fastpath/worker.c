@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * Fast path: the worker lcore loop. Receive a burst per queue and hand each frame to
- * receive and classify (rx.c), open the burst's sealed frames, then once per iteration
- * the loss-recovery timers (retx.c), the frames sealed meanwhile (seal.c), the pacers
- * (pace.c) and the TX flush (tx.c); report an RCU quiescent state, back off when idle.
+ * Fast path: one iteration of the worker lcore loop. Receive a burst per queue and hand
+ * each frame to receive and classify (rx.c), open the burst's sealed frames, then once per
+ * iteration the loss-recovery timers (retx.c), the frames sealed meanwhile (seal.c), the
+ * pacers (pace.c) and the TX flush (tx.c). The loop around it, with the RCU quiescent
+ * state and the idle policy, is dataplane/lcore/loop.c.
  *
  * The packet path, one file per step, calls going one way (down this list):
- *   worker.c   the loop
+ *   worker.c   one iteration of the loop
  *   rx.c       receive and classify; PROBE, ARP and ICMP answers
  *   agg.c      aggregation: the slot state machine and the summation
  *   mcast.c    selective multicast
@@ -19,15 +20,12 @@
  * Each file calls only files below it in this list (worker.c several of them, once per
  * iteration); rx.c takes the frames seal.c opened back as a return value, not a call.
  *
- * Worker lcores only: no allocation, no locks; the only syscall is the idle sleep, taken
- * after the lcore went offline for RCU and only when backoff is enabled.
+ * Worker lcores only: no allocation, no locks, no syscalls, no logging.
  */
 #include <rte_branch_prediction.h>
-#include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
-#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
 #include "dp.h"
@@ -104,43 +102,4 @@ dp_worker_poll(struct dp_lcore *lc)
 	dp_pace_run(lc, st);
 	dp_tx_flush(lc);
 	return total;
-}
-
-int
-dp_worker_main(void *arg)
-{
-	struct dp_lcore *lc = arg;
-	struct dp *dp = lc->dp;
-	uint64_t t0;
-
-	rte_rcu_qsbr_thread_register(dp->rcu, lc->idx);
-	rte_rcu_qsbr_thread_online(dp->rcu, lc->idx);
-	while (!atomic_load_explicit(&dp->stop, memory_order_relaxed)) {
-		t0 = rte_rdtsc();
-		unsigned int n = dp_worker_poll(lc);
-
-		rte_rcu_qsbr_quiescent(dp->rcu, lc->idx);
-		lc->iterations++;
-		if (n != 0) {
-			lc->cycles_busy += rte_rdtsc() - t0;
-			lc->idle_polls = 0;
-			continue;
-		}
-		if (dp->prm.idle_spin == 0 || ++lc->idle_polls < dp->prm.idle_spin) {
-			rte_pause();
-			continue;
-		}
-		/* Idle for a while: sleep, longer the longer it stays idle (up to the limit),
-		 * offline for RCU so the control thread never waits on a sleeping lcore. */
-		uint32_t us = (lc->idle_polls - dp->prm.idle_spin) / 16 + 1;
-
-		if (us > dp->prm.idle_sleep_us)
-			us = dp->prm.idle_sleep_us;
-		rte_rcu_qsbr_thread_offline(dp->rcu, lc->idx);
-		rte_delay_us_sleep(us);
-		rte_rcu_qsbr_thread_online(dp->rcu, lc->idx);
-	}
-	rte_rcu_qsbr_thread_offline(dp->rcu, lc->idx);
-	rte_rcu_qsbr_thread_unregister(dp->rcu, lc->idx);
-	return 0;
 }

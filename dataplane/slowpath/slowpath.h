@@ -62,6 +62,12 @@ struct dp_config {
 /** Defaults of every option (the --help text shows them). */
 void dp_config_defaults(struct dp_config *cfg);
 
+/** The name of an enum dp_idle_mode (--idle, stats): "poll", "sleep", "intr". */
+const char *dp_idle_mode_name(unsigned int mode);
+
+/** Parse an --idle mode name: 0, or -1 for a name that is none. */
+int dp_idle_mode_parse(const char *s, uint8_t *mode);
+
 /**
  * Configure and start the ports, create the mempools (one set per NUMA socket of the
  * worker lcores), the per-lcore contexts, rings and the RCU variable. After rte_eal_init().
@@ -72,6 +78,10 @@ int dp_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errle
 /** Stop and close the ports, free everything dp_setup() and the jobs allocated. Workers
  * must have stopped. */
 void dp_teardown(struct dp *dp);
+
+/** Wake worker lcore idx if it waits for an Rx interrupt (lcore/loop.c): after frames were
+ * queued for it to send, and at stop. Nothing for lcores that poll or sleep. */
+void dp_lcore_wake(struct dp *dp, unsigned int idx);
 
 /* --- Protected links (slowpath/crypto.c) ------------------------------------------------- */
 

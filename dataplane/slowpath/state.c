@@ -377,6 +377,7 @@ probe_peers(struct dp *dp)
 		pr->probes++;
 		pr->unanswered++;
 	}
+	dp_lcore_wake(dp, 0); /* it may wait for an Rx interrupt */
 }
 
 /* Keep the sighting l of an address that no neighbour entry has (yet). */
@@ -471,6 +472,8 @@ arp_request(struct dp *dp, struct dp_neigh *nb)
 	arp->arp_data.arp_tip = rte_cpu_to_be_32(nb->ipv4);
 	if (rte_ring_sp_enqueue(pt->ctl_tx, m) != 0)
 		rte_pktmbuf_free(m);
+	else
+		dp_lcore_wake(dp, 0);
 }
 
 static void

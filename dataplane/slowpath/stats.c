@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_telemetry.h>
@@ -170,6 +171,12 @@ lcore_json(const struct dp_lcore *lc)
 	json_object_set_new(o, "drops", drops);
 	json_object_set_new(o, "iterations", json_integer((json_int_t)rd(&lc->iterations)));
 	json_object_set_new(o, "busy_cycles", json_integer((json_int_t)rd(&lc->cycles_busy)));
+	json_object_set_new(o, "idle_mode", json_string(dp_idle_mode_name(lc->idle_mode)));
+	json_object_set_new(o, "sleeps", json_integer((json_int_t)rd(&lc->sleeps)));
+	json_object_set_new(
+		o, "sleep_us",
+		json_integer((json_int_t)(rd(&lc->slept_cycles) * 1000000 / rte_get_tsc_hz())));
+	json_object_set_new(o, "intr_wakeups", json_integer((json_int_t)rd(&lc->intr_wakeups)));
 	json_object_set_new(o, "kernels", json_string(lc->k->name));
 	return o;
 }
@@ -658,6 +665,18 @@ dp_metrics_text(struct dp *dp, size_t *len)
 		fmt_u(lc, sizeof(lc), dp->lcores[i]->lcore_id);
 		prom_sample_u64(&p, l, 1, rd(&dp->lcores[i]->iterations));
 	}
+	prom_family(&p, M("sleeps_total"), PROM_COUNTER,
+		    "Idle sleeps and Rx interrupt waits of a worker lcore (--idle)");
+	for (unsigned int i = 0; i < dp->n_lcores; i++) {
+		fmt_u(lc, sizeof(lc), dp->lcores[i]->lcore_id);
+		prom_sample_u64(&p, l, 1, rd(&dp->lcores[i]->sleeps));
+	}
+	prom_family(&p, M("sleep_seconds_total"), PROM_COUNTER,
+		    "Time a worker lcore spent in idle sleeps and Rx interrupt waits");
+	for (unsigned int i = 0; i < dp->n_lcores; i++) {
+		fmt_u(lc, sizeof(lc), dp->lcores[i]->lcore_id);
+		prom_sample(&p, l, 1, (double)rd(&dp->lcores[i]->slept_cycles) / hz);
+	}
 
 	/* Ports, as the ethdev counts them. */
 	static const char *const port_m[][2] = {
@@ -826,6 +845,10 @@ tel_lcore(const char *cmd __rte_unused, const char *params, struct rte_tel_data 
 		for (int r = 1; r < WIRE_REASON_COUNT_MAX; r++)
 			rte_tel_data_add_dict_u64(d, wire_reason_str((enum wire_reason)r),
 						  rd(&lc->drops[r]));
+		rte_tel_data_add_dict_u64(d, "sleeps", rd(&lc->sleeps));
+		rte_tel_data_add_dict_u64(d, "sleep_us",
+					  rd(&lc->slept_cycles) * 1000000 / rte_get_tsc_hz());
+		rte_tel_data_add_dict_u64(d, "intr_wakeups", rd(&lc->intr_wakeups));
 		return 0;
 	}
 	return -EINVAL;
