@@ -291,6 +291,9 @@ dp_retx_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp
 			bool open = s->chunk == c && s->round == p->round &&
 				    (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE);
 
+			lc->ctr[DP_CTR_NACK_NOT_OPEN] += !open && k >= 0 && t->src_worker[k];
+			lc->ctr[DP_CTR_NACK_OPEN_WITHOUT] +=
+				open && k >= 0 && t->src_worker[k] && !slot_has(s, t->src_bits[k]);
 			if (!open)
 				dp_recover_request(lc, j, t, c, p->round, (uint16_t)to, -1,
 						   (int)to);

@@ -40,6 +40,8 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_NACKS_SENT] = "nacks_sent",
 	[DP_CTR_RETX_STUCK] = "retx_stuck",
 	[DP_CTR_HELD_ASKED] = "held_asked",
+	[DP_CTR_NACK_OPEN_WITHOUT] = "nack_open_without",
+	[DP_CTR_NACK_NOT_OPEN] = "nack_not_open",
 	[DP_CTR_MCAST_RX] = "mcast_rx",
 	[DP_CTR_MCAST_COPIES] = "mcast_copies",
 	[DP_CTR_MCAST_NACKS] = "mcast_nacks",
@@ -95,6 +97,10 @@ static const char *const ctr_help[DP_CTR_COUNT] = {
 	[DP_CTR_RETX_STUCK] = "Chunks still without a RESULT after the retries",
 	[DP_CTR_HELD_ASKED] = "NACK_RESULTs sent at a partial sum's first timeout to ask whether "
 			      "the parent holds it",
+	[DP_CTR_NACK_OPEN_WITHOUT] =
+		"Chunks asked for by a contributor whose open slot lacks its contribution",
+	[DP_CTR_NACK_NOT_OPEN] =
+		"Chunks asked for whose slot holds neither the round nor its RESULT",
 	[DP_CTR_MCAST_RX] = "MCAST packets accepted",
 	[DP_CTR_MCAST_COPIES] = "MCAST copies sent to next-hop gateways and workers",
 	[DP_CTR_MCAST_NACKS] = "NACK_MCAST requests accepted",
