@@ -99,20 +99,15 @@ test_retx_answers(void)
 	dp_down();
 }
 
-/* Loss recovery towards the parent: a partial sum without RESULT is sent again (RETX)
- * after the timeout; once the parent ACKs it, NACK_RESULT instead; NACK_CONTRIB makes it
- * go again at once; the RESULT ends it all. */
+/* A dataplane that is a leaf under gateway 4 (job 40) with workers 21 and 22, whose
+ * round 3 of chunk 0 has gone up: the partial sum is in o[0]. */
 static void
-test_retransmit_up(void)
+leaf_partial_up(struct out *o)
 {
 	const uint64_t el = 64;
 	const uint32_t ce = 64;
 	static const uint16_t w2[] = {21, 22};
 	struct tdesc td = {0, 4, 0, {0}, 0, 1, 16, {0}}; /* leaf under gateway 4 */
-	static struct out o[16];
-	struct pkt ctl = {WIRE_TYPE_ACK,   WIRE_F_ECHO, 40,        1, 0, 4, 2, 0, 3, 0,
-			  WIRE_DTYPE_NONE, 1,           PEER_IP(4)};
-	int n;
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 	CU_ASSERT_FATAL(install(mk_table(40, 1, 2, TABLE_DTYPE_FP32, el, ce, 2, w2, 1, &td),
@@ -121,6 +116,20 @@ test_retransmit_up(void)
 	inject(contrib_f32(40, 1, 0, 22, 3, 0, el, ce));
 	poll_all();
 	CU_ASSERT_FATAL(collect(o, 16) == 1);
+}
+
+/* Loss recovery towards the parent: a partial sum without RESULT is sent again (RETX)
+ * after the timeout; once the parent ACKs it, NACK_RESULT instead; NACK_CONTRIB makes it
+ * go again at once; the RESULT ends it all. */
+static void
+test_retransmit_up(void)
+{
+	static struct out o[16];
+	struct pkt ctl = {WIRE_TYPE_ACK,   WIRE_F_ECHO, 40,        1, 0, 4, 2, 0, 3, 0,
+			  WIRE_DTYPE_NONE, 1,           PEER_IP(4)};
+	int n;
+
+	leaf_partial_up(o);
 	CU_ASSERT(o[0].p.type == WIRE_TYPE_CONTRIB && o[0].p.flags == 0 && o[0].p.contrib == 2);
 	/* Nothing before the timeout (20 ms, twice that before the tree's first RESULT of
 	 * the round), then a NACK_RESULT that asks whether the parent holds it; unanswered
@@ -190,22 +199,12 @@ test_retransmit_up(void)
 static void
 test_held_probe_up(void)
 {
-	const uint64_t el = 64;
-	const uint32_t ce = 64;
-	static const uint16_t w2[] = {21, 22};
-	struct tdesc td = {0, 4, 0, {0}, 0, 1, 16, {0}}; /* leaf under gateway 4 */
 	static struct out o[16];
 	struct pkt ack = {WIRE_TYPE_ACK,   WIRE_F_ECHO, 40,        1, 0, 4, 2, 0, 3, 0,
 			  WIRE_DTYPE_NONE, 1,           PEER_IP(4)};
 	int n;
 
-	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	CU_ASSERT_FATAL(install(mk_table(40, 1, 2, TABLE_DTYPE_FP32, el, ce, 2, w2, 1, &td),
-				"install") == 0);
-	inject(contrib_f32(40, 1, 0, 21, 3, 0, el, ce));
-	inject(contrib_f32(40, 1, 0, 22, 3, 0, el, ce));
-	poll_all();
-	CU_ASSERT_FATAL(collect(o, 16) == 1);
+	leaf_partial_up(o);
 	rte_delay_us_sleep(45000);
 	dp_worker_poll(dp.lcores[0]);
 	n = collect(o, 16);
