@@ -112,26 +112,34 @@ rates_row(FILE *f, const char *what, const struct rates *r, bool pct)
 			r->l2_gbps, r->payload_gbps);
 }
 
-/* The gateway's drops over the measurement by name (ring mode's dataplane): into a JSON
- * object when o is not NULL, else printed on one line. */
+/* The gateway's drops over the measurement by name (ring mode's dataplane), i of them. */
+static uint64_t
+gw_drop(const struct phase *p, unsigned int i)
+{
+	return i == GW_DROP_CTRS ? 0 : p->peer[1].why[i] - p->peer[0].why[i];
+}
+
+/* ... printed on one line. */
 static void
-gw_drops(FILE *f, const struct phase *p, json_t *o)
+gw_drops(FILE *f, const struct phase *p)
 {
 	unsigned int shown = 0;
 
-	for (unsigned int i = 0; i < GW_DROPS; i++) {
-		uint64_t d = p->peer[1].why[i] - p->peer[0].why[i];
+	for (unsigned int i = 0; i < GW_DROPS; i++)
+		if (gw_drop(p, i) != 0)
+			fprintf(f, "%s %s %" PRIu64, shown++ == 0 ? "" : ",", gw_drop_name(i),
+				gw_drop(p, i));
+	fprintf(f, "%s\n", shown == 0 ? " none" : "");
+}
 
-		if (d == 0 || i == GW_DROP_CTRS)
-			continue;
-		if (o != NULL)
-			json_object_set_new(o, gw_drop_name(i), json_integer((json_int_t)d));
-		else
-			fprintf(f, "%s %s %" PRIu64, shown == 0 ? "" : ",", gw_drop_name(i), d);
-		shown++;
-	}
-	if (o == NULL)
-		fprintf(f, "%s\n", shown == 0 ? " none" : "");
+/* ... into the JSON object o. */
+static void
+gw_drops_json(const struct phase *p, json_t *o)
+{
+	for (unsigned int i = 0; o != NULL && i < GW_DROPS; i++)
+		if (gw_drop(p, i) != 0)
+			json_object_set_new(o, gw_drop_name(i),
+					    json_integer((json_int_t)gw_drop(p, i)));
 }
 
 /* What a certifier reads first: rates against the line rate, loss, port and gateway
@@ -167,7 +175,7 @@ print_certifier(FILE *f, const struct phase *p)
 		x[1].ierrors, x[0].oerrors, x[1].oerrors);
 	if ((p->has_peer && strcmp(p->name, "dataplane") == 0) || p->gw_read) {
 		fprintf(f, "  gateway drops%s:", p->gw_read ? " (--gw-socket, the whole run)" : "");
-		gw_drops(f, p, NULL);
+		gw_drops(f, p);
 	}
 }
 
@@ -248,7 +256,7 @@ certifier_json(const struct phase *p, json_t *o)
 	bool ring_dp = p->has_peer && strcmp(p->name, "dataplane") == 0;
 
 	if (ring_dp || p->gw_read)
-		gw_drops(NULL, p, drops);
+		gw_drops_json(p, drops);
 	json_object_set_new(o, "gateway_drops", drops);
 	json_object_set_new(o, "gateway_drops_from",
 			    json_string(ring_dp    ? "dataplane" :
