@@ -178,8 +178,12 @@ dp_retx_timers(struct dp_lcore *lc, const struct dp_state *st)
 				 * (a NACK_RESULT: an ACK, or the RESULT, answers) rather than
 				 * resend the payload over the WAN; unanswered within a
 				 * timeout, the partial sum goes again (an older parent does
-				 * not answer such a request). */
-				if (!fast && !s->held && !s->asked) {
+				 * not answer such a request). Not while frames of the tree
+				 * wait in the pacer to the parent: the partial sum may be
+				 * among them, the unpaced question would overtake it and find
+				 * nothing there; the resend below goes ahead of the queue as
+				 * it always did. */
+				if (!fast && !s->held && !s->asked && pc->head == pc->tail) {
 					struct wire_pkt a =
 						dp_nack_result(j, &j->trees[tm.tree], s->chunk,
 							       s->round, dp_now_us());
@@ -290,16 +294,17 @@ dp_retx_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp
 		if (r == NULL) {
 			bool open = s->chunk == c && s->round == p->round &&
 				    (s->state == DP_SLOT_OPEN || s->state == DP_SLOT_COMPLETE);
+			bool mine = open && k >= 0 && slot_has(s, t->src_bits[k]);
+			bool worker = k >= 0 && t->src_worker[k];
 
-			lc->ctr[DP_CTR_NACK_NOT_OPEN] += !open && k >= 0 && t->src_worker[k];
-			lc->ctr[DP_CTR_NACK_OPEN_WITHOUT] +=
-				open && k >= 0 && t->src_worker[k] && !slot_has(s, t->src_bits[k]);
+			lc->ctr[DP_CTR_NACK_NOT_OPEN] += worker && !open;
+			lc->ctr[DP_CTR_NACK_OPEN_WITHOUT] += worker && open && !mine;
 			if (!open)
 				dp_recover_request(lc, j, t, c, p->round, (uint16_t)to, -1,
 						   (int)to);
 			else if (s->state == DP_SLOT_OPEN)
 				dp_recover_stalled(lc, j, t, s);
-			if (open && k >= 0 && slot_has(s, t->src_bits[k])) {
+			if (mine) {
 				/* Held here, its RESULT waits for others: say so (an ACK of
 				 * the run), so that the requester does not resend it. */
 				if (held == 0)
@@ -307,10 +312,10 @@ dp_retx_nack_result(struct dp_lcore *lc, const struct dp_job *j, const struct dp
 				held++;
 				continue;
 			}
-			ack_run(lc, j, d, p, &held_first, &held, now_us);
-			continue;
 		}
 		ack_run(lc, j, d, p, &held_first, &held, now_us);
+		if (r == NULL)
+			continue;
 		if (!dp_budget_spend(b, rte_pktmbuf_data_len(r))) {
 			lc->ctr[DP_CTR_ANSWER_BUDGET]++;
 			continue;
