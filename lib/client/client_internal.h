@@ -283,7 +283,8 @@ ask_us(const struct call *k)
 	uint64_t t1 = timer_us(k, 0);
 	uint64_t t = k->c->path.valid ? 2 * rtt_rto(&k->c->path) : t1;
 
-	return t < t1 ? t1 : t;
+	t = t < t1 ? t1 : t;
+	return t > k->rto_max ? k->rto_max : t;
 }
 
 /* Whether chunk h went once only (its result is a round-trip sample, Karn). */

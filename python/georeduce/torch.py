@@ -163,8 +163,6 @@ def _reduce(state: HookState, bucket: dist.GradBucket, want: torch.dtype
     buckets (one round per step, or per bucket with per_bucket), in place; a future of
     the bucket. The copy into the staging tensor casts, and so does the copy back."""
     buf = bucket.buffer()
-    if state.per_bucket:
-        return _reduce_alone(state, bucket, buf if buf.dtype == want else buf.to(want), buf)
     send, out = buf, buf
     n, cap = send.numel(), state.client.elements
     if n > cap:
@@ -189,40 +187,8 @@ def _reduce(state: HookState, bucket: dist.GradBucket, want: torch.dtype
     b.at += n
     if bucket.is_last():
         state.step += 1
+    if bucket.is_last() or state.per_bucket:
         _flush(state)
-    return fut
-
-
-def _reduce_alone(state: HookState, bucket: dist.GradBucket, send: torch.Tensor,
-                  out: torch.Tensor) -> torch.futures.Future[torch.Tensor]:
-    """AllReduce send (averaged) in a round of its own, in the client's thread; copy it
-    into out if they differ; a future of out."""
-    fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
-    step, index = state.step, bucket.index()
-    rnd = state.client.next_round
-    submitted = time.perf_counter()
-    cf = state.client.allreduce_async(send, average=True, timeout=state.timeout)
-    if bucket.is_last():
-        state.step += 1
-
-    def done(f: Any) -> None:
-        try:
-            contributors = f.result()
-            if send is not out:
-                out.copy_(send)
-            if state.record:
-                tm = next((t for t in reversed(state.client.timings) if t.round == rnd), None)
-                with state._lock:
-                    state.records.append(BucketRecord(
-                        step, index, rnd, send.numel(), state.client.dtype.name, submitted,
-                        tm.started if tm else submitted, tm.in_library if tm else 0.0,
-                        tm.finished if tm else submitted, time.perf_counter(), contributors,
-                        state.client.epoch))
-            fut.set_result(out)
-        except BaseException as e:  # the backward pass raises it from DDP's wait
-            fut.set_exception(e)
-
-    cf.add_done_callback(done)
     return fut
 
 
@@ -230,9 +196,9 @@ def ddp_comm_hook(state: HookState, bucket: dist.GradBucket
                   ) -> torch.futures.Future[torch.Tensor]:
     """Average the bucket over the job's workers through the gateways, in the job's dtype.
 
-    A bucket of the job's dtype is reduced in place, without a copy. Of another dtype
-    (fp32 gradients and an fp16 or bf16 job), it is cast to the job's dtype, reduced, and
-    cast back into the bucket, as the compression hooks do. An MX job (mxint8, mxfp8,
+    The bucket goes through the step's staging tensor (in the job's dtype) and its result
+    back into it: of another dtype (fp32 gradients and an fp16 or bf16 job), it is cast on
+    the way in and out, as the compression hooks do. An MX job (mxint8, mxfp8,
     mxfp4) takes fp32 buckets in place: libgeoreduce quantises them on the wire.
     """
     return _reduce(state, bucket, _torch_dtype(state.client.dtype))
