@@ -10,7 +10,10 @@
 #                           while it runs (the probes' round trip follows); one gateway
 #                           killed and started again (down, then up in a new epoch, rounds
 #                           verified); the control process killed and started again (it
-#                           carries on, rounds verified); down removes the namespaces and
+#                           carries on, rounds verified); killed again while rounds run and
+#                           started again with a re-plan at once (a round begun while it
+#                           was away follows the new epoch within 2 s plus a round); down
+#                           removes the namespaces and
 #                           keeps the logs where it says
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -172,6 +175,76 @@ e1=$(status 's["jobs"][0]["epoch"]')
 	ok "it carried on epoch $e1" || not_ok "after the restart: $(tail -5 "$W/control.log")"
 "$TB" run --dir "$W" --job 2 --rounds 2 >"$D/run2" 2>&1 && ok "rounds after the restart" ||
 	{ not_ok "rounds after the control process's restart"; cat "$D/run2"; }
+
+# Workers follow a control process that restarts and re-plans at once (docs/CLIENT.md,
+# georeduce-worker --control). Site a's worker joins job 1 and is to begin its round 10 s
+# later (--start-at); meanwhile the control process is killed, so the round begins while it
+# is away, under the live epoch, and stays open: site b's worker is not there yet. The
+# control process starts again and re-plans job 1 at once; once the new epoch is live, b's
+# worker starts. The round must complete under the new epoch within 2 s plus a round of b
+# beginning it, where a round that learnt of the epoch only at its timeout would take 60 s
+# more.
+# worker SITE_INDEX ROUND START_AT: job 1's worker of that site, one round, in the background.
+worker() {
+	local ns ids pki api
+	ns=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[int(sys.argv[2])]["ns"])' \
+		"$W/sites.json" "$1")
+	ids=$(python3 -c 'import json, sys
+print(" ".join("--worker-id %d" % w["id"] for w in json.load(open(sys.argv[1]))[int(sys.argv[2])]["workers"]))' \
+		"$W/sites.json" "$1")
+	all=$(python3 -c 'import json, sys
+print(",".join(str(w["id"]) for s in json.load(open(sys.argv[1])) for w in s["workers"]))' "$W/sites.json")
+	pki=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pki"])' "$W/control.json")
+	api=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["api"])' "$W/control.json")
+	# shellcheck disable=SC2086
+	ip netns exec "$ns" "$BUILD/tools/worker/georeduce-worker" --control "$api" --job 1 \
+		--cert "$pki/workers-site$1.pem" --key "$pki/workers-site$1.key" --ca "$pki/ca.pem" \
+		$ids --all-workers "$all" --rounds 1 --first-round "$2" --start-at "$3" \
+		--timeout 120 --json >"$D/held-$1.json" 2>"$D/held-$1.err" &
+}
+round=$(($(date +%s) % 100000000 * 16 + 8))
+start_at=$(($(date +%s) + 10))
+worker 0 "$round" "$start_at"
+wa=$!
+sleep 4 # a's worker joins (it has 10 s to begin its round)
+"$TB" control kill --dir "$W" >/dev/null 2>&1 || not_ok "control kill (2)"
+[ "$(date +%s)" -lt "$start_at" ] || not_ok "the control process was killed after a's round began"
+# a's round begins without the control process, and waits for b
+while [ "$(date +%s)" -le $((start_at + 1)) ]; do sleep 0.2; done
+"$TB" control start --dir "$W" >"$D/ctl" 2>&1 || not_ok "control start (2): $(cat "$D/ctl")"
+e2=$(status 's["jobs"][0]["epoch"]')
+"$CTL" replan --socket "$W/control.sock" 1 >"$D/replan" 2>&1 || not_ok "replan: $(cat "$D/replan")"
+until_true 120 's["jobs"][0]["epoch"] > '"$e2"' and s["jobs"][0]["state"] == "live"' ||
+	not_ok "no new epoch after the re-plan: $(status 's["jobs"][0]')"
+e3=$(status 's["jobs"][0]["epoch"]')
+worker 1 "$round" 0
+wb=$!
+wait $wa
+ra=$?
+wait $wb
+rb=$?
+if [ $ra = 0 ] && [ $rb = 0 ]; then
+	# b's round, from its start to its result, holds whatever a's round still needed: had
+	# a not followed the new epoch, b would have waited for a's timeout. "A round": the
+	# plan's prediction.
+	v=$(python3 - "$D" "$e3" "$W/tables/job-1-plan.json" <<'EOF'
+import json, sys
+d, e3 = sys.argv[1], int(sys.argv[2])
+docs = [json.load(open("%s/held-%d.json" % (d, i))) for i in (0, 1)]
+ok = all(doc["ok"] and doc["epoch"] == e3 and all(r["verified"] for w in doc["workers"]
+         for r in w["rounds"]) for doc in docs)
+a, b = (doc["workers"][0] for doc in docs)
+print("%d %d %.3f %.3f %.3f" % (ok, a["stats"]["cancels"], a["rounds"][0]["ms"] / 1e3,
+      b["rounds"][0]["ms"] / 1e3, json.load(open(sys.argv[3]))["predicted"]["allreduce_seconds"]))
+EOF
+	) && read -r verified cancels held after round <<<"$v" && [ "$verified" = 1 ] &&
+		[ "$cancels" -ge 1 ] && python3 -c "import sys; sys.exit(not $after <= 2 + $round)" &&
+		ok "a round begun while the control process was away (held $held s) completed under epoch $e3, $after s after b's worker began it (a round: $round s)" ||
+		{ not_ok "the held round (verified, a's cancels, a's time, b's time, a round): ${v:-}"; cat "$D"/held-*; }
+else
+	not_ok "the round held across the control process's restart (a: $ra, b: $rb)"
+	cat "$D"/held-*.err
+fi
 
 # down: the namespaces go, the logs stay where it says.
 "$TB" down --dir "$W" --logs "$D/logs" >"$D/down" 2>&1 && ok "down" || not_ok "down: $(cat "$D/down")"

@@ -17,7 +17,7 @@
 #include "georeduce.h"
 #include "georeduce_worker.h"
 
-#define CONTROL_RETRY_S 1.0 /* a stalled round asks an unreachable control process again */
+#define CONTROL_RETRY_S 0.5 /* a stalled round asks an unreachable control process again */
 
 static int follow_epoch(struct worker *w, int wait_ms);
 

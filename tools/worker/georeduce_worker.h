@@ -83,7 +83,7 @@ struct worker {
 	struct gr_join *join; /* --control: this worker's connection to it */
 	bool control_away;    /* --control: the last call to it failed */
 	double away_until;    /* ... ask it again during a stalled round after this
-			       * (clock_now_s()): once a second, not per progress call */
+			       * (clock_now_s()): twice a second, not per progress call */
 	bool pending;         /* --control: pending_cfg holds a newer epoch */
 	struct gr_config pending_cfg;
 	struct timespec table_mtime; /* --follow: the table file as last loaded */
