@@ -22,14 +22,17 @@ HookState(per_bucket=True) gives each bucket a round of its own instead, as befo
 The hooks' annotations are exactly those DistributedDataParallel.register_comm_hook()
 checks (dist.GradBucket, torch.futures.Future[torch.Tensor]).
 """
+import concurrent.futures
+import contextlib
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, ContextManager, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
 
+from . import _staging
 from .client import Client
 from .dtypes import DType
 
@@ -66,7 +69,9 @@ class HookState:
         per_bucket: one round per bucket instead of one per step.
 
     Memory: staging tensors of the job's elements in the dtype sent, one per round in
-    flight (one, when a step's gradient fits the job), allocated on first use and kept.
+    flight (one, when a step's gradient fits the job), allocated on first use and kept:
+    for CPU buckets in ordinary memory, for CUDA buckets in pinned host memory (at most
+    georeduce._staging.KEEP of them idle; staging() counts them).
     """
 
     def __init__(self, client: Client, *, timeout: Optional[float] = None,
@@ -80,6 +85,37 @@ class HookState:
         self._lock = threading.Lock()
         self._free: List[torch.Tensor] = []  # staging tensors not in a round
         self._batch: Optional[_Batch] = None  # the buckets waiting for their round
+        self._pinned = _staging.Pool(_staging.pinned)  # CUDA buckets' staging tensors
+        self._capacity = client.elements    # elements a batch may hold
+
+    def staging(self) -> dict:
+        """The pinned staging tensors of CUDA buckets: allocated and freed so far, idle
+        ones and their bytes (georeduce._staging.Pool.stats())."""
+        return self._pinned.stats()
+
+    def _take(self, want: torch.dtype, device: torch.device) -> torch.Tensor:
+        """A staging tensor for a batch of buckets on device: pinned host memory for a
+        CUDA device, ordinary memory for the CPU."""
+        if device.type == "cuda":
+            return self._pinned.take(self._capacity, want)
+        with self._lock:
+            flat = next((t for t in self._free if t.dtype == want), None)
+            if flat is not None:
+                self._free.remove(flat)
+        return flat if flat is not None else torch.zeros(self._capacity, dtype=want)
+
+    def _give(self, flat: torch.Tensor, ready: Any) -> None:
+        if flat.is_pinned() and ready is not None:
+            self._pinned.give(flat, ready)
+        else:
+            with self._lock:
+                self._free.append(flat)
+
+    def _send(self, b: "_Batch") -> Tuple["concurrent.futures.Future[int]", int]:
+        """Start the batch's round: its future (of the contributor count) and round."""
+        rnd = self.client.next_round
+        return self.client.allreduce_async(b.flat[:b.at], average=True,
+                                           timeout=self.timeout, ready=b.copied), rnd
 
 
 @dataclass
@@ -101,7 +137,16 @@ class _Batch:
 
     flat: torch.Tensor
     parts: List[_Part]
+    device: torch.device
+    stream: Any = None  # CUDA buckets: the stream their copies are queued on
+    copied: Any = None  # ... and a torch.cuda.Event after the latest copy in
     at: int = 0
+
+    def on_stream(self) -> ContextManager[Any]:
+        """The batch's CUDA stream made current (nothing for CPU buckets)."""
+        if self.stream is None:
+            return contextlib.nullcontext()
+        return torch.cuda.stream(self.stream)
 
 
 def _torch_dtype(d: DType) -> torch.dtype:
@@ -126,33 +171,44 @@ def _flush(state: HookState) -> None:
     b, state._batch = state._batch, None
     if b is None:
         return
-    rnd = state.client.next_round
     try:
-        cf = state.client.allreduce_async(b.flat[:b.at], average=True, timeout=state.timeout)
+        cf, rnd = state._send(b)
     except BaseException as e:
-        state._free.append(b.flat)
+        state._give(b.flat, b.copied)
         for p in b.parts:
             p.fut.set_exception(e)
         raise
 
     def done(f: Any) -> None:
+        back = b.copied
         try:
             contributors = f.result()
-            for p in b.parts:
-                n = p.send.numel()
-                p.out.view(-1).copy_(b.flat[p.offset:p.offset + n])
-                if state.record:
-                    _record(state, p, n, rnd, contributors)
+            with b.on_stream():  # CUDA: copies back queued on the buckets' stream
+                for p in b.parts:
+                    n = p.send.numel()
+                    part = b.flat[p.offset:p.offset + n]
+                    if b.stream is not None:  # to the device as it is, cast there
+                        part = part.to(p.out.device, non_blocking=True)
+                    p.out.view(-1).copy_(part)
+                    if state.record:
+                        _record(state, p, n, rnd, contributors)
+                if b.stream is not None:
+                    back = torch.cuda.Event()
+                    back.record(b.stream)
+                    # A CUDA-aware future records its own event on the current stream,
+                    # after the copies back, for the stream that waits on it.
+                    for p in b.parts:
+                        p.fut.set_result(p.out)
         except BaseException as e:  # the backward pass raises it from DDP's wait
             for p in b.parts:
                 if not p.fut.done():
                     p.fut.set_exception(e)
             return
         finally:
-            with state._lock:
-                state._free.append(b.flat)
+            state._give(b.flat, back)
         for p in b.parts:
-            p.fut.set_result(p.out)
+            if not p.fut.done():
+                p.fut.set_result(p.out)
 
     cf.add_done_callback(done)
 
@@ -164,24 +220,29 @@ def _reduce(state: HookState, bucket: dist.GradBucket, want: torch.dtype
     the bucket. The copy into the staging tensor casts, and so does the copy back."""
     buf = bucket.buffer()
     send, out = buf, buf
-    n, cap = send.numel(), state.client.elements
+    n, cap = send.numel(), state._capacity
     if n > cap:
         raise ValueError("a bucket of %d elements: the job's tensor has %d, and a bucket may "
                          "have no more" % (n, cap))
-    fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
+    cuda = buf.device.type == "cuda"
+    fut: torch.futures.Future[torch.Tensor] = (
+        torch.futures.Future(devices=[buf.device]) if cuda else torch.futures.Future())
     b = state._batch
-    if b is not None and (b.at + n > cap or b.flat.dtype != want):
+    if b is not None and (b.at + n > cap or b.flat.dtype != want or b.device != buf.device
+                          or (cuda and b.stream != torch.cuda.current_stream(buf.device))):
         _flush(state)  # it does not fit: the waiting buckets go in a round of their own
         b = None
     if b is None:
-        with state._lock:
-            flat = next((t for t in state._free if t.dtype == want), None)
-            if flat is not None:
-                state._free.remove(flat)
-        if flat is None:
-            flat = torch.zeros(cap, dtype=want)
-        b = state._batch = _Batch(flat, [])
-    b.flat[b.at:b.at + n].copy_(send.view(-1))
+        b = state._batch = _Batch(state._take(want, buf.device), [], buf.device)
+        if cuda:
+            b.stream = torch.cuda.current_stream(buf.device)
+    if not cuda:
+        b.flat[b.at:b.at + n].copy_(send.view(-1))
+    else:  # queued on the bucket's stream, overlapping the backward pass and other rounds
+        with b.on_stream():
+            b.flat[b.at:b.at + n].copy_(send.view(-1).to(want), non_blocking=True)
+            b.copied = torch.cuda.Event()
+            b.copied.record(b.stream)
     b.parts.append(_Part(send, out, fut, b.at, bucket.index(), state.step,
                          time.perf_counter()))
     b.at += n
@@ -244,3 +305,4 @@ def mx_compress_hook(state: HookState, bucket: dist.GradBucket
     if not buf.is_floating_point():
         raise TypeError("mx_compress_hook: a bucket of %s, not floating point" % buf.dtype)
     return _reduce(state, bucket, torch.float32)
+
