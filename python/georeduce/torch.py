@@ -36,8 +36,8 @@ from . import _staging
 from .client import Client
 from .dtypes import DType
 
-__all__ = ["BucketRecord", "HookState", "bf16_compress_hook", "ddp_comm_hook",
-           "fp16_compress_hook", "mx_compress_hook"]
+__all__ = ["BucketRecord", "HierState", "HookState", "bf16_compress_hook", "ddp_comm_hook",
+           "fp16_compress_hook", "hierarchical_hook", "mx_compress_hook"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,87 @@ class HookState:
         rnd = self.client.next_round
         return self.client.allreduce_async(b.flat[:b.at], average=True,
                                            timeout=self.timeout, ready=b.copied), rnd
+
+
+class HierState(HookState):
+    """HookState for hierarchical_hook: a worker that is one local rank of a node.
+
+    Args:
+        client: this local rank's georeduce.Client. Local rank i of every node is a worker
+            of the job of shard i: each job's tensor holds a shard, the node's gradient
+            (or the part of it a round takes) divided by the local world size, rounded up.
+        group: the node's process group (dist.new_group() of the node's ranks; NCCL for
+            CUDA buckets, Gloo for CPU ones), used by nothing else while a step runs.
+        timeout, record, per_bucket: as HookState.
+
+    A batch of buckets holds up to client.elements x the local world size elements. Its
+    rounds run in a thread of their own, in order: the collectives inside the node are
+    issued in the same order at every local rank. Memory: a staging tensor of that many
+    elements per round in flight, on the buckets' device, kept; and the client's pinned
+    host buffers of a shard for CUDA buckets (Client.staging()).
+    """
+
+    def __init__(self, client: Client, group: Any, *, timeout: Optional[float] = None,
+                 record: bool = False, per_bucket: bool = False) -> None:
+        super().__init__(client, timeout=timeout, record=record, per_bucket=per_bucket)
+        self.group = group
+        self.local_rank = dist.get_rank(group)
+        self.local_world = dist.get_world_size(group)
+        if self.local_rank < 0:
+            raise ValueError("HierState: this process is not in the node's group")
+        self._capacity = client.elements * self.local_world
+        self._next = client.next_round
+        self._node = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="georeduce-node")
+        # Gloo in torch 1.13 has no reduce-scatter: an AllReduce inside the node instead
+        # (the same sums; each rank then keeps its shard).
+        self._scatter = dist.get_backend(group) == "nccl"
+
+    def _take(self, want: torch.dtype, device: torch.device) -> torch.Tensor:
+        with self._lock:
+            flat = next((t for t in self._free if t.dtype == want and t.device == device),
+                        None)
+            if flat is not None:
+                self._free.remove(flat)
+        if flat is None:
+            flat = torch.zeros(self._capacity, dtype=want, device=device)
+        return flat
+
+    def _give(self, flat: torch.Tensor, ready: Any) -> None:
+        with self._lock:  # a CUDA one is reused on the same stream, in its order
+            self._free.append(flat)
+
+    def _send(self, b: "_Batch") -> Tuple["concurrent.futures.Future[int]", int]:
+        rnd, self._next = self._next, (self._next + 1) & 0xFFFFFFFF
+        return self._node.submit(self._node_round, b, rnd), rnd
+
+    def _node_round(self, b: "_Batch", rnd: int) -> int:
+        """Reduce-scatter inside the node, this rank's shard through the gateways (the
+        average over the nodes, then divided by the local world size), all-gather inside
+        the node. The batch is padded with zeros to a multiple of the local world size."""
+        n, size, me = b.at, self.local_world, self.local_rank
+        shard = -(-n // size)
+        with b.on_stream():
+            x = b.flat[:shard * size]
+            x[n:].zero_()
+            parts = list(x.split(shard))
+            mine = parts[me]
+            if size > 1 and self._scatter:
+                got = torch.empty_like(mine)
+                dist.reduce_scatter(got, parts, group=self.group)
+                mine.copy_(got)
+            elif size > 1:
+                dist.all_reduce(x, group=self.group)
+            contributors = self.client.allreduce(mine, rnd, average=True,
+                                                 timeout=self.timeout)
+            if size > 1:
+                mine.div_(size)
+                dist.all_gather(parts, mine.clone(), group=self.group)
+        return contributors
+
+    def close(self) -> None:
+        """Finish the rounds asked for and stop the node's thread (not the client)."""
+        self._node.shutdown(wait=True)
 
 
 @dataclass
@@ -306,3 +387,19 @@ def mx_compress_hook(state: HookState, bucket: dist.GradBucket
         raise TypeError("mx_compress_hook: a bucket of %s, not floating point" % buf.dtype)
     return _reduce(state, bucket, torch.float32)
 
+
+def hierarchical_hook(state: HierState, bucket: dist.GradBucket
+                      ) -> torch.futures.Future[torch.Tensor]:
+    """Average the bucket over every rank of every node: summed inside the node over
+    state.group (reduce-scatter), each local rank's shard averaged over the nodes through
+    the gateways in its own job, then gathered inside the node (all-gather). A node sends
+    its gradient to the gateways once, in shards, one per local rank.
+
+    As ddp_comm_hook: the bucket goes through the step's staging tensor in the job's dtype
+    (fp32 for an MX job, which libgeoreduce encodes), and its result back into it.
+    """
+    if not isinstance(state, HierState):
+        raise TypeError("hierarchical_hook: the state is a %s; it needs a HierState (the "
+                        "node's process group)" % type(state).__name__)
+    d = state.client.dtype
+    return _reduce(state, bucket, torch.float32 if d.wire == "mx" else _torch_dtype(d))
