@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """One rank of 2 "nodes" x 2 local ranks, for tests/python/test_hier.py and the benchmark.
 
-    python3 hier_worker.py MODE NODE LOCAL STORE OUT TABLE WORKER_ID [STEPS]
+    python3 hier_worker.py MODE NODE LOCAL STORE OUT TABLE WORKER_ID [STEPS [WIDTH]]
 
 MODE "flat": every rank is a worker of one job of the whole gradient (ddp_comm_hook);
 "hier": local rank i is a worker of the job of shard i (hierarchical_hook over the node's
@@ -11,7 +11,8 @@ through STORE (torch's file rendezvous); Gloo's own traffic stays on the loopbac
 Writes to OUT: the results of stand-in buckets of exactly summable values and of random
 values (hex of their fp32 bytes), then the losses and final parameters of STEPS steps of
 DDP training with the hook (tests/python/ddp_worker.py's model), the records, the time of
-each training step and the client's counters.
+each training step and the client's counters. WIDTH > 0 (the benchmark): no stand-in
+buckets, and a model of one hidden layer of WIDTH units (bench_model()).
 """
 import faulthandler
 import json
@@ -47,6 +48,12 @@ class Bucket:
         return self.last
 
 
+def bench_model(width):
+    torch.manual_seed(1234)
+    return torch.nn.Sequential(torch.nn.Linear(37, width), torch.nn.ReLU(),
+                               torch.nn.Linear(width, 5))
+
+
 def values(rank, step, exact):
     """The stand-in buckets of a rank and step: multiples of 1/16 below 2**10 (every sum
     and the quarter exact), or random values of mixed magnitudes."""
@@ -77,6 +84,7 @@ def main() -> int:
     mode, node, local, store, out, table, wid = sys.argv[1:8]
     node, local, wid = int(node), int(local), int(wid)
     steps = int(sys.argv[8]) if len(sys.argv) > 8 else 6
+    width = int(sys.argv[9]) if len(sys.argv) > 9 else 0
     rank = node * LOCAL + local
     faulthandler.dump_traceback_later(200, exit=True)  # a hang shows where it is
     torch.set_num_threads(1)
@@ -94,12 +102,14 @@ def main() -> int:
         else:
             state = grt.HookState(client, record=True)
             hook = grt.ddp_comm_hook
-        doc["exact"] = buckets(state, hook, rank, True)
-        doc["random"] = buckets(state, hook, rank, False)
-        state.records.clear()
-        state.step = 0
-    dist._DEFAULT_FIRST_BUCKET_BYTES = 4096
-    net = DDP(model(), bucket_cap_mb=4096 / 2 ** 20, broadcast_buffers=False)
+        if not width:
+            doc["exact"] = buckets(state, hook, rank, True)
+            doc["random"] = buckets(state, hook, rank, False)
+            state.records.clear()
+            state.step = 0
+    dist._DEFAULT_FIRST_BUCKET_BYTES = 4096 if not width else 2 ** 20
+    net = DDP(bench_model(width) if width else model(),
+              bucket_cap_mb=4096 / 2 ** 20 if not width else 25, broadcast_buffers=False)
     if state is not None:
         net.register_comm_hook(state, hook)
     opt = torch.optim.SGD(net.parameters(), lr=0.05)

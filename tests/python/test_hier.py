@@ -7,8 +7,9 @@ the whole gradient (4 workers) and the two shard jobs (local rank i of both node
 Needs root, network namespaces and the dataplane built (GEOREDUCE_DATAPLANE and
 GEOREDUCE_DPCTL, set by meson test); skipped with the reason otherwise.
 
-Also the benchmark of BENCHMARKS.md ("Hierarchical hook"):
-    /usr/bin/python3 tests/python/test_hier.py --bench STEPS BUILD_DIR
+Also the benchmark of BENCHMARKS.md ("Hierarchical hook"), as root:
+    GEOREDUCE_LIBRARY=build/lib/client/libgeoreduce.so \
+        /usr/bin/python3 tests/python/test_hier.py --bench STEPS WIDTH BUILD_DIR
 """
 import json
 import os
@@ -109,7 +110,7 @@ class Site:
                               self.p + "b"], check=True, capture_output=True, text=True)
         return json.loads(out.stdout)[0]["stats64"]["tx"]["bytes"]
 
-    def run(self, mode, steps=6):
+    def run(self, mode, steps=6, width=0):
         """The 4 ranks of MODE; their outputs, and the workers' bytes sent to the gateway."""
         env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", PYTHONPATH=os.pathsep.join(
             [os.path.dirname(os.path.dirname(os.path.abspath(__import__("georeduce")
@@ -130,7 +131,8 @@ class Site:
                     ["ip", "netns", "exec", self.nw, sys.executable,
                      os.path.join(HERE, "hier_worker.py"), mode, str(node), str(local),
                      store, os.path.join(self.tmp, name + ".json"),
-                     os.path.join(self.tmp, tab + ".json"), str(wid), str(steps)],
+                     os.path.join(self.tmp, tab + ".json"), str(wid), str(steps),
+                     str(width)],
                     stdout=log, stderr=subprocess.STDOUT, env=env)))
                 log.close()
         docs = []
@@ -226,28 +228,34 @@ def test_hierarchical_against_flat(tmp_path):
     assert 0.4 * flat_bytes < hier_bytes < 0.6 * flat_bytes, (flat_bytes, hier_bytes)
 
 
-def bench(steps, build):
-    """Step times and LAN bytes per node of the flat and the hierarchical hook."""
+def bench(steps, width, build):
+    """Step times and LAN bytes per node of the flat and the hierarchical hook, DDP
+    training of hier_worker.bench_model(width)."""
+    import shutil
     import tempfile
+    from hier_worker import bench_model
     tmp = tempfile.mkdtemp()
     site = Site(os.path.join(build, "dataplane", "georeduce-dataplane"),
                 os.path.join(build, "tools", "dpctl", "georeduce-dpctl"), tmp)
+    n = sum(p.numel() for p in bench_model(width).parameters())
+    out = {"parameters": n, "steps": steps}
     try:
-        site.up(n_params())
-        out = {}
+        site.up(n)
         for mode in ("flat", "hier"):
-            docs, sent = site.run(mode, steps)
+            docs, sent = site.run(mode, steps, width)
             times = sorted(t for d in docs for t in d["times"][1:])
-            out[mode] = {"lan_bytes_per_node": sent // NODES,
-                         "lan_bytes_per_node_step": sent // NODES // (steps + 4),
-                         "step_ms_median": 1000 * times[len(times) // 2]}
+            out[mode] = {"lan_bytes_per_node_step": sent // NODES // steps,
+                         "step_ms_median": round(1000 * times[len(times) // 2], 2),
+                         "step_ms_p90": round(1000 * times[len(times) * 9 // 10], 2)}
     finally:
         site.down()
+        shutil.rmtree(tmp)
     print(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--bench":
-        bench(int(sys.argv[2]), sys.argv[3])
+    if len(sys.argv) == 5 and sys.argv[1] == "--bench":
+        sys.path.insert(1, os.path.join(HERE, "..", "..", "python"))
+        bench(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
     else:
-        sys.exit("usage: test_hier.py --bench STEPS BUILD_DIR")
+        sys.exit("usage: test_hier.py --bench STEPS WIDTH BUILD_DIR")
