@@ -443,7 +443,9 @@ class Client:
     Tensors are reduced in place, without a copy: a contiguous CPU torch tensor of the
     job's dtype, or any writable C-contiguous object with the buffer protocol (a numpy
     array, bytearray, array.array) whose format is the dtype's (fp32 "f"; fp16 "e" or "H";
-    bf16 "H") or raw bytes. A tensor may be shorter than the job's (docs/CLIENT.md).
+    bf16 "H") or raw bytes. A tensor may be shorter than the job's (docs/CLIENT.md). A
+    contiguous CUDA tensor goes through a pinned host buffer, its copies queued on its
+    stream (georeduce._staging; docs/PYTHON.md, "CUDA tensors").
 
     With follow=True and a source that can change (a table file), the client takes up
     every new epoch the control process installs: before each call it reloads a changed
@@ -580,8 +582,8 @@ class Client:
         """Sum tensor in place with every worker of the job.
 
         Args:
-            tensor: a contiguous CPU torch tensor or a writable buffer (see the class), of
-                1 to `elements` elements of the job's dtype.
+            tensor: a contiguous CPU or CUDA torch tensor or a writable buffer (see the
+                class), of 1 to `elements` elements of the job's dtype.
             round: the AllReduce round (every worker the same for the same tensor, later
                 for the next); None: the next one (first_round, then one more per call).
             average: divide each chunk by its contributor count.

@@ -19,6 +19,11 @@ the number of workers it holds: in a partial reduce (a CREW job) each chunk's ow
 A round cut by a re-plan runs again under the new epoch (georeduce.Client, follow=True).
 HookState(per_bucket=True) gives each bucket a round of its own instead, as before 0.2.0.
 
+CUDA buckets are copied, on their stream, into a staging tensor in pinned host memory,
+and their results back; their futures are CUDA-aware (docs/PYTHON.md, "CUDA tensors").
+hierarchical_hook with a HierState sums each batch inside the node first and sends one
+shard per local rank through the gateways (docs/PYTHON.md, "Multi-GPU nodes").
+
 The hooks' annotations are exactly those DistributedDataParallel.register_comm_hook()
 checks (dist.GradBucket, torch.futures.Future[torch.Tensor]).
 """

@@ -27,25 +27,10 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 import georeduce
 import georeduce.torch as grt
 from ddp_worker import model
+from test_torch import Bucket  # the stand-in GradBucket
 
 NODES, LOCAL = 2, 2
 SIZES = (301, 77, 1000)  # stand-in buckets a step: none a multiple of the local world
-
-
-class Bucket:
-    """What the hooks use of torch.distributed.GradBucket."""
-
-    def __init__(self, t, index, last):
-        self.t, self.i, self.last = t, index, last
-
-    def buffer(self):
-        return self.t
-
-    def index(self):
-        return self.i
-
-    def is_last(self):
-        return self.last
 
 
 def bench_model(width):
