@@ -258,6 +258,9 @@ def test_hook_errors():
                 grt.mx_compress_hook(s, Bucket(torch.zeros(10), 0, True))
             with pytest.raises(ValueError, match="101 elements"):
                 grt.ddp_comm_hook(s, Bucket(torch.zeros(101), 0, True))
+            with pytest.raises(TypeError, match="hierarchical_hook: the state is a "
+                               "HookState; it needs a HierState"):
+                grt.hierarchical_hook(s, Bucket(torch.zeros(10), 0, True))
             # The other worker never comes: the future carries the timeout.
             f = grt.ddp_comm_hook(s, Bucket(torch.zeros(100), 0, True))
             with pytest.raises(Exception, match="without a result"):
