@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Deque, Dict, Optional, Tuple
 
-from . import _lib
+from . import _lib, _staging
 from .dtypes import DType, RAW_FORMATS, by_code
 
 _U32 = 0xFFFFFFFF
@@ -323,12 +323,12 @@ def _is_torch_tensor(obj: Any) -> bool:
         hasattr(obj, "is_contiguous")
 
 
-def _torch_region(t: Any, dtype: DType) -> _Region:
+def _torch_check(t: Any, dtype: DType) -> None:
     if str(t.layout) != "torch.strided":
         raise ValueError("a %s tensor: georeduce reduces dense (strided) tensors" % t.layout)
-    if t.device.type != "cpu":
-        raise ValueError("a tensor on %s: georeduce reduces CPU tensors (copy it with "
-                         ".cpu(), and the result back)" % t.device)
+    if t.device.type not in ("cpu", "cuda"):
+        raise ValueError("a tensor on %s: georeduce reduces CPU and CUDA tensors (copy it "
+                         "with .cpu(), and the result back)" % t.device)
     name = str(t.dtype).rsplit(".", 1)[-1]
     if name != dtype.torch:
         raise TypeError("a tensor of %s: the job's dtype is %s (torch.%s)" % (
@@ -340,6 +340,10 @@ def _torch_region(t: Any, dtype: DType) -> _Region:
         raise ValueError("a non-contiguous tensor (shape %s, stride %s): pass "
                          "tensor.contiguous() and copy the result back" % (
                              tuple(t.shape), tuple(t.stride())))
+
+
+def _torch_region(t: Any, dtype: DType) -> _Region:
+    _torch_check(t, dtype)
     n = t.numel()
     # data_ptr() is the address of the first element (storage offset included); the
     # tensor, kept referenced until the call ends, keeps its storage alive.
@@ -389,12 +393,25 @@ def _buffer_region(obj: Any, dtype: DType) -> _Region:
     return _Region(ptr, flat.nbytes // dtype.size, flat.nbytes, raw, release)
 
 
-def _region(obj: Any, dtype: DType) -> _Region:
+def _region(obj: Any, dtype: DType, elements: int, pool: Callable[[], Any]
+            ) -> Tuple[_Region, Optional[_staging.Staged]]:
+    """The memory the library reduces, and for a CUDA tensor its staging (its pinned host
+    buffer from pool(), the copy to it queued on the tensor's stream)."""
+    staged = None
+    if _is_torch_tensor(obj) and _staging.is_cuda(obj):
+        _torch_check(obj, dtype)
+        if obj.numel() == 0:
+            raise ValueError("an empty tensor: nothing to reduce")
+        if obj.numel() > elements:  # refused before anything is copied
+            raise ValueError("a tensor of %d elements: the job's tensor has %d, and a tensor "
+                             "may have no more" % (obj.numel(), elements))
+        staged = _staging.Staged(obj, pool())
+        obj = staged.host
     r = _torch_region(obj, dtype) if _is_torch_tensor(obj) else _buffer_region(obj, dtype)
     if r.elements == 0:
         r.release()
         raise ValueError("an empty tensor: nothing to reduce")
-    return r
+    return r, staged
 
 
 # --- The client ----------------------------------------------------------------------------
@@ -426,7 +443,9 @@ class Client:
     Tensors are reduced in place, without a copy: a contiguous CPU torch tensor of the
     job's dtype, or any writable C-contiguous object with the buffer protocol (a numpy
     array, bytearray, array.array) whose format is the dtype's (fp32 "f"; fp16 "e" or "H";
-    bf16 "H") or raw bytes. A tensor may be shorter than the job's (docs/CLIENT.md).
+    bf16 "H") or raw bytes. A tensor may be shorter than the job's (docs/CLIENT.md). A
+    contiguous CUDA tensor goes through a pinned host buffer, its copies queued on its
+    stream (georeduce._staging; docs/PYTHON.md, "CUDA tensors").
 
     With follow=True and a source that can change (a table file), the client takes up
     every new epoch the control process installs: before each call it reloads a changed
@@ -468,6 +487,7 @@ class Client:
         self._round_lock = threading.Lock()
         self._follow_error = ""
         self._backup: Optional[ctypes.Array] = None
+        self._pinned: Optional[_staging.Pool] = None  # CUDA tensors' host buffers
         #: The latest calls' timings, oldest first (at most 4096).
         self.timings: Deque[CallTiming] = collections.deque(maxlen=4096)
         self._in_library = 0.0
@@ -562,8 +582,8 @@ class Client:
         """Sum tensor in place with every worker of the job.
 
         Args:
-            tensor: a contiguous CPU torch tensor or a writable buffer (see the class), of
-                1 to `elements` elements of the job's dtype.
+            tensor: a contiguous CPU or CUDA torch tensor or a writable buffer (see the
+                class), of 1 to `elements` elements of the job's dtype.
             round: the AllReduce round (every worker the same for the same tensor, later
                 for the next); None: the next one (first_round, then one more per call).
             average: divide each chunk by its contributor count.
@@ -583,20 +603,24 @@ class Client:
         return self.allreduce_async(tensor, round, average=average, timeout=timeout).result()
 
     def allreduce_async(self, tensor: Any, round: Optional[int] = None, *,
-                        average: bool = False, timeout: Optional[float] = None
-                        ) -> "concurrent.futures.Future[int]":
+                        average: bool = False, timeout: Optional[float] = None,
+                        ready: Any = None) -> "concurrent.futures.Future[int]":
         """allreduce() in the client's thread: a Future of the contributor count.
 
         The round is taken now, so calls get their rounds in the order they are made, and
         run in that order. The tensor must not be touched until the future is done. Bad
         arguments raise here, at once; failures of the call itself come from the future.
+        ready: an object whose synchronize() the client's thread calls before the call
+        reads the tensor (a torch.cuda.Event recorded after an asynchronous copy into a
+        pinned host tensor), or None.
         """
         if self._pool is None:
             raise GeoreduceError("the client is closed", _errno.EBADF)
         t = timeout if timeout is not None else self.timeout
         if not t > 0:
             raise ValueError("timeout %r: must be > 0 seconds" % (t,))
-        region = _region(tensor, self._config.dtype)
+        region, staged = _region(tensor, self._config.dtype, self._config.elements,
+                                 self._pinned_pool)
         if region.elements > self._config.elements:
             n = region.elements
             region.release()
@@ -605,8 +629,47 @@ class Client:
         with self._round_lock:
             r = self._next_round if round is None else _check_round(round)
             self._next_round = (r + 1) & _U32
-            fut = self._pool.submit(self._run, region, r, average, t, time.perf_counter())
+            if staged is None and ready is None:
+                fut = self._pool.submit(self._run, region, r, average, t, time.perf_counter())
+            elif staged is None:
+                fut = self._pool.submit(self._run_ready, ready, region, r, average, t,
+                                        time.perf_counter())
+            else:
+                fut = self._pool.submit(self._run_staged, staged, region, r, average, t,
+                                        time.perf_counter())
         return fut
+
+    def _pinned_pool(self) -> _staging.Pool:
+        if self._pinned is None:
+            self._pinned = _staging.Pool(_staging.pinned)
+        return self._pinned
+
+    def staging(self) -> Dict[str, int]:
+        """The pinned host buffers of CUDA calls: allocated and freed so far, idle (kept
+        for the next call of the same dtype and length) and their bytes."""
+        return self._pinned_pool().stats()
+
+    def _run_ready(self, ready: Any, region: _Region, rnd: int, average: bool,
+                   timeout: float, submitted: float) -> int:
+        try:
+            ready.synchronize()
+        except BaseException:
+            region.release()
+            raise
+        return self._run(region, rnd, average, timeout, submitted)
+
+    def _run_staged(self, staged: _staging.Staged, region: _Region, rnd: int,
+                    average: bool, timeout: float, submitted: float) -> int:
+        # The copy out of the device is waited for here, by its event alone; the result
+        # goes back on the tensor's stream (a failed call leaves the tensor as it was).
+        ok = False
+        try:
+            staged.wait()
+            rc = self._run(region, rnd, average, timeout, submitted)
+            ok = True
+            return rc
+        finally:
+            staged.back(ok)
 
     def _run(self, region: _Region, rnd: int, average: bool, timeout: float,
              submitted: float) -> int:

@@ -19,22 +19,30 @@ the number of workers it holds: in a partial reduce (a CREW job) each chunk's ow
 A round cut by a re-plan runs again under the new epoch (georeduce.Client, follow=True).
 HookState(per_bucket=True) gives each bucket a round of its own instead, as before 0.2.0.
 
+CUDA buckets are copied, on their stream, into a staging tensor in pinned host memory,
+and their results back; their futures are CUDA-aware (docs/PYTHON.md, "CUDA tensors").
+hierarchical_hook with a HierState sums each batch inside the node first and sends one
+shard per local rank through the gateways (docs/PYTHON.md, "Multi-GPU nodes").
+
 The hooks' annotations are exactly those DistributedDataParallel.register_comm_hook()
 checks (dist.GradBucket, torch.futures.Future[torch.Tensor]).
 """
+import concurrent.futures
+import contextlib
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, ContextManager, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
 
+from . import _staging
 from .client import Client
 from .dtypes import DType
 
-__all__ = ["BucketRecord", "HookState", "bf16_compress_hook", "ddp_comm_hook",
-           "fp16_compress_hook", "mx_compress_hook"]
+__all__ = ["BucketRecord", "HierState", "HookState", "bf16_compress_hook", "ddp_comm_hook",
+           "fp16_compress_hook", "hierarchical_hook", "mx_compress_hook"]
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,9 @@ class HookState:
         per_bucket: one round per bucket instead of one per step.
 
     Memory: staging tensors of the job's elements in the dtype sent, one per round in
-    flight (one, when a step's gradient fits the job), allocated on first use and kept.
+    flight (one, when a step's gradient fits the job), allocated on first use and kept:
+    for CPU buckets in ordinary memory, for CUDA buckets in pinned host memory (at most
+    georeduce._staging.KEEP of them idle; staging() counts them).
     """
 
     def __init__(self, client: Client, *, timeout: Optional[float] = None,
@@ -80,6 +90,118 @@ class HookState:
         self._lock = threading.Lock()
         self._free: List[torch.Tensor] = []  # staging tensors not in a round
         self._batch: Optional[_Batch] = None  # the buckets waiting for their round
+        self._pinned = _staging.Pool(_staging.pinned)  # CUDA buckets' staging tensors
+        self._capacity = client.elements    # elements a batch may hold
+
+    def staging(self) -> dict:
+        """The pinned staging tensors of CUDA buckets: allocated and freed so far, idle
+        ones and their bytes (georeduce._staging.Pool.stats())."""
+        return self._pinned.stats()
+
+    def _take(self, want: torch.dtype, device: torch.device) -> torch.Tensor:
+        """A staging tensor for a batch of buckets on device: pinned host memory for a
+        CUDA device, ordinary memory for the CPU."""
+        if device.type == "cuda":
+            return self._pinned.take(self._capacity, want)
+        with self._lock:
+            flat = next((t for t in self._free if t.dtype == want), None)
+            if flat is not None:
+                self._free.remove(flat)
+        return flat if flat is not None else torch.zeros(self._capacity, dtype=want)
+
+    def _give(self, flat: torch.Tensor, ready: Any) -> None:
+        if flat.is_pinned() and ready is not None:
+            self._pinned.give(flat, ready)
+        else:
+            with self._lock:
+                self._free.append(flat)
+
+    def _send(self, b: "_Batch") -> Tuple["concurrent.futures.Future[int]", int]:
+        """Start the batch's round: its future (of the contributor count) and round."""
+        rnd = self.client.next_round
+        return self.client.allreduce_async(b.flat[:b.at], average=True,
+                                           timeout=self.timeout, ready=b.copied), rnd
+
+
+class HierState(HookState):
+    """HookState for hierarchical_hook: a worker that is one local rank of a node.
+
+    Args:
+        client: this local rank's georeduce.Client. Local rank i of every node is a worker
+            of the job of shard i: each job's tensor holds a shard, the node's gradient
+            (or the part of it a round takes) divided by the local world size, rounded up.
+        group: the node's process group (dist.new_group() of the node's ranks; NCCL for
+            CUDA buckets, Gloo for CPU ones), used by nothing else while a step runs.
+        timeout, record, per_bucket: as HookState.
+
+    A batch of buckets holds up to client.elements x the local world size elements. Its
+    rounds run in a thread of their own, in order: the collectives inside the node are
+    issued in the same order at every local rank. Memory: a staging tensor of that many
+    elements per round in flight, on the buckets' device, kept; and the client's pinned
+    host buffers of a shard for CUDA buckets (Client.staging()).
+    """
+
+    def __init__(self, client: Client, group: Any, *, timeout: Optional[float] = None,
+                 record: bool = False, per_bucket: bool = False) -> None:
+        super().__init__(client, timeout=timeout, record=record, per_bucket=per_bucket)
+        self.group = group
+        self.local_rank = dist.get_rank(group)
+        self.local_world = dist.get_world_size(group)
+        if self.local_rank < 0:
+            raise ValueError("HierState: this process is not in the node's group")
+        self._capacity = client.elements * self.local_world
+        self._next = client.next_round
+        self._node = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="georeduce-node")
+        # Gloo in torch 1.13 has no reduce-scatter: an AllReduce inside the node instead
+        # (the same sums; each rank then keeps its shard).
+        self._scatter = dist.get_backend(group) == "nccl"
+
+    def _take(self, want: torch.dtype, device: torch.device) -> torch.Tensor:
+        with self._lock:
+            flat = next((t for t in self._free if t.dtype == want and t.device == device),
+                        None)
+            if flat is not None:
+                self._free.remove(flat)
+        if flat is None:
+            flat = torch.zeros(self._capacity, dtype=want, device=device)
+        return flat
+
+    def _give(self, flat: torch.Tensor, ready: Any) -> None:
+        with self._lock:  # a CUDA one is reused on the same stream, in its order
+            self._free.append(flat)
+
+    def _send(self, b: "_Batch") -> Tuple["concurrent.futures.Future[int]", int]:
+        rnd, self._next = self._next, (self._next + 1) & 0xFFFFFFFF
+        return self._node.submit(self._node_round, b, rnd), rnd
+
+    def _node_round(self, b: "_Batch", rnd: int) -> int:
+        """Reduce-scatter inside the node, this rank's shard through the gateways (the
+        average over the nodes, then divided by the local world size), all-gather inside
+        the node. The batch is padded with zeros to a multiple of the local world size."""
+        n, size, me = b.at, self.local_world, self.local_rank
+        shard = -(-n // size)
+        with b.on_stream():
+            x = b.flat[:shard * size]
+            x[n:].zero_()
+            parts = list(x.split(shard))
+            mine = parts[me]
+            if size > 1 and self._scatter:
+                got = torch.empty_like(mine)
+                dist.reduce_scatter(got, parts, group=self.group)
+                mine.copy_(got)
+            elif size > 1:
+                dist.all_reduce(x, group=self.group)
+            contributors = self.client.allreduce(mine, rnd, average=True,
+                                                 timeout=self.timeout)
+            if size > 1:
+                mine.div_(size)
+                dist.all_gather(parts, mine.clone(), group=self.group)
+        return contributors
+
+    def close(self) -> None:
+        """Finish the rounds asked for and stop the node's thread (not the client)."""
+        self._node.shutdown(wait=True)
 
 
 @dataclass
@@ -101,7 +223,16 @@ class _Batch:
 
     flat: torch.Tensor
     parts: List[_Part]
+    device: torch.device
+    stream: Any = None  # CUDA buckets: the stream their copies are queued on
+    copied: Any = None  # ... and a torch.cuda.Event after the latest copy in
     at: int = 0
+
+    def on_stream(self) -> ContextManager[Any]:
+        """The batch's CUDA stream made current (nothing for CPU buckets)."""
+        if self.stream is None:
+            return contextlib.nullcontext()
+        return torch.cuda.stream(self.stream)
 
 
 def _torch_dtype(d: DType) -> torch.dtype:
@@ -126,33 +257,44 @@ def _flush(state: HookState) -> None:
     b, state._batch = state._batch, None
     if b is None:
         return
-    rnd = state.client.next_round
     try:
-        cf = state.client.allreduce_async(b.flat[:b.at], average=True, timeout=state.timeout)
+        cf, rnd = state._send(b)
     except BaseException as e:
-        state._free.append(b.flat)
+        state._give(b.flat, b.copied)
         for p in b.parts:
             p.fut.set_exception(e)
         raise
 
     def done(f: Any) -> None:
+        back = b.copied
         try:
             contributors = f.result()
-            for p in b.parts:
-                n = p.send.numel()
-                p.out.view(-1).copy_(b.flat[p.offset:p.offset + n])
-                if state.record:
-                    _record(state, p, n, rnd, contributors)
+            with b.on_stream():  # CUDA: copies back queued on the buckets' stream
+                for p in b.parts:
+                    n = p.send.numel()
+                    part = b.flat[p.offset:p.offset + n]
+                    if b.stream is not None:  # to the device as it is, cast there
+                        part = part.to(p.out.device, non_blocking=True)
+                    p.out.view(-1).copy_(part)
+                    if state.record:
+                        _record(state, p, n, rnd, contributors)
+                if b.stream is not None:
+                    back = torch.cuda.Event()
+                    back.record(b.stream)
+                    # A CUDA-aware future records its own event on the current stream,
+                    # after the copies back, for the stream that waits on it.
+                    for p in b.parts:
+                        p.fut.set_result(p.out)
         except BaseException as e:  # the backward pass raises it from DDP's wait
             for p in b.parts:
                 if not p.fut.done():
                     p.fut.set_exception(e)
             return
         finally:
-            with state._lock:
-                state._free.append(b.flat)
+            state._give(b.flat, back)
         for p in b.parts:
-            p.fut.set_result(p.out)
+            if not p.fut.done():
+                p.fut.set_result(p.out)
 
     cf.add_done_callback(done)
 
@@ -164,24 +306,29 @@ def _reduce(state: HookState, bucket: dist.GradBucket, want: torch.dtype
     the bucket. The copy into the staging tensor casts, and so does the copy back."""
     buf = bucket.buffer()
     send, out = buf, buf
-    n, cap = send.numel(), state.client.elements
+    n, cap = send.numel(), state._capacity
     if n > cap:
         raise ValueError("a bucket of %d elements: the job's tensor has %d, and a bucket may "
                          "have no more" % (n, cap))
-    fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
+    cuda = buf.device.type == "cuda"
+    fut: torch.futures.Future[torch.Tensor] = (
+        torch.futures.Future(devices=[buf.device]) if cuda else torch.futures.Future())
     b = state._batch
-    if b is not None and (b.at + n > cap or b.flat.dtype != want):
+    if b is not None and (b.at + n > cap or b.flat.dtype != want or b.device != buf.device
+                          or (cuda and b.stream != torch.cuda.current_stream(buf.device))):
         _flush(state)  # it does not fit: the waiting buckets go in a round of their own
         b = None
     if b is None:
-        with state._lock:
-            flat = next((t for t in state._free if t.dtype == want), None)
-            if flat is not None:
-                state._free.remove(flat)
-        if flat is None:
-            flat = torch.zeros(cap, dtype=want)
-        b = state._batch = _Batch(flat, [])
-    b.flat[b.at:b.at + n].copy_(send.view(-1))
+        b = state._batch = _Batch(state._take(want, buf.device), [], buf.device)
+        if cuda:
+            b.stream = torch.cuda.current_stream(buf.device)
+    if not cuda:
+        b.flat[b.at:b.at + n].copy_(send.view(-1))
+    else:  # queued on the bucket's stream, overlapping the backward pass and other rounds
+        with b.on_stream():
+            b.flat[b.at:b.at + n].copy_(send.view(-1).to(want), non_blocking=True)
+            b.copied = torch.cuda.Event()
+            b.copied.record(b.stream)
     b.parts.append(_Part(send, out, fut, b.at, bucket.index(), state.step,
                          time.perf_counter()))
     b.at += n
@@ -244,3 +391,20 @@ def mx_compress_hook(state: HookState, bucket: dist.GradBucket
     if not buf.is_floating_point():
         raise TypeError("mx_compress_hook: a bucket of %s, not floating point" % buf.dtype)
     return _reduce(state, bucket, torch.float32)
+
+
+def hierarchical_hook(state: HierState, bucket: dist.GradBucket
+                      ) -> torch.futures.Future[torch.Tensor]:
+    """Average the bucket over every rank of every node: summed inside the node over
+    state.group (reduce-scatter), each local rank's shard averaged over the nodes through
+    the gateways in its own job, then gathered inside the node (all-gather). A node sends
+    its gradient to the gateways once, in shards, one per local rank.
+
+    As ddp_comm_hook: the bucket goes through the step's staging tensor in the job's dtype
+    (fp32 for an MX job, which libgeoreduce encodes), and its result back into it.
+    """
+    if not isinstance(state, HierState):
+        raise TypeError("hierarchical_hook: the state is a %s; it needs a HierState (the "
+                        "node's process group)" % type(state).__name__)
+    d = state.client.dtype
+    return _reduce(state, bucket, torch.float32 if d.wire == "mx" else _torch_dtype(d))

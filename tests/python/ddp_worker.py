@@ -37,11 +37,17 @@ def main() -> int:
     rank, world, steps = int(rank), int(world), int(steps)
     faulthandler.dump_traceback_later(200, exit=True)  # a hang shows where it is
     torch.set_num_threads(1)
+    # DDP_DEVICE=cuda (tests/python/test_cuda.py): the model and batches on the GPU, with
+    # deterministic kernels, so that two runs compute the same gradients.
+    device = torch.device(os.environ.get("DDP_DEVICE", "cpu"))
+    if device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
     dist.init_process_group("gloo", init_method="file://" + os.path.abspath(store), rank=rank,
                             world_size=world)
     # Several buckets of a small model: DDP's first bucket (1 MiB by default) too.
     dist._DEFAULT_FIRST_BUCKET_BYTES = 4096
-    net = DDP(model(), bucket_cap_mb=4096 / 2 ** 20, broadcast_buffers=False)
+    net = DDP(model().to(device), bucket_cap_mb=4096 / 2 ** 20, broadcast_buffers=False)
     state = None
     if hook == "gloo-fp16":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
@@ -59,12 +65,13 @@ def main() -> int:
     for _ in range(steps):
         x = torch.randn(16, 37, generator=gen)
         y = torch.randint(0, 5, (16,), generator=gen)
+        x, y = x.to(device), y.to(device)
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(net(x), y)
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    params = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
+    params = torch.cat([p.detach().reshape(-1) for p in net.parameters()]).cpu()
     doc = {"losses": losses, "params": params.numpy().tobytes().hex()}
     if state is not None:
         doc["records"] = [[r.step, r.index, r.round, r.elements, r.contributors, r.epoch]

@@ -54,6 +54,21 @@ if [ -e "$dest$libdir/libgeoreduce.so.0" ]; then
 else
 	not_ok "LIBDIR '$libdir': no $dest$libdir/libgeoreduce.so.0"
 fi
+# Every module of the package is installed (python/meson.build lists them one by one).
+missing=$(cd python/georeduce && for f in *.py; do [ -f "$pkg/$f" ] || echo "$f"; done)
+[ -z "$missing" ] && ok "meson installs every module of python/georeduce" ||
+	not_ok "meson install lacks: $missing"
+# The library is found by the directory _build_config.py records, with nothing else in
+# reach: a copy of the installed package whose record names the DESTDIR's library
+# directory, as an install without DESTDIR names the prefix's.
+mkdir -p "$tmp/recorded" && cp -r "$pkg" "$tmp/recorded/" &&
+	printf 'LIBDIR = %s\n' "'$dest$libdir'" >"$tmp/recorded/georeduce/_build_config.py"
+out=$(cd "$tmp" && env -u LD_LIBRARY_PATH -u GEOREDUCE_LIBRARY PYTHONPATH=$tmp/recorded \
+	LD_PRELOAD=${GEOREDUCE_PY_PRELOAD:-} ASAN_OPTIONS=detect_leaks=0 "$py" -c \
+	'from georeduce import _lib; print(_lib.library_path())' 2>&1)
+[ "$out" = "$dest$libdir/libgeoreduce.so.0" ] &&
+	ok "the meson-installed package loads the library from the recorded directory" ||
+	not_ok "recorded LIBDIR: loaded '$out', not $dest$libdir/libgeoreduce.so.0"
 # The DESTDIR is not the root the record names: point at the library there.
 out=$(cd "$tmp" && PYTHONPATH=$dest$site GEOREDUCE_LIBRARY=$dest$libdir/libgeoreduce.so.0 \
 	pyrun -c "$probe" 2>&1)
@@ -116,9 +131,9 @@ else
 	not_ok "pip-installed package: $out (want: $want)"
 fi
 # The package's own tests, on the installed package (conftest.py: GEOREDUCE_TEST_INSTALLED).
-for t in test_binding test_torch; do
+for t in test_binding test_torch test_cuda; do
 	needs=()
-	[ "$t" = test_torch ] && needs=(--needs torch)
+	[ "$t" != test_binding ] && needs=(--needs torch)
 	clean GEOREDUCE_TEST_INSTALLED=1 GEOREDUCE_LAYOUT="$build/tests/python_layout" \
 		PYTHONDONTWRITEBYTECODE=1 "$vpy" tests/python/run.py "${needs[@]}" \
 		"tests/python/$t.py" >"$tmp/$t.log" 2>&1
