@@ -85,6 +85,8 @@ usage(FILE *f)
 		"                  or, for status and replan, tls://HOST:PORT (its --listen)\n"
 		"  --cert FILE, --key FILE, --ca FILE  with tls://: a certificate of role\n"
 		"                  control (monitor: status only), its key, the CA\n"
+		"  --crl FILE      with tls://: the CA's CRL; a revoked daemon certificate\n"
+		"                  is refused\n"
 		"  --server-name NAME  the name the daemon's certificate carries  [control]\n"
 		"\n"
 		"docs/DEPLOYMENT.md describes the deployment file.\n",
@@ -150,8 +152,8 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 	/* Which options each command takes. */
 	const char *allowed = strcmp(cmd, "tables") == 0 ? "oeiJt" :
 			      strcmp(cmd, "run") == 0    ? "sHftolMmSnRF" :
-			      strcmp(cmd, "status") == 0 ? "sjtCKANwIc" :
-							   "stCKAN";
+			      strcmp(cmd, "status") == 0 ? "sjtCKALNwIc" :
+							   "stCKALN";
 	bool watch_opts = false;
 	uint64_t v;
 	int c;

@@ -537,6 +537,8 @@ usage(FILE *f)
 		"      --cert FILE, --key FILE, --ca FILE  with tls://: this client's\n"
 		"                        certificate (role control or monitor) and key, and\n"
 		"                        the deployment's CA\n"
+		"      --crl FILE        with tls://: the CA's CRL (a revoked gateway\n"
+		"                        certificate is refused)\n"
 		"      --server-name NAME  the name the gateway's certificate must carry\n"
 		"                        (default: HOST)\n"
 		"  -t, --timeout-ms N    wait at most N ms to connect and for the answer, 1 .. "
