@@ -519,6 +519,8 @@ static const struct command commands[] = {
 	 print_generic},
 	{"dump", 0, 1, "[JOB]", "the live and draining tables, of one job or all", build_job_epoch,
 	 print_dump},
+	{"reload_tls", 0, 0, "", "read the TLS files again for new connections (as SIGHUP)",
+	 build_none, print_generic},
 };
 
 static void
