@@ -90,6 +90,18 @@ void ctltls_ctx_describe(const struct ctltls_ctx *ctx, char *msg, size_t msglen)
 /** How many times ctx was reloaded successfully. */
 unsigned long ctltls_ctx_reloads(const struct ctltls_ctx *ctx);
 
+/**
+ * The reply to a `reload_tls` request req with id (docs/CONTROL.md), a server's:
+ * reload(arg, msg, msglen) reloads its contexts (and logs), returning 0 or a negative
+ * errno with msg filled; ctx is the context whose reloads the reply counts.
+ *
+ * @return  {"tls": MSG, "reloads": N}, an error reply naming the file, or EINVAL for
+ *          arguments (reload not called); a new reference.
+ */
+json_t *ctltls_reload_reply(const json_t *req, uint32_t id,
+			    int (*reload)(void *arg, char *msg, size_t msglen), void *arg,
+			    const struct ctltls_ctx *ctx);
+
 /** Free a context. Streams made from it must be closed first. NULL is a no-op. */
 void ctltls_ctx_free(struct ctltls_ctx *ctx);
 

@@ -286,6 +286,26 @@ ctltls_ctx_reloads(const struct ctltls_ctx *ctx)
 	return ctx->reloads;
 }
 
+json_t *
+ctltls_reload_reply(const json_t *req, uint32_t id,
+		    int (*reload)(void *arg, char *msg, size_t msglen), void *arg,
+		    const struct ctltls_ctx *ctx)
+{
+	char msg[CTLTLS_INFO_MAX];
+	json_t *r;
+	int rc;
+
+	if (ctl_args_unpack(req, msg, sizeof(msg), "{}") != 0)
+		return ctl_reply_error(true, id, EINVAL, "%s", msg);
+	rc = reload(arg, msg, sizeof(msg));
+	if (rc != 0)
+		return ctl_reply_error(true, id, -rc, "%s", msg);
+	r = ctl_reply_ok(id);
+	json_object_set_new(r, "tls", json_string(msg));
+	json_object_set_new(r, "reloads", json_integer(ctx != NULL ? (json_int_t)ctx->reloads : 0));
+	return r;
+}
+
 int
 ctltls_client_ctx(const char *endpoint, const char *cert, const char *key, const char *ca,
 		  const char *crl, struct ctltls_ctx **out, char *err, size_t errlen)

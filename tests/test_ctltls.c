@@ -624,6 +624,23 @@ test_reload_client(void)
 	ctltls_ctx_free(cx);
 }
 
+/* The server's context reloaded (in its thread, asked as control): whether the reload
+ * returned rc with want in its message. */
+static bool
+server_reload(int rc, const char *want)
+{
+	char err[CTL_ERR_MAX];
+	json_t *r = call_as("control", "reload", err, sizeof(err));
+	const char *msg = r != NULL ? json_string_value(json_object_get(r, "msg")) : err;
+	bool ok = r != NULL && json_integer_value(json_object_get(r, "rc")) == rc &&
+		  strstr(msg, want) != NULL;
+
+	CHECK(ok, "reload: rc %lld: %s",
+	      r != NULL ? (long long)json_integer_value(json_object_get(r, "rc")) : 0LL, msg);
+	json_decref(r);
+	return ok;
+}
+
 /* The server reloaded with a CRL that revokes control2: refused at the handshake, the
  * log line names it; control still admitted; a broken CRL keeps the one loaded. */
 static void
@@ -637,11 +654,7 @@ test_reload_server_crl(void)
 	json_decref(r);
 	CHECK(sh("cd %s && $PKI revoke . control2 && "
 		 "cp crl.pem srv-crl.pem", dir) == 0, "revoke");
-	r = call_as("control", "reload", err, sizeof(err));
-	CHECK(r != NULL && json_integer_value(json_object_get(r, "rc")) == 0 &&
-	      strstr(json_string_value(json_object_get(r, "msg")), "2 revoked") != NULL,
-	      "reload: %s", r != NULL ? json_string_value(json_object_get(r, "msg")) : err);
-	json_decref(r);
+	server_reload(0, "2 revoked");
 	r = call_as("control2", "ping", err, sizeof(err));
 	CHECK(r == NULL, "a revoked certificate was admitted");
 	json_decref(r);
@@ -657,11 +670,7 @@ test_reload_server_crl(void)
 	json_decref(r);
 
 	sh("echo garbage > %s", path_of("srv-crl", "pem"));
-	r = call_as("control", "reload", err, sizeof(err));
-	CHECK(r != NULL && json_integer_value(json_object_get(r, "rc")) == -EINVAL &&
-	      strstr(json_string_value(json_object_get(r, "msg")), "srv-crl.pem") != NULL,
-	      "a broken CRL: %s", r != NULL ? json_string_value(json_object_get(r, "msg")) : err);
-	json_decref(r);
+	server_reload(-EINVAL, "srv-crl.pem");
 	r = call_as("control2", "ping", err, sizeof(err));
 	CHECK(r == NULL, "the CRL loaded before stays in use");
 	json_decref(r);

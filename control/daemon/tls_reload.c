@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "ctlmsg.h"
 #include "ctltls.h"
 #include "daemon.h"
 #include "tls_reload.h"
@@ -44,21 +43,16 @@ tls_reload(struct dmn *m, char *msg, size_t msglen)
 	return rc;
 }
 
+/* tls_reload() for ctltls_reload_reply(). */
+static int
+reload_cb(void *arg, char *msg, size_t msglen)
+{
+	return tls_reload(arg, msg, msglen);
+}
+
 json_t *
 tls_reload_op(struct dmn *m, const json_t *req, uint32_t id)
 {
-	char err[CTLTLS_INFO_MAX];
-	const struct ctltls_ctx *c = m->tls_server != NULL ? m->tls_server : m->tls_client;
-	json_t *r;
-	int rc;
-
-	if (ctl_args_unpack(req, err, sizeof(err), "{}") != 0)
-		return ctl_reply_error(true, id, EINVAL, "%s", err);
-	rc = tls_reload(m, err, sizeof(err));
-	if (rc != 0)
-		return ctl_reply_error(true, id, -rc, "%s", err);
-	r = ctl_reply_ok(id);
-	json_object_set_new(r, "tls", json_string(err));
-	json_object_set_new(r, "reloads", json_integer((json_int_t)ctltls_ctx_reloads(c)));
-	return r;
+	return ctltls_reload_reply(req, id, reload_cb, m,
+				   m->tls_server != NULL ? m->tls_server : m->tls_client);
 }

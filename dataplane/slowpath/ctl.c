@@ -254,6 +254,13 @@ dp_ctl_handle(struct dp *dp, const json_t *req)
 	return ctl_reply_error(true, id, EOPNOTSUPP, "field 'op': unknown op '%s'", op);
 }
 
+/* dp_ctl_reload_tls() for ctltls_reload_reply(). */
+static int
+reload_cb(void *arg, char *msg, size_t msglen)
+{
+	return dp_ctl_reload_tls(arg, msg, msglen);
+}
+
 /* `reload_tls`: the TLS files read again, as on SIGHUP; the reply says what is in use. */
 static json_t *
 op_reload_tls(struct dp_ctl *c, const json_t *req)
@@ -262,19 +269,10 @@ op_reload_tls(struct dp_ctl *c, const json_t *req)
 	const char *op;
 	uint32_t id = 0;
 	int rc = ctl_request_check(req, &id, &op, err, sizeof(err));
-	json_t *r;
 
 	if (rc != 0)
 		return ctl_reply_error(ctl_request_id(req, &id), id, -rc, "%s", err);
-	if (ctl_args_unpack(req, err, sizeof(err), "{}") != 0)
-		return ctl_reply_error(true, id, EINVAL, "%s", err);
-	rc = dp_ctl_reload_tls(c, err, sizeof(err));
-	if (rc != 0)
-		return ctl_reply_error(true, id, -rc, "%s", err);
-	r = ctl_reply_ok(id);
-	json_object_set_new(r, "tls", json_string(err));
-	json_object_set_new(r, "reloads", json_integer((json_int_t)ctltls_ctx_reloads(c->tls)));
-	return r;
+	return ctltls_reload_reply(req, id, reload_cb, c, c->tls);
 }
 
 /* The ops a `monitor` certificate may call: those that change nothing. */
