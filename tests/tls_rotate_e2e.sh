@@ -18,6 +18,10 @@
 #    connection worker 102 had opened before keeps its session;
 #  - a broken CRL through `georeduce-control reload-tls`: an error naming the file, the
 #    CRL loaded before stays in use;
+#  - worker 101 joined with libgeoreduce: its certificate renewed and the old one revoked,
+#    its open connection goes on; a broken key on gr_join_reload_tls() is an error naming
+#    it; after the reload and a restart of the control process it reconnects with the new
+#    certificate;
 #  - the control certificate revoked: georeduce-worker --crl refuses it (the error names
 #    it), and the control process refuses a CRL that revokes its own certificate.
 #
@@ -233,7 +237,72 @@ expect 0 "reload-tls as control" ctl_tls reload-tls control
 grep -q "^reloaded: certificate .*1 revoked" "$tmp/out" || not_ok "reload-tls: $(cat "$tmp/out")"
 expect 0 "reload-tls on the unix socket" "$CONTROL" reload-tls --socket "$tmp/ctl.sock"
 
-# ---- 5. the control certificate revoked: workers with the CRL refuse it ----------------
+# ---- 5. a worker's certificate renewed, reloaded in place (libgeoreduce) ----------------
+# Worker 101 joins with copies of its files; its certificate is renewed and the old one
+# revoked; its open connection goes on; after gr_join_reload_tls() and a restart of the
+# control process it reconnects with the new certificate (the old one would be refused).
+BUILD=$(cd "$(dirname "$CONTROL")/../.." && pwd)
+mkdir -p "$tmp/wk"
+install_files "$tmp/wk" w101
+cp "$K/w101.pem" "$K/w101-old.pem"
+mkfifo "$tmp/join.in"
+env PYTHONPATH=python GEOREDUCE_LIBRARY="$BUILD/lib/client/libgeoreduce.so" \
+	LD_PRELOAD="${GEOREDUCE_PY_PRELOAD:-}" ASAN_OPTIONS=detect_leaks=0 \
+	python3 tests/tls_join.py "tls://127.0.0.1:$PC" 1 101 "$tmp/wk/w101.pem" \
+	"$tmp/wk/w101.key" "$tmp/wk/ca.pem" <"$tmp/join.in" >"$tmp/join.out" 2>&1 &
+holders+=($!)
+exec {fd_join}>"$tmp/join.in"
+join_ask() { # N COMMAND: send it, print the Nth line of the output
+	printf '%s\n' "$2" >&"$fd_join"
+	for _ in $(seq 300); do
+		[ "$(wc -l <"$tmp/join.out")" -ge "$1" ] && { sed -n "${1}p" "$tmp/join.out"; return; }
+		sleep 0.1
+	done
+	echo "no answer: $(cat "$tmp/join.out")"
+}
+wait_for_line "$tmp/join.out" "^loaded epoch" 60 && ok "worker 101 joined with libgeoreduce" ||
+	not_ok "libgeoreduce join: $(cat "$tmp/join.out")"
+$PKI renew "$K" w101 && $PKI revoke "$K" w101-old || not_ok "renew w101, revoke the old one"
+w101_new=$(serial_of "$K/w101.pem")
+install_files "$tmp/ctl" control
+kill -HUP "$daemon"
+wait_for_line "$tmp/daemon.log" "tls: reloaded: .*crl.pem: 2 revoked" 30 ||
+	not_ok "control reload with 2 revoked: $(grep tls: "$tmp/daemon.log" | tail -1)"
+r=$(join_ask 2 ask)
+# 0: no other epoch; 1: another (a re-plan): either is an answer.
+case $r in "ask 0 " | "ask 1 ") true ;; *) false ;; esac &&
+	ok "the worker's connection made before goes on" ||
+	not_ok "ask on the old connection: $r"
+install_files "$tmp/wk" w101
+echo "not a key" >"$tmp/wk/w101.key"
+r=$(join_ask 3 reload)
+case $r in
+"reload failed:"*w101.key*) ok "gr_join_reload_tls with a broken key: an error naming it" ;;
+*) not_ok "broken key reload: $r" ;;
+esac
+install_files "$tmp/wk" w101
+r=$(join_ask 4 reload)
+case $r in
+"reloaded: "*"serial $w101_new"*) ok "gr_join_reload_tls takes the renewed certificate" ;;
+*) not_ok "worker reload: $r" ;;
+esac
+kill -TERM "$daemon"
+wait "$daemon" 2>/dev/null
+"$CONTROL" run "$tmp/deploy-tls.json" --socket "$tmp/ctl.sock" --heartbeat-ms 200 \
+	--fail-after 5 --timeout-ms 5000 2>>"$tmp/daemon.log" &
+daemon=$!
+for _ in $(seq 600); do
+	[ "$(grep -c "API over TLS on" "$tmp/daemon.log")" -ge 2 ] && break
+	sleep 0.1
+done
+refusals=$(grep -c "certificate revoked" "$tmp/daemon.log")
+r=$(join_ask 5 ask)
+case $r in "ask 0 " | "ask 1 ") true ;; *) false ;; esac &&
+	[ "$(grep -c "certificate revoked" "$tmp/daemon.log")" = "$refusals" ] &&
+	ok "after the control process restarted, worker 101 reconnects with the new certificate" ||
+	not_ok "reconnect after the reload: $r; $(grep refused "$tmp/daemon.log" | tail -1)"
+
+# ---- 6. the control certificate revoked: workers with the CRL refuse it ----------------
 $PKI revoke "$K" control || not_ok "georeduce-pki revoke control"
 expect 2 "a worker given the CRL refuses a revoked control certificate" \
 	timeout 60 "$WK" --control "tls://127.0.0.1:$PC" --job 1 --worker-id 101 \
