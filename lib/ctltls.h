@@ -102,7 +102,8 @@ json_t *ctltls_reload_reply(const json_t *req, uint32_t id,
 			    int (*reload)(void *arg, char *msg, size_t msglen), void *arg,
 			    const struct ctltls_ctx *ctx);
 
-/** Free a context. Streams made from it must be closed first. NULL is a no-op. */
+/** Free a context. Streams made from it keep the OpenSSL context they were made with
+ * until they are closed. NULL is a no-op. */
 void ctltls_ctx_free(struct ctltls_ctx *ctx);
 
 /**
