@@ -29,13 +29,15 @@
  * what the lcores learned) and metrics scrapes run at least this often. */
 #define CTL_POLL_MS 10
 
-static volatile sig_atomic_t quit;
+static volatile sig_atomic_t quit, hup;
 
 static void
 on_signal(int sig)
 {
-	(void)sig;
-	quit = 1;
+	if (sig == SIGHUP)
+		hup = 1; /* the control thread reloads the TLS files (dp_ctl_reload_tls()) */
+	else
+		quit = 1;
 }
 
 static void
@@ -60,6 +62,8 @@ usage(FILE *f, const struct dp_config *d)
 		"                          (the management address; never a DPDK port)\n"
 		"      --ctl-cert FILE, --ctl-key FILE, --ctl-ca FILE  this gateway's certificate\n"
 		"                          and key, and the CA its clients' certificates chain to\n"
+		"      --ctl-crl FILE      the CA's CRL: a revoked client certificate is refused\n"
+		"                          (SIGHUP reloads the four files for new connections)\n"
 		"      --ctl-handshake-ms N    limit of a TLS handshake                  [%d]\n"
 		"      --ctl-idle-ms N     a connection without requests is closed after  [%d]\n"
 		"      --ctl-conns N       connections per role (control, monitor, local) [%d]\n"
@@ -404,6 +408,7 @@ enum {
 	O_CERT,
 	O_KEY,
 	O_CA,
+	O_CRL,
 	O_HSMS,
 	O_IDLEMS,
 	O_CONNS,
@@ -443,6 +448,7 @@ static const struct option long_opts[] = {
 	{"ctl-cert", required_argument, NULL, O_CERT},
 	{"ctl-key", required_argument, NULL, O_KEY},
 	{"ctl-ca", required_argument, NULL, O_CA},
+	{"ctl-crl", required_argument, NULL, O_CRL},
 	{"ctl-handshake-ms", required_argument, NULL, O_HSMS},
 	{"ctl-idle-ms", required_argument, NULL, O_IDLEMS},
 	{"ctl-conns", required_argument, NULL, O_CONNS},
@@ -480,6 +486,9 @@ parse_ctl_opt(int c, struct dp_ctl_opts *ctl, const char **metrics)
 		break;
 	case O_CA:
 		ctl->ca = optarg;
+		break;
+	case O_CRL:
+		ctl->crl = optarg;
 		break;
 	case O_METRICS: {
 		struct sockaddr_storage sa;
@@ -640,8 +649,10 @@ check_args(int argc, char **argv, const struct dp_config *cfg, const struct dp_c
 		cli_error(DP_PROGRAM, "--ctl-listen needs --ctl-cert, --ctl-key and --ctl-ca");
 		return -1;
 	}
-	if (ctl->listen == NULL && (ctl->cert != NULL || ctl->key != NULL || ctl->ca != NULL)) {
-		cli_error(DP_PROGRAM, "--ctl-cert, --ctl-key and --ctl-ca need --ctl-listen");
+	if (ctl->listen == NULL &&
+	    (ctl->cert != NULL || ctl->key != NULL || ctl->ca != NULL || ctl->crl != NULL)) {
+		cli_error(DP_PROGRAM,
+			  "--ctl-cert, --ctl-key, --ctl-ca and --ctl-crl need --ctl-listen");
 		return -1;
 	}
 	if (wire_port_range_check(cfg->prm.udp_base, cfg->prm.udp_count) != 0) {
@@ -808,6 +819,7 @@ main(int argc, char **argv)
 		DP_LOG(WARNING, "telemetry commands not registered\n");
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	for (unsigned int i = 0; i < dp.n_lcores; i++)
 		rte_eal_remote_launch(dp_worker_main, dp.lcores[i], dp.lcores[i]->lcore_id);
@@ -835,6 +847,10 @@ main(int argc, char **argv)
 	       ctlo.listen != NULL ? ", tls://" : "", ctlo.listen != NULL ? ctlo.listen : "");
 	fflush(stdout);
 	while (!quit) {
+		if (hup) {
+			hup = 0;
+			dp_ctl_reload_tls(ctl, NULL, 0);
+		}
 		dp_ctl_poll(ctl, CTL_POLL_MS);
 		dp_housekeeping(&dp);
 		if (msrv != NULL)

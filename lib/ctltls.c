@@ -22,13 +22,10 @@
 #include <openssl/x509v3.h>
 
 #include "ctltls.h"
+#include "ctltls_internal.h"
 #include "jsonutil.h"
 
 #define LISTEN_BACKLOG 64
-
-struct ctltls_ctx {
-	SSL_CTX *ssl;
-};
 
 static const char *const role_names[CTLTLS_ROLE_N] = {
 	[CTLTLS_ROLE_NONE] = "none",       [CTLTLS_ROLE_CONTROL] = "control",
@@ -40,122 +37,6 @@ const char *
 ctltls_role_name(enum ctltls_role r)
 {
 	return r >= 0 && r < CTLTLS_ROLE_N ? role_names[r] : "none";
-}
-
-/* OpenSSL's reason for the last failure, and the queue emptied; "" if it has none. */
-static const char *
-ssl_reason(char *buf, size_t len)
-{
-	unsigned long e = ERR_peek_last_error();
-
-	buf[0] = '\0';
-	if (e != 0)
-		ERR_error_string_n(e, buf, len);
-	ERR_clear_error();
-	/* "error:0A000086:SSL routines::certificate verify failed": keep the reason. */
-	char *r = strrchr(buf, ':');
-
-	return r != NULL && r[1] != '\0' ? r + 1 : buf;
-}
-
-struct ctltls_ctx *
-ctltls_ctx_new(bool server, const char *cert, const char *key, const char *ca, char *err,
-	       size_t errlen)
-{
-	struct ctltls_ctx *c = calloc(1, sizeof(*c));
-	char why[256];
-	SSL_CTX *s = NULL;
-
-	ERR_clear_error();
-	if (c == NULL) {
-		json_util_fail(err, errlen, "out of memory");
-		goto fail;
-	}
-	if (cert == NULL || key == NULL || ca == NULL) {
-		json_util_fail(err, errlen, "TLS needs a certificate, its key and the CA");
-		goto fail;
-	}
-	s = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
-	if (s == NULL) {
-		json_util_fail(err, errlen, "TLS context: %s", ssl_reason(why, sizeof(why)));
-		goto fail;
-	}
-	if (SSL_CTX_set_min_proto_version(s, TLS1_3_VERSION) != 1 ||
-	    SSL_CTX_set_max_proto_version(s, TLS1_3_VERSION) != 1) {
-		json_util_fail(err, errlen, "TLS 1.3: %s", ssl_reason(why, sizeof(why)));
-		goto fail;
-	}
-	if (SSL_CTX_use_certificate_chain_file(s, cert) != 1) {
-		json_util_fail(err, errlen, "certificate %s: %s", cert,
-			       ssl_reason(why, sizeof(why)));
-		goto fail;
-	}
-	if (SSL_CTX_use_PrivateKey_file(s, key, SSL_FILETYPE_PEM) != 1) {
-		json_util_fail(err, errlen, "key %s: %s", key, ssl_reason(why, sizeof(why)));
-		goto fail;
-	}
-	if (SSL_CTX_check_private_key(s) != 1) {
-		json_util_fail(err, errlen, "key %s does not match certificate %s", key, cert);
-		ERR_clear_error();
-		goto fail;
-	}
-	if (SSL_CTX_load_verify_locations(s, ca, NULL) != 1) {
-		json_util_fail(err, errlen, "CA %s: %s", ca, ssl_reason(why, sizeof(why)));
-		goto fail;
-	}
-	if (server) {
-		STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(ca);
-
-		if (names == NULL) {
-			json_util_fail(err, errlen, "CA %s: %s", ca, ssl_reason(why, sizeof(why)));
-			goto fail;
-		}
-		SSL_CTX_set_client_CA_list(s, names);
-		/* No resumption: every connection shows its certificate. */
-		SSL_CTX_set_num_tickets(s, 0);
-		SSL_CTX_set_session_cache_mode(s, SSL_SESS_CACHE_OFF);
-	}
-	SSL_CTX_set_verify(s, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
-	SSL_CTX_set_mode(s, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	/* The frames carry their own lengths: an EOF without close_notify is an EOF. */
-	SSL_CTX_set_options(s, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
-	c->ssl = s;
-	return c;
-fail:
-	SSL_CTX_free(s);
-	free(c);
-	return NULL;
-}
-
-void
-ctltls_ctx_free(struct ctltls_ctx *ctx)
-{
-	if (ctx == NULL)
-		return;
-	SSL_CTX_free(ctx->ssl);
-	free(ctx);
-}
-
-int
-ctltls_client_ctx(const char *endpoint, const char *cert, const char *key, const char *ca,
-		  struct ctltls_ctx **out, char *err, size_t errlen)
-{
-	*out = NULL;
-	if (!ctltls_is_endpoint(endpoint)) {
-		if (cert != NULL || key != NULL || ca != NULL)
-			return json_util_fail(err, errlen, "--%s: only for a tls:// endpoint",
-					      cert != NULL ? "cert" :
-					      key != NULL  ? "key" :
-							     "ca");
-		return 0;
-	}
-	if (cert == NULL || key == NULL || ca == NULL)
-		return json_util_fail(err, errlen, "%s: a tls:// endpoint needs --%s", endpoint,
-				      cert == NULL ? "cert" :
-				      key == NULL  ? "key" :
-						     "ca");
-	*out = ctltls_ctx_new(false, cert, key, ca, err, errlen);
-	return *out != NULL ? 0 : -EINVAL;
 }
 
 bool
@@ -314,11 +195,52 @@ ssl_call_begin(struct nosig *ns)
 	nosig_begin(ns);
 }
 
-/* A stream: the SSL object and why its last read or write failed. */
+/* A stream: the SSL object and why its last read or write failed; during the handshake,
+ * the certificate the check refused (ctltls_verify_cb()). The SSL object's app data. */
 struct tls_stream {
 	SSL *ssl;
-	char why[160];
+	char why[320];
 };
+
+int
+ctltls_verify_cb(int ok, X509_STORE_CTX *x)
+{
+	SSL *s = X509_STORE_CTX_get_ex_data(x, SSL_get_ex_data_X509_STORE_CTX_idx());
+	struct tls_stream *t = s != NULL ? SSL_get_app_data(s) : NULL;
+	X509 *c = X509_STORE_CTX_get_current_cert(x);
+
+	if (!ok && t != NULL && t->why[0] == '\0' && c != NULL)
+		ctltls_cert_line(c, t->why, sizeof(t->why));
+	return ok;
+}
+
+/* A stream for a new SSL object of ctx on fd, the stream its app data; NULL. */
+static struct tls_stream *
+stream_new(struct ctltls_ctx *ctx, int fd)
+{
+	struct tls_stream *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return NULL;
+	/* SSL_new() takes a reference to ctx's current context: a reload does not touch
+	 * this stream. */
+	t->ssl = SSL_new(ctx->ssl);
+	if (t->ssl == NULL || SSL_set_fd(t->ssl, fd) != 1) {
+		SSL_free(t->ssl);
+		free(t);
+		ERR_clear_error();
+		return NULL;
+	}
+	SSL_set_app_data(t->ssl, t);
+	return t;
+}
+
+static void
+stream_free(struct tls_stream *t)
+{
+	SSL_free(t->ssl);
+	free(t);
+}
 
 /* After a failed SSL call: -EAGAIN with *want, 0 for the end of the stream, or -errno;
  * for a TLS failure (-EPROTO) OpenSSL's reason into why. */
@@ -329,7 +251,7 @@ ssl_io_error_why(SSL *s, int ret, short *want, char *why, size_t whylen)
 	char buf[256];
 
 	if (e == SSL_ERROR_SSL && why != NULL) {
-		snprintf(why, whylen, "%s", ssl_reason(buf, sizeof(buf)));
+		snprintf(why, whylen, "%s", ctltls_ssl_reason(buf, sizeof(buf)));
 		return -EPROTO;
 	}
 	switch (e) {
@@ -395,8 +317,7 @@ tls_close(void *io)
 		SSL_shutdown(t->ssl);
 	nosig_end(&ns);
 	ERR_clear_error();
-	SSL_free(t->ssl);
-	free(t);
+	stream_free(t);
 }
 
 static const char *
@@ -409,17 +330,12 @@ tls_why(void *io)
 
 static const struct ctl_io_ops tls_ops;
 
-/* A stream for s on fd into c: 0, or -ENOMEM (s is then still the caller's). */
-static int
-stream_init(struct ctl_conn *c, int fd, SSL *s)
+/* The stream t, its handshake done, on fd into c. */
+static void
+stream_init(struct ctl_conn *c, int fd, struct tls_stream *t)
 {
-	struct tls_stream *t = calloc(1, sizeof(*t));
-
-	if (t == NULL)
-		return -ENOMEM;
-	t->ssl = s;
+	t->why[0] = '\0';
 	ctl_conn_init_io(c, fd, &tls_ops, t);
-	return 0;
 }
 
 static const struct ctl_io_ops tls_ops = {
@@ -456,14 +372,19 @@ cert_role(X509 *x)
 	return CTLTLS_ROLE_NONE;
 }
 
-/* Why a handshake failed: the certificate check's result when that failed, else
- * OpenSSL's reason (taken from the error queue by ssl_io_error_why()). */
+/* Why a handshake failed: the certificate check's result when that failed, with the
+ * certificate refused, else OpenSSL's reason (taken from the error queue by
+ * ssl_io_error_why()). */
 static void
 handshake_why(SSL *s, const char *reason, char *why, size_t whylen)
 {
 	long v = SSL_get_verify_result(s);
+	const struct tls_stream *t = SSL_get_app_data(s);
 
-	if (v != X509_V_OK)
+	if (v != X509_V_OK && t != NULL && t->why[0] != '\0')
+		json_util_fail(why, whylen, "certificate rejected: %s: %s",
+			       X509_verify_cert_error_string(v), t->why);
+	else if (v != X509_V_OK)
 		json_util_fail(why, whylen, "certificate rejected: %s",
 			       X509_verify_cert_error_string(v));
 	else
@@ -493,40 +414,34 @@ handshake_step(SSL *s, short *want, char *why, size_t whylen)
 void *
 ctltls_server_new(struct ctltls_ctx *ctx, int fd)
 {
-	SSL *s = SSL_new(ctx->ssl);
+	struct tls_stream *t = stream_new(ctx, fd);
 
-	if (s == NULL || SSL_set_fd(s, fd) != 1) {
-		SSL_free(s);
-		ERR_clear_error();
-		return NULL;
-	}
-	SSL_set_accept_state(s);
-	return s;
+	if (t != NULL)
+		SSL_set_accept_state(t->ssl);
+	return t;
 }
 
 int
 ctltls_accept_step(void *hs, struct ctl_conn *c, enum ctltls_role *role, short *want, char *why,
 		   size_t whylen)
 {
-	SSL *s = hs;
-	int r = handshake_step(s, want, why, whylen);
+	struct tls_stream *t = hs;
+	int r = handshake_step(t->ssl, want, why, whylen);
 
 	if (r != 1)
 		return r;
-	*role = cert_role(SSL_get0_peer_certificate(s));
-	if (stream_init(c, SSL_get_fd(s), s) != 0) {
-		snprintf(why, whylen, "out of memory");
-		return -EPROTO;
-	}
+	*role = cert_role(SSL_get0_peer_certificate(t->ssl));
+	stream_init(c, SSL_get_fd(t->ssl), t);
 	return 1;
 }
 
 void
 ctltls_abort(void *hs)
 {
-	int fd = SSL_get_fd(hs);
+	struct tls_stream *t = hs;
+	int fd = SSL_get_fd(t->ssl);
 
-	SSL_free(hs);
+	stream_free(t);
 	if (fd >= 0)
 		close(fd);
 }
@@ -599,7 +514,8 @@ ctltls_connect(struct ctltls_ctx *ctx, const char *endpoint, const char *expect,
 	unsigned int port;
 	X509_VERIFY_PARAM *vp;
 	enum ctltls_role got;
-	SSL *s = NULL;
+	struct tls_stream *t = NULL;
+	SSL *s;
 	int fd, r;
 
 	if (ctx == NULL)
@@ -613,12 +529,13 @@ ctltls_connect(struct ctltls_ctx *ctx, const char *endpoint, const char *expect,
 	if (fd < 0)
 		return fd;
 	ERR_clear_error();
-	s = SSL_new(ctx->ssl);
-	if (s == NULL || SSL_set_fd(s, fd) != 1) {
+	t = stream_new(ctx, fd);
+	if (t == NULL) {
 		r = -ENOMEM;
 		json_util_fail(err, errlen, "%s: out of memory", endpoint);
 		goto fail;
 	}
+	s = t->ssl;
 	vp = SSL_get0_param(s);
 	X509_VERIFY_PARAM_set_hostflags(vp, X509_CHECK_FLAG_NO_WILDCARDS);
 	if (inet_pton(AF_INET, expect, ip) == 1 || inet_pton(AF_INET6, expect, ip) == 1)
@@ -655,14 +572,11 @@ ctltls_connect(struct ctltls_ctx *ctx, const char *endpoint, const char *expect,
 			       endpoint, ctltls_role_name(got), ctltls_role_name(role));
 		goto fail;
 	}
-	if (stream_init(c, fd, s) != 0) {
-		r = -ENOMEM;
-		json_util_fail(err, errlen, "%s: out of memory", endpoint);
-		goto fail;
-	}
+	stream_init(c, fd, t);
 	return 0;
 fail:
-	SSL_free(s);
+	if (t != NULL)
+		stream_free(t);
 	ERR_clear_error();
 	close(fd);
 	return r;

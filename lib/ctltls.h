@@ -5,8 +5,14 @@
  * certificate or speaks TLS itself: OpenSSL does, and this module only sets it up.
  *
  *  - Contexts come from three PEM files: this side's certificate (chain), its private key,
- *    and the deployment's CA. TLS 1.3 only; the peer must present a certificate that
- *    chains to that CA and is valid now, on both sides.
+ *    and the deployment's CA, and optionally a fourth, the CA's CRL. TLS 1.3 only; the
+ *    peer must present a certificate that chains to that CA, is valid now and, with a
+ *    CRL, is not revoked (the peer's own certificate is checked against the CRL, not the
+ *    CA above it: the deployment's CA signs every certificate directly), on both sides.
+ *  - A context is reloaded from the same files while it is in use (ctltls_ctx_reload(),
+ *    on SIGHUP or a `reload_tls` request): new handshakes use the new files, streams set
+ *    up before keep theirs until they close. A context belongs to one thread: the one
+ *    that makes streams from it also reloads it.
  *  - A certificate's role is its subject's organizational unit (OU): "gateway",
  *    "control", "monitor" or "worker"; exactly one OU. Its names are its subjectAltName
  *    DNS (and IP) entries: a gateway's carry the gateway's topology node id, a worker's one
@@ -50,29 +56,66 @@ const char *ctltls_role_name(enum ctltls_role r);
 
 struct ctltls_ctx;
 
+/** Longest line ctltls_ctx_reload() writes about the files it loaded. */
+#define CTLTLS_INFO_MAX 512
+
 /**
  * A TLS 1.3 context from PEM files. server: accepts connections and requires a client
- * certificate; otherwise connects. The key must match the certificate.
+ * certificate; otherwise connects. The key must match the certificate. crl (NULL: none)
+ * holds one or more CRLs of the CA: every CRL must verify against the CA and be current,
+ * and this side's own certificate must not be revoked by it.
  *
  * @param err  Receives one line naming the file at fault and OpenSSL's reason.
  * @return     The context (free with ctltls_ctx_free()), or NULL with err filled.
  */
 struct ctltls_ctx *ctltls_ctx_new(bool server, const char *cert, const char *key, const char *ca,
-				  char *err, size_t errlen);
+				  const char *crl, char *err, size_t errlen);
 
-/** Free a context. Streams made from it must be closed first. NULL is a no-op. */
+/**
+ * Load ctx's files again (the paths it was made from) into a new OpenSSL context and put
+ * it in place of the old one for the handshakes that follow; streams made before keep
+ * the old one until they are closed (each holds a reference to it). On any failure
+ * nothing changes. Caller: the thread that makes streams from ctx.
+ *
+ * @param msg  On 0, one line on what is now in use ("certificate F: subject S, serial X,
+ *             not after T; CRL F: N revoked"); on failure, one line naming the file at
+ *             fault, as ctltls_ctx_new().
+ * @return     0, or -EINVAL (the old files stay in use) or -ENOMEM.
+ */
+int ctltls_ctx_reload(struct ctltls_ctx *ctx, char *msg, size_t msglen);
+
+/** One line on ctx's files in use, as ctltls_ctx_reload() writes on success. */
+void ctltls_ctx_describe(const struct ctltls_ctx *ctx, char *msg, size_t msglen);
+
+/** How many times ctx was reloaded successfully. */
+unsigned long ctltls_ctx_reloads(const struct ctltls_ctx *ctx);
+
+/**
+ * The reply to a `reload_tls` request req with id (docs/CONTROL.md), a server's:
+ * reload(arg, msg, msglen) reloads its contexts (and logs), returning 0 or a negative
+ * errno with msg filled; ctx is the context whose reloads the reply counts.
+ *
+ * @return  {"tls": MSG, "reloads": N}, an error reply naming the file, or EINVAL for
+ *          arguments (reload not called); a new reference.
+ */
+json_t *ctltls_reload_reply(const json_t *req, uint32_t id,
+			    int (*reload)(void *arg, char *msg, size_t msglen), void *arg,
+			    const struct ctltls_ctx *ctx);
+
+/** Free a context. Streams made from it keep the OpenSSL context they were made with
+ * until they are closed. NULL is a no-op. */
 void ctltls_ctx_free(struct ctltls_ctx *ctx);
 
 /**
  * The client context a command-line tool needs for endpoint: for a tls:// endpoint, one
- * from cert, key and ca (all three required); for a socket path none (*out = NULL), and
- * then none of the files may be given.
+ * from cert, key and ca (all three required) and crl (optional); for a socket path none
+ * (*out = NULL), and then none of the files may be given.
  *
  * @param err  Receives one line naming the option at fault ("--ca: ...").
  * @return     0, or -EINVAL with err filled.
  */
 int ctltls_client_ctx(const char *endpoint, const char *cert, const char *key, const char *ca,
-		      struct ctltls_ctx **out, char *err, size_t errlen);
+		      const char *crl, struct ctltls_ctx **out, char *err, size_t errlen);
 
 /** Whether endpoint names a TLS endpoint ("tls://..."); otherwise it is a socket path. */
 bool ctltls_is_endpoint(const char *endpoint);
@@ -108,7 +151,9 @@ void *ctltls_server_new(struct ctltls_ctx *ctx, int fd);
  *
  * @param want  On 0, the poll events to wait for (POLLIN or POLLOUT).
  * @param why   On a negative return, one line: OpenSSL's reason, with the certificate
- *              check's result when that failed ("certificate has expired").
+ *              check's result and the certificate's subject and serial when that failed
+ *              ("certificate rejected: certificate revoked: /O=georeduce/OU=worker/CN=w,
+ *              serial 5A...").
  * @return      1 done, 0 not yet, or -EPROTO (the handshake failed: free the state with
  *              ctltls_abort()).
  */

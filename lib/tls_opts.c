@@ -26,6 +26,9 @@ tls_opts_take(struct tls_opts *t, int c, const char *arg)
 	case TLS_OPT_CA:
 		t->ca = arg;
 		return true;
+	case TLS_OPT_CRL:
+		t->crl = arg;
+		return true;
 	case TLS_OPT_SERVER_NAME:
 		t->server_name = arg;
 		return true;
@@ -37,7 +40,8 @@ tls_opts_take(struct tls_opts *t, int c, const char *arg)
 bool
 tls_opts_given(const struct tls_opts *t)
 {
-	return t->cert != NULL || t->key != NULL || t->ca != NULL || t->server_name != NULL;
+	return t->cert != NULL || t->key != NULL || t->ca != NULL || t->crl != NULL ||
+	       t->server_name != NULL;
 }
 
 int
@@ -46,7 +50,8 @@ tls_opts_client_ctx(const struct tls_opts *t, const char *prog, const char *endp
 {
 	char err[CTL_ERR_MAX + 64];
 
-	if (ctltls_client_ctx(endpoint, t->cert, t->key, t->ca, out, err, sizeof(err)) != 0) {
+	if (ctltls_client_ctx(endpoint, t->cert, t->key, t->ca, t->crl, out, err, sizeof(err)) !=
+	    0) {
 		cli_error(prog, "%s", err);
 		return CLI_EXIT_USAGE;
 	}

@@ -5,7 +5,11 @@
  * names; refusals of no client certificate, another CA, an expired certificate, TLS 1.2,
  * plain TCP and a role the server does not admit, each logged and counted; 64 idle TCP
  * and 64 idle unix connections that do not lock a client out; handshake and idle
- * timeouts; a deferred reply (a long poll).
+ * timeouts; a deferred reply (a long poll); contexts reloaded from their files (a renewed
+ * certificate taken, a broken file, a key of another certificate, a bad or foreign CRL,
+ * a CRL revoking the context's own certificate each leaving the old files in use;
+ * connections made before going on), and a server refusing a certificate its CRL
+ * revokes once reloaded, with the certificate named in the log line.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -90,6 +94,13 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 	}
 	if (op != NULL && strcmp(op, "counters") == 0)
 		json_object_set_new(r, "counters", ctlsrv_json(srv));
+	if (op != NULL && strcmp(op, "reload") == 0) { /* in the thread that owns it */
+		char msg[CTLTLS_INFO_MAX];
+
+		json_object_set_new(r, "rc", json_integer(ctltls_ctx_reload(server_ctx, msg,
+									    sizeof(msg))));
+		json_object_set_new(r, "msg", json_string(msg));
+	}
 	json_object_set_new(r, "role", json_string(ctltls_role_name(ctlsrv_client_role(cl))));
 	json_object_set_new(r, "worker7", json_boolean(ctlsrv_client_named(cl, "worker-7")));
 	json_object_set_new(r, "peer", json_string(ctlsrv_client_peer(cl)));
@@ -141,16 +152,27 @@ suite_init(void)
 	};
 	int fd;
 
+	char cwd[256];
+
 	snprintf(dir, sizeof(dir), "/tmp/test_ctltls.%d", (int)getpid());
+	/* $PKI for the commands that run in dir. */
+	if (getcwd(cwd, sizeof(cwd) - 32) == NULL)
+		return 1;
+	strcat(cwd, "/scripts/georeduce-pki");
+	setenv("PKI", cwd, 1);
 	snprintf(sock_path, sizeof(sock_path), "%s/ctl.sock", dir);
 	if (sh("P=scripts/georeduce-pki D=%s; $P ca $D && $P cert $D gw gateway --dns gw "
 	       "--ip 127.0.0.1 && $P cert $D control control && $P cert $D monitor monitor && "
 	       "$P cert $D worker worker --dns worker-7 --dns worker-8 && "
 	       "$P cert $D old control --days -1 && $P ca $D/other && "
-	       "$P cert $D/other control control", dir) != 0)
+	       "$P cert $D/other control control && $P cert $D rot control && "
+	       "$P cert $D control2 control && cp $D/crl.pem $D/srv-crl.pem && "
+	       "cp $D/crl.pem $D/rot-crl.pem",
+	       dir) != 0)
 		return 1;
 	server_ctx = ctltls_ctx_new(true, path_of("gw", "pem"), path_of("gw", "key"),
-				    path_of("ca", "pem"), err, sizeof(err));
+				    path_of("ca", "pem"), path_of("srv-crl", "pem"), err,
+				    sizeof(err));
 	if (server_ctx == NULL) {
 		fprintf(stderr, "server context: %s\n", err);
 		return 1;
@@ -191,7 +213,7 @@ client_ctx(const char *name, const char *ca)
 {
 	char err[CTL_ERR_MAX];
 	struct ctltls_ctx *c = ctltls_ctx_new(false, path_of(name, "pem"), path_of(name, "key"),
-					      ca, err, sizeof(err));
+					      ca, NULL, err, sizeof(err));
 
 	CHECK(c != NULL, "client context %s: %s", name, err);
 	return c;
@@ -288,15 +310,15 @@ test_roles_and_names(void)
 	CHECK(ctltls_split("tls://h", host, &port, err, sizeof(err)) == -EINVAL, "no port");
 	CHECK(ctltls_split("tls://:1", host, &port, err, sizeof(err)) == -EINVAL, "no host");
 	CHECK(ctltls_split("tls://h:70000", host, &port, err, sizeof(err)) == -EINVAL, "big");
-	CHECK(ctltls_client_ctx("/tmp/x.sock", "a", NULL, NULL, &cx, err, sizeof(err)) ==
+	CHECK(ctltls_client_ctx("/tmp/x.sock", "a", NULL, NULL, NULL, &cx, err, sizeof(err)) ==
 	      -EINVAL && strstr(err, "--cert") != NULL, "cert for a socket");
-	CHECK(ctltls_client_ctx(endpoint, path_of("control", "pem"), NULL, NULL, &cx, err,
+	CHECK(ctltls_client_ctx(endpoint, path_of("control", "pem"), NULL, NULL, NULL, &cx, err,
 				sizeof(err)) == -EINVAL && strstr(err, "--key") != NULL, "no key");
 	CHECK(ctltls_ctx_new(false, path_of("control", "pem"), path_of("monitor", "key"),
-			     path_of("ca", "pem"), err, sizeof(err)) == NULL &&
+			     path_of("ca", "pem"), NULL, err, sizeof(err)) == NULL &&
 	      strstr(err, "mismatch") != NULL, "a key of another certificate: %s", err);
 	CHECK(ctltls_ctx_new(false, "/nonexistent.pem", path_of("monitor", "key"),
-			     path_of("ca", "pem"), err, sizeof(err)) == NULL &&
+			     path_of("ca", "pem"), NULL, err, sizeof(err)) == NULL &&
 	      strstr(err, "/nonexistent.pem") != NULL, "no such file: %s", err);
 }
 
@@ -311,7 +333,7 @@ test_refusals(void)
 	/* Another CA's certificate, an expired one. */
 	struct ctltls_ctx *cx = ctltls_ctx_new(false, path_of("other/control", "pem"),
 					       path_of("other/control", "key"),
-					       path_of("ca", "pem"), err, sizeof(err));
+					       path_of("ca", "pem"), NULL, err, sizeof(err));
 	struct ctl_conn c;
 
 	CHECK(cx != NULL, "%s", err);
@@ -478,6 +500,183 @@ test_deferred(void)
 	close(k);
 }
 
+/* The serial of certificate NAME.pem (openssl x509), in hex as OpenSSL prints it. */
+static void
+serial_of(const char *name, char *buf, size_t len)
+{
+	char cmd[256];
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "openssl x509 -in %s -noout -serial", path_of(name, "pem"));
+	buf[0] = '\0';
+	f = popen(cmd, "r");
+	if (f != NULL && fgets(buf, (int)len, f) != NULL)
+		memmove(buf, buf + strlen("serial="), strlen(buf) - strlen("serial=") + 1);
+	buf[strcspn(buf, "\n")] = '\0';
+	if (f != NULL)
+		pclose(f);
+}
+
+/* A ping over c: whether it was answered. */
+static bool
+ping_ok(struct ctl_conn *c)
+{
+	char err[CTL_ERR_MAX];
+	json_t *r = ctl_conn_call(c, "ping", NULL, 3000, err, sizeof(err));
+	bool ok = r != NULL && json_is_true(json_object_get(r, "ok"));
+
+	json_decref(r);
+	return ok;
+}
+
+/* A new connection through cx answers a ping. */
+static bool
+dial_ok(struct ctltls_ctx *cx)
+{
+	char err[CTL_ERR_MAX];
+	struct ctl_conn c;
+	bool ok;
+
+	if (ctltls_connect(cx, endpoint, "gw", CTLTLS_ROLE_GATEWAY, 3000, &c, err, sizeof(err)) !=
+	    0)
+		return false;
+	ok = ping_ok(&c);
+	ctl_conn_fini(&c);
+	return ok;
+}
+
+/* Reload cx after the shell command cmd changed its files: the return code, msg filled. */
+static int
+reload_after(struct ctltls_ctx *cx, const char *cmd, char *msg, size_t len)
+{
+	if (cmd != NULL && sh("cd %s && %s", dir, cmd) != 0)
+		return -999;
+	return ctltls_ctx_reload(cx, msg, len);
+}
+
+/* A client context reloaded: every bad file leaves the old one in use; a renewed
+ * certificate is taken; a connection made before goes on (parked on a deferred "wait"
+ * meanwhile, so that it is never idle, then woken over its old session). */
+static void
+test_reload_client(void)
+{
+	char msg[CTLTLS_INFO_MAX], s0[64], s1[64];
+	struct ctltls_ctx *cx = ctltls_ctx_new(false, path_of("rot", "pem"), path_of("rot", "key"),
+					       path_of("ca", "pem"), path_of("rot-crl", "pem"),
+					       msg, sizeof(msg));
+	struct ctl_conn a;
+
+	CHECK(cx != NULL, "%s", msg);
+	if (cx == NULL)
+		return;
+	json_t *wait = json_pack("{s:i,s:i,s:s}", "version", 1, "id", 77, "op", "wait"), *r;
+
+	CHECK(ctltls_connect(cx, endpoint, "gw", CTLTLS_ROLE_GATEWAY, 3000, &a, msg,
+			     sizeof(msg)) == 0 && ctl_conn_send(&a, wait, 3000) == 0,
+	      "connect: %s", msg);
+	json_decref(wait);
+	serial_of("rot", s0, sizeof(s0));
+	ctltls_ctx_describe(cx, msg, sizeof(msg));
+	CHECK(s0[0] != '\0' && strstr(msg, s0) != NULL && strstr(msg, "0 revoked") != NULL,
+	      "describe %s: %s", s0, msg);
+
+	sh("cp %s %s.good && echo garbage > %s", path_of("rot", "pem"), path_of("rot", "pem"),
+	   path_of("rot", "pem"));
+	CHECK(reload_after(cx, NULL, msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "certificate ") != NULL && strstr(msg, "rot.pem") != NULL,
+	      "a broken certificate: %s", msg);
+	CHECK(dial_ok(cx), "the old files stay in use");
+	CHECK(reload_after(cx, "mv rot.pem.good rot.pem && cp rot.key rot.key.good && "
+			   "cp monitor.key rot.key", msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "rot.key") != NULL && strstr(msg, "mismatch") != NULL,
+	      "a key of another certificate: %s", msg);
+	CHECK(reload_after(cx, "mv rot.key.good rot.key && cp rot-crl.pem rot-crl.good && "
+			   "echo garbage > rot-crl.pem", msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "CRL ") != NULL && strstr(msg, "rot-crl.pem") != NULL,
+	      "a broken CRL: %s", msg);
+	/* Another CA of the same name: its CRL is found, and its signature fails. */
+	CHECK(reload_after(cx, "cp other/crl.pem rot-crl.pem", msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "rot-crl.pem: CRL signature failure") != NULL, "another CA's CRL: %s",
+	      msg);
+	CHECK(ctltls_ctx_reloads(cx) == 0 && dial_ok(cx), "nothing changed");
+
+	/* Renewed: the next handshake shows the new certificate; the open one goes on. */
+	CHECK(reload_after(cx, "mv rot-crl.good rot-crl.pem && $PKI renew . rot", msg,
+			   sizeof(msg)) == 0,
+	      "renewed: %s", msg);
+	serial_of("rot", s1, sizeof(s1));
+	CHECK(strcmp(s0, s1) != 0 && strstr(msg, s1) != NULL, "new serial %s: %s", s1, msg);
+	CHECK(ctltls_ctx_reloads(cx) == 1 && dial_ok(cx), "after the renewal");
+	r = call_as("control", "kick", msg, sizeof(msg));
+	json_decref(r);
+	r = NULL;
+	CHECK(ctl_conn_recv(&a, 3000, &r, msg, sizeof(msg)) == 0 &&
+	      json_is_true(json_object_get(r, "woken")) && ping_ok(&a),
+	      "the connection made before the renewal: %s", msg);
+	json_decref(r);
+
+	/* A CRL revoking this very certificate would lock it out everywhere: refused. */
+	CHECK(reload_after(cx, "$PKI revoke . rot && "
+			   "cp crl.pem rot-crl.pem", msg, sizeof(msg)) == -EINVAL &&
+	      strstr(msg, "revoked by CRL") != NULL, "its own certificate revoked: %s", msg);
+	CHECK(ctltls_ctx_reloads(cx) == 1 && dial_ok(cx), "the renewed one stays");
+	ctl_conn_fini(&a);
+	ctltls_ctx_free(cx);
+}
+
+/* The server's context reloaded (in its thread, asked as control): whether the reload
+ * returned rc with want in its message. */
+static bool
+server_reload(int rc, const char *want)
+{
+	char err[CTL_ERR_MAX];
+	json_t *r = call_as("control", "reload", err, sizeof(err));
+	const char *msg = r != NULL ? json_string_value(json_object_get(r, "msg")) : err;
+	bool ok = r != NULL && json_integer_value(json_object_get(r, "rc")) == rc &&
+		  strstr(msg, want) != NULL;
+
+	CHECK(ok, "reload: rc %lld: %s",
+	      r != NULL ? (long long)json_integer_value(json_object_get(r, "rc")) : 0LL, msg);
+	json_decref(r);
+	return ok;
+}
+
+/* The server reloaded with a CRL that revokes control2: refused at the handshake, the
+ * log line names it; control still admitted; a broken CRL keeps the one loaded. */
+static void
+test_reload_server_crl(void)
+{
+	char err[CTL_ERR_MAX], serial[64];
+	long hs = refused("handshake");
+	json_t *r = call_as("control2", "ping", err, sizeof(err));
+
+	CHECK(r != NULL, "control2 before: %s", err);
+	json_decref(r);
+	CHECK(sh("cd %s && $PKI revoke . control2 && "
+		 "cp crl.pem srv-crl.pem", dir) == 0, "revoke");
+	server_reload(0, "2 revoked");
+	r = call_as("control2", "ping", err, sizeof(err));
+	CHECK(r == NULL, "a revoked certificate was admitted");
+	json_decref(r);
+	CHECK(wait_refused("handshake", hs + 1), "counted");
+	serial_of("control2", serial, sizeof(serial));
+	pthread_mutex_lock(&log_mu);
+	CHECK(strstr(last_log, "certificate revoked") != NULL &&
+	      strstr(last_log, "CN=control2") != NULL && strstr(last_log, serial) != NULL,
+	      "log: %s", last_log);
+	pthread_mutex_unlock(&log_mu);
+	r = call_as("control", "ping", err, sizeof(err));
+	CHECK(r != NULL, "control after: %s", err);
+	json_decref(r);
+
+	sh("echo garbage > %s", path_of("srv-crl", "pem"));
+	server_reload(-EINVAL, "srv-crl.pem");
+	r = call_as("control2", "ping", err, sizeof(err));
+	CHECK(r == NULL, "the CRL loaded before stays in use");
+	json_decref(r);
+	CHECK(ctltls_ctx_reloads(server_ctx) == 1, "one reload");
+}
+
 int
 main(void)
 {
@@ -488,6 +687,9 @@ main(void)
 		{ "64 idle TCP and 64 idle unix connections lock nobody out", test_idle_flood },
 		{ "handshake and idle timeouts", test_timeouts },
 		{ "a deferred reply", test_deferred },
+		{ "a client context reloaded: renewal, bad files, CRLs", test_reload_client },
+		{ "a server reloaded with a CRL refuses a revoked certificate",
+		  test_reload_server_crl },
 	};
 	int rc;
 

@@ -153,6 +153,9 @@ test_relative_paths(void)
 	CU_ASSERT_FATAL(json_dump_file(json_object_get(doc, "topology"), path, 0) == 0);
 	mutate(doc, "topology", json_string("topo.json"));
 	mutate(doc, "gateways[0].socket", json_string("a.sock"));
+	json_object_set_new(doc, "tls",
+			    json_pack("{s:s,s:s,s:s,s:s}", "ca", "ca.pem", "cert", "c.pem", "key",
+				      "c.key", "crl", "pki/crl.pem"));
 	snprintf(path, sizeof(path), "%s/d.json", dir);
 	f = fopen(path, "w");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -166,6 +169,9 @@ test_relative_paths(void)
 		      d->gateways[0].socket);
 		snprintf(path, sizeof(path), "%s/topo.json", dir);
 		CHECK(strcmp(d->topology_src, path) == 0, "topology %s", d->topology_src);
+		snprintf(path, sizeof(path), "%s/pki/crl.pem", dir);
+		CHECK(strcmp(d->tls.crl, path) == 0 && DEPLOY_TLS_CRL(&d->tls) == d->tls.crl,
+		      "crl %s", d->tls.crl);
 	}
 	deploy_free(d);
 	snprintf(path, sizeof(path), "%s/topo.json", dir);
@@ -215,8 +221,10 @@ static const struct bad_case bad_cases[] = {
 	{ "tls", "{\"ca\": \"ca.pem\", \"cert\": \"c.pem\"}", "field 'tls.key': missing" },
 	{ "tls", "{\"ca\": \"ca.pem\", \"cert\": \"c.pem\", \"key\": \"c.key\", \"listen\": "
 	  "\"0.0.0.0\"}", "field 'tls.listen'" },
-	{ "tls", "{\"ca\": \"ca.pem\", \"cert\": \"c.pem\", \"key\": \"k\", \"crl\": \"x\"}",
-	  "field 'tls.crl': unknown field" },
+	{ "tls", "{\"ca\": \"ca.pem\", \"cert\": \"c.pem\", \"key\": \"k\", \"crl\": 7}",
+	  "field 'tls.crl'" },
+	{ "tls", "{\"ca\": \"ca.pem\", \"cert\": \"c.pem\", \"key\": \"k\", \"crls\": \"x\"}",
+	  "field 'tls.crls': unknown field" },
 	{ "gateways[2].base_port", "65530", "field 'gateways[2].ports'" },
 	{ "gateways[2].ports", "0", "field 'gateways[2].ports'" },
 	{ "gateways[0].mac", "\"x\"", "field 'gateways[0].mac': unknown field" },

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "daemon_internal.h"
 #include "promsrv.h"
+#include "tls_reload.h"
 
 /* ---- status -------------------------------------------------------------------------- */
 
@@ -470,6 +471,8 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 	}
 	if (strcmp(op, "worker") == 0)
 		return op_worker(m, cl, req, id);
+	if (strcmp(op, "reload_tls") == 0)
+		return tls_reload_op(m, req, id);
 	if (strcmp(op, "replan") == 0) {
 		bool one = json_object_get(req, "job") != NULL;
 
@@ -531,7 +534,8 @@ api_setup(struct dmn *m)
 		return -ENOMEM;
 	}
 	if (t->on) {
-		m->tls_client = ctltls_ctx_new(false, t->cert, t->key, t->ca, err, sizeof(err));
+		m->tls_client = ctltls_ctx_new(false, t->cert, t->key, t->ca, DEPLOY_TLS_CRL(t),
+					       err, sizeof(err));
 		if (m->tls_client == NULL) {
 			control_log("cannot start: tls: %s", err);
 			return -EINVAL;
@@ -546,7 +550,8 @@ api_setup(struct dmn *m)
 				    listen);
 			return -EINVAL;
 		}
-		m->tls_server = ctltls_ctx_new(true, t->cert, t->key, t->ca, err, sizeof(err));
+		m->tls_server = ctltls_ctx_new(true, t->cert, t->key, t->ca, DEPLOY_TLS_CRL(t), err,
+					       sizeof(err));
 		if (m->tls_server == NULL) {
 			control_log("cannot start: tls: %s", err);
 			return -EINVAL;

@@ -3,7 +3,7 @@
  * The georeduce-control daemon (daemon.h): setting up, the poll loop of its one thread
  * and tearing down. What happens in the loop is in health.c (heartbeats, gateways and links up or down), rates.c
  * (measured rates and capacities), epochs.c (planning and installing epochs), api.c (its
- * own control socket) and metrics.c (Prometheus); all of them log and mark jobs for a new
+ * own control socket), metrics.c (Prometheus) and tls_reload.c (SIGHUP: the TLS files); all of them log and mark jobs for a new
  * epoch through log.c, which calls none of them. One thread, the caller's. No DPDK.
  */
 #include <errno.h>
@@ -25,6 +25,7 @@
 #include "metrics.h"
 #include "promsrv.h"
 #include "rates.h"
+#include "tls_reload.h"
 
 /* ---- the poll loop ------------------------------------------------------------------- */
 
@@ -49,13 +50,15 @@ wait_until(struct dmn *m, int64_t deadline)
 			promsrv_run(m->msrv);
 		if (ready == 1) {
 			struct signalfd_siginfo si;
+			ssize_t n = read(m->sfd, &si, sizeof(si));
 
-			if (read(m->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			if (n == (ssize_t)sizeof(si) && si.ssi_signo == SIGHUP) {
+				tls_reload(m, NULL, 0); /* and go on serving */
+			} else if (n == (ssize_t)sizeof(si)) {
 				control_log("stopping on %s", strsignal((int)si.ssi_signo));
 				m->stop = true;
 				return;
-			}
-			if (m->msrv == NULL) { /* readable and nothing to read: stop all the same */
+			} else if (m->msrv == NULL) { /* readable and nothing to read: stop */
 				m->stop = true;
 				return;
 			}
@@ -103,6 +106,7 @@ setup(struct dmn *m, sigset_t *old)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP); /* the TLS files read again (tls_reload.c) */
 	if (sigprocmask(SIG_BLOCK, &set, old) != 0 ||
 	    (m->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
 		rc = -errno;

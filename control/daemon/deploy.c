@@ -310,11 +310,11 @@ parse_protected(struct dctx *c, const json_t *root, struct deploy *d)
 
 /* ---- the control process's TLS ------------------------------------------------------ */
 
-/* "tls": {"ca", "cert", "key", "listen"?}: files resolved like the topology's. */
+/* "tls": {"ca", "cert", "key", "crl"?, "listen"?}: files resolved like the topology's. */
 static int
 parse_tls(struct dctx *c, const json_t *root, struct deploy *d)
 {
-	static const char *const known[] = {"ca", "cert", "key", "listen"};
+	static const char *const known[] = {"ca", "cert", "key", "listen", "crl"};
 	char *const outs[] = {d->tls.ca, d->tls.cert, d->tls.key};
 	const json_t *t = json_object_get(root, "tls");
 	const char *v;
@@ -348,6 +348,12 @@ parse_tls(struct dctx *c, const json_t *root, struct deploy *d)
 			rc = json_util_field_fail(&c->js, "tls", known[k],
 						  "path longer than %d "
 						  "bytes",
+						  DEPLOY_PATH_MAX);
+	}
+	if (rc == 0 && json_object_get(t, "crl") != NULL) {
+		rc = dctx_get_str(c, t, "tls", "crl", &v);
+		if (rc == 0 && dctx_resolve(c, v, d->tls.crl, DEPLOY_PATH_MAX) != 0)
+			rc = json_util_field_fail(&c->js, "tls", "crl", "path longer than %d bytes",
 						  DEPLOY_PATH_MAX);
 	}
 	if (rc == 0 && json_object_get(t, "listen") != NULL) {

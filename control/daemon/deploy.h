@@ -118,8 +118,12 @@ struct deploy_tls {
 	char ca[DEPLOY_PATH_MAX + 1];   /* the CA every certificate chains to */
 	char cert[DEPLOY_PATH_MAX + 1]; /* the control process's certificate (role control) */
 	char key[DEPLOY_PATH_MAX + 1];
+	char crl[DEPLOY_PATH_MAX + 1];        /* the CA's CRL; "" for none */
 	char listen[DEPLOY_ENDPOINT_MAX + 1]; /* its own API, "HOST:PORT"; "" for none */
 };
+
+/** The CRL of t for ctltls_ctx_new(): its path, or NULL for none. */
+#define DEPLOY_TLS_CRL(t) ((t)->crl[0] != '\0' ? (t)->crl : NULL)
 
 struct deploy {
 	char path[DEPLOY_PATH_MAX + 1]; /* the file it was read from ("<string>" if none) */

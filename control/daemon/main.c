@@ -9,6 +9,7 @@
  *   georeduce-control status [--socket PATH|tls://HOST:PORT] [--json] [--timeout-ms N]
  *                            [--watch [--interval S] [--count N]]
  *   georeduce-control replan [--socket PATH|tls://HOST:PORT] [--timeout-ms N] [JOB]
+ *   georeduce-control reload-tls [--socket PATH|tls://HOST:PORT] [--timeout-ms N]
  * (with a tls:// endpoint: --cert FILE --key FILE --ca FILE [--server-name NAME])
  *
  * Exit status: 0 success; 1 valid input on which the work failed (no plan fits, the daemon
@@ -80,11 +81,15 @@ usage(FILE *f)
 		"      JSON document a line)\n"
 		"  replan [--socket PATH] [--timeout-ms N] [JOB]\n"
 		"      ask the running daemon to plan and install a new epoch of JOB (or all)\n"
+		"  reload-tls [--socket PATH] [--timeout-ms N]\n"
+		"      have the running daemon read its TLS files again, as SIGHUP does\n"
 		"\n"
 		"  --socket PATH   the daemon's control socket        [" DAEMON_SOCKET_DEFAULT "]\n"
 		"                  or, for status and replan, tls://HOST:PORT (its --listen)\n"
 		"  --cert FILE, --key FILE, --ca FILE  with tls://: a certificate of role\n"
 		"                  control (monitor: status only), its key, the CA\n"
+		"  --crl FILE      with tls://: the CA's CRL; a revoked daemon certificate\n"
+		"                  is refused\n"
 		"  --server-name NAME  the name the daemon's certificate carries  [control]\n"
 		"\n"
 		"docs/DEPLOYMENT.md describes the deployment file.\n",
@@ -97,7 +102,8 @@ struct opts {
 	const char *socket;
 	const char *listen;
 	const char *metrics;
-	struct tls_opts tls_opts; /* status, replan: --cert, --key, --ca, --server-name */
+	struct tls_opts tls_opts; /* status, replan, reload-tls: --cert, --key, --ca, --crl,
+				   * --server-name */
 	const char *out;
 	uint32_t epoch;
 	int heartbeat_ms, fail_after, timeout_ms;
@@ -150,8 +156,8 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 	/* Which options each command takes. */
 	const char *allowed = strcmp(cmd, "tables") == 0 ? "oeiJt" :
 			      strcmp(cmd, "run") == 0    ? "sHftolMmSnRF" :
-			      strcmp(cmd, "status") == 0 ? "sjtCKANwIc" :
-							   "stCKAN";
+			      strcmp(cmd, "status") == 0 ? "sjtCKALNwIc" :
+							   "stCKALN";
 	bool watch_opts = false;
 	uint64_t v;
 	int c;
@@ -920,6 +926,24 @@ cmd_replan(const struct opts *o)
 	return 0;
 }
 
+static int
+cmd_reload_tls(const struct opts *o)
+{
+	json_t *r;
+	int status;
+
+	if (o->n_args > 0) {
+		cli_error(PROG, "reload-tls: takes no arguments");
+		return CLI_EXIT_USAGE;
+	}
+	r = call_daemon(o, "reload_tls", NULL, &status);
+	if (r == NULL)
+		return status;
+	printf("reloaded: %s\n", json_string_value(json_object_get(r, "tls")));
+	json_decref(r);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -947,7 +971,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(cmd, "tables") != 0 && strcmp(cmd, "run") != 0 && strcmp(cmd, "status") != 0 &&
-	    strcmp(cmd, "replan") != 0) {
+	    strcmp(cmd, "replan") != 0 && strcmp(cmd, "reload-tls") != 0) {
 		cli_error(PROG, "unknown command '%s' (see --help)", cmd);
 		return CLI_EXIT_USAGE;
 	}
@@ -960,5 +984,7 @@ main(int argc, char **argv)
 		return cmd_run(&o);
 	if (strcmp(cmd, "status") == 0)
 		return cmd_status(&o);
+	if (strcmp(cmd, "reload-tls") == 0)
+		return cmd_reload_tls(&o);
 	return cmd_replan(&o);
 }

@@ -6,7 +6,8 @@
  * (lib/ctlmsg.h), answered in order. A malformed request gets an error reply and changes
  * nothing; broken framing closes the connection. A `monitor` certificate may only read.
  * The `delay` op changes a port's TX delay while the lcores run: they read it with a
- * relaxed atomic load at their next flush (dataplane/fastpath/fault.c).
+ * relaxed atomic load at their next flush (dataplane/fastpath/fault.c). SIGHUP and the
+ * `reload_tls` op read the TLS files again for the connections that follow.
  */
 #include <errno.h>
 #include <math.h>
@@ -92,7 +93,7 @@ dp_ctl_create(struct dp *dp, const struct dp_ctl_opts *o, char *err, size_t errl
 	c->dp = dp;
 	so.arg = c;
 	if (o->listen != NULL) {
-		c->tls = ctltls_ctx_new(true, o->cert, o->key, o->ca, why, sizeof(why));
+		c->tls = ctltls_ctx_new(true, o->cert, o->key, o->ca, o->crl, why, sizeof(why));
 		if (c->tls == NULL) {
 			snprintf(err, errlen, "--ctl-listen %s: %s", o->listen, why);
 			goto fail;
@@ -108,6 +109,26 @@ dp_ctl_create(struct dp *dp, const struct dp_ctl_opts *o, char *err, size_t errl
 fail:
 	dp_ctl_free(c);
 	return NULL;
+}
+
+int
+dp_ctl_reload_tls(struct dp_ctl *c, char *msg, size_t msglen)
+{
+	char why[CTLTLS_INFO_MAX];
+	int rc;
+
+	if (c->tls == NULL) {
+		snprintf(why, sizeof(why), "no TLS (the dataplane runs without --ctl-listen)");
+		rc = -ENOENT;
+		DP_LOG(WARNING, "tls: not reloaded: %s\n", why);
+	} else if ((rc = ctltls_ctx_reload(c->tls, why, sizeof(why))) == 0) {
+		DP_LOG(NOTICE, "tls: reloaded: %s\n", why);
+	} else {
+		DP_LOG(ERR, "tls: reload failed, the old files stay in use: %s\n", why);
+	}
+	if (msg != NULL)
+		snprintf(msg, msglen, "%s", why);
+	return rc;
 }
 
 void
@@ -233,6 +254,27 @@ dp_ctl_handle(struct dp *dp, const json_t *req)
 	return ctl_reply_error(true, id, EOPNOTSUPP, "field 'op': unknown op '%s'", op);
 }
 
+/* dp_ctl_reload_tls() for ctltls_reload_reply(). */
+static int
+reload_cb(void *arg, char *msg, size_t msglen)
+{
+	return dp_ctl_reload_tls(arg, msg, msglen);
+}
+
+/* `reload_tls`: the TLS files read again, as on SIGHUP; the reply says what is in use. */
+static json_t *
+op_reload_tls(struct dp_ctl *c, const json_t *req)
+{
+	char err[CTLTLS_INFO_MAX];
+	const char *op;
+	uint32_t id = 0;
+	int rc = ctl_request_check(req, &id, &op, err, sizeof(err));
+
+	if (rc != 0)
+		return ctl_reply_error(ctl_request_id(req, &id), id, -rc, "%s", err);
+	return ctltls_reload_reply(req, id, reload_cb, c, c->tls);
+}
+
 /* The ops a `monitor` certificate may call: those that change nothing. */
 static bool
 op_reads_only(const char *op)
@@ -265,6 +307,8 @@ ctl_serve_request(void *arg, struct ctlsrv_client *cl, const json_t *req)
 				       "of role 'control', this one is 'monitor'",
 				       op);
 	}
+	if (op != NULL && strcmp(op, "reload_tls") == 0)
+		return op_reload_tls(c, req);
 	r = dp_ctl_handle(c->dp, req);
 	if (r != NULL && op != NULL && strcmp(op, "stats") == 0 &&
 	    json_is_true(json_object_get(r, "ok"))) {

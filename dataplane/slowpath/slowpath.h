@@ -191,6 +191,7 @@ struct dp_ctl_opts {
 	const char *socket;          /* the unix socket */
 	const char *listen;          /* the management address "HOST:PORT" for TLS, or NULL */
 	const char *cert, *key, *ca; /* PEM files, required with listen */
+	const char *crl;             /* the CA's CRL (PEM), or NULL */
 	int handshake_ms;            /* a TLS handshake's limit */
 	int idle_ms;                 /* a connection without requests is closed after it */
 	int conns;                   /* connections per role (and on the unix socket) */
@@ -198,6 +199,15 @@ struct dp_ctl_opts {
 
 /** Listen as o says (see lib/ctlsrv.h). NULL with err on failure. */
 struct dp_ctl *dp_ctl_create(struct dp *dp, const struct dp_ctl_opts *o, char *err, size_t errlen);
+
+/**
+ * Read the TLS files again (on SIGHUP or the `reload_tls` op): new connections use them,
+ * open ones keep their session. Logged either way; a file that does not load leaves the
+ * old ones in use. msg (if not NULL) receives the log line's text.
+ *
+ * @return  0, -ENOENT (no --ctl-listen) or -EINVAL (a file did not load).
+ */
+int dp_ctl_reload_tls(struct dp_ctl *c, char *msg, size_t msglen);
 
 /** Serve the control socket for up to timeout_ms: accept, read, answer requests. */
 void dp_ctl_poll(struct dp_ctl *c, int timeout_ms);

@@ -306,7 +306,9 @@ struct gr_join_opts {
 				  * NULL: "control" */
 	uint32_t job;
 	uint16_t worker_id;
-	int timeout_ms; /* connecting and each answer; 0: GR_JOIN_TIMEOUT_MS */
+	int timeout_ms;  /* connecting and each answer; 0: GR_JOIN_TIMEOUT_MS */
+	const char *crl; /* for tls://: the CA's CRL, or NULL; a revoked control certificate
+			  * is refused */
 };
 
 /** A connection to the control process for one worker of one job. */
@@ -346,6 +348,18 @@ int gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *
  */
 int gr_join_wait(struct gr_join *j, uint32_t epoch, int wait_ms, struct gr_config *cfg, char *err,
 		 size_t errlen);
+
+/**
+ * Read the certificate, key, CA and CRL files of j again (a certificate renewed, a CRL
+ * updated), for the next connection to the control process; the open connection keeps
+ * its session until it closes. On failure the files loaded before stay in use. Call it
+ * from the thread that uses j (a program's SIGHUP handler only sets a flag); with a unix
+ * socket it does nothing.
+ *
+ * @return  0 with one line on the new certificate in err, or -EINVAL with one line
+ *          naming the file at fault.
+ */
+int gr_join_reload_tls(struct gr_join *j, char *err, size_t errlen);
 
 /** Close the connection and free j. NULL is a no-op. */
 void gr_join_close(struct gr_join *j);

@@ -136,7 +136,7 @@ gr_join_open(const struct gr_join_opts *o, char *err, size_t errlen)
 		json_util_fail(err, errlen, "out of memory");
 		goto fail;
 	}
-	rc = ctltls_client_ctx(o->control, o->cert, o->key, o->ca, &j->tls, err, errlen);
+	rc = ctltls_client_ctx(o->control, o->cert, o->key, o->ca, o->crl, &j->tls, err, errlen);
 	if (rc != 0)
 		goto fail;
 	/* The worker is known (or refused) at once; a missing epoch is not an error here. */
@@ -149,6 +149,16 @@ fail:
 	gr_join_close(j);
 	errno = -rc;
 	return NULL;
+}
+
+int
+gr_join_reload_tls(struct gr_join *j, char *err, size_t errlen)
+{
+	if (j->tls == NULL) {
+		json_util_fail(err, errlen, "%s: no TLS", j->control);
+		return 0;
+	}
+	return ctltls_ctx_reload(j->tls, err, errlen);
 }
 
 int

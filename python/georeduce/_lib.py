@@ -111,6 +111,7 @@ class GrJoinOpts(ctypes.Structure):
         ("job", ctypes.c_uint32),
         ("worker_id", ctypes.c_uint16),
         ("timeout_ms", ctypes.c_int),
+        ("crl", ctypes.c_char_p),
     ]
 
 
@@ -203,6 +204,7 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
         "gr_join_open": (c.c_void_p, [c.POINTER(GrJoinOpts), err, c.c_size_t]),
         "gr_join_config": (c.c_int, [c.c_void_p, cfg_p, c.c_int, err, c.c_size_t]),
         "gr_join_wait": (c.c_int, [c.c_void_p, c.c_uint32, c.c_int, cfg_p, err, c.c_size_t]),
+        "gr_join_reload_tls": (c.c_int, [c.c_void_p, err, c.c_size_t]),
         "gr_join_close": (None, [c.c_void_p]),
         "gr_dtype_size": (c.c_size_t, [c.c_int]),
         "gr_dtype_name": (c.c_char_p, [c.c_int]),

@@ -207,6 +207,7 @@ class ControlSource(ConfigSource):
         control: "tls://HOST:PORT" or a unix socket path.
         job: the job id.
         cert, key, ca: for tls://, the worker's certificate and key and the deployment's CA.
+        crl: for tls://, the CA's CRL (optional): a revoked control certificate is refused.
         server_name: the name the control process's certificate carries (None: "control").
         timeout: seconds to wait for a live epoch when loading, and for connecting.
     """
@@ -215,14 +216,15 @@ class ControlSource(ConfigSource):
 
     def __init__(self, control: str, job: int, *, cert: Optional[str] = None,
                  key: Optional[str] = None, ca: Optional[str] = None,
-                 server_name: Optional[str] = None, timeout: float = 60.0) -> None:
+                 server_name: Optional[str] = None, timeout: float = 60.0,
+                 crl: Optional[str] = None) -> None:
         if not 0 <= job <= _U32:
             raise ValueError("job %r: 0 .. 2^32 - 1" % (job,))
         if not timeout > 0:
             raise ValueError("timeout %r: must be > 0 seconds" % (timeout,))
         self.control, self.job, self.timeout = control, job, float(timeout)
         self._strings = [None if v is None else os.fsencode(v)
-                         for v in (control, cert, key, ca, server_name)]
+                         for v in (control, cert, key, ca, server_name, crl)]
         self._join: Optional[int] = None
         self._epoch: Optional[int] = None
         self._pending: Optional[_lib.GrConfig] = None
@@ -230,10 +232,10 @@ class ControlSource(ConfigSource):
 
     def _open(self, worker_id: int) -> int:
         if self._join is None:
-            ctl, cert, key, ca, name = self._strings
+            ctl, cert, key, ca, name, crl = self._strings
             o = _lib.GrJoinOpts(control=ctl, cert=cert, key=key, ca=ca, server_name=name,
                                 job=self.job, worker_id=worker_id,
-                                timeout_ms=int(min(self.timeout, 10.0) * 1000))
+                                timeout_ms=int(min(self.timeout, 10.0) * 1000), crl=crl)
             err = _err_buf()
             j = _lib.lib().gr_join_open(ctypes.byref(o), err, _lib.ERR_MAX)
             if not j:
@@ -288,6 +290,20 @@ class ControlSource(ConfigSource):
                 return
             if time.monotonic() < self._away_until:
                 time.sleep(min(max(left, 0), 0.2))
+
+    def reload_tls(self) -> str:
+        """Read the certificate, key, CA and CRL files again for the next connection to
+        the control process (the open one keeps its session). Returns one line on the
+        certificate now in use; raises ConfigError naming the file at fault, and the
+        files loaded before stay in use. Call it from the thread that uses this source
+        (a SIGHUP handler should only set a flag)."""
+        if self._join is None:
+            return "not connected: the files are read when it connects"
+        err = _err_buf()
+        rc = _lib.lib().gr_join_reload_tls(self._join, err, _lib.ERR_MAX)
+        if rc < 0:
+            raise ConfigError(err.value.decode(errors="replace"), -rc)
+        return err.value.decode(errors="replace")
 
     def close(self) -> None:
         j, self._join = self._join, None
@@ -526,13 +542,15 @@ class Client:
     def from_control(cls, control: str, job: int, worker_id: int, *,
                      cert: Optional[str] = None, key: Optional[str] = None,
                      ca: Optional[str] = None, server_name: Optional[str] = None,
-                     join_timeout: float = 60.0, **kwargs: Any) -> "Client":
+                     join_timeout: float = 60.0, crl: Optional[str] = None,
+                     **kwargs: Any) -> "Client":
         """A client that joins its job through the control process (ControlSource) and
         follows each epoch it installs: "tls://HOST:PORT" with the worker's certificate,
-        key and the deployment's CA, or the control process's unix socket path. Waits up
-        to join_timeout seconds for a live epoch. Other arguments: see __init__."""
+        key and the deployment's CA (and optionally its CRL), or the control process's
+        unix socket path. Waits up to join_timeout seconds for a live epoch. Other
+        arguments: see __init__."""
         src = ControlSource(control, job, cert=cert, key=key, ca=ca,
-                            server_name=server_name, timeout=join_timeout)
+                            server_name=server_name, timeout=join_timeout, crl=crl)
         try:
             return cls(src, worker_id, **kwargs)
         except BaseException:

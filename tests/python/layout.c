@@ -87,6 +87,7 @@ main(void)
 	FIELD(gr_join_opts, job);
 	FIELD(gr_join_opts, worker_id);
 	FIELD(gr_join_opts, timeout_ms);
+	FIELD(gr_join_opts, crl);
 	END();
 	BEGIN(gr_stats);
 	FIELD(gr_stats, calls);

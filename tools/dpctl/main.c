@@ -519,6 +519,8 @@ static const struct command commands[] = {
 	 print_generic},
 	{"dump", 0, 1, "[JOB]", "the live and draining tables, of one job or all", build_job_epoch,
 	 print_dump},
+	{"reload_tls", 0, 0, "", "read the TLS files again for new connections (as SIGHUP)",
+	 build_none, print_generic},
 };
 
 static void
@@ -537,6 +539,8 @@ usage(FILE *f)
 		"      --cert FILE, --key FILE, --ca FILE  with tls://: this client's\n"
 		"                        certificate (role control or monitor) and key, and\n"
 		"                        the deployment's CA\n"
+		"      --crl FILE        with tls://: the CA's CRL (a revoked gateway\n"
+		"                        certificate is refused)\n"
 		"      --server-name NAME  the name the gateway's certificate must carry\n"
 		"                        (default: HOST)\n"
 		"  -t, --timeout-ms N    wait at most N ms to connect and for the answer, 1 .. "

@@ -4,7 +4,8 @@
  * control process installs, from the table file it rewrites or from the control process
  * itself (a long poll). Between rounds (follow_table(), await_epoch()), and during a round
  * that has had no result for FOLLOW_STALL_S, through gr_options.cancel (table_changed(),
- * control_changed()). Runs in each worker's thread.
+ * control_changed()). After a SIGHUP each worker reloads its TLS files (certificate, key,
+ * CA, CRL) before it next asks the control process. Runs in each worker's thread.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -19,7 +20,29 @@
 
 #define CONTROL_RETRY_S 0.5 /* a stalled round asks an unreachable control process again */
 
+volatile sig_atomic_t worker_hups;
+
 static int follow_epoch(struct worker *w, int wait_ms);
+
+/* --control after a SIGHUP: the TLS files read again for the next connection to the
+ * control process (gr_join_reload_tls()); the connection open keeps its session. A
+ * file that does not load leaves the old ones in use. */
+static void
+reload_if_asked(struct worker *w)
+{
+	sig_atomic_t n = worker_hups;
+	char err[GR_ERR_MAX];
+
+	if (n == w->hups || w->join == NULL)
+		return;
+	w->hups = n;
+	if (gr_join_reload_tls(w->join, err, sizeof(err)) == 0)
+		fprintf(stderr, PROG ": worker %u: TLS reloaded: %s\n", w->id, err);
+	else
+		fprintf(stderr,
+			PROG ": worker %u: TLS reload failed, the old files stay in use: %s\n",
+			w->id, err);
+}
 
 /* --follow: the epoch of the table file or the control process, now. */
 int
@@ -38,6 +61,7 @@ follow_control(struct worker *w, int wait_ms)
 	struct gr_config c;
 	int rc;
 
+	reload_if_asked(w);
 	if (w->pending) { /* control_changed() saw it during a round */
 		c = w->pending_cfg;
 		w->pending = false;
@@ -144,6 +168,7 @@ control_changed(void *arg)
 		return 0;
 	if (w->pending || (w->control_away && clock_now_s() < w->away_until))
 		return w->pending;
+	reload_if_asked(w);
 	rc = gr_join_wait(w->join, gr_client_config(w->client)->epoch, 0, &w->pending_cfg, err,
 			  sizeof(err));
 	w->pending = rc == 1;

@@ -9,6 +9,7 @@
 #define GEOREDUCE_WORKER_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -85,6 +86,7 @@ struct worker {
 	double away_until;    /* ... ask it again during a stalled round after this
 			       * (clock_now_s()): twice a second, not per progress call */
 	bool pending;         /* --control: pending_cfg holds a newer epoch */
+	sig_atomic_t hups;    /* --control: the SIGHUPs whose reload this worker made */
 	struct gr_config pending_cfg;
 	struct timespec table_mtime; /* --follow: the table file as last loaded */
 	ino_t table_ino;
@@ -112,7 +114,10 @@ uint32_t load(const void *buf, enum gr_dtype dt, uint64_t e);
 void fill(const struct worker *w, const struct gr_config *cfg);
 bool verify(struct worker *w, const struct gr_config *cfg, uint32_t round, int contrib);
 
-/* follow.c: --follow and --control, a worker moved to each new epoch. */
+/* follow.c: --follow and --control, a worker moved to each new epoch. SIGHUPs received
+ * (main.c's handler counts them; each worker's thread reloads its TLS files when it
+ * next talks to the control process). */
+extern volatile sig_atomic_t worker_hups;
 int follow_table(struct worker *w);
 int table_changed(void *arg);
 int control_changed(void *arg);

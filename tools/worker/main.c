@@ -31,11 +31,13 @@
  * This file holds main(): the options read (options.c), every worker's client created,
  * the --input file read, the workers' threads run (allreduce.c, or mcast.c with
  * --multicast; the patterns and checks in verify.c, epochs followed in follow.c), then the
- * --json summary (report.c) and the --output file written.
+ * --json summary (report.c) and the --output file written. SIGHUP (with --control) has
+ * each worker reload its TLS files before it next asks the control process (follow.c).
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +94,14 @@ write_output(const char *path, const void *buf, size_t len)
 	return 0;
 }
 
+/* SIGHUP: counted; the workers' threads reload (follow.c). */
+static void
+on_hup(int sig)
+{
+	(void)sig;
+	worker_hups++;
+}
+
 /* --control: join as worker w and wait up to the round timeout for its configuration. */
 static int
 join_config(const struct opts *o, struct worker *w, struct gr_config *c, char *err, size_t errlen)
@@ -101,6 +111,7 @@ join_config(const struct opts *o, struct worker *w, struct gr_config *c, char *e
 		.cert = o->tls_opts.cert,
 		.key = o->tls_opts.key,
 		.ca = o->tls_opts.ca,
+		.crl = o->tls_opts.crl,
 		.server_name = o->tls_opts.server_name,
 		.job = o->job,
 		.worker_id = w->id,
@@ -130,6 +141,7 @@ main(int argc, char **argv)
 	/* One line per round as the round ends, also into a pipe or a file (a tester or a
 	 * test watching the output): stdout is line buffered, not only on a terminal. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	sigaction(SIGHUP, &(struct sigaction){.sa_handler = on_hup, .sa_flags = SA_RESTART}, NULL);
 	rc = parse_opts(argc, argv, &o);
 	if (rc != 0) {
 		if (rc > 0)

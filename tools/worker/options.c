@@ -36,6 +36,9 @@ usage(FILE *f)
 		"  --cert FILE, --key FILE, --ca FILE  with tls://: the worker certificate\n"
 		"                        (it names worker-ID for each --worker-id), its key,\n"
 		"                        the deployment's CA\n"
+		"  --crl FILE            with tls://: the CA's CRL (a revoked control\n"
+		"                        certificate is refused); SIGHUP reloads the four files\n"
+		"                        for the next connection\n"
 		"  --server-name NAME    the control process's certificate name   [control]\n"
 		"  --worker-id ID        a local worker of that gateway (repeatable, up to %d)\n"
 		"  --rounds N            AllReduce rounds (default 1)\n"
@@ -333,7 +336,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 		return -1;
 	}
 	if (o->control == NULL && (o->has_job || tls_opts_given(&o->tls_opts))) {
-		cli_error(PROG, "--job, --cert, --key, --ca and --server-name need --control");
+		cli_error(PROG,
+			  "--job, --cert, --key, --ca, --crl and --server-name need --control");
 		return -1;
 	}
 	if (o->control != NULL)
