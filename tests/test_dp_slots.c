@@ -322,8 +322,8 @@ test_partial_reduce(void)
 static void
 quorum_of(uint32_t job, uint32_t epoch, uint64_t q[6], double *grace_ms)
 {
-	static const char *const keys[] = {"chunks_all",	"chunks_all_in_grace",
-					   "chunks_threshold",	"chunks_expired",
+	static const char *const keys[] = {"chunks_all",        "chunks_all_in_grace",
+					   "chunks_threshold",  "chunks_expired",
 					   "contribs_in_grace", "contribs_late"};
 	json_t *req = json_pack("{s:i,s:i,s:s}", "version", 1, "id", 9, "op", "stats");
 	json_t *rep = dp_ctl_handle(&dp, req), *jb;
