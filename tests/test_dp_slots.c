@@ -345,6 +345,37 @@ quorum_of(uint32_t job, uint32_t epoch, uint64_t q[6], double *grace_ms)
 	json_decref(rep);
 }
 
+/* Poll until the dataplane sends something, up to 20 s on a busy machine (a grace window
+ * running out); the frames collected, 0 if none came. */
+static int
+await_frames(struct out *o, int max)
+{
+	int n = 0;
+
+	for (int waits = 0; n == 0 && waits < 20000; waits++) {
+		poll_all();
+		n = collect(o, max);
+		if (n == 0)
+			rte_delay_us_sleep(1000);
+	}
+	return n;
+}
+
+/* Install epoch `epoch` of job `job`: a root of W3 with contributor sets, complete at 2 of
+ * the 3, with a grace window of grace_ms (adaptive: its bound); returns install()'s errno. */
+static int
+install_grace(uint32_t job, uint32_t epoch, uint64_t el, uint32_t ce, const struct tdesc *td,
+	      uint32_t grace_ms, bool adaptive)
+{
+	struct table *tb = mk_table(job, epoch, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, td);
+
+	tb->cset_blocks = 1;
+	tb->trees[0].threshold = 2;
+	tb->trees[0].grace_ms = grace_ms;
+	tb->trees[0].grace_adaptive = adaptive;
+	return install(tb, "install");
+}
+
 /* A root of workers 11, 12 and 13 that completes at 2 of 3 with a grace window (job 19).
  * A window of 60 s: all three in complete the chunk at once; two wait, and the third within
  * the window makes the chunk with all three. A window of 1 ms (epoch 2): two complete
@@ -359,17 +390,12 @@ test_grace_window(void)
 	struct tdesc td = {0, 0, 0, {0}, 0, 4, 16, {0}};
 	static const uint16_t two[] = {11, 12};
 	static struct out o[16];
-	struct table *tb;
 	uint64_t q[6], late;
 	double grace_ms;
-	int n, bad = 0, waits = 0;
+	int n, bad = 0;
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	tb = mk_table(19, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td);
-	tb->cset_blocks = 1;
-	tb->trees[0].threshold = 2;
-	tb->trees[0].grace_ms = TABLE_GRACE_MS_MAX;
-	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	CU_ASSERT_FATAL(install_grace(19, 1, el, ce, &td, TABLE_GRACE_MS_MAX, false) == 0);
 	quorum_of(19, 1, q, &grace_ms);
 	CU_ASSERT(q[0] == 0 && q[3] == 0 && grace_ms == TABLE_GRACE_MS_MAX);
 	/* Chunk 0: all three, in one burst: complete at once, with all three. */
@@ -399,20 +425,10 @@ test_grace_window(void)
 	CU_ASSERT(ctr(DP_CTR_CHUNKS_COMPLETED) == 2);
 
 	/* Epoch 2, a window of 1 ms: 11 and 12 complete chunk 2 once it ran out. */
-	tb = mk_table(19, 2, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td);
-	tb->cset_blocks = 1;
-	tb->trees[0].threshold = 2;
-	tb->trees[0].grace_ms = 1;
-	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	CU_ASSERT_FATAL(install_grace(19, 2, el, ce, &td, 1, false) == 0);
 	inject(contrib_set(19, 2, 11, &two[0], 1, 1, 2, el, ce, 0));
 	inject(contrib_set(19, 2, 12, &two[1], 1, 1, 2, el, ce, 0));
-	n = 0;
-	while (n == 0 && waits++ < 10000) { /* at most 10 s on a busy machine */
-		poll_all();
-		n = collect(o, 16);
-		if (n == 0)
-			rte_delay_us_sleep(1000);
-	}
+	n = await_frames(o, 16);
 	CU_ASSERT(n == 3);
 	for (int k = 0; k < n && k < 16; k++)
 		bad += !result_is(&o[k], two, 2, ce) || o[k].p.chunk != 2;
@@ -441,18 +457,12 @@ test_grace_adaptive(void)
 	struct tdesc td = {0, 0, 0, {0}, 0, 32, 64, {0}};
 	static const uint16_t two[] = {11, 12};
 	static struct out o[64];
-	struct table *tb;
 	uint64_t q[6];
 	double grace_ms;
-	int n, waits = 0, bad = 0;
+	int n, bad = 0;
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
-	tb = mk_table(20, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td);
-	tb->cset_blocks = 1;
-	tb->trees[0].threshold = 2;
-	tb->trees[0].grace_ms = TABLE_GRACE_MS_MAX;
-	tb->trees[0].grace_adaptive = true;
-	CU_ASSERT_FATAL(install(tb, "install") == 0);
+	CU_ASSERT_FATAL(install_grace(20, 1, el, ce, &td, TABLE_GRACE_MS_MAX, true) == 0);
 	/* 16 chunks whose third contribution comes right after the threshold: samples. */
 	for (uint32_t c = 0; c < 16; c++) {
 		for (int w = 0; w < 3; w++)
@@ -469,13 +479,7 @@ test_grace_adaptive(void)
 	/* Two: complete once the (now short) window ran out, not after the bound. */
 	inject(contrib_set(20, 1, 11, &two[0], 1, 1, 16, el, ce, 0));
 	inject(contrib_set(20, 1, 12, &two[1], 1, 1, 16, el, ce, 0));
-	n = 0;
-	while (n == 0 && waits++ < 20000) {
-		poll_all();
-		n = collect(o, 64);
-		if (n == 0)
-			rte_delay_us_sleep(1000);
-	}
+	n = await_frames(o, 64);
 	CU_ASSERT(n == 3 && result_is(&o[0], two, 2, ce));
 	quorum_of(20, 1, q, &grace_ms);
 	CU_ASSERT(q[3] == 1);
