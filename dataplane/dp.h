@@ -153,7 +153,12 @@ struct dp_slot {
 				     * still ask for it; they are never further behind */
 	uint32_t prev_round;
 	uint32_t prev_chunk;
-	float *acc32; /* fp16/bf16: this slot's fp32 accumulator (job arena) */
+	float *acc32;        /* fp16/bf16: this slot's fp32 accumulator (job arena) */
+	uint64_t quorum_tsc; /* OPEN, a tree with a grace window: when the threshold was
+			      * reached (0: not yet); the window runs from here */
+	uint64_t grace_due;  /* ... and when it ends (TSC) */
+	uint16_t quorum_n;   /* ... the contributions in at that moment */
+	bool grace_q;        /* an entry of the lcore's grace FIFO points here */
 	uint64_t in[TABLE_CONTRIB_MAX / 64]; /* contributor bitmap (table.h: bit k) */
 } __rte_cache_aligned;
 
@@ -246,6 +251,33 @@ struct dp_crypto {
 	uint64_t bytes;                /* memory of the three pools */
 };
 
+/** A grace window that may run out: the OPEN slot s of tree index `tree`, which reached its
+ * threshold, is complete at `due` (TSC) at the latest (docs/DATAPLANE.md, "Quorum"). */
+struct dp_grace {
+	uint64_t due;
+	struct dp_slot *s;
+	uint16_t tree;
+};
+
+/* Counts of how the chunks of trees with a threshold (a partial reduce) completed, per job
+ * and lcore (that lcore: relaxed load and store, never an atomic RMW; ctl: ro relaxed). */
+enum dp_quorum {
+	DP_QUORUM_ALL = 0,      /* chunks complete with every contribution in ... */
+	DP_QUORUM_ALL_IN_GRACE, /* ... of them, the last within a grace window */
+	DP_QUORUM_THRESHOLD,    /* chunks complete at the threshold (no grace window) */
+	DP_QUORUM_EXPIRED,      /* chunks complete when their grace window ran out */
+	DP_QUORUM_IN_GRACE,     /* contributions summed within a grace window */
+	DP_QUORUM_LATE,         /* contributions that came after their chunk completed */
+	DP_QUORUM_COUNT,
+};
+
+/* The adaptive grace window (docs/DATAPLANE.md, "Quorum"): samples kept per job and lcore,
+ * how many before the first estimate, and how often it is made again (powers of two). */
+#define DP_GRACE_SAMPLES 64
+#define DP_GRACE_SAMPLES_MIN 8
+#define DP_GRACE_EVERY 8
+#define DP_GRACE_FLOOR_US 1000 /* the adaptive window is never below this */
+
 /** A pending retransmission check of a COMPLETE slot (a partial sum awaiting its RESULT). */
 struct dp_timer {
 	uint64_t due; /* TSC */
@@ -315,7 +347,17 @@ struct dp_job_lcore {
 				     * still cost */
 	struct dp_recover recover[DP_RECOVER_MAX];
 	struct dp_mstream *mstreams; /* per stream index: retained MCAST copies */
-	_Atomic uint32_t n_active;   /* that lcore: rw (relaxed loads and stores, never an
+	/* Grace windows (trees with one): a FIFO of at most one entry per slot (grace_q),
+	 * capacity gmask + 1; NULL without such trees. */
+	struct dp_grace *gq;
+	uint32_t gmask, ghead, gtail;
+	uint64_t gsamp[DP_GRACE_SAMPLES]; /* adaptive: the latest arrivals after a threshold,
+					   * TSC after it (0: a window nobody came in) */
+	uint32_t gsamp_n;                 /* samples taken */
+	_Atomic uint64_t grace_auto_tsc;  /* adaptive: the window they give (0: none yet; the
+					   * tree's grace_tsc bounds it); ctl: ro relaxed */
+	_Atomic uint64_t quorum[DP_QUORUM_COUNT];
+	_Atomic uint32_t n_active; /* that lcore: rw (relaxed loads and stores, never an
 				     * atomic RMW); ctl: ro relaxed, so that a draining epoch
 				     * is retired only once its pacers sent what they hold */
 };
@@ -328,6 +370,9 @@ struct dp_tree {
 	uint32_t threshold; /* worker contributions that complete a chunk before
 				     * every contributor is in (partial reduce); UINT32_MAX:
 				     * none, all contributors */
+	uint64_t grace_tsc; /* the grace window after the threshold (its bound if adaptive);
+			      * 0: complete at the threshold */
+	bool grace_adaptive;
 	uint32_t chunk_first;
 	uint32_t chunk_count;
 	uint32_t slot_mask; /* slots - 1 */
@@ -532,10 +577,11 @@ struct dp_job {
 	 * later round than the one loaded (two lcores that race may leave the older one,
 	 * which only puts off a recovery to the next CONTRIB). */
 	_Atomic uint64_t *worker_round;
-	struct dp_job_lcore *lj; /* per lcore index: timers and round-trip estimates */
-	uint64_t bytes;          /* memory held by this job (slots, arenas, maps) */
-	uint64_t mbufs_held_max; /* mbufs its slots can hold at most */
-	uint64_t retire_tsc;     /* ctl only: when it stopped being live (0: live) */
+	struct dp_job_lcore *lj;  /* per lcore index: timers and round-trip estimates */
+	uint64_t bytes;           /* memory held by this job (slots, arenas, maps) */
+	uint64_t mbufs_held_max;  /* mbufs its slots can hold at most */
+	uint64_t retire_tsc;      /* ctl only: when it stopped being live (0: live) */
+	uint64_t grace_floor_tsc; /* DP_GRACE_FLOOR_US in TSC */
 };
 
 /** The jobs workers see: published whole with RCU (ctl: creates, workers: ro). */
@@ -866,6 +912,10 @@ uint64_t dp_job_busy(const struct dp_job *j);
 
 /** Chunks of j whose RESULT this gateway has had (each once), summed over lcores. */
 uint64_t dp_job_done(const struct dp_job *j);
+
+/** The quorum counts of j (enum dp_quorum), summed over lcores, into q[DP_QUORUM_COUNT]; the
+ * largest adaptive grace window of its lcores in us (0: none). */
+uint64_t dp_job_quorum(const struct dp_job *j, uint64_t *q);
 
 /** Pacers of j with frames waiting, over its lcores (ctl; a relaxed snapshot). */
 uint64_t dp_job_pacing(const struct dp_job *j);

@@ -61,6 +61,7 @@
 #define TABLE_TREES_MAX 256        /* tree entries in one table */
 #define TABLE_CHILDREN_MAX 64      /* child gateways of one tree entry */
 #define TABLE_WORKERS_MAX 192      /* local workers of one tree entry */
+#define TABLE_GRACE_MS_MAX 60000   /* a partial reduce's grace window, ms */
 #define TABLE_CONTRIB_MAX 256      /* expected contributions: the width of a slot bitmap */
 #define TABLE_PORTS_MAX 1024       /* UDP ports of one gateway's steering range */
 #define TABLE_SLOTS_MAX 65536      /* slots of one tree entry (power of two) */
@@ -164,6 +165,13 @@ struct table_tree {
 				   * worker contributions are summed (or every contributor is
 				   * in), 1 .. subtree_workers; 0: subtree_workers (all). Below
 				   * subtree_workers the job must carry contributor sets */
+	uint32_t grace_ms;            /* partial reduce: once the threshold is reached, wait up
+				   * to this long for the other contributors (every one in:
+				   * complete at once), then complete with what is in;
+				   * 0: complete at the threshold. Only with a threshold
+				   * below subtree_workers; <= TABLE_GRACE_MS_MAX */
+	bool grace_adaptive;          /* grace_ms is the bound of a window the gateway sets
+				   * from the recent arrivals (docs/TABLES.md) */
 	/* With contributor sets (cset_blocks >= 1): the workers below each child gateway
 	 * (in its subtree), which are all the workers its partial sums may name. Entry k
 	 * is worker below[k] under children[below_child[k]], sorted by (child, id); every

@@ -413,6 +413,17 @@ check_tree(const struct table *tb, const struct table_tree *e, int i, uint64_t n
 				      "(%" PRIu32 " of %" PRIu32 ") needs contributor sets "
 				      "(cset_blocks >= 1)",
 				      i, e->threshold, e->subtree_workers);
+	if (e->grace_ms != 0 && (e->threshold == 0 || e->threshold >= e->subtree_workers))
+		return json_util_fail(err, errlen,
+				      "field 'trees[%d].grace_ms': a grace window needs a "
+				      "partial reduce (a threshold below the %" PRIu32
+				      " subtree_workers)",
+				      i, e->subtree_workers);
+	if (e->grace_adaptive && e->grace_ms == 0)
+		return json_util_fail(err, errlen,
+				      "field 'trees[%d].grace_adaptive': an adaptive window "
+				      "needs its bound, grace_ms",
+				      i);
 	for (int j = 0; tb->cset_blocks != 0 && j < e->n_workers; j++)
 		if (e->workers[j].id >= 256u * tb->cset_blocks)
 			return json_util_fail(err, errlen,

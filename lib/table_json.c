@@ -141,7 +141,7 @@ static const char *const tree_keys[] = {
 	"id",          "role",      "parent",          "children",
 	"workers",     "expected",  "subtree_workers", "chunk_first",
 	"chunk_count", "rate_gbps", "slots",           "window",
-	"threshold" /* optional: the last two */};
+	"threshold",   "grace_ms",  "grace_adaptive" /* optional: the last four */};
 
 /* First pass over trees[i]: an object with known keys and bounded arrays, so that the
  * table can be allocated before anything is copied. */
@@ -156,7 +156,7 @@ size_tree(struct json_util_src *c, json_t *jt, int i, int *n_children, int *n_wo
 	snprintf(path, sizeof(path), "trees[%d]", i);
 	if (!json_is_object(jt))
 		return json_util_field_fail(c, path, "", "expected an object");
-	rc = check_keys(c, jt, path, tree_keys, ARRAY_SIZE(tree_keys), ARRAY_SIZE(tree_keys) - 2);
+	rc = check_keys(c, jt, path, tree_keys, ARRAY_SIZE(tree_keys), ARRAY_SIZE(tree_keys) - 4);
 	if (rc != 0)
 		return rc;
 	ch = json_object_get(jt, "children");
@@ -225,7 +225,8 @@ parse_tree(struct json_util_src *c, json_t *jt, int i, struct table_tree *e)
 {
 	json_t *role = json_object_get(jt, "role"), *parent = json_object_get(jt, "parent");
 	json_t *rate = json_object_get(jt, "rate_gbps");
-	uint64_t id, expected, subtree, first, count, slots, window = 0, threshold = 0;
+	json_t *adaptive = json_object_get(jt, "grace_adaptive");
+	uint64_t id, expected, subtree, first, count, slots, window = 0, threshold = 0, grace = 0;
 	char path[48];
 	int rc;
 
@@ -286,6 +287,10 @@ parse_tree(struct json_util_src *c, json_t *jt, int i, struct table_tree *e)
 		rc = get_uint(c, jt, path, "window", 1, TABLE_SLOTS_MAX, &window);
 	if (rc == 0 && json_object_get(jt, "threshold") != NULL)
 		rc = get_uint(c, jt, path, "threshold", 1, UINT32_MAX, &threshold);
+	if (rc == 0 && json_object_get(jt, "grace_ms") != NULL)
+		rc = get_uint(c, jt, path, "grace_ms", 1, TABLE_GRACE_MS_MAX, &grace);
+	if (rc == 0 && adaptive != NULL && !json_is_boolean(adaptive))
+		rc = json_util_field_fail(c, path, "grace_adaptive", "expected true or false");
 	if (rc != 0)
 		return rc;
 	e->id = (uint16_t)id;
@@ -297,6 +302,8 @@ parse_tree(struct json_util_src *c, json_t *jt, int i, struct table_tree *e)
 	e->slots = (uint32_t)slots;
 	e->window = (uint32_t)window;
 	e->threshold = (uint32_t)threshold;
+	e->grace_ms = (uint32_t)grace;
+	e->grace_adaptive = json_is_true(adaptive);
 	return 0;
 }
 

@@ -105,6 +105,10 @@ tree_json(const struct table_tree *e)
 		rc |= set_new(o, "window", json_integer(e->window));
 	if (e->threshold != 0)
 		rc |= set_new(o, "threshold", json_integer(e->threshold));
+	if (e->grace_ms != 0)
+		rc |= set_new(o, "grace_ms", json_integer(e->grace_ms));
+	if (e->grace_adaptive)
+		rc |= set_new(o, "grace_adaptive", json_true());
 	if (rc != 0)
 		goto nomem;
 	return o;

@@ -556,6 +556,9 @@ test_crew_plan(void)
 	struct jobplan *jp = NULL;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	/* An adaptive grace window of at most 250 ms: on the roots, with their threshold. */
+	d->jobs[2].grace_ms = 250;
+	d->jobs[2].grace_auto = true;
 	CHECK(jobplan_build(d, 2, NULL, NULL, 4, &jp, err, sizeof(err)) == 0, "%s", err);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(jp);
 	CHECK(jp->plan->n_trees == 3 && strcmp(jp->plan->algorithm, "crew") == 0,
@@ -584,6 +587,9 @@ test_crew_plan(void)
 						      e->subtree_workers == 3,
 			      "node %d tree %u: threshold %u, %d children, %u workers", v, e->id,
 			      e->threshold, e->n_children, e->subtree_workers);
+			CHECK(e->has_parent ? e->grace_ms == 0 && !e->grace_adaptive
+					    : e->grace_ms == 250 && e->grace_adaptive,
+			      "node %d tree %u: grace %u ms", v, e->id, e->grace_ms);
 		}
 	}
 	jobplan_free(jp);

@@ -300,6 +300,59 @@ test_selmcast(void)
 	json_decref(doc);
 }
 
+/* A crew job's grace window: fixed, "auto" with its bound (default or given), and every bad
+ * value refused naming its field. */
+static void
+test_crew_grace(void)
+{
+	static const struct { const char *opts; const char *want; } bad[] = {
+		{ "{\"min_workers\": 2, \"grace_ms\": -1}", "field 'jobs[2].options.grace_ms'" },
+		{ "{\"min_workers\": 2, \"grace_ms\": 60001}", "field 'jobs[2].options.grace_ms'" },
+		{ "{\"min_workers\": 2, \"grace_ms\": 1.5}", "field 'jobs[2].options.grace_ms'" },
+		{ "{\"min_workers\": 2, \"grace_ms\": \"soon\"}",
+		  "field 'jobs[2].options.grace_ms': expected an integer" },
+		{ "{\"min_workers\": 2, \"grace_ms\": true}", "field 'jobs[2].options.grace_ms'" },
+		{ "{\"grace_ms\": 100}", "field 'jobs[2].options.grace_ms': a grace window needs" },
+		{ "{\"grace_ms\": \"auto\"}", "field 'jobs[2].options.grace_ms': a grace window" },
+		{ "{\"min_workers\": 3, \"grace_ms\": 100}",
+		  "field 'jobs[2].options.grace_ms': a grace window needs min_workers below" },
+		{ "{\"min_workers\": 2, \"grace_ms\": 100, \"grace_max_ms\": 200}",
+		  "field 'jobs[2].options.grace_max_ms': only with" },
+		{ "{\"min_workers\": 2, \"grace_ms\": \"auto\", \"grace_max_ms\": 0}",
+		  "field 'jobs[2].options.grace_max_ms'" },
+		{ "{\"min_workers\": 2, \"grace_ms\": \"auto\", \"grace_max_ms\": \"1\"}",
+		  "field 'jobs[2].options.grace_max_ms'" },
+	};
+	static const struct { const char *opts; uint32_t ms; bool automatic; } good[] = {
+		{ "{\"min_workers\": 2}", 0, false },
+		{ "{\"min_workers\": 2, \"grace_ms\": 0}", 0, false },
+		{ "{\"min_workers\": 2, \"grace_ms\": 300}", 300, false },
+		{ "{\"min_workers\": 2, \"grace_ms\": \"auto\"}", DEPLOY_DEFAULT_GRACE_MAX_MS, true },
+		{ "{\"min_workers\": 2, \"grace_ms\": \"auto\", \"grace_max_ms\": 250}", 250, true },
+	};
+	char err[DEPLOY_ERR_MAX] = "";
+	json_error_t je;
+	json_t *doc = example();
+	struct deploy *d;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		mutate(doc, "jobs[2].options", json_loads(good[i].opts, 0, &je));
+		d = parse_json(doc, err, sizeof(err));
+		CHECK(d != NULL && d->jobs[2].grace_ms == good[i].ms &&
+			      d->jobs[2].grace_auto == good[i].automatic,
+		      "%s: %s", good[i].opts, err);
+		deploy_free(d);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		mutate(doc, "jobs[2].options", json_loads(bad[i].opts, 0, &je));
+		d = parse_json(doc, err, sizeof(err));
+		CHECK(d == NULL && strstr(err, bad[i].want) != NULL && strchr(err, '\n') == NULL,
+		      "%s: '%s' lacks '%s'", bad[i].opts, err, bad[i].want);
+		deploy_free(d);
+	}
+	json_decref(doc);
+}
+
 /* MX jobs: chunk_bytes in whole blocks (default from the MTU), elements whole blocks. */
 static void
 test_mx(void)
@@ -596,6 +649,7 @@ main(void)
 	CU_add_test(s, "MX jobs: whole blocks", test_mx);
 	CU_add_test(s, "MX jobs: a LAN dtype and its MTU", test_mx_lan);
 	CU_add_test(s, "selmcast jobs and their options", test_selmcast);
+	CU_add_test(s, "crew jobs: the grace window", test_crew_grace);
 	CU_add_test(s, "several gateways at a site", test_gateways_per_site);
 	CU_add_test(s, "blueconnect jobs", test_blueconnect);
 	CU_add_test(s, "JSON syntax errors", test_syntax);

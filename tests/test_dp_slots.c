@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <CUnit/CUnit.h>
+#include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_udp.h>
@@ -19,7 +20,9 @@
 #include "dp.h"
 #include "dp_fixture.h"
 #include "fuzzutil.h"
+#include "slowpath/slowpath.h"
 #include "table.h"
+#include "testutil.h"
 #include "wire.h"
 
 /* Root with three local workers: every chunk summed exactly, results to each worker. */
@@ -309,6 +312,177 @@ test_partial_reduce(void)
 		CU_ASSERT(n == 1 && o[0].p.round == 7 && o[0].fl.dst_ip == PEER_IP(22) &&
 			  result_is(&o[0], r2, 2, ce));
 	}
+	dp_down();
+}
+
+/* The quorum counts of job `job` from the stats the control socket gives (docs/METRICS.md):
+ * chunks_all, chunks_all_in_grace, chunks_threshold, chunks_expired, contribs_in_grace,
+ * contribs_late, in that order, of its epoch `epoch`; the grace window in ms into
+ * *grace_ms. */
+static void
+quorum_of(uint32_t job, uint32_t epoch, uint64_t q[6], double *grace_ms)
+{
+	static const char *const keys[] = {"chunks_all",        "chunks_all_in_grace",
+					   "chunks_threshold",  "chunks_expired",
+					   "contribs_in_grace", "contribs_late"};
+	json_t *req = json_pack("{s:i,s:i,s:s}", "version", 1, "id", 9, "op", "stats");
+	json_t *rep = dp_ctl_handle(&dp, req), *jb;
+	size_t i;
+
+	memset(q, 0xff, sizeof(uint64_t) * 6);
+	*grace_ms = -1;
+	json_array_foreach (json_object_get(rep, "jobs"), i, jb) {
+		json_t *qo = json_object_get(jb, "quorum");
+
+		if (json_integer_value(json_object_get(jb, "job")) != job ||
+		    json_integer_value(json_object_get(jb, "epoch")) != epoch || qo == NULL)
+			continue;
+		for (int k = 0; k < 6; k++)
+			q[k] = (uint64_t)json_integer_value(json_object_get(qo, keys[k]));
+		*grace_ms = json_number_value(json_object_get(qo, "grace_ms"));
+	}
+	json_decref(req);
+	json_decref(rep);
+}
+
+/* Poll until the dataplane sends something, up to 20 s on a busy machine (a grace window
+ * running out); the frames collected, 0 if none came. */
+static int
+await_frames(struct out *o, int max)
+{
+	int n = 0;
+
+	for (int waits = 0; n == 0 && waits < 20000; waits++) {
+		poll_all();
+		n = collect(o, max);
+		if (n == 0)
+			rte_delay_us_sleep(1000);
+	}
+	return n;
+}
+
+/* Install epoch `epoch` of job `job`: a root of W3 with contributor sets, complete at 2 of
+ * the 3, with a grace window of grace_ms (adaptive: its bound); returns install()'s errno. */
+static int
+install_grace(uint32_t job, uint32_t epoch, uint64_t el, uint32_t ce, const struct tdesc *td,
+	      uint32_t grace_ms, bool adaptive)
+{
+	struct table *tb = mk_table(job, epoch, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, td);
+
+	tb->cset_blocks = 1;
+	tb->trees[0].threshold = 2;
+	tb->trees[0].grace_ms = grace_ms;
+	tb->trees[0].grace_adaptive = adaptive;
+	return install(tb, "install");
+}
+
+/* A root of workers 11, 12 and 13 that completes at 2 of 3 with a grace window (job 19).
+ * A window of 60 s: all three in complete the chunk at once; two wait, and the third within
+ * the window makes the chunk with all three. A window of 1 ms (epoch 2): two complete
+ * the chunk with the two of them once it ran out, and the third is late, answered with
+ * that RESULT. Events are counted; the only wait is for the short window to run out, as
+ * long as it takes. */
+static void
+test_grace_window(void)
+{
+	const uint64_t el = 256;
+	const uint32_t ce = 64;
+	struct tdesc td = {0, 0, 0, {0}, 0, 4, 16, {0}};
+	static const uint16_t two[] = {11, 12};
+	static struct out o[16];
+	uint64_t q[6], late;
+	double grace_ms;
+	int n, bad = 0;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install_grace(19, 1, el, ce, &td, TABLE_GRACE_MS_MAX, false) == 0);
+	quorum_of(19, 1, q, &grace_ms);
+	CU_ASSERT(q[0] == 0 && q[3] == 0 && grace_ms == TABLE_GRACE_MS_MAX);
+	/* Chunk 0: all three, in one burst: complete at once, with all three. */
+	for (int w = 0; w < 3; w++)
+		inject(contrib_set(19, 1, W3[w], &W3[w], 1, 1, 0, el, ce, 0));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 3);
+	for (int k = 0; k < n && k < 16; k++)
+		bad += !result_is(&o[k], W3, 3, ce);
+	CU_ASSERT(bad == 0);
+	/* Chunk 1: 11 and 12 reach the threshold; the window holds the chunk. */
+	inject(contrib_set(19, 1, 11, &two[0], 1, 1, 1, el, ce, 0));
+	inject(contrib_set(19, 1, 12, &two[1], 1, 1, 1, el, ce, 0));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	/* 13 within the window: the chunk completes with all three. */
+	inject(contrib_set(19, 1, 13, &W3[2], 1, 1, 1, el, ce, 0));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(n == 3);
+	for (int k = 0; k < n && k < 16; k++)
+		bad += !result_is(&o[k], W3, 3, ce) || o[k].p.chunk != 1;
+	CU_ASSERT(bad == 0);
+	quorum_of(19, 1, q, &grace_ms);
+	CU_ASSERT(q[0] == 2 && q[1] == 2 && q[2] == 0 && q[3] == 0 && q[4] == 2 && q[5] == 0);
+	CU_ASSERT(ctr(DP_CTR_CHUNKS_COMPLETED) == 2);
+
+	/* Epoch 2, a window of 1 ms: 11 and 12 complete chunk 2 once it ran out. */
+	CU_ASSERT_FATAL(install_grace(19, 2, el, ce, &td, 1, false) == 0);
+	inject(contrib_set(19, 2, 11, &two[0], 1, 1, 2, el, ce, 0));
+	inject(contrib_set(19, 2, 12, &two[1], 1, 1, 2, el, ce, 0));
+	n = await_frames(o, 16);
+	CU_ASSERT(n == 3);
+	for (int k = 0; k < n && k < 16; k++)
+		bad += !result_is(&o[k], two, 2, ce) || o[k].p.chunk != 2;
+	CU_ASSERT(bad == 0);
+	/* 13 after it: late, answered with the RESULT it is not in. */
+	late = drops(WIRE_REASON_LATE);
+	inject(contrib_set(19, 2, 13, &W3[2], 1, 1, 2, el, ce, 0));
+	poll_all();
+	n = collect(o, 16);
+	CU_ASSERT(drops(WIRE_REASON_LATE) == late + 1);
+	CU_ASSERT(n == 1 && o[0].fl.dst_ip == PEER_IP(13) && result_is(&o[0], two, 2, ce));
+	quorum_of(19, 2, q, &grace_ms);
+	CU_ASSERT(q[0] == 0 && q[3] == 1 && q[4] == 0 && q[5] == 1 && grace_ms == 1);
+	dp_down();
+}
+
+/* An adaptive window (epoch 1 of job 20, at most 60 s): until it has samples it is the
+ * bound; chunks whose third worker comes at once, after the threshold, bring it down to
+ * its floor of DP_GRACE_FLOOR_US at least, well below the bound, and a chunk still
+ * completes with all three or, with two, once the window ran out. */
+static void
+test_grace_adaptive(void)
+{
+	const uint64_t el = 64 * 32;
+	const uint32_t ce = 64;
+	struct tdesc td = {0, 0, 0, {0}, 0, 32, 64, {0}};
+	static const uint16_t two[] = {11, 12};
+	static struct out o[64];
+	uint64_t q[6];
+	double grace_ms;
+	int n, bad = 0;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install_grace(20, 1, el, ce, &td, TABLE_GRACE_MS_MAX, true) == 0);
+	/* 16 chunks whose third contribution comes right after the threshold: samples. */
+	for (uint32_t c = 0; c < 16; c++) {
+		for (int w = 0; w < 3; w++)
+			inject(contrib_set(20, 1, W3[w], &W3[w], 1, 1, c, el, ce, 0));
+		poll_all();
+		n = collect(o, 64);
+		bad += n != 3;
+	}
+	CU_ASSERT(bad == 0);
+	quorum_of(20, 1, q, &grace_ms);
+	CU_ASSERT(q[0] == 16 && q[1] == 16 && q[4] == 16);
+	CHECK(grace_ms >= DP_GRACE_FLOOR_US / 1000.0 && grace_ms < TABLE_GRACE_MS_MAX,
+	      "adaptive window %.3f ms", grace_ms);
+	/* Two: complete once the (now short) window ran out, not after the bound. */
+	inject(contrib_set(20, 1, 11, &two[0], 1, 1, 16, el, ce, 0));
+	inject(contrib_set(20, 1, 12, &two[1], 1, 1, 16, el, ce, 0));
+	n = await_frames(o, 64);
+	CU_ASSERT(n == 3 && result_is(&o[0], two, 2, ce));
+	quorum_of(20, 1, q, &grace_ms);
+	CU_ASSERT(q[3] == 1);
 	dp_down();
 }
 
@@ -742,6 +916,8 @@ main(int argc, char **argv)
 	CU_add_test(s, "512 chunks in flight, shuffled, duplicated", test_many_in_flight_shuffled);
 	CU_add_test(s, "partial reduce", test_partial_reduce);
 	CU_add_test(s, "partial reduce: sets of child gateways", test_partial_reduce_child_sets);
+	CU_add_test(s, "partial reduce: a grace window", test_grace_window);
+	CU_add_test(s, "partial reduce: an adaptive grace window", test_grace_adaptive);
 	CU_add_test(s, "a child gateway's contrib counts the workers below it",
 		    test_child_contrib_count);
 	CU_add_test(s, "a slot moved on answers for its previous chunk", test_slot_moved_on);

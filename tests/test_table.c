@@ -1882,6 +1882,47 @@ test_parse_rejects(void)
 		jset(j, "trees.0.threshold", json_integer(sub + 1));
 		REJECTS2(j, "field 'trees[0].threshold'", "subtree_workers");
 		EDIT_REJECTS(a, "trees.0.threshold", json_integer(0), "field 'trees[0].threshold'");
+		/* The grace window (revision 1.7): 1 .. TABLE_GRACE_MS_MAX ms, only with a
+		 * partial threshold; grace_adaptive a boolean, only with grace_ms; both
+		 * round-trip and are absent from the written table when unset. */
+		j = tj(ps);
+		jset(j, "trees.0.threshold", json_integer(sub - 1));
+		jset(j, "trees.0.grace_ms", json_integer(300));
+		jset(j, "trees.0.grace_adaptive", json_true());
+		text = json_dumps(j, 0);
+		p = table_parse(text, SRC, err, sizeof(err));
+		free(text);
+		CHECK(p != NULL && p->trees[0].grace_ms == 300 && p->trees[0].grace_adaptive &&
+			      p->trees[1].grace_ms == 0 && !p->trees[1].grace_adaptive,
+		      "%s", err);
+		if (p != NULL) {
+			json_t *w = tj(p);
+
+			CU_ASSERT(json_integer_value(jat(w, "trees.0.grace_ms")) == 300);
+			CU_ASSERT(json_is_true(jat(w, "trees.0.grace_adaptive")));
+			CU_ASSERT(json_object_get(json_array_get(json_object_get(w, "trees"), 1),
+						  "grace_ms") == NULL);
+			json_decref(w);
+			table_free(p);
+		}
+		jset(j, "trees.0.grace_ms", json_integer(0));
+		REJECTS(json_deep_copy(j), "field 'trees[0].grace_ms'");
+		jset(j, "trees.0.grace_ms", json_integer(TABLE_GRACE_MS_MAX + 1));
+		REJECTS(json_deep_copy(j), "field 'trees[0].grace_ms'");
+		jset(j, "trees.0.grace_ms", json_string("auto"));
+		REJECTS(json_deep_copy(j), "field 'trees[0].grace_ms'");
+		jset(j, "trees.0.grace_ms", json_integer(TABLE_GRACE_MS_MAX));
+		jset(j, "trees.0.grace_adaptive", json_integer(1));
+		REJECTS(json_deep_copy(j), "field 'trees[0].grace_adaptive'");
+		jset(j, "trees.0.grace_adaptive", NULL);
+		jset(j, "trees.1.grace_adaptive", json_true());
+		REJECTS2(json_deep_copy(j), "field 'trees[1].grace_adaptive'", "grace_ms");
+		jset(j, "trees.1.grace_adaptive", NULL);
+		jset(j, "trees.1.grace_ms", json_integer(10));
+		REJECTS2(json_deep_copy(j), "field 'trees[1].grace_ms'", "partial reduce");
+		json_decref(j);
+		EDIT_REJECTS2(a, "trees.0.grace_ms", json_integer(10), "field 'trees[0].grace_ms'",
+			      "partial reduce");
 		EDIT_REJECTS(a, "cset_blocks", json_integer(TABLE_CSET_BLOCKS_MAX + 1),
 			     "field 'cset_blocks'");
 		EDIT_REJECTS(a, "cset_blocks", json_string("1"), "field 'cset_blocks'");

@@ -883,8 +883,11 @@ gw_fill_entry(struct gw_compile *g, struct table_tree *e, int pair)
 	e->rate_gbps = pr->rate;
 	hold = table_hold_ms(t, tr, node, g->active, g->has_workers);
 	pool_of(d, pr->rate, hold, e->chunk_count, g->smin, g->smax, &e->window, &e->slots);
-	if (!e->has_parent && d->min_workers != 0 && d->min_workers < e->subtree_workers)
+	if (!e->has_parent && d->min_workers != 0 && d->min_workers < e->subtree_workers) {
 		e->threshold = d->min_workers;
+		e->grace_ms = d->grace_ms;
+		e->grace_adaptive = d->grace_ms != 0 && d->grace_adaptive;
+	}
 }
 
 /* The site's other gateways, with their trees as the local workers send to them. */

@@ -61,6 +61,9 @@ struct table_deploy {
 	uint32_t min_workers;       /* partial reduce: every root completes a chunk at this
 				   * many worker contributions (its threshold); 0: all.
 				   * Needs cset_blocks >= 1 */
+	uint32_t grace_ms;          /* with min_workers: the roots' grace window (its bound
+				   * if grace_adaptive); 0: none */
+	bool grace_adaptive;
 };
 
 /**

@@ -42,6 +42,7 @@
 /** Defaults of the optional fields. */
 #define DEPLOY_DEFAULT_MTU 1500
 #define DEPLOY_DEFAULT_MAX_TREES 10
+#define DEPLOY_DEFAULT_GRACE_MAX_MS 1000 /* crew: the bound of "grace_ms": "auto" */
 #define DEPLOY_DEFAULT_RING_SECONDS 0.5
 
 /** How a job's gradients flow. */
@@ -92,6 +93,10 @@ struct deploy_job {
 	double ring_seconds; /* local search time limit */
 	/* crew option: a round completes at this many worker contributions (0: all) */
 	uint32_t min_workers;
+	/* crew options: the grace window after min_workers, ms (0: none); with grace_auto
+	 * the gateways set it from the recent arrivals and this is its bound */
+	uint32_t grace_ms;
+	bool grace_auto;
 	/* selmcast options: receivers per sender site (0: max(1, 30% of the worker sites)),
 	 * and the selection's cost model */
 	int mcast_p;

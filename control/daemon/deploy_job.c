@@ -15,13 +15,45 @@
 #include "jsonutil.h"
 #include "wire.h"
 
+/* A crew job's grace window: `grace_ms` a number of ms or "auto" (the gateways set it from
+ * the recent arrivals, up to `grace_max_ms`), only with `min_workers`. */
+static int
+parse_grace(struct dctx *c, const json_t *o, const char *path, struct deploy_job *j)
+{
+	const json_t *g = json_object_get(o, "grace_ms");
+	int rc;
+
+	if (json_is_string(g)) {
+		if (strcmp(json_string_value(g), "auto") != 0)
+			return json_util_field_fail(&c->js, path, "grace_ms",
+						    "expected an integer in [0, %d] or \"auto\"",
+						    TABLE_GRACE_MS_MAX);
+		j->grace_auto = true;
+		rc = dctx_get_u32(c, o, path, "grace_max_ms", 1, TABLE_GRACE_MS_MAX,
+				  DEPLOY_DEFAULT_GRACE_MAX_MS, &j->grace_ms);
+	} else if (g != NULL && !json_is_integer(g)) {
+		return json_util_field_fail(&c->js, path, "grace_ms",
+					    "expected an integer in [0, %d] or \"auto\"",
+					    TABLE_GRACE_MS_MAX);
+	} else {
+		rc = dctx_get_u32(c, o, path, "grace_ms", 0, TABLE_GRACE_MS_MAX, 0, &j->grace_ms);
+		if (rc == 0 && json_object_get(o, "grace_max_ms") != NULL)
+			return json_util_field_fail(&c->js, path, "grace_max_ms",
+						    "only with \"grace_ms\": \"auto\"");
+	}
+	if (rc == 0 && (j->grace_ms != 0 || j->grace_auto) && j->min_workers == 0)
+		return json_util_field_fail(&c->js, path, "grace_ms",
+					    "a grace window needs min_workers");
+	return rc;
+}
+
 static int
 parse_options(struct dctx *c, const json_t *job, const char *jpath, struct deploy_job *j)
 {
 	static const char *const mtree_keys[] = {"max_trees", "max_height_ms", "min_rate_gbps",
 						 "rho", "paper"};
 	static const char *const ring_keys[] = {"search_seconds"};
-	static const char *const crew_keys[] = {"min_workers"};
+	static const char *const crew_keys[] = {"min_workers", "grace_ms", "grace_max_ms"};
 	static const char *const selmcast_keys[] = {"p", "model"};
 	static const char *const bc_keys[] = {"max_trees"};
 	json_t *o = json_object_get(job, "options");
@@ -72,7 +104,7 @@ parse_options(struct dctx *c, const json_t *job, const char *jpath, struct deplo
 		if (rc == 0)
 			rc = dctx_get_u32(c, o, path, "min_workers", 1, TABLE_ID_MAX, 0,
 					  &j->min_workers);
-		return rc;
+		return rc != 0 ? rc : parse_grace(c, o, path, j);
 	case DEPLOY_ALGO_SELMCAST: /* p is checked against the worker sites when planned */
 		rc = dctx_check_keys(c, o, path, selmcast_keys, N_OF(selmcast_keys), 0);
 		if (rc == 0)
@@ -329,6 +361,13 @@ crew_sets(struct dctx *c, const char *path, struct deploy_job *j)
 		snprintf(wpath, sizeof(wpath), "%s.options", path);
 		return json_util_field_fail(&c->js, wpath, "min_workers",
 					    "%u is more than the job's %d workers", j->min_workers,
+					    j->n_workers);
+	}
+	if (j->grace_ms != 0 && j->min_workers == (uint32_t)j->n_workers) {
+		snprintf(wpath, sizeof(wpath), "%s.options", path);
+		return json_util_field_fail(&c->js, wpath, "grace_ms",
+					    "a grace window needs min_workers below the job's %d "
+					    "workers",
 					    j->n_workers);
 	}
 	return 0;

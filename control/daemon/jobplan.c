@@ -290,6 +290,8 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 		.slots_max = j->slots_max,
 		.cset_blocks = j->cset_blocks,
 		.min_workers = j->min_workers,
+		.grace_ms = j->grace_ms,
+		.grace_adaptive = j->grace_auto,
 	};
 	char terr[TABLE_ERR_MAX];
 	int k = 0, m = 0;

@@ -37,6 +37,7 @@
 #include "dp.h"
 #include "fastpath/agg.h"
 #include "fastpath/agg_internal.h"
+#include "fastpath/quorum.h"
 #include "fastpath/recover.h"
 #include "fastpath/retx.h"
 #include "fastpath/send.h"
@@ -199,6 +200,7 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, s
 			rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - len));
 	}
 	s->acc = NULL;
+	s->quorum_tsc = 0; /* the grace window, if one was open, is over */
 	lc->ctr[DP_CTR_CHUNKS_COMPLETED]++;
 	wh->sender = rte_cpu_to_be_16(j->self_id);
 	wh->origin = rte_cpu_to_be_16(j->self_id);
@@ -313,11 +315,27 @@ add(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct
 		}
 		break;
 	}
-	/* Every contributor in, or (partial reduce) enough workers summed. */
-	if (s->n_in == t->expected || s->contrib >= t->threshold)
-		complete(lc, j, t, s, p->flags & WIRE_F_RETX,
-			 (p->flags & WIRE_F_RETX) ? t->src_down[k] : -1, p->tsval);
+	/* Every contributor in, or (partial reduce) enough workers summed and no grace
+	 * window to wait (quorum.h). */
+	if (s->n_in == t->expected) {
+		if (t->threshold != UINT32_MAX)
+			quorum_all(lc, j, t, s);
+	} else if (s->contrib < t->threshold || quorum_wait(lc, j, t, s)) {
+		return true;
+	}
+	complete(lc, j, t, s, p->flags & WIRE_F_RETX,
+		 (p->flags & WIRE_F_RETX) ? t->src_down[k] : -1, p->tsval);
 	return true;
+}
+
+/* A contribution that came after its chunk completed: dropped as late, and counted for the
+ * quorum of a tree with a threshold. */
+static inline void
+late(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct rte_mbuf *m)
+{
+	drop(lc, m, WIRE_REASON_LATE);
+	if (t->threshold != UINT32_MAX)
+		quorum_count(lc, j, DP_QUORUM_LATE);
 }
 
 /* A CONTRIB from contributor index k for slot s, other than the next contribution to the
@@ -347,6 +365,7 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live, const s
 		s->chunk = p->chunk;
 		s->n_in = 0;
 		s->contrib = 0;
+		s->quorum_tsc = 0;
 		memset(s->in, 0, sizeof(s->in));
 		busy_add(j, lc, 1);
 		add(lc, j, t, s, m, p, k); /* the first: no overlap */
@@ -363,7 +382,10 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live, const s
 		 * for the slot (no_slot: the sender's window is ahead of the pool). */
 		struct rte_mbuf *r = retained(s, p->chunk, p->round);
 
-		drop(lc, m, r != NULL || older ? WIRE_REASON_LATE : WIRE_REASON_NO_SLOT);
+		if (r != NULL || older)
+			late(lc, j, t, m);
+		else
+			drop(lc, m, WIRE_REASON_NO_SLOT);
 		if (r != NULL && ((p->flags & WIRE_F_RETX) || j->cset_len != 0))
 			send_result_copy(lc, j, t, t->src_down[k], r, NULL,
 					 WIRE_F_RETX | WIRE_F_ECHO, p->tsval, dp_now_us());
@@ -379,7 +401,10 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live, const s
 		/* Not new to an open slot (on_contrib() adds those): known already
 		 * (duplicate), or complete without it (a straggler: late). The RESULT, when
 		 * retained, answers both; otherwise a RETX gets an ACK. */
-		drop(lc, m, have ? WIRE_REASON_DUPLICATE : WIRE_REASON_LATE);
+		if (have)
+			drop(lc, m, WIRE_REASON_DUPLICATE);
+		else
+			late(lc, j, t, m);
 		if (s->state == DP_SLOT_DONE && (retx || !have))
 			send_result_copy(lc, j, t, ti, s->result, NULL, WIRE_F_RETX | WIRE_F_ECHO,
 					 p->tsval, dp_now_us());
@@ -397,7 +422,7 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live, const s
 
 		if (r == NULL && partial && s->state == DP_SLOT_DONE)
 			r = s->result;
-		drop(lc, m, WIRE_REASON_LATE);
+		late(lc, j, t, m);
 		if (r != NULL && ((p->flags & WIRE_F_RETX) || partial))
 			send_result_copy(lc, j, t, t->src_down[k], r, NULL,
 					 WIRE_F_RETX | WIRE_F_ECHO, p->tsval, dp_now_us());
@@ -582,4 +607,44 @@ dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 		dp_retx_from_parent(lc, j, t, m, p);
 		return;
 	}
+}
+
+void
+dp_agg_grace(struct dp_lcore *lc, const struct dp_state *st)
+{
+	uint64_t now = 0;
+
+	for (int e = 0; st != NULL && e < st->n_jobs; e++)
+		for (int k = 0; k < st->jobs[e].n_epochs; k++) {
+			const struct dp_job *j = st->jobs[e].epochs[k];
+			struct dp_job_lcore *lj = &j->lj[lc->idx];
+
+			while (lj->ghead != lj->gtail) {
+				struct dp_grace g = lj->gq[lj->ghead & lj->gmask];
+				struct dp_slot *s = g.s;
+
+				if (s->state != DP_SLOT_OPEN || s->quorum_tsc == 0) {
+					lj->ghead++; /* complete meanwhile */
+					s->grace_q = false;
+					continue;
+				}
+				now = now != 0 ? now : rte_rdtsc();
+				if (g.due > now)
+					break;
+				lj->ghead++;
+				if (s->grace_due > now) {
+					/* The entry of an earlier window of the slot: wait for
+					 * this one's end. */
+					grace_push(lc, j, g.tree, s, s->grace_due);
+					continue;
+				}
+				s->grace_q = false;
+				const struct dp_tree *t = &j->trees[g.tree];
+
+				quorum_count(lc, j, DP_QUORUM_EXPIRED);
+				if (t->grace_adaptive && s->n_in == s->quorum_n)
+					grace_sample(lc, j, 0);
+				complete(lc, j, t, s, false, -1, 0);
+			}
+		}
 }

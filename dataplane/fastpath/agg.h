@@ -20,4 +20,11 @@
 void dp_agg_rx(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m,
 	       const struct wire_pkt *p, uint16_t port);
 
+/**
+ * Complete the chunks whose grace window ran out (a partial reduce that reached its
+ * threshold, docs/DATAPLANE.md "Quorum") with the contributions they have. Once per
+ * iteration, in every job and epoch the lcore sees.
+ */
+void dp_agg_grace(struct dp_lcore *lc, const struct dp_state *st);
+
 #endif

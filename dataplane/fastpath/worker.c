@@ -29,6 +29,7 @@
 #include <rte_ring.h>
 
 #include "dp.h"
+#include "fastpath/agg.h"
 #include "fastpath/fault.h"
 #include "fastpath/pace.h"
 #include "fastpath/retx.h"
@@ -98,6 +99,7 @@ dp_worker_poll(struct dp_lcore *lc)
 			drain_ctl_tx(lc, port);
 	}
 	dp_retx_timers(lc, st);
+	dp_agg_grace(lc, st);
 	dp_seal_flush(lc); /* what this iteration sealed, before the pacers and TX */
 	dp_pace_run(lc, st);
 	dp_tx_flush(lc);

@@ -203,6 +203,9 @@ build_tree(struct dp *dp, struct dp_job *j, int i, int socket, char *err, size_t
 	 * contributor is in (whatever counts a faulty child claims). */
 	t->threshold = tt->threshold != 0 && tt->threshold < tt->subtree_workers ? tt->threshold :
 										   UINT32_MAX;
+	/* The grace window after it (table_check: only with such a threshold). */
+	t->grace_tsc = t->threshold != UINT32_MAX ? rte_get_tsc_hz() / 1000 * tt->grace_ms : 0;
+	t->grace_adaptive = t->grace_tsc != 0 && tt->grace_adaptive;
 	t->chunk_first = tt->chunk_first;
 	t->chunk_count = tt->chunk_count;
 	t->slot_mask = tt->slots - 1;
@@ -455,6 +458,23 @@ mcast_keep_total(const struct dp_job *j, unsigned int shift)
 
 /* One lcore's retained MCAST copies, pending upstream requests and answer budgets of
  * every stream (PROTOCOL.md section 7.5), empty. */
+/* The FIFO of grace windows: one entry per slot of the trees with a window at most. */
+static int
+init_grace(struct dp_job *j, struct dp_job_lcore *lj, int socket)
+{
+	uint32_t n = 0, cap = 1;
+
+	for (int i = 0; i < j->n_trees; i++)
+		n += j->trees[i].grace_tsc != 0 ? j->trees[i].slot_mask + 1 : 0;
+	if (n == 0)
+		return 0;
+	while (cap < n)
+		cap <<= 1;
+	lj->gq = jalloc(j, sizeof(*lj->gq) * cap, socket);
+	lj->gmask = cap - 1;
+	return lj->gq == NULL ? -1 : 0;
+}
+
 static int
 init_mstreams(struct dp_job *j, struct dp_job_lcore *lj, int socket)
 {
@@ -679,6 +699,7 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 						   table_dtype_bytes(tb->dtype, j->chunk_elements));
 	j->budget_tsc_per_byte = rte_get_tsc_hz() / DP_BUDGET_REFILL_BPS;
 	j->mcast_reask_tsc = rte_get_tsc_hz() / 1000000 * DP_MCAST_REASK_US;
+	j->grace_floor_tsc = rte_get_tsc_hz() / 1000000 * DP_GRACE_FLOOR_US;
 	j->mcast_ask_life_tsc = rte_get_tsc_hz() / 1000000 * DP_MCAST_ASK_LIFE_US;
 	for (unsigned int l = 0; l < dp->n_lcores; l++) {
 		int ls = (int)rte_lcore_to_socket_id(dp->lcores[l]->lcore_id);
@@ -723,7 +744,8 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 		lj->mask = cap - 1;
 		for (uint32_t b = 0; b < j->n_budgets; b++) /* empty; time refills it */
 			lj->budget[b].tsc = rte_rdtsc();
-		if (init_pacers(dp, j, lj, ls) != 0 || init_mstreams(j, lj, ls) != 0) {
+		if (init_pacers(dp, j, lj, ls) != 0 || init_mstreams(j, lj, ls) != 0 ||
+		    init_grace(j, lj, ls) != 0) {
 			json_util_fail(err, errlen, "out of memory for pacers (lcore %u)",
 				       dp->lcores[l]->lcore_id);
 			errno = ENOMEM;
@@ -772,6 +794,7 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 			rte_free(lj->pacers);
 			rte_free(lj->active);
 			rte_free(lj->q);
+			rte_free(lj->gq);
 			rte_free(lj->srtt);
 			rte_free(lj->rttvar);
 			rte_free(lj->progress);
@@ -856,4 +879,27 @@ dp_job_busy(const struct dp_job *j)
 	for (unsigned int l = 0; l < j->n_lcores; l++)
 		n += atomic_load_explicit(&j->busy[l], memory_order_relaxed);
 	return n;
+}
+
+uint64_t
+dp_job_quorum(const struct dp_job *j, uint64_t *q)
+{
+	uint64_t win = 0;
+
+	for (int k = 0; k < DP_QUORUM_COUNT; k++)
+		q[k] = 0;
+	for (unsigned int l = 0; l < j->n_lcores; l++) {
+		uint64_t a = atomic_load_explicit(&j->lj[l].grace_auto_tsc, memory_order_relaxed);
+
+		for (int k = 0; k < DP_QUORUM_COUNT; k++)
+			q[k] += atomic_load_explicit(&j->lj[l].quorum[k], memory_order_relaxed);
+		for (int i = 0; i < j->n_trees; i++) {
+			const struct dp_tree *t = &j->trees[i];
+			uint64_t w =
+				t->grace_adaptive && a != 0 && a < t->grace_tsc ? a : t->grace_tsc;
+
+			win = w > win ? w : win;
+		}
+	}
+	return win / (rte_get_tsc_hz() / 1000000);
 }

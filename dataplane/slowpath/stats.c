@@ -250,6 +250,22 @@ links_json(const struct dp_job *j)
 	return arr;
 }
 
+/* How the chunks of the job's partial reduce completed (enum dp_quorum) and its grace
+ * window. */
+static json_t *
+quorum_json(const struct dp_job *j)
+{
+	uint64_t q[DP_QUORUM_COUNT], us = dp_job_quorum(j, q);
+
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "chunks_all",
+			 (json_int_t)q[DP_QUORUM_ALL], "chunks_all_in_grace",
+			 (json_int_t)q[DP_QUORUM_ALL_IN_GRACE], "chunks_threshold",
+			 (json_int_t)q[DP_QUORUM_THRESHOLD], "chunks_expired",
+			 (json_int_t)q[DP_QUORUM_EXPIRED], "contribs_in_grace",
+			 (json_int_t)q[DP_QUORUM_IN_GRACE], "contribs_late",
+			 (json_int_t)q[DP_QUORUM_LATE], "grace_ms", (double)us / 1000);
+}
+
 static json_t *
 job_json(const struct dp_job *j, const char *state)
 {
@@ -269,6 +285,7 @@ job_json(const struct dp_job *j, const char *state)
 	json_object_set_new(o, "memory_bytes", json_integer((json_int_t)j->bytes));
 	json_object_set_new(o, "mbufs_held_max", json_integer((json_int_t)j->mbufs_held_max));
 	json_object_set_new(o, "links", links_json(j));
+	json_object_set_new(o, "quorum", quorum_json(j));
 	return o;
 }
 
@@ -466,7 +483,9 @@ enum {
 	MJ_BUSY,
 	MJ_MEM,
 	MJ_MBUFS,
-	MJ_TREES
+	MJ_TREES,
+	MJ_GRACE,
+	MJ_QUORUM /* + enum dp_quorum */
 };
 
 static void
@@ -475,7 +494,7 @@ mjob(const struct dp_job *j, const char *state, void *arg)
 	struct mjob_arg *a = arg;
 	struct mlabels ml;
 	struct prom_label l[] = {{"job", ml.job}, {"epoch", ml.epoch}, {"state", state}};
-	uint64_t v = 0;
+	uint64_t v = 0, q[DP_QUORUM_COUNT];
 
 	job_labels(j, &ml);
 	switch (a->what) {
@@ -493,6 +512,13 @@ mjob(const struct dp_job *j, const char *state, void *arg)
 		break;
 	case MJ_TREES:
 		v = (uint64_t)j->n_trees;
+		break;
+	case MJ_GRACE:
+		prom_sample(a->p, l, 3, (double)dp_job_quorum(j, q) / 1e6);
+		return;
+	default:
+		dp_job_quorum(j, q);
+		v = q[a->what - MJ_QUORUM];
 		break;
 	}
 	prom_sample_u64(a->p, l, 3, v);
@@ -739,6 +765,25 @@ dp_metrics_text(struct dp *dp, size_t *len)
 		     "Packet buffers one job epoch's slots may hold", mjob, MJ_MBUFS);
 	mfamily_jobs(dp, &p, M("job_trees"), PROM_GAUGE, "Trees of a job's epoch on this gateway",
 		     mjob, MJ_TREES);
+	static const char *const quorum_m[DP_QUORUM_COUNT][2] = {
+		{M("quorum_chunks_all_total"), "Chunks of a partial reduce complete with every "
+					       "contribution in"},
+		{M("quorum_chunks_all_in_grace_total"), "... of them, the last within the grace "
+							"window"},
+		{M("quorum_chunks_threshold_total"), "Chunks complete at the threshold, without a "
+						     "grace window"},
+		{M("quorum_chunks_expired_total"), "Chunks complete when their grace window ran "
+						   "out"},
+		{M("quorum_contribs_in_grace_total"), "Contributions summed within a grace window"},
+		{M("quorum_contribs_late_total"), "Contributions that came after their chunk of a "
+						  "partial reduce completed"},
+	};
+	for (int k = 0; k < DP_QUORUM_COUNT; k++)
+		mfamily_jobs(dp, &p, quorum_m[k][0], PROM_COUNTER, quorum_m[k][1], mjob,
+			     MJ_QUORUM + k);
+	mfamily_jobs(dp, &p, M("quorum_grace_seconds"), PROM_GAUGE,
+		     "The grace window of a partial reduce (adaptive: the largest of the lcores')",
+		     mjob, MJ_GRACE);
 	mfamily_jobs(dp, &p, M("tree_link_bytes_total"), PROM_COUNTER,
 		     "Bytes a tree handed to its link to a gateway (parent: up, child: down), "
 		     "retransmissions included",

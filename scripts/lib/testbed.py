@@ -86,6 +86,14 @@ def main():
                     "mtree, ring, single-tree, crew, blueconnect, selmcast [mtree]")
     ap.add_argument("--min-workers", type=int, default=0,
                     help="crew jobs: a round completes at this many workers [all]")
+    ap.add_argument("--grace-ms", default="",
+                    help="crew jobs with --min-workers: the grace window after it, ms or "
+                    "\"auto\" (docs/DEPLOYMENT.md) [none]")
+    ap.add_argument("--lan-delay", default="", metavar="SITE=MS[,SITE=MS...]",
+                    help="delay every frame a site's gateways send to its workers by MS "
+                    "(a delay line on the LAN port, which the dataplanes' `delay` op may "
+                    "change): its workers get their results that much later and so start "
+                    "each round that much late [none]")
     ap.add_argument("--elements", type=int, default=1 << 24)
     ap.add_argument("--dtype", default="fp32",
                     help="the jobs' dtype, or one per job (comma-separated) [fp32]")
@@ -150,6 +158,17 @@ def main():
     if a.scale <= 0 or a.workers < 1 or a.workers > 50:
         fail("--scale must be > 0 and --workers 1 .. 50")
     algos = a.jobs.split(",")
+    lan_delay = {}
+    for item in filter(None, a.lan_delay.split(",")):
+        site, _, ms = item.partition("=")
+        try:
+            lan_delay[site] = float(ms)
+        except ValueError:
+            fail("--lan-delay: expected SITE=MS, not '%s'" % item)
+        if not 0 <= lan_delay[site] <= 10000:
+            fail("--lan-delay: %s: 0 .. 10000 ms" % item)
+    if a.grace_ms and a.grace_ms != "auto" and not a.grace_ms.isdigit():
+        fail("--grace-ms: expected milliseconds or \"auto\", not '%s'" % a.grace_ms)
     for al in algos:
         if al not in ("mtree", "ring", "single-tree", "crew", "blueconnect", "selmcast"):
             fail("--jobs: unknown algorithm '%s'" % al)
@@ -249,6 +268,9 @@ def main():
             job["options"] = {"max_trees": a.max_trees}
         if al == "crew" and a.min_workers > 0:
             job["options"] = {"min_workers": a.min_workers}
+            if a.grace_ms:
+                job["options"]["grace_ms"] = (a.grace_ms if a.grace_ms == "auto"
+                                              else int(a.grace_ms))
         if a.lan_dtype and dtypes[j].startswith("mx"):
             job["lan_dtype"] = a.lan_dtype
         deploy["jobs"].append(job)
@@ -342,6 +364,8 @@ def main():
                     fault.append("burst=%g" % a.loss_burst)
             if fault:
                 args += ["--fault", "%d,tx,%s" % (p, ",".join(fault))]
+        if s["id"] in lan_delay:
+            args += ["--fault", "0,tx,delay_ms=%g" % lan_delay[s["id"]]]
         # Its own script, which up.sh runs and scripts/testbed runs again to restart it:
         # the log is appended to, so that a restart keeps what the last run wrote.
         base = g["log"][:-len(".log")]
