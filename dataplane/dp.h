@@ -94,6 +94,8 @@ enum dp_ctr {
 				     * and their requester held its share of it */
 	DP_CTR_RECOVER_EVICTED,   /* ... requests dropped from a full table for another
 				     * requester's: theirs held the most (recover.c) */
+	DP_CTR_ROUNDS_GIVEN_UP,   /* slots that gave up their round: every contributor had
+				   * sent a later one (a restarted job, docs/CLIENT.md) */
 	DP_CTR_SEALED,            /* frames sealed for a protected link (section 14) */
 	DP_CTR_OPENED,            /* sealed frames opened and authenticated */
 	DP_CTR_SEAL_BYTES,        /* bytes of the georeduce packets sealed */
@@ -570,13 +572,15 @@ struct dp_job {
 	 * root or received from the parent, each counted once (workers: wo own, ctl: ro
 	 * relaxed). Rounds done = this over the chunks a round has here. */
 	_Atomic uint64_t *done;
-	/* Per down[] entry of every tree (dp_tree.budget_off + i), for the local workers: the
-	 * latest round of a CONTRIB it sent this epoch, as 1 << 32 | round (0: none yet). A
-	 * worker past a round has every RESULT of it, which it keeps (docs/PROTOCOL.md 10.1,
-	 * rule 6). Every lcore: relaxed loads, and a relaxed store when a CONTRIB is of a
-	 * later round than the one loaded (two lcores that race may leave the older one,
-	 * which only puts off a recovery to the next CONTRIB). */
-	_Atomic uint64_t *worker_round;
+	/* Per down[] entry of every tree (dp_tree.budget_off + i), a contributor (local worker
+	 * or child gateway): the latest round of a CONTRIB it sent this epoch, as
+	 * 1 << 32 | round (0: none yet). A worker past a round has every RESULT of it, which
+	 * it keeps (docs/PROTOCOL.md 10.1, rule 6), unless its job restarted; once every
+	 * contributor of a tree is past a slot's round, the slot gives that round up. Every
+	 * lcore: relaxed loads, and a relaxed store when a CONTRIB is of a later round than
+	 * the one loaded (two lcores that race may leave the older one, which only puts off a
+	 * recovery or a give-up to the next CONTRIB). */
+	_Atomic uint64_t *src_round;
 	struct dp_job_lcore *lj;  /* per lcore index: timers and round-trip estimates */
 	uint64_t bytes;           /* memory held by this job (slots, arenas, maps) */
 	uint64_t mbufs_held_max;  /* mbufs its slots can hold at most */

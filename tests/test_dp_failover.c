@@ -503,6 +503,56 @@ test_recovery_share(void)
 	dp_down();
 }
 
+/* A restarted job (docs/CLIENT.md, PROTOCOL.md 10.1 rule 7): workers 11 and 12 sent round 4
+ * of the chunk, worker 13 never did, and all three restart at round 9 under the same
+ * epoch. The slot keeps round 4 while any contributor has not moved past it (no_slot), and
+ * gives it up for round 9 once the last one has; the retransmissions of 11 and 12 then
+ * complete round 9 alone. */
+static void
+test_restarted_job(void)
+{
+	struct tdesc td = {0, 0, 0, {0}, 0, 1, 16, {0}};
+	static struct out o[16];
+	int n;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(17, 1, 1, TABLE_DTYPE_FP32, 64, 64, 3, W3, 1, &td),
+				"install") == 0);
+	inject(contrib_f32(17, 1, 0, 11, 4, 0, 64, 64));
+	inject(contrib_f32(17, 1, 0, 12, 4, 0, 64, 64));
+	poll_all();
+	CU_ASSERT(collect(o, 16) == 0);
+	/* 11 and 12 at round 9: 13 has sent nothing, so round 4 might still complete. */
+	inject(contrib_f32(17, 1, 0, 11, 9, 0, 64, 64));
+	inject(contrib_f32(17, 1, 0, 12, 9, 0, 64, 64));
+	poll_all();
+	collect(o, 16); /* the round's RESULT asked of a worker that moved on */
+	CHECK(drops(WIRE_REASON_NO_SLOT) == 2 && ctr(DP_CTR_ROUNDS_GIVEN_UP) == 0,
+	      "no_slot %" PRIu64 ", given up %" PRIu64, drops(WIRE_REASON_NO_SLOT),
+	      ctr(DP_CTR_ROUNDS_GIVEN_UP));
+	/* 13 at round 9: every contributor is past round 4. */
+	inject(contrib_f32(17, 1, 0, 13, 9, 0, 64, 64));
+	poll_all();
+	n = collect(o, 16);
+	CHECK(n == 0 && drops(WIRE_REASON_NO_SLOT) == 2 && ctr(DP_CTR_ROUNDS_GIVEN_UP) == 1,
+	      "%d frames, no_slot %" PRIu64 ", given up %" PRIu64, n, drops(WIRE_REASON_NO_SLOT),
+	      ctr(DP_CTR_ROUNDS_GIVEN_UP));
+	inject(contrib_f32_flags(17, 1, WIRE_F_RETX, 0, 11, 9, 0, 64, 64));
+	inject(contrib_f32_flags(17, 1, WIRE_F_RETX, 0, 12, 9, 0, 64, 64));
+	poll_all();
+	/* 11's is held (an ACK), 12's completes the chunk: the RESULT to the three. */
+	n = collect(o, 16);
+	CU_ASSERT_FATAL(n == 4);
+	CU_ASSERT(o[0].p.type == WIRE_TYPE_ACK && o[0].p.round == 9 && o[0].p.origin == 11);
+	for (int k = 1; k < n; k++)
+		CU_ASSERT(o[k].p.type == WIRE_TYPE_RESULT && o[k].p.round == 9 &&
+			  o[k].p.contrib == 3);
+	for (uint32_t e = 0; e < 64; e++)
+		CU_ASSERT(out_f32(&o[1], e) == val(11, e) + val(12, e) + val(13, e));
+	CU_ASSERT(ctr(DP_CTR_ROUNDS_GIVEN_UP) == 1);
+	dp_down();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -528,5 +578,7 @@ main(int argc, char **argv)
 		    test_recovery_linger_room);
 	CU_add_test(s, "result recovery: one requester cannot take another's share of the table",
 		    test_recovery_share);
+	CU_add_test(s, "a restarted job: a round every contributor left is given up",
+		    test_restarted_job);
 	return dp_fixture_run();
 }

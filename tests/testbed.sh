@@ -12,9 +12,11 @@
 #                           verified); the control process killed and started again (it
 #                           carries on, rounds verified); killed again while rounds run and
 #                           started again with a re-plan at once (a round begun while it
-#                           was away follows the new epoch within 2 s plus a round); down
-#                           removes the namespaces and
-#                           keeps the logs where it says
+#                           was away follows the new epoch within 2 s plus a round); a job
+#                           whose workers were killed mid-round goes on with a later round
+#                           under the same epoch (the gateways give the abandoned round
+#                           up); down removes the namespaces and keeps the logs where it
+#                           says
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TB=$ROOT/scripts/testbed
@@ -184,7 +186,8 @@ e1=$(status 's["jobs"][0]["epoch"]')
 # worker starts. The round must complete under the new epoch within 2 s plus a round of b
 # beginning it, where a round that learnt of the epoch only at its timeout would take 60 s
 # more.
-# worker SITE_INDEX ROUND START_AT: job 1's worker of that site, one round, in the background.
+# worker SITE_INDEX ROUND START_AT [NAME]: job 1's worker of that site, one round, in the
+# background; its output in $D/NAME-SITE_INDEX.json and .err [held].
 worker() {
 	local ns ids pki api
 	ns=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[int(sys.argv[2])]["ns"])' \
@@ -200,7 +203,7 @@ print(",".join(str(w["id"]) for s in json.load(open(sys.argv[1])) for w in s["wo
 	ip netns exec "$ns" "$BUILD/tools/worker/georeduce-worker" --control "$api" --job 1 \
 		--cert "$pki/workers-site$1.pem" --key "$pki/workers-site$1.key" --ca "$pki/ca.pem" \
 		$ids --all-workers "$all" --rounds 1 --first-round "$2" --start-at "$3" \
-		--timeout 120 --json >"$D/held-$1.json" 2>"$D/held-$1.err" &
+		--timeout 120 --json >"$D/${4:-held}-$1.json" 2>"$D/${4:-held}-$1.err" &
 }
 round=$(($(date +%s) % 100000000 * 16 + 8))
 start_at=$(($(date +%s) + 10))
@@ -245,6 +248,45 @@ else
 	not_ok "the round held across the control process's restart (a: $ra, b: $rb)"
 	cat "$D"/held-*.err
 fi
+
+# A restarted job (docs/CLIENT.md, PROTOCOL.md 10.1 rule 7): site a's worker begins a round
+# alone and is killed in it (its CONTRIBs wait in the root's slots for b's, which never
+# come); then both sites' workers start a later round under the same epoch. The gateways
+# give the abandoned round up once every contributor is past it, and the later round
+# completes, verified, without a re-plan.
+e4=$(status 's["jobs"][0]["epoch"]')
+DPCTL=$BUILD/tools/dpctl/georeduce-dpctl
+# Slots that gave a round up, at both gateways.
+given_up() {
+	local n=0 v g
+	for g in gw0 gw1; do
+		v=$("$DPCTL" --socket "$W/$g.sock" --json stats 2>/dev/null | python3 -c 'import json, sys
+print(sum(l["rounds_given_up"] for l in json.load(sys.stdin)["lcores"]))') || v=0
+		n=$((n + ${v:-0}))
+	done
+	echo "$n"
+}
+g0=$(given_up)
+r0=$(($(date +%s) % 100000000 * 16 + 40))
+worker 0 "$r0" 0 gone
+wg=$!
+sleep 3
+kill -9 "$(ip netns pids "$P-s0" | while read -r p; do
+	tr '\0' ' ' <"/proc/$p/cmdline" | grep -q "georeduce-worker.* --first-round $r0 " && echo "$p"
+done | head -1)" 2>/dev/null
+wait $wg 2>/dev/null
+worker 0 $((r0 + 16)) 0 again
+wa=$!
+worker 1 $((r0 + 16)) 0 again
+wb=$!
+wait $wa && wait $wb && python3 - "$D" "$e4" <<'EOF' && [ "$(given_up)" -gt "${g0:-0}" ] &&
+import json, sys
+docs = [json.load(open("%s/again-%d.json" % (sys.argv[1], i))) for i in (0, 1)]
+assert all(d["ok"] and d["epoch"] == int(sys.argv[2]) and
+           all(r["verified"] for w in d["workers"] for r in w["rounds"]) for d in docs)
+EOF
+	ok "a restarted job's later round went through under epoch $e4 ($(($(given_up) - g0)) slots gave the abandoned round up)" ||
+	{ not_ok "the restarted job's round (given up: $(given_up), before $g0)"; cat "$D"/again-*.err "$D"/gone-0.err; }
 
 # down: the namespaces go, the logs stay where it says.
 "$TB" down --dir "$W" --logs "$D/logs" >"$D/down" 2>&1 && ok "down" || not_ok "down: $(cat "$D/down")"

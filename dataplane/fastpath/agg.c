@@ -338,6 +338,43 @@ late(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struc
 		quorum_count(lc, j, DP_QUORUM_LATE);
 }
 
+/* Open slot s (FREE or DONE) for the chunk and round of CONTRIB p, the first contribution,
+ * from contributor index k. */
+static void
+slot_open(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, struct dp_slot *s,
+	  struct rte_mbuf *m, const struct wire_pkt *p, int k)
+{
+	slot_reopen(j, lc, s);
+	s->state = DP_SLOT_OPEN;
+	s->round = p->round;
+	s->chunk = p->chunk;
+	s->n_in = 0;
+	s->contrib = 0;
+	s->quorum_tsc = 0;
+	memset(s->in, 0, sizeof(s->in));
+	busy_add(j, lc, 1);
+	add(lc, j, t, s, m, p, k); /* the first: no overlap */
+	if ((p->flags & WIRE_F_RETX) && s->state != DP_SLOT_DONE)
+		send_ack(lc, j, &t->down[t->src_down[k]], p);
+	if (!t->src_worker[k] && s->state == DP_SLOT_OPEN)
+		dp_recover_stalled(lc, j, t, s);
+}
+
+/* Whether every contributor of tree t has sent a CONTRIB of a round after `round` (this
+ * epoch): a loop over the contributors, on the rare path of a slot left behind. */
+static bool
+all_moved_past(const struct dp_job *j, const struct dp_tree *t, uint32_t round)
+{
+	for (uint16_t k = 0; k < t->n_src; k++) {
+		uint64_t v = atomic_load_explicit(&j->src_round[t->budget_off + t->src_down[k]],
+						  memory_order_relaxed);
+
+		if (v == 0 || !wire_round_before(round, (uint32_t)v))
+			return false;
+	}
+	return true;
+}
+
 /* A CONTRIB from contributor index k for slot s, other than the next contribution to the
  * open chunk (on_contrib()): the first of a chunk, a duplicate, a straggler, a chunk ahead
  * of the slot pool. */
@@ -359,20 +396,7 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live, const s
 			drop(lc, m, WIRE_REASON_EPOCH_STALE);
 			return;
 		}
-		slot_reopen(j, lc, s);
-		s->state = DP_SLOT_OPEN;
-		s->round = p->round;
-		s->chunk = p->chunk;
-		s->n_in = 0;
-		s->contrib = 0;
-		s->quorum_tsc = 0;
-		memset(s->in, 0, sizeof(s->in));
-		busy_add(j, lc, 1);
-		add(lc, j, t, s, m, p, k); /* the first: no overlap */
-		if ((p->flags & WIRE_F_RETX) && s->state != DP_SLOT_DONE)
-			send_ack(lc, j, &t->down[t->src_down[k]], p);
-		if (!t->src_worker[k] && s->state == DP_SLOT_OPEN)
-			dp_recover_stalled(lc, j, t, s);
+		slot_open(lc, j, t, s, m, p, k);
 		return;
 	}
 	if (s->chunk != p->chunk) {
@@ -430,8 +454,17 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live, const s
 			dp_recover_late(lc, j, t, t->src_down[k], p->chunk, p->round, p->tsval);
 		return;
 	}
-	/* Open or complete with an earlier round, which this contributor has left behind
-	 * (it can only have done so with that round's RESULT: a re-plan came between). */
+	/* Open or complete with an earlier round, which this contributor has left behind:
+	 * with that round's RESULT (a re-plan came between), or without it (its training job
+	 * restarted and gave the round up, docs/CLIENT.md). Once every contributor has sent a
+	 * later round, none will complete this one: the slot gives it up and opens for the
+	 * later round (rounds_given_up). Until then, the round's RESULT is looked for. */
+	if (live && all_moved_past(j, t, s->round)) {
+		lc->ctr[DP_CTR_ROUNDS_GIVEN_UP]++;
+		slot_clear(j, lc, s);
+		slot_open(lc, j, t, s, m, p, k);
+		return;
+	}
 	drop(lc, m, WIRE_REASON_NO_SLOT);
 	dp_recover_moved_on(lc, j, t, s, k);
 }
@@ -488,8 +521,7 @@ on_contrib(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct 
 	/* What it sent is what a NACK_RESULT of it may have answered (section 7.6). */
 	dp_budget_earn(&j->lj[lc->idx].budget[t->budget_off + t->src_down[k]], j->budget_cap,
 		       rte_pktmbuf_data_len(m));
-	if (t->src_worker[k])
-		worker_round_note(j, t, k, p->round);
+	src_round_note(j, t, k, p->round);
 
 	/* Most packets: the next contribution to the chunk the slot has open. Held: an ACK
 	 * stops the payload resends, unless the RESULT answered. */

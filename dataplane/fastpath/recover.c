@@ -159,7 +159,7 @@ moved_on_worker(const struct dp_job *j, const struct dp_tree *t, uint32_t round,
 
 		if (!t->src_worker[k] || t->src_down[k] == except)
 			continue;
-		v = atomic_load_explicit(&j->worker_round[t->budget_off + t->src_down[k]],
+		v = atomic_load_explicit(&j->src_round[t->budget_off + t->src_down[k]],
 					 memory_order_relaxed);
 		if (v != 0 && wire_round_before(round, (uint32_t)v))
 			return t->src_down[k];

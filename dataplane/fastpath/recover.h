@@ -14,11 +14,12 @@
 #include "dp.h"
 #include "wire.h"
 
-/* The latest round local worker contributor k of tree t sent a CONTRIB of (this epoch). */
+/* The latest round contributor k of tree t (a local worker or a child gateway) sent a
+ * CONTRIB of (this epoch). */
 static inline void
-worker_round_note(const struct dp_job *j, const struct dp_tree *t, int k, uint32_t round)
+src_round_note(const struct dp_job *j, const struct dp_tree *t, int k, uint32_t round)
 {
-	_Atomic uint64_t *w = &j->worker_round[t->budget_off + t->src_down[k]];
+	_Atomic uint64_t *w = &j->src_round[t->budget_off + t->src_down[k]];
 	uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
 
 	if (unlikely(v == 0 || wire_round_before((uint32_t)v, round)))

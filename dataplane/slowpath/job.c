@@ -629,8 +629,8 @@ dp_job_create(struct dp *dp, struct table *tb, char *err, size_t errlen)
 	/* Each tree's parent may ask for RESULTs too (result recovery, PROTOCOL.md 10.1). */
 	j->parent_budget_off = j->n_budgets;
 	j->n_budgets += (uint32_t)tb->n_trees;
-	j->worker_round = jalloc(j, sizeof(*j->worker_round) * j->parent_budget_off, socket);
-	if (j->worker_round == NULL) {
+	j->src_round = jalloc(j, sizeof(*j->src_round) * j->parent_budget_off, socket);
+	if (j->src_round == NULL) {
 		json_util_fail(err, errlen, "out of memory");
 		errno = ENOMEM;
 		goto fail;
@@ -838,7 +838,7 @@ dp_job_free(struct dp *dp, struct dp_job *j)
 	dp_job_seals_free(dp, j);
 	rte_free((void *)j->busy);
 	rte_free((void *)j->done);
-	rte_free((void *)j->worker_round);
+	rte_free((void *)j->src_round);
 	rte_free(j->lj);
 	rte_free(j->slots);
 	rte_free(j->arena);

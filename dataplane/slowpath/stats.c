@@ -58,6 +58,7 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_RECOVERED] = "recovered",
 	[DP_CTR_RECOVER_FULL] = "recover_full",
 	[DP_CTR_RECOVER_EVICTED] = "recover_evicted",
+	[DP_CTR_ROUNDS_GIVEN_UP] = "rounds_given_up",
 	[DP_CTR_SEALED] = "sealed",
 	[DP_CTR_OPENED] = "opened",
 	[DP_CTR_SEAL_BYTES] = "sealed_bytes",
@@ -120,6 +121,8 @@ static const char *const ctr_help[DP_CTR_COUNT] = {
 				"their requester held its share",
 	[DP_CTR_RECOVER_EVICTED] = "Result recovery: requests dropped from the full table for "
 				   "another requester's, theirs holding the most",
+	[DP_CTR_ROUNDS_GIVEN_UP] = "Slots that gave up their round: every contributor had sent "
+				   "a later one",
 	[DP_CTR_SEALED] = "Frames sealed for a protected link",
 	[DP_CTR_OPENED] = "Sealed frames opened and authenticated",
 	[DP_CTR_SEAL_BYTES] = "Bytes of the georeduce packets sealed",
