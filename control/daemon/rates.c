@@ -230,9 +230,9 @@ rates_update(struct dmn *m)
 			if (r->rtt_ms > 0 && (r->base_rtt_ms <= 0 || r->rtt_ms < r->base_rtt_ms))
 				r->base_rtt_ms = r->rtt_ms;
 			double queue = r->rtt_ms > 0 ? r->rtt_ms - r->base_rtt_ms : 0;
-			/* What it should carry: the plan's rate, but no more than the capacity
-			 * plans use (jobs are planned one by one, each with the whole link: with
-			 * several, the rates they plan on a link can add up to more). */
+			/* What it should carry: the plans' rates, but no more than the capacity
+			 * plans use (each job is planned over its share of the link, so they add
+			 * up to at most that, to rounding). */
 			double in_plans = *cap > 0 ? *cap : nominal;
 			double expect = planned < in_plans ? planned : in_plans;
 

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Jobs share the WAN by weight (shares.h): the weighted max-min split of a link
+ * direction, what a plan loads each link with, every job's shares from its demand planned
+ * alone, and the shares in `status`. On the daemon's thread. No DPDK.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shares.h"
+
+void
+shares_split(double cap, int n, const double *weight, const double *demand, double *share)
+{
+	double left = cap > 0 ? cap : 0, wall = 0, used = 0;
+	bool fixed[DEPLOY_JOBS_MAX];
+	bool more = true;
+
+	for (int i = 0; i < n; i++) {
+		share[i] = 0;
+		fixed[i] = i >= DEPLOY_JOBS_MAX || !(demand[i] > 0) || !(weight[i] > 0);
+		wall += weight[i] > 0 ? weight[i] : 0;
+	}
+	/* Water-filling: at the level L = left / (weights of the jobs not yet fixed), fix
+	 * every job whose demand is met below its weight's part; the others share what is
+	 * left at the next level. */
+	while (more) {
+		double w = 0, level;
+
+		more = false;
+		for (int i = 0; i < n; i++)
+			w += fixed[i] ? 0 : weight[i];
+		if (w <= 0)
+			break;
+		level = left / w;
+		for (int i = 0; i < n; i++) {
+			double d = demand[i] < cap ? demand[i] : cap;
+
+			if (fixed[i] || d > weight[i] * level)
+				continue;
+			share[i] = d;
+			left -= d;
+			fixed[i] = more = true;
+		}
+		if (!more)
+			for (int i = 0; i < n; i++)
+				if (!fixed[i])
+					share[i] = weight[i] * level;
+	}
+	for (int i = 0; i < n; i++)
+		used += share[i];
+	/* What no user needs: to every job by weight, on top of its share. */
+	if (wall > 0 && cap - used > cap * 1e-9)
+		for (int i = 0; i < n; i++)
+			share[i] += weight[i] > 0 ? (cap - used) * weight[i] / wall : 0;
+}
+
+/* Add rate to the direction of deployment link between deployment nodes u -> v. */
+static void
+load_add(const struct topo *t, double *load, int u, int v, double rate, bool both)
+{
+	int l = topo_link_between(t, u, v);
+
+	if (l < 0)
+		return;
+	if (both) {
+		load[2 * l] += rate;
+		load[2 * l + 1] += rate;
+	} else {
+		load[2 * l + (t->links[l].a == u ? 0 : 1)] += rate;
+	}
+}
+
+void
+shares_plan_loads(const struct jobplan *jp, const struct topo *t, double *load)
+{
+	for (int l = 0; l < 2 * t->n_links; l++)
+		load[l] = 0;
+	if (jp == NULL)
+		return;
+	for (int i = 0; jp->plan != NULL && i < jp->plan->n_trees; i++) {
+		const struct plan_tree *tr = &jp->plan->trees[i];
+
+		for (int v = 0; v < jp->topo->n_nodes; v++)
+			if (tr->parent[v] >= 0)
+				load_add(t, load, jp->node_of[v], jp->node_of[tr->parent[v]],
+					 tr->rate_gbps, true);
+	}
+	for (int s = 0; s < jp->n_streams; s++)
+		for (int v = 0; v < jp->topo->n_nodes; v++)
+			if (jp->streams[s].parent[v] >= 0)
+				load_add(t, load, jp->node_of[jp->streams[s].parent[v]],
+					 jp->node_of[v], jp->streams[s].rate_gbps, false);
+}
+
+void
+shares_free(struct job *j)
+{
+	free(j->share);
+	free(j->planned_share);
+	j->share = j->planned_share = NULL;
+}
+
+/* The capacity plans use for each link direction now: 0 where the link is down. */
+static double
+capacity(const struct dmn *m, int l, int dir)
+{
+	const struct topo_link *tl = &m->d->topo->links[l];
+	double nominal = dir == 0 ? tl->gbps_ab : tl->gbps_ba;
+	double measured = dir == 0 ? m->link[l].gbps_ab : m->link[l].gbps_ba;
+
+	if (!m->link[l].up)
+		return 0;
+	return measured > 0 && measured < nominal ? measured : nominal;
+}
+
+/* Job i's demand on every link direction: what its plan alone over the links' capacities
+ * loads them with (all zero when it cannot be planned). */
+static void
+demand_of(struct dmn *m, int i, const bool *up, double *demand)
+{
+	char err[JOBPLAN_ERR_MAX];
+	struct jobplan *jp = NULL;
+
+	if (jobplan_plan_only(m->d, i, up, m->link, &jp, err, sizeof(err)) != 0)
+		jp = NULL;
+	shares_plan_loads(jp, m->d->topo, demand);
+	jobplan_free(jp);
+}
+
+/* Did job j's shares move from those of its last plan? */
+static bool
+moved(const struct dmn *m, const struct job *j)
+{
+	for (int k = 0; k < 2 * m->d->topo->n_links; k++) {
+		double c = capacity(m, k / 2, k % 2);
+		double dx = j->share[k] - j->planned_share[k];
+
+		if (dx > c * SHARES_SAME || -dx > c * SHARES_SAME ||
+		    (j->share[k] > 0) != (j->planned_share[k] > 0))
+			return true;
+	}
+	return false;
+}
+
+void
+shares_update(struct dmn *m)
+{
+	int nj = m->d->n_jobs, nd = 2 * m->d->topo->n_links, ng = m->d->n_gateways;
+	double *demand = calloc((size_t)nj * (size_t)nd + 1, sizeof(*demand));
+	double w[DEPLOY_JOBS_MAX], dm[DEPLOY_JOBS_MAX], sh[DEPLOY_JOBS_MAX];
+	bool *up = calloc((size_t)ng + 1, sizeof(*up));
+	bool stale = m->shares_stale;
+
+	for (int i = 0; i < nj; i++) {
+		struct job *j = &m->jobs[i];
+
+		if (j->share != NULL)
+			continue;
+		j->share = calloc((size_t)nd + 1, sizeof(*j->share));
+		j->planned_share = calloc((size_t)nd + 1, sizeof(*j->planned_share));
+		if (j->share == NULL || j->planned_share == NULL)
+			shares_free(j);
+		stale = true;
+	}
+	if (!stale || demand == NULL || up == NULL || nj > DEPLOY_JOBS_MAX)
+		goto out;
+	for (int g = 0; g < ng; g++)
+		up[g] = m->gws[g].state == GW_UP;
+	for (int i = 0; i < nj && nj > 1; i++)
+		demand_of(m, i, up, demand + (size_t)i * (size_t)nd);
+	for (int k = 0; k < nd; k++) {
+		double c = capacity(m, k / 2, k % 2);
+
+		for (int i = 0; i < nj; i++) {
+			w[i] = m->d->jobs[i].weight;
+			dm[i] = nj > 1 ? demand[(size_t)i * (size_t)nd + (size_t)k] : c;
+		}
+		shares_split(c, nj, w, dm, sh);
+		for (int i = 0; i < nj; i++)
+			if (m->jobs[i].share != NULL)
+				m->jobs[i].share[k] = sh[i];
+	}
+	m->shares_stale = false;
+	for (int i = 0; i < nj; i++) {
+		struct job *j = &m->jobs[i];
+
+		if (j->share == NULL || j->dirty || !moved(m, j))
+			continue;
+		j->dirty = true;
+		j->retry_in = 0;
+		j->cause = CAUSE_SHARES;
+		snprintf(j->reason, sizeof(j->reason), "its shares of the links moved");
+	}
+out:
+	free(up);
+	free(demand);
+}
+
+void
+shares_links(struct dmn *m, int ji, struct jobplan_link *lk)
+{
+	struct job *j = &m->jobs[ji];
+
+	for (int l = 0; l < m->d->topo->n_links; l++) {
+		double ab = j->share != NULL ? j->share[2 * l] : capacity(m, l, 0);
+		double ba = j->share != NULL ? j->share[2 * l + 1] : capacity(m, l, 1);
+
+		/* A share of 0 would read as "the topology's capacity" (jobplan_link): the
+		 * link is left out; a direction without share keeps a token capacity, so
+		 * that a tree (which loads both) cannot use the link. */
+		lk[l].up = m->link[l].up && (ab > 0 || ba > 0);
+		lk[l].gbps_ab = ab > 0 ? ab : 1e-9;
+		lk[l].gbps_ba = ba > 0 ? ba : 1e-9;
+	}
+	if (j->share != NULL)
+		memcpy(j->planned_share, j->share,
+		       sizeof(*j->share) * 2 * (size_t)m->d->topo->n_links);
+}
+
+json_t *
+shares_json(const struct dmn *m, int ji)
+{
+	const struct topo *t = m->d->topo;
+	const struct job *j = &m->jobs[ji];
+	double *load = calloc(2 * (size_t)t->n_links + 1, sizeof(*load));
+	json_t *a = json_array();
+
+	if (load == NULL)
+		return a;
+	shares_plan_loads(j->live, t, load);
+	for (int l = 0; l < t->n_links; l++) {
+		double ab = j->share != NULL ? j->share[2 * l] : 0;
+		double ba = j->share != NULL ? j->share[2 * l + 1] : 0;
+
+		if (ab <= 0 && ba <= 0 && load[2 * l] <= 0 && load[2 * l + 1] <= 0)
+			continue;
+		json_array_append_new(a, json_pack("{s:i,s:s,s:s,s:[f,f],s:[f,f]}", "link", l, "a",
+						   node_id(m, t->links[l].a), "b",
+						   node_id(m, t->links[l].b), "share_gbps", ab, ba,
+						   "planned_gbps", load[2 * l], load[2 * l + 1]));
+	}
+	free(load);
+	return a;
+}
