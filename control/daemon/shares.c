@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rates.h"
 #include "shares.h"
 
 void
@@ -219,6 +220,38 @@ shares_links(struct dmn *m, int ji, struct jobplan_link *lk)
 		       sizeof(*j->share) * 2 * (size_t)m->d->topo->n_links);
 }
 
+/* What the gateways of node v that are up handed to those of node u in job ji's live epoch
+ * (first transmissions, or with retx its retransmissions), from their last stats. */
+static uint64_t
+job_sent(const struct dmn *m, int ji, int v, int u, bool retx)
+{
+	uint64_t bytes = 0;
+	json_t *jo, *lk;
+	size_t a, b;
+
+	NODE_GWS(m, v, g)
+	{
+		if (m->gws[g].state != GW_UP)
+			continue;
+		json_array_foreach (m->gws[g].jobs, a, jo) {
+			if (json_integer_value(json_object_get(jo, "job")) != m->d->jobs[ji].id ||
+			    json_integer_value(json_object_get(jo, "epoch")) !=
+				    m->jobs[ji].live_epoch)
+				continue;
+			json_array_foreach (json_object_get(jo, "links"), b, lk) {
+				json_int_t id = json_integer_value(json_object_get(lk, "id"));
+
+				NODE_GWS(m, u, h)
+				if (id == m->d->gateways[h].id)
+					bytes += retx ? (uint64_t)json_integer_value(
+								json_object_get(lk, "retx_bytes")) :
+							daemon_first_tx_bytes(lk);
+			}
+		}
+	}
+	return bytes;
+}
+
 json_t *
 shares_json(const struct dmn *m, int ji)
 {
@@ -236,10 +269,17 @@ shares_json(const struct dmn *m, int ji)
 
 		if (ab <= 0 && ba <= 0 && load[2 * l] <= 0 && load[2 * l + 1] <= 0)
 			continue;
-		json_array_append_new(a, json_pack("{s:i,s:s,s:s,s:[f,f],s:[f,f]}", "link", l, "a",
-						   node_id(m, t->links[l].a), "b",
-						   node_id(m, t->links[l].b), "share_gbps", ab, ba,
-						   "planned_gbps", load[2 * l], load[2 * l + 1]));
+		json_array_append_new(
+			a,
+			json_pack("{s:i,s:s,s:s,s:[f,f],s:[f,f],s:[I,I],s:[I,I]}", "link", l, "a",
+				  node_id(m, t->links[l].a), "b", node_id(m, t->links[l].b),
+				  "share_gbps", ab, ba, "planned_gbps", load[2 * l],
+				  load[2 * l + 1], "sent_bytes",
+				  (json_int_t)job_sent(m, ji, t->links[l].a, t->links[l].b, false),
+				  (json_int_t)job_sent(m, ji, t->links[l].b, t->links[l].a, false),
+				  "retx_bytes",
+				  (json_int_t)job_sent(m, ji, t->links[l].a, t->links[l].b, true),
+				  (json_int_t)job_sent(m, ji, t->links[l].b, t->links[l].a, true)));
 	}
 	free(load);
 	return a;

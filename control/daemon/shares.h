@@ -63,7 +63,10 @@ void shares_free(struct job *j);
 
 /**
  * Job ji's shares for `status`: per link where the job has a share or its live plan a
- * load, {"link", "a", "b", "share_gbps": [a->b, b->a], "planned_gbps": [a->b, b->a]}.
+ * load, {"link", "a", "b", "share_gbps": [a->b, b->a], "planned_gbps": [a->b, b->a],
+ * "sent_bytes": [a->b, b->a], "retx_bytes": [a->b, b->a]}, the last two the first
+ * transmissions and the retransmissions of the live epoch that the gateways of each end
+ * handed to the link, from their last stats.
  */
 json_t *shares_json(const struct dmn *m, int ji);
 
