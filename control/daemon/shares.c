@@ -4,6 +4,7 @@
  * direction, what a plan loads each link with, every job's shares from its demand planned
  * alone, and the shares in `status`. On the daemon's thread. No DPDK.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,31 +104,73 @@ shares_free(struct job *j)
 	j->share = j->planned_share = NULL;
 }
 
-/* The capacity plans use for each link direction now: 0 where the link is down. */
+/* The capacity plans use for direction dir of link l (links: NULL for the topology's):
+ * the topology's, or a measured one below it; 0 where the link is down. */
 static double
-capacity(const struct dmn *m, int l, int dir)
+capacity(const struct deploy *d, const struct jobplan_link *links, int l, int dir)
 {
-	const struct topo_link *tl = &m->d->topo->links[l];
+	const struct topo_link *tl = &d->topo->links[l];
 	double nominal = dir == 0 ? tl->gbps_ab : tl->gbps_ba;
-	double measured = dir == 0 ? m->link[l].gbps_ab : m->link[l].gbps_ba;
+	double measured = links == NULL ? 0 : dir == 0 ? links[l].gbps_ab : links[l].gbps_ba;
 
-	if (!m->link[l].up)
+	if (links != NULL && !links[l].up)
 		return 0;
 	return measured > 0 && measured < nominal ? measured : nominal;
 }
 
-/* Job i's demand on every link direction: what its plan alone over the links' capacities
- * loads them with (all zero when it cannot be planned). */
-static void
-demand_of(struct dmn *m, int i, const bool *up, double *demand)
+int
+shares_compute(const struct deploy *d, const bool *up, const struct jobplan_link *links,
+	       double *share)
 {
+	int nj = d->n_jobs, nd = 2 * d->topo->n_links;
+	double *demand = calloc((size_t)nj * (size_t)nd + 1, sizeof(*demand));
+	double w[DEPLOY_JOBS_MAX], dm[DEPLOY_JOBS_MAX], sh[DEPLOY_JOBS_MAX];
 	char err[JOBPLAN_ERR_MAX];
-	struct jobplan *jp = NULL;
 
-	if (jobplan_plan_only(m->d, i, up, m->link, &jp, err, sizeof(err)) != 0)
-		jp = NULL;
-	shares_plan_loads(jp, m->d->topo, demand);
-	jobplan_free(jp);
+	if (demand == NULL || nj > DEPLOY_JOBS_MAX) {
+		free(demand);
+		return -ENOMEM;
+	}
+	/* Each job's demand: what its plan alone loads every direction with (nothing when
+	 * it cannot be planned). Not needed for one job, whose share is the capacity. */
+	for (int i = 0; i < nj && nj > 1; i++) {
+		struct jobplan *jp = NULL;
+
+		if (jobplan_plan_only(d, i, up, links, &jp, err, sizeof(err)) != 0)
+			jp = NULL;
+		shares_plan_loads(jp, d->topo, demand + (size_t)i * (size_t)nd);
+		jobplan_free(jp);
+	}
+	for (int k = 0; k < nd; k++) {
+		double c = capacity(d, links, k / 2, k % 2);
+
+		for (int i = 0; i < nj; i++) {
+			w[i] = d->jobs[i].weight;
+			dm[i] = nj > 1 ? demand[(size_t)i * (size_t)nd + (size_t)k] : c;
+		}
+		shares_split(c, nj, w, dm, sh);
+		for (int i = 0; i < nj; i++)
+			share[(size_t)i * (size_t)nd + (size_t)k] = sh[i];
+	}
+	free(demand);
+	return 0;
+}
+
+void
+shares_job_links(const struct deploy *d, const struct jobplan_link *links, const double *share,
+		 struct jobplan_link *lk)
+{
+	for (int l = 0; l < d->topo->n_links; l++) {
+		double ab = share != NULL ? share[2 * l] : capacity(d, links, l, 0);
+		double ba = share != NULL ? share[2 * l + 1] : capacity(d, links, l, 1);
+
+		/* A share of 0 would read as "the topology's capacity" (jobplan_link): the
+		 * link is left out; a direction without share keeps a token capacity, so
+		 * that a tree (which loads both) cannot use the link. */
+		lk[l].up = (links == NULL || links[l].up) && (ab > 0 || ba > 0);
+		lk[l].gbps_ab = ab > 0 ? ab : 1e-9;
+		lk[l].gbps_ba = ba > 0 ? ba : 1e-9;
+	}
 }
 
 /* Did job j's shares move from those of its last plan? */
@@ -135,7 +178,7 @@ static bool
 moved(const struct dmn *m, const struct job *j)
 {
 	for (int k = 0; k < 2 * m->d->topo->n_links; k++) {
-		double c = capacity(m, k / 2, k % 2);
+		double c = capacity(m->d, m->link, k / 2, k % 2);
 		double dx = j->share[k] - j->planned_share[k];
 
 		if (dx > c * SHARES_SAME || -dx > c * SHARES_SAME ||
@@ -149,8 +192,7 @@ void
 shares_update(struct dmn *m)
 {
 	int nj = m->d->n_jobs, nd = 2 * m->d->topo->n_links, ng = m->d->n_gateways;
-	double *demand = calloc((size_t)nj * (size_t)nd + 1, sizeof(*demand));
-	double w[DEPLOY_JOBS_MAX], dm[DEPLOY_JOBS_MAX], sh[DEPLOY_JOBS_MAX];
+	double *share = calloc((size_t)nj * (size_t)nd + 1, sizeof(*share));
 	bool *up = calloc((size_t)ng + 1, sizeof(*up));
 	bool stale = m->shares_stale;
 
@@ -165,29 +207,20 @@ shares_update(struct dmn *m)
 			shares_free(j);
 		stale = true;
 	}
-	if (!stale || demand == NULL || up == NULL || nj > DEPLOY_JOBS_MAX)
+	if (!stale || share == NULL || up == NULL)
 		goto out;
 	for (int g = 0; g < ng; g++)
 		up[g] = m->gws[g].state == GW_UP;
-	for (int i = 0; i < nj && nj > 1; i++)
-		demand_of(m, i, up, demand + (size_t)i * (size_t)nd);
-	for (int k = 0; k < nd; k++) {
-		double c = capacity(m, k / 2, k % 2);
-
-		for (int i = 0; i < nj; i++) {
-			w[i] = m->d->jobs[i].weight;
-			dm[i] = nj > 1 ? demand[(size_t)i * (size_t)nd + (size_t)k] : c;
-		}
-		shares_split(c, nj, w, dm, sh);
-		for (int i = 0; i < nj; i++)
-			if (m->jobs[i].share != NULL)
-				m->jobs[i].share[k] = sh[i];
-	}
+	if (shares_compute(m->d, up, m->link, share) != 0)
+		goto out;
 	m->shares_stale = false;
 	for (int i = 0; i < nj; i++) {
 		struct job *j = &m->jobs[i];
 
-		if (j->share == NULL || j->dirty || !moved(m, j))
+		if (j->share == NULL)
+			continue;
+		memcpy(j->share, share + (size_t)i * (size_t)nd, sizeof(*share) * (size_t)nd);
+		if (j->dirty || !moved(m, j))
 			continue;
 		j->dirty = true;
 		j->retry_in = 0;
@@ -196,7 +229,7 @@ shares_update(struct dmn *m)
 	}
 out:
 	free(up);
-	free(demand);
+	free(share);
 }
 
 void
@@ -204,17 +237,7 @@ shares_links(struct dmn *m, int ji, struct jobplan_link *lk)
 {
 	struct job *j = &m->jobs[ji];
 
-	for (int l = 0; l < m->d->topo->n_links; l++) {
-		double ab = j->share != NULL ? j->share[2 * l] : capacity(m, l, 0);
-		double ba = j->share != NULL ? j->share[2 * l + 1] : capacity(m, l, 1);
-
-		/* A share of 0 would read as "the topology's capacity" (jobplan_link): the
-		 * link is left out; a direction without share keeps a token capacity, so
-		 * that a tree (which loads both) cannot use the link. */
-		lk[l].up = m->link[l].up && (ab > 0 || ba > 0);
-		lk[l].gbps_ab = ab > 0 ? ab : 1e-9;
-		lk[l].gbps_ba = ba > 0 ? ba : 1e-9;
-	}
+	shares_job_links(m->d, m->link, j->share, lk);
 	if (j->share != NULL)
 		memcpy(j->planned_share, j->share,
 		       sizeof(*j->share) * 2 * (size_t)m->d->topo->n_links);

@@ -42,6 +42,24 @@ void shares_split(double cap, int n, const double *weight, const double *demand,
 void shares_plan_loads(const struct jobplan *jp, const struct topo *t, double *load);
 
 /**
+ * Every job's shares of every link direction of deployment d, over the gateways whose
+ * up[g] is true (NULL: all) and the links as given (NULL: all up at the topology's
+ * capacities; else the capacity plans use where measured below): each job planned alone
+ * gives its demands, shares_split() the shares. share receives d->n_jobs rows of
+ * 2 * n_links (job i's a->b share of link l at [i * 2 n_links + 2 l]). 0 or -ENOMEM.
+ */
+int shares_compute(const struct deploy *d, const bool *up, const struct jobplan_link *links,
+		   double *share);
+
+/**
+ * The links a job with the shares `share` (a row of shares_compute(); NULL: the whole
+ * capacities) is planned over: each link that is up (links, NULL: all) where the job has
+ * a share, its capacity in each direction the job's share. lk has n_links entries.
+ */
+void shares_job_links(const struct deploy *d, const struct jobplan_link *links, const double *share,
+		      struct jobplan_link *lk);
+
+/**
  * Compute every job's shares again if anything they depend on changed since
  * (m->shares_stale: the links, the gateways, the jobs or their weights): each job planned
  * alone over the links' capacities gives its demand on each link direction, and
