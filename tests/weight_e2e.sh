@@ -44,13 +44,9 @@ if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
 fi
 D=$(mktemp -d /tmp/georeduce-weight-e2e.XXXXXX)
 r1='' r2=''
-cleanup() {
-	for p in $r1 $r2; do kill "$p" 2>/dev/null; done
-	wan_control_stop "$D"
-	wan_down "$D"
-	rm -rf "$D"
-}
-trap cleanup EXIT
+# Whatever happens, the runs, the control process and the WAN go.
+# shellcheck disable=SC2086
+trap 'kill $r1 $r2 2>/dev/null; wan_control_stop "$D"; wan_down "$D"; rm -rf "$D"' EXIT
 trap 'exit 130' INT TERM
 CTL=$BUILD/control/daemon/georeduce-control
 status_json() { "$CTL" status --socket "$D/control.sock" --json 2>/dev/null; }
@@ -122,9 +118,9 @@ r2=$!
 : >"$D/samples"
 while kill -0 "$r1" 2>/dev/null && kill -0 "$r2" 2>/dev/null; do
 	status_json | python3 -c '
-import json, sys
+import json, sys, time
 s = json.load(sys.stdin)
-out = []
+out = ["%.3f" % time.monotonic()]
 for j in s["jobs"]:
     b = sum(sum(l["sent_bytes"]) + sum(l["retx_bytes"]) for l in j["links"])
     out += [str(j["epoch"]), str(b)]
@@ -147,18 +143,22 @@ lines = open(sys.argv[1]).read().split("\n")
 samples = []
 for i, line in enumerate(lines):
     f = line.split()
-    if len(f) != 4:
+    if len(f) != 5:
         continue
     alive = i + 1 < len(lines) and lines[i + 1] == "alive"
-    samples.append((f[0], int(f[1]), f[2], int(f[3]), alive))
+    samples.append((float(f[0]), f[1], int(f[2]), f[3], int(f[4]), alive))
 b1 = b2 = n = 0
+t = 0.0
 for a, b in zip(samples, samples[1:]):
-    d1, d2 = b[1] - a[1], b[3] - a[3]
-    if a[0] != b[0] or a[2] != b[2] or not b[4] or d1 <= 0 or d2 <= 0:
+    d1, d2 = b[2] - a[2], b[4] - a[4]
+    if a[1] != b[1] or a[3] != b[3] or not b[5] or d1 <= 0 or d2 <= 0:
         continue
-    b1, b2, n = b1 + d1, b2 + d2, n + 1
-print("%d intervals: job 1 %d bytes, job 2 %d bytes, ratio %.3f" %
-      (n, b1, b2, b1 / b2 if b2 else 0))
+    b1, b2, n, t = b1 + d1, b2 + d2, n + 1, t + b[0] - a[0]
+# Both directions together: per direction, half of it.
+print("%d intervals, %.1f s: job 1 %d bytes (%.2f Mbit/s each way), job 2 %d bytes "
+      "(%.2f Mbit/s each way), ratio %.3f" %
+      (n, t, b1, b1 * 4 / t / 1e6 if t else 0, b2, b2 * 4 / t / 1e6 if t else 0,
+       b1 / b2 if b2 else 0))
 assert b2 >= 3 << 20, "too little of job 2 counted to tell"
 assert abs(b1 / b2 - 3) <= 0.3, "not 3:1 within 10%"
 PY
