@@ -33,9 +33,8 @@ member_list(const struct dmn *m, const struct jobplan *jp, char *buf, size_t len
 /*
  * At start: if the gateways already run an epoch of job ji (a restarted control process),
  * plan that epoch again over the gateways that are up and the job's shares of the links
- * (lk); when every gateway's live table is
- * exactly what the plan compiles to (the planner is deterministic), take it over as the
- * live epoch, installing nothing. True if it did.
+ * (lk); when every gateway's live table is exactly what the plan compiles to (the planner
+ * is deterministic), take it over as the live epoch, installing nothing. True if it did.
  */
 static bool
 adopt(struct dmn *m, int ji, const bool *up, const struct jobplan_link *lk)

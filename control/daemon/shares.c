@@ -19,9 +19,11 @@ shares_split(double cap, int n, const double *weight, const double *demand, doub
 	bool fixed[DEPLOY_JOBS_MAX];
 	bool more = true;
 
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++)
 		share[i] = 0;
-		fixed[i] = i >= DEPLOY_JOBS_MAX || !(demand[i] > 0) || !(weight[i] > 0);
+	n = n < DEPLOY_JOBS_MAX ? n : DEPLOY_JOBS_MAX;
+	for (int i = 0; i < n; i++) {
+		fixed[i] = !(demand[i] > 0) || !(weight[i] > 0);
 		wall += weight[i] > 0 ? weight[i] : 0;
 	}
 	/* Water-filling: at the level L = left / (weights of the jobs not yet fixed), fix

@@ -27,6 +27,7 @@
  * proportion to their weights, on top of what they have. The shares add up to cap (to
  * rounding) whenever some job has weight. A demand above cap counts as cap.
  *
+ * @param n       jobs, at most DEPLOY_JOBS_MAX (those beyond get nothing)
  * @param weight  n weights > 0
  * @param demand  n demands in Gbit/s; <= 0: the job does not use the link direction
  * @param share   receives the n shares in Gbit/s
