@@ -627,6 +627,68 @@ test_shares_plans(void)
 	deploy_free(d);
 }
 
+/* The shares of the example's three jobs: on every link direction they add up to the
+ * capacity plans use; computed again with a link measured at half its capacity, that
+ * link's shares add up to the half; with a link down, nobody has a share of it; with
+ * job 1's weight raised, its share of no direction falls and of some it grows. */
+static void
+test_shares_compute(void)
+{
+	char err[DEPLOY_ERR_MAX];
+	struct deploy *d = deploy_load(EXAMPLE, err, sizeof(err));
+	int nl, nd, nj;
+	double *a, *b;
+	struct jobplan_link *lk;
+	bool grew = false;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	nl = d->topo->n_links;
+	nd = 2 * nl;
+	nj = d->n_jobs;
+	a = calloc((size_t)(nj * nd), sizeof(*a));
+	b = calloc((size_t)(nj * nd), sizeof(*b));
+	lk = calloc((size_t)nl, sizeof(*lk));
+	CU_ASSERT_FATAL(a != NULL && b != NULL && lk != NULL && nj == 3);
+	CU_ASSERT_FATAL(shares_compute(d, NULL, NULL, a) == 0);
+	for (int k = 0; k < nd; k++) {
+		const struct topo_link *tl = &d->topo->links[k / 2];
+		double sum = 0;
+
+		for (int i = 0; i < nj; i++)
+			sum += a[i * nd + k];
+		CHECK(fabs(sum - (k % 2 == 0 ? tl->gbps_ab : tl->gbps_ba)) < 1e-9, "direction %d: %g",
+		      k, sum);
+	}
+	for (int l = 0; l < nl; l++)
+		lk[l] = (struct jobplan_link){.up = true};
+	lk[0].gbps_ab = d->topo->links[0].gbps_ab / 2;
+	lk[0].gbps_ba = d->topo->links[0].gbps_ba / 2;
+	lk[1].up = false;
+	CU_ASSERT_FATAL(shares_compute(d, NULL, lk, b) == 0);
+	for (int dir = 0; dir < 2; dir++) {
+		double half = 0, down = 0;
+
+		for (int i = 0; i < nj; i++) {
+			half += b[i * nd + dir];
+			down += b[i * nd + 2 + dir];
+		}
+		CHECK(fabs(half - (dir == 0 ? d->topo->links[0].gbps_ab : d->topo->links[0].gbps_ba) /
+					  2) < 1e-9, "link 0 measured at half: %g", half);
+		CHECK(down == 0, "link 1 down: %g", down);
+	}
+	d->jobs[0].weight = 5;
+	CU_ASSERT_FATAL(shares_compute(d, NULL, NULL, b) == 0);
+	for (int k = 0; k < nd; k++) {
+		CHECK(b[k] >= a[k] - 1e-9, "direction %d: %g, %g at weight 1", k, b[k], a[k]);
+		grew |= b[k] > a[k] + 1e-9;
+	}
+	CHECK(grew, "a weight of 5 gives job 1 more of some link");
+	free(lk);
+	free(b);
+	free(a);
+	deploy_free(d);
+}
+
 /* A dataplane's `links` counters as the daemon reads them: a link's bytes and planned rate
  * are those of its trees and streams in live epochs (retransmissions apart); a stream's
  * entry, which has no "tree", is no tree (its missing key would read as tree 0). */
@@ -1188,6 +1250,7 @@ main(void)
 	CU_add_test(s, "the daemon's per-link counters: trees and streams", test_link_counters);
 	CU_add_test(s, "jobs share a link by weight", test_shares_split);
 	CU_add_test(s, "jobs planned over their shares of the links", test_shares_plans);
+	CU_add_test(s, "shares computed again: capacities, links, weights", test_shares_compute);
 	CU_add_test(s, "the ring as chain trees", test_ring_chains);
 	CU_add_test(s, "CREW as stars with a threshold", test_crew_plan);
 	CU_add_test(s, "selmcast: streams, one copy per tree edge, rates fit", test_selmcast_plan);
