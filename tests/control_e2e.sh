@@ -5,8 +5,9 @@
 # traffic) on the 3-site example deployment (examples/deployments/3site.json): every
 # gateway gets the same live epoch of every job; a killed gateway makes the daemon install
 # the next epoch on the other two without it; a restarted one is re-added with a new
-# epoch; garbage on the daemon's socket gets an error; bad deployment files exit 2 with one
-# line naming the field.
+# epoch; the three jobs' shares of every link add up to its capacity, each live plan within
+# its shares, before and after the failure; garbage on the daemon's socket gets an error;
+# bad deployment files exit 2 with one line naming the field.
 #
 #   control_e2e.sh CONTROL DATAPLANE DPCTL
 set -u
@@ -30,6 +31,8 @@ bad "unknown field" '.jobs[0].workres = 1' "field 'jobs[0].workres': unknown fie
 bad "gateway ipv4" '.gateways[1].ipv4 = "10.99.0.256"' "field 'gateways[1].ipv4'"
 bad "worker id of a gateway" '.jobs[1].workers[0].id = 2' "field 'jobs[1].workers[0].id'"
 bad "algorithm" '.jobs[0].algorithm = "tree"' "field 'jobs[0].algorithm'"
+bad "weight 0" '.jobs[1].weight = 0' "field 'jobs[1].weight': 0 is not in"
+bad "weight a string" '.jobs[0].weight = "3"' "field 'jobs[0].weight': expected a number"
 printf '{"format": "georeduce-deployment/1",\n "jobs": [,]}' >"$tmp/syntax.json"
 expect 2 "bad deployment: JSON syntax names line and column" \
 	"$CONTROL" run "$tmp/syntax.json" --socket "$tmp/x.sock"
@@ -122,6 +125,32 @@ expect 0 "status --json" "$CONTROL" status --socket "$tmp/ctl.sock" --json
 	ok "status counts re-plans by cause and shows the hysteresis" ||
 	not_ok "status --json re-plans: $(jq -c '.jobs[0] | {replans, replans_held}' "$tmp/out")"
 
+# shares_ok WHAT: in the status in $tmp/out, the jobs' shares of every link direction that
+# is up add up to the capacity plans use, and the live plans of the jobs not re-planning
+# stay within their shares (docs/CONTROL.md, "Jobs share the WAN by weight").
+shares_ok() {
+	python3 - "$tmp/out" <<'PY' && ok "$1: the jobs' shares fill every link, plans within them" ||
+import json, sys
+s = json.load(open(sys.argv[1]))
+cap = {(l["a"], l["b"]): [d["capacity_gbps"] for d in l["directions"]]
+       for l in s["links"] if l["up"]}
+tot = {}
+for j in s["jobs"]:
+    assert j["weight"] == 1, j["weight"]
+    for l in j["links"]:
+        for d in (0, 1):
+            k = (l["a"], l["b"], d)
+            tot[k] = tot.get(k, 0) + l["share_gbps"][d]
+            assert j["state"] != "live" or \
+                l["planned_gbps"][d] <= l["share_gbps"][d] * (1 + 1e-6), (j["job"], l)
+for (a, b), c in cap.items():
+    for d in (0, 1):
+        assert abs(tot.get((a, b, d), 0) - c[d]) <= 1e-6 * c[d], (a, b, d, tot, c)
+PY
+		not_ok "$1: shares: $(jq -c '[.jobs[] | {job, state, links}]' "$tmp/out")"
+}
+shares_ok "three jobs"
+
 # Garbage on the daemon's socket: an error answer with id null, and the daemon goes on.
 resp=$(python3 - "$tmp/ctl.sock" <<'EOF'
 import json, socket, struct, sys
@@ -163,6 +192,7 @@ fi
 grep -q "gateway c .* is down" "$tmp/daemon.log" || not_ok "the log does not say c is down"
 expect 0 "status after the failure" "$CONTROL" status --socket "$tmp/ctl.sock" --json
 [ "$(jq -r '.gateways[2].state' "$tmp/out")" = down ] || not_ok "c not down in status"
+shares_ok "c down"
 
 # ---- c comes back: re-added with a new epoch -------------------------------------------
 start_dp c 3

@@ -29,6 +29,7 @@
 #include "hyst.h"
 #include "install.h"
 #include "jobplan.h"
+#include "shares.h"
 #include "testutil.h"
 
 #define EXAMPLE "examples/deployments/3site.json"
@@ -487,6 +488,204 @@ test_plan_measured_links(void)
 	jobplan_free(jp);
 	free(lk);
 	jobplan_free(nominal);
+	deploy_free(d);
+}
+
+/* One link's capacity split by weight: 3:1 gives 3:1; a job that does not use the link
+ * leaves it whole to the other; three jobs, one of which needs less than its part; what
+ * no user needs goes to every job by weight; the shares always add up to the capacity. */
+static void
+test_shares_split(void)
+{
+	static const struct {
+		int n;
+		double cap, w[3], demand[3], want[3];
+	} cases[] = {
+		{2, 10, {3, 1}, {10, 10}, {7.5, 2.5}},
+		{2, 10, {1, 3}, {10, 10}, {2.5, 7.5}},
+		{2, 10, {3, 1}, {10, 0}, {10, 0}},          /* job 2 absent: job 1 has it all */
+		{2, 10, {1, 3}, {0, 10}, {0, 10}},          /* job 1 absent, whatever its weight */
+		{2, 10, {3, 1}, {10, -1}, {10, 0}},         /* a negative demand: absent */
+		{1, 10, {1}, {4}, {10}},                    /* alone: the whole link */
+		{3, 10, {1, 1, 2}, {10, 10, 10}, {2.5, 2.5, 5}},
+		{3, 10, {1, 1, 2}, {1, 10, 10}, {1, 3, 6}}, /* job 1 needs less than its part */
+		{3, 10, {1, 1, 2}, {1, 2, 10}, {1, 2, 7}},  /* jobs 1 and 2 do */
+		{3, 10, {1, 1, 2}, {10, 0, 10}, {10.0 / 3, 0, 20.0 / 3}},
+		/* No job needs it all: 5 are left, to all three by weight. */
+		{3, 10, {1, 1, 2}, {2, 3, 0}, {3.25, 4.25, 2.5}},
+		{2, 10, {1, 1}, {30, 30}, {5, 5}}, /* demands above the capacity */
+		{2, 0, {1, 1}, {3, 3}, {0, 0}},    /* a link that is down */
+	};
+	double share[3];
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		double sum = 0;
+
+		shares_split(cases[c].cap, cases[c].n, cases[c].w, cases[c].demand, share);
+		for (int i = 0; i < cases[c].n; i++) {
+			CHECK(fabs(share[i] - cases[c].want[i]) < 1e-9, "case %zu job %d: %g, not %g",
+			      c, i, share[i], cases[c].want[i]);
+			sum += share[i];
+		}
+		CHECK(fabs(sum - cases[c].cap) < 1e-9, "case %zu: shares add up to %g", c, sum);
+	}
+	/* Random ones: the sum is the capacity, and no job gets less than the smaller of its
+	 * demand and its weight's part of the capacity. */
+	srand(7);
+	for (int r = 0; r < 2000; r++) {
+		double w[8], dm[8], sh[8], wsum = 0, sum = 0, cap = 1 + rand() % 100;
+		int n = 1 + rand() % 8;
+
+		for (int i = 0; i < n; i++) {
+			w[i] = 0.001 + (rand() % 1000) / 10.0;
+			dm[i] = rand() % 4 == 0 ? 0 : (rand() % 1000) / 500.0 * cap;
+			wsum += w[i];
+		}
+		shares_split(cap, n, w, dm, sh);
+		for (int i = 0; i < n; i++) {
+			double fair = cap * w[i] / wsum;
+			double least = dm[i] > 0 && dm[i] < fair ? dm[i] : dm[i] > 0 ? fair : 0;
+
+			sum += sh[i];
+			if (!CHECK(sh[i] >= least - 1e-9, "random %d job %d: %g below %g", r, i, sh[i],
+				   least))
+				break;
+		}
+		if (!CHECK(fabs(sum - cap) < 1e-9 * cap, "random %d: sum %g of %g", r, sum, cap))
+			break;
+	}
+}
+
+/* Two jobs of the example planned together, weights 3 and 1: each job's demand is its plan
+ * alone, the shares split every link direction, and each job planned over its shares
+ * loads no link direction above its share, the two together none above its capacity. */
+static void
+test_shares_plans(void)
+{
+	char err[JOBPLAN_ERR_MAX];
+	struct deploy *d;
+	struct jobplan *jp[2] = {NULL, NULL}, *alone = plan_example(&d, 1, NULL);
+	const struct topo *t = d->topo;
+	int nd = 2 * t->n_links;
+	double *load[2], *share[2], w[2] = {3, 1};
+	struct jobplan_link *lk = calloc((size_t)t->n_links, sizeof(*lk));
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(lk);
+	for (int i = 0; i < 2; i++) {
+		load[i] = calloc((size_t)nd, sizeof(double));
+		share[i] = calloc((size_t)nd, sizeof(double));
+		CU_ASSERT_FATAL(load[i] != NULL && share[i] != NULL);
+		CHECK(jobplan_plan_only(d, i, NULL, NULL, &jp[i], err, sizeof(err)) == 0, "%s",
+		      err);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(jp[i]);
+		CU_ASSERT(jp[i]->tables[0] == NULL && jp[i]->n_tables == 0); /* not compiled */
+		shares_plan_loads(jp[i], t, load[i]);
+		jobplan_free(jp[i]);
+	}
+	/* The plan alone loads its links as its trees say: both directions alike. */
+	for (int k = 0; k < nd; k += 2)
+		CHECK(fabs(load[0][k] - load[0][k + 1]) < 1e-9, "link %d: %g and %g", k / 2,
+		      load[0][k], load[0][k + 1]);
+	for (int k = 0; k < nd; k++) {
+		double dm[2] = {load[0][k], load[1][k]}, sh[2];
+		const struct topo_link *tl = &t->links[k / 2];
+
+		shares_split(k % 2 == 0 ? tl->gbps_ab : tl->gbps_ba, 2, w, dm, sh);
+		share[0][k] = sh[0];
+		share[1][k] = sh[1];
+	}
+	for (int i = 0; i < 2; i++) {
+		for (int l = 0; l < t->n_links; l++)
+			lk[l] = (struct jobplan_link){.up = share[i][2 * l] > 0,
+						      .gbps_ab = share[i][2 * l],
+						      .gbps_ba = share[i][2 * l + 1]};
+		CHECK(jobplan_build(d, i, NULL, lk, 2, &jp[i], err, sizeof(err)) == 0, "%s", err);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(jp[i]);
+		shares_plan_loads(jp[i], t, load[i]);
+	}
+	for (int k = 0; k < nd; k++) {
+		const struct topo_link *tl = &t->links[k / 2];
+		double cap = k % 2 == 0 ? tl->gbps_ab : tl->gbps_ba;
+
+		for (int i = 0; i < 2; i++)
+			CHECK(load[i][k] <= share[i][k] * (1 + 1e-6), "job %d link %d dir %d: %g above "
+			      "its share %g", i, k / 2, k % 2, load[i][k], share[i][k]);
+		CHECK(load[0][k] + load[1][k] <= cap * (1 + 1e-6), "link %d dir %d: %g above %g",
+		      k / 2, k % 2, load[0][k] + load[1][k], cap);
+	}
+	/* Job 1 runs slower than alone, but runs. */
+	CHECK(plan_total_rate(jp[0]->plan) < plan_total_rate(alone->plan) &&
+	      plan_total_rate(jp[0]->plan) > 0, "%g against %g alone",
+	      plan_total_rate(jp[0]->plan), plan_total_rate(alone->plan));
+	for (int i = 0; i < 2; i++) {
+		jobplan_free(jp[i]);
+		free(load[i]);
+		free(share[i]);
+	}
+	free(lk);
+	jobplan_free(alone);
+	deploy_free(d);
+}
+
+/* The shares of the example's three jobs: on every link direction they add up to the
+ * capacity plans use; computed again with a link measured at half its capacity, that
+ * link's shares add up to the half; with a link down, nobody has a share of it; with
+ * job 1's weight raised, its share of no direction falls and of some it grows. */
+static void
+test_shares_compute(void)
+{
+	char err[DEPLOY_ERR_MAX];
+	struct deploy *d = deploy_load(EXAMPLE, err, sizeof(err));
+	int nl, nd, nj;
+	double *a, *b;
+	struct jobplan_link *lk;
+	bool grew = false;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	nl = d->topo->n_links;
+	nd = 2 * nl;
+	nj = d->n_jobs;
+	a = calloc((size_t)(nj * nd), sizeof(*a));
+	b = calloc((size_t)(nj * nd), sizeof(*b));
+	lk = calloc((size_t)nl, sizeof(*lk));
+	CU_ASSERT_FATAL(a != NULL && b != NULL && lk != NULL && nj == 3);
+	CU_ASSERT_FATAL(shares_compute(d, NULL, NULL, a) == 0);
+	for (int k = 0; k < nd; k++) {
+		const struct topo_link *tl = &d->topo->links[k / 2];
+		double sum = 0;
+
+		for (int i = 0; i < nj; i++)
+			sum += a[i * nd + k];
+		CHECK(fabs(sum - (k % 2 == 0 ? tl->gbps_ab : tl->gbps_ba)) < 1e-9, "direction %d: %g",
+		      k, sum);
+	}
+	for (int l = 0; l < nl; l++)
+		lk[l] = (struct jobplan_link){.up = true};
+	lk[0].gbps_ab = d->topo->links[0].gbps_ab / 2;
+	lk[0].gbps_ba = d->topo->links[0].gbps_ba / 2;
+	lk[1].up = false;
+	CU_ASSERT_FATAL(shares_compute(d, NULL, lk, b) == 0);
+	for (int dir = 0; dir < 2; dir++) {
+		double half = 0, down = 0;
+
+		for (int i = 0; i < nj; i++) {
+			half += b[i * nd + dir];
+			down += b[i * nd + 2 + dir];
+		}
+		CHECK(fabs(half - (dir == 0 ? d->topo->links[0].gbps_ab : d->topo->links[0].gbps_ba) /
+					  2) < 1e-9, "link 0 measured at half: %g", half);
+		CHECK(down == 0, "link 1 down: %g", down);
+	}
+	d->jobs[0].weight = 5;
+	CU_ASSERT_FATAL(shares_compute(d, NULL, NULL, b) == 0);
+	for (int k = 0; k < nd; k++) {
+		CHECK(b[k] >= a[k] - 1e-9, "direction %d: %g, %g at weight 1", k, b[k], a[k]);
+		grew |= b[k] > a[k] + 1e-9;
+	}
+	CHECK(grew, "a weight of 5 gives job 1 more of some link");
+	free(lk);
+	free(b);
+	free(a);
 	deploy_free(d);
 }
 
@@ -1055,6 +1254,9 @@ main(void)
 	CU_add_test(s, "planning with two gateways at a site", test_plan_two_gateways);
 	CU_add_test(s, "planning with measured link capacities", test_plan_measured_links);
 	CU_add_test(s, "the daemon's per-link counters: trees and streams", test_link_counters);
+	CU_add_test(s, "jobs share a link by weight", test_shares_split);
+	CU_add_test(s, "jobs planned over their shares of the links", test_shares_plans);
+	CU_add_test(s, "shares computed again: capacities, links, weights", test_shares_compute);
 	CU_add_test(s, "the ring as chain trees", test_ring_chains);
 	CU_add_test(s, "CREW as stars with a threshold", test_crew_plan);
 	CU_add_test(s, "selmcast: streams, one copy per tree edge, rates fit", test_selmcast_plan);

@@ -124,6 +124,8 @@ test_example(void)
 	CHECK(d->jobs[0].mtu == 1500 && d->jobs[0].chunk_bytes == 352 * 4,
 	      "job 1 chunk %u (default from the MTU: 352 fp32)", d->jobs[0].chunk_bytes);
 	CHECK(d->jobs[0].slots_max == 1024 && d->jobs[0].slots_min == 0, "job 1 slots");
+	CHECK(d->jobs[0].weight == 1 && d->jobs[1].weight == 1, "default weights %g %g",
+	      d->jobs[0].weight, d->jobs[1].weight);
 	CHECK(d->jobs[0].n_workers == 6 && deploy_job_workers_at(&d->jobs[0], 1) == 2,
 	      "job 1 workers");
 	CHECK(d->jobs[1].algo == DEPLOY_ALGO_RING && d->jobs[1].dtype == TABLE_DTYPE_BF16 &&
@@ -239,6 +241,14 @@ static const struct bad_case bad_cases[] = {
 	{ "jobs[0].options.paper", "1", "field 'jobs[0].options.paper'" },
 	{ "jobs[0].options.bogus", "1", "field 'jobs[0].options.bogus': unknown field" },
 	{ "jobs[1].options", "{\"max_trees\": 2}", "field 'jobs[1].options.max_trees'" },
+	{ "jobs[0].weight", "0", "field 'jobs[0].weight': 0 is not in [0.001, 1e+06]" },
+	{ "jobs[0].weight", "-3", "field 'jobs[0].weight': -3 is not in" },
+	{ "jobs[1].weight", "\"3\"", "field 'jobs[1].weight': expected a number" },
+	{ "jobs[1].weight", "true", "field 'jobs[1].weight': expected a number" },
+	{ "jobs[1].weight", "null", "field 'jobs[1].weight': expected a number" },
+	{ "jobs[0].weight", "1e300", "field 'jobs[0].weight': 1e+300 is not in" },
+	{ "jobs[0].weight", "2000000", "field 'jobs[0].weight': 2e+06 is not in" },
+	{ "jobs[0].weight", "0.0001", "field 'jobs[0].weight': 0.0001 is not in" },
 	{ "jobs[0].dtype", "\"fp64\"", "field 'jobs[0].dtype'" },
 	{ "jobs[0].elements", "0", "field 'jobs[0].elements'" },
 	{ "jobs[0].mtu", "100", "field 'jobs[0].mtu'" },
@@ -348,6 +358,25 @@ test_crew_grace(void)
 		d = parse_json(doc, err, sizeof(err));
 		CHECK(d == NULL && strstr(err, bad[i].want) != NULL && strchr(err, '\n') == NULL,
 		      "%s: '%s' lacks '%s'", bad[i].opts, err, bad[i].want);
+		deploy_free(d);
+	}
+	json_decref(doc);
+}
+
+/* A job's weight: any number in [0.001, 1e6], integer or not (bad ones in bad_cases). */
+static void
+test_weight(void)
+{
+	static const double good[] = {0.001, 0.25, 3, 1000000};
+	char err[DEPLOY_ERR_MAX] = "";
+	json_t *doc = example();
+	struct deploy *d;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		mutate(doc, "jobs[1].weight", good[i] == 3 ? json_integer(3) : json_real(good[i]));
+		d = parse_json(doc, err, sizeof(err));
+		CHECK(d != NULL && d->jobs[1].weight == good[i] && d->jobs[0].weight == 1,
+		      "weight %g: %s", good[i], err);
 		deploy_free(d);
 	}
 	json_decref(doc);
@@ -646,6 +675,7 @@ main(void)
 	CU_add_test(s, "the example and its defaults", test_example);
 	CU_add_test(s, "paths relative to the deployment", test_relative_paths);
 	CU_add_test(s, "every bad field is named", test_bad_fields);
+	CU_add_test(s, "a job's weight", test_weight);
 	CU_add_test(s, "MX jobs: whole blocks", test_mx);
 	CU_add_test(s, "MX jobs: a LAN dtype and its MTU", test_mx_lan);
 	CU_add_test(s, "selmcast jobs and their options", test_selmcast);

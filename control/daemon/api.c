@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "daemon_internal.h"
 #include "promsrv.h"
+#include "shares.h"
 #include "tls_reload.h"
 
 /* ---- status -------------------------------------------------------------------------- */
@@ -240,6 +241,8 @@ status_json(const struct dmn *m)
 		json_object_set_new(jo, "gateways", members);
 		json_object_set_new(jo, "trees", trees);
 		json_object_set_new(jo, "rounds", rounds_json(m, i));
+		json_object_set_new(jo, "weight", json_real(dj->weight));
+		json_object_set_new(jo, "links", shares_json(m, i));
 		if (j->error[0] != '\0')
 			json_object_set_new(jo, "error", json_string(j->error));
 		json_array_append_new(jobs, jo);

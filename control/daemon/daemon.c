@@ -25,6 +25,7 @@
 #include "metrics.h"
 #include "promsrv.h"
 #include "rates.h"
+#include "shares.h"
 #include "tls_reload.h"
 
 /* ---- the poll loop ------------------------------------------------------------------- */
@@ -169,6 +170,7 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 	for (int i = 0; m.jobs != NULL && i < d->n_jobs; i++) {
 		jobplan_free(m.jobs[i].live);
 		free(m.jobs[i].rates);
+		shares_free(&m.jobs[i]);
 	}
 	free(m.jobs);
 	free(m.gws);

@@ -46,6 +46,7 @@ enum cause {
 	CAUSE_REJECTED,
 	CAUSE_ACTIVATION,
 	CAUSE_REQUESTED,
+	CAUSE_SHARES, /* its shares of the links moved (shares.h) */
 	CAUSE_COUNT,
 };
 
@@ -129,6 +130,10 @@ struct job {
 	int n_rates;          /* trees */
 	struct trate *rates;  /* n_rates */
 	int64_t rates_at;     /* monotonic ms of the last sample; -1: none */
+	/* Its shares of the link directions (shares.h), 2 per topology link (a->b, b->a), in
+	 * Gbit/s; NULL until first computed. */
+	double *share;         /* now */
+	double *planned_share; /* those its latest plan was made with */
 };
 
 /*
@@ -169,6 +174,9 @@ struct dmn {
 	struct promsrv *msrv; /* --metrics, or NULL */
 	int wfd;              /* with --metrics: epoll of sfd and the metrics server */
 	uint64_t heartbeats;  /* rounds of heartbeats (metrics) */
+	bool shares_stale;    /* the jobs' shares of the links must be computed again: set
+			       * with every job marked by mark_all_dirty(), and wherever a job
+			       * comes, goes or changes its weight (shares_update()) */
 };
 
 /* Topology node v's id. */
@@ -190,7 +198,7 @@ gw_name(const struct dmn *m, int g)
 	for (int g = (m)->d->node_gw[v]; g < (m)->d->node_gw[v] + (m)->d->node_ngw[v]; g++)
 
 /** Mark every job for a new epoch, with why (for the log) and its cause (for the
- * metrics). */
+ * metrics); the jobs' shares of the links are computed again before they are planned. */
 void mark_all_dirty(struct dmn *m, enum cause cause, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -79,6 +79,10 @@ struct deploy_worker {
 	struct table_worker w; /* id, address, UDP port */
 };
 
+/** The range of a job's weight. */
+#define DEPLOY_WEIGHT_MIN 0.001
+#define DEPLOY_WEIGHT_MAX 1000000.0
+
 /** One job. */
 struct deploy_job {
 	uint32_t id;
@@ -104,6 +108,9 @@ struct deploy_job {
 				      * sender; false: "network" (one copy per tree edge) */
 	uint8_t cset_blocks;    /* contributor sets of the job's packets (crew: the
 				      * fewest 32-byte blocks that hold every worker id) */
+	/* its weight in the WAN's links against the other jobs (docs/CONTROL.md, "Jobs share
+	 * the WAN by weight"): DEPLOY_WEIGHT_MIN .. DEPLOY_WEIGHT_MAX, 1 if not given */
+	double weight;
 	/* the tensor */
 	enum table_dtype dtype;
 	uint64_t elements;

@@ -376,9 +376,9 @@ crew_sets(struct dctx *c, const char *path, struct deploy_job *j)
 static int
 parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d, int ji)
 {
-	static const char *const known[] = {"id",      "algorithm", "dtype",  "elements",
-					    "workers", "options",   "mtu",    "chunk_bytes",
-					    "slots",   "lan_dtype", "lan_mtu"};
+	static const char *const known[] = {"id",      "algorithm", "dtype",   "elements",
+					    "workers", "options",   "mtu",     "chunk_bytes",
+					    "slots",   "lan_dtype", "lan_mtu", "weight"};
 	struct deploy_job *j = &d->jobs[ji];
 	char wpath[FIELD_MAX + 32];
 	const char *algo;
@@ -410,7 +410,11 @@ parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d,
 			algo);
 	j->max_trees = DEPLOY_DEFAULT_MAX_TREES;
 	j->ring_seconds = DEPLOY_DEFAULT_RING_SECONDS;
-	rc = parse_options(c, job, path, j);
+	j->weight = 1;
+	rc = dctx_get_real(c, job, path, "weight", DEPLOY_WEIGHT_MIN, DEPLOY_WEIGHT_MAX,
+			   &j->weight);
+	if (rc == 0)
+		rc = parse_options(c, job, path, j);
 	if (rc == 0)
 		rc = parse_slots(c, job, path, j);
 	if (rc != 0)

@@ -15,6 +15,7 @@
 #include "daemon_internal.h"
 #include "epochs.h"
 #include "health.h"
+#include "shares.h"
 
 /* "a b c": the names of the gateways with a table in jp. */
 static void
@@ -31,12 +32,12 @@ member_list(const struct dmn *m, const struct jobplan *jp, char *buf, size_t len
 
 /*
  * At start: if the gateways already run an epoch of job ji (a restarted control process),
- * plan that epoch again over the gateways that are up; when every gateway's live table is
- * exactly what the plan compiles to (the planner is deterministic), take it over as the
- * live epoch, installing nothing. True if it did.
+ * plan that epoch again over the gateways that are up and the job's shares of the links
+ * (lk); when every gateway's live table is exactly what the plan compiles to (the planner
+ * is deterministic), take it over as the live epoch, installing nothing. True if it did.
  */
 static bool
-adopt(struct dmn *m, int ji, const bool *up)
+adopt(struct dmn *m, int ji, const bool *up, const struct jobplan_link *lk)
 {
 	const struct deploy_job *dj = &m->d->jobs[ji];
 	struct job *j = &m->jobs[ji];
@@ -54,7 +55,7 @@ adopt(struct dmn *m, int ji, const bool *up)
 	}
 	if (e <= 0)
 		return false;
-	if (jobplan_build(m->d, ji, up, m->link, (uint32_t)e, &jp, err, sizeof(err)) != 0) {
+	if (jobplan_build(m->d, ji, up, lk, (uint32_t)e, &jp, err, sizeof(err)) != 0) {
 		control_log("job %u: epoch %lld runs on the gateways but cannot be planned again "
 			    "(%s): a new epoch replaces it",
 			    dj->id, (long long)e, err);
@@ -133,6 +134,7 @@ install_job(struct dmn *m, int ji)
 	struct table **tables = calloc((size_t)n, sizeof(*tables));
 	bool *up = calloc((size_t)n, sizeof(*up)), *af = calloc((size_t)n, sizeof(*af));
 	int *idx = calloc((size_t)n, sizeof(*idx));
+	struct jobplan_link *lk = calloc((size_t)m->d->topo->n_links + 1, sizeof(*lk));
 	struct install_report rep = {.activate_failed = af};
 	char summary[2048], members[1024];
 	struct jobplan *jp = NULL;
@@ -140,16 +142,19 @@ install_job(struct dmn *m, int ji)
 	uint32_t epoch;
 
 	j->dirty = false;
-	if (gws == NULL || tables == NULL || up == NULL || af == NULL || idx == NULL) {
+	if (gws == NULL || tables == NULL || up == NULL || af == NULL || idx == NULL ||
+	    lk == NULL) {
 		control_log("job %u: out of memory", dj->id);
 		j->dirty = true;
 		goto out;
 	}
 	for (int v = 0; v < n; v++)
 		up[v] = m->gws[v].state == GW_UP;
+	/* Planned over its shares of the links, not their whole capacity. */
+	shares_links(m, ji, lk);
 	if (!j->adopt_tried) {
 		j->adopt_tried = true;
-		if (j->live == NULL && adopt(m, ji, up))
+		if (j->live == NULL && adopt(m, ji, up, lk))
 			goto out;
 	}
 	epoch = j->next_epoch++;
@@ -159,7 +164,7 @@ install_job(struct dmn *m, int ji)
 	j->replans[cause]++;
 	hyst_record(&j->hy, clock_now_ms());
 	j->holding = false;
-	rc = jobplan_build(m->d, ji, up, m->link, epoch, &jp, j->error, sizeof(j->error));
+	rc = jobplan_build(m->d, ji, up, lk, epoch, &jp, j->error, sizeof(j->error));
 	if (rc != 0) {
 		j->plan_failures++;
 		control_log("job %u: no epoch %u (%s): %s; it stays on epoch %u", dj->id, epoch,
@@ -251,6 +256,7 @@ install_job(struct dmn *m, int ji)
 	snprintf(j->reason, sizeof(j->reason), "activation failed on %d gateways", rep.n_failed);
 out:
 	jobplan_free(jp);
+	free(lk);
 	free(idx);
 	free(af);
 	free(up);
@@ -294,6 +300,7 @@ install_due(struct dmn *m)
 	for (int v = 0; v < m->d->n_gateways; v++)
 		if (m->gws[v].state == GW_UNKNOWN)
 			return;
+	shares_update(m);
 	for (int i = 0; i < m->d->n_jobs && !m->stop; i++)
 		if (m->jobs[i].dirty && replan_allowed(m, i))
 			install_job(m, i);

@@ -359,9 +359,10 @@ out:
 	return rc;
 }
 
-int
-jobplan_build(const struct deploy *d, int ji, const bool *up, const struct jobplan_link *links,
-	      uint32_t epoch, struct jobplan **out, char *err, size_t errlen)
+/* jobplan_build(), and jobplan_plan_only() where compile is false. */
+static int
+build(const struct deploy *d, int ji, const bool *up, const struct jobplan_link *links,
+      uint32_t epoch, bool compile, struct jobplan **out, char *err, size_t errlen)
 {
 	const struct deploy_job *j = &d->jobs[ji];
 	struct jobplan *jp = calloc(1, sizeof(*jp));
@@ -387,7 +388,7 @@ jobplan_build(const struct deploy *d, int ji, const bool *up, const struct jobpl
 		rc = planning_topo(d, j, up, links, jp, err, errlen);
 	if (rc == 0)
 		rc = plan_job(jp, j, err, errlen);
-	if (rc == 0)
+	if (rc == 0 && compile)
 		rc = compile_tables(jp, d, j, err, errlen);
 	if (rc != 0) {
 		jobplan_free(jp);
@@ -395,6 +396,20 @@ jobplan_build(const struct deploy *d, int ji, const bool *up, const struct jobpl
 	}
 	*out = jp;
 	return 0;
+}
+
+int
+jobplan_build(const struct deploy *d, int ji, const bool *up, const struct jobplan_link *links,
+	      uint32_t epoch, struct jobplan **out, char *err, size_t errlen)
+{
+	return build(d, ji, up, links, epoch, true, out, err, errlen);
+}
+
+int
+jobplan_plan_only(const struct deploy *d, int ji, const bool *up, const struct jobplan_link *links,
+		  struct jobplan **out, char *err, size_t errlen)
+{
+	return build(d, ji, up, links, 0, false, out, err, errlen);
 }
 
 void

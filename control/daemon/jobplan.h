@@ -89,6 +89,14 @@ struct jobplan_link {
 int jobplan_build(const struct deploy *d, int ji, const bool *up, const struct jobplan_link *links,
 		  uint32_t epoch, struct jobplan **out, char *err, size_t errlen);
 
+/**
+ * jobplan_build() without compiling the tables (every table NULL, epoch 0): the planning
+ * topology and the plan only, to see which links the job would use and at what rates.
+ */
+int
+jobplan_plan_only(const struct deploy *d, int ji, const bool *up, const struct jobplan_link *links,
+		  struct jobplan **out, char *err, size_t errlen);
+
 /** Free a job plan and its tables. NULL is a no-op. */
 void jobplan_free(struct jobplan *jp);
 

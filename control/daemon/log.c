@@ -24,6 +24,7 @@ const char *const cause_names[CAUSE_COUNT] = {
 	[CAUSE_REJECTED] = "retry_after_rejection",
 	[CAUSE_ACTIVATION] = "activation_failed",
 	[CAUSE_REQUESTED] = "requested",
+	[CAUSE_SHARES] = "shares_changed",
 };
 
 bool
@@ -32,14 +33,15 @@ cause_prompt(enum cause c)
 	/* Measured shortfalls and capacities that expire, gateways and links back: the
 	 * live epoch still runs, so they wait for the hysteresis (hyst.h). */
 	return c != CAUSE_LINK_SHORT && c != CAUSE_LINK_RESTORED && c != CAUSE_GATEWAY_UP &&
-	       c != CAUSE_LINK_UP;
+	       c != CAUSE_LINK_UP && c != CAUSE_SHARES;
 }
 
 bool
 cause_may_keep(enum cause c)
 {
 	return c == CAUSE_GATEWAY_DOWN || c == CAUSE_GATEWAY_NO_ANSWER || c == CAUSE_LINK_DOWN ||
-	       c == CAUSE_LINK_UP || c == CAUSE_LINK_SHORT || c == CAUSE_LINK_RESTORED;
+	       c == CAUSE_LINK_UP || c == CAUSE_LINK_SHORT || c == CAUSE_LINK_RESTORED ||
+	       c == CAUSE_SHARES;
 }
 
 void
@@ -72,6 +74,7 @@ mark_all_dirty(struct dmn *m, enum cause cause, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
+	m->shares_stale = true;
 	for (int i = 0; i < m->d->n_jobs; i++) {
 		/* A failure's re-plan that is due is not held back by a measurement's that
 		 * comes after it: it keeps its cause (and the reason that goes with it). */

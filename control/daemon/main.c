@@ -39,6 +39,7 @@
 #include "jobplan.h"
 #include "jsonutil.h"
 #include "promsrv.h"
+#include "shares.h"
 #include "tls_opts.h"
 
 #define PROG "georeduce-control"
@@ -329,8 +330,10 @@ static int
 cmd_tables(const struct opts *o)
 {
 	char err[JOBPLAN_ERR_MAX], summary[2048];
+	struct jobplan_link *lk;
 	struct deploy *d;
-	int status = 0;
+	double *share;
+	int status = 0, nd;
 
 	if (o->out == NULL) {
 		cli_error(PROG, "tables: --out DIR is required");
@@ -339,13 +342,25 @@ cmd_tables(const struct opts *o)
 	d = load_deployment("tables", o);
 	if (d == NULL)
 		return CLI_EXIT_USAGE;
+	/* The jobs share the links by weight, as the daemon plans them. */
+	nd = 2 * d->topo->n_links;
+	share = calloc((size_t)d->n_jobs * (size_t)nd + 1, sizeof(*share));
+	lk = calloc((size_t)d->topo->n_links + 1, sizeof(*lk));
+	if (share == NULL || lk == NULL || shares_compute(d, NULL, NULL, share) != 0) {
+		cli_error(PROG, "tables: out of memory");
+		free(share);
+		free(lk);
+		deploy_free(d);
+		return CLI_EXIT_FAIL;
+	}
 	for (int i = 0; i < d->n_jobs; i++) {
 		struct jobplan *jp = NULL;
 		int rc;
 
 		if (o->has_job && d->jobs[i].id != o->job)
 			continue;
-		rc = jobplan_build(d, i, NULL, NULL, o->epoch, &jp, err, sizeof(err));
+		shares_job_links(d, NULL, share + (size_t)i * (size_t)nd, lk);
+		rc = jobplan_build(d, i, NULL, lk, o->epoch, &jp, err, sizeof(err));
 		if (rc == 0)
 			rc = jobplan_write(jp, d, o->out, err, sizeof(err));
 		if (rc == 0 && o->install)
@@ -366,6 +381,8 @@ cmd_tables(const struct opts *o)
 		       jp->n_tables);
 		jobplan_free(jp);
 	}
+	free(lk);
+	free(share);
 	deploy_free(d);
 	return status;
 }

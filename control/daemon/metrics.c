@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 
@@ -13,6 +14,7 @@
 #include "metrics.h"
 #include "prom.h"
 #include "promsrv.h"
+#include "shares.h"
 
 #define M(name) "georeduce_control_" name
 #define GBPS_BYTES(g) ((g)*1e9 / 8) /* Gbit/s in bytes per second, the metrics' unit */
@@ -284,6 +286,52 @@ metrics_links(const struct dmn *m, struct prom *p)
 	}
 }
 
+/* Per job: its weight, and its share of each link direction against what its live plan
+ * loads it with (shares.h). */
+static void
+metrics_shares(const struct dmn *m, struct prom *p)
+{
+	const struct topo *tp = m->d->topo;
+	char job[12], link[2 * DEPLOY_NAME_MAX + 2];
+	struct prom_label jl = {"job", job};
+	double *load = calloc(2 * (size_t)tp->n_links + 1, sizeof(*load));
+
+	prom_family(p, M("job_weight"), PROM_GAUGE,
+		    "The job's weight in the links' capacity against the other jobs");
+	for (int i = 0; i < m->d->n_jobs; i++) {
+		fmt_u(job, sizeof(job), m->d->jobs[i].id);
+		prom_sample(p, &jl, 1, m->d->jobs[i].weight);
+	}
+	for (int k = 0; k < 2 && load != NULL; k++) {
+		prom_family(p,
+			    k == 0 ? M("job_link_share_bytes_per_second") :
+				     M("job_link_planned_bytes_per_second"),
+			    PROM_GAUGE,
+			    k == 0 ? "The job's share of the link direction's capacity" :
+				     "What the job's live plan loads the link direction with");
+		for (int i = 0; i < m->d->n_jobs; i++) {
+			const struct job *j = &m->jobs[i];
+
+			fmt_u(job, sizeof(job), m->d->jobs[i].id);
+			shares_plan_loads(j->live, tp, load);
+			for (int l = 0; l < 2 * tp->n_links; l++) {
+				const struct topo_link *t = &tp->links[l / 2];
+				double v = k == 0 ? (j->share != NULL ? j->share[l] : 0) : load[l];
+				struct prom_label dl[] = {
+					{"job", job},
+					{"link", link},
+					{"from", node_id(m, l % 2 == 0 ? t->a : t->b)},
+					{"to", node_id(m, l % 2 == 0 ? t->b : t->a)}};
+
+				link_label(m, l / 2, link, sizeof(link));
+				if (v > 0)
+					prom_sample(p, dl, 4, GBPS_BYTES(v));
+			}
+		}
+	}
+	free(load);
+}
+
 /* The exposition, rendered on the daemon's thread when a scrape comes (promsrv_run()). */
 static char *
 metrics_render(void *arg, size_t *len)
@@ -302,6 +350,7 @@ metrics_render(void *arg, size_t *len)
 	metrics_jobs(m, &p);
 	metrics_gateways(m, &p);
 	metrics_links(m, &p);
+	metrics_shares(m, &p);
 	promsrv_prom(m->msrv, &p, M(""));
 	text = prom_finish(&p, len, &err);
 	if (text == NULL)

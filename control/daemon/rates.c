@@ -14,9 +14,8 @@
 #include "health.h"
 #include "rates.h"
 
-/* The bytes of first transmissions of one 'links' entry of a dataplane's stats. */
-static uint64_t
-first_tx_bytes(const json_t *lk)
+uint64_t
+daemon_first_tx_bytes(const json_t *lk)
 {
 	json_int_t b = json_integer_value(json_object_get(lk, "bytes"));
 	json_int_t r = json_integer_value(json_object_get(lk, "retx_bytes"));
@@ -58,7 +57,7 @@ daemon_link_sent(const json_t *jobs, uint16_t peer, uint64_t *bytes, double *pla
 		json_array_foreach (json_object_get(jo, "links"), k, lk) {
 			if (json_integer_value(json_object_get(lk, "id")) != peer)
 				continue;
-			*bytes += first_tx_bytes(lk);
+			*bytes += daemon_first_tx_bytes(lk);
 			*planned += json_number_value(json_object_get(lk, "rate_gbps"));
 			any = true;
 		}
@@ -153,7 +152,7 @@ tree_rates_update(struct dmn *m)
 					if (k < 0 || j->n_rates == 0)
 						continue;
 					k %= j->n_rates;
-					j->rates[k].now_bytes += first_tx_bytes(lk);
+					j->rates[k].now_bytes += daemon_first_tx_bytes(lk);
 					j->rates[k].now_links++;
 				}
 			}
@@ -230,9 +229,9 @@ rates_update(struct dmn *m)
 			if (r->rtt_ms > 0 && (r->base_rtt_ms <= 0 || r->rtt_ms < r->base_rtt_ms))
 				r->base_rtt_ms = r->rtt_ms;
 			double queue = r->rtt_ms > 0 ? r->rtt_ms - r->base_rtt_ms : 0;
-			/* What it should carry: the plan's rate, but no more than the capacity
-			 * plans use (jobs are planned one by one, each with the whole link: with
-			 * several, the rates they plan on a link can add up to more). */
+			/* What it should carry: the plans' rates, but no more than the capacity
+			 * plans use (each job is planned over its share of the link, so they add
+			 * up to at most that, to rounding). */
 			double in_plans = *cap > 0 ? *cap : nominal;
 			double expect = planned < in_plans ? planned : in_plans;
 

@@ -18,6 +18,9 @@
  */
 void tree_rates_update(struct dmn *m);
 
+/** The bytes of first transmissions of one 'links' entry of a dataplane's stats. */
+uint64_t daemon_first_tx_bytes(const json_t *lk);
+
 /** Link l with nothing measured yet. */
 void lrate_forget(struct dmn *m, int l);
 

@@ -94,7 +94,11 @@ def main():
                     "(a delay line on the LAN port, which the dataplanes' `delay` op may "
                     "change): its workers get their results that much later and so start "
                     "each round that much late [none]")
-    ap.add_argument("--elements", type=int, default=1 << 24)
+    ap.add_argument("--weights", default="",
+                    help="the jobs' weights in the links (docs/DEPLOYMENT.md), one per job "
+                         "(comma-separated) [1 each]")
+    ap.add_argument("--elements", default=str(1 << 24),
+                    help="the jobs' tensor length, or one per job (comma-separated)")
     ap.add_argument("--dtype", default="fp32",
                     help="the jobs' dtype, or one per job (comma-separated) [fp32]")
     ap.add_argument("--lan-dtype", default="",
@@ -255,10 +259,25 @@ def main():
         dtypes *= len(algos)
     if len(dtypes) != len(algos):
         fail("--dtype: %d dtypes for %d jobs (one, or one per job)" % (len(dtypes), len(algos)))
+    try:
+        elements = [int(x) for x in a.elements.split(",")]
+    except ValueError:
+        fail("--elements: expected N or N,N,... (integers)")
+    if len(elements) == 1:
+        elements *= len(algos)
+    if len(elements) != len(algos):
+        fail("--elements: %d lengths for %d jobs (one, or one per job)"
+             % (len(elements), len(algos)))
+    try:
+        weights = [float(x) for x in a.weights.split(",")] if a.weights else []
+    except ValueError:
+        fail("--weights: expected W,W,... (numbers)")
+    if weights and len(weights) != len(algos):
+        fail("--weights: %d weights for %d jobs (one per job)" % (len(weights), len(algos)))
     if a.lan_dtype not in ("", "fp32", "bf16"):
         fail("--lan-dtype: fp32 or bf16, not '%s'" % a.lan_dtype)
     for j, al in enumerate(algos):
-        job = {"id": j + 1, "algorithm": al, "dtype": dtypes[j], "elements": a.elements,
+        job = {"id": j + 1, "algorithm": al, "dtype": dtypes[j], "elements": elements[j],
                "slots": dict({"max": a.slots_max},
                              **({"min": a.slots_min} if a.slots_min else {})),
                # Each job its own UDP port, so that a worker may run several jobs at once.
@@ -273,6 +292,8 @@ def main():
                                               else int(a.grace_ms))
         if a.lan_dtype and dtypes[j].startswith("mx"):
             job["lan_dtype"] = a.lan_dtype
+        if weights:
+            job["weight"] = weights[j]
         deploy["jobs"].append(job)
 
     q = shlex.quote
