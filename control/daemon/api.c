@@ -14,6 +14,7 @@
 #include "api.h"
 #include "clock.h"
 #include "daemon_internal.h"
+#include "jobs.h"
 #include "promsrv.h"
 
 /* ---- status -------------------------------------------------------------------------- */
@@ -124,8 +125,9 @@ causes_json(const uint64_t *n)
 	return o;
 }
 
+/* `status` for a client of tenant t ("": every job; else that tenant's only). */
 static json_t *
-status_json(const struct dmn *m)
+status_json(const struct dmn *m, const char *tenant)
 {
 	json_t *o = json_object(), *gws = json_array(), *jobs = json_array();
 	int64_t t = clock_now_ms();
@@ -181,6 +183,16 @@ status_json(const struct dmn *m)
 				  "elements", (json_int_t)dj->elements);
 		json_t *trees = json_array(), *members = json_array();
 
+		if (!jobs_visible(m, tenant, i)) {
+			json_decref(jo);
+			json_decref(trees);
+			json_decref(members);
+			continue;
+		}
+		json_object_set_new(jo, "source",
+				    json_string(j->spec != NULL ? "api" : "deployment"));
+		json_object_set_new(jo, "tenant",
+				    j->tenant[0] != '\0' ? json_string(j->tenant) : json_null());
 		if (dj->algo == DEPLOY_ALGO_CREW) /* a round completes at this many workers */
 			json_object_set_new(jo, "min_workers",
 					    json_integer(dj->min_workers != 0 ?
@@ -386,6 +398,10 @@ op_worker(struct dmn *m, struct ctlsrv_client *cl, const json_t *req, uint32_t i
 			      "the deployment has no worker %u "
 			      "in job %u",
 			      wid, job);
+		if (i == m->d->n_jobs && jobs_was_deleted(m, job))
+			return ctl_reply_error(true, id, ENOENT,
+					       "field 'job': job %u was deleted (worker %u)", job,
+					       wid);
 		return ctl_reply_error(true, id, ENOENT,
 				       i < m->d->n_jobs ?
 					       "field 'worker': job %u has no worker %u" :
@@ -417,8 +433,8 @@ op_worker(struct dmn *m, struct ctlsrv_client *cl, const json_t *req, uint32_t i
 static bool
 role_may(enum ctltls_role role, const char *op)
 {
-	bool reads =
-		strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 || strcmp(op, "status") == 0;
+	bool reads = strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 ||
+		     strcmp(op, "status") == 0 || strcmp(op, "job_list") == 0;
 
 	switch (role) {
 	case CTLTLS_ROLE_WORKER:
@@ -435,7 +451,7 @@ static json_t *
 handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 {
 	struct dmn *m = arg;
-	char err[CTL_ERR_MAX];
+	char err[CTL_ERR_MAX], t[DEPLOY_TENANT_NAME_MAX + 1];
 	const char *op = NULL;
 	uint32_t id = 0, job = 0;
 	json_t *r;
@@ -454,9 +470,13 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 				       "certificate of role '%s'",
 				       op, ctltls_role_name(ctlsrv_client_role(cl)));
 	}
+	if (jobs_is_op(op))
+		return jobs_op(m, cl, op, req, id);
+	if (jobs_client_tenant(cl, t) != 0)
+		return jobs_refuse_tenant(m, cl, id);
 	if (strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 || strcmp(op, "status") == 0) {
 		json_t *res =
-			strcmp(op, "status") == 0  ? status_json(m) :
+			strcmp(op, "status") == 0  ? status_json(m, t) :
 			strcmp(op, "version") == 0 ? json_pack("{s:s,s:i}", "program", PROG,
 							       "protocol", CTL_PROTOCOL_VERSION) :
 						     json_object();
@@ -477,7 +497,7 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 			return ctl_reply_error(true, id, EINVAL, "%s", err);
 		r = json_array();
 		for (int i = 0; i < m->d->n_jobs; i++) {
-			if (one && m->d->jobs[i].id != job)
+			if ((one && m->d->jobs[i].id != job) || !jobs_visible(m, t, i))
 				continue;
 			m->jobs[i].dirty = true;
 			m->jobs[i].cause = CAUSE_REQUESTED;

@@ -129,6 +129,16 @@ struct job {
 	int n_rates;          /* trees */
 	struct trate *rates;  /* n_rates */
 	int64_t rates_at;     /* monotonic ms of the last sample; -1: none */
+	/* A job created through the API (jobs.c): its job object as created or last updated,
+	 * id included (owned); NULL for a job of the deployment file. */
+	json_t *spec;
+	char tenant[DEPLOY_TENANT_NAME_MAX + 1]; /* its tenant; "" for none */
+};
+
+/* A deleted job's `remove` that a gateway has not acknowledged yet (jobs.c). */
+struct removal {
+	int gw; /* deployment gateway index */
+	uint32_t job;
 };
 
 /*
@@ -153,7 +163,7 @@ struct lrate {
 };
 
 struct dmn {
-	const struct deploy *d;
+	struct deploy *d; /* jobs.c adds and deletes the jobs of the API */
 	const struct daemon_opts *o;
 	struct gw *gws;            /* by deployment gateway (with one per site, by node) */
 	struct jobplan_link *link; /* by topology link: usable, measured capacity */
@@ -169,6 +179,12 @@ struct dmn {
 	struct promsrv *msrv; /* --metrics, or NULL */
 	int wfd;              /* with --metrics: epoll of sfd and the metrics server */
 	uint64_t heartbeats;  /* rounds of heartbeats (metrics) */
+	/* jobs.c: the ids of the jobs deleted last (a ring), for their workers' errors, and
+	 * the removals not acknowledged yet, retried every heartbeat */
+	uint32_t deleted[DAEMON_DELETED_MAX];
+	int n_deleted;
+	struct removal removals[DAEMON_REMOVALS_MAX];
+	int n_removals;
 };
 
 /* Topology node v's id. */

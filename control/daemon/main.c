@@ -9,6 +9,7 @@
  *   georeduce-control status [--socket PATH|tls://HOST:PORT] [--json] [--timeout-ms N]
  *                            [--watch [--interval S] [--count N]]
  *   georeduce-control replan [--socket PATH|tls://HOST:PORT] [--timeout-ms N] [JOB]
+ *   georeduce-control job create|update|delete|list ... (jobcli.h)
  * (with a tls:// endpoint: --cert FILE --key FILE --ca FILE [--server-name NAME])
  *
  * Exit status: 0 success; 1 valid input on which the work failed (no plan fits, the daemon
@@ -35,6 +36,7 @@
 #include "daemon.h"
 #include "deploy.h"
 #include "install.h"
+#include "jobcli.h"
 #include "jobplan.h"
 #include "jsonutil.h"
 #include "promsrv.h"
@@ -63,6 +65,7 @@ usage(FILE *f)
 		"      that follow their gateway's table. --listen serves the API over TLS\n"
 		"      (default: the deployment's tls.listen). --metrics serves Prometheus\n"
 		"      metrics at http://ADDR:PORT/metrics (docs/METRICS.md) [off].\n"
+		"      --state-dir DIR keeps the jobs created through the API [none: memory].\n"
 		"      SIGINT/SIGTERM stop it. Re-planning without churn (docs/DEPLOYMENT.md):\n"
 		"      --min-epoch-ms N  an epoch lives N ms before a measurement or a return\n"
 		"                        replaces it [%d]\n"
@@ -80,9 +83,10 @@ usage(FILE *f)
 		"      JSON document a line)\n"
 		"  replan [--socket PATH] [--timeout-ms N] [JOB]\n"
 		"      ask the running daemon to plan and install a new epoch of JOB (or all)\n"
+		"%s"
 		"\n"
 		"  --socket PATH   the daemon's control socket        [" DAEMON_SOCKET_DEFAULT "]\n"
-		"                  or, for status and replan, tls://HOST:PORT (its --listen)\n"
+		"                  or, for status, replan and job, tls://HOST:PORT (its --listen)\n"
 		"  --cert FILE, --key FILE, --ca FILE  with tls://: a certificate of role\n"
 		"                  control (monitor: status only), its key, the CA\n"
 		"  --server-name NAME  the name the daemon's certificate carries  [control]\n"
@@ -90,7 +94,7 @@ usage(FILE *f)
 		"docs/DEPLOYMENT.md describes the deployment file.\n",
 		DAEMON_HEARTBEAT_MS_DEFAULT, DAEMON_FAIL_AFTER_DEFAULT, DAEMON_TIMEOUT_MS_DEFAULT,
 		HYST_MIN_EPOCH_MS_DEFAULT, HYST_SHORT_MS_DEFAULT, HYST_SHORT_SAMPLES_DEFAULT,
-		HYST_REPLANS_PER_MIN_DEFAULT, HYST_FAILURE_REPLANS_PER_MIN_DEFAULT);
+		HYST_REPLANS_PER_MIN_DEFAULT, HYST_FAILURE_REPLANS_PER_MIN_DEFAULT, JOBCLI_USAGE);
 }
 
 struct opts {
@@ -99,6 +103,7 @@ struct opts {
 	const char *metrics;
 	struct tls_opts tls_opts; /* status, replan: --cert, --key, --ca, --server-name */
 	const char *out;
+	const char *state_dir; /* run: --state-dir */
 	uint32_t epoch;
 	int heartbeat_ms, fail_after, timeout_ms;
 	int hyst[5]; /* run: the HYST_OPTS, in their order */
@@ -139,6 +144,7 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		{"interval", required_argument, NULL, 'I'},
 		{"count", required_argument, NULL, 'c'},
 		{"metrics", required_argument, NULL, 'M'},
+		{"state-dir", required_argument, NULL, 'D'},
 		{"min-epoch-ms", required_argument, NULL, 'm'},
 		{"short-ms", required_argument, NULL, 'S'},
 		{"short-samples", required_argument, NULL, 'n'},
@@ -149,8 +155,9 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 	};
 	/* Which options each command takes. */
 	const char *allowed = strcmp(cmd, "tables") == 0 ? "oeiJt" :
-			      strcmp(cmd, "run") == 0    ? "sHftolMmSnRF" :
+			      strcmp(cmd, "run") == 0    ? "sHftolMmSnRFD" :
 			      strcmp(cmd, "status") == 0 ? "sjtCKANwIc" :
+			      strcmp(cmd, "job") == 0    ? "sjtCKAN" :
 							   "stCKAN";
 	bool watch_opts = false;
 	uint64_t v;
@@ -185,11 +192,15 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		switch (c) {
 		case 's':
 		case 'o':
+		case 'D':
 			if (optarg[0] == '\0') {
-				cli_error(PROG, "--%s: empty path", c == 's' ? "socket" : "out");
+				cli_error(PROG, "--%s: empty path",
+					  c == 's' ? "socket" :
+					  c == 'o' ? "out" :
+						     "state-dir");
 				return -1;
 			}
-			*(c == 's' ? &o->socket : &o->out) = optarg;
+			*(c == 's' ? &o->socket : c == 'o' ? &o->out : &o->state_dir) = optarg;
 			break;
 		case 'e':
 			if (cli_uint(PROG, "--epoch", optarg, 0, UINT32_MAX, &v) < 0)
@@ -375,6 +386,7 @@ cmd_run(const struct opts *o)
 		.fail_after = o->fail_after,
 		.timeout_ms = o->timeout_ms,
 		.out = o->out,
+		.state_dir = o->state_dir,
 		.hyst = {.min_epoch_ms = o->hyst[0],
 			 .short_ms = o->hyst[1],
 			 .short_samples = o->hyst[2],
@@ -920,6 +932,13 @@ cmd_replan(const struct opts *o)
 	return 0;
 }
 
+/* jobcli_run()'s call: one call to the daemon. */
+static json_t *
+job_call(const void *ctx, const char *op, json_t *args, int *status)
+{
+	return call_daemon(ctx, op, args, status);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -947,7 +966,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(cmd, "tables") != 0 && strcmp(cmd, "run") != 0 && strcmp(cmd, "status") != 0 &&
-	    strcmp(cmd, "replan") != 0) {
+	    strcmp(cmd, "replan") != 0 && strcmp(cmd, "job") != 0) {
 		cli_error(PROG, "unknown command '%s' (see --help)", cmd);
 		return CLI_EXIT_USAGE;
 	}
@@ -960,5 +979,7 @@ main(int argc, char **argv)
 		return cmd_run(&o);
 	if (strcmp(cmd, "status") == 0)
 		return cmd_status(&o);
+	if (strcmp(cmd, "job") == 0)
+		return jobcli_run(o.n_args, o.args, o.json, job_call, &o);
 	return cmd_replan(&o);
 }
