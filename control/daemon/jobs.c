@@ -235,6 +235,17 @@ job_drop(struct dmn *m, int i)
 
 /* ---- the ops ------------------------------------------------------------------------- */
 
+/* A parser's error as the reply's: "field '...': ...", without the parser's "SRC: ". */
+static json_t *
+parse_error(uint32_t id, const char *src, const char *err)
+{
+	size_t n = strlen(src);
+
+	if (strncmp(err, src, n) == 0 && strncmp(err + n, ": ", 2) == 0)
+		err += n + 2;
+	return ctl_reply_error(true, id, EINVAL, "%s", err);
+}
+
 /* The smallest id that no job has, that is not being removed and was not deleted lately
  * (while another is free). */
 static uint32_t
@@ -291,7 +302,7 @@ op_create(struct dmn *m, const char *t, const json_t *req, uint32_t id)
 	}
 	if (deploy_job_parse(m->d, spec, -1, "job_create", "job", &nj, err, sizeof(err)) != 0) {
 		json_decref(spec);
-		return ctl_reply_error(true, id, EINVAL, "%s", err);
+		return parse_error(id, "job_create", err);
 	}
 	r = quota_check(m, t, -1, &nj, spec, "job", id);
 	if (r != NULL) {
@@ -412,7 +423,7 @@ op_update(struct dmn *m, const char *t, const json_t *req, uint32_t id)
 		return r;
 	if (deploy_job_parse(m->d, spec, i, "job_update", "changes", &nj, err, sizeof(err)) != 0) {
 		json_decref(spec);
-		return ctl_reply_error(true, id, EINVAL, "%s", err);
+		return parse_error(id, "job_update", err);
 	}
 	r = quota_check(m, m->jobs[i].tenant, i, &nj, spec, "changes", id);
 	if (r != NULL) {
