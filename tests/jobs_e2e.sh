@@ -196,6 +196,8 @@ job_as acme update 2 '{"options": {"max_trees": 1}}' >/dev/null &&
 	ok "job_update: job 2 re-planned with one tree (epoch $e, then a newer one)" ||
 	{ not_ok "job_update"; tail -5 "$D/control.log"; }
 refuse "job_update of the dtype" "field 'changes.dtype'" acme update 2 '{"dtype": "bf16"}'
+refuse "a malformed change" "field 'changes.options.max_trees'" \
+	acme update 2 '{"options": {"max_trees": -1}}'
 
 # ---- 5. the control process killed and restarted: the job stays -----------------------
 e=$(job_as acme list --json | jq '.jobs[0].epoch')
