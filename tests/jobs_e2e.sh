@@ -238,5 +238,43 @@ grep -q "job 2 was deleted" "$D/w.out" && ok "a worker of job 2 is told: $(tail 
 jq -e '.jobs == [] and .deleted == [2, 3]' "$D/state/jobs.json" >/dev/null &&
 	ok "the state directory holds no job" || not_ok "state: $(cat "$D/state/jobs.json")"
 
+# ---- 7. a launcher in Python: georeduce.Job.create() and .delete() over TLS -----------
+cat >"$D/launch.py" <<'PY'
+import json, subprocess, sys, time
+import georeduce
+api, certs, spec, ctl, sock = sys.argv[1:6]
+tls = dict(cert=certs + "/acme.pem", key=certs + "/acme.key", ca=certs + "/ca.pem")
+job = georeduce.Job.create(api, json.load(open(spec)), **tls)
+def state():
+    s = json.loads(subprocess.run([ctl, "status", "--socket", sock, "--json"],
+                                  capture_output=True, text=True, check=True).stdout)
+    return [j for j in s["jobs"] if j["job"] == job.id]
+for _ in range(300):
+    if state() and state()[0]["state"] == "live":
+        break
+    time.sleep(0.1)
+try:
+    georeduce.Job.create(api, dict(json.load(open(spec)), dtype="fp64"), **tls)
+    print("not refused")
+except georeduce.JobError as e:
+    print("refused", e.errno, e)
+job.update(algorithm="ring")
+job.delete()
+try:
+    job.delete()
+except georeduce.JobError as e:
+    print("again", e.errno, e)
+print("job", job.id, "live", "gone" if not state() else "kept")
+PY
+as_ctl env PYTHONPATH="$ROOT/python" GEOREDUCE_LIBRARY="$BUILD/lib/client/libgeoreduce.so" \
+	python3 "$D/launch.py" "$API" "$CERTS" "$D/job.json" "$CTL" "$D/control.sock" \
+	>"$D/py.out" 2>&1
+if grep -q "^refused 22 .*field 'job.dtype'" "$D/py.out" &&
+	grep -q "^again 2 .*no job" "$D/py.out" && grep -q "^job [0-9]* live gone" "$D/py.out"; then
+	ok "Python launcher: Job.create, a bad dtype refused (EINVAL), update, delete, a second delete ENOENT"
+else
+	not_ok "Python launcher: $(cat "$D/py.out")"
+fi
+
 echo "jobs_e2e: $fails failed"
 [ $fails = 0 ]
