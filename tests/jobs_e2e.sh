@@ -169,6 +169,12 @@ refuse "beta's job quota (1)" "tenant 'beta' has 1 jobs already, its quota" \
 refuse "a tenant the deployment does not name" "tenant 'gamma' is not in the deployment" \
 	gamma create "$D/job.json"
 refuse "a static job" "job 1 is in the deployment file" control delete 1
+mkdir "$D/state/jobs.json.tmp" # the state file cannot be written: nothing changes
+refuse "a state directory that cannot be written" "not created: .*jobs.json: cannot write" \
+	control create "$(jq -c '.workers |= map(.port += 3)' "$D/job3.json")"
+rmdir "$D/state/jobs.json.tmp"
+[ "$(job_as control list --json | jq -c '[.jobs[].job]')" = "[1,2,3]" ] &&
+	ok "nothing was created" || not_ok "jobs after a failed write"
 
 # ---- 3. malformed job objects: the field named ----------------------------------------
 bad() { # JQ_FILTER FIELD
@@ -237,6 +243,15 @@ grep -q "job 2 was deleted" "$D/w.out" && ok "a worker of job 2 is told: $(tail 
 	not_ok "worker of the deleted job: $(cat "$D/w.out")"
 jq -e '.jobs == [] and .deleted == [2, 3]' "$D/state/jobs.json" >/dev/null &&
 	ok "the state directory holds no job" || not_ok "state: $(cat "$D/state/jobs.json")"
+
+# A damaged state file stops the start rather than forget jobs.
+mkdir "$D/bad" && echo '{"format": "x"}' >"$D/bad/jobs.json"
+timeout 20 "$CTL" run "$D/deployment.json" --socket "$D/bad.sock" --state-dir "$D/bad" \
+	2>"$D/bad.log"
+rc=$?
+[ $rc = 1 ] && grep -q "cannot start: $D/bad/jobs.json: field 'format'" "$D/bad.log" &&
+	ok "a damaged state file: $(tail -1 "$D/bad.log" | cut -d' ' -f2-)" ||
+	not_ok "damaged state file: exit $rc, $(cat "$D/bad.log")"
 
 # ---- 7. a launcher in Python: georeduce.Job.create() and .delete() over TLS -----------
 cat >"$D/launch.py" <<'PY'

@@ -506,7 +506,9 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 		}
 		if (json_array_size(r) == 0) {
 			json_decref(r);
-			return ctl_reply_error(true, id, ENOENT, "field 'job': no job %u", job);
+			return one ? ctl_reply_error(true, id, ENOENT, "field 'job': no job %u",
+						     job) :
+				     ctl_reply_error(true, id, ENOENT, "no job to re-plan");
 		}
 		json_t *ok = ctl_reply_ok(id);
 

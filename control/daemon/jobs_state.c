@@ -45,51 +45,39 @@ state_json(const struct dmn *m, int skip)
 			 "removing", rem, "deleted", del);
 }
 
-/* Write text to fd whole. */
-static int
-write_all(int fd, const char *text, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, text, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -errno;
-		text += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int
 jobs_state_save(const struct dmn *m, int skip, char *err, size_t errlen)
 {
 	char path[PATH_MAX], tmp[PATH_MAX];
 	json_t *doc;
-	char *text;
-	int fd, rc;
+	FILE *f;
+	int fd, rc = 0;
 
 	if (m->o->state_dir == NULL)
 		return 0;
 	snprintf(path, sizeof(path), "%s/%s", m->o->state_dir, DAEMON_STATE_FILE);
 	snprintf(tmp, sizeof(tmp), "%s/%s.tmp", m->o->state_dir, DAEMON_STATE_FILE);
 	doc = state_json(m, skip);
-	text = doc != NULL ? json_dumps(doc, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
-	json_decref(doc);
-	if (text == NULL)
+	if (doc == NULL)
 		return json_util_failrc(-ENOMEM, err, errlen, "%s: out of memory", path);
+	/* Aside, synced, renamed over the old one: a crash leaves one or the other. */
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	rc = fd < 0 ? -errno : write_all(fd, text, strlen(text));
-	if (rc == 0)
-		rc = write_all(fd, "\n", 1);
-	if (rc == 0 && fsync(fd) != 0)
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (f == NULL) {
 		rc = -errno;
-	if (fd >= 0 && close(fd) != 0 && rc == 0)
-		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+	} else {
+		errno = 0;
+		if (json_dumpf(doc, f, JSON_INDENT(1) | JSON_SORT_KEYS) != 0 ||
+		    fputc('\n', f) == EOF || fflush(f) != 0 || fsync(fileno(f)) != 0)
+			rc = errno != 0 ? -errno : -EIO;
+		if (fclose(f) != 0 && rc == 0)
+			rc = -errno;
+	}
+	json_decref(doc);
 	if (rc == 0 && rename(tmp, path) != 0)
 		rc = -errno;
-	free(text);
 	if (rc != 0) {
 		unlink(tmp);
 		return json_util_failrc(rc, err, errlen, "%s: cannot write: %s", path,
