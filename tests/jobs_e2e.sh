@@ -89,6 +89,10 @@ gateway_job_bytes() {
 	local i
 	for i in 0 1 2; do wan_dpctl "$D" "$i" --json stats | jq -r '.memory.job_bytes'; done
 }
+exists() { # JOB: in the daemon's status, with a live epoch
+	"$CTL" status --socket "$D/control.sock" --json |
+		jq -e ".jobs[] | select(.job == $1) | .epoch != null" >/dev/null
+}
 live() { # JOB: live in the daemon's status
 	"$CTL" status --socket "$D/control.sock" --json |
 		jq -e ".jobs[] | select(.job == $1) | .state == \"live\"" >/dev/null
@@ -140,7 +144,7 @@ paste "$D/mem-before" "$D/mem-with" | awk '$2 <= $1 { bad = 1 } END { exit bad }
 	not_ok "job_list by tenant"
 job_as beta delete 2 2>"$D/err"
 rc=$?
-[ $rc = 1 ] && grep -q "no job 2" "$D/err" && live 2 &&
+[ $rc = 1 ] && grep -q "no job 2" "$D/err" && exists 2 &&
 	ok "beta cannot delete acme's job: $(cat "$D/err")" ||
 	not_ok "beta deleting job 2: exit $rc, $(cat "$D/err")"
 job_as beta update 2 '{"algorithm": "ring"}' 2>"$D/err"
@@ -222,9 +226,18 @@ waitall && ok "job 2 after the restart: $ROUNDS more rounds, every result exact"
 	{ not_ok "rounds after the restart"; cat "$D"/w-2-*.out; }
 
 # ---- 6. job_delete: removed from every gateway, its memory freed ----------------------
+workers 2 $((2 * ROUNDS)) 1000000 # still running when the job is deleted
+sleep 2
 out=$(job_as acme delete 2)
 [ "$out" = "job 2 deleted: removed from 3 gateways, 0 to go" ] && ok "acme deleted job 2" ||
 	not_ok "job delete: '$out'"
+if waitall; then
+	not_ok "the workers of the deleted job went on"
+elif grep -q "job 2 was deleted" "$D/w-2-0.out" && grep -q "job 2 was deleted" "$D/w-2-1.out"; then
+	ok "its running workers: rounds refused, then told: $(tail -1 "$D/w-2-0.out")"
+else
+	not_ok "the running workers of job 2: $(cat "$D"/w-2-*.out)"
+fi
 job_as control delete 3 >/dev/null || not_ok "deleting job 3"
 same_mem() { gateway_job_bytes >"$D/mem-after" && cmp -s "$D/mem-before" "$D/mem-after"; }
 wait_for 30 same_mem &&

@@ -335,6 +335,14 @@ waiters_service(struct dmn *m)
 
 	for (int n = m->n_waiters - 1; n >= 0; n--) {
 		struct waiter *w = &m->waiters[n];
+
+		if (w->job < 0) { /* its job was deleted */
+			ctlsrv_reply(m->srv, &w->ref,
+				     ctl_reply_error(true, w->id, ENOENT,
+						     "field 'job': job %u was deleted", w->gone));
+			m->waiters[n] = m->waiters[--m->n_waiters];
+			continue;
+		}
 		const struct table *tb = worker_table(m, w->job, w->worker);
 		bool due = tb != NULL && m->jobs[w->job].live_epoch != w->after;
 

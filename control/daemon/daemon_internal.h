@@ -95,9 +95,10 @@ struct trate {
 /* A worker's long poll: answered when its job's epoch passes `after`, or at `deadline`. */
 struct waiter {
 	struct ctlsrv_ref ref;
-	uint32_t id; /* the request's id */
-	int job;     /* index in the deployment */
-	int worker;  /* index in the job's workers */
+	uint32_t id;   /* the request's id */
+	int job;       /* index in the deployment; -1: deleted (jobs.c), to be answered so */
+	uint32_t gone; /* with job -1: the deleted job's id */
+	int worker;    /* index in the job's workers */
 	uint32_t after;
 	int64_t deadline; /* monotonic ms */
 };

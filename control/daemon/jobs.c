@@ -187,8 +187,8 @@ jobs_service(struct dmn *m)
 		control_log("%s", err);
 }
 
-/* Job i out of the daemon's arrays: its plan, tables and long polls (answered), the jobs
- * after it one place down. */
+/* Job i out of the daemon's arrays: its plan and tables, its long polls marked to be
+ * answered, the jobs after it one place down. */
 static void
 job_drop(struct dmn *m, int i)
 {
@@ -198,11 +198,9 @@ job_drop(struct dmn *m, int i)
 	for (int n = m->n_waiters - 1; n >= 0; n--) {
 		struct waiter *w = &m->waiters[n];
 
-		if (w->job == i) {
-			ctlsrv_reply(m->srv, &w->ref,
-				     ctl_reply_error(true, w->id, ENOENT,
-						     "field 'job': job %u was deleted", id));
-			m->waiters[n] = m->waiters[--m->n_waiters];
+		if (w->job == i) { /* answered by waiters_service(), outside any request */
+			w->job = -1;
+			w->gone = id;
 		} else if (w->job > i) {
 			w->job--;
 		}
