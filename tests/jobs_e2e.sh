@@ -138,9 +138,11 @@ paste "$D/mem-before" "$D/mem-with" | awk '$2 <= $1 { bad = 1 } END { exit bad }
 [ "$(job_as beta list --json | jq '[.jobs[].job] | length')" = 0 ] &&
 	[ "$(job_as acme list --json | jq -c '[.jobs[].job]')" = "[2]" ] &&
 	[ "$(job_as control list --json | jq -c '[.jobs[].job]')" = "[1,2]" ] &&
+	[ "$("$CTL" job list --socket "$D/control.sock" --json | jq -c '[.jobs[].job]')" = "[1,2]" ] &&
+	[ "$(job_as monitor list --json | jq -c '[.jobs[].job]')" = "[1,2]" ] &&
 	[ "$("$CTL" status --socket "$D/control.sock" --json | jq -c '[.jobs[].tenant]')" = \
 		'[null,"acme"]' ] &&
-	ok "job_list: beta sees no job, acme job 2, the operator both" ||
+	ok "job_list: beta sees no job, acme job 2, the operator (TLS, unix socket, monitor) both" ||
 	not_ok "job_list by tenant"
 job_as beta delete 2 2>"$D/err"
 rc=$?
@@ -173,6 +175,7 @@ refuse "beta's job quota (1)" "tenant 'beta' has 1 jobs already, its quota" \
 refuse "a tenant the deployment does not name" "tenant 'gamma' is not in the deployment" \
 	gamma create "$D/job.json"
 refuse "a static job" "job 1 is in the deployment file" control delete 1
+refuse "a monitor certificate" "not for a certificate of role 'monitor'" monitor delete 2
 mkdir "$D/state/jobs.json.tmp" # the state file cannot be written: nothing changes
 refuse "a state directory that cannot be written" "not created: .*jobs.json: cannot write" \
 	control create "$(jq -c '.workers |= map(.port += 3)' "$D/job3.json")"
