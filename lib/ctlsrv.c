@@ -527,6 +527,13 @@ ctlsrv_client_named(const struct ctlsrv_client *cl, const char *name)
 	return cl->st == SLOT_READY && ctltls_peer_named(&cl->cc, name);
 }
 
+int
+ctlsrv_client_tenant(const struct ctlsrv_client *cl, char *out)
+{
+	out[0] = '\0';
+	return cl->st == SLOT_READY ? ctltls_peer_tenant(&cl->cc, out) : 0;
+}
+
 const char *
 ctlsrv_client_peer(const struct ctlsrv_client *cl)
 {

@@ -106,6 +106,10 @@ enum ctltls_role ctlsrv_client_role(const struct ctlsrv_client *cl);
 /** Whether cl's certificate carries name (ctltls_peer_named()); false on the unix socket. */
 bool ctlsrv_client_named(const struct ctlsrv_client *cl, const char *name);
 
+/** cl's tenant (ctltls_peer_tenant()): 1 with the name in out, 0 for none (the unix
+ * socket, a certificate without one), -EINVAL for a certificate that names it badly. */
+int ctlsrv_client_tenant(const struct ctlsrv_client *cl, char *out);
+
 /** cl's peer, "ADDR:PORT" or "local". */
 const char *ctlsrv_client_peer(const struct ctlsrv_client *cl);
 

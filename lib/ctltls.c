@@ -620,3 +620,59 @@ ctltls_peer_named(const struct ctl_conn *c, const char *name)
 			       X509_CHECK_FLAG_NO_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT,
 			       NULL) == 1;
 }
+
+bool
+ctltls_tenant_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > CTLTLS_TENANT_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '_' || s[i] == '-'))
+			return false;
+	return true;
+}
+
+int
+ctltls_peer_tenant(const struct ctl_conn *c, char *out)
+{
+	const size_t plen = strlen(CTLTLS_TENANT_URI);
+	GENERAL_NAMES *names;
+	X509 *x;
+	int found = 0;
+
+	out[0] = '\0';
+	if (c->ops != &tls_ops)
+		return 0;
+	x = SSL_get0_peer_certificate(((struct tls_stream *)c->io)->ssl);
+	names = x != NULL ? X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL) : NULL;
+	for (int i = 0; names != NULL && i < sk_GENERAL_NAME_num(names); i++) {
+		const GENERAL_NAME *gn = sk_GENERAL_NAME_value(names, i);
+		const unsigned char *u;
+		int len;
+
+		if (gn->type != GEN_URI)
+			continue;
+		u = ASN1_STRING_get0_data(gn->d.uniformResourceIdentifier);
+		len = ASN1_STRING_length(gn->d.uniformResourceIdentifier);
+		if (len < (int)plen || memcmp(u, CTLTLS_TENANT_URI, plen) != 0)
+			continue;
+		if (found++ > 0 || len - (int)plen > CTLTLS_TENANT_MAX ||
+		    memchr(u, '\0', (size_t)len) != NULL) {
+			found = -EINVAL;
+			break;
+		}
+		memcpy(out, u + plen, (size_t)len - plen);
+		out[len - (int)plen] = '\0';
+		if (!ctltls_tenant_name_ok(out)) {
+			found = -EINVAL;
+			break;
+		}
+	}
+	GENERAL_NAMES_free(names);
+	if (found < 0)
+		out[0] = '\0';
+	return found;
+}

@@ -196,4 +196,22 @@ enum ctltls_role ctltls_peer_role(const struct ctl_conn *c);
  */
 bool ctltls_peer_named(const struct ctl_conn *c, const char *name);
 
+/** The prefix of the subjectAltName URI that names a certificate's tenant. */
+#define CTLTLS_TENANT_URI "urn:georeduce:tenant:"
+/** Bytes of a tenant's name, without the NUL. */
+#define CTLTLS_TENANT_MAX 63
+
+/**
+ * The tenant that the certificate of c's peer names: its one subjectAltName URI
+ * "urn:georeduce:tenant:NAME" (NAME 1 .. CTLTLS_TENANT_MAX letters, digits, '.', '_' or
+ * '-'), copied into out (CTLTLS_TENANT_MAX + 1 bytes).
+ *
+ * @return  1 with the name, 0 for a certificate without such a URI or a plain socket,
+ *          -EINVAL for several such URIs or a malformed name (out is then "").
+ */
+int ctltls_peer_tenant(const struct ctl_conn *c, char *out);
+
+/** Whether s is a valid tenant name (see ctltls_peer_tenant()). */
+bool ctltls_tenant_name_ok(const char *s);
+
 #endif

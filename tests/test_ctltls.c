@@ -104,6 +104,12 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 	json_object_set_new(r, "role", json_string(ctltls_role_name(ctlsrv_client_role(cl))));
 	json_object_set_new(r, "worker7", json_boolean(ctlsrv_client_named(cl, "worker-7")));
 	json_object_set_new(r, "peer", json_string(ctlsrv_client_peer(cl)));
+	{
+		char t[CTLTLS_TENANT_MAX + 1];
+		int rc = ctlsrv_client_tenant(cl, t);
+
+		json_object_set_new(r, "tenant", rc > 0 ? json_string(t) : json_integer(rc));
+	}
 	return r;
 }
 
@@ -164,7 +170,8 @@ suite_init(void)
 	if (sh("P=scripts/georeduce-pki D=%s; $P ca $D && $P cert $D gw gateway --dns gw "
 	       "--ip 127.0.0.1 && $P cert $D control control && $P cert $D monitor monitor && "
 	       "$P cert $D worker worker --dns worker-7 --dns worker-8 && "
-	       "$P cert $D old control --days -1 && $P ca $D/other && "
+	       "$P cert $D old control --days -1 && $P cert $D acme control --tenant acme && "
+	       "$P ca $D/other && "
 	       "$P cert $D/other control control && $P cert $D rot control && "
 	       "$P cert $D control2 control && cp $D/crl.pem $D/srv-crl.pem && "
 	       "cp $D/crl.pem $D/rot-crl.pem",
@@ -265,6 +272,35 @@ wait_refused(const char *why, long n)
 		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
 	}
 	return false;
+}
+
+/* A certificate's tenant: its URI urn:georeduce:tenant:NAME; none without one. */
+static void
+test_tenant(void)
+{
+	static const char *const bad[] = {"", "a b", "x/y", "t\x01",
+					  "0123456789012345678901234567890123456789"
+					  "012345678901234567890123"};
+	char err[CTL_ERR_MAX];
+	json_t *r = call_as("acme", "ping", err, sizeof(err));
+
+	CHECK(r != NULL && json_is_string(json_object_get(r, "tenant")) &&
+		      strcmp(json_string_value(json_object_get(r, "tenant")), "acme") == 0,
+	      "acme's tenant: %s", err);
+	CHECK(r != NULL && strcmp(json_string_value(json_object_get(r, "role")), "control") == 0,
+	      "acme's role");
+	json_decref(r);
+	r = call_as("control", "ping", err, sizeof(err));
+	CHECK(r != NULL && json_integer_value(json_object_get(r, "tenant")) == 0 &&
+		      json_is_integer(json_object_get(r, "tenant")),
+	      "a certificate without a tenant: %s", err);
+	json_decref(r);
+	CHECK(ctltls_tenant_name_ok("acme.eu-1_x"), "a good name");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(!ctltls_tenant_name_ok(bad[i]), "bad name %zu accepted", i);
+	CHECK(system("scripts/georeduce-pki cert /tmp/no-such-dir x control --tenant 'a b' "
+		     ">/dev/null 2>&1") != 0,
+	      "georeduce-pki took a bad tenant");
 }
 
 static void
@@ -682,6 +718,7 @@ main(void)
 {
 	static const struct testutil_case tests[] = {
 		{ "mutual TLS: roles, names, endpoints, files", test_roles_and_names },
+		{ "a certificate's tenant (its URI)", test_tenant },
 		{ "refusals: CA, expired, role, no certificate, TLS 1.2, plain TCP",
 		  test_refusals },
 		{ "64 idle TCP and 64 idle unix connections lock nobody out", test_idle_flood },

@@ -230,7 +230,7 @@ static const struct bad_case bad_cases[] = {
 	{ "gateways[2].base_port", "65530", "field 'gateways[2].ports'" },
 	{ "gateways[2].ports", "0", "field 'gateways[2].ports'" },
 	{ "gateways[0].mac", "\"x\"", "field 'gateways[0].mac': unknown field" },
-	{ "jobs", "[]", "field 'jobs'" },
+	{ "jobs", "{}", "field 'jobs': expected an array" },
 	{ "jobs[0].id", "\"x\"", "field 'jobs[0].id'" },
 	{ "jobs[0].id", "4294967296", "field 'jobs[0].id'" },
 	{ "jobs[1].id", "1", "field 'jobs[1].id'" },

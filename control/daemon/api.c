@@ -14,6 +14,7 @@
 #include "api.h"
 #include "clock.h"
 #include "daemon_internal.h"
+#include "jobs.h"
 #include "promsrv.h"
 #include "shares.h"
 #include "tls_reload.h"
@@ -126,8 +127,9 @@ causes_json(const uint64_t *n)
 	return o;
 }
 
+/* `status` for a client of tenant t ("": every job; else that tenant's only). */
 static json_t *
-status_json(const struct dmn *m)
+status_json(const struct dmn *m, const char *tenant)
 {
 	json_t *o = json_object(), *gws = json_array(), *jobs = json_array();
 	int64_t t = clock_now_ms();
@@ -183,6 +185,16 @@ status_json(const struct dmn *m)
 				  "elements", (json_int_t)dj->elements);
 		json_t *trees = json_array(), *members = json_array();
 
+		if (!jobs_visible(m, tenant, i)) {
+			json_decref(jo);
+			json_decref(trees);
+			json_decref(members);
+			continue;
+		}
+		json_object_set_new(jo, "source",
+				    json_string(j->spec != NULL ? "api" : "deployment"));
+		json_object_set_new(jo, "tenant",
+				    j->tenant[0] != '\0' ? json_string(j->tenant) : json_null());
 		if (dj->algo == DEPLOY_ALGO_CREW) /* a round completes at this many workers */
 			json_object_set_new(jo, "min_workers",
 					    json_integer(dj->min_workers != 0 ?
@@ -327,6 +339,14 @@ waiters_service(struct dmn *m)
 
 	for (int n = m->n_waiters - 1; n >= 0; n--) {
 		struct waiter *w = &m->waiters[n];
+
+		if (w->job < 0) { /* its job was deleted */
+			ctlsrv_reply(m->srv, &w->ref,
+				     ctl_reply_error(true, w->id, ENOENT,
+						     "field 'job': job %u was deleted", w->gone));
+			m->waiters[n] = m->waiters[--m->n_waiters];
+			continue;
+		}
 		const struct table *tb = worker_table(m, w->job, w->worker);
 		bool due = tb != NULL && m->jobs[w->job].live_epoch != w->after;
 
@@ -390,6 +410,10 @@ op_worker(struct dmn *m, struct ctlsrv_client *cl, const json_t *req, uint32_t i
 			      "the deployment has no worker %u "
 			      "in job %u",
 			      wid, job);
+		if (i == m->d->n_jobs && jobs_was_deleted(m, job))
+			return ctl_reply_error(true, id, ENOENT,
+					       "field 'job': job %u was deleted (worker %u)", job,
+					       wid);
 		return ctl_reply_error(true, id, ENOENT,
 				       i < m->d->n_jobs ?
 					       "field 'worker': job %u has no worker %u" :
@@ -421,8 +445,8 @@ op_worker(struct dmn *m, struct ctlsrv_client *cl, const json_t *req, uint32_t i
 static bool
 role_may(enum ctltls_role role, const char *op)
 {
-	bool reads =
-		strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 || strcmp(op, "status") == 0;
+	bool reads = strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 ||
+		     strcmp(op, "status") == 0 || strcmp(op, "job_list") == 0;
 
 	switch (role) {
 	case CTLTLS_ROLE_WORKER:
@@ -439,7 +463,7 @@ static json_t *
 handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 {
 	struct dmn *m = arg;
-	char err[CTL_ERR_MAX];
+	char err[CTL_ERR_MAX], t[DEPLOY_TENANT_NAME_MAX + 1];
 	const char *op = NULL;
 	uint32_t id = 0, job = 0;
 	json_t *r;
@@ -458,9 +482,13 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 				       "certificate of role '%s'",
 				       op, ctltls_role_name(ctlsrv_client_role(cl)));
 	}
+	if (jobs_is_op(op))
+		return jobs_op(m, cl, op, req, id);
+	if (jobs_client_tenant(cl, t) != 0)
+		return jobs_refuse_tenant(m, cl, id);
 	if (strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 || strcmp(op, "status") == 0) {
 		json_t *res =
-			strcmp(op, "status") == 0  ? status_json(m) :
+			strcmp(op, "status") == 0  ? status_json(m, t) :
 			strcmp(op, "version") == 0 ? json_pack("{s:s,s:i}", "program", PROG,
 							       "protocol", CTL_PROTOCOL_VERSION) :
 						     json_object();
@@ -483,7 +511,7 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 			return ctl_reply_error(true, id, EINVAL, "%s", err);
 		r = json_array();
 		for (int i = 0; i < m->d->n_jobs; i++) {
-			if (one && m->d->jobs[i].id != job)
+			if ((one && m->d->jobs[i].id != job) || !jobs_visible(m, t, i))
 				continue;
 			m->jobs[i].dirty = true;
 			m->jobs[i].cause = CAUSE_REQUESTED;
@@ -492,7 +520,9 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 		}
 		if (json_array_size(r) == 0) {
 			json_decref(r);
-			return ctl_reply_error(true, id, ENOENT, "field 'job': no job %u", job);
+			return one ? ctl_reply_error(true, id, ENOENT, "field 'job': no job %u",
+						     job) :
+				     ctl_reply_error(true, id, ENOENT, "no job to re-plan");
 		}
 		json_t *ok = ctl_reply_ok(id);
 

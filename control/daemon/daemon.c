@@ -22,6 +22,7 @@
 #include "daemon_internal.h"
 #include "epochs.h"
 #include "health.h"
+#include "jobs.h"
 #include "metrics.h"
 #include "promsrv.h"
 #include "rates.h"
@@ -78,7 +79,7 @@ setup(struct dmn *m, sigset_t *old)
 	int n = m->d->n_gateways, rc;
 
 	m->gws = calloc((size_t)n, sizeof(*m->gws));
-	m->jobs = calloc((size_t)m->d->n_jobs, sizeof(*m->jobs));
+	m->jobs = calloc(DEPLOY_JOBS_MAX, sizeof(*m->jobs)); /* with room for the API's */
 	m->link = calloc((size_t)m->d->topo->n_links + 1, sizeof(*m->link));
 	m->lr = calloc(2 * (size_t)m->d->topo->n_links + 1, sizeof(*m->lr));
 	if (m->gws == NULL || m->jobs == NULL || m->link == NULL || m->lr == NULL) {
@@ -86,7 +87,7 @@ setup(struct dmn *m, sigset_t *old)
 		return -ENOMEM;
 	}
 	for (int v = 0; v < n; v++) {
-		m->gws[v].live = calloc((size_t)m->d->n_jobs, sizeof(*m->gws[v].live));
+		m->gws[v].live = calloc(DEPLOY_JOBS_MAX, sizeof(*m->gws[v].live));
 		if (m->gws[v].live == NULL) {
 			control_log("cannot start: out of memory");
 			return -ENOMEM;
@@ -103,6 +104,9 @@ setup(struct dmn *m, sigset_t *old)
 	}
 	for (int i = 0; i < m->d->n_jobs; i++)
 		m->jobs[i].next_epoch = 1;
+	rc = jobs_load(m);
+	if (rc != 0)
+		return rc;
 	mark_all_dirty(m, CAUSE_START, "start");
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
@@ -119,7 +123,7 @@ setup(struct dmn *m, sigset_t *old)
 }
 
 int
-daemon_run(const struct deploy *d, const struct daemon_opts *o)
+daemon_run(struct deploy *d, const struct daemon_opts *o)
 {
 	struct dmn m = {.d = d, .o = o, .sfd = -1, .wfd = -1, .started = clock_now_ms()};
 	sigset_t old;
@@ -137,6 +141,7 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 			int64_t next = clock_now_ms() + o->heartbeat_ms;
 
 			heartbeat_all(&m);
+			jobs_service(&m);
 			m.heartbeats++;
 			links_update(&m);
 			rates_update(&m);
@@ -167,6 +172,7 @@ daemon_run(const struct deploy *d, const struct daemon_opts *o)
 	}
 	free(m.link);
 	free(m.lr);
+	jobs_free(&m);
 	for (int i = 0; m.jobs != NULL && i < d->n_jobs; i++) {
 		jobplan_free(m.jobs[i].live);
 		free(m.jobs[i].rates);

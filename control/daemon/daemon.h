@@ -57,27 +57,37 @@
 #define DAEMON_WAITERS_MAX 1024
 /** The longest a worker's long poll may wait (its "wait_ms"). */
 #define DAEMON_WAIT_MS_MAX 60000
+/** Deleted jobs whose workers are told so (the last ones), and removals from gateways
+ * that did not answer, kept until they do. */
+#define DAEMON_DELETED_MAX 64
+#define DAEMON_REMOVALS_MAX 1024
+/** The file in the state directory that holds the jobs created through the API. */
+#define DAEMON_STATE_FILE "jobs.json"
+#define DAEMON_STATE_FORMAT "georeduce-control-jobs/1"
 
 struct daemon_opts {
-	const char *socket;   /* the daemon's own control socket */
-	const char *listen;   /* its API over TLS, "HOST:PORT"; NULL: the deployment's */
-	const char *metrics;  /* Prometheus metrics at http://ADDR:PORT/metrics; NULL: off */
-	int heartbeat_ms;     /* heartbeat interval, >= 10 */
-	int fail_after;       /* missed heartbeats in a row that fail a gateway, >= 1 */
-	int timeout_ms;       /* how long one call to a dataplane may take */
-	const char *out;      /* if not NULL: write every live epoch's plan and tables
+	const char *socket;    /* the daemon's own control socket */
+	const char *listen;    /* its API over TLS, "HOST:PORT"; NULL: the deployment's */
+	const char *metrics;   /* Prometheus metrics at http://ADDR:PORT/metrics; NULL: off */
+	int heartbeat_ms;      /* heartbeat interval, >= 10 */
+	int fail_after;        /* missed heartbeats in a row that fail a gateway, >= 1 */
+	int timeout_ms;        /* how long one call to a dataplane may take */
+	const char *out;       /* if not NULL: write every live epoch's plan and tables
 				  * there (jobplan_write()), for workers that follow them */
-	struct hyst_cfg hyst; /* re-planning hysteresis and budget */
+	struct hyst_cfg hyst;  /* re-planning hysteresis and budget */
+	const char *state_dir; /* where the API's jobs are kept (DAEMON_STATE_FILE); NULL:
+				* in memory only */
 };
 
 /**
- * Run the daemon on deployment d until SIGINT or SIGTERM (blocked in the calling thread and
+ * Run the daemon on deployment d (to which it adds, and from which it deletes, the jobs of
+ * its API and of its state directory) until SIGINT or SIGTERM (blocked in the calling thread and
  * received through a signalfd). Caller: main, once.
  *
  * @return  0 after a clean stop, or a negative errno if it could not start (its socket is
  *          in use, ...), after logging why.
  */
-int daemon_run(const struct deploy *d, const struct daemon_opts *o);
+int daemon_run(struct deploy *d, const struct daemon_opts *o);
 
 /**
  * What a dataplane's live epochs handed to its link towards gateway `peer`, from the

@@ -96,9 +96,10 @@ struct trate {
 /* A worker's long poll: answered when its job's epoch passes `after`, or at `deadline`. */
 struct waiter {
 	struct ctlsrv_ref ref;
-	uint32_t id; /* the request's id */
-	int job;     /* index in the deployment */
-	int worker;  /* index in the job's workers */
+	uint32_t id;   /* the request's id */
+	int job;       /* index in the deployment; -1: deleted (jobs.c), to be answered so */
+	uint32_t gone; /* with job -1: the deleted job's id */
+	int worker;    /* index in the job's workers */
 	uint32_t after;
 	int64_t deadline; /* monotonic ms */
 };
@@ -134,6 +135,16 @@ struct job {
 	 * Gbit/s; NULL until first computed. */
 	double *share;         /* now */
 	double *planned_share; /* those its latest plan was made with */
+	/* A job created through the API (jobs.c): its job object as created or last updated,
+	 * id included (owned); NULL for a job of the deployment file. */
+	json_t *spec;
+	char tenant[DEPLOY_TENANT_NAME_MAX + 1]; /* its tenant; "" for none */
+};
+
+/* A deleted job's `remove` that a gateway has not acknowledged yet (jobs.c). */
+struct removal {
+	int gw; /* deployment gateway index */
+	uint32_t job;
 };
 
 /*
@@ -158,7 +169,7 @@ struct lrate {
 };
 
 struct dmn {
-	const struct deploy *d;
+	struct deploy *d; /* jobs.c adds and deletes the jobs of the API */
 	const struct daemon_opts *o;
 	struct gw *gws;            /* by deployment gateway (with one per site, by node) */
 	struct jobplan_link *link; /* by topology link: usable, measured capacity */
@@ -177,6 +188,12 @@ struct dmn {
 	bool shares_stale;    /* the jobs' shares of the links must be computed again: set
 			       * with every job marked by mark_all_dirty(), and wherever a job
 			       * comes, goes or changes its weight (shares_update()) */
+	/* jobs.c: the ids of the jobs deleted last (a ring), for their workers' errors, and
+	 * the removals not acknowledged yet, retried every heartbeat */
+	uint32_t deleted[DAEMON_DELETED_MAX];
+	int n_deleted;
+	struct removal removals[DAEMON_REMOVALS_MAX];
+	int n_removals;
 };
 
 /* Topology node v's id. */

@@ -16,6 +16,7 @@
 #include "deploy.h"
 #include "deploy_field.h"
 #include "deploy_job.h"
+#include "deploy_tenant.h"
 #include "jsonutil.h"
 #include "wire.h"
 
@@ -376,8 +377,8 @@ parse_tls(struct dctx *c, const json_t *root, struct deploy *d)
 struct deploy *
 deploy_parse(const char *text, const char *src, char *err, size_t errlen)
 {
-	static const char *const known[] = {"format", "topology", "gateways", "jobs",
-					    "name",   "tls",      "protected"};
+	static const char *const known[] = {"format", "topology", "gateways",  "jobs",
+					    "name",   "tls",      "protected", "tenants"};
 	struct dctx c = {
 		.js = {.src = src != NULL ? src : "<string>", .err = err, .errlen = errlen}};
 	struct deploy *d = NULL;
@@ -436,6 +437,8 @@ deploy_parse(const char *text, const char *src, char *err, size_t errlen)
 		rc = parse_protected(&c, root, d);
 	if (rc == 0)
 		rc = deploy_parse_jobs(&c, root, d);
+	if (rc == 0)
+		rc = deploy_parse_tenants(&c, root, d);
 out:
 	json_decref(root);
 	if (rc != 0) {
@@ -468,6 +471,7 @@ deploy_free(struct deploy *d)
 	for (int i = 0; i < d->n_jobs; i++)
 		free(d->jobs[i].workers);
 	free(d->jobs);
+	free(d->tenants);
 	free(d->gateways);
 	free(d->sealed_links);
 	free(d->node_gw);

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "plan.h"
 #include "table.h"
 #include "topo.h"
@@ -124,6 +126,19 @@ struct deploy_job {
 	struct deploy_worker *workers; /* in file order */
 };
 
+/** Tenants of one deployment (docs/DEPLOYMENT.md, "Tenants"). */
+#define DEPLOY_TENANTS_MAX 1024
+/** Bytes of a tenant's name, without the NUL (CTLTLS_TENANT_MAX). */
+#define DEPLOY_TENANT_NAME_MAX 63
+
+/** A tenant and its quotas over the jobs created through the control API in its name. */
+struct deploy_tenant {
+	char name[DEPLOY_TENANT_NAME_MAX + 1];
+	uint32_t jobs;  /* jobs at once; 0: no limit */
+	uint64_t slots; /* the sum of its jobs' slot caps (slots.max); 0: no limit */
+	double weight;  /* the sum of its jobs' WAN weights; 0: no limit */
+};
+
 /** The control process's TLS (docs/DEPLOYMENT.md, "Certificates"); files resolved. */
 struct deploy_tls {
 	bool on;                        /* the deployment has a "tls" object */
@@ -149,7 +164,10 @@ struct deploy {
 	int *node_gw;  /* by node: the index of its first gateway */
 	int *node_ngw; /* by node: how many it has, 1 .. 16 */
 	int n_jobs;
-	struct deploy_job *jobs;
+	struct deploy_job *jobs; /* room for DEPLOY_JOBS_MAX: the file's, then the daemon
+				  * adds those created through its API */
+	int n_tenants;
+	struct deploy_tenant *tenants; /* the file's "tenants", sorted by name; NULL if none */
 	/* Protected links (docs/DEPLOYMENT.md, "protected"): the AEAD their frames are
 	 * sealed with, 0 if none is protected, and per topology link whether it is. */
 	enum table_aead seal_aead;
@@ -177,6 +195,21 @@ void deploy_free(struct deploy *d);
 
 /** "mtree", "ring", "single-tree", "crew", "selmcast", "blueconnect", or NULL. */
 const char *deploy_algo_name(enum deploy_algo a);
+
+/**
+ * Parse one job object, in the syntax of an item of the file's "jobs", against d's
+ * topology, gateways and protected links, as a job of d beside d->jobs other than
+ * d->jobs[skip] (-1: all; its id must differ from theirs). Errors name the field as
+ * "SRC: field 'PATH.KEY': ...".
+ *
+ * @param out  Receives the job (its workers allocated: free them with free()).
+ * @return     0, or -EINVAL with err filled (-ENOMEM when out of memory).
+ */
+int deploy_job_parse(const struct deploy *d, const json_t *job, int skip, const char *src,
+		     const char *path, struct deploy_job *out, char *err, size_t errlen);
+
+/** The tenant named name, or NULL. */
+const struct deploy_tenant *deploy_tenant_find(const struct deploy *d, const char *name);
 
 /** Number of workers job j has at node v. */
 int deploy_job_workers_at(const struct deploy_job *j, int v);

@@ -3,6 +3,7 @@
  * The deployment parser's jobs (deploy_job.h): each job's algorithm and options, workers,
  * slots and tensor, checked against the gateways and the protected links read before them.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -455,10 +456,33 @@ parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d,
 int
 deploy_parse_jobs(struct dctx *c, const json_t *root, struct deploy *d)
 {
-	size_t n = json_array_size(json_object_get(root, "jobs"));
-
-	d->jobs = calloc(n > 0 ? n : 1, sizeof(*d->jobs));
+	/* Room for the jobs the control process's API adds beside the file's. */
+	d->jobs = calloc(DEPLOY_JOBS_MAX, sizeof(*d->jobs));
 	if (d->jobs == NULL)
 		return json_util_field_fail(&c->js, "", "jobs", "out of memory");
-	return dctx_each_item(c, root, "jobs", DEPLOY_JOBS_MAX, true, d, parse_job);
+	return dctx_each_item(c, root, "jobs", DEPLOY_JOBS_MAX, false, d, parse_job);
+}
+
+int
+deploy_job_parse(const struct deploy *d, const json_t *job, int skip, const char *src,
+		 const char *path, struct deploy_job *out, char *err, size_t errlen)
+{
+	struct dctx c = {.js = {.src = src, .err = err, .errlen = errlen},
+			 .seal_room = d->seal_aead != 0 ? WIRE_SEAL_OVERHEAD : 0};
+	struct deploy tmp = *d; /* the others, read for their ids; the new one last */
+	int n = 0, rc;
+
+	tmp.jobs = calloc(DEPLOY_JOBS_MAX + 1, sizeof(*tmp.jobs));
+	if (tmp.jobs == NULL)
+		return json_util_failrc(-ENOMEM, err, errlen, "%s: out of memory", src);
+	for (int i = 0; i < d->n_jobs; i++)
+		if (i != skip)
+			tmp.jobs[n++] = d->jobs[i];
+	rc = parse_job(&c, job, path, &tmp, n);
+	if (rc == 0)
+		*out = tmp.jobs[n];
+	else
+		free(tmp.jobs[n].workers);
+	free(tmp.jobs);
+	return rc;
 }

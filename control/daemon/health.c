@@ -121,40 +121,44 @@ heartbeat(struct dmn *m, struct gw *g, bool *gone)
 	return true;
 }
 
+void
+gateway_sync_job(struct dmn *m, int v, int i)
+{
+	struct job *j = &m->jobs[i];
+	char err[CTL_ERR_MAX];
+	json_t *r = install_call(&m->gws[v].conn, "dump",
+				 json_pack("{s:I}", "job", (json_int_t)m->d->jobs[i].id),
+				 m->o->timeout_ms, err, sizeof(err));
+	json_t *item;
+	size_t k;
+
+	json_decref(m->gws[v].live[i]);
+	m->gws[v].live[i] = NULL;
+	json_array_foreach (json_object_get(r, "tables"), k, item) {
+		json_t *tb = json_object_get(item, "table");
+		json_t *e = json_object_get(json_is_object(tb) ? tb : item, "epoch");
+		const char *st = json_string_value(json_object_get(item, "state"));
+
+		if (st != NULL && strcmp(st, "live") == 0 && json_is_object(tb)) {
+			json_decref(m->gws[v].live[i]);
+			m->gws[v].live[i] = json_incref(tb);
+		}
+
+		if (json_is_integer(e) && json_integer_value(e) >= j->next_epoch &&
+		    json_integer_value(e) < UINT32_MAX)
+			j->next_epoch = (uint32_t)json_integer_value(e) + 1;
+	}
+	json_decref(r);
+}
+
 /* Raise every job's next epoch above what gateway v holds (live, draining or staged), so
  * that a restarted daemon never offers an epoch the dataplane has seen; keep the live
  * tables, which a restarted daemon may take over (adopt()). */
 static void
 sync_epochs(struct dmn *m, int v)
 {
-	char err[CTL_ERR_MAX];
-
-	for (int i = 0; i < m->d->n_jobs; i++) {
-		struct job *j = &m->jobs[i];
-		json_t *r = install_call(&m->gws[v].conn, "dump",
-					 json_pack("{s:I}", "job", (json_int_t)m->d->jobs[i].id),
-					 m->o->timeout_ms, err, sizeof(err));
-		json_t *item;
-		size_t k;
-
-		json_decref(m->gws[v].live[i]);
-		m->gws[v].live[i] = NULL;
-		json_array_foreach (json_object_get(r, "tables"), k, item) {
-			json_t *tb = json_object_get(item, "table");
-			json_t *e = json_object_get(json_is_object(tb) ? tb : item, "epoch");
-			const char *st = json_string_value(json_object_get(item, "state"));
-
-			if (st != NULL && strcmp(st, "live") == 0 && json_is_object(tb)) {
-				json_decref(m->gws[v].live[i]);
-				m->gws[v].live[i] = json_incref(tb);
-			}
-
-			if (json_is_integer(e) && json_integer_value(e) >= j->next_epoch &&
-			    json_integer_value(e) < UINT32_MAX)
-				j->next_epoch = (uint32_t)json_integer_value(e) + 1;
-		}
-		json_decref(r);
-	}
+	for (int i = 0; i < m->d->n_jobs; i++)
+		gateway_sync_job(m, v, i);
 }
 
 void

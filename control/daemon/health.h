@@ -14,6 +14,10 @@
 /** Mark gateway v down (logged with why) and every job for a new epoch without it. */
 void gateway_down(struct dmn *m, int v, const char *why);
 
+/** Raise job i's next epoch above what gateway v holds of it (live, draining or staged)
+ * and keep its live table there for adopt(), from the gateway's `dump`. */
+void gateway_sync_job(struct dmn *m, int v, int i);
+
 /** The probe round trip from node v to node u: of the first pair of their gateways (v's
  * up) that has one; -1 if none has. The pairs share the link and its queue. */
 double probe_rtt_ms(const struct dmn *m, int v, int u);

@@ -10,6 +10,7 @@
  *                            [--watch [--interval S] [--count N]]
  *   georeduce-control replan [--socket PATH|tls://HOST:PORT] [--timeout-ms N] [JOB]
  *   georeduce-control reload-tls [--socket PATH|tls://HOST:PORT] [--timeout-ms N]
+ *   georeduce-control job create|update|delete|list ... (jobcli.h)
  * (with a tls:// endpoint: --cert FILE --key FILE --ca FILE [--server-name NAME])
  *
  * Exit status: 0 success; 1 valid input on which the work failed (no plan fits, the daemon
@@ -36,10 +37,12 @@
 #include "daemon.h"
 #include "deploy.h"
 #include "install.h"
+#include "jobcli.h"
 #include "jobplan.h"
 #include "jsonutil.h"
 #include "promsrv.h"
 #include "shares.h"
+#include "status_print.h"
 #include "tls_opts.h"
 
 #define PROG "georeduce-control"
@@ -65,6 +68,7 @@ usage(FILE *f)
 		"      that follow their gateway's table. --listen serves the API over TLS\n"
 		"      (default: the deployment's tls.listen). --metrics serves Prometheus\n"
 		"      metrics at http://ADDR:PORT/metrics (docs/METRICS.md) [off].\n"
+		"      --state-dir DIR keeps the jobs created through the API [none: memory].\n"
 		"      SIGINT/SIGTERM stop it. Re-planning without churn (docs/DEPLOYMENT.md):\n"
 		"      --min-epoch-ms N  an epoch lives N ms before a measurement or a return\n"
 		"                        replaces it [%d]\n"
@@ -84,9 +88,10 @@ usage(FILE *f)
 		"      ask the running daemon to plan and install a new epoch of JOB (or all)\n"
 		"  reload-tls [--socket PATH] [--timeout-ms N]\n"
 		"      have the running daemon read its TLS files again, as SIGHUP does\n"
+		"%s"
 		"\n"
 		"  --socket PATH   the daemon's control socket        [" DAEMON_SOCKET_DEFAULT "]\n"
-		"                  or, for status and replan, tls://HOST:PORT (its --listen)\n"
+		"                  or, for status, replan and job, tls://HOST:PORT (its --listen)\n"
 		"  --cert FILE, --key FILE, --ca FILE  with tls://: a certificate of role\n"
 		"                  control (monitor: status only), its key, the CA\n"
 		"  --crl FILE      with tls://: the CA's CRL; a revoked daemon certificate\n"
@@ -96,7 +101,7 @@ usage(FILE *f)
 		"docs/DEPLOYMENT.md describes the deployment file.\n",
 		DAEMON_HEARTBEAT_MS_DEFAULT, DAEMON_FAIL_AFTER_DEFAULT, DAEMON_TIMEOUT_MS_DEFAULT,
 		HYST_MIN_EPOCH_MS_DEFAULT, HYST_SHORT_MS_DEFAULT, HYST_SHORT_SAMPLES_DEFAULT,
-		HYST_REPLANS_PER_MIN_DEFAULT, HYST_FAILURE_REPLANS_PER_MIN_DEFAULT);
+		HYST_REPLANS_PER_MIN_DEFAULT, HYST_FAILURE_REPLANS_PER_MIN_DEFAULT, JOBCLI_USAGE);
 }
 
 struct opts {
@@ -106,6 +111,7 @@ struct opts {
 	struct tls_opts tls_opts; /* status, replan, reload-tls: --cert, --key, --ca, --crl,
 				   * --server-name */
 	const char *out;
+	const char *state_dir; /* run: --state-dir */
 	uint32_t epoch;
 	int heartbeat_ms, fail_after, timeout_ms;
 	int hyst[5]; /* run: the HYST_OPTS, in their order */
@@ -146,6 +152,7 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		{"interval", required_argument, NULL, 'I'},
 		{"count", required_argument, NULL, 'c'},
 		{"metrics", required_argument, NULL, 'M'},
+		{"state-dir", required_argument, NULL, 'D'},
 		{"min-epoch-ms", required_argument, NULL, 'm'},
 		{"short-ms", required_argument, NULL, 'S'},
 		{"short-samples", required_argument, NULL, 'n'},
@@ -156,8 +163,9 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 	};
 	/* Which options each command takes. */
 	const char *allowed = strcmp(cmd, "tables") == 0 ? "oeiJt" :
-			      strcmp(cmd, "run") == 0    ? "sHftolMmSnRF" :
+			      strcmp(cmd, "run") == 0    ? "sHftolMmSnRFD" :
 			      strcmp(cmd, "status") == 0 ? "sjtCKALNwIc" :
+			      strcmp(cmd, "job") == 0    ? "sjtCKALN" :
 							   "stCKALN";
 	bool watch_opts = false;
 	uint64_t v;
@@ -192,11 +200,15 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		switch (c) {
 		case 's':
 		case 'o':
+		case 'D':
 			if (optarg[0] == '\0') {
-				cli_error(PROG, "--%s: empty path", c == 's' ? "socket" : "out");
+				cli_error(PROG, "--%s: empty path",
+					  c == 's' ? "socket" :
+					  c == 'o' ? "out" :
+						     "state-dir");
 				return -1;
 			}
-			*(c == 's' ? &o->socket : &o->out) = optarg;
+			*(c == 's' ? &o->socket : c == 'o' ? &o->out : &o->state_dir) = optarg;
 			break;
 		case 'e':
 			if (cli_uint(PROG, "--epoch", optarg, 0, UINT32_MAX, &v) < 0)
@@ -398,6 +410,7 @@ cmd_run(const struct opts *o)
 		.fail_after = o->fail_after,
 		.timeout_ms = o->timeout_ms,
 		.out = o->out,
+		.state_dir = o->state_dir,
 		.hyst = {.min_epoch_ms = o->hyst[0],
 			 .short_ms = o->hyst[1],
 			 .short_samples = o->hyst[2],
@@ -490,130 +503,7 @@ call_daemon(const struct opts *o, const char *op, json_t *args, int *status)
 	return r;
 }
 
-/* A number or "-" for null, into buf. */
-static const char *
-num(const json_t *v, const char *fmt, char *buf, size_t len)
-{
-	if (json_is_number(v))
-		snprintf(buf, len, fmt, json_number_value(v));
-	else
-		snprintf(buf, len, "-");
-	return buf;
-}
-
-/* num() of field key of object o into the char array b. */
-#define NUM(o, key, fmt, b) num(json_object_get((o), (key)), (fmt), (b), sizeof(b))
-
-/* "HEAD cause n, cause n" of an object of counts by cause; nothing if it is empty. */
-static void
-print_causes(const char *head, const json_t *o)
-{
-	const char *k;
-	json_t *v;
-	int n = 0;
-
-	json_object_foreach ((json_t *)o, k, v)
-		printf("%s %s %" JSON_INTEGER_FORMAT, n++ == 0 ? head : ",", k,
-		       json_integer_value(v));
-}
-
-static void
-print_status(const json_t *r)
-{
-	const json_t *g, *j, *t, *n;
-	char a[32], b[32], c[32], e[32], f[32];
-	size_t i, k;
-
-	printf("deployment %s, topology %s, up %s s, heartbeat %" JSON_INTEGER_FORMAT
-	       " ms, a gateway fails after %" JSON_INTEGER_FORMAT " missed\n",
-	       json_string_value(json_object_get(r, "deployment")),
-	       json_string_value(json_object_get(r, "topology")), NUM(r, "uptime_s", "%.1f", a),
-	       json_integer_value(json_object_get(r, "heartbeat_ms")),
-	       json_integer_value(json_object_get(r, "fail_after")));
-	printf("\ngateways\n  %-16s %5s %-15s %-7s %14s %8s %9s %9s\n", "gateway", "id", "ipv4",
-	       "state", "last heartbeat", "rtt ms", "rx Gbit/s", "tx Gbit/s");
-	json_array_foreach (json_object_get(r, "gateways"), i, g) {
-		n = json_object_get(g, "last_heartbeat_ms_ago");
-		printf("  %-16s %5" JSON_INTEGER_FORMAT " %-15s %-7s %11s ms %8s %9s %9s\n",
-		       json_string_value(json_object_get(g, "name")),
-		       json_integer_value(json_object_get(g, "id")),
-		       json_string_value(json_object_get(g, "ipv4")),
-		       json_string_value(json_object_get(g, "state")),
-		       json_is_integer(n) ? (snprintf(e, sizeof(e), "%" JSON_INTEGER_FORMAT,
-						      json_integer_value(n)),
-					     e) :
-					    "-",
-		       NUM(g, "rtt_ms", "%.1f", a), NUM(g, "rx_gbps", "%.4f", b),
-		       NUM(g, "tx_gbps", "%.4f", c));
-		if (json_is_string(json_object_get(g, "error")))
-			printf("    %s\n", json_string_value(json_object_get(g, "error")));
-	}
-	printf("\nlinks\n  %-16s %-16s %11s %11s %9s %9s %11s\n", "from", "to", "plan Gb/s",
-	       "meas. Gb/s", "rtt ms", "min ms", "cap. Gb/s");
-	json_array_foreach (json_object_get(r, "links"), i, n) {
-		json_array_foreach (json_object_get(n, "directions"), k, g) {
-			const json_t *mf = json_object_get(g, "measured_for_s");
-
-			printf("  %-16s %-16s %11s %11s %9s %9s %11s%s%s\n",
-			       json_string_value(json_object_get(g, "from")),
-			       json_string_value(json_object_get(g, "to")),
-			       NUM(g, "planned_gbps", "%.4f", a), NUM(g, "gbps", "%.4f", b),
-			       NUM(g, "rtt_ms", "%.1f", c), NUM(g, "base_rtt_ms", "%.1f", e),
-			       NUM(g, "capacity_gbps", "%.4f", f),
-			       json_is_true(json_object_get(n, "up")) ? "" : " (down)",
-			       json_is_number(mf) ? " (measured)" : "");
-		}
-	}
-	printf("\njobs\n");
-	json_array_foreach (json_object_get(r, "jobs"), i, j) {
-		printf("  job %" JSON_INTEGER_FORMAT " (%s, %s x %" JSON_INTEGER_FORMAT,
-		       json_integer_value(json_object_get(j, "job")),
-		       json_string_value(json_object_get(j, "algorithm")),
-		       json_string_value(json_object_get(j, "dtype")),
-		       json_integer_value(json_object_get(j, "elements")));
-		if (json_is_integer(json_object_get(j, "min_workers")))
-			printf(", complete at %" JSON_INTEGER_FORMAT " workers",
-			       json_integer_value(json_object_get(j, "min_workers")));
-		printf("): ");
-		if (!json_is_integer(json_object_get(j, "epoch"))) {
-			printf("%s\n", json_string_value(json_object_get(j, "state")));
-		} else {
-			printf("epoch %" JSON_INTEGER_FORMAT " %s on",
-			       json_integer_value(json_object_get(j, "epoch")),
-			       json_string_value(json_object_get(j, "state")));
-			json_array_foreach (json_object_get(j, "gateways"), k, n)
-				printf(" %s", json_string_value(n));
-			printf(" (%" JSON_INTEGER_FORMAT " workers), %s Gbit/s planned, predicted "
-			       "%s s\n",
-			       json_integer_value(json_object_get(j, "workers")),
-			       NUM(j, "rate_gbps", "%.4f", a),
-			       NUM(j, "predicted_seconds", "%.4f", b));
-			printf("    %4s %-16s %12s %7s %10s %12s %12s\n", "tree", "root",
-			       "rate Gbit/s", "share", "height ms", "meas. Gb/s", "root rx Gb/s");
-		}
-		json_array_foreach (json_object_get(j, "trees"), k, t)
-			printf("    %4" JSON_INTEGER_FORMAT " %-16s %12s %7s %10s %12s %12s\n",
-			       json_integer_value(json_object_get(t, "tree")),
-			       json_string_value(json_object_get(t, "root")),
-			       NUM(t, "rate_gbps", "%.4f", a), NUM(t, "share", "%.4f", b),
-			       NUM(t, "height_ms", "%.2f", c), NUM(t, "measured_gbps", "%.4f", f),
-			       NUM(t, "root_rx_gbps", "%.4f", e));
-		printf("    re-plans");
-		print_causes(":", json_object_get(j, "replans"));
-		print_causes("; held back:", json_object_get(j, "replans_held"));
-		print_causes("; unchanged:", json_object_get(j, "replans_unchanged"));
-		printf("; %" JSON_INTEGER_FORMAT " in the last minute%s\n",
-		       json_integer_value(json_object_get(j, "replans_last_minute")),
-		       json_is_number(json_object_get(j, "replan_held_for_s")) ? ", one held" : "");
-		if (json_is_string(json_object_get(j, "error")))
-			printf("    last error: %s\n",
-			       json_string_value(json_object_get(j, "error")));
-	}
-}
-
 /* ---- status --watch ---- */
-
-#define WATCH_BAR 20
 
 static volatile sig_atomic_t watch_stop;
 
@@ -622,175 +512,6 @@ watch_signal(int sig)
 {
 	(void)sig;
 	watch_stop = 1;
-}
-
-/* A bar of WATCH_BAR cells, the fraction f (clamped to [0, 1]) of them filled. */
-static const char *
-bar(double f, char buf[WATCH_BAR + 3])
-{
-	int k = !isfinite(f) || f < 0 ? 0 : f > 1 ? WATCH_BAR : (int)(f * WATCH_BAR + 0.5);
-
-	buf[0] = '[';
-	for (int i = 0; i < WATCH_BAR; i++)
-		buf[1 + i] = i < k ? '#' : '-';
-	buf[WATCH_BAR + 1] = ']';
-	buf[WATCH_BAR + 2] = '\0';
-	return buf;
-}
-
-/* The number of field key of o, or def where it is not a number. */
-static double
-numv(const json_t *o, const char *key, double def)
-{
-	const json_t *v = json_object_get(o, key);
-
-	return json_is_number(v) ? json_number_value(v) : def;
-}
-
-static const char *
-strv(const json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-
-	return s != NULL ? s : "?";
-}
-
-/* One screen of the watch: each line ends with eol (clear to its end on a terminal). */
-static void
-print_watch(FILE *f, const json_t *r, const struct opts *o, int refresh, const char *eol)
-{
-	const json_t *g, *j, *t, *n, *d, *rd;
-	char a[32], b[32], c[32], e[32], br[WATCH_BAR + 3], when[32];
-	size_t i, k;
-	int up = 0, down = 0, other = 0;
-	time_t now = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&now, &tm);
-	strftime(when, sizeof(when), "%H:%M:%S UTC", &tm);
-	fprintf(f, "georeduce-control status --watch: %s, refresh %d every %g s, %s%s\n", o->socket,
-		refresh, o->interval_s, when, eol);
-	fprintf(f, "deployment %s, topology %s, control process up %s s%s\n", strv(r, "deployment"),
-		strv(r, "topology"), NUM(r, "uptime_s", "%.1f", a), eol);
-	json_array_foreach (json_object_get(r, "gateways"), i, g) {
-		const char *st = strv(g, "state");
-
-		if (strcmp(st, "up") == 0)
-			up++;
-		else if (strcmp(st, "down") == 0)
-			down++;
-		else
-			other++;
-	}
-	fprintf(f, "%s\n", eol);
-	fprintf(f, "gateways: %d up, %d down, %d not heard from yet%s\n", up, down, other, eol);
-	fprintf(f, "  %-16s %-7s %8s %10s %10s %10s %9s  %s%s\n", "gateway", "state", "rtt ms",
-		"rx Gbit/s", "tx Gbit/s", "dropped", "drops/s", "top drop reasons", eol);
-	json_array_foreach (json_object_get(r, "gateways"), i, g) {
-		const char *reason, *top[2] = {NULL, NULL};
-		json_int_t topn[2] = {0, 0};
-		char why[160] = "";
-		json_t *v;
-
-		json_object_foreach (json_object_get(g, "drops"), reason, v) {
-			json_int_t x = json_integer_value(v);
-
-			if (x > topn[0]) {
-				top[1] = top[0];
-				topn[1] = topn[0];
-				top[0] = reason;
-				topn[0] = x;
-			} else if (x > topn[1]) {
-				top[1] = reason;
-				topn[1] = x;
-			}
-		}
-		if (top[0] != NULL &&
-		    snprintf(why, sizeof(why), "%.60s %" JSON_INTEGER_FORMAT "%s%.60s%s", top[0],
-			     topn[0], top[1] != NULL ? ", " : "", top[1] != NULL ? top[1] : "",
-			     top[1] != NULL ? " ..." : "") >= (int)sizeof(why))
-			why[sizeof(why) - 1] = '\0';
-		fprintf(f, "  %-16s %-7s %8s %10s %10s %10s %9s  %s%s\n", strv(g, "name"),
-			strv(g, "state"), NUM(g, "rtt_ms", "%.1f", a), NUM(g, "rx_gbps", "%.4f", b),
-			NUM(g, "tx_gbps", "%.4f", c), NUM(g, "dropped", "%.0f", e),
-			num(json_object_get(g, "drops_per_s"), "%.1f", br, sizeof(br)), why, eol);
-	}
-	fprintf(f, "%s\n", eol);
-	fprintf(f, "jobs%s\n", eol);
-	json_array_foreach (json_object_get(r, "jobs"), i, j) {
-		double measured = 0;
-		bool any_measured = false;
-
-		if (!json_is_integer(json_object_get(j, "epoch"))) {
-			fprintf(f, "  job %" JSON_INTEGER_FORMAT " (%s): %s%s\n",
-				json_integer_value(json_object_get(j, "job")), strv(j, "algorithm"),
-				strv(j, "state"), eol);
-			if (json_is_string(json_object_get(j, "error")))
-				fprintf(f, "    last error: %s%s\n", strv(j, "error"), eol);
-			continue;
-		}
-		json_array_foreach (json_object_get(j, "trees"), k, t) {
-			if (json_is_number(json_object_get(t, "measured_gbps"))) {
-				measured += numv(t, "measured_gbps", 0);
-				any_measured = true;
-			}
-		}
-		fprintf(f,
-			"  job %" JSON_INTEGER_FORMAT " (%s, %s): epoch %" JSON_INTEGER_FORMAT
-			" %s for %s s, %" JSON_INTEGER_FORMAT " workers, %s Gbit/s planned, "
-			"%s measured%s\n",
-			json_integer_value(json_object_get(j, "job")), strv(j, "algorithm"),
-			strv(j, "dtype"), json_integer_value(json_object_get(j, "epoch")),
-			strv(j, "state"), NUM(j, "live_for_s", "%.1f", a),
-			json_integer_value(json_object_get(j, "workers")),
-			NUM(j, "rate_gbps", "%.4f", b),
-			any_measured ? (snprintf(c, sizeof(c), "%.4f", measured), c) : "-", eol);
-		rd = json_object_get(j, "rounds");
-		if (json_is_object(rd)) {
-			double done = numv(rd, "completed", 0);
-			double whole = floor(done + 1e-9);
-
-			fprintf(f,
-				"    rounds: %.0f done, round %.0f %s %3.0f%%, "
-				"%" JSON_INTEGER_FORMAT
-				" chunks in flight (of %" JSON_INTEGER_FORMAT " a round)%s\n",
-				whole, whole + 1, bar(done - whole, br), 100 * (done - whole),
-				json_integer_value(json_object_get(rd, "chunks_in_flight")),
-				json_integer_value(json_object_get(rd, "chunks_per_round")), eol);
-		} else {
-			fprintf(f, "    rounds: -%s\n", eol);
-		}
-		json_array_foreach (json_object_get(j, "trees"), k, t) {
-			double p = numv(t, "rate_gbps", 0), m = numv(t, "measured_gbps", -1);
-
-			fprintf(f,
-				"    tree %-3" JSON_INTEGER_FORMAT " root %-16s %10s planned %10s "
-				"measured %s%s\n",
-				json_integer_value(json_object_get(t, "tree")), strv(t, "root"),
-				NUM(t, "rate_gbps", "%.4f", a), NUM(t, "measured_gbps", "%.4f", b),
-				m >= 0 && p > 0 ? bar(m / p, br) : "", eol);
-		}
-		if (json_is_string(json_object_get(j, "error")))
-			fprintf(f, "    last error: %s%s\n", strv(j, "error"), eol);
-	}
-	fprintf(f, "%s\n", eol);
-	fprintf(f, "links (Gbit/s, measured against planned)%s\n", eol);
-	fprintf(f, "  %-16s %-16s %10s %10s %10s  %-*s%s\n", "from", "to", "planned", "measured",
-		"capacity", WATCH_BAR + 2, "", eol);
-	json_array_foreach (json_object_get(r, "links"), i, n) {
-		json_array_foreach (json_object_get(n, "directions"), k, d) {
-			double p = numv(d, "planned_gbps", 0), m = numv(d, "gbps", -1);
-
-			fprintf(f, "  %-16s %-16s %10s %10s %10s  %s%s%s%s\n", strv(d, "from"),
-				strv(d, "to"), NUM(d, "planned_gbps", "%.4f", a),
-				NUM(d, "gbps", "%.4f", b), NUM(d, "capacity_gbps", "%.4f", c),
-				p > 0 && m >= 0 ? bar(m / p, br) : "",
-				json_is_true(json_object_get(n, "up")) ? "" : " down",
-				json_is_number(json_object_get(d, "measured_for_s")) ? " measured" :
-										       "",
-				eol);
-		}
-	}
 }
 
 /*
@@ -859,7 +580,8 @@ cmd_watch(const struct opts *o)
 					fprintf(f, "\033[H");
 				else if (refresh > 1)
 					fprintf(f, "\n");
-				print_watch(f, r, o, refresh, tty ? "\033[K" : "");
+				status_print_watch(f, r, o->socket, o->interval_s, refresh,
+						   tty ? "\033[K" : "");
 				if (tty)
 					fprintf(f, "\033[J");
 				if (fclose(f) == 0)
@@ -910,7 +632,7 @@ cmd_status(const struct opts *o)
 		json_object_del(r, "ok");
 		json_util_dump(r, stdout);
 	} else {
-		print_status(r);
+		status_print(r);
 	}
 	json_decref(r);
 	return 0;
@@ -961,6 +683,13 @@ cmd_reload_tls(const struct opts *o)
 	return 0;
 }
 
+/* jobcli_run()'s call: one call to the daemon. */
+static json_t *
+job_call(const void *ctx, const char *op, json_t *args, int *status)
+{
+	return call_daemon(ctx, op, args, status);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -988,7 +717,8 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(cmd, "tables") != 0 && strcmp(cmd, "run") != 0 && strcmp(cmd, "status") != 0 &&
-	    strcmp(cmd, "replan") != 0 && strcmp(cmd, "reload-tls") != 0) {
+	    strcmp(cmd, "replan") != 0 && strcmp(cmd, "reload-tls") != 0 &&
+	    strcmp(cmd, "job") != 0) {
 		cli_error(PROG, "unknown command '%s' (see --help)", cmd);
 		return CLI_EXIT_USAGE;
 	}
@@ -1003,5 +733,7 @@ main(int argc, char **argv)
 		return cmd_status(&o);
 	if (strcmp(cmd, "reload-tls") == 0)
 		return cmd_reload_tls(&o);
+	if (strcmp(cmd, "job") == 0)
+		return jobcli_run(o.n_args, o.args, o.json, job_call, &o);
 	return cmd_replan(&o);
 }

@@ -365,6 +365,45 @@ int gr_join_reload_tls(struct gr_join *j, char *err, size_t errlen);
 void gr_join_close(struct gr_join *j);
 
 /**
+ * Where and as whom a launcher reaches the control process to create, change and delete
+ * jobs (gr_job_create(); docs/CONTROL.md, "Jobs through the API").
+ */
+struct gr_control_opts {
+	const char *control; /* "tls://HOST:PORT" (its API), or its unix socket path */
+	const char *cert;    /* for tls://: a certificate of role control (naming the
+				  * launcher's tenant, if any), its key and the CA */
+	const char *key;
+	const char *ca;
+	const char *server_name; /* the name the control process's certificate carries;
+				  * NULL: "control" */
+	int timeout_ms;          /* connecting and the answer; 0: GR_JOIN_TIMEOUT_MS */
+	const char *crl;         /* for tls://: the CA's CRL (a revoked control certificate is
+				  * refused); NULL: none */
+};
+
+/**
+ * Create a job (`job_create`): job is a JSON job object as an item of the deployment
+ * file's "jobs" (docs/DEPLOYMENT.md); without an "id", the control process gives one. Its
+ * first epoch is then planned and installed; workers join it with gr_join_open().
+ *
+ * @param id   Receives the job's id.
+ * @return     0, or a negative errno with the control process's one line in err: -EINVAL
+ *             (a field, named), -EDQUOT (a tenant's quota), -EEXIST, -EPERM, -ENOSPC,
+ *             -ECONNREFUSED, -ETIMEDOUT, -EPROTO (TLS), ...
+ */
+int gr_job_create(const struct gr_control_opts *o, const char *job, uint32_t *id, char *err,
+		  size_t errlen);
+
+/** Change job id (`job_update`): changes a JSON object of algorithm, options, weight or
+ * grace_ms; a new epoch is planned. 0 or a negative errno with err filled. */
+int gr_job_update(const struct gr_control_opts *o, uint32_t id, const char *changes, char *err,
+		  size_t errlen);
+
+/** Delete job id (`job_delete`): removed from every gateway, its workers told. 0 or a
+ * negative errno with err filled (-ENOENT: no such job this certificate sees). */
+int gr_job_delete(const struct gr_control_opts *o, uint32_t id, char *err, size_t errlen);
+
+/**
  * Check a configuration: ids, addresses, ports, dtype and chunk size in range, tree ids
  * unique and the ranges a partition of the tensor's chunks, the trees' gateways valid and
  * at most GR_GATEWAYS_MAX.

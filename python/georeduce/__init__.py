@@ -13,11 +13,12 @@ from .client import (AllreduceTimeout, ArgumentError, CallTiming, Client, Config
                      ConfigSource, ControlSource, GeoreduceError, TableFile, TableString,
                      Tree)
 from .dtypes import DTYPES, DType
+from .job import Job, JobError
 
 __version__ = "0.2.0"
 
 __all__ = [
     "AllreduceTimeout", "ArgumentError", "CallTiming", "Client", "Config", "ConfigError",
-    "ConfigSource", "ControlSource", "DTYPES", "DType", "GeoreduceError", "TableFile",
-    "TableString", "Tree",
+    "ConfigSource", "ControlSource", "DTYPES", "DType", "GeoreduceError", "Job", "JobError",
+    "TableFile", "TableString", "Tree",
 ]

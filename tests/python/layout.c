@@ -89,6 +89,15 @@ main(void)
 	FIELD(gr_join_opts, timeout_ms);
 	FIELD(gr_join_opts, crl);
 	END();
+	BEGIN(gr_control_opts);
+	FIELD(gr_control_opts, control);
+	FIELD(gr_control_opts, cert);
+	FIELD(gr_control_opts, key);
+	FIELD(gr_control_opts, ca);
+	FIELD(gr_control_opts, server_name);
+	FIELD(gr_control_opts, timeout_ms);
+	FIELD(gr_control_opts, crl);
+	END();
 	BEGIN(gr_stats);
 	FIELD(gr_stats, calls);
 	FIELD(gr_stats, calls_ok);

@@ -269,7 +269,8 @@ def test_layout():
     for name, cls in (("gr_tree", _lib.GrTree), ("gr_gateway", _lib.GrGateway),
                       ("gr_config", _lib.GrConfig),
                       ("gr_options", _lib.GrOptions), ("gr_stats", _lib.GrStats),
-                      ("gr_join_opts", _lib.GrJoinOpts)):
+                      ("gr_join_opts", _lib.GrJoinOpts),
+                      ("gr_control_opts", georeduce.job.ControlOpts)):
         fields = {f[0]: getattr(cls, f[0]).offset for f in cls._fields_}
         assert ctypes.sizeof(cls) == c[name]["size"], name
         assert fields == c[name]["fields"], name

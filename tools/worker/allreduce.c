@@ -116,6 +116,8 @@ worker_main(void *arg)
 		w->prog_at = t0;
 		r->contrib =
 			gr_allreduce(w->client, w->buf, cfg->elements, cfg->dtype, r->round, &go);
+		bool told = false; /* following the job failed with its own message */
+
 		/* A gateway failed mid-round: the control process installs a new epoch
 		 * without it, the table file changes and the call stops (table_changed());
 		 * run the round again under that epoch. Or the round timed out: the
@@ -128,9 +130,14 @@ worker_main(void *arg)
 		     again++) {
 			uint32_t ran = cfg->epoch;
 
+			w->msg[0] = '\0';
 			if (r->contrib == -ECANCELED ? follow_table(w) < 0 :
-						       !await_epoch(w, ran, same))
+						       !await_epoch(w, ran, same)) {
+				/* The control process's answer (the job was deleted, say) says more
+				 * than the round's timeout. */
+				told = w->msg[0] != '\0';
 				break;
+			}
 			cfg = gr_client_config(w->client);
 			if (csets_room(w, cfg) < 0)
 				break;
@@ -158,8 +165,9 @@ worker_main(void *arg)
 			fputs("\r\033[K", stderr);
 		w->rounds_run++;
 		if (r->contrib < 0) {
-			snprintf(w->msg, sizeof(w->msg), "worker %u round %" PRIu32 ": %s", w->id,
-				 r->round, gr_client_error(w->client));
+			if (!told)
+				snprintf(w->msg, sizeof(w->msg), "worker %u round %" PRIu32 ": %s",
+					 w->id, r->round, gr_client_error(w->client));
 			w->ok = false;
 			break;
 		}

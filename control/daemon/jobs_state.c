@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The state directory of the control process (jobs.h): the jobs created through its API,
+ * the removals that gateways have not acknowledged and the ids deleted lately, in one
+ * `georeduce-control-jobs/1` file (docs/DEPLOYMENT.md, "The state directory"), written
+ * whole to a temporary file, synced and renamed over the old one, and read again at
+ * start. On the daemon's thread. No DPDK.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "daemon_internal.h"
+#include "jobs.h"
+#include "jsonutil.h"
+
+/* The file's document: every job of the API but skip. */
+static json_t *
+state_json(const struct dmn *m, int skip)
+{
+	json_t *jobs = json_array(), *rem = json_array(), *del = json_array();
+
+	for (int i = 0; i < m->d->n_jobs; i++)
+		if (i != skip && m->jobs[i].spec != NULL)
+			json_array_append_new(jobs,
+					      json_pack("{s:o,s:O}", "tenant",
+							m->jobs[i].tenant[0] != '\0' ?
+								json_string(m->jobs[i].tenant) :
+								json_null(),
+							"job", m->jobs[i].spec));
+	for (int k = 0; k < m->n_removals; k++)
+		json_array_append_new(rem,
+				      json_pack("{s:I,s:s}", "job", (json_int_t)m->removals[k].job,
+						"gateway", gw_name(m, m->removals[k].gw)));
+	for (int k = 0; k < m->n_deleted; k++)
+		json_array_append_new(del, json_integer(m->deleted[k]));
+	return json_pack("{s:s,s:o,s:o,s:o}", "format", DAEMON_STATE_FORMAT, "jobs", jobs,
+			 "removing", rem, "deleted", del);
+}
+
+int
+jobs_state_save(const struct dmn *m, int skip, char *err, size_t errlen)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	json_t *doc;
+	FILE *f;
+	int fd, rc = 0;
+
+	if (m->o->state_dir == NULL)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s", m->o->state_dir, DAEMON_STATE_FILE);
+	snprintf(tmp, sizeof(tmp), "%s/%s.tmp", m->o->state_dir, DAEMON_STATE_FILE);
+	doc = state_json(m, skip);
+	if (doc == NULL)
+		return json_util_failrc(-ENOMEM, err, errlen, "%s: out of memory", path);
+	/* Aside, synced, renamed over the old one: a crash leaves one or the other. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (f == NULL) {
+		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+	} else {
+		errno = 0;
+		if (json_dumpf(doc, f, JSON_INDENT(1) | JSON_SORT_KEYS) != 0 ||
+		    fputc('\n', f) == EOF || fflush(f) != 0 || fsync(fileno(f)) != 0)
+			rc = errno != 0 ? -errno : -EIO;
+		if (fclose(f) != 0 && rc == 0)
+			rc = -errno;
+	}
+	json_decref(doc);
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc != 0) {
+		unlink(tmp);
+		return json_util_failrc(rc, err, errlen, "%s: cannot write: %s", path,
+					strerror(-rc));
+	}
+	/* The rename itself is durable once the directory is. */
+	fd = open(m->o->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	return 0;
+}
+
+int
+jobs_add(struct dmn *m, const struct deploy_job *nj, json_t *spec, const char *t)
+{
+	int i = m->d->n_jobs++;
+
+	m->d->jobs[i] = *nj;
+	memset(&m->jobs[i], 0, sizeof(m->jobs[i]));
+	m->jobs[i].next_epoch = 1;
+	m->jobs[i].rates_at = -1;
+	m->jobs[i].spec = json_incref(spec);
+	snprintf(m->jobs[i].tenant, sizeof(m->jobs[i].tenant), "%s", t);
+	return i;
+}
+
+/* One item of the file's "jobs": added, or logged and left out. */
+static void
+load_job(struct dmn *m, const char *path, size_t k, const json_t *item)
+{
+	char err[DEPLOY_ERR_MAX], where[64];
+	const json_t *spec = json_object_get(item, "job"), *t = json_object_get(item, "tenant");
+	struct deploy_job nj;
+
+	snprintf(where, sizeof(where), "jobs[%zu].job", k);
+	if (m->d->n_jobs >= DEPLOY_JOBS_MAX) {
+		control_log("%s: %s left out: %d jobs already, as many as a gateway holds", path,
+			    where, DEPLOY_JOBS_MAX);
+		return;
+	}
+	if (deploy_job_parse(m->d, spec, -1, path, where, &nj, err, sizeof(err)) != 0) {
+		control_log("%s; the deployment no longer admits this job: left out", err);
+		return;
+	}
+	jobs_add(m, &nj, (json_t *)spec, json_is_string(t) ? json_string_value(t) : "");
+	control_log("job %u of tenant %s read from %s", nj.id,
+		    json_is_string(t) ? json_string_value(t) : "(none)", path);
+}
+
+/* The file's "removing": gateways by name (one no longer in the deployment is dropped). */
+static void
+load_removals(struct dmn *m, const json_t *rem)
+{
+	const json_t *r;
+	size_t k;
+
+	json_array_foreach (rem, k, r) {
+		const char *g = json_string_value(json_object_get(r, "gateway"));
+
+		for (int v = 0; g != NULL && v < m->d->n_gateways; v++)
+			if (strcmp(gw_name(m, v), g) == 0 && m->n_removals < DAEMON_REMOVALS_MAX) {
+				m->removals[m->n_removals].gw = v;
+				m->removals[m->n_removals++].job =
+					(uint32_t)json_integer_value(json_object_get(r, "job"));
+			}
+	}
+}
+
+/* Whether the document has the file's shape; else why, in err. */
+static bool
+state_ok(const json_t *doc, char *err, size_t errlen)
+{
+	const json_t *v;
+	size_t k;
+
+	if (!json_is_object(doc) || !json_is_string(json_object_get(doc, "format")) ||
+	    strcmp(json_string_value(json_object_get(doc, "format")), DAEMON_STATE_FORMAT) != 0) {
+		json_util_fail(err, errlen, "field 'format': expected \"%s\"", DAEMON_STATE_FORMAT);
+		return false;
+	}
+	json_array_foreach (json_object_get(doc, "jobs"), k, v)
+		if (!json_is_object(json_object_get(v, "job")) ||
+		    (!json_is_string(json_object_get(v, "tenant")) &&
+		     !json_is_null(json_object_get(v, "tenant")))) {
+			json_util_fail(err, errlen,
+				       "field 'jobs[%zu]': expected a job and a tenant", k);
+			return false;
+		}
+	json_array_foreach (json_object_get(doc, "removing"), k, v)
+		if (!json_is_integer(json_object_get(v, "job")) ||
+		    json_integer_value(json_object_get(v, "job")) < 0 ||
+		    json_integer_value(json_object_get(v, "job")) > UINT32_MAX ||
+		    !json_is_string(json_object_get(v, "gateway"))) {
+			json_util_fail(err, errlen,
+				       "field 'removing[%zu]': expected a job and a "
+				       "gateway",
+				       k);
+			return false;
+		}
+	json_array_foreach (json_object_get(doc, "deleted"), k, v)
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > UINT32_MAX) {
+			json_util_fail(err, errlen, "field 'deleted[%zu]': expected a job id", k);
+			return false;
+		}
+	return true;
+}
+
+int
+jobs_load(struct dmn *m)
+{
+	char path[PATH_MAX], err[CTL_ERR_MAX];
+	json_error_t je;
+	const json_t *v;
+	json_t *doc;
+	size_t k;
+
+	if (m->o->state_dir == NULL) {
+		control_log("no --state-dir: the jobs created through the API are not kept across "
+			    "a restart");
+		return 0;
+	}
+	if (mkdir(m->o->state_dir, 0750) != 0 && errno != EEXIST) {
+		control_log("cannot start: --state-dir %s: %s", m->o->state_dir, strerror(errno));
+		return -errno;
+	}
+	snprintf(path, sizeof(path), "%s/%s", m->o->state_dir, DAEMON_STATE_FILE);
+	if (access(path, F_OK) != 0 && errno == ENOENT)
+		return 0;
+	doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (doc == NULL) {
+		control_log("cannot start: %s:%d:%d: %s", path, je.line, je.column, je.text);
+		return -EINVAL;
+	}
+	if (!state_ok(doc, err, sizeof(err))) {
+		control_log("cannot start: %s: %s", path, err);
+		json_decref(doc);
+		return -EINVAL;
+	}
+	json_array_foreach (json_object_get(doc, "jobs"), k, v)
+		load_job(m, path, k, v);
+	load_removals(m, json_object_get(doc, "removing"));
+	json_array_foreach (json_object_get(doc, "deleted"), k, v)
+		if (m->n_deleted < DAEMON_DELETED_MAX)
+			m->deleted[m->n_deleted++] = (uint32_t)json_integer_value(v);
+	json_decref(doc);
+	return 0;
+}
