@@ -8,7 +8,11 @@
 # the mxint8 pseudo-gradient's error against the fp32 average of the same is small and
 # not zero; the two loss curves stay close. Site 1 reaches every AllReduce 2 s after the
 # others: the early sites' clients ask their gateways instead of resending (PROTOCOL.md
-# revision 1.4), so that, with no loss, under 2% of the contributions are resent.
+# revision 1.4), so that, with no loss, under 2% of the contributions are resent. The
+# first outer step of the fp32 run (georeduce.diloco.OuterSync) against a reference
+# computed here with torch from every site's pseudo-gradient: their mean and the Nesterov
+# step, within fp32 rounding (the trees sum in another order). tests/diloco_streaming_e2e.sh
+# runs the streaming mode.
 #
 #   diloco_e2e.sh BUILD_DIR
 set -u
@@ -22,7 +26,7 @@ D=$(mktemp -d /tmp/georeduce-diloco-e2e.XXXXXX)
 trap 'rm -rf "$D"' EXIT
 
 for bad in "--outer 0" "--inner x" "--lan fp16" "--scale -1" "--frobnicate" "--slow-site 4" \
-	"--slow-s x"; do
+	"--slow-s x" "--streaming x" "--streaming 11"; do
 	# shellcheck disable=SC2086
 	if GEOREDUCE_BUILD=$BUILD "$RUN" $bad >/dev/null 2>"$D/err"; then
 		not_ok "run $bad: accepted"
@@ -84,6 +88,28 @@ then
 	ok "with a site 2 s late, under 2% of the contributions resent ($(tr '\n' ' ' <"$D/rs"))"
 else
 	not_ok "resends: $(tail -c 400 "$D/err")"
+fi
+if /usr/bin/python3 - "$D/out" >"$D/ref" 2>"$D/err" <<'PY'
+import glob, sys
+import torch
+fs = sorted(glob.glob("%s/first-fp32-*.pt" % sys.argv[1]))
+assert len(fs) == 4, fs
+d = [torch.load(f) for f in fs]
+assert all(torch.equal(x["before"], d[0]["before"]) for x in d), "global params before"
+assert all(torch.equal(x["after"], d[0]["after"]) for x in d), "global params after"
+g = torch.stack([x["delta"] for x in d]).sum(0) / 4      # the mean pseudo-gradient
+lr, m = 0.7, 0.9                                         # diloco.py's outer optimiser
+want = d[0]["before"] - lr * (g + m * g)                 # Nesterov, first step: buf = g
+err = float((d[0]["after"] - want).abs().max())
+scale = float(want.abs().max())
+print("max |difference| %.3g (largest parameter %.3g)" % (err, scale))
+assert err <= 1e-6 * max(scale, 1.0), err
+assert not torch.equal(d[0]["after"], d[0]["before"])
+PY
+then
+	ok "the first fp32 outer step is the mean pseudo-gradient's Nesterov step ($(cat "$D/ref"))"
+else
+	not_ok "outer step against the reference: $(tail -c 400 "$D/err")"
 fi
 grep -q "^diloco: 3 outer steps of 2 inner" "$D/out/report.txt" 2>/dev/null &&
 	ok "the report's last line" || not_ok "report: $(tail -n 3 "$D/out/report.txt" 2>&1)"

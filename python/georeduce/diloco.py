@@ -162,6 +162,7 @@ class _Fragment:
         self.err: Optional[torch.Tensor] = None
         self.err_before: Optional[torch.Tensor] = None  # to undo a failed sync's
         self.delta: Optional[torch.Tensor] = None   # in flight: the average comes here
+        self.average: Optional[torch.Tensor] = None  # the last sync's average
         self.future: Any = None
         self.record: Optional[SyncRecord] = None
         self.t0 = 0.0
@@ -218,7 +219,7 @@ class _Fragment:
                     self.mom.mul_(momentum).add_(g)
                 upd = g.add(self.mom, alpha=momentum) if nesterov else self.mom
             self.glob.add_(upd, alpha=-lr)
-        self.delta, self.future = None, None
+        self.average, self.delta, self.future = g, None, None
 
     def merge(self, alpha: float) -> None:
         """local = alpha local + (1 - alpha) global; alpha 0 copies the global exactly."""
@@ -269,6 +270,12 @@ class _OuterBase:
         """The global parameters laid end to end in the order given (a copy): bit for bit
         the same at every site."""
         return torch.cat([f.glob for f in self.fragments])
+
+    def last_average(self) -> torch.Tensor:
+        """The averaged pseudo-gradient of each fragment's last sync, laid end to end as
+        global_flat() (zeros for a fragment not synced yet): what the outer step took."""
+        return torch.cat([f.average if f.average is not None else torch.zeros_like(f.glob)
+                          for f in self.fragments])
 
     def global_params(self) -> List[torch.Tensor]:
         """The global parameters, a copy shaped as the model's tensors."""
