@@ -26,11 +26,11 @@ the outer step is the same arithmetic on the same bits at every site, so the glo
 parameters stay bit for bit the same everywhere.
 
 Streaming DiLoCo (Douillard et al., "Streaming DiLoCo with overlapping communication",
-2025): the parameters are split into P fragments, each synchronised every H inner steps
-on a staggered schedule (fragment p after inner steps (p + 1) H / P, then every H), in
-the background while the inner steps go on; its result is merged, once it is in, by
-mixing the site's fragment with the new global one: local = alpha local + (1 - alpha)
-global.
+2025): the parameters, laid end to end, are cut into P ranges (fragments), each
+synchronised every H inner steps on a staggered schedule (fragment p after inner steps
+(p + 1) H // P, then every H), in the background while the inner steps go on; its result
+is merged once it is in (or a fixed tau steps after its start) by mixing the site's
+fragment with the new global one: local = alpha local + (1 - alpha) global.
 
 Runs in the training thread; the AllReduces run in the client's own thread
 (Client.allreduce_async).
