@@ -232,6 +232,8 @@ class _Fragment:
 
 
 class _OuterBase:
+    """What both modes share: the checks, the fragments, completing a sync, the records."""
+
     def __init__(self, client: Any, error_feedback: bool, outer_lr: float, momentum: float,
                  nesterov: bool) -> None:
         sent = _check_client(client, bool(error_feedback))
@@ -255,7 +257,14 @@ class _OuterBase:
                                  (f.index, f.elements, cap))
 
     def _complete(self, f: _Fragment, alpha: float) -> SyncRecord:
-        f.wait()
+        try:
+            f.wait()
+        except BaseException:
+            # A failed AllReduce (a timeout, a closed client): the sync is dropped, the
+            # global and local parameters and the error kept stay as they were before it.
+            f.err = f.err_before
+            f.future, f.delta, f.record = None, None, None
+            raise
         f.outer_step(self.outer_lr, self.momentum, self.nesterov)
         f.merge(alpha)
         rec = f.record
@@ -318,13 +327,7 @@ class OuterSync(_OuterBase):
         (georeduce.AllreduceTimeout, ...) are raised here, the parameters unchanged."""
         f = self.fragments[0]
         f.start(self.client, self.sent, self.steps)
-        try:
-            return self._complete(f, 0.0)
-        except BaseException:
-            f.err = f.err_before
-            raise
-        finally:
-            f.future, f.delta, f.record = None, None, None
+        return self._complete(f, 0.0)
 
     def step(self) -> None:
         """Count an inner step (only for the records' step numbers)."""
@@ -383,9 +386,12 @@ class StreamingOuterSync(_OuterBase):
 
     def step(self) -> List[SyncRecord]:
         """After an inner step: merge what is due or in, then start the syncs due. Returns
-        the records of the syncs merged now."""
+        the records of the syncs merged now. A failed AllReduce raises here (or from
+        finish()), once the step's other merges and starts are done: that sync is
+        dropped, its fragment left as it was before it started, and the schedule goes
+        on."""
         self.steps += 1
-        t, merged = self.steps, []
+        t, merged, failed = self.steps, [], None
         for f in self.fragments:
             if f.future is None:
                 continue
@@ -395,10 +401,15 @@ class StreamingOuterSync(_OuterBase):
             elif f.done():
                 due = True
             if due:
-                merged.append(self._complete(f, self.alpha))
+                try:
+                    merged.append(self._complete(f, self.alpha))
+                except Exception as e:   # raised once the step's other work is done
+                    failed = failed or e
         for f in self.fragments:
             if t % self.inner_steps == self.offsets[f.index]:
                 f.start(self.client, self.sent, t)
+        if failed is not None:
+            raise failed
         return merged
 
     def finish(self) -> List[SyncRecord]:

@@ -295,3 +295,28 @@ def test_public_names():
     public = {n for n in vars(dl) if not n.startswith("_") and
               getattr(getattr(dl, n), "__module__", None) == dl.__name__}
     assert public == set(dl.__all__)
+
+
+def test_failed_sync():
+    """A sync whose AllReduce times out raises from sync() and from step(); the parameters
+    stay as they were, and the object goes on."""
+    with FakeGateway([1, 2], 448, 64) as gw:
+        c = clients(gw, timeout=0.3)[0]     # worker 2 never comes: every round times out
+        try:
+            ps = model()
+            before = flat(ps).clone()
+            o = dl.OuterSync(ps, c)
+            nudge(ps, 0, 0)
+            after_nudge = flat(ps).clone()
+            with pytest.raises(georeduce.AllreduceTimeout):
+                o.sync()
+            assert torch.equal(o.global_flat(), before)
+            assert torch.equal(flat(ps), after_nudge) and o.records == []
+            s = dl.StreamingOuterSync(ps, c, fragments=2, inner_steps=2, overlap=1)
+            s.step()                         # fragment 0 starts
+            with pytest.raises(georeduce.AllreduceTimeout):
+                s.step()                     # ... is merged: it failed; fragment 1 starts
+            assert [f.future is not None for f in s.fragments] == [False, True]
+            assert torch.equal(s.global_flat(), after_nudge) and s.records == []
+        finally:
+            c.close()
