@@ -182,11 +182,15 @@ class _Fragment:
                     delta.add_(self.err)
                 self.err = delta - round_like_contribution(delta, sent)
                 norm = float(torch.linalg.vector_norm(self.err))
-        self.delta = delta
-        self.t0 = time.perf_counter()
+        self.t0, self.t_done = time.perf_counter(), 0.0
+        try:
+            fut = client.allreduce_async(delta, average=True)
+        except BaseException:
+            self.err = self.err_before    # refused at once (a closed client): not started
+            raise
+        self.delta, self.future = delta, fut
         self.record = SyncRecord(self.index, self.elements, step, -1, 0, 0.0, 0.0, norm)
-        self.future = client.allreduce_async(delta, average=True)
-        self.future.add_done_callback(self._done)
+        fut.add_done_callback(self._done)
 
     def _done(self, _f: Any) -> None:
         self.t_done = time.perf_counter()
