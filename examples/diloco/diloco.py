@@ -229,13 +229,14 @@ def cmd_report(a):
         waited = [d.get("waited_s", 0.0) for d in docs]
         mode = ", streaming with %d fragments" % docs[0]["streaming"] \
             if docs[0].get("streaming") else ""
-        print("%s: %d sites, %s%s%s, final eval loss %.5f, AllReduce of the pseudo-gradient "
+        print("%s: %d sites, %s%s%s, final eval loss %.5f, AllReduce of %s "
               "%.3f s (median; at the site that came last)%s; contributions resent %.2f%% "
               "(%d of %d); the inner steps waited %.3f s on the outer sync (mean of the "
               "sites, whole run)" % (
                   name, len(docs), docs[0]["dtype"],
                   " (LAN %s)" % docs[0]["lan_dtype"] if docs[0]["lan_dtype"] else "", mode,
-                  curves[name][-1], sorted(ar)[len(ar) // 2] if ar else float("nan"),
+                  curves[name][-1], "a fragment's pseudo-gradient, from its start," if mode
+                  else "the pseudo-gradient", sorted(ar)[len(ar) // 2] if ar else float("nan"),
                   ", its error against fp32: %.3g relative L2 (mean)" %
                   (sum(err) / len(err)) if err else "",
                   100.0 * retx / sent if sent else 0.0, retx, sent,
