@@ -139,6 +139,8 @@ def cmd_worker(a):
         losses, merged = [], []
         for i in range(a.inner):
             losses.append(inner_step())
+            if a.step_s:
+                time.sleep(a.step_s)  # an accelerator's step: the CPU free meanwhile
             if a.rank == a.slow_site and i == a.inner - 1:
                 time.sleep(a.slow_s)  # a site whose inner steps take longer
             if a.streaming:
@@ -283,6 +285,9 @@ def main():
     w.add_argument("--slow-site", type=int, default=-1,
                    help="the rank of a site whose inner steps take --slow-s longer [none]")
     w.add_argument("--slow-s", type=float, default=0.0)
+    w.add_argument("--step-s", type=float, default=0.0,
+                   help="seconds each inner step also takes, the CPU idle (a stand-in for "
+                   "an accelerator's compute) [0]")
     w.add_argument("--streaming", type=int, default=0, metavar="P",
                    help="streaming DiLoCo with P fragments [0: blocking outer steps]")
     w.add_argument("--alpha", type=float, default=0.5,
@@ -304,6 +309,8 @@ def main():
         ap.error("--hidden must be at least 1")
     if a.cmd == "worker" and (a.outer < 1 or a.inner < 1):
         ap.error("--outer and --inner must be at least 1")
+    if a.cmd == "worker" and not 0 <= a.step_s < 3600:
+        ap.error("--step-s: seconds, 0 or more, not %g" % a.step_s)
     if a.cmd == "worker" and not 0 <= a.streaming <= a.inner:
         ap.error("--streaming: 0 (blocking) to --inner fragments, not %d" % a.streaming)
     return {"params": cmd_params, "worker": cmd_worker, "report": cmd_report}[a.cmd](a)
