@@ -2773,12 +2773,58 @@ test_kept_results(void)
 	gw_free(g);
 }
 
+/* gr_dtype_round(): each dtype's rounding of a contribution, on values whose result is
+ * known, a partial last block, idempotence, and bad arguments. */
+static void
+test_dtype_round(void)
+{
+	float v[70], w[70];
+
+	CU_ASSERT(gr_dtype_round((enum gr_dtype)0, v, 1) == -EINVAL);
+	CU_ASSERT(gr_dtype_round((enum gr_dtype)7, v, 1) == -EINVAL);
+	CU_ASSERT(gr_dtype_round(GR_DTYPE_MXINT8, NULL, 1) == -EINVAL);
+	CU_ASSERT(gr_dtype_round(GR_DTYPE_MXINT8, NULL, 0) == 0);
+	/* fp32: unchanged. fp16 and bf16: to nearest, ties to even. */
+	v[0] = 0.1f;
+	CU_ASSERT(gr_dtype_round(GR_DTYPE_FP32, v, 1) == 0 && v[0] == 0.1f);
+	v[0] = 1.0f + 0x1p-11f; /* a tie between 1 and 1 + 2^-10 */
+	v[1] = 1.0f + 3 * 0x1p-11f;
+	CU_ASSERT(gr_dtype_round(GR_DTYPE_FP16, v, 2) == 0 && v[0] == 1.0f &&
+		  v[1] == 1.0f + 0x1p-9f);
+	v[0] = 1.0f + 0x1p-8f; /* a tie between 1 and 1 + 2^-7 */
+	CU_ASSERT(gr_dtype_round(GR_DTYPE_BF16, v, 1) == 0 && v[0] == 1.0f);
+	/* MXINT8: the scale of the block's largest magnitude, elements in 1/64 of it. Block
+	 * 0: max 1, so 0.3 -> 19/64; block 1: max 0.5, so 0.3 -> 38/128; block 2 (6 values,
+	 * padded with zeros): max 4, so 1 -> 1 and 0.3 -> 5/16. */
+	for (int i = 0; i < 70; i++)
+		v[i] = 0.3f;
+	v[0] = 1.0f;
+	v[32] = 0.5f;
+	v[64] = 4.0f;
+	v[65] = 1.0f;
+	memcpy(w, v, sizeof(v));
+	CU_ASSERT(gr_dtype_round(GR_DTYPE_MXINT8, v, 70) == 0);
+	CHECK(v[0] == 1.0f && v[1] == 19.0f / 64 && v[32] == 0.5f && v[33] == 38.0f / 128 &&
+		      v[64] == 4.0f && v[65] == 1.0f && v[66] == 5.0f / 16 && v[69] == 5.0f / 16,
+	      "%g %g %g %g %g %g %g", v[0], v[1], v[32], v[33], v[64], v[65], v[66]);
+	/* MXFP4 (E2M1, largest 6 = 1.5 x 2^2): max 1 gets the scale 2^-2, so 0.3 x 4 = 1.2
+	 * -> 1, i.e. 0.25. MXFP8: within E4M3's 3 mantissa bits. Rounded values stay put. */
+	memcpy(v, w, sizeof(v));
+	CU_ASSERT(gr_dtype_round(GR_DTYPE_MXFP4, v, 32) == 0 && v[0] == 1.0f && v[1] == 0.25f);
+	memcpy(v, w, sizeof(v));
+	CU_ASSERT(gr_dtype_round(GR_DTYPE_MXFP8, v, 70) == 0 && v[1] != 0.3f &&
+		  fabsf(v[1] - 0.3f) <= 0.3f / 16);
+	memcpy(w, v, sizeof(v));
+	CU_ASSERT(gr_dtype_round(GR_DTYPE_MXFP8, v, 70) == 0 && memcmp(v, w, sizeof(v)) == 0);
+}
+
 int
 main(void)
 {
 	static const struct testutil_case tests[] = {
 		{ "configuration from a table", test_config_table },
 		{ "configuration checks", test_config_check },
+		{ "a dtype's rounding of a contribution", test_dtype_round },
 		{ "selective multicast: send, receive, loss, strays", test_mcast },
 		{ "selective multicast: lost chunks repaired (NACK_MCAST)", test_mcast_repair },
 		{ "multicast receive state comes with the configuration", test_mcast_recv_state },

@@ -24,9 +24,21 @@ inputs drawn from N(0, 1) by the argmax of a fixed random linear teacher of the 
 inputs; each site draws its own batches (its rank in the seed), and every site evaluates
 the global model on the same held-out set after every outer step.
 
---compare-table T2 (a second job, fp32): the same pseudo-gradient is also averaged through
-T2's job, and the relative L2 error of the job's average against it is recorded per outer
-step (the quantisation error the training saw).
+The outer step is georeduce.diloco's: OuterSync.sync() after the H inner steps, or with
+--streaming P, StreamingOuterSync (Streaming DiLoCo: P fragments synced in the background
+on a staggered schedule while the inner steps go on, each mixed in with --alpha when its
+average is in, or --overlap TAU inner steps after its start). Every outer step records the
+time the inner steps waited on the outer sync (wait_s): in blocking mode the whole
+AllReduce, in streaming mode only where a fragment's average was needed and not in yet.
+The eval loss is the global model's (in streaming mode the site's own parameters are a mix
+of it and the site's inner steps).
+
+--compare-table T2 (a second job, fp32; blocking mode): the same pseudo-gradient is also
+averaged through T2's job, and the relative L2 error of the job's average against it is
+recorded per outer step (the quantisation error the training saw). --error-feedback keeps
+what each site's contribution lost in the MX encoding and adds it to the next outer
+step's. --dump-first F saves the first outer step's pseudo-gradient and the global
+parameters before and after it, for tests/diloco_e2e.sh's check of the outer step.
 """
 import argparse
 import glob
@@ -74,18 +86,16 @@ def cmd_params(a):
 def cmd_worker(a):
     import torch
     import georeduce
+    import georeduce.diloco as dl
 
     torch.set_num_threads(1)
     net = model(a.seed, a.hidden)
     params = list(net.parameters())
-    sizes = [p.numel() for p in params]
-    n = sum(sizes)
+    n = sum(p.numel() for p in params)
     tch = teacher(a.seed)
     data = torch.Generator().manual_seed(a.seed * 1000 + a.rank)
     held = draw(tch, torch.Generator().manual_seed(a.seed * 1000 + 999), 1024)
-    glob_p = [p.detach().clone().requires_grad_(True) for p in params]
     inner = torch.optim.AdamW(params, lr=a.inner_lr)
-    outer = torch.optim.SGD(glob_p, lr=a.outer_lr, momentum=a.momentum, nesterov=True)
     client = georeduce.Client.from_table(a.table, a.worker_id, timeout=a.timeout,
                                          first_round=a.first_round)
     ref = None
@@ -95,53 +105,80 @@ def cmd_worker(a):
     if client.elements < n:
         raise SystemExit("the job's tensor has %d elements, the model %d parameters"
                          % (client.elements, n))
+    outer_kw = dict(outer_lr=a.outer_lr, momentum=a.momentum,
+                    error_feedback=a.error_feedback)
+    if a.streaming:
+        outer = dl.StreamingOuterSync(params, client, fragments=a.streaming,
+                                      inner_steps=a.inner, alpha=a.alpha,
+                                      overlap=a.overlap or None, **outer_kw)
+    else:
+        outer = dl.OuterSync(params, client, **outer_kw)
 
     def evaluate():
+        # The global model: in streaming mode the site's own parameters are a mix.
         with torch.no_grad():
-            return torch.nn.functional.cross_entropy(net(held[0]), held[1]).item()
+            keep = [p.clone() for p in params]
+            for p, g in zip(params, outer.global_params()):
+                p.copy_(g)
+            loss = torch.nn.functional.cross_entropy(net(held[0]), held[1]).item()
+            for p, k in zip(params, keep):
+                p.copy_(k)
+        return loss
+
+    def inner_step():
+        x, y = draw(tch, data, a.batch)
+        inner.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        inner.step()
+        return loss.item()
 
     outer_steps = [{"outer": 0, "eval": evaluate(), "inner": None, "t": 0.0}]
     t0 = time.perf_counter()
     for k in range(1, a.outer + 1):
-        losses = []
-        for _ in range(a.inner):
-            x, y = draw(tch, data, a.batch)
-            inner.zero_grad()
-            loss = torch.nn.functional.cross_entropy(net(x), y)
-            loss.backward()
-            inner.step()
-            losses.append(loss.item())
-        with torch.no_grad():
-            delta = torch.cat([(g - p).reshape(-1) for g, p in zip(glob_p, params)])
-        plain = delta.clone() if ref is not None else None
-        if a.rank == a.slow_site:
-            time.sleep(a.slow_s)  # a site whose inner steps take longer
-        t1 = time.perf_counter()
-        contributors = client.allreduce(delta, average=True)
-        t_ar = time.perf_counter() - t1
-        rec = {"outer": k, "inner": sum(losses) / len(losses), "allreduce_s": t_ar,
-               "contributors": contributors}
-        if ref is not None:
+        losses, merged = [], []
+        for i in range(a.inner):
+            losses.append(inner_step())
+            if a.step_s:
+                time.sleep(a.step_s)  # an accelerator's step: the CPU free meanwhile
+            if a.rank == a.slow_site and i == a.inner - 1:
+                time.sleep(a.slow_s)  # a site whose inner steps take longer
+            if a.streaming:
+                merged += outer.step()
+        plain, before = None, outer.global_flat()
+        if not a.streaming:
+            with torch.no_grad():
+                plain = before - torch.cat([p.detach().reshape(-1) for p in params])
+        if a.streaming:
+            if k == a.outer:
+                merged += outer.finish()
+        else:
+            merged.append(outer.sync())
+        if a.dump_first and k == 1 and not a.streaming:
+            # For a check of the outer step: its input, and the global parameters around it.
+            torch.save({"delta": plain, "before": before, "after": outer.global_flat()},
+                       a.dump_first)
+        rec = {"outer": k, "inner": sum(losses) / len(losses),
+               "allreduce_s": max((m.allreduce_s for m in merged), default=0.0),
+               "wait_s": sum(m.wait_s for m in merged),
+               "contributors": min((m.contributors for m in merged), default=None),
+               "merged": [[m.fragment, m.started_step, m.merged_step, m.contributors]
+                          for m in merged]}
+        if ref is not None and not a.streaming:
             ref.allreduce(plain, average=True)
-            rec["pseudo_grad_rel_err"] = (torch.linalg.vector_norm(delta - plain) /
+            avg = outer.last_average()
+            rec["pseudo_grad_rel_err"] = (torch.linalg.vector_norm(avg - plain) /
                                           torch.linalg.vector_norm(plain)).item()
-        with torch.no_grad():
-            for g, d in zip(glob_p, torch.split(delta, sizes)):
-                g.grad = d.view_as(g).clone()
-        outer.step()
-        outer.zero_grad()
-        with torch.no_grad():
-            for p, g in zip(params, glob_p):
-                p.copy_(g)
         rec["eval"] = evaluate()
         rec["t"] = time.perf_counter() - t0
         outer_steps.append(rec)
-        print("outer %d: inner loss %.4f, eval loss %.4f, allreduce %.3f s" % (
-            k, rec["inner"], rec["eval"], t_ar), flush=True)
-    flat = torch.cat([g.detach().reshape(-1) for g in glob_p])
+        print("outer %d: inner loss %.4f, eval loss %.4f, allreduce %.3f s, waited %.3f s" % (
+            k, rec["inner"], rec["eval"], rec["allreduce_s"], rec["wait_s"]), flush=True)
+    flat = outer.global_flat()
     doc = {"rank": a.rank, "params": n, "dtype": client.dtype.name,
            "lan_dtype": client.config.lan_dtype.name if client.config.lan_dtype else None,
-           "inner_steps": a.inner, "outer": outer_steps,
+           "inner_steps": a.inner, "streaming": a.streaming, "outer": outer_steps,
+           "waited_s": outer.waited_s,
            "params_sha256": hashlib.sha256(flat.numpy().tobytes()).hexdigest(),
            "stats": client.stats()}
     client.close()
@@ -186,19 +223,26 @@ def cmd_report(a):
     for name, docs in runs:
         # The site that came last waits for no other: its call is the transfer alone.
         ar = [min(d["outer"][i]["allreduce_s"] for d in docs) for i in range(1, k)]
+        ar = [x for x in ar if x > 0]     # streaming: an outer step may merge nothing
         err = [d["outer"][i].get("pseudo_grad_rel_err") for d in docs for i in range(1, k)]
         err = [e for e in err if e is not None]
         sent = sum(d["stats"]["contribs_sent"] for d in docs)
         retx = sum(d["stats"]["contribs_retx"] for d in docs)
-        print("%s: %d sites, %s%s, final eval loss %.5f, AllReduce of the pseudo-gradient "
+        waited = [d.get("waited_s", 0.0) for d in docs]
+        mode = ", streaming with %d fragments" % docs[0]["streaming"] \
+            if docs[0].get("streaming") else ""
+        print("%s: %d sites, %s%s%s, final eval loss %.5f, AllReduce of %s "
               "%.3f s (median; at the site that came last)%s; contributions resent %.2f%% "
-              "(%d of %d)" % (
+              "(%d of %d); the inner steps waited %.3f s on the outer sync (mean of the "
+              "sites, whole run)" % (
                   name, len(docs), docs[0]["dtype"],
-                  " (LAN %s)" % docs[0]["lan_dtype"] if docs[0]["lan_dtype"] else "",
-                  curves[name][-1], sorted(ar)[len(ar) // 2] if ar else float("nan"),
+                  " (LAN %s)" % docs[0]["lan_dtype"] if docs[0]["lan_dtype"] else "", mode,
+                  curves[name][-1], "a fragment's pseudo-gradient, from its start," if mode
+                  else "the pseudo-gradient", sorted(ar)[len(ar) // 2] if ar else float("nan"),
                   ", its error against fp32: %.3g relative L2 (mean)" %
                   (sum(err) / len(err)) if err else "",
-                  100.0 * retx / sent if sent else 0.0, retx, sent))
+                  100.0 * retx / sent if sent else 0.0, retx, sent,
+                  sum(waited) / len(waited)))
     if len(runs) >= 2:
         a_name, b_name = runs[0][0], runs[1][0]
         d = max(abs(x - y) for x, y in zip(curves[a_name], curves[b_name]))
@@ -241,6 +285,21 @@ def main():
     w.add_argument("--slow-site", type=int, default=-1,
                    help="the rank of a site whose inner steps take --slow-s longer [none]")
     w.add_argument("--slow-s", type=float, default=0.0)
+    w.add_argument("--step-s", type=float, default=0.0,
+                   help="seconds each inner step also takes, the CPU idle (a stand-in for "
+                   "an accelerator's compute) [0]")
+    w.add_argument("--streaming", type=int, default=0, metavar="P",
+                   help="streaming DiLoCo with P fragments [0: blocking outer steps]")
+    w.add_argument("--alpha", type=float, default=0.5,
+                   help="streaming: the mixing factor of a merged fragment [0.5]")
+    w.add_argument("--overlap", type=int, default=0, metavar="TAU",
+                   help="streaming: merge TAU inner steps after a fragment's start [0: "
+                   "once its average is in]")
+    w.add_argument("--error-feedback", action="store_true",
+                   help="keep each contribution's MX error for the next outer step")
+    w.add_argument("--dump-first", metavar="F",
+                   help="blocking: save the first outer step's pseudo-gradient and the "
+                   "global parameters before and after it (torch.save) into F")
     w.add_argument("--out", required=True)
     r = sub.add_parser("report")
     r.add_argument("--runs", nargs="+", required=True, metavar="NAME=GLOB")
@@ -250,6 +309,10 @@ def main():
         ap.error("--hidden must be at least 1")
     if a.cmd == "worker" and (a.outer < 1 or a.inner < 1):
         ap.error("--outer and --inner must be at least 1")
+    if a.cmd == "worker" and not 0 <= a.step_s < 3600:
+        ap.error("--step-s: seconds, 0 or more, not %g" % a.step_s)
+    if a.cmd == "worker" and not 0 <= a.streaming <= a.inner:
+        ap.error("--streaming: 0 (blocking) to --inner fragments, not %d" % a.streaming)
     return {"params": cmd_params, "worker": cmd_worker, "report": cmd_report}[a.cmd](a)
 
 

@@ -3,9 +3,11 @@
  * libgeoreduce: a client's configuration (struct gr_config, georeduce.h). Its check
  * (gr_config_check()), filling it from a georeduce-table/1 table (gr_config_from_table()),
  * the dtypes' sizes and names, and the trees' gateways and order. Runs in the caller's
- * thread when a client is created or reconfigured, never per call.
+ * thread when a client is created or reconfigured, never per call. Also the dtypes'
+ * rounding of fp32 values (gr_dtype_round()), in the caller's thread, needing no client.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "client_internal.h"
 #include "georeduce.h"
 #include "jsonutil.h"
+#include "sum.h"
 #include "table.h"
 #include "wire.h"
 
@@ -29,6 +32,46 @@ const char *
 gr_dtype_name(enum gr_dtype dtype)
 {
 	return table_dtype_name((enum table_dtype)dtype);
+}
+
+/* Elements rounded per pass of gr_dtype_round(): whole MX blocks, the wire bytes of one
+ * pass on the stack (33 bytes a block at most). */
+#define ROUND_STEP (8u * SUM_MX_BLOCK)
+
+int
+gr_dtype_round(enum gr_dtype dtype, float *buf, size_t elements)
+{
+	/* The kernels the clients use (client.c): bit-identical whichever the CPU has. */
+	const struct sum_kernels *k = sum_kernels_select(UINT_MAX);
+	uint8_t wire[ROUND_STEP / SUM_MX_BLOCK * (SUM_MX_BLOCK + 1)];
+	float tail[ROUND_STEP];
+
+	if (gr_dtype_name(dtype) == NULL || (buf == NULL && elements > 0))
+		return -EINVAL;
+	for (size_t i = 0; i < elements && dtype != GR_DTYPE_FP32; i += ROUND_STEP) {
+		size_t n = elements - i < ROUND_STEP ? elements - i : ROUND_STEP;
+		size_t whole = (n + SUM_MX_BLOCK - 1) / SUM_MX_BLOCK * SUM_MX_BLOCK;
+		float *v = buf + i;
+
+		if (dtype == GR_DTYPE_FP16 || dtype == GR_DTYPE_BF16) {
+			uint16_t *h = (uint16_t *)(void *)wire;
+
+			(dtype == GR_DTYPE_FP16 ? k->narrow_f16 : k->narrow_bf16)(h, v, n);
+			(dtype == GR_DTYPE_FP16 ? k->widen_f16 : k->widen_bf16)(v, h, n);
+			continue;
+		}
+		/* A last partial block is padded with zeros, as a call pads its last chunk. */
+		if (whole != n) {
+			memcpy(tail, v, n * sizeof(float));
+			memset(tail + n, 0, (whole - n) * sizeof(float));
+			v = tail;
+		}
+		k->mx_narrow[dtype - GR_DTYPE_MXINT8](wire, v, whole / SUM_MX_BLOCK);
+		k->mx_widen[dtype - GR_DTYPE_MXINT8](v, wire, whole / SUM_MX_BLOCK);
+		if (v == tail)
+			memcpy(buf + i, tail, n * sizeof(float));
+	}
+	return 0;
 }
 
 static int

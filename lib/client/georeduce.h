@@ -540,6 +540,16 @@ size_t gr_dtype_size(enum gr_dtype dtype);
  * dtype. */
 const char *gr_dtype_name(enum gr_dtype dtype);
 
+/**
+ * Round `elements` fp32 values in place to what a contribution of dtype carries, as this library
+ * encodes it: fp32 unchanged; fp16 and bf16 rounded to nearest even; an MX dtype encoded
+ * and decoded by blocks of 32 from buf[0] (the wire's blocks of a tensor, since chunks are
+ * whole blocks), a last partial block padded with zeros. buf - round(buf) is the error a
+ * worker's contribution takes on when it is sent (error feedback). Any thread, no client.
+ * @return 0, or -EINVAL (no dtype, or buf NULL with elements > 0).
+ */
+int gr_dtype_round(enum gr_dtype dtype, float *buf, size_t elements);
+
 #ifdef __cplusplus
 }
 #endif

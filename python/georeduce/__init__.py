@@ -6,7 +6,8 @@
         contributors = c.allreduce(grads)            # grads: the sum, in place
         fut = c.allreduce_async(grads2)              # a concurrent.futures.Future
 
-For DistributedDataParallel, georeduce.torch has the communication hooks.
+For DistributedDataParallel, georeduce.torch has the communication hooks; for DiLoCo's
+outer step (blocking or streaming), georeduce.diloco.
 docs/PYTHON.md describes the package.
 """
 from .client import (AllreduceTimeout, ArgumentError, CallTiming, Client, Config, ConfigError,

@@ -208,6 +208,7 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
         "gr_join_close": (None, [c.c_void_p]),
         "gr_dtype_size": (c.c_size_t, [c.c_int]),
         "gr_dtype_name": (c.c_char_p, [c.c_int]),
+        "gr_dtype_round": (c.c_int, [c.c_int, c.c_void_p, c.c_size_t]),
     }
     for name, (res, args) in protos.items():
         f = getattr(lib, name)

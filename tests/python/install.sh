@@ -43,7 +43,7 @@ fi
 site=$("$py" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
 pkg=$dest$site/georeduce
 cfg=$pkg/_build_config.py
-if [ -f "$pkg/torch.py" ] && [ -f "$cfg" ]; then
+if [ -f "$pkg/torch.py" ] && [ -f "$pkg/diloco.py" ] && [ -f "$cfg" ]; then
 	ok "the package is in $site"
 else
 	not_ok "no package under $dest$site: $(find "$dest" -name '__init__.py' | head -3)"
@@ -131,9 +131,9 @@ else
 	not_ok "pip-installed package: $out (want: $want)"
 fi
 # The package's own tests, on the installed package (conftest.py: GEOREDUCE_TEST_INSTALLED).
-for t in test_binding test_torch test_cuda; do
+for t in test_binding test_torch test_cuda test_diloco; do
 	needs=()
-	[ "$t" != test_binding ] && needs=(--needs torch)
+	[ "$t" = test_binding ] || needs=(--needs torch)
 	clean GEOREDUCE_TEST_INSTALLED=1 GEOREDUCE_LAYOUT="$build/tests/python_layout" \
 		PYTHONDONTWRITEBYTECODE=1 "$vpy" tests/python/run.py "${needs[@]}" \
 		"tests/python/$t.py" >"$tmp/$t.log" 2>&1
