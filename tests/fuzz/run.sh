@@ -69,7 +69,8 @@ declare -A srcs=(
 	[fuzz_ctlmsg]="lib/ctlmsg.c lib/ctlreq.c lib/jsonutil.c"
 	[fuzz_topo]="lib/topo.c lib/plan.c lib/jsonutil.c"
 	[fuzz_deploy]="control/daemon/deploy.c control/daemon/deploy_field.c
-		control/daemon/deploy_job.c lib/topo.c lib/plan.c lib/ctltls.c lib/ctlmsg.c lib/jsonutil.c
+		control/daemon/deploy_job.c control/daemon/deploy_tenant.c lib/topo.c lib/plan.c
+		lib/ctltls.c lib/ctltls_ctx.c lib/ctlmsg.c lib/ctlreq.c lib/jsonutil.c
 		lib/table.c lib/table_check.c lib/table_check_mcast.c lib/table_json.c
 		lib/table_json_write.c lib/wire.c"
 	# Not sum_select.c: clang 14 knows no "f16c" CPU builtin; fuzz_mx.c reads CPUID itself.
