@@ -2,8 +2,9 @@
  *
  * Slow path: the cryptodev of protected links (docs/PROTOCOL.md section 14). The control
  * thread creates the device, its queue pairs (one per worker lcore), the pools and, per
- * installed table, two sessions (seal and open) per protected link. Workers only enqueue
- * and dequeue on their own queue pair (fastpath/seal.c).
+ * installed table, two sessions (seal and open) per protected link. Workers seal and open
+ * by CPU crypto where the device offers it (and --crypto-ops is not given), else enqueue
+ * and dequeue operations on their own queue pair (fastpath/seal.c).
  *
  * Key bytes are copied into the session transform on the stack and wiped after it; they
  * are never logged.
@@ -22,8 +23,8 @@
 #include "jsonutil.h"
 #include "slowpath/slowpath.h"
 
-/* Operations a worker lcore may have out at once: a burst each way. */
-#define OPS_PER_LCORE (4 * DP_BURST_MAX)
+/* Operations a worker lcore may have out at once: its two rings (dp.h). */
+#define OPS_PER_LCORE (2 * DP_CRYPTO_RING)
 #define OP_CACHE 32
 
 /* Whether the device seals AES-GCM with keys of `bytes`, a 12-byte IV, a 32-byte AAD and a
@@ -78,6 +79,7 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 		c->driver = info.driver_name;
 		c->oop_lb = info.feature_flags & RTE_CRYPTODEV_FF_OOP_LB_IN_LB_OUT;
 		c->oop_sgl = info.feature_flags & RTE_CRYPTODEV_FF_OOP_SGL_IN_LB_OUT;
+		c->cpu = !cfg->crypto_ops && (info.feature_flags & RTE_CRYPTODEV_FF_SYM_CPU_CRYPTO);
 		if (info.max_nb_queue_pairs < dp->n_lcores) {
 			return json_util_fail(err, errlen,
 					      "--crypto: %s has %u queue pairs, %u "
@@ -107,9 +109,10 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 		socket);
 	snprintf(name, sizeof(name), "gr%u_cop", (unsigned int)c->dev_id);
 	rte_mempool_free(rte_mempool_lookup(name));
+	/* Each lcore's rings, and what the lcores' pool caches may keep besides. */
 	c->op_pool = rte_crypto_op_pool_create(name, RTE_CRYPTO_OP_TYPE_SYMMETRIC,
-					       dp->n_lcores * OPS_PER_LCORE + OP_CACHE, OP_CACHE,
-					       DP_SEAL_IV_LEN + 4, socket);
+					       dp->n_lcores * (OPS_PER_LCORE + OP_CACHE * 3 / 2),
+					       OP_CACHE, DP_SEAL_IV_LEN + 4, socket);
 	snprintf(name, sizeof(name), "gr%u_seal", (unsigned int)c->dev_id);
 	rte_mempool_free(rte_mempool_lookup(name));
 	c->seal_pool = rte_pktmbuf_pool_create(
@@ -143,8 +146,8 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 	if (rte_cryptodev_start(c->dev_id) != 0)
 		return json_util_fail(err, errlen, "--crypto: cannot start the cryptodev");
 	c->on = true;
-	DP_LOG(INFO, "protected links through %s (%s), %u queue pairs\n", c->name, c->driver,
-	       dp->n_lcores);
+	DP_LOG(INFO, "protected links through %s (%s, %s), %u queue pairs\n", c->name, c->driver,
+	       c->cpu ? "CPU crypto" : "operations", dp->n_lcores);
 	return 0;
 }
 
