@@ -44,6 +44,7 @@ struct dp_fault faults[2]; /* dp_up() with these faults on port 0 */
 unsigned int n_routes;     /* dp_up() with these routes */
 struct dp_route routes[4];
 const char *crypto_dev = ""; /* dp_up() with this --crypto */
+bool crypto_ops;             /* ... and --crypto-ops */
 struct rte_ether_addr gw_mac;
 const uint16_t W3[3] = {11, 12, 13};
 
@@ -108,6 +109,7 @@ dp_up(unsigned int lcore)
 	cfg.n_routes = n_routes;
 	memcpy(cfg.routes, routes, sizeof(routes));
 	snprintf(cfg.crypto_dev, sizeof(cfg.crypto_dev), "%s", crypto_dev);
+	cfg.crypto_ops = crypto_ops;
 	if (dp_setup(&dp, &cfg, err, sizeof(err)) != 0) {
 		fprintf(stderr, "dp_setup: %s\n", err);
 		return -1;

@@ -44,6 +44,40 @@ has_gcm(uint8_t dev, uint16_t bytes)
 						       DP_SEAL_IV_LEN) == 0;
 }
 
+/* A session of key sl for op (seal: encrypt, open: decrypt), or NULL. */
+static void *session(struct dp *dp, const struct table_seal *sl, enum rte_crypto_aead_operation op);
+
+/*
+ * Whether the started device seals by CPU crypto: it says so (RTE_CRYPTODEV_FF_SYM_CPU_CRYPTO)
+ * and seals 16 bytes that way with a throwaway key. A scheduler reports the flag of its
+ * workers but hands CPU crypto to none of them.
+ */
+static bool
+cpu_crypto_works(struct dp *dp)
+{
+	struct table_seal sl = {.aead = TABLE_AEAD_AES128_GCM};
+	uint8_t buf[16 + DP_SEAL_TAG_LEN] = {0}, aad[DP_SEAL_HDR_LEN] = {0}, iv[16] = {0};
+	struct rte_crypto_vec seg = {.base = buf, .len = 16};
+	struct rte_crypto_sgl sgl = {.vec = &seg, .num = 1};
+	struct rte_crypto_va_iova_ptr ivp = {.va = iv}, aadp = {.va = aad}, dig = {.va = buf + 16};
+	int32_t status = -1;
+	struct rte_crypto_sym_vec v = {.num = 1,
+				       .src_sgl = &sgl,
+				       .iv = &ivp,
+				       .digest = &dig,
+				       .aad = &aadp,
+				       .status = &status};
+	void *sess = session(dp, &sl, RTE_CRYPTO_AEAD_OP_ENCRYPT);
+	uint32_t done;
+
+	if (sess == NULL)
+		return false;
+	done = rte_cryptodev_sym_cpu_crypto_process(dp->crypto.dev_id, sess,
+						    (union rte_crypto_sym_ofs){.raw = 0}, &v);
+	rte_cryptodev_sym_session_free(dp->crypto.dev_id, sess);
+	return done == 1 && status == 0;
+}
+
 int
 dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t errlen)
 {
@@ -105,8 +139,8 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 	snprintf(name, sizeof(name), "gr%u_sess", (unsigned int)c->dev_id);
 	rte_mempool_free(rte_mempool_lookup(name)); /* a previous setup's, in tests */
 	c->sess_pool = rte_cryptodev_sym_session_pool_create(
-		name, c->sessions_max, rte_cryptodev_sym_get_private_session_size(c->dev_id), 0, 0,
-		socket);
+		name, c->sessions_max + 1, rte_cryptodev_sym_get_private_session_size(c->dev_id), 0,
+		0, socket);
 	snprintf(name, sizeof(name), "gr%u_cop", (unsigned int)c->dev_id);
 	rte_mempool_free(rte_mempool_lookup(name));
 	/* Each lcore's rings, and what the lcores' pool caches may keep besides. */
@@ -146,6 +180,7 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 	if (rte_cryptodev_start(c->dev_id) != 0)
 		return json_util_fail(err, errlen, "--crypto: cannot start the cryptodev");
 	c->on = true;
+	c->cpu = c->cpu && cpu_crypto_works(dp);
 	DP_LOG(INFO, "protected links through %s (%s, %s), %u queue pairs\n", c->name, c->driver,
 	       c->cpu ? "CPU crypto" : "operations", dp->n_lcores);
 	return 0;
@@ -170,7 +205,6 @@ dp_crypto_teardown(struct dp *dp)
 	memset(c, 0, sizeof(*c));
 }
 
-/* A session of key sl for op (seal: encrypt, open: decrypt), or NULL. */
 static void *
 session(struct dp *dp, const struct table_seal *sl, enum rte_crypto_aead_operation op)
 {
