@@ -537,8 +537,8 @@ aead_measure(struct point *x, struct rte_mempool *pool, double *ns, char *err, s
 	struct rte_mbuf **m = calloc(n, sizeof(*m));
 	void *enc = aead_session(x, RTE_CRYPTO_AEAD_OP_ENCRYPT);
 	void *dec = aead_session(x, RTE_CRYPTO_AEAD_OP_DECRYPT);
-	bool ok =
-		m != NULL && enc != NULL && dec != NULL && rte_pktmbuf_alloc_bulk(pool, m, n) == 0;
+	bool ok = m != NULL && pool != NULL && enc != NULL && dec != NULL &&
+		  rte_pktmbuf_alloc_bulk(pool, m, n) == 0;
 	uint64_t t0;
 
 	for (unsigned int i = 0; ok && i < n; i++) {

@@ -730,7 +730,8 @@ test_late_completions(void)
 		polls++;
 		uint32_t pending = dp_crypto_pending(lc);
 
-		odd += ctr(DP_CTR_OPENED) + pending != nch || ctr(DP_CTR_CONTRIBS) != ctr(DP_CTR_OPENED) ||
+		odd += ctr(DP_CTR_OPENED) + pending != nch ||
+		       ctr(DP_CTR_CONTRIBS) != ctr(DP_CTR_OPENED) ||
 		       rte_mempool_in_use_count(dp.crypto.op_pool) != pending ||
 		       lc->crypto_held > pending;
 	} while (ctr(DP_CTR_OPENED) < nch && rte_rdtsc() - t0 < 60 * hz);
@@ -751,8 +752,8 @@ test_late_completions(void)
 	CU_ASSERT(ctr(DP_CTR_CRYPTO_FAILED) == 0 && ctr(DP_CTR_CRYPTO_FULL) == 0);
 	CU_ASSERT(dp_crypto_pending(lc) == 0 && lc->crypto_held == 0);
 	CU_ASSERT(rte_mempool_in_use_count(dp.crypto.op_pool) == 0);
-	fprintf(stderr, "late completions: %d polls for the first burst, %" PRIu64 " late\n",
-		polls, ctr(DP_CTR_CRYPTO_LATE));
+	fprintf(stderr, "late completions: %d polls for the first burst, %" PRIu64 " late\n", polls,
+		ctr(DP_CTR_CRYPTO_LATE));
 	dp_down();
 }
 
