@@ -32,6 +32,7 @@
 
 #include <jansson.h>
 #include <openssl/evp.h>
+#include <rte_cryptodev.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
@@ -72,6 +73,7 @@ struct opts {
 	unsigned int payload[8], n_payload;
 	unsigned int window, rounds, repeat;
 	const char *crypto;
+	bool crypto_ops;
 	bool json;
 };
 
@@ -240,7 +242,7 @@ build_all(struct point *x)
 }
 
 static int
-setup(struct point *x, const char *crypto, char *err, size_t errlen)
+setup(struct point *x, const char *crypto, bool ops, char *err, size_t errlen)
 {
 	static unsigned int inst;
 	char name[RTE_RING_NAMESIZE];
@@ -279,6 +281,7 @@ setup(struct point *x, const char *crypto, char *err, size_t errlen)
 	cfg.seal_mbufs = 4096;
 	if (x->sealed) /* the plain point has no cryptodev: both are set up at once */
 		snprintf(cfg.crypto_dev, sizeof(cfg.crypto_dev), "%s", crypto);
+	cfg.crypto_ops = ops;
 	bench_dp_one_port(&cfg, rte_get_main_lcore(), x->port_id, GW_IP);
 	cfg.n_neigh = 2;
 	cfg.neigh[0].ipv4 = WORKER_IP;
@@ -303,7 +306,7 @@ setup(struct point *x, const char *crypto, char *err, size_t errlen)
 static void
 teardown(struct point *x)
 {
-	struct rte_mbuf *m;
+	struct rte_mbuf *m = NULL;
 
 	if (x->dp_up)
 		dp_teardown(&x->dp);
@@ -434,6 +437,141 @@ measure_once(struct point *x, bool check, double *ns, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The AEAD alone, in the same run and on the same cryptodev and path as the protected
+ * link (CPU crypto, or operations enqueued and dequeued on lcore 0's queue pair): per
+ * chunk the link's work, one encryption and one decryption of its georeduce packet (the
+ * seal header the AAD), over as many frames as a measurement of the links feeds (window
+ * x rounds, from a pool of their own: as cold as theirs). *ns: per chunk.
+ */
+#define AEAD_BURST 32
+
+static void *
+aead_session(struct point *x, enum rte_crypto_aead_operation op)
+{
+	struct rte_crypto_sym_xform xf = {
+		.type = RTE_CRYPTO_SYM_XFORM_AEAD,
+		.aead = {.op = op,
+			 .algo = RTE_CRYPTO_AEAD_AES_GCM,
+			 .key = {.data = key, .length = sizeof(key)},
+			 .iv = {.offset = sizeof(struct rte_crypto_op) +
+					  sizeof(struct rte_crypto_sym_op),
+				.length = 12},
+			 .digest_length = 16,
+			 .aad_length = 32},
+	};
+
+	return rte_cryptodev_sym_session_create(x->dp.crypto.dev_id, &xf, x->dp.crypto.sess_pool);
+}
+
+/* n frames m[] of len-byte packets through session s; false if any failed. */
+static bool
+aead_burst(struct point *x, void *s, struct rte_mbuf **m, unsigned int n, uint32_t len)
+{
+	const struct dp_crypto *c = &x->dp.crypto;
+	unsigned int ok = 0;
+
+	if (c->cpu) {
+		struct rte_crypto_vec seg[AEAD_BURST];
+		struct rte_crypto_sgl sgl[AEAD_BURST];
+		struct rte_crypto_va_iova_ptr iv[AEAD_BURST], aad[AEAD_BURST], dig[AEAD_BURST];
+		int32_t st[AEAD_BURST];
+		struct rte_crypto_sym_vec v = {.num = n,
+					       .src_sgl = sgl,
+					       .iv = iv,
+					       .digest = dig,
+					       .aad = aad,
+					       .status = st};
+
+		for (unsigned int i = 0; i < n; i++) {
+			uint8_t *sh = rte_pktmbuf_mtod_offset(m[i], uint8_t *, WIRE_FRAME_HDR_OFF);
+
+			seg[i] = (struct rte_crypto_vec){.base = sh + 32, .len = len};
+			sgl[i] = (struct rte_crypto_sgl){.vec = &seg[i], .num = 1};
+			iv[i].va = sh + 12;
+			aad[i].va = sh;
+			dig[i].va = sh + 32 + len;
+		}
+		return rte_cryptodev_sym_cpu_crypto_process(
+			       c->dev_id, s, (union rte_crypto_sym_ofs){.raw = 0}, &v) == n;
+	}
+	struct rte_crypto_op *op[AEAD_BURST], *done[AEAD_BURST];
+
+	if (rte_crypto_op_bulk_alloc(c->op_pool, RTE_CRYPTO_OP_TYPE_SYMMETRIC, op, n) != n)
+		return false;
+	for (unsigned int i = 0; i < n; i++) {
+		struct rte_crypto_sym_op *sym = op[i]->sym;
+		uint32_t off = WIRE_FRAME_HDR_OFF + 32;
+
+		memcpy(rte_crypto_op_ctod_offset(op[i], uint8_t *,
+						 sizeof(struct rte_crypto_op) +
+							 sizeof(struct rte_crypto_sym_op)),
+		       rte_pktmbuf_mtod_offset(m[i], uint8_t *, WIRE_FRAME_HDR_OFF + 12), 12);
+		sym->m_src = m[i];
+		sym->aead.data.offset = off;
+		sym->aead.data.length = len;
+		sym->aead.digest.data = rte_pktmbuf_mtod_offset(m[i], uint8_t *, off + len);
+		sym->aead.digest.phys_addr = rte_pktmbuf_iova_offset(m[i], off + len);
+		sym->aead.aad.data = rte_pktmbuf_mtod_offset(m[i], uint8_t *, WIRE_FRAME_HDR_OFF);
+		sym->aead.aad.phys_addr = rte_pktmbuf_iova_offset(m[i], WIRE_FRAME_HDR_OFF);
+		rte_crypto_op_attach_sym_session(op[i], s);
+	}
+	unsigned int in = rte_cryptodev_enqueue_burst(c->dev_id, 0, op, (uint16_t)n), out = 0;
+
+	while (out < in) { /* the bench waits; the dataplane never does */
+		uint16_t k = rte_cryptodev_dequeue_burst(c->dev_id, 0, done, (uint16_t)(in - out));
+
+		for (uint16_t i = 0; i < k; i++)
+			ok += done[i]->status == RTE_CRYPTO_OP_STATUS_SUCCESS;
+		out += k;
+	}
+	for (unsigned int i = 0; i < n; i++)
+		rte_crypto_op_free(op[i]);
+	return in == n && ok == n;
+}
+
+static int
+aead_measure(struct point *x, struct rte_mempool *pool, double *ns, char *err, size_t errlen)
+{
+	uint32_t len = x->frame_len - WIRE_FRAME_HDR_OFF - 48, n = x->window * x->rounds;
+	struct rte_mbuf **m = calloc(n, sizeof(*m));
+	void *enc = aead_session(x, RTE_CRYPTO_AEAD_OP_ENCRYPT);
+	void *dec = aead_session(x, RTE_CRYPTO_AEAD_OP_DECRYPT);
+	bool ok = m != NULL && pool != NULL && enc != NULL && dec != NULL &&
+		  rte_pktmbuf_alloc_bulk(pool, m, n) == 0;
+	uint64_t t0;
+
+	for (unsigned int i = 0; ok && i < n; i++) {
+		uint8_t *f = (uint8_t *)rte_pktmbuf_append(m[i], (uint16_t)x->frame_len);
+
+		ok = f != NULL;
+		if (ok) {
+			memset(f, (int)i, x->frame_len);
+			be32_put(f + WIRE_FRAME_HDR_OFF + 20, i); /* a different IV each */
+		}
+	}
+	/* As many frames as a measurement of the links, each sealed then opened once. */
+	t0 = rte_rdtsc();
+	for (unsigned int i = 0; ok && i < n; i += AEAD_BURST) {
+		unsigned int k = RTE_MIN(AEAD_BURST, n - i);
+
+		ok = aead_burst(x, enc, m + i, k, len) && aead_burst(x, dec, m + i, k, len);
+	}
+	*ns = (double)(rte_rdtsc() - t0) * 1e9 / (double)rte_get_tsc_hz() / n;
+	if (m != NULL && m[0] != NULL)
+		rte_pktmbuf_free_bulk(m, n);
+	free(m);
+	if (enc != NULL)
+		rte_cryptodev_sym_session_free(x->dp.crypto.dev_id, enc);
+	if (dec != NULL)
+		rte_cryptodev_sym_session_free(x->dp.crypto.dev_id, dec);
+	if (!ok) {
+		snprintf(err, errlen, "the AEAD alone failed (sessions, frames or tags)");
+		return -EIO;
+	}
+	return 0;
+}
+
 static void
 usage(FILE *f)
 {
@@ -449,7 +587,13 @@ usage(FILE *f)
 		"  --rounds N       rounds per measurement                          [8]\n"
 		"  --repeat N       measurements per link kind (the median)         [5]\n"
 		"  --crypto NAME    the cryptodev vdev             [crypto_aesni_gcm0]\n"
-		"  --json           one JSON object per point\n");
+		"  --crypto-ops     operations even where the device offers CPU crypto\n"
+		"  --json           one JSON object per point\n"
+		"\n"
+		"Besides the links, the AEAD alone on the same device and path (one encryption\n"
+		"and one decryption of each chunk's packet), in turn with them: its rate A and "
+		"the\n"
+		"plain link's P give the bound A/(A+P) of the protected link's ratio.\n");
 }
 
 int
@@ -462,10 +606,15 @@ main(int argc, char **argv)
 			 .repeat = 5,
 			 .crypto = "crypto_aesni_gcm0"};
 	static const struct option longopts[] = {
-		{"payload", required_argument, NULL, 'p'}, {"window", required_argument, NULL, 'w'},
-		{"rounds", required_argument, NULL, 'r'},  {"repeat", required_argument, NULL, 'n'},
-		{"crypto", required_argument, NULL, 'c'},  {"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+		{"payload", required_argument, NULL, 'p'},
+		{"window", required_argument, NULL, 'w'},
+		{"rounds", required_argument, NULL, 'r'},
+		{"repeat", required_argument, NULL, 'n'},
+		{"crypto", required_argument, NULL, 'c'},
+		{"json", no_argument, NULL, 'j'},
+		{"crypto-ops", no_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	int e = rte_eal_init(argc, argv), c;
 	uint64_t v;
@@ -515,6 +664,9 @@ main(int argc, char **argv)
 		case 'j':
 			o.json = true;
 			break;
+		case 'o':
+			o.crypto_ops = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -524,13 +676,19 @@ main(int argc, char **argv)
 		}
 	}
 	if (!o.json)
-		printf("%8s %10s %12s %12s %11s %11s %7s %13s\n", "payload", "pmd", "plain ns/ch",
-		       "sealed ns/ch", "plain Gb/s", "sealed Gb/s", "ratio", "aead Gb/s");
+		printf("%8s %10s %5s %12s %12s %11s %11s %7s %13s %11s %7s %8s\n", "payload", "pmd",
+		       "path", "plain ns/ch", "sealed ns/ch", "plain Gb/s", "sealed Gb/s", "ratio",
+		       "aead Gb/s", "A Gb/s", "bound", "of bound");
 	int rc = 0;
 
 	for (unsigned int i = 0; i < o.n_payload && rc == 0; i++) {
 		static struct point x[2];
-		double ns[2], t[2][REPEAT_MAX];
+		struct rte_mempool *apool = rte_pktmbuf_pool_create(
+			"bs_aead", o.window * o.rounds + 64, 0, 0,
+			(uint16_t)(RTE_PKTMBUF_HEADROOM + WIRE_FRAME_PAYLOAD_OFF + o.payload[i] +
+				   48),
+			(int)rte_socket_id());
+		double ns[3], t[3][REPEAT_MAX];
 		char err[512] = "", pmd[64] = "?";
 
 		/* Both links set up at once, measured in turn: a loaded machine slows both. */
@@ -546,21 +704,27 @@ main(int argc, char **argv)
 			x[s].frame_len = WIRE_FRAME_PAYLOAD_OFF + x[s].payload + 48;
 			x[s].mtu = x[s].frame_len - WIRE_ETH_LEN <= 1500 ? 1500 : 9000;
 			if (rc == 0)
-				rc = setup(&x[s], o.crypto, err, sizeof(err));
+				rc = setup(&x[s], o.crypto, o.crypto_ops, err, sizeof(err));
 		}
-		for (unsigned int k = 0; k <= o.repeat && rc == 0; k++)
+		for (unsigned int k = 0; k <= o.repeat && rc == 0; k++) {
 			for (int s = 0; s < 2 && rc == 0; s++)
 				rc = measure_once(&x[s], k == 0, &t[s][k == 0 ? 0 : k - 1], err,
 						  sizeof(err));
+			if (rc == 0)
+				rc = aead_measure(&x[1], apool, &t[2][k == 0 ? 0 : k - 1], err,
+						  sizeof(err));
+		}
+		const char *path = x[1].dp.crypto.cpu ? "cpu" : "ops";
 		if (x[1].dp.crypto.on && x[1].dp.crypto.driver != NULL)
 			snprintf(pmd, sizeof(pmd), "%s", x[1].dp.crypto.driver);
 		for (int s = 0; s < 2; s++)
 			teardown(&x[s]);
+		rte_mempool_free(apool);
 		if (rc != 0) {
 			cli_error(PROG, "%u B: %s", o.payload[i], err);
 			break;
 		}
-		for (int s = 0; s < 2; s++) {
+		for (int s = 0; s < 3; s++) {
 			bench_sort(t[s], o.repeat);
 			ns[s] = t[s][o.repeat / 2];
 		}
@@ -568,15 +732,23 @@ main(int argc, char **argv)
 		double bits = 2.0 * 8 * o.payload[i];
 		double g0 = bits / ns[0], g1 = bits / ns[1];
 		double aead = ns[1] > ns[0] ? bits / (ns[1] - ns[0]) : 0;
+		/* The AEAD alone (A) and the plain link (P): the protected link cannot beat
+		 * A/(A+P), the time of both added. */
+		double a = bits / ns[2], bound = a / (a + g0);
 
 		if (o.json)
-			printf("{\"payload\": %u, \"pmd\": \"%s\", \"plain_ns_chunk\": %.1f, "
-			       "\"sealed_ns_chunk\": %.1f, \"plain_gbps\": %.2f, \"sealed_gbps\": "
-			       "%.2f, \"ratio\": %.3f, \"aead_gbps\": %.2f}\n",
-			       o.payload[i], pmd, ns[0], ns[1], g0, g1, g1 / g0, aead);
+			printf("{\"payload\": %u, \"pmd\": \"%s\", \"path\": \"%s\", "
+			       "\"plain_ns_chunk\": %.1f, \"sealed_ns_chunk\": %.1f, "
+			       "\"aead_ns_chunk\": %.1f, \"plain_gbps\": %.2f, \"sealed_gbps\": "
+			       "%.2f, \"ratio\": %.3f, \"aead_gbps\": %.2f, \"aead_alone_gbps\": "
+			       "%.2f, \"bound\": %.3f, \"of_bound\": %.3f}\n",
+			       o.payload[i], pmd, path, ns[0], ns[1], ns[2], g0, g1, g1 / g0, aead,
+			       a, bound, g1 / g0 / bound);
 		else
-			printf("%8u %10s %12.1f %12.1f %11.2f %11.2f %7.3f %13.2f\n", o.payload[i],
-			       pmd, ns[0], ns[1], g0, g1, g1 / g0, aead);
+			printf("%8u %10s %5s %12.1f %12.1f %11.2f %11.2f %7.3f %13.2f %11.2f %7.3f "
+			       "%8.3f\n",
+			       o.payload[i], pmd, path, ns[0], ns[1], g0, g1, g1 / g0, aead, a,
+			       bound, g1 / g0 / bound);
 	}
 	rte_eal_cleanup();
 	return rc == 0 ? 0 : CLI_EXIT_FAIL;

@@ -100,6 +100,10 @@ enum dp_ctr {
 	DP_CTR_OPENED,            /* sealed frames opened and authenticated */
 	DP_CTR_SEAL_BYTES,        /* bytes of the georeduce packets sealed */
 	DP_CTR_OPEN_BYTES,        /* ... opened */
+	DP_CTR_CRYPTO_LATE,       /* operations the device returned in a later loop iteration
+				   * than the one that handed them over */
+	DP_CTR_CRYPTO_FAILED,     /* operations the device failed (not a tag mismatch) */
+	DP_CTR_CRYPTO_FULL,       /* frames dropped: the lcore's ring of operations was full */
 	DP_CTR_ARP_REPLIES,
 	DP_CTR_ICMP_REPLIES,
 	DP_CTR_NOT_FOR_US,       /* dropped: another host, protocol or port (drops[]) */
@@ -245,6 +249,8 @@ struct dp_crypto {
 	const char *driver;   /* its PMD */
 	bool oop_lb, oop_sgl; /* it seals out of place from one segment, from several:
 				     * a frame is sealed from where it is, without a copy */
+	bool cpu;             /* synchronous CPU crypto (RTE_CRYPTODEV_FF_SYM_CPU_CRYPTO),
+			       * not operations enqueued and dequeued */
 	struct rte_mempool *sess_pool;
 	struct rte_mempool *op_pool;
 	struct rte_mempool *seal_pool; /* sealed frames on their way out */
@@ -727,28 +733,63 @@ struct dp_route {
 
 #define DP_ROUTES_MAX 64
 
-/* Sealed frames an lcore collects before one cryptodev burst (fastpath/seal.c). */
-#define DP_SEAL_BATCH DP_BURST_MAX
+/*
+ * Crypto operations of protected links (fastpath/seal.c): per lcore and way (sealing,
+ * opening) a ring of DP_CRYPTO_RING entries, each a frame whose operation is prepared, in
+ * the device or done. Entries retire from the head in the order they were queued, only
+ * once done: a frame goes on (TX staging, up to receiving) and its operation and buffers
+ * are freed only after the device returned it. The queue pair holds both rings' entries.
+ */
+#define DP_CRYPTO_RING (2 * DP_BURST_MAX) /* a power of two */
+#define DP_CRYPTO_SEGS 8                  /* segments of a frame sealed or opened by CPU crypto */
+
+/* What became of an entry's operation. */
+enum dp_cop_state {
+	DP_COP_PENDING = 0, /* prepared, or in the device */
+	DP_COP_OK,
+	DP_COP_BAD_TAG, /* opening: the tag did not verify */
+	DP_COP_FAILED,  /* the device failed it otherwise */
+};
+
+/* Free-running positions in a ring: [head, sent) handed to the device (done or not),
+ * [sent, tail) prepared, not yet taken by it. */
+struct dp_cring {
+	uint32_t head, sent, tail;
+};
 
 struct rte_crypto_op;
 
-/** A sealed frame received, its operation prepared, waiting for the burst (that lcore). */
+/** The part of a ring entry its operation needs (fastpath/seal.c). */
+struct dp_cop {
+	struct rte_crypto_op *op; /* the operations path; NULL with CPU crypto */
+	struct rte_mbuf *f;       /* the frame opened or sealed in place; out of place
+				   * (operations only) the sealed frame, data 32 bytes on */
+	void *sess;               /* the key's session that opens or seals it */
+	uint64_t tok;             /* the RCU token its loop iteration began under (loop.c) */
+	uint32_t len;             /* of the georeduce packet */
+	uint32_t tick;            /* the loop iteration that handed it to the device */
+	uint8_t done;             /* enum dp_cop_state */
+};
+
+/** A sealed frame received, being opened in place (that lcore). */
 struct dp_open_op {
-	struct rte_mbuf *m;
-	struct rte_crypto_op *op;
+	struct dp_cop c;
 	const struct dp_job *j; /* the key's epoch */
 	const struct dp_seal *k;
 	uint64_t seq;
-	uint32_t len; /* of the georeduce packet */
 	uint16_t lane, port;
 };
 
-/** A frame sealed for a protected link, waiting for the burst, then TX staging. */
+/** A frame being sealed for a protected link, then staged for TX (that lcore). */
 struct dp_seal_op {
-	struct rte_mbuf *s; /* the sealed frame (its packet still plain, or out of
-				     * place: not yet written, data 32 bytes on) */
-	struct rte_mbuf *m; /* out of place: the plain frame, freed after the burst */
-	struct rte_crypto_op *op;
+	struct dp_cop c;
+	struct rte_mbuf *m; /* out of place: the plain frame, freed after the operation */
+	uint16_t port;
+};
+
+/** A plain frame an opening retired, for receiving to take on (rx.c). */
+struct dp_opened {
+	struct rte_mbuf *m;
 	uint32_t len;
 	uint16_t port;
 };
@@ -777,9 +818,16 @@ struct dp_lcore {
 	struct dp_mstash hdr_stash;     /* from hdr_pool and clone_pool, for result copies */
 	struct rte_mempool *op_pool;    /* crypto operations (NULL: no --crypto) */
 	struct rte_mempool *seal_pool;  /* sealed frames */
-	uint16_t n_open, n_seal;        /* waiting in open_q, seal_q */
-	struct dp_open_op open_q[2 * DP_BURST_MAX]; /* a burst, with injected duplicates */
-	struct dp_seal_op seal_q[DP_SEAL_BATCH];
+	/* Protected links (fastpath/seal.c): the two rings, the frames opened for rx.c, the
+	 * RCU token this iteration began under, the iteration count and the operations the
+	 * device holds. */
+	struct dp_cring open_r, seal_r;
+	struct dp_open_op open_q[DP_CRYPTO_RING];
+	struct dp_seal_op seal_q[DP_CRYPTO_RING];
+	struct dp_opened opened[DP_CRYPTO_RING];
+	uint64_t tok_now;
+	uint32_t tick;
+	uint32_t crypto_held;
 	struct dp_mstash clone_stash;
 	uint16_t n_rxq;
 	struct {

@@ -117,6 +117,8 @@ usage(FILE *f, const struct dp_config *d)
 		"                          docs/PROTOCOL.md section 14): a vdev such as\n"
 		"                          crypto_aesni_gcm0 or crypto_aesni_mb0, created unless\n"
 		"                          EAL has it; without it tables with keys are refused\n"
+		"      --crypto-ops        enqueue and dequeue operations even where the device\n"
+		"                          offers synchronous CPU crypto\n"
 		"      --seal-mbufs N      sealed frames in flight                       [%u]\n"
 		"      --seal-links N      protected links of all installed tables       [%u]\n"
 		"  -h, --help              this text\n"
@@ -413,6 +415,7 @@ enum {
 	O_IDLEMS,
 	O_CONNS,
 	O_CRYPTO,
+	O_CRYPTO_OPS,
 	O_SEAL_MBUFS,
 	O_SEAL_LINKS,
 	O_METRICS,
@@ -453,6 +456,7 @@ static const struct option long_opts[] = {
 	{"ctl-idle-ms", required_argument, NULL, O_IDLEMS},
 	{"ctl-conns", required_argument, NULL, O_CONNS},
 	{"crypto", required_argument, NULL, O_CRYPTO},
+	{"crypto-ops", no_argument, NULL, O_CRYPTO_OPS},
 	{"seal-mbufs", required_argument, NULL, O_SEAL_MBUFS},
 	{"seal-links", required_argument, NULL, O_SEAL_LINKS},
 	{"metrics", required_argument, NULL, O_METRICS},
@@ -566,6 +570,9 @@ parse_dp_opt(int c, struct dp_config *cfg)
 			break;
 		}
 		strcpy(cfg->crypto_dev, optarg);
+		break;
+	case O_CRYPTO_OPS:
+		cfg->crypto_ops = true;
 		break;
 	case O_SEAL_MBUFS:
 		rc = u32_opt("seal-mbufs", optarg, 256, 1 << 22, &cfg->seal_mbufs);

@@ -18,20 +18,30 @@ expect 2 "window 0" "$bench" "${eal[@]}" -- --window 0
 grep -q -- "--window" "$tmp/err" && ok "names --window" || not_ok "names --window"
 expect 1 "no such cryptodev" "$bench" "${eal[@]}" -- --crypto crypto_none0 --payload 1024 \
 	--window 8 --rounds 2 --repeat 1
-for pmd in crypto_aesni_gcm0 crypto_aesni_mb0; do
-	expect 0 "short run, $pmd" "$bench" "${eal[@]}" -- --crypto "$pmd" --payload 1024,8192 \
+# Each PMD by CPU crypto, and crypto_aesni_gcm0 through operations (--crypto-ops).
+for run in crypto_aesni_gcm0 crypto_aesni_mb0 "crypto_aesni_gcm0 --crypto-ops"; do
+	# shellcheck disable=SC2086 # the device and an option
+	set -- --crypto $run
+	path=cpu
+	[ $# -eq 3 ] && path=ops
+	expect 0 "short run, $run" "$bench" "${eal[@]}" -- "$@" --payload 1024,8192 \
 		--window 16 --rounds 2 --repeat 1 --json
-	if python3 - "$tmp/out" 2>"$tmp/err" <<'PY'
+	if python3 - "$tmp/out" "$path" 2>"$tmp/err" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 assert [r["payload"] for r in rows] == [1024, 8192], rows
 for r in rows:
     assert r["plain_gbps"] > 0 and r["sealed_gbps"] > 0 and r["pmd"].startswith("crypto_"), r
+    assert r["path"] == sys.argv[2] and r["aead_alone_gbps"] > 0, r
+    # The bound of the protected link: the AEAD alone (A) and the plain link (P).
+    a, p = r["aead_alone_gbps"], r["plain_gbps"]
+    assert abs(r["bound"] - a / (a + p)) < 0.002, r
+    assert abs(r["of_bound"] - r["ratio"] / r["bound"]) < 0.01, r
 PY
 	then
-		ok "$pmd: one JSON row per payload"
+		ok "$run: one JSON row per payload, the bound beside it"
 	else
-		not_ok "$pmd JSON: $(tail -c 300 "$tmp/err")"
+		not_ok "$run JSON: $(tail -c 300 "$tmp/err")"
 	fi
 done
 

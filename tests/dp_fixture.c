@@ -18,6 +18,7 @@
 
 #include <CUnit/Basic.h>
 #include <jansson.h>
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_eth_ring.h>
 #include <rte_log.h>
@@ -26,6 +27,7 @@
 #include <rte_ring.h>
 
 #include "dp_fixture.h"
+#include "fastpath/seal.h"
 #include "slowpath/slowpath.h"
 #include "table.h"
 #include "wire.h"
@@ -42,6 +44,7 @@ struct dp_fault faults[2]; /* dp_up() with these faults on port 0 */
 unsigned int n_routes;     /* dp_up() with these routes */
 struct dp_route routes[4];
 const char *crypto_dev = ""; /* dp_up() with this --crypto */
+bool crypto_ops;             /* ... and --crypto-ops */
 struct rte_ether_addr gw_mac;
 const uint16_t W3[3] = {11, 12, 13};
 
@@ -106,6 +109,7 @@ dp_up(unsigned int lcore)
 	cfg.n_routes = n_routes;
 	memcpy(cfg.routes, routes, sizeof(routes));
 	snprintf(cfg.crypto_dev, sizeof(cfg.crypto_dev), "%s", crypto_dev);
+	cfg.crypto_ops = crypto_ops;
 	if (dp_setup(&dp, &cfg, err, sizeof(err)) != 0) {
 		fprintf(stderr, "dp_setup: %s\n", err);
 		return -1;
@@ -131,7 +135,12 @@ dp_down(void)
 void
 poll_all(void)
 {
-	while (dp_worker_poll(dp.lcores[0]) != 0)
+	uint64_t t0 = rte_rdtsc(), hz = rte_get_tsc_hz();
+
+	/* Until nothing comes, and the cryptodev gave back every operation (late ones come
+	 * back on later polls; a minute at most on a busy machine). */
+	while (dp_worker_poll(dp.lcores[0]) != 0 ||
+	       (dp_crypto_pending(dp.lcores[0]) != 0 && rte_rdtsc() - t0 < 60 * hz))
 		;
 }
 

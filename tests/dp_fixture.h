@@ -46,6 +46,7 @@ extern struct dp_fault faults[2]; /* these faults on port 0, by enum dp_dir */
 extern unsigned int n_routes;     /* these routes */
 extern struct dp_route routes[4];
 extern const char *crypto_dev; /* this --crypto */
+extern bool crypto_ops;        /* --crypto-ops */
 extern uint32_t linger_ms;     /* this --linger-ms */
 extern uint32_t nat_ipv4;      /* this --nat-addr 0:IP (0: none) */
 extern uint64_t fault_seed;    /* this --fault-seed */

@@ -8,12 +8,14 @@
  *
  * The main thread plays the worker lcore (dp_worker_poll, dp_fixture.c).
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <CUnit/CUnit.h>
 #include <jansson.h>
 #include <openssl/evp.h>
+#include <rte_bus_vdev.h>
 #include <rte_cycles.h>
 #include <rte_ip.h>
 #include <rte_lcore.h>
@@ -22,6 +24,7 @@
 
 #include "dp.h"
 #include "dp_fixture.h"
+#include "fastpath/seal.h"
 #include "slowpath/slowpath.h"
 #include "table.h"
 #include "testutil.h"
@@ -217,17 +220,20 @@ sealed_flipped(uint32_t epoch, uint32_t r, uint64_t seq, size_t at, uint8_t x, u
  * exact; after a key rotation (epoch 2, a new key) a frame under the old key is unknown.
  */
 static void
-test_protected_link(void)
+protected_link(const char *dev, bool ops)
 {
 	const uint64_t el = 4 * 64;
 	const uint32_t ce = 64, nch = 4;
 	uint64_t seq = 0;
 	static struct out o[64];
 
-	crypto_dev = "crypto_aesni_gcm0";
+	crypto_dev = dev;
+	crypto_ops = ops;
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 	crypto_dev = "";
+	crypto_ops = false;
 	CU_ASSERT(dp.crypto.on);
+	CU_ASSERT(dp.crypto.cpu == (!ops && strcmp(dev, "crypto_aesni_gcm0") == 0));
 	CU_ASSERT_FATAL(install_sealed(1, key1, 16, 1, el, ce, nch) == 0);
 	/* Forged tag; a bit flipped in the seal header (the AAD: its sequence number), in
 	 * the encrypted georeduce header and in the encrypted payload; an unknown key id; the
@@ -296,11 +302,62 @@ test_protected_link(void)
 	json_decref(rep);
 	rep = call("{\"version\":1,\"id\":3,\"op\":\"stats\"}");
 	text = json_dumps(rep, 0);
-	CU_ASSERT(text != NULL && strstr(text, "crypto_aesni_gcm0") != NULL &&
-		  strstr(text, "5a0102") == NULL);
+	CU_ASSERT(text != NULL && strstr(text, dev) != NULL && strstr(text, "5a0102") == NULL);
 	free(text);
 	json_decref(rep);
+	CU_ASSERT(ctr(DP_CTR_CRYPTO_FAILED) == 0 && ctr(DP_CTR_CRYPTO_FULL) == 0);
+	CU_ASSERT(dp_crypto_pending(dp.lcores[0]) == 0 && dp.lcores[0]->crypto_held == 0);
+	CU_ASSERT(rte_mempool_in_use_count(dp.crypto.op_pool) == 0);
 	dp_down();
+}
+
+/* The software PMD offers CPU crypto: no operation is made. */
+static void
+test_protected_link(void)
+{
+	protected_link("crypto_aesni_gcm0", false);
+}
+
+/* The same PMD through operations (--crypto-ops): each comes back in the iteration that
+ * enqueued it (the PMD works within the enqueue call). */
+static void
+test_protected_link_ops(void)
+{
+	protected_link("crypto_aesni_gcm0", true);
+}
+
+/*
+ * A cryptodev that returns operations late: DPDK's crypto_scheduler in multi-core mode,
+ * whose worker (crypto_aesni_mb) runs on another lcore: an operation enqueued comes back
+ * from a later dequeue, once that lcore has done it. Created once (EAL lcore 1); false if
+ * EAL has no second lcore.
+ */
+static bool
+late_device(void)
+{
+	static int made;
+
+	if (made == 0) {
+		made = rte_lcore_count() < 2 ? -1 : 1;
+		if (made == 1) {
+			CU_ASSERT_FATAL(rte_vdev_init("crypto_aesni_mb7", "max_nb_queue_pairs=1") ==
+					0);
+			CU_ASSERT_FATAL(rte_vdev_init("crypto_scheduler7",
+						      "worker=crypto_aesni_mb7,mode=multi-core,"
+						      "corelist=1") == 0);
+		}
+	}
+	if (made < 0)
+		fprintf(stderr, "only one EAL lcore: no late-completing cryptodev\n");
+	return made > 0;
+}
+
+static void
+test_protected_link_late(void)
+{
+	if (!late_device())
+		return;
+	protected_link("crypto_scheduler7", false);
 }
 
 /* docs/PROTOCOL.md section 14.4: section 11's RESULT sealed by gateway 9 (key 00 .. 0f, id
@@ -640,6 +697,66 @@ test_mcast_from_nat(void)
 	dp_down();
 }
 
+/*
+ * Operations that come back late: a child's sealed partial sums (a chunk each) arrive in
+ * one burst. Until the device returns a frame's operation the frame is neither summed nor
+ * freed: at every poll each frame is opened (and summed) or still in the ring with its
+ * operation out of the pool, and the operations out are those of the ring. In the end all
+ * are opened, some of them late, none failed, and every round sealed back is exact.
+ */
+static void
+test_late_completions(void)
+{
+	const uint64_t el = 16 * 64; /* the slots of the tree's window */
+	const uint32_t ce = 64, nch = 16;
+	uint64_t seq = 0, t0, hz = rte_get_tsc_hz();
+	int polls = 0, odd = 0;
+	static struct out o[64];
+
+	if (!late_device())
+		return;
+	crypto_dev = "crypto_scheduler7";
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	crypto_dev = "";
+	struct dp_lcore *lc = dp.lcores[0];
+
+	CU_ASSERT_FATAL(dp.crypto.on && !dp.crypto.cpu);
+	CU_ASSERT_FATAL(install_sealed(1, key1, 16, 1, el, ce, nch) == 0);
+	for (uint32_t c = 0; c < nch; c++)
+		inject(seal_frame(child_sum(60, 1, 1, c, el, ce), 60, key1, 16, 1, 3, 0, ++seq));
+	t0 = rte_rdtsc();
+	do {
+		dp_worker_poll(lc);
+		polls++;
+		uint32_t pending = dp_crypto_pending(lc);
+
+		odd += ctr(DP_CTR_OPENED) + pending != nch ||
+		       ctr(DP_CTR_CONTRIBS) != ctr(DP_CTR_OPENED) ||
+		       rte_mempool_in_use_count(dp.crypto.op_pool) != pending ||
+		       lc->crypto_held > pending;
+	} while (ctr(DP_CTR_OPENED) < nch && rte_rdtsc() - t0 < 60 * hz);
+	CU_ASSERT(odd == 0);
+	CU_ASSERT(ctr(DP_CTR_OPENED) == nch && ctr(DP_CTR_CONTRIBS) == nch);
+	for (uint32_t c = 0; c < nch; c++) { /* the workers' parts: round 1 completes */
+		inject(contrib_f32(60, 1, 0, 11, 1, c, el, ce));
+		inject(contrib_f32(60, 1, 0, 12, 1, c, el, ce));
+	}
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 3 * (int)nch && ctr(DP_CTR_SEALED) == nch);
+	for (uint32_t r = 2; r < 6; r++)
+		CU_ASSERT(sealed_round_exact(1, r, key1, 16, 1, &seq, el, ce, nch));
+	CU_ASSERT(ctr(DP_CTR_OPENED) == 5 * nch && ctr(DP_CTR_SEALED) == 5 * nch);
+	/* The multi-core worker takes the operations from a ring on another lcore: dozens of
+	 * AES-GCM operations cannot all be done before the dequeue that follows the enqueue. */
+	CU_ASSERT(ctr(DP_CTR_CRYPTO_LATE) > 0);
+	CU_ASSERT(ctr(DP_CTR_CRYPTO_FAILED) == 0 && ctr(DP_CTR_CRYPTO_FULL) == 0);
+	CU_ASSERT(dp_crypto_pending(lc) == 0 && lc->crypto_held == 0);
+	CU_ASSERT(rte_mempool_in_use_count(dp.crypto.op_pool) == 0);
+	fprintf(stderr, "late completions: %d polls for the first burst, %" PRIu64 " late\n", polls,
+		ctr(DP_CTR_CRYPTO_LATE));
+	dp_down();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -649,6 +766,12 @@ main(int argc, char **argv)
 		return 1;
 	CU_add_test(s, "a protected link: forged, altered, replayed, rotated keys",
 		    test_protected_link);
+	CU_add_test(s, "the same through crypto operations (--crypto-ops)",
+		    test_protected_link_ops);
+	CU_add_test(s, "the same through a cryptodev that completes operations late",
+		    test_protected_link_late);
+	CU_add_test(s, "late completions: nothing summed or freed before its operation is back",
+		    test_late_completions);
 	CU_add_test(s, "PROTOCOL.md sealed example", test_sealed_example);
 	CU_add_test(s, "a protected link under duplication", test_protected_link_duplicates);
 	CU_add_test(s, "sealed frames leave in sequence, paced or not", test_sealed_pacing_order);

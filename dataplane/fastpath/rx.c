@@ -248,7 +248,7 @@ dp_rx_one(struct dp_lcore *lc, const struct dp_state *st, struct rte_mbuf *m, ui
 	/* A sealed frame (a protected link, docs/PROTOCOL.md section 14) is opened in place
 	 * with the others of its burst (dp_open_flush()), then goes on as a plain one. */
 	if (unlikely(plen >= 2 && dp_is_sealed((const uint8_t *)eth + off))) {
-		if (unlikely(lc->n_open == RTE_DIM(lc->open_q))) /* more than a burst */
+		if (unlikely(dp_crypto_ring_full(lc, false)))
 			dp_rx_open_flush(lc, st);
 		dp_open_queue(lc, st, m, port, plen);
 		return;
@@ -309,7 +309,7 @@ dp_rx_open_flush(struct dp_lcore *lc, const struct dp_state *st)
 {
 	uint16_t n = dp_open_flush(lc);
 
-	/* Nothing on the way of these packets queues a frame to be opened: the entries stay. */
+	/* Nothing on the way of these packets opens frames: lc->opened[] stays. */
 	for (uint16_t i = 0; i < n; i++)
-		dp_rx_packet(lc, st, lc->open_q[i].m, lc->open_q[i].port, lc->open_q[i].len);
+		dp_rx_packet(lc, st, lc->opened[i].m, lc->opened[i].port, lc->opened[i].len);
 }

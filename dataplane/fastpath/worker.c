@@ -26,6 +26,7 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
 #include "dp.h"
@@ -69,10 +70,15 @@ unsigned int
 dp_worker_poll(struct dp_lcore *lc)
 {
 	struct dp *dp = lc->dp;
+	/* The RCU token before the state: frames queued to the cryptodev in this iteration
+	 * refer to no state older than the token says (lcore/loop.c). */
+	uint64_t tok = __atomic_load_n(&dp->rcu->token, __ATOMIC_ACQUIRE);
 	const struct dp_state *st = atomic_load_explicit(&dp->state, memory_order_acquire);
 	struct rte_mbuf *pkts[2 * DP_BURST_MAX]; /* room for injected duplicates */
 	unsigned int total = 0;
 
+	lc->tok_now = tok;
+	lc->tick++;
 	for (uint16_t q = 0; q < lc->n_rxq; q++) {
 		uint16_t port = lc->rxq[q].port;
 		uint16_t n = rte_eth_rx_burst(dp->ports[port].port_id, lc->rxq[q].queue, pkts,
@@ -100,7 +106,8 @@ dp_worker_poll(struct dp_lcore *lc)
 	}
 	dp_retx_timers(lc, st);
 	dp_agg_grace(lc, st);
-	dp_seal_flush(lc); /* what this iteration sealed, before the pacers and TX */
+	dp_seal_flush(lc); /* what this iteration sealed, before the pacers and TX, and what
+			    * the cryptodev finished since */
 	dp_pace_run(lc, st);
 	dp_tx_flush(lc);
 	return total;

@@ -40,6 +40,7 @@
 #include <rte_rcu_qsbr.h>
 
 #include "dp.h"
+#include "fastpath/seal.h"
 
 /* The longest interrupt wait with nothing due: only bounds how late a stop is seen if no
  * wake reached the lcore. */
@@ -48,8 +49,9 @@
  * wakeup. */
 #define INTR_WAIT_SHORT_MS 1
 
-/* Work the lcore must do on time while no packet comes: frames waiting in a pacer or a
- * delay line (returns 2: keep polling), or partial sums awaiting their RESULT (1). */
+/* Work the lcore must do on time while no packet comes: frames waiting in a pacer, a delay
+ * line or the cryptodev (returns 2: keep polling), or partial sums awaiting their RESULT
+ * (1). */
 static int
 due_work(const struct dp_lcore *lc)
 {
@@ -57,6 +59,8 @@ due_work(const struct dp_lcore *lc)
 	const struct dp_state *st = atomic_load_explicit(&dp->state, memory_order_acquire);
 	int due = 0;
 
+	if (dp_crypto_pending(lc) != 0)
+		return 2;
 	for (unsigned int p = 0; p < dp->n_ports; p++)
 		if (lc->delay[p].mask != 0 && lc->delay[p].head != lc->delay[p].tail)
 			return 2;
@@ -215,6 +219,47 @@ idle(struct dp_lcore *lc)
 	return 0;
 }
 
+/*
+ * The end of an iteration: the lcore holds nothing of the state it read. Except frames in
+ * its cryptodev rings, which refer to the keys (sessions) and epochs they were queued
+ * under: then it reports only the RCU token the oldest of them was queued under, and the
+ * control thread frees nothing they refer to until the device gave them back. Reporting a
+ * token below the current one is what rte_rcu_qsbr_quiescent() does with the current one
+ * (a store-release of the thread's counter); it never goes back.
+ */
+static inline void
+quiescent(struct dp_lcore *lc)
+{
+	struct rte_rcu_qsbr *v = lc->dp->rcu;
+	uint64_t t = dp_crypto_oldest_token(lc);
+
+	if (likely(t == 0)) {
+		rte_rcu_qsbr_quiescent(v, lc->idx);
+		return;
+	}
+	if (t > __atomic_load_n(&v->qsbr_cnt[lc->idx].cnt, __ATOMIC_RELAXED))
+		__atomic_store_n(&v->qsbr_cnt[lc->idx].cnt, t, __ATOMIC_RELEASE);
+}
+
+/* At stop: take back what the cryptodev still holds, for up to a second (frames opened
+ * then are dropped, frames sealed sent). Operations a device has not returned by
+ * then are left to it, not freed; the pools go with the device (slowpath/crypto.c). */
+static void
+crypto_drain(struct dp_lcore *lc)
+{
+	uint64_t end = rte_rdtsc() + rte_get_tsc_hz();
+
+	while (dp_crypto_pending(lc) != 0 && rte_rdtsc() < end) {
+		uint16_t n = dp_open_flush(lc);
+
+		for (uint16_t i = 0; i < n; i++)
+			rte_pktmbuf_free(lc->opened[i].m);
+		dp_seal_flush(lc);
+		dp_tx_flush(lc);
+		rte_pause();
+	}
+}
+
 int
 dp_worker_main(void *arg)
 {
@@ -238,7 +283,7 @@ dp_worker_main(void *arg)
 			n = idle(lc);
 		else if (n == 0)
 			rte_pause();
-		rte_rcu_qsbr_quiescent(dp->rcu, lc->idx);
+		quiescent(lc);
 		lc->iterations++;
 		if (n != 0) {
 			lc->cycles_busy += rte_rdtsc() - t0;
@@ -247,6 +292,7 @@ dp_worker_main(void *arg)
 			lc->intr_short = true;
 		}
 	}
+	crypto_drain(lc);
 	if (lc->idle_mode == DP_IDLE_INTR)
 		intr_unregister(lc);
 	rte_rcu_qsbr_thread_offline(dp->rcu, lc->idx);

@@ -2,8 +2,9 @@
  *
  * Slow path: the cryptodev of protected links (docs/PROTOCOL.md section 14). The control
  * thread creates the device, its queue pairs (one per worker lcore), the pools and, per
- * installed table, two sessions (seal and open) per protected link. Workers only enqueue
- * and dequeue on their own queue pair (fastpath/seal.c).
+ * installed table, two sessions (seal and open) per protected link. Workers seal and open
+ * by CPU crypto where the device offers it (and --crypto-ops is not given), else enqueue
+ * and dequeue operations on their own queue pair (fastpath/seal.c).
  *
  * Key bytes are copied into the session transform on the stack and wiped after it; they
  * are never logged.
@@ -22,8 +23,8 @@
 #include "jsonutil.h"
 #include "slowpath/slowpath.h"
 
-/* Operations a worker lcore may have out at once: a burst each way. */
-#define OPS_PER_LCORE (4 * DP_BURST_MAX)
+/* Operations a worker lcore may have out at once: its two rings (dp.h). */
+#define OPS_PER_LCORE (2 * DP_CRYPTO_RING)
 #define OP_CACHE 32
 
 /* Whether the device seals AES-GCM with keys of `bytes`, a 12-byte IV, a 32-byte AAD and a
@@ -41,6 +42,40 @@ has_gcm(uint8_t dev, uint16_t bytes)
 	return cap != NULL &&
 	       rte_cryptodev_sym_capability_check_aead(cap, bytes, DP_SEAL_TAG_LEN, DP_SEAL_HDR_LEN,
 						       DP_SEAL_IV_LEN) == 0;
+}
+
+/* A session of key sl for op (seal: encrypt, open: decrypt), or NULL. */
+static void *session(struct dp *dp, const struct table_seal *sl, enum rte_crypto_aead_operation op);
+
+/*
+ * Whether the started device seals by CPU crypto: it says so (RTE_CRYPTODEV_FF_SYM_CPU_CRYPTO)
+ * and seals 16 bytes that way with a throwaway key. A scheduler reports the flag of its
+ * workers but hands CPU crypto to none of them.
+ */
+static bool
+cpu_crypto_works(struct dp *dp)
+{
+	struct table_seal sl = {.aead = TABLE_AEAD_AES128_GCM};
+	uint8_t buf[16 + DP_SEAL_TAG_LEN] = {0}, aad[DP_SEAL_HDR_LEN] = {0}, iv[16] = {0};
+	struct rte_crypto_vec seg = {.base = buf, .len = 16};
+	struct rte_crypto_sgl sgl = {.vec = &seg, .num = 1};
+	struct rte_crypto_va_iova_ptr ivp = {.va = iv}, aadp = {.va = aad}, dig = {.va = buf + 16};
+	int32_t status = -1;
+	struct rte_crypto_sym_vec v = {.num = 1,
+				       .src_sgl = &sgl,
+				       .iv = &ivp,
+				       .digest = &dig,
+				       .aad = &aadp,
+				       .status = &status};
+	void *sess = session(dp, &sl, RTE_CRYPTO_AEAD_OP_ENCRYPT);
+	uint32_t done;
+
+	if (sess == NULL)
+		return false;
+	done = rte_cryptodev_sym_cpu_crypto_process(dp->crypto.dev_id, sess,
+						    (union rte_crypto_sym_ofs){.raw = 0}, &v);
+	rte_cryptodev_sym_session_free(dp->crypto.dev_id, sess);
+	return done == 1 && status == 0;
 }
 
 int
@@ -78,6 +113,7 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 		c->driver = info.driver_name;
 		c->oop_lb = info.feature_flags & RTE_CRYPTODEV_FF_OOP_LB_IN_LB_OUT;
 		c->oop_sgl = info.feature_flags & RTE_CRYPTODEV_FF_OOP_SGL_IN_LB_OUT;
+		c->cpu = !cfg->crypto_ops && (info.feature_flags & RTE_CRYPTODEV_FF_SYM_CPU_CRYPTO);
 		if (info.max_nb_queue_pairs < dp->n_lcores) {
 			return json_util_fail(err, errlen,
 					      "--crypto: %s has %u queue pairs, %u "
@@ -103,13 +139,14 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 	snprintf(name, sizeof(name), "gr%u_sess", (unsigned int)c->dev_id);
 	rte_mempool_free(rte_mempool_lookup(name)); /* a previous setup's, in tests */
 	c->sess_pool = rte_cryptodev_sym_session_pool_create(
-		name, c->sessions_max, rte_cryptodev_sym_get_private_session_size(c->dev_id), 0, 0,
-		socket);
+		name, c->sessions_max + 1, rte_cryptodev_sym_get_private_session_size(c->dev_id), 0,
+		0, socket);
 	snprintf(name, sizeof(name), "gr%u_cop", (unsigned int)c->dev_id);
 	rte_mempool_free(rte_mempool_lookup(name));
+	/* Each lcore's rings, and what the lcores' pool caches may keep besides. */
 	c->op_pool = rte_crypto_op_pool_create(name, RTE_CRYPTO_OP_TYPE_SYMMETRIC,
-					       dp->n_lcores * OPS_PER_LCORE + OP_CACHE, OP_CACHE,
-					       DP_SEAL_IV_LEN + 4, socket);
+					       dp->n_lcores * (OPS_PER_LCORE + OP_CACHE * 3 / 2),
+					       OP_CACHE, DP_SEAL_IV_LEN + 4, socket);
 	snprintf(name, sizeof(name), "gr%u_seal", (unsigned int)c->dev_id);
 	rte_mempool_free(rte_mempool_lookup(name));
 	c->seal_pool = rte_pktmbuf_pool_create(
@@ -143,8 +180,9 @@ dp_crypto_setup(struct dp *dp, const struct dp_config *cfg, char *err, size_t er
 	if (rte_cryptodev_start(c->dev_id) != 0)
 		return json_util_fail(err, errlen, "--crypto: cannot start the cryptodev");
 	c->on = true;
-	DP_LOG(INFO, "protected links through %s (%s), %u queue pairs\n", c->name, c->driver,
-	       dp->n_lcores);
+	c->cpu = c->cpu && cpu_crypto_works(dp);
+	DP_LOG(INFO, "protected links through %s (%s, %s), %u queue pairs\n", c->name, c->driver,
+	       c->cpu ? "CPU crypto" : "operations", dp->n_lcores);
 	return 0;
 }
 
@@ -167,7 +205,6 @@ dp_crypto_teardown(struct dp *dp)
 	memset(c, 0, sizeof(*c));
 }
 
-/* A session of key sl for op (seal: encrypt, open: decrypt), or NULL. */
 static void *
 session(struct dp *dp, const struct table_seal *sl, enum rte_crypto_aead_operation op)
 {

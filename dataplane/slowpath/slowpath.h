@@ -55,6 +55,8 @@ struct dp_config {
 	uint8_t retries_max;
 	uint32_t hdr_mbufs;  /* header and clone mbufs per socket */
 	char crypto_dev[64]; /* --crypto: a cryptodev vdev; "": none */
+	bool crypto_ops;     /* --crypto-ops: operations even where the device offers CPU
+			      * crypto */
 	uint32_t seal_mbufs; /* sealed frames in flight at most */
 	uint32_t seal_links; /* protected links of all tables at most */
 };

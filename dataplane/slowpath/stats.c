@@ -63,6 +63,9 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_OPENED] = "opened",
 	[DP_CTR_SEAL_BYTES] = "sealed_bytes",
 	[DP_CTR_OPEN_BYTES] = "opened_bytes",
+	[DP_CTR_CRYPTO_LATE] = "crypto_late",
+	[DP_CTR_CRYPTO_FAILED] = "crypto_failed",
+	[DP_CTR_CRYPTO_FULL] = "crypto_full",
 	[DP_CTR_ARP_REPLIES] = "arp_replies",
 	[DP_CTR_ICMP_REPLIES] = "icmp_replies",
 	[DP_CTR_NOT_FOR_US] = "not_for_us",
@@ -127,6 +130,9 @@ static const char *const ctr_help[DP_CTR_COUNT] = {
 	[DP_CTR_OPENED] = "Sealed frames opened and authenticated",
 	[DP_CTR_SEAL_BYTES] = "Bytes of the georeduce packets sealed",
 	[DP_CTR_OPEN_BYTES] = "Bytes of the georeduce packets opened",
+	[DP_CTR_CRYPTO_LATE] = "Crypto operations the device returned in a later loop iteration",
+	[DP_CTR_CRYPTO_FAILED] = "Crypto operations the device failed (not a tag mismatch)",
+	[DP_CTR_CRYPTO_FULL] = "Frames dropped: the lcore's ring of crypto operations was full",
 	[DP_CTR_ARP_REPLIES] = "ARP replies sent",
 	[DP_CTR_ICMP_REPLIES] = "ICMP echo replies sent",
 	[DP_CTR_NOT_FOR_US] = "Frames dropped: another host, protocol or port",
@@ -187,6 +193,8 @@ lcore_json(const struct dp_lcore *lc)
 		json_integer((json_int_t)(rd(&lc->slept_cycles) * 1000000 / rte_get_tsc_hz())));
 	json_object_set_new(o, "intr_wakeups", json_integer((json_int_t)rd(&lc->intr_wakeups)));
 	json_object_set_new(o, "kernels", json_string(lc->k->name));
+	json_object_set_new(o, "crypto_in_flight",
+			    json_integer((json_int_t)rd32(&lc->crypto_held)));
 	return o;
 }
 
@@ -376,11 +384,12 @@ dp_stats_json(struct dp *dp)
 
 		json_object_set_new(
 			mem, "crypto",
-			json_pack("{s:s,s:s,s:b,s:i,s:I,s:I,s:I,s:I,s:I}", "device", c->name,
-				  "driver", c->driver != NULL ? c->driver : "?", "out_of_place",
-				  c->oop_lb && c->oop_sgl, "queue_pairs", (int)dp->n_lcores,
-				  "sessions_used", (json_int_t)c->sessions_used, "sessions_max",
-				  (json_int_t)c->sessions_max, "seal_mbufs",
+			json_pack("{s:s,s:s,s:s,s:i,s:b,s:i,s:I,s:I,s:I,s:I,s:I}", "device",
+				  c->name, "driver", c->driver != NULL ? c->driver : "?", "path",
+				  c->cpu ? "cpu" : "operations", "ring", DP_CRYPTO_RING,
+				  "out_of_place", !c->cpu && c->oop_lb && c->oop_sgl, "queue_pairs",
+				  (int)dp->n_lcores, "sessions_used", (json_int_t)c->sessions_used,
+				  "sessions_max", (json_int_t)c->sessions_max, "seal_mbufs",
 				  (json_int_t)c->seal_pool->size, "seal_mbufs_free",
 				  (json_int_t)rte_mempool_avail_count(c->seal_pool), "pool_bytes",
 				  (json_int_t)c->bytes));
@@ -693,6 +702,12 @@ dp_metrics_text(struct dp *dp, size_t *len)
 	for (unsigned int i = 0; i < dp->n_lcores; i++) {
 		fmt_u(lc, sizeof(lc), dp->lcores[i]->lcore_id);
 		prom_sample(&p, l, 1, (double)rd(&dp->lcores[i]->cycles_busy) / hz);
+	}
+	prom_family(&p, M("crypto_in_flight"), PROM_GAUGE,
+		    "Crypto operations a worker lcore has in its cryptodev");
+	for (unsigned int i = 0; i < dp->n_lcores; i++) {
+		fmt_u(lc, sizeof(lc), dp->lcores[i]->lcore_id);
+		prom_sample_u64(&p, l, 1, rd32(&dp->lcores[i]->crypto_held));
 	}
 	prom_family(&p, M("iterations_total"), PROM_COUNTER,
 		    "Poll loop iterations of a worker lcore");
