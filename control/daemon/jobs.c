@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "daemon_internal.h"
+#include "elastic.h"
 #include "health.h"
 #include "jobs.h"
 #include "jsonutil.h"
@@ -211,6 +212,7 @@ job_drop(struct dmn *m, int i)
 	free(m->jobs[i].rates);
 	json_decref(m->jobs[i].spec);
 	shares_free(&m->jobs[i]);
+	elastic_free(&m->jobs[i]);
 	m->shares_stale = true; /* its shares go to the others */
 	for (int v = 0; v < d->n_gateways; v++) {
 		json_decref(m->gws[v].live[i]);
