@@ -158,6 +158,45 @@ wait_for 30 live_with "$JOB" 2 && grep -q "worker [0-9]* left (leave)" "$D/contr
 	ok "it left at its end: an epoch with the 2 declared workers again" ||
 	{ not_ok "the joined worker's leave"; tail -5 "$D/control.log"; }
 
+# ---- 1b. Python: Client.join, its id and first round from torchrun's environment -------
+cat >"$D/pyjoin.py" <<'PY'
+import array
+import sys
+import georeduce
+
+api, certs, job, ip, port = sys.argv[1:6]
+env = {"RANK": "2", "WORLD_SIZE": "4", "TORCHELASTIC_RESTART_COUNT": "1"}
+c = georeduce.Client.join(api, int(job), "b", ip, int(port), id_base=3000, env=env,
+                          cert=certs + "/elastic-ab.pem", key=certs + "/elastic-ab.key",
+                          ca=certs + "/ca.pem", timeout=20)
+print("joined", c.config.worker_id, "first round", c.next_round, flush=True)
+n = c.elements
+counts, exact = [], True
+for _ in range(3):
+    x = array.array("f", (e % 61 for e in range(n)))
+    k = c.allreduce(x)
+    counts.append(k)
+    exact = exact and all(v == k * (e % 61) for e, v in enumerate(x))
+print("contributors", counts, "exact" if exact else "WRONG", flush=True)
+c.close()
+PY
+B_PORT=$(jq -r '.workers[1].port' "$D/job.json")
+ip netns exec "gre$$-s1" env PYTHONPATH="$ROOT/python" \
+	GEOREDUCE_LIBRARY="$BUILD/lib/client/libgeoreduce.so" python3 "$D/pyjoin.py" "$API" \
+	"$CERTS" "$JOB" "$B_IP" $((B_PORT + 2)) >"$D/py.out" 2>&1 &
+PYPID=$!
+wait_for 60 live_with "$JOB" 3 || not_ok "no epoch with the Python worker: $(cat "$D/py.out")"
+declared $((1 << 24)) 3
+waitall || not_ok "the declared workers' rounds with the Python worker: $(tail -2 "$D"/w-*.out)"
+wait $PYPID
+if grep -q "^joined 3002 first round 16777216" "$D/py.out" &&
+	grep -q "^contributors \[3, 3, 3\] exact" "$D/py.out"; then
+	ok "Python Client.join: id 3002 (id_base + RANK), first round 2^24 (restart count 1), 3 exact rounds of 3 contributors"
+else
+	not_ok "Python Client.join: $(cat "$D/py.out")"
+fi
+wait_for 30 live_with "$JOB" 2 && ok "its close() left the job" || not_ok "the Python worker's leave"
+
 # ---- 2. a joined worker killed: removed after the member timeout, the job goes on ------
 joiner 10 1000000
 wait_for 30 live_with "$JOB" 3 || not_ok "the second joiner"
