@@ -31,7 +31,7 @@ cleanup() {
 	for p in ${JPID:-} "${WPIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
 	wan_control_stop "$D"
 	wan_down "$D"
-	rm -rf "$D"
+	[ "${KEEP:-}" ] || rm -rf "$D"
 }
 WPIDS=()
 trap cleanup EXIT
@@ -71,8 +71,10 @@ wait_for() { # SECONDS COMMAND...: until it succeeds
 status() { "$CTL" status --socket "$D/control.sock" --json; }
 # live_with JOB N: live, its epoch planned with N workers
 live_with() {
-	status | jq -e ".jobs[] | select(.job == $1) | .state == \"live\" and .workers == $2" \
-		>/dev/null
+	local s
+	s=$(status 2>/dev/null) && [ -n "$s" ] &&
+		jq -e ".jobs[] | select(.job == $1) | .state == \"live\" and .workers == $2" \
+			<<<"$s" >/dev/null
 }
 member_epochs() { # JOB: epochs planned for membership changes so far
 	status | jq ".jobs[] | select(.job == $1) | .replans.membership // 0"
@@ -111,7 +113,7 @@ declared() {
 		ip netns exec "gre$$-s$s" "$WK" --control "$API" --job "$JOB" \
 			--cert "$CERTS/workers-site$s.pem" --key "$CERTS/workers-site$s.key" \
 			--ca "$CERTS/ca.pem" --worker-id $((1000 + 100 * s)) --first-round "$1" \
-			--rounds "$2" --timeout 20 >"$D/w-$s.out" 2>&1 &
+			--rounds "$2" --timeout 20 ${3:-} >"$D/w-$s.out" 2>&1 &
 		WPIDS+=($!)
 	done
 }
@@ -138,18 +140,30 @@ declared 0 5
 waitall && [ "$(contribs "$D/w-0.out")" = 2 ] &&
 	ok "5 rounds of the 2 declared workers, 2 contributors each, exact" ||
 	{ not_ok "declared rounds"; cat "$D"/w-*.out; }
-e0=$(member_epochs "$JOB")
+# logt PATTERN: the control log's time (s) of the first line after the last start matching it
+logt() {
+	local l
+	l=$(grep -- "$1" "$D/control.log" | tail -1 | cut -d' ' -f1)
+	[ -n "$l" ] && date -d "${l%Z}Z" +%s.%N
+}
+first_with() { grep -q " 3 contributors, verified" "$D/j.out"; }
 t0=$(date +%s.%N)
 joiner 5 5
 if wait_for 30 live_with "$JOB" 3; then
 	t1=$(date +%s.%N)
-	ok "a worker joined ($(head -1 "$D/j.out")): an epoch with 3 workers live after $(echo "$t1 - $t0" | bc) s"
+	declared 5 5
+	for _ in $(seq 3000); do first_with && break; sleep 0.01; done
+	t2=$(date +%s.%N)
+	wid=$(sed -n 's/^worker \([0-9]*\) joined.*/\1/p' "$D/j.out")
+	tj=$(logt "worker $wid joined at a")
+	tl=$(logt "job $JOB: epoch [0-9]* live on")
+	ok "a worker joined ($(head -1 "$D/j.out")): its epoch live $(echo "$tl - $tj" | bc) s after the join (control log), seen live $(echo "$t1 - $t0" | bc) s after its start; its first round done $(echo "$t2 - $t0" | bc) s after its start"
 else
 	not_ok "no epoch with the joined worker"
 	cat "$D/j.out"
 	tail -5 "$D/control.log"
+	declared 5 5
 fi
-declared 5 5
 wait "$JPID" && waitall && [ "$(contribs "$D/j.out")" = 3 ] &&
 	[ "$(contribs "$D/w-0.out")" = 3 ] && [ "$(contribs "$D/w-1.out")" = 3 ] &&
 	ok "rounds 5 to 9 include it: 3 contributors at every worker, every result exact" ||
@@ -200,7 +214,10 @@ wait_for 30 live_with "$JOB" 2 && ok "its close() left the job" || not_ok "the P
 # ---- 2. a joined worker killed: removed after the member timeout, the job goes on ------
 joiner 10 1000000
 wait_for 30 live_with "$JOB" 3 || not_ok "the second joiner"
-declared 10 1000000
+# --forget-results: a round in flight at the removal runs again whole under the new
+# epoch, not with chunks that completed with the removed worker given back (docs/
+# CONTROL.md, "Rounds across a change").
+declared 10 1000000 --forget-results
 rounds_in() { [ "$(grep -c "contributors, verified" "$1")" -ge "$2" ]; }
 wait_for 60 rounds_in "$D/j.out" 3 || not_ok "the joiner's rounds: $(tail -2 "$D/j.out")"
 kill -9 "$JPID"
@@ -222,7 +239,7 @@ fi
 for p in "${WPIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 WPIDS=()
 redone=$(grep -h -o "round [0-9]*: epoch [0-9]* installed, round run again" "$D"/w-0.out | head -1)
-grep -v "contributors, verified\|round run again\|^$" "$D"/w-*.out | grep -q . &&
+grep -v "contributors, verified\|round run again\|round taken up again\|^$" "$D"/w-*.out | grep -q . &&
 	not_ok "the declared workers said: $(grep -v "contributors, verified\|run again" "$D"/w-*.out | head -3)" ||
 	ok "no round of the declared workers failed (${redone:-none in flight at the removal})"
 
@@ -307,6 +324,25 @@ else
 fi
 grep -q "timeout\|not heard" <(grep "worker 20[0-9][0-9] left" "$D/control.log") &&
 	not_ok "a renewed member timed out" || ok "the renewed members never timed out"
+
+# ---- 5. the control process restarted: its members kept, then timed out ---------------
+for k in 0 1; do
+	echo "join {\"job\": $JOB, \"node\": \"a\", \"ipv4\": \"$A_IP\", \"port\": $((21000 + k)), \"worker\": $((2100 + k))}"
+done | calls elastic-a >/dev/null
+wait_for 30 live_with "$JOB" 4 || not_ok "2 more members"
+wan_control_stop "$D" KILL
+wan_control_start "$D" --heartbeat-ms 200 --fail-after 3 --timeout-ms 3000 \
+	--state-dir "$D/state" --member-timeout-ms $TIMEOUT_MS --batch-ms $BATCH_MS
+if wait_for 30 live_with "$JOB" 4 && grep -q "job $JOB: epoch [0-9]* found live on" "$D/control.log"; then
+	ok "restarted: job $JOB's 2 members read from the state directory, its epoch with 4 workers carried on"
+else
+	not_ok "the members after a restart"
+	tail -5 "$D/control.log"
+fi
+wait_for 30 live_with "$JOB" 2 &&
+	[ "$(grep -c "worker 210[01] left (not heard from for $TIMEOUT_MS ms)" "$D/control.log")" = 2 ] &&
+	ok "not renewed after the restart: both removed after the member timeout" ||
+	{ not_ok "members not renewed after the restart"; tail -5 "$D/control.log"; }
 
 echo "elastic_e2e: $fails failed"
 [ $fails = 0 ]

@@ -264,14 +264,15 @@ op_join(struct dmn *m, struct ctlsrv_client *cl, const char *t, const json_t *re
 	json_array_append_new(json_object_get(spec, "workers"),
 			      json_pack("{s:s,s:I,s:s,s:I}", "node", node, "id", (json_int_t)w,
 					"ipv4", ipv4, "port", (json_int_t)port));
-	r = take_spec(m, i, spec, id);
-	if (r != NULL)
-		return r;
+	/* A member before the file is written, so that it is written with it. */
 	m->jobs[i].members[m->jobs[i].n_members++] =
 		(struct member){.id = (uint16_t)w, .seen = clock_now_ms()};
+	r = take_spec(m, i, spec, id);
+	if (r != NULL) {
+		m->jobs[i].n_members--;
+		return r;
+	}
 	hyst_batch_note(&m->jobs[i].batch, true, clock_now_ms());
-	if (jobs_state_save(m, -1, err, sizeof(err)) != 0) /* with the member */
-		control_log("%s", err);
 	control_log("job %u: worker %u joined at %s (%s:%u); planned with the batch of %d ms", jid,
 		    w, node, ipv4, port, m->o->batch_ms);
 	return joined_reply(m, i, w, id, false);
@@ -283,20 +284,20 @@ static json_t *
 member_remove(struct dmn *m, int i, uint32_t w, uint32_t id, const char *why)
 {
 	struct job *j = &m->jobs[i];
+	struct member *mb = elastic_member(m, i, w), was = *mb;
 	int k = worker_at(m, i, w);
 	json_t *spec, *r;
-	char err[CTL_ERR_MAX];
 
 	spec = json_deep_copy(j->spec);
 	if (spec == NULL)
 		return ctl_reply_error(true, id, ENOMEM, "out of memory");
 	json_array_remove(json_object_get(spec, "workers"), (size_t)k);
+	*mb = j->members[--j->n_members]; /* not a member in the file written */
 	r = take_spec(m, i, spec, id);
-	if (r != NULL)
+	if (r != NULL) {
+		j->members[j->n_members++] = was;
 		return r;
-	for (int n = 0; n < j->n_members; n++)
-		if (j->members[n].id == w)
-			j->members[n] = j->members[--j->n_members];
+	}
 	for (int n = 0; n < m->n_waiters; n++) {
 		struct waiter *wt = &m->waiters[n];
 
@@ -311,8 +312,6 @@ member_remove(struct dmn *m, int i, uint32_t w, uint32_t id, const char *why)
 		}
 	}
 	hyst_batch_note(&j->batch, false, clock_now_ms());
-	if (jobs_state_save(m, -1, err, sizeof(err)) != 0)
-		control_log("%s", err);
 	control_log("job %u: worker %u left (%s); planned with the batch of %d ms",
 		    m->d->jobs[i].id, w, why, m->o->batch_ms);
 	return NULL;
