@@ -43,31 +43,13 @@ PKI=$ROOT/scripts/georeduce-pki
 TIMEOUT_MS=4000
 BATCH_MS=500
 
-cat >"$D/topo.json" <<'JSON'
-{"format": "georeduce-topology/1", "name": "elastic-e2e",
- "nodes": [{"id": "a", "workers": 1}, {"id": "b", "workers": 1}, {"id": "c", "workers": 0}],
- "links": [{"a": "a", "b": "b", "gbps": 0.05, "latency_ms": 4},
-           {"a": "a", "b": "c", "gbps": 0.05, "latency_ms": 2},
-           {"a": "c", "b": "b", "gbps": 0.05, "latency_ms": 2}]}
-JSON
-if wan_up "$D" "$D/topo.json" "$BUILD" --scale 1 --workers-from-topology --jobs mtree \
-	--elements 16384 --slots-max 1024 --prefix "gre$$" --tls; then
-	ok "3 sites, a control namespace and the management network up"
-else
-	not_ok "emulated WAN with TLS"
-	cat "$D"/gw*.log
-	exit 1
-fi
+wan_up_tls3 "$D" "$BUILD" elastic-e2e 0.05 --jobs mtree --elements 16384 --slots-max 1024 \
+	--prefix "gre$$" || exit 1
 NS=$(wan_ctl "$D" ns)
 CERTS=$(wan_ctl "$D" pki)
 API=$(wan_ctl "$D" api)
 as_ctl() { ip netns exec "$NS" "$@"; }
-wait_for() { # SECONDS COMMAND...: until it succeeds
-	local n=$(($1 * 10))
-	shift
-	for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
-	return 1
-}
+wait_for() { wan_wait_for "$@"; }
 status() { "$CTL" status --socket "$D/control.sock" --json; }
 # live_with JOB N: live, its epoch planned with N workers
 live_with() {

@@ -499,12 +499,12 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 				       "certificate of role '%s'",
 				       op, ctltls_role_name(ctlsrv_client_role(cl)));
 	}
-	if (jobs_is_op(op))
-		return jobs_op(m, cl, op, req, id);
-	if (elastic_is_op(op))
-		return elastic_op(m, cl, op, req, id);
 	if (jobs_client_tenant(cl, t) != 0)
 		return jobs_refuse_tenant(m, cl, id);
+	if (jobs_is_op(op))
+		return jobs_op(m, t, op, req, id);
+	if (elastic_is_op(op))
+		return elastic_op(m, cl, t, op, req, id);
 	if (strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 || strcmp(op, "status") == 0) {
 		json_t *res =
 			strcmp(op, "status") == 0  ? status_json(m, t) :

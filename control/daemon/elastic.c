@@ -97,26 +97,14 @@ static json_t *
 take_spec(struct dmn *m, int i, json_t *spec, uint32_t id)
 {
 	char err[DEPLOY_ERR_MAX];
-	struct deploy_job nj, old;
-	json_t *old_spec;
+	struct deploy_job nj;
 
 	if (deploy_job_parse(m->d, spec, i, "join", "job", &nj, err, sizeof(err)) != 0) {
 		json_decref(spec);
 		return parse_refusal(id, err);
 	}
-	old = m->d->jobs[i];
-	old_spec = m->jobs[i].spec;
-	m->d->jobs[i] = nj;
-	m->jobs[i].spec = spec;
-	if (jobs_state_save(m, -1, err, sizeof(err)) != 0) {
-		m->d->jobs[i] = old;
-		m->jobs[i].spec = old_spec;
-		free(nj.workers);
-		json_decref(spec);
-		return ctl_reply_error(true, id, EIO, "job %u unchanged: %s", old.id, err);
-	}
-	free(old.workers);
-	json_decref(old_spec);
+	if (jobs_replace(m, i, &nj, spec, err, sizeof(err)) != 0)
+		return ctl_reply_error(true, id, EIO, "job %u unchanged: %s", nj.id, err);
 	m->shares_stale = true; /* its sites may have changed */
 	return NULL;
 }
@@ -372,12 +360,9 @@ op_member(struct dmn *m, struct ctlsrv_client *cl, const char *t, const char *op
 }
 
 json_t *
-elastic_op(struct dmn *m, struct ctlsrv_client *cl, const char *op, const json_t *req, uint32_t id)
+elastic_op(struct dmn *m, struct ctlsrv_client *cl, const char *t, const char *op,
+	   const json_t *req, uint32_t id)
 {
-	char t[DEPLOY_TENANT_NAME_MAX + 1];
-
-	if (jobs_client_tenant(cl, t) != 0)
-		return jobs_refuse_tenant(m, cl, id);
 	if (strcmp(op, "join") == 0)
 		return op_join(m, cl, t, req, id);
 	return op_member(m, cl, t, op, req, id);

@@ -25,9 +25,9 @@
 /** Whether op is one of the ops of this file (join, leave, heartbeat). */
 bool elastic_is_op(const char *op);
 
-/** Answer one request of such an op from client cl. */
-json_t *
-elastic_op(struct dmn *m, struct ctlsrv_client *cl, const char *op, const json_t *req, uint32_t id);
+/** Answer one request of such an op from client cl of tenant t ("": none). */
+json_t *elastic_op(struct dmn *m, struct ctlsrv_client *cl, const char *t, const char *op,
+		   const json_t *req, uint32_t id);
 
 /** Job i's member of worker id w, or NULL (none, or a worker of its object's own). */
 struct member *elastic_member(const struct dmn *m, int i, uint32_t w);

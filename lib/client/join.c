@@ -43,6 +43,15 @@ gr_join_close(struct gr_join *j)
 	free(j);
 }
 
+/* Close j after a failure rc (a negative errno): NULL with errno set. */
+static struct gr_join *
+join_fail(struct gr_join *j, int rc)
+{
+	gr_join_close(j);
+	errno = -rc;
+	return NULL;
+}
+
 /* One request of op with the arguments args (a reference taken over; copied for a retry),
  * reconnecting once if the connection broke (the control process restarted). The ok
  * response (a new reference), or NULL with *rc and err. */
@@ -130,28 +139,11 @@ config_of(struct gr_join *j, const json_t *r, struct gr_config *cfg, char *err, 
 	return rc;
 }
 
-/* j for o, connected to nothing yet: 0, or a negative errno with err filled. */
-static int
-join_init(struct gr_join *j, const struct gr_join_opts *o, char *err, size_t errlen)
-{
-	if (o->control == NULL || o->control[0] == '\0')
-		return json_util_fail(err, errlen, "no control endpoint");
-	j->job = o->job;
-	j->worker_id = o->worker_id;
-	j->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : GR_JOIN_TIMEOUT_MS;
-	j->control = strdup(o->control);
-	j->server_name = strdup(o->server_name != NULL ? o->server_name : "control");
-	if (j->control == NULL || j->server_name == NULL)
-		return json_util_failrc(-ENOMEM, err, errlen, "out of memory");
-	return ctltls_client_ctx(o->control, o->cert, o->key, o->ca, o->crl, &j->tls, err, errlen);
-}
-
-struct gr_join *
-gr_join_elastic(const struct gr_join_opts *o, const char *node, const char *ipv4, uint16_t port,
-		uint16_t *worker_id, char *err, size_t errlen)
+/* A connection for o, connected to nothing yet; NULL with errno and err filled. */
+static struct gr_join *
+join_new(const struct gr_join_opts *o, char *err, size_t errlen)
 {
 	struct gr_join *j = calloc(1, sizeof(*j));
-	json_t *r, *args;
 	int rc;
 
 	if (j == NULL) {
@@ -159,60 +151,87 @@ gr_join_elastic(const struct gr_join_opts *o, const char *node, const char *ipv4
 		errno = ENOMEM;
 		return NULL;
 	}
-	rc = join_init(j, o, err, errlen);
-	if (rc != 0)
-		goto fail;
-	if (node == NULL || ipv4 == NULL) {
-		rc = json_util_fail(err, errlen, "no site or address to join at");
+	if (o->control == NULL || o->control[0] == '\0') {
+		rc = json_util_fail(err, errlen, "no control endpoint");
 		goto fail;
 	}
+	j->job = o->job;
+	j->worker_id = o->worker_id;
+	j->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : GR_JOIN_TIMEOUT_MS;
+	j->control = strdup(o->control);
+	j->server_name = strdup(o->server_name != NULL ? o->server_name : "control");
+	rc = j->control == NULL || j->server_name == NULL ?
+		     json_util_failrc(-ENOMEM, err, errlen, "out of memory") :
+		     ctltls_client_ctx(o->control, o->cert, o->key, o->ca, o->crl, &j->tls, err,
+				       errlen);
+	if (rc == 0)
+		return j;
+fail:
+	return join_fail(j, rc);
+}
+
+struct gr_join *
+gr_join_elastic(const struct gr_join_opts *o, const char *node, const char *ipv4, uint16_t port,
+		uint16_t *worker_id, char *err, size_t errlen)
+{
+	struct gr_join *j;
+	json_t *r, *args;
+	int rc;
+
+	if (node == NULL || ipv4 == NULL) {
+		errno = EINVAL;
+		json_util_fail(err, errlen, "no site or address to join at");
+		return NULL;
+	}
+	j = join_new(o, err, errlen);
+	if (j == NULL)
+		return NULL;
 	args = json_pack("{s:I,s:s,s:s,s:i}", "job", (json_int_t)o->job, "node", node, "ipv4", ipv4,
 			 "port", (int)port);
 	if (args != NULL && o->worker_id != 0)
 		json_object_set_new(args, "worker", json_integer(o->worker_id));
 	r = join_rpc(j, "join", args, 0, &rc, err, errlen);
 	if (r == NULL)
-		goto fail;
+		return join_fail(j, rc);
 	j->worker_id = (uint16_t)json_integer_value(json_object_get(r, "worker"));
 	j->elastic = true;
 	json_decref(r);
 	*worker_id = j->worker_id;
 	return j;
-fail:
-	gr_join_close(j);
-	errno = -rc;
-	return NULL;
 }
 
-int
-gr_join_renew(struct gr_join *j, char *err, size_t errlen)
+/* One op of this elastic worker ({job, worker}): 0 or a negative errno with err. */
+static int
+member_op(struct gr_join *j, const char *op, char *err, size_t errlen)
 {
-	json_t *r;
 	int rc;
+	json_t *r = join_rpc(
+		j, op,
+		json_pack("{s:I,s:i}", "job", (json_int_t)j->job, "worker", (int)j->worker_id), 0,
+		&rc, err, errlen);
 
-	if (!j->elastic || clock_now_ms() - j->last_ms < GR_JOIN_RENEW_MS)
-		return 0;
-	r = join_rpc(j, "heartbeat",
-		     json_pack("{s:I,s:i}", "job", (json_int_t)j->job, "worker", (int)j->worker_id),
-		     0, &rc, err, errlen);
 	json_decref(r);
 	return rc;
 }
 
 int
+gr_join_renew(struct gr_join *j, char *err, size_t errlen)
+{
+	if (!j->elastic || clock_now_ms() - j->last_ms < GR_JOIN_RENEW_MS)
+		return 0;
+	return member_op(j, "heartbeat", err, errlen);
+}
+
+int
 gr_join_leave(struct gr_join *j, char *err, size_t errlen)
 {
-	json_t *r;
 	int rc;
 
 	if (!j->elastic)
 		return json_util_failrc(-EINVAL, err, errlen,
 					"worker %u did not join job %u with gr_join_elastic()",
 					j->worker_id, j->job);
-	r = join_rpc(j, "leave",
-		     json_pack("{s:I,s:i}", "job", (json_int_t)j->job, "worker", (int)j->worker_id),
-		     0, &rc, err, errlen);
-	json_decref(r);
+	rc = member_op(j, "leave", err, errlen);
 	if (rc == 0)
 		j->elastic = false;
 	return rc;
@@ -221,28 +240,16 @@ gr_join_leave(struct gr_join *j, char *err, size_t errlen)
 struct gr_join *
 gr_join_open(const struct gr_join_opts *o, char *err, size_t errlen)
 {
-	struct gr_join *j = calloc(1, sizeof(*j));
+	struct gr_join *j = join_new(o, err, errlen);
 	json_t *r;
 	int rc;
 
-	if (j == NULL) {
-		json_util_fail(err, errlen, "out of memory");
-		errno = ENOMEM;
+	if (j == NULL)
 		return NULL;
-	}
-	rc = join_init(j, o, err, errlen);
-	if (rc != 0)
-		goto fail;
 	/* The worker is known (or refused) at once; a missing epoch is not an error here. */
 	r = join_call(j, false, 0, 0, &rc, err, errlen);
 	json_decref(r);
-	if (rc != 0 && rc != -EAGAIN)
-		goto fail;
-	return j;
-fail:
-	gr_join_close(j);
-	errno = -rc;
-	return NULL;
+	return rc != 0 && rc != -EAGAIN ? join_fail(j, rc) : j;
 }
 
 int
