@@ -5,10 +5,14 @@
 # testbed.py --tls): a job created through the API with "elastic": true and two declared
 # workers. Checked: a worker that is not declared joins it (georeduce-worker
 # --join-elastic, its certificate naming site-a) and the next rounds include it (3
-# contributors, every result exact); a joined worker killed is removed after the member
-# timeout and the job goes on without it (2 contributors); 64 joins at once make at most a
-# handful of epochs, and their 64 leaves too, the members kept in the state directory;
-# bad join, leave and heartbeat requests refused with the field named.
+# contributors, every result exact), and it leaves at its end; a Python worker joins with
+# Client.join, its id and first round from a torchrun environment; a joined worker killed
+# is removed after the member timeout and the job goes on without it (2 contributors); bad
+# join, leave and heartbeat requests refused with the field named; 64 joins at once and
+# their 64 leaves make at most a handful of epochs, the members kept in the state
+# directory and shown in status; the control process killed and restarted keeps its
+# members, which are then removed when they do not renew. The test's lines give the
+# timings that BENCHMARKS.md reports.
 #
 #   elastic_e2e.sh BUILD_DIR
 set -u
@@ -287,7 +291,10 @@ if wait_for 60 live_with "$JOB" 66; then
 		ok "the 65th refused: $(sed -n '66p' "$D/storm.out" | jq -r .error)" ||
 		not_ok "the 65th join: $(sed -n '66p' "$D/storm.out")"
 	jq -e ".jobs[0].joined | length == 64" "$D/state/jobs.json" >/dev/null &&
-		ok "the 64 members kept in the state directory" || not_ok "state file's members"
+		status | jq -e ".jobs[] | select(.job == $JOB) | .elastic ==
+			{\"workers\": 66, \"joined\": 64, \"pending\": 0}" >/dev/null &&
+		ok "the 64 members kept in the state directory and shown in status" ||
+		not_ok "the members in the state file and status"
 else
 	not_ok "64 joins: no stable epoch with 66 workers"
 	tail -5 "$D/control.log"

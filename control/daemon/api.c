@@ -255,6 +255,11 @@ status_json(const struct dmn *m, const char *tenant)
 		json_object_set_new(jo, "trees", trees);
 		json_object_set_new(jo, "rounds", rounds_json(m, i));
 		json_object_set_new(jo, "weight", json_real(dj->weight));
+		if (dj->elastic) /* its members now, the epoch's `workers` may lag */
+			json_object_set_new(jo, "elastic",
+					    json_pack("{s:i,s:i,s:i}", "workers", dj->n_workers,
+						      "joined", j->n_members, "pending",
+						      j->batch.joins + j->batch.leaves));
 		json_object_set_new(jo, "links", shares_json(m, i));
 		if (j->error[0] != '\0')
 			json_object_set_new(jo, "error", json_string(j->error));
