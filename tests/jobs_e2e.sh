@@ -44,31 +44,13 @@ WK=$BUILD/tools/worker/georeduce-worker
 PKI=$ROOT/scripts/georeduce-pki
 ROUNDS=10
 
-cat >"$D/topo.json" <<'JSON'
-{"format": "georeduce-topology/1", "name": "jobs-e2e",
- "nodes": [{"id": "a", "workers": 1}, {"id": "b", "workers": 1}, {"id": "c", "workers": 0}],
- "links": [{"a": "a", "b": "b", "gbps": 0.02, "latency_ms": 4},
-           {"a": "a", "b": "c", "gbps": 0.05, "latency_ms": 2},
-           {"a": "c", "b": "b", "gbps": 0.05, "latency_ms": 2}]}
-JSON
-if wan_up "$D" "$D/topo.json" "$BUILD" --scale 1 --workers-from-topology --jobs mtree \
-	--elements 65536 --slots-max 1024 --prefix "grj$$" --tls; then
-	ok "3 sites, a control namespace and the management network up"
-else
-	not_ok "emulated WAN with TLS"
-	cat "$D"/gw*.log
-	exit 1
-fi
+wan_up_tls3 "$D" "$BUILD" jobs-e2e 0.02 --jobs mtree --elements 65536 --slots-max 1024 \
+	--prefix "grj$$" || exit 1
 NS=$(wan_ctl "$D" ns)
 CERTS=$(wan_ctl "$D" pki)
 API=$(wan_ctl "$D" api)
 as_ctl() { ip netns exec "$NS" "$@"; }
-wait_for() { # SECONDS COMMAND...: until it succeeds
-	local n=$(($1 * 10))
-	shift
-	for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
-	return 1
-}
+wait_for() { wan_wait_for "$@"; }
 
 # Two tenants with quotas; the job a tenant creates: job 1's workers on other ports.
 jq '.tenants = {"acme": {"jobs": 2, "weight": 1.5}, "beta": {"jobs": 1, "slots": 2048}}' \

@@ -1234,6 +1234,88 @@ test_hyst_cfg(void)
 	CU_ASSERT_PTR_NOT_NULL(hyst_cfg_check(&c));
 }
 
+/*
+ * The daemon's loop over one elastic job, fed membership changes at the given times (ms,
+ * ascending; join[k] says a join or a leave): the batch is asked at every event and every
+ * `tick` ms, as the poll loop wakes; each due batch is an epoch, which takes `install` ms
+ * during which nothing is asked (the install blocks the daemon's thread) but changes
+ * still arrive. The epochs made, and the changes they carried in *joins, *leaves.
+ */
+static int
+batch_run(const int64_t *at, const bool *join, int n, int64_t window, int64_t tick,
+	  int64_t install, int *joins, int *leaves)
+{
+	struct hyst_batch b = {0};
+	int64_t busy_until = 0, due;
+	int epochs = 0, k = 0, jn, lv;
+
+	*joins = *leaves = 0;
+	for (int64_t t = 0; k < n || b.joins + b.leaves > 0; t += tick) {
+		while (k < n && at[k] <= t)
+			hyst_batch_note(&b, join[k], at[k]), k++;
+		if (t < busy_until || !hyst_batch_due(&b, window, t, &jn, &lv, &due))
+			continue;
+		epochs++;
+		*joins += jn;
+		*leaves += lv;
+		busy_until = t + install;
+	}
+	return epochs;
+}
+
+static void
+test_membership_batch(void)
+{
+	int64_t at[128];
+	bool join[128];
+	int64_t due;
+	int jn, lv, e;
+	struct hyst_batch b = {0};
+
+	/* Nothing pending: nothing due, no time to ask again. */
+	CU_ASSERT_FALSE(hyst_batch_due(&b, 500, 1000, &jn, &lv, &due));
+	CU_ASSERT_EQUAL(due, -1);
+	/* One join: due a window after it, not before. */
+	hyst_batch_note(&b, true, 1000);
+	CU_ASSERT_FALSE(hyst_batch_due(&b, 500, 1499, &jn, &lv, &due));
+	CU_ASSERT_EQUAL(due, 1500);
+	CU_ASSERT_TRUE(hyst_batch_due(&b, 500, 1500, &jn, &lv, &due));
+	CU_ASSERT(jn == 1 && lv == 0);
+	CU_ASSERT_FALSE(hyst_batch_due(&b, 500, 1501, &jn, &lv, &due));
+
+	/* A storm of 64 joins within 64 ms: one epoch with all of them. */
+	for (int k = 0; k < 64; k++)
+		at[k] = k, join[k] = true;
+	e = batch_run(at, join, 64, 500, 1, 0, &jn, &lv);
+	CU_ASSERT_EQUAL(e, 1);
+	CU_ASSERT(jn == 64 && lv == 0);
+	/* The same storm spread over 1.26 s (one join every 20 ms): one epoch per window,
+	 * 3, every join in one of them. */
+	for (int k = 0; k < 64; k++)
+		at[k] = 20 * k;
+	e = batch_run(at, join, 64, 500, 1, 0, &jn, &lv);
+	CU_ASSERT_EQUAL(e, 3);
+	CU_ASSERT_EQUAL(jn, 64);
+	/* Installs of 300 ms each hold the thread: changes queue into the next batch, the
+	 * epochs are no more. */
+	e = batch_run(at, join, 64, 500, 1, 300, &jn, &lv);
+	CU_ASSERT(e >= 2 && e <= 3);
+	CU_ASSERT_EQUAL(jn, 64);
+	/* Without a window every change that finds the loop free is an epoch of its own. */
+	e = batch_run(at, join, 64, 0, 1, 0, &jn, &lv);
+	CU_ASSERT_EQUAL(e, 64);
+	/* 64 joins then 64 leaves, all within 100 ms: one epoch carrying both. */
+	for (int k = 0; k < 128; k++)
+		at[k] = k * 100 / 128, join[k] = k < 64;
+	e = batch_run(at, join, 128, 500, 10, 0, &jn, &lv);
+	CU_ASSERT_EQUAL(e, 1);
+	CU_ASSERT(jn == 64 && lv == 64);
+
+	/* A member's renewals: missed once timeout_ms have passed since the last. */
+	CU_ASSERT_FALSE(hyst_member_expired(1000, 5000, 5999));
+	CU_ASSERT_TRUE(hyst_member_expired(1000, 5000, 6000));
+}
+
 int
 main(void)
 {
@@ -1266,6 +1348,8 @@ main(void)
 	CU_add_test(s, "re-plans: the budgets of measurements and failures", test_hyst_budget);
 	CU_add_test(s, "re-plans: a shortfall counts once it persists", test_hyst_short);
 	CU_add_test(s, "re-plans: bad hysteresis settings", test_hyst_cfg);
+	CU_add_test(s, "elastic jobs: joins and leaves batched into epochs",
+		    test_membership_batch);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

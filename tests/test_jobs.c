@@ -60,6 +60,30 @@ test_good(void)
 		      nj.workers[1].node == 1 && nj.chunk_bytes == 352 * 4,
 	      "the job as parsed");
 	free(nj.workers);
+	/* An elastic job may start without workers, and holds at most max_workers. */
+	json_object_set_new(j, "elastic", json_true());
+	json_object_set_new(j, "max_workers", json_integer(1));
+	CHECK(deploy_job_parse(d, j, -1, "job_create", "job", &nj, err, sizeof(err)) != 0 &&
+		      strstr(err, "field 'job.workers': 2 workers, more than max_workers 1") !=
+			      NULL,
+	      "max_workers: %s", err);
+	json_object_set_new(j, "max_workers", json_integer(0));
+	CHECK(deploy_job_parse(d, j, -1, "job_create", "job", &nj, err, sizeof(err)) != 0 &&
+		      strstr(err, "field 'job.max_workers'") != NULL,
+	      "max_workers 0: %s", err);
+	json_object_del(j, "max_workers");
+	json_object_set_new(j, "workers", json_array());
+	CHECK(deploy_job_parse(d, j, -1, "job_create", "job", &nj, err, sizeof(err)) == 0 &&
+		      nj.elastic && nj.n_workers == 0,
+	      "an elastic job without workers: %s", err);
+	free(nj.workers);
+	json_object_set_new(j, "algorithm", json_string("crew"));
+	json_object_del(j, "options");
+	CHECK(deploy_job_parse(d, j, -1, "job_create", "job", &nj, err, sizeof(err)) != 0 &&
+		      strstr(err, "field 'job.elastic': a crew job") != NULL,
+	      "an elastic crew job: %s", err);
+	json_decref(j);
+	j = job_object();
 	/* The id of a job of the deployment is refused, unless that job is the one replaced
 	 * (job_update). */
 	json_object_set_new(j, "id", json_integer(d->jobs[1].id));
@@ -109,6 +133,8 @@ static const struct bad bad_fields[] = {
 	{"", "lan_dtype", "\"bf16\"", "field 'job.lan_dtype'"},
 	{"", "colour", "1", "field 'job.colour': unknown field"},
 	{"", "weight", "-1", "field 'job.weight'"},
+	{"", "elastic", "1", "field 'job.elastic': expected true or false"},
+	{"", "max_workers", "4", "field 'job.max_workers': only with \"elastic\": true"},
 	{"options", "max_trees", "-2", "field 'job.options.max_trees'"},
 	{"options", "rho", "2", "field 'job.options.rho'"},
 	{"options", "min_workers", "1", "field 'job.options.min_workers': unknown"},

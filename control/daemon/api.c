@@ -14,6 +14,7 @@
 #include "api.h"
 #include "clock.h"
 #include "daemon_internal.h"
+#include "elastic.h"
 #include "jobs.h"
 #include "promsrv.h"
 #include "shares.h"
@@ -254,6 +255,11 @@ status_json(const struct dmn *m, const char *tenant)
 		json_object_set_new(jo, "trees", trees);
 		json_object_set_new(jo, "rounds", rounds_json(m, i));
 		json_object_set_new(jo, "weight", json_real(dj->weight));
+		if (dj->elastic) /* its members now, the epoch's `workers` may lag */
+			json_object_set_new(jo, "elastic",
+					    json_pack("{s:i,s:i,s:i}", "workers", dj->n_workers,
+						      "joined", j->n_members, "pending",
+						      j->batch.joins + j->batch.leaves));
 		json_object_set_new(jo, "links", shares_json(m, i));
 		if (j->error[0] != '\0')
 			json_object_set_new(jo, "error", json_string(j->error));
@@ -284,13 +290,16 @@ worker_index(const struct dmn *m, int i, uint32_t w)
 
 /* Job i's live table for its worker k: its site's gateway's (with several, the one of
  * them whose table the site's workers read: jobplan.site_table), or NULL (no live epoch,
- * or one without that worker's site). */
+ * one without that worker's site, or a worker that joined before it went live). */
 static const struct table *
 worker_table(const struct dmn *m, int i, int k)
 {
 	const struct jobplan *jp = m->jobs[i].live;
 	int v = m->d->jobs[i].workers[k].node;
+	const struct member *mb = elastic_member(m, i, m->d->jobs[i].workers[k].w.id);
 
+	if (mb != NULL && !mb->in) /* joined: no epoch with it yet */
+		return NULL;
 	return jp != NULL && v >= 0 && v < jp->n_nodes && jp->site_table[v] >= 0 ?
 		       jp->tables[jp->site_table[v]] :
 		       NULL;
@@ -340,6 +349,14 @@ waiters_service(struct dmn *m)
 	for (int n = m->n_waiters - 1; n >= 0; n--) {
 		struct waiter *w = &m->waiters[n];
 
+		if (w->job < 0 && w->left != 0) { /* its worker left the job (elastic.c) */
+			ctlsrv_reply(m->srv, &w->ref,
+				     ctl_reply_error(true, w->id, ENOENT,
+						     "field 'worker': worker %u left job %u",
+						     w->left, w->gone));
+			m->waiters[n] = m->waiters[--m->n_waiters];
+			continue;
+		}
 		if (w->job < 0) { /* its job was deleted */
 			ctlsrv_reply(m->srv, &w->ref,
 				     ctl_reply_error(true, w->id, ENOENT,
@@ -392,7 +409,11 @@ op_worker(struct dmn *m, struct ctlsrv_client *cl, const json_t *req, uint32_t i
 		return ctl_reply_error(true, id, EINVAL, "field 'wait_ms': at most %d",
 				       DAEMON_WAIT_MS_MAX);
 	snprintf(name, sizeof(name), "worker-%u", wid);
-	if (ctlsrv_client_role(cl) == CTLTLS_ROLE_WORKER && !ctlsrv_client_named(cl, name)) {
+	for (i = 0; i < m->d->n_jobs && m->d->jobs[i].id != job; i++)
+		;
+	k = i < m->d->n_jobs ? worker_index(m, i, wid) : -1;
+	if (ctlsrv_client_role(cl) == CTLTLS_ROLE_WORKER && !ctlsrv_client_named(cl, name) &&
+	    (k < 0 || !elastic_may_speak(m, cl, i, k))) {
 		ctlsrv_refuse(m->srv, cl, CTLSRV_REF_FORBIDDEN,
 			      "the certificate does not name "
 			      "%s",
@@ -402,9 +423,6 @@ op_worker(struct dmn *m, struct ctlsrv_client *cl, const json_t *req, uint32_t i
 				       "not name %s",
 				       name);
 	}
-	for (i = 0; i < m->d->n_jobs && m->d->jobs[i].id != job; i++)
-		;
-	k = i < m->d->n_jobs ? worker_index(m, i, wid) : -1;
 	if (k < 0) {
 		ctlsrv_refuse(m->srv, cl, CTLSRV_REF_FORBIDDEN,
 			      "the deployment has no worker %u "
@@ -422,6 +440,10 @@ op_worker(struct dmn *m, struct ctlsrv_client *cl, const json_t *req, uint32_t i
 	}
 	bool has_after = json_object_get(req, "after") != NULL;
 	const struct table *tb = worker_table(m, i, k);
+	struct member *mb = elastic_member(m, i, wid);
+
+	if (mb != NULL) /* a request renews a joined worker's membership */
+		mb->seen = clock_now_ms();
 
 	if (has_after && wait_ms > 0 && (tb == NULL || m->jobs[i].live_epoch == after) &&
 	    m->n_waiters < DAEMON_WAITERS_MAX) {
@@ -440,8 +462,8 @@ op_worker(struct dmn *m, struct ctlsrv_client *cl, const json_t *req, uint32_t i
 
 /* ---- the daemon's own API ------------------------------------------------------------ */
 
-/* Whether role may call op: a worker joins, a monitor reads, control and the unix
- * socket may do everything. */
+/* Whether role may call op: a worker joins (and joins, renews and leaves an elastic job),
+ * a monitor reads, control and the unix socket may do everything. */
 static bool
 role_may(enum ctltls_role role, const char *op)
 {
@@ -451,7 +473,7 @@ role_may(enum ctltls_role role, const char *op)
 	switch (role) {
 	case CTLTLS_ROLE_WORKER:
 		return strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 ||
-		       strcmp(op, "worker") == 0;
+		       strcmp(op, "worker") == 0 || elastic_is_op(op);
 	case CTLTLS_ROLE_MONITOR:
 		return reads;
 	default:
@@ -482,10 +504,12 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 				       "certificate of role '%s'",
 				       op, ctltls_role_name(ctlsrv_client_role(cl)));
 	}
-	if (jobs_is_op(op))
-		return jobs_op(m, cl, op, req, id);
 	if (jobs_client_tenant(cl, t) != 0)
 		return jobs_refuse_tenant(m, cl, id);
+	if (jobs_is_op(op))
+		return jobs_op(m, t, op, req, id);
+	if (elastic_is_op(op))
+		return elastic_op(m, cl, t, op, req, id);
 	if (strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 || strcmp(op, "status") == 0) {
 		json_t *res =
 			strcmp(op, "status") == 0  ? status_json(m, t) :

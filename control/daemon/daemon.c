@@ -22,6 +22,7 @@
 #include "daemon_internal.h"
 #include "epochs.h"
 #include "health.h"
+#include "elastic.h"
 #include "jobs.h"
 #include "metrics.h"
 #include "promsrv.h"
@@ -44,6 +45,8 @@ wait_until(struct dmn *m, int64_t deadline)
 
 		if (w >= 0 && w < left)
 			left = w;
+		if ((w = elastic_next_ms(m)) >= 0 && w < left)
+			left = w;
 		if (m->msrv != NULL && (w = promsrv_timeout_ms(m->msrv)) >= 0 && w < left)
 			left = w;
 		/* With --metrics, m->wfd: the signalfd or the endpoint is readable. */
@@ -65,7 +68,8 @@ wait_until(struct dmn *m, int64_t deadline)
 				return;
 			}
 		}
-		install_due(m); /* a replan request */
+		elastic_service(m); /* joins and leaves, renewals missed */
+		install_due(m);     /* a replan request, a batch of joins and leaves */
 		waiters_service(m);
 	}
 }
@@ -142,6 +146,7 @@ daemon_run(struct deploy *d, const struct daemon_opts *o)
 
 			heartbeat_all(&m);
 			jobs_service(&m);
+			elastic_service(&m);
 			m.heartbeats++;
 			links_update(&m);
 			rates_update(&m);
@@ -177,6 +182,7 @@ daemon_run(struct deploy *d, const struct daemon_opts *o)
 		jobplan_free(m.jobs[i].live);
 		free(m.jobs[i].rates);
 		shares_free(&m.jobs[i]);
+		elastic_free(&m.jobs[i]);
 	}
 	free(m.jobs);
 	free(m.gws);

@@ -77,6 +77,8 @@ struct daemon_opts {
 	struct hyst_cfg hyst;  /* re-planning hysteresis and budget */
 	const char *state_dir; /* where the API's jobs are kept (DAEMON_STATE_FILE); NULL:
 				* in memory only */
+	int batch_ms;          /* an elastic job's joins and leaves within this make one epoch */
+	int member_timeout_ms; /* a joined worker not heard from for this long is removed */
 };
 
 /**

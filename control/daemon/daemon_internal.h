@@ -46,7 +46,8 @@ enum cause {
 	CAUSE_REJECTED,
 	CAUSE_ACTIVATION,
 	CAUSE_REQUESTED,
-	CAUSE_SHARES, /* its shares of the links moved (shares.h) */
+	CAUSE_SHARES,     /* its shares of the links moved (shares.h) */
+	CAUSE_MEMBERSHIP, /* workers joined or left an elastic job (elastic.h) */
 	CAUSE_COUNT,
 };
 
@@ -99,9 +100,17 @@ struct waiter {
 	uint32_t id;   /* the request's id */
 	int job;       /* index in the deployment; -1: deleted (jobs.c), to be answered so */
 	uint32_t gone; /* with job -1: the deleted job's id */
+	uint32_t left; /* with job -1 and not 0: the worker that left the job (elastic.c) */
 	int worker;    /* index in the job's workers */
 	uint32_t after;
 	int64_t deadline; /* monotonic ms */
+};
+
+/* A worker that joined an elastic job through the API (elastic.c). */
+struct member {
+	uint16_t id;  /* its worker id, in the job's "workers" */
+	bool in;      /* an epoch with it went live (its `worker` answers carry a table) */
+	int64_t seen; /* monotonic ms of its last request */
 };
 
 /* One job as the daemon sees it. */
@@ -139,6 +148,11 @@ struct job {
 	 * id included (owned); NULL for a job of the deployment file. */
 	json_t *spec;
 	char tenant[DEPLOY_TENANT_NAME_MAX + 1]; /* its tenant; "" for none */
+	/* An elastic job (elastic.c): the workers that joined it and are still in it, and
+	 * the changes to its membership not planned yet. */
+	struct member *members;
+	int n_members, members_cap;
+	struct hyst_batch batch;
 };
 
 /* A deleted job's `remove` that a gateway has not acknowledged yet (jobs.c). */

@@ -122,6 +122,11 @@ struct deploy_job {
 	uint32_t lan_mtu;              /* IP MTU between the workers and their gateway */
 	uint32_t chunk_bytes;          /* payload bytes per chunk (default from mtu) */
 	uint32_t slots_min, slots_max; /* slot formula floor and cap (0: the defaults) */
+	/* elastic membership (docs/CONTROL.md, "Elastic membership"): workers join and leave
+	 * through the control API; its workers may then be none, and at most max_workers
+	 * (0: no limit but the gateways') */
+	bool elastic;
+	uint32_t max_workers;
 	int n_workers;
 	struct deploy_worker *workers; /* in file order */
 };

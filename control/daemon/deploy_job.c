@@ -374,12 +374,32 @@ crew_sets(struct dctx *c, const char *path, struct deploy_job *j)
 	return 0;
 }
 
+/* "elastic" (a boolean, false without) and "max_workers" (only with it): workers join and
+ * leave through the control API. Not for a crew job, whose quorum counts a fixed list. */
+static int
+parse_elastic(struct dctx *c, const json_t *job, const char *path, struct deploy_job *j)
+{
+	const json_t *e = json_object_get(job, "elastic");
+
+	if (e != NULL && !json_is_boolean(e))
+		return json_util_field_fail(&c->js, path, "elastic", "expected true or false");
+	j->elastic = json_is_true(e);
+	if (!j->elastic && json_object_get(job, "max_workers") != NULL)
+		return json_util_field_fail(&c->js, path, "max_workers",
+					    "only with \"elastic\": true");
+	if (j->elastic && j->algo == DEPLOY_ALGO_CREW)
+		return json_util_field_fail(&c->js, path, "elastic",
+					    "a crew job's quorum counts a fixed list of workers");
+	return dctx_get_u32(c, job, path, "max_workers", 1, TABLE_ID_MAX, 0, &j->max_workers);
+}
+
 static int
 parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d, int ji)
 {
-	static const char *const known[] = {"id",      "algorithm", "dtype",   "elements",
-					    "workers", "options",   "mtu",     "chunk_bytes",
-					    "slots",   "lan_dtype", "lan_mtu", "weight"};
+	static const char *const known[] = {"id",      "algorithm",  "dtype",   "elements",
+					    "workers", "options",    "mtu",     "chunk_bytes",
+					    "slots",   "lan_dtype",  "lan_mtu", "weight",
+					    "elastic", "max_workers"};
 	struct deploy_job *j = &d->jobs[ji];
 	char wpath[FIELD_MAX + 32];
 	const char *algo;
@@ -418,15 +438,23 @@ parse_job(struct dctx *c, const json_t *job, const char *path, struct deploy *d,
 		rc = parse_options(c, job, path, j);
 	if (rc == 0)
 		rc = parse_slots(c, job, path, j);
+	if (rc == 0)
+		rc = parse_elastic(c, job, path, j);
 	if (rc != 0)
 		return rc;
 	ws = json_object_get(job, "workers");
-	if (!json_is_array(ws) || json_array_size(ws) == 0)
-		return json_util_field_fail(&c->js, path, "workers", "expected a non-empty array");
+	if (!json_is_array(ws) || (json_array_size(ws) == 0 && !j->elastic))
+		return json_util_field_fail(&c->js, path, "workers",
+					    j->elastic ? "expected an array" :
+							 "expected a non-empty array");
+	if (j->max_workers != 0 && json_array_size(ws) > j->max_workers)
+		return json_util_field_fail(&c->js, path, "workers",
+					    "%zu workers, more than max_workers %u",
+					    json_array_size(ws), j->max_workers);
 	if (json_array_size(ws) > TABLE_ID_MAX)
 		return json_util_field_fail(&c->js, path, "workers", "more than %d workers",
 					    TABLE_ID_MAX);
-	j->workers = calloc(json_array_size(ws), sizeof(*j->workers));
+	j->workers = calloc(json_array_size(ws) + 1, sizeof(*j->workers));
 	if (j->workers == NULL)
 		return json_util_field_fail(&c->js, path, "workers", "out of memory");
 	for (size_t i = 0; i < json_array_size(ws); i++) {

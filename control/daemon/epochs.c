@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "daemon_internal.h"
+#include "elastic.h"
 #include "epochs.h"
 #include "health.h"
 #include "shares.h"
@@ -91,6 +92,7 @@ adopt(struct dmn *m, int ji, const bool *up, const struct jobplan_link *lk)
 	j->live_epoch = (uint32_t)e;
 	j->live_since = clock_now_ms();
 	j->error[0] = '\0';
+	elastic_epoch_live(m, ji);
 	if (m->o->out != NULL && jobplan_write(j->live, m->d, m->o->out, err, sizeof(err)) != 0)
 		control_log("job %u: epoch %u: %s", dj->id, j->live_epoch, err);
 	control_log("job %u: epoch %u found live on %d gateways (%s): carried on, nothing "
@@ -152,6 +154,10 @@ install_job(struct dmn *m, int ji)
 		up[v] = m->gws[v].state == GW_UP;
 	/* Planned over its shares of the links, not their whole capacity. */
 	shares_links(m, ji, lk);
+	if (dj->n_workers == 0) { /* an elastic job before its first join */
+		control_log("job %u: no workers yet: no epoch until one joins", dj->id);
+		goto out;
+	}
 	if (!j->adopt_tried) {
 		j->adopt_tried = true;
 		if (j->live == NULL && adopt(m, ji, up, lk))
@@ -231,6 +237,7 @@ install_job(struct dmn *m, int ji)
 	j->epochs++;
 	j->live_epoch = epoch;
 	j->live_since = clock_now_ms();
+	elastic_epoch_live(m, ji);
 	if (m->o->out != NULL) {
 		char err[256];
 

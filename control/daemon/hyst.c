@@ -72,6 +72,42 @@ hyst_short_step(const struct hyst_cfg *c, struct hyst_short *s, bool is_short, i
 	return true;
 }
 
+void
+hyst_batch_note(struct hyst_batch *b, bool join, int64_t now)
+{
+	if (b->joins + b->leaves == 0)
+		b->first = now;
+	if (join)
+		b->joins++;
+	else
+		b->leaves++;
+}
+
+bool
+hyst_batch_due(struct hyst_batch *b, int64_t window_ms, int64_t now, int *joins, int *leaves,
+	       int64_t *due)
+{
+	if (b->joins + b->leaves == 0) {
+		*due = -1;
+		return false;
+	}
+	if (now - b->first < window_ms) {
+		*due = b->first + window_ms;
+		return false;
+	}
+	*joins = b->joins;
+	*leaves = b->leaves;
+	b->joins = b->leaves = 0;
+	*due = -1;
+	return true;
+}
+
+bool
+hyst_member_expired(int64_t seen, int64_t timeout_ms, int64_t now)
+{
+	return now - seen >= timeout_ms;
+}
+
 const char *
 hyst_cfg_check(const struct hyst_cfg *c)
 {

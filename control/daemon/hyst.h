@@ -77,6 +77,31 @@ struct hyst_short {
  */
 bool hyst_short_step(const struct hyst_cfg *c, struct hyst_short *s, bool is_short, int64_t now);
 
+/** Defaults of the elastic membership's knobs (georeduce-control run, docs/CONTROL.md). */
+#define HYST_BATCH_MS_DEFAULT 500
+#define HYST_MEMBER_TIMEOUT_MS_DEFAULT 5000
+
+/** An elastic job's membership changes not yet planned. Zero-initialised: none. */
+struct hyst_batch {
+	int64_t first; /* when the first of them came */
+	int joins, leaves;
+};
+
+/** Count a join (or a leave) of the job at `now`: the first change opens the batch. */
+void hyst_batch_note(struct hyst_batch *b, bool join, int64_t now);
+
+/**
+ * Whether the job's batch of membership changes is to be planned at `now`: once
+ * `window_ms` have passed since its first change, so that every change of that window
+ * makes one epoch. True hands over the counts in *joins, *leaves and empties the batch;
+ * false leaves *due the time to ask again (-1: nothing pending).
+ */
+bool hyst_batch_due(struct hyst_batch *b, int64_t window_ms, int64_t now, int *joins, int *leaves,
+		    int64_t *due);
+
+/** Whether a joined worker last heard from at `seen` has missed its renewals at `now`. */
+bool hyst_member_expired(int64_t seen, int64_t timeout_ms, int64_t now);
+
 /** NULL if c is valid, else why not (for an option's error). */
 const char *hyst_cfg_check(const struct hyst_cfg *c);
 

@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "daemon_internal.h"
+#include "elastic.h"
 #include "health.h"
 #include "jobs.h"
 #include "jsonutil.h"
@@ -211,6 +212,7 @@ job_drop(struct dmn *m, int i)
 	free(m->jobs[i].rates);
 	json_decref(m->jobs[i].spec);
 	shares_free(&m->jobs[i]);
+	elastic_free(&m->jobs[i]);
 	m->shares_stale = true; /* its shares go to the others */
 	for (int v = 0; v < d->n_gateways; v++) {
 		json_decref(m->gws[v].live[i]);
@@ -401,13 +403,36 @@ merged_spec(const struct dmn *m, int i, const json_t *changes, uint32_t id, json
 	return spec;
 }
 
+int
+jobs_replace(struct dmn *m, int i, const struct deploy_job *nj, json_t *spec, char *err,
+	     size_t errlen)
+{
+	struct deploy_job old = m->d->jobs[i];
+	json_t *old_spec = m->jobs[i].spec;
+	int rc;
+
+	m->d->jobs[i] = *nj;
+	m->jobs[i].spec = spec;
+	rc = jobs_state_save(m, -1, err, errlen);
+	if (rc != 0) { /* as it was */
+		m->d->jobs[i] = old;
+		m->jobs[i].spec = old_spec;
+		free(nj->workers);
+		json_decref(spec);
+		return rc;
+	}
+	free(old.workers);
+	json_decref(old_spec);
+	return 0;
+}
+
 /* "job_update": {job, changes}. A new epoch is planned with the changed job. */
 static json_t *
 op_update(struct dmn *m, const char *t, const json_t *req, uint32_t id)
 {
 	char err[DEPLOY_ERR_MAX];
 	json_t *changes = NULL, *spec, *r = NULL;
-	struct deploy_job nj, old;
+	struct deploy_job nj;
 	uint32_t jid = 0;
 	int i;
 
@@ -432,20 +457,8 @@ op_update(struct dmn *m, const char *t, const json_t *req, uint32_t id)
 		json_decref(spec);
 		return r;
 	}
-	old = m->d->jobs[i];
-	m->d->jobs[i] = nj;
-	json_t *old_spec = m->jobs[i].spec;
-
-	m->jobs[i].spec = spec;
-	if (jobs_state_save(m, -1, err, sizeof(err)) != 0) {
-		m->d->jobs[i] = old;
-		m->jobs[i].spec = old_spec;
-		free(nj.workers);
-		json_decref(spec);
+	if (jobs_replace(m, i, &nj, spec, err, sizeof(err)) != 0)
 		return ctl_reply_error(true, id, EIO, "job %u not changed: %s", jid, err);
-	}
-	free(old.workers);
-	json_decref(old_spec);
 	m->jobs[i].dirty = true;
 	m->jobs[i].retry_in = 0;
 	m->jobs[i].cause = CAUSE_REQUESTED;
@@ -547,12 +560,8 @@ jobs_is_op(const char *op)
 }
 
 json_t *
-jobs_op(struct dmn *m, struct ctlsrv_client *cl, const char *op, const json_t *req, uint32_t id)
+jobs_op(struct dmn *m, const char *t, const char *op, const json_t *req, uint32_t id)
 {
-	char t[DEPLOY_TENANT_NAME_MAX + 1];
-
-	if (jobs_client_tenant(cl, t) != 0)
-		return jobs_refuse_tenant(m, cl, id);
 	if (strcmp(op, "job_create") == 0)
 		return op_create(m, t, req, id);
 	if (strcmp(op, "job_update") == 0)

@@ -28,9 +28,9 @@ int jobs_load(struct dmn *m);
  * job_list). */
 bool jobs_is_op(const char *op);
 
-/** Answer one request of such an op from client cl. */
-json_t *
-jobs_op(struct dmn *m, struct ctlsrv_client *cl, const char *op, const json_t *req, uint32_t id);
+/** Answer one request of such an op from a client of tenant t ("": none; its
+ * certificate checked with jobs_client_tenant()). */
+json_t *jobs_op(struct dmn *m, const char *t, const char *op, const json_t *req, uint32_t id);
 
 /**
  * cl's tenant into out (DEPLOY_TENANT_NAME_MAX + 1 bytes): "" for the unix socket and a
@@ -60,6 +60,12 @@ int jobs_state_save(const struct dmn *m, int skip, char *err, size_t errlen);
 /** Add job nj (its workers are taken over), created through the API with its job object
  * spec (a reference is taken) by tenant t (""), as m->d->jobs[m->d->n_jobs]. Its index. */
 int jobs_add(struct dmn *m, const struct deploy_job *nj, json_t *spec, const char *t);
+
+/** Job i of the API becomes nj (its workers taken over) with its object spec (owned),
+ * kept in the state directory. 0; or a negative errno with err filled, job i as it was
+ * and nj's workers and spec freed. */
+int jobs_replace(struct dmn *m, int i, const struct deploy_job *nj, json_t *spec, char *err,
+		 size_t errlen);
 
 /** At stop: free what the jobs of the API hold. */
 void jobs_free(struct dmn *m);

@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "daemon_internal.h"
+#include "elastic.h"
 #include "jobs.h"
 #include "jsonutil.h"
 
@@ -27,14 +28,20 @@ state_json(const struct dmn *m, int skip)
 {
 	json_t *jobs = json_array(), *rem = json_array(), *del = json_array();
 
-	for (int i = 0; i < m->d->n_jobs; i++)
-		if (i != skip && m->jobs[i].spec != NULL)
-			json_array_append_new(jobs,
-					      json_pack("{s:o,s:O}", "tenant",
-							m->jobs[i].tenant[0] != '\0' ?
-								json_string(m->jobs[i].tenant) :
+	for (int i = 0; i < m->d->n_jobs; i++) {
+		json_t *item, *joined;
+
+		if (i == skip || m->jobs[i].spec == NULL)
+			continue;
+		item = json_pack("{s:o,s:O}", "tenant",
+				 m->jobs[i].tenant[0] != '\0' ? json_string(m->jobs[i].tenant) :
 								json_null(),
-							"job", m->jobs[i].spec));
+				 "job", m->jobs[i].spec);
+		joined = elastic_state_json(m, i);
+		if (joined != NULL) /* the workers that joined it (elastic.c) */
+			json_object_set_new(item, "joined", joined);
+		json_array_append_new(jobs, item);
+	}
 	for (int k = 0; k < m->n_removals; k++)
 		json_array_append_new(rem,
 				      json_pack("{s:I,s:s}", "job", (json_int_t)m->removals[k].job,
@@ -124,7 +131,9 @@ load_job(struct dmn *m, const char *path, size_t k, const json_t *item)
 		control_log("%s; the deployment no longer admits this job: left out", err);
 		return;
 	}
-	jobs_add(m, &nj, (json_t *)spec, json_is_string(t) ? json_string_value(t) : "");
+	elastic_state_load(
+		m, jobs_add(m, &nj, (json_t *)spec, json_is_string(t) ? json_string_value(t) : ""),
+		json_object_get(item, "joined"));
 	control_log("job %u of tenant %s read from %s", nj.id,
 		    json_is_string(t) ? json_string_value(t) : "(none)", path);
 }

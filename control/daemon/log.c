@@ -25,6 +25,7 @@ const char *const cause_names[CAUSE_COUNT] = {
 	[CAUSE_ACTIVATION] = "activation_failed",
 	[CAUSE_REQUESTED] = "requested",
 	[CAUSE_SHARES] = "shares_changed",
+	[CAUSE_MEMBERSHIP] = "membership",
 };
 
 bool

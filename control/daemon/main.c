@@ -77,6 +77,10 @@ usage(FILE *f)
 		"      --replans-per-min N  re-plans of a job a minute, then measurements and\n"
 		"                        returns wait [%d]\n"
 		"      --failure-replans-per-min N  the same for failures [%d]\n"
+		"      Elastic jobs (docs/CONTROL.md, \"Elastic membership\"):\n"
+		"      --batch-ms N      joins and leaves within N ms make one epoch [%d]\n"
+		"      --member-timeout-ms N  a joined worker not heard from for N ms is\n"
+		"                        removed [%d]\n"
 		"  status [--socket PATH] [--json] [--timeout-ms N]\n"
 		"         [--watch [--interval S] [--count N]]\n"
 		"      jobs, epochs, gateways and rates, from the running daemon; --watch\n"
@@ -101,7 +105,8 @@ usage(FILE *f)
 		"docs/DEPLOYMENT.md describes the deployment file.\n",
 		DAEMON_HEARTBEAT_MS_DEFAULT, DAEMON_FAIL_AFTER_DEFAULT, DAEMON_TIMEOUT_MS_DEFAULT,
 		HYST_MIN_EPOCH_MS_DEFAULT, HYST_SHORT_MS_DEFAULT, HYST_SHORT_SAMPLES_DEFAULT,
-		HYST_REPLANS_PER_MIN_DEFAULT, HYST_FAILURE_REPLANS_PER_MIN_DEFAULT, JOBCLI_USAGE);
+		HYST_REPLANS_PER_MIN_DEFAULT, HYST_FAILURE_REPLANS_PER_MIN_DEFAULT,
+		HYST_BATCH_MS_DEFAULT, HYST_MEMBER_TIMEOUT_MS_DEFAULT, JOBCLI_USAGE);
 }
 
 struct opts {
@@ -114,7 +119,7 @@ struct opts {
 	const char *state_dir; /* run: --state-dir */
 	uint32_t epoch;
 	int heartbeat_ms, fail_after, timeout_ms;
-	int hyst[5]; /* run: the HYST_OPTS, in their order */
+	int hyst[7]; /* run: the HYST_OPTS, in their order */
 	bool json;
 	bool watch;        /* status: refresh until count or SIGINT */
 	double interval_s; /* status --watch: seconds between refreshes */
@@ -126,11 +131,19 @@ struct opts {
 	char **args;
 };
 
-/* The hysteresis options' letters, in the order of struct opts' hyst[] (the first two
- * times in ms, the others counts), and their names. */
-#define HYST_OPTS "mSnRF"
-static const char *const hyst_names[] = {"min-epoch-ms", "short-ms", "short-samples",
-					 "replans-per-min", "failure-replans-per-min"};
+/* The hysteresis options' letters, in the order of struct opts' hyst[] (times in ms
+ * and counts), their names and ranges. */
+#define HYST_OPTS "mSnRFBT"
+static const char *const hyst_names[] = {"min-epoch-ms",
+					 "short-ms",
+					 "short-samples",
+					 "replans-per-min",
+					 "failure-replans-per-min",
+					 "batch-ms",
+					 "member-timeout-ms"};
+static const int hyst_min[] = {0, 0, 1, 1, 1, 0, 100};
+static const int hyst_max[] = {3600000,         3600000, HYST_WINDOW_MAX, HYST_WINDOW_MAX,
+			       HYST_WINDOW_MAX, 60000,   3600000};
 
 /* Options of subcommand cmd; 0, 1 after --help, or -1 after a one-line error. */
 static int
@@ -158,12 +171,14 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		{"short-samples", required_argument, NULL, 'n'},
 		{"replans-per-min", required_argument, NULL, 'R'},
 		{"failure-replans-per-min", required_argument, NULL, 'F'},
+		{"batch-ms", required_argument, NULL, 'B'},
+		{"member-timeout-ms", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	/* Which options each command takes. */
 	const char *allowed = strcmp(cmd, "tables") == 0 ? "oeiJt" :
-			      strcmp(cmd, "run") == 0    ? "sHftolMmSnRFD" :
+			      strcmp(cmd, "run") == 0    ? "sHftolMmSnRFBTD" :
 			      strcmp(cmd, "status") == 0 ? "sjtCKALNwIc" :
 			      strcmp(cmd, "job") == 0    ? "sjtCKALN" :
 							   "stCKALN";
@@ -192,8 +207,8 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		if (strchr(HYST_OPTS, c) != NULL) {
 			int k = (int)(strchr(HYST_OPTS, c) - HYST_OPTS);
 
-			if (cli_int(PROG, hyst_names[k], optarg, k < 2 ? 0 : 1,
-				    k < 2 ? 3600000 : HYST_WINDOW_MAX, &o->hyst[k]) < 0)
+			if (cli_int(PROG, hyst_names[k], optarg, hyst_min[k], hyst_max[k],
+				    &o->hyst[k]) < 0)
 				return -1;
 			continue;
 		}
@@ -416,6 +431,8 @@ cmd_run(const struct opts *o)
 			 .short_samples = o->hyst[2],
 			 .replans_per_min = o->hyst[3],
 			 .failure_replans_per_min = o->hyst[4]},
+		.batch_ms = o->hyst[5],
+		.member_timeout_ms = o->hyst[6],
 	};
 	struct deploy *d = load_deployment("run", o);
 	int rc;
@@ -700,7 +717,8 @@ main(int argc, char **argv)
 		.fail_after = DAEMON_FAIL_AFTER_DEFAULT,
 		.hyst = {HYST_MIN_EPOCH_MS_DEFAULT, HYST_SHORT_MS_DEFAULT,
 			 HYST_SHORT_SAMPLES_DEFAULT, HYST_REPLANS_PER_MIN_DEFAULT,
-			 HYST_FAILURE_REPLANS_PER_MIN_DEFAULT},
+			 HYST_FAILURE_REPLANS_PER_MIN_DEFAULT, HYST_BATCH_MS_DEFAULT,
+			 HYST_MEMBER_TIMEOUT_MS_DEFAULT},
 		.timeout_ms = DAEMON_TIMEOUT_MS_DEFAULT,
 		.interval_s = 1,
 	};

@@ -364,6 +364,39 @@ int gr_join_reload_tls(struct gr_join *j, char *err, size_t errlen);
 /** Close the connection and free j. NULL is a no-op. */
 void gr_join_close(struct gr_join *j);
 
+/** How often a worker that joined an elastic job renews its membership (gr_join_renew());
+ * its long polls (gr_join_wait()) wait no longer than this, so that they renew it too. */
+#define GR_JOIN_RENEW_MS 1000
+
+/**
+ * Join an elastic job (docs/CONTROL.md, "Elastic membership") without being declared in
+ * it: as o's worker_id, or with 0 as the id the control process gives, at site `node` (a
+ * topology node id), reached at ipv4:port. The certificate (role worker) names
+ * "site-NODE". Then as gr_join_open(): gr_join_config() waits for the first epoch with
+ * this worker (planned within the control process's batch window).
+ *
+ * @return  The connection, with the worker id in *worker_id; or NULL with errno and one
+ *          line in err naming the field: EPERM (not elastic, or the certificate does not
+ *          name the site), ENOENT (no such job), EEXIST (the id or the address is another
+ *          worker's), ENOSPC (max_workers reached), EINVAL, ...
+ */
+struct gr_join *gr_join_elastic(const struct gr_join_opts *o, const char *node, const char *ipv4,
+				uint16_t port, uint16_t *worker_id, char *err, size_t errlen);
+
+/**
+ * Renew the membership of a worker that joined with gr_join_elastic(): a `heartbeat` once
+ * GR_JOIN_RENEW_MS have passed since j last asked the control process (else nothing). Call
+ * it often (between rounds, from gr_options.cancel during one); a worker not heard from
+ * for the control process's member timeout is removed from the job.
+ *
+ * @return  0, or a negative errno with err filled (ENOENT: the worker was removed).
+ */
+int gr_join_renew(struct gr_join *j, char *err, size_t errlen);
+
+/** Leave the elastic job j joined; the next epoch is planned without this worker. 0, or a
+ * negative errno with err filled. */
+int gr_join_leave(struct gr_join *j, char *err, size_t errlen);
+
 /**
  * Where and as whom a launcher reaches the control process to create, change and delete
  * jobs (gr_job_create(); docs/CONTROL.md, "Jobs through the API").

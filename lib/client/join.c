@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "ctlmsg.h"
 #include "ctltls.h"
 #include "georeduce.h"
@@ -25,6 +26,8 @@ struct gr_join {
 	int timeout_ms;
 	bool open;
 	struct ctl_conn conn;
+	bool elastic;    /* joined with gr_join_elastic(): renews its membership */
+	int64_t last_ms; /* monotonic ms of its last request */
 };
 
 void
@@ -40,27 +43,37 @@ gr_join_close(struct gr_join *j)
 	free(j);
 }
 
-/* One "worker" request, reconnecting once if the connection broke (the control process
- * restarted). The ok response (a new reference), or NULL with *rc and err. */
+/* Close j after a failure rc (a negative errno): NULL with errno set. */
+static struct gr_join *
+join_fail(struct gr_join *j, int rc)
+{
+	gr_join_close(j);
+	errno = -rc;
+	return NULL;
+}
+
+/* One request of op with the arguments args (a reference taken over; copied for a retry),
+ * reconnecting once if the connection broke (the control process restarted). The ok
+ * response (a new reference), or NULL with *rc and err. */
 static json_t *
-join_call(struct gr_join *j, bool has_after, uint32_t after, int wait_ms, int *rc, char *err,
-	  size_t errlen)
+join_rpc(struct gr_join *j, const char *op, json_t *args0, int wait_ms, int *rc, char *err,
+	 size_t errlen)
 {
 	char why[CTL_ERR_MAX];
 	json_t *r = NULL;
 
+	if (args0 == NULL) {
+		*rc = -ENOMEM;
+		json_util_fail(err, errlen, "out of memory");
+		return NULL;
+	}
 	for (int attempt = 0; attempt < 2; attempt++) {
-		json_t *args = json_pack("{s:I,s:i}", "job", (json_int_t)j->job, "worker",
-					 (int)j->worker_id);
+		json_t *args = json_deep_copy(args0);
 
 		if (args == NULL) {
 			*rc = -ENOMEM;
 			json_util_fail(err, errlen, "out of memory");
-			return NULL;
-		}
-		if (has_after) {
-			json_object_set_new(args, "after", json_integer(after));
-			json_object_set_new(args, "wait_ms", json_integer(wait_ms));
+			break;
 		}
 		if (!j->open) {
 			*rc = ctltls_dial(j->tls, j->control, j->server_name, CTLTLS_ROLE_CONTROL,
@@ -72,8 +85,7 @@ join_call(struct gr_join *j, bool has_after, uint32_t after, int wait_ms, int *r
 			}
 			j->open = true;
 		}
-		r = ctl_conn_call(&j->conn, "worker", args, j->timeout_ms + wait_ms, why,
-				  sizeof(why));
+		r = ctl_conn_call(&j->conn, op, args, j->timeout_ms + wait_ms, why, sizeof(why));
 		if (r != NULL)
 			break;
 		*rc = -errno;
@@ -81,8 +93,10 @@ join_call(struct gr_join *j, bool has_after, uint32_t after, int wait_ms, int *r
 		ctl_conn_fini(&j->conn);
 		j->open = false;
 	}
+	json_decref(args0);
 	if (r == NULL)
 		return NULL;
+	j->last_ms = clock_now_ms();
 	if (!json_is_true(json_object_get(r, "ok"))) {
 		json_int_t e = json_integer_value(json_object_get(r, "errno"));
 
@@ -94,6 +108,21 @@ join_call(struct gr_join *j, bool has_after, uint32_t after, int wait_ms, int *r
 	}
 	*rc = 0;
 	return r;
+}
+
+/* One "worker" request: the table, or with has_after a long poll. As join_rpc(). */
+static json_t *
+join_call(struct gr_join *j, bool has_after, uint32_t after, int wait_ms, int *rc, char *err,
+	  size_t errlen)
+{
+	json_t *args =
+		json_pack("{s:I,s:i}", "job", (json_int_t)j->job, "worker", (int)j->worker_id);
+
+	if (args != NULL && has_after) {
+		json_object_set_new(args, "after", json_integer(after));
+		json_object_set_new(args, "wait_ms", json_integer(wait_ms));
+	}
+	return join_rpc(j, "worker", args, wait_ms, rc, err, errlen);
 }
 
 /* cfg from a response that carries a table: 0 or -EINVAL. */
@@ -110,11 +139,11 @@ config_of(struct gr_join *j, const json_t *r, struct gr_config *cfg, char *err, 
 	return rc;
 }
 
-struct gr_join *
-gr_join_open(const struct gr_join_opts *o, char *err, size_t errlen)
+/* A connection for o, connected to nothing yet; NULL with errno and err filled. */
+static struct gr_join *
+join_new(const struct gr_join_opts *o, char *err, size_t errlen)
 {
 	struct gr_join *j = calloc(1, sizeof(*j));
-	json_t *r;
 	int rc;
 
 	if (j == NULL) {
@@ -131,24 +160,96 @@ gr_join_open(const struct gr_join_opts *o, char *err, size_t errlen)
 	j->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : GR_JOIN_TIMEOUT_MS;
 	j->control = strdup(o->control);
 	j->server_name = strdup(o->server_name != NULL ? o->server_name : "control");
-	if (j->control == NULL || j->server_name == NULL) {
-		rc = -ENOMEM;
-		json_util_fail(err, errlen, "out of memory");
-		goto fail;
+	rc = j->control == NULL || j->server_name == NULL ?
+		     json_util_failrc(-ENOMEM, err, errlen, "out of memory") :
+		     ctltls_client_ctx(o->control, o->cert, o->key, o->ca, o->crl, &j->tls, err,
+				       errlen);
+	if (rc == 0)
+		return j;
+fail:
+	return join_fail(j, rc);
+}
+
+struct gr_join *
+gr_join_elastic(const struct gr_join_opts *o, const char *node, const char *ipv4, uint16_t port,
+		uint16_t *worker_id, char *err, size_t errlen)
+{
+	struct gr_join *j;
+	json_t *r, *args;
+	int rc;
+
+	if (node == NULL || ipv4 == NULL) {
+		errno = EINVAL;
+		json_util_fail(err, errlen, "no site or address to join at");
+		return NULL;
 	}
-	rc = ctltls_client_ctx(o->control, o->cert, o->key, o->ca, o->crl, &j->tls, err, errlen);
-	if (rc != 0)
-		goto fail;
+	j = join_new(o, err, errlen);
+	if (j == NULL)
+		return NULL;
+	args = json_pack("{s:I,s:s,s:s,s:i}", "job", (json_int_t)o->job, "node", node, "ipv4", ipv4,
+			 "port", (int)port);
+	if (args != NULL && o->worker_id != 0)
+		json_object_set_new(args, "worker", json_integer(o->worker_id));
+	r = join_rpc(j, "join", args, 0, &rc, err, errlen);
+	if (r == NULL)
+		return join_fail(j, rc);
+	j->worker_id = (uint16_t)json_integer_value(json_object_get(r, "worker"));
+	j->elastic = true;
+	json_decref(r);
+	*worker_id = j->worker_id;
+	return j;
+}
+
+/* One op of this elastic worker ({job, worker}): 0 or a negative errno with err. */
+static int
+member_op(struct gr_join *j, const char *op, char *err, size_t errlen)
+{
+	int rc;
+	json_t *r = join_rpc(
+		j, op,
+		json_pack("{s:I,s:i}", "job", (json_int_t)j->job, "worker", (int)j->worker_id), 0,
+		&rc, err, errlen);
+
+	json_decref(r);
+	return rc;
+}
+
+int
+gr_join_renew(struct gr_join *j, char *err, size_t errlen)
+{
+	if (!j->elastic || clock_now_ms() - j->last_ms < GR_JOIN_RENEW_MS)
+		return 0;
+	return member_op(j, "heartbeat", err, errlen);
+}
+
+int
+gr_join_leave(struct gr_join *j, char *err, size_t errlen)
+{
+	int rc;
+
+	if (!j->elastic)
+		return json_util_failrc(-EINVAL, err, errlen,
+					"worker %u did not join job %u with gr_join_elastic()",
+					j->worker_id, j->job);
+	rc = member_op(j, "leave", err, errlen);
+	if (rc == 0)
+		j->elastic = false;
+	return rc;
+}
+
+struct gr_join *
+gr_join_open(const struct gr_join_opts *o, char *err, size_t errlen)
+{
+	struct gr_join *j = join_new(o, err, errlen);
+	json_t *r;
+	int rc;
+
+	if (j == NULL)
+		return NULL;
 	/* The worker is known (or refused) at once; a missing epoch is not an error here. */
 	r = join_call(j, false, 0, 0, &rc, err, errlen);
 	json_decref(r);
-	if (rc != 0 && rc != -EAGAIN)
-		goto fail;
-	return j;
-fail:
-	gr_join_close(j);
-	errno = -rc;
-	return NULL;
+	return rc != 0 && rc != -EAGAIN ? join_fail(j, rc) : j;
 }
 
 int
@@ -164,10 +265,14 @@ gr_join_reload_tls(struct gr_join *j, char *err, size_t errlen)
 int
 gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err, size_t errlen)
 {
+	int64_t until = clock_now_ms() + (wait_ms > 0 ? wait_ms : 0);
 	int rc;
 
-	/* Epoch 0 is never live: "after 0" answers with the first live epoch. */
-	rc = gr_join_wait(j, 0, wait_ms, cfg, err, errlen);
+	/* Epoch 0 is never live: "after 0" answers with the first live epoch. An elastic
+	 * worker's long polls are short (its renewals): asked again until wait_ms. */
+	do
+		rc = gr_join_wait(j, 0, (int)(until - clock_now_ms()), cfg, err, errlen);
+	while (rc == 0 && j->elastic && clock_now_ms() < until);
 	if (rc == 0) {
 		json_util_fail(err, errlen,
 			       "%s: job %u has no live epoch for worker %u after "
@@ -189,6 +294,8 @@ gr_join_wait(struct gr_join *j, uint32_t epoch, int wait_ms, struct gr_config *c
 		wait_ms = 0;
 	if (wait_ms > GR_JOIN_WAIT_MAX_MS)
 		wait_ms = GR_JOIN_WAIT_MAX_MS;
+	if (j->elastic && wait_ms > GR_JOIN_RENEW_MS) /* its long polls renew it */
+		wait_ms = GR_JOIN_RENEW_MS;
 	r = join_call(j, true, epoch, wait_ms, &rc, err, errlen);
 	if (r == NULL)
 		return rc;

@@ -14,12 +14,13 @@ from .client import (AllreduceTimeout, ArgumentError, CallTiming, Client, Config
                      ConfigSource, ControlSource, GeoreduceError, TableFile, TableString,
                      Tree)
 from .dtypes import DTYPES, DType
+from .elastic import ElasticSource, torchrun_identity
 from .job import Job, JobError
 
 __version__ = "0.2.0"
 
 __all__ = [
     "AllreduceTimeout", "ArgumentError", "CallTiming", "Client", "Config", "ConfigError",
-    "ConfigSource", "ControlSource", "DTYPES", "DType", "GeoreduceError", "Job", "JobError",
-    "TableFile", "TableString", "Tree",
+    "ConfigSource", "ControlSource", "DTYPES", "DType", "ElasticSource", "GeoreduceError",
+    "Job", "JobError", "TableFile", "TableString", "Tree", "torchrun_identity",
 ]

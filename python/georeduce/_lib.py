@@ -76,6 +76,7 @@ class GrConfig(ctypes.Structure):
 PROGRESS_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64)
 CANCEL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 JOIN_WAIT_MAX_MS = 60000
+JOIN_RENEW_MS = 1000  # GR_JOIN_RENEW_MS: an elastic worker renews its membership so often
 
 
 class GrOptions(ctypes.Structure):
@@ -206,6 +207,11 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
         "gr_join_wait": (c.c_int, [c.c_void_p, c.c_uint32, c.c_int, cfg_p, err, c.c_size_t]),
         "gr_join_reload_tls": (c.c_int, [c.c_void_p, err, c.c_size_t]),
         "gr_join_close": (None, [c.c_void_p]),
+        "gr_join_elastic": (c.c_void_p, [c.POINTER(GrJoinOpts), c.c_char_p, c.c_char_p,
+                                         c.c_uint16, c.POINTER(c.c_uint16), err,
+                                         c.c_size_t]),
+        "gr_join_renew": (c.c_int, [c.c_void_p, err, c.c_size_t]),
+        "gr_join_leave": (c.c_int, [c.c_void_p, err, c.c_size_t]),
         "gr_dtype_size": (c.c_size_t, [c.c_int]),
         "gr_dtype_name": (c.c_char_p, [c.c_int]),
         "gr_dtype_round": (c.c_int, [c.c_int, c.c_void_p, c.c_size_t]),

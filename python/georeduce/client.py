@@ -557,6 +557,19 @@ class Client:
             src.close()
             raise
 
+    @classmethod
+    def join(cls, control: str, job: int, site: str, address: str, port: int,
+             **kwargs: Any) -> "Client":
+        """A client that joins an elastic job without being declared in it
+        (georeduce.elastic.ElasticSource; docs/PYTHON.md, "Elastic jobs"): at site `site`,
+        reached at address:port, its worker id from the control process (or worker_id=,
+        or id_base + RANK from torchrun's environment) and its first round from
+        TORCHELASTIC_RESTART_COUNT (unless first_round= is given). It renews its
+        membership while open and leaves the job when closed."""
+        from .elastic import join  # the module builds on this one
+
+        return join(cls, control, job, site, address, port, **kwargs)
+
     # --- state ---
 
     @property

@@ -25,6 +25,37 @@
 #                                                               (the site's first gateway)
 #   wan_endpoints DIR          per gateway, the tls:// endpoint through which it was
 #                              installed and its jobs' live epochs (from the daemon)
+#   wan_up_tls3 DIR BUILD NAME AB_GBPS [testbed.py options...]
+#                              a 3-site WAN with TLS for the control API's tests: sites a
+#                              and b (a worker each, joined by a link of AB_GBPS) and c (no
+#                              worker), 0.05 Gbit/s links to c; "ok" or "not ok" printed
+#   wan_wait_for SECONDS COMMAND...                             until COMMAND succeeds
+
+wan_up_tls3() {
+	local dir=$1 build=$2 name=$3 ab=$4
+	shift 4
+	cat >"$dir/topo.json" <<JSON
+{"format": "georeduce-topology/1", "name": "$name",
+ "nodes": [{"id": "a", "workers": 1}, {"id": "b", "workers": 1}, {"id": "c", "workers": 0}],
+ "links": [{"a": "a", "b": "b", "gbps": $ab, "latency_ms": 4},
+           {"a": "a", "b": "c", "gbps": 0.05, "latency_ms": 2},
+           {"a": "c", "b": "b", "gbps": 0.05, "latency_ms": 2}]}
+JSON
+	if wan_up "$dir" "$dir/topo.json" "$build" --scale 1 --workers-from-topology "$@" --tls; then
+		echo "ok - 3 sites, a control namespace and the management network up"
+		return 0
+	fi
+	echo "not ok - emulated WAN with TLS"
+	cat "$dir"/gw*.log
+	return 1
+}
+
+wan_wait_for() {
+	local n=$(($1 * 10))
+	shift
+	for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
+	return 1
+}
 
 wan_up() {
 	local dir=$1 topology=$2 build=$3

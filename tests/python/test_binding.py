@@ -333,3 +333,35 @@ def test_dtype_table_is_the_library_s():
     for code in range(1, max(codes) + 1):
         assert (code in codes) == (lb.gr_dtype_name(code) is not None), code
     assert lb.gr_dtype_name(max(codes) + 1) is None, "a dtype the table lacks"
+
+
+def test_torchrun_identity():
+    """The worker id and first round of an elastic worker from torchrun's environment."""
+    t = georeduce.torchrun_identity
+    assert t({}) == (None, 0)
+    assert t({"RANK": "3", "WORLD_SIZE": "4"}) == (None, 0)  # no id_base: the control's
+    env = {"RANK": "3", "WORLD_SIZE": "4", "TORCHELASTIC_RESTART_COUNT": "2"}
+    assert t(env, id_base=100) == (103, 2 << 24)
+    assert t({"TORCHELASTIC_RESTART_COUNT": "256"}) == (None, 0)  # modulo 2^32
+    for bad, base in (({"RANK": "4", "WORLD_SIZE": "4"}, 100),
+                      ({"RANK": "x"}, 100),
+                      ({"RANK": "-1"}, 100),
+                      ({"TORCHELASTIC_RESTART_COUNT": "-1"}, None),
+                      ({"RANK": "0", "WORLD_SIZE": "2"}, 65534),
+                      ({"RANK": "0"}, 0)):
+        with pytest.raises(ValueError):
+            t(bad, id_base=base)
+
+
+def test_join_refused(tmp_path):
+    """Client.join: bad arguments refused before any connection; a control process that
+    is not there is a ConfigError with errno."""
+    with pytest.raises(ValueError):
+        georeduce.Client.join(str(tmp_path / "none.sock"), 1, "a", "10.0.0.1", 0)
+    with pytest.raises(ValueError):
+        georeduce.Client.join(str(tmp_path / "none.sock"), 1, "a", "10.0.0.1", 5000,
+                              worker_id=70000)
+    with pytest.raises(georeduce.ConfigError) as e:
+        georeduce.Client.join(str(tmp_path / "none.sock"), 1, "a", "10.0.0.1", 5000,
+                              join_timeout=1)
+    assert e.value.errno != 0

@@ -44,6 +44,19 @@ reload_if_asked(struct worker *w)
 			w->id, err);
 }
 
+/* --join-elastic: renew the membership once a second (gr_join_renew()), between rounds
+ * and during one; a failure is said once, the next renewal tries again. */
+static void
+renew(struct worker *w)
+{
+	char err[GR_ERR_MAX];
+
+	if (!w->o->elastic || w->join == NULL || gr_join_renew(w->join, err, sizeof(err)) == 0)
+		return;
+	if (!w->control_away)
+		fprintf(stderr, PROG ": worker %u: renewing its membership: %s\n", w->id, err);
+}
+
 /* --follow: the epoch of the table file or the control process, now. */
 int
 follow_table(struct worker *w)
@@ -62,6 +75,7 @@ follow_control(struct worker *w, int wait_ms)
 	int rc;
 
 	reload_if_asked(w);
+	renew(w);
 	if (w->pending) { /* control_changed() saw it during a round */
 		c = w->pending_cfg;
 		w->pending = false;
@@ -164,6 +178,7 @@ control_changed(void *arg)
 	 * asks again once every CONTROL_RETRY_S, not at every progress call: a round begun
 	 * while it was away follows the epoch it installs once back within about that, not
 	 * at the round's timeout. */
+	renew(w);
 	if (!stalled(w))
 		return 0;
 	if (w->pending || (w->control_away && clock_now_s() < w->away_until))

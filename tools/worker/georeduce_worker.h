@@ -36,6 +36,11 @@ struct opts {
 	bool has_job;
 	uint16_t ids[WORKERS_MAX];
 	int n_ids;
+	/* --join-elastic NODE:IPV4:PORT: one worker joins an elastic job (its id from the
+	 * control process, or its one --worker-id), renews and at the end leaves it */
+	bool elastic;
+	char el_node[64], el_ipv4[16];
+	uint16_t el_port;
 	uint32_t rounds;
 	uint32_t first_round;
 	uint16_t *all; /* --all-workers, or NULL */

@@ -117,7 +117,14 @@ join_config(const struct opts *o, struct worker *w, struct gr_config *c, char *e
 		.worker_id = w->id,
 	};
 
-	w->join = gr_join_open(&jo, err, errlen);
+	if (o->elastic) {
+		w->join = gr_join_elastic(&jo, o->el_node, o->el_ipv4, o->el_port, &w->id, err,
+					  errlen);
+		if (w->join != NULL)
+			printf("worker %u joined job %u at %s\n", w->id, o->job, o->el_node);
+	} else {
+		w->join = gr_join_open(&jo, err, errlen);
+	}
 	if (w->join == NULL)
 		return -errno;
 	return gr_join_config(w->join, c, (int)(o->timeout_s * 1000), err, errlen);
@@ -262,6 +269,9 @@ main(int argc, char **argv)
 out:
 	for (int i = 0; ws != NULL && i < o.n_ids; i++) {
 		gr_client_free(ws[i].client);
+		if (o.elastic && ws[i].join != NULL &&
+		    gr_join_leave(ws[i].join, err, sizeof(err)) != 0)
+			cli_error(PROG, "worker %u: leaving: %s", ws[i].id, err);
 		gr_join_close(ws[i].join);
 		free(ws[i].buf);
 		free(ws[i].csets);

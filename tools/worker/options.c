@@ -41,6 +41,11 @@ usage(FILE *f)
 		"                        for the next connection\n"
 		"  --server-name NAME    the control process's certificate name   [control]\n"
 		"  --worker-id ID        a local worker of that gateway (repeatable, up to %d)\n"
+		"  --join-elastic NODE:IPV4:PORT  with --control: join an elastic job as one\n"
+		"                        worker not declared in it, at site NODE, reached at\n"
+		"                        IPV4:PORT; its id from the control process (or the one\n"
+		"                        --worker-id); renewed while it runs, left at the end\n"
+		"                        (the certificate names site-NODE)\n"
 		"  --rounds N            AllReduce rounds (default 1)\n"
 		"  --first-round R       number of the first round (default 0)\n"
 		"  --all-workers LIST    every worker of the job, ID,ID,...: worker-specific data\n"
@@ -184,6 +189,27 @@ is_dtype_name(const char *s)
 	return false;
 }
 
+/* --join-elastic NODE:IPV4:PORT into o; 0, or -1 after printing why. */
+static int
+parse_elastic(const char *arg, struct opts *o)
+{
+	const char *c1 = strchr(arg, ':'), *c2 = c1 != NULL ? strchr(c1 + 1, ':') : NULL;
+	uint32_t port;
+
+	if (c1 == NULL || c2 == NULL || c1 == arg || (size_t)(c1 - arg) >= sizeof(o->el_node) ||
+	    (size_t)(c2 - c1 - 1) >= sizeof(o->el_ipv4) || c2 == c1 + 1) {
+		cli_error(PROG, "--join-elastic '%s': expected NODE:IPV4:PORT", arg);
+		return -1;
+	}
+	if (parse_u32("--join-elastic's PORT", c2 + 1, 1, UINT16_MAX, &port) < 0)
+		return -1;
+	snprintf(o->el_node, sizeof(o->el_node), "%.*s", (int)(c1 - arg), arg);
+	snprintf(o->el_ipv4, sizeof(o->el_ipv4), "%.*s", (int)(c2 - c1 - 1), c1 + 1);
+	o->el_port = (uint16_t)port;
+	o->elastic = true;
+	return 0;
+}
+
 /* 0, 1 for --help, or -1 after printing why. */
 int
 parse_opts(int argc, char **argv, struct opts *o)
@@ -194,6 +220,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"job", required_argument, NULL, 'J'},
 		TLS_OPTS_LONGOPTS,
 		{"worker-id", required_argument, NULL, 'w'},
+		{"join-elastic", required_argument, NULL, 'E'},
 		{"rounds", required_argument, NULL, 'n'},
 		{"first-round", required_argument, NULL, 'f'},
 		{"all-workers", required_argument, NULL, 'a'},
@@ -243,6 +270,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 					return -1;
 				}
 			o->n_ids++;
+			break;
+		case 'E':
+			if (parse_elastic(optarg, o) < 0)
+				return -1;
 			break;
 		case 'n':
 			if (parse_u32("--rounds", optarg, 1, ROUNDS_MAX, &o->rounds) < 0)
@@ -322,6 +353,12 @@ parse_opts(int argc, char **argv, struct opts *o)
 		cli_error(PROG, "'%s': unexpected argument (see --help)", argv[optind]);
 		return -1;
 	}
+	if (o->elastic && (o->control == NULL || o->n_ids > 1)) {
+		cli_error(PROG, "--join-elastic needs --control and takes one --worker-id at most");
+		return -1;
+	}
+	if (o->elastic && o->n_ids == 0)
+		o->ids[o->n_ids++] = 0; /* the control process gives it */
 	if ((o->table == NULL && o->control == NULL) || o->n_ids == 0) {
 		cli_error(PROG, "%s is required (see --help)",
 			  o->n_ids == 0 ? "--worker-id" : "--table or --control");
