@@ -1,0 +1,255 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Control replicas on etcd (docs/DEPLOYMENT.md, "Replicas on etcd"): a real etcd server
+# started here on free local ports, three dataplanes on net_null ports (nulldp.sh) and
+# three georeduce-control replicas of the 3-site example deployment. Checked: one leader,
+# the others follow and name it in `status`; a follower refuses a job_create naming the
+# leader; a job created on the leader is installed; the leader killed (SIGKILL): another
+# takes over, its status names it and a higher term, the job of the API is still there and
+# its live epoch carried on (nothing installed); the gateways saw the new term and refuse
+# an activate carrying the old one, counted; etcd stopped: no replica leads (the leader
+# deposed within its lease), each says why, the gateways keep their epochs; etcd back: a
+# leader again, the job still live.
+#
+#   replicas_e2e.sh CONTROL DATAPLANE DPCTL
+set -u
+CONTROL=$1
+DP=$2
+DPCTL=$3
+source "$(dirname "$0")/clilib.sh"
+P=grr$$
+source "$(dirname "$0")/nulldp.sh"
+
+if ! command -v etcd >/dev/null; then
+	echo "replicas_e2e: no etcd (Debian package etcd-server); skipped"
+	exit 77
+fi
+
+# ---- etcd ----------------------------------------------------------------------------
+# start_etcd: on the ports in EC (clients) and EP (peers); 1 if it does not answer.
+etcd_pid=
+start_etcd() {
+	etcd --name e1 --data-dir "$tmp/etcd" --listen-client-urls "$ETCD" \
+		--advertise-client-urls "$ETCD" --listen-peer-urls "http://127.0.0.1:$EP" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$EP" \
+		--initial-cluster "e1=http://127.0.0.1:$EP" >>"$tmp/etcd.log" 2>&1 &
+	etcd_pid=$!
+	disown $!
+	pids+=($!)
+	for _ in $(seq 300); do
+		kill -0 "$etcd_pid" 2>/dev/null || return 1
+		ETCDCTL_API=3 etcdctl --endpoints "$ETCD" --dial-timeout 1s endpoint health \
+			>/dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	return 1
+}
+# Free ports, picked and released: another process may take one first, so a few tries.
+for _ in 1 2 3 4 5; do
+	read -r EC EP < <(python3 -c '
+import socket
+s = [socket.socket() for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])')
+	ETCD=http://127.0.0.1:$EC
+	rm -rf "$tmp/etcd"
+	start_etcd && break
+	kill -KILL "$etcd_pid" 2>/dev/null
+done
+if kill -0 "$etcd_pid" 2>/dev/null; then
+	ok "etcd answers at $ETCD"
+else
+	not_ok "etcd did not start: $(tail -3 "$tmp/etcd.log")"
+	exit 1
+fi
+
+# ---- bad options ------------------------------------------------------------------------
+expect 2 "run: --lease-ms without --etcd" "$CONTROL" run "$EXAMPLE" --lease-ms 3000
+expect 2 "run: --lease-ms below 1000" "$CONTROL" run "$EXAMPLE" --etcd "$ETCD" --lease-ms 10
+expect 1 "run: an etcd endpoint that is not a URL" "$CONTROL" run "$tmp/deploy.json" \
+	--socket "$tmp/x.sock" --etcd 127.0.0.1:1
+
+# ---- three dataplanes, three replicas ----------------------------------------------------
+# One static job (the dataplanes' packet pools hold it, a job of the API and the next
+# epochs of both).
+jq '.jobs |= [.[0]]' "$tmp/deploy.json" >"$tmp/d1.json" && mv "$tmp/d1.json" "$tmp/deploy.json"
+start_dps
+declare -A rpid
+start_replica() { # rN
+	"$CONTROL" run "$tmp/deploy.json" --socket "$tmp/$1.sock" --heartbeat-ms 200 \
+		--fail-after 3 --timeout-ms 3000 --etcd "http://127.0.0.1:1,$ETCD" \
+		--etcd-prefix "/grr$$" --name "$1" 2>>"$tmp/$1.log" &
+	rpid[$1]=$!
+	disown $!
+	pids+=($!)
+}
+for r in r1 r2 r3; do start_replica $r; done
+
+st() { # rN FILTER: jq of its status, "" if it does not answer
+	"$CONTROL" status --socket "$tmp/$1.sock" --json --timeout-ms 5000 2>/dev/null |
+		jq -r "$2" 2>/dev/null
+}
+# leader_of R...: the replica among R... whose status says it leads (exactly one)
+leader_of() {
+	local r found=
+	for r in "$@"; do
+		[ "$(st "$r" .election.role)" = leader ] && found="$found $r"
+	done
+	found=${found# }
+	[ -n "$found" ] && [ "${found// /}" = "$found" ] && echo "$found"
+}
+wait_leader() { # SECONDS R...: sets $leader
+	local end=$((SECONDS + $1))
+	shift
+	while [ "$SECONDS" -lt "$end" ]; do
+		leader=$(leader_of "$@") && return 0
+		sleep 0.2
+	done
+	return 1
+}
+if wait_leader 60 r1 r2 r3; then
+	ok "one leader among three replicas: $leader"
+else
+	not_ok "no single leader: $(for r in r1 r2 r3; do st $r -c .election; done)"
+	cat "$tmp"/r?.log
+	exit 1
+fi
+term1=$(st "$leader" .election.term)
+followers=$(echo r1 r2 r3 | tr ' ' '\n' | grep -v "^$leader$" | tr '\n' ' ')
+f1=${followers%% *}
+# A follower learns the leader within a few polls (lease/3 each).
+for _ in $(seq 100); do
+	[ "$(st "$f1" .election.leader.name)" = "$leader" ] && break
+	sleep 0.2
+done
+if [ "$(st "$f1" .election.role)" = follower ] &&
+	[ "$(st "$f1" .election.leader.name)" = "$leader" ] &&
+	[ "$(st "$f1" .election.term)" = "$term1" ]; then
+	ok "follower $f1's status names the leader $leader and term $term1"
+else
+	not_ok "follower status: $(st "$f1" -c .election)"
+fi
+
+# A job of the API, created through a follower (refused, naming the leader) and the leader.
+jq -c '.jobs[0] | .id = 9 | .elements = 65536 | .slots.max = 256 | .workers |= map(.port += 5)' \
+	"$EXAMPLE" >"$tmp/job.json"
+expect 1 "a follower refuses job_create" "$CONTROL" job create "$tmp/job.json" \
+	--socket "$tmp/$f1.sock"
+grep -q "goes to the leader, $leader" "$tmp/err" &&
+	ok "the refusal names the leader" || not_ok "refusal: $(cat "$tmp/err")"
+expect 0 "the leader creates job 9" "$CONTROL" job create "$tmp/job.json" \
+	--socket "$tmp/$leader.sock"
+
+live_epoch() { # GATEWAY JOB: its live epoch, or none
+	"$DPCTL" -s "$tmp/$1.sock" --json dump "$2" 2>/dev/null |
+		jq -r '[.tables[] | select(.state == "live") | (.table.epoch // .epoch)]
+			| max // "none"'
+}
+same_live() { # JOB: every gateway runs one epoch: echo it
+	local a b c
+	a=$(live_epoch a "$1") b=$(live_epoch b "$1") c=$(live_epoch c "$1")
+	[ "$a" != none ] && [ "$a" = "$b" ] && [ "$b" = "$c" ] && echo "$a"
+}
+for _ in $(seq 600); do e9=$(same_live 9) && e1=$(same_live 1) && break; sleep 0.1; done
+if [ -n "${e9:-}" ] && [ -n "${e1:-}" ]; then
+	ok "job 9 live on every gateway (epoch $e9), job 1 too (epoch $e1)"
+else
+	not_ok "job 9 never live everywhere: $(live_epoch a 9) $(live_epoch b 9) $(live_epoch c 9)"
+	cat "$tmp/$leader.log"
+	exit 1
+fi
+for g in a b; do
+	t=$("$DPCTL" -s "$tmp/$g.sock" --json stats | jq -r .control_term)
+	[ "$t" = "$term1" ] && ok "gateway $g saw term $term1" ||
+		not_ok "gateway $g's control_term: $t, want $term1"
+done
+
+# ---- the leader killed ------------------------------------------------------------------
+kill -KILL "${rpid[$leader]}"
+old=$leader
+t0=$(date +%s.%N)
+if wait_leader 60 $followers; then
+	dt=$(echo "$(date +%s.%N) - $t0" | bc)
+	ok "after SIGKILL of $old, $leader leads (seen after ${dt} s)"
+else
+	not_ok "no new leader after the leader's SIGKILL: $(for r in $followers; do st $r -c .election; done)"
+	cat "$tmp"/r?.log
+	exit 1
+fi
+term2=$(st "$leader" .election.term)
+[ "$term2" -gt "$term1" ] && ok "its term $term2 is above $term1" ||
+	not_ok "term after failover: $term2, before $term1"
+for _ in $(seq 300); do
+	[ "$(st "$leader" '.jobs[] | select(.job == 9) | .state')" = live ] && break
+	sleep 0.2
+done
+if [ "$(st "$leader" '.jobs[] | select(.job == 9) | .source')" = api ] &&
+	[ "$(st "$leader" '.jobs[] | select(.job == 9) | .epoch')" = "$e9" ] &&
+	grep -q "job 9: epoch $e9 found live on 3 gateways" "$tmp/$leader.log"; then
+	ok "job 9 survives the failover, epoch $e9 carried on, nothing installed"
+else
+	not_ok "job 9 after failover: $(st "$leader" -c '.jobs[] | select(.job == 9) | {source, epoch, state}')"
+fi
+f1=$(echo $followers | tr ' ' '\n' | grep -v "^$leader$")
+start_replica "$old" # back, as a follower
+
+# The gateways have seen the new term once the new leader changed one of their tables.
+"$CONTROL" replan --socket "$tmp/$leader.sock" 9 >/dev/null 2>&1
+for _ in $(seq 300); do
+	[ "$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .control_term)" = "$term2" ] && break
+	sleep 0.2
+done
+e9=$(live_epoch a 9)
+expect 1 "an activate of the old term is refused" "$DPCTL" -s "$tmp/a.sock" raw \
+	"{\"version\": 1, \"op\": \"activate\", \"id\": 1, \"job\": 9, \"epoch\": $e9, \"term\": $term1}"
+grep -q "older than term $term2" "$tmp/out" "$tmp/err" &&
+	ok "the refusal names the newer term" || not_ok "refusal: $(cat "$tmp/out" "$tmp/err")"
+[ "$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .stale_terms_refused)" -ge 1 ] &&
+	ok "gateway a counts it (stale_terms_refused)" || not_ok "stale_terms_refused not counted"
+expect 1 "a bad term is refused" "$DPCTL" -s "$tmp/a.sock" raw \
+	'{"version": 1, "op": "remove", "id": 1, "job": 9, "term": "x"}'
+
+# ---- etcd stopped, then back -------------------------------------------------------------
+kill -TERM "$etcd_pid"
+for _ in $(seq 100); do kill -0 "$etcd_pid" 2>/dev/null || break; sleep 0.1; done
+e9=$(same_live 9)
+none=no
+for _ in $(seq 300); do
+	if [ -z "$(leader_of r1 r2 r3)" ]; then none=yes; break; fi
+	sleep 0.2
+done
+[ $none = yes ] && ok "etcd stopped: no replica leads" ||
+	not_ok "etcd stopped: still a leader: $(leader_of r1 r2 r3)"
+grep -q "deposed as leader of term $term2" "$tmp/$leader.log" &&
+	ok "the leader says it was deposed" || not_ok "no deposition in $leader's log"
+sleep 3
+why=$(st "$f1" .election.etcd_error)
+case $why in
+*127.0.0.1:$EC*) ok "a follower's status says why: $why" ;;
+*) not_ok "follower's etcd_error: '$why'" ;;
+esac
+expect 1 "job_create refused while etcd is down" "$CONTROL" job create "$tmp/job.json" \
+	--socket "$tmp/$f1.sock"
+grep -q "there is none now" "$tmp/err" && ok "... saying there is no leader" ||
+	not_ok "refusal without etcd: $(cat "$tmp/err")"
+[ "$(same_live 9)" = "$e9" ] && ok "the gateways keep job 9's epoch $e9" ||
+	not_ok "job 9's epochs changed without etcd"
+start_etcd || not_ok "etcd did not start again"
+if wait_leader 60 r1 r2 r3; then
+	ok "etcd back: $leader leads, term $(st "$leader" .election.term)"
+else
+	not_ok "etcd back, no leader: $(for r in r1 r2 r3; do st $r -c .election; done)"
+fi
+for _ in $(seq 300); do
+	[ "$(st "$leader" '.jobs[] | select(.job == 9) | .state')" = live ] && break
+	sleep 0.2
+done
+[ "$(st "$leader" '.jobs[] | select(.job == 9) | .state')" = live ] &&
+	ok "job 9 live under the new leader" ||
+	not_ok "job 9 after etcd came back: $(st "$leader" -c '.jobs[] | select(.job == 9)')"
+
+kill -TERM "$etcd_pid" 2>/dev/null
+[ "$fails" -eq 0 ] || { tail -n 30 "$tmp"/r?.log; }
+echo "1..$n"
+[ "$fails" -eq 0 ]
