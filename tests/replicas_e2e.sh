@@ -21,48 +21,9 @@ source "$(dirname "$0")/clilib.sh"
 P=grr$$
 source "$(dirname "$0")/nulldp.sh"
 
-if ! command -v etcd >/dev/null; then
-	echo "replicas_e2e: no etcd (Debian package etcd-server); skipped"
-	exit 77
-fi
-
 # ---- etcd ----------------------------------------------------------------------------
-# start_etcd: on the ports in EC (clients) and EP (peers); 1 if it does not answer.
-etcd_pid=
-start_etcd() {
-	etcd --name e1 --data-dir "$tmp/etcd" --listen-client-urls "$ETCD" \
-		--advertise-client-urls "$ETCD" --listen-peer-urls "http://127.0.0.1:$EP" \
-		--initial-advertise-peer-urls "http://127.0.0.1:$EP" \
-		--initial-cluster "e1=http://127.0.0.1:$EP" >>"$tmp/etcd.log" 2>&1 &
-	etcd_pid=$!
-	disown $!
-	pids+=($!)
-	for _ in $(seq 300); do
-		kill -0 "$etcd_pid" 2>/dev/null || return 1
-		ETCDCTL_API=3 etcdctl --endpoints "$ETCD" --dial-timeout 1s endpoint health \
-			>/dev/null 2>&1 && return 0
-		sleep 0.2
-	done
-	return 1
-}
-# Free ports, picked and released: another process may take one first, so a few tries.
-for _ in 1 2 3 4 5; do
-	read -r EC EP < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
-	ETCD=http://127.0.0.1:$EC
-	rm -rf "$tmp/etcd"
-	start_etcd && break
-	kill -KILL "$etcd_pid" 2>/dev/null
-done
-if kill -0 "$etcd_pid" 2>/dev/null; then
-	ok "etcd answers at $ETCD"
-else
-	not_ok "etcd did not start: $(tail -3 "$tmp/etcd.log")"
-	exit 1
-fi
+source "$(dirname "$0")/etcdlib.sh"
+etcd_first || exit 1
 
 # ---- bad options ------------------------------------------------------------------------
 expect 2 "run: --lease-ms without --etcd" "$CONTROL" run "$EXAMPLE" --lease-ms 3000
@@ -75,39 +36,8 @@ expect 1 "run: an etcd endpoint that is not a URL" "$CONTROL" run "$tmp/deploy.j
 # epochs of both).
 jq '.jobs |= [.[0]]' "$tmp/deploy.json" >"$tmp/d1.json" && mv "$tmp/d1.json" "$tmp/deploy.json"
 start_dps
-declare -A rpid
-start_replica() { # rN
-	"$CONTROL" run "$tmp/deploy.json" --socket "$tmp/$1.sock" --heartbeat-ms 200 \
-		--fail-after 3 --timeout-ms 3000 --etcd "http://127.0.0.1:1,$ETCD" \
-		--etcd-prefix "/grr$$" --name "$1" 2>>"$tmp/$1.log" &
-	rpid[$1]=$!
-	disown $!
-	pids+=($!)
-}
-for r in r1 r2 r3; do start_replica $r; done
+for r in r1 r2 r3; do start_replica $r --heartbeat-ms 200 --fail-after 3; done
 
-st() { # rN FILTER: jq of its status, "" if it does not answer
-	"$CONTROL" status --socket "$tmp/$1.sock" --json --timeout-ms 5000 2>/dev/null |
-		jq -r "$2" 2>/dev/null
-}
-# leader_of R...: the replica among R... whose status says it leads (exactly one)
-leader_of() {
-	local r found=
-	for r in "$@"; do
-		[ "$(st "$r" .election.role)" = leader ] && found="$found $r"
-	done
-	found=${found# }
-	[ -n "$found" ] && [ "${found// /}" = "$found" ] && echo "$found"
-}
-wait_leader() { # SECONDS R...: sets $leader
-	local end=$((SECONDS + $1))
-	shift
-	while [ "$SECONDS" -lt "$end" ]; do
-		leader=$(leader_of "$@") && return 0
-		sleep 0.2
-	done
-	return 1
-}
 if wait_leader 60 r1 r2 r3; then
 	ok "one leader among three replicas: $leader"
 else
@@ -192,7 +122,7 @@ else
 	not_ok "job 9 after failover: $(st "$leader" -c '.jobs[] | select(.job == 9) | {source, epoch, state}')"
 fi
 f1=$(echo $followers | tr ' ' '\n' | grep -v "^$leader$")
-start_replica "$old" # back, as a follower
+start_replica "$old" --heartbeat-ms 200 --fail-after 3 # back, as a follower
 
 # The gateways have seen the new term once the new leader changed one of their tables.
 "$CONTROL" replan --socket "$tmp/$leader.sock" 9 >/dev/null 2>&1
