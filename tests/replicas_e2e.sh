@@ -38,13 +38,19 @@ jq '.jobs |= [.[0]]' "$tmp/deploy.json" >"$tmp/d1.json" && mv "$tmp/d1.json" "$t
 start_dps
 for r in r1 r2 r3; do start_replica $r --heartbeat-ms 200 --fail-after 3; done
 
-if wait_leader 60 r1 r2 r3; then
-	ok "one leader among three replicas: $leader"
-else
-	not_ok "no single leader: $(for r in r1 r2 r3; do st $r -c .election; done)"
-	cat "$tmp"/r?.log
-	exit 1
-fi
+# must_lead WHAT R...: one of R... leads within 60 s (ok: WHAT, with $leader), else stop.
+must_lead() {
+	local what=$1
+	shift
+	if wait_leader 60 "$@"; then
+		ok "$what: $leader"
+	else
+		not_ok "$what: none of $*: $(for r in "$@"; do st "$r" -c .election; done)"
+		cat "$tmp"/r?.log
+		exit 1
+	fi
+}
+must_lead "one leader among three replicas" r1 r2 r3
 term1=$(st "$leader" .election.term)
 followers=$(echo r1 r2 r3 | tr ' ' '\n' | grep -v "^$leader$" | tr '\n' ' ')
 f1=${followers%% *}
@@ -98,15 +104,8 @@ done
 # ---- the leader killed ------------------------------------------------------------------
 kill -KILL "${rpid[$leader]}"
 old=$leader
-t0=$(date +%s.%N)
-if wait_leader 60 $followers; then
-	dt=$(echo "$(date +%s.%N) - $t0" | bc)
-	ok "after SIGKILL of $old, $leader leads (seen after ${dt} s)"
-else
-	not_ok "no new leader after the leader's SIGKILL: $(for r in $followers; do st $r -c .election; done)"
-	cat "$tmp"/r?.log
-	exit 1
-fi
+# shellcheck disable=SC2086 # the names, split
+must_lead "after SIGKILL of $old, a new leader" $followers
 term2=$(st "$leader" .election.term)
 [ "$term2" -gt "$term1" ] && ok "its term $term2 is above $term1" ||
 	not_ok "term after failover: $term2, before $term1"

@@ -190,20 +190,13 @@ test_endpoints(void)
 int
 main(void)
 {
-	CU_pSuite s;
-	unsigned int fails;
+	static const struct testutil_case tests[] = {
+		{"base64 both ways, bad input refused", test_b64},
+		{"int64 fields as the gateway writes them", test_ints},
+		{"request bodies of put, range and txn", test_requests},
+		{"kv objects of a response, bad ones refused", test_kv},
+		{"endpoint lists; no endpoint answering", test_endpoints},
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("etcd", NULL, NULL);
-	CU_add_test(s, "base64 both ways, bad input refused", test_b64);
-	CU_add_test(s, "int64 fields as the gateway writes them", test_ints);
-	CU_add_test(s, "request bodies of put, range and txn", test_requests);
-	CU_add_test(s, "kv objects of a response, bad ones refused", test_kv);
-	CU_add_test(s, "endpoint lists; no endpoint answering", test_endpoints);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return (int)fails;
+	return testutil_run("test_etcd", "etcd", tests, sizeof(tests) / sizeof(tests[0]));
 }
