@@ -68,7 +68,11 @@ wait_until(struct dmn *m, int64_t deadline)
 				return;
 			}
 		}
+		bool led = elect_leading(m);
+
 		elect_service(m); /* keep the lease, or look for a leader */
+		if (!led && elect_leading(m))
+			return; /* just won: heartbeat at once */
 		if (elect_leading(m))
 			install_due(m); /* a replan request */
 		waiters_service(m);
