@@ -1,52 +1,85 @@
 # shellcheck shell=bash
 # Shared by the tests of control replicas on etcd (sourced after clilib.sh and nulldp.sh,
-# with CONTROL set): etcd_first starts one etcd server on free local ports (EC clients, EP
-# peers; ETCD its URL, etcd_pid), start_etcd starts it again on the same ones and data;
+# with CONTROL and P set): etcd_first starts an etcd cluster of MEMBERS members on free
+# local ports, stop_etcd stops it, start_etcd starts it again on the same ports and data;
 # start_replica NAME [OPTIONS...] starts `georeduce-control run` on $tmp/deploy.json with
 # --etcd (its pid in rpid[NAME], its log in $tmp/NAME.log); st NAME FILTER reads its
 # status; leader_of and wait_leader find the one replica that leads.
 
-etcd_pid=
-# start_etcd: on the ports in EC and EP; 1 if it does not answer.
-start_etcd() {
-	etcd --name e1 --data-dir "$tmp/etcd" --listen-client-urls "$ETCD" \
-		--advertise-client-urls "$ETCD" --listen-peer-urls "http://127.0.0.1:$EP" \
-		--initial-advertise-peer-urls "http://127.0.0.1:$EP" \
-		--initial-cluster "e1=http://127.0.0.1:$EP" >>"$tmp/etcd.log" 2>&1 &
-	etcd_pid=$!
+# MEMBERS etcd members (1 or 3; default 1), member i on client port EC[i] and peer port
+# EP[i], its data in $tmp/etcd-i, its pid in etcd_pids[i]; ETCD the client URLs, comma-
+# separated.
+MEMBERS=${MEMBERS:-1}
+declare -a EC EP etcd_pids
+# start_member I: member I (0-based) started; it joins the others as they start.
+start_member() {
+	local i=$1 cluster="" k
+	for k in $(seq 0 $((MEMBERS - 1))); do
+		cluster="$cluster${cluster:+,}e$k=http://127.0.0.1:${EP[k]}"
+	done
+	etcd --name "e$i" --data-dir "$tmp/etcd-$i" \
+		--listen-client-urls "http://127.0.0.1:${EC[i]}" \
+		--advertise-client-urls "http://127.0.0.1:${EC[i]}" \
+		--listen-peer-urls "http://127.0.0.1:${EP[i]}" \
+		--initial-advertise-peer-urls "http://127.0.0.1:${EP[i]}" \
+		--initial-cluster "$cluster" --initial-cluster-token "$P" \
+		>>"$tmp/etcd-$i.log" 2>&1 &
+	etcd_pids[i]=$!
 	disown $!
 	pids+=($!)
+}
+# start_etcd: every member, on the ports in EC and EP; 1 unless all answer.
+start_etcd() {
+	local i
+	for i in $(seq 0 $((MEMBERS - 1))); do start_member "$i"; done
 	for _ in $(seq 300); do
-		kill -0 "$etcd_pid" 2>/dev/null || return 1
+		for i in $(seq 0 $((MEMBERS - 1))); do
+			kill -0 "${etcd_pids[i]}" 2>/dev/null || return 1
+		done
 		ETCDCTL_API=3 etcdctl --endpoints "$ETCD" --dial-timeout 1s endpoint health \
 			>/dev/null 2>&1 && return 0
 		sleep 0.2
 	done
 	return 1
 }
+# stop_etcd: every member, SIGTERM, waited for.
+stop_etcd() {
+	local p
+	for p in "${etcd_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	for p in "${etcd_pids[@]}"; do
+		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+	done
+}
 
 # etcd_first: free ports, picked and released (another process may take one first, so a
 # few tries), and etcd on them; ok or not_ok.
 etcd_first() {
+	local ports i
 	if ! command -v etcd >/dev/null; then
 		echo "no etcd (Debian package etcd-server); skipped"
 		exit 77
 	fi
 	for _ in 1 2 3 4 5; do
-		read -r EC EP < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(2)]
+		ports=$(python3 -c '
+import socket, sys
+s = [socket.socket() for _ in range(2 * int(sys.argv[1]))]
 for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
-		ETCD=http://127.0.0.1:$EC
-		rm -rf "$tmp/etcd"
+print(*[x.getsockname()[1] for x in s])' "$MEMBERS")
+		read -r -a ports <<<"$ports"
+		ETCD=
+		for i in $(seq 0 $((MEMBERS - 1))); do
+			EC[i]=${ports[2 * i]} EP[i]=${ports[2 * i + 1]}
+			ETCD="$ETCD${ETCD:+,}http://127.0.0.1:${EC[i]}"
+			rm -rf "$tmp/etcd-$i"
+		done
 		start_etcd && break
-		kill -KILL "$etcd_pid" 2>/dev/null
+		stop_etcd
+		for p in "${etcd_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
 	done
-	if kill -0 "$etcd_pid" 2>/dev/null; then
-		ok "etcd answers at $ETCD"
+	if kill -0 "${etcd_pids[0]}" 2>/dev/null; then
+		ok "etcd ($MEMBERS member(s)) answers at $ETCD"
 	else
-		not_ok "etcd did not start: $(tail -3 "$tmp/etcd.log")"
+		not_ok "etcd did not start: $(tail -3 "$tmp"/etcd-*.log)"
 		return 1
 	fi
 }

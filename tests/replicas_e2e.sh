@@ -1,14 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# Control replicas on etcd (docs/DEPLOYMENT.md, "Replicas on etcd"): a real etcd server
-# started here on free local ports, three dataplanes on net_null ports (nulldp.sh) and
+# Control replicas on etcd (docs/DEPLOYMENT.md, "Replicas on etcd"): a real etcd cluster
+# of three members started here on free local ports, three dataplanes on net_null ports (nulldp.sh) and
 # three georeduce-control replicas of the 3-site example deployment. Checked: one leader,
 # the others follow and name it in `status`; a follower refuses a job_create naming the
 # leader; a job created on the leader is installed; the leader killed (SIGKILL): another
 # takes over, its status names it and a higher term, the job of the API is still there and
 # its live epoch carried on (nothing installed); the gateways saw the new term and refuse
-# an activate carrying the old one, counted; etcd stopped: no replica leads (the leader
+# an activate carrying the old one, counted; one etcd member (not etcd's raft leader)
+# lost: the same leader and term; etcd stopped: no replica leads (the leader
 # deposed within its lease), each says why, the gateways keep their epochs; etcd back: a
 # leader again, the job still live.
 #
@@ -22,6 +23,7 @@ P=grr$$
 source "$(dirname "$0")/nulldp.sh"
 
 # ---- etcd ----------------------------------------------------------------------------
+MEMBERS=3
 source "$(dirname "$0")/etcdlib.sh"
 etcd_first || exit 1
 
@@ -139,9 +141,25 @@ grep -q "older than term $term2" "$tmp/out" "$tmp/err" &&
 expect 1 "a bad term is refused" "$DPCTL" -s "$tmp/a.sock" raw \
 	'{"version": 1, "op": "remove", "id": 1, "job": 9, "term": "x"}'
 
+# ---- one etcd member lost: nothing changes ----------------------------------------------
+# A member that is not etcd's raft leader: losing the raft leader stalls etcd for an
+# election (about its election timeout, 1 s by default), which a lease must outlast.
+lost=$(ETCDCTL_API=3 etcdctl --endpoints "$ETCD" endpoint status -w json 2>/dev/null |
+	jq -r '[.[] | select(.Status.leader != .Status.header.member_id) | .Endpoint][0]')
+for i in 0 1 2; do [ "$lost" = "http://127.0.0.1:${EC[i]}" ] && kill -TERM "${etcd_pids[i]}"; done
+same=0
+# Ten polls of every replica, a lease (2 s) and more apart in all: the leader and its term
+# stay.
+for _ in $(seq 10); do
+	[ "$(leader_of r1 r2 r3)" = "$leader" ] && [ "$(st "$leader" .election.term)" = "$term2" ] &&
+		same=$((same + 1))
+	sleep 0.3
+done
+[ $same = 10 ] && ok "one etcd member of three lost ($lost): $leader still leads, term $term2" ||
+	not_ok "one etcd member lost: the leader or term changed ($same of 10 polls the same)"
+
 # ---- etcd stopped, then back -------------------------------------------------------------
-kill -TERM "$etcd_pid"
-for _ in $(seq 100); do kill -0 "$etcd_pid" 2>/dev/null || break; sleep 0.1; done
+stop_etcd
 e9=$(same_live 9)
 none=no
 for _ in $(seq 300); do
@@ -180,7 +198,7 @@ done
 	ok "job 9 live under the new leader" ||
 	not_ok "job 9 after etcd came back: $(st "$leader" -c '.jobs[] | select(.job == 9)')"
 
-kill -TERM "$etcd_pid" 2>/dev/null
+stop_etcd
 [ "$fails" -eq 0 ] || { tail -n 30 "$tmp"/r?.log; }
 echo "1..$n"
 [ "$fails" -eq 0 ]
