@@ -65,6 +65,8 @@ if [ "$(st "$f1" .election.role)" = follower ] &&
 	[ "$(st "$f1" .election.leader.name)" = "$leader" ] &&
 	[ "$(st "$f1" .election.term)" = "$term1" ]; then
 	ok "follower $f1's status names the leader $leader and term $term1"
+	"$CONTROL" status --socket "$tmp/$f1.sock" | grep -q "replica $f1, follower; leader $leader, term $term1" &&
+		ok "... in its text too" || not_ok "status text: $("$CONTROL" status --socket "$tmp/$f1.sock" | head -3)"
 else
 	not_ok "follower status: $(st "$f1" -c .election)"
 fi
