@@ -11,7 +11,8 @@
 # an activate carrying the old one, counted; one etcd member (not etcd's raft leader)
 # lost: the same leader and term; etcd stopped: no replica leads (the leader
 # deposed within its lease), each says why, the gateways keep their epochs; etcd back: a
-# leader again, the job still live.
+# leader again, the job still live. Then etcd over mutual TLS (https, a client
+# certificate): a replica leads; one without a client certificate cannot and says why.
 #
 #   replicas_e2e.sh CONTROL DATAPLANE DPCTL
 set -u
@@ -47,7 +48,7 @@ must_lead() {
 	if wait_leader 60 "$@"; then
 		ok "$what: $leader"
 	else
-		not_ok "$what: none of $*: $(for r in "$@"; do st "$r" -c .election; done)"
+		not_ok "$what: none of $*: $(for r in "$@"; do st "$r" '.election | tojson'; done)"
 		cat "$tmp"/r?.log
 		exit 1
 	fi
@@ -68,7 +69,7 @@ if [ "$(st "$f1" .election.role)" = follower ] &&
 	"$CONTROL" status --socket "$tmp/$f1.sock" | grep -q "replica $f1, follower; leader $leader, term $term1" &&
 		ok "... in its text too" || not_ok "status text: $("$CONTROL" status --socket "$tmp/$f1.sock" | head -3)"
 else
-	not_ok "follower status: $(st "$f1" -c .election)"
+	not_ok "follower status: $(st "$f1" '.election | tojson')"
 fi
 
 # A job of the API, created through a follower (refused, naming the leader) and the leader.
@@ -122,7 +123,7 @@ if [ "$(st "$leader" '.jobs[] | select(.job == 9) | .source')" = api ] &&
 	grep -q "job 9: epoch $e9 found live on 3 gateways" "$tmp/$leader.log"; then
 	ok "job 9 survives the failover, epoch $e9 carried on, nothing installed"
 else
-	not_ok "job 9 after failover: $(st "$leader" -c '.jobs[] | select(.job == 9) | {source, epoch, state}')"
+	not_ok "job 9 after failover: $(st "$leader" '.jobs[] | select(.job == 9) | {source, epoch, state} | tojson')"
 fi
 f1=$(echo $followers | tr ' ' '\n' | grep -v "^$leader$")
 start_replica "$old" --heartbeat-ms 200 --fail-after 3 # back, as a follower
@@ -190,7 +191,7 @@ start_etcd || not_ok "etcd did not start again"
 if wait_leader 60 r1 r2 r3; then
 	ok "etcd back: $leader leads, term $(st "$leader" .election.term)"
 else
-	not_ok "etcd back, no leader: $(for r in r1 r2 r3; do st $r -c .election; done)"
+	not_ok "etcd back, no leader: $(for r in r1 r2 r3; do st $r '.election | tojson'; done)"
 fi
 for _ in $(seq 300); do
 	[ "$(st "$leader" '.jobs[] | select(.job == 9) | .state')" = live ] && break
@@ -198,9 +199,51 @@ for _ in $(seq 300); do
 done
 [ "$(st "$leader" '.jobs[] | select(.job == 9) | .state')" = live ] &&
 	ok "job 9 live under the new leader" ||
-	not_ok "job 9 after etcd came back: $(st "$leader" -c '.jobs[] | select(.job == 9)')"
+	not_ok "job 9 after etcd came back: $(st "$leader" '.jobs[] | select(.job == 9) | tojson')"
 
 stop_etcd
+for r in r1 r2 r3; do kill -TERM "${rpid[$r]}" 2>/dev/null; done
+
+# ---- etcd over mutual TLS -----------------------------------------------------------------
+# A CA, etcd's server certificate for 127.0.0.1 and a client certificate (openssl). The
+# server's is for client authentication too: etcd's HTTP gateway calls etcd with it.
+(
+	cd "$tmp" &&
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+			-subj /CN=etcd-ca -keyout ca.key -out ca.pem &&
+		for n in server client; do
+			openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+				-subj "/CN=$n" -keyout $n.key -out $n.csr &&
+				printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=%s\n' \
+					"$([ $n = server ] && echo serverAuth,)clientAuth" >$n.ext &&
+				openssl x509 -req -in $n.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+					-days 2 -extfile $n.ext -out $n.pem || exit 1
+		done
+) >"$tmp/pki.log" 2>&1 || not_ok "test certificates: $(tail -3 "$tmp/pki.log")"
+TC=${EC[0]}
+etcd --name t --data-dir "$tmp/etcd-tls" --listen-client-urls "https://127.0.0.1:$TC" \
+	--advertise-client-urls "https://127.0.0.1:$TC" --listen-peer-urls "http://127.0.0.1:${EP[0]}" \
+	--initial-advertise-peer-urls "http://127.0.0.1:${EP[0]}" \
+	--initial-cluster "t=http://127.0.0.1:${EP[0]}" --cert-file "$tmp/server.pem" \
+	--key-file "$tmp/server.key" --trusted-ca-file "$tmp/ca.pem" --client-cert-auth \
+	>"$tmp/etcd-tls.log" 2>&1 &
+pids+=($!)
+disown $!
+ETCD=https://127.0.0.1:$TC
+for r in t1 t2; do
+	start_replica $r --heartbeat-ms 200 --etcd-ca "$tmp/ca.pem" --etcd-cert "$tmp/client.pem" \
+		--etcd-key "$tmp/client.key"
+done
+must_lead "etcd over mutual TLS: one leader of two replicas" t1 t2
+start_replica t3 --heartbeat-ms 200 --etcd-ca "$tmp/ca.pem"
+for _ in $(seq 100); do
+	why=$(st t3 .election.etcd_error)
+	[ -n "$why" ] && [ "$why" != null ] && break
+	sleep 0.2
+done
+[ "$(st t3 .election.role)" = follower ] && [ "$why" != null ] &&
+	ok "a replica without a client certificate does not lead, and says: $why" ||
+	not_ok "replica without a client certificate: $(st t3 '.election | tojson')"
 [ "$fails" -eq 0 ] || { tail -n 30 "$tmp"/r?.log; }
 echo "1..$n"
 [ "$fails" -eq 0 ]
