@@ -67,6 +67,11 @@ elect_setup(struct dmn *m)
 	free(v);
 	control_log("replica %s: leader election on etcd %s, key %s, lease %d ms", el->name,
 		    o->etcd, el->key_leader, el->lease_ms);
+	if (o->timeout_ms > el->lease_ms * 2 / 3)
+		control_log("warning: --timeout-ms %d is above two thirds of the lease: one "
+			    "gateway that does not answer can hold the leader past its lease, "
+			    "and it is deposed (use --timeout-ms %d or a longer --lease-ms)",
+			    o->timeout_ms, el->lease_ms / 2);
 	return 0;
 }
 

@@ -10,7 +10,8 @@
  *    leader key has a higher one. The leader keeps its lease alive every lease/3; the
  *    others read the key every lease/3 and stand when it is gone (its lease expired or
  *    was revoked).
- *  - Only the leader heartbeats, plans and installs; it holds the leadership until
+ *  - Only the leader heartbeats, plans and installs, keeping its lease alive between the
+ *    gateways of a heartbeat round and between the jobs it installs; it holds the leadership until
  *    valid_until, the time its last successful keepalive was sent plus the lease. Past
  *    that, or as soon as etcd says the lease is gone, it is deposed: it changes no gateway
  *    from then on, stops, and its process starts again as a follower (main.c).
