@@ -88,7 +88,7 @@ declare -A rpid
 start_replica() { # NAME [OPTIONS...]
 	local name=$1
 	shift
-	"$CONTROL" run "$tmp/deploy.json" --socket "$tmp/$name.sock" --timeout-ms 3000 \
+	"$CONTROL" run "$tmp/deploy.json" --socket "$tmp/$name.sock" \
 		--etcd "http://127.0.0.1:1,$ETCD" --etcd-prefix "/$P" --name "$name" "$@" \
 		2>>"$tmp/$name.log" &
 	rpid[$name]=$!

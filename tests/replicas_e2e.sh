@@ -39,7 +39,10 @@ expect 1 "run: an etcd endpoint that is not a URL" "$CONTROL" run "$tmp/deploy.j
 # epochs of both).
 jq '.jobs |= [.[0]]' "$tmp/deploy.json" >"$tmp/d1.json" && mv "$tmp/d1.json" "$tmp/deploy.json"
 start_dps
-for r in r1 r2 r3; do start_replica $r --heartbeat-ms 200 --fail-after 3; done
+# Calls to a dataplane may take 3 s (an activation waits for an RCU grace period, which
+# on a loaded machine can take over a second: control_e2e.sh), so a lease of 5 s.
+REPLICA=(--heartbeat-ms 200 --fail-after 3 --timeout-ms 3000 --lease-ms 5000)
+for r in r1 r2 r3; do start_replica $r "${REPLICA[@]}"; done
 
 # must_lead WHAT R...: one of R... leads within 60 s (ok: WHAT, with $leader), else stop.
 must_lead() {
@@ -126,7 +129,7 @@ else
 	not_ok "job 9 after failover: $(st "$leader" '.jobs[] | select(.job == 9) | {source, epoch, state} | tojson')"
 fi
 f1=$(echo $followers | tr ' ' '\n' | grep -v "^$leader$")
-start_replica "$old" --heartbeat-ms 200 --fail-after 3 # back, as a follower
+start_replica "$old" "${REPLICA[@]}" # back, as a follower
 
 # The gateways have seen the new term once the new leader changed one of their tables.
 "$CONTROL" replan --socket "$tmp/$leader.sock" 9 >/dev/null 2>&1
@@ -151,7 +154,7 @@ lost=$(ETCDCTL_API=3 etcdctl --endpoints "$ETCD" endpoint status -w json 2>/dev/
 	jq -r '[.[] | select(.Status.leader != .Status.header.member_id) | .Endpoint][0]')
 for i in 0 1 2; do [ "$lost" = "http://127.0.0.1:${EC[i]}" ] && kill -TERM "${etcd_pids[i]}"; done
 same=0
-# Ten polls of every replica, a lease (2 s) and more apart in all: the leader and its term
+# Ten polls of every replica, 3 s and more apart in all: the leader and its term
 # stay.
 for _ in $(seq 10); do
 	[ "$(leader_of r1 r2 r3)" = "$leader" ] && [ "$(st "$leader" .election.term)" = "$term2" ] &&

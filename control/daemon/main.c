@@ -73,7 +73,8 @@ usage(FILE *f)
 		"      the others follow; the API's jobs are kept in etcd. --etcd-prefix P\n"
 		"      [" ELECT_PREFIX_DEFAULT "], --lease-ms N the leader's lease [%d],\n"
 		"      --name NAME this replica's [host name], --etcd-ca/-cert/-key FILE\n"
-		"      https to etcd with a client certificate\n"
+		"      https to etcd with a client certificate; --timeout-ms defaults to half\n"
+		"      the lease\n"
 		"      SIGINT/SIGTERM stop it. Re-planning without churn (docs/DEPLOYMENT.md):\n"
 		"      --min-epoch-ms N  an epoch lives N ms before a measurement or a return\n"
 		"                        replaces it [%d]\n"
@@ -120,6 +121,7 @@ struct opts {
 	const char *state_dir; /* run: --state-dir */
 	const char *etcd[6];   /* run: --etcd, --etcd-prefix, --name, --etcd-ca, -cert, -key */
 	int lease_ms;          /* run: --lease-ms */
+	bool timeout_set;      /* --timeout-ms given */
 	uint32_t epoch;
 	int heartbeat_ms, fail_after, timeout_ms;
 	int hyst[5]; /* run: the HYST_OPTS, in their order */
@@ -258,6 +260,7 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		case 't':
 			if (cli_int(PROG, "timeout-ms", optarg, 1, 3600000, &o->timeout_ms) < 0)
 				return -1;
+			o->timeout_set = true;
 			break;
 		case 'j':
 			o->json = true;
@@ -475,6 +478,9 @@ cmd_run(const struct opts *o, char **argv)
 		deploy_free(d);
 		return CLI_EXIT_USAGE;
 	}
+	/* A replica's calls to gateways must leave room for its keepalives (elect.h). */
+	if (dopt.etcd != NULL && !o->timeout_set)
+		dopt.timeout_ms = (o->lease_ms > 0 ? o->lease_ms : ELECT_LEASE_MS_DEFAULT) / 2;
 	rc = daemon_run(d, &dopt);
 	deploy_free(d);
 	if (rc == -ESTALE) { /* deposed: the same command again, which follows */
