@@ -840,6 +840,12 @@ dp_metrics_text(struct dp *dp, size_t *len)
 	prom_family(&p, M("probe_replies_unsolicited_total"), PROM_COUNTER,
 		    "PROBE_REPLYs that answered no probe of this gateway");
 	prom_sample_u64(&p, NULL, 0, dp->probe_replies_unsolicited);
+	prom_family(&p, M("control_term"), PROM_GAUGE,
+		    "The newest control leadership term seen on a request (0: none)");
+	prom_sample_u64(&p, NULL, 0, (uint64_t)dp->ctl_term);
+	prom_family(&p, M("stale_terms_refused_total"), PROM_COUNTER,
+		    "Control requests refused for an older leadership term");
+	prom_sample_u64(&p, NULL, 0, dp->ctl_stale_terms);
 	prom_family(&p, M("lcores"), PROM_GAUGE, "Worker lcores");
 	prom_sample_u64(&p, NULL, 0, dp->n_lcores);
 	promsrv_prom(dp->msrv, &p, M(""));
