@@ -51,6 +51,16 @@ stop_etcd() {
 	done
 }
 
+# one_job_setup: etcd, the deployment cut to its first job, the three dataplanes (for the
+# benchmarks: the dataplanes' packet pools hold that job, a job of the API and the next
+# epochs of both).
+one_job_setup() {
+	etcd_first || exit 1
+	jq '.jobs |= [.[0]]' "$tmp/deploy.json" >"$tmp/d1.json" &&
+		mv "$tmp/d1.json" "$tmp/deploy.json"
+	start_dps
+}
+
 # etcd_first: free ports, picked and released (another process may take one first, so a
 # few tries), and etcd on them; ok or not_ok.
 etcd_first() {
