@@ -254,6 +254,22 @@ elect_service(struct dmn *m)
 		poll_leader(m);
 }
 
+/* The leader key's value as JSON: its object, the raw text if it is not one (a key
+ * written by something else), or null if none is known. */
+static json_t *
+leader_json(const struct elect *el)
+{
+	json_t *v;
+
+	if (el->leader[0] == '\0')
+		return json_null();
+	v = json_loads(el->leader, 0, NULL);
+	if (json_is_object(v))
+		return v;
+	json_decref(v);
+	return json_string(el->leader);
+}
+
 bool
 elect_refuses(const char *op)
 {
@@ -269,15 +285,16 @@ json_t *
 elect_refusal(const struct dmn *m, uint32_t id, const char *op)
 {
 	const struct elect *el = m->el;
-	json_t *lv = el->leader[0] != '\0' ? json_loads(el->leader, 0, NULL) : NULL;
+	json_t *lv = leader_json(el);
 	const char *addr = json_string_value(json_object_get(lv, "address"));
+	const char *name = json_string_value(json_object_get(lv, "name"));
 	json_t *r;
 
 	if (el->leader[0] != '\0')
 		r = ctl_reply_error(true, id, EAGAIN,
 				    "field 'op': '%s' goes to the leader, %s at %s (term %" PRId64
 				    "); this replica follows",
-				    op, json_string_value(json_object_get(lv, "name")),
+				    op, name != NULL ? name : el->leader,
 				    addr != NULL && addr[0] != '\0' ? addr : "(no TLS address)",
 				    el->term);
 	else
@@ -285,7 +302,7 @@ elect_refusal(const struct dmn *m, uint32_t id, const char *op)
 				    "field 'op': '%s' goes to the leader, and there is none "
 				    "now%s%s",
 				    op, el->error[0] != '\0' ? ": " : "", el->error);
-	json_object_set_new(r, "leader", lv != NULL ? lv : json_null());
+	json_object_set_new(r, "leader", lv);
 	json_object_set_new(r, "term", el->term > 0 ? json_integer(el->term) : json_null());
 	return r;
 }
@@ -300,8 +317,7 @@ elect_json(const struct dmn *m)
 		return json_null();
 	return json_pack(
 		"{s:s,s:s,s:o,s:o,s:s,s:i,s:o,s:o,s:I,s:I}", "name", el->name, "role",
-		elect_leading(m) ? "leader" : "follower", "leader",
-		el->leader[0] != '\0' ? json_loads(el->leader, 0, NULL) : json_null(), "term",
+		elect_leading(m) ? "leader" : "follower", "leader", leader_json(el), "term",
 		el->term > 0 ? json_integer(el->term) : json_null(), "etcd",
 		etcd_endpoint(el->etcd), "lease_ms", el->lease_ms, "etcd_error",
 		el->error[0] != '\0' ? json_string(el->error) : json_null(), "etcd_error_for_s",
