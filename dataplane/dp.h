@@ -925,6 +925,11 @@ struct dp {
 	uint64_t job_bytes;                 /* memory held by jobs */
 	uint64_t pool_bytes;                /* memory of the mempools */
 	struct promsrv *msrv;               /* --metrics, or NULL (its counters: stats) */
+	/* Leadership terms of replicated control processes (docs/CONTROL.md, "Terms"): the
+	 * newest seen on a request that changes tables (0: none), and the requests refused
+	 * for carrying an older one. */
+	int64_t ctl_term;
+	uint64_t ctl_stale_terms;
 };
 
 /* --- Fast path: the worker loop (fastpath/worker.c) --------------------------------------- */

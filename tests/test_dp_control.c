@@ -167,6 +167,41 @@ test_control(void)
 	dp_down();
 }
 
+/* Leadership terms (docs/CONTROL.md, "Terms of replicated control processes"): a term
+ * below the newest seen refused and counted, bad ones refused, none carried out. */
+static void
+test_terms(void)
+{
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	/* Checked before the op: term 5 is seen although there is no job 5 to remove. */
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"remove\",\"job\":5,"
+			     "\"term\":5}") == ENOENT);
+	CU_ASSERT(dp.ctl_term == 5);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"job\":5,"
+			     "\"epoch\":1,\"term\":3}") == ESTALE);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"prepare\",\"table\":{},"
+			     "\"term\":4}") == ESTALE);
+	CU_ASSERT(dp.ctl_stale_terms == 2);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"remove\",\"job\":5,"
+			     "\"term\":\"6\"}") == EINVAL);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"remove\",\"job\":5,"
+			     "\"term\":0}") == EINVAL);
+	/* The same term again, a newer one, and none at all: carried out. */
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"job\":5,"
+			     "\"epoch\":1,\"term\":5}") == ENOENT);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"job\":5,"
+			     "\"epoch\":1,\"term\":7}") == ENOENT);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"remove\",\"job\":5}") == ENOENT);
+	/* A term on an op that changes no table is an unknown field. */
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"ping\",\"term\":9}") == EINVAL);
+	json_t *s = call("{\"version\":1,\"id\":1,\"op\":\"stats\"}");
+
+	CU_ASSERT(json_integer_value(json_object_get(s, "control_term")) == 7);
+	CU_ASSERT(json_integer_value(json_object_get(s, "stale_terms_refused")) == 2);
+	json_decref(s);
+	dp_down();
+}
+
 /* The real worker loop on lcore 1; the main thread swaps epochs mid-round. */
 static void
 wait_rx(uint64_t n)
@@ -258,6 +293,7 @@ main(int argc, char **argv)
 		return 1;
 	CU_add_test(s, "routes", test_routes);
 	CU_add_test(s, "control requests", test_control);
+	CU_add_test(s, "leadership terms", test_terms);
 	CU_add_test(s, "epoch swap under traffic", test_epoch_swap_under_traffic);
 	return dp_fixture_run();
 }

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "daemon_internal.h"
 #include "elastic.h"
+#include "elect.h"
 #include "jobs.h"
 #include "promsrv.h"
 #include "shares.h"
@@ -149,6 +150,7 @@ status_json(const struct dmn *m, const char *tenant)
 				      m->o->hyst.replans_per_min, "failure_replans_per_min",
 				      m->o->hyst.failure_replans_per_min));
 	json_object_set_new(o, "uptime_s", json_real((double)(t - m->started) / 1e3));
+	json_object_set_new(o, "election", elect_json(m));
 	for (int v = 0; v < m->d->n_gateways; v++) {
 		const struct gw *g = &m->gws[v];
 		const struct deploy_gateway *dg = &m->d->gateways[v];
@@ -504,6 +506,8 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 				       "certificate of role '%s'",
 				       op, ctltls_role_name(ctlsrv_client_role(cl)));
 	}
+	if (!elect_leading(m) && elect_refuses(op)) /* a follower (elect.h) */
+		return elect_refusal(m, id, op);
 	if (jobs_client_tenant(cl, t) != 0)
 		return jobs_refuse_tenant(m, cl, id);
 	if (jobs_is_op(op))

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "daemon.h"
 #include "daemon_internal.h"
+#include "elect.h"
 #include "epochs.h"
 #include "health.h"
 #include "elastic.h"
@@ -49,6 +50,8 @@ wait_until(struct dmn *m, int64_t deadline)
 			left = w;
 		if (m->msrv != NULL && (w = promsrv_timeout_ms(m->msrv)) >= 0 && w < left)
 			left = w;
+		if ((w = elect_next_ms(m)) >= 0 && w < left)
+			left = w;
 		/* With --metrics, m->wfd: the signalfd or the endpoint is readable. */
 		ready = ctlsrv_poll(m->srv, (int)left, m->msrv != NULL ? m->wfd : m->sfd);
 		if (m->msrv != NULL)
@@ -68,8 +71,15 @@ wait_until(struct dmn *m, int64_t deadline)
 				return;
 			}
 		}
-		elastic_service(m); /* joins and leaves, renewals missed */
-		install_due(m);     /* a replan request, a batch of joins and leaves */
+		bool led = elect_leading(m);
+
+		elect_service(m); /* keep the lease, or look for a leader */
+		if (!led && elect_leading(m))
+			return; /* just won: heartbeat at once */
+		if (elect_leading(m)) {
+			elastic_service(m); /* joins and leaves, renewals missed */
+			install_due(m);     /* a replan request, a batch of joins and leaves */
+		}
 		waiters_service(m);
 	}
 }
@@ -108,7 +118,10 @@ setup(struct dmn *m, sigset_t *old)
 	}
 	for (int i = 0; i < m->d->n_jobs; i++)
 		m->jobs[i].next_epoch = 1;
-	rc = jobs_load(m);
+	/* With --etcd, the jobs are read from etcd by the replica that wins (elect.c). */
+	rc = elect_setup(m);
+	if (rc == 0 && m->el == NULL)
+		rc = jobs_load(m);
 	if (rc != 0)
 		return rc;
 	mark_all_dirty(m, CAUSE_START, "start");
@@ -144,6 +157,11 @@ daemon_run(struct deploy *d, const struct daemon_opts *o)
 		while (!m.stop) {
 			int64_t next = clock_now_ms() + o->heartbeat_ms;
 
+			elect_service(&m);
+			if (!elect_leading(&m)) { /* a follower changes nothing */
+				wait_until(&m, next);
+				continue;
+			}
 			heartbeat_all(&m);
 			jobs_service(&m);
 			elastic_service(&m);
@@ -159,6 +177,9 @@ daemon_run(struct deploy *d, const struct daemon_opts *o)
 		}
 		control_log("stopped; the dataplanes keep their live epochs");
 	}
+	if (rc == 0 && m.el != NULL && m.el->deposed)
+		rc = -ESTALE;
+	elect_free(&m);
 	ctlsrv_free(m.srv);
 	promsrv_free(m.msrv);
 	if (m.wfd >= 0)

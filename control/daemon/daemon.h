@@ -64,6 +64,9 @@
 /** The file in the state directory that holds the jobs created through the API. */
 #define DAEMON_STATE_FILE "jobs.json"
 #define DAEMON_STATE_FORMAT "georeduce-control-jobs/1"
+/** Replicas on etcd (elect.h): the keys' prefix and the leader's lease. */
+#define ELECT_PREFIX_DEFAULT "/georeduce"
+#define ELECT_LEASE_MS_DEFAULT 2000
 
 struct daemon_opts {
 	const char *socket;    /* the daemon's own control socket */
@@ -79,6 +82,12 @@ struct daemon_opts {
 				* in memory only */
 	int batch_ms;          /* an elastic job's joins and leaves within this make one epoch */
 	int member_timeout_ms; /* a joined worker not heard from for this long is removed */
+	/* Replicas on etcd (elect.h); etcd NULL: one control process, as without. */
+	const char *etcd;        /* "http[s]://HOST:PORT[,...]" */
+	const char *etcd_prefix; /* the keys' prefix; NULL: ELECT_PREFIX_DEFAULT */
+	int lease_ms;            /* the leader's lease; 0: ELECT_LEASE_MS_DEFAULT */
+	const char *name;        /* this replica's name; NULL: the host name */
+	const char *etcd_ca, *etcd_cert, *etcd_key; /* https to etcd, mutual TLS */
 };
 
 /**
@@ -86,8 +95,9 @@ struct daemon_opts {
  * its API and of its state directory) until SIGINT or SIGTERM (blocked in the calling thread and
  * received through a signalfd). Caller: main, once.
  *
- * @return  0 after a clean stop, or a negative errno if it could not start (its socket is
- *          in use, ...), after logging why.
+ * @return  0 after a clean stop, -ESTALE when it stopped because it lost its leadership
+ *          (elect.h: its caller starts it again, as a follower), or a negative errno if it
+ *          could not start (its socket is in use, ...), after logging why.
  */
 int daemon_run(struct deploy *d, const struct daemon_opts *o);
 

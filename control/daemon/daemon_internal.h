@@ -208,6 +208,7 @@ struct dmn {
 	int n_deleted;
 	struct removal removals[DAEMON_REMOVALS_MAX];
 	int n_removals;
+	struct elect *el; /* with --etcd: the replicas' election (elect.h); else NULL */
 };
 
 /* Topology node v's id. */

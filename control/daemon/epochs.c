@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "daemon_internal.h"
 #include "elastic.h"
+#include "elect.h"
 #include "epochs.h"
 #include "health.h"
 #include "shares.h"
@@ -308,7 +309,9 @@ install_due(struct dmn *m)
 		if (m->gws[v].state == GW_UNKNOWN)
 			return;
 	shares_update(m);
-	for (int i = 0; i < m->d->n_jobs && !m->stop; i++)
-		if (m->jobs[i].dirty && replan_allowed(m, i))
+	for (int i = 0; i < m->d->n_jobs && !m->stop; i++) {
+		elect_service(m); /* installs can take long: the lease too (elect.h) */
+		if (m->jobs[i].dirty && replan_allowed(m, i) && elect_leading(m))
 			install_job(m, i);
+	}
 }

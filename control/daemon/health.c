@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "daemon_internal.h"
+#include "elect.h"
 #include "health.h"
 
 /* ---- heartbeats ---------------------------------------------------------------------- */
@@ -354,6 +355,9 @@ heartbeat_all(struct dmn *m)
 		char why[CTL_ERR_MAX + 64];
 		bool gone;
 
+		/* Gateways that time out can make a round last longer than the lease: keep it
+		 * alive between them (elect.h). */
+		elect_service(m);
 		if (heartbeat(m, g, &gone)) {
 			if (g->state != GW_UP) {
 				control_log("gateway %s (id %u, %s) is up%s, ping %.1f ms",

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "install.h"
 #include "jsonutil.h"
 
@@ -38,6 +39,13 @@ install_gw_close(struct install_gw *gw)
 	gw->open = false;
 }
 
+bool
+install_op_fenced(const char *op)
+{
+	return strcmp(op, "prepare") == 0 || strcmp(op, "activate") == 0 ||
+	       strcmp(op, "install") == 0 || strcmp(op, "remove") == 0;
+}
+
 json_t *
 install_call(struct install_gw *gw, const char *op, json_t *args, int timeout_ms, char *err,
 	     size_t errlen)
@@ -46,6 +54,19 @@ install_call(struct install_gw *gw, const char *op, json_t *args, int timeout_ms
 	json_t *resp;
 	int saved, r;
 
+	if (install_op_fenced(op) && gw->until != NULL && clock_now_ms() >= *gw->until) {
+		json_decref(args);
+		json_util_fail(err, errlen,
+			       "%s: not sent: this control process no longer leads (term %lld)", op,
+			       (long long)gw->term);
+		errno = ESTALE;
+		return NULL;
+	}
+	if (install_op_fenced(op) && gw->term > 0) {
+		if (args == NULL)
+			args = json_object();
+		json_object_set_new(args, "term", json_integer(gw->term));
+	}
 	if (!gw->open) {
 		r = ctltls_dial(gw->tls, gw->socket, gw->expect, gw->role, timeout_ms, &gw->conn,
 				cerr, sizeof(cerr));

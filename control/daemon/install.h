@@ -39,6 +39,12 @@ struct install_gw {
 	enum ctltls_role role;  /* and its role */
 	bool open;              /* conn is connected */
 	struct ctl_conn conn;
+	/* A replicated control process's leadership (elect.h): the term that requests that
+	 * change tables (prepare, activate, install, remove) carry, 0 for none; and, if not
+	 * NULL, the monotonic ms until which it may send them (after that they fail with
+	 * ESTALE, unsent). */
+	int64_t term;
+	const int64_t *until;
 };
 
 /** Initialise gw for the endpoint at path (nothing is connected yet); a tls:// endpoint
@@ -53,8 +59,12 @@ void install_gw_tls(struct install_gw *gw, struct ctltls_ctx *tls, const char *e
 /** Close gw's connection, if any. */
 void install_gw_close(struct install_gw *gw);
 
+/** Whether op changes a dataplane's tables (and carries the leadership's term). */
+bool install_op_fenced(const char *op);
+
 /**
- * One call on gw's dataplane: connect if needed, then ctl_call(). On a transport failure
+ * One call on gw's dataplane: connect if needed, then ctl_call(). An op that changes
+ * tables carries gw->term (if not 0) and is not sent past *gw->until (errno ESTALE). On a transport failure
  * (cannot connect, timeout, broken frame, peer gone) the connection is closed, so that the
  * next call reconnects.
  *

@@ -4,7 +4,8 @@
  * the removals that gateways have not acknowledged and the ids deleted lately, in one
  * `georeduce-control-jobs/1` file (docs/DEPLOYMENT.md, "The state directory"), written
  * whole to a temporary file, synced and renamed over the old one, and read again at
- * start. On the daemon's thread. No DPDK.
+ * start; with --etcd, the same document is the value of PREFIX/state in etcd instead,
+ * written by the leader only (elect.h). On the daemon's thread. No DPDK.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 
 #include "daemon_internal.h"
 #include "elastic.h"
+#include "elect.h"
 #include "jobs.h"
 #include "jsonutil.h"
 
@@ -60,6 +62,13 @@ jobs_state_save(const struct dmn *m, int skip, char *err, size_t errlen)
 	FILE *f;
 	int fd, rc = 0;
 
+	if (m->el != NULL) {
+		doc = state_json(m, skip);
+		rc = doc != NULL ? elect_state_save(m, doc, err, errlen) :
+				   json_util_failrc(-ENOMEM, err, errlen, "out of memory");
+		json_decref(doc);
+		return rc;
+	}
 	if (m->o->state_dir == NULL)
 		return 0;
 	snprintf(path, sizeof(path), "%s/%s", m->o->state_dir, DAEMON_STATE_FILE);
@@ -197,15 +206,46 @@ state_ok(const json_t *doc, char *err, size_t errlen)
 	return true;
 }
 
+/* The document doc (a reference stolen) read from path: its jobs added. */
+static int
+state_apply(struct dmn *m, const char *path, json_t *doc)
+{
+	char err[CTL_ERR_MAX];
+	const json_t *v;
+	size_t k;
+
+	if (!state_ok(doc, err, sizeof(err))) {
+		control_log("cannot start: %s: %s", path, err);
+		json_decref(doc);
+		return -EINVAL;
+	}
+	json_array_foreach (json_object_get(doc, "jobs"), k, v)
+		load_job(m, path, k, v);
+	load_removals(m, json_object_get(doc, "removing"));
+	json_array_foreach (json_object_get(doc, "deleted"), k, v)
+		if (m->n_deleted < DAEMON_DELETED_MAX)
+			m->deleted[m->n_deleted++] = (uint32_t)json_integer_value(v);
+	json_decref(doc);
+	return 0;
+}
+
 int
 jobs_load(struct dmn *m)
 {
 	char path[PATH_MAX], err[CTL_ERR_MAX];
 	json_error_t je;
-	const json_t *v;
 	json_t *doc;
-	size_t k;
 
+	if (m->el != NULL) {
+		snprintf(path, sizeof(path), "etcd %s", m->el->key_state);
+		if (elect_state_load(m, &doc, err, sizeof(err)) != 0) {
+			control_log("cannot lead: %s", err);
+			return -EIO;
+		}
+		if (doc == NULL)
+			return 0;
+		return state_apply(m, path, doc);
+	}
 	if (m->o->state_dir == NULL) {
 		control_log("no --state-dir: the jobs created through the API are not kept across "
 			    "a restart");
@@ -223,17 +263,5 @@ jobs_load(struct dmn *m)
 		control_log("cannot start: %s:%d:%d: %s", path, je.line, je.column, je.text);
 		return -EINVAL;
 	}
-	if (!state_ok(doc, err, sizeof(err))) {
-		control_log("cannot start: %s: %s", path, err);
-		json_decref(doc);
-		return -EINVAL;
-	}
-	json_array_foreach (json_object_get(doc, "jobs"), k, v)
-		load_job(m, path, k, v);
-	load_removals(m, json_object_get(doc, "removing"));
-	json_array_foreach (json_object_get(doc, "deleted"), k, v)
-		if (m->n_deleted < DAEMON_DELETED_MAX)
-			m->deleted[m->n_deleted++] = (uint32_t)json_integer_value(v);
-	json_decref(doc);
-	return 0;
+	return state_apply(m, path, doc);
 }

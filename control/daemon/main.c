@@ -69,6 +69,12 @@ usage(FILE *f)
 		"      (default: the deployment's tls.listen). --metrics serves Prometheus\n"
 		"      metrics at http://ADDR:PORT/metrics (docs/METRICS.md) [off].\n"
 		"      --state-dir DIR keeps the jobs created through the API [none: memory].\n"
+		"      --etcd URL[,URL...] replicas on etcd (docs/DEPLOYMENT.md): one leads,\n"
+		"      the others follow; the API's jobs are kept in etcd. --etcd-prefix P\n"
+		"      [" ELECT_PREFIX_DEFAULT "], --lease-ms N the leader's lease [%d],\n"
+		"      --name NAME this replica's [host name], --etcd-ca/-cert/-key FILE\n"
+		"      https to etcd with a client certificate; --timeout-ms defaults to half\n"
+		"      the lease\n"
 		"      SIGINT/SIGTERM stop it. Re-planning without churn (docs/DEPLOYMENT.md):\n"
 		"      --min-epoch-ms N  an epoch lives N ms before a measurement or a return\n"
 		"                        replaces it [%d]\n"
@@ -104,9 +110,10 @@ usage(FILE *f)
 		"\n"
 		"docs/DEPLOYMENT.md describes the deployment file.\n",
 		DAEMON_HEARTBEAT_MS_DEFAULT, DAEMON_FAIL_AFTER_DEFAULT, DAEMON_TIMEOUT_MS_DEFAULT,
-		HYST_MIN_EPOCH_MS_DEFAULT, HYST_SHORT_MS_DEFAULT, HYST_SHORT_SAMPLES_DEFAULT,
-		HYST_REPLANS_PER_MIN_DEFAULT, HYST_FAILURE_REPLANS_PER_MIN_DEFAULT,
-		HYST_BATCH_MS_DEFAULT, HYST_MEMBER_TIMEOUT_MS_DEFAULT, JOBCLI_USAGE);
+		ELECT_LEASE_MS_DEFAULT, HYST_MIN_EPOCH_MS_DEFAULT, HYST_SHORT_MS_DEFAULT,
+		HYST_SHORT_SAMPLES_DEFAULT, HYST_REPLANS_PER_MIN_DEFAULT,
+		HYST_FAILURE_REPLANS_PER_MIN_DEFAULT, HYST_BATCH_MS_DEFAULT,
+		HYST_MEMBER_TIMEOUT_MS_DEFAULT, JOBCLI_USAGE);
 }
 
 struct opts {
@@ -117,6 +124,9 @@ struct opts {
 				   * --server-name */
 	const char *out;
 	const char *state_dir; /* run: --state-dir */
+	const char *etcd[6];   /* run: --etcd, --etcd-prefix, --name, --etcd-ca, -cert, -key */
+	int lease_ms;          /* run: --lease-ms */
+	bool timeout_set;      /* --timeout-ms given */
 	uint32_t epoch;
 	int heartbeat_ms, fail_after, timeout_ms;
 	int hyst[7]; /* run: the HYST_OPTS, in their order */
@@ -166,6 +176,13 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		{"count", required_argument, NULL, 'c'},
 		{"metrics", required_argument, NULL, 'M'},
 		{"state-dir", required_argument, NULL, 'D'},
+		{"etcd", required_argument, NULL, 'E'},
+		{"etcd-prefix", required_argument, NULL, 'P'},
+		{"name", required_argument, NULL, 'Q'},
+		{"etcd-ca", required_argument, NULL, 'X'},
+		{"etcd-cert", required_argument, NULL, 'Y'},
+		{"etcd-key", required_argument, NULL, 'Z'},
+		{"lease-ms", required_argument, NULL, 'U'},
 		{"min-epoch-ms", required_argument, NULL, 'm'},
 		{"short-ms", required_argument, NULL, 'S'},
 		{"short-samples", required_argument, NULL, 'n'},
@@ -178,7 +195,7 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 	};
 	/* Which options each command takes. */
 	const char *allowed = strcmp(cmd, "tables") == 0 ? "oeiJt" :
-			      strcmp(cmd, "run") == 0    ? "sHftolMmSnRFBTD" :
+			      strcmp(cmd, "run") == 0    ? "sHftolMmSnRFBTDEPQXYZU" :
 			      strcmp(cmd, "status") == 0 ? "sjtCKALNwIc" :
 			      strcmp(cmd, "job") == 0    ? "sjtCKALN" :
 							   "stCKALN";
@@ -225,6 +242,22 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 			}
 			*(c == 's' ? &o->socket : c == 'o' ? &o->out : &o->state_dir) = optarg;
 			break;
+		case 'E':
+		case 'P':
+		case 'Q':
+		case 'X':
+		case 'Y':
+		case 'Z':
+			if (optarg[0] == '\0') {
+				cli_error(PROG, "%s: empty", argv[optind - 1]);
+				return -1;
+			}
+			o->etcd[strchr("EPQXYZ", c) - "EPQXYZ"] = optarg;
+			break;
+		case 'U':
+			if (cli_int(PROG, "lease-ms", optarg, 1000, 3600000, &o->lease_ms) < 0)
+				return -1;
+			break;
 		case 'e':
 			if (cli_uint(PROG, "--epoch", optarg, 0, UINT32_MAX, &v) < 0)
 				return -1;
@@ -242,6 +275,7 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		case 't':
 			if (cli_int(PROG, "timeout-ms", optarg, 1, 3600000, &o->timeout_ms) < 0)
 				return -1;
+			o->timeout_set = true;
 			break;
 		case 'j':
 			o->json = true;
@@ -414,8 +448,10 @@ cmd_tables(const struct opts *o)
 	return status;
 }
 
+/* run; argv: the whole command line, to start again as a follower after losing the
+ * leadership (elect.h). */
 static int
-cmd_run(const struct opts *o)
+cmd_run(const struct opts *o, char **argv)
 {
 	struct daemon_opts dopt = {
 		.socket = o->socket,
@@ -426,6 +462,13 @@ cmd_run(const struct opts *o)
 		.timeout_ms = o->timeout_ms,
 		.out = o->out,
 		.state_dir = o->state_dir,
+		.etcd = o->etcd[0],
+		.etcd_prefix = o->etcd[1],
+		.name = o->etcd[2],
+		.etcd_ca = o->etcd[3],
+		.etcd_cert = o->etcd[4],
+		.etcd_key = o->etcd[5],
+		.lease_ms = o->lease_ms,
 		.hyst = {.min_epoch_ms = o->hyst[0],
 			 .short_ms = o->hyst[1],
 			 .short_samples = o->hyst[2],
@@ -444,8 +487,23 @@ cmd_run(const struct opts *o)
 		deploy_free(d);
 		return CLI_EXIT_USAGE;
 	}
+	if (dopt.etcd == NULL && (o->etcd[1] != NULL || o->etcd[2] != NULL || o->etcd[3] != NULL ||
+				  o->etcd[4] != NULL || o->etcd[5] != NULL || o->lease_ms != 0)) {
+		cli_error(PROG,
+			  "run: --etcd-prefix, --name, --lease-ms and --etcd-ca/-cert/-key go "
+			  "with --etcd");
+		deploy_free(d);
+		return CLI_EXIT_USAGE;
+	}
+	/* A replica's calls to gateways must leave room for its keepalives (elect.h). */
+	if (dopt.etcd != NULL && !o->timeout_set)
+		dopt.timeout_ms = (o->lease_ms > 0 ? o->lease_ms : ELECT_LEASE_MS_DEFAULT) / 2;
 	rc = daemon_run(d, &dopt);
 	deploy_free(d);
+	if (rc == -ESTALE) { /* deposed: the same command again, which follows */
+		execv("/proc/self/exe", argv);
+		control_log("cannot start again: %s", strerror(errno));
+	}
 	return rc == 0 ? 0 : CLI_EXIT_FAIL;
 }
 
@@ -746,7 +804,7 @@ main(int argc, char **argv)
 	if (strcmp(cmd, "tables") == 0)
 		return cmd_tables(&o);
 	if (strcmp(cmd, "run") == 0)
-		return cmd_run(&o);
+		return cmd_run(&o, argv);
 	if (strcmp(cmd, "status") == 0)
 		return cmd_status(&o);
 	if (strcmp(cmd, "reload-tls") == 0)

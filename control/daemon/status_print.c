@@ -43,6 +43,28 @@ print_causes(const char *head, const json_t *o)
 		       json_integer_value(v));
 }
 
+/* With --etcd: one line on the election (docs/DEPLOYMENT.md, "Replicas on etcd"). */
+static void
+election_print(const json_t *el)
+{
+	const json_t *ld = json_object_get(el, "leader");
+	const char *addr = json_string_value(json_object_get(ld, "address"));
+
+	if (!json_is_object(el))
+		return;
+	printf("replica %s, %s; ", json_string_value(json_object_get(el, "name")),
+	       json_string_value(json_object_get(el, "role")));
+	if (json_is_object(ld))
+		printf("leader %s%s%s, term %" JSON_INTEGER_FORMAT "\n",
+		       json_string_value(json_object_get(ld, "name")),
+		       addr != NULL && addr[0] != '\0' ? " at " : "", addr != NULL ? addr : "",
+		       json_integer_value(json_object_get(el, "term")));
+	else
+		printf("no leader now\n");
+	if (json_is_string(json_object_get(el, "etcd_error")))
+		printf("  etcd: %s\n", json_string_value(json_object_get(el, "etcd_error")));
+}
+
 void
 status_print(const json_t *r)
 {
@@ -56,6 +78,7 @@ status_print(const json_t *r)
 	       json_string_value(json_object_get(r, "topology")), NUM(r, "uptime_s", "%.1f", a),
 	       json_integer_value(json_object_get(r, "heartbeat_ms")),
 	       json_integer_value(json_object_get(r, "fail_after")));
+	election_print(json_object_get(r, "election"));
 	printf("\ngateways\n  %-16s %5s %-15s %-7s %14s %8s %9s %9s\n", "gateway", "id", "ipv4",
 	       "state", "last heartbeat", "rtt ms", "rx Gbit/s", "tx Gbit/s");
 	json_array_foreach (json_object_get(r, "gateways"), i, g) {

@@ -172,6 +172,54 @@ op_table(struct dp *dp, const json_t *req, uint32_t id, bool prepare, bool activ
 	return r;
 }
 
+/*
+ * The optional "term" of a request that changes tables (docs/CONTROL.md, "Terms"): NULL
+ * if it may go on (the newest term seen is raised to it), else the refusal: EINVAL for a
+ * term that is not an integer 1..2^63-1, ESTALE (counted) for one older than the newest.
+ */
+static json_t *
+term_check(struct dp *dp, const json_t *req, uint32_t id, const char *op)
+{
+	const json_t *t = json_object_get(req, "term");
+
+	if (t == NULL)
+		return NULL;
+	if (!json_is_integer(t) || json_integer_value(t) < 1)
+		return ctl_reply_error(true, id, EINVAL,
+				       "field 'term': expected an integer 1..9223372036854775807");
+	if (json_integer_value(t) < dp->ctl_term) {
+		dp->ctl_stale_terms++;
+		DP_LOG(WARNING, "ctl: %s of term %lld refused: term %lld seen\n", op,
+		       (long long)json_integer_value(t), (long long)dp->ctl_term);
+		return ctl_reply_error(true, id, ESTALE,
+				       "field 'term': %lld is older than term %lld, of a newer "
+				       "control leader",
+				       (long long)json_integer_value(t), (long long)dp->ctl_term);
+	}
+	if (json_integer_value(t) > dp->ctl_term) {
+		DP_LOG(NOTICE, "ctl: control leader term %lld\n", (long long)json_integer_value(t));
+		dp->ctl_term = json_integer_value(t);
+	}
+	return NULL;
+}
+
+/* A request that changes tables: its term checked, then the op without it. */
+static json_t *
+op_fenced(struct dp *dp, const json_t *req, uint32_t id, const char *op)
+{
+	json_t *r = term_check(dp, req, id, op), *q;
+
+	if (r != NULL)
+		return r;
+	q = json_copy((json_t *)req); /* shallow: the args are only read */
+	if (q == NULL)
+		return ctl_reply_error(true, id, ENOMEM, "out of memory");
+	json_object_del(q, "term");
+	r = dp_ctl_handle(dp, q);
+	json_decref(q);
+	return r;
+}
+
 json_t *
 dp_ctl_handle(struct dp *dp, const json_t *req)
 {
@@ -195,6 +243,10 @@ dp_ctl_handle(struct dp *dp, const json_t *req)
 		}
 		return r;
 	}
+	if (json_object_get(req, "term") != NULL &&
+	    (strcmp(op, "prepare") == 0 || strcmp(op, "install") == 0 ||
+	     strcmp(op, "activate") == 0 || strcmp(op, "remove") == 0))
+		return op_fenced(dp, req, id, op);
 	if (strcmp(op, "prepare") == 0)
 		return op_table(dp, req, id, true, false);
 	if (strcmp(op, "install") == 0)
@@ -232,6 +284,10 @@ dp_ctl_handle(struct dp *dp, const json_t *req)
 		r = ctl_reply_ok(id);
 		json_object_update(r, st);
 		json_decref(st);
+		json_object_set_new(r, "control_term",
+				    dp->ctl_term > 0 ? json_integer(dp->ctl_term) : json_null());
+		json_object_set_new(r, "stale_terms_refused",
+				    json_integer((json_int_t)dp->ctl_stale_terms));
 		return r;
 	}
 	if (strcmp(op, "dump") == 0) {

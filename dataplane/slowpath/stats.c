@@ -666,6 +666,29 @@ mfamily_jobs(struct dp *dp, struct prom *p, const char *name, enum prom_type typ
 	each_job(dp, fn, &a);
 }
 
+/* The dataplane's metrics of its memory: the pools and what the jobs' slots hold of them. */
+static void
+metrics_memory(struct dp *dp, struct prom *p)
+{
+	prom_family(p, M("mempool_bytes"), PROM_GAUGE, "Bytes of the packet buffer pools");
+	prom_sample_u64(p, NULL, 0, dp->pool_bytes);
+	prom_family(p, M("jobs_memory_bytes"), PROM_GAUGE,
+		    "Bytes of the installed jobs' state, every epoch");
+	prom_sample_u64(p, NULL, 0, dp->job_bytes);
+	prom_family(p, M("mbufs_per_pool"), PROM_GAUGE, "Packet buffers per NUMA socket");
+	prom_sample_u64(p, NULL, 0, dp->prm.mbufs);
+	prom_family(p, M("mbufs_slot_budget"), PROM_GAUGE,
+		    "Packet buffers the jobs' slots may hold at most (the pool for slots)");
+	prom_sample_u64(p, NULL, 0, dp->mbufs_budget);
+	prom_family(p, M("mbufs_committed"), PROM_GAUGE,
+		    "Packet buffers the installed jobs' slots may hold");
+	prom_sample_u64(p, NULL, 0, dp->mbufs_committed);
+	if (dp->n_lcores > 0) {
+		prom_family(p, M("mbufs_free"), PROM_GAUGE, "Packet buffers free in the pool");
+		prom_sample_u64(p, NULL, 0, rte_mempool_avail_count(dp->lcores[0]->pool));
+	}
+}
+
 char *
 dp_metrics_text(struct dp *dp, size_t *len)
 {
@@ -753,24 +776,7 @@ dp_metrics_text(struct dp *dp, size_t *len)
 		}
 	}
 
-	/* Memory: the pools and what the jobs' slots hold of them. */
-	prom_family(&p, M("mempool_bytes"), PROM_GAUGE, "Bytes of the packet buffer pools");
-	prom_sample_u64(&p, NULL, 0, dp->pool_bytes);
-	prom_family(&p, M("jobs_memory_bytes"), PROM_GAUGE,
-		    "Bytes of the installed jobs' state, every epoch");
-	prom_sample_u64(&p, NULL, 0, dp->job_bytes);
-	prom_family(&p, M("mbufs_per_pool"), PROM_GAUGE, "Packet buffers per NUMA socket");
-	prom_sample_u64(&p, NULL, 0, dp->prm.mbufs);
-	prom_family(&p, M("mbufs_slot_budget"), PROM_GAUGE,
-		    "Packet buffers the jobs' slots may hold at most (the pool for slots)");
-	prom_sample_u64(&p, NULL, 0, dp->mbufs_budget);
-	prom_family(&p, M("mbufs_committed"), PROM_GAUGE,
-		    "Packet buffers the installed jobs' slots may hold");
-	prom_sample_u64(&p, NULL, 0, dp->mbufs_committed);
-	if (dp->n_lcores > 0) {
-		prom_family(&p, M("mbufs_free"), PROM_GAUGE, "Packet buffers free in the pool");
-		prom_sample_u64(&p, NULL, 0, rte_mempool_avail_count(dp->lcores[0]->pool));
-	}
+	metrics_memory(dp, &p);
 
 	/* Jobs: slots in use against the slots there are, per (job, epoch, state). */
 	mfamily_jobs(dp, &p, M("job_slots"), PROM_GAUGE,
@@ -855,6 +861,12 @@ dp_metrics_text(struct dp *dp, size_t *len)
 	prom_family(&p, M("probe_replies_unsolicited_total"), PROM_COUNTER,
 		    "PROBE_REPLYs that answered no probe of this gateway");
 	prom_sample_u64(&p, NULL, 0, dp->probe_replies_unsolicited);
+	prom_family(&p, M("control_term"), PROM_GAUGE,
+		    "The newest control leadership term seen on a request (0: none)");
+	prom_sample_u64(&p, NULL, 0, (uint64_t)dp->ctl_term);
+	prom_family(&p, M("stale_terms_refused_total"), PROM_COUNTER,
+		    "Control requests refused for an older leadership term");
+	prom_sample_u64(&p, NULL, 0, dp->ctl_stale_terms);
 	prom_family(&p, M("lcores"), PROM_GAUGE, "Worker lcores");
 	prom_sample_u64(&p, NULL, 0, dp->n_lcores);
 	promsrv_prom(dp->msrv, &p, M(""));

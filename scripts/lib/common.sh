@@ -38,6 +38,9 @@ GEOREDUCE_PACKAGES=(
 	# pip install ./python into a fresh venv (tests/python/install.sh): pip builds a wheel
 	# offline with Debian's setuptools and wheel.
 	python3-venv python3-wheel
+	# Control replicas on etcd (docs/DEPLOYMENT.md, "Replicas on etcd"): the client speaks
+	# etcd's v3 HTTP/JSON gateway with libcurl; the tests start real etcd servers.
+	libcurl4-openssl-dev etcd-server etcd-client
 )
 
 log() { printf '== %s\n' "$*" >&2; }

@@ -1,0 +1,252 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Control replicas on etcd (docs/DEPLOYMENT.md, "Replicas on etcd"): a real etcd cluster
+# of three members started here on free local ports, three dataplanes on net_null ports (nulldp.sh) and
+# three georeduce-control replicas of the 3-site example deployment. Checked: one leader,
+# the others follow and name it in `status`; a follower refuses a job_create naming the
+# leader; a job created on the leader is installed; the leader killed (SIGKILL): another
+# takes over, its status names it and a higher term, the job of the API is still there and
+# its live epoch carried on (nothing installed); the gateways saw the new term and refuse
+# an activate carrying the old one, counted; one etcd member (not etcd's raft leader)
+# lost: the same leader and term; etcd stopped: no replica leads (the leader
+# deposed within its lease), each says why, the gateways keep their epochs; etcd back: a
+# leader again, the job still live. Then etcd over mutual TLS (https, a client
+# certificate): a replica leads; one without a client certificate cannot and says why.
+#
+#   replicas_e2e.sh CONTROL DATAPLANE DPCTL
+set -u
+CONTROL=$1
+DP=$2
+DPCTL=$3
+source "$(dirname "$0")/clilib.sh"
+P=grr$$
+source "$(dirname "$0")/nulldp.sh"
+
+# ---- etcd ----------------------------------------------------------------------------
+MEMBERS=3
+source "$(dirname "$0")/etcdlib.sh"
+etcd_first || exit 1
+
+# ---- bad options ------------------------------------------------------------------------
+expect 2 "run: --lease-ms without --etcd" "$CONTROL" run "$EXAMPLE" --lease-ms 3000
+expect 2 "run: --lease-ms below 1000" "$CONTROL" run "$EXAMPLE" --etcd "$ETCD" --lease-ms 10
+expect 1 "run: an etcd endpoint that is not a URL" "$CONTROL" run "$tmp/deploy.json" \
+	--socket "$tmp/x.sock" --etcd 127.0.0.1:1
+
+# ---- three dataplanes, three replicas ----------------------------------------------------
+# One static job (the dataplanes' packet pools hold it, a job of the API and the next
+# epochs of both).
+jq '.jobs |= [.[0]]' "$tmp/deploy.json" >"$tmp/d1.json" && mv "$tmp/d1.json" "$tmp/deploy.json"
+start_dps
+# Calls to a dataplane may take 3 s (an activation waits for an RCU grace period, which
+# on a loaded machine can take over a second: control_e2e.sh), so a lease of 5 s.
+REPLICA=(--heartbeat-ms 200 --fail-after 3 --timeout-ms 3000 --lease-ms 5000)
+for r in r1 r2 r3; do start_replica $r "${REPLICA[@]}"; done
+
+# must_lead WHAT R...: one of R... leads within 60 s (ok: WHAT, with $leader), else stop.
+must_lead() {
+	local what=$1
+	shift
+	if wait_leader 60 "$@"; then
+		ok "$what: $leader"
+	else
+		not_ok "$what: none of $*: $(for r in "$@"; do st "$r" '.election | tojson'; done)"
+		cat "$tmp"/r?.log
+		exit 1
+	fi
+}
+must_lead "one leader among three replicas" r1 r2 r3
+term1=$(st "$leader" .election.term)
+followers=$(echo r1 r2 r3 | tr ' ' '\n' | grep -v "^$leader$" | tr '\n' ' ')
+f1=${followers%% *}
+# A follower learns the leader within a few polls (lease/3 each).
+for _ in $(seq 100); do
+	[ "$(st "$f1" .election.leader.name)" = "$leader" ] && break
+	sleep 0.2
+done
+if [ "$(st "$f1" .election.role)" = follower ] &&
+	[ "$(st "$f1" .election.leader.name)" = "$leader" ] &&
+	[ "$(st "$f1" .election.term)" = "$term1" ]; then
+	ok "follower $f1's status names the leader $leader and term $term1"
+	"$CONTROL" status --socket "$tmp/$f1.sock" | grep -q "replica $f1, follower; leader $leader, term $term1" &&
+		ok "... in its text too" || not_ok "status text: $("$CONTROL" status --socket "$tmp/$f1.sock" | head -3)"
+else
+	not_ok "follower status: $(st "$f1" '.election | tojson')"
+fi
+
+# A job of the API, created through a follower (refused, naming the leader) and the leader.
+jq -c '.jobs[0] | .id = 9 | .elements = 65536 | .slots.max = 256 | .workers |= map(.port += 5)' \
+	"$EXAMPLE" >"$tmp/job.json"
+expect 1 "a follower refuses job_create" "$CONTROL" job create "$tmp/job.json" \
+	--socket "$tmp/$f1.sock"
+grep -q "goes to the leader, $leader" "$tmp/err" &&
+	ok "the refusal names the leader" || not_ok "refusal: $(cat "$tmp/err")"
+expect 0 "the leader creates job 9" "$CONTROL" job create "$tmp/job.json" \
+	--socket "$tmp/$leader.sock"
+
+live_epoch() { # GATEWAY JOB: its live epoch, or none
+	"$DPCTL" -s "$tmp/$1.sock" --json dump "$2" 2>/dev/null |
+		jq -r '[.tables[] | select(.state == "live") | (.table.epoch // .epoch)]
+			| max // "none"'
+}
+same_live() { # JOB: every gateway runs one epoch: echo it
+	local a b c
+	a=$(live_epoch a "$1") b=$(live_epoch b "$1") c=$(live_epoch c "$1")
+	[ "$a" != none ] && [ "$a" = "$b" ] && [ "$b" = "$c" ] && echo "$a"
+}
+for _ in $(seq 600); do e9=$(same_live 9) && e1=$(same_live 1) && break; sleep 0.1; done
+if [ -n "${e9:-}" ] && [ -n "${e1:-}" ]; then
+	ok "job 9 live on every gateway (epoch $e9), job 1 too (epoch $e1)"
+else
+	not_ok "job 9 never live everywhere: $(live_epoch a 9) $(live_epoch b 9) $(live_epoch c 9)"
+	cat "$tmp/$leader.log"
+	exit 1
+fi
+for g in a b; do
+	t=$("$DPCTL" -s "$tmp/$g.sock" --json stats | jq -r .control_term)
+	[ "$t" = "$term1" ] && ok "gateway $g saw term $term1" ||
+		not_ok "gateway $g's control_term: $t, want $term1"
+done
+
+# ---- the leader killed ------------------------------------------------------------------
+kill -KILL "${rpid[$leader]}"
+old=$leader
+# shellcheck disable=SC2086 # the names, split
+must_lead "after SIGKILL of $old, a new leader" $followers
+term2=$(st "$leader" .election.term)
+[ "$term2" -gt "$term1" ] && ok "its term $term2 is above $term1" ||
+	not_ok "term after failover: $term2, before $term1"
+for _ in $(seq 300); do
+	[ "$(st "$leader" '.jobs[] | select(.job == 9) | .state')" = live ] && break
+	sleep 0.2
+done
+if [ "$(st "$leader" '.jobs[] | select(.job == 9) | .source')" = api ] &&
+	[ "$(st "$leader" '.jobs[] | select(.job == 9) | .epoch')" = "$e9" ] &&
+	grep -q "job 9: epoch $e9 found live on 3 gateways" "$tmp/$leader.log"; then
+	ok "job 9 survives the failover, epoch $e9 carried on, nothing installed"
+else
+	not_ok "job 9 after failover: $(st "$leader" '.jobs[] | select(.job == 9) | {source, epoch, state} | tojson')"
+fi
+f1=$(echo $followers | tr ' ' '\n' | grep -v "^$leader$")
+start_replica "$old" "${REPLICA[@]}" # back, as a follower
+
+# The gateways have seen the new term once the new leader changed one of their tables.
+"$CONTROL" replan --socket "$tmp/$leader.sock" 9 >/dev/null 2>&1
+for _ in $(seq 300); do
+	[ "$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .control_term)" = "$term2" ] && break
+	sleep 0.2
+done
+e9=$(live_epoch a 9)
+expect 1 "an activate of the old term is refused" "$DPCTL" -s "$tmp/a.sock" raw \
+	"{\"version\": 1, \"op\": \"activate\", \"id\": 1, \"job\": 9, \"epoch\": $e9, \"term\": $term1}"
+grep -q "older than term $term2" "$tmp/out" "$tmp/err" &&
+	ok "the refusal names the newer term" || not_ok "refusal: $(cat "$tmp/out" "$tmp/err")"
+[ "$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .stale_terms_refused)" -ge 1 ] &&
+	ok "gateway a counts it (stale_terms_refused)" || not_ok "stale_terms_refused not counted"
+expect 1 "a bad term is refused" "$DPCTL" -s "$tmp/a.sock" raw \
+	'{"version": 1, "op": "remove", "id": 1, "job": 9, "term": "x"}'
+
+# ---- one etcd member lost: nothing changes ----------------------------------------------
+# A member that is not etcd's raft leader: losing the raft leader stalls etcd for an
+# election (about its election timeout, 1 s by default), which a lease must outlast.
+lost=$(ETCDCTL_API=3 etcdctl --endpoints "$ETCD" endpoint status -w json 2>/dev/null |
+	jq -r '[.[] | select(.Status.leader != .Status.header.member_id) | .Endpoint][0]')
+for i in 0 1 2; do [ "$lost" = "http://127.0.0.1:${EC[i]}" ] && kill -TERM "${etcd_pids[i]}"; done
+same=0
+# Ten polls of every replica, 3 s and more apart in all: the leader and its term
+# stay.
+for _ in $(seq 10); do
+	[ "$(leader_of r1 r2 r3)" = "$leader" ] && [ "$(st "$leader" .election.term)" = "$term2" ] &&
+		same=$((same + 1))
+	sleep 0.3
+done
+[ $same = 10 ] && ok "one etcd member of three lost ($lost): $leader still leads, term $term2" ||
+	not_ok "one etcd member lost: the leader or term changed ($same of 10 polls the same)"
+
+# ---- etcd stopped, then back -------------------------------------------------------------
+stop_etcd
+e9=$(same_live 9)
+none=no
+for _ in $(seq 300); do
+	if [ -z "$(leader_of r1 r2 r3)" ]; then none=yes; break; fi
+	sleep 0.2
+done
+[ $none = yes ] && ok "etcd stopped: no replica leads" ||
+	not_ok "etcd stopped: still a leader: $(leader_of r1 r2 r3)"
+# (Its status says follower as soon as its lease may have run out; the log line comes at
+# its next keepalive.)
+wait_for_line "$tmp/$leader.log" "deposed as leader of term $term2" 30 &&
+	ok "the leader says it was deposed" || not_ok "no deposition in $leader's log"
+sleep 3
+why=$(st "$f1" .election.etcd_error)
+case $why in
+*127.0.0.1:$EC*) ok "a follower's status says why: $why" ;;
+*) not_ok "follower's etcd_error: '$why'" ;;
+esac
+expect 1 "job_create refused while etcd is down" "$CONTROL" job create "$tmp/job.json" \
+	--socket "$tmp/$f1.sock"
+grep -q "there is none now" "$tmp/err" && ok "... saying there is no leader" ||
+	not_ok "refusal without etcd: $(cat "$tmp/err")"
+[ "$(same_live 9)" = "$e9" ] && ok "the gateways keep job 9's epoch $e9" ||
+	not_ok "job 9's epochs changed without etcd"
+start_etcd || not_ok "etcd did not start again"
+if wait_leader 60 r1 r2 r3; then
+	ok "etcd back: $leader leads, term $(st "$leader" .election.term)"
+else
+	not_ok "etcd back, no leader: $(for r in r1 r2 r3; do st $r '.election | tojson'; done)"
+fi
+for _ in $(seq 300); do
+	[ "$(st "$leader" '.jobs[] | select(.job == 9) | .state')" = live ] && break
+	sleep 0.2
+done
+[ "$(st "$leader" '.jobs[] | select(.job == 9) | .state')" = live ] &&
+	ok "job 9 live under the new leader" ||
+	not_ok "job 9 after etcd came back: $(st "$leader" '.jobs[] | select(.job == 9) | tojson')"
+
+stop_etcd
+for r in r1 r2 r3; do kill -TERM "${rpid[$r]}" 2>/dev/null; done
+
+# ---- etcd over mutual TLS -----------------------------------------------------------------
+# A CA, etcd's server certificate for 127.0.0.1 and a client certificate (openssl). The
+# server's is for client authentication too: etcd's HTTP gateway calls etcd with it.
+(
+	cd "$tmp" &&
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+			-subj /CN=etcd-ca -keyout ca.key -out ca.pem &&
+		for n in server client; do
+			openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+				-subj "/CN=$n" -keyout $n.key -out $n.csr &&
+				printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=%s\n' \
+					"$([ $n = server ] && echo serverAuth,)clientAuth" >$n.ext &&
+				openssl x509 -req -in $n.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+					-days 2 -extfile $n.ext -out $n.pem || exit 1
+		done
+) >"$tmp/pki.log" 2>&1 || not_ok "test certificates: $(tail -3 "$tmp/pki.log")"
+TC=${EC[0]}
+etcd --name t --data-dir "$tmp/etcd-tls" --listen-client-urls "https://127.0.0.1:$TC" \
+	--advertise-client-urls "https://127.0.0.1:$TC" --listen-peer-urls "http://127.0.0.1:${EP[0]}" \
+	--initial-advertise-peer-urls "http://127.0.0.1:${EP[0]}" \
+	--initial-cluster "t=http://127.0.0.1:${EP[0]}" --cert-file "$tmp/server.pem" \
+	--key-file "$tmp/server.key" --trusted-ca-file "$tmp/ca.pem" --client-cert-auth \
+	>"$tmp/etcd-tls.log" 2>&1 &
+pids+=($!)
+disown $!
+ETCD=https://127.0.0.1:$TC
+for r in t1 t2; do
+	start_replica $r --heartbeat-ms 200 --etcd-ca "$tmp/ca.pem" --etcd-cert "$tmp/client.pem" \
+		--etcd-key "$tmp/client.key"
+done
+must_lead "etcd over mutual TLS: one leader of two replicas" t1 t2
+start_replica t3 --heartbeat-ms 200 --etcd-ca "$tmp/ca.pem"
+for _ in $(seq 100); do
+	why=$(st t3 .election.etcd_error)
+	[ -n "$why" ] && [ "$why" != null ] && break
+	sleep 0.2
+done
+[ "$(st t3 .election.role)" = follower ] && [ "$why" != null ] &&
+	ok "a replica without a client certificate does not lead, and says: $why" ||
+	not_ok "replica without a client certificate: $(st t3 '.election | tojson')"
+[ "$fails" -eq 0 ] || { tail -n 30 "$tmp"/r?.log; }
+echo "1..$n"
+[ "$fails" -eq 0 ]

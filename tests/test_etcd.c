@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The etcd client's JSON (control/daemon/etcd.c): base64 both ways and bad input refused;
+ * the request bodies of put, range (a prefix's range_end), txn; int64 fields as etcd's
+ * gateway writes them (decimal strings, left out when zero); kv objects as etcd 3.4
+ * answered them, and bad ones refused; endpoint lists refused with the reason; a call to
+ * an endpoint that does not answer fails with every endpoint named.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/Basic.h>
+#include <jansson.h>
+
+#include "etcd.h"
+#include "testutil.h"
+
+static void
+test_b64(void)
+{
+	static const struct {
+		const char *plain, *b64;
+	} v[] = {{"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},
+		 {"foo", "Zm9v"},  {"foob", "Zm9vYg=="},  {"/georeduce/leader", "L2dlb3JlZHVjZS9sZWFkZXI="}};
+	static const char *const bad[] = {"Zg=", "Z===", "Zm9v!A==", "=Zm9", "Zg==Zg==", "Zm=v"};
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		char *e = etcd_b64_encode(v[i].plain, strlen(v[i].plain)), *d;
+		size_t n = 99;
+
+		CHECK(e != NULL && strcmp(e, v[i].b64) == 0, "encode '%s': %s", v[i].plain, e);
+		d = etcd_b64_decode(v[i].b64, &n);
+		CHECK(d != NULL && n == strlen(v[i].plain) && memcmp(d, v[i].plain, n) == 0,
+		      "decode '%s'", v[i].b64);
+		free(e);
+		free(d);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t n;
+		char *d = etcd_b64_decode(bad[i], &n);
+
+		CHECK(d == NULL, "'%s' decoded", bad[i]);
+		free(d);
+	}
+	/* Every byte value, both ways. */
+	unsigned char all[256];
+	size_t n;
+
+	for (int i = 0; i < 256; i++)
+		all[i] = (unsigned char)i;
+	char *e = etcd_b64_encode(all, sizeof(all)), *d = etcd_b64_decode(e, &n);
+
+	CU_ASSERT(d != NULL && n == 256 && memcmp(d, all, 256) == 0);
+	free(e);
+	free(d);
+}
+
+static void
+test_ints(void)
+{
+	json_t *o = json_pack("{s:s,s:I,s:s,s:s,s:s}", "a", "9223372036854775807", "b",
+			      (json_int_t)42, "c", "", "d", "12x", "e", "99999999999999999999");
+	int64_t v = -1;
+
+	CU_ASSERT(etcd_json_int(o, "a", 0, &v) && v == INT64_MAX);
+	CU_ASSERT(etcd_json_int(o, "b", 0, &v) && v == 42);
+	CU_ASSERT(etcd_json_int(o, "missing", 7, &v) && v == 7); /* proto3 leaves 0 out */
+	CU_ASSERT(!etcd_json_int(o, "c", 0, &v));
+	CU_ASSERT(!etcd_json_int(o, "d", 0, &v));
+	CU_ASSERT(!etcd_json_int(o, "e", 0, &v));
+	json_decref(o);
+}
+
+/* j dumped compactly with sorted keys equals want (single quotes for double). */
+static void
+same(json_t *j, const char *want)
+{
+	char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS), *w = sq(want);
+
+	CHECK(s != NULL && strcmp(s, w) == 0, "got %s, want %s", s, w);
+	free(s);
+	free(w);
+	json_decref(j);
+}
+
+static void
+test_requests(void)
+{
+	struct etcd_cmp c = {.key = "/p/leader", .mod = false, .rev = 0};
+	struct etcd_cmp cm = {.key = "/p/state", .mod = true, .rev = 12};
+	struct etcd_op put = {.kind = ETCD_OP_PUT, .key = "/p/leader", .value = "x",
+			      .value_len = 1, .lease = 7587883405958713865};
+	struct etcd_op get = {.kind = ETCD_OP_GET, .key = "/p/leader"};
+	struct etcd_op del = {.kind = ETCD_OP_DELETE, .key = "/p/state"};
+	struct etcd_cmp both[2] = {c, cm};
+
+	same(etcd_json_put("a", "b", 1, 0), "{'key':'YQ==','value':'Yg=='}");
+	same(etcd_json_put("a", "", 0, 5), "{'key':'YQ==','lease':'5','value':''}");
+	same(etcd_json_range("a", false), "{'key':'YQ=='}");
+	/* "/jobs/" up to "/jobs0": the prefix with its last byte incremented. */
+	same(etcd_json_range("/jobs/", true), "{'key':'L2pvYnMv','range_end':'L2pvYnMw'}");
+	same(etcd_json_txn(both, 2, &put, 1, &get, 1),
+	     "{'compare':[{'create_revision':'0','key':'L3AvbGVhZGVy','result':'EQUAL',"
+	     "'target':'CREATE'},{'key':'L3Avc3RhdGU=','mod_revision':'12','result':'EQUAL',"
+	     "'target':'MOD'}],'failure':[{'request_range':{'key':'L3AvbGVhZGVy'}}],"
+	     "'success':[{'request_put':{'key':'L3AvbGVhZGVy','lease':'7587883405958713865',"
+	     "'value':'eA=='}}]}");
+	same(etcd_json_txn(&cm, 1, &del, 1, NULL, 0),
+	     "{'compare':[{'key':'L3Avc3RhdGU=','mod_revision':'12','result':'EQUAL',"
+	     "'target':'MOD'}],'failure':[],'success':[{'request_delete_range':{'key':"
+	     "'L3Avc3RhdGU='}}]}");
+}
+
+static void
+test_kv(void)
+{
+	/* As etcd 3.4's gateway answered a range. */
+	char *ok = sq("{'key':'bA==','create_revision':'3','mod_revision':'5','version':'2',"
+		      "'value':'eA==','lease':'4111120480080195335'}");
+	char *empty = sq("{'key':'YQ==','create_revision':'2','mod_revision':'2','version':'1'}");
+	static const char *const bad[] = {
+		"{'create_revision':'3'}",
+		"{'key':'bA=','create_revision':'3'}",
+		"{'key':'bA==','create_revision':'x'}",
+		"{'key':'bA==','value':5}",
+		"{'key':'AA==','value':'eA=='}", /* a key with a NUL */
+	};
+	json_t *j = json_loads(ok, 0, NULL);
+	struct etcd_kv kv;
+
+	CU_ASSERT_FATAL(j != NULL);
+	CU_ASSERT(etcd_json_kv(j, &kv) == 0);
+	CU_ASSERT(kv.key != NULL && strcmp(kv.key, "l") == 0);
+	CU_ASSERT(kv.value_len == 1 && strcmp(kv.value, "x") == 0);
+	CU_ASSERT(kv.create_revision == 3 && kv.mod_revision == 5 && kv.version == 2);
+	CU_ASSERT(kv.lease == 4111120480080195335);
+	etcd_kv_free(&kv);
+	json_decref(j);
+	j = json_loads(empty, 0, NULL);
+	CU_ASSERT(etcd_json_kv(j, &kv) == 0 && kv.value_len == 0 && kv.lease == 0);
+	etcd_kv_free(&kv);
+	json_decref(j);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *t = sq(bad[i]);
+
+		j = json_loads(t, 0, NULL);
+		CHECK(j != NULL && etcd_json_kv(j, &kv) == -EPROTO, "accepted %s", t);
+		json_decref(j);
+		free(t);
+	}
+	free(ok);
+	free(empty);
+}
+
+static void
+test_endpoints(void)
+{
+	static const char *const bad[] = {"", "127.0.0.1:2379", "http://a:1,tcp://b:2", ","};
+	char err[ETCD_ERR_MAX];
+	struct etcd *e;
+	struct etcd_kv *kvs;
+	size_t n;
+	int64_t rev;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct etcd_opts o = {.endpoints = bad[i], .timeout_ms = 100};
+
+		err[0] = '\0';
+		e = etcd_new(&o, err, sizeof(err));
+		CHECK(e == NULL && strncmp(err, "etcd: ", 6) == 0, "'%s': %s", bad[i], err);
+		etcd_free(e);
+	}
+	/* Port 1 on the loopback refuses: each endpoint is tried and named. */
+	struct etcd_opts o = {.endpoints = "http://127.0.0.1:1,http://[::1]:1",
+			      .timeout_ms = 2000};
+
+	e = etcd_new(&o, err, sizeof(err));
+	CU_ASSERT_FATAL(e != NULL);
+	int rc = etcd_range(e, "/k", false, &kvs, &n, &rev, err, sizeof(err));
+
+	CHECK(rc == -EHOSTUNREACH && strstr(err, "http://127.0.0.1:1") != NULL &&
+		      strstr(err, "http://[::1]:1") != NULL,
+	      "rc %d: %s", rc, err);
+	CU_ASSERT(n == 0 && kvs == NULL);
+	etcd_free(e);
+}
+
+int
+main(void)
+{
+	static const struct testutil_case tests[] = {
+		{"base64 both ways, bad input refused", test_b64},
+		{"int64 fields as the gateway writes them", test_ints},
+		{"request bodies of put, range and txn", test_requests},
+		{"kv objects of a response, bad ones refused", test_kv},
+		{"endpoint lists; no endpoint answering", test_endpoints},
+	};
+
+	return testutil_run("test_etcd", "etcd", tests, sizeof(tests) / sizeof(tests[0]));
+}
