@@ -35,15 +35,20 @@ gr_dtype_name(enum gr_dtype dtype)
 }
 
 /* Elements rounded per pass of gr_dtype_round(): whole MX blocks, the wire bytes of one
- * pass on the stack (33 bytes a block at most). */
+ * pass on the stack: 2 bytes an element for fp16 and bf16, 33 bytes a block at most for
+ * an MX dtype, whichever is more. */
 #define ROUND_STEP (8u * SUM_MX_BLOCK)
+#define ROUND_WIRE_BYTES                                                     \
+	(ROUND_STEP * 2u > ROUND_STEP / SUM_MX_BLOCK * (SUM_MX_BLOCK + 1u) ? \
+		 ROUND_STEP * 2u :                                           \
+		 ROUND_STEP / SUM_MX_BLOCK * (SUM_MX_BLOCK + 1u))
 
 int
 gr_dtype_round(enum gr_dtype dtype, float *buf, size_t elements)
 {
 	/* The kernels the clients use (client.c): bit-identical whichever the CPU has. */
 	const struct sum_kernels *k = sum_kernels_select(UINT_MAX);
-	uint8_t wire[ROUND_STEP / SUM_MX_BLOCK * (SUM_MX_BLOCK + 1)];
+	uint8_t wire[ROUND_WIRE_BYTES];
 	float tail[ROUND_STEP];
 
 	if (gr_dtype_name(dtype) == NULL || (buf == NULL && elements > 0))
