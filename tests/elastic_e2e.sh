@@ -182,7 +182,8 @@ c.close()
 PY
 B_PORT=$(jq -r '.workers[1].port' "$D/job.json")
 ip netns exec "gre$$-s1" env PYTHONPATH="$ROOT/python" \
-	GEOREDUCE_LIBRARY="$BUILD/lib/client/libgeoreduce.so" python3 "$D/pyjoin.py" "$API" \
+	GEOREDUCE_LIBRARY="$BUILD/lib/client/libgeoreduce.so" LD_PRELOAD="${GEOREDUCE_PY_PRELOAD:-}" \
+	ASAN_OPTIONS=detect_leaks=0 python3 "$D/pyjoin.py" "$API" \
 	"$CERTS" "$JOB" "$B_IP" $((B_PORT + 2)) >"$D/py.out" 2>&1 &
 PYPID=$!
 wait_for 60 live_with "$JOB" 3 || not_ok "no epoch with the Python worker: $(cat "$D/py.out")"

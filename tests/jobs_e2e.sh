@@ -280,7 +280,7 @@ except georeduce.JobError as e:
 print("job", job.id, "live", "gone" if not state() else "kept")
 PY
 as_ctl env PYTHONPATH="$ROOT/python" GEOREDUCE_LIBRARY="$BUILD/lib/client/libgeoreduce.so" \
-	python3 "$D/launch.py" "$API" "$CERTS" "$D/job.json" "$CTL" "$D/control.sock" \
+	LD_PRELOAD="${GEOREDUCE_PY_PRELOAD:-}" ASAN_OPTIONS=detect_leaks=0 python3 "$D/launch.py" "$API" "$CERTS" "$D/job.json" "$CTL" "$D/control.sock" \
 	>"$D/py.out" 2>&1
 if grep -q "^refused 22 .*field 'job.dtype'" "$D/py.out" &&
 	grep -q "^again 2 .*no job" "$D/py.out" && grep -q "^job [0-9]* live gone" "$D/py.out"; then

@@ -64,7 +64,7 @@ missing=$(cd python/georeduce && for f in *.py; do [ -f "$pkg/$f" ] || echo "$f"
 mkdir -p "$tmp/recorded" && cp -r "$pkg" "$tmp/recorded/" &&
 	printf 'LIBDIR = %s\n' "'$dest$libdir'" >"$tmp/recorded/georeduce/_build_config.py"
 out=$(cd "$tmp" && env -u LD_LIBRARY_PATH -u GEOREDUCE_LIBRARY PYTHONPATH=$tmp/recorded \
-	LD_PRELOAD=${GEOREDUCE_PY_PRELOAD:-} ASAN_OPTIONS=detect_leaks=0 "$py" -c \
+	LD_PRELOAD="${GEOREDUCE_PY_PRELOAD:-}" ASAN_OPTIONS=detect_leaks=0 "$py" -c \
 	'from georeduce import _lib; print(_lib.library_path())' 2>&1)
 [ "$out" = "$dest$libdir/libgeoreduce.so.0" ] &&
 	ok "the meson-installed package loads the library from the recorded directory" ||
