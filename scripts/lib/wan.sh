@@ -168,7 +168,7 @@ print("%.3f" % p["predicted"]["allreduce_seconds"])' "$1/tables/job-$2-plan.json
 
 wan_run() {
 	local dir=$1 job=$2 rounds=$3 first=${4:-0} mode=${5:-} build pids=() all rc=0
-	local how=(--all-workers) timeout=120
+	local how=(--all-workers) timeout=${6:-120}
 	build=$(cat "$dir/build")
 	local start_at
 	start_at=$(($(date +%s) + 2))
