@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # Chaos on the emulated 4-site AWS WAN (scripts/testbed, examples/topologies/aws-4region.json
-# with Tokyo a relay site):
+# with Tokyo a relay site, a gateway and no workers):
 # an mTree job and a CREW job run rounds back to back (scripts/testbed run, every result
-# verified) while seeded faults strike one at a time: a gateway that roots trees killed, a
-# gateway that roots fewest killed, a link cut, a burst of delay on a link, the control
+# verified) while seeded faults strike one at a time: the gateway that roots most trees of
+# the two jobs' live epochs killed, the one that roots fewest killed, a link cut, a burst of delay on a link, the control
 # process killed. Each fault is repaired (the gateway or the control process started again,
 # the link back up, its delay restored) once the control process has seen it, and each job
 # must then complete a verified round that began after the fault within RECOVERY_S seconds
@@ -26,6 +26,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FAULTS=${2:-${GEOREDUCE_CHAOS_FAULTS:-5}}
 SEED=${3:-${GEOREDUCE_CHAOS_SEED:-1}}
 TB=$ROOT/scripts/testbed
+GEOREDUCE_ROOT=$ROOT
+# shellcheck source=../scripts/lib/wan.sh
+. "$ROOT/scripts/lib/wan.sh"
 CTL=$BUILD/control/daemon/georeduce-control
 RECOVERY_S=180 # from a fault to each job's next verified round
 ROUND_S=20     # a round with no result for this long fails (and the next one starts)
@@ -65,19 +68,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 now_ms() { date +%s%3N; }
-# status EXPR: a Python expression over the control process's status (s); "" if none.
-status() {
-	"$CTL" status --socket "$W/control.sock" --json 2>/dev/null |
-		python3 -c 'import json, sys; s = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1" 2>/dev/null
-}
-# until_true SECONDS EXPR: wait for a status expression to print True.
-until_true() {
-	local end=$((SECONDS + $1))
-	until [ "$(status "$2")" = True ]; do
-		[ "$SECONDS" -lt "$end" ] || return 1
-		sleep 0.5
-	done
-}
+status() { wan_status "$W" "$1"; }
+until_true() { wan_until "$W" "$@"; }
 # pick_gateway KIND PICK: the gateway rooting most trees of both jobs (gateway-root) or
 # fewest (gateway-other), a tie broken by PICK.
 pick_gateway() {
@@ -92,8 +84,8 @@ print(tied[int(sys.argv[2]) % len(tied)])' "$1" "$2"
 }
 epochs() { status 'sum(j["epoch"] for j in s["jobs"])'; }
 
-# The 4-site AWS WAN with Tokyo a relay (a gateway and no workers): the gateway that
-# roots no tree. Every other site roots trees of both jobs.
+# The 4-site AWS WAN with Tokyo a relay (a gateway and no workers): a gateway whose kill
+# cuts no worker off, beside those that do.
 python3 -c 'import json, sys
 t = json.load(open(sys.argv[1]))
 for n in t["nodes"]:
