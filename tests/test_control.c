@@ -1385,6 +1385,63 @@ test_lw_cut(void)
 	CU_ASSERT_EQUAL(lw_step(&w3, true, &q, &lwc), LW_DOWN);
 }
 
+/* A starved host: every link of the WAN quiet at the same heartbeats (the probes of every
+ * gateway stalled) takes no link down; a cut of one link among heard ones does, and so does
+ * the cut of every link of one site while another link is heard. */
+static void
+test_lw_wan(void)
+{
+	struct lw_link w[3] = {{0}};
+	bool up[3] = {true, true, true};
+	int downs = 0;
+
+	for (int k = 1; k <= 20; k++) {
+		/* Three links, all silent for 5 s every fourth heartbeat and the next. */
+		bool stall = k % 4 == 0 || k % 4 == 1;
+		struct lw_probe r = stall ? lw_rep(5000, 50) : lw_rep(30, 0);
+		struct lw_beat b[3] = {{0}};
+		struct lw_wan wan = {0};
+
+		for (int l = 0; l < 3; l++) {
+			lw_beat_add(&b[l], &lwc, 0, &r, &r);
+			lw_wan_add(&wan, &b[l]);
+		}
+		CU_ASSERT_EQUAL(lw_host_starved(&wan), stall);
+		for (int l = 0; l < 3 && !lw_host_starved(&wan); l++)
+			downs += lw_step(&w[l], up[l], &b[l], &lwc) == LW_DOWN;
+	}
+	CU_ASSERT_EQUAL(downs, 0);
+	/* Links 0 and 1 cut (a site cut off), link 2 heard: not the host. */
+	for (int k = 1; k <= 10; k++) {
+		struct lw_probe cut = lw_rep(200 * k, 2 * k), ok = lw_rep(30, 0);
+		struct lw_beat b[3] = {{0}};
+		struct lw_wan wan = {0};
+
+		for (int l = 0; l < 3; l++) {
+			lw_beat_add(&b[l], &lwc, 0, l < 2 ? &cut : &ok, l < 2 ? &cut : &ok);
+			lw_wan_add(&wan, &b[l]);
+		}
+		CU_ASSERT_FALSE(lw_host_starved(&wan));
+		for (int l = 0; l < 3; l++) {
+			enum lw_change c = lw_step(&w[l], up[l], &b[l], &lwc);
+
+			downs += c == LW_DOWN;
+			up[l] &= c != LW_DOWN;
+		}
+	}
+	CU_ASSERT_EQUAL(downs, 2);
+	CU_ASSERT(!up[0] && !up[1] && up[2]);
+	/* One link with evidence: a cut of it is a cut (a two-site WAN has no other). */
+	struct lw_wan one = {0};
+	struct lw_beat q = {0};
+	struct lw_probe qr = lw_rep(5000, 50);
+
+	lw_beat_add(&q, &lwc, 0, &qr, &qr);
+	lw_wan_add(&one, &q);
+	lw_wan_add(&one, &(struct lw_beat){0});
+	CU_ASSERT_FALSE(lw_host_starved(&one));
+}
+
 /* Two gateways per site: the link is quiet when one pair is, heard when all are. */
 static void
 test_lw_pairs(void)
@@ -1447,6 +1504,7 @@ main(void)
 	CU_add_test(s, "links: a starved but live link stays up", test_lw_starved);
 	CU_add_test(s, "links: a cut is down within the documented heartbeats", test_lw_cut);
 	CU_add_test(s, "links: pairs of gateways, the allowance, the lateness", test_lw_pairs);
+	CU_add_test(s, "links: every link quiet at once is the host, not the WAN", test_lw_wan);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

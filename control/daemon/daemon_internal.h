@@ -167,6 +167,7 @@ struct lrate {
 	double measured_gbps;   /* the capacity plans use now; 0: the topology's */
 	int64_t measured_until; /* monotonic ms when plans go back to the topology's */
 	struct lw_link watch;   /* (a->b entry) the link's quiet or heard streak (linkwatch.h) */
+	struct lw_beat beat;    /* (a->b entry) what this heartbeat found of the link */
 };
 
 struct dmn {
@@ -188,6 +189,7 @@ struct dmn {
 	uint64_t heartbeats;  /* rounds of heartbeats (metrics) */
 	int64_t due;          /* monotonic ms when this round of heartbeats was due; 0: first */
 	int64_t late_ms;      /* the daemon's lateness that link checks allow for (lw_late()) */
+	bool starved_logged;  /* the last heartbeat found every link quiet (lw_host_starved()) */
 	bool shares_stale;    /* the jobs' shares of the links must be computed again: set
 			       * with every job marked by mark_all_dirty(), and wherever a job
 			       * comes, goes or changes its weight (shares_update()) */

@@ -304,32 +304,44 @@ links_update(struct dmn *m)
 	const struct topo *t = m->d->topo;
 	const struct lw_cfg c = {.heartbeat_ms = m->o->heartbeat_ms,
 				 .fail_after = m->o->fail_after};
+	struct lw_wan wan = {0};
+	bool starved;
 
 	for (int l = 0; l < t->n_links; l++) {
-		int a = t->links[l].a, b = t->links[l].b;
-		struct lw_beat beat = {0};
-
+		m->lr[2 * l].beat = (struct lw_beat){0};
 		/* Every pair of their gateways that answered this heartbeat. */
-		NODE_GWS(m, a, x)
+		NODE_GWS(m, t->links[l].a, x)
 		{
 			if (m->gws[x].state != GW_UP)
 				continue;
-			NODE_GWS(m, b, y)
+			NODE_GWS(m, t->links[l].b, y)
 			{
 				struct lw_probe xy = probe_report(m, x, y),
 						yx = probe_report(m, y, x);
 
 				if (m->gws[y].state == GW_UP)
-					lw_beat_add(&beat, &c, m->late_ms, &xy, &yx);
+					lw_beat_add(&m->lr[2 * l].beat, &c, m->late_ms, &xy, &yx);
 			}
 		}
-		switch (lw_step(&m->lr[2 * l].watch, m->link[l].up, &beat, &c)) {
+	}
+	for (int l = 0; l < t->n_links; l++)
+		lw_wan_add(&wan, &m->lr[2 * l].beat);
+	starved = lw_host_starved(&wan);
+	if (starved && !m->starved_logged)
+		control_log("every link with a fresh report is quiet at once: the host is starved, "
+			    "not the WAN; no link is taken for down while it lasts");
+	m->starved_logged = starved;
+	for (int l = 0; l < t->n_links && !starved; l++) {
+		int a = t->links[l].a, b = t->links[l].b;
+
+		switch (lw_step(&m->lr[2 * l].watch, m->link[l].up, &m->lr[2 * l].beat, &c)) {
 		case LW_DOWN:
 			m->link[l].up = false;
 			control_log("link %s-%s is down: no probe answered for %lld ms "
 				    "(%d heartbeats in a row; lateness allowed %lld ms)",
-				    node_id(m, a), node_id(m, b), (long long)beat.silence_ms,
-				    LW_CONFIRM_BEATS, (long long)m->late_ms);
+				    node_id(m, a), node_id(m, b),
+				    (long long)m->lr[2 * l].beat.silence_ms, LW_CONFIRM_BEATS,
+				    (long long)m->late_ms);
 			mark_all_dirty(m, CAUSE_LINK_DOWN, "link %s-%s failed", node_id(m, a),
 				       node_id(m, b));
 			break;

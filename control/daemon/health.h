@@ -31,7 +31,8 @@ bool node_up(const struct dmn *m, int v);
  * --fail-after heartbeats plus twice the last probe round trip between them plus the
  * daemon's lateness and twice the gateways' ping, and has sent it at least --fail-after
  * PROBEs meanwhile; up again after --fail-after heartbeats in a row of both hearing each
- * other. A heartbeat that a gateway missed neither counts nor breaks a streak. Plans change
+ * other. A heartbeat that a gateway missed neither counts nor breaks a streak, nor does one
+ * that finds every link quiet at once (lw_host_starved(): the host, not the WAN). Plans change
  * with them. A link whose ends never heard each other keeps its state: silence from the
  * start is no evidence of a failure (the path may not carry probes, as between test ports).
  */

@@ -51,6 +51,21 @@ lw_beat_add(struct lw_beat *b, const struct lw_cfg *c, int64_t late_ms, const st
 		b->silence_ms = yx->since_ms;
 }
 
+void
+lw_wan_add(struct lw_wan *w, const struct lw_beat *b)
+{
+	if (b->fresh == 0)
+		return;
+	w->fresh++;
+	w->quiet += b->quiet;
+}
+
+bool
+lw_host_starved(const struct lw_wan *w)
+{
+	return w->fresh >= 2 && w->quiet == w->fresh;
+}
+
 enum lw_change
 lw_step(struct lw_link *w, bool up, const struct lw_beat *b, const struct lw_cfg *c)
 {

@@ -58,6 +58,20 @@ int64_t lw_limit_ms(const struct lw_cfg *c, const struct lw_probe *p, int64_t la
 void lw_beat_add(struct lw_beat *b, const struct lw_cfg *c, int64_t late_ms,
 		 const struct lw_probe *xy, const struct lw_probe *yx);
 
+/** One heartbeat over every link of the WAN. Start from {0}; add each link's beat. */
+struct lw_wan {
+	int fresh; /* links with a fresh pair */
+	int quiet; /* ... of which quiet */
+};
+
+void lw_wan_add(struct lw_wan *w, const struct lw_beat *b);
+
+/** Does the heartbeat tell of the host rather than the WAN: at least 2 links with a fresh
+ * pair, and every one of them quiet? A starved host stalls the probes of all its gateways
+ * at once; a cut silences the links it cuts, not every link. Such a heartbeat is taken for
+ * none of the links (lw_step() is not given it). */
+bool lw_host_starved(const struct lw_wan *w);
+
 /** Take heartbeat b for a link that is up (or down): the change it makes. A heartbeat
  * without a fresh pair changes nothing, not even the streaks. */
 enum lw_change lw_step(struct lw_link *w, bool up, const struct lw_beat *b, const struct lw_cfg *c);
