@@ -6,7 +6,8 @@
  * and jobplan_trees.c) on the example deployment, with a gateway down and with the ring as
  * chain trees; how the daemon reads a dataplane's per-link counters
  * (control/daemon/rates.c); and the re-planning hysteresis and budget
- * (control/daemon/hyst.c), fed sequences of measurements and re-plans.
+ * (control/daemon/hyst.c), fed sequences of measurements and re-plans; and when a link is
+ * down or up again (control/daemon/linkwatch.c), fed sequences of probe reports.
  */
 #include <errno.h>
 #include <math.h>
@@ -29,6 +30,7 @@
 #include "hyst.h"
 #include "install.h"
 #include "jobplan.h"
+#include "linkwatch.h"
 #include "shares.h"
 #include "testutil.h"
 
@@ -1316,6 +1318,239 @@ test_membership_batch(void)
 	CU_ASSERT_TRUE(hyst_member_expired(1000, 5000, 6000));
 }
 
+/* ---- links down and up (linkwatch.c): heartbeats of 200 ms, --fail-after 3 ----------- */
+
+static const struct lw_cfg lwc = {.heartbeat_ms = 200, .fail_after = 3};
+
+/* A probe report: fresh, a 4 ms round trip, 1 ms pings. */
+static struct lw_probe
+lw_rep(int64_t since, int64_t unanswered)
+{
+	return (struct lw_probe){.fresh = true,
+				 .since_ms = since,
+				 .unanswered = unanswered,
+				 .rtt_ms = 4,
+				 .ping_ms = 1};
+}
+
+/* One heartbeat of a link with one gateway per site, both directions reporting r. */
+static enum lw_change
+lw_feed(struct lw_link *w, bool *up, struct lw_probe r, int64_t late)
+{
+	struct lw_beat b = {0};
+	enum lw_change c;
+
+	lw_beat_add(&b, &lwc, late, &r, &r);
+	c = lw_step(w, *up, &b, &lwc);
+	if (c != LW_SAME)
+		*up = c == LW_UP;
+	return c;
+}
+
+/* Starved but alive: no pattern of late or missing replies shorter than the documented
+ * allowance, nor a prober that sent nothing, nor heartbeats that a gateway missed, make
+ * the link down. */
+static void
+test_lw_starved(void)
+{
+	struct lw_link w = {0};
+	bool up = true;
+	int downs = 0, late = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		struct lw_probe r;
+
+		switch (i % 7) {
+		case 2: /* one stalled sample: 1.5 s of silence, 14 probes unanswered */
+			r = lw_rep(1500, 14);
+			break;
+		case 4: /* the prober's control thread starved: silent, but it sent 1 probe */
+			r = lw_rep(5000, 1);
+			break;
+		case 5: /* a gateway that missed the heartbeat: its stale report */
+			r = lw_rep(9000, 90);
+			r.fresh = false;
+			break;
+		default:
+			r = lw_rep(40, 0);
+		}
+		downs += lw_feed(&w, &up, r, 0) == LW_DOWN;
+	}
+	CU_ASSERT_EQUAL(downs, 0);
+	CU_ASSERT(up);
+	/* Stalled twice in a row, 700 ms and 900 ms of silence, on a machine where the
+	 * daemon itself was 600 ms late: its lateness (remembered for the heartbeats it
+	 * lasted) is allowed for. */
+	for (int i = 0; i < 100; i++) {
+		int64_t l = lw_late(late, i % 5 == 0 ? 600 : 0, lwc.heartbeat_ms);
+
+		late = (int)l;
+		downs += lw_feed(&w, &up, i % 5 == 0 ? lw_rep(700, 7) : i % 5 == 1 ? lw_rep(900, 9) :
+										 lw_rep(30, 0),
+				 l) == LW_DOWN;
+	}
+	CU_ASSERT_EQUAL(downs, 0);
+	/* Pings of 300 ms (a starved dataplane control thread): 1.1 s of silence allowed. */
+	for (int i = 0; i < 100; i++) {
+		struct lw_probe r = i % 3 == 2 ? lw_rep(30, 0) : lw_rep(1100, 11);
+
+		r.ping_ms = 300;
+		downs += lw_feed(&w, &up, r, 0) == LW_DOWN;
+	}
+	CU_ASSERT_EQUAL(downs, 0);
+	/* Never heard from the start (a path without probes): no evidence, stays up. */
+	for (int i = 0; i < 50; i++)
+		downs += lw_feed(&w, &up, lw_rep(-1, 10 * i), 0) == LW_DOWN;
+	CU_ASSERT_EQUAL(downs, 0);
+}
+
+/* A real cut: the silence grows by a heartbeat at each, probes go unanswered; down within
+ * --fail-after + 1 + LW_CONFIRM_BEATS heartbeats, and only once; up again after
+ * --fail-after heartbeats in a row of both ends hearing, not before. */
+static void
+test_lw_cut(void)
+{
+	struct lw_link w = {0};
+	bool up = true;
+	int at = -1, downs = 0, ups = 0;
+
+	for (int i = 0; i < 20; i++)
+		CU_ASSERT_EQUAL(lw_feed(&w, &up, lw_rep(50, 0), 0), LW_SAME);
+	/* The cut: the last reply came 50 ms before it. */
+	for (int k = 1; k <= 30; k++)
+		if (lw_feed(&w, &up, lw_rep(50 + 200 * k, 2 * k), 0) == LW_DOWN) {
+			downs++;
+			if (at < 0)
+				at = k;
+		}
+	CU_ASSERT_EQUAL(downs, 1);
+	CU_ASSERT(at > 0 && at <= lwc.fail_after + 1 + LW_CONFIRM_BEATS);
+	CU_ASSERT_FALSE(up);
+	/* Heard again, but a quiet heartbeat in between starts the count again. */
+	CU_ASSERT_EQUAL(lw_feed(&w, &up, lw_rep(20, 0), 0), LW_SAME);
+	CU_ASSERT_EQUAL(lw_feed(&w, &up, lw_rep(20, 0), 0), LW_SAME);
+	CU_ASSERT_EQUAL(lw_feed(&w, &up, lw_rep(2000, 20), 0), LW_SAME);
+	for (int i = 0; i < lwc.fail_after; i++)
+		ups += lw_feed(&w, &up, lw_rep(20, 0), 0) == LW_UP ? i + 1 : 0;
+	CU_ASSERT_EQUAL(ups, lwc.fail_after);
+	CU_ASSERT(up);
+	/* One direction only (a one-way loss): down too. */
+	struct lw_link w2 = {0};
+	struct lw_probe ok = lw_rep(30, 0);
+
+	downs = 0;
+	up = true;
+	for (int k = 1; k <= 10; k++) {
+		struct lw_probe cut = lw_rep(200 * k, 2 * k);
+		struct lw_beat b = {0};
+		enum lw_change c;
+
+		lw_beat_add(&b, &lwc, 0, &ok, &cut);
+		CU_ASSERT_EQUAL(b.fresh, 1);
+		CU_ASSERT_EQUAL(b.silence_ms, 200 * k);
+		c = lw_step(&w2, up, &b, &lwc);
+		downs += c == LW_DOWN;
+		up &= c != LW_DOWN;
+	}
+	CU_ASSERT_EQUAL(downs, 1);
+	CU_ASSERT_FALSE(up);
+	/* A heartbeat that no pair answered holds the streak: cut, then gateways that miss
+	 * heartbeats in between, still down at the second quiet one. */
+	struct lw_link w3 = {0};
+	struct lw_beat none = {0}, q = {0};
+	struct lw_probe qr = lw_rep(5000, 50);
+
+	lw_beat_add(&q, &lwc, 0, &qr, &qr);
+	CU_ASSERT_EQUAL(lw_step(&w3, true, &q, &lwc), LW_SAME);
+	for (int i = 0; i < 10; i++)
+		CU_ASSERT_EQUAL(lw_step(&w3, true, &none, &lwc), LW_SAME);
+	CU_ASSERT_EQUAL(lw_step(&w3, true, &q, &lwc), LW_DOWN);
+}
+
+/* A starved host: every link of the WAN quiet at the same heartbeats (the probes of every
+ * gateway stalled) takes no link down; a cut of one link among heard ones does, and so does
+ * the cut of every link of one site while another link is heard. */
+static void
+test_lw_wan(void)
+{
+	struct lw_link w[3] = {{0}};
+	bool up[3] = {true, true, true};
+	int downs = 0;
+
+	for (int k = 1; k <= 20; k++) {
+		/* Three links, all silent for 5 s every fourth heartbeat and the next. */
+		bool stall = k % 4 == 0 || k % 4 == 1;
+		struct lw_probe r = stall ? lw_rep(5000, 50) : lw_rep(30, 0);
+		struct lw_beat b[3] = {{0}};
+		struct lw_wan wan = {0};
+
+		for (int l = 0; l < 3; l++) {
+			lw_beat_add(&b[l], &lwc, 0, &r, &r);
+			lw_wan_add(&wan, &b[l]);
+		}
+		CU_ASSERT_EQUAL(lw_host_starved(&wan), stall);
+		for (int l = 0; l < 3 && !lw_host_starved(&wan); l++)
+			downs += lw_step(&w[l], up[l], &b[l], &lwc) == LW_DOWN;
+	}
+	CU_ASSERT_EQUAL(downs, 0);
+	/* Links 0 and 1 cut (a site cut off), link 2 heard: not the host. */
+	for (int k = 1; k <= 10; k++) {
+		struct lw_probe cut = lw_rep(200 * k, 2 * k), ok = lw_rep(30, 0);
+		struct lw_beat b[3] = {{0}};
+		struct lw_wan wan = {0};
+
+		for (int l = 0; l < 3; l++) {
+			lw_beat_add(&b[l], &lwc, 0, l < 2 ? &cut : &ok, l < 2 ? &cut : &ok);
+			lw_wan_add(&wan, &b[l]);
+		}
+		CU_ASSERT_FALSE(lw_host_starved(&wan));
+		for (int l = 0; l < 3; l++) {
+			enum lw_change c = lw_step(&w[l], up[l], &b[l], &lwc);
+
+			downs += c == LW_DOWN;
+			up[l] &= c != LW_DOWN;
+		}
+	}
+	CU_ASSERT_EQUAL(downs, 2);
+	CU_ASSERT(!up[0] && !up[1] && up[2]);
+	/* One link with evidence: a cut of it is a cut (a two-site WAN has no other). */
+	struct lw_wan one = {0};
+	struct lw_beat q = {0};
+	struct lw_probe qr = lw_rep(5000, 50);
+
+	lw_beat_add(&q, &lwc, 0, &qr, &qr);
+	lw_wan_add(&one, &q);
+	lw_wan_add(&one, &(struct lw_beat){0});
+	CU_ASSERT_FALSE(lw_host_starved(&one));
+}
+
+/* Two gateways per site: the link is quiet when one pair is, heard when all are. */
+static void
+test_lw_pairs(void)
+{
+	struct lw_probe ok = lw_rep(30, 0), cut = lw_rep(3000, 30), never = lw_rep(-1, 30);
+	struct lw_beat b = {0};
+
+	lw_beat_add(&b, &lwc, 0, &ok, &ok);
+	lw_beat_add(&b, &lwc, 0, &cut, &ok);
+	CU_ASSERT_EQUAL(b.fresh, 2);
+	CU_ASSERT(b.quiet);
+	CU_ASSERT_FALSE(b.heard);
+	b = (struct lw_beat){0};
+	lw_beat_add(&b, &lwc, 0, &ok, &ok);
+	lw_beat_add(&b, &lwc, 0, &never, &ok);
+	CU_ASSERT_FALSE(b.quiet);
+	CU_ASSERT_FALSE(b.heard);
+	/* The allowance: 3 heartbeats, twice the round trip, the lateness, twice the ping. */
+	CU_ASSERT_EQUAL(lw_limit_ms(&lwc, &ok, 100), 600 + 8 + 100 + 2);
+	CU_ASSERT_EQUAL(lw_limit_ms(&lwc, &ok, -5), 600 + 8 + 2);
+	/* The lateness remembered: 1 s late, then on time, decays a heartbeat at a time. */
+	CU_ASSERT_EQUAL(lw_late(0, 1000, 200), 1000);
+	CU_ASSERT_EQUAL(lw_late(1000, 0, 200), 800);
+	CU_ASSERT_EQUAL(lw_late(800, 900, 200), 900);
+	CU_ASSERT_EQUAL(lw_late(100, -3, 200), 0);
+}
+
 int
 main(void)
 {
@@ -1350,6 +1585,10 @@ main(void)
 	CU_add_test(s, "re-plans: bad hysteresis settings", test_hyst_cfg);
 	CU_add_test(s, "elastic jobs: joins and leaves batched into epochs",
 		    test_membership_batch);
+	CU_add_test(s, "links: a starved but live link stays up", test_lw_starved);
+	CU_add_test(s, "links: a cut is down within the documented heartbeats", test_lw_cut);
+	CU_add_test(s, "links: pairs of gateways, the allowance, the lateness", test_lw_pairs);
+	CU_add_test(s, "links: every link quiet at once is the host, not the WAN", test_lw_wan);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

@@ -89,19 +89,11 @@ python3 -c 'import json, sys; json.dump({"format": "georeduce-topology/1", "name
 trap '[ ! -e "$W/down.sh" ] || "$TB" down --dir "$W" --discard-logs >/dev/null 2>&1; rm -rf "$D"' EXIT
 trap 'exit 130' INT TERM
 CTL=$BUILD/control/daemon/georeduce-control
-# status FIELD-EXPRESSION: evaluate a Python expression over the daemon's status (s).
-status() {
-	"$CTL" status --socket "$W/control.sock" --json 2>/dev/null |
-		python3 -c 'import json, sys; s = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"
-}
-# until_true SECONDS EXPRESSION: wait for a status expression to print True.
-until_true() {
-	local end=$((SECONDS + $1))
-	until [ "$(status "$2")" = True ]; do
-		[ "$SECONDS" -lt "$end" ] || return 1
-		sleep 0.2
-	done
-}
+GEOREDUCE_ROOT=$ROOT
+# shellcheck source=../scripts/lib/wan.sh
+. "$ROOT/scripts/lib/wan.sh"
+status() { wan_status "$W" "$1"; }
+until_true() { wan_until "$W" "$@"; }
 
 if "$TB" up --build "$BUILD" --dir "$W" --topology "$D/topo.json" --scale 1 \
 	--jobs mtree,ring --elements 65536 --prefix "$P" >"$D/up.out" 2>&1; then

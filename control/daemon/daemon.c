@@ -155,7 +155,7 @@ daemon_run(struct deploy *d, const struct daemon_opts *o)
 			    d->path, d->topo->name, d->topo->n_nodes, d->n_jobs,
 			    d->n_jobs == 1 ? "" : "s", o->heartbeat_ms, o->fail_after, o->socket);
 		while (!m.stop) {
-			int64_t next = clock_now_ms() + o->heartbeat_ms;
+			int64_t now = clock_now_ms(), next = now + o->heartbeat_ms;
 
 			elect_service(&m);
 			if (!elect_leading(&m)) { /* a follower changes nothing */
@@ -163,6 +163,10 @@ daemon_run(struct deploy *d, const struct daemon_opts *o)
 				continue;
 			}
 			heartbeat_all(&m);
+			/* How late this round's samples are against when it was due. */
+			m.late_ms = lw_late(m.late_ms, clock_now_ms() - (m.due > 0 ? m.due : now),
+					    o->heartbeat_ms);
+			m.due = next;
 			jobs_service(&m);
 			elastic_service(&m);
 			m.heartbeats++;

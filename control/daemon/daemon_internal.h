@@ -23,6 +23,7 @@
 #include "hyst.h"
 #include "install.h"
 #include "jobplan.h"
+#include "linkwatch.h"
 
 #define PROG "georeduce-control"
 #define REASON_MAX 160
@@ -68,6 +69,7 @@ struct gw {
 	struct install_gw conn;
 	enum gw_state state;
 	int missed;        /* heartbeats missed in a row */
+	bool fresh;        /* answered this heartbeat's ping and stats */
 	int64_t last_ok;   /* monotonic ms of the last answered heartbeat; -1: never */
 	double rtt_ms;     /* of the last ping */
 	int64_t sample_at; /* monotonic ms of the last stats sample; -1: none */
@@ -178,8 +180,8 @@ struct lrate {
 	struct hyst_short sh;   /* samples in a row short of the plan behind a queue */
 	double measured_gbps;   /* the capacity plans use now; 0: the topology's */
 	int64_t measured_until; /* monotonic ms when plans go back to the topology's */
-	int heard;              /* (a->b entry) heartbeats in a row that the ends of a link
-				  * that is down heard each other */
+	struct lw_link watch;   /* (a->b entry) the link's quiet or heard streak (linkwatch.h) */
+	struct lw_beat beat;    /* (a->b entry) what this heartbeat found of the link */
 };
 
 struct dmn {
@@ -199,6 +201,9 @@ struct dmn {
 	struct promsrv *msrv; /* --metrics, or NULL */
 	int wfd;              /* with --metrics: epoll of sfd and the metrics server */
 	uint64_t heartbeats;  /* rounds of heartbeats (metrics) */
+	int64_t due;          /* monotonic ms when this round of heartbeats was due; 0: first */
+	int64_t late_ms;      /* the daemon's lateness that link checks allow for (lw_late()) */
+	bool starved_logged;  /* the last heartbeat found every link quiet (lw_host_starved()) */
 	bool shares_stale;    /* the jobs' shares of the links must be computed again: set
 			       * with every job marked by mark_all_dirty(), and wherever a job
 			       * comes, goes or changes its weight (shares_update()) */

@@ -94,6 +94,7 @@ heartbeat(struct dmn *m, struct gw *g, bool *gone)
 	struct timespec t0, t1;
 	json_t *r;
 
+	g->fresh = false;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = install_call(&g->conn, "ping", NULL, m->o->timeout_ms, g->error, sizeof(g->error));
 	/* A connection that broke (the peer closed or reset it) is tried again at once on a
@@ -116,8 +117,10 @@ heartbeat(struct dmn *m, struct gw *g, bool *gone)
 	g->missed = 0;
 	g->last_ok = clock_now_ms();
 	r = install_call(&g->conn, "stats", NULL, m->o->timeout_ms, g->error, sizeof(g->error));
-	if (r != NULL && json_is_true(json_object_get(r, "ok")))
+	if (r != NULL && json_is_true(json_object_get(r, "ok"))) {
 		take_sample(g, r, clock_now_ms());
+		g->fresh = true;
+	}
 	json_decref(r);
 	return true;
 }
@@ -220,32 +223,41 @@ node_up(const struct dmn *m, int v)
 
 /* ---- probes -------------------------------------------------------------------------- */
 
-/* How long gateway v has not heard from gateway u: ms since u's last PROBE_REPLY; -1 if
- * unknown (u never answered v, or is not a probe peer of v). *unanswered: the PROBEs v
- * sent u since then (-1 from a dataplane that does not say). */
-static int64_t
-silence_ms(const struct dmn *m, int v, int u, json_int_t *unanswered)
+/* What gateway v's last stats said of its probes to gateway u (linkwatch.h): since_ms -1
+ * if u never answered v since v started probing it, or is not a probe peer of v (no
+ * evidence either way: the path may not carry probes at all, as on test ports without a
+ * wire); unanswered -1 from a dataplane that does not say. */
+static struct lw_probe
+probe_report(const struct dmn *m, int v, int u)
 {
-	const struct gw *g = &m->gws[v];
+	const struct gw *g = &m->gws[v], *h = &m->gws[u];
+	struct lw_probe p = {
+		.fresh = g->fresh && h->fresh,
+		.since_ms = -1,
+		.unanswered = -1,
+		.rtt_ms = -1,
+		.ping_ms = fmax(g->rtt_ms, h->rtt_ms),
+	};
 	char ip[16];
 	size_t i;
-	json_t *p;
+	json_t *o;
 
-	*unanswered = -1;
 	table_ipv4_format(m->d->gateways[u].ipv4, ip);
-	json_array_foreach (g->peers, i, p) {
-		const char *pip = json_string_value(json_object_get(p, "ipv4"));
-		json_t *un = json_object_get(p, "unanswered");
+	json_array_foreach (g->peers, i, o) {
+		const char *pip = json_string_value(json_object_get(o, "ipv4"));
+		json_t *un = json_object_get(o, "unanswered"), *s = json_object_get(o, "since_ms");
 
 		if (pip == NULL || strcmp(pip, ip) != 0)
 			continue;
 		if (json_is_integer(un))
-			*unanswered = json_integer_value(un);
-		/* -1 when u never answered since v started probing it: no evidence either way
-		 * (the path may not carry probes at all, as on test ports without a wire). */
-		return json_integer_value(json_object_get(p, "since_ms"));
+			p.unanswered = json_integer_value(un);
+		if (json_is_integer(s))
+			p.since_ms = json_integer_value(s);
+		if (json_integer_value(json_object_get(o, "replies")) > 0)
+			p.rtt_ms = json_number_value(json_object_get(o, "rtt_ms"));
+		break;
 	}
-	return -1;
+	return p;
 }
 
 /* Gateway v's last probe round trip to gateway u in ms; -1 if it has none. */
@@ -291,58 +303,57 @@ void
 links_update(struct dmn *m)
 {
 	const struct topo *t = m->d->topo;
-	int64_t limit = (int64_t)m->o->fail_after * m->o->heartbeat_ms;
+	const struct lw_cfg c = {.heartbeat_ms = m->o->heartbeat_ms,
+				 .fail_after = m->o->fail_after};
+	struct lw_wan wan = {0};
+	bool starved;
 
 	for (int l = 0; l < t->n_links; l++) {
-		int a = t->links[l].a, b = t->links[l].b, pairs = 0;
-		int64_t sab = -1, sba = -1;
-		bool quiet = false, heard = true;
-
-		/* Every pair of their gateways that are up: one that had heard the other and
-		 * no longer does is a link that fails; back once every pair hears. */
-		NODE_GWS(m, a, x)
+		m->lr[2 * l].beat = (struct lw_beat){0};
+		/* Every pair of their gateways that answered this heartbeat. */
+		NODE_GWS(m, t->links[l].a, x)
 		{
 			if (m->gws[x].state != GW_UP)
 				continue;
-			NODE_GWS(m, b, y)
+			NODE_GWS(m, t->links[l].b, y)
 			{
-				json_int_t uxy, uyx;
-				int64_t xy, yx, lxy, lyx;
+				struct lw_probe xy = probe_report(m, x, y),
+						yx = probe_report(m, y, x);
 
-				if (m->gws[y].state != GW_UP)
-					continue;
-				xy = silence_ms(m, x, y, &uxy);
-				yx = silence_ms(m, y, x, &uyx);
-				/* A queue on the link delays the replies as it does the data: the
-				 * silence allowed grows by twice the last round trip seen. */
-				lxy = limit + 2 * (int64_t)fmax(gw_probe_rtt_ms(m, x, y), 0);
-				lyx = limit + 2 * (int64_t)fmax(gw_probe_rtt_ms(m, y, x), 0);
-				quiet |= (xy > lxy && (uxy < 0 || uxy >= m->o->fail_after)) ||
-					 (yx > lyx && (uyx < 0 || uyx >= m->o->fail_after));
-				heard &= xy >= 0 && xy <= lxy && yx >= 0 && yx <= lyx;
-				sab = xy > sab ? xy : sab;
-				sba = yx > sba ? yx : sba;
-				pairs++;
+				if (m->gws[y].state == GW_UP)
+					lw_beat_add(&m->lr[2 * l].beat, &c, m->late_ms, &xy, &yx);
 			}
 		}
-		if (pairs == 0)
-			continue;
+	}
+	for (int l = 0; l < t->n_links; l++)
+		lw_wan_add(&wan, &m->lr[2 * l].beat);
+	starved = lw_host_starved(&wan);
+	if (starved && !m->starved_logged)
+		control_log("every link with a fresh report is quiet at once: the host is starved, "
+			    "not the WAN; no link is taken for down while it lasts");
+	m->starved_logged = starved;
+	for (int l = 0; l < t->n_links && !starved; l++) {
+		int a = t->links[l].a, b = t->links[l].b;
 
-		/* Back after --fail-after heartbeats in a row of both ends hearing each other,
-		 * not at the first answer: a link that flaps is planned without until it holds. */
-		m->lr[2 * l].heard = !m->link[l].up && heard ? m->lr[2 * l].heard + 1 : 0;
-		if (m->link[l].up && quiet) {
+		switch (lw_step(&m->lr[2 * l].watch, m->link[l].up, &m->lr[2 * l].beat, &c)) {
+		case LW_DOWN:
 			m->link[l].up = false;
-			control_log("link %s-%s is down: no probe answered for %lld ms",
+			control_log("link %s-%s is down: no probe answered for %lld ms "
+				    "(%d heartbeats in a row; lateness allowed %lld ms)",
 				    node_id(m, a), node_id(m, b),
-				    (long long)(sab > sba ? sab : sba));
+				    (long long)m->lr[2 * l].beat.silence_ms, LW_CONFIRM_BEATS,
+				    (long long)m->late_ms);
 			mark_all_dirty(m, CAUSE_LINK_DOWN, "link %s-%s failed", node_id(m, a),
 				       node_id(m, b));
-		} else if (!m->link[l].up && m->lr[2 * l].heard >= m->o->fail_after) {
+			break;
+		case LW_UP:
 			m->link[l].up = true;
 			control_log("link %s-%s is up again", node_id(m, a), node_id(m, b));
 			mark_all_dirty(m, CAUSE_LINK_UP, "link %s-%s is back", node_id(m, a),
 				       node_id(m, b));
+			break;
+		case LW_SAME:
+			break;
 		}
 	}
 }

@@ -26,13 +26,15 @@ double probe_rtt_ms(const struct dmn *m, int v, int u);
 bool node_up(const struct dmn *m, int v);
 
 /**
- * Links: down when an end that had heard from the other (both gateways being up) has not
- * for --fail-after heartbeats plus twice the last probe round trip between them, and has
- * sent it at least --fail-after PROBEs meanwhile (a dataplane whose control thread was
- * busy, or starved of CPU, sent none: its silence says nothing of the link); up again once
- * both hear each other. Plans change with them. A link whose ends never heard each other
- * keeps its state: silence from the start is no evidence of a failure (the path may not
- * carry probes, as between test ports).
+ * Links (linkwatch.h): down after LW_CONFIRM_BEATS heartbeats in a row in which an end
+ * that had heard from the other (both gateways answering that heartbeat) has not for
+ * --fail-after heartbeats plus twice the last probe round trip between them plus the
+ * daemon's lateness and twice the gateways' ping, and has sent it at least --fail-after
+ * PROBEs meanwhile; up again after --fail-after heartbeats in a row of both hearing each
+ * other. A heartbeat that a gateway missed neither counts nor breaks a streak, nor does one
+ * that finds every link quiet at once (lw_host_starved(): the host, not the WAN). Plans change
+ * with them. A link whose ends never heard each other keeps its state: silence from the
+ * start is no evidence of a failure (the path may not carry probes, as between test ports).
  */
 void links_update(struct dmn *m);
 

@@ -5,8 +5,10 @@
 #   wan_up DIR TOPOLOGY BUILD [testbed.py options...]   build it (DIR/down.sh undoes it)
 #   wan_down DIR                                        remove it
 #   wan_install DIR JOB [EPOCH]                         plan job JOB, install its tables
-#   wan_run DIR JOB ROUNDS [FIRST [multicast]]          every site's workers, in parallel
-#                                                       (multicast: a selmcast job's rounds)
+#   wan_run DIR JOB ROUNDS [FIRST [multicast [TIMEOUT]]]  every site's workers, in
+#                                                       parallel (multicast: a selmcast
+#                                                       job's rounds; TIMEOUT s a round)
+#   wan_status DIR EXPR, wan_until DIR SECONDS EXPR     the control process's status
 #   wan_kernel DIR                                      the dataplanes out, delay lines in
 #   wan_kernel_stop DIR                                 the delay lines out (counters)
 #   wan_train DIR MODE NAME [train.py worker options]   one training worker per site
@@ -101,6 +103,25 @@ wan_control_stop() {
 	kill "-$sig" "$pid" 2>/dev/null
 	for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	rm -f "$dir/control.pid"
+}
+
+# wan_status DIR EXPR: print a Python expression over the status of the testbed's control
+# process (s, georeduce-control status --json); nothing if it does not answer.
+wan_status() {
+	"$(cat "$1/build")/control/daemon/georeduce-control" status --socket "$1/control.sock" \
+		--json 2>/dev/null |
+		python3 -c 'import json, sys; s = json.load(sys.stdin); print(eval(sys.argv[1]))' \
+			"$2" 2>/dev/null
+}
+
+# wan_until DIR SECONDS EXPR: wait until the status expression prints True; 1 if it did
+# not within SECONDS.
+wan_until() {
+	local end=$((SECONDS + $2))
+	until [ "$(wan_status "$1" "$3")" = True ]; do
+		[ "$SECONDS" -lt "$end" ] || return 1
+		sleep 0.2
+	done
 }
 
 wan_control_wait() {
@@ -199,7 +220,7 @@ print("%.3f" % p["predicted"]["allreduce_seconds"])' "$1/tables/job-$2-plan.json
 
 wan_run() {
 	local dir=$1 job=$2 rounds=$3 first=${4:-0} mode=${5:-} build pids=() all rc=0
-	local how=(--all-workers) timeout=120
+	local how=(--all-workers) timeout=${6:-120}
 	build=$(cat "$dir/build")
 	local start_at
 	start_at=$(($(date +%s) + 2))
