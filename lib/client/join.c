@@ -80,6 +80,7 @@ join_rpc(struct gr_join *j, const char *op, json_t *args0, int wait_ms, int *rc,
 					  j->timeout_ms, &j->conn, why, sizeof(why));
 			if (*rc < 0) {
 				json_decref(args);
+				json_decref(args0);
 				json_util_fail(err, errlen, "%s", why);
 				return NULL;
 			}
