@@ -125,8 +125,9 @@ expect 0 "status --json" "$CONTROL" status --socket "$tmp/ctl.sock" --json
 	ok "status counts re-plans by cause and shows the hysteresis" ||
 	not_ok "status --json re-plans: $(jq -c '.jobs[0] | {replans, replans_held}' "$tmp/out")"
 
-# shares_ok WHAT: in the status in $tmp/out, the jobs' shares of every link direction that
-# is up add up to the capacity plans use, and the live plans of the jobs not re-planning
+# shares_ok WHAT: in the status in $tmp/out, the shares of the jobs that run add up to the
+# capacity plans use on every link direction that is up (with none running, every job has
+# the whole of each: it would run alone), and the live plans of the jobs not re-planning
 # stay within their shares (docs/CONTROL.md, "Jobs share the WAN by weight").
 shares_ok() {
 	python3 - "$tmp/out" <<'PY' && ok "$1: the jobs' shares fill every link, plans within them" ||
@@ -135,17 +136,23 @@ s = json.load(open(sys.argv[1]))
 cap = {(l["a"], l["b"]): [d["capacity_gbps"] for d in l["directions"]]
        for l in s["links"] if l["up"]}
 tot = {}
+running = [j for j in s["jobs"] if j["running"]]
 for j in s["jobs"]:
     assert j["weight"] == 1, j["weight"]
     for l in j["links"]:
         for d in (0, 1):
             k = (l["a"], l["b"], d)
-            tot[k] = tot.get(k, 0) + l["share_gbps"][d]
+            if j["running"]:
+                tot[k] = tot.get(k, 0) + l["share_gbps"][d]
+            elif not running and k[:2] in cap:
+                c = cap[k[:2]][d]
+                assert abs(l["share_gbps"][d] - c) <= 1e-6 * c, (j["job"], l, c)
             assert j["state"] != "live" or \
                 l["planned_gbps"][d] <= l["share_gbps"][d] * (1 + 1e-6), (j["job"], l)
 for (a, b), c in cap.items():
     for d in (0, 1):
-        assert abs(tot.get((a, b, d), 0) - c[d]) <= 1e-6 * c[d], (a, b, d, tot, c)
+        assert not running or abs(tot.get((a, b, d), 0) - c[d]) <= 1e-6 * c[d], \
+            (a, b, d, tot, c)
 PY
 		not_ok "$1: shares: $(jq -c '[.jobs[] | {job, state, links}]' "$tmp/out")"
 }

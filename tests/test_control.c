@@ -629,10 +629,46 @@ test_shares_plans(void)
 	deploy_free(d);
 }
 
+/* Only the jobs that run share (a: the shares with all three running): none running, every
+ * job has the whole capacities; jobs 1 and 2 running, they split as the two of them alone
+ * would, and job 3, which does not run, gets what it would among the three. */
+static void
+shares_running(struct deploy *d, const double *a, double *b, int nd)
+{
+	bool none[3] = {false, false, false}, two[3] = {true, true, false};
+	double *c = calloc((size_t)(3 * nd), sizeof(*c));
+
+	CU_ASSERT_FATAL(c != NULL);
+	CU_ASSERT_FATAL(shares_compute(d, NULL, NULL, none, b) == 0);
+	for (int k = 0; k < nd; k++) {
+		const struct topo_link *tl = &d->topo->links[k / 2];
+		double cap = k % 2 == 0 ? tl->gbps_ab : tl->gbps_ba;
+
+		for (int i = 0; i < 3; i++)
+			CHECK(fabs(b[i * nd + k] - cap) < 1e-9, "idle job %d, direction %d: %g", i, k,
+			      b[i * nd + k]);
+	}
+	CU_ASSERT_FATAL(shares_compute(d, NULL, NULL, two, b) == 0);
+	d->n_jobs = 2; /* the deployment without job 3: the split of jobs 1 and 2 */
+	CU_ASSERT_FATAL(shares_compute(d, NULL, NULL, NULL, c) == 0);
+	d->n_jobs = 3;
+	for (int k = 0; k < nd; k++) {
+		for (int i = 0; i < 2; i++)
+			CHECK(fabs(b[i * nd + k] - c[i * nd + k]) < 1e-9,
+			      "job %d running, direction %d: %g, alone with the other %g", i, k,
+			      b[i * nd + k], c[i * nd + k]);
+		CHECK(fabs(b[2 * nd + k] - a[2 * nd + k]) < 1e-9,
+		      "job 3 idle, direction %d: %g, %g with all three running", k, b[2 * nd + k],
+		      a[2 * nd + k]);
+	}
+	free(c);
+}
+
 /* The shares of the example's three jobs: on every link direction they add up to the
  * capacity plans use; computed again with a link measured at half its capacity, that
  * link's shares add up to the half; with a link down, nobody has a share of it; with
- * job 1's weight raised, its share of no direction falls and of some it grows. */
+ * job 1's weight raised, its share of no direction falls and of some it grows; only the
+ * jobs that run share (shares_running()). */
 static void
 test_shares_compute(void)
 {
@@ -651,7 +687,7 @@ test_shares_compute(void)
 	b = calloc((size_t)(nj * nd), sizeof(*b));
 	lk = calloc((size_t)nl, sizeof(*lk));
 	CU_ASSERT_FATAL(a != NULL && b != NULL && lk != NULL && nj == 3);
-	CU_ASSERT_FATAL(shares_compute(d, NULL, NULL, a) == 0);
+	CU_ASSERT_FATAL(shares_compute(d, NULL, NULL, NULL, a) == 0);
 	for (int k = 0; k < nd; k++) {
 		const struct topo_link *tl = &d->topo->links[k / 2];
 		double sum = 0;
@@ -666,7 +702,7 @@ test_shares_compute(void)
 	lk[0].gbps_ab = d->topo->links[0].gbps_ab / 2;
 	lk[0].gbps_ba = d->topo->links[0].gbps_ba / 2;
 	lk[1].up = false;
-	CU_ASSERT_FATAL(shares_compute(d, NULL, lk, b) == 0);
+	CU_ASSERT_FATAL(shares_compute(d, NULL, lk, NULL, b) == 0);
 	for (int dir = 0; dir < 2; dir++) {
 		double half = 0, down = 0;
 
@@ -679,12 +715,14 @@ test_shares_compute(void)
 		CHECK(down == 0, "link 1 down: %g", down);
 	}
 	d->jobs[0].weight = 5;
-	CU_ASSERT_FATAL(shares_compute(d, NULL, NULL, b) == 0);
+	CU_ASSERT_FATAL(shares_compute(d, NULL, NULL, NULL, b) == 0);
 	for (int k = 0; k < nd; k++) {
 		CHECK(b[k] >= a[k] - 1e-9, "direction %d: %g, %g at weight 1", k, b[k], a[k]);
 		grew |= b[k] > a[k] + 1e-9;
 	}
 	CHECK(grew, "a weight of 5 gives job 1 more of some link");
+	d->jobs[0].weight = 1;
+	shares_running(d, a, b, nd);
 	free(lk);
 	free(b);
 	free(a);

@@ -8,11 +8,13 @@
 #
 #   weight_e2e.sh BUILD   (root; skipped otherwise)
 #
-# Checks: `status` gives each job its weight and its share of the link (3/4 and 1/4 of it,
-# each direction), the plans' rates follow the shares; the metrics say the same; and while
-# both jobs' rounds run, the bytes each job's gateways hand to the link (counted by the
-# gateways, first transmissions and retransmissions, both paced; read through `status`,
-# links[].sent_bytes and retx_bytes) split 3:1 within 10%.
+# Checks: before any round, both jobs idle, each is planned over the whole link (only the
+# jobs that run share it); once both run, `status` gives each job its weight and its share
+# of the link (3/4 and 1/4 of it, each direction), the plans' rates follow the shares; the
+# metrics say the same; while both jobs' rounds run, the bytes each job's gateways hand to
+# the link (counted by the gateways, first transmissions and retransmissions, both paced;
+# read through `status`, links[].sent_bytes and retx_bytes) split 3:1 within 10%; and once
+# their rounds are over and --idle-ms has passed, each has the whole link again.
 #
 # Both jobs must be backlogged at their pacers for the split to show: each job's tensor is
 # sized so that at its share a round of either takes as long (3 MiB and 1 MiB, 4.2 s), so
@@ -67,7 +69,8 @@ else
 	finish
 fi
 MPORT=$((20000 + $$ % 20000))
-wan_control_start "$D" --metrics "127.0.0.1:$MPORT"
+# Short hysteresis: the jobs' re-plans when they start and stop running come within seconds.
+wan_control_start "$D" --metrics "127.0.0.1:$MPORT" --idle-ms 3000 --min-epoch-ms 2000
 if wan_control_wait "$D"; then
 	ok "both jobs live"
 else
@@ -75,6 +78,43 @@ else
 	finish
 fi
 
+# Idle, each job has the whole link: the jobs that run share it, and neither runs yet.
+status_json >"$D/status.json"
+if python3 - "$D/status.json" <<'PY'; then
+import json, sys
+s = json.load(open(sys.argv[1]))
+for j in s["jobs"]:
+    assert j["running"] is False and j["idle_s"] is None, j
+    (lk,) = j["links"]
+    assert all(abs(x - 0.008) < 1e-9 for x in lk["share_gbps"]), lk
+    assert abs(j["rate_gbps"] - 0.008) < 0.008 * 0.01, j["rate_gbps"]
+PY
+	ok "idle: each job planned over the whole link"
+else
+	not_ok "idle: $(python3 -m json.tool "$D/status.json" | grep -A12 '"weight"' | head -40)"
+fi
+
+# Both jobs' rounds at once.
+first=$(($(date +%s) % 100000000 * 16))
+wan_run "$D" 1 12 "$first" >"$D/run1" 2>&1 &
+r1=$!
+wan_run "$D" 2 12 "$first" >"$D/run2" 2>&1 &
+r2=$!
+# Both run: wait for their shares, and for both re-planned over them.
+shared() {
+	status_json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+ok = all(j["running"] and j["state"] == "live" and
+         abs(j["links"][0]["share_gbps"][0] - 0.008 * p) < 1e-9 and
+         abs(j["rate_gbps"] - 0.008 * p) < 0.008 * p * 0.01
+         for j, p in zip(s["jobs"], (0.75, 0.25)))
+sys.exit(not ok)' 2>/dev/null
+}
+for _ in $(seq 150); do
+	shared && break
+	sleep 0.2
+done
 # The shares as status reports them.
 status_json >"$D/status.json"
 if python3 - "$D/status.json" <<'PY'; then
@@ -98,20 +138,15 @@ fi
 ip netns exec "$(wan_ctl "$D" ns)" curl -sf "http://127.0.0.1:$MPORT/metrics" >"$D/metrics" || :
 if grep -q '^georeduce_control_job_weight{job="1"} 3$' "$D/metrics" &&
 	grep -q '^georeduce_control_job_weight{job="2"} 1$' "$D/metrics" &&
+	grep -q '^georeduce_control_job_running{job="2"} 1$' "$D/metrics" &&
 	grep -q '^georeduce_control_job_link_share_bytes_per_second{job="1",link="a-b",from="a",to="b"} 750000$' "$D/metrics" &&
 	grep -q '^georeduce_control_job_link_share_bytes_per_second{job="2",link="a-b",from="b",to="a"} 250000$' "$D/metrics" &&
 	grep -q '^georeduce_control_job_link_planned_bytes_per_second{job="2",link="a-b",from="a",to="b"} 250000$' "$D/metrics"; then
-	ok "metrics: each job's weight and share of each link direction"
+	ok "metrics: each job's weight, that it runs, and its share of each link direction"
 else
 	not_ok "metrics: $(grep 'job_weight\|job_link' "$D/metrics" | head -12)"
 fi
 
-# Both jobs' rounds at once.
-first=$(($(date +%s) % 100000000 * 16))
-wan_run "$D" 1 12 "$first" >"$D/run1" 2>&1 &
-r1=$!
-wan_run "$D" 2 12 "$first" >"$D/run2" 2>&1 &
-r2=$!
 # Sample every second while both run: each job's epoch and the bytes of its live epoch on
 # the link (both directions, first transmissions and retransmissions), then whether both
 # runs still go (if so, the interval up to this sample had both running).
@@ -134,6 +169,27 @@ wait "$r1" && wait "$r2" && [ "$(cat "$D/run1" "$D/run2" | wc -l)" = 24 ] &&
 	ok "both jobs' rounds ran at once, every result verified" ||
 	{ not_ok "the rounds"; tail -5 "$D/run1" "$D/run2"; }
 r1='' r2=''
+
+# Their rounds over, both go idle and have the whole link again.
+alone() {
+	status_json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+sys.exit(not all(not j["running"] and j["state"] == "live" and
+                 abs(j["rate_gbps"] - 0.008) < 0.008 * 0.01 for j in s["jobs"]))' 2>/dev/null
+}
+for _ in $(seq 150); do
+	alone && break
+	sleep 0.2
+done
+if alone; then
+	ok "idle again: each job re-planned over the whole link"
+else
+	not_ok "idle again: $(status_json | python3 -c 'import json,sys; print([(j["running"], j["state"], j["rate_gbps"]) for j in json.load(sys.stdin)["jobs"]])')"
+fi
+grep -q "job 1: idle for" "$D/control.log" && grep -q "job 2: running" "$D/control.log" &&
+	ok "the log says when each job runs and goes idle" ||
+	not_ok "the log: $(grep 'running\|idle for' "$D/control.log" | head -4)"
 
 # Count the intervals between two samples where both jobs sent, in the same epochs, and
 # both runs were still going at the second.

@@ -257,6 +257,12 @@ status_json(const struct dmn *m, const char *tenant)
 		json_object_set_new(jo, "trees", trees);
 		json_object_set_new(jo, "rounds", rounds_json(m, i));
 		json_object_set_new(jo, "weight", json_real(dj->weight));
+		json_object_set_new(jo, "running", json_boolean(j->running));
+		json_object_set_new(
+			jo, "idle_s",
+			j->active_at > 0 ?
+				json_real((double)(clock_now_ms() - j->active_at) / 1e3) :
+				json_null());
 		if (dj->elastic) /* its members now, the epoch's `workers` may lag */
 			json_object_set_new(jo, "elastic",
 					    json_pack("{s:i,s:i,s:i}", "workers", dj->n_workers,

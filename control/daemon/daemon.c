@@ -173,6 +173,7 @@ daemon_run(struct deploy *d, const struct daemon_opts *o)
 			links_update(&m);
 			rates_update(&m);
 			tree_rates_update(&m);
+			shares_activity(&m, clock_now_ms());
 			for (int i = 0; i < d->n_jobs; i++)
 				if (m.jobs[i].retry_in > 0 && --m.jobs[i].retry_in == 0)
 					m.jobs[i].dirty = true;

@@ -82,6 +82,7 @@ struct daemon_opts {
 				* in memory only */
 	int batch_ms;          /* an elastic job's joins and leaves within this make one epoch */
 	int member_timeout_ms; /* a joined worker not heard from for this long is removed */
+	int idle_ms;           /* a job without traffic for this long no longer shares links */
 	/* Replicas on etcd (elect.h); etcd NULL: one control process, as without. */
 	const char *etcd;        /* "http[s]://HOST:PORT[,...]" */
 	const char *etcd_prefix; /* the keys' prefix; NULL: ELECT_PREFIX_DEFAULT */

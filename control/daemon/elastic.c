@@ -17,6 +17,7 @@
 #include "daemon_internal.h"
 #include "elastic.h"
 #include "jobs.h"
+#include "shares.h"
 
 bool
 elastic_is_op(const char *op)
@@ -261,6 +262,7 @@ op_join(struct dmn *m, struct ctlsrv_client *cl, const char *t, const json_t *re
 		return r;
 	}
 	hyst_batch_note(&m->jobs[i].batch, true, clock_now_ms());
+	shares_touch(m, i, clock_now_ms()); /* its rounds are about to start */
 	control_log("job %u: worker %u joined at %s (%s:%u); planned with the batch of %d ms", jid,
 		    w, node, ipv4, port, m->o->batch_ms);
 	return joined_reply(m, i, w, id, false);

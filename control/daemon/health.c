@@ -15,6 +15,7 @@
 #include "daemon_internal.h"
 #include "elect.h"
 #include "health.h"
+#include "shares.h"
 
 /* ---- heartbeats ---------------------------------------------------------------------- */
 
@@ -118,7 +119,11 @@ heartbeat(struct dmn *m, struct gw *g, bool *gone)
 	g->last_ok = clock_now_ms();
 	r = install_call(&g->conn, "stats", NULL, m->o->timeout_ms, g->error, sizeof(g->error));
 	if (r != NULL && json_is_true(json_object_get(r, "ok"))) {
+		json_t *before = json_incref(g->jobs);
+
 		take_sample(g, r, clock_now_ms());
+		shares_traffic(m, before, g->jobs, g->last_ok);
+		json_decref(before);
 		g->fresh = true;
 	}
 	json_decref(r);

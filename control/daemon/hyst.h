@@ -80,6 +80,8 @@ bool hyst_short_step(const struct hyst_cfg *c, struct hyst_short *s, bool is_sho
 /** Defaults of the elastic membership's knobs (georeduce-control run, docs/CONTROL.md). */
 #define HYST_BATCH_MS_DEFAULT 500
 #define HYST_MEMBER_TIMEOUT_MS_DEFAULT 5000
+/** A job idle this long stops counting in the other jobs' shares of the links (shares.h). */
+#define HYST_IDLE_MS_DEFAULT 10000
 
 /** An elastic job's membership changes not yet planned. Zero-initialised: none. */
 struct hyst_batch {

@@ -56,7 +56,9 @@ usage(FILE *f)
 		"  tables DEPLOYMENT --out DIR [--epoch N] [--job J] [--install]\n"
 		"      plan every job (or job J) and write DIR/job-J-plan.json and one\n"
 		"      georeduce-table/1 file per gateway, DIR/job-J-NODE.json, for epoch N [1];\n"
-		"      the files hold no link key. With --install, also install the epoch\n"
+		"      the jobs written share the links by weight as if they ran at once (job J\n"
+		"      alone: the whole capacities); the files hold no link key. With\n"
+		"      --install, also install the epoch\n"
 		"      (keys and all) on every gateway over its local control socket, in two\n"
 		"      phases; calls time out after --timeout-ms\n"
 		"  run DEPLOYMENT [--socket PATH] [--listen HOST:PORT] [--heartbeat-ms N]\n"
@@ -87,6 +89,8 @@ usage(FILE *f)
 		"      --batch-ms N      joins and leaves within N ms make one epoch [%d]\n"
 		"      --member-timeout-ms N  a joined worker not heard from for N ms is\n"
 		"                        removed [%d]\n"
+		"      --idle-ms N       a job without traffic for N ms leaves the links to the\n"
+		"                        jobs that run (docs/CONTROL.md) [%d]\n"
 		"  status [--socket PATH] [--json] [--timeout-ms N]\n"
 		"         [--watch [--interval S] [--count N]]\n"
 		"      jobs, epochs, gateways and rates, from the running daemon; --watch\n"
@@ -113,7 +117,7 @@ usage(FILE *f)
 		ELECT_LEASE_MS_DEFAULT, HYST_MIN_EPOCH_MS_DEFAULT, HYST_SHORT_MS_DEFAULT,
 		HYST_SHORT_SAMPLES_DEFAULT, HYST_REPLANS_PER_MIN_DEFAULT,
 		HYST_FAILURE_REPLANS_PER_MIN_DEFAULT, HYST_BATCH_MS_DEFAULT,
-		HYST_MEMBER_TIMEOUT_MS_DEFAULT, JOBCLI_USAGE);
+		HYST_MEMBER_TIMEOUT_MS_DEFAULT, HYST_IDLE_MS_DEFAULT, JOBCLI_USAGE);
 }
 
 struct opts {
@@ -129,7 +133,7 @@ struct opts {
 	bool timeout_set;      /* --timeout-ms given */
 	uint32_t epoch;
 	int heartbeat_ms, fail_after, timeout_ms;
-	int hyst[7]; /* run: the HYST_OPTS, in their order */
+	int hyst[8]; /* run: the HYST_OPTS, in their order */
 	bool json;
 	bool watch;        /* status: refresh until count or SIGINT */
 	double interval_s; /* status --watch: seconds between refreshes */
@@ -143,17 +147,18 @@ struct opts {
 
 /* The hysteresis options' letters, in the order of struct opts' hyst[] (times in ms
  * and counts), their names and ranges. */
-#define HYST_OPTS "mSnRFBT"
+#define HYST_OPTS "mSnRFBTW"
 static const char *const hyst_names[] = {"min-epoch-ms",
 					 "short-ms",
 					 "short-samples",
 					 "replans-per-min",
 					 "failure-replans-per-min",
 					 "batch-ms",
-					 "member-timeout-ms"};
-static const int hyst_min[] = {0, 0, 1, 1, 1, 0, 100};
+					 "member-timeout-ms",
+					 "idle-ms"};
+static const int hyst_min[] = {0, 0, 1, 1, 1, 0, 100, 0};
 static const int hyst_max[] = {3600000,         3600000, HYST_WINDOW_MAX, HYST_WINDOW_MAX,
-			       HYST_WINDOW_MAX, 60000,   3600000};
+			       HYST_WINDOW_MAX, 60000,   3600000,         86400000};
 
 /* Options of subcommand cmd; 0, 1 after --help, or -1 after a one-line error. */
 static int
@@ -190,12 +195,13 @@ parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 		{"failure-replans-per-min", required_argument, NULL, 'F'},
 		{"batch-ms", required_argument, NULL, 'B'},
 		{"member-timeout-ms", required_argument, NULL, 'T'},
+		{"idle-ms", required_argument, NULL, 'W'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	/* Which options each command takes. */
 	const char *allowed = strcmp(cmd, "tables") == 0 ? "oeiJt" :
-			      strcmp(cmd, "run") == 0    ? "sHftolMmSnRFBTDEPQXYZU" :
+			      strcmp(cmd, "run") == 0    ? "sHftolMmSnRFBTWDEPQXYZU" :
 			      strcmp(cmd, "status") == 0 ? "sjtCKALNwIc" :
 			      strcmp(cmd, "job") == 0    ? "sjtCKALN" :
 							   "stCKALN";
@@ -392,6 +398,7 @@ cmd_tables(const struct opts *o)
 {
 	char err[JOBPLAN_ERR_MAX], summary[2048];
 	struct jobplan_link *lk;
+	bool *run;
 	struct deploy *d;
 	double *share;
 	int status = 0, nd;
@@ -407,10 +414,15 @@ cmd_tables(const struct opts *o)
 	nd = 2 * d->topo->n_links;
 	share = calloc((size_t)d->n_jobs * (size_t)nd + 1, sizeof(*share));
 	lk = calloc((size_t)d->topo->n_links + 1, sizeof(*lk));
-	if (share == NULL || lk == NULL || shares_compute(d, NULL, NULL, share) != 0) {
+	run = calloc((size_t)d->n_jobs + 1, sizeof(*run));
+	for (int i = 0; run != NULL && i < d->n_jobs; i++)
+		run[i] = !o->has_job || d->jobs[i].id == o->job;
+	if (share == NULL || lk == NULL || run == NULL ||
+	    shares_compute(d, NULL, NULL, run, share) != 0) {
 		cli_error(PROG, "tables: out of memory");
 		free(share);
 		free(lk);
+		free(run);
 		deploy_free(d);
 		return CLI_EXIT_FAIL;
 	}
@@ -443,6 +455,7 @@ cmd_tables(const struct opts *o)
 		jobplan_free(jp);
 	}
 	free(lk);
+	free(run);
 	free(share);
 	deploy_free(d);
 	return status;
@@ -476,6 +489,7 @@ cmd_run(const struct opts *o, char **argv)
 			 .failure_replans_per_min = o->hyst[4]},
 		.batch_ms = o->hyst[5],
 		.member_timeout_ms = o->hyst[6],
+		.idle_ms = o->hyst[7],
 	};
 	struct deploy *d = load_deployment("run", o);
 	int rc;
@@ -776,7 +790,7 @@ main(int argc, char **argv)
 		.hyst = {HYST_MIN_EPOCH_MS_DEFAULT, HYST_SHORT_MS_DEFAULT,
 			 HYST_SHORT_SAMPLES_DEFAULT, HYST_REPLANS_PER_MIN_DEFAULT,
 			 HYST_FAILURE_REPLANS_PER_MIN_DEFAULT, HYST_BATCH_MS_DEFAULT,
-			 HYST_MEMBER_TIMEOUT_MS_DEFAULT},
+			 HYST_MEMBER_TIMEOUT_MS_DEFAULT, HYST_IDLE_MS_DEFAULT},
 		.timeout_ms = DAEMON_TIMEOUT_MS_DEFAULT,
 		.interval_s = 1,
 	};

@@ -302,6 +302,13 @@ metrics_shares(const struct dmn *m, struct prom *p)
 		fmt_u(job, sizeof(job), m->d->jobs[i].id);
 		prom_sample(p, &jl, 1, m->d->jobs[i].weight);
 	}
+	prom_family(p, M("job_running"), PROM_GAUGE,
+		    "1 while the job's rounds go through the gateways (it shares the links "
+		    "with the other jobs that run), 0 once idle for --idle-ms");
+	for (int i = 0; i < m->d->n_jobs; i++) {
+		fmt_u(job, sizeof(job), m->d->jobs[i].id);
+		prom_sample(p, &jl, 1, m->jobs[i].running ? 1 : 0);
+	}
 	for (int k = 0; k < 2 && load != NULL; k++) {
 		prom_family(p,
 			    k == 0 ? M("job_link_share_bytes_per_second") :

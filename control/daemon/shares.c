@@ -120,22 +120,52 @@ capacity(const struct deploy *d, const struct jobplan_link *links, int l, int di
 	return measured > 0 && measured < nominal ? measured : nominal;
 }
 
+/* The split of direction k among the jobs in `in` (demand: d->n_jobs rows of nd), into
+ * sh (by job index; those not in `in` untouched). */
+static void
+split_among(const struct deploy *d, const bool *in, const double *demand, int nd, int k, double c,
+	    double *sh)
+{
+	double w[DEPLOY_JOBS_MAX] = {0}, dm[DEPLOY_JOBS_MAX] = {0}, out[DEPLOY_JOBS_MAX];
+	int idx[DEPLOY_JOBS_MAX] = {0}, n = 0;
+
+	for (int i = 0; i < d->n_jobs; i++) {
+		if (!in[i])
+			continue;
+		idx[n] = i;
+		w[n] = d->jobs[i].weight;
+		dm[n] = demand[(size_t)i * (size_t)nd + (size_t)k];
+		n++;
+	}
+	if (n == 1) { /* alone: the whole direction, and no demand was planned */
+		sh[idx[0]] = c;
+		return;
+	}
+	shares_split(c, n, w, dm, out);
+	for (int x = 0; x < n; x++)
+		sh[idx[x]] = out[x];
+}
+
 int
 shares_compute(const struct deploy *d, const bool *up, const struct jobplan_link *links,
-	       double *share)
+	       const bool *running, double *share)
 {
-	int nj = d->n_jobs, nd = 2 * d->topo->n_links;
+	int nj = d->n_jobs, nd = 2 * d->topo->n_links, n_run = 0;
 	double *demand = calloc((size_t)nj * (size_t)nd + 1, sizeof(*demand));
-	double w[DEPLOY_JOBS_MAX], dm[DEPLOY_JOBS_MAX], sh[DEPLOY_JOBS_MAX];
+	double sh[DEPLOY_JOBS_MAX] = {0}, with[DEPLOY_JOBS_MAX] = {0};
+	bool in[DEPLOY_JOBS_MAX];
 	char err[JOBPLAN_ERR_MAX];
 
 	if (demand == NULL || nj > DEPLOY_JOBS_MAX) {
 		free(demand);
 		return -ENOMEM;
 	}
+	for (int i = 0; i < nj; i++)
+		n_run += running == NULL || running[i];
 	/* Each job's demand: what its plan alone loads every direction with (nothing when
-	 * it cannot be planned). Not needed for one job, whose share is the capacity. */
-	for (int i = 0; i < nj && nj > 1; i++) {
+	 * it cannot be planned). Needed only where jobs meet in a split: two or more jobs,
+	 * one of them running (a job that does not run is split with those that do). */
+	for (int i = 0; i < nj && nj > 1 && n_run > 0; i++) {
 		struct jobplan *jp = NULL;
 
 		if (jobplan_plan_only(d, i, up, links, &jp, err, sizeof(err)) != 0)
@@ -146,11 +176,20 @@ shares_compute(const struct deploy *d, const bool *up, const struct jobplan_link
 	for (int k = 0; k < nd; k++) {
 		double c = capacity(d, links, k / 2, k % 2);
 
+		/* The jobs that run share among themselves; a job that does not gets what it
+		 * would if it started now, so that its plan stays when it does. */
+		for (int i = 0; i < nj; i++)
+			in[i] = running == NULL || running[i];
+		if (n_run > 0)
+			split_among(d, in, demand, nd, k, c, sh);
 		for (int i = 0; i < nj; i++) {
-			w[i] = d->jobs[i].weight;
-			dm[i] = nj > 1 ? demand[(size_t)i * (size_t)nd + (size_t)k] : c;
+			if (running == NULL || running[i])
+				continue;
+			in[i] = true;
+			split_among(d, in, demand, nd, k, c, with);
+			in[i] = false;
+			sh[i] = with[i];
 		}
-		shares_split(c, nj, w, dm, sh);
 		for (int i = 0; i < nj; i++)
 			share[(size_t)i * (size_t)nd + (size_t)k] = sh[i];
 	}
@@ -196,6 +235,7 @@ shares_update(struct dmn *m)
 	int nj = m->d->n_jobs, nd = 2 * m->d->topo->n_links, ng = m->d->n_gateways;
 	double *share = calloc((size_t)nj * (size_t)nd + 1, sizeof(*share));
 	bool *up = calloc((size_t)ng + 1, sizeof(*up));
+	bool run[DEPLOY_JOBS_MAX] = {false};
 	bool stale = m->shares_stale;
 
 	for (int i = 0; i < nj; i++) {
@@ -213,7 +253,9 @@ shares_update(struct dmn *m)
 		goto out;
 	for (int g = 0; g < ng; g++)
 		up[g] = m->gws[g].state == GW_UP;
-	if (shares_compute(m->d, up, m->link, share) != 0)
+	for (int i = 0; i < nj; i++)
+		run[i] = m->jobs[i].running;
+	if (shares_compute(m->d, up, m->link, run, share) != 0)
 		goto out;
 	m->shares_stale = false;
 	for (int i = 0; i < nj; i++) {
@@ -232,6 +274,75 @@ shares_update(struct dmn *m)
 out:
 	free(up);
 	free(share);
+}
+
+/* The entry of (job, epoch) in a gateway's stats "jobs"; NULL if none. */
+static const json_t *
+job_entry(const json_t *jobs, json_int_t job, json_int_t epoch)
+{
+	const json_t *jo;
+	size_t a;
+
+	json_array_foreach (jobs, a, jo)
+		if (json_integer_value(json_object_get(jo, "job")) == job &&
+		    json_integer_value(json_object_get(jo, "epoch")) == epoch)
+			return jo;
+	return NULL;
+}
+
+void
+shares_traffic(struct dmn *m, const json_t *before, const json_t *after, int64_t now)
+{
+	const json_t *jo;
+	size_t a;
+
+	if (!json_is_array(before)) /* the gateway's first stats: nothing to compare */
+		return;
+	json_array_foreach (after, a, jo) {
+		json_int_t job = json_integer_value(json_object_get(jo, "job"));
+		const json_t *was =
+			job_entry(before, job, json_integer_value(json_object_get(jo, "epoch")));
+		json_int_t done = json_integer_value(json_object_get(jo, "chunks_done"));
+		json_int_t busy = json_integer_value(json_object_get(jo, "chunks_in_flight"));
+		json_int_t done0 = json_integer_value(json_object_get(was, "chunks_done"));
+		json_int_t busy0 = json_integer_value(json_object_get(was, "chunks_in_flight"));
+
+		/* Chunks done since the last stats, or chunks in flight that changed: a round
+		 * going on (chunks held without progress, a round abandoned, are not). */
+		if (done <= done0 && (busy == 0 || busy == busy0))
+			continue;
+		for (int i = 0; i < m->d->n_jobs; i++)
+			if (m->d->jobs[i].id == job)
+				m->jobs[i].active_at = now;
+	}
+}
+
+void
+shares_touch(struct dmn *m, int ji, int64_t now)
+{
+	m->jobs[ji].active_at = now;
+}
+
+void
+shares_activity(struct dmn *m, int64_t now)
+{
+	for (int i = 0; i < m->d->n_jobs; i++) {
+		struct job *j = &m->jobs[i];
+		bool run = j->active_at > 0 && now - j->active_at < m->o->idle_ms;
+
+		if (run == j->running)
+			continue;
+		j->running = run;
+		m->shares_stale = true;
+		if (run)
+			control_log("job %u: running (its rounds go through the gateways): it "
+				    "shares the links with the other jobs that run",
+				    m->d->jobs[i].id);
+		else
+			control_log("job %u: idle for %.1f s: its shares of the links go to the "
+				    "jobs that run",
+				    m->d->jobs[i].id, (double)(now - j->active_at) / 1e3);
+	}
 }
 
 void

@@ -46,11 +46,31 @@ void shares_plan_loads(const struct jobplan *jp, const struct topo *t, double *l
  * Every job's shares of every link direction of deployment d, over the gateways whose
  * up[g] is true (NULL: all) and the links as given (NULL: all up at the topology's
  * capacities; else the capacity plans use where measured below): each job planned alone
- * gives its demands, shares_split() the shares. share receives d->n_jobs rows of
- * 2 * n_links (job i's a->b share of link l at [i * 2 n_links + 2 l]). 0 or -ENOMEM.
+ * gives its demands, shares_split() the shares. The jobs whose running[i] is true (NULL:
+ * all) share among themselves; every other job gets the share it would have among them if
+ * it ran too (so a job that runs alone, or that would, has the whole capacities, and no
+ * demand is planned). share receives d->n_jobs rows of 2 * n_links (job i's a->b share of
+ * link l at [i * 2 n_links + 2 l]). 0 or -ENOMEM.
  */
 int shares_compute(const struct deploy *d, const bool *up, const struct jobplan_link *links,
-		   double *share);
+		   const bool *running, double *share);
+
+/**
+ * A gateway's stats "jobs" before and after a heartbeat (before NULL: its first): the jobs
+ * with chunks done since, or chunks in flight that changed, in some epoch, have traffic at
+ * now (monotonic ms). On the daemon's thread, from the heartbeat.
+ */
+void shares_traffic(struct dmn *m, const json_t *before, const json_t *after, int64_t now);
+
+/** Job ji has traffic at now (workers joining it, for instance). */
+void shares_touch(struct dmn *m, int ji, int64_t now);
+
+/**
+ * Which jobs run (docs/CONTROL.md, "Jobs share the WAN by weight"): a job runs from its
+ * first traffic until none has been seen for --idle-ms; a change marks the shares for
+ * computing again (and is logged). Once a heartbeat, after the stats.
+ */
+void shares_activity(struct dmn *m, int64_t now);
 
 /**
  * The links a job with the shares `share` (a row of shares_compute(); NULL: the whole

@@ -133,10 +133,11 @@ status_print(const json_t *r)
 			json_array_foreach (json_object_get(j, "gateways"), k, n)
 				printf(" %s", json_string_value(n));
 			printf(" (%" JSON_INTEGER_FORMAT " workers), %s Gbit/s planned, predicted "
-			       "%s s\n",
+			       "%s s; %s\n",
 			       json_integer_value(json_object_get(j, "workers")),
 			       NUM(j, "rate_gbps", "%.4f", a),
-			       NUM(j, "predicted_seconds", "%.4f", b));
+			       NUM(j, "predicted_seconds", "%.4f", b),
+			       json_is_true(json_object_get(j, "running")) ? "running" : "idle");
 			printf("    %4s %-16s %12s %7s %10s %12s %12s\n", "tree", "root",
 			       "rate Gbit/s", "share", "height ms", "meas. Gb/s", "root rx Gb/s");
 		}

@@ -143,6 +143,31 @@ sys.exit(not all(j["epoch"] is not None and j["state"] == "live" for j in s["job
 	return 1
 }
 
+# Wait until job JOB has the links to itself: every other job idle (its rounds over for the
+# control process's --idle-ms) and JOB's live epoch planned since (not re-planning); at most
+# SECONDS [60]. The jobs that run share the links (docs/CONTROL.md), so a job started while
+# another's rounds have just ended would run its first rounds over a share.
+wan_control_alone() {
+	local dir=$1 job=$2 secs=${3:-60} build
+	build=$(cat "$dir/build")
+	for _ in $(seq $((secs * 5))); do
+		"$build/control/daemon/georeduce-control" status --socket "$dir/control.sock" --json \
+			2>/dev/null | python3 -c '
+import json, sys
+try:
+    s = json.load(sys.stdin)
+except ValueError:
+    sys.exit(1)
+job = int(sys.argv[1])
+sys.exit(not all(j["state"] == "live" if j["job"] == job else not j["running"]
+                 for j in s["jobs"]))' "$job" && return 0
+		sleep 0.2
+	done
+	echo "job $job: the other jobs did not go idle, or its re-plan did not come (see" \
+		"$dir/control.log)" >&2
+	return 1
+}
+
 wan_dpctl() {
 	local dir=$1 i=$2 build pki ep id
 	shift 2
@@ -200,8 +225,9 @@ wan_install() {
 			{ cat "$dir/plan.log" >&2; return 1; }
 		return 0
 	fi
+	# The job alone over the whole links: it is the one about to run.
 	"$build/control/daemon/georeduce-control" tables "$dir/deployment.json" --out "$dir/tables" \
-		--epoch "$epoch" >"$dir/plan.log" 2>&1 || { cat "$dir/plan.log" >&2; return 1; }
+		--epoch "$epoch" --job "$job" >"$dir/plan.log" 2>&1 || { cat "$dir/plan.log" >&2; return 1; }
 	while read -r _ name sock; do
 		# A relay site in none of the job's trees has no table.
 		[ -e "$dir/tables/job-$job-$name.json" ] || continue
