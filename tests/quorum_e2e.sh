@@ -144,5 +144,23 @@ ingrace=$(quorum contribs_in_grace)
 		"$late late (worker c), none with all three" ||
 	not_ok "gateways' quorum counts: all $all, expired $expired, in grace $ingrace, late $late"
 
+# The control process's status shows the window, as configured and in force.
+"$CTL" status --socket "$D/control.sock" --json >"$D/status.json" 2>&1
+if python3 - "$D/status.json" <<'PY'; then
+import json, sys
+(j,) = json.load(open(sys.argv[1]))["jobs"]
+g = j["grace"]
+assert g["configured_ms"] == 300 and g["max_ms"] is None, g
+assert g["in_force_ms"] == [300, 300], g
+PY
+	ok "status: the grace window configured and in force (300 ms)"
+else
+	not_ok "status grace: $(head -c 600 "$D/status.json")"
+fi
+"$CTL" status --socket "$D/control.sock" >"$D/status.txt" 2>&1
+grep -q "complete at 1 workers, grace 300 ms (in force 300.0 ms)" "$D/status.txt" &&
+	ok "status text: the grace window" ||
+	not_ok "status text: $(grep -m1 'job 1' "$D/status.txt")"
+
 echo "quorum_e2e: $fails failed"
 [ "$fails" = 0 ]

@@ -117,6 +117,39 @@ rounds_json(const struct dmn *m, int i)
 			 (json_int_t)per_max, "chunks_in_flight", (json_int_t)in_flight);
 }
 
+/* A crew job's grace window for `status`: as configured ("auto" for the adaptive one, with
+ * its bound) and in force at the gateways of the live epoch that are up, from their last
+ * stats (the smallest and the largest; null before any reported it). */
+static json_t *
+grace_json(const struct dmn *m, int i)
+{
+	const struct deploy_job *dj = &m->d->jobs[i];
+	const struct job *j = &m->jobs[i];
+	double lo = -1, hi = -1;
+	json_t *jo;
+	size_t a;
+
+	for (int g = 0; j->live != NULL && g < m->d->n_gateways; g++) {
+		if (m->gws[g].state != GW_UP)
+			continue;
+		json_array_foreach (m->gws[g].jobs, a, jo) {
+			const json_t *ms =
+				json_object_get(json_object_get(jo, "quorum"), "grace_ms");
+
+			if (json_integer_value(json_object_get(jo, "job")) != dj->id ||
+			    json_integer_value(json_object_get(jo, "epoch")) != j->live_epoch ||
+			    !json_is_number(ms))
+				continue;
+			lo = lo < 0 || json_number_value(ms) < lo ? json_number_value(ms) : lo;
+			hi = json_number_value(ms) > hi ? json_number_value(ms) : hi;
+		}
+	}
+	return json_pack("{s:o,s:o,s:o}", "configured_ms",
+			 dj->grace_auto ? json_string("auto") : json_integer(dj->grace_ms),
+			 "max_ms", dj->grace_auto ? json_integer(dj->grace_ms) : json_null(),
+			 "in_force_ms", lo < 0 ? json_null() : json_pack("[f,f]", lo, hi));
+}
+
 /* Counts by cause, for `status`: {"start": 1, ...}, the causes with none left out. */
 static json_t *
 causes_json(const uint64_t *n)
@@ -198,11 +231,13 @@ status_json(const struct dmn *m, const char *tenant)
 				    json_string(j->spec != NULL ? "api" : "deployment"));
 		json_object_set_new(jo, "tenant",
 				    j->tenant[0] != '\0' ? json_string(j->tenant) : json_null());
-		if (dj->algo == DEPLOY_ALGO_CREW) /* a round completes at this many workers */
+		if (dj->algo == DEPLOY_ALGO_CREW) { /* a round completes at this many workers */
 			json_object_set_new(jo, "min_workers",
 					    json_integer(dj->min_workers != 0 ?
 								 dj->min_workers :
 								 (uint32_t)dj->n_workers));
+			json_object_set_new(jo, "grace", grace_json(m, i));
+		}
 		json_object_set_new(jo, "epoch",
 				    jp != NULL ? json_integer(j->live_epoch) : json_null());
 		json_object_set_new(jo, "replans", causes_json(j->replans));

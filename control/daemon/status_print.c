@@ -17,6 +17,29 @@
 #define WATCH_BAR 20
 
 /* A number or "-" for null, into buf. */
+/* A crew job's grace window: ", grace 20 ms (in force 20.0 ms)", ", grace auto up to 1000
+ * ms (in force 3.2 to 7.5 ms)"; nothing without one. */
+static void
+print_grace(const json_t *g)
+{
+	const json_t *c = json_object_get(g, "configured_ms");
+	const json_t *f = json_object_get(g, "in_force_ms");
+
+	if (g == NULL || (json_is_integer(c) && json_integer_value(c) == 0))
+		return;
+	if (json_is_string(c))
+		printf(", grace auto up to %" JSON_INTEGER_FORMAT " ms",
+		       json_integer_value(json_object_get(g, "max_ms")));
+	else
+		printf(", grace %" JSON_INTEGER_FORMAT " ms", json_integer_value(c));
+	if (json_array_size(f) == 2 &&
+	    json_number_value(json_array_get(f, 0)) == json_number_value(json_array_get(f, 1)))
+		printf(" (in force %.1f ms)", json_number_value(json_array_get(f, 0)));
+	else if (json_array_size(f) == 2)
+		printf(" (in force %.1f to %.1f ms)", json_number_value(json_array_get(f, 0)),
+		       json_number_value(json_array_get(f, 1)));
+}
+
 static const char *
 num(const json_t *v, const char *fmt, char *buf, size_t len)
 {
@@ -123,6 +146,7 @@ status_print(const json_t *r)
 		if (json_is_integer(json_object_get(j, "min_workers")))
 			printf(", complete at %" JSON_INTEGER_FORMAT " workers",
 			       json_integer_value(json_object_get(j, "min_workers")));
+		print_grace(json_object_get(j, "grace"));
 		printf("): ");
 		if (!json_is_integer(json_object_get(j, "epoch"))) {
 			printf("%s\n", json_string_value(json_object_get(j, "state")));
