@@ -11,8 +11,9 @@
 # join, leave and heartbeat requests refused with the field named; 64 joins at once and
 # their 64 leaves make at most a handful of epochs, the members kept in the state
 # directory and shown in status; the control process killed and restarted keeps its
-# members, which are then removed when they do not renew. The test's lines give the
-# timings that BENCHMARKS.md reports.
+# members, which are then removed when they do not renew; and a job's life from a launcher
+# (docs/DEPLOYMENT.md): created by Job.create at one site, grown by a site, shrunk, deleted.
+# The test's lines give the timings that BENCHMARKS.md reports.
 #
 #   elastic_e2e.sh BUILD_DIR
 set -u
@@ -332,6 +333,71 @@ wait_for 30 live_with "$JOB" 2 &&
 	[ "$(grep -c "worker 210[01] left (not heard from for $TIMEOUT_MS ms)" "$D/control.log")" = 2 ] &&
 	ok "not renewed after the restart: both removed after the member timeout" ||
 	{ not_ok "members not renewed after the restart"; tail -5 "$D/control.log"; }
+
+# ---- 6. a job's life from a launcher (docs/DEPLOYMENT.md, "A job's life from a launcher"):
+# created at site a with its declared worker, grown by site b (a worker joins there),
+# shrunk back (it leaves), deleted (the worker left is told) ----------------------------
+jq '.jobs[0] | del(.id) | .workers |= map(select(.node == "a") | .port += 11) |
+	.elastic = true | .max_workers = 4' "$D/deployment.json" >"$D/life.json"
+cat >"$D/launcher.py" <<'PY'
+import json
+import sys
+import georeduce
+
+api, certs, op, arg = sys.argv[1:5]
+tls = dict(cert=certs + "/control.pem", key=certs + "/control.key", ca=certs + "/ca.pem")
+if op == "create":
+    print(georeduce.Job.create(api, json.load(open(arg)), **tls).id)
+else:
+    georeduce.Job(int(arg), api, **tls).delete()
+    print("deleted")
+PY
+launcher() {
+	as_ctl env PYTHONPATH="$ROOT/python" GEOREDUCE_LIBRARY="$BUILD/lib/client/libgeoreduce.so" \
+		LD_PRELOAD="${GEOREDUCE_PY_PRELOAD:-}" ASAN_OPTIONS=detect_leaks=0 \
+		python3 "$D/launcher.py" "$API" "$CERTS" "$@"
+}
+# height LIFE: the live plan's tallest tree (0 ms while the job is at one site)
+height() { status | jq ".jobs[] | select(.job == $1) | [.trees[].height_ms] | max"; }
+# life_worker FIRST ROUNDS: the declared worker at a
+life_worker() {
+	ip netns exec "gre$$-s0" "$WK" --control "$API" --job "$LIFE" \
+		--cert "$CERTS/workers-site0.pem" --key "$CERTS/workers-site0.key" \
+		--ca "$CERTS/ca.pem" --worker-id 1000 --first-round "$1" --rounds "$2" \
+		--timeout 20 >"$D/life-a.out" 2>&1
+}
+LIFE=$(launcher create "$D/life.json" 2>"$D/launcher.err")
+if [ -n "$LIFE" ] && wait_for 30 live_with "$LIFE" 1 && [ "$(height "$LIFE")" = 0 ]; then
+	ok "the launcher created job $LIFE (Job.create): live at site a, its one declared worker"
+else
+	not_ok "launcher: '$LIFE' $(cat "$D/launcher.err")"
+fi
+ip netns exec "gre$$-s1" "$WK" --control "$API" --job "$LIFE" \
+	--cert "$CERTS/elastic-ab.pem" --key "$CERTS/elastic-ab.key" --ca "$CERTS/ca.pem" \
+	--join-elastic "b:$B_IP:$((B_PORT + 13))" --first-round 0 --rounds 3 --timeout 20 \
+	>"$D/life-b.out" 2>&1 &
+LPID=$!
+if wait_for 30 live_with "$LIFE" 2 && life_worker 0 3 && wait $LPID &&
+	[ "$(contribs "$D/life-a.out")" = 2 ] && [ "$(contribs "$D/life-b.out")" = 2 ] &&
+	status | jq -e ".jobs[] | select(.job == $LIFE) | [.trees[].height_ms] | max > 0" \
+		>/dev/null; then
+	ok "grown by site b: a worker joined there, the plan spans a and b, 3 rounds of 2 contributors, exact"
+else
+	not_ok "growing by a site: $(tail -2 "$D/life-a.out" "$D/life-b.out")"
+fi
+if wait_for 30 live_with "$LIFE" 1 && life_worker 3 3 && [ "$(contribs "$D/life-a.out")" = 1 ] &&
+	[ "$(height "$LIFE")" = 0 ]; then
+	ok "shrunk: the worker at b left, the plan back at site a, 3 rounds of 1 contributor, exact"
+else
+	not_ok "shrinking: $(tail -2 "$D/life-a.out")"
+fi
+out=$(launcher delete "$LIFE" 2>&1)
+if [ "$out" = deleted ] && ! life_worker 6 1 && grep -q "job $LIFE was deleted" "$D/life-a.out" &&
+	! status | jq -e ".jobs[] | select(.job == $LIFE)" >/dev/null; then
+	ok "deleted (Job.delete): gone from status, its worker told: $(tail -1 "$D/life-a.out")"
+else
+	not_ok "deleting: '$out' $(tail -2 "$D/life-a.out")"
+fi
 
 echo "elastic_e2e: $fails failed"
 [ $fails = 0 ]
