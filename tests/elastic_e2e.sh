@@ -334,6 +334,27 @@ wait_for 30 live_with "$JOB" 2 &&
 	ok "not renewed after the restart: both removed after the member timeout" ||
 	{ not_ok "members not renewed after the restart"; tail -5 "$D/control.log"; }
 
+# ---- 5b. the operator's commands: georeduce-control job join and leave -----------------
+# (No worker renews the member: it leaves at once, well within the member timeout.)
+out=$("$CTL" job join "$JOB" a "$A_IP:31000" 2200 --socket "$D/control.sock" 2>&1)
+out2=$("$CTL" job leave "$JOB" 2200 --socket "$D/control.sock" 2>&1)
+[ "$out" = "job $JOB: worker 2200 joined; an epoch with it follows within the batch window; it must renew within $TIMEOUT_MS ms" ] &&
+	ok "job join: $out" || not_ok "job join: '$out'"
+[ "$out2" = "job $JOB: worker 2200 left; the next epoch is planned without it" ] &&
+	wait_for 30 live_with "$JOB" 2 && grep -q "job $JOB: worker 2200 joined at a" "$D/control.log" &&
+	ok "job leave: $out2" || not_ok "job leave: '$out2'"
+bad=0
+for args in "join $JOB a $A_IP" "join $JOB a $A_IP:0" "join $JOB a $A_IP:31000 0" "leave $JOB" \
+	"leave $JOB 70000" "join x a $A_IP:31000"; do
+	# shellcheck disable=SC2086
+	"$CTL" job $args --socket "$D/control.sock" >/dev/null 2>&1
+	[ $? = 2 ] || { bad=$((bad + 1)); echo "# job $args: not refused as usage"; }
+done
+out=$("$CTL" job join "$JOB" z "$A_IP:31000" --socket "$D/control.sock" 2>&1)
+[ $bad = 0 ] && grep -q "field 'node'" <<<"$out" && live_with "$JOB" 2 &&
+	ok "bad join and leave arguments refused (exit 2), an unknown site by the daemon: $out" ||
+	not_ok "bad job join/leave: $bad, '$out'"
+
 # ---- 6. a job's life from a launcher (docs/DEPLOYMENT.md, "A job's life from a launcher"):
 # created at site a with its declared worker, grown by site b (a worker joins there),
 # shrunk back (it leaves), deleted (the worker left is told) ----------------------------

@@ -71,33 +71,69 @@ print_list(const json_t *r)
 	}
 }
 
+/* join's NODE IPV4:PORT [WORKER] into o; 0, or -1 after a one-line error. */
+static int
+join_args(int n, char **args, json_t *o)
+{
+	const char *colon = strrchr(args[1], ':');
+	char ipv4[16];
+	uint64_t port, w;
+
+	if (args[0][0] == '\0') {
+		cli_error(PROG, "job join: NODE: empty");
+		return -1;
+	}
+	if (colon == NULL || colon == args[1] || (size_t)(colon - args[1]) >= sizeof(ipv4)) {
+		cli_error(PROG, "job join: '%s': expected IPV4:PORT", args[1]);
+		return -1;
+	}
+	memcpy(ipv4, args[1], (size_t)(colon - args[1]));
+	ipv4[colon - args[1]] = '\0';
+	if (cli_uint(PROG, "PORT", colon + 1, 1, UINT16_MAX, &port) < 0)
+		return -1;
+	json_object_set_new(o, "node", json_string(args[0]));
+	json_object_set_new(o, "ipv4", json_string(ipv4));
+	json_object_set_new(o, "port", json_integer((json_int_t)port));
+	if (n == 3) {
+		if (cli_uint(PROG, "WORKER", args[2], 1, 65534, &w) < 0)
+			return -1;
+		json_object_set_new(o, "worker", json_integer((json_int_t)w));
+	}
+	return 0;
+}
+
 /* The request of `job SUB ARGS`; NULL after a one-line error. */
 static json_t *
 request(const char *sub, int n, char **args)
 {
 	static const struct {
 		const char *sub;
-		int n;
+		int n_min, n_max;
 		const char *usage;
-	} subs[] = {{"create", 1, "create JOB"},
-		    {"update", 2, "update ID CHANGES"},
-		    {"delete", 1, "delete ID"},
-		    {"list", 0, "list"}};
-	uint64_t id = 0;
+	} subs[] = {{"create", 1, 1, "create JOB"},
+		    {"update", 2, 2, "update ID CHANGES"},
+		    {"delete", 1, 1, "delete ID"},
+		    {"list", 0, 0, "list"},
+		    {"join", 3, 4, "join ID NODE IPV4:PORT [WORKER]"},
+		    {"leave", 2, 2, "leave ID WORKER"}};
+	uint64_t id = 0, w;
 	json_t *o;
 	size_t k;
 
 	for (k = 0; k < sizeof(subs) / sizeof(subs[0]) && strcmp(sub, subs[k].sub) != 0; k++)
 		;
 	if (k == sizeof(subs) / sizeof(subs[0])) {
-		cli_error(PROG, "job: unknown subcommand '%s' (create, update, delete, list)", sub);
+		cli_error(PROG,
+			  "job: unknown subcommand '%s' (create, update, delete, list, join, "
+			  "leave)",
+			  sub);
 		return NULL;
 	}
-	if (n != subs[k].n) {
+	if (n < subs[k].n_min || n > subs[k].n_max) {
 		cli_error(PROG, "job %s: expects %s", sub, subs[k].usage);
 		return NULL;
 	}
-	if ((k == 1 || k == 2) && cli_uint(PROG, "ID", args[0], 0, UINT32_MAX, &id) < 0)
+	if (k != 0 && k != 3 && cli_uint(PROG, "ID", args[0], 0, UINT32_MAX, &id) < 0)
 		return NULL;
 	switch (k) {
 	case 0:
@@ -109,6 +145,16 @@ request(const char *sub, int n, char **args)
 				   NULL;
 	case 2:
 		return json_pack("{s:I}", "job", (json_int_t)id);
+	case 4:
+		o = json_pack("{s:I}", "job", (json_int_t)id);
+		if (join_args(n - 1, args + 1, o) == 0)
+			return o;
+		json_decref(o);
+		return NULL;
+	case 5:
+		if (cli_uint(PROG, "WORKER", args[1], 1, 65534, &w) < 0)
+			return NULL;
+		return json_pack("{s:I,s:I}", "job", (json_int_t)id, "worker", (json_int_t)w);
 	default:
 		return json_object();
 	}
@@ -124,13 +170,19 @@ jobcli_run(int n_args, char **args, bool json,
 	int status;
 
 	if (n_args < 1) {
-		cli_error(PROG, "job: expects create, update, delete or list (see --help)");
+		cli_error(PROG,
+			  "job: expects create, update, delete, list, join or leave (see --help)");
 		return CLI_EXIT_USAGE;
 	}
 	req = request(args[0], n_args - 1, args + 1);
 	if (req == NULL)
 		return CLI_EXIT_USAGE;
-	snprintf(op, sizeof(op), "job_%s", args[0]);
+	/* join and leave are the elastic membership's ops (docs/CONTROL.md), the others
+	 * job_SUB. */
+	if (strcmp(args[0], "join") == 0 || strcmp(args[0], "leave") == 0)
+		snprintf(op, sizeof(op), "%s", args[0]);
+	else
+		snprintf(op, sizeof(op), "job_%s", args[0]);
 	r = call(ctx, op, req, &status);
 	if (r == NULL)
 		return status;
@@ -141,6 +193,21 @@ jobcli_run(int n_args, char **args, bool json,
 		json_util_dump(r, stdout);
 	} else if (strcmp(args[0], "list") == 0) {
 		print_list(r);
+	} else if (strcmp(args[0], "join") == 0) {
+		bool again = json_is_true(json_object_get(r, "again"));
+
+		printf("job %" JSON_INTEGER_FORMAT ": worker %" JSON_INTEGER_FORMAT " %s; it must "
+		       "renew within %" JSON_INTEGER_FORMAT " ms\n",
+		       json_integer_value(json_object_get(r, "job")),
+		       json_integer_value(json_object_get(r, "worker")),
+		       again ? "joined again (the same member)" :
+			       "joined; an epoch with it follows within the batch window",
+		       json_integer_value(json_object_get(r, "timeout_ms")));
+	} else if (strcmp(args[0], "leave") == 0) {
+		printf("job %" JSON_INTEGER_FORMAT ": worker %" JSON_INTEGER_FORMAT
+		       " left; the next epoch is planned without it\n",
+		       json_integer_value(json_object_get(r, "job")),
+		       json_integer_value(json_object_get(r, "worker")));
 	} else if (strcmp(args[0], "delete") == 0) {
 		printf("job %" JSON_INTEGER_FORMAT " deleted: removed from %zu gateways, %zu to "
 		       "go\n",

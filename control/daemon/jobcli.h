@@ -9,6 +9,9 @@
  *                         (file, - or text)
  *   job delete ID         removed from every gateway
  *   job list              the jobs the certificate's tenant sees (all without one)
+ *   job join ID NODE IPV4:PORT [WORKER]  a worker into an elastic job at site NODE, for
+ *                         it (docs/CONTROL.md, "Elastic membership"); prints its id
+ *   job leave ID WORKER   a joined worker out of it
  *
  * Exit status as the other client commands: 0, 1 the daemon refused, 2 bad arguments or
  * no answer. Caller: main, once.
@@ -25,7 +28,10 @@
 	"  job create JOB | update ID CHANGES | delete ID | list  [--socket ...] [--json]\n" \
 	"      jobs through the running daemon's API: JOB a job object as in the\n"          \
 	"      deployment's \"jobs\" (its id optional), CHANGES an object of algorithm,\n"   \
-	"      options, weight, grace_ms; each a file, - (stdin) or the JSON text\n"
+	"      options, weight, grace_ms; each a file, - (stdin) or the JSON text\n"         \
+	"  job join ID NODE IPV4:PORT [WORKER] | leave ID WORKER  [--socket ...]\n"          \
+	"      an elastic job's members, for its workers: join gives the worker an id\n"     \
+	"      (or WORKER), which its own requests then renew; leave removes one\n"
 
 /**
  * Run `job ARGS...`. call makes one call to the daemon (args stolen) and returns the ok
