@@ -11,7 +11,8 @@
  *   georeduce-control replan [--socket PATH|tls://HOST:PORT] [--timeout-ms N] [JOB]
  *   georeduce-control reload-tls [--socket PATH|tls://HOST:PORT] [--timeout-ms N]
  *   georeduce-control job create|update|delete|list ... (jobcli.h)
- * (with a tls:// endpoint: --cert FILE --key FILE --ca FILE [--server-name NAME])
+ * (with a tls:// endpoint: --cert FILE --key FILE --ca FILE [--server-name NAME]; the
+ * client commands take a comma-separated list of the replicas' endpoints, lib/ctlpeers.h)
  *
  * Exit status: 0 success; 1 valid input on which the work failed (no plan fits, the daemon
  * could not start, the daemon answered with an error); 2 bad options or files, or no
@@ -106,7 +107,10 @@ usage(FILE *f)
 		"%s"
 		"\n"
 		"  --socket PATH   the daemon's control socket        [" DAEMON_SOCKET_DEFAULT "]\n"
-		"                  or, for status, replan and job, tls://HOST:PORT (its --listen)\n"
+		"                  or, for status, replan and job, tls://HOST:PORT (its "
+		"--listen);\n"
+		"                  for those, a comma-separated list of the replicas' endpoints\n"
+		"                  (up to 8; each call fails over: docs/CONTROL.md)\n"
 		"  --cert FILE, --key FILE, --ca FILE  with tls://: a certificate of role\n"
 		"                  control (monitor: status only), its key, the CA\n"
 		"  --crl FILE      with tls://: the CA's CRL; a revoked daemon certificate\n"
