@@ -26,31 +26,36 @@ ctl_peers_parse(struct ctl_peers *p, const char *list, char *err, size_t errlen)
 		comma = strchr(s, ',');
 		len = comma != NULL ? (size_t)(comma - s) : strlen(s);
 		if (p->n == CTL_PEERS_MAX)
-			return json_util_fail(err, errlen, "'%s': more than %d control endpoints",
-					      list, CTL_PEERS_MAX);
+			return json_util_fail(err, errlen, "more than %d control endpoints",
+					      CTL_PEERS_MAX);
 		if (len == 0)
-			return json_util_fail(err, errlen, "endpoint %u of '%s': empty", p->n + 1,
-					      list);
-		if (len > CTL_PEER_MAX)
 			return json_util_fail(err, errlen,
-					      "endpoint %u of '%s': longer than %d bytes", p->n + 1,
-					      list, CTL_PEER_MAX);
+					      "control endpoint %u of the list is empty", p->n + 1);
+		if (len > CTL_PEER_MAX)
+			return json_util_fail(
+				err, errlen,
+				"control endpoint %u of the list: longer than %d bytes", p->n + 1,
+				CTL_PEER_MAX);
 		memcpy(p->ep[p->n], s, len);
 		p->ep[p->n][len] = '\0';
 		if (ctltls_is_endpoint(p->ep[p->n]) != ctltls_is_endpoint(p->ep[0]))
-			return json_util_fail(err, errlen,
-					      "endpoint %u of '%s': '%s' mixes a socket path and "
-					      "tls:// endpoints",
-					      p->n + 1, list, p->ep[p->n]);
+			return json_util_fail(
+				err, errlen,
+				"control endpoint %u of the list, '%s': mixes a socket "
+				"path and tls:// endpoints",
+				p->n + 1, p->ep[p->n]);
 		if (ctltls_is_endpoint(p->ep[p->n]) &&
 		    ctltls_split(p->ep[p->n], host, &port, why, sizeof(why)) != 0)
-			return json_util_fail(err, errlen, "endpoint %u of '%s': %s", p->n + 1,
-					      list, why);
+			return json_util_fail(err, errlen,
+					      "control endpoint %u of the list, '%s': %s", p->n + 1,
+					      p->ep[p->n], why);
 		for (unsigned int k = 0; k < p->n; k++)
 			if (strcmp(p->ep[k], p->ep[p->n]) == 0)
-				return json_util_fail(err, errlen,
-						      "endpoint %u of '%s': '%s' is given twice",
-						      p->n + 1, list, p->ep[k]);
+				return json_util_fail(
+					err, errlen,
+					"control endpoint %u of the list, '%s': given "
+					"twice",
+					p->n + 1, p->ep[k]);
 		p->n++;
 		if (comma == NULL)
 			return 0;
@@ -132,8 +137,8 @@ try_one(struct ctl_peers *p, unsigned int i, const char *op, const json_t *args,
 			return NULL;
 		}
 		if (!p->open) {
-			*rc = ctltls_dial(p->tls, p->ep[i], p->expect, p->role,
-					  p->timeout_ms, &p->conn, why, sizeof(why));
+			*rc = ctltls_dial(p->tls, p->ep[i], p->expect, p->role, p->timeout_ms,
+					  &p->conn, why, sizeof(why));
 			if (*rc < 0) {
 				json_decref(a);
 				json_util_fail(err, errlen, "%s", why);

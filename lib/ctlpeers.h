@@ -50,7 +50,8 @@ struct ctl_peers {
  * Parse list (1 to CTL_PEERS_MAX endpoints separated by commas, all tls:// endpoints or
  * all socket paths, none empty and none twice) into p, with no connection.
  *
- * @param err  One line naming the element at fault ("endpoint 2 of 'a,,b': empty").
+ * @param err  One line naming the element at fault ("control endpoint 2 of the list is
+ *             empty").
  * @return     0, or -EINVAL with err filled.
  */
 int ctl_peers_parse(struct ctl_peers *p, const char *list, char *err, size_t errlen);

@@ -762,21 +762,20 @@ test_peers_parse(void)
 
 	peers_bad(NULL, "no control endpoint");
 	peers_bad("", "no control endpoint");
-	peers_bad("tls://a:1,,tls://b:2", "endpoint 2 of 'tls://a:1,,tls://b:2': empty");
-	peers_bad(",tls://a:1", "endpoint 1 of ',tls://a:1': empty");
-	peers_bad("tls://a:1,", "endpoint 2 of 'tls://a:1,': empty");
+	peers_bad("tls://a:1,,tls://b:2", "control endpoint 2 of the list is empty");
+	peers_bad(",tls://a:1", "control endpoint 1 of the list is empty");
+	peers_bad("tls://a:1,", "control endpoint 2 of the list is empty");
 	peers_bad("a,b,c,d,e,f,g,h,i", "more than 8 control endpoints");
-	peers_bad("tls://a:1,/run/b.sock", "endpoint 2 of 'tls://a:1,/run/b.sock': '/run/b.sock' "
-					   "mixes a socket path and tls:// endpoints");
-	peers_bad("/run/b.sock,tls://a:1", "endpoint 2");
-	peers_bad("tls://a:1,tls://b", "endpoint 2 of 'tls://a:1,tls://b': ");
-	peers_bad("tls://a:1,tls://b:99999", "endpoint 2");
-	peers_bad("tls://a:1,tls://b:2,tls://a:1", "endpoint 3 of 'tls://a:1,tls://b:2,tls://a:1': "
-						   "'tls://a:1' is given twice");
+	peers_bad("tls://a:1,/run/b.sock", "control endpoint 2 of the list, '/run/b.sock': mixes "
+					   "a socket path and tls:// endpoints");
+	peers_bad("/run/b.sock,tls://a:1", "control endpoint 2 of the list, 'tls://a:1': mixes");
+	peers_bad("tls://a:1,tls://b", "control endpoint 2 of the list, 'tls://b': ");
+	peers_bad("tls://a:1,tls://b:99999", "control endpoint 2 of the list, 'tls://b:99999': ");
+	peers_bad("tls://a:1,tls://b:2,tls://a:1",
+		  "control endpoint 3 of the list, 'tls://a:1': given twice");
 	memset(long_ep, 'x', sizeof(long_ep) - 1);
 	long_ep[sizeof(long_ep) - 1] = '\0';
-	peers_bad(long_ep, "endpoint 1 of ");
-	peers_bad(long_ep, "longer than 300 bytes");
+	peers_bad(long_ep, "control endpoint 1 of the list: longer than 300 bytes");
 }
 
 /* A local TCP port with a socket bound to it but not listening: connecting is refused,
