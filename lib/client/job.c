@@ -42,8 +42,8 @@ control_call(const struct gr_control_opts *o, const char *op, json_t *args, int 
 		return NULL;
 	}
 	ctl_peers_setup(&peers, tls, o->server_name != NULL ? o->server_name : "control",
-			CTLTLS_ROLE_CONTROL,
-			o->timeout_ms > 0 ? o->timeout_ms : GR_JOIN_TIMEOUT_MS, false);
+			CTLTLS_ROLE_CONTROL, o->timeout_ms > 0 ? o->timeout_ms : GR_JOIN_TIMEOUT_MS,
+			false);
 	r = ctl_peers_call(&peers, op, args, 0, err, errlen);
 	if (r == NULL) {
 		*rc = -errno;

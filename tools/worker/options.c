@@ -116,6 +116,20 @@ usage(FILE *f)
 		"files.\n");
 }
 
+/* --control's list of endpoints (lib/ctlpeers.h): 0, or -1 after a line naming the bad
+ * element. */
+static int
+control_list_check(const char *list)
+{
+	struct ctl_peers peers;
+	char err[CTL_ERR_MAX];
+
+	if (ctl_peers_parse(&peers, list, err, sizeof(err)) == 0)
+		return 0;
+	cli_error(PROG, "--control: %s", err);
+	return -1;
+}
+
 static int
 parse_u32(const char *name, const char *s, uint64_t min, uint64_t max, uint32_t *out)
 {
@@ -380,13 +394,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 		return -1;
 	}
 	if (o->control != NULL) {
-		struct ctl_peers peers;
-		char err[CTL_ERR_MAX];
-
-		if (ctl_peers_parse(&peers, o->control, err, sizeof(err)) != 0) {
-			cli_error(PROG, "--control: %s", err);
+		if (control_list_check(o->control) != 0)
 			return -1;
-		}
 		o->follow = true;
 	}
 	if (o->output != NULL && o->n_ids != 1) {
