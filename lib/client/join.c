@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -17,6 +18,9 @@
 #include "ctltls.h"
 #include "georeduce.h"
 #include "jsonutil.h"
+
+/* How often gr_join_config() asks again while no replica of the control process leads. */
+#define JOIN_LEADERLESS_MS 200
 
 struct gr_join {
 	struct ctl_peers peers; /* the control endpoints, the one that answered last */
@@ -241,10 +245,23 @@ gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err,
 	int rc;
 
 	/* Epoch 0 is never live: "after 0" answers with the first live epoch. An elastic
-	 * worker's long polls are short (its renewals): asked again until wait_ms. */
-	do
+	 * worker's long polls are short (its renewals): asked again until wait_ms. While no
+	 * replica of a replicated control process leads (EAGAIN from every one: an
+	 * election), asked again every JOIN_LEADERLESS_MS until wait_ms too. */
+	for (;;) {
+		int64_t left;
+
 		rc = gr_join_wait(j, 0, (int)(until - clock_now_ms()), cfg, err, errlen);
-	while (rc == 0 && j->elastic && clock_now_ms() < until);
+		left = until - clock_now_ms();
+		if (left <= 0 || !((rc == 0 && j->elastic) || rc == -EAGAIN))
+			break;
+		if (rc == -EAGAIN) {
+			int64_t ms = left < JOIN_LEADERLESS_MS ? left : JOIN_LEADERLESS_MS;
+			struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+
+			nanosleep(&ts, NULL);
+		}
+	}
 	if (rc == 0) {
 		json_util_fail(err, errlen,
 			       "%s: job %u has no live epoch for worker %u after "
