@@ -342,7 +342,7 @@ wan_part() {
 	done
 	ep1=$(st "$new" ".jobs[] | select(.job == $job) | .epoch")
 	ctl job --socket "$lst" update "$job" '{"options": {"max_trees": 1}}' >/dev/null &&
-		ok "job $job updated through the list (its first endpoints dead)" ||
+		ok "job $job updated through the list (its first endpoint dead, the old leader dead)" ||
 		not_ok "job update through $lst"
 	for _ in $(seq 600); do
 		ep2=$(st "$new" ".jobs[] | select(.job == $job) | .epoch")
