@@ -55,6 +55,16 @@ expect 2 "--all-workers twice the same" w --worker-id 11 --all-workers 11,11
 expect 2 "--output with two workers" w --worker-id 11 --worker-id 12 --output "$tmp/o"
 expect 2 "--input with --all-workers" w --worker-id 11 --input "$tmp/t.json" --all-workers 11
 grep -q "exclude" "$tmp/err" && ok "names the conflict" || not_ok "conflict: $(cat "$tmp/err")"
+# A list of control endpoints (docs/CONTROL.md, "Several control endpoints"), refused
+# before anything connects, the element named.
+for bad in "tls://a:1,,tls://b:2|control endpoint 2 of the list is empty" \
+	"tls://a:1,tls://a:1|control endpoint 2 of the list, 'tls://a:1': given twice" \
+	"tls://a:1,/run/b.sock|mixes a socket path" \
+	"a,b,c,d,e,f,g,h,i|more than 8 control endpoints"; do
+	expect 2 "--control ${bad%%|*}" "$worker" --control "${bad%%|*}" --job 1 --worker-id 11
+	grep -qF "${bad#*|}" "$tmp/err" && ok "... says: ${bad#*|}" ||
+		not_ok "--control ${bad%%|*}: $(cat "$tmp/err")"
+done
 expect 2 "missing table" "$worker" --table "$tmp/none.json" --worker-id 11
 grep -q "none.json" "$tmp/err" && ok "names the table" || not_ok "missing table message"
 echo '{"format": "georeduce-table/1"' >"$tmp/bad.json"

@@ -4,7 +4,10 @@
 # local ports, stop_etcd stops it, start_etcd starts it again on the same ports and data;
 # start_replica NAME [OPTIONS...] starts `georeduce-control run` on $tmp/deploy.json with
 # --etcd (its pid in rpid[NAME], its log in $tmp/NAME.log); st NAME FILTER reads its
-# status; leader_of and wait_leader find the one replica that leads.
+# status; leader_of and wait_leader find the one replica that leads. With IN_NS set to a
+# network namespace, etcd and the replicas run in it; DEPLOY is the deployment file
+# ($tmp/deploy.json unless set).
+# (ip netns exec execs the command: the pids stay those of etcd and the replicas.)
 
 # MEMBERS etcd members (1 or 3; default 1), member i on client port EC[i] and peer port
 # EP[i], its data in $tmp/etcd-i, its pid in etcd_pids[i]; ETCD the client URLs, comma-
@@ -17,7 +20,7 @@ start_member() {
 	for k in $(seq 0 $((MEMBERS - 1))); do
 		cluster="$cluster${cluster:+,}e$k=http://127.0.0.1:${EP[k]}"
 	done
-	etcd --name "e$i" --data-dir "$tmp/etcd-$i" \
+	${IN_NS:+ip netns exec $IN_NS} etcd --name "e$i" --data-dir "$tmp/etcd-$i" \
 		--listen-client-urls "http://127.0.0.1:${EC[i]}" \
 		--advertise-client-urls "http://127.0.0.1:${EC[i]}" \
 		--listen-peer-urls "http://127.0.0.1:${EP[i]}" \
@@ -36,7 +39,7 @@ start_etcd() {
 		for i in $(seq 0 $((MEMBERS - 1))); do
 			kill -0 "${etcd_pids[i]}" 2>/dev/null || return 1
 		done
-		ETCDCTL_API=3 etcdctl --endpoints "$ETCD" --dial-timeout 1s endpoint health \
+		ETCDCTL_API=3 ${IN_NS:+ip netns exec $IN_NS} etcdctl --endpoints "$ETCD" --dial-timeout 1s endpoint health \
 			>/dev/null 2>&1 && return 0
 		sleep 0.2
 	done
@@ -98,7 +101,7 @@ declare -A rpid
 start_replica() { # NAME [OPTIONS...]
 	local name=$1
 	shift
-	"$CONTROL" run "$tmp/deploy.json" --socket "$tmp/$name.sock" \
+	${IN_NS:+ip netns exec $IN_NS} "$CONTROL" run "${DEPLOY:-$tmp/deploy.json}" --socket "$tmp/$name.sock" \
 		--etcd "http://127.0.0.1:1,$ETCD" --etcd-prefix "/$P" --name "$name" "$@" \
 		2>>"$tmp/$name.log" &
 	rpid[$name]=$!

@@ -13,12 +13,20 @@
 # deposed within its lease), each says why, the gateways keep their epochs; etcd back: a
 # leader again, the job still live. Then etcd over mutual TLS (https, a client
 # certificate): a replica leads; one without a client certificate cannot and says why.
+# Then clients given all replicas' endpoints (docs/CONTROL.md, "Several control
+# endpoints"), on the emulated WAN with TLS (root and network namespaces; skipped
+# otherwise): two georeduce-worker processes whose list starts with a dead endpoint and a
+# follower run a job's rounds; the leader SIGKILLed mid-run, their next rounds complete,
+# bit-exact, and they follow the new leader (their connections are there, and an epoch
+# it installs reaches them); `georeduce-control status` given a dead endpoint first
+# answers and names the leader and term.
 #
-#   replicas_e2e.sh CONTROL DATAPLANE DPCTL
+#   replicas_e2e.sh CONTROL DATAPLANE DPCTL WORKER
 set -u
 CONTROL=$1
 DP=$2
 DPCTL=$3
+WK=$4
 source "$(dirname "$0")/clilib.sh"
 P=grr$$
 source "$(dirname "$0")/nulldp.sh"
@@ -247,6 +255,136 @@ done
 [ "$(st t3 .election.role)" = follower ] && [ "$why" != null ] &&
 	ok "a replica without a client certificate does not lead, and says: $why" ||
 	not_ok "replica without a client certificate: $(st t3 '.election | tojson')"
-[ "$fails" -eq 0 ] || { tail -n 30 "$tmp"/r?.log; }
+for r in t1 t2 t3; do kill -TERM "${rpid[$r]}" 2>/dev/null; done
+stop_etcd
+
+# ---- workers and tools given every replica's endpoint, on the emulated WAN ----------------
+wan_part() {
+	local ns api host ports=() lst status_out old new e0 e1 k job ep1 ep2 done2
+	D=$tmp/wan
+	mkdir -p "$D"
+	GEOREDUCE_ROOT=$(pwd)
+	# shellcheck source=../scripts/lib/wan.sh
+	. scripts/lib/wan.sh
+	trap 'wan_down "$tmp/wan"; nulldp_cleanup' EXIT
+	wan_up_tls3 "$D" "$(cd "$(dirname "$CONTROL")/../.." && pwd)" replicas-e2e 0.05 \
+		--jobs mtree --elements 16384 --slots-max 1024 --prefix "grw$$" ||
+		{ not_ok "the emulated WAN did not come up"; return 1; }
+	ns=$(wan_ctl "$D" ns)
+	api=$(wan_ctl "$D" api)
+	host=${api#tls://}
+	host=${host%:*}
+	K=$(wan_ctl "$D" pki)
+	IN_NS=$ns DEPLOY=$D/deployment.json MEMBERS=1
+	etcd_first || { not_ok "etcd in the control namespace"; return 1; }
+	# Three replicas on the control host, each its own API port; 7319 is nobody's.
+	for k in 1 2 3; do
+		ports[k]=$((7310 + k))
+		start_replica "w$k" --listen "$host:${ports[k]}" "${REPLICA[@]}"
+	done
+	must_lead "on the WAN: one leader among three replicas" w1 w2 w3
+	old=$leader
+	term1=$(st "$old" .election.term)
+	# The list: a dead endpoint, the followers, the leader last.
+	lst=tls://$host:7319
+	for k in 1 2 3; do [ "w$k" = "$old" ] || lst=$lst,tls://$host:${ports[k]}; done
+	lst=$lst,tls://$host:${ports[${old#w}]}
+	jq -c '.jobs[0] | del(.id) | .workers |= map(.port += 5)' "$D/deployment.json" \
+		>"$D/job.json"
+	ctl() { ip netns exec "$ns" "$CONTROL" "$@" --cert "$K/control.pem" \
+		--key "$K/control.key" --ca "$K/ca.pem"; }
+	job=$(ctl job --socket "$lst" create "$D/job.json" | sed -n 's/^job \([0-9]*\) created.*/\1/p')
+	[ -n "$job" ] && ok "job $job created through the list $lst" ||
+		{ not_ok "job create through $lst"; return 1; }
+	for _ in $(seq 300); do
+		[ "$(st "$old" ".jobs[] | select(.job == $job) | .state")" = live ] && break
+		sleep 0.2
+	done
+	for s in 0 1; do
+		ip netns exec "grw$$-s$s" "$WK" --control "$lst" --job "$job" \
+			--cert "$K/workers-site$s.pem" --key "$K/workers-site$s.key" --ca "$K/ca.pem" \
+			--worker-id $((1000 + 100 * s)) --rounds 1000000 --timeout 20 \
+			>"$D/w$s.out" 2>&1 &
+		pids+=($!)
+		eval "w$s=\$!"
+	done
+	verified() { grep -c "contributors, verified" "$1" 2>/dev/null || echo 0; }
+	for _ in $(seq 600); do
+		[ "$(verified "$D/w0.out")" -ge 20 ] && [ "$(verified "$D/w1.out")" -ge 20 ] && break
+		sleep 0.1
+	done
+	[ "$(verified "$D/w0.out")" -ge 20 ] && [ "$(verified "$D/w1.out")" -ge 20 ] &&
+		ok "two workers given $lst run rounds of job $job, exact" ||
+		{ not_ok "workers' rounds: $(tail -n 2 "$D"/w?.out)"; return 1; }
+	[ "$(st "$old" .api.connections.worker)" = 2 ] &&
+		ok "their connections are at the leader $old" ||
+		not_ok "the leader's worker connections: $(st "$old" .api.connections)"
+
+	kill -KILL "${rpid[$old]}"
+	e0=$(verified "$D/w0.out") e1=$(verified "$D/w1.out")
+	followers=$(echo w1 w2 w3 | tr ' ' '\n' | grep -v "^$old$" | tr '\n' ' ')
+	# shellcheck disable=SC2086 # the names, split
+	must_lead "on the WAN: after SIGKILL of $old, a new leader" $followers
+	new=$leader
+	# The workers' next calls find the new leader (a follower names it, or it is next).
+	for _ in $(seq 300); do
+		[ "$(st "$new" .api.connections.worker)" = 2 ] && break
+		sleep 0.2
+	done
+	[ "$(st "$new" .api.connections.worker)" = 2 ] &&
+		ok "both workers' connections moved to the new leader $new" ||
+		not_ok "the new leader's worker connections: $(st "$new" .api.connections)"
+	# An epoch the new leader installs reaches them through it (one tree instead of
+	# two): the gateways complete rounds of it, which only workers that have it run.
+	for _ in $(seq 300); do
+		[ "$(st "$new" ".jobs[] | select(.job == $job) | .state")" = live ] && break
+		sleep 0.2
+	done
+	ep1=$(st "$new" ".jobs[] | select(.job == $job) | .epoch")
+	ctl job --socket "$lst" update "$job" '{"options": {"max_trees": 1}}' >/dev/null &&
+		ok "job $job updated through the list (its first endpoint dead, the old leader dead)" ||
+		not_ok "job update through $lst"
+	for _ in $(seq 600); do
+		ep2=$(st "$new" ".jobs[] | select(.job == $job) | .epoch")
+		done2=$(st "$new" ".jobs[] | select(.job == $job) | .rounds.completed // 0 | floor")
+		[ "$ep2" != "$ep1" ] && [ "${done2:-0}" -ge 5 ] && break
+		sleep 0.1
+	done
+	[ "$ep2" != "$ep1" ] && [ "${done2:-0}" -ge 5 ] &&
+		ok "the new leader's epoch $ep2 (after $ep1) reached the workers: $done2 rounds of it done" ||
+		not_ok "the new leader's epoch: $ep1 -> $ep2, rounds of it $done2: $(tail -n 3 "$D"/w?.out)"
+	for _ in $(seq 600); do
+		[ "$(verified "$D/w0.out")" -ge $((e0 + 40)) ] &&
+			[ "$(verified "$D/w1.out")" -ge $((e1 + 40)) ] && break
+		sleep 0.1
+	done
+	kill -TERM "$w0" "$w1" 2>/dev/null
+	if [ "$(verified "$D/w0.out")" -ge $((e0 + 40)) ] &&
+		[ "$(verified "$D/w1.out")" -ge $((e1 + 40)) ] &&
+		! grep -qE "round [0-9]+: .*(not verified|wrong|mismatch)" "$D"/w?.out; then
+		ok "rounds after the failover: $(($(verified "$D/w0.out") - e0)) and $(($(verified "$D/w1.out") - e1)) more, every one exact"
+	else
+		not_ok "rounds after the failover: $(tail -n 3 "$D"/w?.out)"
+	fi
+
+	# status given a dead endpoint first answers, and names the leader and term.
+	status_out=$(ctl status --socket "tls://$host:7319,tls://$host:${ports[${new#w}]}" 2>&1)
+	term2=$(st "$new" .election.term)
+	echo "$status_out" | grep -q "replica $new, leader; leader $new at $host:${ports[${new#w}]}, term $term2" &&
+		ok "status --socket tls://dead,tls://alive answers: $(echo "$status_out" | sed -n 2p)" ||
+		not_ok "status through a dead endpoint: $(echo "$status_out" | head -3)"
+	expect 2 "status with an empty element in the list" "$CONTROL" status \
+		--socket "tls://$host:7319,,tls://$host:7311"
+	grep -q "control endpoint 2 of the list is empty" "$tmp/err" && ok "... naming it" ||
+		not_ok "empty element: $(cat "$tmp/err")"
+	stop_etcd
+}
+if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
+	echo "# the part on the emulated WAN needs root and network namespaces; skipped"
+else
+	wan_part
+fi
+
+[ "$fails" -eq 0 ] || { tail -n 30 "$tmp"/r?.log "$tmp"/w?.log 2>/dev/null; }
 echo "1..$n"
 [ "$fails" -eq 0 ]

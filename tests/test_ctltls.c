@@ -9,7 +9,9 @@
  * certificate taken, a broken file, a key of another certificate, a bad or foreign CRL,
  * a CRL revoking the context's own certificate each leaving the old files in use;
  * connections made before going on), and a server refusing a certificate its CRL
- * revokes once reloaded, with the certificate named in the log line.
+ * revokes once reloaded, with the certificate named in the log line. Lists of control
+ * endpoints (lib/ctlpeers.h): their parsing and bad lists, and calls that fail over past
+ * a dead endpoint and a follower (to the leader it names), each endpoint once per call.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,6 +30,7 @@
 #include <openssl/ssl.h>
 
 #include "ctlmsg.h"
+#include "ctlpeers.h"
 #include "ctlsrv.h"
 #include "ctltls.h"
 #include "testutil.h"
@@ -45,6 +48,8 @@ static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct ctlsrv_ref parked; /* the deferred "wait" request */
 static bool have_parked;
 static uint32_t parked_id;
+static atomic_int follow_left;  /* refusals as a follower still to answer */
+static char leader_at[192];     /* the leader those refusals name: a socket path */
 
 static const char *
 path_of(const char *name, const char *ext)
@@ -84,6 +89,16 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 		have_parked = true;
 		return NULL;
 	}
+	if (atomic_load(&follow_left) > 0) { /* as a replica that follows (docs/CONTROL.md) */
+		atomic_fetch_sub(&follow_left, 1);
+		r = ctl_reply_error(true, id, EAGAIN, "field 'op': '%s' goes to the leader", op);
+		json_object_set_new(r, "leader", json_pack("{s:s,s:s}", "address", "",
+							   "socket", leader_at));
+		json_object_set_new(r, "term", json_integer(7));
+		return r;
+	}
+	if (op != NULL && strcmp(op, "busy") == 0) /* an EAGAIN of the leader: an answer */
+		return ctl_reply_error(true, id, EAGAIN, "no live epoch yet");
 	r = ctl_reply_ok(id);
 	if (op != NULL && strcmp(op, "kick") == 0 && have_parked) {
 		json_t *w = ctl_reply_ok(parked_id);
@@ -713,6 +728,137 @@ test_reload_server_crl(void)
 	CHECK(ctltls_ctx_reloads(server_ctx) == 1, "one reload");
 }
 
+/* A list that ctl_peers_parse() refuses, with want in its error. */
+static void
+peers_bad(const char *list, const char *want)
+{
+	struct ctl_peers p;
+	char err[CTL_ERR_MAX] = "";
+	int rc = ctl_peers_parse(&p, list, err, sizeof(err));
+
+	CHECK(rc == -EINVAL && strstr(err, want) != NULL, "'%s': rc %d, '%s' (want '%s')",
+	      list != NULL ? list : "(null)", rc, err, want);
+}
+
+/* Lists of endpoints: one, eight, socket paths; and those refused, the element named. */
+static void
+test_peers_parse(void)
+{
+	char err[CTL_ERR_MAX] = "", long_ep[CTL_PEER_MAX + 16];
+	struct ctl_peers p;
+	int rc;
+
+	rc = ctl_peers_parse(&p, "tls://a:7310", err, sizeof(err));
+	CHECK(rc == 0 && p.n == 1 && strcmp(p.ep[0], "tls://a:7310") == 0, "one: %s", err);
+	rc = ctl_peers_parse(&p,
+			     "tls://a:1,tls://b:2,tls://[::1]:3,tls://10.0.0.4:4,tls://e:5,"
+			     "tls://f:6,tls://g:7,tls://h:8",
+			     err, sizeof(err));
+	CHECK(rc == 0 && p.n == 8 && strcmp(p.ep[2], "tls://[::1]:3") == 0 &&
+		      strcmp(p.ep[7], "tls://h:8") == 0 && strcmp(ctl_peers_current(&p), p.ep[0]) == 0,
+	      "eight: %s", err);
+	rc = ctl_peers_parse(&p, "/run/a.sock,/run/b.sock", err, sizeof(err));
+	CHECK(rc == 0 && p.n == 2 && strcmp(p.ep[1], "/run/b.sock") == 0, "paths: %s", err);
+
+	peers_bad(NULL, "no control endpoint");
+	peers_bad("", "no control endpoint");
+	peers_bad("tls://a:1,,tls://b:2", "control endpoint 2 of the list is empty");
+	peers_bad(",tls://a:1", "control endpoint 1 of the list is empty");
+	peers_bad("tls://a:1,", "control endpoint 2 of the list is empty");
+	peers_bad("a,b,c,d,e,f,g,h,i", "more than 8 control endpoints");
+	peers_bad("tls://a:1,/run/b.sock", "control endpoint 2 of the list, '/run/b.sock': mixes "
+					   "a socket path and tls:// endpoints");
+	peers_bad("/run/b.sock,tls://a:1", "control endpoint 2 of the list, 'tls://a:1': mixes");
+	peers_bad("tls://a:1,tls://b", "control endpoint 2 of the list, 'tls://b': ");
+	peers_bad("tls://a:1,tls://b:99999", "control endpoint 2 of the list, 'tls://b:99999': ");
+	peers_bad("tls://a:1,tls://b:2,tls://a:1",
+		  "control endpoint 3 of the list, 'tls://a:1': given twice");
+	memset(long_ep, 'x', sizeof(long_ep) - 1);
+	long_ep[sizeof(long_ep) - 1] = '\0';
+	peers_bad(long_ep, "control endpoint 1 of the list: longer than 300 bytes");
+}
+
+/* A local TCP port with a socket bound to it but not listening: connecting is refused,
+ * and no other process takes the port while fd is open. */
+static int
+dead_port(unsigned int *port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, al) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &al) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+/* Calls over lists: past a dead endpoint (then the live one first), past a follower to
+ * the leader it names (the dead endpoint between them not tried), all followers (EAGAIN,
+ * each tried once), an EAGAIN without "leader" taken as the answer. */
+static void
+test_peers_failover(void)
+{
+	struct ctltls_ctx *cx = client_ctx("control", path_of("ca", "pem"));
+	char err[CTL_ERR_MAX], list[640], alias[192];
+	unsigned int port = 0;
+	int fd = dead_port(&port);
+	struct ctl_peers p;
+	json_t *r;
+
+	CHECK(fd >= 0 && cx != NULL, "setup");
+	snprintf(list, sizeof(list), "tls://127.0.0.1:%u,%s", port, endpoint);
+	CHECK(ctl_peers_parse(&p, list, err, sizeof(err)) == 0, "%s", err);
+	ctl_peers_setup(&p, cx, "gw", CTLTLS_ROLE_GATEWAY, 3000, true);
+	r = ctl_peers_call(&p, "ping", NULL, 0, err, sizeof(err));
+	CHECK(r != NULL && p.tried == 2 && strcmp(ctl_peers_current(&p), endpoint) == 0,
+	      "past a dead endpoint: %s, tried %u", r != NULL ? "ok" : err, p.tried);
+	json_decref(r);
+	r = ctl_peers_call(&p, "ping", json_object(), 0, err, sizeof(err));
+	CHECK(r != NULL && p.tried == 1, "then the live one first: tried %u", p.tried);
+	json_decref(r);
+
+	atomic_store(&follow_left, 100); /* it follows: then the dead one, the last error */
+	r = ctl_peers_call(&p, "ping", NULL, 0, err, sizeof(err));
+	CHECK(r == NULL && errno == ECONNREFUSED && p.tried == 2 && strstr(err, "refused"),
+	      "a follower and a dead endpoint: tried %u: %s", p.tried, err);
+	atomic_store(&follow_left, 0);
+	ctl_peers_close(&p);
+
+	/* A follower (an alias of the socket) names the leader (the socket itself). */
+	snprintf(alias, sizeof(alias), "%s/alias.sock", dir);
+	snprintf(leader_at, sizeof(leader_at), "%s", sock_path);
+	CHECK(symlink(sock_path, alias) == 0, "symlink");
+	snprintf(list, sizeof(list), "%s,%s/dead.sock,%s", alias, dir, sock_path);
+	CHECK(ctl_peers_parse(&p, list, err, sizeof(err)) == 0, "%s", err);
+	ctl_peers_setup(&p, NULL, NULL, CTLTLS_ROLE_CONTROL, 3000, false);
+	atomic_store(&follow_left, 1);
+	r = ctl_peers_call(&p, "ping", NULL, 0, err, sizeof(err));
+	CHECK(r != NULL && json_is_true(json_object_get(r, "ok")) && p.tried == 2 &&
+		      strcmp(ctl_peers_current(&p), sock_path) == 0,
+	      "to the leader named: %s, tried %u", r != NULL ? "ok" : err, p.tried);
+	json_decref(r);
+	CHECK(!p.open, "no connection kept");
+	snprintf(list, sizeof(list), "%s,%s", alias, sock_path);
+	CHECK(ctl_peers_parse(&p, list, err, sizeof(err)) == 0, "%s", err);
+	ctl_peers_setup(&p, NULL, NULL, CTLTLS_ROLE_CONTROL, 3000, false);
+	atomic_store(&follow_left, 100); /* both follow */
+	r = ctl_peers_call(&p, "ping", NULL, 0, err, sizeof(err));
+	CHECK(r == NULL && errno == EAGAIN && p.tried == 2 && strstr(err, "goes to the leader"),
+	      "all followers: tried %u: %s", p.tried, err);
+	atomic_store(&follow_left, 0);
+	r = ctl_peers_call(&p, "busy", NULL, 0, err, sizeof(err));
+	CHECK(r != NULL && !ctl_peers_refused(r) && p.tried == 1,
+	      "an EAGAIN without a leader is an answer: tried %u", p.tried);
+	json_decref(r);
+	close(fd);
+	ctltls_ctx_free(cx);
+}
+
 int
 main(void)
 {
@@ -727,6 +873,8 @@ main(void)
 		{ "a client context reloaded: renewal, bad files, CRLs", test_reload_client },
 		{ "a server reloaded with a CRL refuses a revoked certificate",
 		  test_reload_server_crl },
+		{ "lists of control endpoints: parsed, bad ones refused", test_peers_parse },
+		{ "lists of control endpoints: calls fail over", test_peers_failover },
 	};
 	int rc;
 

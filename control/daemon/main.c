@@ -11,7 +11,8 @@
  *   georeduce-control replan [--socket PATH|tls://HOST:PORT] [--timeout-ms N] [JOB]
  *   georeduce-control reload-tls [--socket PATH|tls://HOST:PORT] [--timeout-ms N]
  *   georeduce-control job create|update|delete|list ... (jobcli.h)
- * (with a tls:// endpoint: --cert FILE --key FILE --ca FILE [--server-name NAME])
+ * (with a tls:// endpoint: --cert FILE --key FILE --ca FILE [--server-name NAME]; the
+ * client commands take a comma-separated list of the replicas' endpoints, lib/ctlpeers.h)
  *
  * Exit status: 0 success; 1 valid input on which the work failed (no plan fits, the daemon
  * could not start, the daemon answered with an error); 2 bad options or files, or no
@@ -33,6 +34,7 @@
 
 #include "cli.h"
 #include "ctlmsg.h"
+#include "ctlpeers.h"
 #include "ctltls.h"
 #include "daemon.h"
 #include "deploy.h"
@@ -105,7 +107,10 @@ usage(FILE *f)
 		"%s"
 		"\n"
 		"  --socket PATH   the daemon's control socket        [" DAEMON_SOCKET_DEFAULT "]\n"
-		"                  or, for status, replan and job, tls://HOST:PORT (its --listen)\n"
+		"                  or, for status, replan and job, tls://HOST:PORT (its "
+		"--listen);\n"
+		"                  for those, a comma-separated list of the replicas' endpoints\n"
+		"                  (up to 8; each call fails over: docs/CONTROL.md)\n"
 		"  --cert FILE, --key FILE, --ca FILE  with tls://: a certificate of role\n"
 		"                  control (monitor: status only), its key, the CA\n"
 		"  --crl FILE      with tls://: the CA's CRL; a revoked daemon certificate\n"
@@ -521,46 +526,53 @@ cmd_run(const struct opts *o, char **argv)
 	return rc == 0 ? 0 : CLI_EXIT_FAIL;
 }
 
-/* A connection to the daemon: its endpoint and, for tls://, the client context. */
+/* A connection to the daemon: its endpoints (the replicas of a replicated control
+ * process, lib/ctlpeers.h) and, for tls://, the client context. */
 struct dconn {
 	struct ctltls_ctx *tls;
-	struct install_gw gw;
+	struct ctl_peers peers;
 };
 
-/* Set up c for o's endpoint (nothing connects yet); 0, or CLI_EXIT_USAGE after a line. */
+/* Set up c for o's endpoints (nothing connects yet); 0, or CLI_EXIT_USAGE after a line. */
 static int
 dconn_open(const struct opts *o, struct dconn *c)
 {
+	char err[CTL_ERR_MAX];
+
 	c->tls = NULL;
+	if (ctl_peers_parse(&c->peers, o->socket, err, sizeof(err)) != 0) {
+		cli_error(PROG, "--socket: %s", err);
+		return CLI_EXIT_USAGE;
+	}
 	if (tls_opts_client_ctx(&o->tls_opts, PROG, o->socket, &c->tls) != 0)
 		return CLI_EXIT_USAGE;
-	install_gw_init(&c->gw, "daemon", o->socket);
-	install_gw_tls(&c->gw, c->tls,
-		       o->tls_opts.server_name != NULL ? o->tls_opts.server_name : "control",
-		       CTLTLS_ROLE_CONTROL);
+	ctl_peers_setup(&c->peers, c->tls,
+			o->tls_opts.server_name != NULL ? o->tls_opts.server_name : "control",
+			CTLTLS_ROLE_CONTROL, o->timeout_ms, true);
 	return 0;
 }
 
 static void
 dconn_close(struct dconn *c)
 {
-	install_gw_close(&c->gw);
+	ctl_peers_close(&c->peers);
 	ctltls_ctx_free(c->tls);
 	c->tls = NULL;
 }
 
-/* One call on c (connecting if needed); the ok response, or NULL with err filled and
- * *status set: CLI_EXIT_USAGE when the daemon did not answer, CLI_EXIT_FAIL when it
- * answered with an error. */
+/* One call on c (connecting if needed, failing over between its endpoints); the ok
+ * response, or NULL with err filled and *status set: CLI_EXIT_USAGE when no endpoint
+ * answered, CLI_EXIT_FAIL when one answered with an error (a follower's refusal
+ * included). */
 static json_t *
-dconn_call(const struct opts *o, struct dconn *c, const char *op, json_t *args, int *status,
-	   char *err, size_t errlen)
+dconn_call(struct dconn *c, const char *op, json_t *args, int *status, char *err, size_t errlen)
 {
-	json_t *r = install_call(&c->gw, op, args, o->timeout_ms, err, errlen);
+	json_t *r;
 	int errnum;
 
+	r = ctl_peers_call(&c->peers, op, args, 0, err, errlen);
 	if (r == NULL) {
-		*status = CLI_EXIT_USAGE;
+		*status = errno == EAGAIN ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
 		return NULL;
 	}
 	if (!install_resp_ok(r, op, &errnum, err, errlen)) {
@@ -585,7 +597,7 @@ call_daemon(const struct opts *o, const char *op, json_t *args, int *status)
 		json_decref(args);
 		return NULL;
 	}
-	r = dconn_call(o, &c, op, args, status, err, sizeof(err));
+	r = dconn_call(&c, op, args, status, err, sizeof(err));
 	dconn_close(&c);
 	if (r == NULL)
 		cli_error(PROG, "%s", err);
@@ -628,7 +640,7 @@ cmd_watch(const struct opts *o)
 		printf("\033[?25l\033[H\033[2J"); /* hide the cursor, clear the screen */
 	while (!watch_stop && (o->count == 0 || refresh < o->count)) {
 		struct timespec ts;
-		json_t *r = dconn_call(o, &c, "status", NULL, &status, err, sizeof(err));
+		json_t *r = dconn_call(&c, "status", NULL, &status, err, sizeof(err));
 
 		if (r == NULL) {
 			if (watch_stop)
@@ -669,8 +681,8 @@ cmd_watch(const struct opts *o)
 					fprintf(f, "\033[H");
 				else if (refresh > 1)
 					fprintf(f, "\n");
-				status_print_watch(f, r, o->socket, o->interval_s, refresh,
-						   tty ? "\033[K" : "");
+				status_print_watch(f, r, ctl_peers_current(&c.peers), o->interval_s,
+						   refresh, tty ? "\033[K" : "");
 				if (tty)
 					fprintf(f, "\033[J");
 				if (fclose(f) == 0)

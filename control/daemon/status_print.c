@@ -66,26 +66,30 @@ print_causes(const char *head, const json_t *o)
 		       json_integer_value(v));
 }
 
-/* With --etcd: one line on the election (docs/DEPLOYMENT.md, "Replicas on etcd"). */
+/* With --etcd: one line on the election (docs/DEPLOYMENT.md, "Replicas on etcd"): the
+ * replica that answered, its role, the leader it knows (its name and API address, or the
+ * leader key's raw value) and the term; each line ends with eol. */
 static void
-election_print(const json_t *el)
+election_print(FILE *f, const json_t *el, const char *eol)
 {
 	const json_t *ld = json_object_get(el, "leader");
 	const char *addr = json_string_value(json_object_get(ld, "address"));
 
 	if (!json_is_object(el))
 		return;
-	printf("replica %s, %s; ", json_string_value(json_object_get(el, "name")),
-	       json_string_value(json_object_get(el, "role")));
-	if (json_is_object(ld))
-		printf("leader %s%s%s, term %" JSON_INTEGER_FORMAT "\n",
-		       json_string_value(json_object_get(ld, "name")),
-		       addr != NULL && addr[0] != '\0' ? " at " : "", addr != NULL ? addr : "",
-		       json_integer_value(json_object_get(el, "term")));
+	fprintf(f, "replica %s, %s; ", json_string_value(json_object_get(el, "name")),
+		json_string_value(json_object_get(el, "role")));
+	if (json_is_object(ld) || json_is_string(ld))
+		fprintf(f, "leader %s%s%s, term %" JSON_INTEGER_FORMAT "%s\n",
+			json_is_string(ld) ? json_string_value(ld) :
+					     json_string_value(json_object_get(ld, "name")),
+			addr != NULL && addr[0] != '\0' ? " at " : "", addr != NULL ? addr : "",
+			json_integer_value(json_object_get(el, "term")), eol);
 	else
-		printf("no leader now\n");
+		fprintf(f, "no leader now%s\n", eol);
 	if (json_is_string(json_object_get(el, "etcd_error")))
-		printf("  etcd: %s\n", json_string_value(json_object_get(el, "etcd_error")));
+		fprintf(f, "  etcd: %s%s\n", json_string_value(json_object_get(el, "etcd_error")),
+			eol);
 }
 
 void
@@ -101,7 +105,7 @@ status_print(const json_t *r)
 	       json_string_value(json_object_get(r, "topology")), NUM(r, "uptime_s", "%.1f", a),
 	       json_integer_value(json_object_get(r, "heartbeat_ms")),
 	       json_integer_value(json_object_get(r, "fail_after")));
-	election_print(json_object_get(r, "election"));
+	election_print(stdout, json_object_get(r, "election"), "");
 	printf("\ngateways\n  %-16s %5s %-15s %-7s %14s %8s %9s %9s\n", "gateway", "id", "ipv4",
 	       "state", "last heartbeat", "rtt ms", "rx Gbit/s", "tx Gbit/s");
 	json_array_foreach (json_object_get(r, "gateways"), i, g) {
@@ -234,6 +238,7 @@ status_print_watch(FILE *f, const json_t *r, const char *endpoint, double interv
 		refresh, interval_s, when, eol);
 	fprintf(f, "deployment %s, topology %s, control process up %s s%s\n", strv(r, "deployment"),
 		strv(r, "topology"), NUM(r, "uptime_s", "%.1f", a), eol);
+	election_print(f, json_object_get(r, "election"), eol);
 	json_array_foreach (json_object_get(r, "gateways"), i, g) {
 		const char *st = strv(g, "state");
 

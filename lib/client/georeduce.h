@@ -336,6 +336,8 @@ struct gr_join *gr_join_open(const struct gr_join_opts *o, char *err, size_t err
  *
  * @return  0 with cfg filled; -ETIMEDOUT (no live epoch in time), or another negative
  *          errno with err filled (after a broken connection the next call reconnects).
+ *          While no replica of a replicated control process leads (each refuses with
+ *          EAGAIN), it asks again every 200 ms until wait_ms: -EAGAIN if none led by then.
  */
 int gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err, size_t errlen);
 

@@ -2,7 +2,8 @@
  *
  * A launcher's jobs through the control process (georeduce.h, docs/CONTROL.md, "Jobs
  * through the API"): job_create, job_update and job_delete over the control protocol
- * (lib/ctlmsg.h), on TLS 1.3 (lib/ctltls.h) or a unix socket, one connection per call.
+ * (lib/ctlmsg.h), on TLS 1.3 (lib/ctltls.h) or a unix socket, one connection per call,
+ * failing over between the control endpoints of a list (lib/ctlpeers.h).
  * The caller's thread. No DPDK.
  */
 #include <errno.h>
@@ -13,58 +14,48 @@
 #include <jansson.h>
 
 #include "ctlmsg.h"
+#include "ctlpeers.h"
 #include "ctltls.h"
 #include "georeduce.h"
 #include "jsonutil.h"
 
-/* One call of op with args (stolen) on a new connection: the ok response (a new
- * reference), or NULL with *rc and err. */
+/* One call of op with args (stolen) on a new connection, to the endpoints of o's list by
+ * their failover rule: the ok response (a new reference), or NULL with *rc and err. */
 static json_t *
 control_call(const struct gr_control_opts *o, const char *op, json_t *args, int *rc, char *err,
 	     size_t errlen)
 {
-	int timeout = o->timeout_ms > 0 ? o->timeout_ms : GR_JOIN_TIMEOUT_MS;
 	struct ctltls_ctx *tls = NULL;
-	char why[CTL_ERR_MAX];
-	struct ctl_conn conn;
+	struct ctl_peers peers;
 	json_t *r = NULL;
 
 	if (args == NULL) {
 		*rc = json_util_failrc(-ENOMEM, err, errlen, "out of memory");
 		return NULL;
 	}
-	if (o->control == NULL || o->control[0] == '\0') {
-		json_decref(args);
-		*rc = json_util_failrc(-EINVAL, err, errlen, "no control endpoint");
-		return NULL;
-	}
-	*rc = ctltls_client_ctx(o->control, o->cert, o->key, o->ca, o->crl, &tls, err, errlen);
-	if (*rc == 0) {
-		*rc = ctltls_dial(tls, o->control,
-				  o->server_name != NULL ? o->server_name : "control",
-				  CTLTLS_ROLE_CONTROL, timeout, &conn, why, sizeof(why));
-		if (*rc < 0)
-			json_util_fail(err, errlen, "%s", why);
-	}
+	*rc = ctl_peers_parse(&peers, o->control, err, errlen);
+	if (*rc == 0)
+		*rc = ctltls_client_ctx(o->control, o->cert, o->key, o->ca, o->crl, &tls, err,
+					errlen);
 	if (*rc < 0) {
 		json_decref(args);
-		ctltls_ctx_free(tls);
 		return NULL;
 	}
-	r = ctl_conn_call(&conn, op, args, timeout, why, sizeof(why));
+	ctl_peers_setup(&peers, tls, o->server_name != NULL ? o->server_name : "control",
+			CTLTLS_ROLE_CONTROL, o->timeout_ms > 0 ? o->timeout_ms : GR_JOIN_TIMEOUT_MS,
+			false);
+	r = ctl_peers_call(&peers, op, args, 0, err, errlen);
 	if (r == NULL) {
 		*rc = -errno;
-		json_util_fail(err, errlen, "%s: %s", o->control, why);
 	} else if (!json_is_true(json_object_get(r, "ok"))) {
 		json_int_t e = json_integer_value(json_object_get(r, "errno"));
 
 		*rc = e > 0 && e < 4096 ? -(int)e : -EPROTO;
-		json_util_fail(err, errlen, "%s: %s: %s", o->control, op,
+		json_util_fail(err, errlen, "%s: %s: %s", ctl_peers_current(&peers), op,
 			       json_string_value(json_object_get(r, "error")));
 		json_decref(r);
 		r = NULL;
 	}
-	ctl_conn_fini(&conn);
 	ctltls_ctx_free(tls);
 	return r;
 }

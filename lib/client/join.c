@@ -8,24 +8,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
 #include "clock.h"
 #include "ctlmsg.h"
+#include "ctlpeers.h"
 #include "ctltls.h"
 #include "georeduce.h"
 #include "jsonutil.h"
 
+/* How often gr_join_config() asks again while no replica of the control process leads. */
+#define JOIN_LEADERLESS_MS 200
+
 struct gr_join {
-	char *control;
+	struct ctl_peers peers; /* the control endpoints, the one that answered last */
 	char *server_name;
 	struct ctltls_ctx *tls;
 	uint32_t job;
 	uint16_t worker_id;
-	int timeout_ms;
-	bool open;
-	struct ctl_conn conn;
 	bool elastic;    /* joined with gr_join_elastic(): renews its membership */
 	int64_t last_ms; /* monotonic ms of its last request */
 };
@@ -35,10 +37,8 @@ gr_join_close(struct gr_join *j)
 {
 	if (j == NULL)
 		return;
-	if (j->open)
-		ctl_conn_fini(&j->conn);
+	ctl_peers_close(&j->peers);
 	ctltls_ctx_free(j->tls);
-	free(j->control);
 	free(j->server_name);
 	free(j);
 }
@@ -52,58 +52,34 @@ join_fail(struct gr_join *j, int rc)
 	return NULL;
 }
 
-/* One request of op with the arguments args (a reference taken over; copied for a retry),
- * reconnecting once if the connection broke (the control process restarted). The ok
- * response (a new reference), or NULL with *rc and err. */
+/* One request of op with the arguments args (a reference taken over) to the control
+ * endpoints by their failover rule (lib/ctlpeers.h): reconnecting once if the connection
+ * broke (the control process restarted), another replica if one does not answer or
+ * follows. The ok response (a new reference), or NULL with *rc and err. */
 static json_t *
-join_rpc(struct gr_join *j, const char *op, json_t *args0, int wait_ms, int *rc, char *err,
+join_rpc(struct gr_join *j, const char *op, json_t *args, int wait_ms, int *rc, char *err,
 	 size_t errlen)
 {
-	char why[CTL_ERR_MAX];
-	json_t *r = NULL;
+	json_t *r;
 
-	if (args0 == NULL) {
+	if (args == NULL) {
 		*rc = -ENOMEM;
 		json_util_fail(err, errlen, "out of memory");
 		return NULL;
 	}
-	for (int attempt = 0; attempt < 2; attempt++) {
-		json_t *args = json_deep_copy(args0);
-
-		if (args == NULL) {
-			*rc = -ENOMEM;
-			json_util_fail(err, errlen, "out of memory");
-			break;
-		}
-		if (!j->open) {
-			*rc = ctltls_dial(j->tls, j->control, j->server_name, CTLTLS_ROLE_CONTROL,
-					  j->timeout_ms, &j->conn, why, sizeof(why));
-			if (*rc < 0) {
-				json_decref(args);
-				json_decref(args0);
-				json_util_fail(err, errlen, "%s", why);
-				return NULL;
-			}
-			j->open = true;
-		}
-		r = ctl_conn_call(&j->conn, op, args, j->timeout_ms + wait_ms, why, sizeof(why));
-		if (r != NULL)
-			break;
+	r = ctl_peers_call(&j->peers, op, args, wait_ms, err, errlen);
+	if (r == NULL) {
 		*rc = -errno;
-		json_util_fail(err, errlen, "%s: %s", j->control, why);
-		ctl_conn_fini(&j->conn);
-		j->open = false;
-	}
-	json_decref(args0);
-	if (r == NULL)
 		return NULL;
+	}
 	j->last_ms = clock_now_ms();
 	if (!json_is_true(json_object_get(r, "ok"))) {
 		json_int_t e = json_integer_value(json_object_get(r, "errno"));
 
 		*rc = e > 0 && e < 4096 ? -(int)e : -EPROTO;
-		json_util_fail(err, errlen, "%s: job %u worker %u: %s", j->control, j->job,
-			       j->worker_id, json_string_value(json_object_get(r, "error")));
+		json_util_fail(err, errlen, "%s: job %u worker %u: %s",
+			       ctl_peers_current(&j->peers), j->job, j->worker_id,
+			       json_string_value(json_object_get(r, "error")));
 		json_decref(r);
 		return NULL;
 	}
@@ -134,7 +110,8 @@ config_of(struct gr_join *j, const json_t *r, struct gr_config *cfg, char *err, 
 	int rc;
 
 	if (text == NULL)
-		return json_util_fail(err, errlen, "%s: an answer without a table", j->control);
+		return json_util_fail(err, errlen, "%s: an answer without a table",
+				      ctl_peers_current(&j->peers));
 	rc = gr_config_from_table_string(cfg, text, j->worker_id, err, errlen);
 	free(text);
 	return rc;
@@ -152,19 +129,17 @@ join_new(const struct gr_join_opts *o, char *err, size_t errlen)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (o->control == NULL || o->control[0] == '\0') {
-		rc = json_util_fail(err, errlen, "no control endpoint");
+	rc = ctl_peers_parse(&j->peers, o->control, err, errlen);
+	if (rc != 0)
 		goto fail;
-	}
 	j->job = o->job;
 	j->worker_id = o->worker_id;
-	j->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : GR_JOIN_TIMEOUT_MS;
-	j->control = strdup(o->control);
 	j->server_name = strdup(o->server_name != NULL ? o->server_name : "control");
-	rc = j->control == NULL || j->server_name == NULL ?
-		     json_util_failrc(-ENOMEM, err, errlen, "out of memory") :
-		     ctltls_client_ctx(o->control, o->cert, o->key, o->ca, o->crl, &j->tls, err,
-				       errlen);
+	rc = j->server_name == NULL ? json_util_failrc(-ENOMEM, err, errlen, "out of memory") :
+				      ctltls_client_ctx(o->control, o->cert, o->key, o->ca, o->crl,
+							&j->tls, err, errlen);
+	ctl_peers_setup(&j->peers, j->tls, j->server_name, CTLTLS_ROLE_CONTROL,
+			o->timeout_ms > 0 ? o->timeout_ms : GR_JOIN_TIMEOUT_MS, true);
 	if (rc == 0)
 		return j;
 fail:
@@ -257,7 +232,7 @@ int
 gr_join_reload_tls(struct gr_join *j, char *err, size_t errlen)
 {
 	if (j->tls == NULL) {
-		json_util_fail(err, errlen, "%s: no TLS", j->control);
+		json_util_fail(err, errlen, "%s: no TLS", ctl_peers_current(&j->peers));
 		return 0;
 	}
 	return ctltls_ctx_reload(j->tls, err, errlen);
@@ -270,15 +245,28 @@ gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err,
 	int rc;
 
 	/* Epoch 0 is never live: "after 0" answers with the first live epoch. An elastic
-	 * worker's long polls are short (its renewals): asked again until wait_ms. */
-	do
+	 * worker's long polls are short (its renewals): asked again until wait_ms. While no
+	 * replica of a replicated control process leads (EAGAIN from every one: an
+	 * election), asked again every JOIN_LEADERLESS_MS until wait_ms too. */
+	for (;;) {
+		int64_t left;
+
 		rc = gr_join_wait(j, 0, (int)(until - clock_now_ms()), cfg, err, errlen);
-	while (rc == 0 && j->elastic && clock_now_ms() < until);
+		left = until - clock_now_ms();
+		if (left <= 0 || !((rc == 0 && j->elastic) || rc == -EAGAIN))
+			break;
+		if (rc == -EAGAIN) {
+			int64_t ms = left < JOIN_LEADERLESS_MS ? left : JOIN_LEADERLESS_MS;
+			struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+
+			nanosleep(&ts, NULL);
+		}
+	}
 	if (rc == 0) {
 		json_util_fail(err, errlen,
 			       "%s: job %u has no live epoch for worker %u after "
 			       "%d ms",
-			       j->control, j->job, j->worker_id, wait_ms);
+			       ctl_peers_current(&j->peers), j->job, j->worker_id, wait_ms);
 		return -ETIMEDOUT;
 	}
 	return rc < 0 ? rc : 0;

@@ -322,6 +322,23 @@ def test_from_control_refused(tmp_path):
         georeduce.ControlSource("tls://127.0.0.1:1", 1, timeout=0)
 
 
+def test_from_control_list(tmp_path):
+    """A list of control endpoints (the replicas of a replicated control process): none
+    there, the error is the last one's; a bad list is refused, the element named."""
+    socks = [str(tmp_path / ("r%d.sock" % i)) for i in range(3)]
+    with pytest.raises(georeduce.ConfigError) as e:
+        georeduce.Client.from_control(",".join(socks), 1, 11, join_timeout=2)
+    assert e.value.errno == 2 and "r2.sock" in str(e.value)
+    nine = ",".join(str(tmp_path / ("s%d.sock" % i)) for i in range(9))
+    for bad, why in ((socks[0] + ",," + socks[1], "control endpoint 2 of the list is empty"),
+                     (nine, "more than 8 control endpoints"),
+                     (socks[0] + "," + socks[0], "given twice"),
+                     ("tls://127.0.0.1:1," + socks[0], "mixes a socket path")):
+        with pytest.raises(georeduce.ConfigError, match=why) as e:
+            georeduce.Client.from_control(bad, 1, 11, join_timeout=2)
+        assert e.value.errno == 22
+
+
 def test_dtype_table_is_the_library_s():
     """Every row of georeduce.DTYPES has the library's size and name for its code, and
     the library knows no code below the rows' that the table lacks."""

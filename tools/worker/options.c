@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "ctlpeers.h"
 #include "georeduce.h"
 #include "georeduce_worker.h"
 #include "tls_opts.h"
@@ -28,10 +29,11 @@ usage(FILE *f)
 		"\n"
 		"Options:\n"
 		"  --table FILE          the gateway's forwarding table (docs/TABLES.md)\n"
-		"  --control ENDPOINT    instead of --table: join the job through the control\n"
-		"                        process (tls://HOST:PORT of its API, or its socket):\n"
-		"                        each worker fetches its table and follows every new\n"
-		"                        epoch from it (--follow is implied)\n"
+		"  --control ENDPOINT[,ENDPOINT...]  instead of --table: join the job through\n"
+		"                        the control process (tls://HOST:PORT of its API, or\n"
+		"                        its socket; a list: its replicas, up to %d, failed\n"
+		"                        over): each worker fetches its table and follows\n"
+		"                        every new epoch from it (--follow is implied)\n"
 		"  --job J               with --control: the job\n"
 		"  --cert FILE, --key FILE, --ca FILE  with tls://: the worker certificate\n"
 		"                        (it names worker-ID for each --worker-id), its key,\n"
@@ -80,7 +82,7 @@ usage(FILE *f)
 		"                        from it: docs/CLIENT.md, Results kept)\n"
 		"  --json                a JSON summary on stdout instead of lines\n"
 		"  -h, --help            this help\n",
-		WORKERS_MAX, GR_WINDOW_DEFAULT, GR_TIMEOUT_DEFAULT_MS / 1000);
+		CTL_PEERS_MAX, WORKERS_MAX, GR_WINDOW_DEFAULT, GR_TIMEOUT_DEFAULT_MS / 1000);
 	fprintf(f,
 		"\n"
 		"Selective multicast (a selmcast job's table: streams, no trees):\n"
@@ -112,6 +114,20 @@ usage(FILE *f)
 		"Exit status: 0 every round verified, 1 a round failed (wrong result, timeout,\n"
 		"with --multicast wrong data or an origin without a chunk), 2 bad options or "
 		"files.\n");
+}
+
+/* --control's list of endpoints (lib/ctlpeers.h): 0, or -1 after a line naming the bad
+ * element. */
+static int
+control_list_check(const char *list)
+{
+	struct ctl_peers peers;
+	char err[CTL_ERR_MAX];
+
+	if (ctl_peers_parse(&peers, list, err, sizeof(err)) == 0)
+		return 0;
+	cli_error(PROG, "--control: %s", err);
+	return -1;
 }
 
 static int
@@ -377,8 +393,11 @@ parse_opts(int argc, char **argv, struct opts *o)
 			  "--job, --cert, --key, --ca, --crl and --server-name need --control");
 		return -1;
 	}
-	if (o->control != NULL)
+	if (o->control != NULL) {
+		if (control_list_check(o->control) != 0)
+			return -1;
 		o->follow = true;
+	}
 	if (o->output != NULL && o->n_ids != 1) {
 		cli_error(PROG, "--output: needs exactly one --worker-id, not %d", o->n_ids);
 		return -1;
