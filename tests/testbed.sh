@@ -17,6 +17,11 @@
 #                           under the same epoch (the gateways give the abandoned round
 #                           up); down removes the namespaces and keeps the logs where it
 #                           says
+#   testbed.sh ha BUILD     a two-site testbed with three control replicas on etcd (--ha,
+#                           root; skipped otherwise): rounds; the leader killed, rounds
+#                           through the new one (the workers given every replica's
+#                           endpoint); the killed replica started again; the new leader
+#                           killed in turn, rounds; down
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TB=$ROOT/scripts/testbed
@@ -69,10 +74,14 @@ if [ "${1:-}" = help ]; then
 	expect1 "gateway without what to do" gateway a
 	expect1 "control with two arguments" control start now
 	expect1 "run with an argument" run 1
+	expect1 "--ha with run" run --ha
+	expect1 "--ha of 9 replicas" up --ha 9 --dir "$D/x"
+	expect1 "--ha with --unix" up --ha --unix --dir "$D/x"
+	expect1 "--replica with run" run --replica 1
 	finish
 fi
 
-BUILD=$(cd "${2:?usage: testbed.sh help | live BUILD}" && pwd)
+BUILD=$(cd "${2:?usage: testbed.sh help | live BUILD | ha BUILD}" && pwd)
 if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
 	echo "testbed: needs root and network namespaces; skipped"
 	exit 77
@@ -90,6 +99,46 @@ trap '[ ! -e "$W/down.sh" ] || "$TB" down --dir "$W" --discard-logs >/dev/null 2
 trap 'exit 130' INT TERM
 CTL=$BUILD/control/daemon/georeduce-control
 GEOREDUCE_ROOT=$ROOT
+
+if [ "$1" = ha ]; then
+	# shellcheck source=../scripts/lib/wan.sh
+	. "$ROOT/scripts/lib/wan.sh"
+	if "$TB" up --topology "$D/topo.json" --scale 1 --jobs mtree --elements 65536 --ha \
+		--build "$BUILD" --prefix "$P" --dir "$W" >"$D/up.out" 2>&1 &&
+		grep -q "3 control replicas on etcd" "$D/up.out"; then
+		ok "up --ha: $(grep -o '3 control replicas.*' "$D/up.out")"
+	else
+		not_ok "up --ha: $(tail -3 "$D/up.out")"
+		finish
+	fi
+	rounds() { # WHAT: 2 rounds of job 1, every result verified
+		if "$TB" run --dir "$W" --job 1 --rounds 2 --timeout 60 >"$D/run.out" 2>&1 &&
+			[ "$(grep -c 'every result verified' "$D/run.out")" = 2 ]; then
+			ok "$1: 2 rounds, every result verified"
+		else
+			not_ok "$1: $(tail -3 "$D/run.out")"
+		fi
+	}
+	rounds "replica $(wan_ha_leader "$W") leading"
+	first=$(wan_ha_leader "$W")
+	"$TB" control kill --dir "$W" >"$D/kill.out" 2>&1 && second=$(wan_ha_leader "$W") &&
+		[ "$second" != "$first" ] &&
+		ok "control kill: the leader (replica $first) killed, replica $second leads" ||
+		not_ok "control kill: $(tail -2 "$D/kill.out")"
+	rounds "through the new leader"
+	"$TB" control start --dir "$W" >"$D/start.out" 2>&1 && pid_of=$(cat "$W/control-$first.pid") &&
+		kill -0 "$pid_of" && ok "control start: replica $first runs again, a follower" ||
+		not_ok "control start: $(tail -2 "$D/start.out")"
+	"$TB" control kill --dir "$W" >"$D/kill.out" 2>&1 && third=$(wan_ha_leader "$W") &&
+		[ "$third" != "$second" ] &&
+		ok "control kill again: replica $second killed, replica $third leads" ||
+		not_ok "control kill again: $(tail -2 "$D/kill.out")"
+	rounds "through the third leader"
+	"$TB" down --dir "$W" --logs "$D/logs" >/dev/null 2>&1 && [ ! -e "$W" ] &&
+		ls "$D/logs"/control-0.log "$D/logs"/etcd-0.log >/dev/null 2>&1 &&
+		ok "down: gone, the replicas' and etcd's logs kept" || not_ok "down with replicas"
+	finish
+fi
 # shellcheck source=../scripts/lib/wan.sh
 . "$ROOT/scripts/lib/wan.sh"
 status() { wan_status "$W" "$1"; }

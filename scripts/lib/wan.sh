@@ -32,6 +32,19 @@
 #                              and b (a worker each, joined by a link of AB_GBPS) and c (no
 #                              worker), 0.05 Gbit/s links to c; "ok" or "not ok" printed
 #   wan_wait_for SECONDS COMMAND...                             until COMMAND succeeds
+#
+# Control replicas on etcd instead of one control process (scripts/testbed and
+# scripts/demo --ha; docs/DEPLOYMENT.md, "Replicas on etcd"): N etcd members and N
+# georeduce-control replicas in the control namespace. Replica K (0-based) serves the API
+# on the API's port + K, its socket DIR/control-K.sock, log DIR/control-K.log, pid
+# DIR/control-K.pid; etcd member K's data, log and pid DIR/etcd-K{,.log,.pid}; DIR/ha holds
+# N and DIR/ha-options the replicas' extra options.
+#   wan_ha_start DIR N [georeduce-control run options...]   etcd, then the replicas
+#   wan_ha_replica DIR K start|kill|stop                    one replica
+#   wan_ha_leader DIR                   the index of the replica that leads; 1 if none
+#   wan_api DIR                         the API workers are given: the control process's,
+#                                       or every replica's, comma-separated
+#   wan_sock DIR                        the control socket: with replicas, the leader's
 
 wan_up_tls3() {
 	local dir=$1 build=$2 name=$3 ab=$4
@@ -85,6 +98,102 @@ wan_ctl() {
 		"$1/control.json" "$2"
 }
 
+wan_ha() { [ -e "$1/ha" ]; }
+
+wan_api() {
+	local dir=$1 api n k host port list=''
+	api=$(wan_ctl "$dir" api)
+	wan_ha "$dir" || { echo "$api"; return 0; }
+	n=$(cat "$dir/ha")
+	host=${api%:*}
+	port=${api##*:}
+	for k in $(seq 0 $((n - 1))); do list="$list${list:+,}$host:$((port + k))"; done
+	echo "$list"
+}
+
+wan_ha_leader() {
+	local dir=$1 k build
+	build=$(cat "$dir/build")
+	for k in $(seq 0 $(($(cat "$dir/ha") - 1))); do
+		[ -S "$dir/control-$k.sock" ] || continue
+		[ "$("$build/control/daemon/georeduce-control" status --socket "$dir/control-$k.sock" \
+			--json --timeout-ms 3000 2>/dev/null | jq -r .election.role 2>/dev/null)" = leader ] &&
+			{ echo "$k"; return 0; }
+	done
+	return 1
+}
+
+wan_sock() {
+	local k
+	wan_ha "$1" || { echo "$1/control.sock"; return 0; }
+	k=$(wan_ha_leader "$1") || k=0
+	echo "$1/control-$k.sock"
+}
+
+wan_ha_replica() {
+	local dir=$1 k=$2 what=$3 build api n etcd='' i pid opts=()
+	build=$(cat "$dir/build")
+	case "$what" in
+	start)
+		n=$(cat "$dir/ha")
+		api=$(wan_ctl "$dir" api)
+		for i in $(seq 0 $((n - 1))); do etcd="$etcd${etcd:+,}http://127.0.0.1:$((23790 + i))"; done
+		mapfile -t opts <"$dir/ha-options"
+		rm -f "$dir/control-$k.sock"
+		ip netns exec "$(wan_ctl "$dir" ns)" "$build/control/daemon/georeduce-control" run \
+			"$dir/deployment.json" --socket "$dir/control-$k.sock" --out "$dir/tables" \
+			--listen "$(api=${api#tls://}; echo "${api%:*}:$((${api##*:} + k))")" \
+			--etcd "$etcd" --name "r$k" "${opts[@]}" \
+			2>>"$dir/control-$k.log" &
+		echo $! >"$dir/control-$k.pid"
+		disown $!
+		;;
+	kill | stop)
+		[ -e "$dir/control-$k.pid" ] || return 0
+		pid=$(cat "$dir/control-$k.pid")
+		kill "-$([ "$what" = kill ] && echo KILL || echo TERM)" "$pid" 2>/dev/null || :
+		for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		rm -f "$dir/control-$k.pid"
+		;;
+	*) return 2 ;;
+	esac
+}
+
+wan_ha_start() {
+	local dir=$1 n=$2 ns cluster='' k api
+	shift 2
+	ns=$(wan_ctl "$dir" ns)
+	echo "$n" >"$dir/ha"
+	: >"$dir/ha-options"
+	[ $# = 0 ] || printf '%s\n' "$@" >"$dir/ha-options"
+	for k in $(seq 0 $((n - 1))); do
+		cluster="$cluster${cluster:+,}e$k=http://127.0.0.1:$((23800 + k))"
+	done
+	for k in $(seq 0 $((n - 1))); do
+		ip netns exec "$ns" etcd --name "e$k" --data-dir "$dir/etcd-$k" \
+			--listen-client-urls "http://127.0.0.1:$((23790 + k))" \
+			--advertise-client-urls "http://127.0.0.1:$((23790 + k))" \
+			--listen-peer-urls "http://127.0.0.1:$((23800 + k))" \
+			--initial-advertise-peer-urls "http://127.0.0.1:$((23800 + k))" \
+			--initial-cluster "$cluster" --initial-cluster-token "$(basename "$dir")" \
+			>>"$dir/etcd-$k.log" 2>&1 &
+		echo $! >"$dir/etcd-$k.pid"
+		disown $!
+	done
+	for _ in $(seq 300); do
+		ip netns exec "$ns" env ETCDCTL_API=3 etcdctl --dial-timeout 1s \
+			--endpoints "http://127.0.0.1:23790" endpoint health >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	# The replicas share the API's address, each on a port of its own.
+	api=$(wan_ctl "$dir" api)
+	for k in $(seq 0 $((n - 1))); do
+		wan_ha_replica "$dir" "$k" start
+		if [ "$k" = 0 ]; then sleep 1; fi # the first leads, normally
+	done
+	return 0
+}
+
 wan_control_start() {
 	local dir=$1 build
 	shift
@@ -108,7 +217,7 @@ wan_control_stop() {
 # wan_status DIR EXPR: print a Python expression over the status of the testbed's control
 # process (s, georeduce-control status --json); nothing if it does not answer.
 wan_status() {
-	"$(cat "$1/build")/control/daemon/georeduce-control" status --socket "$1/control.sock" \
+	"$(cat "$1/build")/control/daemon/georeduce-control" status --socket "$(wan_sock "$1")" \
 		--json 2>/dev/null |
 		python3 -c 'import json, sys; s = json.load(sys.stdin); print(eval(sys.argv[1]))' \
 			"$2" 2>/dev/null
@@ -128,8 +237,8 @@ wan_control_wait() {
 	local dir=$1 build
 	build=$(cat "$dir/build")
 	for _ in $(seq 300); do
-		"$build/control/daemon/georeduce-control" status --socket "$dir/control.sock" --json \
-			2>/dev/null | python3 -c '
+		"$build/control/daemon/georeduce-control" status --socket "$(wan_sock "$dir")" \
+			--json 2>/dev/null | python3 -c '
 import json, sys
 try:
     s = json.load(sys.stdin)
@@ -151,8 +260,8 @@ wan_control_alone() {
 	local dir=$1 job=$2 secs=${3:-60} build
 	build=$(cat "$dir/build")
 	for _ in $(seq $((secs * 5))); do
-		"$build/control/daemon/georeduce-control" status --socket "$dir/control.sock" --json \
-			2>/dev/null | python3 -c '
+		"$build/control/daemon/georeduce-control" status --socket "$(wan_sock "$dir")" \
+			--json 2>/dev/null | python3 -c '
 import json, sys
 try:
     s = json.load(sys.stdin)
@@ -185,7 +294,7 @@ print(s["gateway"]["endpoint"], s["gateway"].get("name", s["id"]))' "$dir/sites.
 wan_endpoints() {
 	local dir=$1 build
 	build=$(cat "$dir/build")
-	"$build/control/daemon/georeduce-control" status --socket "$dir/control.sock" --json |
+	"$build/control/daemon/georeduce-control" status --socket "$(wan_sock "$dir")" --json |
 		python3 -c '
 import json, sys
 s = json.load(sys.stdin)
@@ -264,7 +373,7 @@ print(" ".join("--worker-id %d" % w["id"] for w in s["workers"]))' "$dir/sites.j
 		local src=(--table "$dir/tables/job-$job-$id.json") pki
 		if wan_tls "$dir"; then
 			pki=$(wan_ctl "$dir" pki)
-			src=(--control "$(wan_ctl "$dir" api)" --job "$job"
+			src=(--control "$(wan_api "$dir")" --job "$job"
 				--cert "$pki/workers-site$i.pem" --key "$pki/workers-site$i.key"
 				--ca "$pki/ca.pem")
 		fi
