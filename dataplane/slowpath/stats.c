@@ -374,6 +374,7 @@ dp_stats_json(struct dp *dp)
 	json_object_set_new(mem, "mempool_bytes", json_integer((json_int_t)dp->pool_bytes));
 	json_object_set_new(mem, "job_bytes", json_integer((json_int_t)dp->job_bytes));
 	json_object_set_new(mem, "mbufs_per_pool", json_integer((json_int_t)dp->prm.mbufs));
+	json_object_set_new(mem, "mbuf_data_room", json_integer(dp_mbuf_room(dp->prm.mtu)));
 	json_object_set_new(mem, "mbufs_slot_budget", json_integer((json_int_t)dp->mbufs_budget));
 	json_object_set_new(mem, "mbufs_committed", json_integer((json_int_t)dp->mbufs_committed));
 	if (dp->n_lcores > 0)
