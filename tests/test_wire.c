@@ -1042,6 +1042,26 @@ test_max_elems(void)
 	CHECK(wire_max_elems(1500, WIRE_DTYPE_MXFP8, 2) == 1312, "1500 mxfp8, 2 set blocks");
 	CHECK(wire_max_elems(1500, WIRE_DTYPE_MXFP4, 0) == 2656, "1500 mxfp4");
 	CHECK(wire_max_elems(9000, WIRE_DTYPE_MXFP4, 0) == 16768, "9000 mxfp4");
+	CHECK(wire_max_elems(9000, WIRE_DTYPE_MXINT8, 0) == 8640, "9000 mxint8");
+	/* PROTOCOL.md section 8's sealed rows: E for the MTU less the 48 bytes of a seal. */
+	CHECK(wire_max_elems(1500 - WIRE_SEAL_OVERHEAD, WIRE_DTYPE_FP32, 0) == 342, "1500 sealed");
+	CHECK(wire_chunk_elems_default(1500 - WIRE_SEAL_OVERHEAD, WIRE_DTYPE_FP16, 0) == 672,
+	      "default 1500 sealed fp16");
+	CHECK(wire_max_elems(1500 - WIRE_SEAL_OVERHEAD, WIRE_DTYPE_MXINT8, 0) == 1312,
+	      "1500 sealed mxint8");
+	CHECK(wire_max_elems(1500 - WIRE_SEAL_OVERHEAD, WIRE_DTYPE_MXFP4, 0) == 2560,
+	      "1500 sealed mxfp4");
+	CHECK(wire_max_elems(9000 - WIRE_SEAL_OVERHEAD, WIRE_DTYPE_FP32, 0) == 2217, "9000 sealed");
+	CHECK(wire_chunk_elems_default(9000 - WIRE_SEAL_OVERHEAD, WIRE_DTYPE_FP32, 0) == 2208,
+	      "default 9000 sealed fp32");
+	CHECK(wire_max_elems(9000 - WIRE_SEAL_OVERHEAD, WIRE_DTYPE_BF16, 0) == 4435,
+	      "9000 sealed bf16");
+	CHECK(wire_chunk_elems_default(9000 - WIRE_SEAL_OVERHEAD, WIRE_DTYPE_BF16, 0) == 4416,
+	      "default 9000 sealed bf16");
+	CHECK(wire_max_elems(9000 - WIRE_SEAL_OVERHEAD, WIRE_DTYPE_MXINT8, 0) == 8576,
+	      "9000 sealed mxint8");
+	CHECK(wire_max_elems(9000 - WIRE_SEAL_OVERHEAD, WIRE_DTYPE_MXFP4, 0) == 16672,
+	      "9000 sealed mxfp4");
 	CHECK(wire_chunk_elems_default(1500, WIRE_DTYPE_MXINT8, 0) == 1344, "default mxint8");
 	CHECK(wire_payload_bytes(WIRE_DTYPE_MXINT8, 64) == 66, "2 mxint8 blocks");
 	CHECK(wire_payload_bytes(WIRE_DTYPE_MXFP4, 64) == 34, "2 mxfp4 blocks");
