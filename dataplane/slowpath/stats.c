@@ -678,6 +678,9 @@ metrics_memory(struct dp *dp, struct prom *p)
 	prom_sample_u64(p, NULL, 0, dp->job_bytes);
 	prom_family(p, M("mbufs_per_pool"), PROM_GAUGE, "Packet buffers per NUMA socket");
 	prom_sample_u64(p, NULL, 0, dp->prm.mbufs);
+	prom_family(p, M("mbuf_data_room_bytes"), PROM_GAUGE,
+		    "Data room of a packet buffer: one frame of --mtu, rounded up");
+	prom_sample_u64(p, NULL, 0, dp_mbuf_room(dp->prm.mtu));
 	prom_family(p, M("mbufs_slot_budget"), PROM_GAUGE,
 		    "Packet buffers the jobs' slots may hold at most (the pool for slots)");
 	prom_sample_u64(p, NULL, 0, dp->mbufs_budget);
