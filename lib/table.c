@@ -188,6 +188,17 @@ table_lan_dtype(const struct table *tb)
 }
 
 uint64_t
+table_mtu_needed(const struct table *tb)
+{
+	uint64_t set = (uint64_t)tb->cset_blocks * WIRE_CSET_BLOCK;
+	uint64_t wan = table_dtype_bytes(tb->dtype, tb->chunk_elements) + set +
+		       (tb->n_seals > 0 ? WIRE_SEAL_OVERHEAD : 0);
+	uint64_t lan = table_dtype_bytes(table_lan_dtype(tb), tb->chunk_elements) + set;
+
+	return WIRE_MTU_OVERHEAD + (lan > wan ? lan : wan);
+}
+
+uint64_t
 table_slot_bytes(const struct table *tb)
 {
 	uint64_t chunk = table_dtype_bytes(tb->dtype, tb->chunk_elements), sum = 0;

@@ -48,6 +48,8 @@
 
 #include <jansson.h>
 
+#include "wire.h"
+
 #define TABLE_FORMAT "georeduce-table/1"
 
 /** Longest message the functions below write into their error buffer. */
@@ -58,18 +60,21 @@
  * `limits` may be lower, never higher: a dataplane built with smaller caps rejects a
  * table from a control process built with larger ones at install time.
  */
-#define TABLE_TREES_MAX 256        /* tree entries in one table */
-#define TABLE_CHILDREN_MAX 64      /* child gateways of one tree entry */
-#define TABLE_WORKERS_MAX 192      /* local workers of one tree entry */
-#define TABLE_GRACE_MS_MAX 60000   /* a partial reduce's grace window, ms */
-#define TABLE_CONTRIB_MAX 256      /* expected contributions: the width of a slot bitmap */
-#define TABLE_PORTS_MAX 1024       /* UDP ports of one gateway's steering range */
-#define TABLE_SLOTS_MAX 65536      /* slots of one tree entry (power of two) */
-#define TABLE_SLOTS_MIN 16         /* the slot formula's default floor (power of two) */
-#define TABLE_POOL_WINDOWS 4       /* a tree's slot pool: this many windows, within the cap */
-#define TABLE_CHUNK_BYTES_MAX 8192 /* payload of one chunk: fits a 9000-byte jumbo frame */
-#define TABLE_ID_MAX 0xfffe        /* largest gateway or worker id (0, 0xffff: none) */
-#define TABLE_CSET_BLOCKS_MAX 16   /* contributor set: worker ids up to 4095 */
+#define TABLE_TREES_MAX 256      /* tree entries in one table */
+#define TABLE_CHILDREN_MAX 64    /* child gateways of one tree entry */
+#define TABLE_WORKERS_MAX 192    /* local workers of one tree entry */
+#define TABLE_GRACE_MS_MAX 60000 /* a partial reduce's grace window, ms */
+#define TABLE_CONTRIB_MAX 256    /* expected contributions: the width of a slot bitmap */
+#define TABLE_PORTS_MAX 1024     /* UDP ports of one gateway's steering range */
+#define TABLE_SLOTS_MAX 65536    /* slots of one tree entry (power of two) */
+#define TABLE_SLOTS_MIN 16       /* the slot formula's default floor (power of two) */
+#define TABLE_POOL_WINDOWS 4     /* a tree's slot pool: this many windows, within the cap */
+/* A chunk's payload (and its contributor set, and a sealed frame's 48 bytes) after the
+ * IPv4, UDP and georeduce headers in an IP packet of the largest MTU any receiver takes,
+ * 9000 (jumbo frames): 9000 - 82 = 8918 bytes (docs/TABLES.md, docs/PROTOCOL.md 8). */
+#define TABLE_CHUNK_BYTES_MAX (WIRE_MTU_MAX - WIRE_MTU_OVERHEAD)
+#define TABLE_ID_MAX 0xfffe      /* largest gateway or worker id (0, 0xffff: none) */
+#define TABLE_CSET_BLOCKS_MAX 16 /* contributor set: worker ids up to 4095 */
 /* Workers below the child gateways of one tree entry (contributor sets only): distinct
  * ids of a set, 1 .. 4095. */
 #define TABLE_BELOW_MAX (TABLE_CSET_BLOCKS_MAX * 256 - 1)
@@ -375,6 +380,14 @@ const struct table_tree *table_tree_of_chunk(const struct table *tb, uint32_t c)
 
 /** The dtype of the local workers' CONTRIBs: lan_dtype, or dtype when that is 0. */
 enum table_dtype table_lan_dtype(const struct table *tb);
+
+/**
+ * The IP MTU the table's largest packet needs: the 82 bytes of IPv4, UDP and georeduce
+ * headers, the contributor set and a full chunk, in the dtype (48 bytes more when the
+ * table has sealed links) or in the LAN dtype of the local workers' CONTRIBs (never
+ * sealed), whichever is the larger. A valid table needs at most WIRE_MTU_MAX.
+ */
+uint64_t table_mtu_needed(const struct table *tb);
 
 /** Total bytes of slot buffers the table asks for: sum of slots * chunk payload bytes. */
 uint64_t table_slot_bytes(const struct table *tb);

@@ -723,9 +723,10 @@ table_validate(const struct table *tb, char *err, size_t errlen)
 	if (tb->chunk_elements == 0 || tb->chunk_elements > max_elems)
 		return json_util_fail(err, errlen,
 				      "field 'chunk_elements': must be in [1, %" PRIu64
-				      "] for %s (%d bytes per chunk at most)",
-				      max_elems, table_dtype_name(tb->dtype),
-				      TABLE_CHUNK_BYTES_MAX);
+				      "] for %s (%u bytes per chunk at most: an IP MTU of %u "
+				      "less %u bytes of headers)",
+				      max_elems, table_dtype_name(tb->dtype), TABLE_CHUNK_BYTES_MAX,
+				      WIRE_MTU_MAX, WIRE_MTU_OVERHEAD);
 	/* MX: every chunk, the last one too, is a whole number of blocks. */
 	if (tb->chunk_elements % gran != 0)
 		return json_util_fail(err, errlen,
@@ -761,13 +762,22 @@ table_validate(const struct table *tb, char *err, size_t errlen)
 			return json_util_fail(
 				err, errlen,
 				"field 'chunk_elements': %" PRIu32 " "
-				"elements of the lan_dtype %s exceed %d bytes per chunk",
+				"elements of the lan_dtype %s exceed %u bytes per chunk",
 				tb->chunk_elements, table_dtype_name(tb->lan_dtype),
 				TABLE_CHUNK_BYTES_MAX);
 	}
 	if (tb->cset_blocks > TABLE_CSET_BLOCKS_MAX)
 		return json_util_fail(err, errlen, "field 'cset_blocks': %u is not in [0, %d]",
 				      tb->cset_blocks, TABLE_CSET_BLOCKS_MAX);
+	/* With its contributor set (and sealed) a full chunk still fits the largest MTU. */
+	if (table_mtu_needed(tb) > WIRE_MTU_MAX)
+		return json_util_fail(err, errlen,
+				      "field 'chunk_elements': %" PRIu32 " elements of %s with "
+				      "a contributor set of %u blocks%s need an IP MTU of %" PRIu64
+				      ", more than %u",
+				      tb->chunk_elements, table_dtype_name(tb->dtype),
+				      tb->cset_blocks, tb->n_seals > 0 ? ", sealed," : "",
+				      table_mtu_needed(tb), WIRE_MTU_MAX);
 	n_chunks = table_n_chunks(tb);
 	if (n_chunks > UINT32_MAX)
 		return json_util_fail(err, errlen,

@@ -1847,8 +1847,14 @@ test_config_check(void)
 	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "elements"), "%s",
 	      err);
 	cfg = good;
-	cfg.chunk_elements = 2049;
+	cfg.chunk_elements = 2230; /* 8920 bytes: past a 9000-byte IP packet's 8918 */
 	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "chunk_elements"),
+	      "%s", err);
+	cfg = good;
+	cfg.chunk_elements = 2222; /* 8888 bytes and a 32-byte contributor set */
+	cfg.cset_blocks = 1;
+	CHECK(gr_config_check(&cfg, err, sizeof(err)) == -EINVAL && strstr(err, "chunk_elements") &&
+		      strstr(err, "8920 bytes"),
 	      "%s", err);
 	cfg = good;
 	cfg.worker_id = cfg.gateway_id;

@@ -445,8 +445,8 @@ test_mx_lan(void)
 	deploy_free(d);
 	mutate(doc, "jobs[0].dtype", json_string("mxfp4"));
 	d = parse_json(doc, err, sizeof(err));
-	CHECK(d != NULL && d->jobs[0].chunk_bytes == 64 * 17,
-	      "mxfp4 with fp32: 2048 elements, 8192 bytes: %s %u", err,
+	CHECK(d != NULL && d->jobs[0].chunk_bytes == 69 * 17,
+	      "mxfp4 with fp32: 2208 elements, 8832 bytes: %s %u", err,
 	      d != NULL ? d->jobs[0].chunk_bytes : 0);
 	deploy_free(d);
 	mutate(doc, "jobs[0].lan_dtype", json_string("bf16"));

@@ -1561,7 +1561,7 @@ test_parse_rejects(void)
 	EDIT_REJECTS(a, "dtype", json_integer(1), "field 'dtype'");
 	EDIT_REJECTS(a, "elements", json_integer(0), "field 'elements'");
 	EDIT_REJECTS(a, "chunk_elements", json_integer(0), "field 'chunk_elements'");
-	EDIT_REJECTS(a, "chunk_elements", json_integer(2049), "field 'chunk_elements'");
+	EDIT_REJECTS(a, "chunk_elements", json_integer(2230), "field 'chunk_elements'");
 	/* MX: a chunk is a whole number of blocks of 32, the last chunk too. */
 	if (a->chunk_elements % 32 == 0) {
 		json_int_t whole = (json_int_t)a->chunk_elements * (json_int_t)table_n_chunks(a);
@@ -1581,8 +1581,8 @@ test_parse_rejects(void)
 		REJECTS2(j, "field 'chunk_elements'", "whole number of mxfp8 blocks");
 		j = tj(a);
 		jset(j, "dtype", json_string("mxfp4"));
-		jset(j, "chunk_elements", json_integer(15456));  /* 483 blocks: 8211 bytes */
-		REJECTS2(j, "field 'chunk_elements'", "8192 bytes per chunk");
+		jset(j, "chunk_elements", json_integer(16800));  /* 525 blocks: 8925 bytes */
+		REJECTS2(j, "field 'chunk_elements'", "8918 bytes per chunk");
 		/* lan_dtype: fp32 or bf16 for an MX dtype only, within the chunk bytes too. */
 		j = tj(a);
 		jset(j, "dtype", json_string("mxint8"));
@@ -1621,8 +1621,8 @@ test_parse_rejects(void)
 		EDIT_REJECTS(a, "lan_dtype", json_integer(1), "field 'lan_dtype'");
 		j = tj(a);
 		jset(j, "dtype", json_string("mxfp4"));
-		jset(j, "elements", json_integer(4160));
-		jset(j, "chunk_elements", json_integer(2080));   /* 8320 bytes of fp32 */
+		jset(j, "elements", json_integer(4480));
+		jset(j, "chunk_elements", json_integer(2240));   /* 8960 bytes of fp32 */
 		jset(j, "lan_dtype", json_string("fp32"));
 		REJECTS2(j, "field 'chunk_elements'", "lan_dtype fp32");
 	} else {
@@ -2813,6 +2813,85 @@ print_example(void)
 	scen_fini(&sc);
 }
 
+/* The chunk cap (docs/TABLES.md, docs/PROTOCOL.md section 8): a full chunk with its
+ * headers, contributor set and seal fits an IP MTU of 9000. The largest chunk of every
+ * dtype that wire_max_elems() gives for 9000 is accepted, one element (MX: one block)
+ * more refused, naming the field; so are section 8's 9000-MTU sizes. */
+static void
+test_chunk_cap(void)
+{
+	static const struct {
+		const char *name;
+		enum wire_dtype wire;
+		uint32_t gran, max; /* PROTOCOL.md section 8's table */
+	} dt[] = {
+		{ "fp32", WIRE_DTYPE_FP32, 1, 2229 },	 { "fp16", WIRE_DTYPE_FP16, 1, 4459 },
+		{ "bf16", WIRE_DTYPE_BF16, 1, 4459 },	 { "mxint8", WIRE_DTYPE_MXINT8, 32, 8640 },
+		{ "mxfp8", WIRE_DTYPE_MXFP8, 32, 8640 }, { "mxfp4", WIRE_DTYPE_MXFP4, 32, 16768 },
+	};
+	char err[TABLE_ERR_MAX] = "";
+	struct table *a = NULL;
+	struct scen sc;
+	json_int_t nc;
+	json_t *j;
+
+	CU_ASSERT_EQUAL(TABLE_CHUNK_BYTES_MAX, 8918);
+	if (!scen_init(&sc))
+		return;
+	a = COMPILE(&sc, A);
+	if (a == NULL)
+		goto out;
+	nc = (json_int_t)table_n_chunks(a); /* the trees' ranges: keep the chunk count */
+	for (size_t i = 0; i < sizeof(dt) / sizeof(dt[0]); i++) {
+		CU_ASSERT_EQUAL(wire_max_elems(WIRE_MTU_MAX, dt[i].wire, 0), (int)dt[i].max);
+		j = tj(a);
+		jset(j, "dtype", json_string(dt[i].name));
+		jset(j, "elements", json_integer(nc * (json_int_t)dt[i].max));
+		jset(j, "chunk_elements", json_integer(dt[i].max));
+		ACCEPTS(j);
+		j = tj(a);
+		jset(j, "dtype", json_string(dt[i].name));
+		jset(j, "elements", json_integer(nc * (json_int_t)dt[i].max));
+		jset(j, "chunk_elements", json_integer(dt[i].max + dt[i].gran));
+		REJECTS2(j, "field 'chunk_elements'", "8918 bytes per chunk");
+	}
+	/* The IP MTU a table needs: 82 bytes of headers, the set, the seal. */
+	a->dtype = TABLE_DTYPE_FP32;
+	a->chunk_elements = 2229;
+	a->elements = (uint64_t)nc * 2229;
+	CU_ASSERT_EQUAL(table_mtu_needed(a), 8998);
+	CU_ASSERT(table_validate(a, err, sizeof(err)) == 0);
+	a->cset_blocks = 1; /* 32 bytes more: 2221 elements fit, 2222 do not */
+	CU_ASSERT_EQUAL(table_mtu_needed(a), 9030);
+	CU_ASSERT(table_validate(a, err, sizeof(err)) != 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "field 'chunk_elements'"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "IP MTU of 9030"));
+	a->chunk_elements = 2221;
+	CU_ASSERT_EQUAL(table_mtu_needed(a), 8998);
+	a->chunk_elements = 2222;
+	CU_ASSERT_EQUAL(table_mtu_needed(a), 9002);
+	a->cset_blocks = 0;
+	a->n_seals = 1; /* a sealed frame: 48 bytes more, 2217 elements */
+	a->chunk_elements = 2217;
+	CU_ASSERT_EQUAL(table_mtu_needed(a), 8998);
+	a->chunk_elements = 2218;
+	CU_ASSERT_EQUAL(table_mtu_needed(a), 9002);
+	CU_ASSERT(table_validate(a, err, sizeof(err)) != 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "field 'chunk_elements'"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "sealed"));
+	a->n_seals = 0;
+	/* A wider LAN hop counts too: 2229 fp32 elements of an mxint8 job's workers. */
+	a->dtype = TABLE_DTYPE_MXINT8;
+	a->lan_dtype = TABLE_DTYPE_FP32;
+	a->chunk_elements = 2208; /* 69 blocks: 8832 bytes of fp32 */
+	CU_ASSERT_EQUAL(table_mtu_needed(a), 82 + 8832);
+	a->lan_dtype = 0;
+	CU_ASSERT_EQUAL(table_mtu_needed(a), 82 + 69 * 33);
+out:
+	table_free(a);
+	scen_fini(&sc);
+}
+
 /*
  * A lone root (one site, two workers, no child gateway) written by hand: its limits may
  * say 0 children per tree entry (as a gateway without local workers may say 0 workers);
@@ -2874,6 +2953,7 @@ main(int argc, char **argv)
 		{ "compile: random topologies, union consistent", test_compile_random },
 		{ "parse: every malformed class rejected, field named", test_parse_rejects },
 		{ "parse: a lone root's limits may be 0 children", test_lone_root_limits },
+		{ "parse: chunks up to a 9000-byte IP MTU, no larger", test_chunk_cap },
 		{ "parse: invalid JSON with line:column", test_parse_invalid_json },
 		{ "multicast streams: parse, write, reject", test_streams },
 		{ "protected links: parse, write, public form, reject", test_seals },

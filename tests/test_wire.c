@@ -1042,6 +1042,27 @@ test_max_elems(void)
 	CHECK(wire_max_elems(1500, WIRE_DTYPE_MXFP8, 2) == 1312, "1500 mxfp8, 2 set blocks");
 	CHECK(wire_max_elems(1500, WIRE_DTYPE_MXFP4, 0) == 2656, "1500 mxfp4");
 	CHECK(wire_max_elems(9000, WIRE_DTYPE_MXFP4, 0) == 16768, "9000 mxfp4");
+	CHECK(wire_max_elems(9000, WIRE_DTYPE_MXINT8, 0) == 8640, "9000 mxint8");
+	/* PROTOCOL.md section 8's sealed rows: E for the MTU less the 48 bytes of a seal
+	 * (the largest E and the default). */
+	static const struct {
+		unsigned int mtu;
+		enum wire_dtype dt;
+		int max, def;
+	} sealed[] = {
+		{ 1500, WIRE_DTYPE_FP32, 342, 336 },	 { 1500, WIRE_DTYPE_FP16, 685, 672 },
+		{ 1500, WIRE_DTYPE_MXINT8, 1312, 1312 }, { 1500, WIRE_DTYPE_MXFP4, 2560, 2560 },
+		{ 9000, WIRE_DTYPE_FP32, 2217, 2208 },	 { 9000, WIRE_DTYPE_BF16, 4435, 4416 },
+		{ 9000, WIRE_DTYPE_MXINT8, 8576, 8576 }, { 9000, WIRE_DTYPE_MXFP4, 16672, 16672 },
+	};
+	for (size_t i = 0; i < sizeof(sealed) / sizeof(sealed[0]); i++) {
+		unsigned int m = sealed[i].mtu - WIRE_SEAL_OVERHEAD;
+
+		CHECK(wire_max_elems(m, sealed[i].dt, 0) == sealed[i].max &&
+			      wire_chunk_elems_default(m, sealed[i].dt, 0) == sealed[i].def,
+		      "sealed row %zu: %d %d", i, wire_max_elems(m, sealed[i].dt, 0),
+		      wire_chunk_elems_default(m, sealed[i].dt, 0));
+	}
 	CHECK(wire_chunk_elems_default(1500, WIRE_DTYPE_MXINT8, 0) == 1344, "default mxint8");
 	CHECK(wire_payload_bytes(WIRE_DTYPE_MXINT8, 64) == 66, "2 mxint8 blocks");
 	CHECK(wire_payload_bytes(WIRE_DTYPE_MXFP4, 64) == 34, "2 mxfp4 blocks");

@@ -621,7 +621,7 @@ gw_check_inputs(struct gw_compile *g)
 	    d->chunk_bytes > TABLE_CHUNK_BYTES_MAX)
 		return cfail(&g->c, EINVAL,
 			     "deploy.chunk_bytes: %" PRIu32 " is not a multiple of "
-			     "%zu (%s) in [%zu, %d]",
+			     "%zu (%s) in [%zu, %u]",
 			     d->chunk_bytes, esize, table_dtype_name(d->dtype), esize,
 			     TABLE_CHUNK_BYTES_MAX);
 	g->chunk_elements = d->chunk_bytes / (uint32_t)esize * table_dtype_granule(d->dtype);

@@ -318,7 +318,7 @@ parse_tensor(struct dctx *c, const json_t *job, const char *path, struct deploy_
 			return json_util_field_fail(
 				&c->js, path, "chunk_bytes",
 				"%" PRIu64 " bytes of %s make %" PRIu64 " bytes "
-				"of the lan_dtype %s: more than %d, or than the "
+				"of the lan_dtype %s: more than %u, or than the "
 				"lan_mtu %u holds",
 				v - (uint64_t)j->cset_blocks * WIRE_CSET_BLOCK, dt, lan,
 				table_dtype_name(j->lan_dtype), TABLE_CHUNK_BYTES_MAX, j->lan_mtu);

@@ -543,23 +543,16 @@ check_fit(struct dp *dp, struct dp_job *j, char *err, size_t errlen)
 		errno = EINVAL;
 		return -1;
 	}
-	/* A chunk's payload and its contributor set (if the job carries sets). */
-	size_t bytes = (size_t)table_dtype_bytes(tb->dtype, tb->chunk_elements) +
-		       (size_t)tb->cset_blocks * WIRE_CSET_BLOCK +
-		       (tb->n_seals > 0 ? WIRE_SEAL_OVERHEAD : 0); /* sealed frames */
-	/* A local worker's CONTRIB in the LAN dtype (never sealed) may be the larger. */
-	size_t lan = (size_t)table_dtype_bytes(table_lan_dtype(tb), tb->chunk_elements) +
-		     (size_t)tb->cset_blocks * WIRE_CSET_BLOCK;
+	/* A full chunk with its contributor set, sealed or in the LAN dtype: the largest
+	 * packet of the table. */
+	uint64_t need = table_mtu_needed(tb);
 
-	if (lan > bytes)
-		bytes = lan;
-
-	if (bytes + WIRE_MTU_OVERHEAD > dp->prm.mtu) {
+	if (need > dp->prm.mtu) {
 		json_util_fail(err, errlen,
-			       "field 'chunk_elements': chunks of %zu bytes (with "
-			       "their contributor set) need an MTU of %zu, this dataplane runs "
-			       "--mtu %u",
-			       bytes, bytes + WIRE_MTU_OVERHEAD, dp->prm.mtu);
+			       "field 'chunk_elements': chunks of %" PRIu64 " bytes (with "
+			       "their contributor set) need an MTU of %" PRIu64
+			       ", this dataplane runs --mtu %u",
+			       need - WIRE_MTU_OVERHEAD, need, dp->prm.mtu);
 		errno = E2BIG;
 		return -1;
 	}

@@ -16,9 +16,12 @@
  * could exceed it fails with E2BIG, so traffic can never exhaust the pool.
  */
 #include <errno.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <rte_ethdev.h>
@@ -92,15 +95,23 @@ dp_idle_mode_parse(const char *s, uint8_t *mode)
 	return -1;
 }
 
+uint32_t
+dp_mbuf_room(unsigned int mtu)
+{
+	uint32_t room =
+		RTE_ALIGN_CEIL((uint32_t)mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN + 64, 1024u);
+
+	return RTE_MAX(room, (uint32_t)RTE_MBUF_DEFAULT_DATAROOM);
+}
+
 /* The pools of a socket, created on first use. */
 static int
 socket_pools(struct dp *dp, const struct dp_config *cfg, int socket, struct rte_mempool **pkt,
 	     struct rte_mempool **hdr, struct rte_mempool **clone, char *err, size_t errlen)
 {
 	char name[RTE_MEMPOOL_NAMESIZE];
-	uint32_t room = (uint32_t)cfg->prm.mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+	uint32_t room = dp_mbuf_room(cfg->prm.mtu);
 
-	room = RTE_MAX(room, (uint32_t)RTE_MBUF_DEFAULT_DATAROOM);
 	snprintf(name, sizeof(name), "gr%u_pkt_%d", instance, socket);
 	*pkt = rte_mempool_lookup(name);
 	if (*pkt != NULL) {
@@ -269,6 +280,47 @@ dp_lcore_wake(struct dp *dp, unsigned int idx)
 		return; /* EAGAIN: the counter is full, a wake is pending anyway */
 }
 
+/*
+ * Whether port id carries frames of an IP MTU above 1500: 1 if its ethdev MTU is to be
+ * set to it; 0 for a kernel-socket port (net_af_packet), whose ethdev in DPDK 22.11 says
+ * 1518-byte frames whatever its ring frames (`framesz`) hold and refuses a larger MTU,
+ * but receives and sends every frame its ring frames and its kernel interface carry: the
+ * interface's MTU is checked instead; or a negative errno, the message in err.
+ */
+static int
+port_mtu(uint16_t id, const struct rte_eth_dev_info *info, unsigned int mtu, char *err,
+	 size_t errlen)
+{
+	char ifname[IF_NAMESIZE];
+	struct ifreq ifr = {0};
+	int fd, rc;
+
+	if (info->max_mtu < mtu)
+		return json_util_failrc(-EINVAL, err, errlen,
+					"port %u (%s) supports an MTU up to %u, not --mtu %u", id,
+					info->driver_name, info->max_mtu, mtu);
+	if (strcmp(info->driver_name, "net_af_packet") != 0 || info->if_index == 0)
+		return 1;
+	if (if_indextoname(info->if_index, ifname) == NULL)
+		return json_util_failrc(-errno, err, errlen, "port %u (%s): interface %u: %s", id,
+					info->driver_name, info->if_index, strerror(errno));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	rc = fd < 0 ? -errno : ioctl(fd, SIOCGIFMTU, &ifr) < 0 ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
+		return json_util_failrc(rc, err, errlen, "port %u (%s): the MTU of %s: %s", id,
+					info->driver_name, ifname, strerror(-rc));
+	if ((unsigned int)ifr.ifr_mtu < mtu)
+		return json_util_failrc(-EINVAL, err, errlen,
+					"port %u (%s): interface %s has an MTU of %d, not --mtu %u "
+					"(ip link set %s mtu %u)",
+					id, info->driver_name, ifname, ifr.ifr_mtu, mtu, ifname,
+					mtu);
+	return 0;
+}
+
 static int
 setup_port(struct dp *dp, const struct dp_config *cfg, unsigned int p, char *err, size_t errlen)
 {
@@ -300,12 +352,10 @@ setup_port(struct dp *dp, const struct dp_config *cfg, unsigned int p, char *err
 	pt->n_txq = (uint16_t)dp->n_lcores;
 	pt->n_rxq = (uint16_t)RTE_MIN(dp->n_lcores, info.max_rx_queues);
 	if (cfg->prm.mtu > 1500) {
-		if (info.max_mtu < cfg->prm.mtu)
-			return json_util_failrc(-EINVAL, err, errlen,
-						"port %u (%s) supports an MTU up to %u, "
-						"not --mtu %u",
-						id, info.driver_name, info.max_mtu, cfg->prm.mtu);
-		conf.rxmode.mtu = cfg->prm.mtu;
+		rc = port_mtu(id, &info, cfg->prm.mtu, err, errlen);
+		if (rc < 0)
+			return rc;
+		conf.rxmode.mtu = rc > 0 ? cfg->prm.mtu : 0;
 	}
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;

@@ -64,6 +64,15 @@ struct dp_config {
 /** Defaults of every option (the --help text shows them). */
 void dp_config_defaults(struct dp_config *cfg);
 
+/**
+ * Data room of a packet mbuf at an IP MTU: one frame of the MTU (Ethernet header and CRC:
+ * mtu + 18) and 64 bytes more, rounded up to 1 KiB, at least DPDK's default of 2048:
+ * 2048 at MTU 1500, 9216 at 9000. The 64 bytes let a kernel-socket port (net_af_packet,
+ * whose ring frames hold 66 bytes of their own header before the Ethernet frame) run with
+ * ring frames of the data room's size (docs/DATAPLANE.md, "Jumbo frames").
+ */
+uint32_t dp_mbuf_room(unsigned int mtu);
+
 /** The name of an enum dp_idle_mode (--idle, stats): "poll", "sleep", "intr". */
 const char *dp_idle_mode_name(unsigned int mode);
 

@@ -374,6 +374,7 @@ dp_stats_json(struct dp *dp)
 	json_object_set_new(mem, "mempool_bytes", json_integer((json_int_t)dp->pool_bytes));
 	json_object_set_new(mem, "job_bytes", json_integer((json_int_t)dp->job_bytes));
 	json_object_set_new(mem, "mbufs_per_pool", json_integer((json_int_t)dp->prm.mbufs));
+	json_object_set_new(mem, "mbuf_data_room", json_integer(dp_mbuf_room(dp->prm.mtu)));
 	json_object_set_new(mem, "mbufs_slot_budget", json_integer((json_int_t)dp->mbufs_budget));
 	json_object_set_new(mem, "mbufs_committed", json_integer((json_int_t)dp->mbufs_committed));
 	if (dp->n_lcores > 0)
@@ -677,6 +678,9 @@ metrics_memory(struct dp *dp, struct prom *p)
 	prom_sample_u64(p, NULL, 0, dp->job_bytes);
 	prom_family(p, M("mbufs_per_pool"), PROM_GAUGE, "Packet buffers per NUMA socket");
 	prom_sample_u64(p, NULL, 0, dp->prm.mbufs);
+	prom_family(p, M("mbuf_data_room_bytes"), PROM_GAUGE,
+		    "Data room of a packet buffer: one frame of --mtu, rounded up");
+	prom_sample_u64(p, NULL, 0, dp_mbuf_room(dp->prm.mtu));
 	prom_family(p, M("mbufs_slot_budget"), PROM_GAUGE,
 		    "Packet buffers the jobs' slots may hold at most (the pool for slots)");
 	prom_sample_u64(p, NULL, 0, dp->mbufs_budget);

@@ -250,6 +250,21 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 				      "worker_id: %u is outside a contributor set of "
 				      "%u blocks (ids below %u)",
 				      cfg->worker_id, cfg->cset_blocks, 256u * cfg->cset_blocks);
+	/* A full CONTRIB (in the LAN dtype) or RESULT with its contributor set fits the
+	 * largest IP MTU, 9000, after the 82 bytes of headers. */
+	size_t set = (size_t)cfg->cset_blocks * WIRE_CSET_BLOCK;
+	size_t full = (size_t)cfg->chunk_elements / gran * esize;
+
+	if (cfg->lan_dtype != 0 &&
+	    (size_t)cfg->chunk_elements * gr_dtype_size(cfg->lan_dtype) > full)
+		full = (size_t)cfg->chunk_elements * gr_dtype_size(cfg->lan_dtype);
+	if (full + set > TABLE_CHUNK_BYTES_MAX)
+		return json_util_fail(err, errlen,
+				      "chunk_elements: %u elements with a contributor set of "
+				      "%u blocks make %zu bytes, more than the %u a 9000-byte IP "
+				      "packet holds",
+				      cfg->chunk_elements, cfg->cset_blocks, full + set,
+				      TABLE_CHUNK_BYTES_MAX);
 	if (cfg->n_origins > GR_ORIGINS_MAX)
 		return json_util_fail(err, errlen, "n_origins: %u, at most %u", cfg->n_origins,
 				      GR_ORIGINS_MAX);

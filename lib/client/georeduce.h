@@ -111,7 +111,7 @@ struct gr_config {
 	uint32_t epoch; /* plan epoch of the gateway's table */
 	enum gr_dtype dtype;
 	uint64_t elements;          /* tensor length, >= 1 */
-	uint32_t chunk_elements;    /* elements per packet, 1 .. 65535, at most 8192 bytes */
+	uint32_t chunk_elements;    /* elements per packet, 1 .. 65535, at most 8918 bytes */
 	uint16_t worker_id;         /* this worker's node id, 1 .. 65534 */
 	uint32_t worker_ipv4;       /* address to bind; 0: any */
 	uint16_t worker_port;       /* UDP port to bind: the gateway sends results there */
@@ -148,7 +148,7 @@ struct gr_config {
 	/* The dtype of this worker's CONTRIBs to its gateway (the table's lan_dtype): 0 or
 	 * dtype for the same; GR_DTYPE_FP32 or GR_DTYPE_BF16 for an MX dtype, so that the
 	 * gradient is first rounded where the gateway's sum leaves for the WAN (results come
-	 * in dtype). chunk_elements of it at most 8192 bytes. (After tree_gateways, for the
+	 * in dtype). chunk_elements of it at most 8918 bytes. (After tree_gateways, for the
 	 * same reason.) */
 	enum gr_dtype lan_dtype;
 	/* Whether to forget each chunk's result once delivered. By default (false) the client

@@ -26,6 +26,12 @@ Writes into DIR:
                    and delayed as the gateways' traffic was: each WAN veth keeps its tbf,
                    each frame sent on it waits the link's one-way latency first
 
+With --mtu N (576 .. 9000, default 1500) every veth and bridge of the sites carries IP
+packets of N bytes, the dataplanes run --mtu N with af_packet ring frames that hold them
+(framesz: their mbufs' data room, docs/DATAPLANE.md "Jumbo frames"), and every job's
+`mtu` is N, so that the control process sizes its chunks for it (--chunk-bytes sets
+them instead).
+
 Addressing: site i (0-based) is 10.99.i.0/24; its gateway is 10.99.i.1 on every port
 (the WAN ports are unnumbered point-to-point links with a /32 and a route to the peer
 site's /24), its workers 10.99.i.10, .11, ... on the kernel side of the LAN pair.
@@ -116,6 +122,12 @@ def main():
     # A worker's window arrives as one burst; an af_packet ring that overflows drops
     # frames in the kernel, where no dataplane counter sees them (with 512 frames, 10% of
     # the DiLoCo example's fp32 contributions were lost so and resent).
+    ap.add_argument("--mtu", type=int, default=1500,
+                    help="IP MTU of every veth and bridge, the dataplanes' --mtu and the "
+                    "jobs' mtu (576 .. 9000) [1500]")
+    ap.add_argument("--chunk-bytes", default="",
+                    help="the jobs' chunk_bytes, or one per job (comma-separated; 0: the "
+                    "default for the MTU, docs/DEPLOYMENT.md) [the default]")
     ap.add_argument("--desc", type=int, default=2048,
                     help="the dataplanes' RX and TX descriptors per queue, and the frames of "
                     "their af_packet rings [2048]")
@@ -188,6 +200,10 @@ def main():
              % len(nodes))
     if a.gateway_mbit < 0:
         fail("--gateway-mbit must be >= 0")
+    if not 576 <= a.mtu <= 9000:
+        fail("--mtu: 576 .. 9000, not %d" % a.mtu)
+    # Every link the testbed makes carries the MTU (the default adds nothing).
+    mtu = " mtu %d" % a.mtu if a.mtu != 1500 else ""
     if a.delayline and bridged:
         fail("--delayline takes the layout of one gateway per site (no --gateways-per-site "
              "or --gateway-mbit)")
@@ -274,6 +290,15 @@ def main():
         fail("--weights: expected W,W,... (numbers)")
     if weights and len(weights) != len(algos):
         fail("--weights: %d weights for %d jobs (one per job)" % (len(weights), len(algos)))
+    try:
+        chunk_bytes = [int(x) for x in a.chunk_bytes.split(",")] if a.chunk_bytes else []
+    except ValueError:
+        fail("--chunk-bytes: expected B or B,B,... (integers)")
+    if len(chunk_bytes) == 1:
+        chunk_bytes *= len(algos)
+    if chunk_bytes and len(chunk_bytes) != len(algos):
+        fail("--chunk-bytes: %d sizes for %d jobs (one, or one per job)"
+             % (len(chunk_bytes), len(algos)))
     if a.lan_dtype not in ("", "fp32", "bf16"):
         fail("--lan-dtype: fp32 or bf16, not '%s'" % a.lan_dtype)
     for j, al in enumerate(algos):
@@ -294,6 +319,10 @@ def main():
             job["lan_dtype"] = a.lan_dtype
         if weights:
             job["weight"] = weights[j]
+        if a.mtu != 1500:
+            job["mtu"] = a.mtu
+        if chunk_bytes and chunk_bytes[j] > 0:
+            job["chunk_bytes"] = chunk_bytes[j]
         deploy["jobs"].append(job)
 
     q = shlex.quote
@@ -331,8 +360,8 @@ def main():
     down.append("true")
     for li, l in enumerate(links):
         x, y = index[l["a"]], index[l["b"]]
-        up.append("ip link add wan%d netns %s type veth peer name wan%d netns %s"
-                  % (li, sites[x]["ns"], li, sites[y]["ns"]))
+        up.append("ip link add wan%d netns %s%s type veth peer name wan%d netns %s%s"
+                  % (li, sites[x]["ns"], mtu, li, sites[y]["ns"], mtu))
     def tbf(ns, dev, mbit):
         burst = max(int(mbit * 1e6 / 8 / 250), 16000)  # 4 ms of traffic
         up.append("tc -n %s qdisc add dev %s root tbf rate %.3fmbit burst %d latency 400ms"
@@ -341,10 +370,16 @@ def main():
     def dataplane(s, g, lan, wans):
         """Start gateway g of site s: port 0 on interface lan, ports 1.. on wans (one per
         WAN link of the site, in s["wan"] order), its address on each."""
-        # The af_packet rings hold --desc frames (the PMD's own default is 512).
+        # The af_packet rings hold --desc frames (the PMD's own default is 512); above
+        # MTU 1500, ring frames of the mbufs' data room (the PMD's default, 2048 bytes,
+        # holds 1982 of a frame), four to a block.
         ring = ",framecnt=%d" % a.desc if a.desc != 512 else ""
-        # EAL memory: the mempools (about 2.5 KiB a packet mbuf) and room for the rest.
-        mem = max(256, (a.mbufs * 5 // 2 + a.desc * 16) // 1024 + 160)
+        room = max(2048, (a.mtu + 18 + 64 + 1023) // 1024 * 1024)  # dp_mbuf_room()
+        if a.mtu > 1500:
+            ring += ",framesz=%d,blocksz=%d" % (room, 4 * room)
+        # EAL memory: the mempools (a packet mbuf is its data room and about 320 bytes
+        # more: 2.3 KiB at MTU 1500, 9.3 KiB at 9000) and room for the rest.
+        mem = max(256, (a.mbufs * (room + 512) // 1024 + a.desc * 16) // 1024 + 160)
         args = [a.dataplane, "--no-huge", "-m", str(mem), "--no-pci", "--no-shconf",
                 "--file-prefix=%s" % g["prefix"], "-l", "0-1",
                 "--log-level=lib.eal:error", "--log-level=pmd.net.af_packet:error",
@@ -356,6 +391,8 @@ def main():
                  "--mbufs", str(a.mbufs), "--hdr-mbufs", "8192", "--rx-desc", str(a.desc),
                  "--tx-desc", str(a.desc), "--fault-queue", str(a.fault_queue),
                  "--rto-ms", "1000"]
+        if a.mtu != 1500:
+            args += ["--mtu", str(a.mtu)]
         if a.no_pace:
             args.append("--no-pace")
         if a.fault_seed:
@@ -406,10 +443,10 @@ def main():
         ns = s["ns"]
         wk = "lanbr" if bridged else "wk0"
         if bridged:
-            up.append("ip -n %s link add lanbr type bridge" % ns)
+            up.append("ip -n %s link add lanbr%s type bridge" % (ns, mtu))
             up.append("ip -n %s link set lanbr up" % ns)
         else:
-            up.append("ip -n %s link add lan0 type veth peer name wk0" % ns)
+            up.append("ip -n %s link add lan0%s type veth peer name wk0%s" % (ns, mtu, mtu))
             for dev in ("lan0", "wk0"):
                 up.append("ip -n %s link set %s up" % (ns, dev))
         for w in s["workers"]:
@@ -422,7 +459,7 @@ def main():
             tbf(ns, wan["iface"], wan["mbit"])
             if bridged:
                 # The link is the site's: each gateway reaches it through the bridge.
-                up.append("ip -n %s link add wb%d type bridge" % (ns, wan["link"]))
+                up.append("ip -n %s link add wb%d%s type bridge" % (ns, wan["link"], mtu))
                 up.append("ip -n %s link set wan%d master wb%d" % (ns, wan["link"], wan["link"]))
                 up.append("ip -n %s link set wb%d up" % (ns, wan["link"]))
         if not bridged:
@@ -430,7 +467,8 @@ def main():
             continue
         for g in s["gateways"]:
             k = g["shard"]
-            up.append("ip -n %s link add gl%d type veth peer name bl%d" % (ns, k, k))
+            up.append("ip -n %s link add gl%d%s type veth peer name bl%d%s"
+                      % (ns, k, mtu, k, mtu))
             up.append("ip -n %s link set bl%d master lanbr" % (ns, k))
             for dev in ("gl%d" % k, "bl%d" % k):
                 up.append("ip -n %s link set %s up" % (ns, dev))
@@ -443,7 +481,8 @@ def main():
                 tbf(ns, "gl%d" % k, a.gateway_mbit)   # the gateway to the workers
             for wan in s["wan"]:
                 gd, bd = "g%dw%d" % (k, wan["link"]), "b%dw%d" % (k, wan["link"])
-                up.append("ip -n %s link add %s type veth peer name %s" % (ns, gd, bd))
+                up.append("ip -n %s link add %s%s type veth peer name %s%s"
+                          % (ns, gd, mtu, bd, mtu))
                 up.append("ip -n %s link set %s master wb%d" % (ns, bd, wan["link"]))
                 for dev in (gd, bd):
                     up.append("ip -n %s link set %s up" % (ns, dev))

@@ -2,7 +2,10 @@
 # The emulated multi-datacenter WAN (scripts/lib/testbed.py describes it), for
 # scripts/testbed, scripts/demo and the end-to-end tests. Needs root.
 #
-#   wan_up DIR TOPOLOGY BUILD [testbed.py options...]   build it (DIR/down.sh undoes it)
+#   wan_up DIR TOPOLOGY BUILD [testbed.py options...]   build it (DIR/down.sh undoes it);
+#                                                       --mtu N: every veth and bridge,
+#                                                       the dataplanes and the jobs at an
+#                                                       IP MTU of N (9000: jumbo frames)
 #   wan_down DIR                                        remove it
 #   wan_install DIR JOB [EPOCH]                         plan job JOB, install its tables
 #   wan_run DIR JOB ROUNDS [FIRST [multicast [TIMEOUT]]]  every site's workers, in
