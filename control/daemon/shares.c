@@ -296,8 +296,9 @@ shares_traffic(struct dmn *m, const json_t *before, const json_t *after, int64_t
 	const json_t *jo;
 	size_t a;
 
-	if (!json_is_array(before)) /* the gateway's first stats: nothing to compare */
-		return;
+	/* The gateway's first stats (a control process that starts, or a replica that
+	 * takes over): chunks in flight are a round going on, so that the jobs that run are
+	 * known before the first plans (and a live epoch planned with them is taken over). */
 	json_array_foreach (after, a, jo) {
 		json_int_t job = json_integer_value(json_object_get(jo, "job"));
 		const json_t *was =
@@ -309,7 +310,8 @@ shares_traffic(struct dmn *m, const json_t *before, const json_t *after, int64_t
 
 		/* Chunks done since the last stats, or chunks in flight that changed: a round
 		 * going on (chunks held without progress, a round abandoned, are not). */
-		if (done <= done0 && (busy == 0 || busy == busy0))
+		if (!json_is_array(before) ? busy == 0 :
+					     done <= done0 && (busy == 0 || busy == busy0))
 			continue;
 		for (int i = 0; i < m->d->n_jobs; i++)
 			if (m->d->jobs[i].id == job)
