@@ -8,7 +8,9 @@
 # leader; a job created on the leader is installed; the leader killed (SIGKILL): another
 # takes over, its status names it and a higher term, the job of the API is still there and
 # its live epoch carried on (nothing installed); the gateways saw the new term and refuse
-# an activate carrying the old one, counted; one etcd member (not etcd's raft leader)
+# an activate carrying the old one, counted; the leader frozen (SIGSTOP) past its lease,
+# as if cut off from etcd: another leads, and thawed it says it was deposed and changes no
+# gateway; one etcd member (not etcd's raft leader)
 # lost: the same leader and term; etcd stopped: no replica leads (the leader
 # deposed within its lease), each says why, the gateways keep their epochs; etcd back: a
 # leader again, the job still live. Then etcd over mutual TLS (https, a client
@@ -154,6 +156,36 @@ grep -q "older than term $term2" "$tmp/out" "$tmp/err" &&
 	ok "gateway a counts it (stale_terms_refused)" || not_ok "stale_terms_refused not counted"
 expect 1 "a bad term is refused" "$DPCTL" -s "$tmp/a.sock" raw \
 	'{"version": 1, "op": "remove", "id": 1, "job": 9, "term": "x"}'
+
+# ---- the leader frozen past its lease (as if cut off from etcd) -------------------------
+# SIGSTOP: it neither renews its lease nor changes anything; another replica leads and
+# installs an epoch of a newer term. SIGCONT: the thawed one finds its lease gone, says it
+# was deposed and changes no gateway: job 9 stays on the new leader's epoch.
+frozen=$leader
+kill -STOP "${rpid[$frozen]}"
+# shellcheck disable=SC2046 # the names, split
+must_lead "$frozen frozen past its lease: a new leader" $(printf '%s\n' r1 r2 r3 | grep -v "^$frozen$")
+term3=$(st "$leader" .election.term)
+"$CONTROL" replan --socket "$tmp/$leader.sock" 9 >/dev/null 2>&1
+for _ in $(seq 300); do
+	[ "$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .control_term)" = "$term3" ] &&
+		e9=$(same_live 9) && break
+	sleep 0.2
+done
+kill -CONT "${rpid[$frozen]}"
+for _ in $(seq 150); do
+	grep -q "deposed as leader of term $term2" "$tmp/$frozen.log" && break
+	sleep 0.2
+done
+sleep 3 # three heartbeats of the thawed replica, had it gone on leading
+if grep -q "deposed as leader of term $term2" "$tmp/$frozen.log" &&
+	[ "$(st "$frozen" .election.role)" = follower ] && [ "$(same_live 9)" = "$e9" ] &&
+	[ "$(st "$leader" .election.term)" = "$term3" ]; then
+	ok "thawed, $frozen says it was deposed (term $term2) and follows; job 9 stays on epoch $e9 of term $term3"
+else
+	not_ok "the thawed leader: $(grep -c deposed "$tmp/$frozen.log") depositions logged, role $(st "$frozen" .election.role), job 9 on $(same_live 9) (want $e9)"
+fi
+term2=$term3
 
 # ---- one etcd member lost: nothing changes ----------------------------------------------
 # A member that is not etcd's raft leader: losing the raft leader stalls etcd for an
