@@ -24,6 +24,8 @@
 # through it.
 #   wan_control_start DIR [georeduce-control run options...]   start it (pid in DIR/control.pid)
 #   wan_control_wait DIR                                        until every job is live
+#   wan_control_alone DIR JOB [SECONDS]     until the other jobs are idle and JOB, re-planned
+#                                           over the whole links, is live
 #   wan_control_stop DIR [SIGNAL]
 #   wan_dpctl DIR SITE_INDEX COMMAND [ARGS]                     georeduce-dpctl over TLS
 #                                                               from the control namespace
@@ -260,23 +262,11 @@ sys.exit(not all(j["epoch"] is not None and j["state"] == "live" for j in s["job
 # SECONDS [60]. The jobs that run share the links (docs/CONTROL.md), so a job started while
 # another's rounds have just ended would run its first rounds over a share.
 wan_control_alone() {
-	local dir=$1 job=$2 secs=${3:-60} build
-	build=$(cat "$dir/build")
-	for _ in $(seq $((secs * 5))); do
-		"$build/control/daemon/georeduce-control" status --socket "$(wan_sock "$dir")" \
-			--json 2>/dev/null | python3 -c '
-import json, sys
-try:
-    s = json.load(sys.stdin)
-except ValueError:
-    sys.exit(1)
-job = int(sys.argv[1])
-sys.exit(not all(j["state"] == "live" if j["job"] == job else not j["running"]
-                 for j in s["jobs"]))' "$job" && return 0
-		sleep 0.2
-	done
+	local dir=$1 job=$2 secs=${3:-60}
+	local e="all(j['state'] == 'live' if j['job'] == $job else not j['running'] for j in s['jobs'])"
+	wan_until "$dir" "$secs" "$e" && return 0
 	echo "job $job: the other jobs did not go idle, or its re-plan did not come (see" \
-		"$dir/control.log)" >&2
+		"$dir/control*.log)" >&2
 	return 1
 }
 
