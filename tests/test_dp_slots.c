@@ -486,6 +486,49 @@ test_grace_adaptive(void)
 	dp_down();
 }
 
+/* A slot whose round is given up while its grace window runs (job 22, adaptive, bounded by
+ * 60 s): round 1 of chunk 0 reaches its threshold before any estimate, so its window, and
+ * the entry queued for it, end 60 s later. Round 5's chunks 1 to 15, all three in right
+ * after the threshold, bring the estimate down to the floor; round 5's chunk 0 then gives
+ * round 1 up (every contributor is past it) and reaches its threshold: its window ends at
+ * its own (short) end, not at the entry the given-up round left queued. */
+static void
+test_grace_after_give_up(void)
+{
+	const uint64_t el = 64 * 32;
+	const uint32_t ce = 64;
+	struct tdesc td = {0, 0, 0, {0}, 0, 32, 16, {0}};
+	static const uint16_t two[] = {11, 12};
+	static struct out o[64];
+	uint64_t q[6];
+	double grace_ms;
+	int n, bad = 0;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install_grace(22, 1, el, ce, &td, TABLE_GRACE_MS_MAX, true) == 0);
+	for (int w = 0; w < 2; w++)
+		inject(contrib_set(22, 1, W3[w], &W3[w], 1, 1, 0, el, ce, 0));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0);
+	for (uint32_t c = 1; c < 16; c++) {
+		for (int w = 0; w < 3; w++)
+			inject(contrib_set(22, 1, W3[w], &W3[w], 1, 5, c, el, ce, 0));
+		poll_all();
+		bad += collect(o, 64) != 3;
+	}
+	CU_ASSERT(bad == 0);
+	quorum_of(22, 1, q, &grace_ms);
+	CHECK(grace_ms < 1000, "adaptive window %.3f ms", grace_ms);
+	inject(contrib_set(22, 1, 11, &two[0], 1, 5, 0, el, ce, 0));
+	inject(contrib_set(22, 1, 12, &two[1], 1, 5, 0, el, ce, 0));
+	n = await_frames(o, 64);
+	CHECK(n == 3 && result_is(&o[0], two, 2, ce) && o[0].p.round == 5,
+	      "%d frames after the window, given up %" PRIu64, n, ctr(DP_CTR_ROUNDS_GIVEN_UP));
+	quorum_of(22, 1, q, &grace_ms);
+	CU_ASSERT(q[3] == 1 && ctr(DP_CTR_ROUNDS_GIVEN_UP) == 1);
+	dp_down();
+}
+
 /* contrib_set() with the header's contrib changed to `contrib`, the set left as it is (the
  * UDP checksum is dropped: the header changed after it). */
 static struct rte_mbuf *
@@ -918,6 +961,8 @@ main(int argc, char **argv)
 	CU_add_test(s, "partial reduce: sets of child gateways", test_partial_reduce_child_sets);
 	CU_add_test(s, "partial reduce: a grace window", test_grace_window);
 	CU_add_test(s, "partial reduce: an adaptive grace window", test_grace_adaptive);
+	CU_add_test(s, "partial reduce: a window after a round given up ends at its own end",
+		    test_grace_after_give_up);
 	CU_add_test(s, "a child gateway's contrib counts the workers below it",
 		    test_child_contrib_count);
 	CU_add_test(s, "a slot moved on answers for its previous chunk", test_slot_moved_on);

@@ -6,7 +6,9 @@
 #   testbed.sh help         --help of the script and of every command (no root): complete,
 #                           and refused options, commands and arguments exit 1
 #   testbed.sh live BUILD   a two-site testbed with its control process (root; skipped
-#                           otherwise): rounds of two jobs at once; a link's delay changed
+#                           otherwise): rounds of two jobs at once; a job killed in a round
+#                           that had gone past the slot pool goes on 101 rounds later (the
+#                           gateways give the abandoned round up); a link's delay changed
 #                           while it runs (the probes' round trip follows); one gateway
 #                           killed and started again (down, then up in a new epoch, rounds
 #                           verified); the control process killed and started again (it
@@ -96,7 +98,7 @@ status() { wan_status "$W" "$1"; }
 until_true() { wan_until "$W" "$@"; }
 
 if "$TB" up --build "$BUILD" --dir "$W" --topology "$D/topo.json" --scale 1 \
-	--jobs mtree,ring --elements 65536 --prefix "$P" >"$D/up.out" 2>&1; then
+	--jobs mtree,ring --elements 65536,4000000 --prefix "$P" >"$D/up.out" 2>&1; then
 	ok "up: two sites, two jobs, the control process"
 else
 	not_ok "up"
@@ -133,6 +135,93 @@ done
 	ok "two jobs run rounds at once (job 2's while job 1's are open), every result verified" ||
 	{ not_ok "two jobs at once (job 1's worker at b: ${wpid:-not found})"; cat "$D/run1" "$D/run2"; }
 wait $r1 2>/dev/null
+
+# worker SITE_INDEX ROUND START_AT [NAME [JOB]]: job JOB's [1] worker of that site, one
+# round, in the background; its output in $D/NAME-SITE_INDEX.json and .err [held].
+worker() {
+	local ns ids pki api
+	ns=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[int(sys.argv[2])]["ns"])' \
+		"$W/sites.json" "$1")
+	ids=$(python3 -c 'import json, sys
+print(" ".join("--worker-id %d" % w["id"] for w in json.load(open(sys.argv[1]))[int(sys.argv[2])]["workers"]))' \
+		"$W/sites.json" "$1")
+	all=$(python3 -c 'import json, sys
+print(",".join(str(w["id"]) for s in json.load(open(sys.argv[1])) for w in s["workers"]))' "$W/sites.json")
+	pki=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pki"])' "$W/control.json")
+	api=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["api"])' "$W/control.json")
+	# shellcheck disable=SC2086
+	ip netns exec "$ns" "$BUILD/tools/worker/georeduce-worker" --control "$api" --job "${5:-1}" \
+		--cert "$pki/workers-site$1.pem" --key "$pki/workers-site$1.key" --ca "$pki/ca.pem" \
+		$ids --all-workers "$all" --rounds 1 --first-round "$2" --start-at "$3" \
+		--timeout 120 --json >"$D/${4:-held}-$1.json" 2>"$D/${4:-held}-$1.err" &
+}
+DPCTL=$BUILD/tools/dpctl/georeduce-dpctl
+# Slots that gave a round up, at both gateways.
+given_up() {
+	local n=0 v g
+	for g in gw0 gw1; do
+		v=$("$DPCTL" --socket "$W/$g.sock" --json stats 2>/dev/null | python3 -c 'import json, sys
+print(sum(l["rounds_given_up"] for l in json.load(sys.stdin)["lcores"]))') || v=0
+		n=$((n + ${v:-0}))
+	done
+	echo "$n"
+}
+
+# A job restarted far ahead of a round that had gone past the slot pool: job 2 (a ring: two
+# trees of 256 slots, 11,364 chunks) runs a round at both sites, alone on the links (job 1
+# idle, so that no share changes re-plan it meanwhile); its workers are killed once gateway
+# a has done 1,200 of the round's chunks (each tree's slots then hold chunks a pool or more
+# into the tensor, OPEN or COMPLETE) and before its end; both start again 101 rounds later,
+# a number of rounds that is no multiple of the pool. The restarted round's first chunks
+# meet slots that other chunks of the abandoned round hold: those are given up too, and
+# the round completes, verified, under the same epoch.
+done2() {
+	"$DPCTL" --socket "$W/gw0.sock" --json stats 2>/dev/null | python3 -c 'import json, sys
+print(sum(j["chunks_done"] for j in json.load(sys.stdin)["jobs"] if j["job"] == 2))' || echo 0
+}
+until_true 120 'not any(j["running"] for j in s["jobs"]) and all(j["state"] == "live" for j in s["jobs"])' ||
+	not_ok "jobs still running: $(status '[(j["job"], j["running"], j["state"]) for j in s["jobs"]]')"
+e5=$(status '[j["epoch"] for j in s["jobs"] if j["job"] == 2][0]')
+g0=$(given_up)
+c0=$(done2)
+r0=$(($(date +%s) % 100000000 * 16 + 48))
+start_at=$(($(date +%s) + 3))
+worker 0 "$r0" "$start_at" far-gone 2
+wg0=$!
+worker 1 "$r0" "$start_at" far-gone 2
+wg1=$!
+c=$c0
+for _ in $(seq 1200); do
+	c=$(done2)
+	[ "$c" -lt $((c0 + 1200)) ] || break
+	sleep 0.1
+done
+for s in 0 1; do
+	kill -9 "$(ip netns pids "$P-s$s" | while read -r p; do
+		tr '\0' ' ' <"/proc/$p/cmdline" | grep -q "georeduce-worker.* --first-round $r0 " && echo "$p"
+	done | head -1)" 2>/dev/null
+done
+wait $wg0 2>/dev/null
+wait $wg1 2>/dev/null
+c1=$(done2)
+# Killed within the round, past the pool: 1,200 chunks done or more, fewer than all.
+[ $((c1 - c0)) -ge 1200 ] && [ $((c1 - c0)) -lt 11364 ] &&
+	ok "job 2's workers killed in a round past the slot pool ($((c1 - c0)) of its 11364 chunks done at a)" ||
+	not_ok "job 2's workers not killed within the round: $((c1 - c0)) chunks done at a"
+worker 0 $((r0 + 101)) 0 far 2
+wa=$!
+worker 1 $((r0 + 101)) 0 far 2
+wb=$!
+wait $wa && wait $wb && python3 - "$D" "$e5" <<'EOF' && [ "$(given_up)" -gt "${g0:-0}" ] &&
+import json, sys
+docs = [json.load(open("%s/far-%d.json" % (sys.argv[1], i))) for i in (0, 1)]
+ok = all(d["ok"] and d["epoch"] == int(sys.argv[2]) and
+         all(r["verified"] for w in d["workers"] for r in w["rounds"]) for d in docs)
+ok or print("epochs", [d["epoch"] for d in docs], "rounds", [w["rounds"] for d in docs for w in d["workers"]])
+sys.exit(not ok)
+EOF
+	ok "job 2 restarted 101 rounds ahead went through under epoch $e5 ($(($(given_up) - g0)) slots gave the abandoned round up)" ||
+	{ not_ok "job 2 restarted far ahead (given up: $(given_up), before $g0)"; tail -n 3 "$D"/far-*.err; }
 
 # A link's delay, changed while it runs: the gateways' probes see the new round trip.
 "$TB" link a b --delay 150ms --dir "$W" >"$D/link" 2>&1 && ok "link a b --delay 150ms" ||
@@ -178,25 +267,6 @@ e1=$(status 's["jobs"][0]["epoch"]')
 # worker starts. The round must complete under the new epoch within 2 s plus a round of b
 # beginning it, where a round that learnt of the epoch only at its timeout would take 60 s
 # more.
-# worker SITE_INDEX ROUND START_AT [NAME]: job 1's worker of that site, one round, in the
-# background; its output in $D/NAME-SITE_INDEX.json and .err [held].
-worker() {
-	local ns ids pki api
-	ns=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[int(sys.argv[2])]["ns"])' \
-		"$W/sites.json" "$1")
-	ids=$(python3 -c 'import json, sys
-print(" ".join("--worker-id %d" % w["id"] for w in json.load(open(sys.argv[1]))[int(sys.argv[2])]["workers"]))' \
-		"$W/sites.json" "$1")
-	all=$(python3 -c 'import json, sys
-print(",".join(str(w["id"]) for s in json.load(open(sys.argv[1])) for w in s["workers"]))' "$W/sites.json")
-	pki=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pki"])' "$W/control.json")
-	api=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["api"])' "$W/control.json")
-	# shellcheck disable=SC2086
-	ip netns exec "$ns" "$BUILD/tools/worker/georeduce-worker" --control "$api" --job 1 \
-		--cert "$pki/workers-site$1.pem" --key "$pki/workers-site$1.key" --ca "$pki/ca.pem" \
-		$ids --all-workers "$all" --rounds 1 --first-round "$2" --start-at "$3" \
-		--timeout 120 --json >"$D/${4:-held}-$1.json" 2>"$D/${4:-held}-$1.err" &
-}
 round=$(($(date +%s) % 100000000 * 16 + 8))
 start_at=$(($(date +%s) + 10))
 worker 0 "$round" "$start_at"
@@ -247,17 +317,6 @@ fi
 # give the abandoned round up once every contributor is past it, and the later round
 # completes, verified, without a re-plan.
 e4=$(status 's["jobs"][0]["epoch"]')
-DPCTL=$BUILD/tools/dpctl/georeduce-dpctl
-# Slots that gave a round up, at both gateways.
-given_up() {
-	local n=0 v g
-	for g in gw0 gw1; do
-		v=$("$DPCTL" --socket "$W/$g.sock" --json stats 2>/dev/null | python3 -c 'import json, sys
-print(sum(l["rounds_given_up"] for l in json.load(sys.stdin)["lcores"]))') || v=0
-		n=$((n + ${v:-0}))
-	done
-	echo "$n"
-}
 g0=$(given_up)
 r0=$(($(date +%s) % 100000000 * 16 + 40))
 worker 0 "$r0" 0 gone

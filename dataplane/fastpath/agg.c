@@ -680,8 +680,12 @@ dp_agg_grace(struct dp_lcore *lc, const struct dp_state *st)
 					s->grace_q = false;
 					continue;
 				}
+				/* Due at its own end, or at the end of the slot's window if
+				 * that is earlier: an entry of an earlier window of the slot
+				 * (one that closed, or whose round was given up) may be due
+				 * later than this window, which the adaptive window shortened. */
 				now = now != 0 ? now : rte_rdtsc();
-				if (g.due > now)
+				if (g.due > now && s->grace_due > now)
 					break;
 				lj->ghead++;
 				if (s->grace_due > now) {
