@@ -623,7 +623,7 @@ test_restarted_far_ahead(void)
 {
 	restart_far_ahead(4 + 100); /* a multiple of the pool ahead */
 	restart_far_ahead(4 + 101); /* and not */
-	restart_far_ahead(5);	    /* the next round */
+	restart_far_ahead(5);       /* the next round */
 }
 
 int
