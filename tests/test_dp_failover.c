@@ -553,6 +553,79 @@ test_restarted_job(void)
 	dp_down();
 }
 
+/* Worker w's RESULTs of round `round` among o[0..n), for chunks 0..7 of 64 elements:
+ * got[w - 11][chunk] set for each, which must be the three workers' sum, bit-exact. */
+static void
+restart_results(const struct out *o, int n, uint32_t round, bool got[3][8])
+{
+	for (int i = 0; i < n; i++) {
+		uint32_t c = o[i].p.chunk, w = o[i].fl.dst_ip & 0xff;
+
+		if (o[i].p.type != WIRE_TYPE_RESULT || o[i].p.round != round)
+			continue;
+		CU_ASSERT_FATAL(c < 8 && w >= 11 && w <= 13 && o[i].p.contrib == 3);
+		for (uint32_t e = 0; e < 64; e++)
+			CU_ASSERT(out_f32(&o[i], e) ==
+				  val(11, c * 64 + e) + val(12, c * 64 + e) + val(13, c * 64 + e));
+		got[w - 11][c] = true;
+	}
+}
+
+/* A job restarted far ahead, in a round that had gone past the slot pool: a pool of 4
+ * slots, 8 chunks. In round 4 the three workers complete chunks 0 and 1, then 11 and 12
+ * send chunks 2 to 5 (slots 0 and 1 move on to chunks 4 and 5) and the job is killed. The
+ * restarted workers begin round `round` with chunk 0, which meets slot 0 held by another
+ * chunk of round 4: the slot gives round 4 up for it all the same once every contributor is
+ * past round 4, and the round completes, bit-exact, as the workers resend what has no
+ * RESULT yet. */
+static void
+restart_far_ahead(uint32_t round)
+{
+	struct tdesc td = {0, 0, 0, {0}, 0, 8, 4, {0}};
+	static struct out o[256];
+	bool got[3][8] = {{false}};
+	int sends = 0, missing = 24;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install(mk_table(18, 1, 1, TABLE_DTYPE_FP32, 512, 64, 3, W3, 1, &td),
+				"install") == 0);
+	for (uint32_t c = 0; c < 2; c++)
+		for (uint16_t w = 11; w <= 13; w++)
+			inject(contrib_f32(18, 1, 0, w, 4, c, 512, 64));
+	for (uint32_t c = 2; c < 6; c++)
+		for (uint16_t w = 11; w <= 12; w++)
+			inject(contrib_f32(18, 1, 0, w, 4, c, 512, 64));
+	poll_all();
+	collect(o, 256);
+	/* The restarted workers, each its whole window at once, then what lacks a RESULT
+	 * again (RETX) until every one has every chunk's, or 16 times. */
+	for (; missing > 0 && sends < 16; sends++) {
+		for (uint16_t w = 11; w <= 13; w++)
+			for (uint32_t c = 0; c < 8; c++)
+				if (!got[w - 11][c])
+					inject(contrib_f32_flags(18, 1, sends > 0 ? WIRE_F_RETX : 0,
+								 0, w, round, c, 512, 64));
+		poll_all();
+		restart_results(o, collect(o, 256), round, got);
+		missing = 0;
+		for (int w = 0; w < 3; w++)
+			for (int c = 0; c < 8; c++)
+				missing += !got[w][c];
+	}
+	CHECK(missing == 0 && ctr(DP_CTR_ROUNDS_GIVEN_UP) >= 2,
+	      "round %u: %d RESULTs missing after %d sends, %" PRIu64 " given up, no_slot %" PRIu64,
+	      round, missing, sends, ctr(DP_CTR_ROUNDS_GIVEN_UP), drops(WIRE_REASON_NO_SLOT));
+	dp_down();
+}
+
+static void
+test_restarted_far_ahead(void)
+{
+	restart_far_ahead(4 + 100); /* a multiple of the pool ahead */
+	restart_far_ahead(4 + 101); /* and not */
+	restart_far_ahead(5);       /* the next round */
+}
+
 int
 main(int argc, char **argv)
 {
@@ -580,5 +653,7 @@ main(int argc, char **argv)
 		    test_recovery_share);
 	CU_add_test(s, "a restarted job: a round every contributor left is given up",
 		    test_restarted_job);
+	CU_add_test(s, "a restarted job far ahead: a slot held by another chunk is given up",
+		    test_restarted_far_ahead);
 	return dp_fixture_run();
 }

@@ -376,6 +376,25 @@ install_grace(uint32_t job, uint32_t epoch, uint64_t el, uint32_t ce, const stru
 	return install(tb, "install");
 }
 
+/* Chunks first .. first + n - 1 of round `round` of job `job` (epoch 1, installed by
+ * install_grace()), each with the three contributions one after the other: the third comes
+ * right after the threshold, a sample of an adaptive window. How many chunks did not send
+ * their RESULT to the three at once. */
+static int
+grace_samples(uint32_t job, uint32_t round, uint32_t first, uint32_t n, uint64_t el, uint32_t ce)
+{
+	static struct out o[64];
+	int bad = 0;
+
+	for (uint32_t c = first; c < first + n; c++) {
+		for (int w = 0; w < 3; w++)
+			inject(contrib_set(job, 1, W3[w], &W3[w], 1, round, c, el, ce, 0));
+		poll_all();
+		bad += collect(o, 64) != 3;
+	}
+	return bad;
+}
+
 /* A root of workers 11, 12 and 13 that completes at 2 of 3 with a grace window (job 19).
  * A window of 60 s: all three in complete the chunk at once; two wait, and the third within
  * the window makes the chunk with all three. A window of 1 ms (epoch 2): two complete
@@ -459,19 +478,12 @@ test_grace_adaptive(void)
 	static struct out o[64];
 	uint64_t q[6];
 	double grace_ms;
-	int n, bad = 0;
+	int n;
 
 	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
 	CU_ASSERT_FATAL(install_grace(20, 1, el, ce, &td, TABLE_GRACE_MS_MAX, true) == 0);
 	/* 16 chunks whose third contribution comes right after the threshold: samples. */
-	for (uint32_t c = 0; c < 16; c++) {
-		for (int w = 0; w < 3; w++)
-			inject(contrib_set(20, 1, W3[w], &W3[w], 1, 1, c, el, ce, 0));
-		poll_all();
-		n = collect(o, 64);
-		bad += n != 3;
-	}
-	CU_ASSERT(bad == 0);
+	CU_ASSERT(grace_samples(20, 1, 0, 16, el, ce) == 0);
 	quorum_of(20, 1, q, &grace_ms);
 	CU_ASSERT(q[0] == 16 && q[1] == 16 && q[4] == 16);
 	CHECK(grace_ms >= DP_GRACE_FLOOR_US / 1000.0 && grace_ms < TABLE_GRACE_MS_MAX,
@@ -483,6 +495,41 @@ test_grace_adaptive(void)
 	CU_ASSERT(n == 3 && result_is(&o[0], two, 2, ce));
 	quorum_of(20, 1, q, &grace_ms);
 	CU_ASSERT(q[3] == 1);
+	dp_down();
+}
+
+/* A slot whose round is given up while its grace window runs (job 22, adaptive, bounded by
+ * 60 s): round 1 of chunk 0 reaches its threshold before any estimate, so its window, and
+ * the entry queued for it, end 60 s later. Round 5's chunks 1 to 15, all three in right
+ * after the threshold, bring the estimate down to the floor; round 5's chunk 0 then gives
+ * round 1 up (every contributor is past it) and reaches its threshold: its window ends at
+ * its own (short) end, not at the entry the given-up round left queued. */
+static void
+test_grace_after_give_up(void)
+{
+	/* 32 chunks of 64 elements over a pool of 16 slots. */
+	struct tdesc td = {0, 0, 0, {0}, 0, 32, 16, {0}};
+	static struct out o[64];
+	double grace_ms;
+	uint64_t q[6];
+	int n;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install_grace(22, 1, 2048, 64, &td, TABLE_GRACE_MS_MAX, true) == 0);
+	for (int w = 0; w < 2; w++) /* 11 and 12: round 1 at its threshold */
+		inject(contrib_set(22, 1, W3[w], &W3[w], 1, 1, 0, 2048, 64, 0));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0);
+	CU_ASSERT(grace_samples(22, 5, 1, 15, 2048, 64) == 0);
+	quorum_of(22, 1, q, &grace_ms);
+	CHECK(grace_ms < 1000, "adaptive window %.3f ms", grace_ms);
+	for (int w = 0; w < 2; w++)
+		inject(contrib_set(22, 1, W3[w], &W3[w], 1, 5, 0, 2048, 64, 0));
+	n = await_frames(o, 64);
+	CHECK(n == 3 && result_is(&o[0], W3, 2, 64) && o[0].p.round == 5,
+	      "%d frames after the window, given up %" PRIu64, n, ctr(DP_CTR_ROUNDS_GIVEN_UP));
+	quorum_of(22, 1, q, &grace_ms);
+	CU_ASSERT(q[3] == 1 && ctr(DP_CTR_ROUNDS_GIVEN_UP) == 1);
 	dp_down();
 }
 
@@ -918,6 +965,8 @@ main(int argc, char **argv)
 	CU_add_test(s, "partial reduce: sets of child gateways", test_partial_reduce_child_sets);
 	CU_add_test(s, "partial reduce: a grace window", test_grace_window);
 	CU_add_test(s, "partial reduce: an adaptive grace window", test_grace_adaptive);
+	CU_add_test(s, "partial reduce: a window after a round given up ends at its own end",
+		    test_grace_after_give_up);
 	CU_add_test(s, "a child gateway's contrib counts the workers below it",
 		    test_child_contrib_count);
 	CU_add_test(s, "a slot moved on answers for its previous chunk", test_slot_moved_on);

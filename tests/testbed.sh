@@ -15,8 +15,9 @@
 #                           was away follows the new epoch within 2 s plus a round); a job
 #                           whose workers were killed mid-round goes on with a later round
 #                           under the same epoch (the gateways give the abandoned round
-#                           up); down removes the namespaces and keeps the logs where it
-#                           says
+#                           up), and so does a third job killed in a round that had gone
+#                           past the slot pool, 101 rounds later; down removes the
+#                           namespaces and keeps the logs where it says
 #   testbed.sh ha BUILD     a two-site testbed with three control replicas on etcd (--ha,
 #                           root; skipped otherwise): rounds; the leader killed, rounds
 #                           through the new one (the workers given every replica's
@@ -145,8 +146,8 @@ status() { wan_status "$W" "$1"; }
 until_true() { wan_until "$W" "$@"; }
 
 if "$TB" up --build "$BUILD" --dir "$W" --topology "$D/topo.json" --scale 1 \
-	--jobs mtree,ring --elements 65536 --prefix "$P" >"$D/up.out" 2>&1; then
-	ok "up: two sites, two jobs, the control process"
+	--jobs mtree,ring,mtree --elements 65536,65536,4000000 --prefix "$P" >"$D/up.out" 2>&1; then
+	ok "up: two sites, three jobs, the control process"
 else
 	not_ok "up"
 	cat "$D/up.out" "$W"/*.log 2>/dev/null | tail -30
@@ -182,6 +183,37 @@ done
 	ok "two jobs run rounds at once (job 2's while job 1's are open), every result verified" ||
 	{ not_ok "two jobs at once (job 1's worker at b: ${wpid:-not found})"; cat "$D/run1" "$D/run2"; }
 wait $r1 2>/dev/null
+
+# worker SITE_INDEX ROUND START_AT [NAME [JOB]]: job JOB's [1] worker of that site, one
+# round, in the background; its output in $D/NAME-SITE_INDEX.json and .err [held].
+worker() {
+	local ns ids pki api
+	ns=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[int(sys.argv[2])]["ns"])' \
+		"$W/sites.json" "$1")
+	ids=$(python3 -c 'import json, sys
+print(" ".join("--worker-id %d" % w["id"] for w in json.load(open(sys.argv[1]))[int(sys.argv[2])]["workers"]))' \
+		"$W/sites.json" "$1")
+	all=$(python3 -c 'import json, sys
+print(",".join(str(w["id"]) for s in json.load(open(sys.argv[1])) for w in s["workers"]))' "$W/sites.json")
+	pki=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pki"])' "$W/control.json")
+	api=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["api"])' "$W/control.json")
+	# shellcheck disable=SC2086
+	ip netns exec "$ns" "$BUILD/tools/worker/georeduce-worker" --control "$api" --job "${5:-1}" \
+		--cert "$pki/workers-site$1.pem" --key "$pki/workers-site$1.key" --ca "$pki/ca.pem" \
+		$ids --all-workers "$all" --rounds 1 --first-round "$2" --start-at "$3" \
+		--timeout 120 --json >"$D/${4:-held}-$1.json" 2>"$D/${4:-held}-$1.err" &
+}
+DPCTL=$BUILD/tools/dpctl/georeduce-dpctl
+# Slots that gave a round up, at both gateways.
+given_up() {
+	local n=0 v g
+	for g in gw0 gw1; do
+		v=$("$DPCTL" --socket "$W/$g.sock" --json stats 2>/dev/null | python3 -c 'import json, sys
+print(sum(l["rounds_given_up"] for l in json.load(sys.stdin)["lcores"]))') || v=0
+		n=$((n + ${v:-0}))
+	done
+	echo "$n"
+}
 
 # A link's delay, changed while it runs: the gateways' probes see the new round trip.
 "$TB" link a b --delay 150ms --dir "$W" >"$D/link" 2>&1 && ok "link a b --delay 150ms" ||
@@ -227,25 +259,6 @@ e1=$(status 's["jobs"][0]["epoch"]')
 # worker starts. The round must complete under the new epoch within 2 s plus a round of b
 # beginning it, where a round that learnt of the epoch only at its timeout would take 60 s
 # more.
-# worker SITE_INDEX ROUND START_AT [NAME]: job 1's worker of that site, one round, in the
-# background; its output in $D/NAME-SITE_INDEX.json and .err [held].
-worker() {
-	local ns ids pki api
-	ns=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[int(sys.argv[2])]["ns"])' \
-		"$W/sites.json" "$1")
-	ids=$(python3 -c 'import json, sys
-print(" ".join("--worker-id %d" % w["id"] for w in json.load(open(sys.argv[1]))[int(sys.argv[2])]["workers"]))' \
-		"$W/sites.json" "$1")
-	all=$(python3 -c 'import json, sys
-print(",".join(str(w["id"]) for s in json.load(open(sys.argv[1])) for w in s["workers"]))' "$W/sites.json")
-	pki=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pki"])' "$W/control.json")
-	api=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["api"])' "$W/control.json")
-	# shellcheck disable=SC2086
-	ip netns exec "$ns" "$BUILD/tools/worker/georeduce-worker" --control "$api" --job 1 \
-		--cert "$pki/workers-site$1.pem" --key "$pki/workers-site$1.key" --ca "$pki/ca.pem" \
-		$ids --all-workers "$all" --rounds 1 --first-round "$2" --start-at "$3" \
-		--timeout 120 --json >"$D/${4:-held}-$1.json" 2>"$D/${4:-held}-$1.err" &
-}
 round=$(($(date +%s) % 100000000 * 16 + 8))
 start_at=$(($(date +%s) + 10))
 worker 0 "$round" "$start_at"
@@ -296,17 +309,6 @@ fi
 # give the abandoned round up once every contributor is past it, and the later round
 # completes, verified, without a re-plan.
 e4=$(status 's["jobs"][0]["epoch"]')
-DPCTL=$BUILD/tools/dpctl/georeduce-dpctl
-# Slots that gave a round up, at both gateways.
-given_up() {
-	local n=0 v g
-	for g in gw0 gw1; do
-		v=$("$DPCTL" --socket "$W/$g.sock" --json stats 2>/dev/null | python3 -c 'import json, sys
-print(sum(l["rounds_given_up"] for l in json.load(sys.stdin)["lcores"]))') || v=0
-		n=$((n + ${v:-0}))
-	done
-	echo "$n"
-}
 g0=$(given_up)
 r0=$(($(date +%s) % 100000000 * 16 + 40))
 worker 0 "$r0" 0 gone
@@ -328,6 +330,78 @@ assert all(d["ok"] and d["epoch"] == int(sys.argv[2]) and
 EOF
 	ok "a restarted job's later round went through under epoch $e4 ($(($(given_up) - g0)) slots gave the abandoned round up)" ||
 	{ not_ok "the restarted job's round (given up: $(given_up), before $g0)"; cat "$D"/again-*.err "$D"/gone-0.err; }
+
+# A job restarted far ahead of a round that had gone past the slot pool: job 3 (an mTree of
+# one tree of 256 slots, 11,364 chunks; run only here, so that the checks above see the
+# jobs they always did) runs a round at both sites, alone on the links; its workers are
+# killed once gateway a has done 1,200 of the round's chunks (the tree's slots then hold
+# chunks a pool or more into the tensor, OPEN or COMPLETE) and before its end; both start
+# again 101 rounds later, a number of rounds that is no multiple of the pool. The
+# restarted round's first chunks meet slots that other chunks of the abandoned round
+# hold: those are given up too, and the round completes, verified, under the same epoch.
+done2() {
+	"$DPCTL" --socket "$W/gw0.sock" --json stats 2>/dev/null | python3 -c 'import json, sys
+print(sum(j["chunks_done"] for j in json.load(sys.stdin)["jobs"] if j["job"] == 3))' || echo 0
+}
+# far_attempt: one try; sets far (ok, replan or fail) and says why in far_why.
+far_attempt() {
+	local e5 g0 c0 c1 r0 start_at wg0 wg1 wa wb s v
+	until_true 120 'not any(j["running"] for j in s["jobs"]) and all(j["state"] == "live" for j in s["jobs"])' ||
+		{ far=fail far_why="jobs still running: $(status '[(j["job"], j["running"], j["state"]) for j in s["jobs"]]')"; return; }
+	g0=$(given_up)
+	c0=$(done2)
+	r0=$(($(date +%s) % 100000000 * 16 + 48))
+	start_at=$(($(date +%s) + 3))
+	worker 0 "$r0" "$start_at" far-gone 3
+	wg0=$!
+	worker 1 "$r0" "$start_at" far-gone 3
+	wg1=$!
+	for _ in $(seq 1200); do
+		[ "$(done2)" -lt $((c0 + 1200)) ] || break
+		sleep 0.1
+	done
+	for s in 0 1; do
+		kill -9 "$(ip netns pids "$P-s$s" | while read -r p; do
+			tr '\0' ' ' <"/proc/$p/cmdline" | grep -q "georeduce-worker.* --first-round $r0 " && echo "$p"
+		done | head -1)" 2>/dev/null
+	done
+	wait $wg0 2>/dev/null
+	wait $wg1 2>/dev/null
+	c1=$(done2)
+	e5=$(status '[j["epoch"] for j in s["jobs"] if j["job"] == 3][0]')
+	# Killed within the round, past the pool: 1,200 chunks done or more, fewer than all.
+	[ $((c1 - c0)) -ge 1200 ] && [ $((c1 - c0)) -lt 11364 ] ||
+		{ far=fail far_why="not killed within the round: $((c1 - c0)) chunks done at a"; return; }
+	worker 0 $((r0 + 101)) 0 far 3
+	wa=$!
+	worker 1 $((r0 + 101)) 0 far 3
+	wb=$!
+	wait $wa && wait $wb || { far=fail far_why="$(tail -n 3 "$D"/far-[01].err)"; return; }
+	v=$(python3 - "$D" "$e5" <<'EOF'
+import json, sys
+docs = [json.load(open("%s/far-%d.json" % (sys.argv[1], i))) for i in (0, 1)]
+ok = all(d["ok"] and all(r["verified"] for w in d["workers"] for r in w["rounds"]) for d in docs)
+same = all(d["epoch"] == int(sys.argv[2]) for d in docs)
+print("ok" if ok and same else "replan" if ok else "fail",
+      [d["epoch"] for d in docs], [round(r["ms"]) for d in docs for w in d["workers"] for r in w["rounds"]])
+EOF
+	)
+	far=${v%% *}
+	far_why="killed after $((c1 - c0)) of 11364 chunks under epoch $e5; restarted round: epochs and ms ${v#* }; slots given up $(($(given_up) - g0))"
+	[ "$far" != ok ] || [ "$(given_up)" -gt "$g0" ] || far=fail
+}
+# A re-plan between the kill and the restarted round's end (the control process's own,
+# for the links) leaves nothing to judge: the scenario again, up to three times.
+for try in 1 2 3; do
+	far_attempt
+	[ "$far" = replan ] || break
+	echo "# try $try: a re-plan came between: $far_why"
+done
+[ "$far" = ok ] && ok "job 3, killed in a round past the slot pool and restarted 101 rounds later, went through: $far_why" ||
+	{
+		not_ok "job 3 restarted far ahead: $far ($far_why)"
+		grep "job 3" "$W/control.log" | tail -n 20
+	}
 
 # down: the namespaces go, the logs stay where it says.
 "$TB" down --dir "$W" --logs "$D/logs" >"$D/down" 2>&1 && ok "down" || not_ok "down: $(cat "$D/down")"

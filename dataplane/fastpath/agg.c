@@ -375,6 +375,22 @@ all_moved_past(const struct dp_job *j, const struct dp_tree *t, uint32_t round)
 	return true;
 }
 
+/* Slot s is OPEN or COMPLETE for a round before CONTRIB p's (of the slot's chunk or
+ * another): if every contributor of tree t has sent a CONTRIB of a later round, none will
+ * complete the slot's round any more; it is given up (rounds_given_up) and the slot opens
+ * for p, which is taken. Whether it was. */
+static bool
+give_up(struct dp_lcore *lc, const struct dp_job *j, bool live, const struct dp_tree *t,
+	struct dp_slot *s, struct rte_mbuf *m, const struct wire_pkt *p, int k)
+{
+	if (!live || !all_moved_past(j, t, s->round))
+		return false;
+	lc->ctr[DP_CTR_ROUNDS_GIVEN_UP]++;
+	slot_clear(j, lc, s);
+	slot_open(lc, j, t, s, m, p, k);
+	return true;
+}
+
 /* A CONTRIB from contributor index k for slot s, other than the next contribution to the
  * open chunk (on_contrib()): the first of a chunk, a duplicate, a straggler, a chunk ahead
  * of the slot pool. */
@@ -403,9 +419,15 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live, const s
 		/* Another chunk holds the slot. If it took over from this one, whose RESULT it
 		 * keeps, a contributor that lost that RESULT gets it (a child gateway may lag a
 		 * slot pool behind the workers that moved the slot on). A later chunk waits
-		 * for the slot (no_slot: the sender's window is ahead of the pool). */
+		 * for the slot (no_slot: the sender's window is ahead of the pool). An earlier
+		 * round of another chunk that every contributor has left (a job restarted in
+		 * the middle of a round that had gone a slot pool or more into the tensor) is
+		 * given up as for the slot's own chunk below. */
 		struct rte_mbuf *r = retained(s, p->chunk, p->round);
+		bool past = r == NULL && !older && wire_round_before(s->round, p->round);
 
+		if (past && give_up(lc, j, live, t, s, m, p, k))
+			return;
 		if (r != NULL || older)
 			late(lc, j, t, m);
 		else
@@ -415,6 +437,8 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live, const s
 					 WIRE_F_RETX | WIRE_F_ECHO, p->tsval, dp_now_us());
 		else if (r == NULL && older)
 			dp_recover_late(lc, j, t, t->src_down[k], p->chunk, p->round, p->tsval);
+		else if (past)
+			dp_recover_moved_on(lc, j, t, s, k);
 		return;
 	}
 	if (s->round == p->round) {
@@ -459,12 +483,8 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live, const s
 	 * restarted and gave the round up, docs/CLIENT.md). Once every contributor has sent a
 	 * later round, none will complete this one: the slot gives it up and opens for the
 	 * later round (rounds_given_up). Until then, the round's RESULT is looked for. */
-	if (live && all_moved_past(j, t, s->round)) {
-		lc->ctr[DP_CTR_ROUNDS_GIVEN_UP]++;
-		slot_clear(j, lc, s);
-		slot_open(lc, j, t, s, m, p, k);
+	if (give_up(lc, j, live, t, s, m, p, k))
 		return;
-	}
 	drop(lc, m, WIRE_REASON_NO_SLOT);
 	dp_recover_moved_on(lc, j, t, s, k);
 }
@@ -660,8 +680,12 @@ dp_agg_grace(struct dp_lcore *lc, const struct dp_state *st)
 					s->grace_q = false;
 					continue;
 				}
+				/* Due at its own end, or at the end of the slot's window if
+				 * that is earlier: an entry of an earlier window of the slot
+				 * (one that closed, or whose round was given up) may be due
+				 * later than this window, which the adaptive window shortened. */
 				now = now != 0 ? now : rte_rdtsc();
-				if (g.due > now)
+				if (g.due > now && s->grace_due > now)
 					break;
 				lj->ghead++;
 				if (s->grace_due > now) {

@@ -123,9 +123,10 @@ quorum_wait(const struct dp_lcore *lc, const struct dp_job *j, const struct dp_t
 	s->quorum_tsc = now;
 	s->quorum_n = s->n_in;
 	s->grace_due = now + grace_window(lc, j, t);
-	/* An entry still queued for this slot (an earlier window of it that closed with
-	 * every contribution in) is due no later: when it comes up it is pushed again for
-	 * this window's end. */
+	/* An entry still queued for this slot (of an earlier window of it that closed with
+	 * every contribution in, or whose round was given up) stands for this window: it
+	 * comes up at the earlier of its own due time and this window's end (dp_agg_grace()),
+	 * and is pushed again for this window's end if that is later. */
 	if (!s->grace_q)
 		grace_push(lc, j, (uint16_t)(t - j->trees), s, s->grace_due);
 	return true;
