@@ -32,38 +32,16 @@ member_list(const struct dmn *m, const struct jobplan *jp, char *buf, size_t len
 						gw_name(m, v));
 }
 
-/*
- * At start: if the gateways already run an epoch of job ji (a restarted control process),
- * plan that epoch again over the gateways that are up and the job's shares of the links
- * (lk); when every gateway's live table is exactly what the plan compiles to (the planner
- * is deterministic), take it over as the live epoch, installing nothing. True if it did.
- */
+/* Does every gateway that is up run epoch e of job ji exactly as jp compiles it (and those
+ * without a table in jp none of it)? *k: the gateways with a table. */
 static bool
-adopt(struct dmn *m, int ji, const bool *up, const struct jobplan_link *lk)
+same_as_live(const struct dmn *m, int ji, const bool *up, const struct jobplan *jp, json_int_t e,
+	     int *k)
 {
-	const struct deploy_job *dj = &m->d->jobs[ji];
-	struct job *j = &m->jobs[ji];
-	int n = m->d->n_gateways, k = 0;
-	char err[JOBPLAN_ERR_MAX], members[1024];
-	struct jobplan *jp = NULL;
-	json_int_t e = -1;
 	bool same = true;
 
-	for (int v = 0; v < n; v++) {
-		json_t *lt = m->gws[v].live[ji];
-
-		if (up[v] && lt != NULL && json_integer_value(json_object_get(lt, "epoch")) > e)
-			e = json_integer_value(json_object_get(lt, "epoch"));
-	}
-	if (e <= 0)
-		return false;
-	if (jobplan_build(m->d, ji, up, lk, (uint32_t)e, &jp, err, sizeof(err)) != 0) {
-		control_log("job %u: epoch %lld runs on the gateways but cannot be planned again "
-			    "(%s): a new epoch replaces it",
-			    dj->id, (long long)e, err);
-		return false;
-	}
-	for (int v = 0; v < n && same; v++) {
+	*k = 0;
+	for (int v = 0; v < m->d->n_gateways && same; v++) {
 		json_t *lt = up[v] ? m->gws[v].live[ji] : NULL;
 		bool has_e = lt != NULL && json_integer_value(json_object_get(lt, "epoch")) == e;
 
@@ -77,12 +55,97 @@ adopt(struct dmn *m, int ji, const bool *up, const struct jobplan_link *lk)
 
 		same = has_e && jp->tables[v]->n_seals == 0 && mine != NULL && json_equal(mine, lt);
 		json_decref(mine);
-		k++;
+		(*k)++;
 	}
+	return same;
+}
+
+/* The links job ji would have been planned over alone (whole: the whole capacities) or
+ * with every job running, into lk. 0 or -ENOMEM. */
+static int
+adopt_links(struct dmn *m, int ji, const bool *up, bool whole, struct jobplan_link *lk)
+{
+	int nd = 2 * m->d->topo->n_links;
+	double *share;
+
+	if (whole) {
+		shares_job_links(m->d, m->link, NULL, lk);
+		return 0;
+	}
+	share = calloc((size_t)m->d->n_jobs * (size_t)nd + 1, sizeof(*share));
+	if (share == NULL || shares_compute(m->d, up, m->link, NULL, share) != 0) {
+		free(share);
+		return -ENOMEM;
+	}
+	shares_job_links(m->d, m->link, share + (size_t)ji * (size_t)nd, lk);
+	free(share);
+	return 0;
+}
+
+/*
+ * At start: if the gateways already run an epoch of job ji (a restarted control process,
+ * a replica that takes over), plan that epoch again over the gateways that are up and the
+ * job's shares of the links (lk); when every gateway's live table is exactly what the plan
+ * compiles to (the planner is deterministic), take it over as the live epoch, installing
+ * nothing. The shares it was planned with depend on which jobs ran then, which this process
+ * may not know yet (a job between rounds looks idle): the plans over the whole links and
+ * with every job running are tried too. True if it took the epoch over.
+ */
+static bool
+adopt(struct dmn *m, int ji, const bool *up, const struct jobplan_link *lk)
+{
+	const struct deploy_job *dj = &m->d->jobs[ji];
+	struct job *j = &m->jobs[ji];
+	int n = m->d->n_gateways, k = 0;
+	char err[JOBPLAN_ERR_MAX], members[1024];
+	struct jobplan_link *alt = calloc((size_t)m->d->topo->n_links + 1, sizeof(*alt));
+	struct jobplan *jp = NULL;
+	json_int_t e = -1;
+	bool same = false;
+
+	for (int v = 0; v < n; v++) {
+		json_t *lt = m->gws[v].live[ji];
+
+		if (up[v] && lt != NULL && json_integer_value(json_object_get(lt, "epoch")) > e)
+			e = json_integer_value(json_object_get(lt, "epoch"));
+	}
+	if (e <= 0 || alt == NULL) {
+		free(alt);
+		return false;
+	}
+	for (int a = 0; a < 3 && !same; a++) {
+		jobplan_free(jp);
+		jp = NULL;
+		if (a > 0 && adopt_links(m, ji, up, a == 1, alt) != 0)
+			continue;
+		if (jobplan_build(m->d, ji, up, a == 0 ? lk : alt, (uint32_t)e, &jp, err,
+				  sizeof(err)) != 0) {
+			if (a == 0)
+				control_log("job %u: epoch %lld runs on the gateways but cannot be "
+					    "planned again (%s): a new epoch replaces it",
+					    dj->id, (long long)e, err);
+			if (a == 0)
+				break;
+			continue;
+		}
+		same = same_as_live(m, ji, up, jp, e, &k);
+		/* Taken over with other shares than the job's now: recorded as those of its
+		 * plan, so that the shares re-plan it (shares_update(), within the hysteresis). */
+		for (int l = 0;
+		     same && a > 0 && j->planned_share != NULL && l < m->d->topo->n_links; l++) {
+			j->planned_share[2 * l] =
+				alt[l].up && alt[l].gbps_ab > 1e-9 ? alt[l].gbps_ab : 0;
+			j->planned_share[2 * l + 1] =
+				alt[l].up && alt[l].gbps_ba > 1e-9 ? alt[l].gbps_ba : 0;
+		}
+	}
+	free(alt);
 	if (!same) {
-		control_log("job %u: epoch %lld on the gateways is not what this deployment plans "
-			    "now: a new epoch replaces it",
-			    dj->id, (long long)e);
+		if (jp != NULL)
+			control_log(
+				"job %u: epoch %lld on the gateways is not what this deployment "
+				"plans now: a new epoch replaces it",
+				dj->id, (long long)e);
 		jobplan_free(jp);
 		return false;
 	}
