@@ -296,9 +296,6 @@ shares_traffic(struct dmn *m, const json_t *before, const json_t *after, int64_t
 	const json_t *jo;
 	size_t a;
 
-	/* The gateway's first stats (a control process that starts, or a replica that
-	 * takes over): chunks in flight are a round going on, so that the jobs that run are
-	 * known before the first plans (and a live epoch planned with them is taken over). */
 	json_array_foreach (after, a, jo) {
 		json_int_t job = json_integer_value(json_object_get(jo, "job"));
 		const json_t *was =
@@ -306,12 +303,15 @@ shares_traffic(struct dmn *m, const json_t *before, const json_t *after, int64_t
 		json_int_t done = json_integer_value(json_object_get(jo, "chunks_done"));
 		json_int_t busy = json_integer_value(json_object_get(jo, "chunks_in_flight"));
 		json_int_t done0 = json_integer_value(json_object_get(was, "chunks_done"));
-		json_int_t busy0 = json_integer_value(json_object_get(was, "chunks_in_flight"));
 
-		/* Chunks done since the last stats, or chunks in flight that changed: a round
-		 * going on (chunks held without progress, a round abandoned, are not). */
-		if (!json_is_array(before) ? busy == 0 :
-					     done <= done0 && (busy == 0 || busy == busy0))
+		/* Chunks done since the last stats, or chunks in flight: a round going on, also
+		 * one held up by a failure (so that a stalled job keeps its shares and the
+		 * re-plans around the failure are not joined by the shares'), or abandoned by
+		 * workers that died (its share kept until its slots are freed).
+		 * In a gateway's first stats (a control process that starts, a replica that takes
+		 * over) only chunks in flight count, so that the jobs that run are known before
+		 * the first plans (and a live epoch planned with them is taken over). */
+		if (busy == 0 && (done <= done0 || !json_is_array(before)))
 			continue;
 		for (int i = 0; i < m->d->n_jobs; i++)
 			if (m->d->jobs[i].id == job)

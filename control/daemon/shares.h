@@ -57,9 +57,9 @@ int shares_compute(const struct deploy *d, const bool *up, const struct jobplan_
 
 /**
  * A gateway's stats "jobs" before and after a heartbeat (before NULL: its first): the jobs
- * with chunks done since, or chunks in flight that changed, in some epoch, have traffic at
- * now (monotonic ms); in a gateway's first stats, those with chunks in flight. On the
- * daemon's thread, from the heartbeat.
+ * with chunks done since, or chunks in flight, in some epoch, have traffic at now
+ * (monotonic ms); in a gateway's first stats, those with chunks in flight. On the daemon's
+ * thread, from the heartbeat.
  */
 void shares_traffic(struct dmn *m, const json_t *before, const json_t *after, int64_t now);
 
