@@ -150,10 +150,7 @@ struct job {
 	 * gateways' stats until it has been idle for --idle-ms; only the jobs that run share
 	 * the links. */
 	bool running;
-	int64_t active_at;  /* monotonic ms of the last sign; 0: none yet */
-	uint32_t act_epoch; /* the live epoch act_done counts; 0: not looked at yet */
-	uint64_t act_done;  /* its chunks done in that epoch, summed over the gateways */
-	uint64_t act_busy;  /* its chunks in flight, every epoch, at the last look */
+	int64_t active_at; /* monotonic ms of the last sign (shares_traffic()); 0: none yet */
 	/* A job created through the API (jobs.c): its job object as created or last updated,
 	 * id included (owned); NULL for a job of the deployment file. */
 	json_t *spec;
