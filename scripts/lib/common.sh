@@ -41,6 +41,9 @@ GEOREDUCE_PACKAGES=(
 	# Control replicas on etcd (docs/DEPLOYMENT.md, "Replicas on etcd"): the client speaks
 	# etcd's v3 HTTP/JSON gateway with libcurl; the tests start real etcd servers.
 	libcurl4-openssl-dev etcd-server etcd-client
+	# The scripts' and tests' tools beside Python: jq (the control process's JSON status,
+	# scripts/lib/wan.sh's replicas), curl (the metrics endpoints), bc (timings).
+	jq curl bc
 )
 
 log() { printf '== %s\n' "$*" >&2; }
