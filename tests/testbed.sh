@@ -340,12 +340,22 @@ EOF
 # restarted round's first chunks meet slots that other chunks of the abandoned round
 # hold: those are given up too, and the round completes, verified, under the same epoch.
 done2() {
-	"$DPCTL" --socket "$W/gw0.sock" --json stats 2>/dev/null | python3 -c 'import json, sys
-print(sum(j["chunks_done"] for j in json.load(sys.stdin)["jobs"] if j["job"] == 3))' || echo 0
+	job3 gw0 chunks_done
 }
-# far_attempt: one try; sets far (ok, replan or fail) and says why in far_why.
+# job3 GW FIELD: job 3's FIELD (summed over its epochs) in gateway GW's stats.
+job3() {
+	"$DPCTL" --socket "$W/$1.sock" --json stats 2>/dev/null | python3 -c 'import json, sys
+print(sum(j[sys.argv[1]] for j in json.load(sys.stdin)["jobs"] if j["job"] == 3))' "$2" || echo 0
+}
+# kill_far SITE: kill the far-gone worker of SITE.
+kill_far() {
+	kill -9 "$(ip netns pids "$P-s$1" | while read -r p; do
+		tr '\0' ' ' <"/proc/$p/cmdline" | grep -q "georeduce-worker.* --first-round $r0 " && echo "$p"
+	done | head -1)" 2>/dev/null
+}
+# far_attempt: one try; sets far (ok, replan, again or fail) and says why in far_why.
 far_attempt() {
-	local e0 e5 g0 c0 c1 r0 start_at wg0 wg1 wa wb s v
+	local e0 e5 g0 c0 c1 r0 start_at wg0 wg1 wa wb v held
 	until_true 120 'not any(j["running"] for j in s["jobs"]) and all(j["state"] == "live" for j in s["jobs"])' ||
 		{ far=fail far_why="jobs still running: $(status '[(j["job"], j["running"], j["state"]) for j in s["jobs"]]')"; return; }
 	g0=$(given_up)
@@ -361,18 +371,26 @@ far_attempt() {
 		[ "$(done2)" -lt $((c0 + 1200)) ] || break
 		sleep 0.1
 	done
-	for s in 0 1; do
-		kill -9 "$(ip netns pids "$P-s$s" | while read -r p; do
-			tr '\0' ' ' <"/proc/$p/cmdline" | grep -q "georeduce-worker.* --first-round $r0 " && echo "$p"
-		done | head -1)" 2>/dev/null
+	# b's worker first: a's goes on with the RESULTs of what b's had sent, up to a window
+	# past it, and those chunks' slots at a stay OPEN without b (killed together, the two
+	# may leave every slot complete, and the restart would have nothing to give up).
+	kill_far 1
+	for _ in $(seq 100); do
+		[ "$(job3 gw0 chunks_in_flight)" -eq 0 ] || break
+		sleep 0.1
 	done
+	kill_far 0
 	wait $wg0 2>/dev/null
 	wait $wg1 2>/dev/null
 	c1=$(done2)
+	held=$(($(job3 gw0 chunks_in_flight) + $(job3 gw1 chunks_in_flight)))
 	e5=$(status '[j["epoch"] for j in s["jobs"] if j["job"] == 3][0]')
 	# Killed within the round, past the pool: 1,200 chunks done or more, fewer than all.
 	[ $((c1 - c0)) -ge 1200 ] && [ $((c1 - c0)) -lt 11364 ] ||
 		{ far=fail far_why="not killed within the round: $((c1 - c0)) chunks done at a"; return; }
+	# Slots left holding the abandoned round, or nothing for the restart to give up.
+	[ "$held" -gt 0 ] ||
+		{ far=again far_why="no slot held the abandoned round after the kills ($((c1 - c0)) chunks done at a)"; return; }
 	worker 0 $((r0 + 101)) 0 far 3
 	wa=$!
 	worker 1 $((r0 + 101)) 0 far 3
@@ -391,15 +409,19 @@ EOF
 	# A re-plan during the killed round (a link measured short, say) put the restarted
 	# round in fresh slots: nothing to judge either.
 	[ "$far" != ok ] || [ "$e0" = "$e5" ] || far=replan
-	far_why="begun under epoch $e0, killed after $((c1 - c0)) of 11364 chunks under epoch $e5; restarted round: epochs and ms ${v#* }; slots given up $(($(given_up) - g0))"
+	far_why="begun under epoch $e0, killed after $((c1 - c0)) of 11364 chunks under epoch $e5 ($held slots held); restarted round: epochs and ms ${v#* }; slots given up $(($(given_up) - g0))"
 	[ "$far" != ok ] || [ "$(given_up)" -gt "$g0" ] || far=fail
 }
 # A re-plan between the kill and the restarted round's end (the control process's own,
-# for the links) leaves nothing to judge: the scenario again, up to three times.
+# for the links), or kills that left no slot held, leave nothing to judge: the scenario
+# again, up to three times.
 for try in 1 2 3; do
 	far_attempt
-	[ "$far" = replan ] || break
-	echo "# try $try: a re-plan came between: $far_why"
+	case $far in
+	replan) echo "# try $try: a re-plan came between: $far_why" ;;
+	again) echo "# try $try: $far_why" ;;
+	*) break ;;
+	esac
 done
 [ "$far" = ok ] && ok "job 3, killed in a round past the slot pool and restarted 101 rounds later, went through: $far_why" ||
 	{
