@@ -118,6 +118,23 @@ test_root_three_workers(void)
 			  val(11, 3 * ce + 1) + val(12, 3 * ce + 1) + val(13, 3 * ce + 1));
 	}
 	CU_ASSERT(o[0].fl.dst_ip != o[1].fl.dst_ip);
+	/* A late CONTRIB without RETX (docs/PROTOCOL.md 7.3): round 5's RESULT is retained
+	 * under the packet's epoch, so worker 13 is in it and was sent it: a duplicate that
+	 * nothing answers. Round 4's is not retained (anywhere): the gateway asks a local
+	 * worker that moved on past it (10.1, rules 2 and 6), RETX or not. */
+	uint64_t late = drops(WIRE_REASON_LATE), asked = ctr(DP_CTR_RECOVER_ASKED);
+
+	inject(contrib_f32(7, 1, 0, 13, 5, 3, el, ce));
+	poll_all();
+	CU_ASSERT(collect(o, 64) == 0 && drops(WIRE_REASON_LATE) == late + 1);
+	inject(contrib_f32(7, 1, 0, 13, 4, 3, el, ce));
+	poll_all();
+	n = collect(o, 64);
+	CU_ASSERT(drops(WIRE_REASON_LATE) == late + 2 && ctr(DP_CTR_RECOVER_ASKED) == asked + 1);
+	CHECK(n == 1 && o[0].p.type == WIRE_TYPE_NACK_RESULT && o[0].p.round == 4 &&
+		      o[0].p.chunk == 3 && o[0].p.count == 1 && o[0].fl.dst_ip != PEER_IP(13),
+	      "%d frames, the first type %d round %u to %x", n, n > 0 ? (int)o[0].p.type : -1,
+	      n > 0 ? o[0].p.round : 0, n > 0 ? o[0].fl.dst_ip : 0);
 	dp_down();
 }
 
