@@ -926,10 +926,12 @@ struct dp {
 	uint64_t pool_bytes;                /* memory of the mempools */
 	struct promsrv *msrv;               /* --metrics, or NULL (its counters: stats) */
 	/* Leadership terms of replicated control processes (docs/CONTROL.md, "Terms"): the
-	 * newest seen on a request that changes tables (0: none), and the requests refused
-	 * for carrying an older one. */
+	 * newest seen on a request that changes tables (0: none; kept across restarts in
+	 * ctl_term_file, slowpath/term.c), and the requests refused for carrying an older
+	 * one. */
 	int64_t ctl_term;
 	uint64_t ctl_stale_terms;
+	char ctl_term_file[512]; /* where ctl_term is kept (--term-file), or "" */
 };
 
 /* --- Fast path: the worker loop (fastpath/worker.c) --------------------------------------- */

@@ -67,6 +67,9 @@ usage(FILE *f, const struct dp_config *d)
 		"      --ctl-handshake-ms N    limit of a TLS handshake                  [%d]\n"
 		"      --ctl-idle-ms N     a connection without requests is closed after  [%d]\n"
 		"      --ctl-conns N       connections per role (control, monitor, local) [%d]\n"
+		"      --term-file PATH    where the newest term of a replicated control process\n"
+		"                          is kept across restarts, or none   [the socket's + "
+		".term]\n"
 		"      --metrics ADDR:PORT serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 		"                          from the control thread (docs/METRICS.md)   [off]\n"
 		"      --nat-addr PORT:IP  the address a NAT gives port PORT towards the other\n"
@@ -411,6 +414,7 @@ enum {
 	O_KEY,
 	O_CA,
 	O_CRL,
+	O_TERM_FILE,
 	O_HSMS,
 	O_IDLEMS,
 	O_CONNS,
@@ -452,6 +456,7 @@ static const struct option long_opts[] = {
 	{"ctl-key", required_argument, NULL, O_KEY},
 	{"ctl-ca", required_argument, NULL, O_CA},
 	{"ctl-crl", required_argument, NULL, O_CRL},
+	{"term-file", required_argument, NULL, O_TERM_FILE},
 	{"ctl-handshake-ms", required_argument, NULL, O_HSMS},
 	{"ctl-idle-ms", required_argument, NULL, O_IDLEMS},
 	{"ctl-conns", required_argument, NULL, O_CONNS},
@@ -493,6 +498,9 @@ parse_ctl_opt(int c, struct dp_ctl_opts *ctl, const char **metrics)
 		break;
 	case O_CRL:
 		ctl->crl = optarg;
+		break;
+	case O_TERM_FILE:
+		ctl->term_file = optarg;
 		break;
 	case O_METRICS: {
 		struct sockaddr_storage sa;

@@ -230,6 +230,23 @@ grep -q "there is none now" "$tmp/err" && ok "... saying there is no leader" ||
 	not_ok "refusal without etcd: $(cat "$tmp/err")"
 [ "$(same_live 9)" = "$e9" ] && ok "the gateways keep job 9's epoch $e9" ||
 	not_ok "job 9's epochs changed without etcd"
+# Gateway c restarted while no replica leads: it comes back without tables, and only a
+# leader can give it them; it remembers the newest term it saw (its term file, beside its
+# socket), so a deposed leader still cannot change it.
+tc=$("$DPCTL" -s "$tmp/c.sock" --json stats | jq .control_term)
+kill -KILL "$dp_c" 2>/dev/null
+for _ in $(seq 100); do kill -0 "$dp_c" 2>/dev/null || break; sleep 0.1; done
+start_dp c 3
+wait_dp c
+[ "$(live_epoch c 9)" = none ] && ok "gateway c restarted while no replica leads: no tables" ||
+	not_ok "gateway c after its restart: job 9 on epoch $(live_epoch c 9)"
+t=$("$DPCTL" -s "$tmp/c.sock" --json stats | jq .control_term)
+[ "$tc" != null ] && [ "$t" = "$tc" ] && ok "... and term $tc, as before its restart" ||
+	not_ok "gateway c's term across its restart: $t, before $tc"
+expect 1 "the restarted gateway refuses a remove of term $((tc - 1))" "$DPCTL" -s "$tmp/c.sock" raw \
+	"{\"version\": 1, \"op\": \"remove\", \"id\": 1, \"job\": 9, \"term\": $((tc - 1))}"
+grep -q "older than term $tc" "$tmp/out" "$tmp/err" && ok "... naming term $tc" ||
+	not_ok "refusal: $(cat "$tmp/out" "$tmp/err")"
 start_etcd || not_ok "etcd did not start again"
 if wait_leader 60 r1 r2 r3; then
 	ok "etcd back: $leader leads, term $(st "$leader" .election.term)"
@@ -243,6 +260,9 @@ done
 [ "$(st "$leader" '.jobs[] | select(.job == 9) | .state')" = live ] &&
 	ok "job 9 live under the new leader" ||
 	not_ok "job 9 after etcd came back: $(st "$leader" '.jobs[] | select(.job == 9) | tojson')"
+for _ in $(seq 600); do e9c=$(same_live 9) && break; sleep 0.2; done
+[ -n "${e9c:-}" ] && ok "gateway c has job 9's tables from the new leader: every gateway on epoch $e9c" ||
+	not_ok "gateway c never got job 9's tables: a $(live_epoch a 9), b $(live_epoch b 9), c $(live_epoch c 9)"
 
 stop_etcd
 for r in r1 r2 r3; do kill -TERM "${rpid[$r]}" 2>/dev/null; done

@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <CUnit/CUnit.h>
 #include <jansson.h>
@@ -202,6 +204,58 @@ test_terms(void)
 	dp_down();
 }
 
+/* The newest term is kept in a file (--term-file): a dataplane restarted on it still
+ * refuses an older term; a file that holds no term stops the start; a term that cannot be
+ * written is refused, not acted on. */
+static void
+test_terms_kept(void)
+{
+	char dir[] = "/tmp/test_dp_termXXXXXX", path[256], err[256];
+	FILE *f;
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/gw.sock", dir);
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT(dp_term_load(&dp, NULL, path, err, sizeof(err)) == 0 && dp.ctl_term == 0);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"remove\",\"job\":5,"
+			     "\"term\":12}") == ENOENT);
+	dp_down();
+	snprintf(path, sizeof(path), "%s/gw.sock.term", dir);
+	f = fopen(path, "r");
+	CU_ASSERT(f != NULL && fgetc(f) == '1' && fgetc(f) == '2' && fgetc(f) == '\n');
+	if (f != NULL)
+		fclose(f);
+	/* Restarted: term 12 from the file, 11 refused. */
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT(dp.ctl_term == 0);
+	CU_ASSERT(dp_term_load(&dp, path, NULL, err, sizeof(err)) == 0 && dp.ctl_term == 12);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"activate\",\"job\":5,"
+			     "\"epoch\":1,\"term\":11}") == ESTALE);
+	/* A file of another kind, an empty one, a term 0: the start stops, saying why. */
+	static const char *const bad[] = {"twelve\n", "", "0\n", "12", "99999999999999999999\n"};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		f = fopen(path, "w");
+		CU_ASSERT_FATAL(f != NULL);
+		fputs(bad[i], f);
+		fclose(f);
+		CU_ASSERT(dp_term_load(&dp, path, NULL, err, sizeof(err)) == -EINVAL &&
+			  strstr(err, "not a leadership term") != NULL);
+	}
+	/* "none": memory only. A file that cannot be written: the newer term is refused. */
+	CU_ASSERT(dp_term_load(&dp, "none", NULL, err, sizeof(err)) == 0);
+	dp.ctl_term = 12;
+	snprintf(path, sizeof(path), "%s/no/such/dir/term", dir);
+	CU_ASSERT(dp_term_load(&dp, path, NULL, err, sizeof(err)) == 0);
+	CU_ASSERT(call_errno("{\"version\":1,\"id\":1,\"op\":\"remove\",\"job\":5,"
+			     "\"term\":13}") == EIO);
+	CU_ASSERT(dp.ctl_term == 12);
+	dp.ctl_term_file[0] = '\0';
+	dp_down();
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	CU_ASSERT(system(path) == 0);
+}
+
 /* The real worker loop on lcore 1; the main thread swaps epochs mid-round. */
 static void
 wait_rx(uint64_t n)
@@ -294,6 +348,7 @@ main(int argc, char **argv)
 	CU_add_test(s, "routes", test_routes);
 	CU_add_test(s, "control requests", test_control);
 	CU_add_test(s, "leadership terms", test_terms);
+	CU_add_test(s, "leadership terms kept across a restart", test_terms_kept);
 	CU_add_test(s, "epoch swap under traffic", test_epoch_swap_under_traffic);
 	return dp_fixture_run();
 }

@@ -92,6 +92,8 @@ dp_ctl_create(struct dp *dp, const struct dp_ctl_opts *o, char *err, size_t errl
 	}
 	c->dp = dp;
 	so.arg = c;
+	if (dp_term_load(dp, o->term_file, o->socket, err, errlen) != 0)
+		goto fail;
 	if (o->listen != NULL) {
 		c->tls = ctltls_ctx_new(true, o->cert, o->key, o->ca, o->crl, why, sizeof(why));
 		if (c->tls == NULL) {
@@ -197,6 +199,13 @@ term_check(struct dp *dp, const json_t *req, uint32_t id, const char *op)
 				       (long long)json_integer_value(t), (long long)dp->ctl_term);
 	}
 	if (json_integer_value(t) > dp->ctl_term) {
+		char why[TABLE_ERR_MAX];
+		int rc = dp_term_keep(dp, json_integer_value(t), why, sizeof(why));
+
+		if (rc != 0) { /* acting on a term it may forget would unfence a restart */
+			DP_LOG(ERR, "ctl: %s refused: %s\n", op, why);
+			return ctl_reply_error(true, id, EIO, "%s", why);
+		}
 		DP_LOG(NOTICE, "ctl: control leader term %lld\n", (long long)json_integer_value(t));
 		dp->ctl_term = json_integer_value(t);
 	}

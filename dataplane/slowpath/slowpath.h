@@ -193,6 +193,23 @@ char *dp_metrics_text(struct dp *dp, size_t *len);
 /** Register the /georeduce/... telemetry commands (dpdk-telemetry.py). */
 int dp_telemetry_register(struct dp *dp);
 
+/* --- Leadership terms (slowpath/term.c) ----------------------------------------------------- */
+
+/**
+ * Where the newest term seen is kept (path; NULL: socket + ".term"; "none": nowhere), and
+ * that term read into dp->ctl_term if the file exists. A file that holds no term is an
+ * error (err says which), as a deposed leader could otherwise change this gateway.
+ *
+ * @return  0 or a negative errno.
+ */
+int dp_term_load(struct dp *dp, const char *path, const char *socket, char *err, size_t errlen);
+
+/**
+ * Record a newer term in the file (replaced whole, synced) before it is acted on. 0 when
+ * kept (or no file is kept), else a negative errno with err.
+ */
+int dp_term_keep(struct dp *dp, int64_t term, char *err, size_t errlen);
+
 /* --- Control socket (slowpath/ctl.c) ------------------------------------------------------ */
 
 struct dp_ctl;
@@ -206,6 +223,8 @@ struct dp_ctl_opts {
 	int handshake_ms;            /* a TLS handshake's limit */
 	int idle_ms;                 /* a connection without requests is closed after it */
 	int conns;                   /* connections per role (and on the unix socket) */
+	const char *term_file;       /* where the newest term is kept: "none" (memory only),
+				      * or NULL for the socket's path + ".term" */
 };
 
 /** Listen as o says (see lib/ctlsrv.h). NULL with err on failure. */
