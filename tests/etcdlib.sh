@@ -6,7 +6,8 @@
 # --etcd (its pid in rpid[NAME], its log in $tmp/NAME.log); st NAME FILTER reads its
 # status; leader_of and wait_leader find the one replica that leads. With IN_NS set to a
 # network namespace, etcd and the replicas run in it; DEPLOY is the deployment file
-# ($tmp/deploy.json unless set).
+# ($tmp/deploy.json unless set); with ETCD_LISTEN_EXTRA set to an address, the members
+# also answer clients there.
 # (ip netns exec execs the command: the pids stay those of etcd and the replicas.)
 
 # MEMBERS etcd members (1 or 3; default 1), member i on client port EC[i] and peer port
@@ -21,7 +22,7 @@ start_member() {
 		cluster="$cluster${cluster:+,}e$k=http://127.0.0.1:${EP[k]}"
 	done
 	${IN_NS:+ip netns exec $IN_NS} etcd --name "e$i" --data-dir "$tmp/etcd-$i" \
-		--listen-client-urls "http://127.0.0.1:${EC[i]}" \
+		--listen-client-urls "http://127.0.0.1:${EC[i]}${ETCD_LISTEN_EXTRA:+,http://$ETCD_LISTEN_EXTRA:${EC[i]}}" \
 		--advertise-client-urls "http://127.0.0.1:${EC[i]}" \
 		--listen-peer-urls "http://127.0.0.1:${EP[i]}" \
 		--initial-advertise-peer-urls "http://127.0.0.1:${EP[i]}" \

@@ -34,6 +34,32 @@ P=grr$$
 source "$(dirname "$0")/nulldp.sh"
 
 # ---- etcd ----------------------------------------------------------------------------
+# As root, a network namespace for a replica that a link cut separates from etcd (the
+# partition below): a veth pair, 10.96.X.1 here (etcd answers there too) and 10.96.X.2 there.
+CUT=
+cut_down() {
+	[ -n "$CUT" ] || return 0
+	ip netns del "$CUT" 2>/dev/null
+	ip link del "${P}c0" 2>/dev/null
+}
+if [ "$(id -u)" = 0 ] && ip netns list >/dev/null 2>&1; then
+	x=$(($$ % 16384))
+	CUT_NET=10.96.$((x / 64)).$((x % 64 * 4))
+	CUT=$P-cut
+	trap 'cut_down; nulldp_cleanup' EXIT
+	if ip netns add "$CUT" && ip link add "${P}c0" type veth peer name "${P}c1" &&
+		ip link set "${P}c1" netns "$CUT" &&
+		ip addr add "${CUT_NET%.*}.$((${CUT_NET##*.} + 1))/30" dev "${P}c0" &&
+		ip link set "${P}c0" up &&
+		ip -n "$CUT" addr add "${CUT_NET%.*}.$((${CUT_NET##*.} + 2))/30" dev "${P}c1" &&
+		ip -n "$CUT" link set "${P}c1" up && ip -n "$CUT" link set lo up; then
+		ETCD_LISTEN_EXTRA=${CUT_NET%.*}.$((${CUT_NET##*.} + 1))
+	else
+		not_ok "the namespace for the partition could not be made"
+		cut_down
+		CUT=
+	fi
+fi
 MEMBERS=3
 source "$(dirname "$0")/etcdlib.sh"
 etcd_first || exit 1
@@ -264,6 +290,78 @@ for _ in $(seq 600); do e9c=$(same_live 9) && break; sleep 0.2; done
 [ -n "${e9c:-}" ] && ok "gateway c has job 9's tables from the new leader: every gateway on epoch $e9c" ||
 	not_ok "gateway c never got job 9's tables: a $(live_epoch a 9), b $(live_epoch b 9), c $(live_epoch c 9)"
 
+# ---- the leader cut off from etcd by the network -------------------------------------------
+# Replica r4 runs in the namespace CUT, reaching etcd over its veth and the gateways over
+# their unix sockets. With r1, r2 and r3 stopped (SIGSTOP) it leads and changes job 9; thawed,
+# they follow. Then the veth goes down: r4 can no longer renew its lease, so within it it
+# stops changing gateways and says so, a replica of the three leads with a newer term and
+# changes job 9, which stays as that one made it; a request of r4's term is refused by the
+# gateways and counted. The link back: r4 follows the new leader.
+if [ -n "$CUT" ]; then
+	ETCD_CUT=$(echo "$ETCD" | sed "s/127\.0\.0\.1/$ETCD_LISTEN_EXTRA/g")
+	IN_NS=$CUT ETCD=$ETCD_CUT start_replica r4 "${REPLICA[@]}"
+	for r in r1 r2 r3; do kill -STOP "${rpid[$r]}"; done
+	if wait_leader 60 r4; then
+		t4=$(st r4 .election.term)
+		ok "r4, in its own network namespace, leads (term $t4)"
+	else
+		not_ok "r4 never led: $(st r4 '.election | tojson')"
+	fi
+	for r in r1 r2 r3; do kill -CONT "${rpid[$r]}"; done
+	"$CONTROL" replan --socket "$tmp/r4.sock" 9 >/dev/null 2>&1
+	for _ in $(seq 300); do
+		[ "$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .control_term)" = "${t4:-x}" ] && break
+		sleep 0.2
+	done
+	[ "$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .control_term)" = "${t4:-x}" ] &&
+		ok "r4 changed job 9 under term $t4" || not_ok "gateway a never saw r4's term ${t4:-}"
+	ip link set "${P}c0" down
+	cut_at=$SECONDS
+	if wait_for_line "$tmp/r4.log" "deposed as leader of term ${t4:-x}" 30; then
+		ok "the veth down, r4 says it was deposed within $((SECONDS - cut_at)) s (lease 5 s)"
+	else
+		not_ok "r4 never said it was deposed: $(st r4 '.election | tojson')"
+	fi
+	# Deposed, it starts again as a follower (the same pid, its socket made again). Each of
+	# its etcd calls, cut off, takes up to a third of its lease before it answers.
+	for _ in $(seq 300); do [ "$(st r4 .election.role)" = follower ] && break; sleep 0.2; done
+	expect 1 "r4 refuses a replan, cut off" "$CONTROL" replan --socket "$tmp/r4.sock" \
+		--timeout-ms 20000 9
+	grep -q "leader" "$tmp/err" && ok "... saying it does not lead" || not_ok "r4's refusal: $(cat "$tmp/err")"
+	if wait_leader 60 r1 r2 r3; then
+		t5=$(st "$leader" .election.term)
+		[ "$t5" -gt "${t4:-0}" ] && ok "$leader leads with term $t5, after $t4" ||
+			not_ok "the new leader's term $t5 is not above $t4"
+	else
+		not_ok "no replica of the three leads after the cut"
+	fi
+	"$CONTROL" replan --socket "$tmp/$leader.sock" 9 >/dev/null 2>&1
+	for _ in $(seq 300); do
+		[ "$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .control_term)" = "${t5:-x}" ] &&
+			e9=$(same_live 9) && break
+		sleep 0.2
+	done
+	refused=$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .stale_terms_refused)
+	sleep 3
+	[ -n "${e9:-}" ] && [ "$(same_live 9)" = "$e9" ] &&
+		ok "job 9 stays on epoch $e9 of term $t5 at every gateway" ||
+		not_ok "job 9 after the cut: $(same_live 9), want ${e9:-}"
+	expect 1 "an activate of r4's term $t4 refused by gateway a" "$DPCTL" -s "$tmp/a.sock" raw \
+		"{\"version\": 1, \"op\": \"activate\", \"id\": 1, \"job\": 9, \"epoch\": $e9, \"term\": ${t4:-1}}"
+	[ "$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .stale_terms_refused)" = $((refused + 1)) ] &&
+		ok "... and counted" || not_ok "stale_terms_refused: not counted"
+	ip link set "${P}c0" up
+	for _ in $(seq 300); do
+		[ "$(st r4 .election.leader.name)" = "$leader" ] && [ "$(st r4 .election.role)" = follower ] && break
+		sleep 0.2
+	done
+	[ "$(st r4 .election.role)" = follower ] && [ "$(st r4 .election.leader.name)" = "$leader" ] &&
+		ok "the link back, r4 follows $leader" ||
+		not_ok "r4 after the link came back: $(st r4 '.election | tojson')"
+	kill -TERM "${rpid[r4]}" 2>/dev/null
+	unset ETCD_LISTEN_EXTRA
+fi
+
 stop_etcd
 for r in r1 r2 r3; do kill -TERM "${rpid[$r]}" 2>/dev/null; done
 
@@ -318,7 +416,7 @@ wan_part() {
 	GEOREDUCE_ROOT=$(pwd)
 	# shellcheck source=../scripts/lib/wan.sh
 	. scripts/lib/wan.sh
-	trap 'wan_down "$tmp/wan"; nulldp_cleanup' EXIT
+	trap 'wan_down "$tmp/wan"; cut_down; nulldp_cleanup' EXIT
 	wan_up_tls3 "$D" "$(cd "$(dirname "$CONTROL")/../.." && pwd)" replicas-e2e 0.05 \
 		--jobs mtree --elements 16384 --slots-max 1024 --prefix "grw$$" ||
 		{ not_ok "the emulated WAN did not come up"; return 1; }

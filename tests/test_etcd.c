@@ -10,6 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <CUnit/Basic.h>
 #include <jansson.h>
@@ -187,6 +192,56 @@ test_endpoints(void)
 	etcd_free(e);
 }
 
+/* A loopback listener that never accepts nor answers (the kernel completes the
+ * handshake into its backlog): its port, its socket in *fd. */
+static int
+silent_listener(int *fd)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+
+	*fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (*fd < 0 || bind(*fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(*fd, 8) != 0 ||
+	    getsockname(*fd, (struct sockaddr *)&a, &len) != 0)
+		return -1;
+	return ntohs(a.sin_port);
+}
+
+/* A call spends its timeout over all its endpoints, not each: two that never answer and
+ * one that refuses, behind them. The first silent one takes the whole call; the others are
+ * named as not tried, and the next call starts after it. */
+static void
+test_call_deadline(void)
+{
+	char eps[128], err[ETCD_ERR_MAX];
+	struct etcd_kv *kvs;
+	size_t n;
+	int64_t rev;
+	int fa, fb, pa = silent_listener(&fa), pb = silent_listener(&fb);
+
+	CU_ASSERT_FATAL(pa > 0 && pb > 0);
+	snprintf(eps, sizeof(eps), "http://127.0.0.1:%d,http://127.0.0.1:%d,http://127.0.0.1:1",
+		 pa, pb);
+	struct etcd_opts o = {.endpoints = eps, .timeout_ms = 300};
+	struct etcd *e = etcd_new(&o, err, sizeof(err));
+
+	CU_ASSERT_FATAL(e != NULL);
+	int rc = etcd_range(e, "/k", false, &kvs, &n, &rev, err, sizeof(err));
+
+	CHECK(rc == -EHOSTUNREACH && strstr(err, "the call's 300 ms are spent") != NULL &&
+		      strstr(err, "http://127.0.0.1:1: not tried") != NULL,
+	      "rc %d: %s", rc, err);
+	/* The next call starts at the second endpoint (the first failed). */
+	rc = etcd_range(e, "/k", false, &kvs, &n, &rev, err, sizeof(err));
+	char first[64];
+
+	snprintf(first, sizeof(first), "(http://127.0.0.1:%d:", pb);
+	CHECK(rc == -EHOSTUNREACH && strstr(err, first) != NULL, "rc %d: %s", rc, err);
+	etcd_free(e);
+	close(fa);
+	close(fb);
+}
+
 int
 main(void)
 {
@@ -196,6 +251,7 @@ main(void)
 		{"request bodies of put, range and txn", test_requests},
 		{"kv objects of a response, bad ones refused", test_kv},
 		{"endpoint lists; no endpoint answering", test_endpoints},
+		{"a call's timeout spans its endpoints", test_call_deadline},
 	};
 
 	return testutil_run("test_etcd", "etcd", tests, sizeof(tests) / sizeof(tests[0]));

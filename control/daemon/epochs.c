@@ -232,7 +232,6 @@ install_job(struct dmn *m, int ji)
 		j->next_epoch = 1;
 	cause = j->cause < CAUSE_COUNT ? j->cause : CAUSE_START;
 	j->replans[cause]++;
-	hyst_record(&j->hy, clock_now_ms());
 	j->holding = false;
 	rc = jobplan_build(m->d, ji, up, lk, epoch, &jp, j->error, sizeof(j->error));
 	if (rc != 0) {
@@ -252,6 +251,9 @@ install_job(struct dmn *m, int ji)
 			    dj->id, j->reason, cause_names[cause], j->live_epoch);
 		goto out;
 	}
+	/* Only a re-plan that makes an epoch counts in the budget (hyst.h): one that found
+	 * no plan or nothing new installed nothing. */
+	hyst_record(&j->hy, clock_now_ms());
 	member_list(m, jp, members, sizeof(members));
 	control_log("job %u: epoch %u planned (%s; cause %s, %llu so far, %d re-plans in the "
 		    "last minute): %s",

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -358,10 +359,24 @@ on_data(char *p, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-/* POST body to one endpoint: the HTTP status, or -1 with err filled (no answer). */
+/* An endpoint is not tried with less of the call's time left than this. */
+#define ETCD_CALL_MIN_MS 10
+
+/* Milliseconds of the monotonic clock. */
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* POST body to one endpoint within timeout_ms (connected within connect_ms): the HTTP
+ * status, or -1 with err filled (no answer). */
 static long
 post_one(struct etcd *e, const char *ep, const char *path, const char *body, struct buf *b,
-	 char *err, size_t errlen)
+	 long timeout_ms, long connect_ms, char *err, size_t errlen)
 {
 	char url[512];
 	long code = 0;
@@ -371,7 +386,8 @@ post_one(struct etcd *e, const char *ep, const char *path, const char *body, str
 	curl_easy_reset(e->curl);
 	curl_easy_setopt(e->curl, CURLOPT_URL, url);
 	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
+	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
 	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, b);
@@ -395,9 +411,10 @@ post_one(struct etcd *e, const char *ep, const char *path, const char *body, str
 }
 
 /*
- * POST req (stolen) to path at the endpoints in turn from the current one; the answer's
- * JSON into *resp. An error object ({"error", "code"}) becomes -ENOENT (code 5,
- * NotFound) or -EIO.
+ * POST req (stolen) to path at the endpoints in turn from the current one, all within the
+ * timeout (an endpoint that never answers a connection takes at most half of what is left
+ * while others remain, and the next call starts after it); the answer's JSON into *resp.
+ * An error object ({"error", "code"}) becomes -ENOENT (code 5, NotFound) or -EIO.
  */
 static int
 call(struct etcd *e, const char *path, json_t *req, json_t **resp, char *err, size_t errlen)
@@ -413,13 +430,27 @@ call(struct etcd *e, const char *path, json_t *req, json_t **resp, char *err, si
 		return -ENOMEM;
 	}
 	off = snprintf(err, errlen, "etcd: no endpoint answered (");
-	for (int k = 0; k < e->n_ep; k++) {
-		int i = (e->cur + k) % e->n_ep;
-		struct buf b = {0};
-		long code = post_one(e, e->ep[i], path, body, &b, why, sizeof(why));
+	int64_t end = mono_ms() + e->timeout_ms;
+	int first = e->cur;
 
+	for (int k = 0; k < e->n_ep; k++) {
+		int i = (first + k) % e->n_ep;
+		struct buf b = {0};
+		long left = (long)(end - mono_ms()), code;
+
+		if (left < ETCD_CALL_MIN_MS) {
+			snprintf(why, sizeof(why), "etcd %s: not tried, the call's %d ms are spent",
+				 e->ep[i], e->timeout_ms);
+			code = -1;
+		} else {
+			code = post_one(e, e->ep[i], path, body, &b, left,
+					k + 1 < e->n_ep && left > 1 ? left / 2 : left, why,
+					sizeof(why));
+		}
 		if (code < 0) {
 			free(b.p);
+			if (left >= ETCD_CALL_MIN_MS)
+				e->cur = (i + 1) % e->n_ep;
 			if (off >= 0 && (size_t)off < errlen)
 				off += snprintf(err + off, errlen - (size_t)off, "%s%s)",
 						k > 0 ? "; " : "", why + 5);
