@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# Benchmarks of control replicas on etcd (BENCHMARKS.md), on one etcd server, three
+# Benchmarks of control replicas on etcd (BENCHMARKS.md), on one etcd server (MEMBERS=3 in
+# the environment: a cluster of three), three
 # net_null dataplanes (nulldp.sh) and the 3-site example deployment cut to its first job
 # (etcdlib.sh, one_job_setup):
 #

@@ -65,9 +65,14 @@ fi
 # job that has run counts as running for the rest of the test (--idle-ms of an hour): the
 # jobs' shares of the links stay those of all three, and the re-plans checked below are
 # those of the failures and measurements alone, not of jobs going idle between phases.
-"$CTL" run "$D/deployment.json" --socket "$D/control.sock" --heartbeat-ms 200 \
-	--fail-after 3 --idle-ms 3600000 --out "$D/tables" 2>"$D/control.log" &
-daemon=$!
+# Its state directory keeps the measured capacities across its restart (4b).
+start_daemon() {
+	"$CTL" run "$D/deployment.json" --socket "$D/control.sock" --heartbeat-ms 200 \
+		--fail-after 3 --idle-ms 3600000 --out "$D/tables" --state-dir "$D/state" \
+		2>>"$D/control.log" &
+	daemon=$!
+}
+start_daemon
 for _ in $(seq 600); do
 	[ -e "$D/tables/job-2-b.json" ] && break
 	sleep 0.1
@@ -305,6 +310,25 @@ j = [j for j in s["jobs"] if j["job"] == 1][0]
 sys.exit(not (j["trees"] and all(isinstance(t["measured_gbps"], (int, float)) for t in j["trees"])
               and any(isinstance(d["gbps"], (int, float)) for l in s["links"] for d in l["directions"])))' &&
 	ok "status has measured rates per tree and link" || not_ok "status without measured rates"
+
+# 4b. The control process restarted while plans use the measured capacity: it reads it
+# back from its state directory, and so plans job 1 as the last process did and takes its
+# live epoch over without a new one.
+kill -TERM "$daemon"
+wait "$daemon" 2>/dev/null
+mark=$(wc -l <"$D/control.log")
+start_daemon
+for _ in $(seq 600); do
+	since_mark | grep -q "job 1: epoch [0-9]* found live" && break
+	since_mark | grep -q "job 1: epoch [0-9]* planned" && break
+	sleep 0.1
+done
+since_mark | grep -q "link a-b: .* measured at .* plans use it for" &&
+	ok "restarted, the control process reads the measured capacity back" ||
+	{ not_ok "the measured capacity was not read back"; since_mark | tail -20; }
+since_mark | grep -q "job 1: epoch $e4 found live .* carried on" &&
+	ok "... and takes job 1's epoch $e4 over, planned with it" ||
+	{ not_ok "job 1 after the restart (was epoch $e4)"; since_mark | grep "job 1" | tail -5; }
 
 # 5. Garbage on the daemon's socket: it answers or closes, and still serves status.
 printf '\x00\x00\x00\x05hello' | python3 -c '

@@ -5,7 +5,9 @@
  * `georeduce-control-jobs/1` file (docs/DEPLOYMENT.md, "The state directory"), written
  * whole to a temporary file, synced and renamed over the old one, and read again at
  * start; with --etcd, the same document is the value of PREFIX/state in etcd instead,
- * written by the leader only (elect.h). On the daemon's thread. No DPDK.
+ * written by the leader only (elect.h). It also keeps the measured capacities plans use
+ * (rates.h), so that a restarted or new leader plans as the last one did. On the daemon's
+ * thread. No DPDK.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,15 +16,94 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "daemon_internal.h"
 #include "elastic.h"
 #include "elect.h"
 #include "jobs.h"
 #include "jsonutil.h"
+
+/* Wall-clock milliseconds (a measured capacity's end, read by another process, maybe on
+ * another host). */
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The measured capacities plans use now (rates.h), with when each ends (wall clock). */
+static json_t *
+caps_json(const struct dmn *m)
+{
+	const struct topo *t = m->d->topo;
+	json_t *a = json_array();
+	int64_t now = clock_now_ms(), wall = wall_ms();
+
+	for (int l = 0; l < t->n_links && a != NULL; l++)
+		for (int d = 0; d < 2; d++) {
+			const struct lrate *r = &m->lr[2 * l + d];
+
+			if (r->measured_gbps <= 0)
+				continue;
+			json_array_append_new(
+				a,
+				json_pack("{s:s,s:s,s:f,s:I}", "from",
+					  node_id(m, d == 0 ? t->links[l].a : t->links[l].b), "to",
+					  node_id(m, d == 0 ? t->links[l].b : t->links[l].a),
+					  "gbps", r->measured_gbps, "until_unix_ms",
+					  (json_int_t)(wall + r->measured_until - now)));
+		}
+	return a;
+}
+
+/* Capacities of a document (checked by state_ok()) in force again: those of links the
+ * topology has and whose end has not passed. */
+static void
+caps_apply(struct dmn *m, const char *path, const json_t *caps)
+{
+	const struct topo *t = m->d->topo;
+	int64_t now = clock_now_ms(), wall = wall_ms();
+	const json_t *c;
+	size_t k;
+
+	json_array_foreach (caps, k, c) {
+		const char *from = json_string_value(json_object_get(c, "from"));
+		const char *to = json_string_value(json_object_get(c, "to"));
+		double gbps = json_number_value(json_object_get(c, "gbps"));
+		int64_t left = json_integer_value(json_object_get(c, "until_unix_ms")) - wall;
+		int v = topo_node_index(t, from), u = topo_node_index(t, to), l;
+
+		for (l = 0; l < t->n_links; l++)
+			if ((t->links[l].a == v && t->links[l].b == u) ||
+			    (t->links[l].a == u && t->links[l].b == v))
+				break;
+		if (l == t->n_links || v < 0 || u < 0) {
+			control_log("%s: capacities[%zu]: no link %s-%s in the topology: skipped",
+				    path, k, from, to);
+			continue;
+		}
+		if (left <= 0)
+			continue;
+		int d = t->links[l].a == v ? 0 : 1;
+		struct lrate *r = &m->lr[2 * l + d];
+
+		r->measured_gbps = gbps;
+		r->measured_until = now + left;
+		*(d == 0 ? &m->link[l].gbps_ab : &m->link[l].gbps_ba) = gbps;
+		control_log("link %s-%s: %s->%s measured at %.4g Gbit/s (%s): plans use it for "
+			    "%lld s more",
+			    node_id(m, t->links[l].a), node_id(m, t->links[l].b), from, to, gbps,
+			    path, (long long)(left / 1000));
+	}
+}
 
 /* The file's document: every job of the API but skip. */
 static json_t *
@@ -50,8 +131,8 @@ state_json(const struct dmn *m, int skip)
 						"gateway", gw_name(m, m->removals[k].gw)));
 	for (int k = 0; k < m->n_deleted; k++)
 		json_array_append_new(del, json_integer(m->deleted[k]));
-	return json_pack("{s:s,s:o,s:o,s:o}", "format", DAEMON_STATE_FORMAT, "jobs", jobs,
-			 "removing", rem, "deleted", del);
+	return json_pack("{s:s,s:o,s:o,s:o,s:o}", "format", DAEMON_STATE_FORMAT, "jobs", jobs,
+			 "removing", rem, "deleted", del, "capacities", caps_json(m));
 }
 
 int
@@ -203,6 +284,24 @@ state_ok(const json_t *doc, char *err, size_t errlen)
 			json_util_fail(err, errlen, "field 'deleted[%zu]': expected a job id", k);
 			return false;
 		}
+	/* Optional: a document written before it lacks it. */
+	v = json_object_get(doc, "capacities");
+	if (v != NULL && !json_is_array(v)) {
+		json_util_fail(err, errlen, "field 'capacities': expected an array");
+		return false;
+	}
+	json_array_foreach (json_object_get(doc, "capacities"), k, v)
+		if (!json_is_string(json_object_get(v, "from")) ||
+		    !json_is_string(json_object_get(v, "to")) ||
+		    !json_is_number(json_object_get(v, "gbps")) ||
+		    !(json_number_value(json_object_get(v, "gbps")) > 0) ||
+		    !json_is_integer(json_object_get(v, "until_unix_ms"))) {
+			json_util_fail(err, errlen,
+				       "field 'capacities[%zu]': expected from, to, gbps above 0 "
+				       "and until_unix_ms",
+				       k);
+			return false;
+		}
 	return true;
 }
 
@@ -225,6 +324,7 @@ state_apply(struct dmn *m, const char *path, json_t *doc)
 	json_array_foreach (json_object_get(doc, "deleted"), k, v)
 		if (m->n_deleted < DAEMON_DELETED_MAX)
 			m->deleted[m->n_deleted++] = (uint32_t)json_integer_value(v);
+	caps_apply(m, path, json_object_get(doc, "capacities"));
 	json_decref(doc);
 	return 0;
 }

@@ -11,7 +11,9 @@
 
 #include "clock.h"
 #include "daemon_internal.h"
+#include "elect.h"
 #include "health.h"
+#include "jobs.h"
 #include "rates.h"
 
 uint64_t
@@ -181,11 +183,25 @@ lrate_forget(struct dmn *m, int l)
 	m->link[l].gbps_ab = m->link[l].gbps_ba = 0;
 }
 
+/* The measured capacities changed: into the state (jobs_state_save()), for the next
+ * leader or a restart. */
+static void
+caps_save(struct dmn *m)
+{
+	char err[CTL_ERR_MAX];
+
+	if (m->el != NULL && !elect_leading(m))
+		return;
+	if (jobs_state_save(m, -1, err, sizeof(err)) != 0)
+		control_log("the measured capacities are not kept: %s", err);
+}
+
 void
 rates_update(struct dmn *m)
 {
 	const struct topo *t = m->d->topo;
 	int64_t now = clock_now_ms();
+	bool changed = false;
 
 	for (int l = 0; l < t->n_links; l++)
 		for (int d = 0; d < 2; d++) {
@@ -205,6 +221,7 @@ rates_update(struct dmn *m)
 					node_id(m, v), node_id(m, u), nominal);
 				r->measured_gbps = 0;
 				*cap = 0;
+				changed = true;
 				mark_all_dirty(m, CAUSE_LINK_RESTORED,
 					       "link %s-%s: measured capacity expired",
 					       node_id(m, t->links[l].a),
@@ -260,6 +277,7 @@ rates_update(struct dmn *m)
 				continue; /* what plans use already: it holds longer, no new epoch */
 			r->measured_gbps = best;
 			*cap = best;
+			changed = true;
 			control_log(
 				"link %s-%s: %s->%s carries %.4g Gbit/s of the %.4g planned behind "
 				"%.0f ms of queue (round trip %.0f ms, %.0f ms at best); planning "
@@ -271,4 +289,6 @@ rates_update(struct dmn *m)
 				       node_id(m, t->links[l].a), node_id(m, t->links[l].b),
 				       r->measured_gbps);
 		}
+	if (changed)
+		caps_save(m);
 }
