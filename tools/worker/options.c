@@ -15,6 +15,7 @@
 #include "ctlpeers.h"
 #include "georeduce.h"
 #include "georeduce_worker.h"
+#include "revision.h"
 #include "tls_opts.h"
 
 void
@@ -80,9 +81,14 @@ usage(FILE *f)
 		"                        bytes per worker; a peer that lost results this worker\n"
 		"                        got in a gateway failure then cannot get them back\n"
 		"                        from it: docs/CLIENT.md, Results kept)\n"
-		"  --json                a JSON summary on stdout instead of lines\n"
-		"  -h, --help            this help\n",
+		"  --json                a JSON summary on stdout instead of lines\n",
 		CTL_PEERS_MAX, WORKERS_MAX, GR_WINDOW_DEFAULT, GR_TIMEOUT_DEFAULT_MS / 1000);
+	fprintf(f,
+		"  --revision N          act as a worker library of protocol revision 1.N, %d ..\n"
+		"                        %d (a test and upgrade aid: below 14 a table whose\n"
+		"                        chunks exceed 8192 bytes of payload is refused)\n"
+		"  -h, --help            this help\n",
+		REVISION_OLDEST, GEOREDUCE_REVISION);
 	fprintf(f,
 		"\n"
 		"Selective multicast (a selmcast job's table: streams, no trees):\n"
@@ -252,6 +258,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"round-interval", required_argument, NULL, 'I'},
 		{"dtype", required_argument, NULL, 'D'},
 		{"forget-results", no_argument, NULL, 'G'},
+		{"revision", required_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -335,6 +342,13 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'G':
 			o->forget_results = true;
+			break;
+		case 'V':
+			if (parse_u32("--revision", optarg, REVISION_OLDEST, GEOREDUCE_REVISION,
+				      &o->revision) < 0)
+				return -1;
+			if (o->revision == GEOREDUCE_REVISION) /* the library's own */
+				o->revision = 0;
 			break;
 		case 'M':
 			o->multicast = true;
