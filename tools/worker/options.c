@@ -232,6 +232,25 @@ parse_elastic(const char *arg, struct opts *o)
 	return 0;
 }
 
+/* One more --worker-id: 0, or -1 after a message. */
+static int
+add_worker_id(struct opts *o, const char *arg)
+{
+	if (o->n_ids == WORKERS_MAX) {
+		cli_error(PROG, "--worker-id: at most %d workers", WORKERS_MAX);
+		return -1;
+	}
+	if (parse_id("--worker-id", arg, &o->ids[o->n_ids]) < 0)
+		return -1;
+	for (int i = 0; i < o->n_ids; i++)
+		if (o->ids[i] == o->ids[o->n_ids]) {
+			cli_error(PROG, "--worker-id: %u given twice", o->ids[i]);
+			return -1;
+		}
+	o->n_ids++;
+	return 0;
+}
+
 /* 0, 1 for --help, or -1 after printing why. */
 int
 parse_opts(int argc, char **argv, struct opts *o)
@@ -281,18 +300,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 			o->has_job = true;
 			break;
 		case 'w':
-			if (o->n_ids == WORKERS_MAX) {
-				cli_error(PROG, "--worker-id: at most %d workers", WORKERS_MAX);
+			if (add_worker_id(o, optarg) < 0)
 				return -1;
-			}
-			if (parse_id("--worker-id", optarg, &o->ids[o->n_ids]) < 0)
-				return -1;
-			for (int i = 0; i < o->n_ids; i++)
-				if (o->ids[i] == o->ids[o->n_ids]) {
-					cli_error(PROG, "--worker-id: %u given twice", o->ids[i]);
-					return -1;
-				}
-			o->n_ids++;
 			break;
 		case 'E':
 			if (parse_elastic(optarg, o) < 0)
