@@ -84,6 +84,17 @@ gw_restart() {
 table_chunk() {
 	jq -r .chunk_elements "$D/tables/job-1-a.json" 2>/dev/null || echo -
 }
+# planned_as GATEWAY_REVISIONS JOB_REVISION CHUNK_BYTES CHUNK_ELEMENTS: wait (3 minutes at
+# most) until the status gives the gateways (a, b, c) and job 1, live on all three, these
+# revisions and chunk size, then check the table the control process wrote for gateway a.
+planned_as() {
+	local c e="[g['revision'] for g in s['gateways']] == $1 and s['jobs'][0]['state'] == \
+'live' and s['jobs'][0]['revision'] == $2 and s['jobs'][0]['chunk_bytes'] == $3 and \
+len(s['jobs'][0]['gateways']) == 3"
+	wan_until "$D" 180 "$e" || { not_ok "status, not $*: $(status_brief)"; return 1; }
+	c=$(table_chunk)
+	[ "$c" = "$4" ] || { not_ok "gateway a's table: chunk_elements $c, not $4"; return 1; }
+}
 status_brief() {
 	wan_status "$D" "[(g['name'], g['state'], g['revision']) for g in s['gateways']] + \
 [(j['state'], j.get('revision'), j.get('chunk_bytes')) for j in s['jobs']]"
@@ -105,16 +116,8 @@ else
 fi
 wan_control_start "$D" --heartbeat-ms 200 --fail-after 3 --timeout-ms 3000
 wan_control_wait "$D" || not_ok "job 1 not live (see $D/control.log)"
-e="[g['revision'] for g in s['gateways']] == [0, 15, 15] and s['jobs'][0]['state'] == 'live' \
-and s['jobs'][0]['revision'] == 13 and s['jobs'][0]['chunk_bytes'] == 8192"
-if wan_until "$D" 120 "$e"; then
-	ok "status: gateway a revision 0 (older), b and c 15; the job revision 13, chunks of 8192 bytes"
-else
-	not_ok "status with gateway a at 1.13: $(status_brief)"
-fi
-c=$(table_chunk)
-[ "$c" = 2048 ] && ok "the job's tables: chunks of 2048 fp32 elements (8192 bytes)" ||
-	not_ok "chunk_elements $c, not 2048"
+planned_as "[0, 15, 15]" 13 8192 2048 &&
+	ok "status: gateway a revision 0 (older), b and c 15; the job revision 13, 2048-element chunks"
 grep -q "gateway a answers \`version\` without a revision" "$D/control.log" &&
 	grep -q "job 1: chunks of 8192 bytes, not 8896: gateway a implements revision 1.13" \
 		"$D/control.log" &&
@@ -148,17 +151,8 @@ if gw_restart; then
 else
 	not_ok "gateway a restart: $(tail -3 "$D/gw0.log")"
 fi
-e="[g['revision'] for g in s['gateways']] == [15, 15, 15] and s['jobs'][0]['state'] == 'live' \
-and s['jobs'][0]['revision'] == 15 and s['jobs'][0]['chunk_bytes'] == 8896 \
-and 'a' in s['jobs'][0]['gateways']"
-if wan_until "$D" 180 "$e"; then
-	ok "after the re-plan: every gateway revision 15, the job 15 with chunks of 8896 bytes"
-else
-	not_ok "status after the restart: $(status_brief)"
-fi
-c=$(table_chunk)
-[ "$c" = 2224 ] && ok "the job's tables: chunks of 2224 fp32 elements (8896 bytes)" ||
-	not_ok "chunk_elements $c, not 2224"
+planned_as "[15, 15, 15]" 15 8896 2224 &&
+	ok "after the re-plan: every gateway revision 15, the job 15 with 2224-element chunks"
 grep -q "cause gateway_up" "$D/control.log" &&
 	ok "the new plan came with cause gateway_up" || not_ok "no re-plan with cause gateway_up"
 if wan_run "$D" 1 3 100 "" 60 >"$D/ms"; then
