@@ -889,9 +889,11 @@ struct dp_params {
 	uint64_t rto_init_tsc;  /* retransmission timeout before any round-trip sample */
 	uint64_t rto_min_tsc;
 	uint64_t rto_max_tsc;
-	uint8_t retries_max; /* then the chunk is given up (counted) */
-	bool pace;           /* pace trees at their planned rates on WAN links */
-	uint32_t probe_ms;   /* PROBE interval to the peers */
+	uint8_t retries_max;  /* then the chunk is given up (counted) */
+	bool pace;            /* pace trees at their planned rates on WAN links */
+	uint32_t probe_ms;    /* PROBE interval to the peers */
+	uint8_t act_revision; /* --revision: 0 for this build's (GEOREDUCE_REVISION), else
+			       * the older revision it answers and refuses as */
 };
 
 /** The whole dataplane (ctl: rw; workers: ro except their dp_lcore and job slots). */

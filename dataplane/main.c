@@ -21,6 +21,7 @@
 #include "ctlsrv.h"
 #include "dp.h"
 #include "promsrv.h"
+#include "revision.h"
 #include "slowpath/slowpath.h"
 #include "table.h"
 
@@ -80,9 +81,14 @@ usage(FILE *f, const struct dp_config *d)
 		"                          on port N, or through router IP; longest prefix wins\n"
 		"      --base-port N       first UDP port of this gateway                [%u]\n"
 		"      --ports N           UDP ports: chunk c arrives on base + c %% N     [%u]\n"
-		"      --mtu N             IP MTU, 576 .. 9000                           [%u]\n",
+		"      --mtu N             IP MTU, 576 .. 9000                           [%u]\n"
+		"      --revision N        answer and refuse as protocol revision 1.N, %d .. %d\n"
+		"                          (a test and upgrade aid: below 15 `version` has no\n"
+		"                          revision, below 14 tables with chunks above 8192\n"
+		"                          bytes are refused)                            [%d]\n",
 		CTLSRV_HANDSHAKE_MS_DEFAULT, CTLSRV_IDLE_MS_DEFAULT, CTLSRV_PER_ROLE_DEFAULT,
-		d->prm.udp_base, d->prm.udp_count, d->prm.mtu);
+		d->prm.udp_base, d->prm.udp_count, d->prm.mtu, REVISION_OLDEST, GEOREDUCE_REVISION,
+		GEOREDUCE_REVISION);
 	fprintf(f,
 		"      --mbufs N           packet buffers per NUMA socket                [%" PRIu64
 		"]\n"
@@ -423,7 +429,8 @@ enum {
 	O_SEAL_MBUFS,
 	O_SEAL_LINKS,
 	O_METRICS,
-	O_NAT
+	O_NAT,
+	O_REVISION
 };
 
 static const struct option long_opts[] = {
@@ -466,6 +473,7 @@ static const struct option long_opts[] = {
 	{"seal-links", required_argument, NULL, O_SEAL_LINKS},
 	{"metrics", required_argument, NULL, O_METRICS},
 	{"nat-addr", required_argument, NULL, O_NAT},
+	{"revision", required_argument, NULL, O_REVISION},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -542,6 +550,10 @@ parse_dp_opt(int c, struct dp_config *cfg)
 		break;
 	case O_NAT:
 		rc = parse_nat_addr(optarg, cfg);
+		break;
+	case O_REVISION: /* act as an older gateway: a test and upgrade aid */
+		rc = u32_opt("revision", optarg, REVISION_OLDEST, GEOREDUCE_REVISION, &v);
+		cfg->prm.act_revision = v < GEOREDUCE_REVISION ? (uint8_t)v : 0;
 		break;
 	case 'n':
 		rc = parse_neigh(optarg, cfg);
@@ -699,7 +711,8 @@ parse_args(int argc, char **argv, struct dp_config *cfg, struct dp_ctl_opts *ctl
 			usage(stdout, cfg);
 			return 1;
 		case 'V':
-			printf(DP_PROGRAM " " DP_VERSION "\n");
+			printf(DP_PROGRAM " " DP_VERSION " (protocol revision 1.%d)\n",
+			       GEOREDUCE_REVISION);
 			return 1;
 		default:
 			cli_error(DP_PROGRAM,

@@ -341,6 +341,16 @@ void table_free(struct table *tb);
 int table_validate(const struct table *tb, char *err, size_t errlen);
 
 /**
+ * What a peer of protocol revision `revision` (docs/PROTOCOL.md section 12; lib/revision.h)
+ * takes of a valid table beyond table_validate(): below 1.14, chunks of at most 8192 bytes
+ * of payload. For a dataplane told to act as an older revision (`--revision`), with the
+ * text such a gateway gives.
+ *
+ * @return 0, or -EINVAL with err naming `chunk_elements`.
+ */
+int table_check_revision(const struct table *tb, unsigned int revision, char *err, size_t errlen);
+
+/**
  * Parse a `georeduce-table/1` document strictly: every field is required, unknown fields
  * and duplicate keys are rejected, integers are range-checked, then table_validate().
  *

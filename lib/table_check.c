@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "jsonutil.h"
+#include "revision.h"
 #include "table.h"
 #include "table_check.h"
 
@@ -697,6 +698,30 @@ check_seals(const struct table *tb, char *err, size_t errlen)
 			return json_util_fail(err, errlen, "field 'sealed[%d].aead': not an AEAD",
 					      i);
 	}
+	return 0;
+}
+
+int
+table_check_revision(const struct table *tb, unsigned int revision, char *err, size_t errlen)
+{
+	uint32_t cap = revision_chunk_bytes_max(revision, TABLE_CHUNK_BYTES_MAX);
+	unsigned int gran = table_dtype_granule(tb->dtype);
+	uint64_t max_elems;
+
+	if (gran == 0 || cap == TABLE_CHUNK_BYTES_MAX)
+		return 0;
+	/* The text a gateway of that revision gives: its own cap, from before 1.14. */
+	max_elems = cap / table_dtype_unit_bytes(tb->dtype) * gran;
+	if (tb->chunk_elements > max_elems)
+		return json_util_fail(err, errlen,
+				      "field 'chunk_elements': must be in [1, %" PRIu64
+				      "] for %s (%u bytes per chunk at most)",
+				      max_elems, table_dtype_name(tb->dtype), cap);
+	if (tb->lan_dtype != 0 && table_dtype_bytes(tb->lan_dtype, tb->chunk_elements) > cap)
+		return json_util_fail(err, errlen,
+				      "field 'chunk_elements': %" PRIu32 " "
+				      "elements of the lan_dtype %s exceed %u bytes per chunk",
+				      tb->chunk_elements, table_dtype_name(tb->lan_dtype), cap);
 	return 0;
 }
 

@@ -869,6 +869,113 @@ test_crew_plan(void)
 }
 
 /*
+ * Three sites at mtu 9000: an fp32 job at its default chunk size (8896 bytes), one with an
+ * explicit chunk_bytes of 8916 (the largest, 2229 elements) and an mxint8 job at its
+ * default (270 blocks, 8910 bytes).
+ */
+static const char jumbo_deploy[] =
+	"{\"format\": \"georeduce-deployment/1\", \"topology\": {"
+	" \"format\": \"georeduce-topology/1\", \"name\": \"j\", \"nodes\": ["
+	" {\"id\": \"a\", \"workers\": 1}, {\"id\": \"b\", \"workers\": 1},"
+	" {\"id\": \"c\", \"workers\": 1}], \"links\": ["
+	" {\"a\": \"a\", \"b\": \"b\", \"gbps\": 10, \"latency_ms\": 5},"
+	" {\"a\": \"b\", \"b\": \"c\", \"gbps\": 10, \"latency_ms\": 5},"
+	" {\"a\": \"a\", \"b\": \"c\", \"gbps\": 10, \"latency_ms\": 5}]},"
+	" \"gateways\": ["
+	" {\"node\": \"a\", \"id\": 1, \"ipv4\": \"10.98.0.1\", \"socket\": \"/tmp/a.sock\"},"
+	" {\"node\": \"b\", \"id\": 2, \"ipv4\": \"10.98.0.2\", \"socket\": \"/tmp/b.sock\"},"
+	" {\"node\": \"c\", \"id\": 3, \"ipv4\": \"10.98.0.3\", \"socket\": \"/tmp/c.sock\"}],"
+	" \"jobs\": ["
+	" {\"id\": 1, \"algorithm\": \"mtree\", \"dtype\": \"fp32\", \"elements\": 100000,"
+	"  \"mtu\": 9000, \"workers\": ["
+	"  {\"node\": \"a\", \"id\": 101, \"ipv4\": \"10.98.1.1\", \"port\": 5000},"
+	"  {\"node\": \"b\", \"id\": 201, \"ipv4\": \"10.98.2.1\", \"port\": 5000},"
+	"  {\"node\": \"c\", \"id\": 301, \"ipv4\": \"10.98.3.1\", \"port\": 5000}]},"
+	" {\"id\": 2, \"algorithm\": \"mtree\", \"dtype\": \"fp32\", \"elements\": 100000,"
+	"  \"mtu\": 9000, \"chunk_bytes\": 8916, \"workers\": ["
+	"  {\"node\": \"a\", \"id\": 102, \"ipv4\": \"10.98.1.1\", \"port\": 5001},"
+	"  {\"node\": \"c\", \"id\": 302, \"ipv4\": \"10.98.3.1\", \"port\": 5001}]},"
+	" {\"id\": 3, \"algorithm\": \"mtree\", \"dtype\": \"mxint8\", \"elements\": 100000,"
+	"  \"mtu\": 9000, \"workers\": ["
+	"  {\"node\": \"a\", \"id\": 103, \"ipv4\": \"10.98.1.1\", \"port\": 5002},"
+	"  {\"node\": \"b\", \"id\": 203, \"ipv4\": \"10.98.2.1\", \"port\": 5002}]}]}";
+
+/* The chunk_elements of every table of job ji planned with gateway b at `revision`, all
+ * equal to want, and the plan's revision rev_want; false after a failed CHECK. */
+static bool
+jumbo_chunks(struct deploy *d, int ji, unsigned int revision, uint32_t want,
+	     unsigned int rev_want)
+{
+	char err[JOBPLAN_ERR_MAX];
+	struct jobplan *jp = NULL;
+	bool ok;
+
+	d->gateways[1].revision = (uint8_t)revision;
+	if (!CHECK(jobplan_build(d, ji, NULL, NULL, 1, &jp, err, sizeof(err)) == 0, "%s", err))
+		return false;
+	ok = CHECK(jp->revision == rev_want, "job %u, b at %u: plan revision %u, not %u",
+		   d->jobs[ji].id, revision, jp->revision, rev_want);
+	ok &= CHECK(rev_want >= 15 || jp->revision_gw == 1, "the oldest is b, not %d",
+		    jp->revision_gw);
+	for (int g = 0; g < jp->n_gateways; g++)
+		if (jp->tables[g] != NULL)
+			ok &= CHECK(jp->tables[g]->chunk_elements == want,
+				    "job %u, b at %u: gateway %d's chunks of %u elements, not %u",
+				    d->jobs[ji].id, revision, g, jp->tables[g]->chunk_elements,
+				    want);
+	jobplan_free(jp);
+	return ok;
+}
+
+/* A job is planned within its oldest gateway: below revision 1.14 (or an older gateway
+ * that answers no revision, 0) chunks of at most 8192 bytes, from 1.14 the full size;
+ * an explicit chunk_bytes above 8192 is clamped too. */
+static void
+test_plan_revision(void)
+{
+	char err[DEPLOY_ERR_MAX];
+	struct deploy *d = deploy_parse(jumbo_deploy, "jumbo.json", err, sizeof(err));
+
+	if (!CHECK(d != NULL, "%s", err))
+		return;
+	CHECK(d->gateways[0].revision == 15 && d->jobs[0].chunk_bytes == 8896 &&
+	      d->jobs[1].chunk_bytes == 8916 && d->jobs[2].chunk_bytes == 8910,
+	      "from the file: revision %u, chunk_bytes %u %u %u", d->gateways[0].revision,
+	      d->jobs[0].chunk_bytes, d->jobs[1].chunk_bytes, d->jobs[2].chunk_bytes);
+	/* fp32 at the default: 2224 elements from 1.14, 2048 (8192 bytes) before. */
+	jumbo_chunks(d, 0, 15, 2224, 15);
+	jumbo_chunks(d, 0, 14, 2224, 14);
+	jumbo_chunks(d, 0, 13, 2048, 13);
+	jumbo_chunks(d, 0, 0, 2048, 13);
+	/* The explicit 8916 bytes: clamped to 8192 for an older gateway only. */
+	jumbo_chunks(d, 1, 15, 2229, 15);
+	jumbo_chunks(d, 1, 0, 2048, 13);
+	/* mxint8: 270 blocks of 33 bytes, or 248 (8184 bytes) before 1.14. */
+	jumbo_chunks(d, 2, 14, 8640, 14);
+	jumbo_chunks(d, 2, 13, 7936, 13);
+	/* A gateway that is down does not count. */
+	{
+		bool up[3] = {true, false, true};
+		struct jobplan *jp = NULL;
+		char perr[JOBPLAN_ERR_MAX];
+
+		d->gateways[1].revision = 0;
+		if (CHECK(jobplan_build(d, 1, up, NULL, 2, &jp, perr, sizeof(perr)) == 0, "%s",
+			  perr))
+			CHECK(jp->revision == 15 && jp->chunk_bytes == 8916,
+			      "b down: revision %u, chunk_bytes %u", jp->revision,
+			      jp->chunk_bytes);
+		jobplan_free(jp);
+	}
+	CHECK(jobplan_chunk_bytes(&d->jobs[0], 0) == 8192 &&
+	      jobplan_chunk_bytes(&d->jobs[0], 14) == 8896 &&
+	      jobplan_chunk_bytes(&d->jobs[2], 13) == 8184,
+	      "jobplan_chunk_bytes: %u %u %u", jobplan_chunk_bytes(&d->jobs[0], 0),
+	      jobplan_chunk_bytes(&d->jobs[0], 14), jobplan_chunk_bytes(&d->jobs[2], 13));
+	deploy_free(d);
+}
+
+/*
  * selmcast: a relay r joins a, b and c (one worker each); a-r carries 4 Gbit/s, the rest
  * 10. With p = 2 every site sends to both others, so each stream's distribution tree is a
  * star through r: the link out of the source carries ONE copy that r replicates.
@@ -1608,6 +1715,7 @@ main(void)
 	CU_add_test(s, "planning without a failed gateway", test_plan_without_node);
 	CU_add_test(s, "planning with two gateways at a site", test_plan_two_gateways);
 	CU_add_test(s, "planning with measured link capacities", test_plan_measured_links);
+	CU_add_test(s, "planning within the oldest gateway's revision", test_plan_revision);
 	CU_add_test(s, "the daemon's per-link counters: trees and streams", test_link_counters);
 	CU_add_test(s, "jobs share a link by weight", test_shares_split);
 	CU_add_test(s, "jobs planned over their shares of the links", test_shares_plans);

@@ -2887,6 +2887,28 @@ test_chunk_cap(void)
 	CU_ASSERT_EQUAL(table_mtu_needed(a), 82 + 8832);
 	a->lan_dtype = 0;
 	CU_ASSERT_EQUAL(table_mtu_needed(a), 82 + 69 * 33);
+	/* A peer of revision 1.13 (--revision 13, docs/PROTOCOL.md 12) takes 8192 bytes a
+	 * chunk at most, with that revision's text; 1.14 and later the full size. */
+	a->dtype = TABLE_DTYPE_FP32;
+	a->chunk_elements = 2229;
+	CU_ASSERT(table_check_revision(a, 15, err, sizeof(err)) == 0);
+	CU_ASSERT(table_check_revision(a, 14, err, sizeof(err)) == 0);
+	CU_ASSERT(table_check_revision(a, 13, err, sizeof(err)) == -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "field 'chunk_elements': must be in [1, 2048] for fp32 "
+					   "(8192 bytes per chunk at most)"));
+	a->chunk_elements = 2048;
+	CU_ASSERT(table_check_revision(a, 13, err, sizeof(err)) == 0);
+	a->dtype = TABLE_DTYPE_MXINT8; /* 248 blocks of 33 bytes; 2048 fp32 on the LAN */
+	a->chunk_elements = 249 * 32;
+	CU_ASSERT(table_check_revision(a, 13, err, sizeof(err)) == -EINVAL);
+	a->chunk_elements = 248 * 32;
+	CU_ASSERT(table_check_revision(a, 13, err, sizeof(err)) == 0);
+	a->lan_dtype = TABLE_DTYPE_FP32;
+	CU_ASSERT(table_check_revision(a, 13, err, sizeof(err)) == -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "lan_dtype fp32 exceed 8192 bytes"));
+	a->chunk_elements = 64 * 32;
+	CU_ASSERT(table_check_revision(a, 13, err, sizeof(err)) == 0);
+	a->lan_dtype = 0;
 out:
 	table_free(a);
 	scen_fini(&sc);

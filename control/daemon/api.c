@@ -18,6 +18,7 @@
 #include "elect.h"
 #include "jobs.h"
 #include "promsrv.h"
+#include "revision.h"
 #include "shares.h"
 #include "tls_reload.h"
 
@@ -193,6 +194,9 @@ status_json(const struct dmn *m, const char *tenant)
 				  table_ipv4_format(dg->ipv4, ip), "socket", dg->socket, "state",
 				  gw_state_names[g->state], "missed", g->missed);
 
+		/* What its `version` answered when it came up; 0: older, or not asked. */
+		json_object_set_new(go, "revision", json_integer(dg->revision));
+
 		json_object_set_new(go, "last_heartbeat_ms_ago",
 				    g->last_ok >= 0 ? json_integer(t - g->last_ok) : json_null());
 		json_object_set_new(go, "rtt_ms",
@@ -260,6 +264,9 @@ status_json(const struct dmn *m, const char *tenant)
 			json_object_set_new(jo, "live_for_s",
 					    json_real((double)(t - j->live_since) / 1e3));
 			json_object_set_new(jo, "workers", json_integer(jp->n_workers));
+			/* Planned within its oldest gateway (docs/PROTOCOL.md 12). */
+			json_object_set_new(jo, "revision", json_integer(jp->revision));
+			json_object_set_new(jo, "chunk_bytes", json_integer(jp->chunk_bytes));
 			json_object_set_new(jo, "rate_gbps", json_real(plan_total_rate(jp->plan)));
 			json_object_set_new(jo, "predicted_seconds",
 					    json_real(jp->plan->allreduce_seconds));
@@ -558,8 +565,9 @@ handle(void *arg, struct ctlsrv_client *cl, const json_t *req)
 	if (strcmp(op, "ping") == 0 || strcmp(op, "version") == 0 || strcmp(op, "status") == 0) {
 		json_t *res =
 			strcmp(op, "status") == 0  ? status_json(m, t) :
-			strcmp(op, "version") == 0 ? json_pack("{s:s,s:i}", "program", PROG,
-							       "protocol", CTL_PROTOCOL_VERSION) :
+			strcmp(op, "version") == 0 ? json_pack("{s:s,s:i,s:i}", "program", PROG,
+							       "protocol", CTL_PROTOCOL_VERSION,
+							       "revision", GEOREDUCE_REVISION) :
 						     json_object();
 
 		rc = ctl_args_unpack(req, err, sizeof(err), "{}");

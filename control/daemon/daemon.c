@@ -109,6 +109,7 @@ setup(struct dmn *m, sigset_t *old)
 		install_gw_init(&m->gws[v].conn, gw_name(m, v), m->d->gateways[v].socket);
 		m->gws[v].last_ok = -1;
 		m->gws[v].sample_at = -1;
+		m->d->gateways[v].revision = 0; /* until it answers `version` (health.c) */
 		m->gws[v].rx_gbps = m->gws[v].tx_gbps = -1;
 		m->gws[v].drops_per_s = -1;
 	}

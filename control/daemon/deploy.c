@@ -18,6 +18,7 @@
 #include "deploy_job.h"
 #include "deploy_tenant.h"
 #include "jsonutil.h"
+#include "revision.h"
 #include "wire.h"
 
 /* ---- topology ------------------------------------------------------------------------ */
@@ -190,6 +191,7 @@ parse_gateways(struct dctx *c, const json_t *root, struct deploy *d)
 						    d->topo->nodes[gw->node].id,
 						    DEPLOY_SITE_GATEWAYS_MAX);
 		gw->shard = i;
+		gw->revision = GEOREDUCE_REVISION;
 	}
 	for (int v = 0; v < nn; v++)
 		if (d->node_ngw[v] == 0)

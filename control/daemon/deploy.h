@@ -73,6 +73,11 @@ struct deploy_gateway {
 	/* The name in logs, files and its certificate: the node id when the node has one
 	 * gateway, else the file's "name" or NODE-K (K = shard + 1). Unique. */
 	char name[DEPLOY_NAME_MAX + 1];
+	/* The protocol revision its dataplane implements, which planning keeps its jobs
+	 * within (lib/revision.h): GEOREDUCE_REVISION from the file (the gateways of this
+	 * build); georeduce-control run sets what the gateway's `version` answered, 0 for an
+	 * older one (no revision in the answer) or one not asked yet. */
+	uint8_t revision;
 };
 
 /** One worker of a job. */

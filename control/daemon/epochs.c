@@ -17,6 +17,7 @@
 #include "elect.h"
 #include "epochs.h"
 #include "health.h"
+#include "revision.h"
 #include "shares.h"
 
 /* "a b c": the names of the gateways with a table in jp. */
@@ -240,6 +241,16 @@ install_job(struct dmn *m, int ji)
 			    j->reason, j->error, j->live_epoch);
 		goto out;
 	}
+	if (jp->chunk_bytes < dj->chunk_bytes &&
+	    (j->live == NULL || j->live->chunk_bytes != jp->chunk_bytes))
+		control_log("job %u: chunks of %u bytes, not %u: gateway %s implements revision "
+			    "1.%u%s, which takes at most %d bytes a chunk (1.%d takes more)",
+			    dj->id, jp->chunk_bytes, dj->chunk_bytes, gw_name(m, jp->revision_gw),
+			    jp->revision,
+			    m->d->gateways[jp->revision_gw].revision == 0 ? " (no revision in its "
+									    "`version`: older)" :
+									    "",
+			    REVISION_OLD_CHUNK_BYTES, REVISION_JUMBO_CHUNKS);
 	if (cause_may_keep(cause) && same_tables(j->live, jp, j->live_epoch)) {
 		/* A change that this job's plan does not see (a link or gateway it does not
 		 * use, a capacity that changes nothing): no epoch, the number is not used. */

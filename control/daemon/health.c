@@ -15,6 +15,7 @@
 #include "daemon_internal.h"
 #include "elect.h"
 #include "health.h"
+#include "revision.h"
 #include "shares.h"
 
 /* ---- heartbeats ---------------------------------------------------------------------- */
@@ -363,6 +364,36 @@ links_update(struct dmn *m)
 	}
 }
 
+/* Ask gateway v, just seen up, which protocol revision it implements (docs/PROTOCOL.md
+ * section 12) and record it: 0 for an older gateway, whose answer has none (planned as
+ * REVISION_OLDEST), or one that does not answer now. Its jobs' next plans take it
+ * (jobplan.c); a gateway that restarted with another binary is re-planned anyway. */
+static void
+ask_revision(struct dmn *m, int v)
+{
+	struct deploy_gateway *dg = &m->d->gateways[v];
+	char err[CTL_ERR_MAX];
+	json_t *r = install_call(&m->gws[v].conn, "version", json_object(), m->o->timeout_ms, err,
+				 sizeof(err));
+	json_int_t rev = json_integer_value(json_object_get(r, "revision"));
+	bool ok = json_is_true(json_object_get(r, "ok"));
+
+	dg->revision = ok && rev > 0 && rev <= UINT8_MAX ? (uint8_t)rev : 0;
+	if (!ok)
+		control_log("gateway %s: `version` not answered (%s): planned as revision 1.%d",
+			    gw_name(m, v),
+			    r != NULL ? json_string_value(json_object_get(r, "error")) : err,
+			    REVISION_OLDEST);
+	else if (dg->revision == 0)
+		control_log("gateway %s answers `version` without a revision: older than 1.15, "
+			    "planned as 1.%d",
+			    gw_name(m, v), REVISION_OLDEST);
+	else
+		control_log("gateway %s implements protocol revision 1.%u", gw_name(m, v),
+			    dg->revision);
+	json_decref(r);
+}
+
 void
 heartbeat_all(struct dmn *m)
 {
@@ -384,6 +415,7 @@ heartbeat_all(struct dmn *m)
 				if (g->state == GW_DOWN)
 					mark_all_dirty(m, CAUSE_GATEWAY_UP, "gateway %s is back",
 						       gw_name(m, v));
+				ask_revision(m, v);
 				g->state = GW_UP;
 				g->peers_sent = false;
 				sync_epochs(m, v);

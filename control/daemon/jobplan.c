@@ -21,6 +21,7 @@
 #include "jsonutil.h"
 #include "mtree.h"
 #include "report.h"
+#include "revision.h"
 #include "table_compile.h"
 #include "wire.h"
 
@@ -285,7 +286,7 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 		.elements = j->elements,
 		.dtype = j->dtype,
 		.lan_dtype = j->lan_dtype,
-		.chunk_bytes = j->chunk_bytes,
+		.chunk_bytes = jp->chunk_bytes,
 		.slots_min = j->slots_min,
 		.slots_max = j->slots_max,
 		.cset_blocks = j->cset_blocks,
@@ -359,6 +360,21 @@ out:
 	return rc;
 }
 
+uint32_t
+jobplan_chunk_bytes(const struct deploy_job *j, unsigned int revision)
+{
+	uint32_t cap =
+		revision_chunk_bytes_max(revision_effective(revision), TABLE_CHUNK_BYTES_MAX);
+	uint32_t esz = (uint32_t)table_dtype_unit_bytes(j->dtype);
+	uint32_t gran = table_dtype_granule(j->dtype);
+	uint32_t elems = cap / esz * gran;
+
+	if (j->lan_dtype != 0 && j->lan_dtype != j->dtype &&
+	    (uint64_t)elems * table_dtype_size(j->lan_dtype) > cap)
+		elems = (uint32_t)(cap / table_dtype_size(j->lan_dtype) / gran * gran);
+	return j->chunk_bytes / esz * gran <= elems ? j->chunk_bytes : elems / gran * esz;
+}
+
 /* jobplan_build(), and jobplan_plan_only() where compile is false. */
 static int
 build(const struct deploy *d, int ji, const bool *up, const struct jobplan_link *links,
@@ -380,8 +396,18 @@ build(const struct deploy *d, int ji, const bool *up, const struct jobplan_link 
 	rc = jp->tables == NULL || jp->gw_up == NULL || jp->site_table == NULL ?
 		     json_util_failrc(-ENOMEM, err, errlen, "out of memory") :
 		     0;
-	for (int g = 0; rc == 0 && g < jp->n_gateways; g++)
+	jp->revision = GEOREDUCE_REVISION;
+	jp->revision_gw = -1;
+	for (int g = 0; rc == 0 && g < jp->n_gateways; g++) {
 		jp->gw_up[g] = gw_up(up, g);
+		/* Planned within the oldest gateway of the epoch (docs/PROTOCOL.md 12). */
+		if (jp->gw_up[g] && (jp->revision_gw < 0 ||
+				     revision_effective(d->gateways[g].revision) < jp->revision)) {
+			jp->revision = revision_effective(d->gateways[g].revision);
+			jp->revision_gw = g;
+		}
+	}
+	jp->chunk_bytes = jobplan_chunk_bytes(j, jp->revision);
 	for (int v = 0; rc == 0 && v < jp->n_nodes; v++)
 		jp->site_table[v] = -1;
 	if (rc == 0)

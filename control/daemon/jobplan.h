@@ -62,6 +62,11 @@ struct jobplan {
 					 * worker site, multicast) */
 	char note[256];                 /* blueconnect: what the planner would choose beyond
 					 * what the gateways run, for the summary; "" */
+	unsigned int revision;          /* the lowest protocol revision of the gateways in the
+					 * epoch, 0 taken as REVISION_OLDEST (lib/revision.h) */
+	int revision_gw;                /* a gateway of that revision; -1: none up */
+	uint32_t chunk_bytes;           /* payload bytes per chunk in its tables: the job's,
+					 * at most what that revision takes (jobplan_chunk_bytes()) */
 };
 
 /** What the control process knows of a topology link beyond the topology file. */
@@ -96,6 +101,14 @@ int jobplan_build(const struct deploy *d, int ji, const bool *up, const struct j
 int
 jobplan_plan_only(const struct deploy *d, int ji, const bool *up, const struct jobplan_link *links,
 		  struct jobplan **out, char *err, size_t errlen);
+
+/**
+ * The payload bytes per chunk of job j's tables when the oldest of its gateways implements
+ * protocol revision `revision` (effective: 0 taken as REVISION_OLDEST): the job's
+ * chunk_bytes, or below 1.14 at most 8192 bytes (in whole elements or MX blocks, and of
+ * its lan_dtype too), as such a gateway and its workers take (docs/PROTOCOL.md 12.1).
+ */
+uint32_t jobplan_chunk_bytes(const struct deploy_job *j, unsigned int revision);
 
 /** Free a job plan and its tables. NULL is a no-op. */
 void jobplan_free(struct jobplan *jp);

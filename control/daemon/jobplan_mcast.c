@@ -244,7 +244,7 @@ jobplan_stream_table(const struct jobplan *jp, const struct deploy *d, const str
 	tb->gw = (struct table_gw){g->id, g->ipv4, g->base_port, g->ports};
 	tb->dtype = j->dtype;
 	tb->elements = j->elements;
-	tb->chunk_elements = j->chunk_bytes / (uint32_t)table_dtype_unit_bytes(j->dtype) *
+	tb->chunk_elements = jp->chunk_bytes / (uint32_t)table_dtype_unit_bytes(j->dtype) *
 			     table_dtype_granule(j->dtype);
 	tb->limits = (struct table_limits){TABLE_TREES_MAX, TABLE_CHILDREN_MAX, TABLE_WORKERS_MAX,
 					   j->slots_max != 0 ? j->slots_max : TABLE_SLOTS_MAX};

@@ -96,7 +96,7 @@ void
 status_print(const json_t *r)
 {
 	const json_t *g, *j, *t, *n;
-	char a[32], b[32], c[32], e[32], f[32];
+	char a[32], b[32], c[32], d[32], e[32], f[32];
 	size_t i, k;
 
 	printf("deployment %s, topology %s, up %s s, heartbeat %" JSON_INTEGER_FORMAT
@@ -106,11 +106,17 @@ status_print(const json_t *r)
 	       json_integer_value(json_object_get(r, "heartbeat_ms")),
 	       json_integer_value(json_object_get(r, "fail_after")));
 	election_print(stdout, json_object_get(r, "election"), "");
-	printf("\ngateways\n  %-16s %5s %-15s %-7s %14s %8s %9s %9s\n", "gateway", "id", "ipv4",
-	       "state", "last heartbeat", "rtt ms", "rx Gbit/s", "tx Gbit/s");
+	printf("\ngateways\n  %-16s %5s %-15s %-7s %14s %8s %9s %9s %8s\n", "gateway", "id", "ipv4",
+	       "state", "last heartbeat", "rtt ms", "rx Gbit/s", "tx Gbit/s", "revision");
 	json_array_foreach (json_object_get(r, "gateways"), i, g) {
+		json_int_t rev = json_integer_value(json_object_get(g, "revision"));
+
 		n = json_object_get(g, "last_heartbeat_ms_ago");
-		printf("  %-16s %5" JSON_INTEGER_FORMAT " %-15s %-7s %11s ms %8s %9s %9s\n",
+		if (rev > 0) /* 0: older than 1.15 (no revision in its `version`), or not asked */
+			snprintf(d, sizeof(d), "1.%" JSON_INTEGER_FORMAT, rev);
+		else
+			snprintf(d, sizeof(d), "older");
+		printf("  %-16s %5" JSON_INTEGER_FORMAT " %-15s %-7s %11s ms %8s %9s %9s %8s\n",
 		       json_string_value(json_object_get(g, "name")),
 		       json_integer_value(json_object_get(g, "id")),
 		       json_string_value(json_object_get(g, "ipv4")),
@@ -120,7 +126,7 @@ status_print(const json_t *r)
 					     e) :
 					    "-",
 		       NUM(g, "rtt_ms", "%.1f", a), NUM(g, "rx_gbps", "%.4f", b),
-		       NUM(g, "tx_gbps", "%.4f", c));
+		       NUM(g, "tx_gbps", "%.4f", c), d);
 		if (json_is_string(json_object_get(g, "error")))
 			printf("    %s\n", json_string_value(json_object_get(g, "error")));
 	}

@@ -22,6 +22,7 @@
 #include "ctltls.h"
 #include "dp.h"
 #include "promsrv.h"
+#include "revision.h"
 #include "slowpath/slowpath.h"
 
 struct dp_ctl {
@@ -249,6 +250,10 @@ dp_ctl_handle(struct dp *dp, const json_t *req)
 			json_object_set_new(r, "program_version", json_string(DP_VERSION));
 			json_object_set_new(r, "protocol", json_integer(CTL_PROTOCOL_VERSION));
 			json_object_set_new(r, "table_format", json_string(TABLE_FORMAT));
+			/* A gateway older than 1.15 (--revision) has no such field. */
+			if (dp->prm.act_revision == 0)
+				json_object_set_new(r, "revision",
+						    json_integer(GEOREDUCE_REVISION));
 		}
 		return r;
 	}

@@ -92,6 +92,12 @@ dp_prepare(struct dp *dp, const json_t *table, uint32_t *job, uint32_t *epoch, c
 		return -ENOMEM;
 	}
 	tb = table_parse(text, "table", err, errlen);
+	if (tb != NULL && dp->prm.act_revision != 0 &&
+	    table_check_revision(tb, dp->prm.act_revision, err, errlen) != 0) {
+		table_free(tb); /* --revision: what that older gateway refuses */
+		tb = NULL;
+		errno = EINVAL;
+	}
 	if (tb == NULL) {
 		free(text);
 		return errno == ENOMEM ? -ENOMEM : -EINVAL;

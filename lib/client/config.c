@@ -15,6 +15,7 @@
 #include "client_internal.h"
 #include "georeduce.h"
 #include "jsonutil.h"
+#include "revision.h"
 #include "sum.h"
 #include "table.h"
 #include "wire.h"
@@ -265,6 +266,19 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 				      "packet holds",
 				      cfg->chunk_elements, cfg->cset_blocks, full + set,
 				      TABLE_CHUNK_BYTES_MAX);
+	if (cfg->revision != 0 &&
+	    (cfg->revision < REVISION_OLDEST || cfg->revision > GEOREDUCE_REVISION))
+		return json_util_fail(err, errlen, "revision: %u, must be 0 or %d to %d",
+				      cfg->revision, REVISION_OLDEST, GEOREDUCE_REVISION);
+	/* Acting as an older library: what it refused (the chunk cap before 1.14). */
+	if (cfg->revision != 0 &&
+	    full > revision_chunk_bytes_max(cfg->revision, TABLE_CHUNK_BYTES_MAX))
+		return json_util_fail(
+			err, errlen,
+			"chunk_elements: %u elements make %zu bytes a chunk, too "
+			"large for a worker of revision 1.%u (%u bytes at most)",
+			cfg->chunk_elements, full, cfg->revision,
+			revision_chunk_bytes_max(cfg->revision, TABLE_CHUNK_BYTES_MAX));
 	if (cfg->n_origins > GR_ORIGINS_MAX)
 		return json_util_fail(err, errlen, "n_origins: %u, at most %u", cfg->n_origins,
 				      GR_ORIGINS_MAX);

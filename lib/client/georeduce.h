@@ -158,6 +158,12 @@ struct gr_config {
 	 * nobody else holds them (docs/CLIENT.md, "Results kept"). true saves that memory; a
 	 * round cut that way then times out. (After lan_dtype: the offsets above stay.) */
 	bool forget_results;
+	/* The protocol revision this client acts as (docs/PROTOCOL.md section 12): 0 for the
+	 * library's own; 13 or 14 to act as a worker library of that revision, a test and
+	 * upgrade aid: below 14 a chunk of more than 8192 bytes of payload is refused, as
+	 * such a library refuses it. gr_config_from_table() leaves it 0. (Last, for the same
+	 * reason.) */
+	uint8_t revision;
 };
 
 /** Called with the chunks done and the total (see struct gr_options). */

@@ -70,6 +70,7 @@ class GrConfig(ctypes.Structure):
         ("tree_gateways", GrGateway * TREES_MAX),
         ("lan_dtype", ctypes.c_int),
         ("forget_results", ctypes.c_bool),
+        ("revision", ctypes.c_uint8),
     ]
 
 

@@ -17,7 +17,8 @@
 #   wan_train DIR MODE NAME [train.py worker options]   one training worker per site
 #
 # wan_run keeps each site's worker summary in DIR/run-JOB-SITE.json and prints, for each
-# round, the time of the slowest worker (ms) on stdout.
+# round, the time of the slowest worker (ms) on stdout; WAN_WORKER_ARGS, if set, are more
+# georeduce-worker options for every site's workers (e.g. --revision 13).
 #
 # With testbed.py --tls (DIR/control.json): the control process runs in a namespace of
 # its own and reaches the gateways over the management network with TLS; workers join
@@ -383,7 +384,7 @@ print(" ".join("--worker-id %d" % w["id"] for w in s["workers"]))' "$dir/sites.j
 		ip netns exec "$ns" "$build/tools/worker/georeduce-worker" \
 			"${src[@]}" $ids "${how[@]}" ${all:+"$all"} --start-at "$start_at" \
 			--rounds "$rounds" --first-round "$first" --timeout "$timeout" --json \
-			>"$dir/run-$job-$i.json" 2>"$dir/run-$job-$i.err" &
+			${WAN_WORKER_ARGS:-} >"$dir/run-$job-$i.json" 2>"$dir/run-$job-$i.err" &
 		pids+=($!)
 	done < <(wan_sites "$dir")
 	for p in "${pids[@]}"; do wait "$p" || rc=1; done

@@ -55,6 +55,7 @@ main(void)
 	FIELD(gr_config, tree_gateways);
 	FIELD(gr_config, lan_dtype);
 	FIELD(gr_config, forget_results);
+	FIELD(gr_config, revision);
 	END();
 	BEGIN(gr_gateway);
 	FIELD(gr_gateway, id);

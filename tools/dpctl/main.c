@@ -306,8 +306,15 @@ print_version(const struct opts *o, const json_t *resp, double ms)
 		print_generic(o, resp, ms);
 		return;
 	}
-	printf("%s %s, control protocol %" JSON_INTEGER_FORMAT ", tables %s\n", program, version,
+	printf("%s %s, control protocol %" JSON_INTEGER_FORMAT ", tables %s", program, version,
 	       protocol, format);
+	/* An older dataplane (before revision 1.15) does not say which revision it is. */
+	if (json_is_integer(json_object_get(resp, "revision")))
+		printf(", protocol revision 1.%" JSON_INTEGER_FORMAT,
+		       json_integer_value(json_object_get(resp, "revision")));
+	else
+		printf(", protocol revision older than 1.15");
+	printf("\n");
 }
 
 static void
@@ -501,8 +508,9 @@ build_job_epoch(const struct command *cmd, char **argv, int argc, json_t **args)
 }
 
 static const struct command commands[] = {
-	{"version", 0, 0, "", "program, version, protocol and table format of the dataplane",
-	 build_none, print_version},
+	{"version", 0, 0, "",
+	 "program, version, protocol, table format and revision of the dataplane", build_none,
+	 print_version},
 	{"ping", 0, 0, "", "check that the dataplane answers; prints the round trip", build_none,
 	 print_ping},
 	{"prepare", 1, 1, "TABLE_FILE",

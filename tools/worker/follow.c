@@ -86,6 +86,7 @@ follow_control(struct worker *w, int wait_ms)
 	}
 
 	c.forget_results = w->o->forget_results;
+	c.revision = (uint8_t)w->o->revision;
 	if (rc == 1 && gr_client_reconfigure(w->client, &c, err, sizeof(err)) != 0)
 		rc = -EINVAL;
 	if (rc == -EPERM || rc == -ENOENT || rc == -EINVAL) {
@@ -127,6 +128,7 @@ follow_epoch(struct worker *w, int wait_ms)
 	if (gr_config_from_table(&c, w->o->table, w->id, err, sizeof(err)) != 0)
 		goto fail;
 	c.forget_results = w->o->forget_results;
+	c.revision = (uint8_t)w->o->revision;
 	if (c.epoch != gr_client_config(w->client)->epoch &&
 	    gr_client_reconfigure(w->client, &c, err, sizeof(err)) != 0)
 		goto fail;

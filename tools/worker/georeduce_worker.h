@@ -57,6 +57,7 @@ struct opts {
 	double interval_s;   /* --round-interval; 0: rounds back to back */
 	const char *dtype;   /* --dtype: the table's must be this one, or NULL */
 	bool forget_results; /* --forget-results: gr_config.forget_results */
+	uint32_t revision;   /* --revision: gr_config.revision (0: the library's own) */
 };
 
 struct round_res {

@@ -201,6 +201,7 @@ main(int argc, char **argv)
 			goto out;
 		}
 		c.forget_results = o.forget_results;
+		c.revision = (uint8_t)o.revision;
 		w->client = gr_client_create(&c, err, sizeof(err));
 		if (w->client == NULL) {
 			cli_error(PROG, "worker %u: %s", w->id, err);

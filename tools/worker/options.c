@@ -15,6 +15,7 @@
 #include "ctlpeers.h"
 #include "georeduce.h"
 #include "georeduce_worker.h"
+#include "revision.h"
 #include "tls_opts.h"
 
 void
@@ -80,9 +81,14 @@ usage(FILE *f)
 		"                        bytes per worker; a peer that lost results this worker\n"
 		"                        got in a gateway failure then cannot get them back\n"
 		"                        from it: docs/CLIENT.md, Results kept)\n"
-		"  --json                a JSON summary on stdout instead of lines\n"
-		"  -h, --help            this help\n",
+		"  --json                a JSON summary on stdout instead of lines\n",
 		CTL_PEERS_MAX, WORKERS_MAX, GR_WINDOW_DEFAULT, GR_TIMEOUT_DEFAULT_MS / 1000);
+	fprintf(f,
+		"  --revision N          act as a worker library of protocol revision 1.N, %d ..\n"
+		"                        %d (a test and upgrade aid: below 14 a table whose\n"
+		"                        chunks exceed 8192 bytes of payload is refused)\n"
+		"  -h, --help            this help\n",
+		REVISION_OLDEST, GEOREDUCE_REVISION);
 	fprintf(f,
 		"\n"
 		"Selective multicast (a selmcast job's table: streams, no trees):\n"
@@ -226,6 +232,25 @@ parse_elastic(const char *arg, struct opts *o)
 	return 0;
 }
 
+/* One more --worker-id: 0, or -1 after a message. */
+static int
+add_worker_id(struct opts *o, const char *arg)
+{
+	if (o->n_ids == WORKERS_MAX) {
+		cli_error(PROG, "--worker-id: at most %d workers", WORKERS_MAX);
+		return -1;
+	}
+	if (parse_id("--worker-id", arg, &o->ids[o->n_ids]) < 0)
+		return -1;
+	for (int i = 0; i < o->n_ids; i++)
+		if (o->ids[i] == o->ids[o->n_ids]) {
+			cli_error(PROG, "--worker-id: %u given twice", o->ids[i]);
+			return -1;
+		}
+	o->n_ids++;
+	return 0;
+}
+
 /* 0, 1 for --help, or -1 after printing why. */
 int
 parse_opts(int argc, char **argv, struct opts *o)
@@ -252,6 +277,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"round-interval", required_argument, NULL, 'I'},
 		{"dtype", required_argument, NULL, 'D'},
 		{"forget-results", no_argument, NULL, 'G'},
+		{"revision", required_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -274,18 +300,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 			o->has_job = true;
 			break;
 		case 'w':
-			if (o->n_ids == WORKERS_MAX) {
-				cli_error(PROG, "--worker-id: at most %d workers", WORKERS_MAX);
+			if (add_worker_id(o, optarg) < 0)
 				return -1;
-			}
-			if (parse_id("--worker-id", optarg, &o->ids[o->n_ids]) < 0)
-				return -1;
-			for (int i = 0; i < o->n_ids; i++)
-				if (o->ids[i] == o->ids[o->n_ids]) {
-					cli_error(PROG, "--worker-id: %u given twice", o->ids[i]);
-					return -1;
-				}
-			o->n_ids++;
 			break;
 		case 'E':
 			if (parse_elastic(optarg, o) < 0)
@@ -335,6 +351,13 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'G':
 			o->forget_results = true;
+			break;
+		case 'V':
+			if (parse_u32("--revision", optarg, REVISION_OLDEST, GEOREDUCE_REVISION,
+				      &o->revision) < 0)
+				return -1;
+			if (o->revision == GEOREDUCE_REVISION) /* the library's own */
+				o->revision = 0;
 			break;
 		case 'M':
 			o->multicast = true;
