@@ -131,6 +131,17 @@ same_live() { # JOB: every gateway runs one epoch: echo it
 	a=$(live_epoch a "$1") b=$(live_epoch b "$1") c=$(live_epoch c "$1")
 	[ "$a" != none ] && [ "$a" = "$b" ] && [ "$b" = "$c" ] && echo "$a"
 }
+# replan_by REPLICA TERM: REPLICA re-plans job 9; wait until gateway a has seen TERM and
+# every gateway runs one epoch of job 9 (then in e9).
+replan_by() {
+	"$CONTROL" replan --socket "$tmp/$1.sock" 9 >/dev/null 2>&1
+	for _ in $(seq 300); do
+		[ "$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .control_term)" = "$2" ] &&
+			e9=$(same_live 9) && return 0
+		sleep 0.2
+	done
+	return 1
+}
 for _ in $(seq 600); do e9=$(same_live 9) && e1=$(same_live 1) && break; sleep 0.1; done
 if [ -n "${e9:-}" ] && [ -n "${e1:-}" ]; then
 	ok "job 9 live on every gateway (epoch $e9), job 1 too (epoch $e1)"
@@ -192,12 +203,7 @@ kill -STOP "${rpid[$frozen]}"
 # shellcheck disable=SC2046 # the names, split
 must_lead "$frozen frozen past its lease: a new leader" $(printf '%s\n' r1 r2 r3 | grep -v "^$frozen$")
 term3=$(st "$leader" .election.term)
-"$CONTROL" replan --socket "$tmp/$leader.sock" 9 >/dev/null 2>&1
-for _ in $(seq 300); do
-	[ "$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .control_term)" = "$term3" ] &&
-		e9=$(same_live 9) && break
-	sleep 0.2
-done
+replan_by "$leader" "$term3"
 kill -CONT "${rpid[$frozen]}"
 for _ in $(seq 150); do
 	grep -q "deposed as leader of term $term2" "$tmp/$frozen.log" && break
@@ -308,13 +314,8 @@ if [ -n "$CUT" ]; then
 		not_ok "r4 never led: $(st r4 '.election | tojson')"
 	fi
 	for r in r1 r2 r3; do kill -CONT "${rpid[$r]}"; done
-	"$CONTROL" replan --socket "$tmp/r4.sock" 9 >/dev/null 2>&1
-	for _ in $(seq 300); do
-		[ "$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .control_term)" = "${t4:-x}" ] && break
-		sleep 0.2
-	done
-	[ "$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .control_term)" = "${t4:-x}" ] &&
-		ok "r4 changed job 9 under term $t4" || not_ok "gateway a never saw r4's term ${t4:-}"
+	replan_by r4 "${t4:-x}" && ok "r4 changed job 9 under term $t4" ||
+		not_ok "gateway a never saw r4's term ${t4:-}"
 	ip link set "${P}c0" down
 	cut_at=$SECONDS
 	if wait_for_line "$tmp/r4.log" "deposed as leader of term ${t4:-x}" 30; then
@@ -335,12 +336,7 @@ if [ -n "$CUT" ]; then
 	else
 		not_ok "no replica of the three leads after the cut"
 	fi
-	"$CONTROL" replan --socket "$tmp/$leader.sock" 9 >/dev/null 2>&1
-	for _ in $(seq 300); do
-		[ "$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .control_term)" = "${t5:-x}" ] &&
-			e9=$(same_live 9) && break
-		sleep 0.2
-	done
+	replan_by "$leader" "${t5:-x}"
 	refused=$("$DPCTL" -s "$tmp/a.sock" --json stats | jq -r .stale_terms_refused)
 	sleep 3
 	[ -n "${e9:-}" ] && [ "$(same_live 9)" = "$e9" ] &&
