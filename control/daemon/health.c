@@ -379,10 +379,11 @@ ask_revision(struct dmn *m, int v)
 	bool ok = json_is_true(json_object_get(r, "ok"));
 
 	dg->revision = ok && rev > 0 && rev <= UINT8_MAX ? (uint8_t)rev : 0;
+	const char *why = r != NULL ? json_string_value(json_object_get(r, "error")) : err;
+
 	if (!ok)
 		control_log("gateway %s: `version` not answered (%s): planned as revision 1.%d",
-			    gw_name(m, v),
-			    r != NULL ? json_string_value(json_object_get(r, "error")) : err,
+			    gw_name(m, v), why != NULL ? why : "an error without a message",
 			    REVISION_OLDEST);
 	else if (dg->revision == 0)
 		control_log("gateway %s answers `version` without a revision: older than 1.15, "
