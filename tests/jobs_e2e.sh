@@ -197,6 +197,16 @@ refuse "a malformed change" "field 'changes.options.max_trees'" \
 # ---- 5. the control process killed and restarted: the job stays -----------------------
 e=$(job_as acme list --json | jq '.jobs[0].epoch')
 wan_control_stop "$D" KILL
+# Each job's epochs are in the state: the live one, its gateways, the next number.
+jq -e --argjson e "$e" '[.epochs[] | select(.job == 2)] | length == 1 and .[0].epoch == $e and
+	.[0].next > $e and (.[0].gateways | length) == 3' "$D/state/jobs.json" >/dev/null &&
+	ok "the state records job 2's live epoch $e on 3 gateways and its next number" ||
+	not_ok "epochs in the state: $(jq -c .epochs "$D/state/jobs.json")"
+# A number recorded as used (say, prepared at a gateway that is down now) is never used
+# again: the next epoch after the restart is the recorded one, far above the gateways'.
+far=$((e + 50))
+jq --argjson e "$e" --argjson far "$far" '.epochs |= map(if .job == 2 then .next = $far else . end)' \
+	"$D/state/jobs.json" >"$D/state/j" && mv "$D/state/j" "$D/state/jobs.json"
 wan_control_start "$D" --heartbeat-ms 200 --fail-after 3 --timeout-ms 3000 \
 	--state-dir "$D/state"
 if wait_for 30 grep -q "job 2: epoch $e found live on" \
@@ -209,6 +219,12 @@ fi
 workers 2 "$ROUNDS" "$ROUNDS"
 waitall && ok "job 2 after the restart: $ROUNDS more rounds, every result exact" ||
 	{ not_ok "rounds after the restart"; cat "$D"/w-2-*.out; }
+job_as acme update 2 '{"options": {"max_trees": 4}}' >/dev/null &&
+	wait_for 30 bash -c "'$CTL' status --socket '$D/control.sock' --json |
+		jq -e '.jobs[] | select(.job == 2) | .epoch > $e and .state == \"live\"' >/dev/null"
+e2=$(job_as acme list --json | jq '.jobs[0].epoch')
+[ "$e2" = "$far" ] && ok "the next epoch is the recorded next number, $far" ||
+	{ not_ok "epoch after the restart: $e2, not $far"; tail -5 "$D/control.log"; }
 
 # ---- 6. job_delete: removed from every gateway, its memory freed ----------------------
 workers 2 $((2 * ROUNDS)) 1000000 # still running when the job is deleted
@@ -250,6 +266,16 @@ rc=$?
 [ $rc = 1 ] && grep -q "cannot start: $D/bad/jobs.json: field 'format'" "$D/bad.log" &&
 	ok "a damaged state file: $(tail -1 "$D/bad.log" | cut -d' ' -f2-)" ||
 	not_ok "damaged state file: exit $rc, $(cat "$D/bad.log")"
+for bad in '"next": 0, "gateways": []' '"next": 3, "gateways": [1]' '"gateways": []'; do
+	echo "{\"format\": \"georeduce-control-jobs/1\", \"jobs\": [],
+	       \"epochs\": [{\"job\": 1, \"epoch\": 2, $bad}]}" >"$D/bad/jobs.json"
+	timeout 20 "$CTL" run "$D/deployment.json" --socket "$D/bad.sock" --state-dir "$D/bad" \
+		2>"$D/bad.log"
+	rc=$?
+	[ $rc = 1 ] && grep -q "cannot start: $D/bad/jobs.json: field 'epochs\[0\]'" "$D/bad.log" &&
+		ok "a state file's malformed epoch ($bad) stops the start" ||
+		not_ok "malformed epochs[0] ($bad): exit $rc, $(cat "$D/bad.log")"
+done
 
 # ---- 7. a launcher in Python: georeduce.Job.create() and .delete() over TLS -----------
 cat >"$D/launch.py" <<'PY'

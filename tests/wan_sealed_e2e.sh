@@ -7,7 +7,10 @@
 # georeduce-control over the control sockets. Checked: the mTree job's results are
 # bit-exact (georeduce-worker verifies them) in epoch 1 and again in epoch 2 with fresh
 # keys; every gateway sealed and opened frames and dropped none as replayed, forged or of
-# an unknown key; no key in the table files, in a dump or in stats.
+# an unknown key; no key in the table files, in a dump or in stats. Then georeduce-control
+# run, started twice, takes the protected epoch over without its keys (none in its state
+# directory) and the rounds go on exact; with the links sealed by another AEAD it installs
+# a new epoch instead.
 #
 #   wan_sealed_e2e.sh BUILD_DIR
 set -u
@@ -27,6 +30,7 @@ GEOREDUCE_ROOT=$ROOT
 . "$ROOT/scripts/lib/wan.sh"
 D=$(mktemp -d /tmp/georeduce-wan-sealed.XXXXXX)
 cleanup() {
+	wan_control_stop "$D" KILL
 	wan_down "$D"
 	rm -rf "$D"
 }
@@ -100,6 +104,54 @@ PY
 		not_ok "gateway $i counters: $(head -c 400 "$D/stats$i.json")"
 	fi
 done
+
+# ---- A control process takes over the protected epoch without its keys -------------
+# The keys live only in the gateways' tables: the state directory holds none, and a
+# control process that starts takes over the live epoch as it is (the links it seals and
+# their AEAD compared with the gateways' dump), installing nothing.
+CTL=$BUILD/control/daemon/georeduce-control
+ctl_start() {
+	"$CTL" run "$D/deployment.json" --socket "$D/control.sock" --out "$D/tables" \
+		--state-dir "$D/state" --heartbeat-ms 200 --fail-after 3 --timeout-ms 3000 \
+		2>>"$D/control.log" &
+	echo $! >"$D/control.pid"
+}
+log_has() { wan_wait_for 60 grep -q "$1" "$D/control.log"; }
+for start in 1 2; do
+	ctl_start
+	if log_has "job 1: epoch 2 found live on 3 gateways (.*): carried on, nothing installed"; then
+		ok "control process start $start: the protected epoch 2 carried on, nothing installed"
+	else
+		not_ok "start $start: epoch 2 not taken over: $(tail -5 "$D/control.log")"
+	fi
+	wan_run "$D" 1 3 "$((start * 100))" >"$D/ms" &&
+		ok "epoch 2 after start $start: 3 rounds, every result bit-exact" ||
+		not_ok "rounds after start $start"
+	if grep -q -i -e '"key"' -e '"sealed"' "$D/state/jobs.json"; then
+		not_ok "the state directory holds link keys"
+	else
+		jq -e '.epochs[] | select(.job == 1) | .epoch == 2 and .next > 2' \
+			"$D/state/jobs.json" >/dev/null &&
+			ok "the state records epoch 2 live, and no key" ||
+			not_ok "state: $(jq -c .epochs "$D/state/jobs.json")"
+	fi
+	wan_control_stop "$D" KILL
+done
+# Links sealed with another AEAD than the gateways': not the same epoch, a new one with
+# fresh keys replaces it.
+jq '.protected.aead = "aes-256-gcm"' "$D/deployment.json" >"$D/d.json" &&
+	mv "$D/d.json" "$D/deployment.json"
+ctl_start
+if log_has "job 1: epoch 2 on the gateways is not what this deployment plans now" &&
+	log_has "job 1: epoch 3 live on 3 gateways"; then
+	ok "another AEAD: epoch 2 not taken over, epoch 3 installed"
+	wan_run "$D" 1 3 300 >"$D/ms" &&
+		ok "epoch 3 (aes-256-gcm): 3 rounds, every result bit-exact" ||
+		not_ok "rounds in epoch 3"
+else
+	not_ok "another AEAD: $(tail -5 "$D/control.log")"
+fi
+wan_control_stop "$D" KILL
 
 [ "$fails" -eq 0 ] && echo "wan_sealed_e2e: all ok" || echo "wan_sealed_e2e: $fails failed"
 [ "$fails" -eq 0 ]

@@ -79,8 +79,9 @@ struct gw {
 	bool peers_sent;         /* its dataplane probes its topology neighbours */
 	json_t *peers;           /* the "peers" of its last stats (owned), or NULL */
 	json_t *jobs;            /* the "jobs" of its last stats (owned), or NULL */
-	json_t **live;           /* per job: the live table it reported when it came up
-				  * (owned), or NULL */
+	json_t **live;           /* per job: the live table it reported when it came up,
+				  * its `dump` item ("table", "sealed": its protected links
+				  * without keys) (owned), or NULL */
 	int64_t peers_age_ms;    /* how long it has probed them */
 	uint64_t dropped;        /* frames its lcores dropped, all reasons */
 	double drops_per_s;      /* between the last two samples; < 0: not known yet */

@@ -17,6 +17,7 @@
 #include "elect.h"
 #include "epochs.h"
 #include "health.h"
+#include "jobs.h"
 #include "revision.h"
 #include "shares.h"
 
@@ -33,8 +34,43 @@ member_list(const struct dmn *m, const struct jobplan *jp, char *buf, size_t len
 						gw_name(m, v));
 }
 
+/* The live table of job ji that gateway v reported when it came up (its `dump` item's
+ * "table"), or NULL. */
+static json_t *
+live_table(const struct dmn *m, int v, int ji)
+{
+	return json_object_get(m->gws[v].live[ji], "table");
+}
+
+/* Does the gateway seal exactly the links tb seals, each with the same AEAD? `sealed` is
+ * its dump's list for the epoch (peer, key_id, aead; never a key), NULL from a gateway
+ * without protected links. The keys themselves are known only to the gateways. */
+static bool
+same_seals(const struct table *tb, const json_t *sealed)
+{
+	if ((int)json_array_size(sealed) != tb->n_seals)
+		return false;
+	for (int i = 0; i < tb->n_seals; i++) {
+		const char *an = table_aead_name(tb->seals[i].aead);
+		bool found = false;
+		const json_t *s;
+		size_t k;
+
+		json_array_foreach (sealed, k, s)
+			found = found ||
+				(json_integer_value(json_object_get(s, "peer")) ==
+					 tb->seals[i].peer &&
+				 an != NULL && json_is_string(json_object_get(s, "aead")) &&
+				 strcmp(json_string_value(json_object_get(s, "aead")), an) == 0);
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
 /* Does every gateway that is up run epoch e of job ji exactly as jp compiles it (and those
- * without a table in jp none of it)? *k: the gateways with a table. */
+ * without a table in jp none of it), its protected links too? *k: the gateways with a
+ * table. */
 static bool
 same_as_live(const struct dmn *m, int ji, const bool *up, const struct jobplan *jp, json_int_t e,
 	     int *k)
@@ -43,22 +79,46 @@ same_as_live(const struct dmn *m, int ji, const bool *up, const struct jobplan *
 
 	*k = 0;
 	for (int v = 0; v < m->d->n_gateways && same; v++) {
-		json_t *lt = up[v] ? m->gws[v].live[ji] : NULL;
+		json_t *lt = up[v] ? live_table(m, v, ji) : NULL;
 		bool has_e = lt != NULL && json_integer_value(json_object_get(lt, "epoch")) == e;
 
 		if (jp->tables[v] == NULL) {
 			same = !has_e;
 			continue;
 		}
-		/* A gateway's dump holds no link key: an epoch with protected links is never
-		 * taken over, a new one brings fresh keys. */
 		json_t *mine = table_to_json_public(jp->tables[v]);
 
-		same = has_e && jp->tables[v]->n_seals == 0 && mine != NULL && json_equal(mine, lt);
+		same = has_e && mine != NULL && json_equal(mine, lt) &&
+		       same_seals(jp->tables[v], json_object_get(m->gws[v].live[ji], "sealed"));
 		json_decref(mine);
 		(*k)++;
 	}
 	return same;
+}
+
+/*
+ * A plan taken over (adopt()) holds link keys of its own drawing, which the gateways never
+ * had: they are wiped, and each protected link gets the key id the gateway reported. The
+ * keys of a live epoch are needed only to install it, and an epoch is never installed
+ * twice (every change is a new epoch with fresh keys), so a process that takes over does
+ * without them: no key is kept in the state directory or in etcd.
+ */
+static void
+forget_keys(const struct dmn *m, int ji, struct jobplan *jp)
+{
+	for (int v = 0; v < jp->n_gateways; v++)
+		for (int i = 0; jp->tables[v] != NULL && i < jp->tables[v]->n_seals; i++) {
+			struct table_seal *sl = &jp->tables[v]->seals[i];
+			const json_t *s;
+			size_t k;
+
+			explicit_bzero(sl->key, sizeof(sl->key));
+			json_array_foreach (json_object_get(m->gws[v].live[ji], "sealed"), k, s)
+				if (json_integer_value(json_object_get(s, "peer")) == sl->peer)
+					sl->key_id = (uint32_t)json_integer_value(
+						json_object_get(s, "key_id"));
+		}
+	jp->keys_unknown = true;
 }
 
 /* The links job ji would have been planned over alone (whole: the whole capacities) or
@@ -105,7 +165,7 @@ adopt(struct dmn *m, int ji, const bool *up, const struct jobplan_link *lk)
 	bool same = false;
 
 	for (int v = 0; v < n; v++) {
-		json_t *lt = m->gws[v].live[ji];
+		json_t *lt = live_table(m, v, ji);
 
 		if (up[v] && lt != NULL && json_integer_value(json_object_get(lt, "epoch")) > e)
 			e = json_integer_value(json_object_get(lt, "epoch"));
@@ -150,6 +210,7 @@ adopt(struct dmn *m, int ji, const bool *up, const struct jobplan_link *lk)
 		jobplan_free(jp);
 		return false;
 	}
+	forget_keys(m, ji, jp);
 	member_list(m, jp, members, sizeof(members));
 	jobplan_free(j->live);
 	j->live = jp;
@@ -163,6 +224,9 @@ adopt(struct dmn *m, int ji, const bool *up, const struct jobplan_link *lk)
 	control_log("job %u: epoch %u found live on %d gateways (%s): carried on, nothing "
 		    "installed",
 		    dj->id, j->live_epoch, k, members);
+	if (jobs_state_save(m, -1, err, sizeof(err)) != 0) /* what this process took over */
+		control_log("job %u: epoch %u carried on but not recorded (%s)", dj->id,
+			    j->live_epoch, err);
 	return true;
 }
 
@@ -262,6 +326,15 @@ install_job(struct dmn *m, int ji)
 			    dj->id, j->reason, cause_names[cause], j->live_epoch);
 		goto out;
 	}
+	/* The epoch's number is recorded as used before any gateway sees it, so that no
+	 * later leader or restart prepares another epoch with it (the state, jobs.h): a
+	 * replica deposed meanwhile cannot record it, and installs nothing. */
+	if (jobs_state_save(m, -1, j->error, sizeof(j->error)) != 0) {
+		control_log("job %u: epoch %u not installed: its number cannot be recorded: %s",
+			    dj->id, epoch, j->error);
+		j->retry_in = DAEMON_RETRY_HEARTBEATS;
+		goto out;
+	}
 	/* Only a re-plan that makes an epoch counts in the budget (hyst.h): one that found
 	 * no plan or nothing new installed nothing. */
 	hyst_record(&j->hy, clock_now_ms());
@@ -315,6 +388,10 @@ install_job(struct dmn *m, int ji)
 	j->live_epoch = epoch;
 	j->live_since = clock_now_ms();
 	elastic_epoch_live(m, ji);
+	if (jobs_state_save(m, -1, summary, sizeof(summary)) != 0)
+		control_log("job %u: epoch %u live but not recorded as such (%s): a process that "
+			    "takes over reads the gateways",
+			    dj->id, epoch, summary);
 	if (m->o->out != NULL) {
 		char err[256];
 

@@ -149,9 +149,10 @@ gateway_sync_job(struct dmn *m, int v, int i)
 		json_t *e = json_object_get(json_is_object(tb) ? tb : item, "epoch");
 		const char *st = json_string_value(json_object_get(item, "state"));
 
+		/* The whole item: its table and the links it seals (no keys). */
 		if (st != NULL && strcmp(st, "live") == 0 && json_is_object(tb)) {
 			json_decref(m->gws[v].live[i]);
-			m->gws[v].live[i] = json_incref(tb);
+			m->gws[v].live[i] = json_incref(item);
 		}
 
 		if (json_is_integer(e) && json_integer_value(e) >= j->next_epoch &&

@@ -6,8 +6,9 @@
  * whole to a temporary file, synced and renamed over the old one, and read again at
  * start; with --etcd, the same document is the value of PREFIX/state in etcd instead,
  * written by the leader only (elect.h). It also keeps the measured capacities plans use
- * (rates.h), so that a restarted or new leader plans as the last one did. On the daemon's
- * thread. No DPDK.
+ * (rates.h) and each job's epochs (the live one, its gateways, the next number), so that a
+ * restarted or new leader plans as the last one did and never uses an epoch number twice.
+ * On the daemon's thread. No DPDK.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -105,6 +106,90 @@ caps_apply(struct dmn *m, const char *path, const json_t *caps)
 	}
 }
 
+/* Each job's epochs (but skip's): the live one (0: none), its gateways, and the next
+ * number, which no epoch of the job was ever prepared with. */
+static json_t *
+epochs_json(const struct dmn *m, int skip)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < m->d->n_jobs && a != NULL; i++) {
+		const struct job *j = &m->jobs[i];
+		json_t *gws = json_array();
+
+		if (i == skip)
+			continue;
+		for (int v = 0; j->live != NULL && v < j->live->n_gateways; v++)
+			if (j->live->tables[v] != NULL)
+				json_array_append_new(gws, json_string(gw_name(m, v)));
+		json_array_append_new(
+			a, json_pack("{s:I,s:I,s:I,s:o}", "job", (json_int_t)m->d->jobs[i].id,
+				     "epoch", (json_int_t)(j->live != NULL ? j->live_epoch : 0),
+				     "next", (json_int_t)j->next_epoch, "gateways", gws));
+	}
+	return a;
+}
+
+/* A document's epochs (checked by state_ok()): no job's next epoch below its recorded
+ * next, so that no number is used twice, even one prepared at a gateway that is down now. */
+static void
+epochs_apply(struct dmn *m, const char *path, const json_t *epochs)
+{
+	const json_t *e;
+	size_t k;
+
+	json_array_foreach (epochs, k, e) {
+		json_int_t id = json_integer_value(json_object_get(e, "job"));
+		json_int_t next = json_integer_value(json_object_get(e, "next"));
+		int i = 0;
+
+		while (i < m->d->n_jobs && m->d->jobs[i].id != id)
+			i++;
+		if (i == m->d->n_jobs)
+			continue; /* a job gone from the deployment */
+		if ((uint32_t)next > m->jobs[i].next_epoch)
+			m->jobs[i].next_epoch = (uint32_t)next;
+		control_log("job %u: epoch %lld recorded live (%s), the next epoch %u or above",
+			    m->d->jobs[i].id,
+			    (long long)json_integer_value(json_object_get(e, "epoch")), path,
+			    m->jobs[i].next_epoch);
+	}
+}
+
+/* Whether a document's epochs (optional) have their shape; else why, in err. */
+static bool
+epochs_ok(const json_t *epochs, char *err, size_t errlen)
+{
+	const json_t *e, *g;
+	size_t k, n;
+
+	if (epochs != NULL && !json_is_array(epochs)) {
+		json_util_fail(err, errlen, "field 'epochs': expected an array");
+		return false;
+	}
+	json_array_foreach (epochs, k, e) {
+		const json_t *id = json_object_get(e, "job"), *ep = json_object_get(e, "epoch");
+		const json_t *next = json_object_get(e, "next"),
+			     *gws = json_object_get(e, "gateways");
+		bool ok = json_is_integer(id) && json_integer_value(id) >= 0 &&
+			  json_integer_value(id) <= UINT32_MAX && json_is_integer(ep) &&
+			  json_integer_value(ep) >= 0 && json_integer_value(ep) < UINT32_MAX &&
+			  json_is_integer(next) && json_integer_value(next) >= 1 &&
+			  json_integer_value(next) <= UINT32_MAX && json_is_array(gws);
+
+		json_array_foreach (gws, n, g)
+			ok = ok && json_is_string(g);
+		if (!ok) {
+			json_util_fail(err, errlen,
+				       "field 'epochs[%zu]': expected job, epoch, next above 0 "
+				       "and gateways (names)",
+				       k);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* The file's document: every job of the API but skip. */
 static json_t *
 state_json(const struct dmn *m, int skip)
@@ -131,8 +216,9 @@ state_json(const struct dmn *m, int skip)
 						"gateway", gw_name(m, m->removals[k].gw)));
 	for (int k = 0; k < m->n_deleted; k++)
 		json_array_append_new(del, json_integer(m->deleted[k]));
-	return json_pack("{s:s,s:o,s:o,s:o,s:o}", "format", DAEMON_STATE_FORMAT, "jobs", jobs,
-			 "removing", rem, "deleted", del, "capacities", caps_json(m));
+	return json_pack("{s:s,s:o,s:o,s:o,s:o,s:o}", "format", DAEMON_STATE_FORMAT, "jobs", jobs,
+			 "removing", rem, "deleted", del, "capacities", caps_json(m), "epochs",
+			 epochs_json(m, skip));
 }
 
 int
@@ -302,7 +388,7 @@ state_ok(const json_t *doc, char *err, size_t errlen)
 				       k);
 			return false;
 		}
-	return true;
+	return epochs_ok(json_object_get(doc, "epochs"), err, errlen);
 }
 
 /* The document doc (a reference stolen) read from path: its jobs added. */
@@ -325,6 +411,7 @@ state_apply(struct dmn *m, const char *path, json_t *doc)
 		if (m->n_deleted < DAEMON_DELETED_MAX)
 			m->deleted[m->n_deleted++] = (uint32_t)json_integer_value(v);
 	caps_apply(m, path, json_object_get(doc, "capacities"));
+	epochs_apply(m, path, json_object_get(doc, "epochs"));
 	json_decref(doc);
 	return 0;
 }
