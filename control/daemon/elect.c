@@ -188,9 +188,7 @@ static void
 take_over(struct dmn *m, int64_t term, int64_t granted)
 {
 	struct elect *el = m->el;
-	char err[ETCD_ERR_MAX];
-
-	char why[ETCD_ERR_MAX + 64];
+	char err[ETCD_ERR_MAX], why[ETCD_ERR_MAX + 64];
 
 	el->leading = true;
 	el->term = term;
