@@ -13,7 +13,9 @@
 # gateway; one etcd member (not etcd's raft leader)
 # lost: the same leader and term; etcd stopped: no replica leads (the leader
 # deposed within its lease), each says why, the gateways keep their epochs; etcd back: a
-# leader again, the job still live. Then etcd over mutual TLS (https, a client
+# leader again, the job still live. Replicas whose gateway calls may block for longer
+# than their lease: a gateway frozen, the leader's loop blocked in calls to it for three
+# leases each, and it is not deposed (its keepalives have a thread of their own). Then etcd over mutual TLS (https, a client
 # certificate): a replica leads; one without a client certificate cannot and says why.
 # Then clients given all replicas' endpoints (docs/CONTROL.md, "Several control
 # endpoints"), on the emulated WAN with TLS (root and network namespaces; skipped
@@ -358,8 +360,53 @@ if [ -n "$CUT" ]; then
 	unset ETCD_LISTEN_EXTRA
 fi
 
-stop_etcd
+# ---- the leader's loop blocked for longer than its lease: its keepalives go on -----------
+# Two replicas with a lease of 2 s whose gateway calls may each block for 6 s. Gateway c
+# frozen (SIGSTOP) accepts the leader's connections and answers nothing, so each of its
+# heartbeats holds the leader's loop for 6 s, three leases. The lease is kept alive by a
+# thread of its own meanwhile: after two heartbeats of c missed, the same replica leads
+# with the same term, the other follows it, nobody was deposed, and keepalives were
+# counted.
 for r in r1 r2 r3; do kill -TERM "${rpid[$r]}" 2>/dev/null; done
+for r in r1 r2 r3; do
+	for _ in $(seq 100); do kill -0 "${rpid[$r]}" 2>/dev/null || break; sleep 0.1; done
+done
+BLOCK=(--heartbeat-ms 200 --fail-after 3 --timeout-ms 6000 --lease-ms 2000)
+for r in k1 k2; do start_replica $r "${BLOCK[@]}"; done
+must_lead "lease 2 s, gateway calls up to 6 s: one leader of two replicas" k1 k2
+kl=$leader
+kf=$(echo k1 k2 | tr ' ' '\n' | grep -v "^$kl$")
+kt=$(st "$kl" .election.term)
+for _ in $(seq 300); do
+	[ "$(st "$kl" '.jobs[] | select(.job == 9) | .state')" = live ] && break
+	sleep 0.2
+done
+ka0=$(st "$kl" .election.keepalives)
+kill -STOP "$dp_c"
+if wait_for_line "$tmp/$kl.log" "heartbeat missed \(2 of 3\)" 120; then
+	ok "gateway c frozen: two of $kl's heartbeats of it blocked for 6 s each"
+else
+	not_ok "gateway c frozen: $kl never missed two heartbeats: $(grep -c "heartbeat missed" "$tmp/$kl.log")"
+fi
+kill -CONT "$dp_c"
+for _ in $(seq 100); do
+	ka1=$(st "$kl" .election.keepalives)
+	[ -n "$ka1" ] && break
+	sleep 0.2
+done
+if [ "$(st "$kl" .election.role)" = leader ] && [ "$(st "$kl" .election.term)" = "$kt" ] &&
+	[ "$(st "$kf" .election.leader.name)" = "$kl" ] && [ "$(st "$kf" .election.term)" = "$kt" ] &&
+	! grep -q deposed "$tmp/$kl.log" "$tmp/$kf.log"; then
+	ok "$kl still leads with term $kt, $kf follows it, nobody deposed"
+else
+	not_ok "after the blocked calls: $kl $(st "$kl" '.election | tojson'), $kf $(st "$kf" '.election | tojson'), $(cat "$tmp/$kl.log" "$tmp/$kf.log" | grep -c deposed) depositions logged"
+fi
+[ -n "$ka0" ] && [ -n "$ka1" ] && [ "$ka1" -gt "$ka0" ] &&
+	ok "its keepalives went on: $ka0 before, $ka1 after" ||
+	not_ok "keepalives: '$ka0' before, '$ka1' after"
+
+stop_etcd
+for r in k1 k2; do kill -TERM "${rpid[$r]}" 2>/dev/null; done
 
 # ---- etcd over mutual TLS -----------------------------------------------------------------
 # A CA, etcd's server certificate for 127.0.0.1 and a client certificate (openssl). The

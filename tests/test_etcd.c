@@ -4,7 +4,10 @@
  * the request bodies of put, range (a prefix's range_end), txn; int64 fields as etcd's
  * gateway writes them (decimal strings, left out when zero); kv objects as etcd 3.4
  * answered them, and bad ones refused; endpoint lists refused with the reason; a call to
- * an endpoint that does not answer fails with every endpoint named.
+ * an endpoint that does not answer fails with every endpoint named. The leader's lease
+ * keepalive thread (control/daemon/keepalive.c) with etcd silent: its failures counted
+ * with their text, the lease held no longer than granted, never taken for lost; stopped
+ * at once from a long wait; a bad endpoint list starts nothing.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,7 +22,9 @@
 #include <CUnit/Basic.h>
 #include <jansson.h>
 
+#include "clock.h"
 #include "etcd.h"
+#include "keepalive.h"
 #include "testutil.h"
 
 static void
@@ -242,6 +247,68 @@ test_call_deadline(void)
 	close(fb);
 }
 
+/* The keepalive thread against an etcd that never answers: every keepalive fails, is
+ * counted and its text kept; valid_until stays as granted (nothing extends it) and the
+ * lease is not taken for lost (etcd never said so). */
+static void
+test_keepalive_silent(void)
+{
+	char eps[64], err[ETCD_ERR_MAX], port[32];
+	int fd, p = silent_listener(&fd);
+	struct keepalive k = {.wake = -1};
+	int64_t until = clock_now_ms() + 900;
+
+	CU_ASSERT_FATAL(p > 0);
+	snprintf(eps, sizeof(eps), "http://127.0.0.1:%d", p);
+	snprintf(port, sizeof(port), "127.0.0.1:%d", p);
+	struct etcd_opts o = {.endpoints = eps, .timeout_ms = 300};
+	int rc = keepalive_start(&k, &o, 42, 900, until, err, sizeof(err));
+
+	CHECK(rc == 0, "start: %d %s", rc, err);
+	CU_ASSERT(keepalive_start(&k, &o, 42, 900, until, err, sizeof(err)) == -EBUSY);
+	/* Generous: three failures take about a second on an idle machine. */
+	for (int i = 0; i < 3000 && atomic_load(&k.failed) < 3; i++)
+		usleep(10000);
+	CHECK(atomic_load(&k.failed) >= 3, "%u failures", (unsigned)atomic_load(&k.failed));
+	CU_ASSERT(atomic_load(&k.failing));
+	CU_ASSERT(atomic_load(&k.answered) == 0);
+	CU_ASSERT(!atomic_load(&k.lost));
+	CU_ASSERT(atomic_load(&k.valid_until) == until);
+	keepalive_error(&k, err, sizeof(err));
+	CHECK(strstr(err, port) != NULL, "error: %s", err);
+	keepalive_stop(&k);
+	CU_ASSERT(!k.running && k.etcd == NULL && k.wake == -1);
+	CU_ASSERT(!atomic_load(&k.lost) && atomic_load(&k.valid_until) == until);
+	keepalive_error(&k, err, sizeof(err)); /* kept after the stop */
+	CHECK(strstr(err, port) != NULL, "error after the stop: %s", err);
+	keepalive_stop(&k); /* twice: nothing to do */
+	close(fd);
+}
+
+/* A thread waiting for its next keepalive, twenty minutes away with an hour's lease, is
+ * stopped and joined at once (the test would hang otherwise); a bad endpoint list starts
+ * nothing. */
+static void
+test_keepalive_stop(void)
+{
+	char err[ETCD_ERR_MAX];
+	struct keepalive k = {.wake = -1};
+	struct etcd_opts o = {.endpoints = "http://127.0.0.1:1", .timeout_ms = 1000};
+	struct etcd_opts bad = {.endpoints = "127.0.0.1:1", .timeout_ms = 1000};
+	int64_t until = clock_now_ms() + 3600000;
+
+	CU_ASSERT_FATAL(keepalive_start(&k, &o, 7, 3600000, until, err, sizeof(err)) == 0);
+	keepalive_stop(&k);
+	CU_ASSERT(!k.running && atomic_load(&k.failed) == 0 &&
+		  atomic_load(&k.valid_until) == until);
+	int rc = keepalive_start(&k, &bad, 7, 3600000, until, err, sizeof(err));
+
+	CHECK(rc == -EINVAL && strstr(err, "expected http://HOST:PORT") != NULL, "rc %d: %s", rc,
+	      err);
+	CU_ASSERT(!k.running && k.etcd == NULL);
+	keepalive_stop(&k);
+}
+
 int
 main(void)
 {
@@ -252,6 +319,8 @@ main(void)
 		{"kv objects of a response, bad ones refused", test_kv},
 		{"endpoint lists; no endpoint answering", test_endpoints},
 		{"a call's timeout spans its endpoints", test_call_deadline},
+		{"keepalive thread: etcd silent", test_keepalive_silent},
+		{"keepalive thread: stopped at once, bad endpoints", test_keepalive_stop},
 	};
 
 	return testutil_run("test_etcd", "etcd", tests, sizeof(tests) / sizeof(tests[0]));

@@ -4,7 +4,8 @@
  * and tearing down. What happens in the loop is in health.c (heartbeats, gateways and links up or down), rates.c
  * (measured rates and capacities), epochs.c (planning and installing epochs), api.c (its
  * own control socket), metrics.c (Prometheus) and tls_reload.c (SIGHUP: the TLS files); all of them log and mark jobs for a new
- * epoch through log.c, which calls none of them. One thread, the caller's. No DPDK.
+ * epoch through log.c, which calls none of them. One thread, the caller's, but for the
+ * lease keepalives of a replica that leads on etcd (elect.c, keepalive.c). No DPDK.
  */
 #include <errno.h>
 #include <signal.h>
@@ -73,7 +74,7 @@ wait_until(struct dmn *m, int64_t deadline)
 		}
 		bool led = elect_leading(m);
 
-		elect_service(m); /* keep the lease, or look for a leader */
+		elect_service(m); /* deposed, or look for a leader */
 		if (!led && elect_leading(m))
 			return; /* just won: heartbeat at once */
 		if (elect_leading(m)) {

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
  * Leader election of control replicas on etcd, fencing terms and the state kept there
- * (elect.h). On the daemon's thread. No DPDK.
+ * (elect.h). On the daemon's thread; the leader's keepalives on their own (keepalive.c).
+ * No DPDK.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,13 +45,13 @@ elect_setup(struct dmn *m)
 	snprintf(el->key_state, sizeof(el->key_state), "%s/state", prefix);
 	/* Each etcd request may take a third of the lease: a leader that cannot reach etcd
 	 * for a whole lease has tried three times. */
-	struct etcd_opts eo = {.endpoints = o->etcd,
-			       .cacert = o->etcd_ca,
-			       .cert = o->etcd_cert,
-			       .key = o->etcd_key,
-			       .timeout_ms = el->lease_ms / 3};
-
-	el->etcd = etcd_new(&eo, err, sizeof(err));
+	el->eo = (struct etcd_opts){.endpoints = o->etcd,
+				    .cacert = o->etcd_ca,
+				    .cert = o->etcd_cert,
+				    .key = o->etcd_key,
+				    .timeout_ms = el->lease_ms / 3};
+	el->ka.wake = -1;
+	el->etcd = etcd_new(&el->eo, err, sizeof(err));
 	if (el->etcd == NULL) {
 		control_log("cannot start: --etcd: %s", err);
 		return -EINVAL;
@@ -67,18 +69,14 @@ elect_setup(struct dmn *m)
 	free(v);
 	control_log("replica %s: leader election on etcd %s, key %s, lease %d ms", el->name,
 		    o->etcd, el->key_leader, el->lease_ms);
-	if (o->timeout_ms > el->lease_ms * 2 / 3)
-		control_log("warning: --timeout-ms %d is above two thirds of the lease: one "
-			    "gateway that does not answer can hold the leader past its lease, "
-			    "and it is deposed (use --timeout-ms %d or a longer --lease-ms)",
-			    o->timeout_ms, el->lease_ms / 2);
 	return 0;
 }
 
 bool
 elect_leading(const struct dmn *m)
 {
-	return m->el == NULL || (m->el->leading && clock_now_ms() < m->el->valid_until);
+	return m->el == NULL ||
+	       (m->el->leading && clock_now_ms() < atomic_load(&m->el->ka.valid_until));
 }
 
 int64_t
@@ -88,7 +86,13 @@ elect_next_ms(const struct dmn *m)
 
 	if (m->el == NULL)
 		return -1;
-	left = m->el->next_at - clock_now_ms();
+	/* Leading: look at the keepalive thread's news every lease/3, and at valid_until. */
+	if (m->el->leading) {
+		left = atomic_load(&m->el->ka.valid_until) - clock_now_ms();
+		left = left < m->el->lease_ms / 3 ? left : m->el->lease_ms / 3;
+	} else {
+		left = m->el->next_at - clock_now_ms();
+	}
 	return left > 0 ? left : 0;
 }
 
@@ -119,40 +123,49 @@ set_term(struct dmn *m, int64_t term)
 {
 	for (int v = 0; v < m->d->n_gateways; v++) {
 		m->gws[v].conn.term = term;
-		m->gws[v].conn.until = term > 0 ? &m->el->valid_until : NULL;
+		m->gws[v].conn.until = term > 0 ? &m->el->ka.valid_until : NULL;
 	}
 }
 
-/* Lost the lease while leading: nothing is changed from now on; the daemon stops and
- * starts again as a follower. */
+/* Lost the lease while leading: no keepalive is sent and nothing is changed from now on;
+ * the daemon stops and starts again as a follower. */
 static void
 depose(struct dmn *m, const char *why)
 {
 	struct elect *el = m->el;
 
+	keepalive_stop(&el->ka);
+	atomic_store(&el->ka.valid_until, 0);
 	el->leading = false;
 	el->deposed = true;
-	el->valid_until = 0;
 	control_log("deposed as leader of term %" PRId64 ": %s; no gateway is changed from now "
 		    "on, starting again as a follower",
 		    el->term, why);
 	m->stop = true;
 }
 
+/* Leading: what the keepalive thread found since the last look. Its failures are
+ * logged and counted as the daemon's own etcd calls are (once per run of them); lost, or
+ * no keepalive that succeeded for a whole lease, deposes. */
 static void
-keepalive(struct dmn *m)
+watch_keepalive(struct dmn *m)
 {
 	struct elect *el = m->el;
+	uint64_t failed = atomic_load(&el->ka.failed), answered = atomic_load(&el->ka.answered);
 	char err[ETCD_ERR_MAX];
-	int64_t sent = clock_now_ms(), ttl = 0;
-	int rc = etcd_lease_keepalive(el->etcd, el->lease, &ttl, err, sizeof(err));
 
-	etcd_result(el, rc == 0 || rc == -ENOENT ? NULL : err);
-	if ((rc == 0 && ttl <= 0) || rc == -ENOENT)
+	if (failed != el->ka_failed) {
+		keepalive_error(&el->ka, err, sizeof(err));
+		etcd_result(el, err);
+		el->etcd_errors += failed - el->ka_failed - 1; /* etcd_result() counted one */
+		el->ka_failed = failed;
+	}
+	if (answered != el->ka_answered && !atomic_load(&el->ka.failing))
+		etcd_result(el, NULL); /* reachable again, if it was not */
+	el->ka_answered = answered;
+	if (atomic_load(&el->ka.lost))
 		depose(m, "etcd says its lease is gone");
-	else if (rc == 0)
-		el->valid_until = sent + el->lease_ms;
-	else if (clock_now_ms() >= el->valid_until)
+	else if (clock_now_ms() >= atomic_load(&el->ka.valid_until))
 		depose(m, "no keepalive reached etcd for a whole lease");
 }
 
@@ -175,17 +188,26 @@ static void
 take_over(struct dmn *m, int64_t term, int64_t granted)
 {
 	struct elect *el = m->el;
-	char err[ETCD_ERR_MAX];
+	char err[ETCD_ERR_MAX], why[ETCD_ERR_MAX + 64];
 
 	el->leading = true;
 	el->term = term;
-	el->valid_until = granted + el->lease_ms;
+	atomic_store(&el->ka.valid_until, granted + el->lease_ms);
 	snprintf(el->leader, sizeof(el->leader), "%s", el->value);
 	el->terms_won++;
 	set_term(m, term);
 	control_log("leader of term %" PRId64 " (etcd %s)", term, etcd_endpoint(el->etcd));
+	if (keepalive_start(&el->ka, &el->eo, el->lease, el->lease_ms, granted + el->lease_ms, err,
+			    sizeof(err)) != 0) {
+		snprintf(why, sizeof(why), "the keepalive thread could not start: %s", err);
+		etcd_lease_revoke(el->etcd, el->lease, err, sizeof(err));
+		el->lease = 0;
+		depose(m, why);
+		return;
+	}
 	if (jobs_load(m) != 0) {
 		/* The state cannot be read: lead nothing; another replica may do better. */
+		keepalive_stop(&el->ka);
 		etcd_lease_revoke(el->etcd, el->lease, err, sizeof(err));
 		el->lease = 0;
 		depose(m, "the state in etcd could not be read");
@@ -245,13 +267,16 @@ elect_service(struct dmn *m)
 	struct elect *el = m->el;
 	int64_t t = clock_now_ms();
 
-	if (el == NULL || el->deposed || t < el->next_at)
+	if (el == NULL || el->deposed)
+		return;
+	if (el->leading) { /* the keepalives are the keepalive thread's */
+		watch_keepalive(m);
+		return;
+	}
+	if (t < el->next_at)
 		return;
 	el->next_at = t + el->lease_ms / 3;
-	if (el->leading)
-		keepalive(m);
-	else
-		poll_leader(m);
+	poll_leader(m);
 }
 
 /* The leader key's value as JSON: its object, the raw text if it is not one (a key
@@ -316,13 +341,14 @@ elect_json(const struct dmn *m)
 	if (el == NULL)
 		return json_null();
 	return json_pack(
-		"{s:s,s:s,s:o,s:o,s:s,s:i,s:o,s:o,s:I,s:I}", "name", el->name, "role",
+		"{s:s,s:s,s:o,s:o,s:s,s:i,s:o,s:o,s:I,s:I,s:I}", "name", el->name, "role",
 		elect_leading(m) ? "leader" : "follower", "leader", leader_json(el), "term",
 		el->term > 0 ? json_integer(el->term) : json_null(), "etcd",
 		etcd_endpoint(el->etcd), "lease_ms", el->lease_ms, "etcd_error",
 		el->error[0] != '\0' ? json_string(el->error) : json_null(), "etcd_error_for_s",
 		el->error_since >= 0 ? json_real((double)(t - el->error_since) / 1e3) : json_null(),
-		"terms_won", (json_int_t)el->terms_won, "etcd_errors", (json_int_t)el->etcd_errors);
+		"terms_won", (json_int_t)el->terms_won, "etcd_errors", (json_int_t)el->etcd_errors,
+		"keepalives", (json_int_t)atomic_load(&el->ka.answered));
 }
 
 int
@@ -385,6 +411,7 @@ elect_free(struct dmn *m)
 
 	if (el == NULL)
 		return;
+	keepalive_stop(&el->ka); /* before the revoke: no keepalive races it */
 	if (el->leading && el->lease != 0 &&
 	    etcd_lease_revoke(el->etcd, el->lease, err, sizeof(err)) == 0)
 		control_log("leadership of term %" PRId64 " handed back (lease revoked)", el->term);

@@ -463,7 +463,7 @@ install_due(struct dmn *m)
 			return;
 	shares_update(m);
 	for (int i = 0; i < m->d->n_jobs && !m->stop; i++) {
-		elect_service(m); /* installs can take long: the lease too (elect.h) */
+		elect_service(m); /* installs can take long: a deposition noticed (elect.h) */
 		if (m->jobs[i].dirty && replan_allowed(m, i) && elect_leading(m))
 			install_job(m, i);
 	}

@@ -404,8 +404,9 @@ heartbeat_all(struct dmn *m)
 		char why[CTL_ERR_MAX + 64];
 		bool gone;
 
-		/* Gateways that time out can make a round last longer than the lease: keep it
-		 * alive between them (elect.h). */
+		/* Gateways that time out can make a round last longer than the lease: a
+		 * leader deposed meanwhile (its keepalive thread lost the lease) stops
+		 * between them (elect.h). */
 		elect_service(m);
 		if (heartbeat(m, g, &gone)) {
 			if (g->state != GW_UP) {

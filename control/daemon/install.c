@@ -54,7 +54,8 @@ install_call(struct install_gw *gw, const char *op, json_t *args, int timeout_ms
 	json_t *resp;
 	int saved, r;
 
-	if (install_op_fenced(op) && gw->until != NULL && clock_now_ms() >= *gw->until) {
+	if (install_op_fenced(op) && gw->until != NULL &&
+	    clock_now_ms() >= atomic_load(gw->until)) {
 		json_decref(args);
 		json_util_fail(err, errlen,
 			       "%s: not sent: this control process no longer leads (term %lld)", op,

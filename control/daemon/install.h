@@ -20,6 +20,7 @@
 #ifndef GEOREDUCE_INSTALL_H
 #define GEOREDUCE_INSTALL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,9 +43,9 @@ struct install_gw {
 	/* A replicated control process's leadership (elect.h): the term that requests that
 	 * change tables (prepare, activate, install, remove) carry, 0 for none; and, if not
 	 * NULL, the monotonic ms until which it may send them (after that they fail with
-	 * ESTALE, unsent). */
+	 * ESTALE, unsent), which the leader's keepalive thread moves on (keepalive.h). */
 	int64_t term;
-	const int64_t *until;
+	const _Atomic int64_t *until;
 };
 
 /** Initialise gw for the endpoint at path (nothing is connected yet); a tls:// endpoint

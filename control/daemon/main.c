@@ -514,7 +514,9 @@ cmd_run(const struct opts *o, char **argv)
 		deploy_free(d);
 		return CLI_EXIT_USAGE;
 	}
-	/* A replica's calls to gateways must leave room for its keepalives (elect.h). */
+	/* A replica's gateway that does not answer holds its loop (its API, a heartbeat round,
+	 * noticing that it was deposed) for at most half a lease; its keepalives have a
+	 * thread of their own (elect.h) and are not delayed. */
 	if (dopt.etcd != NULL && !o->timeout_set)
 		dopt.timeout_ms = (o->lease_ms > 0 ? o->lease_ms : ELECT_LEASE_MS_DEFAULT) / 2;
 	rc = daemon_run(d, &dopt);
