@@ -47,7 +47,7 @@ usage(FILE *f)
 		"  --gw-mac MAC        port: the gateway's MAC (default: resolved by ARP)\n"
 		"  --gw-socket PATH    port: the gateway's control socket, to read its drops\n"
 		"                      by reason before and after each run\n"
-		"  --payload BYTES     ring: payload per chunk, 64 .. 8192, a multiple of 64 "
+		"  --payload BYTES     ring: payload per chunk, 64 .. 8896, a multiple of 64 "
 		"[1024]\n"
 		"  --fanin N           ring: workers, 1 .. %d                         [4]\n"
 		"  --dtype T           ring: fp32, fp16 or bf16                        [fp32]\n"
