@@ -11,7 +11,7 @@
 set -u
 bench=${1:?usage: bench_fault.sh BENCH DATAPLANE}
 dp=${2:?}
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 # shellcheck source=tests/clilib.sh
 . tests/clilib.sh
 prefix=gbf$$
