@@ -22,16 +22,21 @@ eal=(--no-huge -m 512 --no-pci --no-shconf --log-level=lib.eal:error)
 expect 2 "--gw-socket in ring mode" "$bench" -- --gw-socket /tmp/x.sock
 grep -q -- "--gw-socket" "$tmp/err" && ok "names --gw-socket" || not_ok "names --gw-socket"
 python3 bench/georeduce-bench-table --payload 512 --fanin 3 --window 64 -o "$tmp/gw.json" || exit 1
-"$dp" "${eal[@]}" --file-prefix="${prefix}d" -l 0-1 \
-	--vdev="net_memif0,role=server,socket=$tmp/m.sock" -- --addr 0:10.0.0.1/16 \
-	-s "$tmp/ctl.sock" --idle-spin 100 >"$tmp/dp.log" 2>&1 &
-dp_pid=$!
-for _ in $(seq 600); do
-	"$dpctl" -s "$tmp/ctl.sock" ping >/dev/null 2>&1 && break
-	kill -0 "$dp_pid" 2>/dev/null || break
-	sleep 0.1
-done
-if ! "$dpctl" -s "$tmp/ctl.sock" install "$tmp/gw.json" >/dev/null 2>&1; then
+# dp_start [DATAPLANE OPTIONS...]: the dataplane on the memif server side, with the job
+# installed; 1 if it did not come up.
+dp_start() {
+	"$dp" "${eal[@]}" --file-prefix="${prefix}d" -l 0-1 \
+		--vdev="net_memif0,role=server,socket=$tmp/m.sock" -- --addr 0:10.0.0.1/16 \
+		-s "$tmp/ctl.sock" --idle-spin 100 "$@" >"$tmp/dp.log" 2>&1 &
+	dp_pid=$!
+	for _ in $(seq 600); do
+		"$dpctl" -s "$tmp/ctl.sock" ping >/dev/null 2>&1 && break
+		kill -0 "$dp_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	"$dpctl" -s "$tmp/ctl.sock" install "$tmp/gw.json" >/dev/null 2>&1
+}
+if ! dp_start; then
 	echo "# skip: the dataplane did not start on net_memif: $(tail -c 300 "$tmp/dp.log")"
 	exit 77
 fi
@@ -57,17 +62,7 @@ PY
 # and the run exits 3 naming the wrong sums.
 kill -INT "$dp_pid" 2>/dev/null
 wait "$dp_pid"
-"$dp" "${eal[@]}" --file-prefix="${prefix}d" -l 0-1 \
-	--vdev="net_memif0,role=server,socket=$tmp/m.sock" -- --addr 0:10.0.0.1/16 \
-	-s "$tmp/ctl.sock" --idle-spin 100 --fault 0,tx,corrupt=0.01 --fault-seed 7 \
-	>"$tmp/dp.log" 2>&1 &
-dp_pid=$!
-for _ in $(seq 600); do
-	"$dpctl" -s "$tmp/ctl.sock" ping >/dev/null 2>&1 && break
-	kill -0 "$dp_pid" 2>/dev/null || break
-	sleep 0.1
-done
-"$dpctl" -s "$tmp/ctl.sock" install "$tmp/gw.json" >/dev/null 2>&1 ||
+dp_start --fault 0,tx,corrupt=0.01 --fault-seed 7 ||
 	not_ok "the corrupting dataplane: $(tail -c 300 "$tmp/dp.log")"
 "$bench" "${eal[@]}" --file-prefix="$prefix" -l 0 \
 	--vdev="net_memif0,role=client,socket=$tmp/m.sock" -- --mode port --table "$tmp/gw.json" \
