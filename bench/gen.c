@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,7 @@ struct gen_lcore {
 	double pace_burst; /* bytes the pacer may send at once after a pause */
 	double ns_per_tsc;
 	uint64_t verify_tick;
+	uint32_t round_last; /* prm.rounds: every chunk's last round */
 	unsigned int n_open;
 	bool draining; /* start no new round */
 	uint8_t scratch[WIRE_FRAME_PAYLOAD_OFF + TABLE_CHUNK_BYTES_MAX] __rte_cache_aligned;
@@ -381,6 +383,7 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 	}
 	for (unsigned int c = 0; c < gj->n_chunks; c++)
 		g->ch[c].round = prm->first_round > 0 ? prm->first_round - 1 : 0; /* ++ to start */
+	g->round_last = (prm->first_round > 0 ? prm->first_round : 1) + prm->rounds - 1;
 	g->pace_burst = prm->pace_burst > 0 ? prm->pace_burst : PACE_BURST_BYTES;
 	if (prm->rate_gbps > 0)
 		g->tsc_per_byte = (double)rte_get_tsc_hz() * 8 / (prm->rate_gbps * 1e9);
@@ -429,6 +432,63 @@ fail(struct gen_lcore *g, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(g->res.error, sizeof(g->res.error), fmt, ap);
 	va_end(ap);
+}
+
+/* Element i of a payload of dtype as a number, and its bits. */
+static double
+elem_value(const uint8_t *pl, enum wire_dtype dt, unsigned int i, uint32_t *bits)
+{
+	uint16_t h;
+	float f;
+
+	if (dt == WIRE_DTYPE_FP32) {
+		memcpy(bits, pl + 4 * (size_t)i, 4);
+		memcpy(&f, bits, 4);
+		return f;
+	}
+	memcpy(&h, pl + 2 * (size_t)i, 2);
+	*bits = h;
+	if (dt == WIRE_DTYPE_BF16) {
+		uint32_t b = (uint32_t)h << 16;
+
+		memcpy(&f, &b, 4);
+		return f;
+	}
+	int e = h >> 10 & 0x1f;
+	double m = h & 0x3ff, v = e == 0  ? ldexp(m, -24) :
+				  e == 31 ? (m != 0 ? NAN : INFINITY) :
+					    ldexp(m + 1024, e - 25);
+
+	return h & 0x8000 ? -v : v;
+}
+
+/* A RESULT whose payload pl (NULL: unreadable) differs from the exact sum expect: counted,
+ * and the first GEN_WRONG_MAX described. */
+static void
+wrong(struct gen_lcore *g, const uint8_t *pl, const uint8_t *expect, const struct wire_pkt *p,
+      uint16_t worker)
+{
+	unsigned int es = wire_dtype_size(g->gj->dtype), n = 0, first = 0;
+	struct gen_wrong *x = &g->res.wrong[g->res.n_wrong];
+
+	g->st.wrong++;
+	for (unsigned int i = 0; pl != NULL && i < g->gj->elems; i++)
+		if (memcmp(pl + i * es, expect + i * es, es) != 0 && n++ == 0)
+			first = i;
+	fail(g,
+	     "chunk %u round %u: the RESULT of worker %u differs from the exact sum at %u of %u "
+	     "elements, the first %u",
+	     p->chunk, p->round, worker, n, g->gj->elems, first);
+	if (g->res.n_wrong == GEN_WRONG_MAX)
+		return;
+	g->res.n_wrong++;
+	*x = (struct gen_wrong){.chunk = p->chunk,
+				.round = p->round,
+				.worker = worker,
+				.element = first,
+				.n_elems = n};
+	x->expect = elem_value(expect, g->gj->dtype, first, &x->expect_bits);
+	x->got = pl == NULL ? NAN : elem_value(pl, g->gj->dtype, first, &x->got_bits);
 }
 
 static void
@@ -646,7 +706,7 @@ chunk_done(struct gen_lcore *g, unsigned int c, uint64_t now)
 	ch->open = false;
 	ch->deadline = UINT64_MAX;
 	g->n_open--;
-	if (!g->draining)
+	if (!g->draining && (g->prm.rounds == 0 || (int32_t)(ch->round - g->round_last) < 0))
 		start_round(g, c);
 }
 
@@ -720,15 +780,7 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 
 			g->st.verified++;
 			if (pl == NULL || memcmp(pl, ch->expect, gj->payload) != 0) {
-				unsigned int i = 0, es = wire_dtype_size(gj->dtype);
-
-				while (pl != NULL && i + 1 < gj->elems &&
-				       memcmp(pl + i * es, ch->expect + i * es, es) == 0)
-					i++;
-				fail(g,
-				     "chunk %u round %u: the RESULT of worker %u differs from "
-				     "the exact sum at element %u",
-				     p.chunk, p.round, gj->workers[w].id, i);
+				wrong(g, pl, ch->expect, &p, gj->workers[w].id);
 				return;
 			}
 		}
@@ -830,7 +882,8 @@ gen_lcore_main(void *arg)
 				g->prm.on_mark(g->prm.mark_arg, false);
 			t_end = now + (uint64_t)(g->prm.duration_s * hz);
 			g->res.measured_tsc = now;
-		} else if (marked && !g->draining && now >= t_end) {
+		} else if (marked && !g->draining &&
+			   (now >= t_end || (g->prm.rounds != 0 && g->n_open == 0))) {
 			g->res.end = g->st;
 			g->res.hist = g->hist;
 			if (g->prm.on_mark != NULL)

@@ -37,6 +37,7 @@
 #define GEN_BURST_MAX 64
 #define GEN_HIST_SUB 16 /* latency buckets per power of two */
 #define GEN_HIST_BUCKETS (48 * GEN_HIST_SUB)
+#define GEN_WRONG_MAX 4 /* wrong RESULTs described in struct gen_result */
 /* Ethernet bytes on the wire besides the frame: preamble 8, FCS 4, inter-frame gap 12. */
 #define GEN_WIRE_OVERHEAD 24u
 
@@ -114,6 +115,7 @@ struct gen_stats {
 	uint64_t chunks;            /* rounds completed */
 	uint64_t verified;          /* payloads compared with the exact sum */
 	uint64_t verify_fail;       /* wrong payload, contributor count or header */
+	uint64_t wrong;             /* ... of which payloads unlike the exact sum */
 	uint64_t duplicates;        /* copies for a worker that already had its own */
 	uint64_t stale;             /* copies of another round */
 	uint64_t unexpected;        /* frames that are none of the above */
@@ -137,6 +139,7 @@ struct gen_params {
 	unsigned int verify_every; /* compare every N-th copy's payload; 1: all */
 	uint32_t first_round;      /* every chunk's first round (0: 1); after another run
 				      against the same gateway, past that run's last round */
+	uint32_t rounds;           /* rounds per chunk, then the measurement ends; 0: by time */
 	bool first_copy;           /* send the first frame of a round as a copy */
 	bool answer_arp;           /* answer ARP for the workers' addresses */
 	bool progress;             /* print progress on stderr every second */
@@ -152,15 +155,28 @@ struct gen_params {
 	void *mark_arg;
 };
 
+/** A RESULT whose payload differed from the exact sum. */
+struct gen_wrong {
+	uint32_t chunk, round;
+	uint16_t worker;      /* the id of the worker it was for */
+	uint32_t element;     /* the first element that differs */
+	uint32_t n_elems;     /* elements that differ */
+	uint32_t expect_bits; /* that element's bits, expected (fp16, bf16: the low 16) */
+	uint32_t got_bits;    /* ... received */
+	double expect, got;   /* ... as numbers */
+};
+
 /** What a run measured (valid once gen_lcore_main() returned). */
 struct gen_result {
-	struct gen_stats start, end;   /* counters when the measurement started and ended */
-	struct gen_hist hist;          /* chunk latencies of rounds ended while measuring */
-	uint64_t measured_tsc;         /* length of the measurement */
-	struct gen_stats final;        /* counters at the end of the drain */
-	unsigned int open_after_drain; /* rounds that never ended: lost chunks */
-	uint32_t last_round;           /* the latest round any chunk reached */
-	char error[256];               /* first verification failure, or "" */
+	struct gen_stats start, end;           /* counters when the measurement started and ended */
+	struct gen_hist hist;                  /* chunk latencies of rounds ended while measuring */
+	uint64_t measured_tsc;                 /* length of the measurement */
+	struct gen_stats final;                /* counters at the end of the drain */
+	unsigned int open_after_drain;         /* rounds that never ended: lost chunks */
+	uint32_t last_round;                   /* the latest round any chunk reached */
+	char error[256];                       /* first verification failure, or "" */
+	struct gen_wrong wrong[GEN_WRONG_MAX]; /* the first wrong RESULTs */
+	unsigned int n_wrong;
 };
 
 struct gen_lcore;

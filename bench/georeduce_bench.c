@@ -96,6 +96,7 @@ fill_params(const struct opts *o, struct gen_params *p, uint16_t port, enum gen_
 	p->pace_burst = o->pace_burst;
 	p->rto_tsc = rte_get_tsc_hz() / 1000 * o->rto_ms;
 	p->verify_every = o->verify_every;
+	p->rounds = o->rounds;
 	p->progress = !o->quiet;
 	p->progress_s = 1;
 	p->warmup_s = o->warmup;
@@ -458,6 +459,18 @@ ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_job *gj, unsi
 	cfg.prm.mbufs = 2 * slots + 8192;
 	cfg.hdr_mbufs = RTE_MAX(8192u, 2 * gj->n_chunks * gj->n_workers + 4096);
 	bench_dp_one_port(&cfg, rb->dp_lcore, (uint16_t)rb->dp_port, GW_IP);
+	cfg.prm.fault_seed = o->dp_fault_seed;
+	for (unsigned int i = 0; i < o->n_dp_fault; i++) {
+		unsigned int port;
+		struct dp_fault f;
+		int dir;
+
+		/* Checked with the options; now with the TSC's rate for delay_ms. */
+		if (dp_fault_parse(o->dp_fault[i], (double)rte_get_tsc_hz(), &port, &dir, &f, err,
+				   errlen) != 0)
+			return -EINVAL;
+		cfg.fault[0][dir] = f;
+	}
 	cfg.n_neigh = RTE_MIN(o->fanin, (unsigned int)RTE_DIM(cfg.neigh));
 	for (unsigned int w = 0; w < cfg.n_neigh; w++) {
 		cfg.neigh[w].ipv4 = WORKER_IP0 + w;
@@ -577,6 +590,11 @@ run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 		rc = bench_phase_run(o, gj, &prm, rb.pool, p);
 		if (rc != 0)
 			break;
+		if (k == 0) {
+			/* Every frame it corrupted went to the generator before the run ended. */
+			p->corrupted = rb.dp->lcores[0]->ctr[DP_CTR_FAULT_CORRUPTED];
+			p->corrupted_read = true;
+		}
 	}
 	atomic_store(&rb.dp->stop, true);
 	atomic_store(&rb.io.stop, true);
@@ -712,13 +730,17 @@ main(int argc, char **argv)
 		rc = run_port(&o, ph, &n_ph, &gj, &tb, &mtu, &sr);
 	for (unsigned int i = 0; i < n_ph; i++) {
 		derive(&ph[i], gj.n_workers);
-		if (rc == 0 && (ph[i].bad != 0 || ph[i].lost != 0 || ph[i].achieved_mpps <= 0)) {
-			cli_error(PROG, "%s: %s", ph[i].name,
-				  ph[i].res.error[0] != '\0' ? ph[i].res.error :
-				  ph[i].lost != 0            ? "chunks were lost" :
-							       "no chunk completed");
+		if (ph[i].wrong != 0 && rc != CLI_EXIT_USAGE)
+			rc = EXIT_WRONG_SUM;
+		else if (rc == 0 && (ph[i].bad != 0 || ph[i].lost != 0 || ph[i].achieved_mpps <= 0))
 			rc = CLI_EXIT_FAIL;
-		}
+		else
+			continue;
+		cli_error(PROG, "%s: %s", ph[i].name,
+			  ph[i].res.error[0] != '\0' ? ph[i].res.error :
+			  ph[i].lost != 0            ? "chunks were lost" :
+						       "no chunk completed");
+		print_wrong(stderr, &ph[i]);
 	}
 	if (gj.payload != 0 && (n_ph > 0 || sr.n > 0)) {
 		int orc = out_write(&o, &gj, mtu, ph, n_ph, &sr);

@@ -14,6 +14,11 @@
 #include "wire.h"
 
 #define PROG "georeduce-bench"
+/* The exit status when a RESULT's sum was wrong (1: lost, 2: usage, CLI_EXIT_*). */
+#define EXIT_WRONG_SUM 3
+
+/* The most --dp-fault options (one per direction of ring mode's port). */
+#define DP_FAULTS_MAX 2
 
 /* The most --latency-at shares of the NDR. */
 #define SEARCH_LAT_MAX 8
@@ -34,6 +39,10 @@ struct opts {
 	enum wire_dtype dtype;       /* ring mode */
 	unsigned int mtu;            /* ring mode: the dataplane's; 0: by payload */
 	unsigned int window, burst, verify_every, rto_ms;
+	unsigned int rounds;                 /* rounds per chunk; 0: --duration */
+	const char *dp_fault[DP_FAULTS_MAX]; /* ring: the dataplane's --fault values */
+	unsigned int n_dp_fault;
+	uint32_t dp_fault_seed; /* ring: the dataplane's --fault-seed */
 	double rate_gbps, duration, warmup;
 	double line_gbps;  /* the port's line rate; 0: read it from the port */
 	double pace_burst; /* the pacer's burst in bytes */
@@ -91,6 +100,9 @@ struct phase {
 	double peer_mpps_in;
 	double c2c_ns; /* cache-line round trip generator <-> peer lcore */
 	uint64_t lost, retx, timeouts, refused, duplicates, stale, unexpected, verified, bad;
+	uint64_t wrong;      /* RESULTs unlike the exact sum, over the whole run */
+	bool corrupted_read; /* ring mode's dataplane phase: corrupted was read */
+	uint64_t corrupted;  /* ... frames its fault injection corrupted, over the run */
 };
 
 struct gen_lcore;

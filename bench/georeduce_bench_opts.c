@@ -13,10 +13,12 @@
 #include <rte_ethdev.h>
 
 #include "cli.h"
+#include "dp.h"
 #include "gen.h"
 #include "georeduce_bench.h"
 #include "georeduce_bench_opts.h"
 #include "georeduce_bench_out.h"
+#include "slowpath/slowpath.h"
 #include "table.h"
 #include "wire.h"
 
@@ -45,7 +47,7 @@ usage(FILE *f)
 		"  --gw-mac MAC        port: the gateway's MAC (default: resolved by ARP)\n"
 		"  --gw-socket PATH    port: the gateway's control socket, to read its drops\n"
 		"                      by reason before and after each run\n"
-		"  --payload BYTES     ring: payload per chunk, 64 .. 8192, a multiple of 64 "
+		"  --payload BYTES     ring: payload per chunk, 64 .. 8896, a multiple of 64 "
 		"[1024]\n"
 		"  --fanin N           ring: workers, 1 .. %d                         [4]\n"
 		"  --dtype T           ring: fp32, fp16 or bf16                        [fp32]\n"
@@ -62,7 +64,14 @@ usage(FILE *f)
 		"  --warmup S          seconds before measuring                       [0.5]\n"
 		"  --rto-ms N          first retransmission timeout, 1 .. 10000        [50]\n"
 		"  --verify-every N    compare every N-th RESULT's payload with the exact sum\n"
-		"                      (every one's headers and contributor count)     [8]\n"
+		"                      (every one's headers and contributor count)     [1]\n"
+		"  --rounds N          every chunk runs N rounds, then the run ends (--duration\n"
+		"                      caps it, default then 3600 s; no warm-up unless given)\n"
+		"  --dp-fault SPEC     ring: the dataplane's --fault (0,rx|tx,KEY=VALUE,...,\n"
+		"                      e.g. 0,tx,corrupt=1e-6: docs/DATAPLANE.md), up to 2\n"
+		"  --dp-fault-seed N   ring: the dataplane's --fault-seed                [0]\n",
+		TABLE_WORKERS_MAX);
+	fprintf(f,
 		"  --burst N           packets per burst, 1 .. %d                     [32]\n"
 		"  --no-baseline       ring: skip the io-forward phase\n"
 		"  --search            RFC 2544 zero-loss search: trials of --duration (default\n"
@@ -84,9 +93,12 @@ usage(FILE *f)
 		"                      the plots (gnuplot) into DIR, made if missing\n"
 		"  --quiet             no progress lines on stderr\n"
 		"  -h, --help\n"
-		"Exit status 0; 1 if a RESULT was wrong, a chunk was lost or nothing came back; 2\n"
-		"on bad options or when EAL or the ports cannot start.\n",
-		TABLE_WORKERS_MAX, GEN_BURST_MAX, SEARCH_LAT_MAX);
+		"Exit status 0; 1 if a chunk was lost, a RESULT's header was wrong or nothing "
+		"came\n"
+		"back; 2 on bad options or when EAL or the ports cannot start; 3 if a RESULT's "
+		"sum\n"
+		"was wrong (docs/BENCH.md).\n",
+		GEN_BURST_MAX, SEARCH_LAT_MAX);
 }
 
 static int
@@ -123,6 +135,9 @@ enum {
 	O_WARMUP,
 	O_RTO,
 	O_VERIFY,
+	O_ROUNDS,
+	O_DPFAULT,
+	O_DPSEED,
 	O_BURST,
 	O_NOBASE,
 	O_SEARCH,
@@ -173,6 +188,32 @@ parse_latency(const char *arg, struct opts *o)
 	return 0;
 }
 
+/* --dp-fault: the dataplane's --fault value, checked now (dp_fault_parse()), applied to
+ * ring mode's port 0 once EAL runs. */
+static int
+parse_dp_fault(const char *arg, struct opts *o)
+{
+	char err[512];
+	unsigned int port;
+	struct dp_fault f;
+	int dir;
+
+	if (dp_fault_parse(arg, 0, &port, &dir, &f, err, sizeof(err)) != 0) {
+		cli_error(PROG, "--dp-fault: %s", err);
+		return -1;
+	}
+	if (port != 0) {
+		cli_error(PROG, "--dp-fault: port %u: ring mode's dataplane has port 0 only", port);
+		return -1;
+	}
+	if (o->n_dp_fault == DP_FAULTS_MAX) {
+		cli_error(PROG, "--dp-fault: at most %d (one for rx, one for tx)", DP_FAULTS_MAX);
+		return -1;
+	}
+	o->dp_fault[o->n_dp_fault++] = arg;
+	return 0;
+}
+
 /* The defaults: ring mode, 1024 B x 4 workers fp32, a window of 128 chunks. */
 static void
 opts_defaults(struct opts *o)
@@ -183,7 +224,7 @@ opts_defaults(struct opts *o)
 	o->dtype = WIRE_DTYPE_FP32;
 	o->window = 128;
 	o->burst = 32;
-	o->verify_every = 8;
+	o->verify_every = 1;
 	o->rto_ms = 50;
 	o->duration = 5;
 	o->warmup = 0.5;
@@ -198,6 +239,33 @@ opts_defaults(struct opts *o)
 	o->lat_pct[1] = 50;
 	o->lat_pct[2] = 90;
 	o->lat_pct[3] = 100;
+}
+
+/* --rounds, --dp-fault and --dp-fault-seed. */
+static int
+parse_rounds_faults(int c, struct opts *o, struct seen *s)
+{
+	uint64_t v;
+
+	switch (c) {
+	case O_ROUNDS:
+		if (cli_uint(PROG, "--rounds", optarg, 1, 1u << 30, &v) != 0)
+			return -1;
+		o->rounds = (unsigned int)v;
+		return 0;
+	case O_DPFAULT:
+		if (parse_dp_fault(optarg, o) != 0)
+			return -1;
+		s->ring_only = true;
+		return 0;
+	case O_DPSEED:
+		if (cli_uint(PROG, "--dp-fault-seed", optarg, 0, INT32_MAX, &v) != 0)
+			return -1;
+		o->dp_fault_seed = (uint32_t)v;
+		s->ring_only = true;
+		return 0;
+	}
+	return 0;
 }
 
 /* One option, c as getopt_long() returned it and its value in optarg. */
@@ -326,6 +394,10 @@ parse_one(int c, struct opts *o, struct seen *s)
 			return -1;
 		o->verify_every = (unsigned int)v;
 		break;
+	case O_ROUNDS:
+	case O_DPFAULT:
+	case O_DPSEED:
+		return parse_rounds_faults(c, o, s);
 	case O_BURST:
 		if (cli_uint(PROG, "--burst", optarg, 1, GEN_BURST_MAX, &v) != 0)
 			return -1;
@@ -403,8 +475,10 @@ opts_finish(struct opts *o, const struct seen *s)
 		return -1;
 	}
 	if (o->mode == MODE_PORT && s->ring_only) {
-		cli_error(PROG, "--payload, --fanin, --dtype, --mtu and --no-baseline need "
-				"--mode ring (port mode takes them from --table)");
+		cli_error(PROG,
+			  "--payload, --fanin, --dtype, --mtu, --no-baseline, --dp-fault and "
+			  "--dp-fault-seed need --mode ring (port mode takes them from --table; "
+			  "the gateway its faults from its own --fault)");
 		return -1;
 	}
 	if (o->mode == MODE_PORT && o->table == NULL) {
@@ -431,13 +505,21 @@ opts_finish(struct opts *o, const struct seen *s)
 		cli_error(PROG, "--rate-gbps: the search sets the rate (--search)");
 		return -1;
 	}
+	if (o->search && o->rounds != 0) {
+		cli_error(PROG, "--rounds: the search's trials last --duration (--search)");
+		return -1;
+	}
 	if (o->search && !s->set_d)
 		o->duration = 10;
+	if (o->rounds != 0 && !s->set_d)
+		o->duration = 3600;
+	if (o->rounds != 0 && !s->set_w)
+		o->warmup = 0;
 	if (out_prepare(o) != 0)
 		return -1;
-	if (s->quick && !s->set_d)
+	if (s->quick && !s->set_d && o->rounds == 0)
 		o->duration = 0.2;
-	if (s->quick && !s->set_w)
+	if (s->quick && !s->set_w && o->rounds == 0)
 		o->warmup = 0.1;
 	return 0;
 }
@@ -464,6 +546,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"warmup", required_argument, NULL, O_WARMUP},
 		{"rto-ms", required_argument, NULL, O_RTO},
 		{"verify-every", required_argument, NULL, O_VERIFY},
+		{"rounds", required_argument, NULL, O_ROUNDS},
+		{"dp-fault", required_argument, NULL, O_DPFAULT},
+		{"dp-fault-seed", required_argument, NULL, O_DPSEED},
 		{"burst", required_argument, NULL, O_BURST},
 		{"no-baseline", no_argument, NULL, O_NOBASE},
 		{"search", no_argument, NULL, O_SEARCH},

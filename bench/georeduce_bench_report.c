@@ -5,6 +5,7 @@
  * table, JSON or CSV. The main lcore, after the generator runs.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,8 +90,10 @@ derive(struct phase *ph, unsigned int workers)
 	ph->duplicates = ph->res.end.duplicates;
 	ph->stale = ph->res.end.stale;
 	ph->unexpected = ph->res.end.unexpected;
-	ph->verified = ph->res.end.verified;
-	ph->bad = ph->res.end.verify_fail;
+	/* Over the whole run: a wrong RESULT in the warm-up or the drain fails it too. */
+	ph->verified = ph->res.final.verified;
+	ph->bad = ph->res.final.verify_fail;
+	ph->wrong = ph->res.final.wrong;
 	if (ph->has_peer) {
 		ph->peer_busy = (double)(ph->peer[1].busy - ph->peer[0].busy) /
 				(double)ph->res.measured_tsc;
@@ -180,6 +183,24 @@ print_certifier(FILE *f, const struct phase *p)
 }
 
 void
+print_wrong(FILE *f, const struct phase *p)
+{
+	for (unsigned int i = 0; i < p->res.n_wrong; i++) {
+		const struct gen_wrong *x = &p->res.wrong[i];
+
+		fprintf(f,
+			PROG
+			": %s: wrong sum: chunk %u round %u worker %u element %u: expected %.9g "
+			"(0x%x), received %.9g (0x%x); %u of the chunk's elements wrong\n",
+			p->name, x->chunk, x->round, x->worker, x->element, x->expect,
+			x->expect_bits, x->got, x->got_bits, x->n_elems);
+	}
+	if (p->wrong > p->res.n_wrong)
+		fprintf(f, PROG ": %s: %" PRIu64 " more wrong sums\n", p->name,
+			p->wrong - p->res.n_wrong);
+}
+
+void
 print_text(FILE *f, const struct opts *o, const struct gen_job *gj, unsigned int mtu,
 	   const struct phase *ph, unsigned int n)
 {
@@ -214,9 +235,17 @@ print_text(FILE *f, const struct opts *o, const struct gen_job *gj, unsigned int
 		fprintf(f, "%.0f ns\n", ph[1].c2c_ns);
 	for (unsigned int i = 0; i < n; i++)
 		print_certifier(f, &ph[i]);
-	for (unsigned int i = 0; i < n; i++)
+	for (unsigned int i = 0; i < n; i++) {
+		fprintf(f, "%s: %" PRIu64 " payloads verified, wrong_results %" PRIu64, ph[i].name,
+			ph[i].verified, ph[i].wrong);
+		if (ph[i].corrupted_read)
+			fprintf(f, " (the dataplane corrupted %" PRIu64 " frames)",
+				ph[i].corrupted);
+		fprintf(f, "\n");
 		if (ph[i].res.error[0] != '\0')
 			fprintf(f, "%s: %s\n", ph[i].name, ph[i].res.error);
+		print_wrong(f, &ph[i]);
+	}
 }
 
 static json_t *
@@ -298,11 +327,46 @@ phase_json_base(const struct phase *p)
 			 p->res.error[0] != '\0' ? p->res.error : NULL);
 }
 
+/* A number in JSON, or null (jansson refuses NaN and infinities). */
+static json_t *
+json_num(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* The verification's counts and the first wrong RESULTs into the phase's JSON object. */
+static void
+verify_json(const struct phase *p, json_t *pj)
+{
+	json_t *v = json_object_get(pj, "verify"), *a = json_array();
+	char eb[16], gb[16];
+
+	for (unsigned int i = 0; i < p->res.n_wrong; i++) {
+		const struct gen_wrong *x = &p->res.wrong[i];
+
+		snprintf(eb, sizeof(eb), "0x%x", x->expect_bits);
+		snprintf(gb, sizeof(gb), "0x%x", x->got_bits);
+		json_array_append_new(
+			a, json_pack("{s:i, s:i, s:i, s:i, s:i, s:o, s:o, s:s, s:s}", "chunk",
+				     (int)x->chunk, "round", (int)x->round, "worker",
+				     (int)x->worker, "element", (int)x->element, "elements_wrong",
+				     (int)x->n_elems, "expected", json_num(x->expect), "received",
+				     json_num(x->got), "expected_bits", eb, "received_bits", gb));
+	}
+	json_object_set_new(v, "wrong_results", json_integer((json_int_t)p->wrong));
+	json_object_set_new(v, "wrong", a);
+	json_object_set_new(pj, "wrong_results", json_integer((json_int_t)p->wrong));
+	if (p->corrupted_read)
+		json_object_set_new(pj, "gateway_corrupted",
+				    json_integer((json_int_t)p->corrupted));
+}
+
 json_t *
 phase_json(const struct phase *p)
 {
 	json_t *pj = phase_json_base(p);
 
+	verify_json(p, pj);
 	certifier_json(p, pj);
 	return pj;
 }
@@ -338,7 +402,8 @@ print_csv(FILE *f, const struct opts *o, const struct gen_job *gj, const struct 
 		"mode,phase,payload,workers,dtype,window,offered_gbps,offered_mpps,achieved_gbps,"
 		"achieved_mpps,p50_us,p99_us,p999_us,lost,retx,failures,generator_busy,peer_busy,"
 		"ratio_to_io,c2c_rtt_ns,line_gbps,offered_l1_gbps,offered_l2_gbps,offered_l1_pct,"
-		"received_mpps,received_l1_gbps,received_l2_gbps,received_l1_pct,loss_ratio\n");
+		"received_mpps,received_l1_gbps,received_l2_gbps,received_l1_pct,loss_ratio,"
+		"wrong_results\n");
 	for (unsigned int i = 0; i < n; i++) {
 		const struct phase *p = &ph[i];
 		double ratio = n == 2 && ph[1].achieved_mpps > 0 ?
@@ -348,13 +413,14 @@ print_csv(FILE *f, const struct opts *o, const struct gen_job *gj, const struct 
 		fprintf(f,
 			"%s,%s,%u,%u,%s,%u,%.3f,%.4f,%.3f,%.4f,%.2f,%.2f,%.2f,%" PRIu64 ",%" PRIu64
 			",%" PRIu64
-			",%.3f,%.3f,%.4f,%.0f,%.3f,%.3f,%.3f,%.2f,%.4f,%.3f,%.3f,%.2f,%.6f\n",
+			",%.3f,%.3f,%.4f,%.0f,%.3f,%.3f,%.3f,%.2f,%.4f,%.3f,%.3f,%.2f,%.6f,%" PRIu64
+			"\n",
 			o->mode == MODE_RING ? "ring" : "port", p->name, gj->payload, gj->n_workers,
 			wire_dtype_str(gj->dtype), gj->n_chunks, p->offered_gbps, p->offered_mpps,
 			p->achieved_gbps, p->achieved_mpps, p->p50_us, p->p99_us, p->p999_us,
 			p->lost, p->retx, p->bad, p->gen_busy, p->has_peer ? p->peer_busy : 0,
 			ratio, p->c2c_ns, p->line_gbps, p->off.l1_gbps, p->off.l2_gbps,
 			p->off.l1_pct, p->rcv.mpps, p->rcv.l1_gbps, p->rcv.l2_gbps, p->rcv.l1_pct,
-			p->loss_ratio);
+			p->loss_ratio, p->wrong);
 	}
 }

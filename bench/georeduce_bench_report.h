@@ -31,6 +31,9 @@ void print_csv(FILE *f, const struct opts *o, const struct gen_job *gj, const st
 /** A phase's figures below the table: rates against the line rate, loss, counters. */
 void print_certifier(FILE *f, const struct phase *p);
 
+/** The first wrong RESULTs of a phase, one line each, and how many more there were. */
+void print_wrong(FILE *f, const struct phase *p);
+
 /** A phase as a JSON object (the "phases" entries of --json). */
 json_t *phase_json(const struct phase *p);
 

@@ -102,7 +102,9 @@ search_one(const struct opts *o, struct search_result *sr, double r, unsigned in
 	if (p->bad != 0 || p->rcv.mpps <= 0) {
 		cli_error(PROG, "trial %u: %s", i + 1,
 			  p->res.error[0] != '\0' ? p->res.error : "no chunk completed");
+		print_wrong(stderr, p);
 		sr->failed = true;
+		sr->wrong = p->wrong != 0;
 		return -1;
 	}
 	return 0;
@@ -134,8 +136,10 @@ latency_trials(const struct opts *o, struct search_env *e, unsigned int workers,
 		if (p->bad != 0) {
 			cli_error(PROG, "latency trial at %g%% of NDR: %s", o->lat_pct[k],
 				  p->res.error);
+			print_wrong(stderr, p);
 			sr->failed = true;
-			return CLI_EXIT_FAIL;
+			sr->wrong = p->wrong != 0;
+			return sr->wrong ? EXIT_WRONG_SUM : CLI_EXIT_FAIL;
 		}
 	}
 	return 0;
@@ -192,7 +196,7 @@ search_run(const struct opts *o, struct search_env *e, unsigned int workers,
 	}
 	if (rc == 0 && !sr->failed)
 		rc = latency_trials(o, e, workers, sr, f);
-	return rc != 0 ? rc : sr->failed ? CLI_EXIT_FAIL : 0;
+	return rc != 0 ? rc : sr->wrong ? EXIT_WRONG_SUM : sr->failed ? CLI_EXIT_FAIL : 0;
 }
 
 /* One row of the final table: the rate found and the figures of its trial. */

@@ -41,6 +41,7 @@ struct search_result {
 	struct phase *lat; /* the trials at --latency-at shares of the NDR */
 	unsigned int n_lat;
 	bool failed; /* a RESULT was wrong or nothing completed: the run fails */
+	bool wrong;  /* ... a RESULT's sum was wrong (EXIT_WRONG_SUM) */
 };
 
 /**

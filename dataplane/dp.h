@@ -116,6 +116,7 @@ enum dp_ctr {
 	DP_CTR_FAULT_DUPLICATED, /* ... duplicated */
 	DP_CTR_FAULT_REORDERED,  /* ... held back behind the next frame */
 	DP_CTR_FAULT_DELAY_FULL, /* ... dropped because the delay line was full */
+	DP_CTR_FAULT_CORRUPTED,  /* ... a bit of the payload flipped */
 	DP_CTR_COUNT,
 };
 
@@ -678,8 +679,8 @@ enum dp_dir {
 
 /**
  * Fault injection on one direction of one port (--fault; off unless configured): each
- * frame is dropped, duplicated or held back behind the next one with these
- * probabilities (x 2^32), and outgoing frames are delayed by delay_tsc. Set at start,
+ * frame is dropped, duplicated, held back behind the next one or corrupted (one bit of
+ * its georeduce payload flipped) with these probabilities (x 2^32), and outgoing frames are delayed by delay_tsc. Set at start,
  * read-only afterwards, except delay_tsc of a port with a delay line, which the control
  * thread may change (the `delay` op) and the lcores read with relaxed atomics.
  *
@@ -696,6 +697,7 @@ struct dp_fault {
 	uint32_t loss;
 	uint32_t dup;
 	uint32_t reorder;
+	uint32_t corrupt; /* one bit of a data frame's payload flipped (fault.c) */
 	uint32_t ge_p, ge_r, ge_h, ge_k;
 	uint64_t delay_tsc; /* DP_TX only */
 };

@@ -115,6 +115,7 @@ usage(FILE *f, const struct dp_config *d)
 		"                          reported stuck (it is still resent every 2 s) [%u]\n"
 		"      --fault PORT,rx|tx,KEY=VALUE,...  inject faults (tests, WAN emulation):\n"
 		"                          loss=P, dup=P, reorder=P (probabilities per frame),\n"
+		"                          corrupt=P (a bit of a data frame's payload flipped),\n"
 		"                          delay_ms=D (tx only: every frame leaves D ms later);\n"
 		"                          bursty loss: burst=L with loss=P (mean loss P in\n"
 		"                          runs of L frames on average), or the Gilbert-Elliott\n"
@@ -278,108 +279,21 @@ bad:
 	return -1;
 }
 
-/* --fault PORT,rx|tx,loss=P,dup=P,reorder=P[,delay_ms=D] (delay: tx only), and bursty
- * loss: burst=L with loss=P (a Gilbert channel of mean loss P and bad runs of L frames on
- * average), or the four Gilbert-Elliott parameters ge_p, ge_r, ge_h, ge_k. */
+/* --fault: dp_fault_parse() (slowpath/fault_opt.c). */
 static int
 parse_fault(const char *s, struct dp_config *cfg)
 {
-	char buf[160], *tok, *save = NULL, *end;
-	unsigned long port = 0;
-	struct dp_fault f = {.on = true};
-	int dir = DP_RX, i = 0;
-	double loss = 0, burst = 0, ge[4] = {0, 0, 1, 0}; /* p, r, h, k */
-	bool ge_set = false;
+	char err[512];
+	unsigned int port;
+	struct dp_fault f;
+	int dir;
 
-	if (strlen(s) >= sizeof(buf))
-		goto bad;
-	strcpy(buf, s);
-	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save), i++) {
-		if (i == 0) {
-			port = strtoul(tok, &end, 10);
-			if (*tok == '\0' || *end != '\0' || port >= DP_PORTS_MAX)
-				goto bad;
-			continue;
-		}
-		if (i == 1) {
-			if (strcmp(tok, "rx") != 0 && strcmp(tok, "tx") != 0)
-				goto bad;
-			dir = tok[0] == 'r' ? DP_RX : DP_TX;
-			continue;
-		}
-		char *eq = strchr(tok, '=');
-		double v;
-
-		if (eq == NULL)
-			goto bad;
-		*eq = '\0';
-		v = strtod(eq + 1, &end);
-		if (eq[1] == '\0' || *end != '\0' || !(v >= 0))
-			goto bad;
-		if (strcmp(tok, "delay_ms") == 0) {
-			if (dir != DP_TX || v > DP_DELAY_MS_MAX)
-				goto bad;
-			f.delay_tsc = (uint64_t)(v * 1e-3 * (double)rte_get_tsc_hz());
-			continue;
-		}
-		if (strcmp(tok, "burst") == 0) {
-			if (!(v >= 1 && v <= 1e6))
-				goto bad;
-			burst = v;
-			continue;
-		}
-		if (v > 1)
-			goto bad;
-		uint32_t p32 = (uint32_t)(v * 4294967295.0);
-
-		if (strcmp(tok, "loss") == 0) {
-			f.loss = p32;
-			loss = v;
-		} else if (strcmp(tok, "dup") == 0) {
-			f.dup = p32;
-		} else if (strcmp(tok, "reorder") == 0) {
-			f.reorder = p32;
-		} else if (strncmp(tok, "ge_", 3) == 0 && tok[3] != '\0' && tok[4] == '\0' &&
-			   strchr("prhk", tok[3]) != NULL) {
-			ge[strchr("prhk", tok[3]) - "prhk"] = v;
-			ge_set = true;
-		} else {
-			goto bad;
-		}
-	}
-	if (i < 3)
-		goto bad;
-	if (burst > 0 && ge_set)
-		goto bad; /* one way of saying it */
-	if (burst > 0) {
-		if (!(loss > 0 && loss < 1))
-			goto bad;
-		ge[1] = 1 / burst;
-		ge[0] = loss * ge[1] / (1 - loss);
-		if (ge[0] > 1)
-			goto bad;
-		ge_set = true;
-	}
-	if (ge_set) {
-		if (ge[1] == 0 && ge[0] != 0)
-			goto bad; /* a bad state never left */
-		f.ge = true;
-		f.loss = 0;
-		f.ge_p = (uint32_t)(ge[0] * 4294967295.0);
-		f.ge_r = (uint32_t)(ge[1] * 4294967295.0);
-		f.ge_h = (uint32_t)(ge[2] * 4294967295.0);
-		f.ge_k = (uint32_t)(ge[3] * 4294967295.0);
+	if (dp_fault_parse(s, (double)rte_get_tsc_hz(), &port, &dir, &f, err, sizeof(err)) != 0) {
+		cli_error(DP_PROGRAM, "--fault: %s", err);
+		return -1;
 	}
 	cfg->fault[port][dir] = f;
 	return 0;
-bad:
-	cli_error(DP_PROGRAM,
-		  "--fault: expected PORT,rx|tx,KEY=VALUE... with loss, dup, reorder "
-		  "in [0, 1], delay_ms (tx) up to 10000, and for bursty loss either burst=L "
-		  "(frames, >= 1) with loss in (0, 1) or ge_p, ge_r (> 0 if ge_p is), ge_h, ge_k "
-		  "in [0, 1], e.g. 1,tx,delay_ms=40,loss=0.01,burst=4; got '%s'",
-		  s);
-	return -1;
 }
 
 static int

@@ -91,6 +91,60 @@ test_faults(void)
 	dp_down();
 }
 
+/* Elements of o's fp32 payload whose bits differ from the sum of workers 11, 12 and 13. */
+static int
+wrong_elems(const struct out *o, uint32_t ce)
+{
+	int n = 0;
+
+	for (uint32_t e = 0; e < ce; e++) {
+		float s = val(11, e) + val(12, e) + val(13, e);
+
+		n += memcmp(&s, o->frame + WIRE_FRAME_PAYLOAD_OFF + 4 * e, 4) != 0;
+	}
+	return n;
+}
+
+/* Corruption: on RX every CONTRIB gets one bit of its payload flipped and is summed all the
+ * same (the UDP checksum of worker 12's, which has one, updated to match); on TX each RESULT
+ * copy becomes a private copy with one bit flipped, the shared payload left intact. */
+static void
+test_fault_corrupt(void)
+{
+	const uint64_t el = 64 * 8;
+	const uint32_t ce = 64;
+	struct tdesc td = {0, 0, 0, {0}, 0, 8, 16, {0}};
+	static struct out o[64];
+	int n;
+
+	for (int dir = DP_RX; dir <= DP_TX; dir++) {
+		faults[dir] = (struct dp_fault){.on = true, .corrupt = UINT32_MAX};
+		CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+		faults[dir] = (struct dp_fault){0};
+		CU_ASSERT_FATAL(install(mk_table(33, 1, 1, TABLE_DTYPE_FP32, el, ce, 3, W3, 1, &td),
+					"install") == 0);
+		for (int w = 0; w < 3; w++)
+			inject(contrib_f32(33, 1, 0, W3[w], 0, 0, el, ce));
+		poll_all();
+		n = collect(o, 64);
+		CU_ASSERT(n == 3);
+		CU_ASSERT(ctr(DP_CTR_CONTRIBS) == 3 && ctr(DP_CTR_BAD_FRAME) == 0);
+		CU_ASSERT(ctr(DP_CTR_FAULT_CORRUPTED) == 3);
+		for (int i = 0; i < n && i < 64; i++) {
+			int k = wrong_elems(&o[i], ce);
+
+			CU_ASSERT(o[i].p.type == WIRE_TYPE_RESULT);
+			/* RX: the three flips are in the sum (two may share an element); TX: one
+			 * per copy. */
+			CU_ASSERT(dir == DP_RX ? k >= 1 && k <= 3 : k == 1);
+			if (dir == DP_RX && i > 0)
+				CU_ASSERT(memcmp(o[i].frame + WIRE_FRAME_PAYLOAD_OFF,
+						 o[0].frame + WIRE_FRAME_PAYLOAD_OFF, 4 * ce) == 0);
+		}
+		dp_down();
+	}
+}
+
 /* One run of 512 single-worker chunks through RX faults f with fault seed `seed`: which
  * chunks were lost (their RESULT never came), and the number of runs of losses. */
 static unsigned int
@@ -363,6 +417,7 @@ main(int argc, char **argv)
 		return 1;
 	CU_add_test(s, "fault injection", test_faults);
 	CU_add_test(s, "fault injection: bursty loss from a seed", test_faults_bursty);
+	CU_add_test(s, "fault injection: corrupted payloads", test_fault_corrupt);
 	CU_add_test(s, "pacing at the planned rate", test_pacing);
 	CU_add_test(s, "a draining epoch waits for its pacers", test_retire_after_pacers);
 	CU_add_test(s, "a RESULT's copies share one payload segment", test_fanout_shared_segment);

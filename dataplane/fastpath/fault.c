@@ -8,9 +8,14 @@
  * are indirect mbufs of the original (no payload copy); delayed frames wait in the lcore's
  * delay line for the port, a FIFO sized at start (--fault-queue): every frame of a port
  * gets the same delay, so the FIFO stays sorted by departure time. A full delay line
- * drops (counted).
+ * drops (counted). A corrupted frame is a private copy (from the lcore's packet pool) of
+ * a georeduce data frame with one bit of its payload flipped and its UDP checksum, if it
+ * has one, updated to match (RFC 1624), so that the receiver takes the wrong data; the
+ * original, whose payload a RESULT's other copies and the retained RESULT may share, is
+ * left as it was.
  */
 #include <rte_branch_prediction.h>
+#include <rte_byteorder.h>
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
@@ -56,6 +61,72 @@ lost(struct dp_lcore *lc, const struct dp_fault *f, uint16_t port, int dir)
 	return chance(lc, *bad ? f->ge_h : f->ge_k);
 }
 
+/* Offsets in an Ethernet/IPv4/UDP frame without IP options. */
+#define OFF_UDP (WIRE_ETH_LEN + WIRE_IPV4_LEN)
+#define OFF_UDP_CSUM (OFF_UDP + 6)
+
+/* Where the payload of a georeduce data frame starts (after the header and the contributor
+ * set), or 0 if m is not one or has no payload: unsealed CONTRIB, RESULT and MCAST frames
+ * over IPv4 without options. */
+static uint32_t
+payload_off(const struct rte_mbuf *m)
+{
+	uint8_t buf[WIRE_FRAME_HDR_OFF + 8];
+	const uint8_t *d = rte_pktmbuf_read(m, 0, sizeof(buf), buf);
+	uint32_t off;
+
+	if (d == NULL || d[12] != 0x08 || d[13] != 0x00 || d[14] != 0x45 || d[23] != 17 ||
+	    d[WIRE_FRAME_HDR_OFF] != WIRE_MAGIC >> 8 ||
+	    d[WIRE_FRAME_HDR_OFF + 1] != (WIRE_MAGIC & 0xff))
+		return 0;
+	if (d[WIRE_FRAME_HDR_OFF + 3] != WIRE_TYPE_CONTRIB &&
+	    d[WIRE_FRAME_HDR_OFF + 3] != WIRE_TYPE_RESULT &&
+	    d[WIRE_FRAME_HDR_OFF + 3] != WIRE_TYPE_MCAST)
+		return 0;
+	off = WIRE_FRAME_PAYLOAD_OFF + WIRE_CSET_BLOCK * d[WIRE_FRAME_HDR_OFF + 6];
+	return off < rte_pktmbuf_pkt_len(m) ? off : 0;
+}
+
+/* Frame m with one bit of its georeduce payload flipped (drawn from the lcore's generator):
+ * a linear copy, m freed; m itself when it carries no payload or no mbuf was free. */
+static struct rte_mbuf *
+corrupt(struct dp_lcore *lc, struct rte_mbuf *m)
+{
+	uint32_t off = payload_off(m), pos, w;
+	uint64_t r = next_rand(lc);
+	struct rte_mbuf *c;
+	uint8_t *d;
+	uint16_t old, csum;
+
+	if (off == 0)
+		return m;
+	c = rte_pktmbuf_copy(m, lc->pool, 0, UINT32_MAX);
+	if (c == NULL || c->nb_segs != 1) {
+		rte_pktmbuf_free(c);
+		return m;
+	}
+	rte_pktmbuf_free(m);
+	d = rte_pktmbuf_mtod(c, uint8_t *);
+	pos = off + (uint32_t)(r % (rte_pktmbuf_pkt_len(c) - off));
+	w = OFF_UDP + ((pos - OFF_UDP) & ~1u); /* the 16-bit word of the UDP checksum */
+	old = (uint16_t)(d[w] << 8 | d[w + 1]);
+	d[pos] ^= (uint8_t)(1u << ((r >> 32) & 7));
+	csum = (uint16_t)(d[OFF_UDP_CSUM] << 8 | d[OFF_UDP_CSUM + 1]);
+	if (csum != 0 && (c->ol_flags & RTE_MBUF_F_TX_L4_MASK) != RTE_MBUF_F_TX_UDP_CKSUM) {
+		/* HC' = ~(~HC + ~m + m') in ones' complement (RFC 1624, eqn. 3). */
+		uint32_t sum = (uint32_t)(uint16_t)~csum + (uint16_t)~old + (d[w] << 8 | d[w + 1]);
+
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		csum = (uint16_t)~sum;
+		csum = csum == 0 ? 0xffff : csum;
+		d[OFF_UDP_CSUM] = (uint8_t)(csum >> 8);
+		d[OFF_UDP_CSUM + 1] = (uint8_t)csum;
+	}
+	lc->ctr[DP_CTR_FAULT_CORRUPTED]++;
+	return c;
+}
+
 uint16_t
 dp_fault_rx(struct dp_lcore *lc, uint16_t port, struct rte_mbuf **pkts, uint16_t n)
 {
@@ -70,6 +141,8 @@ dp_fault_rx(struct dp_lcore *lc, uint16_t port, struct rte_mbuf **pkts, uint16_t
 			rte_pktmbuf_free(m);
 			continue;
 		}
+		if (chance(lc, f->corrupt))
+			m = corrupt(lc, m);
 		pkts[k++] = m;
 		if (chance(lc, f->dup)) {
 			struct rte_mbuf *c = rte_pktmbuf_clone(m, lc->clone_pool);
@@ -163,6 +236,8 @@ dp_fault_tx_flush(struct dp_lcore *lc, uint16_t port)
 			rte_pktmbuf_free(m);
 			continue;
 		}
+		if (chance(lc, f->corrupt))
+			m = corrupt(lc, m);
 		if (chance(lc, f->dup)) {
 			c = rte_pktmbuf_clone(m, lc->clone_pool);
 			lc->ctr[DP_CTR_FAULT_DUPLICATED] += c != NULL;

@@ -37,6 +37,15 @@ struct dp_static_neigh {
 	struct rte_ether_addr mac;
 };
 
+/**
+ * The value of --fault, "PORT,rx|tx,KEY=VALUE,..." (docs/DATAPLANE.md, "Fault injection"),
+ * into *f with its port and direction; tsc_hz converts delay_ms (0 before EAL starts:
+ * the value is then only checked). 0, or -1 with the reason in err (without the option's
+ * name, which the caller puts first).
+ */
+int dp_fault_parse(const char *s, double tsc_hz, unsigned int *port, int *dir, struct dp_fault *f,
+		   char *err, size_t errlen);
+
 /** Everything dp_setup() needs. */
 struct dp_config {
 	struct dp_params prm;

@@ -78,6 +78,7 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_FAULT_DUPLICATED] = "fault_duplicated",
 	[DP_CTR_FAULT_REORDERED] = "fault_reordered",
 	[DP_CTR_FAULT_DELAY_FULL] = "fault_delay_full",
+	[DP_CTR_FAULT_CORRUPTED] = "fault_corrupted",
 };
 
 /* The HELP text of each counter's metric (georeduce_dataplane_<name>_total). */
@@ -145,6 +146,7 @@ static const char *const ctr_help[DP_CTR_COUNT] = {
 	[DP_CTR_FAULT_DUPLICATED] = "Fault injection: frames duplicated",
 	[DP_CTR_FAULT_REORDERED] = "Fault injection: frames held back behind the next",
 	[DP_CTR_FAULT_DELAY_FULL] = "Fault injection: frames dropped, the delay line was full",
+	[DP_CTR_FAULT_CORRUPTED] = "Fault injection: frames with a bit of their payload flipped",
 };
 
 /* A counter of a worker lcore: a plain field that only its lcore writes (dp.h), read here
