@@ -177,6 +177,14 @@ if [ "$(st "$leader" '.jobs[] | select(.job == 9) | .source')" = api ] &&
 else
 	not_ok "job 9 after failover: $(st "$leader" '.jobs[] | select(.job == 9) | {source, epoch, state} | tojson')"
 fi
+# The state in etcd has each job's epochs: job 9's live one, its gateways, a next number
+# above it (written by the new leader when it took the epoch over).
+ETCDCTL_API=3 etcdctl --endpoints "$ETCD" get "/$P/state" --print-value-only 2>/dev/null |
+	jq -e --argjson e "$e9" '[.epochs[] | select(.job == 9)] | length == 1 and
+		.[0].epoch == $e and .[0].next > $e and (.[0].gateways | sort) == ["a", "b", "c"]' \
+		>/dev/null && ok "etcd's state records job 9's live epoch $e9 on a, b and c" ||
+	not_ok "epochs in etcd: $(ETCDCTL_API=3 etcdctl --endpoints "$ETCD" get "/$P/state" \
+		--print-value-only 2>&1 | jq -c .epochs 2>&1)"
 f1=$(echo $followers | tr ' ' '\n' | grep -v "^$leader$")
 start_replica "$old" "${REPLICA[@]}" # back, as a follower
 
