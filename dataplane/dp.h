@@ -162,7 +162,9 @@ struct dp_slot {
 	uint32_t prev_chunk;
 	float *acc32;        /* fp16/bf16: this slot's fp32 accumulator (job arena) */
 	uint64_t quorum_tsc; /* OPEN, a tree with a grace window: when the threshold was
-			      * reached (0: not yet); the window runs from here */
+			      * reached (0: not yet); the window runs from here. Kept once
+			      * the chunk completed, until the slot opens again: the
+			      * lateness of its stragglers counts from here */
 	uint64_t grace_due;  /* ... and when it ends (TSC) */
 	uint16_t quorum_n;   /* ... the contributions in at that moment */
 	bool grace_q;        /* an entry of the lcore's grace FIFO points here */

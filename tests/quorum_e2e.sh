@@ -12,7 +12,9 @@
 # chunk holds a and b (the worker prints the fewest contributors of a chunk of the round),
 # in none of them c; c's contributions are late at the roots and no chunk anywhere was made
 # by all three (the gateways' quorum counts, docs/METRICS.md). Timings are not asserted:
-# the window is 60 times the 5 ms, and c is 7 windows late.
+# the window is 60 times the 5 ms, and c is 7 windows late. Then the adaptive window
+# ("grace_ms": "auto", at most 300 ms): a new epoch, c never in, b in most rounds, and the
+# window in force below its bound.
 #
 #   quorum_e2e.sh BUILD_DIR
 set -u
@@ -161,6 +163,79 @@ fi
 grep -q "complete at 1 workers, grace 300 ms (in force 300.0 ms)" "$D/status.txt" &&
 	ok "status text: the grace window" ||
 	not_ok "status text: $(grep -m1 'job 1' "$D/status.txt")"
+
+# ---- The adaptive window: "grace_ms": "auto", at most 300 ms --------------------------
+# The control process started again with the job's window set from the arrivals: a new
+# epoch whose roots have grace_adaptive. The same three workers: the window starts at its
+# bound and shrinks to twice the 90th percentile of b's lateness after a (5 ms and the
+# host's jitter), so c (2 s late) is still never in, and b in most rounds (a loaded host's
+# jitter beyond the window can cut it from a round, which the window is for).
+kill -INT "$daemon" 2>/dev/null
+wait "$daemon" 2>/dev/null
+jq '.jobs[0].options.grace_ms = "auto" | .jobs[0].options.grace_max_ms = 300' \
+	"$D/deployment.json" >"$D/d.json" && mv "$D/d.json" "$D/deployment.json"
+"$CTL" run "$D/deployment.json" --socket "$D/control.sock" --heartbeat-ms 200 \
+	--fail-after 3 --out "$D/tables" 2>>"$D/control.log" &
+daemon=$!
+adaptive() {
+	for n in a b c; do
+		python3 - "$D/tables/job-1-$n.json" <<'PY' || return 1
+import json, sys
+t = json.load(open(sys.argv[1]))
+roots = [r for r in t["trees"] if r["parent"] is None]
+sys.exit(not all(r.get("grace_adaptive") is True and r.get("grace_ms") == 300 for r in roots))
+PY
+	done
+}
+wan_wait_for 60 adaptive && ok "a new epoch with the adaptive window (at most 300 ms) installed" ||
+	{ not_ok "no adaptive window in the tables"; tail -5 "$D/control.log"; }
+t0=$(python3 -c 'import time; print("%.3f" % (time.time() + 1))')
+worker() { # site first-delay-s rounds
+	local name
+	name=$(echo abc | cut -c$(($1 + 1)))
+	ip netns exec "grq$$-s$1" "$WK" --table "$D/tables/job-1-$name.json" \
+		--worker-id $((1000 + 100 * $1)) --all-workers 1000,1100,1200 \
+		--first-round 100 --rounds "$3" --timeout 30 \
+		--start-at "$(python3 -c "print($t0 + $2)")" >"$D/auto-$1.out" 2>&1
+}
+worker 0 0 "$ROUNDS" &
+pa=$!
+worker 1 0.005 "$ROUNDS" &
+pb=$!
+worker 2 2 1 &
+pc=$!
+wait "$pa" && ra=0 || ra=1
+wait "$pb" && rb=0 || rb=1
+kill "$pc" 2>/dev/null
+wait "$pc" 2>/dev/null
+if [ $ra = 0 ] && [ $rb = 0 ]; then
+	ok "adaptive: workers a and b, $ROUNDS rounds each, every result exact"
+else
+	not_ok "adaptive: the rounds of workers a and b"
+	cat "$D"/auto-*.out
+fi
+two=$(cat "$D/auto-0.out" "$D/auto-1.out" | grep -c ' 2 contributors, verified')
+[ "$two" -ge "$ROUNDS" ] && ok "adaptive: $two of $((2 * ROUNDS)) rounds hold a and b in every chunk" ||
+	{ not_ok "adaptive: $two of $((2 * ROUNDS)) rounds hold a and b"; cat "$D"/auto-*.out; }
+if grep -q ' 3 contributors' "$D"/auto-*.out; then
+	not_ok "adaptive: a round holds the worker 2 s late"
+else
+	ok "adaptive: no round holds worker c"
+fi
+"$CTL" status --socket "$D/control.sock" --json >"$D/status.json" 2>&1
+if python3 - "$D/status.json" <<'PY'; then
+import json, sys
+(j,) = json.load(open(sys.argv[1]))["jobs"]
+g = j["grace"]
+assert g["configured_ms"] == "auto" and g["max_ms"] == 300, g
+lo, hi = g["in_force_ms"]
+assert 1 <= lo < 300 and hi <= 300, g
+print("  in force: %.1f to %.1f ms" % (lo, hi), file=sys.stderr)
+PY
+	ok "adaptive: status gives \"auto\" at most 300 ms, in force below the bound"
+else
+	not_ok "adaptive status grace: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["jobs"][0]["grace"])' "$D/status.json" 2>&1)"
+fi
 
 echo "quorum_e2e: $fails failed"
 [ "$fails" = 0 ]

@@ -515,6 +515,93 @@ test_grace_adaptive(void)
 	dp_down();
 }
 
+/* Poll for ms milliseconds (a worker that is that late), collecting what the dataplane
+ * sends into o (room for max); how many frames. */
+static int
+poll_for_ms(int ms, struct out *o, int max)
+{
+	uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz() * (uint64_t)ms / 1000;
+	int n = 0;
+
+	while (rte_get_timer_cycles() < end) {
+		poll_all();
+		n += collect(o + n, max - n);
+		rte_delay_us_sleep(500);
+	}
+	return n;
+}
+
+/* An adaptive window that cut a worker grows back to it (job 23, at most 60 s): 16 chunks
+ * whose third worker comes at once bring the window down to about its floor; then in 16
+ * chunks the third comes LATE_MS after the threshold. While the window is shorter, the
+ * two complete the chunk when it runs out and the third is late, answered with that
+ * RESULT, and its lateness is a sample all the same: the window grows past LATE_MS, and
+ * the later chunks' thirds are in it. Epoch 2, at most 5 ms: a third LATE_MS late is
+ * beyond the bound and no sample, so the window stays short. Counted, not timed: the
+ * dataplane is polled all the while, so a window runs out when it ends. */
+#define LATE_MS 30
+static void
+test_grace_grows_back(void)
+{
+	const uint64_t el = 64 * 64;
+	const uint32_t ce = 64;
+	struct tdesc td = {0, 0, 0, {0}, 0, 64, 64, {0}};
+	static const uint16_t two[] = {11, 12};
+	static struct out o[64];
+	uint64_t q[6], late;
+	double floor_ms, grace_ms;
+	int n, bad = 0, three = 0;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT_FATAL(install_grace(23, 1, el, ce, &td, TABLE_GRACE_MS_MAX, true) == 0);
+	CU_ASSERT(grace_samples(23, 1, 0, 16, el, ce) == 0);
+	quorum_of(23, 1, q, &floor_ms);
+	CHECK(floor_ms < LATE_MS, "adaptive window %.3f ms after 16 chunks of all three",
+	      floor_ms);
+	late = drops(WIRE_REASON_LATE);
+	for (uint32_t c = 16; c < 32; c++) {
+		inject(contrib_set(23, 1, 11, &two[0], 1, 1, c, el, ce, 0));
+		inject(contrib_set(23, 1, 12, &two[1], 1, 1, c, el, ce, 0));
+		n = poll_for_ms(LATE_MS, o, 64);
+		inject(contrib_set(23, 1, 13, &W3[2], 1, 1, c, el, ce, 0));
+		poll_all();
+		n += collect(o + n, 64 - n);
+		bad += n < 3;
+		three += n == 3 && result_is(&o[0], W3, 3, ce);
+	}
+	CU_ASSERT(bad == 0);
+	quorum_of(23, 1, q, &grace_ms);
+	CHECK(drops(WIRE_REASON_LATE) > late && grace_ms > LATE_MS && three > 0,
+	      "late %" PRIu64 ", window %.3f ms after late thirds (%.3f before), %d chunks of "
+	      "three",
+	      drops(WIRE_REASON_LATE) - late, grace_ms, floor_ms, three);
+
+	/* Epoch 2, a bound of 5 ms: thirds LATE_MS late are no samples. */
+	CU_ASSERT_FATAL(install_grace(23, 2, el, ce, &td, 5, true) == 0);
+	for (uint32_t c = 0; c < 16; c++) {
+		for (int w = 0; w < 3; w++)
+			inject(contrib_set(23, 2, W3[w], &W3[w], 1, 1, c, el, ce, 0));
+		poll_all();
+		bad += collect(o, 64) != 3;
+	}
+	late = drops(WIRE_REASON_LATE);
+	for (uint32_t c = 16; c < 32; c++) {
+		inject(contrib_set(23, 2, 11, &two[0], 1, 1, c, el, ce, 0));
+		inject(contrib_set(23, 2, 12, &two[1], 1, 1, c, el, ce, 0));
+		n = poll_for_ms(LATE_MS, o, 64);
+		inject(contrib_set(23, 2, 13, &W3[2], 1, 1, c, el, ce, 0));
+		poll_all();
+		n += collect(o + n, 64 - n);
+		bad += n != 4;
+	}
+	CU_ASSERT(bad == 0);
+	quorum_of(23, 2, q, &grace_ms);
+	CHECK(grace_ms < 5 && drops(WIRE_REASON_LATE) == late + 16,
+	      "window %.3f ms with thirds beyond the 5 ms bound, %" PRIu64 " late", grace_ms,
+	      drops(WIRE_REASON_LATE) - late);
+	dp_down();
+}
+
 /* A slot whose round is given up while its grace window runs (job 22, adaptive, bounded by
  * 60 s): round 1 of chunk 0 reaches its threshold before any estimate, so its window, and
  * the entry queued for it, end 60 s later. Round 5's chunks 1 to 15, all three in right
@@ -982,6 +1069,8 @@ main(int argc, char **argv)
 	CU_add_test(s, "partial reduce: sets of child gateways", test_partial_reduce_child_sets);
 	CU_add_test(s, "partial reduce: a grace window", test_grace_window);
 	CU_add_test(s, "partial reduce: an adaptive grace window", test_grace_adaptive);
+	CU_add_test(s, "partial reduce: an adaptive window grows back to a worker it cut",
+		    test_grace_grows_back);
 	CU_add_test(s, "partial reduce: a window after a round given up ends at its own end",
 		    test_grace_after_give_up);
 	CU_add_test(s, "a child gateway's contrib counts the workers below it",

@@ -200,7 +200,9 @@ complete(struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t, s
 			rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - len));
 	}
 	s->acc = NULL;
-	s->quorum_tsc = 0; /* the grace window, if one was open, is over */
+	/* The grace window, if one was open, is over: the slot is no longer OPEN, which
+	 * dp_agg_grace() sees. quorum_tsc stays until the slot opens again: a straggler's
+	 * lateness is measured from it (quorum_late()). */
 	lc->ctr[DP_CTR_CHUNKS_COMPLETED]++;
 	wh->sender = rte_cpu_to_be_16(j->self_id);
 	wh->origin = rte_cpu_to_be_16(j->self_id);
@@ -449,10 +451,12 @@ on_contrib_other(struct dp_lcore *lc, const struct dp_job *j, bool live, const s
 		/* Not new to an open slot (on_contrib() adds those): known already
 		 * (duplicate), or complete without it (a straggler: late). The RESULT, when
 		 * retained, answers both; otherwise a RETX gets an ACK. */
-		if (have)
+		if (have) {
 			drop(lc, m, WIRE_REASON_DUPLICATE);
-		else
+		} else {
 			late(lc, j, t, m);
+			quorum_late(lc, j, t, s);
+		}
 		if (s->state == DP_SLOT_DONE && (retx || !have))
 			send_result_copy(lc, j, t, ti, s->result, NULL, WIRE_F_RETX | WIRE_F_ECHO,
 					 p->tsval, dp_now_us());

@@ -84,6 +84,26 @@ grace_sample(const struct dp_lcore *lc, const struct dp_job *j, uint64_t v)
 		grace_estimate(lj, j->grace_floor_tsc);
 }
 
+/*
+ * A contribution that came after its chunk completed, to slot s of tree t (its chunk and
+ * round): with an adaptive window, its lateness after the threshold is a sample too, up to
+ * the table's bound. So a worker that the window cut (the window shrank below its
+ * lateness) still counts, and the window grows back to it; one later than the bound, a
+ * straggler the window is not for, does not.
+ */
+static inline void
+quorum_late(const struct dp_lcore *lc, const struct dp_job *j, const struct dp_tree *t,
+	    const struct dp_slot *s)
+{
+	uint64_t v;
+
+	if (!t->grace_adaptive || s->quorum_tsc == 0)
+		return;
+	v = rte_rdtsc() - s->quorum_tsc;
+	if (v <= t->grace_tsc)
+		grace_sample(lc, j, v);
+}
+
 /* Append a grace entry for slot s of tree index ti, due at `due`: the FIFO holds at most
  * one per slot (grace_q), so its capacity, the slots of the trees with a window, is
  * never exceeded. */
