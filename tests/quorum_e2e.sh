@@ -100,25 +100,33 @@ print(sum(j["quorum"][sys.argv[1]] for j in json.load(sys.stdin)["jobs"] if j["j
 # The three workers: a now, b 5 ms later, c 2 s later, all from round 0. c's round is
 # answered by later rounds' results, 2 s late each, chunk by chunk; it is stopped once a and
 # b are done (its contributions are counted late at the roots).
-t0=$(python3 -c 'import time; print("%.3f" % (time.time() + 1))')
-worker() { # site first-delay-s rounds
+# worker SITE DELAY_S ROUNDS: one worker of three(), starting DELAY_S after $t0.
+worker() {
 	local name
 	name=$(echo abc | cut -c$(($1 + 1)))
 	ip netns exec "grq$$-s$1" "$WK" --table "$D/tables/job-1-$name.json" \
-		--worker-id $((1000 + 100 * $1)) --all-workers 1000,1100,1200 --first-round 0 \
-		--rounds "$3" --timeout 30 \
-		--start-at "$(python3 -c "print($t0 + $2)")" >"$D/w-$1.out" 2>&1
+		--worker-id $((1000 + 100 * $1)) --all-workers 1000,1100,1200 \
+		--first-round "$first" --rounds "$3" --timeout 30 \
+		--start-at "$(python3 -c "print($t0 + $2)")" >"$D/$out-$1.out" 2>&1
 }
-worker 0 0 "$ROUNDS" &
-pa=$!
-worker 1 0.005 "$ROUNDS" &
-pb=$!
-worker 2 2 1 &
-pc=$!
-wait "$pa" && ra=0 || ra=1
-wait "$pb" && rb=0 || rb=1
-kill "$pc" 2>/dev/null
-wait "$pc" 2>/dev/null
+# three FIRST OUT: the three workers from round FIRST, their output in $D/OUT-SITE.out; ra
+# and rb: a's and b's exit status (0 or 1).
+three() {
+	local pa pb pc
+	first=$1 out=$2
+	t0=$(python3 -c 'import time; print("%.3f" % (time.time() + 1))')
+	worker 0 0 "$ROUNDS" &
+	pa=$!
+	worker 1 0.005 "$ROUNDS" &
+	pb=$!
+	worker 2 2 1 &
+	pc=$!
+	wait "$pa" && ra=0 || ra=1
+	wait "$pb" && rb=0 || rb=1
+	kill "$pc" 2>/dev/null
+	wait "$pc" 2>/dev/null
+}
+three 0 w
 if [ $ra = 0 ] && [ $rb = 0 ]; then
 	ok "workers a and b: $ROUNDS rounds each, every result exact"
 else
@@ -189,25 +197,7 @@ PY
 }
 wan_wait_for 60 adaptive && ok "a new epoch with the adaptive window (at most 300 ms) installed" ||
 	{ not_ok "no adaptive window in the tables"; tail -5 "$D/control.log"; }
-t0=$(python3 -c 'import time; print("%.3f" % (time.time() + 1))')
-worker() { # site first-delay-s rounds
-	local name
-	name=$(echo abc | cut -c$(($1 + 1)))
-	ip netns exec "grq$$-s$1" "$WK" --table "$D/tables/job-1-$name.json" \
-		--worker-id $((1000 + 100 * $1)) --all-workers 1000,1100,1200 \
-		--first-round 100 --rounds "$3" --timeout 30 \
-		--start-at "$(python3 -c "print($t0 + $2)")" >"$D/auto-$1.out" 2>&1
-}
-worker 0 0 "$ROUNDS" &
-pa=$!
-worker 1 0.005 "$ROUNDS" &
-pb=$!
-worker 2 2 1 &
-pc=$!
-wait "$pa" && ra=0 || ra=1
-wait "$pb" && rb=0 || rb=1
-kill "$pc" 2>/dev/null
-wait "$pc" 2>/dev/null
+three 100 auto
 if [ $ra = 0 ] && [ $rb = 0 ]; then
 	ok "adaptive: workers a and b, $ROUNDS rounds each, every result exact"
 else
