@@ -118,7 +118,6 @@ forget_keys(const struct dmn *m, int ji, struct jobplan *jp)
 					sl->key_id = (uint32_t)json_integer_value(
 						json_object_get(s, "key_id"));
 		}
-	jp->keys_unknown = true;
 }
 
 /* The links job ji would have been planned over alone (whole: the whole capacities) or

@@ -67,9 +67,6 @@ struct jobplan {
 	int revision_gw;                /* a gateway of that revision; -1: none up */
 	uint32_t chunk_bytes;           /* payload bytes per chunk in its tables: the job's,
 					 * at most what that revision takes (jobplan_chunk_bytes()) */
-	bool keys_unknown;              /* taken over from the gateways: its protected links'
-					 * keys are wiped (only the gateways know them), so its
-					 * tables are never installed */
 };
 
 /** What the control process knows of a topology link beyond the topology file. */

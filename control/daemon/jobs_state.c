@@ -149,7 +149,8 @@ epochs_apply(struct dmn *m, const char *path, const json_t *epochs)
 			continue; /* a job gone from the deployment */
 		if ((uint32_t)next > m->jobs[i].next_epoch)
 			m->jobs[i].next_epoch = (uint32_t)next;
-		control_log("job %u: epoch %lld recorded live (%s), the next epoch %u or above",
+		control_log("job %u: live epoch %lld recorded (%s; 0: none), the next epoch %u or "
+			    "above",
 			    m->d->jobs[i].id,
 			    (long long)json_integer_value(json_object_get(e, "epoch")), path,
 			    m->jobs[i].next_epoch);
