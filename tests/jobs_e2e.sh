@@ -276,6 +276,16 @@ for bad in '"next": 0, "gateways": []' '"next": 3, "gateways": [1]' '"gateways":
 		ok "a state file's malformed epoch ($bad) stops the start" ||
 		not_ok "malformed epochs[0] ($bad): exit $rc, $(cat "$D/bad.log")"
 done
+for bad in '{}:epochs' '[{"job": 1, "epoch": 2, "next": 4294967296, "gateways": []}]:epochs\[0\]'; do
+	echo "{\"format\": \"georeduce-control-jobs/1\", \"jobs\": [], \"epochs\": ${bad%:*}}" \
+		>"$D/bad/jobs.json"
+	timeout 20 "$CTL" run "$D/deployment.json" --socket "$D/bad.sock" --state-dir "$D/bad" \
+		2>"$D/bad.log"
+	rc=$?
+	[ $rc = 1 ] && grep -q "cannot start: $D/bad/jobs.json: field '${bad##*:}'" "$D/bad.log" &&
+		ok "a state file's epochs ${bad%:*} stop the start" ||
+		not_ok "epochs ${bad%:*}: exit $rc, $(cat "$D/bad.log")"
+done
 
 # ---- 7. a launcher in Python: georeduce.Job.create() and .delete() over TLS -----------
 cat >"$D/launch.py" <<'PY'
