@@ -22,6 +22,7 @@
 
 #include "bytes.h"
 #include "gen.h"
+#include "halffloat.h"
 
 #define GEN_PROG "georeduce-bench"
 #define E_FIRST 0x1u /* send-queue entry: first frame of the round */
@@ -448,18 +449,7 @@ elem_value(const uint8_t *pl, enum wire_dtype dt, unsigned int i, uint32_t *bits
 	}
 	memcpy(&h, pl + 2 * (size_t)i, 2);
 	*bits = h;
-	if (dt == WIRE_DTYPE_BF16) {
-		uint32_t b = (uint32_t)h << 16;
-
-		memcpy(&f, &b, 4);
-		return f;
-	}
-	int e = h >> 10 & 0x1f;
-	double m = h & 0x3ff, v = e == 0  ? ldexp(m, -24) :
-				  e == 31 ? (m != 0 ? NAN : INFINITY) :
-					    ldexp(m + 1024, e - 25);
-
-	return h & 0x8000 ? -v : v;
+	return dt == WIRE_DTYPE_BF16 ? gr_bf16_to_f32(h) : gr_f16_to_f32(h);
 }
 
 /* A RESULT whose payload pl (NULL: unreadable) differs from the exact sum expect: counted,
