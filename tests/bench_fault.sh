@@ -86,5 +86,15 @@ assert p["wrong_results"] == 0 and p["gateway_corrupted"] == 0, p
 assert p["verify"]["payloads_checked"] >= 2500 * 512 * 4 and p["verify"]["failures"] == 0, p
 PY
 
+# fp16: a wrong sum is named with both values as numbers and their 16 bits (every sum of
+# the bench's small integers is exact in fp16).
+"$bench" "${eal[@]}" -- --no-baseline --dtype fp16 --payload 64 --window 64 --rounds 200 \
+	--rto-ms 1000 --quiet --dp-fault 0,tx,corrupt=1e-3 --dp-fault-seed 3 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 3 ] &&
+	grep -qE "wrong sum: chunk [0-9]+ round [0-9]+ worker [0-9]+ element [0-9]+: expected -?[0-9]+ \(0x[0-9a-f]{4}\), received" "$tmp/err" &&
+	ok "fp16: exit 3, the wrong sum named: $(grep -m1 -o 'expected.*received [^;]*' "$tmp/err")" ||
+	not_ok "fp16 wrong sums: exit $rc: $(grep -m2 'wrong sum' "$tmp/err")"
+
 echo "# $((n - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]
