@@ -147,6 +147,18 @@ fi
 status() { wan_status "$W" "$1"; }
 until_true() { wan_until "$W" "$@"; }
 
+# A control option the control process refuses: up fails at once, saying so, and leaves
+# nothing behind.
+if "$TB" up --build "$BUILD" --dir "$D/bad" --topology "$D/topo.json" --scale 1 --jobs mtree \
+	--elements 4096 --prefix "${P}b" --control-opts "--bogus 1" >"$D/bad.out" 2>&1; then
+	not_ok "up with --control-opts \"--bogus 1\": accepted"
+elif grep -q "the control process exited" "$D/bad.out" &&
+	! ip netns list | grep -q "^${P}b-"; then
+	ok "up with a control option the control process refuses: $(tail -1 "$D/bad.out")"
+else
+	not_ok "up with --control-opts \"--bogus 1\": $(tail -3 "$D/bad.out")"
+fi
+
 # A link must carry less than planned for 10 minutes before the control process plans
 # with its measured capacity: on a host starved of CPU the links look short, and such a
 # re-plan between a killed round and its restart would leave the far-ahead check below

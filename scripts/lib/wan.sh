@@ -252,6 +252,12 @@ except ValueError:
     sys.exit(1)
 sys.exit(not all(j["epoch"] is not None and j["state"] == "live" for j in s["jobs"]))' &&
 			return 0
+		# A control process that exited (a bad option, say) installs nothing: no wait.
+		if ! wan_ha "$dir" && [ -e "$dir/control.pid" ] &&
+			! kill -0 "$(cat "$dir/control.pid")" 2>/dev/null; then
+			echo "the control process exited (see $dir/control.log)" >&2
+			return 1
+		fi
 		sleep 0.2
 	done
 	echo "the control process installed no epoch of every job (see $dir/control.log)" >&2
