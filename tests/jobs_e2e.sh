@@ -259,33 +259,26 @@ jq -e '.jobs == [] and .deleted == [2, 3]' "$D/state/jobs.json" >/dev/null &&
 	ok "the state directory holds no job" || not_ok "state: $(cat "$D/state/jobs.json")"
 
 # A damaged state file stops the start rather than forget jobs.
-mkdir "$D/bad" && echo '{"format": "x"}' >"$D/bad/jobs.json"
-timeout 20 "$CTL" run "$D/deployment.json" --socket "$D/bad.sock" --state-dir "$D/bad" \
-	2>"$D/bad.log"
-rc=$?
-[ $rc = 1 ] && grep -q "cannot start: $D/bad/jobs.json: field 'format'" "$D/bad.log" &&
-	ok "a damaged state file: $(tail -1 "$D/bad.log" | cut -d' ' -f2-)" ||
-	not_ok "damaged state file: exit $rc, $(cat "$D/bad.log")"
-for bad in '"next": 0, "gateways": []' '"next": 3, "gateways": [1]' '"gateways": []'; do
-	echo "{\"format\": \"georeduce-control-jobs/1\", \"jobs\": [],
-	       \"epochs\": [{\"job\": 1, \"epoch\": 2, $bad}]}" >"$D/bad/jobs.json"
+# bad_state DOC FIELD WHAT: a state file DOC stops the start (exit 1), naming FIELD (a
+# grep pattern).
+bad_state() {
+	local rc
+	echo "$1" >"$D/bad/jobs.json"
 	timeout 20 "$CTL" run "$D/deployment.json" --socket "$D/bad.sock" --state-dir "$D/bad" \
 		2>"$D/bad.log"
 	rc=$?
-	[ $rc = 1 ] && grep -q "cannot start: $D/bad/jobs.json: field 'epochs\[0\]'" "$D/bad.log" &&
-		ok "a state file's malformed epoch ($bad) stops the start" ||
-		not_ok "malformed epochs[0] ($bad): exit $rc, $(cat "$D/bad.log")"
+	[ $rc = 1 ] && grep -q "cannot start: $D/bad/jobs.json: field '$2'" "$D/bad.log" &&
+		ok "$3 stops the start: $(tail -1 "$D/bad.log" | cut -d' ' -f2- | head -c 160)" ||
+		not_ok "$3: exit $rc, $(cat "$D/bad.log")"
+}
+mkdir "$D/bad"
+bad_state '{"format": "x"}' format "a damaged state file"
+doc='{"format": "georeduce-control-jobs/1", "jobs": [], "epochs": '
+for e in '"next": 0, "gateways": []' '"next": 3, "gateways": [1]' '"gateways": []' \
+	'"next": 4294967296, "gateways": []'; do
+	bad_state "$doc[{\"job\": 1, \"epoch\": 2, $e}]}" 'epochs\[0\]' "a malformed epoch ($e)"
 done
-for bad in '{}:epochs' '[{"job": 1, "epoch": 2, "next": 4294967296, "gateways": []}]:epochs\[0\]'; do
-	echo "{\"format\": \"georeduce-control-jobs/1\", \"jobs\": [], \"epochs\": ${bad%:*}}" \
-		>"$D/bad/jobs.json"
-	timeout 20 "$CTL" run "$D/deployment.json" --socket "$D/bad.sock" --state-dir "$D/bad" \
-		2>"$D/bad.log"
-	rc=$?
-	[ $rc = 1 ] && grep -q "cannot start: $D/bad/jobs.json: field '${bad##*:}'" "$D/bad.log" &&
-		ok "a state file's epochs ${bad%:*} stop the start" ||
-		not_ok "epochs ${bad%:*}: exit $rc, $(cat "$D/bad.log")"
-done
+bad_state "$doc{}}" epochs "epochs that are not an array"
 
 # ---- 7. a launcher in Python: georeduce.Job.create() and .delete() over TLS -----------
 cat >"$D/launch.py" <<'PY'
