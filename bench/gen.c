@@ -21,56 +21,7 @@
 
 #include "bytes.h"
 #include "gen.h"
-
-#define GEN_PROG "georeduce-bench"
-#define E_FIRST 0x1u /* send-queue entry: first frame of the round */
-#define E_RETX 0x2u  /* ... a retransmission */
-#define OFF_FLAGS (WIRE_FRAME_HDR_OFF + 4)
-#define OFF_ROUND (WIRE_FRAME_HDR_OFF + 24)
-#define PACE_BURST_BYTES 16384.0
-#define TIMER_US 1000 /* timers are scanned every millisecond */
-#define RTO_SHIFT_MAX 8
-
-/* One driven chunk. */
-struct gen_chunk {
-	uint32_t chunk;
-	uint16_t tree;
-	uint16_t dst_port;
-	uint32_t round;
-	bool open;                /* a round in flight */
-	uint8_t tries;            /* timer expiries of this round */
-	uint16_t pending;         /* entries in the send queue */
-	uint32_t got;             /* workers done this round */
-	uint64_t t_first;         /* TSC of the round's first frame; 0: not sent yet */
-	uint64_t deadline;        /* TSC; UINT64_MAX while frames are queued */
-	uint64_t *mask;           /* workers done, a bit each */
-	const uint8_t *expect;    /* the exact sum's payload (dataplane peer) */
-	struct rte_mbuf **frames; /* per worker, sent by reference */
-};
-
-struct gen_lcore {
-	const struct gen_job *gj;
-	struct gen_params prm;
-	struct rte_mempool *pool;
-	unsigned int mask_words;
-	struct gen_chunk *ch;
-	uint64_t *words; /* all chunks' masks */
-	uint8_t *expect; /* all chunks' expected payloads */
-	/* The send queue: (chunk index << 24 | worker << 8 | E_*), a power of two. */
-	uint64_t *q;
-	uint32_t q_mask, q_head, q_tail;
-	/* Pacing on the TSC. */
-	double tsc_per_byte, next_tx;
-	double pace_burst; /* bytes the pacer may send at once after a pause */
-	double ns_per_tsc;
-	uint64_t verify_tick;
-	unsigned int n_open;
-	bool draining; /* start no new round */
-	uint8_t scratch[WIRE_FRAME_PAYLOAD_OFF + TABLE_CHUNK_BYTES_MAX] __rte_cache_aligned;
-	struct gen_stats st;
-	struct gen_hist hist;
-	struct gen_result res;
-};
+#include "gen_priv.h"
 
 /* --- Jobs --------------------------------------------------------------------------------- */
 
@@ -97,6 +48,81 @@ cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static bool
+same_gw(const struct table_gw *a, const struct table_gw *b)
+{
+	return a->id == b->id && a->ipv4 == b->ipv4 && a->base_port == b->base_port &&
+	       a->ports == b->ports;
+}
+
+/* The trees must agree on the parties the generator plays: those of the first. */
+static int
+check_trees(const struct table *tb, char *err, size_t errlen)
+{
+	const struct table_tree *t0 = &tb->trees[0];
+
+	for (int t = 0; t < tb->n_trees; t++) {
+		const struct table_tree *tr = &tb->trees[t];
+		bool same = tr->has_parent == t0->has_parent && tr->n_children == t0->n_children &&
+			    (!tr->has_parent || same_gw(&tr->parent, &t0->parent));
+
+		for (int k = 0; same && k < tr->n_children; k++)
+			same = same_gw(&tr->children[k], &t0->children[k]) &&
+			       tr->child_workers[k] == t0->child_workers[k];
+		if (!same || tr->subtree_workers != t0->subtree_workers) {
+			snprintf(err, errlen,
+				 "--table: tree %u: its parent, children or subtree differ from "
+				 "tree %u's (the bench plays one set of parties)",
+				 tr->id, t0->id);
+			return -EINVAL;
+		}
+		if (tb->cset_blocks != 0 || table_lan_dtype(tb) != tb->dtype ||
+		    (tr->threshold != 0 && tr->threshold < tr->subtree_workers)) {
+			snprintf(err, errlen,
+				 "--table: tree %u: contributor sets, a LAN dtype and partial "
+				 "reduce are not driven by the bench",
+				 tr->id);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* The contributors (local workers, then child gateways) and the parent of tree 0. */
+static void
+set_parties(struct gen_job *gj, const struct table_tree *t0)
+{
+	unsigned int k = 0;
+
+	for (int w = 0; w < t0->n_workers; w++, k++) {
+		gj->workers[k].id = t0->workers[w].id;
+		gj->workers[k].ipv4 = t0->workers[w].ipv4;
+		gj->workers[k].port = t0->workers[w].port;
+		gj->workers[k].n_ports = 1;
+		gj->workers[k].contrib = 1;
+	}
+	for (int w = 0; w < t0->n_children; w++, k++) {
+		gj->workers[k].id = t0->children[w].id;
+		gj->workers[k].ipv4 = t0->children[w].ipv4;
+		gj->workers[k].port = t0->children[w].base_port;
+		gj->workers[k].n_ports = t0->children[w].ports;
+		gj->workers[k].contrib = (uint16_t)t0->child_workers[w];
+	}
+	qsort(gj->workers, gj->n_workers, sizeof(*gj->workers), cmp_worker);
+	gj->n_children = (unsigned int)t0->n_children;
+	gj->has_parent = t0->has_parent;
+	gj->sub_contrib = (uint16_t)t0->subtree_workers;
+	gj->result_contrib = (uint16_t)(t0->subtree_workers + (t0->has_parent ? 1 : 0));
+	gj->root_id = t0->has_parent ? t0->parent.id : gj->gw_id;
+	if (t0->has_parent) {
+		gj->parent.id = t0->parent.id;
+		gj->parent.ipv4 = t0->parent.ipv4;
+		gj->parent.port = t0->parent.base_port;
+		gj->parent.n_ports = t0->parent.ports;
+		gj->parent.contrib = 1;
+	}
+}
+
 int
 gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int window, char *err,
 		   size_t errlen)
@@ -110,29 +136,21 @@ gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int wind
 		snprintf(err, errlen, "--table: the gateway is in no tree of job %u", tb->job);
 		return -EINVAL;
 	}
-	for (int t = 0; t < tb->n_trees; t++) {
-		const struct table_tree *tr = &tb->trees[t];
-
-		if (tr->role != TABLE_ROLE_ROOT || tr->n_children != 0 || tr->n_workers == 0) {
-			snprintf(err, errlen,
-				 "--table: tree %u: the gateway must be a root with "
-				 "local workers only (it is a %s with %d children)",
-				 tr->id, table_role_name(tr->role), tr->n_children);
-			return -EINVAL;
-		}
-		cap += RTE_MIN(tr->chunk_count, tr->slots);
-	}
+	if (check_trees(tb, err, errlen) != 0)
+		return -EINVAL;
+	for (int t = 0; t < tb->n_trees; t++)
+		cap += RTE_MIN(tb->trees[t].chunk_count, tb->trees[t].slots);
 	gj->job = tb->job;
 	gj->epoch = tb->epoch;
 	gj->dtype = (enum wire_dtype)tb->dtype;
 	gj->elems = tb->chunk_elements;
-	gj->payload = tb->chunk_elements * (uint32_t)table_dtype_size(tb->dtype);
+	gj->payload = (uint32_t)table_dtype_bytes(tb->dtype, tb->chunk_elements);
 	gj->frame_len = WIRE_FRAME_PAYLOAD_OFF + gj->payload;
 	gj->gw_id = tb->gw.id;
 	gj->gw_ipv4 = tb->gw.ipv4;
 	gj->base_port = tb->gw.base_port;
 	gj->n_ports = tb->gw.ports;
-	gj->n_workers = (unsigned int)tb->trees[0].n_workers;
+	gj->n_workers = (unsigned int)(tb->trees[0].n_workers + tb->trees[0].n_children);
 	gj->workers = calloc(gj->n_workers, sizeof(*gj->workers));
 	pairs = calloc(cap, 2 * sizeof(uint32_t));
 	gj->chunk = calloc(RTE_MAX(cap, 1u), sizeof(*gj->chunk));
@@ -143,12 +161,7 @@ gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int wind
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (unsigned int w = 0; w < gj->n_workers; w++) {
-		gj->workers[w].id = tb->trees[0].workers[w].id;
-		gj->workers[w].ipv4 = tb->trees[0].workers[w].ipv4;
-		gj->workers[w].port = tb->trees[0].workers[w].port;
-	}
-	qsort(gj->workers, gj->n_workers, sizeof(*gj->workers), cmp_worker);
+	set_parties(gj, &tb->trees[0]);
 	/* Round-robin over the trees, so that a small window still covers every tree. */
 	for (uint32_t k = 0; n < window && n < cap; k++) {
 		for (int t = 0; t < tb->n_trees && n < window; t++) {
@@ -174,7 +187,7 @@ gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int wind
 	}
 	free(pairs);
 	gj->n_chunks = n;
-	gj->amplitude = RTE_MAX(1, RTE_MIN(8, 256 / (int)gj->n_workers));
+	gj->amplitude = RTE_MAX(1, RTE_MIN(8, 256 / (int)(gj->n_workers + gj->has_parent)));
 	if (n == 0 || total == 0) {
 		gen_job_fini(gj);
 		snprintf(err, errlen, "--table: job %u has no full chunk to drive", tb->job);
@@ -268,27 +281,30 @@ gen_hist_quantile(const struct gen_hist *h, double q)
 
 /* --- Setup -------------------------------------------------------------------------------- */
 
+/* Frame w of chunk index c: contributor w's CONTRIB, or the parent's RESULT (GEN_PARENT)
+ * with the exact sum of every contribution and the parent's own. */
 static int
 build_frame(const struct gen_lcore *g, uint8_t *frame, unsigned int c, unsigned int w)
 {
 	const struct gen_job *gj = g->gj;
-	const struct gen_worker *wk = &gj->workers[w];
+	bool parent = w == GEN_PARENT(gj);
+	const struct gen_worker *wk = parent ? &gj->parent : &gj->workers[w];
 	struct wire_pkt p = {
-		.type = WIRE_TYPE_CONTRIB,
+		.type = parent ? WIRE_TYPE_RESULT : WIRE_TYPE_CONTRIB,
 		.dtype = gj->dtype,
 		.job = gj->job,
 		.epoch = gj->epoch,
 		.tree = gj->tree[c],
 		.sender = wk->id,
 		.origin = wk->id,
-		.contrib = 1,
+		.contrib = parent ? gj->result_contrib : wk->contrib,
 		.chunk = gj->chunk[c],
 		.count = (uint16_t)gj->elems,
 	};
 	struct wire_flow fl = {
 		.src_ip = wk->ipv4,
 		.dst_ip = gj->gw_ipv4,
-		.src_port = wk->port,
+		.src_port = (uint16_t)(wk->port + gj->chunk[c] % wk->n_ports),
 		.dst_port = wire_udp_port(gj->base_port, gj->n_ports, gj->chunk[c]),
 		.ttl = 64,
 	};
@@ -299,10 +315,28 @@ build_frame(const struct gen_lcore *g, uint8_t *frame, unsigned int c, unsigned 
 	if (wire_hdr_encode(frame + WIRE_FRAME_HDR_OFF, gj->frame_len - WIRE_FRAME_HDR_OFF, &p,
 			    NULL) != 0)
 		return -EINVAL;
-	for (unsigned int i = 0; i < gj->elems; i++)
-		put_int(payload, gj->dtype, i, gen_value(c, w, i, gj->amplitude));
+	if (parent)
+		memcpy(payload, g->ch[c].expect, gj->payload);
+	else
+		for (unsigned int i = 0; i < gj->elems; i++)
+			put_int(payload, gj->dtype, i, gen_value(c, w, i, gj->amplitude));
+	/* No UDP checksum (zero: none): the round is rewritten in frames sent again. */
 	return wire_frame_build(frame, gj->frame_len, &fl, gj->frame_len - WIRE_FRAME_HDR_OFF,
 				false);
+}
+
+/* The exact sum of chunk index c's contributions from parties 0 .. n-1 (n - 1 =
+ * GEN_PARENT: the parent's own share) into e. */
+static void
+exact_sum(const struct gen_job *gj, unsigned int c, unsigned int n, uint8_t *e)
+{
+	for (unsigned int i = 0; i < gj->elems; i++) {
+		int s = 0;
+
+		for (unsigned int w = 0; w < n; w++)
+			s += gen_value(c, w, i, gj->amplitude);
+		put_int(e, gj->dtype, i, s);
+	}
 }
 
 struct gen_lcore *
@@ -310,8 +344,8 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 		 char *err, size_t errlen)
 {
 	struct gen_lcore *g = rte_zmalloc("gen_lcore", sizeof(*g), RTE_CACHE_LINE_SIZE);
-	unsigned int C = gj->n_chunks, W = gj->n_workers;
-	uint32_t qcap = rte_align32pow2(C * W * 2);
+	unsigned int C = gj->n_chunks, W = gj->n_workers, F = W + gj->has_parent;
+	uint32_t qcap = rte_align32pow2(C * F * 2);
 
 	if (g == NULL) {
 		snprintf(err, errlen, "out of memory for the generator");
@@ -324,10 +358,12 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 	g->ch = calloc(C, sizeof(*g->ch));
 	g->words = calloc((size_t)C * g->mask_words, sizeof(uint64_t));
 	g->expect = prm->peer == GEN_PEER_DATAPLANE ? calloc(C, gj->payload) : NULL;
+	g->partial = gj->has_parent ? calloc(C, gj->payload) : NULL;
 	g->q = calloc(qcap, sizeof(*g->q));
 	g->q_mask = qcap - 1;
 	if (g->ch == NULL || g->words == NULL || g->q == NULL ||
-	    (prm->peer == GEN_PEER_DATAPLANE && g->expect == NULL)) {
+	    (prm->peer == GEN_PEER_DATAPLANE && g->expect == NULL) ||
+	    (gj->has_parent && (g->partial == NULL || g->expect == NULL))) {
 		snprintf(err, errlen, "out of memory for %u chunks", C);
 		goto fail;
 	}
@@ -339,24 +375,20 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 		ch->dst_port = wire_udp_port(gj->base_port, gj->n_ports, ch->chunk);
 		ch->mask = g->words + (size_t)c * g->mask_words;
 		ch->deadline = UINT64_MAX;
-		ch->frames = calloc(W, sizeof(*ch->frames));
+		ch->frames = calloc(F, sizeof(*ch->frames));
 		if (ch->frames == NULL) {
 			snprintf(err, errlen, "out of memory for %u chunks", C);
 			goto fail;
 		}
 		if (g->expect != NULL) {
-			uint8_t *e = g->expect + (size_t)c * gj->payload;
-
-			for (unsigned int i = 0; i < gj->elems; i++) {
-				int s = 0;
-
-				for (unsigned int w = 0; w < W; w++)
-					s += gen_value(c, w, i, gj->amplitude);
-				put_int(e, gj->dtype, i, s);
-			}
-			ch->expect = e;
+			ch->expect = g->expect + (size_t)c * gj->payload;
+			exact_sum(gj, c, F, g->expect + (size_t)c * gj->payload);
 		}
-		for (unsigned int w = 0; w < W; w++) {
+		if (g->partial != NULL) {
+			ch->partial = g->partial + (size_t)c * gj->payload;
+			exact_sum(gj, c, W, g->partial + (size_t)c * gj->payload);
+		}
+		for (unsigned int w = 0; w < F; w++) {
 			struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
 			uint8_t *d =
 				m == NULL ?
@@ -397,13 +429,15 @@ gen_lcore_free(struct gen_lcore *g)
 	if (g == NULL)
 		return;
 	for (unsigned int c = 0; g->ch != NULL && c < g->gj->n_chunks; c++) {
-		for (unsigned int w = 0; g->ch[c].frames != NULL && w < g->gj->n_workers; w++)
+		for (unsigned int w = 0;
+		     g->ch[c].frames != NULL && w < g->gj->n_workers + g->gj->has_parent; w++)
 			rte_pktmbuf_free(g->ch[c].frames[w]);
 		free(g->ch[c].frames);
 	}
 	free(g->ch);
 	free(g->words);
 	free(g->expect);
+	free(g->partial);
 	free(g->q);
 	rte_free(g);
 }
@@ -416,10 +450,8 @@ gen_lcore_result(const struct gen_lcore *g)
 
 /* --- The loop ----------------------------------------------------------------------------- */
 
-static void fail(struct gen_lcore *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-fail(struct gen_lcore *g, const char *fmt, ...)
+void
+gen_fail(struct gen_lcore *g, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -431,8 +463,8 @@ fail(struct gen_lcore *g, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void
-enqueue(struct gen_lcore *g, unsigned int c, unsigned int w, unsigned int flags)
+void
+gen_enqueue(struct gen_lcore *g, unsigned int c, unsigned int w, unsigned int flags)
 {
 	g->q[g->q_tail++ & g->q_mask] = (uint64_t)c << 24 | (uint64_t)w << 8 | flags;
 	g->ch[c].pending++;
@@ -449,10 +481,11 @@ start_round(struct gen_lcore *g, unsigned int c)
 	ch->tries = 0;
 	ch->t_first = 0;
 	ch->deadline = UINT64_MAX;
+	ch->answered = false;
 	memset(ch->mask, 0, g->mask_words * sizeof(uint64_t));
 	g->n_open++;
 	for (unsigned int w = 0; w < g->gj->n_workers; w++)
-		enqueue(g, c, w, w == 0 ? E_FIRST : 0);
+		gen_enqueue(g, c, w, w == 0 ? E_FIRST : 0);
 }
 
 static void
@@ -551,8 +584,8 @@ do_tx(struct gen_lcore *g, uint64_t now)
 	return sent;
 }
 
-static int
-find_chunk(const struct gen_job *gj, uint32_t chunk)
+int
+gen_find_chunk(const struct gen_job *gj, uint32_t chunk)
 {
 	unsigned int lo = 0, hi = gj->n_chunks;
 
@@ -567,23 +600,37 @@ find_chunk(const struct gen_job *gj, uint32_t chunk)
 	return lo < gj->n_chunks && gj->chunk[lo] == chunk ? (int)lo : -1;
 }
 
+/* The contributor at (ipv4, port): a worker's port, or a port of a child gateway's range.
+ * The last entry at or below (ipv4, port) in (ipv4, port) order. */
 static int
 find_worker(const struct gen_job *gj, uint32_t ipv4, uint16_t port)
 {
-	struct gen_worker key = {.ipv4 = ipv4, .port = port};
-	const struct gen_worker *w =
-		bsearch(&key, gj->workers, gj->n_workers, sizeof(*gj->workers), cmp_worker);
+	uint64_t key = (uint64_t)ipv4 << 16 | port;
+	unsigned int lo = 0, hi = gj->n_workers;
 
-	return w == NULL ? -1 : (int)(w - gj->workers);
+	while (lo < hi) {
+		unsigned int mid = (lo + hi) / 2;
+
+		if (((uint64_t)gj->workers[mid].ipv4 << 16 | gj->workers[mid].port) <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -1;
+	const struct gen_worker *w = &gj->workers[lo - 1];
+
+	return w->ipv4 == ipv4 && (uint16_t)(port - w->port) < w->n_ports ? (int)(lo - 1) : -1;
 }
 
-static int
-find_worker_ip(const struct gen_job *gj, uint32_t ipv4)
+/* Whether ipv4 is an address the generator plays: a contributor's or the parent's. */
+static bool
+plays_ip(const struct gen_job *gj, uint32_t ipv4)
 {
 	for (unsigned int w = 0; w < gj->n_workers; w++)
 		if (gj->workers[w].ipv4 == ipv4)
-			return (int)w;
-	return -1;
+			return true;
+	return gj->has_parent && gj->parent.ipv4 == ipv4;
 }
 
 /* Build an ARP frame in the empty mbuf m: op 1 (request) or 2 (reply). False if m has no
@@ -627,7 +674,7 @@ rx_arp(struct gen_lcore *g, const uint8_t *d, uint32_t len)
 		return;
 	sip = be32_get(d + 28);
 	tip = be32_get(d + 38);
-	if (find_worker_ip(g->gj, tip) < 0 || (m = rte_pktmbuf_alloc(g->pool)) == NULL)
+	if (!plays_ip(g->gj, tip) || (m = rte_pktmbuf_alloc(g->pool)) == NULL)
 		return;
 	if (arp_frame(m, 2, g->prm.src_mac, tip, d + 22, sip) &&
 	    rte_eth_tx_burst(g->prm.port_id, g->prm.queue, &m, 1) == 1)
@@ -680,6 +727,12 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 		g->st.acks++;
 		return;
 	}
+	if (p.type == WIRE_TYPE_CONTRIB && gj->has_parent && fl.dst_ip == gj->parent.ipv4 &&
+	    g->prm.peer == GEN_PEER_DATAPLANE) {
+		if (gen_parent_rx(g, m, &p, &fl, len) != 0)
+			goto unexpected;
+		return;
+	}
 	if (g->prm.peer == GEN_PEER_IO) {
 		if (p.type != WIRE_TYPE_CONTRIB)
 			goto unexpected;
@@ -689,7 +742,7 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 			goto unexpected;
 		w = find_worker(gj, fl.dst_ip, fl.dst_port);
 	}
-	c = find_chunk(gj, p.chunk);
+	c = gen_find_chunk(gj, p.chunk);
 	if (w < 0 || c < 0 || p.tree != gj->tree[c])
 		goto unexpected;
 	struct gen_chunk *ch = &g->ch[c];
@@ -704,14 +757,17 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 		return;
 	}
 	if (g->prm.peer == GEN_PEER_DATAPLANE) {
-		if (p.contrib != gj->n_workers || p.count != gj->elems || p.origin != gj->gw_id ||
-		    p.sender != gj->gw_id || fl.src_ip != gj->gw_ipv4 ||
-		    fl.src_port != ch->dst_port || len != gj->frame_len) {
-			fail(g,
-			     "chunk %u round %u: a RESULT with contrib %u of %u, count %u, "
-			     "origin %u, sender %u, %u bytes",
-			     p.chunk, p.round, p.contrib, gj->n_workers, p.count, p.origin,
-			     p.sender, len);
+		const struct gen_worker *wk = &gj->workers[w];
+
+		if (p.contrib != gj->result_contrib || p.count != gj->elems ||
+		    p.origin != gj->root_id || p.sender != gj->gw_id || fl.src_ip != gj->gw_ipv4 ||
+		    fl.src_port != ch->dst_port || len != gj->frame_len ||
+		    fl.dst_port != wk->port + p.chunk % wk->n_ports) {
+			gen_fail(g,
+				 "chunk %u round %u: a RESULT to %u with contrib %u of %u, count "
+				 "%u, origin %u, sender %u, %u bytes",
+				 p.chunk, p.round, wk->id, p.contrib, gj->result_contrib, p.count,
+				 p.origin, p.sender, len);
 			return;
 		}
 		if (g->verify_tick++ % g->prm.verify_every == 0) {
@@ -725,10 +781,10 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 				while (pl != NULL && i + 1 < gj->elems &&
 				       memcmp(pl + i * es, ch->expect + i * es, es) == 0)
 					i++;
-				fail(g,
-				     "chunk %u round %u: the RESULT of worker %u differs from "
-				     "the exact sum at element %u",
-				     p.chunk, p.round, gj->workers[w].id, i);
+				gen_fail(g,
+					 "chunk %u round %u: the RESULT of worker %u differs from "
+					 "the exact sum at element %u",
+					 p.chunk, p.round, gj->workers[w].id, i);
 				return;
 			}
 		}
@@ -759,7 +815,7 @@ timers(struct gen_lcore *g, uint64_t now)
 		ch->deadline = UINT64_MAX;
 		for (unsigned int w = 0; w < g->gj->n_workers; w++)
 			if (!(ch->mask[w / 64] & 1ull << (w % 64)))
-				enqueue(g, c, w, E_RETX);
+				gen_enqueue(g, c, w, E_RETX);
 	}
 }
 
@@ -883,13 +939,14 @@ gen_arp_resolve(uint16_t port_id, uint16_t queue, struct rte_mempool *pool,
 		if (rte_rdtsc() >= next_req) {
 			/* Who has the gateway, from every worker: the gateway learns each
 			 * worker's MAC from its request and answers the first. */
-			for (unsigned int w = 0; w < gj->n_workers; w++) {
+			for (unsigned int w = 0; w < gj->n_workers + gj->has_parent; w++) {
 				struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+				uint32_t sip =
+					w < gj->n_workers ? gj->workers[w].ipv4 : gj->parent.ipv4;
 
 				if (m == NULL)
 					break;
-				if (!arp_frame(m, 1, src_mac, gj->workers[w].ipv4, NULL,
-					       gj->gw_ipv4) ||
+				if (!arp_frame(m, 1, src_mac, sip, NULL, gj->gw_ipv4) ||
 				    rte_eth_tx_burst(port_id, queue, &m, 1) != 1)
 					rte_pktmbuf_free(m);
 			}

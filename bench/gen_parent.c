@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The parent gateway the generator plays for a leaf or interior gateway under test
+ * (docs/BENCH.md, "Roles"). It takes the gateway's partial sum of a chunk, checks it
+ * bit-exactly against the exact sum of the gateway's subtree (every contribution of the
+ * workers and child gateways the generator plays), and answers with the RESULT: that sum
+ * plus one contribution of the parent's own, with `contrib` one more than the partial
+ * sum's, the parent as sender and origin (the root of the tree), as a root would
+ * (docs/PROTOCOL.md section 7.3). Since the partial sum was checked equal to the exact one,
+ * the RESULT is the exact sum, built once per chunk (gen.c) and sent by reference. A
+ * partial sum the gateway sends again (a retransmission, or a copy after the RESULT was
+ * lost) gets the RESULT again, as a root answers with its retained RESULT.
+ *
+ * Runs on the generator's lcore, inside its receive loop; no allocation, lock or system
+ * call.
+ */
+#include <string.h>
+
+#include "gen.h"
+#include "gen_priv.h"
+
+int
+gen_parent_rx(struct gen_lcore *g, struct rte_mbuf *m, const struct wire_pkt *p,
+	      const struct wire_flow *fl, uint32_t len)
+{
+	const struct gen_job *gj = g->gj;
+	const struct gen_worker *pa = &gj->parent;
+	int c = gen_find_chunk(gj, p->chunk);
+	struct gen_chunk *ch;
+	const uint8_t *pl;
+
+	if (c < 0 || p->tree != gj->tree[c] ||
+	    fl->dst_port != (uint16_t)(pa->port + p->chunk % pa->n_ports))
+		return -1;
+	ch = &g->ch[c];
+	if (p->sender != gj->gw_id || p->origin != gj->gw_id || fl->src_ip != gj->gw_ipv4 ||
+	    (uint16_t)(fl->src_port - gj->base_port) >= gj->n_ports ||
+	    p->contrib != gj->sub_contrib || p->count != gj->elems || len != gj->frame_len) {
+		gen_fail(g,
+			 "chunk %u round %u: a partial sum to the parent with contrib %u of %u, "
+			 "count %u, origin %u, sender %u, %u bytes",
+			 p->chunk, p->round, p->contrib, gj->sub_contrib, p->count, p->origin,
+			 p->sender, len);
+		return 0;
+	}
+	if (!ch->open || p->round != ch->round) {
+		g->st.stale++;
+		return 0;
+	}
+	if (ch->answered) {
+		/* Sent again: the RESULT was lost or late. Once more, unless still queued. */
+		g->st.partial_repeats++;
+		if (ch->pending == 0)
+			gen_enqueue(g, (unsigned int)c, GEN_PARENT(gj), 0);
+		return 0;
+	}
+	pl = rte_pktmbuf_read(m, WIRE_FRAME_PAYLOAD_OFF, gj->payload, g->scratch);
+	g->st.partials++;
+	if (pl == NULL || memcmp(pl, ch->partial, gj->payload) != 0) {
+		gen_fail(g,
+			 "chunk %u round %u: the gateway's partial sum differs from the exact sum "
+			 "of its subtree",
+			 p->chunk, p->round);
+		return 0;
+	}
+	ch->answered = true;
+	gen_enqueue(g, (unsigned int)c, GEN_PARENT(gj), 0);
+	return 0;
+}

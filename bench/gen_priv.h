@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The generator's state, shared by gen.c (the loop, the emulated workers and child
+ * gateways) and gen_parent.c (the emulated parent gateway). Everything here runs on the
+ * generator's lcore, except creation and freeing on the main lcore.
+ */
+#ifndef GEOREDUCE_BENCH_GEN_PRIV_H
+#define GEOREDUCE_BENCH_GEN_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_mbuf.h>
+
+#include "gen.h"
+#include "wire.h"
+
+#define GEN_PROG "georeduce-bench"
+#define E_FIRST 0x1u /* send-queue entry: first frame of the round */
+#define E_RETX 0x2u  /* ... a retransmission */
+#define OFF_FLAGS (WIRE_FRAME_HDR_OFF + 4)
+#define OFF_ROUND (WIRE_FRAME_HDR_OFF + 24)
+#define PACE_BURST_BYTES 16384.0
+#define TIMER_US 1000 /* timers are scanned every millisecond */
+#define RTO_SHIFT_MAX 8
+
+/* One driven chunk. */
+struct gen_chunk {
+	uint32_t chunk;
+	uint16_t tree;
+	uint16_t dst_port;
+	uint32_t round;
+	bool open;                /* a round in flight */
+	uint8_t tries;            /* timer expiries of this round */
+	uint16_t pending;         /* entries in the send queue */
+	uint32_t got;             /* workers done this round */
+	uint64_t t_first;         /* TSC of the round's first frame; 0: not sent yet */
+	uint64_t deadline;        /* TSC; UINT64_MAX while frames are queued */
+	uint64_t *mask;           /* workers done, a bit each */
+	bool answered;            /* the parent's RESULT of this round is out */
+	const uint8_t *expect;    /* the exact sum's payload (dataplane peer) */
+	const uint8_t *partial;   /* the exact partial sum the parent expects */
+	struct rte_mbuf **frames; /* per contributor, and the parent's RESULT last */
+};
+
+struct gen_lcore {
+	const struct gen_job *gj;
+	struct gen_params prm;
+	struct rte_mempool *pool;
+	unsigned int mask_words;
+	struct gen_chunk *ch;
+	uint64_t *words;  /* all chunks' masks */
+	uint8_t *expect;  /* all chunks' expected payloads */
+	uint8_t *partial; /* all chunks' expected partial sums (a parent to play) */
+	/* The send queue: (chunk index << 24 | worker << 8 | E_*), a power of two. */
+	uint64_t *q;
+	uint32_t q_mask, q_head, q_tail;
+	/* Pacing on the TSC. */
+	double tsc_per_byte, next_tx;
+	double pace_burst; /* bytes the pacer may send at once after a pause */
+	double ns_per_tsc;
+	uint64_t verify_tick;
+	unsigned int n_open;
+	bool draining; /* start no new round */
+	uint8_t scratch[WIRE_FRAME_PAYLOAD_OFF + TABLE_CHUNK_BYTES_MAX] __rte_cache_aligned;
+	struct gen_stats st;
+	struct gen_hist hist;
+	struct gen_result res;
+};
+
+/** Count a verification failure; the first one's message is kept. */
+void gen_fail(struct gen_lcore *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** Queue frame w (a worker, a child gateway, or GEN_PARENT(gj): the parent's RESULT) of
+ * chunk index c. */
+void gen_enqueue(struct gen_lcore *g, unsigned int c, unsigned int w, unsigned int flags);
+
+/** The chunk index of chunk number `chunk`, or -1 if it is not driven. */
+int gen_find_chunk(const struct gen_job *gj, uint32_t chunk);
+
+/**
+ * A CONTRIB the gateway sent to its parent (gen_parent.c): check it against the exact
+ * partial sum of its subtree and answer with the RESULT. 0, or -1 if the frame is none of
+ * the job's (counted as unexpected by the caller).
+ */
+int gen_parent_rx(struct gen_lcore *g, struct rte_mbuf *m, const struct wire_pkt *p,
+		  const struct wire_flow *fl, uint32_t len);
+
+#endif

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# georeduce-bench in port mode against one dataplane in another process over net_memif,
+# with the gateway in every role georeduce-bench-table writes (docs/BENCH.md, "Roles"): a
+# root with local workers and child gateways, a leaf (a parent above) and a middle node
+# (children and a parent), each a job of its own, paced as the dataplane paces by default.
+# The bench plays the workers, the children and the parent; every RESULT copy and every
+# partial sum the parent gets must be verified and none wrong, and no chunk lost. Bad
+# options of the table's roles are refused with the option named.
+# Exit 77 (skip) if EAL or net_memif cannot start here.
+# Usage: tests/bench_roles.sh BENCH DATAPLANE DPCTL
+set -u
+bench=${1:?usage: bench_roles.sh BENCH DATAPLANE DPCTL}
+dp=${2:?}
+dpctl=${3:?}
+cd "$(dirname "$0")/.."
+# shellcheck source=tests/clilib.sh
+. tests/clilib.sh
+prefix=gbr$$
+dp_pid=
+trap '[ -n "$dp_pid" ] && kill -INT "$dp_pid" 2>/dev/null && wait "$dp_pid"
+	rm -rf "$tmp" /var/run/dpdk/"$prefix"*' EXIT
+eal=(--no-huge -m 512 --no-pci --no-shconf --log-level=lib.eal:error)
+table=(python3 bench/georeduce-bench-table)
+
+expect 2 "--role unknown" "${table[@]}" --role branch
+grep -q -- "--role" "$tmp/err" && ok "names --role" || not_ok "names --role"
+expect 2 "a leaf with children" "${table[@]}" --role leaf --children 2
+grep -q -- "--children" "$tmp/err" && ok "names --children" || not_ok "names --children"
+expect 2 "a middle node without children" "${table[@]}" --role middle --children 0
+expect 2 "--peer-id colliding with the gateway" "${table[@]}" --role leaf --peer-id 1
+grep -q -- "--peer-id" "$tmp/err" && ok "names --peer-id" || not_ok "names --peer-id"
+expect 2 "--fanin 0 without children" "${table[@]}" --fanin 0
+
+"$dp" "${eal[@]}" --file-prefix="${prefix}d" -l 0-1 \
+	--vdev="net_memif0,role=server,socket=$tmp/m.sock" -- --addr 0:10.0.0.1/16 \
+	-s "$tmp/ctl.sock" --idle-spin 100 >"$tmp/dp.log" 2>&1 &
+dp_pid=$!
+for _ in $(seq 600); do
+	"$dpctl" -s "$tmp/ctl.sock" ping >/dev/null 2>&1 && break
+	kill -0 "$dp_pid" 2>/dev/null || break
+	sleep 0.1
+done
+if ! "$dpctl" -s "$tmp/ctl.sock" ping >/dev/null 2>&1; then
+	echo "# skip: the dataplane did not start on net_memif: $(tail -c 300 "$tmp/dp.log")"
+	exit 77
+fi
+
+# run NAME JOB ROLE WORKERS CHILDREN [TABLE OPTIONS...]: one job, installed, driven briefly.
+run() {
+	local name=$1 job=$2 role=$3 workers=$4 children=$5
+	shift 5
+	if ! "${table[@]}" --job "$job" --role "$role" --payload 512 --window 32 \
+		--rate-gbps 20 "$@" -o "$tmp/$name.json" ||
+		! "$dpctl" -s "$tmp/ctl.sock" install "$tmp/$name.json" >"$tmp/install" 2>&1; then
+		not_ok "$name: table installed: $(tail -c 300 "$tmp/install")"
+		return
+	fi
+	"$bench" "${eal[@]}" --file-prefix="$prefix" -l 0 \
+		--vdev="net_memif0,role=client,socket=$tmp/m.sock" -- --mode port \
+		--table "$tmp/$name.json" --quick --duration 0.3 --rto-ms 1000 --verify-every 1 \
+		--quiet --json >"$tmp/out" 2>"$tmp/err"
+	local rc=$?
+	[ "$rc" -eq 0 ] && ok "$name: exits 0" ||
+		not_ok "$name: exits $rc: $(tail -c 300 "$tmp/err")"
+	python3 - "$tmp/out" "$role" "$workers" "$children" <<'PY' &&
+import json, sys
+d = json.load(open(sys.argv[1]))
+role, workers, children = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+assert d["role"] == {"middle": "interior"}.get(role, role), d["role"]
+assert d["workers"] == workers + children and d["child_gateways"] == children, d
+p = d["phases"][0]
+v = p["verify"]
+assert v["failures"] == 0 and v["payloads_checked"] > 0, v
+assert (v["partial_sums_checked"] > 0) == (role != "root"), v
+assert p["losses"]["lost_chunks"] == 0 and p["received"]["mpps"] > 0, p
+PY
+		ok "$name: every RESULT verified, none wrong" || not_ok "$name: report"
+}
+
+run root 1 root 3 2 --fanin 3 --children 2
+run leaf 2 leaf 3 0 --fanin 3
+run middle 3 middle 2 2 --fanin 2 --children 2 --child-workers 3
+run middle-no-workers 4 middle 0 3 --fanin 0 --children 3
+run leaf-bf16 5 leaf 2 0 --fanin 2 --dtype bf16
+
+echo "# $((n - fails)) passed, $fails failed"
+[ "$fails" -eq 0 ]
