@@ -25,12 +25,6 @@
 
 /* --- Jobs --------------------------------------------------------------------------------- */
 
-int
-gen_value(unsigned int c, unsigned int w, unsigned int i, int a)
-{
-	return (int)((i + 3 * c + 5 * w) % (unsigned int)(2 * a + 1)) - a;
-}
-
 static int
 cmp_worker(const void *a, const void *b)
 {
@@ -207,31 +201,6 @@ gen_job_fini(struct gen_job *gj)
 	gj->tree = NULL;
 }
 
-/* Element i of a payload of dtype: small integers, so the conversions are exact. */
-static void
-put_int(uint8_t *payload, enum wire_dtype dt, unsigned int i, int v)
-{
-	float f = (float)v;
-	uint32_t b;
-	uint16_t h;
-
-	memcpy(&b, &f, sizeof(b));
-	if (dt == WIRE_DTYPE_FP32) {
-		memcpy(payload + 4 * (size_t)i, &f, sizeof(f));
-		return;
-	}
-	if (dt == WIRE_DTYPE_BF16) {
-		h = (uint16_t)(b >> 16);
-	} else if (v == 0) {
-		h = 0;
-	} else {
-		/* binary16: rebias the exponent; |v| <= 2048 leaves the low 13 bits zero. */
-		h = (uint16_t)((b >> 16 & 0x8000u) | ((((b >> 23) & 0xffu) - 112u) << 10) |
-			       ((b >> 13) & 0x3ffu));
-	}
-	memcpy(payload + 2 * (size_t)i, &h, sizeof(h));
-}
-
 /* --- Latency histogram -------------------------------------------------------------------- */
 
 void
@@ -318,25 +287,10 @@ build_frame(const struct gen_lcore *g, uint8_t *frame, unsigned int c, unsigned 
 	if (parent)
 		memcpy(payload, g->ch[c].expect, gj->payload);
 	else
-		for (unsigned int i = 0; i < gj->elems; i++)
-			put_int(payload, gj->dtype, i, gen_value(c, w, i, gj->amplitude));
+		gen_contrib_payload(gj, c, w, payload);
 	/* No UDP checksum (zero: none): the round is rewritten in frames sent again. */
 	return wire_frame_build(frame, gj->frame_len, &fl, gj->frame_len - WIRE_FRAME_HDR_OFF,
 				false);
-}
-
-/* The exact sum of chunk index c's contributions from parties 0 .. n-1 (n - 1 =
- * GEN_PARENT: the parent's own share) into e. */
-static void
-exact_sum(const struct gen_job *gj, unsigned int c, unsigned int n, uint8_t *e)
-{
-	for (unsigned int i = 0; i < gj->elems; i++) {
-		int s = 0;
-
-		for (unsigned int w = 0; w < n; w++)
-			s += gen_value(c, w, i, gj->amplitude);
-		put_int(e, gj->dtype, i, s);
-	}
 }
 
 struct gen_lcore *
@@ -382,11 +336,11 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 		}
 		if (g->expect != NULL) {
 			ch->expect = g->expect + (size_t)c * gj->payload;
-			exact_sum(gj, c, F, g->expect + (size_t)c * gj->payload);
+			gen_exact_sum(gj, c, F, g->expect + (size_t)c * gj->payload);
 		}
 		if (g->partial != NULL) {
 			ch->partial = g->partial + (size_t)c * gj->payload;
-			exact_sum(gj, c, W, g->partial + (size_t)c * gj->payload);
+			gen_exact_sum(gj, c, W, g->partial + (size_t)c * gj->payload);
 		}
 		for (unsigned int w = 0; w < F; w++) {
 			struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
@@ -727,8 +681,7 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 		g->st.acks++;
 		return;
 	}
-	if (p.type == WIRE_TYPE_CONTRIB && gj->has_parent && fl.dst_ip == gj->parent.ipv4 &&
-	    g->prm.peer == GEN_PEER_DATAPLANE) {
+	if (gj->has_parent && fl.dst_ip == gj->parent.ipv4 && g->prm.peer == GEN_PEER_DATAPLANE) {
 		if (gen_parent_rx(g, m, &p, &fl, len) != 0)
 			goto unexpected;
 		return;
@@ -776,14 +729,13 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 
 			g->st.verified++;
 			if (pl == NULL || memcmp(pl, ch->expect, gj->payload) != 0) {
-				unsigned int i = 0, es = wire_dtype_size(gj->dtype);
+				unsigned int i = 0;
 
-				while (pl != NULL && i + 1 < gj->elems &&
-				       memcmp(pl + i * es, ch->expect + i * es, es) == 0)
+				while (pl != NULL && i + 1 < gj->payload && pl[i] == ch->expect[i])
 					i++;
 				gen_fail(g,
-					 "chunk %u round %u: the RESULT of worker %u differs from "
-					 "the exact sum at element %u",
+					 "chunk %u round %u: the RESULT of %u differs from the "
+					 "exact sum at payload byte %u",
 					 p.chunk, p.round, gj->workers[w].id, i);
 				return;
 			}

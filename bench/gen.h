@@ -138,7 +138,9 @@ struct gen_stats {
 	uint64_t stale;             /* copies of another round */
 	uint64_t unexpected;        /* frames that are none of the above */
 	uint64_t partials;          /* partial sums the parent took and verified */
-	uint64_t partial_repeats;   /* ... sent again by the gateway (answered again) */
+	uint64_t partial_repeats;   /* RESULTs the parent sent again: partial sums sent again
+				     * and NACK_RESULTs */
+	uint64_t nacks;             /* NACK_RESULTs the parent got */
 	uint64_t acks;
 	uint64_t timeouts; /* chunk rounds whose timer fired */
 	uint64_t retx;     /* frames sent again with RETX */

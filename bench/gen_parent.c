@@ -9,7 +9,8 @@
  * (docs/PROTOCOL.md section 7.3). Since the partial sum was checked equal to the exact one,
  * the RESULT is the exact sum, built once per chunk (gen.c) and sent by reference. A
  * partial sum the gateway sends again (a retransmission, or a copy after the RESULT was
- * lost) gets the RESULT again, as a root answers with its retained RESULT.
+ * lost), and a NACK_RESULT of the gateway's result recovery (section 10), get the RESULT
+ * again, as a root answers with its retained RESULT.
  *
  * Runs on the generator's lcore, inside its receive loop; no allocation, lock or system
  * call.
@@ -18,6 +19,34 @@
 
 #include "gen.h"
 #include "gen_priv.h"
+
+/* Send chunk index c's RESULT again, unless it is still queued. */
+static void
+answer_again(struct gen_lcore *g, unsigned int c)
+{
+	g->st.partial_repeats++;
+	if (g->ch[c].pending == 0)
+		gen_enqueue(g, c, GEN_PARENT(g->gj), 0);
+}
+
+/* A NACK_RESULT: the gateway asks for the RESULTs of a range of chunks of a round. Those
+ * answered already go again; the others wait for the gateway's partial sum. */
+static int
+nack_result(struct gen_lcore *g, const struct wire_pkt *p, const struct wire_flow *fl)
+{
+	const struct gen_job *gj = g->gj;
+
+	if (p->sender != gj->gw_id || fl->src_ip != gj->gw_ipv4)
+		return -1;
+	g->st.nacks++;
+	for (uint32_t k = 0; k < p->count; k++) {
+		int c = gen_find_chunk(gj, p->chunk + k);
+
+		if (c >= 0 && g->ch[c].open && g->ch[c].round == p->round && g->ch[c].answered)
+			answer_again(g, (unsigned int)c);
+	}
+	return 0;
+}
 
 int
 gen_parent_rx(struct gen_lcore *g, struct rte_mbuf *m, const struct wire_pkt *p,
@@ -29,7 +58,9 @@ gen_parent_rx(struct gen_lcore *g, struct rte_mbuf *m, const struct wire_pkt *p,
 	struct gen_chunk *ch;
 	const uint8_t *pl;
 
-	if (c < 0 || p->tree != gj->tree[c] ||
+	if (p->type == WIRE_TYPE_NACK_RESULT)
+		return nack_result(g, p, fl);
+	if (p->type != WIRE_TYPE_CONTRIB || c < 0 || p->tree != gj->tree[c] ||
 	    fl->dst_port != (uint16_t)(pa->port + p->chunk % pa->n_ports))
 		return -1;
 	ch = &g->ch[c];
@@ -48,10 +79,7 @@ gen_parent_rx(struct gen_lcore *g, struct rte_mbuf *m, const struct wire_pkt *p,
 		return 0;
 	}
 	if (ch->answered) {
-		/* Sent again: the RESULT was lost or late. Once more, unless still queued. */
-		g->st.partial_repeats++;
-		if (ch->pending == 0)
-			gen_enqueue(g, (unsigned int)c, GEN_PARENT(gj), 0);
+		answer_again(g, (unsigned int)c); /* the RESULT was lost or late */
 		return 0;
 	}
 	pl = rte_pktmbuf_read(m, WIRE_FRAME_PAYLOAD_OFF, gj->payload, g->scratch);

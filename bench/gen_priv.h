@@ -75,13 +75,23 @@ void gen_fail(struct gen_lcore *g, const char *fmt, ...) __attribute__((format(p
  * chunk index c. */
 void gen_enqueue(struct gen_lcore *g, unsigned int c, unsigned int w, unsigned int flags);
 
+/** Contributor w's payload of chunk index c (w = GEN_PARENT(gj): the parent's own share). */
+void gen_contrib_payload(const struct gen_job *gj, unsigned int c, unsigned int w, uint8_t *out);
+
+/**
+ * The exact sum of chunk index c as the gateway must send it: n = n_workers, its partial
+ * sum; n = n_workers + 1, with the parent's share added (the RESULT of a non-root), the
+ * partial sum encoded first for an MX dtype, as the parent receives it.
+ */
+void gen_exact_sum(const struct gen_job *gj, unsigned int c, unsigned int n, uint8_t *e);
+
 /** The chunk index of chunk number `chunk`, or -1 if it is not driven. */
 int gen_find_chunk(const struct gen_job *gj, uint32_t chunk);
 
 /**
- * A CONTRIB the gateway sent to its parent (gen_parent.c): check it against the exact
- * partial sum of its subtree and answer with the RESULT. 0, or -1 if the frame is none of
- * the job's (counted as unexpected by the caller).
+ * A frame the gateway sent to its parent (gen_parent.c): a partial sum, checked against the
+ * exact partial sum of its subtree and answered with the RESULT, or a NACK_RESULT. 0, or -1
+ * if the frame is none of these (counted as unexpected by the caller).
  */
 int gen_parent_rx(struct gen_lcore *g, struct rte_mbuf *m, const struct wire_pkt *p,
 		  const struct wire_flow *fl, uint32_t len);

@@ -279,23 +279,25 @@ phase_json_base(const struct phase *p)
 						(int)p->peer_lcore, "role", p->name, "busy",
 						p->peer_busy, "rx_mpps", p->peer_mpps_in, "drops",
 						(json_int_t)(p->peer[1].drops - p->peer[0].drops)));
-	return json_pack(
-		"{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
-		"s:{s:f, s:f, s:f, s:f, s:I}, "
-		"s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, "
-		"s:{s:I, s:I, s:I}, s:o, s:f, s:s?}",
-		"phase", p->name, "seconds", p->secs, "offered_gbps", p->offered_gbps,
-		"offered_wire_gbps", p->offered_wire_gbps, "offered_mpps", p->offered_mpps,
-		"achieved_gbps", p->achieved_gbps, "achieved_mpps", p->achieved_mpps,
-		"chunks_per_s", p->chunks_s, "latency_us", "p50", p->p50_us, "p99", p->p99_us,
-		"p999", p->p999_us, "max", p->max_us, "samples", (json_int_t)p->res.hist.n,
-		"losses", "lost_chunks", (json_int_t)p->lost, "timeouts", (json_int_t)p->timeouts,
-		"retransmitted", (json_int_t)p->retx, "tx_refused", (json_int_t)p->refused,
-		"duplicates", (json_int_t)p->duplicates, "stale", (json_int_t)p->stale,
-		"unexpected", (json_int_t)p->unexpected, "verify", "payloads_checked",
-		(json_int_t)p->verified, "failures", (json_int_t)p->bad, "partial_sums_checked",
-		(json_int_t)p->res.final.partials, "lcores", lcores, "core_to_core_rtt_ns",
-		p->c2c_ns, "error", p->res.error[0] != '\0' ? p->res.error : NULL);
+	return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
+			 "s:{s:f, s:f, s:f, s:f, s:I}, "
+			 "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, "
+			 "s:{s:I, s:I, s:I}, s:o, s:f, s:s?}",
+			 "phase", p->name, "seconds", p->secs, "offered_gbps", p->offered_gbps,
+			 "offered_wire_gbps", p->offered_wire_gbps, "offered_mpps", p->offered_mpps,
+			 "achieved_gbps", p->achieved_gbps, "achieved_mpps", p->achieved_mpps,
+			 "chunks_per_s", p->chunks_s, "latency_us", "p50", p->p50_us, "p99",
+			 p->p99_us, "p999", p->p999_us, "max", p->max_us, "samples",
+			 (json_int_t)p->res.hist.n, "losses", "lost_chunks", (json_int_t)p->lost,
+			 "timeouts", (json_int_t)p->timeouts, "retransmitted", (json_int_t)p->retx,
+			 "tx_refused", (json_int_t)p->refused, "duplicates",
+			 (json_int_t)p->duplicates, "stale", (json_int_t)p->stale, "unexpected",
+			 (json_int_t)p->unexpected, "parent_nacks", (json_int_t)p->res.final.nacks,
+			 "parent_resent", (json_int_t)p->res.final.partial_repeats, "verify",
+			 "payloads_checked", (json_int_t)p->verified, "failures",
+			 (json_int_t)p->bad, "partial_sums_checked",
+			 (json_int_t)p->res.final.partials, "lcores", lcores, "core_to_core_rtt_ns",
+			 p->c2c_ns, "error", p->res.error[0] != '\0' ? p->res.error : NULL);
 }
 
 json_t *

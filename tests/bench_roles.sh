@@ -2,7 +2,8 @@
 # georeduce-bench in port mode against one dataplane in another process over net_memif,
 # with the gateway in every role georeduce-bench-table writes (docs/BENCH.md, "Roles"): a
 # root with local workers and child gateways, a leaf (a parent above) and a middle node
-# (children and a parent), each a job of its own, paced as the dataplane paces by default.
+# (children and a parent), each a job of its own, paced as the dataplane paces by default,
+# in fp32, bf16 and the three MX dtypes.
 # The bench plays the workers, the children and the parent; every RESULT copy and every
 # partial sum the parent gets must be verified and none wrong, and no chunk lost. Bad
 # options of the table's roles are refused with the option named.
@@ -82,6 +83,9 @@ run leaf 2 leaf 3 0 --fanin 3
 run middle 3 middle 2 2 --fanin 2 --children 2 --child-workers 3
 run middle-no-workers 4 middle 0 3 --fanin 0 --children 3
 run leaf-bf16 5 leaf 2 0 --fanin 2 --dtype bf16
+run leaf-mxint8 6 leaf 3 0 --fanin 3 --dtype mxint8
+run middle-mxfp8 7 middle 2 2 --fanin 2 --children 2 --dtype mxfp8
+run root-mxfp4 8 root 2 2 --fanin 2 --children 2 --dtype mxfp4
 
 echo "# $((n - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]
