@@ -23,184 +23,6 @@
 #include "gen.h"
 #include "gen_priv.h"
 
-/* --- Jobs --------------------------------------------------------------------------------- */
-
-static int
-cmp_worker(const void *a, const void *b)
-{
-	const struct gen_worker *x = a, *y = b;
-	uint64_t kx = (uint64_t)x->ipv4 << 16 | x->port, ky = (uint64_t)y->ipv4 << 16 | y->port;
-
-	return kx < ky ? -1 : kx > ky;
-}
-
-static int
-cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static bool
-same_gw(const struct table_gw *a, const struct table_gw *b)
-{
-	return a->id == b->id && a->ipv4 == b->ipv4 && a->base_port == b->base_port &&
-	       a->ports == b->ports;
-}
-
-/* The trees must agree on the parties the generator plays: those of the first. */
-static int
-check_trees(const struct table *tb, char *err, size_t errlen)
-{
-	const struct table_tree *t0 = &tb->trees[0];
-
-	for (int t = 0; t < tb->n_trees; t++) {
-		const struct table_tree *tr = &tb->trees[t];
-		bool same = tr->has_parent == t0->has_parent && tr->n_children == t0->n_children &&
-			    (!tr->has_parent || same_gw(&tr->parent, &t0->parent));
-
-		for (int k = 0; same && k < tr->n_children; k++)
-			same = same_gw(&tr->children[k], &t0->children[k]) &&
-			       tr->child_workers[k] == t0->child_workers[k];
-		if (!same || tr->subtree_workers != t0->subtree_workers) {
-			snprintf(err, errlen,
-				 "--table: tree %u: its parent, children or subtree differ from "
-				 "tree %u's (the bench plays one set of parties)",
-				 tr->id, t0->id);
-			return -EINVAL;
-		}
-		if (tb->cset_blocks != 0 || table_lan_dtype(tb) != tb->dtype ||
-		    (tr->threshold != 0 && tr->threshold < tr->subtree_workers)) {
-			snprintf(err, errlen,
-				 "--table: tree %u: contributor sets, a LAN dtype and partial "
-				 "reduce are not driven by the bench",
-				 tr->id);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-/* The contributors (local workers, then child gateways) and the parent of tree 0. */
-static void
-set_parties(struct gen_job *gj, const struct table_tree *t0)
-{
-	unsigned int k = 0;
-
-	for (int w = 0; w < t0->n_workers; w++, k++) {
-		gj->workers[k].id = t0->workers[w].id;
-		gj->workers[k].ipv4 = t0->workers[w].ipv4;
-		gj->workers[k].port = t0->workers[w].port;
-		gj->workers[k].n_ports = 1;
-		gj->workers[k].contrib = 1;
-	}
-	for (int w = 0; w < t0->n_children; w++, k++) {
-		gj->workers[k].id = t0->children[w].id;
-		gj->workers[k].ipv4 = t0->children[w].ipv4;
-		gj->workers[k].port = t0->children[w].base_port;
-		gj->workers[k].n_ports = t0->children[w].ports;
-		gj->workers[k].contrib = (uint16_t)t0->child_workers[w];
-	}
-	qsort(gj->workers, gj->n_workers, sizeof(*gj->workers), cmp_worker);
-	gj->n_children = (unsigned int)t0->n_children;
-	gj->has_parent = t0->has_parent;
-	gj->sub_contrib = (uint16_t)t0->subtree_workers;
-	gj->result_contrib = (uint16_t)(t0->subtree_workers + (t0->has_parent ? 1 : 0));
-	gj->root_id = t0->has_parent ? t0->parent.id : gj->gw_id;
-	if (t0->has_parent) {
-		gj->parent.id = t0->parent.id;
-		gj->parent.ipv4 = t0->parent.ipv4;
-		gj->parent.port = t0->parent.base_port;
-		gj->parent.n_ports = t0->parent.ports;
-		gj->parent.contrib = 1;
-	}
-}
-
-int
-gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int window, char *err,
-		   size_t errlen)
-{
-	uint64_t total = table_n_chunks(tb);
-	unsigned int n = 0, cap = 0;
-	uint32_t *pairs;
-
-	memset(gj, 0, sizeof(*gj));
-	if (tb->n_trees == 0) {
-		snprintf(err, errlen, "--table: the gateway is in no tree of job %u", tb->job);
-		return -EINVAL;
-	}
-	if (check_trees(tb, err, errlen) != 0)
-		return -EINVAL;
-	for (int t = 0; t < tb->n_trees; t++)
-		cap += RTE_MIN(tb->trees[t].chunk_count, tb->trees[t].slots);
-	gj->job = tb->job;
-	gj->epoch = tb->epoch;
-	gj->dtype = (enum wire_dtype)tb->dtype;
-	gj->elems = tb->chunk_elements;
-	gj->payload = (uint32_t)table_dtype_bytes(tb->dtype, tb->chunk_elements);
-	gj->frame_len = WIRE_FRAME_PAYLOAD_OFF + gj->payload;
-	gj->gw_id = tb->gw.id;
-	gj->gw_ipv4 = tb->gw.ipv4;
-	gj->base_port = tb->gw.base_port;
-	gj->n_ports = tb->gw.ports;
-	gj->n_workers = (unsigned int)(tb->trees[0].n_workers + tb->trees[0].n_children);
-	gj->workers = calloc(gj->n_workers, sizeof(*gj->workers));
-	pairs = calloc(cap, 2 * sizeof(uint32_t));
-	gj->chunk = calloc(RTE_MAX(cap, 1u), sizeof(*gj->chunk));
-	gj->tree = calloc(RTE_MAX(cap, 1u), sizeof(*gj->tree));
-	if (gj->workers == NULL || pairs == NULL || gj->chunk == NULL || gj->tree == NULL) {
-		free(pairs);
-		gen_job_fini(gj);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	set_parties(gj, &tb->trees[0]);
-	/* Round-robin over the trees, so that a small window still covers every tree. */
-	for (uint32_t k = 0; n < window && n < cap; k++) {
-		for (int t = 0; t < tb->n_trees && n < window; t++) {
-			const struct table_tree *tr = &tb->trees[t];
-			uint32_t c = tr->chunk_first + k;
-
-			if (k >= RTE_MIN(tr->chunk_count, tr->slots))
-				continue;
-			if (wire_chunk_len(tb->elements, tb->chunk_elements, c) ==
-			    tb->chunk_elements) {
-				pairs[2 * n] = c;
-				pairs[2 * n + 1] = tr->id;
-				n++;
-			} else {
-				cap--; /* a short last chunk: not driven */
-			}
-		}
-	}
-	qsort(pairs, n, 2 * sizeof(uint32_t), cmp_u32);
-	for (unsigned int i = 0; i < n; i++) {
-		gj->chunk[i] = pairs[2 * i];
-		gj->tree[i] = (uint16_t)pairs[2 * i + 1];
-	}
-	free(pairs);
-	gj->n_chunks = n;
-	gj->amplitude = RTE_MAX(1, RTE_MIN(8, 256 / (int)(gj->n_workers + gj->has_parent)));
-	if (n == 0 || total == 0) {
-		gen_job_fini(gj);
-		snprintf(err, errlen, "--table: job %u has no full chunk to drive", tb->job);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-void
-gen_job_fini(struct gen_job *gj)
-{
-	free(gj->workers);
-	free(gj->chunk);
-	free(gj->tree);
-	gj->workers = NULL;
-	gj->chunk = NULL;
-	gj->tree = NULL;
-}
-
 /* --- Latency histogram -------------------------------------------------------------------- */
 
 void
@@ -313,11 +135,13 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 	g->words = calloc((size_t)C * g->mask_words, sizeof(uint64_t));
 	g->expect = prm->peer == GEN_PEER_DATAPLANE ? calloc(C, gj->payload) : NULL;
 	g->partial = gj->has_parent ? calloc(C, gj->payload) : NULL;
+	g->seal = gj->n_seals > 0 ? gen_seal_create(gj) : NULL;
 	g->q = calloc(qcap, sizeof(*g->q));
 	g->q_mask = qcap - 1;
 	if (g->ch == NULL || g->words == NULL || g->q == NULL ||
 	    (prm->peer == GEN_PEER_DATAPLANE && g->expect == NULL) ||
-	    (gj->has_parent && (g->partial == NULL || g->expect == NULL))) {
+	    (gj->has_parent && (g->partial == NULL || g->expect == NULL)) ||
+	    (gj->n_seals > 0 && g->seal == NULL)) {
 		snprintf(err, errlen, "out of memory for %u chunks", C);
 		goto fail;
 	}
@@ -392,6 +216,7 @@ gen_lcore_free(struct gen_lcore *g)
 	free(g->words);
 	free(g->expect);
 	free(g->partial);
+	gen_seal_free(g->seal);
 	free(g->q);
 	rte_free(g);
 }
@@ -450,15 +275,44 @@ set_round(uint8_t *frame, uint32_t round)
 	memcpy(frame + OFF_ROUND, &be, sizeof(be));
 }
 
+/* A frame of a gateway the bench plays over a protected link: the template (which never
+ * leaves itself) with the round and flags of this send, sealed into a fresh frame. */
+static struct rte_mbuf *
+sealed_frame(struct gen_lcore *g, struct rte_mbuf *f, uint32_t round, bool retx, int key)
+{
+	uint8_t *pf = rte_pktmbuf_mtod(f, uint8_t *), *d;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(g->pool);
+
+	set_round(pf, round);
+	pf[OFF_FLAGS] = retx ? WIRE_F_RETX : 0;
+	if (m == NULL ||
+	    (d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)g->gj->max_frame)) == NULL) {
+		rte_pktmbuf_free(m);
+		g->st.no_mbuf++;
+		return NULL;
+	}
+	if (gen_seal_frame(g->seal, key, pf, g->gj->frame_len, d) != 0) {
+		rte_pktmbuf_free(m);
+		gen_fail(g, "cannot seal a frame (OpenSSL)");
+		return NULL;
+	}
+	g->st.sealed++;
+	return m;
+}
+
 /* The mbuf to send for a queue entry: the worker's frame by reference when nobody else
  * holds it, else a fresh copy. NULL when the pool is empty. */
 static struct rte_mbuf *
 frame_for(struct gen_lcore *g, uint64_t e)
 {
 	struct gen_chunk *ch = &g->ch[e >> 24];
-	struct rte_mbuf *f = ch->frames[(e >> 8) & 0xffff], *m;
+	unsigned int w = (e >> 8) & 0xffff;
+	struct rte_mbuf *f = ch->frames[w], *m;
+	int key = w < g->gj->n_workers ? g->gj->workers[w].seal : g->gj->parent.seal;
 	uint8_t *d;
 
+	if (key >= 0)
+		return sealed_frame(g, f, ch->round, e & E_RETX, key);
 	if (!((e & E_FIRST) && g->prm.first_copy) && !(e & E_RETX) &&
 	    rte_mbuf_refcnt_read(f) == 1) {
 		set_round(rte_pktmbuf_mtod(f, uint8_t *), ch->round);
@@ -485,6 +339,7 @@ do_tx(struct gen_lcore *g, uint64_t now)
 {
 	struct rte_mbuf *pkts[GEN_BURST_MAX];
 	uint64_t ents[GEN_BURST_MAX];
+	uint32_t lens[GEN_BURST_MAX];
 	unsigned int n = 0, want = g->q_tail - g->q_head;
 	uint32_t wire = g->gj->frame_len + GEN_WIRE_OVERHEAD;
 	uint16_t sent;
@@ -509,6 +364,7 @@ do_tx(struct gen_lcore *g, uint64_t now)
 		pkts[n] = frame_for(g, e);
 		if (pkts[n] == NULL)
 			break;
+		lens[n] = rte_pktmbuf_pkt_len(pkts[n]);
 		ents[n++] = e;
 	}
 	if (n == 0)
@@ -529,9 +385,9 @@ do_tx(struct gen_lcore *g, uint64_t now)
 			ch->deadline = now + (g->prm.rto_tsc << RTE_MIN(ch->tries, RTO_SHIFT_MAX));
 		if (ents[i] & E_RETX)
 			g->st.retx++;
+		g->st.tx_bytes += lens[i];
 	}
 	g->st.tx_pkts += sent;
-	g->st.tx_bytes += (uint64_t)sent * g->gj->frame_len;
 	g->st.tx_payload += (uint64_t)sent * g->gj->payload;
 	if (g->tsc_per_byte > 0)
 		g->next_tx += (double)sent * wire * g->tsc_per_byte;
@@ -651,26 +507,35 @@ chunk_done(struct gen_lcore *g, unsigned int c, uint64_t now)
 		start_round(g, c);
 }
 
-static void
-rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
+/* Whether a frame for party w (GEN_PARENT: the parent) came as its link requires: sealed
+ * under that link's key (key), or plain (key -1) where the link is plain. */
+static bool
+link_ok(struct gen_lcore *g, unsigned int w, int key)
 {
 	const struct gen_job *gj = g->gj;
-	uint8_t hbuf[WIRE_FRAME_PAYLOAD_OFF];
-	uint32_t len = rte_pktmbuf_pkt_len(m);
-	const uint8_t *h = rte_pktmbuf_read(m, 0, RTE_MIN(len, (uint32_t)sizeof(hbuf)), hbuf);
+	int want = w < gj->n_workers ? gj->workers[w].seal : gj->parent.seal;
+
+	if (want == key)
+		return true;
+	gen_fail(g, "a frame for gateway %u came %s, its link is %s",
+		 w < gj->n_workers ? gj->workers[w].id : gj->parent.id,
+		 key < 0 ? "plain" : "sealed under another link's key",
+		 want < 0 ? "plain" : "sealed");
+	return false;
+}
+
+/* One received frame h (len bytes, contiguous); key: the protected link's key that opened
+ * it, -1 if it came plain; wire_len: its length on the wire. */
+static void
+rx_frame(struct gen_lcore *g, const uint8_t *h, uint32_t len, int key, uint32_t wire_len,
+	 uint64_t now)
+{
+	const struct gen_job *gj = g->gj;
 	struct wire_flow fl;
 	struct wire_pkt p;
 	size_t ulen;
 	int c, w;
 
-	g->st.rx_pkts++;
-	g->st.rx_bytes += len;
-	if (h == NULL || len < 14)
-		goto unexpected;
-	if (h[12] == 0x08 && h[13] == 0x06) {
-		rx_arp(g, h, len);
-		return;
-	}
 	if (len < WIRE_FRAME_PAYLOAD_OFF ||
 	    wire_frame_parse_flags(h, len, WIRE_PARSE_NO_UDP_CSUM, &fl, NULL, &ulen, NULL) != 0 ||
 	    h[WIRE_FRAME_HDR_OFF + 6] != 0 || /* a contributor set: not this job's */
@@ -682,7 +547,7 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 		return;
 	}
 	if (gj->has_parent && fl.dst_ip == gj->parent.ipv4 && g->prm.peer == GEN_PEER_DATAPLANE) {
-		if (gen_parent_rx(g, m, &p, &fl, len) != 0)
+		if (link_ok(g, GEN_PARENT(gj), key) && gen_parent_rx(g, h, &p, &fl, len) != 0)
 			goto unexpected;
 		return;
 	}
@@ -700,6 +565,9 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 		goto unexpected;
 	struct gen_chunk *ch = &g->ch[c];
 	uint64_t bit = 1ull << (w % 64);
+
+	if (g->prm.peer == GEN_PEER_DATAPLANE && !link_ok(g, (unsigned int)w, key))
+		return;
 
 	if (!ch->open || p.round != ch->round) {
 		g->st.stale++;
@@ -724,14 +592,13 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 			return;
 		}
 		if (g->verify_tick++ % g->prm.verify_every == 0) {
-			const uint8_t *pl = rte_pktmbuf_read(m, WIRE_FRAME_PAYLOAD_OFF, gj->payload,
-							     g->scratch);
+			const uint8_t *pl = h + WIRE_FRAME_PAYLOAD_OFF;
 
 			g->st.verified++;
-			if (pl == NULL || memcmp(pl, ch->expect, gj->payload) != 0) {
+			if (memcmp(pl, ch->expect, gj->payload) != 0) {
 				unsigned int i = 0;
 
-				while (pl != NULL && i + 1 < gj->payload && pl[i] == ch->expect[i])
+				while (i + 1 < gj->payload && pl[i] == ch->expect[i])
 					i++;
 				gen_fail(g,
 					 "chunk %u round %u: the RESULT of %u differs from the "
@@ -743,13 +610,44 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 	}
 	ch->mask[w / 64] |= bit;
 	g->st.rx_ok++;
-	g->st.rx_ok_bytes += len;
+	g->st.rx_ok_bytes += wire_len;
 	g->st.rx_payload += gj->payload;
 	if (++ch->got == gj->n_workers)
 		chunk_done(g, (unsigned int)c, now);
 	return;
 unexpected:
 	g->st.unexpected++;
+}
+
+static void
+rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
+{
+	uint32_t len = rte_pktmbuf_pkt_len(m);
+	const uint8_t *h = len <= sizeof(g->lin) ? rte_pktmbuf_read(m, 0, len, g->lin) : NULL;
+	int n, key = -1;
+
+	g->st.rx_pkts++;
+	g->st.rx_bytes += len;
+	if (h == NULL || len < 14) {
+		g->st.unexpected++;
+		return;
+	}
+	if (h[12] == 0x08 && h[13] == 0x06) {
+		rx_arp(g, h, len);
+		return;
+	}
+	if (g->seal == NULL || !gen_seal_is_sealed(h, len)) {
+		rx_frame(g, h, len, -1, len, now);
+		return;
+	}
+	n = gen_seal_open(g->seal, h, len, g->opened, &key);
+	if (n < 0) {
+		gen_fail(g, "a sealed frame from the gateway that does not open (%s)",
+			 n == -ENOKEY ? "no such key" : "malformed, or a wrong tag");
+		return;
+	}
+	g->st.opened++;
+	rx_frame(g, g->opened, (uint32_t)n, key, len, now);
 }
 
 /* Rounds overdue: send again, with RETX, the frames of the workers still waiting. */

@@ -2,7 +2,7 @@
  *
  * The traffic generator of georeduce-bench: emulated workers, child gateways and parent
  * gateway of one gateway's job on one ethdev port, driven by one lcore (the parent:
- * gen_parent.c).
+ * gen_parent.c; payloads and exact sums: gen_payload.c; sealed links: gen_seal.c).
  *
  * A generator lcore owns one RX and one TX queue of its port and a set of chunks (the
  * window). Each chunk cycles through rounds independently: its workers' CONTRIB frames go
@@ -58,6 +58,7 @@ struct gen_worker {
 	uint16_t port;    /* a worker's port, a gateway's base port */
 	uint16_t n_ports; /* 1 for a worker */
 	uint16_t contrib; /* the `contrib` of its CONTRIBs: 1, or a child's subtree_workers */
+	int16_t seal;     /* a protected link's key in gen_job.seals, -1: plain */
 };
 
 /**
@@ -72,6 +73,7 @@ struct gen_job {
 	uint32_t elems;     /* elements per chunk (only full chunks are driven) */
 	uint32_t payload;   /* bytes per chunk */
 	uint32_t frame_len; /* Ethernet frame without FCS */
+	uint32_t max_frame; /* the largest frame: frame_len, sealed + WIRE_SEAL_OVERHEAD */
 	uint16_t gw_id;
 	uint32_t gw_ipv4;
 	uint16_t base_port, n_ports;
@@ -83,6 +85,8 @@ struct gen_job {
 	uint16_t sub_contrib;       /* the gateway's subtree_workers: its partial sum's contrib */
 	uint16_t result_contrib;    /* the RESULT's contrib (the parent adds one of its own) */
 	uint16_t root_id;           /* the RESULT's origin: the gateway, or its parent */
+	unsigned int n_seals;       /* protected links to the gateway (docs/PROTOCOL.md 14) */
+	struct table_seal *seals;   /* their keys, as in the table */
 	unsigned int n_chunks;
 	uint32_t *chunk; /* driven chunk indices, ascending */
 	uint16_t *tree;  /* tree id of each */
@@ -141,6 +145,7 @@ struct gen_stats {
 	uint64_t partial_repeats;   /* RESULTs the parent sent again: partial sums sent again
 				     * and NACK_RESULTs */
 	uint64_t nacks;             /* NACK_RESULTs the parent got */
+	uint64_t sealed, opened;    /* frames sealed and opened on protected links */
 	uint64_t acks;
 	uint64_t timeouts; /* chunk rounds whose timer fired */
 	uint64_t retx;     /* frames sent again with RETX */

@@ -49,7 +49,7 @@ nack_result(struct gen_lcore *g, const struct wire_pkt *p, const struct wire_flo
 }
 
 int
-gen_parent_rx(struct gen_lcore *g, struct rte_mbuf *m, const struct wire_pkt *p,
+gen_parent_rx(struct gen_lcore *g, const uint8_t *d, const struct wire_pkt *p,
 	      const struct wire_flow *fl, uint32_t len)
 {
 	const struct gen_job *gj = g->gj;
@@ -82,9 +82,9 @@ gen_parent_rx(struct gen_lcore *g, struct rte_mbuf *m, const struct wire_pkt *p,
 		answer_again(g, (unsigned int)c); /* the RESULT was lost or late */
 		return 0;
 	}
-	pl = rte_pktmbuf_read(m, WIRE_FRAME_PAYLOAD_OFF, gj->payload, g->scratch);
+	pl = d + WIRE_FRAME_PAYLOAD_OFF;
 	g->st.partials++;
-	if (pl == NULL || memcmp(pl, ch->partial, gj->payload) != 0) {
+	if (memcmp(pl, ch->partial, gj->payload) != 0) {
 		gen_fail(g,
 			 "chunk %u round %u: the gateway's partial sum differs from the exact sum "
 			 "of its subtree",

@@ -23,6 +23,8 @@
 #define PACE_BURST_BYTES 16384.0
 #define TIMER_US 1000 /* timers are scanned every millisecond */
 #define RTO_SHIFT_MAX 8
+/* Room for any frame the generator takes or builds: a 9000-byte IP packet and Ethernet. */
+#define GEN_FRAME_MAX 9216u
 
 /* One driven chunk. */
 struct gen_chunk {
@@ -61,8 +63,10 @@ struct gen_lcore {
 	double ns_per_tsc;
 	uint64_t verify_tick;
 	unsigned int n_open;
-	bool draining; /* start no new round */
-	uint8_t scratch[WIRE_FRAME_PAYLOAD_OFF + TABLE_CHUNK_BYTES_MAX] __rte_cache_aligned;
+	bool draining;                 /* start no new round */
+	struct gen_seal *seal;         /* protected links; NULL: none */
+	uint8_t lin[GEN_FRAME_MAX];    /* a received frame made contiguous */
+	uint8_t opened[GEN_FRAME_MAX]; /* a sealed frame opened */
 	struct gen_stats st;
 	struct gen_hist hist;
 	struct gen_result res;
@@ -85,6 +89,31 @@ void gen_contrib_payload(const struct gen_job *gj, unsigned int c, unsigned int 
  */
 void gen_exact_sum(const struct gen_job *gj, unsigned int c, unsigned int n, uint8_t *e);
 
+struct gen_seal;
+
+/** The sealing state of job gj's protected links (gen_seal.c); NULL: out of memory. */
+struct gen_seal *gen_seal_create(const struct gen_job *gj);
+
+/** Free it; NULL is fine. */
+void gen_seal_free(struct gen_seal *s);
+
+/**
+ * Seal the plain frame f (len bytes, its packet sent by a gateway the bench plays) under
+ * key `key` of gj->seals into out, len + WIRE_SEAL_OVERHEAD bytes. 0 or a negative errno.
+ */
+int gen_seal_frame(struct gen_seal *s, int key, const uint8_t *f, uint32_t len, uint8_t *out);
+
+/** Whether frame d (len bytes, IPv4 and UDP) carries a seal header. */
+bool gen_seal_is_sealed(const uint8_t *d, uint32_t len);
+
+/**
+ * Open the sealed frame d (len bytes) from the gateway into out as a plain frame; *key:
+ * the key that opened it. The plain frame's length, or a negative errno (-ENOKEY: no key
+ * of the job with its key id and AEAD; -EBADMSG: malformed, not from the gateway, or a
+ * tag that does not verify).
+ */
+int gen_seal_open(struct gen_seal *s, const uint8_t *d, uint32_t len, uint8_t *out, int *key);
+
 /** The chunk index of chunk number `chunk`, or -1 if it is not driven. */
 int gen_find_chunk(const struct gen_job *gj, uint32_t chunk);
 
@@ -93,7 +122,7 @@ int gen_find_chunk(const struct gen_job *gj, uint32_t chunk);
  * exact partial sum of its subtree and answered with the RESULT, or a NACK_RESULT. 0, or -1
  * if the frame is none of these (counted as unexpected by the caller).
  */
-int gen_parent_rx(struct gen_lcore *g, struct rte_mbuf *m, const struct wire_pkt *p,
+int gen_parent_rx(struct gen_lcore *g, const uint8_t *d, const struct wire_pkt *p,
 		  const struct wire_flow *fl, uint32_t len);
 
 #endif

@@ -306,6 +306,9 @@ phase_json(const struct phase *p)
 	json_t *pj = phase_json_base(p);
 
 	certifier_json(p, pj);
+	json_object_set_new(pj, "sealed_frames",
+			    json_pack("{s:I, s:I}", "sealed", (json_int_t)p->res.final.sealed,
+				      "opened", (json_int_t)p->res.final.opened));
 	return pj;
 }
 
@@ -329,6 +332,7 @@ print_json(FILE *f, const struct opts *o, const struct gen_job *gj, unsigned int
 					gj->n_children > 0 ? "interior" :
 							     "leaf"));
 	json_object_set_new(root, "child_gateways", json_integer(gj->n_children));
+	json_object_set_new(root, "sealed_links", json_integer(gj->n_seals));
 	if (n == 2 && ph[1].achieved_mpps > 0)
 		json_object_set_new(root, "ratio_to_io",
 				    json_real(ph[0].achieved_mpps / ph[1].achieved_mpps));
