@@ -89,6 +89,7 @@ build_frame(const struct gen_lcore *g, uint8_t *frame, unsigned int c, unsigned 
 		.sender = wk->id,
 		.origin = wk->id,
 		.contrib = parent ? gj->result_contrib : wk->contrib,
+		.cset_blocks = (uint8_t)(gj->cset_len / WIRE_CSET_BLOCK),
 		.chunk = gj->chunk[c],
 		.count = (uint16_t)gj->elems,
 	};
@@ -99,7 +100,7 @@ build_frame(const struct gen_lcore *g, uint8_t *frame, unsigned int c, unsigned 
 		.dst_port = wire_udp_port(gj->base_port, gj->n_ports, gj->chunk[c]),
 		.ttl = 64,
 	};
-	uint8_t *payload = frame + WIRE_FRAME_PAYLOAD_OFF;
+	uint8_t *payload = frame + gj->pl_off, *set = frame + WIRE_FRAME_PAYLOAD_OFF;
 
 	memcpy(fl.src_mac, g->prm.src_mac, 6);
 	memcpy(fl.dst_mac, g->prm.dst_mac, 6);
@@ -110,6 +111,11 @@ build_frame(const struct gen_lcore *g, uint8_t *frame, unsigned int c, unsigned 
 		memcpy(payload, g->ch[c].expect, gj->payload);
 	else
 		gen_contrib_payload(gj, c, w, payload);
+	/* Its own set; the parent's names every party and its share (a partial reduce's
+	 * RESULT gets the set of the round's partial sum: gen_crew.c). */
+	for (unsigned int k = parent ? 0 : w; gj->cset_len != 0 && k <= w; k++)
+		for (uint32_t b = 0; b < gj->cset_len; b++)
+			set[b] |= gj->sets[(size_t)k * gj->cset_len + b];
 	/* No UDP checksum (zero: none): the round is rewritten in frames sent again. */
 	return wire_frame_build(frame, gj->frame_len, &fl, gj->frame_len - WIRE_FRAME_HDR_OFF,
 				false);
@@ -136,12 +142,13 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 	g->expect = prm->peer == GEN_PEER_DATAPLANE ? calloc(C, gj->payload) : NULL;
 	g->partial = gj->has_parent ? calloc(C, gj->payload) : NULL;
 	g->seal = gj->n_seals > 0 ? gen_seal_create(gj) : NULL;
+	g->sets = gj->cset_len != 0 ? calloc(C, gj->cset_len) : NULL;
 	g->q = calloc(qcap, sizeof(*g->q));
 	g->q_mask = qcap - 1;
 	if (g->ch == NULL || g->words == NULL || g->q == NULL ||
 	    (prm->peer == GEN_PEER_DATAPLANE && g->expect == NULL) ||
 	    (gj->has_parent && (g->partial == NULL || g->expect == NULL)) ||
-	    (gj->n_seals > 0 && g->seal == NULL)) {
+	    (gj->n_seals > 0 && g->seal == NULL) || (gj->cset_len != 0 && g->sets == NULL)) {
 		snprintf(err, errlen, "out of memory for %u chunks", C);
 		goto fail;
 	}
@@ -154,6 +161,8 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 		ch->mask = g->words + (size_t)c * g->mask_words;
 		ch->deadline = UINT64_MAX;
 		ch->frames = calloc(F, sizeof(*ch->frames));
+		if (g->sets != NULL)
+			ch->set = g->sets + (size_t)c * gj->cset_len;
 		if (ch->frames == NULL) {
 			snprintf(err, errlen, "out of memory for %u chunks", C);
 			goto fail;
@@ -216,6 +225,7 @@ gen_lcore_free(struct gen_lcore *g)
 	free(g->words);
 	free(g->expect);
 	free(g->partial);
+	free(g->sets);
 	gen_seal_free(g->seal);
 	free(g->q);
 	rte_free(g);
@@ -261,6 +271,7 @@ start_round(struct gen_lcore *g, unsigned int c)
 	ch->t_first = 0;
 	ch->deadline = UINT64_MAX;
 	ch->answered = false;
+	ch->known = false;
 	memset(ch->mask, 0, g->mask_words * sizeof(uint64_t));
 	g->n_open++;
 	for (unsigned int w = 0; w < g->gj->n_workers; w++)
@@ -524,6 +535,17 @@ link_ok(struct gen_lcore *g, unsigned int w, int key)
 	return false;
 }
 
+/* A CONTRIB or RESULT carries the job's contributor set, other types none. */
+static bool
+cset_ok(const struct gen_job *gj, const uint8_t *h)
+{
+	uint8_t type = h[WIRE_FRAME_HDR_OFF + 3], blocks = h[WIRE_FRAME_HDR_OFF + 6];
+
+	return blocks == ((type == WIRE_TYPE_CONTRIB || type == WIRE_TYPE_RESULT) ?
+				  gj->cset_len / WIRE_CSET_BLOCK :
+				  0);
+}
+
 /* One received frame h (len bytes, contiguous); key: the protected link's key that opened
  * it, -1 if it came plain; wire_len: its length on the wire. */
 static void
@@ -538,9 +560,8 @@ rx_frame(struct gen_lcore *g, const uint8_t *h, uint32_t len, int key, uint32_t 
 
 	if (len < WIRE_FRAME_PAYLOAD_OFF ||
 	    wire_frame_parse_flags(h, len, WIRE_PARSE_NO_UDP_CSUM, &fl, NULL, &ulen, NULL) != 0 ||
-	    h[WIRE_FRAME_HDR_OFF + 6] != 0 || /* a contributor set: not this job's */
-	    wire_hdr_decode(h + WIRE_FRAME_HDR_OFF, ulen, &p, NULL) != 0 || p.job != gj->job ||
-	    p.epoch != gj->epoch)
+	    !cset_ok(gj, h) || wire_hdr_decode(h + WIRE_FRAME_HDR_OFF, ulen, &p, NULL) != 0 ||
+	    p.job != gj->job || p.epoch != gj->epoch)
 		goto unexpected;
 	if (p.type == WIRE_TYPE_ACK) {
 		g->st.acks++;
@@ -580,10 +601,10 @@ rx_frame(struct gen_lcore *g, const uint8_t *h, uint32_t len, int key, uint32_t 
 	if (g->prm.peer == GEN_PEER_DATAPLANE) {
 		const struct gen_worker *wk = &gj->workers[w];
 
-		if (p.contrib != gj->result_contrib || p.count != gj->elems ||
-		    p.origin != gj->root_id || p.sender != gj->gw_id || fl.src_ip != gj->gw_ipv4 ||
-		    fl.src_port != ch->dst_port || len != gj->frame_len ||
-		    fl.dst_port != wk->port + p.chunk % wk->n_ports) {
+		if ((gj->cset_len == 0 && p.contrib != gj->result_contrib) ||
+		    p.count != gj->elems || p.origin != gj->root_id || p.sender != gj->gw_id ||
+		    fl.src_ip != gj->gw_ipv4 || fl.src_port != ch->dst_port ||
+		    len != gj->frame_len || fl.dst_port != wk->port + p.chunk % wk->n_ports) {
 			gen_fail(g,
 				 "chunk %u round %u: a RESULT to %u with contrib %u of %u, count "
 				 "%u, origin %u, sender %u, %u bytes",
@@ -591,8 +612,10 @@ rx_frame(struct gen_lcore *g, const uint8_t *h, uint32_t len, int key, uint32_t 
 				 p.origin, p.sender, len);
 			return;
 		}
+		if (gj->cset_len != 0 && !gen_crew_result(g, (unsigned int)c, h, &p))
+			return;
 		if (g->verify_tick++ % g->prm.verify_every == 0) {
-			const uint8_t *pl = h + WIRE_FRAME_PAYLOAD_OFF;
+			const uint8_t *pl = h + gj->pl_off;
 
 			g->st.verified++;
 			if (memcmp(pl, ch->expect, gj->payload) != 0) {

@@ -59,6 +59,7 @@ struct gen_worker {
 	uint16_t n_ports; /* 1 for a worker */
 	uint16_t contrib; /* the `contrib` of its CONTRIBs: 1, or a child's subtree_workers */
 	int16_t seal;     /* a protected link's key in gen_job.seals, -1: plain */
+	int16_t child;    /* a child gateway: its index in the table's children; -1: a worker */
 };
 
 /**
@@ -85,6 +86,12 @@ struct gen_job {
 	uint16_t sub_contrib;       /* the gateway's subtree_workers: its partial sum's contrib */
 	uint16_t result_contrib;    /* the RESULT's contrib (the parent adds one of its own) */
 	uint16_t root_id;           /* the RESULT's origin: the gateway, or its parent */
+	uint32_t cset_len;          /* contributor set bytes in every CONTRIB and RESULT; 0: none */
+	uint32_t pl_off;            /* the payload's offset in a frame, after the set */
+	uint32_t threshold;         /* partial reduce: the fewest worker contributions the
+				     * gateway's sum holds (the tree's threshold); 0: all */
+	uint8_t *sets;              /* with sets: each contributor's set (cset_len bytes), then
+				     * that of the parent's own share */
 	unsigned int n_seals;       /* protected links to the gateway (docs/PROTOCOL.md 14) */
 	struct table_seal *seals;   /* their keys, as in the table */
 	unsigned int n_chunks;

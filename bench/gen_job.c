@@ -52,19 +52,18 @@ check_trees(const struct table *tb, char *err, size_t errlen)
 		for (int k = 0; same && k < tr->n_children; k++)
 			same = same_gw(&tr->children[k], &t0->children[k]) &&
 			       tr->child_workers[k] == t0->child_workers[k];
-		if (!same || tr->subtree_workers != t0->subtree_workers) {
+		if (!same || tr->subtree_workers != t0->subtree_workers ||
+		    tr->threshold != t0->threshold) {
 			snprintf(err, errlen,
 				 "--table: tree %u: its parent, children or subtree differ from "
 				 "tree %u's (the bench plays one set of parties)",
 				 tr->id, t0->id);
 			return -EINVAL;
 		}
-		if (tb->cset_blocks != 0 || table_lan_dtype(tb) != tb->dtype ||
-		    (tr->threshold != 0 && tr->threshold < tr->subtree_workers)) {
+		if (table_lan_dtype(tb) != tb->dtype) {
 			snprintf(err, errlen,
-				 "--table: tree %u: contributor sets, a LAN dtype and partial "
-				 "reduce are not driven by the bench",
-				 tr->id);
+				 "--table: a LAN dtype (%s) is not driven by the bench",
+				 table_dtype_name(table_lan_dtype(tb)));
 			return -EINVAL;
 		}
 	}
@@ -81,6 +80,50 @@ seal_of(const struct gen_job *gj, uint16_t id)
 	return -1;
 }
 
+/* With contributor sets: each contributor's set (a worker its id, a child the workers
+ * below it), then the parent's own share's, one id that no worker of the table has (the
+ * highest the sets hold): the parent adds it as a contribution of its own subtree. */
+static int
+set_sets(struct gen_job *gj, const struct table_tree *t0, char *err, size_t errlen)
+{
+	uint32_t L = gj->cset_len;
+	uint8_t *share;
+
+	gj->sets = calloc(gj->n_workers + 1u, L);
+	if (gj->sets == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (unsigned int w = 0; w < gj->n_workers; w++) {
+		uint8_t *set = gj->sets + (size_t)w * L;
+		const struct gen_worker *wk = &gj->workers[w];
+
+		if (wk->child < 0)
+			set[wk->id >> 3] |= (uint8_t)(1u << (wk->id & 7));
+		for (int b = 0; wk->child >= 0 && b < t0->n_below; b++)
+			if (t0->below_child[b] == wk->child)
+				set[t0->below[b] >> 3] |= (uint8_t)(1u << (t0->below[b] & 7));
+	}
+	share = gj->sets + (size_t)gj->n_workers * L;
+	for (uint32_t id = L * 8 - 1; id >= 1 && gj->has_parent; id--) {
+		bool used = false;
+
+		for (unsigned int w = 0; w < gj->n_workers && !used; w++)
+			used = gj->sets[(size_t)w * L + (id >> 3)] >> (id & 7) & 1;
+		if (!used) {
+			share[id >> 3] = (uint8_t)(1u << (id & 7));
+			return 0;
+		}
+	}
+	if (gj->has_parent) {
+		snprintf(err, errlen,
+			 "--table: no worker id below %u left for the parent's own contribution",
+			 L * 8);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* The contributors (local workers, then child gateways) and the parent of tree 0. */
 static void
 set_parties(struct gen_job *gj, const struct table_tree *t0)
@@ -94,6 +137,7 @@ set_parties(struct gen_job *gj, const struct table_tree *t0)
 		gj->workers[k].n_ports = 1;
 		gj->workers[k].contrib = 1;
 		gj->workers[k].seal = -1; /* links to workers are plain */
+		gj->workers[k].child = -1;
 	}
 	for (int w = 0; w < t0->n_children; w++, k++) {
 		gj->workers[k].id = t0->children[w].id;
@@ -102,6 +146,7 @@ set_parties(struct gen_job *gj, const struct table_tree *t0)
 		gj->workers[k].n_ports = t0->children[w].ports;
 		gj->workers[k].contrib = (uint16_t)t0->child_workers[w];
 		gj->workers[k].seal = seal_of(gj, t0->children[w].id);
+		gj->workers[k].child = (int16_t)w;
 	}
 	qsort(gj->workers, gj->n_workers, sizeof(*gj->workers), cmp_worker);
 	gj->n_children = (unsigned int)t0->n_children;
@@ -141,7 +186,9 @@ gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int wind
 	gj->dtype = (enum wire_dtype)tb->dtype;
 	gj->elems = tb->chunk_elements;
 	gj->payload = (uint32_t)table_dtype_bytes(tb->dtype, tb->chunk_elements);
-	gj->frame_len = WIRE_FRAME_PAYLOAD_OFF + gj->payload;
+	gj->cset_len = WIRE_CSET_BLOCK * tb->cset_blocks;
+	gj->pl_off = WIRE_FRAME_PAYLOAD_OFF + gj->cset_len;
+	gj->frame_len = gj->pl_off + gj->payload;
 	gj->max_frame = gj->frame_len + (tb->n_seals > 0 ? WIRE_SEAL_OVERHEAD : 0);
 	gj->gw_id = tb->gw.id;
 	gj->gw_ipv4 = tb->gw.ipv4;
@@ -163,6 +210,13 @@ gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int wind
 	}
 	memcpy(gj->seals, tb->seals, gj->n_seals * sizeof(*gj->seals));
 	set_parties(gj, &tb->trees[0]);
+	if (tb->trees[0].threshold < tb->trees[0].subtree_workers)
+		gj->threshold = tb->trees[0].threshold;
+	if (gj->cset_len != 0 && set_sets(gj, &tb->trees[0], err, errlen) != 0) {
+		free(pairs);
+		gen_job_fini(gj);
+		return -EINVAL;
+	}
 	/* Round-robin over the trees, so that a small window still covers every tree. */
 	for (uint32_t k = 0; n < window && n < cap; k++) {
 		for (int t = 0; t < tb->n_trees && n < window; t++) {
@@ -203,10 +257,12 @@ gen_job_fini(struct gen_job *gj)
 	if (gj->seals != NULL)
 		memset(gj->seals, 0, gj->n_seals * sizeof(*gj->seals)); /* the keys */
 	free(gj->seals);
+	free(gj->sets);
 	free(gj->workers);
 	free(gj->chunk);
 	free(gj->tree);
 	gj->seals = NULL;
+	gj->sets = NULL;
 	gj->workers = NULL;
 	gj->chunk = NULL;
 	gj->tree = NULL;

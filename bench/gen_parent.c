@@ -17,8 +17,36 @@
  */
 #include <string.h>
 
+#include "bytes.h"
 #include "gen.h"
 #include "gen_priv.h"
+
+/* Partial reduce: write the round's RESULT (set, contrib, sum: gen_crew_partial()) into
+ * chunk index c's RESULT frame, a fresh one if the last is still held. */
+static bool
+crew_answer(struct gen_lcore *g, unsigned int c)
+{
+	const struct gen_job *gj = g->gj;
+	struct gen_chunk *ch = &g->ch[c];
+	struct rte_mbuf *f = ch->frames[GEN_PARENT(gj)];
+	uint8_t *d;
+
+	if (rte_mbuf_refcnt_read(f) > 1) {
+		struct rte_mbuf *m = rte_pktmbuf_copy(f, g->pool, 0, UINT32_MAX);
+
+		if (m == NULL) {
+			g->st.no_mbuf++;
+			return false;
+		}
+		rte_pktmbuf_free(f); /* our reference; the holder keeps its own */
+		ch->frames[GEN_PARENT(gj)] = f = m;
+	}
+	d = rte_pktmbuf_mtod(f, uint8_t *);
+	be16_put(d + WIRE_FRAME_HDR_OFF + 22, ch->contrib);
+	memcpy(d + WIRE_FRAME_PAYLOAD_OFF, ch->set, gj->cset_len);
+	memcpy(d + gj->pl_off, ch->expect, gj->payload);
+	return true;
+}
 
 /* Send chunk index c's RESULT again, unless it is still queued. */
 static void
@@ -66,7 +94,8 @@ gen_parent_rx(struct gen_lcore *g, const uint8_t *d, const struct wire_pkt *p,
 	ch = &g->ch[c];
 	if (p->sender != gj->gw_id || p->origin != gj->gw_id || fl->src_ip != gj->gw_ipv4 ||
 	    (uint16_t)(fl->src_port - gj->base_port) >= gj->n_ports ||
-	    p->contrib != gj->sub_contrib || p->count != gj->elems || len != gj->frame_len) {
+	    (gj->cset_len == 0 && p->contrib != gj->sub_contrib) || p->count != gj->elems ||
+	    len != gj->frame_len) {
 		gen_fail(g,
 			 "chunk %u round %u: a partial sum to the parent with contrib %u of %u, "
 			 "count %u, origin %u, sender %u, %u bytes",
@@ -82,8 +111,15 @@ gen_parent_rx(struct gen_lcore *g, const uint8_t *d, const struct wire_pkt *p,
 		answer_again(g, (unsigned int)c); /* the RESULT was lost or late */
 		return 0;
 	}
-	pl = d + WIRE_FRAME_PAYLOAD_OFF;
 	g->st.partials++;
+	if (gj->cset_len != 0) {
+		if (!gen_crew_partial(g, (unsigned int)c, d, p) || !crew_answer(g, (unsigned int)c))
+			return 0;
+		ch->answered = true;
+		gen_enqueue(g, (unsigned int)c, GEN_PARENT(gj), 0);
+		return 0;
+	}
+	pl = d + gj->pl_off;
 	if (memcmp(pl, ch->partial, gj->payload) != 0) {
 		gen_fail(g,
 			 "chunk %u round %u: the gateway's partial sum differs from the exact sum "

@@ -88,34 +88,47 @@ gen_contrib_payload(const struct gen_job *gj, unsigned int c, unsigned int w, ui
 }
 
 void
-gen_exact_sum(const struct gen_job *gj, unsigned int c, unsigned int n, uint8_t *e)
+gen_exact_sum_of(const struct gen_job *gj, unsigned int c, const bool *inc, bool share, uint8_t *e)
 {
 	const struct sum_kernels *k = sum_kernels_get(SUM_ISA_SCALAR);
-	unsigned int W = gj->n_workers, nb = gj->elems / SUM_MX_BLOCK;
+	unsigned int W = gj->n_workers, nb = gj->elems / SUM_MX_BLOCK, n = 0;
 	int f = mx_of(gj->dtype);
 	float acc[GEN_ELEMS_MAX];
 	uint8_t buf[TABLE_CHUNK_BYTES_MAX];
 
 	if (f < 0) {
 		for (unsigned int i = 0; i < gj->elems; i++) {
-			int s = 0;
+			int s = share ? gen_value(c, W, i, gj->amplitude) : 0;
 
-			for (unsigned int w = 0; w < n; w++)
-				s += gen_value(c, w, i, gj->amplitude);
+			for (unsigned int w = 0; w < W; w++)
+				s += inc[w] ? gen_value(c, w, i, gj->amplitude) : 0;
 			put_int(e, gj->dtype, i, s);
 		}
 		return;
 	}
-	for (unsigned int w = 0; w < n && w < W; w++) {
+	memset(acc, 0, sizeof(float) * gj->elems);
+	for (unsigned int w = 0; w < W; w++) {
+		if (!inc[w])
+			continue;
 		gen_contrib_payload(gj, c, w, buf);
-		(w == 0 ? k->mx_widen[f] : k->mx_widen_add[f])(acc, buf, nb);
+		(n++ == 0 ? k->mx_widen[f] : k->mx_widen_add[f])(acc, buf, nb);
 	}
 	k->mx_narrow[f](e, acc, nb);
-	if (n > W) {
+	if (share) {
 		/* The parent: the gateway's partial sum as it arrives, plus its own share. */
 		k->mx_widen[f](acc, e, nb);
 		gen_contrib_payload(gj, c, W, buf);
 		k->mx_widen_add[f](acc, buf, nb);
 		k->mx_narrow[f](e, acc, nb);
 	}
+}
+
+void
+gen_exact_sum(const struct gen_job *gj, unsigned int c, unsigned int n, uint8_t *e)
+{
+	bool all[TABLE_CHILDREN_MAX + TABLE_WORKERS_MAX];
+
+	for (unsigned int w = 0; w < gj->n_workers; w++)
+		all[w] = true;
+	gen_exact_sum_of(gj, c, all, n > gj->n_workers, e);
 }

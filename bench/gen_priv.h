@@ -40,7 +40,10 @@ struct gen_chunk {
 	uint64_t deadline;        /* TSC; UINT64_MAX while frames are queued */
 	uint64_t *mask;           /* workers done, a bit each */
 	bool answered;            /* the parent's RESULT of this round is out */
-	const uint8_t *expect;    /* the exact sum's payload (dataplane peer) */
+	uint8_t *expect;          /* the exact sum's payload (dataplane peer) */
+	uint8_t *set;             /* partial reduce: the round's RESULT set, once known */
+	bool known;               /* ... known: the first copy (root) or the parent fixed it */
+	uint16_t contrib;         /* ... and its population */
 	const uint8_t *partial;   /* the exact partial sum the parent expects */
 	struct rte_mbuf **frames; /* per contributor, and the parent's RESULT last */
 };
@@ -54,6 +57,7 @@ struct gen_lcore {
 	uint64_t *words;  /* all chunks' masks */
 	uint8_t *expect;  /* all chunks' expected payloads */
 	uint8_t *partial; /* all chunks' expected partial sums (a parent to play) */
+	uint8_t *sets;    /* all chunks' RESULT sets (partial reduce) */
 	/* The send queue: (chunk index << 24 | worker << 8 | E_*), a power of two. */
 	uint64_t *q;
 	uint32_t q_mask, q_head, q_tail;
@@ -89,6 +93,10 @@ void gen_contrib_payload(const struct gen_job *gj, unsigned int c, unsigned int 
  */
 void gen_exact_sum(const struct gen_job *gj, unsigned int c, unsigned int n, uint8_t *e);
 
+/** The same of the contributors w with inc[w] only, and the parent's share if share. */
+void
+gen_exact_sum_of(const struct gen_job *gj, unsigned int c, const bool *inc, bool share, uint8_t *e);
+
 struct gen_seal;
 
 /** The sealing state of job gj's protected links (gen_seal.c); NULL: out of memory. */
@@ -113,6 +121,23 @@ bool gen_seal_is_sealed(const uint8_t *d, uint32_t len);
  * tag that does not verify).
  */
 int gen_seal_open(struct gen_seal *s, const uint8_t *d, uint32_t len, uint8_t *out, int *key);
+
+/**
+ * Partial reduce (gen_crew.c): the gateway's partial sum d of chunk index c at the parent
+ * (its set, contrib and payload), and then the RESULT the parent answers with (set, contrib
+ * and sum, into the chunk). False, with a failure counted, if it is wrong.
+ */
+bool
+gen_crew_partial(struct gen_lcore *g, unsigned int c, const uint8_t *d, const struct wire_pkt *p);
+
+/**
+ * Partial reduce: a RESULT copy h of chunk index c at a worker or child. Its set and
+ * contrib must be those of the round's RESULT (the first copy fixes them at a root); the
+ * chunk's expected payload is then the exact sum of the parties named. False, with a
+ * failure counted, if they are wrong.
+ */
+bool
+gen_crew_result(struct gen_lcore *g, unsigned int c, const uint8_t *h, const struct wire_pkt *p);
 
 /** The chunk index of chunk number `chunk`, or -1 if it is not driven. */
 int gen_find_chunk(const struct gen_job *gj, uint32_t chunk);

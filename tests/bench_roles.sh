@@ -3,7 +3,8 @@
 # with the gateway in every role georeduce-bench-table writes (docs/BENCH.md, "Roles"): a
 # root with local workers and child gateways, a leaf (a parent above) and a middle node
 # (children and a parent), each a job of its own, paced as the dataplane paces by default,
-# in fp32, bf16 and the three MX dtypes, and with the links to the other gateways sealed
+# in fp32, bf16 and the three MX dtypes, as a partial reduce (crew: contributor sets and a
+# threshold), and with the links to the other gateways sealed
 # (AES-GCM through the dataplane's crypto_aesni_mb cryptodev, the bench's OpenSSL). A
 # bench whose keys are not the gateway's fails the run.
 # The bench plays the workers, the children and the parent; every RESULT copy and every
@@ -33,6 +34,11 @@ expect 2 "a middle node without children" "${table[@]}" --role middle --children
 expect 2 "--peer-id colliding with the gateway" "${table[@]}" --role leaf --peer-id 1
 grep -q -- "--peer-id" "$tmp/err" && ok "names --peer-id" || not_ok "names --peer-id"
 expect 2 "--fanin 0 without children" "${table[@]}" --fanin 0
+expect 2 "--min-workers without crew" "${table[@]}" --min-workers 2
+grep -q -- "--min-workers" "$tmp/err" && ok "names --min-workers" || not_ok "names --min-workers"
+expect 2 "--min-workers above the subtree" "${table[@]}" --algorithm crew --min-workers 5
+expect 2 "--sealed at a lone root" "${table[@]}" --sealed
+grep -q -- "--sealed" "$tmp/err" && ok "names --sealed" || not_ok "names --sealed"
 
 "$dp" "${eal[@]}" --file-prefix="${prefix}d" -l 0-1 \
 	--vdev="net_memif0,role=server,socket=$tmp/m.sock" -- --addr 0:10.0.0.1/16 \
@@ -108,6 +114,10 @@ run root-mxfp4 8 root 2 2 --fanin 2 --children 2 --dtype mxfp4
 run root-sealed 9 root 2 2 --fanin 2 --children 2 --sealed
 run leaf-sealed 10 leaf 3 0 --fanin 3 --sealed --aead aes-256-gcm
 run middle-sealed-mxint8 11 middle 2 2 --fanin 2 --children 2 --sealed --dtype mxint8
+run root-crew 13 root 2 2 --fanin 2 --children 2 --algorithm crew --min-workers 3
+run leaf-crew 14 leaf 4 0 --fanin 4 --algorithm crew --min-workers 2
+run middle-crew-sealed-mxfp4 15 middle 2 2 --fanin 2 --children 2 --algorithm crew \
+	--sealed --dtype mxfp4
 
 # The gateway's keys are not the bench's: the bench cannot open the gateway's frames (nor
 # the gateway the bench's), and the run fails naming the sealed frame.
