@@ -55,24 +55,37 @@ split(const struct gen_job *gj, const uint8_t *set, bool *inc, bool *share, unsi
 	return true;
 }
 
+/* The parties the set of the gateway's sum p names (the parent's share none of them),
+ * at least the threshold's workers, its population p's contrib. False, with a failure
+ * counted, otherwise. */
+static bool
+named(struct gen_lcore *g, const struct wire_pkt *p, const uint8_t *set, bool *inc,
+      unsigned int *pop, const char *what)
+{
+	const struct gen_job *gj = g->gj;
+	bool share;
+
+	if (split(gj, set, inc, &share, pop) && !share && *pop == p->contrib &&
+	    *pop >= gj->threshold)
+		return true;
+	gen_fail(g,
+		 "chunk %u round %u: %s whose set names others than the gateway's subtree, or "
+		 "fewer than %u workers, or not its contrib %u",
+		 p->chunk, p->round, what, gj->threshold, p->contrib);
+	return false;
+}
+
 bool
 gen_crew_partial(struct gen_lcore *g, unsigned int c, const uint8_t *d, const struct wire_pkt *p)
 {
 	const struct gen_job *gj = g->gj;
 	struct gen_chunk *ch = &g->ch[c];
 	const uint8_t *set = d + WIRE_FRAME_PAYLOAD_OFF;
-	bool inc[TABLE_CHILDREN_MAX + TABLE_WORKERS_MAX], share = false;
+	bool inc[TABLE_CHILDREN_MAX + TABLE_WORKERS_MAX];
 	unsigned int pop;
 
-	if (!split(gj, set, inc, &share, &pop) || share || pop != p->contrib ||
-	    pop < gj->threshold) {
-		gen_fail(g,
-			 "chunk %u round %u: a partial sum to the parent whose set names others "
-			 "than the gateway's subtree, or fewer than %u workers, or not its "
-			 "contrib %u",
-			 p->chunk, p->round, gj->threshold, p->contrib);
+	if (!named(g, p, set, inc, &pop, "a partial sum to the parent"))
 		return false;
-	}
 	gen_exact_sum_of(gj, c, inc, false, ch->expect);
 	if (memcmp(d + gj->pl_off, ch->expect, gj->payload) != 0) {
 		gen_fail(g,
@@ -97,19 +110,18 @@ gen_crew_result(struct gen_lcore *g, unsigned int c, const uint8_t *h, const str
 	const struct gen_job *gj = g->gj;
 	struct gen_chunk *ch = &g->ch[c];
 	const uint8_t *set = h + WIRE_FRAME_PAYLOAD_OFF;
-	bool inc[TABLE_CHILDREN_MAX + TABLE_WORKERS_MAX], share = false;
+	bool inc[TABLE_CHILDREN_MAX + TABLE_WORKERS_MAX];
 	unsigned int pop;
 
 	if (!ch->known) {
 		/* A root's first copy of the round (a parent's RESULT is known already). */
-		if (gj->has_parent || !split(gj, set, inc, &share, &pop) || share ||
-		    pop != p->contrib || pop < gj->threshold) {
-			gen_fail(g,
-				 "chunk %u round %u: a RESULT whose set names others than the "
-				 "workers, or fewer than %u, or not its contrib %u",
-				 p->chunk, p->round, gj->threshold, p->contrib);
+		if (gj->has_parent) {
+			gen_fail(g, "chunk %u round %u: a RESULT before the parent sent one",
+				 p->chunk, p->round);
 			return false;
 		}
+		if (!named(g, p, set, inc, &pop, "a RESULT"))
+			return false;
 		gen_exact_sum_of(gj, c, inc, false, ch->expect);
 		memcpy(ch->set, set, gj->cset_len);
 		ch->contrib = (uint16_t)pop;
