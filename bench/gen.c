@@ -113,6 +113,7 @@ build_frame(const struct gen_lcore *g, uint8_t *frame, unsigned int c, unsigned 
 		gen_contrib_payload(gj, c, w, payload);
 	/* Its own set; the parent's names every party and its share (a partial reduce's
 	 * RESULT gets the set of the round's partial sum: gen_crew.c). */
+	memset(set, 0, gj->cset_len);
 	for (unsigned int k = parent ? 0 : w; gj->cset_len != 0 && k <= w; k++)
 		for (uint32_t b = 0; b < gj->cset_len; b++)
 			set[b] |= gj->sets[(size_t)k * gj->cset_len + b];

@@ -95,6 +95,22 @@ run leaf-crew 14 leaf 4 0 --fanin 4 --algorithm crew --min-workers 2
 run middle-crew-sealed-mxfp4 15 middle 2 2 --fanin 2 --children 2 --algorithm crew \
 	--sealed --dtype mxfp4
 
+# A search runs several trials, each with a generator built afresh from recycled frames,
+# its rounds past the last trial's: none may lose a chunk or get a wrong sum.
+"${table[@]}" --job 16 --role leaf --payload 512 --window 32 --algorithm crew \
+	--min-workers 2 -o "$tmp/search.json"
+memif_run "$tmp/search.json" --search --line-gbps 10 --resolution 50 --retries 0 \
+	--latency-at none
+rc=$?
+python3 - "$tmp/out" "$rc" <<'PY' && ok "crew search: every trial verified, none lost" ||
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert sys.argv[2] == "0" and len(d["trials"]) >= 2, (sys.argv[2], d.get("trials"))
+for t in d["trials"]:
+    assert t["verify"]["failures"] == 0 and t["losses"]["lost_chunks"] == 0, t
+PY
+	not_ok "crew search: exits $rc: $(tail -c 300 "$tmp/err")"
+
 # The gateway's keys are not the bench's: the bench cannot open the gateway's frames (nor
 # the gateway the bench's), and the run fails naming the sealed frame.
 "${table[@]}" --job 12 --role leaf --payload 512 --window 8 --sealed -o "$tmp/gw-keys.json"
