@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
  * georeduce-bench: a DPDK traffic generator that certifies a gateway's line rate
- * (docs/BENCH.md). It emulates the local workers of one job, sends their contributions at
- * full speed or at a given rate, verifies every RESULT it gets back and reports offered
- * and achieved rates, chunk completion latency, losses and retransmissions, per lcore.
+ * (docs/BENCH.md). It emulates the local workers of one job (in port mode also the
+ * gateway's child gateways and parent), sends their contributions at full speed or at a
+ * given rate, verifies every RESULT it gets back (and, as the parent, every partial sum)
+ * and reports offered and achieved rates, chunk completion latency, losses and
+ * retransmissions, per lcore.
  *
  *  --mode ring  the real dataplane (dp_setup, dp_prepare, dp_activate, dp_worker_main) on
  *               one worker lcore of this process, the generator on another lcore (the
