@@ -573,6 +573,13 @@ rx_frame(struct gen_lcore *g, const uint8_t *h, uint32_t len, int key, uint32_t 
 			goto unexpected;
 		return;
 	}
+	if (p.type == WIRE_TYPE_NACK_RESULT && g->prm.peer == GEN_PEER_DATAPLANE &&
+	    find_worker(gj, fl.dst_ip, fl.dst_port) >= 0) {
+		/* Result recovery asking a worker or child (docs/PROTOCOL.md 10.1): the bench
+		 * keeps no RESULT of an ended round to answer with, as a worker may not. */
+		g->st.nacks_down++;
+		return;
+	}
 	if (g->prm.peer == GEN_PEER_IO) {
 		if (p.type != WIRE_TYPE_CONTRIB)
 			goto unexpected;

@@ -152,6 +152,7 @@ struct gen_stats {
 	uint64_t partial_repeats;   /* RESULTs the parent sent again: partial sums sent again
 				     * and NACK_RESULTs */
 	uint64_t nacks;             /* NACK_RESULTs the parent got */
+	uint64_t nacks_down;        /* NACK_RESULTs to the workers and children (unanswered) */
 	uint64_t sealed, opened;    /* frames sealed and opened on protected links */
 	uint64_t acks;
 	uint64_t timeouts; /* chunk rounds whose timer fired */

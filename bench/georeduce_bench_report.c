@@ -281,7 +281,7 @@ phase_json_base(const struct phase *p)
 						(json_int_t)(p->peer[1].drops - p->peer[0].drops)));
 	return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
 			 "s:{s:f, s:f, s:f, s:f, s:I}, "
-			 "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, "
+			 "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, "
 			 "s:{s:I, s:I, s:I}, s:o, s:f, s:s?}",
 			 "phase", p->name, "seconds", p->secs, "offered_gbps", p->offered_gbps,
 			 "offered_wire_gbps", p->offered_wire_gbps, "offered_mpps", p->offered_mpps,
@@ -293,7 +293,8 @@ phase_json_base(const struct phase *p)
 			 "tx_refused", (json_int_t)p->refused, "duplicates",
 			 (json_int_t)p->duplicates, "stale", (json_int_t)p->stale, "unexpected",
 			 (json_int_t)p->unexpected, "parent_nacks", (json_int_t)p->res.final.nacks,
-			 "parent_resent", (json_int_t)p->res.final.partial_repeats, "verify",
+			 "parent_resent", (json_int_t)p->res.final.partial_repeats,
+			 "nacks_to_contributors", (json_int_t)p->res.final.nacks_down, "verify",
 			 "payloads_checked", (json_int_t)p->verified, "failures",
 			 (json_int_t)p->bad, "partial_sums_checked",
 			 (json_int_t)p->res.final.partials, "lcores", lcores, "core_to_core_rtt_ns",

@@ -33,7 +33,7 @@ memif_bench() {
 
 # memif_run TABLE [BENCH OPTIONS...]: install TABLE on the dataplane and run the bench on
 # it (--table TABLE, --gw-socket, the options), as memif_bench, the job removed first if
-# the gateway holds it; its exit status, or 3 if the table did not install ($tmp/install
+# the gateway holds it and after the run; its exit status, or 3 if the table did not install ($tmp/install
 # says why). The warm-up spans a retransmission
 # timeout, so that RESULTs the gateway could not send before it had learnt the bench's
 # MACs are resent within it. A run in which no chunk completed at all (the machine held
@@ -50,9 +50,12 @@ memif_run() {
 		memif_bench --table "$table" --gw-socket "$tmp/ctl.sock" --warmup 1 --duration 0.3 \
 			--rto-ms 300 --quiet --json "$@"
 		rc=$?
+		# Retired, so that the gateway's memory holds the next test's jobs.
+		"$dpctl" -s "$tmp/ctl.sock" remove "$job" >/dev/null 2>&1
 		[ "$rc" -eq 1 ] && grep -q "no chunk completed" "$tmp/err" &&
 			! grep -q '"failures": [1-9]' "$tmp/out" || return "$rc"
-		echo "# no chunk completed (try $try): $(grep -o '"gateway_drops": {[^}]*}' "$tmp/out")"
+		echo "# no chunk completed (try $try): $(tr -d ' \n' <"$tmp/out" |
+			grep -o '"gateway_drops":{[^}]*}')"
 	done
 	return "$rc"
 }
