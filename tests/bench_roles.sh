@@ -128,5 +128,35 @@ rc=$?
 grep -q "sealed frame from the gateway that does not open" "$tmp/out" &&
 	ok "other keys: the sealed frame named" || not_ok "other keys: $(head -c 300 "$tmp/out")"
 
+# A sealed leaf against a dataplane that corrupts one frame in 100 it receives (--fault
+# 0,rx,corrupt): only the workers' plain CONTRIBs can be corrupted (the parent's sealed
+# RESULTs pass unchanged), so the gateway's partial sums go wrong and the parent the bench
+# plays catches every one: the run exits 3, each wrong sum named with the parent's id.
+kill -INT "$dp_pid" 2>/dev/null
+wait "$dp_pid"
+dp_pid=
+"${table[@]}" --job 18 --role leaf --payload 512 --window 32 --fanin 3 --sealed \
+	-o "$tmp/corrupt.json"
+if memif_dp --crypto crypto_aesni_mb0 --fault 0,rx,corrupt=0.01 --fault-seed 5 &&
+	"$dpctl" -s "$tmp/ctl.sock" install "$tmp/corrupt.json" >"$tmp/install" 2>&1; then
+	memif_bench --table "$tmp/corrupt.json" --gw-socket "$tmp/ctl.sock" --warmup 1 \
+		--duration 0.3 --rto-ms 300 --quiet --json
+	rc=$?
+	[ "$rc" -eq 3 ] && ok "corrupted partial sums: exit 3" ||
+		not_ok "corrupted partial sums: exit $rc: $(tail -c 300 "$tmp/err")"
+	grep -q "wrong sum: chunk .* worker 2 element" "$tmp/err" &&
+		ok "corrupted partial sums: named at the parent" ||
+		not_ok "corrupted partial sums: stderr: $(head -c 400 "$tmp/err")"
+	python3 - "$tmp/out" <<'PY' && ok "corrupted partial sums: counted as wrong sums" ||
+import json, sys
+v = json.load(open(sys.argv[1]))["phases"][0]["verify"]
+assert v["wrong_results"] > 0 and v["partial_sums_checked"] > 0, v
+assert v["wrong"] and all(x["worker"] == 2 for x in v["wrong"]), v["wrong"]
+PY
+		not_ok "corrupted partial sums: report"
+else
+	not_ok "the corrupting dataplane: $(tail -c 300 "$tmp/dp.log") $(cat "$tmp/install")"
+fi
+
 echo "# $((n - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]
