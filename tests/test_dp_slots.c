@@ -556,8 +556,7 @@ test_grace_grows_back(void)
 	CU_ASSERT_FATAL(install_grace(23, 1, el, ce, &td, TABLE_GRACE_MS_MAX, true) == 0);
 	CU_ASSERT(grace_samples(23, 1, 0, 16, el, ce) == 0);
 	quorum_of(23, 1, q, &floor_ms);
-	CHECK(floor_ms < LATE_MS, "adaptive window %.3f ms after 16 chunks of all three",
-	      floor_ms);
+	CHECK(floor_ms < LATE_MS, "adaptive window %.3f ms after 16 chunks of all three", floor_ms);
 	late = drops(WIRE_REASON_LATE);
 	for (uint32_t c = 16; c < 32; c++) {
 		inject(contrib_set(23, 1, 11, &two[0], 1, 1, c, el, ce, 0));
