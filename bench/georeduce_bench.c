@@ -607,6 +607,30 @@ run_ring(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 
 /* --- Port mode ---------------------------------------------------------------------------- */
 
+/*
+ * Before the port closes: QUIESCE_MS without sending, whatever comes in received and freed.
+ * A dataplane on the other side of net_memif (its server) unmaps the bench's shared memory
+ * when the bench disconnects, from its control thread and without waiting for its worker
+ * lcores: a worker still copying the bench's last frames out of it then faults (DPDK 22.11's
+ * memif). Quiet, the gateway's receive ring is empty and its worker idle when that happens.
+ */
+#define QUIESCE_MS 500
+
+static void
+port_quiesce(uint16_t port)
+{
+	uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz() * QUIESCE_MS / 1000;
+	struct rte_mbuf *m[32];
+
+	while (rte_get_timer_cycles() < end) {
+		uint16_t n = rte_eth_rx_burst(port, 0, m, RTE_DIM(m));
+
+		rte_pktmbuf_free_bulk(m, n);
+		if (n == 0)
+			rte_delay_us_sleep(1000);
+	}
+}
+
 static int
 run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_job *gj,
 	 struct table **tbp, unsigned int *mtu_out, struct search_result *sr)
@@ -686,12 +710,14 @@ run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 
 		(*n_ph)--;
 		rc = search_run(o, &e, gj->n_workers, sr);
+		port_quiesce(o->port);
 		rte_eth_dev_stop(o->port);
 		rte_eth_dev_close(o->port);
 		rte_mempool_free(pool);
 		return rc;
 	}
 	rc = bench_phase_run(o, gj, &prm, pool, p);
+	port_quiesce(o->port);
 	rte_eth_dev_stop(o->port);
 	rte_eth_dev_close(o->port);
 	rte_mempool_free(pool);
