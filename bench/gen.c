@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,205 +21,7 @@
 
 #include "bytes.h"
 #include "gen.h"
-#include "halffloat.h"
-
-#define GEN_PROG "georeduce-bench"
-#define E_FIRST 0x1u /* send-queue entry: first frame of the round */
-#define E_RETX 0x2u  /* ... a retransmission */
-#define OFF_FLAGS (WIRE_FRAME_HDR_OFF + 4)
-#define OFF_ROUND (WIRE_FRAME_HDR_OFF + 24)
-#define PACE_BURST_BYTES 16384.0
-#define TIMER_US 1000 /* timers are scanned every millisecond */
-#define RTO_SHIFT_MAX 8
-
-/* One driven chunk. */
-struct gen_chunk {
-	uint32_t chunk;
-	uint16_t tree;
-	uint16_t dst_port;
-	uint32_t round;
-	bool open;                /* a round in flight */
-	uint8_t tries;            /* timer expiries of this round */
-	uint16_t pending;         /* entries in the send queue */
-	uint32_t got;             /* workers done this round */
-	uint64_t t_first;         /* TSC of the round's first frame; 0: not sent yet */
-	uint64_t deadline;        /* TSC; UINT64_MAX while frames are queued */
-	uint64_t *mask;           /* workers done, a bit each */
-	const uint8_t *expect;    /* the exact sum's payload (dataplane peer) */
-	struct rte_mbuf **frames; /* per worker, sent by reference */
-};
-
-struct gen_lcore {
-	const struct gen_job *gj;
-	struct gen_params prm;
-	struct rte_mempool *pool;
-	unsigned int mask_words;
-	struct gen_chunk *ch;
-	uint64_t *words; /* all chunks' masks */
-	uint8_t *expect; /* all chunks' expected payloads */
-	/* The send queue: (chunk index << 24 | worker << 8 | E_*), a power of two. */
-	uint64_t *q;
-	uint32_t q_mask, q_head, q_tail;
-	/* Pacing on the TSC. */
-	double tsc_per_byte, next_tx;
-	double pace_burst; /* bytes the pacer may send at once after a pause */
-	double ns_per_tsc;
-	uint64_t verify_tick;
-	uint32_t round_last; /* prm.rounds: every chunk's last round */
-	unsigned int n_open;
-	bool draining; /* start no new round */
-	uint8_t scratch[WIRE_FRAME_PAYLOAD_OFF + TABLE_CHUNK_BYTES_MAX] __rte_cache_aligned;
-	struct gen_stats st;
-	struct gen_hist hist;
-	struct gen_result res;
-};
-
-/* --- Jobs --------------------------------------------------------------------------------- */
-
-int
-gen_value(unsigned int c, unsigned int w, unsigned int i, int a)
-{
-	return (int)((i + 3 * c + 5 * w) % (unsigned int)(2 * a + 1)) - a;
-}
-
-static int
-cmp_worker(const void *a, const void *b)
-{
-	const struct gen_worker *x = a, *y = b;
-	uint64_t kx = (uint64_t)x->ipv4 << 16 | x->port, ky = (uint64_t)y->ipv4 << 16 | y->port;
-
-	return kx < ky ? -1 : kx > ky;
-}
-
-static int
-cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-int
-gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int window, char *err,
-		   size_t errlen)
-{
-	uint64_t total = table_n_chunks(tb);
-	unsigned int n = 0, cap = 0;
-	uint32_t *pairs;
-
-	memset(gj, 0, sizeof(*gj));
-	if (tb->n_trees == 0) {
-		snprintf(err, errlen, "--table: the gateway is in no tree of job %u", tb->job);
-		return -EINVAL;
-	}
-	for (int t = 0; t < tb->n_trees; t++) {
-		const struct table_tree *tr = &tb->trees[t];
-
-		if (tr->role != TABLE_ROLE_ROOT || tr->n_children != 0 || tr->n_workers == 0) {
-			snprintf(err, errlen,
-				 "--table: tree %u: the gateway must be a root with "
-				 "local workers only (it is a %s with %d children)",
-				 tr->id, table_role_name(tr->role), tr->n_children);
-			return -EINVAL;
-		}
-		cap += RTE_MIN(tr->chunk_count, tr->slots);
-	}
-	gj->job = tb->job;
-	gj->epoch = tb->epoch;
-	gj->dtype = (enum wire_dtype)tb->dtype;
-	gj->elems = tb->chunk_elements;
-	gj->payload = tb->chunk_elements * (uint32_t)table_dtype_size(tb->dtype);
-	gj->frame_len = WIRE_FRAME_PAYLOAD_OFF + gj->payload;
-	gj->gw_id = tb->gw.id;
-	gj->gw_ipv4 = tb->gw.ipv4;
-	gj->base_port = tb->gw.base_port;
-	gj->n_ports = tb->gw.ports;
-	gj->n_workers = (unsigned int)tb->trees[0].n_workers;
-	gj->workers = calloc(gj->n_workers, sizeof(*gj->workers));
-	pairs = calloc(cap, 2 * sizeof(uint32_t));
-	gj->chunk = calloc(RTE_MAX(cap, 1u), sizeof(*gj->chunk));
-	gj->tree = calloc(RTE_MAX(cap, 1u), sizeof(*gj->tree));
-	if (gj->workers == NULL || pairs == NULL || gj->chunk == NULL || gj->tree == NULL) {
-		free(pairs);
-		gen_job_fini(gj);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	for (unsigned int w = 0; w < gj->n_workers; w++) {
-		gj->workers[w].id = tb->trees[0].workers[w].id;
-		gj->workers[w].ipv4 = tb->trees[0].workers[w].ipv4;
-		gj->workers[w].port = tb->trees[0].workers[w].port;
-	}
-	qsort(gj->workers, gj->n_workers, sizeof(*gj->workers), cmp_worker);
-	/* Round-robin over the trees, so that a small window still covers every tree. */
-	for (uint32_t k = 0; n < window && n < cap; k++) {
-		for (int t = 0; t < tb->n_trees && n < window; t++) {
-			const struct table_tree *tr = &tb->trees[t];
-			uint32_t c = tr->chunk_first + k;
-
-			if (k >= RTE_MIN(tr->chunk_count, tr->slots))
-				continue;
-			if (wire_chunk_len(tb->elements, tb->chunk_elements, c) ==
-			    tb->chunk_elements) {
-				pairs[2 * n] = c;
-				pairs[2 * n + 1] = tr->id;
-				n++;
-			} else {
-				cap--; /* a short last chunk: not driven */
-			}
-		}
-	}
-	qsort(pairs, n, 2 * sizeof(uint32_t), cmp_u32);
-	for (unsigned int i = 0; i < n; i++) {
-		gj->chunk[i] = pairs[2 * i];
-		gj->tree[i] = (uint16_t)pairs[2 * i + 1];
-	}
-	free(pairs);
-	gj->n_chunks = n;
-	gj->amplitude = RTE_MAX(1, RTE_MIN(8, 256 / (int)gj->n_workers));
-	if (n == 0 || total == 0) {
-		gen_job_fini(gj);
-		snprintf(err, errlen, "--table: job %u has no full chunk to drive", tb->job);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-void
-gen_job_fini(struct gen_job *gj)
-{
-	free(gj->workers);
-	free(gj->chunk);
-	free(gj->tree);
-	gj->workers = NULL;
-	gj->chunk = NULL;
-	gj->tree = NULL;
-}
-
-/* Element i of a payload of dtype: small integers, so the conversions are exact. */
-static void
-put_int(uint8_t *payload, enum wire_dtype dt, unsigned int i, int v)
-{
-	float f = (float)v;
-	uint32_t b;
-	uint16_t h;
-
-	memcpy(&b, &f, sizeof(b));
-	if (dt == WIRE_DTYPE_FP32) {
-		memcpy(payload + 4 * (size_t)i, &f, sizeof(f));
-		return;
-	}
-	if (dt == WIRE_DTYPE_BF16) {
-		h = (uint16_t)(b >> 16);
-	} else if (v == 0) {
-		h = 0;
-	} else {
-		/* binary16: rebias the exponent; |v| <= 2048 leaves the low 13 bits zero. */
-		h = (uint16_t)((b >> 16 & 0x8000u) | ((((b >> 23) & 0xffu) - 112u) << 10) |
-			       ((b >> 13) & 0x3ffu));
-	}
-	memcpy(payload + 2 * (size_t)i, &h, sizeof(h));
-}
+#include "gen_priv.h"
 
 /* --- Latency histogram -------------------------------------------------------------------- */
 
@@ -271,39 +72,52 @@ gen_hist_quantile(const struct gen_hist *h, double q)
 
 /* --- Setup -------------------------------------------------------------------------------- */
 
+/* Frame w of chunk index c: contributor w's CONTRIB, or the parent's RESULT (GEN_PARENT)
+ * with the exact sum of every contribution and the parent's own. */
 static int
 build_frame(const struct gen_lcore *g, uint8_t *frame, unsigned int c, unsigned int w)
 {
 	const struct gen_job *gj = g->gj;
-	const struct gen_worker *wk = &gj->workers[w];
+	bool parent = w == GEN_PARENT(gj);
+	const struct gen_worker *wk = parent ? &gj->parent : &gj->workers[w];
 	struct wire_pkt p = {
-		.type = WIRE_TYPE_CONTRIB,
+		.type = parent ? WIRE_TYPE_RESULT : WIRE_TYPE_CONTRIB,
 		.dtype = gj->dtype,
 		.job = gj->job,
 		.epoch = gj->epoch,
 		.tree = gj->tree[c],
 		.sender = wk->id,
 		.origin = wk->id,
-		.contrib = 1,
+		.contrib = parent ? gj->result_contrib : wk->contrib,
+		.cset_blocks = (uint8_t)(gj->cset_len / WIRE_CSET_BLOCK),
 		.chunk = gj->chunk[c],
 		.count = (uint16_t)gj->elems,
 	};
 	struct wire_flow fl = {
 		.src_ip = wk->ipv4,
 		.dst_ip = gj->gw_ipv4,
-		.src_port = wk->port,
+		.src_port = (uint16_t)(wk->port + gj->chunk[c] % wk->n_ports),
 		.dst_port = wire_udp_port(gj->base_port, gj->n_ports, gj->chunk[c]),
 		.ttl = 64,
 	};
-	uint8_t *payload = frame + WIRE_FRAME_PAYLOAD_OFF;
+	uint8_t *payload = frame + gj->pl_off, *set = frame + WIRE_FRAME_PAYLOAD_OFF;
 
 	memcpy(fl.src_mac, g->prm.src_mac, 6);
 	memcpy(fl.dst_mac, g->prm.dst_mac, 6);
 	if (wire_hdr_encode(frame + WIRE_FRAME_HDR_OFF, gj->frame_len - WIRE_FRAME_HDR_OFF, &p,
 			    NULL) != 0)
 		return -EINVAL;
-	for (unsigned int i = 0; i < gj->elems; i++)
-		put_int(payload, gj->dtype, i, gen_value(c, w, i, gj->amplitude));
+	if (parent)
+		memcpy(payload, g->ch[c].expect, gj->payload);
+	else
+		gen_contrib_payload(gj, c, w, payload);
+	/* Its own set; the parent's names every party and its share (a partial reduce's
+	 * RESULT gets the set of the round's partial sum: gen_crew.c). */
+	memset(set, 0, gj->cset_len);
+	for (unsigned int k = parent ? 0 : w; gj->cset_len != 0 && k <= w; k++)
+		for (uint32_t b = 0; b < gj->cset_len; b++)
+			set[b] |= gj->sets[(size_t)k * gj->cset_len + b];
+	/* No UDP checksum (zero: none): the round is rewritten in frames sent again. */
 	return wire_frame_build(frame, gj->frame_len, &fl, gj->frame_len - WIRE_FRAME_HDR_OFF,
 				false);
 }
@@ -313,8 +127,8 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 		 char *err, size_t errlen)
 {
 	struct gen_lcore *g = rte_zmalloc("gen_lcore", sizeof(*g), RTE_CACHE_LINE_SIZE);
-	unsigned int C = gj->n_chunks, W = gj->n_workers;
-	uint32_t qcap = rte_align32pow2(C * W * 2);
+	unsigned int C = gj->n_chunks, W = gj->n_workers, F = W + gj->has_parent;
+	uint32_t qcap = rte_align32pow2(C * F * 2);
 
 	if (g == NULL) {
 		snprintf(err, errlen, "out of memory for the generator");
@@ -327,10 +141,15 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 	g->ch = calloc(C, sizeof(*g->ch));
 	g->words = calloc((size_t)C * g->mask_words, sizeof(uint64_t));
 	g->expect = prm->peer == GEN_PEER_DATAPLANE ? calloc(C, gj->payload) : NULL;
+	g->partial = gj->has_parent ? calloc(C, gj->payload) : NULL;
+	g->seal = gj->n_seals > 0 ? gen_seal_create(gj) : NULL;
+	g->sets = gj->cset_len != 0 ? calloc(C, gj->cset_len) : NULL;
 	g->q = calloc(qcap, sizeof(*g->q));
 	g->q_mask = qcap - 1;
 	if (g->ch == NULL || g->words == NULL || g->q == NULL ||
-	    (prm->peer == GEN_PEER_DATAPLANE && g->expect == NULL)) {
+	    (prm->peer == GEN_PEER_DATAPLANE && g->expect == NULL) ||
+	    (gj->has_parent && (g->partial == NULL || g->expect == NULL)) ||
+	    (gj->n_seals > 0 && g->seal == NULL) || (gj->cset_len != 0 && g->sets == NULL)) {
 		snprintf(err, errlen, "out of memory for %u chunks", C);
 		goto fail;
 	}
@@ -342,24 +161,22 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 		ch->dst_port = wire_udp_port(gj->base_port, gj->n_ports, ch->chunk);
 		ch->mask = g->words + (size_t)c * g->mask_words;
 		ch->deadline = UINT64_MAX;
-		ch->frames = calloc(W, sizeof(*ch->frames));
+		ch->frames = calloc(F, sizeof(*ch->frames));
+		if (g->sets != NULL)
+			ch->set = g->sets + (size_t)c * gj->cset_len;
 		if (ch->frames == NULL) {
 			snprintf(err, errlen, "out of memory for %u chunks", C);
 			goto fail;
 		}
 		if (g->expect != NULL) {
-			uint8_t *e = g->expect + (size_t)c * gj->payload;
-
-			for (unsigned int i = 0; i < gj->elems; i++) {
-				int s = 0;
-
-				for (unsigned int w = 0; w < W; w++)
-					s += gen_value(c, w, i, gj->amplitude);
-				put_int(e, gj->dtype, i, s);
-			}
-			ch->expect = e;
+			ch->expect = g->expect + (size_t)c * gj->payload;
+			gen_exact_sum(gj, c, F, g->expect + (size_t)c * gj->payload);
 		}
-		for (unsigned int w = 0; w < W; w++) {
+		if (g->partial != NULL) {
+			ch->partial = g->partial + (size_t)c * gj->payload;
+			gen_exact_sum(gj, c, W, g->partial + (size_t)c * gj->payload);
+		}
+		for (unsigned int w = 0; w < F; w++) {
 			struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
 			uint8_t *d =
 				m == NULL ?
@@ -401,13 +218,17 @@ gen_lcore_free(struct gen_lcore *g)
 	if (g == NULL)
 		return;
 	for (unsigned int c = 0; g->ch != NULL && c < g->gj->n_chunks; c++) {
-		for (unsigned int w = 0; g->ch[c].frames != NULL && w < g->gj->n_workers; w++)
+		for (unsigned int w = 0;
+		     g->ch[c].frames != NULL && w < g->gj->n_workers + g->gj->has_parent; w++)
 			rte_pktmbuf_free(g->ch[c].frames[w]);
 		free(g->ch[c].frames);
 	}
 	free(g->ch);
 	free(g->words);
 	free(g->expect);
+	free(g->partial);
+	free(g->sets);
+	gen_seal_free(g->seal);
 	free(g->q);
 	rte_free(g);
 }
@@ -420,10 +241,8 @@ gen_lcore_result(const struct gen_lcore *g)
 
 /* --- The loop ----------------------------------------------------------------------------- */
 
-static void fail(struct gen_lcore *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-fail(struct gen_lcore *g, const char *fmt, ...)
+void
+gen_fail(struct gen_lcore *g, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -435,54 +254,8 @@ fail(struct gen_lcore *g, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Element i of a payload of dtype as a number, and its bits. */
-static double
-elem_value(const uint8_t *pl, enum wire_dtype dt, unsigned int i, uint32_t *bits)
-{
-	uint16_t h;
-	float f;
-
-	if (dt == WIRE_DTYPE_FP32) {
-		memcpy(bits, pl + 4 * (size_t)i, 4);
-		memcpy(&f, bits, 4);
-		return f;
-	}
-	memcpy(&h, pl + 2 * (size_t)i, 2);
-	*bits = h;
-	return dt == WIRE_DTYPE_BF16 ? gr_bf16_to_f32(h) : gr_f16_to_f32(h);
-}
-
-/* A RESULT whose payload pl (NULL: unreadable) differs from the exact sum expect: counted,
- * and the first GEN_WRONG_MAX described. */
-static void
-wrong(struct gen_lcore *g, const uint8_t *pl, const uint8_t *expect, const struct wire_pkt *p,
-      uint16_t worker)
-{
-	unsigned int es = wire_dtype_size(g->gj->dtype), n = 0, first = 0;
-	struct gen_wrong *x = &g->res.wrong[g->res.n_wrong];
-
-	g->st.wrong++;
-	for (unsigned int i = 0; pl != NULL && i < g->gj->elems; i++)
-		if (memcmp(pl + i * es, expect + i * es, es) != 0 && n++ == 0)
-			first = i;
-	fail(g,
-	     "chunk %u round %u: the RESULT of worker %u differs from the exact sum at %u of %u "
-	     "elements, the first %u",
-	     p->chunk, p->round, worker, n, g->gj->elems, first);
-	if (g->res.n_wrong == GEN_WRONG_MAX)
-		return;
-	g->res.n_wrong++;
-	*x = (struct gen_wrong){.chunk = p->chunk,
-				.round = p->round,
-				.worker = worker,
-				.element = first,
-				.n_elems = n};
-	x->expect = elem_value(expect, g->gj->dtype, first, &x->expect_bits);
-	x->got = pl == NULL ? NAN : elem_value(pl, g->gj->dtype, first, &x->got_bits);
-}
-
-static void
-enqueue(struct gen_lcore *g, unsigned int c, unsigned int w, unsigned int flags)
+void
+gen_enqueue(struct gen_lcore *g, unsigned int c, unsigned int w, unsigned int flags)
 {
 	g->q[g->q_tail++ & g->q_mask] = (uint64_t)c << 24 | (uint64_t)w << 8 | flags;
 	g->ch[c].pending++;
@@ -499,10 +272,12 @@ start_round(struct gen_lcore *g, unsigned int c)
 	ch->tries = 0;
 	ch->t_first = 0;
 	ch->deadline = UINT64_MAX;
+	ch->answered = false;
+	ch->known = false;
 	memset(ch->mask, 0, g->mask_words * sizeof(uint64_t));
 	g->n_open++;
 	for (unsigned int w = 0; w < g->gj->n_workers; w++)
-		enqueue(g, c, w, w == 0 ? E_FIRST : 0);
+		gen_enqueue(g, c, w, w == 0 ? E_FIRST : 0);
 }
 
 static void
@@ -513,15 +288,44 @@ set_round(uint8_t *frame, uint32_t round)
 	memcpy(frame + OFF_ROUND, &be, sizeof(be));
 }
 
+/* A frame of a gateway the bench plays over a protected link: the template (which never
+ * leaves itself) with the round and flags of this send, sealed into a fresh frame. */
+static struct rte_mbuf *
+sealed_frame(struct gen_lcore *g, struct rte_mbuf *f, uint32_t round, bool retx, int key)
+{
+	uint8_t *pf = rte_pktmbuf_mtod(f, uint8_t *), *d;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(g->pool);
+
+	set_round(pf, round);
+	pf[OFF_FLAGS] = retx ? WIRE_F_RETX : 0;
+	if (m == NULL ||
+	    (d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)g->gj->max_frame)) == NULL) {
+		rte_pktmbuf_free(m);
+		g->st.no_mbuf++;
+		return NULL;
+	}
+	if (gen_seal_frame(g->seal, key, pf, g->gj->frame_len, d) != 0) {
+		rte_pktmbuf_free(m);
+		gen_fail(g, "cannot seal a frame (OpenSSL)");
+		return NULL;
+	}
+	g->st.sealed++;
+	return m;
+}
+
 /* The mbuf to send for a queue entry: the worker's frame by reference when nobody else
  * holds it, else a fresh copy. NULL when the pool is empty. */
 static struct rte_mbuf *
 frame_for(struct gen_lcore *g, uint64_t e)
 {
 	struct gen_chunk *ch = &g->ch[e >> 24];
-	struct rte_mbuf *f = ch->frames[(e >> 8) & 0xffff], *m;
+	unsigned int w = (e >> 8) & 0xffff;
+	struct rte_mbuf *f = ch->frames[w], *m;
+	int key = w < g->gj->n_workers ? g->gj->workers[w].seal : g->gj->parent.seal;
 	uint8_t *d;
 
+	if (key >= 0)
+		return sealed_frame(g, f, ch->round, e & E_RETX, key);
 	if (!((e & E_FIRST) && g->prm.first_copy) && !(e & E_RETX) &&
 	    rte_mbuf_refcnt_read(f) == 1) {
 		set_round(rte_pktmbuf_mtod(f, uint8_t *), ch->round);
@@ -548,6 +352,7 @@ do_tx(struct gen_lcore *g, uint64_t now)
 {
 	struct rte_mbuf *pkts[GEN_BURST_MAX];
 	uint64_t ents[GEN_BURST_MAX];
+	uint32_t lens[GEN_BURST_MAX];
 	unsigned int n = 0, want = g->q_tail - g->q_head;
 	uint32_t wire = g->gj->frame_len + GEN_WIRE_OVERHEAD;
 	uint16_t sent;
@@ -572,6 +377,7 @@ do_tx(struct gen_lcore *g, uint64_t now)
 		pkts[n] = frame_for(g, e);
 		if (pkts[n] == NULL)
 			break;
+		lens[n] = rte_pktmbuf_pkt_len(pkts[n]);
 		ents[n++] = e;
 	}
 	if (n == 0)
@@ -592,17 +398,17 @@ do_tx(struct gen_lcore *g, uint64_t now)
 			ch->deadline = now + (g->prm.rto_tsc << RTE_MIN(ch->tries, RTO_SHIFT_MAX));
 		if (ents[i] & E_RETX)
 			g->st.retx++;
+		g->st.tx_bytes += lens[i];
 	}
 	g->st.tx_pkts += sent;
-	g->st.tx_bytes += (uint64_t)sent * g->gj->frame_len;
 	g->st.tx_payload += (uint64_t)sent * g->gj->payload;
 	if (g->tsc_per_byte > 0)
 		g->next_tx += (double)sent * wire * g->tsc_per_byte;
 	return sent;
 }
 
-static int
-find_chunk(const struct gen_job *gj, uint32_t chunk)
+int
+gen_find_chunk(const struct gen_job *gj, uint32_t chunk)
 {
 	unsigned int lo = 0, hi = gj->n_chunks;
 
@@ -617,23 +423,37 @@ find_chunk(const struct gen_job *gj, uint32_t chunk)
 	return lo < gj->n_chunks && gj->chunk[lo] == chunk ? (int)lo : -1;
 }
 
+/* The contributor at (ipv4, port): a worker's port, or a port of a child gateway's range.
+ * The last entry at or below (ipv4, port) in (ipv4, port) order. */
 static int
 find_worker(const struct gen_job *gj, uint32_t ipv4, uint16_t port)
 {
-	struct gen_worker key = {.ipv4 = ipv4, .port = port};
-	const struct gen_worker *w =
-		bsearch(&key, gj->workers, gj->n_workers, sizeof(*gj->workers), cmp_worker);
+	uint64_t key = (uint64_t)ipv4 << 16 | port;
+	unsigned int lo = 0, hi = gj->n_workers;
 
-	return w == NULL ? -1 : (int)(w - gj->workers);
+	while (lo < hi) {
+		unsigned int mid = (lo + hi) / 2;
+
+		if (((uint64_t)gj->workers[mid].ipv4 << 16 | gj->workers[mid].port) <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -1;
+	const struct gen_worker *w = &gj->workers[lo - 1];
+
+	return w->ipv4 == ipv4 && (uint16_t)(port - w->port) < w->n_ports ? (int)(lo - 1) : -1;
 }
 
-static int
-find_worker_ip(const struct gen_job *gj, uint32_t ipv4)
+/* Whether ipv4 is an address the generator plays: a contributor's or the parent's. */
+static bool
+plays_ip(const struct gen_job *gj, uint32_t ipv4)
 {
 	for (unsigned int w = 0; w < gj->n_workers; w++)
 		if (gj->workers[w].ipv4 == ipv4)
-			return (int)w;
-	return -1;
+			return true;
+	return gj->has_parent && gj->parent.ipv4 == ipv4;
 }
 
 /* Build an ARP frame in the empty mbuf m: op 1 (request) or 2 (reply). False if m has no
@@ -677,7 +497,7 @@ rx_arp(struct gen_lcore *g, const uint8_t *d, uint32_t len)
 		return;
 	sip = be32_get(d + 28);
 	tip = be32_get(d + 38);
-	if (find_worker_ip(g->gj, tip) < 0 || (m = rte_pktmbuf_alloc(g->pool)) == NULL)
+	if (!plays_ip(g->gj, tip) || (m = rte_pktmbuf_alloc(g->pool)) == NULL)
 		return;
 	if (arp_frame(m, 2, g->prm.src_mac, tip, d + 22, sip) &&
 	    rte_eth_tx_burst(g->prm.port_id, g->prm.queue, &m, 1) == 1)
@@ -700,34 +520,65 @@ chunk_done(struct gen_lcore *g, unsigned int c, uint64_t now)
 		start_round(g, c);
 }
 
-static void
-rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
+/* Whether a frame for party w (GEN_PARENT: the parent) came as its link requires: sealed
+ * under that link's key (key), or plain (key -1) where the link is plain. */
+static bool
+link_ok(struct gen_lcore *g, unsigned int w, int key)
 {
 	const struct gen_job *gj = g->gj;
-	uint8_t hbuf[WIRE_FRAME_PAYLOAD_OFF];
-	uint32_t len = rte_pktmbuf_pkt_len(m);
-	const uint8_t *h = rte_pktmbuf_read(m, 0, RTE_MIN(len, (uint32_t)sizeof(hbuf)), hbuf);
+	int want = w < gj->n_workers ? gj->workers[w].seal : gj->parent.seal;
+
+	if (want == key)
+		return true;
+	gen_fail(g, "a frame for gateway %u came %s, its link is %s",
+		 w < gj->n_workers ? gj->workers[w].id : gj->parent.id,
+		 key < 0 ? "plain" : "sealed under another link's key",
+		 want < 0 ? "plain" : "sealed");
+	return false;
+}
+
+/* A CONTRIB or RESULT carries the job's contributor set, other types none. */
+static bool
+cset_ok(const struct gen_job *gj, const uint8_t *h)
+{
+	uint8_t type = h[WIRE_FRAME_HDR_OFF + 3], blocks = h[WIRE_FRAME_HDR_OFF + 6];
+
+	return blocks == ((type == WIRE_TYPE_CONTRIB || type == WIRE_TYPE_RESULT) ?
+				  gj->cset_len / WIRE_CSET_BLOCK :
+				  0);
+}
+
+/* One received frame h (len bytes, contiguous); key: the protected link's key that opened
+ * it, -1 if it came plain; wire_len: its length on the wire. */
+static void
+rx_frame(struct gen_lcore *g, const uint8_t *h, uint32_t len, int key, uint32_t wire_len,
+	 uint64_t now)
+{
+	const struct gen_job *gj = g->gj;
 	struct wire_flow fl;
 	struct wire_pkt p;
 	size_t ulen;
 	int c, w;
 
-	g->st.rx_pkts++;
-	g->st.rx_bytes += len;
-	if (h == NULL || len < 14)
-		goto unexpected;
-	if (h[12] == 0x08 && h[13] == 0x06) {
-		rx_arp(g, h, len);
-		return;
-	}
 	if (len < WIRE_FRAME_PAYLOAD_OFF ||
 	    wire_frame_parse_flags(h, len, WIRE_PARSE_NO_UDP_CSUM, &fl, NULL, &ulen, NULL) != 0 ||
-	    h[WIRE_FRAME_HDR_OFF + 6] != 0 || /* a contributor set: not this job's */
-	    wire_hdr_decode(h + WIRE_FRAME_HDR_OFF, ulen, &p, NULL) != 0 || p.job != gj->job ||
-	    p.epoch != gj->epoch)
+	    !cset_ok(gj, h) || wire_hdr_decode(h + WIRE_FRAME_HDR_OFF, ulen, &p, NULL) != 0 ||
+	    p.job != gj->job || p.epoch != gj->epoch)
 		goto unexpected;
 	if (p.type == WIRE_TYPE_ACK) {
 		g->st.acks++;
+		return;
+	}
+	if (gj->has_parent && fl.dst_ip == gj->parent.ipv4 && g->prm.peer == GEN_PEER_DATAPLANE) {
+		if (link_ok(g, GEN_PARENT(gj), key) && gen_parent_rx(g, h, &p, &fl, len) != 0)
+			goto unexpected;
+		return;
+	}
+	if (p.type == WIRE_TYPE_NACK_RESULT && g->prm.peer == GEN_PEER_DATAPLANE &&
+	    find_worker(gj, fl.dst_ip, fl.dst_port) >= 0) {
+		/* Result recovery asking a worker or child (docs/PROTOCOL.md 10.1): the bench
+		 * keeps no RESULT of an ended round to answer with, as a worker may not. */
+		g->st.nacks_down++;
 		return;
 	}
 	if (g->prm.peer == GEN_PEER_IO) {
@@ -739,11 +590,14 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 			goto unexpected;
 		w = find_worker(gj, fl.dst_ip, fl.dst_port);
 	}
-	c = find_chunk(gj, p.chunk);
+	c = gen_find_chunk(gj, p.chunk);
 	if (w < 0 || c < 0 || p.tree != gj->tree[c])
 		goto unexpected;
 	struct gen_chunk *ch = &g->ch[c];
 	uint64_t bit = 1ull << (w % 64);
+
+	if (g->prm.peer == GEN_PEER_DATAPLANE && !link_ok(g, (unsigned int)w, key))
+		return;
 
 	if (!ch->open || p.round != ch->round) {
 		g->st.stale++;
@@ -754,36 +608,72 @@ rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
 		return;
 	}
 	if (g->prm.peer == GEN_PEER_DATAPLANE) {
-		if (p.contrib != gj->n_workers || p.count != gj->elems || p.origin != gj->gw_id ||
-		    p.sender != gj->gw_id || fl.src_ip != gj->gw_ipv4 ||
-		    fl.src_port != ch->dst_port || len != gj->frame_len) {
-			fail(g,
-			     "chunk %u round %u: a RESULT with contrib %u of %u, count %u, "
-			     "origin %u, sender %u, %u bytes",
-			     p.chunk, p.round, p.contrib, gj->n_workers, p.count, p.origin,
-			     p.sender, len);
+		const struct gen_worker *wk = &gj->workers[w];
+
+		if ((gj->cset_len == 0 && p.contrib != gj->result_contrib) ||
+		    p.count != gj->elems || p.origin != gj->root_id || p.sender != gj->gw_id ||
+		    fl.src_ip != gj->gw_ipv4 || fl.src_port != ch->dst_port ||
+		    len != gj->frame_len || fl.dst_port != wk->port + p.chunk % wk->n_ports) {
+			gen_fail(g,
+				 "chunk %u round %u: a RESULT to %u with contrib %u of %u, count "
+				 "%u, origin %u, sender %u, %u bytes",
+				 p.chunk, p.round, wk->id, p.contrib, gj->result_contrib, p.count,
+				 p.origin, p.sender, len);
 			return;
 		}
+		if (gj->cset_len != 0 && !gen_crew_result(g, (unsigned int)c, h, &p))
+			return;
 		if (g->verify_tick++ % g->prm.verify_every == 0) {
-			const uint8_t *pl = rte_pktmbuf_read(m, WIRE_FRAME_PAYLOAD_OFF, gj->payload,
-							     g->scratch);
+			const uint8_t *pl = h + gj->pl_off;
 
 			g->st.verified++;
-			if (pl == NULL || memcmp(pl, ch->expect, gj->payload) != 0) {
-				wrong(g, pl, ch->expect, &p, gj->workers[w].id);
+			if (memcmp(pl, ch->expect, gj->payload) != 0) {
+				gen_wrong(g, pl, ch->expect, &p, "the RESULT to",
+					  gj->workers[w].id);
 				return;
 			}
 		}
 	}
 	ch->mask[w / 64] |= bit;
 	g->st.rx_ok++;
-	g->st.rx_ok_bytes += len;
+	g->st.rx_ok_bytes += wire_len;
 	g->st.rx_payload += gj->payload;
 	if (++ch->got == gj->n_workers)
 		chunk_done(g, (unsigned int)c, now);
 	return;
 unexpected:
 	g->st.unexpected++;
+}
+
+static void
+rx_one(struct gen_lcore *g, struct rte_mbuf *m, uint64_t now)
+{
+	uint32_t len = rte_pktmbuf_pkt_len(m);
+	const uint8_t *h = len <= sizeof(g->lin) ? rte_pktmbuf_read(m, 0, len, g->lin) : NULL;
+	int n, key = -1;
+
+	g->st.rx_pkts++;
+	g->st.rx_bytes += len;
+	if (h == NULL || len < 14) {
+		g->st.unexpected++;
+		return;
+	}
+	if (h[12] == 0x08 && h[13] == 0x06) {
+		rx_arp(g, h, len);
+		return;
+	}
+	if (g->seal == NULL || !gen_seal_is_sealed(h, len)) {
+		rx_frame(g, h, len, -1, len, now);
+		return;
+	}
+	n = gen_seal_open(g->seal, h, len, g->opened, &key);
+	if (n < 0) {
+		gen_fail(g, "a sealed frame from the gateway that does not open (%s)",
+			 n == -ENOKEY ? "no such key" : "malformed, or a wrong tag");
+		return;
+	}
+	g->st.opened++;
+	rx_frame(g, g->opened, (uint32_t)n, key, len, now);
 }
 
 /* Rounds overdue: send again, with RETX, the frames of the workers still waiting. */
@@ -801,7 +691,7 @@ timers(struct gen_lcore *g, uint64_t now)
 		ch->deadline = UINT64_MAX;
 		for (unsigned int w = 0; w < g->gj->n_workers; w++)
 			if (!(ch->mask[w / 64] & 1ull << (w % 64)))
-				enqueue(g, c, w, E_RETX);
+				gen_enqueue(g, c, w, E_RETX);
 	}
 }
 
@@ -926,13 +816,14 @@ gen_arp_resolve(uint16_t port_id, uint16_t queue, struct rte_mempool *pool,
 		if (rte_rdtsc() >= next_req) {
 			/* Who has the gateway, from every worker: the gateway learns each
 			 * worker's MAC from its request and answers the first. */
-			for (unsigned int w = 0; w < gj->n_workers; w++) {
+			for (unsigned int w = 0; w < gj->n_workers + gj->has_parent; w++) {
 				struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+				uint32_t sip =
+					w < gj->n_workers ? gj->workers[w].ipv4 : gj->parent.ipv4;
 
 				if (m == NULL)
 					break;
-				if (!arp_frame(m, 1, src_mac, gj->workers[w].ipv4, NULL,
-					       gj->gw_ipv4) ||
+				if (!arp_frame(m, 1, src_mac, sip, NULL, gj->gw_ipv4) ||
 				    rte_eth_tx_burst(port_id, queue, &m, 1) != 1)
 					rte_pktmbuf_free(m);
 			}

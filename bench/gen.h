@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
- * The traffic generator of georeduce-bench: emulated workers of one job on one ethdev
- * port, driven by one lcore.
+ * The traffic generator of georeduce-bench: emulated workers, child gateways and parent
+ * gateway of one gateway's job on one ethdev port, driven by one lcore (the parent:
+ * gen_parent.c; payloads and exact sums: gen_payload.c; sealed links: gen_seal.c).
  *
  * A generator lcore owns one RX and one TX queue of its port and a set of chunks (the
  * window). Each chunk cycles through rounds independently: its workers' CONTRIB frames go
@@ -47,16 +48,26 @@ enum gen_peer {
 	GEN_PEER_IO,            /* an io-forwarder: the frames themselves come back */
 };
 
-/** One emulated worker. */
+/**
+ * One emulated contributor of the gateway: a local worker, or a child gateway (which sends
+ * its subtree's partial sum and receives the RESULT at its port of the chunk, port +
+ * chunk mod n_ports). The emulated parent gateway is one too, outside the list.
+ */
 struct gen_worker {
 	uint16_t id;
-	uint32_t ipv4; /* host order */
-	uint16_t port;
+	uint32_t ipv4;    /* host order */
+	uint16_t port;    /* a worker's port, a gateway's base port */
+	uint16_t n_ports; /* 1 for a worker */
+	uint16_t contrib; /* the `contrib` of its CONTRIBs: 1, or a child's subtree_workers */
+	int16_t seal;     /* a protected link's key in gen_job.seals, -1: plain */
+	int16_t child;    /* a child gateway: its index in the table's children; -1: a worker */
 };
 
 /**
- * The part of a job the generator drives, taken from the gateway's table: the gateway, its
- * local workers, and per tree the first chunks that fit its slot pool.
+ * The part of a job the generator drives, taken from the gateway's table: the gateway, the
+ * parties it exchanges chunks with (its local workers, its child gateways and its parent
+ * gateway, all played by the generator), and per tree the first chunks that fit its slot
+ * pool.
  */
 struct gen_job {
 	uint32_t job, epoch;
@@ -64,21 +75,41 @@ struct gen_job {
 	uint32_t elems;     /* elements per chunk (only full chunks are driven) */
 	uint32_t payload;   /* bytes per chunk */
 	uint32_t frame_len; /* Ethernet frame without FCS */
+	uint32_t max_frame; /* the largest frame: frame_len, sealed + WIRE_SEAL_OVERHEAD */
 	uint16_t gw_id;
 	uint32_t gw_ipv4;
 	uint16_t base_port, n_ports;
-	unsigned int n_workers;
+	unsigned int n_workers;     /* contributors: local workers and child gateways */
 	struct gen_worker *workers; /* sorted by (ipv4, port) */
+	unsigned int n_children;    /* child gateways among them */
+	bool has_parent;            /* a leaf or interior gateway: the generator is its parent */
+	struct gen_worker parent;   /* the parent gateway (port: its base port) */
+	uint16_t sub_contrib;       /* the gateway's subtree_workers: its partial sum's contrib */
+	uint16_t result_contrib;    /* the RESULT's contrib (the parent adds one of its own) */
+	uint16_t root_id;           /* the RESULT's origin: the gateway, or its parent */
+	uint32_t cset_len;          /* contributor set bytes in every CONTRIB and RESULT; 0: none */
+	uint32_t pl_off;            /* the payload's offset in a frame, after the set */
+	uint32_t threshold;         /* partial reduce: the fewest worker contributions the
+				     * gateway's sum holds (the tree's threshold); 0: all */
+	uint8_t *sets;              /* with sets: each contributor's set (cset_len bytes), then
+				     * that of the parent's own share */
+	unsigned int n_seals;       /* protected links to the gateway (docs/PROTOCOL.md 14) */
+	struct table_seal *seals;   /* their keys, as in the table */
 	unsigned int n_chunks;
 	uint32_t *chunk; /* driven chunk indices, ascending */
 	uint16_t *tree;  /* tree id of each */
 	int amplitude;   /* inputs are integers in [-amplitude, amplitude] */
 };
 
+/** The index of the parent's RESULT frame among a chunk's frames (after the contributors'). */
+#define GEN_PARENT(gj) ((gj)->n_workers)
+
 /**
- * Build the driven part of a job from a parsed table. Every tree must be a root with local
- * workers and no child gateway (the generator plays every contributor). At most `window`
- * chunks in total, taken from the trees in turn, never two sharing a slot of their tree.
+ * Build the driven part of a job from a parsed table. The gateway may be a root, an
+ * interior node or a leaf; every tree must list the same parent and children as the
+ * first (the generator plays every contributor, and the parent with one contribution of
+ * its own). At most `window` chunks in total, taken from the trees in turn, never two
+ * sharing a slot of their tree.
  *
  * @return  0, or -EINVAL with a one-line message in err.
  */
@@ -119,6 +150,12 @@ struct gen_stats {
 	uint64_t duplicates;        /* copies for a worker that already had its own */
 	uint64_t stale;             /* copies of another round */
 	uint64_t unexpected;        /* frames that are none of the above */
+	uint64_t partials;          /* partial sums the parent took and verified */
+	uint64_t partial_repeats;   /* RESULTs the parent sent again: partial sums sent again
+				     * and NACK_RESULTs */
+	uint64_t nacks;             /* NACK_RESULTs the parent got */
+	uint64_t nacks_down;        /* NACK_RESULTs to the workers and children (unanswered) */
+	uint64_t sealed, opened;    /* frames sealed and opened on protected links */
 	uint64_t acks;
 	uint64_t timeouts; /* chunk rounds whose timer fired */
 	uint64_t retx;     /* frames sent again with RETX */

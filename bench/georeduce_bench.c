@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  *
  * georeduce-bench: a DPDK traffic generator that certifies a gateway's line rate
- * (docs/BENCH.md). It emulates the local workers of one job, sends their contributions at
- * full speed or at a given rate, verifies every RESULT it gets back and reports offered
- * and achieved rates, chunk completion latency, losses and retransmissions, per lcore.
+ * (docs/BENCH.md). It emulates the local workers of one job (in port mode also the
+ * gateway's child gateways and parent), sends their contributions at full speed or at a
+ * given rate, verifies every RESULT it gets back (and, as the parent, every partial sum)
+ * and reports offered and achieved rates, chunk completion latency, losses and
+ * retransmissions, per lcore.
  *
  *  --mode ring  the real dataplane (dp_setup, dp_prepare, dp_activate, dp_worker_main) on
  *               one worker lcore of this process, the generator on another lcore (the
@@ -649,19 +651,19 @@ run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 		cli_error(PROG, "%s", err);
 		return CLI_EXIT_USAGE;
 	}
-	*mtu_out = RTE_MAX(RTE_ETHER_MTU, gj->frame_len - RTE_ETHER_HDR_LEN);
+	*mtu_out = RTE_MAX(RTE_ETHER_MTU, gj->max_frame - RTE_ETHER_HDR_LEN);
 	if (!rte_eth_dev_is_valid_port(o->port)) {
 		cli_error(PROG, "--port: no ethdev port %u (%u probed; bind a NIC or add --vdev)",
 			  o->port, rte_eth_dev_count_avail());
 		return CLI_EXIT_USAGE;
 	}
-	pool = frame_pool("gb_frames", gj->n_chunks * (gj->n_workers + 4) + 8192, gj->frame_len);
+	pool = frame_pool("gb_frames", gj->n_chunks * (gj->n_workers + 4) + 8192, gj->max_frame);
 	if (pool == NULL) {
 		cli_error(PROG, "cannot allocate the frames (give EAL more memory, -m)");
 		return CLI_EXIT_USAGE;
 	}
 	if (port_start(o->port, pool,
-		       gj->frame_len > RTE_ETHER_MAX_LEN - RTE_ETHER_CRC_LEN ? *mtu_out : 0, err,
+		       gj->max_frame > RTE_ETHER_MAX_LEN - RTE_ETHER_CRC_LEN ? *mtu_out : 0, err,
 		       sizeof(err)) != 0) {
 		cli_error(PROG, "%s", err);
 		rte_mempool_free(pool);

@@ -310,8 +310,8 @@ phase_json_base(const struct phase *p)
 						(json_int_t)(p->peer[1].drops - p->peer[0].drops)));
 	return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
 			 "s:{s:f, s:f, s:f, s:f, s:I}, "
-			 "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, "
-			 "s:{s:I, s:I}, s:o, s:f, s:s?}",
+			 "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, "
+			 "s:{s:I, s:I, s:I}, s:o, s:f, s:s?}",
 			 "phase", p->name, "seconds", p->secs, "offered_gbps", p->offered_gbps,
 			 "offered_wire_gbps", p->offered_wire_gbps, "offered_mpps", p->offered_mpps,
 			 "achieved_gbps", p->achieved_gbps, "achieved_mpps", p->achieved_mpps,
@@ -321,10 +321,13 @@ phase_json_base(const struct phase *p)
 			 "timeouts", (json_int_t)p->timeouts, "retransmitted", (json_int_t)p->retx,
 			 "tx_refused", (json_int_t)p->refused, "duplicates",
 			 (json_int_t)p->duplicates, "stale", (json_int_t)p->stale, "unexpected",
-			 (json_int_t)p->unexpected, "verify", "payloads_checked",
-			 (json_int_t)p->verified, "failures", (json_int_t)p->bad, "lcores", lcores,
-			 "core_to_core_rtt_ns", p->c2c_ns, "error",
-			 p->res.error[0] != '\0' ? p->res.error : NULL);
+			 (json_int_t)p->unexpected, "parent_nacks", (json_int_t)p->res.final.nacks,
+			 "parent_resent", (json_int_t)p->res.final.partial_repeats,
+			 "nacks_to_contributors", (json_int_t)p->res.final.nacks_down, "verify",
+			 "payloads_checked", (json_int_t)p->verified, "failures",
+			 (json_int_t)p->bad, "partial_sums_checked",
+			 (json_int_t)p->res.final.partials, "lcores", lcores, "core_to_core_rtt_ns",
+			 p->c2c_ns, "error", p->res.error[0] != '\0' ? p->res.error : NULL);
 }
 
 /* A number in JSON, or null (jansson refuses NaN and infinities). */
@@ -368,6 +371,9 @@ phase_json(const struct phase *p)
 
 	verify_json(p, pj);
 	certifier_json(p, pj);
+	json_object_set_new(pj, "sealed_frames",
+			    json_pack("{s:I, s:I}", "sealed", (json_int_t)p->res.final.sealed,
+				      "opened", (json_int_t)p->res.final.opened));
 	return pj;
 }
 
@@ -386,6 +392,12 @@ print_json(FILE *f, const struct opts *o, const struct gen_job *gj, unsigned int
 			 "payload", (int)gj->payload, "workers", (int)gj->n_workers, "dtype",
 			 wire_dtype_str(gj->dtype), "mtu", (int)mtu, "window", (int)gj->n_chunks,
 			 "rate_gbps", o->rate_gbps, "phases", phases);
+	json_object_set_new(root, "role",
+			    json_string(!gj->has_parent    ? "root" :
+					gj->n_children > 0 ? "interior" :
+							     "leaf"));
+	json_object_set_new(root, "child_gateways", json_integer(gj->n_children));
+	json_object_set_new(root, "sealed_links", json_integer(gj->n_seals));
 	if (n == 2 && ph[1].achieved_mpps > 0)
 		json_object_set_new(root, "ratio_to_io",
 				    json_real(ph[0].achieved_mpps / ph[1].achieved_mpps));

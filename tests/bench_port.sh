@@ -14,10 +14,8 @@ cd "$(dirname "$0")/.."
 # shellcheck source=tests/clilib.sh
 . tests/clilib.sh
 prefix=gbp$$
-dp_pid=
-trap '[ -n "$dp_pid" ] && kill -INT "$dp_pid" 2>/dev/null && wait "$dp_pid"
-	rm -rf "$tmp" /var/run/dpdk/"$prefix"*' EXIT
-eal=(--no-huge -m 512 --no-pci --no-shconf --log-level=lib.eal:error)
+# shellcheck source=tests/benchlib.sh
+. tests/benchlib.sh
 
 expect 2 "--gw-socket in ring mode" "$bench" -- --gw-socket /tmp/x.sock
 grep -q -- "--gw-socket" "$tmp/err" && ok "names --gw-socket" || not_ok "names --gw-socket"
@@ -25,25 +23,13 @@ python3 bench/georeduce-bench-table --payload 512 --fanin 3 --window 64 -o "$tmp
 # dp_start [DATAPLANE OPTIONS...]: the dataplane on the memif server side, with the job
 # installed; 1 if it did not come up.
 dp_start() {
-	"$dp" "${eal[@]}" --file-prefix="${prefix}d" -l 0-1 \
-		--vdev="net_memif0,role=server,socket=$tmp/m.sock" -- --addr 0:10.0.0.1/16 \
-		-s "$tmp/ctl.sock" --idle-spin 100 "$@" >"$tmp/dp.log" 2>&1 &
-	dp_pid=$!
-	for _ in $(seq 600); do
-		"$dpctl" -s "$tmp/ctl.sock" ping >/dev/null 2>&1 && break
-		kill -0 "$dp_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	"$dpctl" -s "$tmp/ctl.sock" install "$tmp/gw.json" >/dev/null 2>&1
+	memif_dp "$@" && "$dpctl" -s "$tmp/ctl.sock" install "$tmp/gw.json" >/dev/null 2>&1
 }
 if ! dp_start; then
 	echo "# skip: the dataplane did not start on net_memif: $(tail -c 300 "$tmp/dp.log")"
 	exit 77
 fi
-"$bench" "${eal[@]}" --file-prefix="$prefix" -l 0 \
-	--vdev="net_memif0,role=client,socket=$tmp/m.sock" -- --mode port --table "$tmp/gw.json" \
-	--gw-socket "$tmp/ctl.sock" --quick --duration 0.3 --rto-ms 1000 --verify-every 1 \
-	--quiet --json >"$tmp/out" 2>"$tmp/err"
+memif_run "$tmp/gw.json" --verify-every 1
 rc=$?
 [ "$rc" -eq 0 ] && ok "port run exits 0" || not_ok "port run exits $rc: $(tail -c 300 "$tmp/err")"
 python3 - "$tmp/out" <<'PY' && ok "port run verified, the gateway's drops read" || not_ok "port report"

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# georeduce-bench in port mode against one dataplane in another process over net_memif,
+# with the gateway in every role georeduce-bench-table writes (docs/BENCH.md, "Roles"): a
+# root with local workers and child gateways, a leaf (a parent above) and a middle node
+# (children and a parent), each a job of its own, paced as the dataplane paces by default
+# (the tree at 20 Gbit/s on the links to the parent and the children, and once at
+# 0.2 Gbit/s, below what the bench offers, so that frames wait in the pacers),
+# in fp32, bf16 and the three MX dtypes, as a partial reduce (crew: contributor sets and a
+# threshold), and with the links to the other gateways sealed
+# (AES-GCM through the dataplane's crypto_aesni_mb cryptodev, the bench's OpenSSL). A
+# bench whose keys are not the gateway's fails the run.
+# The bench plays the workers, the children and the parent; every RESULT copy and every
+# partial sum the parent gets must be verified and none wrong, and no chunk lost. Bad
+# options of the table's roles are refused with the option named.
+# Exit 77 (skip) if EAL or net_memif cannot start here.
+# Usage: tests/bench_roles.sh BENCH DATAPLANE DPCTL
+set -u
+bench=${1:?usage: bench_roles.sh BENCH DATAPLANE DPCTL}
+dp=${2:?}
+dpctl=${3:?}
+cd "$(dirname "$0")/.."
+# shellcheck source=tests/clilib.sh
+. tests/clilib.sh
+prefix=gbr$$
+# shellcheck source=tests/benchlib.sh
+. tests/benchlib.sh
+table=(python3 bench/georeduce-bench-table)
+
+expect 2 "--role unknown" "${table[@]}" --role branch
+grep -q -- "--role" "$tmp/err" && ok "names --role" || not_ok "names --role"
+expect 2 "a leaf with children" "${table[@]}" --role leaf --children 2
+grep -q -- "--children" "$tmp/err" && ok "names --children" || not_ok "names --children"
+expect 2 "a middle node without children" "${table[@]}" --role middle --children 0
+expect 2 "--peer-id colliding with the gateway" "${table[@]}" --role leaf --peer-id 1
+grep -q -- "--peer-id" "$tmp/err" && ok "names --peer-id" || not_ok "names --peer-id"
+expect 2 "--fanin 0 without children" "${table[@]}" --fanin 0
+expect 2 "--min-workers without crew" "${table[@]}" --min-workers 2
+grep -q -- "--min-workers" "$tmp/err" && ok "names --min-workers" || not_ok "names --min-workers"
+expect 2 "--min-workers above the subtree" "${table[@]}" --algorithm crew --min-workers 5
+expect 2 "--sealed at a lone root" "${table[@]}" --sealed
+grep -q -- "--sealed" "$tmp/err" && ok "names --sealed" || not_ok "names --sealed"
+
+if ! memif_dp --crypto crypto_aesni_mb0; then
+	echo "# skip: the dataplane did not start on net_memif: $(tail -c 300 "$tmp/dp.log")"
+	exit 77
+fi
+
+# run NAME JOB ROLE WORKERS CHILDREN [TABLE OPTIONS...]: one job, installed, driven briefly.
+run() {
+	local name=$1 job=$2 role=$3 workers=$4 children=$5 rc
+	shift 5
+	if ! "${table[@]}" --job "$job" --role "$role" --payload 512 --window 32 \
+		--rate-gbps 20 "$@" -o "$tmp/$name.json"; then
+		not_ok "$name: table written"
+		return
+	fi
+	memif_run "$tmp/$name.json" --verify-every 1
+	rc=$?
+	if [ "$rc" -eq 125 ]; then
+		not_ok "$name: table installed: $(tail -c 300 "$tmp/install")"
+		return
+	fi
+	[ "$rc" -eq 0 ] && ok "$name: exits 0" ||
+		not_ok "$name: exits $rc: $(tail -c 300 "$tmp/err")"
+	python3 - "$tmp/out" "$role" "$workers" "$children" "$*" <<'PY' &&
+import json, sys
+d = json.load(open(sys.argv[1]))
+role, workers, children = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+links = (role != "root") + children if "--sealed" in sys.argv[5] else 0
+assert d["sealed_links"] == links, d
+s = d["phases"][0]["sealed_frames"]
+assert (s["sealed"] > 0 and s["opened"] > 0) == (links > 0), s
+assert d["role"] == {"middle": "interior"}.get(role, role), d["role"]
+assert d["workers"] == workers + children and d["child_gateways"] == children, d
+p = d["phases"][0]
+v = p["verify"]
+assert v["failures"] == 0 and v["payloads_checked"] > 0, v
+assert p["wrong_results"] == 0 and v["wrong_results"] == 0, v
+assert (v["partial_sums_checked"] > 0) == (role != "root"), v
+assert p["losses"]["lost_chunks"] == 0 and p["received"]["mpps"] > 0, p
+PY
+		ok "$name: every RESULT verified, none wrong" || not_ok "$name: report"
+}
+
+run root 1 root 3 2 --fanin 3 --children 2
+run leaf 2 leaf 3 0 --fanin 3
+run middle 3 middle 2 2 --fanin 2 --children 2 --child-workers 3
+run middle-no-workers 4 middle 0 3 --fanin 0 --children 3
+run leaf-bf16 5 leaf 2 0 --fanin 2 --dtype bf16
+# Frames wait in the gateway's pacers: 0.2 Gbit/s to the parent and each child.
+run middle-paced 17 middle 2 2 --fanin 2 --children 2 --rate-gbps 0.2
+run leaf-mxint8 6 leaf 3 0 --fanin 3 --dtype mxint8
+run middle-mxfp8 7 middle 2 2 --fanin 2 --children 2 --dtype mxfp8
+run root-mxfp4 8 root 2 2 --fanin 2 --children 2 --dtype mxfp4
+run root-sealed 9 root 2 2 --fanin 2 --children 2 --sealed
+run leaf-sealed 10 leaf 3 0 --fanin 3 --sealed --aead aes-256-gcm
+run middle-sealed-mxint8 11 middle 2 2 --fanin 2 --children 2 --sealed --dtype mxint8
+run root-crew 13 root 2 2 --fanin 2 --children 2 --algorithm crew --min-workers 3
+run leaf-crew 14 leaf 4 0 --fanin 4 --algorithm crew --min-workers 2
+run middle-crew-sealed-mxfp4 15 middle 2 2 --fanin 2 --children 2 --algorithm crew \
+	--sealed --dtype mxfp4
+
+# A search runs several trials, each with a generator built afresh from recycled frames,
+# its rounds past the last trial's: none may lose a chunk or get a wrong sum.
+"${table[@]}" --job 16 --role leaf --payload 512 --window 32 --algorithm crew \
+	--min-workers 2 -o "$tmp/search.json"
+memif_run "$tmp/search.json" --search --line-gbps 10 --resolution 50 --retries 0 \
+	--latency-at none
+rc=$?
+python3 - "$tmp/out" "$rc" <<'PY' && ok "crew search: every trial verified, none lost" ||
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert sys.argv[2] == "0" and len(d["trials"]) >= 2, (sys.argv[2], d.get("trials"))
+for t in d["trials"]:
+    assert t["verify"]["failures"] == 0 and t["losses"]["lost_chunks"] == 0, t
+PY
+	not_ok "crew search: exits $rc: $(tail -c 300 "$tmp/err")"
+
+# The gateway's keys are not the bench's: the bench cannot open the gateway's frames (nor
+# the gateway the bench's), and the run fails naming the sealed frame.
+"${table[@]}" --job 12 --role leaf --payload 512 --window 8 --sealed -o "$tmp/gw-keys.json"
+"${table[@]}" --job 12 --role leaf --payload 512 --window 8 --sealed -o "$tmp/bench-keys.json"
+"$dpctl" -s "$tmp/ctl.sock" install "$tmp/gw-keys.json" >"$tmp/install" 2>&1 ||
+	not_ok "other keys: the gateway's table installed: $(tail -c 300 "$tmp/install")"
+memif_bench --table "$tmp/bench-keys.json" --quick --duration 0.3 --rto-ms 100 --quiet --json
+rc=$?
+[ "$rc" -eq 1 ] && ok "other keys: exits 1" || not_ok "other keys: exits $rc"
+grep -q "sealed frame from the gateway that does not open" "$tmp/out" &&
+	ok "other keys: the sealed frame named" || not_ok "other keys: $(head -c 300 "$tmp/out")"
+
+# A sealed leaf against a dataplane that corrupts one frame in 100 it receives (--fault
+# 0,rx,corrupt): only the workers' plain CONTRIBs can be corrupted (the parent's sealed
+# RESULTs pass unchanged), so the gateway's partial sums go wrong and the parent the bench
+# plays catches every one: the run exits 3, each wrong sum named with the parent's id.
+kill -INT "$dp_pid" 2>/dev/null
+wait "$dp_pid"
+dp_pid=
+"${table[@]}" --job 18 --role leaf --payload 512 --window 32 --fanin 3 --sealed \
+	-o "$tmp/corrupt.json"
+if memif_dp --crypto crypto_aesni_mb0 --fault 0,rx,corrupt=0.01 --fault-seed 5 &&
+	"$dpctl" -s "$tmp/ctl.sock" install "$tmp/corrupt.json" >"$tmp/install" 2>&1; then
+	memif_bench --table "$tmp/corrupt.json" --gw-socket "$tmp/ctl.sock" --warmup 1 \
+		--duration 0.3 --rto-ms 300 --quiet --json
+	rc=$?
+	[ "$rc" -eq 3 ] && ok "corrupted partial sums: exit 3" ||
+		not_ok "corrupted partial sums: exit $rc: $(tail -c 300 "$tmp/err")"
+	grep -q "wrong sum: chunk .* worker 2 element" "$tmp/err" &&
+		ok "corrupted partial sums: named at the parent" ||
+		not_ok "corrupted partial sums: stderr: $(head -c 400 "$tmp/err")"
+	python3 - "$tmp/out" <<'PY' && ok "corrupted partial sums: counted as wrong sums" ||
+import json, sys
+v = json.load(open(sys.argv[1]))["phases"][0]["verify"]
+assert v["wrong_results"] > 0 and v["partial_sums_checked"] > 0, v
+assert v["wrong"] and all(x["worker"] == 2 for x in v["wrong"]), v["wrong"]
+PY
+		not_ok "corrupted partial sums: report"
+else
+	not_ok "the corrupting dataplane: $(tail -c 300 "$tmp/dp.log") $(cat "$tmp/install")"
+fi
+
+echo "# $((n - fails)) passed, $fails failed"
+[ "$fails" -eq 0 ]
