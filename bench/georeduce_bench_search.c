@@ -99,7 +99,9 @@ search_one(const struct opts *o, struct search_result *sr, double r, unsigned in
 									      "fail");
 		fflush(f);
 	}
-	if (p->bad != 0 || p->rcv.mpps <= 0) {
+	/* A trial that completed nothing is a failure, unless it is to run again: held back
+	 * for the whole trial, the generator offered short of the rate and lost nothing. */
+	if (p->bad != 0 || (p->rcv.mpps <= 0 && !sr->again[i])) {
 		cli_error(PROG, "trial %u: %s", i + 1,
 			  p->res.error[0] != '\0' ? p->res.error : "no chunk completed");
 		print_wrong(stderr, p);

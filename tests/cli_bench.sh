@@ -111,8 +111,10 @@ python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["payloa
 
 # A short search against ring mode's dataplane: every trial after the first starts its
 # chunks past the rounds of the one before, and the gateway sums them as new rounds (every
-# payload checked, none wrong); the JSON has the search and its trials.
+# payload checked, none wrong); the JSON has the search and its trials. A trial that a
+# busy machine held back runs again (--retries), and does not count in the search.
 "$bench" "${eal[@]}" -- --search --duration "$dur" --warmup 0.1 --resolution 25 --rto-ms 2000 \
+	--retries 3 \
 	--line-gbps 400 --pace-burst 256KiB --verify-every 1 --quiet --json >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ "$rc" -eq 0 ] && ok "ring search exits 0" || not_ok "ring search exits $rc: $(tail -c 300 "$tmp/err" | tr "\n" " ") $(head -c 3000 "$tmp/out" | tr -d " \n")"
@@ -120,11 +122,13 @@ python3 - "$tmp/out" <<'PY' && ok "ring search: trials verified" || not_ok "ring
 import json, sys
 d = json.load(open(sys.argv[1]))
 s, trials = d["search"], d["trials"]
-assert s["line_gbps"] == 400 and 2 <= len(trials) <= 2 * (1 + 2 * 2), (s, len(trials))
+judged = [t for t in trials if not t["repeated"]]
+assert s["line_gbps"] == 400 and 2 <= len(judged) <= 2 * (1 + 2 * 2), (s, len(trials))
 assert trials[0]["asked_l1_gbps"] == 400 and not trials[0]["reached"], trials[0]
 for t in trials:
-    assert t["verify"]["failures"] == 0 and t["verify"]["payloads_checked"] > 0, t
-    assert t["phase"] == "dataplane", t
+    assert t["verify"]["failures"] == 0 and t["phase"] == "dataplane", t
+for t in judged:
+    assert t["verify"]["payloads_checked"] > 0, t
 PY
 
 echo "# $((n - fails)) passed, $fails failed"
