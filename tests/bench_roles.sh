@@ -39,6 +39,14 @@ grep -q -- "--min-workers" "$tmp/err" && ok "names --min-workers" || not_ok "nam
 expect 2 "--min-workers above the subtree" "${table[@]}" --algorithm crew --min-workers 5
 expect 2 "--sealed at a lone root" "${table[@]}" --sealed
 grep -q -- "--sealed" "$tmp/err" && ok "names --sealed" || not_ok "names --sealed"
+expect 2 "--multicast above 64" "${table[@]}" --multicast 65
+grep -q -- "--multicast" "$tmp/err" && ok "names --multicast" || not_ok "names --multicast"
+expect 2 "--multicast with crew" "${table[@]}" --multicast 1 --algorithm crew
+expect 2 "--multicast from a root's children without children" "${table[@]}" --multicast 2
+expect 2 "--mcast-origins without --multicast" "${table[@]}" --mcast-origins 3
+grep -q -- "--mcast-origins" "$tmp/err" && ok "names --mcast-origins" ||
+	not_ok "names --mcast-origins"
+expect 2 "--mcast-origins 0" "${table[@]}" --role leaf --multicast 1 --mcast-origins 0
 
 if ! memif_dp --crypto crypto_aesni_mb0; then
 	echo "# skip: the dataplane did not start on net_memif: $(tail -c 300 "$tmp/dp.log")"
@@ -99,6 +107,42 @@ run root-crew 13 root 2 2 --fanin 2 --children 2 --algorithm crew --min-workers 
 run leaf-crew 14 leaf 4 0 --fanin 4 --algorithm crew --min-workers 2
 run middle-crew-sealed-mxfp4 15 middle 2 2 --fanin 2 --children 2 --algorithm crew \
 	--sealed --dtype mxfp4
+
+# Multicast tables (selective multicast, docs/PROTOCOL.md 7.5): the bench plays the
+# origins (local workers, or the gateway a stream comes from) and every output; each copy
+# is verified against what its origin sent, none lost.
+mcast() {
+	local name=$1 job=$2 role=$3 streams=$4 children=$5 rc
+	shift 5
+	if ! "${table[@]}" --job "$job" --role "$role" --payload 512 --window 16 \
+		--rate-gbps 20 --multicast "$streams" --children "$children" "$@" \
+		-o "$tmp/$name.json"; then
+		not_ok "$name: table written"
+		return
+	fi
+	memif_run "$tmp/$name.json"
+	rc=$?
+	[ "$rc" -eq 0 ] && ok "$name: exits 0" ||
+		not_ok "$name: exits $rc: $(tail -c 300 "$tmp/install" "$tmp/err")"
+	python3 - "$tmp/out" "$role" "$streams" "$children" <<'PY' &&
+import json, sys
+d = json.load(open(sys.argv[1]))
+role, streams, children = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+assert d["role"] == {"middle": "interior"}.get(role, role), d["role"]
+assert d["multicast_streams"] == streams and d["child_gateways"] == children, d
+p = d["phases"][0]
+v, m = p["verify"], p["multicast"]
+assert v["failures"] == 0 and p["wrong_results"] == 0, v
+assert m["copies_verified"] > 0 and v["payloads_checked"] == m["copies_verified"], (v, m)
+assert p["losses"]["lost_chunks"] == 0 and p["received"]["mpps"] > 0, p
+PY
+		ok "$name: every copy verified, none lost or wrong" || not_ok "$name: report"
+}
+
+mcast mcast-root 21 root 3 2 --fanin 3
+mcast mcast-leaf 22 leaf 2 0 --fanin 3 --mcast-origins 3
+mcast mcast-middle-bf16 23 middle 2 2 --fanin 2 --dtype bf16
+mcast mcast-middle-mxfp4 24 middle 1 2 --fanin 0 --dtype mxfp4
 
 # A search runs several trials, each with a generator built afresh from recycled frames,
 # its rounds past the last trial's: none may lose a chunk or get a wrong sum.
