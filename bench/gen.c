@@ -72,6 +72,23 @@ gen_hist_quantile(const struct gen_hist *h, double q)
 
 /* --- Setup -------------------------------------------------------------------------------- */
 
+void
+gen_flow_to_gw(const struct gen_lcore *g, const struct gen_worker *wk, uint32_t chunk,
+	       struct wire_flow *fl)
+{
+	const struct gen_job *gj = g->gj;
+
+	*fl = (struct wire_flow){
+		.src_ip = wk->ipv4,
+		.dst_ip = gj->gw_ipv4,
+		.src_port = (uint16_t)(wk->port + chunk % wk->n_ports),
+		.dst_port = wire_udp_port(gj->base_port, gj->n_ports, chunk),
+		.ttl = 64,
+	};
+	memcpy(fl->src_mac, g->prm.src_mac, 6);
+	memcpy(fl->dst_mac, g->prm.dst_mac, 6);
+}
+
 /* Frame w of chunk index c: contributor w's CONTRIB, or the parent's RESULT (GEN_PARENT)
  * with the exact sum of every contribution and the parent's own. */
 static int
@@ -93,17 +110,10 @@ build_frame(const struct gen_lcore *g, uint8_t *frame, unsigned int c, unsigned 
 		.chunk = gj->chunk[c],
 		.count = (uint16_t)gj->elems,
 	};
-	struct wire_flow fl = {
-		.src_ip = wk->ipv4,
-		.dst_ip = gj->gw_ipv4,
-		.src_port = (uint16_t)(wk->port + gj->chunk[c] % wk->n_ports),
-		.dst_port = wire_udp_port(gj->base_port, gj->n_ports, gj->chunk[c]),
-		.ttl = 64,
-	};
+	struct wire_flow fl;
 	uint8_t *payload = frame + gj->pl_off, *set = frame + WIRE_FRAME_PAYLOAD_OFF;
 
-	memcpy(fl.src_mac, g->prm.src_mac, 6);
-	memcpy(fl.dst_mac, g->prm.dst_mac, 6);
+	gen_flow_to_gw(g, wk, gj->chunk[c], &fl);
 	if (wire_hdr_encode(frame + WIRE_FRAME_HDR_OFF, gj->frame_len - WIRE_FRAME_HDR_OFF, &p,
 			    NULL) != 0)
 		return -EINVAL;

@@ -266,16 +266,9 @@ gen_mcast_build(const struct gen_lcore *g, uint8_t *frame, unsigned int c, unsig
 		.chunk = gj->chunk[c],
 		.count = mcast ? (uint16_t)gj->elems : 1,
 	};
-	struct wire_flow fl = {
-		.src_ip = from->ipv4,
-		.dst_ip = gj->gw_ipv4,
-		.src_port = (uint16_t)(from->port + gj->chunk[c] % from->n_ports),
-		.dst_port = wire_udp_port(gj->base_port, gj->n_ports, gj->chunk[c]),
-		.ttl = 64,
-	};
+	struct wire_flow fl;
 
-	memcpy(fl.src_mac, g->prm.src_mac, 6);
-	memcpy(fl.dst_mac, g->prm.dst_mac, 6);
+	gen_flow_to_gw(g, from, gj->chunk[c], &fl);
 	if (wire_hdr_encode(frame + WIRE_FRAME_HDR_OFF, len - WIRE_FRAME_HDR_OFF, &p, NULL) != 0)
 		return -EINVAL;
 	if (mcast)

@@ -149,6 +149,12 @@ gen_crew_partial(struct gen_lcore *g, unsigned int c, const uint8_t *d, const st
 bool
 gen_crew_result(struct gen_lcore *g, unsigned int c, const uint8_t *h, const struct wire_pkt *p);
 
+/** The flow of a frame party wk sends the gateway for chunk number `chunk`: from its
+ * address and port of the chunk (a worker's port, a gateway's base + chunk mod ports) to
+ * the gateway's port of the chunk. */
+void gen_flow_to_gw(const struct gen_lcore *g, const struct gen_worker *wk, uint32_t chunk,
+		    struct wire_flow *fl);
+
 /** Frames built per driven chunk: one per contributor (multicast: per output), and the
  * parent's RESULT (multicast: the origin's MCAST). */
 static inline unsigned int
