@@ -6,9 +6,11 @@
 # (the tree at 20 Gbit/s on the links to the parent and the children, and once at
 # 0.2 Gbit/s, below what the bench offers, so that frames wait in the pacers),
 # in fp32, bf16 and the three MX dtypes, as a partial reduce (crew: contributor sets and a
-# threshold), and with the links to the other gateways sealed
-# (AES-GCM through the dataplane's crypto_aesni_mb cryptodev, the bench's OpenSSL). A
-# bench whose keys are not the gateway's fails the run.
+# threshold), with the links to the other gateways sealed
+# (AES-GCM through the dataplane's crypto_aesni_mb cryptodev, the bench's OpenSSL), and
+# as multicast tables (selective multicast streams: a root replicating its workers' and
+# its children's streams, a leaf and middle nodes a parent's). A bench whose keys are
+# not the gateway's fails the run; corrupted partial sums and multicast copies exit 3.
 # The bench plays the workers, the children and the parent; every RESULT copy and every
 # partial sum the parent gets must be verified and none wrong, and no chunk lost. Bad
 # options of the table's roles are refused with the option named.
@@ -198,6 +200,22 @@ assert v["wrong_results"] > 0 and v["partial_sums_checked"] > 0, v
 assert v["wrong"] and all(x["worker"] == 2 for x in v["wrong"]), v["wrong"]
 PY
 		not_ok "corrupted partial sums: report"
+	# A multicast leaf there: the MCASTs the bench sends as the parent are corrupted as
+	# the gateway receives them, so it forwards wrong copies, which the outputs catch.
+	"${table[@]}" --job 19 --role leaf --payload 512 --window 16 --fanin 3 \
+		--multicast 1 -o "$tmp/corrupt-mcast.json"
+	memif_run "$tmp/corrupt-mcast.json"
+	rc=$?
+	[ "$rc" -eq 3 ] && ok "corrupted multicast copies: exit 3" ||
+		not_ok "corrupted multicast copies: exit $rc: $(tail -c 300 "$tmp/err")"
+	python3 - "$tmp/out" <<'PY' && ok "corrupted multicast copies: counted as wrong" ||
+import json, sys
+p = json.load(open(sys.argv[1]))["phases"][0]
+v = p["verify"]
+assert v["wrong_results"] > 0 and p["multicast"]["copies_verified"] > 0, v
+assert v["wrong"] and all(101 <= x["worker"] <= 103 for x in v["wrong"]), v["wrong"]
+PY
+		not_ok "corrupted multicast copies: report"
 else
 	not_ok "the corrupting dataplane: $(tail -c 300 "$tmp/dp.log") $(cat "$tmp/install")"
 fi
