@@ -145,6 +145,26 @@ mcast mcast-root 21 root 3 2 --fanin 3
 mcast mcast-leaf 22 leaf 2 0 --fanin 3 --mcast-origins 3
 mcast mcast-middle-bf16 23 middle 2 2 --fanin 2 --dtype bf16
 mcast mcast-middle-mxfp4 24 middle 1 2 --fanin 0 --dtype mxfp4
+# What the bench does not drive is refused naming the option: streams over sealed links
+# (the table is the gateway's to install, valid), and a multicast table against an
+# io-forwarder.
+python3 - "$tmp/mcast-leaf.json" "$tmp/mcast-sealed.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["sealed"] = [{"peer": 2, "key_id": 7, "aead": "aes-128-gcm", "key": "00" * 16}]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+memif_bench --table "$tmp/mcast-sealed.json" --quick --quiet --json
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--table: multicast streams" "$tmp/err" &&
+	ok "multicast over sealed links refused naming --table" ||
+	not_ok "multicast over sealed links: exit $rc: $(tail -c 300 "$tmp/err")"
+memif_bench --table "$tmp/mcast-leaf.json" --peer io --gw-mac 02:00:00:00:00:01 --quick \
+	--quiet --json
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--peer" "$tmp/err" &&
+	ok "multicast against an io-forwarder refused naming --peer" ||
+	not_ok "multicast with --peer io: exit $rc: $(tail -c 300 "$tmp/err")"
 
 # A search runs several trials, each with a generator built afresh from recycled frames,
 # its rounds past the last trial's: none may lose a chunk or get a wrong sum.
