@@ -45,6 +45,8 @@ expect 2 "--multicast above 64" "${table[@]}" --multicast 65
 grep -q -- "--multicast" "$tmp/err" && ok "names --multicast" || not_ok "names --multicast"
 expect 2 "--multicast with crew" "${table[@]}" --multicast 1 --algorithm crew
 expect 2 "--multicast from a root's children without children" "${table[@]}" --multicast 2
+expect 2 "--multicast at a root without workers" "${table[@]}" --multicast 1 --fanin 0 \
+	--children 2
 expect 2 "--mcast-origins without --multicast" "${table[@]}" --mcast-origins 3
 grep -q -- "--mcast-origins" "$tmp/err" && ok "names --mcast-origins" ||
 	not_ok "names --mcast-origins"
