@@ -72,6 +72,23 @@ gen_hist_quantile(const struct gen_hist *h, double q)
 
 /* --- Setup -------------------------------------------------------------------------------- */
 
+void
+gen_flow_to_gw(const struct gen_lcore *g, const struct gen_worker *wk, uint32_t chunk,
+	       struct wire_flow *fl)
+{
+	const struct gen_job *gj = g->gj;
+
+	*fl = (struct wire_flow){
+		.src_ip = wk->ipv4,
+		.dst_ip = gj->gw_ipv4,
+		.src_port = (uint16_t)(wk->port + chunk % wk->n_ports),
+		.dst_port = wire_udp_port(gj->base_port, gj->n_ports, chunk),
+		.ttl = 64,
+	};
+	memcpy(fl->src_mac, g->prm.src_mac, 6);
+	memcpy(fl->dst_mac, g->prm.dst_mac, 6);
+}
+
 /* Frame w of chunk index c: contributor w's CONTRIB, or the parent's RESULT (GEN_PARENT)
  * with the exact sum of every contribution and the parent's own. */
 static int
@@ -93,17 +110,10 @@ build_frame(const struct gen_lcore *g, uint8_t *frame, unsigned int c, unsigned 
 		.chunk = gj->chunk[c],
 		.count = (uint16_t)gj->elems,
 	};
-	struct wire_flow fl = {
-		.src_ip = wk->ipv4,
-		.dst_ip = gj->gw_ipv4,
-		.src_port = (uint16_t)(wk->port + gj->chunk[c] % wk->n_ports),
-		.dst_port = wire_udp_port(gj->base_port, gj->n_ports, gj->chunk[c]),
-		.ttl = 64,
-	};
+	struct wire_flow fl;
 	uint8_t *payload = frame + gj->pl_off, *set = frame + WIRE_FRAME_PAYLOAD_OFF;
 
-	memcpy(fl.src_mac, g->prm.src_mac, 6);
-	memcpy(fl.dst_mac, g->prm.dst_mac, 6);
+	gen_flow_to_gw(g, wk, gj->chunk[c], &fl);
 	if (wire_hdr_encode(frame + WIRE_FRAME_HDR_OFF, gj->frame_len - WIRE_FRAME_HDR_OFF, &p,
 			    NULL) != 0)
 		return -EINVAL;
@@ -127,7 +137,7 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 		 char *err, size_t errlen)
 {
 	struct gen_lcore *g = rte_zmalloc("gen_lcore", sizeof(*g), RTE_CACHE_LINE_SIZE);
-	unsigned int C = gj->n_chunks, W = gj->n_workers, F = W + gj->has_parent;
+	unsigned int C = gj->n_chunks, W = gj->n_workers, F = gen_n_frames(gj);
 	uint32_t qcap = rte_align32pow2(C * F * 2);
 
 	if (g == NULL) {
@@ -140,15 +150,17 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 	g->mask_words = (W + 63) / 64;
 	g->ch = calloc(C, sizeof(*g->ch));
 	g->words = calloc((size_t)C * g->mask_words, sizeof(uint64_t));
-	g->expect = prm->peer == GEN_PEER_DATAPLANE ? calloc(C, gj->payload) : NULL;
-	g->partial = gj->has_parent ? calloc(C, gj->payload) : NULL;
+	/* A multicast copy is checked against the origin's own frame: no sums. */
+	g->expect =
+		prm->peer == GEN_PEER_DATAPLANE && gj->mc == NULL ? calloc(C, gj->payload) : NULL;
+	g->partial = gj->has_parent && gj->mc == NULL ? calloc(C, gj->payload) : NULL;
 	g->seal = gj->n_seals > 0 ? gen_seal_create(gj) : NULL;
 	g->sets = gj->cset_len != 0 ? calloc(C, gj->cset_len) : NULL;
 	g->q = calloc(qcap, sizeof(*g->q));
 	g->q_mask = qcap - 1;
 	if (g->ch == NULL || g->words == NULL || g->q == NULL ||
-	    (prm->peer == GEN_PEER_DATAPLANE && g->expect == NULL) ||
-	    (gj->has_parent && (g->partial == NULL || g->expect == NULL)) ||
+	    (prm->peer == GEN_PEER_DATAPLANE && gj->mc == NULL && g->expect == NULL) ||
+	    (gj->has_parent && gj->mc == NULL && (g->partial == NULL || g->expect == NULL)) ||
 	    (gj->n_seals > 0 && g->seal == NULL) || (gj->cset_len != 0 && g->sets == NULL)) {
 		snprintf(err, errlen, "out of memory for %u chunks", C);
 		goto fail;
@@ -178,10 +190,9 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 		}
 		for (unsigned int w = 0; w < F; w++) {
 			struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+			uint32_t flen = gj->mc != NULL ? gen_mcast_frame_len(gj, w) : gj->frame_len;
 			uint8_t *d =
-				m == NULL ?
-					NULL :
-					(uint8_t *)rte_pktmbuf_append(m, (uint16_t)gj->frame_len);
+				m == NULL ? NULL : (uint8_t *)rte_pktmbuf_append(m, (uint16_t)flen);
 
 			if (d == NULL) {
 				rte_pktmbuf_free(m);
@@ -192,7 +203,8 @@ gen_lcore_create(const struct gen_job *gj, const struct gen_params *prm, struct 
 				goto fail;
 			}
 			ch->frames[w] = m;
-			if (build_frame(g, d, c, w) != 0) {
+			if ((gj->mc != NULL ? gen_mcast_build(g, d, c, w) :
+					      build_frame(g, d, c, w)) != 0) {
 				snprintf(err, errlen, "cannot build the frame of chunk %u",
 					 ch->chunk);
 				goto fail;
@@ -218,8 +230,7 @@ gen_lcore_free(struct gen_lcore *g)
 	if (g == NULL)
 		return;
 	for (unsigned int c = 0; g->ch != NULL && c < g->gj->n_chunks; c++) {
-		for (unsigned int w = 0;
-		     g->ch[c].frames != NULL && w < g->gj->n_workers + g->gj->has_parent; w++)
+		for (unsigned int w = 0; g->ch[c].frames != NULL && w < gen_n_frames(g->gj); w++)
 			rte_pktmbuf_free(g->ch[c].frames[w]);
 		free(g->ch[c].frames);
 	}
@@ -276,6 +287,10 @@ start_round(struct gen_lcore *g, unsigned int c)
 	ch->known = false;
 	memset(ch->mask, 0, g->mask_words * sizeof(uint64_t));
 	g->n_open++;
+	if (g->gj->mc != NULL) {
+		gen_mcast_start(g, c);
+		return;
+	}
 	for (unsigned int w = 0; w < g->gj->n_workers; w++)
 		gen_enqueue(g, c, w, w == 0 ? E_FIRST : 0);
 }
@@ -334,12 +349,12 @@ frame_for(struct gen_lcore *g, uint64_t e)
 	}
 	m = rte_pktmbuf_alloc(g->pool);
 	if (m == NULL ||
-	    (d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)g->gj->frame_len)) == NULL) {
+	    (d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)rte_pktmbuf_pkt_len(f))) == NULL) {
 		rte_pktmbuf_free(m);
 		g->st.no_mbuf++;
 		return NULL;
 	}
-	rte_memcpy(d, rte_pktmbuf_mtod(f, const uint8_t *), g->gj->frame_len);
+	rte_memcpy(d, rte_pktmbuf_mtod(f, const uint8_t *), rte_pktmbuf_pkt_len(f));
 	set_round(d, ch->round);
 	if (e & E_RETX)
 		d[OFF_FLAGS] = WIRE_F_RETX;
@@ -399,9 +414,10 @@ do_tx(struct gen_lcore *g, uint64_t now)
 		if (ents[i] & E_RETX)
 			g->st.retx++;
 		g->st.tx_bytes += lens[i];
+		/* A NACK_MCAST (a header alone) carries no payload. */
+		g->st.tx_payload += lens[i] > WIRE_FRAME_PAYLOAD_OFF ? g->gj->payload : 0;
 	}
 	g->st.tx_pkts += sent;
-	g->st.tx_payload += (uint64_t)sent * g->gj->payload;
 	if (g->tsc_per_byte > 0)
 		g->next_tx += (double)sent * wire * g->tsc_per_byte;
 	return sent;
@@ -425,8 +441,8 @@ gen_find_chunk(const struct gen_job *gj, uint32_t chunk)
 
 /* The contributor at (ipv4, port): a worker's port, or a port of a child gateway's range.
  * The last entry at or below (ipv4, port) in (ipv4, port) order. */
-static int
-find_worker(const struct gen_job *gj, uint32_t ipv4, uint16_t port)
+int
+gen_find_worker(const struct gen_job *gj, uint32_t ipv4, uint16_t port)
 {
 	uint64_t key = (uint64_t)ipv4 << 16 | port;
 	unsigned int lo = 0, hi = gj->n_workers;
@@ -506,8 +522,8 @@ rx_arp(struct gen_lcore *g, const uint8_t *d, uint32_t len)
 		rte_pktmbuf_free(m);
 }
 
-static void
-chunk_done(struct gen_lcore *g, unsigned int c, uint64_t now)
+void
+gen_chunk_done(struct gen_lcore *g, unsigned int c, uint64_t now)
 {
 	struct gen_chunk *ch = &g->ch[c];
 
@@ -569,13 +585,19 @@ rx_frame(struct gen_lcore *g, const uint8_t *h, uint32_t len, int key, uint32_t 
 		g->st.acks++;
 		return;
 	}
+	if (gj->mc != NULL) {
+		if (g->prm.peer != GEN_PEER_DATAPLANE ||
+		    gen_mcast_rx(g, h, &p, &fl, len, wire_len, now) != 0)
+			goto unexpected;
+		return;
+	}
 	if (gj->has_parent && fl.dst_ip == gj->parent.ipv4 && g->prm.peer == GEN_PEER_DATAPLANE) {
 		if (link_ok(g, GEN_PARENT(gj), key) && gen_parent_rx(g, h, &p, &fl, len) != 0)
 			goto unexpected;
 		return;
 	}
 	if (p.type == WIRE_TYPE_NACK_RESULT && g->prm.peer == GEN_PEER_DATAPLANE &&
-	    find_worker(gj, fl.dst_ip, fl.dst_port) >= 0) {
+	    gen_find_worker(gj, fl.dst_ip, fl.dst_port) >= 0) {
 		/* Result recovery asking a worker or child (docs/PROTOCOL.md 10.1): the bench
 		 * keeps no RESULT of an ended round to answer with, as a worker may not. */
 		g->st.nacks_down++;
@@ -584,11 +606,11 @@ rx_frame(struct gen_lcore *g, const uint8_t *h, uint32_t len, int key, uint32_t 
 	if (g->prm.peer == GEN_PEER_IO) {
 		if (p.type != WIRE_TYPE_CONTRIB)
 			goto unexpected;
-		w = find_worker(gj, fl.src_ip, fl.src_port);
+		w = gen_find_worker(gj, fl.src_ip, fl.src_port);
 	} else {
 		if (p.type != WIRE_TYPE_RESULT)
 			goto unexpected;
-		w = find_worker(gj, fl.dst_ip, fl.dst_port);
+		w = gen_find_worker(gj, fl.dst_ip, fl.dst_port);
 	}
 	c = gen_find_chunk(gj, p.chunk);
 	if (w < 0 || c < 0 || p.tree != gj->tree[c])
@@ -639,7 +661,7 @@ rx_frame(struct gen_lcore *g, const uint8_t *h, uint32_t len, int key, uint32_t 
 	g->st.rx_ok_bytes += wire_len;
 	g->st.rx_payload += gj->payload;
 	if (++ch->got == gj->n_workers)
-		chunk_done(g, (unsigned int)c, now);
+		gen_chunk_done(g, (unsigned int)c, now);
 	return;
 unexpected:
 	g->st.unexpected++;
@@ -689,6 +711,10 @@ timers(struct gen_lcore *g, uint64_t now)
 		if (ch->tries < UINT8_MAX)
 			ch->tries++;
 		ch->deadline = UINT64_MAX;
+		if (g->gj->mc != NULL) {
+			gen_mcast_timeout(g, c);
+			continue;
+		}
 		for (unsigned int w = 0; w < g->gj->n_workers; w++)
 			if (!(ch->mask[w / 64] & 1ull << (w % 64)))
 				gen_enqueue(g, c, w, E_RETX);

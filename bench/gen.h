@@ -2,7 +2,8 @@
  *
  * The traffic generator of georeduce-bench: emulated workers, child gateways and parent
  * gateway of one gateway's job on one ethdev port, driven by one lcore (the parent:
- * gen_parent.c; payloads and exact sums: gen_payload.c; sealed links: gen_seal.c).
+ * gen_parent.c; payloads and exact sums: gen_payload.c; sealed links: gen_seal.c;
+ * multicast streams: gen_mcast.c).
  *
  * A generator lcore owns one RX and one TX queue of its port and a set of chunks (the
  * window). Each chunk cycles through rounds independently: its workers' CONTRIB frames go
@@ -99,6 +100,11 @@ struct gen_job {
 	uint32_t *chunk; /* driven chunk indices, ascending */
 	uint16_t *tree;  /* tree id of each */
 	int amplitude;   /* inputs are integers in [-amplitude, amplitude] */
+	/* A multicast table (gen_mcast.c): its streams; NULL for a table of trees. The
+	 * driven "chunks" are then (stream, origin, chunk) units, `workers` the outputs the
+	 * bench plays, and the parent the `from` gateway that is not one of them. */
+	struct gen_mcast *mc;
+	unsigned int n_streams; /* its streams; 0: a table of trees */
 };
 
 /** The index of the parent's RESULT frame among a chunk's frames (after the contributors'). */
@@ -156,6 +162,11 @@ struct gen_stats {
 	uint64_t nacks;             /* NACK_RESULTs the parent got */
 	uint64_t nacks_down;        /* NACK_RESULTs to the workers and children (unanswered) */
 	uint64_t sealed, opened;    /* frames sealed and opened on protected links */
+	uint64_t mc_copies;         /* multicast: copies taken at an output, verified */
+	uint64_t mc_repairs;        /* ... of which repairs (RETX) */
+	uint64_t mc_nacks;          /* NACK_MCASTs the outputs sent for missing copies */
+	uint64_t mc_asked;          /* chunks the gateway asked of a `from` gateway */
+	uint64_t mc_repaired;       /* ... answered with a repair */
 	uint64_t acks;
 	uint64_t timeouts; /* chunk rounds whose timer fired */
 	uint64_t retx;     /* frames sent again with RETX */

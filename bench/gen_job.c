@@ -13,9 +13,10 @@
 #include <rte_common.h>
 
 #include "gen.h"
+#include "gen_priv.h"
 
-static int
-cmp_worker(const void *a, const void *b)
+int
+gen_cmp_worker(const void *a, const void *b)
 {
 	const struct gen_worker *x = a, *y = b;
 	uint64_t kx = (uint64_t)x->ipv4 << 16 | x->port, ky = (uint64_t)y->ipv4 << 16 | y->port;
@@ -148,7 +149,7 @@ set_parties(struct gen_job *gj, const struct table_tree *t0)
 		gj->workers[k].seal = seal_of(gj, t0->children[w].id);
 		gj->workers[k].child = (int16_t)w;
 	}
-	qsort(gj->workers, gj->n_workers, sizeof(*gj->workers), cmp_worker);
+	qsort(gj->workers, gj->n_workers, sizeof(*gj->workers), gen_cmp_worker);
 	gj->n_children = (unsigned int)t0->n_children;
 	gj->has_parent = t0->has_parent;
 	gj->sub_contrib = (uint16_t)t0->subtree_workers;
@@ -164,23 +165,9 @@ set_parties(struct gen_job *gj, const struct table_tree *t0)
 	gj->parent.seal = t0->has_parent ? seal_of(gj, t0->parent.id) : -1;
 }
 
-int
-gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int window, char *err,
-		   size_t errlen)
+void
+gen_job_common(struct gen_job *gj, const struct table *tb)
 {
-	uint64_t total = table_n_chunks(tb);
-	unsigned int n = 0, cap = 0;
-	uint32_t *pairs;
-
-	memset(gj, 0, sizeof(*gj));
-	if (tb->n_trees == 0) {
-		snprintf(err, errlen, "--table: the gateway is in no tree of job %u", tb->job);
-		return -EINVAL;
-	}
-	if (check_trees(tb, err, errlen) != 0)
-		return -EINVAL;
-	for (int t = 0; t < tb->n_trees; t++)
-		cap += RTE_MIN(tb->trees[t].chunk_count, tb->trees[t].slots);
 	gj->job = tb->job;
 	gj->epoch = tb->epoch;
 	gj->dtype = (enum wire_dtype)tb->dtype;
@@ -194,6 +181,28 @@ gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int wind
 	gj->gw_ipv4 = tb->gw.ipv4;
 	gj->base_port = tb->gw.base_port;
 	gj->n_ports = tb->gw.ports;
+}
+
+int
+gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int window, char *err,
+		   size_t errlen)
+{
+	uint64_t total = table_n_chunks(tb);
+	unsigned int n = 0, cap = 0;
+	uint32_t *pairs;
+
+	memset(gj, 0, sizeof(*gj));
+	if (tb->n_streams > 0)
+		return gen_mcast_job(gj, tb, window, err, errlen);
+	if (tb->n_trees == 0) {
+		snprintf(err, errlen, "--table: the gateway is in no tree of job %u", tb->job);
+		return -EINVAL;
+	}
+	if (check_trees(tb, err, errlen) != 0)
+		return -EINVAL;
+	for (int t = 0; t < tb->n_trees; t++)
+		cap += RTE_MIN(tb->trees[t].chunk_count, tb->trees[t].slots);
+	gen_job_common(gj, tb);
 	gj->n_workers = (unsigned int)(tb->trees[0].n_workers + tb->trees[0].n_children);
 	gj->workers = calloc(gj->n_workers, sizeof(*gj->workers));
 	gj->n_seals = (unsigned int)tb->n_seals;
@@ -258,6 +267,7 @@ gen_job_fini(struct gen_job *gj)
 		memset(gj->seals, 0, gj->n_seals * sizeof(*gj->seals)); /* the keys */
 	free(gj->seals);
 	free(gj->sets);
+	gen_mcast_fini(gj);
 	free(gj->workers);
 	free(gj->chunk);
 	free(gj->tree);

@@ -149,6 +149,61 @@ gen_crew_partial(struct gen_lcore *g, unsigned int c, const uint8_t *d, const st
 bool
 gen_crew_result(struct gen_lcore *g, unsigned int c, const uint8_t *h, const struct wire_pkt *p);
 
+/** The flow of a frame party wk sends the gateway for chunk number `chunk`: from its
+ * address and port of the chunk (a worker's port, a gateway's base + chunk mod ports) to
+ * the gateway's port of the chunk. */
+void gen_flow_to_gw(const struct gen_lcore *g, const struct gen_worker *wk, uint32_t chunk,
+		    struct wire_flow *fl);
+
+/** Frames built per driven chunk: one per contributor (multicast: per output), and the
+ * parent's RESULT (multicast: the origin's MCAST). */
+static inline unsigned int
+gen_n_frames(const struct gen_job *gj)
+{
+	return gj->n_workers + (gj->has_parent || gj->mc != NULL);
+}
+
+/** Chunk index c's round ended for every party: latency, counts, and the next round. */
+void gen_chunk_done(struct gen_lcore *g, unsigned int c, uint64_t now);
+
+/** The party the bench plays at (ipv4, port): a worker's port, or one of a gateway's. */
+int gen_find_worker(const struct gen_job *gj, uint32_t ipv4, uint16_t port);
+
+/** qsort() order of the parties: by (ipv4, port). */
+int gen_cmp_worker(const void *a, const void *b);
+
+/** The fields of gj that every table gives alike: job, dtype, chunk size, the gateway. */
+void gen_job_common(struct gen_job *gj, const struct table *tb);
+
+/* Multicast tables (gen_mcast.c). */
+
+/** Take the streams of a table without trees into gj (after its common fields). */
+int gen_mcast_job(struct gen_job *gj, const struct table *tb, unsigned int window, char *err,
+		  size_t errlen);
+
+/** Free what gen_mcast_job() allocated. */
+void gen_mcast_fini(struct gen_job *gj);
+
+/** The length of frame w of a unit: an output's NACK_MCAST, or the MCAST itself. */
+uint32_t gen_mcast_frame_len(const struct gen_job *gj, unsigned int w);
+
+/** Build frame w of unit c (gen_mcast_frame_len() bytes). 0 or -EINVAL. */
+int gen_mcast_build(const struct gen_lcore *g, uint8_t *frame, unsigned int c, unsigned int w);
+
+/** A unit's round starts: its outputs wait, the origin's MCAST is queued. */
+void gen_mcast_start(struct gen_lcore *g, unsigned int c);
+
+/** A unit's round is overdue: each output still waiting asks the gateway (NACK_MCAST). */
+void gen_mcast_timeout(struct gen_lcore *g, unsigned int c);
+
+/**
+ * A frame from the gateway in a multicast job: a copy at an output (checked bit-exactly
+ * against what the origin sent), or a NACK_MCAST at the `from` gateway (answered with the
+ * repair). 0, or -1 if it is neither (counted as unexpected by the caller).
+ */
+int gen_mcast_rx(struct gen_lcore *g, const uint8_t *h, const struct wire_pkt *p,
+		 const struct wire_flow *fl, uint32_t len, uint32_t wire_len, uint64_t now);
+
 /** The chunk index of chunk number `chunk`, or -1 if it is not driven. */
 int gen_find_chunk(const struct gen_job *gj, uint32_t chunk);
 

@@ -651,6 +651,10 @@ run_port(const struct opts *o, struct phase *ph, unsigned int *n_ph, struct gen_
 		cli_error(PROG, "%s", err);
 		return CLI_EXIT_USAGE;
 	}
+	if (gj->mc != NULL && o->peer != GEN_PEER_DATAPLANE) {
+		cli_error(PROG, "--peer: a multicast table is driven against a gateway only");
+		return CLI_EXIT_USAGE;
+	}
 	*mtu_out = RTE_MAX(RTE_ETHER_MTU, gj->max_frame - RTE_ETHER_HDR_LEN);
 	if (!rte_eth_dev_is_valid_port(o->port)) {
 		cli_error(PROG, "--port: no ethdev port %u (%u probed; bind a NIC or add --vdev)",

@@ -374,6 +374,13 @@ phase_json(const struct phase *p)
 	json_object_set_new(pj, "sealed_frames",
 			    json_pack("{s:I, s:I}", "sealed", (json_int_t)p->res.final.sealed,
 				      "opened", (json_int_t)p->res.final.opened));
+	json_object_set_new(pj, "multicast",
+			    json_pack("{s:I, s:I, s:I, s:I, s:I}", "copies_verified",
+				      (json_int_t)p->res.final.mc_copies, "repairs_received",
+				      (json_int_t)p->res.final.mc_repairs, "nacks_sent",
+				      (json_int_t)p->res.final.mc_nacks, "chunks_asked_upstream",
+				      (json_int_t)p->res.final.mc_asked, "repairs_sent",
+				      (json_int_t)p->res.final.mc_repaired));
 	return pj;
 }
 
@@ -398,6 +405,7 @@ print_json(FILE *f, const struct opts *o, const struct gen_job *gj, unsigned int
 							     "leaf"));
 	json_object_set_new(root, "child_gateways", json_integer(gj->n_children));
 	json_object_set_new(root, "sealed_links", json_integer(gj->n_seals));
+	json_object_set_new(root, "multicast_streams", json_integer(gj->n_streams));
 	if (n == 2 && ph[1].achieved_mpps > 0)
 		json_object_set_new(root, "ratio_to_io",
 				    json_real(ph[0].achieved_mpps / ph[1].achieved_mpps));

@@ -6,9 +6,11 @@
 # (the tree at 20 Gbit/s on the links to the parent and the children, and once at
 # 0.2 Gbit/s, below what the bench offers, so that frames wait in the pacers),
 # in fp32, bf16 and the three MX dtypes, as a partial reduce (crew: contributor sets and a
-# threshold), and with the links to the other gateways sealed
-# (AES-GCM through the dataplane's crypto_aesni_mb cryptodev, the bench's OpenSSL). A
-# bench whose keys are not the gateway's fails the run.
+# threshold), with the links to the other gateways sealed
+# (AES-GCM through the dataplane's crypto_aesni_mb cryptodev, the bench's OpenSSL), and
+# as multicast tables (selective multicast streams: a root replicating its workers' and
+# its children's streams, a leaf and middle nodes a parent's). A bench whose keys are
+# not the gateway's fails the run; corrupted partial sums and multicast copies exit 3.
 # The bench plays the workers, the children and the parent; every RESULT copy and every
 # partial sum the parent gets must be verified and none wrong, and no chunk lost. Bad
 # options of the table's roles are refused with the option named.
@@ -39,6 +41,16 @@ grep -q -- "--min-workers" "$tmp/err" && ok "names --min-workers" || not_ok "nam
 expect 2 "--min-workers above the subtree" "${table[@]}" --algorithm crew --min-workers 5
 expect 2 "--sealed at a lone root" "${table[@]}" --sealed
 grep -q -- "--sealed" "$tmp/err" && ok "names --sealed" || not_ok "names --sealed"
+expect 2 "--multicast above 64" "${table[@]}" --multicast 65
+grep -q -- "--multicast" "$tmp/err" && ok "names --multicast" || not_ok "names --multicast"
+expect 2 "--multicast with crew" "${table[@]}" --multicast 1 --algorithm crew
+expect 2 "--multicast from a root's children without children" "${table[@]}" --multicast 2
+expect 2 "--multicast at a root without workers" "${table[@]}" --multicast 1 --fanin 0 \
+	--children 2
+expect 2 "--mcast-origins without --multicast" "${table[@]}" --mcast-origins 3
+grep -q -- "--mcast-origins" "$tmp/err" && ok "names --mcast-origins" ||
+	not_ok "names --mcast-origins"
+expect 2 "--mcast-origins 0" "${table[@]}" --role leaf --multicast 1 --mcast-origins 0
 
 if ! memif_dp --crypto crypto_aesni_mb0; then
 	echo "# skip: the dataplane did not start on net_memif: $(tail -c 300 "$tmp/dp.log")"
@@ -100,6 +112,62 @@ run leaf-crew 14 leaf 4 0 --fanin 4 --algorithm crew --min-workers 2
 run middle-crew-sealed-mxfp4 15 middle 2 2 --fanin 2 --children 2 --algorithm crew \
 	--sealed --dtype mxfp4
 
+# Multicast tables (selective multicast, docs/PROTOCOL.md 7.5): the bench plays the
+# origins (local workers, or the gateway a stream comes from) and every output; each copy
+# is verified against what its origin sent, none lost.
+mcast() {
+	local name=$1 job=$2 role=$3 streams=$4 children=$5 rc
+	shift 5
+	if ! "${table[@]}" --job "$job" --role "$role" --payload 512 --window 16 \
+		--rate-gbps 20 --multicast "$streams" --children "$children" "$@" \
+		-o "$tmp/$name.json"; then
+		not_ok "$name: table written"
+		return
+	fi
+	memif_run "$tmp/$name.json"
+	rc=$?
+	[ "$rc" -eq 0 ] && ok "$name: exits 0" ||
+		not_ok "$name: exits $rc: $(tail -c 300 "$tmp/install" "$tmp/err")"
+	python3 - "$tmp/out" "$role" "$streams" "$children" <<'PY' &&
+import json, sys
+d = json.load(open(sys.argv[1]))
+role, streams, children = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+assert d["role"] == {"middle": "interior"}.get(role, role), d["role"]
+assert d["multicast_streams"] == streams and d["child_gateways"] == children, d
+p = d["phases"][0]
+v, m = p["verify"], p["multicast"]
+assert v["failures"] == 0 and p["wrong_results"] == 0, v
+assert m["copies_verified"] > 0 and v["payloads_checked"] == m["copies_verified"], (v, m)
+assert p["losses"]["lost_chunks"] == 0 and p["received"]["mpps"] > 0, p
+PY
+		ok "$name: every copy verified, none lost or wrong" || not_ok "$name: report"
+}
+
+mcast mcast-root 21 root 3 2 --fanin 3
+mcast mcast-leaf 22 leaf 2 0 --fanin 3 --mcast-origins 3
+mcast mcast-middle-bf16 23 middle 2 2 --fanin 2 --dtype bf16
+mcast mcast-middle-mxfp4 24 middle 1 2 --fanin 0 --dtype mxfp4
+# What the bench does not drive is refused naming the option: streams over sealed links
+# (the table is the gateway's to install, valid), and a multicast table against an
+# io-forwarder.
+python3 - "$tmp/mcast-leaf.json" "$tmp/mcast-sealed.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["sealed"] = [{"peer": 2, "key_id": 7, "aead": "aes-128-gcm", "key": "00" * 16}]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+memif_bench --table "$tmp/mcast-sealed.json" --quick --quiet --json
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--table: multicast streams" "$tmp/err" &&
+	ok "multicast over sealed links refused naming --table" ||
+	not_ok "multicast over sealed links: exit $rc: $(tail -c 300 "$tmp/err")"
+memif_bench --table "$tmp/mcast-leaf.json" --peer io --gw-mac 02:00:00:00:00:01 --quick \
+	--quiet --json
+rc=$?
+[ "$rc" -eq 2 ] && grep -q -- "--peer" "$tmp/err" &&
+	ok "multicast against an io-forwarder refused naming --peer" ||
+	not_ok "multicast with --peer io: exit $rc: $(tail -c 300 "$tmp/err")"
+
 # A search runs several trials, each with a generator built afresh from recycled frames,
 # its rounds past the last trial's: none may lose a chunk or get a wrong sum.
 "${table[@]}" --job 16 --role leaf --payload 512 --window 32 --algorithm crew \
@@ -154,6 +222,22 @@ assert v["wrong_results"] > 0 and v["partial_sums_checked"] > 0, v
 assert v["wrong"] and all(x["worker"] == 2 for x in v["wrong"]), v["wrong"]
 PY
 		not_ok "corrupted partial sums: report"
+	# A multicast leaf there: the MCASTs the bench sends as the parent are corrupted as
+	# the gateway receives them, so it forwards wrong copies, which the outputs catch.
+	"${table[@]}" --job 19 --role leaf --payload 512 --window 16 --fanin 3 \
+		--multicast 1 -o "$tmp/corrupt-mcast.json"
+	memif_run "$tmp/corrupt-mcast.json"
+	rc=$?
+	[ "$rc" -eq 3 ] && ok "corrupted multicast copies: exit 3" ||
+		not_ok "corrupted multicast copies: exit $rc: $(tail -c 300 "$tmp/err")"
+	python3 - "$tmp/out" <<'PY' && ok "corrupted multicast copies: counted as wrong" ||
+import json, sys
+p = json.load(open(sys.argv[1]))["phases"][0]
+v = p["verify"]
+assert v["wrong_results"] > 0 and p["multicast"]["copies_verified"] > 0, v
+assert v["wrong"] and all(101 <= x["worker"] <= 103 for x in v["wrong"]), v["wrong"]
+PY
+		not_ok "corrupted multicast copies: report"
 else
 	not_ok "the corrupting dataplane: $(tail -c 300 "$tmp/dp.log") $(cat "$tmp/install")"
 fi
