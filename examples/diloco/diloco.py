@@ -134,6 +134,16 @@ def cmd_worker(a):
         return loss.item()
 
     outer_steps = [{"outer": 0, "eval": evaluate(), "inner": None, "t": 0.0}]
+    # Every site starts its inner steps at the same instant (a launcher's barrier), so
+    # that the sites' different start-up times are not counted as waits on the outer sync.
+    late = 0.0
+    if a.start_at:
+        ahead = a.start_at - time.time()
+        if ahead > 0:
+            time.sleep(ahead)
+        else:
+            late = -ahead
+            print("started %.3f s after --start-at" % late, flush=True)
     t0 = time.perf_counter()
     for k in range(1, a.outer + 1):
         losses, merged = [], []
@@ -178,7 +188,7 @@ def cmd_worker(a):
     doc = {"rank": a.rank, "params": n, "dtype": client.dtype.name,
            "lan_dtype": client.config.lan_dtype.name if client.config.lan_dtype else None,
            "inner_steps": a.inner, "streaming": a.streaming, "outer": outer_steps,
-           "waited_s": outer.waited_s,
+           "waited_s": outer.waited_s, "late_start_s": late,
            "params_sha256": hashlib.sha256(flat.numpy().tobytes()).hexdigest(),
            "stats": client.stats()}
     client.close()
@@ -243,6 +253,10 @@ def cmd_report(a):
                   (sum(err) / len(err)) if err else "",
                   100.0 * retx / sent if sent else 0.0, retx, sent,
                   sum(waited) / len(waited)))
+        late = max(d.get("late_start_s", 0.0) for d in docs)
+        if late > 0:
+            print("%s: a site started its inner steps %.3f s after the common start "
+                  "(its set-up took longer): that much of the waits is start-up" % (name, late))
     if len(runs) >= 2:
         a_name, b_name = runs[0][0], runs[1][0]
         d = max(abs(x - y) for x, y in zip(curves[a_name], curves[b_name]))
@@ -295,6 +309,9 @@ def main():
     w.add_argument("--overlap", type=int, default=0, metavar="TAU",
                    help="streaming: merge TAU inner steps after a fragment's start [0: "
                    "once its average is in]")
+    w.add_argument("--start-at", type=float, default=0.0, metavar="T",
+                   help="start the inner steps at Unix time T (the same at every site); "
+                   "a site set up later starts at once and says how late [0: at once]")
     w.add_argument("--error-feedback", action="store_true",
                    help="keep each contribution's MX error for the next outer step")
     w.add_argument("--dump-first", metavar="F",
