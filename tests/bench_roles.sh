@@ -162,9 +162,7 @@ mcast mcast-middle-mxfp4 24 middle 1 2 --fanin 0 --dtype mxfp4
 	--table "$tmp/mcast-held.json" --gw-socket "$tmp/ctl.sock" --warmup 1 --duration 2 \
 	--rto-ms 1000 --json >"$tmp/out" 2>"$tmp/err" &
 bpid=$!
-for _ in $(seq 600); do
-	grep -q "generator on lcore" "$tmp/err" && break
-	kill -0 "$bpid" 2>/dev/null || break
+until grep -q "generator on lcore" "$tmp/err" || ! kill -0 "$bpid" 2>/dev/null; do
 	sleep 0.1
 done
 sleep 0.5
