@@ -362,6 +362,15 @@ frame_for(struct gen_lcore *g, uint64_t e)
 	return m;
 }
 
+/* A queue entry of chunk ch has left the queue, sent or dropped: the round's timer starts
+ * once nothing of it is queued. */
+static void
+entry_done(struct gen_lcore *g, struct gen_chunk *ch, uint64_t now)
+{
+	if (--ch->pending == 0)
+		ch->deadline = now + (g->prm.rto_tsc << RTE_MIN(ch->tries, RTO_SHIFT_MAX));
+}
+
 static unsigned int
 do_tx(struct gen_lcore *g, uint64_t now)
 {
@@ -372,6 +381,19 @@ do_tx(struct gen_lcore *g, uint64_t now)
 	uint32_t wire = g->gj->frame_len + GEN_WIRE_OVERHEAD;
 	uint16_t sent;
 
+	/* Out-of-date multicast entries at the head of the queue leave it unsent. */
+	while (g->gj->mc != NULL && g->q_head != g->q_tail &&
+	       gen_mcast_obsolete(g, g->q[g->q_head & g->q_mask])) {
+		uint64_t e = g->q[g->q_head++ & g->q_mask];
+
+		entry_done(g, &g->ch[e >> 24], now);
+		if (((e >> 8) & 0xffff) < g->gj->n_workers)
+			g->st.mc_nacks--; /* counted as sent when queued */
+		else
+			g->st.mc_repaired--;
+		g->st.mc_obsolete++;
+		want--;
+	}
 	if (want > g->prm.burst)
 		want = g->prm.burst;
 	if (g->tsc_per_byte > 0 && want > 0) {
@@ -389,6 +411,8 @@ do_tx(struct gen_lcore *g, uint64_t now)
 	while (n < want) {
 		uint64_t e = g->q[(g->q_head + n) & g->q_mask];
 
+		if (g->gj->mc != NULL && gen_mcast_obsolete(g, e))
+			break; /* dropped once it is at the head */
 		pkts[n] = frame_for(g, e);
 		if (pkts[n] == NULL)
 			break;
@@ -409,8 +433,7 @@ do_tx(struct gen_lcore *g, uint64_t now)
 
 		if (ch->t_first == 0)
 			ch->t_first = now;
-		if (--ch->pending == 0)
-			ch->deadline = now + (g->prm.rto_tsc << RTE_MIN(ch->tries, RTO_SHIFT_MAX));
+		entry_done(g, ch, now);
 		if (ents[i] & E_RETX)
 			g->st.retx++;
 		g->st.tx_bytes += lens[i];
@@ -755,6 +778,7 @@ gen_lcore_main(void *arg)
 	uint64_t t_end = t_mark + (uint64_t)(g->prm.duration_s * hz), t_stop = 0;
 	bool marked = false;
 	struct gen_stats last = g->st;
+	unsigned int deferred = 0;
 
 	for (unsigned int c = 0; c < g->gj->n_chunks; c++)
 		start_round(g, c);
@@ -777,6 +801,13 @@ gen_lcore_main(void *arg)
 			g->st.busy_cycles += rte_rdtsc() - start;
 		if (now < next_timer)
 			continue;
+		/* A full burst: more may wait in the RX ring (the generator was held off its core
+		 * while the gateway went on sending). The timers wait until the ring is drained,
+		 * so that no round is found overdue, and asked for again, while what it waits
+		 * for has already come; at most RX_DRAIN_MAX bursts, should it never drain. */
+		if (n == g->prm.burst && ++deferred < RX_DRAIN_MAX)
+			continue;
+		deferred = 0;
 		/* Once a millisecond: timers, schedule, progress. */
 		next_timer = now + timer_tsc;
 		timers(g, now);

@@ -167,6 +167,7 @@ struct gen_stats {
 	uint64_t mc_nacks;          /* NACK_MCASTs the outputs sent for missing copies */
 	uint64_t mc_asked;          /* chunks the gateway asked of a `from` gateway */
 	uint64_t mc_repaired;       /* ... answered with a repair */
+	uint64_t mc_obsolete;       /* NACK_MCASTs and repairs withdrawn unsent: out of date */
 	uint64_t acks;
 	uint64_t timeouts; /* chunk rounds whose timer fired */
 	uint64_t retx;     /* frames sent again with RETX */

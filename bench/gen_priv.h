@@ -18,11 +18,13 @@
 #define GEN_PROG "georeduce-bench"
 #define E_FIRST 0x1u /* send-queue entry: first frame of the round */
 #define E_RETX 0x2u  /* ... a retransmission */
+#define E_ODD 0x4u   /* ... of an odd round (multicast NACK_MCASTs and repairs) */
 #define OFF_FLAGS (WIRE_FRAME_HDR_OFF + 4)
 #define OFF_ROUND (WIRE_FRAME_HDR_OFF + 24)
 #define PACE_BURST_BYTES 16384.0
 #define TIMER_US 1000 /* timers are scanned every millisecond */
 #define RTO_SHIFT_MAX 8
+#define RX_DRAIN_MAX 64 /* full RX bursts in a row the timers wait for (gen.c) */
 /* Room for any frame the generator takes or builds: a 9000-byte IP packet and Ethernet. */
 #define GEN_FRAME_MAX 9216u
 
@@ -195,6 +197,14 @@ void gen_mcast_start(struct gen_lcore *g, unsigned int c);
 
 /** A unit's round is overdue: each output still waiting asks the gateway (NACK_MCAST). */
 void gen_mcast_timeout(struct gen_lcore *g, unsigned int c);
+
+/**
+ * Whether send-queue entry e of a multicast job is out of date and must not be sent: a
+ * NACK_MCAST or repair queued in an earlier round of its unit (the frame would go out
+ * labelled with the current round, ahead of the MCAST of that round), or a NACK_MCAST of
+ * an output that has had its copy since.
+ */
+bool gen_mcast_obsolete(const struct gen_lcore *g, uint64_t e);
 
 /**
  * A frame from the gateway in a multicast job: a copy at an output (checked bit-exactly

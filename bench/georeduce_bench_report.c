@@ -375,12 +375,13 @@ phase_json(const struct phase *p)
 			    json_pack("{s:I, s:I}", "sealed", (json_int_t)p->res.final.sealed,
 				      "opened", (json_int_t)p->res.final.opened));
 	json_object_set_new(pj, "multicast",
-			    json_pack("{s:I, s:I, s:I, s:I, s:I}", "copies_verified",
+			    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "copies_verified",
 				      (json_int_t)p->res.final.mc_copies, "repairs_received",
 				      (json_int_t)p->res.final.mc_repairs, "nacks_sent",
 				      (json_int_t)p->res.final.mc_nacks, "chunks_asked_upstream",
 				      (json_int_t)p->res.final.mc_asked, "repairs_sent",
-				      (json_int_t)p->res.final.mc_repaired));
+				      (json_int_t)p->res.final.mc_repaired, "withdrawn",
+				      (json_int_t)p->res.final.mc_obsolete));
 	return pj;
 }
 

@@ -9,7 +9,9 @@
 # threshold), with the links to the other gateways sealed
 # (AES-GCM through the dataplane's crypto_aesni_mb cryptodev, the bench's OpenSSL), and
 # as multicast tables (selective multicast streams: a root replicating its workers' and
-# its children's streams, a leaf and middle nodes a parent's). A bench whose keys are
+# its children's streams, a leaf and middle nodes a parent's; once with the bench stopped
+# longer than its retransmission timeout, after which no round may wait for a NACK_MCAST,
+# the copies being in its RX ring). A bench whose keys are
 # not the gateway's fails the run; corrupted partial sums and multicast copies exit 3.
 # The bench plays the workers, the children and the parent; every RESULT copy and every
 # partial sum the parent gets must be verified and none wrong, and no chunk lost. Bad
@@ -147,6 +149,39 @@ mcast mcast-root 21 root 3 2 --fanin 3
 mcast mcast-leaf 22 leaf 2 0 --fanin 3 --mcast-origins 3
 mcast mcast-middle-bf16 23 middle 2 2 --fanin 2 --dtype bf16
 mcast mcast-middle-mxfp4 24 middle 1 2 --fanin 0 --dtype mxfp4
+# A bench held off its core for longer than its retransmission timeout (stopped here:
+# a busy machine does the same) finds the copies the gateway sent meanwhile waiting in its
+# RX ring: it must take them before its timers run, so that no round waits for a
+# NACK_MCAST (none sent, no timeout, no stale repair). The generator is stopped once it
+# runs (its first line), in the warm-up, with up to 512 copies in flight.
+"${table[@]}" --job 25 --role leaf --payload 512 --window 128 --rate-gbps 20 \
+	--multicast 2 --fanin 4 -o "$tmp/mcast-held.json"
+"$dpctl" -s "$tmp/ctl.sock" install "$tmp/mcast-held.json" >"$tmp/install" 2>&1
+"$bench" "${eal[@]}" --file-prefix="$prefix" -l 0 \
+	--vdev="net_memif0,role=client,socket=$tmp/m.sock" -- --mode port \
+	--table "$tmp/mcast-held.json" --gw-socket "$tmp/ctl.sock" --warmup 1 --duration 2 \
+	--rto-ms 1000 --json >"$tmp/out" 2>"$tmp/err" &
+bpid=$!
+until grep -q "generator on lcore" "$tmp/err" || ! kill -0 "$bpid" 2>/dev/null; do
+	sleep 0.1
+done
+sleep 0.5
+kill -STOP "$bpid" 2>/dev/null
+sleep 1.5
+kill -CONT "$bpid" 2>/dev/null
+wait "$bpid"
+rc=$?
+"$dpctl" -s "$tmp/ctl.sock" remove 25 >/dev/null 2>&1
+[ "$rc" -eq 0 ] && python3 - "$tmp/out" <<'PY' &&
+import json, sys
+p = json.load(open(sys.argv[1]))["phases"][0]
+m, l = p["multicast"], p["losses"]
+assert p["verify"]["failures"] == 0 and m["copies_verified"] > 0, p["verify"]
+assert m["nacks_sent"] == 0 and l["timeouts"] == 0 and l["stale"] == 0, (m, l)
+PY
+	ok "mcast held off its core: no round waits for a NACK_MCAST" ||
+	not_ok "mcast held off its core: exit $rc: $(tr -d ' \n' <"$tmp/out" |
+		grep -o '"losses":{[^}]*}\|"multicast":{[^}]*}') $(tail -c 300 "$tmp/err")"
 # What the bench does not drive is refused naming the option: streams over sealed links
 # (the table is the gateway's to install, valid), and a multicast table against an
 # io-forwarder.
