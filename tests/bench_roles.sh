@@ -75,7 +75,8 @@ run() {
 		return
 	fi
 	[ "$rc" -eq 0 ] && ok "$name: exits 0" ||
-		not_ok "$name: exits $rc: $(tail -c 300 "$tmp/err")"
+		not_ok "$name: exits $rc: $(tail -c 300 "$tmp/err") $(tr -d ' \n' <"$tmp/out" |
+			grep -o '"error":"[^"]*"\|"losses":{[^}]*}\|"gateway_drops":{[^}]*}')"
 	python3 - "$tmp/out" "$role" "$workers" "$children" "$*" <<'PY' &&
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -153,35 +154,48 @@ mcast mcast-middle-mxfp4 24 middle 1 2 --fanin 0 --dtype mxfp4
 # a busy machine does the same) finds the copies the gateway sent meanwhile waiting in its
 # RX ring: it must take them before its timers run, so that no round waits for a
 # NACK_MCAST (none sent, no timeout, no stale repair). The generator is stopped once it
-# runs (its first line), in the warm-up, with up to 512 copies in flight.
+# runs (its first line), in the warm-up, with up to 512 copies in flight. A bench that
+# judged its timers first times out on every round in flight, on every try. The timeout
+# (3 s) is long and the stop (4 s) longer, so that a machine busy enough to slow rounds
+# does not time them out by itself; a try that does anyway is made again, up to three,
+# and one must be clean.
 "${table[@]}" --job 25 --role leaf --payload 512 --window 128 --rate-gbps 20 \
 	--multicast 2 --fanin 4 -o "$tmp/mcast-held.json"
-"$dpctl" -s "$tmp/ctl.sock" install "$tmp/mcast-held.json" >"$tmp/install" 2>&1
-"$bench" "${eal[@]}" --file-prefix="$prefix" -l 0 \
-	--vdev="net_memif0,role=client,socket=$tmp/m.sock" -- --mode port \
-	--table "$tmp/mcast-held.json" --gw-socket "$tmp/ctl.sock" --warmup 1 --duration 2 \
-	--rto-ms 1000 --json >"$tmp/out" 2>"$tmp/err" &
-bpid=$!
-until grep -q "generator on lcore" "$tmp/err" || ! kill -0 "$bpid" 2>/dev/null; do
-	sleep 0.1
-done
-sleep 0.5
-kill -STOP "$bpid" 2>/dev/null
-sleep 1.5
-kill -CONT "$bpid" 2>/dev/null
-wait "$bpid"
-rc=$?
-"$dpctl" -s "$tmp/ctl.sock" remove 25 >/dev/null 2>&1
-[ "$rc" -eq 0 ] && python3 - "$tmp/out" <<'PY' &&
+held_try() {
+	local bpid rc
+	"$dpctl" -s "$tmp/ctl.sock" remove 25 >/dev/null 2>&1
+	"$dpctl" -s "$tmp/ctl.sock" install "$tmp/mcast-held.json" >"$tmp/install" 2>&1
+	"$bench" "${eal[@]}" --file-prefix="$prefix" -l 0 \
+		--vdev="net_memif0,role=client,socket=$tmp/m.sock" -- --mode port \
+		--table "$tmp/mcast-held.json" --gw-socket "$tmp/ctl.sock" --warmup 1 \
+		--duration 2 --rto-ms 3000 --json >"$tmp/out" 2>"$tmp/err" &
+	bpid=$!
+	until grep -q "generator on lcore" "$tmp/err" || ! kill -0 "$bpid" 2>/dev/null; do
+		sleep 0.1
+	done
+	sleep 0.5
+	kill -STOP "$bpid" 2>/dev/null
+	sleep 4
+	kill -CONT "$bpid" 2>/dev/null
+	wait "$bpid"
+	rc=$?
+	"$dpctl" -s "$tmp/ctl.sock" remove 25 >/dev/null 2>&1
+	[ "$rc" -eq 0 ] && python3 - "$tmp/out" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))["phases"][0]
 m, l = p["multicast"], p["losses"]
 assert p["verify"]["failures"] == 0 and m["copies_verified"] > 0, p["verify"]
 assert m["nacks_sent"] == 0 and l["timeouts"] == 0 and l["stale"] == 0, (m, l)
 PY
-	ok "mcast held off its core: no round waits for a NACK_MCAST" ||
-	not_ok "mcast held off its core: exit $rc: $(tr -d ' \n' <"$tmp/out" |
-		grep -o '"losses":{[^}]*}\|"multicast":{[^}]*}') $(tail -c 300 "$tmp/err")"
+}
+held=
+for try in 1 2 3; do
+	held_try && { held=$try; break; }
+	echo "# held off its core, try $try: $(tr -d ' \n' <"$tmp/out" |
+		grep -o '"losses":{[^}]*}\|"multicast":{[^}]*}')"
+done
+[ -n "$held" ] && ok "mcast held off its core: no round waits for a NACK_MCAST (try $held)" ||
+	not_ok "mcast held off its core: $(tail -c 300 "$tmp/err")"
 # What the bench does not drive is refused naming the option: streams over sealed links
 # (the table is the gateway's to install, valid), and a multicast table against an
 # io-forwarder.
