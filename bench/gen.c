@@ -268,8 +268,26 @@ gen_fail(struct gen_lcore *g, const char *fmt, ...)
 void
 gen_enqueue(struct gen_lcore *g, unsigned int c, unsigned int w, unsigned int flags)
 {
+	if (g->ch[c].round & 1)
+		flags |= E_ODD;
 	g->q[g->q_tail++ & g->q_mask] = (uint64_t)c << 24 | (uint64_t)w << 8 | flags;
 	g->ch[c].pending++;
+}
+
+/* Whether queue entry e is out of date: a retransmission, request or answer queued for a
+ * round of its chunk that has ended since (the chunk closed, or a new round begun: E_ODD
+ * is the parity of the round it was queued in), or a multicast request already met. Sent,
+ * it would carry the next round's number ahead of that round's first frame. */
+static bool
+entry_stale(const struct gen_lcore *g, uint64_t e)
+{
+	const struct gen_chunk *ch = &g->ch[e >> 24];
+
+	if (e & E_FIRST)
+		return false; /* the first frame of the current round */
+	if (!ch->open || (ch->round & 1) != ((e & E_ODD) != 0))
+		return true;
+	return g->gj->mc != NULL && gen_mcast_obsolete(g, e);
 }
 
 static void
@@ -381,18 +399,19 @@ do_tx(struct gen_lcore *g, uint64_t now)
 	uint32_t wire = g->gj->frame_len + GEN_WIRE_OVERHEAD;
 	uint16_t sent;
 
-	/* Out-of-date multicast entries at the head of the queue leave it unsent. */
-	while (g->gj->mc != NULL && g->q_head != g->q_tail &&
-	       gen_mcast_obsolete(g, g->q[g->q_head & g->q_mask])) {
+	/* Out-of-date entries at the head of the queue leave it unsent. */
+	while (g->q_head != g->q_tail && entry_stale(g, g->q[g->q_head & g->q_mask])) {
 		uint64_t e = g->q[g->q_head++ & g->q_mask];
 
 		entry_done(g, &g->ch[e >> 24], now);
+		want--;
+		if (g->gj->mc == NULL)
+			continue;
 		if (((e >> 8) & 0xffff) < g->gj->n_workers)
 			g->st.mc_nacks--; /* counted as sent when queued */
 		else
 			g->st.mc_repaired--;
 		g->st.mc_obsolete++;
-		want--;
 	}
 	if (want > g->prm.burst)
 		want = g->prm.burst;
@@ -411,7 +430,7 @@ do_tx(struct gen_lcore *g, uint64_t now)
 	while (n < want) {
 		uint64_t e = g->q[(g->q_head + n) & g->q_mask];
 
-		if (g->gj->mc != NULL && gen_mcast_obsolete(g, e))
+		if (entry_stale(g, e))
 			break; /* dropped once it is at the head */
 		pkts[n] = frame_for(g, e);
 		if (pkts[n] == NULL)

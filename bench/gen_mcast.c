@@ -307,7 +307,7 @@ gen_mcast_timeout(struct gen_lcore *g, unsigned int c)
 
 	for (unsigned int w = 0; w < g->gj->n_workers; w++)
 		if (!(ch->mask[w / 64] & 1ull << (w % 64))) {
-			gen_enqueue(g, c, w, ch->round & 1 ? E_ODD : 0);
+			gen_enqueue(g, c, w, 0);
 			g->st.mc_nacks++;
 		}
 }
@@ -318,10 +318,6 @@ gen_mcast_obsolete(const struct gen_lcore *g, uint64_t e)
 	const struct gen_chunk *ch = &g->ch[e >> 24];
 	unsigned int w = (e >> 8) & 0xffff;
 
-	if (e & E_FIRST)
-		return false; /* the MCAST of the current round */
-	if (!ch->open || (ch->round & 1) != ((e & E_ODD) != 0))
-		return true;
 	return w < g->gj->n_workers && (ch->mask[w / 64] >> (w % 64) & 1);
 }
 
@@ -366,7 +362,7 @@ nack_mcast(struct gen_lcore *g, const struct gen_mstream *ms, unsigned int o,
 		if (k >= gj->mc->chunks || !g->ch[c].open || g->ch[c].round != p->round ||
 		    g->ch[c].t_first == 0 || g->ch[c].pending != 0)
 			continue;
-		gen_enqueue(g, c, W, E_RETX | (g->ch[c].round & 1 ? E_ODD : 0));
+		gen_enqueue(g, c, W, E_RETX);
 		g->st.mc_repaired++;
 	}
 	return 0;

@@ -18,7 +18,7 @@
 #define GEN_PROG "georeduce-bench"
 #define E_FIRST 0x1u /* send-queue entry: first frame of the round */
 #define E_RETX 0x2u  /* ... a retransmission */
-#define E_ODD 0x4u   /* ... of an odd round (multicast NACK_MCASTs and repairs) */
+#define E_ODD 0x4u   /* ... queued in an odd round of its chunk (gen_enqueue) */
 #define OFF_FLAGS (WIRE_FRAME_HDR_OFF + 4)
 #define OFF_ROUND (WIRE_FRAME_HDR_OFF + 24)
 #define PACE_BURST_BYTES 16384.0
@@ -199,10 +199,9 @@ void gen_mcast_start(struct gen_lcore *g, unsigned int c);
 void gen_mcast_timeout(struct gen_lcore *g, unsigned int c);
 
 /**
- * Whether send-queue entry e of a multicast job is out of date and must not be sent: a
- * NACK_MCAST or repair queued in an earlier round of its unit (the frame would go out
- * labelled with the current round, ahead of the MCAST of that round), or a NACK_MCAST of
- * an output that has had its copy since.
+ * Whether send-queue entry e of a multicast job's current round is no longer needed: a
+ * NACK_MCAST of an output that has had its copy since. (Entries of an ended round are
+ * withdrawn for every job, gen.c.)
  */
 bool gen_mcast_obsolete(const struct gen_lcore *g, uint64_t e);
 
