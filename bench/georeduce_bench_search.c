@@ -67,9 +67,10 @@ trial(const struct opts *o, struct search_env *e, double gbps, unsigned int work
 }
 
 /* Judge the trial just run (the sr->n-th) at rate r, the tries-th at that rate: record it
- * in the search, or mark it to be run again (short of the rate without a loss: a pause of
- * the generator, not the gateway, may be why). Prints it. 0, or -1 if it failed
- * verification. */
+ * in the search, or mark it to be run again (short of the rate without a loss, or nothing
+ * completed at all: a pause of the generator or the gateway, not the gateway's limit,
+ * may be why). Prints it. 0, or -1 if it failed verification or completed nothing on its
+ * last try. */
 static int
 search_one(const struct opts *o, struct search_result *sr, double r, unsigned int tries, FILE *f)
 {
@@ -79,7 +80,8 @@ search_one(const struct opts *o, struct search_result *sr, double r, unsigned in
 
 	sr->target[i] = r;
 	sr->reached[i] = p->off.l1_gbps >= r * (1 - o->tolerance_pct / 100);
-	sr->again[i] = !sr->reached[i] && p->lost_frames == 0 && tries < o->retries;
+	sr->again[i] = ((!sr->reached[i] && p->lost_frames == 0) || p->rcv.mpps <= 0) &&
+		       tries < o->retries;
 	if (!sr->again[i])
 		ndr_record(&sr->s, r, p->loss_ratio, sr->reached[i]);
 	if (f != NULL) {
@@ -99,8 +101,7 @@ search_one(const struct opts *o, struct search_result *sr, double r, unsigned in
 									      "fail");
 		fflush(f);
 	}
-	/* A trial that completed nothing is a failure, unless it is to run again: held back
-	 * for the whole trial, the generator offered short of the rate and lost nothing. */
+	/* A trial that completed nothing is a failure once it is not to run again. */
 	if (p->bad != 0 || (p->rcv.mpps <= 0 && !sr->again[i])) {
 		cli_error(PROG, "trial %u: %s", i + 1,
 			  p->res.error[0] != '\0' ? p->res.error : "no chunk completed");
