@@ -272,7 +272,7 @@ point_setup(struct point *x, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot build the table");
 		return -ENOMEM;
 	}
-	rc = dp_prepare(x->dp, t, &job, &epoch, err, errlen);
+	rc = dp_prepare(x->dp, t, 0, &job, &epoch, err, errlen);
 	json_decref(t);
 	if (rc == 0)
 		rc = dp_activate(x->dp, job, epoch, err, errlen);

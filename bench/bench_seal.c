@@ -296,7 +296,7 @@ setup(struct point *x, const char *crypto, bool ops, char *err, size_t errlen)
 	x->epoch = 1;
 	json_t *t = table_json(x);
 
-	rc = t == NULL ? -ENOMEM : dp_prepare(&x->dp, t, &job, &epoch, err, errlen);
+	rc = t == NULL ? -ENOMEM : dp_prepare(&x->dp, t, 0, &job, &epoch, err, errlen);
 	json_decref(t);
 	if (rc == 0)
 		rc = dp_activate(&x->dp, job, epoch, err, errlen);

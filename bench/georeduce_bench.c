@@ -487,7 +487,7 @@ ring_setup(const struct opts *o, struct ring_bench *rb, struct gen_job *gj, unsi
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	rc = dp_prepare(rb->dp, tj, &job, &epoch, err, errlen);
+	rc = dp_prepare(rb->dp, tj, 0, &job, &epoch, err, errlen);
 	json_decref(tj);
 	if (rc == 0)
 		rc = dp_activate(rb->dp, job, epoch, err, errlen);

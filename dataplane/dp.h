@@ -52,58 +52,60 @@ enum dp_ctr {
 	DP_CTR_RX_BYTES,
 	DP_CTR_TX_PACKETS, /* handed to the TX queue */
 	DP_CTR_TX_BYTES,
-	DP_CTR_TX_DROPPED,        /* the TX queue did not take them */
-	DP_CTR_CHUNKS_COMPLETED,  /* slots that had all their contributions */
-	DP_CTR_PARTIALS_SENT,     /* partial sums sent to a parent */
-	DP_CTR_RESULTS_SENT,      /* result copies sent to children and workers */
-	DP_CTR_CONTRIBS,          /* contributions summed */
-	DP_CTR_ACKS_SENT,         /* answers to retransmitted contributions held here */
-	DP_CTR_RETRANSMITS,       /* partial sums sent again to the parent */
-	DP_CTR_RETX_FAST,         /* ... of them, because a later one was answered */
-	DP_CTR_RETX_TAIL,         /* ... of them, overdue once the tree's RESULTs stopped */
-	DP_CTR_RETX_COPY,         /* ... of them, second copies of a repair (idle link) */
-	DP_CTR_NACKS_SENT,        /* NACK_RESULTs to the parent (partial sum held there) */
-	DP_CTR_RETX_STUCK,        /* chunks still without RESULT after --retries tries */
-	DP_CTR_HELD_ASKED,        /* NACK_RESULTs sent instead of a partial sum at its first
+	DP_CTR_TX_DROPPED,            /* the TX queue did not take them */
+	DP_CTR_CHUNKS_COMPLETED,      /* slots that had all their contributions */
+	DP_CTR_PARTIALS_SENT,         /* partial sums sent to a parent */
+	DP_CTR_RESULTS_SENT,          /* result copies sent to children and workers */
+	DP_CTR_CONTRIBS,              /* contributions summed */
+	DP_CTR_ACKS_SENT,             /* answers to retransmitted contributions held here */
+	DP_CTR_RETRANSMITS,           /* partial sums sent again to the parent */
+	DP_CTR_RETX_FAST,             /* ... of them, because a later one was answered */
+	DP_CTR_RETX_TAIL,             /* ... of them, overdue once the tree's RESULTs stopped */
+	DP_CTR_RETX_COPY,             /* ... of them, second copies of a repair (idle link) */
+	DP_CTR_NACKS_SENT,            /* NACK_RESULTs to the parent (partial sum held there) */
+	DP_CTR_RETX_STUCK,            /* chunks still without RESULT after --retries tries */
+	DP_CTR_HELD_ASKED,            /* NACK_RESULTs sent instead of a partial sum at its first
 				     * timeout, asking whether the parent holds it */
-	DP_CTR_NACK_OPEN_WITHOUT, /* chunks of NACK_RESULTs from a contributor whose slot is
+	DP_CTR_NACK_OPEN_WITHOUT,     /* chunks of NACK_RESULTs from a contributor whose slot is
 				      * open for the round without its contribution */
-	DP_CTR_NACK_NOT_OPEN,     /* ... whose slot holds neither the round nor its RESULT */
-	DP_CTR_MCAST_RX,          /* MCAST packets accepted (docs/PROTOCOL.md section 7.5) */
-	DP_CTR_MCAST_COPIES,      /* MCAST copies sent to next-hop gateways and workers */
-	DP_CTR_MCAST_NACKS,       /* NACK_MCASTs accepted (docs/PROTOCOL.md section 7.5) */
-	DP_CTR_MCAST_REPAIRS,     /* MCAST copies sent again (RETX) to a requester: from
+	DP_CTR_NACK_NOT_OPEN,         /* ... whose slot holds neither the round nor its RESULT */
+	DP_CTR_MCAST_RX,              /* MCAST packets accepted (docs/PROTOCOL.md section 7.5) */
+	DP_CTR_MCAST_COPIES,          /* MCAST copies sent to next-hop gateways and workers */
+	DP_CTR_MCAST_NACKS,           /* NACK_MCASTs accepted (docs/PROTOCOL.md section 7.5) */
+	DP_CTR_MCAST_REPAIRS,         /* MCAST copies sent again (RETX) to a requester: from
 				     * the retained copies, or a repair relayed to who asked */
-	DP_CTR_MCAST_ASKED,       /* NACK_MCASTs sent to a stream's `from` gateway for a
+	DP_CTR_MCAST_ASKED,           /* NACK_MCASTs sent to a stream's `from` gateway for a
 				     * chunk not retained here */
-	DP_CTR_MCAST_NOT_HELD,    /* chunks asked for that are neither retained nor can be
+	DP_CTR_MCAST_NOT_HELD,        /* chunks asked for that are neither retained nor can be
 				     * asked for upstream (the stream's source gateway) */
-	DP_CTR_MCAST_ASK_FULL,    /* ... pending ones evicted for them (the same slot) */
-	DP_CTR_MCAST_BUDGET,      /* NACK_MCAST answers withheld: the requester's budget
+	DP_CTR_MCAST_ASK_FULL,        /* ... pending ones evicted for them (the same slot) */
+	DP_CTR_MCAST_BUDGET,          /* NACK_MCAST answers withheld: the requester's budget
 				     * was spent (docs/PROTOCOL.md section 7.6) */
-	DP_CTR_PACED,             /* frames that waited for their pacer */
-	DP_CTR_PACE_FULL,         /* frames dropped: a pacer's queue was full */
-	DP_CTR_ANSWER_BUDGET,     /* NACK_RESULT answers withheld: the sender's budget was
+	DP_CTR_PACED,                 /* frames that waited for their pacer */
+	DP_CTR_PACE_FULL,             /* frames dropped: a pacer's queue was full */
+	DP_CTR_ANSWER_BUDGET,         /* NACK_RESULT answers withheld: the sender's budget was
 				     * spent (docs/PROTOCOL.md section 7.6) */
-	DP_CTR_RECOVER_ASKED,     /* result recovery (docs/PROTOCOL.md 10.1): NACK_RESULTs
+	DP_CTR_RECOVER_ASKED,         /* result recovery (docs/PROTOCOL.md 10.1): NACK_RESULTs
 				     * sent to neighbour gateways for a RESULT held nowhere here */
-	DP_CTR_RECOVER_ANSWERED,  /* ... RESULTs sent from an older epoch or relayed */
-	DP_CTR_RECOVERED,         /* ... RESULTs that came back and completed a slot or
+	DP_CTR_RECOVER_ANSWERED,      /* ... RESULTs sent from an older epoch or relayed */
+	DP_CTR_RECOVERED,             /* ... RESULTs that came back and completed a slot or
 				     * went on to whoever asked */
-	DP_CTR_RECOVER_FULL,      /* ... requests not recorded: the lcore's table was full
+	DP_CTR_RECOVER_FULL,          /* ... requests not recorded: the lcore's table was full
 				     * and their requester held its share of it */
-	DP_CTR_RECOVER_EVICTED,   /* ... requests dropped from a full table for another
+	DP_CTR_RECOVER_EVICTED,       /* ... requests dropped from a full table for another
 				     * requester's: theirs held the most (recover.c) */
-	DP_CTR_ROUNDS_GIVEN_UP,   /* slots that gave up their round: every contributor had
+	DP_CTR_RECOVER_OTHER_MEMBERS, /* ... RESULTs another epoch retains but of another
+					 * membership (`prepare`'s `membership`): not used */
+	DP_CTR_ROUNDS_GIVEN_UP,       /* slots that gave up their round: every contributor had
 				   * sent a later one (a restarted job, docs/CLIENT.md) */
-	DP_CTR_SEALED,            /* frames sealed for a protected link (section 14) */
-	DP_CTR_OPENED,            /* sealed frames opened and authenticated */
-	DP_CTR_SEAL_BYTES,        /* bytes of the georeduce packets sealed */
-	DP_CTR_OPEN_BYTES,        /* ... opened */
-	DP_CTR_CRYPTO_LATE,       /* operations the device returned in a later loop iteration
+	DP_CTR_SEALED,                /* frames sealed for a protected link (section 14) */
+	DP_CTR_OPENED,                /* sealed frames opened and authenticated */
+	DP_CTR_SEAL_BYTES,            /* bytes of the georeduce packets sealed */
+	DP_CTR_OPEN_BYTES,            /* ... opened */
+	DP_CTR_CRYPTO_LATE,           /* operations the device returned in a later loop iteration
 				   * than the one that handed them over */
-	DP_CTR_CRYPTO_FAILED,     /* operations the device failed (not a tag mismatch) */
-	DP_CTR_CRYPTO_FULL,       /* frames dropped: the lcore's ring of operations was full */
+	DP_CTR_CRYPTO_FAILED,         /* operations the device failed (not a tag mismatch) */
+	DP_CTR_CRYPTO_FULL,           /* frames dropped: the lcore's ring of operations was full */
 	DP_CTR_ARP_REPLIES,
 	DP_CTR_ICMP_REPLIES,
 	DP_CTR_NOT_FOR_US,       /* dropped: another host, protocol or port (drops[]) */
@@ -541,6 +543,9 @@ struct dp_job {
 				     * an MX dtype (summed into the same fp32 accumulator) */
 	uint8_t cset_blocks;       /* contributor sets on the wire, in 32-byte blocks */
 	uint32_t cset_len;         /* their bytes: where payloads start after the header */
+	uint32_t membership;       /* the job's workers as `prepare` named them (a digest),
+				     * 0: not named. Result recovery takes no RESULT from an
+				     * epoch of another membership (docs/PROTOCOL.md 10.1) */
 	uint32_t chunk_elements;
 	uint64_t n_chunks;
 	uint64_t elements;

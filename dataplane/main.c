@@ -83,9 +83,10 @@ usage(FILE *f, const struct dp_config *d)
 		"      --ports N           UDP ports: chunk c arrives on base + c %% N     [%u]\n"
 		"      --mtu N             IP MTU, 576 .. 9000                           [%u]\n"
 		"      --revision N        answer and refuse as protocol revision 1.N, %d .. %d\n"
-		"                          (a test and upgrade aid: below 15 `version` has no\n"
-		"                          revision, below 14 tables with chunks above 8192\n"
-		"                          bytes are refused)                            [%d]\n",
+		"                          (a test and upgrade aid: below 16 `prepare` refuses\n"
+		"                          `membership`, below 15 `version` has no revision,\n"
+		"                          below 14 tables with chunks above 8192 bytes are\n"
+		"                          refused)                                      [%d]\n",
 		CTLSRV_HANDSHAKE_MS_DEFAULT, CTLSRV_IDLE_MS_DEFAULT, CTLSRV_PER_ROLE_DEFAULT,
 		d->prm.udp_base, d->prm.udp_count, d->prm.mtu, REVISION_OLDEST, GEOREDUCE_REVISION,
 		GEOREDUCE_REVISION);

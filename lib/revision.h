@@ -12,11 +12,16 @@
 #include <stdint.h>
 
 /** Revision 1.N of protocol version 1 that this build implements: N. */
-#define GEOREDUCE_REVISION 15
+#define GEOREDUCE_REVISION 16
 
 /** The oldest revision the rules below know: a peer that answers `version` without a
  * revision is planned as this one, and the compatibility mode goes down to it. */
 #define REVISION_OLDEST 13
+
+/** The first revision whose `prepare` takes the job's `membership` (docs/CONTROL.md), by
+ * which result recovery across epochs keeps one membership per round (docs/PROTOCOL.md
+ * 10.1): the control process sends it only to gateways of this revision or later. */
+#define REVISION_MEMBERSHIP 16
 
 /** The first revision whose chunks may fill a 9000-byte IP MTU (8918 bytes with the
  * contributor set); older gateways and worker libraries take at most

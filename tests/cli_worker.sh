@@ -44,9 +44,9 @@ expect 2 "missing argument" w --worker-id
 expect 2 "stray argument" w --worker-id 11 extra
 expect 2 "--worker-id 0" w --worker-id 0
 expect 2 "--worker-id 65535" w --worker-id 65535
-# The compatibility mode: revisions 1.13 to 1.15 only.
+# The compatibility mode: revisions 1.13 to 1.16 only.
 expect 2 "--revision 12" w --worker-id 11 --revision 12
-expect 2 "--revision 16" w --worker-id 11 --revision 16
+expect 2 "--revision 17" w --worker-id 11 --revision 17
 expect 2 "--revision x" w --worker-id 11 --revision x
 expect 2 "--worker-id not a number" w --worker-id eleven
 expect 2 "--worker-id twice" w --worker-id 11 --worker-id 11

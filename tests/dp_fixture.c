@@ -249,8 +249,17 @@ mk_table(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_dtype dt, uint
 int
 install(struct table *tb, const char *op)
 {
+	return install_membership(tb, op, 0);
+}
+
+int
+install_membership(struct table *tb, const char *op, uint32_t membership)
+{
 	json_t *req = json_pack("{s:i,s:i,s:s,s:o}", "version", 1, "id", 9, "op", op, "table",
 				table_to_json(tb));
+
+	if (membership != 0)
+		json_object_set_new(req, "membership", json_integer(membership));
 	json_t *rep = dp_ctl_handle(&dp, req);
 	int e = json_is_true(json_object_get(rep, "ok")) ?
 			0 :

@@ -133,6 +133,8 @@ struct table *mk_table(uint32_t job, uint32_t epoch, uint16_t gw_id, enum table_
 struct table *mk_stream_table(uint32_t job, uint64_t elements, int n_streams);
 /** Install tb (and free it) through the control handler with op; returns errno. */
 int install(struct table *tb, const char *op);
+/** The same with `prepare`'s `membership` (0: none). */
+int install_membership(struct table *tb, const char *op, uint32_t membership);
 
 /** Room for len more bytes at the end of m. */
 void *must_append(struct rte_mbuf *m, size_t len);

@@ -7,7 +7,8 @@
 # --join-elastic, its certificate naming site-a) and the next rounds include it (3
 # contributors, every result exact), and it leaves at its end; a Python worker joins with
 # Client.join, its id and first round from a torchrun environment; a joined worker killed
-# is removed after the member timeout and the job goes on without it (2 contributors); bad
+# is removed after the member timeout and the job goes on without it (2 contributors), the
+# round it cut run again over the workers left with no chunk of the old membership; bad
 # join, leave and heartbeat requests refused with the field named; 64 joins at once and
 # their 64 leaves make at most a handful of epochs, the members kept in the state
 # directory and shown in status; the control process killed and restarted keeps its
@@ -110,12 +111,12 @@ waitall() {
 	WPIDS=()
 	return $rc
 }
-# joiner FIRST ROUNDS: a worker not declared joins at site a (its own port).
+# joiner FIRST ROUNDS [OPTIONS]: a worker not declared joins at site a (its own port).
 joiner() {
 	ip netns exec "gre$$-s0" "$WK" --control "$API" --job "$JOB" \
 		--cert "$CERTS/elastic-a.pem" --key "$CERTS/elastic-a.key" --ca "$CERTS/ca.pem" \
 		--join-elastic "a:$A_IP:$((A_PORT + 2))" --first-round "$1" --rounds "$2" \
-		--timeout 20 >"$D/j.out" 2>&1 &
+		--timeout 20 ${3:-} >"$D/j.out" 2>&1 &
 	JPID=$!
 }
 contribs() { # FILE: the contributor counts of its rounds, one line
@@ -200,12 +201,19 @@ fi
 wait_for 30 live_with "$JOB" 2 && ok "its close() left the job" || not_ok "the Python worker's leave"
 
 # ---- 2. a joined worker killed: removed after the member timeout, the job goes on ------
-joiner 10 1000000
+# One chunk at a time in flight (--window 1): its rounds take a round trip a chunk, so
+# that the kill most likely cuts one with some of its chunks summed and others not. The
+# declared worker at b is held (SIGSTOP) from the kill until 2 s after the epoch without
+# the joiner is live, so that the one at a runs the cut round under that epoch alone
+# first: its retransmissions and NACK_RESULTs of the chunks the old epoch completed find
+# their old RESULTs at the gateways, which must not answer with them.
+joiner 10 1000000 "--window 1"
 wait_for 30 live_with "$JOB" 3 || not_ok "the second joiner"
 declared 10 1000000
 rounds_in() { [ "$(grep -c "contributors, verified" "$1")" -ge "$2" ]; }
 wait_for 60 rounds_in "$D/j.out" 3 || not_ok "the joiner's rounds: $(tail -2 "$D/j.out")"
 kill -9 "$JPID"
+kill -STOP "${WPIDS[1]}"
 wait "$JPID" 2>/dev/null
 JPID=
 n3=$(grep -c " 3 contributors, verified" "$D/w-0.out")
@@ -215,14 +223,33 @@ if wait_for 60 grep -q "left (not heard from for $TIMEOUT_MS ms)" "$D/control.lo
 else
 	not_ok "no removal after the member timeout"
 fi
-# The rounds in flight at the removal: each chunk exact over its own contributors, but
-# chunks completed under the old epoch count 3 (docs/CONTROL.md, "Rounds across a
-# change"), which georeduce-worker's check of one count per round calls wrong.
-sleep 3
+sleep 2
+kill -CONT "${WPIDS[1]}"
+# The round in flight at the removal runs again under the new epoch, every chunk of it
+# over the 2 workers left (docs/CONTROL.md, "Rounds across a change"): the chunks the old
+# epoch completed with the joiner are not taken from it, so no round mixes counts, which
+# georeduce-worker's check of one count per round would call wrong. Both go on.
+after_kill() { # FILE LINES: rounds of 2 contributors, verified, after its first LINES lines
+	sed -n "$(($2 + 1)),\$p" "$1" | grep -c " 2 contributors, verified$"
+}
+l0=$(wc -l <"$D/w-0.out") l1=$(wc -l <"$D/w-1.out")
+if wait_for 60 eval '[ "$(after_kill "$D/w-0.out" "$l0")" -ge 3 ] &&
+		[ "$(after_kill "$D/w-1.out" "$l1")" -ge 3 ]' &&
+	! grep -q "element [0-9]* is" "$D"/w-*.out && kill -0 "${WPIDS[@]}" 2>/dev/null; then
+	ok "the round in flight at the removal ran again over the 2 workers left: no round of mixed counts, $(after_kill "$D/w-0.out" "$l0") rounds of 2 since the removal"
+else
+	not_ok "rounds across the removal: $(tail -qn 2 "$D"/w-*.out)"
+fi
 for p in "${WPIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 WPIDS=()
-mixed=$(grep -h "element [0-9]* is" "$D"/w-*.out | head -1)
-echo "# the round in flight at the removal: ${mixed:-every chunk of the new membership}"
+# How many RESULTs of the joiner's epoch the gateways kept from the workers (0: the kill
+# cut no round with chunks summed under it).
+withheld=0
+for g in 0 1 2; do
+	withheld=$((withheld + $("$BUILD/tools/dpctl/georeduce-dpctl" -s "$D/gw$g.sock" --json \
+		stats | jq '[.lcores[].recover_other_members // 0] | add // 0')))
+done
+echo "# RESULTs of another membership withheld by the gateways: $withheld"
 # The next rounds after the last one begun (a restarted job's workers go on so).
 next=$(($(sed -n 's/^worker [0-9]* round \([0-9]*\):.*/\1/p' "$D"/w-*.out | sort -n | tail -1) + 1))
 declared "$next" 5

@@ -7,12 +7,13 @@
 # 9000 (8896 bytes, 2224 elements from revision 1.14).
 #  (a) gateway a runs as revision 1.13 (georeduce-dataplane --revision 13): its `version`
 #      has no revision and it refuses a table of 2224-element chunks naming
-#      `chunk_elements`; the control status gives gateway a revision 0, the others 15, and
-#      the job revision 13 with chunks of 8192 bytes (2048 elements); rounds through it are
-#      bit-exact, with workers at --revision 13 too.
-#  (b) gateway a restarted without --revision: after the re-plan the status gives it 15,
-#      the job 15 and chunks of 8896 bytes (2224 elements); rounds bit-exact with current
-#      workers.
+#      `chunk_elements`; the control status gives gateway a revision 0, the others 16, and
+#      the job revision 13 with chunks of 8192 bytes (2048 elements); the job's `membership`
+#      (1.16) is named to gateways b and c only; rounds through it are bit-exact, with
+#      workers at --revision 13 too.
+#  (b) gateway a restarted without --revision: after the re-plan the status gives it 16,
+#      the job 16 and chunks of 8896 bytes (2224 elements), and gateway a has the
+#      membership; rounds bit-exact with current workers.
 #  (c) a worker at --revision 13 refuses that job's table: non-zero exit, the message saying
 #      the chunk is too large for it.
 # Waits for states with generous timeouts; no duration is asserted.
@@ -95,6 +96,13 @@ len(s['jobs'][0]['gateways']) == 3"
 	c=$(table_chunk)
 	[ "$c" = "$4" ] || { not_ok "gateway a's table: chunk_elements $c, not $4"; return 1; }
 }
+# The `membership` of job 1's live epoch at gateway N's dataplane (`stats`), or null; the
+# control process's for the job.
+live_membership() {
+	"$DPCTL" -s "$D/gw$1.sock" --json stats |
+		jq -r '[.jobs[] | select(.job == 1 and .state == "live")][0].membership'
+}
+status_membership() { wan_status "$D" "s['jobs'][0]['membership']"; }
 status_brief() {
 	wan_status "$D" "[(g['name'], g['state'], g['revision']) for g in s['gateways']] + \
 [(j['state'], j.get('revision'), j.get('chunk_bytes')) for j in s['jobs']]"
@@ -109,15 +117,22 @@ else
 fi
 v0=$("$DPCTL" -s "$D/gw0.sock" --json version) v1=$("$DPCTL" -s "$D/gw1.sock" --json version)
 if jq -e 'has("revision") | not' <<<"$v0" >/dev/null &&
-	jq -e '.revision == 15' <<<"$v1" >/dev/null; then
-	ok "version: gateway a (--revision 13) answers no revision, gateway b 15"
+	jq -e '.revision == 16' <<<"$v1" >/dev/null; then
+	ok "version: gateway a (--revision 13) answers no revision, gateway b 16"
 else
 	not_ok "version answers: $v0 / $v1"
 fi
 wan_control_start "$D" --heartbeat-ms 200 --fail-after 3 --timeout-ms 3000
 wan_control_wait "$D" || not_ok "job 1 not live (see $D/control.log)"
-planned_as "[0, 15, 15]" 13 8192 2048 &&
-	ok "status: gateway a revision 0 (older), b and c 15; the job revision 13, 2048-element chunks"
+planned_as "[0, 16, 16]" 13 8192 2048 &&
+	ok "status: gateway a revision 0 (older), b and c 16; the job revision 13, 2048-element chunks"
+# `prepare`'s `membership` (1.16) goes to the gateways that take it, and to no other.
+if [ -n "$(live_membership 1)" ] && [ "$(live_membership 1)" = "$(status_membership)" ] &&
+	[ "$(live_membership 0)" = null ]; then
+	ok "membership $(status_membership) named to gateway b, not to gateway a (1.13)"
+else
+	not_ok "membership: status $(status_membership), gateway a $(live_membership 0), b $(live_membership 1)"
+fi
 grep -q "gateway a answers \`version\` without a revision" "$D/control.log" &&
 	grep -q "job 1: chunks of 8192 bytes, not 8896: gateway a implements revision 1.13" \
 		"$D/control.log" &&
@@ -151,8 +166,11 @@ if gw_restart; then
 else
 	not_ok "gateway a restart: $(tail -3 "$D/gw0.log")"
 fi
-planned_as "[15, 15, 15]" 15 8896 2224 &&
-	ok "after the re-plan: every gateway revision 15, the job 15 with 2224-element chunks"
+planned_as "[16, 16, 16]" 16 8896 2224 &&
+	ok "after the re-plan: every gateway revision 16, the job 16 with 2224-element chunks"
+[ "$(live_membership 0)" = "$(status_membership)" ] &&
+	ok "gateway a now has the job's membership too" ||
+	not_ok "membership after the upgrade: status $(status_membership), gateway a $(live_membership 0)"
 grep -q "cause gateway_up" "$D/control.log" &&
 	ok "the new plan came with cause gateway_up" || not_ok "no re-plan with cause gateway_up"
 if wan_run "$D" 1 3 100 "" 60 >"$D/ms"; then

@@ -10,6 +10,7 @@
  * down or up again (control/daemon/linkwatch.c), fed sequences of probe reports.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
@@ -31,6 +32,7 @@
 #include "install.h"
 #include "jobplan.h"
 #include "linkwatch.h"
+#include "revision.h"
 #include "shares.h"
 #include "testutil.h"
 
@@ -58,6 +60,7 @@ struct fake {
 	char ops[OPS_MAX][16];
 	int seq[OPS_MAX];
 	uint32_t epoch[OPS_MAX]; /* the table's or the activate's epoch */
+	int64_t membership[OPS_MAX]; /* a prepare's `membership`, -1 without one */
 };
 
 /* The answer to req, or NULL for none; *die when the fake must exit after it. */
@@ -77,6 +80,10 @@ fake_answer(struct fake *f, const json_t *req, bool *die)
 		e = strcmp(op, "prepare") == 0 ? json_object_get(json_object_get(req, "table"),
 								 "epoch")
 					       : json_object_get(req, "epoch");
+		f->membership[f->n_ops] = json_object_get(req, "membership") == NULL ?
+						  -1 :
+						  json_integer_value(
+							  json_object_get(req, "membership"));
 		f->epoch[f->n_ops++] = (uint32_t)json_integer_value(e);
 	}
 	if (strcmp(op, "prepare") == 0) {
@@ -176,6 +183,7 @@ struct run {
 	struct fake fakes[N_GW];
 	struct install_gw gws[N_GW];
 	bool af[N_GW];
+	uint32_t membership[N_GW]; /* `prepare`'s, 0: none */
 	struct install_report rep;
 	double seconds;
 	int rc;
@@ -195,7 +203,7 @@ run_install(struct run *r, const enum behaviour *how, int timeout_ms)
 	}
 	r->rep.activate_failed = r->af;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	r->rc = install_epoch(r->gws, jp->tables, N_GW, 1, 5, timeout_ms, &r->rep);
+	r->rc = install_epoch(r->gws, jp->tables, r->membership, N_GW, 1, 5, timeout_ms, &r->rep);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	r->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	for (int i = 0; i < N_GW; i++) {
@@ -220,7 +228,7 @@ static void
 test_install_all_ok(void)
 {
 	static const enum behaviour how[N_GW] = { FAKE_OK, FAKE_OK, FAKE_OK };
-	struct run r = { 0 };
+	struct run r = {.membership = {0, 7, UINT32_MAX}};
 	int last_prepare = -1, first_activate = 1 << 30;
 
 	run_install(&r, how, 2000);
@@ -233,6 +241,9 @@ test_install_all_ok(void)
 		CHECK(f->n_ops == 2 && strcmp(f->ops[0], "prepare") == 0 &&
 		      strcmp(f->ops[1], "activate") == 0 && f->epoch[0] == 5 && f->epoch[1] == 5,
 		      "gateway %d saw %d ops", i, f->n_ops);
+		/* `membership` where named, and only there. */
+		CHECK(f->membership[0] == (r.membership[i] != 0 ? (int64_t)r.membership[i] : -1),
+		      "gateway %d: membership %" PRId64, i, f->membership[0]);
 		last_prepare = f->seq[0] > last_prepare ? f->seq[0] : last_prepare;
 		first_activate = f->seq[1] < first_activate ? f->seq[1] : first_activate;
 	}
@@ -302,12 +313,12 @@ test_install_no_socket(void)
 	snprintf(path, sizeof(path), "%s/none.sock", dir);
 	for (int i = 0; i < N_GW; i++)
 		install_gw_init(&gws[i], d->topo->nodes[i].id, path);
-	rc = install_epoch(gws, jp->tables, N_GW, 1, 2, 500, &rep);
+	rc = install_epoch(gws, jp->tables, NULL, N_GW, 1, 2, 500, &rep);
 	CHECK(rc == -ECANCELED && rep.no_answer && rep.errnum == ENOENT && rep.failed == 0,
 	      "rc %d errno %d", rc, rep.errnum);
 	CHECK(strstr(rep.error, "cannot connect") != NULL, "error '%s'", rep.error);
 	/* A table of another epoch than the one named is refused before any call. */
-	rc = install_epoch(gws, jp->tables, N_GW, 1, 3, 500, &rep);
+	rc = install_epoch(gws, jp->tables, NULL, N_GW, 1, 3, 500, &rep);
 	CHECK(rc == -EINVAL, "rc %d", rc);
 	jobplan_free(jp);
 	deploy_free(d);
@@ -339,6 +350,45 @@ test_plan_without_node(void)
 	}
 	jobplan_free(jp);
 	deploy_free(d);
+}
+
+/* An epoch's `membership` names its workers: the same for the same workers whatever the
+ * epoch and their order, another without a site's gateway (its workers are out) or with
+ * one worker at another port. */
+static void
+test_plan_membership(void)
+{
+	static const bool up[N_GW] = {true, true, false};
+	struct deploy *d, *d2;
+	struct jobplan *a = plan_example(&d, 4, NULL), *b = plan_example(&d2, 5, NULL);
+	struct jobplan *c = NULL;
+	char err[JOBPLAN_ERR_MAX];
+	const struct deploy_job *j = &d->jobs[0];
+	struct table_worker ws[16], rev[16];
+	int n = j->n_workers;
+
+	CU_ASSERT_FATAL(n >= 2 && n <= 16);
+	for (int i = 0; i < n; i++) {
+		ws[i] = j->workers[i].w;
+		rev[n - 1 - i] = j->workers[i].w;
+	}
+	CHECK(a->membership != 0 && a->membership == b->membership &&
+		      a->membership == jobplan_membership(ws, n) &&
+		      jobplan_membership(rev, n) == a->membership,
+	      "epochs 4 and 5: %" PRIu32 ", %" PRIu32, a->membership, b->membership);
+	CHECK(jobplan_build(d, 0, up, NULL, 6, &c, err, sizeof(err)) == 0, "%s", err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CHECK(c->membership != 0 && c->membership != a->membership,
+	      "without site c's workers: %" PRIu32, c->membership);
+	ws[0].port++;
+	CU_ASSERT(jobplan_membership(ws, n) != a->membership);
+	ws[0].port--;
+	CU_ASSERT(jobplan_membership(ws, n - 1) != a->membership);
+	jobplan_free(a);
+	jobplan_free(b);
+	jobplan_free(c);
+	deploy_free(d);
+	deploy_free(d2);
 }
 
 /* The example deployment with a second gateway at site a (file order: last). */
@@ -938,7 +988,7 @@ test_plan_revision(void)
 
 	if (!CHECK(d != NULL, "%s", err))
 		return;
-	CHECK(d->gateways[0].revision == 15 && d->jobs[0].chunk_bytes == 8896 &&
+	CHECK(d->gateways[0].revision == GEOREDUCE_REVISION && d->jobs[0].chunk_bytes == 8896 &&
 	      d->jobs[1].chunk_bytes == 8916 && d->jobs[2].chunk_bytes == 8910,
 	      "from the file: revision %u, chunk_bytes %u %u %u", d->gateways[0].revision,
 	      d->jobs[0].chunk_bytes, d->jobs[1].chunk_bytes, d->jobs[2].chunk_bytes);
@@ -962,7 +1012,7 @@ test_plan_revision(void)
 		d->gateways[1].revision = 0;
 		if (CHECK(jobplan_build(d, 1, up, NULL, 2, &jp, perr, sizeof(perr)) == 0, "%s",
 			  perr))
-			CHECK(jp->revision == 15 && jp->chunk_bytes == 8916,
+			CHECK(jp->revision == GEOREDUCE_REVISION && jp->chunk_bytes == 8916,
 			      "b down: revision %u, chunk_bytes %u", jp->revision,
 			      jp->chunk_bytes);
 		jobplan_free(jp);
@@ -1713,6 +1763,7 @@ main(void)
 	CU_add_test(s, "two-phase install: a gateway dies between the phases", test_install_dies);
 	CU_add_test(s, "two-phase install: no socket, wrong epoch", test_install_no_socket);
 	CU_add_test(s, "planning without a failed gateway", test_plan_without_node);
+	CU_add_test(s, "an epoch's membership names its workers", test_plan_membership);
 	CU_add_test(s, "planning with two gateways at a site", test_plan_two_gateways);
 	CU_add_test(s, "planning with measured link capacities", test_plan_measured_links);
 	CU_add_test(s, "planning within the oldest gateway's revision", test_plan_revision);

@@ -129,15 +129,16 @@ round7_summed(struct rte_mbuf *a, struct rte_mbuf *b)
  * with `answered` the parent's RESULT (every element 5) comes back and goes to worker 11.
  * Then epoch 2 makes it the root, with child gateway 2: the re-plan of a link failure. */
 static void
-recovery_two_epochs(bool answered)
+recovery_two_epochs_of(bool answered, uint32_t members1, uint32_t members2)
 {
 	static const uint16_t w11[] = {11};
 	struct tdesc leaf = {0, 2, 0, {0}, 0, 1, 16, {0}};
 	struct tdesc root = {0, 0, 1, {2}, 0, 1, 16, {1}};
 	static struct out o[8];
 
-	CU_ASSERT_FATAL(install(mk_table(61, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &leaf),
-				"install") == 0);
+	CU_ASSERT_FATAL(
+		install_membership(mk_table(61, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &leaf),
+				   "install", members1) == 0);
 	inject(contrib_f32(61, 1, 0, 11, 6, 0, 64, 64));
 	poll_all();
 	CU_ASSERT(collect(o, 8) == 1 && o[0].p.type == WIRE_TYPE_CONTRIB &&
@@ -148,8 +149,15 @@ recovery_two_epochs(bool answered)
 		CU_ASSERT(collect(o, 8) == 1 && o[0].p.type == WIRE_TYPE_RESULT &&
 			  o[0].fl.dst_ip == PEER_IP(11));
 	}
-	CU_ASSERT_FATAL(install(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root),
-				"install") == 0);
+	CU_ASSERT_FATAL(
+		install_membership(mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root),
+				   "install", members2) == 0);
+}
+
+static void
+recovery_two_epochs(bool answered)
+{
+	recovery_two_epochs_of(answered, 0, 0);
 }
 
 /* Worker 11 lost its round 6 RESULT to the re-plan and runs the round again under epoch 2,
@@ -174,6 +182,124 @@ test_recovery_from_older_epoch(void)
 	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1 && ctr(DP_CTR_RECOVER_ASKED) == 0);
 	/* Round 7 from both: exact. */
 	round7_summed(contrib_f32(61, 2, 0, 11, 7, 0, 64, 64), child2_sum(2, 7, WIRE_F_RETX, 1));
+	dp_down();
+}
+
+/* As above, but epoch 2 names another membership than epoch 1 (a worker elsewhere joined
+ * or left between them): the RESULT epoch 1 retains counts other workers, so it neither
+ * completes the slot nor answers worker 11's NACK_RESULT (recover_other_members). The round
+ * runs again under epoch 2 with its own contributions, which make its RESULT. With the
+ * same membership named in both, epoch 1's RESULT completes it as without one. */
+static void
+test_recovery_other_membership(void)
+{
+	struct pkt nk = {WIRE_TYPE_NACK_RESULT, 0, 61,         2, 0, 11, 11, 0, 6, 0,
+			 WIRE_DTYPE_NONE,       1, PEER_IP(11)};
+	static struct out o[8];
+	int n;
+
+	dp_up_lingering();
+	recovery_two_epochs_of(true, 101, 202);
+	inject(contrib_f32(61, 2, 0, 11, 6, 0, 64, 64)); /* opens the slot for round 6 */
+	poll_all();
+	CU_ASSERT(collect(o, 8) == 0);
+	inject(mk_pkt(&nk, NULL)); /* worker 11 asks while the slot waits for child 2 */
+	poll_all();
+	n = collect(o, 8);
+	for (int i = 0; i < n; i++)
+		CHECK(o[i].p.type != WIRE_TYPE_RESULT, "frame %d of %d: a RESULT of round %u", i, n,
+		      o[i].p.round);
+	CHECK(ctr(DP_CTR_RECOVER_OTHER_MEMBERS) == 1 && ctr(DP_CTR_RECOVERED) == 0,
+	      "other members %" PRIu64 ", recovered %" PRIu64, ctr(DP_CTR_RECOVER_OTHER_MEMBERS),
+	      ctr(DP_CTR_RECOVERED));
+	inject(child2_sum(2, 7, 0, 1)); /* moved on: asked, not completed from epoch 1 */
+	poll_all();
+	n = collect(o, 8);
+	CHECK(n == 1 && o[0].p.type == WIRE_TYPE_NACK_RESULT && o[0].p.epoch == 2 &&
+		      o[0].p.round == 6 && o[0].fl.dst_ip == PEER_IP(2),
+	      "child 2 at round 7: %d frames, the first type %d", n, n > 0 ? (int)o[0].p.type : -1);
+	CU_ASSERT(ctr(DP_CTR_RECOVER_OTHER_MEMBERS) == 2 && ctr(DP_CTR_RECOVERED) == 0);
+	/* Child 2 runs round 6 again under epoch 2 too: the new sum, worker 11's plus 1. */
+	inject(child2_sum(2, 6, 0, 1));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(recovered_both(o, n, 6, -1), "round 6 under epoch 2: %d frames", n);
+	dp_down();
+
+	/* The same membership named in both epochs: recovered from epoch 1 (every element 5). */
+	dp_up_lingering();
+	recovery_two_epochs_of(true, 303, 303);
+	inject(contrib_f32(61, 2, 0, 11, 6, 0, 64, 64));
+	inject(child2_sum(2, 7, 0, 1));
+	poll_all();
+	n = collect(o, 8);
+	CHECK(recovered_both(o, n, 6, 5), "the same membership: %d frames", n);
+	CU_ASSERT(ctr(DP_CTR_RECOVERED) == 1 && ctr(DP_CTR_RECOVER_OTHER_MEMBERS) == 0);
+	dp_down();
+}
+
+/* `prepare`'s `membership`: 1 .. 2^32 - 1, or absent; shown in `stats`. */
+static void
+test_membership_field(void)
+{
+	static const uint16_t w11[] = {11};
+	struct tdesc root = {0, 0, 1, {2}, 0, 1, 16, {1}};
+	json_t *req, *rep;
+
+	CU_ASSERT_FATAL(dp_up(rte_get_main_lcore()) == 0);
+	CU_ASSERT(install_membership(mk_table(61, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root),
+				     "prepare", 4294967295u) == 0);
+	/* The same table again with another membership is another prepare: refused. */
+	CU_ASSERT(install_membership(mk_table(61, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root),
+				     "prepare", 5) == EEXIST);
+	static const char *const bad[] = {"0", "-1", "4294967296", "\"7\"", "1.5", "null"};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char text[160];
+		json_t *tj = table_to_json(
+			mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root));
+
+		snprintf(text, sizeof(text),
+			 "{\"version\": 1, \"id\": 3, \"op\": \"prepare\", \"membership\": %s}",
+			 bad[i]);
+		req = json_loads(text, 0, NULL);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(req);
+		json_object_set_new(req, "table", tj);
+		rep = dp_ctl_handle(&dp, req);
+		const char *e = json_string_value(json_object_get(rep, "error"));
+
+		CHECK(json_is_false(json_object_get(rep, "ok")) &&
+			      json_integer_value(json_object_get(rep, "errno")) == EINVAL &&
+			      e != NULL && strstr(e, "field 'membership'") != NULL,
+		      "membership %s: %s", bad[i], e != NULL ? e : "accepted");
+		json_decref(req);
+		json_decref(rep);
+	}
+	/* A dataplane acting as revision 1.15 does not know the field. */
+	dp.prm.act_revision = 15;
+	req = json_pack(
+		"{s:i,s:i,s:s,s:o,s:i}", "version", 1, "id", 5, "op", "prepare", "table",
+		table_to_json(mk_table(62, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root)),
+		"membership", 9);
+	rep = dp_ctl_handle(&dp, req);
+	const char *e15 = json_string_value(json_object_get(rep, "error"));
+
+	CHECK(json_integer_value(json_object_get(rep, "errno")) == EINVAL && e15 != NULL &&
+		      strstr(e15, "field 'membership': unknown field") != NULL,
+	      "--revision 15: %s", e15 != NULL ? e15 : "accepted");
+	dp.prm.act_revision = 0;
+	json_decref(req);
+	json_decref(rep);
+	req = json_pack("{s:i,s:i,s:s}", "version", 1, "id", 4, "op", "stats");
+	rep = dp_ctl_handle(&dp, req);
+	json_t *jobs = json_object_get(rep, "jobs");
+
+	CHECK(json_array_size(jobs) == 1 &&
+		      json_integer_value(json_object_get(json_array_get(jobs, 0), "membership")) ==
+			      4294967295,
+	      "stats: %zu jobs", json_array_size(jobs));
+	json_decref(req);
+	json_decref(rep);
 	dp_down();
 }
 
@@ -635,6 +761,10 @@ main(int argc, char **argv)
 		return 1;
 	CU_add_test(s, "result recovery: an older epoch's RESULT completes the slot",
 		    test_recovery_from_older_epoch);
+	CU_add_test(s, "result recovery: no RESULT of another membership",
+		    test_recovery_other_membership);
+	CU_add_test(s, "prepare's membership: bad values refused, shown in stats",
+		    test_membership_field);
 	CU_add_test(s, "result recovery: a RESULT held nowhere here asked of the child",
 		    test_recovery_asks_child);
 	CU_add_test(s, "result recovery: answers from an older epoch, and once retired none",

@@ -264,6 +264,7 @@ status_json(const struct dmn *m, const char *tenant)
 			json_object_set_new(jo, "live_for_s",
 					    json_real((double)(t - j->live_since) / 1e3));
 			json_object_set_new(jo, "workers", json_integer(jp->n_workers));
+			json_object_set_new(jo, "membership", json_integer(jp->membership));
 			/* Planned within its oldest gateway (docs/PROTOCOL.md 12). */
 			json_object_set_new(jo, "revision", json_integer(jp->revision));
 			json_object_set_new(jo, "chunk_bytes", json_integer(jp->chunk_bytes));

@@ -264,6 +264,7 @@ install_job(struct dmn *m, int ji)
 	struct table **tables = calloc((size_t)n, sizeof(*tables));
 	bool *up = calloc((size_t)n, sizeof(*up)), *af = calloc((size_t)n, sizeof(*af));
 	int *idx = calloc((size_t)n, sizeof(*idx));
+	uint32_t *mship = calloc((size_t)n, sizeof(*mship));
 	struct jobplan_link *lk = calloc((size_t)m->d->topo->n_links + 1, sizeof(*lk));
 	struct install_report rep = {.activate_failed = af};
 	char summary[2048], members[1024];
@@ -273,7 +274,7 @@ install_job(struct dmn *m, int ji)
 
 	j->dirty = false;
 	if (gws == NULL || tables == NULL || up == NULL || af == NULL || idx == NULL ||
-	    lk == NULL) {
+	    mship == NULL || lk == NULL) {
 		control_log("job %u: out of memory", dj->id);
 		j->dirty = true;
 		goto out;
@@ -348,9 +349,13 @@ install_job(struct dmn *m, int ji)
 			continue;
 		gws[k] = m->gws[v].conn;
 		tables[k] = jp->tables[v];
+		/* Named to the gateways that take it (docs/PROTOCOL.md 10.1, revision 1.16). */
+		mship[k] = revision_effective(m->d->gateways[v].revision) >= REVISION_MEMBERSHIP ?
+				   jp->membership :
+				   0;
 		idx[k++] = v;
 	}
-	rc = install_epoch(gws, tables, k, dj->id, epoch, m->o->timeout_ms, &rep);
+	rc = install_epoch(gws, tables, mship, k, dj->id, epoch, m->o->timeout_ms, &rep);
 	for (int i = 0; i < k; i++) /* connections opened or closed during the install */
 		m->gws[idx[i]].conn = gws[i];
 	if (rc == -ECANCELED) {
@@ -418,6 +423,7 @@ out:
 	jobplan_free(jp);
 	free(lk);
 	free(idx);
+	free(mship);
 	free(af);
 	free(up);
 	free(tables);

@@ -151,8 +151,8 @@ step(struct install_gw *gw, int i, int phase, const char *op, json_t *args, int 
 }
 
 int
-install_epoch(struct install_gw *gws, struct table *const *tables, int n, uint32_t job,
-	      uint32_t epoch, int timeout_ms, struct install_report *rep)
+install_epoch(struct install_gw *gws, struct table *const *tables, const uint32_t *membership,
+	      int n, uint32_t job, uint32_t epoch, int timeout_ms, struct install_report *rep)
 {
 	bool *af = rep->activate_failed;
 
@@ -170,11 +170,15 @@ install_epoch(struct install_gw *gws, struct table *const *tables, int n, uint32
 	/* Phase 1: stage everywhere; stop at the first gateway that does not. */
 	for (int i = 0; i < n; i++) {
 		json_t *tj = table_to_json(tables[i]);
+		json_t *args = tj == NULL ? NULL : json_pack("{s:o}", "table", tj);
 
-		if (tj == NULL)
+		if (args == NULL ||
+		    (membership != NULL && membership[i] != 0 &&
+		     json_object_set_new(args, "membership", json_integer(membership[i])) != 0)) {
+			json_decref(args);
 			return -ENOMEM;
-		if (step(&gws[i], i, 1, "prepare", json_pack("{s:o}", "table", tj), timeout_ms,
-			 rep) != 0)
+		}
+		if (step(&gws[i], i, 1, "prepare", args, timeout_ms, rep) != 0)
 			return -ECANCELED;
 		rep->n_prepared++;
 	}

@@ -99,13 +99,15 @@ struct install_report {
 
 /**
  * Install epoch `epoch` of job `job` on n gateways: tables[i] goes to gws[i] (every table
- * must carry that job and epoch). Two phases as described above.
+ * must carry that job and epoch), with `prepare`'s `membership` membership[i] where that is
+ * not 0 (NULL: none anywhere; a gateway older than revision 1.16 refuses the field). Two
+ * phases as described above.
  *
  * @return  0 (every gateway runs the epoch), -ECANCELED (a prepare failed: no gateway
  *          activated; the job stays on its previous epoch), -EIO (every gateway prepared
  *          but some activate failed: rep says which), -EINVAL (bad arguments), -ENOMEM.
  */
-int install_epoch(struct install_gw *gws, struct table *const *tables, int n, uint32_t job,
-		  uint32_t epoch, int timeout_ms, struct install_report *rep);
+int install_epoch(struct install_gw *gws, struct table *const *tables, const uint32_t *membership,
+		  int n, uint32_t job, uint32_t epoch, int timeout_ms, struct install_report *rep);
 
 #endif

@@ -272,12 +272,43 @@ seal_tables(struct jobplan *jp, const struct deploy *d, char *err, size_t errlen
 }
 
 static int
+worker_cmp(const void *a, const void *b)
+{
+	const struct table_worker *x = a, *y = b;
+
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+uint32_t
+jobplan_membership(const struct table_worker *ws, int n)
+{
+	struct table_worker *s = malloc(sizeof(*s) * (size_t)(n > 0 ? n : 1));
+	uint32_t h = 2166136261u; /* FNV-1a, 32 bits */
+
+	if (s == NULL)
+		return 0;
+	memcpy(s, ws, sizeof(*s) * (size_t)n);
+	qsort(s, (size_t)n, sizeof(*s), worker_cmp);
+	for (int i = 0; i < n; i++) {
+		const uint8_t b[8] = {(uint8_t)(s[i].id >> 8),    (uint8_t)s[i].id,
+				      (uint8_t)(s[i].ipv4 >> 24), (uint8_t)(s[i].ipv4 >> 16),
+				      (uint8_t)(s[i].ipv4 >> 8),  (uint8_t)s[i].ipv4,
+				      (uint8_t)(s[i].port >> 8),  (uint8_t)s[i].port};
+
+		for (int k = 0; k < 8; k++)
+			h = (h ^ b[k]) * 16777619u;
+	}
+	free(s);
+	return h != 0 ? h : 1;
+}
+
+static int
 compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_job *j, char *err,
 	       size_t errlen)
 {
 	int n = jp->topo->n_nodes, rc = 0;
 	struct table_deploy_node *dn = calloc((size_t)n, sizeof(*dn));
-	struct table_worker *ws = malloc(sizeof(*ws) * (size_t)j->n_workers);
+	struct table_worker *ws = calloc((size_t)j->n_workers + 1, sizeof(*ws));
 	struct table_gw *gws = malloc(sizeof(*gws) * (size_t)d->n_gateways);
 	int *gw_of = malloc(sizeof(int) * (size_t)d->n_gateways);
 	struct table_deploy td = {
@@ -320,6 +351,11 @@ compile_tables(struct jobplan *jp, const struct deploy *d, const struct deploy_j
 			if (j->workers[w].node == v)
 				ws[k++] = j->workers[w].w;
 		dn[i].n_workers = (int)(ws + k - dn[i].workers);
+	}
+	jp->membership = jobplan_membership(ws, k);
+	if (jp->membership == 0) {
+		rc = json_util_failrc(-ENOMEM, err, errlen, "out of memory");
+		goto out;
 	}
 	for (int i = 0; i < n; i++)
 		for (int s = 0; s < dn[i].n_gateways; s++) {

@@ -67,7 +67,17 @@ struct jobplan {
 	int revision_gw;                /* a gateway of that revision; -1: none up */
 	uint32_t chunk_bytes;           /* payload bytes per chunk in its tables: the job's,
 					 * at most what that revision takes (jobplan_chunk_bytes()) */
+	uint32_t membership;            /* the workers in its tables, as `prepare` names them
+					 * (jobplan_membership()) */
 };
+
+/**
+ * The `membership` of an epoch whose tables hold workers ws[0..n) (docs/CONTROL.md,
+ * `prepare`): FNV-1a (32 bits) over each worker's id, IPv4 address and port, big-endian,
+ * by id ascending; 1 where that comes to 0. The same workers give the same number
+ * whatever the plan; 0 only when out of memory.
+ */
+uint32_t jobplan_membership(const struct table_worker *ws, int n);
 
 /** What the control process knows of a topology link beyond the topology file. */
 struct jobplan_link {

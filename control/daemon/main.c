@@ -387,7 +387,7 @@ install_tables(const struct deploy *d, const struct jobplan *jp, int timeout_ms,
 		install_gw_init(&gws[n], d->gateways[v].name, d->gateways[v].socket);
 		tables[n++] = jp->tables[v];
 	}
-	rc = install_epoch(gws, tables, n, jp->job->id, jp->epoch, timeout_ms, &rep);
+	rc = install_epoch(gws, tables, NULL, n, jp->job->id, jp->epoch, timeout_ms, &rep);
 	for (int k = 0; k < n; k++)
 		install_gw_close(&gws[k]);
 	if (rc != 0)

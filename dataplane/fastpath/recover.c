@@ -30,8 +30,7 @@
 #include "fastpath/tx.h"
 
 struct rte_mbuf *
-dp_retained_elsewhere(const struct dp_lcore *lc, const struct dp_job *j, uint32_t chunk,
-		      uint32_t round)
+dp_retained_elsewhere(struct dp_lcore *lc, const struct dp_job *j, uint32_t chunk, uint32_t round)
 {
 	const struct dp_state *st = lc->rx_st;
 
@@ -44,6 +43,11 @@ dp_retained_elsewhere(const struct dp_lcore *lc, const struct dp_job *j, uint32_
 			if (o == j || o->dtype != j->dtype || o->elements != j->elements ||
 			    o->chunk_elements != j->chunk_elements || o->cset_len != j->cset_len)
 				continue;
+			/* Summed over other workers: the round runs again under j instead, so
+			 * that all its chunks count one membership (10.1, rule 1). */
+			bool other = o->membership != 0 && j->membership != 0 &&
+				     o->membership != j->membership;
+
 			for (int i = 0; i < o->n_trees; i++) {
 				const struct dp_tree *t = &o->trees[i];
 
@@ -52,7 +56,9 @@ dp_retained_elsewhere(const struct dp_lcore *lc, const struct dp_job *j, uint32_
 				struct rte_mbuf *r =
 					retained(slot_of(o, lc, t, chunk), chunk, round);
 
-				if (r != NULL)
+				if (r != NULL && other)
+					lc->ctr[DP_CTR_RECOVER_OTHER_MEMBERS]++;
+				else if (r != NULL)
 					return r;
 				break;
 			}

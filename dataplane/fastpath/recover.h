@@ -28,9 +28,11 @@ src_round_note(const struct dp_job *j, const struct dp_tree *t, int k, uint32_t 
 
 /** The RESULT of (chunk, round) that another installed epoch of j's job retains on this
  * lcore, or NULL. Only epochs whose packets are j's shape (dtype, chunking, contributor
- * sets) qualify. A walk over the job's epochs and their trees: rare path. */
-struct rte_mbuf *dp_retained_elsewhere(const struct dp_lcore *lc, const struct dp_job *j,
-				       uint32_t chunk, uint32_t round);
+ * sets) and whose membership is j's (or either unnamed) qualify; one of another
+ * membership counts in recover_other_members. A walk over the job's epochs and their
+ * trees: rare path. */
+struct rte_mbuf *
+dp_retained_elsewhere(struct dp_lcore *lc, const struct dp_job *j, uint32_t chunk, uint32_t round);
 
 /** Record `to`'s wait for the RESULT of (chunk, round) and ask for it if nobody did yet
  * (recover_ask(): the neighbours and a worker that moved on, but not `except`; or only

@@ -144,7 +144,8 @@ dp_ctl_free(struct dp_ctl *c)
 	free(c);
 }
 
-/* prepare {table}, install {table} (prepare and activate) and activate {job, epoch}. */
+/* prepare {table[, membership]}, install {table[, membership]} (prepare and activate) and
+ * activate {job, epoch}. */
 static json_t *
 op_table(struct dp *dp, const json_t *req, uint32_t id, bool prepare, bool activate)
 {
@@ -154,9 +155,21 @@ op_table(struct dp *dp, const json_t *req, uint32_t id, bool prepare, bool activ
 	int rc;
 
 	if (prepare) {
-		if (ctl_args_unpack(req, err, sizeof(err), "{s:o}", "table", &table) != 0)
+		uint32_t membership = 0;
+		/* `membership` came with revision 1.16: as an older gateway, an unknown field. */
+		int rc_args =
+			dp->prm.act_revision != 0 && dp->prm.act_revision < REVISION_MEMBERSHIP ?
+				ctl_args_unpack(req, err, sizeof(err), "{s:o}", "table", &table) :
+				ctl_args_unpack(req, err, sizeof(err), "{s:o,s?u}", "table", &table,
+						"membership", &membership);
+
+		if (rc_args != 0)
 			return ctl_reply_error(true, id, EINVAL, "%s", err);
-		rc = dp_prepare(dp, table, &job, &epoch, err, sizeof(err));
+		if (json_object_get(req, "membership") != NULL && membership == 0)
+			return ctl_reply_error(true, id, EINVAL,
+					       "field 'membership': expected 1..4294967295 "
+					       "(absent: not named)");
+		rc = dp_prepare(dp, table, membership, &job, &epoch, err, sizeof(err));
 		if (rc != 0)
 			return ctl_reply_error(true, id, -rc, "%s", err);
 	} else if (ctl_args_unpack(req, err, sizeof(err), "{s:u,s:u}", "job", &job, "epoch",
@@ -251,9 +264,11 @@ dp_ctl_handle(struct dp *dp, const json_t *req)
 			json_object_set_new(r, "protocol", json_integer(CTL_PROTOCOL_VERSION));
 			json_object_set_new(r, "table_format", json_string(TABLE_FORMAT));
 			/* A gateway older than 1.15 (--revision) has no such field. */
-			if (dp->prm.act_revision == 0)
+			if (dp->prm.act_revision == 0 || dp->prm.act_revision >= 15)
 				json_object_set_new(r, "revision",
-						    json_integer(GEOREDUCE_REVISION));
+						    json_integer(dp->prm.act_revision != 0 ?
+									 dp->prm.act_revision :
+									 GEOREDUCE_REVISION));
 		}
 		return r;
 	}

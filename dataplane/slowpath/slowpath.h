@@ -132,12 +132,13 @@ const struct dp_seal *dp_job_seal(const struct dp_job *j, uint16_t peer);
 
 /**
  * Validate a georeduce-table/1 object strictly and build its runtime form, staged for its
- * (job, epoch) but not live. 0 with *job and *epoch set, or a negative errno (-EINVAL bad
- * table, -E2BIG over limits, -EEXIST that epoch live or staged, -ESTALE older than the live
- * epoch, -ENOMEM) with a one-line message naming the field.
+ * (job, epoch) but not live, with the job's `membership` (0: not named; docs/CONTROL.md,
+ * `prepare`). 0 with *job and *epoch set, or a negative errno (-EINVAL bad table, -E2BIG
+ * over limits, -EEXIST that epoch live or staged, -ESTALE older than the live epoch,
+ * -ENOMEM) with a one-line message naming the field.
  */
-int dp_prepare(struct dp *dp, const json_t *table, uint32_t *job, uint32_t *epoch, char *err,
-	       size_t errlen);
+int dp_prepare(struct dp *dp, const json_t *table, uint32_t membership, uint32_t *job,
+	       uint32_t *epoch, char *err, size_t errlen);
 
 /**
  * Make the staged (job, epoch) live: publish it (the previous live epoch drains), wait for

@@ -78,8 +78,8 @@ find_staged(const struct dp *dp, uint32_t job)
 static int retire(struct dp *dp, bool now_lingering);
 
 int
-dp_prepare(struct dp *dp, const json_t *table, uint32_t *job, uint32_t *epoch, char *err,
-	   size_t errlen)
+dp_prepare(struct dp *dp, const json_t *table, uint32_t membership, uint32_t *job, uint32_t *epoch,
+	   char *err, size_t errlen)
 {
 	const struct dp_state *st = atomic_load_explicit(&dp->state, memory_order_relaxed);
 	char *text = json_dumps(table, JSON_COMPACT | JSON_SORT_KEYS);
@@ -125,12 +125,14 @@ dp_prepare(struct dp *dp, const json_t *table, uint32_t *job, uint32_t *epoch, c
 	}
 	s = find_staged(dp, tb->job);
 	if (s >= 0 && dp->staged[s]->epoch == tb->epoch) {
-		if (strcmp(dp->staged[s]->table_json, text) == 0) { /* the same again: fine */
+		if (strcmp(dp->staged[s]->table_json, text) == 0 &&
+		    dp->staged[s]->membership == membership) { /* the same again: fine */
 			table_free(tb);
 			free(text);
 			return 0;
 		}
-		snprintf(err, errlen, "job %u epoch %u is already prepared with another table",
+		snprintf(err, errlen,
+			 "job %u epoch %u is already prepared with another table or membership",
 			 tb->job, tb->epoch);
 		goto eexist;
 	}
@@ -170,6 +172,7 @@ dp_prepare(struct dp *dp, const json_t *table, uint32_t *job, uint32_t *epoch, c
 		return rc;
 	}
 	j->table_json = text;
+	j->membership = membership;
 	dp->staged[s] = j;
 	DP_LOG(INFO, "job %u epoch %u prepared: %d trees, %u slots per lcore, %" PRIu64 " bytes\n",
 	       j->job, j->epoch, j->n_trees, j->slots_per_lcore, j->bytes);

@@ -58,6 +58,7 @@ static const char *const ctr_names[DP_CTR_COUNT] = {
 	[DP_CTR_RECOVERED] = "recovered",
 	[DP_CTR_RECOVER_FULL] = "recover_full",
 	[DP_CTR_RECOVER_EVICTED] = "recover_evicted",
+	[DP_CTR_RECOVER_OTHER_MEMBERS] = "recover_other_members",
 	[DP_CTR_ROUNDS_GIVEN_UP] = "rounds_given_up",
 	[DP_CTR_SEALED] = "sealed",
 	[DP_CTR_OPENED] = "opened",
@@ -125,6 +126,9 @@ static const char *const ctr_help[DP_CTR_COUNT] = {
 				"their requester held its share",
 	[DP_CTR_RECOVER_EVICTED] = "Result recovery: requests dropped from the full table for "
 				   "another requester's, theirs holding the most",
+	[DP_CTR_RECOVER_OTHER_MEMBERS] =
+		"Result recovery: RESULTs an older epoch retains held back, "
+		"summed over other workers (membership)",
 	[DP_CTR_ROUNDS_GIVEN_UP] = "Slots that gave up their round: every contributor had sent "
 				   "a later one",
 	[DP_CTR_SEALED] = "Frames sealed for a protected link",
@@ -287,6 +291,8 @@ job_json(const struct dp_job *j, const char *state)
 	json_object_set_new(o, "job", json_integer(j->job));
 	json_object_set_new(o, "epoch", json_integer(j->epoch));
 	json_object_set_new(o, "state", json_string(state));
+	if (j->membership != 0)
+		json_object_set_new(o, "membership", json_integer(j->membership));
 	json_object_set_new(o, "trees", json_integer(j->n_trees));
 	json_object_set_new(o, "streams", json_integer(j->n_streams));
 	json_object_set_new(o, "slots_per_lcore", json_integer(j->slots_per_lcore));
