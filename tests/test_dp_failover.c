@@ -253,11 +253,12 @@ test_membership_field(void)
 	CU_ASSERT(install_membership(mk_table(61, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root),
 				     "prepare", 5) == EEXIST);
 	static const char *const bad[] = {"0", "-1", "4294967296", "\"7\"", "1.5", "null"};
+	struct table *t2 = mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root);
+	struct table *t62 = mk_table(62, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root);
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char text[160];
-		json_t *tj = table_to_json(
-			mk_table(61, 2, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root));
+		json_t *tj = table_to_json(t2);
 
 		snprintf(text, sizeof(text),
 			 "{\"version\": 1, \"id\": 3, \"op\": \"prepare\", \"membership\": %s}",
@@ -277,10 +278,10 @@ test_membership_field(void)
 	}
 	/* A dataplane acting as revision 1.15 does not know the field. */
 	dp.prm.act_revision = 15;
-	req = json_pack(
-		"{s:i,s:i,s:s,s:o,s:i}", "version", 1, "id", 5, "op", "prepare", "table",
-		table_to_json(mk_table(62, 1, 1, TABLE_DTYPE_FP32, 64, 64, 1, w11, 1, &root)),
-		"membership", 9);
+	req = json_pack("{s:i,s:i,s:s,s:o,s:i}", "version", 1, "id", 5, "op", "prepare", "table",
+			table_to_json(t62), "membership", 9);
+	table_free(t2);
+	table_free(t62);
 	rep = dp_ctl_handle(&dp, req);
 	const char *e15 = json_string_value(json_object_get(rep, "error"));
 
