@@ -12,7 +12,7 @@
 # to a-1, the workers run the cut round again, a's give back the results b's lack, and
 # every round completes exactly.
 #
-#   scaleout_e2e.sh BUILD_DIR
+#   scaleout_e2e.sh BUILD_DIR      (KEEP=1: its directory stays in /tmp)
 set -u
 BUILD=$(cd "$1" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,7 +34,7 @@ daemon=
 cleanup() {
 	[ -n "$daemon" ] && kill -INT "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
 	wan_down "$D/wan"
-	rm -rf "$D"
+	[ "${KEEP:-}" ] || rm -rf "$D"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -153,6 +153,43 @@ done
 	{ not_ok "no tables from georeduce-control"; cat "$D/control.log"; exit 1; }
 e0=$(epoch_of "$D/tables/job-1-a.json")
 all=1000,1001,1100,1101
+# Cut a-2 off in round CUT of the run, then kill it: the filter below holds back one
+# RESULT that a-2 sends towards b, job 1's of the last chunk of a tree a-2 is the root of
+# (site a's WAN veth, u32 at the georeduce header: "GR", version 1, type 2, the job at 8,
+# the round at 24, the chunk at 28), in rounds CUT - 1 and CUT. These kernels have no tc
+# actions and no netem: the veth (30 Mbit/s, the topology's link) gets an htb instead of
+# its tbf, a class at that rate for everything and one at 8 bit/s for that RESULT. Its
+# first packet, round CUT - 1's, passes; round CUT's waits for good. So round CUT is
+# complete at a's workers, which go on to the next one, and lacks that chunk at b's; what
+# b's workers send stays within their window, so a's next round stops too. b's workers
+# run their round again under the next epoch, a's the next round: the first completes
+# only through the results a's workers keep (docs/PROTOCOL.md section 10.1, rule 6), which
+# they give back to a-1 when it asks. Round CUT is the sixth of the run, whatever the
+# machine's speed: a cut in the run's last round would leave nobody to give back (a's
+# workers are done and gone) and b's workers without their result.
+CUT=105
+per=$(python3 -c '
+import json, sys
+print(sum(e["chunk_count"] for e in json.load(open(sys.argv[1]))["trees"]))' \
+	"$D/tables/job-1-a-2.json")
+held=$(python3 -c '
+import json, sys
+r = [e for e in json.load(open(sys.argv[1]))["trees"] if e.get("role") == "root"]
+print(r[0]["chunk_first"] + r[0]["chunk_count"] - 1 if r else "")' \
+	"$D/tables/job-1-a-2.json")
+if [ -n "$held" ]; then
+	tc -n "$P-s0" qdisc del dev wan0 root &&
+		tc -n "$P-s0" qdisc add dev wan0 root handle 1: htb default 10 r2q 100 &&
+		tc -n "$P-s0" class add dev wan0 parent 1: classid 1:10 htb rate 30mbit \
+			ceil 30mbit burst 16k &&
+		tc -n "$P-s0" class add dev wan0 parent 1: classid 1:30 htb rate 8bit ceil 8bit \
+			burst 1 cburst 1 quantum 1500 &&
+		tc -n "$P-s0" filter add dev wan0 parent 1: protocol ip prio 1 u32 \
+			match ip src 10.99.0.2/32 match u32 0x47520102 0xffffffff at 28 \
+			match u32 1 0xffffffff at 36 match u32 $((CUT - 1)) 0xfffffffe at 52 \
+			match u32 "$held" 0xffffffff at 56 flowid 1:30 ||
+		not_ok "no filter on site a's WAN veth"
+fi
 pids=()
 # Site a's workers join through the control process (its socket: the worker op hands them
 # their site's table, shards and all, and its long poll the next epoch); b's follow their
@@ -165,50 +202,24 @@ for s in 0 1; do
 		--first-round 100 --rounds "$ROUNDS" --timeout 30 >"$D/w-$s.out" 2>&1 &
 	pids+=($!)
 done
-# Cut a-2 off once the rounds are going (after it completed three rounds of its shard),
-# then kill it. The cut holds back one RESULT that a-2 sends towards b: job 1's, of the last
-# chunk of a tree a-2 is the root of (site a's WAN veth, u32 at the georeduce header: "GR",
-# version 1, type 2, the job at 8, the chunk at 28). The round that then stops is complete
-# at a's workers, which go on to the next one, and lacks that chunk at b's; what b's
-# workers send stays within their window, so a's next round stops too. b's workers run
-# their round again under the next epoch, a's the next round: the first completes only
-# through the results a's workers keep (docs/PROTOCOL.md section 10.1, rule 6), which they
-# give back to a-1 when it asks.
-per=$(python3 -c '
-import json, sys
-print(sum(e["chunk_count"] for e in json.load(open(sys.argv[1]))["trees"]))' \
-	"$D/tables/job-1-a-2.json")
-held=$(python3 -c '
-import json, sys
-r = [e for e in json.load(open(sys.argv[1]))["trees"] if e.get("role") == "root"]
-print(r[0]["chunk_first"] + r[0]["chunk_count"] - 1 if r else "")' \
-	"$D/tables/job-1-a-2.json")
 base=$(stat a-2 chunks_completed)
-for _ in $(seq 1200); do
-	[ "$(stat a-2 chunks_completed)" -ge $((base + 3 * per)) ] && break
-	sleep 0.05
-done
 if [ -n "$held" ]; then
-	# These kernels have no tc actions and no netem: site a's WAN veth (30 Mbit/s, the
-	# topology's link) gets an htb instead of its tbf, a class at that rate for
-	# everything and one at 8 bit/s for the held RESULT (one may pass, the rest wait).
-	tc -n "$P-s0" qdisc del dev wan0 root &&
-		tc -n "$P-s0" qdisc add dev wan0 root handle 1: htb default 10 r2q 100 &&
-		tc -n "$P-s0" class add dev wan0 parent 1: classid 1:10 htb rate 30mbit \
-			ceil 30mbit burst 16k &&
-		tc -n "$P-s0" class add dev wan0 parent 1: classid 1:30 htb rate 8bit ceil 8bit \
-			burst 1 cburst 1 quantum 1500 &&
-		tc -n "$P-s0" filter add dev wan0 parent 1: protocol ip prio 1 u32 \
-			match ip src 10.99.0.2/32 match u32 0x47520102 0xffffffff at 28 \
-			match u32 1 0xffffffff at 36 match u32 "$held" 0xffffffff at 56 flowid 1:30 ||
-		not_ok "no filter on site a's WAN veth"
-	# The rounds stop: a-2's count of completed chunks stands still for a second.
-	last=-1
-	for _ in $(seq 60); do
-		now=$(stat a-2 chunks_completed)
-		[ "$now" = "$last" ] && break
-		last=$now
-		sleep 1
+	# The cut is in place once both of a's workers have round CUT (their output is line
+	# buffered) and b's do not; a-2 is killed then.
+	cut=0
+	for _ in $(seq 1200); do
+		[ "$(grep -c "round $CUT: .*verified" "$D/w-0.out")" = 2 ] && { cut=1; break; }
+		kill -0 "${pids[0]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ $cut = 1 ] && ! grep -q "round $CUT: .*verified" "$D/w-1.out" &&
+		ok "round $CUT cut: complete at a's workers, not at b's" ||
+		{ not_ok "round $CUT not cut as planned"; cat "$D"/w-*.out; }
+else
+	# a-2 is the root of no tree: killed once it summed three rounds of its shard.
+	for _ in $(seq 1200); do
+		[ "$(stat a-2 chunks_completed)" -ge $((base + 3 * per)) ] && break
+		sleep 0.05
 	done
 fi
 a2=$(pgrep -f -- "--file-prefix=$P-gw0-2 " | head -1)
@@ -225,7 +236,8 @@ else
 	tail -20 "$D/control.log"
 	for g in a-1 b; do
 		sock=$(wan_gateways "$W" | awk -v n="$g" '$2 == n { print $3 }')
-		"$DPCTL" -s "$sock" --json stats | python3 -c '
+		"$DPCTL" -s "$sock" --json stats >"$D/stats-$g.json"
+		python3 -c '
 import json, sys
 s, g = json.load(sys.stdin), sys.argv[1]
 t = {}
@@ -233,7 +245,7 @@ for l in s["lcores"]:
 	for k, v in list(l.items()) + list(l.get("drops", {}).items()):
 		if isinstance(v, int) and v and ("recover" in k or k in l.get("drops", {})):
 			t[k] = t.get(k, 0) + v
-print(g + ":", " ".join("%s %d" % kv for kv in sorted(t.items())))' "$g"
+print(g + ":", " ".join("%s %d" % kv for kv in sorted(t.items())))' "$g" <"$D/stats-$g.json"
 	done
 fi
 # b's workers lacked a result of the cut round that only a's workers had: it came back from
