@@ -43,7 +43,10 @@ derive_rates(struct phase *ph, unsigned int workers, double s)
 	const struct gen_stats *a = &ph->res.start, *b = &ph->res.end, *z = &ph->res.final;
 	struct rates_in in = {b->tx_pkts - a->tx_pkts, b->tx_bytes - a->tx_bytes,
 			      b->tx_payload - a->tx_payload, s, ph->line_gbps};
-	uint64_t retx = z->retx - a->retx, late;
+	/* With a multicast table the outputs' NACK_MCASTs stand for the copies that did not
+	 * come within the timeout, as the resent frames of a tree do (the origins never send
+	 * again; the NACK_MCAST carries no RETX). */
+	uint64_t retx = z->retx - a->retx + z->mc_nacks - a->mc_nacks, late;
 
 	/* A retransmission whose first copy's answer still came back (late, behind a busy
 	 * peer) draws a second answer: a duplicate, a copy of an ended round, or an ACK. */

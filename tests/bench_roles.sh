@@ -232,6 +232,20 @@ for t in d["trials"]:
     assert t["verify"]["failures"] == 0 and t["losses"]["lost_chunks"] == 0, t
 PY
 	not_ok "crew search: exits $rc: $(tail -c 300 "$tmp/err")"
+# The search on a multicast table (a leaf, 2 streams of 3 origins): the same, every copy
+# of every trial verified.
+memif_run "$tmp/mcast-leaf.json" --search --line-gbps 10 --resolution 50 --retries 0 \
+	--latency-at none
+rc=$?
+python3 - "$tmp/out" "$rc" <<'PY' && ok "multicast search: every trial verified, none lost" ||
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert sys.argv[2] == "0" and len(d["trials"]) >= 2, (sys.argv[2], d.get("trials"))
+for t in d["trials"]:
+    assert t["verify"]["failures"] == 0 and t["losses"]["lost_chunks"] == 0, t
+    assert t["multicast"]["copies_verified"] > 0, t
+PY
+	not_ok "multicast search: exits $rc: $(tail -c 300 "$tmp/err")"
 
 # The gateway's keys are not the bench's: the bench cannot open the gateway's frames (nor
 # the gateway the bench's), and the run fails naming the sealed frame.
@@ -289,6 +303,33 @@ PY
 		not_ok "corrupted multicast copies: report"
 else
 	not_ok "the corrupting dataplane: $(tail -c 300 "$tmp/dp.log") $(cat "$tmp/install")"
+fi
+
+# A multicast leaf against a dataplane that loses 2 in 100 of the frames it sends: the
+# outputs ask for the copies that do not come (NACK_MCAST) and the gateway repairs them
+# from its retained copies; those copies are the run's lost frames (what a search judges),
+# never more than the NACK_MCASTs sent.
+kill -INT "$dp_pid" 2>/dev/null
+wait "$dp_pid"
+dp_pid=
+"${table[@]}" --job 25 --role leaf --payload 512 --window 16 --fanin 3 --multicast 1 \
+	-o "$tmp/lossy-mcast.json"
+if memif_dp --fault 0,tx,loss=0.02 --fault-seed 5; then
+	memif_run "$tmp/lossy-mcast.json"
+	rc=$?
+	python3 - "$tmp/out" "$rc" <<'PY' && ok "lost multicast copies: counted as lost frames" ||
+import json, sys
+p = json.load(open(sys.argv[1]))["phases"][0]
+m, l = p["multicast"], p["loss"]
+assert sys.argv[2] == "0", sys.argv[2]
+assert p["verify"]["failures"] == 0 and p["losses"]["lost_chunks"] == 0, p["losses"]
+assert m["nacks_sent"] > 0 and m["repairs_received"] > 0, m
+assert 0 < l["frames"] <= m["nacks_sent"] and l["ratio"] > 0, (l, m)
+PY
+		not_ok "lost multicast copies: exit $rc: $(tail -c 300 "$tmp/err") $(tr -d ' \n' <"$tmp/out" |
+			grep -o '"loss":{[^}]*}\|"multicast":{[^}]*}')"
+else
+	not_ok "the lossy dataplane: $(tail -c 300 "$tmp/dp.log")"
 fi
 
 echo "# $((n - fails)) passed, $fails failed"
