@@ -327,17 +327,18 @@ static struct rte_mbuf *
 sealed_frame(struct gen_lcore *g, struct rte_mbuf *f, uint32_t round, bool retx, int key)
 {
 	uint8_t *pf = rte_pktmbuf_mtod(f, uint8_t *), *d;
+	uint32_t len = rte_pktmbuf_pkt_len(f); /* frame_len; a NACK_MCAST's header alone */
 	struct rte_mbuf *m = rte_pktmbuf_alloc(g->pool);
 
 	set_round(pf, round);
 	pf[OFF_FLAGS] = retx ? WIRE_F_RETX : 0;
 	if (m == NULL ||
-	    (d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)g->gj->max_frame)) == NULL) {
+	    (d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(len + WIRE_SEAL_OVERHEAD))) == NULL) {
 		rte_pktmbuf_free(m);
 		g->st.no_mbuf++;
 		return NULL;
 	}
-	if (gen_seal_frame(g->seal, key, pf, g->gj->frame_len, d) != 0) {
+	if (gen_seal_frame(g->seal, key, pf, len, d) != 0) {
 		rte_pktmbuf_free(m);
 		gen_fail(g, "cannot seal a frame (OpenSSL)");
 		return NULL;
@@ -354,7 +355,9 @@ frame_for(struct gen_lcore *g, uint64_t e)
 	struct gen_chunk *ch = &g->ch[e >> 24];
 	unsigned int w = (e >> 8) & 0xffff;
 	struct rte_mbuf *f = ch->frames[w], *m;
-	int key = w < g->gj->n_workers ? g->gj->workers[w].seal : g->gj->parent.seal;
+	int key = g->gj->mc != NULL    ? gen_mcast_seal(g->gj, e >> 24, w) :
+		  w < g->gj->n_workers ? g->gj->workers[w].seal :
+					 g->gj->parent.seal;
 	uint8_t *d;
 
 	if (key >= 0)
@@ -578,21 +581,25 @@ gen_chunk_done(struct gen_lcore *g, unsigned int c, uint64_t now)
 		start_round(g, c);
 }
 
-/* Whether a frame for party w (GEN_PARENT: the parent) came as its link requires: sealed
- * under that link's key (key), or plain (key -1) where the link is plain. */
+bool
+gen_link_ok(struct gen_lcore *g, uint16_t id, int want, int key)
+{
+	if (want == key)
+		return true;
+	gen_fail(g, "a frame for gateway %u came %s, its link is %s", id,
+		 key < 0 ? "plain" : "sealed under another link's key",
+		 want < 0 ? "plain" : "sealed");
+	return false;
+}
+
+/* gen_link_ok() for party w (GEN_PARENT: the parent). */
 static bool
 link_ok(struct gen_lcore *g, unsigned int w, int key)
 {
 	const struct gen_job *gj = g->gj;
-	int want = w < gj->n_workers ? gj->workers[w].seal : gj->parent.seal;
 
-	if (want == key)
-		return true;
-	gen_fail(g, "a frame for gateway %u came %s, its link is %s",
-		 w < gj->n_workers ? gj->workers[w].id : gj->parent.id,
-		 key < 0 ? "plain" : "sealed under another link's key",
-		 want < 0 ? "plain" : "sealed");
-	return false;
+	return w < gj->n_workers ? gen_link_ok(g, gj->workers[w].id, gj->workers[w].seal, key) :
+				   gen_link_ok(g, gj->parent.id, gj->parent.seal, key);
 }
 
 /* A CONTRIB or RESULT carries the job's contributor set, other types none. */
@@ -629,7 +636,7 @@ rx_frame(struct gen_lcore *g, const uint8_t *h, uint32_t len, int key, uint32_t 
 	}
 	if (gj->mc != NULL) {
 		if (g->prm.peer != GEN_PEER_DATAPLANE ||
-		    gen_mcast_rx(g, h, &p, &fl, len, wire_len, now) != 0)
+		    gen_mcast_rx(g, h, &p, &fl, len, key, wire_len, now) != 0)
 			goto unexpected;
 		return;
 	}

@@ -71,9 +71,8 @@ check_trees(const struct table *tb, char *err, size_t errlen)
 	return 0;
 }
 
-/* The protected link to gateway id, or -1 (plain; id 0: a worker). */
-static int16_t
-seal_of(const struct gen_job *gj, uint16_t id)
+int16_t
+gen_seal_of(const struct gen_job *gj, uint16_t id)
 {
 	for (unsigned int k = 0; id != 0 && k < gj->n_seals; k++)
 		if (gj->seals[k].peer == id)
@@ -146,7 +145,7 @@ set_parties(struct gen_job *gj, const struct table_tree *t0)
 		gj->workers[k].port = t0->children[w].base_port;
 		gj->workers[k].n_ports = t0->children[w].ports;
 		gj->workers[k].contrib = (uint16_t)t0->child_workers[w];
-		gj->workers[k].seal = seal_of(gj, t0->children[w].id);
+		gj->workers[k].seal = gen_seal_of(gj, t0->children[w].id);
 		gj->workers[k].child = (int16_t)w;
 	}
 	qsort(gj->workers, gj->n_workers, sizeof(*gj->workers), gen_cmp_worker);
@@ -162,7 +161,7 @@ set_parties(struct gen_job *gj, const struct table_tree *t0)
 		gj->parent.n_ports = t0->parent.ports;
 		gj->parent.contrib = 1;
 	}
-	gj->parent.seal = t0->has_parent ? seal_of(gj, t0->parent.id) : -1;
+	gj->parent.seal = t0->has_parent ? gen_seal_of(gj, t0->parent.id) : -1;
 }
 
 void
@@ -181,6 +180,10 @@ gen_job_common(struct gen_job *gj, const struct table *tb)
 	gj->gw_ipv4 = tb->gw.ipv4;
 	gj->base_port = tb->gw.base_port;
 	gj->n_ports = tb->gw.ports;
+	gj->n_seals = (unsigned int)tb->n_seals;
+	gj->seals = calloc(RTE_MAX(gj->n_seals, 1u), sizeof(*gj->seals));
+	if (gj->seals != NULL)
+		memcpy(gj->seals, tb->seals, gj->n_seals * sizeof(*gj->seals));
 }
 
 int
@@ -205,8 +208,6 @@ gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int wind
 	gen_job_common(gj, tb);
 	gj->n_workers = (unsigned int)(tb->trees[0].n_workers + tb->trees[0].n_children);
 	gj->workers = calloc(gj->n_workers, sizeof(*gj->workers));
-	gj->n_seals = (unsigned int)tb->n_seals;
-	gj->seals = calloc(RTE_MAX(gj->n_seals, 1u), sizeof(*gj->seals));
 	pairs = calloc(cap, 2 * sizeof(uint32_t));
 	gj->chunk = calloc(RTE_MAX(cap, 1u), sizeof(*gj->chunk));
 	gj->tree = calloc(RTE_MAX(cap, 1u), sizeof(*gj->tree));
@@ -217,7 +218,6 @@ gen_job_from_table(struct gen_job *gj, const struct table *tb, unsigned int wind
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	memcpy(gj->seals, tb->seals, gj->n_seals * sizeof(*gj->seals));
 	set_parties(gj, &tb->trees[0]);
 	if (tb->trees[0].threshold < tb->trees[0].subtree_workers)
 		gj->threshold = tb->trees[0].threshold;

@@ -14,7 +14,9 @@
  * retransmission timeout asks the gateway for the chunk (NACK_MCAST, as a receiving worker
  * or a next-hop gateway does); the origin never sends it again. As the `from` gateway the
  * generator answers the gateway's NACK_MCAST with the repair (the MCAST with RETX) of any
- * chunk of the round it sent.
+ * chunk of the round it sent. On a protected link (the table's `sealed`) the frames between
+ * the gateway and a `from` or `to` gateway travel sealed under that link's key (gen.c
+ * seals and opens them; gen_mcast_seal() names the key, gen_link_ok() checks it).
  *
  * gen_mcast_job() and gen_mcast_fini(): main lcore, before and after the run; the rest on
  * the generator's lcore, inside its loop (no allocation, lock or system call).
@@ -79,7 +81,7 @@ add_party(struct gen_job *gj, uint16_t id, uint32_t ipv4, uint16_t port, uint16_
 		.port = port,
 		.n_ports = ports > 0 ? ports : 1,
 		.contrib = 1,
-		.seal = -1,
+		.seal = ports > 0 ? gen_seal_of(gj, id) : -1, /* links to workers are plain */
 		.child = (int16_t)(ports > 0 ? (int)gj->n_children++ : -1),
 	};
 }
@@ -141,7 +143,7 @@ take_stream(struct gen_job *gj, const struct table_stream *ts, unsigned int k, c
 				       .port = ts->from.base_port,
 				       .n_ports = ts->from.ports,
 				       .contrib = 1,
-				       .seal = -1,
+				       .seal = gen_seal_of(gj, ts->from.id),
 				       .child = -1};
 	if (party_of(gj, ts->from.id) >= 0)
 		return 0; /* a child gateway the bench plays as an output of other streams */
@@ -163,12 +165,10 @@ gen_mcast_job(struct gen_job *gj, const struct table *tb, unsigned int window, c
 	struct gen_mcast *mc;
 
 	gen_job_common(gj, tb);
-	if (tb->n_trees > 0 || tb->n_seals > 0) {
-		snprintf(err, errlen,
-			 "--table: multicast streams are driven in a table without trees and "
-			 "sealed links only");
-		return -EINVAL;
-	}
+	if (tb->n_trees > 0)
+		return drop_job(gj, -EINVAL, err, errlen,
+				"--table: multicast streams are driven in a table without trees "
+				"only");
 	full = (unsigned int)RTE_MIN(tb->elements / tb->chunk_elements, (uint64_t)UINT32_MAX);
 	for (int k = 0; k < tb->n_streams; k++) {
 		cap += (unsigned int)(tb->streams[k].n_deliver + tb->streams[k].n_to);
@@ -176,7 +176,7 @@ gen_mcast_job(struct gen_job *gj, const struct table *tb, unsigned int window, c
 	}
 	gj->mc = mc = calloc(1, sizeof(*mc));
 	gj->workers = calloc(cap, sizeof(*gj->workers));
-	if (mc == NULL || gj->workers == NULL)
+	if (mc == NULL || gj->workers == NULL || gj->seals == NULL)
 		return drop_job(gj, -ENOMEM, err, errlen, "out of memory");
 	if (full == 0)
 		return drop_job(gj, -EINVAL, err, errlen,
@@ -218,7 +218,8 @@ gen_mcast_job(struct gen_job *gj, const struct table *tb, unsigned int window, c
 				mc->unit_s[u] = (uint8_t)k;
 				mc->unit_o[u] = (uint16_t)o;
 			}
-	gj->parent.seal = -1;
+	if (!gj->has_parent)
+		gj->parent.seal = -1;
 	gj->amplitude = 8;
 	gj->sub_contrib = gj->result_contrib = 1;
 	gj->root_id = gj->gw_id;
@@ -274,6 +275,16 @@ gen_mcast_build(const struct gen_lcore *g, uint8_t *frame, unsigned int c, unsig
 	if (mcast)
 		gen_contrib_payload(gj, c, 0, frame + WIRE_FRAME_PAYLOAD_OFF);
 	return wire_frame_build(frame, len, &fl, len - WIRE_FRAME_HDR_OFF, false);
+}
+
+int
+gen_mcast_seal(const struct gen_job *gj, unsigned int c, unsigned int w)
+{
+	const struct gen_mstream *ms = &gj->mc->s[gj->mc->unit_s[c]];
+
+	if (w < gj->n_workers)
+		return gj->workers[w].seal;
+	return ms->at_source ? -1 : ms->from.seal;
 }
 
 /* Whether party w is an output of unit c: of its stream, and not its origin. */
@@ -341,7 +352,7 @@ origin_of(const struct gen_mcast *mc, const struct wire_pkt *p, unsigned int *s)
  * of that round went out is sent again as a repair. */
 static int
 nack_mcast(struct gen_lcore *g, const struct gen_mstream *ms, unsigned int o,
-	   const struct wire_pkt *p, const struct wire_flow *fl)
+	   const struct wire_pkt *p, const struct wire_flow *fl, int key)
 {
 	const struct gen_job *gj = g->gj;
 	unsigned int W = gj->n_workers;
@@ -355,6 +366,8 @@ nack_mcast(struct gen_lcore *g, const struct gen_mstream *ms, unsigned int o,
 			 ms->from.id, p->sender);
 		return 0;
 	}
+	if (!gen_link_ok(g, ms->from.id, ms->from.seal, key))
+		return 0;
 	for (uint32_t k = p->chunk; k - p->chunk < p->count; k++) {
 		unsigned int c = ms->first + o * gj->mc->chunks + k;
 
@@ -370,7 +383,7 @@ nack_mcast(struct gen_lcore *g, const struct gen_mstream *ms, unsigned int o,
 
 int
 gen_mcast_rx(struct gen_lcore *g, const uint8_t *h, const struct wire_pkt *p,
-	     const struct wire_flow *fl, uint32_t len, uint32_t wire_len, uint64_t now)
+	     const struct wire_flow *fl, uint32_t len, int key, uint32_t wire_len, uint64_t now)
 {
 	const struct gen_job *gj = g->gj;
 	const struct gen_mcast *mc = gj->mc;
@@ -380,7 +393,7 @@ gen_mcast_rx(struct gen_lcore *g, const uint8_t *h, const struct wire_pkt *p,
 	if (o < 0)
 		return -1;
 	if (p->type == WIRE_TYPE_NACK_MCAST)
-		return nack_mcast(g, &mc->s[s], (unsigned int)o, p, fl);
+		return nack_mcast(g, &mc->s[s], (unsigned int)o, p, fl, key);
 	w = gen_find_worker(gj, fl->dst_ip, fl->dst_port);
 	if (p->type != WIRE_TYPE_MCAST || p->chunk >= mc->chunks || w < 0)
 		return -1;
@@ -392,6 +405,8 @@ gen_mcast_rx(struct gen_lcore *g, const uint8_t *h, const struct wire_pkt *p,
 	const uint8_t *sent = rte_pktmbuf_mtod(ch->frames[gj->n_workers], const uint8_t *) +
 			      WIRE_FRAME_PAYLOAD_OFF;
 
+	if (!gen_link_ok(g, wk->id, wk->seal, key))
+		return 0;
 	if (!is_output(gj, c, (unsigned int)w)) {
 		gen_fail(g, "stream %u: a copy of origin %u's chunk %u to %u, not an output of it",
 			 p->tree, p->origin, p->chunk, wk->id);

@@ -174,8 +174,16 @@ int gen_find_worker(const struct gen_job *gj, uint32_t ipv4, uint16_t port);
 /** qsort() order of the parties: by (ipv4, port). */
 int gen_cmp_worker(const void *a, const void *b);
 
-/** The fields of gj that every table gives alike: job, dtype, chunk size, the gateway. */
+/** The fields of gj that every table gives alike: job, dtype, chunk size, the gateway,
+ * and a copy of its protected links' keys (gj->seals NULL: out of memory). */
 void gen_job_common(struct gen_job *gj, const struct table *tb);
+
+/** The protected link to gateway id in gj->seals, or -1 (plain; id 0: a worker). */
+int16_t gen_seal_of(const struct gen_job *gj, uint16_t id);
+
+/** Whether a frame for party `id` came as its link requires: sealed under that link's key
+ * (key), or plain (key -1) where the link is plain (want -1); a failure counted if not. */
+bool gen_link_ok(struct gen_lcore *g, uint16_t id, int want, int key);
 
 /* Multicast tables (gen_mcast.c). */
 
@@ -208,10 +216,17 @@ bool gen_mcast_obsolete(const struct gen_lcore *g, uint64_t e);
 /**
  * A frame from the gateway in a multicast job: a copy at an output (checked bit-exactly
  * against what the origin sent), or a NACK_MCAST at the `from` gateway (answered with the
- * repair). 0, or -1 if it is neither (counted as unexpected by the caller).
+ * repair); key: the protected link's key that opened it, -1 if it came plain, which must
+ * be the link's (gen_link_ok()). 0, or -1 if it is neither (counted as unexpected by the
+ * caller).
  */
-int gen_mcast_rx(struct gen_lcore *g, const uint8_t *h, const struct wire_pkt *p,
-		 const struct wire_flow *fl, uint32_t len, uint32_t wire_len, uint64_t now);
+int
+gen_mcast_rx(struct gen_lcore *g, const uint8_t *h, const struct wire_pkt *p,
+	     const struct wire_flow *fl, uint32_t len, int key, uint32_t wire_len, uint64_t now);
+
+/** The protected link's key that frame w of unit c travels under (gj->seals), or -1: the
+ * origin's MCAST from the `from` gateway's link, an output's NACK_MCAST a `to` gateway's. */
+int gen_mcast_seal(const struct gen_job *gj, unsigned int c, unsigned int w);
 
 /** The chunk index of chunk number `chunk`, or -1 if it is not driven. */
 int gen_find_chunk(const struct gen_job *gj, uint32_t chunk);

@@ -9,7 +9,8 @@
 # threshold), with the links to the other gateways sealed
 # (AES-GCM through the dataplane's crypto_aesni_mb cryptodev, the bench's OpenSSL), and
 # as multicast tables (selective multicast streams: a root replicating its workers' and
-# its children's streams, a leaf and middle nodes a parent's; once with the bench stopped
+# its children's streams, a leaf and middle nodes a parent's; over sealed links too; an
+# NDR search; a gateway that loses copies; once with the bench stopped
 # longer than its retransmission timeout, after which no round may wait for a NACK_MCAST,
 # the copies being in its RX ring). A bench whose keys are
 # not the gateway's fails the run; corrupted partial sums and multicast copies exit 3.
@@ -150,6 +151,23 @@ mcast mcast-root 21 root 3 2 --fanin 3
 mcast mcast-leaf 22 leaf 2 0 --fanin 3 --mcast-origins 3
 mcast mcast-middle-bf16 23 middle 2 2 --fanin 2 --dtype bf16
 mcast mcast-middle-mxfp4 24 middle 1 2 --fanin 0 --dtype mxfp4
+# Over sealed links: a middle node's streams come sealed from its parent and go sealed to
+# its children; a root's own stream and its children's go sealed between the children.
+mcast mcast-middle-sealed 26 middle 2 2 --fanin 2 --sealed
+sealed_ok() {
+	python3 - "$tmp/out" "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["phases"][0]
+assert d["sealed_links"] == int(sys.argv[2]), d["sealed_links"]
+assert p["sealed_frames"]["sealed"] > 0 and p["sealed_frames"]["opened"] > 0, p["sealed_frames"]
+PY
+}
+sealed_ok 3 && ok "mcast-middle-sealed: frames sealed and opened on its 3 links" ||
+	not_ok "mcast-middle-sealed: $(tr -d ' \n' <"$tmp/out" | grep -o '"sealed_frames":{[^}]*}')"
+mcast mcast-root-sealed 27 root 3 2 --fanin 2 --sealed
+sealed_ok 2 && ok "mcast-root-sealed: frames sealed and opened on its 2 links" ||
+	not_ok "mcast-root-sealed: $(tr -d ' \n' <"$tmp/out" | grep -o '"sealed_frames":{[^}]*}')"
 # A bench held off its core for longer than its retransmission timeout (stopped here:
 # a busy machine does the same) finds the copies the gateway sent meanwhile waiting in its
 # RX ring: it must take them before its timers run, so that no round waits for a
@@ -196,20 +214,24 @@ for try in 1 2 3; do
 done
 [ -n "$held" ] && ok "mcast held off its core: no round waits for a NACK_MCAST (try $held)" ||
 	not_ok "mcast held off its core: $(tail -c 300 "$tmp/err")"
-# What the bench does not drive is refused naming the option: streams over sealed links
-# (the table is the gateway's to install, valid), and a multicast table against an
-# io-forwarder.
-python3 - "$tmp/mcast-leaf.json" "$tmp/mcast-sealed.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-d["sealed"] = [{"peer": 2, "key_id": 7, "aead": "aes-128-gcm", "key": "00" * 16}]
-json.dump(d, open(sys.argv[2], "w"))
-PY
-memif_bench --table "$tmp/mcast-sealed.json" --quick --quiet --json
+# A sealed multicast root whose keys are not the gateway's: the copies of its workers'
+# stream reach the children the bench plays sealed under keys it does not have, and the
+# run fails naming the sealed frame.
+for k in gw bench; do
+	"${table[@]}" --job 28 --role root --payload 512 --window 16 --rate-gbps 20 \
+		--multicast 1 --children 2 --fanin 2 --sealed -o "$tmp/mcast-$k-keys.json"
+done
+"$dpctl" -s "$tmp/ctl.sock" install "$tmp/mcast-gw-keys.json" >"$tmp/install" 2>&1 ||
+	not_ok "sealed multicast, other keys: installed: $(tail -c 300 "$tmp/install")"
+memif_bench --table "$tmp/mcast-bench-keys.json" --quick --duration 0.3 --rto-ms 100 --quiet \
+	--json
 rc=$?
-[ "$rc" -eq 2 ] && grep -q -- "--table: multicast streams" "$tmp/err" &&
-	ok "multicast over sealed links refused naming --table" ||
-	not_ok "multicast over sealed links: exit $rc: $(tail -c 300 "$tmp/err")"
+[ "$rc" -eq 1 ] && grep -q "sealed frame from the gateway that does not open" "$tmp/out" &&
+	ok "sealed multicast, other keys: exits 1 naming the sealed frame" ||
+	not_ok "sealed multicast, other keys: exits $rc: $(head -c 300 "$tmp/out")"
+"$dpctl" -s "$tmp/ctl.sock" remove 28 >/dev/null 2>&1
+# What the bench does not drive is refused naming the option: a multicast table against
+# an io-forwarder.
 memif_bench --table "$tmp/mcast-leaf.json" --peer io --gw-mac 02:00:00:00:00:01 --quick \
 	--quiet --json
 rc=$?
@@ -218,34 +240,30 @@ rc=$?
 	not_ok "multicast with --peer io: exit $rc: $(tail -c 300 "$tmp/err")"
 
 # A search runs several trials, each with a generator built afresh from recycled frames,
-# its rounds past the last trial's: none may lose a chunk or get a wrong sum.
+# its rounds past the last trial's: none may lose a chunk or get a wrong sum (with a
+# multicast table: every trial's copies verified).
+search() {
+	local name=$1 rc mc
+	mc=$(python3 -c '
+import json, sys
+print(len(json.load(open(sys.argv[1])).get("streams", [])))' "$2")
+	memif_run "$2" --search --line-gbps 10 --resolution 50 --retries 0 --latency-at none
+	rc=$?
+	python3 - "$tmp/out" "$rc" "$mc" <<'PY' && ok "$name: every trial verified, none lost" ||
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert sys.argv[2] == "0" and len(d["trials"]) >= 2, (sys.argv[2], d.get("trials"))
+for t in d["trials"]:
+    assert t["verify"]["failures"] == 0 and t["losses"]["lost_chunks"] == 0, t
+    assert sys.argv[3] == "0" or t["multicast"]["copies_verified"] > 0, t
+PY
+		not_ok "$name: exits $rc: $(tail -c 300 "$tmp/err")"
+}
 "${table[@]}" --job 16 --role leaf --payload 512 --window 32 --algorithm crew \
 	--min-workers 2 -o "$tmp/search.json"
-memif_run "$tmp/search.json" --search --line-gbps 10 --resolution 50 --retries 0 \
-	--latency-at none
-rc=$?
-python3 - "$tmp/out" "$rc" <<'PY' && ok "crew search: every trial verified, none lost" ||
-import json, sys
-d = json.load(open(sys.argv[1]))
-assert sys.argv[2] == "0" and len(d["trials"]) >= 2, (sys.argv[2], d.get("trials"))
-for t in d["trials"]:
-    assert t["verify"]["failures"] == 0 and t["losses"]["lost_chunks"] == 0, t
-PY
-	not_ok "crew search: exits $rc: $(tail -c 300 "$tmp/err")"
-# The search on a multicast table (a leaf, 2 streams of 3 origins): the same, every copy
-# of every trial verified.
-memif_run "$tmp/mcast-leaf.json" --search --line-gbps 10 --resolution 50 --retries 0 \
-	--latency-at none
-rc=$?
-python3 - "$tmp/out" "$rc" <<'PY' && ok "multicast search: every trial verified, none lost" ||
-import json, sys
-d = json.load(open(sys.argv[1]))
-assert sys.argv[2] == "0" and len(d["trials"]) >= 2, (sys.argv[2], d.get("trials"))
-for t in d["trials"]:
-    assert t["verify"]["failures"] == 0 and t["losses"]["lost_chunks"] == 0, t
-    assert t["multicast"]["copies_verified"] > 0, t
-PY
-	not_ok "multicast search: exits $rc: $(tail -c 300 "$tmp/err")"
+search "crew search" "$tmp/search.json"
+# The multicast leaf (2 streams of 3 origins).
+search "multicast search" "$tmp/mcast-leaf.json"
 
 # The gateway's keys are not the bench's: the bench cannot open the gateway's frames (nor
 # the gateway the bench's), and the run fails naming the sealed frame.
