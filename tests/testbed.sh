@@ -205,8 +205,10 @@ wait $r1 2>/dev/null
 
 # worker SITE_INDEX ROUND START_AT [NAME [JOB]]: job JOB's [1] worker of that site, one
 # round, in the background; its output in $D/NAME-SITE_INDEX.json and .err [held].
+# START_AT +N: N seconds after the worker starts (the lookups below take seconds on a
+# loaded machine), the time given in $START_AT.
 worker() {
-	local ns ids pki api
+	local ns ids pki api at=$3
 	ns=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[int(sys.argv[2])]["ns"])' \
 		"$W/sites.json" "$1")
 	ids=$(python3 -c 'import json, sys
@@ -216,10 +218,12 @@ print(" ".join("--worker-id %d" % w["id"] for w in json.load(open(sys.argv[1]))[
 print(",".join(str(w["id"]) for s in json.load(open(sys.argv[1])) for w in s["workers"]))' "$W/sites.json")
 	pki=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pki"])' "$W/control.json")
 	api=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["api"])' "$W/control.json")
+	[ "${at#+}" = "$at" ] || at=$(($(date +%s) + ${at#+}))
+	START_AT=$at
 	# shellcheck disable=SC2086
 	ip netns exec "$ns" "$BUILD/tools/worker/georeduce-worker" --control "$api" --job "${5:-1}" \
 		--cert "$pki/workers-site$1.pem" --key "$pki/workers-site$1.key" --ca "$pki/ca.pem" \
-		$ids --all-workers "$all" --rounds 1 --first-round "$2" --start-at "$3" \
+		$ids --all-workers "$all" --rounds 1 --first-round "$2" --start-at "$at" \
 		--timeout 120 --json >"$D/${4:-held}-$1.json" 2>"$D/${4:-held}-$1.err" &
 }
 DPCTL=$BUILD/tools/dpctl/georeduce-dpctl
@@ -280,12 +284,13 @@ tr '\0' ' ' <"/proc/$(cat "$W/control.pid")/cmdline" | grep -q -- "--short-ms 60
 # control process starts again and re-plans job 1 at once; once the new epoch is live, b's
 # worker starts. The round must complete under the new epoch within 2 s plus a round of b
 # beginning it, where a round that learnt of the epoch only at its timeout would take 60 s
-# more.
+# more. The kill must come before a's round begins: 12 s after the worker starts, which
+# leaves it 5 s to join and the kill 7 s on a loaded machine.
 round=$(($(date +%s) % 100000000 * 16 + 8))
-start_at=$(($(date +%s) + 10))
-worker 0 "$round" "$start_at"
+worker 0 "$round" +12
 wa=$!
-sleep 4 # a's worker joins (it has 10 s to begin its round)
+start_at=$START_AT
+sleep 5 # a's worker joins
 "$TB" control kill --dir "$W" >/dev/null 2>&1 || not_ok "control kill (2)"
 [ "$(date +%s)" -lt "$start_at" ] || not_ok "the control process was killed after a's round began"
 # a's round begins without the control process, and waits for b
