@@ -230,6 +230,22 @@ rc=$?
 	ok "sealed multicast, other keys: exits 1 naming the sealed frame" ||
 	not_ok "sealed multicast, other keys: exits $rc: $(head -c 300 "$tmp/out")"
 "$dpctl" -s "$tmp/ctl.sock" remove 28 >/dev/null 2>&1
+# ... and one whose gateway has the links plain: its copies come plain where the bench
+# expects them sealed, and the run fails naming the link.
+python3 - "$tmp/mcast-gw-keys.json" "$tmp/mcast-plain.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+del d["sealed"]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$dpctl" -s "$tmp/ctl.sock" install "$tmp/mcast-plain.json" >"$tmp/install" 2>&1 ||
+	not_ok "plain multicast at the gateway: installed: $(tail -c 300 "$tmp/install")"
+memif_bench --table "$tmp/mcast-gw-keys.json" --quick --duration 0.3 --rto-ms 100 --quiet --json
+rc=$?
+[ "$rc" -eq 1 ] && grep -q "came plain, its link is sealed" "$tmp/out" &&
+	ok "sealed multicast, plain gateway: exits 1 naming the plain frame" ||
+	not_ok "sealed multicast, plain gateway: exits $rc: $(head -c 300 "$tmp/out")"
+"$dpctl" -s "$tmp/ctl.sock" remove 28 >/dev/null 2>&1
 # What the bench does not drive is refused naming the option: a multicast table against
 # an io-forwarder.
 memif_bench --table "$tmp/mcast-leaf.json" --peer io --gw-mac 02:00:00:00:00:01 --quick \
