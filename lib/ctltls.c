@@ -392,12 +392,32 @@ handshake_why(SSL *s, const char *reason, char *why, size_t whylen)
 			       reason[0] != '\0' ? reason : "connection closed in the handshake");
 }
 
-/* One step of s's handshake: 1 done, 0 to wait for *want, or -EPROTO with why. */
+/* Whether the failed SSL call ret of s ended because the peer closed the connection
+ * (end of stream or a reset) without a TLS alert. Before ssl_io_error_why(), which clears
+ * the error queue. */
+static bool
+peer_hung_up(SSL *s, int ret)
+{
+	int e = SSL_get_error(s, ret);
+	unsigned long last = ERR_peek_last_error();
+
+	if (e == SSL_ERROR_ZERO_RETURN)
+		return true;
+	if (e == SSL_ERROR_SYSCALL)
+		return errno == 0 || errno == ECONNRESET || errno == EPIPE;
+	return e == SSL_ERROR_SSL && ERR_GET_LIB(last) == ERR_LIB_SSL &&
+	       ERR_GET_REASON(last) == SSL_R_UNEXPECTED_EOF_WHILE_READING;
+}
+
+/* One step of s's handshake: 1 done, 0 to wait for *want, or with why -ECONNRESET (the
+ * peer closed the connection without an alert, its certificate not refused here) or
+ * -EPROTO (any other failure). */
 static int
 handshake_step(SSL *s, short *want, char *why, size_t whylen)
 {
 	char reason[160] = "";
 	struct nosig ns;
+	bool hung_up;
 	int ret;
 
 	ssl_call_begin(&ns);
@@ -405,8 +425,13 @@ handshake_step(SSL *s, short *want, char *why, size_t whylen)
 	nosig_end(&ns);
 	if (ret == 1)
 		return 1;
+	hung_up = peer_hung_up(s, ret);
 	if (ssl_io_error_why(s, ret, want, reason, sizeof(reason)) == -EAGAIN)
 		return 0;
+	if (hung_up && SSL_get_verify_result(s) == X509_V_OK) {
+		json_util_fail(why, whylen, "connection closed in the handshake");
+		return -ECONNRESET;
+	}
 	handshake_why(s, reason, why, whylen);
 	return -EPROTO;
 }

@@ -154,8 +154,9 @@ void *ctltls_server_new(struct ctltls_ctx *ctx, int fd);
  *              check's result and the certificate's subject and serial when that failed
  *              ("certificate rejected: certificate revoked: /O=georeduce/OU=worker/CN=w,
  *              serial 5A...").
- * @return      1 done, 0 not yet, or -EPROTO (the handshake failed: free the state with
- *              ctltls_abort()).
+ * @return      1 done, 0 not yet, or -ECONNRESET (the client closed the connection without
+ *              an alert) or -EPROTO (the handshake failed otherwise): then free the state
+ *              with ctltls_abort().
  */
 int ctltls_accept_step(void *hs, struct ctl_conn *c, enum ctltls_role *role, short *want, char *why,
 		       size_t whylen);
@@ -168,9 +169,11 @@ void ctltls_abort(void *hs);
  * certificate must chain to the CA, carry role and the name expect (NULL: the endpoint's
  * host). On success c is a stream for ctl_conn_call() and the other ctl_conn_*() calls.
  *
- * @return  0, or -EINVAL (bad endpoint), -ETIMEDOUT, -ECONNREFUSED, -EPROTO (the handshake
- *          failed or the certificate is not the expected one: err says why), or another
- *          negative errno, with err filled.
+ * @return  0, or -EINVAL (bad endpoint), -ETIMEDOUT, -ECONNREFUSED, -ECONNRESET (the server
+ *          closed the connection in the handshake without an alert: "connection closed in
+ *          the handshake", as a server does with a client too slow to finish it), -EPROTO
+ *          (the handshake failed otherwise or the certificate is not the expected one: err
+ *          says why), or another negative errno, with err filled.
  */
 int
 ctltls_connect(struct ctltls_ctx *ctx, const char *endpoint, const char *expect,

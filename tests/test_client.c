@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ctlmsg.h"
 #include "fuzzutil.h"
 #include "georeduce.h"
 #include "halffloat.h"
@@ -2957,6 +2958,161 @@ test_dtype_round(void)
 	}
 }
 
+/* ---- joining through the control process ------------------------------------------------- */
+
+/* A control process on a unix socket, one connection at a time: it hangs up on its first
+ * hang_ups connections as soon as it accepts them (< 0: on all), as the control process
+ * does with a worker too slow to finish its TLS handshake; then it answers "worker"
+ * requests with the table of job 7 if the worker is one of table's, else ENOENT. */
+struct fakectl {
+	int lfd;
+	char path[108];
+	int hang_ups;
+	char *table;
+	uint16_t worker; /* the one worker of the table */
+	atomic_int accepted, answered;
+	atomic_bool stop;
+	pthread_t th;
+};
+
+static double
+mono_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void
+fakectl_serve(struct fakectl *f, int fd)
+{
+	while (!atomic_load(&f->stop)) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		json_t *req = NULL, *resp;
+		char err[256];
+		uint32_t id = 0;
+		json_int_t w;
+
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		if (ctl_recv(fd, 2000, &req, err, sizeof(err)) != 0)
+			return;
+		ctl_request_id(req, &id);
+		w = json_integer_value(json_object_get(req, "worker"));
+		if (w == f->worker && json_integer_value(json_object_get(req, "job")) == 7) {
+			resp = ctl_reply_ok(id);
+			json_object_set_new(resp, "table", json_loads(f->table, 0, NULL));
+		} else {
+			resp = ctl_reply_error(true, id, ENOENT, "job 7 has no worker %d", (int)w);
+		}
+		atomic_fetch_add(&f->answered, 1);
+		(void)ctl_send(fd, resp);
+		json_decref(resp);
+		json_decref(req);
+	}
+}
+
+static void *
+fakectl_main(void *arg)
+{
+	struct fakectl *f = arg;
+
+	while (!atomic_load(&f->stop)) {
+		struct pollfd p = {.fd = f->lfd, .events = POLLIN};
+		int fd;
+
+		if (poll(&p, 1, 50) <= 0 || (fd = accept(f->lfd, NULL, NULL)) < 0)
+			continue;
+		atomic_fetch_add(&f->accepted, 1);
+		if (f->hang_ups != 0) {
+			if (f->hang_ups > 0)
+				f->hang_ups--;
+		} else {
+			fakectl_serve(f, fd);
+		}
+		close(fd);
+	}
+	return NULL;
+}
+
+static void
+fakectl_start(struct fakectl *f, int hang_ups, const struct job *j)
+{
+	memset(f, 0, sizeof(*f));
+	snprintf(f->path, sizeof(f->path), "/tmp/test_client.%d.sock", (int)getpid());
+	f->lfd = ctl_listen(f->path);
+	CU_ASSERT_FATAL(f->lfd >= 0);
+	f->hang_ups = hang_ups;
+	f->table = table_json(j);
+	f->worker = j->wid[0];
+	CU_ASSERT_FATAL(pthread_create(&f->th, NULL, fakectl_main, f) == 0);
+}
+
+static void
+fakectl_stop(struct fakectl *f)
+{
+	atomic_store(&f->stop, true);
+	pthread_join(f->th, NULL);
+	close(f->lfd);
+	unlink(f->path);
+	free(f->table);
+}
+
+/* A worker joining while the control process hangs up on it (a worker stopped or starved
+ * in its handshake is closed after the handshake limit) asks again until its wait ends:
+ * gr_join_open() keeps the connection, gr_join_config() gets the table. A worker the
+ * control process does not know is refused at once; one that is hung up on every time
+ * fails when its wait ends, with the connection's error. */
+static void
+test_join_hung_up(void)
+{
+	struct gr_join_opts o = {.job = 7, .timeout_ms = 2000};
+	char err[GR_ERR_MAX] = "";
+	struct gr_config cfg;
+	struct fakectl f;
+	struct gr_join *jn;
+	struct job j;
+	double t0;
+	int rc;
+
+	job_init(&j, 1, 1, 1, GR_DTYPE_FP32, 4096, 1024);
+	j.base = 7000; /* never sent to: the table is only read */
+	j.wport[0] = 7100;
+	o.worker_id = j.wid[0];
+
+	fakectl_start(&f, 2, &j);
+	o.control = f.path;
+	jn = gr_join_open(&o, err, sizeof(err));
+	CHECK(jn != NULL, "hung up on once: gr_join_open: %s", err);
+	rc = jn != NULL ? gr_join_config(jn, &cfg, 10000, err, sizeof(err)) : -1;
+	CHECK(rc == 0 && cfg.job == 7 && cfg.epoch == 3,
+	      "hung up on twice, then the table: rc %d: %s", rc, err);
+	CHECK(atomic_load(&f.accepted) >= 3 && atomic_load(&f.answered) >= 1,
+	      "connections %d, answered %d", atomic_load(&f.accepted), atomic_load(&f.answered));
+	gr_join_close(jn);
+
+	o.worker_id = 9; /* unknown: refused at the first answer */
+	jn = gr_join_open(&o, err, sizeof(err));
+	CHECK(jn == NULL && errno == ENOENT && strstr(err, "no worker 9") != NULL,
+	      "an unknown worker: %s", jn == NULL ? err : "joined");
+	gr_join_close(jn);
+	fakectl_stop(&f);
+
+	fakectl_start(&f, -1, &j);
+	o.control = f.path;
+	o.worker_id = j.wid[0];
+	t0 = mono_s();
+	jn = gr_join_open(&o, err, sizeof(err));
+	rc = jn != NULL ? gr_join_config(jn, &cfg, 600, err, sizeof(err)) : -1;
+	CHECK(jn != NULL && (rc == -EPIPE || rc == -ECONNRESET) && mono_s() - t0 >= 0.6 &&
+		      atomic_load(&f.accepted) >= 3 && atomic_load(&f.answered) == 0,
+	      "always hung up on: rc %d after %.3f s, %d connections: %s", rc, mono_s() - t0,
+	      atomic_load(&f.accepted), err);
+	gr_join_close(jn);
+	fakectl_stop(&f);
+}
+
 int
 main(void)
 {
@@ -2990,6 +3146,8 @@ main(void)
 		{"two gateways at the site, each a shard", test_two_gateways},
 		{"partial reduce: sets, stragglers", test_partial_reduce},
 		{"RESULT with a contributor set of the wrong length", test_cset_length},
+		{"joining: the control process hangs up, the worker asks again",
+		 test_join_hung_up},
 	};
 	const char *q = getenv("GEOREDUCE_TEST_QUICK");
 

@@ -524,6 +524,47 @@ test_timeouts(void)
 	close(u);
 }
 
+/* Accept one connection on the listening socket (intptr_t) arg and close it at once. */
+static void *
+hang_up_main(void *arg)
+{
+	int fd = accept((int)(intptr_t)arg, NULL, NULL);
+
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/* A server that closes the connection in the handshake without an alert (as this one does
+ * with a client too slow to finish it) fails the client's dial with ECONNRESET, which a
+ * caller may try again; a certificate refused stays EPROTO (test_refusals). */
+static void
+test_hung_up(void)
+{
+	struct ctltls_ctx *cx = client_ctx("control", path_of("ca", "pem"));
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+	char err[CTL_ERR_MAX] = "", ep[64];
+	struct ctl_conn c;
+	pthread_t t;
+	int rc;
+
+	CU_ASSERT_FATAL(cx != NULL && lfd >= 0 && bind(lfd, (struct sockaddr *)&a, al) == 0 &&
+			listen(lfd, 4) == 0 &&
+			getsockname(lfd, (struct sockaddr *)&a, &al) == 0);
+	snprintf(ep, sizeof(ep), "tls://127.0.0.1:%u", ntohs(a.sin_port));
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, hang_up_main, (void *)(intptr_t)lfd) == 0);
+	rc = ctltls_dial(cx, ep, "gw", CTLTLS_ROLE_GATEWAY, 3000, &c, err, sizeof(err));
+	pthread_join(t, NULL);
+	CHECK(rc == -ECONNRESET && strstr(err, "connection closed in the handshake") != NULL,
+	      "hung up on in the handshake: %d: %s", rc, err);
+	if (rc == 0)
+		ctl_conn_fini(&c);
+	close(lfd);
+	ctltls_ctx_free(cx);
+}
+
 /* A deferred request is answered when another request says so; the connection is not
  * idle meanwhile. */
 static void
@@ -869,6 +910,7 @@ main(void)
 		  test_refusals },
 		{ "64 idle TCP and 64 idle unix connections lock nobody out", test_idle_flood },
 		{ "handshake and idle timeouts", test_timeouts },
+		{ "a server that hangs up in the handshake: ECONNRESET", test_hung_up },
 		{ "a deferred reply", test_deferred },
 		{ "a client context reloaded: renewal, bad files, CRLs", test_reload_client },
 		{ "a server reloaded with a CRL refuses a revoked certificate",

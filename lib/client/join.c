@@ -19,8 +19,9 @@
 #include "georeduce.h"
 #include "jsonutil.h"
 
-/* How often gr_join_config() asks again while no replica of the control process leads. */
-#define JOIN_LEADERLESS_MS 200
+/* How often gr_join_config() asks again while no replica of the control process leads,
+ * or after the control process hung up. */
+#define JOIN_AGAIN_MS 200
 
 struct gr_join {
 	struct ctl_peers peers; /* the control endpoints, the one that answered last */
@@ -50,6 +51,16 @@ join_fail(struct gr_join *j, int rc)
 	gr_join_close(j);
 	errno = -rc;
 	return NULL;
+}
+
+/* Whether a call's failure rc is the control process closing the connection before it
+ * answered: in the handshake (a worker too slow to finish it, as one stopped or starved of
+ * CPU is, is closed after the control process's handshake limit), or before the answer. The
+ * "worker" request only reads, so it is made again. */
+static bool
+hung_up(int rc)
+{
+	return rc == -ECONNRESET || rc == -EPIPE || rc == -ECONNABORTED;
 }
 
 /* One request of op with the arguments args (a reference taken over) to the control
@@ -222,10 +233,11 @@ gr_join_open(const struct gr_join_opts *o, char *err, size_t errlen)
 
 	if (j == NULL)
 		return NULL;
-	/* The worker is known (or refused) at once; a missing epoch is not an error here. */
+	/* The worker is known (or refused) at once; a missing epoch is not an error here,
+	 * nor a connection the control process closed: gr_join_config() asks again. */
 	r = join_call(j, false, 0, 0, &rc, err, errlen);
 	json_decref(r);
-	return rc != 0 && rc != -EAGAIN ? join_fail(j, rc) : j;
+	return rc != 0 && rc != -EAGAIN && !hung_up(rc) ? join_fail(j, rc) : j;
 }
 
 int
@@ -247,16 +259,17 @@ gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err,
 	/* Epoch 0 is never live: "after 0" answers with the first live epoch. An elastic
 	 * worker's long polls are short (its renewals): asked again until wait_ms. While no
 	 * replica of a replicated control process leads (EAGAIN from every one: an
-	 * election), asked again every JOIN_LEADERLESS_MS until wait_ms too. */
+	 * election), or after the control process closed the connection before answering,
+	 * asked again every JOIN_AGAIN_MS until wait_ms too. */
 	for (;;) {
 		int64_t left;
 
 		rc = gr_join_wait(j, 0, (int)(until - clock_now_ms()), cfg, err, errlen);
 		left = until - clock_now_ms();
-		if (left <= 0 || !((rc == 0 && j->elastic) || rc == -EAGAIN))
+		if (left <= 0 || !((rc == 0 && j->elastic) || rc == -EAGAIN || hung_up(rc)))
 			break;
-		if (rc == -EAGAIN) {
-			int64_t ms = left < JOIN_LEADERLESS_MS ? left : JOIN_LEADERLESS_MS;
+		if (rc < 0) {
+			int64_t ms = left < JOIN_AGAIN_MS ? left : JOIN_AGAIN_MS;
 			struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
 
 			nanosleep(&ts, NULL);
