@@ -55,6 +55,7 @@ struct job {
 	uint32_t first[TREES_MAX], count[TREES_MAX];
 	uint32_t slots;
 	uint32_t window;         /* 0: none in the table */
+	double rate_gbps;        /* every tree's rate_gbps in the table; 0: 1.0 */
 	uint8_t cset_blocks;     /* contributor sets in the job's packets */
 	int threshold;           /* partial reduce: complete at this many; 0: all */
 	uint32_t addr;           /* the gateway's address; 0: 127.0.0.1 */
@@ -96,7 +97,28 @@ struct fake_opts {
 					 * a set of the wrong length (none, one block more) */
 	unsigned int silent_after;   /* fall silent after this many RESULTs (0: never) */
 	bool lose_chunk0;            /* lose the first CONTRIB of chunk 0 */
+	uint32_t delay_us;           /* take in each packet this long after it came (a
+				      * longer round trip): at most DELAYQ_LEN held, each of
+				      * at most DELAYQ_BYTES; changed with fakegw.delay_us */
 	uint64_t seed;
+};
+
+/* lib/client/client_internal.h (which needs the kernels' headers): the window a tree's
+ * rate and round trip give (allreduce.c). */
+uint32_t client_window_for(double rate_gbps, uint32_t rtt_us, size_t chunk_bytes, uint32_t floor,
+			   uint32_t slots);
+
+#define DELAYQ_LEN 2048
+#define DELAYQ_BYTES 2048
+
+/* A packet the fake gateway holds for fake_opts.delay_us. */
+struct delayed {
+	uint64_t due_us;
+	int port;
+	bool first; /* a CONTRIB's first transmission */
+	size_t len;
+	struct sockaddr_in from;
+	uint8_t pkt[DELAYQ_BYTES];
 };
 
 struct fslot {
@@ -135,6 +157,11 @@ struct fakegw {
 	unsigned int bad, contribs, retx, nacks, acks_sent, results, answers, probe_replies;
 	unsigned int late, bad_csets;
 	unsigned int tree_contribs[TREES_MAX]; /* first transmissions per tree */
+	/* Packets held back (fake_opts.delay_us): a ring, the delay now, and the most
+	 * first transmissions of CONTRIBs held at once since delay_peak was last set to 0. */
+	struct delayed *dq;
+	unsigned int dq_head, dq_n, dq_first;
+	atomic_uint delay_us, delay_peak;
 };
 
 /* ---- table ------------------------------------------------------------------------------ */
@@ -167,10 +194,10 @@ table_json(const struct job *j)
 			s + n, cap - n,
 			"%s{\"id\": %u, \"role\": \"root\", \"parent\": null, \"children\": [],\n"
 			"  \"workers\": [%s], \"expected\": %d, \"subtree_workers\": %d,\n"
-			"  \"chunk_first\": %u, \"chunk_count\": %u, \"rate_gbps\": 1.0, "
+			"  \"chunk_first\": %u, \"chunk_count\": %u, \"rate_gbps\": %g, "
 			"\"slots\": %u%s%.0u%s%.0d}",
 			t ? ",\n " : "", j->tree_id[t], workers, j->n_workers, j->n_workers,
-			j->first[t], j->count[t], j->slots, j->window != 0 ? ", \"window\": " : "",
+			j->first[t], j->count[t], j->rate_gbps != 0 ? j->rate_gbps : 1.0, j->slots, j->window != 0 ? ", \"window\": " : "",
 			j->window, j->threshold != 0 ? ", \"threshold\": " : "", j->threshold);
 	n += (size_t)snprintf(s + n, cap - n, "]");
 	if (j->shard != NULL) {
@@ -611,6 +638,57 @@ gw_rx(struct fakegw *g, int port_idx, const uint8_t *pkt, size_t len,
 		g->bad++;
 }
 
+static uint64_t
+mono_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+/* A packet that came on port i: taken in now, or held for the delay. */
+static void
+gw_in(struct fakegw *g, int i, uint8_t *buf, size_t n, const struct sockaddr_in *from)
+{
+	uint32_t d = atomic_load(&g->delay_us);
+	struct delayed *q;
+	struct wire_pkt p;
+
+	if (atomic_load(&g->silent))
+		return;
+	if (d == 0 || g->dq == NULL || g->dq_n == DELAYQ_LEN || n > DELAYQ_BYTES) {
+		gw_rx(g, i, buf, n, from);
+		return;
+	}
+	q = &g->dq[(g->dq_head + g->dq_n++) % DELAYQ_LEN];
+	*q = (struct delayed){.due_us = mono_us() + d, .port = i, .len = n, .from = *from};
+	q->first = wire_hdr_decode(buf, n, &p, NULL) == 0 && p.type == WIRE_TYPE_CONTRIB &&
+		   !(p.flags & WIRE_F_RETX);
+	memcpy(q->pkt, buf, n);
+	g->dq_first += q->first;
+	if (g->dq_first > atomic_load(&g->delay_peak))
+		atomic_store(&g->delay_peak, g->dq_first);
+}
+
+/* Take in the held packets that are due; the ms until the next one is (-1: none held). */
+static int
+gw_delayed(struct fakegw *g)
+{
+	while (g->dq_n > 0) {
+		struct delayed *q = &g->dq[g->dq_head];
+		uint64_t now = mono_us();
+
+		if (q->due_us > now)
+			return (int)((q->due_us - now + 999) / 1000);
+		gw_rx(g, q->port, q->pkt, q->len, &q->from);
+		g->dq_first -= q->first;
+		g->dq_head = (g->dq_head + 1) % DELAYQ_LEN;
+		g->dq_n--;
+	}
+	return -1;
+}
+
 static void *
 gw_main(void *arg)
 {
@@ -622,7 +700,9 @@ gw_main(void *arg)
 	for (int i = 0; i < g->j.ports; i++)
 		pfd[i] = (struct pollfd){.fd = g->fd[i], .events = POLLIN};
 	while (!atomic_load(&g->stop)) {
-		if (poll(pfd, g->j.ports, 5) <= 0)
+		int next = gw_delayed(g);
+
+		if (poll(pfd, g->j.ports, next >= 0 && next < 5 ? next : 5) <= 0)
 			continue;
 		for (int i = 0; i < g->j.ports; i++) {
 			struct sockaddr_in from;
@@ -631,8 +711,7 @@ gw_main(void *arg)
 
 			while ((n = recvfrom(g->fd[i], buf, sizeof(buf), MSG_DONTWAIT,
 					     (struct sockaddr *)&from, &fl)) > 0) {
-				if (!atomic_load(&g->silent))
-					gw_rx(g, i, buf, (size_t)n, &from);
+				gw_in(g, i, buf, (size_t)n, &from);
 				fl = sizeof(from);
 			}
 		}
@@ -709,6 +788,11 @@ gw_start(struct job *j, const struct fake_opts *o)
 		g->slots[i].acc = g->acc + i * j->ce;
 		g->slots[i].res = g->res + i * j->ce * g->esize;
 	}
+	if (o->delay_us != 0) {
+		g->dq = calloc(DELAYQ_LEN, sizeof(*g->dq));
+		CU_ASSERT_FATAL(g->dq != NULL);
+		atomic_store(&g->delay_us, o->delay_us);
+	}
 	CU_ASSERT_FATAL(bind_ports(g));
 	*j = g->j; /* the ports chosen */
 	CU_ASSERT_FATAL(pthread_create(&g->th, NULL, gw_main, g) == 0);
@@ -727,6 +811,7 @@ gw_stop(struct fakegw *g)
 static void
 gw_free(struct fakegw *g)
 {
+	free(g->dq);
 	free(g->slots);
 	free(g->acc);
 	free(g->res);
@@ -2958,6 +3043,91 @@ test_dtype_round(void)
 	}
 }
 
+/* One call of round r on c (worker 0 alone) with options o: every element 1, back exact. */
+static void
+call_ones(struct gr_client *c, const struct job *j, uint32_t r, const struct gr_options *o)
+{
+	float *buf = malloc(j->elements * sizeof(float));
+	int rc, wrong = 0;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	for (uint64_t e = 0; e < j->elements; e++)
+		buf[e] = 1.0f;
+	rc = gr_allreduce(c, buf, j->elements, GR_DTYPE_FP32, r, o);
+	for (uint64_t e = 0; e < j->elements; e++)
+		wrong += buf[e] != 1.0f;
+	CHECK(rc == 1 && wrong == 0, "round %u: %d, %d wrong: %s", r, rc, wrong,
+	      gr_client_error(c));
+	free(buf);
+}
+
+/* A tree's window follows the round trip measured: the rate times the least CONTRIB-to-
+ * RESULT time of the latest call, rounded up to a power of two, between the table's window
+ * and half the slot pool; back to the table's when the round trip shrinks; an explicit
+ * window in the options holds. */
+static void
+test_window_follows(void)
+{
+	struct job j;
+	struct fakegw *g;
+	struct gr_client *c;
+	struct gr_stats st;
+	struct gr_options fixed = {.window = 8};
+	uint32_t w2, rtt;
+
+	/* The arithmetic: 10 Gbit/s x 20 ms / 4096 B = 6103.5 chunks. */
+	CU_ASSERT(client_window_for(10, 20000, 4096, 1024, 16384) == 8192);
+	CU_ASSERT(client_window_for(10, 20000, 4096, 1024, 8192) == 4096); /* half the pool */
+	CU_ASSERT(client_window_for(10, 1000, 4096, 1024, 16384) == 1024); /* 305: the floor */
+	CU_ASSERT(client_window_for(10, 20000, 4096, 64, 64) == 64); /* no room: the floor */
+	CU_ASSERT(client_window_for(0, 20000, 4096, 16, 256) == 16); /* no rate */
+	CU_ASSERT(client_window_for(10, 0, 4096, 16, 256) == 16);    /* no sample */
+	CU_ASSERT(client_window_for(1, 100000, 1024, 16, 0) == 16384); /* no pool: 12207 */
+	CU_ASSERT(client_window_for(1e6, 100000, 1024, 16, 0) == GR_WINDOW_MAX);
+
+	/* 1024 chunks of 1 KiB at 0.05 Gbit/s, window 16, 1024 slots; a gateway 20 ms away:
+	 * 0.05e9 / 8 x 0.02 / 1024 = 122 chunks, 128 at least (more if the machine is busy
+	 * and the least round trip longer), 512 at most. */
+	job_init(&j, 1, 1, 1, GR_DTYPE_FP32, 1024 * 256, 256);
+	j.window = 16;
+	j.slots = 1024;
+	j.rate_gbps = 0.05;
+	g = gw_start(&j, &(struct fake_opts){.retx = RETX_SPEC, .delay_us = 20000});
+	c = client_for(&j, 0);
+	CU_ASSERT_FATAL(c != NULL);
+	gr_client_stats(c, &st);
+	CHECK(st.tree_windows[0] == 16 && st.tree_rtt_min_us[0] == 0,
+	      "before a call: window %u, rtt %u", st.tree_windows[0], st.tree_rtt_min_us[0]);
+	call_ones(c, &j, 1, NULL);
+	gr_client_stats(c, &st);
+	rtt = st.tree_rtt_min_us[0];
+	w2 = st.tree_windows[0];
+	CHECK(rtt >= 20000 && w2 >= 128 && w2 <= 512 &&
+		      w2 == client_window_for(0.05, rtt, 1024, 16, 1024),
+	      "20 ms away: least round trip %u us, window %u", rtt, w2);
+	atomic_store(&g->delay_peak, 0);
+	call_ones(c, &j, 2, NULL);
+	CHECK(atomic_load(&g->delay_peak) > 16 && atomic_load(&g->delay_peak) <= w2,
+	      "the call with window %u had %u first transmissions on their way at most", w2,
+	      atomic_load(&g->delay_peak));
+	atomic_store(&g->delay_peak, 0);
+	call_ones(c, &j, 3, &fixed);
+	CHECK(atomic_load(&g->delay_peak) <= 8, "window 8 given: %u chunks on their way",
+	      atomic_load(&g->delay_peak));
+
+	atomic_store(&g->delay_us, 0); /* the round trip shrinks */
+	call_ones(c, &j, 4, NULL);
+	gr_client_stats(c, &st);
+	CHECK(st.tree_rtt_min_us[0] < 20000 && st.tree_windows[0] <= 64 &&
+		      st.tree_windows[0] ==
+			      client_window_for(0.05, st.tree_rtt_min_us[0], 1024, 16, 1024),
+	      "close again: least round trip %u us, window %u", st.tree_rtt_min_us[0],
+	      st.tree_windows[0]);
+	gr_client_free(c);
+	gw_stop(g);
+	gw_free(g);
+}
+
 /* ---- joining through the control process ------------------------------------------------- */
 
 /* A control process on a unix socket, one connection at a time: it hangs up on its first
@@ -3146,6 +3316,7 @@ main(void)
 		{"two gateways at the site, each a shard", test_two_gateways},
 		{"partial reduce: sets, stragglers", test_partial_reduce},
 		{"RESULT with a contributor set of the wrong length", test_cset_length},
+		{"a tree's window follows the round trip measured", test_window_follows},
 		{"joining: the control process hangs up, the worker asks again",
 		 test_join_hung_up},
 	};

@@ -23,6 +23,12 @@
  * window over the whole tensor would run the trees, whose ranges are contiguous, one
  * after the other).
  *
+ * A tree's window follows its round trip (docs/CLIENT.md, "Windows that follow the round
+ * trip"): the table sizes it to the tree's rate times the round trip planned; each call
+ * measures the least CONTRIB-to-RESULT time of the tree's first transmissions, and the next
+ * call starts with the rate times that, where it is more than the table's, within half the
+ * slot pool.
+ *
  * Runs in the caller's thread.
  */
 #include <errno.h>
@@ -35,6 +41,46 @@
 #include "georeduce.h"
 #include "sum.h"
 #include "wire.h"
+
+/* The window that keeps rate_gbps busy over a round trip of rtt_us with chunks of
+ * chunk_bytes: rate x rtt / chunk_bytes, rounded up to a power of two (as the gateway's
+ * table rounds its own, docs/TABLES.md), at least floor, and at most half of slots (a lost
+ * chunk then still leaves the others a window to move on in the pool) or floor where that
+ * is more. slots 0: no pool known, GR_WINDOW_MAX. */
+uint32_t
+client_window_for(double rate_gbps, uint32_t rtt_us, size_t chunk_bytes, uint32_t floor,
+		  uint32_t slots)
+{
+	uint32_t cap = slots != 0 ? slots / 2 : GR_WINDOW_MAX, w = 1;
+	double need;
+
+	if (cap < floor)
+		cap = floor;
+	if (!(rate_gbps > 0) || rtt_us == 0 || chunk_bytes == 0)
+		return floor;
+	need = rate_gbps * 1e9 / 8 * (double)rtt_us / 1e6 / (double)chunk_bytes;
+	while (w < cap && (double)w < need)
+		w *= 2;
+	if (w > cap)
+		w = cap;
+	return w > floor ? w : floor;
+}
+
+/* Tree t's window by default: the table's (its slot pool where the table gives none, else
+ * GR_WINDOW_DEFAULT), grown to the tree's rate times the round trip the client measured. */
+uint32_t
+client_tree_window(const struct gr_client *c, unsigned int t)
+{
+	const struct gr_tree *tr = &c->cfg.trees[t];
+	uint32_t tw = tr->window != 0 ? tr->window : tr->slots != 0 ? tr->slots : GR_WINDOW_DEFAULT;
+
+	if (tr->slots != 0 && tr->slots < tw)
+		tw = tr->slots;
+	return client_window_for(
+		c->cfg.tree_rate_gbps[t], c->trtt_min[t],
+		wire_payload_bytes((enum wire_dtype)c->cfg.dtype, c->cfg.chunk_elements), tw,
+		tr->slots);
+}
 
 /* Resolve the options into k; 0 or -EINVAL. */
 static int
@@ -50,16 +96,14 @@ call_init(struct call *k, struct gr_client *c, const struct gr_options *o)
 	 * and its slot pool to twice that. */
 	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
 		const struct gr_tree *tr = &c->cfg.trees[t];
-		uint32_t tw = w != 0          ? w :
-			      tr->window != 0 ? tr->window :
-			      tr->slots != 0  ? tr->slots :
-						GR_WINDOW_DEFAULT;
+		uint32_t tw = w != 0 ? w : client_tree_window(c, t);
 
 		k->tnext[t] = k->told[t] = tr->chunk_first;
 		k->tprogress[t] = 0;
 		k->twin[t] = tr->slots != 0 && tr->slots < tw ? tr->slots : tw;
 		k->tspan[t] = tr->slots != 0 ? tr->slots : k->twin[t];
 		k->tflight[t] = 0;
+		k->trtt[t] = 0;
 	}
 	k->rto_min = (uint64_t)(o->rto_min_ms ? o->rto_min_ms : GR_RTO_MIN_DEFAULT_MS) * 1000;
 	k->rto_max = (uint64_t)(o->rto_max_ms ? o->rto_max_ms : GR_RTO_MAX_DEFAULT_MS) * 1000;
@@ -350,6 +394,11 @@ gr_allreduce(struct gr_client *c, void *buf, size_t elements, enum gr_dtype dtyp
 			break;
 		}
 	}
+	/* The round trips measured size the next call's windows (a call without a first
+	 * transmission's result in a tree leaves that tree's as it was). */
+	for (unsigned int t = 0; t < c->cfg.n_trees; t++)
+		if (k.trtt[t] != 0)
+			c->trtt_min[t] = k.trtt[t];
 	if (rc > 0) {
 		c->st.calls_ok++;
 		if (o->progress != NULL)

@@ -116,8 +116,17 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 		c->st.stale++;
 		return;
 	}
-	if (sent_once(h) && !(p->flags & WIRE_F_RETX))
-		rtt_sample(&c->res, (int32_t)((uint32_t)now - h->sent_us));
+	unsigned int tr = tree_of(c, p->chunk);
+
+	if (sent_once(h) && !(p->flags & WIRE_F_RETX)) {
+		uint32_t us = (uint32_t)now - h->sent_us;
+
+		rtt_sample(&c->res, (int32_t)us);
+		if (us == 0)
+			us = 1;
+		if (k->trtt[tr] == 0 || us < k->trtt[tr])
+			k->trtt[tr] = us;
+	}
 	if (p->round != k->round) { /* a later round's: this worker is a straggler */
 		c->st.superseded++;
 		if (c->st.latest_round == 0 || wire_round_before(c->st.latest_round, p->round))
@@ -141,7 +150,6 @@ on_result(struct call *k, const struct wire_pkt *p, const uint8_t *pkt, uint64_t
 	}
 	if (k->average)
 		divide(dst, have, c->cfg.dtype, p->contrib);
-	unsigned int tr = tree_of(c, p->chunk);
 
 	struct rack *rk = rack_of(c, tr, p->chunk);
 

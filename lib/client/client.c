@@ -259,6 +259,7 @@ install(struct gr_client *c, struct prepared *p)
 	if (c->fd >= 0 && c->fd != p->fd)
 		close(c->fd);
 	c->cfg = p->cfg;
+	memset(c->trtt_min, 0, sizeof(c->trtt_min)); /* other trees, other paths */
 	memcpy(c->tgw, p->tgw, sizeof(c->tgw));
 	memcpy(c->gws, p->gws, sizeof(c->gws));
 	c->n_gws = p->n_gws;
@@ -422,4 +423,8 @@ gr_client_stats(const struct gr_client *c, struct gr_stats *out)
 	out->t1_us = (uint32_t)t1_base(c, GR_RTO_MIN_DEFAULT_MS * 1000ull,
 				       GR_RTO_MAX_DEFAULT_MS * 1000ull,
 				       GR_RTO_INITIAL_DEFAULT_MS * 1000ull);
+	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
+		out->tree_windows[t] = client_tree_window(c, t);
+		out->tree_rtt_min_us[t] = c->trtt_min[t];
+	}
 }

@@ -126,6 +126,10 @@ struct gr_client {
 	uint32_t rack_off[GR_TREES_MAX];
 	struct rtt res;  /* CONTRIB to RESULT, first transmissions only */
 	struct rtt path; /* echoed answers (ACK, RESULT to a NACK) */
+	/* Per tree (cfg.trees order): the least CONTRIB-to-RESULT time of its first
+	 * transmissions in the latest call that had one (us; 0: none since the
+	 * configuration), which sizes its window (client_tree_window()). */
+	uint32_t trtt_min[GR_TREES_MAX];
 	struct gr_stats st;
 	char err[GR_ERR_MAX];
 	/* Transmit batch: header, payload iovec and destination per packet. */
@@ -204,6 +208,8 @@ struct call {
 	uint32_t twin[GR_TREES_MAX];      /* per tree: its window (chunks in flight) */
 	uint32_t tspan[GR_TREES_MAX];     /* per tree: how far past told a chunk may be sent */
 	uint32_t tflight[GR_TREES_MAX];   /* per tree: chunks sent without result */
+	uint32_t trtt[GR_TREES_MAX];      /* per tree: least CONTRIB-to-RESULT time of a
+					   * first transmission in this call (us; 0: none) */
 	uint64_t tprogress[GR_TREES_MAX]; /* per tree: when its latest result came (us) */
 	uint32_t done;
 	uint64_t next_due; /* no timer expires before this */
@@ -378,6 +384,11 @@ int client_wait_until(const struct gr_client *c, uint64_t until);
 /* allreduce_tx.c: a chunk's CONTRIB; the timers of the chunks in flight. */
 void client_send_contrib(struct call *k, uint32_t chunk, bool retx, uint64_t now);
 void client_run_timers(struct call *k, uint64_t now);
+
+/* allreduce.c: the window a call starts tree t with when its options give none. */
+uint32_t client_tree_window(const struct gr_client *c, unsigned int t);
+uint32_t client_window_for(double rate_gbps, uint32_t rtt_us, size_t chunk_bytes, uint32_t floor,
+			   uint32_t slots);
 
 /* allreduce_rx.c: read and apply what arrived for an AllReduce call. */
 int client_rx_batch(struct call *k);

@@ -310,6 +310,9 @@ gr_config_check(const struct gr_config *cfg, char *err, size_t errlen)
 		if (cfg->trees[i].chunk_count == 0)
 			return json_util_fail(err, errlen,
 					      "trees[%u].chunk_count: must be at least 1", i);
+		if (!(isfinite(cfg->tree_rate_gbps[i]) && cfg->tree_rate_gbps[i] >= 0))
+			return json_util_fail(
+				err, errlen, "tree_rate_gbps[%u]: must be a finite number >= 0", i);
 		if (cfg->trees[i].window != 0 && cfg->trees[i].slots != 0 &&
 		    cfg->trees[i].window > cfg->trees[i].slots)
 			return json_util_fail(err, errlen,
@@ -408,6 +411,7 @@ config_from(struct gr_config *cfg, struct table *tb, const char *src, uint16_t w
 		cfg->trees[i].chunk_count = tb->trees[i].chunk_count;
 		cfg->trees[i].slots = tb->trees[i].slots;
 		cfg->trees[i].window = tb->trees[i].window;
+		cfg->tree_rate_gbps[i] = tb->trees[i].rate_gbps;
 	}
 	/* The site's other gateways: their trees too, each with its gateway (the table's rule
 	 * keeps them within GR_TREES_MAX together). */
@@ -503,10 +507,11 @@ gr_config_from_table_string(struct gr_config *cfg, const char *json, uint16_t wo
 	return config_from(cfg, tb, "<string>", worker_id, err, errlen);
 }
 
-/* A tree with its gateway, for client_sort_trees(). */
+/* A tree with its gateway and rate, for client_sort_trees(). */
 struct tree_gw {
 	struct gr_tree t;
 	struct gr_gateway g;
+	double rate_gbps;
 };
 
 static int
@@ -515,17 +520,20 @@ cmp_tree_gw_first(const void *a, const void *b)
 	return cmp_tree_first(&((const struct tree_gw *)a)->t, &((const struct tree_gw *)b)->t);
 }
 
-/* Sort cfg's trees by their first chunk, each keeping its entry of tree_gateways. */
+/* Sort cfg's trees by their first chunk, each keeping its entries of tree_gateways and
+ * tree_rate_gbps. */
 void
 client_sort_trees(struct gr_config *cfg)
 {
 	struct tree_gw tg[GR_TREES_MAX];
 
 	for (unsigned int i = 0; i < cfg->n_trees; i++)
-		tg[i] = (struct tree_gw){cfg->trees[i], cfg->tree_gateways[i]};
+		tg[i] = (struct tree_gw){cfg->trees[i], cfg->tree_gateways[i],
+					 cfg->tree_rate_gbps[i]};
 	qsort(tg, cfg->n_trees, sizeof(tg[0]), cmp_tree_gw_first);
 	for (unsigned int i = 0; i < cfg->n_trees; i++) {
 		cfg->trees[i] = tg[i].t;
 		cfg->tree_gateways[i] = tg[i].g;
+		cfg->tree_rate_gbps[i] = tg[i].rate_gbps;
 	}
 }

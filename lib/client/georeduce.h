@@ -161,9 +161,15 @@ struct gr_config {
 	/* The protocol revision this client acts as (docs/PROTOCOL.md section 12): 0 for the
 	 * library's own; 13 or 14 to act as a worker library of that revision, a test and
 	 * upgrade aid: below 14 a chunk of more than 8192 bytes of payload is refused, as
-	 * such a library refuses it. gr_config_from_table() leaves it 0. (Last, for the same
-	 * reason.) */
+	 * such a library refuses it. gr_config_from_table() leaves it 0. (After
+	 * forget_results, for the same reason.) */
 	uint8_t revision;
+	/* The planned rate of trees[i] through this worker's gateway, Gbit/s (the table's
+	 * rate_gbps): with it a call sizes the tree's window from the round trip it measured
+	 * (docs/CLIENT.md, "Windows that follow the round trip"). 0: unknown (a tree of
+	 * another gateway of the site), its window stays trees[i].window. Finite, >= 0.
+	 * (Last, for the same reason.) */
+	double tree_rate_gbps[GR_TREES_MAX];
 };
 
 /** Called with the chunks done and the total (see struct gr_options). */
@@ -179,9 +185,12 @@ struct gr_options {
 	uint32_t window;         /* chunks in flight (sent, without result) per tree at most;
 				 * 0: the tree's window from its table (the gateway's
 				 * bandwidth-delay product for it), else its slot pool, else
-				 * GR_WINDOW_DEFAULT. Whatever the window, the chunks in flight of
-				 * a tree span at most its slot pool (no chunk is sent before every
-				 * chunk of the tree a pool earlier has its result). */
+				 * GR_WINDOW_DEFAULT, grown to the tree's rate times the round
+				 * trip measured in an earlier call where that is more (up to
+				 * half the slot pool; docs/CLIENT.md). Whatever the window, the
+				 * chunks in flight of a tree span at most its slot pool (no chunk
+				 * is sent before every chunk of the tree a pool earlier has its
+				 * result). */
 	uint32_t timeout_ms;     /* give up with -ETIMEDOUT after this; 0: GR_TIMEOUT_DEFAULT_MS */
 	bool average;            /* divide each result by its contributor count in place */
 	gr_progress_fn progress; /* NULL: none */
@@ -265,6 +274,13 @@ struct gr_stats {
 	uint64_t asks_unanswered;  /* ... resent because the gateway answered no question
 					 * (held_asked) within the ask timer: lost, or a
 					 * gateway before PROTOCOL.md revision 1.4 */
+	/* Per tree, in the order of gr_client_config()'s trees (sorted by chunk_first), its
+	 * first n_trees entries: the window the next call starts with (chunks in flight; a
+	 * gr_options.window given to the call overrides it), and the least CONTRIB-to-RESULT
+	 * time of the tree's first transmissions in the latest call that had one, which
+	 * sized it (us; 0: none yet, or since the latest reconfiguration). */
+	uint32_t tree_windows[GR_TREES_MAX];
+	uint32_t tree_rtt_min_us[GR_TREES_MAX];
 };
 
 /** Called by gr_mcast_recv() with each chunk received: count elements of dtype at data

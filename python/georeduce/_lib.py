@@ -71,6 +71,7 @@ class GrConfig(ctypes.Structure):
         ("lan_dtype", ctypes.c_int),
         ("forget_results", ctypes.c_bool),
         ("revision", ctypes.c_uint8),
+        ("tree_rate_gbps", ctypes.c_double * TREES_MAX),
     ]
 
 
@@ -151,6 +152,8 @@ STATS_FIELDS = [
     ("held_asked", ctypes.c_uint64),
     ("retx_fast", ctypes.c_uint64),
     ("asks_unanswered", ctypes.c_uint64),
+    ("tree_windows", ctypes.c_uint32 * TREES_MAX),
+    ("tree_rtt_min_us", ctypes.c_uint32 * TREES_MAX),
 ]
 
 

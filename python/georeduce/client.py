@@ -595,11 +595,18 @@ class Client:
         """The round the next call that names none gets."""
         return self._next_round
 
-    def stats(self) -> Dict[str, int]:
-        """libgeoreduce's counters and timer estimates (struct gr_stats)."""
+    def stats(self) -> Dict[str, Any]:
+        """libgeoreduce's counters and timer estimates (struct gr_stats); the per-tree
+        ones (tree_windows, tree_rtt_min_us) as lists of the configuration's trees."""
         st = _lib.GrStats()
-        _lib.lib().gr_client_stats(self._live(), ctypes.byref(st))
-        return {name: getattr(st, name) for name, _ in _lib.STATS_FIELDS}
+        handle = self._live()
+        _lib.lib().gr_client_stats(handle, ctypes.byref(st))
+        n_trees = _lib.lib().gr_client_config(handle).contents.n_trees
+        out: Dict[str, Any] = {}
+        for name, _ in _lib.STATS_FIELDS:
+            v = getattr(st, name)
+            out[name] = list(v)[:n_trees] if isinstance(v, ctypes.Array) else v
+        return out
 
     def _live(self) -> int:
         if self._handle is None:

@@ -56,6 +56,7 @@ main(void)
 	FIELD(gr_config, lan_dtype);
 	FIELD(gr_config, forget_results);
 	FIELD(gr_config, revision);
+	FIELD(gr_config, tree_rate_gbps);
 	END();
 	BEGIN(gr_gateway);
 	FIELD(gr_gateway, id);
@@ -133,6 +134,8 @@ main(void)
 	FIELD(gr_stats, held_asked);
 	FIELD(gr_stats, retx_fast);
 	FIELD(gr_stats, asks_unanswered);
+	FIELD(gr_stats, tree_windows);
+	FIELD(gr_stats, tree_rtt_min_us);
 	END();
 	printf("}\n");
 	return 0;

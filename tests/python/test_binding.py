@@ -220,6 +220,12 @@ def test_replan_mid_step(tmp_path):
             # The next round runs under epoch 4 at once.
             bufs = [v.copy() for v in vals]
             assert run_all(cs, bufs) == [2, 2]
+            # Per-tree stats: a list of the configuration's one tree; the window at
+            # least the table's (its slots: no window in it), the round trip measured.
+            for c in cs:
+                st = c.stats()
+                assert len(st["tree_windows"]) == 1 and st["tree_windows"][0] >= 4096
+                assert len(st["tree_rtt_min_us"]) == 1 and st["tree_rtt_min_us"][0] > 0
         finally:
             close_all(cs)
         assert gw.bad == 0

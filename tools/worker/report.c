@@ -12,29 +12,49 @@
 #include "georeduce.h"
 #include "georeduce_worker.h"
 
+/* Per tree of the client's configuration: its id, the window the next call starts with
+ * and the least round trip of the latest call that measured one. */
+static json_t *
+trees_json(const struct gr_client *c, const struct gr_stats *s)
+{
+	const struct gr_config *cfg = gr_client_config(c);
+	json_t *a = json_array();
+
+	for (unsigned int t = 0; a != NULL && t < cfg->n_trees; t++)
+		json_array_append_new(a,
+				      json_pack("{s:i, s:I, s:I}", "id", (int)cfg->trees[t].id,
+						"window", (json_int_t)s->tree_windows[t],
+						"rtt_min_us", (json_int_t)s->tree_rtt_min_us[t]));
+	return a;
+}
+
 static json_t *
 stats_json(const struct gr_client *c)
 {
 	struct gr_stats s;
+	json_t *j;
 
 	gr_client_stats(c, &s);
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-			 "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-			 "timeouts", (json_int_t)s.timeouts, "cancels", (json_int_t)s.cancels,
-			 "contribs_sent", (json_int_t)s.contribs_sent, "contribs_retx",
-			 (json_int_t)s.contribs_retx, "nacks_sent", (json_int_t)s.nacks_sent,
-			 "results", (json_int_t)s.results, "acks", (json_int_t)s.acks, "duplicates",
-			 (json_int_t)s.duplicates, "stale", (json_int_t)s.stale, "invalid",
-			 (json_int_t)s.invalid, "srtt_us", (json_int_t)s.srtt_us, "t1_us",
-			 (json_int_t)s.t1_us, "mcast_sent", (json_int_t)s.mcast_sent,
-			 "mcast_received", (json_int_t)s.mcast_received, "mcast_late",
-			 (json_int_t)s.mcast_late, "mcast_too_far", (json_int_t)s.mcast_too_far,
-			 "mcast_skipped", (json_int_t)s.mcast_skipped, "mcast_nacks_sent",
-			 (json_int_t)s.mcast_nacks_sent, "mcast_repaired",
-			 (json_int_t)s.mcast_repaired, "kept_answers", (json_int_t)s.kept_answers,
-			 "kept_misses", (json_int_t)s.kept_misses, "held_asked",
-			 (json_int_t)s.held_asked, "retx_fast", (json_int_t)s.retx_fast,
-			 "asks_unanswered", (json_int_t)s.asks_unanswered);
+	j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+		      "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		      "timeouts", (json_int_t)s.timeouts, "cancels", (json_int_t)s.cancels,
+		      "contribs_sent", (json_int_t)s.contribs_sent, "contribs_retx",
+		      (json_int_t)s.contribs_retx, "nacks_sent", (json_int_t)s.nacks_sent,
+		      "results", (json_int_t)s.results, "acks", (json_int_t)s.acks, "duplicates",
+		      (json_int_t)s.duplicates, "stale", (json_int_t)s.stale, "invalid",
+		      (json_int_t)s.invalid, "srtt_us", (json_int_t)s.srtt_us, "t1_us",
+		      (json_int_t)s.t1_us, "mcast_sent", (json_int_t)s.mcast_sent, "mcast_received",
+		      (json_int_t)s.mcast_received, "mcast_late", (json_int_t)s.mcast_late,
+		      "mcast_too_far", (json_int_t)s.mcast_too_far, "mcast_skipped",
+		      (json_int_t)s.mcast_skipped, "mcast_nacks_sent",
+		      (json_int_t)s.mcast_nacks_sent, "mcast_repaired",
+		      (json_int_t)s.mcast_repaired, "kept_answers", (json_int_t)s.kept_answers,
+		      "kept_misses", (json_int_t)s.kept_misses, "held_asked",
+		      (json_int_t)s.held_asked, "retx_fast", (json_int_t)s.retx_fast,
+		      "asks_unanswered", (json_int_t)s.asks_unanswered);
+	if (j != NULL)
+		json_object_set_new(j, "trees", trees_json(c, &s));
+	return j;
 }
 
 int
