@@ -197,8 +197,9 @@ table_json(const struct job *j)
 			"  \"chunk_first\": %u, \"chunk_count\": %u, \"rate_gbps\": %g, "
 			"\"slots\": %u%s%.0u%s%.0d}",
 			t ? ",\n " : "", j->tree_id[t], workers, j->n_workers, j->n_workers,
-			j->first[t], j->count[t], j->rate_gbps != 0 ? j->rate_gbps : 1.0, j->slots, j->window != 0 ? ", \"window\": " : "",
-			j->window, j->threshold != 0 ? ", \"threshold\": " : "", j->threshold);
+			j->first[t], j->count[t], j->rate_gbps != 0 ? j->rate_gbps : 1.0, j->slots,
+			j->window != 0 ? ", \"window\": " : "", j->window,
+			j->threshold != 0 ? ", \"threshold\": " : "", j->threshold);
 	n += (size_t)snprintf(s + n, cap - n, "]");
 	if (j->shard != NULL) {
 		const struct job *o = j->shard;
@@ -3072,17 +3073,17 @@ test_window_follows(void)
 	struct fakegw *g;
 	struct gr_client *c;
 	struct gr_stats st;
-	struct gr_options fixed = {.window = 8};
+	struct gr_options fixed = {.window = 8}, table = {.table_windows = true};
 	uint32_t w2, rtt;
 
 	/* The arithmetic: 10 Gbit/s x 20 ms / 4096 B = 6103.5 chunks. */
 	CU_ASSERT(client_window_for(10, 20000, 4096, 1024, 16384) == 8192);
 	CU_ASSERT(client_window_for(10, 20000, 4096, 1024, 8192) == 4096); /* half the pool */
 	CU_ASSERT(client_window_for(10, 1000, 4096, 1024, 16384) == 1024); /* 305: the floor */
-	CU_ASSERT(client_window_for(10, 20000, 4096, 64, 64) == 64); /* no room: the floor */
-	CU_ASSERT(client_window_for(0, 20000, 4096, 16, 256) == 16); /* no rate */
-	CU_ASSERT(client_window_for(10, 0, 4096, 16, 256) == 16);    /* no sample */
-	CU_ASSERT(client_window_for(1, 100000, 1024, 16, 0) == 16384); /* no pool: 12207 */
+	CU_ASSERT(client_window_for(10, 20000, 4096, 64, 64) == 64);       /* no room: the floor */
+	CU_ASSERT(client_window_for(0, 20000, 4096, 16, 256) == 16);       /* no rate */
+	CU_ASSERT(client_window_for(10, 0, 4096, 16, 256) == 16);          /* no sample */
+	CU_ASSERT(client_window_for(1, 100000, 1024, 16, 0) == 16384);     /* no pool: 12207 */
 	CU_ASSERT(client_window_for(1e6, 100000, 1024, 16, 0) == GR_WINDOW_MAX);
 
 	/* 1024 chunks of 1 KiB at 0.05 Gbit/s, window 16, 1024 slots; a gateway 20 ms away:
@@ -3114,9 +3115,13 @@ test_window_follows(void)
 	call_ones(c, &j, 3, &fixed);
 	CHECK(atomic_load(&g->delay_peak) <= 8, "window 8 given: %u chunks on their way",
 	      atomic_load(&g->delay_peak));
+	atomic_store(&g->delay_peak, 0);
+	call_ones(c, &j, 4, &table);
+	CHECK(atomic_load(&g->delay_peak) <= 16, "the table's window: %u chunks on their way",
+	      atomic_load(&g->delay_peak));
 
 	atomic_store(&g->delay_us, 0); /* the round trip shrinks */
-	call_ones(c, &j, 4, NULL);
+	call_ones(c, &j, 5, NULL);
 	gr_client_stats(c, &st);
 	CHECK(st.tree_rtt_min_us[0] < 20000 && st.tree_windows[0] <= 64 &&
 		      st.tree_windows[0] ==
@@ -3317,8 +3322,7 @@ main(void)
 		{"partial reduce: sets, stragglers", test_partial_reduce},
 		{"RESULT with a contributor set of the wrong length", test_cset_length},
 		{"a tree's window follows the round trip measured", test_window_follows},
-		{"joining: the control process hangs up, the worker asks again",
-		 test_join_hung_up},
+		{"joining: the control process hangs up, the worker asks again", test_join_hung_up},
 	};
 	const char *q = getenv("GEOREDUCE_TEST_QUICK");
 

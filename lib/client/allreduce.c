@@ -66,16 +66,25 @@ client_window_for(double rate_gbps, uint32_t rtt_us, size_t chunk_bytes, uint32_
 	return w > floor ? w : floor;
 }
 
-/* Tree t's window by default: the table's (its slot pool where the table gives none, else
- * GR_WINDOW_DEFAULT), grown to the tree's rate times the round trip the client measured. */
+/* Tree t's window from its table: the table's window, else its slot pool, else
+ * GR_WINDOW_DEFAULT, within the pool. */
 uint32_t
-client_tree_window(const struct gr_client *c, unsigned int t)
+client_table_window(const struct gr_client *c, unsigned int t)
 {
 	const struct gr_tree *tr = &c->cfg.trees[t];
 	uint32_t tw = tr->window != 0 ? tr->window : tr->slots != 0 ? tr->slots : GR_WINDOW_DEFAULT;
 
-	if (tr->slots != 0 && tr->slots < tw)
-		tw = tr->slots;
+	return tr->slots != 0 && tr->slots < tw ? tr->slots : tw;
+}
+
+/* Tree t's window by default: the table's, grown to the tree's rate times the round trip
+ * the client measured. */
+uint32_t
+client_tree_window(const struct gr_client *c, unsigned int t)
+{
+	const struct gr_tree *tr = &c->cfg.trees[t];
+	uint32_t tw = client_table_window(c, t);
+
 	return client_window_for(
 		c->cfg.tree_rate_gbps[t], c->trtt_min[t],
 		wire_payload_bytes((enum wire_dtype)c->cfg.dtype, c->cfg.chunk_elements), tw,
@@ -96,7 +105,9 @@ call_init(struct call *k, struct gr_client *c, const struct gr_options *o)
 	 * and its slot pool to twice that. */
 	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
 		const struct gr_tree *tr = &c->cfg.trees[t];
-		uint32_t tw = w != 0 ? w : client_tree_window(c, t);
+		uint32_t tw = w != 0           ? w :
+			      o->table_windows ? client_table_window(c, t) :
+						 client_tree_window(c, t);
 
 		k->tnext[t] = k->told[t] = tr->chunk_first;
 		k->tprogress[t] = 0;

@@ -387,6 +387,7 @@ void client_run_timers(struct call *k, uint64_t now);
 
 /* allreduce.c: the window a call starts tree t with when its options give none. */
 uint32_t client_tree_window(const struct gr_client *c, unsigned int t);
+uint32_t client_table_window(const struct gr_client *c, unsigned int t);
 uint32_t client_window_for(double rate_gbps, uint32_t rtt_us, size_t chunk_bytes, uint32_t floor,
 			   uint32_t slots);
 

@@ -187,7 +187,8 @@ struct gr_options {
 				 * bandwidth-delay product for it), else its slot pool, else
 				 * GR_WINDOW_DEFAULT, grown to the tree's rate times the round
 				 * trip measured in an earlier call where that is more (up to
-				 * half the slot pool; docs/CLIENT.md). Whatever the window, the
+				 * half the slot pool; docs/CLIENT.md; not with table_windows).
+				 * Whatever the window, the
 				 * chunks in flight of a tree span at most its slot pool (no chunk
 				 * is sent before every chunk of the tree a pool earlier has its
 				 * result). */
@@ -219,6 +220,9 @@ struct gr_options {
 				 * caller that learns of a new epoch (a re-plan) stops the round
 				 * at once this way instead of waiting for its timeout */
 	void *cancel_arg;
+	bool table_windows; /* with window 0: each tree's window is its table's, not
+				 * grown with the round trip measured (docs/CLIENT.md, "Windows
+				 * that follow the round trip"); for comparisons and tests */
 };
 
 /** Counters of a client since it was created (reconfiguration keeps them). */

@@ -48,6 +48,7 @@ struct opts {
 	const char *input;
 	const char *output;
 	uint32_t window;
+	bool table_windows; /* --window table */
 	double timeout_s;
 	bool json;
 	bool follow;         /* --follow: reload the table when it changes */

@@ -65,8 +65,12 @@ usage(FILE *f)
 		"fp16,\n"
 		"                        bf16, mxint8, mxfp8, mxfp4)\n"
 		"  --output FILE         write the last round's result there (one worker only)\n"
-		"  --window N            chunks in flight per tree (default: the tree's slot\n"
-		"                        pool at the gateway, or %d if the table has none)\n"
+		"  --window N|table      chunks in flight per tree (default: the tree's window\n"
+		"                        in the table, else its slot pool, else %d, grown with\n"
+		"                        the round trip measured up to half the slot pool;\n"
+		"                        table: the table's, not grown)\n",
+		CTL_PEERS_MAX, WORKERS_MAX, GR_WINDOW_DEFAULT);
+	fprintf(f,
 		"  --timeout SECONDS     limit of each round (default %d)\n"
 		"  --follow              the table file is rewritten when the control process\n"
 		"                        installs a new epoch (georeduce-control run --out):\n"
@@ -82,7 +86,7 @@ usage(FILE *f)
 		"                        got in a gateway failure then cannot get them back\n"
 		"                        from it: docs/CLIENT.md, Results kept)\n"
 		"  --json                a JSON summary on stdout instead of lines\n",
-		CTL_PEERS_MAX, WORKERS_MAX, GR_WINDOW_DEFAULT, GR_TIMEOUT_DEFAULT_MS / 1000);
+		GR_TIMEOUT_DEFAULT_MS / 1000);
 	fprintf(f,
 		"  --revision N          act as a worker library of protocol revision 1.N, %d ..\n"
 		"                        %d (a test and upgrade aid: below 14 a table whose\n"
@@ -145,6 +149,24 @@ parse_u32(const char *name, const char *s, uint64_t min, uint64_t max, uint32_t 
 		return -1;
 	*out = (uint32_t)v;
 	return 0;
+}
+
+/* --window: a count of chunks, or "table". */
+static int
+parse_window(const char *s, struct opts *o)
+{
+	if (strcmp(s, "table") == 0) {
+		o->table_windows = true;
+		return 0;
+	}
+	if (s[0] < '0' || s[0] > '9') {
+		fprintf(stderr,
+			PROG
+			": --window: '%s' is neither a count of chunks (1 .. %d) nor 'table'\n",
+			s, GR_WINDOW_MAX);
+		return -1;
+	}
+	return parse_u32("--window", s, 1, GR_WINDOW_MAX, &o->window);
 }
 
 static int
@@ -336,7 +358,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 			o->output = optarg;
 			break;
 		case 'W':
-			if (parse_u32("--window", optarg, 1, GR_WINDOW_MAX, &o->window) < 0)
+			if (parse_window(optarg, o) < 0)
 				return -1;
 			break;
 		case 'T':
@@ -430,12 +452,12 @@ parse_opts(int argc, char **argv, struct opts *o)
 		return -1;
 	}
 	if (o->multicast) {
-		const char *x = o->input != NULL  ? "--input" :
-				o->output != NULL ? "--output" :
-				o->all != NULL    ? "--all-workers" :
-				o->window != 0    ? "--window" :
-				o->follow         ? "--follow" :
-						    NULL;
+		const char *x = o->input != NULL                   ? "--input" :
+				o->output != NULL                  ? "--output" :
+				o->all != NULL                     ? "--all-workers" :
+				o->window != 0 || o->table_windows ? "--window" :
+				o->follow                          ? "--follow" :
+								     NULL;
 
 		if (x != NULL) {
 			cli_error(PROG, "--multicast and %s exclude each other", x);
