@@ -279,8 +279,8 @@ struct gr_stats {
 					 * (held_asked) within the ask timer: lost, or a
 					 * gateway before PROTOCOL.md revision 1.4 */
 	/* Per tree, in the order of gr_client_config()'s trees (sorted by chunk_first), its
-	 * first n_trees entries: the window the next call starts with (chunks in flight; a
-	 * gr_options.window given to the call overrides it), and the least CONTRIB-to-RESULT
+	 * first n_trees entries: the window the next call starts with by default (chunks in
+	 * flight; gr_options.window or table_windows given to a call override it), and the least CONTRIB-to-RESULT
 	 * time of the tree's first transmissions in the latest call that had one, which
 	 * sized it (us; 0: none yet, or since the latest reconfiguration). */
 	uint32_t tree_windows[GR_TREES_MAX];
