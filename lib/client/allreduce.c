@@ -16,8 +16,8 @@
  * result), and a span of at most its slot pool: chunk i of a tree is sent only once every
  * chunk of that tree before i - slots has its result, so the chunks in flight of a tree
  * never collide in the gateway's slot pool for it (slot = chunk & (slots - 1)). The
- * gateway's table makes the pool twice the window, so a lost chunk does not stop the
- * window until it is resent: the others move on past it by up to a window. First
+ * gateway's table makes the pool up to four times its window, so a lost chunk does not
+ * stop the window until it is resent: the others move on past it. First
  * transmissions go round-robin over the trees with room in their window, so that every
  * tree of the plan runs at once, each at the rate its gateway paces it to (a single
  * window over the whole tensor would run the trees, whose ranges are contiguous, one
@@ -102,7 +102,8 @@ call_init(struct call *k, struct gr_client *c, const struct gr_options *o)
 	k->window = w;
 	/* By default a tree's window is the one its table gives: the gateway sizes it to the
 	 * tree's bandwidth-delay product (docs/TABLES.md), which is what keeps the tree busy,
-	 * and its slot pool to twice that. */
+	 * and its slot pool to up to four times that; grown where the round trip measured
+	 * is longer than planned (client_tree_window()). */
 	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
 		const struct gr_tree *tr = &c->cfg.trees[t];
 		uint32_t tw = w != 0           ? w :
