@@ -52,9 +52,9 @@ expect 2 "--worker-id not a number" w --worker-id eleven
 expect 2 "--worker-id twice" w --worker-id 11 --worker-id 11
 expect 2 "--rounds 0" w --worker-id 11 --rounds 0
 expect 2 "--window 0" w --worker-id 11 --window 0
-expect 2 "--window tables" w --worker-id 11 --window tables
-grep -q "nor 'table'" "$tmp/err" && ok "... names the word it takes" ||
-	not_ok "--window tables: $(cat "$tmp/err")"
+expect 2 "--window follows" w --worker-id 11 --window follows
+grep -q "nor 'follow'" "$tmp/err" && ok "... names the word it takes" ||
+	not_ok "--window follows: $(cat "$tmp/err")"
 expect 2 "--timeout 0" w --worker-id 11 --timeout 0
 expect 2 "--first-round 2^32" w --worker-id 11 --first-round 4294967296
 expect 2 "--all-workers empty item" w --worker-id 11 --all-workers 11,,12

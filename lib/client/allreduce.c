@@ -23,8 +23,8 @@
  * window over the whole tensor would run the trees, whose ranges are contiguous, one
  * after the other).
  *
- * A tree's window follows its round trip (docs/CLIENT.md, "Windows that follow the round
- * trip"): the table sizes it to the tree's rate times the round trip planned; each call
+ * With gr_options.follow_rtt a tree's window follows its round trip (docs/CLIENT.md,
+ * "Windows that follow the round trip"): the table sizes it to the tree's rate times the round trip planned; each call
  * measures the least CONTRIB-to-RESULT time of the tree's first transmissions, and the next
  * call starts with the rate times that, where it is more than the table's, within half the
  * slot pool.
@@ -102,13 +102,13 @@ call_init(struct call *k, struct gr_client *c, const struct gr_options *o)
 	k->window = w;
 	/* By default a tree's window is the one its table gives: the gateway sizes it to the
 	 * tree's bandwidth-delay product (docs/TABLES.md), which is what keeps the tree busy,
-	 * and its slot pool to up to four times that; grown where the round trip measured
-	 * is longer than planned (client_tree_window()). */
+	 * and its slot pool to up to four times that; with follow_rtt grown where the round
+	 * trip measured is longer than planned (client_tree_window()). */
 	for (unsigned int t = 0; t < c->cfg.n_trees; t++) {
 		const struct gr_tree *tr = &c->cfg.trees[t];
-		uint32_t tw = w != 0           ? w :
-			      o->table_windows ? client_table_window(c, t) :
-						 client_tree_window(c, t);
+		uint32_t tw = w != 0        ? w :
+			      o->follow_rtt ? client_tree_window(c, t) :
+					      client_table_window(c, t);
 
 		k->tnext[t] = k->told[t] = tr->chunk_first;
 		k->tprogress[t] = 0;

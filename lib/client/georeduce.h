@@ -185,10 +185,10 @@ struct gr_options {
 	uint32_t window;         /* chunks in flight (sent, without result) per tree at most;
 				 * 0: the tree's window from its table (the gateway's
 				 * bandwidth-delay product for it), else its slot pool, else
-				 * GR_WINDOW_DEFAULT, grown to the tree's rate times the round
-				 * trip measured in an earlier call where that is more (up to
-				 * half the slot pool; docs/CLIENT.md; not with table_windows).
-				 * Whatever the window, the
+				 * GR_WINDOW_DEFAULT; with follow_rtt grown to the tree's rate
+				 * times the round trip measured in an earlier call where that is
+				 * more (up to half the slot pool; docs/CLIENT.md). Whatever the
+				 * window, the
 				 * chunks in flight of a tree span at most its slot pool (no chunk
 				 * is sent before every chunk of the tree a pool earlier has its
 				 * result). */
@@ -220,9 +220,9 @@ struct gr_options {
 				 * caller that learns of a new epoch (a re-plan) stops the round
 				 * at once this way instead of waiting for its timeout */
 	void *cancel_arg;
-	bool table_windows; /* with window 0: each tree's window is its table's, not
-				 * grown with the round trip measured (docs/CLIENT.md, "Windows
-				 * that follow the round trip"); for comparisons and tests */
+	bool follow_rtt; /* with window 0: each tree's window grows with the round trip
+			  * measured (docs/CLIENT.md, "Windows that follow the round trip");
+			  * false: the table's */
 };
 
 /** Counters of a client since it was created (reconfiguration keeps them). */
@@ -279,8 +279,8 @@ struct gr_stats {
 					 * (held_asked) within the ask timer: lost, or a
 					 * gateway before PROTOCOL.md revision 1.4 */
 	/* Per tree, in the order of gr_client_config()'s trees (sorted by chunk_first), its
-	 * first n_trees entries: the window the next call starts with by default (chunks in
-	 * flight; gr_options.window or table_windows given to a call override it), and the least CONTRIB-to-RESULT
+	 * first n_trees entries: the window the next call with gr_options.follow_rtt starts
+	 * with (chunks in flight), and the least CONTRIB-to-RESULT
 	 * time of the tree's first transmissions in the latest call that had one, which
 	 * sized it (us; 0: none yet, or since the latest reconfiguration). */
 	uint32_t tree_windows[GR_TREES_MAX];

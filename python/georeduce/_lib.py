@@ -99,7 +99,7 @@ class GrOptions(ctypes.Structure):
         ("resume", ctypes.c_bool),
         ("cancel", CANCEL_FN),
         ("cancel_arg", ctypes.c_void_p),
-        ("table_windows", ctypes.c_bool),
+        ("follow_rtt", ctypes.c_bool),
     ]
 
 

@@ -79,7 +79,7 @@ main(void)
 	FIELD(gr_options, resume);
 	FIELD(gr_options, cancel);
 	FIELD(gr_options, cancel_arg);
-	FIELD(gr_options, table_windows);
+	FIELD(gr_options, follow_rtt);
 	END();
 	BEGIN(gr_join_opts);
 	FIELD(gr_join_opts, control);

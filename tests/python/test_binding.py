@@ -220,8 +220,9 @@ def test_replan_mid_step(tmp_path):
             # The next round runs under epoch 4 at once.
             bufs = [v.copy() for v in vals]
             assert run_all(cs, bufs) == [2, 2]
-            # Per-tree stats: a list of the configuration's one tree; the window at
-            # least the table's (its slots: no window in it), the round trip measured.
+            # Per-tree stats: a list of the configuration's one tree; the window a
+            # follow_rtt call would start with at least the table's (its slots: no window
+            # in it), the round trip measured.
             for c in cs:
                 st = c.stats()
                 assert len(st["tree_windows"]) == 1 and st["tree_windows"][0] >= 4096

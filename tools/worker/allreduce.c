@@ -74,7 +74,7 @@ worker_main(void *arg)
 	double bytes = (double)cfg->elements * (double)gr_dtype_size(cfg->dtype);
 	struct gr_options go = {
 		.window = o->window,
-		.table_windows = o->table_windows,
+		.follow_rtt = o->follow_rtt,
 		.timeout_ms = (uint32_t)(o->timeout_s * 1000 + 0.5),
 		.progress = w->show_progress || o->follow ? round_progress : NULL,
 		.progress_arg = w,

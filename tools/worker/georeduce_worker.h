@@ -48,7 +48,7 @@ struct opts {
 	const char *input;
 	const char *output;
 	uint32_t window;
-	bool table_windows; /* --window table */
+	bool follow_rtt; /* --window follow */
 	double timeout_s;
 	bool json;
 	bool follow;         /* --follow: reload the table when it changes */

@@ -65,10 +65,10 @@ usage(FILE *f)
 		"fp16,\n"
 		"                        bf16, mxint8, mxfp8, mxfp4)\n"
 		"  --output FILE         write the last round's result there (one worker only)\n"
-		"  --window N|table      chunks in flight per tree (default: the tree's window\n"
-		"                        in the table, else its slot pool, else %d, grown with\n"
-		"                        the round trip measured up to half the slot pool;\n"
-		"                        table: the table's, not grown)\n",
+		"  --window N|follow     chunks in flight per tree (default: the tree's window\n"
+		"                        in the table, else its slot pool, else %d; follow:\n"
+		"                        that, grown with the round trip measured up to half\n"
+		"                        the slot pool)\n",
 		CTL_PEERS_MAX, WORKERS_MAX, GR_WINDOW_DEFAULT);
 	fprintf(f,
 		"  --timeout SECONDS     limit of each round (default %d)\n"
@@ -155,14 +155,14 @@ parse_u32(const char *name, const char *s, uint64_t min, uint64_t max, uint32_t 
 static int
 parse_window(const char *s, struct opts *o)
 {
-	if (strcmp(s, "table") == 0) {
-		o->table_windows = true;
+	if (strcmp(s, "follow") == 0) {
+		o->follow_rtt = true;
 		return 0;
 	}
 	if (s[0] < '0' || s[0] > '9') {
 		fprintf(stderr,
 			PROG
-			": --window: '%s' is neither a count of chunks (1 .. %d) nor 'table'\n",
+			": --window: '%s' is neither a count of chunks (1 .. %d) nor 'follow'\n",
 			s, GR_WINDOW_MAX);
 		return -1;
 	}
@@ -452,12 +452,12 @@ parse_opts(int argc, char **argv, struct opts *o)
 		return -1;
 	}
 	if (o->multicast) {
-		const char *x = o->input != NULL                   ? "--input" :
-				o->output != NULL                  ? "--output" :
-				o->all != NULL                     ? "--all-workers" :
-				o->window != 0 || o->table_windows ? "--window" :
-				o->follow                          ? "--follow" :
-								     NULL;
+		const char *x = o->input != NULL                ? "--input" :
+				o->output != NULL               ? "--output" :
+				o->all != NULL                  ? "--all-workers" :
+				o->window != 0 || o->follow_rtt ? "--window" :
+				o->follow                       ? "--follow" :
+								  NULL;
 
 		if (x != NULL) {
 			cli_error(PROG, "--multicast and %s exclude each other", x);
