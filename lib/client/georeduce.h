@@ -165,10 +165,10 @@ struct gr_config {
 	 * forget_results, for the same reason.) */
 	uint8_t revision;
 	/* The planned rate of trees[i] through this worker's gateway, Gbit/s (the table's
-	 * rate_gbps): with it a call sizes the tree's window from the round trip it measured
-	 * (docs/CLIENT.md, "Windows that follow the round trip"). 0: unknown (a tree of
-	 * another gateway of the site), its window stays trees[i].window. Finite, >= 0.
-	 * (Last, for the same reason.) */
+	 * rate_gbps): with it a call with gr_options.follow_rtt sizes the tree's window from
+	 * the round trip it measured (docs/CLIENT.md, "Windows that follow the round trip").
+	 * 0: unknown (a tree of another gateway of the site), its window stays
+	 * trees[i].window. Finite, >= 0. (Last, for the same reason.) */
 	double tree_rate_gbps[GR_TREES_MAX];
 };
 
