@@ -1373,40 +1373,135 @@ test_hyst_budget(void)
 	CU_ASSERT_EQUAL(planned, 3);
 }
 
-/* A shortfall counts once it has lasted short_samples measurements and short_ms; one
- * sample that is not short starts it again. */
+/* The first heartbeat (200 ms apart, from 0) at which hyst_short_step() counts a
+ * shortfall, short at heartbeat i when short(i); -1 if none within n heartbeats. *counted:
+ * how many times it counted. */
+static int
+hyst_first_count(const struct hyst_cfg *c, bool (*is_short)(int), int n, int *counted)
+{
+	struct hyst_short s = { 0 };
+	int first = -1;
+
+	*counted = 0;
+	for (int i = 0; i < n; i++)
+		if (hyst_short_step(c, &s, is_short(i), (int64_t)i * 200)) {
+			if (first < 0)
+				first = i;
+			++*counted;
+		}
+	return first;
+}
+
+static bool
+every_other(int i)
+{
+	return i % 2 == 0;
+}
+
+static bool
+one_in_four(int i)
+{
+	return i % 4 == 0;
+}
+
+static bool
+always(int i)
+{
+	(void)i;
+	return true;
+}
+/* A job's rounds: the link short behind its queue, but the heartbeat that falls between
+ * two rounds finds the queue drained, one in six. */
+static bool
+rounds(int i)
+{
+	return i % 6 != 5;
+}
+/* A lone short heartbeat (a moment of starvation), 3 s of nothing, then short for good
+ * from heartbeat 16. */
+static bool
+late(int i)
+{
+	return i == 0 || i >= 16;
+}
+
+/* A shortfall counts once a window of short_ms and short_samples, opened by a short
+ * measurement, has at least two thirds of its measurements short. */
 static void
 test_hyst_short(void)
 {
-	struct hyst_short s = {0};
-	int64_t t = 0;
-	int counted = 0, at = -1;
+	int counted, first;
 
-	/* A loaded host: short every other heartbeat for ten minutes, never counted. */
-	for (int i = 0; i < 3000; i++, t += 200)
-		counted += hyst_short_step(&hcfg, &s, i % 2 == 0, t);
+	/* A loaded host: short every other heartbeat, or one in four, for ten minutes:
+	 * never counted. */
+	CU_ASSERT_EQUAL(hyst_first_count(&hcfg, every_other, 3000, &counted), -1);
 	CU_ASSERT_EQUAL(counted, 0);
-	/* Short for 4.8 s of 200 ms heartbeats, then a good one: nothing. */
-	for (int i = 0; i < 25; i++, t += 200)
-		counted += hyst_short_step(&hcfg, &s, true, t);
-	counted += hyst_short_step(&hcfg, &s, false, t);
+	CU_ASSERT_EQUAL(hyst_first_count(&hcfg, one_in_four, 3000, &counted), -1);
 	CU_ASSERT_EQUAL(counted, 0);
-	/* Short all along: counted at the sample 5 s after the first, then again 5 s on. */
-	t += 200;
-	for (int i = 0; i < 60; i++, t += 200)
-		if (hyst_short_step(&hcfg, &s, true, t)) {
-			counted++;
-			if (at < 0)
-				at = i;
-		}
-	CU_ASSERT_EQUAL(at, HYST_SHORT_MS_DEFAULT / 200);
+	/* Short all along: counted at the heartbeat 5 s after the first, then every 5 s
+	 * (the next window opens at the heartbeat after). */
+	first = hyst_first_count(&hcfg, always, 60, &counted);
+	CU_ASSERT_EQUAL(first, HYST_SHORT_MS_DEFAULT / 200);
 	CU_ASSERT_EQUAL(counted, 2);
+	/* Rounds with a gap between them: counted as soon, though no six heartbeats in a row
+	 * were ever short. */
+	first = hyst_first_count(&hcfg, rounds, 60, &counted);
+	CU_ASSERT_EQUAL(first, HYST_SHORT_MS_DEFAULT / 200);
+	CU_ASSERT_EQUAL(counted, 2);
+	/* The window a lone short heartbeat opened does not count (11 of 26 short); the next
+	 * one, opened when the shortfall starts, does, 5 s on. */
+	first = hyst_first_count(&hcfg, late, 120, &counted);
+	CU_ASSERT_EQUAL(first, 26 + HYST_SHORT_MS_DEFAULT / 200);
+	CU_ASSERT(first * 200 - 16 * 200 <= 2 * HYST_SHORT_MS_DEFAULT);
 	/* Heartbeats 10 s apart: 5 s pass at once, the samples do not. */
-	struct hyst_short w = {0};
+	struct hyst_short w = { 0 };
 
 	CU_ASSERT(!hyst_short_step(&hcfg, &w, true, 0));
-	CU_ASSERT(!hyst_short_step(&hcfg, &w, true, 10000));
-	CU_ASSERT(hyst_short_step(&hcfg, &w, true, 20000));
+	CU_ASSERT(!hyst_short_step(&hcfg, &w, false, 10000));
+	CU_ASSERT(hyst_short_step(&hcfg, &w, true, 20000)); /* 2 of 3 */
+	CU_ASSERT(!hyst_short_step(&hcfg, &w, true, 30000));
+	CU_ASSERT(!hyst_short_step(&hcfg, &w, false, 40000));
+	CU_ASSERT(!hyst_short_step(&hcfg, &w, false, 50000)); /* 1 of 3 */
+	CU_ASSERT(!hyst_short_step(&hcfg, &w, false, 60000)); /* no window open */
+	/* One measurement, no time: each short one counts, no other does. */
+	struct hyst_cfg now = hcfg;
+
+	now.short_ms = 0;
+	now.short_samples = 1;
+	w = (struct hyst_short){ 0 };
+	CU_ASSERT(hyst_short_step(&now, &w, true, 0));
+	CU_ASSERT(!hyst_short_step(&now, &w, false, 200));
+	CU_ASSERT(hyst_short_step(&now, &w, true, 400));
+}
+
+/* What a link found short does to the capacity plans use: nothing new within a fifth of
+ * a measured one, never lower than a measured one. */
+static void
+test_hyst_cap(void)
+{
+	CU_ASSERT_EQUAL(hyst_cap_step(0, 0.008, 0.2), HYST_CAP_NEW);
+	CU_ASSERT_EQUAL(hyst_cap_step(0.008, 0.0075, 0.2), HYST_CAP_SAME);
+	CU_ASSERT_EQUAL(hyst_cap_step(0.008, 0.009, 0.2), HYST_CAP_SAME);
+	CU_ASSERT_EQUAL(hyst_cap_step(0.008, 0.010, 0.2), HYST_CAP_NEW);
+	CU_ASSERT_EQUAL(hyst_cap_step(0.008, 0.0064, 0.2), HYST_CAP_LOWER);
+	CU_ASSERT_EQUAL(hyst_cap_step(0.008, 0.002, 0.2), HYST_CAP_LOWER);
+	/* Senders that carry half of any plan (windows sized for a round trip that a loaded
+	 * host doubles), on a 0.02 Gbit/s link found short at every window: planned once
+	 * at what it carried, and no lower after, where planning at every finding would
+	 * halve the link at every epoch. */
+	double in_force = 0;
+	int epochs = 0;
+
+	for (int k = 0; k < 10; k++) {
+		double plan = in_force > 0 ? in_force : 0.02;
+
+		if (hyst_cap_step(in_force, plan / 2, 0.2) == HYST_CAP_NEW) {
+			in_force = plan / 2;
+			epochs++;
+		}
+	}
+	CU_ASSERT_EQUAL(epochs, 1);
+	CU_ASSERT_DOUBLE_EQUAL(in_force, 0.01, 1e-12);
 }
 
 static void
@@ -1779,6 +1874,8 @@ main(void)
 		    test_hyst_min_epoch);
 	CU_add_test(s, "re-plans: the budgets of measurements and failures", test_hyst_budget);
 	CU_add_test(s, "re-plans: a shortfall counts once it persists", test_hyst_short);
+	CU_add_test(s, "re-plans: a link found short is never planned lower than measured",
+		    test_hyst_cap);
 	CU_add_test(s, "re-plans: bad hysteresis settings", test_hyst_cfg);
 	CU_add_test(s, "elastic jobs: joins and leaves batched into epochs",
 		    test_membership_batch);

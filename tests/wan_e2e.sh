@@ -256,9 +256,25 @@ for j in json.load(sys.stdin)["jobs"]:
 replans
 
 # 4. The remaining link shaped down to a quarter in the middle of a round: slower, exact.
-# Only what the control process logs from here on counts: the a-b link can be found
-# short earlier (it carried the jobs alone while c was gone), and a measured capacity
-# that expires makes an epoch of its own, at the topology's rate.
+# The a-b link carried the three jobs alone while c was gone, and a loaded host can have
+# found it short then: that measurement lapses first (within its 60 s, an epoch of its
+# own at the topology's rate), so that the shaped link is found short against the
+# topology's capacity, the case checked here, not against a measured one (which it is
+# never planned below). Only what the control process logs from here on counts.
+# measured_ab: whether plans use a measured capacity for a direction of link a-b.
+measured_ab() {
+	"$CTL" status --socket "$D/control.sock" --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+sys.exit(not any(isinstance(d.get("measured_for_s"), (int, float))
+                 for l in s["links"] for d in l["directions"]
+                 if {d["from"], d["to"]} == {"a", "b"}))'
+}
+for _ in $(seq 900); do
+	measured_ab || break
+	sleep 0.1
+done
+measured_ab && not_ok "a measured capacity of link a-b did not lapse in 90 s"
 e3=$(epoch_of "$D/tables/job-1-a.json")
 mark=$(wc -l <"$D/control.log")
 since_mark() { tail -n +"$((mark + 1))" "$D/control.log"; }
@@ -267,9 +283,11 @@ max_rate() {
 	python3 -c 'import json,sys; print(max(t["rate_gbps"] for t in json.load(open(sys.argv[1]))["trees"]))' "$1"
 }
 short_logged() { since_mark | grep -q "link a-b: [ab]->[ab] carries .* planning with"; }
-# replanned EPOCH RATE: a later epoch than e3, its trees below 0.01 Gbit/s.
+# replanned EPOCH RATE: a later epoch than e3, its trees below 0.6 of job 1's share of
+# the link at the topology's capacity (a third of 0.02 Gbit/s); the shaped link carries
+# a quarter of it.
 replanned() {
-	python3 -c 'import sys; sys.exit(not (int(sys.argv[1]) > int(sys.argv[2]) and float(sys.argv[3]) < 0.01))' \
+	python3 -c 'import sys; sys.exit(not (int(sys.argv[1]) > int(sys.argv[2]) and float(sys.argv[3]) < 0.6 * 0.02 / 3))' \
 		"$1" "$e3" "$2"
 }
 workers 1 $R4 2 --timeout 30
@@ -285,8 +303,8 @@ waitall "${WPIDS[@]}" && ok "a link shaped down mid-job: rounds complete, exact"
 # job at what the link delivers. The load runs until that epoch is live (more rounds
 # than it takes; they are stopped then: whether rounds cut by that epoch all complete
 # on the full link is not asserted here).
-workers 1 $((R4 + 2)) 40 --timeout 30
-for _ in $(seq 600); do
+workers 1 $((R4 + 2)) 400 --timeout 30
+for _ in $(seq 1200); do
 	short_logged &&
 		replanned "$(epoch_of "$D/tables/job-1-a.json")" "$(max_rate "$D/tables/job-1-a.json")" &&
 		break
@@ -299,7 +317,7 @@ short_logged && ok "the control process found the link short of its plan" ||
 e4=$(epoch_of "$D/tables/job-1-a.json")
 rate=$(max_rate "$D/tables/job-1-a.json")
 replanned "$e4" "$rate" &&
-	ok "job 1 re-planned at epoch $e4 for the shaped link: $rate Gbit/s (was 0.02)" ||
+	ok "job 1 re-planned at epoch $e4 for the shaped link: $rate Gbit/s (0.0067 unshaped)" ||
 	{ not_ok "job 1 at epoch $e4 (was $e3), tree rate $rate Gbit/s"; since_mark | tail -20; }
 "$CTL" status --socket "$D/control.sock" | grep -q "(measured)" &&
 	ok "status shows the measured capacity" || not_ok "status without the measured capacity"
@@ -342,7 +360,7 @@ except Exception: pass' "$D/control.sock"
 
 # 6. A worker disappears mid-round: its peer's round cannot complete; it must end with a
 # timeout error, not hang, and the gateways go on answering.
-workers 1 $((R4 + 50)) 1 --timeout 3
+workers 1 $((R4 + 500)) 1 --timeout 3
 sleep 0.2
 kill -KILL "${WPIDS[0]}"
 wait "${WPIDS[0]}" 2>/dev/null

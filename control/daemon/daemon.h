@@ -37,8 +37,9 @@
 #define DAEMON_RETRY_MAX_HEARTBEATS 640
 /** A link direction carrying less than this share of its planned rate behind a standing
  * queue (the probes' round trip above its smallest by more than DAEMON_RATE_QUEUE_MS and
- * by half) for the hysteresis' short_samples heartbeats in a row over short_ms (hyst.h) is
- * planned at what it delivered, for DAEMON_RATE_HOLD_MS (docs/DEPLOYMENT.md). */
+ * by half) in two thirds of a window of the hysteresis' short_ms and short_samples
+ * heartbeats (hyst.h) is planned at what it delivered, for DAEMON_RATE_HOLD_MS
+ * (docs/DEPLOYMENT.md). */
 #define DAEMON_RATE_SHORT 0.8
 #define DAEMON_RATE_QUEUE_MS 20.0
 #define DAEMON_RATE_HOLD_MS 60000

@@ -183,9 +183,12 @@ struct lrate {
 	double planned_gbps;    /* the sum of the rates of the trees and streams on it */
 	double rtt_ms;          /* the sender's last probe round trip to the other end; < 0 */
 	double base_rtt_ms;     /* the smallest seen since the link came up; 0: none */
-	struct hyst_short sh;   /* samples in a row short of the plan behind a queue */
+	struct hyst_short sh;   /* the window of samples judged short or not (hyst.h) */
+	double sh_gbit, sh_ms;  /* what the window's short samples carried, over how long */
+	double sh_queue_ms;     /* the sum of their queues */
 	double measured_gbps;   /* the capacity plans use now; 0: the topology's */
 	int64_t measured_until; /* monotonic ms when plans go back to the topology's */
+	double lower_said;      /* the measured capacity it was last said to carry less than */
 	struct lw_link watch;   /* (a->b entry) the link's quiet or heard streak (linkwatch.h) */
 	struct lw_beat beat;    /* (a->b entry) what this heartbeat found of the link */
 };

@@ -60,16 +60,32 @@ hyst_gate(const struct hyst_cfg *c, const struct hyst_job *h, bool prompt, int64
 bool
 hyst_short_step(const struct hyst_cfg *c, struct hyst_short *s, bool is_short, int64_t now)
 {
-	if (!is_short) {
-		s->samples = 0;
-		return false;
-	}
-	if (s->samples++ == 0)
+	bool counts;
+
+	if (s->samples == 0) {
+		if (!is_short)
+			return false;
 		s->since = now;
+		s->n_short = 0;
+	}
+	s->samples++;
+	s->n_short += is_short;
 	if (s->samples < c->short_samples || now - s->since < c->short_ms)
 		return false;
+	counts = (int64_t)s->n_short * HYST_SHORT_SHARE_DEN >=
+		 (int64_t)s->samples * HYST_SHORT_SHARE_NUM;
 	s->samples = 0;
-	return true;
+	return counts;
+}
+
+enum hyst_cap
+hyst_cap_step(double in_force, double found, double same)
+{
+	if (in_force <= 0)
+		return HYST_CAP_NEW;
+	if (found <= in_force * (1 - same))
+		return HYST_CAP_LOWER;
+	return found < in_force * (1 + same) ? HYST_CAP_SAME : HYST_CAP_NEW;
 }
 
 void

@@ -26,8 +26,8 @@
 
 struct hyst_cfg {
 	int64_t min_epoch_ms;        /* a live epoch is replaced for a measurement no sooner */
-	int64_t short_ms;            /* a shortfall counts once it has lasted this long ... */
-	int short_samples;           /* ... over at least this many samples in a row */
+	int64_t short_ms;            /* a shortfall is judged over windows this long ... */
+	int short_samples;           /* ... and of at least this many samples */
 	int replans_per_min;         /* re-plans of a job in a minute, after which measurements
 				   * (and returns) wait; 1..HYST_WINDOW_MAX */
 	int failure_replans_per_min; /* the same for failures, >= replans_per_min */
@@ -63,19 +63,48 @@ void hyst_record(struct hyst_job *h, int64_t now);
 /** The job's re-plans in the minute up to `now`. */
 int hyst_recent(const struct hyst_job *h, int64_t now);
 
-/** One link direction's shortfall so far. Zero-initialised: none. */
+/**
+ * A shortfall counts when at least HYST_SHORT_SHARE_NUM / HYST_SHORT_SHARE_DEN of a
+ * window's measurements are short: rounds of a job leave their link idle for a moment
+ * between them, and a heartbeat that falls there finds no queue.
+ */
+#define HYST_SHORT_SHARE_NUM 2
+#define HYST_SHORT_SHARE_DEN 3
+
+/** One link direction's window of measurements. Zero-initialised: none open. */
 struct hyst_short {
-	int samples;   /* short in a row */
-	int64_t since; /* the first of them */
+	int samples;   /* measurements in the window; 0: no window open */
+	int n_short;   /* of them short */
+	int64_t since; /* the window's first measurement, a short one */
 };
 
 /**
  * Feed one measurement of a link direction: `is_short` whether it carried less than
- * planned behind a standing queue (rates.c decides). True once the shortfall has lasted
- * short_samples measurements in a row and short_ms since the first: it counts, and the
- * count starts again. A measurement that is not short starts it again too.
+ * planned behind a standing queue (rates.c decides). A short measurement opens a window
+ * when none is open; the window closes at the first measurement that makes it span
+ * short_ms and hold short_samples measurements. True if at least the share above of them
+ * were short: the shortfall counts. Either way the next short measurement opens the next
+ * window, so a shortfall that starts inside a window that does not count is found by the
+ * next one, within twice short_ms.
  */
 bool hyst_short_step(const struct hyst_cfg *c, struct hyst_short *s, bool is_short, int64_t now);
+
+/** What a link direction found short does to the capacity plans use for it. */
+enum hyst_cap {
+	HYST_CAP_NEW,   /* plan with what it was found to carry: a new epoch */
+	HYST_CAP_SAME,  /* about the capacity in force: it holds longer, no new epoch */
+	HYST_CAP_LOWER, /* below the measured capacity in force: kept as it is, to lapse */
+};
+
+/**
+ * A link direction found short carried `found` Gbit/s while plans use `in_force` (0: the
+ * topology's capacity). Within the share `same` of a measured capacity in force: SAME.
+ * Lower than that by more: LOWER, not NEW. The link was planned at what it was measured
+ * to deliver and delivers less: its senders (windows sized for a shorter round trip) or
+ * its gateways (short of CPU) fall short, not the link, whose capacity does not follow
+ * the plan; planning lower on that would compound, epoch after epoch. Otherwise NEW.
+ */
+enum hyst_cap hyst_cap_step(double in_force, double found, double same);
 
 /** Defaults of the elastic membership's knobs (georeduce-control run, docs/CONTROL.md). */
 #define HYST_BATCH_MS_DEFAULT 500

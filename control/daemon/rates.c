@@ -238,6 +238,7 @@ rates_update(struct dmn *m)
 					  (double)(bytes - r->bytes) * 8 /
 						  ((double)(now - r->at) * 1e6) :
 					  -1;
+			double dt_ms = r->gbps >= 0 ? (double)(now - r->at) : 0;
 			r->bytes = bytes;
 			r->key = key;
 			r->at = now;
@@ -257,33 +258,77 @@ rates_update(struct dmn *m)
 					r->gbps >= DAEMON_RATE_IDLE * expect &&
 					queue > DAEMON_RATE_QUEUE_MS && queue > r->base_rtt_ms / 2;
 
-			/* Short for short_samples heartbeats in a row and short_ms (hyst.h): a
-			 * host starved of CPU for a moment shows the same as a slow link. */
+			/* Short in most heartbeats of a window of short_ms and short_samples
+			 * (hyst.h): a host starved of CPU for a moment shows the same as a slow
+			 * link, and a job's rounds leave the link idle between them. */
+			if (r->sh.samples == 0)
+				r->sh_gbit = r->sh_ms = r->sh_queue_ms = 0; /* the window's own */
+			if (is_short) {
+				r->sh_gbit += r->gbps * dt_ms;
+				r->sh_ms += dt_ms;
+				r->sh_queue_ms += queue;
+			}
+			int n_short = r->sh.n_short + is_short, n_all = r->sh.samples + 1;
+			int64_t span = r->sh.samples > 0 ? now - r->sh.since : 0;
+
 			if (!hyst_short_step(&m->o->hyst, &r->sh, is_short, now))
 				continue;
-			/* What it carried in the last of those heartbeats, its queue standing all
-			 * along: the earlier ones can include the queue filling up, faster than
-			 * the link. At least DAEMON_RATE_IDLE of the plan (below that it counted
-			 * as idle): a link that delivers next to nothing is left to the probes,
-			 * which decide whether it is down. */
-			double best = r->gbps > DAEMON_RATE_FLOOR * nominal ?
-					      r->gbps :
+			/* What it carried in the window's short heartbeats, its queue standing:
+			 * the link's pace, not the job's gaps between rounds. At least
+			 * DAEMON_RATE_FLOOR of the topology's capacity: a link that delivers next
+			 * to nothing is left to the probes, which decide whether it is down. */
+			double carried = r->sh_ms > 0 ? r->sh_gbit / r->sh_ms : r->gbps;
+			double best = carried > DAEMON_RATE_FLOOR * nominal ?
+					      carried :
 					      DAEMON_RATE_FLOOR * nominal;
 
+			double mean_queue = n_short > 0 ? r->sh_queue_ms / n_short : queue;
+			/* A measured capacity of either direction: the other one's plans the
+			 * trees of both at it, and a direction planned at what the other was
+			 * measured to deliver compounds the same way (hyst_cap_step()). */
+			const struct lrate *o = &m->lr[2 * l + (1 - d)];
+			double held = r->measured_gbps > 0 ? r->measured_gbps : o->measured_gbps;
+			enum hyst_cap cv = hyst_cap_step(held, best, DAEMON_RATE_SAME);
+
+			if (cv == HYST_CAP_LOWER) {
+				/* Not planned lower (hyst_cap_step()): the measurement lapses at
+				 * its time, and the link is measured again against the
+				 * topology's capacity. Said once for each measurement. */
+				const struct lrate *h = r->measured_gbps > 0 ? r : o;
+				double lapse_s = (double)(h->measured_until - now) / 1000;
+
+				if (r->lower_said != held)
+					control_log(
+						"link %s-%s: %s->%s carries %.4g Gbit/s of the "
+						"%.4g the link was measured at, behind %.0f ms "
+						"of queue (short in %d of %d heartbeats over "
+						"%.1f s); not planned lower: plans keep it until "
+						"it lapses in %.0f s, then use the topology's %g",
+						node_id(m, t->links[l].a),
+						node_id(m, t->links[l].b), node_id(m, v),
+						node_id(m, u), carried, held, mean_queue, n_short,
+						n_all, (double)span / 1000, lapse_s, nominal);
+				r->lower_said = held;
+				continue;
+			}
+			if (cv == HYST_CAP_SAME) {
+				/* What plans use already: it holds longer, no new epoch. */
+				if (r->measured_gbps > 0)
+					r->measured_until = now + DAEMON_RATE_HOLD_MS;
+				continue;
+			}
 			r->measured_until = now + DAEMON_RATE_HOLD_MS;
-			if (r->measured_gbps > 0 &&
-			    best > r->measured_gbps * (1 - DAEMON_RATE_SAME) &&
-			    best < r->measured_gbps * (1 + DAEMON_RATE_SAME))
-				continue; /* what plans use already: it holds longer, no new epoch */
 			r->measured_gbps = best;
 			*cap = best;
 			changed = true;
 			control_log(
 				"link %s-%s: %s->%s carries %.4g Gbit/s of the %.4g planned behind "
-				"%.0f ms of queue (round trip %.0f ms, %.0f ms at best); planning "
-				"with %.4g Gbit/s for %d s",
+				"%.0f ms of queue (round trip %.0f ms now, %.0f ms at best; "
+				"short in %d of %d heartbeats over %.1f s); planning with %.4g "
+				"Gbit/s for %d s",
 				node_id(m, t->links[l].a), node_id(m, t->links[l].b), node_id(m, v),
-				node_id(m, u), r->gbps, expect, queue, r->rtt_ms, r->base_rtt_ms,
+				node_id(m, u), carried, expect, mean_queue, r->rtt_ms,
+				r->base_rtt_ms, n_short, n_all, (double)span / 1000,
 				r->measured_gbps, DAEMON_RATE_HOLD_MS / 1000);
 			mark_all_dirty(m, CAUSE_LINK_SHORT, "link %s-%s measured at %.4g Gbit/s",
 				       node_id(m, t->links[l].a), node_id(m, t->links[l].b),

@@ -28,9 +28,10 @@ void lrate_forget(struct dmn *m, int l);
  * Each direction of each link: its rate over the last heartbeat. A direction that
  * carries less than DAEMON_RATE_SHORT of its planned rate while the sender's probes see a
  * standing queue (round trip above the smallest seen by more than DAEMON_RATE_QUEUE_MS
- * and half of it), for the hysteresis' short_samples heartbeats in a row over at least
- * short_ms (hyst_short_step()), delivers less than the topology says: plans use the rate
- * it carried in the last of them, for DAEMON_RATE_HOLD_MS, then the topology's capacity
+ * and half of it) in two thirds of the heartbeats of a window of the hysteresis'
+ * short_ms and short_samples (hyst_short_step()) delivers less than the topology says:
+ * plans use the mean rate it carried in the window's short heartbeats, for
+ * DAEMON_RATE_HOLD_MS, then the topology's capacity
  * again (if it is still short, it is found again). Found short again at about the
  * capacity plans use already, it only holds longer.
  */
