@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -3143,6 +3144,7 @@ struct fakectl {
 	int lfd;
 	char path[108];
 	int hang_ups;
+	int listen_after_ms; /* > 0: bound but not listening (connections refused) so long */
 	char *table;
 	uint16_t worker; /* the one worker of the table */
 	atomic_int accepted, answered;
@@ -3193,6 +3195,15 @@ fakectl_main(void *arg)
 {
 	struct fakectl *f = arg;
 
+	if (f->listen_after_ms > 0) {
+		double until = mono_s() + f->listen_after_ms / 1e3;
+
+		while (mono_s() < until && !atomic_load(&f->stop))
+			nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
+		if (atomic_load(&f->stop))
+			return NULL;
+		CU_ASSERT(listen(f->lfd, 8) == 0);
+	}
 	while (!atomic_load(&f->stop)) {
 		struct pollfd p = {.fd = f->lfd, .events = POLLIN};
 		int fd;
@@ -3219,6 +3230,27 @@ fakectl_start(struct fakectl *f, int hang_ups, const struct job *j)
 	f->lfd = ctl_listen(f->path);
 	CU_ASSERT_FATAL(f->lfd >= 0);
 	f->hang_ups = hang_ups;
+	f->table = table_json(j);
+	f->worker = j->wid[0];
+	CU_ASSERT_FATAL(pthread_create(&f->th, NULL, fakectl_main, f) == 0);
+}
+
+/* As fakectl_start() with no hang-ups, but its socket is bound and not listening for the
+ * first listen_after_ms: a connection is refused (ECONNREFUSED), as while the control
+ * process restarts. The same socket then listens, so no connection ever meets no file. */
+static void
+fakectl_start_late(struct fakectl *f, int listen_after_ms, const struct job *j)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+	memset(f, 0, sizeof(*f));
+	snprintf(f->path, sizeof(f->path), "/tmp/test_client.%d.sock", (int)getpid());
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->path);
+	unlink(f->path);
+	f->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CU_ASSERT_FATAL(f->lfd >= 0);
+	CU_ASSERT_FATAL(bind(f->lfd, (const struct sockaddr *)&sa, sizeof(sa)) == 0);
+	f->listen_after_ms = listen_after_ms;
 	f->table = table_json(j);
 	f->worker = j->wid[0];
 	CU_ASSERT_FATAL(pthread_create(&f->th, NULL, fakectl_main, f) == 0);
@@ -3289,6 +3321,50 @@ test_join_hung_up(void)
 	fakectl_stop(&f);
 }
 
+/* A worker joining while nothing listens at the control process's address (it is
+ * restarting: ECONNREFUSED) asks again until its wait ends: it gets the table once the
+ * control process listens, and one refused for its whole wait fails with ECONNREFUSED
+ * after it, the error saying how long it asked. */
+static void
+test_join_refused(void)
+{
+	struct gr_join_opts o = {.job = 7, .timeout_ms = 2000};
+	char err[GR_ERR_MAX] = "";
+	struct gr_config cfg;
+	struct fakectl f;
+	struct gr_join *jn;
+	struct job j;
+	double t0;
+	int rc;
+
+	job_init(&j, 1, 1, 1, GR_DTYPE_FP32, 4096, 1024);
+	j.base = 7000; /* never sent to: the table is only read */
+	j.wport[0] = 7100;
+	o.worker_id = j.wid[0];
+
+	fakectl_start_late(&f, 500, &j);
+	o.control = f.path;
+	t0 = mono_s();
+	jn = gr_join_open(&o, err, sizeof(err));
+	CHECK(jn != NULL, "refused: gr_join_open: %s", err);
+	rc = jn != NULL ? gr_join_config(jn, &cfg, 10000, err, sizeof(err)) : -1;
+	CHECK(rc == 0 && cfg.job == 7 && mono_s() - t0 >= 0.45 && atomic_load(&f.answered) >= 1,
+	      "refused for 0.5 s, then the table: rc %d after %.3f s: %s", rc, mono_s() - t0, err);
+	gr_join_close(jn);
+	fakectl_stop(&f);
+
+	fakectl_start_late(&f, 60000, &j); /* never listens while the worker waits */
+	o.control = f.path;
+	t0 = mono_s();
+	jn = gr_join_open(&o, err, sizeof(err));
+	rc = jn != NULL ? gr_join_config(jn, &cfg, 600, err, sizeof(err)) : -1;
+	CHECK(jn != NULL && rc == -ECONNREFUSED && mono_s() - t0 >= 0.599 &&
+		      strstr(err, "(asked for 600 ms)") != NULL,
+	      "always refused: rc %d after %.3f s: %s", rc, mono_s() - t0, err);
+	gr_join_close(jn);
+	fakectl_stop(&f);
+}
+
 int
 main(void)
 {
@@ -3325,6 +3401,7 @@ main(void)
 		{"a tree's window follows the round trip measured (follow_rtt)",
 		 test_window_follows},
 		{"joining: the control process hangs up, the worker asks again", test_join_hung_up},
+		{"joining: nothing listens yet, the worker asks again", test_join_refused},
 	};
 	const char *q = getenv("GEOREDUCE_TEST_QUICK");
 

@@ -351,11 +351,12 @@ struct gr_join;
  *
  * @return  The connection (gr_join_close()), or NULL with errno and one line in err:
  *          EPERM (the certificate does not name this worker), ENOENT (the deployment has
- *          no such worker in that job), EPROTO (TLS: a certificate refused), ECONNREFUSED,
- *          ETIMEDOUT, EINVAL (options), ... A control process that closed the connection
- *          before it answered (ECONNRESET, EPIPE, ECONNABORTED: it closes a handshake not
- *          finished within its limit, as a worker stopped or starved of CPU leaves it) is
- *          not a failure here: gr_join_config() asks again.
+ *          no such worker in that job), EPROTO (TLS: a certificate refused), ETIMEDOUT,
+ *          EINVAL (options), ... A control process that closed the connection before it
+ *          answered (ECONNRESET, EPIPE, ECONNABORTED: it closes a handshake not finished
+ *          within its limit, as a worker stopped or starved of CPU leaves it), or that
+ *          does not listen yet (ECONNREFUSED: it is starting or restarting), is not a
+ *          failure here: gr_join_config() asks again.
  */
 struct gr_join *gr_join_open(const struct gr_join_opts *o, char *err, size_t errlen);
 
@@ -366,9 +367,10 @@ struct gr_join *gr_join_open(const struct gr_join_opts *o, char *err, size_t err
  * @return  0 with cfg filled; -ETIMEDOUT (no live epoch in time), or another negative
  *          errno with err filled (after a broken connection the next call reconnects).
  *          While no replica of a replicated control process leads (each refuses with
- *          EAGAIN), or while the control process closes the connection before it answers
- *          (ECONNRESET, EPIPE, ECONNABORTED), it asks again every 200 ms until wait_ms,
- *          then returns that error.
+ *          EAGAIN), while the control process closes the connection before it answers
+ *          (ECONNRESET, EPIPE, ECONNABORTED), or while nothing listens at its address
+ *          (ECONNREFUSED), it asks again every 200 ms until wait_ms, then returns that
+ *          error, err ending "(asked for WAIT_MS ms)".
  */
 int gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err, size_t errlen);
 

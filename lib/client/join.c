@@ -63,6 +63,15 @@ hung_up(int rc)
 	return rc == -ECONNRESET || rc == -EPIPE || rc == -ECONNABORTED;
 }
 
+/* Whether the "worker" request that failed with rc is asked again (gr_join_config()):
+ * after a hang-up, or when nothing listens yet (ECONNREFUSED: the control process is
+ * starting or restarting; nothing was sent). */
+static bool
+ask_again(int rc)
+{
+	return hung_up(rc) || rc == -ECONNREFUSED;
+}
+
 /* One request of op with the arguments args (a reference taken over) to the control
  * endpoints by their failover rule (lib/ctlpeers.h): reconnecting once if the connection
  * broke (the control process restarted), another replica if one does not answer or
@@ -234,10 +243,11 @@ gr_join_open(const struct gr_join_opts *o, char *err, size_t errlen)
 	if (j == NULL)
 		return NULL;
 	/* The worker is known (or refused) at once; a missing epoch is not an error here,
-	 * nor a connection the control process closed: gr_join_config() asks again. */
+	 * nor a control process that closed the connection or does not listen yet:
+	 * gr_join_config() asks again. */
 	r = join_call(j, false, 0, 0, &rc, err, errlen);
 	json_decref(r);
-	return rc != 0 && rc != -EAGAIN && !hung_up(rc) ? join_fail(j, rc) : j;
+	return rc != 0 && rc != -EAGAIN && !ask_again(rc) ? join_fail(j, rc) : j;
 }
 
 int
@@ -259,14 +269,15 @@ gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err,
 	/* Epoch 0 is never live: "after 0" answers with the first live epoch. An elastic
 	 * worker's long polls are short (its renewals): asked again until wait_ms. While no
 	 * replica of a replicated control process leads (EAGAIN from every one: an
-	 * election), or after the control process closed the connection before answering,
-	 * asked again every JOIN_AGAIN_MS until wait_ms too. */
+	 * election), after the control process closed the connection before answering, or
+	 * while nothing listens at its address (a restart), asked again every JOIN_AGAIN_MS
+	 * until wait_ms too; the error that ends the wait says how long it was asked. */
 	for (;;) {
 		int64_t left;
 
 		rc = gr_join_wait(j, 0, (int)(until - clock_now_ms()), cfg, err, errlen);
 		left = until - clock_now_ms();
-		if (left <= 0 || !((rc == 0 && j->elastic) || rc == -EAGAIN || hung_up(rc)))
+		if (left <= 0 || !((rc == 0 && j->elastic) || rc == -EAGAIN || ask_again(rc)))
 			break;
 		if (rc < 0) {
 			int64_t ms = left < JOIN_AGAIN_MS ? left : JOIN_AGAIN_MS;
@@ -281,6 +292,12 @@ gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err,
 			       "%d ms",
 			       ctl_peers_current(&j->peers), j->job, j->worker_id, wait_ms);
 		return -ETIMEDOUT;
+	}
+	if ((rc == -EAGAIN || ask_again(rc)) && wait_ms > 0) {
+		size_t n = strnlen(err, errlen);
+
+		if (n + 1 < errlen)
+			snprintf(err + n, errlen - n, " (asked for %d ms)", wait_ms);
 	}
 	return rc < 0 ? rc : 0;
 }
