@@ -1504,6 +1504,75 @@ test_hyst_cap(void)
 	CU_ASSERT_DOUBLE_EQUAL(in_force, 0.01, 1e-12);
 }
 
+/* A job's traffic at heartbeats 200 ms apart from *t: signs for busy_ms, then none for
+ * gap_ms; hyst_idle_step() at each with idle_ms 10 s. The changes of running counted. */
+static void
+idle_period(struct hyst_idle *h, bool *running, int64_t *active_at, int64_t *t, int64_t busy_ms,
+	    int64_t gap_ms, int *flips)
+{
+	for (int64_t end = *t + busy_ms + gap_ms; *t < end; *t += 200) {
+		bool run;
+
+		if (*t < end - gap_ms)
+			*active_at = *t;
+		run = hyst_idle_step(h, *running, *active_at, *t, 10000);
+		*flips += run != *running;
+		*running = run;
+	}
+}
+
+/* Going idle, damped: rounds a little more than --idle-ms apart flip the job's running
+ * once, not at every round; an outer step minutes apart goes idle after --idle-ms every
+ * time; the time grows to 8 --idle-ms at most and is reset by a long idle. */
+static void
+test_hyst_idle(void)
+{
+	struct hyst_idle h = {0};
+	int64_t t = 1000, at = 0;
+	bool running = false;
+	int flips = 0;
+
+	CU_ASSERT(!hyst_idle_step(&h, false, 0, t, 10000)); /* no traffic yet */
+	CU_ASSERT_EQUAL(hyst_idle_after(&h, 10000), 10000);
+	for (int k = 0; k < 40; k++) /* 3 s runs, 12 s apart: 10 minutes */
+		idle_period(&h, &running, &at, &t, 3000, 12000, &flips);
+	CU_ASSERT_EQUAL(flips, 3); /* running, idle once, running for good */
+	CU_ASSERT(running);
+	CU_ASSERT_EQUAL(hyst_idle_after(&h, 10000), 20000);
+
+	h = (struct hyst_idle){0};
+	running = false;
+	flips = 0;
+	for (int k = 0; k < 5; k++) { /* 3 s every 2 minutes: idle 10 s after each */
+		int before = flips;
+
+		idle_period(&h, &running, &at, &t, 3000, 120000, &flips);
+		CU_ASSERT_EQUAL(flips - before, 2);
+		CU_ASSERT(!running);
+		CU_ASSERT_EQUAL(h.idle_at - at, 10000);
+		CU_ASSERT_EQUAL(hyst_idle_after(&h, 10000), 10000);
+	}
+
+	/* Back 1 s after each going idle: 20, 40, 80 s, then no more than 80. */
+	h = (struct hyst_idle){0};
+	running = false;
+	idle_period(&h, &running, &at, &t, 1000, 11000, &flips);
+	CU_ASSERT(!running);
+	for (int k = 0, want[] = {20000, 40000, 80000, 80000}; k < 4; k++) {
+		int64_t after;
+
+		idle_period(&h, &running, &at, &t, 1000, 0, &flips);
+		after = hyst_idle_after(&h, 10000);
+		CU_ASSERT_EQUAL(after, want[k]);
+		idle_period(&h, &running, &at, &t, 0, after + 1000, &flips);
+		CU_ASSERT(!running);
+	}
+	idle_period(&h, &running, &at, &t, 0, 100000, &flips); /* longer than its 80 s */
+	idle_period(&h, &running, &at, &t, 1000, 0, &flips);
+	CU_ASSERT(running);
+	CU_ASSERT_EQUAL(hyst_idle_after(&h, 10000), 10000);
+}
+
 static void
 test_hyst_cfg(void)
 {
@@ -1876,6 +1945,8 @@ main(void)
 	CU_add_test(s, "re-plans: a shortfall counts once it persists", test_hyst_short);
 	CU_add_test(s, "re-plans: a link found short is never planned lower than measured",
 		    test_hyst_cap);
+	CU_add_test(s, "re-plans: a job back soon after going idle stays running longer",
+		    test_hyst_idle);
 	CU_add_test(s, "re-plans: bad hysteresis settings", test_hyst_cfg);
 	CU_add_test(s, "elastic jobs: joins and leaves batched into epochs",
 		    test_membership_batch);

@@ -178,7 +178,7 @@ s = json.load(sys.stdin)
 sys.exit(not all(not j["running"] and j["state"] == "live" and
                  abs(j["rate_gbps"] - 0.008) < 0.008 * 0.01 for j in s["jobs"]))' 2>/dev/null
 }
-for _ in $(seq 150); do
+for _ in $(seq 300); do # up to 8 --idle-ms for a job that came back soon after going idle
 	alone && break
 	sleep 0.2
 done

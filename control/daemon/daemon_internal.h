@@ -148,10 +148,11 @@ struct job {
 	double *share;         /* now */
 	double *planned_share; /* those its latest plan was made with */
 	/* Its traffic (shares_activity()): a job runs from the first sign of it in the
-	 * gateways' stats until it has been idle for --idle-ms; only the jobs that run share
-	 * the links. */
+	 * gateways' stats until it has been idle for --idle-ms, or longer after it came back
+	 * soon (idle); only the jobs that run share the links. */
 	bool running;
 	int64_t active_at; /* monotonic ms of the last sign (shares_traffic()); 0: none yet */
+	struct hyst_idle idle;
 	/* A job created through the API (jobs.c): its job object as created or last updated,
 	 * id included (owned); NULL for a job of the deployment file. */
 	json_t *spec;

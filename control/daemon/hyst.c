@@ -88,6 +88,31 @@ hyst_cap_step(double in_force, double found, double same)
 	return found < in_force * (1 + same) ? HYST_CAP_SAME : HYST_CAP_NEW;
 }
 
+int64_t
+hyst_idle_after(const struct hyst_idle *h, int64_t idle_ms)
+{
+	return h->after_ms > 0 ? h->after_ms : idle_ms;
+}
+
+bool
+hyst_idle_step(struct hyst_idle *h, bool was, int64_t active_at, int64_t now, int64_t idle_ms)
+{
+	int64_t after = hyst_idle_after(h, idle_ms);
+	bool run = active_at > 0 && now - active_at < after;
+
+	if (was && !run) {
+		h->idle_at = now;
+	} else if (!was && run && h->idle_at > 0) {
+		int64_t most = idle_ms * HYST_IDLE_MAX_MUL;
+
+		if (active_at - h->idle_at < after)
+			h->after_ms = after * 2 < most ? after * 2 : most;
+		else
+			h->after_ms = idle_ms;
+	}
+	return run;
+}
+
 void
 hyst_batch_note(struct hyst_batch *b, bool join, int64_t now)
 {

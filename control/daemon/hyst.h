@@ -111,6 +111,28 @@ enum hyst_cap hyst_cap_step(double in_force, double found, double same);
 #define HYST_MEMBER_TIMEOUT_MS_DEFAULT 5000
 /** A job idle this long stops counting in the other jobs' shares of the links (shares.h). */
 #define HYST_IDLE_MS_DEFAULT 10000
+/** The longest a job is given before it goes idle, in --idle-ms (hyst_idle_step()). */
+#define HYST_IDLE_MAX_MUL 8
+
+/** When a job goes idle (docs/CONTROL.md, "Which jobs run"). Zero-initialised: never. */
+struct hyst_idle {
+	int64_t after_ms; /* the time without traffic that makes it idle; 0: --idle-ms */
+	int64_t idle_at;  /* when it last went idle; 0: never */
+};
+
+/**
+ * Whether a job runs at `now`: it ran (`was`) or not, its last sign of traffic was at
+ * `active_at` (0: none yet). It runs until none has been seen for its time, at first
+ * idle_ms. Going idle and running again each change the shares of the other jobs, and
+ * re-plan them, so a job whose rounds come a little more than idle_ms apart would re-plan
+ * them twice a round: a job that runs again sooner after going idle than its time is
+ * given twice that time from then on (up to HYST_IDLE_MAX_MUL idle_ms); one that was
+ * idle for at least its time is given idle_ms again.
+ */
+bool hyst_idle_step(struct hyst_idle *h, bool was, int64_t active_at, int64_t now, int64_t idle_ms);
+
+/** The time without traffic that makes the job of h idle, ms. */
+int64_t hyst_idle_after(const struct hyst_idle *h, int64_t idle_ms);
 
 /** An elastic job's membership changes not yet planned. Zero-initialised: none. */
 struct hyst_batch {

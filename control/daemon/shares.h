@@ -68,7 +68,8 @@ void shares_touch(struct dmn *m, int ji, int64_t now);
 
 /**
  * Which jobs run (docs/CONTROL.md, "Jobs share the WAN by weight"): a job runs from its
- * first traffic until none has been seen for --idle-ms; a change marks the shares for
+ * first traffic until none has been seen for --idle-ms (longer, hyst_idle_step(), for a
+ * job back soon after going idle); a change marks the shares for
  * computing again (and is logged). Once a heartbeat, after the stats.
  */
 void shares_activity(struct dmn *m, int64_t now);
