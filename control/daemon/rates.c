@@ -287,7 +287,10 @@ rates_update(struct dmn *m)
 			 * trees of both at it, and a direction planned at what the other was
 			 * measured to deliver compounds the same way (hyst_cap_step()). */
 			const struct lrate *o = &m->lr[2 * l + (1 - d)];
-			double held = r->measured_gbps > 0 ? r->measured_gbps : o->measured_gbps;
+			/* The other direction's, unless it lapses now (cleared when the loop
+			 * comes to it, after this one). */
+			double o_held = now < o->measured_until ? o->measured_gbps : 0;
+			double held = r->measured_gbps > 0 ? r->measured_gbps : o_held;
 			enum hyst_cap cv = hyst_cap_step(held, best, DAEMON_RATE_SAME);
 
 			if (cv == HYST_CAP_LOWER) {
