@@ -3266,6 +3266,17 @@ fakectl_stop(struct fakectl *f)
 	free(f->table);
 }
 
+/* The one-worker job 7 that the fake control process hands out, and the options that join
+ * it as its worker. */
+static void
+join_setup(struct job *j, struct gr_join_opts *o)
+{
+	job_init(j, 1, 1, 1, GR_DTYPE_FP32, 4096, 1024);
+	j->base = 7000; /* never sent to: the table is only read */
+	j->wport[0] = 7100;
+	*o = (struct gr_join_opts){.job = 7, .timeout_ms = 2000, .worker_id = j->wid[0]};
+}
+
 /* A worker joining while the control process hangs up on it (a worker stopped or starved
  * in its handshake is closed after the handshake limit) asks again until its wait ends:
  * gr_join_open() keeps the connection, gr_join_config() gets the table. A worker the
@@ -3274,7 +3285,7 @@ fakectl_stop(struct fakectl *f)
 static void
 test_join_hung_up(void)
 {
-	struct gr_join_opts o = {.job = 7, .timeout_ms = 2000};
+	struct gr_join_opts o;
 	char err[GR_ERR_MAX] = "";
 	struct gr_config cfg;
 	struct fakectl f;
@@ -3283,10 +3294,7 @@ test_join_hung_up(void)
 	double t0;
 	int rc;
 
-	job_init(&j, 1, 1, 1, GR_DTYPE_FP32, 4096, 1024);
-	j.base = 7000; /* never sent to: the table is only read */
-	j.wport[0] = 7100;
-	o.worker_id = j.wid[0];
+	join_setup(&j, &o);
 
 	fakectl_start(&f, 2, &j);
 	o.control = f.path;
@@ -3328,41 +3336,41 @@ test_join_hung_up(void)
 static void
 test_join_refused(void)
 {
-	struct gr_join_opts o = {.job = 7, .timeout_ms = 2000};
-	char err[GR_ERR_MAX] = "";
-	struct gr_config cfg;
-	struct fakectl f;
-	struct gr_join *jn;
+	static const struct {
+		int listen_after_ms, wait_ms, want_rc;
+		double least_s;
+	} cases[] = {
+		{500, 10000, 0, 0.45},
+		{60000, 600, -ECONNREFUSED, 0.599}, /* never listens while it waits */
+	};
+	struct gr_join_opts o;
 	struct job j;
-	double t0;
-	int rc;
 
-	job_init(&j, 1, 1, 1, GR_DTYPE_FP32, 4096, 1024);
-	j.base = 7000; /* never sent to: the table is only read */
-	j.wport[0] = 7100;
-	o.worker_id = j.wid[0];
+	join_setup(&j, &o);
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char err[GR_ERR_MAX] = "";
+		struct gr_config cfg = {0};
+		struct fakectl f;
+		struct gr_join *jn;
+		double t0 = mono_s(), took;
+		int rc;
 
-	fakectl_start_late(&f, 500, &j);
-	o.control = f.path;
-	t0 = mono_s();
-	jn = gr_join_open(&o, err, sizeof(err));
-	CHECK(jn != NULL, "refused: gr_join_open: %s", err);
-	rc = jn != NULL ? gr_join_config(jn, &cfg, 10000, err, sizeof(err)) : -1;
-	CHECK(rc == 0 && cfg.job == 7 && mono_s() - t0 >= 0.45 && atomic_load(&f.answered) >= 1,
-	      "refused for 0.5 s, then the table: rc %d after %.3f s: %s", rc, mono_s() - t0, err);
-	gr_join_close(jn);
-	fakectl_stop(&f);
-
-	fakectl_start_late(&f, 60000, &j); /* never listens while the worker waits */
-	o.control = f.path;
-	t0 = mono_s();
-	jn = gr_join_open(&o, err, sizeof(err));
-	rc = jn != NULL ? gr_join_config(jn, &cfg, 600, err, sizeof(err)) : -1;
-	CHECK(jn != NULL && rc == -ECONNREFUSED && mono_s() - t0 >= 0.599 &&
-		      strstr(err, "(asked for 600 ms)") != NULL,
-	      "always refused: rc %d after %.3f s: %s", rc, mono_s() - t0, err);
-	gr_join_close(jn);
-	fakectl_stop(&f);
+		fakectl_start_late(&f, cases[k].listen_after_ms, &j);
+		o.control = f.path;
+		jn = gr_join_open(&o, err, sizeof(err));
+		rc = jn != NULL ? gr_join_config(jn, &cfg, cases[k].wait_ms, err, sizeof(err)) : -1;
+		took = mono_s() - t0;
+		CHECK(jn != NULL && rc == cases[k].want_rc && took >= cases[k].least_s,
+		      "listening after %d ms, waiting %d ms: rc %d after %.3f s: %s",
+		      cases[k].listen_after_ms, cases[k].wait_ms, rc, took, err);
+		if (rc == 0)
+			CHECK(cfg.job == 7 && atomic_load(&f.answered) >= 1, "job %u, answered %d",
+			      cfg.job, atomic_load(&f.answered));
+		else
+			CHECK(strstr(err, "(asked for 600 ms)") != NULL, "the error: %s", err);
+		gr_join_close(jn);
+		fakectl_stop(&f);
+	}
 }
 
 int
