@@ -33,10 +33,14 @@ assert [r["payload"] for r in rows] == [1024, 8192], rows
 for r in rows:
     assert r["plain_gbps"] > 0 and r["sealed_gbps"] > 0 and r["pmd"].startswith("crypto_"), r
     assert r["path"] == sys.argv[2] and r["aead_alone_gbps"] > 0, r
-    # The bound of the protected link: the AEAD alone (A) and the plain link (P).
-    a, p = r["aead_alone_gbps"], r["plain_gbps"]
-    assert abs(r["bound"] - a / (a + p)) < 0.002, r
-    assert abs(r["of_bound"] - r["ratio"] / r["bound"]) < 0.01, r
+    # The bound of the protected link: the AEAD alone (A) and the plain link (P), the
+    # time of both added: P_ns / (P_ns + A_ns), and the sealed link's share of it. From
+    # the times per chunk (printed to 0.1 ns): the rates, printed to 0.01 Gbit/s, lose
+    # too much when the AEAD alone is slow, as on a loaded host (0.07 Gbit/s).
+    p_ns, s_ns, a_ns = r["plain_ns_chunk"], r["sealed_ns_chunk"], r["aead_ns_chunk"]
+    bound, of_bound = p_ns / (p_ns + a_ns), (p_ns + a_ns) / s_ns
+    assert abs(r["bound"] - bound) < 0.0006, (r, bound)
+    assert abs(r["of_bound"] - of_bound) < 0.0006 + 1e-4 * of_bound, (r, of_bound)
 PY
 	then
 		ok "$run: one JSON row per payload, the bound beside it"
