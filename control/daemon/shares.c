@@ -330,8 +330,9 @@ shares_activity(struct dmn *m, int64_t now)
 {
 	for (int i = 0; i < m->d->n_jobs; i++) {
 		struct job *j = &m->jobs[i];
-		int64_t after = hyst_idle_after(&j->idle, m->o->idle_ms);
+		int64_t was_after = hyst_idle_after(&j->idle, m->o->idle_ms);
 		bool run = hyst_idle_step(&j->idle, j->running, j->active_at, now, m->o->idle_ms);
+		int64_t after = hyst_idle_after(&j->idle, m->o->idle_ms);
 
 		if (run == j->running)
 			continue;
@@ -341,13 +342,13 @@ shares_activity(struct dmn *m, int64_t now)
 			control_log("job %u: idle for %.1f s: its shares of the links go to the "
 				    "jobs that run",
 				    m->d->jobs[i].id, (double)(now - j->active_at) / 1e3);
-		else if (hyst_idle_after(&j->idle, m->o->idle_ms) > after)
+		else if (after > was_after)
 			control_log("job %u: running again %.1f s after it went idle: it shares "
 				    "the links with the other jobs that run, and goes idle after "
 				    "%.1f s without traffic from now on",
 				    m->d->jobs[i].id,
 				    (double)(j->active_at - j->idle.idle_at) / 1e3,
-				    (double)hyst_idle_after(&j->idle, m->o->idle_ms) / 1e3);
+				    (double)after / 1e3);
 		else
 			control_log("job %u: running (its rounds go through the gateways): it "
 				    "shares the links with the other jobs that run",

@@ -64,12 +64,12 @@ hung_up(int rc)
 }
 
 /* Whether the "worker" request that failed with rc is asked again (gr_join_config()):
- * after a hang-up, or when nothing listens yet (ECONNREFUSED: the control process is
- * starting or restarting; nothing was sent). */
+ * while no replica leads (EAGAIN), after a hang-up, or when nothing listens yet
+ * (ECONNREFUSED: the control process is starting or restarting; nothing was sent). */
 static bool
 ask_again(int rc)
 {
-	return hung_up(rc) || rc == -ECONNREFUSED;
+	return rc == -EAGAIN || hung_up(rc) || rc == -ECONNREFUSED;
 }
 
 /* One request of op with the arguments args (a reference taken over) to the control
@@ -247,7 +247,7 @@ gr_join_open(const struct gr_join_opts *o, char *err, size_t errlen)
 	 * gr_join_config() asks again. */
 	r = join_call(j, false, 0, 0, &rc, err, errlen);
 	json_decref(r);
-	return rc != 0 && rc != -EAGAIN && !ask_again(rc) ? join_fail(j, rc) : j;
+	return rc != 0 && !ask_again(rc) ? join_fail(j, rc) : j;
 }
 
 int
@@ -277,7 +277,7 @@ gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err,
 
 		rc = gr_join_wait(j, 0, (int)(until - clock_now_ms()), cfg, err, errlen);
 		left = until - clock_now_ms();
-		if (left <= 0 || !((rc == 0 && j->elastic) || rc == -EAGAIN || ask_again(rc)))
+		if (left <= 0 || !((rc == 0 && j->elastic) || ask_again(rc)))
 			break;
 		if (rc < 0) {
 			int64_t ms = left < JOIN_AGAIN_MS ? left : JOIN_AGAIN_MS;
@@ -293,7 +293,7 @@ gr_join_config(struct gr_join *j, struct gr_config *cfg, int wait_ms, char *err,
 			       ctl_peers_current(&j->peers), j->job, j->worker_id, wait_ms);
 		return -ETIMEDOUT;
 	}
-	if ((rc == -EAGAIN || ask_again(rc)) && wait_ms > 0) {
+	if (ask_again(rc) && wait_ms > 0) {
 		size_t n = strnlen(err, errlen);
 
 		if (n + 1 < errlen)
